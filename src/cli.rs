@@ -1,0 +1,66 @@
+//! Command line (clap derive).
+
+use crate::model::summary::ModelKind;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// topk-judge: find the k best of N candidate answers with an LLM judge, fast, cheap and honest
+/// about position and verbosity bias.
+#[derive(Debug, Parser)]
+#[command(name = "topk-judge", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run Algorithm 1 (active top-k acquisition) as configured; re-running resumes.
+    Run {
+        /// Config file (YAML).
+        config: PathBuf,
+        /// Do not show the progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Fit the model to verdicts collected elsewhere and print the ranking.
+    Fit {
+        /// Pool file (JSON Lines).
+        pool_file: PathBuf,
+        /// Verdicts file (JSON Lines with "a", "b", "y").
+        verdicts_file: PathBuf,
+        /// Pool id (default: the first pool in the file).
+        #[arg(long)]
+        pool_id: Option<String>,
+        /// Model.
+        #[arg(long, value_enum, default_value = "bias_aware")]
+        model: ModelKind,
+        /// k of top-k.
+        #[arg(long, default_value_t = 3)]
+        k: usize,
+        /// Covariates NAME[:TRANSFORM],... (default: words:zscore when items have text, plus every
+        /// key of the items' covariates map, raw).
+        #[arg(long, value_delimiter = ',')]
+        covariates: Option<Vec<String>>,
+        /// λ_θ.
+        #[arg(long, default_value_t = 1.0)]
+        lambda_theta: f64,
+        /// λ_b.
+        #[arg(long, default_value_t = 0.1)]
+        lambda_b: f64,
+        /// λ_κ.
+        #[arg(long, default_value_t = 0.01)]
+        lambda_kappa: f64,
+        /// Monte-Carlo draws for top-k membership.
+        #[arg(long, default_value_t = 1000)]
+        draws: usize,
+        /// Seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write the fit as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}

@@ -1,0 +1,326 @@
+//! Run configuration: [`RawConfig`] mirrors the YAML as written (unknown keys are errors), and
+//! [`Config::load`] resolves paths against the config file's folder, reads the pool and checks
+//! every rule before anything runs (STYLE §4).
+
+use crate::acquire::{Orders, StrategyKind};
+use crate::judge::mock::MockConfig;
+use crate::model::Prior;
+use crate::model::summary::ModelKind;
+use crate::pool::{self, CovariateSpec, Covariates, Pool, PoolError};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Errors loading a configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// YAML syntax, an unknown key or a wrong type (the message names line and column).
+    #[error("{path}: {msg}")]
+    Yaml {
+        /// File.
+        path: PathBuf,
+        /// Parser message with line/column.
+        msg: String,
+    },
+    /// A value breaks a rule.
+    #[error("{path}: {key}: {msg}")]
+    Invalid {
+        /// File.
+        path: PathBuf,
+        /// Key path, e.g. `model.lambda_b`.
+        key: String,
+        /// Found vs expected.
+        msg: String,
+    },
+    /// The pool named by the config is bad.
+    #[error("{path}: pool: {source}")]
+    Pool {
+        /// Config file.
+        path: PathBuf,
+        /// Cause.
+        source: PoolError,
+    },
+}
+
+/// Where the pool is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolRef {
+    /// JSON Lines pool file (relative to the config's folder).
+    pub file: PathBuf,
+    /// Pool id; default: the first pool in the file.
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// Judge configuration (externally tagged: `judge: {mock: {...}}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum JudgeConfig {
+    /// Deterministic or keyed-stochastic mock (SPEC §4).
+    Mock(MockConfig),
+}
+
+/// Model settings (SPEC §2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// `naive` or `bias_aware` (default).
+    #[serde(default = "d_kind")]
+    pub kind: ModelKind,
+    /// λ_θ (default 1).
+    #[serde(default = "d_lt")]
+    pub lambda_theta: f64,
+    /// λ_b (default 0.1).
+    #[serde(default = "d_lb")]
+    pub lambda_b: f64,
+    /// λ_κ (default 0.01).
+    #[serde(default = "d_lk")]
+    pub lambda_kappa: f64,
+    /// Covariates; default `words` (zscore) when items have text plus every `covariates` key (raw).
+    #[serde(default)]
+    pub covariates: Option<Vec<CovariateSpec>>,
+}
+
+fn d_kind() -> ModelKind {
+    ModelKind::BiasAware
+}
+fn d_lt() -> f64 {
+    1.0
+}
+fn d_lb() -> f64 {
+    0.1
+}
+fn d_lk() -> f64 {
+    0.01
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self { kind: d_kind(), lambda_theta: d_lt(), lambda_b: d_lb(), lambda_kappa: d_lk(), covariates: None }
+    }
+}
+
+impl ModelConfig {
+    /// The prior.
+    pub fn prior(&self) -> Prior {
+        Prior { lambda_theta: self.lambda_theta, lambda_b: self.lambda_b, lambda_kappa: self.lambda_kappa }
+    }
+}
+
+/// Acquisition settings (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcquisitionConfig {
+    /// Strategy (default `topk`).
+    #[serde(default = "d_strategy")]
+    pub strategy: StrategyKind,
+    /// `both` (default) or `single`.
+    #[serde(default)]
+    pub orders: Orders,
+    /// Queries selected per refit, R (default 8).
+    #[serde(default = "d_refit")]
+    pub refit_every: usize,
+    /// Queries in flight at once (default 8).
+    #[serde(default = "d_refit")]
+    pub batch_size: usize,
+    /// Seed of every random choice (tie-breaks, Monte Carlo, shuffles).
+    #[serde(default)]
+    pub seed: u64,
+    /// Monte-Carlo draws S for top-k membership (default 1000).
+    #[serde(default = "d_draws")]
+    pub mc_draws: usize,
+    /// Stop early when every π ≤ ε or ≥ 1 − ε (default: off).
+    #[serde(default)]
+    pub confidence: Option<f64>,
+}
+
+fn d_strategy() -> StrategyKind {
+    StrategyKind::Topk
+}
+fn d_refit() -> usize {
+    8
+}
+fn d_draws() -> usize {
+    1000
+}
+
+impl Default for AcquisitionConfig {
+    fn default() -> Self {
+        Self {
+            strategy: d_strategy(),
+            orders: Orders::Both,
+            refit_every: 8,
+            batch_size: 8,
+            seed: 0,
+            mc_draws: 1000,
+            confidence: None,
+        }
+    }
+}
+
+/// Budget (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    /// Maximum verdicts stored.
+    #[serde(default)]
+    pub max_comparisons: Option<u64>,
+    /// Maximum spend in USD.
+    #[serde(default)]
+    pub max_usd: Option<f64>,
+}
+
+/// The configuration as written in YAML.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    /// Run name: outputs go to `<out_dir>/<name>/`.
+    pub name: String,
+    /// Output folder (relative to the config's folder); default `runs` in the working directory.
+    #[serde(default)]
+    pub out_dir: Option<PathBuf>,
+    /// The pool.
+    pub pool: PoolRef,
+    /// k of top-k (1 ≤ k < number of bases).
+    pub k: usize,
+    /// The judge.
+    pub judge: JudgeConfig,
+    /// The model.
+    #[serde(default)]
+    pub model: ModelConfig,
+    /// Acquisition.
+    #[serde(default)]
+    pub acquisition: AcquisitionConfig,
+    /// Budget.
+    #[serde(default)]
+    pub budget: BudgetConfig,
+}
+
+/// A validated configuration with its pool loaded.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The raw configuration, paths resolved.
+    pub raw: RawConfig,
+    /// The config file.
+    pub path: PathBuf,
+    /// `<out_dir>/<name>`.
+    pub run_dir: PathBuf,
+    /// The pool.
+    pub pool: Pool,
+    /// Covariates of the model (empty for the naive model).
+    pub covariates: Covariates,
+    /// Covariate specs in force.
+    pub covariate_specs: Vec<CovariateSpec>,
+}
+
+impl Config {
+    /// Read, parse and validate a config file.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming file, key (or line) and what was expected.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+        let raw: RawConfig =
+            crate::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+        Self::from_raw(raw, path)
+    }
+
+    /// Validate a parsed config; relative paths resolve against `path`'s folder.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] / [`ConfigError::Pool`].
+    pub fn from_raw(mut raw: RawConfig, path: &Path) -> Result<Self, ConfigError> {
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.to_owned(), msg };
+        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
+            return Err(inv("name", format!("{:?} is not a valid run name (expected a plain folder name)", raw.name)));
+        }
+        raw.pool.file = dir.join(&raw.pool.file);
+        let run_dir = match &raw.out_dir {
+            Some(o) => dir.join(o).join(&raw.name),
+            None => PathBuf::from("runs").join(&raw.name),
+        };
+        let m = &raw.model;
+        for (k, v) in [
+            ("model.lambda_theta", m.lambda_theta),
+            ("model.lambda_b", m.lambda_b),
+            ("model.lambda_kappa", m.lambda_kappa),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(inv(k, format!("{v} must be > 0 (a positive prior precision keeps every fit finite)")));
+            }
+        }
+        let a = &raw.acquisition;
+        if a.refit_every == 0 {
+            return Err(inv("acquisition.refit_every", "0 must be ≥ 1".into()));
+        }
+        if a.batch_size == 0 {
+            return Err(inv("acquisition.batch_size", "0 must be ≥ 1".into()));
+        }
+        if a.mc_draws == 0 {
+            return Err(inv("acquisition.mc_draws", "0 must be ≥ 1".into()));
+        }
+        if let Some(e) = a.confidence
+            && !(e > 0.0 && e < 0.5)
+        {
+            return Err(inv("acquisition.confidence", format!("{e} must be in (0, 0.5)")));
+        }
+        if let Some(u) = raw.budget.max_usd
+            && !(u >= 0.0 && u.is_finite())
+        {
+            return Err(inv("budget.max_usd", format!("{u} must be ≥ 0")));
+        }
+        let pool = pool::read_pool(&raw.pool.file, raw.pool.id.as_deref())
+            .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?;
+        if raw.k == 0 || raw.k >= pool.n_bases() {
+            return Err(inv(
+                "k",
+                format!(
+                    "{} must satisfy 1 ≤ k < number of bases ({}) in pool {:?}",
+                    raw.k,
+                    pool.n_bases(),
+                    pool.pool_id
+                ),
+            ));
+        }
+        match &raw.judge {
+            JudgeConfig::Mock(mc) => {
+                crate::judge::mock::MockJudge::new(mc.clone()).map_err(|msg| inv("judge.mock", msg))?;
+                if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {
+                    return Err(inv(
+                        "judge.mock",
+                        format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
+                    ));
+                }
+            }
+        }
+        let specs = match raw.model.kind {
+            ModelKind::Naive => Vec::new(),
+            ModelKind::BiasAware => raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool)),
+        };
+        let covariates = pool::build_covariates(&pool, &specs)
+            .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?;
+        Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_names_line_and_key() {
+        let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nbudgett: {max_comparisons: 3}\n";
+        let e = crate::yaml::from_str::<RawConfig>(y).unwrap_err();
+        assert!(e.contains("budgett"), "{e}");
+        assert!(e.contains("line 5") || e.contains("5:"), "{e}");
+    }
+}

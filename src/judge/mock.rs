@@ -1,0 +1,262 @@
+//! Mock judges (SPEC §4, tutorial [T]): deterministic and keyed-stochastic.
+//!
+//! score(item, slot) = quality + POS_BIAS·[slot = A] + VERB_PER_WORD·words.
+//! Deterministic: the higher score wins, a tie goes to A. Stochastic: P(first wins) =
+//! σ((score_A − score_B)/temperature), one Bernoulli draw keyed by (seed, a, b), so the same
+//! ordered pair always gets the same verdict whatever the query order.
+
+use super::{BoxFuture, Judge, JudgeError, JudgeReply, Usage};
+use crate::model::bt::sigmoid;
+use crate::pool::{Item, Pool, word_count};
+use crate::rng;
+use serde::{Deserialize, Serialize};
+
+/// Mock judge parameters (YAML `judge: {mock: {...}}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockConfig {
+    /// Bonus added to the slot-A answer, in quality units. Default 0.3 (see README: biased but
+    /// competent on the SummEval 1–5 scale, where within-pool quality sd ≈ 0.5).
+    #[serde(default = "d_pos")]
+    pub pos_bias: f64,
+    /// Bonus per word, in quality units. Default 0.01 (one within-pool sd of SummEval length, ≈ 17 words, ≈ 0.17 quality).
+    #[serde(default = "d_verb")]
+    pub verb_per_word: f64,
+    /// `deterministic` (tutorial) or `stochastic` (keyed Bernoulli).
+    #[serde(default)]
+    pub mode: MockMode,
+    /// Temperature of the stochastic mock, quality units (> 0). Default 0.25.
+    #[serde(default = "d_temp")]
+    pub temperature: f64,
+    /// Seed of the keyed Bernoulli draws.
+    #[serde(default)]
+    pub seed: u64,
+    /// Simulated latency per verdict, milliseconds.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// Simulated price in USD per million prompt tokens (simulated usage: 1.3 tokens per word of
+    /// task and answers, plus 60). Unset = free.
+    #[serde(default)]
+    pub input_usd_per_mtok: Option<f64>,
+    /// Simulated price in USD per million completion tokens (1 completion token per verdict).
+    #[serde(default)]
+    pub output_usd_per_mtok: Option<f64>,
+}
+
+fn d_pos() -> f64 {
+    0.3
+}
+fn d_verb() -> f64 {
+    0.01
+}
+fn d_temp() -> f64 {
+    0.25
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        Self {
+            pos_bias: d_pos(),
+            verb_per_word: d_verb(),
+            mode: MockMode::Deterministic,
+            temperature: d_temp(),
+            seed: 0,
+            latency_ms: 0,
+            input_usd_per_mtok: None,
+            output_usd_per_mtok: None,
+        }
+    }
+}
+
+/// Mock mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MockMode {
+    /// Higher score wins; tie to A.
+    #[default]
+    Deterministic,
+    /// Keyed Bernoulli with P(A) = σ(Δscore / temperature).
+    Stochastic,
+}
+
+/// The mock judge.
+pub struct MockJudge {
+    cfg: MockConfig,
+}
+
+/// Words of an item: its `words` covariate when given, else the whitespace word count of its text.
+pub fn item_words(it: &Item) -> f64 {
+    it.covariates.get("words").copied().unwrap_or_else(|| it.text.as_deref().map(word_count).unwrap_or(0) as f64)
+}
+
+impl MockJudge {
+    /// A mock judge.
+    ///
+    /// # Errors
+    /// A message when temperature ≤ 0 or a number is not finite.
+    pub fn new(cfg: MockConfig) -> Result<Self, String> {
+        if !(cfg.temperature > 0.0 && cfg.temperature.is_finite()) {
+            return Err(format!("judge.mock.temperature = {} must be > 0", cfg.temperature));
+        }
+        if !cfg.pos_bias.is_finite() || !cfg.verb_per_word.is_finite() {
+            return Err("judge.mock.pos_bias and verb_per_word must be finite".into());
+        }
+        for (k, v) in [("input_usd_per_mtok", cfg.input_usd_per_mtok), ("output_usd_per_mtok", cfg.output_usd_per_mtok)]
+        {
+            if let Some(v) = v
+                && !(v >= 0.0 && v.is_finite())
+            {
+                return Err(format!("judge.mock.{k} = {v} must be ≥ 0"));
+            }
+        }
+        Ok(Self { cfg })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MockConfig {
+        &self.cfg
+    }
+
+    /// score(item, slot) in quality units [T].
+    ///
+    /// # Panics
+    /// If the item has no gold `quality` (the caller checks at config time).
+    pub fn score(&self, it: &Item, slot_a: bool) -> f64 {
+        it.quality.expect("mock judge needs quality")
+            + if slot_a { self.cfg.pos_bias } else { 0.0 }
+            + self.cfg.verb_per_word * item_words(it)
+    }
+
+    /// Probability that the first-shown item wins (1/0 for the deterministic mock).
+    pub fn p_first(&self, a: &Item, b: &Item) -> f64 {
+        let d = self.score(a, true) - self.score(b, false);
+        match self.cfg.mode {
+            MockMode::Deterministic => {
+                if d >= 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            MockMode::Stochastic => sigmoid(d / self.cfg.temperature),
+        }
+    }
+
+    /// The verdict y on (a first, b second): deterministic, or the keyed Bernoulli draw.
+    pub fn outcome(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        let (ia, ib) = (&pool.items[a], &pool.items[b]);
+        let p = self.p_first(ia, ib);
+        match self.cfg.mode {
+            MockMode::Deterministic => p,
+            MockMode::Stochastic => {
+                let u = rng::keyed_uniform(rng::key64(self.cfg.seed, &["mock", &pool.pool_id, &ia.id, &ib.id]));
+                if u < p { 1.0 } else { 0.0 }
+            }
+        }
+    }
+
+    fn usage(&self, pool: &Pool, a: usize, b: usize) -> Usage {
+        let words = word_count(&pool.task) as f64 + item_words(&pool.items[a]) + item_words(&pool.items[b]);
+        Usage { prompt_tokens: (1.3 * words).round() as u64 + 60, completion_tokens: 1, ..Default::default() }
+    }
+
+    fn cost(&self, u: &Usage) -> f64 {
+        u.prompt_tokens as f64 * self.cfg.input_usd_per_mtok.unwrap_or(0.0) / 1e6
+            + u.completion_tokens as f64 * self.cfg.output_usd_per_mtok.unwrap_or(0.0) / 1e6
+    }
+}
+
+impl Judge for MockJudge {
+    fn describe(&self) -> String {
+        format!(
+            "mock ({:?}, pos_bias {}, verb_per_word {}{})",
+            self.cfg.mode,
+            self.cfg.pos_bias,
+            self.cfg.verb_per_word,
+            if self.cfg.mode == MockMode::Stochastic {
+                format!(", temperature {}", self.cfg.temperature)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        let cfg = serde_json::to_string(&self.cfg).expect("serialisable");
+        let (ia, ib) = (&pool.items[a], &pool.items[b]);
+        let payload = serde_json::json!({"judge": "mock", "cfg": cfg, "pool": pool.pool_id, "a": ia, "b": ib});
+        rng::sha256_hex(&payload.to_string())
+    }
+
+    fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.cost(&self.usage(pool, a, b))
+    }
+
+    fn has_price(&self) -> bool {
+        self.cfg.input_usd_per_mtok.is_some() || self.cfg.output_usd_per_mtok.is_some()
+    }
+
+    fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+        Box::pin(async move {
+            if self.cfg.latency_ms > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(self.cfg.latency_ms)).await;
+            }
+            let usage = self.usage(pool, a, b);
+            Ok(JudgeReply {
+                y: Some(self.outcome(pool, a, b)),
+                invalid_reason: None,
+                raw: None,
+                cost_usd: self.cost(&usage),
+                usage,
+                attempts: 1,
+                latency_ms: self.cfg.latency_ms,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn it(id: &str, q: f64, words: f64) -> Item {
+        let mut c = BTreeMap::new();
+        c.insert("words".to_string(), words);
+        Item { id: id.into(), text: None, quality: Some(q), covariates: c, base: None, rendering: None }
+    }
+
+    #[test]
+    fn tutorial_p01_flips() {
+        // [T] p01: X (5, 40), Y (6, 20), POS_BIAS 1, VERB 0.02: X first → X wins; Y first → Y wins.
+        let j = MockJudge::new(MockConfig { pos_bias: 1.0, verb_per_word: 0.02, ..Default::default() }).unwrap();
+        let (x, y) = (it("x", 5.0, 40.0), it("y", 6.0, 20.0));
+        assert_eq!(j.p_first(&x, &y), 1.0);
+        assert_eq!(j.p_first(&y, &x), 1.0);
+        // Scores: X in A = 5 + 1 + 0.8 = 6.8; Y in B = 6.4.
+        assert!((j.score(&x, true) - 6.8).abs() < 1e-12);
+    }
+
+    #[test]
+    fn stochastic_verdicts_are_keyed_by_pair() {
+        let j = MockJudge::new(MockConfig { mode: MockMode::Stochastic, seed: 9, ..Default::default() }).unwrap();
+        let pool =
+            Pool::new("p".into(), "t".into(), (0..6).map(|i| it(&format!("i{i}"), i as f64 * 0.1, 30.0)).collect())
+                .unwrap();
+        let first: Vec<f64> = (0..6)
+            .flat_map(|a| (0..6).map(move |b| (a, b)))
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| j.outcome(&pool, a, b))
+            .collect();
+        let again: Vec<f64> = (0..6)
+            .flat_map(|a| (0..6).map(move |b| (a, b)))
+            .filter(|(a, b)| a != b)
+            .rev()
+            .map(|(a, b)| j.outcome(&pool, a, b))
+            .collect();
+        let mut again = again;
+        again.reverse();
+        assert_eq!(first, again);
+        assert!(first.contains(&1.0) && first.contains(&0.0));
+    }
+}

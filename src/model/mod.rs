@@ -1,0 +1,11 @@
+//! The statistical core: bias-aware Bradley–Terry MAP, Laplace posterior, top-k membership.
+//! Pure and synchronous; no I/O, no clock, RNG passed in (STYLE §2).
+
+pub mod bt;
+pub mod laplace;
+pub mod linalg;
+pub mod membership;
+pub mod summary;
+
+pub use bt::{Design, Fit, FitError, FitOptions, Observation, Prior};
+pub use laplace::Posterior;

@@ -1,0 +1,488 @@
+//! Pools, items, bases and covariates (SPEC §1).
+//!
+//! A pool file is JSON Lines, one pool per line:
+//! `{"pool_id", "task" | "source", "items": [{"id", "text"?, "quality"?, "covariates"?, "base"?,
+//! "rendering"?}]}`. Items that share `base` share one quality parameter θ; without `base`
+//! every item is its own base. Rankings and top-k are over bases.
+//!
+//! Covariates x_i ∈ R^p: built-in `words` (whitespace word count) and `markdown` (1 if the text
+//! has a list, header, table or bold markup), or any key of the items' `covariates` map, each
+//! with a transform: `zscore` within the pool (population sd, ddof = 0; a constant column becomes
+//! zeros and is reported as "no variation"), `raw`, or `log` (values must be > 0).
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// Errors reading or validating a pool.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// The pool file could not be read.
+    #[error("cannot read pool file {path}: {source}")]
+    Io {
+        /// File path.
+        path: PathBuf,
+        /// Underlying error.
+        source: std::io::Error,
+    },
+    /// A line is not valid UTF-8 or not a valid pool object.
+    #[error(
+        "{path}:{line}: not a valid pool ({msg}); expected {{\"pool_id\", \"task\", \"items\": [{{\"id\", \"text\", ...}}]}}"
+    )]
+    Parse {
+        /// File path.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What went wrong.
+        msg: String,
+    },
+    /// No pool with the requested id.
+    #[error("{path}: no pool with pool_id {id:?} (the file has {available})")]
+    NotFound {
+        /// File path.
+        path: PathBuf,
+        /// Requested id.
+        id: String,
+        /// Short list of available ids.
+        available: String,
+    },
+    /// The pool violates a rule (empty, duplicate ids, bad covariate...).
+    #[error("pool {pool_id:?}: {msg}")]
+    Invalid {
+        /// Pool id.
+        pool_id: String,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// One candidate answer as written in the pool file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Item {
+    /// Unique id within the pool.
+    pub id: String,
+    /// The answer text (needed by live judges and the `words`/`markdown` covariates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Gold quality on any real scale (mock judges and recall@k only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<f64>,
+    /// Extra covariates, name → number.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub covariates: BTreeMap<String, f64>,
+    /// Base id for the paired rendering design (SPEC §6); defaults to the item id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// Rendering label (e.g. "terse", "elaborated").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendering: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawPool {
+    pool_id: String,
+    #[serde(default, alias = "source")]
+    task: Option<String>,
+    items: Vec<Item>,
+}
+
+/// A validated pool: task, items, and the item → base map.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pool {
+    /// Pool id.
+    pub pool_id: String,
+    /// The instruction or source text the judge sees.
+    pub task: String,
+    /// Items in file order.
+    pub items: Vec<Item>,
+    /// Base ids in order of first appearance (length M).
+    pub bases: Vec<String>,
+    /// `item_base[i]` = index into `bases` of item i (length N).
+    pub item_base: Vec<usize>,
+    #[serde(skip)]
+    index: HashMap<String, usize>,
+}
+
+impl Pool {
+    /// Build and validate a pool: at least 2 items, unique non-empty ids, finite numbers.
+    ///
+    /// # Errors
+    /// [`PoolError::Invalid`] naming the offending item.
+    pub fn new(pool_id: String, task: String, items: Vec<Item>) -> Result<Self, PoolError> {
+        let bad = |msg: String| PoolError::Invalid { pool_id: pool_id.clone(), msg };
+        if items.is_empty() {
+            return Err(bad("the pool has no items; expected at least 2".into()));
+        }
+        if items.len() < 2 {
+            return Err(bad("the pool has 1 item; expected at least 2 to compare".into()));
+        }
+        let mut index = HashMap::new();
+        let mut bases: Vec<String> = Vec::new();
+        let mut base_index: HashMap<String, usize> = HashMap::new();
+        let mut item_base = Vec::with_capacity(items.len());
+        for (i, it) in items.iter().enumerate() {
+            if it.id.is_empty() {
+                return Err(bad(format!("item #{} has an empty id", i + 1)));
+            }
+            if index.insert(it.id.clone(), i).is_some() {
+                return Err(bad(format!("duplicate item id {:?} (item #{}); ids must be unique", it.id, i + 1)));
+            }
+            if let Some(q) = it.quality
+                && !q.is_finite()
+            {
+                return Err(bad(format!("item {:?}: quality {q} is not finite", it.id)));
+            }
+            for (k, v) in &it.covariates {
+                if !v.is_finite() {
+                    return Err(bad(format!("item {:?}: covariate {k:?} = {v} is not finite", it.id)));
+                }
+            }
+            let b = it.base.clone().unwrap_or_else(|| it.id.clone());
+            let bi = *base_index.entry(b.clone()).or_insert_with(|| {
+                bases.push(b);
+                bases.len() - 1
+            });
+            item_base.push(bi);
+        }
+        if bases.len() < 2 {
+            return Err(bad("all items share one base; expected at least 2 bases to rank".into()));
+        }
+        Ok(Pool { pool_id, task, items, bases, item_base, index })
+    }
+
+    /// Number of items N.
+    pub fn n_items(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Number of bases M.
+    pub fn n_bases(&self) -> usize {
+        self.bases.len()
+    }
+
+    /// Index of an item id.
+    pub fn item_index(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    /// Gold quality per base (mean over its items), if every item has `quality`.
+    pub fn base_quality(&self) -> Option<Vec<f64>> {
+        let mut sum = vec![0.0; self.n_bases()];
+        let mut cnt = vec![0usize; self.n_bases()];
+        for (i, it) in self.items.iter().enumerate() {
+            sum[self.item_base[i]] += it.quality?;
+            cnt[self.item_base[i]] += 1;
+        }
+        Some(sum.iter().zip(&cnt).map(|(s, c)| s / *c as f64).collect())
+    }
+
+    /// Whether every item has a text.
+    pub fn has_text(&self) -> bool {
+        self.items.iter().all(|i| i.text.is_some())
+    }
+
+    /// Names of the extra covariates present on every item (sorted).
+    pub fn covariate_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self.items.iter().flat_map(|i| i.covariates.keys().cloned()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+/// Parse every pool in a JSON Lines file.
+///
+/// # Errors
+/// [`PoolError::Io`] if unreadable; [`PoolError::Parse`] naming the line; [`PoolError::Invalid`].
+pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
+    let bytes = std::fs::read(path).map_err(|source| PoolError::Io { path: path.to_owned(), source })?;
+    let mut pools = Vec::new();
+    for (ln, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        let line_no = ln + 1;
+        let text = std::str::from_utf8(line).map_err(|e| PoolError::Parse {
+            path: path.to_owned(),
+            line: line_no,
+            msg: format!("invalid UTF-8 at byte {} of the line", e.valid_up_to()),
+        })?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let raw: RawPool = serde_json::from_str(text).map_err(|e| PoolError::Parse {
+            path: path.to_owned(),
+            line: line_no,
+            msg: e.to_string(),
+        })?;
+        let task = raw.task.unwrap_or_default();
+        pools.push(Pool::new(raw.pool_id, task, raw.items)?);
+    }
+    if pools.is_empty() {
+        return Err(PoolError::Parse { path: path.to_owned(), line: 1, msg: "the file holds no pool".into() });
+    }
+    Ok(pools)
+}
+
+/// Read one pool by id (or the only/first pool when `id` is `None`).
+///
+/// # Errors
+/// As [`read_pools`], plus [`PoolError::NotFound`].
+pub fn read_pool(path: &Path, id: Option<&str>) -> Result<Pool, PoolError> {
+    let pools = read_pools(path)?;
+    match id {
+        None => Ok(pools.into_iter().next().expect("non-empty")),
+        Some(id) => {
+            let available = pools.iter().take(5).map(|p| p.pool_id.as_str()).collect::<Vec<_>>().join(", ");
+            let n = pools.len();
+            pools.into_iter().find(|p| p.pool_id == id).ok_or_else(|| PoolError::NotFound {
+                path: path.to_owned(),
+                id: id.to_owned(),
+                available: if n > 5 { format!("{n} pools: {available}, ...") } else { available },
+            })
+        }
+    }
+}
+
+/// Covariate transform (SPEC §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transform {
+    /// (x − mean) / sd within the pool, population sd.
+    Zscore,
+    /// x as is.
+    Raw,
+    /// ln x, x > 0.
+    Log,
+}
+
+impl std::str::FromStr for Transform {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "zscore" => Ok(Self::Zscore),
+            "raw" => Ok(Self::Raw),
+            "log" => Ok(Self::Log),
+            o => Err(format!("unknown transform {o:?}; expected zscore, raw or log")),
+        }
+    }
+}
+
+/// A covariate request: name plus transform.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CovariateSpec {
+    /// `words`, `markdown`, or a key of the items' `covariates` map.
+    pub name: String,
+    /// Transform; default `zscore` for `words`, `raw` otherwise.
+    #[serde(default)]
+    pub transform: Option<Transform>,
+}
+
+impl CovariateSpec {
+    /// Parse `NAME[:TRANSFORM]`.
+    ///
+    /// # Errors
+    /// Unknown transform.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            None => Ok(Self { name: s.to_owned(), transform: None }),
+            Some((n, t)) => Ok(Self { name: n.to_owned(), transform: Some(t.parse()?) }),
+        }
+    }
+
+    /// The transform in force (default `zscore` for `words`, else `raw`).
+    pub fn effective_transform(&self) -> Transform {
+        self.transform.unwrap_or(if self.name == "words" { Transform::Zscore } else { Transform::Raw })
+    }
+}
+
+/// Default covariates: `words` (zscore) when items have text, plus every key of `covariates` (raw).
+pub fn default_covariates(pool: &Pool) -> Vec<CovariateSpec> {
+    let mut v = Vec::new();
+    if pool.has_text() {
+        v.push(CovariateSpec { name: "words".into(), transform: Some(Transform::Zscore) });
+    }
+    for k in pool.covariate_keys() {
+        if k != "words" {
+            v.push(CovariateSpec { name: k, transform: Some(Transform::Raw) });
+        }
+    }
+    v
+}
+
+/// Whitespace word count.
+pub fn word_count(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+/// 1 if the text has markdown structure (list item, header, table row or bold), else 0.
+pub fn has_markdown(text: &str) -> bool {
+    text.contains("**")
+        || text.lines().any(|l| {
+            let t = l.trim_start();
+            t.starts_with("# ")
+                || t.starts_with("## ")
+                || t.starts_with("### ")
+                || t.starts_with("- ")
+                || t.starts_with("* ")
+                || (t.starts_with('|') && t.trim_end().ends_with('|') && t.len() > 1)
+                || t.split_once(". ")
+                    .is_some_and(|(n, _)| !n.is_empty() && n.len() <= 3 && n.chars().all(|c| c.is_ascii_digit()))
+        })
+}
+
+/// The covariate matrix of a pool: `x[i]` has length p (row i = item i), plus notes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Covariates {
+    /// Covariate names (length p).
+    pub names: Vec<String>,
+    /// Transforms (length p).
+    pub transforms: Vec<Transform>,
+    /// Transformed values, N rows × p columns.
+    pub x: Vec<Vec<f64>>,
+    /// Names of covariates with no variation in the pool (zero columns).
+    pub no_variation: Vec<String>,
+}
+
+impl Covariates {
+    /// p = number of covariates.
+    pub fn p(&self) -> usize {
+        self.names.len()
+    }
+
+    /// No covariates (naive model).
+    pub fn none(n_items: usize) -> Self {
+        Covariates { names: vec![], transforms: vec![], x: vec![vec![]; n_items], no_variation: vec![] }
+    }
+}
+
+/// Build the transformed covariate matrix for `specs`.
+///
+/// # Errors
+/// [`PoolError::Invalid`]: a text covariate on an item without text, a missing covariate key,
+/// `log` of a value ≤ 0, or a duplicate covariate name.
+pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariates, PoolError> {
+    let bad = |msg: String| PoolError::Invalid { pool_id: pool.pool_id.clone(), msg };
+    let n = pool.n_items();
+    let mut x = vec![Vec::with_capacity(specs.len()); n];
+    let mut names = Vec::new();
+    let mut transforms = Vec::new();
+    let mut no_variation = Vec::new();
+    for spec in specs {
+        if names.contains(&spec.name) {
+            return Err(bad(format!("covariate {:?} is listed twice", spec.name)));
+        }
+        let mut col = Vec::with_capacity(n);
+        for it in &pool.items {
+            let v = match spec.name.as_str() {
+                "words" | "markdown" if !it.covariates.contains_key(&spec.name) => {
+                    let t = it.text.as_deref().ok_or_else(|| {
+                        bad(format!("item {:?} has no text, needed for covariate {:?}", it.id, spec.name))
+                    })?;
+                    if spec.name == "words" { word_count(t) as f64 } else { f64::from(u8::from(has_markdown(t))) }
+                }
+                name => *it.covariates.get(name).ok_or_else(|| {
+                    bad(format!("item {:?} has no covariate {name:?} (expected \"covariates\": {{{name:?}: number}}, or the built-ins words, markdown)", it.id))
+                })?,
+            };
+            col.push(v);
+        }
+        let t = spec.effective_transform();
+        match t {
+            Transform::Raw => {}
+            Transform::Log => {
+                for (v, it) in col.iter_mut().zip(&pool.items) {
+                    if *v <= 0.0 {
+                        return Err(bad(format!(
+                            "item {:?}: covariate {:?} = {} cannot take transform log (needs > 0)",
+                            it.id, spec.name, v
+                        )));
+                    }
+                    *v = v.ln();
+                }
+            }
+            Transform::Zscore => {
+                let mean = col.iter().sum::<f64>() / n as f64;
+                let var = col.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+                let sd = var.sqrt();
+                if sd <= 1e-12 * mean.abs().max(1.0) {
+                    col.iter_mut().for_each(|v| *v = 0.0);
+                } else {
+                    col.iter_mut().for_each(|v| *v = (*v - mean) / sd);
+                }
+            }
+        }
+        let (lo, hi) = col.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+        if hi - lo <= 0.0 {
+            no_variation.push(spec.name.clone());
+        }
+        for (row, v) in x.iter_mut().zip(col) {
+            row.push(v);
+        }
+        names.push(spec.name.clone());
+        transforms.push(t);
+    }
+    Ok(Covariates { names, transforms, x, no_variation })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(id: &str, text: &str) -> Item {
+        Item {
+            id: id.into(),
+            text: Some(text.into()),
+            quality: None,
+            covariates: BTreeMap::new(),
+            base: None,
+            rendering: None,
+        }
+    }
+
+    #[test]
+    fn zscore_uses_population_sd() {
+        // words = 1, 2, 3: mean 2, population sd sqrt(2/3).
+        let p = Pool::new("p".into(), "t".into(), vec![item("a", "w"), item("b", "w w"), item("c", "w w w")]).unwrap();
+        let c = build_covariates(&p, &[CovariateSpec::parse("words").unwrap()]).unwrap();
+        let sd = (2.0f64 / 3.0).sqrt();
+        assert!((c.x[0][0] + 1.0 / sd).abs() < 1e-12);
+        assert!((c.x[2][0] - 1.0 / sd).abs() < 1e-12);
+        assert!(c.no_variation.is_empty());
+    }
+
+    #[test]
+    fn constant_covariate_is_zero_and_reported() {
+        let p = Pool::new("p".into(), "t".into(), vec![item("a", "x y"), item("b", "u v")]).unwrap();
+        let c = build_covariates(&p, &[CovariateSpec::parse("words:zscore").unwrap()]).unwrap();
+        assert_eq!(c.x, vec![vec![0.0], vec![0.0]]);
+        assert_eq!(c.no_variation, vec!["words".to_string()]);
+    }
+
+    #[test]
+    fn duplicate_ids_and_empty_pools_are_errors() {
+        let e = Pool::new("p".into(), "t".into(), vec![item("a", "x"), item("a", "y")]).unwrap_err();
+        assert!(e.to_string().contains("duplicate item id \"a\""), "{e}");
+        let e = Pool::new("p".into(), "t".into(), vec![]).unwrap_err();
+        assert!(e.to_string().contains("no items"), "{e}");
+    }
+
+    #[test]
+    fn markdown_detection() {
+        assert!(has_markdown("Intro\n- one\n- two"));
+        assert!(has_markdown("This is **bold**."));
+        assert!(has_markdown("# Title\ntext"));
+        assert!(has_markdown("1. first\n2. second"));
+        assert!(!has_markdown("Plain text. With sentences - and dashes."));
+    }
+
+    #[test]
+    fn log_needs_positive_values() {
+        let mut a = item("a", "x");
+        a.covariates.insert("len".into(), 0.0);
+        let mut b = item("b", "y");
+        b.covariates.insert("len".into(), 2.0);
+        let p = Pool::new("p".into(), "t".into(), vec![a, b]).unwrap();
+        let e = build_covariates(&p, &[CovariateSpec::parse("len:log").unwrap()]).unwrap_err();
+        assert!(e.to_string().contains("needs > 0"), "{e}");
+    }
+}

@@ -1,0 +1,51 @@
+//! The only indicatif import: a progress bar for comparisons, spend and top-k confidence,
+//! hidden when stdout is not a terminal.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+/// A progress display (no-op when hidden).
+pub struct Progress {
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// A bar of `total` comparisons; hidden unless `visible` and stdout is a terminal.
+    pub fn new(total: u64, visible: bool) -> Self {
+        let bar = if visible && std::io::stdout().is_terminal() {
+            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            b.set_style(
+                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} comparisons  {msg}")
+                    .expect("valid template"),
+            );
+            b
+        } else {
+            ProgressBar::hidden()
+        };
+        Self { bar }
+    }
+
+    /// Set the comparisons done.
+    pub fn set(&self, done: u64) {
+        self.bar.set_position(done);
+    }
+
+    /// Update the message (spend, confidence).
+    pub fn message(&self, msg: String) {
+        self.bar.set_message(msg);
+    }
+
+    /// Print a line without breaking the bar.
+    pub fn println(&self, line: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+
+    /// Remove the bar.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

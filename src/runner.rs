@@ -1,0 +1,451 @@
+//! Algorithm 1 (SPEC §3, paper App. A): fit → membership → select R queries → send them
+//! concurrently → store each verdict as it arrives → refit, until the budget is spent, no
+//! unqueried ordered pair is left, or (optionally) every π is within ε of 0 or 1.
+//!
+//! The one place where async meets the core. Re-running a config resumes from verdicts.jsonl:
+//! cached ordered pairs are never queried again, and the last refit is re-used as an exact warm
+//! start so a resumed run makes the same choices as an uninterrupted one.
+
+use crate::acquire::{self, Context};
+use crate::budget::Budget;
+use crate::cache::{CacheError, VerdictLog, VerdictRecord};
+use crate::config::Config;
+use crate::judge::{Judge, JudgeError, Usage};
+use crate::model::FitError;
+use crate::model::summary::{FitSummary, ItemVerdict, ModelKind, build_design, fit_and_summarise};
+use crate::progress::Progress;
+use crate::report::{self, FitLine, RankRow};
+use crate::rng;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Errors of a run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Output files.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The verdict log.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// The fit.
+    #[error(transparent)]
+    Fit(#[from] FitError),
+    /// Too many failed queries in a row.
+    #[error("{failed} queries failed in {rounds} consecutive rounds without any verdict; last error: {last}")]
+    JudgeFailing {
+        /// Failed queries.
+        failed: usize,
+        /// Rounds.
+        rounds: usize,
+        /// Last error.
+        last: String,
+    },
+}
+
+/// Options that are not part of the config.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Show the progress bar (still hidden when stdout is not a terminal).
+    pub progress: bool,
+    /// Print the summary table to stdout.
+    pub print: bool,
+}
+
+/// Why the run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `max_comparisons` reached.
+    MaxComparisons,
+    /// `max_usd` reached (the next query's worst case would pass it).
+    MaxUsd,
+    /// Every unqueried ordered pair has been queried.
+    Exhausted,
+    /// Every π is within ε of 0 or 1.
+    Confident,
+}
+
+/// result.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Run name.
+    pub name: String,
+    /// Pool id.
+    pub pool_id: String,
+    /// k.
+    pub k: usize,
+    /// Model kind.
+    pub model: ModelKind,
+    /// Judge description.
+    pub judge: String,
+    /// Acquisition strategy.
+    pub strategy: acquire::StrategyKind,
+    /// Why the run stopped.
+    pub stop_reason: StopReason,
+    /// Verdicts stored for this judge configuration (valid + invalid).
+    pub comparisons: usize,
+    /// Valid verdicts (fitted).
+    pub valid: usize,
+    /// Invalid verdicts (excluded from the fit).
+    pub invalid: usize,
+    /// Failed queries in this invocation (nothing stored, may be asked again).
+    pub failed: usize,
+    /// Total spend in USD over all stored verdicts of this judge configuration.
+    pub spend_usd: f64,
+    /// Total tokens.
+    pub usage: Usage,
+    /// Point top-k, base ids, best first.
+    pub topk: Vec<String>,
+    /// θ̂ per base (logits).
+    pub theta: BTreeMap<String, f64>,
+    /// Posterior sd per base (logits).
+    pub sd: BTreeMap<String, f64>,
+    /// Top-k membership π per base.
+    pub membership: BTreeMap<String, f64>,
+    /// Apparent quality φ̂ per base.
+    pub phi: BTreeMap<String, f64>,
+    /// ĉ per covariate (logits per covariate unit).
+    pub c: BTreeMap<String, f64>,
+    /// Posterior sd of ĉ.
+    pub c_sd: BTreeMap<String, f64>,
+    /// κ̂ (logits).
+    pub kappa: f64,
+    /// Posterior sd of κ.
+    pub kappa_sd: f64,
+    /// Covariates with no variation in the pool.
+    pub no_variation: Vec<String>,
+    /// Gold top-k (when the pool has quality).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold_topk: Option<Vec<String>>,
+    /// Recall@k against the gold top-k.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
+    /// The ranking, best first.
+    pub ranking: Vec<RankRow>,
+    /// Notes for the reader (identifiability, no-variation covariates).
+    pub notes: Vec<String>,
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io { path: path.to_owned(), source }
+}
+
+/// Ordered query keys for every cross-base ordered pair: key → (a, b).
+fn key_map(judge: &dyn Judge, cfg: &Config) -> HashMap<String, (usize, usize)> {
+    let pool = &cfg.pool;
+    let n = pool.n_items();
+    let mut m = HashMap::new();
+    for a in 0..n {
+        for b in 0..n {
+            if a != b && pool.item_base[a] != pool.item_base[b] {
+                m.insert(judge.cache_key(pool, a, b), (a, b));
+            }
+        }
+    }
+    m
+}
+
+/// Hash of what determines the fit (model, covariates, k, seed, draws) for warm-start matching.
+fn config_hash(cfg: &Config) -> String {
+    let v = serde_json::json!({
+        "model": cfg.raw.model, "covs": cfg.covariate_specs, "k": cfg.raw.k,
+        "acq": cfg.raw.acquisition, "pool": cfg.pool.pool_id,
+    });
+    rng::sha256_hex(&v.to_string())[..16].to_string()
+}
+
+/// Run Algorithm 1 for a validated config with a judge. Writes into `cfg.run_dir`.
+///
+/// # Errors
+/// [`RunError`]. A judge failure on a single query is counted, not fatal.
+pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Result<RunResult, RunError> {
+    let dir = &cfg.run_dir;
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let saved = dir.join("config.yaml");
+    let yaml = crate::yaml::to_string(&cfg.raw).unwrap_or_default();
+    std::fs::write(&saved, yaml).map_err(io_err(&saved))?;
+    let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
+    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(0), opts.progress);
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+        progress.println(&format!("warning: {w}"));
+    }
+    let pool = Arc::new(cfg.pool.clone());
+    let keys = key_map(judge.as_ref(), cfg);
+    let total_pairs = keys.len() as u64;
+    let k = cfg.raw.k;
+    let acq = &cfg.raw.acquisition;
+    let prior = cfg.raw.model.prior();
+    let chash = config_hash(cfg);
+    let fits_path = dir.join("fits.jsonl");
+    let mut warm: Option<Vec<f64>> = None;
+    let mut last_fit_n: Option<usize> = None;
+    if let Ok(text) = std::fs::read_to_string(&fits_path)
+        && let Some(line) = text.lines().rev().find_map(|l| serde_json::from_str::<FitLine>(l).ok())
+        && line.config_hash == chash
+        && line.beta.len() == pool.n_bases() + cfg.covariates.p() + 1
+    {
+        warm = Some(line.beta);
+        last_fit_n = Some(line.comparisons);
+    }
+    let mut fits_file =
+        std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
+
+    let mine = |log: &VerdictLog| -> Vec<(usize, usize, Option<f64>, f64, Usage)> {
+        log.records().iter().filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage))).collect()
+    };
+    let stored = mine(&log);
+    let spent: f64 = stored.iter().map(|s| s.3).sum();
+    let mut budget = Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent);
+    if cfg.raw.budget.max_comparisons.is_none() {
+        progress.set(0);
+    }
+    let mut failed = 0usize;
+    let mut failed_rounds = 0usize;
+    let mut last_error = String::new();
+    let (summary, stop) = loop {
+        let stored = mine(&log);
+        let queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
+        let verdicts: Vec<ItemVerdict> =
+            stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: 1.0 })).collect();
+        let design = build_design(&pool, &cfg.covariates, &verdicts);
+        let n_valid = verdicts.len();
+        let mut mc_rng = rng::stream(acq.seed, "membership", n_valid as u64);
+        let pool2 = pool.clone();
+        let covs = cfg.covariates.clone();
+        let warm2 = warm.clone();
+        let draws = acq.mc_draws;
+        let (summary, _fit, post) = tokio::task::spawn_blocking(move || {
+            fit_and_summarise(&pool2, &covs, &design, &prior, k, draws, warm2.as_deref(), &mut mc_rng)
+        })
+        .await
+        .expect("fit task does not panic")?;
+        let mut beta = summary.theta.clone();
+        beta.extend_from_slice(&summary.c);
+        beta.push(summary.kappa);
+        if last_fit_n != Some(n_valid) {
+            let line = FitLine {
+                config_hash: chash.clone(),
+                comparisons: n_valid,
+                theta: report::by_base(&pool, &summary.theta),
+                sd: report::by_base(&pool, &summary.sd),
+                membership: report::by_base(&pool, &summary.membership),
+                c: report::by_cov(&cfg.covariates, &summary.c),
+                kappa: summary.kappa,
+                topk: summary.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
+                beta: beta.clone(),
+            };
+            let mut s = serde_json::to_string(&line).expect("serialisable");
+            s.push('\n');
+            fits_file.write_all(s.as_bytes()).map_err(io_err(&fits_path))?;
+            fits_file.flush().map_err(io_err(&fits_path))?;
+            last_fit_n = Some(n_valid);
+        }
+        warm = Some(beta);
+        let spend = budget.spent_usd;
+        let conf = summary.topk.iter().map(|b| summary.membership[*b]).fold(1.0f64, f64::min);
+        progress.set(queried.len() as u64);
+        progress.message(format!("${spend:.4} spent  min top-k π {conf:.2}"));
+
+        // Stop conditions.
+        if queried.len() as u64 >= total_pairs {
+            break (summary, StopReason::Exhausted);
+        }
+        if let Some(eps) = acq.confidence
+            && summary.membership.iter().all(|p| *p <= eps || *p >= 1.0 - eps)
+        {
+            break (summary, StopReason::Confident);
+        }
+        if budget.comparisons_left() == 0 {
+            break (summary, StopReason::MaxComparisons);
+        }
+        let r = (acq.refit_every as u64).min(budget.comparisons_left()) as usize;
+        let ctx = Context {
+            item_base: &pool.item_base,
+            x: &cfg.covariates.x,
+            m: pool.n_bases(),
+            p: cfg.covariates.p(),
+            post: &post,
+            membership: &summary.membership,
+            k,
+            queried: &queried,
+            orders: acq.orders,
+            seed: acq.seed,
+        };
+        let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
+        let picks = acquire::select(acq.strategy, &ctx, r, &mut acq_rng);
+        if picks.is_empty() {
+            break (summary, StopReason::Exhausted);
+        }
+        // Reserve and send, at most batch_size in flight.
+        let mut pending = picks.into_iter();
+        let mut set = tokio::task::JoinSet::new();
+        let mut usd_stop = false;
+        let mut got = 0usize;
+        let mut round_failed = 0usize;
+        loop {
+            while set.len() < acq.batch_size && !usd_stop {
+                let Some((a, b)) = pending.next() else { break };
+                let worst = judge.worst_case_usd(&pool, a, b);
+                let Some(res) = budget.try_reserve(worst) else {
+                    usd_stop = true;
+                    break;
+                };
+                let (j, p) = (judge.clone(), pool.clone());
+                set.spawn(async move {
+                    let out = j.judge(&p, a, b).await;
+                    (a, b, res, out)
+                });
+            }
+            let Some(joined) = set.join_next().await else { break };
+            let (a, b, res, out) = joined.expect("judge task does not panic");
+            match out {
+                Ok(reply) => {
+                    let rec = VerdictRecord {
+                        key: judge.cache_key(&pool, a, b),
+                        pool_id: pool.pool_id.clone(),
+                        a: pool.items[a].id.clone(),
+                        b: pool.items[b].id.clone(),
+                        y: reply.y,
+                        invalid_reason: reply.invalid_reason,
+                        judge: judge.describe(),
+                        raw: reply.raw,
+                        usage: reply.usage,
+                        cost_usd: reply.cost_usd,
+                        attempts: reply.attempts,
+                        latency_ms: reply.latency_ms,
+                        ts: 0,
+                    };
+                    let stored = log.append(rec)?;
+                    budget.settle(res, reply.cost_usd, stored);
+                    got += 1;
+                }
+                Err(e) => {
+                    let cost = match &e {
+                        JudgeError::Request { cost_usd, .. } => *cost_usd,
+                        JudgeError::Unjudgeable { .. } => 0.0,
+                    };
+                    budget.settle(res, cost, false);
+                    failed += 1;
+                    round_failed += 1;
+                    last_error = e.to_string();
+                    tracing::warn!("query {} vs {} failed: {e}", pool.items[a].id, pool.items[b].id);
+                }
+            }
+            progress.set(budget.comparisons);
+            progress.message(format!("${:.4} spent  min top-k π {conf:.2}", budget.spent_usd));
+        }
+        if got == 0 && round_failed > 0 {
+            failed_rounds += 1;
+            if failed_rounds >= 3 {
+                return Err(RunError::JudgeFailing { failed, rounds: failed_rounds, last: last_error });
+            }
+        } else {
+            failed_rounds = 0;
+        }
+        if usd_stop && got == 0 && round_failed == 0 {
+            break (summary, StopReason::MaxUsd);
+        }
+    };
+    progress.finish();
+    let stored = mine(&log);
+    let result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed);
+    let path = dir.join("result.json");
+    let text = serde_json::to_string_pretty(&result).expect("serialisable");
+    std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
+    if opts.print {
+        println!("{}", summary_text(&result, dir));
+    }
+    Ok(result)
+}
+
+fn build_result(
+    cfg: &Config,
+    judge: &dyn Judge,
+    s: &FitSummary,
+    stop: StopReason,
+    stored: &[(usize, usize, Option<f64>, f64, Usage)],
+    failed: usize,
+) -> RunResult {
+    let pool = &cfg.pool;
+    let k = cfg.raw.k;
+    let mut usage = Usage::default();
+    for r in stored {
+        usage.add(&r.4);
+    }
+    let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
+    let recall = gold.as_ref().map(|g| crate::model::membership::recall_at_k(&s.topk, g));
+    let mut notes = Vec::new();
+    for n in &cfg.covariates.no_variation {
+        notes.push(format!(
+            "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0"
+        ));
+    }
+    RunResult {
+        name: cfg.raw.name.clone(),
+        pool_id: pool.pool_id.clone(),
+        k,
+        model: cfg.raw.model.kind,
+        judge: judge.describe(),
+        strategy: cfg.raw.acquisition.strategy,
+        stop_reason: stop,
+        comparisons: stored.len(),
+        valid: stored.iter().filter(|r| r.2.is_some()).count(),
+        invalid: stored.iter().filter(|r| r.2.is_none()).count(),
+        failed,
+        spend_usd: stored.iter().map(|r| r.3).sum(),
+        usage,
+        topk: s.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
+        theta: report::by_base(pool, &s.theta),
+        sd: report::by_base(pool, &s.sd),
+        membership: report::by_base(pool, &s.membership),
+        phi: report::by_base(pool, &s.phi),
+        c: report::by_cov(&cfg.covariates, &s.c),
+        c_sd: report::by_cov(&cfg.covariates, &s.c_sd),
+        kappa: s.kappa,
+        kappa_sd: s.kappa_sd,
+        no_variation: cfg.covariates.no_variation.clone(),
+        gold_topk: gold.map(|g| g.iter().map(|b| pool.bases[*b].clone()).collect()),
+        recall_at_k: recall,
+        ranking: report::ranking(pool, s, k),
+        notes,
+    }
+}
+
+/// The human-readable end-of-run summary.
+pub fn summary_text(r: &RunResult, dir: &Path) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "run {:?}: pool {}, {:?} model, judge {}, strategy {:?}\n",
+        r.name, r.pool_id, r.model, r.judge, r.strategy
+    ));
+    s.push_str(&format!(
+        "stopped: {:?}; {} comparisons ({} valid, {} invalid, {} failed), spend ${:.4}\n",
+        r.stop_reason, r.comparisons, r.valid, r.invalid, r.failed, r.spend_usd
+    ));
+    s.push_str(&format!("position effect κ = {:.3} ± {:.3} logits", r.kappa, r.kappa_sd));
+    for (name, c) in &r.c {
+        s.push_str(&format!("; c[{name}] = {:.3} ± {:.3}", c, r.c_sd[name]));
+    }
+    s.push('\n');
+    s.push('\n');
+    s.push_str(&report::table::ranking_table(&r.ranking));
+    s.push_str(&format!("\ntop-{}: {}\n", r.k, r.topk.join(", ")));
+    if let Some(rec) = r.recall_at_k {
+        s.push_str(&format!("recall@{} against gold: {:.2}\n", r.k, rec));
+    }
+    for n in &r.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s.push_str(&format!("outputs: {}\n", dir.display()));
+    s
+}

@@ -1,0 +1,179 @@
+//! Synthetic pools and their true judge (SPEC §7).
+//!
+//! θ_m ~ N(0, 1); covariate x = ρθ + √(1 − ρ²)ε, ε ~ N(0, 1), then z-scored within the pool; the
+//! true judge has η_ab = (θ_a − θ_b + c*(x_a − x_b) + κ*) / temperature and each ordered pair's
+//! verdict is one Bernoulli draw keyed by (seed, a, b) as in SPEC §4.
+//!
+//! Paired design (SPEC §6): each base m gets two renderings, `terse` (x = 0) and `elaborated`
+//! (x = 1), sharing θ_m.
+
+use crate::model::bt::sigmoid;
+use crate::pool::{Item, Pool};
+use crate::rng::{self, ChaCha8Rng};
+use rand::SeedableRng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Parameters of a synthetic pool.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SynthSpec {
+    /// Number of bases N (items: N, or 2N when paired).
+    pub n: usize,
+    /// ρ = corr(θ, x) before z-scoring (unpaired pools).
+    #[serde(default)]
+    pub rho: f64,
+    /// True bias coefficient c* (logits per covariate unit).
+    #[serde(default)]
+    pub c_star: f64,
+    /// True position effect κ* (logits).
+    #[serde(default)]
+    pub kappa_star: f64,
+    /// Temperature dividing η (default 1).
+    #[serde(default = "one")]
+    pub temperature: f64,
+    /// Two renderings per base (x = 0/1) instead of one item per base.
+    #[serde(default)]
+    pub paired: bool,
+    /// Seed of θ, x and the verdict draws.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// A synthetic pool with its true parameters.
+#[derive(Debug, Clone)]
+pub struct SynthPool {
+    /// The pool: items carry `quality` = θ (true) and covariate `x`.
+    pub pool: Pool,
+    /// True θ per base.
+    pub theta: Vec<f64>,
+    /// Covariate per item (as stored in the pool).
+    pub x: Vec<f64>,
+    /// The spec.
+    pub spec: SynthSpec,
+}
+
+/// Generate a synthetic pool.
+///
+/// # Panics
+/// If `n < 2` or `|rho| > 1`.
+pub fn generate(spec: &SynthSpec) -> SynthPool {
+    assert!(spec.n >= 2, "n = {} must be ≥ 2", spec.n);
+    assert!(spec.rho.abs() <= 1.0, "rho = {} must be in [-1, 1]", spec.rho);
+    let mut r = ChaCha8Rng::seed_from_u64(rng::key64(spec.seed, &["synth"]));
+    let mut normal = || -> f64 { StandardNormal.sample(&mut r) };
+    let theta: Vec<f64> = (0..spec.n).map(|_| normal()).collect();
+    let mut items = Vec::new();
+    let mut x = Vec::new();
+    if spec.paired {
+        for (m, t) in theta.iter().enumerate() {
+            for (rend, xv) in [("terse", 0.0), ("elaborated", 1.0)] {
+                let mut cov = BTreeMap::new();
+                cov.insert("x".to_string(), xv);
+                items.push(Item {
+                    id: format!("b{m:03}-{rend}"),
+                    text: None,
+                    quality: Some(*t),
+                    covariates: cov,
+                    base: Some(format!("b{m:03}")),
+                    rendering: Some(rend.to_string()),
+                });
+                x.push(xv);
+            }
+        }
+    } else {
+        let raw: Vec<f64> =
+            theta.iter().map(|t| spec.rho * t + (1.0 - spec.rho * spec.rho).sqrt() * normal()).collect();
+        let mean = raw.iter().sum::<f64>() / raw.len() as f64;
+        let sd = (raw.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / raw.len() as f64).sqrt().max(1e-12);
+        for (m, (t, v)) in theta.iter().zip(&raw).enumerate() {
+            let xv = (v - mean) / sd;
+            let mut cov = BTreeMap::new();
+            cov.insert("x".to_string(), xv);
+            items.push(Item {
+                id: format!("i{m:03}"),
+                text: None,
+                quality: Some(*t),
+                covariates: cov,
+                base: None,
+                rendering: None,
+            });
+            x.push(xv);
+        }
+    }
+    let pool = Pool::new(format!("synth-{}", spec.seed), String::new(), items).expect("synthetic pools are valid");
+    SynthPool { pool, theta, x, spec: *spec }
+}
+
+impl SynthPool {
+    /// True P(first wins) for the ordered item pair (a, b).
+    pub fn p_first(&self, a: usize, b: usize) -> f64 {
+        let (i, j) = (self.pool.item_base[a], self.pool.item_base[b]);
+        let s = &self.spec;
+        sigmoid((self.theta[i] - self.theta[j] + s.c_star * (self.x[a] - self.x[b]) + s.kappa_star) / s.temperature)
+    }
+
+    /// The keyed Bernoulli verdict for (a, b): 1 first wins, 0 second wins.
+    pub fn verdict(&self, a: usize, b: usize) -> f64 {
+        let u = rng::keyed_uniform(rng::key64(
+            self.spec.seed,
+            &["verdict", &self.pool.items[a].id, &self.pool.items[b].id],
+        ));
+        if u < self.p_first(a, b) { 1.0 } else { 0.0 }
+    }
+
+    /// Gold top-k bases by true θ.
+    pub fn gold_topk(&self, k: usize) -> Vec<usize> {
+        crate::model::membership::point_topk(&self.theta, k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn covariate_is_zscored_and_correlated() {
+        let s = generate(&SynthSpec {
+            n: 400,
+            rho: 0.8,
+            c_star: 1.0,
+            kappa_star: 0.5,
+            temperature: 1.0,
+            paired: false,
+            seed: 3,
+        });
+        let n = s.x.len() as f64;
+        let mean = s.x.iter().sum::<f64>() / n;
+        let var = s.x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+        assert!(mean.abs() < 1e-12 && (var - 1.0).abs() < 1e-9);
+        let tm = s.theta.iter().sum::<f64>() / n;
+        let ts = (s.theta.iter().map(|t| (t - tm).powi(2)).sum::<f64>() / n).sqrt();
+        let corr = s.theta.iter().zip(&s.x).map(|(t, x)| (t - tm) * x).sum::<f64>() / n / ts;
+        assert!((corr - 0.8).abs() < 0.06, "corr {corr}");
+        // Same ordered pair, same verdict.
+        assert_eq!(s.verdict(3, 7), s.verdict(3, 7));
+    }
+
+    #[test]
+    fn paired_pools_share_theta() {
+        let s = generate(&SynthSpec {
+            n: 5,
+            rho: 0.0,
+            c_star: 1.0,
+            kappa_star: 0.0,
+            temperature: 1.0,
+            paired: true,
+            seed: 1,
+        });
+        assert_eq!(s.pool.n_items(), 10);
+        assert_eq!(s.pool.n_bases(), 5);
+        // Within one base, only the covariate differs: η = c*(0 − 1).
+        assert!((s.p_first(0, 1) - sigmoid(-1.0)).abs() < 1e-12);
+    }
+}
