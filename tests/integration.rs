@@ -1,1 +1,4 @@
+//! Integration tests: one binary, one module per area (ripgrep layout).
 
+mod common;
+mod run_cli;

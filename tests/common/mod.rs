@@ -1,0 +1,49 @@
+//! Shared helpers for the integration tests: the binary, temp dirs, config writing.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Path of the built binary.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_topk-judge"))
+}
+
+/// The project root (for shipped data and configs).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The shipped SummEval pools file.
+pub fn summeval() -> PathBuf {
+    root().join("data/summeval_pools.jsonl")
+}
+
+/// Run the binary with arguments in `cwd`.
+pub fn run_bin(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(bin()).current_dir(cwd).args(args).env_remove("RUST_LOG").output().expect("binary runs")
+}
+
+/// stdout + stderr as text.
+pub fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// Write a file under `dir`, returning its path.
+pub fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let p = dir.join(name);
+    if let Some(parent) = p.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(&p, content).unwrap();
+    p
+}
+
+/// A mock-judge config on the shipped SummEval pool, output into `dir/runs`.
+pub fn mock_config(dir: &Path, name: &str, max_comparisons: u64, extra: &str) -> PathBuf {
+    let yaml = format!(
+        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\n  id: dm-test-2377095dda83df778e34304b7a09813808105d3b\nk: 3\njudge:\n  mock:\n    mode: stochastic\n    seed: 7\nacquisition:\n  seed: 42\n  mc_draws: 400\nbudget:\n  max_comparisons: {max_comparisons}\n{extra}",
+        pool = summeval().display()
+    );
+    write(dir, &format!("{name}.yaml"), &yaml)
+}
