@@ -26,8 +26,8 @@ use std::sync::Arc;
 ///
 /// # Errors
 /// A message naming the config key.
-pub fn make_judge(cfg: &config::Config) -> Result<Arc<dyn judge::Judge>, String> {
-    match &cfg.raw.judge {
+pub fn make_judge(cfg: &config::JudgeConfig) -> Result<Arc<dyn judge::Judge>, String> {
+    match cfg {
         config::JudgeConfig::Mock(m) => Ok(Arc::new(judge::mock::MockJudge::new(m.clone())?)),
     }
 }

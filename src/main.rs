@@ -26,7 +26,7 @@ fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run { config, quiet } => {
             let cfg = config::Config::load(&config)?;
-            let judge = topk_judge::make_judge(&cfg).map_err(anyhow::Error::msg)?;
+            let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let opts = runner::RunOptions { progress: !quiet, print: true };
             rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
