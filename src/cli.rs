@@ -25,6 +25,15 @@ pub enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Audit a judge for position and verbosity bias (swap test, probes, order averaging) on a
+    /// pairs file or on probes built from a pool; verdicts are cached, so re-running is free.
+    Audit {
+        /// Audit config file (YAML).
+        config: PathBuf,
+        /// Do not show the progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Fit the model to verdicts collected elsewhere and print the ranking.
     Fit {
         /// Pool file (JSON Lines).

@@ -5,6 +5,8 @@
 #![allow(clippy::needless_range_loop)] // index loops mirror the formulas in numerical code
 
 pub mod acquire;
+pub mod audit;
+pub mod auditcmd;
 pub mod budget;
 pub mod cache;
 pub mod cli;
@@ -14,6 +16,7 @@ pub mod judge;
 pub mod model;
 pub mod pool;
 pub mod progress;
+pub mod render;
 pub mod report;
 pub mod rng;
 pub mod runner;

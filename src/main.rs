@@ -32,6 +32,14 @@ fn real_main(cli: Cli) -> Result<()> {
             rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
             Ok(())
         }
+        Command::Audit { config, quiet } => {
+            let cfg = topk_judge::auditcmd::AuditConfig::load(&config)?;
+            let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
+            let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+            rt.block_on(topk_judge::auditcmd::run_audit(&cfg, judge, true, !quiet))
+                .with_context(|| format!("audit {}", config.display()))?;
+            Ok(())
+        }
         Command::Fit {
             pool_file,
             verdicts_file,

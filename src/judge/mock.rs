@@ -196,6 +196,14 @@ impl Judge for MockJudge {
         self.cfg.input_usd_per_mtok.is_some() || self.cfg.output_usd_per_mtok.is_some()
     }
 
+    /// Deterministic mode: score(a, slot A) − score(b, slot B) (the verdict is its sign, a tie
+    /// going to A). Stochastic mode: `None` — its verdicts are draws, and the audit must measure
+    /// them rather than read the noise-free score.
+    fn score_margin(&self, pool: &Pool, a: usize, b: usize) -> Option<f64> {
+        (self.cfg.mode == MockMode::Deterministic)
+            .then(|| self.score(&pool.items[a], true) - self.score(&pool.items[b], false))
+    }
+
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         Box::pin(async move {
             if self.cfg.latency_ms > 0 {
