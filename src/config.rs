@@ -40,10 +40,12 @@ pub enum ConfigError {
         msg: String,
     },
     /// The pool named by the config is bad.
-    #[error("{path}: pool: {source}")]
+    #[error("{path}: pool file {}: {source}", pool_file.display())]
     Pool {
         /// Config file.
         path: PathBuf,
+        /// Pool file.
+        pool_file: PathBuf,
         /// Cause.
         source: PoolError,
     },
@@ -278,8 +280,11 @@ impl Config {
         {
             return Err(inv("budget.max_usd", format!("{u} must be ≥ 0")));
         }
-        let pool = pool::read_pool(&raw.pool.file, raw.pool.id.as_deref())
-            .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?;
+        let pool = pool::read_pool(&raw.pool.file, raw.pool.id.as_deref()).map_err(|source| ConfigError::Pool {
+            path: path.to_owned(),
+            pool_file: raw.pool.file.clone(),
+            source,
+        })?;
         if raw.k == 0 || raw.k >= pool.n_bases() {
             return Err(inv(
                 "k",
@@ -306,8 +311,11 @@ impl Config {
             ModelKind::Naive => Vec::new(),
             ModelKind::BiasAware => raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool)),
         };
-        let covariates = pool::build_covariates(&pool, &specs)
-            .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?;
+        let covariates = pool::build_covariates(&pool, &specs).map_err(|source| ConfigError::Pool {
+            path: path.to_owned(),
+            pool_file: raw.pool.file.clone(),
+            source,
+        })?;
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs })
     }
 }

@@ -14,9 +14,13 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     if let Err(e) = real_main(cli) {
-        eprintln!("error: {e}");
+        let top = e.to_string();
+        eprintln!("error: {top}");
         for cause in e.chain().skip(1) {
-            eprintln!("  caused by: {cause}");
+            let c = cause.to_string();
+            if !top.contains(&c) {
+                eprintln!("  caused by: {c}");
+            }
         }
         std::process::exit(1);
     }
