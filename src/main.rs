@@ -74,8 +74,10 @@ fn real_main(cli: Cli) -> Result<()> {
                 seed,
             };
             let (_pool, fit) = fitcmd::fit_file(&args)?;
-            let mut text =
-                format!("pool {}: {:?} model, {} verdicts, κ = {:.3}\n", fit.pool_id, fit.model, fit.comparisons, fit.kappa);
+            let mut text = format!(
+                "pool {}: {:?} model, {} verdicts, κ = {:.3}\n",
+                fit.pool_id, fit.model, fit.comparisons, fit.kappa
+            );
             for (n, c) in &fit.c {
                 text.push_str(&format!("c[{n}] = {c:.3}\n"));
             }
