@@ -191,3 +191,24 @@ fn fit_command_refits_a_runs_verdicts() {
     assert!(!out.status.success());
     assert!(text(&out).contains("record 2: item \"ZZ\""), "{}", text(&out));
 }
+
+#[test]
+fn torn_last_line_is_dropped_with_a_warning_on_resume() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let c = mock_config(dir.path(), "torn", 16, "");
+    assert!(run_bin(dir.path(), &["run", c.to_str().unwrap()]).status.success());
+    let v = dir.path().join("runs/torn/verdicts.jsonl");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&v).unwrap();
+    f.write_all(b"{\"key\":\"abc\",\"a\":\"M0\",\"b\":\"M").unwrap();
+    drop(f);
+    let c = mock_config(dir.path(), "torn", 24, "");
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("dropped a torn last line"), "{}", text(&out));
+    let lines: Vec<String> = std::fs::read_to_string(&v).unwrap().lines().map(String::from).collect();
+    assert_eq!(lines.len(), 24);
+    for l in &lines {
+        serde_json::from_str::<serde_json::Value>(l).expect("every line parses");
+    }
+}
