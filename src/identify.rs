@@ -377,8 +377,11 @@ pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), IdentError
 /// The printable profile: per covariate ĉ, range, verdict and the curve (ℓ − max per grid point).
 pub fn profile_text(r: &ProfileReport, json: &Path, svg: &Path) -> String {
     let mut s = format!(
-        "profile likelihood of run {:?}: pool {}, {} valid verdicts, {:?} design\n",
-        r.run, r.pool_id, r.comparisons, r.design
+        "profile likelihood of run {:?}: pool {}, {} valid verdicts, {} design\n",
+        r.run,
+        r.pool_id,
+        r.comparisons,
+        format!("{:?}", r.design).to_lowercase()
     );
     for c in &r.covariates {
         s.push_str(&format!(
@@ -389,7 +392,11 @@ pub fn profile_text(r: &ProfileReport, json: &Path, svg: &Path) -> String {
         let max = c.log_lik.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         s.push_str(&format!("{:>10}  {:>16}\n", "c", "ℓ − max (nats)"));
         for (x, l) in c.c.iter().zip(&c.log_lik) {
-            s.push_str(&format!("{x:>10.4}  {:>16.6}\n", l - max));
+            if c.identified {
+                s.push_str(&format!("{x:>10.4}  {:>16.6}\n", l - max));
+            } else {
+                s.push_str(&format!("{x:>10.4}  {:>16.2e}\n", l - max));
+            }
         }
     }
     s.push_str(&format!("\nsaved: {}, {}\n", json.display(), svg.display()));
