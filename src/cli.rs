@@ -24,6 +24,19 @@ pub enum Command {
         /// Do not show the progress bar.
         #[arg(long)]
         quiet: bool,
+        /// A gate.json from `topk-judge gate`: also report the ranking the gate chose.
+        #[arg(long)]
+        gate: Option<PathBuf>,
+    },
+    /// Profile log-likelihood of each bias coefficient (SPEC §5): is c identified or prior-selected?
+    Profile {
+        /// A run folder (with config.yaml and verdicts.jsonl) or a config whose run exists.
+        run_or_config: PathBuf,
+    },
+    /// Trusted-anchor gate (SPEC §5): should the bias-corrected ranking be reported?
+    Gate {
+        /// Config file with a `gate:` section, whose run exists.
+        config: PathBuf,
     },
     /// Audit a judge for position and verbosity bias (swap test, probes, order averaging) on a
     /// pairs file or on probes built from a pool; verdicts are cached, so re-running is free.

@@ -11,7 +11,10 @@ pub mod budget;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod design;
 pub mod fitcmd;
+pub mod gate;
+pub mod identify;
 pub mod judge;
 pub mod model;
 pub mod pool;
@@ -32,5 +35,6 @@ use std::sync::Arc;
 pub fn make_judge(cfg: &config::JudgeConfig) -> Result<Arc<dyn judge::Judge>, String> {
     match cfg {
         config::JudgeConfig::Mock(m) => Ok(Arc::new(judge::mock::MockJudge::new(m.clone())?)),
+        config::JudgeConfig::Synthetic(s) => Ok(Arc::new(judge::synthetic::SyntheticJudge::new(s.clone())?)),
     }
 }

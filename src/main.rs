@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use topk_judge::cli::{Cli, Command};
-use topk_judge::{config, fitcmd, pool, report, runner};
+use topk_judge::{config, fitcmd, identify, pool, report, runner};
 
 fn main() {
     tracing_subscriber::fmt()
@@ -34,12 +34,32 @@ fn print_out(text: &str) {
 
 fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run { config, quiet } => {
+        Command::Run { config, quiet, gate } => {
             let cfg = config::Config::load(&config)?;
             let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let opts = runner::RunOptions { progress: !quiet, print: true };
-            rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
+            let mut result =
+                rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
+            if let Some(g) = gate {
+                print!(
+                    "{}",
+                    identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?
+                );
+            }
+            Ok(())
+        }
+        Command::Profile { run_or_config } => {
+            let (_, text) = identify::profile_command(&run_or_config)
+                .with_context(|| format!("profile {}", run_or_config.display()))?;
+            print!("{text}");
+            Ok(())
+        }
+        Command::Gate { config } => {
+            let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+            let (_, text) =
+                rt.block_on(identify::gate_command(&config)).with_context(|| format!("gate {}", config.display()))?;
+            print!("{text}");
             Ok(())
         }
         Command::Audit { config, quiet } => {

@@ -5,6 +5,7 @@
 //! when the reply was invalid, plus token usage and cost in USD.
 
 pub mod mock;
+pub mod synthetic;
 
 use crate::pool::Pool;
 use serde::{Deserialize, Serialize};

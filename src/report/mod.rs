@@ -1,5 +1,6 @@
 //! Outputs: result.json, fits.jsonl lines and the terminal ranking table.
 
+pub mod profile_plot;
 pub mod table;
 
 use crate::model::summary::FitSummary;
