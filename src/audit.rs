@@ -237,7 +237,13 @@ impl PairSpec {
             }
             PairKind::Pair => {
                 if let (Some(w), Some(a), Some(b)) = (self.winner, qx, qy) {
-                    let by_q = if a > b { Some(Label::X) } else if b > a { Some(Label::Y) } else { None };
+                    let by_q = if a > b {
+                        Some(Label::X)
+                    } else if b > a {
+                        Some(Label::Y)
+                    } else {
+                        None
+                    };
                     if by_q != Some(w) {
                         return Err(format!("winner {:?} contradicts x.quality = {a}, y.quality = {b}", w.name()));
                     }
@@ -373,7 +379,13 @@ pub fn probes_from_pool(pool: &Pool, kind: RenderKind, max_items: Option<usize>)
             id: rid.clone(),
             task: Some(pool.task.clone()),
             kind: PairKind::Probe,
-            x: Side { id: Some(it.id.clone()), text: Some(text.clone()), quality: it.quality, words: None, rendering: None },
+            x: Side {
+                id: Some(it.id.clone()),
+                text: Some(text.clone()),
+                quality: it.quality,
+                words: None,
+                rendering: None,
+            },
             y: Side {
                 id: Some(rid),
                 text: Some(rendered),
@@ -893,7 +905,8 @@ pub fn report_text(r: &AuditReport) -> String {
         let l = &v.longer_wins;
         let _ = writeln!(s, "\n  verbosity-bias rate = longer-wins / pairs = {}   {}", l.fraction(), l.interval());
         if let Some(rw) = &v.rendered_wins {
-            let _ = writeln!(s, "  rendering-bias rate = rendered-wins / pairs = {}   {}", rw.fraction(), rw.interval());
+            let _ =
+                writeln!(s, "  rendering-bias rate = rendered-wins / pairs = {}   {}", rw.fraction(), rw.interval());
         }
         if v.equal_words > 0 {
             let _ = writeln!(s, "  ({} probes with equal words left out of longer-wins)", v.equal_words);
@@ -905,8 +918,18 @@ pub fn report_text(r: &AuditReport) -> String {
         let _ = writeln!(s, "  no pair with a known true winner: disagreement not measured");
     } else {
         let (n, c) = (&a.naive_disagreement, &a.averaged_disagreement);
-        let _ = writeln!(s, "  naive judge (X always first):  disagreement with truth = {}   {}", n.fraction(), n.interval());
-        let _ = writeln!(s, "  corrected (both orders avg):   disagreement with truth = {}   {}", c.fraction(), c.interval());
+        let _ = writeln!(
+            s,
+            "  naive judge (X always first):  disagreement with truth = {}   {}",
+            n.fraction(),
+            n.interval()
+        );
+        let _ = writeln!(
+            s,
+            "  corrected (both orders avg):   disagreement with truth = {}   {}",
+            c.fraction(),
+            c.interval()
+        );
     }
     let _ = writeln!(
         s,
@@ -1002,7 +1025,8 @@ mod tests {
         let s = &r.averaging.survivors[0];
         assert!(s.naive_wrong && s.longer_won && s.averaged == Winner::X && s.truth == Label::Y);
         // The flipping pairs of the tutorial's table, and the X-1st / Y-1st / true columns.
-        let flipped: Vec<&str> = r.rows.iter().filter(|x| x.kind == PairKind::Pair && x.flip == Some(true)).map(|x| x.id.as_str()).collect();
+        let flipped: Vec<&str> =
+            r.rows.iter().filter(|x| x.kind == PairKind::Pair && x.flip == Some(true)).map(|x| x.id.as_str()).collect();
         assert_eq!(flipped, ["p01", "p02", "p03", "p04", "p09", "p10", "p11"]);
         let cols: String = r
             .rows
@@ -1147,7 +1171,9 @@ mod tests {
     /// p₁p₂ (X then Y) + (1 − p₁)(1 − p₂) (Y then X).
     fn p_flip(pos: f64, verb: f64, t: f64, p: &PairSpec) -> f64 {
         let s = crate::model::bt::sigmoid;
-        let score = |side: &Side, slot_a: bool| side.quality.unwrap() + if slot_a { pos } else { 0.0 } + verb * side.word_count();
+        let score = |side: &Side, slot_a: bool| {
+            side.quality.unwrap() + if slot_a { pos } else { 0.0 } + verb * side.word_count()
+        };
         let p1 = s((score(&p.x, true) - score(&p.y, false)) / t);
         let p2 = s((score(&p.y, true) - score(&p.x, false)) / t);
         p1 * p2 + (1.0 - p1) * (1.0 - p2)
@@ -1214,10 +1240,8 @@ mod tests {
         assert!(e.msg.contains("x: needs \"text\" or \"words\""), "{e}");
         let e = parse_pairs(r#"{"id":"a","x":{"words":1},"y":{"words":3},"colour":1}"#).unwrap_err();
         assert!(e.msg.contains("colour"), "{e}");
-        let e = parse_pairs(
-            r#"{"id":"q","kind":"probe","x":{"quality":1,"words":1},"y":{"quality":2,"words":3}}"#,
-        )
-        .unwrap_err();
+        let e = parse_pairs(r#"{"id":"q","kind":"probe","x":{"quality":1,"words":1},"y":{"quality":2,"words":3}}"#)
+            .unwrap_err();
         assert!(e.msg.contains("probes must have equal quality"), "{e}");
         let e = parse_pairs("{\"id\":\"a\",\"x\":{\"words\":1},\"y\":{\"words\":3}}\n{\"id\":\"a\",\"x\":{\"words\":1},\"y\":{\"words\":3}}")
             .unwrap_err();

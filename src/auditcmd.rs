@@ -25,7 +25,7 @@
 
 use crate::audit::{self, AuditReport, PairSpec};
 use crate::cache::{CacheError, VerdictLog, VerdictRecord};
-use crate::config::{ConfigError, JudgeConfig};
+use crate::config::{ConfigError, JudgeConfig, normalize};
 use crate::judge::{Judge, Usage};
 use crate::pool::{self, Pool};
 use crate::progress::Progress;
@@ -199,7 +199,11 @@ impl AuditConfig {
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.to_owned(), msg };
         if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
-            return Err(inv("name", format!("{:?} is not a valid audit name (expected a plain folder name)", raw.name)).into());
+            return Err(inv(
+                "name",
+                format!("{:?} is not a valid audit name (expected a plain folder name)", raw.name),
+            )
+            .into());
         }
         if raw.concurrency == 0 {
             return Err(inv("concurrency", "0 must be ≥ 1".into()).into());
@@ -214,13 +218,14 @@ impl AuditConfig {
         }
         crate::make_judge(&raw.judge).map_err(|msg| inv("judge", msg))?;
         let run_dir = match &raw.out_dir {
-            Some(o) => dir.join(o).join(&raw.name),
+            Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs").join(&raw.name),
         };
         let (pairs, source, build_notes) = match (&mut raw.pairs, &mut raw.pool) {
             (Some(file), None) => {
-                *file = dir.join(&*file);
-                let text = std::fs::read_to_string(&*file).map_err(|source| AuditError::Io { path: file.clone(), source })?;
+                *file = normalize(&dir.join(&*file));
+                let text =
+                    std::fs::read_to_string(&*file).map_err(|source| AuditError::Io { path: file.clone(), source })?;
                 let pairs = audit::parse_pairs(&text).map_err(|e| AuditError::Pairs {
                     path: file.clone(),
                     line: e.line,
@@ -229,23 +234,40 @@ impl AuditConfig {
                 (pairs, AuditSource::Pairs { file: file.clone() }, Vec::new())
             }
             (None, Some(p)) => {
-                p.file = dir.join(&p.file);
-                let pool = pool::read_pool(&p.file, p.id.as_deref())
-                    .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?;
+                p.file = normalize(&dir.join(&p.file));
+                let pool = pool::read_pool(&p.file, p.id.as_deref()).map_err(|source| ConfigError::Pool {
+                    path: path.to_owned(),
+                    pool_file: p.file.clone(),
+                    source,
+                })?;
                 let (mut probes, notes) = audit::probes_from_pool(&pool, p.transform, p.max_items);
                 if probes.is_empty() {
-                    return Err(inv("pool", format!("no probe could be built from pool {:?}: {}", pool.pool_id, notes.join("; "))).into());
+                    return Err(inv(
+                        "pool",
+                        format!("no probe could be built from pool {:?}: {}", pool.pool_id, notes.join("; ")),
+                    )
+                    .into());
                 }
-                let mut pairs = audit::pairs_from_pool(&pool, p.pairs, &mut crate::rng::stream(p.seed, "audit-pairs", 0));
+                let mut pairs =
+                    audit::pairs_from_pool(&pool, p.pairs, &mut crate::rng::stream(p.seed, "audit-pairs", 0));
                 if pairs.len() < p.pairs {
                     return Err(inv(
                         "pool.pairs",
-                        format!("{} pairs asked, but pool {:?} has only {} pairs of items with text", p.pairs, pool.pool_id, pairs.len()),
+                        format!(
+                            "{} pairs asked, but pool {:?} has only {} pairs of items with text",
+                            p.pairs,
+                            pool.pool_id,
+                            pairs.len()
+                        ),
                     )
                     .into());
                 }
                 pairs.append(&mut probes);
-                (pairs, AuditSource::Pool { file: p.file.clone(), pool_id: pool.pool_id.clone(), transform: p.transform }, notes)
+                (
+                    pairs,
+                    AuditSource::Pool { file: p.file.clone(), pool_id: pool.pool_id.clone(), transform: p.transform },
+                    notes,
+                )
             }
             _ => {
                 return Err(inv(
@@ -261,7 +283,10 @@ impl AuditConfig {
                     if s.quality.is_none() {
                         return Err(inv(
                             "judge.mock",
-                            format!("the mock judge needs gold `quality` on both sides; pair {:?} has none on {k}", p.id),
+                            format!(
+                                "the mock judge needs gold `quality` on both sides; pair {:?} has none on {k}",
+                                p.id
+                            ),
                         )
                         .into());
                     }
@@ -336,15 +361,9 @@ pub async fn run_audit(
         std::fs::write(&probes, text).map_err(io_err(&probes))?;
     }
     let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
-    let pools: Vec<Arc<Pool>> = cfg
-        .pairs
-        .iter()
-        .map(|p| p.to_pool().map(Arc::new).expect("validated pairs make valid pools"))
-        .collect();
-    let keys: Vec<[String; 2]> = pools
-        .iter()
-        .map(|pool| ORDERS.map(|(a, b)| judge.cache_key(pool, a, b)))
-        .collect();
+    let pools: Vec<Arc<Pool>> =
+        cfg.pairs.iter().map(|p| p.to_pool().map(Arc::new).expect("validated pairs make valid pools")).collect();
+    let keys: Vec<[String; 2]> = pools.iter().map(|pool| ORDERS.map(|(a, b)| judge.cache_key(pool, a, b))).collect();
     let pending: Vec<(usize, usize)> = (0..pools.len())
         .flat_map(|i| (0..2).map(move |o| (i, o)))
         .filter(|&(i, o)| log.get(&keys[i][o]).is_none())
@@ -354,8 +373,7 @@ pub async fn run_audit(
     if let Some(max) = cfg.raw.max_usd
         && judge.has_price()
     {
-        let worst: f64 =
-            pending.iter().map(|&(i, o)| judge.worst_case_usd(&pools[i], ORDERS[o].0, ORDERS[o].1)).sum();
+        let worst: f64 = pending.iter().map(|&(i, o)| judge.worst_case_usd(&pools[i], ORDERS[o].0, ORDERS[o].1)).sum();
         if worst > max {
             return Err(AuditError::Budget { queries: pending.len(), worst_usd: worst, max_usd: max });
         }
@@ -574,7 +592,12 @@ mod tests {
             self.calls.fetch_add(1, Ordering::SeqCst);
             if pool.pool_id == "p03" && a == 0 {
                 return Box::pin(async {
-                    Err(JudgeError::Request { status: Some(500), message: "boom".into(), retryable: true, cost_usd: 0.0 })
+                    Err(JudgeError::Request {
+                        status: Some(500),
+                        message: "boom".into(),
+                        retryable: true,
+                        cost_usd: 0.0,
+                    })
                 });
             }
             self.inner.judge(pool, a, b)

@@ -236,7 +236,9 @@ mod tests {
         let e = elaborate(t);
         assert!(e.contains("```\nx = 1.\nY = 2.\n```"), "code untouched: {e}");
         assert!(e.starts_with("Use this:\n"), "no filler after a fragment: {e}");
-        assert!(e.ends_with("Done. This point is worth noting. Taken together, these points give the overall picture."));
+        assert!(
+            e.ends_with("Done. This point is worth noting. Taken together, these points give the overall picture.")
+        );
         // A fragment without a sentence end still gets the closing sentence, as a new paragraph.
         assert_eq!(elaborate("Paris"), format!("Paris\n\n{CLOSING}"));
         assert_eq!(elaborate(""), CLOSING);

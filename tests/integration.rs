@@ -1,4 +1,5 @@
 //! Integration tests: one binary, one module per area (ripgrep layout).
 
+mod audit;
 mod common;
 mod run_cli;
