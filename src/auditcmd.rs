@@ -25,7 +25,7 @@
 
 use crate::audit::{self, AuditReport, PairSpec};
 use crate::cache::{CacheError, VerdictLog, VerdictRecord};
-use crate::config::{ConfigError, JudgeConfig};
+use crate::config::{ConfigError, JudgeConfig, normalize};
 use crate::judge::{Judge, Usage};
 use crate::pool::{self, Pool};
 use crate::progress::Progress;
@@ -218,12 +218,12 @@ impl AuditConfig {
         }
         crate::make_judge(&raw.judge).map_err(|msg| inv("judge", msg))?;
         let run_dir = match &raw.out_dir {
-            Some(o) => dir.join(o).join(&raw.name),
+            Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs").join(&raw.name),
         };
         let (pairs, source, build_notes) = match (&mut raw.pairs, &mut raw.pool) {
             (Some(file), None) => {
-                *file = dir.join(&*file);
+                *file = normalize(&dir.join(&*file));
                 let text =
                     std::fs::read_to_string(&*file).map_err(|source| AuditError::Io { path: file.clone(), source })?;
                 let pairs = audit::parse_pairs(&text).map_err(|e| AuditError::Pairs {
@@ -234,7 +234,7 @@ impl AuditConfig {
                 (pairs, AuditSource::Pairs { file: file.clone() }, Vec::new())
             }
             (None, Some(p)) => {
-                p.file = dir.join(&p.file);
+                p.file = normalize(&dir.join(&p.file));
                 let pool = pool::read_pool(&p.file, p.id.as_deref()).map_err(|source| ConfigError::Pool {
                     path: path.to_owned(),
                     pool_file: p.file.clone(),

@@ -1,5 +1,6 @@
 //! Integration tests: one binary, one module per area (ripgrep layout).
 
+mod audit;
 mod common;
 mod ident;
 mod run_cli;
