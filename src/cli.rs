@@ -53,7 +53,7 @@ pub enum Command {
         /// k of top-k.
         #[arg(long, default_value_t = 3)]
         k: usize,
-        /// Covariates NAME[:TRANSFORM],... (default: words:zscore when items have text, plus every
+        /// Covariates as NAME or NAME:TRANSFORM, comma-separated (default: words:zscore when items have text, plus every
         /// key of the items' covariates map, raw).
         #[arg(long, value_delimiter = ',')]
         covariates: Option<Vec<String>>,

@@ -40,10 +40,12 @@ pub enum ConfigError {
         msg: String,
     },
     /// The pool named by the config is bad.
-    #[error("{path}: pool: {source}")]
+    #[error("{path}: pool file {}: {source}", pool_file.display())]
     Pool {
         /// Config file.
         path: PathBuf,
+        /// Pool file.
+        pool_file: PathBuf,
         /// Cause.
         source: PoolError,
     },
@@ -260,12 +262,12 @@ impl Config {
             return Err(inv("name", format!("{:?} is not a valid run name (expected a plain folder name)", raw.name)));
         }
         if raw.pool.synthetic.is_none() {
-            raw.pool.file = dir.join(&raw.pool.file);
+            raw.pool.file = normalize(&dir.join(&raw.pool.file));
         } else if !path_is_empty(&raw.pool.file) {
             return Err(inv("pool", "give either `file` or `synthetic`, not both".into()));
         }
         let run_dir = match &raw.out_dir {
-            Some(o) => dir.join(o).join(&raw.name),
+            Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs").join(&raw.name),
         };
         let m = &raw.model;
@@ -298,14 +300,16 @@ impl Config {
         {
             return Err(inv("budget.max_usd", format!("{u} must be ≥ 0")));
         }
-        let pool = match &raw.pool.synthetic {
-            Some(spec) => {
-                spec.validate().map_err(|m| inv("pool.synthetic", m))?;
-                crate::synth::generate(spec).pool
-            }
-            None => pool::read_pool(&raw.pool.file, raw.pool.id.as_deref())
-                .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?,
-        };
+        let pool =
+            match &raw.pool.synthetic {
+                Some(spec) => {
+                    spec.validate().map_err(|m| inv("pool.synthetic", m))?;
+                    crate::synth::generate(spec).pool
+                }
+                None => pool::read_pool(&raw.pool.file, raw.pool.id.as_deref()).map_err(|source| {
+                    ConfigError::Pool { path: path.to_owned(), pool_file: raw.pool.file.clone(), source }
+                })?,
+            };
         if raw.k == 0 || raw.k >= pool.n_bases() {
             return Err(inv(
                 "k",
@@ -324,15 +328,18 @@ impl Config {
                 check_judge(t, &pool, raw.pool.synthetic.as_ref(), "gate.trusted").map_err(|(k, m)| inv(&k, m))?;
             }
             if let Some(l) = &mut g.labels {
-                *l = dir.join(&*l);
+                *l = normalize(&dir.join(&*l));
             }
         }
         let specs = match raw.model.kind {
             ModelKind::Naive => Vec::new(),
             ModelKind::BiasAware => raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool)),
         };
-        let covariates = pool::build_covariates(&pool, &specs)
-            .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?;
+        let covariates = pool::build_covariates(&pool, &specs).map_err(|source| ConfigError::Pool {
+            path: path.to_owned(),
+            pool_file: raw.pool.file.clone(),
+            source,
+        })?;
         crate::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs })
     }
@@ -365,9 +372,33 @@ fn check_judge(
     Ok(())
 }
 
+/// Lexically normalise a path: drop `.` and resolve `..` against preceding normal components
+/// (`configs/../runs/x` → `runs/x`), without touching the file system.
+pub fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn normalize_resolves_parent_components() {
+        assert_eq!(normalize(Path::new("configs/../runs/x")), PathBuf::from("runs/x"));
+        assert_eq!(normalize(Path::new("../data/./p.jsonl")), PathBuf::from("../data/p.jsonl"));
+        assert_eq!(normalize(Path::new("a/..")), PathBuf::from("."));
+    }
 
     #[test]
     fn unknown_key_names_line_and_key() {

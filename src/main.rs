@@ -14,12 +14,22 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     if let Err(e) = real_main(cli) {
-        eprintln!("error: {e}");
+        let top = e.to_string();
+        eprintln!("error: {top}");
         for cause in e.chain().skip(1) {
-            eprintln!("  caused by: {cause}");
+            let c = cause.to_string();
+            if !top.contains(&c) {
+                eprintln!("  caused by: {c}");
+            }
         }
         std::process::exit(1);
     }
+}
+
+/// Print to stdout, ignoring a closed pipe (`topk-judge … | head`).
+fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
 }
 
 fn real_main(cli: Cli) -> Result<()> {
@@ -32,9 +42,8 @@ fn real_main(cli: Cli) -> Result<()> {
             let mut result =
                 rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
             if let Some(g) = gate {
-                print!(
-                    "{}",
-                    identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?
+                print_out(
+                    &identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?,
                 );
             }
             Ok(())
@@ -42,14 +51,14 @@ fn real_main(cli: Cli) -> Result<()> {
         Command::Profile { run_or_config } => {
             let (_, text) = identify::profile_command(&run_or_config)
                 .with_context(|| format!("profile {}", run_or_config.display()))?;
-            print!("{text}");
+            print_out(&text);
             Ok(())
         }
         Command::Gate { config } => {
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let (_, text) =
                 rt.block_on(identify::gate_command(&config)).with_context(|| format!("gate {}", config.display()))?;
-            print!("{text}");
+            print_out(&text);
             Ok(())
         }
         Command::Fit {
@@ -84,12 +93,16 @@ fn real_main(cli: Cli) -> Result<()> {
                 seed,
             };
             let (_pool, fit) = fitcmd::fit_file(&args)?;
-            println!("pool {}: {:?} model, {} verdicts, κ = {:.3}", fit.pool_id, fit.model, fit.comparisons, fit.kappa);
+            let mut text = format!(
+                "pool {}: {:?} model, {} verdicts, κ = {:.3}\n",
+                fit.pool_id, fit.model, fit.comparisons, fit.kappa
+            );
             for (n, c) in &fit.c {
-                println!("c[{n}] = {c:.3}");
+                text.push_str(&format!("c[{n}] = {c:.3}\n"));
             }
-            println!("{}", report::table::ranking_table(&fit.ranking));
-            println!("top-{}: {}", fit.k, fit.topk.join(", "));
+            text.push_str(&report::table::ranking_table(&fit.ranking));
+            text.push_str(&format!("\ntop-{}: {}\n", fit.k, fit.topk.join(", ")));
+            print_out(&text);
             if let Some(out) = out {
                 let text = serde_json::to_string_pretty(&fit)?;
                 std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;

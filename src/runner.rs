@@ -182,14 +182,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let yaml = crate::yaml::to_string(&cfg.raw).unwrap_or_default();
     std::fs::write(&saved, yaml).map_err(io_err(&saved))?;
     let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
-    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(0), opts.progress);
-    if let Some(w) = warning {
-        tracing::warn!("{w}");
-        progress.println(&format!("warning: {w}"));
-    }
     let pool = Arc::new(cfg.pool.clone());
     let keys = key_map(judge.as_ref(), cfg);
     let total_pairs = keys.len() as u64;
+    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(total_pairs).min(total_pairs), opts.progress);
+    if let Some(w) = warning {
+        progress.println(&format!("warning: {w}"));
+    }
     let k = cfg.raw.k;
     let acq = &cfg.raw.acquisition;
     let prior = cfg.raw.model.prior();
@@ -214,9 +213,6 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let stored = mine(&log);
     let spent: f64 = stored.iter().map(|s| s.3).sum();
     let mut budget = Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent);
-    if cfg.raw.budget.max_comparisons.is_none() {
-        progress.set(0);
-    }
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
@@ -375,7 +371,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
     if opts.print {
-        println!("{}", summary_text(&result, dir));
+        // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
+        let _ = writeln!(std::io::stdout(), "{}", summary_text(&result, dir));
     }
     Ok(result)
 }

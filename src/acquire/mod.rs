@@ -15,6 +15,7 @@ use std::collections::HashSet;
 /// The acquisition strategy (SPEC §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum StrategyKind {
     /// Top-k-aware: p̂(1 − p̂) · v_ij · (π_i(1 − π_i) + π_j(1 − π_j)).
     Topk,

@@ -5,7 +5,7 @@
 //! step with that query's information (weight p̂(1 − p̂), full design row), so a batch of R picks
 //! is not redundant; π stays fixed until the next refit.
 
-use super::{Context, Orders, StrategyKind, argmax_tiebreak, open_orders};
+use super::{Context, Orders, StrategyKind, argmax_tiebreak};
 use crate::model::bt::sigmoid;
 use crate::model::linalg::sherman_morrison_update;
 use crate::rng::ChaCha8Rng;
@@ -23,16 +23,16 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
     let bw: Vec<f64> = ctx.membership.iter().map(|q| q * (1.0 - q)).collect();
     let mut sigma = ctx.post.cov.clone();
     let mut picked: Vec<(usize, usize)> = Vec::new();
-    let mut taken = std::collections::HashSet::new();
-    // Candidate units: unordered pairs (both) or ordered pairs (single), each with its open orders.
-    let mut units: Vec<Vec<(usize, usize)>> = Vec::new();
+    // Candidate units: (a, b, open orders) with bit 1 = (a, b) open and bit 2 = (b, a) open.
+    // `both`: unordered pairs a < b with their open orders; `single`: open ordered pairs.
+    let mut units: Vec<(u32, u32, u8)> = Vec::new();
     match ctx.orders {
         Orders::Both => {
             for a in 0..n {
                 for b in a + 1..n {
-                    let o = open_orders(ctx, a, b);
-                    if !o.is_empty() {
-                        units.push(o);
+                    let mask = u8::from(ctx.open(a, b)) | (u8::from(ctx.open(b, a)) << 1);
+                    if mask != 0 {
+                        units.push((a as u32, b as u32, mask));
                     }
                 }
             }
@@ -41,13 +41,17 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
             for a in 0..n {
                 for b in 0..n {
                     if ctx.open(a, b) {
-                        units.push(vec![(a, b)]);
+                        units.push((a as u32, b as u32, 1));
                     }
                 }
             }
         }
     }
-    let unit_info: Vec<f64> = units.iter().map(|u| u.iter().map(|&(a, b)| info(a, b)).sum()).collect();
+    let orders_of = |&(a, b, mask): &(u32, u32, u8)| {
+        let (a, b) = (a as usize, b as usize);
+        [(mask & 1 != 0).then_some((a, b)), (mask & 2 != 0).then_some((b, a))].into_iter().flatten()
+    };
+    let unit_info: Vec<f64> = units.iter().map(|u| orders_of(u).map(|(a, b)| info(a, b)).sum()).collect();
     let mut scores = vec![0.0; units.len()];
     let mut alive = vec![true; units.len()];
     let nparams = sigma.nrows();
@@ -58,8 +62,7 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
                 scores[u] = f64::NEG_INFINITY;
                 continue;
             }
-            let (a, b) = unit[0];
-            let (i, j) = (ctx.item_base[a], ctx.item_base[b]);
+            let (i, j) = (ctx.item_base[unit.0 as usize], ctx.item_base[unit.1 as usize]);
             let v = sigma[(i, i)] + sigma[(j, j)] - 2.0 * sigma[(i, j)];
             scores[u] = match kind {
                 StrategyKind::Topk => unit_info[u] * v * (bw[i] + bw[j]),
@@ -69,8 +72,8 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
         }
         let Some(best) = argmax_tiebreak(&scores, rng) else { break };
         alive[best] = false;
-        for &(a, b) in &units[best] {
-            if picked.len() >= r || !taken.insert((a, b)) {
+        for (a, b) in orders_of(&units[best]) {
+            if picked.len() >= r {
                 continue;
             }
             picked.push((a, b));

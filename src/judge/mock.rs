@@ -1,4 +1,4 @@
-//! Mock judges (SPEC §4, tutorial [T]): deterministic and keyed-stochastic.
+//! Mock judges (SPEC §4, the tutorial): deterministic and keyed-stochastic.
 //!
 //! score(item, slot) = quality + POS_BIAS·[slot = A] + VERB_PER_WORD·words.
 //! Deterministic: the higher score wins, a tie goes to A. Stochastic: P(first wins) =
@@ -117,7 +117,7 @@ impl MockJudge {
         &self.cfg
     }
 
-    /// score(item, slot) in quality units [T].
+    /// score(item, slot) in quality units.
     ///
     /// # Panics
     /// If the item has no gold `quality` (the caller checks at config time).
@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn tutorial_p01_flips() {
-        // [T] p01: X (5, 40), Y (6, 20), POS_BIAS 1, VERB 0.02: X first → X wins; Y first → Y wins.
+        // (tutorial) p01: X (5, 40), Y (6, 20), POS_BIAS 1, VERB 0.02: X first → X wins; Y first → Y wins.
         let j = MockJudge::new(MockConfig { pos_bias: 1.0, verb_per_word: 0.02, ..Default::default() }).unwrap();
         let (x, y) = (it("x", 5.0, 40.0), it("y", 6.0, 20.0));
         assert_eq!(j.p_first(&x, &y), 1.0);
