@@ -328,7 +328,7 @@ impl Config {
                 check_judge(t, &pool, raw.pool.synthetic.as_ref(), "gate.trusted").map_err(|(k, m)| inv(&k, m))?;
             }
             if let Some(l) = &mut g.labels {
-                *l = dir.join(&*l);
+                *l = normalize(&dir.join(&*l));
             }
         }
         let specs = match raw.model.kind {
@@ -343,23 +343,6 @@ impl Config {
         crate::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs })
     }
-}
-
-/// Lexically normalise a path: drop `.` and resolve `..` against preceding normal components
-/// (`configs/../runs/x` → `runs/x`), without touching the file system.
-pub fn normalize(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out: Vec<Component<'_>> = Vec::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
 }
 
 /// Check a judge config against the pool (and fill a synthetic judge's unset fields from the
@@ -387,6 +370,23 @@ fn check_judge(
         }
     }
     Ok(())
+}
+
+/// Lexically normalise a path: drop `.` and resolve `..` against preceding normal components
+/// (`configs/../runs/x` → `runs/x`), without touching the file system.
+pub fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
 }
 
 #[cfg(test)]

@@ -42,9 +42,8 @@ fn real_main(cli: Cli) -> Result<()> {
             let mut result =
                 rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
             if let Some(g) = gate {
-                print!(
-                    "{}",
-                    identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?
+                print_out(
+                    &identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?,
                 );
             }
             Ok(())
@@ -52,14 +51,14 @@ fn real_main(cli: Cli) -> Result<()> {
         Command::Profile { run_or_config } => {
             let (_, text) = identify::profile_command(&run_or_config)
                 .with_context(|| format!("profile {}", run_or_config.display()))?;
-            print!("{text}");
+            print_out(&text);
             Ok(())
         }
         Command::Gate { config } => {
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let (_, text) =
                 rt.block_on(identify::gate_command(&config)).with_context(|| format!("gate {}", config.display()))?;
-            print!("{text}");
+            print_out(&text);
             Ok(())
         }
         Command::Audit { config, quiet } => {
