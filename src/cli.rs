@@ -24,6 +24,10 @@ pub enum Command {
         /// Do not show the progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Render the first prompt, count the queries the budget allows and print the worst-case
+        /// cost; send nothing, write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Fit the model to verdicts collected elsewhere and print the ranking.
     Fit {

@@ -66,6 +66,8 @@ pub struct PoolRef {
 pub enum JudgeConfig {
     /// Deterministic or keyed-stochastic mock (SPEC §4).
     Mock(MockConfig),
+    /// OpenAI-compatible chat-completions endpoint (SPEC §4; see docs/live.md).
+    Openai(crate::judge::openai::OpenAiConfig),
 }
 
 /// Model settings (SPEC §2).
@@ -291,7 +293,10 @@ impl Config {
                 ),
             ));
         }
-        match &raw.judge {
+        match &mut raw.judge {
+            JudgeConfig::Openai(oc) => {
+                crate::judge::openai::prepare(oc, &dir, &pool).map_err(|(key, msg)| inv(&key, msg))?;
+            }
             JudgeConfig::Mock(mc) => {
                 crate::judge::mock::MockJudge::new(mc.clone()).map_err(|msg| inv("judge.mock", msg))?;
                 if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {

@@ -9,14 +9,19 @@ pub mod budget;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod dryrun;
 pub mod fitcmd;
 pub mod judge;
 pub mod model;
 pub mod pool;
 pub mod progress;
+pub mod prompt;
+pub mod ratelimit;
 pub mod report;
+pub mod retry;
 pub mod rng;
 pub mod runner;
+pub mod secret;
 pub mod synth;
 pub mod yaml;
 
@@ -29,5 +34,6 @@ use std::sync::Arc;
 pub fn make_judge(cfg: &config::JudgeConfig) -> Result<Arc<dyn judge::Judge>, String> {
     match cfg {
         config::JudgeConfig::Mock(m) => Ok(Arc::new(judge::mock::MockJudge::new(m.clone())?)),
+        config::JudgeConfig::Openai(o) => Ok(Arc::new(judge::openai::OpenAiJudge::from_config(o)?)),
     }
 }
