@@ -73,11 +73,14 @@ fn path_is_empty(p: &Path) -> bool {
 /// Judge configuration (externally tagged: `judge: {mock: {...}}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // built once per run; boxing would only add noise
 pub enum JudgeConfig {
     /// Deterministic or keyed-stochastic mock (SPEC §4).
     Mock(MockConfig),
     /// The true judge of a synthetic pool (SPEC §7).
     Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
+    /// OpenAI-compatible chat-completions endpoint (SPEC §4; see docs/live.md).
+    Openai(crate::judge::openai::OpenAiConfig),
 }
 
 /// Model settings (SPEC §2).
@@ -321,11 +324,12 @@ impl Config {
                 ),
             ));
         }
-        check_judge(&mut raw.judge, &pool, raw.pool.synthetic.as_ref(), "judge").map_err(|(k, m)| inv(&k, m))?;
+        check_judge(&mut raw.judge, &dir, &pool, raw.pool.synthetic.as_ref(), "judge").map_err(|(k, m)| inv(&k, m))?;
         if let Some(g) = &mut raw.gate {
             g.check().map_err(|(k, m)| inv(&k, m))?;
             if let Some(t) = &mut g.trusted {
-                check_judge(t, &pool, raw.pool.synthetic.as_ref(), "gate.trusted").map_err(|(k, m)| inv(&k, m))?;
+                check_judge(t, &dir, &pool, raw.pool.synthetic.as_ref(), "gate.trusted")
+                    .map_err(|(k, m)| inv(&k, m))?;
             }
             if let Some(l) = &mut g.labels {
                 *l = normalize(&dir.join(&*l));
@@ -349,6 +353,7 @@ impl Config {
 /// synthetic pool spec). `key` is where it sits (`judge` or `gate.trusted`).
 fn check_judge(
     j: &mut JudgeConfig,
+    dir: &Path,
     pool: &Pool,
     synth: Option<&crate::synth::SynthSpec>,
     key: &str,
@@ -363,6 +368,10 @@ fn check_judge(
                     format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
                 ));
             }
+        }
+        JudgeConfig::Openai(oc) => {
+            crate::judge::openai::prepare(oc, dir, pool)
+                .map_err(|(k, m)| (if key == "judge" { k } else { k.replacen("judge", key, 1) }, m))?;
         }
         JudgeConfig::Synthetic(s) => {
             s.resolve(synth);

@@ -34,9 +34,14 @@ fn print_out(text: &str) {
 
 fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run { config, quiet, gate } => {
+        Command::Run { config, quiet, gate, dry_run } => {
             let cfg = config::Config::load(&config)?;
             let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
+            if dry_run {
+                let d = topk_judge::dryrun::dry_run(&cfg, judge.as_ref())?;
+                print!("{}", topk_judge::dryrun::render(&cfg, judge.as_ref(), &d));
+                return Ok(());
+            }
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let opts = runner::RunOptions { progress: !quiet, print: true };
             let mut result =

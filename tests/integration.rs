@@ -3,4 +3,5 @@
 mod audit;
 mod common;
 mod ident;
+mod live;
 mod run_cli;
