@@ -17,6 +17,8 @@ pub mod progress;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod sim;
+pub mod sweep;
 pub mod synth;
 pub mod yaml;
 
