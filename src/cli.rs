@@ -89,4 +89,40 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Run a simulation sweep (SPEC §7): synthetic pools × strategies × models × budgets, on all
+    /// cores; writes rows.csv, summary.md/json and SVG plots.
+    Simulate {
+        /// Sweep file (YAML).
+        sweep: PathBuf,
+        /// Worker threads (default: the sweep's `threads`, 0 = all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Output folder (default: the sweep's `out_dir`/`name`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Do not show the progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Compare runs of the same pool (e.g. a cheap and a frontier judge): spend, comparisons,
+    /// recall@k, top-k agreement, position-flip rates, and recall against spend.
+    Compare {
+        /// Run folders (each with result.json and verdicts.jsonl).
+        #[arg(required = true, num_args = 1..)]
+        runs: Vec<PathBuf>,
+        /// Score recall against this run's top-k instead of the gold top-k.
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        /// Output folder for compare.md and recall_vs_spend.svg (default: the current folder).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Write report.md and a self-contained report.html for a run folder.
+    Report {
+        /// Run folder (result.json, fits.jsonl, verdicts.jsonl, config.yaml).
+        run: PathBuf,
+        /// Output folder (default: the run folder).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }

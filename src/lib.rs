@@ -28,6 +28,8 @@ pub mod retry;
 pub mod rng;
 pub mod runner;
 pub mod secret;
+pub mod sim;
+pub mod sweep;
 pub mod synth;
 pub mod yaml;
 

@@ -74,6 +74,31 @@ fn real_main(cli: Cli) -> Result<()> {
                 .with_context(|| format!("audit {}", config.display()))?;
             Ok(())
         }
+        Command::Simulate { sweep, threads, out, quiet } => {
+            let start = std::time::Instant::now();
+            let (dir, s, md) = topk_judge::sweep::simulate_command(&sweep, threads, out.as_deref(), !quiet)
+                .with_context(|| format!("simulate {}", sweep.display()))?;
+            let rows: usize = s.cells.iter().map(|c| c.recall.n).sum();
+            println!("{md}");
+            println!("{rows} runs in {:.1} s; outputs: {}", start.elapsed().as_secs_f64(), dir.display());
+            Ok(())
+        }
+        Command::Compare { runs, reference, out } => {
+            let out = out.unwrap_or_else(|| std::path::PathBuf::from("."));
+            let text =
+                topk_judge::report::compare::compare_command(&runs, reference.as_deref(), &out).context("compare")?;
+            println!("{text}");
+            Ok(())
+        }
+        Command::Report { run, out } => {
+            let out = out.unwrap_or_else(|| run.clone());
+            let files = topk_judge::report::page::report_command(&run, &out)
+                .with_context(|| format!("report {}", run.display()))?;
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            Ok(())
+        }
         Command::Fit {
             pool_file,
             verdicts_file,

@@ -2,6 +2,8 @@
 
 mod audit;
 mod common;
+mod experiments;
 mod ident;
 mod live;
+mod reports;
 mod run_cli;
