@@ -67,7 +67,7 @@ pub enum JudgeConfig {
     /// Deterministic or keyed-stochastic mock (SPEC §4).
     Mock(MockConfig),
     /// OpenAI-compatible chat-completions endpoint (SPEC §4; see docs/live.md).
-    Openai(crate::judge::openai::OpenAiConfig),
+    Openai(Box<crate::judge::openai::OpenAiConfig>),
 }
 
 /// Model settings (SPEC §2).
