@@ -24,10 +24,32 @@ pub enum Command {
         /// Do not show the progress bar.
         #[arg(long)]
         quiet: bool,
+        /// A gate.json from `topk-judge gate`: also report the ranking the gate chose.
+        #[arg(long)]
+        gate: Option<PathBuf>,
         /// Render the first prompt, count the queries the budget allows and print the worst-case
         /// cost; send nothing, write nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Profile log-likelihood of each bias coefficient (SPEC §5): is c identified or prior-selected?
+    Profile {
+        /// A run folder (with config.yaml and verdicts.jsonl) or a config whose run exists.
+        run_or_config: PathBuf,
+    },
+    /// Trusted-anchor gate (SPEC §5): should the bias-corrected ranking be reported?
+    Gate {
+        /// Config file with a `gate:` section, whose run exists.
+        config: PathBuf,
+    },
+    /// Audit a judge for position and verbosity bias (swap test, probes, order averaging) on a
+    /// pairs file or on probes built from a pool; verdicts are cached, so re-running is free.
+    Audit {
+        /// Audit config file (YAML).
+        config: PathBuf,
+        /// Do not show the progress bar.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Fit the model to verdicts collected elsewhere and print the ranking.
     Fit {
@@ -44,7 +66,7 @@ pub enum Command {
         /// k of top-k.
         #[arg(long, default_value_t = 3)]
         k: usize,
-        /// Covariates NAME[:TRANSFORM],... (default: words:zscore when items have text, plus every
+        /// Covariates as NAME or NAME:TRANSFORM, comma-separated (default: words:zscore when items have text, plus every
         /// key of the items' covariates map, raw).
         #[arg(long, value_delimiter = ',')]
         covariates: Option<Vec<String>>,
@@ -64,6 +86,42 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Write the fit as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run a simulation sweep (SPEC §7): synthetic pools × strategies × models × budgets, on all
+    /// cores; writes rows.csv, summary.md/json and SVG plots.
+    Simulate {
+        /// Sweep file (YAML).
+        sweep: PathBuf,
+        /// Worker threads (default: the sweep's `threads`, 0 = all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Output folder (default: the sweep's `out_dir`/`name`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Do not show the progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Compare runs of the same pool (e.g. a cheap and a frontier judge): spend, comparisons,
+    /// recall@k, top-k agreement, position-flip rates, and recall against spend.
+    Compare {
+        /// Run folders (each with result.json and verdicts.jsonl).
+        #[arg(required = true, num_args = 1..)]
+        runs: Vec<PathBuf>,
+        /// Score recall against this run's top-k instead of the gold top-k.
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        /// Output folder for compare.md and recall_vs_spend.svg (default: the current folder).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Write report.md and a self-contained report.html for a run folder.
+    Report {
+        /// Run folder (result.json, fits.jsonl, verdicts.jsonl, config.yaml).
+        run: PathBuf,
+        /// Output folder (default: the run folder).
         #[arg(long)]
         out: Option<PathBuf>,
     },

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use topk_judge::cli::{Cli, Command};
-use topk_judge::{config, fitcmd, pool, report, runner};
+use topk_judge::{config, fitcmd, identify, pool, report, runner};
 
 fn main() {
     tracing_subscriber::fmt()
@@ -14,17 +14,27 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     if let Err(e) = real_main(cli) {
-        eprintln!("error: {e}");
+        let top = e.to_string();
+        eprintln!("error: {top}");
         for cause in e.chain().skip(1) {
-            eprintln!("  caused by: {cause}");
+            let c = cause.to_string();
+            if !top.contains(&c) {
+                eprintln!("  caused by: {c}");
+            }
         }
         std::process::exit(1);
     }
 }
 
+/// Print to stdout, ignoring a closed pipe (`topk-judge … | head`).
+fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
 fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run { config, quiet, dry_run } => {
+        Command::Run { config, quiet, gate, dry_run } => {
             let cfg = config::Config::load(&config)?;
             let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             if dry_run {
@@ -34,7 +44,59 @@ fn real_main(cli: Cli) -> Result<()> {
             }
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let opts = runner::RunOptions { progress: !quiet, print: true };
-            rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
+            let mut result =
+                rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
+            if let Some(g) = gate {
+                print_out(
+                    &identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?,
+                );
+            }
+            Ok(())
+        }
+        Command::Profile { run_or_config } => {
+            let (_, text) = identify::profile_command(&run_or_config)
+                .with_context(|| format!("profile {}", run_or_config.display()))?;
+            print_out(&text);
+            Ok(())
+        }
+        Command::Gate { config } => {
+            let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+            let (_, text) =
+                rt.block_on(identify::gate_command(&config)).with_context(|| format!("gate {}", config.display()))?;
+            print_out(&text);
+            Ok(())
+        }
+        Command::Audit { config, quiet } => {
+            let cfg = topk_judge::auditcmd::AuditConfig::load(&config)?;
+            let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
+            let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+            rt.block_on(topk_judge::auditcmd::run_audit(&cfg, judge, true, !quiet))
+                .with_context(|| format!("audit {}", config.display()))?;
+            Ok(())
+        }
+        Command::Simulate { sweep, threads, out, quiet } => {
+            let start = std::time::Instant::now();
+            let (dir, s, md) = topk_judge::sweep::simulate_command(&sweep, threads, out.as_deref(), !quiet)
+                .with_context(|| format!("simulate {}", sweep.display()))?;
+            let rows: usize = s.cells.iter().map(|c| c.recall.n).sum();
+            println!("{md}");
+            println!("{rows} runs in {:.1} s; outputs: {}", start.elapsed().as_secs_f64(), dir.display());
+            Ok(())
+        }
+        Command::Compare { runs, reference, out } => {
+            let out = out.unwrap_or_else(|| std::path::PathBuf::from("."));
+            let text =
+                topk_judge::report::compare::compare_command(&runs, reference.as_deref(), &out).context("compare")?;
+            println!("{text}");
+            Ok(())
+        }
+        Command::Report { run, out } => {
+            let out = out.unwrap_or_else(|| run.clone());
+            let files = topk_judge::report::page::report_command(&run, &out)
+                .with_context(|| format!("report {}", run.display()))?;
+            for f in files {
+                println!("wrote {}", f.display());
+            }
             Ok(())
         }
         Command::Fit {
@@ -69,12 +131,16 @@ fn real_main(cli: Cli) -> Result<()> {
                 seed,
             };
             let (_pool, fit) = fitcmd::fit_file(&args)?;
-            println!("pool {}: {:?} model, {} verdicts, κ = {:.3}", fit.pool_id, fit.model, fit.comparisons, fit.kappa);
+            let mut text = format!(
+                "pool {}: {:?} model, {} verdicts, κ = {:.3}\n",
+                fit.pool_id, fit.model, fit.comparisons, fit.kappa
+            );
             for (n, c) in &fit.c {
-                println!("c[{n}] = {c:.3}");
+                text.push_str(&format!("c[{n}] = {c:.3}\n"));
             }
-            println!("{}", report::table::ranking_table(&fit.ranking));
-            println!("top-{}: {}", fit.k, fit.topk.join(", "));
+            text.push_str(&report::table::ranking_table(&fit.ranking));
+            text.push_str(&format!("\ntop-{}: {}\n", fit.k, fit.topk.join(", ")));
+            print_out(&text);
             if let Some(out) = out {
                 let text = serde_json::to_string_pretty(&fit)?;
                 std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;

@@ -25,6 +25,20 @@ impl Progress {
         Self { bar }
     }
 
+    /// A bar of `total` units named `unit` (e.g. "pools"); hidden unless `visible` and stdout is
+    /// a terminal.
+    pub fn counter(total: u64, visible: bool, unit: &str) -> Self {
+        let bar = if visible && std::io::stdout().is_terminal() {
+            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let template = format!("{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit}  {{msg}}");
+            b.set_style(ProgressStyle::with_template(&template).expect("valid template"));
+            b
+        } else {
+            ProgressBar::hidden()
+        };
+        Self { bar }
+    }
+
     /// Set the comparisons done.
     pub fn set(&self, done: u64) {
         self.bar.set_position(done);

@@ -1,5 +1,9 @@
 //! Integration tests: one binary, one module per area (ripgrep layout).
 
+mod audit;
 mod common;
+mod experiments;
+mod ident;
 mod live;
+mod reports;
 mod run_cli;

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 /// The acquisition strategy (SPEC §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum StrategyKind {
     /// Top-k-aware: p̂(1 − p̂) · v_ij · (π_i(1 − π_i) + π_j(1 − π_j)).
     Topk,
@@ -134,4 +135,141 @@ pub(crate) fn open_orders(ctx: &Context<'_>, a: usize, b: usize) -> Vec<(usize, 
         v.push((b, a));
     }
     v
+}
+
+/// The candidate units of a selection step: with `orders: both`, every unordered cross-base item
+/// pair (a < b) that has an open order, as the list of its open orders (a, b) then (b, a); with
+/// `orders: single`, every open ordered pair on its own. Order: a ascending, then b.
+pub(crate) fn candidate_units(ctx: &Context<'_>) -> Vec<Vec<(usize, usize)>> {
+    let n = ctx.n_items();
+    let mut units = Vec::new();
+    match ctx.orders {
+        Orders::Both => {
+            for a in 0..n {
+                for b in a + 1..n {
+                    let o = open_orders(ctx, a, b);
+                    if !o.is_empty() {
+                        units.push(o);
+                    }
+                }
+            }
+        }
+        Orders::Single => {
+            for a in 0..n {
+                for b in 0..n {
+                    if ctx.open(a, b) {
+                        units.push(vec![(a, b)]);
+                    }
+                }
+            }
+        }
+    }
+    units
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Fixtures for the acquisition tests: a context from a given posterior, or from a fit to a
+    //! small synthetic pool.
+    use super::{Context, Orders};
+    use crate::model::Posterior;
+    use crate::model::linalg::Matrix;
+    use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise};
+    use crate::pool::{CovariateSpec, build_covariates};
+    use crate::synth::{SynthSpec, generate};
+    use std::collections::HashSet;
+
+    /// Everything a [`Context`] borrows.
+    pub struct Fixture {
+        pub item_base: Vec<usize>,
+        pub x: Vec<Vec<f64>>,
+        pub m: usize,
+        pub p: usize,
+        pub post: Posterior,
+        pub membership: Vec<f64>,
+        pub k: usize,
+        pub queried: HashSet<(usize, usize)>,
+        pub orders: Orders,
+        pub seed: u64,
+    }
+
+    impl Fixture {
+        pub fn ctx(&self) -> Context<'_> {
+            Context {
+                item_base: &self.item_base,
+                x: &self.x,
+                m: self.m,
+                p: self.p,
+                post: &self.post,
+                membership: &self.membership,
+                k: self.k,
+                queried: &self.queried,
+                orders: self.orders,
+                seed: self.seed,
+            }
+        }
+    }
+
+    /// One item per base, no covariates, the given posterior mean (θ then κ) and covariance.
+    pub fn from_posterior(mean: Vec<f64>, cov: Matrix, k: usize) -> Fixture {
+        let m = mean.len() - 1;
+        Fixture {
+            item_base: (0..m).collect(),
+            x: vec![vec![]; m],
+            m,
+            p: 0,
+            post: Posterior { mean, cov },
+            membership: vec![0.5; m],
+            k,
+            queried: HashSet::new(),
+            orders: Orders::Both,
+            seed: 1,
+        }
+    }
+
+    /// A diagonal covariance with the given variances.
+    pub fn diag(v: &[f64]) -> Matrix {
+        Matrix::from_fn(v.len(), v.len(), |i, j| if i == j { v[i] } else { 0.0 })
+    }
+
+    /// A bias-aware fit to a synthetic pool of `n` bases (c* = 1, κ* = 0.5) after the ordered
+    /// pairs (a, a + s mod n) for s = 1..=`shifts` have been judged.
+    pub fn fitted(n: usize, shifts: usize, k: usize) -> Fixture {
+        let sp = generate(&SynthSpec {
+            n,
+            rho: 0.0,
+            c_star: 1.0,
+            kappa_star: 0.5,
+            temperature: 1.0,
+            paired: false,
+            seed: 11,
+        });
+        let cov = build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
+        let mut verdicts = Vec::new();
+        let mut queried = HashSet::new();
+        for a in 0..n {
+            for s in 1..=shifts {
+                let b = (a + s) % n;
+                verdicts.push(ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 });
+                queried.insert((a, b));
+            }
+        }
+        let design = build_design(&sp.pool, &cov, &verdicts);
+        let mut rng = crate::rng::stream(3, "membership", 0);
+        let prior = crate::model::Prior::default();
+        let (summary, _fit, post) =
+            fit_and_summarise(&sp.pool, &cov, &design, &prior, k, 2000, None, &mut rng).unwrap();
+        Fixture {
+            item_base: sp.pool.item_base.clone(),
+            x: cov.x.clone(),
+            m: n,
+            p: 1,
+            post,
+            membership: summary.membership,
+            k,
+            queried,
+            orders: Orders::Both,
+            seed: 5,
+        }
+    }
 }

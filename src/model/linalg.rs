@@ -56,6 +56,17 @@ impl Cholesky {
         );
     }
 
+    /// L z for the lower-triangular factor L (length n): with z ~ N(0, I), L z ~ N(0, H) — used to
+    /// draw from a covariance that was factored directly (e.g. Σ for Thompson sampling).
+    ///
+    /// # Panics
+    /// If `z.len()` differs from the dimension.
+    pub fn lower_mul(&self, z: &[f64]) -> Vec<f64> {
+        let l = self.llt.L();
+        assert_eq!(z.len(), l.nrows(), "z has length {} but L is {}×{}", z.len(), l.nrows(), l.nrows());
+        (0..l.nrows()).map(|i| (0..=i).map(|j| l[(i, j)] * z[j]).sum()).collect()
+    }
+
     /// log det H = 2 Σ log L_ii.
     pub fn log_det(&self) -> f64 {
         let l = self.llt.L();

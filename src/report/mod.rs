@@ -1,5 +1,9 @@
 //! Outputs: result.json, fits.jsonl lines and the terminal ranking table.
 
+pub mod compare;
+pub mod page;
+pub mod plots;
+pub mod profile_plot;
 pub mod table;
 
 use crate::model::summary::FitSummary;

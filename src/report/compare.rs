@@ -1,0 +1,403 @@
+//! `topk-judge compare RUN_A RUN_B …`: runs of the same pool (e.g. a cheap and a frontier judge)
+//! side by side.
+//!
+//! For each run: spend (USD), comparisons, recall@k against the gold top-k (or against the top-k
+//! of a `--reference` run), the position-flip rate, and the curve of recall against cumulative
+//! spend (one point per refit in fits.jsonl). Between runs: top-k agreement |S_a ∩ S_b| / k.
+//!
+//! **Flip** [T]: an unordered pair judged in both orders whose winner changes with the order,
+//! i.e. the same slot wins both times: (y_ab − ½)(y_ba − ½) > 0. A tie (y = ½) in either order is
+//! not a flip. Flip rate = flips / pairs with a valid verdict in both orders.
+//!
+//! **Spend at a refit**: the fit after n valid verdicts is placed at the cumulative cost of the
+//! verdict log up to the n-th valid verdict (invalid verdicts in between cost too).
+
+use super::FitLine;
+use super::plots::{self, LineChart, Series};
+use crate::cache::{CacheError, VerdictRecord, read_records};
+use crate::runner::RunResult;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// Errors of `compare` and `report`.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// A run file could not be read.
+    #[error("{path}: {msg}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        msg: String,
+    },
+    /// The verdict log.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// Runs that cannot be compared.
+    #[error("{0}")]
+    Mismatch(String),
+    /// A plot.
+    #[error(transparent)]
+    Plot(#[from] plots::PlotError),
+}
+
+/// A run folder as written by `topk-judge run`.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// The folder.
+    pub dir: PathBuf,
+    /// result.json.
+    pub result: RunResult,
+    /// verdicts.jsonl records of the run's judge (in log order).
+    pub verdicts: Vec<VerdictRecord>,
+    /// fits.jsonl lines of the run's final configuration (in order).
+    pub fits: Vec<FitLine>,
+}
+
+impl RunDir {
+    /// Read result.json, verdicts.jsonl and fits.jsonl (the last two may be missing).
+    ///
+    /// Verdict records of another judge description than result.json's are skipped; fit lines
+    /// with another config hash than the last line's are skipped.
+    ///
+    /// # Errors
+    /// [`CompareError::Read`] naming the file.
+    pub fn load(dir: &Path) -> Result<Self, CompareError> {
+        let rp = dir.join("result.json");
+        let text =
+            std::fs::read_to_string(&rp).map_err(|e| CompareError::Read { path: rp.clone(), msg: e.to_string() })?;
+        let result: RunResult = serde_json::from_str(&text)
+            .map_err(|e| CompareError::Read { path: rp.clone(), msg: format!("not a topk-judge result ({e})") })?;
+        let vp = dir.join("verdicts.jsonl");
+        let verdicts = if vp.exists() {
+            let (recs, _, _) = read_records(&vp)?;
+            recs.into_iter().filter(|r| r.judge.is_empty() || r.judge == result.judge).collect()
+        } else {
+            Vec::new()
+        };
+        let fp = dir.join("fits.jsonl");
+        let mut fits = Vec::new();
+        if let Ok(text) = std::fs::read_to_string(&fp) {
+            for (i, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let f: FitLine = serde_json::from_str(line).map_err(|e| CompareError::Read {
+                    path: fp.clone(),
+                    msg: format!("line {}: not a fit line ({e})", i + 1),
+                })?;
+                fits.push(f);
+            }
+            if let Some(last) = fits.last().map(|f| f.config_hash.clone()) {
+                fits.retain(|f| f.config_hash == last);
+            }
+        }
+        Ok(Self { dir: dir.to_owned(), result, verdicts, fits })
+    }
+
+    /// A short name: the run's name, or the folder name.
+    pub fn label(&self) -> String {
+        if self.result.name.is_empty() {
+            self.dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        } else {
+            self.result.name.clone()
+        }
+    }
+}
+
+/// Position flips of a verdict log: (flips, pairs with both orders valid).
+pub fn flips(verdicts: &[VerdictRecord]) -> (usize, usize) {
+    let mut y: HashMap<(&str, &str), f64> = HashMap::new();
+    for r in verdicts {
+        if let Some(v) = r.y {
+            y.entry((r.a.as_str(), r.b.as_str())).or_insert(v);
+        }
+    }
+    let (mut f, mut n) = (0, 0);
+    for (&(a, b), &yab) in &y {
+        if a < b
+            && let Some(&yba) = y.get(&(b, a))
+        {
+            n += 1;
+            if (yab - 0.5) * (yba - 0.5) > 0.0 {
+                f += 1;
+            }
+        }
+    }
+    (f, n)
+}
+
+/// |S ∩ T| / k with k = |T| (recall of S against target T; agreement when |S| = |T|).
+pub fn overlap(s: &[String], t: &[String]) -> f64 {
+    if t.is_empty() {
+        return f64::NAN;
+    }
+    s.iter().filter(|x| t.contains(x)).count() as f64 / t.len() as f64
+}
+
+/// Recall against `target` at every refit of a run, placed at its cumulative spend (USD) and
+/// comparisons: (spend, comparisons, recall).
+pub fn recall_curve(run: &RunDir, target: &[String]) -> Vec<(f64, usize, f64)> {
+    // Cumulative cost at the n-th valid verdict.
+    let mut at_valid = vec![0.0];
+    let mut cost = 0.0;
+    for r in &run.verdicts {
+        cost += r.cost_usd;
+        if r.y.is_some() {
+            at_valid.push(cost);
+        }
+    }
+    run.fits
+        .iter()
+        .map(|f| {
+            let spend = at_valid.get(f.comparisons).copied().unwrap_or(cost);
+            (spend, f.comparisons, overlap(&f.topk, target))
+        })
+        .collect()
+}
+
+/// One run's line of the comparison.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CompareRow {
+    /// Run label.
+    pub run: String,
+    /// Judge description.
+    pub judge: String,
+    /// Spend (USD).
+    pub spend_usd: f64,
+    /// Verdicts stored.
+    pub comparisons: usize,
+    /// Valid verdicts.
+    pub valid: usize,
+    /// Recall@k against the target top-k (gold or reference), if there is one.
+    pub recall: Option<f64>,
+    /// Point top-k (base ids).
+    pub topk: Vec<String>,
+    /// Position flips.
+    pub flips: usize,
+    /// Pairs with both orders valid.
+    pub both_order_pairs: usize,
+    /// flips / both_order_pairs (None when no pair has both orders).
+    pub flip_rate: Option<f64>,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Comparison {
+    /// Pool id.
+    pub pool_id: String,
+    /// k.
+    pub k: usize,
+    /// What recall is measured against: "gold" or "reference <label>" (None: no target).
+    pub target: Option<String>,
+    /// The target top-k.
+    pub target_topk: Option<Vec<String>>,
+    /// One row per run.
+    pub rows: Vec<CompareRow>,
+    /// agreement[i][j] = |S_i ∩ S_j| / k.
+    pub agreement: Vec<Vec<f64>>,
+}
+
+/// Compare loaded runs (same pool and k), recall against `reference`'s top-k or the gold top-k.
+///
+/// # Errors
+/// [`CompareError::Mismatch`] when pools or k differ.
+pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison, CompareError> {
+    let first = runs.first().ok_or_else(|| CompareError::Mismatch("no runs to compare".into()))?;
+    for r in runs.iter().chain(reference) {
+        if r.result.pool_id != first.result.pool_id || r.result.k != first.result.k {
+            return Err(CompareError::Mismatch(format!(
+                "run {} is pool {:?} with k = {}, but run {} is pool {:?} with k = {}; compare runs of the same pool and k",
+                r.dir.display(),
+                r.result.pool_id,
+                r.result.k,
+                first.dir.display(),
+                first.result.pool_id,
+                first.result.k
+            )));
+        }
+    }
+    let (target, target_topk) = match reference {
+        Some(r) => (Some(format!("reference {}", r.label())), Some(r.result.topk.clone())),
+        None => match runs.iter().find_map(|r| r.result.gold_topk.clone()) {
+            Some(g) => (Some("gold".to_string()), Some(g)),
+            None => (None, None),
+        },
+    };
+    let rows = runs
+        .iter()
+        .map(|r| {
+            let (f, n) = flips(&r.verdicts);
+            CompareRow {
+                run: r.label(),
+                judge: r.result.judge.clone(),
+                spend_usd: r.result.spend_usd,
+                comparisons: r.result.comparisons,
+                valid: r.result.valid,
+                recall: target_topk.as_ref().map(|t| overlap(&r.result.topk, t)),
+                topk: r.result.topk.clone(),
+                flips: f,
+                both_order_pairs: n,
+                flip_rate: (n > 0).then(|| f as f64 / n as f64),
+            }
+        })
+        .collect();
+    let agreement =
+        runs.iter().map(|a| runs.iter().map(|b| overlap(&a.result.topk, &b.result.topk)).collect()).collect();
+    Ok(Comparison { pool_id: first.result.pool_id.clone(), k: first.result.k, target, target_topk, rows, agreement })
+}
+
+/// compare.md text.
+pub fn markdown(c: &Comparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Comparison on pool `{}` (k = {})\n", c.pool_id, c.k);
+    match (&c.target, &c.target_topk) {
+        (Some(t), Some(tk)) => {
+            let _ = writeln!(s, "Recall@{} is measured against the {t} top-{}: {}.\n", c.k, c.k, tk.join(", "));
+        }
+        _ => s.push_str("No gold quality and no reference run: recall is not available.\n\n"),
+    }
+    let _ = writeln!(
+        s,
+        "| run | judge | spend (USD) | comparisons | valid | recall@{} | position flips | top-{} |\n|---|---|---|---|---|---|---|---|",
+        c.k, c.k
+    );
+    for r in &c.rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.4} | {} | {} | {} | {} | {} |",
+            r.run,
+            r.judge,
+            r.spend_usd,
+            r.comparisons,
+            r.valid,
+            r.recall.map(|v| format!("{v:.2}")).unwrap_or_else(|| "–".into()),
+            r.flip_rate
+                .map(|v| format!("{}/{} = {v:.2}", r.flips, r.both_order_pairs))
+                .unwrap_or_else(|| "no pair in both orders".into()),
+            r.topk.join(", ")
+        );
+    }
+    let _ = writeln!(s, "\n## Top-{} agreement |S_a ∩ S_b| / k\n", c.k);
+    s.push_str("| |");
+    for r in &c.rows {
+        let _ = write!(s, " {} |", r.run);
+    }
+    s.push_str("\n|---|");
+    s.push_str(&"---|".repeat(c.rows.len()));
+    s.push('\n');
+    for (r, row) in c.rows.iter().zip(&c.agreement) {
+        let _ = write!(s, "| {} |", r.run);
+        for v in row {
+            let _ = write!(s, " {v:.2} |");
+        }
+        s.push('\n');
+    }
+    s.push_str(
+        "\nA position flip is a pair judged in both orders whose winner changes with the order \
+         (the same slot wins twice); ties are not flips.\n",
+    );
+    s
+}
+
+/// The recall-against-spend plot (against comparisons when no run has a cost).
+///
+/// # Errors
+/// [`CompareError::Plot`].
+pub fn plot(runs: &[RunDir], c: &Comparison) -> Result<Option<String>, CompareError> {
+    let Some(target) = &c.target_topk else { return Ok(None) };
+    let curves: Vec<(String, Vec<(f64, usize, f64)>)> =
+        runs.iter().map(|r| (r.label(), recall_curve(r, target))).collect();
+    let priced = curves.iter().any(|(_, v)| v.iter().any(|p| p.0 > 0.0));
+    let series = curves
+        .into_iter()
+        .map(|(name, v)| Series {
+            name,
+            points: v.iter().map(|p| (if priced { p.0 } else { p.1 as f64 }, p.2)).collect(),
+            err: None,
+        })
+        .collect();
+    let chart = LineChart {
+        title: format!("recall@{} against {}", c.k, if priced { "spend" } else { "comparisons (no run has a cost)" }),
+        x_label: if priced { "cumulative spend (USD)".into() } else { "comparisons".into() },
+        y_label: format!("recall@{} vs {}", c.k, c.target.clone().unwrap_or_default()),
+        series,
+        hlines: vec![],
+        vlines: vec![],
+        y_range: Some((0.0, 1.0)),
+    };
+    Ok(Some(plots::line_chart(&chart)?))
+}
+
+/// `topk-judge compare`: load the runs, write compare.md, compare.json and recall_vs_spend.svg
+/// into `out`; return compare.md's text.
+///
+/// # Errors
+/// [`CompareError`].
+pub fn compare_command(runs: &[PathBuf], reference: Option<&Path>, out: &Path) -> Result<String, CompareError> {
+    let loaded = runs.iter().map(|d| RunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
+    let reference = reference.map(RunDir::load).transpose()?;
+    let c = compare(&loaded, reference.as_ref())?;
+    let md = markdown(&c);
+    let w = |p: PathBuf, text: &str| {
+        std::fs::write(&p, text).map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })
+    };
+    std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
+    w(out.join("compare.md"), &md)?;
+    w(out.join("compare.json"), &(serde_json::to_string_pretty(&c).expect("serialisable") + "\n"))?;
+    if let Some(svg) = plot(&loaded, &c)? {
+        w(out.join("recall_vs_spend.svg"), &svg)?;
+    }
+    Ok(md)
+}
+
+/// Per-base π over refits (for the report): base id → (comparisons, π) in refit order.
+pub fn membership_paths(run: &RunDir) -> BTreeMap<String, Vec<(usize, f64)>> {
+    let mut out: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
+    for f in &run.fits {
+        for (id, p) in &f.membership {
+            out.entry(id.clone()).or_default().push((f.comparisons, *p));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(a: &str, b: &str, y: Option<f64>) -> VerdictRecord {
+        VerdictRecord {
+            key: String::new(),
+            pool_id: "p".into(),
+            a: a.into(),
+            b: b.into(),
+            y,
+            invalid_reason: None,
+            judge: String::new(),
+            raw: None,
+            usage: Default::default(),
+            cost_usd: 0.0,
+            attempts: 1,
+            latency_ms: 0,
+            ts: 0,
+        }
+    }
+
+    #[test]
+    fn flips_count_pairs_whose_winner_follows_the_slot() {
+        let v = vec![
+            rec("x", "y", Some(1.0)),
+            rec("y", "x", Some(1.0)), // first wins twice: flip
+            rec("x", "z", Some(1.0)),
+            rec("z", "x", Some(0.0)), // x wins both: no flip
+            rec("y", "z", Some(0.5)),
+            rec("z", "y", Some(1.0)), // tie: no flip
+            rec("w", "x", Some(0.0)), // one order only: not counted
+            rec("w", "z", None),
+            rec("z", "w", Some(1.0)), // invalid order: not counted
+        ];
+        assert_eq!(flips(&v), (1, 3));
+    }
+}

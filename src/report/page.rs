@@ -1,0 +1,422 @@
+//! `topk-judge report RUN`: report.md and a self-contained report.html (SVGs inlined) for a run
+//! folder: the ranking with θ̂ ± 2 sd intervals, top-k membership π, the position effect κ̂, the
+//! bias coefficients ĉ with their identifiability verdict (SPEC §2, §5), spend, and three plots:
+//! θ̂ ± 2 sd with the top-k marked, π by item, and π of the boundary items against comparisons
+//! (from fits.jsonl).
+//!
+//! **Identifiability verdict** per covariate, from the run's own design (pool and verdicts):
+//! - no variation in the pool → ĉ is the prior mean 0;
+//! - every base shows one value of the covariate (one rendering per base) → c is not identified
+//!   by the likelihood: comparisons identify only φ = θ + cᵀx and κ (SPEC §2, paper Prop. 2), so
+//!   ĉ is selected by the prior (λ_b), not estimated;
+//! - some base shows two values (paired renderings, SPEC §6) → c can be identified, provided the
+//!   renderings really share quality (the referee's caveat);
+//! - the profile-likelihood range over c_j (SPEC §5), when available: below 1e-3 nats the report
+//!   states that c_j is prior-selected, not estimated, whatever the design.
+//!
+//! **Boundary items** of the π plot: the bases at final ranks k − 1, k, k + 1 and k + 2.
+
+use super::compare::{CompareError, RunDir, membership_paths};
+use super::plots::{self, Interval, LineChart, Series};
+use crate::config::Config;
+use crate::model::summary::{ItemVerdict, build_design};
+use crate::sim::profile_range_fn;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// Below this profile range (nats) c is prior-selected (SPEC §5).
+pub const FLAT_PROFILE_NATS: f64 = 1e-3;
+
+/// The identifiability verdict of one bias coefficient.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Identifiability {
+    /// Covariate name.
+    pub covariate: String,
+    /// ĉ (logits per covariate unit).
+    pub c: f64,
+    /// Posterior sd of ĉ.
+    pub c_sd: f64,
+    /// Whether some base shows two values of the covariate (None: the design was not available).
+    pub within_base_variation: Option<bool>,
+    /// Profile-likelihood range over c (nats), when computed.
+    pub profile_range_nats: Option<f64>,
+    /// Whether the data identify c (false: prior-selected).
+    pub identified: bool,
+    /// The verdict in words.
+    pub verdict: String,
+}
+
+/// The identifiability verdicts of a run (one per covariate of result.json).
+pub fn identifiability(run: &RunDir) -> Vec<Identifiability> {
+    let r = &run.result;
+    let loaded = load_config(&run.dir);
+    let design_info = loaded.as_ref().ok().map(|cfg| {
+        let pool = &cfg.pool;
+        let verdicts: Vec<ItemVerdict> = run
+            .verdicts
+            .iter()
+            .filter_map(|v| {
+                let (a, b) = (pool.item_index(&v.a)?, pool.item_index(&v.b)?);
+                v.y.map(|y| ItemVerdict { a, b, y, w: 1.0 })
+            })
+            .collect();
+        let design = build_design(pool, &cfg.covariates, &verdicts);
+        (cfg, design)
+    });
+    r.c.iter()
+        .map(|(name, &c)| {
+            let c_sd = r.c_sd.get(name).copied().unwrap_or(f64::NAN);
+            let mut within = None;
+            let mut profile = None;
+            if let Some((cfg, design)) = &design_info
+                && let Some(j) = cfg.covariates.names.iter().position(|n| n == name)
+            {
+                let pool = &cfg.pool;
+                let mut first: Vec<Option<f64>> = vec![None; pool.n_bases()];
+                let mut varies = false;
+                for (i, &b) in pool.item_base.iter().enumerate() {
+                    let x = cfg.covariates.x[i][j];
+                    match first[b] {
+                        None => first[b] = Some(x),
+                        Some(x0) if (x0 - x).abs() > 1e-12 => varies = true,
+                        _ => {}
+                    }
+                }
+                within = Some(varies);
+                profile = profile_range_fn().map(|f| f(design, &cfg.raw.model.prior(), j));
+            }
+            let no_var = r.no_variation.contains(name);
+            let flat = profile.is_some_and(|p| p < FLAT_PROFILE_NATS);
+            let prof_text = profile.map(|p| format!(" Profile-likelihood range over c: {p:.4} nats.")).unwrap_or_default();
+            let (identified, verdict) = if no_var {
+                (false, "no variation in this pool: its column is zero and ĉ is the prior mean 0.".to_string())
+            } else if flat {
+                (false, format!("prior-selected, not estimated: the profile likelihood is flat.{prof_text}"))
+            } else {
+                match within {
+                    Some(false) => (
+                        false,
+                        format!(
+                            "not identified: every base shows one value of this covariate, so the comparisons identify only \
+                             φ = θ + c·x and κ (SPEC §2, paper Prop. 2); ĉ is the prior's pick (λ_b), not an estimate, and \
+                             a \"debiased\" ranking rests on the prior assumption corr(θ, x) ≈ 0.{prof_text}"
+                        ),
+                    ),
+                    Some(true) => (
+                        profile.is_some(),
+                        format!(
+                            "the design has within-base variation (paired renderings), so c can be identified by \
+                             within-base comparisons — valid only if the renderings of a base really share quality.{prof_text}"
+                        ),
+                    ),
+                    None => (
+                        false,
+                        format!(
+                            "not checked: the run's pool could not be loaded ({}).",
+                            loaded.as_ref().err().cloned().unwrap_or_default()
+                        ),
+                    ),
+                }
+            };
+            Identifiability {
+                covariate: name.clone(),
+                c,
+                c_sd,
+                within_base_variation: within,
+                profile_range_nats: profile,
+                identified,
+                verdict,
+            }
+        })
+        .collect()
+}
+
+/// The run's saved config.yaml with its pool: the pool path as saved (relative to the working
+/// folder where the run was started, or absolute), else relative to the run folder.
+fn load_config(dir: &Path) -> Result<Config, String> {
+    let path = dir.join("config.yaml");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let raw: crate::config::RawConfig = crate::yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if raw.pool.file.exists() {
+        Config::from_raw(raw, Path::new("config.yaml")).map_err(|e| e.to_string())
+    } else {
+        Config::from_raw(raw, &path).map_err(|e| e.to_string())
+    }
+}
+
+/// The report's three plots as (file name, caption, SVG).
+///
+/// # Errors
+/// [`CompareError::Plot`].
+pub fn report_plots(run: &RunDir) -> Result<Vec<(String, String, String)>, CompareError> {
+    let r = &run.result;
+    let mut out = Vec::new();
+    let items: Vec<Interval> = r
+        .ranking
+        .iter()
+        .map(|row| Interval {
+            label: row.id.clone(),
+            value: row.theta,
+            lo: row.theta - 2.0 * row.sd,
+            hi: row.theta + 2.0 * row.sd,
+            highlight: row.in_topk,
+            marked: row.gold_topk == Some(true),
+        })
+        .collect();
+    let svg = plots::interval_chart(
+        &format!("θ̂ ± 2 sd by item (top-{} highlighted)", r.k),
+        "θ̂ (logits)",
+        &items,
+        (&format!("point top-{}", r.k), &format!("gold top-{}", r.k)),
+    )?;
+    out.push(("theta.svg".into(), format!("θ̂ ± 2 sd, items by rank; the point top-{} in colour", r.k), svg));
+    let bars: Vec<(String, f64, bool)> =
+        r.ranking.iter().map(|row| (row.id.clone(), row.membership, row.in_topk)).collect();
+    let svg = plots::bar_chart(&format!("top-{} membership π by item", r.k), "π = P(in top-k)", &bars)?;
+    out.push(("membership.svg".into(), format!("π by item, items by rank; the point top-{} in colour", r.k), svg));
+    let paths = membership_paths(run);
+    let lo = r.k.saturating_sub(2);
+    let hi = (r.k + 2).min(r.ranking.len());
+    let series: Vec<Series> = r.ranking[lo..hi]
+        .iter()
+        .filter_map(|row| {
+            paths.get(&row.id).map(|p| Series {
+                name: format!("#{} {}", row.rank, row.id),
+                points: p.iter().map(|(n, q)| (*n as f64, *q)).collect(),
+                err: None,
+            })
+        })
+        .collect();
+    if !series.is_empty() {
+        let chart = LineChart {
+            title: format!("π of the boundary items (final ranks {}–{}) vs comparisons", lo + 1, hi),
+            x_label: "valid comparisons fitted".into(),
+            y_label: "π = P(in top-k)".into(),
+            series,
+            hlines: vec![0.5],
+            vlines: vec![],
+            y_range: Some((0.0, 1.0)),
+        };
+        out.push((
+            "boundary_pi.svg".into(),
+            "π of the items around the top-k boundary at every refit".into(),
+            plots::line_chart(&chart)?,
+        ));
+    }
+    Ok(out)
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "–".into())
+}
+
+/// Escape text for HTML.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The report's content as (title, header lines, tables); rendered to Markdown and HTML.
+struct Content {
+    title: String,
+    facts: Vec<String>,
+    tables: Vec<(String, Vec<String>, Vec<Vec<String>>)>,
+    notes: Vec<String>,
+}
+
+fn content(run: &RunDir, ident: &[Identifiability]) -> Content {
+    let r = &run.result;
+    let mut facts = vec![
+        format!(
+            "pool `{}`, k = {}, {} model, judge `{}`, strategy {}, stopped: {}",
+            r.pool_id,
+            r.k,
+            crate::sweep::summary::name(&r.model),
+            r.judge,
+            crate::sweep::summary::name(&r.strategy),
+            crate::sweep::summary::name(&r.stop_reason)
+        ),
+        format!("top-{}: {}", r.k, r.topk.join(", ")),
+    ];
+    if let Some(rec) = r.recall_at_k {
+        facts.push(format!(
+            "recall@{} against the gold top-{} ({}): {:.2}",
+            r.k,
+            r.k,
+            r.gold_topk.clone().unwrap_or_default().join(", "),
+            rec
+        ));
+    }
+    facts.push(format!(
+        "position effect κ̂ = {:.3} ± {:.3} logits (> 0 favours the first-shown answer; identified by the order variation within pairs)",
+        r.kappa, r.kappa_sd
+    ));
+    let spend = (
+        "Spend".to_string(),
+        ["comparisons", "valid", "invalid", "failed", "spend (USD)", "prompt tokens", "completion tokens"]
+            .map(String::from)
+            .to_vec(),
+        vec![vec![
+            r.comparisons.to_string(),
+            r.valid.to_string(),
+            r.invalid.to_string(),
+            r.failed.to_string(),
+            format!("{:.4}", r.spend_usd),
+            r.usage.prompt_tokens.to_string(),
+            r.usage.completion_tokens.to_string(),
+        ]],
+    );
+    let has_gold = r.ranking.iter().any(|x| x.gold.is_some());
+    let mut head = ["rank", "item", "θ̂", "sd", "θ̂ − 2 sd", "θ̂ + 2 sd", "π", "φ̂", "top-k"].map(String::from).to_vec();
+    if has_gold {
+        head.push("gold quality".into());
+        head.push("gold top-k".into());
+    }
+    let rows = r
+        .ranking
+        .iter()
+        .map(|x| {
+            let mut v = vec![
+                x.rank.to_string(),
+                x.id.clone(),
+                format!("{:.3}", x.theta),
+                format!("{:.3}", x.sd),
+                format!("{:.3}", x.theta - 2.0 * x.sd),
+                format!("{:.3}", x.theta + 2.0 * x.sd),
+                format!("{:.3}", x.membership),
+                format!("{:.3}", x.phi),
+                if x.in_topk { "✓".into() } else { String::new() },
+            ];
+            if has_gold {
+                v.push(fmt_opt(x.gold, 3));
+                v.push(if x.gold_topk == Some(true) { "✓".into() } else { String::new() });
+            }
+            v
+        })
+        .collect();
+    let ranking = ("Ranking".to_string(), head, rows);
+    let bias = (
+        "Bias coefficients".to_string(),
+        ["covariate", "ĉ (logits per unit)", "sd", "identifiability"].map(String::from).to_vec(),
+        ident
+            .iter()
+            .map(|i| vec![i.covariate.clone(), format!("{:.3}", i.c), format!("{:.3}", i.c_sd), i.verdict.clone()])
+            .collect(),
+    );
+    let mut tables = vec![spend, ranking];
+    if !ident.is_empty() {
+        tables.push(bias);
+    }
+    Content { title: format!("Run `{}` — top-{} report", r.name, r.k), facts, tables, notes: r.notes.clone() }
+}
+
+/// report.md text; the plots are linked as files next to it.
+fn markdown(c: &Content, plots: &[(String, String, String)]) -> String {
+    let mut s = format!("# {}\n\n", c.title);
+    for f in &c.facts {
+        let _ = writeln!(s, "- {f}");
+    }
+    for (title, head, rows) in &c.tables {
+        let _ = writeln!(s, "\n## {title}\n");
+        let _ = writeln!(s, "| {} |", head.join(" | "));
+        let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
+        for r in rows {
+            let _ = writeln!(s, "| {} |", r.iter().map(|x| x.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
+        }
+    }
+    if !c.notes.is_empty() {
+        s.push_str("\n## Notes\n\n");
+        for n in &c.notes {
+            let _ = writeln!(s, "- {n}");
+        }
+    }
+    s.push_str("\n## Plots\n\n");
+    for (file, caption, _) in plots {
+        let _ = writeln!(s, "![{caption}]({file})\n");
+    }
+    s
+}
+
+/// report.html: one file, plots inlined as SVG, no external resources.
+fn html(c: &Content, plots: &[(String, String, String)]) -> String {
+    let code = |t: &str| {
+        // `x` in the facts → <code>x</code>.
+        let mut out = String::new();
+        for (i, part) in escape(t).split('`').enumerate() {
+            if i % 2 == 1 {
+                let _ = write!(out, "<code>{part}</code>");
+            } else {
+                out.push_str(part);
+            }
+        }
+        out
+    };
+    let mut s = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = writeln!(s, "<title>{}</title>", escape(&c.title.replace('`', "")));
+    s.push_str(
+        "<style>body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}\
+         table{border-collapse:collapse;margin:1rem 0}th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}\
+         td:nth-child(2),th:nth-child(2){text-align:left}figure{margin:1.5rem 0}figcaption{color:#555}\
+         code{background:#f3f3f3;padding:0 .2rem}</style>\n</head>\n<body>\n",
+    );
+    let _ = writeln!(s, "<h1>{}</h1>\n<ul>", code(&c.title));
+    for f in &c.facts {
+        let _ = writeln!(s, "<li>{}</li>", code(f));
+    }
+    s.push_str("</ul>\n");
+    for (title, head, rows) in &c.tables {
+        let _ = writeln!(s, "<h2>{}</h2>\n<table>\n<thead><tr>", escape(title));
+        for h in head {
+            let _ = write!(s, "<th>{}</th>", escape(h));
+        }
+        s.push_str("</tr></thead>\n<tbody>\n");
+        for r in rows {
+            s.push_str("<tr>");
+            for x in r {
+                let _ = write!(s, "<td>{}</td>", escape(x));
+            }
+            s.push_str("</tr>\n");
+        }
+        s.push_str("</tbody>\n</table>\n");
+    }
+    if !c.notes.is_empty() {
+        s.push_str("<h2>Notes</h2>\n<ul>\n");
+        for n in &c.notes {
+            let _ = writeln!(s, "<li>{}</li>", escape(n));
+        }
+        s.push_str("</ul>\n");
+    }
+    s.push_str("<h2>Plots</h2>\n");
+    for (_, caption, svg) in plots {
+        let svg = svg.find("<svg").map(|i| &svg[i..]).unwrap_or(svg);
+        let _ = writeln!(s, "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>", escape(caption));
+    }
+    s.push_str("</body>\n</html>\n");
+    s
+}
+
+/// `topk-judge report`: write report.md, report.html and the plots' SVG files into `out`;
+/// return the files written.
+///
+/// # Errors
+/// [`CompareError`] reading the run or writing a file.
+pub fn report_command(run_dir: &Path, out: &Path) -> Result<Vec<PathBuf>, CompareError> {
+    let run = RunDir::load(run_dir)?;
+    let ident = identifiability(&run);
+    let plots = report_plots(&run)?;
+    let c = content(&run, &ident);
+    std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
+    let mut files = Vec::new();
+    let mut w = |name: &str, text: &str| -> Result<(), CompareError> {
+        let p = out.join(name);
+        std::fs::write(&p, text)
+            .map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })?;
+        files.push(p);
+        Ok(())
+    };
+    w("report.md", &markdown(&c, &plots))?;
+    w("report.html", &html(&c, &plots))?;
+    for (file, _, svg) in &plots {
+        w(file, svg)?;
+    }
+    Ok(files)
+}

@@ -1,0 +1,377 @@
+//! SVG plots (plotters, SVG backend only: text is emitted as `<text>` elements, no font files).
+//!
+//! Three shapes cover every figure of the tool: [`line_chart`] (lines with optional ± error bars,
+//! horizontal reference lines and labelled vertical markers: recall vs budget, benefit vs ρ,
+//! profile range vs comparisons, π vs comparisons, recall vs spend), [`interval_chart`] (θ̂ ± 2 sd
+//! per item, top-k highlighted) and [`bar_chart`] (π by item). Each returns the SVG document as
+//! a string.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// A plotting failure (plotters' drawing error as text).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("drawing the plot {title:?} failed: {msg}")]
+pub struct PlotError {
+    /// Plot title.
+    pub title: String,
+    /// Cause.
+    pub msg: String,
+}
+
+/// One line of a [`LineChart`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend entry.
+    pub name: String,
+    /// (x, y) points, drawn in order.
+    pub points: Vec<(f64, f64)>,
+    /// Half-length of an error bar at each point (e.g. one standard error), same length.
+    pub err: Option<Vec<f64>>,
+}
+
+/// A line chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineChart {
+    /// Caption.
+    pub title: String,
+    /// x-axis description.
+    pub x_label: String,
+    /// y-axis description.
+    pub y_label: String,
+    /// The lines.
+    pub series: Vec<Series>,
+    /// Dashed horizontal reference lines at these y.
+    pub hlines: Vec<f64>,
+    /// Dashed vertical markers (x, label).
+    pub vlines: Vec<(f64, String)>,
+    /// Fixed y range; default: the data's range with 5% padding.
+    pub y_range: Option<(f64, f64)>,
+}
+
+const W: u32 = 760;
+const H: u32 = 460;
+
+/// The colour of series `i` (a fixed, colour-blind-friendly cycle).
+pub fn colour(i: usize) -> RGBColor {
+    const C: [RGBColor; 8] = [
+        RGBColor(0, 114, 178),
+        RGBColor(213, 94, 0),
+        RGBColor(0, 158, 115),
+        RGBColor(204, 121, 167),
+        RGBColor(230, 159, 0),
+        RGBColor(86, 180, 233),
+        RGBColor(120, 120, 120),
+        RGBColor(0, 0, 0),
+    ];
+    C[i % C.len()]
+}
+
+/// [lo, hi] padded by 5% of the span (or ±0.5 when the span is 0).
+fn padded(lo: f64, hi: f64) -> (f64, f64) {
+    if !(lo.is_finite() && hi.is_finite()) {
+        return (0.0, 1.0);
+    }
+    let span = hi - lo;
+    if span <= 1e-12 { (lo - 0.5, hi + 0.5) } else { (lo - 0.05 * span, hi + 0.05 * span) }
+}
+
+fn fail(title: &str) -> impl Fn(String) -> PlotError + '_ {
+    move |msg| PlotError { title: title.to_owned(), msg }
+}
+
+fn e2s<E: std::fmt::Debug>(e: E) -> String {
+    format!("{e:?}")
+}
+
+/// Render a line chart.
+///
+/// # Errors
+/// [`PlotError`] if plotters fails.
+pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
+    let f = fail(&c.title);
+    let pts = || c.series.iter().flat_map(|s| s.points.iter().copied());
+    let (mut x0, mut x1) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    for (x, _) in &c.vlines {
+        x0 = x0.min(*x);
+        x1 = x1.max(*x);
+    }
+    let (x0, x1) = padded(x0, x1);
+    let (y0, y1) = match c.y_range {
+        Some(r) => r,
+        None => {
+            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+            for s in &c.series {
+                for (k, p) in s.points.iter().enumerate() {
+                    let e = s.err.as_ref().map_or(0.0, |e| e[k]);
+                    lo = lo.min(p.1 - e);
+                    hi = hi.max(p.1 + e);
+                }
+            }
+            for h in &c.hlines {
+                lo = lo.min(*h);
+                hi = hi.max(*h);
+            }
+            padded(lo, hi)
+        }
+    };
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| f(e2s(e)))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&c.title, ("sans-serif", 17))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(|e| f(e2s(e)))?;
+        chart
+            .configure_mesh()
+            .x_desc(c.x_label.as_str())
+            .y_desc(c.y_label.as_str())
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(|e| f(e2s(e)))?;
+        for h in &c.hlines {
+            chart
+                .draw_series(DashedLineSeries::new(vec![(x0, *h), (x1, *h)], 6, 4, BLACK.mix(0.6).stroke_width(1)))
+                .map_err(|e| f(e2s(e)))?;
+        }
+        for (x, label) in &c.vlines {
+            chart
+                .draw_series(DashedLineSeries::new(vec![(*x, y0), (*x, y1)], 6, 4, RED.mix(0.8).stroke_width(1)))
+                .map_err(|e| f(e2s(e)))?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label.clone(),
+                    (*x, y1 - 0.04 * (y1 - y0)),
+                    ("sans-serif", 13).into_font().color(&RED),
+                )))
+                .map_err(|e| f(e2s(e)))?;
+        }
+        for (i, s) in c.series.iter().enumerate() {
+            let col = colour(i);
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), col.stroke_width(2)))
+                .map_err(|e| f(e2s(e)))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+            chart.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, col.filled()))).map_err(|e| f(e2s(e)))?;
+            if let Some(err) = &s.err {
+                chart
+                    .draw_series(
+                        s.points
+                            .iter()
+                            .zip(err)
+                            .filter(|(_, e)| **e > 0.0)
+                            .map(|(&(x, y), &e)| PathElement::new(vec![(x, y - e), (x, y + e)], col.stroke_width(1))),
+                    )
+                    .map_err(|e| f(e2s(e)))?;
+            }
+        }
+        if c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty()) {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.4))
+                .draw()
+                .map_err(|e| f(e2s(e)))?;
+        }
+        root.present().map_err(|e| f(e2s(e)))?;
+    }
+    Ok(buf)
+}
+
+/// One item of an [`interval_chart`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interval {
+    /// Item label.
+    pub label: String,
+    /// Point estimate.
+    pub value: f64,
+    /// Lower end.
+    pub lo: f64,
+    /// Upper end.
+    pub hi: f64,
+    /// Drawn in the highlight colour (e.g. in the point top-k).
+    pub highlight: bool,
+    /// Marked with a hollow square (e.g. in the gold top-k).
+    pub marked: bool,
+}
+
+/// Labels on a categorical x axis: integer positions 0..n map to `labels`.
+type F64Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+fn category_area<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    title: &str,
+    y_label: &str,
+    labels: &'a [String],
+    (y0, y1): (f64, f64),
+) -> Result<F64Chart<'a, 'b>, String> {
+    let n = labels.len();
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 17))
+        .margin(14)
+        .x_label_area_size(60)
+        .y_label_area_size(60)
+        .build_cartesian_2d(-0.7..(n as f64 - 0.3), y0..y1)
+        .map_err(e2s)?;
+    let fmt = move |x: &f64| {
+        let r = x.round();
+        if (x - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < n { labels[r as usize].clone() } else { String::new() }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n + 1)
+        .x_label_formatter(&fmt)
+        .x_label_style(("sans-serif", if n > 20 { 9 } else { 12 }))
+        .y_desc(y_label)
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(e2s)?;
+    Ok(chart)
+}
+
+/// θ̂ ± 2 sd per item (in the given order), highlighted items in the first colour and the others
+/// in grey, marked items with a hollow square; a legend explains both.
+///
+/// # Errors
+/// [`PlotError`] if plotters fails.
+pub fn interval_chart(
+    title: &str,
+    y_label: &str,
+    items: &[Interval],
+    legend: (&str, &str),
+) -> Result<String, PlotError> {
+    let f = fail(title);
+    let (lo, hi) = items.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), it| (a.min(it.lo), b.max(it.hi)));
+    let labels: Vec<String> = items.iter().map(|i| i.label.clone()).collect();
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| f(e2s(e)))?;
+        let mut chart = category_area(&root, title, y_label, &labels, padded(lo, hi)).map_err(&f)?;
+        let grey = RGBColor(150, 150, 150);
+        for (k, it) in items.iter().enumerate() {
+            let col = if it.highlight { colour(0) } else { grey };
+            let x = k as f64;
+            chart
+                .draw_series(std::iter::once(PathElement::new(vec![(x, it.lo), (x, it.hi)], col.stroke_width(2))))
+                .map_err(|e| f(e2s(e)))?;
+            chart.draw_series(std::iter::once(Circle::new((x, it.value), 4, col.filled()))).map_err(|e| f(e2s(e)))?;
+            if it.marked {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.3, it.value - 0.03 * (hi - lo)), (x + 0.3, it.value + 0.03 * (hi - lo))],
+                        colour(1).stroke_width(2),
+                    )))
+                    .map_err(|e| f(e2s(e)))?;
+            }
+        }
+        let (lh, lm) = legend;
+        chart
+            .draw_series(std::iter::once(Circle::new((-10.0, 0.0), 0, colour(0).filled())))
+            .map_err(|e| f(e2s(e)))?
+            .label(lh)
+            .legend(|(x, y)| Circle::new((x + 8, y), 4, colour(0).filled()));
+        if items.iter().any(|i| i.marked) {
+            chart
+                .draw_series(std::iter::once(Circle::new((-10.0, 0.0), 0, colour(1).filled())))
+                .map_err(|e| f(e2s(e)))?
+                .label(lm)
+                .legend(|(x, y)| Rectangle::new([(x + 2, y - 5), (x + 14, y + 5)], colour(1).stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(|e| f(e2s(e)))?;
+        root.present().map_err(|e| f(e2s(e)))?;
+    }
+    Ok(buf)
+}
+
+/// Vertical bars (label, value, highlighted), y from 0 to max(1, values).
+///
+/// # Errors
+/// [`PlotError`] if plotters fails.
+pub fn bar_chart(title: &str, y_label: &str, bars: &[(String, f64, bool)]) -> Result<String, PlotError> {
+    let f = fail(title);
+    let top = bars.iter().map(|b| b.1).fold(1.0f64, f64::max);
+    let labels: Vec<String> = bars.iter().map(|b| b.0.clone()).collect();
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| f(e2s(e)))?;
+        let mut chart = category_area(&root, title, y_label, &labels, (0.0, top * 1.05)).map_err(&f)?;
+        for (k, (_, v, hl)) in bars.iter().enumerate() {
+            let col = if *hl { colour(0) } else { RGBColor(150, 150, 150) };
+            let x = k as f64;
+            chart
+                .draw_series(std::iter::once(Rectangle::new([(x - 0.35, 0.0), (x + 0.35, *v)], col.filled())))
+                .map_err(|e| f(e2s(e)))?;
+        }
+        root.present().map_err(|e| f(e2s(e)))?;
+    }
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_chart_holds_title_labels_and_one_path_per_series() {
+        let c = LineChart {
+            title: "recall vs budget".into(),
+            x_label: "comparisons".into(),
+            y_label: "recall".into(),
+            series: vec![
+                Series { name: "topk".into(), points: vec![(40.0, 0.5), (80.0, 0.7)], err: Some(vec![0.02, 0.03]) },
+                Series { name: "round_robin".into(), points: vec![(40.0, 0.4), (80.0, 0.5)], err: None },
+            ],
+            hlines: vec![0.0],
+            vlines: vec![(60.0, "crossing".into())],
+            y_range: None,
+        };
+        let svg = line_chart(&c).unwrap();
+        assert!(svg.starts_with("<svg") || svg.contains("<svg"));
+        for t in ["recall vs budget", "comparisons", "topk", "round_robin", "crossing"] {
+            assert!(svg.contains(t), "{t} missing");
+        }
+        // 2 points per series: 4 circles plus the 2 legend-free ones of nothing else.
+        assert_eq!(svg.matches("<circle").count(), 4);
+    }
+
+    #[test]
+    fn interval_and_bar_charts_label_every_item() {
+        let items: Vec<Interval> = (0..4)
+            .map(|i| Interval {
+                label: format!("item{i}"),
+                value: i as f64,
+                lo: i as f64 - 1.0,
+                hi: i as f64 + 1.0,
+                highlight: i < 2,
+                marked: i == 0,
+            })
+            .collect();
+        let svg = interval_chart("theta", "θ̂ ± 2 sd", &items, ("top-k", "gold top-k")).unwrap();
+        for i in 0..4 {
+            assert!(svg.contains(&format!("item{i}")));
+        }
+        assert!(svg.contains("gold top-k"));
+        let svg = bar_chart("pi", "π", &[("a".into(), 0.9, true), ("b".into(), 0.1, false)]).unwrap();
+        // plotters writes each label on its own line inside <text>.
+        assert!(svg.lines().any(|l| l == "a") && svg.lines().any(|l| l == "b"), "{svg}");
+    }
+}

@@ -1,0 +1,421 @@
+//! Simulation driver: Algorithm 1 (SPEC §3, paper App. A) run synchronously on a synthetic pool
+//! (SPEC §7) whose judge is the pool's keyed Bernoulli verdict, a pure function of (seed, a, b).
+//!
+//! The loop is the runner's loop without the I/O: fit with [`build_design`] and
+//! [`fit_and_summarise`] (warm start from the previous fit, Monte-Carlo stream `membership` keyed
+//! by the number of verdicts), select R = `refit_every` queries with [`acquire::select`] (stream
+//! `acquire` keyed by the number of queries so far, the pool seed as run seed), judge them, repeat.
+//! Because every random choice is keyed by the run's state, the simulation of a budget B makes
+//! exactly the choices `topk-judge run` makes with `max_comparisons: B` on the same pool.
+//!
+//! **Checkpoints.** One call follows one path and records its state at several budgets
+//! B₁ < B₂ < … (each checkpoint is the fit to exactly B verdicts, as the runner's final fit). The
+//! batch before a checkpoint is cut to end on it, so the record at B₁ equals a separate run with
+//! budget B₁; the record at B₂ equals a separate run with budget B₂ when B₁ is a multiple of
+//! `refit_every` (the path then has the same batches). The sweep driver
+//! ([`crate::sweep`]) groups budgets into such chains.
+//!
+//! **All pairs.** A budget ≥ the number of ordered pairs asks every remaining pair at once: with
+//! every pair queried, Algorithm 1 returns the fit to all verdicts whatever the strategy.
+//!
+//! **Paired pools** (SPEC §6): the within-base ordered pairs (renderings of one base) are asked
+//! first, in item order, as the runner does with `design: paired`; then Algorithm 1 runs over the
+//! between-base pairs. They count as comparisons.
+//!
+//! **Boundary queries.** With gold ranks r(m) (0 = best, by true θ), a between-base query is
+//! - a *boundary query* when one of its bases has gold rank k or k + 1 (1-based: the last base
+//!   of the gold top-k or the first one outside) — the per-item count of the paper's Figure 7
+//!   ("comparisons at the boundary"), and the share reported as `boundary_share`;
+//! - a *straddling query* when exactly one of its bases is in the gold top-k (`straddle_share`);
+//! - a *window query* when both bases have gold ranks in k − 2 … k + 3 (1-based;
+//!   `window_share`).
+//!
+//! Shares are fractions of all queries made (within-base queries count as non-boundary).
+
+use crate::acquire::{self, Context, Orders, StrategyKind};
+use crate::model::bt::Design;
+use crate::model::membership::{point_topk, recall_at_k};
+use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
+use crate::model::{FitError, Prior};
+use crate::pool::{CovariateSpec, Covariates, build_covariates};
+use crate::rng;
+use crate::synth::SynthPool;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+/// Settings shared by every simulated run of a sweep (SPEC §2–§3 defaults in [`Default`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimSettings {
+    /// k of top-k.
+    pub k: usize,
+    /// Prior precisions.
+    pub prior: Prior,
+    /// Queries selected per refit, R (default 8).
+    pub refit_every: usize,
+    /// `both` (default) or `single`.
+    pub orders: Orders,
+    /// Monte-Carlo draws for top-k membership (default 1000).
+    pub mc_draws: usize,
+    /// Compute the profile-likelihood range over ĉ at every checkpoint (bias-aware model).
+    pub profile: bool,
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        Self { k: 5, prior: Prior::default(), refit_every: 8, orders: Orders::Both, mc_draws: 1000, profile: false }
+    }
+}
+
+/// Errors of a simulated run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// A MAP fit failed.
+    #[error("pool seed {seed}, {strategy:?}, {model:?} model, after {comparisons} comparisons: {source}")]
+    Fit {
+        /// Pool seed.
+        seed: u64,
+        /// Strategy.
+        strategy: StrategyKind,
+        /// Model.
+        model: ModelKind,
+        /// Verdicts at the failing fit.
+        comparisons: usize,
+        /// Cause.
+        source: FitError,
+    },
+}
+
+/// Shares of the queries that fall on boundary pairs (see the module doc), each in [0, 1].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct BoundaryShares {
+    /// Queries touching the base of gold rank k or k + 1.
+    pub boundary: f64,
+    /// Queries with exactly one base in the gold top-k.
+    pub straddle: f64,
+    /// Queries with both bases in gold ranks k − 2 … k + 3.
+    pub window: f64,
+}
+
+/// Gold rank of every base (0 = largest θ; ties by lower index), length M.
+pub fn gold_ranks(theta: &[f64]) -> Vec<usize> {
+    let order = point_topk(theta, theta.len());
+    let mut rank = vec![0; theta.len()];
+    for (r, &b) in order.iter().enumerate() {
+        rank[b] = r;
+    }
+    rank
+}
+
+/// The boundary shares of a list of ordered queries (item indices); `rank` from [`gold_ranks`].
+/// An empty list has shares 0.
+pub fn boundary_shares(queries: &[(usize, usize)], item_base: &[usize], rank: &[usize], k: usize) -> BoundaryShares {
+    if queries.is_empty() {
+        return BoundaryShares::default();
+    }
+    let (mut b, mut s, mut w) = (0usize, 0usize, 0usize);
+    // 0-based: boundary ranks k − 1 and k; window ranks k − 3 ..= k + 2.
+    let lo = k.saturating_sub(3);
+    for &(a, c) in queries {
+        let (i, j) = (item_base[a], item_base[c]);
+        if i == j {
+            continue;
+        }
+        let (ri, rj) = (rank[i], rank[j]);
+        if [ri, rj].iter().any(|&r| r + 1 == k || r == k) {
+            b += 1;
+        }
+        if (ri < k) != (rj < k) {
+            s += 1;
+        }
+        if (lo..=k + 2).contains(&ri) && (lo..=k + 2).contains(&rj) {
+            w += 1;
+        }
+    }
+    let q = queries.len() as f64;
+    BoundaryShares { boundary: b as f64 / q, straddle: s as f64 / q, window: w as f64 / q }
+}
+
+/// The state of a simulated run at one budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    /// The budget asked for (comparisons; `usize::MAX` or anything ≥ the number of ordered pairs
+    /// means all pairs).
+    pub budget: usize,
+    /// Comparisons made (= budget unless the pairs ran out).
+    pub comparisons: usize,
+    /// Point top-k (base indices, best first).
+    pub topk: Vec<usize>,
+    /// Recall@k against the gold top-k.
+    pub recall: f64,
+    /// Boundary shares of the queries made.
+    pub shares: BoundaryShares,
+    /// ĉ of the covariate (bias-aware model), logits per covariate unit.
+    pub c_hat: Option<f64>,
+    /// κ̂ (logits).
+    pub kappa_hat: f64,
+    /// Profile-likelihood range over c (nats), when asked for (bias-aware model).
+    pub profile_range_nats: Option<f64>,
+    /// Queries involving the base of each gold rank (length M, index = 0-based gold rank).
+    pub queries_by_rank: Vec<usize>,
+}
+
+/// The model's covariates for a synthetic pool: the pool's `x` as is (already z-scored, or 0/1
+/// renderings) for the bias-aware model, none for the naive one.
+pub fn covariates(sp: &SynthPool, model: ModelKind) -> Covariates {
+    match model {
+        ModelKind::Naive => Covariates::none(sp.pool.n_items()),
+        ModelKind::BiasAware => build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").expect("valid spec")])
+            .expect("synthetic pools carry covariate x"),
+    }
+}
+
+/// Profile-likelihood range (nats) of a design over bias coefficient `j` (SPEC §5): the grid
+/// c_j ∈ [ĉ_j − 1, ĉ_j + 1], everything else maximised, max − min of the log-likelihood.
+pub type ProfileFn = fn(&Design, &Prior, usize) -> f64;
+
+/// The profile-likelihood implementation in use (`crate::model::profile`), or `None` while it
+/// is not available; sweeps with `profile: true` and `report` call it through this one place.
+pub fn profile_range_fn() -> Option<ProfileFn> {
+    None
+}
+
+/// Run Algorithm 1 on `sp` with `strategy` and `model`, recording a [`Checkpoint`] at each of
+/// `budgets` (strictly increasing). `profile` computes the profile range when
+/// `settings.profile` is on and the model is bias-aware.
+///
+/// # Errors
+/// [`SimError::Fit`] naming the pool, strategy, model and comparisons of a failed fit.
+///
+/// # Panics
+/// If `budgets` is empty or not strictly increasing, or k is not in 1..M.
+pub fn run_path(
+    sp: &SynthPool,
+    strategy: StrategyKind,
+    model: ModelKind,
+    budgets: &[usize],
+    settings: &SimSettings,
+    profile: Option<ProfileFn>,
+) -> Result<Vec<Checkpoint>, SimError> {
+    assert!(!budgets.is_empty(), "at least one budget");
+    assert!(budgets.windows(2).all(|w| w[0] < w[1]), "budgets must be strictly increasing: {budgets:?}");
+    let pool = &sp.pool;
+    let (n, m, k) = (pool.n_items(), pool.n_bases(), settings.k);
+    assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
+    let cov = covariates(sp, model);
+    let seed = sp.spec.seed;
+    let rank = gold_ranks(&sp.theta);
+    let gold = sp.gold_topk(k);
+    let mut within = Vec::new();
+    let mut between = Vec::new();
+    for a in 0..n {
+        for b in 0..n {
+            if a != b {
+                if pool.item_base[a] == pool.item_base[b] { within.push((a, b)) } else { between.push((a, b)) }
+            }
+        }
+    }
+    let total = within.len() + between.len();
+    let mut st = State { verdicts: Vec::new(), queried: HashSet::new(), log: Vec::new() };
+    let fit_err = |comparisons: usize, source: FitError| SimError::Fit { seed, strategy, model, comparisons, source };
+    let mut warm: Option<Vec<f64>> = None;
+    let mut out = Vec::with_capacity(budgets.len());
+    let mut next = 0;
+    let mut exhausted = false;
+    loop {
+        let design = build_design(pool, &cov, &st.verdicts);
+        let mut mc_rng = rng::stream(seed, "membership", st.verdicts.len() as u64);
+        let (summary, _fit, post) =
+            fit_and_summarise(pool, &cov, &design, &settings.prior, k, settings.mc_draws, warm.as_deref(), &mut mc_rng)
+                .map_err(|e| fit_err(st.verdicts.len(), e))?;
+        let mut beta = summary.theta.clone();
+        beta.extend_from_slice(&summary.c);
+        beta.push(summary.kappa);
+        warm = Some(beta);
+        let done = st.log.len();
+        while next < budgets.len() && (done >= budgets[next] || done >= total || exhausted) {
+            let mut by_rank = vec![0; m];
+            for &(a, b) in &st.log {
+                let (i, j) = (pool.item_base[a], pool.item_base[b]);
+                by_rank[rank[i]] += 1;
+                if j != i {
+                    by_rank[rank[j]] += 1;
+                }
+            }
+            let profile_range_nats = match (settings.profile, model, profile) {
+                (true, ModelKind::BiasAware, Some(f)) => Some(f(&design, &settings.prior, 0)),
+                _ => None,
+            };
+            out.push(Checkpoint {
+                budget: budgets[next],
+                comparisons: done,
+                recall: recall_at_k(&summary.topk, &gold),
+                topk: summary.topk.clone(),
+                shares: boundary_shares(&st.log, &pool.item_base, &rank, k),
+                c_hat: summary.c.first().copied(),
+                kappa_hat: summary.kappa,
+                profile_range_nats,
+                queries_by_rank: by_rank,
+            });
+            next += 1;
+        }
+        if next == budgets.len() {
+            return Ok(out);
+        }
+        let target = budgets[next];
+        if target >= total {
+            for &q in within.iter().chain(&between) {
+                st.ask(sp, q);
+            }
+            continue;
+        }
+        let open_within: Vec<(usize, usize)> = within.iter().copied().filter(|q| !st.queried.contains(q)).collect();
+        if !open_within.is_empty() {
+            for q in open_within.into_iter().take(target - done) {
+                st.ask(sp, q);
+            }
+            continue;
+        }
+        let r = settings.refit_every.min(target - done);
+        let ctx = Context {
+            item_base: &pool.item_base,
+            x: &cov.x,
+            m,
+            p: cov.p(),
+            post: &post,
+            membership: &summary.membership,
+            k,
+            queried: &st.queried,
+            orders: settings.orders,
+            seed,
+        };
+        let mut acq_rng = rng::stream(seed, "acquire", done as u64);
+        let picks = acquire::select(strategy, &ctx, r, &mut acq_rng);
+        // No open pair left: the remaining checkpoints see this final state.
+        exhausted = picks.is_empty();
+        for q in picks {
+            st.ask(sp, q);
+        }
+    }
+}
+
+/// The verdicts of a simulated run so far.
+struct State {
+    verdicts: Vec<ItemVerdict>,
+    queried: HashSet<(usize, usize)>,
+    /// Queries in the order asked.
+    log: Vec<(usize, usize)>,
+}
+
+impl State {
+    /// Ask the synthetic judge about the ordered pair `q` (once).
+    fn ask(&mut self, sp: &SynthPool, q: (usize, usize)) {
+        if self.queried.insert(q) {
+            self.verdicts.push(ItemVerdict { a: q.0, b: q.1, y: sp.verdict(q.0, q.1), w: 1.0 });
+            self.log.push(q);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::{SynthSpec, generate};
+
+    fn pool(n: usize, paired: bool, seed: u64) -> SynthPool {
+        generate(&SynthSpec { n, rho: 0.0, c_star: 1.0, kappa_star: 0.5, temperature: 1.0, paired, seed })
+    }
+
+    fn settings(k: usize) -> SimSettings {
+        SimSettings { k, mc_draws: 200, ..SimSettings::default() }
+    }
+
+    #[test]
+    fn boundary_shares_of_all_pairs_are_the_pair_counts() {
+        // Every ordered pair of M = 30 bases, k = 5: pairs touching rank 5 or 6:
+        // 1 − C(28,2)/C(30,2) = 57/435; straddling: 5·25/435; both in ranks 3..8: C(6,2)/435.
+        let m = 30;
+        let theta: Vec<f64> = (0..m).map(|i| ((i * 7) % m) as f64).collect();
+        let rank = gold_ranks(&theta);
+        let base: Vec<usize> = (0..m).collect();
+        let q: Vec<(usize, usize)> =
+            (0..m).flat_map(|a| (0..m).filter(move |b| *b != a).map(move |b| (a, b))).collect();
+        let s = boundary_shares(&q, &base, &rank, 5);
+        assert!((s.boundary - 57.0 / 435.0).abs() < 1e-12, "{s:?}");
+        assert!((s.straddle - 125.0 / 435.0).abs() < 1e-12);
+        assert!((s.window - 15.0 / 435.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn boundary_shares_by_hand() {
+        // θ ranks: base 3 best, then 0, 2, 1, 4. k = 2: boundary ranks 2 and 3 (1-based) are bases
+        // 0 and 2; top-2 = {3, 0}; window = 1-based ranks 0..5 → every base.
+        let theta = [2.0, 0.0, 1.0, 3.0, -1.0];
+        let rank = gold_ranks(&theta);
+        assert_eq!(rank, vec![1, 3, 2, 0, 4]);
+        let base = [0, 1, 2, 3, 4];
+        // (3,1): no boundary base, straddles; (0,2): boundary, straddles; (1,4): neither.
+        let s = boundary_shares(&[(3, 1), (0, 2), (1, 4), (4, 1)], &base, &rank, 2);
+        assert_eq!(s, BoundaryShares { boundary: 0.25, straddle: 0.5, window: 1.0 });
+    }
+
+    #[test]
+    fn a_chained_checkpoint_equals_a_separate_run() {
+        // 16 is a multiple of R = 8: the path to 40 is the same with or without the stop at 16.
+        let sp = pool(12, false, 4);
+        for strategy in [StrategyKind::Topk, StrategyKind::Thompson, StrategyKind::RoundRobin] {
+            let chained = run_path(&sp, strategy, ModelKind::BiasAware, &[16, 40], &settings(3), None).unwrap();
+            let alone = run_path(&sp, strategy, ModelKind::BiasAware, &[40], &settings(3), None).unwrap();
+            assert_eq!(chained[1], alone[0], "{strategy:?}");
+            assert_eq!(chained[0].comparisons, 16);
+            assert_eq!(alone[0].comparisons, 40);
+            let first16 = run_path(&sp, strategy, ModelKind::BiasAware, &[16], &settings(3), None).unwrap();
+            assert_eq!(chained[0], first16[0]);
+        }
+    }
+
+    #[test]
+    fn all_pairs_is_the_fit_to_every_verdict() {
+        // Independent computation: fit the model once to every ordered pair's verdict.
+        let sp = pool(10, false, 2);
+        let s = settings(3);
+        let cov = covariates(&sp, ModelKind::BiasAware);
+        let n = sp.pool.n_items();
+        let all: Vec<ItemVerdict> = (0..n)
+            .flat_map(|a| (0..n).filter(move |b| *b != a).map(move |b| (a, b)))
+            .map(|(a, b)| ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 })
+            .collect();
+        let design = build_design(&sp.pool, &cov, &all);
+        let mut r = rng::stream(sp.spec.seed, "membership", all.len() as u64);
+        let (want, _, _) = fit_and_summarise(&sp.pool, &cov, &design, &s.prior, 3, s.mc_draws, None, &mut r).unwrap();
+        for strategy in [StrategyKind::Topk, StrategyKind::Random] {
+            let got = run_path(&sp, strategy, ModelKind::BiasAware, &[usize::MAX], &s, None).unwrap();
+            assert_eq!(got[0].comparisons, 90);
+            assert_eq!(got[0].topk, want.topk);
+            assert!((got[0].c_hat.unwrap() - want.c[0]).abs() < 1e-8);
+            assert_eq!(got[0].recall, recall_at_k(&want.topk, &sp.gold_topk(3)));
+        }
+    }
+
+    #[test]
+    fn paired_pools_ask_the_within_base_pairs_first() {
+        let sp = pool(6, true, 1);
+        let cps = run_path(&sp, StrategyKind::Topk, ModelKind::BiasAware, &[12, 20], &settings(2), None).unwrap();
+        // 6 bases × 2 orders of (terse, elaborated) = 12 within-base queries: no between-base one.
+        assert_eq!(cps[0].comparisons, 12);
+        assert_eq!(cps[0].shares, BoundaryShares::default());
+        assert_eq!(cps[0].queries_by_rank, vec![2; 6]);
+        // Within-base comparisons identify c: ĉ moves towards c* = 1 away from the prior mean 0.
+        assert!(cps[0].c_hat.unwrap() > 0.3, "{:?}", cps[0].c_hat);
+        assert_eq!(cps[1].comparisons, 20);
+        // Within-base queries touch one base, between-base ones two.
+        assert_eq!(cps[1].queries_by_rank.iter().sum::<usize>(), 12 + 2 * 8);
+    }
+
+    #[test]
+    fn the_naive_model_has_no_bias_coefficient() {
+        let sp = pool(8, false, 3);
+        let cps = run_path(&sp, StrategyKind::Topk, ModelKind::Naive, &[8], &settings(2), None).unwrap();
+        assert_eq!(cps[0].c_hat, None);
+        assert_eq!(cps[0].comparisons, 8);
+    }
+}

@@ -1,0 +1,746 @@
+//! `topk-judge simulate SWEEP.yaml`: synthetic pools (SPEC §7) × strategies × models × budgets ×
+//! seeds, each run being Algorithm 1 itself ([`crate::sim::run_path`]), on all cores.
+//!
+//! A sweep file ([`RawSweep`], unknown keys are errors):
+//!
+//! ```yaml
+//! name: sweep-rho            # outputs go to <out_dir>/<name>/
+//! out_dir: ../runs/sweeps    # relative to the sweep file (default: runs/sweeps in the cwd)
+//! k: 5
+//! pools:                     # the grid: every combination of the lists below
+//!   n: 30                    # bases per pool
+//!   count: 200               # pools per grid cell (replicates)
+//!   seed: 1                  # replicate i uses pool seed `seed + i` in every cell
+//!   rho: [0.0, 0.2, 0.4]     # corr(θ, x)
+//!   c_star: [1.0]            # true bias coefficient (logits per sd of x)
+//!   kappa_star: [0.5]        # true position effect (logits)
+//!   temperature: [1.0]
+//!   paired: [false]          # two renderings (x = 0/1) per base
+//! strategies: [topk, round_robin]
+//! models: [naive, bias_aware]
+//! budgets: [40, 120, all]    # comparisons, or `all` ordered pairs
+//! acquisition: {orders: both, refit_every: 8, mc_draws: 1000}
+//! prior: {lambda_theta: 1.0, lambda_b: 0.1, lambda_kappa: 0.01}
+//! profile: false             # profile-likelihood range over c at every checkpoint
+//! threads: 0                 # 0 = all cores
+//! ```
+//!
+//! Replicate i has the same pool seed in every grid cell (common random numbers: the same θ, ε
+//! and verdict uniforms), so differences between cells, models and strategies are paired by pool.
+//!
+//! Outputs ([`write_outputs`]): `rows.csv` (one row per pool × strategy × model × budget),
+//! `by_rank.csv` (mean queries per base by gold rank), `summary.json` and `summary.md` (means and
+//! standard errors, correction benefit and its crossing in ρ, strategy differences, boundary
+//! shares relative to round_robin) and SVG plots.
+
+pub mod summary;
+
+use crate::acquire::{Orders, StrategyKind};
+use crate::model::Prior;
+use crate::model::summary::ModelKind;
+use crate::sim::{self, Checkpoint, ProfileFn, SimError, SimSettings};
+use crate::synth::{SynthSpec, generate};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Errors of a sweep.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The sweep file could not be read.
+    #[error("cannot read sweep {path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// YAML syntax, an unknown key or a wrong type (the message names line and column).
+    #[error("{path}: {msg}")]
+    Yaml {
+        /// File.
+        path: PathBuf,
+        /// Parser message.
+        msg: String,
+    },
+    /// A value breaks a rule.
+    #[error("{path}: {key}: {msg}")]
+    Invalid {
+        /// File.
+        path: PathBuf,
+        /// Key path, e.g. `pools.rho`.
+        key: String,
+        /// Found vs expected.
+        msg: String,
+    },
+    /// A simulated run failed.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// Writing an output.
+    #[error("{path}: {msg}")]
+    Write {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        msg: String,
+    },
+}
+
+/// A budget: a number of comparisons, or every ordered pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Budget {
+    /// At most this many comparisons.
+    Comparisons(usize),
+    /// Every ordered pair of the pool.
+    All,
+}
+
+impl Budget {
+    /// As a number of comparisons (`usize::MAX` for all pairs).
+    pub fn as_usize(self) -> usize {
+        match self {
+            Budget::Comparisons(n) => n,
+            Budget::All => usize::MAX,
+        }
+    }
+
+    /// From a number of comparisons (`usize::MAX` = all pairs).
+    pub fn from_usize(n: usize) -> Self {
+        if n == usize::MAX { Budget::All } else { Budget::Comparisons(n) }
+    }
+}
+
+impl fmt::Display for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Budget::Comparisons(n) => write!(f, "{n}"),
+            Budget::All => f.write_str("all"),
+        }
+    }
+}
+
+impl Serialize for Budget {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Budget::Comparisons(n) => s.serialize_u64(*n as u64),
+            Budget::All => s.serialize_str("all"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Budget {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Budget;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a positive number of comparisons or \"all\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Budget, E> {
+                if v == 0 {
+                    return Err(E::custom("budget 0: expected a positive number of comparisons or \"all\""));
+                }
+                Ok(Budget::Comparisons(v as usize))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Budget, E> {
+                if v <= 0 {
+                    return Err(E::custom(format!("budget {v}: expected a positive number of comparisons or \"all\"")));
+                }
+                self.visit_u64(v as u64)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Budget, E> {
+                if v == "all" {
+                    Ok(Budget::All)
+                } else if let Ok(n) = v.parse::<u64>() {
+                    self.visit_u64(n)
+                } else {
+                    Err(E::custom(format!("budget {v:?}: expected a positive number of comparisons or \"all\"")))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The grid of synthetic pools (SPEC §7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolGrid {
+    /// Bases per pool, N (default 30).
+    #[serde(default = "d_n")]
+    pub n: usize,
+    /// Pools per grid cell (default 200).
+    #[serde(default = "d_count")]
+    pub count: usize,
+    /// Replicate i uses pool seed `seed + i` (default 0).
+    #[serde(default)]
+    pub seed: u64,
+    /// corr(θ, x) values (default [0]).
+    #[serde(default = "d_rho")]
+    pub rho: Vec<f64>,
+    /// True bias coefficients c* (default [1]).
+    #[serde(default = "d_one")]
+    pub c_star: Vec<f64>,
+    /// True position effects κ* (default [0.5]).
+    #[serde(default = "d_kappa")]
+    pub kappa_star: Vec<f64>,
+    /// Temperatures (default [1]).
+    #[serde(default = "d_one")]
+    pub temperature: Vec<f64>,
+    /// Paired design or not (default [false]).
+    #[serde(default = "d_paired")]
+    pub paired: Vec<bool>,
+}
+
+fn d_n() -> usize {
+    30
+}
+fn d_count() -> usize {
+    200
+}
+fn d_rho() -> Vec<f64> {
+    vec![0.0]
+}
+fn d_one() -> Vec<f64> {
+    vec![1.0]
+}
+fn d_kappa() -> Vec<f64> {
+    vec![0.5]
+}
+fn d_paired() -> Vec<bool> {
+    vec![false]
+}
+
+impl Default for PoolGrid {
+    fn default() -> Self {
+        Self {
+            n: d_n(),
+            count: d_count(),
+            seed: 0,
+            rho: d_rho(),
+            c_star: d_one(),
+            kappa_star: d_kappa(),
+            temperature: d_one(),
+            paired: d_paired(),
+        }
+    }
+}
+
+/// Acquisition settings of a sweep (SPEC §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepAcquisition {
+    /// `both` (default) or `single`.
+    #[serde(default)]
+    pub orders: Orders,
+    /// Queries per refit, R (default 8).
+    #[serde(default = "d_refit")]
+    pub refit_every: usize,
+    /// Monte-Carlo draws for top-k membership (default 1000).
+    #[serde(default = "d_draws")]
+    pub mc_draws: usize,
+}
+
+fn d_refit() -> usize {
+    8
+}
+fn d_draws() -> usize {
+    1000
+}
+
+impl Default for SweepAcquisition {
+    fn default() -> Self {
+        Self { orders: Orders::Both, refit_every: d_refit(), mc_draws: d_draws() }
+    }
+}
+
+/// Prior precisions (SPEC §2 defaults).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepPrior {
+    /// λ_θ (default 1).
+    #[serde(default = "d_lt")]
+    pub lambda_theta: f64,
+    /// λ_b (default 0.1).
+    #[serde(default = "d_lb")]
+    pub lambda_b: f64,
+    /// λ_κ (default 0.01).
+    #[serde(default = "d_lk")]
+    pub lambda_kappa: f64,
+}
+
+fn d_lt() -> f64 {
+    1.0
+}
+fn d_lb() -> f64 {
+    0.1
+}
+fn d_lk() -> f64 {
+    0.01
+}
+
+impl Default for SweepPrior {
+    fn default() -> Self {
+        Self { lambda_theta: d_lt(), lambda_b: d_lb(), lambda_kappa: d_lk() }
+    }
+}
+
+fn d_k() -> usize {
+    5
+}
+fn d_strategies() -> Vec<StrategyKind> {
+    vec![StrategyKind::Topk]
+}
+fn d_models() -> Vec<ModelKind> {
+    vec![ModelKind::BiasAware]
+}
+
+/// A sweep file as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSweep {
+    /// Sweep name: outputs go to `<out_dir>/<name>/`.
+    pub name: String,
+    /// Output folder, relative to the sweep file (default `runs/sweeps` in the working directory).
+    #[serde(default)]
+    pub out_dir: Option<PathBuf>,
+    /// k of top-k (default 5).
+    #[serde(default = "d_k")]
+    pub k: usize,
+    /// The pool grid.
+    #[serde(default)]
+    pub pools: PoolGrid,
+    /// Strategies (default [topk]).
+    #[serde(default = "d_strategies")]
+    pub strategies: Vec<StrategyKind>,
+    /// Models (default [bias_aware]).
+    #[serde(default = "d_models")]
+    pub models: Vec<ModelKind>,
+    /// Budgets: comparisons or `all`.
+    pub budgets: Vec<Budget>,
+    /// Acquisition settings.
+    #[serde(default)]
+    pub acquisition: SweepAcquisition,
+    /// Prior.
+    #[serde(default)]
+    pub prior: SweepPrior,
+    /// Compute the profile-likelihood range over c at every checkpoint (bias-aware model).
+    #[serde(default)]
+    pub profile: bool,
+    /// Worker threads (0 = all cores).
+    #[serde(default)]
+    pub threads: usize,
+}
+
+/// A validated sweep.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// As written (deduplicated, sorted budgets).
+    pub raw: RawSweep,
+    /// The sweep file.
+    pub path: PathBuf,
+    /// `<out_dir>/<name>`.
+    pub out_dir: PathBuf,
+}
+
+impl Sweep {
+    /// Read, parse and validate a sweep file.
+    ///
+    /// # Errors
+    /// [`SweepError`] naming the file, key or line and what was expected.
+    pub fn load(path: &Path) -> Result<Self, SweepError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Io { path: path.to_owned(), source })?;
+        let raw: RawSweep =
+            crate::yaml::from_str(&text).map_err(|msg| SweepError::Yaml { path: path.to_owned(), msg })?;
+        Self::from_raw(raw, path)
+    }
+
+    /// Validate a parsed sweep; `out_dir` resolves against `path`'s folder.
+    ///
+    /// # Errors
+    /// [`SweepError::Invalid`].
+    pub fn from_raw(mut raw: RawSweep, path: &Path) -> Result<Self, SweepError> {
+        let inv = |key: &str, msg: String| SweepError::Invalid { path: path.to_owned(), key: key.to_owned(), msg };
+        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
+            return Err(inv(
+                "name",
+                format!("{:?} is not a valid sweep name (expected a plain folder name)", raw.name),
+            ));
+        }
+        let g = &raw.pools;
+        if g.n < 2 {
+            return Err(inv("pools.n", format!("{} must be ≥ 2", g.n)));
+        }
+        if raw.k == 0 || raw.k >= g.n {
+            return Err(inv("k", format!("{} must satisfy 1 ≤ k < pools.n ({})", raw.k, g.n)));
+        }
+        if g.count == 0 {
+            return Err(inv("pools.count", "0 must be ≥ 1".into()));
+        }
+        for (key, empty) in [
+            ("pools.rho", g.rho.is_empty()),
+            ("pools.c_star", g.c_star.is_empty()),
+            ("pools.kappa_star", g.kappa_star.is_empty()),
+            ("pools.temperature", g.temperature.is_empty()),
+            ("pools.paired", g.paired.is_empty()),
+            ("strategies", raw.strategies.is_empty()),
+            ("models", raw.models.is_empty()),
+            ("budgets", raw.budgets.is_empty()),
+        ] {
+            if empty {
+                return Err(inv(key, "the list is empty; expected at least one value".into()));
+            }
+        }
+        if let Some(r) = g.rho.iter().find(|r| !(r.abs() <= 1.0)) {
+            return Err(inv("pools.rho", format!("{r} must be in [-1, 1]")));
+        }
+        if let Some(t) = g.temperature.iter().find(|t| !(**t > 0.0 && t.is_finite())) {
+            return Err(inv("pools.temperature", format!("{t} must be > 0")));
+        }
+        for (key, v) in [("pools.c_star", &g.c_star), ("pools.kappa_star", &g.kappa_star)] {
+            if let Some(x) = v.iter().find(|x| !x.is_finite()) {
+                return Err(inv(key, format!("{x} must be finite")));
+            }
+        }
+        if raw.acquisition.refit_every == 0 {
+            return Err(inv("acquisition.refit_every", "0 must be ≥ 1".into()));
+        }
+        if raw.acquisition.mc_draws == 0 {
+            return Err(inv("acquisition.mc_draws", "0 must be ≥ 1".into()));
+        }
+        for (key, v) in [
+            ("prior.lambda_theta", raw.prior.lambda_theta),
+            ("prior.lambda_b", raw.prior.lambda_b),
+            ("prior.lambda_kappa", raw.prior.lambda_kappa),
+        ] {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(inv(key, format!("{v} must be > 0")));
+            }
+        }
+        raw.budgets.sort();
+        raw.budgets.dedup();
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let out_dir = match &raw.out_dir {
+            Some(o) => dir.join(o).join(&raw.name),
+            None => PathBuf::from("runs/sweeps").join(&raw.name),
+        };
+        Ok(Self { raw, path: path.to_owned(), out_dir })
+    }
+
+    /// The simulation settings.
+    pub fn settings(&self) -> SimSettings {
+        let r = &self.raw;
+        SimSettings {
+            k: r.k,
+            prior: Prior {
+                lambda_theta: r.prior.lambda_theta,
+                lambda_b: r.prior.lambda_b,
+                lambda_kappa: r.prior.lambda_kappa,
+            },
+            refit_every: r.acquisition.refit_every,
+            orders: r.acquisition.orders,
+            mc_draws: r.acquisition.mc_draws,
+            profile: r.profile,
+        }
+    }
+
+    /// The grid cells in a fixed order (ρ slowest … paired fastest).
+    pub fn cells(&self) -> Vec<Cell> {
+        let g = &self.raw.pools;
+        let mut v = Vec::new();
+        for &rho in &g.rho {
+            for &c_star in &g.c_star {
+                for &kappa_star in &g.kappa_star {
+                    for &temperature in &g.temperature {
+                        for &paired in &g.paired {
+                            v.push(Cell { n: g.n, rho, c_star, kappa_star, temperature, paired });
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// Budgets grouped into chains that one simulated path can serve exactly: every budget of a
+    /// chain but the last is a multiple of `refit_every` (see [`crate::sim`]).
+    pub fn chains(&self) -> Vec<Vec<usize>> {
+        let r = self.raw.acquisition.refit_every;
+        let mut chains: Vec<Vec<usize>> = Vec::new();
+        for b in &self.raw.budgets {
+            let b = b.as_usize();
+            match chains.last_mut() {
+                Some(c) if c.last().is_some_and(|l| l % r == 0) => c.push(b),
+                _ => chains.push(vec![b]),
+            }
+        }
+        chains
+    }
+}
+
+/// One cell of the pool grid.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Bases per pool.
+    pub n: usize,
+    /// corr(θ, x).
+    pub rho: f64,
+    /// True c*.
+    pub c_star: f64,
+    /// True κ*.
+    pub kappa_star: f64,
+    /// Temperature.
+    pub temperature: f64,
+    /// Paired design.
+    pub paired: bool,
+}
+
+impl Cell {
+    /// The synthetic pool spec of replicate seed `seed`.
+    pub fn spec(&self, seed: u64) -> SynthSpec {
+        SynthSpec {
+            n: self.n,
+            rho: self.rho,
+            c_star: self.c_star,
+            kappa_star: self.kappa_star,
+            temperature: self.temperature,
+            paired: self.paired,
+            seed,
+        }
+    }
+}
+
+/// One row of rows.csv: one pool × strategy × model × budget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Index of the grid cell (order of [`Sweep::cells`]).
+    pub cell: usize,
+    /// Replicate index within the cell.
+    pub pool: usize,
+    /// Pool seed.
+    pub seed: u64,
+    /// Bases.
+    pub n: usize,
+    /// corr(θ, x).
+    pub rho: f64,
+    /// True c*.
+    pub c_star: f64,
+    /// True κ*.
+    pub kappa_star: f64,
+    /// Temperature.
+    pub temperature: f64,
+    /// Paired design.
+    pub paired: bool,
+    /// Strategy.
+    pub strategy: StrategyKind,
+    /// Model.
+    pub model: ModelKind,
+    /// Budget asked for.
+    pub budget: Budget,
+    /// Comparisons made.
+    pub comparisons: usize,
+    /// Recall@k against the gold top-k.
+    pub recall: f64,
+    /// Share of queries touching the base of gold rank k or k + 1 ([`crate::sim`]).
+    pub boundary_share: f64,
+    /// Share of queries with exactly one base in the gold top-k.
+    pub straddle_share: f64,
+    /// Share of queries with both bases in gold ranks k − 2 … k + 3.
+    pub window_share: f64,
+    /// ĉ (bias-aware model).
+    pub c_hat: Option<f64>,
+    /// κ̂.
+    pub kappa_hat: f64,
+    /// Profile-likelihood range over c (nats), when computed.
+    pub profile_range_nats: Option<f64>,
+}
+
+/// The results of a sweep: rows in a fixed order, and queries by gold rank.
+#[derive(Debug, Clone)]
+pub struct SweepResult {
+    /// Rows ordered by cell, replicate, strategy, model, budget.
+    pub rows: Vec<Row>,
+    /// Per row (same order): queries involving the base of each gold rank.
+    pub queries_by_rank: Vec<Vec<usize>>,
+}
+
+/// Run every pool of the sweep on `threads` worker threads (0 = all cores). `on_pool` is called
+/// after each pool with the number of pools done.
+///
+/// # Errors
+/// The first [`SimError`] (the other workers stop early).
+pub fn run(
+    sweep: &Sweep,
+    threads: usize,
+    profile: Option<ProfileFn>,
+    on_pool: &(dyn Fn(usize) + Sync),
+) -> Result<SweepResult, SweepError> {
+    let cells = sweep.cells();
+    let count = sweep.raw.pools.count;
+    let jobs: Vec<(usize, usize)> = (0..cells.len()).flat_map(|c| (0..count).map(move |i| (c, i))).collect();
+    let threads =
+        if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads }
+            .min(jobs.len().max(1));
+    let settings = sweep.settings();
+    let chains = sweep.chains();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let results: Mutex<Vec<(usize, Vec<(Row, Vec<usize>)>)>> = Mutex::new(Vec::with_capacity(jobs.len()));
+    let first_error: Mutex<Option<SimError>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    if failed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let j = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(c, i)) = jobs.get(j) else { return };
+                    match run_pool(sweep, &cells[c], c, i, &settings, &chains, profile) {
+                        Ok(rows) => results.lock().expect("no worker panics").push((j, rows)),
+                        Err(e) => {
+                            failed.store(true, Ordering::Relaxed);
+                            first_error.lock().expect("no worker panics").get_or_insert(e);
+                            return;
+                        }
+                    }
+                    on_pool(done.fetch_add(1, Ordering::Relaxed) + 1);
+                }
+            });
+        }
+    });
+    if let Some(e) = first_error.into_inner().expect("no worker panics") {
+        return Err(e.into());
+    }
+    let mut results = results.into_inner().expect("no worker panics");
+    results.sort_by_key(|(j, _)| *j);
+    let (rows, queries_by_rank) = results.into_iter().flat_map(|(_, r)| r).unzip();
+    Ok(SweepResult { rows, queries_by_rank })
+}
+
+/// All runs of one pool, rows ordered by strategy, model, budget.
+fn run_pool(
+    sweep: &Sweep,
+    cell: &Cell,
+    c: usize,
+    i: usize,
+    settings: &SimSettings,
+    chains: &[Vec<usize>],
+    profile: Option<ProfileFn>,
+) -> Result<Vec<(Row, Vec<usize>)>, SimError> {
+    let seed = sweep.raw.pools.seed + i as u64;
+    let sp = generate(&cell.spec(seed));
+    let mut out = Vec::new();
+    for &strategy in &sweep.raw.strategies {
+        for &model in &sweep.raw.models {
+            let mut cps: Vec<Checkpoint> = Vec::new();
+            for chain in chains {
+                cps.extend(sim::run_path(&sp, strategy, model, chain, settings, profile)?);
+            }
+            for cp in cps {
+                let row = Row {
+                    cell: c,
+                    pool: i,
+                    seed,
+                    n: cell.n,
+                    rho: cell.rho,
+                    c_star: cell.c_star,
+                    kappa_star: cell.kappa_star,
+                    temperature: cell.temperature,
+                    paired: cell.paired,
+                    strategy,
+                    model,
+                    budget: Budget::from_usize(cp.budget),
+                    comparisons: cp.comparisons,
+                    recall: cp.recall,
+                    boundary_share: cp.shares.boundary,
+                    straddle_share: cp.shares.straddle,
+                    window_share: cp.shares.window,
+                    c_hat: cp.c_hat,
+                    kappa_hat: cp.kappa_hat,
+                    profile_range_nats: cp.profile_range_nats,
+                };
+                out.push((row, cp.queries_by_rank));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Write rows.csv, by_rank.csv, summary.json, summary.md and the SVG plots into `dir`; returns
+/// the summary.
+///
+/// # Errors
+/// [`SweepError::Write`] naming the file.
+pub fn write_outputs(sweep: &Sweep, result: &SweepResult, dir: &Path) -> Result<summary::Summary, SweepError> {
+    let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
+    std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
+    let rows_path = dir.join("rows.csv");
+    let mut w = csv::Writer::from_path(&rows_path).map_err(|e| werr(&rows_path, e.to_string()))?;
+    for r in &result.rows {
+        w.serialize(r).map_err(|e| werr(&rows_path, e.to_string()))?;
+    }
+    w.flush().map_err(|e| werr(&rows_path, e.to_string()))?;
+    let s = summary::summarise(sweep, result);
+    let rank_path = dir.join("by_rank.csv");
+    let mut text =
+        String::from("strategy,model,budget,rho,c_star,kappa_star,temperature,paired,rank,queries_per_pool\n");
+    for g in &s.by_rank {
+        for (r, q) in g.mean_queries.iter().enumerate() {
+            text.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{:.4}\n",
+                summary::name(&g.strategy),
+                summary::name(&g.model),
+                g.budget,
+                g.cell.rho,
+                g.cell.c_star,
+                g.cell.kappa_star,
+                g.cell.temperature,
+                g.cell.paired,
+                r + 1,
+                q
+            ));
+        }
+    }
+    write_file(&rank_path, &text)?;
+    let json_path = dir.join("summary.json");
+    write_file(&json_path, &(serde_json::to_string_pretty(&s).expect("serialisable") + "\n"))?;
+    let md_path = dir.join("summary.md");
+    write_file(&md_path, &summary::markdown(sweep, &s))?;
+    for (name, svg) in summary::plots(sweep, &s).map_err(|e| werr(dir, e.to_string()))? {
+        let p = dir.join(name);
+        write_file(&p, &svg)?;
+    }
+    Ok(s)
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), SweepError> {
+    std::fs::write(path, text).map_err(|e| SweepError::Write { path: path.to_owned(), msg: e.to_string() })
+}
+
+/// `topk-judge simulate`: load the sweep, run it (`threads` overrides the file; 0 = all cores),
+/// write the outputs into `out` (default: the sweep's folder) and return the folder, the summary
+/// and summary.md's text.
+///
+/// # Errors
+/// [`SweepError`].
+pub fn simulate_command(
+    path: &Path,
+    threads: Option<usize>,
+    out: Option<&Path>,
+    progress: bool,
+) -> Result<(PathBuf, summary::Summary, String), SweepError> {
+    let sweep = Sweep::load(path)?;
+    let dir = out.map(Path::to_path_buf).unwrap_or_else(|| sweep.out_dir.clone());
+    let total = sweep.cells().len() * sweep.raw.pools.count;
+    let bar = crate::progress::Progress::counter(total as u64, progress, "pools");
+    let result =
+        run(&sweep, threads.unwrap_or(sweep.raw.threads), sim::profile_range_fn(), &|done| bar.set(done as u64))?;
+    bar.finish();
+    let s = write_outputs(&sweep, &result, &dir)?;
+    let md = summary::markdown(&sweep, &s);
+    Ok((dir, s, md))
+}

@@ -1,0 +1,746 @@
+//! Summaries of a sweep: means and standard errors per cell, the correction benefit
+//! (bias-aware − naive recall, paired by pool) and its crossing in ρ, strategy gaps (topk − other,
+//! paired by pool), boundary shares relative to round_robin, and the plots.
+//!
+//! Standard errors are sd/√n with the sample sd (n − 1) over pools; differences are computed per
+//! pool first (the pools are shared by models and strategies), so their se is the se of the
+//! paired differences.
+
+use super::{Budget, Cell, Row, Sweep, SweepResult};
+use crate::acquire::StrategyKind;
+use crate::model::summary::ModelKind;
+use crate::report::plots::{self, LineChart, Series};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The YAML/CSV name of a serialisable unit enum (`round_robin`, `bias_aware`, …).
+pub fn name<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::from("?"),
+    }
+}
+
+/// Mean, standard error and count of a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MeanSe {
+    /// Sample mean.
+    pub mean: f64,
+    /// Standard error sd/√n (sample sd, n − 1; 0 when n = 1).
+    pub se: f64,
+    /// Sample size.
+    pub n: usize,
+}
+
+impl MeanSe {
+    /// Mean and se of `v`.
+    ///
+    /// # Panics
+    /// If `v` is empty.
+    pub fn of(v: &[f64]) -> Self {
+        assert!(!v.is_empty(), "mean of an empty sample");
+        let n = v.len();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let se = if n > 1 {
+            (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() / (n as f64).sqrt()
+        } else {
+            0.0
+        };
+        Self { mean, se, n }
+    }
+}
+
+/// Statistics of one (cell, strategy, model, budget).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellStats {
+    /// Index of the cell.
+    pub cell_index: usize,
+    /// The pool grid cell.
+    pub cell: Cell,
+    /// Strategy.
+    pub strategy: StrategyKind,
+    /// Model.
+    pub model: ModelKind,
+    /// Budget.
+    pub budget: Budget,
+    /// Mean comparisons made.
+    pub comparisons: f64,
+    /// Recall@k.
+    pub recall: MeanSe,
+    /// Mean share of boundary queries (gold rank k or k + 1 involved).
+    pub boundary_share: f64,
+    /// Mean share of straddling queries.
+    pub straddle_share: f64,
+    /// Mean share of window queries.
+    pub window_share: f64,
+    /// ĉ (bias-aware model).
+    pub c_hat: Option<MeanSe>,
+    /// κ̂.
+    pub kappa_hat: MeanSe,
+    /// Profile-likelihood range over c (nats), when computed.
+    pub profile_range_nats: Option<MeanSe>,
+}
+
+/// Correction benefit (bias-aware − naive recall@k, paired by pool) of one (cell, strategy, budget).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenefitStats {
+    /// The pool grid cell.
+    pub cell: Cell,
+    /// Strategy.
+    pub strategy: StrategyKind,
+    /// Budget.
+    pub budget: Budget,
+    /// Naive recall.
+    pub naive: MeanSe,
+    /// Bias-aware recall.
+    pub bias_aware: MeanSe,
+    /// Bias-aware − naive, paired by pool.
+    pub benefit: MeanSe,
+}
+
+/// The correction benefit as a function of ρ for one setting of everything else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Crossing {
+    /// Bases per pool.
+    pub n: usize,
+    /// True c*.
+    pub c_star: f64,
+    /// True κ*.
+    pub kappa_star: f64,
+    /// Temperature.
+    pub temperature: f64,
+    /// Paired design.
+    pub paired: bool,
+    /// Strategy.
+    pub strategy: StrategyKind,
+    /// Budget.
+    pub budget: Budget,
+    /// ρ values, increasing.
+    pub rho: Vec<f64>,
+    /// Benefit at each ρ.
+    pub benefit: Vec<MeanSe>,
+    /// Whether the mean benefit never increases from one ρ to the next.
+    pub monotone: bool,
+    /// ρ at the first sign change from > 0 to ≤ 0 of the mean benefit, by linear interpolation
+    /// between the two ρ values around it.
+    pub crossing: Option<f64>,
+}
+
+/// topk − other recall@k at one (cell, model, budget), paired by pool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyGap {
+    /// Index of the cell.
+    pub cell_index: usize,
+    /// Model.
+    pub model: ModelKind,
+    /// Budget.
+    pub budget: Budget,
+    /// The strategy compared with topk.
+    pub other: StrategyKind,
+    /// topk − other.
+    pub gap: MeanSe,
+}
+
+/// A strategy's boundary shares relative to round_robin's at one (cell, model, budget).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BoundaryRatio {
+    /// Index of the cell.
+    pub cell_index: usize,
+    /// Model.
+    pub model: ModelKind,
+    /// Budget.
+    pub budget: Budget,
+    /// Strategy.
+    pub strategy: StrategyKind,
+    /// mean boundary share / round_robin's.
+    pub boundary: f64,
+    /// mean straddle share / round_robin's.
+    pub straddle: f64,
+    /// mean window share / round_robin's.
+    pub window: f64,
+}
+
+/// Mean queries per pool involving the base of each gold rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankStats {
+    /// Index of the cell.
+    pub cell_index: usize,
+    /// The cell.
+    pub cell: Cell,
+    /// Strategy.
+    pub strategy: StrategyKind,
+    /// Model.
+    pub model: ModelKind,
+    /// Budget.
+    pub budget: Budget,
+    /// Index = gold rank − 1.
+    pub mean_queries: Vec<f64>,
+}
+
+/// Everything summary.json holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Sweep name.
+    pub name: String,
+    /// k.
+    pub k: usize,
+    /// Pools per cell.
+    pub pools_per_cell: usize,
+    /// Per (cell, strategy, model, budget).
+    pub cells: Vec<CellStats>,
+    /// Per (cell, strategy, budget) with both models.
+    pub benefits: Vec<BenefitStats>,
+    /// Benefit against ρ (when the sweep has several ρ).
+    pub crossings: Vec<Crossing>,
+    /// topk − other (when the sweep has topk and others).
+    pub strategy_gaps: Vec<StrategyGap>,
+    /// Boundary shares / round_robin's (when the sweep has round_robin).
+    pub boundary_ratios: Vec<BoundaryRatio>,
+    /// Queries by gold rank.
+    pub by_rank: Vec<RankStats>,
+}
+
+type Key = (usize, usize, usize, Budget);
+
+/// Aggregate a sweep's rows.
+pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
+    let strategies = &sweep.raw.strategies;
+    let models = &sweep.raw.models;
+    let cells = sweep.cells();
+    let si = |s: StrategyKind| strategies.iter().position(|x| *x == s).expect("strategy of the sweep");
+    let mi = |m: ModelKind| models.iter().position(|x| *x == m).expect("model of the sweep");
+    let mut groups: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for (idx, r) in result.rows.iter().enumerate() {
+        groups.entry((r.cell, si(r.strategy), mi(r.model), r.budget)).or_default().push(idx);
+    }
+    let rows = &result.rows;
+    let col = |ids: &[usize], f: &dyn Fn(&Row) -> f64| -> Vec<f64> { ids.iter().map(|&i| f(&rows[i])).collect() };
+    let opt = |ids: &[usize], f: &dyn Fn(&Row) -> Option<f64>| -> Option<MeanSe> {
+        let v: Option<Vec<f64>> = ids.iter().map(|&i| f(&rows[i])).collect();
+        v.filter(|v| !v.is_empty()).map(|v| MeanSe::of(&v))
+    };
+    let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
+    let mut stats = Vec::new();
+    let mut by_rank = Vec::new();
+    for (&(c, s, m, b), ids) in &groups {
+        stats.push(CellStats {
+            cell_index: c,
+            cell: cells[c],
+            strategy: strategies[s],
+            model: models[m],
+            budget: b,
+            comparisons: mean(col(ids, &|r| r.comparisons as f64)),
+            recall: MeanSe::of(&col(ids, &|r| r.recall)),
+            boundary_share: mean(col(ids, &|r| r.boundary_share)),
+            straddle_share: mean(col(ids, &|r| r.straddle_share)),
+            window_share: mean(col(ids, &|r| r.window_share)),
+            c_hat: opt(ids, &|r| r.c_hat),
+            kappa_hat: MeanSe::of(&col(ids, &|r| r.kappa_hat)),
+            profile_range_nats: opt(ids, &|r| r.profile_range_nats),
+        });
+        let nb = result.queries_by_rank[ids[0]].len();
+        let mut acc = vec![0.0; nb];
+        for &i in ids {
+            for (a, q) in acc.iter_mut().zip(&result.queries_by_rank[i]) {
+                *a += *q as f64;
+            }
+        }
+        by_rank.push(RankStats {
+            cell_index: c,
+            cell: cells[c],
+            strategy: strategies[s],
+            model: models[m],
+            budget: b,
+            mean_queries: acc.iter().map(|a| a / ids.len() as f64).collect(),
+        });
+    }
+    // Per-pool recall for paired differences.
+    let mut recall: BTreeMap<(usize, usize, usize, Budget), BTreeMap<usize, f64>> = BTreeMap::new();
+    for r in rows {
+        recall.entry((r.cell, si(r.strategy), mi(r.model), r.budget)).or_default().insert(r.pool, r.recall);
+    }
+    let paired_diff = |a: &BTreeMap<usize, f64>, b: &BTreeMap<usize, f64>| -> Option<MeanSe> {
+        let d: Vec<f64> = a.iter().filter_map(|(p, x)| b.get(p).map(|y| x - y)).collect();
+        (!d.is_empty()).then(|| MeanSe::of(&d))
+    };
+    let mut benefits = Vec::new();
+    if let (Some(n_i), Some(b_i)) =
+        (models.iter().position(|m| *m == ModelKind::Naive), models.iter().position(|m| *m == ModelKind::BiasAware))
+    {
+        for (&(c, s, m, b), nv) in &recall {
+            if m != n_i {
+                continue;
+            }
+            let Some(ba) = recall.get(&(c, s, b_i, b)) else { continue };
+            let Some(benefit) = paired_diff(ba, nv) else { continue };
+            let v = |x: &BTreeMap<usize, f64>| MeanSe::of(&x.values().copied().collect::<Vec<_>>());
+            benefits.push(BenefitStats {
+                cell: cells[c],
+                strategy: strategies[s],
+                budget: b,
+                naive: v(nv),
+                bias_aware: v(ba),
+                benefit,
+            });
+        }
+    }
+    let crossings = crossings(&benefits);
+    let mut strategy_gaps = Vec::new();
+    if let Some(t) = strategies.iter().position(|s| *s == StrategyKind::Topk) {
+        for (&(c, s, m, b), other) in &recall {
+            if s == t {
+                continue;
+            }
+            if let Some(gap) = recall.get(&(c, t, m, b)).and_then(|tk| paired_diff(tk, other)) {
+                strategy_gaps.push(StrategyGap {
+                    cell_index: c,
+                    model: models[m],
+                    budget: b,
+                    other: strategies[s],
+                    gap,
+                });
+            }
+        }
+    }
+    let mut boundary_ratios = Vec::new();
+    if strategies.contains(&StrategyKind::RoundRobin) {
+        for st in &stats {
+            if st.strategy == StrategyKind::RoundRobin {
+                continue;
+            }
+            let rr = stats.iter().find(|x| {
+                x.cell_index == st.cell_index
+                    && x.model == st.model
+                    && x.budget == st.budget
+                    && x.strategy == StrategyKind::RoundRobin
+            });
+            if let Some(rr) = rr {
+                let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+                boundary_ratios.push(BoundaryRatio {
+                    cell_index: st.cell_index,
+                    model: st.model,
+                    budget: st.budget,
+                    strategy: st.strategy,
+                    boundary: ratio(st.boundary_share, rr.boundary_share),
+                    straddle: ratio(st.straddle_share, rr.straddle_share),
+                    window: ratio(st.window_share, rr.window_share),
+                });
+            }
+        }
+    }
+    Summary {
+        name: sweep.raw.name.clone(),
+        k: sweep.raw.k,
+        pools_per_cell: sweep.raw.pools.count,
+        cells: stats,
+        benefits,
+        crossings,
+        strategy_gaps,
+        boundary_ratios,
+        by_rank,
+    }
+}
+
+/// Group benefits by everything but ρ; keep the groups with at least two ρ values.
+fn crossings(benefits: &[BenefitStats]) -> Vec<Crossing> {
+    let mut out: Vec<Crossing> = Vec::new();
+    for b in benefits {
+        let c = &b.cell;
+        let found = out.iter_mut().find(|x| {
+            x.n == c.n
+                && x.c_star == c.c_star
+                && x.kappa_star == c.kappa_star
+                && x.temperature == c.temperature
+                && x.paired == c.paired
+                && x.strategy == b.strategy
+                && x.budget == b.budget
+        });
+        match found {
+            Some(x) => {
+                x.rho.push(c.rho);
+                x.benefit.push(b.benefit);
+            }
+            None => out.push(Crossing {
+                n: c.n,
+                c_star: c.c_star,
+                kappa_star: c.kappa_star,
+                temperature: c.temperature,
+                paired: c.paired,
+                strategy: b.strategy,
+                budget: b.budget,
+                rho: vec![c.rho],
+                benefit: vec![b.benefit],
+                monotone: true,
+                crossing: None,
+            }),
+        }
+    }
+    out.retain(|x| x.rho.len() >= 2);
+    for x in &mut out {
+        let mut idx: Vec<usize> = (0..x.rho.len()).collect();
+        idx.sort_by(|a, b| x.rho[*a].total_cmp(&x.rho[*b]));
+        x.rho = idx.iter().map(|&i| x.rho[i]).collect();
+        x.benefit = idx.iter().map(|&i| x.benefit[i]).collect();
+        let means: Vec<f64> = x.benefit.iter().map(|b| b.mean).collect();
+        x.monotone = means.windows(2).all(|w| w[1] <= w[0]);
+        x.crossing = crossing_point(&x.rho, &means);
+    }
+    out
+}
+
+/// First ρ where `y` goes from > 0 to ≤ 0, interpolated linearly (ρ₁ + (ρ₂ − ρ₁)·y₁/(y₁ − y₂)).
+pub fn crossing_point(x: &[f64], y: &[f64]) -> Option<f64> {
+    (1..x.len()).find(|&i| y[i - 1] > 0.0 && y[i] <= 0.0).map(|i| {
+        let (x1, x2, y1, y2) = (x[i - 1], x[i], y[i - 1], y[i]);
+        x1 + (x2 - x1) * y1 / (y1 - y2)
+    })
+}
+
+fn f3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+fn ms(m: &MeanSe) -> String {
+    format!("{:.3} ± {:.3}", m.mean, m.se)
+}
+
+fn cell_label(c: &Cell) -> String {
+    format!(
+        "N={} ρ={} c*={} κ*={} T={}{}",
+        c.n,
+        c.rho,
+        c.c_star,
+        c.kappa_star,
+        c.temperature,
+        if c.paired { " paired" } else { "" }
+    )
+}
+
+/// summary.md: settings and every table of the summary (means ± standard errors over pools).
+pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
+    let r = &sweep.raw;
+    let mut md = String::new();
+    let _ = writeln!(md, "# Sweep `{}`\n", r.name);
+    let _ = writeln!(
+        md,
+        "k = {}, {} pools per cell (pool seeds {}…{}), orders {}, refit every {}, {} Monte-Carlo draws, \
+         λ_θ = {}, λ_b = {}, λ_κ = {}. Values are means ± standard errors over pools; differences \
+         are paired by pool.\n",
+        r.k,
+        r.pools.count,
+        r.pools.seed,
+        r.pools.seed + r.pools.count as u64 - 1,
+        name(&r.acquisition.orders),
+        r.acquisition.refit_every,
+        r.acquisition.mc_draws,
+        r.prior.lambda_theta,
+        r.prior.lambda_b,
+        r.prior.lambda_kappa
+    );
+    let _ = writeln!(md, "## Recall@{} by cell\n", r.k);
+    let has_profile = s.cells.iter().any(|c| c.profile_range_nats.is_some());
+    let _ = write!(
+        md,
+        "| cell | strategy | model | budget | comparisons | recall@{} | boundary share | straddle share | window share | ĉ | κ̂ |",
+        r.k
+    );
+    md.push_str(if has_profile { " profile range (nats) |\n" } else { "\n" });
+    md.push_str("|---|---|---|---|---|---|---|---|---|---|---|");
+    md.push_str(if has_profile { "---|\n" } else { "\n" });
+    for c in &s.cells {
+        let _ = write!(
+            md,
+            "| {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
+            cell_label(&c.cell),
+            name(&c.strategy),
+            name(&c.model),
+            c.budget,
+            c.comparisons,
+            ms(&c.recall),
+            f3(c.boundary_share),
+            f3(c.straddle_share),
+            f3(c.window_share),
+            c.c_hat.map(|m| ms(&m)).unwrap_or_else(|| "–".into()),
+            ms(&c.kappa_hat)
+        );
+        if has_profile {
+            let _ = write!(
+                md,
+                " {} |",
+                c.profile_range_nats.map(|m| format!("{:.4} ± {:.4}", m.mean, m.se)).unwrap_or("–".into())
+            );
+        }
+        md.push('\n');
+    }
+    if !s.benefits.is_empty() {
+        let _ = writeln!(md, "\n## Correction benefit (bias-aware − naive recall@{})\n", r.k);
+        md.push_str("| cell | strategy | budget | naive | bias-aware | benefit |\n|---|---|---|---|---|---|\n");
+        for b in &s.benefits {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} |",
+                cell_label(&b.cell),
+                name(&b.strategy),
+                b.budget,
+                ms(&b.naive),
+                ms(&b.bias_aware),
+                ms(&b.benefit)
+            );
+        }
+    }
+    for x in &s.crossings {
+        let _ = writeln!(
+            md,
+            "\n## Benefit against ρ (c* = {}, κ* = {}, T = {}, {}, budget {})\n",
+            x.c_star,
+            x.kappa_star,
+            x.temperature,
+            name(&x.strategy),
+            x.budget
+        );
+        md.push_str("| ρ | benefit |\n|---|---|\n");
+        for (rho, b) in x.rho.iter().zip(&x.benefit) {
+            let _ = writeln!(md, "| {rho} | {} |", ms(b));
+        }
+        let _ = writeln!(
+            md,
+            "\nMonotone (non-increasing) in ρ: **{}**. Crossing (first sign change, linear interpolation): **{}**.",
+            if x.monotone { "yes" } else { "no" },
+            x.crossing.map(|c| format!("ρ ≈ {c:.3}")).unwrap_or_else(|| "none in the range".into())
+        );
+    }
+    if !s.strategy_gaps.is_empty() {
+        let _ = writeln!(md, "\n## topk − other strategies (recall@{}, paired by pool)\n", r.k);
+        md.push_str("| cell | model | budget | other | topk − other |\n|---|---|---|---|---|\n");
+        for g in &s.strategy_gaps {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                g.cell_index,
+                name(&g.model),
+                g.budget,
+                name(&g.other),
+                ms(&g.gap)
+            );
+        }
+    }
+    if !s.boundary_ratios.is_empty() {
+        md.push_str(
+            "\n## Boundary shares relative to round_robin\n\nRatio of the strategy's mean share of \
+             queries to round_robin's, for three definitions of a boundary query (see `sim.rs`): \
+             touching gold rank k or k+1 (primary), straddling the gold top-k, both in gold ranks \
+             k−2…k+3.\n\n| cell | model | budget | strategy | boundary (k, k+1) | straddle | window |\n|---|---|---|---|---|---|---|\n",
+        );
+        for b in &s.boundary_ratios {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {:.2}× | {:.2}× | {:.2}× |",
+                b.cell_index,
+                name(&b.model),
+                b.budget,
+                name(&b.strategy),
+                b.boundary,
+                b.straddle,
+                b.window
+            );
+        }
+    }
+    md
+}
+
+/// The sweep's plots as (file name, SVG text).
+///
+/// # Errors
+/// [`plots::PlotError`].
+pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots::PlotError> {
+    let mut out = Vec::new();
+    let k = sweep.raw.k;
+    let n_cells = sweep.cells().len();
+    let numeric_budgets = sweep.raw.budgets.iter().filter(|b| matches!(b, Budget::Comparisons(_))).count();
+    // Recall against budget, one line per strategy, one plot per (cell, model).
+    if numeric_budgets >= 2 {
+        let mut keys: Vec<(usize, ModelKind)> = Vec::new();
+        for c in &s.cells {
+            if !keys.contains(&(c.cell_index, c.model)) {
+                keys.push((c.cell_index, c.model));
+            }
+        }
+        for (ci, model) in keys {
+            let series: Vec<Series> = sweep
+                .raw
+                .strategies
+                .iter()
+                .map(|st| {
+                    let pts: Vec<&CellStats> = s
+                        .cells
+                        .iter()
+                        .filter(|c| c.cell_index == ci && c.model == model && c.strategy == *st)
+                        .collect();
+                    Series {
+                        name: name(st),
+                        points: pts.iter().map(|c| (c.comparisons, c.recall.mean)).collect(),
+                        err: Some(pts.iter().map(|c| c.recall.se).collect()),
+                    }
+                })
+                .collect();
+            let cell = sweep.cells()[ci];
+            let chart = LineChart {
+                title: format!("recall@{k} vs budget — {} model, {}", name(&model), cell_label(&cell)),
+                x_label: "comparisons".into(),
+                y_label: format!("recall@{k} (mean ± se over pools)"),
+                series,
+                hlines: vec![],
+                vlines: vec![],
+                y_range: Some((0.0, 1.0)),
+            };
+            let file = if n_cells > 1 {
+                format!("recall_vs_budget_cell{ci}_{}.svg", name(&model))
+            } else {
+                format!("recall_vs_budget_{}.svg", name(&model))
+            };
+            out.push((file, plots::line_chart(&chart)?));
+        }
+    }
+    // Correction benefit against ρ with the crossing marked: one plot per strategy, one line per
+    // budget (and per setting of c*, κ*, T, design when the sweep varies them).
+    let mut strategies: Vec<StrategyKind> = Vec::new();
+    for x in &s.crossings {
+        if !strategies.contains(&x.strategy) {
+            strategies.push(x.strategy);
+        }
+    }
+    for st in &strategies {
+        let xs: Vec<&Crossing> = s.crossings.iter().filter(|x| x.strategy == *st).collect();
+        let series = xs
+            .iter()
+            .map(|x| Series {
+                name: format!(
+                    "budget {}{}",
+                    x.budget,
+                    if xs.iter().any(|y| (y.c_star, y.kappa_star, y.temperature, y.paired)
+                        != (x.c_star, x.kappa_star, x.temperature, x.paired))
+                    {
+                        format!(
+                            ", c*={} κ*={} T={}{}",
+                            x.c_star,
+                            x.kappa_star,
+                            x.temperature,
+                            if x.paired { " paired" } else { "" }
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+                points: x.rho.iter().zip(&x.benefit).map(|(r, b)| (*r, b.mean)).collect(),
+                err: Some(x.benefit.iter().map(|b| b.se).collect()),
+            })
+            .collect();
+        let vlines = xs
+            .iter()
+            .filter_map(|x| x.crossing.map(|c| (c, format!("crossing ρ ≈ {c:.2} (budget {})", x.budget))))
+            .collect();
+        let chart = LineChart {
+            title: format!("correction benefit vs ρ ({}, mean ± se over pools)", name(st)),
+            x_label: "ρ = corr(θ, x)".into(),
+            y_label: format!("bias-aware − naive recall@{k}"),
+            series,
+            hlines: vec![0.0],
+            vlines,
+            y_range: None,
+        };
+        let file = if strategies.len() == 1 {
+            "benefit_vs_rho.svg".to_string()
+        } else {
+            format!("benefit_vs_rho_{}.svg", name(st))
+        };
+        out.push((file, plots::line_chart(&chart)?));
+    }
+    // Profile range against comparisons, paired vs unpaired.
+    let prof: Vec<&CellStats> = s.cells.iter().filter(|c| c.profile_range_nats.is_some()).collect();
+    if !prof.is_empty() {
+        let mut series = Vec::new();
+        for paired in [false, true] {
+            let pts: Vec<&&CellStats> = prof.iter().filter(|c| c.cell.paired == paired).collect();
+            if pts.is_empty() {
+                continue;
+            }
+            series.push(Series {
+                name: if paired { "paired renderings".into() } else { "single rendering".into() },
+                points: pts.iter().map(|c| (c.comparisons, c.profile_range_nats.expect("filtered").mean)).collect(),
+                err: Some(pts.iter().map(|c| c.profile_range_nats.expect("filtered").se).collect()),
+            });
+        }
+        let chart = LineChart {
+            title: "profile-likelihood range over c vs comparisons".into(),
+            x_label: "comparisons".into(),
+            y_label: "profile range (nats)".into(),
+            series,
+            hlines: vec![],
+            vlines: vec![],
+            y_range: None,
+        };
+        out.push(("profile_vs_comparisons.svg".into(), plots::line_chart(&chart)?));
+    }
+    // Queries per base by gold rank (paper Figure 7), first cell, at the budget closest to 200.
+    if sweep.raw.strategies.len() >= 2 {
+        let target = sweep
+            .raw
+            .budgets
+            .iter()
+            .filter_map(|b| match b {
+                Budget::Comparisons(n) => Some(*n),
+                Budget::All => None,
+            })
+            .min_by_key(|n| n.abs_diff(200));
+        if let Some(target) = target {
+            let model =
+                sweep.raw.models.iter().copied().find(|m| *m == ModelKind::BiasAware).unwrap_or(sweep.raw.models[0]);
+            let series: Vec<Series> = s
+                .by_rank
+                .iter()
+                .filter(|g| g.cell_index == 0 && g.model == model && g.budget == Budget::Comparisons(target))
+                .map(|g| Series {
+                    name: name(&g.strategy),
+                    points: g.mean_queries.iter().enumerate().map(|(r, q)| ((r + 1) as f64, *q)).collect(),
+                    err: None,
+                })
+                .collect();
+            let chart = LineChart {
+                title: format!("queries per base by gold rank at budget {target} ({} model)", name(&model)),
+                x_label: "gold rank".into(),
+                y_label: "queries involving the base (mean per pool)".into(),
+                series,
+                hlines: vec![],
+                vlines: vec![(k as f64 + 0.5, format!("top-{k} boundary"))],
+                y_range: None,
+            };
+            out.push(("queries_by_rank.svg".into(), plots::line_chart(&chart)?));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_and_standard_error() {
+        // 1, 2, 3, 4: mean 2.5, sample sd √(5/3), se √(5/3)/2.
+        let m = MeanSe::of(&[1.0, 2.0, 3.0, 4.0]);
+        assert!((m.mean - 2.5).abs() < 1e-15);
+        assert!((m.se - (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-15);
+        assert_eq!(MeanSe::of(&[7.0]).se, 0.0);
+    }
+
+    #[test]
+    fn crossing_interpolates_the_first_sign_change() {
+        // 0.2 at ρ = 0.4, −0.1 at ρ = 0.5: crossing at 0.4 + 0.1·0.2/0.3.
+        let c = crossing_point(&[0.0, 0.4, 0.5, 0.6], &[0.3, 0.2, -0.1, 0.05]).unwrap();
+        assert!((c - (0.4 + 0.1 * 2.0 / 3.0)).abs() < 1e-12);
+        assert_eq!(crossing_point(&[0.0, 0.5], &[0.1, 0.05]), None);
+        assert_eq!(crossing_point(&[0.0, 0.5], &[0.1, 0.0]), Some(0.5));
+    }
+}

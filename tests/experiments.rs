@@ -1,0 +1,217 @@
+//! Small versions of the shipped sweeps (configs/sweep-*.yaml) with asserted shapes, the
+//! simulation driver against the real runner, and `simulate` end to end.
+
+use crate::common::*;
+use std::sync::Arc;
+use topk_judge::acquire::StrategyKind;
+use topk_judge::judge::{BoxFuture, Judge, JudgeError, JudgeReply};
+use topk_judge::model::summary::ModelKind;
+use topk_judge::pool::Pool;
+use topk_judge::sim::{self, SimSettings};
+use topk_judge::sweep::summary::{Summary, summarise};
+use topk_judge::sweep::{Budget, Sweep, run};
+use topk_judge::synth::{SynthPool, SynthSpec, generate};
+
+/// Parse a sweep from YAML text (paths relative to the current folder).
+fn sweep(yaml: &str) -> Sweep {
+    let raw = topk_judge::yaml::from_str(yaml).expect("valid sweep");
+    Sweep::from_raw(raw, std::path::Path::new("test.yaml")).expect("valid sweep")
+}
+
+fn summary_of(yaml: &str) -> Summary {
+    let s = sweep(yaml);
+    let r = run(&s, 0, None, &|_| {}).expect("sweep runs");
+    summarise(&s, &r)
+}
+
+fn benefit(s: &Summary, c_star: f64, rho: f64, budget: Budget) -> (f64, f64) {
+    let b = s
+        .benefits
+        .iter()
+        .find(|b| b.cell.c_star == c_star && b.cell.rho == rho && b.budget == budget)
+        .expect("benefit of the cell");
+    (b.benefit.mean, b.benefit.se)
+}
+
+fn recall(s: &Summary, strategy: StrategyKind, model: ModelKind, budget: Budget) -> f64 {
+    s.cells.iter().find(|c| c.strategy == strategy && c.model == model && c.budget == budget).expect("cell").recall.mean
+}
+
+#[test]
+fn small_bias_sweep_naive_plateaus_and_correction_recovers() {
+    // sweep-bias.yaml with all pairs only and 60 pools per cell.
+    let s = summary_of(
+        "name: t\nk: 5\npools: {n: 30, count: 60, seed: 1, rho: [0.0], c_star: [1.0, 0.0]}\n\
+         strategies: [topk]\nmodels: [naive, bias_aware]\nbudgets: [all]\nacquisition: {mc_draws: 300}\n",
+    );
+    let naive = s.benefits.iter().find(|b| b.cell.c_star == 1.0).unwrap().naive.mean;
+    let (gain, se) = benefit(&s, 1.0, 0.0, Budget::All);
+    // Biased judge: the naive model ranks by θ + c*x and stays well short of the top-k; the
+    // bias-aware model recovers a clear part of it (more than 3 standard errors).
+    assert!(naive < 0.7, "naive recall {naive}");
+    assert!(gain > 3.0 * se && gain > 0.1, "benefit {gain} ± {se}");
+    // Unbiased judge: correction costs a little recall, never a lot.
+    let (loss, se0) = benefit(&s, 0.0, 0.0, Budget::All);
+    assert!(loss < se0 && loss > -0.15, "unbiased benefit {loss} ± {se0}");
+}
+
+#[test]
+fn small_rho_sweep_benefit_falls_and_changes_sign() {
+    // sweep-rho.yaml at three ρ with all pairs and 60 pools per cell.
+    let s = summary_of(
+        "name: t\nk: 5\npools: {n: 30, count: 60, seed: 1, rho: [0.0, 0.4, 0.8], c_star: [1.0]}\n\
+         strategies: [topk]\nmodels: [naive, bias_aware]\nbudgets: [all]\nacquisition: {mc_draws: 300}\n",
+    );
+    assert_eq!(s.crossings.len(), 1);
+    let x = &s.crossings[0];
+    let b: Vec<f64> = x.benefit.iter().map(|b| b.mean).collect();
+    assert!(x.monotone, "benefit not monotone in ρ: {b:?}");
+    assert!(b[0] > 0.0 && b[2] < 0.0, "no sign change: {b:?}");
+    let c = x.crossing.expect("a crossing");
+    assert!((0.0..0.8).contains(&c), "crossing {c}");
+}
+
+#[test]
+fn small_acquisition_sweep_orders_the_strategies() {
+    // sweep-acquisition.yaml with three strategies, 60 pools, B = 120 and 200.
+    let s = summary_of(
+        "name: t\nk: 5\npools: {n: 30, count: 60, seed: 1}\nstrategies: [topk, d_optimal, round_robin]\n\
+         models: [bias_aware]\nbudgets: [120, 200]\nacquisition: {mc_draws: 300}\n",
+    );
+    for b in [Budget::Comparisons(120), Budget::Comparisons(200)] {
+        let t = recall(&s, StrategyKind::Topk, ModelKind::BiasAware, b);
+        let d = recall(&s, StrategyKind::DOptimal, ModelKind::BiasAware, b);
+        let r = recall(&s, StrategyKind::RoundRobin, ModelKind::BiasAware, b);
+        assert!(t > r, "budget {b}: topk {t} ≤ round_robin {r}");
+        assert!(t > d, "budget {b}: topk {t} ≤ d_optimal {d}");
+    }
+    // Round robin spreads its queries: its boundary share is the all-pairs share 57/435 up to
+    // sampling noise; the top-k-aware rule's is larger.
+    let share =
+        |st| s.cells.iter().find(|c| c.strategy == st && c.budget == Budget::Comparisons(200)).unwrap().boundary_share;
+    assert!((share(StrategyKind::RoundRobin) - 57.0 / 435.0).abs() < 0.02);
+    assert!(share(StrategyKind::Topk) > share(StrategyKind::RoundRobin));
+}
+
+/// The synthetic pool as a [`Judge`]: the runner asks it, the simulation asks the pool directly.
+struct SynthJudge(SynthPool);
+
+impl Judge for SynthJudge {
+    fn describe(&self) -> String {
+        "synthetic".into()
+    }
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        format!("{}>{}", pool.items[a].id, pool.items[b].id)
+    }
+    fn judge<'a>(&'a self, _pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+        let y = self.0.verdict(a, b);
+        Box::pin(async move {
+            Ok(JudgeReply {
+                y: Some(y),
+                invalid_reason: None,
+                raw: None,
+                usage: Default::default(),
+                cost_usd: 0.0,
+                attempts: 1,
+                latency_ms: 0,
+            })
+        })
+    }
+}
+
+#[test]
+fn the_simulation_makes_the_runners_choices() {
+    // Algorithm 1 through `topk-judge run`'s runner (async, verdict log, refits) and through the
+    // synchronous simulation driver: same pool, seed and budget → same top-k, θ̂-based recall.
+    let dir = tempfile::tempdir().unwrap();
+    let sp = generate(&SynthSpec {
+        n: 12,
+        rho: 0.0,
+        c_star: 1.0,
+        kappa_star: 0.5,
+        temperature: 1.0,
+        paired: false,
+        seed: 9,
+    });
+    let line = serde_json::json!({"pool_id": sp.pool.pool_id, "task": "", "items": sp.pool.items});
+    write(dir.path(), "pool.jsonl", &(line.to_string() + "\n"));
+    for strategy in ["topk", "lucb"] {
+        let yaml = format!(
+            "name: eq-{strategy}\nout_dir: runs\npool: {{file: pool.jsonl}}\nk: 3\njudge: {{mock: {{}}}}\n\
+             model: {{kind: bias_aware, covariates: [{{name: x, transform: raw}}]}}\n\
+             acquisition: {{strategy: {strategy}, seed: 9, mc_draws: 300}}\nbudget: {{max_comparisons: 36}}\n"
+        );
+        let cfg_path = write(dir.path(), &format!("{strategy}.yaml"), &yaml);
+        let cfg = topk_judge::config::Config::load(&cfg_path).unwrap();
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let res =
+            rt.block_on(topk_judge::runner::run(&cfg, Arc::new(SynthJudge(sp.clone())), &Default::default())).unwrap();
+        let settings = SimSettings { k: 3, mc_draws: 300, ..SimSettings::default() };
+        let kind = if strategy == "topk" { StrategyKind::Topk } else { StrategyKind::Lucb };
+        let cp = sim::run_path(&sp, kind, ModelKind::BiasAware, &[36], &settings, None).unwrap();
+        let sim_topk: Vec<String> = cp[0].topk.iter().map(|b| sp.pool.bases[*b].clone()).collect();
+        assert_eq!(res.comparisons, 36);
+        assert_eq!(res.topk, sim_topk, "{strategy}");
+        assert!((res.c["x"] - cp[0].c_hat.unwrap()).abs() < 1e-9, "{strategy}");
+        assert!((res.kappa - cp[0].kappa_hat).abs() < 1e-9, "{strategy}");
+    }
+}
+
+#[test]
+fn simulate_writes_rows_summary_and_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "tiny.yaml",
+        "name: tiny\nout_dir: out\nk: 3\npools: {n: 10, count: 3, seed: 5, rho: [0.0, 0.7]}\n\
+         strategies: [topk, round_robin]\nmodels: [naive, bias_aware]\nbudgets: [16, 24, all]\n\
+         acquisition: {mc_draws: 100}\nthreads: 2\n",
+    );
+    let out = run_bin(dir.path(), &["simulate", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let o = dir.path().join("out/tiny");
+    // 2 cells × 3 pools × 2 strategies × 2 models × 3 budgets.
+    let mut rdr = csv::Reader::from_path(o.join("rows.csv")).unwrap();
+    let rows: Vec<topk_judge::sweep::Row> = rdr.deserialize().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 72);
+    assert!(rows.iter().all(|r| (0.0..=1.0).contains(&r.recall)));
+    assert!(rows.iter().filter(|r| r.budget == Budget::All).all(|r| r.comparisons == 90));
+    let s: Summary = serde_json::from_str(&std::fs::read_to_string(o.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s.cells.len(), 24);
+    // The summary's mean is the mean of the rows.
+    let c = &s.cells[0];
+    let mine: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.cell == c.cell_index && r.strategy == c.strategy && r.model == c.model && r.budget == c.budget)
+        .map(|r| r.recall)
+        .collect();
+    assert!((c.recall.mean - mine.iter().sum::<f64>() / 3.0).abs() < 1e-12);
+    for f in [
+        "summary.md",
+        "by_rank.csv",
+        "benefit_vs_rho_topk.svg",
+        "benefit_vs_rho_round_robin.svg",
+        "queries_by_rank.svg",
+        "recall_vs_budget_cell0_bias_aware.svg",
+    ] {
+        assert!(o.join(f).exists(), "{f} missing");
+    }
+    let svg = std::fs::read_to_string(o.join("benefit_vs_rho_topk.svg")).unwrap();
+    assert!(svg.contains("correction benefit vs ρ"));
+    assert!(text(&out).contains("## Correction benefit"), "{}", text(&out));
+}
+
+#[test]
+fn sweep_errors_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(dir.path(), "bad.yaml", "name: b\nbudgets: [40]\npools: {n: 30, rhoo: [0.1]}\n");
+    let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("rhoo"), "{}", text(&out));
+    let bad = write(dir.path(), "bad2.yaml", "name: b\nbudgets: [40, 0]\n");
+    let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap()]);
+    assert!(text(&out).contains("budget 0"), "{}", text(&out));
+    let bad = write(dir.path(), "bad3.yaml", "name: b\nk: 30\nbudgets: [all]\n");
+    let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap()]);
+    assert!(text(&out).contains("k: 30 must satisfy"), "{}", text(&out));
+}

@@ -1,0 +1,281 @@
+//! `compare` on runs with known answers and `report` on a real mock run.
+
+use crate::common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+use topk_judge::acquire::StrategyKind;
+use topk_judge::cache::VerdictRecord;
+use topk_judge::model::summary::ModelKind;
+use topk_judge::report::compare::{RunDir, compare, recall_curve};
+use topk_judge::report::{FitLine, RankRow};
+use topk_judge::runner::{RunResult, StopReason};
+
+const IDS: [&str; 4] = ["a", "b", "c", "d"];
+
+fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
+    let m = |v: [f64; 4]| -> BTreeMap<String, f64> { IDS.iter().map(|s| s.to_string()).zip(v).collect() };
+    RunResult {
+        name: name.into(),
+        pool_id: "p".into(),
+        k: 2,
+        model: ModelKind::BiasAware,
+        judge: format!("judge {name}"),
+        strategy: StrategyKind::Topk,
+        stop_reason: StopReason::MaxComparisons,
+        comparisons: 4,
+        valid: 4,
+        invalid: 0,
+        failed: 0,
+        spend_usd: spend,
+        usage: Default::default(),
+        topk: topk.iter().map(|s| s.to_string()).collect(),
+        theta: m([1.0, 0.5, 0.0, -1.0]),
+        sd: m([0.5; 4]),
+        membership: m([0.9, 0.6, 0.4, 0.1]),
+        phi: m([1.0, 0.5, 0.0, -1.0]),
+        c: BTreeMap::new(),
+        c_sd: BTreeMap::new(),
+        kappa: 0.2,
+        kappa_sd: 0.1,
+        no_variation: vec![],
+        gold_topk: Some(vec!["a".into(), "b".into()]),
+        recall_at_k: None,
+        ranking: IDS
+            .iter()
+            .enumerate()
+            .map(|(r, id)| RankRow {
+                rank: r + 1,
+                id: id.to_string(),
+                theta: 1.0 - r as f64,
+                sd: 0.5,
+                membership: 0.5,
+                phi: 0.0,
+                in_topk: topk.contains(id),
+                gold: None,
+                gold_topk: None,
+            })
+            .collect(),
+        notes: vec![],
+    }
+}
+
+fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecord {
+    VerdictRecord {
+        key: format!("{a}>{b}"),
+        pool_id: "p".into(),
+        a: a.into(),
+        b: b.into(),
+        y,
+        invalid_reason: None,
+        judge: judge.into(),
+        raw: None,
+        usage: Default::default(),
+        cost_usd: cost,
+        attempts: 1,
+        latency_ms: 0,
+        ts: 0,
+    }
+}
+
+fn fit(n: usize, topk: &[&str]) -> FitLine {
+    FitLine {
+        config_hash: "h".into(),
+        comparisons: n,
+        theta: BTreeMap::new(),
+        sd: BTreeMap::new(),
+        membership: BTreeMap::new(),
+        c: BTreeMap::new(),
+        kappa: 0.0,
+        topk: topk.iter().map(|s| s.to_string()).collect(),
+        beta: vec![],
+    }
+}
+
+fn write_run(dir: &Path, r: &RunResult, verdicts: &[VerdictRecord], fits: &[FitLine]) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("result.json"), serde_json::to_string(r).unwrap()).unwrap();
+    let v: String = verdicts.iter().map(|x| serde_json::to_string(x).unwrap() + "\n").collect();
+    std::fs::write(dir.join("verdicts.jsonl"), v).unwrap();
+    let f: String = fits.iter().map(|x| serde_json::to_string(x).unwrap() + "\n").collect();
+    std::fs::write(dir.join("fits.jsonl"), f).unwrap();
+}
+
+/// Run A: top-2 {a, b} (gold), no flip; run B: top-2 {a, c}, both of its pairs flip.
+fn two_runs(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (a, b) = (root.join("A"), root.join("B"));
+    let ja = "judge A";
+    write_run(
+        &a,
+        &result("A", &["a", "b"], 0.04),
+        &[
+            rec(ja, "a", "b", Some(1.0), 0.01),
+            rec(ja, "b", "a", Some(0.0), 0.01), // a wins both: no flip
+            rec(ja, "c", "d", None, 0.01),      // invalid, still paid
+            rec(ja, "c", "d", Some(1.0), 0.005),
+            rec(ja, "d", "c", Some(0.0), 0.005),          // c wins both: no flip
+            rec("other judge", "a", "c", Some(1.0), 9.0), // another judge's record: ignored
+        ],
+        &[fit(0, &["a", "c"]), fit(2, &["a", "c"]), fit(4, &["a", "b"])],
+    );
+    let jb = "judge B";
+    write_run(
+        &b,
+        &result("B", &["a", "c"], 0.2),
+        &[
+            rec(jb, "a", "b", Some(1.0), 0.05),
+            rec(jb, "b", "a", Some(1.0), 0.05), // first wins both: flip
+            rec(jb, "a", "c", Some(0.0), 0.05),
+            rec(jb, "c", "a", Some(0.0), 0.05), // second wins both: flip
+        ],
+        &[fit(0, &["b", "d"]), fit(4, &["a", "c"])],
+    );
+    (a, b)
+}
+
+#[test]
+fn compare_two_runs_with_known_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_runs(dir.path());
+    let ra = RunDir::load(&a).unwrap();
+    let rb = RunDir::load(&b).unwrap();
+    assert_eq!(ra.verdicts.len(), 5, "the other judge's record is skipped");
+    let c = compare(&[ra.clone(), rb.clone()], None).unwrap();
+    assert_eq!(c.target.as_deref(), Some("gold"));
+    assert_eq!(c.rows[0].recall, Some(1.0));
+    assert_eq!(c.rows[1].recall, Some(0.5));
+    assert_eq!((c.rows[0].flips, c.rows[0].both_order_pairs), (0, 2));
+    assert_eq!((c.rows[1].flips, c.rows[1].both_order_pairs), (2, 2));
+    assert_eq!(c.rows[1].flip_rate, Some(1.0));
+    assert_eq!(c.agreement, vec![vec![1.0, 0.5], vec![0.5, 1.0]]);
+    assert_eq!(c.rows[1].spend_usd, 0.2);
+    // Recall against spend: A's fit after 2 valid verdicts sits at 0.02 USD, the one after 4 at
+    // 0.01·3 + 0.005·2 = 0.04 USD (the invalid verdict is paid for).
+    let curve = recall_curve(&ra, &["a".to_string(), "b".to_string()]);
+    let want = [(0.0, 0, 0.5), (0.02, 2, 0.5), (0.04, 4, 1.0)];
+    for (g, w) in curve.iter().zip(want) {
+        assert!((g.0 - w.0).abs() < 1e-12 && g.1 == w.1 && g.2 == w.2, "{curve:?}");
+    }
+    // Against B as the reference: A agrees on a only.
+    let c = compare(&[ra.clone(), rb.clone()], Some(&rb)).unwrap();
+    assert_eq!(c.target.as_deref(), Some("reference B"));
+    assert_eq!(c.rows[0].recall, Some(0.5));
+    assert_eq!(c.rows[1].recall, Some(1.0));
+}
+
+#[test]
+fn compare_cli_writes_table_and_plot_and_rejects_other_pools() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_runs(dir.path());
+    let out = run_bin(
+        dir.path(),
+        &["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--out", dir.path().join("cmp").to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(dir.path().join("cmp/compare.md")).unwrap();
+    assert!(md.contains("| A | judge A | 0.0400 | 4 | 4 | 1.00 | 0/2 = 0.00 | a, b |"), "{md}");
+    assert!(md.contains("| B | judge B | 0.2000 | 4 | 4 | 0.50 | 2/2 = 1.00 | a, c |"), "{md}");
+    let svg = std::fs::read_to_string(dir.path().join("cmp/recall_vs_spend.svg")).unwrap();
+    assert!(svg.contains("cumulative spend (USD)"), "{svg}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("cmp/compare.json")).unwrap()).unwrap();
+    assert_eq!(json["agreement"][0][1], 0.5);
+    // Another pool cannot be compared.
+    let mut other = result("C", &["a", "b"], 0.0);
+    other.pool_id = "q".into();
+    write_run(&dir.path().join("C"), &other, &[], &[]);
+    let out = run_bin(dir.path(), &["compare", a.to_str().unwrap(), dir.path().join("C").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("same pool"), "{}", text(&out));
+}
+
+/// A 6-item pool with distinct qualities and texts of different lengths.
+fn small_pool(dir: &Path) -> std::path::PathBuf {
+    let quality = [3.0, 1.0, 5.0, 2.0, 4.0, 0.0];
+    let items: Vec<serde_json::Value> = (0..6)
+        .map(|i| serde_json::json!({"id": format!("s{i}"), "text": "word ".repeat(3 + 2 * i), "quality": quality[i]}))
+        .collect();
+    let line = serde_json::json!({"pool_id": "six", "task": "t", "items": items});
+    write(dir, "six.jsonl", &(line.to_string() + "\n"))
+}
+
+fn mock_run(dir: &Path, name: &str, pos_bias: f64) -> std::path::PathBuf {
+    small_pool(dir);
+    let yaml = format!(
+        "name: {name}\nout_dir: runs\npool: {{file: six.jsonl}}\nk: 2\njudge:\n  mock: {{mode: deterministic, pos_bias: {pos_bias}, verb_per_word: 0.0, input_usd_per_mtok: 1.0}}\n\
+         model: {{kind: naive}}\nacquisition: {{strategy: round_robin, mc_draws: 200}}\n"
+    );
+    let cfg = write(dir, &format!("{name}.yaml"), &yaml);
+    let out = run_bin(dir, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    dir.join("runs").join(name)
+}
+
+#[test]
+fn compare_real_mock_runs_fair_and_slot_biased() {
+    // Deterministic mocks over all 30 ordered pairs: the fair judge (no position bonus) never
+    // flips and its complete, transitive verdicts give the gold top-2 (s2, s4); a judge whose slot
+    // bonus dwarfs every quality gap flips on all 15 pairs.
+    let dir = tempfile::tempdir().unwrap();
+    let fair = mock_run(dir.path(), "fair", 0.0);
+    let slot = mock_run(dir.path(), "slot", 100.0);
+    let out = run_bin(dir.path(), &["compare", fair.to_str().unwrap(), slot.to_str().unwrap(), "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let c: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("cmp/compare.json")).unwrap()).unwrap();
+    let rf: RunResult = serde_json::from_str(&std::fs::read_to_string(fair.join("result.json")).unwrap()).unwrap();
+    assert_eq!(rf.comparisons, 30);
+    assert_eq!(c["rows"][0]["flips"], 0);
+    assert_eq!(c["rows"][0]["both_order_pairs"], 15);
+    assert_eq!(c["rows"][1]["flips"], 15);
+    assert_eq!(c["rows"][0]["recall"], 1.0);
+    assert_eq!(c["target_topk"], serde_json::json!(["s2", "s4"]));
+    assert_eq!(c["rows"][0]["spend_usd"], rf.spend_usd);
+    assert!(rf.spend_usd > 0.0);
+}
+
+#[test]
+fn report_files_exist_parse_and_hold_the_runs_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "rep", 40, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/rep");
+    let out = run_bin(dir.path(), &["report", run.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r: RunResult = serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap();
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    // The ranking table: one row per base, θ̂ and sd as in result.json.
+    let rows: Vec<Vec<String>> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## Ranking"))
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| rank"))
+        .take_while(|l| !l.contains("covariate"))
+        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect())
+        .take(r.ranking.len())
+        .collect();
+    assert_eq!(rows.len(), r.ranking.len());
+    for (row, want) in rows.iter().zip(&r.ranking) {
+        assert_eq!(row[1], want.id);
+        assert_eq!(row[2], format!("{:.3}", want.theta));
+        assert_eq!(row[3], format!("{:.3}", want.sd));
+        assert_eq!(row[6], format!("{:.3}", want.membership));
+        let lo: f64 = row[4].parse().unwrap();
+        assert!((lo - (want.theta - 2.0 * want.sd)).abs() <= 5e-4);
+    }
+    assert!(md.contains(&format!("κ̂ = {:.3} ± {:.3}", r.kappa, r.kappa_sd)));
+    assert!(md.contains(&format!("top-3: {}", r.topk.join(", "))));
+    // One rendering per base: the words coefficient is prior-selected, and the report says so.
+    let words = md.lines().find(|l| l.starts_with("| words |")).expect("bias row");
+    assert!(words.contains(&format!("{:.3}", r.c["words"])) && words.contains("not identified"), "{words}");
+    for f in ["theta.svg", "membership.svg", "boundary_pi.svg"] {
+        assert!(run.join(f).exists(), "{f}");
+        assert!(md.contains(&format!("]({f})")));
+    }
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert_eq!(html.matches("<svg").count(), 3, "plots inlined");
+    assert!(!html.contains("src=") && !html.contains("href="), "self-contained");
+    // Three tables (spend, ranking, bias): a header row each, 1 + N + 1 body rows.
+    assert_eq!(html.matches("<tr>").count(), 3 + 1 + r.ranking.len() + 1);
+    assert!(html.contains(&format!("<td>{:.3}</td>", r.ranking[0].theta)));
+}
