@@ -80,7 +80,7 @@ pub enum JudgeConfig {
     /// The true judge of a synthetic pool (SPEC §7).
     Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
     /// OpenAI-compatible chat-completions endpoint (SPEC §4; see docs/live.md).
-    Openai(crate::judge::openai::OpenAiConfig),
+    Openai(Box<crate::judge::openai::OpenAiConfig>),
 }
 
 /// Model settings (SPEC §2).

@@ -40,7 +40,7 @@ fn no_key() -> &'static str {
 
 fn openai_cfg(cfg: &Config) -> OpenAiConfig {
     match &cfg.raw.judge {
-        JudgeConfig::Openai(o) => o.clone(),
+        JudgeConfig::Openai(o) => (**o).clone(),
         other => panic!("not an openai judge: {other:?}"),
     }
 }
@@ -688,6 +688,27 @@ fn real_llm_summeval_pool_budget_40() {
             }
         }
     }
+    // Order-averaged verdicts (P(a beats b) = (y_ab + 1 − y_ba) / 2) against gold quality.
+    let gold = |id: &str| cfg.pool.items[cfg.pool.item_index(id).unwrap()].quality.unwrap();
+    let (mut agree, mut decided) = (0, 0);
+    for ((a, b), y) in &by_pair {
+        if let Some(y2) = by_pair.get(&(b.clone(), a.clone()))
+            && a < b
+            && gold(a) != gold(b)
+        {
+            let p = (y + 1.0 - y2) / 2.0;
+            if p != 0.5 {
+                decided += 1;
+                if (p > 0.5) == (gold(a) > gold(b)) {
+                    agree += 1;
+                }
+            }
+        }
+    }
+    let mean_y = valid.iter().map(|r| r.y.unwrap()).sum::<f64>() / valid.len() as f64;
+    println!(
+        "REAL LLM: mean P(first shown wins) {mean_y:.3}; order-averaged verdicts agree with gold on {agree}/{decided} pairs"
+    );
     let prompt_tokens: u64 = recs.iter().map(|r| r.usage.prompt_tokens).sum();
     let cached: u64 = recs.iter().map(|r| r.usage.cached_tokens).sum();
     println!(
@@ -710,4 +731,66 @@ fn real_llm_summeval_pool_budget_40() {
         cached
     );
     let _ = answers_of; // shared helper used by the fake-server tests
+}
+
+/// Run `topk-judge run CONFIG --dry-run` with the given environment.
+fn dry_run_bin(cwd: &Path, config: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = std::process::Command::new(bin());
+    c.current_dir(cwd).args(["run", config.to_str().unwrap(), "--dry-run"]).env_remove("RUST_LOG");
+    c.env_remove("OPENAI_API_KEY").env_remove("OPENROUTER_API_KEY");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn shipped_configs_validate_and_dry_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = [("OPENAI_API_KEY", "sk-dummy-openai-000"), ("OPENROUTER_API_KEY", "sk-or-dummy-000")];
+    for name in ["openai.yaml", "openrouter.yaml", "local.yaml"] {
+        let out = dry_run_bin(dir.path(), &root().join("configs").join(name), &keys);
+        let t = text(&out);
+        assert!(out.status.success(), "{name}: {t}");
+        assert!(
+            t.contains("first prompt") && t.contains("Answer B:") && t.contains("queries the budget allows"),
+            "{name}: {t}"
+        );
+        assert!(!t.contains("sk-dummy") && !t.contains("sk-or-dummy"), "{name}: key in output");
+    }
+    // The frontier judge of openai.yaml, swapped in as its comment says.
+    let src = std::fs::read_to_string(root().join("configs/openai.yaml")).unwrap();
+    let mut out_lines = Vec::new();
+    let mut state = 0; // 0 before, 1 in the cheap block, 2 in the frontier block, 3 after
+    for l in src.lines() {
+        if l.starts_with("  openai:") {
+            state = 1;
+            continue;
+        }
+        if state == 1 && l.starts_with("  # openai:") {
+            state = 2;
+        }
+        match state {
+            1 => continue,
+            2 if l.starts_with("  #") => out_lines.push(format!("  {}", &l[4..])),
+            2 => {
+                state = 3;
+                out_lines.push(l.to_owned());
+            }
+            _ => out_lines.push(l.to_owned()),
+        }
+    }
+    let frontier = out_lines
+        .join("\n")
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("../prompts/", &format!("{}/prompts/", root().display()))
+        .replace("out_dir: ../runs", "out_dir: runs");
+    assert!(frontier.contains("model: gpt-5.5") && !frontier.contains("gpt-5.4-mini"), "{frontier}");
+    let p = write(dir.path(), "frontier.yaml", &frontier);
+    let out = dry_run_bin(dir.path(), &p, &keys);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("openai gpt-5.5 @ https://api.openai.com/v1"), "{}", text(&out));
+    // Without the key variable, the same config fails before anything is sent, naming it.
+    let out = dry_run_bin(dir.path(), &p, &[]);
+    assert!(!out.status.success() && text(&out).contains("OPENAI_API_KEY"), "{}", text(&out));
 }

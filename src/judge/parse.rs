@@ -127,9 +127,9 @@ static RX: LazyLock<Rx> = LazyLock::new(|| {
         .expect("valid"),
         choose: Regex::new(&format!(r"\b(?i:choose|pick|prefer|select|vote\s+for|go\s+with|favou?r)\s+(?i:the\s+)?{o}")).expect("valid"),
         tie_phrase: Regex::new(r"(?i)\b(?:it'?s\s+a\s+tie|it\s+is\s+a\s+tie|(?:both|they)\s+are\s+equally\s+(?:good|strong|bad|poor)|of\s+equal\s+quality)\b").expect("valid"),
-        bare_line: Regex::new(&format!(
+        bare_line: Regex::new(
             r"^(?:(?i:(?:final\s+)?(?:verdict|answer|decision|choice|winner|output))\s*[:=\-–]\s*)?(?:\[\[\s*)?(?:[(\[]\s*(?P<l2>[AaBb])\s*[)\]]|\*\*\s*(?P<l3>[AaBb])\s*\*\*|(?P<l5>[AaBb]))(?:\s*\]\])?$"
-        ))
+        )
         .expect("valid"),
         bare_name_line: Regex::new(&format!(
             r"^(?:(?i:(?:final\s+)?(?:verdict|answer|decision|choice|winner))\s*[:=\-–]\s*)?(?:\*\*)?(?i:{NAME})\s*[(\[]?\s*(?P<l1>[AaBb])\s*[)\]]?(?:\*\*)?$"
@@ -434,6 +434,10 @@ mod tests {
             ("A\n\nExplanation: it covers more of the article than B does.", ok(A)),
             ("I would not choose A. [[B]]", ok(B)),
             ("Winner: A", ok(A)),
+            ("**Final Verdict:** [[B]]", ok(B)),
+            ("Response B is the better summary.", ok(B)),
+            ("Summary (a) is superior: it keeps the numbers right.", ok(A)),
+            ("The winner is Assistant B!", ok(B)),
             ("", Err(Invalid::Empty)),
             ("   \n ", Err(Invalid::Empty)),
             ("<think>A is better</think>", Err(Invalid::Empty)),
