@@ -24,6 +24,28 @@ pub enum Command {
         /// Do not show the progress bar.
         #[arg(long)]
         quiet: bool,
+        /// A gate.json from `topk-judge gate`: also report the ranking the gate chose.
+        #[arg(long)]
+        gate: Option<PathBuf>,
+    },
+    /// Profile log-likelihood of each bias coefficient (SPEC §5): is c identified or prior-selected?
+    Profile {
+        /// A run folder (with config.yaml and verdicts.jsonl) or a config whose run exists.
+        run_or_config: PathBuf,
+    },
+    /// Trusted-anchor gate (SPEC §5): should the bias-corrected ranking be reported?
+    Gate {
+        /// Config file with a `gate:` section, whose run exists.
+        config: PathBuf,
+    },
+    /// Audit a judge for position and verbosity bias (swap test, probes, order averaging) on a
+    /// pairs file or on probes built from a pool; verdicts are cached, so re-running is free.
+    Audit {
+        /// Audit config file (YAML).
+        config: PathBuf,
+        /// Do not show the progress bar.
+        #[arg(long)]
+        quiet: bool,
     },
     /// Fit the model to verdicts collected elsewhere and print the ranking.
     Fit {
@@ -40,7 +62,7 @@ pub enum Command {
         /// k of top-k.
         #[arg(long, default_value_t = 3)]
         k: usize,
-        /// Covariates NAME[:TRANSFORM],... (default: words:zscore when items have text, plus every
+        /// Covariates as NAME or NAME:TRANSFORM, comma-separated (default: words:zscore when items have text, plus every
         /// key of the items' covariates map, raw).
         #[arg(long, value_delimiter = ',')]
         covariates: Option<Vec<String>>,

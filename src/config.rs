@@ -40,24 +40,34 @@ pub enum ConfigError {
         msg: String,
     },
     /// The pool named by the config is bad.
-    #[error("{path}: pool: {source}")]
+    #[error("{path}: pool file {}: {source}", pool_file.display())]
     Pool {
         /// Config file.
         path: PathBuf,
+        /// Pool file.
+        pool_file: PathBuf,
         /// Cause.
         source: PoolError,
     },
 }
 
-/// Where the pool is.
+/// Where the pool is: a file, or `synthetic: {...}` (SPEC §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoolRef {
-    /// JSON Lines pool file (relative to the config's folder).
+    /// JSON Lines pool file (relative to the config's folder); empty with `synthetic`.
+    #[serde(default, skip_serializing_if = "path_is_empty")]
     pub file: PathBuf,
     /// Pool id; default: the first pool in the file.
     #[serde(default)]
     pub id: Option<String>,
+    /// A synthetic pool generated from this spec instead of a file (SPEC §7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<crate::synth::SynthSpec>,
+}
+
+fn path_is_empty(p: &Path) -> bool {
+    p.as_os_str().is_empty()
 }
 
 /// Judge configuration (externally tagged: `judge: {mock: {...}}`).
@@ -66,6 +76,8 @@ pub struct PoolRef {
 pub enum JudgeConfig {
     /// Deterministic or keyed-stochastic mock (SPEC §4).
     Mock(MockConfig),
+    /// The true judge of a synthetic pool (SPEC §7).
+    Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
 }
 
 /// Model settings (SPEC §2).
@@ -202,6 +214,12 @@ pub struct RawConfig {
     /// Budget.
     #[serde(default)]
     pub budget: BudgetConfig,
+    /// `single` (default) or `paired` (SPEC §6: within-base queries first).
+    #[serde(default)]
+    pub design: crate::design::DesignKind,
+    /// The trusted-anchor gate (SPEC §5), used by `topk-judge gate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::gate::GateConfig>,
 }
 
 /// A validated configuration with its pool loaded.
@@ -243,9 +261,13 @@ impl Config {
         if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
             return Err(inv("name", format!("{:?} is not a valid run name (expected a plain folder name)", raw.name)));
         }
-        raw.pool.file = dir.join(&raw.pool.file);
+        if raw.pool.synthetic.is_none() {
+            raw.pool.file = normalize(&dir.join(&raw.pool.file));
+        } else if !path_is_empty(&raw.pool.file) {
+            return Err(inv("pool", "give either `file` or `synthetic`, not both".into()));
+        }
         let run_dir = match &raw.out_dir {
-            Some(o) => dir.join(o).join(&raw.name),
+            Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs").join(&raw.name),
         };
         let m = &raw.model;
@@ -278,8 +300,16 @@ impl Config {
         {
             return Err(inv("budget.max_usd", format!("{u} must be ≥ 0")));
         }
-        let pool = pool::read_pool(&raw.pool.file, raw.pool.id.as_deref())
-            .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?;
+        let pool =
+            match &raw.pool.synthetic {
+                Some(spec) => {
+                    spec.validate().map_err(|m| inv("pool.synthetic", m))?;
+                    crate::synth::generate(spec).pool
+                }
+                None => pool::read_pool(&raw.pool.file, raw.pool.id.as_deref()).map_err(|source| {
+                    ConfigError::Pool { path: path.to_owned(), pool_file: raw.pool.file.clone(), source }
+                })?,
+            };
         if raw.k == 0 || raw.k >= pool.n_bases() {
             return Err(inv(
                 "k",
@@ -291,30 +321,84 @@ impl Config {
                 ),
             ));
         }
-        match &raw.judge {
-            JudgeConfig::Mock(mc) => {
-                crate::judge::mock::MockJudge::new(mc.clone()).map_err(|msg| inv("judge.mock", msg))?;
-                if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {
-                    return Err(inv(
-                        "judge.mock",
-                        format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
-                    ));
-                }
+        check_judge(&mut raw.judge, &pool, raw.pool.synthetic.as_ref(), "judge").map_err(|(k, m)| inv(&k, m))?;
+        if let Some(g) = &mut raw.gate {
+            g.check().map_err(|(k, m)| inv(&k, m))?;
+            if let Some(t) = &mut g.trusted {
+                check_judge(t, &pool, raw.pool.synthetic.as_ref(), "gate.trusted").map_err(|(k, m)| inv(&k, m))?;
+            }
+            if let Some(l) = &mut g.labels {
+                *l = dir.join(&*l);
             }
         }
         let specs = match raw.model.kind {
             ModelKind::Naive => Vec::new(),
             ModelKind::BiasAware => raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool)),
         };
-        let covariates = pool::build_covariates(&pool, &specs)
-            .map_err(|source| ConfigError::Pool { path: path.to_owned(), source })?;
+        let covariates = pool::build_covariates(&pool, &specs).map_err(|source| ConfigError::Pool {
+            path: path.to_owned(),
+            pool_file: raw.pool.file.clone(),
+            source,
+        })?;
+        crate::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs })
     }
+}
+
+/// Lexically normalise a path: drop `.` and resolve `..` against preceding normal components
+/// (`configs/../runs/x` → `runs/x`), without touching the file system.
+pub fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
+}
+
+/// Check a judge config against the pool (and fill a synthetic judge's unset fields from the
+/// synthetic pool spec). `key` is where it sits (`judge` or `gate.trusted`).
+fn check_judge(
+    j: &mut JudgeConfig,
+    pool: &Pool,
+    synth: Option<&crate::synth::SynthSpec>,
+    key: &str,
+) -> Result<(), (String, String)> {
+    match j {
+        JudgeConfig::Mock(mc) => {
+            let k = format!("{key}.mock");
+            crate::judge::mock::MockJudge::new(mc.clone()).map_err(|msg| (k.clone(), msg))?;
+            if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {
+                return Err((
+                    k,
+                    format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
+                ));
+            }
+        }
+        JudgeConfig::Synthetic(s) => {
+            s.resolve(synth);
+            s.check(pool).map_err(|m| (format!("{key}.synthetic"), m))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn normalize_resolves_parent_components() {
+        assert_eq!(normalize(Path::new("configs/../runs/x")), PathBuf::from("runs/x"));
+        assert_eq!(normalize(Path::new("../data/./p.jsonl")), PathBuf::from("../data/p.jsonl"));
+        assert_eq!(normalize(Path::new("a/..")), PathBuf::from("."));
+    }
 
     #[test]
     fn unknown_key_names_line_and_key() {

@@ -5,15 +5,21 @@
 #![allow(clippy::needless_range_loop)] // index loops mirror the formulas in numerical code
 
 pub mod acquire;
+pub mod audit;
+pub mod auditcmd;
 pub mod budget;
 pub mod cache;
 pub mod cli;
 pub mod config;
+pub mod design;
 pub mod fitcmd;
+pub mod gate;
+pub mod identify;
 pub mod judge;
 pub mod model;
 pub mod pool;
 pub mod progress;
+pub mod render;
 pub mod report;
 pub mod rng;
 pub mod runner;
@@ -31,5 +37,6 @@ use std::sync::Arc;
 pub fn make_judge(cfg: &config::JudgeConfig) -> Result<Arc<dyn judge::Judge>, String> {
     match cfg {
         config::JudgeConfig::Mock(m) => Ok(Arc::new(judge::mock::MockJudge::new(m.clone())?)),
+        config::JudgeConfig::Synthetic(s) => Ok(Arc::new(judge::synthetic::SyntheticJudge::new(s.clone())?)),
     }
 }

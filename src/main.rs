@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use clap::Parser;
 use topk_judge::cli::{Cli, Command};
-use topk_judge::{config, fitcmd, pool, report, runner};
+use topk_judge::{config, fitcmd, identify, pool, report, runner};
 
 fn main() {
     tracing_subscriber::fmt()
@@ -14,22 +14,60 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     if let Err(e) = real_main(cli) {
-        eprintln!("error: {e}");
+        let top = e.to_string();
+        eprintln!("error: {top}");
         for cause in e.chain().skip(1) {
-            eprintln!("  caused by: {cause}");
+            let c = cause.to_string();
+            if !top.contains(&c) {
+                eprintln!("  caused by: {c}");
+            }
         }
         std::process::exit(1);
     }
 }
 
+/// Print to stdout, ignoring a closed pipe (`topk-judge … | head`).
+fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
 fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run { config, quiet } => {
+        Command::Run { config, quiet, gate } => {
             let cfg = config::Config::load(&config)?;
             let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let opts = runner::RunOptions { progress: !quiet, print: true };
-            rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
+            let mut result =
+                rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
+            if let Some(g) = gate {
+                print!(
+                    "{}",
+                    identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?
+                );
+            }
+            Ok(())
+        }
+        Command::Profile { run_or_config } => {
+            let (_, text) = identify::profile_command(&run_or_config)
+                .with_context(|| format!("profile {}", run_or_config.display()))?;
+            print!("{text}");
+            Ok(())
+        }
+        Command::Gate { config } => {
+            let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+            let (_, text) =
+                rt.block_on(identify::gate_command(&config)).with_context(|| format!("gate {}", config.display()))?;
+            print!("{text}");
+            Ok(())
+        }
+        Command::Audit { config, quiet } => {
+            let cfg = topk_judge::auditcmd::AuditConfig::load(&config)?;
+            let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
+            let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+            rt.block_on(topk_judge::auditcmd::run_audit(&cfg, judge, true, !quiet))
+                .with_context(|| format!("audit {}", config.display()))?;
             Ok(())
         }
         Command::Simulate { sweep, threads, out, quiet } => {
@@ -89,12 +127,16 @@ fn real_main(cli: Cli) -> Result<()> {
                 seed,
             };
             let (_pool, fit) = fitcmd::fit_file(&args)?;
-            println!("pool {}: {:?} model, {} verdicts, κ = {:.3}", fit.pool_id, fit.model, fit.comparisons, fit.kappa);
+            let mut text = format!(
+                "pool {}: {:?} model, {} verdicts, κ = {:.3}\n",
+                fit.pool_id, fit.model, fit.comparisons, fit.kappa
+            );
             for (n, c) in &fit.c {
-                println!("c[{n}] = {c:.3}");
+                text.push_str(&format!("c[{n}] = {c:.3}\n"));
             }
-            println!("{}", report::table::ranking_table(&fit.ranking));
-            println!("top-{}: {}", fit.k, fit.topk.join(", "));
+            text.push_str(&report::table::ranking_table(&fit.ranking));
+            text.push_str(&format!("\ntop-{}: {}\n", fit.k, fit.topk.join(", ")));
+            print_out(&text);
             if let Some(out) = out {
                 let text = serde_json::to_string_pretty(&fit)?;
                 std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;

@@ -133,20 +133,28 @@ pub struct RunResult {
     pub ranking: Vec<RankRow>,
     /// Notes for the reader (identifiability, no-variation covariates).
     pub notes: Vec<String>,
+    /// Per covariate: profile-likelihood range (nats) and verdict (SPEC §5).
+    #[serde(default)]
+    pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
+    /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::gate::GateChoice>,
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_owned(), source }
 }
 
-/// Ordered query keys for every cross-base ordered pair: key → (a, b).
+/// Ordered query keys for every cross-base ordered pair (plus within-base pairs under
+/// `design: paired`): key → (a, b).
 fn key_map(judge: &dyn Judge, cfg: &Config) -> HashMap<String, (usize, usize)> {
     let pool = &cfg.pool;
     let n = pool.n_items();
+    let paired = cfg.raw.design == crate::design::DesignKind::Paired;
     let mut m = HashMap::new();
     for a in 0..n {
         for b in 0..n {
-            if a != b && pool.item_base[a] != pool.item_base[b] {
+            if a != b && (paired || pool.item_base[a] != pool.item_base[b]) {
                 m.insert(judge.cache_key(pool, a, b), (a, b));
             }
         }
@@ -174,14 +182,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let yaml = crate::yaml::to_string(&cfg.raw).unwrap_or_default();
     std::fs::write(&saved, yaml).map_err(io_err(&saved))?;
     let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
-    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(0), opts.progress);
-    if let Some(w) = warning {
-        tracing::warn!("{w}");
-        progress.println(&format!("warning: {w}"));
-    }
     let pool = Arc::new(cfg.pool.clone());
     let keys = key_map(judge.as_ref(), cfg);
     let total_pairs = keys.len() as u64;
+    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(total_pairs).min(total_pairs), opts.progress);
+    if let Some(w) = warning {
+        progress.println(&format!("warning: {w}"));
+    }
     let k = cfg.raw.k;
     let acq = &cfg.raw.acquisition;
     let prior = cfg.raw.model.prior();
@@ -206,9 +213,6 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let stored = mine(&log);
     let spent: f64 = stored.iter().map(|s| s.3).sum();
     let mut budget = Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent);
-    if cfg.raw.budget.max_comparisons.is_none() {
-        progress.set(0);
-    }
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
@@ -282,7 +286,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             seed: acq.seed,
         };
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
-        let picks = acquire::select(acq.strategy, &ctx, r, &mut acq_rng);
+        // Paired design (SPEC §6): every within-base query first, then Algorithm 1.
+        let mut picks = crate::design::first_queries(&pool, cfg.raw.design, &queried, r);
+        if picks.is_empty() {
+            picks = acquire::select(acq.strategy, &ctx, r, &mut acq_rng);
+        }
         if picks.is_empty() {
             break (summary, StopReason::Exhausted);
         }
@@ -363,7 +371,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
     if opts.print {
-        println!("{}", summary_text(&result, dir));
+        // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
+        let _ = writeln!(std::io::stdout(), "{}", summary_text(&result, dir));
     }
     Ok(result)
 }
@@ -390,6 +399,10 @@ fn build_result(
             "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0"
         ));
     }
+    let verdicts: Vec<ItemVerdict> =
+        stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: 1.0 })).collect();
+    let identifiability = crate::identify::for_summary(pool, &cfg.covariates, &verdicts, s);
+    notes.extend(crate::identify::notes(&identifiability, pool));
     RunResult {
         name: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -418,6 +431,8 @@ fn build_result(
         recall_at_k: recall,
         ranking: report::ranking(pool, s, k),
         notes,
+        identifiability,
+        gate: None,
     }
 }
 
@@ -437,6 +452,7 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
         s.push_str(&format!("; c[{name}] = {:.3} ± {:.3}", c, r.c_sd[name]));
     }
     s.push('\n');
+    s.push_str(&crate::identify::identifiability_text(&r.identifiability));
     s.push('\n');
     s.push_str(&report::table::ranking_table(&r.ranking));
     s.push_str(&format!("\ntop-{}: {}\n", r.k, r.topk.join(", ")));

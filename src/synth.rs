@@ -8,7 +8,8 @@
 //! (x = 1), sharing θ_m.
 
 use crate::model::bt::sigmoid;
-use crate::pool::{Item, Pool};
+use crate::model::summary::ItemVerdict;
+use crate::pool::{CovariateSpec, Covariates, Item, Pool, Transform};
 use crate::rng::{self, ChaCha8Rng};
 use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
@@ -45,6 +46,40 @@ fn one() -> f64 {
     1.0
 }
 
+impl SynthSpec {
+    /// Check the ranges [`generate`] needs.
+    ///
+    /// # Errors
+    /// A message naming the field, the value and what was expected.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.n < 2 {
+            return Err(format!("n = {} must be ≥ 2", self.n));
+        }
+        if !(self.rho.abs() <= 1.0) {
+            return Err(format!("rho = {} must be in [-1, 1]", self.rho));
+        }
+        if !(self.temperature > 0.0 && self.temperature.is_finite()) {
+            return Err(format!("temperature = {} must be > 0", self.temperature));
+        }
+        if !self.c_star.is_finite() || !self.kappa_star.is_finite() {
+            return Err(format!("c_star = {} and kappa_star = {} must be finite", self.c_star, self.kappa_star));
+        }
+        Ok(())
+    }
+}
+
+/// The keyed Bernoulli verdict of SPEC §4/§7 for the ordered items (a, b) with P(first wins) =
+/// `p_first`: 1 when the uniform keyed by (seed, "verdict", id_a, id_b[, rep]) is below `p_first`,
+/// else 0. Repetition 0 is the frozen-judge verdict; repetitions ≥ 1 are independent re-draws.
+pub fn keyed_verdict(seed: u64, id_a: &str, id_b: &str, rep: usize, p_first: f64) -> f64 {
+    let key = if rep == 0 {
+        rng::key64(seed, &["verdict", id_a, id_b])
+    } else {
+        rng::key64(seed, &["verdict", id_a, id_b, &rep.to_string()])
+    };
+    if rng::keyed_uniform(key) < p_first { 1.0 } else { 0.0 }
+}
+
 /// A synthetic pool with its true parameters.
 #[derive(Debug, Clone)]
 pub struct SynthPool {
@@ -61,10 +96,11 @@ pub struct SynthPool {
 /// Generate a synthetic pool.
 ///
 /// # Panics
-/// If `n < 2` or `|rho| > 1`.
+/// If the spec is out of range (see [`SynthSpec::validate`]).
 pub fn generate(spec: &SynthSpec) -> SynthPool {
-    assert!(spec.n >= 2, "n = {} must be ≥ 2", spec.n);
-    assert!(spec.rho.abs() <= 1.0, "rho = {} must be in [-1, 1]", spec.rho);
+    if let Err(e) = spec.validate() {
+        panic!("invalid synthetic spec: {e}");
+    }
     let mut r = ChaCha8Rng::seed_from_u64(rng::key64(spec.seed, &["synth"]));
     let mut normal = || -> f64 { StandardNormal.sample(&mut r) };
     let theta: Vec<f64> = (0..spec.n).map(|_| normal()).collect();
@@ -120,11 +156,40 @@ impl SynthPool {
 
     /// The keyed Bernoulli verdict for (a, b): 1 first wins, 0 second wins.
     pub fn verdict(&self, a: usize, b: usize) -> f64 {
-        let u = rng::keyed_uniform(rng::key64(
-            self.spec.seed,
-            &["verdict", &self.pool.items[a].id, &self.pool.items[b].id],
-        ));
-        if u < self.p_first(a, b) { 1.0 } else { 0.0 }
+        self.verdict_rep(a, b, 0)
+    }
+
+    /// Repetition `rep` of the verdict on (a, b) (rep 0 = [`SynthPool::verdict`]); repetitions are
+    /// independent draws, for "r× repeated comparisons" experiments.
+    pub fn verdict_rep(&self, a: usize, b: usize, rep: usize) -> f64 {
+        keyed_verdict(self.spec.seed, &self.pool.items[a].id, &self.pool.items[b].id, rep, self.p_first(a, b))
+    }
+
+    /// Every ordered pair of distinct items (a, b), including within-base pairs of a paired pool,
+    /// judged `reps` times (repetitions 0..reps): "full data" with both orders of every pair.
+    pub fn full_verdicts(&self, reps: usize) -> Vec<ItemVerdict> {
+        let n = self.pool.n_items();
+        let mut v = Vec::with_capacity(n * (n - 1) * reps);
+        for a in 0..n {
+            for b in 0..n {
+                if a != b {
+                    for rep in 0..reps {
+                        v.push(ItemVerdict { a, b, y: self.verdict_rep(a, b, rep), w: 1.0 });
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// The covariate matrix of the pool's `x` column, untransformed (already z-scored, or 0/1
+    /// for a paired pool).
+    pub fn covariates(&self) -> Covariates {
+        crate::pool::build_covariates(
+            &self.pool,
+            &[CovariateSpec { name: "x".into(), transform: Some(Transform::Raw) }],
+        )
+        .expect("synthetic pools carry x on every item")
     }
 
     /// Gold top-k bases by true θ.

@@ -1,6 +1,8 @@
 //! Integration tests: one binary, one module per area (ripgrep layout).
 
+mod audit;
 mod common;
 mod experiments;
+mod ident;
 mod reports;
 mod run_cli;

@@ -1,4 +1,4 @@
-//! Mock judges (SPEC §4, tutorial [T]): deterministic and keyed-stochastic.
+//! Mock judges (SPEC §4, the tutorial): deterministic and keyed-stochastic.
 //!
 //! score(item, slot) = quality + POS_BIAS·[slot = A] + VERB_PER_WORD·words.
 //! Deterministic: the higher score wins, a tie goes to A. Stochastic: P(first wins) =
@@ -117,7 +117,7 @@ impl MockJudge {
         &self.cfg
     }
 
-    /// score(item, slot) in quality units [T].
+    /// score(item, slot) in quality units.
     ///
     /// # Panics
     /// If the item has no gold `quality` (the caller checks at config time).
@@ -196,6 +196,14 @@ impl Judge for MockJudge {
         self.cfg.input_usd_per_mtok.is_some() || self.cfg.output_usd_per_mtok.is_some()
     }
 
+    /// Deterministic mode: score(a, slot A) − score(b, slot B) (the verdict is its sign, a tie
+    /// going to A). Stochastic mode: `None` — its verdicts are draws, and the audit must measure
+    /// them rather than read the noise-free score.
+    fn score_margin(&self, pool: &Pool, a: usize, b: usize) -> Option<f64> {
+        (self.cfg.mode == MockMode::Deterministic)
+            .then(|| self.score(&pool.items[a], true) - self.score(&pool.items[b], false))
+    }
+
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         Box::pin(async move {
             if self.cfg.latency_ms > 0 {
@@ -228,7 +236,7 @@ mod tests {
 
     #[test]
     fn tutorial_p01_flips() {
-        // [T] p01: X (5, 40), Y (6, 20), POS_BIAS 1, VERB 0.02: X first → X wins; Y first → Y wins.
+        // (tutorial) p01: X (5, 40), Y (6, 20), POS_BIAS 1, VERB 0.02: X first → X wins; Y first → Y wins.
         let j = MockJudge::new(MockConfig { pos_bias: 1.0, verb_per_word: 0.02, ..Default::default() }).unwrap();
         let (x, y) = (it("x", 5.0, 40.0), it("y", 6.0, 20.0));
         assert_eq!(j.p_first(&x, &y), 1.0);

@@ -5,6 +5,7 @@
 //! when the reply was invalid, plus token usage and cost in USD.
 
 pub mod mock;
+pub mod synthetic;
 
 use crate::pool::Pool;
 use serde::{Deserialize, Serialize};
@@ -114,6 +115,16 @@ pub trait Judge: Send + Sync {
     /// Whether this judge reports a cost (so `max_usd` applies).
     fn has_price(&self) -> bool {
         false
+    }
+
+    /// The judge's latent preference margin of `a` (shown first) over `b`, in its own score
+    /// units, when it can state one without a query; `None` (the default) for judges that only
+    /// return verdicts. The deterministic tutorial mock returns score(a, slot A) − score(b, slot B)
+    /// (tutorial), of which its verdict is the sign. The bias audit uses it for the order-averaged
+    /// verdict, (margin(X first) − margin(Y first)) / 2 = mean score of X − mean score of Y, in
+    /// which the slot bonus cancels (the tutorial's `corrected_winner`; [`crate::audit`]).
+    fn score_margin(&self, _pool: &Pool, _a: usize, _b: usize) -> Option<f64> {
+        None
     }
 
     /// Judge the ordered query (a first, b second).

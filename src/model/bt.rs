@@ -479,3 +479,100 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod identification_tests {
+    use super::*;
+    use crate::rng;
+    use proptest::prelude::*;
+    use rand::RngExt;
+
+    /// A single-covariate design: one covariate value per base, `reps` verdicts per ordered pair
+    /// drawn from a BT judge with θ_m = m/4 − 1, c* = 0.8, κ* = 0.3.
+    fn one_covariate_design(m: usize, reps: usize, seed: u64) -> (Design, Vec<f64>) {
+        let x: Vec<f64> = (0..m).map(|i| ((i * 7) % m) as f64 / m as f64 - 0.4).collect();
+        let mut d = Design::new(m, 1);
+        let mut r = rng::stream(seed, "test", 0);
+        for _ in 0..reps {
+            for i in 0..m {
+                for j in 0..m {
+                    if i != j {
+                        let eta = (i as f64 / 4.0 - 1.0) - (j as f64 / 4.0 - 1.0) + 0.8 * (x[i] - x[j]) + 0.3;
+                        let y = if r.random::<f64>() < sigmoid(eta) { 1.0 } else { 0.0 };
+                        d.push(i, j, &[x[i] - x[j]], y, 1.0);
+                    }
+                }
+            }
+        }
+        (d, x)
+    }
+
+    proptest! {
+        /// SPEC §2 / paper Prop. 2: with one covariate value per base the likelihood is invariant
+        /// under θ_m → θ_m + δx_m, c → c − δ.
+        #[test]
+        fn likelihood_invariant_under_theta_c_trade(delta in -3.0f64..3.0, t0 in -2.0f64..2.0, c0 in -2.0f64..2.0, k0 in -1.0f64..1.0) {
+            let (d, x) = one_covariate_design(6, 1, 5);
+            let mut beta: Vec<f64> = (0..6).map(|i| t0 * (i as f64 - 2.5) / 3.0).collect();
+            beta.push(c0);
+            beta.push(k0);
+            let l0 = log_likelihood(&d, &beta);
+            let mut moved = beta.clone();
+            for i in 0..6 { moved[i] += delta * x[i]; }
+            moved[6] -= delta;
+            let l1 = log_likelihood(&d, &moved);
+            prop_assert!((l0 - l1).abs() < 1e-9, "{} vs {}", l0, l1);
+        }
+    }
+
+    #[test]
+    fn bias_aware_map_c_matches_closed_form() {
+        // SPEC §2: ĉ = Σ φ̂_m x̃_m / (Σ x̃_m² + λ_b/λ_θ), x̃ centred, φ̂ = θ̂ + ĉx.
+        for (lt, lb) in [(1.0, 0.1), (1.0, 1.0), (0.5, 2.0)] {
+            let (d, x) = one_covariate_design(10, 6, 11);
+            let prior = Prior { lambda_theta: lt, lambda_b: lb, lambda_kappa: 0.01 };
+            let f = fit(&d, &prior.diagonal(10, 1), None, &FitOptions::default()).unwrap();
+            let c = f.beta[10];
+            let xm = x.iter().sum::<f64>() / 10.0;
+            let phi: Vec<f64> = (0..10).map(|i| f.beta[i] + c * x[i]).collect();
+            let num: f64 = (0..10).map(|i| phi[i] * (x[i] - xm)).sum();
+            let den: f64 = x.iter().map(|v| (v - xm).powi(2)).sum::<f64>() + lb / lt;
+            assert!((c - num / den).abs() < 1e-3, "λ=({lt},{lb}): ĉ {c} vs closed form {}", num / den);
+            // The prior, not the data, picks ĉ: it moves with λ_b although the data are the same.
+            assert!(c.is_finite());
+        }
+    }
+
+    #[test]
+    fn never_compared_and_undefeated_items_stay_finite_and_uncertain() {
+        // Bases 0..4 compared among themselves in both orders, mixed outcomes; base 4 wins every
+        // comparison it takes part in; base 5 is never compared.
+        let mut d = Design::new(6, 0);
+        let mut r = rng::stream(1, "test", 0);
+        for _ in 0..4 {
+            for i in 0..4 {
+                for j in 0..4 {
+                    if i != j {
+                        let y = if r.random::<f64>() < sigmoid(i as f64 * 0.3 - j as f64 * 0.3) { 1.0 } else { 0.0 };
+                        d.push(i, j, &[], y, 1.0);
+                    }
+                }
+            }
+        }
+        for j in 0..4 {
+            d.push(4, j, &[], 1.0, 1.0);
+            d.push(j, 4, &[], 0.0, 1.0);
+        }
+        let f = fit(&d, &Prior::default().diagonal(6, 0), None, &FitOptions::default()).unwrap();
+        let post = crate::model::Posterior::from_fit(&f);
+        let sd = post.sd();
+        assert!(f.beta.iter().all(|b| b.is_finite()));
+        assert!(f.beta[4] > f.beta[..4].iter().cloned().fold(f64::MIN, f64::max), "undefeated item ranks first");
+        let well = sd[..4].iter().cloned().fold(f64::MIN, f64::max);
+        assert!(sd[4] > well, "undefeated sd {} vs well-compared {}", sd[4], well);
+        assert!(sd[5] > well, "never-compared sd {} vs {}", sd[5], well);
+        // Never compared: θ̂ = 0 (prior mean) and sd = 1/√λ_θ exactly (no information).
+        assert!(f.beta[5].abs() < 1e-9);
+        assert!((sd[5] - 1.0).abs() < 1e-9, "{}", sd[5]);
+    }
+}

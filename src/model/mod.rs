@@ -5,6 +5,7 @@ pub mod bt;
 pub mod laplace;
 pub mod linalg;
 pub mod membership;
+pub mod profile;
 pub mod summary;
 
 pub use bt::{Design, Fit, FitError, FitOptions, Observation, Prior};

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 /// Which Bradley–Terry model to fit (SPEC §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum ModelKind {
     /// θ and κ only; ranks by apparent quality φ.
     Naive,

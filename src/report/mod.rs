@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod page;
 pub mod plots;
+pub mod profile_plot;
 pub mod table;
 
 use crate::model::summary::FitSummary;

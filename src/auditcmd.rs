@@ -1,0 +1,636 @@
+//! `topk-judge audit CONFIG`: the judge bias audit (SPEC §4, [`crate::audit`]) on a pairs file
+//! or on probes built from a pool, through any [`Judge`] and the verdict cache.
+//!
+//! # Config (YAML, unknown keys are errors; paths relative to the config's folder)
+//! ```yaml
+//! name: tutorial              # outputs in <out_dir>/<name>/
+//! out_dir: ../runs            # default: runs/ in the working directory
+//! judge: {mock: {pos_bias: 1.0, verb_per_word: 0.02}}   # same JudgeConfig as `run`
+//! pairs: ../data/tutorial_pairs.jsonl                    # either a pairs file ...
+//! # pool: {file: ../data/summeval_pools.jsonl, id: POOL_ID, transform: elaborated,
+//! #        max_items: 16, pairs: 0, seed: 0}            # ... or probes built from a pool
+//! concurrency: 8              # queries in flight (default 8)
+//! max_usd: 0.50               # refuse to start if the new queries' worst case exceeds it
+//! level: 0.95                 # confidence level of the Wilson intervals
+//! ```
+//!
+//! # Pairs file (JSON Lines, one pair per line)
+//! `{"id", "task"?, "kind"?: "pair"|"probe", "x": SIDE, "y": SIDE, "winner"?: "x"|"y"}` with
+//! `SIDE = {"id"?, "text"?, "quality"?, "words"?, "rendering"?}` — see [`crate::audit::PairSpec`].
+//!
+//! # Outputs in `<out_dir>/<name>/`
+//! `config.yaml` (as resolved), `verdicts.jsonl` (every verdict, keyed by
+//! [`Judge::cache_key`]: re-running the audit sends no query twice), `probes.jsonl` (pool mode:
+//! the probes and pairs built, itself a valid pairs file) and `audit.json` ([`AuditOutput`]).
+
+use crate::audit::{self, AuditReport, PairSpec};
+use crate::cache::{CacheError, VerdictLog, VerdictRecord};
+use crate::config::{ConfigError, JudgeConfig, normalize};
+use crate::judge::{Judge, Usage};
+use crate::pool::{self, Pool};
+use crate::progress::Progress;
+use crate::render::RenderKind;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Errors of the audit command.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The config file.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A line of the pairs file.
+    #[error("pairs file {path}:{line}: {msg}")]
+    Pairs {
+        /// File.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Output files.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The verdict log.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// The new queries could cost more than `max_usd`.
+    #[error(
+        "the audit needs {queries} new queries with a worst-case cost of ${worst_usd:.4}, above max_usd = ${max_usd:.4}; raise max_usd or audit fewer pairs"
+    )]
+    Budget {
+        /// New queries needed.
+        queries: usize,
+        /// Their summed worst case (USD).
+        worst_usd: f64,
+        /// The limit (USD).
+        max_usd: f64,
+    },
+    /// Queries failed and no pair has both verdicts.
+    #[error("{failed} queries failed and no pair has verdicts in both orders; nothing to measure; last error: {last}")]
+    JudgeFailing {
+        /// Failed queries.
+        failed: usize,
+        /// The last error.
+        last: String,
+    },
+}
+
+/// Probes built from a pool (config key `pool`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditPoolRef {
+    /// JSON Lines pool file (relative to the config's folder).
+    pub file: PathBuf,
+    /// Pool id; default: the first pool in the file.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The content-free rendering each answer is probed against (`elaborated` or `markdown`).
+    pub transform: RenderKind,
+    /// Probe at most this many items, in pool order (default: all).
+    #[serde(default)]
+    pub max_items: Option<usize>,
+    /// Also draw this many item pairs for the swap test and order averaging (default 0: the swap
+    /// test then runs on the probes).
+    #[serde(default)]
+    pub pairs: usize,
+    /// Seed of the pair draw.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn d_conc() -> usize {
+    8
+}
+fn d_level() -> f64 {
+    0.95
+}
+
+/// The audit configuration as written in YAML.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAuditConfig {
+    /// Audit name: outputs go to `<out_dir>/<name>/`.
+    pub name: String,
+    /// Output folder (relative to the config's folder); default `runs` in the working directory.
+    #[serde(default)]
+    pub out_dir: Option<PathBuf>,
+    /// The judge (as in `run`).
+    pub judge: JudgeConfig,
+    /// A pairs file (JSON Lines; [`crate::audit::PairSpec`]).
+    #[serde(default)]
+    pub pairs: Option<PathBuf>,
+    /// Or probes built from a pool.
+    #[serde(default)]
+    pub pool: Option<AuditPoolRef>,
+    /// Queries in flight at once (default 8).
+    #[serde(default = "d_conc")]
+    pub concurrency: usize,
+    /// Refuse to start when the worst-case cost of the new queries exceeds this (USD).
+    #[serde(default)]
+    pub max_usd: Option<f64>,
+    /// Confidence level of the intervals (default 0.95).
+    #[serde(default = "d_level")]
+    pub level: f64,
+}
+
+/// Where the audited pairs came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditSource {
+    /// A pairs file.
+    Pairs {
+        /// The file.
+        file: PathBuf,
+    },
+    /// Probes (and pairs) built from a pool.
+    Pool {
+        /// The pool file.
+        file: PathBuf,
+        /// Pool id.
+        pool_id: String,
+        /// The rendering.
+        transform: RenderKind,
+    },
+}
+
+/// A validated audit configuration with its pairs built.
+#[derive(Debug, Clone)]
+pub struct AuditConfig {
+    /// The raw configuration, paths resolved.
+    pub raw: RawAuditConfig,
+    /// The config file.
+    pub path: PathBuf,
+    /// `<out_dir>/<name>`.
+    pub run_dir: PathBuf,
+    /// The pairs and probes to judge.
+    pub pairs: Vec<PairSpec>,
+    /// Their source.
+    pub source: AuditSource,
+    /// Notes from building probes (skipped items).
+    pub build_notes: Vec<String>,
+}
+
+impl AuditConfig {
+    /// Read, parse and validate an audit config, then read the pairs file or build the probes.
+    ///
+    /// # Errors
+    /// [`AuditError::Config`] naming file and key; [`AuditError::Pairs`] naming file and line.
+    pub fn load(path: &Path) -> Result<Self, AuditError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+        let raw: RawAuditConfig =
+            crate::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+        Self::from_raw(raw, path)
+    }
+
+    /// Validate a parsed config; relative paths resolve against `path`'s folder.
+    ///
+    /// # Errors
+    /// As [`AuditConfig::load`].
+    pub fn from_raw(mut raw: RawAuditConfig, path: &Path) -> Result<Self, AuditError> {
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.to_owned(), msg };
+        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
+            return Err(inv(
+                "name",
+                format!("{:?} is not a valid audit name (expected a plain folder name)", raw.name),
+            )
+            .into());
+        }
+        if raw.concurrency == 0 {
+            return Err(inv("concurrency", "0 must be ≥ 1".into()).into());
+        }
+        if !(raw.level > 0.0 && raw.level < 1.0) {
+            return Err(inv("level", format!("{} must be in (0, 1), e.g. 0.95", raw.level)).into());
+        }
+        if let Some(u) = raw.max_usd
+            && !(u >= 0.0 && u.is_finite())
+        {
+            return Err(inv("max_usd", format!("{u} must be ≥ 0")).into());
+        }
+        crate::make_judge(&raw.judge).map_err(|msg| inv("judge", msg))?;
+        let run_dir = match &raw.out_dir {
+            Some(o) => normalize(&dir.join(o).join(&raw.name)),
+            None => PathBuf::from("runs").join(&raw.name),
+        };
+        let (pairs, source, build_notes) = match (&mut raw.pairs, &mut raw.pool) {
+            (Some(file), None) => {
+                *file = normalize(&dir.join(&*file));
+                let text =
+                    std::fs::read_to_string(&*file).map_err(|source| AuditError::Io { path: file.clone(), source })?;
+                let pairs = audit::parse_pairs(&text).map_err(|e| AuditError::Pairs {
+                    path: file.clone(),
+                    line: e.line,
+                    msg: e.msg,
+                })?;
+                (pairs, AuditSource::Pairs { file: file.clone() }, Vec::new())
+            }
+            (None, Some(p)) => {
+                p.file = normalize(&dir.join(&p.file));
+                let pool = pool::read_pool(&p.file, p.id.as_deref()).map_err(|source| ConfigError::Pool {
+                    path: path.to_owned(),
+                    pool_file: p.file.clone(),
+                    source,
+                })?;
+                let (mut probes, notes) = audit::probes_from_pool(&pool, p.transform, p.max_items);
+                if probes.is_empty() {
+                    return Err(inv(
+                        "pool",
+                        format!("no probe could be built from pool {:?}: {}", pool.pool_id, notes.join("; ")),
+                    )
+                    .into());
+                }
+                let mut pairs =
+                    audit::pairs_from_pool(&pool, p.pairs, &mut crate::rng::stream(p.seed, "audit-pairs", 0));
+                if pairs.len() < p.pairs {
+                    return Err(inv(
+                        "pool.pairs",
+                        format!(
+                            "{} pairs asked, but pool {:?} has only {} pairs of items with text",
+                            p.pairs,
+                            pool.pool_id,
+                            pairs.len()
+                        ),
+                    )
+                    .into());
+                }
+                pairs.append(&mut probes);
+                (
+                    pairs,
+                    AuditSource::Pool { file: p.file.clone(), pool_id: pool.pool_id.clone(), transform: p.transform },
+                    notes,
+                )
+            }
+            _ => {
+                return Err(inv(
+                    "pairs",
+                    "give exactly one of `pairs: FILE` (a pairs file) or `pool: {file, id, transform}` (probes from a pool)".into(),
+                )
+                .into());
+            }
+        };
+        if matches!(raw.judge, JudgeConfig::Mock(_)) {
+            for p in &pairs {
+                for (k, s) in [("x", &p.x), ("y", &p.y)] {
+                    if s.quality.is_none() {
+                        return Err(inv(
+                            "judge.mock",
+                            format!(
+                                "the mock judge needs gold `quality` on both sides; pair {:?} has none on {k}",
+                                p.id
+                            ),
+                        )
+                        .into());
+                    }
+                }
+            }
+        }
+        Ok(Self { raw, path: path.to_owned(), run_dir, pairs, source, build_notes })
+    }
+}
+
+/// Query counts of one invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct QueryCounts {
+    /// Ordered queries the audit needs (2 per pair).
+    pub total: usize,
+    /// Of those, already in the verdict log.
+    pub cached: usize,
+    /// Sent in this invocation and stored.
+    pub new: usize,
+    /// Sent in this invocation and failed (nothing stored; re-run to retry).
+    pub failed: usize,
+}
+
+/// audit.json: the audit's source, judge, cost and the full [`AuditReport`].
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditOutput {
+    /// Audit name.
+    pub name: String,
+    /// Judge description.
+    pub judge: String,
+    /// Where the pairs came from.
+    pub source: AuditSource,
+    /// Query counts of this invocation.
+    pub queries: QueryCounts,
+    /// Spend over every stored verdict of this audit (USD).
+    pub spend_usd: f64,
+    /// Tokens over every stored verdict of this audit.
+    pub usage: Usage,
+    /// Notes for the reader (probe assumption, averaging rule, failures).
+    pub notes: Vec<String>,
+    /// The measurements.
+    #[serde(flatten)]
+    pub report: AuditReport,
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> AuditError + '_ {
+    move |source| AuditError::Io { path: path.to_owned(), source }
+}
+
+/// Ordered queries of pair `i`: (a, b) = (0, 1) is X first, (1, 0) is Y first.
+const ORDERS: [(usize, usize); 2] = [(0, 1), (1, 0)];
+
+/// Run the audit: judge every pair in both orders (cached verdicts are reused, new ones stored
+/// as they arrive), measure, write `audit.json` and print the tables when `print`.
+///
+/// # Errors
+/// [`AuditError`]. A failed query excludes its pair (named in the output), it is not fatal,
+/// unless every new query fails.
+pub async fn run_audit(
+    cfg: &AuditConfig,
+    judge: Arc<dyn Judge>,
+    print: bool,
+    progress: bool,
+) -> Result<AuditOutput, AuditError> {
+    let dir = &cfg.run_dir;
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let saved = dir.join("config.yaml");
+    std::fs::write(&saved, crate::yaml::to_string(&cfg.raw).unwrap_or_default()).map_err(io_err(&saved))?;
+    if matches!(cfg.source, AuditSource::Pool { .. }) {
+        let probes = dir.join("probes.jsonl");
+        let text: String = cfg.pairs.iter().map(|p| serde_json::to_string(p).expect("serialisable") + "\n").collect();
+        std::fs::write(&probes, text).map_err(io_err(&probes))?;
+    }
+    let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
+    let pools: Vec<Arc<Pool>> =
+        cfg.pairs.iter().map(|p| p.to_pool().map(Arc::new).expect("validated pairs make valid pools")).collect();
+    let keys: Vec<[String; 2]> = pools.iter().map(|pool| ORDERS.map(|(a, b)| judge.cache_key(pool, a, b))).collect();
+    let pending: Vec<(usize, usize)> = (0..pools.len())
+        .flat_map(|i| (0..2).map(move |o| (i, o)))
+        .filter(|&(i, o)| log.get(&keys[i][o]).is_none())
+        .collect();
+    let total = 2 * pools.len();
+    let cached = total - pending.len();
+    if let Some(max) = cfg.raw.max_usd
+        && judge.has_price()
+    {
+        let worst: f64 = pending.iter().map(|&(i, o)| judge.worst_case_usd(&pools[i], ORDERS[o].0, ORDERS[o].1)).sum();
+        if worst > max {
+            return Err(AuditError::Budget { queries: pending.len(), worst_usd: worst, max_usd: max });
+        }
+    }
+    let bar = Progress::new(pending.len() as u64, progress);
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+        bar.println(&format!("warning: {w}"));
+    }
+    let mut failures: HashMap<(usize, usize), String> = HashMap::new();
+    let mut new = 0usize;
+    let mut queue = pending.iter().copied();
+    let mut set = tokio::task::JoinSet::new();
+    loop {
+        while set.len() < cfg.raw.concurrency {
+            let Some((i, o)) = queue.next() else { break };
+            let (j, pool) = (judge.clone(), pools[i].clone());
+            set.spawn(async move {
+                let (a, b) = ORDERS[o];
+                (i, o, j.judge(&pool, a, b).await)
+            });
+        }
+        let Some(joined) = set.join_next().await else { break };
+        let (i, o, out) = joined.expect("judge task does not panic");
+        let (a, b) = ORDERS[o];
+        let pool = &pools[i];
+        match out {
+            Ok(reply) => {
+                log.append(VerdictRecord {
+                    key: keys[i][o].clone(),
+                    pool_id: pool.pool_id.clone(),
+                    a: pool.items[a].id.clone(),
+                    b: pool.items[b].id.clone(),
+                    y: reply.y,
+                    invalid_reason: reply.invalid_reason,
+                    judge: judge.describe(),
+                    raw: reply.raw,
+                    usage: reply.usage,
+                    cost_usd: reply.cost_usd,
+                    attempts: reply.attempts,
+                    latency_ms: reply.latency_ms,
+                    ts: 0,
+                })?;
+                new += 1;
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                tracing::warn!("pair {} ({} first) failed: {msg}", pool.pool_id, pool.items[a].id);
+                failures.insert((i, o), msg);
+            }
+        }
+        bar.set((new + failures.len()) as u64);
+    }
+    bar.finish();
+
+    let mut usage = Usage::default();
+    let mut spend_usd = 0.0;
+    let mut obs = Vec::with_capacity(pools.len());
+    for (i, pool) in pools.iter().enumerate() {
+        let mut y = [None, None];
+        let mut missing = Vec::new();
+        for o in 0..2 {
+            let first = pool.items[ORDERS[o].0].id.as_str();
+            match log.get(&keys[i][o]) {
+                Some(r) => {
+                    usage.add(&r.usage);
+                    spend_usd += r.cost_usd;
+                    y[o] = r.y;
+                    if r.y.is_none() {
+                        let why = r.invalid_reason.as_deref().unwrap_or("invalid reply");
+                        missing.push(format!("{first} first: {why}"));
+                    }
+                }
+                None => {
+                    let why = failures.get(&(i, o)).map(String::as_str).unwrap_or("not queried");
+                    missing.push(format!("{first} first: query failed ({why}); re-run to retry"));
+                }
+            }
+        }
+        obs.push(audit::Observation {
+            y_xfirst: y[0],
+            y_yfirst: y[1],
+            margin_xfirst: judge.score_margin(pool, 0, 1),
+            margin_yfirst: judge.score_margin(pool, 1, 0),
+            missing: (!missing.is_empty()).then(|| missing.join("; ")),
+        });
+    }
+    if !failures.is_empty() && obs.iter().all(|o| o.y_xfirst.is_none() || o.y_yfirst.is_none()) {
+        let last = failures.values().next().cloned().unwrap_or_default();
+        return Err(AuditError::JudgeFailing { failed: failures.len(), last });
+    }
+    let report = audit::analyse(&cfg.pairs, &obs, cfg.raw.level);
+    let notes = notes(cfg, &report, failures.len());
+    let out = AuditOutput {
+        name: cfg.raw.name.clone(),
+        judge: judge.describe(),
+        source: cfg.source.clone(),
+        queries: QueryCounts { total, cached, new, failed: failures.len() },
+        spend_usd,
+        usage,
+        notes,
+        report,
+    };
+    let path = dir.join("audit.json");
+    let text = serde_json::to_string_pretty(&out).expect("serialisable");
+    std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
+    if print {
+        // A closed stdout (e.g. `| head`) must not turn a finished audit into a panic.
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), "{}", summary_text(&out, dir));
+    }
+    Ok(out)
+}
+
+fn notes(cfg: &AuditConfig, r: &AuditReport, failed: usize) -> Vec<String> {
+    let mut n = Vec::new();
+    if let AuditSource::Pool { transform, .. } = &cfg.source {
+        let what = match transform {
+            RenderKind::Elaborated => "length (filler clauses)",
+            RenderKind::Markdown => "formatting (bold lead, bullets)",
+        };
+        n.push(format!(
+            "the probes pair each answer with a content-free {} rendering of itself (saved in probes.jsonl) and ASSUME the two are of equal quality: a judge that prefers the rendering rewards {what}, not content — unless the rendering really reads better; read probes.jsonl to check",
+            transform.name()
+        ));
+    }
+    n.extend(cfg.build_notes.iter().cloned());
+    let rules: Vec<audit::AverageRule> = r.rows.iter().filter_map(|x| x.averaged.map(|a| a.rule)).collect();
+    if rules.contains(&audit::AverageRule::Score) {
+        n.push("order-averaged verdicts use the judge's own scores averaged over both slots (the tutorial's corrected_winner): the slot bonus cancels exactly".into());
+    }
+    if rules.contains(&audit::AverageRule::Outcome) {
+        n.push("order-averaged verdicts average the two ordered outcomes, P(X wins) = (y(X first) + 1 − y(Y first)) / 2: a pair whose two hard verdicts disagree becomes a tie, counted as ½ in disagreement and longer-wins".into());
+    }
+    if failed > 0 {
+        n.push(format!("{failed} queries failed (nothing stored); re-run the audit to retry them"));
+    }
+    n
+}
+
+/// The printed audit: header (judge, source, queries, spend), the tables and rates, notes.
+pub fn summary_text(o: &AuditOutput, dir: &Path) -> String {
+    let src = match &o.source {
+        AuditSource::Pairs { file } => format!("pairs file {}", file.display()),
+        AuditSource::Pool { file, pool_id, transform } => {
+            format!("pool {pool_id} of {} ({} probes)", file.display(), transform.name())
+        }
+    };
+    let n_pairs = o.report.rows.iter().filter(|r| r.kind == audit::PairKind::Pair).count();
+    let n_probes = o.report.rows.len() - n_pairs;
+    let q = &o.queries;
+    let mut s = format!(
+        "audit {:?}: judge {}\n{n_pairs} pairs + {n_probes} probes from {src}\nqueries: {} ({} new, {} cached, {} failed), spend ${:.4}\n\n",
+        o.name, o.judge, q.total, q.new, q.cached, q.failed, o.spend_usd
+    );
+    s.push_str(&audit::report_text(&o.report));
+    for n in &o.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s.push_str(&format!("outputs: {}\n", dir.display()));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::{BoxFuture, JudgeError, JudgeReply};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn tutorial_cfg(dir: &Path, extra: &str) -> PathBuf {
+        let pairs = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tutorial_pairs.jsonl");
+        let y = format!(
+            "name: t\nout_dir: out\njudge:\n  mock: {{pos_bias: 1.0, verb_per_word: 0.02}}\npairs: {}\n{extra}",
+            pairs.display()
+        );
+        let p = dir.join("audit.yaml");
+        std::fs::write(&p, y).unwrap();
+        p
+    }
+
+    #[test]
+    fn config_needs_exactly_one_source_and_names_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.yaml");
+        std::fs::write(&p, "name: t\njudge: {mock: {}}\n").unwrap();
+        let e = AuditConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("pairs: give exactly one of"), "{e}");
+        std::fs::write(&p, "name: t\njudge: {mock: {}}\npairs: x.jsonl\nbudget: 3\n").unwrap();
+        let e = AuditConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("budget"), "{e}");
+        let p = tutorial_cfg(dir.path(), "level: 1.5\n");
+        let e = AuditConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("level: 1.5 must be in (0, 1)"), "{e}");
+        // A pairs file without quality cannot be judged by the mock.
+        let pf = dir.path().join("nq.jsonl");
+        std::fs::write(&pf, "{\"id\":\"a\",\"x\":{\"words\":3},\"y\":{\"words\":4}}\n").unwrap();
+        std::fs::write(&p, format!("name: t\njudge: {{mock: {{}}}}\npairs: {}\n", pf.display())).unwrap();
+        let e = AuditConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("judge.mock") && e.contains("pair \"a\" has none on x"), "{e}");
+    }
+
+    /// A judge that counts its calls and fails on pair "p03" with X first.
+    struct Counting {
+        inner: crate::judge::mock::MockJudge,
+        calls: AtomicUsize,
+    }
+
+    impl Judge for Counting {
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+        fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+            self.inner.cache_key(pool, a, b)
+        }
+        fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            if pool.pool_id == "p03" && a == 0 {
+                return Box::pin(async {
+                    Err(JudgeError::Request {
+                        status: Some(500),
+                        message: "boom".into(),
+                        retryable: true,
+                        cost_usd: 0.0,
+                    })
+                });
+            }
+            self.inner.judge(pool, a, b)
+        }
+    }
+
+    #[tokio::test]
+    async fn cache_makes_reruns_free_and_failures_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = AuditConfig::load(&tutorial_cfg(dir.path(), "concurrency: 3\n")).unwrap();
+        let mock = crate::judge::mock::MockJudge::new(crate::judge::mock::MockConfig {
+            pos_bias: 1.0,
+            verb_per_word: 0.02,
+            ..Default::default()
+        })
+        .unwrap();
+        let j = Arc::new(Counting { inner: mock, calls: AtomicUsize::new(0) });
+        let out = run_audit(&cfg, j.clone(), false, false).await.unwrap();
+        assert_eq!(j.calls.load(Ordering::SeqCst), 34);
+        assert_eq!(out.queries, QueryCounts { total: 34, cached: 0, new: 33, failed: 1 });
+        // p03 is left out; a hard-verdict judge without scores averages outcomes.
+        assert_eq!(out.report.excluded.len(), 1);
+        assert!(out.report.excluded[0].reason.contains("query failed (judge request failed (HTTP 500): boom)"));
+        assert_eq!(out.report.position.flips.fraction(), "6/11 = 0.55");
+        // Re-run: only the failed query is sent again.
+        let out = run_audit(&cfg, j.clone(), false, false).await.unwrap();
+        assert_eq!(j.calls.load(Ordering::SeqCst), 35);
+        assert_eq!(out.queries, QueryCounts { total: 34, cached: 33, new: 0, failed: 1 });
+        let lines = std::fs::read_to_string(cfg.run_dir.join("verdicts.jsonl")).unwrap().lines().count();
+        assert_eq!(lines, 33);
+        // Without the judge's scores, the flipped pairs become ties: ½ disagreement each for
+        // p01, p02, p04, p09, p10, p11 (6 × ½ = 3 of 11 judged pairs).
+        assert_eq!(out.report.averaging.averaged_disagreement.fraction(), "3/11 = 0.27");
+        assert!(out.notes.iter().any(|n| n.contains("becomes a tie")));
+    }
+}

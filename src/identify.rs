@@ -1,0 +1,835 @@
+//! `topk-judge profile` and `topk-judge gate`, and the identifiability and gate parts of a run's
+//! result (SPEC §5–§6). The statistics live in [`crate::model::profile`] and [`crate::gate`];
+//! this module reads runs, queries the trusted judge, and writes `profile.json`, `profile.svg`
+//! and `gate.json` into the run folder.
+
+use crate::cache::{CacheError, VerdictLog, VerdictRecord, read_records};
+use crate::config::{Config, ConfigError, RawConfig};
+use crate::gate::{self, Anchor, GateChoice, GateConfig, GateDecision};
+use crate::judge::{Judge, JudgeError};
+use crate::model::bt::{self, FitOptions};
+use crate::model::membership::{point_topk, recall_at_k};
+use crate::model::profile::{self, Identifiability, PROFILE_RIDGE};
+use crate::model::summary::{FitSummary, ItemVerdict, ModelKind, build_design};
+use crate::model::{FitError, Prior};
+use crate::pool::{self, Covariates, Pool, PoolError};
+use crate::runner::RunResult;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Errors of `profile`, `gate` and `run --gate`.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentError {
+    /// The config.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The verdict log.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// A fit.
+    #[error(transparent)]
+    Fit(#[from] FitError),
+    /// The pool's covariates.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// Reading or writing a file.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A file that is not what was expected (names file, line and the expected form).
+    #[error("{path}:{line}: {msg}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// 1-based line (0 = whole file).
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Anything else the user must fix (the message says what).
+    #[error("{0}")]
+    Invalid(String),
+    /// The trusted judge failed on a query (verdicts already stored are kept; re-run to resume).
+    #[error("trusted judge failed on {a} vs {b}: {source}")]
+    Judge {
+        /// First-shown item id.
+        a: String,
+        /// Second-shown item id.
+        b: String,
+        /// Cause.
+        source: JudgeError,
+    },
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> IdentError + '_ {
+    move |source| IdentError::Io { path: path.to_owned(), source }
+}
+
+/// A run read back from its folder: validated config, folder and valid verdicts (item indices).
+pub struct LoadedRun {
+    /// The config.
+    pub cfg: Config,
+    /// The run folder.
+    pub dir: PathBuf,
+    /// Valid verdicts of the run's judge configuration.
+    pub verdicts: Vec<ItemVerdict>,
+}
+
+/// Read a run from a run folder (with `config.yaml` and `verdicts.jsonl`) or from a config file
+/// whose run folder exists.
+///
+/// A run folder's `config.yaml` holds paths as resolved when the run started (relative to the
+/// working directory of that run), so run this from the same directory, or pass the config.
+///
+/// # Errors
+/// [`IdentError`]: unreadable config, missing pool or verdicts.
+pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
+    let (cfg, dir) = if arg.is_dir() {
+        let path = arg.join("config.yaml");
+        let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
+        let mut raw: RawConfig =
+            crate::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.clone(), msg })?;
+        let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
+        if raw.pool.synthetic.is_none() {
+            raw.pool.file = cwd.join(&raw.pool.file);
+            if !raw.pool.file.exists() {
+                return Err(IdentError::Invalid(format!(
+                    "{}: pool file {} not found; the paths in a run folder's config.yaml are relative to the directory the run was started from: run this command there, or pass the config file",
+                    path.display(),
+                    raw.pool.file.display()
+                )));
+            }
+        }
+        if let Some(l) = raw.gate.as_mut().and_then(|g| g.labels.as_mut()) {
+            *l = cwd.join(&*l);
+        }
+        (Config::from_raw(raw, &path)?, arg.to_path_buf())
+    } else {
+        let cfg = Config::load(arg)?;
+        let dir = cfg.run_dir.clone();
+        (cfg, dir)
+    };
+    let verdicts = run_verdicts(&cfg, &dir)?;
+    Ok(LoadedRun { cfg, dir, verdicts })
+}
+
+/// The valid verdicts stored in `<dir>/verdicts.jsonl` for the config's judge (matched by cache
+/// key, as the runner does; if the judge cannot be built here, e.g. a live judge without its
+/// API key, every verdict of the pool is used and a warning is logged).
+///
+/// # Errors
+/// [`IdentError`] if the file is missing, malformed or names unknown items.
+pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentError> {
+    let path = dir.join("verdicts.jsonl");
+    if !path.exists() {
+        return Err(IdentError::Invalid(format!(
+            "no verdicts at {}: run `topk-judge run {}` first",
+            path.display(),
+            cfg.path.display()
+        )));
+    }
+    let (records, _, warning) = read_records(&path)?;
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    let pool = &cfg.pool;
+    let n = pool.n_items();
+    let mut out = Vec::new();
+    match crate::make_judge(&cfg.raw.judge) {
+        Ok(judge) => {
+            let mut keys = HashMap::new();
+            for a in 0..n {
+                for b in 0..n {
+                    if a != b {
+                        keys.insert(judge.cache_key(pool, a, b), (a, b));
+                    }
+                }
+            }
+            for r in &records {
+                if let (Some(&(a, b)), Some(y)) = (keys.get(&r.key), r.y) {
+                    out.push(ItemVerdict { a, b, y, w: 1.0 });
+                }
+            }
+        }
+        Err(msg) => {
+            tracing::warn!("cannot build the judge ({msg}); using every verdict of pool {:?}", pool.pool_id);
+            for (line, r) in records.iter().enumerate() {
+                if r.pool_id != pool.pool_id {
+                    continue;
+                }
+                let find = |id: &str| {
+                    pool.item_index(id).ok_or_else(|| IdentError::Parse {
+                        path: path.clone(),
+                        line: line + 1,
+                        msg: format!("item {id:?} is not in pool {:?}", pool.pool_id),
+                    })
+                };
+                let (a, b) = (find(&r.a)?, find(&r.b)?);
+                if let Some(y) = r.y {
+                    out.push(ItemVerdict { a, b, y, w: 1.0 });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The covariates of the bias-aware model for `cfg`, also when the run itself is naive
+/// (`model.covariates`, or the pool defaults).
+///
+/// # Errors
+/// [`PoolError`] from building them.
+pub fn bias_covariates(cfg: &Config) -> Result<Covariates, PoolError> {
+    if cfg.covariates.p() > 0 {
+        return Ok(cfg.covariates.clone());
+    }
+    let specs = cfg.raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&cfg.pool));
+    pool::build_covariates(&cfg.pool, &specs)
+}
+
+/// θ̂ per base of the naive model (no covariates) and of the bias-aware model with `cov`.
+fn fit_both(pool: &Pool, cov: &Covariates, verdicts: &[ItemVerdict], prior: &Prior) -> Result<[Vec<f64>; 2], FitError> {
+    let m = pool.n_bases();
+    let naive = bt::fit(
+        &build_design(pool, &Covariates::none(pool.n_items()), verdicts),
+        &prior.diagonal(m, 0),
+        None,
+        &FitOptions::default(),
+    )?;
+    let corr = bt::fit(&build_design(pool, cov, verdicts), &prior.diagonal(m, cov.p()), None, &FitOptions::default())?;
+    Ok([naive.beta[..m].to_vec(), corr.beta[..m].to_vec()])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Identifiability in every run's result.
+
+/// The identifiability entries of a run's final fit: the profile of every covariate around ĉ
+/// (SPEC §5). Empty for the naive model.
+pub fn for_summary(
+    pool: &Pool,
+    cov: &Covariates,
+    verdicts: &[ItemVerdict],
+    s: &FitSummary,
+) -> BTreeMap<String, Identifiability> {
+    if cov.p() == 0 {
+        return BTreeMap::new();
+    }
+    let design = build_design(pool, cov, verdicts);
+    let mut beta = s.theta.clone();
+    beta.extend_from_slice(&s.c);
+    beta.push(s.kappa);
+    profile::identifiability(&design, &cov.names, &beta)
+}
+
+/// Notes for the reader: what a prior-selected coefficient means, and the shared-quality caveat
+/// of an identified coefficient when the pool has several renderings per base.
+pub fn notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<String> {
+    let renderings = pool.n_items() > pool.n_bases();
+    let mut v = Vec::new();
+    for (name, e) in ident {
+        match e.range_nats {
+            Some(r) if !e.identified => v.push(format!(
+                "c[{name}] is prior-selected (profile range {r:.1e} nats < 1e-3): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (SPEC §2); test that with `topk-judge gate`, or use paired renderings (design: paired)"
+            )),
+            Some(r) if renderings => v.push(format!(
+                "c[{name}] is identified by the renderings (profile range {r:.1} nats); this holds only if the renderings of a base really share quality"
+            )),
+            _ => {}
+        }
+    }
+    v
+}
+
+/// One line per covariate: "identifiability of c[name]: profile range = r nats → verdict".
+pub fn identifiability_text(ident: &BTreeMap<String, Identifiability>) -> String {
+    let mut s = String::new();
+    for (name, e) in ident {
+        match e.range_nats {
+            Some(r) => {
+                s.push_str(&format!("identifiability of c[{name}]: profile range {} → {}\n", fmt_nats(r), e.verdict))
+            }
+            None => s.push_str(&format!("identifiability of c[{name}]: {}\n", e.verdict)),
+        }
+    }
+    s
+}
+
+fn fmt_nats(r: f64) -> String {
+    if r < 1e-3 { format!("{r:.4} nats ({r:.1e})") } else { format!("{r:.4} nats") }
+}
+
+// ---------------------------------------------------------------------------------------------
+// `topk-judge profile`.
+
+/// One covariate's profile in profile.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CovariateProfile {
+    /// Covariate name.
+    pub name: String,
+    /// MAP ĉ under the run's prior (the grid centre), logits per covariate unit.
+    pub c_hat: f64,
+    /// Range of the profile over the grid (nats).
+    pub range_nats: f64,
+    /// Whether the range is ≥ 1e-3 nats.
+    pub identified: bool,
+    /// The verdict sentence.
+    pub verdict: String,
+    /// Grid values of c (21).
+    pub c: Vec<f64>,
+    /// Profile log-likelihood at each grid value (nats).
+    pub log_lik: Vec<f64>,
+    /// Newton iterations of each inner fit.
+    pub iterations: Vec<usize>,
+}
+
+/// profile.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProfileReport {
+    /// Run name.
+    pub run: String,
+    /// Pool id.
+    pub pool_id: String,
+    /// Design of the run.
+    pub design: crate::design::DesignKind,
+    /// Valid verdicts fitted.
+    pub comparisons: usize,
+    /// Prior of the MAP that gives ĉ.
+    pub prior: Prior,
+    /// Ridge of the inner fits.
+    pub ridge: f64,
+    /// One profile per covariate.
+    pub covariates: Vec<CovariateProfile>,
+}
+
+/// Compute the profile of every covariate of a run (the bias-aware covariates also when the
+/// run was naive), write `profile.json` and `profile.svg` into the run folder, and return the
+/// report with its printable text.
+///
+/// # Errors
+/// [`IdentError`].
+pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), IdentError> {
+    let run = load_run(arg)?;
+    let cfg = &run.cfg;
+    if run.verdicts.is_empty() {
+        return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts to profile", run.dir.display())));
+    }
+    let cov = bias_covariates(cfg)?;
+    if cov.p() == 0 {
+        return Err(IdentError::Invalid(format!(
+            "pool {:?} has no covariate to profile (no text for `words` and no `covariates` on the items)",
+            cfg.pool.pool_id
+        )));
+    }
+    let design = build_design(&cfg.pool, &cov, &run.verdicts);
+    let prior = cfg.raw.model.prior();
+    let m = cfg.pool.n_bases();
+    let map = bt::fit(&design, &prior.diagonal(m, cov.p()), None, &FitOptions::default())?;
+    let mut covariates = Vec::new();
+    for (j, name) in cov.names.iter().enumerate() {
+        let p = profile::profile(&design, j, map.beta[m + j], Some(&map.beta))?;
+        covariates.push(CovariateProfile {
+            name: name.clone(),
+            c_hat: p.center,
+            range_nats: p.range_nats,
+            identified: p.verdict == profile::IdentVerdict::Identified,
+            verdict: p.verdict.text().to_string(),
+            c: p.points.iter().map(|q| q.c).collect(),
+            log_lik: p.points.iter().map(|q| q.log_lik).collect(),
+            iterations: p.points.iter().map(|q| q.iterations).collect(),
+        });
+    }
+    let report = ProfileReport {
+        run: cfg.raw.name.clone(),
+        pool_id: cfg.pool.pool_id.clone(),
+        design: cfg.raw.design,
+        comparisons: run.verdicts.len(),
+        prior,
+        ridge: PROFILE_RIDGE,
+        covariates,
+    };
+    let json_path = run.dir.join("profile.json");
+    let text = serde_json::to_string_pretty(&report).expect("serialisable");
+    std::fs::write(&json_path, text + "\n").map_err(io_err(&json_path))?;
+    let svg_path = run.dir.join("profile.svg");
+    let curves: Vec<(String, Vec<(f64, f64)>)> = report
+        .covariates
+        .iter()
+        .map(|c| {
+            let max = c.log_lik.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let label = format!("{} (ĉ = {:.3}, range {:.4} nats)", c.name, c.c_hat, c.range_nats);
+            (label, c.c.iter().zip(&c.log_lik).map(|(x, l)| (x - c.c_hat, l - max)).collect())
+        })
+        .collect();
+    let title = format!("profile log-likelihood, run {}", report.run);
+    let svg = crate::report::profile_plot::profile_svg(&title, &curves)
+        .map_err(|e| IdentError::Invalid(format!("drawing {}: {e}", svg_path.display())))?;
+    std::fs::write(&svg_path, svg).map_err(io_err(&svg_path))?;
+    let text = profile_text(&report, &json_path, &svg_path);
+    Ok((report, text))
+}
+
+/// The printable profile: per covariate ĉ, range, verdict and the curve (ℓ − max per grid point).
+pub fn profile_text(r: &ProfileReport, json: &Path, svg: &Path) -> String {
+    let mut s = format!(
+        "profile likelihood of run {:?}: pool {}, {} valid verdicts, {} design\n",
+        r.run,
+        r.pool_id,
+        r.comparisons,
+        format!("{:?}", r.design).to_lowercase()
+    );
+    for c in &r.covariates {
+        s.push_str(&format!(
+            "\nc[{}]: MAP ĉ = {:.4} (λ_b = {}, λ_θ = {}); profile over ĉ ± 1, 21 points, everything else re-optimised (ridge {:.0e}):\n",
+            c.name, c.c_hat, r.prior.lambda_b, r.prior.lambda_theta, r.ridge
+        ));
+        s.push_str(&format!("range = {} → {}\n", fmt_nats(c.range_nats), c.verdict));
+        let max = c.log_lik.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        s.push_str(&format!("{:>10}  {:>16}\n", "c", "ℓ − max (nats)"));
+        for (x, l) in c.c.iter().zip(&c.log_lik) {
+            if c.identified {
+                s.push_str(&format!("{x:>10.4}  {:>16.6}\n", l - max));
+            } else {
+                s.push_str(&format!("{x:>10.4}  {:>16.2e}\n", l - max));
+            }
+        }
+    }
+    s.push_str(&format!("\nsaved: {}, {}\n", json.display(), svg.display()));
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// `topk-judge gate`.
+
+/// One anchor in gate.json (base ids).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AnchorRow {
+    /// The base the corrected ranking puts higher.
+    pub corrected_prefers: String,
+    /// The base the naive ranking puts higher.
+    pub naive_prefers: String,
+    /// Naive ranks (1-based) of (corrected_prefers, naive_prefers).
+    pub naive_ranks: [usize; 2],
+    /// Corrected ranks of (corrected_prefers, naive_prefers).
+    pub corrected_ranks: [usize; 2],
+    /// Distance to the top-k boundary (ranks, see `gate` docs).
+    pub distance: f64,
+    /// Trusted P(corrected_prefers is better), order-averaged; `None` without a label.
+    pub trusted_p: Option<f64>,
+    /// `corrected` (n10), `naive` (n01) or `tie`.
+    pub label: String,
+}
+
+/// gate.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GateReport {
+    /// Run name.
+    pub run: String,
+    /// Pool id.
+    pub pool_id: String,
+    /// The judge whose verdicts were fitted.
+    pub judge: String,
+    /// The covariates the corrected model removes.
+    pub covariates: Vec<String>,
+    /// k of top-k.
+    pub k: usize,
+    /// Valid verdicts fitted.
+    pub comparisons: usize,
+    /// K requested.
+    pub anchors_requested: usize,
+    /// Where the labels came from.
+    pub label_source: String,
+    /// USD spent on the trusted judge (all its stored verdicts for these anchors).
+    pub trusted_spend_usd: f64,
+    /// The anchors, nearest the boundary first.
+    pub anchors: Vec<AnchorRow>,
+    /// K, n10, n01, p, decision.
+    pub decision: GateDecision,
+    /// The decision in words.
+    pub decision_text: String,
+    /// Naive point top-k (base ids).
+    pub naive_topk: Vec<String>,
+    /// Corrected point top-k (base ids).
+    pub corrected_topk: Vec<String>,
+}
+
+/// One line of a labels file.
+#[derive(Debug, Deserialize)]
+struct LabelLine {
+    a: String,
+    b: String,
+    better: Option<String>,
+}
+
+/// Labels file: unordered pair of base ids → better base id (`None` = tie).
+fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Option<String>>, IdentError> {
+    let text = std::fs::read_to_string(path).map_err(io_err(path))?;
+    let mut out = HashMap::new();
+    for (ln, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |msg: String| IdentError::Parse { path: path.to_owned(), line: ln + 1, msg };
+        let l: LabelLine = serde_json::from_str(line)
+            .map_err(|e| bad(format!("{e}; expected {{\"a\": BASE, \"b\": BASE, \"better\": BASE or \"tie\"}}")))?;
+        for id in [&l.a, &l.b] {
+            if !pool.bases.contains(id) {
+                return Err(bad(format!("{id:?} is not a base of pool {:?}", pool.pool_id)));
+            }
+        }
+        let better = match l.better.as_deref() {
+            Some("tie") => None,
+            Some(w) if w == l.a || w == l.b => Some(w.to_string()),
+            Some(w) => return Err(bad(format!("better = {w:?} must be {:?}, {:?} or \"tie\"", l.a, l.b))),
+            None => return Err(bad("`better` is missing or null; expected a base id or \"tie\"".into())),
+        };
+        let key = if l.a < l.b { (l.a, l.b) } else { (l.b, l.a) };
+        out.insert(key, better);
+    }
+    Ok(out)
+}
+
+/// First item (file order) of each base: the rendering shown to the trusted judge.
+fn first_items(pool: &Pool) -> Vec<usize> {
+    let mut first = vec![usize::MAX; pool.n_bases()];
+    for (i, &b) in pool.item_base.iter().enumerate() {
+        if first[b] == usize::MAX {
+            first[b] = i;
+        }
+    }
+    first
+}
+
+/// Query the trusted judge on both orders of every anchor (cached in
+/// `<dir>/trusted_verdicts.jsonl`, at most one verdict per ordered pair), 8 in flight.
+/// Returns, per anchor, (y with corrected_prefers first, y with naive_prefers first) and the
+/// total spend of these verdicts.
+async fn trusted_verdicts(
+    judge: Arc<dyn Judge>,
+    pool: &Pool,
+    anchors: &[Anchor],
+    dir: &Path,
+) -> Result<(Vec<(Option<f64>, Option<f64>)>, f64), IdentError> {
+    let first = first_items(pool);
+    let (mut log, warning) = VerdictLog::open(&dir.join("trusted_verdicts.jsonl"))?;
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    let pool = Arc::new(pool.clone());
+    let queries: Vec<(usize, usize)> = anchors
+        .iter()
+        .flat_map(|a| {
+            let (c, n) = (first[a.corrected_prefers], first[a.naive_prefers]);
+            [(c, n), (n, c)]
+        })
+        .collect();
+    let pending: Vec<(usize, usize)> =
+        queries.iter().copied().filter(|&(a, b)| log.get(&judge.cache_key(&pool, a, b)).is_none()).collect();
+    let mut todo = pending.into_iter();
+    let mut set = tokio::task::JoinSet::new();
+    loop {
+        while set.len() < 8 {
+            let Some((a, b)) = todo.next() else { break };
+            let (j, p) = (judge.clone(), pool.clone());
+            set.spawn(async move { (a, b, j.judge(&p, a, b).await) });
+        }
+        let Some(joined) = set.join_next().await else { break };
+        let (a, b, out) = joined.expect("judge task does not panic");
+        let reply = out.map_err(|source| IdentError::Judge {
+            a: pool.items[a].id.clone(),
+            b: pool.items[b].id.clone(),
+            source,
+        })?;
+        log.append(VerdictRecord {
+            key: judge.cache_key(&pool, a, b),
+            pool_id: pool.pool_id.clone(),
+            a: pool.items[a].id.clone(),
+            b: pool.items[b].id.clone(),
+            y: reply.y,
+            invalid_reason: reply.invalid_reason,
+            judge: judge.describe(),
+            raw: reply.raw,
+            usage: reply.usage,
+            cost_usd: reply.cost_usd,
+            attempts: reply.attempts,
+            latency_ms: reply.latency_ms,
+            ts: 0,
+        })?;
+    }
+    let mut spend = 0.0;
+    let mut ys = Vec::with_capacity(anchors.len());
+    for pair in queries.chunks(2) {
+        let get = |(a, b): (usize, usize)| log.get(&judge.cache_key(&pool, a, b)).expect("queried above").clone();
+        let (r1, r2) = (get(pair[0]), get(pair[1]));
+        spend += r1.cost_usd + r2.cost_usd;
+        ys.push((r1.y, r2.y));
+    }
+    Ok((ys, spend))
+}
+
+/// Run the trusted-anchor gate for a config whose run exists (SPEC §5): fit the naive and the
+/// bias-aware model to the run's verdicts, select the anchors, label them (trusted judge in
+/// both orders, or the labels file), test, write `gate.json`; returns the report and its text.
+///
+/// # Errors
+/// [`IdentError`]: no `gate:` section, no verdicts, missing labels (the anchors to label are
+/// written to `anchors_to_label.jsonl`), a failing trusted judge.
+pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentError> {
+    let cfg = Config::load(config)?;
+    let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| {
+        IdentError::Invalid(format!(
+            "{}: no `gate:` section; add e.g. `gate: {{anchors: 10, alpha: 0.05, trusted: {{<judge config>}}}}` or `labels: FILE`",
+            config.display()
+        ))
+    })?;
+    let dir = cfg.run_dir.clone();
+    let verdicts = run_verdicts(&cfg, &dir)?;
+    if verdicts.is_empty() {
+        return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts", dir.display())));
+    }
+    let cov = bias_covariates(&cfg)?;
+    if cov.p() == 0 {
+        return Err(IdentError::Invalid(format!("pool {:?} has no covariate to correct for", cfg.pool.pool_id)));
+    }
+    let pool = &cfg.pool;
+    let k = cfg.raw.k;
+    let [naive, corr] = fit_both(pool, &cov, &verdicts, &cfg.raw.model.prior())?;
+    let anchors = gate::select_anchors(&naive, &corr, k, g.anchors);
+    let id = |b: usize| pool.bases[b].clone();
+    let (probs, label_source, spend): (Vec<Option<f64>>, String, f64) = if let Some(t) = &g.trusted {
+        let judge = crate::make_judge(t).map_err(|m| IdentError::Invalid(format!("gate.trusted: {m}")))?;
+        let desc = judge.describe();
+        let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir).await?;
+        let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
+        (probs, format!("trusted judge {desc}, both orders"), spend)
+    } else {
+        let path = g.labels.clone().expect("checked: trusted or labels");
+        let labels = read_labels(&path, pool)?;
+        let mut probs = Vec::new();
+        let mut missing = Vec::new();
+        for a in &anchors {
+            let (x, y) = (id(a.corrected_prefers), id(a.naive_prefers));
+            let key = if x < y { (x.clone(), y.clone()) } else { (y.clone(), x.clone()) };
+            match labels.get(&key) {
+                Some(Some(w)) => probs.push(Some(if *w == x { 1.0 } else { 0.0 })),
+                Some(None) => probs.push(Some(0.5)),
+                None => missing.push((a.corrected_prefers, a.naive_prefers)),
+            }
+        }
+        if !missing.is_empty() {
+            let first = first_items(pool);
+            let todo = dir.join("anchors_to_label.jsonl");
+            let mut text = String::new();
+            for &(c, n) in &missing {
+                let line = serde_json::json!({
+                    "a": id(c), "b": id(n), "better": null,
+                    "text_a": pool.items[first[c]].text, "text_b": pool.items[first[n]].text,
+                });
+                text.push_str(&line.to_string());
+                text.push('\n');
+            }
+            std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+            std::fs::write(&todo, text).map_err(io_err(&todo))?;
+            return Err(IdentError::Invalid(format!(
+                "{}: {} of {} anchors have no label (first: {} vs {}); they are listed in {} — set \"better\" to a base id or \"tie\" and add the lines to the labels file",
+                path.display(),
+                missing.len(),
+                anchors.len(),
+                id(missing[0].0),
+                id(missing[0].1),
+                todo.display()
+            )));
+        }
+        (probs, format!("labels file {}", path.display()), 0.0)
+    };
+    let better: Vec<Option<usize>> = anchors
+        .iter()
+        .zip(&probs)
+        .map(|(a, p)| match p {
+            Some(p) if *p > 0.5 => Some(a.corrected_prefers),
+            Some(p) if *p < 0.5 => Some(a.naive_prefers),
+            _ => None,
+        })
+        .collect();
+    let decision = gate::decide(&anchors, &better, g.alpha);
+    let rows = anchors
+        .iter()
+        .zip(&probs)
+        .zip(&better)
+        .map(|((a, p), b)| AnchorRow {
+            corrected_prefers: id(a.corrected_prefers),
+            naive_prefers: id(a.naive_prefers),
+            naive_ranks: a.naive_ranks,
+            corrected_ranks: a.corrected_ranks,
+            distance: a.distance,
+            trusted_p: *p,
+            label: match b {
+                Some(w) if *w == a.corrected_prefers => "corrected".into(),
+                Some(_) => "naive".into(),
+                None => "tie".into(),
+            },
+        })
+        .collect();
+    let judge_desc = crate::make_judge(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default();
+    let report = GateReport {
+        run: cfg.raw.name.clone(),
+        pool_id: pool.pool_id.clone(),
+        judge: judge_desc,
+        covariates: cov.names.clone(),
+        k,
+        comparisons: verdicts.len(),
+        anchors_requested: g.anchors,
+        label_source,
+        trusted_spend_usd: spend,
+        anchors: rows,
+        decision,
+        decision_text: decision.text(),
+        naive_topk: point_topk(&naive, k).into_iter().map(id).collect(),
+        corrected_topk: point_topk(&corr, k).into_iter().map(id).collect(),
+    };
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let path = dir.join("gate.json");
+    let text = serde_json::to_string_pretty(&report).expect("serialisable");
+    std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
+    let text = gate_text(&report, &path);
+    Ok((report, text))
+}
+
+/// The printable gate report.
+pub fn gate_text(r: &GateReport, path: &Path) -> String {
+    let d = &r.decision;
+    let mut s = format!(
+        "trusted-anchor gate for run {:?}: pool {}, judge {}, covariates [{}], k = {}, {} verdicts\n",
+        r.run,
+        r.pool_id,
+        r.judge,
+        r.covariates.join(", "),
+        r.k,
+        r.comparisons
+    );
+    s.push_str(&format!("labels: {}\n", r.label_source));
+    if d.n_anchors < r.anchors_requested {
+        s.push_str(&format!(
+            "note: only {} pairs on which the rankings disagree (K = {} requested)\n",
+            d.n_anchors, r.anchors_requested
+        ));
+    }
+    let w = r.anchors.iter().map(|a| a.corrected_prefers.len().max(a.naive_prefers.len())).max().unwrap_or(4).max(9);
+    s.push_str(&format!(
+        "\n{:>3}  {:<w$}  {:<w$}  {:>11}  {:>11}  {:>6}  label\n",
+        "#", "corrected", "naive", "naive ranks", "corr. ranks", "P(c)"
+    ));
+    for (i, a) in r.anchors.iter().enumerate() {
+        s.push_str(&format!(
+            "{:>3}  {:<w$}  {:<w$}  {:>5},{:<5}  {:>5},{:<5}  {:>6}  {}\n",
+            i + 1,
+            a.corrected_prefers,
+            a.naive_prefers,
+            a.naive_ranks[0],
+            a.naive_ranks[1],
+            a.corrected_ranks[0],
+            a.corrected_ranks[1],
+            a.trusted_p.map_or("-".into(), |p| format!("{p:.2}")),
+            a.label
+        ));
+    }
+    s.push_str(&format!(
+        "\nK = {}, n10 = {} (corrected right, naive wrong), n01 = {} (naive right), ties = {}\n",
+        d.n_anchors, d.n10, d.n01, d.n_ties
+    ));
+    s.push_str(&format!("decision: {}\n", d.text()));
+    s.push_str(&format!("naive top-{}: {}\n", r.k, r.naive_topk.join(", ")));
+    s.push_str(&format!("corrected top-{}: {}\n", r.k, r.corrected_topk.join(", ")));
+    if r.trusted_spend_usd > 0.0 {
+        s.push_str(&format!("trusted judge spend: ${:.4}\n", r.trusted_spend_usd));
+    }
+    s.push_str(&format!("saved: {}\n", path.display()));
+    s
+}
+
+/// `run --gate gate.json`: report the ranking the gate chose. Checks that the gate was computed
+/// for the same judge and covariates (the gate decides per judge, covariate and task; a gate
+/// from another pool of the same task is accepted with a note), fits the other model to the
+/// run's verdicts when needed, stores the choice in `result.gate`, rewrites result.json, and
+/// returns the printable lines.
+///
+/// # Errors
+/// [`IdentError`]: unreadable gate file, judge or covariate mismatch, fit failure.
+pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Result<String, IdentError> {
+    let text = std::fs::read_to_string(gate_file).map_err(io_err(gate_file))?;
+    let g: GateReport = serde_json::from_str(&text).map_err(|e| IdentError::Parse {
+        path: gate_file.to_owned(),
+        line: e.line(),
+        msg: format!("{e}; expected the gate.json written by `topk-judge gate`"),
+    })?;
+    if g.judge != result.judge {
+        return Err(IdentError::Invalid(format!(
+            "{}: the gate was computed for judge {:?}, this run uses {:?}; the gate decides per (judge, covariate, task)",
+            gate_file.display(),
+            g.judge,
+            result.judge
+        )));
+    }
+    let cov = bias_covariates(cfg)?;
+    if g.covariates != cov.names {
+        return Err(IdentError::Invalid(format!(
+            "{}: the gate tested covariates {:?}, this run corrects for {:?}",
+            gate_file.display(),
+            g.covariates,
+            cov.names
+        )));
+    }
+    let mut notes = Vec::new();
+    if g.pool_id != result.pool_id {
+        notes.push(format!(
+            "gate computed on pool {:?} and reused for pool {:?}: this assumes corr(quality, covariate) is stable within the task family",
+            g.pool_id, result.pool_id
+        ));
+    }
+    if g.decision.n_anchors < g.anchors_requested {
+        notes.push(format!(
+            "the gate had only {} anchors (K = {} requested)",
+            g.decision.n_anchors, g.anchors_requested
+        ));
+    }
+    let want = if g.decision.enable { ModelKind::BiasAware } else { ModelKind::Naive };
+    let topk = if result.model == want {
+        result.topk.clone()
+    } else {
+        let verdicts = run_verdicts(cfg, &cfg.run_dir)?;
+        let [naive, corr] = fit_both(&cfg.pool, &cov, &verdicts, &cfg.raw.model.prior())?;
+        let theta = if want == ModelKind::BiasAware { corr } else { naive };
+        point_topk(&theta, cfg.raw.k).into_iter().map(|b| cfg.pool.bases[b].clone()).collect()
+    };
+    let recall = result.gold_topk.as_ref().map(|gold| {
+        let idx =
+            |v: &[String]| v.iter().filter_map(|s| cfg.pool.bases.iter().position(|b| b == s)).collect::<Vec<_>>();
+        recall_at_k(&idx(&topk), &idx(gold))
+    });
+    let choice = GateChoice {
+        file: gate_file.to_owned(),
+        decision: g.decision,
+        chosen: if g.decision.enable { "corrected".into() } else { "naive".into() },
+        topk,
+        recall_at_k: recall,
+        notes,
+    };
+    let mut s = format!("gate {}: {}\n", gate_file.display(), g.decision.text());
+    s.push_str(&format!("chosen ({}) top-{}: {}\n", choice.chosen, cfg.raw.k, choice.topk.join(", ")));
+    if let Some(r) = choice.recall_at_k {
+        s.push_str(&format!("recall@{} of the chosen ranking against gold: {r:.2}\n", cfg.raw.k));
+    }
+    for n in &choice.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    result.gate = Some(choice);
+    let path = cfg.run_dir.join("result.json");
+    let json = serde_json::to_string_pretty(result).expect("serialisable");
+    std::fs::write(&path, json + "\n").map_err(io_err(&path))?;
+    Ok(s)
+}

@@ -1,0 +1,342 @@
+//! Identifiability (issue 5): acceptance on synthetic pools with fixed seeds (SPEC §5–§7), and
+//! the `profile`, `gate`, `run --gate` and `design: paired` commands end to end.
+
+use crate::common::*;
+use topk_judge::gate::sim::{GateSimSpec, PoolKind, markdown_table, simulate};
+use topk_judge::model::bt::{self, FitOptions, Prior};
+use topk_judge::model::profile::{IdentVerdict, profile};
+use topk_judge::model::summary::build_design;
+use topk_judge::synth::{SynthPool, SynthSpec, generate};
+
+fn synth(n: usize, rho: f64, c_star: f64, paired: bool, seed: u64) -> SynthPool {
+    generate(&SynthSpec { n, rho, c_star, kappa_star: 0.5, temperature: 1.0, paired, seed })
+}
+
+/// MAP β̂ (θ, c, κ) of the bias-aware model with covariate x, and the design.
+fn map_fit(s: &SynthPool, reps: usize, prior: &Prior) -> (topk_judge::model::Design, Vec<f64>) {
+    let d = build_design(&s.pool, &s.covariates(), &s.full_verdicts(reps));
+    let m = s.pool.n_bases();
+    let f = bt::fit(&d, &prior.diagonal(m, 1), None, &FitOptions::default()).unwrap();
+    (d, f.beta)
+}
+
+#[test]
+fn unpaired_profile_is_flat_at_1x_10x_and_26x_the_comparisons() {
+    // N = 30, biased judge (c* = 1), covariate correlated with quality (ρ = 0.3), every ordered
+    // pair judged r times (independent keyed draws).
+    let s = synth(30, 0.3, 1.0, false, 5);
+    for reps in [1, 10, 26] {
+        let (d, beta) = map_fit(&s, reps, &Prior::default());
+        assert_eq!(d.obs.len(), 870 * reps);
+        let p = profile(&d, 0, beta[30], Some(&beta)).unwrap();
+        println!(
+            "unpaired, {reps:>2}x ({} verdicts): ĉ = {:.4}, range = {:.2e} nats",
+            d.obs.len(),
+            p.center,
+            p.range_nats
+        );
+        assert!(p.range_nats < 1e-4, "{reps}x: range {}", p.range_nats);
+        assert_eq!(p.verdict, IdentVerdict::PriorSelected);
+        assert!(p.points.iter().all(|q| q.grad_inf < 1e-9));
+    }
+}
+
+#[test]
+fn paired_profile_grows_with_the_bases_and_exceeds_5_nats_at_20() {
+    let mut ranges = Vec::new();
+    for n in [10, 20, 40] {
+        let s = synth(n, 0.0, 1.0, true, 7);
+        let (d, beta) = map_fit(&s, 1, &Prior::default());
+        // Both orders of every pair of items: 2n(2n − 1) verdicts.
+        assert_eq!(d.obs.len(), 2 * n * (2 * n - 1));
+        let p = profile(&d, 0, beta[n], Some(&beta)).unwrap();
+        println!("paired, {n} bases ({} verdicts): ĉ = {:.4}, range = {:.2} nats", d.obs.len(), p.center, p.range_nats);
+        assert_eq!(p.verdict, IdentVerdict::Identified);
+        ranges.push(p.range_nats);
+    }
+    assert!(ranges[0] < ranges[1] && ranges[1] < ranges[2], "{ranges:?}");
+    assert!(ranges[1] > 5.0, "{ranges:?}");
+}
+
+#[test]
+fn paired_c_hat_converges_to_c_star_whatever_lambda_b() {
+    let s = synth(40, 0.0, 1.0, true, 7);
+    for lambda_b in [0.01, 0.1, 1.0, 10.0] {
+        let (_, beta) = map_fit(&s, 1, &Prior { lambda_b, ..Prior::default() });
+        println!("paired, 40 bases, λ_b = {lambda_b}: ĉ = {:.4} (c* = 1)", beta[40]);
+        assert!((beta[40] - 1.0).abs() < 0.15, "λ_b = {lambda_b}: ĉ = {}", beta[40]);
+    }
+}
+
+#[test]
+fn unpaired_c_hat_moves_with_lambda_b_as_the_closed_form_says() {
+    // SPEC §2: ĉ ≈ Σ φ_m x̃_m / (Σ x̃_m² + λ_b/λ_θ). Two checks per λ_b:
+    // (1) exact at the MAP with φ̂ = θ̂ + ĉx of the same fit (stationarity along the flat ray);
+    // (2) approximately with φ̂ the maximum-likelihood apparent quality (naive model, ridge
+    //     1e-6), an independent fit that never sees x and has no prior on φ.
+    let s = synth(30, 0.3, 1.0, false, 5);
+    let x = &s.x;
+    let mean = x.iter().sum::<f64>() / 30.0;
+    let xt: Vec<f64> = x.iter().map(|v| v - mean).collect();
+    let sxx: f64 = xt.iter().map(|v| v * v).sum();
+    let naive_d = build_design(&s.pool, &topk_judge::pool::Covariates::none(30), &s.full_verdicts(1));
+    let naive = bt::fit(&naive_d, &[1e-6; 31], None, &FitOptions::default()).unwrap();
+    let mut c_hats = Vec::new();
+    for lambda_b in [0.01, 0.1, 1.0, 10.0] {
+        let (_, beta) = map_fit(&s, 1, &Prior { lambda_b, ..Prior::default() });
+        let c = beta[30];
+        let phi: Vec<f64> = (0..30).map(|m| beta[m] + c * x[m]).collect();
+        let exact = phi.iter().zip(&xt).map(|(p, v)| p * v).sum::<f64>() / (sxx + lambda_b);
+        let approx = naive.beta[..30].iter().zip(&xt).map(|(p, v)| p * v).sum::<f64>() / (sxx + lambda_b);
+        println!("unpaired, λ_b = {lambda_b:>5}: ĉ = {c:.4}, closed form (own φ̂) {exact:.4}, (ML φ̂) {approx:.4}");
+        assert!((c - exact).abs() < 1e-8, "λ_b = {lambda_b}: {c} vs {exact}");
+        // The MAP φ̂ is shrunk a little by the θ prior relative to the ML φ̂ (3–8 % here).
+        assert!((c - approx).abs() < 0.1, "λ_b = {lambda_b}: {c} vs {approx}");
+        c_hats.push(c);
+    }
+    // It moves with the prior: ĉ(10)/ĉ(0.01) ≈ (Σx̃² + 0.01)/(Σx̃² + 10) = 0.75 (Σx̃² = N = 30),
+    // where the paired design keeps it within 2 % (test above).
+    assert!(c_hats.windows(2).all(|w| w[1] < w[0]), "{c_hats:?}");
+    let predicted = (sxx + 0.01) / (sxx + 10.0);
+    let ratio = c_hats[3] / c_hats[0];
+    println!("unpaired: ĉ(10)/ĉ(0.01) = {ratio:.4}, closed form {predicted:.4}");
+    assert!((ratio - predicted).abs() < 0.05, "{ratio} vs {predicted}");
+}
+
+#[test]
+fn gate_operating_characteristics_on_synthetic_pools() {
+    let spec = GateSimSpec::default();
+    let legit = simulate(&spec, PoolKind::Legit).unwrap();
+    let spurious = simulate(&spec, PoolKind::Spurious).unwrap();
+    println!("{}", markdown_table(&legit, &spurious));
+    for (l, s) in legit.iter().zip(&spurious) {
+        println!(
+            "K = {}: corrected right on {:.1}% (legit) / {:.1}% (spurious) of anchors",
+            l.anchors,
+            100.0 * l.corrected_right,
+            100.0 * s.corrected_right
+        );
+    }
+    for l in legit.iter().filter(|r| r.anchors >= 10) {
+        assert_eq!(l.true_decisions, 50);
+        assert_eq!(l.true_enables, 0, "false enable with true-order labels at K = {}", l.anchors);
+        assert_eq!(l.noisy_decisions, 5000);
+        assert!(l.noisy_rate() <= 0.005, "K = {}: noisy false-enable rate {}", l.anchors, l.noisy_rate());
+    }
+    let s40 = spurious.iter().find(|r| r.anchors == 40).unwrap();
+    assert!(s40.true_rate() >= 0.8, "spurious enable rate at K = 40: {}", s40.true_rate());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands end to end.
+
+fn json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+/// A synthetic spurious-bias config (SPEC §7) with a gate section.
+fn synthetic_config(dir: &std::path::Path, name: &str, gate: &str) -> std::path::PathBuf {
+    let yaml = format!(
+        "name: {name}\nout_dir: runs\npool:\n  synthetic: {{n: 30, rho: 0.0, c_star: 1.0, kappa_star: 0.5, seed: 3}}\nk: 5\njudge:\n  synthetic: {{}}\nacquisition:\n  seed: 1\n  mc_draws: 200\n  refit_every: 30\n  batch_size: 30\nbudget:\n  max_comparisons: 870\n{gate}"
+    );
+    write(dir, &format!("{name}.yaml"), &yaml)
+}
+
+#[test]
+fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = "gate:\n  anchors: 40\n  trusted:\n    synthetic: {c_star: 0.0, kappa_star: 0.0, temperature: 0.25, seed: 99}\n";
+    let cfg = synthetic_config(dir.path(), "spur", gate);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("identifiability of c[x]: profile range"), "{}", text(&out));
+    let run = dir.path().join("runs/spur");
+    let result = json(&run.join("result.json"));
+    let ident = &result["identifiability"]["x"];
+    assert_eq!(ident["identified"], false);
+    assert!(ident["range_nats"].as_f64().unwrap() < 1e-3);
+    assert!(ident["verdict"].as_str().unwrap().starts_with("prior-selected"));
+
+    // Profile from the run folder.
+    let out = run_bin(dir.path(), &["profile", "runs/spur"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let prof = json(&run.join("profile.json"));
+    let c = &prof["covariates"][0];
+    assert_eq!(c["c"].as_array().unwrap().len(), 21);
+    assert!(c["range_nats"].as_f64().unwrap() < 1e-4, "{c}");
+    assert!((c["c_hat"].as_f64().unwrap() - result["c"]["x"].as_f64().unwrap()).abs() < 1e-6);
+    let svg = std::fs::read_to_string(run.join("profile.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("profile log-likelihood"));
+
+    // Gate with the trusted synthetic judge, both orders, cached.
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let g = json(&run.join("gate.json"));
+    let d = &g["decision"];
+    let (n10, n01, ties, k) = (
+        d["n10"].as_u64().unwrap() as usize,
+        d["n01"].as_u64().unwrap() as usize,
+        d["n_ties"].as_u64().unwrap() as usize,
+        d["n_anchors"].as_u64().unwrap() as usize,
+    );
+    assert_eq!(k, 40);
+    assert_eq!(n10 + n01 + ties, k);
+    let p = topk_judge::gate::sign_test_p(n10, n01);
+    assert!((d["p_value"].as_f64().unwrap() - p).abs() < 1e-12);
+    assert_eq!(d["enable"], p <= 0.05);
+    // Independent count from the anchors' trusted probabilities.
+    let anchors = g["anchors"].as_array().unwrap();
+    let count = |f: &dyn Fn(f64) -> bool| anchors.iter().filter(|a| f(a["trusted_p"].as_f64().unwrap())).count();
+    assert_eq!((count(&|p| p > 0.5), count(&|p| p < 0.5)), (n10, n01));
+    let trusted = run.join("trusted_verdicts.jsonl");
+    assert_eq!(std::fs::read_to_string(&trusted).unwrap().lines().count(), 80);
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&trusted).unwrap().lines().count(), 80, "re-running re-uses the cache");
+    // Spurious pool (seed 3): the anchors support correction.
+    assert_eq!(d["enable"], true, "{}", text(&out));
+
+    // run --gate reports the chosen ranking.
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--gate", "runs/spur/gate.json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("chosen (corrected) top-5"), "{}", text(&out));
+    let result = json(&run.join("result.json"));
+    assert_eq!(result["gate"]["chosen"], "corrected");
+    assert_eq!(result["gate"]["topk"], g["corrected_topk"]);
+    assert_eq!(result["gate"]["topk"], result["topk"]);
+}
+
+#[test]
+fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "labels.jsonl", "");
+    let cfg = synthetic_config(dir.path(), "lab", "gate:\n  anchors: 10\n  labels: labels.jsonl\n");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("10 of 10 anchors have no label"), "{}", text(&out));
+    let todo = std::fs::read_to_string(dir.path().join("runs/lab/anchors_to_label.jsonl")).unwrap();
+    assert_eq!(todo.lines().count(), 10);
+    // Label by the true θ of the synthetic pool (same spec, so the same pool).
+    let s = synth(30, 0.0, 1.0, false, 3);
+    let theta = |id: &str| s.theta[s.pool.bases.iter().position(|b| b == id).unwrap()];
+    let mut labels = String::new();
+    let mut corrected_right = 0;
+    for line in todo.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (a, b) = (v["a"].as_str().unwrap(), v["b"].as_str().unwrap());
+        let better = if theta(a) > theta(b) { a } else { b };
+        corrected_right += usize::from(better == a); // `a` is the base the corrected ranking prefers
+        labels.push_str(&format!("{{\"a\": \"{b}\", \"b\": \"{a}\", \"better\": \"{better}\"}}\n"));
+    }
+    write(dir.path(), "labels.jsonl", &labels);
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let d = json(&dir.path().join("runs/lab/gate.json"))["decision"].clone();
+    assert_eq!(
+        (d["n10"].as_u64().unwrap() as usize, d["n01"].as_u64().unwrap() as usize),
+        (corrected_right, 10 - corrected_right)
+    );
+    assert_eq!(d["n_ties"], 0);
+    // A label naming a third base is rejected with file and line.
+    write(dir.path(), "labels.jsonl", "{\"a\": \"i000\", \"b\": \"i001\", \"better\": \"i002\"}\n");
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(text(&out).contains("labels.jsonl:1: better = \"i002\""), "{}", text(&out));
+}
+
+#[test]
+fn paired_summeval_run_queries_within_base_pairs_first_and_identifies_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(root().join("configs/paired.yaml"))
+        .unwrap()
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("max_comparisons: 240", "max_comparisons: 160");
+    let cfg = write(dir.path(), "paired.yaml", &yaml);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/summeval-paired");
+    let verdicts: Vec<serde_json::Value> = std::fs::read_to_string(run.join("verdicts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(verdicts.len(), 160);
+    let base = |id: &str| id.split('.').next().unwrap().to_string();
+    // 16 bases × 2 orders: the first 32 verdicts are exactly the within-base queries.
+    let mut first: Vec<(String, String)> =
+        verdicts[..32].iter().map(|v| (v["a"].as_str().unwrap().into(), v["b"].as_str().unwrap().into())).collect();
+    assert!(first.iter().all(|(a, b)| base(a) == base(b) && a != b));
+    first.sort();
+    first.dedup();
+    assert_eq!(first.len(), 32);
+    assert!(verdicts[32..].iter().all(|v| base(v["a"].as_str().unwrap()) != base(v["b"].as_str().unwrap())));
+    let result = json(&run.join("result.json"));
+    assert_eq!(result["theta"].as_object().unwrap().len(), 16, "ranked over bases");
+    let ident = &result["identifiability"]["words"];
+    assert_eq!(ident["identified"], true);
+    assert!(ident["range_nats"].as_f64().unwrap() > 1.0, "{ident}");
+    assert!(result["notes"].to_string().contains("renderings of a base really share quality"));
+    // The mock's verbosity bias in logits per sd of words: verb_per_word · sd(words) / temperature.
+    let pool = topk_judge::pool::read_pool(
+        &root().join("data/summeval_paired.jsonl"),
+        Some("dm-test-2377095dda83df778e34304b7a09813808105d3b"),
+    )
+    .unwrap();
+    let w: Vec<f64> =
+        pool.items.iter().map(|i| topk_judge::pool::word_count(i.text.as_deref().unwrap()) as f64).collect();
+    let mean = w.iter().sum::<f64>() / w.len() as f64;
+    let sd = (w.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / w.len() as f64).sqrt();
+    let c_true = 0.01 * sd / 0.25;
+    let (c, c_sd) = (result["c"]["words"].as_f64().unwrap(), result["c_sd"]["words"].as_f64().unwrap());
+    assert!((c - c_true).abs() < 3.0 * c_sd, "ĉ = {c} ± {c_sd}, true {c_true}");
+}
+
+#[test]
+fn the_same_judge_on_single_renderings_leaves_c_prior_selected() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "single", 120, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let result = json(&dir.path().join("runs/single/result.json"));
+    assert_eq!(result["identifiability"]["words"]["identified"], false, "{}", result["identifiability"]);
+    assert!(text(&out).contains("prior-selected"), "{}", text(&out));
+}
+
+#[test]
+fn shipped_paired_pool_is_rebuilt_from_the_summeval_pools() {
+    let pools = topk_judge::pool::read_pools(&summeval()).unwrap();
+    let expected = topk_judge::design::paired_pools_jsonl(&pools);
+    let shipped = std::fs::read_to_string(root().join("data/summeval_paired.jsonl")).unwrap();
+    assert!(shipped == expected, "data/summeval_paired.jsonl is stale: run `cargo run --example make_paired`");
+    let paired = topk_judge::pool::read_pools(&root().join("data/summeval_paired.jsonl")).unwrap();
+    assert_eq!(paired.len(), pools.len());
+    for (p, q) in paired.iter().zip(&pools) {
+        assert_eq!((p.n_items(), p.n_bases()), (2 * q.n_items(), q.n_items()));
+        assert_eq!(p.base_quality(), q.base_quality());
+    }
+}
+
+#[test]
+fn errors_name_the_key_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "bad", 10, "design: paired\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("design: paired needs items that share a `base`"), "{}", text(&out));
+    let cfg = synthetic_config(dir.path(), "nogate", "");
+    let out = run_bin(dir.path(), &["profile", cfg.to_str().unwrap()]);
+    assert!(text(&out).contains("no verdicts at") && text(&out).contains("topk-judge run"), "{}", text(&out));
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(text(&out).contains("no `gate:` section"), "{}", text(&out));
+    let cfg = synthetic_config(dir.path(), "nosrc", "gate:\n  anchors: 5\n");
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(text(&out).contains("gate: needs a label source"), "{}", text(&out));
+    let cfg = write(
+        dir.path(),
+        "both.yaml",
+        "name: both\npool:\n  file: x.jsonl\n  synthetic: {n: 5}\nk: 2\njudge: {synthetic: {}}\n",
+    );
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(text(&out).contains("pool: give either `file` or `synthetic`"), "{}", text(&out));
+}
