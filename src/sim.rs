@@ -19,8 +19,9 @@
 //! every pair queried, Algorithm 1 returns the fit to all verdicts whatever the strategy.
 //!
 //! **Paired pools** (SPEC §6): the within-base ordered pairs (renderings of one base) are asked
-//! first, in item order, as the runner does with `design: paired`; then Algorithm 1 runs over the
-//! between-base pairs. They count as comparisons.
+//! first, R at a time with a refit in between, in [`design::within_base_pairs`] order, as the
+//! runner does with `design: paired`; then Algorithm 1 runs over the between-base pairs. They
+//! count as comparisons.
 //!
 //! **Boundary queries.** With gold ranks r(m) (0 = best, by true θ), a between-base query is
 //! - a *boundary query* when one of its bases has gold rank k or k + 1 (1-based: the last base
@@ -33,8 +34,9 @@
 //! Shares are fractions of all queries made (within-base queries count as non-boundary).
 
 use crate::acquire::{self, Context, Orders, StrategyKind};
-use crate::model::bt::Design;
+use crate::design::{self, DesignKind};
 use crate::model::membership::{point_topk, recall_at_k};
+use crate::model::profile;
 use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
 use crate::model::{FitError, Prior};
 use crate::pool::{CovariateSpec, Covariates, build_covariates};
@@ -169,19 +171,9 @@ pub fn covariates(sp: &SynthPool, model: ModelKind) -> Covariates {
     }
 }
 
-/// Profile-likelihood range (nats) of a design over bias coefficient `j` (SPEC §5): the grid
-/// c_j ∈ [ĉ_j − 1, ĉ_j + 1], everything else maximised, max − min of the log-likelihood.
-pub type ProfileFn = fn(&Design, &Prior, usize) -> f64;
-
-/// The profile-likelihood implementation in use (`crate::model::profile`), or `None` while it
-/// is not available; sweeps with `profile: true` and `report` call it through this one place.
-pub fn profile_range_fn() -> Option<ProfileFn> {
-    None
-}
-
 /// Run Algorithm 1 on `sp` with `strategy` and `model`, recording a [`Checkpoint`] at each of
-/// `budgets` (strictly increasing). `profile` computes the profile range when
-/// `settings.profile` is on and the model is bias-aware.
+/// `budgets` (strictly increasing). With `settings.profile` on and the bias-aware model, every
+/// checkpoint also carries the profile-likelihood range over c ([`crate::model::profile`]).
 ///
 /// # Errors
 /// [`SimError::Fit`] naming the pool, strategy, model and comparisons of a failed fit.
@@ -194,7 +186,6 @@ pub fn run_path(
     model: ModelKind,
     budgets: &[usize],
     settings: &SimSettings,
-    profile: Option<ProfileFn>,
 ) -> Result<Vec<Checkpoint>, SimError> {
     assert!(!budgets.is_empty(), "at least one budget");
     assert!(budgets.windows(2).all(|w| w[0] < w[1]), "budgets must be strictly increasing: {budgets:?}");
@@ -205,15 +196,12 @@ pub fn run_path(
     let seed = sp.spec.seed;
     let rank = gold_ranks(&sp.theta);
     let gold = sp.gold_topk(k);
-    let mut within = Vec::new();
-    let mut between = Vec::new();
-    for a in 0..n {
-        for b in 0..n {
-            if a != b {
-                if pool.item_base[a] == pool.item_base[b] { within.push((a, b)) } else { between.push((a, b)) }
-            }
-        }
-    }
+    let design_kind = if sp.spec.paired { DesignKind::Paired } else { DesignKind::Single };
+    let within = if sp.spec.paired { design::within_base_pairs(pool) } else { Vec::new() };
+    let between: Vec<(usize, usize)> = (0..n)
+        .flat_map(|a| (0..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| a != b && pool.item_base[a] != pool.item_base[b])
+        .collect();
     let total = within.len() + between.len();
     let mut st = State { verdicts: Vec::new(), queried: HashSet::new(), log: Vec::new() };
     let fit_err = |comparisons: usize, source: FitError| SimError::Fit { seed, strategy, model, comparisons, source };
@@ -230,7 +218,6 @@ pub fn run_path(
         let mut beta = summary.theta.clone();
         beta.extend_from_slice(&summary.c);
         beta.push(summary.kappa);
-        warm = Some(beta);
         let done = st.log.len();
         while next < budgets.len() && (done >= budgets[next] || done >= total || exhausted) {
             let mut by_rank = vec![0; m];
@@ -241,8 +228,12 @@ pub fn run_path(
                     by_rank[rank[j]] += 1;
                 }
             }
-            let profile_range_nats = match (settings.profile, model, profile) {
-                (true, ModelKind::BiasAware, Some(f)) => Some(f(&design, &settings.prior, 0)),
+            let profile_range_nats = match (settings.profile, model) {
+                (true, ModelKind::BiasAware) => Some(
+                    profile::profile(&design, 0, summary.c[0], Some(&beta))
+                        .map_err(|e| fit_err(st.verdicts.len(), e))?
+                        .range_nats,
+                ),
                 _ => None,
             };
             out.push(Checkpoint {
@@ -258,6 +249,7 @@ pub fn run_path(
             });
             next += 1;
         }
+        warm = Some(beta);
         if next == budgets.len() {
             return Ok(out);
         }
@@ -268,14 +260,15 @@ pub fn run_path(
             }
             continue;
         }
-        let open_within: Vec<(usize, usize)> = within.iter().copied().filter(|q| !st.queried.contains(q)).collect();
-        if !open_within.is_empty() {
-            for q in open_within.into_iter().take(target - done) {
+        let r = settings.refit_every.min(target - done);
+        // Paired design (SPEC §6): every within-base query first, R at a time, as the runner.
+        let firsts = design::first_queries(pool, design_kind, &st.queried, r);
+        if !firsts.is_empty() {
+            for q in firsts {
                 st.ask(sp, q);
             }
             continue;
         }
-        let r = settings.refit_every.min(target - done);
         let ctx = Context {
             item_base: &pool.item_base,
             x: &cov.x,
@@ -363,12 +356,12 @@ mod tests {
         // 16 is a multiple of R = 8: the path to 40 is the same with or without the stop at 16.
         let sp = pool(12, false, 4);
         for strategy in [StrategyKind::Topk, StrategyKind::Thompson, StrategyKind::RoundRobin] {
-            let chained = run_path(&sp, strategy, ModelKind::BiasAware, &[16, 40], &settings(3), None).unwrap();
-            let alone = run_path(&sp, strategy, ModelKind::BiasAware, &[40], &settings(3), None).unwrap();
+            let chained = run_path(&sp, strategy, ModelKind::BiasAware, &[16, 40], &settings(3)).unwrap();
+            let alone = run_path(&sp, strategy, ModelKind::BiasAware, &[40], &settings(3)).unwrap();
             assert_eq!(chained[1], alone[0], "{strategy:?}");
             assert_eq!(chained[0].comparisons, 16);
             assert_eq!(alone[0].comparisons, 40);
-            let first16 = run_path(&sp, strategy, ModelKind::BiasAware, &[16], &settings(3), None).unwrap();
+            let first16 = run_path(&sp, strategy, ModelKind::BiasAware, &[16], &settings(3)).unwrap();
             assert_eq!(chained[0], first16[0]);
         }
     }
@@ -388,7 +381,7 @@ mod tests {
         let mut r = rng::stream(sp.spec.seed, "membership", all.len() as u64);
         let (want, _, _) = fit_and_summarise(&sp.pool, &cov, &design, &s.prior, 3, s.mc_draws, None, &mut r).unwrap();
         for strategy in [StrategyKind::Topk, StrategyKind::Random] {
-            let got = run_path(&sp, strategy, ModelKind::BiasAware, &[usize::MAX], &s, None).unwrap();
+            let got = run_path(&sp, strategy, ModelKind::BiasAware, &[usize::MAX], &s).unwrap();
             assert_eq!(got[0].comparisons, 90);
             assert_eq!(got[0].topk, want.topk);
             assert!((got[0].c_hat.unwrap() - want.c[0]).abs() < 1e-8);
@@ -399,7 +392,7 @@ mod tests {
     #[test]
     fn paired_pools_ask_the_within_base_pairs_first() {
         let sp = pool(6, true, 1);
-        let cps = run_path(&sp, StrategyKind::Topk, ModelKind::BiasAware, &[12, 20], &settings(2), None).unwrap();
+        let cps = run_path(&sp, StrategyKind::Topk, ModelKind::BiasAware, &[12, 20], &settings(2)).unwrap();
         // 6 bases × 2 orders of (terse, elaborated) = 12 within-base queries: no between-base one.
         assert_eq!(cps[0].comparisons, 12);
         assert_eq!(cps[0].shares, BoundaryShares::default());
@@ -414,7 +407,7 @@ mod tests {
     #[test]
     fn the_naive_model_has_no_bias_coefficient() {
         let sp = pool(8, false, 3);
-        let cps = run_path(&sp, StrategyKind::Topk, ModelKind::Naive, &[8], &settings(2), None).unwrap();
+        let cps = run_path(&sp, StrategyKind::Topk, ModelKind::Naive, &[8], &settings(2)).unwrap();
         assert_eq!(cps[0].c_hat, None);
         assert_eq!(cps[0].comparisons, 8);
     }

@@ -38,7 +38,7 @@ pub mod summary;
 use crate::acquire::{Orders, StrategyKind};
 use crate::model::Prior;
 use crate::model::summary::ModelKind;
-use crate::sim::{self, Checkpoint, ProfileFn, SimError, SimSettings};
+use crate::sim::{self, Checkpoint, SimError, SimSettings};
 use crate::synth::{SynthSpec, generate};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -571,12 +571,7 @@ pub struct SweepResult {
 ///
 /// # Errors
 /// The first [`SimError`] (the other workers stop early).
-pub fn run(
-    sweep: &Sweep,
-    threads: usize,
-    profile: Option<ProfileFn>,
-    on_pool: &(dyn Fn(usize) + Sync),
-) -> Result<SweepResult, SweepError> {
+pub fn run(sweep: &Sweep, threads: usize, on_pool: &(dyn Fn(usize) + Sync)) -> Result<SweepResult, SweepError> {
     let cells = sweep.cells();
     let count = sweep.raw.pools.count;
     let jobs: Vec<(usize, usize)> = (0..cells.len()).flat_map(|c| (0..count).map(move |i| (c, i))).collect();
@@ -599,7 +594,7 @@ pub fn run(
                     }
                     let j = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&(c, i)) = jobs.get(j) else { return };
-                    match run_pool(sweep, &cells[c], c, i, &settings, &chains, profile) {
+                    match run_pool(sweep, &cells[c], c, i, &settings, &chains) {
                         Ok(rows) => results.lock().expect("no worker panics").push((j, rows)),
                         Err(e) => {
                             failed.store(true, Ordering::Relaxed);
@@ -629,7 +624,6 @@ fn run_pool(
     i: usize,
     settings: &SimSettings,
     chains: &[Vec<usize>],
-    profile: Option<ProfileFn>,
 ) -> Result<Vec<(Row, Vec<usize>)>, SimError> {
     let seed = sweep.raw.pools.seed + i as u64;
     let sp = generate(&cell.spec(seed));
@@ -638,7 +632,7 @@ fn run_pool(
         for &model in &sweep.raw.models {
             let mut cps: Vec<Checkpoint> = Vec::new();
             for chain in chains {
-                cps.extend(sim::run_path(&sp, strategy, model, chain, settings, profile)?);
+                cps.extend(sim::run_path(&sp, strategy, model, chain, settings)?);
             }
             for cp in cps {
                 let row = Row {
@@ -737,8 +731,7 @@ pub fn simulate_command(
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| sweep.out_dir.clone());
     let total = sweep.cells().len() * sweep.raw.pools.count;
     let bar = crate::progress::Progress::counter(total as u64, progress, "pools");
-    let result =
-        run(&sweep, threads.unwrap_or(sweep.raw.threads), sim::profile_range_fn(), &|done| bar.set(done as u64))?;
+    let result = run(&sweep, threads.unwrap_or(sweep.raw.threads), &|done| bar.set(done as u64))?;
     bar.finish();
     let s = write_outputs(&sweep, &result, &dir)?;
     let md = summary::markdown(&sweep, &s);

@@ -56,7 +56,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
             })
             .collect(),
         notes: vec![],
-        identifiability: Default::default(),
+        identifiability: BTreeMap::new(),
         gate: None,
         judge_stats: None,
     }
@@ -267,9 +267,14 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
     }
     assert!(md.contains(&format!("κ̂ = {:.3} ± {:.3}", r.kappa, r.kappa_sd)));
     assert!(md.contains(&format!("top-3: {}", r.topk.join(", "))));
-    // One rendering per base: the words coefficient is prior-selected, and the report says so.
+    // One rendering per base: the words coefficient is prior-selected (flat profile), and the
+    // report says so with the run's profile range.
     let words = md.lines().find(|l| l.starts_with("| words |")).expect("bias row");
-    assert!(words.contains(&format!("{:.3}", r.c["words"])) && words.contains("not identified"), "{words}");
+    let ident = &r.identifiability["words"];
+    assert!(!ident.identified);
+    assert!(words.contains(&format!("{:.3}", r.c["words"])), "{words}");
+    assert!(words.contains(&format!("{:.4}", ident.range_nats.unwrap())), "{words}");
+    assert!(words.contains("prior-selected") && words.contains("Prop. 2"), "{words}");
     for f in ["theta.svg", "membership.svg", "boundary_pi.svg"] {
         assert!(run.join(f).exists(), "{f}");
         assert!(md.contains(&format!("]({f})")));

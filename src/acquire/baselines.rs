@@ -23,7 +23,7 @@
 //!   next refit.
 
 use super::topk::{fisher_weight, sm_update_query};
-use super::{Context, argmax_tiebreak, candidate_units, open_orders};
+use super::{Context, Unit, argmax_tiebreak, candidate_units, open_orders};
 use crate::model::linalg::Cholesky;
 use crate::model::membership::point_topk;
 use crate::rng::{self, ChaCha8Rng};
@@ -65,12 +65,12 @@ pub fn round_robin(ctx: &Context<'_>, r: usize) -> Vec<(usize, usize)> {
 pub fn random(ctx: &Context<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, usize)> {
     let mut units = candidate_units(ctx);
     units.shuffle(rng);
-    units.into_iter().flatten().take(r).collect()
+    units.into_iter().flat_map(Unit::orders).take(r).collect()
 }
 
 /// Push the queries of a unit, at most up to `r` in total.
-fn take_unit(out: &mut Vec<(usize, usize)>, unit: &[(usize, usize)], r: usize) {
-    for &q in unit {
+fn take_unit(out: &mut Vec<(usize, usize)>, unit: Unit, r: usize) {
+    for q in unit.orders() {
         if out.len() < r {
             out.push(q);
         }
@@ -100,7 +100,7 @@ fn draw_theta(ctx: &Context<'_>, chol: Option<&Cholesky>, rng: &mut ChaCha8Rng) 
 /// out), scored by `score(i_in, j_out)`; returns the index of the best (ties by `rng`).
 fn best_straddling(
     ctx: &Context<'_>,
-    units: &[Vec<(usize, usize)>],
+    units: &[Unit],
     used: &[bool],
     inside: &[bool],
     score: impl Fn(usize, usize) -> f64,
@@ -110,7 +110,7 @@ fn best_straddling(
         .iter()
         .zip(used)
         .map(|(u, &dead)| {
-            let (a, b) = u[0];
+            let (a, b) = u.pair();
             let (i, j) = (ctx.item_base[a], ctx.item_base[b]);
             if dead || inside[i] == inside[j] {
                 f64::NEG_INFINITY
@@ -152,7 +152,7 @@ pub fn thompson(ctx: &Context<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<(usize
         }
         let Some(u) = pick.or_else(|| random_unused(&used, rng)) else { break };
         used[u] = true;
-        take_unit(&mut out, &units[u], r);
+        take_unit(&mut out, units[u], r);
     }
     out
 }
@@ -178,7 +178,7 @@ pub fn lucb(ctx: &Context<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, us
         let pick = best_straddling(ctx, &units, &used, &inside, overlap, rng);
         let Some(u) = pick.or_else(|| random_unused(&used, rng)) else { break };
         used[u] = true;
-        for &(a, b) in &units[u] {
+        for (a, b) in units[u].orders() {
             if out.len() < r {
                 out.push((a, b));
                 sm_update_query(ctx, &mut sigma, a, b, fisher_weight(&g, kappa, a, b), &mut scratch);

@@ -137,19 +137,42 @@ pub(crate) fn open_orders(ctx: &Context<'_>, a: usize, b: usize) -> Vec<(usize, 
     v
 }
 
+/// A candidate unit of a selection step: an item pair (a, b) and which of its orders are open
+/// (bit 1: (a, b), bit 2: (b, a)). Compact and `Copy`: pools of a few hundred items have tens of
+/// thousands of units per selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unit {
+    a: u32,
+    b: u32,
+    mask: u8,
+}
+
+impl Unit {
+    /// The first item pair (a, b) of the unit (both orders share the bases).
+    pub(crate) fn pair(self) -> (usize, usize) {
+        (self.a as usize, self.b as usize)
+    }
+
+    /// The open orders: (a, b) then (b, a).
+    pub(crate) fn orders(self) -> impl Iterator<Item = (usize, usize)> {
+        let (a, b) = self.pair();
+        [(self.mask & 1 != 0).then_some((a, b)), (self.mask & 2 != 0).then_some((b, a))].into_iter().flatten()
+    }
+}
+
 /// The candidate units of a selection step: with `orders: both`, every unordered cross-base item
-/// pair (a < b) that has an open order, as the list of its open orders (a, b) then (b, a); with
+/// pair (a < b) that has an open order, with its open orders (a, b) then (b, a); with
 /// `orders: single`, every open ordered pair on its own. Order: a ascending, then b.
-pub(crate) fn candidate_units(ctx: &Context<'_>) -> Vec<Vec<(usize, usize)>> {
+pub(crate) fn candidate_units(ctx: &Context<'_>) -> Vec<Unit> {
     let n = ctx.n_items();
     let mut units = Vec::new();
     match ctx.orders {
         Orders::Both => {
             for a in 0..n {
                 for b in a + 1..n {
-                    let o = open_orders(ctx, a, b);
-                    if !o.is_empty() {
-                        units.push(o);
+                    let mask = u8::from(ctx.open(a, b)) | (u8::from(ctx.open(b, a)) << 1);
+                    if mask != 0 {
+                        units.push(Unit { a: a as u32, b: b as u32, mask });
                     }
                 }
             }
@@ -158,7 +181,7 @@ pub(crate) fn candidate_units(ctx: &Context<'_>) -> Vec<Vec<(usize, usize)>> {
             for a in 0..n {
                 for b in 0..n {
                     if ctx.open(a, b) {
-                        units.push(vec![(a, b)]);
+                        units.push(Unit { a: a as u32, b: b as u32, mask: 1 });
                     }
                 }
             }

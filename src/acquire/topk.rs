@@ -53,7 +53,7 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
     let mut picked: Vec<(usize, usize)> = Vec::new();
     let units = candidate_units(ctx);
     let unit_info: Vec<f64> =
-        units.iter().map(|u| u.iter().map(|&(a, b)| fisher_weight(&g, kappa, a, b)).sum()).collect();
+        units.iter().map(|u| u.orders().map(|(a, b)| fisher_weight(&g, kappa, a, b)).sum()).collect();
     let mut scores = vec![0.0; units.len()];
     let mut alive = vec![true; units.len()];
     let mut sd = vec![0.0; sigma.nrows()];
@@ -63,7 +63,7 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
                 scores[u] = f64::NEG_INFINITY;
                 continue;
             }
-            let (a, b) = unit[0];
+            let (a, b) = unit.pair();
             let (i, j) = (ctx.item_base[a], ctx.item_base[b]);
             let v = sigma[(i, i)] + sigma[(j, j)] - 2.0 * sigma[(i, j)];
             scores[u] = match kind {
@@ -74,7 +74,7 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
         }
         let Some(best) = argmax_tiebreak(&scores, rng) else { break };
         alive[best] = false;
-        for &(a, b) in &units[best] {
+        for (a, b) in units[best].orders() {
             if picked.len() >= r {
                 break;
             }

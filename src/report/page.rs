@@ -4,144 +4,66 @@
 //! θ̂ ± 2 sd with the top-k marked, π by item, and π of the boundary items against comparisons
 //! (from fits.jsonl).
 //!
-//! **Identifiability verdict** per covariate, from the run's own design (pool and verdicts):
-//! - no variation in the pool → ĉ is the prior mean 0;
-//! - every base shows one value of the covariate (one rendering per base) → c is not identified
-//!   by the likelihood: comparisons identify only φ = θ + cᵀx and κ (SPEC §2, paper Prop. 2), so
-//!   ĉ is selected by the prior (λ_b), not estimated;
-//! - some base shows two values (paired renderings, SPEC §6) → c can be identified, provided the
-//!   renderings really share quality (the referee's caveat);
-//! - the profile-likelihood range over c_j (SPEC §5), when available: below 1e-3 nats the report
-//!   states that c_j is prior-selected, not estimated, whatever the design.
+//! **Identifiability verdict** per covariate: the profile-likelihood range over ĉ ± 1 and its
+//! verdict that every run stores in result.json (SPEC §5, [`crate::model::profile`]): below
+//! 1e-3 nats ĉ is prior-selected — the comparisons identify only φ = θ + cᵀx and κ (SPEC §2,
+//! paper Prop. 2) — otherwise it is identified by the design (paired renderings, valid only if
+//! the renderings of a base share quality).
 //!
 //! **Boundary items** of the π plot: the bases at final ranks k − 1, k, k + 1 and k + 2.
 
 use super::compare::{CompareError, RunDir, membership_paths};
 use super::plots::{self, Interval, LineChart, Series};
-use crate::config::Config;
-use crate::model::summary::{ItemVerdict, build_design};
-use crate::sim::profile_range_fn;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// Below this profile range (nats) c is prior-selected (SPEC §5).
-pub const FLAT_PROFILE_NATS: f64 = 1e-3;
-
-/// The identifiability verdict of one bias coefficient.
+/// The identifiability verdict of one bias coefficient, as reported.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Identifiability {
+pub struct IdentRow {
     /// Covariate name.
     pub covariate: String,
     /// ĉ (logits per covariate unit).
     pub c: f64,
     /// Posterior sd of ĉ.
     pub c_sd: f64,
-    /// Whether some base shows two values of the covariate (None: the design was not available).
-    pub within_base_variation: Option<bool>,
-    /// Profile-likelihood range over c (nats), when computed.
-    pub profile_range_nats: Option<f64>,
-    /// Whether the data identify c (false: prior-selected).
+    /// Profile-likelihood range over ĉ ± 1 (nats), when computed.
+    pub range_nats: Option<f64>,
+    /// Whether the comparisons inform c (range ≥ 1e-3 nats).
     pub identified: bool,
     /// The verdict in words.
     pub verdict: String,
 }
 
-/// The identifiability verdicts of a run (one per covariate of result.json).
-pub fn identifiability(run: &RunDir) -> Vec<Identifiability> {
+/// The identifiability rows of a run: result.json's `identifiability` entries (profile range and
+/// verdict, SPEC §5) with what a prior-selected coefficient means.
+pub fn identifiability(run: &RunDir) -> Vec<IdentRow> {
     let r = &run.result;
-    let loaded = load_config(&run.dir);
-    let design_info = loaded.as_ref().ok().map(|cfg| {
-        let pool = &cfg.pool;
-        let verdicts: Vec<ItemVerdict> = run
-            .verdicts
-            .iter()
-            .filter_map(|v| {
-                let (a, b) = (pool.item_index(&v.a)?, pool.item_index(&v.b)?);
-                v.y.map(|y| ItemVerdict { a, b, y, w: 1.0 })
-            })
-            .collect();
-        let design = build_design(pool, &cfg.covariates, &verdicts);
-        (cfg, design)
-    });
     r.c.iter()
         .map(|(name, &c)| {
             let c_sd = r.c_sd.get(name).copied().unwrap_or(f64::NAN);
-            let mut within = None;
-            let mut profile = None;
-            if let Some((cfg, design)) = &design_info
-                && let Some(j) = cfg.covariates.names.iter().position(|n| n == name)
-            {
-                let pool = &cfg.pool;
-                let mut first: Vec<Option<f64>> = vec![None; pool.n_bases()];
-                let mut varies = false;
-                for (i, &b) in pool.item_base.iter().enumerate() {
-                    let x = cfg.covariates.x[i][j];
-                    match first[b] {
-                        None => first[b] = Some(x),
-                        Some(x0) if (x0 - x).abs() > 1e-12 => varies = true,
-                        _ => {}
-                    }
-                }
-                within = Some(varies);
-                profile = profile_range_fn().map(|f| f(design, &cfg.raw.model.prior(), j));
-            }
-            let no_var = r.no_variation.contains(name);
-            let flat = profile.is_some_and(|p| p < FLAT_PROFILE_NATS);
-            let prof_text = profile.map(|p| format!(" Profile-likelihood range over c: {p:.4} nats.")).unwrap_or_default();
-            let (identified, verdict) = if no_var {
-                (false, "no variation in this pool: its column is zero and ĉ is the prior mean 0.".to_string())
-            } else if flat {
-                (false, format!("prior-selected, not estimated: the profile likelihood is flat.{prof_text}"))
+            let e = r.identifiability.get(name);
+            let range_nats = e.and_then(|e| e.range_nats);
+            let identified = e.is_some_and(|e| e.identified);
+            let verdict = if r.no_variation.contains(name) {
+                "no variation in this pool: its column is zero and ĉ is the prior mean 0".to_string()
             } else {
-                match within {
-                    Some(false) => (
-                        false,
-                        format!(
-                            "not identified: every base shows one value of this covariate, so the comparisons identify only \
-                             φ = θ + c·x and κ (SPEC §2, paper Prop. 2); ĉ is the prior's pick (λ_b), not an estimate, and \
-                             a \"debiased\" ranking rests on the prior assumption corr(θ, x) ≈ 0.{prof_text}"
-                        ),
+                match e {
+                    Some(e) if e.identified => {
+                        format!("{}; valid only if the renderings of a base really share quality (SPEC §6)", e.verdict)
+                    }
+                    Some(e) if e.range_nats.is_some() => format!(
+                        "{} — the comparisons identify only φ = θ + c·x and κ (SPEC §2, paper Prop. 2), so ĉ is \
+                         the prior's pick (λ_b), not an estimate, and a \"debiased\" ranking rests on the \
+                         assumption that quality is uncorrelated with {name}",
+                        e.verdict
                     ),
-                    Some(true) => (
-                        profile.is_some(),
-                        format!(
-                            "the design has within-base variation (paired renderings), so c can be identified by \
-                             within-base comparisons — valid only if the renderings of a base really share quality.{prof_text}"
-                        ),
-                    ),
-                    None => (
-                        false,
-                        format!(
-                            "not checked: the run's pool could not be loaded ({}).",
-                            loaded.as_ref().err().cloned().unwrap_or_default()
-                        ),
-                    ),
+                    Some(e) => e.verdict.clone(),
+                    None => "not computed (result.json has no identifiability entry)".to_string(),
                 }
             };
-            Identifiability {
-                covariate: name.clone(),
-                c,
-                c_sd,
-                within_base_variation: within,
-                profile_range_nats: profile,
-                identified,
-                verdict,
-            }
+            IdentRow { covariate: name.clone(), c, c_sd, range_nats, identified, verdict }
         })
         .collect()
-}
-
-/// The run's saved config.yaml with its pool: the pool path as saved (relative to the working
-/// folder where the run was started, or absolute), else relative to the run folder.
-fn load_config(dir: &Path) -> Result<Config, String> {
-    let path = dir.join("config.yaml");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let raw: crate::config::RawConfig = crate::yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    if raw.pool.file.exists() {
-        Config::from_raw(raw, Path::new("config.yaml")).map_err(|e| e.to_string())
-    } else {
-        Config::from_raw(raw, &path).map_err(|e| e.to_string())
-    }
 }
 
 /// The report's three plots as (file name, caption, SVG).
@@ -223,7 +145,7 @@ struct Content {
     notes: Vec<String>,
 }
 
-fn content(run: &RunDir, ident: &[Identifiability]) -> Content {
+fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     let r = &run.result;
     let mut facts = vec![
         format!(
@@ -296,10 +218,20 @@ fn content(run: &RunDir, ident: &[Identifiability]) -> Content {
     let ranking = ("Ranking".to_string(), head, rows);
     let bias = (
         "Bias coefficients".to_string(),
-        ["covariate", "ĉ (logits per unit)", "sd", "identifiability"].map(String::from).to_vec(),
+        ["covariate", "ĉ (logits per unit)", "sd", "profile range (nats)", "identifiability"]
+            .map(String::from)
+            .to_vec(),
         ident
             .iter()
-            .map(|i| vec![i.covariate.clone(), format!("{:.3}", i.c), format!("{:.3}", i.c_sd), i.verdict.clone()])
+            .map(|i| {
+                vec![
+                    i.covariate.clone(),
+                    format!("{:.3}", i.c),
+                    format!("{:.3}", i.c_sd),
+                    i.range_nats.map(|r| format!("{r:.4}")).unwrap_or_else(|| "–".into()),
+                    i.verdict.clone(),
+                ]
+            })
             .collect(),
     );
     let mut tables = vec![spend, ranking];
