@@ -56,6 +56,9 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
             })
             .collect(),
         notes: vec![],
+        identifiability: BTreeMap::new(),
+        gate: None,
+        judge_stats: None,
     }
 }
 
