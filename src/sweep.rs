@@ -393,7 +393,7 @@ impl Sweep {
                 return Err(inv(key, "the list is empty; expected at least one value".into()));
             }
         }
-        if let Some(r) = g.rho.iter().find(|r| !(r.abs() <= 1.0)) {
+        if let Some(r) = g.rho.iter().find(|r| r.is_nan() || r.abs() > 1.0) {
             return Err(inv("pools.rho", format!("{r} must be in [-1, 1]")));
         }
         if let Some(t) = g.temperature.iter().find(|t| !(**t > 0.0 && t.is_finite())) {
