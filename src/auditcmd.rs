@@ -402,21 +402,7 @@ pub async fn run_audit(
         let pool = &pools[i];
         match out {
             Ok(reply) => {
-                log.append(VerdictRecord {
-                    key: keys[i][o].clone(),
-                    pool_id: pool.pool_id.clone(),
-                    a: pool.items[a].id.clone(),
-                    b: pool.items[b].id.clone(),
-                    y: reply.y,
-                    invalid_reason: reply.invalid_reason,
-                    judge: judge.describe(),
-                    raw: reply.raw,
-                    usage: reply.usage,
-                    cost_usd: reply.cost_usd,
-                    attempts: reply.attempts,
-                    latency_ms: reply.latency_ms,
-                    ts: 0,
-                })?;
+                log.append(VerdictRecord::from_reply(keys[i][o].clone(), pool, a, b, judge.describe(), reply))?;
                 new += 1;
             }
             Err(e) => {

@@ -76,6 +76,34 @@ pub struct VerdictRecord {
     pub ts: u64,
 }
 
+impl VerdictRecord {
+    /// The record of a judge's reply to the ordered query (a first, b second) of `pool`.
+    pub fn from_reply(
+        key: String,
+        pool: &crate::pool::Pool,
+        a: usize,
+        b: usize,
+        judge: String,
+        reply: crate::judge::JudgeReply,
+    ) -> Self {
+        Self {
+            key,
+            pool_id: pool.pool_id.clone(),
+            a: pool.items[a].id.clone(),
+            b: pool.items[b].id.clone(),
+            y: reply.y,
+            invalid_reason: reply.invalid_reason,
+            judge,
+            raw: reply.raw,
+            usage: reply.usage,
+            cost_usd: reply.cost_usd,
+            attempts: reply.attempts,
+            latency_ms: reply.latency_ms,
+            ts: 0,
+        }
+    }
+}
+
 /// An open, append-only verdict log.
 pub struct VerdictLog {
     path: PathBuf,

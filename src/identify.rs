@@ -545,21 +545,7 @@ async fn trusted_verdicts(
             b: pool.items[b].id.clone(),
             source,
         })?;
-        log.append(VerdictRecord {
-            key: judge.cache_key(&pool, a, b),
-            pool_id: pool.pool_id.clone(),
-            a: pool.items[a].id.clone(),
-            b: pool.items[b].id.clone(),
-            y: reply.y,
-            invalid_reason: reply.invalid_reason,
-            judge: judge.describe(),
-            raw: reply.raw,
-            usage: reply.usage,
-            cost_usd: reply.cost_usd,
-            attempts: reply.attempts,
-            latency_ms: reply.latency_ms,
-            ts: 0,
-        })?;
+        log.append(VerdictRecord::from_reply(judge.cache_key(&pool, a, b), &pool, a, b, judge.describe(), reply))?;
     }
     let mut spend = 0.0;
     let mut ys = Vec::with_capacity(anchors.len());

@@ -326,23 +326,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             let (a, b, res, out) = joined.expect("judge task does not panic");
             match out {
                 Ok(reply) => {
-                    let rec = VerdictRecord {
-                        key: judge.cache_key(&pool, a, b),
-                        pool_id: pool.pool_id.clone(),
-                        a: pool.items[a].id.clone(),
-                        b: pool.items[b].id.clone(),
-                        y: reply.y,
-                        invalid_reason: reply.invalid_reason,
-                        judge: judge.describe(),
-                        raw: reply.raw,
-                        usage: reply.usage,
-                        cost_usd: reply.cost_usd,
-                        attempts: reply.attempts,
-                        latency_ms: reply.latency_ms,
-                        ts: 0,
-                    };
+                    let cost = reply.cost_usd;
+                    let rec =
+                        VerdictRecord::from_reply(judge.cache_key(&pool, a, b), &pool, a, b, judge.describe(), reply);
                     let stored = log.append(rec)?;
-                    budget.settle(res, reply.cost_usd, stored);
+                    budget.settle(res, cost, stored);
                     got += 1;
                 }
                 Err(e) => {
