@@ -212,6 +212,34 @@ impl VerdictLog {
     }
 }
 
+/// Append one failed query that cost money (no verdict stored) to `failed.jsonl`, so a resumed
+/// run still counts its spend against `max_usd`: `{"key", "a", "b", "cost_usd", "error", "ts"}`.
+///
+/// # Errors
+/// [`CacheError::Io`].
+pub fn append_failed(path: &Path, key: &str, a: &str, b: &str, cost_usd: f64, error: &str) -> Result<(), CacheError> {
+    let io = |source| CacheError::Io { path: path.to_owned(), source };
+    let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let mut line =
+        serde_json::json!({"key": key, "a": a, "b": b, "cost_usd": cost_usd, "error": error, "ts": ts}).to_string();
+    line.push('\n');
+    let mut f = OpenOptions::new().create(true).append(true).open(path).map_err(io)?;
+    f.write_all(line.as_bytes()).map_err(io)?;
+    f.sync_data().map_err(io)
+}
+
+/// Total `cost_usd` of the lines of `failed.jsonl` whose key `mine` accepts (0 when the file is
+/// absent; unreadable or torn lines are skipped).
+pub fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
+    let Ok(text) = std::fs::read_to_string(path) else { return 0.0 };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["key"].as_str().is_some_and(&mine))
+        .filter_map(|v| v["cost_usd"].as_f64())
+        .filter(|c| c.is_finite() && *c > 0.0)
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,6 +283,18 @@ mod tests {
         assert_eq!(log.get("k2").unwrap().y, Some(0.5));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.ends_with('\n') && text.lines().count() == 2, "torn bytes cut off: {text:?}");
+    }
+
+    #[test]
+    fn failed_spend_is_summed_per_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failed.jsonl");
+        assert_eq!(failed_spend(&path, |_| true), 0.0);
+        append_failed(&path, "k1", "a", "b", 0.25, "timeout").unwrap();
+        append_failed(&path, "k2", "b", "a", 0.5, "timeout").unwrap();
+        append_failed(&path, "k1", "a", "b", 0.125, "timeout").unwrap();
+        assert!((failed_spend(&path, |k| k == "k1") - 0.375).abs() < 1e-15);
+        assert!((failed_spend(&path, |_| true) - 0.875).abs() < 1e-15);
     }
 
     #[test]

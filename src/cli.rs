@@ -27,6 +27,10 @@ pub enum Command {
         /// A gate.json from `topk-judge gate`: also report the ranking the gate chose.
         #[arg(long)]
         gate: Option<PathBuf>,
+        /// Render the first prompt, count the queries the budget allows and print the worst-case
+        /// cost; send nothing, write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Profile log-likelihood of each bias coefficient (SPEC §5): is c identified or prior-selected?
     Profile {

@@ -73,11 +73,14 @@ fn path_is_empty(p: &Path) -> bool {
 /// Judge configuration (externally tagged: `judge: {mock: {...}}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // built once per run; boxing would only add noise
 pub enum JudgeConfig {
     /// Deterministic or keyed-stochastic mock (SPEC §4).
     Mock(MockConfig),
     /// The true judge of a synthetic pool (SPEC §7).
     Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
+    /// OpenAI-compatible chat-completions endpoint (SPEC §4; see docs/live.md).
+    Openai(Box<crate::judge::openai::OpenAiConfig>),
 }
 
 /// Model settings (SPEC §2).
@@ -321,14 +324,15 @@ impl Config {
                 ),
             ));
         }
-        check_judge(&mut raw.judge, &pool, raw.pool.synthetic.as_ref(), "judge").map_err(|(k, m)| inv(&k, m))?;
+        check_judge(&mut raw.judge, &dir, &pool, raw.pool.synthetic.as_ref(), "judge").map_err(|(k, m)| inv(&k, m))?;
         if let Some(g) = &mut raw.gate {
             g.check().map_err(|(k, m)| inv(&k, m))?;
             if let Some(t) = &mut g.trusted {
-                check_judge(t, &pool, raw.pool.synthetic.as_ref(), "gate.trusted").map_err(|(k, m)| inv(&k, m))?;
+                check_judge(t, &dir, &pool, raw.pool.synthetic.as_ref(), "gate.trusted")
+                    .map_err(|(k, m)| inv(&k, m))?;
             }
             if let Some(l) = &mut g.labels {
-                *l = dir.join(&*l);
+                *l = normalize(&dir.join(&*l));
             }
         }
         let specs = match raw.model.kind {
@@ -343,6 +347,38 @@ impl Config {
         crate::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs })
     }
+}
+
+/// Check a judge config against the pool (and fill a synthetic judge's unset fields from the
+/// synthetic pool spec). `key` is where it sits (`judge` or `gate.trusted`).
+fn check_judge(
+    j: &mut JudgeConfig,
+    dir: &Path,
+    pool: &Pool,
+    synth: Option<&crate::synth::SynthSpec>,
+    key: &str,
+) -> Result<(), (String, String)> {
+    match j {
+        JudgeConfig::Mock(mc) => {
+            let k = format!("{key}.mock");
+            crate::judge::mock::MockJudge::new(mc.clone()).map_err(|msg| (k.clone(), msg))?;
+            if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {
+                return Err((
+                    k,
+                    format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
+                ));
+            }
+        }
+        JudgeConfig::Openai(oc) => {
+            crate::judge::openai::prepare(oc, dir, pool)
+                .map_err(|(k, m)| (if key == "judge" { k } else { k.replacen("judge", key, 1) }, m))?;
+        }
+        JudgeConfig::Synthetic(s) => {
+            s.resolve(synth);
+            s.check(pool).map_err(|m| (format!("{key}.synthetic"), m))?;
+        }
+    }
+    Ok(())
 }
 
 /// Lexically normalise a path: drop `.` and resolve `..` against preceding normal components
@@ -360,33 +396,6 @@ pub fn normalize(p: &Path) -> PathBuf {
         }
     }
     if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
-}
-
-/// Check a judge config against the pool (and fill a synthetic judge's unset fields from the
-/// synthetic pool spec). `key` is where it sits (`judge` or `gate.trusted`).
-fn check_judge(
-    j: &mut JudgeConfig,
-    pool: &Pool,
-    synth: Option<&crate::synth::SynthSpec>,
-    key: &str,
-) -> Result<(), (String, String)> {
-    match j {
-        JudgeConfig::Mock(mc) => {
-            let k = format!("{key}.mock");
-            crate::judge::mock::MockJudge::new(mc.clone()).map_err(|msg| (k.clone(), msg))?;
-            if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {
-                return Err((
-                    k,
-                    format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
-                ));
-            }
-        }
-        JudgeConfig::Synthetic(s) => {
-            s.resolve(synth);
-            s.check(pool).map_err(|m| (format!("{key}.synthetic"), m))?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

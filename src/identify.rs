@@ -246,7 +246,7 @@ pub fn notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<Stri
     v
 }
 
-/// One line per covariate: "identifiability of c[name]: profile range = r nats → verdict".
+/// One line per covariate: `identifiability of c[name]: profile range = r nats → verdict`.
 pub fn identifiability_text(ident: &BTreeMap<String, Identifiability>) -> String {
     let mut s = String::new();
     for (name, e) in ident {

@@ -12,6 +12,7 @@ pub mod cache;
 pub mod cli;
 pub mod config;
 pub mod design;
+pub mod dryrun;
 pub mod fitcmd;
 pub mod gate;
 pub mod identify;
@@ -19,10 +20,14 @@ pub mod judge;
 pub mod model;
 pub mod pool;
 pub mod progress;
+pub mod prompt;
+pub mod ratelimit;
 pub mod render;
 pub mod report;
+pub mod retry;
 pub mod rng;
 pub mod runner;
+pub mod secret;
 pub mod sim;
 pub mod sweep;
 pub mod synth;
@@ -38,5 +43,6 @@ pub fn make_judge(cfg: &config::JudgeConfig) -> Result<Arc<dyn judge::Judge>, St
     match cfg {
         config::JudgeConfig::Mock(m) => Ok(Arc::new(judge::mock::MockJudge::new(m.clone())?)),
         config::JudgeConfig::Synthetic(s) => Ok(Arc::new(judge::synthetic::SyntheticJudge::new(s.clone())?)),
+        config::JudgeConfig::Openai(o) => Ok(Arc::new(judge::openai::OpenAiJudge::from_config(o)?)),
     }
 }

@@ -34,17 +34,21 @@ fn print_out(text: &str) {
 
 fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run { config, quiet, gate } => {
+        Command::Run { config, quiet, gate, dry_run } => {
             let cfg = config::Config::load(&config)?;
             let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
+            if dry_run {
+                let d = topk_judge::dryrun::dry_run(&cfg, judge.as_ref())?;
+                print!("{}", topk_judge::dryrun::render(&cfg, judge.as_ref(), &d));
+                return Ok(());
+            }
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let opts = runner::RunOptions { progress: !quiet, print: true };
             let mut result =
                 rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
             if let Some(g) = gate {
-                print!(
-                    "{}",
-                    identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?
+                print_out(
+                    &identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?,
                 );
             }
             Ok(())
@@ -52,14 +56,14 @@ fn real_main(cli: Cli) -> Result<()> {
         Command::Profile { run_or_config } => {
             let (_, text) = identify::profile_command(&run_or_config)
                 .with_context(|| format!("profile {}", run_or_config.display()))?;
-            print!("{text}");
+            print_out(&text);
             Ok(())
         }
         Command::Gate { config } => {
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let (_, text) =
                 rt.block_on(identify::gate_command(&config)).with_context(|| format!("gate {}", config.display()))?;
-            print!("{text}");
+            print_out(&text);
             Ok(())
         }
         Command::Audit { config, quiet } => {

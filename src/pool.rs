@@ -200,18 +200,23 @@ pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
     let mut pools = Vec::new();
     for (ln, line) in bytes.split(|b| *b == b'\n').enumerate() {
         let line_no = ln + 1;
-        let text = std::str::from_utf8(line).map_err(|e| PoolError::Parse {
-            path: path.to_owned(),
-            line: line_no,
-            msg: format!("invalid UTF-8 at byte {} of the line", e.valid_up_to()),
+        let text = std::str::from_utf8(line).map_err(|e| {
+            let prefix = std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or_default();
+            PoolError::Parse {
+                path: path.to_owned(),
+                line: line_no,
+                msg: format!("invalid UTF-8 at byte {} of the line{}", e.valid_up_to(), item_near(prefix)),
+            }
         })?;
         if text.trim().is_empty() {
             continue;
         }
-        let raw: RawPool = serde_json::from_str(text).map_err(|e| PoolError::Parse {
-            path: path.to_owned(),
-            line: line_no,
-            msg: e.to_string(),
+        let raw: RawPool = serde_json::from_str(text).map_err(|e| {
+            let mut end = e.column().min(text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            PoolError::Parse { path: path.to_owned(), line: line_no, msg: format!("{e}{}", item_near(&text[..end])) }
         })?;
         let task = raw.task.unwrap_or_default();
         pools.push(Pool::new(raw.pool_id, task, raw.items)?);
@@ -220,6 +225,15 @@ pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
         return Err(PoolError::Parse { path: path.to_owned(), line: 1, msg: "the file holds no pool".into() });
     }
     Ok(pools)
+}
+
+/// ` (in item "ID")` for the last item id that starts before the end of `prefix` (the part of
+/// a pool line before an error), so errors inside long texts name the item.
+fn item_near(prefix: &str) -> String {
+    let Some(pos) = prefix.rfind("\"id\"") else { return String::new() };
+    let rest = prefix[pos + 4..].trim_start().strip_prefix(':').map(str::trim_start);
+    let id = rest.and_then(|r| r.strip_prefix('"')).and_then(|r| r.find('"').map(|e| &r[..e]));
+    id.map(|id| format!(" (in item {id:?})")).unwrap_or_default()
 }
 
 /// Read one pool by id (or the only/first pool when `id` is `None`).

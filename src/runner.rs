@@ -99,7 +99,8 @@ pub struct RunResult {
     pub invalid: usize,
     /// Failed queries in this invocation (nothing stored, may be asked again).
     pub failed: usize,
-    /// Total spend in USD over all stored verdicts of this judge configuration.
+    /// Total spend in USD over all stored verdicts of this judge configuration, plus spend
+    /// booked on failed queries (failed.jsonl).
     pub spend_usd: f64,
     /// Total tokens.
     pub usage: Usage,
@@ -139,6 +140,9 @@ pub struct RunResult {
     /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<crate::gate::GateChoice>,
+    /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_stats: Option<crate::judge::JudgeStats>,
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
@@ -212,7 +216,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     };
     let stored = mine(&log);
     let spent: f64 = stored.iter().map(|s| s.3).sum();
-    let mut budget = Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent);
+    // Spend booked on failed queries (no verdict stored, e.g. a timed-out paid call).
+    let failed_path = dir.join("failed.jsonl");
+    let mut failed_spend = crate::cache::failed_spend(&failed_path, |k| keys.contains_key(k));
+    let mut budget =
+        Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + failed_spend);
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
@@ -343,6 +351,18 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                         JudgeError::Unjudgeable { .. } => 0.0,
                     };
                     budget.settle(res, cost, false);
+                    if cost > 0.0 {
+                        failed_spend += cost;
+                        let key = judge.cache_key(&pool, a, b);
+                        crate::cache::append_failed(
+                            &failed_path,
+                            &key,
+                            &pool.items[a].id,
+                            &pool.items[b].id,
+                            cost,
+                            &e.to_string(),
+                        )?;
+                    }
                     failed += 1;
                     round_failed += 1;
                     last_error = e.to_string();
@@ -366,7 +386,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     };
     progress.finish();
     let stored = mine(&log);
-    let result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed);
+    let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed);
+    result.spend_usd += failed_spend;
     let path = dir.join("result.json");
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
@@ -433,6 +454,7 @@ fn build_result(
         notes,
         identifiability,
         gate: None,
+        judge_stats: judge.stats(),
     }
 }
 
@@ -447,6 +469,10 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
         "stopped: {:?}; {} comparisons ({} valid, {} invalid, {} failed), spend ${:.4}\n",
         r.stop_reason, r.comparisons, r.valid, r.invalid, r.failed, r.spend_usd
     ));
+    if let Some(j) = &r.judge_stats {
+        s.push_str(&crate::judge::stats_line(j));
+        s.push('\n');
+    }
     s.push_str(&format!("position effect κ = {:.3} ± {:.3} logits", r.kappa, r.kappa_sd));
     for (name, c) in &r.c {
         s.push_str(&format!("; c[{name}] = {:.3} ± {:.3}", c, r.c_sd[name]));

@@ -177,19 +177,19 @@ pub struct PoolGrid {
     /// Replicate i uses pool seed `seed + i` (default 0).
     #[serde(default)]
     pub seed: u64,
-    /// corr(θ, x) values (default [0]).
+    /// corr(θ, x) values (default `[0]`).
     #[serde(default = "d_rho")]
     pub rho: Vec<f64>,
-    /// True bias coefficients c* (default [1]).
+    /// True bias coefficients c* (default `[1]`).
     #[serde(default = "d_one")]
     pub c_star: Vec<f64>,
-    /// True position effects κ* (default [0.5]).
+    /// True position effects κ* (default `[0.5]`).
     #[serde(default = "d_kappa")]
     pub kappa_star: Vec<f64>,
-    /// Temperatures (default [1]).
+    /// Temperatures (default `[1]`).
     #[serde(default = "d_one")]
     pub temperature: Vec<f64>,
-    /// Paired design or not (default [false]).
+    /// Paired design or not (default `[false]`).
     #[serde(default = "d_paired")]
     pub paired: Vec<bool>,
 }
@@ -312,10 +312,10 @@ pub struct RawSweep {
     /// The pool grid.
     #[serde(default)]
     pub pools: PoolGrid,
-    /// Strategies (default [topk]).
+    /// Strategies (default `[topk]`).
     #[serde(default = "d_strategies")]
     pub strategies: Vec<StrategyKind>,
-    /// Models (default [bias_aware]).
+    /// Models (default `[bias_aware]`).
     #[serde(default = "d_models")]
     pub models: Vec<ModelKind>,
     /// Budgets: comparisons or `all`.
@@ -393,7 +393,7 @@ impl Sweep {
                 return Err(inv(key, "the list is empty; expected at least one value".into()));
             }
         }
-        if let Some(r) = g.rho.iter().find(|r| !(r.abs() <= 1.0)) {
+        if let Some(r) = g.rho.iter().find(|r| r.is_nan() || r.abs() > 1.0) {
             return Err(inv("pools.rho", format!("{r} must be in [-1, 1]")));
         }
         if let Some(t) = g.temperature.iter().find(|t| !(**t > 0.0 && t.is_finite())) {

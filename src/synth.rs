@@ -55,7 +55,7 @@ impl SynthSpec {
         if self.n < 2 {
             return Err(format!("n = {} must be ≥ 2", self.n));
         }
-        if !(self.rho.abs() <= 1.0) {
+        if self.rho.is_nan() || self.rho.abs() > 1.0 {
             return Err(format!("rho = {} must be in [-1, 1]", self.rho));
         }
         if !(self.temperature > 0.0 && self.temperature.is_finite()) {

@@ -4,5 +4,6 @@ mod audit;
 mod common;
 mod experiments;
 mod ident;
+mod live;
 mod reports;
 mod run_cli;

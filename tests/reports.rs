@@ -58,6 +58,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         notes: vec![],
         identifiability: BTreeMap::new(),
         gate: None,
+        judge_stats: None,
     }
 }
 

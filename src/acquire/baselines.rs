@@ -350,7 +350,7 @@ mod tests {
         assert_eq!(&picks[..2], &[(0, 3), (3, 0)]);
         let mut prec = Cholesky::factor(&f.post.cov).unwrap().inverse();
         for (a, b) in [(0usize, 3usize), (3, 0)] {
-            let mut d = vec![0.0; 6];
+            let mut d = [0.0; 6];
             d[a] += 1.0;
             d[b] -= 1.0;
             d[5] = 1.0;

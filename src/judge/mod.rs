@@ -5,6 +5,8 @@
 //! when the reply was invalid, plus token usage and cost in USD.
 
 pub mod mock;
+pub mod openai;
+pub mod parse;
 pub mod synthetic;
 
 use crate::pool::Pool;
@@ -95,6 +97,73 @@ pub enum JudgeError {
     },
 }
 
+/// Counters of a live judge for one invocation (requests, retries, invalid replies, …);
+/// shown in the summary and result.json.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgeStats {
+    /// HTTP requests sent (every attempt).
+    pub requests: u64,
+    /// Retries after a 429, 5xx, timeout, connection error or malformed reply.
+    pub retries: u64,
+    /// HTTP 429 replies (incl. `insufficient_quota`).
+    pub rate_limited: u64,
+    /// HTTP 5xx (and 408/409/425) replies.
+    pub server_errors: u64,
+    /// Requests that timed out.
+    pub timeouts: u64,
+    /// Connection errors.
+    pub connect_errors: u64,
+    /// 2xx replies that were not a chat completion.
+    pub malformed: u64,
+    /// Other failed requests (4xx, auth).
+    pub other_errors: u64,
+    /// Replies without a usable verdict (each one, re-asked or not).
+    pub invalid_replies: u64,
+    /// Re-asks after an invalid reply.
+    pub reasks: u64,
+    /// Invalid replies by reason (`empty`, `refused`, `truncated`, …).
+    pub invalid_by_reason: std::collections::BTreeMap<String, u64>,
+    /// Queries over the context (detected before sending or by the server).
+    pub context_overflows: u64,
+    /// Replies without `usage` (booked at their worst case).
+    pub usage_missing: u64,
+    /// Verdicts taken from log-probabilities (soft P(A)).
+    pub soft_verdicts: u64,
+    /// Time spent waiting for the client-side rate limits, milliseconds (summed over requests).
+    pub rate_limit_wait_ms: u64,
+}
+
+/// One summary line of a live judge's counters.
+pub fn stats_line(j: &JudgeStats) -> String {
+    let mut s = format!(
+        "judge: {} requests, {} retries (429: {}, 5xx: {}, timeouts: {}, connection: {}, malformed: {}), {} other errors, {} invalid replies",
+        j.requests,
+        j.retries,
+        j.rate_limited,
+        j.server_errors,
+        j.timeouts,
+        j.connect_errors,
+        j.malformed,
+        j.other_errors,
+        j.invalid_replies
+    );
+    if !j.invalid_by_reason.is_empty() {
+        let parts: Vec<String> = j.invalid_by_reason.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        s.push_str(&format!(" ({})", parts.join(", ")));
+    }
+    s.push_str(&format!(", {} re-asks", j.reasks));
+    if j.context_overflows > 0 {
+        s.push_str(&format!(", {} over context", j.context_overflows));
+    }
+    if j.usage_missing > 0 {
+        s.push_str(&format!(", {} replies without usage (booked at worst case)", j.usage_missing));
+    }
+    if j.soft_verdicts > 0 {
+        s.push_str(&format!(", {} soft verdicts", j.soft_verdicts));
+    }
+    s
+}
+
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -124,6 +193,16 @@ pub trait Judge: Send + Sync {
     /// verdict, (margin(X first) − margin(Y first)) / 2 = mean score of X − mean score of Y, in
     /// which the slot bonus cancels (the tutorial's `corrected_winner`; [`crate::audit`]).
     fn score_margin(&self, _pool: &Pool, _a: usize, _b: usize) -> Option<f64> {
+        None
+    }
+
+    /// Counters of this invocation (live judges); `None` for judges without any.
+    fn stats(&self) -> Option<JudgeStats> {
+        None
+    }
+
+    /// The prompt this judge would send for (a, b), for `--dry-run`; `None` if it has none.
+    fn preview(&self, _pool: &Pool, _a: usize, _b: usize) -> Option<String> {
         None
     }
 

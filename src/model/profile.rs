@@ -153,7 +153,7 @@ pub fn profile(d: &Design, j: usize, center: f64, warm: Option<&[f64]>) -> Resul
 pub struct Identifiability {
     /// Profile-likelihood range over ĉ ± 1 (nats); `None` if an inner fit failed.
     pub range_nats: Option<f64>,
-    /// [`IdentVerdict::text`], or "not computed: <reason>".
+    /// [`IdentVerdict::text`], or `not computed: <reason>`.
     pub verdict: String,
     /// Whether the range is ≥ 1e-3 nats.
     pub identified: bool,

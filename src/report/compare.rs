@@ -5,7 +5,7 @@
 //! of a `--reference` run), the position-flip rate, and the curve of recall against cumulative
 //! spend (one point per refit in fits.jsonl). Between runs: top-k agreement |S_a ∩ S_b| / k.
 //!
-//! **Flip** [T]: an unordered pair judged in both orders whose winner changes with the order,
+//! **Flip** (tutorial): an unordered pair judged in both orders whose winner changes with the order,
 //! i.e. the same slot wins both times: (y_ab − ½)(y_ba − ½) > 0. A tie (y = ½) in either order is
 //! not a flip. Flip rate = flips / pairs with a valid verdict in both orders.
 //!
@@ -189,13 +189,13 @@ pub struct Comparison {
     pub pool_id: String,
     /// k.
     pub k: usize,
-    /// What recall is measured against: "gold" or "reference <label>" (None: no target).
+    /// What recall is measured against: "gold" or `"reference <label>"` (None: no target).
     pub target: Option<String>,
     /// The target top-k.
     pub target_topk: Option<Vec<String>>,
     /// One row per run.
     pub rows: Vec<CompareRow>,
-    /// agreement[i][j] = |S_i ∩ S_j| / k.
+    /// `agreement[i][j]` = |S_i ∩ S_j| / k.
     pub agreement: Vec<Vec<f64>>,
 }
 

@@ -47,3 +47,4 @@ pub fn mock_config(dir: &Path, name: &str, max_comparisons: u64, extra: &str) ->
     );
     write(dir, &format!("{name}.yaml"), &yaml)
 }
+pub mod fake_openai;

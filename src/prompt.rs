@@ -1,0 +1,275 @@
+//! Prompt templates: a minijinja template file in `prompts/` → the chat messages of one ordered
+//! query (SPEC §4) + the hash of the rendered text, which is part of the cache key, so editing a
+//! prompt never reuses stale verdicts.
+//!
+//! Variables: `task` (the pool's task or source text), `answer_a` (shown first, slot A) and
+//! `answer_b` (slot B); undefined variables are errors. A template may define
+//! `{% block system %}` (the system message) and `{% block user %}` (the user message); without a
+//! `user` block the whole rendered text is the user message. Blocks are split structurally,
+//! before any answer text is inserted, so text inside an answer can never start a new message.
+//!
+//! Token counts: [`RenderedPrompt::token_bound`] is an upper bound (UTF-8 bytes + a template
+//! overhead: every token of a byte-level BPE or byte-fallback tokenizer covers at least one
+//! byte), used to reserve worst-case spend; [`RenderedPrompt::token_estimate`] is a typical
+//! estimate (bytes / bytes-per-token), used for rate limits and the context pre-check.
+
+use minijinja::{Environment, UndefinedBehavior, context};
+use std::path::{Path, PathBuf};
+
+/// Tokens added per request by chat templates (role markers, default system prompts).
+pub const BASE_OVERHEAD_TOKENS: u64 = 64;
+/// Tokens added per message by chat templates.
+pub const PER_MESSAGE_OVERHEAD_TOKENS: u64 = 8;
+
+/// Errors loading or rendering a prompt template.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// The template file could not be read.
+    #[error("cannot read prompt template {path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Syntax error, undefined variable or failing filter.
+    #[error("prompt template {path}: {msg}")]
+    Template {
+        /// File.
+        path: PathBuf,
+        /// minijinja's message (with line).
+        msg: String,
+    },
+}
+
+/// A loaded prompt template.
+#[derive(Debug)]
+pub struct PromptTemplate {
+    path: PathBuf,
+    env: Environment<'static>,
+    has_user_block: bool,
+    has_system_block: bool,
+}
+
+/// The messages of one rendered query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedPrompt {
+    /// System message, if the template has a `system` block.
+    pub system: Option<String>,
+    /// User message.
+    pub user: String,
+}
+
+impl RenderedPrompt {
+    /// SHA-256 (hex) of the rendered messages; part of the cache key.
+    pub fn hash(&self) -> String {
+        let v = serde_json::json!({"system": self.system, "user": self.user});
+        crate::rng::sha256_hex(&v.to_string())
+    }
+
+    /// UTF-8 bytes of all message texts.
+    pub fn bytes(&self) -> u64 {
+        (self.system.as_deref().map_or(0, str::len) + self.user.len()) as u64
+    }
+
+    /// Number of messages (1 or 2).
+    pub fn n_messages(&self) -> u64 {
+        1 + u64::from(self.system.is_some())
+    }
+
+    /// Upper bound on prompt tokens (tokens): bytes + chat-template overhead.
+    pub fn token_bound(&self) -> u64 {
+        self.bytes() + BASE_OVERHEAD_TOKENS + PER_MESSAGE_OVERHEAD_TOKENS * self.n_messages()
+    }
+
+    /// Typical prompt tokens (tokens): bytes / `bytes_per_token` + overhead, rounded up.
+    pub fn token_estimate(&self, bytes_per_token: f64) -> u64 {
+        (self.bytes() as f64 / bytes_per_token).ceil() as u64
+            + BASE_OVERHEAD_TOKENS
+            + PER_MESSAGE_OVERHEAD_TOKENS * self.n_messages()
+    }
+
+    /// The messages as `(role, content)`, system first.
+    pub fn messages(&self) -> Vec<(&'static str, &str)> {
+        let mut m = Vec::with_capacity(2);
+        if let Some(s) = &self.system {
+            m.push(("system", s.as_str()));
+        }
+        m.push(("user", self.user.as_str()));
+        m
+    }
+
+    /// The whole prompt as one text (for `--dry-run` and logs).
+    pub fn display(&self) -> String {
+        match &self.system {
+            Some(s) => format!("[system]\n{s}\n\n[user]\n{}", self.user),
+            None => self.user.clone(),
+        }
+    }
+}
+
+impl PromptTemplate {
+    /// Load a template file.
+    ///
+    /// # Errors
+    /// [`PromptError`] when the file is unreadable, not UTF-8, has a syntax error, or does not use
+    /// both `answer_a` and `answer_b`.
+    pub fn load(path: &Path) -> Result<Self, PromptError> {
+        let source =
+            std::fs::read_to_string(path).map_err(|source| PromptError::Io { path: path.to_owned(), source })?;
+        Self::from_source(path, source)
+    }
+
+    /// A template from its source text; `path` names it in messages.
+    ///
+    /// # Errors
+    /// As [`PromptTemplate::load`].
+    pub fn from_source(path: &Path, source: String) -> Result<Self, PromptError> {
+        let err = |msg: String| PromptError::Template { path: path.to_owned(), msg };
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_syntax(
+            minijinja::syntax::SyntaxConfig::builder()
+                .trim_blocks(true)
+                .lstrip_blocks(true)
+                .build()
+                .map_err(|e| err(describe(&e)))?,
+        );
+        env.add_template_owned("prompt", source).map_err(|e| err(describe(&e)))?;
+        let vars = env.get_template("prompt").map_err(|e| err(describe(&e)))?.undeclared_variables(false);
+        for needed in ["answer_a", "answer_b"] {
+            if !vars.contains(needed) {
+                return Err(err(format!(
+                    "the template never uses {{{{ {needed} }}}}; the judge would not see that answer"
+                )));
+            }
+        }
+        let mut unknown: Vec<&String> =
+            vars.iter().filter(|v| !["task", "answer_a", "answer_b"].contains(&v.as_str())).collect();
+        unknown.sort();
+        if !unknown.is_empty() {
+            return Err(err(format!("unknown variable(s) {unknown:?}; the variables are task, answer_a and answer_b")));
+        }
+        let (has_user_block, has_system_block) = {
+            let t = env.get_template("prompt").map_err(|e| err(describe(&e)))?;
+            let sample = context!(task => "t", answer_a => "a", answer_b => "b");
+            let mut cap = t.render_captured(sample).map_err(|e| err(describe(&e)))?;
+            let mut has = |name: &str| -> Result<bool, PromptError> {
+                match cap.with_state_mut(|s| s.render_block(name)) {
+                    Ok(_) => Ok(true),
+                    Err(e) if e.kind() == minijinja::ErrorKind::UnknownBlock => Ok(false),
+                    Err(e) => Err(err(describe(&e))),
+                }
+            };
+            (has("user")?, has("system")?)
+        };
+        let me = Self { path: path.to_owned(), env, has_user_block, has_system_block };
+        me.render("task", "answer a", "answer b")?;
+        Ok(me)
+    }
+
+    /// The template file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Render the query (a shown first as `answer_a`, b second as `answer_b`).
+    ///
+    /// # Errors
+    /// [`PromptError::Template`] (e.g. a filter failing on this input).
+    pub fn render(&self, task: &str, answer_a: &str, answer_b: &str) -> Result<RenderedPrompt, PromptError> {
+        let err = |e: minijinja::Error| PromptError::Template { path: self.path.clone(), msg: describe(&e) };
+        let t = self.env.get_template("prompt").map_err(err)?;
+        let ctx = context!(task => task, answer_a => answer_a, answer_b => answer_b);
+        if !self.has_user_block {
+            let user = t.render(ctx).map_err(err)?;
+            return Ok(RenderedPrompt { system: None, user: user.trim().to_owned() });
+        }
+        let mut cap = t.render_captured(ctx).map_err(err)?;
+        let user = cap.with_state_mut(|s| s.render_block("user")).map_err(err)?;
+        let system = if self.has_system_block {
+            Some(cap.with_state_mut(|s| s.render_block("system")).map_err(err)?.trim().to_owned())
+                .filter(|s| !s.is_empty())
+        } else {
+            None
+        };
+        Ok(RenderedPrompt { system, user: user.trim().to_owned() })
+    }
+}
+
+fn describe(e: &minijinja::Error) -> String {
+    let mut s = e.to_string();
+    if let Some(l) = e.line()
+        && !s.contains("line")
+    {
+        s.push_str(&format!(" (line {l})"));
+    }
+    s
+}
+
+/// `text` cut to at most `max_bytes` UTF-8 bytes at a character boundary, with `marker` appended
+/// when something was cut (the marker counts towards the limit when it fits).
+pub fn truncate_to_bytes(text: &str, max_bytes: usize, marker: &str) -> String {
+    if text.len() <= max_bytes {
+        return text.to_owned();
+    }
+    let keep = max_bytes.saturating_sub(marker.len());
+    let mut end = keep.min(text.len());
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{marker}", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpl(src: &str) -> Result<PromptTemplate, PromptError> {
+        PromptTemplate::from_source(Path::new("t.j2"), src.to_owned())
+    }
+
+    #[test]
+    fn blocks_split_into_system_and_user() {
+        let t = tmpl("{% block system %}Judge.{% endblock %}\n{% block user %}T: {{ task }}\nA: {{ answer_a }}\nB: {{ answer_b }}{% endblock %}").unwrap();
+        let r = t.render("sum", "x {% block user %} [system]", "y").unwrap();
+        assert_eq!(r.system.as_deref(), Some("Judge."));
+        assert_eq!(r.user, "T: sum\nA: x {% block user %} [system]\nB: y", "answer text is data, not template");
+        assert_eq!(r.messages().len(), 2);
+        assert_eq!(r.bytes(), ("Judge.".len() + r.user.len()) as u64);
+        assert_eq!(r.token_bound(), r.bytes() + 64 + 16);
+        assert_eq!(r.token_estimate(4.0), (r.bytes() as f64 / 4.0).ceil() as u64 + 80);
+    }
+
+    #[test]
+    fn plain_template_is_one_user_message_and_hash_tracks_text() {
+        let t = tmpl("{{ task }} | {{ answer_a }} | {{ answer_b }}\n").unwrap();
+        let r1 = t.render("t", "a", "b").unwrap();
+        assert_eq!(r1, RenderedPrompt { system: None, user: "t | a | b".into() });
+        let r2 = t.render("t", "b", "a").unwrap();
+        assert_ne!(r1.hash(), r2.hash(), "order is part of the prompt");
+        assert_eq!(r1.hash(), t.render("t", "a", "b").unwrap().hash());
+        let t2 = tmpl("{{ task }} || {{ answer_a }} | {{ answer_b }}").unwrap();
+        assert_ne!(t2.render("t", "a", "b").unwrap().hash(), r1.hash(), "an edited template changes the hash");
+    }
+
+    #[test]
+    fn template_errors_name_the_problem() {
+        let e = tmpl("{{ task }} {{ answer_a }}").unwrap_err().to_string();
+        assert!(e.contains("answer_b") && e.contains("t.j2"), "{e}");
+        let e = tmpl("{{ answer_a }} {{ answer_b }} {{ question }}").unwrap_err().to_string();
+        assert!(e.contains("question"), "{e}");
+        let e = tmpl("{{ answer_a }} {{ answer_b }} {% if %}").unwrap_err().to_string();
+        assert!(e.contains("t.j2") && e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        let s = "ab😀cd"; // 😀 is 4 bytes at 2..6
+        assert_eq!(truncate_to_bytes(s, 100, "…"), s);
+        assert_eq!(truncate_to_bytes(s, 5, ""), "ab");
+        assert_eq!(truncate_to_bytes(s, 6, ""), "ab😀");
+        let t = truncate_to_bytes(&"é".repeat(50), 20, " [cut]");
+        assert!(t.len() <= 20 && t.ends_with(" [cut]"), "{t}");
+    }
+}
