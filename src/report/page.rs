@@ -228,7 +228,7 @@ fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
                     i.covariate.clone(),
                     format!("{:.3}", i.c),
                     format!("{:.3}", i.c_sd),
-                    i.range_nats.map(|r| format!("{r:.4}")).unwrap_or_else(|| "–".into()),
+                    i.range_nats.map(crate::sweep::summary::nats).unwrap_or_else(|| "–".into()),
                     i.verdict.clone(),
                 ]
             })

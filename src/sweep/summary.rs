@@ -81,6 +81,8 @@ pub struct CellStats {
     pub kappa_hat: MeanSe,
     /// Profile-likelihood range over c (nats), when computed.
     pub profile_range_nats: Option<MeanSe>,
+    /// Largest profile range over the pools (nats), when computed.
+    pub profile_range_max_nats: Option<f64>,
 }
 
 /// Correction benefit (bias-aware − naive recall@k, paired by pool) of one (cell, strategy, budget).
@@ -239,6 +241,11 @@ pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
             c_hat: opt(ids, &|r| r.c_hat),
             kappa_hat: MeanSe::of(&col(ids, &|r| r.kappa_hat)),
             profile_range_nats: opt(ids, &|r| r.profile_range_nats),
+            profile_range_max_nats: ids
+                .iter()
+                .map(|&i| rows[i].profile_range_nats)
+                .collect::<Option<Vec<f64>>>()
+                .map(|v| v.into_iter().fold(f64::NEG_INFINITY, f64::max)),
         });
         let nb = result.queries_by_rank[ids[0]].len();
         let mut acc = vec![0.0; nb];
@@ -398,6 +405,11 @@ pub fn crossing_point(x: &[f64], y: &[f64]) -> Option<f64> {
     })
 }
 
+/// Nats with 4 decimals, or in scientific notation below 1e-3 (where 4 decimals print 0.0000).
+pub fn nats(x: f64) -> String {
+    if x.abs() < 1e-3 && x != 0.0 { format!("{x:.1e}") } else { format!("{x:.4}") }
+}
+
 fn f3(x: f64) -> String {
     format!("{x:.3}")
 }
@@ -446,9 +458,9 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
         "| cell | strategy | model | budget | comparisons | recall@{} | boundary share | straddle share | window share | ĉ | κ̂ |",
         r.k
     );
-    md.push_str(if has_profile { " profile range (nats) |\n" } else { "\n" });
+    md.push_str(if has_profile { " profile range (nats) | max over pools (nats) |\n" } else { "\n" });
     md.push_str("|---|---|---|---|---|---|---|---|---|---|---|");
-    md.push_str(if has_profile { "---|\n" } else { "\n" });
+    md.push_str(if has_profile { "---|---|\n" } else { "\n" });
     for c in &s.cells {
         let _ = write!(
             md,
