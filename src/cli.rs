@@ -70,14 +70,14 @@ pub enum Command {
         /// key of the items' covariates map, raw).
         #[arg(long, value_delimiter = ',')]
         covariates: Option<Vec<String>>,
-        /// λ_θ.
-        #[arg(long, default_value_t = 1.0)]
+        /// λ_θ, prior precision of each item quality θ (> 0).
+        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
         lambda_theta: f64,
-        /// λ_b.
-        #[arg(long, default_value_t = 0.1)]
+        /// λ_b, prior precision of each bias coefficient c (> 0).
+        #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
         lambda_b: f64,
-        /// λ_κ.
-        #[arg(long, default_value_t = 0.01)]
+        /// λ_κ, prior precision of the position effect κ (> 0).
+        #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
         lambda_kappa: f64,
         /// Monte-Carlo draws for top-k membership.
         #[arg(long, default_value_t = 1000)]

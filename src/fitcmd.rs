@@ -89,6 +89,14 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
             pool.n_bases()
         )));
     }
+    let p = &args.prior;
+    for (flag, v) in
+        [("--lambda-theta", p.lambda_theta), ("--lambda-b", p.lambda_b), ("--lambda-kappa", p.lambda_kappa)]
+    {
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(FitCmdError::Invalid(format!("{flag} {v} must be > 0 (a prior precision)")));
+        }
+    }
     let (records, _, warning) = read_records(args.verdicts_file)?;
     if let Some(w) = warning {
         eprintln!("warning: {w}");
@@ -110,7 +118,22 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
             })
         };
         let (a, b) = (find(&r.a)?, find(&r.b)?);
+        if a == b {
+            return Err(FitCmdError::Invalid(format!(
+                "{}: record {}: item {:?} is compared with itself; a verdict needs two different items",
+                args.verdicts_file.display(),
+                ln + 1,
+                r.a
+            )));
+        }
         verdicts.push(ItemVerdict { a, b, y, w: 1.0 });
+    }
+    if verdicts.is_empty() {
+        eprintln!(
+            "warning: {} holds no valid verdict for pool {:?}: the ranking below is the prior alone",
+            args.verdicts_file.display(),
+            pool.pool_id
+        );
     }
     let specs = match args.model {
         ModelKind::Naive => Vec::new(),

@@ -8,7 +8,10 @@ use serde::de::DeserializeOwned;
 /// # Errors
 /// The parser's message.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_saphyr::from_str(text).map_err(|e| e.to_string())
+    serde_saphyr::from_str(text).map_err(|e| {
+        let m = e.to_string();
+        m.strip_prefix("error: ").map(str::to_owned).unwrap_or(m)
+    })
 }
 
 /// Serialise to YAML.
