@@ -326,6 +326,7 @@ pub fn plot(runs: &[RunDir], c: &Comparison) -> Result<Option<String>, CompareEr
         hlines: vec![],
         vlines: vec![],
         y_range: Some((0.0, 1.0)),
+        legend_upper: false,
     };
     Ok(Some(plots::line_chart(&chart)?))
 }

@@ -118,6 +118,7 @@ pub fn report_plots(run: &RunDir) -> Result<Vec<(String, String, String)>, Compa
             hlines: vec![0.5],
             vlines: vec![],
             y_range: Some((0.0, 1.0)),
+            legend_upper: false,
         };
         out.push((
             "boundary_pi.svg".into(),

@@ -47,6 +47,8 @@ pub struct LineChart {
     pub vlines: Vec<(f64, String)>,
     /// Fixed y range; default: the data's range with 5% padding.
     pub y_range: Option<(f64, f64)>,
+    /// Legend in the upper right corner instead of the lower right.
+    pub legend_upper: bool,
 }
 
 const W: u32 = 760;
@@ -138,14 +140,15 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
                 .draw_series(DashedLineSeries::new(vec![(x0, *h), (x1, *h)], 6, 4, BLACK.mix(0.6).stroke_width(1)))
                 .map_err(|e| f(e2s(e)))?;
         }
-        for (x, label) in &c.vlines {
+        // Marker labels just right of their line, stacked from the bottom so they never overlap.
+        for (i, (x, label)) in c.vlines.iter().enumerate() {
             chart
                 .draw_series(DashedLineSeries::new(vec![(*x, y0), (*x, y1)], 6, 4, RED.mix(0.8).stroke_width(1)))
                 .map_err(|e| f(e2s(e)))?;
             chart
                 .draw_series(std::iter::once(Text::new(
                     label.clone(),
-                    (*x, y1 - 0.04 * (y1 - y0)),
+                    (*x + 0.008 * (x1 - x0), y0 + (0.08 + 0.07 * i as f64) * (y1 - y0)),
                     ("sans-serif", 13).into_font().color(&RED),
                 )))
                 .map_err(|e| f(e2s(e)))?;
@@ -173,7 +176,11 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
         if c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty()) {
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
+                .position(if c.legend_upper {
+                    SeriesLabelPosition::UpperRight
+                } else {
+                    SeriesLabelPosition::LowerRight
+                })
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK.mix(0.4))
                 .draw()
@@ -343,6 +350,7 @@ mod tests {
             hlines: vec![0.0],
             vlines: vec![(60.0, "crossing".into())],
             y_range: None,
+            legend_upper: false,
         };
         let svg = line_chart(&c).unwrap();
         assert!(svg.starts_with("<svg") || svg.contains("<svg"));

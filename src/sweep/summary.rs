@@ -571,47 +571,57 @@ pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots:
     let k = sweep.raw.k;
     let n_cells = sweep.cells().len();
     let numeric_budgets = sweep.raw.budgets.iter().filter(|b| matches!(b, Budget::Comparisons(_))).count();
-    // Recall against budget, one line per strategy, one plot per (cell, model).
+    // Recall against budget: one plot per (cell, model) with a line per strategy, or, when the
+    // sweep has one strategy, one plot per cell with a line per model.
     if numeric_budgets >= 2 {
-        let mut keys: Vec<(usize, ModelKind)> = Vec::new();
+        let one_strategy = sweep.raw.strategies.len() == 1;
+        let mut keys: Vec<(usize, Option<ModelKind>)> = Vec::new();
         for c in &s.cells {
-            if !keys.contains(&(c.cell_index, c.model)) {
-                keys.push((c.cell_index, c.model));
+            let key = (c.cell_index, (!one_strategy).then_some(c.model));
+            if !keys.contains(&key) {
+                keys.push(key);
             }
         }
         for (ci, model) in keys {
-            let series: Vec<Series> = sweep
-                .raw
-                .strategies
+            let combos: Vec<(StrategyKind, ModelKind)> = match model {
+                Some(m) => sweep.raw.strategies.iter().map(|st| (*st, m)).collect(),
+                None => sweep.raw.models.iter().map(|m| (sweep.raw.strategies[0], *m)).collect(),
+            };
+            let series: Vec<Series> = combos
                 .iter()
-                .map(|st| {
-                    let pts: Vec<&CellStats> = s
-                        .cells
-                        .iter()
-                        .filter(|c| c.cell_index == ci && c.model == model && c.strategy == *st)
-                        .collect();
+                .map(|(st, m)| {
+                    let pts: Vec<&CellStats> =
+                        s.cells.iter().filter(|c| c.cell_index == ci && c.model == *m && c.strategy == *st).collect();
                     Series {
-                        name: name(st),
+                        name: if model.is_some() { name(st) } else { format!("{} model", name(m)) },
                         points: pts.iter().map(|c| (c.comparisons, c.recall.mean)).collect(),
                         err: Some(pts.iter().map(|c| c.recall.se).collect()),
                     }
                 })
                 .collect();
             let cell = sweep.cells()[ci];
+            let what = match model {
+                Some(m) => format!("{} model", name(&m)),
+                None => name(&sweep.raw.strategies[0]),
+            };
             let chart = LineChart {
-                title: format!("recall@{k} vs budget — {} model, {}", name(&model), cell_label(&cell)),
+                title: format!("recall@{k} vs budget — {what}, {}", cell_label(&cell)),
                 x_label: "comparisons".into(),
                 y_label: format!("recall@{k} (mean ± se over pools)"),
                 series,
                 hlines: vec![],
                 vlines: vec![],
                 y_range: Some((0.0, 1.0)),
+                legend_upper: false,
             };
-            let file = if n_cells > 1 {
-                format!("recall_vs_budget_cell{ci}_{}.svg", name(&model))
-            } else {
-                format!("recall_vs_budget_{}.svg", name(&model))
-            };
+            let mut file = String::from("recall_vs_budget");
+            if n_cells > 1 {
+                file.push_str(&format!("_cell{ci}"));
+            }
+            if let Some(m) = model {
+                file.push_str(&format!("_{}", name(&m)));
+            }
+            file.push_str(".svg");
             out.push((file, plots::line_chart(&chart)?));
         }
     }
@@ -661,6 +671,7 @@ pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots:
             hlines: vec![0.0],
             vlines,
             y_range: None,
+            legend_upper: true,
         };
         let file = if strategies.len() == 1 {
             "benefit_vs_rho.svg".to_string()
@@ -692,6 +703,7 @@ pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots:
             hlines: vec![],
             vlines: vec![],
             y_range: None,
+            legend_upper: false,
         };
         out.push(("profile_vs_comparisons.svg".into(), plots::line_chart(&chart)?));
     }
@@ -727,6 +739,7 @@ pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots:
                 hlines: vec![],
                 vlines: vec![(k as f64 + 0.5, format!("top-{k} boundary"))],
                 y_range: None,
+                legend_upper: true,
             };
             out.push(("queries_by_rank.svg".into(), plots::line_chart(&chart)?));
         }
