@@ -49,32 +49,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 /// Errors of a sweep.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
-    /// The sweep file could not be read.
-    #[error("cannot read sweep {path}: {source}")]
-    Io {
-        /// File.
-        path: PathBuf,
-        /// Cause.
-        source: std::io::Error,
-    },
-    /// YAML syntax, an unknown key or a wrong type (the message names line and column).
-    #[error("{path}: {msg}")]
-    Yaml {
-        /// File.
-        path: PathBuf,
-        /// Parser message.
-        msg: String,
-    },
-    /// A value breaks a rule.
-    #[error("{path}: {key}: {msg}")]
-    Invalid {
-        /// File.
-        path: PathBuf,
-        /// Key path, e.g. `pools.rho`.
-        key: String,
-        /// Found vs expected.
-        msg: String,
-    },
+    /// The sweep file is unreadable, not valid YAML, has an unknown key, or breaks a rule (the
+    /// same messages as a run config: file, line/column or key, found vs expected).
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     /// A simulated run failed.
     #[error(transparent)]
     Sim(#[from] SimError),
@@ -351,18 +329,21 @@ impl Sweep {
     /// # Errors
     /// [`SweepError`] naming the file, key or line and what was expected.
     pub fn load(path: &Path) -> Result<Self, SweepError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Io { path: path.to_owned(), source })?;
-        let raw: RawSweep =
-            crate::yaml::from_str(&text).map_err(|msg| SweepError::Yaml { path: path.to_owned(), msg })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| crate::config::ConfigError::Io { path: path.to_owned(), source })?;
+        let raw: RawSweep = crate::yaml::from_str(&text)
+            .map_err(|msg| crate::config::ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }
 
     /// Validate a parsed sweep; `out_dir` resolves against `path`'s folder.
     ///
     /// # Errors
-    /// [`SweepError::Invalid`].
+    /// [`SweepError::Config`] (a `ConfigError::Invalid` naming the key).
     pub fn from_raw(mut raw: RawSweep, path: &Path) -> Result<Self, SweepError> {
-        let inv = |key: &str, msg: String| SweepError::Invalid { path: path.to_owned(), key: key.to_owned(), msg };
+        let inv = |key: &str, msg: String| {
+            SweepError::from(crate::config::ConfigError::Invalid { path: path.to_owned(), key: key.to_owned(), msg })
+        };
         if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
             return Err(inv(
                 "name",
