@@ -164,23 +164,46 @@ impl Unit {
 /// pair (a < b) that has an open order, with its open orders (a, b) then (b, a); with
 /// `orders: single`, every open ordered pair on its own. Order: a ascending, then b.
 pub(crate) fn candidate_units(ctx: &Context<'_>) -> Vec<Unit> {
+    candidate_units_touching(ctx, &vec![true; ctx.n_items()])
+}
+
+/// The candidate units (as [`candidate_units`], same order) with at least one item marked in
+/// `hot` (length N). Costs O(N · #hot) instead of O(N²) when few items are hot.
+pub(crate) fn candidate_units_touching(ctx: &Context<'_>, hot: &[bool]) -> Vec<Unit> {
     let n = ctx.n_items();
+    // Dense N×N bitmap of queried ordered pairs: one hash lookup per queried pair instead of one
+    // per candidate.
+    let mut queried = vec![0u64; (n * n).div_ceil(64)];
+    for &(a, b) in ctx.queried {
+        if a < n && b < n {
+            let k = a * n + b;
+            queried[k / 64] |= 1 << (k % 64);
+        }
+    }
+    let base = ctx.item_base;
+    let open = |a: usize, b: usize| {
+        let k = a * n + b;
+        a != b && base[a] != base[b] && queried[k / 64] & (1 << (k % 64)) == 0
+    };
+    let hot_items: Vec<usize> = (0..n).filter(|&i| hot[i]).collect();
+    let all: Vec<usize> = (0..n).collect();
     let mut units = Vec::new();
-    match ctx.orders {
-        Orders::Both => {
-            for a in 0..n {
-                for b in a + 1..n {
-                    let mask = u8::from(ctx.open(a, b)) | (u8::from(ctx.open(b, a)) << 1);
+    for a in 0..n {
+        // Partners of a, ascending: everyone if a is hot, else the hot items.
+        let partners = if hot[a] { &all } else { &hot_items };
+        match ctx.orders {
+            Orders::Both => {
+                let from = partners.partition_point(|&b| b <= a);
+                for &b in &partners[from..] {
+                    let mask = u8::from(open(a, b)) | (u8::from(open(b, a)) << 1);
                     if mask != 0 {
                         units.push(Unit { a: a as u32, b: b as u32, mask });
                     }
                 }
             }
-        }
-        Orders::Single => {
-            for a in 0..n {
-                for b in 0..n {
-                    if ctx.open(a, b) {
+            Orders::Single => {
+                for &b in partners {
+                    if open(a, b) {
                         units.push(Unit { a: a as u32, b: b as u32, mask: 1 });
                     }
                 }

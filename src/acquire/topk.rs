@@ -5,10 +5,9 @@
 //! step with that query's information (weight p̂(1 − p̂), full design row), so a batch of R picks
 //! is not redundant; π stays fixed until the next refit.
 
-use super::{Context, StrategyKind, argmax_tiebreak, candidate_units};
+use super::{Context, StrategyKind, Unit, argmax_tiebreak, candidate_units, candidate_units_touching};
 use crate::model::bt::sigmoid;
-use crate::model::linalg::Matrix;
-use crate::model::linalg::sherman_morrison_update;
+use crate::model::linalg::{Matrix, sherman_morrison_update};
 use crate::rng::ChaCha8Rng;
 
 /// Fisher weight p̂_ab(1 − p̂_ab) of the ordered query (a, b) at the current MAP, with
@@ -38,6 +37,53 @@ pub(crate) fn sm_update_query(ctx: &Context<'_>, sigma: &mut Matrix, a: usize, b
     sherman_morrison_update(sigma, sd, dsd, w);
 }
 
+/// The posterior covariance during a batch: Σ_t = Σ − Σ_{s ≤ t} f_s u_s u_sᵀ, kept as Σ plus the
+/// rank-one downdates of the queries picked so far (Sherman–Morrison, SPEC §3), so a pick costs
+/// O(n·t) instead of an O(n²) update of a copy of Σ.
+struct BatchCov<'a> {
+    sigma: &'a Matrix,
+    /// (f_s, u_s = Σ_{s−1} d_s) per picked query.
+    downdates: Vec<(f64, Vec<f64>)>,
+}
+
+impl<'a> BatchCov<'a> {
+    fn new(sigma: &'a Matrix) -> Self {
+        Self { sigma, downdates: Vec::new() }
+    }
+
+    /// Add the query (a, b) with Fisher weight `w`; returns (f, u) of its downdate.
+    fn add(&mut self, ctx: &Context<'_>, a: usize, b: usize, w: f64) -> &(f64, Vec<f64>) {
+        let (m, p) = (ctx.m, ctx.p);
+        let (i, j) = (ctx.item_base[a], ctx.item_base[b]);
+        let n = self.sigma.nrows();
+        // d = (e_i − e_j, x_a − x_b, 1); Σ is symmetric, so Σd is a combination of its columns.
+        let mut coef: Vec<(usize, f64)> = vec![(i, 1.0), (j, -1.0), (m + p, 1.0)];
+        coef.extend((0..p).map(|k| (m + k, ctx.x[a][k] - ctx.x[b][k])));
+        let mut u = vec![0.0; n];
+        for &(c, v) in &coef {
+            if v != 0.0 {
+                for (t, s) in u.iter_mut().zip(self.col(c)) {
+                    *t += v * s;
+                }
+            }
+        }
+        for (f, us) in &self.downdates {
+            let ud: f64 = coef.iter().map(|&(c, v)| v * us[c]).sum();
+            for (t, s) in u.iter_mut().zip(us) {
+                *t -= f * ud * s;
+            }
+        }
+        let dsd: f64 = coef.iter().map(|&(c, v)| v * u[c]).sum();
+        self.downdates.push((w / (1.0 + w * dsd), u));
+        self.downdates.last().expect("just pushed")
+    }
+
+    /// Column c of the batch-start Σ (contiguous).
+    fn col(&self, c: usize) -> &[f64] {
+        self.sigma.col(c)
+    }
+}
+
 /// Select up to `r` queries by the score of `kind` (Topk, DOptimal or Uncertainty).
 ///
 /// Candidate units are unordered item pairs with their open orders (`orders: both`, scored by
@@ -49,37 +95,98 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
     let g = ctx.apparent();
     let kappa = ctx.kappa();
     let bw: Vec<f64> = ctx.membership.iter().map(|q| q * (1.0 - q)).collect();
-    let mut sigma = ctx.post.cov.clone();
-    let mut picked: Vec<(usize, usize)> = Vec::new();
-    let units = candidate_units(ctx);
-    let unit_info: Vec<f64> =
-        units.iter().map(|u| u.orders().map(|(a, b)| fisher_weight(&g, kappa, a, b)).sum()).collect();
-    let mut scores = vec![0.0; units.len()];
-    let mut alive = vec![true; units.len()];
-    let mut sd = vec![0.0; sigma.nrows()];
-    while picked.len() < r {
-        for (u, unit) in units.iter().enumerate() {
-            if !alive[u] {
-                scores[u] = f64::NEG_INFINITY;
-                continue;
+    let sigma = &ctx.post.cov;
+    // Score = weight · v_ij; the weight does not change within the batch. Under `topk` a unit
+    // whose two bases both have π ∈ {0, 1} has weight 0 and score 0 for the whole batch, so only
+    // the units touching an item with 0 < π < 1 are scored ("active"); the others matter only
+    // if no active unit has a positive score, and then every open unit ties at 0.
+    let hot: Vec<bool> = match kind {
+        StrategyKind::Topk => ctx.item_base.iter().map(|&i| bw[i] > 0.0).collect(),
+        _ => vec![true; ctx.n_items()],
+    };
+    let units = candidate_units_touching(ctx, &hot);
+    let pair_bases: Vec<(u32, u32)> = units
+        .iter()
+        .map(|u| {
+            let (a, b) = u.pair();
+            (ctx.item_base[a] as u32, ctx.item_base[b] as u32)
+        })
+        .collect();
+    // Fisher weights p̂(1 − p̂) = e^η/(1 + e^η)² with e^η_ab = e^{g_a} e^{κ̂} / e^{g_b}: one exp per
+    // item instead of one per candidate (direct form when a product leaves the f64 range).
+    let eg: Vec<f64> = g.iter().map(|v| v.exp()).collect();
+    let ek = kappa.exp();
+    // p̂(1 − p̂) = A K B / (B + A K)² with A = e^{g_a}, B = e^{g_b}, K = e^{κ̂}.
+    let info = |a: usize, b: usize| {
+        let (ak, bb) = (eg[a] * ek, eg[b]);
+        let w = ak * bb / ((bb + ak) * (bb + ak));
+        if w.is_finite() && w > 0.0 { w } else { fisher_weight(&g, kappa, a, b) }
+    };
+    let weight: Vec<f64> = units
+        .iter()
+        .zip(&pair_bases)
+        .map(|(u, &(i, j))| {
+            let (a, b) = u.pair();
+            let w =
+                || (if u.mask & 1 != 0 { info(a, b) } else { 0.0 }) + if u.mask & 2 != 0 { info(b, a) } else { 0.0 };
+            match kind {
+                StrategyKind::Topk => w() * (bw[i as usize] + bw[j as usize]),
+                StrategyKind::DOptimal => w(),
+                _ => 1.0,
             }
-            let (a, b) = unit.pair();
-            let (i, j) = (ctx.item_base[a], ctx.item_base[b]);
-            let v = sigma[(i, i)] + sigma[(j, j)] - 2.0 * sigma[(i, j)];
-            scores[u] = match kind {
-                StrategyKind::Topk => unit_info[u] * v * (bw[i] + bw[j]),
-                StrategyKind::DOptimal => unit_info[u] * v,
-                _ => v,
-            };
+        })
+        .collect();
+    // v_ij = Σ_ii + Σ_jj − 2Σ_ij, Σ_ij read from column i (contiguous for a run of units with one a).
+    let diag: Vec<f64> = (0..sigma.nrows()).map(|r| sigma[(r, r)]).collect();
+    let mut v: Vec<f64> = pair_bases
+        .iter()
+        .map(|&(i, j)| {
+            let (i, j) = (i as usize, j as usize);
+            diag[i] + diag[j] - 2.0 * sigma[(j, i)]
+        })
+        .collect();
+    let mut scores: Vec<f64> = weight.iter().zip(&v).map(|(w, v)| w * v).collect();
+    let mut taken: Vec<Unit> = Vec::new();
+    let mut cov = BatchCov::new(sigma);
+    let mut picked: Vec<(usize, usize)> = Vec::new();
+    while picked.len() < r {
+        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let best = match if top > 0.0 { argmax_tiebreak(&scores, rng) } else { None } {
+            Some(u) => units[u],
+            None => {
+                // No positive score is left: every open unit not yet taken ties at 0.
+                let rest: Vec<Unit> = candidate_units(ctx).into_iter().filter(|u| !taken.contains(u)).collect();
+                if rest.is_empty() {
+                    break;
+                }
+                rest[argmax_tiebreak(&vec![0.0; rest.len()], rng).expect("non-empty")]
+            }
+        };
+        taken.push(best);
+        // Units are sorted by (a, b): retire the taken one from the scored list.
+        if let Ok(u) = units.binary_search_by_key(&best.pair(), |u| u.pair()) {
+            scores[u] = f64::NEG_INFINITY;
         }
-        let Some(best) = argmax_tiebreak(&scores, rng) else { break };
-        alive[best] = false;
-        for (a, b) in units[best].orders() {
+        let first_new = cov.downdates.len();
+        for (a, b) in best.orders() {
             if picked.len() >= r {
                 break;
             }
             picked.push((a, b));
-            sm_update_query(ctx, &mut sigma, a, b, fisher_weight(&g, kappa, a, b), &mut sd);
+            cov.add(ctx, a, b, fisher_weight(&g, kappa, a, b));
+        }
+        if picked.len() >= r {
+            break;
+        }
+        for (f, us) in &cov.downdates[first_new..] {
+            for (((s, vu), w), &(i, j)) in scores.iter_mut().zip(v.iter_mut()).zip(&weight).zip(&pair_bases) {
+                if *s == f64::NEG_INFINITY {
+                    continue;
+                }
+                let e = us[i as usize] - us[j as usize];
+                *vu -= f * e * e;
+                *s = w * *vu;
+            }
         }
     }
     picked

@@ -1,20 +1,106 @@
 //! The only faer import: dense symmetric matrices, Cholesky (H = LLᵀ), triangular solves,
 //! inverse, and the Sherman–Morrison rank-one downdate of a covariance (SPEC §2–§3).
+//!
+//! Matrices are stored in our own column-major `Vec<f64>` and handed to faer's kernels as
+//! views. faer's own `Mat` allocates with 64-byte alignment, which the system allocator serves
+//! with fresh pages every time; at n = 1000 each 8 MB matrix then costs ~6 ms of page faults
+//! per refit. A plain `Vec` is recycled by the allocator from one refit to the next.
 
-use faer::Side;
-use faer::linalg::solvers::{DenseSolveCore, Solve};
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::{LltError, LltRegularization, cholesky_in_place, cholesky_in_place_scratch};
+use faer::linalg::matmul::triangular::{BlockStructure, matmul};
+use faer::{Accum, MatMut, MatRef, Par};
 
-/// Dense column-major f64 matrix (faer's `Mat<f64>`); index with `m[(i, j)]`.
-pub type Matrix = faer::Mat<f64>;
+/// Dense column-major f64 matrix; index with `m[(row, col)]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matrix {
+    nrows: usize,
+    ncols: usize,
+    data: Vec<f64>,
+}
 
-/// An n×n zero matrix.
+impl Matrix {
+    /// An nrows×ncols zero matrix.
+    pub fn zeros(nrows: usize, ncols: usize) -> Self {
+        Self { nrows, ncols, data: vec![0.0; nrows * ncols] }
+    }
+
+    /// The matrix with entries f(row, col).
+    pub fn from_fn(nrows: usize, ncols: usize, mut f: impl FnMut(usize, usize) -> f64) -> Self {
+        let mut data = Vec::with_capacity(nrows * ncols);
+        for c in 0..ncols {
+            for r in 0..nrows {
+                data.push(f(r, c));
+            }
+        }
+        Self { nrows, ncols, data }
+    }
+
+    /// Number of rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Number of columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Column `c` (length nrows, contiguous).
+    pub fn col(&self, c: usize) -> &[f64] {
+        &self.data[c * self.nrows..(c + 1) * self.nrows]
+    }
+
+    /// Column `c`, mutable.
+    pub fn col_mut(&mut self, c: usize) -> &mut [f64] {
+        &mut self.data[c * self.nrows..(c + 1) * self.nrows]
+    }
+
+    /// The product self · other (nrows×other.ncols).
+    ///
+    /// # Panics
+    /// If the inner dimensions differ.
+    pub fn matmul(&self, other: &Matrix) -> Matrix {
+        assert_eq!(self.ncols, other.nrows, "inner dimensions {} and {} differ", self.ncols, other.nrows);
+        let mut out = Matrix::zeros(self.nrows, other.ncols);
+        faer::linalg::matmul::matmul(out.view_mut(), Accum::Replace, self.view(), other.view(), 1.0, Par::Seq);
+        out
+    }
+
+    fn view(&self) -> MatRef<'_, f64> {
+        MatRef::from_column_major_slice(&self.data, self.nrows, self.ncols)
+    }
+
+    fn view_mut(&mut self) -> MatMut<'_, f64> {
+        MatMut::from_column_major_slice_mut(&mut self.data, self.nrows, self.ncols)
+    }
+}
+
+impl std::ops::Index<(usize, usize)> for Matrix {
+    type Output = f64;
+    fn index(&self, (r, c): (usize, usize)) -> &f64 {
+        debug_assert!(r < self.nrows && c < self.ncols);
+        &self.data[c * self.nrows + r]
+    }
+}
+
+impl std::ops::IndexMut<(usize, usize)> for Matrix {
+    fn index_mut(&mut self, (r, c): (usize, usize)) -> &mut f64 {
+        debug_assert!(r < self.nrows && c < self.ncols);
+        &mut self.data[c * self.nrows + r]
+    }
+}
+
+/// An n×m zero matrix.
 pub fn zeros(n: usize, m: usize) -> Matrix {
     Matrix::zeros(n, m)
 }
 
-/// Cholesky factor of a symmetric positive-definite matrix, H = L Lᵀ.
+/// Cholesky factor of a symmetric positive-definite matrix, H = L Lᵀ (L lower triangular; the
+/// strict upper triangle of the storage is not used).
+#[derive(Debug, Clone)]
 pub struct Cholesky {
-    llt: faer::linalg::solvers::Llt<f64>,
+    l: Matrix,
 }
 
 impl Cholesky {
@@ -23,36 +109,81 @@ impl Cholesky {
     /// # Errors
     /// `Err(index)`: the pivot at `index` was not positive (the matrix is not positive definite).
     pub fn factor(h: &Matrix) -> Result<Self, usize> {
-        match h.llt(Side::Lower) {
-            Ok(llt) => Ok(Self { llt }),
-            Err(faer::linalg::cholesky::llt::factor::LltError::NonPositivePivot { index }) => Err(index),
+        Self::factor_in_place(h.clone())
+    }
+
+    /// Factor `h` in its own storage (no copy).
+    ///
+    /// # Errors
+    /// As [`Cholesky::factor`].
+    pub fn factor_in_place(mut h: Matrix) -> Result<Self, usize> {
+        assert_eq!(h.nrows, h.ncols, "Cholesky of a {}×{} matrix", h.nrows, h.ncols);
+        let n = h.nrows;
+        let mut mem = MemBuffer::new(cholesky_in_place_scratch::<f64>(n, Par::Seq, Default::default()));
+        match cholesky_in_place(
+            h.view_mut(),
+            LltRegularization::default(),
+            Par::Seq,
+            MemStack::new(&mut mem),
+            Default::default(),
+        ) {
+            Ok(_) => Ok(Self { l: h }),
+            Err(LltError::NonPositivePivot { index }) => Err(index),
         }
     }
 
     /// Dimension n.
     pub fn dim(&self) -> usize {
-        self.llt.L().nrows()
+        self.l.nrows
+    }
+
+    /// L[(i, j)] for i ≥ j.
+    fn lower(&self) -> MatRef<'_, f64> {
+        self.l.view()
     }
 
     /// Solve H x = b.
     pub fn solve(&self, b: &[f64]) -> Vec<f64> {
-        let mut rhs = Matrix::from_fn(b.len(), 1, |i, _| b[i]);
-        self.llt.solve_in_place(rhs.as_mut());
-        (0..b.len()).map(|i| rhs[(i, 0)]).collect()
+        let mut x = b.to_vec();
+        let n = x.len();
+        let mut rhs = MatMut::from_column_major_slice_mut(&mut x, n, 1);
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(self.lower(), rhs.as_mut(), Par::Seq);
+        faer::linalg::triangular_solve::solve_upper_triangular_in_place(self.lower().transpose(), rhs, Par::Seq);
+        x
     }
 
-    /// H⁻¹ (n×n).
+    /// H⁻¹ (n×n, symmetric): W = L⁻¹, then H⁻¹ = WᵀW.
     pub fn inverse(&self) -> Matrix {
-        self.llt.inverse()
+        let n = self.dim();
+        let mut w = Matrix::zeros(n, n);
+        faer::linalg::triangular_inverse::invert_lower_triangular(w.view_mut(), self.lower(), Par::Seq);
+        let mut out = Matrix::zeros(n, n);
+        matmul(
+            out.view_mut(),
+            BlockStructure::TriangularLower,
+            Accum::Replace,
+            w.view().transpose(),
+            BlockStructure::TriangularUpper,
+            w.view(),
+            BlockStructure::TriangularLower,
+            1.0,
+            Par::Seq,
+        );
+        for c in 0..n {
+            for r in 0..c {
+                out.data[c * n + r] = out.data[r * n + c];
+            }
+        }
+        out
     }
 
     /// Solve Lᵀ U = Z in place for every column of `z` (n×S): each column of the result is a
     /// draw from N(0, H⁻¹) when Z's columns are N(0, I) (SPEC §2, no explicit inverse needed).
     pub fn solve_lt_in_place(&self, z: &mut Matrix) {
         faer::linalg::triangular_solve::solve_upper_triangular_in_place(
-            self.llt.L().transpose(),
-            z.as_mut(),
-            faer::Par::Seq,
+            self.lower().transpose(),
+            z.view_mut(),
+            Par::Seq,
         );
     }
 
@@ -62,15 +193,14 @@ impl Cholesky {
     /// # Panics
     /// If `z.len()` differs from the dimension.
     pub fn lower_mul(&self, z: &[f64]) -> Vec<f64> {
-        let l = self.llt.L();
-        assert_eq!(z.len(), l.nrows(), "z has length {} but L is {}×{}", z.len(), l.nrows(), l.nrows());
-        (0..l.nrows()).map(|i| (0..=i).map(|j| l[(i, j)] * z[j]).sum()).collect()
+        let n = self.dim();
+        assert_eq!(z.len(), n, "z has length {} but L is {n}×{n}", z.len());
+        (0..n).map(|i| (0..=i).map(|j| self.l[(i, j)] * z[j]).sum()).collect()
     }
 
     /// log det H = 2 Σ log L_ii.
     pub fn log_det(&self) -> f64 {
-        let l = self.llt.L();
-        (0..l.nrows()).map(|i| 2.0 * l[(i, i)].ln()).sum()
+        (0..self.dim()).map(|i| 2.0 * self.l[(i, i)].ln()).sum()
     }
 }
 
@@ -90,9 +220,7 @@ pub fn sherman_morrison_update(sigma: &mut Matrix, sd: &[f64], d_sigma_d: f64, w
         if fj == 0.0 {
             continue;
         }
-        let col = sigma.col_mut(j);
-        let col = col.try_as_col_major_mut().expect("owned matrices are column major").as_slice_mut();
-        for (c, s) in col.iter_mut().zip(sd) {
+        for (c, s) in sigma.col_mut(j).iter_mut().zip(sd) {
             *c -= fj * s;
         }
     }
@@ -104,7 +232,8 @@ mod tests {
 
     fn spd(n: usize) -> Matrix {
         let b = Matrix::from_fn(n, n, |i, j| ((i * 7 + j * 3) % 5) as f64 - 2.0 + if i == j { 0.5 } else { 0.0 });
-        let mut a = &b * b.transpose();
+        let bt = Matrix::from_fn(n, n, |i, j| b[(j, i)]);
+        let mut a = b.matmul(&bt);
         for i in 0..n {
             a[(i, i)] += n as f64;
         }
@@ -122,7 +251,7 @@ mod tests {
             assert!((r - b[i]).abs() < 1e-12);
         }
         let inv = ch.inverse();
-        let prod = &a * &inv;
+        let prod = a.matmul(&inv);
         for i in 0..6 {
             for j in 0..6 {
                 assert!((prod[(i, j)] - if i == j { 1.0 } else { 0.0 }).abs() < 1e-12);

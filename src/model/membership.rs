@@ -3,39 +3,123 @@
 //! π_m = P(base m is among the k largest θ). Draw z ~ N(0, I) (n per draw, ChaCha8 stream),
 //! solve Lᵀu = z where H = LLᵀ, take the θ part of β̂ + u; π_m is the fraction of S draws in
 //! which m is in the top k.
+//!
+//! The S draws come in fixed blocks of [`BLOCK`] draws, each from its own ChaCha8 stream seeded
+//! from the caller's stream in block order. Blocks are independent, so large problems spread
+//! them over two threads; the result depends only on the seed, never on the thread count.
 
 use super::bt::Fit;
 use super::linalg::Matrix;
 use crate::rng::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
+/// Draws per block (each block has its own stream).
+pub const BLOCK: usize = 250;
+
+/// Below this many multiply–adds (n² · S) the blocks run on the calling thread.
+const PARALLEL_WORK: usize = 5_000_000;
+
+/// The k-th largest of `values` (k ≥ 1, finite values); `scratch` has the length of `values`.
+fn kth_largest(values: &[f64], k: usize, scratch: &mut [f64]) -> f64 {
+    if k <= 32 {
+        // Insertion into a descending buffer of the k largest so far: most values are rejected
+        // by one comparison with the current k-th.
+        let top = &mut scratch[..k];
+        let mut len = 0;
+        for &v in values {
+            if len == k && v <= top[k - 1] {
+                continue;
+            }
+            let mut pos = len.min(k - 1);
+            while pos > 0 && v > top[pos - 1] {
+                top[pos] = top[pos - 1];
+                pos -= 1;
+            }
+            top[pos] = v;
+            len = (len + 1).min(k);
+        }
+        top[k - 1]
+    } else {
+        scratch.copy_from_slice(values);
+        *scratch.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a)).1
+    }
+}
+
+/// Top-k counts of `draws` draws from the stream `seed`, adding into `counts`; `z` is the
+/// n×draws work matrix.
+fn block_counts(fit: &Fit, k: usize, seed: u64, z: &mut Matrix, counts: &mut [usize]) {
+    let m = counts.len();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for s in 0..z.ncols() {
+        for v in z.col_mut(s) {
+            *v = StandardNormal.sample(&mut rng);
+        }
+    }
+    fit.chol.solve_lt_in_place(z);
+    let mut theta = vec![0.0; m];
+    let mut scratch = vec![0.0; m];
+    for s in 0..z.ncols() {
+        for ((t, b), u) in theta.iter_mut().zip(&fit.beta).zip(z.col(s)) {
+            *t = b + u;
+        }
+        // The top k are the values above the k-th largest, then ties at it by index. (The
+        // draws are finite: H is positive definite.)
+        let kth = kth_largest(&theta, k, &mut scratch);
+        let mut room = k - theta.iter().filter(|&&t| t > kth).count();
+        for (c, &t) in counts.iter_mut().zip(&theta) {
+            if t > kth {
+                *c += 1;
+            } else if t == kth && room > 0 {
+                *c += 1;
+                room -= 1;
+            }
+        }
+    }
+}
+
+/// Counts of the blocks `blocks` (draws, seed), one work matrix for all of them.
+fn blocks_counts(fit: &Fit, m: usize, k: usize, blocks: &[(usize, u64)]) -> Vec<usize> {
+    let n = fit.beta.len();
+    let mut counts = vec![0usize; m];
+    let mut z = Matrix::zeros(n, BLOCK);
+    for &(d, seed) in blocks {
+        if d != z.ncols() {
+            z = Matrix::zeros(n, d);
+        }
+        block_counts(fit, k, seed, &mut z, &mut counts);
+    }
+    counts
+}
+
 /// Top-k membership probabilities (length M) from `draws` Monte-Carlo draws.
+///
+/// Takes one u64 from `rng` per block of [`BLOCK`] draws to seed that block's stream.
 ///
 /// # Panics
 /// If `k` is 0 or ≥ M.
 pub fn topk_membership(fit: &Fit, m: usize, k: usize, draws: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let n = fit.beta.len();
-    let mut z = Matrix::from_fn(n, draws, |_, _| 0.0);
-    for s in 0..draws {
-        for r in 0..n {
-            z[(r, s)] = StandardNormal.sample(rng);
-        }
-    }
-    fit.chol.solve_lt_in_place(&mut z);
+    let blocks: Vec<(usize, u64)> =
+        (0..draws.div_ceil(BLOCK)).map(|b| (BLOCK.min(draws - b * BLOCK), rng.random::<u64>())).collect();
+    let per_worker: Vec<Vec<usize>> = if n * n * draws >= PARALLEL_WORK && blocks.len() > 1 {
+        // Two workers take alternate blocks (counts are sums, so the split does not matter).
+        let (even, odd): (Vec<_>, Vec<_>) = blocks.iter().enumerate().partition(|(b, _)| b % 2 == 0);
+        let strip = |v: Vec<(usize, &(usize, u64))>| v.into_iter().map(|(_, b)| *b).collect::<Vec<_>>();
+        let (even, odd) = (strip(even), strip(odd));
+        std::thread::scope(|sc| {
+            let other = sc.spawn(|| blocks_counts(fit, m, k, &odd));
+            let mine = blocks_counts(fit, m, k, &even);
+            vec![mine, other.join().expect("membership worker panicked")]
+        })
+    } else {
+        vec![blocks_counts(fit, m, k, &blocks)]
+    };
     let mut counts = vec![0usize; m];
-    let mut idx: Vec<usize> = (0..m).collect();
-    let mut theta = vec![0.0; m];
-    for s in 0..draws {
-        for (t, (b, r)) in theta.iter_mut().zip(fit.beta.iter().zip(0..m)) {
-            *t = b + z[(r, s)];
-        }
-        for (i, v) in idx.iter_mut().enumerate() {
-            *v = i;
-        }
-        idx.select_nth_unstable_by(k - 1, |a, b| theta[*b].total_cmp(&theta[*a]));
-        for &i in &idx[..k] {
-            counts[i] += 1;
+    for c in per_worker {
+        for (t, v) in counts.iter_mut().zip(c) {
+            *t += v;
         }
     }
     counts.into_iter().map(|c| c as f64 / draws as f64).collect()
@@ -53,4 +137,74 @@ pub fn point_topk(values: &[f64], k: usize) -> Vec<usize> {
 pub fn recall_at_k(estimated: &[usize], gold: &[usize]) -> f64 {
     let k = gold.len();
     estimated.iter().filter(|i| gold.contains(i)).count() as f64 / k as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Posterior;
+    use crate::model::bt::{Design, FitOptions, Prior, fit};
+    use crate::rng;
+    use rand::RngExt;
+
+    #[test]
+    fn kth_largest_matches_a_full_sort() {
+        let mut r = rng::stream(1, "test", 0);
+        for m in [1usize, 5, 33, 80] {
+            // Values on a coarse grid so that ties occur.
+            let values: Vec<f64> = (0..m).map(|_| (r.random::<f64>() * 10.0).floor() - 4.0).collect();
+            let mut sorted = values.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            let mut scratch = vec![0.0; m];
+            for k in 1..=m {
+                assert_eq!(kth_largest(&values, k, &mut scratch), sorted[k - 1], "m={m} k={k}");
+            }
+        }
+    }
+
+    /// A fit to `m` bases compared in a ring (a, a+1) with the first-listed winning 2 of 3.
+    fn ring_fit(m: usize) -> crate::model::bt::Fit {
+        let mut d = Design::new(m, 0);
+        for a in 0..m {
+            let b = (a + 1) % m;
+            for y in [1.0, 1.0, 0.0] {
+                d.push(a, b, &[], y, 1.0);
+            }
+        }
+        fit(&d, &Prior::default().diagonal(m, 0), None, &FitOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn two_bases_match_the_normal_cdf() {
+        // k = 1 of M = 2: π_0 = P(θ_0 > θ_1) = Φ((θ̂_0 − θ̂_1)/√v), v the contrast variance.
+        let mut d = Design::new(2, 0);
+        for y in [1.0, 1.0, 1.0, 0.0] {
+            d.push(0, 1, &[], y, 1.0);
+        }
+        let f = fit(&d, &Prior::default().diagonal(2, 0), None, &FitOptions::default()).unwrap();
+        let post = Posterior::from_fit(&f);
+        let z = (f.beta[0] - f.beta[1]) / post.contrast_var(0, 1).sqrt();
+        let want = statrs::function::erf::erfc(-z / std::f64::consts::SQRT_2) / 2.0;
+        let s = 40_000;
+        let pi = topk_membership(&f, 2, 1, s, &mut rng::stream(2, "membership", 0));
+        let se = (want * (1.0 - want) / s as f64).sqrt();
+        assert!((pi[0] - want).abs() < 4.0 * se, "MC {} vs Φ {want} (se {se})", pi[0]);
+        assert!((pi[0] + pi[1] - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn memberships_sum_to_k_and_do_not_depend_on_the_thread_split() {
+        // n = 81 parameters, S = 1000: n²S ≥ PARALLEL_WORK, so the two-worker path runs.
+        let m = 80;
+        let f = ring_fit(m);
+        assert!(f.beta.len().pow(2) * 1000 >= PARALLEL_WORK);
+        let pi = topk_membership(&f, m, 7, 1000, &mut rng::stream(3, "membership", 0));
+        assert!((pi.iter().sum::<f64>() - 7.0).abs() < 1e-9);
+        // The same blocks and seeds on one thread, in order.
+        let mut r = rng::stream(3, "membership", 0);
+        let blocks: Vec<(usize, u64)> = (0..4).map(|_| (BLOCK, r.random::<u64>())).collect();
+        let counts = blocks_counts(&f, m, 7, &blocks);
+        let seq: Vec<f64> = counts.iter().map(|c| *c as f64 / 1000.0).collect();
+        assert_eq!(pi, seq);
+    }
 }

@@ -76,6 +76,9 @@ pub struct FitSummary {
     pub n_obs: usize,
 }
 
+/// From this many parameters on, Σ and the membership draws are computed on two threads.
+const PARALLEL_MIN_PARAMS: usize = 200;
+
 /// Fit the model and summarise it; also returns the fit (for acquisition) and the posterior.
 ///
 /// # Errors
@@ -95,9 +98,18 @@ pub fn fit_and_summarise(
     let p = cov.p();
     let lambda = prior.diagonal(m, p);
     let fit = bt::fit(design, &lambda, warm, &FitOptions::default())?;
-    let post = Posterior::from_fit(&fit);
+    // Σ = H⁻¹ and the membership draws both start from the Cholesky factor and are independent:
+    // on large problems they run side by side (each is deterministic on its own).
+    let (post, membership) = if fit.beta.len() >= PARALLEL_MIN_PARAMS {
+        std::thread::scope(|s| {
+            let sigma = s.spawn(|| Posterior::from_fit(&fit));
+            let membership = topk_membership(&fit, m, k, draws, rng);
+            (sigma.join().expect("posterior worker panicked"), membership)
+        })
+    } else {
+        (Posterior::from_fit(&fit), topk_membership(&fit, m, k, draws, rng))
+    };
     let sd_all = post.sd();
-    let membership = topk_membership(&fit, m, k, draws, rng);
     let theta = fit.beta[..m].to_vec();
     let c = fit.beta[m..m + p].to_vec();
     let mut xbar = vec![vec![0.0; p]; m];
