@@ -40,7 +40,7 @@ pub enum ConfigError {
         msg: String,
     },
     /// The pool named by the config is bad.
-    #[error("{path}: pool file {}: {source}", pool_file.display())]
+    #[error("{path}: pool.file: {}", pool_message(pool_file, source))]
     Pool {
         /// Config file.
         path: PathBuf,
@@ -254,6 +254,27 @@ impl Config {
         Self::from_raw(raw, path)
     }
 
+    /// Load for `run --dry-run`, which sends nothing: an unset API key variable of the judge is
+    /// not an error; the second value is the message a real run would stop with.
+    ///
+    /// # Errors
+    /// As [`Config::load`], apart from the missing key.
+    pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+        let mut raw: RawConfig =
+            crate::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+        let mut problem = None;
+        if let JudgeConfig::Openai(oc) = &mut raw.judge
+            && oc.api_key_required
+        {
+            problem = crate::judge::openai::key_problem(oc).map(|m| format!("judge.openai.api_key_env: {m}"));
+            if problem.is_some() {
+                oc.api_key_required = false;
+            }
+        }
+        Ok((Self::from_raw(raw, path)?, problem))
+    }
+
     /// Validate a parsed config; relative paths resolve against `path`'s folder.
     ///
     /// # Errors
@@ -396,6 +417,15 @@ pub fn normalize(p: &Path) -> PathBuf {
         }
     }
     if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
+}
+
+/// A pool error under a config: the pool file is named once (I/O, parse and lookup errors
+/// already name it; rule violations get it in front).
+fn pool_message(file: &Path, e: &PoolError) -> String {
+    match e {
+        PoolError::Invalid { .. } => format!("{}: {e}", file.display()),
+        _ => e.to_string(),
+    }
 }
 
 #[cfg(test)]

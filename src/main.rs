@@ -35,13 +35,18 @@ fn print_out(text: &str) {
 fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run { config, quiet, gate, dry_run } => {
-            let cfg = config::Config::load(&config)?;
-            let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             if dry_run {
+                let (cfg, key_problem) = config::Config::load_for_dry_run(&config)?;
+                let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
                 let d = topk_judge::dryrun::dry_run(&cfg, judge.as_ref())?;
                 print!("{}", topk_judge::dryrun::render(&cfg, judge.as_ref(), &d));
+                if let Some(m) = key_problem {
+                    println!("warning: a real run would stop here: {m}");
+                }
                 return Ok(());
             }
+            let cfg = config::Config::load(&config)?;
+            let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             let opts = runner::RunOptions { progress: !quiet, print: true };
             let mut result =

@@ -216,7 +216,13 @@ pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
             while !text.is_char_boundary(end) {
                 end -= 1;
             }
-            PoolError::Parse { path: path.to_owned(), line: line_no, msg: format!("{e}{}", item_near(&text[..end])) }
+            // serde_json counts lines inside this one-line pool: report the column only.
+            let what = e.to_string();
+            let what = match what.rfind(" at line ") {
+                Some(i) => format!("{} at column {}", &what[..i], e.column()),
+                None => what,
+            };
+            PoolError::Parse { path: path.to_owned(), line: line_no, msg: format!("{what}{}", item_near(&text[..end])) }
         })?;
         let task = raw.task.unwrap_or_default();
         pools.push(Pool::new(raw.pool_id, task, raw.items)?);

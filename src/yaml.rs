@@ -3,15 +3,62 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// Parse YAML text; the error message carries line and column.
+/// Parse YAML text; the error message carries line and column, and the key at that line as a
+/// dotted path (`model.lambda_theta`) when the line is a block-mapping entry.
 ///
 /// # Errors
 /// The parser's message.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_saphyr::from_str(text).map_err(|e| {
         let m = e.to_string();
-        m.strip_prefix("error: ").map(str::to_owned).unwrap_or(m)
+        let m = m.strip_prefix("error: ").map(str::to_owned).unwrap_or(m);
+        name_the_key(text, m)
     })
+}
+
+/// Insert "(key `a.b`)" after the message's leading "line N column M".
+fn name_the_key(text: &str, msg: String) -> String {
+    let Some(rest) = msg.strip_prefix("line ") else { return msg };
+    let Some(line) = rest.split_whitespace().next().and_then(|n| n.parse::<usize>().ok()) else { return msg };
+    let Some(path) = key_path_at(text, line) else { return msg };
+    match msg.find(':') {
+        Some(colon) => format!("{} (key `{path}`){}", &msg[..colon], &msg[colon..]),
+        None => msg,
+    }
+}
+
+/// The dotted key path of the block-mapping entry on 1-based line `line`, from indentation.
+fn key_path_at(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let key_of = |l: &str| -> Option<(usize, String)> {
+        let indent = l.len() - l.trim_start().len();
+        let body = l.trim_start().trim_start_matches("- ");
+        if body.starts_with('#') || body.starts_with('{') {
+            return None;
+        }
+        let colon = body.find(':')?;
+        let key = body[..colon].trim().trim_matches('"').trim_matches('\'');
+        let plain = !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+        plain.then(|| (indent, key.to_owned()))
+    };
+    let (mut indent, key) = key_of(lines.get(line.checked_sub(1)?)?)?;
+    let mut path = vec![key];
+    for l in lines[..line - 1].iter().rev() {
+        if indent == 0 {
+            break;
+        }
+        if l.trim().is_empty() || l.trim_start().starts_with('#') {
+            continue;
+        }
+        if let Some((i, k)) = key_of(l)
+            && i < indent
+        {
+            path.push(k);
+            indent = i;
+        }
+    }
+    path.reverse();
+    Some(path.join("."))
 }
 
 /// Serialise to YAML.
@@ -20,4 +67,30 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
 /// The serialiser's message.
 pub fn to_string<T: Serialize>(v: &T) -> Result<String, String> {
     serde_saphyr::to_string(v).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Inner {
+        lambda_theta: f64,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Outer {
+        k: u64,
+        model: Inner,
+    }
+
+    #[test]
+    fn type_errors_name_the_key_path() {
+        let e = from_str::<Outer>("k: 3\nmodel:\n  # the prior\n  lambda_theta: big\n").unwrap_err();
+        assert!(e.starts_with("line 4 column 17 (key `model.lambda_theta`):"), "{e}");
+        let e = from_str::<Outer>("k: three\nmodel:\n  lambda_theta: 1\n").unwrap_err();
+        assert!(e.starts_with("line 1 column 4 (key `k`):"), "{e}");
+    }
 }

@@ -792,7 +792,15 @@ fn shipped_configs_validate_and_dry_run() {
     let out = dry_run_bin(dir.path(), &p, &keys);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("openai gpt-5.5 @ https://api.openai.com/v1"), "{}", text(&out));
-    // Without the key variable, the same config fails before anything is sent, naming it.
+    // Without the key variable the dry run still prices the run (it sends nothing) and warns,
+    // naming the variable; a real run fails before anything is sent.
     let out = dry_run_bin(dir.path(), &p, &[]);
+    let t = text(&out);
+    assert!(out.status.success() && t.contains("queries the budget allows"), "{t}");
+    assert!(t.contains("warning: a real run would stop here") && t.contains("OPENAI_API_KEY"), "{t}");
+    let mut c = std::process::Command::new(bin());
+    c.current_dir(dir.path()).args(["run", p.to_str().unwrap(), "--quiet"]).env_remove("OPENAI_API_KEY");
+    let out = c.output().unwrap();
     assert!(!out.status.success() && text(&out).contains("OPENAI_API_KEY"), "{}", text(&out));
+    assert!(!dir.path().join("runs").exists() || std::fs::read_dir(dir.path().join("runs")).unwrap().count() == 0);
 }

@@ -349,6 +349,12 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     Ok(())
 }
 
+/// Why a run with this config could not get its API key, if it could not (`None`: the key is
+/// set, or not required). The key itself is not returned.
+pub fn key_problem(cfg: &OpenAiConfig) -> Option<String> {
+    check_key_env(cfg).err()
+}
+
 fn check_key_env(cfg: &OpenAiConfig) -> Result<Option<Secret>, String> {
     let var = cfg.api_key_env.trim();
     if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {

@@ -125,10 +125,18 @@ pub fn topk_membership(fit: &Fit, m: usize, k: usize, draws: usize, rng: &mut Ch
     counts.into_iter().map(|c| c as f64 / draws as f64).collect()
 }
 
-/// Indices of the k largest values (ties by lower index), sorted by value descending.
+/// Values closer than this (logits) rank as tied: far below any posterior sd, and above the
+/// rounding left by the MAP fit (‖∇L‖∞ < 1e-9), which differs with the warm-start path.
+pub const TIE_LOGITS: f64 = 1e-7;
+
+/// Indices of the k largest values, sorted by value descending; values on the same
+/// [`TIE_LOGITS`] grid point are tied and ordered by lower index. (In a complete design every
+/// base with the same number of wins gets the same θ̂ up to rounding; without the grid, which of
+/// them makes the top k would depend on rounding noise.)
 pub fn point_topk(values: &[f64], k: usize) -> Vec<usize> {
+    let grid = |v: f64| (v / TIE_LOGITS).round();
     let mut idx: Vec<usize> = (0..values.len()).collect();
-    idx.sort_by(|a, b| values[*b].total_cmp(&values[*a]).then(a.cmp(b)));
+    idx.sort_by(|a, b| grid(values[*b]).total_cmp(&grid(values[*a])).then(a.cmp(b)));
     idx.truncate(k);
     idx
 }
@@ -146,6 +154,16 @@ mod tests {
     use crate::model::bt::{Design, FitOptions, Prior, fit};
     use crate::rng;
     use rand::RngExt;
+
+    #[test]
+    fn point_topk_ties_rounding_noise_by_index() {
+        // Bases 1 and 3 tie up to rounding (1e-12 apart): the lower index goes first, whichever
+        // carries the larger rounding error; real differences (1e-3) still order by value.
+        assert_eq!(point_topk(&[0.5, 1.0 - 1e-12, 0.2, 1.0, 1.001], 3), vec![4, 1, 3]);
+        assert_eq!(point_topk(&[0.5, 1.0, 0.2, 1.0 - 1e-12, 1.001], 3), vec![4, 1, 3]);
+        assert_eq!(point_topk(&[0.5, 1.0, 0.2, 1.0 - 1e-3, 1.001], 3), vec![4, 1, 3]);
+        assert_eq!(point_topk(&[0.5, 1.0 - 1e-3, 0.2, 1.0, 1.001], 3), vec![4, 3, 1]);
+    }
 
     #[test]
     fn kth_largest_matches_a_full_sort() {

@@ -478,10 +478,12 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
             ms(&c.kappa_hat)
         );
         if has_profile {
+            // Three significant digits: single-rendering ranges are ~1e-6 nats, paired ones ~10.
             let _ = write!(
                 md,
-                " {} |",
-                c.profile_range_nats.map(|m| format!("{:.4} ± {:.4}", m.mean, m.se)).unwrap_or("–".into())
+                " {} | {} |",
+                c.profile_range_nats.map(|m| format!("{:.3e} ± {:.2e}", m.mean, m.se)).unwrap_or("–".into()),
+                c.profile_range_max_nats.map(|m| format!("{m:.3e}")).unwrap_or("–".into())
             );
         }
         md.push('\n');
