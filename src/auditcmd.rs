@@ -187,7 +187,7 @@ impl AuditConfig {
     pub fn load(path: &Path) -> Result<Self, AuditError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let raw: RawAuditConfig =
-            crate::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+            crate::yaml::from_file_text(&text, path).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }
 

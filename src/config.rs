@@ -250,7 +250,7 @@ impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let raw: RawConfig =
-            crate::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+            crate::yaml::from_file_text(&text, path).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }
 
@@ -262,7 +262,7 @@ impl Config {
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let mut raw: RawConfig =
-            crate::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+            crate::yaml::from_file_text(&text, path).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         let mut problem = None;
         if let JudgeConfig::Openai(oc) = &mut raw.judge
             && oc.api_key_required

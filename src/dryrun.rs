@@ -51,7 +51,8 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, CacheError> {
     let keys: HashSet<&str> = pairs.iter().map(|p| p.2.as_str()).collect();
     let mine: Vec<_> = records.iter().filter(|r| keys.contains(r.key.as_str())).collect();
     let stored_keys: HashSet<&str> = mine.iter().map(|r| r.key.as_str()).collect();
-    let spent_usd: f64 = mine.iter().map(|r| r.cost_usd).sum();
+    // + 0.0: an empty f64 sum is −0.0, printed as "$-0.000000".
+    let spent_usd: f64 = mine.iter().map(|r| r.cost_usd).sum::<f64>() + 0.0;
     let open: Vec<(usize, usize)> =
         pairs.iter().filter(|p| !stored_keys.contains(p.2.as_str())).map(|p| (p.0, p.1)).collect();
     let first =
@@ -89,7 +90,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, CacheError> {
         worst_per_query_usd: per_query,
         allowed_at_least: at_least,
         allowed_at_most: at_most,
-        worst_total_usd: worst_total,
+        worst_total_usd: worst_total + 0.0,
     })
 }
 

@@ -331,7 +331,7 @@ impl Sweep {
     pub fn load(path: &Path) -> Result<Self, SweepError> {
         let text = std::fs::read_to_string(path)
             .map_err(|source| crate::config::ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawSweep = crate::yaml::from_str(&text)
+        let raw: RawSweep = crate::yaml::from_file_text(&text, path)
             .map_err(|msg| crate::config::ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }

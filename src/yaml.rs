@@ -12,8 +12,19 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     serde_saphyr::from_str(text).map_err(|e| {
         let m = e.to_string();
         let m = m.strip_prefix("error: ").map(str::to_owned).unwrap_or(m);
-        name_the_key(text, m)
+        // Advice addressed to programmers using the parser, not to users of the file.
+        let m = m.replace(", set DuplicateKeyPolicy in Options if acceptable", "");
+        // A missing field is reported where the parser gave up (often the last key): no key name.
+        if m.contains("missing field") { m } else { name_the_key(text, m) }
     })
+}
+
+/// [`from_str`] for the text of `path`: the excerpt names the file instead of `<input>`.
+///
+/// # Errors
+/// The parser's message.
+pub fn from_file_text<T: DeserializeOwned>(text: &str, path: &std::path::Path) -> Result<T, String> {
+    from_str(text).map_err(|m| m.replace("--> <input>:", &format!("--> {}:", path.display())))
 }
 
 /// Insert "(key `a.b`)" after the message's leading "line N column M".
@@ -92,5 +103,13 @@ mod tests {
         assert!(e.starts_with("line 4 column 17 (key `model.lambda_theta`):"), "{e}");
         let e = from_str::<Outer>("k: three\nmodel:\n  lambda_theta: 1\n").unwrap_err();
         assert!(e.starts_with("line 1 column 4 (key `k`):"), "{e}");
+        // A missing key is not pinned on whichever key the parser stopped at.
+        let e = from_str::<Outer>("model:\n  lambda_theta: 1\n").unwrap_err();
+        assert!(e.contains("missing field `k`") && !e.contains("(key `"), "{e}");
+        // No parser-API advice in a user's error.
+        let e = from_str::<Outer>("k: 1\nk: 2\nmodel:\n  lambda_theta: 1\n").unwrap_err();
+        assert!(e.contains("duplicate") && !e.contains("DuplicateKeyPolicy"), "{e}");
+        let e = from_file_text::<Outer>("k: x\n", std::path::Path::new("configs/a.yaml")).unwrap_err();
+        assert!(e.contains("--> configs/a.yaml:1:4") && !e.contains("<input>"), "{e}");
     }
 }
