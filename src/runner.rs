@@ -175,13 +175,48 @@ fn config_hash(cfg: &Config) -> String {
     rng::sha256_hex(&v.to_string())[..16].to_string()
 }
 
+/// What a run folder was made by: the fit settings ([`config_hash`]) and the judge (the cache
+/// key of the pool's first ordered pair, which hashes the judge's settings, prompt and texts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct RunIdentity {
+    fit: String,
+    judge: String,
+}
+
+/// A warning when `dir` already holds a run made by another configuration (its `run.json`
+/// differs): that run's result.json and config.yaml are about to be replaced.
+fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
+    let old: RunIdentity = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).ok()?).ok()?;
+    let what = match (old.fit != id.fit, old.judge != id.judge) {
+        (false, false) => return None,
+        (true, false) => "model, k, acquisition or pool",
+        (false, true) => "judge",
+        (true, true) => "judge and model, k, acquisition or pool",
+    };
+    Some(format!(
+        "{} holds a run with a different {what}: its result.json and config.yaml are replaced and fits.jsonl gets a second history (stored verdicts are kept and reused only by the same judge); give this run its own `name` to keep both",
+        dir.display()
+    ))
+}
+
 /// Run Algorithm 1 for a validated config with a judge. Writes into `cfg.run_dir`.
 ///
 /// # Errors
 /// [`RunError`]. A judge failure on a single query is counted, not fatal.
 pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Result<RunResult, RunError> {
     let dir = &cfg.run_dir;
+    let identity = RunIdentity {
+        fit: config_hash(cfg),
+        judge: (0..cfg.pool.n_items())
+            .flat_map(|a| (0..cfg.pool.n_items()).map(move |b| (a, b)))
+            .find(|&(a, b)| a != b)
+            .map(|(a, b)| judge.cache_key(&cfg.pool, a, b))
+            .unwrap_or_default(),
+    };
+    let other_run = other_run_warning(dir, &identity);
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let id_path = dir.join("run.json");
+    std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     let saved = dir.join("config.yaml");
     let yaml = crate::yaml::to_string(&cfg.raw).unwrap_or_default();
     std::fs::write(&saved, yaml).map_err(io_err(&saved))?;
@@ -190,7 +225,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let keys = key_map(judge.as_ref(), cfg);
     let total_pairs = keys.len() as u64;
     let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(total_pairs).min(total_pairs), opts.progress);
-    if let Some(w) = warning {
+    for w in other_run.into_iter().chain(warning) {
         progress.println(&format!("warning: {w}"));
     }
     let k = cfg.raw.k;

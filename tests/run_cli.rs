@@ -212,3 +212,26 @@ fn torn_last_line_is_dropped_with_a_warning_on_resume() {
         serde_json::from_str::<serde_json::Value>(l).expect("every line parses");
     }
 }
+
+#[test]
+fn reusing_a_run_name_for_another_config_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = mock_config(dir.path(), "shared", 16, "");
+    let first = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(first.status.success() && !text(&first).contains("holds a run"), "{}", text(&first));
+    // Raising the budget is the same run: no warning.
+    let c = mock_config(dir.path(), "shared", 24, "");
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(out.status.success() && !text(&out).contains("holds a run"), "{}", text(&out));
+    // Another k under the same name: warned, naming what differs.
+    let yaml = std::fs::read_to_string(&c).unwrap().replace("k: 3", "k: 4");
+    std::fs::write(&c, yaml).unwrap();
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("holds a run with a different model, k, acquisition or pool"), "{}", text(&out));
+    // Another judge seed: the judge differs.
+    let yaml = std::fs::read_to_string(&c).unwrap().replace("seed: 7", "seed: 8");
+    std::fs::write(&c, yaml).unwrap();
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(text(&out).contains("holds a run with a different judge:"), "{}", text(&out));
+}
