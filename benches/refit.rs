@@ -8,13 +8,13 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::collections::HashSet;
 use std::hint::black_box;
 use topk_judge::acquire::{self, Context, Orders, StrategyKind};
+use topk_judge::analysis::synth::{SynthSpec, generate};
 use topk_judge::model::bt::{self, FitOptions, Prior};
 use topk_judge::model::membership::topk_membership;
 use topk_judge::model::summary::{ItemVerdict, build_design, fit_and_summarise};
 use topk_judge::model::{Design, Posterior};
-use topk_judge::pool::{CovariateSpec, Covariates, Pool, build_covariates};
 use topk_judge::rng;
-use topk_judge::synth::{SynthSpec, generate};
+use topk_judge::store::pool::{CovariateSpec, Covariates, Pool, build_covariates};
 
 struct Setup {
     pool: Pool,

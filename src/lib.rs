@@ -1,48 +1,23 @@
 //! topk-judge: bias-aware Bradley–Terry top-k selection with LLM judges.
 //!
-//! See `README.md` for usage and SPEC-referenced doc comments on each module for the model.
+//! The crate is grouped by role, so a folder's name says what it may import (see the README's
+//! "Where things are"): [`commands`] read inputs, call the core and write outputs; [`run`] is
+//! Algorithm 1 (the loop `run` and `simulate` share); the pure, synchronous statistical core is
+//! [`model`], [`acquire`] and [`analysis`] (no async runtime, files or clock); [`judge`] talks to
+//! judges; [`store`] owns configs, pools, the verdict ledger and the budget; [`report`] renders
+//! result schemas, tables, plots and pages; [`sweep`] runs simulation sweeps. The model is written
+//! up in `docs/model.md`.
 #![warn(missing_docs)]
 #![allow(clippy::needless_range_loop)] // index loops mirror the formulas in numerical code
 
 pub mod acquire;
-pub mod audit;
-pub mod auditcmd;
-pub mod budget;
-pub mod cache;
+pub mod analysis;
 pub mod cli;
-pub mod config;
-pub mod design;
-pub mod dryrun;
-pub mod fitcmd;
-pub mod gate;
-pub mod identify;
+pub mod commands;
 pub mod judge;
 pub mod model;
-pub mod pool;
-pub mod progress;
-pub mod prompt;
-pub mod ratelimit;
-pub mod render;
 pub mod report;
-pub mod retry;
 pub mod rng;
-pub mod runner;
-pub mod secret;
-pub mod sim;
+pub mod run;
+pub mod store;
 pub mod sweep;
-pub mod synth;
-pub mod yaml;
-
-use std::sync::Arc;
-
-/// Build the judge a config asks for.
-///
-/// # Errors
-/// A message naming the config key.
-pub fn make_judge(cfg: &config::JudgeConfig) -> Result<Arc<dyn judge::Judge>, String> {
-    match cfg {
-        config::JudgeConfig::Mock(m) => Ok(Arc::new(judge::mock::MockJudge::new(m.clone())?)),
-        config::JudgeConfig::Synthetic(s) => Ok(Arc::new(judge::synthetic::SyntheticJudge::new(s.clone())?)),
-        config::JudgeConfig::Openai(o) => Ok(Arc::new(judge::openai::OpenAiJudge::from_config(o)?)),
-    }
-}

@@ -1,10 +1,10 @@
-//! The `topk-judge` binary: parse the CLI, start tracing and the tokio runtime, call the library,
+//! The `topk-judge` binary: parse the CLI, start tracing, dispatch to [`topk_judge::commands`],
 //! print the error chain and exit non-zero on failure.
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use topk_judge::cli::{Cli, Command};
-use topk_judge::{config, fitcmd, identify, pool, report, runner};
+use topk_judge::commands;
 
 fn main() {
     tracing_subscriber::fmt()
@@ -36,71 +36,63 @@ fn real_main(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run { config, quiet, gate, dry_run } => {
             if dry_run {
-                let (cfg, key_problem) = config::Config::load_for_dry_run(&config)?;
-                let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
-                let d = topk_judge::dryrun::dry_run(&cfg, judge.as_ref())?;
-                print!("{}", topk_judge::dryrun::render(&cfg, judge.as_ref(), &d));
-                if let Some(m) = key_problem {
-                    println!("warning: a real run would stop here: {m}");
-                }
+                print_out(&commands::run::dry_run_text(&config)?);
                 return Ok(());
             }
-            let cfg = config::Config::load(&config)?;
-            let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
-            let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
-            let opts = runner::RunOptions { progress: !quiet, print: true };
-            let mut result =
-                rt.block_on(runner::run(&cfg, judge, &opts)).with_context(|| format!("run {}", config.display()))?;
-            if let Some(g) = gate {
-                print_out(
-                    &identify::apply_gate(&cfg, &mut result, &g).with_context(|| format!("--gate {}", g.display()))?,
-                );
-            }
+            let (cfg, judge, rt) = commands::run::prepare(&config)?;
+            let gated = commands::run::run_with_gate(&cfg, judge, &rt, quiet, gate.as_deref())
+                .with_context(|| format!("run {}", config.display()))?;
+            let text = gated
+                .with_context(|| format!("--gate {}", gate.as_deref().unwrap_or(std::path::Path::new("")).display()))?;
+            print_out(&text);
             Ok(())
         }
         Command::Profile { run_or_config } => {
-            let (_, text) = identify::profile_command(&run_or_config)
+            let (_, text) = commands::profile::profile_command(&run_or_config)
                 .with_context(|| format!("profile {}", run_or_config.display()))?;
             print_out(&text);
             Ok(())
         }
         Command::Gate { config } => {
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
-            let (_, text) =
-                rt.block_on(identify::gate_command(&config)).with_context(|| format!("gate {}", config.display()))?;
+            let (_, text) = rt
+                .block_on(commands::gate::gate_command(&config))
+                .with_context(|| format!("gate {}", config.display()))?;
             print_out(&text);
             Ok(())
         }
         Command::Audit { config, quiet } => {
-            let cfg = topk_judge::auditcmd::AuditConfig::load(&config)?;
-            let judge = topk_judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
+            let cfg = commands::audit::AuditConfig::load(&config)?;
+            let judge = topk_judge::judge::build::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
-            rt.block_on(topk_judge::auditcmd::run_audit(&cfg, judge, true, !quiet))
+            rt.block_on(commands::audit::run_audit(&cfg, judge, true, !quiet))
                 .with_context(|| format!("audit {}", config.display()))?;
             Ok(())
         }
         Command::Simulate { sweep, threads, out, quiet } => {
             let start = std::time::Instant::now();
-            let (dir, s, md) = topk_judge::sweep::simulate_command(&sweep, threads, out.as_deref(), !quiet)
+            let (dir, s, md) = commands::simulate::simulate_command(&sweep, threads, out.as_deref(), !quiet)
                 .with_context(|| format!("simulate {}", sweep.display()))?;
             let rows: usize = s.cells.iter().map(|c| c.recall.n).sum();
-            println!("{md}");
-            println!("{rows} runs in {:.1} s; outputs: {}", start.elapsed().as_secs_f64(), dir.display());
+            print_out(&format!(
+                "{md}\n{rows} runs in {:.1} s; outputs: {}\n",
+                start.elapsed().as_secs_f64(),
+                dir.display()
+            ));
             Ok(())
         }
         Command::Compare { runs, reference, out } => {
             let out = out.unwrap_or_else(|| std::path::PathBuf::from("."));
-            let text =
-                topk_judge::report::compare::compare_command(&runs, reference.as_deref(), &out).context("compare")?;
-            println!("{text}");
+            let text = commands::compare::compare_command(&runs, reference.as_deref(), &out).context("compare")?;
+            print_out(&format!("{text}\n"));
             Ok(())
         }
         Command::Report { run, out } => {
             let out = out.unwrap_or_else(|| run.clone());
-            let files = topk_judge::report::page::report_command(&run, &out)
-                .with_context(|| format!("report {}", run.display()))?;
+            let files =
+                commands::report::report_command(&run, &out).with_context(|| format!("report {}", run.display()))?;
             for f in files {
-                println!("wrote {}", f.display());
+                print_out(&format!("wrote {}\n", f.display()));
             }
             Ok(())
         }
@@ -119,12 +111,14 @@ fn real_main(cli: Cli) -> Result<()> {
             out,
         } => {
             let covariates = covariates
-                .map(|v| v.iter().map(|s| pool::CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>())
+                .map(|v| {
+                    v.iter().map(|s| topk_judge::store::pool::CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>()
+                })
                 .transpose()
                 .map_err(anyhow::Error::msg)
                 .context("--covariates")?;
             let prior = topk_judge::model::Prior { lambda_theta, lambda_b, lambda_kappa };
-            let args = fitcmd::FitArgs {
+            let args = commands::fit::FitArgs {
                 pool_file: &pool_file,
                 verdicts_file: &verdicts_file,
                 pool_id: pool_id.as_deref(),
@@ -135,17 +129,8 @@ fn real_main(cli: Cli) -> Result<()> {
                 draws,
                 seed,
             };
-            let (_pool, fit) = fitcmd::fit_file(&args)?;
-            let mut text = format!(
-                "pool {}: {:?} model, {} verdicts, κ = {:.3}\n",
-                fit.pool_id, fit.model, fit.comparisons, fit.kappa
-            );
-            for (n, c) in &fit.c {
-                text.push_str(&format!("c[{n}] = {c:.3}\n"));
-            }
-            text.push_str(&report::table::ranking_table(&fit.ranking));
-            text.push_str(&format!("\ntop-{}: {}\n", fit.k, fit.topk.join(", ")));
-            print_out(&text);
+            let (_pool, fit) = commands::fit::fit_file(&args)?;
+            print_out(&commands::fit::fit_text(&fit));
             if let Some(out) = out {
                 let text = serde_json::to_string_pretty(&fit)?;
                 std::fs::write(&out, text + "\n").with_context(|| format!("writing {}", out.display()))?;

@@ -3,15 +3,15 @@
 
 use crate::common::*;
 use topk_judge::acquire::StrategyKind;
+use topk_judge::analysis::synth::{SynthSpec, generate};
 use topk_judge::model::summary::ModelKind;
-use topk_judge::sim::{self, SimSettings};
+use topk_judge::run::sim::{self, SimSettings};
 use topk_judge::sweep::summary::{Summary, summarise};
 use topk_judge::sweep::{Budget, Sweep, run};
-use topk_judge::synth::{SynthSpec, generate};
 
 /// Parse a sweep from YAML text (paths relative to the current folder).
 fn sweep(yaml: &str) -> Sweep {
-    let raw = topk_judge::yaml::from_str(yaml).expect("valid sweep");
+    let raw = topk_judge::store::yaml::from_str(yaml).expect("valid sweep");
     Sweep::from_raw(raw, std::path::Path::new("test.yaml")).expect("valid sweep")
 }
 
@@ -107,10 +107,10 @@ fn the_simulation_makes_the_runners_choices() {
             if paired { "paired" } else { "single" }
         );
         let cfg_path = write(dir.path(), &format!("{name}.yaml"), &yaml);
-        let cfg = topk_judge::config::Config::load(&cfg_path).unwrap();
-        let judge = topk_judge::make_judge(&cfg.raw.judge).unwrap();
+        let cfg = topk_judge::store::config::Config::load(&cfg_path).unwrap();
+        let judge = topk_judge::judge::build::make_judge(&cfg.raw.judge).unwrap();
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let res = rt.block_on(topk_judge::runner::run(&cfg, judge, &Default::default())).unwrap();
+        let res = rt.block_on(topk_judge::run::live::run(&cfg, judge, &Default::default())).unwrap();
         let sp =
             generate(&SynthSpec { n: 12, rho: 0.0, c_star: 1.0, kappa_star: 0.5, temperature: 1.0, paired, seed: 9 });
         let settings = SimSettings { k: 3, mc_draws: 300, ..SimSettings::default() };

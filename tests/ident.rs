@@ -2,11 +2,11 @@
 //! the `profile`, `gate`, `run --gate` and `design: paired` commands end to end.
 
 use crate::common::*;
-use topk_judge::gate::sim::{GateSimSpec, PoolKind, markdown_table, simulate};
+use topk_judge::analysis::gate_sim::{GateSimSpec, PoolKind, markdown_table, simulate};
+use topk_judge::analysis::synth::{SynthPool, SynthSpec, generate};
 use topk_judge::model::bt::{self, FitOptions, Prior};
 use topk_judge::model::profile::{IdentVerdict, profile};
 use topk_judge::model::summary::build_design;
-use topk_judge::synth::{SynthPool, SynthSpec, generate};
 
 fn synth(n: usize, rho: f64, c_star: f64, paired: bool, seed: u64) -> SynthPool {
     generate(&SynthSpec { n, rho, c_star, kappa_star: 0.5, temperature: 1.0, paired, seed })
@@ -79,7 +79,7 @@ fn unpaired_c_hat_moves_with_lambda_b_as_the_closed_form_says() {
     let mean = x.iter().sum::<f64>() / 30.0;
     let xt: Vec<f64> = x.iter().map(|v| v - mean).collect();
     let sxx: f64 = xt.iter().map(|v| v * v).sum();
-    let naive_d = build_design(&s.pool, &topk_judge::pool::Covariates::none(30), &s.full_verdicts(1));
+    let naive_d = build_design(&s.pool, &topk_judge::store::pool::Covariates::none(30), &s.full_verdicts(1));
     let naive = bt::fit(&naive_d, &[1e-6; 31], None, &FitOptions::default()).unwrap();
     let mut c_hats = Vec::new();
     for lambda_b in [0.01, 0.1, 1.0, 10.0] {
@@ -181,7 +181,7 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
     );
     assert_eq!(k, 40);
     assert_eq!(n10 + n01 + ties, k);
-    let p = topk_judge::gate::sign_test_p(n10, n01);
+    let p = topk_judge::analysis::gate::sign_test_p(n10, n01);
     assert!((d["p_value"].as_f64().unwrap() - p).abs() < 1e-12);
     assert_eq!(d["enable"], p <= 0.05);
     // Independent count from the anchors' trusted probabilities.
@@ -278,13 +278,13 @@ fn paired_summeval_run_queries_within_base_pairs_first_and_identifies_c() {
     assert!(ident["range_nats"].as_f64().unwrap() > 1.0, "{ident}");
     assert!(result["notes"].to_string().contains("renderings of a base really share quality"));
     // The mock's verbosity bias in logits per sd of words: verb_per_word · sd(words) / temperature.
-    let pool = topk_judge::pool::read_pool(
+    let pool = topk_judge::store::pool::read_pool(
         &root().join("data/summeval_paired.jsonl"),
         Some("dm-test-2377095dda83df778e34304b7a09813808105d3b"),
     )
     .unwrap();
     let w: Vec<f64> =
-        pool.items.iter().map(|i| topk_judge::pool::word_count(i.text.as_deref().unwrap()) as f64).collect();
+        pool.items.iter().map(|i| topk_judge::store::pool::word_count(i.text.as_deref().unwrap()) as f64).collect();
     let mean = w.iter().sum::<f64>() / w.len() as f64;
     let sd = (w.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / w.len() as f64).sqrt();
     let c_true = 0.01 * sd / 0.25;
@@ -305,11 +305,11 @@ fn the_same_judge_on_single_renderings_leaves_c_prior_selected() {
 
 #[test]
 fn shipped_paired_pool_is_rebuilt_from_the_summeval_pools() {
-    let pools = topk_judge::pool::read_pools(&summeval()).unwrap();
-    let expected = topk_judge::design::paired_pools_jsonl(&pools);
+    let pools = topk_judge::store::pool::read_pools(&summeval()).unwrap();
+    let expected = topk_judge::analysis::design::paired_pools_jsonl(&pools);
     let shipped = std::fs::read_to_string(root().join("data/summeval_paired.jsonl")).unwrap();
     assert!(shipped == expected, "data/summeval_paired.jsonl is stale: run `cargo run --example make_paired`");
-    let paired = topk_judge::pool::read_pools(&root().join("data/summeval_paired.jsonl")).unwrap();
+    let paired = topk_judge::store::pool::read_pools(&root().join("data/summeval_paired.jsonl")).unwrap();
     assert_eq!(paired.len(), pools.len());
     for (p, q) in paired.iter().zip(&pools) {
         assert_eq!((p.n_items(), p.n_bases()), (2 * q.n_items(), q.n_items()));

@@ -10,12 +10,13 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use topk_judge::cache::{VerdictRecord, read_records};
-use topk_judge::config::{Config, JudgeConfig};
 use topk_judge::judge::Judge;
+use topk_judge::judge::openai::secret::Secret;
 use topk_judge::judge::openai::{OpenAiConfig, OpenAiJudge};
-use topk_judge::runner::{self, RunOptions, RunResult};
-use topk_judge::secret::Secret;
+use topk_judge::report::schema::RunResult;
+use topk_judge::run::live::{self, RunOptions};
+use topk_judge::store::config::{Config, JudgeConfig};
+use topk_judge::store::ledger::{VerdictRecord, read_records};
 
 const POOL_ID: &str = "dm-test-2377095dda83df778e34304b7a09813808105d3b";
 
@@ -47,7 +48,7 @@ fn openai_cfg(cfg: &Config) -> OpenAiConfig {
 
 async fn run_inproc(cfg: &Config, key: &str) -> (RunResult, Arc<OpenAiJudge>) {
     let judge = Arc::new(OpenAiJudge::new(openai_cfg(cfg), Some(Secret::new(key))).unwrap());
-    let res = runner::run(cfg, judge.clone(), &RunOptions::default()).await.unwrap();
+    let res = live::run(cfg, judge.clone(), &RunOptions::default()).await.unwrap();
     (res, judge)
 }
 
@@ -62,7 +63,7 @@ fn text_of(cfg: &Config, id: &str) -> String {
 }
 
 /// Ordered pair (item ids) of a recorded request, from the answer texts it carried.
-fn pair_of(pool: &topk_judge::pool::Pool, answers: &(String, String)) -> (String, String) {
+fn pair_of(pool: &topk_judge::store::pool::Pool, answers: &(String, String)) -> (String, String) {
     let id = |t: &str| pool.items.iter().find(|i| i.text.as_deref() == Some(t)).map(|i| i.id.clone()).unwrap();
     (id(&answers.0), id(&answers.1))
 }
@@ -111,7 +112,7 @@ async fn every_fault_is_survived_stored_once_and_counted() {
     for r in ["empty", "refused", "truncated", "content_filter"] {
         assert_eq!(st.invalid_by_reason.get(r), Some(&1), "{r}: {:?}", st.invalid_by_reason);
     }
-    let summary = runner::summary_text(&res, &cfg.run_dir);
+    let summary = live::summary_text(&res, &cfg.run_dir);
     assert!(summary.contains("23 requests, 4 retries") && summary.contains("3 re-asks"), "{summary}");
     assert!(summary.contains("15 valid, 1 invalid, 0 failed"), "{summary}");
     let saved: Value =
@@ -203,8 +204,8 @@ async fn budget_holds_with_32_requests_in_flight() {
         let msgs = body["messages"].as_array().unwrap();
         let bytes: usize = msgs.iter().map(|m| m["content"].as_str().unwrap().len()).sum();
         let prompt = bytes as u64
-            + topk_judge::prompt::BASE_OVERHEAD_TOKENS
-            + topk_judge::prompt::PER_MESSAGE_OVERHEAD_TOKENS * msgs.len() as u64;
+            + topk_judge::judge::openai::prompt::BASE_OVERHEAD_TOKENS
+            + topk_judge::judge::openai::prompt::PER_MESSAGE_OVERHEAD_TOKENS * msgs.len() as u64;
         (prompt, body["max_tokens"].as_u64().unwrap())
     };
     let fake = FakeOpenAi::start_with(
@@ -244,7 +245,7 @@ async fn budget_holds_with_32_requests_in_flight() {
     let cfg = Config::load(&path).unwrap();
     let (res, _judge) = run_inproc(&cfg, "sk-budget-0000").await;
     let recs = records(&cfg);
-    let failed = topk_judge::cache::failed_spend(&cfg.run_dir.join("failed.jsonl"), |_| true);
+    let failed = topk_judge::store::ledger::failed_spend(&cfg.run_dir.join("failed.jsonl"), |_| true);
     let logged: f64 = recs.iter().map(|r| r.cost_usd).sum::<f64>() + failed;
     let server_total: f64 = fake
         .requests()
@@ -261,7 +262,7 @@ async fn budget_holds_with_32_requests_in_flight() {
     assert_eq!(res.failed, 0, "{:?}", res.judge_stats);
     assert_eq!(fake.max_in_flight(), 32, "the first round had 32 requests in flight");
     assert!((res.spend_usd - logged).abs() < 1e-12);
-    assert_eq!(res.stop_reason, runner::StopReason::MaxUsd);
+    assert_eq!(res.stop_reason, topk_judge::report::schema::StopReason::MaxUsd);
     assert!(max_usd - logged < max_w, "stopped only when a query's worst case no longer fit");
     assert!((40..=60).contains(&recs.len()), "≈ 50 calls: {}", recs.len());
 }
@@ -290,7 +291,7 @@ async fn a_timed_out_paid_call_is_booked_and_survives_resume() {
     let (fa, fb) = pair_of(&cfg.pool, &first);
     let (ia, ib) = (cfg.pool.item_index(&fa).unwrap(), cfg.pool.item_index(&fb).unwrap());
     let w = judge.worst_case_usd(&cfg.pool, ia, ib);
-    let booked = topk_judge::cache::failed_spend(&cfg.run_dir.join("failed.jsonl"), |_| true);
+    let booked = topk_judge::store::ledger::failed_spend(&cfg.run_dir.join("failed.jsonl"), |_| true);
     assert!((booked - w).abs() < 1e-15, "the timed-out call is booked at its worst case");
     let logged: f64 = recs.iter().map(|r| r.cost_usd).sum();
     assert!((res.spend_usd - (logged + w)).abs() < 1e-12);
@@ -348,7 +349,7 @@ fn sigkill_mid_run_then_resume_asks_no_logged_verdict_again() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let pool = topk_judge::pool::read_pool(&summeval(), Some(POOL_ID)).unwrap();
+    let pool = topk_judge::store::pool::read_pool(&summeval(), Some(POOL_ID)).unwrap();
     let reqs = fake.requests();
     for q in &reqs[at_kill..] {
         let p = pair_of(&pool, q.answers.as_ref().unwrap());
@@ -431,7 +432,7 @@ fn dry_run_sends_nothing_and_prices_the_budget() {
     // per worst-case query (≈ 2–3 KB prompts at $1/Mtok, 8 × $2/Mtok out, × 2 asks).
     let cfg = Config::load(&path).unwrap();
     let judge = OpenAiJudge::new(openai_cfg(&cfg), None).unwrap();
-    let d = topk_judge::dryrun::dry_run(&cfg, &judge).unwrap();
+    let d = topk_judge::commands::dry_run::dry_run(&cfg, &judge).unwrap();
     let mut w: Vec<f64> = (0..16)
         .flat_map(|a| (0..16).map(move |b| (a, b)))
         .filter(|(a, b)| a != b)

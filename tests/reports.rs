@@ -4,11 +4,11 @@ use crate::common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 use topk_judge::acquire::StrategyKind;
-use topk_judge::cache::VerdictRecord;
 use topk_judge::model::summary::ModelKind;
 use topk_judge::report::compare::{RunDir, compare, recall_curve};
+use topk_judge::report::schema::{RunResult, StopReason};
 use topk_judge::report::{FitLine, RankRow};
-use topk_judge::runner::{RunResult, StopReason};
+use topk_judge::store::ledger::VerdictRecord;
 
 const IDS: [&str; 4] = ["a", "b", "c", "d"];
 

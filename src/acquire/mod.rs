@@ -218,11 +218,11 @@ pub(crate) mod testutil {
     //! Fixtures for the acquisition tests: a context from a given posterior, or from a fit to a
     //! small synthetic pool.
     use super::{Context, Orders};
+    use crate::analysis::synth::{SynthSpec, generate};
     use crate::model::Posterior;
     use crate::model::linalg::Matrix;
     use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise};
-    use crate::pool::{CovariateSpec, build_covariates};
-    use crate::synth::{SynthSpec, generate};
+    use crate::store::pool::{CovariateSpec, build_covariates};
     use std::collections::HashSet;
 
     /// Everything a [`Context`] borrows.

@@ -7,8 +7,8 @@
 
 use super::{BoxFuture, Judge, JudgeError, JudgeReply, Usage};
 use crate::model::bt::sigmoid;
-use crate::pool::{Item, Pool, word_count};
 use crate::rng;
+use crate::store::pool::{Item, Pool, word_count};
 use serde::{Deserialize, Serialize};
 
 /// Mock judge parameters (YAML `judge: {mock: {...}}`).

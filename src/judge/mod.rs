@@ -4,12 +4,12 @@
 //! outcome y ∈ [0, 1] (1 first-shown wins, 0 second-shown wins, ½ tie, or soft P(A)) or `None`
 //! when the reply was invalid, plus token usage and cost in USD.
 
+pub mod build;
 pub mod mock;
 pub mod openai;
-pub mod parse;
 pub mod synthetic;
 
-use crate::pool::Pool;
+use crate::store::pool::Pool;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::pin::Pin;
@@ -191,7 +191,7 @@ pub trait Judge: Send + Sync {
     /// return verdicts. The deterministic tutorial mock returns score(a, slot A) − score(b, slot B)
     /// (tutorial), of which its verdict is the sign. The bias audit uses it for the order-averaged
     /// verdict, (margin(X first) − margin(Y first)) / 2 = mean score of X − mean score of Y, in
-    /// which the slot bonus cancels (the tutorial's `corrected_winner`; [`crate::audit`]).
+    /// which the slot bonus cancels (the tutorial's `corrected_winner`; [`crate::analysis::audit`]).
     fn score_margin(&self, _pool: &Pool, _a: usize, _b: usize) -> Option<f64> {
         None
     }

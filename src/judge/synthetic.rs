@@ -3,16 +3,16 @@
 //! P(first wins | a, b) = σ((q_a − q_b + c*·(x_a − x_b) + κ*) / temperature), where q is the
 //! item's `quality` (the true θ of its base in a synthetic pool) and x its covariate `x` (or the
 //! key named by `covariate`). The verdict is one Bernoulli draw keyed by (seed, a, b), exactly
-//! [`crate::synth::SynthPool::verdict`]: on a synthetic pool this judge reproduces the pool's
+//! [`crate::analysis::synth::SynthPool::verdict`]: on a synthetic pool this judge reproduces the pool's
 //! own verdicts. Unset parameters are filled from the config's `pool: {synthetic: ...}` spec
 //! (c*, κ*, temperature, seed), else c* = 0, κ* = 0, temperature = 1, seed = 0. A trusted judge
 //! for the gate is `synthetic: {c_star: 0, kappa_star: 0}` (quality only).
 
 use super::{BoxFuture, Judge, JudgeError, JudgeReply};
+use crate::analysis::synth::{SynthSpec, keyed_verdict};
 use crate::model::bt::sigmoid;
-use crate::pool::Pool;
 use crate::rng;
-use crate::synth::{SynthSpec, keyed_verdict};
+use crate::store::pool::Pool;
 use serde::{Deserialize, Serialize};
 
 /// `judge: {synthetic: {...}}`: every field optional (filled from the synthetic pool spec).
@@ -108,8 +108,8 @@ impl SyntheticJudge {
     /// If an item lacks `quality` (checked at config time).
     pub fn p_first(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         let (ia, ib) = (&pool.items[a], &pool.items[b]);
-        let q = |it: &crate::pool::Item| it.quality.expect("synthetic judge needs quality");
-        let x = |it: &crate::pool::Item| it.covariates.get(&self.covariate).copied().unwrap_or(0.0);
+        let q = |it: &crate::store::pool::Item| it.quality.expect("synthetic judge needs quality");
+        let x = |it: &crate::store::pool::Item| it.covariates.get(&self.covariate).copied().unwrap_or(0.0);
         sigmoid((q(ia) - q(ib) + self.c_star * (x(ia) - x(ib)) + self.kappa_star) / self.temperature)
     }
 
@@ -152,7 +152,7 @@ impl Judge for SyntheticJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synth::{SynthSpec, generate};
+    use crate::analysis::synth::{SynthSpec, generate};
 
     #[test]
     fn reproduces_the_synthetic_pools_own_verdicts() {

@@ -4,8 +4,8 @@
 use super::bt::{self, Design, Fit, FitError, FitOptions, Prior};
 use super::laplace::Posterior;
 use super::membership::{point_topk, topk_membership};
-use crate::pool::{Covariates, Pool};
 use crate::rng::ChaCha8Rng;
+use crate::store::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
 
 /// Which Bradley–Terry model to fit (SPEC §2).

@@ -14,8 +14,8 @@
 
 use super::FitLine;
 use super::plots::{self, LineChart, Series};
-use crate::cache::{CacheError, VerdictRecord, read_records};
-use crate::runner::RunResult;
+use crate::report::schema::RunResult;
+use crate::store::ledger::{CacheError, VerdictRecord, read_records};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -329,28 +329,6 @@ pub fn plot(runs: &[RunDir], c: &Comparison) -> Result<Option<String>, CompareEr
         legend_upper: false,
     };
     Ok(Some(plots::line_chart(&chart)?))
-}
-
-/// `topk-judge compare`: load the runs, write compare.md, compare.json and recall_vs_spend.svg
-/// into `out`; return compare.md's text.
-///
-/// # Errors
-/// [`CompareError`].
-pub fn compare_command(runs: &[PathBuf], reference: Option<&Path>, out: &Path) -> Result<String, CompareError> {
-    let loaded = runs.iter().map(|d| RunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
-    let reference = reference.map(RunDir::load).transpose()?;
-    let c = compare(&loaded, reference.as_ref())?;
-    let md = markdown(&c);
-    let w = |p: PathBuf, text: &str| {
-        std::fs::write(&p, text).map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })
-    };
-    std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
-    w(out.join("compare.md"), &md)?;
-    w(out.join("compare.json"), &(serde_json::to_string_pretty(&c).expect("serialisable") + "\n"))?;
-    if let Some(svg) = plot(&loaded, &c)? {
-        w(out.join("recall_vs_spend.svg"), &svg)?;
-    }
-    Ok(md)
 }
 
 /// Per-base π over refits (for the report): base id → (comparisons, π) in refit order.

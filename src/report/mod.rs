@@ -4,10 +4,12 @@ pub mod compare;
 pub mod page;
 pub mod plots;
 pub mod profile_plot;
+pub mod progress;
+pub mod schema;
 pub mod table;
 
 use crate::model::summary::FitSummary;
-use crate::pool::{Covariates, Pool};
+use crate::store::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

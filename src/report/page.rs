@@ -15,7 +15,6 @@
 use super::compare::{CompareError, RunDir, membership_paths};
 use super::plots::{self, Interval, LineChart, Series};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
 
 /// The identifiability verdict of one bias coefficient, as reported.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -139,24 +138,25 @@ pub fn escape(s: &str) -> String {
 }
 
 /// The report's content as (title, header lines, tables); rendered to Markdown and HTML.
-struct Content {
+pub struct Content {
     title: String,
     facts: Vec<String>,
     tables: Vec<(String, Vec<String>, Vec<Vec<String>>)>,
     notes: Vec<String>,
 }
 
-fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
+/// Gather the report's content from a run folder and its identifiability rows.
+pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     let r = &run.result;
     let mut facts = vec![
         format!(
             "pool `{}`, k = {}, {} model, judge `{}`, strategy {}, stopped: {}",
             r.pool_id,
             r.k,
-            crate::sweep::summary::name(&r.model),
+            crate::report::table::name(&r.model),
             r.judge,
-            crate::sweep::summary::name(&r.strategy),
-            crate::sweep::summary::name(&r.stop_reason)
+            crate::report::table::name(&r.strategy),
+            crate::report::table::name(&r.stop_reason)
         ),
         format!("top-{}: {}", r.k, r.topk.join(", ")),
     ];
@@ -229,7 +229,7 @@ fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
                     i.covariate.clone(),
                     format!("{:.3}", i.c),
                     format!("{:.3}", i.c_sd),
-                    i.range_nats.map(crate::sweep::summary::nats).unwrap_or_else(|| "–".into()),
+                    i.range_nats.map(crate::report::table::nats).unwrap_or_else(|| "–".into()),
                     i.verdict.clone(),
                 ]
             })
@@ -243,7 +243,7 @@ fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
 }
 
 /// report.md text; the plots are linked as files next to it.
-fn markdown(c: &Content, plots: &[(String, String, String)]) -> String {
+pub fn markdown(c: &Content, plots: &[(String, String, String)]) -> String {
     let mut s = format!("# {}\n\n", c.title);
     for f in &c.facts {
         let _ = writeln!(s, "- {f}");
@@ -270,7 +270,7 @@ fn markdown(c: &Content, plots: &[(String, String, String)]) -> String {
 }
 
 /// report.html: one file, plots inlined as SVG, no external resources.
-fn html(c: &Content, plots: &[(String, String, String)]) -> String {
+pub fn html(c: &Content, plots: &[(String, String, String)]) -> String {
     let code = |t: &str| {
         // `x` in the facts → <code>x</code>.
         let mut out = String::new();
@@ -325,31 +325,4 @@ fn html(c: &Content, plots: &[(String, String, String)]) -> String {
     }
     s.push_str("</body>\n</html>\n");
     s
-}
-
-/// `topk-judge report`: write report.md, report.html and the plots' SVG files into `out`;
-/// return the files written.
-///
-/// # Errors
-/// [`CompareError`] reading the run or writing a file.
-pub fn report_command(run_dir: &Path, out: &Path) -> Result<Vec<PathBuf>, CompareError> {
-    let run = RunDir::load(run_dir)?;
-    let ident = identifiability(&run);
-    let plots = report_plots(&run)?;
-    let c = content(&run, &ident);
-    std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
-    let mut files = Vec::new();
-    let mut w = |name: &str, text: &str| -> Result<(), CompareError> {
-        let p = out.join(name);
-        std::fs::write(&p, text)
-            .map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })?;
-        files.push(p);
-        Ok(())
-    };
-    w("report.md", &markdown(&c, &plots))?;
-    w("report.html", &html(&c, &plots))?;
-    for (file, _, svg) in &plots {
-        w(file, svg)?;
-    }
-    Ok(files)
 }

@@ -32,3 +32,38 @@ pub fn ranking_table(rows: &[RankRow]) -> String {
     }
     s
 }
+
+/// One line per covariate: `identifiability of c[name]: profile range = r nats → verdict`.
+pub fn identifiability_text(
+    ident: &std::collections::BTreeMap<String, crate::model::profile::Identifiability>,
+) -> String {
+    let mut s = String::new();
+    for (name, e) in ident {
+        match e.range_nats {
+            Some(r) => {
+                s.push_str(&format!("identifiability of c[{name}]: profile range {} → {}\n", fmt_nats(r), e.verdict))
+            }
+            None => s.push_str(&format!("identifiability of c[{name}]: {}\n", e.verdict)),
+        }
+    }
+    s
+}
+
+/// A profile range in nats, with scientific notation added below 1e-3 nats.
+pub fn fmt_nats(r: f64) -> String {
+    if r < 1e-3 { format!("{r:.4} nats ({r:.1e})") } else { format!("{r:.4} nats") }
+}
+
+/// The YAML/CSV name of a serialisable unit enum (`round_robin`, `bias_aware`, …).
+pub fn name<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::from("?"),
+    }
+}
+
+/// Nats with 4 decimals, or in scientific notation below 1e-3 (where 4 decimals print 0.0000).
+pub fn nats(x: f64) -> String {
+    if x.abs() < 1e-3 && x != 0.0 { format!("{x:.1e}") } else { format!("{x:.4}") }
+}

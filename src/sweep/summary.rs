@@ -10,18 +10,10 @@ use super::{Budget, Cell, Row, Sweep, SweepResult};
 use crate::acquire::StrategyKind;
 use crate::model::summary::ModelKind;
 use crate::report::plots::{self, LineChart, Series};
+pub use crate::report::table::{name, nats};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-
-/// The YAML/CSV name of a serialisable unit enum (`round_robin`, `bias_aware`, …).
-pub fn name<T: Serialize>(v: &T) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::from("?"),
-    }
-}
 
 /// Mean, standard error and count of a sample.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -403,11 +395,6 @@ pub fn crossing_point(x: &[f64], y: &[f64]) -> Option<f64> {
         let (x1, x2, y1, y2) = (x[i - 1], x[i], y[i - 1], y[i]);
         x1 + (x2 - x1) * y1 / (y1 - y2)
     })
-}
-
-/// Nats with 4 decimals, or in scientific notation below 1e-3 (where 4 decimals print 0.0000).
-pub fn nats(x: f64) -> String {
-    if x.abs() < 1e-3 && x != 0.0 { format!("{x:.1e}") } else { format!("{x:.4}") }
 }
 
 fn f3(x: f64) -> String {

@@ -1,9 +1,9 @@
 //! `topk-judge fit`: fit the model to verdicts collected elsewhere (SPEC §2).
 
-use crate::cache::read_records;
 use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
-use crate::pool::{self, CovariateSpec, Pool};
 use crate::report;
+use crate::store::ledger::read_records;
+use crate::store::pool::{self, CovariateSpec, Pool};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -45,7 +45,7 @@ pub enum FitCmdError {
     Pool(#[from] pool::PoolError),
     /// Verdict file problems.
     #[error(transparent)]
-    Cache(#[from] crate::cache::CacheError),
+    Cache(#[from] crate::store::ledger::CacheError),
     /// Bad verdicts or arguments.
     #[error("{0}")]
     Invalid(String),
@@ -158,4 +158,16 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
         ranking: report::ranking(&pool, &s, args.k),
     };
     Ok((pool, out))
+}
+
+/// The printable result of `fit`: model, κ̂, ĉ per covariate, the ranking table and the top-k.
+pub fn fit_text(fit: &FitOutput) -> String {
+    let mut text =
+        format!("pool {}: {:?} model, {} verdicts, κ = {:.3}\n", fit.pool_id, fit.model, fit.comparisons, fit.kappa);
+    for (n, c) in &fit.c {
+        text.push_str(&format!("c[{n}] = {c:.3}\n"));
+    }
+    text.push_str(&report::table::ranking_table(&fit.ranking));
+    text.push_str(&format!("\ntop-{}: {}\n", fit.k, fit.topk.join(", ")));
+    text
 }

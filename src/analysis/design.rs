@@ -16,8 +16,8 @@
 //! summary becomes a base with its original text (`terse`) and a content-free elaboration
 //! ([`elaborate`]: the same text between a filler opening and a filler closing sentence).
 
-use crate::pool::{Covariates, Item, Pool};
 use crate::rng;
+use crate::store::pool::{Covariates, Item, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 
@@ -164,7 +164,7 @@ pub fn paired_pools_jsonl(pools: &[Pool]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pool::{CovariateSpec, build_covariates, word_count};
+    use crate::store::pool::{CovariateSpec, build_covariates, word_count};
 
     fn pool() -> Pool {
         let it = |id: &str, t: &str, q: f64| Item {

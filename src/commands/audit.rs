@@ -1,4 +1,4 @@
-//! `topk-judge audit CONFIG`: the judge bias audit (SPEC §4, [`crate::audit`]) on a pairs file
+//! `topk-judge audit CONFIG`: the judge bias audit (SPEC §4, [`crate::analysis::audit`]) on a pairs file
 //! or on probes built from a pool, through any [`Judge`] and the verdict cache.
 //!
 //! # Config (YAML, unknown keys are errors; paths relative to the config's folder)
@@ -16,20 +16,20 @@
 //!
 //! # Pairs file (JSON Lines, one pair per line)
 //! `{"id", "task"?, "kind"?: "pair"|"probe", "x": SIDE, "y": SIDE, "winner"?: "x"|"y"}` with
-//! `SIDE = {"id"?, "text"?, "quality"?, "words"?, "rendering"?}` — see [`crate::audit::PairSpec`].
+//! `SIDE = {"id"?, "text"?, "quality"?, "words"?, "rendering"?}` — see [`crate::analysis::audit::PairSpec`].
 //!
 //! # Outputs in `<out_dir>/<name>/`
 //! `config.yaml` (as resolved), `verdicts.jsonl` (every verdict, keyed by
 //! [`Judge::cache_key`]: re-running the audit sends no query twice), `probes.jsonl` (pool mode:
 //! the probes and pairs built, itself a valid pairs file) and `audit.json` ([`AuditOutput`]).
 
-use crate::audit::{self, AuditReport, PairSpec};
-use crate::cache::{CacheError, VerdictLog, VerdictRecord};
-use crate::config::{ConfigError, JudgeConfig, normalize};
+use crate::analysis::audit::{self, AuditReport, PairSpec};
+use crate::analysis::render::RenderKind;
 use crate::judge::{Judge, Usage};
-use crate::pool::{self, Pool};
-use crate::progress::Progress;
-use crate::render::RenderKind;
+use crate::report::progress::Progress;
+use crate::store::config::{ConfigError, JudgeConfig, normalize};
+use crate::store::ledger::{CacheError, VerdictLog, VerdictRecord};
+use crate::store::pool::{self, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -125,7 +125,7 @@ pub struct RawAuditConfig {
     pub out_dir: Option<PathBuf>,
     /// The judge (as in `run`).
     pub judge: JudgeConfig,
-    /// A pairs file (JSON Lines; [`crate::audit::PairSpec`]).
+    /// A pairs file (JSON Lines; [`crate::analysis::audit::PairSpec`]).
     #[serde(default)]
     pub pairs: Option<PathBuf>,
     /// Or probes built from a pool.
@@ -186,8 +186,8 @@ impl AuditConfig {
     /// [`AuditError::Config`] naming file and key; [`AuditError::Pairs`] naming file and line.
     pub fn load(path: &Path) -> Result<Self, AuditError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawAuditConfig =
-            crate::yaml::from_file_text(&text, path).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+        let raw: RawAuditConfig = crate::store::yaml::from_file_text(&text, path)
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }
 
@@ -216,7 +216,7 @@ impl AuditConfig {
         {
             return Err(inv("max_usd", format!("{u} must be ≥ 0")).into());
         }
-        crate::make_judge(&raw.judge).map_err(|msg| inv("judge", msg))?;
+        crate::judge::build::make_judge(&raw.judge).map_err(|msg| inv("judge", msg))?;
         let run_dir = match &raw.out_dir {
             Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs").join(&raw.name),
@@ -354,7 +354,7 @@ pub async fn run_audit(
     let dir = &cfg.run_dir;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let saved = dir.join("config.yaml");
-    std::fs::write(&saved, crate::yaml::to_string(&cfg.raw).unwrap_or_default()).map_err(io_err(&saved))?;
+    std::fs::write(&saved, crate::store::yaml::to_string(&cfg.raw).unwrap_or_default()).map_err(io_err(&saved))?;
     if matches!(cfg.source, AuditSource::Pool { .. }) {
         let probes = dir.join("probes.jsonl");
         let text: String = cfg.pairs.iter().map(|p| serde_json::to_string(p).expect("serialisable") + "\n").collect();

@@ -6,9 +6,9 @@
 //! guarantee); "at most" the cheapest first. The worst case of a query is what the runner
 //! reserves before sending it ([`Judge::worst_case_usd`]).
 
-use crate::cache::{CacheError, read_records};
-use crate::config::Config;
 use crate::judge::Judge;
+use crate::store::config::Config;
+use crate::store::ledger::{CacheError, read_records};
 use std::collections::HashSet;
 
 /// What a dry run found (all USD amounts are worst cases unless named `spent`).

@@ -13,13 +13,13 @@
 //! **noisy trusted judge**: one Bradley–Terry draw per anchor, P(i better) = σ(θ_i − θ_j),
 //! repeated `label_draws` times per pool. An enable on a legit pool is a false enable.
 
-use super::{decide, select_anchors};
+use crate::analysis::gate::{decide, select_anchors};
+use crate::analysis::synth::{SynthSpec, generate};
 use crate::model::FitError;
 use crate::model::bt::{self, FitOptions, Prior, sigmoid};
 use crate::model::summary::build_design;
-use crate::pool::Covariates;
 use crate::rng;
-use crate::synth::{SynthSpec, generate};
+use crate::store::pool::Covariates;
 use rand::RngExt;
 use serde::Serialize;
 

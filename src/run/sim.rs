@@ -34,14 +34,14 @@
 //! Shares are fractions of all queries made (within-base queries count as non-boundary).
 
 use crate::acquire::{self, Context, Orders, StrategyKind};
-use crate::design::{self, DesignKind};
+use crate::analysis::design::{self, DesignKind};
+use crate::analysis::synth::SynthPool;
 use crate::model::membership::{point_topk, recall_at_k};
 use crate::model::profile;
 use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
 use crate::model::{FitError, Prior};
-use crate::pool::{CovariateSpec, Covariates, build_covariates};
 use crate::rng;
-use crate::synth::SynthPool;
+use crate::store::pool::{CovariateSpec, Covariates, build_covariates};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -312,7 +312,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::synth::{SynthSpec, generate};
+    use crate::analysis::synth::{SynthSpec, generate};
 
     fn pool(n: usize, paired: bool, seed: u64) -> SynthPool {
         generate(&SynthSpec { n, rho: 0.0, c_star: 1.0, kappa_star: 0.5, temperature: 1.0, paired, seed })

@@ -2,7 +2,7 @@
 //! "Judging the Judge"). Pure: pairs and observed verdicts in, tables and rates out.
 //!
 //! A **pair** is system X against system Y on one task; a **probe** is a pair whose two answers
-//! have equal quality and differ in length (or in a content-free rendering, [`crate::render`]).
+//! have equal quality and differ in length (or in a content-free rendering, [`crate::analysis::render`]).
 //! Each is judged in both orders, giving y(X first) = P(X wins | X shown first) and
 //! y(Y first) = P(Y wins | Y shown first), each in [0, 1] (1, 0, ½ for a tie, or soft).
 //!
@@ -31,8 +31,8 @@
 //!
 //! The position-bias swap test runs on the `pair` entries, or on the probes when there are none.
 
-use crate::pool::{Item, Pool, word_count};
-use crate::render::RenderKind;
+use crate::analysis::render::RenderKind;
+use crate::store::pool::{Item, Pool, word_count};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::{BTreeMap, HashMap};
@@ -183,7 +183,7 @@ impl PairSpec {
         self.side(l).id.clone().unwrap_or_else(|| l.name().to_owned())
     }
 
-    /// Check the rules of the pairs-file format (module docs of [`crate::auditcmd`]).
+    /// Check the rules of the pairs-file format (docs/audit.md).
     ///
     /// # Errors
     /// A message naming the field and what was expected.
@@ -983,7 +983,7 @@ mod tests {
     use crate::judge::Judge;
     use crate::judge::mock::{MockConfig, MockJudge, MockMode};
 
-    const TUTORIAL: &str = include_str!("../data/tutorial_pairs.jsonl");
+    const TUTORIAL: &str = include_str!("../../data/tutorial_pairs.jsonl");
 
     /// Both-order observations from a mock judge, without the async driver.
     fn observe(j: &MockJudge, pairs: &[PairSpec]) -> Vec<Observation> {
@@ -1268,7 +1268,7 @@ mod tests {
 
     #[test]
     fn pool_probes_and_pairs() {
-        let pool = crate::pool::read_pool(
+        let pool = crate::store::pool::read_pool(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/summeval_pools.jsonl"),
             None,
         )
@@ -1281,7 +1281,10 @@ mod tests {
             assert_eq!(p.longer(), Some(Label::Y), "the elaborated side is longer");
             assert_eq!(p.rendered(), Some(Label::Y));
             assert_eq!(p.x.quality, p.y.quality);
-            assert_eq!(p.y.text.as_deref(), Some(crate::render::elaborate(p.x.text.as_deref().unwrap()).as_str()));
+            assert_eq!(
+                p.y.text.as_deref(),
+                Some(crate::analysis::render::elaborate(p.x.text.as_deref().unwrap()).as_str())
+            );
         }
         let mut rng = crate::rng::stream(3, "audit-pairs", 0);
         let pairs = pairs_from_pool(&pool, 10, &mut rng);

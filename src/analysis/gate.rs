@@ -21,61 +21,9 @@
 //! one of them is right unless the label is a tie, which counts for neither). Enable
 //! correction iff the exact one-sided sign test P(Bin(n10 + n01, ½) ≥ n10) ≤ α (default 0.05).
 
-pub mod sim;
-
-use crate::config::JudgeConfig;
 use crate::model::membership::point_topk;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-
-/// `gate:` in a run config.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GateConfig {
-    /// K, the number of anchors (default 10; the paper's gate never false-enabled at K ≥ 10).
-    #[serde(default = "d_anchors")]
-    pub anchors: usize,
-    /// α of the one-sided sign test (default 0.05).
-    #[serde(default = "d_alpha")]
-    pub alpha: f64,
-    /// A trusted (stronger) judge, queried in both orders on each anchor and cached in
-    /// `<run>/trusted_verdicts.jsonl`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trusted: Option<JudgeConfig>,
-    /// Or a labels file (JSON Lines `{"a", "b", "better"}`, base ids; `better` = a base id or
-    /// `"tie"`), relative to the config's folder.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub labels: Option<PathBuf>,
-}
-
-fn d_anchors() -> usize {
-    10
-}
-fn d_alpha() -> f64 {
-    0.05
-}
-
-impl GateConfig {
-    /// Check K ≥ 1, 0 < α < 1 and exactly one label source.
-    ///
-    /// # Errors
-    /// `(key, message)`.
-    pub fn check(&self) -> Result<(), (String, String)> {
-        if self.anchors == 0 {
-            return Err(("gate.anchors".into(), "0 must be ≥ 1".into()));
-        }
-        if !(self.alpha > 0.0 && self.alpha < 1.0) {
-            return Err(("gate.alpha".into(), format!("{} must be in (0, 1)", self.alpha)));
-        }
-        match (&self.trusted, &self.labels) {
-            (Some(_), Some(_)) => {
-                Err(("gate".into(), "give either `trusted` (a judge) or `labels` (a file), not both".into()))
-            }
-            (None, None) => Err(("gate".into(), "needs a label source: `trusted: {<judge>}` or `labels: FILE`".into())),
-            _ => Ok(()),
-        }
-    }
-}
 
 /// One anchor: a disagreement between the naive and the corrected ranking (base indices).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -236,6 +184,29 @@ pub struct GateChoice {
     /// Caveats (gate computed on another pool, fewer anchors than requested, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// θ̂ per base (len M) of the naive model (no covariates) and of the bias-aware model with `cov`.
+pub fn fit_naive_and_corrected(
+    pool: &crate::store::pool::Pool,
+    cov: &crate::store::pool::Covariates,
+    verdicts: &[crate::model::summary::ItemVerdict],
+    prior: &crate::model::Prior,
+) -> Result<[Vec<f64>; 2], crate::model::FitError> {
+    let m = pool.n_bases();
+    let naive = crate::model::bt::fit(
+        &crate::model::summary::build_design(pool, &crate::store::pool::Covariates::none(pool.n_items()), verdicts),
+        &prior.diagonal(m, 0),
+        None,
+        &crate::model::bt::FitOptions::default(),
+    )?;
+    let corr = crate::model::bt::fit(
+        &crate::model::summary::build_design(pool, cov, verdicts),
+        &prior.diagonal(m, cov.p()),
+        None,
+        &crate::model::bt::FitOptions::default(),
+    )?;
+    Ok([naive.beta[..m].to_vec(), corr.beta[..m].to_vec()])
 }
 
 #[cfg(test)]

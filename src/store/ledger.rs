@@ -80,7 +80,7 @@ impl VerdictRecord {
     /// The record of a judge's reply to the ordered query (a first, b second) of `pool`.
     pub fn from_reply(
         key: String,
-        pool: &crate::pool::Pool,
+        pool: &crate::store::pool::Pool,
         a: usize,
         b: usize,
         judge: String,

@@ -7,17 +7,18 @@
 //! start so a resumed run makes the same choices as an uninterrupted one.
 
 use crate::acquire::{self, Context};
-use crate::budget::Budget;
-use crate::cache::{CacheError, VerdictLog, VerdictRecord};
-use crate::config::Config;
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
-use crate::model::summary::{FitSummary, ItemVerdict, ModelKind, build_design, fit_and_summarise};
-use crate::progress::Progress;
-use crate::report::{self, FitLine, RankRow};
+use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
+use crate::report::progress::Progress;
+use crate::report::schema::{RunResult, StopReason};
+use crate::report::{self, FitLine};
 use crate::rng;
+use crate::store::budget::Budget;
+use crate::store::config::Config;
+use crate::store::ledger::{CacheError, VerdictLog, VerdictRecord};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -60,91 +61,6 @@ pub struct RunOptions {
     pub print: bool,
 }
 
-/// Why the run stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// `max_comparisons` reached.
-    MaxComparisons,
-    /// `max_usd` reached (the next query's worst case would pass it).
-    MaxUsd,
-    /// Every unqueried ordered pair has been queried.
-    Exhausted,
-    /// Every π is within ε of 0 or 1.
-    Confident,
-}
-
-/// result.json.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunResult {
-    /// Run name.
-    pub name: String,
-    /// Pool id.
-    pub pool_id: String,
-    /// k.
-    pub k: usize,
-    /// Model kind.
-    pub model: ModelKind,
-    /// Judge description.
-    pub judge: String,
-    /// Acquisition strategy.
-    pub strategy: acquire::StrategyKind,
-    /// Why the run stopped.
-    pub stop_reason: StopReason,
-    /// Verdicts stored for this judge configuration (valid + invalid).
-    pub comparisons: usize,
-    /// Valid verdicts (fitted).
-    pub valid: usize,
-    /// Invalid verdicts (excluded from the fit).
-    pub invalid: usize,
-    /// Failed queries in this invocation (nothing stored, may be asked again).
-    pub failed: usize,
-    /// Total spend in USD over all stored verdicts of this judge configuration, plus spend
-    /// booked on failed queries (failed.jsonl).
-    pub spend_usd: f64,
-    /// Total tokens.
-    pub usage: Usage,
-    /// Point top-k, base ids, best first.
-    pub topk: Vec<String>,
-    /// θ̂ per base (logits).
-    pub theta: BTreeMap<String, f64>,
-    /// Posterior sd per base (logits).
-    pub sd: BTreeMap<String, f64>,
-    /// Top-k membership π per base.
-    pub membership: BTreeMap<String, f64>,
-    /// Apparent quality φ̂ per base.
-    pub phi: BTreeMap<String, f64>,
-    /// ĉ per covariate (logits per covariate unit).
-    pub c: BTreeMap<String, f64>,
-    /// Posterior sd of ĉ.
-    pub c_sd: BTreeMap<String, f64>,
-    /// κ̂ (logits).
-    pub kappa: f64,
-    /// Posterior sd of κ.
-    pub kappa_sd: f64,
-    /// Covariates with no variation in the pool.
-    pub no_variation: Vec<String>,
-    /// Gold top-k (when the pool has quality).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gold_topk: Option<Vec<String>>,
-    /// Recall@k against the gold top-k.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recall_at_k: Option<f64>,
-    /// The ranking, best first.
-    pub ranking: Vec<RankRow>,
-    /// Notes for the reader (identifiability, no-variation covariates).
-    pub notes: Vec<String>,
-    /// Per covariate: profile-likelihood range (nats) and verdict (SPEC §5).
-    #[serde(default)]
-    pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
-    /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gate: Option<crate::gate::GateChoice>,
-    /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge_stats: Option<crate::judge::JudgeStats>,
-}
-
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_owned(), source }
 }
@@ -154,7 +70,7 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 fn key_map(judge: &dyn Judge, cfg: &Config) -> HashMap<String, (usize, usize)> {
     let pool = &cfg.pool;
     let n = pool.n_items();
-    let paired = cfg.raw.design == crate::design::DesignKind::Paired;
+    let paired = cfg.raw.design == crate::analysis::design::DesignKind::Paired;
     let mut m = HashMap::new();
     for a in 0..n {
         for b in 0..n {
@@ -218,7 +134,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let id_path = dir.join("run.json");
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     let saved = dir.join("config.yaml");
-    let yaml = crate::yaml::to_string(&cfg.raw).unwrap_or_default();
+    let yaml = crate::store::yaml::to_string(&cfg.raw).unwrap_or_default();
     std::fs::write(&saved, yaml).map_err(io_err(&saved))?;
     let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
     let pool = Arc::new(cfg.pool.clone());
@@ -253,7 +169,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let spent: f64 = stored.iter().map(|s| s.3).sum();
     // Spend booked on failed queries (no verdict stored, e.g. a timed-out paid call).
     let failed_path = dir.join("failed.jsonl");
-    let mut failed_spend = crate::cache::failed_spend(&failed_path, |k| keys.contains_key(k));
+    let mut failed_spend = crate::store::ledger::failed_spend(&failed_path, |k| keys.contains_key(k));
     let mut budget =
         Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + failed_spend);
     let mut failed = 0usize;
@@ -330,7 +246,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         };
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
         // Paired design (SPEC §6): every within-base query first, then Algorithm 1.
-        let mut picks = crate::design::first_queries(&pool, cfg.raw.design, &queried, r);
+        let mut picks = crate::analysis::design::first_queries(&pool, cfg.raw.design, &queried, r);
         if picks.is_empty() {
             picks = acquire::select(acq.strategy, &ctx, r, &mut acq_rng);
         }
@@ -377,7 +293,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     if cost > 0.0 {
                         failed_spend += cost;
                         let key = judge.cache_key(&pool, a, b);
-                        crate::cache::append_failed(
+                        crate::store::ledger::append_failed(
                             &failed_path,
                             &key,
                             &pool.items[a].id,
@@ -445,8 +361,8 @@ fn build_result(
     }
     let verdicts: Vec<ItemVerdict> =
         stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: 1.0 })).collect();
-    let identifiability = crate::identify::for_summary(pool, &cfg.covariates, &verdicts, s);
-    notes.extend(crate::identify::notes(&identifiability, pool));
+    let identifiability = crate::analysis::identifiability::for_summary(pool, &cfg.covariates, &verdicts, s);
+    notes.extend(crate::analysis::identifiability::notes(&identifiability, pool));
     RunResult {
         name: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -501,7 +417,7 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
         s.push_str(&format!("; c[{name}] = {:.3} ± {:.3}", c, r.c_sd[name]));
     }
     s.push('\n');
-    s.push_str(&crate::identify::identifiability_text(&r.identifiability));
+    s.push_str(&crate::report::table::identifiability_text(&r.identifiability));
     s.push('\n');
     s.push_str(&report::table::ranking_table(&r.ranking));
     s.push_str(&format!("\ntop-{}: {}\n", r.k, r.topk.join(", ")));

@@ -1,410 +1,22 @@
-//! `topk-judge profile` and `topk-judge gate`, and the identifiability and gate parts of a run's
-//! result (SPEC §5–§6). The statistics live in [`crate::model::profile`] and [`crate::gate`];
-//! this module reads runs, queries the trusted judge, and writes `profile.json`, `profile.svg`
-//! and `gate.json` into the run folder.
+//! `topk-judge gate CONFIG` and `run --gate gate.json`: the trusted-anchor gate
+//! (docs/identifiability.md). Reads the run, queries the trusted judge on the anchors (or reads a
+//! labels file), writes `gate.json`, and applies a gate's decision to a run's result. The
+//! statistics live in [`crate::analysis::gate`].
 
-use crate::cache::{CacheError, VerdictLog, VerdictRecord, read_records};
-use crate::config::{Config, ConfigError, RawConfig};
-use crate::gate::{self, Anchor, GateChoice, GateConfig, GateDecision};
-use crate::judge::{Judge, JudgeError};
-use crate::model::bt::{self, FitOptions};
+use super::run_folder::{IdentError, bias_covariates, io_err, run_verdicts};
+use crate::analysis::gate::{self, Anchor, GateChoice, GateDecision, fit_naive_and_corrected};
+use crate::judge::Judge;
+use crate::judge::build::make_judge;
 use crate::model::membership::{point_topk, recall_at_k};
-use crate::model::profile::{self, Identifiability, PROFILE_RIDGE};
-use crate::model::summary::{FitSummary, ItemVerdict, ModelKind, build_design};
-use crate::model::{FitError, Prior};
-use crate::pool::{self, Covariates, Pool, PoolError};
-use crate::runner::RunResult;
+use crate::model::summary::ModelKind;
+use crate::report::schema::RunResult;
+use crate::store::config::{Config, GateConfig};
+use crate::store::ledger::{VerdictLog, VerdictRecord};
+use crate::store::pool::Pool;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
-
-/// Errors of `profile`, `gate` and `run --gate`.
-#[derive(Debug, thiserror::Error)]
-pub enum IdentError {
-    /// The config.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The verdict log.
-    #[error(transparent)]
-    Cache(#[from] CacheError),
-    /// A fit.
-    #[error(transparent)]
-    Fit(#[from] FitError),
-    /// The pool's covariates.
-    #[error(transparent)]
-    Pool(#[from] PoolError),
-    /// Reading or writing a file.
-    #[error("{path}: {source}")]
-    Io {
-        /// File.
-        path: PathBuf,
-        /// Cause.
-        source: std::io::Error,
-    },
-    /// A file that is not what was expected (names file, line and the expected form).
-    #[error("{path}:{line}: {msg}")]
-    Parse {
-        /// File.
-        path: PathBuf,
-        /// 1-based line (0 = whole file).
-        line: usize,
-        /// What is wrong.
-        msg: String,
-    },
-    /// Anything else the user must fix (the message says what).
-    #[error("{0}")]
-    Invalid(String),
-    /// The trusted judge failed on a query (verdicts already stored are kept; re-run to resume).
-    #[error("trusted judge failed on {a} vs {b}: {source}")]
-    Judge {
-        /// First-shown item id.
-        a: String,
-        /// Second-shown item id.
-        b: String,
-        /// Cause.
-        source: JudgeError,
-    },
-}
-
-fn io_err(path: &Path) -> impl Fn(std::io::Error) -> IdentError + '_ {
-    move |source| IdentError::Io { path: path.to_owned(), source }
-}
-
-/// A run read back from its folder: validated config, folder and valid verdicts (item indices).
-pub struct LoadedRun {
-    /// The config.
-    pub cfg: Config,
-    /// The run folder.
-    pub dir: PathBuf,
-    /// Valid verdicts of the run's judge configuration.
-    pub verdicts: Vec<ItemVerdict>,
-}
-
-/// Read a run from a run folder (with `config.yaml` and `verdicts.jsonl`) or from a config file
-/// whose run folder exists.
-///
-/// A run folder's `config.yaml` holds paths as resolved when the run started (relative to the
-/// working directory of that run), so run this from the same directory, or pass the config.
-///
-/// # Errors
-/// [`IdentError`]: unreadable config, missing pool or verdicts.
-pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
-    let (cfg, dir) = if arg.is_dir() {
-        let path = arg.join("config.yaml");
-        let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
-        let mut raw: RawConfig =
-            crate::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.clone(), msg })?;
-        let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
-        if raw.pool.synthetic.is_none() {
-            raw.pool.file = cwd.join(&raw.pool.file);
-            if !raw.pool.file.exists() {
-                return Err(IdentError::Invalid(format!(
-                    "{}: pool file {} not found; the paths in a run folder's config.yaml are relative to the directory the run was started from: run this command there, or pass the config file",
-                    path.display(),
-                    raw.pool.file.display()
-                )));
-            }
-        }
-        if let Some(l) = raw.gate.as_mut().and_then(|g| g.labels.as_mut()) {
-            *l = cwd.join(&*l);
-        }
-        (Config::from_raw(raw, &path)?, arg.to_path_buf())
-    } else {
-        let cfg = Config::load(arg)?;
-        let dir = cfg.run_dir.clone();
-        (cfg, dir)
-    };
-    let verdicts = run_verdicts(&cfg, &dir)?;
-    Ok(LoadedRun { cfg, dir, verdicts })
-}
-
-/// The valid verdicts stored in `<dir>/verdicts.jsonl` for the config's judge (matched by cache
-/// key, as the runner does; if the judge cannot be built here, e.g. a live judge without its
-/// API key, every verdict of the pool is used and a warning is logged).
-///
-/// # Errors
-/// [`IdentError`] if the file is missing, malformed or names unknown items.
-pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentError> {
-    let path = dir.join("verdicts.jsonl");
-    if !path.exists() {
-        return Err(IdentError::Invalid(format!(
-            "no verdicts at {}: run `topk-judge run {}` first",
-            path.display(),
-            cfg.path.display()
-        )));
-    }
-    let (records, _, warning) = read_records(&path)?;
-    if let Some(w) = warning {
-        tracing::warn!("{w}");
-    }
-    let pool = &cfg.pool;
-    let n = pool.n_items();
-    let mut out = Vec::new();
-    match crate::make_judge(&cfg.raw.judge) {
-        Ok(judge) => {
-            let mut keys = HashMap::new();
-            for a in 0..n {
-                for b in 0..n {
-                    if a != b {
-                        keys.insert(judge.cache_key(pool, a, b), (a, b));
-                    }
-                }
-            }
-            for r in &records {
-                if let (Some(&(a, b)), Some(y)) = (keys.get(&r.key), r.y) {
-                    out.push(ItemVerdict { a, b, y, w: 1.0 });
-                }
-            }
-        }
-        Err(msg) => {
-            tracing::warn!("cannot build the judge ({msg}); using every verdict of pool {:?}", pool.pool_id);
-            for (line, r) in records.iter().enumerate() {
-                if r.pool_id != pool.pool_id {
-                    continue;
-                }
-                let find = |id: &str| {
-                    pool.item_index(id).ok_or_else(|| IdentError::Parse {
-                        path: path.clone(),
-                        line: line + 1,
-                        msg: format!("item {id:?} is not in pool {:?}", pool.pool_id),
-                    })
-                };
-                let (a, b) = (find(&r.a)?, find(&r.b)?);
-                if let Some(y) = r.y {
-                    out.push(ItemVerdict { a, b, y, w: 1.0 });
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The covariates of the bias-aware model for `cfg`, also when the run itself is naive
-/// (`model.covariates`, or the pool defaults).
-///
-/// # Errors
-/// [`PoolError`] from building them.
-pub fn bias_covariates(cfg: &Config) -> Result<Covariates, PoolError> {
-    if cfg.covariates.p() > 0 {
-        return Ok(cfg.covariates.clone());
-    }
-    let specs = cfg.raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&cfg.pool));
-    pool::build_covariates(&cfg.pool, &specs)
-}
-
-/// θ̂ per base of the naive model (no covariates) and of the bias-aware model with `cov`.
-fn fit_both(pool: &Pool, cov: &Covariates, verdicts: &[ItemVerdict], prior: &Prior) -> Result<[Vec<f64>; 2], FitError> {
-    let m = pool.n_bases();
-    let naive = bt::fit(
-        &build_design(pool, &Covariates::none(pool.n_items()), verdicts),
-        &prior.diagonal(m, 0),
-        None,
-        &FitOptions::default(),
-    )?;
-    let corr = bt::fit(&build_design(pool, cov, verdicts), &prior.diagonal(m, cov.p()), None, &FitOptions::default())?;
-    Ok([naive.beta[..m].to_vec(), corr.beta[..m].to_vec()])
-}
-
-// ---------------------------------------------------------------------------------------------
-// Identifiability in every run's result.
-
-/// The identifiability entries of a run's final fit: the profile of every covariate around ĉ
-/// (SPEC §5). Empty for the naive model.
-pub fn for_summary(
-    pool: &Pool,
-    cov: &Covariates,
-    verdicts: &[ItemVerdict],
-    s: &FitSummary,
-) -> BTreeMap<String, Identifiability> {
-    if cov.p() == 0 {
-        return BTreeMap::new();
-    }
-    let design = build_design(pool, cov, verdicts);
-    let mut beta = s.theta.clone();
-    beta.extend_from_slice(&s.c);
-    beta.push(s.kappa);
-    profile::identifiability(&design, &cov.names, &beta)
-}
-
-/// Notes for the reader: what a prior-selected coefficient means, and the shared-quality caveat
-/// of an identified coefficient when the pool has several renderings per base.
-pub fn notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<String> {
-    let renderings = pool.n_items() > pool.n_bases();
-    let mut v = Vec::new();
-    for (name, e) in ident {
-        match e.range_nats {
-            Some(r) if !e.identified => v.push(format!(
-                "c[{name}] is prior-selected (profile range {r:.1e} nats < 1e-3): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (SPEC §2); test that with `topk-judge gate`, or use paired renderings (design: paired)"
-            )),
-            Some(r) if renderings => v.push(format!(
-                "c[{name}] is identified by the renderings (profile range {r:.1} nats); this holds only if the renderings of a base really share quality"
-            )),
-            _ => {}
-        }
-    }
-    v
-}
-
-/// One line per covariate: `identifiability of c[name]: profile range = r nats → verdict`.
-pub fn identifiability_text(ident: &BTreeMap<String, Identifiability>) -> String {
-    let mut s = String::new();
-    for (name, e) in ident {
-        match e.range_nats {
-            Some(r) => {
-                s.push_str(&format!("identifiability of c[{name}]: profile range {} → {}\n", fmt_nats(r), e.verdict))
-            }
-            None => s.push_str(&format!("identifiability of c[{name}]: {}\n", e.verdict)),
-        }
-    }
-    s
-}
-
-fn fmt_nats(r: f64) -> String {
-    if r < 1e-3 { format!("{r:.4} nats ({r:.1e})") } else { format!("{r:.4} nats") }
-}
-
-// ---------------------------------------------------------------------------------------------
-// `topk-judge profile`.
-
-/// One covariate's profile in profile.json.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CovariateProfile {
-    /// Covariate name.
-    pub name: String,
-    /// MAP ĉ under the run's prior (the grid centre), logits per covariate unit.
-    pub c_hat: f64,
-    /// Range of the profile over the grid (nats).
-    pub range_nats: f64,
-    /// Whether the range is ≥ 1e-3 nats.
-    pub identified: bool,
-    /// The verdict sentence.
-    pub verdict: String,
-    /// Grid values of c (21).
-    pub c: Vec<f64>,
-    /// Profile log-likelihood at each grid value (nats).
-    pub log_lik: Vec<f64>,
-    /// Newton iterations of each inner fit.
-    pub iterations: Vec<usize>,
-}
-
-/// profile.json.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ProfileReport {
-    /// Run name.
-    pub run: String,
-    /// Pool id.
-    pub pool_id: String,
-    /// Design of the run.
-    pub design: crate::design::DesignKind,
-    /// Valid verdicts fitted.
-    pub comparisons: usize,
-    /// Prior of the MAP that gives ĉ.
-    pub prior: Prior,
-    /// Ridge of the inner fits.
-    pub ridge: f64,
-    /// One profile per covariate.
-    pub covariates: Vec<CovariateProfile>,
-}
-
-/// Compute the profile of every covariate of a run (the bias-aware covariates also when the
-/// run was naive), write `profile.json` and `profile.svg` into the run folder, and return the
-/// report with its printable text.
-///
-/// # Errors
-/// [`IdentError`].
-pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), IdentError> {
-    let run = load_run(arg)?;
-    let cfg = &run.cfg;
-    if run.verdicts.is_empty() {
-        return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts to profile", run.dir.display())));
-    }
-    let cov = bias_covariates(cfg)?;
-    if cov.p() == 0 {
-        return Err(IdentError::Invalid(format!(
-            "pool {:?} has no covariate to profile (no text for `words` and no `covariates` on the items)",
-            cfg.pool.pool_id
-        )));
-    }
-    let design = build_design(&cfg.pool, &cov, &run.verdicts);
-    let prior = cfg.raw.model.prior();
-    let m = cfg.pool.n_bases();
-    let map = bt::fit(&design, &prior.diagonal(m, cov.p()), None, &FitOptions::default())?;
-    let mut covariates = Vec::new();
-    for (j, name) in cov.names.iter().enumerate() {
-        let p = profile::profile(&design, j, map.beta[m + j], Some(&map.beta))?;
-        covariates.push(CovariateProfile {
-            name: name.clone(),
-            c_hat: p.center,
-            range_nats: p.range_nats,
-            identified: p.verdict == profile::IdentVerdict::Identified,
-            verdict: p.verdict.text().to_string(),
-            c: p.points.iter().map(|q| q.c).collect(),
-            log_lik: p.points.iter().map(|q| q.log_lik).collect(),
-            iterations: p.points.iter().map(|q| q.iterations).collect(),
-        });
-    }
-    let report = ProfileReport {
-        run: cfg.raw.name.clone(),
-        pool_id: cfg.pool.pool_id.clone(),
-        design: cfg.raw.design,
-        comparisons: run.verdicts.len(),
-        prior,
-        ridge: PROFILE_RIDGE,
-        covariates,
-    };
-    let json_path = run.dir.join("profile.json");
-    let text = serde_json::to_string_pretty(&report).expect("serialisable");
-    std::fs::write(&json_path, text + "\n").map_err(io_err(&json_path))?;
-    let svg_path = run.dir.join("profile.svg");
-    let curves: Vec<(String, Vec<(f64, f64)>)> = report
-        .covariates
-        .iter()
-        .map(|c| {
-            let max = c.log_lik.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let label = format!("{} (ĉ = {:.3}, range {:.4} nats)", c.name, c.c_hat, c.range_nats);
-            (label, c.c.iter().zip(&c.log_lik).map(|(x, l)| (x - c.c_hat, l - max)).collect())
-        })
-        .collect();
-    let title = format!("profile log-likelihood, run {}", report.run);
-    let svg = crate::report::profile_plot::profile_svg(&title, &curves)
-        .map_err(|e| IdentError::Invalid(format!("drawing {}: {e}", svg_path.display())))?;
-    std::fs::write(&svg_path, svg).map_err(io_err(&svg_path))?;
-    let text = profile_text(&report, &json_path, &svg_path);
-    Ok((report, text))
-}
-
-/// The printable profile: per covariate ĉ, range, verdict and the curve (ℓ − max per grid point).
-pub fn profile_text(r: &ProfileReport, json: &Path, svg: &Path) -> String {
-    let mut s = format!(
-        "profile likelihood of run {:?}: pool {}, {} valid verdicts, {} design\n",
-        r.run,
-        r.pool_id,
-        r.comparisons,
-        format!("{:?}", r.design).to_lowercase()
-    );
-    for c in &r.covariates {
-        s.push_str(&format!(
-            "\nc[{}]: MAP ĉ = {:.4} (λ_b = {}, λ_θ = {}); profile over ĉ ± 1, 21 points, everything else re-optimised (ridge {:.0e}):\n",
-            c.name, c.c_hat, r.prior.lambda_b, r.prior.lambda_theta, r.ridge
-        ));
-        s.push_str(&format!("range = {} → {}\n", fmt_nats(c.range_nats), c.verdict));
-        let max = c.log_lik.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        s.push_str(&format!("{:>10}  {:>16}\n", "c", "ℓ − max (nats)"));
-        for (x, l) in c.c.iter().zip(&c.log_lik) {
-            if c.identified {
-                s.push_str(&format!("{x:>10.4}  {:>16.6}\n", l - max));
-            } else {
-                s.push_str(&format!("{x:>10.4}  {:>16.2e}\n", l - max));
-            }
-        }
-    }
-    s.push_str(&format!("\nsaved: {}, {}\n", json.display(), svg.display()));
-    s
-}
-
-// ---------------------------------------------------------------------------------------------
-// `topk-judge gate`.
 
 /// One anchor in gate.json (base ids).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -584,11 +196,11 @@ pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentEr
     }
     let pool = &cfg.pool;
     let k = cfg.raw.k;
-    let [naive, corr] = fit_both(pool, &cov, &verdicts, &cfg.raw.model.prior())?;
+    let [naive, corr] = fit_naive_and_corrected(pool, &cov, &verdicts, &cfg.raw.model.prior())?;
     let anchors = gate::select_anchors(&naive, &corr, k, g.anchors);
     let id = |b: usize| pool.bases[b].clone();
     let (probs, label_source, spend): (Vec<Option<f64>>, String, f64) = if let Some(t) = &g.trusted {
-        let judge = crate::make_judge(t).map_err(|m| IdentError::Invalid(format!("gate.trusted: {m}")))?;
+        let judge = make_judge(t).map_err(|m| IdentError::Invalid(format!("gate.trusted: {m}")))?;
         let desc = judge.describe();
         let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir).await?;
         let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
@@ -661,7 +273,7 @@ pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentEr
             },
         })
         .collect();
-    let judge_desc = crate::make_judge(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default();
+    let judge_desc = make_judge(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default();
     let report = GateReport {
         run: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -788,7 +400,7 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
         result.topk.clone()
     } else {
         let verdicts = run_verdicts(cfg, &cfg.run_dir)?;
-        let [naive, corr] = fit_both(&cfg.pool, &cov, &verdicts, &cfg.raw.model.prior())?;
+        let [naive, corr] = fit_naive_and_corrected(&cfg.pool, &cov, &verdicts, &cfg.raw.model.prior())?;
         let theta = if want == ModelKind::BiasAware { corr } else { naive };
         point_topk(&theta, cfg.raw.k).into_iter().map(|b| cfg.pool.bases[b].clone()).collect()
     };

@@ -1,5 +1,5 @@
 //! `topk-judge simulate SWEEP.yaml`: synthetic pools (SPEC §7) × strategies × models × budgets ×
-//! seeds, each run being Algorithm 1 itself ([`crate::sim::run_path`]), on all cores.
+//! seeds, each run being Algorithm 1 itself ([`crate::run::sim::run_path`]), on all cores.
 //!
 //! A sweep file ([`RawSweep`], unknown keys are errors):
 //!
@@ -36,10 +36,10 @@
 pub mod summary;
 
 use crate::acquire::{Orders, StrategyKind};
+use crate::analysis::synth::{SynthSpec, generate};
 use crate::model::Prior;
 use crate::model::summary::ModelKind;
-use crate::sim::{self, Checkpoint, SimError, SimSettings};
-use crate::synth::{SynthSpec, generate};
+use crate::run::sim::{self, Checkpoint, SimError, SimSettings};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -52,7 +52,7 @@ pub enum SweepError {
     /// The sweep file is unreadable, not valid YAML, has an unknown key, or breaks a rule (the
     /// same messages as a run config: file, line/column or key, found vs expected).
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] crate::store::config::ConfigError),
     /// A simulated run failed.
     #[error(transparent)]
     Sim(#[from] SimError),
@@ -330,9 +330,9 @@ impl Sweep {
     /// [`SweepError`] naming the file, key or line and what was expected.
     pub fn load(path: &Path) -> Result<Self, SweepError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|source| crate::config::ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawSweep = crate::yaml::from_file_text(&text, path)
-            .map_err(|msg| crate::config::ConfigError::Yaml { path: path.to_owned(), msg })?;
+            .map_err(|source| crate::store::config::ConfigError::Io { path: path.to_owned(), source })?;
+        let raw: RawSweep = crate::store::yaml::from_file_text(&text, path)
+            .map_err(|msg| crate::store::config::ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }
 
@@ -342,7 +342,11 @@ impl Sweep {
     /// [`SweepError::Config`] (a `ConfigError::Invalid` naming the key).
     pub fn from_raw(mut raw: RawSweep, path: &Path) -> Result<Self, SweepError> {
         let inv = |key: &str, msg: String| {
-            SweepError::from(crate::config::ConfigError::Invalid { path: path.to_owned(), key: key.to_owned(), msg })
+            SweepError::from(crate::store::config::ConfigError::Invalid {
+                path: path.to_owned(),
+                key: key.to_owned(),
+                msg,
+            })
         };
         if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
             return Err(inv(
@@ -446,7 +450,7 @@ impl Sweep {
     }
 
     /// Budgets grouped into chains that one simulated path can serve exactly: every budget of a
-    /// chain but the last is a multiple of `refit_every` (see [`crate::sim`]).
+    /// chain but the last is a multiple of `refit_every` (see [`crate::run::sim`]).
     pub fn chains(&self) -> Vec<Vec<usize>> {
         let r = self.raw.acquisition.refit_every;
         let mut chains: Vec<Vec<usize>> = Vec::new();
@@ -524,7 +528,7 @@ pub struct Row {
     pub comparisons: usize,
     /// Recall@k against the gold top-k.
     pub recall: f64,
-    /// Share of queries touching the base of gold rank k or k + 1 ([`crate::sim`]).
+    /// Share of queries touching the base of gold rank k or k + 1 ([`crate::run::sim`]).
     pub boundary_share: f64,
     /// Share of queries with exactly one base in the gold top-k.
     pub straddle_share: f64,
@@ -694,27 +698,4 @@ pub fn write_outputs(sweep: &Sweep, result: &SweepResult, dir: &Path) -> Result<
 
 fn write_file(path: &Path, text: &str) -> Result<(), SweepError> {
     std::fs::write(path, text).map_err(|e| SweepError::Write { path: path.to_owned(), msg: e.to_string() })
-}
-
-/// `topk-judge simulate`: load the sweep, run it (`threads` overrides the file; 0 = all cores),
-/// write the outputs into `out` (default: the sweep's folder) and return the folder, the summary
-/// and summary.md's text.
-///
-/// # Errors
-/// [`SweepError`].
-pub fn simulate_command(
-    path: &Path,
-    threads: Option<usize>,
-    out: Option<&Path>,
-    progress: bool,
-) -> Result<(PathBuf, summary::Summary, String), SweepError> {
-    let sweep = Sweep::load(path)?;
-    let dir = out.map(Path::to_path_buf).unwrap_or_else(|| sweep.out_dir.clone());
-    let total = sweep.cells().len() * sweep.raw.pools.count;
-    let bar = crate::progress::Progress::counter(total as u64, progress, "pools");
-    let result = run(&sweep, threads.unwrap_or(sweep.raw.threads), &|done| bar.set(done as u64))?;
-    bar.finish();
-    let s = write_outputs(&sweep, &result, &dir)?;
-    let md = summary::markdown(&sweep, &s);
-    Ok((dir, s, md))
 }

@@ -2,9 +2,9 @@
 //!
 //! One ordered query (a first, b second) = render the prompt template → check the context →
 //! wait for the rate limits → POST `/chat/completions` through async-openai with **our**
-//! transport (async-openai's retry layer is not installed, so [`crate::retry`] is the only
+//! transport (async-openai's retry layer is not installed, so [`crate::judge::openai::retry`] is the only
 //! retry policy; every non-2xx keeps its HTTP status, also for llama.cpp/vLLM error bodies that
-//! async-openai cannot parse, DEPS.md §2f) → parse the reply ([`super::parse`]) → re-ask an
+//! async-openai cannot parse, DEPS.md §2f) → parse the reply ([`parse`]) → re-ask an
 //! invalid reply up to `max_invalid_retries` times → price the usage.
 //!
 //! Spend of one HTTP reply (USD): (uncached prompt · input + cached · cached_input +
@@ -19,13 +19,19 @@
 //! 5xx, refused connections) do not. Its worst case, reserved before sending, is therefore
 //! (1 + max_invalid_retries) · the attempt's worst case, and it can never cost more.
 
-use super::parse::{self, Invalid, Outcome};
-use super::{BoxFuture, Judge, JudgeError, JudgeReply, JudgeStats, Usage};
-use crate::pool::Pool;
-use crate::prompt::{PromptTemplate, RenderedPrompt, truncate_to_bytes};
-use crate::ratelimit::RateLimits;
-use crate::retry::{Classify, RetryPolicy};
-use crate::secret::Secret;
+pub mod parse;
+pub mod prompt;
+pub mod ratelimit;
+pub mod retry;
+pub mod secret;
+
+use self::parse::{Invalid, Outcome};
+use self::prompt::{PromptTemplate, RenderedPrompt, truncate_to_bytes};
+use self::ratelimit::RateLimits;
+use self::retry::{Classify, RetryPolicy};
+use self::secret::Secret;
+use crate::judge::{BoxFuture, Judge, JudgeError, JudgeReply, JudgeStats, Usage};
+use crate::store::pool::Pool;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
@@ -788,7 +794,7 @@ impl OpenAiJudge {
             async move { transport(&http, f).await }
         });
         // Client::build installs async-openai's retrying executor; with_http_service replaces it
-        // with ours (no retry layer), so only crate::retry retries (DEPS.md §2e).
+        // with ours (no retry layer), so only crate::judge::openai::retry retries (DEPS.md §2e).
         let client = Client::build(http, oa).with_http_service(svc);
         Ok(Self {
             limits: RateLimits::new(cfg.requests_per_minute, cfg.tokens_per_minute),
@@ -811,7 +817,7 @@ impl OpenAiJudge {
     }
 
     fn redact(&self, s: &str) -> String {
-        crate::secret::redact_opt(self.key.as_ref(), s)
+        crate::judge::openai::secret::redact_opt(self.key.as_ref(), s)
     }
 
     /// Byte limit of the task text under `truncate_task` for this pool (None = no cut).
@@ -1002,7 +1008,7 @@ impl OpenAiJudge {
                 self.counters.reasks.fetch_add(1, Ordering::Relaxed);
             }
             asks += 1;
-            let res = crate::retry::retry(
+            let res = crate::judge::openai::retry::retry(
                 &self.policy,
                 || async {
                     attempts.fetch_add(1, Ordering::Relaxed);

@@ -6,7 +6,7 @@ use crate::acquire::{Orders, StrategyKind};
 use crate::judge::mock::MockConfig;
 use crate::model::Prior;
 use crate::model::summary::ModelKind;
-use crate::pool::{self, CovariateSpec, Covariates, Pool, PoolError};
+use crate::store::pool::{self, CovariateSpec, Covariates, Pool, PoolError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -63,7 +63,7 @@ pub struct PoolRef {
     pub id: Option<String>,
     /// A synthetic pool generated from this spec instead of a file (SPEC §7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub synthetic: Option<crate::synth::SynthSpec>,
+    pub synthetic: Option<crate::analysis::synth::SynthSpec>,
 }
 
 fn path_is_empty(p: &Path) -> bool {
@@ -219,10 +219,10 @@ pub struct RawConfig {
     pub budget: BudgetConfig,
     /// `single` (default) or `paired` (SPEC §6: within-base queries first).
     #[serde(default)]
-    pub design: crate::design::DesignKind,
+    pub design: crate::analysis::design::DesignKind,
     /// The trusted-anchor gate (SPEC §5), used by `topk-judge gate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gate: Option<crate::gate::GateConfig>,
+    pub gate: Option<GateConfig>,
 }
 
 /// A validated configuration with its pool loaded.
@@ -249,8 +249,8 @@ impl Config {
     /// [`ConfigError`] naming file, key (or line) and what was expected.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawConfig =
-            crate::yaml::from_file_text(&text, path).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+        let raw: RawConfig = crate::store::yaml::from_file_text(&text, path)
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }
 
@@ -261,8 +261,8 @@ impl Config {
     /// As [`Config::load`], apart from the missing key.
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let mut raw: RawConfig =
-            crate::yaml::from_file_text(&text, path).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+        let mut raw: RawConfig = crate::store::yaml::from_file_text(&text, path)
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         let mut problem = None;
         if let JudgeConfig::Openai(oc) = &mut raw.judge
             && oc.api_key_required
@@ -328,7 +328,7 @@ impl Config {
             match &raw.pool.synthetic {
                 Some(spec) => {
                     spec.validate().map_err(|m| inv("pool.synthetic", m))?;
-                    crate::synth::generate(spec).pool
+                    crate::analysis::synth::generate(spec).pool
                 }
                 None => pool::read_pool(&raw.pool.file, raw.pool.id.as_deref()).map_err(|source| {
                     ConfigError::Pool { path: path.to_owned(), pool_file: raw.pool.file.clone(), source }
@@ -365,7 +365,7 @@ impl Config {
             pool_file: raw.pool.file.clone(),
             source,
         })?;
-        crate::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
+        crate::analysis::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs })
     }
 }
@@ -376,7 +376,7 @@ fn check_judge(
     j: &mut JudgeConfig,
     dir: &Path,
     pool: &Pool,
-    synth: Option<&crate::synth::SynthSpec>,
+    synth: Option<&crate::analysis::synth::SynthSpec>,
     key: &str,
 ) -> Result<(), (String, String)> {
     match j {
@@ -428,6 +428,55 @@ fn pool_message(file: &Path, e: &PoolError) -> String {
     }
 }
 
+/// `gate:` in a run config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateConfig {
+    /// K, the number of anchors (default 10; the paper's gate never false-enabled at K ≥ 10).
+    #[serde(default = "d_anchors")]
+    pub anchors: usize,
+    /// α of the one-sided sign test (default 0.05).
+    #[serde(default = "d_alpha")]
+    pub alpha: f64,
+    /// A trusted (stronger) judge, queried in both orders on each anchor and cached in
+    /// `<run>/trusted_verdicts.jsonl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<JudgeConfig>,
+    /// Or a labels file (JSON Lines `{"a", "b", "better"}`, base ids; `better` = a base id or
+    /// `"tie"`), relative to the config's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<PathBuf>,
+}
+
+fn d_anchors() -> usize {
+    10
+}
+fn d_alpha() -> f64 {
+    0.05
+}
+
+impl GateConfig {
+    /// Check K ≥ 1, 0 < α < 1 and exactly one label source.
+    ///
+    /// # Errors
+    /// `(key, message)`.
+    pub fn check(&self) -> Result<(), (String, String)> {
+        if self.anchors == 0 {
+            return Err(("gate.anchors".into(), "0 must be ≥ 1".into()));
+        }
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            return Err(("gate.alpha".into(), format!("{} must be in (0, 1)", self.alpha)));
+        }
+        match (&self.trusted, &self.labels) {
+            (Some(_), Some(_)) => {
+                Err(("gate".into(), "give either `trusted` (a judge) or `labels` (a file), not both".into()))
+            }
+            (None, None) => Err(("gate".into(), "needs a label source: `trusted: {<judge>}` or `labels: FILE`".into())),
+            _ => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,7 +491,7 @@ mod tests {
     #[test]
     fn unknown_key_names_line_and_key() {
         let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nbudgett: {max_comparisons: 3}\n";
-        let e = crate::yaml::from_str::<RawConfig>(y).unwrap_err();
+        let e = crate::store::yaml::from_str::<RawConfig>(y).unwrap_err();
         assert!(e.contains("budgett"), "{e}");
         assert!(e.contains("line 5") || e.contains("5:"), "{e}");
     }

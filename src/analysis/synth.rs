@@ -9,8 +9,8 @@
 
 use crate::model::bt::sigmoid;
 use crate::model::summary::ItemVerdict;
-use crate::pool::{CovariateSpec, Covariates, Item, Pool, Transform};
 use crate::rng::{self, ChaCha8Rng};
+use crate::store::pool::{CovariateSpec, Covariates, Item, Pool, Transform};
 use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
@@ -185,7 +185,7 @@ impl SynthPool {
     /// The covariate matrix of the pool's `x` column, untransformed (already z-scored, or 0/1
     /// for a paired pool).
     pub fn covariates(&self) -> Covariates {
-        crate::pool::build_covariates(
+        crate::store::pool::build_covariates(
             &self.pool,
             &[CovariateSpec { name: "x".into(), transform: Some(Transform::Raw) }],
         )

@@ -1,0 +1,33 @@
+//! `topk-judge report RUN`: report.md and a self-contained report.html with plots for one run
+//! (docs/reports.md); the page content lives in [`crate::report::page`].
+
+use crate::report::compare::{CompareError, RunDir};
+use crate::report::page::{content, html, identifiability, markdown, report_plots};
+use std::path::{Path, PathBuf};
+
+/// `topk-judge report`: write report.md, report.html and the plots' SVG files into `out`;
+/// return the files written.
+///
+/// # Errors
+/// [`CompareError`] reading the run or writing a file.
+pub fn report_command(run_dir: &Path, out: &Path) -> Result<Vec<PathBuf>, CompareError> {
+    let run = RunDir::load(run_dir)?;
+    let ident = identifiability(&run);
+    let plots = report_plots(&run)?;
+    let c = content(&run, &ident);
+    std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
+    let mut files = Vec::new();
+    let mut w = |name: &str, text: &str| -> Result<(), CompareError> {
+        let p = out.join(name);
+        std::fs::write(&p, text)
+            .map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })?;
+        files.push(p);
+        Ok(())
+    };
+    w("report.md", &markdown(&c, &plots))?;
+    w("report.html", &html(&c, &plots))?;
+    for (file, _, svg) in &plots {
+        w(file, svg)?;
+    }
+    Ok(files)
+}

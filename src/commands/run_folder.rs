@@ -1,0 +1,187 @@
+//! Reading a run back from its folder for `profile`, `gate` and `run --gate`: the validated
+//! config, the folder, and the run judge's valid verdicts as item indices; and the error type
+//! these commands share.
+
+use crate::judge::JudgeError;
+use crate::judge::build::make_judge;
+use crate::model::FitError;
+use crate::model::summary::ItemVerdict;
+use crate::store::config::{Config, ConfigError, RawConfig};
+use crate::store::ledger::{CacheError, read_records};
+use crate::store::pool::{self, Covariates, PoolError};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Errors of `profile`, `gate` and `run --gate`.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentError {
+    /// The config.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The verdict log.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// A fit.
+    #[error(transparent)]
+    Fit(#[from] FitError),
+    /// The pool's covariates.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// Reading or writing a file.
+    #[error("{path}: {source}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A file that is not what was expected (names file, line and the expected form).
+    #[error("{path}:{line}: {msg}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// 1-based line (0 = whole file).
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Anything else the user must fix (the message says what).
+    #[error("{0}")]
+    Invalid(String),
+    /// The trusted judge failed on a query (verdicts already stored are kept; re-run to resume).
+    #[error("trusted judge failed on {a} vs {b}: {source}")]
+    Judge {
+        /// First-shown item id.
+        a: String,
+        /// Second-shown item id.
+        b: String,
+        /// Cause.
+        source: JudgeError,
+    },
+}
+
+pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> IdentError + '_ {
+    move |source| IdentError::Io { path: path.to_owned(), source }
+}
+
+/// A run read back from its folder: validated config, folder and valid verdicts (item indices).
+pub struct LoadedRun {
+    /// The config.
+    pub cfg: Config,
+    /// The run folder.
+    pub dir: PathBuf,
+    /// Valid verdicts of the run's judge configuration.
+    pub verdicts: Vec<ItemVerdict>,
+}
+
+/// Read a run from a run folder (with `config.yaml` and `verdicts.jsonl`) or from a config file
+/// whose run folder exists.
+///
+/// A run folder's `config.yaml` holds paths as resolved when the run started (relative to the
+/// working directory of that run), so run this from the same directory, or pass the config.
+///
+/// # Errors
+/// [`IdentError`]: unreadable config, missing pool or verdicts.
+pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
+    let (cfg, dir) = if arg.is_dir() {
+        let path = arg.join("config.yaml");
+        let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
+        let mut raw: RawConfig =
+            crate::store::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.clone(), msg })?;
+        let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
+        if raw.pool.synthetic.is_none() {
+            raw.pool.file = cwd.join(&raw.pool.file);
+            if !raw.pool.file.exists() {
+                return Err(IdentError::Invalid(format!(
+                    "{}: pool file {} not found; the paths in a run folder's config.yaml are relative to the directory the run was started from: run this command there, or pass the config file",
+                    path.display(),
+                    raw.pool.file.display()
+                )));
+            }
+        }
+        if let Some(l) = raw.gate.as_mut().and_then(|g| g.labels.as_mut()) {
+            *l = cwd.join(&*l);
+        }
+        (Config::from_raw(raw, &path)?, arg.to_path_buf())
+    } else {
+        let cfg = Config::load(arg)?;
+        let dir = cfg.run_dir.clone();
+        (cfg, dir)
+    };
+    let verdicts = run_verdicts(&cfg, &dir)?;
+    Ok(LoadedRun { cfg, dir, verdicts })
+}
+
+/// The valid verdicts stored in `<dir>/verdicts.jsonl` for the config's judge (matched by cache
+/// key, as the runner does; if the judge cannot be built here, e.g. a live judge without its
+/// API key, every verdict of the pool is used and a warning is logged).
+///
+/// # Errors
+/// [`IdentError`] if the file is missing, malformed or names unknown items.
+pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentError> {
+    let path = dir.join("verdicts.jsonl");
+    if !path.exists() {
+        return Err(IdentError::Invalid(format!(
+            "no verdicts at {}: run `topk-judge run {}` first",
+            path.display(),
+            cfg.path.display()
+        )));
+    }
+    let (records, _, warning) = read_records(&path)?;
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    let pool = &cfg.pool;
+    let n = pool.n_items();
+    let mut out = Vec::new();
+    match make_judge(&cfg.raw.judge) {
+        Ok(judge) => {
+            let mut keys = HashMap::new();
+            for a in 0..n {
+                for b in 0..n {
+                    if a != b {
+                        keys.insert(judge.cache_key(pool, a, b), (a, b));
+                    }
+                }
+            }
+            for r in &records {
+                if let (Some(&(a, b)), Some(y)) = (keys.get(&r.key), r.y) {
+                    out.push(ItemVerdict { a, b, y, w: 1.0 });
+                }
+            }
+        }
+        Err(msg) => {
+            tracing::warn!("cannot build the judge ({msg}); using every verdict of pool {:?}", pool.pool_id);
+            for (line, r) in records.iter().enumerate() {
+                if r.pool_id != pool.pool_id {
+                    continue;
+                }
+                let find = |id: &str| {
+                    pool.item_index(id).ok_or_else(|| IdentError::Parse {
+                        path: path.clone(),
+                        line: line + 1,
+                        msg: format!("item {id:?} is not in pool {:?}", pool.pool_id),
+                    })
+                };
+                let (a, b) = (find(&r.a)?, find(&r.b)?);
+                if let Some(y) = r.y {
+                    out.push(ItemVerdict { a, b, y, w: 1.0 });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The covariates of the bias-aware model for `cfg`, also when the run itself is naive
+/// (`model.covariates`, or the pool defaults).
+///
+/// # Errors
+/// [`PoolError`] from building them.
+pub fn bias_covariates(cfg: &Config) -> Result<Covariates, PoolError> {
+    if cfg.covariates.p() > 0 {
+        return Ok(cfg.covariates.clone());
+    }
+    let specs = cfg.raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&cfg.pool));
+    pool::build_covariates(&cfg.pool, &specs)
+}

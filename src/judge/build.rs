@@ -1,0 +1,18 @@
+//! Building the judge a config asks for: the mock, the synthetic judge or an OpenAI-compatible
+//! endpoint, each behind the [`Judge`] trait.
+
+use super::Judge;
+use crate::store::config::JudgeConfig;
+use std::sync::Arc;
+
+/// Build the judge a config asks for.
+///
+/// # Errors
+/// A message naming the config key.
+pub fn make_judge(cfg: &JudgeConfig) -> Result<Arc<dyn Judge>, String> {
+    match cfg {
+        JudgeConfig::Mock(m) => Ok(Arc::new(super::mock::MockJudge::new(m.clone())?)),
+        JudgeConfig::Synthetic(s) => Ok(Arc::new(super::synthetic::SyntheticJudge::new(s.clone())?)),
+        JudgeConfig::Openai(o) => Ok(Arc::new(super::openai::OpenAiJudge::from_config(o)?)),
+    }
+}

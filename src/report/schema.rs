@@ -1,0 +1,95 @@
+//! The output schema of a run: `result.json` ([`RunResult`]) and why a run stopped
+//! ([`StopReason`]). Commands and reports read it; the run loop writes it. Field units are
+//! given per field (logits, USD, tokens); the model is described in docs/model.md.
+
+use crate::acquire;
+use crate::judge::Usage;
+use crate::model::summary::ModelKind;
+use crate::report::RankRow;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Why the run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `max_comparisons` reached.
+    MaxComparisons,
+    /// `max_usd` reached (the next query's worst case would pass it).
+    MaxUsd,
+    /// Every unqueried ordered pair has been queried.
+    Exhausted,
+    /// Every π is within ε of 0 or 1.
+    Confident,
+}
+
+/// result.json.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Run name.
+    pub name: String,
+    /// Pool id.
+    pub pool_id: String,
+    /// k.
+    pub k: usize,
+    /// Model kind.
+    pub model: ModelKind,
+    /// Judge description.
+    pub judge: String,
+    /// Acquisition strategy.
+    pub strategy: acquire::StrategyKind,
+    /// Why the run stopped.
+    pub stop_reason: StopReason,
+    /// Verdicts stored for this judge configuration (valid + invalid).
+    pub comparisons: usize,
+    /// Valid verdicts (fitted).
+    pub valid: usize,
+    /// Invalid verdicts (excluded from the fit).
+    pub invalid: usize,
+    /// Failed queries in this invocation (nothing stored, may be asked again).
+    pub failed: usize,
+    /// Total spend in USD over all stored verdicts of this judge configuration, plus spend
+    /// booked on failed queries (failed.jsonl).
+    pub spend_usd: f64,
+    /// Total tokens.
+    pub usage: Usage,
+    /// Point top-k, base ids, best first.
+    pub topk: Vec<String>,
+    /// θ̂ per base (logits).
+    pub theta: BTreeMap<String, f64>,
+    /// Posterior sd per base (logits).
+    pub sd: BTreeMap<String, f64>,
+    /// Top-k membership π per base.
+    pub membership: BTreeMap<String, f64>,
+    /// Apparent quality φ̂ per base.
+    pub phi: BTreeMap<String, f64>,
+    /// ĉ per covariate (logits per covariate unit).
+    pub c: BTreeMap<String, f64>,
+    /// Posterior sd of ĉ.
+    pub c_sd: BTreeMap<String, f64>,
+    /// κ̂ (logits).
+    pub kappa: f64,
+    /// Posterior sd of κ.
+    pub kappa_sd: f64,
+    /// Covariates with no variation in the pool.
+    pub no_variation: Vec<String>,
+    /// Gold top-k (when the pool has quality).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold_topk: Option<Vec<String>>,
+    /// Recall@k against the gold top-k.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
+    /// The ranking, best first.
+    pub ranking: Vec<RankRow>,
+    /// Notes for the reader (identifiability, no-variation covariates).
+    pub notes: Vec<String>,
+    /// Per covariate: profile-likelihood range (nats) and verdict (SPEC §5).
+    #[serde(default)]
+    pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
+    /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::analysis::gate::GateChoice>,
+    /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_stats: Option<crate::judge::JudgeStats>,
+}
