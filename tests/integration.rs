@@ -4,6 +4,7 @@ mod audit;
 mod common;
 mod experiments;
 mod ident;
+mod layout;
 mod live;
 mod reports;
 mod run_cli;

@@ -1,0 +1,170 @@
+//! The source tree's architecture, checked (README "Where things are"):
+//! - no import cycle between modules (a module and its own submodules count as one unit, as a
+//!   folder's `mod.rs` and its files do);
+//! - the pure statistical core (`src/model`, `src/acquire`, `src/analysis`) uses no async
+//!   runtime, HTTP client, progress bar, file system or clock.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `src/` with its module path (`src/a/b.rs` → `a::b`, `src/a/mod.rs` → `a`).
+fn modules() -> Vec<(String, PathBuf)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src, &mut files);
+    files
+        .into_iter()
+        .filter(|p| !p.ends_with("main.rs"))
+        .map(|p| {
+            let rel = p.strip_prefix(&src).unwrap().with_extension("");
+            let mut parts: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+            if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
+                parts.pop();
+            }
+            (parts.join("::"), p)
+        })
+        .collect()
+}
+
+/// The code of a file without comments and without its `#[cfg(test)]` tail.
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => &text,
+    };
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) if !l[..i].contains('"') => &l[..i],
+            _ => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The modules a file refers to: every `crate::a::b…` path resolved to its longest known module,
+/// and `super::…` / `self::…` resolved against the file's own module.
+fn references(module: &str, code: &str, known: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut rest = code;
+    while let Some(i) = rest.find("::") {
+        // The path that ends at this `::`: walk back over `ident::ident::`.
+        let before = &rest[..i];
+        let start = before.rfind(|c: char| !(is_ident(c) || c == ':')).map_or(0, |j| j + 1);
+        let head = &before[start..];
+        let after = &rest[i + 2..];
+        let tail_len = after.find(|c: char| !(is_ident(c) || c == ':')).unwrap_or(after.len());
+        let full = format!("{head}::{}", &after[..tail_len]);
+        rest = &after[tail_len..];
+        let segs: Vec<&str> = full.split("::").filter(|s| !s.is_empty()).collect();
+        let (mut base, tail): (Vec<String>, &[&str]) = match segs.first() {
+            Some(&"crate") => (Vec::new(), &segs[1..]),
+            Some(&"super") => {
+                let mut b: Vec<String> = module.split("::").map(String::from).collect();
+                let mut t = &segs[..];
+                while t.first() == Some(&"super") {
+                    b.pop();
+                    t = &t[1..];
+                }
+                (b, t)
+            }
+            _ => continue,
+        };
+        let mut best = None;
+        for s in tail {
+            base.push((*s).to_string());
+            let m = base.join("::");
+            if known.contains(&m) {
+                best = Some(m);
+            }
+        }
+        if let Some(m) = best {
+            out.insert(m);
+        }
+    }
+    out
+}
+
+fn related(a: &str, b: &str) -> bool {
+    a == b || a.starts_with(&format!("{b}::")) || b.starts_with(&format!("{a}::"))
+}
+
+#[test]
+fn no_import_cycles_between_modules() {
+    let mods = modules();
+    let known: BTreeSet<String> = mods.iter().map(|(m, _)| m.clone()).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (m, p) in &mods {
+        let refs = references(m, &code(p), &known);
+        graph.insert(m.clone(), refs.into_iter().filter(|r| !related(m, r)).collect());
+    }
+    // Depth-first search for a back edge; report the cycle it closes.
+    fn dfs(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        stack.push(n.to_string());
+        for t in g.get(n).into_iter().flatten() {
+            match state.get(t.as_str()).copied().unwrap_or(0) {
+                1 => {
+                    let i = stack.iter().position(|s| s == t).unwrap();
+                    let mut c = stack[i..].to_vec();
+                    c.push(t.clone());
+                    return Some(c);
+                }
+                0 => {
+                    if let Some(c) = dfs(t, g, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in graph.keys() {
+        if state.get(n.as_str()).copied().unwrap_or(0) == 0 {
+            let cycle = dfs(n, &graph, &mut state, &mut Vec::new());
+            assert!(cycle.is_none(), "import cycle: {}", cycle.unwrap().join(" → "));
+        }
+    }
+    // The check sees real imports: the run loop uses the store's ledger, and commands use the run.
+    assert!(graph["run::live"].contains("store::ledger"));
+    assert!(graph["commands::run"].contains("run::live"));
+}
+
+#[test]
+fn the_pure_core_has_no_io_runtime_or_clock() {
+    let forbidden =
+        ["tokio", "reqwest", "indicatif", "std::fs", "fs::read", "fs::write", "File::", "Instant", "SystemTime"];
+    let mut bad = Vec::new();
+    for (m, p) in modules() {
+        if !["model", "acquire", "analysis"].iter().any(|c| m == *c || m.starts_with(&format!("{c}::"))) {
+            continue;
+        }
+        let code = code(&p);
+        for f in forbidden {
+            if code.contains(f) {
+                bad.push(format!("{m} uses {f}"));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "the pure core must stay pure: {bad:?}");
+}
