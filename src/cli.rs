@@ -79,6 +79,9 @@ pub enum Command {
         /// λ_κ, prior precision of the position effect κ (> 0).
         #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
         lambda_kappa: f64,
+        /// Weight of the likelihood term of a verdict stored with `strong_preference` (`[[A>>B]]`), > 0.
+        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+        strong_preference_weight: f64,
         /// Monte-Carlo draws for top-k membership.
         #[arg(long, default_value_t = 1000)]
         draws: usize,

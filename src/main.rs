@@ -106,6 +106,7 @@ fn real_main(cli: Cli) -> Result<()> {
             lambda_theta,
             lambda_b,
             lambda_kappa,
+            strong_preference_weight,
             draws,
             seed,
             out,
@@ -126,6 +127,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 k,
                 covariates,
                 prior,
+                strong_preference_weight,
                 draws,
                 seed,
             };

@@ -8,3 +8,4 @@ mod layout;
 mod live;
 mod reports;
 mod run_cli;
+mod verdicts;

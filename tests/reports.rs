@@ -59,6 +59,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         identifiability: BTreeMap::new(),
         gate: None,
         judge_stats: None,
+        verdicts_report: Default::default(),
     }
 }
 
@@ -77,6 +78,7 @@ fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecor
         attempts: 1,
         latency_ms: 0,
         ts: 0,
+        detail: Default::default(),
     }
 }
 

@@ -327,6 +327,17 @@ pub struct AuditOutput {
     pub usage: Usage,
     /// Notes for the reader (probe assumption, averaging rule, failures).
     pub notes: Vec<String>,
+    /// Stored invalid verdicts of this audit by reason: count and share of all its stored
+    /// verdicts.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub invalid_by_reason: std::collections::BTreeMap<String, crate::judge::ReasonCount>,
+    /// Pair sides (`pair/x`, `pair/y`) whose text holds verdict-shaped text (the judge sees it
+    /// unchanged; lines quoted from it never count as the judge's verdict).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub verdict_shaped: Vec<crate::judge::VerdictShaped>,
+    /// Counters of a live judge in this invocation (requests, retries, replies, invalid ones).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_stats: Option<crate::judge::JudgeStats>,
     /// The measurements.
     #[serde(flatten)]
     pub report: AuditReport,
@@ -453,6 +464,21 @@ pub async fn run_audit(
     }
     let report = audit::analyse(&cfg.pairs, &obs, cfg.raw.level);
     let notes = notes(cfg, &report, failures.len());
+    let stored: Vec<&VerdictRecord> = keys.iter().flatten().filter_map(|k| log.get(k)).collect();
+    let invalid_by_reason = crate::judge::invalid_by_reason(
+        stored.len(),
+        stored.iter().filter(|r| r.y.is_none()).map(|r| r.invalid_reason.as_deref().unwrap_or("unknown")),
+    );
+    let verdict_shaped = pools
+        .iter()
+        .zip(&cfg.pairs)
+        .flat_map(|(pool, spec)| {
+            pool.items.iter().zip(["x", "y"]).filter_map(move |(it, side)| {
+                let excerpt = crate::judge::openai::parse::verdict_shaped(it.text.as_deref()?)?;
+                Some(crate::judge::VerdictShaped { id: format!("{}/{side}", spec.id), excerpt })
+            })
+        })
+        .collect();
     let out = AuditOutput {
         name: cfg.raw.name.clone(),
         judge: judge.describe(),
@@ -461,6 +487,9 @@ pub async fn run_audit(
         spend_usd,
         usage,
         notes,
+        invalid_by_reason,
+        verdict_shaped,
+        judge_stats: judge.stats(),
         report,
     };
     let path = dir.join("audit.json");
@@ -515,6 +544,26 @@ pub fn summary_text(o: &AuditOutput, dir: &Path) -> String {
         "audit {:?}: judge {}\n{n_pairs} pairs + {n_probes} probes from {src}\nqueries: {} ({} new, {} cached, {} failed), spend ${:.4}\n\n",
         o.name, o.judge, q.total, q.new, q.cached, q.failed, o.spend_usd
     );
+    if !o.invalid_by_reason.is_empty() {
+        s.push_str(&crate::judge::invalid_line(q.cached + q.new, &o.invalid_by_reason));
+        s.push('\n');
+    }
+    if let Some(j) = &o.judge_stats {
+        s.push_str(&crate::judge::stats_line(j));
+        s.push('\n');
+    }
+    if !o.verdict_shaped.is_empty() {
+        s.push_str(&format!(
+            "warning: {} answers contain verdict-shaped text (the judge sees it unchanged; lines quoted from it never count as the judge's verdict):\n",
+            o.verdict_shaped.len()
+        ));
+        for v in &o.verdict_shaped {
+            s.push_str(&format!("  {}: {}\n", v.id, v.excerpt));
+        }
+    }
+    if !o.invalid_by_reason.is_empty() || o.judge_stats.is_some() || !o.verdict_shaped.is_empty() {
+        s.push('\n');
+    }
     s.push_str(&audit::report_text(&o.report));
     for n in &o.notes {
         s.push_str(&format!("note: {n}\n"));

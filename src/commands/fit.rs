@@ -70,6 +70,8 @@ pub struct FitArgs<'a> {
     pub covariates: Option<Vec<CovariateSpec>>,
     /// Prior.
     pub prior: crate::model::Prior,
+    /// Weight of a strong-preference verdict's likelihood term (1 = like any verdict).
+    pub strong_preference_weight: f64,
     /// Monte-Carlo draws and seed.
     pub draws: usize,
     /// Seed.
@@ -96,6 +98,10 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
         if !(v > 0.0 && v.is_finite()) {
             return Err(FitCmdError::Invalid(format!("{flag} {v} must be > 0 (a prior precision)")));
         }
+    }
+    let sw = args.strong_preference_weight;
+    if !(sw > 0.0 && sw.is_finite()) {
+        return Err(FitCmdError::Invalid(format!("--strong-preference-weight {sw} must be a finite number > 0")));
     }
     let (records, _, warning) = read_records(args.verdicts_file)?;
     if let Some(w) = warning {
@@ -126,7 +132,7 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
                 r.a
             )));
         }
-        verdicts.push(ItemVerdict { a, b, y, w: 1.0 });
+        verdicts.push(ItemVerdict { a, b, y, w: r.weight(sw) });
     }
     if verdicts.is_empty() {
         eprintln!(

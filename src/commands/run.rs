@@ -28,6 +28,9 @@ pub enum RunCommandError {
     /// Starting the async runtime.
     #[error("starting the tokio runtime: {0}")]
     Runtime(std::io::Error),
+    /// The run stopped because too many replies were invalid (result.json is written).
+    #[error("the run stopped early: {0}")]
+    InvalidRate(String),
 }
 
 /// `run --dry-run`: the printable dry-run report of `config` (a warning line is added when a real
@@ -73,6 +76,13 @@ pub fn run_with_gate(
 ) -> Result<Result<String, IdentError>, RunCommandError> {
     let opts = RunOptions { progress: !quiet, print: true };
     let mut result = rt.block_on(live::run(cfg, judge, &opts))?;
+    if result.stop_reason == crate::report::schema::StopReason::MaxInvalidRate {
+        let m = result.verdicts_report.stop_message.clone().unwrap_or_default();
+        return Err(RunCommandError::InvalidRate(format!(
+            "{m}; result.json and the paid verdicts are kept in {}",
+            cfg.run_dir.display()
+        )));
+    }
     Ok(match gate {
         Some(g) => super::gate::apply_gate(cfg, &mut result, g),
         None => Ok(String::new()),

@@ -146,7 +146,7 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
             }
             for r in &records {
                 if let (Some(&(a, b)), Some(y)) = (keys.get(&r.key), r.y) {
-                    out.push(ItemVerdict { a, b, y, w: 1.0 });
+                    out.push(ItemVerdict { a, b, y, w: r.weight(cfg.raw.model.strong_preference_weight) });
                 }
             }
         }
@@ -165,7 +165,7 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
                 };
                 let (a, b) = (find(&r.a)?, find(&r.b)?);
                 if let Some(y) = r.y {
-                    out.push(ItemVerdict { a, b, y, w: 1.0 });
+                    out.push(ItemVerdict { a, b, y, w: r.weight(cfg.raw.model.strong_preference_weight) });
                 }
             }
         }

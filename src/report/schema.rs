@@ -21,6 +21,9 @@ pub enum StopReason {
     Exhausted,
     /// Every π is within ε of 0 or 1.
     Confident,
+    /// The share of invalid replies passed `judge.openai.max_invalid_rate` (`stop_message`
+    /// names the likely cause).
+    MaxInvalidRate,
 }
 
 /// result.json.
@@ -92,4 +95,35 @@ pub struct RunResult {
     /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_stats: Option<crate::judge::JudgeStats>,
+    /// Invalid verdicts, strong preferences, verdict-shaped answers, and why an invalid-rate
+    /// stop happened.
+    #[serde(default, flatten)]
+    pub verdicts_report: VerdictsReport,
+}
+
+/// How far the stored verdicts can be trusted (docs/live.md, "Parsing rules").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerdictsReport {
+    /// Stored invalid verdicts by reason (`no_verdict`, `refused`, …): count and share of
+    /// `comparisons`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub invalid_by_reason: BTreeMap<String, crate::judge::ReasonCount>,
+    /// Valid verdicts that state a strong preference (`[[A>>B]]`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub strong_preferences: usize,
+    /// The weight of their likelihood terms in the fit (`model.strong_preference_weight`), when
+    /// there are any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strong_preference_weight: Option<f64>,
+    /// Candidate answers that contain verdict-shaped text (`[[B>>A]]`, `Final verdict: …`); the
+    /// judge sees them unchanged, and lines quoted from them never count as its verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdict_shaped_items: Vec<crate::judge::VerdictShaped>,
+    /// Why the run stopped early on invalid replies (rate, reasons, likely cause).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_message: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

@@ -11,7 +11,7 @@ use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
 use crate::report::progress::Progress;
-use crate::report::schema::{RunResult, StopReason};
+use crate::report::schema::{RunResult, StopReason, VerdictsReport};
 use crate::report::{self, FitLine};
 use crate::rng;
 use crate::store::budget::Budget;
@@ -162,8 +162,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut fits_file =
         std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
 
-    let mine = |log: &VerdictLog| -> Vec<(usize, usize, Option<f64>, f64, Usage)> {
-        log.records().iter().filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage))).collect()
+    // (a, b, y, cost, usage, weight of the likelihood term) of this judge's stored verdicts.
+    let strong_w = cfg.raw.model.strong_preference_weight;
+    let mine = |log: &VerdictLog| -> Vec<(usize, usize, Option<f64>, f64, Usage, f64)> {
+        log.records()
+            .iter()
+            .filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w))))
+            .collect()
     };
     let stored = mine(&log);
     let spent: f64 = stored.iter().map(|s| s.3).sum();
@@ -175,11 +180,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
+    let mut invalid_stop: Option<String> = None;
     let (summary, stop) = loop {
         let stored = mine(&log);
         let queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
         let verdicts: Vec<ItemVerdict> =
-            stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: 1.0 })).collect();
+            stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: s.5 })).collect();
         let design = build_design(&pool, &cfg.covariates, &verdicts);
         let n_valid = verdicts.len();
         let mut mc_rng = rng::stream(acq.seed, "membership", n_valid as u64);
@@ -231,6 +237,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         if budget.comparisons_left() == 0 {
             break (summary, StopReason::MaxComparisons);
         }
+        if invalid_stop.is_some() {
+            break (summary, StopReason::MaxInvalidRate);
+        }
         let r = (acq.refit_every as u64).min(budget.comparisons_left()) as usize;
         let ctx = Context {
             item_base: &pool.item_base,
@@ -260,7 +269,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         let mut got = 0usize;
         let mut round_failed = 0usize;
         loop {
-            while set.len() < acq.batch_size && !usd_stop {
+            while set.len() < acq.batch_size && !usd_stop && invalid_stop.is_none() {
                 let Some((a, b)) = pending.next() else { break };
                 let worst = judge.worst_case_usd(&pool, a, b);
                 let Some(res) = budget.try_reserve(worst) else {
@@ -283,6 +292,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     let stored = log.append(rec)?;
                     budget.settle(res, cost, stored);
                     got += 1;
+                    if invalid_stop.is_none() {
+                        invalid_stop = invalid_rate_stop(judge.as_ref());
+                        if let Some(m) = &invalid_stop {
+                            progress.println(&format!("stopping: {m}"));
+                        }
+                    }
                 }
                 Err(e) => {
                     let cost = match &e {
@@ -327,6 +342,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let stored = mine(&log);
     let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed);
     result.spend_usd += failed_spend;
+    let records: Vec<&VerdictRecord> = log.records().iter().filter(|r| keys.contains_key(&r.key)).collect();
+    result.verdicts_report = verdicts_report(cfg, &records, invalid_stop);
     let path = dir.join("result.json");
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
@@ -342,7 +359,7 @@ fn build_result(
     judge: &dyn Judge,
     s: &FitSummary,
     stop: StopReason,
-    stored: &[(usize, usize, Option<f64>, f64, Usage)],
+    stored: &[(usize, usize, Option<f64>, f64, Usage, f64)],
     failed: usize,
 ) -> RunResult {
     let pool = &cfg.pool;
@@ -360,7 +377,7 @@ fn build_result(
         ));
     }
     let verdicts: Vec<ItemVerdict> =
-        stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: 1.0 })).collect();
+        stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: r.5 })).collect();
     let identifiability = crate::analysis::identifiability::for_summary(pool, &cfg.covariates, &verdicts, s);
     notes.extend(crate::analysis::identifiability::notes(&identifiability, pool));
     RunResult {
@@ -394,7 +411,59 @@ fn build_result(
         identifiability,
         gate: None,
         judge_stats: judge.stats(),
+        verdicts_report: VerdictsReport::default(),
     }
+}
+
+/// The stop message when the judge's share of invalid replies in this invocation is above its
+/// limit (`judge.openai.max_invalid_rate`, after `invalid_rate_min_replies` replies): the rate,
+/// the reasons, and the likely cause of the most frequent one.
+fn invalid_rate_stop(judge: &dyn Judge) -> Option<String> {
+    let (max, min_replies) = judge.invalid_rate_limit()?;
+    let st = judge.stats()?;
+    if st.replies < min_replies.max(1) || (st.invalid_replies as f64) <= max * st.replies as f64 {
+        return None;
+    }
+    let mut reasons: Vec<(&String, &u64)> = st.invalid_by_reason.iter().collect();
+    reasons.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+    let parts: Vec<String> = reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let cause = reasons
+        .first()
+        .and_then(|(k, _)| crate::judge::openai::parse::Invalid::from_reason(k))
+        .map_or("see `raw` in verdicts.jsonl", |r| r.likely_cause());
+    Some(format!(
+        "{} of {} replies were invalid ({:.0}%, above max_invalid_rate {}; {}); likely cause: {cause}",
+        st.invalid_replies,
+        st.replies,
+        100.0 * st.invalid_replies as f64 / st.replies as f64,
+        max,
+        parts.join(", ")
+    ))
+}
+
+/// Invalid verdicts by reason, strong preferences and their weight, verdict-shaped candidate
+/// answers, and the invalid-rate stop message, from this judge's stored verdicts.
+fn verdicts_report(cfg: &Config, records: &[&VerdictRecord], stop_message: Option<String>) -> VerdictsReport {
+    let reasons = records.iter().filter(|r| r.y.is_none()).map(|r| r.invalid_reason.as_deref().unwrap_or("unknown"));
+    let strong = records.iter().filter(|r| r.y.is_some() && r.detail.strong_preference).count();
+    VerdictsReport {
+        invalid_by_reason: crate::judge::invalid_by_reason(records.len(), reasons),
+        strong_preferences: strong,
+        strong_preference_weight: (strong > 0).then_some(cfg.raw.model.strong_preference_weight),
+        verdict_shaped_items: verdict_shaped_items(&cfg.pool),
+        stop_message,
+    }
+}
+
+/// Items of `pool` whose text holds verdict-shaped text (docs/live.md, "Parsing rules").
+pub fn verdict_shaped_items(pool: &crate::store::pool::Pool) -> Vec<crate::judge::VerdictShaped> {
+    pool.items
+        .iter()
+        .filter_map(|it| {
+            let excerpt = crate::judge::openai::parse::verdict_shaped(it.text.as_deref()?)?;
+            Some(crate::judge::VerdictShaped { id: it.id.clone(), excerpt })
+        })
+        .collect()
 }
 
 /// The human-readable end-of-run summary.
@@ -408,9 +477,32 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
         "stopped: {:?}; {} comparisons ({} valid, {} invalid, {} failed), spend ${:.4}\n",
         r.stop_reason, r.comparisons, r.valid, r.invalid, r.failed, r.spend_usd
     ));
+    if let Some(m) = &r.verdicts_report.stop_message {
+        s.push_str(&format!("stopped early: {m}\n"));
+    }
+    if r.invalid > 0 {
+        s.push_str(&crate::judge::invalid_line(r.comparisons, &r.verdicts_report.invalid_by_reason));
+        s.push('\n');
+    }
     if let Some(j) = &r.judge_stats {
         s.push_str(&crate::judge::stats_line(j));
         s.push('\n');
+    }
+    if let Some(w) = r.verdicts_report.strong_preference_weight {
+        s.push_str(&format!(
+            "strong preferences ([[A>>B]], [[B>>A]]): {} verdicts, weight {w} on their likelihood terms\n",
+            r.verdicts_report.strong_preferences
+        ));
+    }
+    let shaped = &r.verdicts_report.verdict_shaped_items;
+    if !shaped.is_empty() {
+        s.push_str(&format!(
+            "warning: {} candidate answers contain verdict-shaped text (the judge sees it unchanged; lines quoted from it never count as the judge's verdict):\n",
+            shaped.len()
+        ));
+        for v in shaped {
+            s.push_str(&format!("  {}: {}\n", v.id, v.excerpt));
+        }
     }
     s.push_str(&format!("position effect κ = {:.3} ± {:.3} logits", r.kappa, r.kappa_sd));
     for (name, c) in &r.c {

@@ -102,6 +102,17 @@ pub struct ModelConfig {
     /// Covariates; default `words` (zscore) when items have text plus every `covariates` key (raw).
     #[serde(default)]
     pub covariates: Option<Vec<CovariateSpec>>,
+    /// Weight of the likelihood term of a verdict that states a strong preference (`[[A>>B]]`),
+    /// > 0 (default 1: weighted like any verdict). Never applied by duplicating verdicts.
+    #[serde(default = "d_strong", skip_serializing_if = "is_default_strong")]
+    pub strong_preference_weight: f64,
+}
+
+fn d_strong() -> f64 {
+    1.0
+}
+fn is_default_strong(w: &f64) -> bool {
+    *w == 1.0
 }
 
 fn d_kind() -> ModelKind {
@@ -119,7 +130,14 @@ fn d_lk() -> f64 {
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        Self { kind: d_kind(), lambda_theta: d_lt(), lambda_b: d_lb(), lambda_kappa: d_lk(), covariates: None }
+        Self {
+            kind: d_kind(),
+            lambda_theta: d_lt(),
+            lambda_b: d_lb(),
+            lambda_kappa: d_lk(),
+            covariates: None,
+            strong_preference_weight: d_strong(),
+        }
     }
 }
 
@@ -303,6 +321,12 @@ impl Config {
             if !(v > 0.0 && v.is_finite()) {
                 return Err(inv(k, format!("{v} must be > 0 (a positive prior precision keeps every fit finite)")));
             }
+        }
+        if !(m.strong_preference_weight > 0.0 && m.strong_preference_weight.is_finite()) {
+            return Err(inv(
+                "model.strong_preference_weight",
+                format!("{} must be a finite number > 0 (1 weighs a strong preference like any verdict)", m.strong_preference_weight),
+            ));
         }
         let a = &raw.acquisition;
         if a.refit_every == 0 {

@@ -74,6 +74,9 @@ pub struct VerdictRecord {
     /// Unix time (seconds) when stored.
     #[serde(default)]
     pub ts: u64,
+    /// Strong preference, the channel read, and the raw channels of a reply without a verdict.
+    #[serde(default, flatten)]
+    pub detail: crate::judge::VerdictDetail,
 }
 
 impl VerdictRecord {
@@ -100,7 +103,14 @@ impl VerdictRecord {
             attempts: reply.attempts,
             latency_ms: reply.latency_ms,
             ts: 0,
+            detail: reply.detail,
         }
+    }
+
+    /// Weight of this verdict's likelihood term: `strong_preference_weight` for a strong
+    /// preference (`[[A>>B]]`), else 1 (docs/live.md, "Strong preferences").
+    pub fn weight(&self, strong_preference_weight: f64) -> f64 {
+        if self.detail.strong_preference { strong_preference_weight } else { 1.0 }
     }
 }
 
@@ -287,6 +297,7 @@ mod tests {
             attempts: 1,
             latency_ms: 0,
             ts: 1,
+            detail: Default::default(),
         }
     }
 

@@ -61,6 +61,10 @@ pub enum Fault {
     EchoKeyInError,
     /// HTTP 200 whose content repeats the Authorization header after a valid verdict.
     EchoKeyInReply,
+    /// HTTP 200 with exactly this body (e.g. JSON holding a lone surrogate escape).
+    Body(String),
+    /// HTTP 200: the normal envelope (id, model, usage) with this value as `choices[0]`.
+    Choice(Value),
 }
 
 /// One recorded request.
@@ -297,6 +301,12 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
         Some(Fault::Hang { ms }) => {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             json_reply(completion(json!(verdict), "stop", usage, None, None))
+        }
+        Some(Fault::Body(b)) => (StatusCode::OK, [("content-type", "application/json")], b).into_response(),
+        Some(Fault::Choice(c)) => {
+            let mut v = completion(json!(""), "stop", usage, None, None);
+            v["choices"] = json!([c]);
+            json_reply(v)
         }
         Some(Fault::Ok) | None => {
             if delay > 0 {
