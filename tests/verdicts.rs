@@ -371,11 +371,11 @@ async fn verdicts_in_tool_calls_are_read_and_replies_without_one_keep_every_chan
 async fn an_error_inside_a_200_reply_is_retried_like_a_502_and_never_stored() {
     tls();
     let fake = FakeOpenAi::start();
-    fake.script([
-        Fault::Choice(json!({"index": 0, "finish_reason": "error", "message": {"role": "assistant", "content": ""},
-            "error": {"code": 502, "message": "Upstream provider returned 502 Bad Gateway"}})),
-        Fault::Ok,
-    ]);
+    // As a router sends it: HTTP 200, no usage, the choice carries the upstream error.
+    let body = json!({"id": "gen-1", "object": "chat.completion", "created": 1, "model": "fake-judge",
+        "choices": [{"index": 0, "finish_reason": "error", "message": {"role": "assistant", "content": ""},
+                     "error": {"code": 502, "message": "Upstream provider returned 502 Bad Gateway"}}]});
+    fake.script([Fault::Body(body.to_string()), Fault::Ok]);
     let dir = tempfile::tempdir().unwrap();
     let p = config(dir.path(), "inband", &fake.base_url, "", 1);
     let cfg = Config::load(&p).unwrap();
