@@ -316,3 +316,34 @@ pub trait Judge: Send + Sync {
     /// Judge the ordered query (a first, b second).
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>>;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_verdicts_by_reason_with_their_share() {
+        let reasons = ["no_verdict: after 2 asks", "refused: after 2 asks", "no_verdict: after 2 asks", "context_overflow: HTTP 400"];
+        let m = invalid_by_reason(40, reasons);
+        let got: Vec<(&str, usize, f64)> = m.iter().map(|(k, v)| (k.as_str(), v.count, v.rate)).collect();
+        assert_eq!(got, vec![("context_overflow", 1, 0.025), ("no_verdict", 2, 0.05), ("refused", 1, 0.025)]);
+        assert_eq!(
+            invalid_line(40, &m),
+            "invalid verdicts: 4 of 40 = 10.0% (context_overflow 1 = 2.5%, no_verdict 2 = 5.0%, refused 1 = 2.5%)"
+        );
+        assert_eq!(invalid_line(0, &invalid_by_reason(0, [])), "invalid verdicts: 0 of 0 = 0.0%");
+    }
+
+    #[test]
+    fn stats_line_shows_rates_fallbacks_and_repairs() {
+        let mut j = JudgeStats { requests: 12, replies: 10, invalid_replies: 3, soft_verdicts: 4, ..Default::default() };
+        j.invalid_by_reason.insert("no_verdict".into(), 3);
+        j.soft_fallbacks.insert("logprobs_missing".into(), 2);
+        j.in_band_errors = 1;
+        j.broken_text_repairs = 1;
+        let s = stats_line(&j);
+        assert!(s.contains("3 invalid replies of 10 replies = 30.0% (no_verdict 3)"), "{s}");
+        assert!(s.contains("4 soft verdicts, 2 hard verdicts although logprobs were asked for (logprobs_missing 2)"), "{s}");
+        assert!(s.contains("1 errors inside 200 replies (retried)") && s.contains("1 replies with broken text"), "{s}");
+    }
+}

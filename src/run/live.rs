@@ -522,3 +522,56 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
     s.push_str(&format!("outputs: {}\n", dir.display()));
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::{BoxFuture, JudgeReply, JudgeStats};
+
+    /// A judge that only reports counters and its invalid-rate rule.
+    struct Counted(JudgeStats, Option<(f64, u64)>);
+
+    impl Judge for Counted {
+        fn describe(&self) -> String {
+            "counted".into()
+        }
+        fn cache_key(&self, _: &crate::store::pool::Pool, a: usize, b: usize) -> String {
+            format!("{a}-{b}")
+        }
+        fn stats(&self) -> Option<JudgeStats> {
+            Some(self.0.clone())
+        }
+        fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+            self.1
+        }
+        fn judge<'a>(
+            &'a self,
+            _: &'a crate::store::pool::Pool,
+            _: usize,
+            _: usize,
+        ) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+            unreachable!("not queried")
+        }
+    }
+
+    fn stats(replies: u64, reasons: &[(&str, u64)]) -> JudgeStats {
+        let mut s = JudgeStats { replies, ..Default::default() };
+        for (k, v) in reasons {
+            s.invalid_by_reason.insert((*k).into(), *v);
+            s.invalid_replies += v;
+        }
+        s
+    }
+
+    #[test]
+    fn invalid_rate_rule_applies_after_its_minimum_and_names_the_likely_cause() {
+        let over = stats(20, &[("truncated", 8), ("no_verdict", 3)]);
+        let m = invalid_rate_stop(&Counted(over.clone(), Some((0.5, 20)))).unwrap();
+        assert!(m.starts_with("11 of 20 replies were invalid (55%, above max_invalid_rate 0.5; truncated 8, no_verdict 3)"), "{m}");
+        assert!(m.contains("likely cause: replies are cut at max_tokens"), "{m}");
+        // Exactly at the limit, before the minimum, or without a rule: no stop.
+        assert_eq!(invalid_rate_stop(&Counted(stats(20, &[("no_verdict", 10)]), Some((0.5, 20)))), None);
+        assert_eq!(invalid_rate_stop(&Counted(over.clone(), Some((0.5, 21)))), None);
+        assert_eq!(invalid_rate_stop(&Counted(over, None)), None);
+    }
+}
