@@ -323,7 +323,12 @@ mod tests {
 
     #[test]
     fn invalid_verdicts_by_reason_with_their_share() {
-        let reasons = ["no_verdict: after 2 asks", "refused: after 2 asks", "no_verdict: after 2 asks", "context_overflow: HTTP 400"];
+        let reasons = [
+            "no_verdict: after 2 asks",
+            "refused: after 2 asks",
+            "no_verdict: after 2 asks",
+            "context_overflow: HTTP 400",
+        ];
         let m = invalid_by_reason(40, reasons);
         let got: Vec<(&str, usize, f64)> = m.iter().map(|(k, v)| (k.as_str(), v.count, v.rate)).collect();
         assert_eq!(got, vec![("context_overflow", 1, 0.025), ("no_verdict", 2, 0.05), ("refused", 1, 0.025)]);
@@ -336,14 +341,18 @@ mod tests {
 
     #[test]
     fn stats_line_shows_rates_fallbacks_and_repairs() {
-        let mut j = JudgeStats { requests: 12, replies: 10, invalid_replies: 3, soft_verdicts: 4, ..Default::default() };
+        let mut j =
+            JudgeStats { requests: 12, replies: 10, invalid_replies: 3, soft_verdicts: 4, ..Default::default() };
         j.invalid_by_reason.insert("no_verdict".into(), 3);
         j.soft_fallbacks.insert("logprobs_missing".into(), 2);
         j.in_band_errors = 1;
         j.broken_text_repairs = 1;
         let s = stats_line(&j);
         assert!(s.contains("3 invalid replies of 10 replies = 30.0% (no_verdict 3)"), "{s}");
-        assert!(s.contains("4 soft verdicts, 2 hard verdicts although logprobs were asked for (logprobs_missing 2)"), "{s}");
+        assert!(
+            s.contains("4 soft verdicts, 2 hard verdicts although logprobs were asked for (logprobs_missing 2)"),
+            "{s}"
+        );
         assert!(s.contains("1 errors inside 200 replies (retried)") && s.contains("1 replies with broken text"), "{s}");
     }
 }

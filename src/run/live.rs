@@ -567,7 +567,10 @@ mod tests {
     fn invalid_rate_rule_applies_after_its_minimum_and_names_the_likely_cause() {
         let over = stats(20, &[("truncated", 8), ("no_verdict", 3)]);
         let m = invalid_rate_stop(&Counted(over.clone(), Some((0.5, 20)))).unwrap();
-        assert!(m.starts_with("11 of 20 replies were invalid (55%, above max_invalid_rate 0.5; truncated 8, no_verdict 3)"), "{m}");
+        assert!(
+            m.starts_with("11 of 20 replies were invalid (55%, above max_invalid_rate 0.5; truncated 8, no_verdict 3)"),
+            "{m}"
+        );
         assert!(m.contains("likely cause: replies are cut at max_tokens"), "{m}");
         // Exactly at the limit, before the minimum, or without a rule: no stop.
         assert_eq!(invalid_rate_stop(&Counted(stats(20, &[("no_verdict", 10)]), Some((0.5, 20)))), None);

@@ -325,7 +325,10 @@ impl Config {
         if !(m.strong_preference_weight > 0.0 && m.strong_preference_weight.is_finite()) {
             return Err(inv(
                 "model.strong_preference_weight",
-                format!("{} must be a finite number > 0 (1 weighs a strong preference like any verdict)", m.strong_preference_weight),
+                format!(
+                    "{} must be a finite number > 0 (1 weighs a strong preference like any verdict)",
+                    m.strong_preference_weight
+                ),
             ));
         }
         let a = &raw.acquisition;

@@ -534,7 +534,10 @@ impl CallErrorKind {
     pub fn maybe_billed(self) -> bool {
         matches!(
             self,
-            CallErrorKind::Timeout | CallErrorKind::Transport | CallErrorKind::Malformed | CallErrorKind::UpstreamBilled
+            CallErrorKind::Timeout
+                | CallErrorKind::Transport
+                | CallErrorKind::Malformed
+                | CallErrorKind::UpstreamBilled
         )
     }
 }
@@ -792,7 +795,11 @@ impl ChatReply {
                 .and_then(|c| c.as_u64().or_else(|| c.as_str().and_then(|s| s.trim().parse().ok())))
                 .and_then(|c| u16::try_from(c).ok())
                 .filter(|c| (100..600).contains(c));
-            let body = if err.is_null() { "finish_reason \"error\" without an error object".to_owned() } else { err.to_string() };
+            let body = if err.is_null() {
+                "finish_reason \"error\" without an error object".to_owned()
+            } else {
+                err.to_string()
+            };
             let mut kind = code.map_or_else(
                 || if body.contains("rate") { CallErrorKind::RateLimited } else { CallErrorKind::Server },
                 |c| classify_http(c, &body),
@@ -832,7 +839,9 @@ impl ChatReply {
                 Some(
                     parts
                         .iter()
-                        .filter(|p| !matches!(p.get("type").and_then(Value::as_str), Some("refusal" | "thinking" | "reasoning")))
+                        .filter(|p| {
+                            !matches!(p.get("type").and_then(Value::as_str), Some("refusal" | "thinking" | "reasoning"))
+                        })
                         .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
                         .collect::<String>(),
                 )
@@ -1604,10 +1613,12 @@ mod tests {
         assert_eq!(e.kind, CallErrorKind::UpstreamBilled);
         assert!(e.retryable() && e.kind.maybe_billed());
         // finish_reason "error" alone, a string code, a top-level error next to choices.
-        let e = ChatReply::from_value(&json!({"choices": [{"finish_reason": "error", "message": {"content": "[[A]]"}}]}))
-            .unwrap_err();
+        let e =
+            ChatReply::from_value(&json!({"choices": [{"finish_reason": "error", "message": {"content": "[[A]]"}}]}))
+                .unwrap_err();
         assert_eq!((e.kind, e.status), (CallErrorKind::Server, None));
-        let e = ChatReply::from_value(&json!({"choices": [{"finish_reason": "error", "error": {"code": "429"}}]})).unwrap_err();
+        let e = ChatReply::from_value(&json!({"choices": [{"finish_reason": "error", "error": {"code": "429"}}]}))
+            .unwrap_err();
         assert_eq!((e.kind, e.status), (CallErrorKind::RateLimited, Some(429)));
         // An ordinary completion is not an error, even with an `error: null` field.
         let ok = json!({"choices": [{"finish_reason": "stop", "error": null, "message": {"content": "[[B]]"}}]});
