@@ -71,13 +71,14 @@ pub fn repair(bytes: &[u8]) -> Repaired<'_> {
         };
         let is_high = (0xD800..=0xDBFF).contains(&u);
         let is_low = (0xDC00..=0xDFFF).contains(&u);
-        if is_high && b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u') {
-            if let Some(u2) = hex4(&b[i + 8..])
-                && (0xDC00..=0xDFFF).contains(&u2)
-            {
-                i += 12; // a proper pair
-                continue;
-            }
+        if is_high
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && let Some(u2) = hex4(&b[i + 8..])
+            && (0xDC00..=0xDFFF).contains(&u2)
+        {
+            i += 12; // a proper pair
+            continue;
         }
         if is_high || is_low {
             let o = out.get_or_insert_with(|| Vec::with_capacity(b.len()));
