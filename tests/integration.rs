@@ -2,6 +2,7 @@
 
 mod audit;
 mod common;
+mod docs;
 mod experiments;
 mod ident;
 mod layout;

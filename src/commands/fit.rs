@@ -1,4 +1,4 @@
-//! `topk-judge fit`: fit the model to verdicts collected elsewhere (SPEC §2).
+//! `topk-judge fit`: fit the model to verdicts collected elsewhere (docs/model.md §2).
 
 use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
 use crate::report;

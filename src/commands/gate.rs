@@ -170,7 +170,7 @@ async fn trusted_verdicts(
     Ok((ys, spend))
 }
 
-/// Run the trusted-anchor gate for a config whose run exists (SPEC §5): fit the naive and the
+/// Run the trusted-anchor gate for a config whose run exists (docs/model.md §5): fit the naive and the
 /// bias-aware model to the run's verdicts, select the anchors, label them (trusted judge in
 /// both orders, or the labels file), test, write `gate.json`; returns the report and its text.
 ///

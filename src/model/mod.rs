@@ -1,5 +1,5 @@
 //! The statistical core: bias-aware Bradley–Terry MAP, Laplace posterior, top-k membership.
-//! Pure and synchronous; no I/O, no clock, RNG passed in (STYLE §2).
+//! Pure and synchronous; no I/O, no clock, RNG passed in (see docs/model.md).
 
 pub mod bt;
 pub mod laplace;

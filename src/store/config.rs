@@ -1,6 +1,6 @@
 //! Run configuration: [`RawConfig`] mirrors the YAML as written (unknown keys are errors), and
 //! [`Config::load`] resolves paths against the config file's folder, reads the pool and checks
-//! every rule before anything runs (STYLE §4).
+//! every rule before anything runs.
 
 use crate::acquire::{Orders, StrategyKind};
 use crate::judge::mock::MockConfig;
@@ -51,7 +51,7 @@ pub enum ConfigError {
     },
 }
 
-/// Where the pool is: a file, or `synthetic: {...}` (SPEC §7).
+/// Where the pool is: a file, or `synthetic: {...}` (docs/model.md §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoolRef {
@@ -61,7 +61,7 @@ pub struct PoolRef {
     /// Pool id; default: the first pool in the file.
     #[serde(default)]
     pub id: Option<String>,
-    /// A synthetic pool generated from this spec instead of a file (SPEC §7).
+    /// A synthetic pool generated from this spec instead of a file (docs/model.md §7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synthetic: Option<crate::analysis::synth::SynthSpec>,
 }
@@ -75,15 +75,15 @@ fn path_is_empty(p: &Path) -> bool {
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 #[allow(clippy::large_enum_variant)] // built once per run; boxing would only add noise
 pub enum JudgeConfig {
-    /// Deterministic or keyed-stochastic mock (SPEC §4).
+    /// Deterministic or keyed-stochastic mock (docs/model.md §4).
     Mock(MockConfig),
-    /// The true judge of a synthetic pool (SPEC §7).
+    /// The true judge of a synthetic pool (docs/model.md §7).
     Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
-    /// OpenAI-compatible chat-completions endpoint (SPEC §4; see docs/live.md).
+    /// OpenAI-compatible chat-completions endpoint (docs/model.md §4; see docs/live.md).
     Openai(Box<crate::judge::openai::OpenAiConfig>),
 }
 
-/// Model settings (SPEC §2).
+/// Model settings (docs/model.md §2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
@@ -130,7 +130,7 @@ impl ModelConfig {
     }
 }
 
-/// Acquisition settings (SPEC §3).
+/// Acquisition settings (docs/model.md §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AcquisitionConfig {
@@ -181,7 +181,7 @@ impl Default for AcquisitionConfig {
     }
 }
 
-/// Budget (SPEC §3).
+/// Budget (docs/model.md §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetConfig {
@@ -217,10 +217,10 @@ pub struct RawConfig {
     /// Budget.
     #[serde(default)]
     pub budget: BudgetConfig,
-    /// `single` (default) or `paired` (SPEC §6: within-base queries first).
+    /// `single` (default) or `paired` (docs/model.md §6: within-base queries first).
     #[serde(default)]
     pub design: crate::analysis::design::DesignKind,
-    /// The trusted-anchor gate (SPEC §5), used by `topk-judge gate`.
+    /// The trusted-anchor gate (docs/model.md §5), used by `topk-judge gate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateConfig>,
 }

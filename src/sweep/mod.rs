@@ -1,4 +1,4 @@
-//! `topk-judge simulate SWEEP.yaml`: synthetic pools (SPEC §7) × strategies × models × budgets ×
+//! `topk-judge simulate SWEEP.yaml`: synthetic pools (docs/model.md §7) × strategies × models × budgets ×
 //! seeds, each run being Algorithm 1 itself ([`crate::run::sim::run_path`]), on all cores.
 //!
 //! A sweep file ([`RawSweep`], unknown keys are errors):
@@ -142,7 +142,7 @@ impl<'de> Deserialize<'de> for Budget {
     }
 }
 
-/// The grid of synthetic pools (SPEC §7).
+/// The grid of synthetic pools (docs/model.md §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoolGrid {
@@ -206,7 +206,7 @@ impl Default for PoolGrid {
     }
 }
 
-/// Acquisition settings of a sweep (SPEC §3).
+/// Acquisition settings of a sweep (docs/model.md §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepAcquisition {
@@ -234,7 +234,7 @@ impl Default for SweepAcquisition {
     }
 }
 
-/// Prior precisions (SPEC §2 defaults).
+/// Prior precisions (docs/model.md §2 defaults).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepPrior {
