@@ -1,5 +1,6 @@
 //! Command line (clap derive).
 
+use crate::model::params;
 use crate::model::summary::ModelKind;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -71,16 +72,16 @@ pub enum Command {
         #[arg(long, value_delimiter = ',')]
         covariates: Option<Vec<String>>,
         /// λ_θ, prior precision of each item quality θ (> 0).
-        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = params::DEFAULT_LAMBDA_THETA, allow_negative_numbers = true)]
         lambda_theta: f64,
         /// λ_b, prior precision of each bias coefficient c (> 0).
-        #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = params::DEFAULT_LAMBDA_B, allow_negative_numbers = true)]
         lambda_b: f64,
         /// λ_κ, prior precision of the position effect κ (> 0).
-        #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = params::DEFAULT_LAMBDA_KAPPA, allow_negative_numbers = true)]
         lambda_kappa: f64,
         /// Monte-Carlo draws for top-k membership.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = params::DEFAULT_MC_DRAWS)]
         draws: usize,
         /// Seed.
         #[arg(long, default_value_t = 0)]

@@ -9,3 +9,4 @@ mod layout;
 mod live;
 mod reports;
 mod run_cli;
+mod settings;

@@ -125,23 +125,40 @@ impl Design {
 }
 
 /// Prior precisions (docs/model.md §2 defaults: λ_θ = 1, λ_b = 0.1, λ_κ = 0.01).
+/// Missing fields take their defaults when read from YAML or JSON.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Prior {
-    /// Precision on each θ_m.
+    /// Precision on each θ_m (1/logit²).
+    #[serde(default = "super::params::default_lambda_theta")]
     pub lambda_theta: f64,
     /// Precision on each bias coefficient c_j.
+    #[serde(default = "super::params::default_lambda_b")]
     pub lambda_b: f64,
     /// Precision on the position effect κ.
+    #[serde(default = "super::params::default_lambda_kappa")]
     pub lambda_kappa: f64,
 }
 
 impl Default for Prior {
     fn default() -> Self {
-        Self { lambda_theta: 1.0, lambda_b: 0.1, lambda_kappa: 0.01 }
+        use super::params::*;
+        Self { lambda_theta: DEFAULT_LAMBDA_THETA, lambda_b: DEFAULT_LAMBDA_B, lambda_kappa: DEFAULT_LAMBDA_KAPPA }
     }
 }
 
 impl Prior {
+    /// Check every precision (finite, > 0; [`super::params::check_precision`]).
+    ///
+    /// # Errors
+    /// The first precision out of range, named `lambda_theta`, `lambda_b` or `lambda_kappa`.
+    pub fn check(&self) -> Result<(), super::params::ParamError> {
+        use super::params::check_precision;
+        check_precision("lambda_theta", self.lambda_theta)?;
+        check_precision("lambda_b", self.lambda_b)?;
+        check_precision("lambda_kappa", self.lambda_kappa)
+    }
+
     /// The diagonal Λ for a design (length M + p + 1).
     pub fn diagonal(&self, m: usize, p: usize) -> Vec<f64> {
         let mut v = vec![self.lambda_theta; m];

@@ -64,7 +64,14 @@ pub struct SimSettings {
 
 impl Default for SimSettings {
     fn default() -> Self {
-        Self { k: 5, prior: Prior::default(), refit_every: 8, orders: Orders::Both, mc_draws: 1000, profile: false }
+        Self {
+            k: 5,
+            prior: Prior::default(),
+            refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
+            orders: Orders::Both,
+            mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
+            profile: false,
+        }
     }
 }
 

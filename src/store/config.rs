@@ -91,13 +91,13 @@ pub struct ModelConfig {
     #[serde(default = "d_kind")]
     pub kind: ModelKind,
     /// λ_θ (default 1).
-    #[serde(default = "d_lt")]
+    #[serde(default = "crate::model::params::default_lambda_theta")]
     pub lambda_theta: f64,
     /// λ_b (default 0.1).
-    #[serde(default = "d_lb")]
+    #[serde(default = "crate::model::params::default_lambda_b")]
     pub lambda_b: f64,
     /// λ_κ (default 0.01).
-    #[serde(default = "d_lk")]
+    #[serde(default = "crate::model::params::default_lambda_kappa")]
     pub lambda_kappa: f64,
     /// Covariates; default `words` (zscore) when items have text plus every `covariates` key (raw).
     #[serde(default)]
@@ -107,19 +107,17 @@ pub struct ModelConfig {
 fn d_kind() -> ModelKind {
     ModelKind::BiasAware
 }
-fn d_lt() -> f64 {
-    1.0
-}
-fn d_lb() -> f64 {
-    0.1
-}
-fn d_lk() -> f64 {
-    0.01
-}
 
 impl Default for ModelConfig {
     fn default() -> Self {
-        Self { kind: d_kind(), lambda_theta: d_lt(), lambda_b: d_lb(), lambda_kappa: d_lk(), covariates: None }
+        let p = Prior::default();
+        Self {
+            kind: d_kind(),
+            lambda_theta: p.lambda_theta,
+            lambda_b: p.lambda_b,
+            lambda_kappa: p.lambda_kappa,
+            covariates: None,
+        }
     }
 }
 
@@ -141,16 +139,16 @@ pub struct AcquisitionConfig {
     #[serde(default)]
     pub orders: Orders,
     /// Queries selected per refit, R (default 8).
-    #[serde(default = "d_refit")]
+    #[serde(default = "crate::model::params::default_refit_every")]
     pub refit_every: usize,
     /// Queries in flight at once (default 8).
-    #[serde(default = "d_refit")]
+    #[serde(default = "crate::model::params::default_refit_every")]
     pub batch_size: usize,
     /// Seed of every random choice (tie-breaks, Monte Carlo, shuffles).
     #[serde(default)]
     pub seed: u64,
     /// Monte-Carlo draws S for top-k membership (default 1000).
-    #[serde(default = "d_draws")]
+    #[serde(default = "crate::model::params::default_mc_draws")]
     pub mc_draws: usize,
     /// Stop early when every π ≤ ε or ≥ 1 − ε (default: off).
     #[serde(default)]
@@ -160,22 +158,16 @@ pub struct AcquisitionConfig {
 fn d_strategy() -> StrategyKind {
     StrategyKind::Topk
 }
-fn d_refit() -> usize {
-    8
-}
-fn d_draws() -> usize {
-    1000
-}
 
 impl Default for AcquisitionConfig {
     fn default() -> Self {
         Self {
             strategy: d_strategy(),
             orders: Orders::Both,
-            refit_every: 8,
-            batch_size: 8,
+            refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
+            batch_size: crate::model::params::DEFAULT_REFIT_EVERY,
             seed: 0,
-            mc_draws: 1000,
+            mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
             confidence: None,
         }
     }
@@ -294,30 +286,18 @@ impl Config {
             Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs").join(&raw.name),
         };
-        let m = &raw.model;
-        for (k, v) in [
-            ("model.lambda_theta", m.lambda_theta),
-            ("model.lambda_b", m.lambda_b),
-            ("model.lambda_kappa", m.lambda_kappa),
-        ] {
-            if !(v > 0.0 && v.is_finite()) {
-                return Err(inv(k, format!("{v} must be > 0 (a positive prior precision keeps every fit finite)")));
-            }
-        }
+        use crate::model::params::{check_confidence, check_mc_draws, check_refit_every};
+        let param =
+            |section: &str, e: crate::model::params::ParamError| inv(&format!("{section}.{}", e.name), e.to_string());
+        raw.model.prior().check().map_err(|e| param("model", e))?;
         let a = &raw.acquisition;
-        if a.refit_every == 0 {
-            return Err(inv("acquisition.refit_every", "0 must be ≥ 1".into()));
-        }
+        check_refit_every(a.refit_every).map_err(|e| param("acquisition", e))?;
         if a.batch_size == 0 {
             return Err(inv("acquisition.batch_size", "0 must be ≥ 1".into()));
         }
-        if a.mc_draws == 0 {
-            return Err(inv("acquisition.mc_draws", "0 must be ≥ 1".into()));
-        }
-        if let Some(e) = a.confidence
-            && !(e > 0.0 && e < 0.5)
-        {
-            return Err(inv("acquisition.confidence", format!("{e} must be in (0, 0.5)")));
+        check_mc_draws(a.mc_draws).map_err(|e| param("acquisition", e))?;
+        if let Some(e) = a.confidence {
+            check_confidence(e).map_err(|e| param("acquisition", e))?;
         }
         if let Some(u) = raw.budget.max_usd
             && !(u >= 0.0 && u.is_finite())
