@@ -58,7 +58,7 @@ pub struct Context<'a> {
     pub post: &'a Posterior,
     /// Current top-k membership π per base (length M).
     pub membership: &'a [f64],
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// Ordered pairs (a, b) already queried (or in flight).
     pub queried: &'a HashSet<(usize, usize)>,

@@ -30,7 +30,7 @@ pub struct RunResult {
     pub name: String,
     /// Pool id.
     pub pool_id: String,
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// Model kind.
     pub model: ModelKind,

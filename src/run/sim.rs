@@ -83,13 +83,13 @@ pub enum SimError {
     Fit {
         /// Pool seed.
         seed: u64,
-        /// Strategy.
+        /// Acquisition strategy (`topk`, `round_robin`, …).
         strategy: StrategyKind,
-        /// Model.
+        /// Model kind (`naive` or `bias_aware`).
         model: ModelKind,
         /// Verdicts at the failing fit.
         comparisons: usize,
-        /// Cause.
+        /// What went wrong.
         source: FitError,
     },
 }

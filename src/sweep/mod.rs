@@ -59,9 +59,9 @@ pub enum SweepError {
     /// Writing an output.
     #[error("{path}: {msg}")]
     Write {
-        /// File.
+        /// The file concerned.
         path: PathBuf,
-        /// Cause.
+        /// What went wrong.
         msg: String,
     },
 }
@@ -267,7 +267,7 @@ pub struct RawSweep {
     /// Acquisition settings.
     #[serde(default)]
     pub acquisition: SweepAcquisition,
-    /// Prior.
+    /// Prior precisions (docs/model.md §2); missing keys take the defaults.
     #[serde(default)]
     pub prior: Prior,
     /// Compute the profile-likelihood range over c at every checkpoint (bias-aware model).
@@ -428,7 +428,7 @@ pub struct Cell {
     pub c_star: f64,
     /// True κ*.
     pub kappa_star: f64,
-    /// Temperature.
+    /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
     /// Paired design.
     pub paired: bool,
@@ -458,7 +458,7 @@ pub struct Row {
     pub pool: usize,
     /// Pool seed.
     pub seed: u64,
-    /// Bases.
+    /// Number of bases M in the pool.
     pub n: usize,
     /// corr(θ, x).
     pub rho: f64,
@@ -466,13 +466,13 @@ pub struct Row {
     pub c_star: f64,
     /// True κ*.
     pub kappa_star: f64,
-    /// Temperature.
+    /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
     /// Paired design.
     pub paired: bool,
-    /// Strategy.
+    /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// Model.
+    /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
     /// Budget asked for.
     pub budget: Budget,
