@@ -6,5 +6,6 @@ mod experiments;
 mod ident;
 mod layout;
 mod live;
+mod money;
 mod reports;
 mod run_cli;
