@@ -178,14 +178,14 @@ fn check_books(fake: &FakeOpenAi, run: &Path, max_usd: Option<f64>, exact: bool)
     b
 }
 
-/// Worst case of one query on the 8-item pool: (min, mean) over ordered pairs.
+/// Worst case of one query on the 8-item pool: (mean, max) over ordered pairs.
 fn worst_cases(cfg: &Path) -> (f64, f64) {
     let c = topk_judge::store::config::Config::load(cfg).unwrap();
     let judge = topk_judge::judge::build::make_judge(&c.raw.judge).unwrap();
     let n = c.pool.n_items();
     let w: Vec<f64> =
         (0..n).flat_map(|a| (0..n).map(move |b| (a, b))).filter(|(a, b)| a != b).map(|(a, b)| judge.worst_case_usd(&c.pool, a, b)).collect();
-    (w.iter().cloned().fold(f64::MAX, f64::min), w.iter().sum::<f64>() / w.len() as f64)
+    (w.iter().sum::<f64>() / w.len() as f64, w.iter().cloned().fold(0.0, f64::max))
 }
 
 #[test]
@@ -227,7 +227,7 @@ fn kill_with_8_in_flight(name: &str, release: Option<usize>, at: usize) {
     let fake = fake();
     let dir = tempfile::tempdir().unwrap();
     let probe = config(dir.path(), name, &fake, "  batch_size: 8\n", "  max_comparisons: 1\n", "");
-    let (_, mean) = worst_cases(&probe);
+    let (mean, max_w) = worst_cases(&probe);
     let max_usd = 20.5 * mean;
     let cfg = config(
         dir.path(),
@@ -275,6 +275,7 @@ fn kill_with_8_in_flight(name: &str, release: Option<usize>, at: usize) {
     assert_eq!(r["stop_reason"], "max_usd", "{}", text(&out));
     if release.is_some() {
         assert_eq!(b.possibly_billed, 8, "{b:?}");
+        assert!(max_usd - b.usd < max_w, "stopped only when a worst case no longer fit: {} of {max_usd}", b.usd);
     }
     // Nothing is asked twice unless its first reply was lost: keys on the server beyond the
     // possibly billed ones are unique.
@@ -299,10 +300,14 @@ fn sigkill_with_8_in_flight_at_a_free_point() {
 }
 
 #[test]
-fn sigkill_with_1_in_flight_before_its_reply() {
+fn sigkill_with_1_in_flight_before_its_reply_and_max_usd_binding() {
     let fake = fake();
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "kill1b", &fake, "  batch_size: 1\n", "  max_comparisons: 20\n", "");
+    let probe = config(dir.path(), "kill1b", &fake, "  batch_size: 1\n", "  max_comparisons: 1\n", "");
+    let (mean, max_w) = worst_cases(&probe);
+    let max_usd = 15.5 * mean;
+    let budget = format!("  max_comparisons: 40\n  max_usd: {max_usd}\n");
+    let cfg = config(dir.path(), "kill1b", &fake, "  batch_size: 1\n", &budget, "");
     let run = dir.path().join("runs/kill1b");
     fake.hold([7]);
     let mut child = start(dir.path(), &cfg);
@@ -310,11 +315,15 @@ fn sigkill_with_1_in_flight_before_its_reply() {
     child.kill().unwrap();
     child.wait().unwrap();
     fake.release_all();
-    assert_eq!(booked(&run).open_intents, 1);
+    let before = booked(&run);
+    assert_eq!((before.verdicts, before.open_intents), (6, 1), "{before:?}");
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));
-    let b = check_books(&fake, &run, None, true);
-    assert_eq!((b.verdicts, b.possibly_billed, server_bill(&fake).0), (20, 1, 21));
+    let b = check_books(&fake, &run, Some(max_usd), true);
+    assert_eq!(b.possibly_billed, 1);
+    assert_eq!(result_json(&run)["stop_reason"], "max_usd", "{}", text(&out));
+    let (_, billed_usd) = server_bill(&fake);
+    assert!(max_usd - billed_usd < max_w, "stopped only when a worst case no longer fit: {billed_usd} of {max_usd}");
 }
 
 #[test]

@@ -67,7 +67,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
 
 fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecord {
     VerdictRecord {
-        key: format!("{a}>{b}"),
+        key: format!("{a}>{b}:{y:?}"), // unique: a log counts a key once (an invalid verdict and its re-ask differ)
         pool_id: "p".into(),
         a: a.into(),
         b: b.into(),

@@ -293,22 +293,33 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         let mut got = 0usize;
         let mut round_failed = 0usize;
         let mut grace_end: Option<tokio::time::Instant> = None;
+        let mut reserved = HashMap::new(); // intent → reservation, while in flight
         loop {
-            while set.len() < acq.batch_size && !usd_stop && !interrupt.requested() {
+            // Reserve up to batch_size in flight, write their intents (one fsync), then send:
+            // an intent is on disk before its request leaves, so a kill from here on books it.
+            let mut wave = Vec::new();
+            while set.len() + wave.len() < acq.batch_size && !usd_stop && !interrupt.requested() {
                 let Some((a, b)) = pending.next() else { break };
                 let worst = judge.worst_case_usd(&pool, a, b);
                 let Some(res) = budget.try_reserve(worst) else {
                     usd_stop = true;
                     break;
                 };
-                // The intent is on disk before the request leaves: a kill from here on books it.
-                let key = judge.cache_key(&pool, a, b);
-                let intent = books.begin(&key, &pool.items[a].id, &pool.items[b].id, worst)?;
-                let (j, p) = (judge.clone(), pool.clone());
-                set.spawn(async move {
-                    let out = j.judge(&p, a, b).await;
-                    (a, b, key, intent, res, out)
-                });
+                wave.push((a, b, judge.cache_key(&pool, a, b), worst, res));
+            }
+            if !wave.is_empty() {
+                let it = &pool.items;
+                let queries: Vec<_> =
+                    wave.iter().map(|(a, b, key, worst, _)| (key.as_str(), it[*a].id.as_str(), it[*b].id.as_str(), *worst)).collect();
+                let intents = books.begin_all(&queries)?;
+                for ((a, b, key, _, res), intent) in wave.into_iter().zip(intents) {
+                    reserved.insert(intent, res);
+                    let (j, p) = (judge.clone(), pool.clone());
+                    set.spawn(async move {
+                        let out = j.judge(&p, a, b).await;
+                        (a, b, key, intent, res, out)
+                    });
+                }
             }
             interrupt.set_in_flight(set.len());
             let joined = if interrupt.requested() {
@@ -318,6 +329,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     Err(_) => {
                         set.shutdown().await;
                         let (n, usd) = books.give_up("no reply within the interrupt grace period")?;
+                        for (_, res) in reserved.drain() {
+                            budget.settle(res, res.usd, false);
+                        }
                         progress.println(&format!(
                             "interrupted: {n} request(s) still in flight after {} s, booked as possibly billed (${usd:.6} at their worst case)",
                             interrupt.grace().as_secs_f64()
@@ -333,6 +347,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             };
             let Some(joined) = joined else { break };
             let (a, b, key, intent, res, out) = joined.expect("judge task does not panic");
+            reserved.remove(&intent);
             match out {
                 Ok(reply) => {
                     let cost = reply.cost_usd;

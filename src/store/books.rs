@@ -111,6 +111,14 @@ impl Books {
         Ok(self.intents.begin(key, a, b, reserved_usd)?)
     }
 
+    /// [`Books::begin`] for several queries (key, a, b, reserved USD) with one fsync.
+    ///
+    /// # Errors
+    /// [`BooksError::Intents`]: then none of them may be sent.
+    pub fn begin_all(&mut self, queries: &[(&str, &str, &str, f64)]) -> Result<Vec<IntentId>, BooksError> {
+        Ok(self.intents.begin_all(queries)?)
+    }
+
     /// Store the verdict of intent `id` (the record gets the intent's id). Returns `false` when
     /// its key was already stored: the reply's cost is then booked in failed.jsonl instead.
     ///
