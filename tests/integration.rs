@@ -8,6 +8,7 @@ mod health;
 mod ident;
 mod layout;
 mod live;
+mod money;
 mod reports;
 mod run_cli;
 mod settings;

@@ -361,6 +361,7 @@ mod tests {
             attempts: 1,
             latency_ms: 0,
             ts: 0,
+            intent: None,
         }
     }
 

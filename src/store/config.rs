@@ -215,6 +215,17 @@ pub struct RawConfig {
     /// The trusted-anchor gate (docs/model.md §5), used by `topk-judge gate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateConfig>,
+    /// After the first Ctrl-C (or SIGTERM), how long the requests in flight are awaited so their
+    /// verdicts are stored, seconds (default 30); see docs/live.md.
+    #[serde(default = "d_grace")]
+    pub interrupt_grace_s: f64,
+}
+
+/// Default of [`RawConfig::interrupt_grace_s`], seconds.
+pub const DEFAULT_INTERRUPT_GRACE_S: f64 = 30.0;
+
+fn d_grace() -> f64 {
+    DEFAULT_INTERRUPT_GRACE_S
 }
 
 /// A validated configuration with its pool loaded.
@@ -303,6 +314,10 @@ impl Config {
             && !(u >= 0.0 && u.is_finite())
         {
             return Err(inv("budget.max_usd", format!("{u} must be ≥ 0")));
+        }
+        let g = raw.interrupt_grace_s;
+        if !(0.0..=86_400.0).contains(&g) {
+            return Err(inv("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds")));
         }
         let pool =
             match &raw.pool.synthetic {
