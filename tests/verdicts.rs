@@ -389,9 +389,12 @@ async fn verdicts_in_tool_calls_are_read_and_replies_without_one_keep_every_chan
             "content": "", "reasoning_content": "Weighing both... [[B]]"}})),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let p = config(dir.path(), "channels", &fake.base_url, "    max_invalid_retries: 0\n", 3);
+    // The judge is given a verdict tool (structured output through a function call).
+    let tools = "    extra_body:\n      tools: [{type: function, function: {name: record_verdict, parameters: {type: object, properties: {winner: {type: string, enum: [A, B, tie]}, reasoning: {type: string}}}}}]\n";
+    let p = config(dir.path(), "channels", &fake.base_url, &format!("    max_invalid_retries: 0\n{tools}"), 3);
     let cfg = Config::load(&p).unwrap();
     let res = run(&cfg).await;
+    assert_eq!(fake.requests()[0].body["tools"][0]["function"]["name"], "record_verdict");
     let recs = records(&cfg);
     assert_eq!(recs.len(), 3);
     assert_eq!((recs[0].y, recs[0].detail.verdict_from.as_deref()), (Some(1.0), Some("tool_call")));
@@ -412,6 +415,12 @@ async fn verdicts_in_tool_calls_are_read_and_replies_without_one_keep_every_chan
     assert_eq!(saved["invalid_by_reason"]["empty"]["count"], 1);
     assert!((saved["invalid_by_reason"]["no_verdict"]["rate"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12);
     assert_eq!(saved["judge_stats"]["replies"], 3);
+    // A tool without a verdict key is a config error, before anything is sent.
+    let before = fake.n_requests();
+    let bad = "    extra_body:\n      tools: [{type: function, function: {name: score, parameters: {type: object, properties: {score: {type: integer}}}}}]\n";
+    let e = Config::load(&config(dir.path(), "badtool", &fake.base_url, bad, 3)).unwrap_err().to_string();
+    assert!(e.contains("judge.openai.extra_body.tools") && e.contains("\"score\"") && e.contains("winner"), "{e}");
+    assert_eq!(fake.n_requests(), before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

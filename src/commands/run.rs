@@ -5,6 +5,7 @@
 
 use super::run_folder::IdentError;
 use crate::judge::build::make_judge;
+use crate::report::schema::StopReason;
 use crate::run::live::{self, RunError, RunOptions};
 use crate::store::config::{Config, ConfigError};
 use crate::store::ledger::CacheError;
@@ -62,29 +63,33 @@ pub fn prepare(
     Ok((cfg, judge, rt))
 }
 
-/// Run Algorithm 1 for a prepared config (the run prints its own summary), then apply a gate
-/// file if given; returns the gate's printable lines (empty without `--gate`).
+/// Run Algorithm 1 for a prepared config (the run prints its own summary and handles Ctrl-C and
+/// SIGTERM), then apply a gate file if given; returns the gate's printable lines (empty without
+/// `--gate`) and why the run stopped (the binary exits with 130 after an interrupt).
 ///
 /// # Errors
-/// [`RunCommandError::Run`] for the run; the inner result carries a gate file's [`IdentError`].
+/// [`RunCommandError::Run`] for the run, [`RunCommandError::InvalidRate`] when it stopped on
+/// too many invalid replies (result.json is written); the inner result carries a gate file's
+/// [`IdentError`].
 pub fn run_with_gate(
     cfg: &Config,
     judge: std::sync::Arc<dyn crate::judge::Judge>,
     rt: &tokio::runtime::Runtime,
     quiet: bool,
     gate: Option<&Path>,
-) -> Result<Result<String, IdentError>, RunCommandError> {
-    let opts = RunOptions { progress: !quiet, print: true };
+) -> Result<(Result<String, IdentError>, StopReason), RunCommandError> {
+    let opts = RunOptions { progress: !quiet, print: true, handle_signals: true };
     let mut result = rt.block_on(live::run(cfg, judge, &opts))?;
-    if result.stop_reason == crate::report::schema::StopReason::MaxInvalidRate {
+    if result.stop_reason == StopReason::MaxInvalidRate {
         let m = result.verdicts_report.stop_message.clone().unwrap_or_default();
         return Err(RunCommandError::InvalidRate(format!(
             "{m}; result.json and the paid verdicts are kept in {}",
             cfg.run_dir.display()
         )));
     }
-    Ok(match gate {
+    let gated = match gate {
         Some(g) => super::gate::apply_gate(cfg, &mut result, g),
         None => Ok(String::new()),
-    })
+    };
+    Ok((gated, result.stop_reason))
 }

@@ -1,6 +1,6 @@
-//! Reply → verdict: the judge's own final preference, read from the channel it was written in.
-//! Pure (no I/O) and table-tested; the rules are stated for users in docs/live.md ("Parsing
-//! rules").
+//! Reply → verdict (docs/model.md §4): the judge's own final preference, read from the channel
+//! it was written in. Pure (no I/O) and table-tested; the rules are stated for users in
+//! docs/live.md ("Parsing rules").
 //!
 //! **Channels**, in order ([`parse_reply`]):
 //! 1. `finish_reason = content_filter` → invalid; a non-empty `refusal` field → invalid.
@@ -76,7 +76,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Outcome y ∈ {1, 0, ½} (SPEC §1).
+    /// Outcome y ∈ {1, 0, ½} (docs/model.md §1).
     pub fn y(self) -> f64 {
         match self {
             Outcome::A => 1.0,
