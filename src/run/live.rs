@@ -11,6 +11,7 @@
 //! record ([`crate::store::books`]), so a kill at any moment leaves every possibly billed request
 //! booked; Ctrl-C stops sending and waits for the requests in flight ([`super::interrupt`]).
 
+use super::interrupt::Interrupt;
 use crate::acquire::{self, Context};
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
@@ -19,12 +20,11 @@ use crate::report::progress::Progress;
 use crate::report::schema::{RunResult, StopReason};
 use crate::report::{self, FitLine};
 use crate::rng;
+use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
 use crate::store::config::Config;
-use crate::store::books::{Books, BooksError};
 use crate::store::ledger::{CacheError, VerdictRecord};
 use crate::store::lock::{LockError, RunLock};
-use super::interrupt::Interrupt;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -309,8 +309,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             }
             if !wave.is_empty() {
                 let it = &pool.items;
-                let queries: Vec<_> =
-                    wave.iter().map(|(a, b, key, worst, _)| (key.as_str(), it[*a].id.as_str(), it[*b].id.as_str(), *worst)).collect();
+                let queries: Vec<_> = wave
+                    .iter()
+                    .map(|(a, b, key, worst, _)| (key.as_str(), it[*a].id.as_str(), it[*b].id.as_str(), *worst))
+                    .collect();
                 let intents = books.begin_all(&queries)?;
                 for ((a, b, key, _, res), intent) in wave.into_iter().zip(intents) {
                     reserved.insert(intent, res);
