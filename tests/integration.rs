@@ -3,6 +3,7 @@
 mod audit;
 mod common;
 mod experiments;
+mod faults;
 mod ident;
 mod layout;
 mod live;
