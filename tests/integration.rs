@@ -5,6 +5,7 @@ mod common;
 mod docs;
 mod experiments;
 mod health;
+mod faults;
 mod ident;
 mod layout;
 mod live;
