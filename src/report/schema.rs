@@ -24,6 +24,23 @@ pub enum StopReason {
     /// Ctrl-C or SIGTERM: sending stopped, the requests in flight were awaited for up to the
     /// grace period (those still out are booked as possibly billed); re-running resumes.
     Interrupted,
+    /// The judge failed: an endpoint-wide error (named in `last_error`), or rounds without any
+    /// verdict. The result is fitted from the verdicts stored so far.
+    JudgeFailing,
+}
+
+/// A pair set aside for the rest of a run after repeated failed queries (docs/live.md,
+/// "Retries, rate limits, concurrency").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantinedPair {
+    /// Item id of one side (the first shown in the first failed query).
+    pub a: String,
+    /// Item id of the other side.
+    pub b: String,
+    /// Failed queries of this pair (both orders).
+    pub failed_queries: u32,
+    /// The last error.
+    pub last_error: String,
 }
 
 /// result.json.
@@ -33,7 +50,7 @@ pub struct RunResult {
     pub name: String,
     /// Pool id.
     pub pool_id: String,
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// Model kind.
     pub model: ModelKind,
@@ -99,7 +116,7 @@ pub struct RunResult {
     pub ranking: Vec<RankRow>,
     /// Notes for the reader (identifiability, no-variation covariates).
     pub notes: Vec<String>,
-    /// Per covariate: profile-likelihood range (nats) and verdict (SPEC §5).
+    /// Per covariate: profile-likelihood range (nats) and verdict (docs/model.md §5).
     #[serde(default)]
     pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
     /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).
@@ -108,4 +125,10 @@ pub struct RunResult {
     /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_stats: Option<crate::judge::JudgeStats>,
+    /// Pairs set aside in this invocation after repeated failed queries (never picked again).
+    #[serde(default)]
+    pub quarantined: Vec<QuarantinedPair>,
+    /// The error that stopped the run (`stop_reason: judge_failing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
