@@ -177,7 +177,10 @@ impl FakeOpenAi {
             always: Mutex::new(None),
             capacity: Mutex::new(None),
             context_limit_bytes: Mutex::new(None),
-            models_reply: Mutex::new((200, json!({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).to_string())),
+            models_reply: Mutex::new((
+                200,
+                json!({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).to_string(),
+            )),
             models_requests: AtomicUsize::new(0),
         });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -188,7 +191,10 @@ impl FakeOpenAi {
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new().route("/v1/chat/completions", post(handle)).route("/v1/models", get(models)).with_state(s2);
+                let app = Router::new()
+                    .route("/v1/chat/completions", post(handle))
+                    .route("/v1/models", get(models))
+                    .with_state(s2);
                 tokio::select! {
                     r = axum::serve(listener, app) => { r.unwrap(); }
                     _ = stop_rx => {}
@@ -275,14 +281,23 @@ impl FakeOpenAi {
 }
 
 /// The body of a 429 for a request over [`FakeOpenAi::set_capacity`].
-const OVER_CAPACITY: &str = r#"{"error":{"message":"Too many requests in flight","type":"requests","code":"rate_limit_exceeded"}}"#;
+const OVER_CAPACITY: &str =
+    r#"{"error":{"message":"Too many requests in flight","type":"requests","code":"rate_limit_exceeded"}}"#;
 
 /// The fault for a request beyond the arrival-order script: the pair's script, then the
 /// capacity and context rules, then `always`.
-fn extra_fault(s: &Shared, answers: Option<&(String, String)>, body: &Value, in_flight: usize, n: usize) -> Option<Fault> {
+fn extra_fault(
+    s: &Shared,
+    answers: Option<&(String, String)>,
+    body: &Value,
+    in_flight: usize,
+    n: usize,
+) -> Option<Fault> {
     if let Some((a, b)) = answers {
         let mut scripts = s.pair_scripts.lock().unwrap();
-        if let Some(p) = scripts.iter_mut().find(|p| (p.texts.0 == *a && p.texts.1 == *b) || (p.texts.0 == *b && p.texts.1 == *a)) {
+        if let Some(p) =
+            scripts.iter_mut().find(|p| (p.texts.0 == *a && p.texts.1 == *b) || (p.texts.0 == *b && p.texts.1 == *a))
+        {
             if let Some(f) = p.faults.pop_front() {
                 return Some(f);
             }

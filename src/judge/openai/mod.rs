@@ -1012,7 +1012,9 @@ impl OpenAiJudge {
             cost_usd: 0.0,
         };
         match req.send().await {
-            Err(e) if e.is_connect() => Err(stop(self.endpoint.connect_fault(&self.redact(&reqwest_error(&e).message)))),
+            Err(e) if e.is_connect() => {
+                Err(stop(self.endpoint.connect_fault(&self.redact(&reqwest_error(&e).message))))
+            }
             Err(e) => Ok(vec![format!(
                 "{url} did not answer ({}); the first queries will tell whether the judge is there",
                 clip(&self.redact(&reqwest_error(&e).message), 200)
