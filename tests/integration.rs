@@ -2,10 +2,14 @@
 
 mod audit;
 mod common;
+mod docs;
 mod experiments;
 mod faults;
+mod health;
 mod ident;
 mod layout;
 mod live;
+mod money;
 mod reports;
 mod run_cli;
+mod settings;

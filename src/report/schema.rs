@@ -21,6 +21,9 @@ pub enum StopReason {
     Exhausted,
     /// Every π is within ε of 0 or 1.
     Confident,
+    /// Ctrl-C or SIGTERM: sending stopped, the requests in flight were awaited for up to the
+    /// grace period (those still out are booked as possibly billed); re-running resumes.
+    Interrupted,
     /// The judge failed: an endpoint-wide error (named in `last_error`), or rounds without any
     /// verdict. The result is fitted from the verdicts stored so far.
     JudgeFailing,
@@ -47,7 +50,7 @@ pub struct RunResult {
     pub name: String,
     /// Pool id.
     pub pool_id: String,
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// Model kind.
     pub model: ModelKind,
@@ -65,9 +68,22 @@ pub struct RunResult {
     pub invalid: usize,
     /// Failed queries in this invocation (nothing stored, may be asked again).
     pub failed: usize,
-    /// Total spend in USD over all stored verdicts of this judge configuration, plus spend
-    /// booked on failed queries (failed.jsonl).
+    /// Total spend booked for this judge configuration, USD: its stored verdicts (duplicate
+    /// records included), failed queries that cost money (failed.jsonl) and requests booked as
+    /// possibly billed (intents.jsonl). What counts against `max_usd`.
     pub spend_usd: f64,
+    /// Requests booked as possibly billed: sent (or about to be) by a run that ended before their
+    /// replies were recorded, or still in flight when an interrupt's grace period ended
+    /// (docs/live.md). Included in `spend_usd`.
+    #[serde(default)]
+    pub possibly_billed: usize,
+    /// Their cost as booked: each request's reserved worst case, USD.
+    #[serde(default)]
+    pub possibly_billed_usd: f64,
+    /// Verdict records whose key an earlier record holds (not fitted or counted; their cost is in
+    /// `spend_usd`).
+    #[serde(default)]
+    pub duplicate_records: usize,
     /// Total tokens.
     pub usage: Usage,
     /// Point top-k, base ids, best first.
@@ -100,7 +116,7 @@ pub struct RunResult {
     pub ranking: Vec<RankRow>,
     /// Notes for the reader (identifiability, no-variation covariates).
     pub notes: Vec<String>,
-    /// Per covariate: profile-likelihood range (nats) and verdict (SPEC §5).
+    /// Per covariate: profile-likelihood range (nats) and verdict (docs/model.md §5).
     #[serde(default)]
     pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
     /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).

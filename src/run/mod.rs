@@ -5,5 +5,6 @@
 //! failures).
 
 pub mod faults;
+pub mod interrupt;
 pub mod live;
 pub mod sim;

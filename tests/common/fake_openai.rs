@@ -113,6 +113,17 @@ struct Shared {
     verdict: Box<VerdictFn>,
     usage: Box<UsageFn>,
     top_logprobs: Mutex<Option<Vec<(String, f64)>>>,
+    holds: Holds,
+}
+
+/// Held replies (issue 12's kill points): arrival numbers to hold, the held requests' release
+/// handles, and counters.
+#[derive(Default)]
+struct Holds {
+    numbers: Mutex<std::collections::HashSet<usize>>,
+    waiting: Mutex<VecDeque<tokio::sync::oneshot::Sender<()>>>,
+    arrivals: AtomicUsize,
+    replied: AtomicUsize,
     pair_scripts: Mutex<Vec<PairScript>>,
     always: Mutex<Option<Fault>>,
     capacity: Mutex<Option<(usize, usize)>>,
@@ -173,6 +184,7 @@ impl FakeOpenAi {
             verdict,
             usage,
             top_logprobs: Mutex::new(None),
+            holds: Holds::default(),
             pair_scripts: Mutex::new(Vec::new()),
             always: Mutex::new(None),
             capacity: Mutex::new(None),
@@ -192,7 +204,7 @@ impl FakeOpenAi {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
                 let app = Router::new()
-                    .route("/v1/chat/completions", post(handle))
+                    .route("/v1/chat/completions", post(handle_counted))
                     .route("/v1/models", get(models))
                     .with_state(s2);
                 tokio::select! {
@@ -241,6 +253,59 @@ impl FakeOpenAi {
         self.shared.script.lock().unwrap().len()
     }
 
+    /// Hold the replies to these requests (1-based arrival numbers) until released: the request
+    /// is recorded on arrival, then waits.
+    pub fn hold(&self, numbers: impl IntoIterator<Item = usize>) {
+        self.shared.holds.numbers.lock().unwrap().extend(numbers);
+    }
+
+    /// Requests waiting in a hold now.
+    pub fn n_held(&self) -> usize {
+        self.shared.holds.waiting.lock().unwrap().len()
+    }
+
+    /// Release the `n` requests held longest (they are then answered as usual).
+    pub fn release(&self, n: usize) {
+        let mut w = self.shared.holds.waiting.lock().unwrap();
+        for _ in 0..n {
+            if let Some(tx) = w.pop_front() {
+                let _ = tx.send(());
+            }
+        }
+    }
+
+    /// Release every held request and hold no further ones.
+    pub fn release_all(&self) {
+        self.shared.holds.numbers.lock().unwrap().clear();
+        let n = self.n_held();
+        self.release(n);
+    }
+
+    /// Replies handed back so far (handlers that finished).
+    pub fn n_replied(&self) -> usize {
+        self.shared.holds.replied.load(Ordering::SeqCst)
+    }
+}
+
+/// Wait here if this arrival is to be held.
+async fn hold_if_asked(s: &Shared) {
+    let number = s.holds.arrivals.fetch_add(1, Ordering::SeqCst) + 1;
+    if s.holds.numbers.lock().unwrap().remove(&number) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        s.holds.waiting.lock().unwrap().push_back(tx);
+        let _ = rx.await;
+    }
+}
+
+/// [`handle`], counting the replies handed back.
+async fn handle_counted(state: State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let s = state.0.clone();
+    let reply = handle(state, headers, body).await;
+    s.holds.replied.fetch_add(1, Ordering::SeqCst);
+    reply
+}
+
+impl FakeOpenAi {
     /// Script the requests whose two answers are `x` and `y` (either order): `faults` in turn,
     /// then `then` for every later one (`None`: the normal reply). The arrival-order script comes first.
     pub fn script_pair(&self, x: &str, y: &str, faults: impl IntoIterator<Item = Fault>, then: Option<Fault>) {
@@ -395,6 +460,7 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
         answers: answers.clone(),
         in_flight: n,
     });
+    hold_if_asked(&s).await;
     let (a, b) = answers.unwrap_or_default();
     let verdict = (s.verdict)(&a, &b);
     let usage = (s.usage)(&body);
