@@ -134,7 +134,8 @@ fn booked(run: &Path) -> Booked {
     let verdicts = lines(&run.join("verdicts.jsonl"));
     let keys: HashSet<&str> = verdicts.iter().map(|r| r["key"].as_str().unwrap()).collect();
     assert_eq!(keys.len(), verdicts.len(), "no verdict key is stored twice");
-    let failed: Vec<Value> = lines(&run.join("failed.jsonl")).into_iter().filter(|f| f["cost_usd"].as_f64().unwrap() > 0.0).collect();
+    let failed: Vec<Value> =
+        lines(&run.join("failed.jsonl")).into_iter().filter(|f| f["cost_usd"].as_f64().unwrap() > 0.0).collect();
     let intents = lines(&run.join("intents.jsonl"));
     let pb: Vec<&Value> = intents.iter().filter(|l| l["possibly_billed"] == true).collect();
     let opened: HashSet<u64> = intents.iter().filter_map(|l| l["intent"].as_u64()).collect();
@@ -160,6 +161,7 @@ fn result_json(run: &Path) -> Value {
 fn check_books(fake: &FakeOpenAi, run: &Path, max_usd: Option<f64>, exact: bool) -> Booked {
     let (n, usd) = server_bill(fake);
     let b = booked(run);
+    println!("{}: server billed {n} requests, ${usd:.6}; books {b:?}; max_usd {max_usd:?}", run.display());
     assert_eq!(b.open_intents, 0, "{b:?}");
     assert!(n <= b.requests(), "server billed {n} requests, the books hold {b:?}");
     assert!(usd <= b.usd + 1e-12, "server billed ${usd}, the books ${}", b.usd);
@@ -183,8 +185,11 @@ fn worst_cases(cfg: &Path) -> (f64, f64) {
     let c = topk_judge::store::config::Config::load(cfg).unwrap();
     let judge = topk_judge::judge::build::make_judge(&c.raw.judge).unwrap();
     let n = c.pool.n_items();
-    let w: Vec<f64> =
-        (0..n).flat_map(|a| (0..n).map(move |b| (a, b))).filter(|(a, b)| a != b).map(|(a, b)| judge.worst_case_usd(&c.pool, a, b)).collect();
+    let w: Vec<f64> = (0..n)
+        .flat_map(|a| (0..n).map(move |b| (a, b)))
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| judge.worst_case_usd(&c.pool, a, b))
+        .collect();
     (w.iter().sum::<f64>() / w.len() as f64, w.iter().cloned().fold(0.0, f64::max))
 }
 
@@ -492,12 +497,16 @@ fn extra_body_cannot_lift_max_tokens_past_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "extra", &fake, "  batch_size: 8\n", "  max_usd: 0.01\n", "");
     let yaml = std::fs::read_to_string(&cfg).unwrap();
-    let bad = yaml.replace("    max_tokens: 8\n", "    max_tokens: 4\n    extra_body: {max_tokens: 4000, cache_prompt: false}\n");
+    let bad = yaml
+        .replace("    max_tokens: 8\n", "    max_tokens: 4\n    extra_body: {max_tokens: 4000, cache_prompt: false}\n");
     std::fs::write(&cfg, &bad).unwrap();
     let out = run_to_end(dir.path(), &cfg);
     let t = text(&out);
     assert!(!out.status.success(), "{t}");
-    assert!(t.contains("judge.openai.extra_body.max_tokens") && t.contains("use judge.openai.max_tokens instead"), "{t}");
+    assert!(
+        t.contains("judge.openai.extra_body.max_tokens") && t.contains("use judge.openai.max_tokens instead"),
+        "{t}"
+    );
     assert_eq!(fake.n_requests(), 0, "nothing sent");
     assert!(!dir.path().join("runs/extra").exists(), "nothing written");
     // The same with extra_body's own fields only: 4 tokens are sent, and the budget holds.

@@ -417,6 +417,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             progress.set(budget.comparisons);
             progress.message(format!("${:.4} spent  min top-k π {conf:.2}", budget.spent_usd));
         }
+        interrupt.set_in_flight(0);
         if interrupt.requested() {
             continue; // refit on what was stored, then stop (above)
         }

@@ -131,7 +131,14 @@ impl Books {
             self.intents.closed_by_record(id);
             return Ok(true);
         }
-        self.record_failure(id, &key, &a, &b, cost, "reply for a key whose verdict is already stored (kept the first)")?;
+        self.record_failure(
+            id,
+            &key,
+            &a,
+            &b,
+            cost,
+            "reply for a key whose verdict is already stored (kept the first)",
+        )?;
         Ok(false)
     }
 

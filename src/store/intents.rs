@@ -143,7 +143,10 @@ fn read_lines(path: &Path, bytes: &[u8]) -> Result<(Vec<Line>, u64, Option<Strin
         let line = &bytes[start..end.unwrap_or(bytes.len())];
         let rest_blank = bytes[next..].iter().all(u8::is_ascii_whitespace);
         let torn = |why: &str| {
-            format!("{}:{line_no}: dropped a torn last line ({why}; a crash while writing an intent, before its request was sent)", path.display())
+            format!(
+                "{}:{line_no}: dropped a torn last line ({why}; a crash while writing an intent, before its request was sent)",
+                path.display()
+            )
         };
         if line.iter().all(u8::is_ascii_whitespace) {
             start = next;
@@ -151,7 +154,9 @@ fn read_lines(path: &Path, bytes: &[u8]) -> Result<(Vec<Line>, u64, Option<Strin
         }
         let value = match serde_json::from_slice::<Value>(line) {
             Ok(v) => v,
-            Err(e) if (end.is_none() || (rest_blank && e.is_eof())) => return Ok((out, start as u64, Some(torn(&e.to_string())))),
+            Err(e) if (end.is_none() || (rest_blank && e.is_eof())) => {
+                return Ok((out, start as u64, Some(torn(&e.to_string()))));
+            }
             Err(e) => return Err(parse_err(line_no, e.to_string())),
         };
         // Complete JSON without its newline is kept (booking it errs on the side of spend);
@@ -309,7 +314,14 @@ impl IntentLog {
     /// start (an overcount, never an undercount).
     pub fn close_unbilled(&mut self, id: IntentId, reason: &str) -> Result<(), IntentError> {
         let Some(i) = self.open.remove(&id) else { return Ok(()) };
-        let c = Closure { closed: id, key: i.key, possibly_billed: false, cost_usd: 0.0, reason: reason.into(), ts: now_s() };
+        let c = Closure {
+            closed: id,
+            key: i.key,
+            possibly_billed: false,
+            cost_usd: 0.0,
+            reason: reason.into(),
+            ts: now_s(),
+        };
         self.append(&serde_json::to_string(&c).expect("closures serialise"))
     }
 
@@ -424,7 +436,8 @@ mod tests {
     fn malformed_middle_line_names_the_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("intents.jsonl");
-        std::fs::write(&path, "{\"closed\":1,\"key\":\"k\",\"possibly_billed\":false,\"cost_usd\":0}\n{\"x\":1}\n\n").unwrap();
+        std::fs::write(&path, "{\"closed\":1,\"key\":\"k\",\"possibly_billed\":false,\"cost_usd\":0}\n{\"x\":1}\n\n")
+            .unwrap();
         let e = IntentLog::open(&path, &none(), 0).unwrap_err().to_string();
         assert!(e.contains("intents.jsonl:2:") && e.contains("neither"), "{e}");
     }

@@ -459,7 +459,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v.jsonl");
         let mut text = String::new();
-        for r in [rec("k1", "a", "b", 1.0), rec("k2", "b", "a", 1.0), rec("k1", "a", "b", 0.0), rec("", "a", "b", 0.0)] {
+        for r in [rec("k1", "a", "b", 1.0), rec("k2", "b", "a", 1.0), rec("k1", "a", "b", 0.0), rec("", "a", "b", 0.0)]
+        {
             text.push_str(&serde_json::to_string(&VerdictRecord { cost_usd: 0.25, ..r }).unwrap());
             text.push('\n');
         }

@@ -61,10 +61,13 @@ impl RunLock {
     pub fn acquire(dir: &Path) -> Result<Self, LockError> {
         let path = dir.join(LOCK_FILE);
         let io = |source| LockError::Io { path: path.clone(), source };
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
+        let mut file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
         match file.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(LockError::Held { dir: dir.to_owned(), holder: holder(&path) }),
+            Err(TryLockError::WouldBlock) => {
+                return Err(LockError::Held { dir: dir.to_owned(), holder: holder(&path) });
+            }
             Err(TryLockError::Error(e)) => return Err(io(e)),
         }
         file.set_len(0).map_err(io)?;
@@ -104,7 +107,10 @@ mod tests {
         let e = RunLock::acquire(dir.path()).unwrap_err();
         assert!(matches!(&e, LockError::Held { holder: Some(p), .. } if *p == std::process::id()), "{e:?}");
         let msg = e.to_string();
-        assert!(msg.contains(&dir.path().display().to_string()) && msg.contains(&format!("pid {}", std::process::id())), "{msg}");
+        assert!(
+            msg.contains(&dir.path().display().to_string()) && msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
         drop(first);
         let again = RunLock::acquire(dir.path()).unwrap();
         assert!(again.path().exists());

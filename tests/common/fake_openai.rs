@@ -113,6 +113,12 @@ struct Shared {
     verdict: Box<VerdictFn>,
     usage: Box<UsageFn>,
     top_logprobs: Mutex<Option<Vec<(String, f64)>>>,
+    pair_scripts: Mutex<Vec<PairScript>>,
+    always: Mutex<Option<Fault>>,
+    capacity: Mutex<Option<(usize, usize)>>,
+    context_limit_bytes: Mutex<Option<usize>>,
+    models_reply: Mutex<(u16, String)>,
+    models_requests: AtomicUsize,
     holds: Holds,
 }
 
@@ -124,12 +130,6 @@ struct Holds {
     waiting: Mutex<VecDeque<tokio::sync::oneshot::Sender<()>>>,
     arrivals: AtomicUsize,
     replied: AtomicUsize,
-    pair_scripts: Mutex<Vec<PairScript>>,
-    always: Mutex<Option<Fault>>,
-    capacity: Mutex<Option<(usize, usize)>>,
-    context_limit_bytes: Mutex<Option<usize>>,
-    models_reply: Mutex<(u16, String)>,
-    models_requests: AtomicUsize,
 }
 
 /// The running fake server; stops when dropped.
@@ -253,6 +253,44 @@ impl FakeOpenAi {
         self.shared.script.lock().unwrap().len()
     }
 
+    /// Script the requests whose two answers are `x` and `y` (either order): `faults` in turn,
+    /// then `then` for every later one (`None`: the normal reply). The arrival-order script comes first.
+    pub fn script_pair(&self, x: &str, y: &str, faults: impl IntoIterator<Item = Fault>, then: Option<Fault>) {
+        self.shared.pair_scripts.lock().unwrap().push(PairScript {
+            texts: (x.to_owned(), y.to_owned()),
+            faults: faults.into_iter().collect(),
+            then,
+        });
+    }
+
+    /// Answer every chat request with this fault once the scripts are used up (`None`: normally).
+    pub fn set_always(&self, fault: Option<Fault>) {
+        *self.shared.always.lock().unwrap() = fault;
+    }
+
+    /// For the first `for_first` chat requests, answer 429 (`Retry-After: 0`) to a request that
+    /// arrives while `max_in_flight` others are in flight; like a loaded server, it takes the
+    /// normal reply delay ([`FakeOpenAi::set_delay_ms`]) to say so.
+    pub fn set_capacity(&self, max_in_flight: usize, for_first: usize) {
+        *self.shared.capacity.lock().unwrap() = Some((max_in_flight, for_first));
+    }
+
+    /// Answer HTTP 400 with OpenAI's context-length error to a request whose messages hold
+    /// more than this many bytes (`None`: no limit).
+    pub fn set_context_limit_bytes(&self, limit: Option<usize>) {
+        *self.shared.context_limit_bytes.lock().unwrap() = limit;
+    }
+
+    /// The reply to `GET /v1/models` (default: 200 listing `fake-judge`).
+    pub fn set_models_reply(&self, status: u16, body: String) {
+        *self.shared.models_reply.lock().unwrap() = (status, body);
+    }
+
+    /// `GET /v1/models` requests so far (not in [`FakeOpenAi::requests`]).
+    pub fn models_requests(&self) -> usize {
+        self.shared.models_requests.load(Ordering::SeqCst)
+    }
+
     /// Hold the replies to these requests (1-based arrival numbers) until released: the request
     /// is recorded on arrival, then waits.
     pub fn hold(&self, numbers: impl IntoIterator<Item = usize>) {
@@ -303,46 +341,6 @@ async fn handle_counted(state: State<Arc<Shared>>, headers: HeaderMap, body: Byt
     let reply = handle(state, headers, body).await;
     s.holds.replied.fetch_add(1, Ordering::SeqCst);
     reply
-}
-
-impl FakeOpenAi {
-    /// Script the requests whose two answers are `x` and `y` (either order): `faults` in turn,
-    /// then `then` for every later one (`None`: the normal reply). The arrival-order script comes first.
-    pub fn script_pair(&self, x: &str, y: &str, faults: impl IntoIterator<Item = Fault>, then: Option<Fault>) {
-        self.shared.pair_scripts.lock().unwrap().push(PairScript {
-            texts: (x.to_owned(), y.to_owned()),
-            faults: faults.into_iter().collect(),
-            then,
-        });
-    }
-
-    /// Answer every chat request with this fault once the scripts are used up (`None`: normally).
-    pub fn set_always(&self, fault: Option<Fault>) {
-        *self.shared.always.lock().unwrap() = fault;
-    }
-
-    /// For the first `for_first` chat requests, answer 429 (`Retry-After: 0`) to a request that
-    /// arrives while `max_in_flight` others are in flight; like a loaded server, it takes the
-    /// normal reply delay ([`FakeOpenAi::set_delay_ms`]) to say so.
-    pub fn set_capacity(&self, max_in_flight: usize, for_first: usize) {
-        *self.shared.capacity.lock().unwrap() = Some((max_in_flight, for_first));
-    }
-
-    /// Answer HTTP 400 with OpenAI's context-length error to a request whose messages hold
-    /// more than this many bytes (`None`: no limit).
-    pub fn set_context_limit_bytes(&self, limit: Option<usize>) {
-        *self.shared.context_limit_bytes.lock().unwrap() = limit;
-    }
-
-    /// The reply to `GET /v1/models` (default: 200 listing `fake-judge`).
-    pub fn set_models_reply(&self, status: u16, body: String) {
-        *self.shared.models_reply.lock().unwrap() = (status, body);
-    }
-
-    /// `GET /v1/models` requests so far (not in [`FakeOpenAi::requests`]).
-    pub fn models_requests(&self) -> usize {
-        self.shared.models_requests.load(Ordering::SeqCst)
-    }
 }
 
 /// The body of a 429 for a request over [`FakeOpenAi::set_capacity`].

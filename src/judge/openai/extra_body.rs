@@ -30,7 +30,11 @@ const TEXT: &str = "the verdict is parsed from the reply's text of one choice";
 /// Fields the tool always sets or relies on (in addition, `temperature` when the config sets it).
 pub const RESERVED: &[Reserved] = &[
     r("model", "it names the judge in every request and in the cache key", "judge.openai.model"),
-    r("messages", "the prompt template renders them and the cache key hashes them", "judge.openai.prompt (the template)"),
+    r(
+        "messages",
+        "the prompt template renders them and the cache key hashes them",
+        "judge.openai.prompt (the template)",
+    ),
     r("max_tokens", LIMIT, "judge.openai.max_tokens"),
     r("max_completion_tokens", LIMIT, "judge.openai.max_tokens with max_tokens_field: max_completion_tokens or both"),
     r("n_predict", LIMIT, "judge.openai.max_tokens (llama.cpp reads n_predict as the completion limit)"),
@@ -42,10 +46,26 @@ pub const RESERVED: &[Reserved] = &[
     r("logprobs", "soft verdicts are read from them", "judge.openai.logprobs"),
     r("top_logprobs", "soft verdicts are read from them", "judge.openai.top_logprobs (with logprobs: true)"),
     r("echo", "an echoed prompt puts both answers' text into the reply the verdict is parsed from", "nothing"),
-    r("tools", "a tool call replaces the text reply the verdict is parsed from", "nothing (ask for the verdict in the prompt)"),
-    r("tool_choice", "a tool call replaces the text reply the verdict is parsed from", "nothing (ask for the verdict in the prompt)"),
-    r("functions", "a function call replaces the text reply the verdict is parsed from", "nothing (ask for the verdict in the prompt)"),
-    r("function_call", "a function call replaces the text reply the verdict is parsed from", "nothing (ask for the verdict in the prompt)"),
+    r(
+        "tools",
+        "a tool call replaces the text reply the verdict is parsed from",
+        "nothing (ask for the verdict in the prompt)",
+    ),
+    r(
+        "tool_choice",
+        "a tool call replaces the text reply the verdict is parsed from",
+        "nothing (ask for the verdict in the prompt)",
+    ),
+    r(
+        "functions",
+        "a function call replaces the text reply the verdict is parsed from",
+        "nothing (ask for the verdict in the prompt)",
+    ),
+    r(
+        "function_call",
+        "a function call replaces the text reply the verdict is parsed from",
+        "nothing (ask for the verdict in the prompt)",
+    ),
 ];
 
 const TEMPERATURE: Reserved = r("temperature", "the tool sends the configured temperature", "judge.openai.temperature");
