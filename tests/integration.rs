@@ -4,6 +4,7 @@ mod audit;
 mod common;
 mod docs;
 mod experiments;
+mod faults;
 mod health;
 mod ident;
 mod layout;

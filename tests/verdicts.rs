@@ -431,7 +431,7 @@ async fn an_error_inside_a_200_reply_is_retried_like_a_502_and_never_stored() {
     let body = json!({"id": "gen-1", "object": "chat.completion", "created": 1, "model": "fake-judge",
         "choices": [{"index": 0, "finish_reason": "error", "message": {"role": "assistant", "content": ""},
                      "error": {"code": 502, "message": "Upstream provider returned 502 Bad Gateway"}}]});
-    fake.script([Fault::Body(body.to_string()), Fault::Ok]);
+    fake.script([Fault::Status { code: 200, body: body.to_string() }, Fault::Ok]);
     let dir = tempfile::tempdir().unwrap();
     let p = config(dir.path(), "inband", &fake.base_url, "", 1);
     let cfg = Config::load(&p).unwrap();
@@ -461,7 +461,7 @@ async fn a_lone_surrogate_in_the_body_is_decoded_and_the_verdict_kept() {
     let fake = FakeOpenAi::start();
     let body = r#"{"id":"chatcmpl-x","object":"chat.completion","created":1,"model":"fake-judge","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"Nice \ud83d answer.\n[[A]]"}}],"usage":{"prompt_tokens":100,"completion_tokens":3,"total_tokens":103}}"#;
     assert!(serde_json::from_str::<Value>(body).is_err(), "the body is not valid JSON as sent");
-    fake.script([Fault::Body(body.into())]);
+    fake.script([Fault::Status { code: 200, body: body.into() }]);
     let dir = tempfile::tempdir().unwrap();
     let p = config(dir.path(), "surrogate", &fake.base_url, "", 1);
     let cfg = Config::load(&p).unwrap();
