@@ -37,8 +37,11 @@ fn abc(dir: &Path) -> PathBuf {
 /// A live-judge config on `pool_file` (no API key unless `judge_extra` names one).
 fn config(dir: &Path, name: &str, pool_file: &Path, base_url: &str, judge_extra: &str, rest: &str) -> PathBuf {
     write(dir, "prompts/test.j2", TEMPLATE);
-    let key =
-        if judge_extra.contains("api_key_env") { "" } else { "    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n" };
+    let key = if judge_extra.contains("api_key_env") {
+        ""
+    } else {
+        "    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n"
+    };
     let yaml = format!(
         "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 1\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{key}{judge_extra}{rest}",
         pool = pool_file.display()
@@ -96,7 +99,12 @@ fn retry_after_as_an_http_date_is_honoured_and_capped() {
     let items = [ABC[0], ABC[1]];
     let p = pool(dir.path(), &items);
     // (A, B): 429 with `Retry-After: 2`, then 429 with a date 3 s ahead, then 200.
-    fake.script_pair(items[0].1, items[1].1, [Fault::RateLimited { retry_after_s: 2 }, Fault::RateLimitedUntil { secs_ahead: 3 }], None);
+    fake.script_pair(
+        items[0].1,
+        items[1].1,
+        [Fault::RateLimited { retry_after_s: 2 }, Fault::RateLimitedUntil { secs_ahead: 3 }],
+        None,
+    );
     let cfg = config(dir.path(), "date", &p, &fake.base_url, "    max_retries: 4\n", "acquisition:\n  batch_size: 1\n");
     let out = run(dir.path(), &cfg, &[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -292,7 +300,10 @@ fn a_judge_that_is_not_there_ends_the_run_within_seconds() {
     let t = text(&out);
     assert!(!out.status.success(), "{t}");
     assert!(took < Duration::from_secs(5), "{took:?}");
-    assert!(t.contains("judge.openai.base_url") && t.contains(&format!("nothing is listening on 127.0.0.1:{port}")), "{t}");
+    assert!(
+        t.contains("judge.openai.base_url") && t.contains(&format!("nothing is listening on 127.0.0.1:{port}")),
+        "{t}"
+    );
     assert!(t.contains(&format!("llama-server -m MODEL.gguf --port {port}")), "says what to start: {t}");
     assert_eq!(t.matches("warning").count(), 0, "no retry warnings: {t}");
     let r = result(dir.path(), "summeval-local");
@@ -325,14 +336,20 @@ fn context_overflow_reported_by_the_server_follows_the_policy() {
         match policy {
             "fail" => {
                 // Never retried, never aborting: both pairs with C are set aside at once.
-                assert_eq!((r["valid"].as_u64(), r["invalid"].as_u64(), r["failed"].as_u64()), (Some(2), Some(0), Some(4)));
+                assert_eq!(
+                    (r["valid"].as_u64(), r["invalid"].as_u64(), r["failed"].as_u64()),
+                    (Some(2), Some(0), Some(4))
+                );
                 let q = r["quarantined"].as_array().unwrap();
                 assert_eq!(q.len(), 2, "{q:?}");
                 assert!(q.iter().all(|x| x["last_error"].as_str().unwrap().contains("context")), "{q:?}");
                 assert_eq!(r["stop_reason"], "exhausted");
             }
             "skip" => {
-                assert_eq!((r["valid"].as_u64(), r["invalid"].as_u64(), r["failed"].as_u64()), (Some(2), Some(4), Some(0)));
+                assert_eq!(
+                    (r["valid"].as_u64(), r["invalid"].as_u64(), r["failed"].as_u64()),
+                    (Some(2), Some(4), Some(0))
+                );
                 assert_eq!(r["quarantined"].as_array().unwrap().len(), 0);
                 assert_eq!(r["judge_stats"]["context_overflows"], 4);
             }
@@ -352,7 +369,12 @@ fn context_overflow_reported_by_the_server_follows_the_policy() {
                             assert!(items.iter().any(|(_, t)| t == s), "{s}");
                         }
                     }
-                    let bytes: usize = q.body["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap().len()).sum();
+                    let bytes: usize = q.body["messages"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|m| m["content"].as_str().unwrap().len())
+                        .sum();
                     assert!(bytes <= limit_bytes, "{bytes}");
                 }
                 assert_eq!(cut_of.keys().map(String::as_str).collect::<Vec<_>>(), ["A", "B"]);
@@ -478,7 +500,9 @@ fn read_request(s: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     let head = String::from_utf8_lossy(&buf).into_owned();
     let len = head
         .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap()))
+        .find_map(|l| {
+            l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap())
+        })
         .unwrap_or(0);
     let mut body = vec![0u8; len];
     s.read_exact(&mut body).ok()?;
@@ -566,7 +590,10 @@ fn conformant_response(i: usize, body: &str, any_coding: bool) -> (Vec<u8>, bool
     let (text, close) = match i % 8 {
         // Chunked with chunk extensions and a trailer field.
         0 => (
-            format!("HTTP/1.1 200 OK\r\n{json_head}\r\nTransfer-Encoding: chunked\r\n\r\n{}0\r\nX-Checksum: none\r\n\r\n", chunked(false, true)),
+            format!(
+                "HTTP/1.1 200 OK\r\n{json_head}\r\nTransfer-Encoding: chunked\r\n\r\n{}0\r\nX-Checksum: none\r\n\r\n",
+                chunked(false, true)
+            ),
             false,
         ),
         // No Content-Length: the body ends when the connection closes.
@@ -583,18 +610,36 @@ fn conformant_response(i: usize, body: &str, any_coding: bool) -> (Vec<u8>, bool
         ),
         // Field names in any case, whitespace around values, a reason phrase of its own.
         4 => (
-            format!("HTTP/1.1 200 Fine By Me\r\ncontent-TYPE:   application/json  \r\nCONTENT-LENGTH:\t{}\r\nX-Empty:\r\n\r\n{body}", body.len()),
+            format!(
+                "HTTP/1.1 200 Fine By Me\r\ncontent-TYPE:   application/json  \r\nCONTENT-LENGTH:\t{}\r\nX-Empty:\r\n\r\n{body}",
+                body.len()
+            ),
             false,
         ),
         // Chunk sizes in upper-case, zero-padded hex.
-        5 => (format!("HTTP/1.1 200 OK\r\n{json_head}\r\nTransfer-Encoding: chunked\r\n\r\n{}0000\r\n\r\n", chunked(true, false)), false),
+        5 => (
+            format!(
+                "HTTP/1.1 200 OK\r\n{json_head}\r\nTransfer-Encoding: chunked\r\n\r\n{}0000\r\n\r\n",
+                chunked(true, false)
+            ),
+            false,
+        ),
         // Keep-alive stated, then the idle connection is closed by the server.
-        6 => (format!("HTTP/1.1 200 OK\r\n{json_head}\r\nConnection: keep-alive\r\nContent-Length: {}\r\n\r\n{body}", body.len()), true),
+        6 => (
+            format!(
+                "HTTP/1.1 200 OK\r\n{json_head}\r\nConnection: keep-alive\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+            true,
+        ),
         // gzip when the request left the coding open (no Accept-Encoding).
         _ if any_coding => {
             let z = gzip_stored(body.as_bytes());
-            let mut v = format!("HTTP/1.1 200 OK\r\n{json_head}\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n", z.len())
-                .into_bytes();
+            let mut v = format!(
+                "HTTP/1.1 200 OK\r\n{json_head}\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+                z.len()
+            )
+            .into_bytes();
             v.extend_from_slice(&z);
             return (v, false);
         }
@@ -658,7 +703,11 @@ fn every_conformant_http11_response_is_read() {
     let r = result(dir.path(), "http11");
     assert_eq!((r["valid"].as_u64(), r["failed"].as_u64()), (Some(24), Some(0)), "{t}");
     let st = &r["judge_stats"];
-    assert_eq!((st["requests"].as_u64(), st["retries"].as_u64()), (Some(24), Some(0)), "every response read the first time: {st}");
+    assert_eq!(
+        (st["requests"].as_u64(), st["retries"].as_u64()),
+        (Some(24), Some(0)),
+        "every response read the first time: {st}"
+    );
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 24, "three of each of the 8 forms");
     // Every verdict is the server's [[A]] = 1.
     let log = std::fs::read_to_string(dir.path().join("runs/http11/verdicts.jsonl")).unwrap();

@@ -62,7 +62,8 @@ impl Quarantine {
     pub fn failed(&mut self, a: usize, b: usize, error: &str, unjudgeable: bool) -> bool {
         let key = unordered(a, b);
         self.first_seen.entry(key).or_insert((a, b));
-        let p = self.pairs.entry(key).or_insert(PairFailures { failed: 0, last_error: String::new(), set_aside: false });
+        let p =
+            self.pairs.entry(key).or_insert(PairFailures { failed: 0, last_error: String::new(), set_aside: false });
         p.failed += 1;
         p.last_error = error.to_owned();
         if !p.set_aside && (unjudgeable || p.failed >= self.max_failed) {
@@ -130,8 +131,9 @@ impl EndpointGuard {
             self.setting = Some(s.to_owned());
             self.strikes = 1;
         }
-        (self.strikes >= ENDPOINT_STRIKES)
-            .then(|| format!("{} queries in a row failed the same way, which no other pair would fix: {message}", self.strikes))
+        (self.strikes >= ENDPOINT_STRIKES).then(|| {
+            format!("{} queries in a row failed the same way, which no other pair would fix: {message}", self.strikes)
+        })
     }
 }
 

@@ -576,7 +576,10 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
             r.quarantined.len()
         ));
         for q in &r.quarantined {
-            s.push_str(&format!("  {} vs {}: {} failed queries; last error: {}\n", q.a, q.b, q.failed_queries, q.last_error));
+            s.push_str(&format!(
+                "  {} vs {}: {} failed queries; last error: {}\n",
+                q.a, q.b, q.failed_queries, q.last_error
+            ));
         }
     }
     s.push_str(&format!("position effect κ = {:.3} ± {:.3} logits", r.kappa, r.kappa_sd));

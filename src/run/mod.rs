@@ -4,7 +4,7 @@
 //! [`faults`] holds what the live loop does with failed queries (set-aside pairs, endpoint-wide
 //! failures).
 
-pub mod interrupt;
 pub mod faults;
+pub mod interrupt;
 pub mod live;
 pub mod sim;

@@ -189,7 +189,10 @@ impl FakeOpenAi {
             always: Mutex::new(None),
             capacity: Mutex::new(None),
             context_limit_bytes: Mutex::new(None),
-            models_reply: Mutex::new((200, json!({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).to_string())),
+            models_reply: Mutex::new((
+                200,
+                json!({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).to_string(),
+            )),
             models_requests: AtomicUsize::new(0),
         });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
@@ -282,24 +285,7 @@ impl FakeOpenAi {
     pub fn n_replied(&self) -> usize {
         self.shared.holds.replied.load(Ordering::SeqCst)
     }
-}
 
-/// Wait here if this arrival is to be held.
-async fn hold_if_asked(s: &Shared) {
-    let number = s.holds.arrivals.fetch_add(1, Ordering::SeqCst) + 1;
-    if s.holds.numbers.lock().unwrap().remove(&number) {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        s.holds.waiting.lock().unwrap().push_back(tx);
-        let _ = rx.await;
-    }
-}
-
-/// [`handle`], counting the replies handed back.
-async fn handle_counted(state: State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let s = state.0.clone();
-    let reply = handle(state, headers, body).await;
-    s.holds.replied.fetch_add(1, Ordering::SeqCst);
-    reply
     /// Script the requests whose two answers are `x` and `y` (either order): `faults` in turn,
     /// then `then` for every later one (`None`: the normal reply). The arrival-order script comes first.
     pub fn script_pair(&self, x: &str, y: &str, faults: impl IntoIterator<Item = Fault>, then: Option<Fault>) {
@@ -339,15 +325,42 @@ async fn handle_counted(state: State<Arc<Shared>>, headers: HeaderMap, body: Byt
     }
 }
 
+/// Wait here if this arrival is to be held.
+async fn hold_if_asked(s: &Shared) {
+    let number = s.holds.arrivals.fetch_add(1, Ordering::SeqCst) + 1;
+    if s.holds.numbers.lock().unwrap().remove(&number) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        s.holds.waiting.lock().unwrap().push_back(tx);
+        let _ = rx.await;
+    }
+}
+
+/// [`handle`], counting the replies handed back.
+async fn handle_counted(state: State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let s = state.0.clone();
+    let reply = handle(state, headers, body).await;
+    s.holds.replied.fetch_add(1, Ordering::SeqCst);
+    reply
+}
+
 /// The body of a 429 for a request over [`FakeOpenAi::set_capacity`].
-const OVER_CAPACITY: &str = r#"{"error":{"message":"Too many requests in flight","type":"requests","code":"rate_limit_exceeded"}}"#;
+const OVER_CAPACITY: &str =
+    r#"{"error":{"message":"Too many requests in flight","type":"requests","code":"rate_limit_exceeded"}}"#;
 
 /// The fault for a request beyond the arrival-order script: the pair's script, then the
 /// capacity and context rules, then `always`.
-fn extra_fault(s: &Shared, answers: Option<&(String, String)>, body: &Value, in_flight: usize, n: usize) -> Option<Fault> {
+fn extra_fault(
+    s: &Shared,
+    answers: Option<&(String, String)>,
+    body: &Value,
+    in_flight: usize,
+    n: usize,
+) -> Option<Fault> {
     if let Some((a, b)) = answers {
         let mut scripts = s.pair_scripts.lock().unwrap();
-        if let Some(p) = scripts.iter_mut().find(|p| (p.texts.0 == *a && p.texts.1 == *b) || (p.texts.0 == *b && p.texts.1 == *a)) {
+        if let Some(p) =
+            scripts.iter_mut().find(|p| (p.texts.0 == *a && p.texts.1 == *b) || (p.texts.0 == *b && p.texts.1 == *a))
+        {
             if let Some(f) = p.faults.pop_front() {
                 return Some(f);
             }

@@ -118,7 +118,9 @@ impl Endpoint {
             )),
             (_, Some(401)) => Some(self.key_fault(401, message, "the endpoint refused the key")),
             (_, Some(403)) => Some(self.key_fault(403, message, "the key is not allowed to do this")),
-            (_, Some(404 | 400 | 422)) if lower.contains("model") && MODEL_UNKNOWN.iter().any(|h| lower.contains(h)) => {
+            (_, Some(404 | 400 | 422))
+                if lower.contains("model") && MODEL_UNKNOWN.iter().any(|h| lower.contains(h)) =>
+            {
                 Some(self.model_fault(message))
             }
             (_, Some(404)) => Some(fault(
@@ -397,12 +399,17 @@ mod tests {
         assert!(f.message.contains("max_tokens_field: max_tokens"), "{}", f.message);
         // temperature, logprobs, extra_body.
         let t = r#"Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported."#;
-        assert_eq!(ep("https://x.test/v1").classify(CallErrorKind::Client, Some(400), t).unwrap().setting, "temperature");
+        assert_eq!(
+            ep("https://x.test/v1").classify(CallErrorKind::Client, Some(400), t).unwrap().setting,
+            "temperature"
+        );
         let mut c = cfg("https://x.test/v1");
         c.logprobs = true;
         c.extra_body = Some(serde_json::from_str(r#"{"reasoning_effort":"low"}"#).unwrap());
         let e = Endpoint::new(&c, true, &ProxyEnv::default());
-        let f = e.classify(CallErrorKind::Client, Some(400), "Unrecognized request argument supplied: top_logprobs").unwrap();
+        let f = e
+            .classify(CallErrorKind::Client, Some(400), "Unrecognized request argument supplied: top_logprobs")
+            .unwrap();
         assert_eq!(f.setting, "logprobs");
         let f = e.classify(CallErrorKind::Client, Some(400), "Unknown parameter: 'reasoning_effort'.").unwrap();
         assert_eq!(f.setting, "extra_body");
@@ -454,7 +461,8 @@ mod tests {
         let f = e.classify(CallErrorKind::Auth, Some(403), "Access denied").unwrap();
         assert_eq!(f.setting, "HTTP_PROXY");
         assert!(
-            f.message.contains("through proxy http://10.9.8.7:3128 (from HTTP_PROXY)") && f.message.contains("NO_PROXY"),
+            f.message.contains("through proxy http://10.9.8.7:3128 (from HTTP_PROXY)")
+                && f.message.contains("NO_PROXY"),
             "{}",
             f.message
         );

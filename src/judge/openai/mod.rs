@@ -19,9 +19,9 @@
 //! 5xx, refused connections) do not. Its worst case, reserved before sending, is therefore
 //! (1 + max_invalid_retries) · the attempt's worst case, and it can never cost more.
 
-pub mod extra_body;
 pub mod concurrency;
 pub mod endpoint;
+pub mod extra_body;
 pub mod parse;
 pub mod prompt;
 pub mod proxy;
@@ -1020,7 +1020,9 @@ impl OpenAiJudge {
             cost_usd: 0.0,
         };
         match req.send().await {
-            Err(e) if e.is_connect() => Err(stop(self.endpoint.connect_fault(&self.redact(&reqwest_error(&e).message)))),
+            Err(e) if e.is_connect() => {
+                Err(stop(self.endpoint.connect_fault(&self.redact(&reqwest_error(&e).message))))
+            }
             Err(e) => Ok(vec![format!(
                 "{url} did not answer ({}); the first queries will tell whether the judge is there",
                 clip(&self.redact(&reqwest_error(&e).message), 200)

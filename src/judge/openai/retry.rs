@@ -185,7 +185,10 @@ mod tests {
         // Measured from the server's Date when there is one: a local clock 100 s fast does not
         // turn the wait into nothing.
         assert_eq!(d("Wed, 21 Oct 2015 07:28:03 GMT", Some("Wed, 21 Oct 2015 07:29:40 GMT")), Some(Duration::ZERO));
-        assert_eq!(d("Wed, 21 Oct 2015 07:29:43 GMT", Some("Wed, 21 Oct 2015 07:29:40 GMT")), Some(Duration::from_secs(3)));
+        assert_eq!(
+            d("Wed, 21 Oct 2015 07:29:43 GMT", Some("Wed, 21 Oct 2015 07:29:40 GMT")),
+            Some(Duration::from_secs(3))
+        );
         assert_eq!(d("Wed, 21 Oct 2015 07:29:43 GMT", Some("not a date")), Some(Duration::from_secs(103)));
         assert_eq!(d("Wed, 21 Oct 2015 07:27:00 GMT", None), Some(Duration::ZERO), "a past date: no wait");
         assert_eq!(d("soon", None), None);
