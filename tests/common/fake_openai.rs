@@ -113,6 +113,12 @@ struct Shared {
     verdict: Box<VerdictFn>,
     usage: Box<UsageFn>,
     top_logprobs: Mutex<Option<Vec<(String, f64)>>>,
+    pair_scripts: Mutex<Vec<PairScript>>,
+    always: Mutex<Option<Fault>>,
+    capacity: Mutex<Option<(usize, usize)>>,
+    context_limit_bytes: Mutex<Option<usize>>,
+    models_reply: Mutex<(u16, String)>,
+    models_requests: AtomicUsize,
     holds: Holds,
 }
 
@@ -124,12 +130,6 @@ struct Holds {
     waiting: Mutex<VecDeque<tokio::sync::oneshot::Sender<()>>>,
     arrivals: AtomicUsize,
     replied: AtomicUsize,
-    pair_scripts: Mutex<Vec<PairScript>>,
-    always: Mutex<Option<Fault>>,
-    capacity: Mutex<Option<(usize, usize)>>,
-    context_limit_bytes: Mutex<Option<usize>>,
-    models_reply: Mutex<(u16, String)>,
-    models_requests: AtomicUsize,
 }
 
 /// The running fake server; stops when dropped.
@@ -253,39 +253,6 @@ impl FakeOpenAi {
         self.shared.script.lock().unwrap().len()
     }
 
-    /// Hold the replies to these requests (1-based arrival numbers) until released: the request
-    /// is recorded on arrival, then waits.
-    pub fn hold(&self, numbers: impl IntoIterator<Item = usize>) {
-        self.shared.holds.numbers.lock().unwrap().extend(numbers);
-    }
-
-    /// Requests waiting in a hold now.
-    pub fn n_held(&self) -> usize {
-        self.shared.holds.waiting.lock().unwrap().len()
-    }
-
-    /// Release the `n` requests held longest (they are then answered as usual).
-    pub fn release(&self, n: usize) {
-        let mut w = self.shared.holds.waiting.lock().unwrap();
-        for _ in 0..n {
-            if let Some(tx) = w.pop_front() {
-                let _ = tx.send(());
-            }
-        }
-    }
-
-    /// Release every held request and hold no further ones.
-    pub fn release_all(&self) {
-        self.shared.holds.numbers.lock().unwrap().clear();
-        let n = self.n_held();
-        self.release(n);
-    }
-
-    /// Replies handed back so far (handlers that finished).
-    pub fn n_replied(&self) -> usize {
-        self.shared.holds.replied.load(Ordering::SeqCst)
-    }
-
     /// Script the requests whose two answers are `x` and `y` (either order): `faults` in turn,
     /// then `then` for every later one (`None`: the normal reply). The arrival-order script comes first.
     pub fn script_pair(&self, x: &str, y: &str, faults: impl IntoIterator<Item = Fault>, then: Option<Fault>) {
@@ -322,6 +289,39 @@ impl FakeOpenAi {
     /// `GET /v1/models` requests so far (not in [`FakeOpenAi::requests`]).
     pub fn models_requests(&self) -> usize {
         self.shared.models_requests.load(Ordering::SeqCst)
+    }
+
+    /// Hold the replies to these requests (1-based arrival numbers) until released: the request
+    /// is recorded on arrival, then waits.
+    pub fn hold(&self, numbers: impl IntoIterator<Item = usize>) {
+        self.shared.holds.numbers.lock().unwrap().extend(numbers);
+    }
+
+    /// Requests waiting in a hold now.
+    pub fn n_held(&self) -> usize {
+        self.shared.holds.waiting.lock().unwrap().len()
+    }
+
+    /// Release the `n` requests held longest (they are then answered as usual).
+    pub fn release(&self, n: usize) {
+        let mut w = self.shared.holds.waiting.lock().unwrap();
+        for _ in 0..n {
+            if let Some(tx) = w.pop_front() {
+                let _ = tx.send(());
+            }
+        }
+    }
+
+    /// Release every held request and hold no further ones.
+    pub fn release_all(&self) {
+        self.shared.holds.numbers.lock().unwrap().clear();
+        let n = self.n_held();
+        self.release(n);
+    }
+
+    /// Replies handed back so far (handlers that finished).
+    pub fn n_replied(&self) -> usize {
+        self.shared.holds.replied.load(Ordering::SeqCst)
     }
 }
 

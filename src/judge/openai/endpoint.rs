@@ -217,7 +217,7 @@ impl Endpoint {
                     .iter()
                     .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
                     .collect();
-                if ids.is_empty() || ids.iter().any(|m| *m == self.model) {
+                if ids.is_empty() || ids.contains(&self.model) {
                     return Ok(Vec::new());
                 }
                 let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
