@@ -7,8 +7,8 @@
 //! reserves before sending it ([`Judge::worst_case_usd`]).
 
 use crate::judge::Judge;
-use crate::store::config::Config;
 use crate::store::books::{BooksError, peek_spend};
+use crate::store::config::Config;
 use crate::store::ledger::read_records;
 use std::collections::HashSet;
 

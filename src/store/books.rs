@@ -13,8 +13,8 @@
 //! provider may have billed is booked exactly once: as a verdict, a paid failure, or a possibly
 //! billed intent. [`Books::spend`] adds them up for one judge configuration.
 
-use crate::store::intents::{IntentError, IntentId, IntentLog};
 use crate::store::intents::{Closure, Intent};
+use crate::store::intents::{IntentError, IntentId, IntentLog};
 use crate::store::ledger::{self, CacheError, Duplicate, ReadLog, VerdictLog, VerdictRecord};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
