@@ -101,7 +101,7 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
     let mut s = String::from("dry run: nothing was sent and nothing was written.\n");
     s.push_str(&format!("judge: {}\n", judge.describe()));
     s.push_str(&format!(
-        "pool {}: {} items, {} bases, {} ordered pairs; {} verdicts already stored (spend ${:.6})\n",
+        "pool {}: {} items, {} bases, {} ordered pairs; {} verdicts already stored; spend booked ${:.6} (verdicts, paid failures, possibly billed requests)\n",
         cfg.pool.pool_id,
         cfg.pool.n_items(),
         cfg.pool.n_bases(),
