@@ -22,9 +22,10 @@
 //!   top-k score), so the R picks are not all the same pair of arms; θ̂ stays fixed until the
 //!   next refit.
 
-use super::topk::{fisher_weight, sm_update_query};
+use super::topk::{BatchCov, fisher_weight, sm_update_query};
 use super::{Context, Unit, argmax_tiebreak, candidate_units, open_orders};
-use crate::model::linalg::Cholesky;
+use crate::model::laplace::Covariance;
+use crate::model::linalg::{Cholesky, Matrix};
 use crate::model::membership::point_topk;
 use crate::rng::{self, ChaCha8Rng};
 use rand::RngExt;
@@ -78,21 +79,27 @@ fn take_unit(out: &mut Vec<(usize, usize)>, unit: Unit, r: usize) {
 }
 
 /// The lower-triangular factor L of Σ = LLᵀ (or `None` when Σ is numerically not positive
-/// definite; Thompson then draws each θ_m from its marginal).
+/// definite, or implicit as for large pools: those draw with the sparse factor of H).
 fn posterior_factor(ctx: &Context<'_>) -> Option<Cholesky> {
-    Cholesky::factor(&ctx.post.cov).ok()
+    ctx.post.dense_cov().and_then(|s| Cholesky::factor(s).ok())
 }
 
-/// One joint draw θ̃ = (β̂ + L z)_θ, z ~ N(0, I) (length M).
+/// One joint draw θ̃ = (β̂ + L z)_θ, z ~ N(0, I) (length M); for large pools
+/// θ̃ = (β̂ + Pᵀ L⁻ᵀ z)_θ with the sparse factor P H Pᵀ = LLᵀ (same distribution).
 fn draw_theta(ctx: &Context<'_>, chol: Option<&Cholesky>, rng: &mut ChaCha8Rng) -> Vec<f64> {
     let n = ctx.post.mean.len();
     let z: Vec<f64> = (0..n).map(|_| StandardNormal.sample(rng)).collect();
+    if let Covariance::Sparse { factor, .. } = &ctx.post.cov {
+        let mut u = Matrix::from_fn(n, 1, |r, _| z[r]);
+        factor.draws_in_place(&mut u);
+        return (0..ctx.m).map(|i| ctx.post.mean[i] + u.col(0)[i]).collect();
+    }
     match chol {
         Some(c) => {
             let lz = c.lower_mul(&z);
             (0..ctx.m).map(|i| ctx.post.mean[i] + lz[i]).collect()
         }
-        None => (0..ctx.m).map(|i| ctx.post.mean[i] + ctx.post.cov[(i, i)].max(0.0).sqrt() * z[i]).collect(),
+        None => (0..ctx.m).map(|i| ctx.post.mean[i] + ctx.post.var(i).max(0.0).sqrt() * z[i]).collect(),
     }
 }
 
@@ -168,12 +175,20 @@ pub fn lucb(ctx: &Context<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, us
     }
     let units = candidate_units(ctx);
     let mut used = vec![false; units.len()];
-    let mut sigma = ctx.post.cov.clone();
-    let mut scratch = vec![0.0; sigma.nrows()];
+    // Dense Σ: updated in place. Large pools: diag Σ and the batch's rank-one downdates
+    // (Σd from solves with the sparse factor), which give the same variances.
+    let mut sigma = ctx.post.dense_cov().cloned();
+    let n = ctx.post.mean.len();
+    let mut var: Vec<f64> = (0..n).map(|r| ctx.post.var(r)).collect();
+    let mut batch = BatchCov::new(ctx.post);
+    let mut scratch = vec![0.0; n];
     let (g, kappa) = (ctx.apparent(), ctx.kappa());
     let mut out = Vec::new();
     while out.len() < r {
-        let sd: Vec<f64> = (0..m).map(|i| sigma[(i, i)].max(0.0).sqrt()).collect();
+        let sd: Vec<f64> = match &sigma {
+            Some(s) => (0..m).map(|i| s[(i, i)].max(0.0).sqrt()).collect(),
+            None => var[..m].iter().map(|v| v.max(0.0).sqrt()).collect(),
+        };
         let overlap = |i: usize, j: usize| (theta[j] + LUCB_Z * sd[j]) - (theta[i] - LUCB_Z * sd[i]);
         let pick = best_straddling(ctx, &units, &used, &inside, overlap, rng);
         let Some(u) = pick.or_else(|| random_unused(&used, rng)) else { break };
@@ -181,7 +196,16 @@ pub fn lucb(ctx: &Context<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, us
         for (a, b) in units[u].orders() {
             if out.len() < r {
                 out.push((a, b));
-                sm_update_query(ctx, &mut sigma, a, b, fisher_weight(&g, kappa, a, b), &mut scratch);
+                let w = fisher_weight(&g, kappa, a, b);
+                match &mut sigma {
+                    Some(s) => sm_update_query(ctx, s, a, b, w, &mut scratch),
+                    None => {
+                        let (f, u) = batch.add(ctx, a, b, w);
+                        for (v, ur) in var.iter_mut().zip(u) {
+                            *v -= f * ur * ur;
+                        }
+                    }
+                }
             }
         }
     }
@@ -323,7 +347,7 @@ mod tests {
         // Brute force over all straddling pairs for a generic posterior (the fitted fixture).
         let g = fitted(10, 2, 3);
         let theta = &g.post.mean[..10];
-        let sd: Vec<f64> = (0..10).map(|i| g.post.cov[(i, i)].sqrt()).collect();
+        let sd: Vec<f64> = (0..10).map(|i| g.post.var(i).sqrt()).collect();
         let top = point_topk(theta, 3);
         let h = *top
             .iter()
@@ -348,7 +372,7 @@ mod tests {
         let f = from_posterior(mean.clone(), diag(&[1.0, 0.01, 0.01, 0.64, 0.25, 1e-4]), 2);
         let picks = select(StrategyKind::Lucb, &f.ctx(), 4, &mut crate::rng::stream(0, "t", 0));
         assert_eq!(&picks[..2], &[(0, 3), (3, 0)]);
-        let mut prec = Cholesky::factor(&f.post.cov).unwrap().inverse();
+        let mut prec = Cholesky::factor(f.post.dense_cov().unwrap()).unwrap().inverse();
         for (a, b) in [(0usize, 3usize), (3, 0)] {
             let mut d = [0.0; 6];
             d[a] += 1.0;

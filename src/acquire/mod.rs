@@ -264,7 +264,7 @@ pub(crate) mod testutil {
             x: vec![vec![]; m],
             m,
             p: 0,
-            post: Posterior { mean, cov },
+            post: Posterior::dense(mean, cov),
             membership: vec![0.5; m],
             k,
             queried: HashSet::new(),

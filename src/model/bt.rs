@@ -11,7 +11,8 @@
 //! ∇L = Σ_q w_q (σ(η_q) − y_q) d_q + Λβ; H = Σ_q w_q σ(η_q)(1 − σ(η_q)) d_q d_qᵀ + Λ, assembled
 //! from pair contributions (the θ block is a weighted graph Laplacian plus λ_θ I).
 
-use super::linalg::{Cholesky, Matrix, zeros};
+use super::linalg::{Cholesky, Factor, Matrix, SparseCholesky, zeros};
+use std::sync::Arc;
 
 /// Errors of the MAP fit.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
@@ -309,12 +310,113 @@ pub struct FitOptions {
     /// matrix-free Hessian instead of a dense Cholesky factor per iteration (default 300: below
     /// it the dense factor is cheaper). The MAP and its Laplace factor do not depend on it.
     pub cg_min_params: usize,
+    /// From this many parameters n on, the Hessian at the MAP (and any Newton step CG cannot
+    /// finish) is factored as a sparse matrix instead of a dense one (default
+    /// [`LARGE_POOL_MIN_PARAMS`]; docs/model.md §2, "Large pools"). The MAP does not depend on it;
+    /// the factor is another square root of the same H.
+    pub sparse_min_params: usize,
 }
+
+/// From this many parameters n = M + p + 1 on, the fit uses the large-pool path: a sparse
+/// Cholesky factor of H (N + 2·(compared pairs) nonzeros in the θ block plus the dense c and κ
+/// rows) instead of the dense one, and everything downstream (sd, membership, acquisition) works
+/// from that factor without forming H⁻¹ (docs/model.md §2, "Large pools"). Below it the dense
+/// factor and Σ = H⁻¹ are faster. Measured with `cargo bench --bench refit` (README "Benchmarks").
+pub const LARGE_POOL_MIN_PARAMS: usize = 500;
 
 impl Default for FitOptions {
     fn default() -> Self {
-        Self { tol: 1e-9, max_iter: 100, fixed: Vec::new(), cg_min_params: 300 }
+        Self {
+            tol: 1e-9,
+            max_iter: 100,
+            fixed: Vec::new(),
+            cg_min_params: 300,
+            sparse_min_params: LARGE_POOL_MIN_PARAMS,
+        }
     }
+}
+
+/// The lower triangle of H = Σ_q c_q d_q d_qᵀ + Λ in compressed sparse columns (col_ptr,
+/// row_idx, values; rows sorted within each column), from the pair contributions with
+/// curvatures `curv`. Parameters flagged in `fixed` get a unit row and column.
+fn sparse_hessian(d: &Design, curv: &[f64], lambda: &[f64], fixed: &[bool]) -> (Vec<usize>, Vec<usize>, Vec<f64>) {
+    let (m, p) = (d.m, d.p);
+    let n = m + p + 1;
+    // θ–θ off-diagonal entries (row > col), merged after sorting.
+    let mut off: Vec<(u32, u32, f64)> = Vec::with_capacity(d.obs.len());
+    let mut diag = lambda.to_vec();
+    let mut cross = vec![0.0; m * (p + 1)];
+    let mut tail = vec![0.0; (p + 1) * (p + 1)];
+    let mut row = vec![0.0; p + 1];
+    for (q, o) in d.obs.iter().enumerate() {
+        let wq = curv[q];
+        if wq == 0.0 {
+            continue;
+        }
+        row[..p].copy_from_slice(d.dx_of(q));
+        row[p] = 1.0;
+        if o.i != o.j {
+            diag[o.i] += wq;
+            diag[o.j] += wq;
+            off.push((o.i.max(o.j) as u32, o.i.min(o.j) as u32, -wq));
+            for (k, v) in row.iter().enumerate() {
+                cross[o.i * (p + 1) + k] += wq * v;
+                cross[o.j * (p + 1) + k] -= wq * v;
+            }
+        }
+        for a in 0..=p {
+            for b in 0..=p {
+                tail[a * (p + 1) + b] += wq * row[a] * row[b];
+            }
+        }
+    }
+    off.sort_unstable_by_key(|&(r, c, _)| (c, r));
+    let mut col_ptr = Vec::with_capacity(n + 1);
+    let mut row_idx = Vec::with_capacity(n + off.len() + m * (p + 1) + (p + 1) * (p + 1));
+    let mut values = Vec::with_capacity(row_idx.capacity());
+    let mut it = off.into_iter().peekable();
+    col_ptr.push(0);
+    for c in 0..n {
+        let mut push = |r: usize, v: f64| {
+            if fixed[r] || fixed[c] {
+                if r == c {
+                    row_idx.push(r);
+                    values.push(1.0);
+                }
+                return;
+            }
+            row_idx.push(r);
+            values.push(v);
+        };
+        if c < m {
+            push(c, diag[c]);
+            while let Some(&(r, cc, _)) = it.peek() {
+                if cc as usize != c {
+                    break;
+                }
+                let mut v = 0.0;
+                while let Some(&(r2, c2, w)) = it.peek() {
+                    if (r2, c2) != (r, cc) {
+                        break;
+                    }
+                    v += w;
+                    it.next();
+                }
+                push(r as usize, v);
+            }
+            for k in 0..=p {
+                push(m + k, cross[c * (p + 1) + k]);
+            }
+        } else {
+            let a = c - m;
+            for b in a..=p {
+                let v = tail[b * (p + 1) + a] + if a == b { lambda[c] } else { 0.0 };
+                push(m + b, v);
+            }
+        }
+        col_ptr.push(row_idx.len());
+    }
+    (col_ptr, row_idx, values)
 }
 
 /// A converged MAP fit.
@@ -327,8 +429,9 @@ pub struct Fit {
     pub grad_inf: f64,
     /// L(β̂) (nats).
     pub neg_log_post: f64,
-    /// Cholesky factor of H(β̂) (fixed parameters have unit rows/columns).
-    pub chol: Cholesky,
+    /// Cholesky factor of H(β̂) (fixed parameters have unit rows/columns): dense, or sparse
+    /// from `sparse_min_params` parameters on.
+    pub chol: Factor,
 }
 
 /// Per-observation curvature w_q σ(η_q)(1 − σ(η_q)) from σ(η_q) (length Q): the weights of the
@@ -474,6 +577,14 @@ pub fn fit(d: &Design, lambda: &[f64], start: Option<&[f64]>, opts: &FitOptions)
         }
         Cholesky::factor_in_place(h).map_err(|pivot| FitError::NotPositiveDefinite { pivot, dim: n })
     };
+    let sparse_factor = |curv: &[f64]| {
+        let (cp, ri, v) = sparse_hessian(d, curv, lambda, &is_fixed);
+        SparseCholesky::factor(n, &cp, &ri, &v).map_err(|pivot| FitError::NotPositiveDefinite { pivot, dim: n })
+    };
+    let large = n >= opts.sparse_min_params;
+    let factor = |curv: &[f64]| -> Result<Factor, FitError> {
+        if large { Ok(Factor::Sparse(Arc::new(sparse_factor(curv)?))) } else { Ok(Factor::Dense(dense_factor(curv)?)) }
+    };
     let mut ev = evaluate(d, &beta, lambda);
     let mut iterations = 0;
     loop {
@@ -481,7 +592,7 @@ pub fn fit(d: &Design, lambda: &[f64], start: Option<&[f64]>, opts: &FitOptions)
         let grad_inf = g.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         let curv = curvatures(d, &ev.sig);
         if grad_inf < opts.tol {
-            let chol = dense_factor(&curv)?;
+            let chol = factor(&curv)?;
             return Ok(Fit { beta, iterations, grad_inf, neg_log_post: ev.loss, chol });
         }
         if iterations >= opts.max_iter || !grad_inf.is_finite() {
@@ -495,7 +606,7 @@ pub fn fit(d: &Design, lambda: &[f64], start: Option<&[f64]>, opts: &FitOptions)
         };
         let step = match cg {
             Some(s) => s,
-            None => dense_factor(&curv)?.solve(&g).into_iter().map(|v| -v).collect(),
+            None => factor(&curv)?.solve(&g).into_iter().map(|v| -v).collect(),
         };
         let slope: f64 = g.iter().zip(&step).map(|(a, b)| a * b).sum();
         let mut t = 1.0;
@@ -662,6 +773,7 @@ mod tests {
 
 #[cfg(test)]
 mod identification_tests {
+    use super::tests::small_design;
     use super::*;
     use crate::rng;
     use proptest::prelude::*;
@@ -769,5 +881,87 @@ mod identification_tests {
         // Never compared: θ̂ = 0 (prior mean) and sd = 1/√λ_θ exactly (no information).
         assert!(f.beta[5].abs() < 1e-9);
         assert!((sd[5] - 1.0).abs() < 1e-9, "{}", sd[5]);
+    }
+    /// The lower-triangle CSC of [`sparse_hessian`] as a dense symmetric matrix.
+    fn csc_to_dense(n: usize, cp: &[usize], ri: &[usize], v: &[f64]) -> Matrix {
+        let mut h = zeros(n, n);
+        for c in 0..n {
+            for k in cp[c]..cp[c + 1] {
+                assert!(ri[k] >= c, "upper-triangle entry ({}, {c})", ri[k]);
+                h[(ri[k], c)] += v[k];
+                if ri[k] != c {
+                    h[(c, ri[k])] += v[k];
+                }
+            }
+        }
+        h
+    }
+
+    #[test]
+    fn sparse_hessian_equals_the_dense_hessian() {
+        let d = small_design();
+        let lam = Prior::default().diagonal(4, 1);
+        let beta = [0.3, -0.2, 0.8, 0.1, 0.4, 0.25];
+        let curv = curvatures(&d, &evaluate(&d, &beta, &lam).sig);
+        let (cp, ri, v) = sparse_hessian(&d, &curv, &lam, &[false; 6]);
+        let sparse = csc_to_dense(6, &cp, &ri, &v);
+        let dense = hessian(&d, &beta, &lam);
+        for r in 0..6 {
+            for c in 0..6 {
+                assert!((sparse[(r, c)] - dense[(r, c)]).abs() < 1e-14, "H[{r},{c}]");
+            }
+        }
+        // A fixed parameter gets a unit row and column.
+        let mut fixed = [false; 6];
+        fixed[4] = true;
+        let (cp, ri, v) = sparse_hessian(&d, &curv, &lam, &fixed);
+        let h = csc_to_dense(6, &cp, &ri, &v);
+        for r in 0..6 {
+            assert_eq!(h[(r, 4)], if r == 4 { 1.0 } else { 0.0 });
+            if r != 4 {
+                for c in 0..6 {
+                    if c != 4 {
+                        assert!((h[(r, c)] - dense[(r, c)]).abs() < 1e-14);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_pool_path_gives_the_dense_map_and_factor() {
+        // Forcing the sparse factor (sparse_min_params = 0) on a design of 60 bases with
+        // repeated pairs, ties and a fixed parameter: same β̂, same log det H as the dense path.
+        let m = 60;
+        let mut d = Design::new(m, 1);
+        for q in 0..400usize {
+            let (i, j) = (q % m, (q * 13 + 7) % m);
+            if i != j {
+                let y = [1.0, 0.0, 0.5, 1.0, 0.0][q % 5];
+                d.push(i, j, &[((i as f64) - (j as f64)) / 30.0], y, 1.0);
+            }
+        }
+        let lam = Prior::default().diagonal(m, 1);
+        for fixed in [vec![], vec![(m, 0.4)]] {
+            let dense = fit(
+                &d,
+                &lam,
+                None,
+                &FitOptions { sparse_min_params: usize::MAX, fixed: fixed.clone(), ..Default::default() },
+            )
+            .unwrap();
+            let sparse = fit(
+                &d,
+                &lam,
+                None,
+                &FitOptions { sparse_min_params: 0, cg_min_params: 0, fixed, ..Default::default() },
+            )
+            .unwrap();
+            assert!(matches!(dense.chol, Factor::Dense(_)) && matches!(sparse.chol, Factor::Sparse(_)));
+            for (a, b) in dense.beta.iter().zip(&sparse.beta) {
+                assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+            }
+            assert!((dense.chol.log_det() - sparse.chol.log_det()).abs() < 1e-8);
+        }
     }
 }

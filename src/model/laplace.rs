@@ -1,29 +1,117 @@
 //! Laplace posterior β ~ N(β̂, H⁻¹) at the MAP (docs/model.md §2, paper "deferred details").
+//!
+//! Small problems keep the dense Σ = H⁻¹. Large pools (docs/model.md §2, "Large pools") keep the
+//! sparse factor of H and diag(Σ) from its selected inverse; the Σ entries acquisition needs come
+//! from solves with the factor (columns Σ e_r, products Σ d), never from an n×n matrix.
 
 use super::bt::Fit;
-use super::linalg::Matrix;
+use super::linalg::{Factor, Matrix, SparseCholesky};
+use std::sync::Arc;
+
+/// The posterior covariance Σ = H⁻¹ (n×n, order θ, c, κ), dense or implicit.
+pub enum Covariance {
+    /// Σ as a dense matrix.
+    Dense(Matrix),
+    /// Σ through the sparse factor of H, with its diagonal precomputed.
+    Sparse {
+        /// Σ_rr (length n).
+        diag: Vec<f64>,
+        /// The factor P H Pᵀ = LLᵀ.
+        factor: Arc<SparseCholesky>,
+    },
+}
 
 /// The Laplace posterior of a fit: mean β̂ and covariance Σ = H(β̂)⁻¹ (n×n, order θ, c, κ).
 pub struct Posterior {
     /// β̂ (length n), logits.
     pub mean: Vec<f64>,
-    /// Σ = H⁻¹ (n×n).
-    pub cov: Matrix,
+    /// Σ = H⁻¹.
+    pub cov: Covariance,
 }
 
 impl Posterior {
-    /// Σ = H⁻¹ from the fit's Cholesky factor.
+    /// A posterior with a dense covariance.
+    pub fn dense(mean: Vec<f64>, cov: Matrix) -> Self {
+        Self { mean, cov: Covariance::Dense(cov) }
+    }
+
+    /// Σ from the fit's factor: the dense inverse, or (large pools) diag Σ by selected inversion.
     pub fn from_fit(fit: &Fit) -> Self {
-        Self { mean: fit.beta.clone(), cov: fit.chol.inverse() }
+        let cov = match &fit.chol {
+            Factor::Dense(c) => Covariance::Dense(c.inverse()),
+            Factor::Sparse(f) => Covariance::Sparse { diag: f.inverse_diag(), factor: f.clone() },
+        };
+        Self { mean: fit.beta.clone(), cov }
+    }
+
+    /// The dense Σ, when this posterior has one (small problems).
+    pub fn dense_cov(&self) -> Option<&Matrix> {
+        match &self.cov {
+            Covariance::Dense(m) => Some(m),
+            Covariance::Sparse { .. } => None,
+        }
+    }
+
+    /// Σ_rr.
+    pub fn var(&self, r: usize) -> f64 {
+        match &self.cov {
+            Covariance::Dense(m) => m[(r, r)],
+            Covariance::Sparse { diag, .. } => diag[r],
+        }
     }
 
     /// Posterior standard deviations √Σ_rr (length n), logits.
     pub fn sd(&self) -> Vec<f64> {
-        (0..self.mean.len()).map(|r| self.cov[(r, r)].max(0.0).sqrt()).collect()
+        (0..self.mean.len()).map(|r| self.var(r).max(0.0).sqrt()).collect()
+    }
+
+    /// Σ d for a design vector given by its nonzeros (index, value) (length n).
+    pub fn cov_times(&self, d: &[(usize, f64)]) -> Vec<f64> {
+        let n = self.mean.len();
+        match &self.cov {
+            Covariance::Dense(m) => {
+                let mut u = vec![0.0; n];
+                for &(c, v) in d {
+                    if v != 0.0 {
+                        for (t, s) in u.iter_mut().zip(m.col(c)) {
+                            *t += v * s;
+                        }
+                    }
+                }
+                u
+            }
+            Covariance::Sparse { factor, .. } => {
+                let mut b = vec![0.0; n];
+                for &(c, v) in d {
+                    b[c] += v;
+                }
+                factor.solve(&b)
+            }
+        }
+    }
+
+    /// The columns Σ e_c for `cols` (n×cols.len()): copies of the dense Σ, or solves with the
+    /// sparse factor (all columns at once).
+    pub fn columns(&self, cols: &[usize]) -> Matrix {
+        let n = self.mean.len();
+        match &self.cov {
+            Covariance::Dense(m) => Matrix::from_fn(n, cols.len(), |r, j| m.col(cols[j])[r]),
+            Covariance::Sparse { factor, .. } => {
+                let mut b = Matrix::from_fn(n, cols.len(), |r, j| if r == cols[j] { 1.0 } else { 0.0 });
+                factor.solve_in_place(&mut b);
+                b
+            }
+        }
     }
 
     /// Posterior variance of the quality contrast θ_i − θ_j: Σ_ii + Σ_jj − 2Σ_ij.
     pub fn contrast_var(&self, i: usize, j: usize) -> f64 {
-        self.cov[(i, i)] + self.cov[(j, j)] - 2.0 * self.cov[(i, j)]
+        match &self.cov {
+            Covariance::Dense(m) => m[(i, i)] + m[(j, j)] - 2.0 * m[(i, j)],
+            Covariance::Sparse { .. } => {
+                let u = self.cov_times(&[(i, 1.0), (j, -1.0)]);
+                u[i] - u[j]
+            }
+        }
     }
 }

@@ -94,10 +94,30 @@ pub fn fit_and_summarise(
     warm: Option<&[f64]>,
     rng: &mut ChaCha8Rng,
 ) -> Result<(FitSummary, Fit, Posterior), FitError> {
+    fit_and_summarise_with(pool, cov, design, prior, k, draws, warm, rng, &FitOptions::default())
+}
+
+/// [`fit_and_summarise`] with explicit fit options (e.g. to force the dense or the large-pool
+/// path, [`FitOptions::sparse_min_params`]).
+///
+/// # Errors
+/// [`FitError`] from the Newton fit.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_and_summarise_with(
+    pool: &Pool,
+    cov: &Covariates,
+    design: &Design,
+    prior: &Prior,
+    k: usize,
+    draws: usize,
+    warm: Option<&[f64]>,
+    rng: &mut ChaCha8Rng,
+    opts: &FitOptions,
+) -> Result<(FitSummary, Fit, Posterior), FitError> {
     let m = pool.n_bases();
     let p = cov.p();
     let lambda = prior.diagonal(m, p);
-    let fit = bt::fit(design, &lambda, warm, &FitOptions::default())?;
+    let fit = bt::fit(design, &lambda, warm, opts)?;
     // Σ = H⁻¹ and the membership draws both start from the Cholesky factor and are independent:
     // on large problems they run side by side (each is deterministic on its own).
     let (post, membership) = if fit.beta.len() >= PARALLEL_MIN_PARAMS {
