@@ -1,8 +1,12 @@
 //! Criterion benchmarks of one refit step of Algorithm 1 (docs/model.md §3) at N = 100 and N = 1000 with
 //! 10·N comparisons, bias-aware model with one covariate: `fit` (warm-started Newton), `laplace`
-//! (Σ = H⁻¹), `membership` (S = 1000 draws), `acquire` (a batch of 8 top-k picks), `refit_step`
-//! (what the runner does per refit: `fit_and_summarise` — fit, Σ, membership, summary — then the
-//! 8 picks). Data are built outside the timed closures; fixed seeds.
+//! (Σ = H⁻¹, or diag Σ by selected inversion on the large-pool path), `membership` (S = 1000
+//! draws), `acquire` (a batch of 8 top-k picks), `refit_step` (what the runner does per refit:
+//! `fit_and_summarise` — fit, Σ, membership, summary — then the 8 picks). `refit_step_dense`
+//! forces the dense path at N = 1000 for comparison. The `large_*` groups run the large-pool
+//! path at N = 1,000 / 3,000 / 10,000 with k = 50 and 4·N comparisons (2·N random pairs, both
+//! orders: 40,000 comparisons at N = 10,000). Data are built outside the timed closures; fixed
+//! seeds. Filter with e.g. `cargo bench --bench refit -- large_refit_step`.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::collections::HashSet;
@@ -11,7 +15,7 @@ use topk_judge::acquire::{self, Context, Orders, StrategyKind};
 use topk_judge::analysis::synth::{SynthSpec, generate};
 use topk_judge::model::bt::{self, FitOptions, Prior};
 use topk_judge::model::membership::topk_membership;
-use topk_judge::model::summary::{ItemVerdict, build_design, fit_and_summarise};
+use topk_judge::model::summary::{ItemVerdict, build_design, fit_and_summarise, fit_and_summarise_with};
 use topk_judge::model::{Design, Posterior};
 use topk_judge::rng;
 use topk_judge::store::pool::{CovariateSpec, Covariates, Pool, build_covariates};
@@ -26,16 +30,25 @@ struct Setup {
 }
 
 fn setup(n: usize) -> Setup {
+    setup_with(n, 10 * n, false)
+}
+
+/// `q` comparisons: random ordered pairs, or (`both`) q/2 random unordered pairs in both orders
+/// as the runner asks them.
+fn setup_with(n: usize, q: usize, both: bool) -> Setup {
     use rand::RngExt;
     let s =
         generate(&SynthSpec { n, rho: 0.3, c_star: 1.0, kappa_star: 0.5, temperature: 1.0, paired: false, seed: 1 });
     let cov = build_covariates(&s.pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
     let mut r = rng::stream(2, "bench", 0);
     let mut queried = HashSet::new();
-    while queried.len() < 10 * n {
+    while queried.len() < q {
         let (a, b) = (r.random_range(0..n), r.random_range(0..n));
         if a != b {
             queried.insert((a, b));
+            if both {
+                queried.insert((b, a));
+            }
         }
     }
     let mut list: Vec<(usize, usize)> = queried.iter().copied().collect();
@@ -51,6 +64,10 @@ fn setup(n: usize) -> Setup {
 }
 
 fn picks(st: &Setup, post: &Posterior, pi: &[f64]) -> Vec<(usize, usize)> {
+    picks_k(st, post, pi, 10)
+}
+
+fn picks_k(st: &Setup, post: &Posterior, pi: &[f64], k: usize) -> Vec<(usize, usize)> {
     let ctx = Context {
         item_base: &st.pool.item_base,
         x: &st.cov.x,
@@ -58,7 +75,7 @@ fn picks(st: &Setup, post: &Posterior, pi: &[f64]) -> Vec<(usize, usize)> {
         p: 1,
         post,
         membership: pi,
-        k: 10,
+        k,
         queried: &st.queried,
         orders: Orders::Both,
         seed: 3,
@@ -114,8 +131,83 @@ fn bench(c: &mut Criterion) {
             })
         });
         g.finish();
+        if n == 1000 {
+            let mut g = c.benchmark_group("refit_step_dense");
+            g.sample_size(samples);
+            let dense = FitOptions { sparse_min_params: usize::MAX, ..Default::default() };
+            g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+                b.iter(|| {
+                    let (summary, _fit, post) = fit_and_summarise_with(
+                        &st.pool,
+                        &st.cov,
+                        black_box(&st.design),
+                        &Prior::default(),
+                        k,
+                        1000,
+                        Some(&st.warm),
+                        &mut rng::stream(4, "membership", 0),
+                        &dense,
+                    )
+                    .unwrap();
+                    picks(&st, &post, &summary.membership)
+                })
+            });
+            g.finish();
+        }
     }
 }
 
-criterion_group!(benches, bench);
+/// The large-pool path at N = 1,000 / 3,000 / 10,000: k = 50, 4·N comparisons in both orders.
+fn bench_large(c: &mut Criterion) {
+    let k = 50;
+    for n in [1000usize, 3000, 10_000] {
+        let st = setup_with(n, 4 * n, true);
+        let fit = bt::fit(&st.design, &st.lambda, Some(&st.warm), &FitOptions::default()).unwrap();
+        let post = Posterior::from_fit(&fit);
+        let pi = topk_membership(&fit, n, k, 1000, &mut rng::stream(4, "membership", 0));
+        let mut g = c.benchmark_group("large_fit");
+        g.sample_size(10);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| bt::fit(black_box(&st.design), &st.lambda, Some(&st.warm), &FitOptions::default()).unwrap())
+        });
+        g.finish();
+        let mut g = c.benchmark_group("large_laplace");
+        g.sample_size(10);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| b.iter(|| Posterior::from_fit(black_box(&fit))));
+        g.finish();
+        let mut g = c.benchmark_group("large_membership");
+        g.sample_size(10);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| topk_membership(black_box(&fit), n, k, 1000, &mut rng::stream(4, "membership", 0)))
+        });
+        g.finish();
+        let mut g = c.benchmark_group("large_acquire");
+        g.sample_size(10);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| picks_k(&st, black_box(&post), &pi, k))
+        });
+        g.finish();
+        let mut g = c.benchmark_group("large_refit_step");
+        g.sample_size(10);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                let (summary, _fit, post) = fit_and_summarise(
+                    &st.pool,
+                    &st.cov,
+                    black_box(&st.design),
+                    &Prior::default(),
+                    k,
+                    1000,
+                    Some(&st.warm),
+                    &mut rng::stream(4, "membership", 0),
+                )
+                .unwrap();
+                picks_k(&st, &post, &summary.membership, k)
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench, bench_large);
 criterion_main!(benches);

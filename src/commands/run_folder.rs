@@ -135,20 +135,20 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
         tracing::warn!("{w}");
     }
     let pool = &cfg.pool;
-    let n = pool.n_items();
     let mut out = Vec::new();
     match make_judge(&cfg.raw.judge) {
         Ok(judge) => {
-            let mut keys = HashMap::new();
-            for a in 0..n {
-                for b in 0..n {
-                    if a != b {
-                        keys.insert(judge.cache_key(pool, a, b), (a, b));
-                    }
-                }
-            }
+            // Keys hashed per record's pair (not for all N(N − 1) pairs; docs/model.md §1).
+            let index: HashMap<&str, usize> =
+                pool.items.iter().enumerate().map(|(i, it)| (it.id.as_str(), i)).collect();
+            let keys = crate::store::ledger::KeyIndex::from_named(
+                &index,
+                records.iter().map(|r| (r.a.as_str(), r.b.as_str())),
+                |a, b| a != b,
+                |a, b| judge.cache_key(pool, a, b),
+            );
             for r in &records {
-                if let (Some(&(a, b)), Some(y)) = (keys.get(&r.key), r.y) {
+                if let (Some((a, b)), Some(y)) = (keys.get(&r.key), r.y) {
                     out.push(ItemVerdict { a, b, y, w: r.weight(cfg.raw.model.strong_preference_weight) });
                 }
             }

@@ -30,7 +30,7 @@ use crate::run::faults::{EndpointGuard, Quarantine};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
 use crate::store::config::Config;
-use crate::store::ledger::{CacheError, VerdictRecord};
+use crate::store::ledger::{CacheError, KeyIndex, VerdictRecord};
 use crate::store::lock::{LockError, RunLock};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -91,21 +91,44 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_owned(), source }
 }
 
-/// Ordered query keys for every cross-base ordered pair (plus within-base pairs under
-/// `design: paired`): key → (a, b).
-fn key_map(judge: &dyn Judge, cfg: &Config) -> HashMap<String, (usize, usize)> {
-    let pool = &cfg.pool;
-    let n = pool.n_items();
+/// Whether the ordered pair (a, b) is a query of this run: different items of different bases
+/// (plus within-base pairs under the paired design).
+fn allowed_pair(cfg: &Config, a: usize, b: usize) -> bool {
     let paired = cfg.raw.design == crate::analysis::design::DesignKind::Paired;
-    let mut m = HashMap::new();
-    for a in 0..n {
-        for b in 0..n {
-            if a != b && (paired || pool.item_base[a] != pool.item_base[b]) {
-                m.insert(judge.cache_key(pool, a, b), (a, b));
-            }
-        }
+    a != b && (paired || cfg.pool.item_base[a] != cfg.pool.item_base[b])
+}
+
+/// Number of ordered pairs [`allowed_pair`] accepts, counted without listing them.
+fn count_pairs(cfg: &Config) -> u64 {
+    let n = cfg.pool.n_items() as u64;
+    if cfg.raw.design == crate::analysis::design::DesignKind::Paired {
+        return n * n.saturating_sub(1);
     }
-    m
+    let mut per_base = vec![0u64; cfg.pool.n_bases()];
+    for &b in &cfg.pool.item_base {
+        per_base[b] += 1;
+    }
+    n * n - per_base.iter().map(|c| c * c).sum::<u64>()
+}
+
+/// The keys of this judge's queries on record in the run folder (verdicts and their duplicates,
+/// failed queries, intents), hashed per named pair ([`KeyIndex`]); the run adds each query it
+/// sends.
+fn key_index(judge: &dyn Judge, cfg: &Config, books: &Books) -> KeyIndex {
+    let pool = &cfg.pool;
+    let index: HashMap<&str, usize> = pool.items.iter().enumerate().map(|(i, it)| (it.id.as_str(), i)).collect();
+    let log = books.log();
+    let other: Vec<(String, String)> = ["failed.jsonl", "intents.jsonl"]
+        .iter()
+        .flat_map(|f| crate::store::ledger::named_pairs(&cfg.run_dir.join(f)))
+        .collect();
+    let named = log
+        .records()
+        .iter()
+        .chain(log.duplicates().iter().map(|d| &d.record))
+        .map(|r| (r.a.as_str(), r.b.as_str()))
+        .chain(other.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+    KeyIndex::from_named(&index, named, |a, b| allowed_pair(cfg, a, b), |a, b| judge.cache_key(pool, a, b))
 }
 
 /// Hash of what determines the fit (model, covariates, k, seed, draws) for warm-start matching.
@@ -179,8 +202,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     // Open intents of a run that ended early are booked as possibly billed here.
     let (mut books, warnings) = Books::open(dir)?;
     let pool = Arc::new(cfg.pool.clone());
-    let keys = key_map(judge.as_ref(), cfg);
-    let total_pairs = keys.len() as u64;
+    let keys = std::cell::RefCell::new(key_index(judge.as_ref(), cfg, &books));
+    let total_pairs = count_pairs(cfg);
     let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(total_pairs).min(total_pairs), opts.progress);
     for w in other_run.into_iter().chain(warnings) {
         progress.println(&format!("warning: {w}"));
@@ -209,10 +232,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         let log = books.log();
         log.records()
             .iter()
-            .filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w))))
+            .filter_map(|r| {
+                keys.borrow().get(&r.key).map(|(a, b)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w)))
+            })
             .collect()
     };
-    let is_mine = |k: &str| keys.contains_key(k);
+    let is_mine = |k: &str| keys.borrow().contains(k);
     let stored = mine(&books);
     // Everything booked for this judge: verdicts, paid failures, possibly billed requests.
     let spent = books.spend(&is_mine).total_usd();
@@ -351,7 +376,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     usd_stop = true;
                     break;
                 };
-                wave.push((a, b, judge.cache_key(&pool, a, b), worst, res));
+                let key = judge.cache_key(&pool, a, b);
+                keys.borrow_mut().insert(key.clone(), a, b);
+                wave.push((a, b, key, worst, res));
             }
             if !wave.is_empty() {
                 let it = &pool.items;
@@ -476,7 +503,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     if failing.is_some() {
         result.last_error = Some(last_error);
     }
-    let records: Vec<&VerdictRecord> = books.log().records().iter().filter(|r| keys.contains_key(&r.key)).collect();
+    let records: Vec<&VerdictRecord> =
+        books.log().records().iter().filter(|r| keys.borrow().contains(&r.key)).collect();
     result.verdicts_report = verdicts_report(cfg, &records, invalid_stop);
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
