@@ -5,7 +5,7 @@
 //! step with that query's information (weight p̂(1 − p̂), full design row), so a batch of R picks
 //! is not redundant; π stays fixed until the next refit.
 
-use super::{Context, StrategyKind, Unit, argmax_tiebreak, candidate_units, candidate_units_touching};
+use super::{Context, Orders, StrategyKind, Unit, argmax_tiebreak, candidate_units, candidate_units_touching};
 use crate::model::Posterior;
 use crate::model::bt::sigmoid;
 use crate::model::linalg::{Matrix, sherman_morrison_update};
@@ -84,6 +84,9 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
     let g = ctx.apparent();
     let kappa = ctx.kappa();
     let bw: Vec<f64> = ctx.membership.iter().map(|q| q * (1.0 - q)).collect();
+    if ctx.post.dense_cov().is_none() {
+        return select_large(kind, ctx, r, rng, &bw);
+    }
     // Score = weight · v_ij; the weight does not change within the batch. Under `topk` a unit
     // whose two bases both have π ∈ {0, 1} has weight 0 and score 0 for the whole batch, so only
     // the units touching an item with 0 < π < 1 are scored ("active"); the others matter only
@@ -124,41 +127,17 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
             }
         })
         .collect();
-    // v_ij = Σ_ii + Σ_jj − 2Σ_ij. Dense Σ: Σ_ij read from column i (contiguous for a run of units
-    // with one a). Large pools: the columns Σ e_h of the bases h of hot items only (every unit
-    // touches one), from solves with the sparse factor of H.
+    // v_ij = Σ_ii + Σ_jj − 2Σ_ij, Σ_ij read from column i (contiguous for a run of units with one a).
     let post = ctx.post;
-    let diag: Vec<f64> = (0..post.mean.len()).map(|r| post.var(r)).collect();
-    let mut v: Vec<f64> = match post.dense_cov() {
-        Some(sigma) => pair_bases
-            .iter()
-            .map(|&(i, j)| {
-                let (i, j) = (i as usize, j as usize);
-                diag[i] + diag[j] - 2.0 * sigma[(j, i)]
-            })
-            .collect(),
-        None => {
-            let mut slot = vec![u32::MAX; ctx.m];
-            let mut hot_bases = Vec::new();
-            for (item, &h) in hot.iter().enumerate() {
-                let b = ctx.item_base[item];
-                if h && slot[b] == u32::MAX {
-                    slot[b] = hot_bases.len() as u32;
-                    hot_bases.push(b);
-                }
-            }
-            let cols = post.columns(&hot_bases);
-            pair_bases
-                .iter()
-                .map(|&(i, j)| {
-                    let (i, j) = (i as usize, j as usize);
-                    let sij =
-                        if slot[i] != u32::MAX { cols.col(slot[i] as usize)[j] } else { cols.col(slot[j] as usize)[i] };
-                    diag[i] + diag[j] - 2.0 * sij
-                })
-                .collect()
-        }
-    };
+    let sigma = post.dense_cov().expect("large pools take select_large");
+    let diag: Vec<f64> = (0..sigma.nrows()).map(|r| sigma[(r, r)]).collect();
+    let mut v: Vec<f64> = pair_bases
+        .iter()
+        .map(|&(i, j)| {
+            let (i, j) = (i as usize, j as usize);
+            diag[i] + diag[j] - 2.0 * sigma[(j, i)]
+        })
+        .collect();
     let mut scores: Vec<f64> = weight.iter().zip(&v).map(|(w, v)| w * v).collect();
     let mut taken: Vec<Unit> = Vec::new();
     let mut cov = BatchCov::new(post);
@@ -200,6 +179,241 @@ pub fn select(kind: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8
                 let e = us[i as usize] - us[j as usize];
                 *vu -= f * e * e;
                 *s = w * *vu;
+            }
+        }
+    }
+    picked
+}
+
+/// [`select`] for large pools (no dense Σ; docs/model.md §2 "Large pools"): the same picks,
+/// found by bounding instead of scoring every candidate unit.
+///
+/// By Cauchy–Schwarz v_ij ≤ (sd_i + sd_j)², and the batch's Sherman–Morrison steps only lower
+/// v, so b_u = weight_u · (sd_i + sd_j)² bounds a unit's score for the whole batch, and
+/// weight_u ≤ ½ (π_i(1 − π_i) + π_j(1 − π_j)) (each p̂(1 − p̂) ≤ ¼). Before each pick every unit
+/// whose bound reaches the tie threshold of the best exact score so far is scored exactly (Σ_ij
+/// from the column Σ e_i of one of its bases, solved with the sparse factor of H and kept for
+/// the batch); a unit left unscored cannot reach the maximum, nor tie with it. The units scored,
+/// their order (a, b) for the tie-break and the random draws are those of the exhaustive scan.
+fn select_large(
+    kind: StrategyKind,
+    ctx: &Context<'_>,
+    r: usize,
+    rng: &mut ChaCha8Rng,
+    bw: &[f64],
+) -> Vec<(usize, usize)> {
+    use std::collections::{HashMap, HashSet};
+    let g = ctx.apparent();
+    let kappa = ctx.kappa();
+    let post = ctx.post;
+    let n = ctx.n_items();
+    let base = ctx.item_base;
+    let mut queried = vec![0u64; (n * n).div_ceil(64)];
+    for &(a, b) in ctx.queried {
+        if a < n && b < n {
+            let k = a * n + b;
+            queried[k / 64] |= 1 << (k % 64);
+        }
+    }
+    let open = |a: usize, b: usize| {
+        let k = a * n + b;
+        a != b && base[a] != base[b] && queried[k / 64] & (1 << (k % 64)) == 0
+    };
+    let eg: Vec<f64> = g.iter().map(|v| v.exp()).collect();
+    let ek = kappa.exp();
+    let info = |a: usize, b: usize| {
+        let (ak, bb) = (eg[a] * ek, eg[b]);
+        let w = ak * bb / ((bb + ak) * (bb + ak));
+        if w.is_finite() && w > 0.0 { w } else { fisher_weight(&g, kappa, a, b) }
+    };
+    let diag: Vec<f64> = (0..post.mean.len()).map(|r| post.var(r)).collect();
+    let sd: Vec<f64> = (0..ctx.m).map(|i| diag[i].max(0.0).sqrt()).collect();
+    // Per-item factor of the weight bound: weight_u ≤ ½ (h_a + h_b) with h = π(1 − π) (topk),
+    // weight ≤ ½ (d_optimal), weight = 1 (uncertainty), written as c·(h_a + h_b).
+    let (h, c): (Vec<f64>, f64) = match kind {
+        StrategyKind::Topk => ((0..n).map(|a| bw[base[a]]).collect(), 0.5),
+        StrategyKind::DOptimal => (vec![0.5; n], 0.5),
+        _ => (vec![0.5; n], 1.0),
+    };
+    let hmax = h.iter().copied().fold(0.0f64, f64::max);
+    let sdmax = sd.iter().copied().fold(0.0f64, f64::max);
+    let item_bound = |a: usize| c * (h[a] + hmax) * (sd[base[a]] + sdmax).powi(2) * (1.0 + 1e-9);
+    let unit_of = |a: usize, b: usize| -> Option<Unit> {
+        let mask = match ctx.orders {
+            Orders::Both => u8::from(open(a, b)) | (u8::from(open(b, a)) << 1),
+            Orders::Single => u8::from(open(a, b)),
+        };
+        (mask != 0).then_some(Unit { a: a as u32, b: b as u32, mask })
+    };
+    let weight_of = |u: Unit| {
+        let (a, b) = u.pair();
+        let w = || (if u.mask & 1 != 0 { info(a, b) } else { 0.0 }) + if u.mask & 2 != 0 { info(b, a) } else { 0.0 };
+        match kind {
+            StrategyKind::Topk => w() * (bw[base[a]] + bw[base[b]]),
+            StrategyKind::DOptimal => w(),
+            _ => 1.0,
+        }
+    };
+    let bound_of = |u: Unit, w: f64| {
+        let (a, b) = u.pair();
+        w * (sd[base[a]] + sd[base[b]]).powi(2) * (1.0 + 1e-9)
+    };
+    // Every open unit with bound ≥ thr (and positive), not in `seen`: both items must pass the
+    // item-level bound, so only pairs among those items are looked at.
+    let above = |thr: f64, seen: &HashSet<(u32, u32)>| -> Vec<(Unit, f64)> {
+        let items: Vec<usize> = (0..n).filter(|&a| item_bound(a) >= thr && item_bound(a) > 0.0).collect();
+        // A unit needs one item with h > 0 (its weight is 0 otherwise).
+        let warm: Vec<usize> = items.iter().copied().filter(|&a| h[a] > 0.0).collect();
+        let mut out = Vec::new();
+        for &a in &items {
+            let pool: &[usize] = if h[a] > 0.0 { &items } else { &warm };
+            let partners = match ctx.orders {
+                Orders::Both => &pool[pool.partition_point(|&b| b <= a)..],
+                Orders::Single => pool,
+            };
+            for &b in partners {
+                if seen.contains(&(a as u32, b as u32)) {
+                    continue;
+                }
+                if let Some(u) = unit_of(a, b) {
+                    let w = weight_of(u);
+                    let bd = bound_of(u, w);
+                    if bd >= thr && bd > 0.0 {
+                        out.push((u, w));
+                    }
+                }
+            }
+        }
+        out
+    };
+    let mut columns: HashMap<usize, Vec<f64>> = HashMap::new();
+    // Exact Σ_ij of the batch-start Σ for units whose bases' columns are missing: solve them.
+    let fill_columns = |columns: &mut HashMap<usize, Vec<f64>>, pairs: &[(usize, usize)]| {
+        let mut need: Vec<usize> = Vec::new();
+        for &(i, j) in pairs {
+            if !columns.contains_key(&i) && !columns.contains_key(&j) && !need.contains(&i) {
+                need.push(i);
+            }
+        }
+        for chunk in need.chunks(64) {
+            let cols = post.columns(chunk);
+            for (k, &b) in chunk.iter().enumerate() {
+                columns.insert(b, cols.col(k).to_vec());
+            }
+        }
+    };
+    let sigma_ij = |columns: &HashMap<usize, Vec<f64>>, i: usize, j: usize| match columns.get(&i) {
+        Some(col) => col[j],
+        None => columns[&j][i],
+    };
+    // Scored units: (unit, weight, v, score), score −∞ once taken.
+    let mut scored: Vec<(Unit, f64, f64, f64)> = Vec::new();
+    let mut seen: HashSet<(u32, u32)> = HashSet::new();
+    let mut cov = BatchCov::new(post);
+    let mut taken: Vec<Unit> = Vec::new();
+    let mut picked: Vec<(usize, usize)> = Vec::new();
+    let score_new = |fresh: Vec<(Unit, f64)>,
+                     scored: &mut Vec<(Unit, f64, f64, f64)>,
+                     seen: &mut HashSet<(u32, u32)>,
+                     columns: &mut HashMap<usize, Vec<f64>>,
+                     downdates: &[(f64, Vec<f64>)]| {
+        let pairs: Vec<(usize, usize)> = fresh
+            .iter()
+            .map(|(u, _)| {
+                let (a, b) = u.pair();
+                (base[a], base[b])
+            })
+            .collect();
+        fill_columns(columns, &pairs);
+        for ((u, w), (i, j)) in fresh.into_iter().zip(pairs) {
+            let mut v = diag[i] + diag[j] - 2.0 * sigma_ij(columns, i, j);
+            for (f, us) in downdates {
+                let e = us[i] - us[j];
+                v -= f * e * e;
+            }
+            seen.insert((u.a, u.b));
+            scored.push((u, w, v, w * v));
+        }
+        scored.sort_by_key(|x| x.0.pair());
+    };
+    // A unit to start from (and to restart from when every scored unit is taken): the unscored
+    // unit with the largest bound among the partners of the item with the largest item-level
+    // bound that has one.
+    let mut order: Vec<usize> = (0..n).filter(|&a| item_bound(a) > 0.0).collect();
+    order.sort_by(|&x, &y| item_bound(y).total_cmp(&item_bound(x)));
+    let seed = |seen: &HashSet<(u32, u32)>| -> Vec<(Unit, f64)> {
+        for &a0 in &order {
+            let best = (0..n)
+                .filter_map(|b| match ctx.orders {
+                    Orders::Both => unit_of(a0.min(b), a0.max(b)),
+                    Orders::Single => unit_of(a0, b),
+                })
+                .filter(|u| !seen.contains(&(u.a, u.b)))
+                .map(|u| (u, weight_of(u)))
+                .filter(|&(u, w)| bound_of(u, w) > 0.0)
+                .max_by(|x, y| bound_of(x.0, x.1).total_cmp(&bound_of(y.0, y.1)));
+            if let Some(b) = best {
+                return vec![b];
+            }
+        }
+        Vec::new()
+    };
+    while picked.len() < r {
+        // Score every unit that could reach the tie threshold of the best exact score.
+        loop {
+            let best = scored.iter().map(|x| x.3).fold(f64::NEG_INFINITY, f64::max);
+            if !best.is_finite() {
+                let first = seed(&seen);
+                if first.is_empty() {
+                    break;
+                }
+                score_new(first, &mut scored, &mut seen, &mut columns, &cov.downdates);
+                continue;
+            }
+            let thr = best - 1e-12 * best.abs();
+            let fresh = above(thr.max(f64::MIN_POSITIVE), &seen);
+            if fresh.is_empty() {
+                break;
+            }
+            score_new(fresh, &mut scored, &mut seen, &mut columns, &cov.downdates);
+        }
+        let scores: Vec<f64> = scored.iter().map(|x| x.3).collect();
+        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let best = match if top > 0.0 { argmax_tiebreak(&scores, rng) } else { None } {
+            Some(u) => scored[u].0,
+            None => {
+                let rest: Vec<Unit> = candidate_units(ctx).into_iter().filter(|u| !taken.contains(u)).collect();
+                if rest.is_empty() {
+                    break;
+                }
+                rest[argmax_tiebreak(&vec![0.0; rest.len()], rng).expect("non-empty")]
+            }
+        };
+        taken.push(best);
+        if let Some(x) = scored.iter_mut().find(|x| x.0 == best) {
+            x.3 = f64::NEG_INFINITY;
+        }
+        seen.insert((best.a, best.b));
+        let first_new = cov.downdates.len();
+        for (a, b) in best.orders() {
+            if picked.len() >= r {
+                break;
+            }
+            picked.push((a, b));
+            cov.add(ctx, a, b, fisher_weight(&g, kappa, a, b));
+        }
+        if picked.len() >= r {
+            break;
+        }
+        for (f, us) in &cov.downdates[first_new..] {
+            for (u, w, v, s) in scored.iter_mut() {
+                if *s == f64::NEG_INFINITY {
+                    continue;
+                }
+                let (a, b) = u.pair();
+                let e = us[base[a]] - us[base[b]];
+                *v -= f * e * e;
+                *s = *w * *v;
             }
         }
     }
