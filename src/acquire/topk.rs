@@ -202,7 +202,7 @@ fn select_large(
     rng: &mut ChaCha8Rng,
     bw: &[f64],
 ) -> Vec<(usize, usize)> {
-    use std::collections::{HashMap, HashSet};
+    use std::collections::HashMap;
     let g = ctx.apparent();
     let kappa = ctx.kappa();
     let post = ctx.post;
@@ -260,7 +260,12 @@ fn select_large(
     };
     // Every open unit with bound ≥ thr (and positive), not in `seen`: both items must pass the
     // item-level bound, so only pairs among those items are looked at.
-    let above = |thr: f64, seen: &HashSet<(u32, u32)>| -> Vec<(Unit, f64)> {
+    // Units already scored (or taken), as an N×N bitmap of (a, b).
+    let is_seen = |seen: &[u64], a: u32, b: u32| {
+        let k = a as usize * n + b as usize;
+        seen[k / 64] & (1 << (k % 64)) != 0
+    };
+    let above = |thr: f64, seen: &[u64]| -> Vec<(Unit, f64, f64)> {
         let items: Vec<usize> = (0..n).filter(|&a| item_bound(a) >= thr && item_bound(a) > 0.0).collect();
         // A unit needs one item with h > 0 (its weight is 0 otherwise).
         let warm: Vec<usize> = items.iter().copied().filter(|&a| h[a] > 0.0).collect();
@@ -272,18 +277,19 @@ fn select_large(
                 Orders::Single => pool,
             };
             for &b in partners {
-                if seen.contains(&(a as u32, b as u32)) {
+                if is_seen(seen, a as u32, b as u32) {
                     continue;
                 }
                 if let Some(u) = unit_of(a, b) {
                     let w = weight_of(u);
                     let bd = bound_of(u, w);
                     if bd >= thr && bd > 0.0 {
-                        out.push((u, w));
+                        out.push((u, w, bd));
                     }
                 }
             }
         }
+        out.sort_by(|x, y| y.2.total_cmp(&x.2));
         out
     };
     let mut columns: HashMap<usize, Vec<f64>> = HashMap::new();
@@ -308,13 +314,13 @@ fn select_large(
     };
     // Scored units: (unit, weight, v, score), score −∞ once taken.
     let mut scored: Vec<(Unit, f64, f64, f64)> = Vec::new();
-    let mut seen: HashSet<(u32, u32)> = HashSet::new();
+    let mut seen = vec![0u64; (n * n).div_ceil(64)];
     let mut cov = BatchCov::new(post);
     let mut taken: Vec<Unit> = Vec::new();
     let mut picked: Vec<(usize, usize)> = Vec::new();
     let score_new = |fresh: Vec<(Unit, f64)>,
                      scored: &mut Vec<(Unit, f64, f64, f64)>,
-                     seen: &mut HashSet<(u32, u32)>,
+                     seen: &mut [u64],
                      columns: &mut HashMap<usize, Vec<f64>>,
                      downdates: &[(f64, Vec<f64>)]| {
         let pairs: Vec<(usize, usize)> = fresh
@@ -331,7 +337,8 @@ fn select_large(
                 let e = us[i] - us[j];
                 v -= f * e * e;
             }
-            seen.insert((u.a, u.b));
+            let k = u.a as usize * n + u.b as usize;
+            seen[k / 64] |= 1 << (k % 64);
             scored.push((u, w, v, w * v));
         }
         scored.sort_by_key(|x| x.0.pair());
@@ -341,14 +348,14 @@ fn select_large(
     // bound that has one.
     let mut order: Vec<usize> = (0..n).filter(|&a| item_bound(a) > 0.0).collect();
     order.sort_by(|&x, &y| item_bound(y).total_cmp(&item_bound(x)));
-    let seed = |seen: &HashSet<(u32, u32)>| -> Vec<(Unit, f64)> {
+    let seed = |seen: &[u64]| -> Vec<(Unit, f64)> {
         for &a0 in &order {
             let best = (0..n)
                 .filter_map(|b| match ctx.orders {
                     Orders::Both => unit_of(a0.min(b), a0.max(b)),
                     Orders::Single => unit_of(a0, b),
                 })
-                .filter(|u| !seen.contains(&(u.a, u.b)))
+                .filter(|u| !is_seen(seen, u.a, u.b))
                 .map(|u| (u, weight_of(u)))
                 .filter(|&(u, w)| bound_of(u, w) > 0.0)
                 .max_by(|x, y| bound_of(x.0, x.1).total_cmp(&bound_of(y.0, y.1)));
@@ -358,6 +365,9 @@ fn select_large(
         }
         Vec::new()
     };
+    let mut cand: Vec<(Unit, f64, f64)> = Vec::new();
+    let mut next = 0;
+    let mut floor = f64::INFINITY;
     while picked.len() < r {
         // Score every unit that could reach the tie threshold of the best exact score.
         loop {
@@ -370,8 +380,22 @@ fn select_large(
                 score_new(first, &mut scored, &mut seen, &mut columns, &cov.downdates);
                 continue;
             }
-            let thr = best - 1e-12 * best.abs();
-            let fresh = above(thr.max(f64::MIN_POSITIVE), &seen);
+            let thr = (best - 1e-12 * best.abs()).max(f64::MIN_POSITIVE);
+            // The candidates above `floor`, by bound descending, are listed once and scored as
+            // the threshold comes down to them; below the floor they are listed again.
+            if thr < floor {
+                floor = thr * 0.5;
+                cand = above(floor, &seen);
+                next = 0;
+            }
+            let mut fresh = Vec::new();
+            while next < cand.len() && cand[next].2 >= thr {
+                let (u, w, _) = cand[next];
+                if !is_seen(&seen, u.a, u.b) {
+                    fresh.push((u, w));
+                }
+                next += 1;
+            }
             if fresh.is_empty() {
                 break;
             }
@@ -393,7 +417,8 @@ fn select_large(
         if let Some(x) = scored.iter_mut().find(|x| x.0 == best) {
             x.3 = f64::NEG_INFINITY;
         }
-        seen.insert((best.a, best.b));
+        let k = best.a as usize * n + best.b as usize;
+        seen[k / 64] |= 1 << (k % 64);
         let first_new = cov.downdates.len();
         for (a, b) in best.orders() {
             if picked.len() >= r {
@@ -640,7 +665,7 @@ mod tests {
         assert!((sd.c[0] - ss.c[0]).abs() < 1e-6 && (sd.c_sd[0] - ss.c_sd[0]).abs() < 1e-4);
         assert!((sd.kappa - ss.kappa).abs() < 1e-6 && (sd.kappa_sd - ss.kappa_sd).abs() < 1e-4);
         assert_eq!(sd.topk, ss.topk);
-        let ctx = |post| Context {
+        let ctx = |post, orders| Context {
             item_base: &sp.pool.item_base,
             x: &cov.x,
             m: n,
@@ -649,14 +674,16 @@ mod tests {
             membership: &sd.membership,
             k,
             queried: &queried,
-            orders: Orders::Both,
+            orders,
             seed: 5,
         };
-        for kind in [StrategyKind::Topk, StrategyKind::DOptimal, StrategyKind::Uncertainty, StrategyKind::Lucb] {
-            let want = select_any(kind, &ctx(&pd), 8, &mut crate::rng::stream(4, "acquire", 0));
-            let got = select_any(kind, &ctx(&ps), 8, &mut crate::rng::stream(4, "acquire", 0));
-            assert_eq!(want.len(), 8);
-            assert_eq!(want, got, "{kind:?}");
+        for orders in [Orders::Both, Orders::Single] {
+            for kind in [StrategyKind::Topk, StrategyKind::DOptimal, StrategyKind::Uncertainty, StrategyKind::Lucb] {
+                let want = select_any(kind, &ctx(&pd, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
+                let got = select_any(kind, &ctx(&ps, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
+                assert_eq!(want.len(), 8);
+                assert_eq!(want, got, "{kind:?} {orders:?}");
+            }
         }
     }
 
