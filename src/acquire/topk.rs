@@ -296,9 +296,14 @@ fn select_large(
     // Exact Σ_ij of the batch-start Σ for units whose bases' columns are missing: solve them.
     let fill_columns = |columns: &mut HashMap<usize, Vec<f64>>, pairs: &[(usize, usize)]| {
         let mut need: Vec<usize> = Vec::new();
+        let mut wanted = vec![false; ctx.m];
         for &(i, j) in pairs {
-            if !columns.contains_key(&i) && !columns.contains_key(&j) && !need.contains(&i) {
-                need.push(i);
+            if !columns.contains_key(&i) && !columns.contains_key(&j) && !wanted[i] && !wanted[j] {
+                // The base with the larger π(1 − π): the hot end of a unit, shared by its many
+                // partners, so one column serves them all.
+                let b = if bw[j] > bw[i] { j } else { i };
+                wanted[b] = true;
+                need.push(b);
             }
         }
         for chunk in need.chunks(64) {
@@ -384,7 +389,7 @@ fn select_large(
             // The candidates above `floor`, by bound descending, are listed once and scored as
             // the threshold comes down to them; below the floor they are listed again.
             if thr < floor {
-                floor = thr * 0.5;
+                floor = thr * 0.8;
                 cand = above(floor, &seen);
                 next = 0;
             }

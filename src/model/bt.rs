@@ -321,8 +321,9 @@ pub struct FitOptions {
 /// Cholesky factor of H (N + 2·(compared pairs) nonzeros in the θ block plus the dense c and κ
 /// rows) instead of the dense one, and everything downstream (sd, membership, acquisition) works
 /// from that factor without forming H⁻¹ (docs/model.md §2, "Large pools"). Below it the dense
-/// factor and Σ = H⁻¹ are faster. Measured with `cargo bench --bench refit` (README "Benchmarks").
-pub const LARGE_POOL_MIN_PARAMS: usize = 500;
+/// factor and Σ = H⁻¹ are as fast or faster: `cargo bench --bench refit` measured both paths
+/// equal at N = 1000 (`refit_step` and `refit_step_dense`, README "Benchmarks").
+pub const LARGE_POOL_MIN_PARAMS: usize = 1000;
 
 impl Default for FitOptions {
     fn default() -> Self {
