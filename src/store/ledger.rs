@@ -120,7 +120,12 @@ pub struct VerdictLog {
 /// # Errors
 /// [`CacheError`] for unreadable files or malformed complete lines.
 pub fn read_records(path: &Path) -> Result<(Vec<VerdictRecord>, u64, Option<String>), CacheError> {
-    let bytes = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
+    let raw = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
+    // A UTF-8 byte-order mark (as some editors write) is skipped; UTF-16 is named.
+    let bom = if raw.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
+    crate::store::text::strip_bom(&raw)
+        .map_err(|msg| CacheError::Parse { path: path.to_owned(), line: 1, msg })?;
+    let bytes = &raw[bom..];
     let mut out = Vec::new();
     let mut good_len = 0u64;
     let mut warning = None;
@@ -173,7 +178,7 @@ pub fn read_records(path: &Path) -> Result<(Vec<VerdictRecord>, u64, Option<Stri
         good_len = next as u64;
         start = next;
     }
-    Ok((out, good_len, warning))
+    Ok((out, good_len + bom as u64, warning))
 }
 
 impl VerdictLog {
@@ -266,6 +271,13 @@ pub fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
         .filter_map(|v| v["cost_usd"].as_f64())
         .filter(|c| c.is_finite() && *c > 0.0)
         .sum()
+}
+
+/// Total `cost_usd` of every line of a verdict file (0 when the file is absent; unreadable
+/// lines are skipped): e.g. the trusted judge's spend on a run's gate, which counts against
+/// the run's `budget.max_usd`.
+pub fn file_spend(path: &Path) -> f64 {
+    failed_spend(path, |_| true)
 }
 
 #[cfg(test)]
