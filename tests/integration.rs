@@ -2,7 +2,9 @@
 
 mod audit;
 mod common;
+mod docs;
 mod experiments;
+mod honest;
 mod ident;
 mod layout;
 mod live;

@@ -53,12 +53,14 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
                 in_topk: topk.contains(id),
                 gold: None,
                 gold_topk: None,
+                ..Default::default()
             })
             .collect(),
         notes: vec![],
         identifiability: BTreeMap::new(),
         gate: None,
         judge_stats: None,
+        reporting: Default::default(),
     }
 }
 

@@ -189,7 +189,7 @@ fn fit_command_refits_a_runs_verdicts() {
     );
     let out = run_bin(dir.path(), &["fit", summeval().to_str().unwrap(), bad.to_str().unwrap()]);
     assert!(!out.status.success());
-    assert!(text(&out).contains("record 2: item \"ZZ\""), "{}", text(&out));
+    assert!(text(&out).contains("bad.jsonl:2: item \"ZZ\""), "{}", text(&out));
 }
 
 #[test]

@@ -21,7 +21,10 @@ pub fn ranking_table(rows: &[RankRow], k: usize, reported: RankingKind, both: bo
             RankingKind::Corrected => ("bias-corrected θ̂ (reported)", "apparent quality φ̂ (beside)"),
         };
         let block = 8 + 2 + 6 + 2 + 6 + 2 + tw;
-        let _ = writeln!(s, "{:>5}  {:<w$}  {:<block$}  {}", "", "", first, second);
+        // Pad by display columns: a combining hat (φ̂, θ̂) takes none.
+        let cols = first.chars().filter(|c| !('\u{300}'..='\u{36f}').contains(c)).count();
+        let pad = " ".repeat(block.saturating_sub(cols));
+        let _ = writeln!(s, "{:>5}  {:<w$}  {first}{pad}  {second}", "", "");
     }
     let (name_r, name_o) = match reported {
         RankingKind::Apparent => ("phi", "theta"),

@@ -321,7 +321,7 @@ impl Config {
     /// [`ConfigError`] naming file, key (or line) and what was expected.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawConfig = crate::store::yaml::from_file_text(&text, path)
+        let raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
             .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }
@@ -333,7 +333,7 @@ impl Config {
     /// As [`Config::load`], apart from the missing key.
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let mut raw: RawConfig = crate::store::yaml::from_file_text(&text, path)
+        let mut raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
             .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         let mut problem = None;
         if let JudgeConfig::Openai(oc) = &mut raw.judge
