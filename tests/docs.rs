@@ -53,7 +53,12 @@ fn identifiability_doc_shows_what_the_commands_print() {
     let single = run_ok(dir.path(), &shipped(dir.path(), "mock.yaml", |y| y));
     missing.push(row(&single, "`configs/mock.yaml` (single renderings)", "120", "prior-selected"));
     let paired = run_ok(dir.path(), &shipped(dir.path(), "paired.yaml", |y| y));
-    missing.push(row(&paired, "`configs/paired.yaml` (paired)", "240 (32 within-base first)", "identified by the design"));
+    missing.push(row(
+        &paired,
+        "`configs/paired.yaml` (paired)",
+        "240 (32 within-base first)",
+        "identified by the design",
+    ));
     assert_eq!(paired["reported"], "corrected", "the paired design identifies the correction");
 
     // The gate example: `run configs/synthetic.yaml` runs its gate at the end.
@@ -97,8 +102,7 @@ fn reports_doc_shows_what_compare_and_report_print() {
     assert!(out.status.success(), "{}", text(&out));
     let table = std::fs::read_to_string(dir.path().join("runs/cmp/compare.md")).unwrap();
     let d = doc("reports.md");
-    let mut missing: Vec<String> =
-        table.lines().filter(|l| l.contains(" | mock (")).map(String::from).collect();
+    let mut missing: Vec<String> = table.lines().filter(|l| l.contains(" | mock (")).map(String::from).collect();
     let out = run_bin(dir.path(), &["report", "runs/cheap"]);
     assert!(out.status.success(), "{}", text(&out));
     let r = json(&dir.path().join("runs/cheap/result.json"));

@@ -80,10 +80,17 @@ fn the_main_job_reports_the_apparent_ranking_and_why() {
     let cfg = main_job(dir.path(), "forced", "report_ranking: corrected\n");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(stdout(&out).contains("top-3 (corrected, reported): M13, M12, M22\nrecall@3 against gold: 0.67"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("top-3 (corrected, reported): M13, M12, M22\nrecall@3 against gold: 0.67"),
+        "{}",
+        stdout(&out)
+    );
     assert!(stdout(&out).contains("the correction rests on the prior"), "{}", stdout(&out));
     let r = json(&dir.path().join("runs/forced/result.json"));
-    assert_eq!((r["reported"].as_str(), strs(&r["topk"])), (Some("corrected"), vec!["M13".into(), "M12".into(), "M22".into()]));
+    assert_eq!(
+        (r["reported"].as_str(), strs(&r["topk"])),
+        (Some("corrected"), vec!["M13".into(), "M12".into(), "M22".into()])
+    );
 }
 
 /// A `gate:` block runs the gate at the end of the run; an unbiased trusted judge keeps the
@@ -106,7 +113,11 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert_eq!(std::fs::read_to_string(run.join("trusted_verdicts.jsonl")).unwrap().lines().count(), 20);
     let r = json(&run.join("result.json"));
     assert_eq!(r["reported"], "apparent");
-    assert!(r["reported_reason"].as_str().unwrap().starts_with("the trusted-anchor gate kept the apparent ranking"), "{}", r["reported_reason"]);
+    assert!(
+        r["reported_reason"].as_str().unwrap().starts_with("the trusted-anchor gate kept the apparent ranking"),
+        "{}",
+        r["reported_reason"]
+    );
     assert_eq!(r["gate"]["chosen"], "apparent");
     assert_eq!(r["gate"]["topk"], r["topk"]);
     let s = stdout(&out);
@@ -134,7 +145,10 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("the gate's 8 trusted queries could cost up to $"), "{}", text(&out));
     assert!(text(&out).contains("has $0 left"), "{}", text(&out));
-    assert!(!dir.path().join("runs/priced/trusted_verdicts.jsonl").exists() || std::fs::read_to_string(dir.path().join("runs/priced/trusted_verdicts.jsonl")).unwrap().is_empty());
+    assert!(
+        !dir.path().join("runs/priced/trusted_verdicts.jsonl").exists()
+            || std::fs::read_to_string(dir.path().join("runs/priced/trusted_verdicts.jsonl")).unwrap().is_empty()
+    );
     assert_eq!(json(&dir.path().join("runs/priced/result.json"))["reported"], "apparent");
 }
 
@@ -145,7 +159,10 @@ fn zero_valid_comparisons_claim_no_top_k_and_say_what_a_query_needs() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     let s = stdout(&out);
-    assert!(s.contains("top-3 (apparent, reported): none claimed: no valid comparison, the ranking is the prior"), "{s}");
+    assert!(
+        s.contains("top-3 (apparent, reported): none claimed: no valid comparison, the ranking is the prior"),
+        "{s}"
+    );
     assert!(!s.contains("recall@"), "{s}");
     assert!(s.contains("note: no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed; one query needs budget.max_comparisons ≥ 1"), "{s}");
     let r = json(&dir.path().join("runs/zero/result.json"));
@@ -154,11 +171,17 @@ fn zero_valid_comparisons_claim_no_top_k_and_say_what_a_query_needs() {
     assert_eq!(r["topk_tied"].as_array().unwrap().len(), 16);
     // A priced judge: the note names the worst case of one query.
     let cfg = mock_config(dir.path(), "zero-usd", 10, "  max_usd: 0.0\n");
-    let yaml = std::fs::read_to_string(&cfg).unwrap().replace("    seed: 7\n", "    seed: 7\n    input_usd_per_mtok: 1.0\n    output_usd_per_mtok: 1.0\n");
+    let yaml = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("    seed: 7\n", "    seed: 7\n    input_usd_per_mtok: 1.0\n    output_usd_per_mtok: 1.0\n");
     std::fs::write(&cfg, yaml).unwrap();
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(stdout(&out).contains("one query needs budget.max_comparisons ≥ 1 and budget.max_usd ≥ $"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("one query needs budget.max_comparisons ≥ 1 and budget.max_usd ≥ $"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 /// A 4-item pool: a beats b and c, b and c each beat d, in both orders: b and c are tied for
@@ -173,7 +196,9 @@ fn ties_that_decide_the_top_k_are_reported_as_ties() {
     );
     let mut v = String::new();
     for (w, l) in [("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")] {
-        v.push_str(&format!("{{\"a\": \"{w}\", \"b\": \"{l}\", \"y\": 1}}\n{{\"a\": \"{l}\", \"b\": \"{w}\", \"y\": 0}}\n"));
+        v.push_str(&format!(
+            "{{\"a\": \"{w}\", \"b\": \"{l}\", \"y\": 1}}\n{{\"a\": \"{l}\", \"b\": \"{w}\", \"y\": 0}}\n"
+        ));
     }
     let verdicts = write(dir.path(), "v.jsonl", &v);
     let out_json = dir.path().join("fit.json");
@@ -184,7 +209,12 @@ fn ties_that_decide_the_top_k_are_reported_as_ties() {
     assert!(out.status.success(), "{}", text(&out));
     let s = stdout(&out);
     assert!(s.contains("top-2: a + 1 of the tied b, c\n"), "{s}");
-    assert!(s.contains("decide the top-2: b, c are tied for the last 1 place; the data do not say which, so no recall is claimed"), "{s}");
+    assert!(
+        s.contains(
+            "decide the top-2: b, c are tied for the last 1 place; the data do not say which, so no recall is claimed"
+        ),
+        "{s}"
+    );
     assert!(s.contains("\n   2=  b "), "{s}");
     let f = json(&out_json);
     assert_eq!(strs(&f["topk"]), ["a"]);
@@ -196,7 +226,11 @@ fn ties_that_decide_the_top_k_are_reported_as_ties() {
 fn components_and_never_compared_items_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let items: Vec<String> = (1..=6).map(|i| format!("{{\"id\": \"i{i}\", \"quality\": {i}}}")).collect();
-    let pool = write(dir.path(), "pool.jsonl", &format!("{{\"pool_id\": \"g\", \"task\": \"x\", \"items\": [{}]}}\n", items.join(", ")));
+    let pool = write(
+        dir.path(),
+        "pool.jsonl",
+        &format!("{{\"pool_id\": \"g\", \"task\": \"x\", \"items\": [{}]}}\n", items.join(", ")),
+    );
     let mut v = String::new();
     for (a, b, y) in [("i1", "i2", 1), ("i2", "i3", 0), ("i3", "i1", 1), ("i4", "i5", 1), ("i5", "i4", 1)] {
         v.push_str(&format!("{{\"a\": \"{a}\", \"b\": \"{b}\", \"y\": {y}}}\n"));
@@ -208,7 +242,11 @@ fn components_and_never_compared_items_are_reported() {
         &["fit", pool.to_str().unwrap(), verdicts.to_str().unwrap(), "--k", "2", "--out", out_json.to_str().unwrap()],
     );
     assert!(out.status.success(), "{}", text(&out));
-    assert!(stdout(&out).contains("comparison graph: 3 components (sizes 3, 2, 1); never compared: i6"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("comparison graph: 3 components (sizes 3, 2, 1); never compared: i6"),
+        "{}",
+        stdout(&out)
+    );
     assert!(stdout(&out).contains("note: the comparison graph has 3 components (sizes 3, 2, 1)"), "{}", stdout(&out));
     let g = &json(&out_json)["graph"];
     assert_eq!(g["components"], 3);
@@ -233,10 +271,20 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
     let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
     assert!(!out.status.success(), "{}", text(&out));
     let t = text(&out);
-    assert!(t.contains("winner.jsonl:1: no \"y\" (found \"a\": write it as \"y\": 1 when a, the item shown first, won"), "{t}");
-    assert!(t.contains("expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\":"), "{t}");
+    assert!(
+        t.contains("winner.jsonl:1: no \"y\" (found \"a\": write it as \"y\": 1 when a, the item shown first, won"),
+        "{t}"
+    );
+    assert!(
+        t.contains("expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\":"),
+        "{t}"
+    );
     // Lookup errors name the line.
-    let bad = write(dir.path(), "bad.jsonl", "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n\n{\"a\": \"M0\", \"b\": \"ZZ\", \"y\": 0}\n");
+    let bad = write(
+        dir.path(),
+        "bad.jsonl",
+        "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n\n{\"a\": \"M0\", \"b\": \"ZZ\", \"y\": 0}\n",
+    );
     let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out).contains("bad.jsonl:3: item \"ZZ\" is not in pool"), "{}", text(&out));
@@ -246,7 +294,9 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
     let pairs = [("M0", "M1"), ("M1", "M2"), ("M2", "M5"), ("M5", "M0")];
     for (j, y) in [("judge A", 1), ("judge B", 0)] {
         for (a, b) in pairs {
-            v.push_str(&format!("{{\"pool_id\": \"{POOL_ID}\", \"judge\": \"{j}\", \"a\": \"{a}\", \"b\": \"{b}\", \"y\": {y}}}\r\n"));
+            v.push_str(&format!(
+                "{{\"pool_id\": \"{POOL_ID}\", \"judge\": \"{j}\", \"a\": \"{a}\", \"b\": \"{b}\", \"y\": {y}}}\r\n"
+            ));
         }
     }
     for _ in 0..3 {
@@ -260,7 +310,10 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("warning: ") && t.contains("holds verdicts of 2 judges for pool"), "{t}");
-    assert!(t.contains("(\"judge A\": 4, \"judge B\": 4); they are fitted together as one judge — pass --judge to fit one"), "{t}");
+    assert!(
+        t.contains("(\"judge A\": 4, \"judge B\": 4); they are fitted together as one judge — pass --judge to fit one"),
+        "{t}"
+    );
     assert!(t.contains("note: ") && t.contains("mixed.jsonl: 3 records of other pools skipped (other: 3)"), "{t}");
     let f = json(&out_json);
     assert_eq!(f["comparisons"], 8);
@@ -328,10 +381,12 @@ fn a_live_config_needs_a_budget_or_says_unlimited() {
     let out = run_bin(dir.path(), &["run", none.to_str().unwrap(), "--dry-run"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("budget: a live judge needs a budget: set budget.max_comparisons and/or budget.max_usd, or write `budget: unlimited`"), "{}", text(&out));
-    let unlimited = write(dir.path(), "cfg/unl.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimited\n"));
+    let unlimited =
+        write(dir.path(), "cfg/unl.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimited\n"));
     let out = run_bin(dir.path(), &["run", unlimited.to_str().unwrap(), "--dry-run"]);
     assert!(out.status.success(), "{}", text(&out));
-    let typo = write(dir.path(), "cfg/typo.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimted\n"));
+    let typo =
+        write(dir.path(), "cfg/typo.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimted\n"));
     let out = run_bin(dir.path(), &["run", typo.to_str().unwrap(), "--dry-run"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("expected `unlimited` or a mapping"), "{}", text(&out));
@@ -341,7 +396,11 @@ fn a_live_config_needs_a_budget_or_says_unlimited() {
 fn audit_resolves_the_prompt_against_the_config_and_refuses_pairs_without_text() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "cfg/prompt.j2", crate::common::fake_openai::TEMPLATE);
-    write(dir.path(), "cfg/pairs.jsonl", "{\"id\": \"p1\", \"x\": {\"quality\": 1, \"words\": 10}, \"y\": {\"quality\": 2, \"words\": 20}}\n");
+    write(
+        dir.path(),
+        "cfg/pairs.jsonl",
+        "{\"id\": \"p1\", \"x\": {\"quality\": 1, \"words\": 10}, \"y\": {\"quality\": 2, \"words\": 20}}\n",
+    );
     let yaml = "name: a\nout_dir: runs\njudge:\n  openai:\n    base_url: http://127.0.0.1:9/v1\n    model: fake-judge\n    prompt: prompt.j2\n    max_tokens: 8\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    price: {input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}\npairs: pairs.jsonl\n";
     let cfg = write(dir.path(), "cfg/audit.yaml", yaml);
     // Run from the parent folder: the prompt is found next to the config (no prompt error), and
@@ -351,7 +410,10 @@ fn audit_resolves_the_prompt_against_the_config_and_refuses_pairs_without_text()
     let t = text(&out);
     assert!(!t.contains("prompt"), "{t}");
     assert!(t.contains("judge.openai: pair \"p1\" (pairs file") && t.contains("has no answer text on x"), "{t}");
-    assert!(!dir.path().join("cfg/runs/a/verdicts.jsonl").exists() || std::fs::read_to_string(dir.path().join("cfg/runs/a/verdicts.jsonl")).unwrap().is_empty());
+    assert!(
+        !dir.path().join("cfg/runs/a/verdicts.jsonl").exists()
+            || std::fs::read_to_string(dir.path().join("cfg/runs/a/verdicts.jsonl")).unwrap().is_empty()
+    );
 }
 
 #[test]
@@ -418,7 +480,11 @@ fn a_resumed_run_says_what_it_reused_and_a_half_pair_gets_its_other_order_first(
     let c80 = mock_config(dir.path(), "res", 80, "");
     let out = run_bin(dir.path(), &["run", c80.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(stdout(&out).contains("resumed: 40 stored verdicts reused, 40 queries asked in this run"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("resumed: 40 stored verdicts reused, 40 queries asked in this run"),
+        "{}",
+        stdout(&out)
+    );
     // Cut the last verdict: its pair is left with one order; a re-run asks that order first.
     let path = dir.path().join("runs/res/verdicts.jsonl");
     let text0 = std::fs::read_to_string(&path).unwrap();
@@ -433,15 +499,22 @@ fn a_resumed_run_says_what_it_reused_and_a_half_pair_gets_its_other_order_first(
     let c81 = mock_config(dir.path(), "res", 80, "  # one more\n");
     let out = run_bin(dir.path(), &["run", c81.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(stdout(&out).contains("resumed: 79 stored verdicts reused, 1 queries asked in this run"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("resumed: 79 stored verdicts reused, 1 queries asked in this run"),
+        "{}",
+        stdout(&out)
+    );
     let after = std::fs::read_to_string(&path).unwrap();
     let new: Value = serde_json::from_str(after.lines().nth(79).unwrap()).unwrap();
     assert_eq!((new["a"].clone(), new["b"].clone()), (last["a"].clone(), last["b"].clone()));
 }
 
 fn pool_line(id: &str, items: &[(&str, &str)]) -> String {
-    let items: Vec<String> =
-        items.iter().enumerate().map(|(i, (id, t))| format!("{{\"id\": \"{id}\", \"text\": \"{t}\", \"quality\": {}}}", i + 1)).collect();
+    let items: Vec<String> = items
+        .iter()
+        .enumerate()
+        .map(|(i, (id, t))| format!("{{\"id\": \"{id}\", \"text\": \"{t}\", \"quality\": {}}}", i + 1))
+        .collect();
     format!("{{\"pool_id\": \"{id}\", \"task\": \"t\", \"items\": [{}]}}", items.join(", "))
 }
 
@@ -465,7 +538,11 @@ fn duplicate_pool_ids_and_unknown_item_keys_are_errors() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("dup.jsonl:3: not a valid pool (pool_id \"p\" is also on line 1"), "{}", text(&out));
-    let pool = write(dir.path(), "typo.jsonl", "{\"pool_id\": \"p\", \"items\": [{\"id\": \"x\", \"text\": \"a\", \"qualty\": 3}, {\"id\": \"y\", \"text\": \"b\"}]}\n");
+    let pool = write(
+        dir.path(),
+        "typo.jsonl",
+        "{\"pool_id\": \"p\", \"items\": [{\"id\": \"x\", \"text\": \"a\", \"qualty\": 3}, {\"id\": \"y\", \"text\": \"b\"}]}\n",
+    );
     let cfg = small_config(dir.path(), "typo", &pool, "");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(!out.status.success());
@@ -476,11 +553,19 @@ fn duplicate_pool_ids_and_unknown_item_keys_are_errors() {
 #[test]
 fn identical_texts_are_named_and_not_sent_unless_asked() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = write(dir.path(), "same.jsonl", &(pool_line("s", &[("a", "same text"), ("b", "same text"), ("c", "other text here")]) + "\n"));
+    let pool = write(
+        dir.path(),
+        "same.jsonl",
+        &(pool_line("s", &[("a", "same text"), ("b", "same text"), ("c", "other text here")]) + "\n"),
+    );
     let cfg = small_config(dir.path(), "skip", &pool, "");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("warning: pool \"s\": items \"a\", \"b\" have identical text; pairs of them are not sent"), "{}", text(&out));
+    assert!(
+        text(&out).contains("warning: pool \"s\": items \"a\", \"b\" have identical text; pairs of them are not sent"),
+        "{}",
+        text(&out)
+    );
     let sent = |name: &str| -> Vec<(String, String)> {
         std::fs::read_to_string(dir.path().join(format!("runs/{name}/verdicts.jsonl")))
             .unwrap()
@@ -502,9 +587,19 @@ fn identical_texts_are_named_and_not_sent_unless_asked() {
 fn a_covariate_at_scale_1e7_converges_and_is_warned_about() {
     let dir = tempfile::tempdir().unwrap();
     let items: Vec<String> = (0..8)
-        .map(|i| format!("{{\"id\": \"i{i}\", \"quality\": {}, \"covariates\": {{\"bytes\": {}}}}}", i % 5, 1.0e7 + 1.3e6 * f64::from(i)))
+        .map(|i| {
+            format!(
+                "{{\"id\": \"i{i}\", \"quality\": {}, \"covariates\": {{\"bytes\": {}}}}}",
+                i % 5,
+                1.0e7 + 1.3e6 * f64::from(i)
+            )
+        })
         .collect();
-    let pool = write(dir.path(), "big.jsonl", &format!("{{\"pool_id\": \"big\", \"task\": \"t\", \"items\": [{}]}}\n", items.join(", ")));
+    let pool = write(
+        dir.path(),
+        "big.jsonl",
+        &format!("{{\"pool_id\": \"big\", \"task\": \"t\", \"items\": [{}]}}\n", items.join(", ")),
+    );
     let cfg = write(
         dir.path(),
         "big.yaml",
@@ -524,7 +619,10 @@ fn a_covariate_at_scale_1e7_converges_and_is_warned_about() {
     assert_eq!(r["stop_reason"], "exhausted");
     // The same verdicts refitted by `fit` give the same ĉ (user units both ways).
     let out_json = dir.path().join("fit.json");
-    let out = run_bin(dir.path(), &["fit", dir.path().join("runs/big").to_str().unwrap(), "--out", out_json.to_str().unwrap()]);
+    let out = run_bin(
+        dir.path(),
+        &["fit", dir.path().join("runs/big").to_str().unwrap(), "--out", out_json.to_str().unwrap()],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let f = json(&out_json)["c"]["bytes"].as_f64().unwrap();
     assert!((f - c).abs() <= 1e-6 * c.abs().max(1e-12), "{f} vs {c}");
@@ -545,7 +643,11 @@ fn input_files_as_other_tools_write_them() {
     for (file, content, want) in [
         ("u16.jsonl", None, "the file is UTF-16 text"),
         ("arr.jsonl", Some(format!("[{line}]\n")), "looks like one JSON array"),
-        ("pretty.jsonl", Some("{\n  \"pool_id\": \"w\",\n  \"items\": []\n}\n".to_string()), "looks like pretty-printed JSON"),
+        (
+            "pretty.jsonl",
+            Some("{\n  \"pool_id\": \"w\",\n  \"items\": []\n}\n".to_string()),
+            "looks like pretty-printed JSON",
+        ),
     ] {
         if let Some(c) = content {
             write(dir.path(), file, &c);

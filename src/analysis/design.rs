@@ -67,7 +67,11 @@ pub fn first_queries(
 
 /// Under `orders: both`, the ordered queries whose reverse order is missing (a pair left with
 /// one order, e.g. by a crash mid-batch): at most `r`, sorted. Empty under `orders: single`.
-pub fn other_orders(queried: &HashSet<(usize, usize)>, orders: crate::acquire::Orders, r: usize) -> Vec<(usize, usize)> {
+pub fn other_orders(
+    queried: &HashSet<(usize, usize)>,
+    orders: crate::acquire::Orders,
+    r: usize,
+) -> Vec<(usize, usize)> {
     if orders != crate::acquire::Orders::Both {
         return Vec::new();
     }

@@ -115,7 +115,10 @@ pub fn choose(i: &ChoiceInput<'_>) -> Choice {
             "no covariate varies in this pool, so the two rankings agree".to_string()
         } else if !unidentified.is_empty() {
             let list = unidentified.iter().map(|n| format!("c[{n}]")).collect::<Vec<_>>().join(", ");
-            format!("{list} {} prior-selected (the comparisons do not inform it)", if unidentified.len() == 1 { "is" } else { "are" })
+            format!(
+                "{list} {} prior-selected (the comparisons do not inform it)",
+                if unidentified.len() == 1 { "is" } else { "are" }
+            )
         } else {
             "the coefficients are informed only without renderings of a shared base, which the design does not guarantee".to_string()
         }
@@ -132,7 +135,12 @@ pub fn choose(i: &ChoiceInput<'_>) -> Choice {
         ReportRanking::Auto => match i.gate {
             Some(g) if g.enable => c(
                 RankingKind::Corrected,
-                format!("the trusted-anchor gate enabled the correction ({} of {} anchors, p = {})", g.n10, g.n10 + g.n01, fmt_p(g.p_value)),
+                format!(
+                    "the trusted-anchor gate enabled the correction ({} of {} anchors, p = {})",
+                    g.n10,
+                    g.n10 + g.n01,
+                    fmt_p(g.p_value)
+                ),
             ),
             Some(g) => c(
                 RankingKind::Apparent,
@@ -148,7 +156,10 @@ pub fn choose(i: &ChoiceInput<'_>) -> Choice {
                 RankingKind::Corrected,
                 "every varying bias coefficient is identified by the design (renderings of a shared base)".into(),
             ),
-            None => c(RankingKind::Apparent, format!("{} and no trusted-anchor gate enabled the correction", why_not_design())),
+            None => c(
+                RankingKind::Apparent,
+                format!("{} and no trusted-anchor gate enabled the correction", why_not_design()),
+            ),
         },
     }
 }
@@ -349,11 +360,7 @@ mod tests {
     }
 
     fn ident(identified: bool) -> Identifiability {
-        Identifiability {
-            range_nats: Some(if identified { 13.1 } else { 6.1e-6 }),
-            verdict: String::new(),
-            identified,
-        }
+        Identifiability { range_nats: Some(if identified { 13.1 } else { 6.1e-6 }), verdict: String::new(), identified }
     }
 
     #[test]
@@ -372,10 +379,21 @@ mod tests {
         };
         let c = base(&prior_selected, false, None);
         assert_eq!(c.reported, RankingKind::Apparent);
-        assert_eq!(c.reason, "c[words] is prior-selected (the comparisons do not inform it) and no trusted-anchor gate enabled the correction");
+        assert_eq!(
+            c.reason,
+            "c[words] is prior-selected (the comparisons do not inform it) and no trusted-anchor gate enabled the correction"
+        );
         assert_eq!(base(&identified, true, None).reported, RankingKind::Corrected);
         assert_eq!(base(&identified, false, None).reported, RankingKind::Apparent);
-        let on = GateDecision { n_anchors: 10, n10: 9, n01: 1, n_ties: 0, p_value: 11.0 / 1024.0, alpha: 0.05, enable: true };
+        let on = GateDecision {
+            n_anchors: 10,
+            n10: 9,
+            n01: 1,
+            n_ties: 0,
+            p_value: 11.0 / 1024.0,
+            alpha: 0.05,
+            enable: true,
+        };
         let off = GateDecision { n10: 3, n01: 7, p_value: 0.9453, enable: false, ..on };
         let g = base(&prior_selected, false, Some(&on));
         assert_eq!(g.reported, RankingKind::Corrected);

@@ -156,7 +156,8 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
     for (ln, part) in parts.iter().enumerate() {
         let line_no = ln + 1;
         let complete = ln + 1 < parts.len();
-        let text = std::str::from_utf8(part).map_err(|e| bad(line_no, format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
+        let text = std::str::from_utf8(part)
+            .map_err(|e| bad(line_no, format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
         let text = text.strip_suffix('\r').unwrap_or(text);
         if text.trim().is_empty() {
             continue;

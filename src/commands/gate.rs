@@ -188,11 +188,22 @@ async fn trusted_verdicts(
 /// [`IdentError`]: no `gate:` section, no verdicts, missing labels (the anchors to label are
 /// written to `anchors_to_label.jsonl`), a failing trusted judge.
 pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), IdentError> {
+    // A config without a `gate:` section is said so before looking for its run.
+    if arg.is_file() && Config::load_for_dry_run(arg)?.0.raw.gate.is_none() {
+        return Err(no_gate(arg));
+    }
     let run = load_run(arg)?;
     let report = gate_for(&run.cfg, &run.dir, &run.verdicts, None).await?;
     let path = write_gate(&run.dir, &report)?;
     let text = gate_text(&report, &path);
     Ok((report, text))
+}
+
+fn no_gate(config: &Path) -> IdentError {
+    IdentError::Invalid(format!(
+        "{}: no `gate:` section; add e.g. `gate: {{anchors: 10, alpha: 0.05, trusted: {{<judge config>}}}}` or `labels: FILE`",
+        config.display()
+    ))
 }
 
 fn write_gate(dir: &Path, report: &GateReport) -> Result<std::path::PathBuf, IdentError> {
@@ -216,12 +227,7 @@ pub async fn gate_for(
     verdicts: &[crate::model::summary::ItemVerdict],
     usd_left: Option<f64>,
 ) -> Result<GateReport, IdentError> {
-    let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| {
-        IdentError::Invalid(format!(
-            "{}: no `gate:` section; add e.g. `gate: {{anchors: 10, alpha: 0.05, trusted: {{<judge config>}}}}` or `labels: FILE`",
-            cfg.path.display()
-        ))
-    })?;
+    let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| no_gate(&cfg.path))?;
     let dir = dir.to_path_buf();
     if verdicts.is_empty() {
         return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts", dir.display())));
@@ -329,7 +335,6 @@ pub async fn gate_for(
     Ok(report)
 }
 
-
 /// The printable gate report.
 pub fn gate_text(r: &GateReport, path: &Path) -> String {
     let d = &r.decision;
@@ -424,7 +429,12 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
 ///
 /// # Errors
 /// [`IdentError::Io`] writing result.json.
-pub fn apply_report(cfg: &Config, result: &mut RunResult, g: &GateReport, gate_file: &Path) -> Result<String, IdentError> {
+pub fn apply_report(
+    cfg: &Config,
+    result: &mut RunResult,
+    g: &GateReport,
+    gate_file: &Path,
+) -> Result<String, IdentError> {
     let mut notes = Vec::new();
     if g.pool_id != result.pool_id {
         notes.push(format!(

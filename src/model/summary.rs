@@ -127,7 +127,12 @@ pub fn solver_scales(cov: &Covariates) -> Vec<f64> {
 
 /// `design`, the prior diagonal `lambda` and a start β (user units) in the solver's
 /// parametrisation for the column scales `s` ([`solver_scales`]).
-pub fn to_solver(design: &Design, lambda: &[f64], start: Option<&[f64]>, s: &[f64]) -> (Design, Vec<f64>, Option<Vec<f64>>) {
+pub fn to_solver(
+    design: &Design,
+    lambda: &[f64],
+    start: Option<&[f64]>,
+    s: &[f64],
+) -> (Design, Vec<f64>, Option<Vec<f64>>) {
     let (m, p) = (design.m, design.p);
     let mut d = design.clone();
     for row in d.dx.chunks_mut(p.max(1)) {
@@ -158,7 +163,13 @@ pub fn to_solver(design: &Design, lambda: &[f64], start: Option<&[f64]>, s: &[f6
 ///
 /// # Errors
 /// [`FitError`] from the Newton fit.
-pub fn fit_scaled(design: &Design, lambda: &[f64], start: Option<&[f64]>, s: &[f64], opts: &FitOptions) -> Result<Fit, FitError> {
+pub fn fit_scaled(
+    design: &Design,
+    lambda: &[f64],
+    start: Option<&[f64]>,
+    s: &[f64],
+    opts: &FitOptions,
+) -> Result<Fit, FitError> {
     if s.iter().all(|v| *v == 1.0) {
         return bt::fit(design, lambda, start, opts);
     }

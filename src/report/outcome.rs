@@ -222,7 +222,9 @@ pub fn undecided_notes(
 ) -> Vec<String> {
     let mut notes = Vec::new();
     if nothing_compared {
-        let mut s = "no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed".to_string();
+        let mut s =
+            "no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed"
+                .to_string();
         if let Some(q) = one_query {
             s.push_str(&format!("; {q}"));
         }

@@ -148,17 +148,15 @@ pub struct Content {
 /// Gather the report's content from a run folder and its identifiability rows.
 pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     let r = &run.result;
-    let mut facts = vec![
-        format!(
-            "pool `{}`, k = {}, {} model, judge `{}`, strategy {}, stopped: {}",
-            r.pool_id,
-            r.k,
-            crate::report::table::name(&r.model),
-            r.judge,
-            crate::report::table::name(&r.strategy),
-            crate::report::table::name(&r.stop_reason)
-        ),
-    ];
+    let mut facts = vec![format!(
+        "pool `{}`, k = {}, {} model, judge `{}`, strategy {}, stopped: {}",
+        r.pool_id,
+        r.k,
+        crate::report::table::name(&r.model),
+        r.judge,
+        crate::report::table::name(&r.strategy),
+        crate::report::table::name(&r.stop_reason)
+    )];
     let rep = &r.reporting;
     let both = r.model == crate::model::summary::ModelKind::BiasAware && !r.c.is_empty();
     if both {
@@ -177,10 +175,22 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         }
         l.push_str(&v.topk.join(", "));
         if !v.tied.is_empty() {
-            let _ = write!(l, "{}{} of the tied {}", if v.topk.is_empty() { "" } else { " + " }, r.k - v.topk.len(), v.tied.join(", "));
+            let _ = write!(
+                l,
+                "{}{} of the tied {}",
+                if v.topk.is_empty() { "" } else { " + " },
+                r.k - v.topk.len(),
+                v.tied.join(", ")
+            );
         }
         if let Some(rec) = v.recall_at_k {
-            let _ = write!(l, "; recall@{} against the gold top-{} ({}): {rec:.2}", r.k, r.k, r.gold_topk.clone().unwrap_or_default().join(", "));
+            let _ = write!(
+                l,
+                "; recall@{} against the gold top-{} ({}): {rec:.2}",
+                r.k,
+                r.k,
+                r.gold_topk.clone().unwrap_or_default().join(", ")
+            );
         }
         l
     };
@@ -234,9 +244,22 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         ]],
     );
     let has_gold = r.ranking.iter().any(|x| x.gold.is_some());
-    let mut head = ["rank", "item", "θ̂", "sd", "θ̂ − 2 sd", "θ̂ + 2 sd", "π", "corrected top-k", "φ̂", "sd(φ)", "π(φ)", "apparent top-k"]
-        .map(String::from)
-        .to_vec();
+    let mut head = [
+        "rank",
+        "item",
+        "θ̂",
+        "sd",
+        "θ̂ − 2 sd",
+        "θ̂ + 2 sd",
+        "π",
+        "corrected top-k",
+        "φ̂",
+        "sd(φ)",
+        "π(φ)",
+        "apparent top-k",
+    ]
+    .map(String::from)
+    .to_vec();
     if has_gold {
         head.push("gold quality".into());
         head.push("gold top-k".into());
@@ -266,12 +289,11 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
             v
         })
         .collect();
-    let ranking = (format!("Ranking (reported: {}; rank = reported rank, = marks a tie)", rep.reported.what()), head, rows);
+    let ranking =
+        (format!("Ranking (reported: {}; rank = reported rank, = marks a tie)", rep.reported.what()), head, rows);
     let bias = (
         "Bias coefficients".to_string(),
-        ["covariate", "ĉ", "sd", "unit", "profile range (nats)", "identifiability"]
-            .map(String::from)
-            .to_vec(),
+        ["covariate", "ĉ", "sd", "unit", "profile range (nats)", "identifiability"].map(String::from).to_vec(),
         ident
             .iter()
             .map(|i| {

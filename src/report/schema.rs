@@ -3,9 +3,9 @@
 //! given per field (logits, USD, tokens); the model is described in docs/model.md.
 
 use crate::acquire;
+use crate::analysis::ranking::{ComparisonGraph, RankingKind, ReportRanking};
 use crate::judge::Usage;
 use crate::model::summary::ModelKind;
-use crate::analysis::ranking::{ComparisonGraph, RankingKind, ReportRanking};
 use crate::report::RankRow;
 use crate::store::pool::Transform;
 use serde::{Deserialize, Serialize};

@@ -36,18 +36,23 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     if let Some(sess) = r.reporting.session
         && sess.reused > 0
     {
-        let _ = writeln!(
-            s,
-            "resumed: {} stored verdicts reused, {} queries asked in this run",
-            sess.reused, sess.asked
-        );
+        let _ =
+            writeln!(s, "resumed: {} stored verdicts reused, {} queries asked in this run", sess.reused, sess.asked);
     }
     if let Some(j) = &r.judge_stats {
         s.push_str(&crate::judge::stats_line(j));
         s.push('\n');
     }
     s.push_str(&coefficient_lines(r.kappa, r.kappa_sd, &r.c, &r.c_sd, &r.identifiability, &r.reporting));
-    s.push_str(&ranking_block(r.k, r.model == crate::model::summary::ModelKind::BiasAware && !r.c.is_empty(), &r.reporting, &r.ranking, &r.topk, r.recall_at_k, r.valid));
+    s.push_str(&ranking_block(
+        r.k,
+        r.model == crate::model::summary::ModelKind::BiasAware && !r.c.is_empty(),
+        &r.reporting,
+        &r.ranking,
+        &r.topk,
+        r.recall_at_k,
+        r.valid,
+    ));
     if let Some(g) = &r.gate {
         let _ = writeln!(s, "gate ({}): {}", g.file.display(), g.decision.text());
     }
@@ -71,7 +76,8 @@ pub fn coefficient_lines(
     let _ = writeln!(s, "position effect κ = {kappa:.3} ± {kappa_sd:.3} logits (> 0 favours the answer shown first)");
     for (n, v) in c {
         let sd = c_sd.get(n).copied().unwrap_or(f64::NAN);
-        let _ = write!(s, "c[{n}] = {} ± {} {}", fmt_coef(*v), fmt_coef(sd), coef_unit(n, rep.transforms.get(n).copied()));
+        let _ =
+            write!(s, "c[{n}] = {} ± {} {}", fmt_coef(*v), fmt_coef(sd), coef_unit(n, rep.transforms.get(n).copied()));
         match ident.get(n) {
             Some(e) => match e.range_nats {
                 Some(r) => {
@@ -164,7 +170,13 @@ pub fn ranking_block(
         };
         let mut line = format!("{other} top-{k} (beside): {}", v.topk.join(", "));
         if !v.tied.is_empty() {
-            let _ = write!(line, "{}{} of the tied {}", if v.topk.is_empty() { "" } else { " + " }, k - v.topk.len(), v.tied.join(", "));
+            let _ = write!(
+                line,
+                "{}{} of the tied {}",
+                if v.topk.is_empty() { "" } else { " + " },
+                k - v.topk.len(),
+                v.tied.join(", ")
+            );
         }
         if let Some(rc) = v.recall_at_k {
             let _ = write!(line, "; recall@{k} against gold {rc:.2}");

@@ -46,9 +46,12 @@ pub fn ranking_table(rows: &[RankRow], k: usize, reported: RankingKind, both: bo
                 r.membership_apparent,
                 (r.rank_corrected, r.theta, r.sd, r.membership, r.in_corrected_topk),
             ),
-            RankingKind::Corrected if both => {
-                (r.theta, r.sd, r.membership, (r.rank_apparent, r.phi, r.phi_sd, r.membership_apparent, r.in_apparent_topk))
-            }
+            RankingKind::Corrected if both => (
+                r.theta,
+                r.sd,
+                r.membership,
+                (r.rank_apparent, r.phi, r.phi_sd, r.membership_apparent, r.in_apparent_topk),
+            ),
             _ => (r.theta, r.sd, r.membership, (0, 0.0, 0.0, 0.0, false)),
         };
         let _ = write!(

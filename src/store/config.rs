@@ -447,7 +447,8 @@ impl Config {
             source,
         })?;
         crate::analysis::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
-        let mut warnings = pool::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
+        let mut warnings =
+            pool::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(pool::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs, warnings })
     }

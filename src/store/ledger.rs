@@ -123,8 +123,7 @@ pub fn read_records(path: &Path) -> Result<(Vec<VerdictRecord>, u64, Option<Stri
     let raw = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
     // A UTF-8 byte-order mark (as some editors write) is skipped; UTF-16 is named.
     let bom = if raw.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
-    crate::store::text::strip_bom(&raw)
-        .map_err(|msg| CacheError::Parse { path: path.to_owned(), line: 1, msg })?;
+    crate::store::text::strip_bom(&raw).map_err(|msg| CacheError::Parse { path: path.to_owned(), line: 1, msg })?;
     let bytes = &raw[bom..];
     let mut out = Vec::new();
     let mut good_len = 0u64;

@@ -265,7 +265,10 @@ pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolEr
         if let Some((_, first, _)) = pools.iter().find(|(p, _, _)| p.pool_id == raw.pool_id) {
             return Err(parse_err(
                 line_no,
-                format!("pool_id {:?} is also on line {first}; every pool in a file needs its own pool_id", raw.pool_id),
+                format!(
+                    "pool_id {:?} is also on line {first}; every pool in a file needs its own pool_id",
+                    raw.pool_id
+                ),
             ));
         }
         let task = raw.task.unwrap_or_default();

@@ -30,10 +30,16 @@ pub fn strip_bom_str(text: &str) -> &str {
 pub fn not_json_lines(line: &str) -> Option<String> {
     let t = line.trim();
     if t.starts_with('[') {
-        return Some("the file looks like one JSON array; expected JSON Lines: one JSON object per line, no enclosing [ ]".into());
+        return Some(
+            "the file looks like one JSON array; expected JSON Lines: one JSON object per line, no enclosing [ ]"
+                .into(),
+        );
     }
     if t == "{" || (t.starts_with('"') && t.contains("\":") && !t.starts_with('{')) {
-        return Some("the file looks like pretty-printed JSON; expected JSON Lines: each object on one line (e.g. `jq -c .`)".into());
+        return Some(
+            "the file looks like pretty-printed JSON; expected JSON Lines: each object on one line (e.g. `jq -c .`)"
+                .into(),
+        );
     }
     if !t.starts_with('{') && (t.contains(',') || t.contains('\t')) && !t.contains('{') {
         return Some("the line is not JSON (a CSV or TSV file?); expected JSON Lines: one JSON object per line".into());
