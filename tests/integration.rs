@@ -2,7 +2,7 @@
 
 mod audit;
 mod common;
-mod docs;
+mod doc_numbers;
 mod experiments;
 mod honest;
 mod ident;
