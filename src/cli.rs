@@ -34,12 +34,12 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Profile log-likelihood of each bias coefficient (SPEC §5): is c identified or prior-selected?
+    /// Profile log-likelihood of each bias coefficient (docs/model.md §5): is c identified or prior-selected?
     Profile {
         /// A run folder (with config.yaml and verdicts.jsonl) or a config whose run exists.
         run_or_config: PathBuf,
     },
-    /// Trusted-anchor gate (SPEC §5): should the bias-corrected ranking be reported?
+    /// Trusted-anchor gate (docs/model.md §5): should the bias-corrected ranking be reported?
     Gate {
         /// A run folder, or its config file, with a `gate:` section (the run must exist).
         config: PathBuf,
@@ -99,7 +99,7 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Run a simulation sweep (SPEC §7): synthetic pools × strategies × models × budgets, on all
+    /// Run a simulation sweep (docs/model.md §7): synthetic pools × strategies × models × budgets, on all
     /// cores; writes rows.csv, summary.md/json and SVG plots.
     Simulate {
         /// Sweep file (YAML).

@@ -3,10 +3,14 @@
 mod audit;
 mod common;
 mod doc_numbers;
+mod docs;
 mod experiments;
+mod health;
 mod honest;
 mod ident;
 mod layout;
 mod live;
+mod money;
 mod reports;
 mod run_cli;
+mod settings;

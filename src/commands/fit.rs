@@ -1,5 +1,5 @@
 //! `topk-judge fit`: fit the model to verdicts collected elsewhere, or to a run folder's
-//! (SPEC §2), with the same reporting as `run`: which ranking is reported and why, both
+//! (docs/model.md §2), with the same reporting as `run`: which ranking is reported and why, both
 //! rankings, the comparison graph, identifiability and the notes.
 //!
 //! The verdicts file is JSON Lines, one object per line with `"a"` (the item shown first),
@@ -256,14 +256,17 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
         lambda_b: args.lambda[1].unwrap_or(base_prior.lambda_b),
         lambda_kappa: args.lambda[2].unwrap_or(base_prior.lambda_kappa),
     };
-    for (flag, v) in
-        [("--lambda-theta", prior.lambda_theta), ("--lambda-b", prior.lambda_b), ("--lambda-kappa", prior.lambda_kappa)]
-    {
-        if !(v > 0.0 && v.is_finite()) {
-            return Err(FitCmdError::Invalid(format!("{flag} {v} must be > 0 (a prior precision)")));
-        }
-    }
-    let draws = args.draws.or(cfg.map(|c| c.raw.acquisition.mc_draws)).unwrap_or(1000);
+    let draws =
+        args.draws.or(cfg.map(|c| c.raw.acquisition.mc_draws)).unwrap_or(crate::model::params::DEFAULT_MC_DRAWS);
+    // The same checks as a run config's `model` and `acquisition` sections, named by flag.
+    let flag = |e: crate::model::params::ParamError| {
+        FitCmdError::Invalid(format!(
+            "--{} {e}",
+            if e.name == "mc_draws" { "draws".into() } else { e.name.replace('_', "-") }
+        ))
+    };
+    prior.check().map_err(flag)?;
+    crate::model::params::check_mc_draws(draws).map_err(flag)?;
     let seed = args.seed.or(cfg.map(|c| c.raw.acquisition.seed)).unwrap_or(0);
     let setting = args.report_ranking.or(cfg.map(|c| c.raw.report_ranking)).unwrap_or_default();
 

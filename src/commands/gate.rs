@@ -214,7 +214,7 @@ fn write_gate(dir: &Path, report: &GateReport) -> Result<std::path::PathBuf, Ide
     Ok(path)
 }
 
-/// Run the trusted-anchor gate of `cfg` (SPEC §5) on a run's valid `verdicts`: fit the naive
+/// Run the trusted-anchor gate of `cfg` (docs/model.md §5) on a run's valid `verdicts`: fit the naive
 /// and the bias-aware model, select the anchors, label them (trusted judge in both orders,
 /// cached in `<dir>/trusted_verdicts.jsonl`, or the labels file) and test. With `usd_left`,
 /// the trusted judge's new queries must fit in it (worst case) or nothing is sent.
@@ -315,7 +315,11 @@ pub async fn gate_for(
             },
         })
         .collect();
-    let judge_desc = crate::commands::run_folder::judge_description(cfg);
+    // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
+    // here is an error, not an empty name.
+    let judge_desc = crate::judge::build::make_judge_without_key(&cfg.raw.judge)
+        .map(|j| j.describe())
+        .map_err(|m| IdentError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display())))?;
     let report = GateReport {
         run: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),

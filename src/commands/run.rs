@@ -7,6 +7,7 @@
 
 use super::run_folder::IdentError;
 use crate::judge::build::make_judge;
+use crate::report::schema::StopReason;
 use crate::run::live::{self, RunError, RunOptions};
 use crate::store::config::{Config, ConfigError};
 use crate::store::ledger::CacheError;
@@ -72,7 +73,8 @@ pub fn print_warnings(cfg: &Config) {
 
 /// Run Algorithm 1 for a prepared config, then the gate (`--gate FILE`, or the config's
 /// `gate:` section), then print the summary (the reported ranking follows the gate under
-/// `report_ranking: auto`). Returns the lines printed after the summary.
+/// `report_ranking: auto`; Ctrl-C and SIGTERM are handled by the run). Returns the lines printed
+/// after the summary and why the run stopped (the binary exits with 130 after an interrupt).
 ///
 /// # Errors
 /// [`RunCommandError::Run`] for the run (after printing the summary a failed fit still wrote);
@@ -83,8 +85,8 @@ pub fn run_with_gate(
     rt: &tokio::runtime::Runtime,
     quiet: bool,
     gate: Option<&Path>,
-) -> Result<Result<String, IdentError>, RunCommandError> {
-    let opts = RunOptions { progress: !quiet, print: false };
+) -> Result<(Result<String, IdentError>, StopReason), RunCommandError> {
+    let opts = RunOptions { progress: !quiet, print: false, handle_signals: true };
     let mut result = match rt.block_on(live::run(cfg, judge, &opts)) {
         Ok(r) => r,
         Err(e) => {
@@ -100,11 +102,17 @@ pub fn run_with_gate(
     };
     let gated = match gate {
         Some(g) => super::gate::apply_gate(cfg, &mut result, g),
-        None if cfg.raw.gate.is_some() => rt.block_on(super::gate::gate_after_run(cfg, &mut result)),
+        None if cfg.raw.gate.is_some() && result.stop_reason != StopReason::Interrupted => {
+            rt.block_on(super::gate::gate_after_run(cfg, &mut result))
+        }
         None => Ok(String::new()),
     };
-    print_out(&format!("{}\n", live::summary_text(&result, &cfg.run_dir)));
-    Ok(gated)
+    let mut text = live::summary_text(&result, &cfg.run_dir);
+    if result.stop_reason == StopReason::Interrupted {
+        text.push_str(&live::resume_hint(cfg));
+    }
+    print_out(&format!("{text}\n"));
+    Ok((gated, result.stop_reason))
 }
 
 fn print_out(text: &str) {

@@ -25,6 +25,9 @@ pub enum StopReason {
     Confident,
     /// The fit failed: result.json says so and claims no ranking; the verdicts are kept.
     FitFailed,
+    /// Ctrl-C or SIGTERM: sending stopped, the requests in flight were awaited for up to the
+    /// grace period (those still out are booked as possibly billed); re-running resumes.
+    Interrupted,
 }
 
 /// result.json.
@@ -34,7 +37,7 @@ pub struct RunResult {
     pub name: String,
     /// Pool id.
     pub pool_id: String,
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// Model kind.
     pub model: ModelKind,
@@ -52,9 +55,22 @@ pub struct RunResult {
     pub invalid: usize,
     /// Failed queries in this invocation (nothing stored, may be asked again).
     pub failed: usize,
-    /// Total spend in USD over all stored verdicts of this judge configuration, plus spend
-    /// booked on failed queries (failed.jsonl).
+    /// Total spend booked for this judge configuration, USD: its stored verdicts (duplicate
+    /// records included), failed queries that cost money (failed.jsonl) and requests booked as
+    /// possibly billed (intents.jsonl). What counts against `max_usd`.
     pub spend_usd: f64,
+    /// Requests booked as possibly billed: sent (or about to be) by a run that ended before their
+    /// replies were recorded, or still in flight when an interrupt's grace period ended
+    /// (docs/live.md). Included in `spend_usd`.
+    #[serde(default)]
+    pub possibly_billed: usize,
+    /// Their cost as booked: each request's reserved worst case, USD.
+    #[serde(default)]
+    pub possibly_billed_usd: f64,
+    /// Verdict records whose key an earlier record holds (not fitted or counted; their cost is in
+    /// `spend_usd`).
+    #[serde(default)]
+    pub duplicate_records: usize,
     /// Total tokens.
     pub usage: Usage,
     /// The reported top-k (`reporting.reported`), base ids, best first; only the bases the data
@@ -89,7 +105,7 @@ pub struct RunResult {
     pub ranking: Vec<RankRow>,
     /// Notes for the reader (identifiability, no-variation covariates).
     pub notes: Vec<String>,
-    /// Per covariate: profile-likelihood range (nats) and verdict (SPEC §5).
+    /// Per covariate: profile-likelihood range (nats) and verdict (docs/model.md §5).
     #[serde(default)]
     pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
     /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).

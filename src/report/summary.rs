@@ -23,7 +23,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         r.judge,
         name(&r.strategy)
     );
-    let _ = writeln!(
+    let _ = write!(
         s,
         "stopped: {}; {} comparisons ({} valid, {} invalid, {} failed), spend {}",
         name(&r.stop_reason),
@@ -33,6 +33,18 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         r.failed,
         usd(r.spend_usd)
     );
+    if r.possibly_billed > 0 {
+        let _ = write!(
+            s,
+            " (includes {} possibly billed, {} at their worst case)",
+            r.possibly_billed,
+            usd(r.possibly_billed_usd)
+        );
+    }
+    if r.duplicate_records > 0 {
+        let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
+    }
+    s.push('\n');
     if let Some(sess) = r.reporting.session
         && sess.reused > 0
     {

@@ -1,11 +1,17 @@
-//! Algorithm 1 (SPEC §3, paper App. A): fit → membership → select R queries → send them
+//! Algorithm 1 (docs/model.md §3, paper App. A): fit → membership → select R queries → send them
 //! concurrently → store each verdict as it arrives → refit, until the budget is spent, no
 //! unqueried ordered pair is left, or (optionally) every π is within ε of 0 or 1.
 //!
 //! The one place where async meets the core. Re-running a config resumes from verdicts.jsonl:
 //! cached ordered pairs are never queried again, and the last refit is re-used as an exact warm
 //! start so a resumed run makes the same choices as an uninterrupted one.
+//!
+//! Money safety (docs/live.md, "Crashes, Ctrl-C and two processes"): the run holds the run-folder
+//! lock ([`crate::store::lock`]); every request is preceded by an fsynced intent and closed by its
+//! record ([`crate::store::books`]), so a kill at any moment leaves every possibly billed request
+//! booked; Ctrl-C stops sending and waits for the requests in flight ([`super::interrupt`]).
 
+use super::interrupt::Interrupt;
 use crate::acquire::{self, Context};
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
@@ -14,14 +20,17 @@ use crate::report::progress::Progress;
 use crate::report::schema::{RunResult, StopReason};
 use crate::report::{self, FitLine};
 use crate::rng;
+use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
 use crate::store::config::Config;
-use crate::store::ledger::{CacheError, VerdictLog, VerdictRecord};
+use crate::store::ledger::{CacheError, VerdictRecord};
+use crate::store::lock::{LockError, RunLock};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Errors of a run.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +46,15 @@ pub enum RunError {
     /// The verdict log.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// The run folder's books (verdicts, paid failures, intents).
+    #[error(transparent)]
+    Books(#[from] BooksError),
+    /// Another process runs in this folder, or its lock cannot be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The Ctrl-C / SIGTERM handlers could not be installed.
+    #[error("installing the Ctrl-C and SIGTERM handlers: {0}")]
+    Signals(std::io::Error),
     /// The fit.
     #[error(transparent)]
     Fit(#[from] FitError),
@@ -59,6 +77,10 @@ pub struct RunOptions {
     pub progress: bool,
     /// Print the summary table to stdout.
     pub print: bool,
+    /// Handle Ctrl-C and SIGTERM (the binary does): the first stops sending and waits up to
+    /// `interrupt_grace_s` for the requests in flight, the second exits the process at once
+    /// ([`super::interrupt`]). Off, the caller's own signal handling is left alone.
+    pub handle_signals: bool,
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
@@ -131,11 +153,19 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     };
     let other_run = other_run_warning(dir, &identity);
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    // One process per run folder, from before anything is written until the run ends.
+    let _lock = RunLock::acquire(dir)?;
+    let mut interrupt = if opts.handle_signals {
+        Interrupt::install(Duration::from_secs_f64(cfg.raw.interrupt_grace_s)).map_err(RunError::Signals)?
+    } else {
+        Interrupt::never()
+    };
     let id_path = dir.join("run.json");
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
     crate::store::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
-    let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
+    // Open intents of a run that ended early are booked as possibly billed here.
+    let (mut books, warnings) = Books::open(dir)?;
     let pool = Arc::new(cfg.pool.clone());
     let keys = key_map(judge.as_ref(), cfg);
     // Pairs that are not sent (identical texts): counted as asked for the acquisition.
@@ -144,7 +174,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let total_pairs = keys.len() as u64;
     let sendable = total_pairs - skip.len() as u64;
     let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(sendable).min(sendable), opts.progress);
-    for w in other_run.into_iter().chain(warning) {
+    for w in other_run.into_iter().chain(warnings) {
         progress.println(&format!("warning: {w}"));
     }
     let k = cfg.raw.k;
@@ -165,29 +195,25 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut fits_file =
         std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
 
-    let mine = |log: &VerdictLog| -> Vec<(usize, usize, Option<f64>, f64, Usage)> {
+    let mine = |books: &Books| -> Vec<(usize, usize, Option<f64>, f64, Usage)> {
+        let log = books.log();
         log.records().iter().filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage))).collect()
     };
-    let stored = mine(&log);
+    let is_mine = |k: &str| keys.contains_key(k);
+    let stored = mine(&books);
+    // Everything booked for this judge: verdicts, paid failures, possibly billed requests.
+    let spent = books.spend(&is_mine).total_usd();
     let mut session = crate::report::schema::Session { reused: stored.len(), asked: 0 };
-    let spent: f64 = stored.iter().map(|s| s.3).sum();
-    // Spend booked on failed queries (no verdict stored, e.g. a timed-out paid call).
-    let failed_path = dir.join("failed.jsonl");
-    let mut failed_spend = crate::store::ledger::failed_spend(&failed_path, |k| keys.contains_key(k));
     // A gate's trusted judge spends from the same budget.max_usd.
     let gate_spend = crate::store::ledger::file_spend(&dir.join("trusted_verdicts.jsonl"));
-    let mut budget = Budget::new(
-        cfg.raw.budget.max_comparisons,
-        cfg.raw.budget.max_usd,
-        stored.len() as u64,
-        spent + failed_spend + gate_spend,
-    );
+    let mut budget =
+        Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + gate_spend);
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
     let mut fit_failed: Option<FitError> = None;
     let (summary, stop) = loop {
-        let stored = mine(&log);
+        let stored = mine(&books);
         let asked: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
         let queried: HashSet<(usize, usize)> = asked.iter().chain(&skip).copied().collect();
         let verdicts: Vec<ItemVerdict> =
@@ -251,6 +277,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         if budget.comparisons_left() == 0 {
             break (summary, StopReason::MaxComparisons);
         }
+        if interrupt.requested() {
+            break (summary, StopReason::Interrupted);
+        }
         let r = (acq.refit_every as u64).min(budget.comparisons_left()) as usize;
         let ctx = Context {
             item_base: &pool.item_base,
@@ -265,7 +294,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             seed: acq.seed,
         };
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
-        // Paired design (SPEC §6): every within-base query first, then Algorithm 1.
+        // Paired design (docs/model.md §6): every within-base query first, then Algorithm 1.
         // A pair left with one order (e.g. after a crash) gets its other order first.
         let mut picks = crate::analysis::design::other_orders(&queried, acq.orders, r);
         if picks.is_empty() {
@@ -277,35 +306,77 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         if picks.is_empty() {
             break (summary, StopReason::Exhausted);
         }
-        // Reserve and send, at most batch_size in flight.
+        // Reserve and send, at most batch_size in flight; after an interrupt send nothing more
+        // and wait for the requests in flight until the grace period ends.
         let mut pending = picks.into_iter();
         let mut set = tokio::task::JoinSet::new();
         let mut usd_stop = false;
         let mut got = 0usize;
         let mut round_failed = 0usize;
+        let mut grace_end: Option<tokio::time::Instant> = None;
+        let mut reserved = HashMap::new(); // intent → reservation, while in flight
         loop {
-            while set.len() < acq.batch_size && !usd_stop {
+            // Reserve up to batch_size in flight, write their intents (one fsync), then send:
+            // an intent is on disk before its request leaves, so a kill from here on books it.
+            let mut wave = Vec::new();
+            while set.len() + wave.len() < acq.batch_size && !usd_stop && !interrupt.requested() {
                 let Some((a, b)) = pending.next() else { break };
                 let worst = judge.worst_case_usd(&pool, a, b);
                 let Some(res) = budget.try_reserve(worst) else {
                     usd_stop = true;
                     break;
                 };
-                let (j, p) = (judge.clone(), pool.clone());
                 session.asked += 1;
-                set.spawn(async move {
-                    let out = j.judge(&p, a, b).await;
-                    (a, b, res, out)
-                });
+                wave.push((a, b, judge.cache_key(&pool, a, b), worst, res));
             }
-            let Some(joined) = set.join_next().await else { break };
-            let (a, b, res, out) = joined.expect("judge task does not panic");
+            if !wave.is_empty() {
+                let it = &pool.items;
+                let queries: Vec<_> = wave
+                    .iter()
+                    .map(|(a, b, key, worst, _)| (key.as_str(), it[*a].id.as_str(), it[*b].id.as_str(), *worst))
+                    .collect();
+                let intents = books.begin_all(&queries)?;
+                for ((a, b, key, _, res), intent) in wave.into_iter().zip(intents) {
+                    reserved.insert(intent, res);
+                    let (j, p) = (judge.clone(), pool.clone());
+                    set.spawn(async move {
+                        let out = j.judge(&p, a, b).await;
+                        (a, b, key, intent, res, out)
+                    });
+                }
+            }
+            interrupt.set_in_flight(set.len());
+            let joined = if interrupt.requested() {
+                let end = *grace_end.get_or_insert_with(|| tokio::time::Instant::now() + interrupt.grace());
+                match tokio::time::timeout_at(end, set.join_next()).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        set.shutdown().await;
+                        let (n, usd) = books.give_up("no reply within the interrupt grace period")?;
+                        for (_, res) in reserved.drain() {
+                            budget.settle(res, res.usd, false);
+                        }
+                        progress.println(&format!(
+                            "interrupted: {n} request(s) still in flight after {} s, booked as possibly billed (${usd:.6} at their worst case)",
+                            interrupt.grace().as_secs_f64()
+                        ));
+                        break;
+                    }
+                }
+            } else {
+                tokio::select! {
+                    joined = set.join_next() => joined,
+                    () = interrupt.wait() => continue,
+                }
+            };
+            let Some(joined) = joined else { break };
+            let (a, b, key, intent, res, out) = joined.expect("judge task does not panic");
+            reserved.remove(&intent);
             match out {
                 Ok(reply) => {
                     let cost = reply.cost_usd;
-                    let rec =
-                        VerdictRecord::from_reply(judge.cache_key(&pool, a, b), &pool, a, b, judge.describe(), reply);
-                    let stored = log.append(rec)?;
+                    let rec = VerdictRecord::from_reply(key, &pool, a, b, judge.describe(), reply);
+                    let stored = books.record_reply(intent, rec)?;
                     budget.settle(res, cost, stored);
                     got += 1;
                 }
@@ -315,18 +386,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                         JudgeError::Unjudgeable { .. } => 0.0,
                     };
                     budget.settle(res, cost, false);
-                    if cost > 0.0 {
-                        failed_spend += cost;
-                        let key = judge.cache_key(&pool, a, b);
-                        crate::store::ledger::append_failed(
-                            &failed_path,
-                            &key,
-                            &pool.items[a].id,
-                            &pool.items[b].id,
-                            cost,
-                            &e.to_string(),
-                        )?;
-                    }
+                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
+                    books.record_failure(intent, &key, ida, idb, cost, &e.to_string())?;
                     failed += 1;
                     round_failed += 1;
                     last_error = e.to_string();
@@ -335,6 +396,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             }
             progress.set(budget.comparisons);
             progress.message(format!("${:.4} spent  min top-k π {conf:.2}", budget.spent_usd));
+        }
+        if interrupt.requested() {
+            continue; // refit on what was stored, then stop (above)
         }
         if got == 0 && round_failed > 0 {
             failed_rounds += 1;
@@ -349,21 +413,34 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
     };
     progress.finish();
-    let stored = mine(&log);
+    let stored = mine(&books);
+    let spend = books.spend(&is_mine);
     let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed, fit_failed.as_ref());
-    result.spend_usd += failed_spend;
+    result.spend_usd = spend.total_usd();
+    result.possibly_billed = spend.possibly_billed;
+    result.possibly_billed_usd = spend.possibly_billed_usd;
+    result.duplicate_records = spend.duplicates;
     result.reporting.session = Some(session);
     let path = dir.join("result.json");
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
     if opts.print {
+        let mut text = summary_text(&result, dir);
+        if stop == StopReason::Interrupted {
+            text.push_str(&resume_hint(cfg));
+        }
         // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
-        let _ = writeln!(std::io::stdout(), "{}", summary_text(&result, dir));
+        let _ = writeln!(std::io::stdout(), "{text}");
     }
     if let Some(e) = fit_failed {
         return Err(e.into());
     }
     Ok(result)
+}
+
+/// The line telling how to resume an interrupted run.
+pub fn resume_hint(cfg: &Config) -> String {
+    format!("resume: topk-judge run {}\n", cfg.path.display())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -427,6 +504,9 @@ fn build_result(
         invalid: stored.iter().filter(|r| r.2.is_none()).count(),
         failed,
         spend_usd: stored.iter().map(|r| r.3).sum(),
+        possibly_billed: 0,
+        possibly_billed_usd: 0.0,
+        duplicate_records: 0,
         usage,
         topk: out.topk,
         theta: report::by_base(pool, &s.theta),

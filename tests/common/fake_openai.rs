@@ -90,6 +90,17 @@ struct Shared {
     verdict: Box<VerdictFn>,
     usage: Box<UsageFn>,
     top_logprobs: Mutex<Option<Vec<(String, f64)>>>,
+    holds: Holds,
+}
+
+/// Held replies (issue 12's kill points): arrival numbers to hold, the held requests' release
+/// handles, and counters.
+#[derive(Default)]
+struct Holds {
+    numbers: Mutex<std::collections::HashSet<usize>>,
+    waiting: Mutex<VecDeque<tokio::sync::oneshot::Sender<()>>>,
+    arrivals: AtomicUsize,
+    replied: AtomicUsize,
 }
 
 /// The running fake server; stops when dropped.
@@ -144,6 +155,7 @@ impl FakeOpenAi {
             verdict,
             usage,
             top_logprobs: Mutex::new(None),
+            holds: Holds::default(),
         });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -153,7 +165,7 @@ impl FakeOpenAi {
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new().route("/v1/chat/completions", post(handle)).with_state(s2);
+                let app = Router::new().route("/v1/chat/completions", post(handle_counted)).with_state(s2);
                 tokio::select! {
                     r = axum::serve(listener, app) => { r.unwrap(); }
                     _ = stop_rx => {}
@@ -199,6 +211,57 @@ impl FakeOpenAi {
     pub fn script_left(&self) -> usize {
         self.shared.script.lock().unwrap().len()
     }
+
+    /// Hold the replies to these requests (1-based arrival numbers) until released: the request
+    /// is recorded on arrival, then waits.
+    pub fn hold(&self, numbers: impl IntoIterator<Item = usize>) {
+        self.shared.holds.numbers.lock().unwrap().extend(numbers);
+    }
+
+    /// Requests waiting in a hold now.
+    pub fn n_held(&self) -> usize {
+        self.shared.holds.waiting.lock().unwrap().len()
+    }
+
+    /// Release the `n` requests held longest (they are then answered as usual).
+    pub fn release(&self, n: usize) {
+        let mut w = self.shared.holds.waiting.lock().unwrap();
+        for _ in 0..n {
+            if let Some(tx) = w.pop_front() {
+                let _ = tx.send(());
+            }
+        }
+    }
+
+    /// Release every held request and hold no further ones.
+    pub fn release_all(&self) {
+        self.shared.holds.numbers.lock().unwrap().clear();
+        let n = self.n_held();
+        self.release(n);
+    }
+
+    /// Replies handed back so far (handlers that finished).
+    pub fn n_replied(&self) -> usize {
+        self.shared.holds.replied.load(Ordering::SeqCst)
+    }
+}
+
+/// Wait here if this arrival is to be held.
+async fn hold_if_asked(s: &Shared) {
+    let number = s.holds.arrivals.fetch_add(1, Ordering::SeqCst) + 1;
+    if s.holds.numbers.lock().unwrap().remove(&number) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        s.holds.waiting.lock().unwrap().push_back(tx);
+        let _ = rx.await;
+    }
+}
+
+/// [`handle`], counting the replies handed back.
+async fn handle_counted(state: State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let s = state.0.clone();
+    let reply = handle(state, headers, body).await;
+    s.holds.replied.fetch_add(1, Ordering::SeqCst);
+    reply
 }
 
 impl Drop for FakeOpenAi {
@@ -255,6 +318,7 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
         fault: fault.clone(),
         answers: answers.clone(),
     });
+    hold_if_asked(&s).await;
     let (a, b) = answers.unwrap_or_default();
     let verdict = (s.verdict)(&a, &b);
     let usage = (s.usage)(&body);

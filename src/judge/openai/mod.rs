@@ -1,10 +1,10 @@
-//! OpenAI-compatible chat-completions judge (SPEC §4): the only async-openai import.
+//! OpenAI-compatible chat-completions judge (docs/model.md §4): the only async-openai import.
 //!
 //! One ordered query (a first, b second) = render the prompt template → check the context →
 //! wait for the rate limits → POST `/chat/completions` through async-openai with **our**
 //! transport (async-openai's retry layer is not installed, so [`crate::judge::openai::retry`] is the only
 //! retry policy; every non-2xx keeps its HTTP status, also for llama.cpp/vLLM error bodies that
-//! async-openai cannot parse, DEPS.md §2f) → parse the reply ([`parse`]) → re-ask an
+//! async-openai cannot parse) → parse the reply ([`parse`]) → re-ask an
 //! invalid reply up to `max_invalid_retries` times → price the usage.
 //!
 //! Spend of one HTTP reply (USD): (uncached prompt · input + cached · cached_input +
@@ -19,6 +19,7 @@
 //! 5xx, refused connections) do not. Its worst case, reserved before sending, is therefore
 //! (1 + max_invalid_retries) · the attempt's worst case, and it can never cost more.
 
+pub mod extra_body;
 pub mod parse;
 pub mod prompt;
 pub mod ratelimit;
@@ -118,7 +119,7 @@ pub enum OverflowPolicy {
     TruncateTask,
 }
 
-/// `judge: {openai: {...}}` (SPEC §4). Units are in the key names.
+/// `judge: {openai: {...}}` (docs/model.md §4). Units are in the key names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenAiConfig {
@@ -190,7 +191,8 @@ pub struct OpenAiConfig {
     #[serde(default = "d_bpt")]
     pub bytes_per_token: f64,
     /// Extra request fields, sent as is and part of the cache key (e.g. llama.cpp
-    /// `cache_prompt: false`, OpenRouter `provider`, `reasoning_effort`).
+    /// `cache_prompt: false`, OpenRouter `provider`, `reasoning_effort`); never a field the tool
+    /// sets or relies on ([`extra_body::RESERVED`]: a config error naming the setting to use).
     #[serde(default)]
     pub extra_body: Option<Map<String, Value>>,
 }
@@ -293,6 +295,9 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
         && !(0.0..=2.0).contains(&t)
     {
         return Err(e("temperature", format!("{t} must be in [0, 2]")));
+    }
+    if let Some(extra) = &cfg.extra_body {
+        extra_body::check(extra, cfg.temperature.is_some())?;
     }
     for (k, v, lo) in [
         ("timeout_s", cfg.timeout_s, f64::MIN_POSITIVE),
@@ -794,7 +799,7 @@ impl OpenAiJudge {
             async move { transport(&http, f).await }
         });
         // Client::build installs async-openai's retrying executor; with_http_service replaces it
-        // with ours (no retry layer), so only crate::judge::openai::retry retries (DEPS.md §2e).
+        // with ours (no retry layer), so only crate::judge::openai::retry retries (async-openai's default client retries on its own).
         let client = Client::build(http, oa).with_http_service(svc);
         Ok(Self {
             limits: RateLimits::new(cfg.requests_per_minute, cfg.tokens_per_minute),
@@ -877,8 +882,11 @@ impl OpenAiJudge {
             body.insert("top_logprobs".into(), json!(self.cfg.top_logprobs));
         }
         if let Some(extra) = &self.cfg.extra_body {
+            // The tool's own fields win (config load already rejects reserved keys).
             for (k, v) in extra {
-                body.insert(k.clone(), v.clone());
+                if extra_body::reserved(k, self.cfg.temperature.is_some()).is_none() {
+                    body.entry(k.clone()).or_insert_with(|| v.clone());
+                }
             }
         }
         Value::Object(body)
@@ -1123,7 +1131,7 @@ impl OpenAiJudge {
 }
 
 /// Our async-openai transport: send, keep the status of every non-2xx (with `Retry-After`),
-/// reject a 2xx body that is not JSON, and never retry (DEPS.md §2f).
+/// reject a 2xx body that is not JSON, and never retry.
 async fn transport(http: &reqwest::Client, f: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
     let req = f.build().await?;
     let resp = http.execute(req).await.map_err(OpenAIError::Reqwest)?;
@@ -1231,6 +1239,26 @@ impl Judge for OpenAiJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tools_request_fields_win_over_extra_body() {
+        // A config that skipped `prepare` (which rejects these keys) still sends the tool's own
+        // limit and one choice.
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = dir.path().join("t.j2");
+        std::fs::write(&prompt, "{{ task }}\nA: {{ answer_a }}\nB: {{ answer_b }}").unwrap();
+        let cfg: OpenAiConfig = serde_json::from_value(json!({
+            "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "X", "prompt": prompt,
+            "max_tokens": 4, "price": {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 2.0},
+            "extra_body": {"max_tokens": 4000, "max_completion_tokens": 4000, "n": 3, "model": "other", "cache_prompt": false}
+        }))
+        .unwrap();
+        let j = OpenAiJudge::new(cfg, None).unwrap();
+        let body = j.request_body(&j.template.render("task", "x", "y").unwrap());
+        assert_eq!((&body["max_tokens"], &body["n"], &body["model"]), (&json!(4), &json!(1), &json!("m")));
+        assert!(body.get("max_completion_tokens").is_none(), "{body}");
+        assert_eq!(body["cache_prompt"], false, "vendor fields still pass");
+    }
 
     #[test]
     fn price_books_cached_and_reasoning_once() {
