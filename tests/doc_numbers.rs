@@ -80,24 +80,13 @@ fn identifiability_doc_shows_what_the_commands_print() {
     assert_eq!(syn["reported"], "corrected");
 }
 
-/// docs/reports.md: the compare table of the cheap and frontier mock runs it describes, and the
+/// docs/reports.md: the compare table of the shipped cheap and frontier configs, and the
 /// report's bias line for the cheap run.
 #[test]
 fn reports_doc_shows_what_compare_and_report_print() {
     let dir = tempfile::tempdir().unwrap();
-    let judge = |pos: &str, verb: &str, temp: &str, inp: &str, outp: &str| {
-        format!(
-            "judge:\n  mock:\n    mode: stochastic\n    pos_bias: {pos}\n    verb_per_word: {verb}\n    temperature: {temp}\n    seed: 7\n    input_usd_per_mtok: {inp}\n    output_usd_per_mtok: {outp}\n"
-        )
-    };
-    let variant = |name: &str, j: String| {
-        let y = std::fs::read_to_string(shipped(dir.path(), "mock.yaml", |y| y)).unwrap();
-        let (start, end) = (y.find("judge:\n").unwrap(), y.find("model:\n").unwrap());
-        let yaml = format!("{}{j}{}", &y[..start], &y[end..]).replace("name: summeval-mock", &format!("name: {name}"));
-        write(dir.path(), &format!("{name}.yaml"), &yaml)
-    };
-    run_ok(dir.path(), &variant("cheap", judge("0.3", "0.01", "0.25", "0.15", "0.60")));
-    run_ok(dir.path(), &variant("frontier", judge("0.05", "0.0", "0.1", "3.0", "15.0")));
+    run_ok(dir.path(), &shipped(dir.path(), "cheap.yaml", |y| y));
+    run_ok(dir.path(), &shipped(dir.path(), "frontier.yaml", |y| y));
     let out = run_bin(dir.path(), &["compare", "runs/cheap", "runs/frontier", "--out", "runs/cmp"]);
     assert!(out.status.success(), "{}", text(&out));
     let table = std::fs::read_to_string(dir.path().join("runs/cmp/compare.md")).unwrap();
