@@ -296,7 +296,7 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
         ));
     }
     // Several judges: select one with --judge (a run folder defaults to the run's judge).
-    let list = || judges.iter().map(|(j, c)| format!("{:?}: {c}", j)).collect::<Vec<_>>().join(", ");
+    let list = || judges.iter().map(|(j, c)| format!("{j:?}: {c}")).collect::<Vec<_>>().join(", ");
     let wanted = args.judge.map(str::to_owned).or_else(|| {
         let d = cfg.map(judge_description)?;
         (judges.len() > 1 && judges.contains_key(&d)).then_some(d)
