@@ -6,6 +6,7 @@ mod doc_numbers;
 mod docs;
 mod experiments;
 mod health;
+mod faults;
 mod honest;
 mod ident;
 mod layout;

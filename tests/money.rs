@@ -161,6 +161,7 @@ fn result_json(run: &Path) -> Value {
 fn check_books(fake: &FakeOpenAi, run: &Path, max_usd: Option<f64>, exact: bool) -> Booked {
     let (n, usd) = server_bill(fake);
     let b = booked(run);
+    println!("{}: server billed {n} requests, ${usd:.6}; books {b:?}; max_usd {max_usd:?}", run.display());
     assert_eq!(b.open_intents, 0, "{b:?}");
     assert!(n <= b.requests(), "server billed {n} requests, the books hold {b:?}");
     assert!(usd <= b.usd + 1e-12, "server billed ${usd}, the books ${}", b.usd);

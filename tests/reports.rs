@@ -63,6 +63,8 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         identifiability: BTreeMap::new(),
         gate: None,
         judge_stats: None,
+        quarantined: vec![],
+        last_error: None,
         reporting: Default::default(),
     }
 }

@@ -193,6 +193,8 @@ pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), IdentError
         return Err(no_gate(arg));
     }
     let run = load_run(arg)?;
+    // The trusted judge's paid verdicts go into the run folder: one process at a time.
+    let _lock = crate::store::lock::RunLock::acquire(&run.dir)?;
     let report = gate_for(&run.cfg, &run.dir, &run.verdicts, None).await?;
     let path = write_gate(&run.dir, &report)?;
     let text = gate_text(&report, &path);

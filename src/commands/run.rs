@@ -90,8 +90,8 @@ pub fn run_with_gate(
     let mut result = match rt.block_on(live::run(cfg, judge, &opts)) {
         Ok(r) => r,
         Err(e) => {
-            // A failed fit still wrote result.json (no ranking claimed): show it.
-            if matches!(e, RunError::Fit(_))
+            // A failed fit or a failing judge still wrote result.json: show it.
+            if matches!(e, RunError::Fit(_) | RunError::JudgeFailing { .. })
                 && let Ok(text) = std::fs::read_to_string(cfg.run_dir.join("result.json"))
                 && let Ok(r) = serde_json::from_str(&text)
             {

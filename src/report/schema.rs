@@ -28,6 +28,23 @@ pub enum StopReason {
     /// Ctrl-C or SIGTERM: sending stopped, the requests in flight were awaited for up to the
     /// grace period (those still out are booked as possibly billed); re-running resumes.
     Interrupted,
+    /// The judge failed: an endpoint-wide error (named in `last_error`), or rounds without any
+    /// verdict. The result is fitted from the verdicts stored so far.
+    JudgeFailing,
+}
+
+/// A pair set aside for the rest of a run after repeated failed queries (docs/live.md,
+/// "Retries, rate limits, concurrency").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantinedPair {
+    /// Item id of one side (the first shown in the first failed query).
+    pub a: String,
+    /// Item id of the other side.
+    pub b: String,
+    /// Failed queries of this pair (both orders).
+    pub failed_queries: u32,
+    /// The last error.
+    pub last_error: String,
 }
 
 /// result.json.
@@ -114,6 +131,12 @@ pub struct RunResult {
     /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_stats: Option<crate::judge::JudgeStats>,
+    /// Pairs set aside in this invocation after repeated failed queries (never picked again).
+    #[serde(default)]
+    pub quarantined: Vec<QuarantinedPair>,
+    /// The error that stopped the run (`stop_reason: judge_failing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
     /// Which ranking `topk`, `recall_at_k` and `ranking` report and why, both rankings' top-k,
     /// the apparent quality's sd and membership, the comparison graph and the covariate units.
     #[serde(flatten)]

@@ -45,6 +45,9 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
     }
     s.push('\n');
+    if let Some(e) = &r.last_error {
+        let _ = writeln!(s, "judge failing: {e}");
+    }
     if let Some(sess) = r.reporting.session
         && sess.reused > 0
     {
@@ -54,6 +57,17 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     if let Some(j) = &r.judge_stats {
         s.push_str(&crate::judge::stats_line(j));
         s.push('\n');
+    }
+    if !r.quarantined.is_empty() {
+        let _ = writeln!(
+            s,
+            "set aside after repeated failures (not asked again in this run; a re-run tries them again): {} pair(s)",
+            r.quarantined.len()
+        );
+        for q in &r.quarantined {
+            let _ =
+                writeln!(s, "  {} vs {}: {} failed queries; last error: {}", q.a, q.b, q.failed_queries, q.last_error);
+        }
     }
     s.push_str(&coefficient_lines(r.kappa, r.kappa_sd, &r.c, &r.c_sd, &r.identifiability, &r.reporting));
     s.push_str(&ranking_block(

@@ -10,6 +10,12 @@
 //! lock ([`crate::store::lock`]); every request is preceded by an fsynced intent and closed by its
 //! record ([`crate::store::books`]), so a kill at any moment leaves every possibly billed request
 //! booked; Ctrl-C stops sending and waits for the requests in flight ([`super::interrupt`]).
+//! Faults do not end a run ([`super::faults`]): a pair whose queries keep failing is set aside
+//! and acquisition moves on; the run stops early only when the judge itself fails (its endpoint
+//! cannot be reached before the first query, the same endpoint-wide error comes back, or 3
+//! rounds in a row bring no verdict), and even then it writes result.json from the verdicts it
+//! has (`stop_reason: judge_failing`) and prints the summary. A run removes the result.json of an
+//! earlier run in its folder when it starts, so no older result is left looking current.
 
 use super::interrupt::Interrupt;
 use crate::acquire::{self, Context};
@@ -17,9 +23,10 @@ use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
 use crate::report::progress::Progress;
-use crate::report::schema::{RunResult, StopReason};
+use crate::report::schema::{QuarantinedPair, RunResult, StopReason};
 use crate::report::{self, FitLine};
 use crate::rng;
+use crate::run::faults::{EndpointGuard, Quarantine};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
 use crate::store::config::Config;
@@ -58,15 +65,12 @@ pub enum RunError {
     /// The fit.
     #[error(transparent)]
     Fit(#[from] FitError),
-    /// Too many failed queries in a row.
-    #[error("{failed} queries failed in {rounds} consecutive rounds without any verdict; last error: {last}")]
+    /// The judge failed (endpoint not reachable, the same endpoint-wide error again, or rounds
+    /// without any verdict); result.json was still written, with `stop_reason: judge_failing`.
+    #[error("the judge is failing, so the run stopped (result.json holds the verdicts so far): {message}")]
     JudgeFailing {
-        /// Failed queries.
-        failed: usize,
-        /// Rounds.
-        rounds: usize,
-        /// Last error.
-        last: String,
+        /// Why, naming the setting to change when there is one.
+        message: String,
     },
 }
 
@@ -140,7 +144,8 @@ fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
 /// Run Algorithm 1 for a validated config with a judge. Writes into `cfg.run_dir`.
 ///
 /// # Errors
-/// [`RunError`]. A judge failure on a single query is counted, not fatal.
+/// [`RunError`]. A failed query is counted (and its pair set aside when it keeps failing), not
+/// fatal; [`RunError::JudgeFailing`] comes after result.json is written and the summary printed.
 pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Result<RunResult, RunError> {
     let dir = &cfg.run_dir;
     let identity = RunIdentity {
@@ -160,6 +165,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     } else {
         Interrupt::never()
     };
+    // An earlier run's result is not this run's: gone until this run writes its own.
+    let result_path = dir.join("result.json");
+    match std::fs::remove_file(&result_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err(&result_path)(e)),
+        _ => {}
+    }
     let id_path = dir.join("run.json");
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
@@ -212,6 +223,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
     let mut fit_failed: Option<FitError> = None;
+    let mut quarantine = Quarantine::new(acq.max_failed_queries_per_pair);
+    let mut guard = EndpointGuard::new();
+    let mut checked = false; // the judge's preflight request
+    let mut failing: Option<String> = None; // why the run stops for its judge
     let (summary, stop) = loop {
         let stored = mine(&books);
         let asked: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
@@ -265,7 +280,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         progress.set(asked.len() as u64);
         progress.message(format!("${spend:.4} spent  min top-k π {conf:.2}"));
 
-        // Stop conditions.
+        // Stop conditions. Set-aside pairs count as asked.
+        if failing.is_some() {
+            break (summary, StopReason::JudgeFailing);
+        }
+        let mut queried = queried;
+        queried.extend(quarantine.ordered_pairs());
         if queried.len() as u64 >= total_pairs {
             break (summary, StopReason::Exhausted);
         }
@@ -306,6 +326,18 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         if picks.is_empty() {
             break (summary, StopReason::Exhausted);
         }
+        // Before the first query: the judge's free check (is the endpoint there at all?).
+        if !checked {
+            checked = true;
+            match judge.preflight().await {
+                Ok(warnings) => warnings.iter().for_each(|w| progress.println(&format!("warning: {w}"))),
+                Err(e) => {
+                    last_error = e.to_string();
+                    failing = Some(last_error.clone());
+                    break (summary, StopReason::JudgeFailing);
+                }
+            }
+        }
         // Reserve and send, at most batch_size in flight; after an interrupt send nothing more
         // and wait for the requests in flight until the grace period ends.
         let mut pending = picks.into_iter();
@@ -319,7 +351,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             // Reserve up to batch_size in flight, write their intents (one fsync), then send:
             // an intent is on disk before its request leaves, so a kill from here on books it.
             let mut wave = Vec::new();
-            while set.len() + wave.len() < acq.batch_size && !usd_stop && !interrupt.requested() {
+            while set.len() + wave.len() < acq.batch_size && !usd_stop && !interrupt.requested() && failing.is_none() {
                 let Some((a, b)) = pending.next() else { break };
                 let worst = judge.worst_case_usd(&pool, a, b);
                 let Some(res) = budget.try_reserve(worst) else {
@@ -379,12 +411,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     let stored = books.record_reply(intent, rec)?;
                     budget.settle(res, cost, stored);
                     got += 1;
+                    guard.succeeded();
                 }
                 Err(e) => {
-                    let cost = match &e {
-                        JudgeError::Request { cost_usd, .. } => *cost_usd,
-                        JudgeError::Unjudgeable { .. } => 0.0,
-                    };
+                    let cost = e.cost_usd();
                     budget.settle(res, cost, false);
                     let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
                     books.record_failure(intent, &key, ida, idb, cost, &e.to_string())?;
@@ -392,18 +422,33 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     round_failed += 1;
                     last_error = e.to_string();
                     tracing::warn!("query {} vs {} failed: {e}", pool.items[a].id, pool.items[b].id);
+                    let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
+                    if e.setting().is_none() && quarantine.failed(a, b, &last_error, unjudgeable) {
+                        tracing::warn!(
+                            "{} vs {} set aside for the rest of this run after {} failed queries",
+                            pool.items[a].id,
+                            pool.items[b].id,
+                            quarantine.failures(a, b)
+                        );
+                    }
+                    if let Some(why) = guard.failed(e.setting(), &last_error) {
+                        failing.get_or_insert(why);
+                    }
                 }
             }
             progress.set(budget.comparisons);
             progress.message(format!("${:.4} spent  min top-k π {conf:.2}", budget.spent_usd));
         }
+        interrupt.set_in_flight(0);
         if interrupt.requested() {
             continue; // refit on what was stored, then stop (above)
         }
         if got == 0 && round_failed > 0 {
             failed_rounds += 1;
             if failed_rounds >= 3 {
-                return Err(RunError::JudgeFailing { failed, rounds: failed_rounds, last: last_error });
+                failing.get_or_insert(format!(
+                    "{failed} queries failed in {failed_rounds} consecutive rounds without any verdict; last error: {last_error}"
+                ));
             }
         } else {
             failed_rounds = 0;
@@ -421,9 +466,21 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     result.possibly_billed_usd = spend.possibly_billed_usd;
     result.duplicate_records = spend.duplicates;
     result.reporting.session = Some(session);
-    let path = dir.join("result.json");
+    result.quarantined = quarantine
+        .set_aside()
+        .into_iter()
+        .map(|q| QuarantinedPair {
+            a: pool.items[q.a].id.clone(),
+            b: pool.items[q.b].id.clone(),
+            failed_queries: q.failed_queries,
+            last_error: q.last_error,
+        })
+        .collect();
+    if failing.is_some() {
+        result.last_error = Some(last_error);
+    }
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
-    std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
+    std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
     if opts.print {
         let mut text = summary_text(&result, dir);
         if stop == StopReason::Interrupted {
@@ -435,7 +492,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     if let Some(e) = fit_failed {
         return Err(e.into());
     }
-    Ok(result)
+    match failing {
+        Some(message) => Err(RunError::JudgeFailing { message }),
+        None => Ok(result),
+    }
 }
 
 /// The line telling how to resume an interrupted run.
@@ -525,6 +585,8 @@ fn build_result(
         identifiability,
         gate: None,
         judge_stats: judge.stats(),
+        quarantined: Vec::new(),
+        last_error: None,
         reporting: out.reporting,
     }
 }

@@ -158,6 +158,11 @@ pub struct AcquisitionConfig {
     /// Stop early when every π ≤ ε or ≥ 1 − ε (default: off).
     #[serde(default)]
     pub confidence: Option<f64>,
+    /// Failed queries of one pair (both orders together) after which the pair is set aside for
+    /// the rest of the run (default 2; docs/live.md). Not part of the fit: left out of the
+    /// saved settings while it has its default, so older run folders keep matching.
+    #[serde(default = "d_max_failed", skip_serializing_if = "is_d_max_failed")]
+    pub max_failed_queries_per_pair: u32,
     /// Pairs of items with identical text: `skip` (default: never sent, they carry no
     /// information about quality) or `send` (e.g. to measure position bias).
     #[serde(default, skip_serializing_if = "IdenticalTexts::is_skip")]
@@ -181,6 +186,12 @@ impl IdenticalTexts {
     }
 }
 
+fn d_max_failed() -> u32 {
+    2
+}
+fn is_d_max_failed(n: &u32) -> bool {
+    *n == d_max_failed()
+}
 fn d_strategy() -> StrategyKind {
     StrategyKind::Topk
 }
@@ -195,6 +206,7 @@ impl Default for AcquisitionConfig {
             seed: 0,
             mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
             confidence: None,
+            max_failed_queries_per_pair: d_max_failed(),
             identical_texts: IdenticalTexts::Skip,
         }
     }
@@ -379,6 +391,12 @@ impl Config {
             return Err(inv("acquisition.batch_size", "0 must be ≥ 1".into()));
         }
         check_mc_draws(a.mc_draws).map_err(|e| param("acquisition", e))?;
+        if a.max_failed_queries_per_pair == 0 {
+            return Err(inv(
+                "acquisition.max_failed_queries_per_pair",
+                "0 must be ≥ 1 (the failed queries after which a pair is set aside)".into(),
+            ));
+        }
         if let Some(e) = a.confidence {
             check_confidence(e).map_err(|e| param("acquisition", e))?;
         }
