@@ -501,6 +501,8 @@ pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<Stri
     if verdicts.is_empty() {
         return Ok("gate: not run: the run has no valid verdict\n".into());
     }
+    // The trusted judge's paid verdicts go into the run folder: one process at a time.
+    let _lock = crate::store::lock::RunLock::acquire(&cfg.run_dir)?;
     let spent_gate = crate::store::ledger::file_spend(&cfg.run_dir.join("trusted_verdicts.jsonl"));
     let left = cfg.raw.budget.max_usd.map(|m| m - result.spend_usd - spent_gate);
     let report = gate_for(cfg, &cfg.run_dir, &verdicts, left).await?;
