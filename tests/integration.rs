@@ -2,10 +2,12 @@
 
 mod audit;
 mod common;
+mod doc_numbers;
 mod docs;
 mod experiments;
 mod faults;
 mod health;
+mod honest;
 mod ident;
 mod layout;
 mod live;

@@ -219,6 +219,10 @@ impl AuditConfig {
         {
             return Err(inv("max_usd", format!("{u} must be ≥ 0")).into());
         }
+        // A live judge's prompt template is relative to the config's folder, as in `run`.
+        if let JudgeConfig::Openai(oc) = &mut raw.judge {
+            oc.prompt = normalize(&dir.join(&oc.prompt));
+        }
         crate::judge::build::make_judge(&raw.judge).map_err(|msg| inv("judge", msg))?;
         let run_dir = match &raw.out_dir {
             Some(o) => normalize(&dir.join(o).join(&raw.name)),
@@ -280,6 +284,26 @@ impl AuditConfig {
                 .into());
             }
         };
+        if matches!(raw.judge, JudgeConfig::Openai(_)) {
+            for p in &pairs {
+                for (k, side) in [("x", &p.x), ("y", &p.y)] {
+                    if side.text.as_deref().is_none_or(|t| t.trim().is_empty()) {
+                        let whence = match &source {
+                            AuditSource::Pairs { file } => format!("pairs file {}", file.display()),
+                            AuditSource::Pool { file, .. } => format!("pool file {}", file.display()),
+                        };
+                        return Err(inv(
+                            "judge.openai",
+                            format!(
+                                "pair {:?} ({whence}) has no answer text on {k}; a live judge needs the text of both answers (\"{k}\": {{\"text\": …}}), or audit it with the mock judge",
+                                p.id
+                            ),
+                        )
+                        .into());
+                    }
+                }
+            }
+        }
         if matches!(raw.judge, JudgeConfig::Mock(_)) {
             for p in &pairs {
                 for (k, s) in [("x", &p.x), ("y", &p.y)] {

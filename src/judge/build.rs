@@ -16,3 +16,15 @@ pub fn make_judge(cfg: &JudgeConfig) -> Result<Arc<dyn Judge>, String> {
         JudgeConfig::Openai(o) => Ok(Arc::new(super::openai::OpenAiJudge::from_config(o)?)),
     }
 }
+
+/// The judge a config asks for, without an API key (a live judge is built keyless): for cache
+/// keys and descriptions when reading a run back, where nothing is sent.
+///
+/// # Errors
+/// A message naming the config key.
+pub fn make_judge_without_key(cfg: &JudgeConfig) -> Result<Arc<dyn Judge>, String> {
+    match cfg {
+        JudgeConfig::Openai(o) => Ok(Arc::new(super::openai::OpenAiJudge::new((**o).clone(), None)?)),
+        other => make_judge(other),
+    }
+}

@@ -72,7 +72,7 @@ impl RunDir {
         let vp = dir.join("verdicts.jsonl");
         let verdicts = if vp.exists() {
             let (recs, _, _) = read_records(&vp)?;
-            recs.into_iter().filter(|r| r.judge.is_empty() || r.judge == result.judge).collect()
+            recs.into_iter().filter(|r| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge)).collect()
         } else {
             Vec::new()
         };

@@ -173,15 +173,18 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     }
     let id_path = dir.join("run.json");
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
-    let saved = dir.join("config.yaml");
-    let yaml = crate::store::yaml::to_string(&cfg.raw).unwrap_or_default();
-    std::fs::write(&saved, yaml).map_err(io_err(&saved))?;
+    // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
+    crate::store::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
     // Open intents of a run that ended early are booked as possibly billed here.
     let (mut books, warnings) = Books::open(dir)?;
     let pool = Arc::new(cfg.pool.clone());
     let keys = key_map(judge.as_ref(), cfg);
+    // Pairs that are not sent (identical texts): counted as asked for the acquisition.
+    let key_pairs: HashSet<(usize, usize)> = keys.values().copied().collect();
+    let skip: HashSet<(usize, usize)> = cfg.skipped_pairs().into_iter().filter(|p| key_pairs.contains(p)).collect();
     let total_pairs = keys.len() as u64;
-    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(total_pairs).min(total_pairs), opts.progress);
+    let sendable = total_pairs - skip.len() as u64;
+    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(sendable).min(sendable), opts.progress);
     for w in other_run.into_iter().chain(warnings) {
         progress.println(&format!("warning: {w}"));
     }
@@ -211,17 +214,23 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let stored = mine(&books);
     // Everything booked for this judge: verdicts, paid failures, possibly billed requests.
     let spent = books.spend(&is_mine).total_usd();
-    let mut budget = Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent);
+    let mut session = crate::report::schema::Session { reused: stored.len(), asked: 0 };
+    // A gate's trusted judge spends from the same budget.max_usd.
+    let gate_spend = crate::store::ledger::file_spend(&dir.join("trusted_verdicts.jsonl"));
+    let mut budget =
+        Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + gate_spend);
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
+    let mut fit_failed: Option<FitError> = None;
     let mut quarantine = Quarantine::new(acq.max_failed_queries_per_pair);
     let mut guard = EndpointGuard::new();
     let mut checked = false; // the judge's preflight request
     let mut failing: Option<String> = None; // why the run stops for its judge
     let (summary, stop) = loop {
         let stored = mine(&books);
-        let queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
+        let asked: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
+        let queried: HashSet<(usize, usize)> = asked.iter().chain(&skip).copied().collect();
         let verdicts: Vec<ItemVerdict> =
             stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: 1.0 })).collect();
         let design = build_design(&pool, &cfg.covariates, &verdicts);
@@ -231,11 +240,19 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         let covs = cfg.covariates.clone();
         let warm2 = warm.clone();
         let draws = acq.mc_draws;
-        let (summary, _fit, post) = tokio::task::spawn_blocking(move || {
+        let fitted = tokio::task::spawn_blocking(move || {
             fit_and_summarise(&pool2, &covs, &design, &prior, k, draws, warm2.as_deref(), &mut mc_rng)
         })
         .await
-        .expect("fit task does not panic")?;
+        .expect("fit task does not panic");
+        let (summary, _fit, post) = match fitted {
+            Ok(f) => f,
+            Err(e) => {
+                // Still write a result.json (no ranking claimed) before reporting the error.
+                fit_failed = Some(e);
+                break (FitSummary::prior(pool.n_bases(), cfg.covariates.p(), &prior, k), StopReason::FitFailed);
+            }
+        };
         let mut beta = summary.theta.clone();
         beta.extend_from_slice(&summary.c);
         beta.push(summary.kappa);
@@ -260,7 +277,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         warm = Some(beta);
         let spend = budget.spent_usd;
         let conf = summary.topk.iter().map(|b| summary.membership[*b]).fold(1.0f64, f64::min);
-        progress.set(queried.len() as u64);
+        progress.set(asked.len() as u64);
         progress.message(format!("${spend:.4} spent  min top-k π {conf:.2}"));
 
         // Stop conditions. Set-aside pairs count as asked.
@@ -298,7 +315,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         };
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
         // Paired design (docs/model.md §6): every within-base query first, then Algorithm 1.
-        let mut picks = crate::analysis::design::first_queries(&pool, cfg.raw.design, &queried, r);
+        // A pair left with one order (e.g. after a crash) gets its other order first.
+        let mut picks = crate::analysis::design::other_orders(&queried, acq.orders, r);
+        if picks.is_empty() {
+            picks = crate::analysis::design::first_queries(&pool, cfg.raw.design, &queried, r);
+        }
         if picks.is_empty() {
             picks = acquire::select(acq.strategy, &ctx, r, &mut acq_rng);
         }
@@ -337,6 +358,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     usd_stop = true;
                     break;
                 };
+                session.asked += 1;
                 wave.push((a, b, judge.cache_key(&pool, a, b), worst, res));
             }
             if !wave.is_empty() {
@@ -438,11 +460,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     progress.finish();
     let stored = mine(&books);
     let spend = books.spend(&is_mine);
-    let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed);
+    let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed, fit_failed.as_ref());
     result.spend_usd = spend.total_usd();
     result.possibly_billed = spend.possibly_billed;
     result.possibly_billed_usd = spend.possibly_billed_usd;
     result.duplicate_records = spend.duplicates;
+    result.reporting.session = Some(session);
     result.quarantined = quarantine
         .set_aside()
         .into_iter()
@@ -466,6 +489,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
         let _ = writeln!(std::io::stdout(), "{text}");
     }
+    if let Some(e) = fit_failed {
+        return Err(e.into());
+    }
     match failing {
         Some(message) => Err(RunError::JudgeFailing { message }),
         None => Ok(result),
@@ -473,10 +499,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
 }
 
 /// The line telling how to resume an interrupted run.
-fn resume_hint(cfg: &Config) -> String {
+pub fn resume_hint(cfg: &Config) -> String {
     format!("resume: topk-judge run {}\n", cfg.path.display())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_result(
     cfg: &Config,
     judge: &dyn Judge,
@@ -484,6 +511,7 @@ fn build_result(
     stop: StopReason,
     stored: &[(usize, usize, Option<f64>, f64, Usage)],
     failed: usize,
+    fit_failed: Option<&FitError>,
 ) -> RunResult {
     let pool = &cfg.pool;
     let k = cfg.raw.k;
@@ -492,17 +520,37 @@ fn build_result(
         usage.add(&r.4);
     }
     let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
-    let recall = gold.as_ref().map(|g| crate::model::membership::recall_at_k(&s.topk, g));
-    let mut notes = Vec::new();
-    for n in &cfg.covariates.no_variation {
-        notes.push(format!(
-            "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0"
-        ));
-    }
     let verdicts: Vec<ItemVerdict> =
         stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: 1.0 })).collect();
-    let identifiability = crate::analysis::identifiability::for_summary(pool, &cfg.covariates, &verdicts, s);
-    notes.extend(crate::analysis::identifiability::notes(&identifiability, pool));
+    let (identifiability, apparent) = match fit_failed {
+        Some(_) => (Default::default(), crate::model::summary::Apparent::of_summary(s)),
+        None => crate::report::outcome::identify_and_apparent(
+            pool,
+            &cfg.covariates,
+            &cfg.raw.model.prior(),
+            k,
+            (cfg.raw.acquisition.mc_draws, cfg.raw.acquisition.seed),
+            &verdicts,
+            s,
+        ),
+    };
+    let one_query = verdicts.is_empty().then(|| crate::report::outcome::one_query_text(pool, judge));
+    let mut out = crate::report::outcome::outcome(&crate::report::outcome::Inputs {
+        pool,
+        cov: &cfg.covariates,
+        k,
+        model: cfg.raw.model.kind,
+        summary: s,
+        apparent: &apparent,
+        verdicts: if fit_failed.is_some() { &[] } else { &verdicts },
+        identifiability: &identifiability,
+        setting: cfg.raw.report_ranking,
+        gate: None,
+        one_query,
+    });
+    if let Some(e) = fit_failed {
+        out.notes.insert(0, format!("the fit failed ({e}): no ranking is claimed; the verdicts are kept, fix the cause and re-run to fit them"));
+    }
     RunResult {
         name: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -520,7 +568,7 @@ fn build_result(
         possibly_billed_usd: 0.0,
         duplicate_records: 0,
         usage,
-        topk: s.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
+        topk: out.topk,
         theta: report::by_base(pool, &s.theta),
         sd: report::by_base(pool, &s.sd),
         membership: report::by_base(pool, &s.membership),
@@ -531,72 +579,19 @@ fn build_result(
         kappa_sd: s.kappa_sd,
         no_variation: cfg.covariates.no_variation.clone(),
         gold_topk: gold.map(|g| g.iter().map(|b| pool.bases[*b].clone()).collect()),
-        recall_at_k: recall,
-        ranking: report::ranking(pool, s, k),
-        notes,
+        recall_at_k: out.recall_at_k,
+        ranking: out.ranking,
+        notes: out.notes,
         identifiability,
         gate: None,
         judge_stats: judge.stats(),
         quarantined: Vec::new(),
         last_error: None,
+        reporting: out.reporting,
     }
 }
 
-/// The human-readable end-of-run summary.
+/// The human-readable end-of-run summary ([`crate::report::summary::run_summary`]).
 pub fn summary_text(r: &RunResult, dir: &Path) -> String {
-    let mut s = String::new();
-    s.push_str(&format!(
-        "run {:?}: pool {}, {:?} model, judge {}, strategy {:?}\n",
-        r.name, r.pool_id, r.model, r.judge, r.strategy
-    ));
-    s.push_str(&format!(
-        "stopped: {:?}; {} comparisons ({} valid, {} invalid, {} failed), spend ${:.4}",
-        r.stop_reason, r.comparisons, r.valid, r.invalid, r.failed, r.spend_usd
-    ));
-    if r.possibly_billed > 0 {
-        s.push_str(&format!(
-            " (includes {} possibly billed, ${:.4} at their worst case)",
-            r.possibly_billed, r.possibly_billed_usd
-        ));
-    }
-    if r.duplicate_records > 0 {
-        s.push_str(&format!("; {} duplicate records not counted (their cost is)", r.duplicate_records));
-    }
-    s.push('\n');
-    if let Some(e) = &r.last_error {
-        s.push_str(&format!("judge failing: {e}\n"));
-    }
-    if let Some(j) = &r.judge_stats {
-        s.push_str(&crate::judge::stats_line(j));
-        s.push('\n');
-    }
-    if !r.quarantined.is_empty() {
-        s.push_str(&format!(
-            "set aside after repeated failures (not asked again in this run; a re-run tries them again): {} pair(s)\n",
-            r.quarantined.len()
-        ));
-        for q in &r.quarantined {
-            s.push_str(&format!(
-                "  {} vs {}: {} failed queries; last error: {}\n",
-                q.a, q.b, q.failed_queries, q.last_error
-            ));
-        }
-    }
-    s.push_str(&format!("position effect κ = {:.3} ± {:.3} logits", r.kappa, r.kappa_sd));
-    for (name, c) in &r.c {
-        s.push_str(&format!("; c[{name}] = {:.3} ± {:.3}", c, r.c_sd[name]));
-    }
-    s.push('\n');
-    s.push_str(&crate::report::table::identifiability_text(&r.identifiability));
-    s.push('\n');
-    s.push_str(&report::table::ranking_table(&r.ranking));
-    s.push_str(&format!("\ntop-{}: {}\n", r.k, r.topk.join(", ")));
-    if let Some(rec) = r.recall_at_k {
-        s.push_str(&format!("recall@{} against gold: {:.2}\n", r.k, rec));
-    }
-    for n in &r.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s.push_str(&format!("outputs: {}\n", dir.display()));
-    s
+    crate::report::summary::run_summary(r, dir)
 }

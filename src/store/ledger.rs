@@ -204,7 +204,11 @@ pub fn read_log(path: &Path) -> Result<ReadLog, CacheError> {
 
 /// Every record with its 1-based line, the good prefix's length and a torn-line warning.
 fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<String>), CacheError> {
-    let bytes = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
+    let raw = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
+    // A UTF-8 byte-order mark (as some editors write) is skipped; UTF-16 is named.
+    let bom = if raw.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
+    crate::store::text::strip_bom(&raw).map_err(|msg| CacheError::Parse { path: path.to_owned(), line: 1, msg })?;
+    let bytes = &raw[bom..];
     let mut out = Vec::new();
     let mut good_len = 0u64;
     let mut warning = None;
@@ -257,7 +261,7 @@ fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<Str
         good_len = next as u64;
         start = next;
     }
-    Ok((out, good_len, warning))
+    Ok((out, good_len + bom as u64, warning))
 }
 
 impl VerdictLog {
@@ -394,6 +398,13 @@ pub fn failed_intents(path: &Path) -> Vec<(String, u64)> {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|v| Some((v["key"].as_str()?.to_owned(), v["intent"].as_u64()?)))
         .collect()
+}
+
+/// Total `cost_usd` of every line of a verdict file (0 when the file is absent; unreadable
+/// lines are skipped): e.g. the trusted judge's spend on a run's gate, which counts against
+/// the run's `budget.max_usd`.
+pub fn file_spend(path: &Path) -> f64 {
+    failed_spend(path, |_| true)
 }
 
 #[cfg(test)]
