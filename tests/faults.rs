@@ -42,6 +42,8 @@ fn config(dir: &Path, name: &str, pool_file: &Path, base_url: &str, judge_extra:
     } else {
         "    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n"
     };
+    // These scenarios end on their own (the pool runs out); a live judge needs the choice said.
+    let rest = if rest.contains("budget:") { rest.to_string() } else { format!("{rest}budget: unlimited\n") };
     let yaml = format!(
         "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 1\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{key}{judge_extra}{rest}",
         pool = pool_file.display()
