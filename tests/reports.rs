@@ -59,6 +59,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         identifiability: BTreeMap::new(),
         gate: None,
         judge_stats: None,
+        replay: None,
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod build;
 pub mod mock;
 pub mod openai;
+pub mod replay;
 pub mod synthetic;
 
 use crate::store::pool::Pool;
@@ -93,6 +94,25 @@ pub enum JudgeError {
         /// Second-shown item id.
         b: String,
         /// Why.
+        message: String,
+    },
+    /// No verdict exists for this query and asking again will not make one (a replay judge's
+    /// recording lacks it, under `missing: unavailable`). Not a failure: the run sets the pair
+    /// aside for this invocation and acquisition moves on; nothing is stored or counted.
+    #[error("query {a} vs {b} is unavailable: {message}")]
+    Unavailable {
+        /// First-shown item id.
+        a: String,
+        /// Second-shown item id.
+        b: String,
+        /// Why.
+        message: String,
+    },
+    /// The judge cannot go on (a replay judge's recording lacks a query, under `missing: fail`):
+    /// the run stores the verdicts in flight and stops with this error.
+    #[error("{message}")]
+    Fatal {
+        /// What happened and what to change.
         message: String,
     },
 }
@@ -198,6 +218,11 @@ pub trait Judge: Send + Sync {
 
     /// Counters of this invocation (live judges); `None` for judges without any.
     fn stats(&self) -> Option<JudgeStats> {
+        None
+    }
+
+    /// What a replay judge replays (the recording and the recorded judge); `None` for others.
+    fn replay(&self) -> Option<replay::ReplayInfo> {
         None
     }
 

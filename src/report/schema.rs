@@ -92,4 +92,7 @@ pub struct RunResult {
     /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_stats: Option<crate::judge::JudgeStats>,
+    /// What a replay judge replayed (recording, recorded judge, queries it lacked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::judge::replay::ReplayInfo>,
 }

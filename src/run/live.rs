@@ -50,6 +50,9 @@ pub enum RunError {
         /// Last error.
         last: String,
     },
+    /// The judge cannot go on (e.g. a replay judge's recording lacks a query under `missing: fail`).
+    #[error(transparent)]
+    Judge(JudgeError),
 }
 
 /// Options that are not part of the config.
@@ -175,9 +178,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
+    // Queries the judge has no verdict for (JudgeError::Unavailable): set aside, never re-picked.
+    let mut unavailable: HashSet<(usize, usize)> = HashSet::new();
     let (summary, stop) = loop {
         let stored = mine(&log);
-        let queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
+        let mut queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
+        queried.extend(&unavailable);
         let verdicts: Vec<ItemVerdict> =
             stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: 1.0 })).collect();
         let design = build_design(&pool, &cfg.covariates, &verdicts);
@@ -259,8 +265,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         let mut usd_stop = false;
         let mut got = 0usize;
         let mut round_failed = 0usize;
+        let mut fatal: Option<JudgeError> = None;
         loop {
-            while set.len() < acq.batch_size && !usd_stop {
+            while set.len() < acq.batch_size && !usd_stop && fatal.is_none() {
                 let Some((a, b)) = pending.next() else { break };
                 let worst = judge.worst_case_usd(&pool, a, b);
                 let Some(res) = budget.try_reserve(worst) else {
@@ -284,10 +291,18 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     budget.settle(res, cost, stored);
                     got += 1;
                 }
+                Err(JudgeError::Unavailable { .. }) => {
+                    budget.settle(res, 0.0, false);
+                    unavailable.insert((a, b));
+                }
+                Err(e @ JudgeError::Fatal { .. }) => {
+                    budget.settle(res, 0.0, false);
+                    fatal.get_or_insert(e);
+                }
                 Err(e) => {
                     let cost = match &e {
                         JudgeError::Request { cost_usd, .. } => *cost_usd,
-                        JudgeError::Unjudgeable { .. } => 0.0,
+                        JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => 0.0,
                     };
                     budget.settle(res, cost, false);
                     if cost > 0.0 {
@@ -311,6 +326,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             progress.set(budget.comparisons);
             progress.message(format!("${:.4} spent  min top-k π {conf:.2}", budget.spent_usd));
         }
+        if let Some(e) = fatal {
+            progress.finish();
+            return Err(RunError::Judge(e));
+        }
         if got == 0 && round_failed > 0 {
             failed_rounds += 1;
             if failed_rounds >= 3 {
@@ -327,6 +346,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let stored = mine(&log);
     let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed);
     result.spend_usd += failed_spend;
+    if let Some(r) = &mut result.replay {
+        r.unavailable = unavailable.len();
+    }
     let path = dir.join("result.json");
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
@@ -394,6 +416,7 @@ fn build_result(
         identifiability,
         gate: None,
         judge_stats: judge.stats(),
+        replay: judge.replay(),
     }
 }
 
@@ -410,6 +433,10 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
     ));
     if let Some(j) = &r.judge_stats {
         s.push_str(&crate::judge::stats_line(j));
+        s.push('\n');
+    }
+    if let Some(rp) = &r.replay {
+        s.push_str(&crate::report::table::replay_line(rp));
         s.push('\n');
     }
     s.push_str(&format!("position effect κ = {:.3} ± {:.3} logits", r.kappa, r.kappa_sd));
