@@ -6,5 +6,6 @@ mod experiments;
 mod ident;
 mod layout;
 mod live;
+mod replay;
 mod reports;
 mod run_cli;
