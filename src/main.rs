@@ -64,7 +64,8 @@ fn real_main(cli: Cli) -> Result<()> {
         Command::Audit { config, quiet } => {
             let cfg = commands::audit::AuditConfig::load(&config)?;
             if cfg.recording.is_some() {
-                commands::audit::run_recorded_audit(&cfg, true).with_context(|| format!("audit {}", config.display()))?;
+                commands::audit::run_recorded_audit(&cfg, true)
+                    .with_context(|| format!("audit {}", config.display()))?;
                 return Ok(());
             }
             let judge = topk_judge::judge::build::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;

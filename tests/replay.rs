@@ -13,7 +13,12 @@ fn read_json(p: &Path) -> Value {
 }
 
 fn lines(p: &Path) -> Vec<Value> {
-    std::fs::read_to_string(p).unwrap().lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 fn result(dir: &Path) -> RunResult {
@@ -88,10 +93,16 @@ fn llmbar_audit_table_equals_an_independent_count() {
                 }
             };
             let [w1, w2] = words[pid];
-            let long = if w1 > w2 { Some("1") } else if w2 > w1 { Some("2") } else { None };
+            let long = if w1 > w2 {
+                Some("1")
+            } else if w2 > w1 {
+                Some("2")
+            } else {
+                None
+            };
             let mut picks = Vec::new();
-            for slot in 0..2 {
-                match ys[slot].expect("both orders recorded") {
+            for (slot, y) in ys.iter().enumerate() {
+                match y.expect("both orders recorded") {
                     None => invalid += 1,
                     Some(y) => {
                         assert!(y == 0.0 || y == 1.0);
@@ -144,7 +155,8 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     let d = dir.path();
     let orig = mock_config(d, "orig", 120, "");
     let text0 = std::fs::read_to_string(&orig).unwrap();
-    let priced = text0.replace("    seed: 7\n", "    seed: 7\n    input_usd_per_mtok: 0.15\n    output_usd_per_mtok: 0.6\n");
+    let priced =
+        text0.replace("    seed: 7\n", "    seed: 7\n    input_usd_per_mtok: 0.15\n    output_usd_per_mtok: 0.6\n");
     assert_ne!(priced, text0);
     std::fs::write(&orig, &priced).unwrap();
     let out = run_bin(d, &["run", orig.to_str().unwrap(), "--quiet"]);
@@ -171,7 +183,11 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     let picks = |p: &Path| -> Vec<BTreeSet<(String, String, String, String)>> {
         let v = lines(&p.join("verdicts.jsonl"));
         v.chunks(8)
-            .map(|c| c.iter().map(|r| (r["a"].to_string(), r["b"].to_string(), r["y"].to_string(), r["cost_usd"].to_string())).collect())
+            .map(|c| {
+                c.iter()
+                    .map(|r| (r["a"].to_string(), r["b"].to_string(), r["y"].to_string(), r["cost_usd"].to_string()))
+                    .collect()
+            })
             .collect()
     };
     assert_eq!(picks(&a).len(), 15);
@@ -204,7 +220,8 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     assert_eq!(r.replay.as_ref().unwrap().unavailable, 120);
     assert!(text(&out).contains("120 queries not in the recording were set aside"), "{}", text(&out));
     // The same 120 verdicts, at the recorded cost.
-    let spend = |p: &Path| lines(&p.join("verdicts.jsonl")).iter().map(|v| v["cost_usd"].as_f64().unwrap()).sum::<f64>();
+    let spend =
+        |p: &Path| lines(&p.join("verdicts.jsonl")).iter().map(|v| v["cost_usd"].as_f64().unwrap()).sum::<f64>();
     assert!((spend(&d.join("unavailable/orig")) - spend(&a)).abs() < 1e-12);
 }
 
@@ -227,7 +244,10 @@ fn replay_configs_name_what_is_wrong() {
     };
     let run = |c: PathBuf| text(&run_bin(d, &["run", c.to_str().unwrap(), "--quiet"]));
     let t = run(cfg("two", &format!("judge: {{replay: {{file: {}, judge: J}}}}\n", rec.display())));
-    assert!(t.contains("judge.replay") && t.contains("holds 2 recorded judges") && t.contains("\"J / Vanilla\""), "{t}");
+    assert!(
+        t.contains("judge.replay") && t.contains("holds 2 recorded judges") && t.contains("\"J / Vanilla\""),
+        "{t}"
+    );
     let t = run(cfg("k", &format!("judge: {{replay: {{file: {}, judge: K}}}}\n", rec.display())));
     assert!(t.contains("K has no verdict for pool \"dm-test-2377") && t.contains("1 pool(s): other"), "{t}");
     let bad = write(d, "bad.jsonl", "{\"pool_id\":\"p\",\"a\":\"M0\",\"b\":\"M1\",\"winner\":\"a\"}\n");
@@ -273,7 +293,9 @@ fn the_frozen_protocol_on_recorded_synthetic_pools_matches_simulate() {
     let sweep = write(
         d,
         "sweep.yaml",
-        &format!("name: sim\nout_dir: out\npools: {{n: 10, count: 3, seed: 11, rho: [0.3], c_star: [1.0], kappa_star: [0.5]}}\n{common}"),
+        &format!(
+            "name: sim\nout_dir: out\npools: {{n: 10, count: 3, seed: 11, rho: [0.3], c_star: [1.0], kappa_star: [0.5]}}\n{common}"
+        ),
     );
     let out = run_bin(d, &["simulate", sweep.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -312,13 +334,26 @@ fn the_frozen_protocol_on_recorded_synthetic_pools_matches_simulate() {
         assert_eq!(f.comparisons, s.comparisons, "{s:?}");
     }
     // With every pair asked, each strategy returns the full-data top-k.
-    assert!(fro.iter().filter(|f| f.budget == topk_judge::sweep::Budget::All).all(|f| f.recall_full == 1.0 && f.comparisons == 90));
+    assert!(
+        fro.iter()
+            .filter(|f| f.budget == topk_judge::sweep::Budget::All)
+            .all(|f| f.recall_full == 1.0 && f.comparisons == 90)
+    );
     // The summary's paired difference is the mean of the per-run differences.
     let s: Value = read_json(&d.join("out/frozen/summary.json"));
-    let diff = s["diffs"].as_array().unwrap().iter().find(|x| x["a"] == "topk" && x["b"] == "random" && x["budget"] == 24 && x["model"] == "bias_aware").unwrap();
+    let diff = s["diffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["a"] == "topk" && x["b"] == "random" && x["budget"] == 24 && x["model"] == "bias_aware")
+        .unwrap();
     let by = |st: &str| -> BTreeMap<(String, u64), f64> {
         fro.iter()
-            .filter(|f| topk_judge::report::table::name(&f.strategy) == st && f.budget == topk_judge::sweep::Budget::Comparisons(24) && f.model == topk_judge::model::summary::ModelKind::BiasAware)
+            .filter(|f| {
+                topk_judge::report::table::name(&f.strategy) == st
+                    && f.budget == topk_judge::sweep::Budget::Comparisons(24)
+                    && f.model == topk_judge::model::summary::ModelKind::BiasAware
+            })
             .map(|f| ((f.pool.clone(), f.seed), f.recall_full))
             .collect()
     };
@@ -327,7 +362,8 @@ fn the_frozen_protocol_on_recorded_synthetic_pools_matches_simulate() {
     assert!((diff["full"]["mean"].as_f64().unwrap() - mean).abs() < 1e-12);
     assert_eq!(diff["full"]["n"], 9);
     // An incomplete recording is refused, naming the pool and a missing pair.
-    let partial: String = std::fs::read_to_string(&verdicts).unwrap().lines().skip(1).map(|l| format!("{l}\n")).collect();
+    let partial: String =
+        std::fs::read_to_string(&verdicts).unwrap().lines().skip(1).map(|l| format!("{l}\n")).collect();
     write(d, "verdicts.jsonl", &partial);
     let out = run_bin(d, &["simulate", frozen.to_str().unwrap(), "--quiet"]);
     assert!(!out.status.success());
@@ -340,8 +376,12 @@ fn compare_prices_replayed_judges_over_pools() {
     // budget of 48 on both pools; compare prices them from a table (the recordings carry no cost).
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let pools = ["dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-b8b6e729fff27c4eef87887e61d3448de9c063f6"];
-    let judges = [("cheap", "mode: stochastic, seed: 7"), ("frontier", "mode: stochastic, seed: 7, pos_bias: 0.05, verb_per_word: 0, temperature: 0.1")];
+    let pools =
+        ["dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-b8b6e729fff27c4eef87887e61d3448de9c063f6"];
+    let judges = [
+        ("cheap", "mode: stochastic, seed: 7"),
+        ("frontier", "mode: stochastic, seed: 7, pos_bias: 0.05, verb_per_word: 0, temperature: 0.1"),
+    ];
     let run_cfg = |name: &str, pool: &str, judge: &str, budget: u64| {
         let y = format!(
             "name: {name}\nout_dir: runs\npool: {{file: {}, id: {pool}}}\nk: 3\njudge: {judge}\nacquisition: {{seed: 3, mc_draws: 300}}\nbudget: {{max_comparisons: {budget}}}\n",
@@ -359,16 +399,26 @@ fn compare_prices_replayed_judges_over_pools() {
         for (i, pool) in pools.iter().enumerate() {
             let full = run_cfg(&format!("rec-{jname}-{i}"), pool, &format!("{{mock: {{{params}}}}}"), 240);
             for v in lines(&full.join("verdicts.jsonl")) {
-                let l = serde_json::json!({"pool_id": v["pool_id"], "a": v["a"], "b": v["b"], "y": v["y"], "judge": jname});
+                let l =
+                    serde_json::json!({"pool_id": v["pool_id"], "a": v["a"], "b": v["b"], "y": v["y"], "judge": jname});
                 rec.push_str(&(l.to_string() + "\n"));
             }
         }
         let file = write(d, &format!("{jname}.jsonl"), &rec);
         for (i, pool) in pools.iter().enumerate() {
-            replays.push(run_cfg(&format!("{jname}-{i}"), pool, &format!("{{replay: {{file: {}}}}}", file.display()), 48));
+            replays.push(run_cfg(
+                &format!("{jname}-{i}"),
+                pool,
+                &format!("{{replay: {{file: {}}}}}", file.display()),
+                48,
+            ));
         }
     }
-    let prices = write(d, "prices.yaml", "cheap: {usd_per_verdict: 0.001}\nfrontier: {usd_per_verdict: 0.02}\nunused: {usd_per_verdict: 1}\n");
+    let prices = write(
+        d,
+        "prices.yaml",
+        "cheap: {usd_per_verdict: 0.001}\nfrontier: {usd_per_verdict: 0.02}\nunused: {usd_per_verdict: 1}\n",
+    );
     let mut args = vec!["compare".to_string()];
     args.extend(replays.iter().map(|p| p.display().to_string()));
     args.extend(["--prices".into(), prices.display().to_string(), "--out".into(), "cmp".into()]);
@@ -393,7 +443,10 @@ fn compare_prices_replayed_judges_over_pools() {
     assert!(md.contains("Price-table entries that matched no run: unused."), "{md}");
     assert!(d.join("cmp/cost_vs_recall.svg").exists());
     // A judge missing on one pool cannot be compared judge by judge.
-    let out = run_bin(d, &["compare", replays[0].to_str().unwrap(), replays[1].to_str().unwrap(), replays[2].to_str().unwrap()]);
+    let out = run_bin(
+        d,
+        &["compare", replays[0].to_str().unwrap(), replays[1].to_str().unwrap(), replays[2].to_str().unwrap()],
+    );
     assert!(!out.status.success());
     assert!(text(&out).contains("compare judges on the same pools"), "{}", text(&out));
 }

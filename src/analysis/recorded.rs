@@ -224,6 +224,9 @@ mod tests {
         assert_eq!((r.gold_longer.count, r.gold_longer.n), (2.0, 3));
         let t = tables(&[r]);
         assert!(t.contains("### J\n"), "{t}");
-        assert!(t.contains("| CoT | 4 | 2/3 = 0.67 | 4.5/7 = 0.64 | 2.5/6 = 0.42 | 5.5/7 = 0.79 | 2.5/3 = 0.83 | 1 |"), "{t}");
+        assert!(
+            t.contains("| CoT | 4 | 2/3 = 0.67 | 4.5/7 = 0.64 | 2.5/6 = 0.42 | 5.5/7 = 0.79 | 2.5/3 = 0.83 | 1 |"),
+            "{t}"
+        );
     }
 }

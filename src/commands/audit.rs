@@ -34,8 +34,8 @@
 
 use crate::analysis::audit::{self, AuditReport, PairSpec};
 use crate::analysis::recorded::{self, JudgeRow, Tally};
-use crate::judge::replay::{MissingPolicy, Recording};
 use crate::analysis::render::RenderKind;
+use crate::judge::replay::{MissingPolicy, Recording};
 use crate::judge::{Judge, Usage};
 use crate::report::progress::Progress;
 use crate::store::config::{ConfigError, JudgeConfig, normalize};
@@ -605,19 +605,22 @@ pub fn run_recorded_audit(cfg: &AuditConfig, print: bool) -> Result<RecordedAudi
     let judged: Vec<&PairSpec> = cfg.pairs.iter().filter(|p| p.kind == audit::PairKind::Pair).collect();
     let with_len: Vec<(audit::Label, audit::Label)> =
         judged.iter().filter_map(|p| Some((p.truth()?, p.longer()?))).collect();
-    let gold_longer =
-        audit::Rate::new(with_len.iter().filter(|(t, l)| t == l).count() as f64, with_len.len(), level);
+    let gold_longer = audit::Rate::new(with_len.iter().filter(|(t, l)| t == l).count() as f64, with_len.len(), level);
     let mut notes = Vec::new();
     if rows.is_empty() {
-        notes.push(format!("no recorded judge has a verdict on these pairs (pair ids are the recording's pool_id)"));
+        notes.push("no recorded judge has a verdict on these pairs (pair ids are the recording's pool_id)".into());
     }
     let missing: usize = rows.iter().map(|r| r.missing).sum();
     if missing > 0 {
-        notes.push(format!("{missing} ordered queries are not in the recording (missing: unavailable): left out of every rate"));
+        notes.push(format!(
+            "{missing} ordered queries are not in the recording (missing: unavailable): left out of every rate"
+        ));
     }
     let invalid: usize = rows.iter().map(|r| r.invalid).sum();
     if invalid > 0 {
-        notes.push(format!("{invalid} recorded verdicts are invalid (y: null): left out of every rate and counted in `invalid`"));
+        notes.push(format!(
+            "{invalid} recorded verdicts are invalid (y: null): left out of every rate and counted in `invalid`"
+        ));
     }
     let out = RecordedAudit {
         name: cfg.raw.name.clone(),

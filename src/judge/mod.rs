@@ -99,13 +99,9 @@ pub enum JudgeError {
     /// No verdict exists for this query and asking again will not make one (a replay judge's
     /// recording lacks it, under `missing: unavailable`). Not a failure: the run sets the pair
     /// aside for this invocation and acquisition moves on; nothing is stored or counted.
-    #[error("query {a} vs {b} is unavailable: {message}")]
+    #[error("unavailable: {message}")]
     Unavailable {
-        /// First-shown item id.
-        a: String,
-        /// Second-shown item id.
-        b: String,
-        /// Why.
+        /// Which query, and why (names the items).
         message: String,
     },
     /// The judge cannot go on (a replay judge's recording lacks a query, under `missing: fail`):

@@ -82,7 +82,7 @@ pub enum ReplayError {
     },
     /// Two lines record different verdicts for one ordered pair of one judge.
     #[error(
-        "{path}:{line}: {judge}, pool {pool_id:?}, {a:?} shown first vs {b:?}: recorded again with another verdict (first on line {first_line}); a recording holds one verdict per ordered pair"
+        "{path}:{line}: {query}: recorded again with another verdict (first on line {first_line}); a recording holds one verdict per ordered pair"
     )]
     Duplicate {
         /// File.
@@ -91,14 +91,8 @@ pub enum ReplayError {
         line: usize,
         /// 1-based line of the first.
         first_line: usize,
-        /// The judge (label).
-        judge: String,
-        /// Pool id.
-        pool_id: String,
-        /// First-shown item.
-        a: String,
-        /// Second-shown item.
-        b: String,
+        /// The judge, pool and ordered pair.
+        query: String,
     },
 }
 
@@ -183,8 +177,8 @@ impl Recording {
     /// # Errors
     /// [`ReplayError`] naming the file, the line and what was expected.
     pub fn read(path: &Path) -> Result<Self, ReplayError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ReplayError::Io { path: path.to_owned(), msg: e.to_string() })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ReplayError::Io { path: path.to_owned(), msg: e.to_string() })?;
         Self::parse(&text, path)
     }
 
@@ -244,10 +238,13 @@ impl Recording {
                         path: path.to_owned(),
                         line: ln,
                         first_line: first.line,
-                        judge: judges[j].label(),
-                        pool_id: l.pool_id,
-                        a: l.a,
-                        b: l.b,
+                        query: format!(
+                            "{}, pool {:?}, {:?} shown first vs {:?}",
+                            judges[j].label(),
+                            l.pool_id,
+                            l.a,
+                            l.b
+                        ),
                     });
                 }
             }
@@ -482,10 +479,9 @@ impl Judge for ReplayJudge {
                 latency_ms: 0,
             }),
             None => {
-                let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
                 let what = self.not_recorded(pool, a, b);
                 Err(match self.cfg.missing {
-                    MissingPolicy::Unavailable => JudgeError::Unavailable { a: ida, b: idb, message: what },
+                    MissingPolicy::Unavailable => JudgeError::Unavailable { message: what },
                     MissingPolicy::Fail => JudgeError::Fatal {
                         message: format!(
                             "judge.replay: {what} (missing: fail); record that query, or set `missing: unavailable` to let acquisition move on"
@@ -555,21 +551,26 @@ mod tests {
         assert!(!j.has_price());
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let e = rt.block_on(j.judge(&pool(), 1, 2)).unwrap_err();
-        assert!(matches!(e, JudgeError::Unavailable { ref a, ref b, .. } if a == "y" && b == "z"), "{e:?}");
+        assert!(matches!(e, JudgeError::Unavailable { .. }), "{e:?}");
+        assert!(e.to_string().contains("\"y\" shown first and \"z\" second"), "{e}");
     }
 
     #[test]
     fn bad_lines_name_the_line_and_the_expected_form() {
         let p = Path::new("rec.jsonl");
-        let e = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n{\"a\":\"x\",\"b\":\"y\",\"y\":1}\n", p)
-            .unwrap_err()
-            .to_string();
+        let e = Recording::parse(
+            "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n{\"a\":\"x\",\"b\":\"y\",\"y\":1}\n",
+            p,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("rec.jsonl:2: missing field `pool_id`") && e.contains("expected {\"pool_id\""), "{e}");
         let e = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\"}\n", p).unwrap_err().to_string();
         assert!(e.contains(":1: missing field `y`"), "{e}");
         let e = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":2}\n", p).unwrap_err().to_string();
         assert!(e.contains("y = 2 is outside [0, 1]"), "{e}");
-        let e = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":\"x\"}\n", p).unwrap_err().to_string();
+        let e =
+            Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":\"x\"}\n", p).unwrap_err().to_string();
         assert!(e.contains(":1: invalid type: string"), "{e}");
         // The same verdict twice is one verdict; another verdict is an error naming both lines.
         let one = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n";

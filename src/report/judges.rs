@@ -73,8 +73,9 @@ impl PriceTable {
     pub fn load(path: &Path) -> Result<Self, CompareError> {
         let bad = |msg: String| CompareError::Read { path: path.to_owned(), msg };
         let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let prices: BTreeMap<String, Price> = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|m| bad(format!("{m}; expected `JUDGE: {{usd_per_verdict, input_usd_per_mtok, output_usd_per_mtok}}`")))?;
+        let prices: BTreeMap<String, Price> = crate::store::yaml::from_file_text(&text, path).map_err(|m| {
+            bad(format!("{m}; expected `JUDGE: {{usd_per_verdict, input_usd_per_mtok, output_usd_per_mtok}}`"))
+        })?;
         for (k, p) in &prices {
             if p.usd_per_verdict.is_none() && !p.per_token() {
                 return Err(bad(format!(
@@ -99,10 +100,10 @@ impl PriceTable {
     /// The entry for a run: its judge name, else (replays) the recorded judge alone.
     pub fn find(&self, run: &RunDir) -> Option<(&str, &Price)> {
         let label = run.judge_label();
-        self.prices.get_key_value(&label).or_else(|| {
-            run.result.replay.as_ref().and_then(|r| self.prices.get_key_value(&r.judge))
-        })
-        .map(|(k, p)| (k.as_str(), p))
+        self.prices
+            .get_key_value(&label)
+            .or_else(|| run.result.replay.as_ref().and_then(|r| self.prices.get_key_value(&r.judge)))
+            .map(|(k, p)| (k.as_str(), p))
     }
 
     /// Re-price the runs that have an entry: every verdict's `cost_usd` and the run's
@@ -136,7 +137,11 @@ impl PriceTable {
 fn mean_se(v: &[f64]) -> (f64, f64) {
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n;
-    let se = if v.len() > 1 { (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() / n.sqrt() } else { 0.0 };
+    let se = if v.len() > 1 {
+        (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() / n.sqrt()
+    } else {
+        0.0
+    };
     (mean, se)
 }
 

@@ -75,10 +75,7 @@ pub fn replay_line(r: &crate::judge::replay::ReplayInfo) -> String {
     let cost = if r.recorded_cost { "spend = recorded cost of the replayed verdicts" } else { "no recorded cost" };
     let mut s = format!("replayed {} from {} ({cost})", who.label(), r.recording.display());
     if r.unavailable > 0 {
-        s.push_str(&format!(
-            "; {} queries not in the recording were set aside (missing: unavailable)",
-            r.unavailable
-        ));
+        s.push_str(&format!("; {} queries not in the recording were set aside (missing: unavailable)", r.unavailable));
     }
     s
 }

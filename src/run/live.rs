@@ -302,7 +302,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 Err(e) => {
                     let cost = match &e {
                         JudgeError::Request { cost_usd, .. } => *cost_usd,
-                        JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => 0.0,
+                        JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => {
+                            0.0
+                        }
                     };
                     budget.settle(res, cost, false);
                     if cost > 0.0 {

@@ -250,8 +250,7 @@ pub fn follow(
     let (pool, cov, seed) = (input.pool, input.covariates, input.seed);
     let (n, m, k) = (pool.n_items(), pool.n_bases(), settings.k);
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
-    let within =
-        if input.design == DesignKind::Paired { design::within_base_pairs(pool) } else { Vec::new() };
+    let within = if input.design == DesignKind::Paired { design::within_base_pairs(pool) } else { Vec::new() };
     let between: Vec<(usize, usize)> = (0..n)
         .flat_map(|a| (0..n).map(move |b| (a, b)))
         .filter(|&(a, b)| a != b && pool.item_base[a] != pool.item_base[b])
@@ -364,8 +363,13 @@ pub fn run_path(
         seed,
         judge: &judge,
     };
-    let path = follow(&input, strategy, budgets, settings)
-        .map_err(|(comparisons, source)| SimError::Fit { seed, strategy, model, comparisons, source })?;
+    let path = follow(&input, strategy, budgets, settings).map_err(|(comparisons, source)| SimError::Fit {
+        seed,
+        strategy,
+        model,
+        comparisons,
+        source,
+    })?;
     let (m, k) = (pool.n_bases(), settings.k);
     let rank = gold_ranks(&sp.theta);
     let gold = sp.gold_topk(k);

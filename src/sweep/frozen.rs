@@ -10,8 +10,10 @@
 //!   fitted to every recorded verdict of the pool — what this judge would say with unlimited
 //!   budget, so the recall measures the acquisition alone;
 //! - **recall vs gold**, when the pool's items have `quality`;
-//! - **paired differences** between strategies: per pool and seed, recall(a) − recall(b), then
-//!   mean ± se of the differences (the same recording answers both, so the comparison is paired).
+//! - **paired differences** of the first strategy listed against each other one: per pool and
+//!   seed, recall(first) − recall(other), then mean ± se of the differences (the same recording
+//!   answers both, so the comparison is paired). Not at budget `all`, where every strategy
+//!   returns the full-data fit and the difference is 0 by construction.
 //!
 //! ```yaml
 //! name: frozen-summeval        # outputs in <out_dir>/<name>/
@@ -234,23 +236,28 @@ impl Frozen {
             }
             let mut chosen = Vec::with_capacity(ids.len());
             for id in ids {
-                let i = pools.iter().position(|p| &p.pool_id == id).ok_or_else(|| {
-                    inv("recorded.ids", format!("no pool {id:?} in {}", src.pools.display()))
-                })?;
+                let i = pools
+                    .iter()
+                    .position(|p| &p.pool_id == id)
+                    .ok_or_else(|| inv("recorded.ids", format!("no pool {id:?} in {}", src.pools.display())))?;
                 chosen.push(pools[i].clone());
             }
             pools = chosen;
         }
         let rec = Recording::read(&src.verdicts).map_err(|e| inv("recorded.verdicts", e.to_string()))?;
-        let j = rec
-            .select_one(src.judge.as_deref(), src.prompting.as_deref())
-            .map_err(|m| inv("recorded.verdicts", m))?;
+        let j =
+            rec.select_one(src.judge.as_deref(), src.prompting.as_deref()).map_err(|m| inv("recorded.verdicts", m))?;
         let mut out = Vec::with_capacity(pools.len());
         for pool in pools {
             if raw.k == 0 || raw.k >= pool.n_bases() {
                 return Err(inv(
                     "k",
-                    format!("{} must satisfy 1 ≤ k < number of bases ({}) in pool {:?}", raw.k, pool.n_bases(), pool.pool_id),
+                    format!(
+                        "{} must satisfy 1 ≤ k < number of bases ({}) in pool {:?}",
+                        raw.k,
+                        pool.n_bases(),
+                        pool.pool_id
+                    ),
                 ));
             }
             rec.check_pool(j, &pool).map_err(|m| inv("recorded.verdicts", m))?;
@@ -267,7 +274,7 @@ impl Frozen {
         }
         let judge = rec.judges()[j].label();
         let out_dir = match &raw.out_dir {
-            Some(o) => dir.join(o).join(&raw.name),
+            Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs/sweeps").join(&raw.name),
         };
         Ok(Self { raw, path: path.to_owned(), out_dir, judge, pools: out })
@@ -422,8 +429,7 @@ pub fn run(f: &Frozen, threads: usize, on_job: &(dyn Fn(usize) + Sync)) -> Resul
     let full = full_data_topk(f)?;
     let settings = f.settings();
     let chains = f.chains();
-    let jobs: Vec<(usize, u64)> =
-        (0..f.pools.len()).flat_map(|p| f.raw.seeds.iter().map(move |&s| (p, s))).collect();
+    let jobs: Vec<(usize, u64)> = (0..f.pools.len()).flat_map(|p| f.raw.seeds.iter().map(move |&s| (p, s))).collect();
     let threads =
         if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads }
             .min(jobs.len().max(1));
@@ -513,7 +519,7 @@ pub struct FrozenCell {
     pub recall_gold: Option<MeanSe>,
 }
 
-/// Paired difference recall(a) − recall(b) over the same pools and seeds.
+/// Paired difference recall(a) − recall(b) over the same pools and seeds (a = the first strategy).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairedDiff {
     /// Model.
@@ -549,7 +555,7 @@ pub struct FrozenSummary {
     pub k: usize,
     /// One per strategy × model × budget.
     pub cells: Vec<FrozenCell>,
-    /// One per model × budget × pair of strategies (in file order).
+    /// The first strategy against each other one, per model and budget (not `all`).
     pub diffs: Vec<PairedDiff>,
 }
 
@@ -579,33 +585,31 @@ pub fn summarise(f: &Frozen, rows: &[FrozenRow]) -> FrozenSummary {
             }
         }
     }
-    let ss = &f.raw.strategies;
+    let (a, others) = f.raw.strategies.split_first().expect("validated: at least one strategy");
+    let a = *a;
+    let key = |r: &FrozenRow| (r.pool.clone(), r.seed);
     for &model in &f.raw.models {
-        for &budget in &f.raw.budgets {
-            for (i, &a) in ss.iter().enumerate() {
-                for &b in &ss[i + 1..] {
-                    let key = |r: &&FrozenRow| (r.pool.clone(), r.seed);
-                    let rb: BTreeMap<(String, u64), &FrozenRow> =
-                        get(b, model, budget).into_iter().map(|r| (key(&r), r)).collect();
-                    let pairs: Vec<(&FrozenRow, &FrozenRow)> =
-                        get(a, model, budget).into_iter().filter_map(|r| rb.get(&key(&r)).map(|o| (r, *o))).collect();
-                    if pairs.is_empty() {
-                        continue;
-                    }
-                    let d: Vec<f64> = pairs.iter().map(|(x, y)| x.recall_full - y.recall_full).collect();
-                    let g: Vec<f64> =
-                        pairs.iter().filter_map(|(x, y)| Some(x.recall_gold? - y.recall_gold?)).collect();
-                    diffs.push(PairedDiff {
-                        model,
-                        budget,
-                        a,
-                        b,
-                        full: MeanSe::of(&d),
-                        a_better: d.iter().filter(|v| **v > 0.0).count(),
-                        b_better: d.iter().filter(|v| **v < 0.0).count(),
-                        gold: (!g.is_empty()).then(|| MeanSe::of(&g)),
-                    });
+        for &budget in f.raw.budgets.iter().filter(|b| **b != Budget::All) {
+            for &b in others {
+                let rb: BTreeMap<(String, u64), &FrozenRow> =
+                    get(b, model, budget).into_iter().map(|r| (key(r), r)).collect();
+                let pairs: Vec<(&FrozenRow, &FrozenRow)> =
+                    get(a, model, budget).into_iter().filter_map(|r| rb.get(&key(r)).map(|o| (r, *o))).collect();
+                if pairs.is_empty() {
+                    continue;
                 }
+                let d: Vec<f64> = pairs.iter().map(|(x, y)| x.recall_full - y.recall_full).collect();
+                let g: Vec<f64> = pairs.iter().filter_map(|(x, y)| Some(x.recall_gold? - y.recall_gold?)).collect();
+                diffs.push(PairedDiff {
+                    model,
+                    budget,
+                    a,
+                    b,
+                    full: MeanSe::of(&d),
+                    a_better: d.iter().filter(|v| **v > 0.0).count(),
+                    b_better: d.iter().filter(|v| **v < 0.0).count(),
+                    gold: (!g.is_empty()).then(|| MeanSe::of(&g)),
+                });
             }
         }
     }
@@ -625,7 +629,7 @@ fn ms(m: &MeanSe) -> String {
 }
 
 fn signed(m: &MeanSe) -> String {
-    format!("{:+.3} ± {:.3}", m.mean, m.se)
+    format!("{:+.3} ± {:.3}", m.mean + 0.0, m.se)
 }
 
 /// summary.md.
@@ -661,10 +665,14 @@ pub fn markdown(s: &FrozenSummary) -> String {
     }
     if !s.diffs.is_empty() {
         t.push_str(
-            "\n## Paired differences between strategies\n\nPer pool and seed, recall(a) − recall(b) on the same recording; mean ± se of the differences, and the runs where each side is higher.\n\n",
+            "\n## Paired differences between strategies\n\nThe first strategy listed (a) against each other one (b): per pool and seed, recall(a) − recall(b) on the same recording; mean ± se of the differences, and the runs where each side is higher. (With every pair asked, all strategies return the full-data fit.)\n\n",
         );
         t.push_str("| model | budget | a − b | Δ recall vs full data | a higher / b higher |");
-        t.push_str(if gold { " Δ recall vs gold |\n|---|---|---|---|---|---|\n" } else { "\n|---|---|---|---|---|\n" });
+        t.push_str(if gold {
+            " Δ recall vs gold |\n|---|---|---|---|---|---|\n"
+        } else {
+            "\n|---|---|---|---|---|\n"
+        });
         for d in &s.diffs {
             let _ = write!(
                 t,
@@ -709,7 +717,8 @@ pub fn plots(s: &FrozenSummary) -> Result<Vec<(String, String)>, plots::PlotErro
             let series: Vec<Series> = strategies
                 .iter()
                 .filter_map(|&st| {
-                    let cs: Vec<&FrozenCell> = s.cells.iter().filter(|c| c.model == model && c.strategy == st).collect();
+                    let cs: Vec<&FrozenCell> =
+                        s.cells.iter().filter(|c| c.model == model && c.strategy == st).collect();
                     let pts: Vec<(f64, MeanSe)> = cs
                         .iter()
                         .filter_map(|c| {
