@@ -1,4 +1,4 @@
-//! Criterion benchmarks of one refit step of Algorithm 1 (SPEC §3) at N = 100 and N = 1000 with
+//! Criterion benchmarks of one refit step of Algorithm 1 (docs/model.md §3) at N = 100 and N = 1000 with
 //! 10·N comparisons, bias-aware model with one covariate: `fit` (warm-started Newton), `laplace`
 //! (Σ = H⁻¹), `membership` (S = 1000 draws), `acquire` (a batch of 8 top-k picks), `refit_step`
 //! (what the runner does per refit: `fit_and_summarise` — fit, Σ, membership, summary — then the

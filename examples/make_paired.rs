@@ -1,4 +1,4 @@
-//! Build `data/summeval_paired.jsonl` (SPEC §6 example) from `data/summeval_pools.jsonl`:
+//! Build `data/summeval_paired.jsonl` (docs/model.md §6 example) from `data/summeval_pools.jsonl`:
 //! every SummEval summary becomes a base with a `terse` rendering (the original text) and a
 //! content-free `elaborated` one (filler opening + original + filler closing).
 //!

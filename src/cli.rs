@@ -1,5 +1,6 @@
 //! Command line (clap derive).
 
+use crate::model::params;
 use crate::model::summary::ModelKind;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -32,12 +33,12 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Profile log-likelihood of each bias coefficient (SPEC §5): is c identified or prior-selected?
+    /// Profile log-likelihood of each bias coefficient (docs/model.md §5): is c identified or prior-selected?
     Profile {
         /// A run folder (with config.yaml and verdicts.jsonl) or a config whose run exists.
         run_or_config: PathBuf,
     },
-    /// Trusted-anchor gate (SPEC §5): should the bias-corrected ranking be reported?
+    /// Trusted-anchor gate (docs/model.md §5): should the bias-corrected ranking be reported?
     Gate {
         /// Config file with a `gate:` section, whose run exists.
         config: PathBuf,
@@ -71,16 +72,16 @@ pub enum Command {
         #[arg(long, value_delimiter = ',')]
         covariates: Option<Vec<String>>,
         /// λ_θ, prior precision of each item quality θ (> 0).
-        #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = params::DEFAULT_LAMBDA_THETA, allow_negative_numbers = true)]
         lambda_theta: f64,
         /// λ_b, prior precision of each bias coefficient c (> 0).
-        #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = params::DEFAULT_LAMBDA_B, allow_negative_numbers = true)]
         lambda_b: f64,
         /// λ_κ, prior precision of the position effect κ (> 0).
-        #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = params::DEFAULT_LAMBDA_KAPPA, allow_negative_numbers = true)]
         lambda_kappa: f64,
         /// Monte-Carlo draws for top-k membership.
-        #[arg(long, default_value_t = 1000)]
+        #[arg(long, default_value_t = params::DEFAULT_MC_DRAWS)]
         draws: usize,
         /// Seed.
         #[arg(long, default_value_t = 0)]
@@ -89,7 +90,7 @@ pub enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Run a simulation sweep (SPEC §7): synthetic pools × strategies × models × budgets, on all
+    /// Run a simulation sweep (docs/model.md §7): synthetic pools × strategies × models × budgets, on all
     /// cores; writes rows.csv, summary.md/json and SVG plots.
     Simulate {
         /// Sweep file (YAML).

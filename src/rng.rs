@@ -1,4 +1,4 @@
-//! Seeded, portable random streams (ChaCha8, SPEC §2) and per-pair keys (SPEC §4).
+//! Seeded, portable random streams (ChaCha8, docs/model.md §2) and per-pair keys (docs/model.md §4).
 //!
 //! Every random choice in the tool comes from a [`ChaCha8Rng`] derived from the run seed and a
 //! purpose-specific stream tag, so a fixed seed gives identical output on every machine and a

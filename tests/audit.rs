@@ -25,7 +25,7 @@ fn tutorial_audit_reproduces_the_tutorial_and_reruns_for_free() {
     let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap()]);
     let t = text(&out);
     assert!(out.status.success(), "{t}");
-    // The tutorial's printed numbers (SPEC §4).
+    // The tutorial's printed numbers (docs/model.md §4).
     for s in [
         " p01       (5,40)       (6,20)      X      Y   YES     Y",
         "position-bias rate = flips / pairs = 7/12 = 0.58",

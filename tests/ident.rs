@@ -1,4 +1,4 @@
-//! Identifiability (issue 5): acceptance on synthetic pools with fixed seeds (SPEC §5–§7), and
+//! Identifiability (issue 5): acceptance on synthetic pools with fixed seeds (docs/model.md §5–§7), and
 //! the `profile`, `gate`, `run --gate` and `design: paired` commands end to end.
 
 use crate::common::*;
@@ -70,7 +70,7 @@ fn paired_c_hat_converges_to_c_star_whatever_lambda_b() {
 
 #[test]
 fn unpaired_c_hat_moves_with_lambda_b_as_the_closed_form_says() {
-    // SPEC §2: ĉ ≈ Σ φ_m x̃_m / (Σ x̃_m² + λ_b/λ_θ). Two checks per λ_b:
+    // docs/model.md §2: ĉ ≈ Σ φ_m x̃_m / (Σ x̃_m² + λ_b/λ_θ). Two checks per λ_b:
     // (1) exact at the MAP with φ̂ = θ̂ + ĉx of the same fit (stationarity along the flat ray);
     // (2) approximately with φ̂ the maximum-likelihood apparent quality (naive model, ridge
     //     1e-6), an independent fit that never sees x and has no prior on φ.
@@ -134,7 +134,7 @@ fn json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
 }
 
-/// A synthetic spurious-bias config (SPEC §7) with a gate section.
+/// A synthetic spurious-bias config (docs/model.md §7) with a gate section.
 fn synthetic_config(dir: &std::path::Path, name: &str, gate: &str) -> std::path::PathBuf {
     let yaml = format!(
         "name: {name}\nout_dir: runs\npool:\n  synthetic: {{n: 30, rho: 0.0, c_star: 1.0, kappa_star: 0.5, seed: 3}}\nk: 5\njudge:\n  synthetic: {{}}\nacquisition:\n  seed: 1\n  mc_draws: 200\n  refit_every: 30\n  batch_size: 30\nbudget:\n  max_comparisons: 870\n{gate}"

@@ -2,10 +2,13 @@
 
 mod audit;
 mod common;
+mod docs;
 mod experiments;
+mod health;
 mod ident;
 mod layout;
 mod live;
 mod replay;
 mod reports;
 mod run_cli;
+mod settings;

@@ -1,7 +1,7 @@
 //! Live (OpenAI-compatible) judges against the in-process fake server: faults, budget with 32
 //! requests in flight, SIGKILL and resume, key hygiene, dry run, config errors, context
 //! overflow, soft verdicts; and the opt-in test against a real local LLM
-//! (`../shared/tools/llm-server`, see docs/live.md).
+//! (any OpenAI-compatible server, see docs/live.md).
 
 use crate::common::fake_openai::{FakeOpenAi, Fault, TEMPLATE, answers_of};
 use crate::common::*;
@@ -638,15 +638,15 @@ async fn soft_verdicts_from_first_token_logprobs() {
 /// Opt-in: a 16-item SummEval pool with a budget of 40 verdicts against a real local LLM.
 ///
 /// ```sh
-/// cd ../shared/tools/llm-server && ./setup.sh && eval "$(./start.sh)" && cd -
-/// cargo test --test integration live::real_llm -- --ignored --nocapture
-/// (cd ../shared/tools/llm-server && ./stop.sh)
+/// llama-server -m MODEL.gguf --port 8093 &   # or any OpenAI-compatible server
+/// LLM_BASE_URL=http://127.0.0.1:8093/v1 cargo test --test integration live::real_llm -- --ignored --nocapture
 /// ```
 #[test]
 #[ignore = "needs a local LLM server: see docs/live.md"]
 fn real_llm_summeval_pool_budget_40() {
     tls();
-    let base = std::env::var("LLM_BASE_URL").expect("LLM_BASE_URL (eval \"$(./start.sh)\")");
+    let base =
+        std::env::var("LLM_BASE_URL").expect("LLM_BASE_URL: the server's /v1 address, e.g. http://127.0.0.1:8093/v1");
     let model = std::env::var("LLM_MODEL_NAME").unwrap_or_else(|_| "local".into());
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("prompts")).unwrap();

@@ -14,7 +14,23 @@ fn run_writes_outputs_and_table() {
     }
     let verdicts = std::fs::read_to_string(run.join("verdicts.jsonl")).unwrap();
     assert_eq!(verdicts.lines().count(), 24);
-    assert!(text(&out).contains("rank"), "{}", text(&out));
+    // The printed table holds the ranking of result.json: one row per base, in order, θ̂ to 3 decimals.
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap();
+    let shown = text(&out);
+    let rows: Vec<&str> = shown
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("rank"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    let ranking = r["ranking"].as_array().unwrap();
+    assert_eq!(rows.len(), ranking.len(), "{shown}");
+    for (row, want) in rows.iter().zip(ranking) {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[1], want["id"].as_str().unwrap(), "{row}");
+        assert_eq!(cols[2], format!("{:.3}", want["theta"].as_f64().unwrap()), "{row}");
+    }
 }
 
 fn result(dir: &std::path::Path, name: &str) -> serde_json::Value {

@@ -1,4 +1,4 @@
-//! Baseline strategies (SPEC §3): round_robin, random, thompson, lucb.
+//! Baseline strategies (docs/model.md §3): round_robin, random, thompson, lucb.
 //!
 //! All of them work on the same candidate units as the top-k score (unordered item pairs with
 //! their open orders under `orders: both`, ordered pairs under `orders: single`) and break ties

@@ -1,4 +1,4 @@
-//! Acquisition: which unqueried ordered pairs to send to the judge next (SPEC §3, paper App. A).
+//! Acquisition: which unqueried ordered pairs to send to the judge next (docs/model.md §3, paper App. A).
 //!
 //! Every strategy sees the same [`Context`] (posterior, membership, queried set) and returns up to
 //! `r` ordered queries (item indices, first-shown first). Only unqueried ordered pairs of items
@@ -12,7 +12,7 @@ use crate::rng::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
-/// The acquisition strategy (SPEC §3).
+/// The acquisition strategy (docs/model.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
@@ -33,7 +33,7 @@ pub enum StrategyKind {
     Lucb,
 }
 
-/// Whether to query both presentation orders of a chosen pair (SPEC §3).
+/// Whether to query both presentation orders of a chosen pair (docs/model.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Orders {
@@ -58,7 +58,7 @@ pub struct Context<'a> {
     pub post: &'a Posterior,
     /// Current top-k membership π per base (length M).
     pub membership: &'a [f64],
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// Ordered pairs (a, b) already queried (or in flight).
     pub queried: &'a HashSet<(usize, usize)>,

@@ -1,4 +1,4 @@
-//! The top-k-aware acquisition score and its D-optimal / uncertainty relatives (SPEC §3).
+//! The top-k-aware acquisition score and its D-optimal / uncertainty relatives (docs/model.md §3).
 //!
 //! s(a, b) = p̂_ab (1 − p̂_ab) · v_ij · (π_i(1 − π_i) + π_j(1 − π_j)),  i = base(a), j = base(b),
 //! p̂_ab = σ(η̂_ab), v_ij = Σ_ii + Σ_jj − 2Σ_ij. After each pick Σ is updated by a Sherman–Morrison
@@ -18,7 +18,7 @@ pub(crate) fn fisher_weight(g: &[f64], kappa: f64, a: usize, b: usize) -> f64 {
 }
 
 /// Σ ← Σ − w Σd dᵀΣ / (1 + w dᵀΣd) for the ordered query (a, b): design row
-/// d = (e_i − e_j, x_a − x_b, 1) with i = base(a), j = base(b), Fisher weight `w` (SPEC §3 batch
+/// d = (e_i − e_j, x_a − x_b, 1) with i = base(a), j = base(b), Fisher weight `w` (docs/model.md §3 batch
 /// step; no refit). `sd` is scratch space of length n = M + p + 1.
 pub(crate) fn sm_update_query(ctx: &Context<'_>, sigma: &mut Matrix, a: usize, b: usize, w: f64, sd: &mut [f64]) {
     let (m, p) = (ctx.m, ctx.p);
@@ -38,7 +38,7 @@ pub(crate) fn sm_update_query(ctx: &Context<'_>, sigma: &mut Matrix, a: usize, b
 }
 
 /// The posterior covariance during a batch: Σ_t = Σ − Σ_{s ≤ t} f_s u_s u_sᵀ, kept as Σ plus the
-/// rank-one downdates of the queries picked so far (Sherman–Morrison, SPEC §3), so a pick costs
+/// rank-one downdates of the queries picked so far (Sherman–Morrison, docs/model.md §3), so a pick costs
 /// O(n·t) instead of an O(n²) update of a copy of Σ.
 struct BatchCov<'a> {
     sigma: &'a Matrix,
@@ -219,7 +219,7 @@ mod tests {
         s * (1.0 - s)
     }
 
-    /// Brute-force argmax over open unordered pairs of the SPEC §3 score under covariance `cov`
+    /// Brute-force argmax over open unordered pairs of the docs/model.md §3 score under covariance `cov`
     /// (summed over both orders), for `kind`.
     fn brute_best(f: &Fixture, cov: &Matrix, kind: StrategyKind, exclude: &[(usize, usize)]) -> (usize, usize) {
         let n = f.item_base.len();

@@ -1,4 +1,4 @@
-//! Judge bias audit: the swap test, equal-quality probes and order averaging (SPEC §4, tutorial
+//! Judge bias audit: the swap test, equal-quality probes and order averaging (docs/model.md §4, tutorial
 //! "Judging the Judge"). Pure: pairs and observed verdicts in, tables and rates out.
 //!
 //! A **pair** is system X against system Y on one task; a **probe** is a pair whose two answers

@@ -1,4 +1,4 @@
-//! Paired rendering design (SPEC §6, paper §4 "Restoring identifiability", Proofs).
+//! Paired rendering design (docs/model.md §6, paper §4 "Restoring identifiability", Proofs).
 //!
 //! Two renderings of one base (e.g. `terse` and `elaborated`, x = 0/1) share θ. A within-base
 //! query (a, b) has η_ab = cᵀ(x_a − x_b) + κ: the quality cancels, so these comparisons read c
@@ -9,7 +9,7 @@
 //! bases.
 //!
 //! The design is valid only if renderings really share quality (the referee's main caveat,
-//! `seeds/paper-review.json`): an elaboration that adds or removes content makes the tied-θ
+//! a referee report on the paper): an elaboration that adds or removes content makes the tied-θ
 //! model misspecified and the "identified" c an artefact.
 //!
 //! This module also builds the shipped example (`data/summeval_paired.jsonl`): every SummEval
@@ -21,7 +21,7 @@ use crate::store::pool::{Covariates, Item, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 
-/// `design:` in a run config (SPEC §6).
+/// `design:` in a run config (docs/model.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DesignKind {

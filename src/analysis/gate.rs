@@ -1,8 +1,8 @@
-//! The trusted-anchor gate (SPEC §5, paper §5 "Gating: when to enable correction").
+//! The trusted-anchor gate (docs/model.md §5, paper §5 "Gating: when to enable correction").
 //!
 //! Decides per (judge, covariate, task) whether to report the bias-corrected or the naive
 //! ranking, because the corrected one rests on the prior's assumption that quality is
-//! uncorrelated with the covariate (SPEC §2), which comparisons cannot test.
+//! uncorrelated with the covariate (docs/model.md §2), which comparisons cannot test.
 //!
 //! **Anchors.** Rank the M bases by the naive θ̂ (= apparent quality φ̂) and by the corrected
 //! θ̂ (bias-aware model), 1-based, ties by lower base index (as [`point_topk`]). A pair of bases
@@ -117,7 +117,7 @@ pub fn sign_test_p(n10: usize, n01: usize) -> f64 {
     p.min(1.0)
 }
 
-/// The gate's decision (SPEC §5).
+/// The gate's decision (docs/model.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GateDecision {
     /// Anchors used (K, or fewer when fewer disagreements exist).

@@ -1,7 +1,7 @@
-//! Operating characteristics of the gate on synthetic pools (SPEC §5 and §7, paper §5).
+//! Operating characteristics of the gate on synthetic pools (docs/model.md §5 and §7, paper §5).
 //!
 //! Pools of N bases (default 30) with every ordered pair judged once by the true judge
-//! η = θ_a − θ_b + c*(x_a − x_b) + κ* (SPEC §7). Two kinds:
+//! η = θ_a − θ_b + c*(x_a − x_b) + κ* (docs/model.md §7). Two kinds:
 //! - **legit**: c* = 0, ρ = corr(θ, x) = 0.7: the covariate tracks real quality, the judge is
 //!   unbiased, and correction hurts (the prior wrongly removes real quality);
 //! - **spurious**: c* = 1, ρ = 0: the judge rewards the covariate, quality is unrelated to it,

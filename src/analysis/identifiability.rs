@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 // Identifiability in every run's result.
 
 /// The identifiability entries of a run's final fit: the profile of every covariate around ĉ
-/// (SPEC §5). Empty for the naive model.
+/// (docs/model.md §5). Empty for the naive model.
 pub fn for_summary(
     pool: &Pool,
     cov: &Covariates,
@@ -35,7 +35,7 @@ pub fn notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<Stri
     for (name, e) in ident {
         match e.range_nats {
             Some(r) if !e.identified => v.push(format!(
-                "c[{name}] is prior-selected (profile range {r:.1e} nats < 1e-3): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (SPEC §2); test that with `topk-judge gate`, or use paired renderings (design: paired)"
+                "c[{name}] is prior-selected (profile range {r:.1e} nats < 1e-3): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2); test that with `topk-judge gate`, or use paired renderings (design: paired)"
             )),
             Some(r) if renderings => v.push(format!(
                 "c[{name}] is identified by the renderings (profile range {r:.1} nats); this holds only if the renderings of a base really share quality"

@@ -1,4 +1,4 @@
-//! Content-free renderings of an answer (verbosity and format probes, paired designs; SPEC §4, §6).
+//! Content-free renderings of an answer (verbosity and format probes, paired designs; docs/model.md §4, §6).
 //!
 //! A rendering changes how an answer looks without changing what it says, so that a judge that
 //! prefers the rendering over the original is rewarding length or formatting, not content:

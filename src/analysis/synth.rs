@@ -1,10 +1,10 @@
-//! Synthetic pools and their true judge (SPEC §7).
+//! Synthetic pools and their true judge (docs/model.md §7).
 //!
 //! θ_m ~ N(0, 1); covariate x = ρθ + √(1 − ρ²)ε, ε ~ N(0, 1), then z-scored within the pool; the
 //! true judge has η_ab = (θ_a − θ_b + c*(x_a − x_b) + κ*) / temperature and each ordered pair's
-//! verdict is one Bernoulli draw keyed by (seed, a, b) as in SPEC §4.
+//! verdict is one Bernoulli draw keyed by (seed, a, b) as in docs/model.md §4.
 //!
-//! Paired design (SPEC §6): each base m gets two renderings, `terse` (x = 0) and `elaborated`
+//! Paired design (docs/model.md §6): each base m gets two renderings, `terse` (x = 0) and `elaborated`
 //! (x = 1), sharing θ_m.
 
 use crate::model::bt::sigmoid;
@@ -68,7 +68,7 @@ impl SynthSpec {
     }
 }
 
-/// The keyed Bernoulli verdict of SPEC §4/§7 for the ordered items (a, b) with P(first wins) =
+/// The keyed Bernoulli verdict of docs/model.md §4/§7 for the ordered items (a, b) with P(first wins) =
 /// `p_first`: 1 when the uniform keyed by (seed, "verdict", id_a, id_b[, rep]) is below `p_first`,
 /// else 0. Repetition 0 is the frozen-judge verdict; repetitions ≥ 1 are independent re-draws.
 pub fn keyed_verdict(seed: u64, id_a: &str, id_b: &str, rep: usize, p_first: f64) -> f64 {

@@ -1,4 +1,4 @@
-//! `topk-judge audit CONFIG`: the judge bias audit (SPEC §4, [`crate::analysis::audit`]) on a pairs file
+//! `topk-judge audit CONFIG`: the judge bias audit (docs/model.md §4, [`crate::analysis::audit`]) on a pairs file
 //! or on probes built from a pool, through any [`Judge`] and the verdict cache.
 //!
 //! # Config (YAML, unknown keys are errors; paths relative to the config's folder)

@@ -1,4 +1,4 @@
-//! `topk-judge fit`: fit the model to verdicts collected elsewhere (SPEC §2).
+//! `topk-judge fit`: fit the model to verdicts collected elsewhere (docs/model.md §2).
 
 use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
 use crate::report;
@@ -89,14 +89,15 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
             pool.n_bases()
         )));
     }
-    let p = &args.prior;
-    for (flag, v) in
-        [("--lambda-theta", p.lambda_theta), ("--lambda-b", p.lambda_b), ("--lambda-kappa", p.lambda_kappa)]
-    {
-        if !(v > 0.0 && v.is_finite()) {
-            return Err(FitCmdError::Invalid(format!("{flag} {v} must be > 0 (a prior precision)")));
-        }
-    }
+    // The same checks as a run config's `model` and `acquisition` sections, named by flag.
+    let flag = |e: crate::model::params::ParamError| {
+        FitCmdError::Invalid(format!(
+            "--{} {e}",
+            if e.name == "mc_draws" { "draws".into() } else { e.name.replace('_', "-") }
+        ))
+    };
+    args.prior.check().map_err(flag)?;
+    crate::model::params::check_mc_draws(args.draws).map_err(flag)?;
     let (records, _, warning) = read_records(args.verdicts_file)?;
     if let Some(w) = warning {
         eprintln!("warning: {w}");

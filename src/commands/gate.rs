@@ -170,7 +170,7 @@ async fn trusted_verdicts(
     Ok((ys, spend))
 }
 
-/// Run the trusted-anchor gate for a config whose run exists (SPEC §5): fit the naive and the
+/// Run the trusted-anchor gate for a config whose run exists (docs/model.md §5): fit the naive and the
 /// bias-aware model to the run's verdicts, select the anchors, label them (trusted judge in
 /// both orders, or the labels file), test, write `gate.json`; returns the report and its text.
 ///
@@ -185,6 +185,11 @@ pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentEr
             config.display()
         ))
     })?;
+    // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
+    // here is an error, not an empty name.
+    let judge_desc = make_judge(&cfg.raw.judge)
+        .map(|j| j.describe())
+        .map_err(|m| IdentError::Invalid(format!("{}: the run's judge cannot be built: {m}", config.display())))?;
     let dir = cfg.run_dir.clone();
     let verdicts = run_verdicts(&cfg, &dir)?;
     if verdicts.is_empty() {
@@ -273,7 +278,6 @@ pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentEr
             },
         })
         .collect();
-    let judge_desc = make_judge(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default();
     let report = GateReport {
         run: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),

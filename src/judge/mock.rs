@@ -1,4 +1,4 @@
-//! Mock judges (SPEC §4, the tutorial): deterministic and keyed-stochastic.
+//! Mock judges (docs/model.md §4, the tutorial): deterministic and keyed-stochastic.
 //!
 //! score(item, slot) = quality + POS_BIAS·[slot = A] + VERB_PER_WORD·words.
 //! Deterministic: the higher score wins, a tie goes to A. Stochastic: P(first wins) =

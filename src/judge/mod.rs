@@ -1,4 +1,4 @@
-//! Judges: the async boundary where verdicts come from (SPEC §4).
+//! Judges: the async boundary where verdicts come from (docs/model.md §4).
 //!
 //! A [`Judge`] answers one ordered query (a shown first, b second) with a [`JudgeReply`]: an
 //! outcome y ∈ [0, 1] (1 first-shown wins, 0 second-shown wins, ½ tie, or soft P(A)) or `None`
@@ -189,7 +189,7 @@ pub trait Judge: Send + Sync {
     fn describe(&self) -> String;
 
     /// Cache key of one ordered query: a hash of everything that determines the verdict (judge
-    /// configuration, prompt, texts). At most one verdict per key is ever stored (SPEC §1).
+    /// configuration, prompt, texts). At most one verdict per key is ever stored (docs/model.md §1).
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String;
 
     /// Worst-case cost of one query in USD, reserved before sending (0 for free judges).

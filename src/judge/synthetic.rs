@@ -1,4 +1,4 @@
-//! The true judge of a synthetic pool (SPEC §7), usable from configs as `judge: {synthetic: {}}`.
+//! The true judge of a synthetic pool (docs/model.md §7), usable from configs as `judge: {synthetic: {}}`.
 //!
 //! P(first wins | a, b) = σ((q_a − q_b + c*·(x_a − x_b) + κ*) / temperature), where q is the
 //! item's `quality` (the true θ of its base in a synthetic pool) and x its covariate `x` (or the

@@ -1,4 +1,4 @@
-//! Laplace posterior β ~ N(β̂, H⁻¹) at the MAP (SPEC §2, paper "deferred details").
+//! Laplace posterior β ~ N(β̂, H⁻¹) at the MAP (docs/model.md §2, paper "deferred details").
 
 use super::bt::Fit;
 use super::linalg::Matrix;

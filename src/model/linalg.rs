@@ -1,5 +1,5 @@
 //! The only faer import: dense symmetric matrices, Cholesky (H = LLᵀ), triangular solves,
-//! inverse, and the Sherman–Morrison rank-one downdate of a covariance (SPEC §2–§3).
+//! inverse, and the Sherman–Morrison rank-one downdate of a covariance (docs/model.md §2–§3).
 //!
 //! Matrices are stored in our own column-major `Vec<f64>` and handed to faer's kernels as
 //! views. faer's own `Mat` allocates with 64-byte alignment, which the system allocator serves
@@ -178,7 +178,7 @@ impl Cholesky {
     }
 
     /// Solve Lᵀ U = Z in place for every column of `z` (n×S): each column of the result is a
-    /// draw from N(0, H⁻¹) when Z's columns are N(0, I) (SPEC §2, no explicit inverse needed).
+    /// draw from N(0, H⁻¹) when Z's columns are N(0, I) (docs/model.md §2, no explicit inverse needed).
     pub fn solve_lt_in_place(&self, z: &mut Matrix) {
         faer::linalg::triangular_solve::solve_upper_triangular_in_place(
             self.lower().transpose(),
@@ -205,7 +205,7 @@ impl Cholesky {
 }
 
 /// Σ ← Σ − w (Σd)(Σd)ᵀ / (1 + w dᵀΣd): the posterior covariance after one more observation with
-/// design row `d` (length n) and Fisher weight `w` = p̂(1 − p̂) (Sherman–Morrison, SPEC §3).
+/// design row `d` (length n) and Fisher weight `w` = p̂(1 − p̂) (Sherman–Morrison, docs/model.md §3).
 ///
 /// `sd` must be Σd (length n), computed by the caller who knows the sparsity of d.
 ///

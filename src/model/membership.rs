@@ -1,4 +1,4 @@
-//! Monte-Carlo top-k membership under the Laplace posterior (SPEC §2).
+//! Monte-Carlo top-k membership under the Laplace posterior (docs/model.md §2).
 //!
 //! π_m = P(base m is among the k largest θ). Draw z ~ N(0, I) (n per draw, ChaCha8 stream),
 //! solve Lᵀu = z where H = LLᵀ, take the θ part of β̂ + u; π_m is the fraction of S draws in

@@ -1,10 +1,11 @@
 //! The statistical core: bias-aware Bradley–Terry MAP, Laplace posterior, top-k membership.
-//! Pure and synchronous; no I/O, no clock, RNG passed in (STYLE §2).
+//! Pure and synchronous; no I/O, no clock, RNG passed in (see docs/model.md).
 
 pub mod bt;
 pub mod laplace;
 pub mod linalg;
 pub mod membership;
+pub mod params;
 pub mod profile;
 pub mod summary;
 

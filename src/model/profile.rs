@@ -1,4 +1,4 @@
-//! Profile log-likelihood over one bias coefficient (SPEC §5, paper §4–§5, Prop. 2).
+//! Profile log-likelihood over one bias coefficient (docs/model.md §5, paper §4–§5, Prop. 2).
 //!
 //! For covariate j and a grid c_j ∈ {ĉ_j + (g − 10)/10 : g = 0..20} (21 points over ĉ_j ± 1,
 //! logits per covariate unit), the profile is
@@ -11,12 +11,12 @@
 //! The reported **range** = max − min of ℓ_p over the grid (nats).
 //!
 //! With one covariate value per base the likelihood is invariant under θ_m → θ_m + δx_m,
-//! c → c − δ (SPEC §2), so the profile is flat (range ≈ 0, the paper reports 0.0000 nats on 48
+//! c → c − δ (docs/model.md §2), so the profile is flat (range ≈ 0, the paper reports 0.0000 nats on 48
 //! real pools at up to 26× the comparisons): c is then selected by the prior, not estimated.
-//! Paired renderings (SPEC §6) break the invariance and give a curved profile.
+//! Paired renderings (docs/model.md §6) break the invariance and give a curved profile.
 //!
 //! ## Numerics
-//! Each inner fit is Newton with backtracking to ‖∇‖∞ < 1e-9 (the SPEC §2 tolerance, not
+//! Each inner fit is Newton with backtracking to ‖∇‖∞ < 1e-9 (the docs/model.md §2 tolerance, not
 //! loosened). With the 1e-6 ridge the Hessian is ill-conditioned by design: the directions the
 //! likelihood does not see (the constant shift of θ, and for p > 1 the invariance of every
 //! free coefficient) have curvature 1e-6 while the κ direction has curvature ≈ Q/4. On such a
@@ -31,16 +31,16 @@
 use super::bt::{self, Design, FitError, FitOptions};
 use serde::{Deserialize, Serialize};
 
-/// Number of grid points (SPEC §5).
+/// Number of grid points (docs/model.md §5).
 pub const GRID_POINTS: usize = 21;
 /// Half-width of the grid around ĉ_j (logits per covariate unit).
 pub const HALF_WIDTH: f64 = 1.0;
-/// Ridge on every free parameter of the inner fits (SPEC §5: ≤ 1e-6).
+/// Ridge on every free parameter of the inner fits (docs/model.md §5: ≤ 1e-6).
 pub const PROFILE_RIDGE: f64 = 1e-6;
-/// Below this range (nats) the coefficient is reported as prior-selected (SPEC §5).
+/// Below this range (nats) the coefficient is reported as prior-selected (docs/model.md §5).
 pub const PRIOR_SELECTED_NATS: f64 = 1e-3;
 
-/// What the profile says about one coefficient (SPEC §5).
+/// What the profile says about one coefficient (docs/model.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IdentVerdict {
@@ -56,7 +56,7 @@ impl IdentVerdict {
         if range_nats < PRIOR_SELECTED_NATS { Self::PriorSelected } else { Self::Identified }
     }
 
-    /// The sentence printed and saved with every run (SPEC §5).
+    /// The sentence printed and saved with every run (docs/model.md §5).
     pub fn text(self) -> &'static str {
         match self {
             Self::Identified => "identified by the design",
@@ -101,7 +101,7 @@ pub fn grid(center: f64) -> Vec<f64> {
     (0..GRID_POINTS).map(|g| center + HALF_WIDTH * (g as f64 - half) / half).collect()
 }
 
-/// Profile log-likelihood of coefficient `j` around `center` (SPEC §5).
+/// Profile log-likelihood of coefficient `j` around `center` (docs/model.md §5).
 ///
 /// `warm`: a starting β (length M + p + 1, order θ, c, κ), e.g. the MAP; zeros when `None`.
 /// The grid is walked outward from the centre and each inner fit starts from its neighbour's
@@ -148,7 +148,7 @@ pub fn profile(d: &Design, j: usize, center: f64, warm: Option<&[f64]>) -> Resul
     Ok(Profile { covariate: j, center, points, range_nats, argmax_c, verdict: IdentVerdict::from_range(range_nats) })
 }
 
-/// The per-covariate identifiability entry carried by every run's result.json (SPEC §5).
+/// The per-covariate identifiability entry carried by every run's result.json (docs/model.md §5).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Identifiability {
     /// Profile-likelihood range over ĉ ± 1 (nats); `None` if an inner fit failed.

@@ -1,4 +1,4 @@
-//! From a pool and its verdicts to a fitted, summarised model: the design (SPEC §1–§2), the MAP,
+//! From a pool and its verdicts to a fitted, summarised model: the design (docs/model.md §1–§2), the MAP,
 //! the Laplace posterior sds, the top-k membership π and the point top-k.
 
 use super::bt::{self, Design, Fit, FitError, FitOptions, Prior};
@@ -8,7 +8,7 @@ use crate::rng::ChaCha8Rng;
 use crate::store::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
 
-/// Which Bradley–Terry model to fit (SPEC §2).
+/// Which Bradley–Terry model to fit (docs/model.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]

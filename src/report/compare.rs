@@ -26,9 +26,9 @@ pub enum CompareError {
     /// A run file could not be read.
     #[error("{path}: {msg}")]
     Read {
-        /// File.
+        /// The file concerned.
         path: PathBuf,
-        /// Cause.
+        /// What went wrong.
         msg: String,
     },
     /// The verdict log.
@@ -237,7 +237,7 @@ pub struct CompareRow {
 pub struct Comparison {
     /// Pool id.
     pub pool_id: String,
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// What recall is measured against: "gold" or `"reference <label>"` (None: no target).
     pub target: Option<String>,

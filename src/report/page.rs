@@ -1,12 +1,12 @@
 //! `topk-judge report RUN`: report.md and a self-contained report.html (SVGs inlined) for a run
 //! folder: the ranking with θ̂ ± 2 sd intervals, top-k membership π, the position effect κ̂, the
-//! bias coefficients ĉ with their identifiability verdict (SPEC §2, §5), spend, and three plots:
+//! bias coefficients ĉ with their identifiability verdict (docs/model.md §2, §5), spend, and three plots:
 //! θ̂ ± 2 sd with the top-k marked, π by item, and π of the boundary items against comparisons
 //! (from fits.jsonl).
 //!
 //! **Identifiability verdict** per covariate: the profile-likelihood range over ĉ ± 1 and its
-//! verdict that every run stores in result.json (SPEC §5, [`crate::model::profile`]): below
-//! 1e-3 nats ĉ is prior-selected — the comparisons identify only φ = θ + cᵀx and κ (SPEC §2,
+//! verdict that every run stores in result.json (docs/model.md §5, [`crate::model::profile`]): below
+//! 1e-3 nats ĉ is prior-selected — the comparisons identify only φ = θ + cᵀx and κ (docs/model.md §2,
 //! paper Prop. 2) — otherwise it is identified by the design (paired renderings, valid only if
 //! the renderings of a base share quality).
 //!
@@ -34,7 +34,7 @@ pub struct IdentRow {
 }
 
 /// The identifiability rows of a run: result.json's `identifiability` entries (profile range and
-/// verdict, SPEC §5) with what a prior-selected coefficient means.
+/// verdict, docs/model.md §5) with what a prior-selected coefficient means.
 pub fn identifiability(run: &RunDir) -> Vec<IdentRow> {
     let r = &run.result;
     r.c.iter()
@@ -48,10 +48,10 @@ pub fn identifiability(run: &RunDir) -> Vec<IdentRow> {
             } else {
                 match e {
                     Some(e) if e.identified => {
-                        format!("{}; valid only if the renderings of a base really share quality (SPEC §6)", e.verdict)
+                        format!("{}; valid only if the renderings of a base really share quality (docs/model.md §6)", e.verdict)
                     }
                     Some(e) if e.range_nats.is_some() => format!(
-                        "{} — the comparisons identify only φ = θ + c·x and κ (SPEC §2, paper Prop. 2), so ĉ is \
+                        "{} — the comparisons identify only φ = θ + c·x and κ (docs/model.md §2, paper Prop. 2), so ĉ is \
                          the prior's pick (λ_b), not an estimate, and a \"debiased\" ranking rests on the \
                          assumption that quality is uncorrelated with {name}",
                         e.verdict

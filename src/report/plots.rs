@@ -16,7 +16,7 @@ use plotters::prelude::*;
 pub struct PlotError {
     /// Plot title.
     pub title: String,
-    /// Cause.
+    /// What went wrong.
     pub msg: String,
 }
 
@@ -34,7 +34,7 @@ pub struct Series {
 /// A line chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineChart {
-    /// Caption.
+    /// Caption shown above the plot.
     pub title: String,
     /// x-axis description.
     pub x_label: String,

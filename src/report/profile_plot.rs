@@ -1,4 +1,4 @@
-//! SVG plot of profile log-likelihood curves (SPEC §5), plotters with the SVG backend only.
+//! SVG plot of profile log-likelihood curves (docs/model.md §5), plotters with the SVG backend only.
 
 use plotters::prelude::*;
 

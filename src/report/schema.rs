@@ -30,7 +30,7 @@ pub struct RunResult {
     pub name: String,
     /// Pool id.
     pub pool_id: String,
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// Model kind.
     pub model: ModelKind,
@@ -83,7 +83,7 @@ pub struct RunResult {
     pub ranking: Vec<RankRow>,
     /// Notes for the reader (identifiability, no-variation covariates).
     pub notes: Vec<String>,
-    /// Per covariate: profile-likelihood range (nats) and verdict (SPEC §5).
+    /// Per covariate: profile-likelihood range (nats) and verdict (docs/model.md §5).
     #[serde(default)]
     pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
     /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).

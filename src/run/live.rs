@@ -1,4 +1,4 @@
-//! Algorithm 1 (SPEC §3, paper App. A): fit → membership → select R queries → send them
+//! Algorithm 1 (docs/model.md §3, paper App. A): fit → membership → select R queries → send them
 //! concurrently → store each verdict as it arrives → refit, until the budget is spent, no
 //! unqueried ordered pair is left, or (optionally) every π is within ε of 0 or 1.
 //!
@@ -251,7 +251,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             seed: acq.seed,
         };
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
-        // Paired design (SPEC §6): every within-base query first, then Algorithm 1.
+        // Paired design (docs/model.md §6): every within-base query first, then Algorithm 1.
         let mut picks = crate::analysis::design::first_queries(&pool, cfg.raw.design, &queried, r);
         if picks.is_empty() {
             picks = acquire::select(acq.strategy, &ctx, r, &mut acq_rng);

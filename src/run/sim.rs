@@ -1,5 +1,5 @@
-//! Simulation driver: Algorithm 1 (SPEC §3, paper App. A) run synchronously on a synthetic pool
-//! (SPEC §7) whose judge is the pool's keyed Bernoulli verdict, a pure function of (seed, a, b).
+//! Simulation driver: Algorithm 1 (docs/model.md §3, paper App. A) run synchronously on a synthetic pool
+//! (docs/model.md §7) whose judge is the pool's keyed Bernoulli verdict, a pure function of (seed, a, b).
 //!
 //! The loop is the runner's loop without the I/O: fit with [`build_design`] and
 //! [`fit_and_summarise`] (warm start from the previous fit, Monte-Carlo stream `membership` keyed
@@ -18,7 +18,7 @@
 //! **All pairs.** A budget ≥ the number of ordered pairs asks every remaining pair at once: with
 //! every pair queried, Algorithm 1 returns the fit to all verdicts whatever the strategy.
 //!
-//! **Paired pools** (SPEC §6): the within-base ordered pairs (renderings of one base) are asked
+//! **Paired pools** (docs/model.md §6): the within-base ordered pairs (renderings of one base) are asked
 //! first, R at a time with a refit in between, in [`design::within_base_pairs`] order, as the
 //! runner does with `design: paired`; then Algorithm 1 runs over the between-base pairs. They
 //! count as comparisons.
@@ -45,7 +45,7 @@ use crate::store::pool::{CovariateSpec, Covariates, Pool, build_covariates};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
-/// Settings shared by every simulated run of a sweep (SPEC §2–§3 defaults in [`Default`]).
+/// Settings shared by every simulated run of a sweep (docs/model.md §2–§3 defaults in [`Default`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimSettings {
     /// k of top-k.
@@ -64,7 +64,14 @@ pub struct SimSettings {
 
 impl Default for SimSettings {
     fn default() -> Self {
-        Self { k: 5, prior: Prior::default(), refit_every: 8, orders: Orders::Both, mc_draws: 1000, profile: false }
+        Self {
+            k: 5,
+            prior: Prior::default(),
+            refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
+            orders: Orders::Both,
+            mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
+            profile: false,
+        }
     }
 }
 
@@ -76,13 +83,13 @@ pub enum SimError {
     Fit {
         /// Pool seed.
         seed: u64,
-        /// Strategy.
+        /// Acquisition strategy (`topk`, `round_robin`, …).
         strategy: StrategyKind,
-        /// Model.
+        /// Model kind (`naive` or `bias_aware`).
         model: ModelKind,
         /// Verdicts at the failing fit.
         comparisons: usize,
-        /// Cause.
+        /// What went wrong.
         source: FitError,
     },
 }
@@ -191,7 +198,7 @@ pub struct PathInput<'a> {
     pub pool: &'a Pool,
     /// The model's covariates (`Covariates::none` for the naive model).
     pub covariates: &'a Covariates,
-    /// `single`, or `paired` (within-base pairs first, SPEC §6).
+    /// `single`, or `paired` (within-base pairs first, docs/model.md §6).
     pub design: DesignKind,
     /// The run seed (`acquisition.seed` of a run).
     pub seed: u64,
@@ -305,7 +312,7 @@ pub fn follow(
             continue;
         }
         let r = settings.refit_every.min(target - done);
-        // Paired design (SPEC §6): every within-base query first, R at a time, as the runner.
+        // Paired design (docs/model.md §6): every within-base query first, R at a time, as the runner.
         let firsts = design::first_queries(pool, input.design, &st.queried, r);
         if !firsts.is_empty() {
             for q in firsts {

@@ -1,6 +1,6 @@
 //! Budget: comparisons and USD. Before a query is sent its worst-case cost is reserved; when the
 //! reply arrives the reservation is settled on the real cost. Spend + reservations never exceed
-//! `max_usd`, so the budget holds with many requests in flight (SPEC §3).
+//! `max_usd`, so the budget holds with many requests in flight (docs/model.md §3).
 
 /// Budget state (USD, comparisons).
 #[derive(Debug, Clone, Default)]

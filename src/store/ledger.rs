@@ -1,6 +1,6 @@
 //! The verdict log `verdicts.jsonl`: one JSON object per paid verdict, appended, flushed and
 //! fsynced as it arrives (a paid verdict is never lost), keyed so that at most one verdict per
-//! ordered pair and judge configuration is ever stored (SPEC §1, frozen-judge protocol).
+//! ordered pair and judge configuration is ever stored (docs/model.md §1, frozen-judge protocol).
 //!
 //! On open, a torn last line (a crash mid-write) is detected, dropped with a warning and cut off
 //! the file; a malformed line anywhere else is an error naming the line.

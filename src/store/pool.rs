@@ -1,4 +1,4 @@
-//! Pools, items, bases and covariates (SPEC §1).
+//! Pools, items, bases and covariates (docs/model.md §1).
 //!
 //! A pool file is JSON Lines, one pool per line:
 //! `{"pool_id", "task" | "source", "items": [{"id", "text"?, "quality"?, "covariates"?, "base"?,
@@ -71,7 +71,7 @@ pub struct Item {
     /// Extra covariates, name → number.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub covariates: BTreeMap<String, f64>,
-    /// Base id for the paired rendering design (SPEC §6); defaults to the item id.
+    /// Base id for the paired rendering design (docs/model.md §6); defaults to the item id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
     /// Rendering label (e.g. "terse", "elaborated").
@@ -262,7 +262,7 @@ pub fn read_pool(path: &Path, id: Option<&str>) -> Result<Pool, PoolError> {
     }
 }
 
-/// Covariate transform (SPEC §1).
+/// Covariate transform (docs/model.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transform {

@@ -41,7 +41,7 @@
 //! own seed it is the run `simulate` makes (tested).
 
 use super::summary::MeanSe;
-use super::{Budget, SweepAcquisition, SweepError, SweepPrior};
+use super::{Budget, SweepAcquisition, SweepError};
 use crate::acquire::StrategyKind;
 use crate::analysis::design::{self, DesignKind};
 use crate::judge::replay::Recording;
@@ -116,9 +116,9 @@ pub struct RawFrozen {
     /// Acquisition settings.
     #[serde(default)]
     pub acquisition: SweepAcquisition,
-    /// Prior.
+    /// Prior precisions; missing keys take the defaults (docs/model.md §2).
     #[serde(default)]
-    pub prior: SweepPrior,
+    pub prior: Prior,
     /// Covariates of the bias-aware model (default: `words` (zscore) when items have text, plus
     /// every key of the items' covariates, raw).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,21 +202,11 @@ impl Frozen {
                 return Err(inv(key, "the list is empty; expected at least one value".into()));
             }
         }
-        if raw.acquisition.refit_every == 0 {
-            return Err(inv("acquisition.refit_every", "0 must be ≥ 1".into()));
-        }
-        if raw.acquisition.mc_draws == 0 {
-            return Err(inv("acquisition.mc_draws", "0 must be ≥ 1".into()));
-        }
-        for (key, v) in [
-            ("prior.lambda_theta", raw.prior.lambda_theta),
-            ("prior.lambda_b", raw.prior.lambda_b),
-            ("prior.lambda_kappa", raw.prior.lambda_kappa),
-        ] {
-            if !(v > 0.0 && v.is_finite()) {
-                return Err(inv(key, format!("{v} must be > 0")));
-            }
-        }
+        let param =
+            |section: &str, e: crate::model::params::ParamError| inv(&format!("{section}.{}", e.name), e.to_string());
+        crate::model::params::check_refit_every(raw.acquisition.refit_every).map_err(|e| param("acquisition", e))?;
+        crate::model::params::check_mc_draws(raw.acquisition.mc_draws).map_err(|e| param("acquisition", e))?;
+        raw.prior.check().map_err(|e| param("prior", e))?;
         raw.budgets.sort();
         raw.budgets.dedup();
         raw.seeds.sort_unstable();
@@ -285,11 +275,7 @@ impl Frozen {
         let r = &self.raw;
         SimSettings {
             k: r.k,
-            prior: Prior {
-                lambda_theta: r.prior.lambda_theta,
-                lambda_b: r.prior.lambda_b,
-                lambda_kappa: r.prior.lambda_kappa,
-            },
+            prior: r.prior,
             refit_every: r.acquisition.refit_every,
             orders: r.acquisition.orders,
             mc_draws: r.acquisition.mc_draws,

@@ -1,4 +1,4 @@
-//! `topk-judge simulate SWEEP.yaml`: synthetic pools (SPEC §7) × strategies × models × budgets ×
+//! `topk-judge simulate SWEEP.yaml`: synthetic pools (docs/model.md §7) × strategies × models × budgets ×
 //! seeds, each run being Algorithm 1 itself ([`crate::run::sim::run_path`]), on all cores.
 //!
 //! A sweep file ([`RawSweep`], unknown keys are errors):
@@ -76,9 +76,9 @@ pub enum SweepError {
     /// Writing an output.
     #[error("{path}: {msg}")]
     Write {
-        /// File.
+        /// The file concerned.
         path: PathBuf,
-        /// Cause.
+        /// What went wrong.
         msg: String,
     },
 }
@@ -159,7 +159,7 @@ impl<'de> Deserialize<'de> for Budget {
     }
 }
 
-/// The grid of synthetic pools (SPEC §7).
+/// The grid of synthetic pools (docs/model.md §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoolGrid {
@@ -223,7 +223,7 @@ impl Default for PoolGrid {
     }
 }
 
-/// Acquisition settings of a sweep (SPEC §3).
+/// Acquisition settings of a sweep (docs/model.md §3).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SweepAcquisition {
@@ -231,54 +231,20 @@ pub struct SweepAcquisition {
     #[serde(default)]
     pub orders: Orders,
     /// Queries per refit, R (default 8).
-    #[serde(default = "d_refit")]
+    #[serde(default = "crate::model::params::default_refit_every")]
     pub refit_every: usize,
     /// Monte-Carlo draws for top-k membership (default 1000).
-    #[serde(default = "d_draws")]
+    #[serde(default = "crate::model::params::default_mc_draws")]
     pub mc_draws: usize,
-}
-
-fn d_refit() -> usize {
-    8
-}
-fn d_draws() -> usize {
-    1000
 }
 
 impl Default for SweepAcquisition {
     fn default() -> Self {
-        Self { orders: Orders::Both, refit_every: d_refit(), mc_draws: d_draws() }
-    }
-}
-
-/// Prior precisions (SPEC §2 defaults).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SweepPrior {
-    /// λ_θ (default 1).
-    #[serde(default = "d_lt")]
-    pub lambda_theta: f64,
-    /// λ_b (default 0.1).
-    #[serde(default = "d_lb")]
-    pub lambda_b: f64,
-    /// λ_κ (default 0.01).
-    #[serde(default = "d_lk")]
-    pub lambda_kappa: f64,
-}
-
-fn d_lt() -> f64 {
-    1.0
-}
-fn d_lb() -> f64 {
-    0.1
-}
-fn d_lk() -> f64 {
-    0.01
-}
-
-impl Default for SweepPrior {
-    fn default() -> Self {
-        Self { lambda_theta: d_lt(), lambda_b: d_lb(), lambda_kappa: d_lk() }
+        Self {
+            orders: Orders::Both,
+            refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
+            mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
+        }
     }
 }
 
@@ -318,9 +284,9 @@ pub struct RawSweep {
     /// Acquisition settings.
     #[serde(default)]
     pub acquisition: SweepAcquisition,
-    /// Prior.
+    /// Prior precisions (docs/model.md §2); missing keys take the defaults.
     #[serde(default)]
-    pub prior: SweepPrior,
+    pub prior: Prior,
     /// Compute the profile-likelihood range over c at every checkpoint (bias-aware model).
     #[serde(default)]
     pub profile: bool,
@@ -406,21 +372,11 @@ impl Sweep {
                 return Err(inv(key, format!("{x} must be finite")));
             }
         }
-        if raw.acquisition.refit_every == 0 {
-            return Err(inv("acquisition.refit_every", "0 must be ≥ 1".into()));
-        }
-        if raw.acquisition.mc_draws == 0 {
-            return Err(inv("acquisition.mc_draws", "0 must be ≥ 1".into()));
-        }
-        for (key, v) in [
-            ("prior.lambda_theta", raw.prior.lambda_theta),
-            ("prior.lambda_b", raw.prior.lambda_b),
-            ("prior.lambda_kappa", raw.prior.lambda_kappa),
-        ] {
-            if !(v > 0.0 && v.is_finite()) {
-                return Err(inv(key, format!("{v} must be > 0")));
-            }
-        }
+        let param =
+            |section: &str, e: crate::model::params::ParamError| inv(&format!("{section}.{}", e.name), e.to_string());
+        crate::model::params::check_refit_every(raw.acquisition.refit_every).map_err(|e| param("acquisition", e))?;
+        crate::model::params::check_mc_draws(raw.acquisition.mc_draws).map_err(|e| param("acquisition", e))?;
+        raw.prior.check().map_err(|e| param("prior", e))?;
         raw.budgets.sort();
         raw.budgets.dedup();
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -436,11 +392,7 @@ impl Sweep {
         let r = &self.raw;
         SimSettings {
             k: r.k,
-            prior: Prior {
-                lambda_theta: r.prior.lambda_theta,
-                lambda_b: r.prior.lambda_b,
-                lambda_kappa: r.prior.lambda_kappa,
-            },
+            prior: r.prior,
             refit_every: r.acquisition.refit_every,
             orders: r.acquisition.orders,
             mc_draws: r.acquisition.mc_draws,
@@ -493,7 +445,7 @@ pub struct Cell {
     pub c_star: f64,
     /// True κ*.
     pub kappa_star: f64,
-    /// Temperature.
+    /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
     /// Paired design.
     pub paired: bool,
@@ -523,7 +475,7 @@ pub struct Row {
     pub pool: usize,
     /// Pool seed.
     pub seed: u64,
-    /// Bases.
+    /// Number of bases M in the pool.
     pub n: usize,
     /// corr(θ, x).
     pub rho: f64,
@@ -531,13 +483,13 @@ pub struct Row {
     pub c_star: f64,
     /// True κ*.
     pub kappa_star: f64,
-    /// Temperature.
+    /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
     /// Paired design.
     pub paired: bool,
-    /// Strategy.
+    /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// Model.
+    /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
     /// Budget asked for.
     pub budget: Budget,

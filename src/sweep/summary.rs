@@ -51,11 +51,11 @@ pub struct CellStats {
     pub cell_index: usize,
     /// The pool grid cell.
     pub cell: Cell,
-    /// Strategy.
+    /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// Model.
+    /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget.
+    /// Budget of the checkpoint, in comparisons (verdicts).
     pub budget: Budget,
     /// Mean comparisons made.
     pub comparisons: f64,
@@ -82,9 +82,9 @@ pub struct CellStats {
 pub struct BenefitStats {
     /// The pool grid cell.
     pub cell: Cell,
-    /// Strategy.
+    /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// Budget.
+    /// Budget of the checkpoint, in comparisons (verdicts).
     pub budget: Budget,
     /// Naive recall.
     pub naive: MeanSe,
@@ -103,13 +103,13 @@ pub struct Crossing {
     pub c_star: f64,
     /// True κ*.
     pub kappa_star: f64,
-    /// Temperature.
+    /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
     /// Paired design.
     pub paired: bool,
-    /// Strategy.
+    /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// Budget.
+    /// Budget of the checkpoint, in comparisons (verdicts).
     pub budget: Budget,
     /// ρ values, increasing.
     pub rho: Vec<f64>,
@@ -127,9 +127,9 @@ pub struct Crossing {
 pub struct StrategyGap {
     /// Index of the cell.
     pub cell_index: usize,
-    /// Model.
+    /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget.
+    /// Budget of the checkpoint, in comparisons (verdicts).
     pub budget: Budget,
     /// The strategy compared with topk.
     pub other: StrategyKind,
@@ -142,11 +142,11 @@ pub struct StrategyGap {
 pub struct BoundaryRatio {
     /// Index of the cell.
     pub cell_index: usize,
-    /// Model.
+    /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget.
+    /// Budget of the checkpoint, in comparisons (verdicts).
     pub budget: Budget,
-    /// Strategy.
+    /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
     /// mean boundary share / round_robin's.
     pub boundary: f64,
@@ -163,11 +163,11 @@ pub struct RankStats {
     pub cell_index: usize,
     /// The cell.
     pub cell: Cell,
-    /// Strategy.
+    /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// Model.
+    /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget.
+    /// Budget of the checkpoint, in comparisons (verdicts).
     pub budget: Budget,
     /// Index = gold rank − 1.
     pub mean_queries: Vec<f64>,
@@ -178,7 +178,7 @@ pub struct RankStats {
 pub struct Summary {
     /// Sweep name.
     pub name: String,
-    /// k.
+    /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// Pools per cell.
     pub pools_per_cell: usize,

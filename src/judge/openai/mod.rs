@@ -1,10 +1,10 @@
-//! OpenAI-compatible chat-completions judge (SPEC §4): the only async-openai import.
+//! OpenAI-compatible chat-completions judge (docs/model.md §4): the only async-openai import.
 //!
 //! One ordered query (a first, b second) = render the prompt template → check the context →
 //! wait for the rate limits → POST `/chat/completions` through async-openai with **our**
 //! transport (async-openai's retry layer is not installed, so [`crate::judge::openai::retry`] is the only
 //! retry policy; every non-2xx keeps its HTTP status, also for llama.cpp/vLLM error bodies that
-//! async-openai cannot parse, DEPS.md §2f) → parse the reply ([`parse`]) → re-ask an
+//! async-openai cannot parse) → parse the reply ([`parse`]) → re-ask an
 //! invalid reply up to `max_invalid_retries` times → price the usage.
 //!
 //! Spend of one HTTP reply (USD): (uncached prompt · input + cached · cached_input +
@@ -118,7 +118,7 @@ pub enum OverflowPolicy {
     TruncateTask,
 }
 
-/// `judge: {openai: {...}}` (SPEC §4). Units are in the key names.
+/// `judge: {openai: {...}}` (docs/model.md §4). Units are in the key names.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenAiConfig {
@@ -794,7 +794,7 @@ impl OpenAiJudge {
             async move { transport(&http, f).await }
         });
         // Client::build installs async-openai's retrying executor; with_http_service replaces it
-        // with ours (no retry layer), so only crate::judge::openai::retry retries (DEPS.md §2e).
+        // with ours (no retry layer), so only crate::judge::openai::retry retries (async-openai's default client retries on its own).
         let client = Client::build(http, oa).with_http_service(svc);
         Ok(Self {
             limits: RateLimits::new(cfg.requests_per_minute, cfg.tokens_per_minute),
@@ -1123,7 +1123,7 @@ impl OpenAiJudge {
 }
 
 /// Our async-openai transport: send, keep the status of every non-2xx (with `Retry-After`),
-/// reject a 2xx body that is not JSON, and never retry (DEPS.md §2f).
+/// reject a 2xx body that is not JSON, and never retry.
 async fn transport(http: &reqwest::Client, f: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
     let req = f.build().await?;
     let resp = http.execute(req).await.map_err(OpenAIError::Reqwest)?;

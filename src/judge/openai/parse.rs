@@ -1,4 +1,4 @@
-//! Reply text → verdict (SPEC §4). Pure: no I/O, table-tested.
+//! Reply text → verdict (docs/model.md §4). Pure: no I/O, table-tested.
 //!
 //! Rules, in order:
 //! 1. `finish_reason = content_filter` → invalid; a non-empty `refusal` field → invalid; empty
@@ -40,7 +40,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Outcome y ∈ {1, 0, ½} (SPEC §1).
+    /// Outcome y ∈ {1, 0, ½} (docs/model.md §1).
     pub fn y(self) -> f64 {
         match self {
             Outcome::A => 1.0,

@@ -1,5 +1,5 @@
 //! Prompt templates: a minijinja template file in `prompts/` → the chat messages of one ordered
-//! query (SPEC §4) + the hash of the rendered text, which is part of the cache key, so editing a
+//! query (docs/model.md §4) + the hash of the rendered text, which is part of the cache key, so editing a
 //! prompt never reuses stale verdicts.
 //!
 //! Variables: `task` (the pool's task or source text), `answer_a` (shown first, slot A) and

@@ -1,4 +1,4 @@
-//! A redacting secret type for API keys (STYLE §4).
+//! A redacting secret type for API keys.
 //!
 //! [`Secret`] holds the key read from the environment variable a config names. It has no
 //! `Display`, no `Serialize`, and its `Debug` prints `Secret([redacted])`, so the key cannot

@@ -1,0 +1,129 @@
+//! The model's and the acquisition's settings with one default and one check each
+//! (docs/model.md §2–§3). Every entry point — a run config, a sweep file, `fit`'s flags, the
+//! simulation driver — takes its defaults from here and validates with the same checks, so a
+//! value that one of them refuses is refused by all.
+
+/// Default prior precision on each θ_m (docs/model.md §2).
+pub const DEFAULT_LAMBDA_THETA: f64 = 1.0;
+/// Default prior precision on each bias coefficient c_j (docs/model.md §2; the paper's Table 1).
+pub const DEFAULT_LAMBDA_B: f64 = 0.1;
+/// Default prior precision on the position effect κ (docs/model.md §2).
+pub const DEFAULT_LAMBDA_KAPPA: f64 = 0.01;
+/// Default number of queries selected per refit, R (docs/model.md §3).
+pub const DEFAULT_REFIT_EVERY: usize = 8;
+/// Default number of Monte-Carlo draws S for top-k membership (docs/model.md §2).
+pub const DEFAULT_MC_DRAWS: usize = 1000;
+
+/// A setting outside its allowed range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{value} {expected}")]
+pub struct ParamError {
+    /// The setting's name without a prefix (`lambda_b`, `mc_draws`); callers add the key path
+    /// or flag the user wrote.
+    pub name: &'static str,
+    /// The value found, as written.
+    pub value: String,
+    /// What is allowed, e.g. "must be > 0 (…)".
+    pub expected: &'static str,
+}
+
+/// Check a prior precision: finite and > 0, which keeps every MAP fit finite.
+///
+/// # Errors
+/// [`ParamError`] naming `name`.
+pub fn check_precision(name: &'static str, v: f64) -> Result<(), ParamError> {
+    if v > 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(ParamError {
+            name,
+            value: v.to_string(),
+            expected: "must be > 0 (a positive prior precision keeps every fit finite)",
+        })
+    }
+}
+
+/// Check R, the queries selected per refit: at least 1.
+///
+/// # Errors
+/// [`ParamError`] for 0.
+pub fn check_refit_every(r: usize) -> Result<(), ParamError> {
+    if r >= 1 {
+        Ok(())
+    } else {
+        Err(ParamError { name: "refit_every", value: r.to_string(), expected: "must be ≥ 1" })
+    }
+}
+
+/// Check S, the Monte-Carlo draws for top-k membership: at least 1 (with none, every π would be
+/// 0/0).
+///
+/// # Errors
+/// [`ParamError`] for 0.
+pub fn check_mc_draws(s: usize) -> Result<(), ParamError> {
+    if s >= 1 {
+        Ok(())
+    } else {
+        Err(ParamError {
+            name: "mc_draws",
+            value: s.to_string(),
+            expected: "must be ≥ 1 (top-k membership is a Monte-Carlo average over the draws)",
+        })
+    }
+}
+
+/// Check ε of the early stop on confident membership: in (0, 0.5).
+///
+/// # Errors
+/// [`ParamError`] outside (0, 0.5).
+pub fn check_confidence(e: f64) -> Result<(), ParamError> {
+    if e > 0.0 && e < 0.5 {
+        Ok(())
+    } else {
+        Err(ParamError { name: "confidence", value: e.to_string(), expected: "must be in (0, 0.5)" })
+    }
+}
+
+/// serde default of `lambda_theta`.
+pub fn default_lambda_theta() -> f64 {
+    DEFAULT_LAMBDA_THETA
+}
+/// serde default of `lambda_b`.
+pub fn default_lambda_b() -> f64 {
+    DEFAULT_LAMBDA_B
+}
+/// serde default of `lambda_kappa`.
+pub fn default_lambda_kappa() -> f64 {
+    DEFAULT_LAMBDA_KAPPA
+}
+/// serde default of `refit_every`.
+pub fn default_refit_every() -> usize {
+    DEFAULT_REFIT_EVERY
+}
+/// serde default of `mc_draws`.
+pub fn default_mc_draws() -> usize {
+    DEFAULT_MC_DRAWS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_accept_the_defaults_and_refuse_the_boundaries() {
+        for (n, v) in [("a", DEFAULT_LAMBDA_THETA), ("b", DEFAULT_LAMBDA_B), ("c", DEFAULT_LAMBDA_KAPPA)] {
+            assert_eq!(check_precision(n, v), Ok(()));
+        }
+        for v in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let e = check_precision("lambda_b", v).unwrap_err();
+            assert_eq!((e.name, e.value.as_str()), ("lambda_b", v.to_string().as_str()));
+        }
+        assert!(check_refit_every(DEFAULT_REFIT_EVERY).is_ok() && check_refit_every(0).is_err());
+        assert!(check_mc_draws(DEFAULT_MC_DRAWS).is_ok());
+        assert_eq!(
+            check_mc_draws(0).unwrap_err().to_string(),
+            "0 must be ≥ 1 (top-k membership is a Monte-Carlo average over the draws)"
+        );
+        assert!(check_confidence(0.05).is_ok() && check_confidence(0.5).is_err() && check_confidence(0.0).is_err());
+    }
+}

@@ -1,0 +1,120 @@
+//! Settings have one default and one check each, whatever the entry point (run config, sweep
+//! file, `fit` flags), and the binary never panics on a closed pipe.
+
+use crate::common::*;
+use clap::{CommandFactory, Parser};
+use topk_judge::cli::{Cli, Command};
+use topk_judge::model::Prior;
+use topk_judge::model::params::{DEFAULT_LAMBDA_B, DEFAULT_LAMBDA_KAPPA, DEFAULT_LAMBDA_THETA, DEFAULT_MC_DRAWS};
+
+#[test]
+fn the_command_line_definition_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+#[test]
+fn every_entry_point_takes_the_same_defaults() {
+    let d = Prior::default();
+    assert_eq!((d.lambda_theta, d.lambda_b, d.lambda_kappa), (1.0, 0.1, 0.01), "docs/model.md §2");
+    // fit's flags.
+    let Command::Fit { lambda_theta, lambda_b, lambda_kappa, draws, .. } =
+        Cli::parse_from(["topk-judge", "fit", "p.jsonl", "v.jsonl"]).command
+    else {
+        panic!("fit parses as fit")
+    };
+    assert_eq!(
+        (lambda_theta, lambda_b, lambda_kappa, draws),
+        (DEFAULT_LAMBDA_THETA, DEFAULT_LAMBDA_B, DEFAULT_LAMBDA_KAPPA, DEFAULT_MC_DRAWS)
+    );
+    // A run config without `model` or `acquisition` sections.
+    let cfg: topk_judge::store::config::RawConfig = topk_judge::store::yaml::from_str(
+        "name: x\npool: {file: p.jsonl}\nk: 1\njudge: {mock: {}}\nbudget: {max_comparisons: 1}\n",
+    )
+    .unwrap();
+    assert_eq!(cfg.model.prior(), d);
+    assert_eq!((cfg.acquisition.refit_every, cfg.acquisition.mc_draws), (8, 1000));
+    // A sweep file's `prior:` with one key keeps the others' defaults.
+    let p: Prior = topk_judge::store::yaml::from_str("lambda_b: 2.5\n").unwrap();
+    assert_eq!(p, Prior { lambda_b: 2.5, ..d });
+}
+
+#[test]
+fn fit_refuses_zero_draws_and_non_positive_priors_by_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let verdicts = write(dir.path(), "v.jsonl", "{\"pool_id\": \"x\", \"a\": \"M0\", \"b\": \"M1\", \"y\": 1.0}\n");
+    let base = [
+        "fit",
+        summeval().to_str().unwrap(),
+        verdicts.to_str().unwrap(),
+        "--pool-id",
+        "dm-test-2377095dda83df778e34304b7a09813808105d3b",
+    ]
+    .map(String::from);
+    for (extra, want) in [
+        (&["--draws", "0"][..], "--draws 0 must be ≥ 1 (top-k membership is a Monte-Carlo average over the draws)"),
+        (&["--lambda-b", "0"][..], "--lambda-b 0 must be > 0"),
+        (&["--lambda-theta", "-1"][..], "--lambda-theta -1 must be > 0"),
+    ] {
+        let mut args: Vec<String> = base.to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run_bin(dir.path(), &args);
+        assert!(!out.status.success(), "{extra:?}: {}", text(&out));
+        assert!(text(&out).contains(want), "{extra:?}: {}", text(&out));
+        assert!(!text(&out).contains("NaN"), "{}", text(&out));
+    }
+}
+
+#[test]
+fn configs_and_sweeps_name_the_key_of_a_bad_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "r", 8, "");
+    let zero_draws = std::fs::read_to_string(&cfg).unwrap().replace("mc_draws: 400", "mc_draws: 0");
+    assert!(zero_draws.contains("mc_draws: 0"));
+    std::fs::write(&cfg, zero_draws).unwrap();
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(!out.status.success() && text(&out).contains("acquisition.mc_draws"), "{}", text(&out));
+    let cfg = mock_config(dir.path(), "r", 8, "model:\n  lambda_b: -0.5\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("model.lambda_b") && text(&out).contains("-0.5 must be > 0"), "{}", text(&out));
+    let sweep = write(
+        dir.path(),
+        "s.yaml",
+        "name: s\npools: {n: 6, count: 1}\nk: 2\nbudgets: [10]\nprior: {lambda_kappa: 0}\n",
+    );
+    let out = run_bin(dir.path(), &["simulate", sweep.to_str().unwrap(), "--quiet"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("prior.lambda_kappa") && text(&out).contains("must be > 0"), "{}", text(&out));
+}
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    // `topk-judge fit … | head -1`: stdout closed before the table is written.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "r", 24, "");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap()]).status.success());
+    for args in [
+        vec![
+            "fit".to_string(),
+            summeval().display().to_string(),
+            dir.path().join("runs/r/verdicts.jsonl").display().to_string(),
+            "--pool-id".into(),
+            "dm-test-2377095dda83df778e34304b7a09813808105d3b".into(),
+        ],
+        vec!["run".to_string(), cfg.display().to_string()],
+        vec!["--help".to_string()],
+    ] {
+        let mut child = std::process::Command::new(bin())
+            .current_dir(dir.path())
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // the reader goes away at once
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
