@@ -557,50 +557,16 @@ pub fn run_recorded_audit(cfg: &AuditConfig, print: bool) -> Result<RecordedAudi
     let mut rows = Vec::new();
     for j in rec.matching(rc.judge.as_deref(), rc.prompting.as_deref()) {
         let who = &rec.judges()[j];
-        let mut tally = Tally::default();
-        let (mut pairs, mut obs) = (Vec::new(), Vec::new());
-        let mut first_missing = None;
-        for p in &cfg.pairs {
-            let (x, y) = (p.item_id(audit::Label::X), p.item_id(audit::Label::Y));
-            let got = [rec.get(j, &p.id, &x, &y), rec.get(j, &p.id, &y, &x)];
-            let n_missing = got.iter().filter(|e| e.is_none()).count();
-            tally.missing += n_missing;
-            if n_missing > 0 {
-                first_missing.get_or_insert((p.id.clone(), if got[0].is_none() { x.clone() } else { y.clone() }));
-            }
-            if n_missing == 2 {
-                continue;
-            }
-            tally.pairs += 1;
-            tally.verdicts += 2 - n_missing;
-            tally.invalid += got.iter().flatten().filter(|e| e.y.is_none()).count();
-            let why = |e: Option<&crate::judge::replay::Entry>, first: &str| match e {
-                None => Some(format!("{first} first: not in the recording")),
-                Some(e) if e.y.is_none() => Some(format!(
-                    "{first} first: {}",
-                    e.invalid_reason.as_deref().unwrap_or("invalid in the recording")
-                )),
-                _ => None,
-            };
-            let missing: Vec<String> = [why(got[0], &x), why(got[1], &y)].into_iter().flatten().collect();
-            pairs.push(p.clone());
-            obs.push(audit::Observation {
-                y_xfirst: got[0].and_then(|e| e.y),
-                y_yfirst: got[1].and_then(|e| e.y),
-                margin_xfirst: None,
-                margin_yfirst: None,
-                missing: (!missing.is_empty()).then(|| missing.join("; ")),
-            });
-        }
-        if tally.pairs == 0 {
+        let seen = observe(rec, j, &cfg.pairs);
+        if seen.tally.pairs == 0 {
             continue; // this recorded judge has no verdict on these pairs
         }
         if rc.missing == MissingPolicy::Fail
-            && let Some((pair, first)) = first_missing
+            && let Some((pair, first)) = seen.first_missing
         {
             return Err(AuditError::NotRecorded { recording: rec.path().to_owned(), judge: who.label(), pair, first });
         }
-        rows.push(recorded::judge_row(&who.judge, who.prompting.as_deref(), &pairs, &obs, tally, level));
+        rows.push(recorded::judge_row(&who.judge, who.prompting.as_deref(), &seen.pairs, &seen.obs, seen.tally, level));
     }
     let judged: Vec<&PairSpec> = cfg.pairs.iter().filter(|p| p.kind == audit::PairKind::Pair).collect();
     let with_len: Vec<(audit::Label, audit::Label)> =
@@ -645,6 +611,55 @@ pub fn run_recorded_audit(cfg: &AuditConfig, print: bool) -> Result<RecordedAudi
         let _ = writeln!(std::io::stdout(), "{md}outputs: {}", dir.display());
     }
     Ok(out)
+}
+
+/// What recorded judge `j` said about the pairs it has verdicts on.
+struct Observed {
+    /// The pairs with at least one recorded verdict.
+    pairs: Vec<PairSpec>,
+    /// Both orders of each (`None`: invalid or not recorded).
+    obs: Vec<audit::Observation>,
+    tally: Tally,
+    /// The first (pair, first-shown item) without a record.
+    first_missing: Option<(String, String)>,
+}
+
+/// Read both orders of every pair from the recording: X first is (pair id, x id, y id), Y first
+/// is (pair id, y id, x id).
+fn observe(rec: &Recording, j: usize, all: &[PairSpec]) -> Observed {
+    let mut seen = Observed { pairs: Vec::new(), obs: Vec::new(), tally: Tally::default(), first_missing: None };
+    let why = |e: Option<&crate::judge::replay::Entry>, first: &str| match e {
+        None => Some(format!("{first} first: not in the recording")),
+        Some(e) if e.y.is_none() => {
+            Some(format!("{first} first: {}", e.invalid_reason.as_deref().unwrap_or("invalid in the recording")))
+        }
+        _ => None,
+    };
+    for p in all {
+        let (x, y) = (p.item_id(audit::Label::X), p.item_id(audit::Label::Y));
+        let got = [rec.get(j, &p.id, &x, &y), rec.get(j, &p.id, &y, &x)];
+        let n_missing = got.iter().filter(|e| e.is_none()).count();
+        seen.tally.missing += n_missing;
+        if n_missing > 0 {
+            seen.first_missing.get_or_insert((p.id.clone(), if got[0].is_none() { x.clone() } else { y.clone() }));
+        }
+        if n_missing == 2 {
+            continue;
+        }
+        seen.tally.pairs += 1;
+        seen.tally.verdicts += 2 - n_missing;
+        seen.tally.invalid += got.iter().flatten().filter(|e| e.y.is_none()).count();
+        let missing: Vec<String> = [why(got[0], &x), why(got[1], &y)].into_iter().flatten().collect();
+        seen.pairs.push(p.clone());
+        seen.obs.push(audit::Observation {
+            y_xfirst: got[0].and_then(|e| e.y),
+            y_yfirst: got[1].and_then(|e| e.y),
+            margin_xfirst: None,
+            margin_yfirst: None,
+            missing: (!missing.is_empty()).then(|| missing.join("; ")),
+        });
+    }
+    seen
 }
 
 /// audit.md of a recorded audit: header, definitions, a table per judge, notes.

@@ -147,7 +147,7 @@ fn mean_se(v: &[f64]) -> (f64, f64) {
 
 /// One judge's line of a [`JudgeComparison`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JudgeRow {
+pub struct JudgeComparisonRow {
     /// The judge ([`RunDir::judge_label`]).
     pub judge: String,
     /// Runs (one per pool).
@@ -186,7 +186,7 @@ pub struct JudgeComparison {
     /// `gold` or `reference judge NAME` (None: no target).
     pub target: Option<String>,
     /// One row per judge, in the order first seen.
-    pub rows: Vec<JudgeRow>,
+    pub rows: Vec<JudgeComparisonRow>,
     /// Price-table entries no run used.
     pub unused_prices: Vec<String>,
 }
@@ -265,7 +265,7 @@ pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<
         }
         let recalls: Vec<f64> = recall_by_pool.values().copied().collect();
         let ms = (!recalls.is_empty()).then(|| mean_se(&recalls));
-        rows.push(JudgeRow {
+        rows.push(JudgeComparisonRow {
             judge: j.clone(),
             runs: runs.len(),
             comparisons,

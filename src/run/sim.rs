@@ -1,12 +1,17 @@
-//! Simulation driver: Algorithm 1 (docs/model.md §3, paper App. A) run synchronously on a synthetic pool
-//! (docs/model.md §7) whose judge is the pool's keyed Bernoulli verdict, a pure function of (seed, a, b).
+//! Simulation driver: Algorithm 1 (docs/model.md §3, paper App. A) run synchronously with a
+//! judge that is a pure function of the ordered pair: [`follow`] on any pool and judge (a
+//! recording, for the frozen protocol of [`crate::sweep::frozen`]), [`run_path`] on a synthetic
+//! pool (docs/model.md §7) whose judge is the pool's keyed Bernoulli verdict.
 //!
 //! The loop is the runner's loop without the I/O: fit with [`build_design`] and
 //! [`fit_and_summarise`] (warm start from the previous fit, Monte-Carlo stream `membership` keyed
-//! by the number of verdicts), select R = `refit_every` queries with [`acquire::select`] (stream
-//! `acquire` keyed by the number of queries so far, the pool seed as run seed), judge them, repeat.
-//! Because every random choice is keyed by the run's state, the simulation of a budget B makes
-//! exactly the choices `topk-judge run` makes with `max_comparisons: B` on the same pool.
+//! by the number of valid verdicts), select R = `refit_every` queries with [`acquire::select`]
+//! (stream `acquire` keyed by the number of pairs asked or set aside so far; the pool seed is the
+//! run seed of [`run_path`]), judge them, repeat. Because every random choice is keyed by the
+//! run's state, the simulation of a budget B makes exactly the choices `topk-judge run` makes with
+//! `max_comparisons: B` on the same pool, judge and seed. An invalid verdict counts as a
+//! comparison and is not fitted; a query the judge has no verdict for ([`Answer::Unavailable`]) is
+//! set aside, as the runner does.
 //!
 //! **Checkpoints.** One call follows one path and records its state at several budgets
 //! B₁ < B₂ < … (each checkpoint is the fit to exactly B verdicts, as the runner's final fit). The
