@@ -40,11 +40,14 @@ fn real_main(cli: Cli) -> Result<()> {
                 return Ok(());
             }
             let (cfg, judge, rt) = commands::run::prepare(&config)?;
-            let gated = commands::run::run_with_gate(&cfg, judge, &rt, quiet, gate.as_deref())
+            let (gated, stop) = commands::run::run_with_gate(&cfg, judge, &rt, quiet, gate.as_deref())
                 .with_context(|| format!("run {}", config.display()))?;
             let text = gated
                 .with_context(|| format!("--gate {}", gate.as_deref().unwrap_or(std::path::Path::new("")).display()))?;
             print_out(&text);
+            if stop == topk_judge::report::schema::StopReason::Interrupted {
+                std::process::exit(topk_judge::run::interrupt::EXIT_INTERRUPTED);
+            }
             Ok(())
         }
         Command::Profile { run_or_config } => {

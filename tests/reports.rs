@@ -27,6 +27,9 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         invalid: 0,
         failed: 0,
         spend_usd: spend,
+        possibly_billed: 0,
+        possibly_billed_usd: 0.0,
+        duplicate_records: 0,
         usage: Default::default(),
         topk: topk.iter().map(|s| s.to_string()).collect(),
         theta: m([1.0, 0.5, 0.0, -1.0]),
@@ -59,13 +62,15 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         identifiability: BTreeMap::new(),
         gate: None,
         judge_stats: None,
+        quarantined: vec![],
+        last_error: None,
         replay: None,
     }
 }
 
 fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecord {
     VerdictRecord {
-        key: format!("{a}>{b}"),
+        key: format!("{a}>{b}:{y:?}"), // unique: a log counts a key once (an invalid verdict and its re-ask differ)
         pool_id: "p".into(),
         a: a.into(),
         b: b.into(),
@@ -78,6 +83,7 @@ fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecor
         attempts: 1,
         latency_ms: 0,
         ts: 0,
+        intent: None,
     }
 }
 

@@ -73,6 +73,9 @@ pub enum AuditError {
     /// The verdict log.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// Another process audits into the same folder.
+    #[error(transparent)]
+    Lock(#[from] crate::store::lock::LockError),
     /// The new queries could cost more than `max_usd`.
     #[error(
         "the audit needs {queries} new queries with a worst-case cost of ${worst_usd:.4}, above max_usd = ${max_usd:.4}; raise max_usd or audit fewer pairs"
@@ -397,6 +400,8 @@ pub async fn run_audit(
 ) -> Result<AuditOutput, AuditError> {
     let dir = &cfg.run_dir;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    // Paid verdicts are stored here: one process per folder (two would pay for each pair twice).
+    let _lock = crate::store::lock::RunLock::acquire(dir)?;
     let saved = dir.join("config.yaml");
     std::fs::write(&saved, crate::store::yaml::to_string(&cfg.raw).unwrap_or_default()).map_err(io_err(&saved))?;
     if matches!(cfg.source, AuditSource::Pool { .. }) {

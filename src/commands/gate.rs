@@ -192,6 +192,8 @@ pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentEr
         .map_err(|m| IdentError::Invalid(format!("{}: the run's judge cannot be built: {m}", config.display())))?;
     let dir = cfg.run_dir.clone();
     let verdicts = run_verdicts(&cfg, &dir)?;
+    // The trusted judge's paid verdicts go into the run folder: one process at a time.
+    let _lock = crate::store::lock::RunLock::acquire(&dir)?;
     if verdicts.is_empty() {
         return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts", dir.display())));
     }

@@ -5,6 +5,7 @@
 
 use super::run_folder::IdentError;
 use crate::judge::build::make_judge;
+use crate::report::schema::StopReason;
 use crate::run::live::{self, RunError, RunOptions};
 use crate::store::config::{Config, ConfigError};
 use crate::store::ledger::CacheError;
@@ -59,8 +60,9 @@ pub fn prepare(
     Ok((cfg, judge, rt))
 }
 
-/// Run Algorithm 1 for a prepared config (the run prints its own summary), then apply a gate
-/// file if given; returns the gate's printable lines (empty without `--gate`).
+/// Run Algorithm 1 for a prepared config (the run prints its own summary and handles Ctrl-C and
+/// SIGTERM), then apply a gate file if given; returns the gate's printable lines (empty without
+/// `--gate`) and why the run stopped (the binary exits with 130 after an interrupt).
 ///
 /// # Errors
 /// [`RunCommandError::Run`] for the run; the inner result carries a gate file's [`IdentError`].
@@ -70,11 +72,12 @@ pub fn run_with_gate(
     rt: &tokio::runtime::Runtime,
     quiet: bool,
     gate: Option<&Path>,
-) -> Result<Result<String, IdentError>, RunCommandError> {
-    let opts = RunOptions { progress: !quiet, print: true };
+) -> Result<(Result<String, IdentError>, StopReason), RunCommandError> {
+    let opts = RunOptions { progress: !quiet, print: true, handle_signals: true };
     let mut result = rt.block_on(live::run(cfg, judge, &opts))?;
-    Ok(match gate {
+    let gated = match gate {
         Some(g) => super::gate::apply_gate(cfg, &mut result, g),
         None => Ok(String::new()),
-    })
+    };
+    Ok((gated, result.stop_reason))
 }

@@ -21,6 +21,9 @@ pub enum IdentError {
     /// The verdict log.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// Another process works in the run folder (the gate stores paid verdicts there).
+    #[error(transparent)]
+    Lock(#[from] crate::store::lock::LockError),
     /// A fit.
     #[error(transparent)]
     Fit(#[from] FitError),

@@ -111,6 +111,36 @@ pub enum JudgeError {
         /// What happened and what to change.
         message: String,
     },
+    /// A failure that is no one pair's fault (the endpoint is not there, refuses the key, does
+    /// not know the model, rejects a request field): the message names the setting to change.
+    #[error("{message}")]
+    Endpoint {
+        /// The setting to change (`base_url`, `api_key_env`, `model`, `max_tokens_field`, …, or a
+        /// proxy variable such as `HTTP_PROXY`).
+        setting: String,
+        /// What happened and what to do (never contains the API key).
+        message: String,
+        /// Cost already incurred by this failed query (USD).
+        cost_usd: f64,
+    },
+}
+
+impl JudgeError {
+    /// Cost already incurred by the failed query (USD).
+    pub fn cost_usd(&self) -> f64 {
+        match self {
+            JudgeError::Request { cost_usd, .. } | JudgeError::Endpoint { cost_usd, .. } => *cost_usd,
+            JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => 0.0,
+        }
+    }
+
+    /// The setting an endpoint-wide failure names (`None`: the failure may be the pair's own).
+    pub fn setting(&self) -> Option<&str> {
+        match self {
+            JudgeError::Endpoint { setting, .. } => Some(setting),
+            _ => None,
+        }
+    }
 }
 
 /// Counters of a live judge for one invocation (requests, retries, invalid replies, …);
@@ -147,6 +177,19 @@ pub struct JudgeStats {
     pub soft_verdicts: u64,
     /// Time spent waiting for the client-side rate limits, milliseconds (summed over requests).
     pub rate_limit_wait_ms: u64,
+    /// Times the limit on requests in flight was cut after a 429 (adaptive concurrency).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub in_flight_cuts: u64,
+    /// The lowest limit on requests in flight reached (absent: never cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_lowest: Option<u64>,
+    /// The limit on requests in flight at the end (absent: not cut, or restored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_limit_at_end: Option<u64>,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// One summary line of a live judge's counters.
@@ -176,6 +219,17 @@ pub fn stats_line(j: &JudgeStats) -> String {
     }
     if j.soft_verdicts > 0 {
         s.push_str(&format!(", {} soft verdicts", j.soft_verdicts));
+    }
+    if j.in_flight_cuts > 0 {
+        s.push_str(&format!(
+            "; requests in flight cut {}× after 429s (lowest {}), {}",
+            j.in_flight_cuts,
+            j.in_flight_lowest.unwrap_or(1),
+            match j.in_flight_limit_at_end {
+                Some(l) => format!("{l} at the end"),
+                None => "restored by the end".to_owned(),
+            }
+        ));
     }
     s
 }
@@ -210,6 +264,15 @@ pub trait Judge: Send + Sync {
     /// which the slot bonus cancels (the tutorial's `corrected_winner`; [`crate::analysis::audit`]).
     fn score_margin(&self, _pool: &Pool, _a: usize, _b: usize) -> Option<f64> {
         None
+    }
+
+    /// Check the endpoint before the first query with a free request (live judges); returns
+    /// warnings to show. The default has nothing to check.
+    ///
+    /// # Errors
+    /// [`JudgeError::Endpoint`] when no query could succeed (nothing listening, key refused, …).
+    fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
+        Box::pin(async { Ok(Vec::new()) })
     }
 
     /// Counters of this invocation (live judges); `None` for judges without any.

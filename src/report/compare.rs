@@ -417,6 +417,7 @@ mod tests {
             attempts: 1,
             latency_ms: 0,
             ts: 0,
+            intent: None,
         }
     }
 

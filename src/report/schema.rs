@@ -21,6 +21,26 @@ pub enum StopReason {
     Exhausted,
     /// Every π is within ε of 0 or 1.
     Confident,
+    /// Ctrl-C or SIGTERM: sending stopped, the requests in flight were awaited for up to the
+    /// grace period (those still out are booked as possibly billed); re-running resumes.
+    Interrupted,
+    /// The judge failed: an endpoint-wide error (named in `last_error`), or rounds without any
+    /// verdict. The result is fitted from the verdicts stored so far.
+    JudgeFailing,
+}
+
+/// A pair set aside for the rest of a run after repeated failed queries (docs/live.md,
+/// "Retries, rate limits, concurrency").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantinedPair {
+    /// Item id of one side (the first shown in the first failed query).
+    pub a: String,
+    /// Item id of the other side.
+    pub b: String,
+    /// Failed queries of this pair (both orders).
+    pub failed_queries: u32,
+    /// The last error.
+    pub last_error: String,
 }
 
 /// result.json.
@@ -48,9 +68,22 @@ pub struct RunResult {
     pub invalid: usize,
     /// Failed queries in this invocation (nothing stored, may be asked again).
     pub failed: usize,
-    /// Total spend in USD over all stored verdicts of this judge configuration, plus spend
-    /// booked on failed queries (failed.jsonl).
+    /// Total spend booked for this judge configuration, USD: its stored verdicts (duplicate
+    /// records included), failed queries that cost money (failed.jsonl) and requests booked as
+    /// possibly billed (intents.jsonl). What counts against `max_usd`.
     pub spend_usd: f64,
+    /// Requests booked as possibly billed: sent (or about to be) by a run that ended before their
+    /// replies were recorded, or still in flight when an interrupt's grace period ended
+    /// (docs/live.md). Included in `spend_usd`.
+    #[serde(default)]
+    pub possibly_billed: usize,
+    /// Their cost as booked: each request's reserved worst case, USD.
+    #[serde(default)]
+    pub possibly_billed_usd: f64,
+    /// Verdict records whose key an earlier record holds (not fitted or counted; their cost is in
+    /// `spend_usd`).
+    #[serde(default)]
+    pub duplicate_records: usize,
     /// Total tokens.
     pub usage: Usage,
     /// Point top-k, base ids, best first.
@@ -92,6 +125,12 @@ pub struct RunResult {
     /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_stats: Option<crate::judge::JudgeStats>,
+    /// Pairs set aside in this invocation after repeated failed queries (never picked again).
+    #[serde(default)]
+    pub quarantined: Vec<QuarantinedPair>,
+    /// The error that stopped the run (`stop_reason: judge_failing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
     /// What a replay judge replayed (recording, recorded judge, queries it lacked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::judge::replay::ReplayInfo>,

@@ -5,23 +5,39 @@
 //! The one place where async meets the core. Re-running a config resumes from verdicts.jsonl:
 //! cached ordered pairs are never queried again, and the last refit is re-used as an exact warm
 //! start so a resumed run makes the same choices as an uninterrupted one.
+//!
+//! Money safety (docs/live.md, "Crashes, Ctrl-C and two processes"): the run holds the run-folder
+//! lock ([`crate::store::lock`]); every request is preceded by an fsynced intent and closed by its
+//! record ([`crate::store::books`]), so a kill at any moment leaves every possibly billed request
+//! booked; Ctrl-C stops sending and waits for the requests in flight ([`super::interrupt`]).
+//! Faults do not end a run ([`super::faults`]): a pair whose queries keep failing is set aside
+//! and acquisition moves on; the run stops early only when the judge itself fails (its endpoint
+//! cannot be reached before the first query, the same endpoint-wide error comes back, or 3
+//! rounds in a row bring no verdict), and even then it writes result.json from the verdicts it
+//! has (`stop_reason: judge_failing`) and prints the summary. A run removes the result.json of an
+//! earlier run in its folder when it starts, so no older result is left looking current.
 
+use super::interrupt::Interrupt;
 use crate::acquire::{self, Context};
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
 use crate::report::progress::Progress;
-use crate::report::schema::{RunResult, StopReason};
+use crate::report::schema::{QuarantinedPair, RunResult, StopReason};
 use crate::report::{self, FitLine};
 use crate::rng;
+use crate::run::faults::{EndpointGuard, Quarantine};
+use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
 use crate::store::config::Config;
-use crate::store::ledger::{CacheError, VerdictLog, VerdictRecord};
+use crate::store::ledger::{CacheError, VerdictRecord};
+use crate::store::lock::{LockError, RunLock};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Errors of a run.
 #[derive(Debug, thiserror::Error)]
@@ -37,22 +53,25 @@ pub enum RunError {
     /// The verdict log.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// The run folder's books (verdicts, paid failures, intents).
+    #[error(transparent)]
+    Books(#[from] BooksError),
+    /// Another process runs in this folder, or its lock cannot be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The Ctrl-C / SIGTERM handlers could not be installed.
+    #[error("installing the Ctrl-C and SIGTERM handlers: {0}")]
+    Signals(std::io::Error),
     /// The fit.
     #[error(transparent)]
     Fit(#[from] FitError),
-    /// Too many failed queries in a row.
-    #[error("{failed} queries failed in {rounds} consecutive rounds without any verdict; last error: {last}")]
+    /// The judge failed (endpoint not reachable, the same endpoint-wide error again, or rounds
+    /// without any verdict); result.json was still written, with `stop_reason: judge_failing`.
+    #[error("the judge is failing, so the run stopped (result.json holds the verdicts so far): {message}")]
     JudgeFailing {
-        /// Failed queries.
-        failed: usize,
-        /// Rounds.
-        rounds: usize,
-        /// Last error.
-        last: String,
+        /// Why, naming the setting to change when there is one.
+        message: String,
     },
-    /// The judge cannot go on (e.g. a replay judge's recording lacks a query under `missing: fail`).
-    #[error(transparent)]
-    Judge(JudgeError),
 }
 
 /// Options that are not part of the config.
@@ -62,6 +81,10 @@ pub struct RunOptions {
     pub progress: bool,
     /// Print the summary table to stdout.
     pub print: bool,
+    /// Handle Ctrl-C and SIGTERM (the binary does): the first stops sending and waits up to
+    /// `interrupt_grace_s` for the requests in flight, the second exits the process at once
+    /// ([`super::interrupt`]). Off, the caller's own signal handling is left alone.
+    pub handle_signals: bool,
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
@@ -121,7 +144,8 @@ fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
 /// Run Algorithm 1 for a validated config with a judge. Writes into `cfg.run_dir`.
 ///
 /// # Errors
-/// [`RunError`]. A judge failure on a single query is counted, not fatal.
+/// [`RunError`]. A failed query is counted (and its pair set aside when it keeps failing), not
+/// fatal; [`RunError::JudgeFailing`] comes after result.json is written and the summary printed.
 pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Result<RunResult, RunError> {
     let dir = &cfg.run_dir;
     let identity = RunIdentity {
@@ -134,17 +158,31 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     };
     let other_run = other_run_warning(dir, &identity);
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    // One process per run folder, from before anything is written until the run ends.
+    let _lock = RunLock::acquire(dir)?;
+    let mut interrupt = if opts.handle_signals {
+        Interrupt::install(Duration::from_secs_f64(cfg.raw.interrupt_grace_s)).map_err(RunError::Signals)?
+    } else {
+        Interrupt::never()
+    };
+    // An earlier run's result is not this run's: gone until this run writes its own.
+    let result_path = dir.join("result.json");
+    match std::fs::remove_file(&result_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err(&result_path)(e)),
+        _ => {}
+    }
     let id_path = dir.join("run.json");
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     let saved = dir.join("config.yaml");
     let yaml = crate::store::yaml::to_string(&cfg.raw).unwrap_or_default();
     std::fs::write(&saved, yaml).map_err(io_err(&saved))?;
-    let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
+    // Open intents of a run that ended early are booked as possibly billed here.
+    let (mut books, warnings) = Books::open(dir)?;
     let pool = Arc::new(cfg.pool.clone());
     let keys = key_map(judge.as_ref(), cfg);
     let total_pairs = keys.len() as u64;
     let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(total_pairs).min(total_pairs), opts.progress);
-    for w in other_run.into_iter().chain(warning) {
+    for w in other_run.into_iter().chain(warnings) {
         progress.println(&format!("warning: {w}"));
     }
     let k = cfg.raw.k;
@@ -165,25 +203,27 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut fits_file =
         std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
 
-    let mine = |log: &VerdictLog| -> Vec<(usize, usize, Option<f64>, f64, Usage)> {
+    let mine = |books: &Books| -> Vec<(usize, usize, Option<f64>, f64, Usage)> {
+        let log = books.log();
         log.records().iter().filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage))).collect()
     };
-    let stored = mine(&log);
-    let spent: f64 = stored.iter().map(|s| s.3).sum();
-    // Spend booked on failed queries (no verdict stored, e.g. a timed-out paid call).
-    let failed_path = dir.join("failed.jsonl");
-    let mut failed_spend = crate::store::ledger::failed_spend(&failed_path, |k| keys.contains_key(k));
-    let mut budget =
-        Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + failed_spend);
+    let is_mine = |k: &str| keys.contains_key(k);
+    let stored = mine(&books);
+    // Everything booked for this judge: verdicts, paid failures, possibly billed requests.
+    let spent = books.spend(&is_mine).total_usd();
+    let mut budget = Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent);
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
+    let mut quarantine = Quarantine::new(acq.max_failed_queries_per_pair);
+    let mut guard = EndpointGuard::new();
+    let mut checked = false; // the judge's preflight request
+    let mut failing: Option<String> = None; // why the run stops for its judge
     // Queries the judge has no verdict for (JudgeError::Unavailable): set aside, never re-picked.
     let mut unavailable: HashSet<(usize, usize)> = HashSet::new();
     let (summary, stop) = loop {
-        let stored = mine(&log);
-        let mut queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
-        queried.extend(&unavailable);
+        let stored = mine(&books);
+        let queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
         let verdicts: Vec<ItemVerdict> =
             stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: 1.0 })).collect();
         let design = build_design(&pool, &cfg.covariates, &verdicts);
@@ -225,7 +265,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         progress.set(queried.len() as u64);
         progress.message(format!("${spend:.4} spent  min top-k π {conf:.2}"));
 
-        // Stop conditions.
+        // Stop conditions. Set-aside pairs count as asked.
+        if failing.is_some() {
+            break (summary, StopReason::JudgeFailing);
+        }
+        let mut queried = queried;
+        queried.extend(quarantine.ordered_pairs());
+        queried.extend(&unavailable);
         if queried.len() as u64 >= total_pairs {
             break (summary, StopReason::Exhausted);
         }
@@ -236,6 +282,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
         if budget.comparisons_left() == 0 {
             break (summary, StopReason::MaxComparisons);
+        }
+        if interrupt.requested() {
+            break (summary, StopReason::Interrupted);
         }
         let r = (acq.refit_every as u64).min(budget.comparisons_left()) as usize;
         let ctx = Context {
@@ -259,83 +308,141 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         if picks.is_empty() {
             break (summary, StopReason::Exhausted);
         }
-        // Reserve and send, at most batch_size in flight.
+        // Before the first query: the judge's free check (is the endpoint there at all?).
+        if !checked {
+            checked = true;
+            match judge.preflight().await {
+                Ok(warnings) => warnings.iter().for_each(|w| progress.println(&format!("warning: {w}"))),
+                Err(e) => {
+                    last_error = e.to_string();
+                    failing = Some(last_error.clone());
+                    break (summary, StopReason::JudgeFailing);
+                }
+            }
+        }
+        // Reserve and send, at most batch_size in flight; after an interrupt send nothing more
+        // and wait for the requests in flight until the grace period ends.
         let mut pending = picks.into_iter();
         let mut set = tokio::task::JoinSet::new();
         let mut usd_stop = false;
         let mut got = 0usize;
         let mut round_failed = 0usize;
-        let mut fatal: Option<JudgeError> = None;
+        let mut grace_end: Option<tokio::time::Instant> = None;
+        let mut reserved = HashMap::new(); // intent → reservation, while in flight
         loop {
-            while set.len() < acq.batch_size && !usd_stop && fatal.is_none() {
+            // Reserve up to batch_size in flight, write their intents (one fsync), then send:
+            // an intent is on disk before its request leaves, so a kill from here on books it.
+            let mut wave = Vec::new();
+            while set.len() + wave.len() < acq.batch_size && !usd_stop && !interrupt.requested() && failing.is_none() {
                 let Some((a, b)) = pending.next() else { break };
                 let worst = judge.worst_case_usd(&pool, a, b);
                 let Some(res) = budget.try_reserve(worst) else {
                     usd_stop = true;
                     break;
                 };
-                let (j, p) = (judge.clone(), pool.clone());
-                set.spawn(async move {
-                    let out = j.judge(&p, a, b).await;
-                    (a, b, res, out)
-                });
+                wave.push((a, b, judge.cache_key(&pool, a, b), worst, res));
             }
-            let Some(joined) = set.join_next().await else { break };
-            let (a, b, res, out) = joined.expect("judge task does not panic");
+            if !wave.is_empty() {
+                let it = &pool.items;
+                let queries: Vec<_> = wave
+                    .iter()
+                    .map(|(a, b, key, worst, _)| (key.as_str(), it[*a].id.as_str(), it[*b].id.as_str(), *worst))
+                    .collect();
+                let intents = books.begin_all(&queries)?;
+                for ((a, b, key, _, res), intent) in wave.into_iter().zip(intents) {
+                    reserved.insert(intent, res);
+                    let (j, p) = (judge.clone(), pool.clone());
+                    set.spawn(async move {
+                        let out = j.judge(&p, a, b).await;
+                        (a, b, key, intent, res, out)
+                    });
+                }
+            }
+            interrupt.set_in_flight(set.len());
+            let joined = if interrupt.requested() {
+                let end = *grace_end.get_or_insert_with(|| tokio::time::Instant::now() + interrupt.grace());
+                match tokio::time::timeout_at(end, set.join_next()).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        set.shutdown().await;
+                        let (n, usd) = books.give_up("no reply within the interrupt grace period")?;
+                        for (_, res) in reserved.drain() {
+                            budget.settle(res, res.usd, false);
+                        }
+                        progress.println(&format!(
+                            "interrupted: {n} request(s) still in flight after {} s, booked as possibly billed (${usd:.6} at their worst case)",
+                            interrupt.grace().as_secs_f64()
+                        ));
+                        break;
+                    }
+                }
+            } else {
+                tokio::select! {
+                    joined = set.join_next() => joined,
+                    () = interrupt.wait() => continue,
+                }
+            };
+            let Some(joined) = joined else { break };
+            let (a, b, key, intent, res, out) = joined.expect("judge task does not panic");
+            reserved.remove(&intent);
             match out {
                 Ok(reply) => {
                     let cost = reply.cost_usd;
-                    let rec =
-                        VerdictRecord::from_reply(judge.cache_key(&pool, a, b), &pool, a, b, judge.describe(), reply);
-                    let stored = log.append(rec)?;
+                    let rec = VerdictRecord::from_reply(key, &pool, a, b, judge.describe(), reply);
+                    let stored = books.record_reply(intent, rec)?;
                     budget.settle(res, cost, stored);
                     got += 1;
+                    guard.succeeded();
                 }
-                Err(JudgeError::Unavailable { .. }) => {
+                // No verdict exists (a replay's recording lacks it): set aside, not a failure; or
+                // the judge cannot go on: the run stops as for a failing judge, with its message.
+                Err(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
                     budget.settle(res, 0.0, false);
-                    unavailable.insert((a, b));
-                }
-                Err(e @ JudgeError::Fatal { .. }) => {
-                    budget.settle(res, 0.0, false);
-                    fatal.get_or_insert(e);
+                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
+                    books.record_failure(intent, &key, ida, idb, 0.0, &e.to_string())?;
+                    if matches!(e, JudgeError::Unavailable { .. }) {
+                        unavailable.insert((a, b));
+                    } else {
+                        last_error = e.to_string();
+                        failing.get_or_insert(last_error.clone());
+                    }
                 }
                 Err(e) => {
-                    let cost = match &e {
-                        JudgeError::Request { cost_usd, .. } => *cost_usd,
-                        JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => {
-                            0.0
-                        }
-                    };
+                    let cost = e.cost_usd();
                     budget.settle(res, cost, false);
-                    if cost > 0.0 {
-                        failed_spend += cost;
-                        let key = judge.cache_key(&pool, a, b);
-                        crate::store::ledger::append_failed(
-                            &failed_path,
-                            &key,
-                            &pool.items[a].id,
-                            &pool.items[b].id,
-                            cost,
-                            &e.to_string(),
-                        )?;
-                    }
+                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
+                    books.record_failure(intent, &key, ida, idb, cost, &e.to_string())?;
                     failed += 1;
                     round_failed += 1;
                     last_error = e.to_string();
                     tracing::warn!("query {} vs {} failed: {e}", pool.items[a].id, pool.items[b].id);
+                    let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
+                    if e.setting().is_none() && quarantine.failed(a, b, &last_error, unjudgeable) {
+                        tracing::warn!(
+                            "{} vs {} set aside for the rest of this run after {} failed queries",
+                            pool.items[a].id,
+                            pool.items[b].id,
+                            quarantine.failures(a, b)
+                        );
+                    }
+                    if let Some(why) = guard.failed(e.setting(), &last_error) {
+                        failing.get_or_insert(why);
+                    }
                 }
             }
             progress.set(budget.comparisons);
             progress.message(format!("${:.4} spent  min top-k π {conf:.2}", budget.spent_usd));
         }
-        if let Some(e) = fatal {
-            progress.finish();
-            return Err(RunError::Judge(e));
+        interrupt.set_in_flight(0);
+        if interrupt.requested() {
+            continue; // refit on what was stored, then stop (above)
         }
         if got == 0 && round_failed > 0 {
             failed_rounds += 1;
             if failed_rounds >= 3 {
-                return Err(RunError::JudgeFailing { failed, rounds: failed_rounds, last: last_error });
+                failing.get_or_insert(format!(
+                    "{failed} queries failed in {failed_rounds} consecutive rounds without any verdict; last error: {last_error}"
+                ));
             }
         } else {
             failed_rounds = 0;
@@ -345,20 +452,48 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
     };
     progress.finish();
-    let stored = mine(&log);
+    let stored = mine(&books);
+    let spend = books.spend(&is_mine);
     let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed);
-    result.spend_usd += failed_spend;
+    result.spend_usd = spend.total_usd();
+    result.possibly_billed = spend.possibly_billed;
+    result.possibly_billed_usd = spend.possibly_billed_usd;
+    result.duplicate_records = spend.duplicates;
+    result.quarantined = quarantine
+        .set_aside()
+        .into_iter()
+        .map(|q| QuarantinedPair {
+            a: pool.items[q.a].id.clone(),
+            b: pool.items[q.b].id.clone(),
+            failed_queries: q.failed_queries,
+            last_error: q.last_error,
+        })
+        .collect();
     if let Some(r) = &mut result.replay {
         r.unavailable = unavailable.len();
     }
-    let path = dir.join("result.json");
-    let text = serde_json::to_string_pretty(&result).expect("serialisable");
-    std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
-    if opts.print {
-        // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
-        let _ = writeln!(std::io::stdout(), "{}", summary_text(&result, dir));
+    if failing.is_some() {
+        result.last_error = Some(last_error);
     }
-    Ok(result)
+    let text = serde_json::to_string_pretty(&result).expect("serialisable");
+    std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
+    if opts.print {
+        let mut text = summary_text(&result, dir);
+        if stop == StopReason::Interrupted {
+            text.push_str(&resume_hint(cfg));
+        }
+        // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
+        let _ = writeln!(std::io::stdout(), "{text}");
+    }
+    match failing {
+        Some(message) => Err(RunError::JudgeFailing { message }),
+        None => Ok(result),
+    }
+}
+
+/// The line telling how to resume an interrupted run.
+fn resume_hint(cfg: &Config) -> String {
+    format!("resume: topk-judge run {}\n", cfg.path.display())
 }
 
 fn build_result(
@@ -400,6 +535,9 @@ fn build_result(
         invalid: stored.iter().filter(|r| r.2.is_none()).count(),
         failed,
         spend_usd: stored.iter().map(|r| r.3).sum(),
+        possibly_billed: 0,
+        possibly_billed_usd: 0.0,
+        duplicate_records: 0,
         usage,
         topk: s.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
         theta: report::by_base(pool, &s.theta),
@@ -418,6 +556,8 @@ fn build_result(
         identifiability,
         gate: None,
         judge_stats: judge.stats(),
+        quarantined: Vec::new(),
+        last_error: None,
         replay: judge.replay(),
     }
 }
@@ -430,9 +570,22 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
         r.name, r.pool_id, r.model, r.judge, r.strategy
     ));
     s.push_str(&format!(
-        "stopped: {:?}; {} comparisons ({} valid, {} invalid, {} failed), spend ${:.4}\n",
+        "stopped: {:?}; {} comparisons ({} valid, {} invalid, {} failed), spend ${:.4}",
         r.stop_reason, r.comparisons, r.valid, r.invalid, r.failed, r.spend_usd
     ));
+    if r.possibly_billed > 0 {
+        s.push_str(&format!(
+            " (includes {} possibly billed, ${:.4} at their worst case)",
+            r.possibly_billed, r.possibly_billed_usd
+        ));
+    }
+    if r.duplicate_records > 0 {
+        s.push_str(&format!("; {} duplicate records not counted (their cost is)", r.duplicate_records));
+    }
+    s.push('\n');
+    if let Some(e) = &r.last_error {
+        s.push_str(&format!("judge failing: {e}\n"));
+    }
     if let Some(j) = &r.judge_stats {
         s.push_str(&crate::judge::stats_line(j));
         s.push('\n');
@@ -440,6 +593,18 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
     if let Some(rp) = &r.replay {
         s.push_str(&crate::report::table::replay_line(rp));
         s.push('\n');
+    }
+    if !r.quarantined.is_empty() {
+        s.push_str(&format!(
+            "set aside after repeated failures (not asked again in this run; a re-run tries them again): {} pair(s)\n",
+            r.quarantined.len()
+        ));
+        for q in &r.quarantined {
+            s.push_str(&format!(
+                "  {} vs {}: {} failed queries; last error: {}\n",
+                q.a, q.b, q.failed_queries, q.last_error
+            ));
+        }
     }
     s.push_str(&format!("position effect κ = {:.3} ± {:.3} logits", r.kappa, r.kappa_sd));
     for (name, c) in &r.c {

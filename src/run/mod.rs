@@ -1,6 +1,10 @@
 //! Algorithm 1 of the paper (App. A; docs/model.md): fit → top-k membership → acquisition →
 //! query → store → refit. [`live`] drives it against a judge (async, verdict ledger, budget,
-//! progress); [`sim`] is the same loop without I/O, shared by `simulate` and the tests.
+//! progress); [`sim`] is the same loop without I/O, shared by `simulate` and the tests;
+//! [`faults`] holds what the live loop does with failed queries (set-aside pairs, endpoint-wide
+//! failures).
 
+pub mod faults;
+pub mod interrupt;
 pub mod live;
 pub mod sim;

@@ -155,8 +155,19 @@ pub struct AcquisitionConfig {
     /// Stop early when every π ≤ ε or ≥ 1 − ε (default: off).
     #[serde(default)]
     pub confidence: Option<f64>,
+    /// Failed queries of one pair (both orders together) after which the pair is set aside for
+    /// the rest of the run (default 2; docs/live.md). Not part of the fit: left out of the
+    /// saved settings while it has its default, so older run folders keep matching.
+    #[serde(default = "d_max_failed", skip_serializing_if = "is_d_max_failed")]
+    pub max_failed_queries_per_pair: u32,
 }
 
+fn d_max_failed() -> u32 {
+    2
+}
+fn is_d_max_failed(n: &u32) -> bool {
+    *n == d_max_failed()
+}
 fn d_strategy() -> StrategyKind {
     StrategyKind::Topk
 }
@@ -171,6 +182,7 @@ impl Default for AcquisitionConfig {
             seed: 0,
             mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
             confidence: None,
+            max_failed_queries_per_pair: d_max_failed(),
         }
     }
 }
@@ -217,6 +229,17 @@ pub struct RawConfig {
     /// The trusted-anchor gate (docs/model.md §5), used by `topk-judge gate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateConfig>,
+    /// After the first Ctrl-C (or SIGTERM), how long the requests in flight are awaited so their
+    /// verdicts are stored, seconds (default 30); see docs/live.md.
+    #[serde(default = "d_grace")]
+    pub interrupt_grace_s: f64,
+}
+
+/// Default of [`RawConfig::interrupt_grace_s`], seconds.
+pub const DEFAULT_INTERRUPT_GRACE_S: f64 = 30.0;
+
+fn d_grace() -> f64 {
+    DEFAULT_INTERRUPT_GRACE_S
 }
 
 /// A validated configuration with its pool loaded.
@@ -298,6 +321,12 @@ impl Config {
             return Err(inv("acquisition.batch_size", "0 must be ≥ 1".into()));
         }
         check_mc_draws(a.mc_draws).map_err(|e| param("acquisition", e))?;
+        if a.max_failed_queries_per_pair == 0 {
+            return Err(inv(
+                "acquisition.max_failed_queries_per_pair",
+                "0 must be ≥ 1 (the failed queries after which a pair is set aside)".into(),
+            ));
+        }
         if let Some(e) = a.confidence {
             check_confidence(e).map_err(|e| param("acquisition", e))?;
         }
@@ -305,6 +334,10 @@ impl Config {
             && !(u >= 0.0 && u.is_finite())
         {
             return Err(inv("budget.max_usd", format!("{u} must be ≥ 0")));
+        }
+        let g = raw.interrupt_grace_s;
+        if !(0.0..=86_400.0).contains(&g) {
+            return Err(inv("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds")));
         }
         let pool =
             match &raw.pool.synthetic {

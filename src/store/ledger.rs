@@ -3,7 +3,9 @@
 //! ordered pair and judge configuration is ever stored (docs/model.md §1, frozen-judge protocol).
 //!
 //! On open, a torn last line (a crash mid-write) is detected, dropped with a warning and cut off
-//! the file; a malformed line anywhere else is an error naming the line.
+//! the file; a malformed line anywhere else is an error naming the line. A key stored more than
+//! once (a log written by two processes at once with older versions, or merged by hand) is
+//! counted once: the first record is used, the later ones are reported as duplicates.
 
 use crate::judge::Usage;
 use serde::{Deserialize, Serialize};
@@ -74,6 +76,10 @@ pub struct VerdictRecord {
     /// Unix time (seconds) when stored.
     #[serde(default)]
     pub ts: u64,
+    /// The intent this verdict closes (`intents.jsonl`, [`crate::store::intents`]); absent in
+    /// records of older versions and imported verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<u64>,
 }
 
 impl VerdictRecord {
@@ -100,26 +106,104 @@ impl VerdictRecord {
             attempts: reply.attempts,
             latency_ms: reply.latency_ms,
             ts: 0,
+            intent: None,
         }
     }
 }
 
 /// An open, append-only verdict log.
+#[derive(Debug)]
 pub struct VerdictLog {
     path: PathBuf,
     file: File,
     records: Vec<VerdictRecord>,
     by_key: HashMap<String, usize>,
+    duplicates: Vec<Duplicate>,
 }
 
-/// Read every record of a verdicts file (tolerating a torn last line).
+/// A record whose key an earlier line of the log already holds (not used; its cost was paid).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Duplicate {
+    /// 1-based line of the duplicate.
+    pub line: usize,
+    /// The record.
+    pub record: VerdictRecord,
+}
+
+/// A verdicts file as read: the first record of each key (records without a key are all kept),
+/// the later duplicates, the byte length of the good prefix, and the warning of a dropped torn
+/// last line.
+#[derive(Debug, Clone, Default)]
+pub struct ReadLog {
+    /// Records in file order, at most one per non-empty key (the first).
+    pub records: Vec<VerdictRecord>,
+    /// Records whose key an earlier line holds.
+    pub duplicates: Vec<Duplicate>,
+    /// Byte length of the good prefix.
+    pub good_len: u64,
+    /// A dropped torn last line.
+    pub torn: Option<String>,
+}
+
+impl ReadLog {
+    /// The warning about duplicate records, if any (names the file, the count, the first lines).
+    pub fn duplicates_warning(&self, path: &Path) -> Option<String> {
+        let d = &self.duplicates;
+        if d.is_empty() {
+            return None;
+        }
+        let shown: Vec<String> = d.iter().take(5).map(|x| x.line.to_string()).collect();
+        let more = if d.len() > 5 { ", …" } else { "" };
+        let usd: f64 = d.iter().map(|x| x.record.cost_usd).sum();
+        Some(format!(
+            "{}: {} duplicate records (lines {}{more}) repeat a key stored on an earlier line (a log written by two processes at once, or merged by hand): the first record of each key is used, the duplicates are not fitted or counted, and their cost (${usd:.6}) still counts as spend",
+            path.display(),
+            d.len(),
+            shown.join(", ")
+        ))
+    }
+
+    /// The torn-line and duplicates warnings, joined.
+    pub fn warning(&self, path: &Path) -> Option<String> {
+        let w: Vec<String> = self.torn.iter().cloned().chain(self.duplicates_warning(path)).collect();
+        (!w.is_empty()).then(|| w.join("; "))
+    }
+}
+
+/// Read every record of a verdicts file (tolerating a torn last line), one per key.
 ///
-/// Returns the records, the byte length of the good prefix, and a warning if a torn last line
-/// was dropped.
+/// Returns the records (the first of each key; [`read_log`] also gives the duplicates), the
+/// byte length of the good prefix, and a warning if a torn last line was dropped or duplicate
+/// keys were found.
 ///
 /// # Errors
 /// [`CacheError`] for unreadable files or malformed complete lines.
 pub fn read_records(path: &Path) -> Result<(Vec<VerdictRecord>, u64, Option<String>), CacheError> {
+    let read = read_log(path)?;
+    let warning = read.warning(path);
+    Ok((read.records, read.good_len, warning))
+}
+
+/// Read a verdicts file: [`ReadLog`].
+///
+/// # Errors
+/// [`CacheError`] for unreadable files or malformed complete lines.
+pub fn read_log(path: &Path) -> Result<ReadLog, CacheError> {
+    let (all, good_len, torn) = read_all(path)?;
+    let mut out = ReadLog { good_len, torn, ..ReadLog::default() };
+    let mut seen = std::collections::HashSet::new();
+    for (line, r) in all {
+        if r.key.is_empty() || seen.insert(r.key.clone()) {
+            out.records.push(r);
+        } else {
+            out.duplicates.push(Duplicate { line, record: r });
+        }
+    }
+    Ok(out)
+}
+
+/// Every record with its 1-based line, the good prefix's length and a torn-line warning.
+fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<String>), CacheError> {
     let bytes = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
     let mut out = Vec::new();
     let mut good_len = 0u64;
@@ -148,7 +232,7 @@ pub fn read_records(path: &Path) -> Result<(Vec<VerdictRecord>, u64, Option<Stri
                         msg: format!("y = {y} is outside [0, 1]"),
                     });
                 }
-                out.push(r);
+                out.push((line_no, r));
             }
             (_, false) => {
                 warning = Some(format!(
@@ -181,21 +265,30 @@ impl VerdictLog {
     ///
     /// # Errors
     /// [`CacheError`].
+    ///
+    /// A key stored on more than one line is counted once: [`VerdictLog::records`] holds its
+    /// first record, [`VerdictLog::duplicates`] the others, and the warning says so.
     pub fn open(path: &Path) -> Result<(Self, Option<String>), CacheError> {
         let io = |source| CacheError::Io { path: path.to_owned(), source };
-        let (records, good_len, warning) = if path.exists() { read_records(path)? } else { (Vec::new(), 0, None) };
-        let file = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
-        if warning.is_some() {
-            file.set_len(good_len).map_err(io)?;
+        let read = if path.exists() { read_log(path)? } else { ReadLog::default() };
+        let warning = read.warning(path);
+        let mut file = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
+        if read.torn.is_some() {
+            file.set_len(read.good_len).map_err(io)?;
             file.sync_all().map_err(io)?;
+        } else if read.good_len > 0 && std::fs::read(path).map_err(io)?.last() != Some(&b'\n') {
+            // A complete last record without its newline: end the line before appending.
+            file.write_all(b"\n").map_err(io)?;
+            file.sync_data().map_err(io)?;
         }
+        let ReadLog { records, duplicates, .. } = read;
         let mut by_key = HashMap::new();
         for (i, r) in records.iter().enumerate() {
             if !r.key.is_empty() {
                 by_key.entry(r.key.clone()).or_insert(i);
             }
         }
-        Ok((Self { path: path.to_owned(), file, records, by_key }, warning))
+        Ok((Self { path: path.to_owned(), file, records, by_key, duplicates }, warning))
     }
 
     /// Append one record: write the line, flush, fsync. A record whose key is already stored is
@@ -229,9 +322,14 @@ impl VerdictLog {
         self.by_key.get(key).map(|i| &self.records[*i])
     }
 
-    /// All records, in file order.
+    /// All records, in file order, one per key (the first).
     pub fn records(&self) -> &[VerdictRecord] {
         &self.records
+    }
+
+    /// Records whose key an earlier line holds (found on open; not used, but paid for).
+    pub fn duplicates(&self) -> &[Duplicate] {
+        &self.duplicates
     }
 
     /// The log's path.
@@ -246,10 +344,30 @@ impl VerdictLog {
 /// # Errors
 /// [`CacheError::Io`].
 pub fn append_failed(path: &Path, key: &str, a: &str, b: &str, cost_usd: f64, error: &str) -> Result<(), CacheError> {
+    append_failed_intent(path, key, a, b, cost_usd, error, None)
+}
+
+/// [`append_failed`] for the query of an intent (`intents.jsonl`): the line carries `"intent"`,
+/// which closes that intent.
+///
+/// # Errors
+/// [`CacheError::Io`].
+pub fn append_failed_intent(
+    path: &Path,
+    key: &str,
+    a: &str,
+    b: &str,
+    cost_usd: f64,
+    error: &str,
+    intent: Option<u64>,
+) -> Result<(), CacheError> {
     let io = |source| CacheError::Io { path: path.to_owned(), source };
     let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let mut line =
-        serde_json::json!({"key": key, "a": a, "b": b, "cost_usd": cost_usd, "error": error, "ts": ts}).to_string();
+    let mut v = serde_json::json!({"key": key, "a": a, "b": b, "cost_usd": cost_usd, "error": error, "ts": ts});
+    if let Some(i) = intent {
+        v["intent"] = i.into();
+    }
+    let mut line = v.to_string();
     line.push('\n');
     let mut f = OpenOptions::new().create(true).append(true).open(path).map_err(io)?;
     f.write_all(line.as_bytes()).map_err(io)?;
@@ -266,6 +384,16 @@ pub fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
         .filter_map(|v| v["cost_usd"].as_f64())
         .filter(|c| c.is_finite() && *c > 0.0)
         .sum()
+}
+
+/// The (cache key, intent id) of every line of `failed.jsonl` that carries an intent (none
+/// when the file is absent; unreadable or torn lines are skipped).
+pub fn failed_intents(path: &Path) -> Vec<(String, u64)> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| Some((v["key"].as_str()?.to_owned(), v["intent"].as_u64()?)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -287,6 +415,7 @@ mod tests {
             attempts: 1,
             latency_ms: 0,
             ts: 1,
+            intent: None,
         }
     }
 
@@ -323,6 +452,42 @@ mod tests {
         append_failed(&path, "k1", "a", "b", 0.125, "timeout").unwrap();
         assert!((failed_spend(&path, |k| k == "k1") - 0.375).abs() < 1e-15);
         assert!((failed_spend(&path, |_| true) - 0.875).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_key_stored_twice_is_counted_once_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.jsonl");
+        let mut text = String::new();
+        for r in [rec("k1", "a", "b", 1.0), rec("k2", "b", "a", 1.0), rec("k1", "a", "b", 0.0), rec("", "a", "b", 0.0)]
+        {
+            text.push_str(&serde_json::to_string(&VerdictRecord { cost_usd: 0.25, ..r }).unwrap());
+            text.push('\n');
+        }
+        // The last record lacks its newline (complete, so it is kept).
+        text.push_str(&serde_json::to_string(&rec("", "b", "a", 1.0)).unwrap());
+        std::fs::write(&path, &text).unwrap();
+        let (records, _, warning) = read_records(&path).unwrap();
+        assert_eq!(records.len(), 4, "k1 once, k2, and both records without a key");
+        assert_eq!(records[0].y, Some(1.0), "the first record of k1 is used");
+        let w = warning.unwrap();
+        assert!(w.contains("1 duplicate records (lines 3)") && w.contains("$0.250000"), "{w}");
+        let (mut log, _) = VerdictLog::open(&path).unwrap();
+        assert_eq!((log.records().len(), log.duplicates().len(), log.duplicates()[0].line), (4, 1, 3));
+        assert_eq!(log.get("k1").unwrap().y, Some(1.0));
+        assert!(log.append(rec("k3", "a", "c", 1.0)).unwrap());
+        let (again, _, _) = read_records(&path).unwrap();
+        assert_eq!(again.len(), 5, "the append started a new line after the unterminated one");
+    }
+
+    #[test]
+    fn failed_lines_carry_their_intent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failed.jsonl");
+        append_failed(&path, "k0", "a", "b", 0.5, "timeout").unwrap();
+        append_failed_intent(&path, "k1", "a", "b", 0.25, "timeout", Some(7)).unwrap();
+        assert_eq!(failed_intents(&path), vec![("k1".to_string(), 7)]);
+        assert!((failed_spend(&path, |_| true) - 0.75).abs() < 1e-15);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -61,6 +61,27 @@ pub enum Fault {
     EchoKeyInError,
     /// HTTP 200 whose content repeats the Authorization header after a valid verdict.
     EchoKeyInReply,
+    /// HTTP 429 whose `Retry-After` is an HTTP-date this many seconds ahead (rounded up to the
+    /// next whole second, the resolution of an HTTP-date).
+    RateLimitedUntil {
+        /// Seconds ahead.
+        secs_ahead: u64,
+    },
+    /// Any status with this body (JSON or text).
+    Status {
+        /// HTTP status.
+        code: u16,
+        /// Body.
+        body: String,
+    },
+}
+
+/// Faults for the requests of one pair of answers (either order): `faults` in turn, then
+/// `then` for every later request of the pair (`None`: the normal reply).
+struct PairScript {
+    texts: (String, String),
+    faults: VecDeque<Fault>,
+    then: Option<Fault>,
 }
 
 /// One recorded request.
@@ -76,6 +97,8 @@ pub struct Recorded {
     pub fault: Option<Fault>,
     /// Answer texts (slot A, slot B) found between the test template's markers.
     pub answers: Option<(String, String)>,
+    /// Requests in flight when this one arrived (itself included).
+    pub in_flight: usize,
 }
 
 type VerdictFn = dyn Fn(&str, &str) -> String + Send + Sync;
@@ -90,6 +113,23 @@ struct Shared {
     verdict: Box<VerdictFn>,
     usage: Box<UsageFn>,
     top_logprobs: Mutex<Option<Vec<(String, f64)>>>,
+    pair_scripts: Mutex<Vec<PairScript>>,
+    always: Mutex<Option<Fault>>,
+    capacity: Mutex<Option<(usize, usize)>>,
+    context_limit_bytes: Mutex<Option<usize>>,
+    models_reply: Mutex<(u16, String)>,
+    models_requests: AtomicUsize,
+    holds: Holds,
+}
+
+/// Held replies (issue 12's kill points): arrival numbers to hold, the held requests' release
+/// handles, and counters.
+#[derive(Default)]
+struct Holds {
+    numbers: Mutex<std::collections::HashSet<usize>>,
+    waiting: Mutex<VecDeque<tokio::sync::oneshot::Sender<()>>>,
+    arrivals: AtomicUsize,
+    replied: AtomicUsize,
 }
 
 /// The running fake server; stops when dropped.
@@ -144,6 +184,16 @@ impl FakeOpenAi {
             verdict,
             usage,
             top_logprobs: Mutex::new(None),
+            holds: Holds::default(),
+            pair_scripts: Mutex::new(Vec::new()),
+            always: Mutex::new(None),
+            capacity: Mutex::new(None),
+            context_limit_bytes: Mutex::new(None),
+            models_reply: Mutex::new((
+                200,
+                json!({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).to_string(),
+            )),
+            models_requests: AtomicUsize::new(0),
         });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -153,7 +203,10 @@ impl FakeOpenAi {
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
-                let app = Router::new().route("/v1/chat/completions", post(handle)).with_state(s2);
+                let app = Router::new()
+                    .route("/v1/chat/completions", post(handle_counted))
+                    .route("/v1/models", get(models))
+                    .with_state(s2);
                 tokio::select! {
                     r = axum::serve(listener, app) => { r.unwrap(); }
                     _ = stop_rx => {}
@@ -199,6 +252,150 @@ impl FakeOpenAi {
     pub fn script_left(&self) -> usize {
         self.shared.script.lock().unwrap().len()
     }
+
+    /// Script the requests whose two answers are `x` and `y` (either order): `faults` in turn,
+    /// then `then` for every later one (`None`: the normal reply). The arrival-order script comes first.
+    pub fn script_pair(&self, x: &str, y: &str, faults: impl IntoIterator<Item = Fault>, then: Option<Fault>) {
+        self.shared.pair_scripts.lock().unwrap().push(PairScript {
+            texts: (x.to_owned(), y.to_owned()),
+            faults: faults.into_iter().collect(),
+            then,
+        });
+    }
+
+    /// Answer every chat request with this fault once the scripts are used up (`None`: normally).
+    pub fn set_always(&self, fault: Option<Fault>) {
+        *self.shared.always.lock().unwrap() = fault;
+    }
+
+    /// For the first `for_first` chat requests, answer 429 (`Retry-After: 0`) to a request that
+    /// arrives while `max_in_flight` others are in flight; like a loaded server, it takes the
+    /// normal reply delay ([`FakeOpenAi::set_delay_ms`]) to say so.
+    pub fn set_capacity(&self, max_in_flight: usize, for_first: usize) {
+        *self.shared.capacity.lock().unwrap() = Some((max_in_flight, for_first));
+    }
+
+    /// Answer HTTP 400 with OpenAI's context-length error to a request whose messages hold
+    /// more than this many bytes (`None`: no limit).
+    pub fn set_context_limit_bytes(&self, limit: Option<usize>) {
+        *self.shared.context_limit_bytes.lock().unwrap() = limit;
+    }
+
+    /// The reply to `GET /v1/models` (default: 200 listing `fake-judge`).
+    pub fn set_models_reply(&self, status: u16, body: String) {
+        *self.shared.models_reply.lock().unwrap() = (status, body);
+    }
+
+    /// `GET /v1/models` requests so far (not in [`FakeOpenAi::requests`]).
+    pub fn models_requests(&self) -> usize {
+        self.shared.models_requests.load(Ordering::SeqCst)
+    }
+
+    /// Hold the replies to these requests (1-based arrival numbers) until released: the request
+    /// is recorded on arrival, then waits.
+    pub fn hold(&self, numbers: impl IntoIterator<Item = usize>) {
+        self.shared.holds.numbers.lock().unwrap().extend(numbers);
+    }
+
+    /// Requests waiting in a hold now.
+    pub fn n_held(&self) -> usize {
+        self.shared.holds.waiting.lock().unwrap().len()
+    }
+
+    /// Release the `n` requests held longest (they are then answered as usual).
+    pub fn release(&self, n: usize) {
+        let mut w = self.shared.holds.waiting.lock().unwrap();
+        for _ in 0..n {
+            if let Some(tx) = w.pop_front() {
+                let _ = tx.send(());
+            }
+        }
+    }
+
+    /// Release every held request and hold no further ones.
+    pub fn release_all(&self) {
+        self.shared.holds.numbers.lock().unwrap().clear();
+        let n = self.n_held();
+        self.release(n);
+    }
+
+    /// Replies handed back so far (handlers that finished).
+    pub fn n_replied(&self) -> usize {
+        self.shared.holds.replied.load(Ordering::SeqCst)
+    }
+}
+
+/// Wait here if this arrival is to be held.
+async fn hold_if_asked(s: &Shared) {
+    let number = s.holds.arrivals.fetch_add(1, Ordering::SeqCst) + 1;
+    if s.holds.numbers.lock().unwrap().remove(&number) {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        s.holds.waiting.lock().unwrap().push_back(tx);
+        let _ = rx.await;
+    }
+}
+
+/// [`handle`], counting the replies handed back.
+async fn handle_counted(state: State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let s = state.0.clone();
+    let reply = handle(state, headers, body).await;
+    s.holds.replied.fetch_add(1, Ordering::SeqCst);
+    reply
+}
+
+/// The body of a 429 for a request over [`FakeOpenAi::set_capacity`].
+const OVER_CAPACITY: &str =
+    r#"{"error":{"message":"Too many requests in flight","type":"requests","code":"rate_limit_exceeded"}}"#;
+
+/// The fault for a request beyond the arrival-order script: the pair's script, then the
+/// capacity and context rules, then `always`.
+fn extra_fault(
+    s: &Shared,
+    answers: Option<&(String, String)>,
+    body: &Value,
+    in_flight: usize,
+    n: usize,
+) -> Option<Fault> {
+    if let Some((a, b)) = answers {
+        let mut scripts = s.pair_scripts.lock().unwrap();
+        if let Some(p) =
+            scripts.iter_mut().find(|p| (p.texts.0 == *a && p.texts.1 == *b) || (p.texts.0 == *b && p.texts.1 == *a))
+        {
+            if let Some(f) = p.faults.pop_front() {
+                return Some(f);
+            }
+            if let Some(f) = &p.then {
+                return Some(f.clone());
+            }
+        }
+    }
+    if let Some((cap, for_first)) = *s.capacity.lock().unwrap()
+        && n < for_first
+        && in_flight > cap
+    {
+        return Some(Fault::Status { code: 429, body: OVER_CAPACITY.into() });
+    }
+    if let Some(limit) = *s.context_limit_bytes.lock().unwrap() {
+        let bytes: usize = body
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(|m| m.iter().filter_map(|x| x.get("content").and_then(Value::as_str)).map(str::len).sum())
+            .unwrap_or(0);
+        if bytes > limit {
+            return Some(Fault::Status {
+                code: 400,
+                body: json!({"error": {"message": format!("This model's maximum context length is {} tokens. However, your messages resulted in {} tokens. Please reduce the length of the messages.", limit / 4, bytes / 4),
+                    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}).to_string(),
+            });
+        }
+    }
+    s.always.lock().unwrap().clone()
+}
+
+async fn models(State(s): State<Arc<Shared>>) -> Response {
+    s.models_requests.fetch_add(1, Ordering::SeqCst);
+    let (code, body) = s.models_reply.lock().unwrap().clone();
+    (StatusCode::from_u16(code).unwrap(), [("content-type", "application/json")], body).into_response()
 }
 
 impl Drop for FakeOpenAi {
@@ -246,15 +443,22 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
     let _guard = InFlight(s.clone());
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let fault = s.script.lock().unwrap().pop_front();
     let answers = answers_of(&body);
+    let scripted = s.script.lock().unwrap().pop_front();
+    let n_before = s.requests.lock().unwrap().len();
+    let fault = match scripted {
+        Some(f) => Some(f),
+        None => extra_fault(&s, answers.as_ref(), &body, n, n_before),
+    };
     s.requests.lock().unwrap().push(Recorded {
         body: body.clone(),
         auth: auth.clone(),
         at: Instant::now(),
         fault: fault.clone(),
         answers: answers.clone(),
+        in_flight: n,
     });
+    hold_if_asked(&s).await;
     let (a, b) = answers.unwrap_or_default();
     let verdict = (s.verdict)(&a, &b);
     let usage = (s.usage)(&body);
@@ -267,6 +471,22 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
             json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}).to_string(),
         )
             .into_response(),
+        Some(Fault::RateLimitedUntil { secs_ahead }) => {
+            let now = std::time::SystemTime::now();
+            let whole = now.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 1 + secs_ahead;
+            let until = std::time::UNIX_EPOCH + Duration::from_secs(whole);
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", httpdate::fmt_http_date(until)), ("content-type", "application/json".into())],
+                json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}).to_string(),
+            )
+                .into_response()
+        }
+        Some(Fault::Status { code, body }) if body == OVER_CAPACITY => {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            (StatusCode::from_u16(code).unwrap(), [("retry-after", "0")], body).into_response()
+        }
+        Some(Fault::Status { code, body }) => (StatusCode::from_u16(code).unwrap(), body).into_response(),
         Some(Fault::Quota) => (
             StatusCode::TOO_MANY_REQUESTS,
             json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}).to_string(),

@@ -19,14 +19,21 @@
 //! 5xx, refused connections) do not. Its worst case, reserved before sending, is therefore
 //! (1 + max_invalid_retries) · the attempt's worst case, and it can never cost more.
 
+pub mod concurrency;
+pub mod endpoint;
+pub mod extra_body;
 pub mod parse;
 pub mod prompt;
+pub mod proxy;
 pub mod ratelimit;
 pub mod retry;
 pub mod secret;
 
+use self::concurrency::InFlightLimit;
+use self::endpoint::Endpoint;
 use self::parse::{Invalid, Outcome};
-use self::prompt::{PromptTemplate, RenderedPrompt, truncate_to_bytes};
+use self::prompt::{PromptTemplate, RenderedPrompt, fit_answers, truncate_to_bytes};
+use self::proxy::ProxyEnv;
 use self::ratelimit::RateLimits;
 use self::retry::{Classify, RetryPolicy};
 use self::secret::Secret;
@@ -107,7 +114,8 @@ pub enum MaxTokensField {
 #[serde(rename_all = "snake_case")]
 pub enum OverflowPolicy {
     /// Reject the config at load when the longest pair's estimate is over `context_tokens`;
-    /// a server context error fails the query (not stored).
+    /// a server context error fails the query (not stored, never retried) and sets its pair
+    /// aside for the rest of the run.
     #[default]
     Fail,
     /// Store the query as invalid (`context_overflow`) without sending it (or after the
@@ -116,6 +124,11 @@ pub enum OverflowPolicy {
     /// Cut the task text (the same cut for every pair of the pool, so prompts keep a shared
     /// prefix) so the longest pair fits; what still does not fit is skipped.
     TruncateTask,
+    /// Shorten the two answers of a pair that does not fit `context_tokens` by cutting their
+    /// middles (a visible marker where the cut is), the same cut in both orders
+    /// ([`prompt::fit_answers`]); the task is kept whole, and the length covariate keeps the
+    /// answers' original length. What still does not fit is skipped. Needs `context_tokens`.
+    TruncateAnswers,
 }
 
 /// `judge: {openai: {...}}` (docs/model.md §4). Units are in the key names.
@@ -190,7 +203,8 @@ pub struct OpenAiConfig {
     #[serde(default = "d_bpt")]
     pub bytes_per_token: f64,
     /// Extra request fields, sent as is and part of the cache key (e.g. llama.cpp
-    /// `cache_prompt: false`, OpenRouter `provider`, `reasoning_effort`).
+    /// `cache_prompt: false`, OpenRouter `provider`, `reasoning_effort`); never a field the tool
+    /// sets or relies on ([`extra_body::RESERVED`]: a config error naming the setting to use).
     #[serde(default)]
     pub extra_body: Option<Map<String, Value>>,
 }
@@ -294,6 +308,9 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     {
         return Err(e("temperature", format!("{t} must be in [0, 2]")));
     }
+    if let Some(extra) = &cfg.extra_body {
+        extra_body::check(extra, cfg.temperature.is_some())?;
+    }
     for (k, v, lo) in [
         ("timeout_s", cfg.timeout_s, f64::MIN_POSITIVE),
         ("backoff_min_s", cfg.backoff_min_s, 0.0),
@@ -310,6 +327,12 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     }
     if cfg.concurrency == Some(0) {
         return Err(e("concurrency", "0 must be ≥ 1".into()));
+    }
+    if cfg.on_context_overflow == OverflowPolicy::TruncateAnswers && cfg.context_tokens.is_none() {
+        return Err(e(
+            "context_tokens",
+            "missing: on_context_overflow: truncate_answers needs the judge's context window in tokens to know how much to cut".into(),
+        ));
     }
     if cfg.context_tokens.is_some_and(|c| c <= u64::from(cfg.max_tokens)) {
         return Err(e(
@@ -507,11 +530,16 @@ pub fn classify_http(status: u16, body: &str) -> CallErrorKind {
     }
 }
 
-/// `Retry-After` (seconds, may be fractional) or `retry-after-ms` from response headers.
+/// `retry-after-ms`, or `Retry-After` as seconds (fractions allowed) or an HTTP-date measured
+/// from the response's `Date` ([`retry::retry_after_delay`]), from response headers.
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).and_then(|s| s.trim().parse::<f64>().ok());
-    let d = get("retry-after-ms").map(|ms| ms / 1000.0).or_else(|| get("retry-after"))?;
-    (d >= 0.0 && d.is_finite()).then(|| Duration::from_secs_f64(d.min(86_400.0)))
+    let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
+    if let Some(ms) = get("retry-after-ms").and_then(|s| s.trim().parse::<f64>().ok()).filter(|ms| *ms >= 0.0)
+        && ms.is_finite()
+    {
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(86_400.0)));
+    }
+    retry::retry_after_delay(get("retry-after")?, get("date"), std::time::SystemTime::now())
 }
 
 fn clip(s: &str, n: usize) -> String {
@@ -569,17 +597,13 @@ fn call_error(e: OpenAIError) -> CallError {
     match e {
         OpenAIError::Boxed(b) => {
             if let Some(h) = b.downcast_ref::<HttpFailure>() {
-                let kind = classify_http(h.status, &h.body);
-                let hint = match h.status {
-                    404 => " (check base_url, which must include /v1, and model)",
-                    401 | 403 => " (check the API key variable)",
-                    _ => "",
-                };
+                // What to change is said by the endpoint classifier (endpoint.rs), which knows
+                // whether the request went through a proxy.
                 CallError {
-                    kind,
+                    kind: classify_http(h.status, &h.body),
                     status: Some(h.status),
                     retry_after: h.retry_after,
-                    message: format!("HTTP {}{hint}: {}", h.status, clip(&h.body, 300)),
+                    message: format!("HTTP {}: {}", h.status, clip(&h.body, 300)),
                 }
             } else if let Some(m) = b.downcast_ref::<MalformedBody>() {
                 CallError {
@@ -739,8 +763,13 @@ pub struct OpenAiJudge {
     key: Option<Secret>,
     template: PromptTemplate,
     client: Client<OpenAIConfig>,
+    /// The same HTTP client, for the preflight request.
+    http: reqwest::Client,
     limits: RateLimits,
-    sem: Option<tokio::sync::Semaphore>,
+    /// Requests in flight: `concurrency` at most, fewer while 429s come ([`concurrency`]).
+    in_flight: InFlightLimit,
+    /// Classifies endpoint-wide failures and knows the proxy route ([`endpoint`]).
+    endpoint: Endpoint,
     policy: RetryPolicy,
     counters: Counters,
     invalid_by_reason: Mutex<BTreeMap<String, u64>>,
@@ -778,7 +807,14 @@ impl OpenAiJudge {
             return Err("judge.openai.api_key_env: the key contains characters not allowed in an HTTP header".into());
         }
         let timeout = Duration::from_secs_f64(cfg.timeout_s);
-        let http = reqwest::Client::builder()
+        let proxies = ProxyEnv::from_env();
+        // `identity`: without an Accept-Encoding a conformant server may compress (RFC 9110
+        // §12.5.3), and this client decodes no content coding.
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::ACCEPT_ENCODING, reqwest::header::HeaderValue::from_static("identity"));
+        let http = proxies
+            .apply(reqwest::Client::builder())
+            .default_headers(headers)
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(15)))
             .build()
@@ -795,10 +831,12 @@ impl OpenAiJudge {
         });
         // Client::build installs async-openai's retrying executor; with_http_service replaces it
         // with ours (no retry layer), so only crate::judge::openai::retry retries (async-openai's default client retries on its own).
-        let client = Client::build(http, oa).with_http_service(svc);
+        let client = Client::build(http.clone(), oa).with_http_service(svc);
         Ok(Self {
             limits: RateLimits::new(cfg.requests_per_minute, cfg.tokens_per_minute),
-            sem: cfg.concurrency.map(tokio::sync::Semaphore::new),
+            in_flight: InFlightLimit::new(cfg.concurrency),
+            endpoint: Endpoint::new(&cfg, key.is_some(), &proxies),
+            http,
             policy: cfg.retry_policy(),
             price,
             key,
@@ -836,12 +874,33 @@ impl OpenAiJudge {
         })
     }
 
+    /// Bytes the two answers may take together under `truncate_answers` so that the prompt's
+    /// estimate plus `max_tokens` fits `context_tokens` (`None` under other policies): with the
+    /// task and template rendered around empty answers taking B bytes and O tokens of overhead,
+    /// ⌊(context_tokens − max_tokens − O) · bytes_per_token⌋ − B.
+    fn answer_room(&self, task: &str) -> Option<usize> {
+        let (Some(ctx), OverflowPolicy::TruncateAnswers) = (self.cfg.context_tokens, self.cfg.on_context_overflow)
+        else {
+            return None;
+        };
+        let around = self.template.render(task, "", "").ok()?;
+        let overhead = around.token_bound() - around.bytes();
+        let tokens = ctx.saturating_sub(u64::from(self.cfg.max_tokens) + overhead);
+        let bytes = (tokens as f64 * self.cfg.bytes_per_token).floor() as u64;
+        Some(bytes.saturating_sub(around.bytes()) as usize)
+    }
+
     fn render(&self, pool: &Pool, a: usize, b: usize) -> Result<Query, String> {
         let task = match self.task_limit(pool) {
             Some(limit) => truncate_to_bytes(&pool.task, limit, " […]"),
             None => pool.task.clone(),
         };
-        let prompt = self.template.render(&task, text(pool, a), text(pool, b)).map_err(|e| e.to_string())?;
+        let cut = self.answer_room(&task).and_then(|room| fit_answers(text(pool, a), text(pool, b), room));
+        let (answer_a, answer_b) = match &cut {
+            Some((x, y)) => (x.as_str(), y.as_str()),
+            None => (text(pool, a), text(pool, b)),
+        };
+        let prompt = self.template.render(&task, answer_a, answer_b).map_err(|e| e.to_string())?;
         let over_context = self
             .cfg
             .context_tokens
@@ -877,8 +936,11 @@ impl OpenAiJudge {
             body.insert("top_logprobs".into(), json!(self.cfg.top_logprobs));
         }
         if let Some(extra) = &self.cfg.extra_body {
+            // The tool's own fields win (config load already rejects reserved keys).
             for (k, v) in extra {
-                body.insert(k.clone(), v.clone());
+                if extra_body::reserved(k, self.cfg.temperature.is_some()).is_none() {
+                    body.entry(k.clone()).or_insert_with(|| v.clone());
+                }
             }
         }
         Value::Object(body)
@@ -905,8 +967,9 @@ impl OpenAiJudge {
         ctr.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// One HTTP call (after the rate limits).
+    /// One HTTP call: a slot among the requests in flight, the rate limits, the request.
     async fn call(&self, body: &Value, est_tokens: u64) -> Result<ChatReply, CallError> {
+        let slot = self.in_flight.acquire().await;
         let waited = self.limits.acquire(est_tokens).await.map_err(|e| CallError {
             kind: CallErrorKind::Other,
             status: None,
@@ -928,11 +991,48 @@ impl OpenAiJudge {
             Ok(Err(e)) => Err(call_error(e)),
             Ok(Ok(v)) => ChatReply::from_value(&v),
         };
+        slot.finish(match &res {
+            Ok(_) => concurrency::Outcome::Success,
+            Err(e) if e.kind == CallErrorKind::RateLimited => concurrency::Outcome::RateLimited,
+            Err(_) => concurrency::Outcome::Other,
+        });
         res.map_err(|mut e| {
             e.message = self.redact(&e.message);
+            if let Some(p) = self.endpoint.proxy() {
+                e.message = format!("{} (through {p})", e.message);
+            }
             self.count_error(&e);
             e
         })
+    }
+
+    /// The free request before the first query: `GET {base_url}/models` ([`endpoint`] reads
+    /// the reply). Warnings to show, or the fault that stops the run.
+    async fn check_endpoint(&self) -> Result<Vec<String>, JudgeError> {
+        let url = self.endpoint.models_url();
+        let mut req = self.http.get(&url).timeout(Duration::from_secs_f64(self.cfg.timeout_s.min(10.0)));
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k.expose());
+        }
+        let stop = |f: endpoint::EndpointFault| JudgeError::Endpoint {
+            setting: f.setting,
+            message: self.redact(&f.message),
+            cost_usd: 0.0,
+        };
+        match req.send().await {
+            Err(e) if e.is_connect() => {
+                Err(stop(self.endpoint.connect_fault(&self.redact(&reqwest_error(&e).message))))
+            }
+            Err(e) => Ok(vec![format!(
+                "{url} did not answer ({}); the first queries will tell whether the judge is there",
+                clip(&self.redact(&reqwest_error(&e).message), 200)
+            )]),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let body = resp.text().await.unwrap_or_default();
+                self.endpoint.models_reply(status, &self.redact(&body)).map_err(stop)
+            }
+        }
     }
 
     fn invalid_reply(
@@ -987,10 +1087,6 @@ impl OpenAiJudge {
             b: idb.clone(),
             message: e.to_string(),
         })?;
-        let _permit = match &self.sem {
-            Some(s) => Some(s.acquire().await.expect("semaphore never closed")),
-            None => None,
-        };
         let body = self.request_body(&q.prompt);
         let answers = [text(pool, a), text(pool, b)];
         let attempt_worst = self.attempt_worst_usd(&q.prompt);
@@ -1039,7 +1135,14 @@ impl OpenAiJudge {
                 Ok(r) => r,
                 Err(Attempt { err: e, .. }) if e.kind == CallErrorKind::ContextOverflow => {
                     return match self.cfg.on_context_overflow {
-                        OverflowPolicy::Fail => Err(JudgeError::Unjudgeable { a: ida, b: idb, message: e.message }),
+                        OverflowPolicy::Fail => Err(JudgeError::Unjudgeable {
+                            a: ida,
+                            b: idb,
+                            message: format!(
+                                "the server says the prompt is over its context ({}); with on_context_overflow: fail the pair is set aside (skip stores such queries as invalid; truncate_answers, with context_tokens, shortens the answers)",
+                                e.message
+                            ),
+                        }),
                         _ => Ok(self.invalid_reply(
                             format!("context_overflow: {}", e.message),
                             None,
@@ -1051,6 +1154,13 @@ impl OpenAiJudge {
                     };
                 }
                 Err(Attempt { err: e, exhausted }) => {
+                    if let Some(f) = self.endpoint.classify(e.kind, e.status, &e.message) {
+                        return Err(JudgeError::Endpoint {
+                            setting: f.setting,
+                            message: format!("{} (after {n_attempts} attempts)", f.message),
+                            cost_usd: cost,
+                        });
+                    }
                     let why = if exhausted && e.retryable() { "; no paid attempt left for this query" } else { "" };
                     return Err(JudgeError::Request {
                         status: e.status,
@@ -1185,6 +1295,7 @@ impl Judge for OpenAiJudge {
     fn stats(&self) -> Option<JudgeStats> {
         let c = &self.counters;
         let g = |x: &AtomicU64| x.load(Ordering::Relaxed);
+        let in_flight = self.in_flight.stats();
         Some(JudgeStats {
             requests: g(&c.requests),
             retries: g(&c.retries),
@@ -1201,6 +1312,9 @@ impl Judge for OpenAiJudge {
             usage_missing: g(&c.usage_missing),
             soft_verdicts: g(&c.soft_verdicts),
             rate_limit_wait_ms: g(&c.rate_limit_wait_ms),
+            in_flight_cuts: in_flight.cuts,
+            in_flight_lowest: in_flight.lowest.map(|l| l as u64),
+            in_flight_limit_at_end: in_flight.now.map(|l| l as u64),
         })
     }
 
@@ -1223,6 +1337,10 @@ impl Judge for OpenAiJudge {
         })
     }
 
+    fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
+        Box::pin(self.check_endpoint())
+    }
+
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         Box::pin(self.judge_query(pool, a, b))
     }
@@ -1231,6 +1349,26 @@ impl Judge for OpenAiJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tools_request_fields_win_over_extra_body() {
+        // A config that skipped `prepare` (which rejects these keys) still sends the tool's own
+        // limit and one choice.
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = dir.path().join("t.j2");
+        std::fs::write(&prompt, "{{ task }}\nA: {{ answer_a }}\nB: {{ answer_b }}").unwrap();
+        let cfg: OpenAiConfig = serde_json::from_value(json!({
+            "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "X", "prompt": prompt,
+            "max_tokens": 4, "price": {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 2.0},
+            "extra_body": {"max_tokens": 4000, "max_completion_tokens": 4000, "n": 3, "model": "other", "cache_prompt": false}
+        }))
+        .unwrap();
+        let j = OpenAiJudge::new(cfg, None).unwrap();
+        let body = j.request_body(&j.template.render("task", "x", "y").unwrap());
+        assert_eq!((&body["max_tokens"], &body["n"], &body["model"]), (&json!(4), &json!(1), &json!("m")));
+        assert!(body.get("max_completion_tokens").is_none(), "{body}");
+        assert_eq!(body["cache_prompt"], false, "vendor fields still pass");
+    }
 
     #[test]
     fn price_books_cached_and_reasoning_once() {
@@ -1316,8 +1454,12 @@ mod tests {
         assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
         h.insert("retry-after-ms", "150".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_millis(150)), "ms wins");
+        // An HTTP-date, measured from the response's Date (RFC 9110 §10.2.3).
         let mut h2 = reqwest::header::HeaderMap::new();
-        h2.insert("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        h2.insert("retry-after", "Wed, 21 Oct 2015 07:28:07 GMT".parse().unwrap());
+        h2.insert("date", "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        assert_eq!(retry_after(&h2), Some(Duration::from_secs(7)));
+        h2.insert("retry-after", "in a while".parse().unwrap());
         assert_eq!(retry_after(&h2), None);
     }
 }

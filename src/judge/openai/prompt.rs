@@ -221,6 +221,56 @@ pub fn truncate_to_bytes(text: &str, max_bytes: usize, marker: &str) -> String {
     format!("{}{marker}", &text[..end])
 }
 
+/// The marker put where the middle of an answer was cut ([`fit_answers`]).
+pub const ANSWER_CUT_MARKER: &str = "\n[… middle cut …]\n";
+
+/// Shortest answer kept when cutting (bytes, marker included): below this, cutting would leave
+/// nothing to judge.
+pub const MIN_CUT_ANSWER_BYTES: usize = 64;
+
+/// `text` cut to at most `max_bytes` UTF-8 bytes by removing its middle and putting `marker`
+/// there: the head and the tail are kept, each cut at a character boundary.
+pub fn cut_middle(text: &str, max_bytes: usize, marker: &str) -> String {
+    if text.len() <= max_bytes {
+        return text.to_owned();
+    }
+    let keep = max_bytes.saturating_sub(marker.len());
+    let mut head = keep / 2;
+    while head > 0 && !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - (keep - keep / 2);
+    while tail < text.len() && !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}{marker}{}", &text[..head], &text[tail..])
+}
+
+/// The two answers of a pair shortened to at most `room_bytes` together, or `None` when they
+/// cannot be (less than [`MIN_CUT_ANSWER_BYTES`] would be left of one).
+///
+/// The room is shared by water-filling: an answer shorter than half of it is kept whole and
+/// the other gets the rest; otherwise each gets half. Each answer over its share loses its
+/// middle ([`cut_middle`] with [`ANSWER_CUT_MARKER`]). The shares depend only on the two
+/// lengths, so `fit_answers(b, a, r)` is `fit_answers(a, b, r)` swapped: both presentation
+/// orders show the same texts.
+pub fn fit_answers(a: &str, b: &str, room_bytes: usize) -> Option<(String, String)> {
+    let (la, lb) = (a.len(), b.len());
+    if la + lb <= room_bytes {
+        return Some((a.to_owned(), b.to_owned()));
+    }
+    let half = room_bytes / 2;
+    let (ca, cb) = if la.min(lb) <= half {
+        if la <= lb { (la, room_bytes - la) } else { (room_bytes - lb, lb) }
+    } else {
+        (half, half)
+    };
+    if (la > ca && ca < MIN_CUT_ANSWER_BYTES) || (lb > cb && cb < MIN_CUT_ANSWER_BYTES) {
+        return None;
+    }
+    Some((cut_middle(a, ca, ANSWER_CUT_MARKER), cut_middle(b, cb, ANSWER_CUT_MARKER)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,5 +321,33 @@ mod tests {
         assert_eq!(truncate_to_bytes(s, 6, ""), "ab😀");
         let t = truncate_to_bytes(&"é".repeat(50), 20, " [cut]");
         assert!(t.len() <= 20 && t.ends_with(" [cut]"), "{t}");
+    }
+
+    #[test]
+    fn answers_are_cut_in_the_middle_identically_in_both_orders() {
+        let m = ANSWER_CUT_MARKER.len();
+        // Cut to 100 bytes: the head and the tail around the marker, at character boundaries.
+        let long = format!("{}{}", "head ".repeat(20), "é tail".repeat(20));
+        let c = cut_middle(&long, 100, ANSWER_CUT_MARKER);
+        assert!(c.len() <= 100 && c.contains(ANSWER_CUT_MARKER), "{c}");
+        let (h, t) = c.split_once(ANSWER_CUT_MARKER).unwrap();
+        assert!(long.starts_with(h) && long.ends_with(t));
+        assert_eq!(h.len() + t.len(), 100 - m, "the whole room is used (no multibyte char at the cut)");
+        assert_eq!(cut_middle("short", 100, ANSWER_CUT_MARKER), "short");
+        // Water-filling: a short answer is kept whole, the long one gets the rest.
+        let (short, big) = ("s".repeat(100), "b".repeat(5000));
+        let (a, b) = fit_answers(&short, &big, 1000).unwrap();
+        assert_eq!((a.len(), b.len()), (100, 900));
+        assert_eq!(fit_answers(&big, &short, 1000).unwrap(), (b.clone(), a.clone()), "same texts in both orders");
+        // Both long: half each.
+        let (x, y) = fit_answers(&"x".repeat(3000), &big, 1000).unwrap();
+        assert_eq!((x.len(), y.len()), (500, 500));
+        // Fits already: untouched.
+        assert_eq!(fit_answers("a", "b", 2), Some(("a".into(), "b".into())));
+        // No room worth judging: None.
+        assert_eq!(fit_answers(&big, &big, 100), None);
+        let tiny = "t".repeat(30);
+        assert_eq!(fit_answers(&tiny, &big, 30 + MIN_CUT_ANSWER_BYTES).unwrap().1.len(), MIN_CUT_ANSWER_BYTES);
+        assert!(fit_answers(&tiny, &big, 30 + MIN_CUT_ANSWER_BYTES - 1).is_none());
     }
 }

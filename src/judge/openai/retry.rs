@@ -6,10 +6,32 @@
 //! the error carries a server-requested delay (`Retry-After`), which wins, capped at
 //! `max_retry_after`. Only errors that say they are retryable are retried, at most
 //! `max_retries` times.
+//!
+//! `Retry-After` is read in both forms RFC 9110 (§10.2.3) allows: seconds, or an HTTP-date
+//! ([`retry_after_delay`], the only httpdate import).
 
 use backon::{ExponentialBuilder, Retryable};
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+/// Longest server-requested delay read from a header at all (one day); the configured cap
+/// (`retry_after_max_s`) is applied by [`retry`].
+const MAX_HEADER_DELAY: Duration = Duration::from_secs(86_400);
+
+/// The delay a `Retry-After` value asks for: delay-seconds (a fraction is accepted, as some
+/// servers send one) or an HTTP-date. A date is measured from the response's `Date` field when
+/// it has one (the server's own clock, so a skewed local clock does not shift the wait), else
+/// from `now`; a date already past asks for no wait. At most one day. `None` when the value is
+/// neither form.
+pub fn retry_after_delay(value: &str, date: Option<&str>, now: SystemTime) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs).min(MAX_HEADER_DELAY));
+    }
+    let until = httpdate::parse_http_date(v).ok()?;
+    let from = date.and_then(|d| httpdate::parse_http_date(d.trim()).ok()).unwrap_or(now);
+    Some(until.duration_since(from).unwrap_or(Duration::ZERO).min(MAX_HEADER_DELAY))
+}
 
 /// What the retry policy needs to know about an error.
 pub trait Classify {
@@ -146,6 +168,31 @@ mod tests {
         .await;
         assert!(r.is_err());
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480); // Wed, 21 Oct 2015 07:28:00 GMT
+        let d = |v: &str, date: Option<&str>| retry_after_delay(v, date, now);
+        assert_eq!(d("2", None), Some(Duration::from_secs(2)));
+        assert_eq!(d(" 1.5 ", None), Some(Duration::from_millis(1500)));
+        assert_eq!(d("-1", None), None);
+        assert_eq!(d("999999999", None), Some(Duration::from_secs(86_400)), "at most a day");
+        // The three date forms of RFC 9110, 3 s after `now`.
+        for v in ["Wed, 21 Oct 2015 07:28:03 GMT", "Wednesday, 21-Oct-15 07:28:03 GMT", "Wed Oct 21 07:28:03 2015"] {
+            assert_eq!(d(v, None), Some(Duration::from_secs(3)), "{v}");
+        }
+        // Measured from the server's Date when there is one: a local clock 100 s fast does not
+        // turn the wait into nothing.
+        assert_eq!(d("Wed, 21 Oct 2015 07:28:03 GMT", Some("Wed, 21 Oct 2015 07:29:40 GMT")), Some(Duration::ZERO));
+        assert_eq!(
+            d("Wed, 21 Oct 2015 07:29:43 GMT", Some("Wed, 21 Oct 2015 07:29:40 GMT")),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(d("Wed, 21 Oct 2015 07:29:43 GMT", Some("not a date")), Some(Duration::from_secs(103)));
+        assert_eq!(d("Wed, 21 Oct 2015 07:27:00 GMT", None), Some(Duration::ZERO), "a past date: no wait");
+        assert_eq!(d("soon", None), None);
+        assert_eq!(d("", None), None);
     }
 
     #[tokio::test]

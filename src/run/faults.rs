@@ -1,0 +1,192 @@
+//! What a run does with failed queries, kept in two small types the loop calls after each
+//! query (no I/O, no clock):
+//!
+//! - [`Quarantine`]: a pair whose queries failed `max_failed_queries_per_pair` times (both
+//!   orders counted together) is set aside for the rest of this invocation: acquisition never
+//!   picks it again, and result.json and the summary list it. A query that can never be sent as
+//!   configured (the judge says it is unjudgeable, e.g. a prompt over the server's context under
+//!   `on_context_overflow: fail`) sets its pair aside at once. A re-run tries set-aside pairs
+//!   again.
+//! - [`EndpointGuard`]: failures that are no one pair's fault (the judge names the setting to
+//!   change: `base_url`, `api_key_env`, `model`, `max_tokens_field`, …) stop the run once the
+//!   same one comes back [`ENDPOINT_STRIKES`] times with no success in between, instead of
+//!   paying for many identical failures.
+
+use std::collections::BTreeMap;
+
+/// Identical endpoint-wide failures in a row (no success between) that stop a run.
+pub const ENDPOINT_STRIKES: usize = 3;
+
+/// The failures of one (unordered) pair.
+#[derive(Debug, Clone, PartialEq)]
+struct PairFailures {
+    failed: u32,
+    last_error: String,
+    set_aside: bool,
+}
+
+/// One set-aside pair: its items (first as first seen failing), failed queries, last error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetAside {
+    /// Item index of one side.
+    pub a: usize,
+    /// Item index of the other side.
+    pub b: usize,
+    /// Failed queries of this pair (both orders).
+    pub failed_queries: u32,
+    /// The last error.
+    pub last_error: String,
+}
+
+/// Pairs set aside after repeated failures.
+#[derive(Debug, Clone)]
+pub struct Quarantine {
+    max_failed: u32,
+    pairs: BTreeMap<(usize, usize), PairFailures>,
+    first_seen: BTreeMap<(usize, usize), (usize, usize)>,
+}
+
+fn unordered(a: usize, b: usize) -> (usize, usize) {
+    (a.min(b), a.max(b))
+}
+
+impl Quarantine {
+    /// Set a pair aside after `max_failed_queries_per_pair` failed queries (≥ 1).
+    pub fn new(max_failed_queries_per_pair: u32) -> Self {
+        Self { max_failed: max_failed_queries_per_pair.max(1), pairs: BTreeMap::new(), first_seen: BTreeMap::new() }
+    }
+
+    /// Record a failed query of the ordered pair (a, b). `unjudgeable`: it can never succeed as
+    /// configured, so the pair is set aside at once. Returns `true` when this failure set the
+    /// pair aside.
+    pub fn failed(&mut self, a: usize, b: usize, error: &str, unjudgeable: bool) -> bool {
+        let key = unordered(a, b);
+        self.first_seen.entry(key).or_insert((a, b));
+        let p =
+            self.pairs.entry(key).or_insert(PairFailures { failed: 0, last_error: String::new(), set_aside: false });
+        p.failed += 1;
+        p.last_error = error.to_owned();
+        if !p.set_aside && (unjudgeable || p.failed >= self.max_failed) {
+            p.set_aside = true;
+            return true;
+        }
+        false
+    }
+
+    /// Failed queries of the pair {a, b} so far.
+    pub fn failures(&self, a: usize, b: usize) -> u32 {
+        self.pairs.get(&unordered(a, b)).map_or(0, |p| p.failed)
+    }
+
+    /// Whether the pair {a, b} is set aside.
+    pub fn is_set_aside(&self, a: usize, b: usize) -> bool {
+        self.pairs.get(&unordered(a, b)).is_some_and(|p| p.set_aside)
+    }
+
+    /// Both orders of every set-aside pair (to exclude from acquisition).
+    pub fn ordered_pairs(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.pairs.iter().filter(|(_, p)| p.set_aside).flat_map(|(&(a, b), _)| [(a, b), (b, a)])
+    }
+
+    /// The set-aside pairs, in item-index order.
+    pub fn set_aside(&self) -> Vec<SetAside> {
+        self.pairs
+            .iter()
+            .filter(|(_, p)| p.set_aside)
+            .map(|(k, p)| {
+                let (a, b) = self.first_seen[k];
+                SetAside { a, b, failed_queries: p.failed, last_error: p.last_error.clone() }
+            })
+            .collect()
+    }
+}
+
+/// Stops a run on repeated identical endpoint-wide failures.
+#[derive(Debug, Clone, Default)]
+pub struct EndpointGuard {
+    setting: Option<String>,
+    strikes: usize,
+}
+
+impl EndpointGuard {
+    /// A fresh guard.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A query succeeded: the endpoint works.
+    pub fn succeeded(&mut self) {
+        self.setting = None;
+        self.strikes = 0;
+    }
+
+    /// A query failed; `setting` is the setting an endpoint-wide failure names (`None`: the
+    /// failure may be the pair's own, which neither counts nor resets). Returns the reason to
+    /// stop when the same setting has failed [`ENDPOINT_STRIKES`] times in a row.
+    pub fn failed(&mut self, setting: Option<&str>, message: &str) -> Option<String> {
+        let s = setting?;
+        if self.setting.as_deref() == Some(s) {
+            self.strikes += 1;
+        } else {
+            self.setting = Some(s.to_owned());
+            self.strikes = 1;
+        }
+        (self.strikes >= ENDPOINT_STRIKES).then(|| {
+            format!("{} queries in a row failed the same way, which no other pair would fix: {message}", self.strikes)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_is_set_aside_after_its_limit_counting_both_orders() {
+        let mut q = Quarantine::new(2);
+        assert!(!q.failed(2, 1, "HTTP 429", false));
+        assert!(!q.is_set_aside(1, 2));
+        assert!(q.failed(1, 2, "HTTP 429 again", false), "the second failure, other order");
+        assert!(q.is_set_aside(2, 1) && q.is_set_aside(1, 2));
+        assert!(!q.failed(1, 2, "x", false), "already set aside");
+        assert_eq!(q.failures(2, 1), 3);
+        assert!(!q.failed(0, 2, "HTTP 500", false));
+        assert!(!q.is_set_aside(0, 2));
+        let mut pairs: Vec<_> = q.ordered_pairs().collect();
+        pairs.sort_unstable();
+        assert_eq!(pairs, vec![(1, 2), (2, 1)]);
+        assert_eq!(
+            q.set_aside(),
+            vec![SetAside { a: 2, b: 1, failed_queries: 3, last_error: "x".into() }],
+            "named in the order first seen failing"
+        );
+    }
+
+    #[test]
+    fn unjudgeable_queries_set_their_pair_aside_at_once() {
+        let mut q = Quarantine::new(5);
+        assert!(q.failed(0, 3, "prompt over the context", true));
+        assert!(q.is_set_aside(3, 0));
+        assert_eq!(q.set_aside().len(), 1);
+        // A limit of 0 means 1: a pair is never set aside before failing.
+        let mut q0 = Quarantine::new(0);
+        assert!(!q0.is_set_aside(0, 1));
+        assert!(q0.failed(0, 1, "e", false));
+    }
+
+    #[test]
+    fn the_guard_stops_on_the_third_identical_endpoint_failure() {
+        let mut g = EndpointGuard::new();
+        assert_eq!(g.failed(Some("model"), "unknown model"), None);
+        assert_eq!(g.failed(None, "HTTP 500"), None, "a pair's own failure neither counts nor resets");
+        assert_eq!(g.failed(Some("model"), "unknown model"), None);
+        let why = g.failed(Some("model"), "unknown model: set judge.openai.model").unwrap();
+        assert!(why.starts_with("3 queries in a row") && why.contains("judge.openai.model"), "{why}");
+        // A success resets, and a different setting starts its own count.
+        g.succeeded();
+        assert_eq!(g.failed(Some("model"), "m"), None);
+        assert_eq!(g.failed(Some("api_key_env"), "k"), None);
+        assert_eq!(g.failed(Some("api_key_env"), "k"), None);
+        assert!(g.failed(Some("api_key_env"), "k").is_some());
+    }
+}

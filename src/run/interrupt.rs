@@ -1,0 +1,163 @@
+//! Ctrl-C (SIGINT) and SIGTERM during a run.
+//!
+//! The **first** signal asks the run loop to stop sending: no new request leaves, the requests in
+//! flight are awaited for up to the grace period (`interrupt_grace_s`, default 30 s) so their
+//! verdicts are stored, then the run ends as usual (a last fit, `result.json` with
+//! `stop_reason: interrupted`, the summary, the command that resumes) and the binary exits with
+//! code 130. Requests still in flight when the grace period ends are booked as possibly billed.
+//! A **second** signal exits at once (code 130); the intents of the requests then in flight stay
+//! open and are booked as possibly billed on the next start (see [`crate::store::intents`]).
+//!
+//! [`Interrupt::install`] is called by the binary only: the library's callers (tests, other
+//! commands) get [`Interrupt::never`] unless they ask, so a test harness keeps its own signal
+//! handling.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Exit code of an interrupted run (128 + SIGINT, the shell convention).
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// The run loop's view of Ctrl-C / SIGTERM.
+#[derive(Debug, Clone)]
+pub struct Interrupt {
+    rx: watch::Receiver<bool>,
+    grace: Duration,
+    in_flight: Arc<AtomicUsize>,
+}
+
+/// Fires an [`Interrupt`] made by [`Interrupt::manual`].
+#[derive(Debug)]
+pub struct Trigger(watch::Sender<bool>);
+
+impl Trigger {
+    /// Ask the run to stop sending (as a first Ctrl-C does).
+    pub fn fire(&self) {
+        let _ = self.0.send(true);
+    }
+}
+
+impl Interrupt {
+    /// An interrupt that never fires.
+    pub fn never() -> Self {
+        let (_, rx) = watch::channel(false); // no sender: `wait` pends forever
+        Self { rx, grace: Duration::ZERO, in_flight: Arc::default() }
+    }
+
+    /// An interrupt fired by hand (tests, embedding), with `grace` for requests in flight.
+    pub fn manual(grace: Duration) -> (Self, Trigger) {
+        let (tx, rx) = watch::channel(false);
+        (Self { rx, grace, in_flight: Arc::default() }, Trigger(tx))
+    }
+
+    /// Listen for SIGINT and SIGTERM (Ctrl-C and Ctrl-Break on Windows) from now on. The first
+    /// signal prints what happens next (on stderr) and fires; the second prints a line and exits
+    /// the process with [`EXIT_INTERRUPTED`] at once.
+    ///
+    /// # Errors
+    /// When the signal handlers cannot be registered.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn install(grace: Duration) -> std::io::Result<Self> {
+        let (tx, rx) = watch::channel(false);
+        let in_flight: Arc<AtomicUsize> = Arc::default();
+        let mut signals = Signals::new()?;
+        let n = in_flight.clone();
+        tokio::spawn(async move {
+            signals.recv().await;
+            eprintln!(
+                "interrupted: no new requests; waiting up to {} s for the {} in flight so their verdicts are stored (press Ctrl-C again to quit at once: they are then booked as possibly billed when the run resumes)",
+                grace.as_secs_f64(),
+                n.load(Ordering::SeqCst)
+            );
+            let _ = tx.send(true);
+            signals.recv().await;
+            eprintln!(
+                "interrupted again: quitting now; the {} request(s) in flight are booked as possibly billed when the run resumes",
+                n.load(Ordering::SeqCst)
+            );
+            std::process::exit(EXIT_INTERRUPTED);
+        });
+        Ok(Self { rx, grace, in_flight })
+    }
+
+    /// Whether the run was asked to stop sending.
+    pub fn requested(&self) -> bool {
+        *self.rx.borrow()
+    }
+
+    /// Wait until the run is asked to stop sending (cancel-safe: use it in `select!`).
+    pub async fn wait(&mut self) {
+        if self.rx.wait_for(|fired| *fired).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// How long requests in flight are awaited after the first signal.
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+
+    /// Tell the interrupt how many requests are in flight (shown when a signal arrives).
+    pub fn set_in_flight(&self, n: usize) {
+        self.in_flight.store(n, Ordering::SeqCst);
+    }
+}
+
+/// SIGINT and SIGTERM, registered when created (a signal that arrives before the first `recv`
+/// is not lost).
+struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> std::io::Result<Self> {
+        Ok(Self {})
+    }
+
+    #[cfg(unix)]
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn recv(&mut self) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn manual_interrupt_wakes_a_waiting_loop() {
+        let (mut i, trigger) = Interrupt::manual(Duration::from_millis(250));
+        assert!(!i.requested());
+        assert_eq!(i.grace(), Duration::from_millis(250));
+        let never = tokio::time::timeout(Duration::from_millis(20), i.wait()).await;
+        assert!(never.is_err(), "not fired yet");
+        trigger.fire();
+        tokio::time::timeout(Duration::from_secs(1), i.wait()).await.expect("fired");
+        assert!(i.requested());
+        let mut n = Interrupt::never();
+        assert!(tokio::time::timeout(Duration::from_millis(20), n.wait()).await.is_err());
+        assert!(!n.requested());
+    }
+}

@@ -1,0 +1,265 @@
+//! The books of a run folder: everything it has paid, or may have paid, for.
+//!
+//! Three append-only, fsynced files, read together:
+//! - `verdicts.jsonl`: one record per paid verdict ([`crate::store::ledger`]);
+//! - `failed.jsonl`: queries that cost money and stored no verdict (a timed-out attempt);
+//! - `intents.jsonl`: the intent written before each request, and how it ended when neither of
+//!   the above closes it ([`crate::store::intents`]).
+//!
+//! A query goes [`Books::begin`] (intent written and fsynced; only then is the request sent) →
+//! [`Books::record_reply`] or [`Books::record_failure`] (its record carries the intent's id) or,
+//! when its reply will never be recorded, [`Books::give_up`] (booked as possibly billed). On
+//! [`Books::open`], intents nothing closes are booked as possibly billed, so every request the
+//! provider may have billed is booked exactly once: as a verdict, a paid failure, or a possibly
+//! billed intent. [`Books::spend`] adds them up for one judge configuration.
+
+use crate::store::intents::{IntentError, IntentId, IntentLog};
+use crate::store::ledger::{self, CacheError, VerdictLog, VerdictRecord};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// Errors of the books.
+#[derive(Debug, thiserror::Error)]
+pub enum BooksError {
+    /// The verdict log or failed.jsonl.
+    #[error(transparent)]
+    Ledger(#[from] CacheError),
+    /// The intent log.
+    #[error(transparent)]
+    Intents(#[from] IntentError),
+}
+
+/// Spend booked for one judge configuration, USD (every part ≥ 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spend {
+    /// Stored verdicts (first record of each key).
+    pub verdicts_usd: f64,
+    /// Duplicate verdict records (a key stored again: older versions, hand-merged files).
+    pub duplicates: usize,
+    /// Their cost (paid, so it counts, though the verdicts are not used).
+    pub duplicates_usd: f64,
+    /// Paid queries without a verdict (`failed.jsonl`).
+    pub failed_usd: f64,
+    /// Requests booked as possibly billed (intents without a recorded reply).
+    pub possibly_billed: usize,
+    /// Their reserved worst case.
+    pub possibly_billed_usd: f64,
+}
+
+impl Spend {
+    /// Everything booked: what counts against `max_usd`.
+    pub fn total_usd(&self) -> f64 {
+        self.verdicts_usd + self.duplicates_usd + self.failed_usd + self.possibly_billed_usd
+    }
+}
+
+/// The open books of a run folder (hold the run-folder lock while they are open).
+#[derive(Debug)]
+pub struct Books {
+    log: VerdictLog,
+    intents: IntentLog,
+    failed_path: PathBuf,
+}
+
+impl Books {
+    /// Open the books of the run folder `dir`: load the verdicts (a torn last line is cut, a
+    /// duplicate key reported and its first record used) and book every open intent as possibly
+    /// billed. Returns the books and warnings for the user.
+    ///
+    /// # Errors
+    /// [`BooksError`] naming the file (and line).
+    pub fn open(dir: &Path) -> Result<(Self, Vec<String>), BooksError> {
+        let (log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
+        let failed_path = dir.join("failed.jsonl");
+        let mut closed: HashSet<(String, IntentId)> = HashSet::new();
+        let mut max_id = 0;
+        let verdict_intents = log.records().iter().chain(log.duplicates().iter().map(|d| &d.record));
+        for r in verdict_intents {
+            if let Some(id) = r.intent {
+                closed.insert((r.key.clone(), id));
+                max_id = max_id.max(id);
+            }
+        }
+        for (key, id) in ledger::failed_intents(&failed_path) {
+            max_id = max_id.max(id);
+            closed.insert((key, id));
+        }
+        let (intents, recovery) = IntentLog::open(&dir.join("intents.jsonl"), &closed, max_id)?;
+        let mut warnings: Vec<String> = warning.into_iter().chain(recovery.warning).collect();
+        if !recovery.booked.is_empty() {
+            let usd: f64 = recovery.booked.iter().map(|c| c.cost_usd).sum();
+            warnings.push(format!(
+                "{}: {} request(s) were sent (or about to be) by a run that ended before their replies were recorded; booked as possibly billed at their worst case, ${usd:.6} in all, counted as spend and against max_usd",
+                intents.path().display(),
+                recovery.booked.len()
+            ));
+        }
+        Ok((Self { log, intents, failed_path }, warnings))
+    }
+
+    /// The verdict log.
+    pub fn log(&self) -> &VerdictLog {
+        &self.log
+    }
+
+    /// Write the intent to send query `key` (items `a` first, `b` second; ids) with
+    /// `reserved_usd` reserved. Call before sending; send only if this succeeds.
+    ///
+    /// # Errors
+    /// [`BooksError::Intents`].
+    pub fn begin(&mut self, key: &str, a: &str, b: &str, reserved_usd: f64) -> Result<IntentId, BooksError> {
+        Ok(self.intents.begin(key, a, b, reserved_usd)?)
+    }
+
+    /// [`Books::begin`] for several queries (key, a, b, reserved USD) with one fsync.
+    ///
+    /// # Errors
+    /// [`BooksError::Intents`]: then none of them may be sent.
+    pub fn begin_all(&mut self, queries: &[(&str, &str, &str, f64)]) -> Result<Vec<IntentId>, BooksError> {
+        Ok(self.intents.begin_all(queries)?)
+    }
+
+    /// Store the verdict of intent `id` (the record gets the intent's id). Returns `false` when
+    /// its key was already stored: the reply's cost is then booked in failed.jsonl instead.
+    ///
+    /// # Errors
+    /// [`BooksError`].
+    pub fn record_reply(&mut self, id: IntentId, mut rec: VerdictRecord) -> Result<bool, BooksError> {
+        rec.intent = Some(id);
+        let (key, a, b, cost) = (rec.key.clone(), rec.a.clone(), rec.b.clone(), rec.cost_usd);
+        if self.log.append(rec)? {
+            self.intents.closed_by_record(id);
+            return Ok(true);
+        }
+        self.record_failure(
+            id,
+            &key,
+            &a,
+            &b,
+            cost,
+            "reply for a key whose verdict is already stored (kept the first)",
+        )?;
+        Ok(false)
+    }
+
+    /// Record the failed query of intent `id` that cost `cost_usd` (booked in failed.jsonl when
+    /// above 0; otherwise the intent is closed as not billed).
+    ///
+    /// # Errors
+    /// [`BooksError`].
+    pub fn record_failure(
+        &mut self,
+        id: IntentId,
+        key: &str,
+        a: &str,
+        b: &str,
+        cost_usd: f64,
+        error: &str,
+    ) -> Result<(), BooksError> {
+        if cost_usd > 0.0 {
+            ledger::append_failed_intent(&self.failed_path, key, a, b, cost_usd, error, Some(id))?;
+            self.intents.closed_by_record(id);
+        } else {
+            self.intents.close_unbilled(id, error)?;
+        }
+        Ok(())
+    }
+
+    /// Give up on every request still in flight (their replies will not be recorded): book each
+    /// as possibly billed at its reserved worst case. Returns how many and their total, USD.
+    ///
+    /// # Errors
+    /// [`BooksError::Intents`].
+    pub fn give_up(&mut self, reason: &str) -> Result<(usize, f64), BooksError> {
+        let open: Vec<IntentId> = self.intents.open_intents().map(|i| i.intent).collect();
+        let mut usd = 0.0;
+        for id in &open {
+            usd += self.intents.book_possibly_billed(*id, reason)?.cost_usd;
+        }
+        Ok((open.len(), usd))
+    }
+
+    /// Requests in flight (intents written and not closed).
+    pub fn in_flight(&self) -> usize {
+        self.intents.open_intents().count()
+    }
+
+    /// Spend booked for the cache keys `mine` accepts (one judge configuration).
+    pub fn spend(&self, mine: &dyn Fn(&str) -> bool) -> Spend {
+        let mut s = Spend::default();
+        for r in self.log.records().iter().filter(|r| mine(&r.key)) {
+            s.verdicts_usd += r.cost_usd;
+        }
+        for d in self.log.duplicates().iter().filter(|d| mine(&d.record.key)) {
+            s.duplicates += 1;
+            s.duplicates_usd += d.record.cost_usd;
+        }
+        s.failed_usd = ledger::failed_spend(&self.failed_path, mine);
+        for c in self.intents.possibly_billed().iter().filter(|c| mine(&c.key)) {
+            s.possibly_billed += 1;
+            s.possibly_billed_usd += c.cost_usd;
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::Usage;
+
+    fn rec(key: &str, cost: f64) -> VerdictRecord {
+        VerdictRecord {
+            key: key.into(),
+            pool_id: "p".into(),
+            a: "a".into(),
+            b: "b".into(),
+            y: Some(1.0),
+            invalid_reason: None,
+            judge: "j".into(),
+            raw: None,
+            usage: Usage::default(),
+            cost_usd: cost,
+            attempts: 1,
+            latency_ms: 0,
+            ts: 1,
+            intent: None,
+        }
+    }
+
+    /// Every request the provider may have billed is booked exactly once across a crash: the
+    /// kill leaves two intents open (one whose reply was recorded, one not).
+    #[test]
+    fn each_request_is_booked_once_across_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = |_: &str| true;
+        {
+            let (mut books, w) = Books::open(dir.path()).unwrap();
+            assert!(w.is_empty(), "{w:?}");
+            let i1 = books.begin("k1", "a", "b", 0.5).unwrap();
+            let i2 = books.begin("k2", "b", "a", 0.5).unwrap();
+            let i3 = books.begin("k3", "a", "c", 0.5).unwrap();
+            let i4 = books.begin("k4", "c", "a", 0.5).unwrap();
+            let _i5 = books.begin("k5", "a", "d", 0.5).unwrap();
+            assert!(books.record_reply(i1, rec("k1", 0.125)).unwrap());
+            books.record_failure(i2, "k2", "b", "a", 0.25, "timeout").unwrap();
+            books.record_failure(i3, "k3", "a", "c", 0.0, "HTTP 401").unwrap();
+            assert!(books.record_reply(i4, rec("k4", 0.0625)).unwrap());
+            assert_eq!(books.in_flight(), 1);
+            let s = books.spend(&all);
+            assert_eq!((s.verdicts_usd, s.failed_usd, s.possibly_billed), (0.1875, 0.25, 0));
+            // SIGKILL here: intent 5 is in flight.
+        }
+        let (books, w) = Books::open(dir.path()).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("1 request(s)") && w[0].contains("possibly billed"), "{}", w[0]);
+        let s = books.spend(&all);
+        assert_eq!((s.possibly_billed, s.possibly_billed_usd), (1, 0.5));
+        assert_eq!(s.total_usd(), 0.125 + 0.0625 + 0.25 + 0.5);
+        assert_eq!(books.spend(&|k: &str| k == "k5").total_usd(), 0.5, "booked under its own key");
+        drop(books);
+        let (books, w) = Books::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "booked once: {w:?}");
+        assert_eq!(books.spend(&all).total_usd(), 0.9375);
+    }
+}

@@ -1,0 +1,444 @@
+//! Intents (`intents.jsonl` in the run folder): the write-ahead record of paid requests.
+//!
+//! Before a query is sent, an **intent** line is appended, flushed and fsynced: an id unique in
+//! the folder, the query's cache key and item ids, its attempt number for that key (1 for the
+//! first time the key is asked, 2 after one failure, …) and the worst-case cost reserved for it
+//! (USD). The query's own record then **closes** it:
+//! - a stored verdict (`verdicts.jsonl`) or a paid failure (`failed.jsonl`) that carries the
+//!   intent's id in its `intent` field, or
+//! - a closing line in this file: `possibly_billed: false` when the query ended without a bill
+//!   (nothing sent, refused connection, an HTTP error the provider does not charge), or
+//!   `possibly_billed: true` when its reply was never recorded.
+//!
+//! **Possibly billed.** On [`IntentLog::open`], an intent that nothing closes belongs to a
+//! process that ended (killed, crashed, a second Ctrl-C) after writing the intent and before
+//! recording the reply: the request may have reached the provider and may have been billed, or
+//! may not. It is booked at its reserved worst case, the most the request could have cost, with
+//! a closing line `possibly_billed: true`; from then on it counts as spend and against
+//! `max_usd`, and it is never refunded. The pair itself has no verdict and may be asked again
+//! under a new intent.
+//!
+//! Lines (JSON, one per line):
+//! ```text
+//! {"intent":17,"key":"…","a":"M3","b":"M11","attempt":1,"reserved_usd":0.0051,"ts":1795980776}
+//! {"closed":17,"key":"…","possibly_billed":true,"cost_usd":0.0051,"reason":"…","ts":1795980790}
+//! ```
+//! A torn last line (a crash while writing an intent, i.e. before that request was sent) is
+//! dropped with a warning and cut off the file; a malformed line anywhere else is an error naming
+//! the line. A run folder without this file (older versions) has no intents.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Id of an intent, unique within a run folder (1, 2, …).
+pub type IntentId = u64;
+
+/// Errors of the intent log.
+#[derive(Debug, thiserror::Error)]
+pub enum IntentError {
+    /// I/O on the intent log.
+    #[error("intent log {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A complete line that is neither an intent nor a closing line.
+    #[error(
+        "{path}:{line}: {msg}; expected an intent {{\"intent\", \"key\", \"a\", \"b\", \"attempt\", \"reserved_usd\"}} or a closing line {{\"closed\", \"key\", \"possibly_billed\", \"cost_usd\"}}"
+    )]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// An intent: a request about to be sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Intent {
+    /// Id, unique in the run folder.
+    pub intent: IntentId,
+    /// Cache key of the query.
+    pub key: String,
+    /// Item shown first.
+    pub a: String,
+    /// Item shown second.
+    pub b: String,
+    /// 1 + the number of earlier intents for this key.
+    pub attempt: u32,
+    /// Worst-case cost reserved for the query, USD.
+    pub reserved_usd: f64,
+    /// Unix time (seconds) when written.
+    #[serde(default)]
+    pub ts: u64,
+}
+
+/// A closing line: how an intent ended when no verdict or failure record closes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Closure {
+    /// The intent closed.
+    pub closed: IntentId,
+    /// Its cache key.
+    pub key: String,
+    /// Whether the provider may have billed the request (booked at `cost_usd`).
+    pub possibly_billed: bool,
+    /// USD booked: the reserved worst case when possibly billed, else 0.
+    pub cost_usd: f64,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+    /// Unix time (seconds) when written.
+    #[serde(default)]
+    pub ts: u64,
+}
+
+/// What [`IntentLog::open`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Recovery {
+    /// Intents booked as possibly billed by this open (they were open: no record closed them).
+    pub booked: Vec<Closure>,
+    /// A dropped torn last line.
+    pub warning: Option<String>,
+}
+
+/// The open intent log of a run folder.
+#[derive(Debug)]
+pub struct IntentLog {
+    path: PathBuf,
+    file: File,
+    next_id: IntentId,
+    attempts: HashMap<String, u32>,
+    open: BTreeMap<IntentId, Intent>,
+    possibly_billed: Vec<Closure>,
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+enum Line {
+    Intent(Intent),
+    Closure(Closure),
+}
+
+/// Parse the lines of an intent log: (lines, byte length of the good prefix, torn-line warning).
+fn read_lines(path: &Path, bytes: &[u8]) -> Result<(Vec<Line>, u64, Option<String>), IntentError> {
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    let mut line_no = 0usize;
+    let parse_err = |line: usize, msg: String| IntentError::Parse { path: path.to_owned(), line, msg };
+    while start < bytes.len() {
+        line_no += 1;
+        let end = bytes[start..].iter().position(|b| *b == b'\n').map(|p| start + p);
+        let next = end.map_or(bytes.len(), |e| e + 1);
+        let line = &bytes[start..end.unwrap_or(bytes.len())];
+        let rest_blank = bytes[next..].iter().all(u8::is_ascii_whitespace);
+        let torn = |why: &str| {
+            format!(
+                "{}:{line_no}: dropped a torn last line ({why}; a crash while writing an intent, before its request was sent)",
+                path.display()
+            )
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            start = next;
+            continue;
+        }
+        let value = match serde_json::from_slice::<Value>(line) {
+            Ok(v) => v,
+            Err(e) if (end.is_none() || (rest_blank && e.is_eof())) => {
+                return Ok((out, start as u64, Some(torn(&e.to_string()))));
+            }
+            Err(e) => return Err(parse_err(line_no, e.to_string())),
+        };
+        // Complete JSON without its newline is kept (booking it errs on the side of spend);
+        // `open` then ends the line so the next append starts a new one.
+        let parsed = if value.get("intent").is_some() {
+            serde_json::from_value::<Intent>(value).map(Line::Intent)
+        } else if value.get("closed").is_some() {
+            serde_json::from_value::<Closure>(value).map(Line::Closure)
+        } else {
+            return Err(parse_err(line_no, "neither \"intent\" nor \"closed\" is present".into()));
+        };
+        out.push(parsed.map_err(|e| parse_err(line_no, e.to_string()))?);
+        start = next;
+    }
+    Ok((out, bytes.len() as u64, None))
+}
+
+impl IntentLog {
+    /// Open (or create) the intent log at `path` and book every open intent as possibly billed.
+    ///
+    /// `closed_by_records` holds the (cache key, intent id) pairs carried by the records in
+    /// `verdicts.jsonl` and `failed.jsonl`: those intents are closed. `max_record_id` is the
+    /// largest intent id any record carries (new ids start above it and above every id in the
+    /// file, so ids stay unique even if this file was removed).
+    ///
+    /// # Errors
+    /// [`IntentError`]: unreadable file, a malformed line other than a torn last one, or a failed
+    /// write of the booking lines.
+    pub fn open(
+        path: &Path,
+        closed_by_records: &HashSet<(String, IntentId)>,
+        max_record_id: IntentId,
+    ) -> Result<(Self, Recovery), IntentError> {
+        let io = |source| IntentError::Io { path: path.to_owned(), source };
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(e)),
+        };
+        let (lines, good_len, warning) = read_lines(path, &bytes)?;
+        let mut file = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
+        if warning.is_some() {
+            file.set_len(good_len).map_err(io)?;
+            file.sync_all().map_err(io)?;
+        } else if bytes.last().is_some_and(|b| *b != b'\n') {
+            file.write_all(b"\n").map_err(io)?;
+            file.sync_data().map_err(io)?;
+        }
+        let mut log = Self {
+            path: path.to_owned(),
+            file,
+            next_id: max_record_id + 1,
+            attempts: HashMap::new(),
+            open: BTreeMap::new(),
+            possibly_billed: Vec::new(),
+        };
+        for line in lines {
+            match line {
+                Line::Intent(i) => {
+                    log.next_id = log.next_id.max(i.intent + 1);
+                    let n = log.attempts.entry(i.key.clone()).or_insert(0);
+                    *n = (*n).max(i.attempt);
+                    if !closed_by_records.contains(&(i.key.clone(), i.intent)) {
+                        log.open.insert(i.intent, i);
+                    }
+                }
+                Line::Closure(c) => {
+                    log.next_id = log.next_id.max(c.closed + 1);
+                    log.open.remove(&c.closed);
+                    if c.possibly_billed {
+                        log.possibly_billed.push(c);
+                    }
+                }
+            }
+        }
+        let open: Vec<IntentId> = log.open.keys().copied().collect();
+        let mut booked = Vec::with_capacity(open.len());
+        for id in open {
+            booked.push(log.book_possibly_billed(
+                id,
+                "no reply recorded: the process ended while this request was in flight (killed, crashed or quit)",
+            )?);
+        }
+        Ok((log, Recovery { booked, warning }))
+    }
+
+    fn append(&mut self, line: &str) -> Result<(), IntentError> {
+        let mut text = line.to_owned();
+        text.push('\n');
+        self.write_synced(&text)
+    }
+
+    fn write_synced(&mut self, text: &str) -> Result<(), IntentError> {
+        let io = |source| IntentError::Io { path: self.path.clone(), source };
+        self.file.write_all(text.as_bytes()).map_err(io)?;
+        self.file.flush().map_err(io)?;
+        self.file.sync_data().map_err(io)
+    }
+
+    /// Write (append, flush, fsync) the intent to send the query `key` (items `a` first, `b`
+    /// second) with `reserved_usd` reserved; call it before the request leaves.
+    ///
+    /// # Errors
+    /// [`IntentError::Io`]: then the request must not be sent.
+    pub fn begin(&mut self, key: &str, a: &str, b: &str, reserved_usd: f64) -> Result<IntentId, IntentError> {
+        Ok(self.begin_all(&[(key, a, b, reserved_usd)])?[0])
+    }
+
+    /// [`IntentLog::begin`] for several queries (key, a, b, reserved USD) with one fsync: the
+    /// requests of a batch leave together instead of one fsync apart.
+    ///
+    /// # Errors
+    /// [`IntentError::Io`]: then none of the requests may be sent.
+    pub fn begin_all(&mut self, queries: &[(&str, &str, &str, f64)]) -> Result<Vec<IntentId>, IntentError> {
+        let mut text = String::new();
+        let mut intents = Vec::with_capacity(queries.len());
+        let mut attempts: HashMap<&str, u32> = HashMap::new();
+        for (i, &(key, a, b, reserved_usd)) in queries.iter().enumerate() {
+            let before = attempts.get(key).copied().unwrap_or_else(|| self.attempts.get(key).copied().unwrap_or(0));
+            attempts.insert(key, before + 1);
+            let intent = Intent {
+                intent: self.next_id + i as IntentId,
+                key: key.to_owned(),
+                a: a.to_owned(),
+                b: b.to_owned(),
+                attempt: before + 1,
+                reserved_usd,
+                ts: now_s(),
+            };
+            text.push_str(&serde_json::to_string(&intent).expect("intents serialise"));
+            text.push('\n');
+            intents.push(intent);
+        }
+        self.write_synced(&text)?;
+        self.next_id += queries.len() as IntentId;
+        let ids = intents.iter().map(|i| i.intent).collect();
+        for i in intents {
+            self.attempts.insert(i.key.clone(), i.attempt);
+            self.open.insert(i.intent, i);
+        }
+        Ok(ids)
+    }
+
+    /// The intent `id` was closed by its record (a verdict or a paid failure carrying the id,
+    /// already written): forget it (nothing is written here).
+    pub fn closed_by_record(&mut self, id: IntentId) {
+        self.open.remove(&id);
+    }
+
+    /// Close the intent `id` of a query that ended without a bill (nothing was sent, or the
+    /// provider does not charge for the error it answered).
+    ///
+    /// # Errors
+    /// [`IntentError::Io`]. Unwritten, the intent would be booked as possibly billed on the next
+    /// start (an overcount, never an undercount).
+    pub fn close_unbilled(&mut self, id: IntentId, reason: &str) -> Result<(), IntentError> {
+        let Some(i) = self.open.remove(&id) else { return Ok(()) };
+        let c = Closure {
+            closed: id,
+            key: i.key,
+            possibly_billed: false,
+            cost_usd: 0.0,
+            reason: reason.into(),
+            ts: now_s(),
+        };
+        self.append(&serde_json::to_string(&c).expect("closures serialise"))
+    }
+
+    /// Book the open intent `id` as possibly billed at its reserved worst case (its reply will
+    /// never be recorded: given up after the interrupt grace period, or found open on start).
+    /// Returns the closing line written.
+    ///
+    /// # Errors
+    /// [`IntentError::Io`].
+    ///
+    /// # Panics
+    /// If `id` is not open.
+    pub fn book_possibly_billed(&mut self, id: IntentId, reason: &str) -> Result<Closure, IntentError> {
+        let i = self.open.remove(&id).expect("only open intents are booked");
+        let c = Closure {
+            closed: id,
+            key: i.key,
+            possibly_billed: true,
+            cost_usd: i.reserved_usd,
+            reason: reason.into(),
+            ts: now_s(),
+        };
+        self.append(&serde_json::to_string(&c).expect("closures serialise"))?;
+        self.possibly_billed.push(c.clone());
+        Ok(c)
+    }
+
+    /// Every request booked as possibly billed in this folder (all invocations).
+    pub fn possibly_billed(&self) -> &[Closure] {
+        &self.possibly_billed
+    }
+
+    /// Intents written and not closed yet (requests in flight), by id.
+    pub fn open_intents(&self) -> impl Iterator<Item = &Intent> {
+        self.open.values()
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn none() -> HashSet<(String, IntentId)> {
+        HashSet::new()
+    }
+
+    #[test]
+    fn open_intents_are_booked_once_at_their_worst_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("intents.jsonl");
+        {
+            let (mut log, rec) = IntentLog::open(&path, &none(), 0).unwrap();
+            assert!(rec.booked.is_empty() && rec.warning.is_none());
+            assert_eq!(log.begin("k1", "a", "b", 0.25).unwrap(), 1);
+            assert_eq!(log.begin("k2", "b", "a", 0.5).unwrap(), 2);
+            assert_eq!(log.begin("k3", "a", "c", 0.125).unwrap(), 3);
+            assert_eq!(log.begin("k4", "c", "a", 1.0).unwrap(), 4);
+            log.closed_by_record(1); // a verdict carrying intent 1 was written
+            log.close_unbilled(3, "HTTP 401").unwrap();
+            // 2 and 4 are in flight when the process dies.
+        }
+        // The verdict of intent 1 is in verdicts.jsonl; intent 4's verdict was written too
+        // (the crash came between the verdict and nothing else).
+        let closed: HashSet<(String, IntentId)> = [("k1".to_string(), 1), ("k4".to_string(), 4)].into();
+        let (log, rec) = IntentLog::open(&path, &closed, 0).unwrap();
+        assert_eq!(rec.booked.len(), 1, "{:?}", rec.booked);
+        assert_eq!((rec.booked[0].closed, rec.booked[0].cost_usd, rec.booked[0].possibly_billed), (2, 0.5, true));
+        assert_eq!(log.possibly_billed().len(), 1);
+        assert_eq!(log.open_intents().count(), 0);
+        drop(log);
+        // Booked once: a third open books nothing new and still reports the booking.
+        let (mut log, rec) = IntentLog::open(&path, &closed, 0).unwrap();
+        assert!(rec.booked.is_empty());
+        assert_eq!(log.possibly_billed().iter().map(|c| c.cost_usd).sum::<f64>(), 0.5);
+        // Ids continue; a key asked again gets the next attempt number.
+        assert_eq!(log.begin("k2", "b", "a", 0.5).unwrap(), 5);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let last: Intent = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!((last.intent, last.key.as_str(), last.attempt), (5, "k2", 2));
+        // A batch: one write, consecutive ids, attempts counted per key.
+        assert_eq!(log.begin_all(&[("k6", "a", "b", 0.5), ("k2", "b", "a", 0.5)]).unwrap(), vec![6, 7]);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let last: Intent = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!((last.intent, last.attempt), (7, 3));
+        assert_eq!(log.open_intents().map(|i| i.intent).collect::<Vec<_>>(), vec![5, 6, 7]);
+    }
+
+    #[test]
+    fn ids_start_above_the_records_and_a_torn_intent_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("intents.jsonl");
+        std::fs::write(
+            &path,
+            "{\"intent\":3,\"key\":\"k\",\"a\":\"a\",\"b\":\"b\",\"attempt\":1,\"reserved_usd\":0.5,\"ts\":1}\n{\"intent\":4,\"key\":\"k2\",\"a\"",
+        )
+        .unwrap();
+        let closed: HashSet<(String, IntentId)> = [("k".to_string(), 3)].into();
+        let (mut log, rec) = IntentLog::open(&path, &closed, 9).unwrap();
+        assert!(rec.warning.unwrap().contains(":2: dropped a torn last line"));
+        assert!(rec.booked.is_empty(), "the torn intent was never sent");
+        assert_eq!(log.begin("k2", "a", "b", 0.5).unwrap(), 10, "above the largest id a record carries");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "torn bytes cut off: {text:?}");
+    }
+
+    #[test]
+    fn malformed_middle_line_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("intents.jsonl");
+        std::fs::write(&path, "{\"closed\":1,\"key\":\"k\",\"possibly_billed\":false,\"cost_usd\":0}\n{\"x\":1}\n\n")
+            .unwrap();
+        let e = IntentLog::open(&path, &none(), 0).unwrap_err().to_string();
+        assert!(e.contains("intents.jsonl:2:") && e.contains("neither"), "{e}");
+    }
+}
