@@ -210,6 +210,9 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     let t = text(&out);
     assert!(t.contains("has no verdict of mock (Stochastic") && t.contains("(missing: fail)"), "{t}");
     assert!(t.contains("set `missing: unavailable`"), "{t}");
+    // … and still leaves a result: the 120 recorded verdicts, stopped for its judge.
+    let r = result(&d.join("fail/orig"));
+    assert_eq!((r.comparisons, r.failed, r.stop_reason), (120, 0, StopReason::JudgeFailing));
     // … `missing: unavailable` sets the 120 unrecorded pairs aside: no failure, no comparison,
     // and the run ends normally when every pair is settled.
     let cfg = replay_cfg("unavailable", "    missing: unavailable\n", 200);

@@ -105,7 +105,8 @@ pub enum JudgeError {
         message: String,
     },
     /// The judge cannot go on (a replay judge's recording lacks a query, under `missing: fail`):
-    /// the run stores the verdicts in flight and stops with this error.
+    /// the run sends nothing more, stores the verdicts in flight and stops as for a failing judge
+    /// (`stop_reason: judge_failing`, this message).
     #[error("{message}")]
     Fatal {
         /// What happened and what to change.

@@ -18,7 +18,8 @@
 //! The judge costs nothing unless the recording gives `cost_usd`; then each replayed verdict
 //! costs what it cost when it was recorded, and that is also its worst case (`max_usd` stops a
 //! replay where it stopped the recorded run). A query the recording lacks is, by the setting
-//! `missing`: `fail` (default) — the run stops with an error naming the query; or `unavailable`
+//! `missing`: `fail` (default) — the run stops ([`JudgeError::Fatal`], `stop_reason:
+//! judge_failing`) with an error naming the query; or `unavailable`
 //! — not a verdict, not a comparison, not a failure: the run sets the pair aside and acquisition
 //! moves on to the next best pair ([`JudgeError::Unavailable`]).
 
