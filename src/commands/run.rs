@@ -23,6 +23,9 @@ pub enum RunCommandError {
     /// Reading stored verdicts for the dry run.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// Reading the run folder's books (verdicts, paid failures, intents) for the dry run.
+    #[error(transparent)]
+    Books(#[from] crate::store::books::BooksError),
     /// The run itself.
     #[error(transparent)]
     Run(#[from] RunError),

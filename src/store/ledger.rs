@@ -260,6 +260,15 @@ fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<Str
     Ok((out, good_len, warning))
 }
 
+/// The byte at `len - 1` of `file` (`len` ≥ 1).
+fn last_byte(file: &mut File, len: u64) -> std::io::Result<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut b = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut b)?;
+    Ok(b[0])
+}
+
 impl VerdictLog {
     /// Open (or create) the log, load its records, and cut a torn last line off the file.
     ///
@@ -276,7 +285,7 @@ impl VerdictLog {
         if read.torn.is_some() {
             file.set_len(read.good_len).map_err(io)?;
             file.sync_all().map_err(io)?;
-        } else if read.good_len > 0 && std::fs::read(path).map_err(io)?.last() != Some(&b'\n') {
+        } else if read.good_len > 0 && last_byte(&mut file, read.good_len).map_err(io)? != b'\n' {
             // A complete last record without its newline: end the line before appending.
             file.write_all(b"\n").map_err(io)?;
             file.sync_data().map_err(io)?;
