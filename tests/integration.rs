@@ -10,6 +10,7 @@ mod ident;
 mod layout;
 mod live;
 mod money;
+mod replay;
 mod reports;
 mod run_cli;
 mod settings;

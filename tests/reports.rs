@@ -65,6 +65,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         quarantined: vec![],
         last_error: None,
         verdicts_report: Default::default(),
+        replay: None,
     }
 }
 

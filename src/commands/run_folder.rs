@@ -105,6 +105,13 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
         if let Some(l) = raw.gate.as_mut().and_then(|g| g.labels.as_mut()) {
             *l = cwd.join(&*l);
         }
+        // A replay judge's recording, like the pool, was resolved against the run's directory.
+        let trusted = raw.gate.as_mut().and_then(|g| g.trusted.as_mut());
+        for j in std::iter::once(&mut raw.judge).chain(trusted) {
+            if let crate::store::config::JudgeConfig::Replay(r) = j {
+                r.file = cwd.join(&r.file);
+            }
+        }
         (Config::from_raw(raw, &path)?, arg.to_path_buf())
     } else {
         let cfg = Config::load(arg)?;

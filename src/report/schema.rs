@@ -134,6 +134,9 @@ pub struct RunResult {
     /// The error that stopped the run (`stop_reason: judge_failing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// What a replay judge replayed (recording, recorded judge, queries it lacked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::judge::replay::ReplayInfo>,
     /// Invalid verdicts, strong preferences, verdict-shaped answers, and why an invalid-rate
     /// stop happened.
     #[serde(default, flatten)]

@@ -225,6 +225,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut checked = false; // the judge's preflight request
     let mut failing: Option<String> = None; // why the run stops for its judge
     let mut invalid_stop: Option<String> = None;
+    // Queries the judge has no verdict for (JudgeError::Unavailable): set aside, never re-picked.
+    let mut unavailable: HashSet<(usize, usize)> = HashSet::new();
     let (summary, stop) = loop {
         let stored = mine(&books);
         let queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
@@ -275,6 +277,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
         let mut queried = queried;
         queried.extend(quarantine.ordered_pairs());
+        queried.extend(&unavailable);
         if queried.len() as u64 >= total_pairs {
             break (summary, StopReason::Exhausted);
         }
@@ -411,6 +414,19 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                         }
                     }
                 }
+                // No verdict exists (a replay's recording lacks it): set aside, not a failure; or
+                // the judge cannot go on: the run stops as for a failing judge, with its message.
+                Err(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
+                    budget.settle(res, 0.0, false);
+                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
+                    books.record_failure(intent, &key, ida, idb, 0.0, &e.to_string())?;
+                    if matches!(e, JudgeError::Unavailable { .. }) {
+                        unavailable.insert((a, b));
+                    } else {
+                        last_error = e.to_string();
+                        failing.get_or_insert(last_error.clone());
+                    }
+                }
                 Err(e) => {
                     let cost = e.cost_usd();
                     budget.settle(res, cost, false);
@@ -473,6 +489,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             last_error: q.last_error,
         })
         .collect();
+    if let Some(r) = &mut result.replay {
+        r.unavailable = unavailable.len();
+    }
     if failing.is_some() {
         result.last_error = Some(last_error);
     }
@@ -562,6 +581,7 @@ fn build_result(
         quarantined: Vec::new(),
         last_error: None,
         verdicts_report: VerdictsReport::default(),
+        replay: judge.replay(),
     }
 }
 
@@ -666,6 +686,10 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
         for v in shaped {
             s.push_str(&format!("  {}: {}\n", v.id, v.excerpt));
         }
+    }
+    if let Some(rp) = &r.replay {
+        s.push_str(&crate::report::table::replay_line(rp));
+        s.push('\n');
     }
     if !r.quarantined.is_empty() {
         s.push_str(&format!(

@@ -81,6 +81,8 @@ pub enum JudgeConfig {
     Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
     /// OpenAI-compatible chat-completions endpoint (docs/model.md §4; see docs/live.md).
     Openai(Box<crate::judge::openai::OpenAiConfig>),
+    /// Verdicts replayed from a recording (docs/replay.md).
+    Replay(crate::judge::replay::ReplayConfig),
 }
 
 /// Model settings (docs/model.md §2).
@@ -432,6 +434,12 @@ fn check_judge(
         JudgeConfig::Synthetic(s) => {
             s.resolve(synth);
             s.check(pool).map_err(|m| (format!("{key}.synthetic"), m))?;
+        }
+        JudgeConfig::Replay(r) => {
+            r.file = normalize(&dir.join(&r.file));
+            let k = format!("{key}.replay");
+            let j = crate::judge::replay::ReplayJudge::new(r.clone()).map_err(|m| (k.clone(), m))?;
+            j.check_pool(pool).map_err(|m| (k, m))?;
         }
     }
     Ok(())
