@@ -89,6 +89,10 @@ pub enum Command {
         /// λ_κ, prior precision of the position effect κ (> 0) [default: 0.01, or the run's].
         #[arg(long, allow_negative_numbers = true)]
         lambda_kappa: Option<f64>,
+        /// Weight of the likelihood term of a verdict stored with `strong_preference` (`[[A>>B]]`),
+        /// > 0 [default: 1, or the run's].
+        #[arg(long, allow_negative_numbers = true)]
+        strong_preference_weight: Option<f64>,
         /// Monte-Carlo draws for top-k membership [default: 1000, or the run's mc_draws].
         #[arg(long)]
         draws: Option<usize>,
@@ -115,14 +119,22 @@ pub enum Command {
         quiet: bool,
     },
     /// Compare runs of the same pool (e.g. a cheap and a frontier judge): spend, comparisons,
-    /// recall@k, top-k agreement, position-flip rates, and recall against spend.
+    /// recall@k, top-k agreement, position-flip rates, and recall against spend; or runs of
+    /// several judges on several pools (e.g. replayed recordings): cost against recall per judge.
     Compare {
         /// Run folders (each with result.json and verdicts.jsonl).
         #[arg(required = true, num_args = 1..)]
         runs: Vec<PathBuf>,
-        /// Score recall against this run's top-k instead of the gold top-k.
+        /// Score recall against this run's top-k instead of the gold top-k (runs of one pool).
         #[arg(long)]
         reference: Option<PathBuf>,
+        /// Score recall against this judge's run on each pool (a name as the table shows it).
+        #[arg(long)]
+        reference_judge: Option<String>,
+        /// Price table (YAML: judge name → usd_per_verdict or input/output_usd_per_mtok) for judges
+        /// whose recordings carry no cost (docs/replay.md).
+        #[arg(long)]
+        prices: Option<PathBuf>,
         /// Output folder for compare.md and recall_vs_spend.svg (default: the current folder).
         #[arg(long)]
         out: Option<PathBuf>,

@@ -71,6 +71,11 @@ fn real_main(cli: Cli) -> Result<()> {
         }
         Command::Audit { config, quiet } => {
             let cfg = commands::audit::AuditConfig::load(&config)?;
+            if cfg.recording.is_some() {
+                commands::audit::run_recorded_audit(&cfg, true)
+                    .with_context(|| format!("audit {}", config.display()))?;
+                return Ok(());
+            }
             let judge = topk_judge::judge::build::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             rt.block_on(commands::audit::run_audit(&cfg, judge, true, !quiet))
@@ -79,9 +84,8 @@ fn real_main(cli: Cli) -> Result<()> {
         }
         Command::Simulate { sweep, threads, out, quiet } => {
             let start = std::time::Instant::now();
-            let (dir, s, md) = commands::simulate::simulate_command(&sweep, threads, out.as_deref(), !quiet)
+            let (dir, md, rows) = commands::simulate::simulate_command(&sweep, threads, out.as_deref(), !quiet)
                 .with_context(|| format!("simulate {}", sweep.display()))?;
-            let rows: usize = s.cells.iter().map(|c| c.recall.n).sum();
             print_out(&format!(
                 "{md}\n{rows} runs in {:.1} s; outputs: {}\n",
                 start.elapsed().as_secs_f64(),
@@ -89,9 +93,14 @@ fn real_main(cli: Cli) -> Result<()> {
             ));
             Ok(())
         }
-        Command::Compare { runs, reference, out } => {
+        Command::Compare { runs, reference, reference_judge, prices, out } => {
             let out = out.unwrap_or_else(|| std::path::PathBuf::from("."));
-            let text = commands::compare::compare_command(&runs, reference.as_deref(), &out).context("compare")?;
+            let opts = commands::compare::CompareOptions {
+                reference: reference.as_deref(),
+                reference_judge: reference_judge.as_deref(),
+                prices: prices.as_deref(),
+            };
+            let text = commands::compare::compare_command(&runs, opts, &out).context("compare")?;
             print_out(&format!("{text}\n"));
             Ok(())
         }
@@ -115,6 +124,7 @@ fn real_main(cli: Cli) -> Result<()> {
             lambda_theta,
             lambda_b,
             lambda_kappa,
+            strong_preference_weight,
             draws,
             seed,
             out,
@@ -136,6 +146,7 @@ fn real_main(cli: Cli) -> Result<()> {
                 report_ranking,
                 covariates,
                 lambda: [lambda_theta, lambda_b, lambda_kappa],
+                strong_preference_weight,
                 draws,
                 seed,
             };

@@ -12,6 +12,8 @@ mod ident;
 mod layout;
 mod live;
 mod money;
+mod replay;
 mod reports;
 mod run_cli;
 mod settings;
+mod verdicts;

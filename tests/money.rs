@@ -385,6 +385,21 @@ fn second_ctrl_c_quits_at_once_and_its_requests_are_booked_on_resume() {
     fake.release_all();
     let before = booked(&run);
     assert_eq!((before.verdicts, before.open_intents), (4, 4), "{before:?}");
+    // The dry run already counts the 4 open intents at their worst case, and books nothing.
+    let intents = std::fs::read(run.join("intents.jsonl")).unwrap();
+    let dry =
+        Command::new(bin()).current_dir(dir.path()).args(["run", cfg.to_str().unwrap(), "--dry-run"]).output().unwrap();
+    assert!(dry.status.success(), "{}", text(&dry));
+    let verdicts = lines(&run.join("verdicts.jsonl"));
+    let closed: HashSet<u64> = verdicts.iter().filter_map(|r| r["intent"].as_u64()).collect();
+    let open_worst: f64 = lines(&run.join("intents.jsonl"))
+        .iter()
+        .filter(|i| !closed.contains(&i["intent"].as_u64().unwrap()))
+        .map(|i| i["reserved_usd"].as_f64().unwrap())
+        .sum();
+    let expect = verdicts.iter().map(|r| r["cost_usd"].as_f64().unwrap()).sum::<f64>() + open_worst;
+    assert!(text(&dry).contains(&format!("4 verdicts already stored; spend booked ${expect:.6}")), "{}", text(&dry));
+    assert_eq!(std::fs::read(run.join("intents.jsonl")).unwrap(), intents, "the dry run writes nothing");
 
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));

@@ -66,6 +66,8 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         quarantined: vec![],
         last_error: None,
         reporting: Default::default(),
+        verdicts_report: Default::default(),
+        replay: None,
     }
 }
 
@@ -84,6 +86,7 @@ fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecor
         attempts: 1,
         latency_ms: 0,
         ts: 0,
+        detail: Default::default(),
         intent: None,
     }
 }

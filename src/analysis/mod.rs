@@ -1,4 +1,5 @@
-//! Pure analyses on verdicts and pools, around the model: the judge bias audit ([`audit`]), the
+//! Pure analyses on verdicts and pools, around the model: the judge bias audit ([`audit`]) and
+//! its per-judge table on recorded verdicts ([`recorded`]), the
 //! trusted-anchor gate statistics ([`gate`], [`gate_sim`]), the paired rendering design
 //! ([`design`]), content-free renderings ([`render`]), synthetic pools ([`synth`]), the
 //! identifiability notes of a run ([`identifiability`]) and which ranking a result reports, with
@@ -11,5 +12,6 @@ pub mod gate;
 pub mod gate_sim;
 pub mod identifiability;
 pub mod ranking;
+pub mod recorded;
 pub mod render;
 pub mod synth;

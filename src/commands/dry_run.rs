@@ -7,8 +7,9 @@
 //! reserves before sending it ([`Judge::worst_case_usd`]).
 
 use crate::judge::Judge;
+use crate::store::books::{BooksError, peek_spend};
 use crate::store::config::Config;
-use crate::store::ledger::{CacheError, read_records};
+use crate::store::ledger::read_records;
 use std::collections::HashSet;
 
 /// What a dry run found (all USD amounts are worst cases unless named `spent`).
@@ -18,7 +19,8 @@ pub struct DryRun {
     pub pairs: usize,
     /// Verdicts already stored for this judge configuration.
     pub stored: usize,
-    /// Spend of the stored verdicts, USD.
+    /// Spend booked so far for this judge configuration, USD: stored verdicts, paid failures and
+    /// possibly billed requests (intents still open count, as the next run books them).
     pub spent_usd: f64,
     /// The first unqueried pair (item ids) and its rendered prompt.
     pub first: Option<(String, String, Option<String>)>,
@@ -35,8 +37,8 @@ pub struct DryRun {
 /// Compute the dry run.
 ///
 /// # Errors
-/// [`CacheError`] when an existing verdicts.jsonl cannot be read.
-pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, CacheError> {
+/// [`BooksError`] when an existing verdicts.jsonl or intents.jsonl cannot be read.
+pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
     let pool = &cfg.pool;
     let log = cfg.run_dir.join("verdicts.jsonl");
     let records = if log.exists() { read_records(&log)?.0 } else { Vec::new() };
@@ -52,7 +54,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, CacheError> {
     let mine: Vec<_> = records.iter().filter(|r| keys.contains(r.key.as_str())).collect();
     let stored_keys: HashSet<&str> = mine.iter().map(|r| r.key.as_str()).collect();
     // + 0.0: an empty f64 sum is −0.0, printed as "$-0.000000".
-    let spent_usd: f64 = mine.iter().map(|r| r.cost_usd).sum::<f64>() + 0.0;
+    let spent_usd: f64 = peek_spend(&cfg.run_dir, &|k: &str| keys.contains(k))?.total_usd() + 0.0;
     let open: Vec<(usize, usize)> =
         pairs.iter().filter(|p| !stored_keys.contains(p.2.as_str())).map(|p| (p.0, p.1)).collect();
     let first =
@@ -99,7 +101,7 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
     let mut s = String::from("dry run: nothing was sent and nothing was written.\n");
     s.push_str(&format!("judge: {}\n", judge.describe()));
     s.push_str(&format!(
-        "pool {}: {} items, {} bases, {} ordered pairs; {} verdicts already stored (spend ${:.6})\n",
+        "pool {}: {} items, {} bases, {} ordered pairs; {} verdicts already stored; spend booked ${:.6} (verdicts, paid failures, possibly billed requests)\n",
         cfg.pool.pool_id,
         cfg.pool.n_items(),
         cfg.pool.n_bases(),

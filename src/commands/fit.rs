@@ -117,6 +117,8 @@ pub struct FitArgs<'a> {
     pub lambda: [Option<f64>; 3],
     /// Monte-Carlo draws.
     pub draws: Option<usize>,
+    /// Weight of a strong-preference verdict's likelihood term (1 = like any verdict).
+    pub strong_preference_weight: Option<f64>,
     /// Seed.
     pub seed: Option<u64>,
 }
@@ -136,6 +138,8 @@ pub struct VerdictLine {
     pub pool_id: Option<String>,
     /// Judge, when given.
     pub judge: Option<String>,
+    /// The judge stated a strong preference (`"strong_preference": true`, docs/live.md).
+    pub strong_preference: bool,
 }
 
 const EXPECTED: &str = "expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\": 1 if a won, 0 if b won, 0.5 for a tie, or null for an invalid verdict}";
@@ -207,7 +211,8 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
             Some(other) => return Err(bad(line_no, format!("y = {other} is not a number; {EXPECTED}"))),
         };
         let opt = |k: &str| obj.get(k).and_then(|v| v.as_str()).filter(|s| !s.is_empty()).map(str::to_owned);
-        out.push(VerdictLine { line: line_no, a, b, y, pool_id: opt("pool_id"), judge: opt("judge") });
+        let strong_preference = y.is_some() && obj.get("strong_preference").and_then(|v| v.as_bool()) == Some(true);
+        out.push(VerdictLine { line: line_no, a, b, y, pool_id: opt("pool_id"), judge: opt("judge"), strong_preference });
     }
     Ok((out, warning))
 }
@@ -266,6 +271,13 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
         ))
     };
     prior.check().map_err(flag)?;
+    let sw = args
+        .strong_preference_weight
+        .or(cfg.map(|c| c.raw.model.strong_preference_weight))
+        .unwrap_or(1.0);
+    if !(sw > 0.0 && sw.is_finite()) {
+        return Err(FitCmdError::Invalid(format!("--strong-preference-weight {sw} must be a finite number > 0")));
+    }
     crate::model::params::check_mc_draws(draws).map_err(flag)?;
     let seed = args.seed.or(cfg.map(|c| c.raw.acquisition.seed)).unwrap_or(0);
     let setting = args.report_ranking.or(cfg.map(|c| c.raw.report_ranking)).unwrap_or_default();
@@ -363,7 +375,7 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
             )));
         }
         match l.y {
-            Some(y) => verdicts.push(ItemVerdict { a, b, y, w: 1.0 }),
+            Some(y) => verdicts.push(ItemVerdict { a, b, y, w: if l.strong_preference { sw } else { 1.0 } }),
             None => invalid += 1,
         }
     }

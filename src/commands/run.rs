@@ -25,12 +25,18 @@ pub enum RunCommandError {
     /// Reading stored verdicts for the dry run.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// Reading the run folder's books (verdicts, paid failures, intents) for the dry run.
+    #[error(transparent)]
+    Books(#[from] crate::store::books::BooksError),
     /// The run itself.
     #[error(transparent)]
     Run(#[from] RunError),
     /// Starting the async runtime.
     #[error("starting the tokio runtime: {0}")]
     Runtime(std::io::Error),
+    /// The run stopped because too many replies were invalid (result.json is written).
+    #[error("the run stopped early: {0}")]
+    InvalidRate(String),
 }
 
 /// `run --dry-run`: the printable dry-run report of `config` (a warning line is added when a real
@@ -77,8 +83,9 @@ pub fn print_warnings(cfg: &Config) {
 /// after the summary and why the run stopped (the binary exits with 130 after an interrupt).
 ///
 /// # Errors
-/// [`RunCommandError::Run`] for the run (after printing the summary a failed fit still wrote);
-/// the inner result carries the gate's [`IdentError`] (after printing the summary).
+/// [`RunCommandError::Run`] for the run (after printing the summary a failed fit still wrote),
+/// [`RunCommandError::InvalidRate`] when it stopped on too many invalid replies (after printing
+/// the summary; result.json is written); the inner result carries the gate's [`IdentError`].
 pub fn run_with_gate(
     cfg: &Config,
     judge: std::sync::Arc<dyn crate::judge::Judge>,
@@ -100,6 +107,14 @@ pub fn run_with_gate(
             return Err(e.into());
         }
     };
+    if result.stop_reason == StopReason::MaxInvalidRate {
+        print_out(&format!("{}\n", live::summary_text(&result, &cfg.run_dir)));
+        let m = result.verdicts_report.stop_message.clone().unwrap_or_default();
+        return Err(RunCommandError::InvalidRate(format!(
+            "{m}; result.json and the paid verdicts are kept in {}",
+            cfg.run_dir.display()
+        )));
+    }
     let gated = match gate {
         Some(g) => super::gate::apply_gate(cfg, &mut result, g),
         None if cfg.raw.gate.is_some() && result.stop_reason != StopReason::Interrupted => {

@@ -131,6 +131,13 @@ fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
     if let Some(l) = raw.gate.as_mut().and_then(|g| g.labels.as_mut()) {
         *l = cwd.join(&*l);
     }
+    // A replay judge's recording, like the pool, was resolved against the run's directory.
+    let trusted = raw.gate.as_mut().and_then(|g| g.trusted.as_mut());
+    for j in std::iter::once(&mut raw.judge).chain(trusted) {
+        if let crate::store::config::JudgeConfig::Replay(r) = j {
+            r.file = cwd.join(&r.file);
+        }
+    }
     Ok(Config::from_raw(raw, path)?)
 }
 
@@ -174,7 +181,7 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
             }
             for r in &records {
                 if let (Some(&(a, b)), Some(y)) = (keys.get(&r.key), r.y) {
-                    out.push(ItemVerdict { a, b, y, w: 1.0 });
+                    out.push(ItemVerdict { a, b, y, w: r.weight(cfg.raw.model.strong_preference_weight) });
                 }
             }
         }
@@ -193,7 +200,7 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
                 };
                 let (a, b) = (find(&r.a)?, find(&r.b)?);
                 if let Some(y) = r.y {
-                    out.push(ItemVerdict { a, b, y, w: 1.0 });
+                    out.push(ItemVerdict { a, b, y, w: r.weight(cfg.raw.model.strong_preference_weight) });
                 }
             }
         }

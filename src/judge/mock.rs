@@ -221,6 +221,7 @@ impl Judge for MockJudge {
                 usage,
                 attempts: 1,
                 latency_ms: self.cfg.latency_ms,
+                detail: Default::default(),
             })
         })
     }

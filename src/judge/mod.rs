@@ -7,6 +7,7 @@
 pub mod build;
 pub mod mock;
 pub mod openai;
+pub mod replay;
 pub mod synthetic;
 
 use crate::store::pool::Pool;
@@ -64,6 +65,76 @@ pub struct JudgeReply {
     /// Wall time of the query in milliseconds.
     #[serde(default)]
     pub latency_ms: u64,
+    /// What the parser saw besides the outcome (strong preference, channel, raw channels).
+    #[serde(default, flatten)]
+    pub detail: VerdictDetail,
+}
+
+/// What a live judge's parser saw besides the outcome; stored on the verdict line
+/// (docs/live.md, "Parsing rules").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerdictDetail {
+    /// The judge stated a strong preference (`[[A>>B]]`): its likelihood term is weighted by
+    /// `model.strong_preference_weight` in the fit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strong_preference: bool,
+    /// Where the verdict was read when not from the content's text: `json` (a JSON object in
+    /// the content) or `tool_call` (a tool call's arguments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_from: Option<String>,
+    /// Every non-empty output channel of a reply that held no verdict (`content`,
+    /// `reasoning_content`, `reasoning`, `refusal`, `tool_calls`, `finish_reason`), key redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_channels: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// A candidate answer (or pair side) whose text holds verdict-shaped text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerdictShaped {
+    /// Item id (run) or `pair/side` (audit).
+    pub id: String,
+    /// The line holding it (at most 80 characters).
+    pub excerpt: String,
+}
+
+/// Count and share of one invalid reason.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReasonCount {
+    /// Verdicts (or replies) with this reason.
+    pub count: usize,
+    /// `count` / all verdicts (or replies), in [0, 1].
+    pub rate: f64,
+}
+
+/// Invalid verdicts by reason (the part of `invalid_reason` before `:`), with their share of
+/// `total` stored verdicts.
+pub fn invalid_by_reason<'a>(
+    total: usize,
+    reasons: impl IntoIterator<Item = &'a str>,
+) -> std::collections::BTreeMap<String, ReasonCount> {
+    let mut m: std::collections::BTreeMap<String, ReasonCount> = std::collections::BTreeMap::new();
+    for r in reasons {
+        let head = r.split(':').next().unwrap_or("").trim();
+        let head = if head.is_empty() { "unknown" } else { head };
+        m.entry(head.to_owned()).or_insert(ReasonCount { count: 0, rate: 0.0 }).count += 1;
+    }
+    for v in m.values_mut() {
+        v.rate = if total > 0 { v.count as f64 / total as f64 } else { 0.0 };
+    }
+    m
+}
+
+/// `invalid verdicts: 3 of 40 = 7.5% (no_verdict 2 = 5.0%, refused 1 = 2.5%)`.
+pub fn invalid_line(total: usize, by_reason: &std::collections::BTreeMap<String, ReasonCount>) -> String {
+    let invalid: usize = by_reason.values().map(|r| r.count).sum();
+    let pct = |n: usize| if total > 0 { 100.0 * n as f64 / total as f64 } else { 0.0 };
+    let mut s = format!("invalid verdicts: {invalid} of {total} = {:.1}%", pct(invalid));
+    if !by_reason.is_empty() {
+        let parts: Vec<String> =
+            by_reason.iter().map(|(k, v)| format!("{k} {} = {:.1}%", v.count, 100.0 * v.rate)).collect();
+        s.push_str(&format!(" ({})", parts.join(", ")));
+    }
+    s
 }
 
 fn one() -> u32 {
@@ -95,6 +166,22 @@ pub enum JudgeError {
         /// Why.
         message: String,
     },
+    /// No verdict exists for this query and asking again will not make one (a replay judge's
+    /// recording lacks it, under `missing: unavailable`). Not a failure: the run sets the pair
+    /// aside for this invocation and acquisition moves on; nothing is stored or counted.
+    #[error("unavailable: {message}")]
+    Unavailable {
+        /// Which query, and why (names the items).
+        message: String,
+    },
+    /// The judge cannot go on (a replay judge's recording lacks a query, under `missing: fail`):
+    /// the run sends nothing more, stores the verdicts in flight and stops as for a failing judge
+    /// (`stop_reason: judge_failing`, this message).
+    #[error("{message}")]
+    Fatal {
+        /// What happened and what to change.
+        message: String,
+    },
     /// A failure that is no one pair's fault (the endpoint is not there, refuses the key, does
     /// not know the model, rejects a request field): the message names the setting to change.
     #[error("{message}")]
@@ -114,7 +201,7 @@ impl JudgeError {
     pub fn cost_usd(&self) -> f64 {
         match self {
             JudgeError::Request { cost_usd, .. } | JudgeError::Endpoint { cost_usd, .. } => *cost_usd,
-            JudgeError::Unjudgeable { .. } => 0.0,
+            JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => 0.0,
         }
     }
 
@@ -159,6 +246,20 @@ pub struct JudgeStats {
     pub usage_missing: u64,
     /// Verdicts taken from log-probabilities (soft P(A)).
     pub soft_verdicts: u64,
+    /// Verdicts that stayed hard although `logprobs` was on, by reason (`logprobs_missing`,
+    /// `not_a_letter`, `tokens_unaligned`, `token_not_letter`).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub soft_fallbacks: std::collections::BTreeMap<String, u64>,
+    /// Replies that reached the parser (valid and invalid, re-asks included).
+    #[serde(default)]
+    pub replies: u64,
+    /// Errors reported inside a 200 reply (`finish_reason: error` or an `error` object), each also
+    /// counted by its kind (a 502 under 5xx) and retried by the same rules.
+    #[serde(default)]
+    pub in_band_errors: u64,
+    /// Reply bodies with broken text (invalid UTF-8, lone surrogate escapes) decoded with U+FFFD.
+    #[serde(default)]
+    pub broken_text_repairs: u64,
     /// Time spent waiting for the client-side rate limits, milliseconds (summed over requests).
     pub rate_limit_wait_ms: u64,
     /// Times the limit on requests in flight was cut after a 429 (adaptive concurrency).
@@ -190,6 +291,9 @@ pub fn stats_line(j: &JudgeStats) -> String {
         j.other_errors,
         j.invalid_replies
     );
+    if j.replies > 0 {
+        s.push_str(&format!(" of {} replies = {:.1}%", j.replies, 100.0 * j.invalid_replies as f64 / j.replies as f64));
+    }
     if !j.invalid_by_reason.is_empty() {
         let parts: Vec<String> = j.invalid_by_reason.iter().map(|(k, v)| format!("{k} {v}")).collect();
         s.push_str(&format!(" ({})", parts.join(", ")));
@@ -203,6 +307,20 @@ pub fn stats_line(j: &JudgeStats) -> String {
     }
     if j.soft_verdicts > 0 {
         s.push_str(&format!(", {} soft verdicts", j.soft_verdicts));
+    }
+    if !j.soft_fallbacks.is_empty() {
+        let n: u64 = j.soft_fallbacks.values().sum();
+        let parts: Vec<String> = j.soft_fallbacks.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        s.push_str(&format!(", {n} hard verdicts although logprobs were asked for ({})", parts.join(", ")));
+    }
+    if j.in_band_errors > 0 {
+        s.push_str(&format!(", {} errors inside 200 replies (retried)", j.in_band_errors));
+    }
+    if j.broken_text_repairs > 0 {
+        s.push_str(&format!(
+            ", {} replies with broken text (invalid UTF-8 or lone surrogates, decoded as U+FFFD)",
+            j.broken_text_repairs
+        ));
     }
     if j.in_flight_cuts > 0 {
         s.push_str(&format!(
@@ -264,6 +382,17 @@ pub trait Judge: Send + Sync {
         None
     }
 
+    /// The stop rule for invalid replies: (largest share of invalid replies, replies parsed
+    /// before the rule applies); `None` (the default) for judges that cannot reply invalidly.
+    fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+        None
+    }
+
+    /// What a replay judge replays (the recording and the recorded judge); `None` for others.
+    fn replay(&self) -> Option<replay::ReplayInfo> {
+        None
+    }
+
     /// The prompt this judge would send for (a, b), for `--dry-run`; `None` if it has none.
     fn preview(&self, _pool: &Pool, _a: usize, _b: usize) -> Option<String> {
         None
@@ -271,4 +400,44 @@ pub trait Judge: Send + Sync {
 
     /// Judge the ordered query (a first, b second).
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_verdicts_by_reason_with_their_share() {
+        let reasons = [
+            "no_verdict: after 2 asks",
+            "refused: after 2 asks",
+            "no_verdict: after 2 asks",
+            "context_overflow: HTTP 400",
+        ];
+        let m = invalid_by_reason(40, reasons);
+        let got: Vec<(&str, usize, f64)> = m.iter().map(|(k, v)| (k.as_str(), v.count, v.rate)).collect();
+        assert_eq!(got, vec![("context_overflow", 1, 0.025), ("no_verdict", 2, 0.05), ("refused", 1, 0.025)]);
+        assert_eq!(
+            invalid_line(40, &m),
+            "invalid verdicts: 4 of 40 = 10.0% (context_overflow 1 = 2.5%, no_verdict 2 = 5.0%, refused 1 = 2.5%)"
+        );
+        assert_eq!(invalid_line(0, &invalid_by_reason(0, [])), "invalid verdicts: 0 of 0 = 0.0%");
+    }
+
+    #[test]
+    fn stats_line_shows_rates_fallbacks_and_repairs() {
+        let mut j =
+            JudgeStats { requests: 12, replies: 10, invalid_replies: 3, soft_verdicts: 4, ..Default::default() };
+        j.invalid_by_reason.insert("no_verdict".into(), 3);
+        j.soft_fallbacks.insert("logprobs_missing".into(), 2);
+        j.in_band_errors = 1;
+        j.broken_text_repairs = 1;
+        let s = stats_line(&j);
+        assert!(s.contains("3 invalid replies of 10 replies = 30.0% (no_verdict 3)"), "{s}");
+        assert!(
+            s.contains("4 soft verdicts, 2 hard verdicts although logprobs were asked for (logprobs_missing 2)"),
+            "{s}"
+        );
+        assert!(s.contains("1 errors inside 200 replies (retried)") && s.contains("1 replies with broken text"), "{s}");
+    }
 }

@@ -144,6 +144,7 @@ impl Judge for SyntheticJudge {
                 cost_usd: 0.0,
                 attempts: 1,
                 latency_ms: 0,
+                detail: Default::default(),
             })
         })
     }

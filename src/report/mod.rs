@@ -1,6 +1,7 @@
 //! Outputs: result.json, fits.jsonl lines and the terminal ranking table.
 
 pub mod compare;
+pub mod judges;
 pub mod outcome;
 pub mod page;
 pub mod plots;

@@ -25,6 +25,9 @@ pub enum StopReason {
     Confident,
     /// The fit failed: result.json says so and claims no ranking; the verdicts are kept.
     FitFailed,
+    /// The share of invalid replies passed `judge.openai.max_invalid_rate` (`stop_message`
+    /// names the likely cause).
+    MaxInvalidRate,
     /// Ctrl-C or SIGTERM: sending stopped, the requests in flight were awaited for up to the
     /// grace period (those still out are booked as possibly billed); re-running resumes.
     Interrupted,
@@ -137,10 +140,44 @@ pub struct RunResult {
     /// The error that stopped the run (`stop_reason: judge_failing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// What a replay judge replayed (recording, recorded judge, queries it lacked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::judge::replay::ReplayInfo>,
+    /// Invalid verdicts, strong preferences, verdict-shaped answers, and why an invalid-rate
+    /// stop happened.
+    #[serde(default, flatten)]
+    pub verdicts_report: VerdictsReport,
     /// Which ranking `topk`, `recall_at_k` and `ranking` report and why, both rankings' top-k,
     /// the apparent quality's sd and membership, the comparison graph and the covariate units.
     #[serde(flatten)]
     pub reporting: Reporting,
+}
+
+/// How far the stored verdicts can be trusted (docs/live.md, "Parsing rules").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerdictsReport {
+    /// Stored invalid verdicts by reason (`no_verdict`, `refused`, …): count and share of
+    /// `comparisons`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub invalid_by_reason: BTreeMap<String, crate::judge::ReasonCount>,
+    /// Valid verdicts that state a strong preference (`[[A>>B]]`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub strong_preferences: usize,
+    /// The weight of their likelihood terms in the fit (`model.strong_preference_weight`), when
+    /// there are any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strong_preference_weight: Option<f64>,
+    /// Candidate answers that contain verdict-shaped text (`[[B>>A]]`, `Final verdict: …`); the
+    /// judge sees them unchanged, and lines quoted from them never count as its verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verdict_shaped_items: Vec<crate::judge::VerdictShaped>,
+    /// Why the run stopped early on invalid replies (rate, reasons, likely cause).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_message: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One ranking's top-k as the data decide it (base ids).

@@ -45,6 +45,13 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
     }
     s.push('\n');
+    if let Some(m) = &r.verdicts_report.stop_message {
+        let _ = writeln!(s, "stopped early: {m}");
+    }
+    if r.invalid > 0 {
+        s.push_str(&crate::judge::invalid_line(r.comparisons, &r.verdicts_report.invalid_by_reason));
+        s.push('\n');
+    }
     if let Some(e) = &r.last_error {
         let _ = writeln!(s, "judge failing: {e}");
     }
@@ -56,6 +63,28 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     }
     if let Some(j) = &r.judge_stats {
         s.push_str(&crate::judge::stats_line(j));
+        s.push('\n');
+    }
+    if let Some(w) = r.verdicts_report.strong_preference_weight {
+        let _ = writeln!(
+            s,
+            "strong preferences ([[A>>B]], [[B>>A]]): {} verdicts, weight {w} on their likelihood terms",
+            r.verdicts_report.strong_preferences
+        );
+    }
+    let shaped = &r.verdicts_report.verdict_shaped_items;
+    if !shaped.is_empty() {
+        let _ = writeln!(
+            s,
+            "warning: {} candidate answers contain verdict-shaped text (the judge sees it unchanged; lines quoted from it never count as the judge's verdict):",
+            shaped.len()
+        );
+        for v in shaped {
+            let _ = writeln!(s, "  {}: {}", v.id, v.excerpt);
+        }
+    }
+    if let Some(rp) = &r.replay {
+        s.push_str(&super::table::replay_line(rp));
         s.push('\n');
     }
     if !r.quarantined.is_empty() {

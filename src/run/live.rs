@@ -23,7 +23,7 @@ use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
 use crate::report::progress::Progress;
-use crate::report::schema::{QuarantinedPair, RunResult, StopReason};
+use crate::report::schema::{QuarantinedPair, RunResult, StopReason, VerdictsReport};
 use crate::report::{self, FitLine};
 use crate::rng;
 use crate::run::faults::{EndpointGuard, Quarantine};
@@ -206,9 +206,14 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut fits_file =
         std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
 
-    let mine = |books: &Books| -> Vec<(usize, usize, Option<f64>, f64, Usage)> {
+    // (a, b, y, cost, usage, weight of the likelihood term) of this judge's stored verdicts.
+    let strong_w = cfg.raw.model.strong_preference_weight;
+    let mine = |books: &Books| -> Vec<(usize, usize, Option<f64>, f64, Usage, f64)> {
         let log = books.log();
-        log.records().iter().filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage))).collect()
+        log.records()
+            .iter()
+            .filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w))))
+            .collect()
     };
     let is_mine = |k: &str| keys.contains_key(k);
     let stored = mine(&books);
@@ -227,12 +232,15 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut guard = EndpointGuard::new();
     let mut checked = false; // the judge's preflight request
     let mut failing: Option<String> = None; // why the run stops for its judge
+    let mut invalid_stop: Option<String> = None;
+    // Queries the judge has no verdict for (JudgeError::Unavailable): set aside, never re-picked.
+    let mut unavailable: HashSet<(usize, usize)> = HashSet::new();
     let (summary, stop) = loop {
         let stored = mine(&books);
         let asked: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
         let queried: HashSet<(usize, usize)> = asked.iter().chain(&skip).copied().collect();
         let verdicts: Vec<ItemVerdict> =
-            stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: 1.0 })).collect();
+            stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: s.5 })).collect();
         let design = build_design(&pool, &cfg.covariates, &verdicts);
         let n_valid = verdicts.len();
         let mut mc_rng = rng::stream(acq.seed, "membership", n_valid as u64);
@@ -286,6 +294,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
         let mut queried = queried;
         queried.extend(quarantine.ordered_pairs());
+        queried.extend(&unavailable);
         if queried.len() as u64 >= total_pairs {
             break (summary, StopReason::Exhausted);
         }
@@ -299,6 +308,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
         if interrupt.requested() {
             break (summary, StopReason::Interrupted);
+        }
+        if invalid_stop.is_some() {
+            break (summary, StopReason::MaxInvalidRate);
         }
         let r = (acq.refit_every as u64).min(budget.comparisons_left()) as usize;
         let ctx = Context {
@@ -351,7 +363,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             // Reserve up to batch_size in flight, write their intents (one fsync), then send:
             // an intent is on disk before its request leaves, so a kill from here on books it.
             let mut wave = Vec::new();
-            while set.len() + wave.len() < acq.batch_size && !usd_stop && !interrupt.requested() && failing.is_none() {
+            while set.len() + wave.len() < acq.batch_size
+                && !usd_stop
+                && !interrupt.requested()
+                && failing.is_none()
+                && invalid_stop.is_none()
+            {
                 let Some((a, b)) = pending.next() else { break };
                 let worst = judge.worst_case_usd(&pool, a, b);
                 let Some(res) = budget.try_reserve(worst) else {
@@ -412,6 +429,25 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     budget.settle(res, cost, stored);
                     got += 1;
                     guard.succeeded();
+                    if invalid_stop.is_none() {
+                        invalid_stop = invalid_rate_stop(judge.as_ref());
+                        if let Some(m) = &invalid_stop {
+                            progress.println(&format!("stopping: {m}"));
+                        }
+                    }
+                }
+                // No verdict exists (a replay's recording lacks it): set aside, not a failure; or
+                // the judge cannot go on: the run stops as for a failing judge, with its message.
+                Err(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
+                    budget.settle(res, 0.0, false);
+                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
+                    books.record_failure(intent, &key, ida, idb, 0.0, &e.to_string())?;
+                    if matches!(e, JudgeError::Unavailable { .. }) {
+                        unavailable.insert((a, b));
+                    } else {
+                        last_error = e.to_string();
+                        failing.get_or_insert(last_error.clone());
+                    }
                 }
                 Err(e) => {
                     let cost = e.cost_usd();
@@ -476,9 +512,14 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             last_error: q.last_error,
         })
         .collect();
+    if let Some(r) = &mut result.replay {
+        r.unavailable = unavailable.len();
+    }
     if failing.is_some() {
         result.last_error = Some(last_error);
     }
+    let records: Vec<&VerdictRecord> = books.log().records().iter().filter(|r| keys.contains_key(&r.key)).collect();
+    result.verdicts_report = verdicts_report(cfg, &records, invalid_stop);
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
     if opts.print {
@@ -509,7 +550,7 @@ fn build_result(
     judge: &dyn Judge,
     s: &FitSummary,
     stop: StopReason,
-    stored: &[(usize, usize, Option<f64>, f64, Usage)],
+    stored: &[(usize, usize, Option<f64>, f64, Usage, f64)],
     failed: usize,
     fit_failed: Option<&FitError>,
 ) -> RunResult {
@@ -521,7 +562,7 @@ fn build_result(
     }
     let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
     let verdicts: Vec<ItemVerdict> =
-        stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: 1.0 })).collect();
+        stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: r.5 })).collect();
     let (identifiability, apparent) = match fit_failed {
         Some(_) => (Default::default(), crate::model::summary::Apparent::of_summary(s)),
         None => crate::report::outcome::identify_and_apparent(
@@ -588,10 +629,119 @@ fn build_result(
         quarantined: Vec::new(),
         last_error: None,
         reporting: out.reporting,
+        verdicts_report: VerdictsReport::default(),
+        replay: judge.replay(),
     }
+}
+
+/// The stop message when the judge's share of invalid replies in this invocation is above its
+/// limit (`judge.openai.max_invalid_rate`, after `invalid_rate_min_replies` replies): the rate,
+/// the reasons, and the likely cause of the most frequent one.
+fn invalid_rate_stop(judge: &dyn Judge) -> Option<String> {
+    let (max, min_replies) = judge.invalid_rate_limit()?;
+    let st = judge.stats()?;
+    if st.replies < min_replies.max(1) || (st.invalid_replies as f64) <= max * st.replies as f64 {
+        return None;
+    }
+    let mut reasons: Vec<(&String, &u64)> = st.invalid_by_reason.iter().collect();
+    reasons.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+    let parts: Vec<String> = reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let cause = reasons
+        .first()
+        .and_then(|(k, _)| crate::judge::openai::parse::Invalid::from_reason(k))
+        .map_or("see `raw` in verdicts.jsonl", |r| r.likely_cause());
+    Some(format!(
+        "{} of {} replies were invalid ({:.0}%, above max_invalid_rate {}; {}); likely cause: {cause}",
+        st.invalid_replies,
+        st.replies,
+        100.0 * st.invalid_replies as f64 / st.replies as f64,
+        max,
+        parts.join(", ")
+    ))
+}
+
+/// Invalid verdicts by reason, strong preferences and their weight, verdict-shaped candidate
+/// answers, and the invalid-rate stop message, from this judge's stored verdicts.
+fn verdicts_report(cfg: &Config, records: &[&VerdictRecord], stop_message: Option<String>) -> VerdictsReport {
+    let reasons = records.iter().filter(|r| r.y.is_none()).map(|r| r.invalid_reason.as_deref().unwrap_or("unknown"));
+    let strong = records.iter().filter(|r| r.y.is_some() && r.detail.strong_preference).count();
+    VerdictsReport {
+        invalid_by_reason: crate::judge::invalid_by_reason(records.len(), reasons),
+        strong_preferences: strong,
+        strong_preference_weight: (strong > 0).then_some(cfg.raw.model.strong_preference_weight),
+        verdict_shaped_items: verdict_shaped_items(&cfg.pool),
+        stop_message,
+    }
+}
+
+/// Items of `pool` whose text holds verdict-shaped text (docs/live.md, "Parsing rules").
+pub fn verdict_shaped_items(pool: &crate::store::pool::Pool) -> Vec<crate::judge::VerdictShaped> {
+    pool.items
+        .iter()
+        .filter_map(|it| {
+            let excerpt = crate::judge::openai::parse::verdict_shaped(it.text.as_deref()?)?;
+            Some(crate::judge::VerdictShaped { id: it.id.clone(), excerpt })
+        })
+        .collect()
 }
 
 /// The human-readable end-of-run summary ([`crate::report::summary::run_summary`]).
 pub fn summary_text(r: &RunResult, dir: &Path) -> String {
     crate::report::summary::run_summary(r, dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::{BoxFuture, JudgeReply, JudgeStats};
+
+    /// A judge that only reports counters and its invalid-rate rule.
+    struct Counted(JudgeStats, Option<(f64, u64)>);
+
+    impl Judge for Counted {
+        fn describe(&self) -> String {
+            "counted".into()
+        }
+        fn cache_key(&self, _: &crate::store::pool::Pool, a: usize, b: usize) -> String {
+            format!("{a}-{b}")
+        }
+        fn stats(&self) -> Option<JudgeStats> {
+            Some(self.0.clone())
+        }
+        fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+            self.1
+        }
+        fn judge<'a>(
+            &'a self,
+            _: &'a crate::store::pool::Pool,
+            _: usize,
+            _: usize,
+        ) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+            unreachable!("not queried")
+        }
+    }
+
+    fn stats(replies: u64, reasons: &[(&str, u64)]) -> JudgeStats {
+        let mut s = JudgeStats { replies, ..Default::default() };
+        for (k, v) in reasons {
+            s.invalid_by_reason.insert((*k).into(), *v);
+            s.invalid_replies += v;
+        }
+        s
+    }
+
+    #[test]
+    fn invalid_rate_rule_applies_after_its_minimum_and_names_the_likely_cause() {
+        let over = stats(20, &[("truncated", 8), ("no_verdict", 3)]);
+        let m = invalid_rate_stop(&Counted(over.clone(), Some((0.5, 20)))).unwrap();
+        assert!(
+            m.starts_with("11 of 20 replies were invalid (55%, above max_invalid_rate 0.5; truncated 8, no_verdict 3)"),
+            "{m}"
+        );
+        assert!(m.contains("likely cause: replies are cut at max_tokens"), "{m}");
+        // Exactly at the limit, before the minimum, or without a rule: no stop.
+        assert_eq!(invalid_rate_stop(&Counted(stats(20, &[("no_verdict", 10)]), Some((0.5, 20)))), None);
+        assert_eq!(invalid_rate_stop(&Counted(over.clone(), Some((0.5, 21)))), None);
+        assert_eq!(invalid_rate_stop(&Counted(over, None)), None);
+    }
 }

@@ -13,8 +13,9 @@
 //! provider may have billed is booked exactly once: as a verdict, a paid failure, or a possibly
 //! billed intent. [`Books::spend`] adds them up for one judge configuration.
 
+use crate::store::intents::{Closure, Intent};
 use crate::store::intents::{IntentError, IntentId, IntentLog};
-use crate::store::ledger::{self, CacheError, VerdictLog, VerdictRecord};
+use crate::store::ledger::{self, CacheError, Duplicate, ReadLog, VerdictLog, VerdictRecord};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -71,19 +72,7 @@ impl Books {
     pub fn open(dir: &Path) -> Result<(Self, Vec<String>), BooksError> {
         let (log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
         let failed_path = dir.join("failed.jsonl");
-        let mut closed: HashSet<(String, IntentId)> = HashSet::new();
-        let mut max_id = 0;
-        let verdict_intents = log.records().iter().chain(log.duplicates().iter().map(|d| &d.record));
-        for r in verdict_intents {
-            if let Some(id) = r.intent {
-                closed.insert((r.key.clone(), id));
-                max_id = max_id.max(id);
-            }
-        }
-        for (key, id) in ledger::failed_intents(&failed_path) {
-            max_id = max_id.max(id);
-            closed.insert((key, id));
-        }
+        let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed_path);
         let (intents, recovery) = IntentLog::open(&dir.join("intents.jsonl"), &closed, max_id)?;
         let mut warnings: Vec<String> = warning.into_iter().chain(recovery.warning).collect();
         if !recovery.booked.is_empty() {
@@ -186,21 +175,74 @@ impl Books {
 
     /// Spend booked for the cache keys `mine` accepts (one judge configuration).
     pub fn spend(&self, mine: &dyn Fn(&str) -> bool) -> Spend {
-        let mut s = Spend::default();
-        for r in self.log.records().iter().filter(|r| mine(&r.key)) {
-            s.verdicts_usd += r.cost_usd;
-        }
-        for d in self.log.duplicates().iter().filter(|d| mine(&d.record.key)) {
-            s.duplicates += 1;
-            s.duplicates_usd += d.record.cost_usd;
-        }
-        s.failed_usd = ledger::failed_spend(&self.failed_path, mine);
-        for c in self.intents.possibly_billed().iter().filter(|c| mine(&c.key)) {
-            s.possibly_billed += 1;
-            s.possibly_billed_usd += c.cost_usd;
-        }
-        s
+        spend(self.log.records(), self.log.duplicates(), &self.failed_path, self.intents.possibly_billed(), &[], mine)
     }
+}
+
+/// The spend the run folder `dir` has booked for the keys `mine` accepts, read without writing
+/// anything (for the dry run): intents nothing closes count as possibly billed at their worst
+/// case, as the next run will book them.
+///
+/// # Errors
+/// [`BooksError`] naming the file (and line).
+pub fn peek_spend(dir: &Path, mine: &dyn Fn(&str) -> bool) -> Result<Spend, BooksError> {
+    let verdicts = dir.join("verdicts.jsonl");
+    let read = if verdicts.exists() { ledger::read_log(&verdicts)? } else { ReadLog::default() };
+    let failed_path = dir.join("failed.jsonl");
+    let (closed, _) = closed_by_records(&read.records, &read.duplicates, &failed_path);
+    let (open, booked) = IntentLog::peek(&dir.join("intents.jsonl"), &closed)?;
+    Ok(spend(&read.records, &read.duplicates, &failed_path, &booked, &open, mine))
+}
+
+/// The (cache key, intent id) pairs the verdict records (duplicates too) and failed.jsonl carry,
+/// and the largest id among them.
+fn closed_by_records(
+    records: &[VerdictRecord],
+    duplicates: &[Duplicate],
+    failed_path: &Path,
+) -> (HashSet<(String, IntentId)>, IntentId) {
+    let mut closed = HashSet::new();
+    let mut max_id = 0;
+    for r in records.iter().chain(duplicates.iter().map(|d| &d.record)) {
+        if let Some(id) = r.intent {
+            closed.insert((r.key.clone(), id));
+            max_id = max_id.max(id);
+        }
+    }
+    for (key, id) in ledger::failed_intents(failed_path) {
+        max_id = max_id.max(id);
+        closed.insert((key, id));
+    }
+    (closed, max_id)
+}
+
+/// Add up the books for the keys `mine` accepts; `open` intents count as possibly billed.
+fn spend(
+    records: &[VerdictRecord],
+    duplicates: &[Duplicate],
+    failed_path: &Path,
+    booked: &[Closure],
+    open: &[Intent],
+    mine: &dyn Fn(&str) -> bool,
+) -> Spend {
+    let mut s = Spend::default();
+    for r in records.iter().filter(|r| mine(&r.key)) {
+        s.verdicts_usd += r.cost_usd;
+    }
+    for d in duplicates.iter().filter(|d| mine(&d.record.key)) {
+        s.duplicates += 1;
+        s.duplicates_usd += d.record.cost_usd;
+    }
+    s.failed_usd = ledger::failed_spend(failed_path, mine);
+    for usd in booked.iter().filter(|c| mine(&c.key)).map(|c| c.cost_usd) {
+        s.possibly_billed += 1;
+        s.possibly_billed_usd += usd;
+    }
+    for usd in open.iter().filter(|i| mine(&i.key)).map(|i| i.reserved_usd) {
+        s.possibly_billed += 1;
+        s.possibly_billed_usd += usd;
+    }
+    s
 }
 
 #[cfg(test)]
@@ -223,6 +265,7 @@ mod tests {
             attempts: 1,
             latency_ms: 0,
             ts: 1,
+            detail: Default::default(),
             intent: None,
         }
     }
@@ -250,6 +293,11 @@ mod tests {
             assert_eq!((s.verdicts_usd, s.failed_usd, s.possibly_billed), (0.1875, 0.25, 0));
             // SIGKILL here: intent 5 is in flight.
         }
+        // The dry run's view, before anything books intent 5: already counted, nothing written.
+        let intents_before = std::fs::read(dir.path().join("intents.jsonl")).unwrap();
+        let peeked = peek_spend(dir.path(), &all).unwrap();
+        assert_eq!((peeked.possibly_billed, peeked.total_usd()), (1, 0.125 + 0.0625 + 0.25 + 0.5));
+        assert_eq!(std::fs::read(dir.path().join("intents.jsonl")).unwrap(), intents_before);
         let (books, w) = Books::open(dir.path()).unwrap();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("1 request(s)") && w[0].contains("possibly billed"), "{}", w[0]);

@@ -86,6 +86,8 @@ pub enum JudgeConfig {
     Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
     /// OpenAI-compatible chat-completions endpoint (docs/model.md §4; see docs/live.md).
     Openai(Box<crate::judge::openai::OpenAiConfig>),
+    /// Verdicts replayed from a recording (docs/replay.md).
+    Replay(crate::judge::replay::ReplayConfig),
 }
 
 /// Model settings (docs/model.md §2).
@@ -107,6 +109,17 @@ pub struct ModelConfig {
     /// Covariates; default `words` (zscore) when items have text plus every `covariates` key (raw).
     #[serde(default)]
     pub covariates: Option<Vec<CovariateSpec>>,
+    /// Weight of the likelihood term of a verdict that states a strong preference (`[[A>>B]]`),
+    /// > 0 (default 1: weighted like any verdict). Never applied by duplicating verdicts.
+    #[serde(default = "d_strong", skip_serializing_if = "is_default_strong")]
+    pub strong_preference_weight: f64,
+}
+
+fn d_strong() -> f64 {
+    1.0
+}
+fn is_default_strong(w: &f64) -> bool {
+    *w == 1.0
 }
 
 fn d_kind() -> ModelKind {
@@ -122,6 +135,7 @@ impl Default for ModelConfig {
             lambda_b: p.lambda_b,
             lambda_kappa: p.lambda_kappa,
             covariates: None,
+            strong_preference_weight: d_strong(),
         }
     }
 }
@@ -385,6 +399,16 @@ impl Config {
         let param =
             |section: &str, e: crate::model::params::ParamError| inv(&format!("{section}.{}", e.name), e.to_string());
         raw.model.prior().check().map_err(|e| param("model", e))?;
+        let m = &raw.model;
+        if !(m.strong_preference_weight > 0.0 && m.strong_preference_weight.is_finite()) {
+            return Err(inv(
+                "model.strong_preference_weight",
+                format!(
+                    "{} must be a finite number > 0 (1 weighs a strong preference like any verdict)",
+                    m.strong_preference_weight
+                ),
+            ));
+        }
         let a = &raw.acquisition;
         check_refit_every(a.refit_every).map_err(|e| param("acquisition", e))?;
         if a.batch_size == 0 {
@@ -513,6 +537,12 @@ fn check_judge(
         JudgeConfig::Synthetic(s) => {
             s.resolve(synth);
             s.check(pool).map_err(|m| (format!("{key}.synthetic"), m))?;
+        }
+        JudgeConfig::Replay(r) => {
+            r.file = normalize(&dir.join(&r.file));
+            let k = format!("{key}.replay");
+            let j = crate::judge::replay::ReplayJudge::new(r.clone()).map_err(|m| (k.clone(), m))?;
+            j.check_pool(pool).map_err(|m| (k, m))?;
         }
     }
     Ok(())

@@ -174,6 +174,43 @@ fn read_lines(path: &Path, bytes: &[u8]) -> Result<(Vec<Line>, u64, Option<Strin
     Ok((out, bytes.len() as u64, None))
 }
 
+/// The state a log's lines describe.
+struct Replayed {
+    next_id: IntentId,
+    attempts: HashMap<String, u32>,
+    open: BTreeMap<IntentId, Intent>,
+    possibly_billed: Vec<Closure>,
+}
+
+fn replay(lines: Vec<Line>, closed_by_records: &HashSet<(String, IntentId)>, max_record_id: IntentId) -> Replayed {
+    let mut r = Replayed {
+        next_id: max_record_id + 1,
+        attempts: HashMap::new(),
+        open: BTreeMap::new(),
+        possibly_billed: Vec::new(),
+    };
+    for line in lines {
+        match line {
+            Line::Intent(i) => {
+                r.next_id = r.next_id.max(i.intent + 1);
+                let n = r.attempts.entry(i.key.clone()).or_insert(0);
+                *n = (*n).max(i.attempt);
+                if !closed_by_records.contains(&(i.key.clone(), i.intent)) {
+                    r.open.insert(i.intent, i);
+                }
+            }
+            Line::Closure(c) => {
+                r.next_id = r.next_id.max(c.closed + 1);
+                r.open.remove(&c.closed);
+                if c.possibly_billed {
+                    r.possibly_billed.push(c);
+                }
+            }
+        }
+    }
+    r
+}
+
 impl IntentLog {
     /// Open (or create) the intent log at `path` and book every open intent as possibly billed.
     ///
@@ -205,33 +242,15 @@ impl IntentLog {
             file.write_all(b"\n").map_err(io)?;
             file.sync_data().map_err(io)?;
         }
+        let r = replay(lines, closed_by_records, max_record_id);
         let mut log = Self {
             path: path.to_owned(),
             file,
-            next_id: max_record_id + 1,
-            attempts: HashMap::new(),
-            open: BTreeMap::new(),
-            possibly_billed: Vec::new(),
+            next_id: r.next_id,
+            attempts: r.attempts,
+            open: r.open,
+            possibly_billed: r.possibly_billed,
         };
-        for line in lines {
-            match line {
-                Line::Intent(i) => {
-                    log.next_id = log.next_id.max(i.intent + 1);
-                    let n = log.attempts.entry(i.key.clone()).or_insert(0);
-                    *n = (*n).max(i.attempt);
-                    if !closed_by_records.contains(&(i.key.clone(), i.intent)) {
-                        log.open.insert(i.intent, i);
-                    }
-                }
-                Line::Closure(c) => {
-                    log.next_id = log.next_id.max(c.closed + 1);
-                    log.open.remove(&c.closed);
-                    if c.possibly_billed {
-                        log.possibly_billed.push(c);
-                    }
-                }
-            }
-        }
         let open: Vec<IntentId> = log.open.keys().copied().collect();
         let mut booked = Vec::with_capacity(open.len());
         for id in open {
@@ -241,6 +260,26 @@ impl IntentLog {
             )?);
         }
         Ok((log, Recovery { booked, warning }))
+    }
+
+    /// Read the log at `path` without writing anything (a missing file is empty, a torn last
+    /// line is ignored): the intents nothing closes yet, and the requests already booked as
+    /// possibly billed.
+    ///
+    /// # Errors
+    /// [`IntentError`]: unreadable file or a malformed line other than a torn last one.
+    pub fn peek(
+        path: &Path,
+        closed_by_records: &HashSet<(String, IntentId)>,
+    ) -> Result<(Vec<Intent>, Vec<Closure>), IntentError> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(source) => return Err(IntentError::Io { path: path.to_owned(), source }),
+        };
+        let (lines, _, _) = read_lines(path, &bytes)?;
+        let r = replay(lines, closed_by_records, 0);
+        Ok((r.open.into_values().collect(), r.possibly_billed))
     }
 
     fn append(&mut self, line: &str) -> Result<(), IntentError> {
@@ -391,6 +430,10 @@ mod tests {
         // The verdict of intent 1 is in verdicts.jsonl; intent 4's verdict was written too
         // (the crash came between the verdict and nothing else).
         let closed: HashSet<(String, IntentId)> = [("k1".to_string(), 1), ("k4".to_string(), 4)].into();
+        let before = std::fs::read(&path).unwrap();
+        let (open, pb) = IntentLog::peek(&path, &closed).unwrap();
+        assert_eq!((open.iter().map(|i| i.intent).collect::<Vec<_>>(), pb.len()), (vec![2], 0));
+        assert_eq!(std::fs::read(&path).unwrap(), before, "peek writes nothing");
         let (log, rec) = IntentLog::open(&path, &closed, 0).unwrap();
         assert_eq!(rec.booked.len(), 1, "{:?}", rec.booked);
         assert_eq!((rec.booked[0].closed, rec.booked[0].cost_usd, rec.booked[0].possibly_billed), (2, 0.5, true));

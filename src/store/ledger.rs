@@ -76,6 +76,9 @@ pub struct VerdictRecord {
     /// Unix time (seconds) when stored.
     #[serde(default)]
     pub ts: u64,
+    /// Strong preference, the channel read, and the raw channels of a reply without a verdict.
+    #[serde(default, flatten)]
+    pub detail: crate::judge::VerdictDetail,
     /// The intent this verdict closes (`intents.jsonl`, [`crate::store::intents`]); absent in
     /// records of older versions and imported verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -106,8 +109,15 @@ impl VerdictRecord {
             attempts: reply.attempts,
             latency_ms: reply.latency_ms,
             ts: 0,
+            detail: reply.detail,
             intent: None,
         }
+    }
+
+    /// Weight of this verdict's likelihood term: `strong_preference_weight` for a strong
+    /// preference (`[[A>>B]]`), else 1 (docs/live.md, "Strong preferences").
+    pub fn weight(&self, strong_preference_weight: f64) -> f64 {
+        if self.detail.strong_preference { strong_preference_weight } else { 1.0 }
     }
 }
 
@@ -264,6 +274,15 @@ fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<Str
     Ok((out, good_len + bom as u64, warning))
 }
 
+/// The byte at `len - 1` of `file` (`len` ≥ 1).
+fn last_byte(file: &mut File, len: u64) -> std::io::Result<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut b = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut b)?;
+    Ok(b[0])
+}
+
 impl VerdictLog {
     /// Open (or create) the log, load its records, and cut a torn last line off the file.
     ///
@@ -280,7 +299,7 @@ impl VerdictLog {
         if read.torn.is_some() {
             file.set_len(read.good_len).map_err(io)?;
             file.sync_all().map_err(io)?;
-        } else if read.good_len > 0 && std::fs::read(path).map_err(io)?.last() != Some(&b'\n') {
+        } else if read.good_len > 0 && last_byte(&mut file, read.good_len).map_err(io)? != b'\n' {
             // A complete last record without its newline: end the line before appending.
             file.write_all(b"\n").map_err(io)?;
             file.sync_data().map_err(io)?;
@@ -426,6 +445,7 @@ mod tests {
             attempts: 1,
             latency_ms: 0,
             ts: 1,
+            detail: Default::default(),
             intent: None,
         }
     }

@@ -2,7 +2,7 @@
 //! directory and after being copied elsewhere: `pool.jsonl` (the pool's line as written in the
 //! pool file), `prompt/<file>` (each live judge's prompt template) and `config.yaml` (the
 //! resolved configuration, its paths relative to the run folder, or absolute for a gate's
-//! labels file, which the user may still edit).
+//! labels file, which the user may still edit, and for a replay judge's recording).
 
 use super::config::{Config, JudgeConfig};
 use std::path::{Path, PathBuf};
@@ -32,9 +32,11 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
         raw.pool.id = Some(cfg.pool.pool_id.clone());
     }
     copy_prompt(&mut raw.judge, dir)?;
+    absolute_recording(&mut raw.judge);
     if let Some(g) = &mut raw.gate {
         if let Some(t) = &mut g.trusted {
             copy_prompt(t, dir)?;
+            absolute_recording(t);
         }
         if let Some(l) = &mut g.labels {
             *l = absolute(l);
@@ -59,6 +61,13 @@ fn copy_prompt(j: &mut JudgeConfig, dir: &Path) -> Result<(), (PathBuf, std::io:
     }
     oc.prompt = Path::new("prompt").join(file);
     Ok(())
+}
+
+/// A replay judge's recording stays where it is (it can be large): its path becomes absolute.
+fn absolute_recording(j: &mut JudgeConfig) {
+    if let JudgeConfig::Replay(r) = j {
+        r.file = absolute(&r.file);
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

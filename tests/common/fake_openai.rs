@@ -67,6 +67,8 @@ pub enum Fault {
         /// Seconds ahead.
         secs_ahead: u64,
     },
+    /// HTTP 200: the normal envelope (id, model, usage) with this value as `choices[0]`.
+    Choice(Value),
     /// Any status with this body (JSON or text).
     Status {
         /// HTTP status.
@@ -517,6 +519,11 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
         Some(Fault::Hang { ms }) => {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             json_reply(completion(json!(verdict), "stop", usage, None, None))
+        }
+        Some(Fault::Choice(c)) => {
+            let mut v = completion(json!(""), "stop", usage, None, None);
+            v["choices"] = json!([c]);
+            json_reply(v)
         }
         Some(Fault::Ok) | None => {
             if delay > 0 {

@@ -6,6 +6,9 @@
 //! would be sent as 4000 while the budget reserves 4 tokens per reply, and `max_usd` would be
 //! passed many times over. Such a key is a config error at load that names it and the setting to
 //! use instead ([`check`]); the request builder also gives the tool's own fields precedence.
+//! `tools` / `tool_choice` (and the legacy `functions` / `function_call`) are allowed: a verdict
+//! in a tool call's arguments is read like one in the content (docs/live.md, "Channels"), and
+//! the config check asks each function for a verdict key.
 
 use serde_json::{Map, Value};
 
@@ -46,26 +49,6 @@ pub const RESERVED: &[Reserved] = &[
     r("logprobs", "soft verdicts are read from them", "judge.openai.logprobs"),
     r("top_logprobs", "soft verdicts are read from them", "judge.openai.top_logprobs (with logprobs: true)"),
     r("echo", "an echoed prompt puts both answers' text into the reply the verdict is parsed from", "nothing"),
-    r(
-        "tools",
-        "a tool call replaces the text reply the verdict is parsed from",
-        "nothing (ask for the verdict in the prompt)",
-    ),
-    r(
-        "tool_choice",
-        "a tool call replaces the text reply the verdict is parsed from",
-        "nothing (ask for the verdict in the prompt)",
-    ),
-    r(
-        "functions",
-        "a function call replaces the text reply the verdict is parsed from",
-        "nothing (ask for the verdict in the prompt)",
-    ),
-    r(
-        "function_call",
-        "a function call replaces the text reply the verdict is parsed from",
-        "nothing (ask for the verdict in the prompt)",
-    ),
 ];
 
 const TEMPERATURE: Reserved = r("temperature", "the tool sends the configured temperature", "judge.openai.temperature");

@@ -19,6 +19,7 @@
 //! 5xx, refused connections) do not. Its worst case, reserved before sending, is therefore
 //! (1 + max_invalid_retries) · the attempt's worst case, and it can never cost more.
 
+pub mod body;
 pub mod concurrency;
 pub mod endpoint;
 pub mod extra_body;
@@ -31,13 +32,13 @@ pub mod secret;
 
 use self::concurrency::InFlightLimit;
 use self::endpoint::Endpoint;
-use self::parse::{Invalid, Outcome};
+use self::parse::{Channel, Invalid, Outcome, SoftMiss, TokenLogprob, VerdictFormat};
 use self::prompt::{PromptTemplate, RenderedPrompt, fit_answers, truncate_to_bytes};
 use self::proxy::ProxyEnv;
 use self::ratelimit::RateLimits;
 use self::retry::{Classify, RetryPolicy};
 use self::secret::Secret;
-use crate::judge::{BoxFuture, Judge, JudgeError, JudgeReply, JudgeStats, Usage};
+use crate::judge::{BoxFuture, Judge, JudgeError, JudgeReply, JudgeStats, Usage, VerdictDetail};
 use crate::store::pool::Pool;
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
@@ -207,6 +208,18 @@ pub struct OpenAiConfig {
     /// sets or relies on ([`extra_body::RESERVED`]: a config error naming the setting to use).
     #[serde(default)]
     pub extra_body: Option<Map<String, Value>>,
+    /// Which verdict format the prompt asks for: `text` (default) or `json`; checked against the
+    /// prompt and `extra_body.response_format` when the config loads (docs/live.md,
+    /// "Structured verdicts (JSON)").
+    #[serde(default)]
+    pub verdict_format: VerdictFormat,
+    /// Largest share of invalid replies (re-asks included) before the run stops with a message
+    /// naming the likely cause (default 0.5; 1 never stops).
+    #[serde(default = "d_max_invalid_rate")]
+    pub max_invalid_rate: f64,
+    /// Replies parsed in this invocation before `max_invalid_rate` applies (default 20).
+    #[serde(default = "d_invalid_rate_min_replies")]
+    pub invalid_rate_min_replies: u64,
 }
 
 fn yes() -> bool {
@@ -238,6 +251,12 @@ fn d_invalid() -> u32 {
 }
 fn d_top() -> u8 {
     5
+}
+fn d_max_invalid_rate() -> f64 {
+    0.5
+}
+fn d_invalid_rate_min_replies() -> u64 {
+    20
 }
 fn d_bpt() -> f64 {
     4.0
@@ -322,6 +341,10 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             return Err(e(k, format!("{v} must be a finite number {}", if lo > 0.0 { "> 0" } else { "≥ 0" })));
         }
     }
+    if !(0.0..=1.0).contains(&cfg.max_invalid_rate) {
+        return Err(e("max_invalid_rate", format!("{} must be in [0, 1] (a share of replies)", cfg.max_invalid_rate)));
+    }
+    check_verdict_format(cfg, &template)?;
     if cfg.logprobs && !(1..=20).contains(&cfg.top_logprobs) {
         return Err(e("top_logprobs", format!("{} must be in 1..=20", cfg.top_logprobs)));
     }
@@ -374,6 +397,90 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Check that `verdict_format`, the prompt and `extra_body.response_format` ask for the same
+/// verdict format, before anything is sent (docs/live.md, "Structured verdicts (JSON)").
+///
+/// # Errors
+/// `(key path, message)` naming the prompt file and what to change.
+fn check_verdict_format(cfg: &OpenAiConfig, template: &PromptTemplate) -> Result<(), (String, String)> {
+    let e = |m: String| ("judge.openai.verdict_format".to_owned(), m);
+    let file = cfg.prompt.display();
+    let shown = template
+        .render("", "", "")
+        .map_err(|x| ("judge.openai.prompt".to_owned(), x.to_string()))?
+        .display()
+        .to_lowercase();
+    let mentions_json = shown.contains("json");
+    let names_key = parse::JSON_KEYS.iter().any(|k| shown.contains(&format!("\"{k}\"")));
+    let rf = cfg.extra_body.as_ref().and_then(|b| b.get("response_format"));
+    let rf_type = rf.and_then(|r| r.get("type")).and_then(Value::as_str);
+    match cfg.verdict_format {
+        VerdictFormat::Json => {
+            if !(mentions_json && names_key) {
+                return Err(e(format!(
+                    "json, but the prompt {file} never asks for a JSON object with a verdict key (it should mention JSON and a key such as \"winner\"); use prompts/pairwise_json.j2, or set verdict_format: text"
+                )));
+            }
+            if cfg.max_tokens < 8 {
+                return Err(e(format!(
+                    "json with max_tokens {}: a JSON verdict such as {{\"winner\": \"A\"}} takes about 7 tokens; raise max_tokens (with reasoning in the object, to about 256)",
+                    cfg.max_tokens
+                )));
+            }
+        }
+        VerdictFormat::Text => {
+            if let Some(t @ ("json_object" | "json_schema")) = rf_type {
+                return Err(e(format!(
+                    "text, but extra_body.response_format asks for {t}: the replies will be JSON objects; set verdict_format: json and use a prompt that asks for a JSON verdict (prompts/pairwise_json.j2)"
+                )));
+            }
+            if mentions_json && names_key {
+                return Err(e(format!(
+                    "text, but the prompt {file} asks for a JSON verdict; set verdict_format: json"
+                )));
+            }
+        }
+    }
+    // Tools the judge may call: each function must have a verdict key among its parameters.
+    let functions = cfg.extra_body.iter().flat_map(|b| {
+        let tools = b.get("tools").and_then(Value::as_array).into_iter().flatten().filter_map(|t| t.get("function"));
+        tools.chain(b.get("functions").and_then(Value::as_array).into_iter().flatten())
+    });
+    for f in functions {
+        let props = f.get("parameters").and_then(|p| p.get("properties")).and_then(Value::as_object);
+        let has_key = props.is_some_and(|p| {
+            p.keys().any(|k| parse::JSON_KEYS.contains(&k.trim().to_lowercase().replace([' ', '-'], "_").as_str()))
+        });
+        if !has_key {
+            let name = f.get("name").and_then(Value::as_str).unwrap_or("?");
+            let keys: Vec<&String> = props.map(|p| p.keys().collect()).unwrap_or_default();
+            return Err((
+                "judge.openai.extra_body.tools".to_owned(),
+                format!(
+                    "function {name:?} has parameters {keys:?} but no verdict key the parser reads (e.g. \"winner\"; the list is in docs/live.md): its calls would hold no verdict"
+                ),
+            ));
+        }
+    }
+    if rf_type == Some("json_schema")
+        && let Some(props) = rf
+            .and_then(|r| r.get("json_schema"))
+            .and_then(|j| j.get("schema"))
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+        && !props.keys().any(|k| parse::JSON_KEYS.contains(&k.trim().to_lowercase().replace([' ', '-'], "_").as_str()))
+    {
+        let keys: Vec<&String> = props.keys().collect();
+        return Err((
+            "judge.openai.extra_body.response_format".to_owned(),
+            format!(
+                "the JSON schema's properties {keys:?} hold no verdict key the parser reads (e.g. \"winner\"; the list is in docs/live.md)"
+            ),
+        ));
     }
     Ok(())
 }
@@ -441,6 +548,9 @@ pub enum CallErrorKind {
     ContextOverflow,
     /// A 2xx body that is not a chat completion (retried).
     Malformed,
+    /// An upstream 5xx reported inside a 200 reply that carries `usage` (`finish_reason: error`):
+    /// retried like a 5xx, but booked at its worst case since the provider reported tokens.
+    UpstreamBilled,
     /// HTTP 401/403.
     Auth,
     /// Other 4xx (bad request, unknown model, wrong path).
@@ -466,7 +576,13 @@ impl CallErrorKind {
     /// Whether the provider may have billed the failed request (it was sent and may have run:
     /// timeouts, lost or garbled replies). Such attempts are booked at their worst case.
     pub fn maybe_billed(self) -> bool {
-        matches!(self, CallErrorKind::Timeout | CallErrorKind::Transport | CallErrorKind::Malformed)
+        matches!(
+            self,
+            CallErrorKind::Timeout
+                | CallErrorKind::Transport
+                | CallErrorKind::Malformed
+                | CallErrorKind::UpstreamBilled
+        )
     }
 }
 
@@ -497,6 +613,7 @@ impl Classify for CallError {
                 | CallErrorKind::RateLimited
                 | CallErrorKind::Server
                 | CallErrorKind::Malformed
+                | CallErrorKind::UpstreamBilled
         )
     }
     fn retry_after(&self) -> Option<Duration> {
@@ -646,16 +763,24 @@ fn call_error(e: OpenAIError) -> CallError {
 /// reasons, missing ids and vendor fields are fine).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ChatReply {
-    /// Text of the first choice (content parts joined).
+    /// Text of the first choice (content parts joined; the legacy `text` field when there is
+    /// no message content).
     pub content: Option<String>,
-    /// The `refusal` field.
+    /// The `refusal` field (or a content part of type `refusal`).
     pub refusal: Option<String>,
-    /// `finish_reason` as sent (`stop`, `length`, `content_filter`, `eos`, …).
+    /// `finish_reason` as sent (`stop`, `length`, `content_filter`, `tool_calls`, `eos`, …).
     pub finish_reason: Option<String>,
     /// `usage`, if reported.
     pub usage: Option<Usage>,
-    /// Top alternatives of the first content token: (token, logprob in nats).
-    pub first_top_logprobs: Option<Vec<(String, f64)>>,
+    /// The content tokens with their log-probabilities (`logprobs.content`), when sent.
+    pub logprobs: Option<Vec<TokenLogprob>>,
+    /// Arguments of each tool call (`tool_calls[].function.arguments`, then a legacy
+    /// `function_call.arguments`), in order.
+    pub tool_arguments: Vec<String>,
+    /// Every non-empty output channel as received: `content`, `reasoning_content`,
+    /// `reasoning`, `refusal`, `tool_calls`, `finish_reason` (stored with a reply that holds no
+    /// verdict).
+    pub channels: BTreeMap<String, String>,
 }
 
 fn u(v: &Value, path: &[&str]) -> Option<u64> {
@@ -666,48 +791,39 @@ fn u(v: &Value, path: &[&str]) -> Option<u64> {
     x.as_u64().or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
 }
 
+/// The error a 200 reply reports instead of a completion: a top-level `error` object without
+/// choices, or a choice with `finish_reason: error` and/or its own `error` object (how some
+/// routers report a failed upstream call). `None` for an ordinary completion.
+fn in_band_error(v: &Value) -> Option<Value> {
+    let choice = v.get("choices").and_then(Value::as_array).and_then(|c| c.first());
+    let Some(choice) = choice else {
+        return v.get("error").filter(|e| !e.is_null()).cloned();
+    };
+    let own = choice.get("error").filter(|e| !e.is_null());
+    let finish_error = choice.get("finish_reason").and_then(Value::as_str) == Some("error");
+    match (own, finish_error) {
+        (Some(e), _) => Some(e.clone()),
+        (None, true) => Some(v.get("error").filter(|e| !e.is_null()).cloned().unwrap_or(Value::Null)),
+        (None, false) => None,
+    }
+}
+
+fn text_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+        Value::Null | Value::String(_) => None,
+        other => Some(other.to_string()),
+    }
+}
+
 impl ChatReply {
     /// Read a chat-completion JSON value.
     ///
     /// # Errors
-    /// [`CallError`]: an embedded `error` object (classified by its code), or no choices.
+    /// [`CallError`]: an error reported inside the reply (an `error` object, or
+    /// `finish_reason: error`; classified by its code like the HTTP status it stands for, a
+    /// 5xx without code), or no choices.
     pub fn from_value(v: &Value) -> Result<Self, CallError> {
-        let choices = v.get("choices").and_then(Value::as_array).filter(|c| !c.is_empty());
-        let Some(choice) = choices.and_then(|c| c.first()) else {
-            if let Some(err) = v.get("error") {
-                let code = err.get("code").and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok());
-                let body = err.to_string();
-                let kind = code.map_or_else(
-                    || if body.contains("rate") { CallErrorKind::RateLimited } else { CallErrorKind::Server },
-                    |c| classify_http(c, &body),
-                );
-                return Err(CallError {
-                    kind,
-                    status: code,
-                    retry_after: None,
-                    message: format!("error in a 2xx reply: {}", clip(&body, 300)),
-                });
-            }
-            return Err(CallError {
-                kind: CallErrorKind::Malformed,
-                status: None,
-                retry_after: None,
-                message: format!("reply has no choices: {}", clip(&v.to_string(), 200)),
-            });
-        };
-        let msg = choice.get("message");
-        let content = msg.and_then(|m| m.get("content")).and_then(|c| match c {
-            Value::String(s) => Some(s.clone()),
-            Value::Array(parts) => Some(
-                parts
-                    .iter()
-                    .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
-                    .collect::<String>(),
-            ),
-            _ => None,
-        });
-        let refusal = msg.and_then(|m| m.get("refusal")).and_then(Value::as_str).map(str::to_owned);
-        let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned);
         let usage = v.get("usage").filter(|x| x.is_object()).and_then(|us| {
             let prompt = u(us, &["prompt_tokens"]).or_else(|| u(us, &["input_tokens"]))?;
             let completion = u(us, &["completion_tokens"]).or_else(|| u(us, &["output_tokens"])).unwrap_or(0);
@@ -718,20 +834,129 @@ impl ChatReply {
                 reasoning_tokens: u(us, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
             })
         });
-        let first_top_logprobs = choice
+        if let Some(err) = in_band_error(v) {
+            let code = err
+                .get("code")
+                .and_then(|c| c.as_u64().or_else(|| c.as_str().and_then(|s| s.trim().parse().ok())))
+                .and_then(|c| u16::try_from(c).ok())
+                .filter(|c| (100..600).contains(c));
+            let body = if err.is_null() {
+                "finish_reason \"error\" without an error object".to_owned()
+            } else {
+                err.to_string()
+            };
+            let mut kind = code.map_or_else(
+                || if body.contains("rate") { CallErrorKind::RateLimited } else { CallErrorKind::Server },
+                |c| classify_http(c, &body),
+            );
+            let billed = usage.is_some_and(|u| u.prompt_tokens + u.completion_tokens > 0);
+            if kind == CallErrorKind::Server && billed {
+                kind = CallErrorKind::UpstreamBilled;
+            }
+            return Err(CallError {
+                kind,
+                status: code,
+                retry_after: None,
+                message: format!("error in a 2xx reply: {}", clip(&body, 300)),
+            });
+        }
+        let choices = v.get("choices").and_then(Value::as_array).filter(|c| !c.is_empty());
+        let Some(choice) = choices.and_then(|c| c.first()) else {
+            return Err(CallError {
+                kind: CallErrorKind::Malformed,
+                status: None,
+                retry_after: None,
+                message: format!("reply has no choices: {}", clip(&v.to_string(), 200)),
+            });
+        };
+        let msg = choice.get("message");
+        let mut refusal = msg.and_then(|m| m.get("refusal")).and_then(Value::as_str).map(str::to_owned);
+        let content = msg.and_then(|m| m.get("content")).and_then(|c| match c {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(parts) => {
+                for p in parts {
+                    if p.get("type").and_then(Value::as_str) == Some("refusal")
+                        && let Some(r) = p.get("refusal").and_then(Value::as_str)
+                    {
+                        refusal.get_or_insert_with(String::new).push_str(r);
+                    }
+                }
+                Some(
+                    parts
+                        .iter()
+                        .filter(|p| {
+                            !matches!(p.get("type").and_then(Value::as_str), Some("refusal" | "thinking" | "reasoning"))
+                        })
+                        .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
+                        .collect::<String>(),
+                )
+            }
+            _ => None,
+        });
+        let content = content.or_else(|| choice.get("text").and_then(Value::as_str).map(str::to_owned));
+        let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_owned);
+        let mut tool_arguments = Vec::new();
+        let args_text = |a: &Value| match a {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if let Some(calls) = msg.and_then(|m| m.get("tool_calls")).and_then(Value::as_array) {
+            for c in calls {
+                if let Some(a) = c.get("function").and_then(|f| f.get("arguments")) {
+                    tool_arguments.push(args_text(a));
+                }
+            }
+        }
+        if let Some(a) = msg.and_then(|m| m.get("function_call")).and_then(|f| f.get("arguments")) {
+            tool_arguments.push(args_text(a));
+        }
+        let mut channels = BTreeMap::new();
+        if let Some(c) = content.as_deref().filter(|c| !c.trim().is_empty()) {
+            channels.insert("content".to_owned(), c.to_owned());
+        }
+        for key in ["reasoning_content", "reasoning", "reasoning_details", "tool_calls", "function_call"] {
+            if let Some(t) = msg.and_then(|m| m.get(key)).and_then(text_of) {
+                channels.insert(key.to_owned(), t);
+            }
+        }
+        if let Some(r) = refusal.as_deref().filter(|r| !r.trim().is_empty()) {
+            channels.insert("refusal".to_owned(), r.to_owned());
+        }
+        if let Some(f) = &finish_reason {
+            channels.insert("finish_reason".to_owned(), f.clone());
+        }
+        let logprobs = choice
             .get("logprobs")
             .and_then(|l| l.get("content"))
             .and_then(Value::as_array)
-            .and_then(|c| c.first())
-            .and_then(|t| t.get("top_logprobs"))
-            .and_then(Value::as_array)
-            .map(|tops| {
-                tops.iter()
-                    .filter_map(|t| Some((t.get("token")?.as_str()?.to_owned(), t.get("logprob")?.as_f64()?)))
+            .map(|toks| {
+                toks.iter()
+                    .filter_map(|t| {
+                        let lp = |x: &Value| x.get("logprob").and_then(Value::as_f64);
+                        let bytes = |x: &Value| {
+                            x.get("bytes")
+                                .and_then(Value::as_array)
+                                .and_then(|b| b.iter().map(|n| n.as_u64().and_then(|n| u8::try_from(n).ok())).collect())
+                        };
+                        Some(TokenLogprob {
+                            token: t.get("token")?.as_str()?.to_owned(),
+                            bytes: bytes(t),
+                            logprob: lp(t)?,
+                            top: t
+                                .get("top_logprobs")
+                                .and_then(Value::as_array)
+                                .map(|tops| {
+                                    tops.iter()
+                                        .filter_map(|x| Some((x.get("token")?.as_str()?.to_owned(), lp(x)?)))
+                                        .collect()
+                                })
+                                .unwrap_or_default(),
+                        })
+                    })
                     .collect::<Vec<_>>()
             })
             .filter(|v| !v.is_empty());
-        Ok(Self { content, refusal, finish_reason, usage, first_top_logprobs })
+        Ok(Self { content, refusal, finish_reason, usage, logprobs, tool_arguments, channels })
     }
 }
 
@@ -754,6 +979,8 @@ struct Counters {
     usage_missing: AtomicU64,
     soft_verdicts: AtomicU64,
     rate_limit_wait_ms: AtomicU64,
+    replies: AtomicU64,
+    in_band_errors: AtomicU64,
 }
 
 /// The OpenAI-compatible judge.
@@ -773,6 +1000,9 @@ pub struct OpenAiJudge {
     policy: RetryPolicy,
     counters: Counters,
     invalid_by_reason: Mutex<BTreeMap<String, u64>>,
+    soft_fallbacks: Mutex<BTreeMap<String, u64>>,
+    /// Bodies with broken text repaired by the transport (shared with it).
+    broken_text: std::sync::Arc<AtomicU64>,
     task_limit: Mutex<HashMap<String, Option<usize>>>,
 }
 
@@ -825,9 +1055,12 @@ impl OpenAiJudge {
             .with_org_id("")
             .with_project_id("");
         let transport_http = http.clone();
+        let broken_text = std::sync::Arc::new(AtomicU64::new(0));
+        let repairs = broken_text.clone();
         let svc = tower::service_fn(move |f: HttpRequestFactory| {
             let http = transport_http.clone();
-            async move { transport(&http, f).await }
+            let repairs = repairs.clone();
+            async move { transport(&http, f, &repairs).await }
         });
         // Client::build installs async-openai's retrying executor; with_http_service replaces it
         // with ours (no retry layer), so only crate::judge::openai::retry retries (async-openai's default client retries on its own).
@@ -844,6 +1077,8 @@ impl OpenAiJudge {
             client,
             counters: Counters::default(),
             invalid_by_reason: Mutex::new(BTreeMap::new()),
+            soft_fallbacks: Mutex::new(BTreeMap::new()),
+            broken_text,
             task_limit: Mutex::new(HashMap::new()),
             cfg,
         })
@@ -957,7 +1192,7 @@ impl OpenAiJudge {
         let c = &self.counters;
         let ctr = match e.kind {
             CallErrorKind::RateLimited | CallErrorKind::Quota => &c.rate_limited,
-            CallErrorKind::Server => &c.server_errors,
+            CallErrorKind::Server | CallErrorKind::UpstreamBilled => &c.server_errors,
             CallErrorKind::Timeout => &c.timeouts,
             CallErrorKind::Connect | CallErrorKind::Transport => &c.connect_errors,
             CallErrorKind::Malformed => &c.malformed,
@@ -989,7 +1224,12 @@ impl OpenAiJudge {
                 message: format!("no reply within {:.1} s", deadline.as_secs_f64()),
             }),
             Ok(Err(e)) => Err(call_error(e)),
-            Ok(Ok(v)) => ChatReply::from_value(&v),
+            Ok(Ok(v)) => {
+                if in_band_error(&v).is_some() {
+                    self.counters.in_band_errors.fetch_add(1, Ordering::Relaxed);
+                }
+                ChatReply::from_value(&v)
+            }
         };
         slot.finish(match &res {
             Ok(_) => concurrency::Outcome::Success,
@@ -1052,7 +1292,46 @@ impl OpenAiJudge {
             cost_usd: cost,
             attempts,
             latency_ms: t0.elapsed().as_millis() as u64,
+            detail: VerdictDetail::default(),
         }
+    }
+
+    /// The verdict of one reply: y (soft P(A) when logprobs are on and usable at the verdict
+    /// letter, else the hard value) and what the parser saw; or why the reply is invalid.
+    /// Counts replies, soft verdicts and the reasons verdicts stayed hard.
+    fn read_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
+        self.counters.replies.fetch_add(1, Ordering::Relaxed);
+        let channels = parse::Reply {
+            content: reply.content.as_deref(),
+            finish_reason: reply.finish_reason.as_deref(),
+            refusal: reply.refusal.as_deref(),
+            tool_arguments: &reply.tool_arguments,
+        };
+        let v = parse::parse_reply(&channels, answers, self.cfg.verdict_format)?;
+        let mut y = v.outcome.y();
+        if self.cfg.logprobs {
+            let soft = match (&reply.logprobs, v.letter_at, v.outcome) {
+                (None, ..) => Err(SoftMiss::Missing),
+                (_, _, Outcome::Tie) | (_, None, _) => Err(SoftMiss::NotALetter),
+                (Some(toks), Some(at), _) => parse::soft_p_a(reply.content.as_deref().unwrap_or(""), toks, at),
+            };
+            match soft {
+                Ok(p) => {
+                    y = p;
+                    self.counters.soft_verdicts.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(miss) => {
+                    *self.soft_fallbacks.lock().expect("not poisoned").entry(miss.as_str().to_owned()).or_default() +=
+                        1;
+                }
+            }
+        }
+        let verdict_from = match v.channel {
+            Channel::Text => None,
+            Channel::Json => Some("json".to_owned()),
+            Channel::ToolCall => Some("tool_call".to_owned()),
+        };
+        Ok((y, VerdictDetail { strong_preference: v.strong, verdict_from, raw_channels: None }))
     }
 
     async fn judge_query(&self, pool: &Pool, a: usize, b: usize) -> Result<JudgeReply, JudgeError> {
@@ -1097,7 +1376,7 @@ impl OpenAiJudge {
         let booked_failures = AtomicU64::new(0); // possibly-billed failed attempts
         let mut usage = Usage::default();
         let mut cost = 0.0;
-        let mut last: Option<(Invalid, Option<String>)> = None;
+        let mut last: Option<(Invalid, Option<String>, BTreeMap<String, String>)> = None;
         let mut asks = 0u32;
         while slots.load(Ordering::Relaxed) > 0 {
             if asks > 0 {
@@ -1184,30 +1463,23 @@ impl OpenAiJudge {
             };
             usage.add(&this_usage);
             cost += self.price.cost_usd(&this_usage);
-            let raw = reply.content.as_deref().map(|c| self.redact(c));
-            match parse::parse_reply(
-                reply.content.as_deref(),
-                reply.finish_reason.as_deref(),
-                reply.refusal.as_deref(),
-                answers,
-            ) {
-                Ok(outcome) => {
-                    let soft = if self.cfg.logprobs && outcome != Outcome::Tie {
-                        reply.first_top_logprobs.as_deref().and_then(parse::soft_p_a)
-                    } else {
-                        None
-                    };
-                    if soft.is_some() {
-                        self.counters.soft_verdicts.fetch_add(1, Ordering::Relaxed);
-                    }
+            let raw = reply
+                .content
+                .as_deref()
+                .filter(|c| !c.trim().is_empty() || reply.tool_arguments.is_empty())
+                .or(reply.tool_arguments.last().map(String::as_str))
+                .map(|c| self.redact(c));
+            match self.read_verdict(&reply, answers) {
+                Ok((y, detail)) => {
                     return Ok(JudgeReply {
-                        y: Some(soft.unwrap_or_else(|| outcome.y())),
+                        y: Some(y),
                         invalid_reason: None,
                         raw,
                         usage,
                         cost_usd: cost,
                         attempts: n_attempts,
                         latency_ms: t0.elapsed().as_millis() as u64,
+                        detail,
                     });
                 }
                 Err(inv) => {
@@ -1222,19 +1494,31 @@ impl OpenAiJudge {
                         (None, Some(r)) => Some(self.redact(r)),
                         _ => raw,
                     };
-                    last = Some((inv, raw));
+                    let channels: BTreeMap<String, String> =
+                        reply.channels.iter().map(|(k, v)| (k.clone(), self.redact(v))).collect();
+                    last = Some((inv, raw, channels));
                 }
             }
         }
-        let (inv, raw) = last.expect("the loop ends after an invalid reply");
+        let (inv, raw, channels) = last.expect("the loop ends after an invalid reply");
         let n = attempts.load(Ordering::Relaxed) as u32;
-        Ok(self.invalid_reply(format!("{}: after {asks} asks", inv.as_str()), raw, usage, cost, n, t0))
+        let mut reply = self.invalid_reply(format!("{}: after {asks} asks", inv.as_str()), raw, usage, cost, n, t0);
+        reply.detail.raw_channels = Some(channels);
+        Ok(reply)
     }
 }
 
 /// Our async-openai transport: send, keep the status of every non-2xx (with `Retry-After`),
 /// reject a 2xx body that is not JSON, and never retry.
-async fn transport(http: &reqwest::Client, f: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
+///
+/// A 2xx body with broken text (invalid UTF-8, lone surrogate escapes such as `"\ud83d"`, which
+/// serde_json and so async-openai reject) is decoded with U+FFFD in place of each broken
+/// sequence ([`body::repair`]) and counted in `repairs`, so the verdict around it is read.
+async fn transport(
+    http: &reqwest::Client,
+    f: HttpRequestFactory,
+    repairs: &AtomicU64,
+) -> Result<reqwest::Response, OpenAIError> {
     let req = f.build().await?;
     let resp = http.execute(req).await.map_err(OpenAIError::Reqwest)?;
     let status = resp.status();
@@ -1244,11 +1528,26 @@ async fn transport(http: &reqwest::Client, f: HttpRequestFactory) -> Result<reqw
         let body = String::from_utf8_lossy(&bytes).into_owned();
         return Err(OpenAIError::Boxed(Box::new(HttpFailure { status: status.as_u16(), retry_after, body })));
     }
-    if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_err() {
-        let body = String::from_utf8_lossy(&bytes).into_owned();
+    let repaired = body::repair(&bytes);
+    let owned: Option<Vec<u8>> = repaired.changed().then(|| {
+        repairs.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            "reply body with broken text decoded with U+FFFD ({} invalid UTF-8 sequences, {} lone surrogate escapes)",
+            repaired.invalid_utf8,
+            repaired.lone_surrogates
+        );
+        repaired.body.into_owned()
+    });
+    let checked: &[u8] = owned.as_deref().unwrap_or(&bytes);
+    if serde_json::from_slice::<serde::de::IgnoredAny>(checked).is_err() {
+        let body = String::from_utf8_lossy(checked).into_owned();
         return Err(OpenAIError::Boxed(Box::new(MalformedBody { status: status.as_u16(), body })));
     }
-    let rebuilt = http::Response::builder().status(status).body(bytes).map_err(|e| OpenAIError::Boxed(Box::new(e)))?;
+    let body: reqwest::Body = match owned {
+        Some(v) => v.into(),
+        None => bytes.into(),
+    };
+    let rebuilt = http::Response::builder().status(status).body(body).map_err(|e| OpenAIError::Boxed(Box::new(e)))?;
     Ok(reqwest::Response::from(rebuilt))
 }
 
@@ -1311,11 +1610,19 @@ impl Judge for OpenAiJudge {
             context_overflows: g(&c.context_overflows),
             usage_missing: g(&c.usage_missing),
             soft_verdicts: g(&c.soft_verdicts),
+            soft_fallbacks: self.soft_fallbacks.lock().expect("not poisoned").clone(),
+            replies: g(&c.replies),
+            in_band_errors: g(&c.in_band_errors),
+            broken_text_repairs: self.broken_text.load(Ordering::Relaxed),
             rate_limit_wait_ms: g(&c.rate_limit_wait_ms),
             in_flight_cuts: in_flight.cuts,
             in_flight_lowest: in_flight.lowest.map(|l| l as u64),
             in_flight_limit_at_end: in_flight.now.map(|l| l as u64),
         })
+    }
+
+    fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+        Some((self.cfg.max_invalid_rate, self.cfg.invalid_rate_min_replies))
     }
 
     fn preview(&self, pool: &Pool, a: usize, b: usize) -> Option<String> {
@@ -1434,7 +1741,8 @@ mod tests {
             r.usage,
             Some(Usage { prompt_tokens: 394, completion_tokens: 1, cached_tokens: 226, reasoning_tokens: 0 })
         );
-        assert_eq!(r.first_top_logprobs.as_ref().unwrap().len(), 2);
+        let toks = r.logprobs.as_ref().unwrap();
+        assert_eq!((toks.len(), toks[0].top.len(), toks[0].bytes.as_deref()), (1, 2, Some(&[65u8][..])));
         // "eos" finish reason, content parts, no usage, no id.
         let v2 = json!({"choices":[{"message":{"content":[{"type":"text","text":"[["},{"type":"text","text":"B]]"}]},"finish_reason":"eos"}]});
         let r2 = ChatReply::from_value(&v2).unwrap();
@@ -1445,6 +1753,56 @@ mod tests {
         assert_eq!((e.kind, e.status), (CallErrorKind::RateLimited, Some(429)));
         let e = ChatReply::from_value(&json!({"choices":[]})).unwrap_err();
         assert_eq!(e.kind, CallErrorKind::Malformed);
+    }
+
+    #[test]
+    fn errors_inside_a_200_reply_are_the_errors_they_report() {
+        // A router's upstream failure: finish_reason "error" with an error object, code 502.
+        let v = json!({"id": "gen-1", "choices": [{"index": 0, "finish_reason": "error",
+            "message": {"role": "assistant", "content": ""},
+            "error": {"code": 502, "message": "Upstream provider returned 502"}}]});
+        let e = ChatReply::from_value(&v).unwrap_err();
+        assert_eq!((e.kind, e.status), (CallErrorKind::Server, Some(502)));
+        assert!(e.retryable() && !e.kind.maybe_billed());
+        assert!(in_band_error(&v).is_some());
+        // The same with usage reported: retried, and booked at its worst case.
+        let mut billed = v.clone();
+        billed["usage"] = json!({"prompt_tokens": 900, "completion_tokens": 0});
+        let e = ChatReply::from_value(&billed).unwrap_err();
+        assert_eq!(e.kind, CallErrorKind::UpstreamBilled);
+        assert!(e.retryable() && e.kind.maybe_billed());
+        // finish_reason "error" alone, a string code, a top-level error next to choices.
+        let e =
+            ChatReply::from_value(&json!({"choices": [{"finish_reason": "error", "message": {"content": "[[A]]"}}]}))
+                .unwrap_err();
+        assert_eq!((e.kind, e.status), (CallErrorKind::Server, None));
+        let e = ChatReply::from_value(&json!({"choices": [{"finish_reason": "error", "error": {"code": "429"}}]}))
+            .unwrap_err();
+        assert_eq!((e.kind, e.status), (CallErrorKind::RateLimited, Some(429)));
+        // An ordinary completion is not an error, even with an `error: null` field.
+        let ok = json!({"choices": [{"finish_reason": "stop", "error": null, "message": {"content": "[[B]]"}}]});
+        assert!(in_band_error(&ok).is_none() && ChatReply::from_value(&ok).is_ok());
+    }
+
+    #[test]
+    fn every_output_channel_is_read() {
+        let v = json!({"choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": null,
+            "reasoning_content": "Let me think: A is vague.",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "verdict", "arguments": "{\"winner\": \"B\"}"}}]}}]});
+        let r = ChatReply::from_value(&v).unwrap();
+        assert_eq!(r.content, None);
+        assert_eq!(r.tool_arguments, vec!["{\"winner\": \"B\"}".to_string()]);
+        assert_eq!(r.channels["reasoning_content"], "Let me think: A is vague.");
+        assert!(r.channels["tool_calls"].contains("verdict") && r.channels["finish_reason"] == "tool_calls");
+        // Legacy function_call with object arguments, a refusal content part, the legacy `text`.
+        let v = json!({"choices": [{"finish_reason": "stop", "message": {
+            "content": [{"type": "refusal", "refusal": "I can't compare these."}],
+            "function_call": {"name": "verdict", "arguments": {"verdict": "tie"}}}}]});
+        let r = ChatReply::from_value(&v).unwrap();
+        assert_eq!(r.refusal.as_deref(), Some("I can't compare these."));
+        assert_eq!(r.tool_arguments, vec!["{\"verdict\":\"tie\"}".to_string()]);
+        let r = ChatReply::from_value(&json!({"choices": [{"text": "[[A]]", "finish_reason": "stop"}]})).unwrap();
+        assert_eq!(r.content.as_deref(), Some("[[A]]"));
     }
 
     #[test]
