@@ -105,3 +105,22 @@ fn reports_doc_shows_what_compare_and_report_print() {
     missing.retain(|l| !d.contains(l.as_str()));
     assert!(missing.is_empty(), "docs/reports.md should hold:\n{}", missing.join("\n"));
 }
+
+/// docs/audit.md: the tutorial audit's output, verbatim (paths as the doc shows them, run from
+/// the project folder).
+#[test]
+fn audit_doc_shows_what_the_tutorial_audit_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped(dir.path(), "tutorial.yaml", |y| y);
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let data = format!("{}/", root().join("data").display());
+    let printed = String::from_utf8_lossy(&out.stdout).replace(&data, "data/");
+    let printed: Vec<&str> = printed.trim_end().lines().filter(|l| !l.starts_with("outputs: ")).collect();
+    let d = doc("audit.md");
+    let block = &d[d.find("Output (verbatim)").expect("docs/audit.md: the tutorial output block")..];
+    let block = &block[block.find("```\n").unwrap() + 4..];
+    let block = &block[..block.find("```").unwrap()];
+    let shown: Vec<&str> = block.lines().filter(|l| !l.starts_with("outputs: ")).collect();
+    assert_eq!(shown, printed, "docs/audit.md differs from what `audit` prints:\n{}", printed.join("\n"));
+}

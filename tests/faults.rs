@@ -279,7 +279,7 @@ fn endpoint_wide_errors_stop_early_and_name_the_setting() {
         let r = result(dir.path(), c.name);
         assert_eq!(r["stop_reason"], "judge_failing", "{}", c.name);
         assert!(r["last_error"].as_str().unwrap().contains(c.setting), "{}: {r}", c.name);
-        assert!(t.contains("stopped: JudgeFailing"), "{}: the summary is printed: {t}", c.name);
+        assert!(t.contains("stopped: judge_failing"), "{}: the summary is printed: {t}", c.name);
     }
 }
 
@@ -307,7 +307,11 @@ fn a_judge_that_is_not_there_ends_the_run_within_seconds() {
         "{t}"
     );
     assert!(t.contains(&format!("llama-server -m MODEL.gguf --port {port}")), "says what to start: {t}");
-    assert_eq!(t.matches("warning").count(), 0, "no retry warnings: {t}");
+    assert_eq!(
+        t.lines().filter(|l| l.contains("warning") && !l.contains("identical text")).count(),
+        0,
+        "no retry warnings: {t}"
+    );
     let r = result(dir.path(), "summeval-local");
     assert_eq!((r["stop_reason"].as_str(), r["comparisons"].as_u64()), (Some("judge_failing"), Some(0)));
 }
@@ -745,7 +749,7 @@ fn a_run_that_stops_for_its_judge_still_leaves_a_current_result() {
     assert_eq!((r["comparisons"].as_u64(), r["failed"].as_u64()), (Some(8), Some(24)));
     assert!(r["last_error"].as_str().unwrap().contains("HTTP 500"), "{r}");
     assert_eq!(r["topk"].as_array().unwrap().len(), 3, "fitted from the 8 verdicts it has");
-    assert!(t.contains("stopped: JudgeFailing") && t.contains("top-3:"), "the summary is printed: {t}");
+    assert!(t.contains("stopped: judge_failing") && t.contains("top-3 ("), "the summary is printed: {t}");
     assert!(t.contains("error:") && t.contains("3 consecutive rounds"), "{t}");
 }
 

@@ -84,15 +84,21 @@ pub enum FitCmdError {
     /// Pool problems.
     #[error(transparent)]
     Pool(#[from] pool::PoolError),
-    /// Reading a run folder.
+    /// Reading a run folder (boxed: the error names files and config fields).
     #[error(transparent)]
-    Run(#[from] super::run_folder::IdentError),
+    Run(Box<super::run_folder::IdentError>),
     /// Bad verdicts or arguments (the message names file and line, or the flag).
     #[error("{0}")]
     Invalid(String),
     /// Fit failure.
     #[error(transparent)]
     Fit(#[from] crate::model::FitError),
+}
+
+impl From<super::run_folder::IdentError> for FitCmdError {
+    fn from(e: super::run_folder::IdentError) -> Self {
+        FitCmdError::Run(Box::new(e))
+    }
 }
 
 /// Arguments of `fit` (`None` = the run's setting with a run folder, else the default).
@@ -212,7 +218,15 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
         };
         let opt = |k: &str| obj.get(k).and_then(|v| v.as_str()).filter(|s| !s.is_empty()).map(str::to_owned);
         let strong_preference = y.is_some() && obj.get("strong_preference").and_then(|v| v.as_bool()) == Some(true);
-        out.push(VerdictLine { line: line_no, a, b, y, pool_id: opt("pool_id"), judge: opt("judge"), strong_preference });
+        out.push(VerdictLine {
+            line: line_no,
+            a,
+            b,
+            y,
+            pool_id: opt("pool_id"),
+            judge: opt("judge"),
+            strong_preference,
+        });
     }
     Ok((out, warning))
 }
@@ -271,10 +285,7 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
         ))
     };
     prior.check().map_err(flag)?;
-    let sw = args
-        .strong_preference_weight
-        .or(cfg.map(|c| c.raw.model.strong_preference_weight))
-        .unwrap_or(1.0);
+    let sw = args.strong_preference_weight.or(cfg.map(|c| c.raw.model.strong_preference_weight)).unwrap_or(1.0);
     if !(sw > 0.0 && sw.is_finite()) {
         return Err(FitCmdError::Invalid(format!("--strong-preference-weight {sw} must be a finite number > 0")));
     }

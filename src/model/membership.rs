@@ -109,7 +109,7 @@ pub fn topk_membership(fit: &Fit, m: usize, k: usize, draws: usize, rng: &mut Ch
     membership_of(fit, m, k, None, draws, rng)
 }
 
-/// Top-k membership of the apparent quality φ_m = θ_m + Σ_j w[m][j] c_j (length M), with `w`
+/// Top-k membership of the apparent quality φ_m = θ_m + Σ_j w\[m\]\[j\] c_j (length M), with `w`
 /// the mean covariates of each base's items in the fit's parametrisation; as
 /// [`topk_membership`] otherwise.
 ///

@@ -145,6 +145,18 @@ pub fn coef_unit(name: &str, t: Option<crate::store::pool::Transform>) -> String
     }
 }
 
+/// The summary line of a replayed run: what was replayed, how the spend was priced, and the
+/// queries the recording lacked.
+pub fn replay_line(r: &crate::judge::replay::ReplayInfo) -> String {
+    let who = crate::judge::replay::RecordedJudge { judge: r.judge.clone(), prompting: r.prompting.clone() };
+    let cost = if r.recorded_cost { "spend = recorded cost of the replayed verdicts" } else { "no recorded cost" };
+    let mut s = format!("replayed {} from {} ({cost})", who.label(), r.recording.display());
+    if r.unavailable > 0 {
+        s.push_str(&format!("; {} queries not in the recording were set aside (missing: unavailable)", r.unavailable));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,16 +176,4 @@ mod tests {
         assert_eq!(usd(0.017), "$0.0170");
         assert_eq!(usd(2.4e-6), "$2.4e-6");
     }
-}
-
-/// The summary line of a replayed run: what was replayed, how the spend was priced, and the
-/// queries the recording lacked.
-pub fn replay_line(r: &crate::judge::replay::ReplayInfo) -> String {
-    let who = crate::judge::replay::RecordedJudge { judge: r.judge.clone(), prompting: r.prompting.clone() };
-    let cost = if r.recorded_cost { "spend = recorded cost of the replayed verdicts" } else { "no recorded cost" };
-    let mut s = format!("replayed {} from {} ({cost})", who.label(), r.recording.display());
-    if r.unavailable > 0 {
-        s.push_str(&format!("; {} queries not in the recording were set aside (missing: unavailable)", r.unavailable));
-    }
-    s
 }
