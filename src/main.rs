@@ -7,9 +7,12 @@ use topk_judge::cli::{Cli, Command};
 use topk_judge::commands;
 
 fn main() {
+    use std::io::IsTerminal;
+    // Colour codes only on a terminal: a redirected stderr (a log file, CI) gets plain text.
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
@@ -42,8 +45,10 @@ fn real_main(cli: Cli) -> Result<()> {
             let (cfg, judge, rt) = commands::run::prepare(&config)?;
             let (gated, stop) = commands::run::run_with_gate(&cfg, judge, &rt, quiet, gate.as_deref())
                 .with_context(|| format!("run {}", config.display()))?;
-            let text = gated
-                .with_context(|| format!("--gate {}", gate.as_deref().unwrap_or(std::path::Path::new("")).display()))?;
+            let text = gated.with_context(|| match gate.as_deref() {
+                Some(g) => format!("--gate {}", g.display()),
+                None => format!("the gate: section of {}", config.display()),
+            })?;
             print_out(&text);
             if stop == topk_judge::report::schema::StopReason::Interrupted {
                 std::process::exit(topk_judge::run::interrupt::EXIT_INTERRUPTED);
@@ -66,6 +71,11 @@ fn real_main(cli: Cli) -> Result<()> {
         }
         Command::Audit { config, quiet } => {
             let cfg = commands::audit::AuditConfig::load(&config)?;
+            if cfg.recording.is_some() {
+                commands::audit::run_recorded_audit(&cfg, true)
+                    .with_context(|| format!("audit {}", config.display()))?;
+                return Ok(());
+            }
             let judge = topk_judge::judge::build::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             rt.block_on(commands::audit::run_audit(&cfg, judge, true, !quiet))
@@ -74,9 +84,8 @@ fn real_main(cli: Cli) -> Result<()> {
         }
         Command::Simulate { sweep, threads, out, quiet } => {
             let start = std::time::Instant::now();
-            let (dir, s, md) = commands::simulate::simulate_command(&sweep, threads, out.as_deref(), !quiet)
+            let (dir, md, rows) = commands::simulate::simulate_command(&sweep, threads, out.as_deref(), !quiet)
                 .with_context(|| format!("simulate {}", sweep.display()))?;
-            let rows: usize = s.cells.iter().map(|c| c.recall.n).sum();
             print_out(&format!(
                 "{md}\n{rows} runs in {:.1} s; outputs: {}\n",
                 start.elapsed().as_secs_f64(),
@@ -84,16 +93,20 @@ fn real_main(cli: Cli) -> Result<()> {
             ));
             Ok(())
         }
-        Command::Compare { runs, reference, out } => {
+        Command::Compare { runs, reference, reference_judge, prices, out } => {
             let out = out.unwrap_or_else(|| std::path::PathBuf::from("."));
-            let text = commands::compare::compare_command(&runs, reference.as_deref(), &out).context("compare")?;
+            let opts = commands::compare::CompareOptions {
+                reference: reference.as_deref(),
+                reference_judge: reference_judge.as_deref(),
+                prices: prices.as_deref(),
+            };
+            let text = commands::compare::compare_command(&runs, opts, &out).context("compare")?;
             print_out(&format!("{text}\n"));
             Ok(())
         }
         Command::Report { run, out } => {
-            let out = out.unwrap_or_else(|| run.clone());
-            let files =
-                commands::report::report_command(&run, &out).with_context(|| format!("report {}", run.display()))?;
+            let files = commands::report::report_command(&run, out.as_deref())
+                .with_context(|| format!("report {}", run.display()))?;
             for f in files {
                 print_out(&format!("wrote {}\n", f.display()));
             }
@@ -103,8 +116,10 @@ fn real_main(cli: Cli) -> Result<()> {
             pool_file,
             verdicts_file,
             pool_id,
+            judge,
             model,
             k,
+            report_ranking,
             covariates,
             lambda_theta,
             lambda_b,
@@ -121,20 +136,24 @@ fn real_main(cli: Cli) -> Result<()> {
                 .transpose()
                 .map_err(anyhow::Error::msg)
                 .context("--covariates")?;
-            let prior = topk_judge::model::Prior { lambda_theta, lambda_b, lambda_kappa };
             let args = commands::fit::FitArgs {
                 pool_file: &pool_file,
-                verdicts_file: &verdicts_file,
+                verdicts_file: verdicts_file.as_deref(),
                 pool_id: pool_id.as_deref(),
+                judge: judge.as_deref(),
                 model,
                 k,
+                report_ranking,
                 covariates,
-                prior,
+                lambda: [lambda_theta, lambda_b, lambda_kappa],
                 strong_preference_weight,
                 draws,
                 seed,
             };
             let (_pool, fit) = commands::fit::fit_file(&args)?;
+            for w in &fit.warnings {
+                eprintln!("warning: {w}");
+            }
             print_out(&commands::fit::fit_text(&fit));
             if let Some(out) = out {
                 let text = serde_json::to_string_pretty(&fit)?;

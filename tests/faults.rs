@@ -42,6 +42,8 @@ fn config(dir: &Path, name: &str, pool_file: &Path, base_url: &str, judge_extra:
     } else {
         "    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n"
     };
+    // These scenarios end on their own (the pool runs out); a live judge needs the choice said.
+    let rest = if rest.contains("budget:") { rest.to_string() } else { format!("{rest}budget: unlimited\n") };
     let yaml = format!(
         "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 1\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{key}{judge_extra}{rest}",
         pool = pool_file.display()
@@ -277,7 +279,7 @@ fn endpoint_wide_errors_stop_early_and_name_the_setting() {
         let r = result(dir.path(), c.name);
         assert_eq!(r["stop_reason"], "judge_failing", "{}", c.name);
         assert!(r["last_error"].as_str().unwrap().contains(c.setting), "{}: {r}", c.name);
-        assert!(t.contains("stopped: JudgeFailing"), "{}: the summary is printed: {t}", c.name);
+        assert!(t.contains("stopped: judge_failing"), "{}: the summary is printed: {t}", c.name);
     }
 }
 
@@ -305,7 +307,11 @@ fn a_judge_that_is_not_there_ends_the_run_within_seconds() {
         "{t}"
     );
     assert!(t.contains(&format!("llama-server -m MODEL.gguf --port {port}")), "says what to start: {t}");
-    assert_eq!(t.matches("warning").count(), 0, "no retry warnings: {t}");
+    assert_eq!(
+        t.lines().filter(|l| l.contains("warning") && !l.contains("identical text")).count(),
+        0,
+        "no retry warnings: {t}"
+    );
     let r = result(dir.path(), "summeval-local");
     assert_eq!((r["stop_reason"].as_str(), r["comparisons"].as_u64()), (Some("judge_failing"), Some(0)));
 }
@@ -743,7 +749,7 @@ fn a_run_that_stops_for_its_judge_still_leaves_a_current_result() {
     assert_eq!((r["comparisons"].as_u64(), r["failed"].as_u64()), (Some(8), Some(24)));
     assert!(r["last_error"].as_str().unwrap().contains("HTTP 500"), "{r}");
     assert_eq!(r["topk"].as_array().unwrap().len(), 3, "fitted from the 8 verdicts it has");
-    assert!(t.contains("stopped: JudgeFailing") && t.contains("top-3:"), "the summary is printed: {t}");
+    assert!(t.contains("stopped: judge_failing") && t.contains("top-3 ("), "the summary is printed: {t}");
     assert!(t.contains("error:") && t.contains("3 consecutive rounds"), "{t}");
 }
 

@@ -114,7 +114,9 @@ fn report_html_escapes_ids_and_names() {
 }
 
 #[test]
-fn gate_with_an_unbuildable_judge_is_an_error_not_an_empty_name() {
+/// The gate reads the run's verdicts; the run's live judge is only described (gate.json names
+/// it), so its API key is not needed: without it the gate goes on to the verdicts.
+fn gate_on_a_live_run_needs_no_key_for_the_runs_judge() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = root().join("configs/openai.yaml");
     let text0 = std::fs::read_to_string(&cfg)
@@ -125,6 +127,9 @@ fn gate_with_an_unbuildable_judge_is_an_error_not_an_empty_name() {
         .replace("../prompts/", &format!("{}/prompts/", root().display()));
     let labels = write(dir.path(), "labels.jsonl", "");
     let cfg = write(dir.path(), "openai.yaml", &format!("{text0}\ngate:\n  labels: {}\n", labels.display()));
+    // A run folder with (no) verdicts, so that the gate gets as far as its judge.
+    std::fs::create_dir_all(dir.path().join("runs/summeval-openai")).unwrap();
+    std::fs::write(dir.path().join("runs/summeval-openai/verdicts.jsonl"), "").unwrap();
     let out = std::process::Command::new(bin())
         .current_dir(dir.path())
         .args(["gate", cfg.to_str().unwrap()])
@@ -132,6 +137,39 @@ fn gate_with_an_unbuildable_judge_is_an_error_not_an_empty_name() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("OPENAI_API_KEY"), "names the missing key variable: {}", text(&out));
+    assert!(!text(&out).contains("OPENAI_API_KEY"), "the run's judge needs no key here: {}", text(&out));
+    assert!(text(&out).contains("runs/summeval-openai: the run has no valid verdicts"), "{}", text(&out));
     assert!(!dir.path().join("runs/summeval-openai/gate.json").exists());
+}
+
+/// `run --dry-run` shows the query the real run sends first: under `design: paired` a
+/// within-base query (before this was fixed the dry run left those out and showed a cross-base
+/// pair), and under the single design the acquisition rule's first pick on the prior.
+#[test]
+fn the_dry_run_shows_the_first_query_the_run_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, name, pairs) in
+        [("paired.yaml", "summeval-paired", 32 * 31 - 2), ("mock.yaml", "summeval-mock", 16 * 15 - 2)]
+    {
+        let yaml = std::fs::read_to_string(root().join("configs").join(file))
+            .unwrap()
+            .replace("out_dir: ../runs", "out_dir: runs")
+            .replace("../data/", &format!("{}/", root().join("data").display()));
+        let cfg = write(dir.path(), file, &yaml);
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let t = text(&out);
+        let line = t.lines().find(|l| l.starts_with("first query: ")).unwrap_or_else(|| panic!("{t}"));
+        let (a, b) = line["first query: ".len()..].split_once(" vs ").unwrap();
+        let b = b.split(' ').next().unwrap();
+        assert!(t.contains(&format!("{pairs} ordered pairs")), "{file}: {t}");
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let sent = ordered_pairs(dir.path(), name);
+        assert_eq!(sent[0], (a.to_string(), b.to_string()), "{file}: {line}");
+        if file == "paired.yaml" {
+            let base = |id: &str| id.split('.').next().unwrap().to_string();
+            assert_eq!(base(a), base(b), "a within-base query goes first: {line}");
+        }
+    }
 }

@@ -2,14 +2,17 @@
 
 mod audit;
 mod common;
+mod doc_numbers;
 mod docs;
 mod experiments;
 mod faults;
 mod health;
+mod honest;
 mod ident;
 mod layout;
 mod live;
 mod money;
+mod replay;
 mod reports;
 mod run_cli;
 mod settings;

@@ -350,7 +350,7 @@ fn ctrl_c_waits_for_requests_in_flight_stores_them_and_resumes() {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
     assert!(stderr.contains("waiting up to 30 s for the 4 in flight"), "the grace period is shown: {stderr}");
-    assert!(stdout.contains("stopped: Interrupted; 8 comparisons"), "{stdout}");
+    assert!(stdout.contains("stopped: interrupted; 8 comparisons"), "{stdout}");
     assert!(stdout.contains(&format!("topk-judge run {}", cfg.display())), "the command that resumes: {stdout}");
     let r = result_json(&run);
     assert_eq!(r["stop_reason"], "interrupted");
@@ -459,7 +459,7 @@ fn a_second_process_on_the_same_run_folder_fails_at_once() {
     assert!(out.status.success(), "{}", text(&out));
     let b = check_books(&fake, &run, None, true);
     assert_eq!((b.verdicts, server_bill(&fake).0), (8, 8));
-    assert!(text(&out).contains("stopped: MaxComparisons; 8 comparisons"), "{}", text(&out));
+    assert!(text(&out).contains("stopped: max_comparisons; 8 comparisons"), "{}", text(&out));
 }
 
 #[test]
@@ -489,7 +489,7 @@ fn duplicate_records_in_a_verdict_log_are_reported_and_counted_once() {
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("8 duplicate records") && t.contains("the first record of each key is used"), "{t}");
-    assert!(t.contains("stopped: MaxComparisons; 8 comparisons (8 valid"), "{t}");
+    assert!(t.contains("stopped: max_comparisons; 8 comparisons (8 valid"), "{t}");
     assert_eq!(server_bill(&fake).0, 8, "nothing asked again");
     let r = result_json(&run);
     assert_eq!((r["comparisons"].as_u64(), r["duplicate_records"].as_u64()), (Some(8), Some(8)));

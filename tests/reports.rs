@@ -56,6 +56,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
                 in_topk: topk.contains(id),
                 gold: None,
                 gold_topk: None,
+                ..Default::default()
             })
             .collect(),
         notes: vec![],
@@ -64,7 +65,9 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         judge_stats: None,
         quarantined: vec![],
         last_error: None,
+        reporting: Default::default(),
         verdicts_report: Default::default(),
+        replay: None,
     }
 }
 

@@ -22,9 +22,11 @@ fn every_entry_point_takes_the_same_defaults() {
     else {
         panic!("fit parses as fit")
     };
+    // Unset flags: `fit` takes a run folder's settings, else the defaults below (model::params).
+    assert_eq!((lambda_theta, lambda_b, lambda_kappa, draws), (None, None, None, None));
     assert_eq!(
-        (lambda_theta, lambda_b, lambda_kappa, draws),
-        (DEFAULT_LAMBDA_THETA, DEFAULT_LAMBDA_B, DEFAULT_LAMBDA_KAPPA, DEFAULT_MC_DRAWS)
+        (d.lambda_theta, d.lambda_b, d.lambda_kappa, DEFAULT_MC_DRAWS),
+        (DEFAULT_LAMBDA_THETA, DEFAULT_LAMBDA_B, DEFAULT_LAMBDA_KAPPA, 1000)
     );
     // A run config without `model` or `acquisition` sections.
     let cfg: topk_judge::store::config::RawConfig = topk_judge::store::yaml::from_str(

@@ -309,6 +309,8 @@ impl PairSpec {
                 covariates,
                 base: None,
                 rendering: s.rendering.clone(),
+                words: None,
+                human: None,
             }
         };
         Pool::new(self.id.clone(), self.task.clone().unwrap_or_default(), vec![item(Label::X), item(Label::Y)])

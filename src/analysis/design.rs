@@ -65,6 +65,23 @@ pub fn first_queries(
     within_base_pairs(pool).into_iter().filter(|p| !queried.contains(p)).take(r).collect()
 }
 
+/// Under `orders: both`, the ordered queries whose reverse order is missing (a pair left with
+/// one order, e.g. by a crash mid-batch): at most `r`, sorted. Empty under `orders: single`.
+pub fn other_orders(
+    queried: &HashSet<(usize, usize)>,
+    orders: crate::acquire::Orders,
+    r: usize,
+) -> Vec<(usize, usize)> {
+    if orders != crate::acquire::Orders::Both {
+        return Vec::new();
+    }
+    let mut out: Vec<(usize, usize)> =
+        queried.iter().filter(|(a, b)| !queried.contains(&(*b, *a))).map(|&(a, b)| (b, a)).collect();
+    out.sort_unstable();
+    out.truncate(r);
+    out
+}
+
 /// Check that a paired design can identify something: some base has ≥ 2 renderings and at
 /// least one covariate varies within a base.
 ///
@@ -135,6 +152,8 @@ pub fn paired_items(pool: &Pool) -> Vec<Item> {
                 covariates: BTreeMap::from([("elaborated".to_string(), elaborated)]),
                 base: Some(it.id.clone()),
                 rendering: Some(rendering.to_string()),
+                words: None,
+                human: None,
             });
         }
     }
@@ -164,6 +183,14 @@ pub fn paired_pools_jsonl(pools: &[Pool]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pair_left_with_one_order_gets_the_other_first() {
+        let q: HashSet<(usize, usize)> = [(0, 1), (1, 0), (2, 3), (5, 4)].into();
+        assert_eq!(other_orders(&q, crate::acquire::Orders::Both, 8), vec![(3, 2), (4, 5)]);
+        assert_eq!(other_orders(&q, crate::acquire::Orders::Both, 1), vec![(3, 2)]);
+        assert!(other_orders(&q, crate::acquire::Orders::Single, 8).is_empty());
+    }
     use crate::store::pool::{CovariateSpec, build_covariates, word_count};
 
     fn pool() -> Pool {
@@ -174,6 +201,8 @@ mod tests {
             covariates: BTreeMap::new(),
             base: None,
             rendering: None,
+            words: None,
+            human: None,
         };
         Pool::new("p".into(), "src".into(), vec![it("A", "one two three", 3.0), it("B", "four five", 4.0)]).unwrap()
     }

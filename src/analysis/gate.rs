@@ -200,10 +200,11 @@ pub fn fit_naive_and_corrected(
         None,
         &crate::model::bt::FitOptions::default(),
     )?;
-    let corr = crate::model::bt::fit(
+    let corr = crate::model::summary::fit_scaled(
         &crate::model::summary::build_design(pool, cov, verdicts),
         &prior.diagonal(m, cov.p()),
         None,
+        &crate::model::summary::solver_scales(cov),
         &crate::model::bt::FitOptions::default(),
     )?;
     Ok([naive.beta[..m].to_vec(), corr.beta[..m].to_vec()])

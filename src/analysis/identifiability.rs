@@ -24,7 +24,12 @@ pub fn for_summary(
     let mut beta = s.theta.clone();
     beta.extend_from_slice(&s.c);
     beta.push(s.kappa);
-    profile::identifiability(&design, &cov.names, &beta)
+    // In the solver's parametrisation (covariates far from unit scale rescaled), so that the
+    // grid ĉ ± 1 spans a meaningful range of each coefficient.
+    let scales = crate::model::summary::solver_scales(cov);
+    let lambda = vec![1.0; design.n_params()];
+    let (design, _, beta) = crate::model::summary::to_solver(&design, &lambda, Some(&beta), &scales);
+    profile::identifiability(&design, &cov.names, &beta.unwrap_or_default())
 }
 
 /// Notes for the reader: what a prior-selected coefficient means, and the shared-quality caveat
@@ -35,10 +40,12 @@ pub fn notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<Stri
     for (name, e) in ident {
         match e.range_nats {
             Some(r) if !e.identified => v.push(format!(
-                "c[{name}] is prior-selected (profile range {r:.1e} nats < 1e-3): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2); test that with `topk-judge gate`, or use paired renderings (design: paired)"
+                "c[{name}] is prior-selected (profile range {} nats < 0.001): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2); test that with a `gate:` in the config (or `topk-judge gate`), or use paired renderings (design: paired)",
+                crate::store::text::num(r)
             )),
             Some(r) if renderings => v.push(format!(
-                "c[{name}] is identified by the renderings (profile range {r:.1} nats); this holds only if the renderings of a base really share quality"
+                "c[{name}] is identified by the renderings (profile range {} nats); this holds only if the renderings of a base really share quality",
+                crate::store::text::num(r)
             )),
             _ => {}
         }

@@ -1,7 +1,9 @@
-//! Pure analyses on verdicts and pools, around the model: the judge bias audit ([`audit`]), the
+//! Pure analyses on verdicts and pools, around the model: the judge bias audit ([`audit`]) and
+//! its per-judge table on recorded verdicts ([`recorded`]), the
 //! trusted-anchor gate statistics ([`gate`], [`gate_sim`]), the paired rendering design
-//! ([`design`]), content-free renderings ([`render`]), synthetic pools ([`synth`]) and the
-//! identifiability notes of a run ([`identifiability`]). No async runtime, no files, no clock:
+//! ([`design`]), content-free renderings ([`render`]), synthetic pools ([`synth`]), the
+//! identifiability notes of a run ([`identifiability`]) and which ranking a result reports, with
+//! its ties and comparison graph ([`ranking`]). No async runtime, no files, no clock:
 //! data and a seeded RNG in, values out.
 
 pub mod audit;
@@ -9,5 +11,7 @@ pub mod design;
 pub mod gate;
 pub mod gate_sim;
 pub mod identifiability;
+pub mod ranking;
+pub mod recorded;
 pub mod render;
 pub mod synth;

@@ -118,6 +118,8 @@ pub fn generate(spec: &SynthSpec) -> SynthPool {
                     covariates: cov,
                     base: Some(format!("b{m:03}")),
                     rendering: Some(rend.to_string()),
+                    words: None,
+                    human: None,
                 });
                 x.push(xv);
             }
@@ -138,6 +140,8 @@ pub fn generate(spec: &SynthSpec) -> SynthPool {
                 covariates: cov,
                 base: None,
                 rendering: None,
+                words: None,
+                human: None,
             });
             x.push(xv);
         }

@@ -22,9 +22,20 @@
 //! `config.yaml` (as resolved), `verdicts.jsonl` (every verdict, keyed by
 //! [`Judge::cache_key`]: re-running the audit sends no query twice), `probes.jsonl` (pool mode:
 //! the probes and pairs built, itself a valid pairs file) and `audit.json` ([`AuditOutput`]).
+//!
+//! # Recorded verdicts
+//! With `judge: {replay: {file: RECORDING}}` the audit asks nothing: it reads both orders of every
+//! pair from the recording ([`crate::judge::replay`]) and measures every recorded judge ×
+//! prompting strategy there (or those `judge:` / `prompting:` select) in one go
+//! ([`run_recorded_audit`], [`crate::analysis::recorded`]): `audit.json` ([`RecordedAudit`]),
+//! `audit.md` (a table per judge) and `flip_vs_accuracy.svg`. A query the recording lacks is an
+//! error under `missing: fail` (default) and counted as missing under `missing: unavailable`;
+//! judges with no verdict on any pair of the file are skipped.
 
 use crate::analysis::audit::{self, AuditReport, PairSpec};
+use crate::analysis::recorded::{self, JudgeRow, Tally};
 use crate::analysis::render::RenderKind;
+use crate::judge::replay::{MissingPolicy, Recording};
 use crate::judge::{Judge, Usage};
 use crate::report::progress::Progress;
 use crate::store::config::{ConfigError, JudgeConfig, normalize};
@@ -77,6 +88,23 @@ pub enum AuditError {
         /// The limit (USD).
         max_usd: f64,
     },
+    /// A query the recording lacks, under `missing: fail`.
+    #[error(
+        "{recording}: {judge} has no verdict on pair {pair:?} with {first:?} shown first (judge.replay.missing: fail); record it, or set `missing: unavailable` to count it as missing"
+    )]
+    NotRecorded {
+        /// The recording.
+        recording: PathBuf,
+        /// The recorded judge.
+        judge: String,
+        /// Pair id.
+        pair: String,
+        /// The item shown first.
+        first: String,
+    },
+    /// A plot.
+    #[error(transparent)]
+    Plot(#[from] crate::report::plots::PlotError),
     /// Queries failed and no pair has both verdicts.
     #[error("{failed} queries failed and no pair has verdicts in both orders; nothing to measure; last error: {last}")]
     JudgeFailing {
@@ -180,6 +208,8 @@ pub struct AuditConfig {
     pub source: AuditSource,
     /// Notes from building probes (skipped items).
     pub build_notes: Vec<String>,
+    /// The recording, when the judge is a replay (the audit then reads verdicts, asks nothing).
+    pub recording: Option<Recording>,
 }
 
 impl AuditConfig {
@@ -219,7 +249,25 @@ impl AuditConfig {
         {
             return Err(inv("max_usd", format!("{u} must be ≥ 0")).into());
         }
-        crate::judge::build::make_judge(&raw.judge).map_err(|msg| inv("judge", msg))?;
+        // A live judge's prompt template is relative to the config's folder, as in `run`.
+        if let JudgeConfig::Openai(oc) = &mut raw.judge {
+            oc.prompt = normalize(&dir.join(&oc.prompt));
+        }
+        let recording = match &mut raw.judge {
+            JudgeConfig::Replay(r) => {
+                r.file = normalize(&dir.join(&r.file));
+                let rec = Recording::read(&r.file).map_err(|e| inv("judge.replay", e.to_string()))?;
+                if rec.matching(r.judge.as_deref(), r.prompting.as_deref()).is_empty() {
+                    let e = rec.select_one(r.judge.as_deref(), r.prompting.as_deref()).unwrap_err();
+                    return Err(inv("judge.replay", e).into());
+                }
+                Some(rec)
+            }
+            other => {
+                crate::judge::build::make_judge(other).map_err(|msg| inv("judge", msg))?;
+                None
+            }
+        };
         let run_dir = match &raw.out_dir {
             Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs").join(&raw.name),
@@ -280,6 +328,26 @@ impl AuditConfig {
                 .into());
             }
         };
+        if matches!(raw.judge, JudgeConfig::Openai(_)) {
+            for p in &pairs {
+                for (k, side) in [("x", &p.x), ("y", &p.y)] {
+                    if side.text.as_deref().is_none_or(|t| t.trim().is_empty()) {
+                        let whence = match &source {
+                            AuditSource::Pairs { file } => format!("pairs file {}", file.display()),
+                            AuditSource::Pool { file, .. } => format!("pool file {}", file.display()),
+                        };
+                        return Err(inv(
+                            "judge.openai",
+                            format!(
+                                "pair {:?} ({whence}) has no answer text on {k}; a live judge needs the text of both answers (\"{k}\": {{\"text\": …}}), or audit it with the mock judge",
+                                p.id
+                            ),
+                        )
+                        .into());
+                    }
+                }
+            }
+        }
         if matches!(raw.judge, JudgeConfig::Mock(_)) {
             for p in &pairs {
                 for (k, s) in [("x", &p.x), ("y", &p.y)] {
@@ -296,7 +364,7 @@ impl AuditConfig {
                 }
             }
         }
-        Ok(Self { raw, path: path.to_owned(), run_dir, pairs, source, build_notes })
+        Ok(Self { raw, path: path.to_owned(), run_dir, pairs, source, build_notes, recording })
     }
 }
 
@@ -506,6 +574,203 @@ pub async fn run_audit(
         let _ = writeln!(std::io::stdout(), "{}", summary_text(&out, dir));
     }
     Ok(out)
+}
+
+/// audit.json of an audit on recorded verdicts: one row per recorded judge × prompting strategy.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordedAudit {
+    /// Audit name.
+    pub name: String,
+    /// The recording.
+    pub recording: PathBuf,
+    /// Where the pairs came from.
+    pub source: AuditSource,
+    /// Pairs in the pairs file.
+    pub pairs: usize,
+    /// Pairs with a known winner whose winner is the longer answer / those of unequal length.
+    pub gold_longer: audit::Rate,
+    /// One row per recorded judge with verdicts on these pairs, in recording order.
+    pub judges: Vec<JudgeRow>,
+    /// Notes for the reader.
+    pub notes: Vec<String>,
+}
+
+/// The audit on recorded verdicts (module docs): measure every selected recorded judge on the
+/// pairs, write `audit.json`, `audit.md` and `flip_vs_accuracy.svg`, print the tables when
+/// `print`.
+///
+/// # Errors
+/// [`AuditError`]: a query the recording lacks under `missing: fail`, output files.
+///
+/// # Panics
+/// If `cfg` has no recording (its judge is not a replay).
+pub fn run_recorded_audit(cfg: &AuditConfig, print: bool) -> Result<RecordedAudit, AuditError> {
+    let rec = cfg.recording.as_ref().expect("a replay judge's recording");
+    let JudgeConfig::Replay(rc) = &cfg.raw.judge else { unreachable!("a recording comes from a replay judge") };
+    let dir = &cfg.run_dir;
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let saved = dir.join("config.yaml");
+    std::fs::write(&saved, crate::store::yaml::to_string(&cfg.raw).unwrap_or_default()).map_err(io_err(&saved))?;
+    let level = cfg.raw.level;
+    let mut rows = Vec::new();
+    for j in rec.matching(rc.judge.as_deref(), rc.prompting.as_deref()) {
+        let who = &rec.judges()[j];
+        let seen = observe(rec, j, &cfg.pairs);
+        if seen.tally.pairs == 0 {
+            continue; // this recorded judge has no verdict on these pairs
+        }
+        if rc.missing == MissingPolicy::Fail
+            && let Some((pair, first)) = seen.first_missing
+        {
+            return Err(AuditError::NotRecorded { recording: rec.path().to_owned(), judge: who.label(), pair, first });
+        }
+        rows.push(recorded::judge_row(&who.judge, who.prompting.as_deref(), &seen.pairs, &seen.obs, seen.tally, level));
+    }
+    let judged: Vec<&PairSpec> = cfg.pairs.iter().filter(|p| p.kind == audit::PairKind::Pair).collect();
+    let with_len: Vec<(audit::Label, audit::Label)> =
+        judged.iter().filter_map(|p| Some((p.truth()?, p.longer()?))).collect();
+    let gold_longer = audit::Rate::new(with_len.iter().filter(|(t, l)| t == l).count() as f64, with_len.len(), level);
+    let mut notes = Vec::new();
+    if rows.is_empty() {
+        notes.push("no recorded judge has a verdict on these pairs (pair ids are the recording's pool_id)".into());
+    }
+    let missing: usize = rows.iter().map(|r| r.missing).sum();
+    if missing > 0 {
+        notes.push(format!(
+            "{missing} ordered queries are not in the recording (missing: unavailable): left out of every rate"
+        ));
+    }
+    let invalid: usize = rows.iter().map(|r| r.invalid).sum();
+    if invalid > 0 {
+        notes.push(format!(
+            "{invalid} recorded verdicts are invalid (y: null): left out of every rate and counted in `invalid`"
+        ));
+    }
+    let out = RecordedAudit {
+        name: cfg.raw.name.clone(),
+        recording: rec.path().to_owned(),
+        source: cfg.source.clone(),
+        pairs: cfg.pairs.len(),
+        gold_longer,
+        judges: rows,
+        notes,
+    };
+    let path = dir.join("audit.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&out).expect("serialisable") + "\n").map_err(io_err(&path))?;
+    let md = recorded_text(&out);
+    let path = dir.join("audit.md");
+    std::fs::write(&path, &md).map_err(io_err(&path))?;
+    if !out.judges.is_empty() {
+        let path = dir.join("flip_vs_accuracy.svg");
+        std::fs::write(&path, flip_vs_accuracy(&out)?).map_err(io_err(&path))?;
+    }
+    if print {
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), "{md}outputs: {}", dir.display());
+    }
+    Ok(out)
+}
+
+/// What recorded judge `j` said about the pairs it has verdicts on.
+struct Observed {
+    /// The pairs with at least one recorded verdict.
+    pairs: Vec<PairSpec>,
+    /// Both orders of each (`None`: invalid or not recorded).
+    obs: Vec<audit::Observation>,
+    tally: Tally,
+    /// The first (pair, first-shown item) without a record.
+    first_missing: Option<(String, String)>,
+}
+
+/// Read both orders of every pair from the recording: X first is (pair id, x id, y id), Y first
+/// is (pair id, y id, x id).
+fn observe(rec: &Recording, j: usize, all: &[PairSpec]) -> Observed {
+    let mut seen = Observed { pairs: Vec::new(), obs: Vec::new(), tally: Tally::default(), first_missing: None };
+    let why = |e: Option<&crate::judge::replay::Entry>, first: &str| match e {
+        None => Some(format!("{first} first: not in the recording")),
+        Some(e) if e.y.is_none() => {
+            Some(format!("{first} first: {}", e.invalid_reason.as_deref().unwrap_or("invalid in the recording")))
+        }
+        _ => None,
+    };
+    for p in all {
+        let (x, y) = (p.item_id(audit::Label::X), p.item_id(audit::Label::Y));
+        let got = [rec.get(j, &p.id, &x, &y), rec.get(j, &p.id, &y, &x)];
+        let n_missing = got.iter().filter(|e| e.is_none()).count();
+        seen.tally.missing += n_missing;
+        if n_missing > 0 {
+            seen.first_missing.get_or_insert((p.id.clone(), if got[0].is_none() { x.clone() } else { y.clone() }));
+        }
+        if n_missing == 2 {
+            continue;
+        }
+        seen.tally.pairs += 1;
+        seen.tally.verdicts += 2 - n_missing;
+        seen.tally.invalid += got.iter().flatten().filter(|e| e.y.is_none()).count();
+        let missing: Vec<String> = [why(got[0], &x), why(got[1], &y)].into_iter().flatten().collect();
+        seen.pairs.push(p.clone());
+        seen.obs.push(audit::Observation {
+            y_xfirst: got[0].and_then(|e| e.y),
+            y_yfirst: got[1].and_then(|e| e.y),
+            margin_xfirst: None,
+            margin_yfirst: None,
+            missing: (!missing.is_empty()).then(|| missing.join("; ")),
+        });
+    }
+    seen
+}
+
+/// audit.md of a recorded audit: header, definitions, a table per judge, notes.
+pub fn recorded_text(o: &RecordedAudit) -> String {
+    let src = match &o.source {
+        AuditSource::Pairs { file } => format!("pairs file {}", file.display()),
+        AuditSource::Pool { file, pool_id, transform } => {
+            format!("pool {pool_id} of {} ({} probes)", file.display(), transform.name())
+        }
+    };
+    let mut s = format!(
+        "# Audit \"{}\": {} recorded judge × prompting-strategy combinations from {}\n\n{} pairs from {src}; the gold winner is the longer answer in {} of the pairs with a known winner and unequal lengths.\n\n",
+        o.name,
+        o.judges.len(),
+        o.recording.display(),
+        o.pairs,
+        o.gold_longer.fraction()
+    );
+    s.push_str(
+        "Each rate is count/n over valid verdicts (invalid ones are counted apart): flip rate over pairs with both orders valid; \
+         first-shown picks, longer wins and accuracy over ordered verdicts; order-averaged accuracy over pairs \
+         (both orders right 1, a flip ½, both wrong 0).\n\n",
+    );
+    s.push_str(&recorded::tables(&o.judges));
+    for n in &o.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}
+
+/// Flip rate (x) against accuracy (y), one point per judge × prompting strategy, one colour per judge.
+///
+/// # Errors
+/// [`AuditError::Plot`].
+pub fn flip_vs_accuracy(o: &RecordedAudit) -> Result<String, AuditError> {
+    use crate::report::plots::{Series, scatter_chart};
+    let mut series: Vec<Series> = Vec::new();
+    for r in &o.judges {
+        let (Some(f), Some(a)) = (r.flips.rate, r.accuracy.rate) else { continue };
+        let name = if r.judge.is_empty() { "(unnamed judge)".to_owned() } else { r.judge.clone() };
+        match series.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push((f, a)),
+            None => series.push(Series { name, points: vec![(f, a)], err: None }),
+        }
+    }
+    Ok(scatter_chart(
+        &format!("{}: position flips against accuracy (one point per prompting strategy)", o.name),
+        "flip rate (pairs whose verdict changes with the order)",
+        "accuracy against gold (ordered verdicts)",
+        &series,
+        Some((0.0, series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(0.0, f64::max).max(0.1) * 1.05)),
+        Some((0.0, 1.0)),
+    )?)
 }
 
 fn notes(cfg: &AuditConfig, r: &AuditReport, failed: usize) -> Vec<String> {

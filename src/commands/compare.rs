@@ -1,23 +1,77 @@
 //! `topk-judge compare RUN…`: the cheap-vs-frontier cost/recall comparison of several runs
-//! (docs/reports.md); the tables and plots live in [`crate::report::compare`].
+//! (docs/reports.md); with runs of several judges on several pools (e.g. replays of recordings,
+//! docs/replay.md), the judge-by-judge comparison of cost against recall. The tables and plots
+//! live in [`crate::report::compare`] and [`crate::report::judges`].
 
 use crate::report::compare::{CompareError, RunDir, compare, markdown, plot};
+use crate::report::judges::{self, PriceTable};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// `topk-judge compare`: load the runs, write compare.md, compare.json and recall_vs_spend.svg
-/// into `out`; return compare.md's text.
+/// What `compare` compares against and how it prices.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CompareOptions<'a> {
+    /// Recall against this run's top-k (runs of one pool).
+    pub reference: Option<&'a Path>,
+    /// Recall against this judge's run on each pool (runs of several pools; or one pool).
+    pub reference_judge: Option<&'a str>,
+    /// A price table for judges whose recordings carry no (or another) cost.
+    pub prices: Option<&'a Path>,
+}
+
+/// `topk-judge compare`: load the runs, price them from the table if given, and write
+/// compare.md, compare.json and a plot into `out` — recall_vs_spend.svg for runs of one pool,
+/// cost_vs_recall.svg for judges over several pools; return compare.md's text.
 ///
 /// # Errors
 /// [`CompareError`].
-pub fn compare_command(runs: &[PathBuf], reference: Option<&Path>, out: &Path) -> Result<String, CompareError> {
-    let loaded = runs.iter().map(|d| RunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
-    let reference = reference.map(RunDir::load).transpose()?;
-    let c = compare(&loaded, reference.as_ref())?;
-    let md = markdown(&c);
+pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -> Result<String, CompareError> {
+    let mut loaded = runs.iter().map(|d| RunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
+    let unused = match opts.prices {
+        Some(p) => PriceTable::load(p)?.apply(&mut loaded)?,
+        None => Vec::new(),
+    };
     let w = |p: PathBuf, text: &str| {
         std::fs::write(&p, text).map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })
     };
     std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
+    let pools: BTreeSet<&str> = loaded.iter().map(|r| r.result.pool_id.as_str()).collect();
+    if pools.len() > 1 {
+        if let Some(r) = opts.reference {
+            return Err(CompareError::Mismatch(format!(
+                "--reference {} is one run of one pool, but these runs span {} pools; use --reference-judge NAME (that judge's run on each pool)",
+                r.display(),
+                pools.len()
+            )));
+        }
+        let mut c = judges::compare_judges(&loaded, opts.reference_judge)?;
+        c.unused_prices = unused;
+        let md = judges::markdown(&c);
+        w(out.join("compare.md"), &md)?;
+        w(out.join("compare.json"), &(serde_json::to_string_pretty(&c).expect("serialisable") + "\n"))?;
+        if let Some(svg) = judges::plot(&c)? {
+            w(out.join("cost_vs_recall.svg"), &svg)?;
+        }
+        return Ok(md);
+    }
+    let reference = match (opts.reference, opts.reference_judge) {
+        (Some(_), Some(_)) => {
+            return Err(CompareError::Mismatch("give --reference or --reference-judge, not both".into()));
+        }
+        (Some(p), None) => Some(RunDir::load(p)?),
+        (None, Some(j)) => Some(loaded.iter().find(|r| r.judge_label() == j).cloned().ok_or_else(|| {
+            CompareError::Mismatch(format!(
+                "no run of reference judge {j:?}; the judges are {:?}",
+                loaded.iter().map(RunDir::judge_label).collect::<Vec<_>>()
+            ))
+        })?),
+        (None, None) => None,
+    };
+    let c = compare(&loaded, reference.as_ref())?;
+    let mut md = markdown(&c);
+    if !unused.is_empty() {
+        md.push_str(&format!("\nPrice-table entries that matched no run: {}.\n", unused.join(", ")));
+    }
     w(out.join("compare.md"), &md)?;
     w(out.join("compare.json"), &(serde_json::to_string_pretty(&c).expect("serialisable") + "\n"))?;
     if let Some(svg) = plot(&loaded, &c)? {

@@ -1,12 +1,24 @@
-//! `topk-judge fit`: fit the model to verdicts collected elsewhere (docs/model.md §2).
+//! `topk-judge fit`: fit the model to verdicts collected elsewhere, or to a run folder's
+//! (docs/model.md §2), with the same reporting as `run`: which ranking is reported and why, both
+//! rankings, the comparison graph, identifiability and the notes.
+//!
+//! The verdicts file is JSON Lines, one object per line with `"a"` (the item shown first),
+//! `"b"` (shown second) and `"y"` (1 = a won, 0 = b won, ½ a tie, a soft P(a), or `null` for an
+//! invalid verdict); `"pool_id"` and `"judge"` are optional. A line without a usable `y` is an
+//! error naming the line; records of another pool are counted and reported; records of several
+//! judges are reported, and `--judge` selects one.
 
+use super::run_folder::{judge_description, load_run};
+use crate::analysis::ranking::ReportRanking;
+use crate::model::Prior;
+use crate::model::profile::Identifiability;
 use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
 use crate::report;
-use crate::store::ledger::read_records;
+use crate::report::schema::Reporting;
 use crate::store::pool::{self, CovariateSpec, Pool};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Output of `fit --out`.
 #[derive(Debug, Serialize)]
@@ -19,22 +31,51 @@ pub struct FitOutput {
     pub k: usize,
     /// Valid verdicts fitted.
     pub comparisons: usize,
+    /// Invalid verdicts (`"y": null`) of the fitted judge and pool, not fitted.
+    pub invalid: usize,
+    /// The judge whose verdicts were fitted (`--judge`, or the run's), if one was selected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// Records of this pool per judge (`""` = no judge field).
+    pub judges: BTreeMap<String, usize>,
+    /// Records of other pools, per pool id (skipped).
+    pub other_pools: BTreeMap<String, usize>,
     /// θ̂ per base (logits).
     pub theta: BTreeMap<String, f64>,
     /// Posterior sd per base.
     pub sd: BTreeMap<String, f64>,
-    /// Top-k membership per base.
+    /// Top-k membership per base (bias-corrected ranking).
     pub membership: BTreeMap<String, f64>,
     /// Apparent quality φ̂ per base.
     pub phi: BTreeMap<String, f64>,
     /// ĉ per covariate.
     pub c: BTreeMap<String, f64>,
+    /// Posterior sd of ĉ per covariate.
+    pub c_sd: BTreeMap<String, f64>,
     /// κ̂.
     pub kappa: f64,
-    /// Point top-k, best first.
+    /// Posterior sd of κ.
+    pub kappa_sd: f64,
+    /// The reported top-k, best first (only the bases the data place there).
     pub topk: Vec<String>,
-    /// Ranking rows.
+    /// Gold top-k (when the pool has quality).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold_topk: Option<Vec<String>>,
+    /// Recall@k of the reported top-k against gold, when decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
+    /// Ranking rows, reported order.
     pub ranking: Vec<report::RankRow>,
+    /// Profile-likelihood range and verdict per covariate.
+    pub identifiability: BTreeMap<String, Identifiability>,
+    /// Notes for the reader (as a run's).
+    pub notes: Vec<String>,
+    /// The reported ranking, both rankings' top-k, the comparison graph.
+    #[serde(flatten)]
+    pub reporting: Reporting,
+    /// Warnings printed to stderr (torn last line, several judges fitted together, …).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// Errors of `fit`.
@@ -43,10 +84,10 @@ pub enum FitCmdError {
     /// Pool problems.
     #[error(transparent)]
     Pool(#[from] pool::PoolError),
-    /// Verdict file problems.
+    /// Reading a run folder (boxed: the error names files and config fields).
     #[error(transparent)]
-    Cache(#[from] crate::store::ledger::CacheError),
-    /// Bad verdicts or arguments.
+    Run(Box<super::run_folder::IdentError>),
+    /// Bad verdicts or arguments (the message names file and line, or the flag).
     #[error("{0}")]
     Invalid(String),
     /// Fit failure.
@@ -54,43 +95,188 @@ pub enum FitCmdError {
     Fit(#[from] crate::model::FitError),
 }
 
-/// Arguments of `fit`.
-pub struct FitArgs<'a> {
-    /// Pool file.
-    pub pool_file: &'a Path,
-    /// Verdicts file.
-    pub verdicts_file: &'a Path,
-    /// Pool id.
-    pub pool_id: Option<&'a str>,
-    /// Model.
-    pub model: ModelKind,
-    /// k.
-    pub k: usize,
-    /// Covariates (`None` = defaults).
-    pub covariates: Option<Vec<CovariateSpec>>,
-    /// Prior.
-    pub prior: crate::model::Prior,
-    /// Weight of a strong-preference verdict's likelihood term (1 = like any verdict).
-    pub strong_preference_weight: f64,
-    /// Monte-Carlo draws and seed.
-    pub draws: usize,
-    /// Seed.
-    pub seed: u64,
+impl From<super::run_folder::IdentError> for FitCmdError {
+    fn from(e: super::run_folder::IdentError) -> Self {
+        FitCmdError::Run(Box::new(e))
+    }
 }
 
-/// Fit a pool to a verdicts file.
+/// Arguments of `fit` (`None` = the run's setting with a run folder, else the default).
+pub struct FitArgs<'a> {
+    /// Pool file, or a run folder.
+    pub pool_file: &'a Path,
+    /// Verdicts file (default with a run folder: its verdicts.jsonl).
+    pub verdicts_file: Option<&'a Path>,
+    /// Pool id.
+    pub pool_id: Option<&'a str>,
+    /// Judge to select.
+    pub judge: Option<&'a str>,
+    /// Model.
+    pub model: Option<ModelKind>,
+    /// k.
+    pub k: Option<usize>,
+    /// Which ranking to report.
+    pub report_ranking: Option<ReportRanking>,
+    /// Covariates (`None` = the run's, or the pool defaults).
+    pub covariates: Option<Vec<CovariateSpec>>,
+    /// λ_θ, λ_b, λ_κ.
+    pub lambda: [Option<f64>; 3],
+    /// Monte-Carlo draws.
+    pub draws: Option<usize>,
+    /// Weight of a strong-preference verdict's likelihood term (1 = like any verdict).
+    pub strong_preference_weight: Option<f64>,
+    /// Seed.
+    pub seed: Option<u64>,
+}
+
+/// One verdict line of a verdicts file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Item shown first.
+    pub a: String,
+    /// Item shown second.
+    pub b: String,
+    /// Outcome (`None` = invalid verdict).
+    pub y: Option<f64>,
+    /// Pool id, when given.
+    pub pool_id: Option<String>,
+    /// Judge, when given.
+    pub judge: Option<String>,
+    /// The judge stated a strong preference (`"strong_preference": true`, docs/live.md).
+    pub strong_preference: bool,
+}
+
+const EXPECTED: &str = "expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\": 1 if a won, 0 if b won, 0.5 for a tie, or null for an invalid verdict}";
+
+/// Read a verdicts file line by line (UTF-8 byte-order mark, CRLF line ends and blank lines
+/// accepted; a torn last line without a newline is dropped with a warning).
+///
+/// # Errors
+/// [`FitCmdError::Invalid`] naming the file, the first bad line and the expected fields.
+pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<String>), FitCmdError> {
+    let raw = std::fs::read(path)
+        .map_err(|e| FitCmdError::Invalid(format!("cannot read verdicts file {}: {e}", path.display())))?;
+    let bad = |line: usize, msg: String| FitCmdError::Invalid(format!("{}:{line}: {msg}", path.display()));
+    let bytes = crate::store::text::strip_bom(&raw).map_err(|m| bad(1, m))?;
+    let mut out = Vec::new();
+    let mut warning = None;
+    let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    for (ln, part) in parts.iter().enumerate() {
+        let line_no = ln + 1;
+        let complete = ln + 1 < parts.len();
+        let text = std::str::from_utf8(part)
+            .map_err(|e| bad(line_no, format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let Some(m) = crate::store::text::not_json_lines(text) {
+            return Err(bad(line_no, m));
+        }
+        let v: serde_json::Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) if !complete && e.is_eof() => {
+                warning = Some(format!(
+                    "{}:{line_no}: dropped a torn last line ({} bytes, no newline; a crash while writing?)",
+                    path.display(),
+                    part.len()
+                ));
+                break;
+            }
+            Err(e) => return Err(bad(line_no, format!("not JSON ({e}); {EXPECTED}"))),
+        };
+        let Some(obj) = v.as_object() else {
+            return Err(bad(line_no, format!("not a JSON object; {EXPECTED}")));
+        };
+        let id = |k: &str, what: &str| -> Result<String, FitCmdError> {
+            match obj.get(k) {
+                Some(serde_json::Value::String(s)) => Ok(s.clone()),
+                Some(other) => Err(bad(line_no, format!("\"{k}\" = {other} is not an item id (a string); {EXPECTED}"))),
+                None => Err(bad(line_no, format!("no \"{k}\" ({what}); {EXPECTED}"))),
+            }
+        };
+        let a = id("a", "the item shown first")?;
+        let b = id("b", "the item shown second")?;
+        let y = match obj.get("y") {
+            None => {
+                let hint = match obj.get("winner").or_else(|| obj.get("preferred")) {
+                    Some(w) => format!(
+                        " (found {w}: write it as \"y\": 1 when a, the item shown first, won, 0 when b won, 0.5 for a tie)"
+                    ),
+                    None => String::new(),
+                };
+                return Err(bad(line_no, format!("no \"y\"{hint}; {EXPECTED}")));
+            }
+            Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::Number(n)) => match n.as_f64() {
+                Some(y) if (0.0..=1.0).contains(&y) => Some(y),
+                _ => return Err(bad(line_no, format!("y = {n} is outside [0, 1]; {EXPECTED}"))),
+            },
+            Some(other) => return Err(bad(line_no, format!("y = {other} is not a number; {EXPECTED}"))),
+        };
+        let opt = |k: &str| obj.get(k).and_then(|v| v.as_str()).filter(|s| !s.is_empty()).map(str::to_owned);
+        let strong_preference = y.is_some() && obj.get("strong_preference").and_then(|v| v.as_bool()) == Some(true);
+        out.push(VerdictLine {
+            line: line_no,
+            a,
+            b,
+            y,
+            pool_id: opt("pool_id"),
+            judge: opt("judge"),
+            strong_preference,
+        });
+    }
+    Ok((out, warning))
+}
+
+/// Fit a pool to a verdicts file (or a run folder).
 ///
 /// # Errors
 /// [`FitCmdError`] naming the file, line and item.
 pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
-    let pool = pool::read_pool(args.pool_file, args.pool_id)?;
-    if args.k == 0 || args.k >= pool.n_bases() {
-        return Err(FitCmdError::Invalid(format!(
-            "--k {} must satisfy 1 ≤ k < number of bases ({})",
-            args.k,
-            pool.n_bases()
-        )));
+    // Settings: the flags, else the run's (with a run folder), else the defaults.
+    let run = if args.pool_file.is_dir() { Some(load_run(args.pool_file)?) } else { None };
+    let cfg = run.as_ref().map(|r| &r.cfg);
+    let pool = match cfg {
+        Some(c) => {
+            if let Some(id) = args.pool_id
+                && id != c.pool.pool_id
+            {
+                return Err(FitCmdError::Invalid(format!(
+                    "--pool-id {id}: the run folder {} holds pool {:?}",
+                    args.pool_file.display(),
+                    c.pool.pool_id
+                )));
+            }
+            c.pool.clone()
+        }
+        None => pool::read_pool(args.pool_file, args.pool_id)?,
+    };
+    let verdicts_path: PathBuf = match (args.verdicts_file, &run) {
+        (Some(v), _) => v.to_path_buf(),
+        (None, Some(r)) => r.dir.join("verdicts.jsonl"),
+        (None, None) => {
+            return Err(FitCmdError::Invalid(format!(
+                "no verdicts file: give `topk-judge fit POOL_FILE VERDICTS_FILE`, or a run folder instead of {}",
+                args.pool_file.display()
+            )));
+        }
+    };
+    let k = args.k.or(cfg.map(|c| c.raw.k)).unwrap_or(3);
+    if k == 0 || k >= pool.n_bases() {
+        return Err(FitCmdError::Invalid(format!("--k {k} must satisfy 1 ≤ k < number of bases ({})", pool.n_bases())));
     }
+    let model = args.model.or(cfg.map(|c| c.raw.model.kind)).unwrap_or(ModelKind::BiasAware);
+    let base_prior = cfg.map(|c| c.raw.model.prior()).unwrap_or_default();
+    let prior = Prior {
+        lambda_theta: args.lambda[0].unwrap_or(base_prior.lambda_theta),
+        lambda_b: args.lambda[1].unwrap_or(base_prior.lambda_b),
+        lambda_kappa: args.lambda[2].unwrap_or(base_prior.lambda_kappa),
+    };
+    let draws =
+        args.draws.or(cfg.map(|c| c.raw.acquisition.mc_draws)).unwrap_or(crate::model::params::DEFAULT_MC_DRAWS);
     // The same checks as a run config's `model` and `acquisition` sections, named by flag.
     let flag = |e: crate::model::params::ParamError| {
         FitCmdError::Invalid(format!(
@@ -98,83 +284,207 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
             if e.name == "mc_draws" { "draws".into() } else { e.name.replace('_', "-") }
         ))
     };
-    args.prior.check().map_err(flag)?;
-    crate::model::params::check_mc_draws(args.draws).map_err(flag)?;
-    let sw = args.strong_preference_weight;
+    prior.check().map_err(flag)?;
+    let sw = args.strong_preference_weight.or(cfg.map(|c| c.raw.model.strong_preference_weight)).unwrap_or(1.0);
     if !(sw > 0.0 && sw.is_finite()) {
         return Err(FitCmdError::Invalid(format!("--strong-preference-weight {sw} must be a finite number > 0")));
     }
-    let (records, _, warning) = read_records(args.verdicts_file)?;
-    if let Some(w) = warning {
-        eprintln!("warning: {w}");
+    crate::model::params::check_mc_draws(draws).map_err(flag)?;
+    let seed = args.seed.or(cfg.map(|c| c.raw.acquisition.seed)).unwrap_or(0);
+    let setting = args.report_ranking.or(cfg.map(|c| c.raw.report_ranking)).unwrap_or_default();
+
+    let (lines, torn) = read_verdict_lines(&verdicts_path)?;
+    let mut warnings: Vec<String> = torn.into_iter().collect();
+    let mut notes = Vec::new();
+    let vpath = verdicts_path.display().to_string();
+    // Records of other pools: counted and reported.
+    let mut other_pools: BTreeMap<String, usize> = BTreeMap::new();
+    let mut judges: BTreeMap<String, usize> = BTreeMap::new();
+    let mut mine = Vec::new();
+    for l in lines {
+        match &l.pool_id {
+            Some(p) if *p != pool.pool_id => *other_pools.entry(p.clone()).or_default() += 1,
+            _ => {
+                *judges.entry(l.judge.clone().unwrap_or_default()).or_default() += 1;
+                mine.push(l);
+            }
+        }
+    }
+    if !other_pools.is_empty() {
+        let n: usize = other_pools.values().sum();
+        notes.push(format!(
+            "{vpath}: {n} record{} of other pools skipped ({})",
+            if n == 1 { "" } else { "s" },
+            other_pools.iter().map(|(p, c)| format!("{p}: {c}")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    // Several judges: select one with --judge (a run folder defaults to the run's judge).
+    let list = || judges.iter().map(|(j, c)| format!("{j:?}: {c}")).collect::<Vec<_>>().join(", ");
+    let wanted = args.judge.map(str::to_owned).or_else(|| {
+        let d = cfg.map(judge_description)?;
+        (judges.len() > 1 && judges.contains_key(&d)).then_some(d)
+    });
+    let judge = match wanted {
+        Some(w) => {
+            let hits: Vec<&String> = if judges.contains_key(&w) {
+                judges.keys().filter(|j| **j == w).collect()
+            } else {
+                judges.keys().filter(|j| j.starts_with(&w)).collect()
+            };
+            match hits.as_slice() {
+                [one] => Some((*one).clone()),
+                [] => {
+                    return Err(FitCmdError::Invalid(format!(
+                        "--judge {w:?}: no verdict of pool {:?} in {vpath} comes from that judge; the judges there: {}",
+                        pool.pool_id,
+                        list()
+                    )));
+                }
+                _ => {
+                    return Err(FitCmdError::Invalid(format!(
+                        "--judge {w:?} matches several judges in {vpath}: {}; give more of the name",
+                        list()
+                    )));
+                }
+            }
+        }
+        None => {
+            if judges.len() > 1 {
+                let m = format!(
+                    "{vpath} holds verdicts of {} judges for pool {:?} ({}); they are fitted together as one judge — pass --judge to fit one",
+                    judges.len(),
+                    pool.pool_id,
+                    list()
+                );
+                warnings.push(m.clone());
+                notes.push(m);
+            }
+            None
+        }
+    };
+    if let Some(j) = &judge {
+        mine.retain(|l| l.judge.clone().unwrap_or_default() == *j);
     }
     let mut verdicts = Vec::new();
-    for (ln, r) in records.iter().enumerate() {
-        if !r.pool_id.is_empty() && r.pool_id != pool.pool_id {
-            continue;
-        }
-        let Some(y) = r.y else { continue };
+    let mut invalid = 0;
+    for l in &mine {
         let find = |id: &str| {
             pool.item_index(id).ok_or_else(|| {
                 FitCmdError::Invalid(format!(
-                    "{}: record {}: item {id:?} is not in pool {:?}",
-                    args.verdicts_file.display(),
-                    ln + 1,
-                    pool.pool_id
+                    "{vpath}:{}: item {id:?} is not in pool {:?} (its items: {})",
+                    l.line,
+                    pool.pool_id,
+                    some_ids(&pool)
                 ))
             })
         };
-        let (a, b) = (find(&r.a)?, find(&r.b)?);
+        let (a, b) = (find(&l.a)?, find(&l.b)?);
         if a == b {
             return Err(FitCmdError::Invalid(format!(
-                "{}: record {}: item {:?} is compared with itself; a verdict needs two different items",
-                args.verdicts_file.display(),
-                ln + 1,
-                r.a
+                "{vpath}:{}: item {:?} is compared with itself; a verdict needs two different items",
+                l.line, l.a
             )));
         }
-        verdicts.push(ItemVerdict { a, b, y, w: r.weight(sw) });
+        match l.y {
+            Some(y) => verdicts.push(ItemVerdict { a, b, y, w: if l.strong_preference { sw } else { 1.0 } }),
+            None => invalid += 1,
+        }
     }
-    if verdicts.is_empty() {
-        eprintln!(
-            "warning: {} holds no valid verdict for pool {:?}: the ranking below is the prior alone",
-            args.verdicts_file.display(),
-            pool.pool_id
-        );
-    }
-    let specs = match args.model {
+    let specs = match model {
         ModelKind::Naive => Vec::new(),
-        ModelKind::BiasAware => args.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool)),
+        ModelKind::BiasAware => args
+            .covariates
+            .clone()
+            .or_else(|| cfg.map(|c| c.covariate_specs.clone()).filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| pool::default_covariates(&pool)),
     };
     let cov = pool::build_covariates(&pool, &specs)?;
+    warnings.extend(pool::scale_warnings(&cov, prior.lambda_b, "--covariates"));
     let design = build_design(&pool, &cov, &verdicts);
-    let mut rng = crate::rng::stream(args.seed, "membership", verdicts.len() as u64);
-    let (s, _, _) = fit_and_summarise(&pool, &cov, &design, &args.prior, args.k, args.draws, None, &mut rng)?;
-    let out = FitOutput {
+    let mut rng = crate::rng::stream(seed, "membership", verdicts.len() as u64);
+    let (s, _, _) = fit_and_summarise(&pool, &cov, &design, &prior, k, draws, None, &mut rng)?;
+    let (identifiability, apparent) =
+        report::outcome::identify_and_apparent(&pool, &cov, &prior, k, (draws, seed), &verdicts, &s);
+    let out = report::outcome::outcome(&report::outcome::Inputs {
+        pool: &pool,
+        cov: &cov,
+        k,
+        model,
+        summary: &s,
+        apparent: &apparent,
+        verdicts: &verdicts,
+        identifiability: &identifiability,
+        setting,
+        gate: None,
+        one_query: None,
+    });
+    notes.extend(out.notes);
+    let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
+    let fit = FitOutput {
         pool_id: pool.pool_id.clone(),
-        model: args.model,
-        k: args.k,
+        model,
+        k,
         comparisons: verdicts.len(),
+        invalid,
+        judge,
+        judges,
+        other_pools,
         theta: report::by_base(&pool, &s.theta),
         sd: report::by_base(&pool, &s.sd),
         membership: report::by_base(&pool, &s.membership),
         phi: report::by_base(&pool, &s.phi),
         c: report::by_cov(&cov, &s.c),
+        c_sd: report::by_cov(&cov, &s.c_sd),
         kappa: s.kappa,
-        topk: s.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
-        ranking: report::ranking(&pool, &s, args.k),
+        kappa_sd: s.kappa_sd,
+        topk: out.topk,
+        gold_topk: gold.map(|g| g.iter().map(|b| pool.bases[*b].clone()).collect()),
+        recall_at_k: out.recall_at_k,
+        ranking: out.ranking,
+        identifiability,
+        notes,
+        reporting: out.reporting,
+        warnings,
     };
-    Ok((pool, out))
+    Ok((pool, fit))
 }
 
-/// The printable result of `fit`: model, κ̂, ĉ per covariate, the ranking table and the top-k.
+/// The first few item ids of a pool, for error messages.
+fn some_ids(pool: &Pool) -> String {
+    let ids: Vec<&str> = pool.items.iter().take(5).map(|i| i.id.as_str()).collect();
+    if pool.n_items() > 5 { format!("{}, … ({} in all)", ids.join(", "), pool.n_items()) } else { ids.join(", ") }
+}
+
+/// The printable result of `fit`: as a run's summary (model, κ̂, ĉ with units and
+/// identifiability, which ranking is reported and why, both rankings, notes).
 pub fn fit_text(fit: &FitOutput) -> String {
-    let mut text =
-        format!("pool {}: {:?} model, {} verdicts, κ = {:.3}\n", fit.pool_id, fit.model, fit.comparisons, fit.kappa);
-    for (n, c) in &fit.c {
-        text.push_str(&format!("c[{n}] = {c:.3}\n"));
+    let mut text = format!(
+        "pool {}: {} model, {} valid verdicts{}{}\n",
+        fit.pool_id,
+        report::table::name(&fit.model),
+        fit.comparisons,
+        if fit.invalid > 0 { format!(" ({} invalid, not fitted)", fit.invalid) } else { String::new() },
+        fit.judge.as_ref().map(|j| format!(", judge {j}")).unwrap_or_default()
+    );
+    text.push_str(&report::summary::coefficient_lines(
+        fit.kappa,
+        fit.kappa_sd,
+        &fit.c,
+        &fit.c_sd,
+        &fit.identifiability,
+        &fit.reporting,
+    ));
+    text.push_str(&report::summary::ranking_block(
+        fit.k,
+        fit.model == ModelKind::BiasAware && !fit.c.is_empty(),
+        &fit.reporting,
+        &fit.ranking,
+        &fit.topk,
+        fit.recall_at_k,
+        fit.comparisons,
+    ));
+    for n in &fit.notes {
+        text.push_str(&format!("note: {n}\n"));
     }
-    text.push_str(&report::table::ranking_table(&fit.ranking));
-    text.push_str(&format!("\ntop-{}: {}\n", fit.k, fit.topk.join(", ")));
     text
 }

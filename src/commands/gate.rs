@@ -3,12 +3,11 @@
 //! labels file), writes `gate.json`, and applies a gate's decision to a run's result. The
 //! statistics live in [`crate::analysis::gate`].
 
-use super::run_folder::{IdentError, bias_covariates, io_err, run_verdicts};
+use super::run_folder::{IdentError, bias_covariates, io_err, load_run, run_verdicts};
 use crate::analysis::gate::{self, Anchor, GateChoice, GateDecision, fit_naive_and_corrected};
 use crate::judge::Judge;
 use crate::judge::build::make_judge;
-use crate::model::membership::{point_topk, recall_at_k};
-use crate::model::summary::ModelKind;
+use crate::model::membership::point_topk;
 use crate::report::schema::RunResult;
 use crate::store::config::{Config, GateConfig};
 use crate::store::ledger::{VerdictLog, VerdictRecord};
@@ -126,6 +125,7 @@ async fn trusted_verdicts(
     pool: &Pool,
     anchors: &[Anchor],
     dir: &Path,
+    usd_left: Option<f64>,
 ) -> Result<(Vec<(Option<f64>, Option<f64>)>, f64), IdentError> {
     let first = first_items(pool);
     let (mut log, warning) = VerdictLog::open(&dir.join("trusted_verdicts.jsonl"))?;
@@ -142,6 +142,17 @@ async fn trusted_verdicts(
         .collect();
     let pending: Vec<(usize, usize)> =
         queries.iter().copied().filter(|&(a, b)| log.get(&judge.cache_key(&pool, a, b)).is_none()).collect();
+    if let Some(left) = usd_left {
+        let worst: f64 = pending.iter().map(|&(a, b)| judge.worst_case_usd(&pool, a, b)).sum();
+        if worst > left + 1e-12 {
+            return Err(IdentError::Invalid(format!(
+                "the gate's {} trusted queries could cost up to {} but the run's budget (budget.max_usd) has {} left; raise max_usd to run the gate",
+                pending.len(),
+                crate::report::table::usd(worst),
+                crate::report::table::usd(left.max(0.0))
+            )));
+        }
+    }
     let mut todo = pending.into_iter();
     let mut set = tokio::task::JoinSet::new();
     loop {
@@ -170,46 +181,72 @@ async fn trusted_verdicts(
     Ok((ys, spend))
 }
 
-/// Run the trusted-anchor gate for a config whose run exists (docs/model.md §5): fit the naive and the
-/// bias-aware model to the run's verdicts, select the anchors, label them (trusted judge in
-/// both orders, or the labels file), test, write `gate.json`; returns the report and its text.
+/// `topk-judge gate RUN_OR_CONFIG`: run the trusted-anchor gate on a run (its folder, from any
+/// working directory, or its config), write `gate.json`; returns the report and its text.
 ///
 /// # Errors
 /// [`IdentError`]: no `gate:` section, no verdicts, missing labels (the anchors to label are
 /// written to `anchors_to_label.jsonl`), a failing trusted judge.
-pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentError> {
-    let cfg = Config::load(config)?;
-    let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| {
-        IdentError::Invalid(format!(
-            "{}: no `gate:` section; add e.g. `gate: {{anchors: 10, alpha: 0.05, trusted: {{<judge config>}}}}` or `labels: FILE`",
-            config.display()
-        ))
-    })?;
-    // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
-    // here is an error, not an empty name.
-    let judge_desc = make_judge(&cfg.raw.judge)
-        .map(|j| j.describe())
-        .map_err(|m| IdentError::Invalid(format!("{}: the run's judge cannot be built: {m}", config.display())))?;
-    let dir = cfg.run_dir.clone();
-    let verdicts = run_verdicts(&cfg, &dir)?;
+pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), IdentError> {
+    // A config without a `gate:` section is said so before looking for its run.
+    if arg.is_file() && Config::load_for_dry_run(arg)?.0.raw.gate.is_none() {
+        return Err(no_gate(arg));
+    }
+    let run = load_run(arg)?;
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
-    let _lock = crate::store::lock::RunLock::acquire(&dir)?;
+    let _lock = crate::store::lock::RunLock::acquire(&run.dir)?;
+    let report = gate_for(&run.cfg, &run.dir, &run.verdicts, None).await?;
+    let path = write_gate(&run.dir, &report)?;
+    let text = gate_text(&report, &path);
+    Ok((report, text))
+}
+
+fn no_gate(config: &Path) -> IdentError {
+    IdentError::Invalid(format!(
+        "{}: no `gate:` section; add e.g. `gate: {{anchors: 10, alpha: 0.05, trusted: {{<judge config>}}}}` or `labels: FILE`",
+        config.display()
+    ))
+}
+
+fn write_gate(dir: &Path, report: &GateReport) -> Result<std::path::PathBuf, IdentError> {
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let path = dir.join("gate.json");
+    let text = serde_json::to_string_pretty(report).expect("serialisable");
+    std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
+    Ok(path)
+}
+
+/// Run the trusted-anchor gate of `cfg` (docs/model.md §5) on a run's valid `verdicts`: fit the naive
+/// and the bias-aware model, select the anchors, label them (trusted judge in both orders,
+/// cached in `<dir>/trusted_verdicts.jsonl`, or the labels file) and test. With `usd_left`,
+/// the trusted judge's new queries must fit in it (worst case) or nothing is sent.
+///
+/// # Errors
+/// As [`gate_command`].
+pub async fn gate_for(
+    cfg: &Config,
+    dir: &Path,
+    verdicts: &[crate::model::summary::ItemVerdict],
+    usd_left: Option<f64>,
+) -> Result<GateReport, IdentError> {
+    let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| no_gate(&cfg.path))?;
+    let dir = dir.to_path_buf();
     if verdicts.is_empty() {
         return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts", dir.display())));
     }
-    let cov = bias_covariates(&cfg)?;
+    let cov = bias_covariates(cfg)?;
     if cov.p() == 0 {
         return Err(IdentError::Invalid(format!("pool {:?} has no covariate to correct for", cfg.pool.pool_id)));
     }
     let pool = &cfg.pool;
     let k = cfg.raw.k;
-    let [naive, corr] = fit_naive_and_corrected(pool, &cov, &verdicts, &cfg.raw.model.prior())?;
+    let [naive, corr] = fit_naive_and_corrected(pool, &cov, verdicts, &cfg.raw.model.prior())?;
     let anchors = gate::select_anchors(&naive, &corr, k, g.anchors);
     let id = |b: usize| pool.bases[b].clone();
     let (probs, label_source, spend): (Vec<Option<f64>>, String, f64) = if let Some(t) = &g.trusted {
         let judge = make_judge(t).map_err(|m| IdentError::Invalid(format!("gate.trusted: {m}")))?;
         let desc = judge.describe();
-        let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir).await?;
+        let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir, usd_left).await?;
         let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
         (probs, format!("trusted judge {desc}, both orders"), spend)
     } else {
@@ -280,6 +317,11 @@ pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentEr
             },
         })
         .collect();
+    // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
+    // here is an error, not an empty name.
+    let judge_desc = crate::judge::build::make_judge_without_key(&cfg.raw.judge)
+        .map(|j| j.describe())
+        .map_err(|m| IdentError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display())))?;
     let report = GateReport {
         run: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -296,12 +338,7 @@ pub async fn gate_command(config: &Path) -> Result<(GateReport, String), IdentEr
         naive_topk: point_topk(&naive, k).into_iter().map(id).collect(),
         corrected_topk: point_topk(&corr, k).into_iter().map(id).collect(),
     };
-    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-    let path = dir.join("gate.json");
-    let text = serde_json::to_string_pretty(&report).expect("serialisable");
-    std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
-    let text = gate_text(&report, &path);
-    Ok((report, text))
+    Ok(report)
 }
 
 /// The printable gate report.
@@ -371,7 +408,8 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
         line: e.line(),
         msg: format!("{e}; expected the gate.json written by `topk-judge gate`"),
     })?;
-    if g.judge != result.judge {
+    // Descriptions written before the mock's mode was spelled as in the config differ in case.
+    if !g.judge.eq_ignore_ascii_case(&result.judge) {
         return Err(IdentError::Invalid(format!(
             "{}: the gate was computed for judge {:?}, this run uses {:?}; the gate decides per (judge, covariate, task)",
             gate_file.display(),
@@ -388,6 +426,21 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
             cov.names
         )));
     }
+    apply_report(cfg, result, &g, gate_file)
+}
+
+/// Apply a gate report to a run's result: the reported ranking follows the gate's decision
+/// under `report_ranking: auto` ([`crate::report::outcome::rechoose`]), `result.gate` records
+/// it, result.json is rewritten; returns the printable lines.
+///
+/// # Errors
+/// [`IdentError::Io`] writing result.json.
+pub fn apply_report(
+    cfg: &Config,
+    result: &mut RunResult,
+    g: &GateReport,
+    gate_file: &Path,
+) -> Result<String, IdentError> {
     let mut notes = Vec::new();
     if g.pool_id != result.pool_id {
         notes.push(format!(
@@ -401,26 +454,19 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
             g.decision.n_anchors, g.anchors_requested
         ));
     }
-    let want = if g.decision.enable { ModelKind::BiasAware } else { ModelKind::Naive };
-    let topk = if result.model == want {
-        result.topk.clone()
-    } else {
-        let verdicts = run_verdicts(cfg, &cfg.run_dir)?;
-        let [naive, corr] = fit_naive_and_corrected(&cfg.pool, &cov, &verdicts, &cfg.raw.model.prior())?;
-        let theta = if want == ModelKind::BiasAware { corr } else { naive };
-        point_topk(&theta, cfg.raw.k).into_iter().map(|b| cfg.pool.bases[b].clone()).collect()
-    };
-    let recall = result.gold_topk.as_ref().map(|gold| {
-        let idx =
-            |v: &[String]| v.iter().filter_map(|s| cfg.pool.bases.iter().position(|b| b == s)).collect::<Vec<_>>();
-        recall_at_k(&idx(&topk), &idx(gold))
-    });
+    if g.trusted_spend_usd > 0.0 {
+        notes.push(format!(
+            "the gate's trusted judge has cost {} (counted in the run's budget.max_usd)",
+            crate::report::table::usd(g.trusted_spend_usd)
+        ));
+    }
+    crate::report::outcome::rechoose(result, &cfg.pool, Some(&g.decision));
     let choice = GateChoice {
         file: gate_file.to_owned(),
         decision: g.decision,
-        chosen: if g.decision.enable { "corrected".into() } else { "naive".into() },
-        topk,
-        recall_at_k: recall,
+        chosen: result.reporting.reported.name().to_string(),
+        topk: result.topk.clone(),
+        recall_at_k: result.recall_at_k,
         notes,
     };
     let mut s = format!("gate {}: {}\n", gate_file.display(), g.decision.text());
@@ -431,9 +477,35 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
     for n in &choice.notes {
         s.push_str(&format!("note: {n}\n"));
     }
+    if result.reporting.report_ranking != crate::analysis::ranking::ReportRanking::Auto {
+        s.push_str(&format!(
+            "note: report_ranking: {} is set, so the reported ranking does not follow the gate\n",
+            crate::report::table::name(&result.reporting.report_ranking)
+        ));
+    }
     result.gate = Some(choice);
     let path = cfg.run_dir.join("result.json");
     let json = serde_json::to_string_pretty(result).expect("serialisable");
     std::fs::write(&path, json + "\n").map_err(io_err(&path))?;
     Ok(s)
+}
+
+/// The gate of a run config's `gate:` section, at the end of `run`: run on the run's verdicts
+/// (trusted verdicts cached like any verdict; their worst case must fit in what is left of
+/// `budget.max_usd`), write gate.json and apply the decision to the result.
+///
+/// # Errors
+/// [`IdentError`] from the gate (missing labels, a failing trusted judge, no budget left).
+pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<String, IdentError> {
+    let verdicts = run_verdicts(cfg, &cfg.run_dir)?;
+    if verdicts.is_empty() {
+        return Ok("gate: not run: the run has no valid verdict\n".into());
+    }
+    // The trusted judge's paid verdicts go into the run folder: one process at a time.
+    let _lock = crate::store::lock::RunLock::acquire(&cfg.run_dir)?;
+    let spent_gate = crate::store::ledger::file_spend(&cfg.run_dir.join("trusted_verdicts.jsonl"));
+    let left = cfg.raw.budget.max_usd.map(|m| m - result.spend_usd - spent_gate);
+    let report = gate_for(cfg, &cfg.run_dir, &verdicts, left).await?;
+    let path = write_gate(&cfg.run_dir, &report)?;
+    apply_report(cfg, result, &report, &path)
 }

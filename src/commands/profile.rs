@@ -6,7 +6,7 @@ use super::run_folder::{IdentError, bias_covariates, io_err, load_run};
 use crate::model::Prior;
 use crate::model::bt::{self, FitOptions};
 use crate::model::profile::{self, PROFILE_RIDGE};
-use crate::model::summary::build_design;
+use crate::model::summary::{build_design, solver_scales, to_solver};
 use crate::report::table::fmt_nats;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -73,17 +73,22 @@ pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), IdentError
     let design = build_design(&cfg.pool, &cov, &run.verdicts);
     let prior = cfg.raw.model.prior();
     let m = cfg.pool.n_bases();
-    let map = bt::fit(&design, &prior.diagonal(m, cov.p()), None, &FitOptions::default())?;
+    // Solved and profiled in the solver's parametrisation (covariates far from unit scale
+    // rescaled by s_j); reported in user units (c = c′ / s_j).
+    let scales = solver_scales(&cov);
+    let (design, lambda, _) = to_solver(&design, &prior.diagonal(m, cov.p()), None, &scales);
+    let map = bt::fit(&design, &lambda, None, &FitOptions::default())?;
     let mut covariates = Vec::new();
     for (j, name) in cov.names.iter().enumerate() {
         let p = profile::profile(&design, j, map.beta[m + j], Some(&map.beta))?;
+        let s = scales[j];
         covariates.push(CovariateProfile {
             name: name.clone(),
-            c_hat: p.center,
+            c_hat: p.center / s,
             range_nats: p.range_nats,
             identified: p.verdict == profile::IdentVerdict::Identified,
             verdict: p.verdict.text().to_string(),
-            c: p.points.iter().map(|q| q.c).collect(),
+            c: p.points.iter().map(|q| q.c / s).collect(),
             log_lik: p.points.iter().map(|q| q.log_lik).collect(),
             iterations: p.points.iter().map(|q| q.iterations).collect(),
         });
@@ -106,7 +111,7 @@ pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), IdentError
         .iter()
         .map(|c| {
             let max = c.log_lik.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let label = format!("{} (ĉ = {:.3}, range {:.4} nats)", c.name, c.c_hat, c.range_nats);
+            let label = format!("{} (ĉ = {:.3}, range {})", c.name, c.c_hat, fmt_nats(c.range_nats));
             (label, c.c.iter().zip(&c.log_lik).map(|(x, l)| (x - c.c_hat, l - max)).collect())
         })
         .collect();
@@ -129,18 +134,23 @@ pub fn profile_text(r: &ProfileReport, json: &Path, svg: &Path) -> String {
     );
     for c in &r.covariates {
         s.push_str(&format!(
-            "\nc[{}]: MAP ĉ = {:.4} (λ_b = {}, λ_θ = {}); profile over ĉ ± 1, 21 points, everything else re-optimised (ridge {:.0e}):\n",
-            c.name, c.c_hat, r.prior.lambda_b, r.prior.lambda_theta, r.ridge
+            "\nc[{}]: MAP ĉ = {:.4} (λ_b = {}, λ_θ = {}); profile over ĉ ± {}, {} points, everything else re-optimised (ridge {:.0e}):\n",
+            c.name,
+            c.c_hat,
+            r.prior.lambda_b,
+            r.prior.lambda_theta,
+            crate::report::table::num(match (c.c.first(), c.c.last()) {
+                (Some(a), Some(b)) => (b - a) / 2.0,
+                _ => 1.0,
+            }),
+            c.c.len(),
+            r.ridge
         ));
         s.push_str(&format!("range = {} → {}\n", fmt_nats(c.range_nats), c.verdict));
         let max = c.log_lik.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         s.push_str(&format!("{:>10}  {:>16}\n", "c", "ℓ − max (nats)"));
         for (x, l) in c.c.iter().zip(&c.log_lik) {
-            if c.identified {
-                s.push_str(&format!("{x:>10.4}  {:>16.6}\n", l - max));
-            } else {
-                s.push_str(&format!("{x:>10.4}  {:>16.2e}\n", l - max));
-            }
+            s.push_str(&format!("{x:>10.4}  {:>16}\n", crate::report::table::num(l - max)));
         }
     }
     s.push_str(&format!("\nsaved: {}, {}\n", json.display(), svg.display()));

@@ -5,13 +5,23 @@ use crate::report::compare::{CompareError, RunDir};
 use crate::report::page::{content, html, identifiability, markdown, report_plots};
 use std::path::{Path, PathBuf};
 
-/// `topk-judge report`: write report.md, report.html and the plots' SVG files into `out`;
-/// return the files written.
+/// `topk-judge report RUN`: write report.md, report.html and the plots' SVG files into `out`
+/// (default: the run folder); `RUN` is a run folder (from any working directory) or the run's
+/// config file. Returns the files written.
 ///
 /// # Errors
 /// [`CompareError`] reading the run or writing a file.
-pub fn report_command(run_dir: &Path, out: &Path) -> Result<Vec<PathBuf>, CompareError> {
-    let run = RunDir::load(run_dir)?;
+pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, CompareError> {
+    let run_dir = if arg.is_file() {
+        crate::store::config::Config::load_for_dry_run(arg)
+            .map_err(|e| CompareError::Read { path: arg.to_owned(), msg: e.to_string() })?
+            .0
+            .run_dir
+    } else {
+        arg.to_path_buf()
+    };
+    let out = out.unwrap_or(&run_dir);
+    let run = RunDir::load(&run_dir)?;
     let ident = identifiability(&run);
     let plots = report_plots(&run)?;
     let c = content(&run, &ident);

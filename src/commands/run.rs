@@ -1,7 +1,9 @@
 //! `topk-judge run CONFIG [--dry-run] [--gate gate.json]`: Algorithm 1 against the configured
 //! judge ([`crate::run::live`]), resumable from the run folder; with `--dry-run` the first prompt,
 //! the queries the budget allows and their worst-case cost ([`super::dry_run`]), sending nothing;
-//! with `--gate` the ranking a trusted-anchor gate chose ([`super::gate::apply_gate`]).
+//! with a `gate:` section the trusted-anchor gate runs at the end of the run
+//! ([`super::gate::gate_after_run`]), or `--gate FILE` applies a gate computed before
+//! ([`super::gate::apply_gate`]); the summary is printed after the gate decided.
 
 use super::run_folder::IdentError;
 use crate::judge::build::make_judge;
@@ -44,6 +46,7 @@ pub enum RunCommandError {
 /// [`RunCommandError`]: unreadable config, unbuildable judge, unreadable verdict ledger.
 pub fn dry_run_text(config: &Path) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run(config)?;
+    print_warnings(&cfg);
     let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
     let d = super::dry_run::dry_run(&cfg, judge.as_ref())?;
     let mut text = super::dry_run::render(&cfg, judge.as_ref(), &d);
@@ -61,19 +64,28 @@ pub fn prepare(
     config: &Path,
 ) -> Result<(Config, std::sync::Arc<dyn crate::judge::Judge>, tokio::runtime::Runtime), RunCommandError> {
     let cfg = Config::load(config)?;
+    print_warnings(&cfg);
     let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
     let rt = tokio::runtime::Runtime::new().map_err(RunCommandError::Runtime)?;
     Ok((cfg, judge, rt))
 }
 
-/// Run Algorithm 1 for a prepared config (the run prints its own summary and handles Ctrl-C and
-/// SIGTERM), then apply a gate file if given; returns the gate's printable lines (empty without
-/// `--gate`) and why the run stopped (the binary exits with 130 after an interrupt).
+/// Print a config's load warnings (identical texts, covariate scales) to stderr.
+pub fn print_warnings(cfg: &Config) {
+    for w in &cfg.warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// Run Algorithm 1 for a prepared config, then the gate (`--gate FILE`, or the config's
+/// `gate:` section), then print the summary (the reported ranking follows the gate under
+/// `report_ranking: auto`; Ctrl-C and SIGTERM are handled by the run). Returns the lines printed
+/// after the summary and why the run stopped (the binary exits with 130 after an interrupt).
 ///
 /// # Errors
-/// [`RunCommandError::Run`] for the run, [`RunCommandError::InvalidRate`] when it stopped on
-/// too many invalid replies (result.json is written); the inner result carries a gate file's
-/// [`IdentError`].
+/// [`RunCommandError::Run`] for the run (after printing the summary a failed fit still wrote),
+/// [`RunCommandError::InvalidRate`] when it stopped on too many invalid replies (after printing
+/// the summary; result.json is written); the inner result carries the gate's [`IdentError`].
 pub fn run_with_gate(
     cfg: &Config,
     judge: std::sync::Arc<dyn crate::judge::Judge>,
@@ -81,9 +93,22 @@ pub fn run_with_gate(
     quiet: bool,
     gate: Option<&Path>,
 ) -> Result<(Result<String, IdentError>, StopReason), RunCommandError> {
-    let opts = RunOptions { progress: !quiet, print: true, handle_signals: true };
-    let mut result = rt.block_on(live::run(cfg, judge, &opts))?;
+    let opts = RunOptions { progress: !quiet, print: false, handle_signals: true };
+    let mut result = match rt.block_on(live::run(cfg, judge, &opts)) {
+        Ok(r) => r,
+        Err(e) => {
+            // A failed fit or a failing judge still wrote result.json: show it.
+            if matches!(e, RunError::Fit(_) | RunError::JudgeFailing { .. })
+                && let Ok(text) = std::fs::read_to_string(cfg.run_dir.join("result.json"))
+                && let Ok(r) = serde_json::from_str(&text)
+            {
+                print_out(&live::summary_text(&r, &cfg.run_dir));
+            }
+            return Err(e.into());
+        }
+    };
     if result.stop_reason == StopReason::MaxInvalidRate {
+        print_out(&format!("{}\n", live::summary_text(&result, &cfg.run_dir)));
         let m = result.verdicts_report.stop_message.clone().unwrap_or_default();
         return Err(RunCommandError::InvalidRate(format!(
             "{m}; result.json and the paid verdicts are kept in {}",
@@ -92,7 +117,20 @@ pub fn run_with_gate(
     }
     let gated = match gate {
         Some(g) => super::gate::apply_gate(cfg, &mut result, g),
+        None if cfg.raw.gate.is_some() && result.stop_reason != StopReason::Interrupted => {
+            rt.block_on(super::gate::gate_after_run(cfg, &mut result))
+        }
         None => Ok(String::new()),
     };
+    let mut text = live::summary_text(&result, &cfg.run_dir);
+    if result.stop_reason == StopReason::Interrupted {
+        text.push_str(&live::resume_hint(cfg));
+    }
+    print_out(&format!("{text}\n"));
     Ok((gated, result.stop_reason))
+}
+
+fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
 }

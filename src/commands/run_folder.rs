@@ -3,13 +3,11 @@
 //! these commands share.
 
 use crate::judge::JudgeError;
-use crate::judge::build::make_judge;
 use crate::model::FitError;
 use crate::model::summary::ItemVerdict;
 use crate::store::config::{Config, ConfigError, RawConfig};
 use crate::store::ledger::{CacheError, read_records};
 use crate::store::pool::{self, Covariates, PoolError};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Errors of `profile`, `gate` and `run --gate`.
@@ -77,42 +75,75 @@ pub struct LoadedRun {
     pub verdicts: Vec<ItemVerdict>,
 }
 
-/// Read a run from a run folder (with `config.yaml` and `verdicts.jsonl`) or from a config file
-/// whose run folder exists.
+/// Read a run from a run folder (with `config.yaml` and `verdicts.jsonl`), from any working
+/// directory, or from a config file whose run folder exists.
 ///
-/// A run folder's `config.yaml` holds paths as resolved when the run started (relative to the
-/// working directory of that run), so run this from the same directory, or pass the config.
+/// A run folder's `config.yaml` names its inputs relative to the folder (its own copies
+/// `pool.jsonl` and `prompt/`); folders written by older versions held paths relative to the
+/// directory the run was started from, which are tried there. A live judge's API key is not
+/// needed to read a run.
 ///
 /// # Errors
 /// [`IdentError`]: unreadable config, missing pool or verdicts.
 pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
-    let (cfg, dir) = if arg.is_dir() {
+    let (mut cfg, dir) = if arg.is_dir() {
         let path = arg.join("config.yaml");
-        let text = std::fs::read_to_string(&path).map_err(io_err(&path))?;
-        let mut raw: RawConfig =
-            crate::store::yaml::from_str(&text).map_err(|msg| ConfigError::Yaml { path: path.clone(), msg })?;
-        let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
-        if raw.pool.synthetic.is_none() {
-            raw.pool.file = cwd.join(&raw.pool.file);
-            if !raw.pool.file.exists() {
-                return Err(IdentError::Invalid(format!(
-                    "{}: pool file {} not found; the paths in a run folder's config.yaml are relative to the directory the run was started from: run this command there, or pass the config file",
-                    path.display(),
-                    raw.pool.file.display()
-                )));
-            }
-        }
-        if let Some(l) = raw.gate.as_mut().and_then(|g| g.labels.as_mut()) {
-            *l = cwd.join(&*l);
-        }
-        (Config::from_raw(raw, &path)?, arg.to_path_buf())
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            IdentError::Invalid(format!(
+                "{}: not a run folder ({}: {e}); expected a folder written by `topk-judge run`, or a config file",
+                arg.display(),
+                path.display()
+            ))
+        })?;
+        let cfg = if text.starts_with("# The configuration this run folder was made with") {
+            Config::load_for_dry_run(&path)?.0
+        } else {
+            legacy_run_config(&path, &text)?
+        };
+        (cfg, arg.to_path_buf())
     } else {
-        let cfg = Config::load(arg)?;
+        let cfg = Config::load_for_dry_run(arg)?.0;
         let dir = cfg.run_dir.clone();
         (cfg, dir)
     };
+    cfg.run_dir = dir.clone();
     let verdicts = run_verdicts(&cfg, &dir)?;
     Ok(LoadedRun { cfg, dir, verdicts })
+}
+
+/// A run folder's config.yaml as older versions wrote it: paths relative to the directory the
+/// run was started from.
+fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
+    let mut raw: RawConfig =
+        crate::store::yaml::from_str(text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+    let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
+    if raw.pool.synthetic.is_none() {
+        raw.pool.file = cwd.join(&raw.pool.file);
+        if !raw.pool.file.exists() {
+            return Err(IdentError::Invalid(format!(
+                "{}: pool file {} not found; this run folder was written by an older version, whose config.yaml holds paths relative to the directory the run was started from: run this command there, pass the config file, or re-run the config to refresh the folder",
+                path.display(),
+                raw.pool.file.display()
+            )));
+        }
+    }
+    if let Some(l) = raw.gate.as_mut().and_then(|g| g.labels.as_mut()) {
+        *l = cwd.join(&*l);
+    }
+    // A replay judge's recording, like the pool, was resolved against the run's directory.
+    let trusted = raw.gate.as_mut().and_then(|g| g.trusted.as_mut());
+    for j in std::iter::once(&mut raw.judge).chain(trusted) {
+        if let crate::store::config::JudgeConfig::Replay(r) = j {
+            r.file = cwd.join(&r.file);
+        }
+    }
+    Ok(Config::from_raw(raw, path)?)
+}
+
+/// The description of a config's judge (as result.json and gate.json name it), also for a live
+/// judge whose API key is not set here.
+pub fn judge_description(cfg: &Config) -> String {
+    crate::judge::build::make_judge_without_key(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default()
 }
 
 /// The valid verdicts stored in `<dir>/verdicts.jsonl` for the config's judge (matched by cache
@@ -136,22 +167,10 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
     }
     let pool = &cfg.pool;
     let mut out = Vec::new();
-    match make_judge(&cfg.raw.judge) {
+    match crate::judge::build::make_judge_without_key(&cfg.raw.judge) {
         Ok(judge) => {
-            // Keys hashed per record's pair (not for all N(N − 1) pairs; docs/model.md §1).
-            let index: HashMap<&str, usize> =
-                pool.items.iter().enumerate().map(|(i, it)| (it.id.as_str(), i)).collect();
-            let keys = crate::store::ledger::KeyIndex::from_named(
-                &index,
-                records.iter().map(|r| (r.a.as_str(), r.b.as_str())),
-                |a, b| a != b,
-                |a, b| judge.cache_key(pool, a, b),
-            );
-            for r in &records {
-                if let (Some((a, b)), Some(y)) = (keys.get(&r.key), r.y) {
-                    out.push(ItemVerdict { a, b, y, w: r.weight(cfg.raw.model.strong_preference_weight) });
-                }
-            }
+            let queries = crate::run::queries::RunQueries::new(cfg, judge.as_ref());
+            out = queries.verdicts(&records, cfg.raw.model.strong_preference_weight);
         }
         Err(msg) => {
             tracing::warn!("cannot build the judge ({msg}); using every verdict of pool {:?}", pool.pool_id);

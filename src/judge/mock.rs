@@ -169,8 +169,11 @@ impl MockJudge {
 impl Judge for MockJudge {
     fn describe(&self) -> String {
         format!(
-            "mock ({:?}, pos_bias {}, verb_per_word {}{})",
-            self.cfg.mode,
+            "mock ({}, pos_bias {}, verb_per_word {}{})",
+            match self.cfg.mode {
+                MockMode::Deterministic => "deterministic",
+                MockMode::Stochastic => "stochastic",
+            },
             self.cfg.pos_bias,
             self.cfg.verb_per_word,
             if self.cfg.mode == MockMode::Stochastic {
@@ -232,7 +235,16 @@ mod tests {
     fn it(id: &str, q: f64, words: f64) -> Item {
         let mut c = BTreeMap::new();
         c.insert("words".to_string(), words);
-        Item { id: id.into(), text: None, quality: Some(q), covariates: c, base: None, rendering: None }
+        Item {
+            id: id.into(),
+            text: None,
+            quality: Some(q),
+            covariates: c,
+            base: None,
+            rendering: None,
+            words: None,
+            human: None,
+        }
     }
 
     #[test]

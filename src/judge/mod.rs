@@ -7,6 +7,7 @@
 pub mod build;
 pub mod mock;
 pub mod openai;
+pub mod replay;
 pub mod synthetic;
 
 use crate::store::pool::Pool;
@@ -165,6 +166,22 @@ pub enum JudgeError {
         /// Why.
         message: String,
     },
+    /// No verdict exists for this query and asking again will not make one (a replay judge's
+    /// recording lacks it, under `missing: unavailable`). Not a failure: the run sets the pair
+    /// aside for this invocation and acquisition moves on; nothing is stored or counted.
+    #[error("unavailable: {message}")]
+    Unavailable {
+        /// Which query, and why (names the items).
+        message: String,
+    },
+    /// The judge cannot go on (a replay judge's recording lacks a query, under `missing: fail`):
+    /// the run sends nothing more, stores the verdicts in flight and stops as for a failing judge
+    /// (`stop_reason: judge_failing`, this message).
+    #[error("{message}")]
+    Fatal {
+        /// What happened and what to change.
+        message: String,
+    },
     /// A failure that is no one pair's fault (the endpoint is not there, refuses the key, does
     /// not know the model, rejects a request field): the message names the setting to change.
     #[error("{message}")]
@@ -184,7 +201,7 @@ impl JudgeError {
     pub fn cost_usd(&self) -> f64 {
         match self {
             JudgeError::Request { cost_usd, .. } | JudgeError::Endpoint { cost_usd, .. } => *cost_usd,
-            JudgeError::Unjudgeable { .. } => 0.0,
+            JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => 0.0,
         }
     }
 
@@ -368,6 +385,11 @@ pub trait Judge: Send + Sync {
     /// The stop rule for invalid replies: (largest share of invalid replies, replies parsed
     /// before the rule applies); `None` (the default) for judges that cannot reply invalidly.
     fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+        None
+    }
+
+    /// What a replay judge replays (the recording and the recorded judge); `None` for others.
+    fn replay(&self) -> Option<replay::ReplayInfo> {
         None
     }
 

@@ -18,6 +18,9 @@ pub enum Covariance {
         diag: Vec<f64>,
         /// The factor P H Pᵀ = LLᵀ.
         factor: Arc<SparseCholesky>,
+        /// D with Σ = D H⁻¹ D when H was factored in scaled units (empty: D = I; see
+        /// [`Posterior::rescale`]).
+        scale: Vec<f64>,
     },
 }
 
@@ -39,9 +42,41 @@ impl Posterior {
     pub fn from_fit(fit: &Fit) -> Self {
         let cov = match &fit.chol {
             Factor::Dense(c) => Covariance::Dense(c.inverse()),
-            Factor::Sparse(f) => Covariance::Sparse { diag: f.inverse_diag(), factor: f.clone() },
+            Factor::Sparse(f) => Covariance::Sparse { diag: f.inverse_diag(), factor: f.clone(), scale: Vec::new() },
         };
         Self { mean: fit.beta.clone(), cov }
+    }
+
+    /// Σ in user units when the fit was solved with covariate columns scaled by `scales` (length
+    /// p): the c rows and columns of Σ divided by their scales (Σ ← D Σ D, D = diag(1, 1/s, 1)).
+    pub fn rescale(&mut self, m: usize, scales: &[f64]) {
+        if scales.iter().all(|s| *s == 1.0) {
+            return;
+        }
+        let n = self.mean.len();
+        match &mut self.cov {
+            Covariance::Dense(cov) => {
+                for (j, sj) in scales.iter().enumerate() {
+                    if *sj != 1.0 {
+                        for r in 0..n {
+                            cov[(m + j, r)] /= sj;
+                        }
+                        for r in 0..n {
+                            cov[(r, m + j)] /= sj;
+                        }
+                    }
+                }
+            }
+            Covariance::Sparse { diag, scale, .. } => {
+                if scale.is_empty() {
+                    *scale = vec![1.0; n];
+                }
+                for (j, sj) in scales.iter().enumerate() {
+                    scale[m + j] /= sj;
+                    diag[m + j] /= sj * sj;
+                }
+            }
+        }
     }
 
     /// The dense Σ, when this posterior has one (small problems).
@@ -80,12 +115,17 @@ impl Posterior {
                 }
                 u
             }
-            Covariance::Sparse { factor, .. } => {
+            Covariance::Sparse { factor, scale, .. } => {
+                let d_of = |r: usize| if scale.is_empty() { 1.0 } else { scale[r] };
                 let mut b = vec![0.0; n];
                 for &(c, v) in d {
-                    b[c] += v;
+                    b[c] += v * d_of(c);
                 }
-                factor.solve(&b)
+                let mut u = factor.solve(&b);
+                for (r, x) in u.iter_mut().enumerate() {
+                    *x *= d_of(r);
+                }
+                u
             }
         }
     }
@@ -96,10 +136,11 @@ impl Posterior {
         let n = self.mean.len();
         match &self.cov {
             Covariance::Dense(m) => Matrix::from_fn(n, cols.len(), |r, j| m.col(cols[j])[r]),
-            Covariance::Sparse { factor, .. } => {
-                let mut b = Matrix::from_fn(n, cols.len(), |r, j| if r == cols[j] { 1.0 } else { 0.0 });
+            Covariance::Sparse { factor, scale, .. } => {
+                let d_of = |r: usize| if scale.is_empty() { 1.0 } else { scale[r] };
+                let mut b = Matrix::from_fn(n, cols.len(), |r, j| if r == cols[j] { d_of(r) } else { 0.0 });
                 factor.solve_in_place(&mut b);
-                b
+                Matrix::from_fn(n, cols.len(), |r, j| b[(r, j)] * d_of(r))
             }
         }
     }

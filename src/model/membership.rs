@@ -47,8 +47,9 @@ fn kth_largest(values: &[f64], k: usize, scratch: &mut [f64]) -> f64 {
 }
 
 /// Top-k counts of `draws` draws from the stream `seed`, adding into `counts`; `z` is the
-/// n×draws work matrix.
-fn block_counts(fit: &Fit, k: usize, seed: u64, z: &mut Matrix, counts: &mut [usize]) {
+/// n×draws work matrix. With `w` (M rows of p weights) the ranked value of base m is the
+/// apparent quality θ_m + Σ_j w[m][j] c_j instead of θ_m.
+fn block_counts(fit: &Fit, k: usize, w: Option<&[Vec<f64>]>, seed: u64, z: &mut Matrix, counts: &mut [usize]) {
     let m = counts.len();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for s in 0..z.ncols() {
@@ -62,6 +63,12 @@ fn block_counts(fit: &Fit, k: usize, seed: u64, z: &mut Matrix, counts: &mut [us
     for s in 0..z.ncols() {
         for ((t, b), u) in theta.iter_mut().zip(&fit.beta).zip(z.col(s)) {
             *t = b + u;
+        }
+        if let Some(w) = w {
+            let col = z.col(s);
+            for (t, wm) in theta.iter_mut().zip(w) {
+                *t += wm.iter().enumerate().map(|(j, x)| x * (fit.beta[m + j] + col[m + j])).sum::<f64>();
+            }
         }
         // The top k are the values above the k-th largest, then ties at it by index. (The
         // draws are finite: H is positive definite.)
@@ -79,7 +86,7 @@ fn block_counts(fit: &Fit, k: usize, seed: u64, z: &mut Matrix, counts: &mut [us
 }
 
 /// Counts of the blocks `blocks` (draws, seed), one work matrix for all of them.
-fn blocks_counts(fit: &Fit, m: usize, k: usize, blocks: &[(usize, u64)]) -> Vec<usize> {
+fn blocks_counts(fit: &Fit, m: usize, k: usize, w: Option<&[Vec<f64>]>, blocks: &[(usize, u64)]) -> Vec<usize> {
     let n = fit.beta.len();
     let mut counts = vec![0usize; m];
     let mut z = Matrix::zeros(n, BLOCK);
@@ -87,7 +94,7 @@ fn blocks_counts(fit: &Fit, m: usize, k: usize, blocks: &[(usize, u64)]) -> Vec<
         if d != z.ncols() {
             z = Matrix::zeros(n, d);
         }
-        block_counts(fit, k, seed, &mut z, &mut counts);
+        block_counts(fit, k, w, seed, &mut z, &mut counts);
     }
     counts
 }
@@ -99,6 +106,35 @@ fn blocks_counts(fit: &Fit, m: usize, k: usize, blocks: &[(usize, u64)]) -> Vec<
 /// # Panics
 /// If `k` is 0 or ≥ M.
 pub fn topk_membership(fit: &Fit, m: usize, k: usize, draws: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
+    membership_of(fit, m, k, None, draws, rng)
+}
+
+/// Top-k membership of the apparent quality φ_m = θ_m + Σ_j w\[m\]\[j\] c_j (length M), with `w`
+/// the mean covariates of each base's items in the fit's parametrisation; as
+/// [`topk_membership`] otherwise.
+///
+/// # Panics
+/// If `k` is 0 or ≥ M, or `w` does not have M rows.
+pub fn topk_membership_apparent(
+    fit: &Fit,
+    m: usize,
+    w: &[Vec<f64>],
+    k: usize,
+    draws: usize,
+    rng: &mut ChaCha8Rng,
+) -> Vec<f64> {
+    assert_eq!(w.len(), m, "one weight row per base");
+    membership_of(fit, m, k, Some(w), draws, rng)
+}
+
+fn membership_of(
+    fit: &Fit,
+    m: usize,
+    k: usize,
+    w: Option<&[Vec<f64>]>,
+    draws: usize,
+    rng: &mut ChaCha8Rng,
+) -> Vec<f64> {
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let n = fit.beta.len();
     let blocks: Vec<(usize, u64)> =
@@ -109,12 +145,12 @@ pub fn topk_membership(fit: &Fit, m: usize, k: usize, draws: usize, rng: &mut Ch
         let strip = |v: Vec<(usize, &(usize, u64))>| v.into_iter().map(|(_, b)| *b).collect::<Vec<_>>();
         let (even, odd) = (strip(even), strip(odd));
         std::thread::scope(|sc| {
-            let other = sc.spawn(|| blocks_counts(fit, m, k, &odd));
-            let mine = blocks_counts(fit, m, k, &even);
+            let other = sc.spawn(|| blocks_counts(fit, m, k, w, &odd));
+            let mine = blocks_counts(fit, m, k, w, &even);
             vec![mine, other.join().expect("membership worker panicked")]
         })
     } else {
-        vec![blocks_counts(fit, m, k, &blocks)]
+        vec![blocks_counts(fit, m, k, w, &blocks)]
     };
     let mut counts = vec![0usize; m];
     for c in per_worker {
@@ -221,7 +257,7 @@ mod tests {
         // The same blocks and seeds on one thread, in order.
         let mut r = rng::stream(3, "membership", 0);
         let blocks: Vec<(usize, u64)> = (0..4).map(|_| (BLOCK, r.random::<u64>())).collect();
-        let counts = blocks_counts(&f, m, 7, &blocks);
+        let counts = blocks_counts(&f, m, 7, None, &blocks);
         let seq: Vec<f64> = counts.iter().map(|c| *c as f64 / 1000.0).collect();
         assert_eq!(pi, seq);
     }

@@ -3,7 +3,7 @@
 
 use super::bt::{self, Design, Fit, FitError, FitOptions, Prior};
 use super::laplace::Posterior;
-use super::membership::{point_topk, topk_membership};
+use super::membership::{point_topk, topk_membership, topk_membership_apparent};
 use crate::rng::ChaCha8Rng;
 use crate::store::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
@@ -76,10 +76,132 @@ pub struct FitSummary {
     pub n_obs: usize,
 }
 
+impl FitSummary {
+    /// The prior alone (no fit): θ̂ = ĉ = κ̂ = 0 with the prior sds, and π = k/M for every base
+    /// (all tied). What a result reports when the fit failed.
+    pub fn prior(m: usize, p: usize, prior: &Prior, k: usize) -> Self {
+        let sd = |l: f64| 1.0 / l.sqrt();
+        Self {
+            theta: vec![0.0; m],
+            sd: vec![sd(prior.lambda_theta); m],
+            membership: vec![k as f64 / m as f64; m],
+            phi: vec![0.0; m],
+            c: vec![0.0; p],
+            c_sd: vec![sd(prior.lambda_b); p],
+            kappa: 0.0,
+            kappa_sd: sd(prior.lambda_kappa),
+            topk: point_topk(&vec![0.0; m], k),
+            iterations: 0,
+            n_obs: 0,
+        }
+    }
+}
+
 /// From this many parameters on, Σ and the membership draws are computed on two threads.
 const PARALLEL_MIN_PARAMS: usize = 200;
 
+/// Covariate columns whose root mean square over the items lies inside this range are solved
+/// as they are; others are rescaled for the solver (see [`solver_scales`]).
+pub const UNIT_SCALE_RANGE: (f64, f64) = (1e-2, 1e2);
+
+/// The solver's scale s_j of each covariate column: the root mean square of its values over
+/// the pool's items when that lies outside [`UNIT_SCALE_RANGE`], else 1.
+///
+/// The MAP is solved in the parametrisation x′_j = x_j / s_j, c′_j = s_j c_j with prior
+/// precision λ_b / s_j² on c′_j — the same model and the same MAP, but a Hessian whose entries
+/// are of one order, so that Newton converges whatever the covariate's unit (a raw covariate
+/// around 1e7 otherwise leaves entries 1e14 apart). Results are reported in the user's units.
+pub fn solver_scales(cov: &Covariates) -> Vec<f64> {
+    (0..cov.p())
+        .map(|j| {
+            let n = cov.x.len().max(1) as f64;
+            let rms = (cov.x.iter().map(|r| r[j] * r[j]).sum::<f64>() / n).sqrt();
+            if rms > 0.0 && rms.is_finite() && !(UNIT_SCALE_RANGE.0..=UNIT_SCALE_RANGE.1).contains(&rms) {
+                rms
+            } else {
+                1.0
+            }
+        })
+        .collect()
+}
+
+/// `design`, the prior diagonal `lambda` and a start β (user units) in the solver's
+/// parametrisation for the column scales `s` ([`solver_scales`]).
+pub fn to_solver(
+    design: &Design,
+    lambda: &[f64],
+    start: Option<&[f64]>,
+    s: &[f64],
+) -> (Design, Vec<f64>, Option<Vec<f64>>) {
+    let (m, p) = (design.m, design.p);
+    let mut d = design.clone();
+    for row in d.dx.chunks_mut(p.max(1)) {
+        for (v, sj) in row.iter_mut().zip(s) {
+            *v /= sj;
+        }
+    }
+    let mut lam = lambda.to_vec();
+    for (j, sj) in s.iter().enumerate() {
+        lam[m + j] /= sj * sj;
+    }
+    let start = start.map(|b| {
+        let mut b = b.to_vec();
+        for (j, sj) in s.iter().enumerate() {
+            if let Some(v) = b.get_mut(m + j) {
+                *v *= sj;
+            }
+        }
+        b
+    });
+    (d, lam, start)
+}
+
+/// The MAP fit of `design` with prior diagonal `lambda`, solved in the parametrisation of the
+/// column scales `s` ([`solver_scales`]; all 1 = as is). The returned β̂ is in user units; its
+/// Cholesky factor is the solver's (the θ and κ blocks, which membership draws use, are the
+/// same in both).
+///
+/// # Errors
+/// [`FitError`] from the Newton fit.
+pub fn fit_scaled(
+    design: &Design,
+    lambda: &[f64],
+    start: Option<&[f64]>,
+    s: &[f64],
+    opts: &FitOptions,
+) -> Result<Fit, FitError> {
+    if s.iter().all(|v| *v == 1.0) {
+        return bt::fit(design, lambda, start, opts);
+    }
+    let (d, lam, start) = to_solver(design, lambda, start, s);
+    let mut fit = bt::fit(&d, &lam, start.as_deref(), opts)?;
+    for (j, sj) in s.iter().enumerate() {
+        fit.beta[design.m + j] /= sj;
+    }
+    Ok(fit)
+}
+
+/// Mean covariates x̄_m of each base's items (M rows of p).
+pub fn base_means(pool: &Pool, cov: &Covariates) -> Vec<Vec<f64>> {
+    let (m, p) = (pool.n_bases(), cov.p());
+    let mut xbar = vec![vec![0.0; p]; m];
+    let mut cnt = vec![0usize; m];
+    for (i, &b) in pool.item_base.iter().enumerate() {
+        cnt[b] += 1;
+        for k2 in 0..p {
+            xbar[b][k2] += cov.x[i][k2];
+        }
+    }
+    for (row, c) in xbar.iter_mut().zip(&cnt) {
+        row.iter_mut().for_each(|v| *v /= (*c).max(1) as f64);
+    }
+    xbar
+}
+
 /// Fit the model and summarise it; also returns the fit (for acquisition) and the posterior.
+///
+/// Solved in the parametrisation of [`solver_scales`]; everything returned is in user units
+/// apart from the fit's Cholesky factor (see [`fit_scaled`]).
 ///
 /// # Errors
 /// [`FitError`] from the Newton fit.
@@ -117,10 +239,11 @@ pub fn fit_and_summarise_with(
     let m = pool.n_bases();
     let p = cov.p();
     let lambda = prior.diagonal(m, p);
-    let fit = bt::fit(design, &lambda, warm, opts)?;
+    let scales = solver_scales(cov);
+    let fit = fit_scaled(design, &lambda, warm, &scales, opts)?;
     // Σ = H⁻¹ and the membership draws both start from the Cholesky factor and are independent:
     // on large problems they run side by side (each is deterministic on its own).
-    let (post, membership) = if fit.beta.len() >= PARALLEL_MIN_PARAMS {
+    let (mut post, membership) = if fit.beta.len() >= PARALLEL_MIN_PARAMS {
         std::thread::scope(|s| {
             let sigma = s.spawn(|| Posterior::from_fit(&fit));
             let membership = topk_membership(&fit, m, k, draws, rng);
@@ -129,18 +252,13 @@ pub fn fit_and_summarise_with(
     } else {
         (Posterior::from_fit(&fit), topk_membership(&fit, m, k, draws, rng))
     };
+    // Σ in user units: the c rows and columns divided by their scales.
+    post.rescale(m, &scales);
     let sd_all = post.sd();
     let theta = fit.beta[..m].to_vec();
     let c = fit.beta[m..m + p].to_vec();
-    let mut xbar = vec![vec![0.0; p]; m];
-    let mut cnt = vec![0usize; m];
-    for (i, &b) in pool.item_base.iter().enumerate() {
-        cnt[b] += 1;
-        for k2 in 0..p {
-            xbar[b][k2] += cov.x[i][k2];
-        }
-    }
-    let phi = (0..m).map(|b| theta[b] + (0..p).map(|k2| c[k2] * xbar[b][k2] / cnt[b] as f64).sum::<f64>()).collect();
+    let xbar = base_means(pool, cov);
+    let phi = (0..m).map(|b| theta[b] + (0..p).map(|k2| c[k2] * xbar[b][k2]).sum::<f64>()).collect();
     let topk = point_topk(&theta, k);
     Ok((
         FitSummary {
@@ -159,4 +277,70 @@ pub fn fit_and_summarise_with(
         fit,
         post,
     ))
+}
+
+/// The apparent quality of a fit: φ̂_m = θ̂_m + ĉᵀx̄_m per base, its posterior sd and its
+/// top-k membership π (length M each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Apparent {
+    /// φ̂ per base (logits).
+    pub phi: Vec<f64>,
+    /// Posterior sd of φ per base: √(wᵀΣw) with w = (e_m, x̄_m) on the (θ, c) blocks.
+    pub phi_sd: Vec<f64>,
+    /// P(base m is among the k largest φ) under the Laplace posterior.
+    pub membership: Vec<f64>,
+}
+
+impl Apparent {
+    /// The apparent quality of a summary whose θ̂ already is the apparent quality (the naive
+    /// model, or the prior alone): φ̂ = θ̂ with its sd and π.
+    pub fn of_summary(s: &FitSummary) -> Self {
+        Self { phi: s.theta.clone(), phi_sd: s.sd.clone(), membership: s.membership.clone() }
+    }
+}
+
+/// The apparent quality of the MAP at `beta` (user units, e.g. a run's final fit): one Newton
+/// fit warm-started there (no step when it is the MAP), the posterior of φ = θ + cᵀx̄ and its
+/// top-k membership from `draws` Monte-Carlo draws.
+///
+/// # Errors
+/// [`FitError`] from the Newton fit.
+#[allow(clippy::too_many_arguments)]
+pub fn apparent_quality(
+    pool: &Pool,
+    cov: &Covariates,
+    design: &Design,
+    prior: &Prior,
+    k: usize,
+    draws: usize,
+    beta: &[f64],
+    rng: &mut ChaCha8Rng,
+) -> Result<Apparent, FitError> {
+    let (m, p) = (pool.n_bases(), cov.p());
+    let scales = solver_scales(cov);
+    let (d, lam, start) = to_solver(design, &prior.diagonal(m, p), Some(beta), &scales);
+    let fit = bt::fit(&d, &lam, start.as_deref(), &FitOptions::default())?;
+    let xbar: Vec<Vec<f64>> =
+        base_means(pool, cov).into_iter().map(|r| r.iter().zip(&scales).map(|(v, s)| v / s).collect()).collect();
+    let post = Posterior::from_fit(&fit);
+    let phi: Vec<f64> =
+        (0..m).map(|b| fit.beta[b] + (0..p).map(|j| fit.beta[m + j] * xbar[b][j]).sum::<f64>()).collect();
+    // Var(φ_b) = wᵀΣw with w = (e_b, x̄_b, 0): Σ_bb + 2 Σ_j x̄_bj Σ_b,c_j + Σ_jk x̄_bj x̄_bk Σ_c_j,c_k,
+    // from diag Σ and the p columns of c (no n×n Σ needed; large pools solve them).
+    let c_cols = post.columns(&(m..m + p).collect::<Vec<_>>());
+    let phi_sd = (0..m)
+        .map(|b| {
+            let x = &xbar[b];
+            let mut v = post.var(b);
+            for (j, xj) in x.iter().enumerate() {
+                v += 2.0 * xj * c_cols[(b, j)];
+                for (k2, xk) in x.iter().enumerate() {
+                    v += xj * xk * c_cols[(m + k2, j)];
+                }
+            }
+            v.max(0.0).sqrt()
+        })
+        .collect();
+    let membership = topk_membership_apparent(&fit, m, &xbar, k, draws, rng);
+    Ok(Apparent { phi, phi_sd, membership })
 }

@@ -53,6 +53,9 @@ pub struct RunDir {
     pub verdicts: Vec<VerdictRecord>,
     /// fits.jsonl lines of the run's final configuration (in order).
     pub fits: Vec<FitLine>,
+    /// Whether spend and verdict costs were re-priced from a price table
+    /// ([`crate::report::judges::PriceTable::apply`]).
+    pub priced: bool,
 }
 
 impl RunDir {
@@ -72,7 +75,7 @@ impl RunDir {
         let vp = dir.join("verdicts.jsonl");
         let verdicts = if vp.exists() {
             let (recs, _, _) = read_records(&vp)?;
-            recs.into_iter().filter(|r| r.judge.is_empty() || r.judge == result.judge).collect()
+            recs.into_iter().filter(|r| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge)).collect()
         } else {
             Vec::new()
         };
@@ -93,7 +96,29 @@ impl RunDir {
                 fits.retain(|f| f.config_hash == last);
             }
         }
-        Ok(Self { dir: dir.to_owned(), result, verdicts, fits })
+        Ok(Self { dir: dir.to_owned(), result, verdicts, fits, priced: false })
+    }
+
+    /// The judge as `compare` names it: a replayed judge's recorded name (`judge / prompting`),
+    /// else the run's judge description.
+    pub fn judge_label(&self) -> String {
+        match &self.result.replay {
+            Some(r) => {
+                crate::judge::replay::RecordedJudge { judge: r.judge.clone(), prompting: r.prompting.clone() }.label()
+            }
+            None => self.result.judge.clone(),
+        }
+    }
+
+    /// Where the run's spend comes from.
+    pub fn cost_source(&self) -> CostSource {
+        if self.priced {
+            CostSource::PriceTable
+        } else if self.result.spend_usd > 0.0 {
+            CostSource::Recorded
+        } else {
+            CostSource::None
+        }
     }
 
     /// A short name: the run's name, or the folder name.
@@ -102,6 +127,29 @@ impl RunDir {
             self.dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         } else {
             self.result.name.clone()
+        }
+    }
+}
+
+/// Where a run's spend comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostSource {
+    /// The verdict log's `cost_usd` (paid, or recorded and replayed).
+    Recorded,
+    /// A price table given to `compare --prices`.
+    PriceTable,
+    /// No cost: neither recorded nor priced.
+    None,
+}
+
+impl CostSource {
+    /// `recorded`, `price table` or `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CostSource::Recorded => "recorded",
+            CostSource::PriceTable => "price table",
+            CostSource::None => "none",
         }
     }
 }
@@ -180,6 +228,8 @@ pub struct CompareRow {
     pub both_order_pairs: usize,
     /// flips / both_order_pairs (None when no pair has both orders).
     pub flip_rate: Option<f64>,
+    /// Where `spend_usd` comes from.
+    pub cost: CostSource,
 }
 
 /// The whole comparison.
@@ -240,6 +290,7 @@ pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison
                 flips: f,
                 both_order_pairs: n,
                 flip_rate: (n > 0).then(|| f as f64 / n as f64),
+                cost: r.cost_source(),
             }
         })
         .collect();
@@ -278,6 +329,11 @@ pub fn markdown(c: &Comparison) -> String {
                 .unwrap_or_else(|| "no pair in both orders".into()),
             r.topk.join(", ")
         );
+    }
+    let priced: Vec<&str> =
+        c.rows.iter().filter(|r| r.cost == CostSource::PriceTable).map(|r| r.run.as_str()).collect();
+    if !priced.is_empty() {
+        let _ = writeln!(s, "\nSpend from the price table (not the verdict log) for: {}.", priced.join(", "));
     }
     let _ = writeln!(s, "\n## Top-{} agreement |S_a ∩ S_b| / k\n", c.k);
     s.push_str("| |");

@@ -1,14 +1,16 @@
 //! Outputs: result.json, fits.jsonl lines and the terminal ranking table.
 
 pub mod compare;
+pub mod judges;
+pub mod outcome;
 pub mod page;
 pub mod plots;
 pub mod profile_plot;
 pub mod progress;
 pub mod schema;
+pub mod summary;
 pub mod table;
 
-use crate::model::summary::FitSummary;
 use crate::store::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -47,9 +49,9 @@ pub fn by_cov(cov: &Covariates, v: &[f64]) -> BTreeMap<String, f64> {
 }
 
 /// One row of the ranking.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RankRow {
-    /// 1-based rank by θ̂.
+    /// 1-based rank in the reported ranking (tied bases share the rank of the first of them).
     pub rank: usize,
     /// Base id.
     pub id: String,
@@ -61,34 +63,33 @@ pub struct RankRow {
     pub membership: f64,
     /// Apparent quality φ̂.
     pub phi: f64,
-    /// In the point top-k.
+    /// In the reported top-k (certainly: a base tied at the boundary is not).
     pub in_topk: bool,
+    /// Tied with another base in the reported ranking.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tied: bool,
+    /// Posterior sd of φ (logits).
+    #[serde(default)]
+    pub phi_sd: f64,
+    /// Top-k membership of the apparent ranking, P(φ among the k largest).
+    #[serde(default)]
+    pub membership_apparent: f64,
+    /// Rank by θ̂ (bias-corrected).
+    #[serde(default)]
+    pub rank_corrected: usize,
+    /// Rank by φ̂ (apparent).
+    #[serde(default)]
+    pub rank_apparent: usize,
+    /// In the bias-corrected top-k.
+    #[serde(default)]
+    pub in_corrected_topk: bool,
+    /// In the apparent top-k.
+    #[serde(default)]
+    pub in_apparent_topk: bool,
     /// Gold quality, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gold: Option<f64>,
     /// In the gold top-k, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gold_topk: Option<bool>,
-}
-
-/// The ranking rows of a summary, best first.
-pub fn ranking(pool: &Pool, s: &FitSummary, k: usize) -> Vec<RankRow> {
-    let gold = pool.base_quality();
-    let gold_top = gold.as_ref().map(|g| crate::model::membership::point_topk(g, k));
-    let order = crate::model::membership::point_topk(&s.theta, s.theta.len());
-    order
-        .iter()
-        .enumerate()
-        .map(|(r, &b)| RankRow {
-            rank: r + 1,
-            id: pool.bases[b].clone(),
-            theta: s.theta[b],
-            sd: s.sd[b],
-            membership: s.membership[b],
-            phi: s.phi[b],
-            in_topk: s.topk.contains(&b),
-            gold: gold.as_ref().map(|g| g[b]),
-            gold_topk: gold_top.as_ref().map(|t| t.contains(&b)),
-        })
-        .collect()
 }

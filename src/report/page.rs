@@ -148,25 +148,80 @@ pub struct Content {
 /// Gather the report's content from a run folder and its identifiability rows.
 pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     let r = &run.result;
-    let mut facts = vec![
-        format!(
-            "pool `{}`, k = {}, {} model, judge `{}`, strategy {}, stopped: {}",
-            r.pool_id,
-            r.k,
-            crate::report::table::name(&r.model),
-            r.judge,
-            crate::report::table::name(&r.strategy),
-            crate::report::table::name(&r.stop_reason)
-        ),
-        format!("top-{}: {}", r.k, r.topk.join(", ")),
-    ];
-    if let Some(rec) = r.recall_at_k {
+    let mut facts = vec![format!(
+        "pool `{}`, k = {}, {} model, judge `{}`, strategy {}, stopped: {}",
+        r.pool_id,
+        r.k,
+        crate::report::table::name(&r.model),
+        r.judge,
+        crate::report::table::name(&r.strategy),
+        crate::report::table::name(&r.stop_reason)
+    )];
+    let rep = &r.reporting;
+    let both = r.model == crate::model::summary::ModelKind::BiasAware && !r.c.is_empty();
+    if both {
         facts.push(format!(
-            "recall@{} against the gold top-{} ({}): {:.2}",
-            r.k,
-            r.k,
-            r.gold_topk.clone().unwrap_or_default().join(", "),
-            rec
+            "reported ranking: {} (`report_ranking: {}`): {}",
+            rep.reported.what(),
+            crate::report::table::name(&rep.report_ranking),
+            rep.reported_reason
+        ));
+    }
+    let top_line = |label: &str, v: &crate::report::schema::TopkView| {
+        let mut l = format!("{label}top-{}: ", r.k);
+        if r.valid == 0 {
+            l.push_str("none claimed (no valid comparison: the ranking is the prior)");
+            return l;
+        }
+        l.push_str(&v.topk.join(", "));
+        if !v.tied.is_empty() {
+            let _ = write!(
+                l,
+                "{}{} of the tied {}",
+                if v.topk.is_empty() { "" } else { " + " },
+                r.k - v.topk.len(),
+                v.tied.join(", ")
+            );
+        }
+        if let Some(rec) = v.recall_at_k {
+            let _ = write!(
+                l,
+                "; recall@{} against the gold top-{} ({}): {rec:.2}",
+                r.k,
+                r.k,
+                r.gold_topk.clone().unwrap_or_default().join(", ")
+            );
+        }
+        l
+    };
+    let reported_view = crate::report::schema::TopkView {
+        topk: r.topk.clone(),
+        tied: rep.topk_tied.clone(),
+        recall_at_k: r.recall_at_k,
+    };
+    if both {
+        let (other, v) = match rep.reported {
+            crate::analysis::ranking::RankingKind::Apparent => ("bias-corrected", &rep.corrected),
+            crate::analysis::ranking::RankingKind::Corrected => ("apparent", &rep.apparent),
+        };
+        facts.push(top_line(&format!("reported ({}) ", rep.reported.name()), &reported_view));
+        facts.push(top_line(&format!("{other} (beside) "), v));
+    } else {
+        facts.push(top_line("", &reported_view));
+    }
+    if let Some(g) = &r.gate {
+        facts.push(format!("trusted-anchor gate (`{}`): {}", g.file.display(), g.decision.text()));
+    }
+    if rep.graph.components > 1 {
+        facts.push(format!(
+            "comparison graph: {} components (sizes {}){}",
+            rep.graph.components,
+            rep.graph.component_sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+            if rep.graph.never_compared.is_empty() {
+                String::new()
+            } else {
+                format!("; never compared: {}", rep.graph.never_compared.join(", "))
+            }
         ));
     }
     facts.push(format!(
@@ -189,7 +244,22 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         ]],
     );
     let has_gold = r.ranking.iter().any(|x| x.gold.is_some());
-    let mut head = ["rank", "item", "θ̂", "sd", "θ̂ − 2 sd", "θ̂ + 2 sd", "π", "φ̂", "top-k"].map(String::from).to_vec();
+    let mut head = [
+        "rank",
+        "item",
+        "θ̂",
+        "sd",
+        "θ̂ − 2 sd",
+        "θ̂ + 2 sd",
+        "π",
+        "corrected top-k",
+        "φ̂",
+        "sd(φ)",
+        "π(φ)",
+        "apparent top-k",
+    ]
+    .map(String::from)
+    .to_vec();
     if has_gold {
         head.push("gold quality".into());
         head.push("gold top-k".into());
@@ -199,15 +269,18 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         .iter()
         .map(|x| {
             let mut v = vec![
-                x.rank.to_string(),
+                if x.tied { format!("{}=", x.rank) } else { x.rank.to_string() },
                 x.id.clone(),
                 format!("{:.3}", x.theta),
                 format!("{:.3}", x.sd),
                 format!("{:.3}", x.theta - 2.0 * x.sd),
                 format!("{:.3}", x.theta + 2.0 * x.sd),
                 format!("{:.3}", x.membership),
+                if x.in_corrected_topk { "✓".into() } else { String::new() },
                 format!("{:.3}", x.phi),
-                if x.in_topk { "✓".into() } else { String::new() },
+                format!("{:.3}", x.phi_sd),
+                format!("{:.3}", x.membership_apparent),
+                if x.in_apparent_topk { "✓".into() } else { String::new() },
             ];
             if has_gold {
                 v.push(fmt_opt(x.gold, 3));
@@ -216,12 +289,11 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
             v
         })
         .collect();
-    let ranking = ("Ranking".to_string(), head, rows);
+    let ranking =
+        (format!("Ranking (reported: {}; rank = reported rank, = marks a tie)", rep.reported.what()), head, rows);
     let bias = (
         "Bias coefficients".to_string(),
-        ["covariate", "ĉ (logits per unit)", "sd", "profile range (nats)", "identifiability"]
-            .map(String::from)
-            .to_vec(),
+        ["covariate", "ĉ", "sd", "unit", "profile range (nats)", "identifiability"].map(String::from).to_vec(),
         ident
             .iter()
             .map(|i| {
@@ -229,6 +301,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
                     i.covariate.clone(),
                     format!("{:.3}", i.c),
                     format!("{:.3}", i.c_sd),
+                    crate::report::table::coef_unit(&i.covariate, r.reporting.transforms.get(&i.covariate).copied()),
                     i.range_nats.map(crate::report::table::nats).unwrap_or_else(|| "–".into()),
                     i.verdict.clone(),
                 ]

@@ -1,9 +1,10 @@
 //! SVG plots (plotters, SVG backend only: text is emitted as `<text>` elements, no font files).
 //!
-//! Three shapes cover every figure of the tool: [`line_chart`] (lines with optional ± error bars,
+//! Four shapes cover every figure of the tool: [`line_chart`] (lines with optional ± error bars,
 //! horizontal reference lines and labelled vertical markers: recall vs budget, benefit vs ρ,
 //! profile range vs comparisons, π vs comparisons, recall vs spend), [`interval_chart`] (θ̂ ± 2 sd
-//! per item, top-k highlighted) and [`bar_chart`] (π by item). Each returns the SVG document as
+//! per item, top-k highlighted), [`bar_chart`] (π by item) and [`scatter_chart`] (one point per
+//! judge × prompting strategy: flip rate against accuracy). Each returns the SVG document as
 //! a string.
 
 use plotters::coord::Shift;
@@ -186,6 +187,66 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
                 .draw()
                 .map_err(|e| f(e2s(e)))?;
         }
+        root.present().map_err(|e| f(e2s(e)))?;
+    }
+    Ok(buf)
+}
+
+/// A scatter chart: the points of each series in its own colour, not joined, with a legend
+/// entry per series (e.g. one series per judge, one point per prompting strategy). `x_range` /
+/// `y_range` default to the data's range with 5% padding.
+///
+/// # Errors
+/// [`PlotError`] if plotters fails.
+pub fn scatter_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    x_range: Option<(f64, f64)>,
+    y_range: Option<(f64, f64)>,
+) -> Result<String, PlotError> {
+    let f = fail(title);
+    let pts = || series.iter().flat_map(|s| s.points.iter().copied());
+    let span = |sel: fn((f64, f64)) -> f64| {
+        let (lo, hi) = pts().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), p| (a.min(sel(p)), b.max(sel(p))));
+        padded(lo, hi)
+    };
+    let (x0, x1) = x_range.unwrap_or_else(|| span(|p| p.0));
+    let (y0, y1) = y_range.unwrap_or_else(|| span(|p| p.1));
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| f(e2s(e)))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 17))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(|e| f(e2s(e)))?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(|e| f(e2s(e)))?;
+        for (i, s) in series.iter().enumerate() {
+            let col = colour(i);
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, col.filled())))
+                .map_err(|e| f(e2s(e)))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| Circle::new((x + 8, y), 4, col.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(|e| f(e2s(e)))?;
         root.present().map_err(|e| f(e2s(e)))?;
     }
     Ok(buf)

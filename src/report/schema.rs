@@ -3,9 +3,11 @@
 //! given per field (logits, USD, tokens); the model is described in docs/model.md.
 
 use crate::acquire;
+use crate::analysis::ranking::{ComparisonGraph, RankingKind, ReportRanking};
 use crate::judge::Usage;
 use crate::model::summary::ModelKind;
 use crate::report::RankRow;
+use crate::store::pool::Transform;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -21,6 +23,8 @@ pub enum StopReason {
     Exhausted,
     /// Every π is within ε of 0 or 1.
     Confident,
+    /// The fit failed: result.json says so and claims no ranking; the verdicts are kept.
+    FitFailed,
     /// The share of invalid replies passed `judge.openai.max_invalid_rate` (`stop_message`
     /// names the likely cause).
     MaxInvalidRate,
@@ -89,13 +93,14 @@ pub struct RunResult {
     pub duplicate_records: usize,
     /// Total tokens.
     pub usage: Usage,
-    /// Point top-k, base ids, best first.
+    /// The reported top-k (`reporting.reported`), base ids, best first; only the bases the data
+    /// place there (see `topk_tied`).
     pub topk: Vec<String>,
     /// θ̂ per base (logits).
     pub theta: BTreeMap<String, f64>,
     /// Posterior sd per base (logits).
     pub sd: BTreeMap<String, f64>,
-    /// Top-k membership π per base.
+    /// Top-k membership π per base in the bias-corrected ranking (P(θ among the k largest)).
     pub membership: BTreeMap<String, f64>,
     /// Apparent quality φ̂ per base.
     pub phi: BTreeMap<String, f64>,
@@ -112,10 +117,11 @@ pub struct RunResult {
     /// Gold top-k (when the pool has quality).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gold_topk: Option<Vec<String>>,
-    /// Recall@k against the gold top-k.
+    /// Recall@k of the reported top-k against the gold top-k (not claimed under ties or with no
+    /// valid comparison).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recall_at_k: Option<f64>,
-    /// The ranking, best first.
+    /// The reported ranking, best first.
     pub ranking: Vec<RankRow>,
     /// Notes for the reader (identifiability, no-variation covariates).
     pub notes: Vec<String>,
@@ -134,10 +140,17 @@ pub struct RunResult {
     /// The error that stopped the run (`stop_reason: judge_failing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// What a replay judge replayed (recording, recorded judge, queries it lacked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::judge::replay::ReplayInfo>,
     /// Invalid verdicts, strong preferences, verdict-shaped answers, and why an invalid-rate
     /// stop happened.
     #[serde(default, flatten)]
     pub verdicts_report: VerdictsReport,
+    /// Which ranking `topk`, `recall_at_k` and `ranking` report and why, both rankings' top-k,
+    /// the apparent quality's sd and membership, the comparison graph and the covariate units.
+    #[serde(flatten)]
+    pub reporting: Reporting,
 }
 
 /// How far the stored verdicts can be trusted (docs/live.md, "Parsing rules").
@@ -165,4 +178,69 @@ pub struct VerdictsReport {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+/// One ranking's top-k as the data decide it (base ids).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TopkView {
+    /// Bases certainly in the top k, best first (fewer than k when a tie straddles the
+    /// boundary; empty when every base is tied, e.g. with no valid comparison).
+    pub topk: Vec<String>,
+    /// Bases tied at the boundary, sharing the remaining places.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tied: Vec<String>,
+    /// Recall@k against the gold top-k (not claimed when ties decide membership or nothing was
+    /// compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
+}
+
+/// What a result reports: the ranking chosen under `report_ranking` (docs/model.md), both
+/// rankings, and what the data leave undecided.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Reporting {
+    /// The `report_ranking` setting in force.
+    #[serde(default)]
+    pub report_ranking: ReportRanking,
+    /// The reported ranking: `apparent` (φ̂) or `corrected` (θ̂).
+    #[serde(default)]
+    pub reported: RankingKind,
+    /// Why that ranking is reported.
+    #[serde(default)]
+    pub reported_reason: String,
+    /// Bases tied at the reported top-k boundary (they share the k − |topk| remaining places).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub topk_tied: Vec<String>,
+    /// The bias-corrected ranking's top-k (θ̂).
+    #[serde(default)]
+    pub corrected: TopkView,
+    /// The apparent-quality ranking's top-k (φ̂).
+    #[serde(default)]
+    pub apparent: TopkView,
+    /// Posterior sd of φ per base (logits).
+    #[serde(default)]
+    pub phi_sd: BTreeMap<String, f64>,
+    /// Top-k membership of the apparent ranking, P(base among the k largest φ), per base.
+    #[serde(default)]
+    pub membership_apparent: BTreeMap<String, f64>,
+    /// Connected components of the bases under the valid verdicts, and bases never compared.
+    #[serde(default)]
+    pub graph: ComparisonGraph,
+    /// Transform of each covariate (the unit of ĉ: logits per sd for `zscore`, per unit for
+    /// `raw`, per unit of ln x for `log`).
+    #[serde(default)]
+    pub transforms: BTreeMap<String, Transform>,
+    /// This invocation's verdict counts (printed, not saved: result.json stays the same on a
+    /// re-run).
+    #[serde(skip)]
+    pub session: Option<Session>,
+}
+
+/// Verdicts of one invocation of `run`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Session {
+    /// Stored verdicts of this judge configuration found at the start (reused, not asked again).
+    pub reused: usize,
+    /// Queries sent in this invocation (stored or failed).
+    pub asked: usize,
 }

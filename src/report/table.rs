@@ -1,39 +1,91 @@
-//! The terminal ranking table.
+//! The terminal ranking table and the number formats of terminal output.
 
 use super::RankRow;
+use crate::analysis::ranking::RankingKind;
 use std::fmt::Write;
 
-/// Render the ranking as a fixed-width table.
-pub fn ranking_table(rows: &[RankRow]) -> String {
+/// Render the ranking as a fixed-width table, rows in the reported order. With `both` (a
+/// bias-aware model) the reported ranking's columns come first and the other ranking's
+/// beside them; otherwise one block (θ̂ is the apparent quality).
+pub fn ranking_table(rows: &[RankRow], k: usize, reported: RankingKind, both: bool) -> String {
     let w = rows.iter().map(|r| r.id.chars().count()).max().unwrap_or(2).max(4);
     let has_gold = rows.iter().any(|r| r.gold.is_some());
+    let top = format!("top-{k}");
+    let tw = top.len();
+    let mark = |b: bool| if b { "*" } else { "" };
+    let rank = |r: usize, tied: bool| if tied { format!("{r}=") } else { r.to_string() };
     let mut s = String::new();
-    let _ = write!(s, "{:>4}  {:<w$}  {:>8}  {:>6}  {:>6}  {:>8}  top-k", "rank", "item", "theta", "sd", "pi", "phi");
+    if both {
+        let (first, second) = match reported {
+            RankingKind::Apparent => ("apparent quality φ̂ (reported)", "bias-corrected θ̂ (beside)"),
+            RankingKind::Corrected => ("bias-corrected θ̂ (reported)", "apparent quality φ̂ (beside)"),
+        };
+        let block = 8 + 2 + 6 + 2 + 6 + 2 + tw;
+        // Pad by display columns: a combining hat (φ̂, θ̂) takes none.
+        let cols = first.chars().filter(|c| !('\u{300}'..='\u{36f}').contains(c)).count();
+        let pad = " ".repeat(block.saturating_sub(cols));
+        let _ = writeln!(s, "{:>5}  {:<w$}  {first}{pad}  {second}", "", "");
+    }
+    let (name_r, name_o) = match reported {
+        RankingKind::Apparent => ("phi", "theta"),
+        RankingKind::Corrected => ("theta", "phi"),
+    };
+    let _ = write!(s, "{:>5}  {:<w$}  {:>8}  {:>6}  {:>6}  {:<tw$}", "rank", "item", name_r, "sd", "pi", top);
+    if both {
+        let _ = write!(s, "  {:>5}  {:>8}  {:>6}  {:>6}  {:<tw$}", "rank", name_o, "sd", "pi", top);
+    }
     if has_gold {
-        let _ = write!(s, "  {:>6}  gold-top-k", "gold");
+        let _ = write!(s, "  {:>6}  gold {top}", "gold");
     }
     s.push('\n');
     for r in rows {
+        let (v, sd, pi, other) = match reported {
+            RankingKind::Apparent if both => (
+                r.phi,
+                r.phi_sd,
+                r.membership_apparent,
+                (r.rank_corrected, r.theta, r.sd, r.membership, r.in_corrected_topk),
+            ),
+            RankingKind::Corrected if both => (
+                r.theta,
+                r.sd,
+                r.membership,
+                (r.rank_apparent, r.phi, r.phi_sd, r.membership_apparent, r.in_apparent_topk),
+            ),
+            _ => (r.theta, r.sd, r.membership, (0, 0.0, 0.0, 0.0, false)),
+        };
         let _ = write!(
             s,
-            "{:>4}  {:<w$}  {:>8.3}  {:>6.3}  {:>6.3}  {:>8.3}  {}",
-            r.rank,
+            "{:>5}  {:<w$}  {:>8.3}  {:>6.3}  {:>6.3}  {:^tw$}",
+            rank(r.rank, r.tied),
             r.id,
-            r.theta,
-            r.sd,
-            r.membership,
-            r.phi,
-            if r.in_topk { "  *  " } else { "     " }
+            v,
+            sd,
+            pi,
+            mark(r.in_topk)
         );
-        if let (Some(g), Some(t)) = (r.gold, r.gold_topk) {
-            let _ = write!(s, "  {:>6.3}  {}", g, if t { "*" } else { "" });
+        if both {
+            let _ = write!(
+                s,
+                "  {:>5}  {:>8.3}  {:>6.3}  {:>6.3}  {:^tw$}",
+                other.0,
+                other.1,
+                other.2,
+                other.3,
+                mark(other.4)
+            );
         }
+        if let (Some(g), Some(t)) = (r.gold, r.gold_topk) {
+            let _ = write!(s, "  {:>6.3}  {:^w2$}", g, mark(t), w2 = 5 + tw);
+        }
+        let line = s.trim_end().len();
+        s.truncate(line);
         s.push('\n');
     }
     s
 }
 
-/// One line per covariate: `identifiability of c[name]: profile range = r nats → verdict`.
+/// One line per covariate: `identifiability of c[name]: profile range r nats → verdict`.
 pub fn identifiability_text(
     ident: &std::collections::BTreeMap<String, crate::model::profile::Identifiability>,
 ) -> String {
@@ -49,9 +101,9 @@ pub fn identifiability_text(
     s
 }
 
-/// A profile range in nats, with scientific notation added below 1e-3 nats.
+/// A profile range in nats ([`num`]): `13.1 nats`, `6.1e-6 nats`, `0 nats`.
 pub fn fmt_nats(r: f64) -> String {
-    if r < 1e-3 { format!("{r:.4} nats ({r:.1e})") } else { format!("{r:.4} nats") }
+    format!("{} nats", num(r))
 }
 
 /// The YAML/CSV name of a serialisable unit enum (`round_robin`, `bias_aware`, …).
@@ -63,7 +115,65 @@ pub fn name<T: serde::Serialize>(v: &T) -> String {
     }
 }
 
-/// Nats with 4 decimals, or in scientific notation below 1e-3 (where 4 decimals print 0.0000).
+/// Nats for tables ([`num`]).
 pub fn nats(x: f64) -> String {
-    if x.abs() < 1e-3 && x != 0.0 { format!("{x:.1e}") } else { format!("{x:.4}") }
+    num(x)
+}
+
+pub use crate::store::text::num;
+
+/// USD for terminal output: `$0` for nothing, else 4 decimals (`$0.0170`), or 2 significant
+/// digits below $0.0001 (`$2.4e-6`).
+pub fn usd(x: f64) -> String {
+    if x == 0.0 {
+        "$0".into()
+    } else if x.abs() < 1e-4 {
+        format!("${x:.1e}")
+    } else {
+        format!("${x:.4}")
+    }
+}
+
+/// The unit of a bias coefficient for a covariate transform.
+pub fn coef_unit(name: &str, t: Option<crate::store::pool::Transform>) -> String {
+    use crate::store::pool::Transform;
+    match t {
+        Some(Transform::Zscore) => format!("logits per sd of {name}"),
+        Some(Transform::Log) => format!("logits per unit of ln {name}"),
+        Some(Transform::Raw) => format!("logits per unit of {name}"),
+        None => "logits per covariate unit".into(),
+    }
+}
+
+/// The summary line of a replayed run: what was replayed, how the spend was priced, and the
+/// queries the recording lacked.
+pub fn replay_line(r: &crate::judge::replay::ReplayInfo) -> String {
+    let who = crate::judge::replay::RecordedJudge { judge: r.judge.clone(), prompting: r.prompting.clone() };
+    let cost = if r.recorded_cost { "spend = recorded cost of the replayed verdicts" } else { "no recorded cost" };
+    let mut s = format!("replayed {} from {} ({cost})", who.label(), r.recording.display());
+    if r.unavailable > 0 {
+        s.push_str(&format!("; {} queries not in the recording were set aside (missing: unavailable)", r.unavailable));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_number_format() {
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(6.1e-6), "6.1e-6");
+        assert_eq!(num(13.1), "13.1");
+        assert_eq!(num(272.94), "272.9");
+        assert_eq!(num(0.0048123), "0.004812");
+        assert_eq!(num(1.0), "1");
+        assert_eq!(num(-0.25), "-0.25");
+        assert_eq!(num(1.23e7), "1.2e7");
+        assert_eq!(fmt_nats(6.1e-6), "6.1e-6 nats");
+        assert_eq!(usd(0.0), "$0");
+        assert_eq!(usd(0.017), "$0.0170");
+        assert_eq!(usd(2.4e-6), "$2.4e-6");
+    }
 }

@@ -18,7 +18,8 @@
 //! earlier run in its folder when it starts, so no older result is left looking current.
 
 use super::interrupt::Interrupt;
-use crate::acquire::{self, Context};
+use super::queries::RunQueries;
+use crate::acquire::Context;
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
@@ -30,7 +31,7 @@ use crate::run::faults::{EndpointGuard, Quarantine};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
 use crate::store::config::Config;
-use crate::store::ledger::{CacheError, KeyIndex, VerdictRecord};
+use crate::store::ledger::{CacheError, VerdictRecord};
 use crate::store::lock::{LockError, RunLock};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -89,46 +90,6 @@ pub struct RunOptions {
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_owned(), source }
-}
-
-/// Whether the ordered pair (a, b) is a query of this run: different items of different bases
-/// (plus within-base pairs under the paired design).
-fn allowed_pair(cfg: &Config, a: usize, b: usize) -> bool {
-    let paired = cfg.raw.design == crate::analysis::design::DesignKind::Paired;
-    a != b && (paired || cfg.pool.item_base[a] != cfg.pool.item_base[b])
-}
-
-/// Number of ordered pairs [`allowed_pair`] accepts, counted without listing them.
-fn count_pairs(cfg: &Config) -> u64 {
-    let n = cfg.pool.n_items() as u64;
-    if cfg.raw.design == crate::analysis::design::DesignKind::Paired {
-        return n * n.saturating_sub(1);
-    }
-    let mut per_base = vec![0u64; cfg.pool.n_bases()];
-    for &b in &cfg.pool.item_base {
-        per_base[b] += 1;
-    }
-    n * n - per_base.iter().map(|c| c * c).sum::<u64>()
-}
-
-/// The keys of this judge's queries on record in the run folder (verdicts and their duplicates,
-/// failed queries, intents), hashed per named pair ([`KeyIndex`]); the run adds each query it
-/// sends.
-fn key_index(judge: &dyn Judge, cfg: &Config, books: &Books) -> KeyIndex {
-    let pool = &cfg.pool;
-    let index: HashMap<&str, usize> = pool.items.iter().enumerate().map(|(i, it)| (it.id.as_str(), i)).collect();
-    let log = books.log();
-    let other: Vec<(String, String)> = ["failed.jsonl", "intents.jsonl"]
-        .iter()
-        .flat_map(|f| crate::store::ledger::named_pairs(&cfg.run_dir.join(f)))
-        .collect();
-    let named = log
-        .records()
-        .iter()
-        .chain(log.duplicates().iter().map(|d| &d.record))
-        .map(|r| (r.a.as_str(), r.b.as_str()))
-        .chain(other.iter().map(|(a, b)| (a.as_str(), b.as_str())));
-    KeyIndex::from_named(&index, named, |a, b| allowed_pair(cfg, a, b), |a, b| judge.cache_key(pool, a, b))
 }
 
 /// Hash of what determines the fit (model, covariates, k, seed, draws) for warm-start matching.
@@ -196,15 +157,17 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     }
     let id_path = dir.join("run.json");
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
-    let saved = dir.join("config.yaml");
-    let yaml = crate::store::yaml::to_string(&cfg.raw).unwrap_or_default();
-    std::fs::write(&saved, yaml).map_err(io_err(&saved))?;
+    // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
+    crate::store::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
     // Open intents of a run that ended early are booked as possibly billed here.
     let (mut books, warnings) = Books::open(dir)?;
     let pool = Arc::new(cfg.pool.clone());
-    let keys = std::cell::RefCell::new(key_index(judge.as_ref(), cfg, &books));
-    let total_pairs = count_pairs(cfg);
-    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(total_pairs).min(total_pairs), opts.progress);
+    let queries = RunQueries::new(cfg, judge.as_ref());
+    // Pairs that are not sent (identical texts): counted as asked for the acquisition.
+    let skip = queries.skipped().clone();
+    let total_pairs = queries.pairs().len() as u64;
+    let sendable = queries.sendable() as u64;
+    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(sendable).min(sendable), opts.progress);
     for w in other_run.into_iter().chain(warnings) {
         progress.println(&format!("warning: {w}"));
     }
@@ -230,29 +193,36 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let strong_w = cfg.raw.model.strong_preference_weight;
     let mine = |books: &Books| -> Vec<(usize, usize, Option<f64>, f64, Usage, f64)> {
         let log = books.log();
-        log.records()
-            .iter()
-            .filter_map(|r| {
-                keys.borrow().get(&r.key).map(|(a, b)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w)))
-            })
+        queries
+            .stored(log.records())
+            .into_iter()
+            .map(|(a, b, r)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w)))
             .collect()
     };
-    let is_mine = |k: &str| keys.borrow().contains(k);
+    let is_mine = |k: &str| queries.contains_key(k);
     let stored = mine(&books);
     // Everything booked for this judge: verdicts, paid failures, possibly billed requests.
     let spent = books.spend(&is_mine).total_usd();
-    let mut budget = Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent);
+    let mut session = crate::report::schema::Session { reused: stored.len(), asked: 0 };
+    // A gate's trusted judge spends from the same budget.max_usd.
+    let gate_spend = crate::store::ledger::file_spend(&dir.join("trusted_verdicts.jsonl"));
+    let mut budget =
+        Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + gate_spend);
     let mut failed = 0usize;
     let mut failed_rounds = 0usize;
     let mut last_error = String::new();
+    let mut fit_failed: Option<FitError> = None;
     let mut quarantine = Quarantine::new(acq.max_failed_queries_per_pair);
     let mut guard = EndpointGuard::new();
     let mut checked = false; // the judge's preflight request
     let mut failing: Option<String> = None; // why the run stops for its judge
     let mut invalid_stop: Option<String> = None;
+    // Queries the judge has no verdict for (JudgeError::Unavailable): set aside, never re-picked.
+    let mut unavailable: HashSet<(usize, usize)> = HashSet::new();
     let (summary, stop) = loop {
         let stored = mine(&books);
-        let queried: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
+        let asked: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
+        let queried: HashSet<(usize, usize)> = asked.iter().chain(&skip).copied().collect();
         let verdicts: Vec<ItemVerdict> =
             stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: s.5 })).collect();
         let design = build_design(&pool, &cfg.covariates, &verdicts);
@@ -262,11 +232,19 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         let covs = cfg.covariates.clone();
         let warm2 = warm.clone();
         let draws = acq.mc_draws;
-        let (summary, _fit, post) = tokio::task::spawn_blocking(move || {
+        let fitted = tokio::task::spawn_blocking(move || {
             fit_and_summarise(&pool2, &covs, &design, &prior, k, draws, warm2.as_deref(), &mut mc_rng)
         })
         .await
-        .expect("fit task does not panic")?;
+        .expect("fit task does not panic");
+        let (summary, _fit, post) = match fitted {
+            Ok(f) => f,
+            Err(e) => {
+                // Still write a result.json (no ranking claimed) before reporting the error.
+                fit_failed = Some(e);
+                break (FitSummary::prior(pool.n_bases(), cfg.covariates.p(), &prior, k), StopReason::FitFailed);
+            }
+        };
         let mut beta = summary.theta.clone();
         beta.extend_from_slice(&summary.c);
         beta.push(summary.kappa);
@@ -291,7 +269,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         warm = Some(beta);
         let spend = budget.spent_usd;
         let conf = summary.topk.iter().map(|b| summary.membership[*b]).fold(1.0f64, f64::min);
-        progress.set(queried.len() as u64);
+        progress.set(asked.len() as u64);
         progress.message(format!("${spend:.4} spent  min top-k π {conf:.2}"));
 
         // Stop conditions. Set-aside pairs count as asked.
@@ -300,6 +278,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
         let mut queried = queried;
         queried.extend(quarantine.ordered_pairs());
+        queried.extend(&unavailable);
         if queried.len() as u64 >= total_pairs {
             break (summary, StopReason::Exhausted);
         }
@@ -332,10 +311,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         };
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
         // Paired design (docs/model.md §6): every within-base query first, then Algorithm 1.
-        let mut picks = crate::analysis::design::first_queries(&pool, cfg.raw.design, &queried, r);
-        if picks.is_empty() {
-            picks = acquire::select(acq.strategy, &ctx, r, &mut acq_rng);
-        }
+        // A pair left with one order (e.g. after a crash) gets its other order first.
+        let picks = super::queries::next_picks(&pool, cfg.raw.design, acq.strategy, &ctx, r, &mut acq_rng);
         if picks.is_empty() {
             break (summary, StopReason::Exhausted);
         }
@@ -376,9 +353,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     usd_stop = true;
                     break;
                 };
-                let key = judge.cache_key(&pool, a, b);
-                keys.borrow_mut().insert(key.clone(), a, b);
-                wave.push((a, b, key, worst, res));
+                session.asked += 1;
+                wave.push((a, b, judge.cache_key(&pool, a, b), worst, res));
             }
             if !wave.is_empty() {
                 let it = &pool.items;
@@ -438,6 +414,19 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                         }
                     }
                 }
+                // No verdict exists (a replay's recording lacks it): set aside, not a failure; or
+                // the judge cannot go on: the run stops as for a failing judge, with its message.
+                Err(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
+                    budget.settle(res, 0.0, false);
+                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
+                    books.record_failure(intent, &key, ida, idb, 0.0, &e.to_string())?;
+                    if matches!(e, JudgeError::Unavailable { .. }) {
+                        unavailable.insert((a, b));
+                    } else {
+                        last_error = e.to_string();
+                        failing.get_or_insert(last_error.clone());
+                    }
+                }
                 Err(e) => {
                     let cost = e.cost_usd();
                     budget.settle(res, cost, false);
@@ -485,11 +474,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     progress.finish();
     let stored = mine(&books);
     let spend = books.spend(&is_mine);
-    let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed);
+    let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed, fit_failed.as_ref());
     result.spend_usd = spend.total_usd();
     result.possibly_billed = spend.possibly_billed;
     result.possibly_billed_usd = spend.possibly_billed_usd;
     result.duplicate_records = spend.duplicates;
+    result.reporting.session = Some(session);
     result.quarantined = quarantine
         .set_aside()
         .into_iter()
@@ -500,11 +490,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             last_error: q.last_error,
         })
         .collect();
+    if let Some(r) = &mut result.replay {
+        r.unavailable = unavailable.len();
+    }
     if failing.is_some() {
         result.last_error = Some(last_error);
     }
-    let records: Vec<&VerdictRecord> =
-        books.log().records().iter().filter(|r| keys.borrow().contains(&r.key)).collect();
+    let records: Vec<&VerdictRecord> = books.log().records().iter().filter(|r| queries.contains_key(&r.key)).collect();
     result.verdicts_report = verdicts_report(cfg, &records, invalid_stop);
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
@@ -516,6 +508,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
         let _ = writeln!(std::io::stdout(), "{text}");
     }
+    if let Some(e) = fit_failed {
+        return Err(e.into());
+    }
     match failing {
         Some(message) => Err(RunError::JudgeFailing { message }),
         None => Ok(result),
@@ -523,10 +518,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
 }
 
 /// The line telling how to resume an interrupted run.
-fn resume_hint(cfg: &Config) -> String {
+pub fn resume_hint(cfg: &Config) -> String {
     format!("resume: topk-judge run {}\n", cfg.path.display())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_result(
     cfg: &Config,
     judge: &dyn Judge,
@@ -534,6 +530,7 @@ fn build_result(
     stop: StopReason,
     stored: &[(usize, usize, Option<f64>, f64, Usage, f64)],
     failed: usize,
+    fit_failed: Option<&FitError>,
 ) -> RunResult {
     let pool = &cfg.pool;
     let k = cfg.raw.k;
@@ -542,17 +539,37 @@ fn build_result(
         usage.add(&r.4);
     }
     let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
-    let recall = gold.as_ref().map(|g| crate::model::membership::recall_at_k(&s.topk, g));
-    let mut notes = Vec::new();
-    for n in &cfg.covariates.no_variation {
-        notes.push(format!(
-            "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0"
-        ));
-    }
     let verdicts: Vec<ItemVerdict> =
         stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: r.5 })).collect();
-    let identifiability = crate::analysis::identifiability::for_summary(pool, &cfg.covariates, &verdicts, s);
-    notes.extend(crate::analysis::identifiability::notes(&identifiability, pool));
+    let (identifiability, apparent) = match fit_failed {
+        Some(_) => (Default::default(), crate::model::summary::Apparent::of_summary(s)),
+        None => crate::report::outcome::identify_and_apparent(
+            pool,
+            &cfg.covariates,
+            &cfg.raw.model.prior(),
+            k,
+            (cfg.raw.acquisition.mc_draws, cfg.raw.acquisition.seed),
+            &verdicts,
+            s,
+        ),
+    };
+    let one_query = verdicts.is_empty().then(|| crate::report::outcome::one_query_text(pool, judge));
+    let mut out = crate::report::outcome::outcome(&crate::report::outcome::Inputs {
+        pool,
+        cov: &cfg.covariates,
+        k,
+        model: cfg.raw.model.kind,
+        summary: s,
+        apparent: &apparent,
+        verdicts: if fit_failed.is_some() { &[] } else { &verdicts },
+        identifiability: &identifiability,
+        setting: cfg.raw.report_ranking,
+        gate: None,
+        one_query,
+    });
+    if let Some(e) = fit_failed {
+        out.notes.insert(0, format!("the fit failed ({e}): no ranking is claimed; the verdicts are kept, fix the cause and re-run to fit them"));
+    }
     RunResult {
         name: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -570,7 +587,7 @@ fn build_result(
         possibly_billed_usd: 0.0,
         duplicate_records: 0,
         usage,
-        topk: s.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
+        topk: out.topk,
         theta: report::by_base(pool, &s.theta),
         sd: report::by_base(pool, &s.sd),
         membership: report::by_base(pool, &s.membership),
@@ -581,15 +598,17 @@ fn build_result(
         kappa_sd: s.kappa_sd,
         no_variation: cfg.covariates.no_variation.clone(),
         gold_topk: gold.map(|g| g.iter().map(|b| pool.bases[*b].clone()).collect()),
-        recall_at_k: recall,
-        ranking: report::ranking(pool, s, k),
-        notes,
+        recall_at_k: out.recall_at_k,
+        ranking: out.ranking,
+        notes: out.notes,
         identifiability,
         gate: None,
         judge_stats: judge.stats(),
         quarantined: Vec::new(),
         last_error: None,
+        reporting: out.reporting,
         verdicts_report: VerdictsReport::default(),
+        replay: judge.replay(),
     }
 }
 
@@ -644,86 +663,9 @@ pub fn verdict_shaped_items(pool: &crate::store::pool::Pool) -> Vec<crate::judge
         .collect()
 }
 
-/// The human-readable end-of-run summary.
+/// The human-readable end-of-run summary ([`crate::report::summary::run_summary`]).
 pub fn summary_text(r: &RunResult, dir: &Path) -> String {
-    let mut s = String::new();
-    s.push_str(&format!(
-        "run {:?}: pool {}, {:?} model, judge {}, strategy {:?}\n",
-        r.name, r.pool_id, r.model, r.judge, r.strategy
-    ));
-    s.push_str(&format!(
-        "stopped: {:?}; {} comparisons ({} valid, {} invalid, {} failed), spend ${:.4}",
-        r.stop_reason, r.comparisons, r.valid, r.invalid, r.failed, r.spend_usd
-    ));
-    if r.possibly_billed > 0 {
-        s.push_str(&format!(
-            " (includes {} possibly billed, ${:.4} at their worst case)",
-            r.possibly_billed, r.possibly_billed_usd
-        ));
-    }
-    if r.duplicate_records > 0 {
-        s.push_str(&format!("; {} duplicate records not counted (their cost is)", r.duplicate_records));
-    }
-    s.push('\n');
-    if let Some(m) = &r.verdicts_report.stop_message {
-        s.push_str(&format!("stopped early: {m}\n"));
-    }
-    if r.invalid > 0 {
-        s.push_str(&crate::judge::invalid_line(r.comparisons, &r.verdicts_report.invalid_by_reason));
-        s.push('\n');
-    }
-    if let Some(e) = &r.last_error {
-        s.push_str(&format!("judge failing: {e}\n"));
-    }
-    if let Some(j) = &r.judge_stats {
-        s.push_str(&crate::judge::stats_line(j));
-        s.push('\n');
-    }
-    if let Some(w) = r.verdicts_report.strong_preference_weight {
-        s.push_str(&format!(
-            "strong preferences ([[A>>B]], [[B>>A]]): {} verdicts, weight {w} on their likelihood terms\n",
-            r.verdicts_report.strong_preferences
-        ));
-    }
-    let shaped = &r.verdicts_report.verdict_shaped_items;
-    if !shaped.is_empty() {
-        s.push_str(&format!(
-            "warning: {} candidate answers contain verdict-shaped text (the judge sees it unchanged; lines quoted from it never count as the judge's verdict):\n",
-            shaped.len()
-        ));
-        for v in shaped {
-            s.push_str(&format!("  {}: {}\n", v.id, v.excerpt));
-        }
-    }
-    if !r.quarantined.is_empty() {
-        s.push_str(&format!(
-            "set aside after repeated failures (not asked again in this run; a re-run tries them again): {} pair(s)\n",
-            r.quarantined.len()
-        ));
-        for q in &r.quarantined {
-            s.push_str(&format!(
-                "  {} vs {}: {} failed queries; last error: {}\n",
-                q.a, q.b, q.failed_queries, q.last_error
-            ));
-        }
-    }
-    s.push_str(&format!("position effect κ = {:.3} ± {:.3} logits", r.kappa, r.kappa_sd));
-    for (name, c) in &r.c {
-        s.push_str(&format!("; c[{name}] = {:.3} ± {:.3}", c, r.c_sd[name]));
-    }
-    s.push('\n');
-    s.push_str(&crate::report::table::identifiability_text(&r.identifiability));
-    s.push('\n');
-    s.push_str(&report::table::ranking_table(&r.ranking));
-    s.push_str(&format!("\ntop-{}: {}\n", r.k, r.topk.join(", ")));
-    if let Some(rec) = r.recall_at_k {
-        s.push_str(&format!("recall@{} against gold: {:.2}\n", r.k, rec));
-    }
-    for n in &r.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s.push_str(&format!("outputs: {}\n", dir.display()));
-    s
+    crate::report::summary::run_summary(r, dir)
 }
 
 #[cfg(test)]

@@ -1,12 +1,17 @@
-//! Simulation driver: Algorithm 1 (docs/model.md §3, paper App. A) run synchronously on a synthetic pool
-//! (docs/model.md §7) whose judge is the pool's keyed Bernoulli verdict, a pure function of (seed, a, b).
+//! Simulation driver: Algorithm 1 (docs/model.md §3, paper App. A) run synchronously with a
+//! judge that is a pure function of the ordered pair: [`follow`] on any pool and judge (a
+//! recording, for the frozen protocol of [`crate::sweep::frozen`]), [`run_path`] on a synthetic
+//! pool (docs/model.md §7) whose judge is the pool's keyed Bernoulli verdict.
 //!
 //! The loop is the runner's loop without the I/O: fit with [`build_design`] and
 //! [`fit_and_summarise`] (warm start from the previous fit, Monte-Carlo stream `membership` keyed
-//! by the number of verdicts), select R = `refit_every` queries with [`acquire::select`] (stream
-//! `acquire` keyed by the number of queries so far, the pool seed as run seed), judge them, repeat.
-//! Because every random choice is keyed by the run's state, the simulation of a budget B makes
-//! exactly the choices `topk-judge run` makes with `max_comparisons: B` on the same pool.
+//! by the number of valid verdicts), select R = `refit_every` queries with [`acquire::select`]
+//! (stream `acquire` keyed by the number of pairs asked or set aside so far; the pool seed is the
+//! run seed of [`run_path`]), judge them, repeat. Because every random choice is keyed by the
+//! run's state, the simulation of a budget B makes exactly the choices `topk-judge run` makes with
+//! `max_comparisons: B` on the same pool, judge and seed. An invalid verdict counts as a
+//! comparison and is not fitted; a query the judge has no verdict for ([`Answer::Unavailable`]) is
+//! set aside, as the runner does.
 //!
 //! **Checkpoints.** One call follows one path and records its state at several budgets
 //! B₁ < B₂ < … (each checkpoint is the fit to exactly B verdicts, as the runner's final fit). The
@@ -41,7 +46,7 @@ use crate::model::profile;
 use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
 use crate::model::{FitError, Prior};
 use crate::rng;
-use crate::store::pool::{CovariateSpec, Covariates, build_covariates};
+use crate::store::pool::{CovariateSpec, Covariates, Pool, build_covariates};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -178,101 +183,145 @@ pub fn covariates(sp: &SynthPool, model: ModelKind) -> Covariates {
     }
 }
 
-/// Run Algorithm 1 on `sp` with `strategy` and `model`, recording a [`Checkpoint`] at each of
-/// `budgets` (strictly increasing). With `settings.profile` on and the bias-aware model, every
-/// checkpoint also carries the profile-likelihood range over c ([`crate::model::profile`]).
+/// The answer of a simulated judge to one ordered query (item indices).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Answer {
+    /// A verdict y ∈ [0, 1].
+    Verdict(f64),
+    /// An invalid verdict: a comparison (it counts against the budget), excluded from the fit.
+    Invalid,
+    /// No verdict exists (a recording lacks the query): not a comparison; the pair is set aside,
+    /// as the runner does with [`crate::judge::JudgeError::Unavailable`].
+    Unavailable,
+}
+
+/// What one simulated path runs on: the pool, the model's covariates (none for the naive
+/// model), the design, the run seed (Monte Carlo, acquisition) and the judge as a pure function
+/// of the ordered pair.
+pub struct PathInput<'a> {
+    /// The pool.
+    pub pool: &'a Pool,
+    /// The model's covariates (`Covariates::none` for the naive model).
+    pub covariates: &'a Covariates,
+    /// `single`, or `paired` (within-base pairs first, docs/model.md §6).
+    pub design: DesignKind,
+    /// The run seed (`acquisition.seed` of a run).
+    pub seed: u64,
+    /// The judge: the answer to the ordered query (a first, b second).
+    pub judge: &'a (dyn Fn(usize, usize) -> Answer + Sync),
+}
+
+/// The fit of a path at one budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathPoint {
+    /// The budget asked for.
+    pub budget: usize,
+    /// Comparisons made (valid and invalid verdicts) = the length of the query log at this point.
+    pub comparisons: usize,
+    /// Point top-k (base indices, best first).
+    pub topk: Vec<usize>,
+    /// ĉ of the first covariate (bias-aware model).
+    pub c_hat: Option<f64>,
+    /// κ̂ (logits).
+    pub kappa_hat: f64,
+    /// Profile-likelihood range over the first c (nats), when asked for.
+    pub profile_range_nats: Option<f64>,
+}
+
+/// One simulated path: its checkpoints, the comparisons in the order made, and the number of
+/// queries the judge had no verdict for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Path {
+    /// One point per budget.
+    pub points: Vec<PathPoint>,
+    /// Ordered queries answered with a verdict (valid or invalid), in the order asked.
+    pub log: Vec<(usize, usize)>,
+    /// Queries answered [`Answer::Unavailable`].
+    pub unavailable: usize,
+}
+
+/// Algorithm 1 on any pool and pure judge, recording the fit at each of `budgets` (strictly
+/// increasing; see the module doc for checkpoints and "all pairs"). The runner's loop without
+/// the I/O: it makes the choices `topk-judge run` makes with the same pool, judge, seed and
+/// settings. With `settings.profile` on and at least one covariate, each point carries the
+/// profile-likelihood range over the first c.
 ///
 /// # Errors
-/// [`SimError::Fit`] naming the pool, strategy, model and comparisons of a failed fit.
+/// The valid verdicts at a failed fit, and the [`FitError`].
 ///
 /// # Panics
 /// If `budgets` is empty or not strictly increasing, or k is not in 1..M.
-pub fn run_path(
-    sp: &SynthPool,
+pub fn follow(
+    input: &PathInput<'_>,
     strategy: StrategyKind,
-    model: ModelKind,
     budgets: &[usize],
     settings: &SimSettings,
-) -> Result<Vec<Checkpoint>, SimError> {
+) -> Result<Path, (usize, FitError)> {
     assert!(!budgets.is_empty(), "at least one budget");
     assert!(budgets.windows(2).all(|w| w[0] < w[1]), "budgets must be strictly increasing: {budgets:?}");
-    let pool = &sp.pool;
+    let (pool, cov, seed) = (input.pool, input.covariates, input.seed);
     let (n, m, k) = (pool.n_items(), pool.n_bases(), settings.k);
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
-    let cov = covariates(sp, model);
-    let seed = sp.spec.seed;
-    let rank = gold_ranks(&sp.theta);
-    let gold = sp.gold_topk(k);
-    let design_kind = if sp.spec.paired { DesignKind::Paired } else { DesignKind::Single };
-    let within = if sp.spec.paired { design::within_base_pairs(pool) } else { Vec::new() };
+    let within = if input.design == DesignKind::Paired { design::within_base_pairs(pool) } else { Vec::new() };
     let between: Vec<(usize, usize)> = (0..n)
         .flat_map(|a| (0..n).map(move |b| (a, b)))
         .filter(|&(a, b)| a != b && pool.item_base[a] != pool.item_base[b])
         .collect();
     let total = within.len() + between.len();
-    let mut st = State { verdicts: Vec::new(), queried: HashSet::new(), log: Vec::new() };
-    let fit_err = |comparisons: usize, source: FitError| SimError::Fit { seed, strategy, model, comparisons, source };
+    let mut st = State { verdicts: Vec::new(), queried: HashSet::new(), log: Vec::new(), unavailable: 0 };
     let mut warm: Option<Vec<f64>> = None;
-    let mut out = Vec::with_capacity(budgets.len());
+    let mut points = Vec::with_capacity(budgets.len());
     let mut next = 0;
     let mut exhausted = false;
     loop {
-        let design = build_design(pool, &cov, &st.verdicts);
+        let design = build_design(pool, cov, &st.verdicts);
         let mut mc_rng = rng::stream(seed, "membership", st.verdicts.len() as u64);
         let (summary, _fit, post) =
-            fit_and_summarise(pool, &cov, &design, &settings.prior, k, settings.mc_draws, warm.as_deref(), &mut mc_rng)
-                .map_err(|e| fit_err(st.verdicts.len(), e))?;
+            fit_and_summarise(pool, cov, &design, &settings.prior, k, settings.mc_draws, warm.as_deref(), &mut mc_rng)
+                .map_err(|e| (st.verdicts.len(), e))?;
         let mut beta = summary.theta.clone();
         beta.extend_from_slice(&summary.c);
         beta.push(summary.kappa);
         let done = st.log.len();
-        while next < budgets.len() && (done >= budgets[next] || done >= total || exhausted) {
-            let mut by_rank = vec![0; m];
-            for &(a, b) in &st.log {
-                let (i, j) = (pool.item_base[a], pool.item_base[b]);
-                by_rank[rank[i]] += 1;
-                if j != i {
-                    by_rank[rank[j]] += 1;
-                }
-            }
-            let profile_range_nats = match (settings.profile, model) {
-                (true, ModelKind::BiasAware) => Some(
+        // Pairs settled: answered, or set aside as unavailable (the runner's `queried`).
+        let settled = st.queried.len();
+        while next < budgets.len() && (done >= budgets[next] || settled >= total || exhausted) {
+            let profile_range_nats = if settings.profile && cov.p() > 0 {
+                Some(
                     profile::profile(&design, 0, summary.c[0], Some(&beta))
-                        .map_err(|e| fit_err(st.verdicts.len(), e))?
+                        .map_err(|e| (st.verdicts.len(), e))?
                         .range_nats,
-                ),
-                _ => None,
+                )
+            } else {
+                None
             };
-            out.push(Checkpoint {
+            points.push(PathPoint {
                 budget: budgets[next],
                 comparisons: done,
-                recall: recall_at_k(&summary.topk, &gold),
                 topk: summary.topk.clone(),
-                shares: boundary_shares(&st.log, &pool.item_base, &rank, k),
                 c_hat: summary.c.first().copied(),
                 kappa_hat: summary.kappa,
                 profile_range_nats,
-                queries_by_rank: by_rank,
             });
             next += 1;
         }
         warm = Some(beta);
         if next == budgets.len() {
-            return Ok(out);
+            return Ok(Path { points, log: st.log, unavailable: st.unavailable });
         }
         let target = budgets[next];
         if target >= total {
             for &q in within.iter().chain(&between) {
-                st.ask(sp, q);
+                st.ask(input.judge, q);
             }
             continue;
         }
         let r = settings.refit_every.min(target - done);
         // Paired design (docs/model.md §6): every within-base query first, R at a time, as the runner.
-        let firsts = design::first_queries(pool, design_kind, &st.queried, r);
+        let firsts = design::first_queries(pool, input.design, &st.queried, r);
         if !firsts.is_empty() {
             for q in firsts {
-                st.ask(sp, q);
+                st.ask(input.judge, q);
             }
             continue;
         }
@@ -288,30 +337,106 @@ pub fn run_path(
             orders: settings.orders,
             seed,
         };
-        let mut acq_rng = rng::stream(seed, "acquire", done as u64);
+        let mut acq_rng = rng::stream(seed, "acquire", settled as u64);
         let picks = acquire::select(strategy, &ctx, r, &mut acq_rng);
         // No open pair left: the remaining checkpoints see this final state.
         exhausted = picks.is_empty();
         for q in picks {
-            st.ask(sp, q);
+            st.ask(input.judge, q);
         }
     }
+}
+
+/// Run Algorithm 1 on `sp` with `strategy` and `model`, recording a [`Checkpoint`] at each of
+/// `budgets` (strictly increasing). The judge is the pool's own keyed verdict and the run seed
+/// the pool seed. With `settings.profile` on and the bias-aware model, every checkpoint also
+/// carries the profile-likelihood range over c ([`crate::model::profile`]).
+///
+/// # Errors
+/// [`SimError::Fit`] naming the pool, strategy, model and comparisons of a failed fit.
+///
+/// # Panics
+/// If `budgets` is empty or not strictly increasing, or k is not in 1..M.
+pub fn run_path(
+    sp: &SynthPool,
+    strategy: StrategyKind,
+    model: ModelKind,
+    budgets: &[usize],
+    settings: &SimSettings,
+) -> Result<Vec<Checkpoint>, SimError> {
+    let pool = &sp.pool;
+    let cov = covariates(sp, model);
+    let seed = sp.spec.seed;
+    let judge = |a: usize, b: usize| Answer::Verdict(sp.verdict(a, b));
+    let input = PathInput {
+        pool,
+        covariates: &cov,
+        design: if sp.spec.paired { DesignKind::Paired } else { DesignKind::Single },
+        seed,
+        judge: &judge,
+    };
+    let path = follow(&input, strategy, budgets, settings).map_err(|(comparisons, source)| SimError::Fit {
+        seed,
+        strategy,
+        model,
+        comparisons,
+        source,
+    })?;
+    let (m, k) = (pool.n_bases(), settings.k);
+    let rank = gold_ranks(&sp.theta);
+    let gold = sp.gold_topk(k);
+    Ok(path
+        .points
+        .into_iter()
+        .map(|p| {
+            let log = &path.log[..p.comparisons];
+            let mut by_rank = vec![0; m];
+            for &(a, b) in log {
+                let (i, j) = (pool.item_base[a], pool.item_base[b]);
+                by_rank[rank[i]] += 1;
+                if j != i {
+                    by_rank[rank[j]] += 1;
+                }
+            }
+            Checkpoint {
+                budget: p.budget,
+                comparisons: p.comparisons,
+                recall: recall_at_k(&p.topk, &gold),
+                topk: p.topk,
+                shares: boundary_shares(log, &pool.item_base, &rank, k),
+                c_hat: p.c_hat,
+                kappa_hat: p.kappa_hat,
+                profile_range_nats: p.profile_range_nats,
+                queries_by_rank: by_rank,
+            }
+        })
+        .collect())
 }
 
 /// The verdicts of a simulated run so far.
 struct State {
     verdicts: Vec<ItemVerdict>,
+    /// Pairs answered or set aside.
     queried: HashSet<(usize, usize)>,
-    /// Queries in the order asked.
+    /// Queries answered with a verdict (valid or invalid), in the order asked.
     log: Vec<(usize, usize)>,
+    /// Queries answered [`Answer::Unavailable`].
+    unavailable: usize,
 }
 
 impl State {
-    /// Ask the synthetic judge about the ordered pair `q` (once).
-    fn ask(&mut self, sp: &SynthPool, q: (usize, usize)) {
-        if self.queried.insert(q) {
-            self.verdicts.push(ItemVerdict { a: q.0, b: q.1, y: sp.verdict(q.0, q.1), w: 1.0 });
-            self.log.push(q);
+    /// Ask the judge about the ordered pair `q` (once).
+    fn ask(&mut self, judge: &(dyn Fn(usize, usize) -> Answer + Sync), q: (usize, usize)) {
+        if !self.queried.insert(q) {
+            return;
+        }
+        match judge(q.0, q.1) {
+            Answer::Verdict(y) => {
+                self.verdicts.push(ItemVerdict { a: q.0, b: q.1, y, w: 1.0 });
+                self.log.push(q);
+            }
+            Answer::Invalid => self.log.push(q),
+            Answer::Unavailable => self.unavailable += 1,
         }
     }
 }

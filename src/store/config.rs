@@ -3,6 +3,7 @@
 //! every rule before anything runs.
 
 use crate::acquire::{Orders, StrategyKind};
+use crate::analysis::ranking::ReportRanking;
 use crate::judge::mock::MockConfig;
 use crate::model::Prior;
 use crate::model::summary::ModelKind;
@@ -66,6 +67,10 @@ pub struct PoolRef {
     pub synthetic: Option<crate::analysis::synth::SynthSpec>,
 }
 
+fn is_auto(r: &ReportRanking) -> bool {
+    *r == ReportRanking::Auto
+}
+
 fn path_is_empty(p: &Path) -> bool {
     p.as_os_str().is_empty()
 }
@@ -81,6 +86,8 @@ pub enum JudgeConfig {
     Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
     /// OpenAI-compatible chat-completions endpoint (docs/model.md §4; see docs/live.md).
     Openai(Box<crate::judge::openai::OpenAiConfig>),
+    /// Verdicts replayed from a recording (docs/replay.md).
+    Replay(crate::judge::replay::ReplayConfig),
 }
 
 /// Model settings (docs/model.md §2).
@@ -170,6 +177,27 @@ pub struct AcquisitionConfig {
     /// saved settings while it has its default, so older run folders keep matching.
     #[serde(default = "d_max_failed", skip_serializing_if = "is_d_max_failed")]
     pub max_failed_queries_per_pair: u32,
+    /// Pairs of items with identical text: `skip` (default: never sent, they carry no
+    /// information about quality) or `send` (e.g. to measure position bias).
+    #[serde(default, skip_serializing_if = "IdenticalTexts::is_skip")]
+    pub identical_texts: IdenticalTexts,
+}
+
+/// What to do with pairs of items whose texts are identical.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdenticalTexts {
+    /// Never send them (default).
+    #[default]
+    Skip,
+    /// Send them like any pair.
+    Send,
+}
+
+impl IdenticalTexts {
+    fn is_skip(&self) -> bool {
+        *self == Self::Skip
+    }
 }
 
 fn d_max_failed() -> u32 {
@@ -193,20 +221,59 @@ impl Default for AcquisitionConfig {
             mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
             confidence: None,
             max_failed_queries_per_pair: d_max_failed(),
+            identical_texts: IdenticalTexts::Skip,
         }
     }
 }
 
-/// Budget (docs/model.md §3).
+/// Budget (docs/model.md §3): `{max_comparisons, max_usd}`, or `unlimited` (a live judge needs one
+/// of the limits or this word).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetConfig {
     /// Maximum verdicts stored.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_comparisons: Option<u64>,
     /// Maximum spend in USD.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_usd: Option<f64>,
+    /// `budget: unlimited` was written: no limit, on purpose.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unlimited: bool,
+}
+
+impl BudgetConfig {
+    /// Whether any limit is set.
+    pub fn is_limited(&self) -> bool {
+        self.max_comparisons.is_some() || self.max_usd.is_some()
+    }
+}
+
+/// `budget:` as a mapping, or the word `unlimited`.
+fn de_budget<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BudgetConfig, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = BudgetConfig;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a mapping {max_comparisons, max_usd} or the word `unlimited`")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<BudgetConfig, E> {
+            if v == "unlimited" {
+                Ok(BudgetConfig { unlimited: true, ..Default::default() })
+            } else {
+                Err(E::custom(format!(
+                    "budget: {v:?} is not a budget; expected `unlimited` or a mapping {{max_comparisons, max_usd}}"
+                )))
+            }
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<BudgetConfig, E> {
+            Ok(BudgetConfig::default())
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<BudgetConfig, A::Error> {
+            BudgetConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_any(V)
 }
 
 /// The configuration as written in YAML.
@@ -231,12 +298,16 @@ pub struct RawConfig {
     #[serde(default)]
     pub acquisition: AcquisitionConfig,
     /// Budget.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "de_budget")]
     pub budget: BudgetConfig,
+    /// Which ranking the result reports: `auto` (default; the bias-corrected one only when the
+    /// design identifies the correction or a gate enabled it), `corrected` or `apparent`.
+    #[serde(default, skip_serializing_if = "is_auto")]
+    pub report_ranking: ReportRanking,
     /// `single` (default) or `paired` (docs/model.md §6: within-base queries first).
     #[serde(default)]
     pub design: crate::analysis::design::DesignKind,
-    /// The trusted-anchor gate (docs/model.md §5), used by `topk-judge gate`.
+    /// The trusted-anchor gate (docs/model.md §5): run at the end of every `run`, and by `topk-judge gate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateConfig>,
     /// After the first Ctrl-C (or SIGTERM), how long the requests in flight are awaited so their
@@ -267,6 +338,9 @@ pub struct Config {
     pub covariates: Covariates,
     /// Covariate specs in force.
     pub covariate_specs: Vec<CovariateSpec>,
+    /// Warnings found at load (identical texts, covariates whose scale makes the prior
+    /// meaningless); commands print them.
+    pub warnings: Vec<String>,
 }
 
 impl Config {
@@ -276,7 +350,7 @@ impl Config {
     /// [`ConfigError`] naming file, key (or line) and what was expected.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawConfig = crate::store::yaml::from_file_text(&text, path)
+        let raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
             .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         Self::from_raw(raw, path)
     }
@@ -288,7 +362,7 @@ impl Config {
     /// As [`Config::load`], apart from the missing key.
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let mut raw: RawConfig = crate::store::yaml::from_file_text(&text, path)
+        let mut raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
             .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         let mut problem = None;
         if let JudgeConfig::Openai(oc) = &mut raw.judge
@@ -355,6 +429,15 @@ impl Config {
         {
             return Err(inv("budget.max_usd", format!("{u} must be ≥ 0")));
         }
+        if raw.budget.unlimited && raw.budget.is_limited() {
+            return Err(inv("budget", "give either limits (max_comparisons, max_usd) or `unlimited`, not both".into()));
+        }
+        if matches!(raw.judge, JudgeConfig::Openai(_)) && !raw.budget.is_limited() && !raw.budget.unlimited {
+            return Err(inv(
+                "budget",
+                "a live judge needs a budget: set budget.max_comparisons and/or budget.max_usd, or write `budget: unlimited` to run without a limit on purpose".into(),
+            ));
+        }
         let g = raw.interrupt_grace_s;
         if !(0.0..=86_400.0).contains(&g) {
             return Err(inv("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds")));
@@ -401,7 +484,29 @@ impl Config {
             source,
         })?;
         crate::analysis::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
-        Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs })
+        let mut warnings =
+            pool::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
+        warnings.extend(pool::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
+        Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs, warnings })
+    }
+
+    /// Ordered pairs of items (a ≠ b) that are not sent: identical texts under
+    /// `acquisition.identical_texts: skip`.
+    pub fn skipped_pairs(&self) -> std::collections::HashSet<(usize, usize)> {
+        if self.raw.acquisition.identical_texts == IdenticalTexts::Send {
+            return Default::default();
+        }
+        let mut out = std::collections::HashSet::new();
+        for group in self.pool.identical_texts() {
+            for &a in &group {
+                for &b in &group {
+                    if a != b {
+                        out.insert((a, b));
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -432,6 +537,12 @@ fn check_judge(
         JudgeConfig::Synthetic(s) => {
             s.resolve(synth);
             s.check(pool).map_err(|m| (format!("{key}.synthetic"), m))?;
+        }
+        JudgeConfig::Replay(r) => {
+            r.file = normalize(&dir.join(&r.file));
+            let k = format!("{key}.replay");
+            let j = crate::judge::replay::ReplayJudge::new(r.clone()).map_err(|m| (k.clone(), m))?;
+            j.check_pool(pool).map_err(|m| (k, m))?;
         }
     }
     Ok(())

@@ -214,7 +214,11 @@ pub fn read_log(path: &Path) -> Result<ReadLog, CacheError> {
 
 /// Every record with its 1-based line, the good prefix's length and a torn-line warning.
 fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<String>), CacheError> {
-    let bytes = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
+    let raw = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
+    // A UTF-8 byte-order mark (as some editors write) is skipped; UTF-16 is named.
+    let bom = if raw.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
+    crate::store::text::strip_bom(&raw).map_err(|msg| CacheError::Parse { path: path.to_owned(), line: 1, msg })?;
+    let bytes = &raw[bom..];
     let mut out = Vec::new();
     let mut good_len = 0u64;
     let mut warning = None;
@@ -267,7 +271,7 @@ fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<Str
         good_len = next as u64;
         start = next;
     }
-    Ok((out, good_len, warning))
+    Ok((out, good_len + bom as u64, warning))
 }
 
 /// The byte at `len - 1` of `file` (`len` ≥ 1).
@@ -415,64 +419,11 @@ pub fn failed_intents(path: &Path) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// The cache keys of a run's ordered queries, computed per query instead of for every ordered
-/// pair up front (N(N − 1) hashes of full texts at start-up: 10⁸ at N = 10,000).
-///
-/// A key is this run's when it is the judge's key of an allowed ordered pair. Every key a run
-/// folder holds (verdicts, failed queries, intents) is written next to the ids of its items, so
-/// hashing the pairs named on record is enough to recognise all of this judge's keys there;
-/// queries sent later are added with [`KeyIndex::insert`] as they are made.
-#[derive(Debug, Default)]
-pub struct KeyIndex {
-    map: HashMap<String, (usize, usize)>,
-}
-
-impl KeyIndex {
-    /// The index of the pairs named on record: `named` yields (id shown first, id shown
-    /// second); a pair is kept when both ids are items, `allowed(a, b)` holds and its key
-    /// `key_of(a, b)` is computed once per distinct pair.
-    pub fn from_named<'a>(
-        item_index: &HashMap<&str, usize>,
-        named: impl IntoIterator<Item = (&'a str, &'a str)>,
-        allowed: impl Fn(usize, usize) -> bool,
-        key_of: impl Fn(usize, usize) -> String,
-    ) -> Self {
-        let mut seen = std::collections::HashSet::new();
-        let mut map = HashMap::new();
-        for (a, b) in named {
-            let (Some(&a), Some(&b)) = (item_index.get(a), item_index.get(b)) else { continue };
-            if allowed(a, b) && seen.insert((a, b)) {
-                map.insert(key_of(a, b), (a, b));
-            }
-        }
-        Self { map }
-    }
-
-    /// Add the key of the ordered pair (a, b).
-    pub fn insert(&mut self, key: String, a: usize, b: usize) {
-        self.map.insert(key, (a, b));
-    }
-
-    /// The ordered pair (item indices) of a key of this run.
-    pub fn get(&self, key: &str) -> Option<(usize, usize)> {
-        self.map.get(key).copied()
-    }
-
-    /// Whether `key` is this run's.
-    pub fn contains(&self, key: &str) -> bool {
-        self.map.contains_key(key)
-    }
-}
-
-/// The (a, b) item ids of every line of the JSON Lines file `path` that has both (none when the
-/// file is absent; unreadable lines are skipped): the pairs named by `failed.jsonl` and
-/// `intents.jsonl`.
-pub fn named_pairs(path: &Path) -> Vec<(String, String)> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| Some((v["a"].as_str()?.to_owned(), v["b"].as_str()?.to_owned())))
-        .collect()
+/// Total `cost_usd` of every line of a verdict file (0 when the file is absent; unreadable
+/// lines are skipped): e.g. the trusted judge's spend on a run's gate, which counts against
+/// the run's `budget.max_usd`.
+pub fn file_spend(path: &Path) -> f64 {
+    failed_spend(path, |_| true)
 }
 
 #[cfg(test)]
@@ -580,32 +531,44 @@ mod tests {
         assert!(e.to_string().contains(":2:"), "{e}");
     }
 
-    #[test]
-    fn key_index_hashes_only_the_named_allowed_pairs_once() {
-        let ids = ["x", "y", "z"];
-        let index: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        let calls = std::cell::Cell::new(0);
-        let key_of = |a: usize, b: usize| {
-            calls.set(calls.get() + 1);
-            format!("k{a}{b}")
-        };
-        let named = [("x", "y"), ("x", "y"), ("z", "x"), ("y", "y"), ("w", "x")];
-        let mut keys = KeyIndex::from_named(&index, named, |a, b| a != b, key_of);
-        // (x, y) twice → one hash; (y, y) not allowed; "w" is not an item.
-        assert_eq!(calls.get(), 2);
-        assert_eq!(keys.get("k01"), Some((0, 1)));
-        assert_eq!(keys.get("k20"), Some((2, 0)));
-        assert!(!keys.contains("k11") && !keys.contains("k10"));
-        keys.insert("k12".into(), 1, 2);
-        assert_eq!(keys.get("k12"), Some((1, 2)));
-    }
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
-    #[test]
-    fn named_pairs_reads_the_ids_of_every_line_that_has_both() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("intents.jsonl");
-        std::fs::write(&p, "{\"key\":\"k\",\"a\":\"x\",\"b\":\"y\"}\n{\"closed\":1,\"key\":\"k\"}\nnot json\n{\"a\":\"z\",\"b\":\"x\"}\n").unwrap();
-        assert_eq!(named_pairs(&p), vec![("x".to_string(), "y".to_string()), ("z".to_string(), "x".to_string())]);
-        assert!(named_pairs(&dir.path().join("absent.jsonl")).is_empty());
+        /// Any bytes: the reader returns records or an error naming a line, never panics.
+        #[test]
+        fn any_bytes_read_without_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..400)) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("v.jsonl");
+            std::fs::write(&path, &bytes).unwrap();
+            match read_log(&path) {
+                Ok(r) => proptest::prop_assert!(r.good_len as usize <= bytes.len()),
+                Err(CacheError::Parse { line, .. }) => proptest::prop_assert!(line >= 1),
+                Err(e) => proptest::prop_assert!(false, "{}", e),
+            }
+        }
+
+        /// A log cut at any byte (a crash mid-write) reads back as exactly the lines that were
+        /// complete, and the good prefix ends at the last of them.
+        #[test]
+        fn a_log_cut_anywhere_keeps_its_complete_lines(n in 1usize..6, cut in proptest::num::f64::ANY) {
+            let lines: Vec<String> = (0..n)
+                .map(|i| serde_json::to_string(&rec(&format!("k{i}"), "a", "b", (i % 2) as f64)).unwrap() + "\n")
+                .collect();
+            let all = lines.concat();
+            let at = if cut.is_finite() { (cut.abs().fract() * (all.len() + 1) as f64) as usize } else { all.len() };
+            let at = at.min(all.len());
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("v.jsonl");
+            std::fs::write(&path, &all.as_bytes()[..at]).unwrap();
+            let r = read_log(&path).unwrap();
+            let mut ends = 0;
+            let complete = lines.iter().take_while(|l| { ends += l.len(); ends <= at }).count();
+            let good: usize = lines[..complete].iter().map(String::len).sum();
+            let keys: Vec<&str> = r.records.iter().map(|r| r.key.as_str()).collect();
+            let want: Vec<String> = (0..complete).map(|i| format!("k{i}")).collect();
+            proptest::prop_assert_eq!(keys, want.iter().map(String::as_str).collect::<Vec<_>>());
+            proptest::prop_assert_eq!(r.good_len as usize, good);
+            proptest::prop_assert_eq!(r.torn.is_some(), at > good);
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! [`yaml`]), pools of candidate answers ([`pool`]), the append-only verdict ledger
 //! ([`ledger`], one verdict per ordered pair, fsynced), the intents written before each paid
 //! request ([`intents`]), the three read together as a run folder's books ([`books`]), the
-//! run-folder lock ([`lock`]) and the spend budget ([`budget`]).
+//! run-folder lock ([`lock`]), the spend budget ([`budget`]), a run folder's own copies of its
+//! inputs ([`run_inputs`]) and input text as other tools write it ([`text`]).
 
 pub mod books;
 pub mod budget;
@@ -11,4 +12,6 @@ pub mod intents;
 pub mod ledger;
 pub mod lock;
 pub mod pool;
+pub mod run_inputs;
+pub mod text;
 pub mod yaml;

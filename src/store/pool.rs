@@ -57,8 +57,9 @@ pub enum PoolError {
     },
 }
 
-/// One candidate answer as written in the pool file.
+/// One candidate answer as written in the pool file (unknown keys are errors).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Item {
     /// Unique id within the pool.
     pub id: String,
@@ -77,9 +78,17 @@ pub struct Item {
     /// Rendering label (e.g. "terse", "elaborated").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendering: Option<String>,
+    /// A word count stored with the item (informational: the `words` covariate counts the
+    /// text; put a number in `covariates` to use your own).
+    #[serde(default, skip_serializing)]
+    pub words: Option<f64>,
+    /// Human ratings per dimension (informational, e.g. SummEval's expert ratings).
+    #[serde(default, skip_serializing)]
+    pub human: Option<BTreeMap<String, f64>>,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawPool {
     pool_id: String,
     #[serde(default, alias = "source")]
@@ -182,6 +191,20 @@ impl Pool {
         self.items.iter().all(|i| i.text.is_some())
     }
 
+    /// Groups (of two or more items, in file order) whose texts are identical after trimming
+    /// surrounding whitespace.
+    pub fn identical_texts(&self) -> Vec<Vec<usize>> {
+        let mut by_text: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, it) in self.items.iter().enumerate() {
+            if let Some(t) = &it.text {
+                by_text.entry(t.trim()).or_default().push(i);
+            }
+        }
+        let mut groups: Vec<Vec<usize>> = by_text.into_values().filter(|g| g.len() > 1).collect();
+        groups.sort();
+        groups
+    }
+
     /// Names of the extra covariates present on every item (sorted).
     pub fn covariate_keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.items.iter().flat_map(|i| i.covariates.keys().cloned()).collect();
@@ -194,22 +217,37 @@ impl Pool {
 /// Parse every pool in a JSON Lines file.
 ///
 /// # Errors
-/// [`PoolError::Io`] if unreadable; [`PoolError::Parse`] naming the line; [`PoolError::Invalid`].
+/// [`PoolError::Io`] if unreadable; [`PoolError::Parse`] naming the line (also for a pool id
+/// that appears on two lines, naming both); [`PoolError::Invalid`].
 pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
+    Ok(read_pool_lines(path)?.into_iter().map(|(p, _, _)| p).collect())
+}
+
+/// [`read_pools`] with each pool's 1-based line number and its line as written.
+///
+/// Reads files as other tools write them: a UTF-8 byte-order mark, CRLF line ends and blank
+/// lines are accepted; UTF-16, a JSON array or a pretty-printed object fail with a message
+/// saying so.
+///
+/// # Errors
+/// As [`read_pools`].
+pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolError> {
     let bytes = std::fs::read(path).map_err(|source| PoolError::Io { path: path.to_owned(), source })?;
-    let mut pools = Vec::new();
+    let parse_err = |line: usize, msg: String| PoolError::Parse { path: path.to_owned(), line, msg };
+    let bytes = super::text::strip_bom(&bytes).map_err(|m| parse_err(1, m))?;
+    let mut pools: Vec<(Pool, usize, String)> = Vec::new();
     for (ln, line) in bytes.split(|b| *b == b'\n').enumerate() {
         let line_no = ln + 1;
         let text = std::str::from_utf8(line).map_err(|e| {
             let prefix = std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or_default();
-            PoolError::Parse {
-                path: path.to_owned(),
-                line: line_no,
-                msg: format!("invalid UTF-8 at byte {} of the line{}", e.valid_up_to(), item_near(prefix)),
-            }
+            parse_err(line_no, format!("invalid UTF-8 at byte {} of the line{}", e.valid_up_to(), item_near(prefix)))
         })?;
+        let text = text.strip_suffix('\r').unwrap_or(text);
         if text.trim().is_empty() {
             continue;
+        }
+        if let Some(m) = super::text::not_json_lines(text) {
+            return Err(parse_err(line_no, m));
         }
         let raw: RawPool = serde_json::from_str(text).map_err(|e| {
             let mut end = e.column().min(text.len());
@@ -222,13 +260,22 @@ pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
                 Some(i) => format!("{} at column {}", &what[..i], e.column()),
                 None => what,
             };
-            PoolError::Parse { path: path.to_owned(), line: line_no, msg: format!("{what}{}", item_near(&text[..end])) }
+            parse_err(line_no, format!("{what}{}", item_near(&text[..end])))
         })?;
+        if let Some((_, first, _)) = pools.iter().find(|(p, _, _)| p.pool_id == raw.pool_id) {
+            return Err(parse_err(
+                line_no,
+                format!(
+                    "pool_id {:?} is also on line {first}; every pool in a file needs its own pool_id",
+                    raw.pool_id
+                ),
+            ));
+        }
         let task = raw.task.unwrap_or_default();
-        pools.push(Pool::new(raw.pool_id, task, raw.items)?);
+        pools.push((Pool::new(raw.pool_id, task, raw.items)?, line_no, text.to_owned()));
     }
     if pools.is_empty() {
-        return Err(PoolError::Parse { path: path.to_owned(), line: 1, msg: "the file holds no pool".into() });
+        return Err(parse_err(1, "the file holds no pool".into()));
     }
     Ok(pools)
 }
@@ -247,19 +294,68 @@ fn item_near(prefix: &str) -> String {
 /// # Errors
 /// As [`read_pools`], plus [`PoolError::NotFound`].
 pub fn read_pool(path: &Path, id: Option<&str>) -> Result<Pool, PoolError> {
-    let pools = read_pools(path)?;
+    read_pool_line(path, id).map(|(p, _)| p)
+}
+
+/// [`read_pool`] with the pool's line as written in the file (for a run folder's copy).
+///
+/// # Errors
+/// As [`read_pool`].
+pub fn read_pool_line(path: &Path, id: Option<&str>) -> Result<(Pool, String), PoolError> {
+    let pools = read_pool_lines(path)?;
     match id {
-        None => Ok(pools.into_iter().next().expect("non-empty")),
+        None => Ok(pools.into_iter().next().map(|(p, _, l)| (p, l)).expect("non-empty")),
         Some(id) => {
-            let available = pools.iter().take(5).map(|p| p.pool_id.as_str()).collect::<Vec<_>>().join(", ");
+            let available = pools.iter().take(5).map(|p| p.0.pool_id.as_str()).collect::<Vec<_>>().join(", ");
             let n = pools.len();
-            pools.into_iter().find(|p| p.pool_id == id).ok_or_else(|| PoolError::NotFound {
+            pools.into_iter().find(|p| p.0.pool_id == id).map(|(p, _, l)| (p, l)).ok_or_else(|| PoolError::NotFound {
                 path: path.to_owned(),
                 id: id.to_owned(),
                 available: if n > 5 { format!("{n} pools: {available}, ...") } else { available },
             })
         }
     }
+}
+
+/// Warnings for items with identical text (by default their pairs are not sent).
+pub fn identical_text_warnings(pool: &Pool, send: bool) -> Vec<String> {
+    pool.identical_texts()
+        .iter()
+        .map(|g| {
+            let ids = g.iter().map(|&i| format!("{:?}", pool.items[i].id)).collect::<Vec<_>>().join(", ");
+            let what = if send {
+                "their pairs are sent (acquisition.identical_texts: send)"
+            } else {
+                "pairs of them are not sent to the judge (they say nothing about quality; set acquisition.identical_texts: send to send them, e.g. to measure position bias)"
+            };
+            format!("pool {:?}: items {ids} have identical text; {what}", pool.pool_id)
+        })
+        .collect()
+}
+
+/// Under the prior on c (precision `lambda_b`), one sd of a covariate moves the log-odds by
+/// sd(x)/√λ_b logits a priori; outside [0.01, 100] logits the prior says nothing useful about c
+/// (the covariate's unit, not the data, picks ĉ). Warnings naming such covariates.
+pub fn scale_warnings(cov: &Covariates, lambda_b: f64, key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (j, name) in cov.names.iter().enumerate() {
+        if cov.transforms[j] == Transform::Zscore || cov.no_variation.contains(name) {
+            continue;
+        }
+        let n = cov.x.len() as f64;
+        let mean = cov.x.iter().map(|r| r[j]).sum::<f64>() / n;
+        let sd = (cov.x.iter().map(|r| (r[j] - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let effect = sd / lambda_b.sqrt();
+        if !(0.01..=100.0).contains(&effect) {
+            let t = if cov.transforms[j] == Transform::Log { "log" } else { "raw" };
+            out.push(format!(
+                "{key}: covariate {name:?} ({t}) has sd {} in this pool: under the prior (λ_b = {lambda_b}) one sd of it moves the log-odds by about {} logits, so the prior on c[{name}] is meaningless at this scale; use transform zscore (or log for a positive quantity)",
+                super::text::num(sd),
+                super::text::num(effect)
+            ));
+        }
+    }
+    out
 }
 
 /// Covariate transform (docs/model.md §1).
@@ -456,6 +552,8 @@ mod tests {
             covariates: BTreeMap::new(),
             base: None,
             rendering: None,
+            words: None,
+            human: None,
         }
     }
 

@@ -33,6 +33,7 @@
 //! standard errors, correction benefit and its crossing in ρ, strategy differences, boundary
 //! shares relative to round_robin) and SVG plots.
 
+pub mod frozen;
 pub mod summary;
 
 use crate::acquire::{Orders, StrategyKind};
@@ -56,6 +57,22 @@ pub enum SweepError {
     /// A simulated run failed.
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// A fit of the frozen protocol failed on a recorded pool.
+    #[error("pool {pool:?}, seed {seed}, {strategy}, {model} model, after {comparisons} valid verdicts: {source}")]
+    RecordedFit {
+        /// Pool id.
+        pool: String,
+        /// Acquisition seed.
+        seed: u64,
+        /// Strategy.
+        strategy: String,
+        /// Model.
+        model: String,
+        /// Valid verdicts at the failing fit.
+        comparisons: usize,
+        /// Cause.
+        source: crate::model::FitError,
+    },
     /// Writing an output.
     #[error("{path}: {msg}")]
     Write {

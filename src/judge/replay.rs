@@ -1,0 +1,631 @@
+//! The replay judge: answers each ordered query from a recording of verdicts already collected
+//! (the frozen-judge protocol of the paper "When Can You Debias an LLM Judge?": one verdict per
+//! ordered pair, collected once, then replayed to any strategy).
+//!
+//! A **recording** is JSON Lines, one ordered verdict per line:
+//!
+//! ```json
+//! {"pool_id": "p1", "a": "M3", "b": "M7", "y": 1, "cost_usd": 0.0004, "judge": "gpt-4o", "prompting": "CoT"}
+//! ```
+//!
+//! `pool_id`, `a` (the item shown first), `b` (shown second) and `y` (1 first wins, 0 second
+//! wins, ½ tie, a soft P(A) in [0, 1], or `null` for an invalid verdict) are required; `cost_usd`
+//! (USD) and `usage` (tokens) are optional, and so are `judge` and `prompting` (the prompting
+//! strategy), which tell several recorded judges apart in one file. A run's own `verdicts.jsonl`
+//! is a recording as it stands (its extra fields are ignored). At most one verdict per judge,
+//! pool and ordered pair: a second line with another verdict is an error naming both lines.
+//!
+//! The judge costs nothing unless the recording gives `cost_usd`; then each replayed verdict
+//! costs what it cost when it was recorded, and that is also its worst case (`max_usd` stops a
+//! replay where it stopped the recorded run). A query the recording lacks is, by the setting
+//! `missing`: `fail` (default) — the run stops ([`JudgeError::Fatal`], `stop_reason:
+//! judge_failing`) with an error naming the query; or `unavailable`
+//! — not a verdict, not a comparison, not a failure: the run sets the pair aside and acquisition
+//! moves on to the next best pair ([`JudgeError::Unavailable`]).
+
+use super::{BoxFuture, Judge, JudgeError, JudgeReply, Usage, VerdictDetail};
+use crate::rng;
+use crate::store::pool::Pool;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// What the replay judge does with a query the recording lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissingPolicy {
+    /// Stop the run with an error naming the query (default).
+    #[default]
+    Fail,
+    /// Treat the query as unavailable: no verdict, no comparison, no failure; acquisition moves on.
+    Unavailable,
+}
+
+/// `judge: {replay: {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayConfig {
+    /// The recording (JSON Lines; relative to the config's folder).
+    pub file: PathBuf,
+    /// Replay only the lines whose `judge` is this (needed when the file holds several judges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// Replay only the lines whose `prompting` (prompting strategy) is this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompting: Option<String>,
+    /// A query the recording lacks: `fail` (default) or `unavailable`.
+    #[serde(default)]
+    pub missing: MissingPolicy,
+}
+
+/// Errors reading a recording.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReplayError {
+    /// The file could not be read.
+    #[error("cannot read recording {path}: {msg}")]
+    Io {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        msg: String,
+    },
+    /// A line that is not a recorded verdict.
+    #[error(
+        "{path}:{line}: {msg}; expected {{\"pool_id\", \"a\": item shown first, \"b\": item shown second, \"y\": 0..1 or null}} with optional \"cost_usd\", \"usage\", \"judge\", \"prompting\""
+    )]
+    Line {
+        /// File.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Two lines record different verdicts for one ordered pair of one judge.
+    #[error(
+        "{path}:{line}: {query}: recorded again with another verdict (first on line {first_line}); a recording holds one verdict per ordered pair"
+    )]
+    Duplicate {
+        /// File.
+        path: PathBuf,
+        /// 1-based line of the second record.
+        line: usize,
+        /// 1-based line of the first.
+        first_line: usize,
+        /// The judge, pool and ordered pair.
+        query: String,
+    },
+}
+
+/// One recorded judge: a `judge` name and, optionally, a prompting strategy.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RecordedJudge {
+    /// The `judge` field of its lines (empty when the lines have none).
+    pub judge: String,
+    /// The `prompting` field of its lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompting: Option<String>,
+}
+
+impl RecordedJudge {
+    /// `judge / prompting`, or `judge`, or `(unnamed judge)`.
+    pub fn label(&self) -> String {
+        let j = if self.judge.is_empty() { "(unnamed judge)" } else { self.judge.as_str() };
+        match &self.prompting {
+            Some(p) => format!("{j} / {p}"),
+            None => j.to_owned(),
+        }
+    }
+}
+
+/// One recorded ordered verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// Outcome y ∈ [0, 1]; `None` for an invalid verdict.
+    pub y: Option<f64>,
+    /// Why the verdict is invalid, when recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+    /// Recorded cost (USD), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Recorded token usage.
+    pub usage: Usage,
+    /// The recorded verdict stated a strong preference (`[[A>>B]]`): replayed with the same
+    /// weight rule as a live verdict.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub strong_preference: bool,
+    /// 1-based line in the file.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// Verdicts of one recorded judge: pool id → (first-shown id, second-shown id) → entry.
+pub type PoolVerdicts = HashMap<String, HashMap<(String, String), Entry>>;
+
+/// A recording read from a file: every recorded judge and its verdicts.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    path: PathBuf,
+    judges: Vec<RecordedJudge>,
+    verdicts: Vec<PoolVerdicts>,
+}
+
+/// One line as written (a run's verdicts.jsonl line parses too: unknown fields are ignored).
+#[derive(Deserialize)]
+struct Line {
+    pool_id: String,
+    a: String,
+    b: String,
+    #[serde(default, deserialize_with = "present")]
+    y: Option<Option<f64>>,
+    #[serde(default)]
+    invalid_reason: Option<String>,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    judge: Option<String>,
+    #[serde(default)]
+    prompting: Option<String>,
+    #[serde(default)]
+    strong_preference: bool,
+}
+
+/// `y` given (a number or null) vs absent.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Error> {
+    Option::<f64>::deserialize(d).map(Some)
+}
+
+impl Recording {
+    /// Read and check a recording (module docs for the format).
+    ///
+    /// # Errors
+    /// [`ReplayError`] naming the file, the line and what was expected.
+    pub fn read(path: &Path) -> Result<Self, ReplayError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| ReplayError::Io { path: path.to_owned(), msg: e.to_string() })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parse the text of a recording; `path` names it in errors.
+    ///
+    /// # Errors
+    /// As [`Recording::read`].
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ReplayError> {
+        let bad = |line: usize, msg: String| ReplayError::Line { path: path.to_owned(), line, msg };
+        let mut judges: Vec<RecordedJudge> = Vec::new();
+        let mut index: HashMap<RecordedJudge, usize> = HashMap::new();
+        let mut verdicts: Vec<PoolVerdicts> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let ln = i + 1;
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let l: Line = serde_json::from_str(raw).map_err(|e| bad(ln, e.to_string()))?;
+            let y = l.y.ok_or_else(|| bad(ln, "missing field `y`".into()))?;
+            if let Some(v) = y
+                && !(0.0..=1.0).contains(&v)
+            {
+                return Err(bad(ln, format!("y = {v} is outside [0, 1]")));
+            }
+            if l.a == l.b {
+                return Err(bad(ln, format!("a and b are the same item {:?}", l.a)));
+            }
+            if l.pool_id.is_empty() || l.a.is_empty() || l.b.is_empty() {
+                return Err(bad(ln, "pool_id, a and b must be non-empty".into()));
+            }
+            if let Some(c) = l.cost_usd
+                && !(c >= 0.0 && c.is_finite())
+            {
+                return Err(bad(ln, format!("cost_usd = {c} must be ≥ 0")));
+            }
+            let who = RecordedJudge { judge: l.judge.unwrap_or_default(), prompting: l.prompting };
+            let j = *index.entry(who.clone()).or_insert_with(|| {
+                judges.push(who);
+                verdicts.push(HashMap::new());
+                judges.len() - 1
+            });
+            let entry = Entry {
+                y,
+                invalid_reason: l.invalid_reason,
+                cost_usd: l.cost_usd,
+                usage: l.usage.unwrap_or_default(),
+                strong_preference: l.strong_preference && y.is_some(),
+                line: ln,
+            };
+            let pool = verdicts[j].entry(l.pool_id.clone()).or_default();
+            match pool.get(&(l.a.clone(), l.b.clone())) {
+                None => {
+                    pool.insert((l.a, l.b), entry);
+                }
+                Some(first) if first.y == entry.y && first.cost_usd == entry.cost_usd => {}
+                Some(first) => {
+                    return Err(ReplayError::Duplicate {
+                        path: path.to_owned(),
+                        line: ln,
+                        first_line: first.line,
+                        query: format!(
+                            "{}, pool {:?}, {:?} shown first vs {:?}",
+                            judges[j].label(),
+                            l.pool_id,
+                            l.a,
+                            l.b
+                        ),
+                    });
+                }
+            }
+        }
+        if judges.is_empty() {
+            return Err(bad(1, "the file holds no verdict".into()));
+        }
+        Ok(Self { path: path.to_owned(), judges, verdicts })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The recorded judges, in order of first appearance.
+    pub fn judges(&self) -> &[RecordedJudge] {
+        &self.judges
+    }
+
+    /// The verdicts of recorded judge `j` (index into [`Recording::judges`]).
+    pub fn verdicts(&self, j: usize) -> &PoolVerdicts {
+        &self.verdicts[j]
+    }
+
+    /// The entry of judge `j` for (pool, a first, b second).
+    pub fn get(&self, j: usize, pool_id: &str, a: &str, b: &str) -> Option<&Entry> {
+        self.verdicts[j].get(pool_id)?.get(&(a.to_owned(), b.to_owned()))
+    }
+
+    /// Indices of the recorded judges matching `judge` and `prompting` (`None` matches any).
+    pub fn matching(&self, judge: Option<&str>, prompting: Option<&str>) -> Vec<usize> {
+        (0..self.judges.len())
+            .filter(|&j| {
+                judge.is_none_or(|w| self.judges[j].judge == w)
+                    && prompting.is_none_or(|p| self.judges[j].prompting.as_deref() == Some(p))
+            })
+            .collect()
+    }
+
+    /// The one recorded judge the selection names.
+    ///
+    /// # Errors
+    /// A message listing the recorded judges when none or several match.
+    pub fn select_one(&self, judge: Option<&str>, prompting: Option<&str>) -> Result<usize, String> {
+        let m = self.matching(judge, prompting);
+        let listed = || {
+            let mut v: Vec<String> = self.judges.iter().take(8).map(|j| format!("{:?}", j.label())).collect();
+            if self.judges.len() > 8 {
+                v.push(format!("… ({} in all)", self.judges.len()));
+            }
+            v.join(", ")
+        };
+        match m.len() {
+            1 => Ok(m[0]),
+            0 => Err(format!(
+                "{}: no recorded judge matches{}{}; the file holds {}",
+                self.path.display(),
+                judge.map(|j| format!(" judge {j:?}")).unwrap_or_default(),
+                prompting.map(|p| format!(" prompting {p:?}")).unwrap_or_default(),
+                listed()
+            )),
+            n => Err(format!(
+                "{}: holds {n} recorded judges matching the selection ({}); choose one with `judge:` and `prompting:`",
+                self.path.display(),
+                listed()
+            )),
+        }
+    }
+
+    /// The pools of judge `j` (sorted).
+    pub fn pools(&self, j: usize) -> Vec<&str> {
+        let mut v: Vec<&str> = self.verdicts[j].keys().map(String::as_str).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Check that judge `j`'s verdicts on `pool` name its items, and that there is at least one;
+    /// returns how many there are.
+    ///
+    /// # Errors
+    /// A message naming the file and line, or the pools the recording has.
+    pub fn check_pool(&self, j: usize, pool: &Pool) -> Result<usize, String> {
+        check_pool_in(&self.path, &self.judges[j], &self.verdicts[j], pool)
+    }
+}
+
+fn check_pool_in(path: &Path, who: &RecordedJudge, verdicts: &PoolVerdicts, pool: &Pool) -> Result<usize, String> {
+    let Some(v) = verdicts.get(&pool.pool_id) else {
+        let mut pools: Vec<&str> = verdicts.keys().map(String::as_str).collect();
+        pools.sort_unstable();
+        let shown: Vec<&str> = pools.iter().take(5).copied().collect();
+        return Err(format!(
+            "{}: {} has no verdict for pool {:?}; it has {} pool(s): {}{}",
+            path.display(),
+            who.label(),
+            pool.pool_id,
+            pools.len(),
+            shown.join(", "),
+            if pools.len() > 5 { ", …" } else { "" }
+        ));
+    };
+    let mut lines: Vec<(&(String, String), &Entry)> = v.iter().collect();
+    lines.sort_by_key(|(_, e)| e.line);
+    for ((a, b), e) in lines {
+        for id in [a, b] {
+            if pool.item_index(id).is_none() {
+                return Err(format!("{}:{}: item {id:?} is not in pool {:?}", path.display(), e.line, pool.pool_id));
+            }
+        }
+    }
+    Ok(v.len())
+}
+
+/// What a replayed run reports about its recording (result.json `replay`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayInfo {
+    /// The recording, as configured.
+    pub recording: PathBuf,
+    /// The recorded judge's `judge` field.
+    pub judge: String,
+    /// Its prompting strategy, when recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompting: Option<String>,
+    /// Whether the recording gives costs (spend is then the recorded cost of the replayed verdicts).
+    pub recorded_cost: bool,
+    /// The `missing` setting.
+    pub missing: MissingPolicy,
+    /// Queries of this invocation the recording lacked (set aside under `missing: unavailable`).
+    #[serde(default)]
+    pub unavailable: usize,
+}
+
+/// The replay judge (one recorded judge of a recording).
+pub struct ReplayJudge {
+    cfg: ReplayConfig,
+    who: RecordedJudge,
+    verdicts: PoolVerdicts,
+    recorded_cost: bool,
+}
+
+impl ReplayJudge {
+    /// Read the recording and select its one judge.
+    ///
+    /// # Errors
+    /// A message naming the file (and line) or listing the recorded judges to choose from.
+    pub fn new(cfg: ReplayConfig) -> Result<Self, String> {
+        let rec = Recording::read(&cfg.file).map_err(|e| e.to_string())?;
+        Self::from_recording(rec, cfg)
+    }
+
+    /// Select the configured judge of an already read recording.
+    ///
+    /// # Errors
+    /// As [`ReplayJudge::new`].
+    pub fn from_recording(mut rec: Recording, cfg: ReplayConfig) -> Result<Self, String> {
+        let j = rec.select_one(cfg.judge.as_deref(), cfg.prompting.as_deref())?;
+        let verdicts = std::mem::take(&mut rec.verdicts[j]);
+        let recorded_cost = verdicts.values().flat_map(|m| m.values()).any(|e| e.cost_usd.is_some_and(|c| c > 0.0));
+        Ok(Self { who: rec.judges[j].clone(), verdicts, recorded_cost, cfg })
+    }
+
+    /// Check the recording against a pool: at least one verdict for it, and only its items.
+    ///
+    /// # Errors
+    /// A message naming the file and line, or the pools the recording has.
+    pub fn check_pool(&self, pool: &Pool) -> Result<(), String> {
+        check_pool_in(&self.cfg.file, &self.who, &self.verdicts, pool).map(|_| ())
+    }
+
+    fn entry(&self, pool: &Pool, a: usize, b: usize) -> Option<&Entry> {
+        self.verdicts.get(&pool.pool_id)?.get(&(pool.items[a].id.clone(), pool.items[b].id.clone()))
+    }
+
+    fn not_recorded(&self, pool: &Pool, a: usize, b: usize) -> String {
+        format!(
+            "the recording {} has no verdict of {} for pool {:?} with {:?} shown first and {:?} second",
+            self.cfg.file.display(),
+            self.who.label(),
+            pool.pool_id,
+            pool.items[a].id,
+            pool.items[b].id
+        )
+    }
+}
+
+impl Judge for ReplayJudge {
+    fn describe(&self) -> String {
+        let file = self.cfg.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        format!("replay of {} ({file})", self.who.label())
+    }
+
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        let payload = serde_json::json!({
+            "judge": "replay", "recorded": self.who, "pool": pool.pool_id,
+            "a": pool.items[a].id, "b": pool.items[b].id, "entry": self.entry(pool, a, b),
+        });
+        rng::sha256_hex(&payload.to_string())
+    }
+
+    fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.entry(pool, a, b).and_then(|e| e.cost_usd).unwrap_or(0.0)
+    }
+
+    fn has_price(&self) -> bool {
+        self.recorded_cost
+    }
+
+    fn replay(&self) -> Option<ReplayInfo> {
+        Some(ReplayInfo {
+            recording: self.cfg.file.clone(),
+            judge: self.who.judge.clone(),
+            prompting: self.who.prompting.clone(),
+            recorded_cost: self.recorded_cost,
+            missing: self.cfg.missing,
+            unavailable: 0,
+        })
+    }
+
+    fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+        let out = match self.entry(pool, a, b) {
+            Some(e) => Ok(JudgeReply {
+                y: e.y,
+                invalid_reason: match e.y {
+                    Some(_) => None,
+                    None => Some(e.invalid_reason.clone().unwrap_or_else(|| "invalid in the recording".into())),
+                },
+                raw: None,
+                usage: e.usage,
+                cost_usd: e.cost_usd.unwrap_or(0.0),
+                attempts: 1,
+                latency_ms: 0,
+                detail: VerdictDetail { strong_preference: e.strong_preference, ..VerdictDetail::default() },
+            }),
+            None => {
+                let what = self.not_recorded(pool, a, b);
+                Err(match self.cfg.missing {
+                    MissingPolicy::Unavailable => JudgeError::Unavailable { message: what },
+                    MissingPolicy::Fail => JudgeError::Fatal {
+                        message: format!(
+                            "judge.replay: {what} (missing: fail); record that query, or set `missing: unavailable` to let acquisition move on"
+                        ),
+                    },
+                })
+            }
+        };
+        Box::pin(async move { out })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::pool::Item;
+
+    fn pool() -> Pool {
+        let it = |id: &str| Item {
+            id: id.into(),
+            text: None,
+            quality: None,
+            covariates: Default::default(),
+            base: None,
+            rendering: None,
+            words: None,
+            human: None,
+        };
+        Pool::new("p".into(), String::new(), vec![it("x"), it("y"), it("z")]).unwrap()
+    }
+
+    fn cfg(missing: MissingPolicy) -> ReplayConfig {
+        ReplayConfig { file: "rec.jsonl".into(), judge: None, prompting: None, missing }
+    }
+
+    #[test]
+    fn a_recorded_strong_preference_is_replayed_as_one() {
+        let text = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1,\"strong_preference\":true}\n\
+                    {\"pool_id\":\"p\",\"a\":\"y\",\"b\":\"x\",\"y\":0}\n";
+        let j = ReplayJudge::from_recording(
+            Recording::parse(text, Path::new("rec.jsonl")).unwrap(),
+            cfg(MissingPolicy::Fail),
+        )
+        .unwrap();
+        let p = pool();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let strong = |a, b| rt.block_on(j.judge(&p, a, b)).unwrap().detail.strong_preference;
+        assert!(strong(0, 1));
+        assert!(!strong(1, 0));
+    }
+
+    #[test]
+    fn replays_recorded_verdicts_costs_and_invalid_ones() {
+        let text = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1,\"cost_usd\":0.25,\"usage\":{\"prompt_tokens\":7}}\n\
+                    {\"pool_id\":\"p\",\"a\":\"y\",\"b\":\"x\",\"y\":null,\"invalid_reason\":\"refused\"}\n\
+                    \n{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"z\",\"y\":0.5}\n";
+        let rec = Recording::parse(text, Path::new("rec.jsonl")).unwrap();
+        assert_eq!(rec.judges(), &[RecordedJudge { judge: String::new(), prompting: None }]);
+        let j = ReplayJudge::from_recording(rec, cfg(MissingPolicy::Fail)).unwrap();
+        let p = pool();
+        j.check_pool(&p).unwrap();
+        assert!(j.has_price());
+        assert_eq!(j.worst_case_usd(&p, 0, 1), 0.25);
+        assert_eq!(j.worst_case_usd(&p, 0, 2), 0.0);
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let r = rt.block_on(j.judge(&p, 0, 1)).unwrap();
+        assert_eq!((r.y, r.cost_usd, r.usage.prompt_tokens), (Some(1.0), 0.25, 7));
+        let r = rt.block_on(j.judge(&p, 1, 0)).unwrap();
+        assert_eq!((r.y, r.invalid_reason.as_deref()), (None, Some("refused")));
+        assert_eq!(rt.block_on(j.judge(&p, 0, 2)).unwrap().y, Some(0.5));
+        // Missing under `fail`: a fatal error naming the query and the setting.
+        let e = rt.block_on(j.judge(&p, 2, 0)).unwrap_err().to_string();
+        assert!(e.contains("\"z\" shown first and \"x\" second") && e.contains("missing: unavailable"), "{e}");
+        // The cache key changes with the recorded verdict.
+        let other = Recording::parse(&text.replace("\"y\":1,", "\"y\":0,"), Path::new("rec.jsonl")).unwrap();
+        let j2 = ReplayJudge::from_recording(other, cfg(MissingPolicy::Fail)).unwrap();
+        assert_ne!(j.cache_key(&p, 0, 1), j2.cache_key(&p, 0, 1));
+        assert_eq!(j.cache_key(&p, 0, 2), j2.cache_key(&p, 0, 2));
+    }
+
+    #[test]
+    fn missing_queries_are_unavailable_when_asked_to() {
+        let rec = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n", Path::new("r")).unwrap();
+        let j = ReplayJudge::from_recording(rec, cfg(MissingPolicy::Unavailable)).unwrap();
+        assert!(!j.has_price());
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let e = rt.block_on(j.judge(&pool(), 1, 2)).unwrap_err();
+        assert!(matches!(e, JudgeError::Unavailable { .. }), "{e:?}");
+        assert!(e.to_string().contains("\"y\" shown first and \"z\" second"), "{e}");
+    }
+
+    #[test]
+    fn bad_lines_name_the_line_and_the_expected_form() {
+        let p = Path::new("rec.jsonl");
+        let e = Recording::parse(
+            "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n{\"a\":\"x\",\"b\":\"y\",\"y\":1}\n",
+            p,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("rec.jsonl:2: missing field `pool_id`") && e.contains("expected {\"pool_id\""), "{e}");
+        let e = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\"}\n", p).unwrap_err().to_string();
+        assert!(e.contains(":1: missing field `y`"), "{e}");
+        let e = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":2}\n", p).unwrap_err().to_string();
+        assert!(e.contains("y = 2 is outside [0, 1]"), "{e}");
+        let e =
+            Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":\"x\"}\n", p).unwrap_err().to_string();
+        assert!(e.contains(":1: invalid type: string"), "{e}");
+        // The same verdict twice is one verdict; another verdict is an error naming both lines.
+        let one = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n";
+        assert!(Recording::parse(&one.repeat(2), p).is_ok());
+        let e = Recording::parse(&format!("{one}{}", one.replace(":1}", ":0}")), p).unwrap_err().to_string();
+        assert!(e.contains("rec.jsonl:2:") && e.contains("first on line 1"), "{e}");
+        // Items must be in the pool.
+        let rec = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"w\",\"y\":1}\n", p).unwrap();
+        let e = rec.check_pool(0, &pool()).unwrap_err();
+        assert_eq!(e, "rec.jsonl:1: item \"w\" is not in pool \"p\"");
+        let rec = Recording::parse("{\"pool_id\":\"q\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n", p).unwrap();
+        assert!(rec.check_pool(0, &pool()).unwrap_err().contains("no verdict for pool \"p\"; it has 1 pool(s): q"));
+    }
+
+    #[test]
+    fn several_recorded_judges_need_a_selection() {
+        let text = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1,\"judge\":\"J\",\"prompting\":\"CoT\"}\n\
+                    {\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":0,\"judge\":\"J\",\"prompting\":\"Vanilla\"}\n\
+                    {\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":0,\"judge\":\"K\"}\n";
+        let rec = Recording::parse(text, Path::new("r")).unwrap();
+        assert_eq!(rec.judges().len(), 3);
+        assert_eq!(rec.judges()[0].label(), "J / CoT");
+        assert_eq!(rec.matching(Some("J"), None), vec![0, 1]);
+        let e = rec.select_one(Some("J"), None).unwrap_err();
+        assert!(e.contains("holds 2 recorded judges") && e.contains("\"J / Vanilla\""), "{e}");
+        assert_eq!(rec.select_one(Some("J"), Some("Vanilla")), Ok(1));
+        assert_eq!(rec.select_one(Some("K"), None), Ok(2));
+        assert!(rec.select_one(Some("L"), None).unwrap_err().contains("no recorded judge matches judge \"L\""));
+        assert_eq!(rec.get(1, "p", "x", "y").unwrap().y, Some(0.0));
+    }
+}

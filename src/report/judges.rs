@@ -1,0 +1,370 @@
+//! "Which judge should I pay for?": runs of several judges on the same pools (typically replays
+//! of recordings, docs/replay.md) compared judge by judge — cost against recall — and the price
+//! table that puts a cost on recordings that have none.
+//!
+//! **Price table** (`compare --prices FILE`, YAML): judge name → prices in USD,
+//!
+//! ```yaml
+//! "GPT-4": {usd_per_verdict: 0.03}
+//! "ChatGPT / CoT": {input_usd_per_mtok: 0.5, output_usd_per_mtok: 1.5}
+//! ```
+//!
+//! A run's judge name is what `compare` shows ([`RunDir::judge_label`]): a replayed judge's
+//! recorded `judge / prompting`, else the run's judge description; an entry under the recorded
+//! `judge` alone covers all its prompting strategies. A priced verdict costs `usd_per_verdict` +
+//! prompt tokens × `input_usd_per_mtok` / 10⁶ + completion tokens × `output_usd_per_mtok` / 10⁶
+//! (token prices need recorded `usage`); invalid verdicts are paid for too. A table entry
+//! replaces the recorded cost of that judge's runs; runs of judges without an entry keep their
+//! recorded cost.
+//!
+//! **Per judge** (runs of one judge on several pools, one run per pool; every judge on the same
+//! pools): comparisons, cost (total and per pool), recall@k against the target top-k on each pool
+//! — gold, or the run of a reference judge on the same pool — as mean ± se over pools, and the
+//! position-flip rate over all its both-order pairs.
+
+use super::compare::{CompareError, CostSource, RunDir, flips, overlap};
+use super::plots::{self, LineChart, Series};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::path::Path;
+
+/// Prices of one judge (USD).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// USD per verdict.
+    #[serde(default)]
+    pub usd_per_verdict: Option<f64>,
+    /// USD per million prompt tokens.
+    #[serde(default)]
+    pub input_usd_per_mtok: Option<f64>,
+    /// USD per million completion tokens.
+    #[serde(default)]
+    pub output_usd_per_mtok: Option<f64>,
+}
+
+impl Price {
+    /// The priced cost of one verdict with this usage (USD).
+    pub fn cost(&self, usage: &crate::judge::Usage) -> f64 {
+        self.usd_per_verdict.unwrap_or(0.0)
+            + usage.prompt_tokens as f64 * self.input_usd_per_mtok.unwrap_or(0.0) / 1e6
+            + usage.completion_tokens as f64 * self.output_usd_per_mtok.unwrap_or(0.0) / 1e6
+    }
+
+    fn per_token(&self) -> bool {
+        self.input_usd_per_mtok.is_some() || self.output_usd_per_mtok.is_some()
+    }
+}
+
+/// A price table: judge name → prices (module docs).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PriceTable {
+    /// The entries.
+    pub prices: BTreeMap<String, Price>,
+}
+
+impl PriceTable {
+    /// Read and check a price table (YAML).
+    ///
+    /// # Errors
+    /// [`CompareError::Read`] naming the file and the entry: unreadable, not YAML, an unknown
+    /// key, a negative price or an entry without any price.
+    pub fn load(path: &Path) -> Result<Self, CompareError> {
+        let bad = |msg: String| CompareError::Read { path: path.to_owned(), msg };
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let prices: BTreeMap<String, Price> = crate::store::yaml::from_file_text(&text, path).map_err(|m| {
+            bad(format!("{m}; expected `JUDGE: {{usd_per_verdict, input_usd_per_mtok, output_usd_per_mtok}}`"))
+        })?;
+        for (k, p) in &prices {
+            if p.usd_per_verdict.is_none() && !p.per_token() {
+                return Err(bad(format!(
+                    "{k:?}: no price; give usd_per_verdict, or input_usd_per_mtok / output_usd_per_mtok"
+                )));
+            }
+            for (f, v) in [
+                ("usd_per_verdict", p.usd_per_verdict),
+                ("input_usd_per_mtok", p.input_usd_per_mtok),
+                ("output_usd_per_mtok", p.output_usd_per_mtok),
+            ] {
+                if let Some(v) = v
+                    && !(v >= 0.0 && v.is_finite())
+                {
+                    return Err(bad(format!("{k:?}.{f} = {v} must be ≥ 0")));
+                }
+            }
+        }
+        Ok(Self { prices })
+    }
+
+    /// The entry for a run: its judge name, else (replays) the recorded judge alone.
+    pub fn find(&self, run: &RunDir) -> Option<(&str, &Price)> {
+        let label = run.judge_label();
+        self.prices
+            .get_key_value(&label)
+            .or_else(|| run.result.replay.as_ref().and_then(|r| self.prices.get_key_value(&r.judge)))
+            .map(|(k, p)| (k.as_str(), p))
+    }
+
+    /// Re-price the runs that have an entry: every verdict's `cost_usd` and the run's
+    /// `spend_usd` (the sum over its verdicts). Returns the entries no run used.
+    ///
+    /// # Errors
+    /// [`CompareError::Mismatch`] when an entry prices tokens but the run's verdicts record none.
+    pub fn apply(&self, runs: &mut [RunDir]) -> Result<Vec<String>, CompareError> {
+        let mut used = BTreeSet::new();
+        for run in runs.iter_mut() {
+            let Some((key, price)) = self.find(run).map(|(k, p)| (k.to_owned(), *p)) else { continue };
+            let tokens: u64 = run.verdicts.iter().map(|v| v.usage.prompt_tokens + v.usage.completion_tokens).sum();
+            if price.per_token() && price.usd_per_verdict.is_none() && tokens == 0 && !run.verdicts.is_empty() {
+                return Err(CompareError::Mismatch(format!(
+                    "price table entry {key:?} prices tokens, but the verdicts of run {} record no token usage; give usd_per_verdict",
+                    run.dir.display()
+                )));
+            }
+            for v in &mut run.verdicts {
+                v.cost_usd = price.cost(&v.usage);
+            }
+            run.result.spend_usd = run.verdicts.iter().map(|v| v.cost_usd).sum();
+            run.priced = true;
+            used.insert(key);
+        }
+        Ok(self.prices.keys().filter(|k| !used.contains(*k)).cloned().collect())
+    }
+}
+
+/// Mean and standard error (sample sd / √n; 0 for n = 1) of a non-empty sample.
+fn mean_se(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let se = if v.len() > 1 {
+        (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt() / n.sqrt()
+    } else {
+        0.0
+    };
+    (mean, se)
+}
+
+/// One judge's line of a [`JudgeComparison`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeComparisonRow {
+    /// The judge ([`RunDir::judge_label`]).
+    pub judge: String,
+    /// Runs (one per pool).
+    pub runs: usize,
+    /// Verdicts stored, over all its runs.
+    pub comparisons: usize,
+    /// Valid verdicts.
+    pub valid: usize,
+    /// Total cost over its runs (USD).
+    pub cost_usd: f64,
+    /// Mean cost per pool (USD).
+    pub cost_per_pool_usd: f64,
+    /// Where the cost comes from (a price table if any run was priced).
+    pub cost: CostSource,
+    /// Mean recall@k over the pools with a target top-k.
+    pub recall: Option<f64>,
+    /// Its standard error over pools.
+    pub recall_se: Option<f64>,
+    /// Recall@k per pool (pool id → recall), where there is a target.
+    pub recall_by_pool: BTreeMap<String, f64>,
+    /// Position flips over all its runs.
+    pub flips: usize,
+    /// Pairs with both orders valid.
+    pub both_order_pairs: usize,
+    /// flips / both_order_pairs.
+    pub flip_rate: Option<f64>,
+}
+
+/// Judges compared over several pools (module docs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeComparison {
+    /// The pools, sorted.
+    pub pools: Vec<String>,
+    /// k.
+    pub k: usize,
+    /// `gold` or `reference judge NAME` (None: no target).
+    pub target: Option<String>,
+    /// One row per judge, in the order first seen.
+    pub rows: Vec<JudgeComparisonRow>,
+    /// Price-table entries no run used.
+    pub unused_prices: Vec<String>,
+}
+
+/// Compare judges over pools: group the runs by judge, check that every judge has exactly one run
+/// on each of the same pools with the same k, and measure each (module docs). Recall is against
+/// the runs of `reference_judge` on the same pools, else against gold.
+///
+/// # Errors
+/// [`CompareError::Mismatch`] naming the runs or judges that do not line up.
+pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<JudgeComparison, CompareError> {
+    let first = runs.first().ok_or_else(|| CompareError::Mismatch("no runs to compare".into()))?;
+    let k = first.result.k;
+    let mut order: Vec<String> = Vec::new();
+    let mut by_judge: BTreeMap<String, BTreeMap<String, &RunDir>> = BTreeMap::new();
+    for r in runs {
+        if r.result.k != k {
+            return Err(CompareError::Mismatch(format!(
+                "run {} has k = {}, but run {} has k = {k}; compare runs with the same k",
+                r.dir.display(),
+                r.result.k,
+                first.dir.display()
+            )));
+        }
+        let j = r.judge_label();
+        if !order.contains(&j) {
+            order.push(j.clone());
+        }
+        if let Some(other) = by_judge.entry(j.clone()).or_default().insert(r.result.pool_id.clone(), r) {
+            return Err(CompareError::Mismatch(format!(
+                "runs {} and {} are both judge {j:?} on pool {:?}; give one run per judge and pool",
+                other.dir.display(),
+                r.dir.display(),
+                r.result.pool_id
+            )));
+        }
+    }
+    let pools: Vec<String> = by_judge[&order[0]].keys().cloned().collect();
+    for j in &order {
+        let mine: Vec<String> = by_judge[j].keys().cloned().collect();
+        if mine != pools {
+            return Err(CompareError::Mismatch(format!(
+                "judge {j:?} has runs on pools {mine:?}, but judge {:?} on {pools:?}; compare judges on the same pools",
+                order[0]
+            )));
+        }
+    }
+    let target_of = |pool: &str| -> Option<Vec<String>> {
+        match reference_judge {
+            Some(rj) => by_judge.get(rj).and_then(|m| m.get(pool)).map(|r| r.result.topk.clone()),
+            None => by_judge.values().find_map(|m| m.get(pool).and_then(|r| r.result.gold_topk.clone())),
+        }
+    };
+    if let Some(rj) = reference_judge
+        && !by_judge.contains_key(rj)
+    {
+        return Err(CompareError::Mismatch(format!("no run of reference judge {rj:?}; the judges are {order:?}")));
+    }
+    let mut rows = Vec::new();
+    for j in &order {
+        let runs = &by_judge[j];
+        let (mut comparisons, mut valid, mut cost, mut f, mut n) = (0, 0, 0.0, 0, 0);
+        let mut recall_by_pool = BTreeMap::new();
+        let mut priced = false;
+        for (pool, r) in runs {
+            comparisons += r.result.comparisons;
+            valid += r.result.valid;
+            cost += r.result.spend_usd;
+            priced |= r.priced;
+            let (rf, rn) = flips(&r.verdicts);
+            f += rf;
+            n += rn;
+            if let Some(t) = target_of(pool) {
+                recall_by_pool.insert(pool.clone(), overlap(&r.result.topk, &t));
+            }
+        }
+        let recalls: Vec<f64> = recall_by_pool.values().copied().collect();
+        let ms = (!recalls.is_empty()).then(|| mean_se(&recalls));
+        rows.push(JudgeComparisonRow {
+            judge: j.clone(),
+            runs: runs.len(),
+            comparisons,
+            valid,
+            cost_usd: cost,
+            cost_per_pool_usd: cost / runs.len() as f64,
+            cost: if priced {
+                CostSource::PriceTable
+            } else if cost > 0.0 {
+                CostSource::Recorded
+            } else {
+                CostSource::None
+            },
+            recall: ms.map(|m| m.0),
+            recall_se: ms.map(|m| m.1),
+            recall_by_pool,
+            flips: f,
+            both_order_pairs: n,
+            flip_rate: (n > 0).then(|| f as f64 / n as f64),
+        });
+    }
+    let target = match reference_judge {
+        Some(rj) => Some(format!("reference judge {rj}")),
+        None => rows.iter().any(|r| r.recall.is_some()).then(|| "gold".to_string()),
+    };
+    Ok(JudgeComparison { pools, k, target, rows, unused_prices: Vec::new() })
+}
+
+/// compare.md of a judge comparison.
+pub fn markdown(c: &JudgeComparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Judges compared on {} pools (k = {})\n", c.pools.len(), c.k);
+    match &c.target {
+        Some(t) => {
+            let _ = writeln!(s, "Recall@{} against the {t} top-{} of each pool, mean ± se over pools.\n", c.k, c.k);
+        }
+        None => s.push_str("No gold quality and no reference judge: recall is not available.\n\n"),
+    }
+    let _ = writeln!(
+        s,
+        "| judge | pools | comparisons | valid | cost (USD) | per pool (USD) | cost from | recall@{} | position flips |\n|---|---|---|---|---|---|---|---|---|",
+        c.k
+    );
+    for r in &c.rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {:.4} | {:.4} | {} | {} | {} |",
+            r.judge,
+            r.runs,
+            r.comparisons,
+            r.valid,
+            r.cost_usd,
+            r.cost_per_pool_usd,
+            r.cost.name(),
+            match (r.recall, r.recall_se) {
+                (Some(m), Some(se)) => format!("{m:.3} ± {se:.3}"),
+                _ => "–".into(),
+            },
+            r.flip_rate
+                .map(|v| format!("{}/{} = {v:.2}", r.flips, r.both_order_pairs))
+                .unwrap_or_else(|| "no pair in both orders".into()),
+        );
+    }
+    let _ = writeln!(s, "\nPools: {}.", c.pools.join(", "));
+    if !c.unused_prices.is_empty() {
+        let _ = writeln!(s, "\nPrice-table entries that matched no run: {}.", c.unused_prices.join(", "));
+    }
+    s.push_str(
+        "\nA position flip is a pair judged in both orders whose winner changes with the order \
+         (the same slot wins twice); ties are not flips.\n",
+    );
+    s
+}
+
+/// Cost per pool against mean recall (± se), one point per judge; against comparisons per pool
+/// when no judge has a cost. `None` without a recall target.
+///
+/// # Errors
+/// [`CompareError::Plot`].
+pub fn plot(c: &JudgeComparison) -> Result<Option<String>, CompareError> {
+    let Some(target) = &c.target else { return Ok(None) };
+    let priced = c.rows.iter().any(|r| r.cost_usd > 0.0);
+    let series = c
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let x = if priced { r.cost_per_pool_usd } else { r.comparisons as f64 / r.runs as f64 };
+            Some(Series { name: r.judge.clone(), points: vec![(x, r.recall?)], err: Some(vec![r.recall_se?]) })
+        })
+        .collect();
+    let chart = LineChart {
+        title: format!("recall@{} against {}", c.k, if priced { "cost" } else { "comparisons (no judge has a cost)" }),
+        x_label: if priced { "cost per pool (USD)".into() } else { "comparisons per pool".into() },
+        y_label: format!("recall@{} vs {target} (mean ± se over pools)", c.k),
+        series,
+        hlines: vec![],
+        vlines: vec![],
+        y_range: Some((0.0, 1.05)),
+        legend_upper: false,
+    };
+    Ok(Some(plots::line_chart(&chart)?))
+}

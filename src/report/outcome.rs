@@ -1,0 +1,330 @@
+//! What a fitted result reports (docs/model.md "Which ranking is reported"): the ranking chosen
+//! under `report_ranking` ([`crate::analysis::ranking::choose`]), both rankings' top-k with
+//! ties at the boundary, recall only where the data decide the top-k, the comparison graph, and
+//! the notes `run` and `fit` share.
+
+use super::RankRow;
+use super::schema::{Reporting, RunResult, TopkView};
+use crate::analysis::gate::GateDecision;
+use crate::analysis::ranking::{
+    self, ChoiceInput, ComparisonGraph, RankingKind, ReportRanking, comparison_graph, graph_note, ranks_with_ties,
+    topk_with_ties,
+};
+use crate::model::membership::{point_topk, recall_at_k};
+use crate::model::profile::Identifiability;
+use crate::model::summary::{Apparent, FitSummary, ItemVerdict, ModelKind};
+use crate::store::pool::{Covariates, Pool};
+use std::collections::BTreeMap;
+
+/// Per-base values of both rankings (base order, length M).
+#[derive(Debug, Clone, Default)]
+pub struct BaseValues {
+    /// θ̂ (logits).
+    pub theta: Vec<f64>,
+    /// sd of θ.
+    pub sd: Vec<f64>,
+    /// π of the corrected ranking.
+    pub membership: Vec<f64>,
+    /// φ̂ (logits).
+    pub phi: Vec<f64>,
+    /// sd of φ.
+    pub phi_sd: Vec<f64>,
+    /// π of the apparent ranking.
+    pub membership_apparent: Vec<f64>,
+}
+
+impl BaseValues {
+    /// From a fit summary and its apparent quality.
+    pub fn new(s: &FitSummary, a: &Apparent) -> Self {
+        Self {
+            theta: s.theta.clone(),
+            sd: s.sd.clone(),
+            membership: s.membership.clone(),
+            phi: a.phi.clone(),
+            phi_sd: a.phi_sd.clone(),
+            membership_apparent: a.membership.clone(),
+        }
+    }
+
+    /// Read back from a result's maps (base ids of `pool`; a missing entry is 0).
+    pub fn from_result(r: &RunResult, pool: &Pool) -> Self {
+        let v = |m: &BTreeMap<String, f64>| pool.bases.iter().map(|b| m.get(b).copied().unwrap_or(0.0)).collect();
+        Self {
+            theta: v(&r.theta),
+            sd: v(&r.sd),
+            membership: v(&r.membership),
+            phi: v(&r.phi),
+            phi_sd: v(&r.reporting.phi_sd),
+            membership_apparent: v(&r.reporting.membership_apparent),
+        }
+    }
+}
+
+/// Both rankings of a result.
+#[derive(Debug, Clone)]
+pub struct Ranked {
+    /// Rows in the reported order.
+    pub rows: Vec<RankRow>,
+    /// The corrected ranking's top-k.
+    pub corrected: TopkView,
+    /// The apparent ranking's top-k.
+    pub apparent: TopkView,
+}
+
+impl Ranked {
+    /// The view of one ranking.
+    pub fn view(&self, kind: RankingKind) -> &TopkView {
+        match kind {
+            RankingKind::Corrected => &self.corrected,
+            RankingKind::Apparent => &self.apparent,
+        }
+    }
+}
+
+/// Rank the bases both ways, with ties, recall where decided and rows in the `reported` order.
+pub fn rank(pool: &Pool, k: usize, v: &BaseValues, reported: RankingKind) -> Ranked {
+    let ids = |b: &[usize]| b.iter().map(|&i| pool.bases[i].clone()).collect::<Vec<_>>();
+    let gold = pool.base_quality();
+    let gold_top = gold.as_ref().map(|g| point_topk(g, k));
+    let view = |values: &[f64]| {
+        let t = topk_with_ties(values, k);
+        let recall =
+            gold_top.as_ref().filter(|_| t.tied.is_empty() && !t.topk.is_empty()).map(|g| recall_at_k(&t.topk, g));
+        (TopkView { topk: ids(&t.topk), tied: ids(&t.tied), recall_at_k: recall }, t)
+    };
+    let (corrected, tc) = view(&v.theta);
+    let (apparent, ta) = view(&v.phi);
+    let (rank_c, tied_c) = ranks_with_ties(&v.theta);
+    let (rank_a, tied_a) = ranks_with_ties(&v.phi);
+    let (values, rank_r, tied_r, top_r) = match reported {
+        RankingKind::Corrected => (&v.theta, &rank_c, &tied_c, &tc),
+        RankingKind::Apparent => (&v.phi, &rank_a, &tied_a, &ta),
+    };
+    let rows = ranking::order(values)
+        .into_iter()
+        .map(|b| RankRow {
+            rank: rank_r[b],
+            id: pool.bases[b].clone(),
+            theta: v.theta[b],
+            sd: v.sd[b],
+            membership: v.membership[b],
+            phi: v.phi[b],
+            in_topk: top_r.topk.contains(&b),
+            tied: tied_r[b],
+            phi_sd: v.phi_sd[b],
+            membership_apparent: v.membership_apparent[b],
+            rank_corrected: rank_c[b],
+            rank_apparent: rank_a[b],
+            in_corrected_topk: tc.topk.contains(&b),
+            in_apparent_topk: ta.topk.contains(&b),
+            gold: gold.as_ref().map(|g| g[b]),
+            gold_topk: gold_top.as_ref().map(|t| t.contains(&b)),
+        })
+        .collect();
+    Ranked { rows, corrected, apparent }
+}
+
+/// The comparison graph of valid item verdicts (bases as nodes).
+pub fn graph_of(pool: &Pool, verdicts: &[ItemVerdict]) -> ComparisonGraph {
+    comparison_graph(&pool.bases, verdicts.iter().map(|v| (pool.item_base[v.a], pool.item_base[v.b])))
+}
+
+/// Everything a fitted result needs to say what it reports.
+pub struct Inputs<'a> {
+    /// The pool.
+    pub pool: &'a Pool,
+    /// The model's covariates.
+    pub cov: &'a Covariates,
+    /// k.
+    pub k: usize,
+    /// Model kind.
+    pub model: ModelKind,
+    /// The fit.
+    pub summary: &'a FitSummary,
+    /// Its apparent quality.
+    pub apparent: &'a Apparent,
+    /// The valid verdicts fitted.
+    pub verdicts: &'a [ItemVerdict],
+    /// Identifiability per covariate.
+    pub identifiability: &'a BTreeMap<String, Identifiability>,
+    /// The `report_ranking` setting.
+    pub setting: ReportRanking,
+    /// A gate decision for this run, if any.
+    pub gate: Option<&'a GateDecision>,
+    /// What one query needs from the budget, said when nothing was compared.
+    pub one_query: Option<String>,
+}
+
+/// The reported outcome of a fit.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The reporting block of result.json / fit --out.
+    pub reporting: Reporting,
+    /// Rows, reported order.
+    pub ranking: Vec<RankRow>,
+    /// The reported top-k (decided members).
+    pub topk: Vec<String>,
+    /// Recall of the reported top-k, when decided and gold is known.
+    pub recall_at_k: Option<f64>,
+    /// Notes for the reader, in order: covariates without variation, identifiability, graph,
+    /// ties, no comparison.
+    pub notes: Vec<String>,
+}
+
+/// Build the outcome: choose the ranking, rank both ways, note what the data leave open.
+pub fn outcome(i: &Inputs<'_>) -> Outcome {
+    let pool = i.pool;
+    let choice = ranking::choose(&ChoiceInput {
+        setting: i.setting,
+        has_covariates: i.model == ModelKind::BiasAware && i.cov.p() > 0,
+        identifiability: i.identifiability,
+        no_variation: &i.cov.no_variation,
+        renderings: pool.n_items() > pool.n_bases(),
+        gate: i.gate,
+    });
+    let values = BaseValues::new(i.summary, i.apparent);
+    let ranked = rank(pool, i.k, &values, choice.reported);
+    let graph = graph_of(pool, i.verdicts);
+    let mut notes = Vec::new();
+    for n in &i.cov.no_variation {
+        notes.push(format!(
+            "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0"
+        ));
+    }
+    notes.extend(crate::analysis::identifiability::notes(i.identifiability, pool));
+    let view = ranked.view(choice.reported).clone();
+    notes.extend(undecided_notes(i.k, i.verdicts.is_empty(), &graph, &view, choice.reported, i.one_query.as_deref()));
+    let reporting = Reporting {
+        report_ranking: i.setting,
+        reported: choice.reported,
+        reported_reason: choice.reason,
+        topk_tied: view.tied.clone(),
+        corrected: ranked.corrected.clone(),
+        apparent: ranked.apparent.clone(),
+        phi_sd: super::by_base(pool, &values.phi_sd),
+        membership_apparent: super::by_base(pool, &values.membership_apparent),
+        graph,
+        transforms: i.cov.names.iter().cloned().zip(i.cov.transforms.iter().copied()).collect(),
+        session: None,
+    };
+    Outcome { reporting, ranking: ranked.rows, topk: view.topk, recall_at_k: view.recall_at_k, notes }
+}
+
+/// Notes on what the data leave undecided: no valid comparison, a disconnected graph, ties at
+/// the top-k boundary.
+pub fn undecided_notes(
+    k: usize,
+    nothing_compared: bool,
+    graph: &ComparisonGraph,
+    view: &TopkView,
+    reported: RankingKind,
+    one_query: Option<&str>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if nothing_compared {
+        let mut s =
+            "no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed"
+                .to_string();
+        if let Some(q) = one_query {
+            s.push_str(&format!("; {q}"));
+        }
+        notes.push(s);
+        return notes;
+    }
+    notes.extend(graph_note(graph));
+    notes.extend(tie_note(k, view, reported));
+    notes
+}
+
+/// The note of a tie at the top-k boundary (`None` when the data decide every place).
+pub fn tie_note(k: usize, view: &TopkView, reported: RankingKind) -> Option<String> {
+    if view.tied.is_empty() {
+        return None;
+    }
+    let open = k - view.topk.len();
+    Some(format!(
+        "ties in {} decide the top-{k}: {} are tied for the last {open} place{}; the data do not say which, so no recall is claimed",
+        if reported == RankingKind::Corrected { "θ̂" } else { "φ̂" },
+        view.tied.join(", "),
+        if open == 1 { "" } else { "s" }
+    ))
+}
+
+/// Re-choose the reported ranking of a finished result (after a gate decided), from the
+/// values it holds; rewrites `topk`, `recall_at_k`, `ranking` and the reporting block, and
+/// replaces the tie note.
+pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
+    let choice = ranking::choose(&ChoiceInput {
+        setting: r.reporting.report_ranking,
+        has_covariates: r.model == ModelKind::BiasAware && !r.c.is_empty(),
+        identifiability: &r.identifiability,
+        no_variation: &r.no_variation,
+        renderings: pool.n_items() > pool.n_bases(),
+        gate,
+    });
+    let values = BaseValues::from_result(r, pool);
+    let ranked = rank(pool, r.k, &values, choice.reported);
+    let view = ranked.view(choice.reported).clone();
+    if r.valid > 0 {
+        let old_view = match r.reporting.reported {
+            RankingKind::Corrected => &r.reporting.corrected,
+            RankingKind::Apparent => &r.reporting.apparent,
+        };
+        if let Some(old) = tie_note(r.k, old_view, r.reporting.reported) {
+            r.notes.retain(|n| *n != old);
+        }
+        r.notes.extend(tie_note(r.k, &view, choice.reported));
+    }
+    r.reporting.reported = choice.reported;
+    r.reporting.reported_reason = choice.reason;
+    r.reporting.topk_tied = view.tied.clone();
+    r.reporting.corrected = ranked.corrected;
+    r.reporting.apparent = ranked.apparent;
+    r.topk = view.topk;
+    r.recall_at_k = view.recall_at_k;
+    r.ranking = ranked.rows;
+}
+
+/// The identifiability of every covariate at a fit ([`crate::analysis::identifiability`]) and
+/// its apparent quality ([`crate::model::summary::apparent_quality`]; Monte-Carlo stream
+/// `membership-apparent` keyed by the number of verdicts). Without covariates (or if the
+/// apparent fit fails) φ̂ is θ̂.
+pub fn identify_and_apparent(
+    pool: &Pool,
+    cov: &Covariates,
+    prior: &crate::model::Prior,
+    k: usize,
+    (draws, seed): (usize, u64),
+    verdicts: &[ItemVerdict],
+    s: &FitSummary,
+) -> (BTreeMap<String, Identifiability>, Apparent) {
+    let ident = crate::analysis::identifiability::for_summary(pool, cov, verdicts, s);
+    if cov.p() == 0 {
+        return (ident, Apparent::of_summary(s));
+    }
+    let design = crate::model::summary::build_design(pool, cov, verdicts);
+    let mut beta = s.theta.clone();
+    beta.extend_from_slice(&s.c);
+    beta.push(s.kappa);
+    let mut rng = crate::rng::stream(seed, "membership-apparent", verdicts.len() as u64);
+    let a = crate::model::summary::apparent_quality(pool, cov, &design, prior, k, draws, &beta, &mut rng)
+        .unwrap_or_else(|_| Apparent::of_summary(s));
+    (ident, a)
+}
+
+/// What one query needs from the budget (said when nothing was compared): `max_comparisons ≥
+/// 1`, and for a priced judge `max_usd` at least the worst case of a query (the largest over
+/// the pool's neighbouring pairs in both orders).
+pub fn one_query_text(pool: &Pool, judge: &dyn crate::judge::Judge) -> String {
+    let mut s = "one query needs budget.max_comparisons ≥ 1".to_string();
+    if judge.has_price() {
+        let n = pool.n_items();
+        let worst = (0..n)
+            .flat_map(|i| [(i, (i + 1) % n), ((i + 1) % n, i)])
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| judge.worst_case_usd(pool, a, b))
+            .fold(0.0f64, f64::max);
+        s.push_str(&format!(" and budget.max_usd ≥ {} (its worst-case cost)", super::table::usd(worst)));
+    }
+    s
+}

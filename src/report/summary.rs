@@ -1,0 +1,242 @@
+//! The end-of-run summary printed by `run` (and the shared lines `fit` prints): config
+//! spellings (`bias_aware`, `topk`, `max_comparisons`), one number format
+//! ([`super::table::num`]), units for each coefficient, which ranking is reported and why, both
+//! rankings side by side, and the notes.
+
+use super::schema::{Reporting, RunResult};
+use super::table::{coef_unit, fmt_nats, name, ranking_table, usd};
+use crate::analysis::ranking::RankingKind;
+use crate::model::profile::Identifiability;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+/// The human-readable end-of-run summary.
+pub fn run_summary(r: &RunResult, dir: &Path) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "run {:?}: pool {}, {} model, judge {}, strategy {}",
+        r.name,
+        r.pool_id,
+        name(&r.model),
+        r.judge,
+        name(&r.strategy)
+    );
+    let _ = write!(
+        s,
+        "stopped: {}; {} comparisons ({} valid, {} invalid, {} failed), spend {}",
+        name(&r.stop_reason),
+        r.comparisons,
+        r.valid,
+        r.invalid,
+        r.failed,
+        usd(r.spend_usd)
+    );
+    if r.possibly_billed > 0 {
+        let _ = write!(
+            s,
+            " (includes {} possibly billed, {} at their worst case)",
+            r.possibly_billed,
+            usd(r.possibly_billed_usd)
+        );
+    }
+    if r.duplicate_records > 0 {
+        let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
+    }
+    s.push('\n');
+    if let Some(m) = &r.verdicts_report.stop_message {
+        let _ = writeln!(s, "stopped early: {m}");
+    }
+    if r.invalid > 0 {
+        s.push_str(&crate::judge::invalid_line(r.comparisons, &r.verdicts_report.invalid_by_reason));
+        s.push('\n');
+    }
+    if let Some(e) = &r.last_error {
+        let _ = writeln!(s, "judge failing: {e}");
+    }
+    if let Some(sess) = r.reporting.session
+        && sess.reused > 0
+    {
+        let _ =
+            writeln!(s, "resumed: {} stored verdicts reused, {} queries asked in this run", sess.reused, sess.asked);
+    }
+    if let Some(j) = &r.judge_stats {
+        s.push_str(&crate::judge::stats_line(j));
+        s.push('\n');
+    }
+    if let Some(w) = r.verdicts_report.strong_preference_weight {
+        let _ = writeln!(
+            s,
+            "strong preferences ([[A>>B]], [[B>>A]]): {} verdicts, weight {w} on their likelihood terms",
+            r.verdicts_report.strong_preferences
+        );
+    }
+    let shaped = &r.verdicts_report.verdict_shaped_items;
+    if !shaped.is_empty() {
+        let _ = writeln!(
+            s,
+            "warning: {} candidate answers contain verdict-shaped text (the judge sees it unchanged; lines quoted from it never count as the judge's verdict):",
+            shaped.len()
+        );
+        for v in shaped {
+            let _ = writeln!(s, "  {}: {}", v.id, v.excerpt);
+        }
+    }
+    if let Some(rp) = &r.replay {
+        s.push_str(&super::table::replay_line(rp));
+        s.push('\n');
+    }
+    if !r.quarantined.is_empty() {
+        let _ = writeln!(
+            s,
+            "set aside after repeated failures (not asked again in this run; a re-run tries them again): {} pair(s)",
+            r.quarantined.len()
+        );
+        for q in &r.quarantined {
+            let _ =
+                writeln!(s, "  {} vs {}: {} failed queries; last error: {}", q.a, q.b, q.failed_queries, q.last_error);
+        }
+    }
+    s.push_str(&coefficient_lines(r.kappa, r.kappa_sd, &r.c, &r.c_sd, &r.identifiability, &r.reporting));
+    s.push_str(&ranking_block(
+        r.k,
+        r.model == crate::model::summary::ModelKind::BiasAware && !r.c.is_empty(),
+        &r.reporting,
+        &r.ranking,
+        &r.topk,
+        r.recall_at_k,
+        r.valid,
+    ));
+    if let Some(g) = &r.gate {
+        let _ = writeln!(s, "gate ({}): {}", g.file.display(), g.decision.text());
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    let _ = writeln!(s, "outputs: {}", dir.display());
+    s
+}
+
+/// κ̂, every ĉ with its unit and identifiability, and the comparison graph.
+pub fn coefficient_lines(
+    kappa: f64,
+    kappa_sd: f64,
+    c: &BTreeMap<String, f64>,
+    c_sd: &BTreeMap<String, f64>,
+    ident: &BTreeMap<String, Identifiability>,
+    rep: &Reporting,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "position effect κ = {kappa:.3} ± {kappa_sd:.3} logits (> 0 favours the answer shown first)");
+    for (n, v) in c {
+        let sd = c_sd.get(n).copied().unwrap_or(f64::NAN);
+        let _ =
+            write!(s, "c[{n}] = {} ± {} {}", fmt_coef(*v), fmt_coef(sd), coef_unit(n, rep.transforms.get(n).copied()));
+        match ident.get(n) {
+            Some(e) => match e.range_nats {
+                Some(r) => {
+                    let _ = writeln!(s, "; profile range {} → {}", fmt_nats(r), short_verdict(e));
+                }
+                None => {
+                    let _ = writeln!(s, "; {}", e.verdict);
+                }
+            },
+            None => s.push('\n'),
+        }
+    }
+    let g = &rep.graph;
+    if g.components > 1 {
+        let _ = writeln!(
+            s,
+            "comparison graph: {} components (sizes {}){}",
+            g.components,
+            g.component_sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+            if g.never_compared.is_empty() {
+                String::new()
+            } else {
+                format!("; never compared: {}", g.never_compared.join(", "))
+            }
+        );
+    }
+    s
+}
+
+/// A coefficient: 3 decimals, or [`super::table::num`] when that would print 0.000.
+fn fmt_coef(x: f64) -> String {
+    if x != 0.0 && x.abs() < 5e-4 { super::table::num(x) } else { format!("{x:.3}") }
+}
+
+fn short_verdict(e: &Identifiability) -> &'static str {
+    if e.identified { "identified by the design" } else { "prior-selected" }
+}
+
+/// Which ranking is reported and why, the table of both, and the top-k lines.
+pub fn ranking_block(
+    k: usize,
+    both: bool,
+    rep: &Reporting,
+    rows: &[super::RankRow],
+    topk: &[String],
+    recall: Option<f64>,
+    valid: usize,
+) -> String {
+    let mut s = String::new();
+    let reported = rep.reported;
+    if both {
+        let other = match reported {
+            RankingKind::Apparent => RankingKind::Corrected,
+            RankingKind::Corrected => RankingKind::Apparent,
+        };
+        let _ = writeln!(
+            s,
+            "reported ranking: {} (report_ranking: {}): {}; the {} ranking is shown beside it",
+            reported.what(),
+            name(&rep.report_ranking),
+            rep.reported_reason,
+            if other == RankingKind::Corrected { "bias-corrected" } else { "apparent-quality" }
+        );
+    }
+    s.push('\n');
+    s.push_str(&ranking_table(rows, k, reported, both));
+    s.push('\n');
+    let label = if both { format!(" ({}, reported)", reported.name()) } else { String::new() };
+    if valid == 0 {
+        let _ = writeln!(s, "top-{k}{label}: none claimed: no valid comparison, the ranking is the prior");
+    } else if !rep.topk_tied.is_empty() {
+        let open = k - topk.len();
+        let _ = writeln!(
+            s,
+            "top-{k}{label}: {}{}{open} of the tied {}",
+            topk.join(", "),
+            if topk.is_empty() { "" } else { " + " },
+            rep.topk_tied.join(", ")
+        );
+    } else {
+        let _ = writeln!(s, "top-{k}{label}: {}", topk.join(", "));
+    }
+    if let Some(rec) = recall {
+        let _ = writeln!(s, "recall@{k} against gold: {rec:.2}");
+    }
+    if both && valid > 0 {
+        let (other, v) = match reported {
+            RankingKind::Apparent => ("bias-corrected", &rep.corrected),
+            RankingKind::Corrected => ("apparent", &rep.apparent),
+        };
+        let mut line = format!("{other} top-{k} (beside): {}", v.topk.join(", "));
+        if !v.tied.is_empty() {
+            let _ = write!(
+                line,
+                "{}{} of the tied {}",
+                if v.topk.is_empty() { "" } else { " + " },
+                k - v.topk.len(),
+                v.tied.join(", ")
+            );
+        }
+        if let Some(rc) = v.recall_at_k {
+            let _ = write!(line, "; recall@{k} against gold {rc:.2}");
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    s
+}

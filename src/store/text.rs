@@ -1,0 +1,86 @@
+//! Input text as other tools and platforms write it: a UTF-8 byte-order mark is dropped, CRLF
+//! line ends and blank lines are accepted by the readers, and what cannot be read (UTF-16, a
+//! JSON array or a pretty-printed object where JSON Lines are expected) is named as such.
+
+/// The bytes without a leading UTF-8 byte-order mark.
+///
+/// # Errors
+/// A message for UTF-16 or UTF-32 text (a byte-order mark of those encodings).
+pub fn strip_bom(bytes: &[u8]) -> Result<&[u8], String> {
+    if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
+        return Ok(rest);
+    }
+    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return Err("the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8".into());
+    }
+    if bytes.starts_with(&[0x00, 0x00, 0xFE, 0xFF]) {
+        return Err("the file is UTF-32 text; save it as UTF-8".into());
+    }
+    Ok(bytes)
+}
+
+/// [`strip_bom`] for text already read as a string.
+pub fn strip_bom_str(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// When a JSON Lines line is clearly not one JSON object, what it is instead: the start of a
+/// JSON array (`[`), a pretty-printed object (`{` alone, or a line starting with a key), or a
+/// CSV/TSV header.
+pub fn not_json_lines(line: &str) -> Option<String> {
+    let t = line.trim();
+    if t.starts_with('[') {
+        return Some(
+            "the file looks like one JSON array; expected JSON Lines: one JSON object per line, no enclosing [ ]"
+                .into(),
+        );
+    }
+    if t == "{" || (t.starts_with('"') && t.contains("\":") && !t.starts_with('{')) {
+        return Some(
+            "the file looks like pretty-printed JSON; expected JSON Lines: each object on one line (e.g. `jq -c .`)"
+                .into(),
+        );
+    }
+    if !t.starts_with('{') && (t.contains(',') || t.contains('\t')) && !t.contains('{') {
+        return Some("the line is not JSON (a CSV or TSV file?); expected JSON Lines: one JSON object per line".into());
+    }
+    None
+}
+
+/// The one number format of terminal output for quantities that span many orders of magnitude
+/// (nats, p-values, differences of log-likelihoods): 0 as `0`; magnitudes in [1e-3, 1e5) with 4
+/// significant digits and no trailing zeros (`13.1`, `0.004812`, `272.9`); others in scientific
+/// notation with 2 significant digits (`6.1e-6`, `1.2e7`).
+pub fn num(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if !(1e-3..1e5).contains(&a) {
+        return format!("{x:.1e}");
+    }
+    let digits = (3 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.digits$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boms_and_shapes() {
+        assert_eq!(strip_bom(b"\xEF\xBB\xBF{}").unwrap(), b"{}");
+        assert_eq!(strip_bom(b"{}").unwrap(), b"{}");
+        assert!(strip_bom(b"\xFF\xFE{\0").unwrap_err().contains("UTF-16"));
+        assert_eq!(strip_bom_str("\u{feff}name: x"), "name: x");
+        assert!(not_json_lines("[{\"a\": 1},").unwrap().contains("JSON array"));
+        assert!(not_json_lines("{").unwrap().contains("pretty-printed"));
+        assert!(not_json_lines("  \"pool_id\": \"p1\",").unwrap().contains("pretty-printed"));
+        assert!(not_json_lines("a,b,y").unwrap().contains("CSV"));
+        assert!(not_json_lines("{\"a\": \"x\", \"b\": \"y\", \"y\": 1}").is_none());
+    }
+}
