@@ -55,7 +55,7 @@ pub enum AuditError {
     /// A line of the pairs file.
     #[error("pairs file {path}:{line}: {msg}")]
     Pairs {
-        /// File.
+        /// The pairs file (JSONL of probe pairs) holding the bad line.
         path: PathBuf,
         /// 1-based line.
         line: usize,
@@ -65,9 +65,9 @@ pub enum AuditError {
     /// Output files.
     #[error("{path}: {source}")]
     Io {
-        /// File.
+        /// The file that could not be read or written (a pool or pairs file, audit.json, audit.md, …).
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// The verdict log.

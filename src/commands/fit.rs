@@ -27,7 +27,7 @@ pub struct FitOutput {
     pub pool_id: String,
     /// Model kind.
     pub model: ModelKind,
-    /// k.
+    /// k: the top-k size of the reported membership π and top-k set.
     pub k: usize,
     /// Valid verdicts fitted.
     pub comparisons: usize,
@@ -111,9 +111,9 @@ pub struct FitArgs<'a> {
     pub pool_id: Option<&'a str>,
     /// Judge to select.
     pub judge: Option<&'a str>,
-    /// Model.
+    /// `--model`: `naive` (θ and κ) or `bias_aware` (θ, bias coefficients c, κ).
     pub model: Option<ModelKind>,
-    /// k.
+    /// `--k`: the top-k size (1 ≤ k < M bases).
     pub k: Option<usize>,
     /// Which ranking to report.
     pub report_ranking: Option<ReportRanking>,
@@ -125,7 +125,7 @@ pub struct FitArgs<'a> {
     pub draws: Option<usize>,
     /// Weight of a strong-preference verdict's likelihood term (1 = like any verdict).
     pub strong_preference_weight: Option<f64>,
-    /// Seed.
+    /// `--seed`: seed of the Monte-Carlo draws from the Laplace posterior (top-k membership π).
     pub seed: Option<u64>,
 }
 

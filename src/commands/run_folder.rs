@@ -31,15 +31,15 @@ pub enum IdentError {
     /// Reading or writing a file.
     #[error("{path}: {source}")]
     Io {
-        /// File.
+        /// The run-folder file that could not be read or written.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// A file that is not what was expected (names file, line and the expected form).
     #[error("{path}:{line}: {msg}")]
     Parse {
-        /// File.
+        /// The file that does not have the expected form.
         path: PathBuf,
         /// 1-based line (0 = whole file).
         line: usize,
@@ -56,7 +56,7 @@ pub enum IdentError {
         a: String,
         /// Second-shown item id.
         b: String,
-        /// Cause.
+        /// The trusted judge's failure (HTTP status, timeout, unparseable reply, …).
         source: JudgeError,
     },
 }

@@ -135,7 +135,7 @@ pub struct Inputs<'a> {
     pub pool: &'a Pool,
     /// The model's covariates.
     pub cov: &'a Covariates,
-    /// k.
+    /// k: how many bases the reported top-k holds (config key `k`, 1 ≤ k < M).
     pub k: usize,
     /// Model kind.
     pub model: ModelKind,

@@ -46,9 +46,9 @@ pub enum RunError {
     /// Output files.
     #[error("{path}: {source}")]
     Io {
-        /// File.
+        /// The run-folder file (result.json, report, config copy, …) that could not be written.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// The verdict log.

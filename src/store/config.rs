@@ -17,15 +17,15 @@ pub enum ConfigError {
     /// The file could not be read.
     #[error("cannot read config {path}: {source}")]
     Io {
-        /// File.
+        /// The config file that could not be read.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// YAML syntax, an unknown key or a wrong type (the message names line and column).
     #[error("{path}: {msg}")]
     Yaml {
-        /// File.
+        /// The config file that is not valid YAML or has an unknown key or wrong type.
         path: PathBuf,
         /// Parser message with line/column.
         msg: String,
@@ -33,7 +33,7 @@ pub enum ConfigError {
     /// A value breaks a rule.
     #[error("{path}: {key}: {msg}")]
     Invalid {
-        /// File.
+        /// The config file holding the bad value.
         path: PathBuf,
         /// Key path, e.g. `model.lambda_b`.
         key: String,
@@ -47,7 +47,7 @@ pub enum ConfigError {
         path: PathBuf,
         /// Pool file.
         pool_file: PathBuf,
-        /// Cause.
+        /// What is wrong with the pool file (unreadable, bad line, duplicate id, …).
         source: PoolError,
     },
 }
@@ -294,10 +294,11 @@ pub struct RawConfig {
     /// The model.
     #[serde(default)]
     pub model: ModelConfig,
-    /// Acquisition.
+    /// The `acquisition` block: strategy, orders, refit cadence, batch size, seed and Monte-Carlo
+    /// draws of the top-k acquisition (docs/model.md §3).
     #[serde(default)]
     pub acquisition: AcquisitionConfig,
-    /// Budget.
+    /// The `budget` block: `max_comparisons`, `max_usd` (USD) or `unlimited`; the run stops at the first limit.
     #[serde(default, deserialize_with = "de_budget")]
     pub budget: BudgetConfig,
     /// Which ranking the result reports: `auto` (default; the bias-corrected one only when the

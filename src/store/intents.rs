@@ -93,7 +93,8 @@ pub struct Closure {
     pub possibly_billed: bool,
     /// USD booked: the reserved worst case when possibly billed, else 0.
     pub cost_usd: f64,
-    /// Why.
+    /// Why the intent closed without a verdict: the judge's error, or that the process ended
+    /// while the request was in flight.
     #[serde(default)]
     pub reason: String,
     /// Unix time (seconds) when written.

@@ -20,19 +20,19 @@ pub enum CacheError {
     /// I/O on the log file.
     #[error("verdict log {path}: {source}")]
     Io {
-        /// File.
+        /// The verdict log (verdicts.jsonl) that could not be read or written.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// A complete line that is not a verdict record.
     #[error("{path}:{line}: not a verdict record ({msg}); expected a JSON object with at least \"a\", \"b\" and \"y\"")]
     Parse {
-        /// File.
+        /// The verdict log holding the bad line.
         path: PathBuf,
         /// 1-based line.
         line: usize,
-        /// Cause.
+        /// What is wrong with the line (the JSON parser's message, or the missing field).
         msg: String,
     },
 }

@@ -64,13 +64,13 @@ pub enum SweepError {
         pool: String,
         /// Acquisition seed.
         seed: u64,
-        /// Strategy.
+        /// The acquisition strategy of the failing replay (`topk`, `d_optimal`, `random`, …).
         strategy: String,
-        /// Model.
+        /// The model being fitted: `naive` (θ and κ) or `bias_aware` (θ, c and κ).
         model: String,
         /// Valid verdicts at the failing fit.
         comparisons: usize,
-        /// Cause.
+        /// Why the Bradley–Terry MAP fit failed (e.g. the Newton iteration did not converge).
         source: crate::model::FitError,
     },
     /// Writing an output.
