@@ -26,9 +26,9 @@ pub enum CompareError {
     /// A run file could not be read.
     #[error("{path}: {msg}")]
     Read {
-        /// The file concerned.
+        /// The run file (result.json or another file of the run folder) that could not be read.
         path: PathBuf,
-        /// What went wrong.
+        /// Why it could not be read: the I/O or JSON error, as text.
         msg: String,
     },
     /// The verdict log.
@@ -45,7 +45,7 @@ pub enum CompareError {
 /// A run folder as written by `topk-judge run`.
 #[derive(Debug, Clone)]
 pub struct RunDir {
-    /// The folder.
+    /// The run folder (`<out_dir>/<name>`) holding result.json and verdicts.jsonl.
     pub dir: PathBuf,
     /// result.json.
     pub result: RunResult,

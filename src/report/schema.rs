@@ -46,14 +46,14 @@ pub struct QuarantinedPair {
     pub b: String,
     /// Failed queries of this pair (both orders).
     pub failed_queries: u32,
-    /// The last error.
+    /// The judge's error on the pair's last failed query (HTTP status, timeout, parse failure, …).
     pub last_error: String,
 }
 
 /// result.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
-    /// Run name.
+    /// The run's `name` from the config; the run folder is `<out_dir>/<name>`.
     pub name: String,
     /// Pool id.
     pub pool_id: String,

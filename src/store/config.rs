@@ -291,7 +291,8 @@ pub struct RawConfig {
     pub k: usize,
     /// The judge.
     pub judge: JudgeConfig,
-    /// The model.
+    /// The `model` block: kind, covariates, prior precisions λ_θ, λ_b, λ_κ and the
+    /// strong-preference weight (docs/model.md §2).
     #[serde(default)]
     pub model: ModelConfig,
     /// The `acquisition` block: strategy, orders, refit cadence, batch size, seed and Monte-Carlo
@@ -333,7 +334,7 @@ pub struct Config {
     pub path: PathBuf,
     /// `<out_dir>/<name>`.
     pub run_dir: PathBuf,
-    /// The pool.
+    /// The pool named by `pool` in the config, loaded and validated (N items, M bases).
     pub pool: Pool,
     /// Covariates of the model (empty for the naive model).
     pub covariates: Covariates,

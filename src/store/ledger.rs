@@ -136,7 +136,7 @@ pub struct VerdictLog {
 pub struct Duplicate {
     /// 1-based line of the duplicate.
     pub line: usize,
-    /// The record.
+    /// The duplicate record as read (kept out of the fit; its cost still counts as spent).
     pub record: VerdictRecord,
 }
 

@@ -76,9 +76,9 @@ pub enum SweepError {
     /// Writing an output.
     #[error("{path}: {msg}")]
     Write {
-        /// The file concerned.
+        /// The output file (rows.csv, summary.json, a plot, …) that could not be written.
         path: PathBuf,
-        /// What went wrong.
+        /// The I/O or serialisation error, as text.
         msg: String,
     },
 }
@@ -300,7 +300,7 @@ pub struct RawSweep {
 pub struct Sweep {
     /// As written (deduplicated, sorted budgets).
     pub raw: RawSweep,
-    /// The sweep file.
+    /// The sweep's YAML file; relative paths in it are resolved against its folder.
     pub path: PathBuf,
     /// `<out_dir>/<name>`.
     pub out_dir: PathBuf,
