@@ -437,7 +437,7 @@ impl Sweep {
 /// One cell of the pool grid.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
-    /// Bases per pool.
+    /// Number of bases M per synthetic pool.
     pub n: usize,
     /// corr(θ, x).
     pub rho: f64,
@@ -447,7 +447,7 @@ pub struct Cell {
     pub kappa_star: f64,
     /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
-    /// Paired design.
+    /// Whether each base has two renderings sharing θ, asked within-base first (docs/model.md §6).
     pub paired: bool,
 }
 
@@ -473,7 +473,7 @@ pub struct Row {
     pub cell: usize,
     /// Replicate index within the cell.
     pub pool: usize,
-    /// Pool seed.
+    /// Seed of the synthetic pool (replicate) this row was run on.
     pub seed: u64,
     /// Number of bases M in the pool.
     pub n: usize,
@@ -485,7 +485,7 @@ pub struct Row {
     pub kappa_star: f64,
     /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
-    /// Paired design.
+    /// Whether the pool uses the paired rendering design (docs/model.md §6).
     pub paired: bool,
     /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
