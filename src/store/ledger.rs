@@ -43,7 +43,7 @@ pub struct VerdictRecord {
     /// Cache key (hash of judge configuration, prompt and texts); empty for imported verdicts.
     #[serde(default)]
     pub key: String,
-    /// Pool id.
+    /// The `pool_id` of the pool the two items belong to.
     #[serde(default)]
     pub pool_id: String,
     /// Item shown first (slot A).
@@ -55,13 +55,13 @@ pub struct VerdictRecord {
     /// Why the verdict is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
-    /// Judge description.
+    /// The judge's `describe()` text, e.g. `openai MODEL @ BASE_URL (prompt FILE)`; never secrets.
     #[serde(default)]
     pub judge: String,
     /// Raw reply text (live judges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
-    /// Tokens used.
+    /// Prompt and completion tokens the query used (live judges).
     #[serde(default)]
     pub usage: Usage,
     /// Cost in USD.
