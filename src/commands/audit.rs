@@ -49,7 +49,7 @@ use std::sync::Arc;
 /// Errors of the audit command.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    /// The config file.
+    /// The audit config file could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// A line of the pairs file.
@@ -70,7 +70,7 @@ pub enum AuditError {
         /// The I/O error from the operating system.
         source: std::io::Error,
     },
-    /// The verdict log.
+    /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
     /// Another process audits into the same folder.
@@ -102,7 +102,7 @@ pub enum AuditError {
         /// The item shown first.
         first: String,
     },
-    /// A plot.
+    /// Drawing flip_vs_accuracy.svg failed (plotters' error).
     #[error(transparent)]
     Plot(#[from] crate::report::plots::PlotError),
     /// Queries failed and no pair has both verdicts.

@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 /// Output of `fit --out`.
 #[derive(Debug, Serialize)]
 pub struct FitOutput {
-    /// Pool id.
+    /// The `pool_id` of the fitted pool.
     pub pool_id: String,
-    /// Model kind.
+    /// The model fitted: `naive` (θ and κ) or `bias_aware` (θ, bias coefficients c, κ).
     pub model: ModelKind,
     /// k: the top-k size of the reported membership π and top-k set.
     pub k: usize,
@@ -81,7 +81,7 @@ pub struct FitOutput {
 /// Errors of `fit`.
 #[derive(Debug, thiserror::Error)]
 pub enum FitCmdError {
-    /// Pool problems.
+    /// The pool file could not be read, has no pool with the id, or breaks a rule.
     #[error(transparent)]
     Pool(#[from] pool::PoolError),
     /// Reading a run folder (boxed: the error names files and config fields).
@@ -90,7 +90,7 @@ pub enum FitCmdError {
     /// Bad verdicts or arguments (the message names file and line, or the flag).
     #[error("{0}")]
     Invalid(String),
-    /// Fit failure.
+    /// The Bradley–Terry MAP fit failed (Newton did not converge, or the Hessian is not positive definite).
     #[error(transparent)]
     Fit(#[from] crate::model::FitError),
 }

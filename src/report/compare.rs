@@ -31,13 +31,13 @@ pub enum CompareError {
         /// Why it could not be read: the I/O or JSON error, as text.
         msg: String,
     },
-    /// The verdict log.
+    /// Reading a run's verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
     /// Runs that cannot be compared.
     #[error("{0}")]
     Mismatch(String),
-    /// A plot.
+    /// Drawing an SVG plot failed (plotters' error).
     #[error(transparent)]
     Plot(#[from] plots::PlotError),
 }
