@@ -46,12 +46,12 @@ pub enum RunError {
     /// Output files.
     #[error("{path}: {source}")]
     Io {
-        /// File.
+        /// The run-folder file (result.json, report, config copy, …) that could not be written.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
-    /// The verdict log.
+    /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
     /// The run folder's books (verdicts, paid failures, intents).
@@ -63,7 +63,7 @@ pub enum RunError {
     /// The Ctrl-C / SIGTERM handlers could not be installed.
     #[error("installing the Ctrl-C and SIGTERM handlers: {0}")]
     Signals(std::io::Error),
-    /// The fit.
+    /// The Bradley–Terry MAP fit failed (Newton did not converge, or the Hessian is not positive definite).
     #[error(transparent)]
     Fit(#[from] FitError),
     /// The judge failed (endpoint not reachable, the same endpoint-wide error again, or rounds
