@@ -37,11 +37,12 @@ pub enum CallErrorKind {
 /// A failed HTTP call: kind, status, server-requested delay and a redacted message.
 #[derive(Debug, Clone)]
 pub struct CallError {
-    /// Kind.
+    /// What failed (timeout, connection, HTTP status class, malformed body, …): decides the retry.
     pub kind: CallErrorKind,
     /// HTTP status when there was a response.
     pub status: Option<u16>,
-    /// `Retry-After` / `retry-after-ms`.
+    /// The delay the server asked for (`Retry-After` in seconds or as an HTTP date, or
+    /// `retry-after-ms`), when it sent one.
     pub retry_after: Option<Duration>,
     /// What happened (server text cut to 300 characters, key redacted).
     pub message: String,
