@@ -6,7 +6,6 @@
 //! guarantee); "at most" the cheapest first. The worst case of a query is what the runner
 //! reserves before sending it ([`Judge::worst_case_usd`]).
 
-use crate::acquire::Context;
 use crate::judge::Judge;
 use crate::model::summary::{build_design, fit_and_summarise};
 use crate::run::queries::{RunQueries, next_picks};
@@ -111,18 +110,7 @@ fn first_pick(
     let prior = cfg.raw.model.prior();
     let (summary, _, post) =
         fit_and_summarise(pool, &cfg.covariates, &design, &prior, cfg.raw.k, acq.mc_draws, None, &mut mc_rng).ok()?;
-    let ctx = Context {
-        item_base: &pool.item_base,
-        x: &cfg.covariates.x,
-        m: pool.n_bases(),
-        p: cfg.covariates.p(),
-        post: &post,
-        membership: &summary.membership,
-        k: cfg.raw.k,
-        queried: asked,
-        orders: acq.orders,
-        seed: acq.seed,
-    };
+    let ctx = crate::run::queries::acquisition_context(cfg, &post, &summary.membership, asked);
     let mut rng = crate::rng::stream(acq.seed, "acquire", asked.len() as u64);
     // The runner's batch size; with no comparison left, the query it would send next.
     let r = acq.refit_every.min(comparisons_left).max(1);

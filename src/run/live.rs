@@ -19,7 +19,6 @@
 
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
-use crate::acquire::Context;
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
@@ -297,18 +296,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             break (summary, StopReason::MaxInvalidRate);
         }
         let r = (acq.refit_every as u64).min(budget.comparisons_left()) as usize;
-        let ctx = Context {
-            item_base: &pool.item_base,
-            x: &cfg.covariates.x,
-            m: pool.n_bases(),
-            p: cfg.covariates.p(),
-            post: &post,
-            membership: &summary.membership,
-            k,
-            queried: &queried,
-            orders: acq.orders,
-            seed: acq.seed,
-        };
+        let ctx = super::queries::acquisition_context(cfg, &post, &summary.membership, &queried);
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
         // Paired design (docs/model.md §6): every within-base query first, then Algorithm 1.
         // A pair left with one order (e.g. after a crash) gets its other order first.
