@@ -15,7 +15,8 @@ use std::collections::HashSet;
 /// What a dry run found (all USD amounts are worst cases unless named `spent`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DryRun {
-    /// Cross-base ordered pairs in the pool.
+    /// Cross-base ordered pairs in the pool that a run may send (identical texts skipped unless
+    /// `acquisition.identical_texts: send`).
     pub pairs: usize,
     /// Verdicts already stored for this judge configuration.
     pub stored: usize,
@@ -42,10 +43,13 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
     let pool = &cfg.pool;
     let log = cfg.run_dir.join("verdicts.jsonl");
     let records = if log.exists() { read_records(&log)?.0 } else { Vec::new() };
+    // The pairs a run may send: not within a base, not of identical texts under
+    // `acquisition.identical_texts: skip`.
+    let skipped = cfg.skipped_pairs();
     let mut pairs = Vec::new();
     for a in 0..pool.n_items() {
         for b in 0..pool.n_items() {
-            if a != b && pool.item_base[a] != pool.item_base[b] {
+            if a != b && pool.item_base[a] != pool.item_base[b] && !skipped.contains(&(a, b)) {
                 pairs.push((a, b, judge.cache_key(pool, a, b)));
             }
         }
@@ -122,12 +126,21 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
         ));
     }
     let b = &cfg.raw.budget;
-    s.push_str(&format!(
-        "budget: max_comparisons {}, max_usd {}\n",
-        b.max_comparisons.map_or("none".into(), |m| m.to_string()),
-        b.max_usd.map_or("none".into(), |m| format!("${m}"))
-    ));
-    if d.allowed_at_least == d.allowed_at_most {
+    if b.unlimited {
+        s.push_str("budget: unlimited\n");
+    } else {
+        s.push_str(&format!(
+            "budget: max_comparisons {}, max_usd {}\n",
+            b.max_comparisons.map_or("none".into(), |m| m.to_string()),
+            b.max_usd.map_or("none".into(), |m| format!("${m}"))
+        ));
+    }
+    if b.max_comparisons.is_none() && b.max_usd.is_none() {
+        s.push_str(&format!(
+            "queries the budget allows: all {} ordered pairs not yet judged (no limit)\n",
+            d.allowed_at_least
+        ));
+    } else if d.allowed_at_least == d.allowed_at_most {
         s.push_str(&format!("queries the budget allows: {}\n", d.allowed_at_least));
     } else {
         s.push_str(&format!(
@@ -137,7 +150,11 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
     }
     s.push_str(&format!("worst-case cost of this run: ${:.6}\n", d.worst_total_usd));
     if b.max_usd.is_none() && judge.has_price() {
-        s.push_str("note: no budget.max_usd is set; only max_comparisons bounds the spend\n");
+        s.push_str(if b.max_comparisons.is_some() {
+            "note: no budget.max_usd is set; only max_comparisons bounds the spend\n"
+        } else {
+            "note: no budget is set: only the pool's unjudged pairs bound the spend (the worst case above)\n"
+        });
     }
     s
 }
