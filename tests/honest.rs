@@ -805,3 +805,20 @@ fn fit_without_pool_id_on_records_of_another_pool_names_that_pool() {
         text(&out)
     );
 }
+
+/// A run folder whose config.yaml was damaged: the error's excerpt names that file (not
+/// `<input>`), like a config error in `run`.
+#[test]
+fn a_damaged_run_folder_config_is_named_in_the_error_excerpt() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "damaged", 8, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/damaged");
+    std::fs::write(run.join("config.yaml"), "garbage: [\n").unwrap();
+    let out = run_bin(dir.path(), &["profile", run.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains(&format!("--> {}:1:", run.join("config.yaml").display())), "{t}");
+    assert!(!t.contains("<input>"), "{t}");
+}
