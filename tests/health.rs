@@ -141,3 +141,35 @@ fn gate_on_a_live_run_needs_no_key_for_the_runs_judge() {
     assert!(text(&out).contains("runs/summeval-openai: the run has no valid verdicts"), "{}", text(&out));
     assert!(!dir.path().join("runs/summeval-openai/gate.json").exists());
 }
+
+/// `run --dry-run` shows the query the real run sends first: under `design: paired` a
+/// within-base query (before this was fixed the dry run left those out and showed a cross-base
+/// pair), and under the single design the acquisition rule's first pick on the prior.
+#[test]
+fn the_dry_run_shows_the_first_query_the_run_sends() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, name, pairs) in
+        [("paired.yaml", "summeval-paired", 32 * 31 - 2), ("mock.yaml", "summeval-mock", 16 * 15 - 2)]
+    {
+        let yaml = std::fs::read_to_string(root().join("configs").join(file))
+            .unwrap()
+            .replace("out_dir: ../runs", "out_dir: runs")
+            .replace("../data/", &format!("{}/", root().join("data").display()));
+        let cfg = write(dir.path(), file, &yaml);
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let t = text(&out);
+        let line = t.lines().find(|l| l.starts_with("first query: ")).unwrap_or_else(|| panic!("{t}"));
+        let (a, b) = line["first query: ".len()..].split_once(" vs ").unwrap();
+        let b = b.split(' ').next().unwrap();
+        assert!(t.contains(&format!("{pairs} ordered pairs")), "{file}: {t}");
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let sent = ordered_pairs(dir.path(), name);
+        assert_eq!(sent[0], (a.to_string(), b.to_string()), "{file}: {line}");
+        if file == "paired.yaml" {
+            let base = |id: &str| id.split('.').next().unwrap().to_string();
+            assert_eq!(base(a), base(b), "a within-base query goes first: {line}");
+        }
+    }
+}

@@ -6,24 +6,28 @@
 //! guarantee); "at most" the cheapest first. The worst case of a query is what the runner
 //! reserves before sending it ([`Judge::worst_case_usd`]).
 
+use crate::acquire::Context;
 use crate::judge::Judge;
+use crate::model::summary::{build_design, fit_and_summarise};
+use crate::run::queries::{RunQueries, next_picks};
 use crate::store::books::{BooksError, peek_spend};
 use crate::store::config::Config;
+use crate::store::ledger::VerdictRecord;
 use crate::store::ledger::read_records;
 use std::collections::HashSet;
 
 /// What a dry run found (all USD amounts are worst cases unless named `spent`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DryRun {
-    /// Cross-base ordered pairs in the pool that a run may send (identical texts skipped unless
-    /// `acquisition.identical_texts: send`).
+    /// Ordered pairs the run may send (cross-base, plus within-base under `design: paired`; less
+    /// pairs of identical texts, which are never sent).
     pub pairs: usize,
     /// Verdicts already stored for this judge configuration.
     pub stored: usize,
     /// Spend booked so far for this judge configuration, USD: stored verdicts, paid failures and
     /// possibly billed requests (intents still open count, as the next run books them).
     pub spent_usd: f64,
-    /// The first unqueried pair (item ids) and its rendered prompt.
+    /// The first query the run sends (item ids: shown first, second) and its rendered prompt.
     pub first: Option<(String, String, Option<String>)>,
     /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD.
     pub worst_per_query_usd: Option<(f64, f64, f64)>,
@@ -43,31 +47,20 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
     let pool = &cfg.pool;
     let log = cfg.run_dir.join("verdicts.jsonl");
     let records = if log.exists() { read_records(&log)?.0 } else { Vec::new() };
-    // The pairs a run may send: not within a base, not of identical texts under
-    // `acquisition.identical_texts: skip`.
-    let skipped = cfg.skipped_pairs();
-    let mut pairs = Vec::new();
-    for a in 0..pool.n_items() {
-        for b in 0..pool.n_items() {
-            if a != b && pool.item_base[a] != pool.item_base[b] && !skipped.contains(&(a, b)) {
-                pairs.push((a, b, judge.cache_key(pool, a, b)));
-            }
-        }
-    }
-    let keys: HashSet<&str> = pairs.iter().map(|p| p.2.as_str()).collect();
-    let mine: Vec<_> = records.iter().filter(|r| keys.contains(r.key.as_str())).collect();
-    let stored_keys: HashSet<&str> = mine.iter().map(|r| r.key.as_str()).collect();
+    let queries = RunQueries::new(cfg, judge);
+    let mine = queries.stored(&records);
     // + 0.0: an empty f64 sum is −0.0, printed as "$-0.000000".
-    let spent_usd: f64 = peek_spend(&cfg.run_dir, &|k: &str| keys.contains(k))?.total_usd() + 0.0;
-    let open: Vec<(usize, usize)> =
-        pairs.iter().filter(|p| !stored_keys.contains(p.2.as_str())).map(|p| (p.0, p.1)).collect();
-    let first =
-        open.first().map(|&(a, b)| (pool.items[a].id.clone(), pool.items[b].id.clone(), judge.preview(pool, a, b)));
+    let spent_usd: f64 = peek_spend(&cfg.run_dir, &|k: &str| queries.contains_key(k))?.total_usd() + 0.0;
+    let asked: HashSet<(usize, usize)> =
+        mine.iter().map(|&(a, b, _)| (a, b)).chain(queries.skipped().iter().copied()).collect();
+    let open: Vec<(usize, usize)> = queries.pairs().iter().copied().filter(|p| !asked.contains(p)).collect();
+    let cmp_left = cfg.raw.budget.max_comparisons.map_or(usize::MAX, |m| m.saturating_sub(mine.len() as u64) as usize);
+    let first = first_pick(cfg, &queries, &records, &asked, cmp_left)
+        .map(|(a, b)| (pool.items[a].id.clone(), pool.items[b].id.clone(), judge.preview(pool, a, b)));
     let mut worst: Vec<f64> = open.iter().map(|&(a, b)| judge.worst_case_usd(pool, a, b)).collect();
     worst.sort_by(|x, y| y.total_cmp(x));
     let per_query =
         (!worst.is_empty()).then(|| (worst[worst.len() - 1], worst[0], worst.iter().sum::<f64>() / worst.len() as f64));
-    let cmp_left = cfg.raw.budget.max_comparisons.map_or(usize::MAX, |m| m.saturating_sub(mine.len() as u64) as usize);
     let n = open.len().min(cmp_left);
     let fit = |costs: &mut dyn Iterator<Item = f64>, left: f64| -> usize {
         let mut sum = 0.0;
@@ -89,7 +82,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
         None => (n, n, worst.iter().take(n).sum::<f64>()),
     };
     Ok(DryRun {
-        pairs: pairs.len(),
+        pairs: queries.sendable(),
         stored: mine.len(),
         spent_usd,
         first,
@@ -98,6 +91,42 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
         allowed_at_most: at_most,
         worst_total_usd: worst_total + 0.0,
     })
+}
+
+/// The first ordered pair the run sends now: Algorithm 1's first pick after fitting the
+/// stored verdicts (no warm start; the MAP is the same). `None` when nothing is left to send or
+/// the fit fails (the run then reports the failure itself).
+fn first_pick(
+    cfg: &Config,
+    queries: &RunQueries,
+    records: &[VerdictRecord],
+    asked: &HashSet<(usize, usize)>,
+    comparisons_left: usize,
+) -> Option<(usize, usize)> {
+    let pool = &cfg.pool;
+    let acq = &cfg.raw.acquisition;
+    let verdicts = queries.verdicts(records, cfg.raw.model.strong_preference_weight);
+    let design = build_design(pool, &cfg.covariates, &verdicts);
+    let mut mc_rng = crate::rng::stream(acq.seed, "membership", verdicts.len() as u64);
+    let prior = cfg.raw.model.prior();
+    let (summary, _, post) =
+        fit_and_summarise(pool, &cfg.covariates, &design, &prior, cfg.raw.k, acq.mc_draws, None, &mut mc_rng).ok()?;
+    let ctx = Context {
+        item_base: &pool.item_base,
+        x: &cfg.covariates.x,
+        m: pool.n_bases(),
+        p: cfg.covariates.p(),
+        post: &post,
+        membership: &summary.membership,
+        k: cfg.raw.k,
+        queried: asked,
+        orders: acq.orders,
+        seed: acq.seed,
+    };
+    let mut rng = crate::rng::stream(acq.seed, "acquire", asked.len() as u64);
+    // The runner's batch size; with no comparison left, the query it would send next.
+    let r = acq.refit_every.min(comparisons_left).max(1);
+    next_picks(pool, cfg.raw.design, acq.strategy, &ctx, r, &mut rng).first().copied()
 }
 
 /// The dry run as text for the terminal.

@@ -8,7 +8,6 @@ use crate::model::summary::ItemVerdict;
 use crate::store::config::{Config, ConfigError, RawConfig};
 use crate::store::ledger::{CacheError, read_records};
 use crate::store::pool::{self, Covariates, PoolError};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Errors of `profile`, `gate` and `run --gate`.
@@ -167,23 +166,11 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
         tracing::warn!("{w}");
     }
     let pool = &cfg.pool;
-    let n = pool.n_items();
     let mut out = Vec::new();
     match crate::judge::build::make_judge_without_key(&cfg.raw.judge) {
         Ok(judge) => {
-            let mut keys = HashMap::new();
-            for a in 0..n {
-                for b in 0..n {
-                    if a != b {
-                        keys.insert(judge.cache_key(pool, a, b), (a, b));
-                    }
-                }
-            }
-            for r in &records {
-                if let (Some(&(a, b)), Some(y)) = (keys.get(&r.key), r.y) {
-                    out.push(ItemVerdict { a, b, y, w: r.weight(cfg.raw.model.strong_preference_weight) });
-                }
-            }
+            let queries = crate::run::queries::RunQueries::new(cfg, judge.as_ref());
+            out = queries.verdicts(&records, cfg.raw.model.strong_preference_weight);
         }
         Err(msg) => {
             tracing::warn!("cannot build the judge ({msg}); using every verdict of pool {:?}", pool.pool_id);

@@ -18,7 +18,8 @@
 //! earlier run in its folder when it starts, so no older result is left looking current.
 
 use super::interrupt::Interrupt;
-use crate::acquire::{self, Context};
+use super::queries::RunQueries;
+use crate::acquire::Context;
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
@@ -91,23 +92,6 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_owned(), source }
 }
 
-/// Ordered query keys for every cross-base ordered pair (plus within-base pairs under
-/// `design: paired`): key → (a, b).
-fn key_map(judge: &dyn Judge, cfg: &Config) -> HashMap<String, (usize, usize)> {
-    let pool = &cfg.pool;
-    let n = pool.n_items();
-    let paired = cfg.raw.design == crate::analysis::design::DesignKind::Paired;
-    let mut m = HashMap::new();
-    for a in 0..n {
-        for b in 0..n {
-            if a != b && (paired || pool.item_base[a] != pool.item_base[b]) {
-                m.insert(judge.cache_key(pool, a, b), (a, b));
-            }
-        }
-    }
-    m
-}
-
 /// Hash of what determines the fit (model, covariates, k, seed, draws) for warm-start matching.
 fn config_hash(cfg: &Config) -> String {
     let v = serde_json::json!({
@@ -178,12 +162,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     // Open intents of a run that ended early are booked as possibly billed here.
     let (mut books, warnings) = Books::open(dir)?;
     let pool = Arc::new(cfg.pool.clone());
-    let keys = key_map(judge.as_ref(), cfg);
+    let queries = RunQueries::new(cfg, judge.as_ref());
     // Pairs that are not sent (identical texts): counted as asked for the acquisition.
-    let key_pairs: HashSet<(usize, usize)> = keys.values().copied().collect();
-    let skip: HashSet<(usize, usize)> = cfg.skipped_pairs().into_iter().filter(|p| key_pairs.contains(p)).collect();
-    let total_pairs = keys.len() as u64;
-    let sendable = total_pairs - skip.len() as u64;
+    let skip = queries.skipped().clone();
+    let total_pairs = queries.pairs().len() as u64;
+    let sendable = queries.sendable() as u64;
     let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(sendable).min(sendable), opts.progress);
     for w in other_run.into_iter().chain(warnings) {
         progress.println(&format!("warning: {w}"));
@@ -210,12 +193,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let strong_w = cfg.raw.model.strong_preference_weight;
     let mine = |books: &Books| -> Vec<(usize, usize, Option<f64>, f64, Usage, f64)> {
         let log = books.log();
-        log.records()
-            .iter()
-            .filter_map(|r| keys.get(&r.key).map(|&(a, b)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w))))
+        queries
+            .stored(log.records())
+            .into_iter()
+            .map(|(a, b, r)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w)))
             .collect()
     };
-    let is_mine = |k: &str| keys.contains_key(k);
+    let is_mine = |k: &str| queries.contains_key(k);
     let stored = mine(&books);
     // Everything booked for this judge: verdicts, paid failures, possibly billed requests.
     let spent = books.spend(&is_mine).total_usd();
@@ -328,13 +312,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
         // Paired design (docs/model.md §6): every within-base query first, then Algorithm 1.
         // A pair left with one order (e.g. after a crash) gets its other order first.
-        let mut picks = crate::analysis::design::other_orders(&queried, acq.orders, r);
-        if picks.is_empty() {
-            picks = crate::analysis::design::first_queries(&pool, cfg.raw.design, &queried, r);
-        }
-        if picks.is_empty() {
-            picks = acquire::select(acq.strategy, &ctx, r, &mut acq_rng);
-        }
+        let picks = super::queries::next_picks(&pool, cfg.raw.design, acq.strategy, &ctx, r, &mut acq_rng);
         if picks.is_empty() {
             break (summary, StopReason::Exhausted);
         }
@@ -518,7 +496,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     if failing.is_some() {
         result.last_error = Some(last_error);
     }
-    let records: Vec<&VerdictRecord> = books.log().records().iter().filter(|r| keys.contains_key(&r.key)).collect();
+    let records: Vec<&VerdictRecord> = books.log().records().iter().filter(|r| queries.contains_key(&r.key)).collect();
     result.verdicts_report = verdicts_report(cfg, &records, invalid_stop);
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;

@@ -2,9 +2,11 @@
 //! query → store → refit. [`live`] drives it against a judge (async, verdict ledger, budget,
 //! progress); [`sim`] is the same loop without I/O, shared by `simulate` and the tests;
 //! [`faults`] holds what the live loop does with failed queries (set-aside pairs, endpoint-wide
-//! failures).
+//! failures); [`queries`] is the one definition of a run's ordered pairs and of the next picks,
+//! shared by the run, its dry run and the commands that re-read a run folder.
 
 pub mod faults;
 pub mod interrupt;
 pub mod live;
+pub mod queries;
 pub mod sim;

@@ -1547,4 +1547,75 @@ mod tests {
         assert_eq!(soft_p_a("AB", &[tok("AB", -0.1, &[])], 0), Err(SoftMiss::TokenNotLetter));
         assert_eq!(soft_p_a("[[C]]", &[tok("[[C]]", -0.1, &[])], 2), Err(SoftMiss::NotALetter));
     }
+
+    /// Pieces judges' replies are made of: verdict markers, labels, comparison labels, slot
+    /// names, prose and line breaks (no article "A", so that [`mirror`] is an exact relabelling).
+    const PIECES: &[&str] = &[
+        "[[A]]",
+        "[[B]]",
+        "[[C]]",
+        "[[A>B]]",
+        "[[B>A]]",
+        "[[A>>B]]",
+        "[[B>>A]]",
+        "[[A=B]]",
+        "Final verdict: ",
+        "My verdict is ",
+        "Therefore, ",
+        "Response A",
+        "Response B",
+        "Assistant A is better.",
+        "Output (b)",
+        "(a)",
+        "**B**",
+        "\"A\"",
+        "is better.",
+        "is more concise",
+        "tie",
+        "both are equally good",
+        "The answer is ",
+        "\n",
+        "\n",
+        ". ",
+        "Verdict: A",
+        "Winner: B",
+        "I prefer ",
+        "than",
+        "<think>A</think>",
+        "{\"winner\": \"B\"}",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Swapping the slots' names in a reply and the two answers mirrors the verdict, for
+        /// any reply built from the pieces above: A ↔ B, strong stays strong, a tie stays a
+        /// tie, and an invalid reply stays invalid for the same reason.
+        #[test]
+        fn mirrored_replies_give_mirrored_verdicts(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..10),
+        ) {
+            let reply: String = picks.iter().map(|&i| PIECES[i]).collect::<Vec<_>>().join(" ");
+            let (x, y) = ("The minister quit.", "The minister resigned on Monday.");
+            let got = E::of(parse_text(&reply, [x, y]));
+            let mirrored = E::of(parse_text(&mirror(&reply), [y, x]));
+            proptest::prop_assert_eq!(mirrored, got.mirrored(), "reply {:?}", reply);
+        }
+
+        /// Any text, in any channel, parses to a verdict or a reason without panicking; a
+        /// letter offset points at an `A`/`B` (any case) of the content.
+        #[test]
+        fn any_reply_parses_without_panic(text in "\\PC{0,200}", json in proptest::bool::ANY) {
+            let format = if json { VerdictFormat::Json } else { VerdictFormat::Text };
+            let tools = [text.clone()];
+            for reply in [stop(&text), Reply { content: None, tool_arguments: &tools, ..Default::default() }] {
+                if let Ok(v) = parse_reply(&reply, ["x", "y"], format)
+                    && let Some(at) = v.letter_at
+                {
+                    let c = text.as_bytes().get(at).copied();
+                    proptest::prop_assert!(matches!(c, Some(b'A' | b'B' | b'a' | b'b')), "{:?} at {}", text, at);
+                }
+            }
+        }
+    }
 }
