@@ -143,12 +143,21 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
         ));
     }
     let b = &cfg.raw.budget;
-    s.push_str(&format!(
-        "budget: max_comparisons {}, max_usd {}\n",
-        b.max_comparisons.map_or("none".into(), |m| m.to_string()),
-        b.max_usd.map_or("none".into(), |m| format!("${m}"))
-    ));
-    if d.allowed_at_least == d.allowed_at_most {
+    if b.unlimited {
+        s.push_str("budget: unlimited\n");
+    } else {
+        s.push_str(&format!(
+            "budget: max_comparisons {}, max_usd {}\n",
+            b.max_comparisons.map_or("none".into(), |m| m.to_string()),
+            b.max_usd.map_or("none".into(), |m| format!("${m}"))
+        ));
+    }
+    if b.max_comparisons.is_none() && b.max_usd.is_none() {
+        s.push_str(&format!(
+            "queries the budget allows: all {} ordered pairs not yet judged (no limit)\n",
+            d.allowed_at_least
+        ));
+    } else if d.allowed_at_least == d.allowed_at_most {
         s.push_str(&format!("queries the budget allows: {}\n", d.allowed_at_least));
     } else {
         s.push_str(&format!(
@@ -158,7 +167,11 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
     }
     s.push_str(&format!("worst-case cost of this run: ${:.6}\n", d.worst_total_usd));
     if b.max_usd.is_none() && judge.has_price() {
-        s.push_str("note: no budget.max_usd is set; only max_comparisons bounds the spend\n");
+        s.push_str(if b.max_comparisons.is_some() {
+            "note: no budget.max_usd is set; only max_comparisons bounds the spend\n"
+        } else {
+            "note: no budget is set: only the pool's unjudged pairs bound the spend (the worst case above)\n"
+        });
     }
     s
 }

@@ -310,6 +310,16 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
             }
         }
     }
+    // Every record is of another pool, and the pool was picked by default (the file's first):
+    // the user meant another pool, so say which instead of fitting nothing.
+    if mine.is_empty() && !other_pools.is_empty() && run.is_none() && args.pool_id.is_none() {
+        return Err(FitCmdError::Invalid(format!(
+            "{vpath}: none of its records is for pool {:?} (the first pool of {}, used without --pool-id); its records are for {}: choose one with --pool-id",
+            pool.pool_id,
+            args.pool_file.display(),
+            other_pools.iter().map(|(p, c)| format!("{p:?} ({c})")).collect::<Vec<_>>().join(", ")
+        )));
+    }
     if !other_pools.is_empty() {
         let n: usize = other_pools.values().sum();
         notes.push(format!(

@@ -114,8 +114,8 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
 /// A run folder's config.yaml as older versions wrote it: paths relative to the directory the
 /// run was started from.
 fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
-    let mut raw: RawConfig =
-        crate::store::yaml::from_str(text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+    let mut raw: RawConfig = crate::store::yaml::from_file_text(text, path)
+        .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
     let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
     if raw.pool.synthetic.is_none() {
         raw.pool.file = cwd.join(&raw.pool.file);

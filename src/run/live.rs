@@ -541,7 +541,22 @@ fn build_result(
             s,
         ),
     };
-    let one_query = verdicts.is_empty().then(|| crate::report::outcome::one_query_text(pool, judge));
+    // Why nothing was compared: the budget (then what one query needs from it), or the judge's
+    // replies (invalid or failed queries), or no pair left to ask.
+    let one_query = verdicts.is_empty().then(|| {
+        let invalid = stored.len();
+        if invalid > 0 || failed > 0 {
+            format!(
+                "the judge gave no valid verdict ({invalid} invalid, {failed} failed quer{}: see invalid_by_reason in result.json and failed.jsonl), so the budget is not what is missing",
+                if failed == 1 { "y" } else { "ies" }
+            )
+        } else if matches!(stop, StopReason::MaxComparisons | StopReason::MaxUsd) {
+            crate::report::outcome::one_query_text(pool, judge)
+        } else {
+            let why = serde_json::to_value(stop).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+            format!("no query was answered before the run stopped ({why}), so the budget is not what is missing")
+        }
+    });
     let mut out = crate::report::outcome::outcome(&crate::report::outcome::Inputs {
         pool,
         cov: &cfg.covariates,
