@@ -14,7 +14,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Subcommands.
+/// The subcommands of `topk-judge`: run, inspect and compare top-k rankings.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run Algorithm 1 (active top-k acquisition) as configured; re-running resumes.

@@ -385,6 +385,19 @@ fn a_live_config_needs_a_budget_or_says_unlimited() {
         write(dir.path(), "cfg/unl.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimited\n"));
     let out = run_bin(dir.path(), &["run", unlimited.to_str().unwrap(), "--dry-run"]);
     assert!(out.status.success(), "{}", text(&out));
+    // The dry run says the budget is unlimited, and does not claim max_comparisons bounds it;
+    // the pairs it counts are those a run sends (M1/M2 have identical text: 240 − 2).
+    let s = stdout(&out);
+    assert!(s.contains("16 items, 16 bases, 238 ordered pairs; 0 verdicts already stored"), "{s}");
+    assert!(
+        s.contains("budget: unlimited\nqueries the budget allows: all 238 ordered pairs not yet judged (no limit)\n"),
+        "{s}"
+    );
+    assert!(
+        s.contains("note: no budget is set: only the pool's unjudged pairs bound the spend (the worst case above)"),
+        "{s}"
+    );
+    assert!(!s.contains("only max_comparisons bounds the spend"), "{s}");
     let typo =
         write(dir.path(), "cfg/typo.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimted\n"));
     let out = run_bin(dir.path(), &["run", typo.to_str().unwrap(), "--dry-run"]);
@@ -678,4 +691,134 @@ fn warnings_on_a_redirected_stderr_carry_no_colour_codes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("WARN") && err.contains("torn last line"), "{err}");
     assert!(!err.contains('\u{1b}'), "ANSI escape in redirected stderr: {err:?}");
+}
+
+/// Zero valid comparisons because the judge's replies were invalid or its queries failed: the
+/// note says so, and does not send the user to raise a budget that was not the cause.
+#[test]
+fn zero_valid_comparisons_from_a_failing_judge_do_not_blame_the_budget() {
+    use crate::common::fake_openai::{FakeOpenAi, Fault, TEMPLATE};
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let pool = write(
+        dir.path(),
+        "pool.jsonl",
+        "{\"pool_id\": \"p\", \"task\": \"t\", \"items\": [{\"id\": \"x\", \"text\": \"The cat sat.\"}, {\"id\": \"y\", \"text\": \"A dog ran far.\"}]}\n",
+    );
+    let config = |name: &str, url: &str| {
+        write(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "name: {name}\nout_dir: runs\npool: {{file: {}}}\nk: 1\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 8\n    max_retries: 0\n    max_invalid_retries: 0\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition: {{batch_size: 1}}\nbudget: {{max_comparisons: 2}}\n",
+                pool.display()
+            ),
+        )
+    };
+    // Every reply without a verdict: 2 invalid verdicts stored.
+    let fake = FakeOpenAi::start();
+    fake.set_always(Some(Fault::Text("I cannot tell.".into())));
+    let cfg = config("invalid", &fake.base_url);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(s.contains("stopped: exhausted; 2 comparisons (0 valid, 2 invalid, 0 failed)"), "{s}");
+    assert!(s.contains("note: no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed; the judge gave no valid verdict (2 invalid, 0 failed queries: see invalid_by_reason in result.json and failed.jsonl), so the budget is not what is missing"), "{s}");
+    assert!(!s.contains("one query needs"), "{s}");
+    // Every request failing (HTTP 500, no retry): 2 failed queries, the pair set aside.
+    let fake = FakeOpenAi::start();
+    fake.set_always(Some(Fault::ServerError));
+    let cfg = config("failing", &fake.base_url);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    let s = stdout(&out);
+    assert!(s.contains("(0 valid, 0 invalid, 2 failed)"), "{}", text(&out));
+    assert!(s.contains("the judge gave no valid verdict (0 invalid, 2 failed queries: "), "{s}");
+    assert!(!s.contains("one query needs"), "{s}");
+    let r = json(&dir.path().join("runs/failing/result.json"));
+    assert_eq!(r["failed"], 2);
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("so the budget is not what is missing"))
+    );
+}
+
+/// Two items with identical text: their pairs are skipped, nothing is asked, and the run ends
+/// `exhausted`; raising the budget would change nothing, so the note does not suggest it.
+#[test]
+fn zero_comparisons_with_nothing_to_ask_do_not_blame_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = write(
+        dir.path(),
+        "pool.jsonl",
+        "{\"pool_id\": \"p\", \"task\": \"t\", \"items\": [{\"id\": \"x\", \"text\": \"same\", \"quality\": 1}, {\"id\": \"y\", \"text\": \"same\", \"quality\": 2}]}\n",
+    );
+    let cfg = write(
+        dir.path(),
+        "same.yaml",
+        &format!(
+            "name: same\nout_dir: runs\npool: {{file: {}}}\nk: 1\njudge: {{mock: {{}}}}\nbudget: {{max_comparisons: 10}}\n",
+            pool.display()
+        ),
+    );
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(s.contains("stopped: exhausted; 0 comparisons"), "{s}");
+    assert!(s.contains("no top-k and no recall is claimed; no query was answered before the run stopped (exhausted), so the budget is not what is missing"), "{s}");
+    assert!(!s.contains("one query needs"), "{s}");
+}
+
+/// A verdicts file whose records are all of another pool of the pool file, fitted without
+/// --pool-id: an error naming the pool used by default and the pools the records are for (not
+/// a fit of zero verdicts); with --pool-id the same file fits.
+#[test]
+fn fit_without_pool_id_on_records_of_another_pool_names_that_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let pools = summeval();
+    let second: Value = serde_json::from_str(std::fs::read_to_string(&pools).unwrap().lines().nth(1).unwrap()).unwrap();
+    let id = second["pool_id"].as_str().unwrap();
+    let items: Vec<&str> = second["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+    let v: String = items
+        .windows(2)
+        .map(|w| format!("{{\"pool_id\": \"{id}\", \"a\": \"{}\", \"b\": \"{}\", \"y\": 1}}\n", w[0], w[1]))
+        .collect();
+    let file = write(dir.path(), "second.jsonl", &v);
+    let out = run_bin(dir.path(), &["fit", pools.to_str().unwrap(), file.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains(&format!(
+            "second.jsonl: none of its records is for pool \"{POOL_ID}\" (the first pool of {}, used without --pool-id); its records are for \"{id}\" ({}): choose one with --pool-id",
+            pools.display(),
+            items.len() - 1
+        )),
+        "{t}"
+    );
+    let out = run_bin(dir.path(), &["fit", pools.to_str().unwrap(), file.to_str().unwrap(), "--pool-id", id]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains(&format!("pool {id}: bias_aware model, {} valid verdicts", items.len() - 1)),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A run folder whose config.yaml was damaged: the error's excerpt names that file (not
+/// `<input>`), like a config error in `run`.
+#[test]
+fn a_damaged_run_folder_config_is_named_in_the_error_excerpt() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "damaged", 8, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/damaged");
+    std::fs::write(run.join("config.yaml"), "garbage: [\n").unwrap();
+    let out = run_bin(dir.path(), &["profile", run.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains(&format!("--> {}:1:", run.join("config.yaml").display())), "{t}");
+    assert!(!t.contains("<input>"), "{t}");
 }

@@ -454,3 +454,34 @@ fn compare_prices_replayed_judges_over_pools() {
     assert!(!out.status.success());
     assert!(text(&out).contains("compare judges on the same pools"), "{}", text(&out));
 }
+
+/// docs/replay.md's frozen-protocol commands as shipped: `run configs/record-summeval.yaml`
+/// records every ordered pair (the identical-text pair M1/M2 included, which the frozen
+/// protocol requires), then `simulate configs/frozen-summeval.yaml` runs and prints every row of
+/// the doc's table.
+#[test]
+fn the_shipped_record_and_frozen_configs_reproduce_the_docs_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let record = shipped_config(d, "record-summeval.yaml");
+    let out = run_bin(d, &["run", record.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("240 comparisons (240 valid, 0 invalid, 0 failed)"),
+        "{}",
+        text(&out)
+    );
+    let frozen = shipped_config(d, "frozen-summeval.yaml");
+    let t = std::fs::read_to_string(&frozen).unwrap().replace("../runs/summeval-record/", "out/summeval-record/");
+    std::fs::write(&frozen, t).unwrap();
+    let out = run_bin(d, &["simulate", frozen.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let summary = std::fs::read_to_string(d.join("out/sweeps/frozen-summeval/summary.md")).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/replay.md")).unwrap();
+    let section = &doc[doc.find("## The frozen protocol").unwrap()..doc.find("## Which judge to pay for").unwrap()];
+    let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| ") && l.contains("bias_aware")).collect();
+    assert_eq!(rows.len(), 34);
+    for r in rows {
+        assert!(summary.contains(r), "docs/replay.md row not in summary.md: {r}\n{summary}");
+    }
+}

@@ -62,7 +62,8 @@ pub struct Context<'a> {
     pub k: usize,
     /// Ordered pairs (a, b) already queried (or in flight).
     pub queried: &'a HashSet<(usize, usize)>,
-    /// Orders mode.
+    /// Whether a strategy picks unordered pairs and queries both orders, or ordered pairs one by
+    /// one (config key `acquisition.orders`).
     pub orders: Orders,
     /// Run seed (for the round-robin shuffle, which is fixed for the whole run).
     pub seed: u64,

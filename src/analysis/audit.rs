@@ -66,7 +66,7 @@ pub enum Winner {
     X,
     /// Y wins.
     Y,
-    /// Neither.
+    /// Neither wins: a tie (outcome y = 0.5, or an order-averaged margin of 0).
     Tie,
 }
 
@@ -595,7 +595,7 @@ pub struct SideSummary {
     pub id: String,
     /// Gold quality.
     pub quality: Option<f64>,
-    /// Words.
+    /// Length of this side's answer in words (its `words` field, else the whitespace word count).
     pub words: f64,
     /// Rendering name.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -688,7 +688,7 @@ pub struct AveragingResult {
 pub struct Excluded {
     /// Pair id.
     pub id: String,
-    /// Why.
+    /// Which order lacks a verdict and why, e.g. `X first: no verdict`.
     pub reason: String,
 }
 

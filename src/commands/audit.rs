@@ -49,13 +49,13 @@ use std::sync::Arc;
 /// Errors of the audit command.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    /// The config file.
+    /// The audit config file could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// A line of the pairs file.
     #[error("pairs file {path}:{line}: {msg}")]
     Pairs {
-        /// File.
+        /// The pairs file (JSONL of probe pairs) holding the bad line.
         path: PathBuf,
         /// 1-based line.
         line: usize,
@@ -65,12 +65,12 @@ pub enum AuditError {
     /// Output files.
     #[error("{path}: {source}")]
     Io {
-        /// File.
+        /// The file that could not be read or written (a pool or pairs file, audit.json, audit.md, …).
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
-    /// The verdict log.
+    /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
     /// Another process audits into the same folder.
@@ -102,7 +102,7 @@ pub enum AuditError {
         /// The item shown first.
         first: String,
     },
-    /// A plot.
+    /// Drawing flip_vs_accuracy.svg failed (plotters' error).
     #[error(transparent)]
     Plot(#[from] crate::report::plots::PlotError),
     /// Queries failed and no pair has both verdicts.

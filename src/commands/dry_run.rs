@@ -6,7 +6,6 @@
 //! guarantee); "at most" the cheapest first. The worst case of a query is what the runner
 //! reserves before sending it ([`Judge::worst_case_usd`]).
 
-use crate::acquire::Context;
 use crate::judge::Judge;
 use crate::model::summary::{build_design, fit_and_summarise};
 use crate::run::queries::{RunQueries, next_picks};
@@ -111,18 +110,7 @@ fn first_pick(
     let prior = cfg.raw.model.prior();
     let (summary, _, post) =
         fit_and_summarise(pool, &cfg.covariates, &design, &prior, cfg.raw.k, acq.mc_draws, None, &mut mc_rng).ok()?;
-    let ctx = Context {
-        item_base: &pool.item_base,
-        x: &cfg.covariates.x,
-        m: pool.n_bases(),
-        p: cfg.covariates.p(),
-        post: &post,
-        membership: &summary.membership,
-        k: cfg.raw.k,
-        queried: asked,
-        orders: acq.orders,
-        seed: acq.seed,
-    };
+    let ctx = crate::run::queries::acquisition_context(cfg, &post, &summary.membership, asked);
     let mut rng = crate::rng::stream(acq.seed, "acquire", asked.len() as u64);
     // The runner's batch size; with no comparison left, the query it would send next.
     let r = acq.refit_every.min(comparisons_left).max(1);
@@ -155,12 +143,21 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
         ));
     }
     let b = &cfg.raw.budget;
-    s.push_str(&format!(
-        "budget: max_comparisons {}, max_usd {}\n",
-        b.max_comparisons.map_or("none".into(), |m| m.to_string()),
-        b.max_usd.map_or("none".into(), |m| format!("${m}"))
-    ));
-    if d.allowed_at_least == d.allowed_at_most {
+    if b.unlimited {
+        s.push_str("budget: unlimited\n");
+    } else {
+        s.push_str(&format!(
+            "budget: max_comparisons {}, max_usd {}\n",
+            b.max_comparisons.map_or("none".into(), |m| m.to_string()),
+            b.max_usd.map_or("none".into(), |m| format!("${m}"))
+        ));
+    }
+    if b.max_comparisons.is_none() && b.max_usd.is_none() {
+        s.push_str(&format!(
+            "queries the budget allows: all {} ordered pairs not yet judged (no limit)\n",
+            d.allowed_at_least
+        ));
+    } else if d.allowed_at_least == d.allowed_at_most {
         s.push_str(&format!("queries the budget allows: {}\n", d.allowed_at_least));
     } else {
         s.push_str(&format!(
@@ -170,7 +167,11 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
     }
     s.push_str(&format!("worst-case cost of this run: ${:.6}\n", d.worst_total_usd));
     if b.max_usd.is_none() && judge.has_price() {
-        s.push_str("note: no budget.max_usd is set; only max_comparisons bounds the spend\n");
+        s.push_str(if b.max_comparisons.is_some() {
+            "note: no budget.max_usd is set; only max_comparisons bounds the spend\n"
+        } else {
+            "note: no budget is set: only the pool's unjudged pairs bound the spend (the worst case above)\n"
+        });
     }
     s
 }

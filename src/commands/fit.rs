@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 /// Output of `fit --out`.
 #[derive(Debug, Serialize)]
 pub struct FitOutput {
-    /// Pool id.
+    /// The `pool_id` of the fitted pool.
     pub pool_id: String,
-    /// Model kind.
+    /// The model fitted: `naive` (θ and κ) or `bias_aware` (θ, bias coefficients c, κ).
     pub model: ModelKind,
-    /// k.
+    /// k: the top-k size of the reported membership π and top-k set.
     pub k: usize,
     /// Valid verdicts fitted.
     pub comparisons: usize,
@@ -81,7 +81,7 @@ pub struct FitOutput {
 /// Errors of `fit`.
 #[derive(Debug, thiserror::Error)]
 pub enum FitCmdError {
-    /// Pool problems.
+    /// The pool file could not be read, has no pool with the id, or breaks a rule.
     #[error(transparent)]
     Pool(#[from] pool::PoolError),
     /// Reading a run folder (boxed: the error names files and config fields).
@@ -90,7 +90,7 @@ pub enum FitCmdError {
     /// Bad verdicts or arguments (the message names file and line, or the flag).
     #[error("{0}")]
     Invalid(String),
-    /// Fit failure.
+    /// The Bradley–Terry MAP fit failed (Newton did not converge, or the Hessian is not positive definite).
     #[error(transparent)]
     Fit(#[from] crate::model::FitError),
 }
@@ -111,9 +111,9 @@ pub struct FitArgs<'a> {
     pub pool_id: Option<&'a str>,
     /// Judge to select.
     pub judge: Option<&'a str>,
-    /// Model.
+    /// `--model`: `naive` (θ and κ) or `bias_aware` (θ, bias coefficients c, κ).
     pub model: Option<ModelKind>,
-    /// k.
+    /// `--k`: the top-k size (1 ≤ k < M bases).
     pub k: Option<usize>,
     /// Which ranking to report.
     pub report_ranking: Option<ReportRanking>,
@@ -125,7 +125,7 @@ pub struct FitArgs<'a> {
     pub draws: Option<usize>,
     /// Weight of a strong-preference verdict's likelihood term (1 = like any verdict).
     pub strong_preference_weight: Option<f64>,
-    /// Seed.
+    /// `--seed`: seed of the Monte-Carlo draws from the Laplace posterior (top-k membership π).
     pub seed: Option<u64>,
 }
 
@@ -309,6 +309,16 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
                 mine.push(l);
             }
         }
+    }
+    // Every record is of another pool, and the pool was picked by default (the file's first):
+    // the user meant another pool, so say which instead of fitting nothing.
+    if mine.is_empty() && !other_pools.is_empty() && run.is_none() && args.pool_id.is_none() {
+        return Err(FitCmdError::Invalid(format!(
+            "{vpath}: none of its records is for pool {:?} (the first pool of {}, used without --pool-id); its records are for {}: choose one with --pool-id",
+            pool.pool_id,
+            args.pool_file.display(),
+            other_pools.iter().map(|(p, c)| format!("{p:?} ({c})")).collect::<Vec<_>>().join(", ")
+        )));
     }
     if !other_pools.is_empty() {
         let n: usize = other_pools.values().sum();

@@ -16,7 +16,7 @@ use std::path::Path;
 /// Errors of the `run` command, each with its cause.
 #[derive(Debug, thiserror::Error)]
 pub enum RunCommandError {
-    /// The config file.
+    /// The run config could not be read or is invalid (file, line/column or key, found vs expected).
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The judge cannot be built (the message names the config key).

@@ -13,33 +13,33 @@ use std::path::{Path, PathBuf};
 /// Errors of `profile`, `gate` and `run --gate`.
 #[derive(Debug, thiserror::Error)]
 pub enum IdentError {
-    /// The config.
+    /// The run's config.yaml could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// The verdict log.
+    /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
     /// Another process works in the run folder (the gate stores paid verdicts there).
     #[error(transparent)]
     Lock(#[from] crate::store::lock::LockError),
-    /// A fit.
+    /// The Bradley–Terry MAP fit failed (Newton did not converge, or the Hessian is not positive definite).
     #[error(transparent)]
     Fit(#[from] FitError),
-    /// The pool's covariates.
+    /// Building the bias-aware covariates from the pool failed (`model.covariates` or the pool's defaults).
     #[error(transparent)]
     Pool(#[from] PoolError),
     /// Reading or writing a file.
     #[error("{path}: {source}")]
     Io {
-        /// File.
+        /// The run-folder file that could not be read or written.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// A file that is not what was expected (names file, line and the expected form).
     #[error("{path}:{line}: {msg}")]
     Parse {
-        /// File.
+        /// The file that does not have the expected form.
         path: PathBuf,
         /// 1-based line (0 = whole file).
         line: usize,
@@ -56,7 +56,7 @@ pub enum IdentError {
         a: String,
         /// Second-shown item id.
         b: String,
-        /// Cause.
+        /// The trusted judge's failure (HTTP status, timeout, unparseable reply, …).
         source: JudgeError,
     },
 }
@@ -114,8 +114,8 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
 /// A run folder's config.yaml as older versions wrote it: paths relative to the directory the
 /// run was started from.
 fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
-    let mut raw: RawConfig =
-        crate::store::yaml::from_str(text).map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+    let mut raw: RawConfig = crate::store::yaml::from_file_text(text, path)
+        .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
     let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
     if raw.pool.synthetic.is_none() {
         raw.pool.file = cwd.join(&raw.pool.file);

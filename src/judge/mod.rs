@@ -163,7 +163,8 @@ pub enum JudgeError {
         a: String,
         /// Second-shown item id.
         b: String,
-        /// Why.
+        /// Why the query cannot be sent (e.g. the rendered prompt, in tokens, exceeds the model's
+        /// context).
         message: String,
     },
     /// No verdict exists for this query and asking again will not make one (a replay judge's

@@ -64,9 +64,9 @@ pub enum ReplayError {
     /// The file could not be read.
     #[error("cannot read recording {path}: {msg}")]
     Io {
-        /// File.
+        /// The recording (a verdicts JSONL file, docs/replay.md) that could not be read.
         path: PathBuf,
-        /// Cause.
+        /// The operating system's I/O error, as text.
         msg: String,
     },
     /// A line that is not a recorded verdict.
@@ -74,7 +74,7 @@ pub enum ReplayError {
         "{path}:{line}: {msg}; expected {{\"pool_id\", \"a\": item shown first, \"b\": item shown second, \"y\": 0..1 or null}} with optional \"cost_usd\", \"usage\", \"judge\", \"prompting\""
     )]
     Line {
-        /// File.
+        /// The recording holding the bad line.
         path: PathBuf,
         /// 1-based line.
         line: usize,
@@ -86,7 +86,7 @@ pub enum ReplayError {
         "{path}:{line}: {query}: recorded again with another verdict (first on line {first_line}); a recording holds one verdict per ordered pair"
     )]
     Duplicate {
-        /// File.
+        /// The recording that holds the ordered pair twice.
         path: PathBuf,
         /// 1-based line of the second record.
         line: usize,

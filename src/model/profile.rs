@@ -91,7 +91,7 @@ pub struct Profile {
     pub range_nats: f64,
     /// The grid value with the largest ℓ_p.
     pub argmax_c: f64,
-    /// Verdict from the range.
+    /// Identified when `range_nats` ≥ 1e-3 nats, else prior-selected (docs/model.md §5).
     pub verdict: IdentVerdict,
 }
 

@@ -26,18 +26,18 @@ pub enum CompareError {
     /// A run file could not be read.
     #[error("{path}: {msg}")]
     Read {
-        /// The file concerned.
+        /// The run file (result.json or another file of the run folder) that could not be read.
         path: PathBuf,
-        /// What went wrong.
+        /// Why it could not be read: the I/O or JSON error, as text.
         msg: String,
     },
-    /// The verdict log.
+    /// Reading a run's verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
     /// Runs that cannot be compared.
     #[error("{0}")]
     Mismatch(String),
-    /// A plot.
+    /// Drawing an SVG plot failed (plotters' error).
     #[error(transparent)]
     Plot(#[from] plots::PlotError),
 }
@@ -45,7 +45,7 @@ pub enum CompareError {
 /// A run folder as written by `topk-judge run`.
 #[derive(Debug, Clone)]
 pub struct RunDir {
-    /// The folder.
+    /// The run folder (`<out_dir>/<name>`) holding result.json and verdicts.jsonl.
     pub dir: PathBuf,
     /// result.json.
     pub result: RunResult,
@@ -208,9 +208,9 @@ pub fn recall_curve(run: &RunDir, target: &[String]) -> Vec<(f64, usize, f64)> {
 /// One run's line of the comparison.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CompareRow {
-    /// Run label.
+    /// The run's `name`, or its folder name when the result has none.
     pub run: String,
-    /// Judge description.
+    /// The judge's `describe()` text as stored in the run's result.json.
     pub judge: String,
     /// Spend (USD).
     pub spend_usd: f64,
@@ -222,7 +222,8 @@ pub struct CompareRow {
     pub recall: Option<f64>,
     /// Point top-k (base ids).
     pub topk: Vec<String>,
-    /// Position flips.
+    /// Position flips: pairs with both orders valid whose two verdicts favour the same slot, so the
+    /// winner follows the position, not the item.
     pub flips: usize,
     /// Pairs with both orders valid.
     pub both_order_pairs: usize,
@@ -235,13 +236,13 @@ pub struct CompareRow {
 /// The whole comparison.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Comparison {
-    /// Pool id.
+    /// The `pool_id` all compared runs share.
     pub pool_id: String,
     /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
     /// What recall is measured against: "gold" or `"reference <label>"` (None: no target).
     pub target: Option<String>,
-    /// The target top-k.
+    /// The base ids of the target top-k (gold or the reference run's), best first.
     pub target_topk: Option<Vec<String>>,
     /// One row per run.
     pub rows: Vec<CompareRow>,

@@ -181,7 +181,7 @@ pub struct JudgeComparisonRow {
 pub struct JudgeComparison {
     /// The pools, sorted.
     pub pools: Vec<String>,
-    /// k.
+    /// k: the top-k size every compared run used (they must agree; recall@k is at this k).
     pub k: usize,
     /// `gold` or `reference judge NAME` (None: no target).
     pub target: Option<String>,

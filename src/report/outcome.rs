@@ -131,15 +131,15 @@ pub fn graph_of(pool: &Pool, verdicts: &[ItemVerdict]) -> ComparisonGraph {
 
 /// Everything a fitted result needs to say what it reports.
 pub struct Inputs<'a> {
-    /// The pool.
+    /// The pool the verdicts are on: its N items, M bases and ids.
     pub pool: &'a Pool,
     /// The model's covariates.
     pub cov: &'a Covariates,
-    /// k.
+    /// k: how many bases the reported top-k holds (config key `k`, 1 ≤ k < M).
     pub k: usize,
-    /// Model kind.
+    /// The model fitted: `naive` (θ and κ) or `bias_aware` (θ, bias coefficients c, κ).
     pub model: ModelKind,
-    /// The fit.
+    /// The MAP fit and its Laplace posterior summary (θ in logits, sds, top-k membership π).
     pub summary: &'a FitSummary,
     /// Its apparent quality.
     pub apparent: &'a Apparent,

@@ -19,7 +19,7 @@ use std::fmt::Write;
 /// The identifiability verdict of one bias coefficient, as reported.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct IdentRow {
-    /// Covariate name.
+    /// Name of the covariate x_j whose bias coefficient c_j the row is about (e.g. `words`).
     pub covariate: String,
     /// ĉ (logits per covariate unit).
     pub c: f64,
@@ -29,7 +29,8 @@ pub struct IdentRow {
     pub range_nats: Option<f64>,
     /// Whether the comparisons inform c (range ≥ 1e-3 nats).
     pub identified: bool,
-    /// The verdict in words.
+    /// The stored verdict in words with what it means for the ranking, or why there is none (no
+    /// variation in the pool, not computed).
     pub verdict: String,
 }
 

@@ -40,7 +40,7 @@ pub struct LineChart {
     pub x_label: String,
     /// y-axis description.
     pub y_label: String,
-    /// The lines.
+    /// The lines to draw, one legend entry each.
     pub series: Vec<Series>,
     /// Dashed horizontal reference lines at these y.
     pub hlines: Vec<f64>,

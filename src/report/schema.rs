@@ -46,24 +46,24 @@ pub struct QuarantinedPair {
     pub b: String,
     /// Failed queries of this pair (both orders).
     pub failed_queries: u32,
-    /// The last error.
+    /// The judge's error on the pair's last failed query (HTTP status, timeout, parse failure, …).
     pub last_error: String,
 }
 
 /// result.json.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
-    /// Run name.
+    /// The run's `name` from the config; the run folder is `<out_dir>/<name>`.
     pub name: String,
-    /// Pool id.
+    /// The `pool_id` of the ranked pool.
     pub pool_id: String,
     /// k: the size of the top set that recall and membership refer to.
     pub k: usize,
-    /// Model kind.
+    /// The model fitted: `naive` (θ and κ) or `bias_aware` (θ, bias coefficients c, κ).
     pub model: ModelKind,
-    /// Judge description.
+    /// The judge's `describe()` text, e.g. `openai MODEL @ BASE_URL (prompt FILE)`; never secrets.
     pub judge: String,
-    /// Acquisition strategy.
+    /// The acquisition strategy that chose the queries (config key `acquisition.strategy`).
     pub strategy: acquire::StrategyKind,
     /// Why the run stopped.
     pub stop_reason: StopReason,

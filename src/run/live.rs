@@ -19,7 +19,6 @@
 
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
-use crate::acquire::Context;
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
@@ -46,12 +45,12 @@ pub enum RunError {
     /// Output files.
     #[error("{path}: {source}")]
     Io {
-        /// File.
+        /// The run-folder file (result.json, report, config copy, …) that could not be written.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
-    /// The verdict log.
+    /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
     /// The run folder's books (verdicts, paid failures, intents).
@@ -63,7 +62,7 @@ pub enum RunError {
     /// The Ctrl-C / SIGTERM handlers could not be installed.
     #[error("installing the Ctrl-C and SIGTERM handlers: {0}")]
     Signals(std::io::Error),
-    /// The fit.
+    /// The Bradley–Terry MAP fit failed (Newton did not converge, or the Hessian is not positive definite).
     #[error(transparent)]
     Fit(#[from] FitError),
     /// The judge failed (endpoint not reachable, the same endpoint-wide error again, or rounds
@@ -297,18 +296,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             break (summary, StopReason::MaxInvalidRate);
         }
         let r = (acq.refit_every as u64).min(budget.comparisons_left()) as usize;
-        let ctx = Context {
-            item_base: &pool.item_base,
-            x: &cfg.covariates.x,
-            m: pool.n_bases(),
-            p: cfg.covariates.p(),
-            post: &post,
-            membership: &summary.membership,
-            k,
-            queried: &queried,
-            orders: acq.orders,
-            seed: acq.seed,
-        };
+        let ctx = super::queries::acquisition_context(cfg, &post, &summary.membership, &queried);
         let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
         // Paired design (docs/model.md §6): every within-base query first, then Algorithm 1.
         // A pair left with one order (e.g. after a crash) gets its other order first.
@@ -553,7 +541,22 @@ fn build_result(
             s,
         ),
     };
-    let one_query = verdicts.is_empty().then(|| crate::report::outcome::one_query_text(pool, judge));
+    // Why nothing was compared: the budget (then what one query needs from it), or the judge's
+    // replies (invalid or failed queries), or no pair left to ask.
+    let one_query = verdicts.is_empty().then(|| {
+        let invalid = stored.len();
+        if invalid > 0 || failed > 0 {
+            format!(
+                "the judge gave no valid verdict ({invalid} invalid, {failed} failed quer{}: see invalid_by_reason in result.json and failed.jsonl), so the budget is not what is missing",
+                if failed == 1 { "y" } else { "ies" }
+            )
+        } else if matches!(stop, StopReason::MaxComparisons | StopReason::MaxUsd) {
+            crate::report::outcome::one_query_text(pool, judge)
+        } else {
+            let why = serde_json::to_value(stop).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+            format!("no query was answered before the run stopped ({why}), so the budget is not what is missing")
+        }
+    });
     let mut out = crate::report::outcome::outcome(&crate::report::outcome::Inputs {
         pool,
         cov: &cfg.covariates,

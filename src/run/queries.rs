@@ -12,6 +12,7 @@
 use crate::acquire::{self, Context};
 use crate::analysis::design::{self, DesignKind};
 use crate::judge::Judge;
+use crate::model::laplace::Posterior;
 use crate::model::summary::ItemVerdict;
 use crate::rng::ChaCha8Rng;
 use crate::store::config::Config;
@@ -88,6 +89,29 @@ pub fn ordered_pairs(pool: &Pool, design: DesignKind) -> Vec<(usize, usize)> {
         .flat_map(|a| (0..n).map(move |b| (a, b)))
         .filter(|&(a, b)| a != b && (paired || pool.item_base[a] != pool.item_base[b]))
         .collect()
+}
+
+/// The acquisition rule's view of a run at one refit: the pool's bases and covariates from
+/// `cfg`, the Laplace posterior `post` and top-k membership π (length M) of the current MAP,
+/// and every ordered pair already asked, skipped or set aside (`queried`).
+pub fn acquisition_context<'a>(
+    cfg: &'a Config,
+    post: &'a Posterior,
+    membership: &'a [f64],
+    queried: &'a HashSet<(usize, usize)>,
+) -> Context<'a> {
+    Context {
+        item_base: &cfg.pool.item_base,
+        x: &cfg.covariates.x,
+        m: cfg.pool.n_bases(),
+        p: cfg.covariates.p(),
+        post,
+        membership,
+        k: cfg.raw.k,
+        queried,
+        orders: cfg.raw.acquisition.orders,
+        seed: cfg.raw.acquisition.seed,
+    }
 }
 
 /// The next (at most `r`) ordered pairs to send, as Algorithm 1 picks them: a missing other

@@ -94,7 +94,7 @@ pub enum SimError {
         model: ModelKind,
         /// Verdicts at the failing fit.
         comparisons: usize,
-        /// What went wrong.
+        /// Why the Bradley–Terry MAP fit failed (e.g. the Newton iteration did not converge).
         source: FitError,
     },
 }

@@ -25,7 +25,7 @@ pub enum BooksError {
     /// The verdict log or failed.jsonl.
     #[error(transparent)]
     Ledger(#[from] CacheError),
-    /// The intent log.
+    /// Reading or appending the intent log (intents.jsonl: paid queries in flight) failed.
     #[error(transparent)]
     Intents(#[from] IntentError),
 }

@@ -17,15 +17,15 @@ pub enum ConfigError {
     /// The file could not be read.
     #[error("cannot read config {path}: {source}")]
     Io {
-        /// File.
+        /// The config file that could not be read.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// YAML syntax, an unknown key or a wrong type (the message names line and column).
     #[error("{path}: {msg}")]
     Yaml {
-        /// File.
+        /// The config file that is not valid YAML or has an unknown key or wrong type.
         path: PathBuf,
         /// Parser message with line/column.
         msg: String,
@@ -33,7 +33,7 @@ pub enum ConfigError {
     /// A value breaks a rule.
     #[error("{path}: {key}: {msg}")]
     Invalid {
-        /// File.
+        /// The config file holding the bad value.
         path: PathBuf,
         /// Key path, e.g. `model.lambda_b`.
         key: String,
@@ -47,7 +47,7 @@ pub enum ConfigError {
         path: PathBuf,
         /// Pool file.
         pool_file: PathBuf,
-        /// Cause.
+        /// What is wrong with the pool file (unreadable, bad line, duplicate id, …).
         source: PoolError,
     },
 }
@@ -291,13 +291,15 @@ pub struct RawConfig {
     pub k: usize,
     /// The judge.
     pub judge: JudgeConfig,
-    /// The model.
+    /// The `model` block: kind, covariates, prior precisions λ_θ, λ_b, λ_κ and the
+    /// strong-preference weight (docs/model.md §2).
     #[serde(default)]
     pub model: ModelConfig,
-    /// Acquisition.
+    /// The `acquisition` block: strategy, orders, refit cadence, batch size, seed and Monte-Carlo
+    /// draws of the top-k acquisition (docs/model.md §3).
     #[serde(default)]
     pub acquisition: AcquisitionConfig,
-    /// Budget.
+    /// The `budget` block: `max_comparisons`, `max_usd` (USD) or `unlimited`; the run stops at the first limit.
     #[serde(default, deserialize_with = "de_budget")]
     pub budget: BudgetConfig,
     /// Which ranking the result reports: `auto` (default; the bias-corrected one only when the
@@ -332,7 +334,7 @@ pub struct Config {
     pub path: PathBuf,
     /// `<out_dir>/<name>`.
     pub run_dir: PathBuf,
-    /// The pool.
+    /// The pool named by `pool` in the config, loaded and validated (N items, M bases).
     pub pool: Pool,
     /// Covariates of the model (empty for the naive model).
     pub covariates: Covariates,

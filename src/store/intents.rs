@@ -43,9 +43,9 @@ pub enum IntentError {
     /// I/O on the intent log.
     #[error("intent log {path}: {source}")]
     Io {
-        /// The file.
+        /// The intent log (intents.jsonl in the run folder) that could not be read or written.
         path: PathBuf,
-        /// The cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// A complete line that is neither an intent nor a closing line.
@@ -53,7 +53,7 @@ pub enum IntentError {
         "{path}:{line}: {msg}; expected an intent {{\"intent\", \"key\", \"a\", \"b\", \"attempt\", \"reserved_usd\"}} or a closing line {{\"closed\", \"key\", \"possibly_billed\", \"cost_usd\"}}"
     )]
     Parse {
-        /// The file.
+        /// The intent log holding the bad line.
         path: PathBuf,
         /// 1-based line number.
         line: usize,
@@ -93,7 +93,8 @@ pub struct Closure {
     pub possibly_billed: bool,
     /// USD booked: the reserved worst case when possibly billed, else 0.
     pub cost_usd: f64,
-    /// Why.
+    /// Why the intent closed without a verdict: the judge's error, or that the process ended
+    /// while the request was in flight.
     #[serde(default)]
     pub reason: String,
     /// Unix time (seconds) when written.

@@ -20,19 +20,19 @@ pub enum CacheError {
     /// I/O on the log file.
     #[error("verdict log {path}: {source}")]
     Io {
-        /// File.
+        /// The verdict log (verdicts.jsonl) that could not be read or written.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// A complete line that is not a verdict record.
     #[error("{path}:{line}: not a verdict record ({msg}); expected a JSON object with at least \"a\", \"b\" and \"y\"")]
     Parse {
-        /// File.
+        /// The verdict log holding the bad line.
         path: PathBuf,
         /// 1-based line.
         line: usize,
-        /// Cause.
+        /// What is wrong with the line (the JSON parser's message, or the missing field).
         msg: String,
     },
 }
@@ -43,7 +43,7 @@ pub struct VerdictRecord {
     /// Cache key (hash of judge configuration, prompt and texts); empty for imported verdicts.
     #[serde(default)]
     pub key: String,
-    /// Pool id.
+    /// The `pool_id` of the pool the two items belong to.
     #[serde(default)]
     pub pool_id: String,
     /// Item shown first (slot A).
@@ -55,13 +55,13 @@ pub struct VerdictRecord {
     /// Why the verdict is invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
-    /// Judge description.
+    /// The judge's `describe()` text, e.g. `openai MODEL @ BASE_URL (prompt FILE)`; never secrets.
     #[serde(default)]
     pub judge: String,
     /// Raw reply text (live judges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
-    /// Tokens used.
+    /// Prompt and completion tokens the query used (live judges).
     #[serde(default)]
     pub usage: Usage,
     /// Cost in USD.
@@ -136,7 +136,7 @@ pub struct VerdictLog {
 pub struct Duplicate {
     /// 1-based line of the duplicate.
     pub line: usize,
-    /// The record.
+    /// The duplicate record as read (kept out of the fit; its cost still counts as spent).
     pub record: VerdictRecord,
 }
 

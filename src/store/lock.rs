@@ -39,7 +39,7 @@ pub enum LockError {
     Io {
         /// The lock file.
         path: PathBuf,
-        /// The cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
 }

@@ -20,9 +20,9 @@ pub enum PoolError {
     /// The pool file could not be read.
     #[error("cannot read pool file {path}: {source}")]
     Io {
-        /// File path.
+        /// The pool file (JSONL) that could not be read.
         path: PathBuf,
-        /// Underlying error.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// A line is not valid UTF-8 or not a valid pool object.
@@ -30,17 +30,17 @@ pub enum PoolError {
         "{path}:{line}: not a valid pool ({msg}); expected {{\"pool_id\", \"task\", \"items\": [{{\"id\", \"text\", ...}}]}}"
     )]
     Parse {
-        /// File path.
+        /// The pool file holding the bad line.
         path: PathBuf,
         /// 1-based line number.
         line: usize,
-        /// What went wrong.
+        /// Why the line is not a pool: the UTF-8 or JSON parser's message.
         msg: String,
     },
     /// No pool with the requested id.
     #[error("{path}: no pool with pool_id {id:?} (the file has {available})")]
     NotFound {
-        /// File path.
+        /// The pool file that was searched for the requested `pool_id`.
         path: PathBuf,
         /// Requested id.
         id: String,

@@ -343,9 +343,9 @@ pub struct FrozenRow {
     pub pool: String,
     /// Acquisition seed.
     pub seed: u64,
-    /// Strategy.
+    /// The acquisition strategy that chose the comparisons of this row.
     pub strategy: StrategyKind,
-    /// Model.
+    /// The model fitted to rank: `naive` (θ and κ) or `bias_aware` (θ, bias coefficients c, κ).
     pub model: ModelKind,
     /// Budget asked for.
     pub budget: Budget,
@@ -491,11 +491,11 @@ fn job(
 /// Mean ± se of one strategy × model × budget over pools × seeds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrozenCell {
-    /// Strategy.
+    /// The acquisition strategy the cell averages.
     pub strategy: StrategyKind,
-    /// Model.
+    /// The model fitted: `naive` or `bias_aware`.
     pub model: ModelKind,
-    /// Budget.
+    /// The budget asked for: a number of comparisons, or `all` ordered pairs of the pool.
     pub budget: Budget,
     /// Comparisons made.
     pub comparisons: MeanSe,
@@ -508,9 +508,9 @@ pub struct FrozenCell {
 /// Paired difference recall(a) − recall(b) over the same pools and seeds (a = the first strategy).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairedDiff {
-    /// Model.
+    /// The model both strategies were fitted with: `naive` or `bias_aware`.
     pub model: ModelKind,
-    /// Budget.
+    /// The budget both strategies had: a number of comparisons, or `all` ordered pairs.
     pub budget: Budget,
     /// First strategy.
     pub a: StrategyKind,
@@ -529,15 +529,15 @@ pub struct PairedDiff {
 /// summary.json of a frozen protocol.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrozenSummary {
-    /// Name.
+    /// The protocol's `name` from its YAML file; the outputs are in `<out_dir>/<name>/`.
     pub name: String,
     /// The recorded judge.
     pub judge: String,
-    /// Pools.
+    /// Number of recorded pools the protocol replayed.
     pub pools: usize,
-    /// Seeds.
+    /// The acquisition seeds each pool was replayed with.
     pub seeds: Vec<u64>,
-    /// k.
+    /// k: the top-k size recall@k is measured at.
     pub k: usize,
     /// One per strategy × model × budget.
     pub cells: Vec<FrozenCell>,

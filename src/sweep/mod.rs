@@ -64,21 +64,21 @@ pub enum SweepError {
         pool: String,
         /// Acquisition seed.
         seed: u64,
-        /// Strategy.
+        /// The acquisition strategy of the failing replay (`topk`, `d_optimal`, `random`, …).
         strategy: String,
-        /// Model.
+        /// The model being fitted: `naive` (θ and κ) or `bias_aware` (θ, c and κ).
         model: String,
         /// Valid verdicts at the failing fit.
         comparisons: usize,
-        /// Cause.
+        /// Why the Bradley–Terry MAP fit failed (e.g. the Newton iteration did not converge).
         source: crate::model::FitError,
     },
     /// Writing an output.
     #[error("{path}: {msg}")]
     Write {
-        /// The file concerned.
+        /// The output file (rows.csv, summary.json, a plot, …) that could not be written.
         path: PathBuf,
-        /// What went wrong.
+        /// The I/O or serialisation error, as text.
         msg: String,
     },
 }
@@ -300,7 +300,7 @@ pub struct RawSweep {
 pub struct Sweep {
     /// As written (deduplicated, sorted budgets).
     pub raw: RawSweep,
-    /// The sweep file.
+    /// The sweep's YAML file; relative paths in it are resolved against its folder.
     pub path: PathBuf,
     /// `<out_dir>/<name>`.
     pub out_dir: PathBuf,
@@ -437,7 +437,7 @@ impl Sweep {
 /// One cell of the pool grid.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
-    /// Bases per pool.
+    /// Number of bases M per synthetic pool.
     pub n: usize,
     /// corr(θ, x).
     pub rho: f64,
@@ -447,7 +447,7 @@ pub struct Cell {
     pub kappa_star: f64,
     /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
-    /// Paired design.
+    /// Whether each base has two renderings sharing θ, asked within-base first (docs/model.md §6).
     pub paired: bool,
 }
 
@@ -473,7 +473,7 @@ pub struct Row {
     pub cell: usize,
     /// Replicate index within the cell.
     pub pool: usize,
-    /// Pool seed.
+    /// Seed of the synthetic pool (replicate) this row was run on.
     pub seed: u64,
     /// Number of bases M in the pool.
     pub n: usize,
@@ -485,7 +485,7 @@ pub struct Row {
     pub kappa_star: f64,
     /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
-    /// Paired design.
+    /// Whether the pool uses the paired rendering design (docs/model.md §6).
     pub paired: bool,
     /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,

@@ -86,9 +86,9 @@ pub struct BenefitStats {
     pub strategy: StrategyKind,
     /// Budget of the checkpoint, in comparisons (verdicts).
     pub budget: Budget,
-    /// Naive recall.
+    /// Recall@k of the naive model (θ and κ only, ranking by apparent quality φ).
     pub naive: MeanSe,
-    /// Bias-aware recall.
+    /// Recall@k of the bias-aware model (θ, bias coefficients c and κ).
     pub bias_aware: MeanSe,
     /// Bias-aware − naive, paired by pool.
     pub benefit: MeanSe,
@@ -97,7 +97,7 @@ pub struct BenefitStats {
 /// The correction benefit as a function of ρ for one setting of everything else.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Crossing {
-    /// Bases per pool.
+    /// Number of bases M per synthetic pool.
     pub n: usize,
     /// True c*.
     pub c_star: f64,
@@ -105,7 +105,7 @@ pub struct Crossing {
     pub kappa_star: f64,
     /// Temperature of the true judge: η is divided by it (logit scale).
     pub temperature: f64,
-    /// Paired design.
+    /// Whether the pools use the paired rendering design (docs/model.md §6).
     pub paired: bool,
     /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
@@ -125,7 +125,7 @@ pub struct Crossing {
 /// topk − other recall@k at one (cell, model, budget), paired by pool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StrategyGap {
-    /// Index of the cell.
+    /// Index of the pool grid cell (order of [`Sweep::cells`]).
     pub cell_index: usize,
     /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
@@ -140,7 +140,7 @@ pub struct StrategyGap {
 /// A strategy's boundary shares relative to round_robin's at one (cell, model, budget).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BoundaryRatio {
-    /// Index of the cell.
+    /// Index of the pool grid cell (order of [`Sweep::cells`]).
     pub cell_index: usize,
     /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
@@ -159,7 +159,7 @@ pub struct BoundaryRatio {
 /// Mean queries per pool involving the base of each gold rank.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankStats {
-    /// Index of the cell.
+    /// Index of the pool grid cell (order of [`Sweep::cells`]).
     pub cell_index: usize,
     /// The cell.
     pub cell: Cell,

@@ -27,15 +27,15 @@ pub enum PromptError {
     /// The template file could not be read.
     #[error("cannot read prompt template {path}: {source}")]
     Io {
-        /// File.
+        /// The prompt template file that could not be read.
         path: PathBuf,
-        /// Cause.
+        /// The I/O error from the operating system.
         source: std::io::Error,
     },
     /// Syntax error, undefined variable or failing filter.
     #[error("prompt template {path}: {msg}")]
     Template {
-        /// File.
+        /// The prompt template file that does not render.
         path: PathBuf,
         /// minijinja's message (with line).
         msg: String,

@@ -1,0 +1,697 @@
+//! The OpenAI-compatible judge ([`OpenAiJudge`]): one ordered query = render the prompt → wait
+//! for the rate limits and a slot → send → parse → re-ask an invalid reply → price the usage;
+//! the transport is async-openai with the project's own retry policy (module docs of
+//! [`super`]).
+
+use super::*;
+
+#[derive(Default)]
+pub(super) struct Counters {
+    pub(super) requests: AtomicU64,
+    pub(super) retries: AtomicU64,
+    pub(super) rate_limited: AtomicU64,
+    pub(super) server_errors: AtomicU64,
+    pub(super) timeouts: AtomicU64,
+    pub(super) connect_errors: AtomicU64,
+    pub(super) malformed: AtomicU64,
+    pub(super) other_errors: AtomicU64,
+    pub(super) invalid_replies: AtomicU64,
+    pub(super) reasks: AtomicU64,
+    pub(super) context_overflows: AtomicU64,
+    pub(super) usage_missing: AtomicU64,
+    pub(super) soft_verdicts: AtomicU64,
+    pub(super) rate_limit_wait_ms: AtomicU64,
+    pub(super) replies: AtomicU64,
+    pub(super) in_band_errors: AtomicU64,
+}
+
+/// The OpenAI-compatible judge.
+pub struct OpenAiJudge {
+    cfg: OpenAiConfig,
+    price: Price,
+    key: Option<Secret>,
+    /// The prompt template the queries are rendered from (`judge.openai.prompt`).
+    pub(super) template: PromptTemplate,
+    client: Client<OpenAIConfig>,
+    /// The same HTTP client, for the preflight request.
+    http: reqwest::Client,
+    limits: RateLimits,
+    /// Requests in flight: `concurrency` at most, fewer while 429s come ([`concurrency`]).
+    in_flight: InFlightLimit,
+    /// Classifies endpoint-wide failures and knows the proxy route ([`endpoint`]).
+    endpoint: Endpoint,
+    policy: RetryPolicy,
+    counters: Counters,
+    invalid_by_reason: Mutex<BTreeMap<String, u64>>,
+    soft_fallbacks: Mutex<BTreeMap<String, u64>>,
+    /// Bodies with broken text repaired by the transport (shared with it).
+    broken_text: std::sync::Arc<AtomicU64>,
+    task_limit: Mutex<HashMap<String, Option<usize>>>,
+}
+
+/// One rendered query and its context status.
+pub(super) struct Query {
+    pub(super) prompt: RenderedPrompt,
+    pub(super) over_context: bool,
+}
+
+impl OpenAiJudge {
+    /// Build the judge from a config prepared by [`prepare`], reading the key from the variable
+    /// the config names.
+    ///
+    /// # Errors
+    /// A message naming the key (unset variable, bad template, no price).
+    pub fn from_config(cfg: &OpenAiConfig) -> Result<Self, String> {
+        let key = check_key_env(cfg).map_err(|m| format!("judge.openai.api_key_env: {m}"))?;
+        Self::new(cfg.clone(), key)
+    }
+
+    /// Build the judge with an explicit key (`None`: no key; tests and keyless local servers).
+    ///
+    /// # Errors
+    /// A message naming the key.
+    pub fn new(cfg: OpenAiConfig, key: Option<Secret>) -> Result<Self, String> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let price = cfg.price_table().map_err(|(k, m)| format!("{k}: {m}"))?;
+        let template = PromptTemplate::load(&cfg.prompt).map_err(|e| format!("judge.openai.prompt: {e}"))?;
+        if let Some(k) = &key
+            && !k.expose().bytes().all(|b| (0x21..=0x7e).contains(&b))
+        {
+            return Err("judge.openai.api_key_env: the key contains characters not allowed in an HTTP header".into());
+        }
+        let timeout = Duration::from_secs_f64(cfg.timeout_s);
+        let proxies = ProxyEnv::from_env();
+        // `identity`: without an Accept-Encoding a conformant server may compress (RFC 9110
+        // §12.5.3), and this client decodes no content coding.
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::ACCEPT_ENCODING, reqwest::header::HeaderValue::from_static("identity"));
+        let http = proxies
+            .apply(reqwest::Client::builder())
+            .default_headers(headers)
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(15)))
+            .build()
+            .map_err(|e| format!("building the HTTP client: {e}"))?;
+        let oa = OpenAIConfig::new()
+            .with_api_base(cfg.base_url.trim_end_matches('/'))
+            .with_api_key(key.as_ref().map_or("", Secret::expose))
+            .with_org_id("")
+            .with_project_id("");
+        let transport_http = http.clone();
+        let broken_text = std::sync::Arc::new(AtomicU64::new(0));
+        let repairs = broken_text.clone();
+        let svc = tower::service_fn(move |f: HttpRequestFactory| {
+            let http = transport_http.clone();
+            let repairs = repairs.clone();
+            async move { transport(&http, f, &repairs).await }
+        });
+        // Client::build installs async-openai's retrying executor; with_http_service replaces it
+        // with ours (no retry layer), so only crate::judge::openai::retry retries (async-openai's default client retries on its own).
+        let client = Client::build(http.clone(), oa).with_http_service(svc);
+        Ok(Self {
+            limits: RateLimits::new(cfg.requests_per_minute, cfg.tokens_per_minute),
+            in_flight: InFlightLimit::new(cfg.concurrency),
+            endpoint: Endpoint::new(&cfg, key.is_some(), &proxies),
+            http,
+            policy: cfg.retry_policy(),
+            price,
+            key,
+            template,
+            client,
+            counters: Counters::default(),
+            invalid_by_reason: Mutex::new(BTreeMap::new()),
+            soft_fallbacks: Mutex::new(BTreeMap::new()),
+            broken_text,
+            task_limit: Mutex::new(HashMap::new()),
+            cfg,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.cfg
+    }
+
+    fn redact(&self, s: &str) -> String {
+        crate::judge::openai::secret::redact_opt(self.key.as_ref(), s)
+    }
+
+    /// Byte limit of the task text under `truncate_task` for this pool (None = no cut).
+    fn task_limit(&self, pool: &Pool) -> Option<usize> {
+        let (Some(ctx), OverflowPolicy::TruncateTask) = (self.cfg.context_tokens, self.cfg.on_context_overflow) else {
+            return None;
+        };
+        let mut cache = self.task_limit.lock().expect("not poisoned");
+        *cache.entry(pool.pool_id.clone()).or_insert_with(|| {
+            let (a, b) = longest_pair(pool);
+            let r = self.template.render("", text(pool, a), text(pool, b)).ok()?;
+            let need_rest = r.token_estimate(self.cfg.bytes_per_token) + u64::from(self.cfg.max_tokens);
+            let room_tokens = ctx.saturating_sub(need_rest);
+            let room_bytes = (room_tokens as f64 * self.cfg.bytes_per_token).floor() as usize;
+            (pool.task.len() > room_bytes).then_some(room_bytes)
+        })
+    }
+
+    /// Bytes the two answers may take together under `truncate_answers` so that the prompt's
+    /// estimate plus `max_tokens` fits `context_tokens` (`None` under other policies): with the
+    /// task and template rendered around empty answers taking B bytes and O tokens of overhead,
+    /// ⌊(context_tokens − max_tokens − O) · bytes_per_token⌋ − B.
+    fn answer_room(&self, task: &str) -> Option<usize> {
+        let (Some(ctx), OverflowPolicy::TruncateAnswers) = (self.cfg.context_tokens, self.cfg.on_context_overflow)
+        else {
+            return None;
+        };
+        let around = self.template.render(task, "", "").ok()?;
+        let overhead = around.token_bound() - around.bytes();
+        let tokens = ctx.saturating_sub(u64::from(self.cfg.max_tokens) + overhead);
+        let bytes = (tokens as f64 * self.cfg.bytes_per_token).floor() as u64;
+        Some(bytes.saturating_sub(around.bytes()) as usize)
+    }
+
+    fn render(&self, pool: &Pool, a: usize, b: usize) -> Result<Query, String> {
+        let task = match self.task_limit(pool) {
+            Some(limit) => truncate_to_bytes(&pool.task, limit, " […]"),
+            None => pool.task.clone(),
+        };
+        let cut = self.answer_room(&task).and_then(|room| fit_answers(text(pool, a), text(pool, b), room));
+        let (answer_a, answer_b) = match &cut {
+            Some((x, y)) => (x.as_str(), y.as_str()),
+            None => (text(pool, a), text(pool, b)),
+        };
+        let prompt = self.template.render(&task, answer_a, answer_b).map_err(|e| e.to_string())?;
+        let over_context = self
+            .cfg
+            .context_tokens
+            .is_some_and(|ctx| prompt.token_estimate(self.cfg.bytes_per_token) + u64::from(self.cfg.max_tokens) > ctx);
+        Ok(Query { prompt, over_context })
+    }
+
+    /// The request body for a rendered prompt (without the key, which travels in a header).
+    pub fn request_body(&self, prompt: &RenderedPrompt) -> Value {
+        let messages: Vec<Value> = prompt.messages().iter().map(|(r, c)| json!({"role": r, "content": c})).collect();
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.cfg.model));
+        body.insert("messages".into(), Value::Array(messages));
+        body.insert("stream".into(), json!(false));
+        body.insert("n".into(), json!(1));
+        match self.cfg.max_tokens_field {
+            MaxTokensField::MaxTokens => {
+                body.insert("max_tokens".into(), json!(self.cfg.max_tokens));
+            }
+            MaxTokensField::MaxCompletionTokens => {
+                body.insert("max_completion_tokens".into(), json!(self.cfg.max_tokens));
+            }
+            MaxTokensField::Both => {
+                body.insert("max_tokens".into(), json!(self.cfg.max_tokens));
+                body.insert("max_completion_tokens".into(), json!(self.cfg.max_tokens));
+            }
+        }
+        if let Some(t) = self.cfg.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if self.cfg.logprobs {
+            body.insert("logprobs".into(), json!(true));
+            body.insert("top_logprobs".into(), json!(self.cfg.top_logprobs));
+        }
+        if let Some(extra) = &self.cfg.extra_body {
+            // The tool's own fields win (config load already rejects reserved keys).
+            for (k, v) in extra {
+                if extra_body::reserved(k, self.cfg.temperature.is_some()).is_none() {
+                    body.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+        }
+        Value::Object(body)
+    }
+
+    /// Worst-case cost of one HTTP reply for a prompt (USD).
+    fn attempt_worst_usd(&self, prompt: &RenderedPrompt) -> f64 {
+        (prompt.token_bound() as f64 * self.price.input.max(self.price.cached_input)
+            + f64::from(self.cfg.max_tokens) * self.price.output)
+            / 1e6
+    }
+
+    fn count_error(&self, e: &CallError) {
+        let c = &self.counters;
+        let ctr = match e.kind {
+            CallErrorKind::RateLimited | CallErrorKind::Quota => &c.rate_limited,
+            CallErrorKind::Server | CallErrorKind::UpstreamBilled => &c.server_errors,
+            CallErrorKind::Timeout => &c.timeouts,
+            CallErrorKind::Connect | CallErrorKind::Transport => &c.connect_errors,
+            CallErrorKind::Malformed => &c.malformed,
+            CallErrorKind::ContextOverflow => &c.context_overflows,
+            _ => &c.other_errors,
+        };
+        ctr.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One HTTP call: a slot among the requests in flight, the rate limits, the request.
+    async fn call(&self, body: &Value, est_tokens: u64) -> Result<ChatReply, CallError> {
+        let slot = self.in_flight.acquire().await;
+        let waited = self.limits.acquire(est_tokens).await.map_err(|e| CallError {
+            kind: CallErrorKind::Other,
+            status: None,
+            retry_after: None,
+            message: e.to_string(),
+        })?;
+        self.counters.rate_limit_wait_ms.fetch_add(waited.as_millis() as u64, Ordering::Relaxed);
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let deadline = Duration::from_secs_f64(self.cfg.timeout_s) + Duration::from_secs(5);
+        let chat = self.client.chat();
+        let fut = chat.create_byot::<_, Value>(body.clone());
+        let res = match tokio::time::timeout(deadline, fut).await {
+            Err(_) => Err(CallError {
+                kind: CallErrorKind::Timeout,
+                status: None,
+                retry_after: None,
+                message: format!("no reply within {:.1} s", deadline.as_secs_f64()),
+            }),
+            Ok(Err(e)) => Err(call_error(e)),
+            Ok(Ok(v)) => {
+                if in_band_error(&v).is_some() {
+                    self.counters.in_band_errors.fetch_add(1, Ordering::Relaxed);
+                }
+                ChatReply::from_value(&v)
+            }
+        };
+        slot.finish(match &res {
+            Ok(_) => concurrency::Outcome::Success,
+            Err(e) if e.kind == CallErrorKind::RateLimited => concurrency::Outcome::RateLimited,
+            Err(_) => concurrency::Outcome::Other,
+        });
+        res.map_err(|mut e| {
+            e.message = self.redact(&e.message);
+            if let Some(p) = self.endpoint.proxy() {
+                e.message = format!("{} (through {p})", e.message);
+            }
+            self.count_error(&e);
+            e
+        })
+    }
+
+    /// The free request before the first query: `GET {base_url}/models` ([`endpoint`] reads
+    /// the reply). Warnings to show, or the fault that stops the run.
+    async fn check_endpoint(&self) -> Result<Vec<String>, JudgeError> {
+        let url = self.endpoint.models_url();
+        let mut req = self.http.get(&url).timeout(Duration::from_secs_f64(self.cfg.timeout_s.min(10.0)));
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k.expose());
+        }
+        let stop = |f: endpoint::EndpointFault| JudgeError::Endpoint {
+            setting: f.setting,
+            message: self.redact(&f.message),
+            cost_usd: 0.0,
+        };
+        match req.send().await {
+            Err(e) if e.is_connect() => {
+                Err(stop(self.endpoint.connect_fault(&self.redact(&reqwest_error(&e).message))))
+            }
+            Err(e) => Ok(vec![format!(
+                "{url} did not answer ({}); the first queries will tell whether the judge is there",
+                clip(&self.redact(&reqwest_error(&e).message), 200)
+            )]),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let body = resp.text().await.unwrap_or_default();
+                self.endpoint.models_reply(status, &self.redact(&body)).map_err(stop)
+            }
+        }
+    }
+
+    fn invalid_reply(
+        &self,
+        reason: String,
+        raw: Option<String>,
+        usage: Usage,
+        cost: f64,
+        attempts: u32,
+        t0: Instant,
+    ) -> JudgeReply {
+        JudgeReply {
+            y: None,
+            invalid_reason: Some(reason),
+            raw,
+            usage,
+            cost_usd: cost,
+            attempts,
+            latency_ms: t0.elapsed().as_millis() as u64,
+            detail: VerdictDetail::default(),
+        }
+    }
+
+    /// The verdict of one reply: y (soft P(A) when logprobs are on and usable at the verdict
+    /// letter, else the hard value) and what the parser saw; or why the reply is invalid.
+    /// Counts replies, soft verdicts and the reasons verdicts stayed hard.
+    fn read_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
+        self.counters.replies.fetch_add(1, Ordering::Relaxed);
+        let channels = parse::Reply {
+            content: reply.content.as_deref(),
+            finish_reason: reply.finish_reason.as_deref(),
+            refusal: reply.refusal.as_deref(),
+            tool_arguments: &reply.tool_arguments,
+        };
+        let v = parse::parse_reply(&channels, answers, self.cfg.verdict_format)?;
+        let mut y = v.outcome.y();
+        if self.cfg.logprobs {
+            let soft = match (&reply.logprobs, v.letter_at, v.outcome) {
+                (None, ..) => Err(SoftMiss::Missing),
+                (_, _, Outcome::Tie) | (_, None, _) => Err(SoftMiss::NotALetter),
+                (Some(toks), Some(at), _) => parse::soft_p_a(reply.content.as_deref().unwrap_or(""), toks, at),
+            };
+            match soft {
+                Ok(p) => {
+                    y = p;
+                    self.counters.soft_verdicts.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(miss) => {
+                    *self.soft_fallbacks.lock().expect("not poisoned").entry(miss.as_str().to_owned()).or_default() +=
+                        1;
+                }
+            }
+        }
+        let verdict_from = match v.channel {
+            Channel::Text => None,
+            Channel::Json => Some("json".to_owned()),
+            Channel::ToolCall => Some("tool_call".to_owned()),
+        };
+        Ok((y, VerdictDetail { strong_preference: v.strong, verdict_from, raw_channels: None }))
+    }
+
+    async fn judge_query(&self, pool: &Pool, a: usize, b: usize) -> Result<JudgeReply, JudgeError> {
+        let t0 = Instant::now();
+        let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
+        let q = self.render(pool, a, b).map_err(|message| JudgeError::Unjudgeable {
+            a: ida.clone(),
+            b: idb.clone(),
+            message,
+        })?;
+        let est = q.prompt.token_estimate(self.cfg.bytes_per_token) + u64::from(self.cfg.max_tokens);
+        if q.over_context {
+            self.counters.context_overflows.fetch_add(1, Ordering::Relaxed);
+            let msg = format!(
+                "prompt needs about {est} tokens (with max_tokens), over context_tokens {}",
+                self.cfg.context_tokens.unwrap_or(0)
+            );
+            return match self.cfg.on_context_overflow {
+                OverflowPolicy::Fail => Err(JudgeError::Unjudgeable { a: ida, b: idb, message: msg }),
+                _ => Ok(self.invalid_reply(
+                    format!("context_overflow: {msg}; not sent"),
+                    None,
+                    Usage::default(),
+                    0.0,
+                    0,
+                    t0,
+                )),
+            };
+        }
+        self.limits.check_fits(est).map_err(|e| JudgeError::Unjudgeable {
+            a: ida.clone(),
+            b: idb.clone(),
+            message: e.to_string(),
+        })?;
+        let body = self.request_body(&q.prompt);
+        let answers = [text(pool, a), text(pool, b)];
+        let attempt_worst = self.attempt_worst_usd(&q.prompt);
+        // Paid attempts left: every reply and every possibly-billed failure takes one, so the
+        // query never costs more than the (1 + max_invalid_retries) worst cases reserved for it.
+        let slots = AtomicU64::new(1 + u64::from(self.cfg.max_invalid_retries));
+        let attempts = AtomicU64::new(0);
+        let booked_failures = AtomicU64::new(0); // possibly-billed failed attempts
+        let mut usage = Usage::default();
+        let mut cost = 0.0;
+        let mut last: Option<(Invalid, Option<String>, BTreeMap<String, String>)> = None;
+        let mut asks = 0u32;
+        while slots.load(Ordering::Relaxed) > 0 {
+            if asks > 0 {
+                self.counters.reasks.fetch_add(1, Ordering::Relaxed);
+            }
+            asks += 1;
+            let res = crate::judge::openai::retry::retry(
+                &self.policy,
+                || async {
+                    attempts.fetch_add(1, Ordering::Relaxed);
+                    match self.call(&body, est).await {
+                        Ok(r) => {
+                            slots.fetch_sub(1, Ordering::Relaxed);
+                            Ok(r)
+                        }
+                        Err(err) => {
+                            if err.kind.maybe_billed() {
+                                slots.fetch_sub(1, Ordering::Relaxed);
+                                booked_failures.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(Attempt { exhausted: slots.load(Ordering::Relaxed) == 0, err })
+                        }
+                    }
+                },
+                |e: &Attempt, d| {
+                    self.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("retrying {ida} vs {idb} in {:.2} s after: {}", d.as_secs_f64(), e.err.message);
+                },
+            )
+            .await;
+            let n_attempts = attempts.load(Ordering::Relaxed) as u32;
+            let failed_cost = booked_failures.swap(0, Ordering::Relaxed) as f64 * attempt_worst;
+            cost += failed_cost;
+            let reply = match res {
+                Ok(r) => r,
+                Err(Attempt { err: e, .. }) if e.kind == CallErrorKind::ContextOverflow => {
+                    return match self.cfg.on_context_overflow {
+                        OverflowPolicy::Fail => Err(JudgeError::Unjudgeable {
+                            a: ida,
+                            b: idb,
+                            message: format!(
+                                "the server says the prompt is over its context ({}); with on_context_overflow: fail the pair is set aside (skip stores such queries as invalid; truncate_answers, with context_tokens, shortens the answers)",
+                                e.message
+                            ),
+                        }),
+                        _ => Ok(self.invalid_reply(
+                            format!("context_overflow: {}", e.message),
+                            None,
+                            usage,
+                            cost,
+                            n_attempts,
+                            t0,
+                        )),
+                    };
+                }
+                Err(Attempt { err: e, exhausted }) => {
+                    if let Some(f) = self.endpoint.classify(e.kind, e.status, &e.message) {
+                        return Err(JudgeError::Endpoint {
+                            setting: f.setting,
+                            message: format!("{} (after {n_attempts} attempts)", f.message),
+                            cost_usd: cost,
+                        });
+                    }
+                    let why = if exhausted && e.retryable() { "; no paid attempt left for this query" } else { "" };
+                    return Err(JudgeError::Request {
+                        status: e.status,
+                        message: format!("{} (after {n_attempts} attempts{why})", e.message),
+                        retryable: e.retryable(),
+                        cost_usd: cost,
+                    });
+                }
+            };
+            let this_usage = match reply.usage {
+                Some(u) => u,
+                None => {
+                    self.counters.usage_missing.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!("reply for {ida} vs {idb} has no usage; booking its worst case");
+                    Usage {
+                        prompt_tokens: q.prompt.token_bound(),
+                        completion_tokens: u64::from(self.cfg.max_tokens),
+                        ..Default::default()
+                    }
+                }
+            };
+            usage.add(&this_usage);
+            cost += self.price.cost_usd(&this_usage);
+            let raw = reply
+                .content
+                .as_deref()
+                .filter(|c| !c.trim().is_empty() || reply.tool_arguments.is_empty())
+                .or(reply.tool_arguments.last().map(String::as_str))
+                .map(|c| self.redact(c));
+            match self.read_verdict(&reply, answers) {
+                Ok((y, detail)) => {
+                    return Ok(JudgeReply {
+                        y: Some(y),
+                        invalid_reason: None,
+                        raw,
+                        usage,
+                        cost_usd: cost,
+                        attempts: n_attempts,
+                        latency_ms: t0.elapsed().as_millis() as u64,
+                        detail,
+                    });
+                }
+                Err(inv) => {
+                    self.counters.invalid_replies.fetch_add(1, Ordering::Relaxed);
+                    *self
+                        .invalid_by_reason
+                        .lock()
+                        .expect("not poisoned")
+                        .entry(inv.as_str().to_owned())
+                        .or_default() += 1;
+                    let raw = match (&raw, &reply.refusal) {
+                        (None, Some(r)) => Some(self.redact(r)),
+                        _ => raw,
+                    };
+                    let channels: BTreeMap<String, String> =
+                        reply.channels.iter().map(|(k, v)| (k.clone(), self.redact(v))).collect();
+                    last = Some((inv, raw, channels));
+                }
+            }
+        }
+        let (inv, raw, channels) = last.expect("the loop ends after an invalid reply");
+        let n = attempts.load(Ordering::Relaxed) as u32;
+        let mut reply = self.invalid_reply(format!("{}: after {asks} asks", inv.as_str()), raw, usage, cost, n, t0);
+        reply.detail.raw_channels = Some(channels);
+        Ok(reply)
+    }
+}
+
+/// Our async-openai transport: send, keep the status of every non-2xx (with `Retry-After`),
+/// reject a 2xx body that is not JSON, and never retry.
+///
+/// A 2xx body with broken text (invalid UTF-8, lone surrogate escapes such as `"\ud83d"`, which
+/// serde_json and so async-openai reject) is decoded with U+FFFD in place of each broken
+/// sequence ([`body::repair`]) and counted in `repairs`, so the verdict around it is read.
+async fn transport(
+    http: &reqwest::Client,
+    f: HttpRequestFactory,
+    repairs: &AtomicU64,
+) -> Result<reqwest::Response, OpenAIError> {
+    let req = f.build().await?;
+    let resp = http.execute(req).await.map_err(OpenAIError::Reqwest)?;
+    let status = resp.status();
+    let retry_after = retry_after(resp.headers());
+    let bytes = resp.bytes().await.map_err(OpenAIError::Reqwest)?;
+    if !status.is_success() {
+        let body = String::from_utf8_lossy(&bytes).into_owned();
+        return Err(OpenAIError::Boxed(Box::new(HttpFailure { status: status.as_u16(), retry_after, body })));
+    }
+    let repaired = body::repair(&bytes);
+    let owned: Option<Vec<u8>> = repaired.changed().then(|| {
+        repairs.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            "reply body with broken text decoded with U+FFFD ({} invalid UTF-8 sequences, {} lone surrogate escapes)",
+            repaired.invalid_utf8,
+            repaired.lone_surrogates
+        );
+        repaired.body.into_owned()
+    });
+    let checked: &[u8] = owned.as_deref().unwrap_or(&bytes);
+    if serde_json::from_slice::<serde::de::IgnoredAny>(checked).is_err() {
+        let body = String::from_utf8_lossy(checked).into_owned();
+        return Err(OpenAIError::Boxed(Box::new(MalformedBody { status: status.as_u16(), body })));
+    }
+    let body: reqwest::Body = match owned {
+        Some(v) => v.into(),
+        None => bytes.into(),
+    };
+    let rebuilt = http::Response::builder().status(status).body(body).map_err(|e| OpenAIError::Boxed(Box::new(e)))?;
+    Ok(reqwest::Response::from(rebuilt))
+}
+
+impl Judge for OpenAiJudge {
+    fn describe(&self) -> String {
+        let file = self.cfg.prompt.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        format!("openai {} @ {} (prompt {file})", self.cfg.model, self.cfg.base_url)
+    }
+
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        let prompt_hash = match self.render(pool, a, b) {
+            Ok(q) => q.prompt.hash(),
+            Err(e) => format!("render error: {e}"),
+        };
+        let v = json!({
+            "judge": "openai",
+            "base_url": self.cfg.base_url,
+            "model": self.cfg.model,
+            "prompt": prompt_hash,
+            "max_tokens": self.cfg.max_tokens,
+            "max_tokens_field": self.cfg.max_tokens_field,
+            "temperature": self.cfg.temperature,
+            "logprobs": self.cfg.logprobs.then_some(self.cfg.top_logprobs),
+            "extra_body": self.cfg.extra_body,
+            "pool": pool.pool_id,
+            "a": pool.items[a].id,
+            "b": pool.items[b].id,
+        });
+        crate::rng::sha256_hex(&v.to_string())
+    }
+
+    fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        match self.render(pool, a, b) {
+            Ok(q) if q.over_context && self.cfg.on_context_overflow != OverflowPolicy::Fail => 0.0,
+            Ok(q) => f64::from(1 + self.cfg.max_invalid_retries) * self.attempt_worst_usd(&q.prompt),
+            Err(_) => 0.0,
+        }
+    }
+
+    fn has_price(&self) -> bool {
+        true
+    }
+
+    fn stats(&self) -> Option<JudgeStats> {
+        let c = &self.counters;
+        let g = |x: &AtomicU64| x.load(Ordering::Relaxed);
+        let in_flight = self.in_flight.stats();
+        Some(JudgeStats {
+            requests: g(&c.requests),
+            retries: g(&c.retries),
+            rate_limited: g(&c.rate_limited),
+            server_errors: g(&c.server_errors),
+            timeouts: g(&c.timeouts),
+            connect_errors: g(&c.connect_errors),
+            malformed: g(&c.malformed),
+            other_errors: g(&c.other_errors),
+            invalid_replies: g(&c.invalid_replies),
+            reasks: g(&c.reasks),
+            invalid_by_reason: self.invalid_by_reason.lock().expect("not poisoned").clone(),
+            context_overflows: g(&c.context_overflows),
+            usage_missing: g(&c.usage_missing),
+            soft_verdicts: g(&c.soft_verdicts),
+            soft_fallbacks: self.soft_fallbacks.lock().expect("not poisoned").clone(),
+            replies: g(&c.replies),
+            in_band_errors: g(&c.in_band_errors),
+            broken_text_repairs: self.broken_text.load(Ordering::Relaxed),
+            rate_limit_wait_ms: g(&c.rate_limit_wait_ms),
+            in_flight_cuts: in_flight.cuts,
+            in_flight_lowest: in_flight.lowest.map(|l| l as u64),
+            in_flight_limit_at_end: in_flight.now.map(|l| l as u64),
+        })
+    }
+
+    fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+        Some((self.cfg.max_invalid_rate, self.cfg.invalid_rate_min_replies))
+    }
+
+    fn preview(&self, pool: &Pool, a: usize, b: usize) -> Option<String> {
+        Some(match self.render(pool, a, b) {
+            Ok(q) => {
+                let mut s = q.prompt.display();
+                s.push_str(&format!(
+                    "\n\n({} bytes; ≤ {} prompt tokens (bound), ≈ {} (estimate at {} bytes/token); max_tokens {}{})",
+                    q.prompt.bytes(),
+                    q.prompt.token_bound(),
+                    q.prompt.token_estimate(self.cfg.bytes_per_token),
+                    self.cfg.bytes_per_token,
+                    self.cfg.max_tokens,
+                    if q.over_context { "; OVER context_tokens" } else { "" }
+                ));
+                s
+            }
+            Err(e) => format!("(cannot render: {e})"),
+        })
+    }
+
+    fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
+        Box::pin(self.check_endpoint())
+    }
+
+    fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+        Box::pin(self.judge_query(pool, a, b))
+    }
+}

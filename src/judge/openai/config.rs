@@ -1,0 +1,478 @@
+//! The `judge.openai` config block: endpoint, model, prompt, prices (USD per million tokens),
+//! limits, retries and the checks `prepare` runs at config load (docs/live.md).
+
+use super::*;
+
+/// Price table, USD per million tokens. `input_usd_per_mtok` and `output_usd_per_mtok` are
+/// required (a judge without a price is rejected at config load); cached input defaults to the
+/// input price (no discount assumed); reasoning tokens are priced as output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    /// USD per million uncached prompt tokens.
+    #[serde(default)]
+    pub input_usd_per_mtok: Option<f64>,
+    /// USD per million completion tokens (reasoning included).
+    #[serde(default)]
+    pub output_usd_per_mtok: Option<f64>,
+    /// USD per million cached prompt tokens (default: the input price).
+    #[serde(default)]
+    pub cached_input_usd_per_mtok: Option<f64>,
+}
+
+/// A validated price table (USD per million tokens).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    /// Uncached input.
+    pub input: f64,
+    /// Cached input.
+    pub cached_input: f64,
+    /// Output (completion incl. reasoning).
+    pub output: f64,
+}
+
+impl Price {
+    /// Cost of one reply in USD (module docs: cached and reasoning tokens never counted twice).
+    pub fn cost_usd(&self, u: &Usage) -> f64 {
+        let (uncached, cached) = if u.cached_tokens <= u.prompt_tokens {
+            (u.prompt_tokens - u.cached_tokens, u.cached_tokens)
+        } else {
+            (u.prompt_tokens, u.cached_tokens)
+        };
+        let output = if u.reasoning_tokens <= u.completion_tokens {
+            u.completion_tokens
+        } else {
+            u.completion_tokens + u.reasoning_tokens
+        };
+        (uncached as f64 * self.input + cached as f64 * self.cached_input + output as f64 * self.output) / 1e6
+    }
+}
+
+/// Which request field carries the completion limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    /// `max_tokens` (widest support: llama.cpp, vLLM, Ollama, OpenRouter).
+    #[default]
+    MaxTokens,
+    /// `max_completion_tokens` (OpenAI reasoning models require it).
+    MaxCompletionTokens,
+    /// Both fields.
+    Both,
+}
+
+/// What to do with a query whose prompt does not fit the judge's context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OverflowPolicy {
+    /// Reject the config at load when the longest pair's estimate is over `context_tokens`;
+    /// a server context error fails the query (not stored, never retried) and sets its pair
+    /// aside for the rest of the run.
+    #[default]
+    Fail,
+    /// Store the query as invalid (`context_overflow`) without sending it (or after the
+    /// server's context error, which is never retried); it is never asked again.
+    Skip,
+    /// Cut the task text (the same cut for every pair of the pool, so prompts keep a shared
+    /// prefix) so the longest pair fits; what still does not fit is skipped.
+    TruncateTask,
+    /// Shorten the two answers of a pair that does not fit `context_tokens` by cutting their
+    /// middles (a visible marker where the cut is), the same cut in both orders
+    /// ([`prompt::fit_answers`]); the task is kept whole, and the length covariate keeps the
+    /// answers' original length. What still does not fit is skipped. Needs `context_tokens`.
+    TruncateAnswers,
+}
+
+/// `judge: {openai: {...}}` (docs/model.md §4). Units are in the key names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiConfig {
+    /// Endpoint base including `/v1`, e.g. `https://api.openai.com/v1` (a trailing `/` is removed).
+    pub base_url: String,
+    /// Model name sent in each request.
+    pub model: String,
+    /// Name of the environment variable holding the API key (the key itself is never written).
+    pub api_key_env: String,
+    /// Whether a missing key is an error (default true; `false` for local servers).
+    #[serde(default = "yes")]
+    pub api_key_required: bool,
+    /// Prompt template file (minijinja), relative to the config file.
+    pub prompt: PathBuf,
+    /// Completion limit per reply, tokens (default 16).
+    #[serde(default = "d_max_tokens")]
+    pub max_tokens: u32,
+    /// Request field for the limit (default `max_tokens`).
+    #[serde(default)]
+    pub max_tokens_field: MaxTokensField,
+    /// Sampling temperature (default 0; `null` = do not send, for models that reject it).
+    #[serde(default = "d_temperature")]
+    pub temperature: Option<f64>,
+    /// Per-request timeout, seconds (default 60).
+    #[serde(default = "d_timeout")]
+    pub timeout_s: f64,
+    /// Retries of one request on 429, 5xx, timeouts and connection errors (default 4).
+    #[serde(default = "d_retries")]
+    pub max_retries: usize,
+    /// First backoff delay, seconds (default 0.5); doubles per retry, with full jitter.
+    #[serde(default = "d_backoff_min")]
+    pub backoff_min_s: f64,
+    /// Largest backoff delay, seconds (default 30).
+    #[serde(default = "d_backoff_max")]
+    pub backoff_max_s: f64,
+    /// Largest `Retry-After` honoured, seconds (default 120; longer waits are cut to this).
+    #[serde(default = "d_retry_after_max")]
+    pub retry_after_max_s: f64,
+    /// Re-asks of an invalid reply (empty, refused, ambiguous, truncated, filtered) before it is
+    /// stored as invalid (default 1).
+    #[serde(default = "d_invalid")]
+    pub max_invalid_retries: u32,
+    /// Requests in flight for this judge (default: `acquisition.batch_size` alone limits it).
+    #[serde(default)]
+    pub concurrency: Option<usize>,
+    /// Client-side request limit per minute (default none).
+    #[serde(default)]
+    pub requests_per_minute: Option<u32>,
+    /// Client-side token limit per minute, prompt estimate + max_tokens (default none).
+    #[serde(default)]
+    pub tokens_per_minute: Option<u32>,
+    /// Price table (required; zeros for a free local server).
+    #[serde(default)]
+    pub price: Option<PriceConfig>,
+    /// Ask for `logprobs` and use P(A) of the first token as a soft verdict when available.
+    #[serde(default)]
+    pub logprobs: bool,
+    /// Alternatives per token when `logprobs` is on (1–20, default 5).
+    #[serde(default = "d_top")]
+    pub top_logprobs: u8,
+    /// Context window of the judge, tokens (default: unknown, only server errors detect overflow).
+    #[serde(default)]
+    pub context_tokens: Option<u64>,
+    /// Policy for prompts longer than the context (default `fail`).
+    #[serde(default)]
+    pub on_context_overflow: OverflowPolicy,
+    /// Typical UTF-8 bytes per token for estimates (context pre-check, token rate limit;
+    /// default 4). Budget reservations use the strict bound of 1 instead.
+    #[serde(default = "d_bpt")]
+    pub bytes_per_token: f64,
+    /// Extra request fields, sent as is and part of the cache key (e.g. llama.cpp
+    /// `cache_prompt: false`, OpenRouter `provider`, `reasoning_effort`); never a field the tool
+    /// sets or relies on ([`extra_body::RESERVED`]: a config error naming the setting to use).
+    #[serde(default)]
+    pub extra_body: Option<Map<String, Value>>,
+    /// Which verdict format the prompt asks for: `text` (default) or `json`; checked against the
+    /// prompt and `extra_body.response_format` when the config loads (docs/live.md,
+    /// "Structured verdicts (JSON)").
+    #[serde(default)]
+    pub verdict_format: VerdictFormat,
+    /// Largest share of invalid replies (re-asks included) before the run stops with a message
+    /// naming the likely cause (default 0.5; 1 never stops).
+    #[serde(default = "d_max_invalid_rate")]
+    pub max_invalid_rate: f64,
+    /// Replies parsed in this invocation before `max_invalid_rate` applies (default 20).
+    #[serde(default = "d_invalid_rate_min_replies")]
+    pub invalid_rate_min_replies: u64,
+}
+
+pub(super) fn yes() -> bool {
+    true
+}
+pub(super) fn d_max_tokens() -> u32 {
+    16
+}
+pub(super) fn d_temperature() -> Option<f64> {
+    Some(0.0)
+}
+pub(super) fn d_timeout() -> f64 {
+    60.0
+}
+pub(super) fn d_retries() -> usize {
+    4
+}
+pub(super) fn d_backoff_min() -> f64 {
+    0.5
+}
+pub(super) fn d_backoff_max() -> f64 {
+    30.0
+}
+pub(super) fn d_retry_after_max() -> f64 {
+    120.0
+}
+pub(super) fn d_invalid() -> u32 {
+    1
+}
+pub(super) fn d_top() -> u8 {
+    5
+}
+pub(super) fn d_max_invalid_rate() -> f64 {
+    0.5
+}
+pub(super) fn d_invalid_rate_min_replies() -> u64 {
+    20
+}
+pub(super) fn d_bpt() -> f64 {
+    4.0
+}
+
+impl OpenAiConfig {
+    /// The validated price table.
+    ///
+    /// # Errors
+    /// `(key, message)` when the table or a required price is missing or negative.
+    pub fn price_table(&self) -> Result<Price, (String, String)> {
+        let k = |s: &str| format!("judge.openai.price{s}");
+        let p = self.price.as_ref().ok_or_else(|| {
+            (
+                k(""),
+                "missing: every judge needs a price table in USD per million tokens, e.g. price: {input_usd_per_mtok: 0.75, output_usd_per_mtok: 4.5}; write zeros for a free local server".into(),
+            )
+        })?;
+        let get = |name: &str, v: Option<f64>, required: bool| -> Result<Option<f64>, (String, String)> {
+            match v {
+                None if required => Err((k(&format!(".{name}")), "missing (USD per million tokens)".into())),
+                Some(x) if !(x >= 0.0 && x.is_finite()) => Err((k(&format!(".{name}")), format!("{x} must be ≥ 0"))),
+                v => Ok(v),
+            }
+        };
+        let input = get("input_usd_per_mtok", p.input_usd_per_mtok, true)?.expect("required");
+        let output = get("output_usd_per_mtok", p.output_usd_per_mtok, true)?.expect("required");
+        let cached_input = get("cached_input_usd_per_mtok", p.cached_input_usd_per_mtok, false)?.unwrap_or(input);
+        Ok(Price { input, cached_input, output })
+    }
+
+    /// The retry policy of this judge.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_retries: self.max_retries,
+            min_delay: Duration::from_secs_f64(self.backoff_min_s),
+            max_delay: Duration::from_secs_f64(self.backoff_max_s),
+            max_retry_after: Duration::from_secs_f64(self.retry_after_max_s),
+            jitter: true,
+        }
+    }
+}
+
+/// Resolve paths and check an `openai` judge config against the pool, before anything runs:
+/// key variable set (when required), price table, template, numbers in range, every item has
+/// text and renders, and (policy `fail`) the longest pair fits `context_tokens`.
+///
+/// # Errors
+/// `(key path, message)` naming what was found and what was expected.
+pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result<(), (String, String)> {
+    let e = |k: &str, m: String| (format!("judge.openai.{k}"), m);
+    cfg.base_url = cfg.base_url.trim().trim_end_matches('/').to_owned();
+    if !(cfg.base_url.starts_with("http://") || cfg.base_url.starts_with("https://")) {
+        return Err(e("base_url", format!("{:?} must start with http:// or https:// and include /v1", cfg.base_url)));
+    }
+    if cfg.model.trim().is_empty() {
+        return Err(e("model", "must not be empty".into()));
+    }
+    check_key_env(cfg).map_err(|m| e("api_key_env", m))?;
+    cfg.price_table()?;
+    cfg.prompt = config_dir.join(&cfg.prompt);
+    let template = PromptTemplate::load(&cfg.prompt).map_err(|x| e("prompt", x.to_string()))?;
+    if cfg.max_tokens == 0 {
+        return Err(e("max_tokens", "0 must be ≥ 1".into()));
+    }
+    if let Some(t) = cfg.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(e("temperature", format!("{t} must be in [0, 2]")));
+    }
+    if let Some(extra) = &cfg.extra_body {
+        extra_body::check(extra, cfg.temperature.is_some())?;
+    }
+    for (k, v, lo) in [
+        ("timeout_s", cfg.timeout_s, f64::MIN_POSITIVE),
+        ("backoff_min_s", cfg.backoff_min_s, 0.0),
+        ("backoff_max_s", cfg.backoff_max_s, 0.0),
+        ("retry_after_max_s", cfg.retry_after_max_s, 0.0),
+        ("bytes_per_token", cfg.bytes_per_token, f64::MIN_POSITIVE),
+    ] {
+        if !(v >= lo && v.is_finite() && v < 1e7) {
+            return Err(e(k, format!("{v} must be a finite number {}", if lo > 0.0 { "> 0" } else { "≥ 0" })));
+        }
+    }
+    if !(0.0..=1.0).contains(&cfg.max_invalid_rate) {
+        return Err(e("max_invalid_rate", format!("{} must be in [0, 1] (a share of replies)", cfg.max_invalid_rate)));
+    }
+    check_verdict_format(cfg, &template)?;
+    if cfg.logprobs && !(1..=20).contains(&cfg.top_logprobs) {
+        return Err(e("top_logprobs", format!("{} must be in 1..=20", cfg.top_logprobs)));
+    }
+    if cfg.concurrency == Some(0) {
+        return Err(e("concurrency", "0 must be ≥ 1".into()));
+    }
+    if cfg.on_context_overflow == OverflowPolicy::TruncateAnswers && cfg.context_tokens.is_none() {
+        return Err(e(
+            "context_tokens",
+            "missing: on_context_overflow: truncate_answers needs the judge's context window in tokens to know how much to cut".into(),
+        ));
+    }
+    if cfg.context_tokens.is_some_and(|c| c <= u64::from(cfg.max_tokens)) {
+        return Err(e(
+            "context_tokens",
+            format!("{:?} must be larger than max_tokens ({})", cfg.context_tokens, cfg.max_tokens),
+        ));
+    }
+    for it in &pool.items {
+        if it.text.is_none() {
+            return Err((
+                "pool".into(),
+                format!("item {:?} of pool {:?} has no text; a live judge needs the answer text", it.id, pool.pool_id),
+            ));
+        }
+    }
+    let n = pool.n_items();
+    for i in 0..n {
+        let j = (i + 1) % n;
+        for (a, b) in [(i, j), (j, i)] {
+            template.render(&pool.task, text(pool, a), text(pool, b)).map_err(|x| {
+                e("prompt", format!("rendering items {:?} vs {:?}: {x}", pool.items[a].id, pool.items[b].id))
+            })?;
+        }
+    }
+    if let (Some(ctx), OverflowPolicy::Fail) = (cfg.context_tokens, cfg.on_context_overflow) {
+        let (a, b) = longest_pair(pool);
+        let r = template.render(&pool.task, text(pool, a), text(pool, b)).map_err(|x| e("prompt", x.to_string()))?;
+        let need = r.token_estimate(cfg.bytes_per_token) + u64::from(cfg.max_tokens);
+        if need > ctx {
+            return Err(e(
+                "context_tokens",
+                format!(
+                    "the prompt for items {:?} vs {:?} needs about {need} tokens (estimate: {} bytes / {} bytes per token + max_tokens {}) but the context is {ctx}; raise context_tokens, or set on_context_overflow: skip or truncate_task",
+                    pool.items[a].id,
+                    pool.items[b].id,
+                    r.bytes(),
+                    cfg.bytes_per_token,
+                    cfg.max_tokens
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Check that `verdict_format`, the prompt and `extra_body.response_format` ask for the same
+/// verdict format, before anything is sent (docs/live.md, "Structured verdicts (JSON)").
+///
+/// # Errors
+/// `(key path, message)` naming the prompt file and what to change.
+pub(super) fn check_verdict_format(cfg: &OpenAiConfig, template: &PromptTemplate) -> Result<(), (String, String)> {
+    let e = |m: String| ("judge.openai.verdict_format".to_owned(), m);
+    let file = cfg.prompt.display();
+    let shown = template
+        .render("", "", "")
+        .map_err(|x| ("judge.openai.prompt".to_owned(), x.to_string()))?
+        .display()
+        .to_lowercase();
+    let mentions_json = shown.contains("json");
+    let names_key = parse::JSON_KEYS.iter().any(|k| shown.contains(&format!("\"{k}\"")));
+    let rf = cfg.extra_body.as_ref().and_then(|b| b.get("response_format"));
+    let rf_type = rf.and_then(|r| r.get("type")).and_then(Value::as_str);
+    match cfg.verdict_format {
+        VerdictFormat::Json => {
+            if !(mentions_json && names_key) {
+                return Err(e(format!(
+                    "json, but the prompt {file} never asks for a JSON object with a verdict key (it should mention JSON and a key such as \"winner\"); use prompts/pairwise_json.j2, or set verdict_format: text"
+                )));
+            }
+            if cfg.max_tokens < 8 {
+                return Err(e(format!(
+                    "json with max_tokens {}: a JSON verdict such as {{\"winner\": \"A\"}} takes about 7 tokens; raise max_tokens (with reasoning in the object, to about 256)",
+                    cfg.max_tokens
+                )));
+            }
+        }
+        VerdictFormat::Text => {
+            if let Some(t @ ("json_object" | "json_schema")) = rf_type {
+                return Err(e(format!(
+                    "text, but extra_body.response_format asks for {t}: the replies will be JSON objects; set verdict_format: json and use a prompt that asks for a JSON verdict (prompts/pairwise_json.j2)"
+                )));
+            }
+            if mentions_json && names_key {
+                return Err(e(format!(
+                    "text, but the prompt {file} asks for a JSON verdict; set verdict_format: json"
+                )));
+            }
+        }
+    }
+    // Tools the judge may call: each function must have a verdict key among its parameters.
+    let functions = cfg.extra_body.iter().flat_map(|b| {
+        let tools = b.get("tools").and_then(Value::as_array).into_iter().flatten().filter_map(|t| t.get("function"));
+        tools.chain(b.get("functions").and_then(Value::as_array).into_iter().flatten())
+    });
+    for f in functions {
+        let props = f.get("parameters").and_then(|p| p.get("properties")).and_then(Value::as_object);
+        let has_key = props.is_some_and(|p| {
+            p.keys().any(|k| parse::JSON_KEYS.contains(&k.trim().to_lowercase().replace([' ', '-'], "_").as_str()))
+        });
+        if !has_key {
+            let name = f.get("name").and_then(Value::as_str).unwrap_or("?");
+            let keys: Vec<&String> = props.map(|p| p.keys().collect()).unwrap_or_default();
+            return Err((
+                "judge.openai.extra_body.tools".to_owned(),
+                format!(
+                    "function {name:?} has parameters {keys:?} but no verdict key the parser reads (e.g. \"winner\"; the list is in docs/live.md): its calls would hold no verdict"
+                ),
+            ));
+        }
+    }
+    if rf_type == Some("json_schema")
+        && let Some(props) = rf
+            .and_then(|r| r.get("json_schema"))
+            .and_then(|j| j.get("schema"))
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+        && !props.keys().any(|k| parse::JSON_KEYS.contains(&k.trim().to_lowercase().replace([' ', '-'], "_").as_str()))
+    {
+        let keys: Vec<&String> = props.keys().collect();
+        return Err((
+            "judge.openai.extra_body.response_format".to_owned(),
+            format!(
+                "the JSON schema's properties {keys:?} hold no verdict key the parser reads (e.g. \"winner\"; the list is in docs/live.md)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Why a run with this config could not get its API key, if it could not (`None`: the key is
+/// set, or not required). The key itself is not returned.
+pub fn key_problem(cfg: &OpenAiConfig) -> Option<String> {
+    check_key_env(cfg).err()
+}
+
+pub(super) fn check_key_env(cfg: &OpenAiConfig) -> Result<Option<Secret>, String> {
+    let var = cfg.api_key_env.trim();
+    if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        let looks_like_key = var.starts_with("sk-") || var.len() > 40;
+        return Err(if looks_like_key {
+            "this looks like a key, not a variable name; put the key in an environment variable and write its name here"
+                .into()
+        } else {
+            format!("{var:?} is not an environment variable name (letters, digits, _)")
+        });
+    }
+    match Secret::from_env(var) {
+        Some(k) if !k.expose().bytes().all(|b| (0x21..=0x7e).contains(&b)) => {
+            Err(format!("the value of ${var} ({} bytes) contains characters not allowed in an HTTP header", k.len()))
+        }
+        Some(k) => Ok(Some(k)),
+        None if cfg.api_key_required => Err(format!(
+            "environment variable {var} is not set (or empty); export it with your API key, or set api_key_required: false for a server without keys"
+        )),
+        None => Ok(None),
+    }
+}
+
+pub(super) fn text(pool: &Pool, i: usize) -> &str {
+    pool.items[i].text.as_deref().unwrap_or("")
+}
+
+/// The two items with the longest texts (bytes), in pool order.
+pub(super) fn longest_pair(pool: &Pool) -> (usize, usize) {
+    let mut idx: Vec<usize> = (0..pool.n_items()).collect();
+    idx.sort_by_key(|&i| std::cmp::Reverse(text(pool, i).len()));
+    let (a, b) = (idx[0], idx[1]);
+    (a.min(b), a.max(b))
+}
