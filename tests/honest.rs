@@ -120,6 +120,14 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     );
     assert_eq!(r["gate"]["chosen"], "apparent");
     assert_eq!(r["gate"]["topk"], r["topk"]);
+    // The prior-selected note no longer advises a gate: this run had one.
+    let notes: Vec<String> = strs(&r["notes"]);
+    assert!(notes.iter().all(|n| !n.contains("test that with a `gate:`")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.starts_with("c[words] is prior-selected")
+            && n.ends_with("; the trusted-anchor gate of this run tested it (its decision is shown with the ranking)")),
+        "{notes:?}"
+    );
     let s = stdout(&out);
     assert!(s.contains("/runs/gated/gate.json): P(Bin("), "{s}");
     assert!(s.contains("chosen (apparent) top-3: M12, M13, M0"), "{s}");

@@ -250,9 +250,13 @@ pub fn tie_note(k: usize, view: &TopkView, reported: RankingKind) -> Option<Stri
     ))
 }
 
+/// The advice that ends a prior-selected coefficient's note
+/// ([`crate::analysis::identifiability::notes`]); replaced once a gate has run.
+const GATE_ADVICE: &str = "; test that with a `gate:` in the config";
+
 /// Re-choose the reported ranking of a finished result (after a gate decided), from the
 /// values it holds; rewrites `topk`, `recall_at_k`, `ranking` and the reporting block, and
-/// replaces the tie note.
+/// replaces the tie note (and, with a gate, the advice to run one).
 pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
     let choice = ranking::choose(&ChoiceInput {
         setting: r.reporting.report_ranking,
@@ -274,6 +278,17 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
             r.notes.retain(|n| *n != old);
         }
         r.notes.extend(tie_note(r.k, &view, choice.reported));
+    }
+    // A gate ran: the advice to run one gives way to its decision (the gate line).
+    if gate.is_some() {
+        for n in &mut r.notes {
+            if let Some(cut) = n.find(GATE_ADVICE) {
+                n.replace_range(
+                    cut..,
+                    "; the trusted-anchor gate of this run tested it (its decision is shown with the ranking)",
+                );
+            }
+        }
     }
     r.reporting.reported = choice.reported;
     r.reporting.reported_reason = choice.reason;
