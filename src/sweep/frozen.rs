@@ -57,8 +57,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// `recorded:` — the pools and their recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -416,42 +414,9 @@ pub fn run(f: &Frozen, threads: usize, on_job: &(dyn Fn(usize) + Sync)) -> Resul
     let settings = f.settings();
     let chains = f.chains();
     let jobs: Vec<(usize, u64)> = (0..f.pools.len()).flat_map(|p| f.raw.seeds.iter().map(move |&s| (p, s))).collect();
-    let threads =
-        if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads }
-            .min(jobs.len().max(1));
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let results: Mutex<Vec<(usize, Vec<FrozenRow>)>> = Mutex::new(Vec::new());
-    let first_error: Mutex<Option<SweepError>> = Mutex::new(None);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    if failed.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(p, seed)) = jobs.get(i) else { return };
-                    match job(f, p, seed, &full[p], &settings, &chains) {
-                        Ok(rows) => results.lock().expect("no worker panics").push((i, rows)),
-                        Err(e) => {
-                            failed.store(true, Ordering::Relaxed);
-                            first_error.lock().expect("no worker panics").get_or_insert(e);
-                            return;
-                        }
-                    }
-                    on_job(done.fetch_add(1, Ordering::Relaxed) + 1);
-                }
-            });
-        }
-    });
-    if let Some(e) = first_error.into_inner().expect("no worker panics") {
-        return Err(e);
-    }
-    let mut results = results.into_inner().expect("no worker panics");
-    results.sort_by_key(|(i, _)| *i);
-    Ok(results.into_iter().flat_map(|(_, r)| r).collect())
+    let results =
+        super::parallel_jobs(&jobs, threads, on_job, |&(p, seed)| job(f, p, seed, &full[p], &settings, &chains))?;
+    Ok(results.into_iter().flatten().collect())
 }
 
 /// All runs of one pool and seed, rows ordered by strategy, model, budget.

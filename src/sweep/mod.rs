@@ -529,16 +529,34 @@ pub fn run(sweep: &Sweep, threads: usize, on_pool: &(dyn Fn(usize) + Sync)) -> R
     let cells = sweep.cells();
     let count = sweep.raw.pools.count;
     let jobs: Vec<(usize, usize)> = (0..cells.len()).flat_map(|c| (0..count).map(move |i| (c, i))).collect();
+    let settings = sweep.settings();
+    let chains = sweep.chains();
+    let results =
+        parallel_jobs(&jobs, threads, on_pool, |&(c, i)| run_pool(sweep, &cells[c], c, i, &settings, &chains))?;
+    let (rows, queries_by_rank) = results.into_iter().flatten().unzip();
+    Ok(SweepResult { rows, queries_by_rank })
+}
+
+/// Run `job` on every element of `jobs` on `threads` worker threads (0 = all cores) and return
+/// the results in the order of `jobs`. `on_done` is called after each job with the number done.
+/// Used by the synthetic sweep and the frozen protocol.
+///
+/// # Errors
+/// The first error a job returns (the other workers stop before their next job).
+pub fn parallel_jobs<J: Sync, R: Send, E: Send>(
+    jobs: &[J],
+    threads: usize,
+    on_done: &(dyn Fn(usize) + Sync),
+    job: impl Fn(&J) -> Result<R, E> + Sync,
+) -> Result<Vec<R>, E> {
     let threads =
         if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads }
             .min(jobs.len().max(1));
-    let settings = sweep.settings();
-    let chains = sweep.chains();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
-    let results: Mutex<Vec<(usize, Vec<(Row, Vec<usize>)>)>> = Mutex::new(Vec::with_capacity(jobs.len()));
-    let first_error: Mutex<Option<SimError>> = Mutex::new(None);
+    let results: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(jobs.len()));
+    let first_error: Mutex<Option<E>> = Mutex::new(None);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -546,28 +564,27 @@ pub fn run(sweep: &Sweep, threads: usize, on_pool: &(dyn Fn(usize) + Sync)) -> R
                     if failed.load(Ordering::Relaxed) {
                         return;
                     }
-                    let j = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(c, i)) = jobs.get(j) else { return };
-                    match run_pool(sweep, &cells[c], c, i, &settings, &chains) {
-                        Ok(rows) => results.lock().expect("no worker panics").push((j, rows)),
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(j) = jobs.get(i) else { return };
+                    match job(j) {
+                        Ok(r) => results.lock().expect("no worker panics").push((i, r)),
                         Err(e) => {
                             failed.store(true, Ordering::Relaxed);
                             first_error.lock().expect("no worker panics").get_or_insert(e);
                             return;
                         }
                     }
-                    on_pool(done.fetch_add(1, Ordering::Relaxed) + 1);
+                    on_done(done.fetch_add(1, Ordering::Relaxed) + 1);
                 }
             });
         }
     });
     if let Some(e) = first_error.into_inner().expect("no worker panics") {
-        return Err(e.into());
+        return Err(e);
     }
     let mut results = results.into_inner().expect("no worker panics");
-    results.sort_by_key(|(j, _)| *j);
-    let (rows, queries_by_rank) = results.into_iter().flat_map(|(_, r)| r).unzip();
-    Ok(SweepResult { rows, queries_by_rank })
+    results.sort_by_key(|(i, _)| *i);
+    Ok(results.into_iter().map(|(_, r)| r).collect())
 }
 
 /// All runs of one pool, rows ordered by strategy, model, budget.
@@ -667,4 +684,27 @@ pub fn write_outputs(sweep: &Sweep, result: &SweepResult, dir: &Path) -> Result<
 
 fn write_file(path: &Path, text: &str) -> Result<(), SweepError> {
     std::fs::write(path, text).map_err(|e| SweepError::Write { path: path.to_owned(), msg: e.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parallel_jobs;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn parallel_jobs_keep_the_order_of_the_jobs_and_stop_on_an_error() {
+        let jobs: Vec<u64> = (0..50).collect();
+        let calls = AtomicUsize::new(0);
+        for threads in [1, 3, 0] {
+            let got = parallel_jobs(&jobs, threads, &|_| {}, |&j| Ok::<_, String>(j * j)).unwrap();
+            assert_eq!(got, jobs.iter().map(|j| j * j).collect::<Vec<_>>(), "threads {threads}");
+        }
+        // One worker: jobs run in order, the error of job 7 is returned and nothing after it runs.
+        let r = parallel_jobs(&jobs, 1, &|n| assert!(n <= 7), |&j| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            if j == 7 { Err(format!("job {j} failed")) } else { Ok(j) }
+        });
+        assert_eq!(r, Err("job 7 failed".to_string()));
+        assert_eq!(calls.load(Ordering::Relaxed), 8);
+    }
 }
