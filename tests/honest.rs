@@ -130,6 +130,7 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     );
     let s = stdout(&out);
     assert!(s.contains("/runs/gated/gate.json): P(Bin("), "{s}");
+    assert_eq!(s.matches("P(Bin(").count(), 1, "the gate's decision is printed once: {s}");
     assert!(s.contains("chosen (apparent) top-3: M12, M13, M0"), "{s}");
     // Re-running asks the trusted judge nothing new.
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);

@@ -127,6 +127,11 @@ pub fn run_with_gate(
         text.push_str(&live::resume_hint(cfg));
     }
     print_out(&format!("{text}\n"));
+    // The summary already holds the gate's decision line: what follows it is printed after.
+    let gated = gated.map(|s| match (&result.gate, s.split_once('\n')) {
+        (Some(_), Some((_, rest))) => rest.to_string(),
+        _ => s,
+    });
     Ok((gated, result.stop_reason))
 }
 
