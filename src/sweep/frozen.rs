@@ -283,16 +283,7 @@ impl Frozen {
 
     /// Budgets grouped into chains one path serves exactly (as [`super::Sweep::chains`]).
     pub fn chains(&self) -> Vec<Vec<usize>> {
-        let r = self.raw.acquisition.refit_every;
-        let mut chains: Vec<Vec<usize>> = Vec::new();
-        for b in &self.raw.budgets {
-            let b = b.as_usize();
-            match chains.last_mut() {
-                Some(c) if c.last().is_some_and(|l| l % r == 0) => c.push(b),
-                _ => chains.push(vec![b]),
-            }
-        }
-        chains
+        super::budget_chains(self.raw.budgets.iter().map(|b| b.as_usize()), self.raw.acquisition.refit_every)
     }
 }
 

@@ -421,16 +421,7 @@ impl Sweep {
     /// Budgets grouped into chains that one simulated path can serve exactly: every budget of a
     /// chain but the last is a multiple of `refit_every` (see [`crate::run::sim`]).
     pub fn chains(&self) -> Vec<Vec<usize>> {
-        let r = self.raw.acquisition.refit_every;
-        let mut chains: Vec<Vec<usize>> = Vec::new();
-        for b in &self.raw.budgets {
-            let b = b.as_usize();
-            match chains.last_mut() {
-                Some(c) if c.last().is_some_and(|l| l % r == 0) => c.push(b),
-                _ => chains.push(vec![b]),
-            }
-        }
-        chains
+        budget_chains(self.raw.budgets.iter().map(|b| b.as_usize()), self.raw.acquisition.refit_every)
     }
 }
 
@@ -535,6 +526,19 @@ pub fn run(sweep: &Sweep, threads: usize, on_pool: &(dyn Fn(usize) + Sync)) -> R
         parallel_jobs(&jobs, threads, on_pool, |&(c, i)| run_pool(sweep, &cells[c], c, i, &settings, &chains))?;
     let (rows, queries_by_rank) = results.into_iter().flatten().unzip();
     Ok(SweepResult { rows, queries_by_rank })
+}
+
+/// Budgets (in the order given) grouped into chains that one simulated path serves exactly:
+/// every budget of a chain but the last is a multiple of `refit_every` (see [`crate::run::sim`]).
+pub fn budget_chains(budgets: impl Iterator<Item = usize>, refit_every: usize) -> Vec<Vec<usize>> {
+    let mut chains: Vec<Vec<usize>> = Vec::new();
+    for b in budgets {
+        match chains.last_mut() {
+            Some(c) if c.last().is_some_and(|l| l % refit_every == 0) => c.push(b),
+            _ => chains.push(vec![b]),
+        }
+    }
+    chains
 }
 
 /// Run `job` on every element of `jobs` on `threads` worker threads (0 = all cores) and return
@@ -688,7 +692,14 @@ fn write_file(path: &Path, text: &str) -> Result<(), SweepError> {
 
 #[cfg(test)]
 mod tests {
-    use super::parallel_jobs;
+    use super::{budget_chains, parallel_jobs};
+
+    #[test]
+    fn a_chain_continues_only_after_a_budget_that_ends_on_a_refit() {
+        // refit_every 40: 40 and 80 end on a refit, 100 does not, so 120 starts a new path.
+        assert_eq!(budget_chains([40, 80, 100, 120].into_iter(), 40), vec![vec![40, 80, 100], vec![120]]);
+        assert_eq!(budget_chains([30, 60].into_iter(), 8), vec![vec![30], vec![60]]);
+    }
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
