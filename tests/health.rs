@@ -8,17 +8,6 @@ fn result(dir: &std::path::Path, name: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("runs").join(name).join("result.json")).unwrap()).unwrap()
 }
 
-fn ordered_pairs(dir: &std::path::Path, name: &str) -> Vec<(String, String)> {
-    std::fs::read_to_string(dir.join("runs").join(name).join("verdicts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (v["a"].as_str().unwrap().to_string(), v["b"].as_str().unwrap().to_string())
-        })
-        .collect()
-}
-
 #[test]
 fn confidence_stops_when_every_membership_is_settled() {
     let dir = tempfile::tempdir().unwrap();

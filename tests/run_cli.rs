@@ -40,24 +40,13 @@ fn result(dir: &std::path::Path, name: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn pairs(dir: &std::path::Path, name: &str) -> Vec<(String, String)> {
-    std::fs::read_to_string(dir.join("runs").join(name).join("verdicts.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (v["a"].as_str().unwrap().to_string(), v["b"].as_str().unwrap().to_string())
-        })
-        .collect()
-}
-
 #[test]
 fn resume_matches_uninterrupted_run() {
     let dir = tempfile::tempdir().unwrap();
     // Interrupted: 40 comparisons, then the same config with a budget of 80.
     let c40 = mock_config(dir.path(), "resumed", 40, "");
     assert!(run_bin(dir.path(), &["run", c40.to_str().unwrap()]).status.success());
-    assert_eq!(pairs(dir.path(), "resumed").len(), 40);
+    assert_eq!(ordered_pairs(dir.path(), "resumed").len(), 40);
     let c80 = mock_config(dir.path(), "resumed", 80, "");
     let out = run_bin(dir.path(), &["run", c80.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
@@ -65,11 +54,11 @@ fn resume_matches_uninterrupted_run() {
     let full = mock_config(dir.path(), "full", 80, "");
     assert!(run_bin(dir.path(), &["run", full.to_str().unwrap()]).status.success());
 
-    let p = pairs(dir.path(), "resumed");
+    let p = ordered_pairs(dir.path(), "resumed");
     assert_eq!(p.len(), 80);
     let distinct: std::collections::HashSet<_> = p.iter().cloned().collect();
     assert_eq!(distinct.len(), 80, "no ordered pair queried twice");
-    let mut q = pairs(dir.path(), "full");
+    let mut q = ordered_pairs(dir.path(), "full");
     let mut p_sorted = p.clone();
     p_sorted.sort();
     q.sort();
@@ -94,7 +83,7 @@ fn same_config_gives_identical_result_json() {
     assert!(run_bin(dir.path(), &["run", a.to_str().unwrap()]).status.success());
     let third = std::fs::read_to_string(dir.path().join("runs/a/result.json")).unwrap();
     assert_eq!(first, third);
-    assert_eq!(pairs(dir.path(), "a").len(), 48);
+    assert_eq!(ordered_pairs(dir.path(), "a").len(), 48);
 }
 
 #[test]
@@ -103,7 +92,7 @@ fn exhausting_a_pool_queries_every_ordered_pair_once() {
     let cfg = mock_config(dir.path(), "all", 1000, "");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
-    let p = pairs(dir.path(), "all");
+    let p = ordered_pairs(dir.path(), "all");
     // M1 and M2 have identical text in this pool: their two ordered pairs are not sent.
     assert_eq!(p.len(), 16 * 15 - 2);
     let distinct: std::collections::HashSet<_> = p.iter().collect();

@@ -48,3 +48,16 @@ pub fn mock_config(dir: &Path, name: &str, max_comparisons: u64, extra: &str) ->
     write(dir, &format!("{name}.yaml"), &yaml)
 }
 pub mod fake_openai;
+
+/// The ordered pairs (a shown first, b second) of `<dir>/runs/<name>/verdicts.jsonl`, in the
+/// order they were stored.
+pub fn ordered_pairs(dir: &Path, name: &str) -> Vec<(String, String)> {
+    std::fs::read_to_string(dir.join("runs").join(name).join("verdicts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["a"].as_str().unwrap().to_string(), v["b"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
