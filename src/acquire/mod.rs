@@ -102,11 +102,29 @@ impl Context<'_> {
 
 /// Select up to `r` ordered queries with `strategy`.
 pub fn select(strategy: StrategyKind, ctx: &Context<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, usize)> {
+    select_with_pending(strategy, ctx, &[], r, rng)
+}
+
+/// [`select`] with queries whose outcome is not in the posterior yet (`pending`: in flight, or
+/// stored after the last refit). Each must also be in `ctx.queried` (it is never picked again).
+/// The Σ-based rules (`topk`, `d_optimal`, `uncertainty`) count their information first: one
+/// Sherman–Morrison step per pending query at its Fisher weight p̂(1 − p̂), which needs no
+/// outcome (docs/model.md §3), so a wide pipeline spreads its picks. With `pending` empty this
+/// is [`select`].
+pub fn select_with_pending(
+    strategy: StrategyKind,
+    ctx: &Context<'_>,
+    pending: &[(usize, usize)],
+    r: usize,
+    rng: &mut ChaCha8Rng,
+) -> Vec<(usize, usize)> {
     if r == 0 {
         return Vec::new();
     }
     match strategy {
-        StrategyKind::Topk | StrategyKind::DOptimal | StrategyKind::Uncertainty => topk::select(strategy, ctx, r, rng),
+        StrategyKind::Topk | StrategyKind::DOptimal | StrategyKind::Uncertainty => {
+            topk::select(strategy, ctx, pending, r, rng)
+        }
         StrategyKind::RoundRobin => baselines::round_robin(ctx, r),
         StrategyKind::Random => baselines::random(ctx, r, rng),
         StrategyKind::Thompson => baselines::thompson(ctx, r, rng),

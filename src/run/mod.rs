@@ -9,4 +9,6 @@ pub mod faults;
 pub mod interrupt;
 pub mod live;
 pub mod queries;
+pub mod schedule;
+pub mod throughput;
 pub mod sim;

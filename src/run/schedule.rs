@@ -1,0 +1,660 @@
+//! The pure scheduler of Algorithm 1 (docs/model.md §3; docs/live.md, "Concurrency"): which
+//! ordered pairs go out next, when to refit, when the run may stop. No I/O and no clock: the
+//! live driver ([`super::live`]) and the virtual-time simulation feed it events (a query sent, a
+//! verdict stored, a query failed or set aside, a refit started or finished) and ask it for
+//! decisions.
+//!
+//! State: the stored ordered pairs (in arrival order), the pending ones (in flight), the
+//! excluded ones (never sent: identical texts, set aside after failures, no verdict exists), the
+//! budget with its reservations, and which stored verdicts the current posterior has seen.
+//!
+//! Two dispatch modes ([`Dispatch`]):
+//! - **wait-for-batch** (today's Algorithm 1, the default): after each refit pick R =
+//!   `refit_every` queries, send them with at most `concurrency` in flight, wait for all, refit.
+//!   With the same seed the choices are those of every earlier version of the runner.
+//! - **pipelined**: keep `concurrency` queries in flight; refit after every R stored verdicts
+//!   while requests keep flying, and fill each free slot from the latest posterior. The queries
+//!   the posterior has not seen (in flight, or stored after the refit started) are pending:
+//!   never picked again, and their information enters Σ by a Sherman–Morrison step before
+//!   picking ([`crate::acquire::select_with_pending`]), so a wide pipeline spreads its picks.
+
+use crate::acquire::{self, Context, Orders, StrategyKind};
+use crate::analysis::design::{self, DesignKind};
+use crate::model::laplace::Posterior;
+use crate::rng;
+use crate::store::budget::{Budget, Reservation};
+use crate::store::pool::Pool;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashSet, VecDeque};
+
+/// How queries are dispatched (config key `acquisition.dispatch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dispatch {
+    /// Pick R = `refit_every`, send them (at most `concurrency` in flight), wait for all, refit:
+    /// deterministic for a fixed seed (the default).
+    #[default]
+    WaitForBatch,
+    /// Keep `concurrency` queries in flight; refit after every R stored verdicts while requests
+    /// keep flying. Resume-safe, but the order of the picks depends on reply arrival times.
+    Pipelined,
+}
+
+impl Dispatch {
+    /// Whether this is the default ([`Dispatch::WaitForBatch`]), for `skip_serializing_if`.
+    pub fn is_default(&self) -> bool {
+        *self == Self::WaitForBatch
+    }
+}
+
+/// The scheduler's settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScheduleSettings {
+    /// R: refit after this many stored verdicts (wait-for-batch: queries per batch), ≥ 1.
+    pub refit_every: usize,
+    /// Queries in flight at most, ≥ 1.
+    pub concurrency: usize,
+    /// Wait-for-batch or pipelined.
+    pub dispatch: Dispatch,
+}
+
+/// What the acquisition rule needs besides the posterior: the pool and its covariates, the
+/// design, the strategy and the run seed (the acquisition stream is keyed by the number of
+/// pairs asked, pending or excluded, as in every version of the runner).
+#[derive(Clone, Copy)]
+pub struct PickRule<'a> {
+    /// The pool (item → base).
+    pub pool: &'a Pool,
+    /// Transformed covariates per item (N × p).
+    pub x: &'a [Vec<f64>],
+    /// Number of covariates p.
+    pub p: usize,
+    /// k of top-k.
+    pub k: usize,
+    /// `single` or `paired` (within-base queries first).
+    pub design: DesignKind,
+    /// The acquisition strategy.
+    pub strategy: StrategyKind,
+    /// Both presentation orders or single ordered pairs.
+    pub orders: Orders,
+    /// The run seed (`acquisition.seed`).
+    pub seed: u64,
+}
+
+/// The current posterior as the scheduler sees it: the Laplace posterior and top-k membership π
+/// (length M) of a refit on the first `n_stored` stored verdicts.
+pub struct Fitted<'a> {
+    /// Laplace posterior at the MAP.
+    pub post: &'a Posterior,
+    /// Top-k membership per base.
+    pub membership: &'a [f64],
+}
+
+/// The scheduler (see the module doc).
+#[derive(Debug, Clone)]
+pub struct Scheduler {
+    s: ScheduleSettings,
+    total_pairs: usize,
+    stored: Vec<(usize, usize)>,
+    stored_set: HashSet<(usize, usize)>,
+    excluded: HashSet<(usize, usize)>,
+    pending: Vec<(usize, usize)>,
+    /// Wait-for-batch: this batch's picks not sent yet.
+    batch: VecDeque<(usize, usize)>,
+    /// Stored verdicts the current posterior has seen (`None` before the first refit).
+    fitted: Option<usize>,
+    /// Stored verdicts at the start of the refit running now.
+    fitting: Option<usize>,
+    /// Queries sent since the last refit started (wait-for-batch: this round).
+    sent_since_fit: usize,
+    /// Wait-for-batch: verdicts stored and queries failed in this round.
+    round_stored: usize,
+    round_failed: usize,
+    /// Consecutive rounds (pipelined: stretches of R resolved queries) that failed without a
+    /// verdict.
+    failed_rounds: usize,
+    /// Pipelined: failed queries since the last stored verdict.
+    failed_streak: usize,
+    budget: Budget,
+}
+
+impl Scheduler {
+    /// A scheduler over `total_pairs` ordered pairs, with the verdicts already `stored` (resume;
+    /// in the order stored), the `excluded` pairs (never sent) and the `budget` (which already
+    /// counts the stored verdicts and the spend).
+    ///
+    /// # Panics
+    /// If `refit_every` or `concurrency` is 0 (the config checks both).
+    pub fn new(
+        settings: ScheduleSettings,
+        total_pairs: usize,
+        stored: impl IntoIterator<Item = (usize, usize)>,
+        excluded: impl IntoIterator<Item = (usize, usize)>,
+        budget: Budget,
+    ) -> Self {
+        assert!(settings.refit_every >= 1 && settings.concurrency >= 1, "refit_every and concurrency are ≥ 1");
+        let stored: Vec<(usize, usize)> = stored.into_iter().collect();
+        Scheduler {
+            s: settings,
+            total_pairs,
+            stored_set: stored.iter().copied().collect(),
+            stored,
+            excluded: excluded.into_iter().collect(),
+            pending: Vec::new(),
+            batch: VecDeque::new(),
+            fitted: None,
+            fitting: None,
+            sent_since_fit: 0,
+            round_stored: 0,
+            round_failed: 0,
+            failed_rounds: 0,
+            failed_streak: 0,
+            budget,
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> ScheduleSettings {
+        self.s
+    }
+
+    /// Stored ordered pairs, in the order stored.
+    pub fn stored(&self) -> &[(usize, usize)] {
+        &self.stored
+    }
+
+    /// Ordered pairs in flight, in the order sent.
+    pub fn pending(&self) -> &[(usize, usize)] {
+        &self.pending
+    }
+
+    /// The budget (limits, spend, reservations of the queries in flight).
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Every pair that is not a candidate: stored, excluded, in flight or waiting in the batch.
+    pub fn unavailable_for_picking(&self) -> HashSet<(usize, usize)> {
+        let mut q: HashSet<(usize, usize)> = self.stored_set.iter().chain(&self.excluded).copied().collect();
+        q.extend(&self.pending);
+        q.extend(&self.batch);
+        q
+    }
+
+    /// Pairs stored or excluded (what the stop rule "no unqueried ordered pair is left" counts).
+    pub fn settled(&self) -> usize {
+        self.stored_set.len() + self.excluded.iter().filter(|p| !self.stored_set.contains(p)).count()
+    }
+
+    /// Whether every ordered pair is stored or excluded.
+    pub fn all_asked(&self) -> bool {
+        self.settled() >= self.total_pairs
+    }
+
+    /// Queries the current posterior has not seen: stored after its refit started, then the
+    /// ones in flight (their information is counted when picking).
+    pub fn unfitted(&self) -> Vec<(usize, usize)> {
+        let from = self.fitted.unwrap_or(0).min(self.stored.len());
+        self.stored[from..].iter().chain(&self.pending).copied().collect()
+    }
+
+    /// Whether a refit should start now: none is running, and this is the first one; or
+    /// (wait-for-batch) the round is over; or (pipelined) R verdicts were stored since the last
+    /// one, or nothing is in flight and some verdict is not fitted yet.
+    pub fn wants_fit(&self) -> bool {
+        if self.fitting.is_some() {
+            return false;
+        }
+        let Some(fitted) = self.fitted else { return true };
+        let fresh = self.stored.len() - fitted.min(self.stored.len());
+        match self.s.dispatch {
+            Dispatch::WaitForBatch => self.sent_since_fit > 0 && self.pending.is_empty() && self.batch.is_empty(),
+            Dispatch::Pipelined => fresh >= self.s.refit_every || (self.pending.is_empty() && fresh > 0),
+        }
+    }
+
+    /// A refit starts on every verdict stored so far; returns how many (the fit covers
+    /// `stored()[..n]`). Wait-for-batch: the round ends here (see [`Scheduler::failed_rounds`]).
+    pub fn fit_started(&mut self) -> usize {
+        let n = self.stored.len();
+        self.fitting = Some(n);
+        if self.fitted.is_some() && self.s.dispatch == Dispatch::WaitForBatch {
+            self.end_round();
+        }
+        self.sent_since_fit = 0;
+        n
+    }
+
+    /// The refit started by [`Scheduler::fit_started`] finished: its posterior is current.
+    pub fn fit_finished(&mut self) {
+        self.fitted = self.fitting.take().or(self.fitted);
+    }
+
+    /// Whether a refit is running.
+    pub fn fitting(&self) -> bool {
+        self.fitting.is_some()
+    }
+
+    /// Whether nothing is in flight or waiting, no refit runs and the posterior has seen every
+    /// stored verdict: the state in which the run may stop (its final fit is current).
+    pub fn quiet(&self) -> bool {
+        self.pending.is_empty()
+            && self.batch.is_empty()
+            && self.fitting.is_none()
+            && self.fitted == Some(self.stored.len())
+    }
+
+    /// Whether the round just ended brought verdicts (wait-for-batch; pipelined: whether any
+    /// verdict was stored since the last refit started).
+    pub fn sent_since_fit(&self) -> usize {
+        self.sent_since_fit
+    }
+
+    fn end_round(&mut self) {
+        if self.round_stored == 0 && self.round_failed > 0 {
+            self.failed_rounds += 1;
+        } else {
+            self.failed_rounds = 0;
+        }
+        self.round_stored = 0;
+        self.round_failed = 0;
+    }
+
+    /// Rounds in a row without any verdict in which some query failed (wait-for-batch: rounds
+    /// between refits; pipelined: every R failed queries since the last verdict). The runner
+    /// stops for a failing judge at 3.
+    pub fn failed_rounds(&self) -> usize {
+        match self.s.dispatch {
+            Dispatch::WaitForBatch => self.failed_rounds,
+            Dispatch::Pipelined => self.failed_streak / self.s.refit_every,
+        }
+    }
+
+    /// Wait-for-batch: this round's (verdicts stored, queries failed).
+    pub fn round(&self) -> (usize, usize) {
+        (self.round_stored, self.round_failed)
+    }
+
+    /// The next queries to send now, at most `concurrency` in flight, from the posterior `fit`
+    /// (a refit on `stored()[..n]` for the `n` of the last finished refit):
+    /// - wait-for-batch: at the start of a round (nothing sent since the refit, nothing in
+    ///   flight) the batch of R = min(`refit_every`, comparisons left) picks is chosen; then the
+    ///   batch is handed out as slots free up;
+    /// - pipelined: min(free slots, comparisons left) picks on the latest posterior with every
+    ///   unfitted query counted.
+    ///
+    /// The picks follow [`super::queries::next_picks`]: a missing other order first, then the
+    /// paired design's within-base queries, then the acquisition rule. Empty when nothing is to
+    /// be sent now; at a [`Scheduler::quiet`] point an empty answer means no open pair is left.
+    /// Each returned pair must be reported by [`Scheduler::sent`] or [`Scheduler::unsent`].
+    pub fn next(&mut self, rule: &PickRule<'_>, fit: &Fitted<'_>) -> Vec<(usize, usize)> {
+        let free = self.s.concurrency.saturating_sub(self.pending.len());
+        if free == 0 || self.fitted.is_none() {
+            return Vec::new();
+        }
+        match self.s.dispatch {
+            Dispatch::WaitForBatch => {
+                if self.batch.is_empty() && self.sent_since_fit == 0 && self.pending.is_empty() && !self.fitting() {
+                    let r = (self.s.refit_every as u64).min(self.budget.comparisons_left()) as usize;
+                    let picks = self.pick(rule, fit, r);
+                    self.batch.extend(picks);
+                }
+                let n = free.min(self.batch.len());
+                self.batch.drain(..n).collect()
+            }
+            Dispatch::Pipelined => {
+                let r = (free as u64).min(self.budget.comparisons_left()) as usize;
+                self.pick(rule, fit, r)
+            }
+        }
+    }
+
+    fn pick(&self, rule: &PickRule<'_>, fit: &Fitted<'_>, r: usize) -> Vec<(usize, usize)> {
+        if r == 0 {
+            return Vec::new();
+        }
+        let queried = self.unavailable_for_picking();
+        let unfitted = self.unfitted();
+        let ctx = Context {
+            item_base: &rule.pool.item_base,
+            x: rule.x,
+            m: rule.pool.n_bases(),
+            p: rule.p,
+            post: fit.post,
+            membership: fit.membership,
+            k: rule.k,
+            queried: &queried,
+            orders: rule.orders,
+            seed: rule.seed,
+        };
+        let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
+        let mut picks = design::other_orders(&queried, rule.orders, r);
+        if picks.is_empty() {
+            picks = design::first_queries(rule.pool, rule.design, &queried, r);
+        }
+        if picks.is_empty() {
+            picks = acquire::select_with_pending(rule.strategy, &ctx, &unfitted, r, &mut acq_rng);
+        }
+        picks
+    }
+
+    /// Reserve the budget for one query of worst-case cost `worst_usd`; `None` when it would pass
+    /// `max_comparisons` or `max_usd` (counting every query in flight at its worst case).
+    pub fn reserve(&mut self, worst_usd: f64) -> Option<Reservation> {
+        self.budget.try_reserve(worst_usd)
+    }
+
+    /// The query (a, b), reserved, was sent: it is pending until it resolves.
+    pub fn sent(&mut self, a: usize, b: usize) {
+        self.pending.push((a, b));
+        self.sent_since_fit += 1;
+    }
+
+    /// Picks that will not be sent (no budget left, or the run is stopping): wait-for-batch drops
+    /// the rest of its batch too.
+    pub fn unsent(&mut self) {
+        self.batch.clear();
+    }
+
+    fn resolve(&mut self, a: usize, b: usize) {
+        if let Some(i) = self.pending.iter().position(|&q| q == (a, b)) {
+            self.pending.remove(i);
+        }
+    }
+
+    /// A verdict (valid or invalid) of (a, b) was stored and fsynced; `stored` is false for a
+    /// duplicate record (the budget does not count it twice).
+    pub fn stored_verdict(&mut self, a: usize, b: usize, res: Reservation, cost_usd: f64, stored: bool) {
+        self.resolve(a, b);
+        self.budget.settle(res, cost_usd, stored);
+        if self.stored_set.insert((a, b)) {
+            self.stored.push((a, b));
+        }
+        self.round_stored += 1;
+        self.failed_streak = 0;
+    }
+
+    /// A query of (a, b) failed at `cost_usd` (it may be asked again unless `set_aside`).
+    pub fn failed(&mut self, a: usize, b: usize, res: Reservation, cost_usd: f64, set_aside: bool) {
+        self.resolve(a, b);
+        self.budget.settle(res, cost_usd, false);
+        if set_aside {
+            self.excluded.insert((a, b));
+        }
+        self.round_failed += 1;
+        self.failed_streak += 1;
+    }
+
+    /// Ordered pairs set aside for the rest of the run (e.g. after repeated failures): never
+    /// picked again, and counted as asked.
+    pub fn exclude(&mut self, pairs: impl IntoIterator<Item = (usize, usize)>) {
+        self.excluded.extend(pairs);
+    }
+
+    /// A query of (a, b) has no verdict and never will (e.g. missing from a recording), or the
+    /// judge cannot go on: settled at no cost and set aside, not counted as a failure.
+    pub fn set_aside(&mut self, a: usize, b: usize, res: Reservation) {
+        self.resolve(a, b);
+        self.budget.settle(res, 0.0, false);
+        self.excluded.insert((a, b));
+    }
+
+    /// Queries in flight given up on (the interrupt grace period ended): each is settled at its
+    /// full reservation (booked as possibly billed) and leaves the pending set.
+    pub fn gave_up(&mut self, reservations: impl IntoIterator<Item = Reservation>) {
+        for r in reservations {
+            self.budget.settle(r, r.usd, false);
+        }
+        self.pending.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acquire::testutil::fitted;
+    use crate::store::pool::{Item, Pool};
+
+    fn pool(n: usize) -> Pool {
+        let items = (0..n)
+            .map(|i| Item {
+                id: format!("i{i}"),
+                text: None,
+                quality: None,
+                covariates: Default::default(),
+                base: None,
+                rendering: None,
+                words: None,
+                human: None,
+            })
+            .collect();
+        Pool::new("p".into(), String::new(), items).unwrap()
+    }
+
+    fn settings(refit_every: usize, concurrency: usize, dispatch: Dispatch) -> ScheduleSettings {
+        ScheduleSettings { refit_every, concurrency, dispatch }
+    }
+
+    const R0: Reservation = Reservation { usd: 0.0 };
+
+    /// [`fitted`] with both orders of its 20 queried pairs marked queried (40), so no missing
+    /// other order comes first and the acquisition rule makes every pick.
+    fn both_orders() -> crate::acquire::testutil::Fixture {
+        let mut f = fitted(10, 2, 3);
+        let rev: Vec<(usize, usize)> = f.queried.iter().map(|&(a, b)| (b, a)).collect();
+        f.queried.extend(rev);
+        f
+    }
+
+    /// Reserve (at no cost) and send (a, b).
+    fn send(s: &mut Scheduler, a: usize, b: usize) {
+        assert!(s.reserve(0.0).is_some());
+        s.sent(a, b);
+    }
+
+    /// Drive `s` with an instant judge: send whatever it hands out, store the oldest pending
+    /// verdict one at a time, refit (instantly) whenever asked. Returns the send order.
+    fn drive(s: &mut Scheduler, rule: &PickRule<'_>, fit: &Fitted<'_>, max_sends: usize) -> Vec<(usize, usize)> {
+        let mut order = Vec::new();
+        for _ in 0..10_000 {
+            if s.wants_fit() {
+                s.fit_started();
+                s.fit_finished();
+            }
+            for (a, b) in s.next(rule, fit) {
+                assert!(s.reserve(0.0).is_some());
+                s.sent(a, b);
+                order.push((a, b));
+            }
+            if order.len() >= max_sends && s.pending().is_empty() {
+                break;
+            }
+            let Some(&(a, b)) = s.pending().first() else { break };
+            s.stored_verdict(a, b, R0, 0.0, true);
+        }
+        order
+    }
+
+    #[test]
+    fn wait_for_batch_sends_r_per_refit_and_waits_for_all() {
+        let f = both_orders();
+        let p = pool(10);
+        let rule = PickRule {
+            pool: &p,
+            x: &f.x,
+            p: f.p,
+            k: 3,
+            design: DesignKind::Single,
+            strategy: StrategyKind::Topk,
+            orders: Orders::Both,
+            seed: 1,
+        };
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let mut s = Scheduler::new(settings(6, 4, Dispatch::WaitForBatch), 90, f.queried.clone(), [], Budget::default());
+        assert!(s.wants_fit());
+        assert_eq!(s.fit_started(), 40);
+        s.fit_finished();
+        // The batch of 6 = acquire::select of 6 on this posterior (stream keyed by 40 queried);
+        // 4 go out (concurrency), 2 wait for free slots, no refit before all 6 are stored.
+        let want = acquire::select(StrategyKind::Topk, &f.ctx(), 6, &mut rng::stream(1, "acquire", 40));
+        let first = s.next(&rule, &fit);
+        assert_eq!(first, want[..4].to_vec());
+        for &(a, b) in &first {
+            send(&mut s, a, b);
+        }
+        assert!(s.next(&rule, &fit).is_empty(), "4 in flight");
+        s.stored_verdict(want[0].0, want[0].1, R0, 0.0, true);
+        assert!(!s.wants_fit());
+        assert_eq!(s.next(&rule, &fit), vec![want[4]]);
+        send(&mut s, want[4].0, want[4].1);
+        for &(a, b) in &want[1..5] {
+            s.stored_verdict(a, b, R0, 0.0, true);
+        }
+        assert_eq!(s.next(&rule, &fit), vec![want[5]]);
+        send(&mut s, want[5].0, want[5].1);
+        assert!(!s.wants_fit(), "one still in flight");
+        s.stored_verdict(want[5].0, want[5].1, R0, 0.0, true);
+        assert!(s.wants_fit());
+        assert_eq!(s.fit_started(), 46);
+        assert!(s.next(&rule, &fit).is_empty(), "no picks while the refit runs");
+        s.fit_finished();
+        assert!(s.quiet());
+    }
+
+    #[test]
+    fn pipelined_keeps_concurrency_in_flight_never_repeats_and_refits_every_r() {
+        let f = both_orders();
+        let p = pool(10);
+        let rule = PickRule {
+            pool: &p,
+            x: &f.x,
+            p: f.p,
+            k: 3,
+            design: DesignKind::Single,
+            strategy: StrategyKind::Topk,
+            orders: Orders::Both,
+            seed: 1,
+        };
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let mut s = Scheduler::new(settings(4, 8, Dispatch::Pipelined), 90, f.queried.clone(), [], Budget::default());
+        s.fit_started();
+        s.fit_finished();
+        let first = s.next(&rule, &fit);
+        assert_eq!(first.len(), 8);
+        // The 8 picks of one call are the batch of 8 that acquire::select makes.
+        let want = acquire::select(StrategyKind::Topk, &f.ctx(), 8, &mut rng::stream(1, "acquire", 40));
+        assert_eq!(first, want);
+        for &(a, b) in &first {
+            send(&mut s, a, b);
+        }
+        // Three verdicts: no refit yet (R = 4); the 3 free slots are filled at once, counting
+        // the 8 unfitted queries; the 4th verdict asks for a refit while 8 are in flight.
+        for &(a, b) in &first[..3] {
+            s.stored_verdict(a, b, R0, 0.0, true);
+        }
+        assert!(!s.wants_fit());
+        let more = s.next(&rule, &fit);
+        assert_eq!(more.len(), 3);
+        assert!(more.iter().all(|q| !first.contains(q) && !f.queried.contains(q)), "never picked twice");
+        let mut g = both_orders();
+        g.queried.extend(&first);
+        let want = acquire::select_with_pending(
+            StrategyKind::Topk,
+            &g.ctx(),
+            &first,
+            3,
+            &mut rng::stream(1, "acquire", 48),
+        );
+        assert_eq!(more, want, "the pending queries' information is counted");
+        for &(a, b) in &more {
+            send(&mut s, a, b);
+        }
+        s.stored_verdict(first[3].0, first[3].1, R0, 0.0, true);
+        assert!(s.wants_fit());
+        assert_eq!(s.fit_started(), 44);
+        assert_eq!(s.pending().len(), 7, "requests keep flying during the refit");
+        assert_eq!(s.next(&rule, &fit).len(), 1, "a free slot is filled from the latest posterior");
+        s.fit_finished();
+        assert!(!s.quiet());
+    }
+
+    #[test]
+    fn budget_caps_picks_and_every_pair_is_sent_once() {
+        // 6 items, 30 ordered pairs, max 25 comparisons, pipelined with 8 in flight.
+        let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
+        let p = pool(6);
+        let rule = PickRule {
+            pool: &p,
+            x: &f.x,
+            p: 0,
+            k: 2,
+            design: DesignKind::Single,
+            strategy: StrategyKind::Uncertainty,
+            orders: Orders::Both,
+            seed: 3,
+        };
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
+            let b = Budget::new(Some(25), None, 0, 0.0);
+            let mut s = Scheduler::new(settings(4, 8, dispatch), 30, [], [], b);
+            let order = drive(&mut s, &rule, &fit, 100);
+            assert_eq!(order.len(), 25, "{dispatch:?}");
+            let distinct: HashSet<_> = order.iter().collect();
+            assert_eq!(distinct.len(), 25, "{dispatch:?}: a pair is never sent twice");
+            assert_eq!(s.budget().comparisons, 25);
+            assert!(!s.all_asked());
+            assert!(s.next(&rule, &fit).is_empty(), "no comparison left");
+            // Without a limit every pair is sent exactly once, then nothing is left.
+            let mut s = Scheduler::new(settings(4, 8, dispatch), 30, [], [], Budget::default());
+            let order = drive(&mut s, &rule, &fit, 100);
+            assert_eq!(order.len(), 30);
+            assert!(s.all_asked());
+            if s.wants_fit() {
+                s.fit_started();
+                s.fit_finished();
+            }
+            assert!(s.quiet());
+            assert!(s.next(&rule, &fit).is_empty());
+        }
+    }
+
+    #[test]
+    fn failed_rounds_and_set_aside_pairs() {
+        let b = Budget::new(None, Some(1.0), 0, 0.0);
+        let mut s = Scheduler::new(settings(2, 2, Dispatch::WaitForBatch), 4, [], [(1, 0)], b);
+        s.fit_started();
+        s.fit_finished();
+        // Three rounds of two failures each, no verdict: 3 failed rounds at the 4th refit.
+        for round in 1..=3 {
+            let r1 = s.reserve(0.25).unwrap();
+            let r2 = s.reserve(0.25).unwrap();
+            assert!(s.reserve(0.75).is_none(), "0.5 reserved + 0.75 would pass max_usd 1.0");
+            s.sent(0, 1);
+            s.sent(1, 0);
+            s.failed(0, 1, r1, 0.0, false);
+            s.failed(1, 0, r2, 0.0, round == 3);
+            assert!(s.wants_fit());
+            s.fit_started();
+            s.fit_finished();
+            assert_eq!(s.failed_rounds(), round);
+        }
+        assert_eq!(s.settled(), 1, "(1, 0) was already excluded");
+        assert!(s.unavailable_for_picking().contains(&(1, 0)));
+        // A verdict resets the count.
+        let r = s.reserve(0.1).unwrap();
+        s.sent(0, 1);
+        s.stored_verdict(0, 1, r, 0.1, true);
+        s.fit_started();
+        s.fit_finished();
+        assert_eq!(s.failed_rounds(), 0);
+        assert!((s.budget().spent_usd - 0.1).abs() < 1e-15);
+        // Pipelined: every R failures in a row since the last verdict count as one round.
+        let mut s = Scheduler::new(settings(2, 8, Dispatch::Pipelined), 4, [], [], Budget::default());
+        for _ in 0..5 {
+            let r = s.reserve(0.0).unwrap();
+            s.sent(2, 3);
+            s.failed(2, 3, r, 0.0, false);
+        }
+        assert_eq!(s.failed_rounds(), 2);
+    }
+}
