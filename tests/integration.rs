@@ -12,6 +12,7 @@ mod ident;
 mod layout;
 mod live;
 mod money;
+mod pipeline;
 mod replay;
 mod reports;
 mod run_cli;

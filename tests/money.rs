@@ -26,19 +26,19 @@ const PRICE_OUT: f64 = 2.0; // USD per million completion tokens
 /// What the fake server bills for one request: exactly the reservation bound of one attempt
 /// (prompt bytes + chat-template overhead, and the `max_tokens` the request carries), so the
 /// budget has no slack to hide an unbooked request in.
-fn usage_of(body: &Value) -> (u64, u64) {
+pub(crate) fn usage_of(body: &Value) -> (u64, u64) {
     let msgs = body["messages"].as_array().unwrap();
     let bytes: usize = msgs.iter().map(|m| m["content"].as_str().unwrap().len()).sum();
     let prompt = bytes as u64 + BASE_OVERHEAD_TOKENS + PER_MESSAGE_OVERHEAD_TOKENS * msgs.len() as u64;
     (prompt, body["max_tokens"].as_u64().unwrap())
 }
 
-fn cost_of(body: &Value) -> f64 {
+pub(crate) fn cost_of(body: &Value) -> f64 {
     let (p, c) = usage_of(body);
     (p as f64 * PRICE_IN + c as f64 * PRICE_OUT) / 1e6
 }
 
-fn fake() -> FakeOpenAi {
+pub(crate) fn fake() -> FakeOpenAi {
     FakeOpenAi::start_with(
         Box::new(longer_wins),
         Box::new(|b: &Value| {
@@ -50,13 +50,13 @@ fn fake() -> FakeOpenAi {
 
 /// The server's bill: requests received (a provider may bill any request it received) and their
 /// total cost.
-fn server_bill(fake: &FakeOpenAi) -> (usize, f64) {
+pub(crate) fn server_bill(fake: &FakeOpenAi) -> (usize, f64) {
     let reqs = fake.requests();
     (reqs.len(), reqs.iter().map(|q| cost_of(&q.body)).sum())
 }
 
 /// 8 items of the shipped SummEval pool (distinct texts) as a pool file in `dir`.
-fn pool8(dir: &Path) -> PathBuf {
+pub(crate) fn pool8(dir: &Path) -> PathBuf {
     let text = std::fs::read_to_string(summeval()).unwrap();
     let line = text.lines().find(|l| l.contains(POOL_ID)).unwrap();
     let mut v: Value = serde_json::from_str(line).unwrap();
@@ -69,7 +69,7 @@ fn pool8(dir: &Path) -> PathBuf {
 }
 
 /// A live config on the 8-item pool; `acq`, `budget` and `top` are YAML lines.
-fn config(dir: &Path, name: &str, fake: &FakeOpenAi, acq: &str, budget: &str, top: &str) -> PathBuf {
+pub(crate) fn config(dir: &Path, name: &str, fake: &FakeOpenAi, acq: &str, budget: &str, top: &str) -> PathBuf {
     write(dir, "prompts/test.j2", TEMPLATE);
     let pool = pool8(dir);
     let yaml = format!(
@@ -80,7 +80,7 @@ fn config(dir: &Path, name: &str, fake: &FakeOpenAi, acq: &str, budget: &str, to
     write(dir, &format!("{name}.yaml"), &yaml)
 }
 
-fn start(dir: &Path, cfg: &Path) -> Child {
+pub(crate) fn start(dir: &Path, cfg: &Path) -> Child {
     Command::new(bin())
         .current_dir(dir)
         .args(["run", cfg.to_str().unwrap(), "--quiet"])
@@ -91,16 +91,16 @@ fn start(dir: &Path, cfg: &Path) -> Child {
         .unwrap()
 }
 
-fn run_to_end(dir: &Path, cfg: &Path) -> Output {
+pub(crate) fn run_to_end(dir: &Path, cfg: &Path) -> Output {
     start(dir, cfg).wait_with_output().unwrap()
 }
 
-fn signal(child: &Child, sig: &str) {
+pub(crate) fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
     assert!(ok.success(), "kill {sig}");
 }
 
-fn wait_until(what: &str, timeout_s: u64, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, timeout_s: u64, mut cond: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !cond() {
         assert!(t0.elapsed() < Duration::from_secs(timeout_s), "timed out waiting for {what}");
@@ -108,7 +108,7 @@ fn wait_until(what: &str, timeout_s: u64, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn lines(path: &Path) -> Vec<Value> {
+pub(crate) fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .map(|t| t.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect())
         .unwrap_or_default()
@@ -116,12 +116,12 @@ fn lines(path: &Path) -> Vec<Value> {
 
 /// What the run folder books, read from its files here (not through the library).
 #[derive(Debug, Default, PartialEq)]
-struct Booked {
-    verdicts: usize,
-    failed: usize,
-    possibly_billed: usize,
-    open_intents: usize,
-    usd: f64,
+pub(crate) struct Booked {
+    pub(crate) verdicts: usize,
+    pub(crate) failed: usize,
+    pub(crate) possibly_billed: usize,
+    pub(crate) open_intents: usize,
+    pub(crate) usd: f64,
 }
 
 impl Booked {
@@ -130,7 +130,7 @@ impl Booked {
     }
 }
 
-fn booked(run: &Path) -> Booked {
+pub(crate) fn booked(run: &Path) -> Booked {
     let verdicts = lines(&run.join("verdicts.jsonl"));
     let keys: HashSet<&str> = verdicts.iter().map(|r| r["key"].as_str().unwrap()).collect();
     assert_eq!(keys.len(), verdicts.len(), "no verdict key is stored twice");
@@ -151,14 +151,14 @@ fn booked(run: &Path) -> Booked {
     }
 }
 
-fn result_json(run: &Path) -> Value {
+pub(crate) fn result_json(run: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap()
 }
 
 /// The invariants of every test, after a run that ended on its own: nothing the server billed is
 /// missing from the books, every intent is closed, spend within `max_usd`, and result.json agrees
 /// with the files. `exact`: every open intent had reached the server, so the books equal the bill.
-fn check_books(fake: &FakeOpenAi, run: &Path, max_usd: Option<f64>, exact: bool) -> Booked {
+pub(crate) fn check_books(fake: &FakeOpenAi, run: &Path, max_usd: Option<f64>, exact: bool) -> Booked {
     let (n, usd) = server_bill(fake);
     let b = booked(run);
     println!("{}: server billed {n} requests, ${usd:.6}; books {b:?}; max_usd {max_usd:?}", run.display());
@@ -181,7 +181,7 @@ fn check_books(fake: &FakeOpenAi, run: &Path, max_usd: Option<f64>, exact: bool)
 }
 
 /// Worst case of one query on the 8-item pool: (mean, max) over ordered pairs.
-fn worst_cases(cfg: &Path) -> (f64, f64) {
+pub(crate) fn worst_cases(cfg: &Path) -> (f64, f64) {
     let c = topk_judge::store::config::Config::load(cfg).unwrap();
     let judge = topk_judge::judge::build::make_judge(&c.raw.judge).unwrap();
     let n = c.pool.n_items();

@@ -68,6 +68,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         reporting: Default::default(),
         verdicts_report: Default::default(),
         replay: None,
+        throughput: None,
     }
 }
 

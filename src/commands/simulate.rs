@@ -1,6 +1,8 @@
 //! `topk-judge simulate FILE`: a sweep of synthetic pools ([`crate::sweep`]; results.csv,
 //! summary tables and SVG plots, docs/experiments.md), or — when the file has a `recorded:`
-//! section — the frozen protocol on recorded verdicts ([`crate::sweep::frozen`], docs/replay.md).
+//! section — the frozen protocol on recorded verdicts ([`crate::sweep::frozen`], docs/replay.md),
+//! or — with a `pipeline:` section — the pipelined-acquisition sweep in virtual time
+//! ([`crate::sweep::pipeline`], docs/experiments.md).
 
 use crate::sweep::{self, Sweep, SweepError, frozen, summary};
 use std::path::{Path, PathBuf};
@@ -28,6 +30,16 @@ pub fn simulate_command(
         bar.finish();
         let s = frozen::write_outputs(&f, &rows, &dir)?;
         return Ok((dir, frozen::markdown(&s), rows.len()));
+    }
+    if sweep::pipeline::is_pipeline(&text) {
+        let s = sweep::pipeline::PipelineSweep::load(path)?;
+        let dir = out.map(Path::to_path_buf).unwrap_or_else(|| s.out_folder(path));
+        let total = s.pools.count * s.budgets.len() * s.pipeline.runs.len();
+        let bar = crate::report::progress::Progress::counter(total as u64, progress, "simulated runs");
+        let rows = sweep::pipeline::run(&s, threads.unwrap_or(s.threads), &|done| bar.set(done as u64))?;
+        bar.finish();
+        let md = sweep::pipeline::write_outputs(&s, &rows, &dir)?;
+        return Ok((dir, md, rows.len()));
     }
     let sweep = Sweep::load(path)?;
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| sweep.out_dir.clone());

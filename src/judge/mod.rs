@@ -383,6 +383,12 @@ pub trait Judge: Send + Sync {
         None
     }
 
+    /// The client-side limit on requests per minute (`judge.openai.requests_per_minute`), when
+    /// one is configured; `None` (the default) for judges without one.
+    fn requests_per_minute(&self) -> Option<u32> {
+        None
+    }
+
     /// The stop rule for invalid replies: (largest share of invalid replies, replies parsed
     /// before the rule applies); `None` (the default) for judges that cannot reply invalidly.
     fn invalid_rate_limit(&self) -> Option<(f64, u64)> {

@@ -143,6 +143,9 @@ pub struct RunResult {
     /// What a replay judge replayed (recording, recorded judge, queries it lacked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::judge::replay::ReplayInfo>,
+    /// The request rate this invocation achieved (live judges that sent requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
     /// Invalid verdicts, strong preferences, verdict-shaped answers, and why an invalid-rate
     /// stop happened.
     #[serde(default, flatten)]
@@ -243,4 +246,35 @@ pub struct Session {
     pub reused: usize,
     /// Queries sent in this invocation (stored or failed).
     pub asked: usize,
+}
+
+/// The request rate of one invocation of a run (docs/live.md, "Concurrency").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Requests resolved in this invocation (verdicts, failures, no verdict).
+    pub requests: u64,
+    /// Seconds from the first request sent to the last reply.
+    pub seconds: f64,
+    /// Achieved rate: `requests` · 60 / `seconds`, requests per minute.
+    pub requests_per_minute: f64,
+    /// The judge's `requests_per_minute` limit, when one is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<u32>,
+    /// The fraction of the rate limit used: `requests_per_minute` / `rate_limit`, in [0, 1].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit_used: Option<f64>,
+}
+
+impl Throughput {
+    /// The summary line: requests, seconds, rate, and the share of the limit when there is one.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "throughput: {} requests in {:.1} s = {:.0} requests/min",
+            self.requests, self.seconds, self.requests_per_minute
+        );
+        if let (Some(l), Some(u)) = (self.rate_limit, self.rate_limit_used) {
+            s.push_str(&format!(" ({:.0}% of requests_per_minute {l})", 100.0 * u));
+        }
+        s
+    }
 }

@@ -65,6 +65,10 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         s.push_str(&crate::judge::stats_line(j));
         s.push('\n');
     }
+    if let Some(t) = &r.throughput {
+        s.push_str(&t.line());
+        s.push('\n');
+    }
     if let Some(w) = r.verdicts_report.strong_preference_weight {
         let _ = writeln!(
             s,

@@ -31,7 +31,11 @@ use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
 use crate::store::config::Config;
 use crate::store::ledger::{CacheError, VerdictRecord};
+use crate::store::budget::Reservation;
+use crate::store::intents::IntentId;
 use crate::store::lock::{LockError, RunLock};
+use crate::model::laplace::Posterior;
+use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -124,6 +128,34 @@ fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
     ))
 }
 
+/// A finished refit: its summary, Laplace posterior, β̂ for the next warm start, and whether
+/// its fits.jsonl line was written (with its number of valid verdicts).
+struct FitOk {
+    summary: FitSummary,
+    post: Posterior,
+    beta: Vec<f64>,
+    written: std::io::Result<Option<usize>>,
+}
+
+type FitDone = Result<FitOk, FitError>;
+
+/// A reply of the judge task: the ordered pair, its cache key, its intent, its reservation and
+/// the judge's answer.
+type Reply = (usize, usize, String, IntentId, Reservation, Result<crate::judge::JudgeReply, JudgeError>);
+
+/// Run `f` on the books (verdict log, paid failures, intents; each append fsynced) in a
+/// blocking task, so no fsync runs on the async runtime; resolves once it is on disk.
+async fn books_io<T: Send + 'static>(
+    books: &Arc<std::sync::Mutex<Books>>,
+    f: impl FnOnce(&mut Books) -> Result<T, BooksError> + Send + 'static,
+) -> Result<T, RunError> {
+    let b = books.clone();
+    let out = tokio::task::spawn_blocking(move || f(&mut b.lock().expect("books lock")))
+        .await
+        .expect("books task does not panic");
+    Ok(out?)
+}
+
 /// Run Algorithm 1 for a validated config with a judge. Writes into `cfg.run_dir`.
 ///
 /// # Errors
@@ -159,7 +191,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
     crate::store::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
     // Open intents of a run that ended early are booked as possibly billed here.
-    let (mut books, warnings) = Books::open(dir)?;
+    let (books, warnings) = Books::open(dir)?;
     let pool = Arc::new(cfg.pool.clone());
     let queries = RunQueries::new(cfg, judge.as_ref());
     // Pairs that are not sent (identical texts): counted as asked for the acquisition.
@@ -185,7 +217,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         warm = Some(line.beta);
         last_fit_n = Some(line.comparisons);
     }
-    let mut fits_file =
+    let fits_file =
         std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
 
     // (a, b, y, cost, usage, weight of the likelihood term) of this judge's stored verdicts.
@@ -205,10 +237,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut session = crate::report::schema::Session { reused: stored.len(), asked: 0 };
     // A gate's trusted judge spends from the same budget.max_usd.
     let gate_spend = crate::store::ledger::file_spend(&dir.join("trusted_verdicts.jsonl"));
-    let mut budget =
+    let budget =
         Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + gate_spend);
     let mut failed = 0usize;
-    let mut failed_rounds = 0usize;
     let mut last_error = String::new();
     let mut fit_failed: Option<FitError> = None;
     let mut quarantine = Quarantine::new(acq.max_failed_queries_per_pair);
@@ -218,141 +249,176 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut invalid_stop: Option<String> = None;
     // Queries the judge has no verdict for (JudgeError::Unavailable): set aside, never re-picked.
     let mut unavailable: HashSet<(usize, usize)> = HashSet::new();
+    // The pure scheduler decides what to send, when to refit and when the run may stop
+    // (super::schedule); this loop talks to the judge, the books and the fit.
+    let settings =
+        ScheduleSettings { refit_every: acq.refit_every, concurrency: acq.concurrency, dispatch: acq.dispatch };
+    let mut sched =
+        Scheduler::new(settings, total_pairs as usize, stored.iter().map(|s| (s.0, s.1)), skip.iter().copied(), budget);
+    let rule = PickRule {
+        pool: &pool,
+        x: &cfg.covariates.x,
+        p: cfg.covariates.p(),
+        k,
+        design: cfg.raw.design,
+        strategy: acq.strategy,
+        orders: acq.orders,
+        seed: acq.seed,
+    };
+    // The verdict log and intents are appended and fsynced off the async runtime; a verdict
+    // counts only once it is on disk.
+    let books = Arc::new(std::sync::Mutex::new(books));
+    let fits_file = Arc::new(std::sync::Mutex::new(fits_file));
+    let mut current: Option<(FitSummary, Posterior)> = None;
+    let mut fit_task: Option<tokio::task::JoinHandle<FitDone>> = None;
+    let mut set: tokio::task::JoinSet<Reply> = tokio::task::JoinSet::new();
+    let mut reserved: HashMap<IntentId, Reservation> = HashMap::new();
+    let mut usd_blocked = false; // a reservation failed; retried once a query settles
+    let mut grace_end: Option<tokio::time::Instant> = None;
+    let mut hard_stop: Option<StopReason> = None; // the fit failed: drain, then stop
+    let mut rate = super::throughput::Meter::new();
     let (summary, stop) = loop {
-        let stored = mine(&books);
-        let asked: HashSet<(usize, usize)> = stored.iter().map(|s| (s.0, s.1)).collect();
-        let queried: HashSet<(usize, usize)> = asked.iter().chain(&skip).copied().collect();
-        let verdicts: Vec<ItemVerdict> =
-            stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: s.5 })).collect();
-        let design = build_design(&pool, &cfg.covariates, &verdicts);
-        let n_valid = verdicts.len();
-        let mut mc_rng = rng::stream(acq.seed, "membership", n_valid as u64);
-        let pool2 = pool.clone();
-        let covs = cfg.covariates.clone();
-        let warm2 = warm.clone();
-        let draws = acq.mc_draws;
-        let fitted = tokio::task::spawn_blocking(move || {
-            fit_and_summarise(&pool2, &covs, &design, &prior, k, draws, warm2.as_deref(), &mut mc_rng)
-        })
-        .await
-        .expect("fit task does not panic");
-        let (summary, _fit, post) = match fitted {
-            Ok(f) => f,
-            Err(e) => {
-                // Still write a result.json (no ranking claimed) before reporting the error.
-                fit_failed = Some(e);
-                break (FitSummary::prior(pool.n_bases(), cfg.covariates.p(), &prior, k), StopReason::FitFailed);
-            }
-        };
-        let mut beta = summary.theta.clone();
-        beta.extend_from_slice(&summary.c);
-        beta.push(summary.kappa);
-        if last_fit_n != Some(n_valid) {
-            let line = FitLine {
-                config_hash: chash.clone(),
-                comparisons: n_valid,
-                theta: report::by_base(&pool, &summary.theta),
-                sd: report::by_base(&pool, &summary.sd),
-                membership: report::by_base(&pool, &summary.membership),
-                c: report::by_cov(&cfg.covariates, &summary.c),
-                kappa: summary.kappa,
-                topk: summary.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
-                beta: beta.clone(),
-            };
-            let mut s = serde_json::to_string(&line).expect("serialisable");
-            s.push('\n');
-            fits_file.write_all(s.as_bytes()).map_err(io_err(&fits_path))?;
-            fits_file.flush().map_err(io_err(&fits_path))?;
-            last_fit_n = Some(n_valid);
-        }
-        warm = Some(beta);
-        let spend = budget.spent_usd;
-        let conf = summary.topk.iter().map(|b| summary.membership[*b]).fold(1.0f64, f64::min);
-        progress.set(asked.len() as u64);
-        progress.message(format!("${spend:.4} spent  min top-k π {conf:.2}"));
-
-        // Stop conditions. Set-aside pairs count as asked.
-        if failing.is_some() {
-            break (summary, StopReason::JudgeFailing);
-        }
-        let mut queried = queried;
-        queried.extend(quarantine.ordered_pairs());
-        queried.extend(&unavailable);
-        if queried.len() as u64 >= total_pairs {
-            break (summary, StopReason::Exhausted);
-        }
-        if let Some(eps) = acq.confidence
-            && summary.membership.iter().all(|p| *p <= eps || *p >= 1.0 - eps)
+        if let Some(stop) = hard_stop
+            && set.is_empty()
         {
-            break (summary, StopReason::Confident);
+            break (FitSummary::prior(pool.n_bases(), cfg.covariates.p(), &prior, k), stop);
         }
-        if budget.comparisons_left() == 0 {
-            break (summary, StopReason::MaxComparisons);
+        // A refit when the scheduler asks for one: after each round (wait-for-batch), or after R
+        // stored verdicts while requests keep flying (pipelined).
+        if hard_stop.is_none() && fit_task.is_none() && sched.wants_fit() {
+            sched.fit_started();
+            if sched.failed_rounds() >= 3 {
+                failing.get_or_insert(format!(
+                    "{failed} queries failed in {} consecutive rounds without any verdict; last error: {last_error}",
+                    sched.failed_rounds()
+                ));
+            }
+            let stored = mine(&books.lock().expect("books lock"));
+            let verdicts: Vec<ItemVerdict> =
+                stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: s.5 })).collect();
+            let design = build_design(&pool, &cfg.covariates, &verdicts);
+            let n_valid = verdicts.len();
+            let mut mc_rng = rng::stream(acq.seed, "membership", n_valid as u64);
+            let (pool2, covs, warm2, draws) = (pool.clone(), cfg.covariates.clone(), warm.clone(), acq.mc_draws);
+            let (chash, fits_file) = (chash.clone(), fits_file.clone());
+            let write_line = last_fit_n != Some(n_valid);
+            fit_task = Some(tokio::task::spawn_blocking(move || {
+                let (summary, _fit, post) =
+                    fit_and_summarise(&pool2, &covs, &design, &prior, k, draws, warm2.as_deref(), &mut mc_rng)?;
+                let mut beta = summary.theta.clone();
+                beta.extend_from_slice(&summary.c);
+                beta.push(summary.kappa);
+                let written = if write_line {
+                    let line = FitLine {
+                        config_hash: chash,
+                        comparisons: n_valid,
+                        theta: report::by_base(&pool2, &summary.theta),
+                        sd: report::by_base(&pool2, &summary.sd),
+                        membership: report::by_base(&pool2, &summary.membership),
+                        c: report::by_cov(&covs, &summary.c),
+                        kappa: summary.kappa,
+                        topk: summary.topk.iter().map(|b| pool2.bases[*b].clone()).collect(),
+                        beta: beta.clone(),
+                    };
+                    let mut s = serde_json::to_string(&line).expect("serialisable");
+                    s.push('\n');
+                    let mut f = fits_file.lock().expect("fits lock");
+                    f.write_all(s.as_bytes()).and_then(|()| f.flush()).map(|()| Some(n_valid))
+                } else {
+                    Ok(None)
+                };
+                Ok(FitOk { summary, post, beta, written })
+            }));
         }
-        if interrupt.requested() {
-            break (summary, StopReason::Interrupted);
+        let confident = |s: &FitSummary| {
+            acq.confidence.is_some_and(|eps| s.membership.iter().all(|p| *p <= eps || *p >= 1.0 - eps))
+        };
+        // A quiet point (nothing in flight, the posterior has seen every verdict): the stop rules.
+        if fit_task.is_none()
+            && sched.quiet()
+            && let Some((summary, _)) = &current
+        {
+            // Stop conditions. Set-aside pairs count as asked.
+            let stop = if failing.is_some() {
+                Some(StopReason::JudgeFailing)
+            } else if sched.all_asked() {
+                Some(StopReason::Exhausted)
+            } else if confident(summary) {
+                Some(StopReason::Confident)
+            } else if sched.budget().comparisons_left() == 0 {
+                Some(StopReason::MaxComparisons)
+            } else if interrupt.requested() {
+                Some(StopReason::Interrupted)
+            } else if invalid_stop.is_some() {
+                Some(StopReason::MaxInvalidRate)
+            } else {
+                None
+            };
+            if let Some(stop) = stop {
+                break (current.take().expect("checked").0, stop);
+            }
         }
-        if invalid_stop.is_some() {
-            break (summary, StopReason::MaxInvalidRate);
-        }
-        let r = (acq.refit_every as u64).min(budget.comparisons_left()) as usize;
-        let ctx = super::queries::acquisition_context(cfg, &post, &summary.membership, &queried);
-        let mut acq_rng = rng::stream(acq.seed, "acquire", queried.len() as u64);
-        // Paired design (docs/model.md §6): every within-base query first, then Algorithm 1.
-        // A pair left with one order (e.g. after a crash) gets its other order first.
-        let picks = super::queries::next_picks(&pool, cfg.raw.design, acq.strategy, &ctx, r, &mut acq_rng);
-        if picks.is_empty() {
-            break (summary, StopReason::Exhausted);
-        }
-        // Before the first query: the judge's free check (is the endpoint there at all?).
-        if !checked {
-            checked = true;
-            match judge.preflight().await {
-                Ok(warnings) => warnings.iter().for_each(|w| progress.println(&format!("warning: {w}"))),
-                Err(e) => {
-                    last_error = e.to_string();
-                    failing = Some(last_error.clone());
-                    break (summary, StopReason::JudgeFailing);
+        // Fill the free slots from the latest posterior (never after a stop signal, a failing
+        // judge, the invalid-rate stop, a confident pipelined fit, or a failed reservation).
+        let may_send = hard_stop.is_none()
+            && failing.is_none()
+            && invalid_stop.is_none()
+            && !interrupt.requested()
+            && !usd_blocked
+            && current.as_ref().is_some_and(|(s, _)| !confident(s));
+        if may_send {
+            let (summary, post) = current.as_ref().expect("checked");
+            let picks = sched.next(&rule, &Fitted { post, membership: &summary.membership });
+            if picks.is_empty() && sched.quiet() {
+                break (current.take().expect("checked").0, StopReason::Exhausted);
+            }
+            // Before the first query: the judge's free check (is the endpoint there at all?).
+            if !picks.is_empty() && !checked {
+                checked = true;
+                match judge.preflight().await {
+                    Ok(warnings) => warnings.iter().for_each(|w| progress.println(&format!("warning: {w}"))),
+                    Err(e) => {
+                        sched.unsent();
+                        last_error = e.to_string();
+                        failing = Some(last_error.clone());
+                        break (current.take().expect("checked").0, StopReason::JudgeFailing);
+                    }
                 }
             }
-        }
-        // Reserve and send, at most batch_size in flight; after an interrupt send nothing more
-        // and wait for the requests in flight until the grace period ends.
-        let mut pending = picks.into_iter();
-        let mut set = tokio::task::JoinSet::new();
-        let mut usd_stop = false;
-        let mut got = 0usize;
-        let mut round_failed = 0usize;
-        let mut grace_end: Option<tokio::time::Instant> = None;
-        let mut reserved = HashMap::new(); // intent → reservation, while in flight
-        loop {
-            // Reserve up to batch_size in flight, write their intents (one fsync), then send:
-            // an intent is on disk before its request leaves, so a kill from here on books it.
+            // Reserve each pick's worst case, write their intents (one fsync), then send: an
+            // intent is on disk before its request leaves, so a kill from here on books it.
             let mut wave = Vec::new();
-            while set.len() + wave.len() < acq.batch_size
-                && !usd_stop
-                && !interrupt.requested()
-                && failing.is_none()
-                && invalid_stop.is_none()
-            {
-                let Some((a, b)) = pending.next() else { break };
+            for (a, b) in picks {
                 let worst = judge.worst_case_usd(&pool, a, b);
-                let Some(res) = budget.try_reserve(worst) else {
-                    usd_stop = true;
+                let Some(res) = sched.reserve(worst) else {
+                    usd_blocked = true;
+                    sched.unsent();
                     break;
                 };
                 session.asked += 1;
                 wave.push((a, b, judge.cache_key(&pool, a, b), worst, res));
             }
+            if usd_blocked && wave.is_empty() && sched.pending().is_empty() {
+                // Not even one query fits in max_usd with nothing in flight.
+                let summary = current.take().expect("checked").0;
+                break (summary, StopReason::MaxUsd);
+            }
             if !wave.is_empty() {
                 let it = &pool.items;
-                let queries: Vec<_> = wave
+                let queries: Vec<(String, String, String, f64)> = wave
                     .iter()
-                    .map(|(a, b, key, worst, _)| (key.as_str(), it[*a].id.as_str(), it[*b].id.as_str(), *worst))
+                    .map(|(a, b, key, worst, _)| (key.clone(), it[*a].id.clone(), it[*b].id.clone(), *worst))
                     .collect();
-                let intents = books.begin_all(&queries)?;
+                let intents = books_io(&books, move |bk| {
+                    let refs: Vec<(&str, &str, &str, f64)> =
+                        queries.iter().map(|(k, a, b, w)| (k.as_str(), a.as_str(), b.as_str(), *w)).collect();
+                    bk.begin_all(&refs)
+                })
+                .await?;
                 for ((a, b, key, _, res), intent) in wave.into_iter().zip(intents) {
                     reserved.insert(intent, res);
+                    sched.sent(a, b);
+                    rate.sent();
                     let (j, p) = (judge.clone(), pool.clone());
                     set.spawn(async move {
                         let out = j.judge(&p, a, b).await;
@@ -360,105 +426,132 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     });
                 }
             }
-            interrupt.set_in_flight(set.len());
-            let joined = if interrupt.requested() {
-                let end = *grace_end.get_or_insert_with(|| tokio::time::Instant::now() + interrupt.grace());
-                match tokio::time::timeout_at(end, set.join_next()).await {
-                    Ok(joined) => joined,
-                    Err(_) => {
-                        set.shutdown().await;
-                        let (n, usd) = books.give_up("no reply within the interrupt grace period")?;
-                        for (_, res) in reserved.drain() {
-                            budget.settle(res, res.usd, false);
-                        }
-                        progress.println(&format!(
-                            "interrupted: {n} request(s) still in flight after {} s, booked as possibly billed (${usd:.6} at their worst case)",
-                            interrupt.grace().as_secs_f64()
-                        ));
-                        break;
-                    }
-                }
-            } else {
-                tokio::select! {
-                    joined = set.join_next() => joined,
-                    () = interrupt.wait() => continue,
-                }
+        }
+        interrupt.set_in_flight(set.len());
+        let show = |sched: &Scheduler, rate: &super::throughput::Meter, conf: f64| {
+            progress.set(sched.budget().comparisons);
+            progress.message(format!(
+                "{} in flight  {:.0} req/min  ${:.4} spent  min top-k π {conf:.2}",
+                sched.pending().len(),
+                rate.per_minute(),
+                sched.budget().spent_usd
+            ));
+        };
+        if set.is_empty() && fit_task.is_none() {
+            // Nothing to wait for: only reachable when no pick can be sent and nothing runs.
+            let summary = match current.take() {
+                Some((s, _)) => s,
+                None => FitSummary::prior(pool.n_bases(), cfg.covariates.p(), &prior, k),
             };
-            let Some(joined) = joined else { break };
-            let (a, b, key, intent, res, out) = joined.expect("judge task does not panic");
-            reserved.remove(&intent);
-            match out {
-                Ok(reply) => {
-                    let cost = reply.cost_usd;
-                    let rec = VerdictRecord::from_reply(key, &pool, a, b, judge.describe(), reply);
-                    let stored = books.record_reply(intent, rec)?;
-                    budget.settle(res, cost, stored);
-                    got += 1;
-                    guard.succeeded();
-                    if invalid_stop.is_none() {
-                        invalid_stop = invalid_rate_stop(judge.as_ref());
-                        if let Some(m) = &invalid_stop {
-                            progress.println(&format!("stopping: {m}"));
+            break (summary, hard_stop.unwrap_or(StopReason::Exhausted));
+        }
+        // Wait for one event: the refit, a reply, a stop signal, or the end of the grace period.
+        let grace = match (interrupt.requested(), set.is_empty()) {
+            (true, false) => Some(*grace_end.get_or_insert_with(|| tokio::time::Instant::now() + interrupt.grace())),
+            _ => None,
+        };
+        tokio::select! {
+            done = async { fit_task.as_mut().expect("guarded").await }, if fit_task.is_some() => {
+                fit_task = None;
+                match done.expect("fit task does not panic") {
+                    Ok(ok) => {
+                        if let Some(n) = ok.written.map_err(io_err(&fits_path))? {
+                            last_fit_n = Some(n);
                         }
+                        warm = Some(ok.beta);
+                        sched.fit_finished();
+                        let conf = ok.summary.topk.iter().map(|b| ok.summary.membership[*b]).fold(1.0f64, f64::min);
+                        current = Some((ok.summary, ok.post));
+                        show(&sched, &rate, conf);
                     }
-                }
-                // No verdict exists (a replay's recording lacks it): set aside, not a failure; or
-                // the judge cannot go on: the run stops as for a failing judge, with its message.
-                Err(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
-                    budget.settle(res, 0.0, false);
-                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
-                    books.record_failure(intent, &key, ida, idb, 0.0, &e.to_string())?;
-                    if matches!(e, JudgeError::Unavailable { .. }) {
-                        unavailable.insert((a, b));
-                    } else {
-                        last_error = e.to_string();
-                        failing.get_or_insert(last_error.clone());
-                    }
-                }
-                Err(e) => {
-                    let cost = e.cost_usd();
-                    budget.settle(res, cost, false);
-                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
-                    books.record_failure(intent, &key, ida, idb, cost, &e.to_string())?;
-                    failed += 1;
-                    round_failed += 1;
-                    last_error = e.to_string();
-                    tracing::warn!("query {} vs {} failed: {e}", pool.items[a].id, pool.items[b].id);
-                    let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
-                    if e.setting().is_none() && quarantine.failed(a, b, &last_error, unjudgeable) {
-                        tracing::warn!(
-                            "{} vs {} set aside for the rest of this run after {} failed queries",
-                            pool.items[a].id,
-                            pool.items[b].id,
-                            quarantine.failures(a, b)
-                        );
-                    }
-                    if let Some(why) = guard.failed(e.setting(), &last_error) {
-                        failing.get_or_insert(why);
+                    Err(e) => {
+                        // Still write a result.json (no ranking claimed) before reporting the error.
+                        fit_failed = Some(e);
+                        hard_stop = Some(StopReason::FitFailed);
+                        current = None;
                     }
                 }
             }
-            progress.set(budget.comparisons);
-            progress.message(format!("${:.4} spent  min top-k π {conf:.2}", budget.spent_usd));
-        }
-        interrupt.set_in_flight(0);
-        if interrupt.requested() {
-            continue; // refit on what was stored, then stop (above)
-        }
-        if got == 0 && round_failed > 0 {
-            failed_rounds += 1;
-            if failed_rounds >= 3 {
-                failing.get_or_insert(format!(
-                    "{failed} queries failed in {failed_rounds} consecutive rounds without any verdict; last error: {last_error}"
+            joined = set.join_next(), if !set.is_empty() => {
+                let (a, b, key, intent, res, out) = joined.expect("non-empty").expect("judge task does not panic");
+                reserved.remove(&intent);
+                usd_blocked = false;
+                rate.resolved();
+                let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
+                match out {
+                    Ok(reply) => {
+                        let cost = reply.cost_usd;
+                        let rec = VerdictRecord::from_reply(key, &pool, a, b, judge.describe(), reply);
+                        let stored = books_io(&books, move |bk| bk.record_reply(intent, rec)).await?;
+                        sched.stored_verdict(a, b, res, cost, stored);
+                        guard.succeeded();
+                        if invalid_stop.is_none() {
+                            invalid_stop = invalid_rate_stop(judge.as_ref());
+                            if let Some(m) = &invalid_stop {
+                                progress.println(&format!("stopping: {m}"));
+                            }
+                        }
+                    }
+                    // No verdict exists (a replay's recording lacks it): set aside, not a failure; or
+                    // the judge cannot go on: the run stops as for a failing judge, with its message.
+                    Err(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
+                        let msg = e.to_string();
+                        books_io(&books, move |bk| bk.record_failure(intent, &key, &ida, &idb, 0.0, &msg)).await?;
+                        sched.set_aside(a, b, res);
+                        if matches!(e, JudgeError::Unavailable { .. }) {
+                            unavailable.insert((a, b));
+                        } else {
+                            last_error = e.to_string();
+                            failing.get_or_insert(last_error.clone());
+                        }
+                    }
+                    Err(e) => {
+                        let cost = e.cost_usd();
+                        let msg = e.to_string();
+                        let (ida2, idb2) = (ida.clone(), idb.clone());
+                        books_io(&books, move |bk| bk.record_failure(intent, &key, &ida2, &idb2, cost, &msg)).await?;
+                        failed += 1;
+                        last_error = e.to_string();
+                        tracing::warn!("query {ida} vs {idb} failed: {e}");
+                        let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
+                        if e.setting().is_none() && quarantine.failed(a, b, &last_error, unjudgeable) {
+                            tracing::warn!(
+                                "{ida} vs {idb} set aside for the rest of this run after {} failed queries",
+                                quarantine.failures(a, b)
+                            );
+                        }
+                        sched.failed(a, b, res, cost, false);
+                        sched.exclude(quarantine.ordered_pairs());
+                        if let Some(why) = guard.failed(e.setting(), &last_error) {
+                            failing.get_or_insert(why);
+                        }
+                        if settings.dispatch == Dispatch::Pipelined && sched.failed_rounds() >= 3 {
+                            failing.get_or_insert(format!(
+                                "{failed} queries failed ({} in a row without any verdict); last error: {last_error}",
+                                sched.failed_rounds() * settings.refit_every
+                            ));
+                        }
+                    }
+                }
+                let conf = current
+                    .as_ref()
+                    .map_or(0.0, |(s, _)| s.topk.iter().map(|b| s.membership[*b]).fold(1.0f64, f64::min));
+                show(&sched, &rate, conf);
+            }
+            () = interrupt.wait(), if !interrupt.requested() => {}
+            () = async { tokio::time::sleep_until(grace.expect("guarded")).await }, if grace.is_some() => {
+                set.shutdown().await;
+                let (n, usd) = books_io(&books, |bk| bk.give_up("no reply within the interrupt grace period")).await?;
+                sched.gave_up(reserved.drain().map(|(_, r)| r));
+                progress.println(&format!(
+                    "interrupted: {n} request(s) still in flight after {} s, booked as possibly billed (${usd:.6} at their worst case)",
+                    interrupt.grace().as_secs_f64()
                 ));
             }
-        } else {
-            failed_rounds = 0;
-        }
-        if usd_stop && got == 0 && round_failed == 0 {
-            break (summary, StopReason::MaxUsd);
         }
     };
+    interrupt.set_in_flight(0);
+    let books = Arc::try_unwrap(books).ok().expect("no books task left").into_inner().expect("books lock");
     progress.finish();
     let stored = mine(&books);
     let spend = books.spend(&is_mine);
@@ -480,6 +573,18 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         .collect();
     if let Some(r) = &mut result.replay {
         r.unavailable = unavailable.len();
+    }
+    // The achieved rate, for judges that talk to an endpoint (instant judges have no rate).
+    if result.judge_stats.is_some() && rate.replies() > 0 {
+        let limit = judge.requests_per_minute();
+        let per_minute = rate.per_minute();
+        result.throughput = Some(crate::report::schema::Throughput {
+            requests: rate.replies(),
+            seconds: rate.elapsed().as_secs_f64(),
+            requests_per_minute: per_minute,
+            rate_limit: limit,
+            rate_limit_used: limit.map(|l| per_minute / f64::from(l)),
+        });
     }
     if failing.is_some() {
         result.last_error = Some(last_error);
@@ -612,6 +717,7 @@ fn build_result(
         reporting: out.reporting,
         verdicts_report: VerdictsReport::default(),
         replay: judge.replay(),
+        throughput: None,
     }
 }
 

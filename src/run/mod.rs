@@ -12,3 +12,4 @@ pub mod queries;
 pub mod schedule;
 pub mod throughput;
 pub mod sim;
+pub mod sim_time;

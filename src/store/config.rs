@@ -160,9 +160,15 @@ pub struct AcquisitionConfig {
     /// Queries selected per refit, R (default 8).
     #[serde(default = "crate::model::params::default_refit_every")]
     pub refit_every: usize,
-    /// Queries in flight at once (default 8).
-    #[serde(default = "crate::model::params::default_refit_every")]
-    pub batch_size: usize,
+    /// Queries in flight at most, C (default 8). Config key `concurrency`, or `batch_size`, its
+    /// older name (the same setting; docs/live.md, "Concurrency").
+    #[serde(rename = "batch_size", alias = "concurrency", default = "crate::model::params::default_refit_every")]
+    pub concurrency: usize,
+    /// `wait_for_batch` (default: pick R = `refit_every`, send them, wait for all, refit;
+    /// deterministic for a fixed seed) or `pipelined` (keep `concurrency` in flight, refit every R
+    /// stored verdicts while requests keep flying; docs/live.md, "Concurrency").
+    #[serde(default, skip_serializing_if = "crate::run::schedule::Dispatch::is_default")]
+    pub dispatch: crate::run::schedule::Dispatch,
     /// Seed of every random choice (tie-breaks, Monte Carlo, shuffles).
     #[serde(default)]
     pub seed: u64,
@@ -216,7 +222,8 @@ impl Default for AcquisitionConfig {
             strategy: d_strategy(),
             orders: Orders::Both,
             refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
-            batch_size: crate::model::params::DEFAULT_REFIT_EVERY,
+            concurrency: crate::model::params::DEFAULT_REFIT_EVERY,
+            dispatch: crate::run::schedule::Dispatch::WaitForBatch,
             seed: 0,
             mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
             confidence: None,
@@ -413,8 +420,8 @@ impl Config {
         }
         let a = &raw.acquisition;
         check_refit_every(a.refit_every).map_err(|e| param("acquisition", e))?;
-        if a.batch_size == 0 {
-            return Err(inv("acquisition.batch_size", "0 must be ≥ 1".into()));
+        if a.concurrency == 0 {
+            return Err(inv("acquisition.concurrency", "0 must be ≥ 1 (queries in flight at most)".into()));
         }
         check_mc_draws(a.mc_draws).map_err(|e| param("acquisition", e))?;
         if a.max_failed_queries_per_pair == 0 {

@@ -34,6 +34,7 @@
 //! shares relative to round_robin) and SVG plots.
 
 pub mod frozen;
+pub mod pipeline;
 pub mod summary;
 
 use crate::acquire::{Orders, StrategyKind};

@@ -595,6 +595,10 @@ async fn transport(
 }
 
 impl Judge for OpenAiJudge {
+    fn requests_per_minute(&self) -> Option<u32> {
+        self.cfg.requests_per_minute.filter(|r| *r > 0)
+    }
+
     fn describe(&self) -> String {
         let file = self.cfg.prompt.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         format!("openai {} @ {} (prompt {file})", self.cfg.model, self.cfg.base_url)

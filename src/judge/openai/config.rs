@@ -126,7 +126,7 @@ pub struct OpenAiConfig {
     /// stored as invalid (default 1).
     #[serde(default = "d_invalid")]
     pub max_invalid_retries: u32,
-    /// Requests in flight for this judge (default: `acquisition.batch_size` alone limits it).
+    /// Requests in flight for this judge (default: `acquisition.concurrency` alone limits it).
     #[serde(default)]
     pub concurrency: Option<usize>,
     /// Client-side request limit per minute (default none).

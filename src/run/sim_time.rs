@@ -1,0 +1,231 @@
+//! Algorithm 1 with a judge that takes time, in virtual time (docs/live.md, "Concurrency";
+//! docs/experiments.md, "Pipelined acquisition"): the pure scheduler of [`super::schedule`]
+//! drives a synthetic pool's keyed Bernoulli judge (docs/model.md §7) whose replies arrive after a
+//! random latency, so a sweep shows recall@k and wall time against concurrency without waiting.
+//!
+//! Each query's latency is drawn from a normal distribution (`mean_s`, `sd_s`), cut at 0, from
+//! the stream `latency` keyed by the query's send number (so it does not depend on which pair
+//! is sent). A refit takes no virtual time. Replies are processed in arrival order (ties in send
+//! order); the fit uses the verdicts in the order stored. With `wait_for_batch`,
+//! `concurrency` = `refit_every` and zero spread, the choices are those of
+//! [`super::sim::run_path`] (tested).
+
+use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
+use super::sim::{SimError, SimSettings, covariates};
+use crate::acquire::StrategyKind;
+use crate::analysis::design::DesignKind;
+use crate::analysis::synth::SynthPool;
+use crate::model::membership::recall_at_k;
+use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
+use crate::rng;
+use crate::store::budget::{Budget, Reservation};
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// A judge's reply latency, seconds: normal with this mean and standard deviation, cut at 0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// Mean latency, seconds (> 0).
+    pub mean_s: f64,
+    /// Standard deviation, seconds (≥ 0).
+    pub sd_s: f64,
+}
+
+/// How a simulated run dispatches its queries.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimedSettings {
+    /// Queries in flight at most, C ≥ 1.
+    pub concurrency: usize,
+    /// Wait-for-batch or pipelined.
+    pub dispatch: Dispatch,
+    /// The judge's latency.
+    pub latency: Latency,
+}
+
+/// The end of a simulated run with budget B.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedRun {
+    /// Comparisons made (= B unless the pairs ran out).
+    pub comparisons: usize,
+    /// Point top-k of the final fit (base indices, best first).
+    pub topk: Vec<usize>,
+    /// Recall@k against the gold top-k.
+    pub recall: f64,
+    /// Virtual wall time from the first query to the last reply, seconds.
+    pub wall_s: f64,
+    /// The ordered queries in the order stored.
+    pub log: Vec<(usize, usize)>,
+}
+
+/// A reply in flight: arrival time and send number (earliest first in the heap).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Arrival {
+    at: f64,
+    seq: u64,
+    pair: (usize, usize),
+}
+
+impl Eq for Arrival {}
+
+impl Ord for Arrival {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.at.total_cmp(&self.at).then(other.seq.cmp(&self.seq))
+    }
+}
+
+impl PartialOrd for Arrival {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Algorithm 1 on `sp` with `strategy` and `model` until `budget` comparisons are stored (or no
+/// pair is left), queries dispatched as `timed` says, the judge the pool's keyed verdict
+/// answering after its latency. The run seed is the pool seed.
+///
+/// # Errors
+/// [`SimError::Fit`] naming the pool, strategy, model and comparisons of a failed fit.
+///
+/// # Panics
+/// If `timed.concurrency` or `settings.refit_every` is 0, or k is not in 1..M.
+pub fn run_timed(
+    sp: &SynthPool,
+    strategy: StrategyKind,
+    model: ModelKind,
+    budget: usize,
+    settings: &SimSettings,
+    timed: &TimedSettings,
+) -> Result<TimedRun, SimError> {
+    let pool = &sp.pool;
+    let cov = covariates(sp, model);
+    let seed = sp.spec.seed;
+    let (m, k) = (pool.n_bases(), settings.k);
+    assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
+    let design = if sp.spec.paired { DesignKind::Paired } else { DesignKind::Single };
+    let total = crate::run::queries::ordered_pairs(pool, design).len();
+    let sched_settings = ScheduleSettings {
+        refit_every: settings.refit_every,
+        concurrency: timed.concurrency,
+        dispatch: timed.dispatch,
+    };
+    let mut sched =
+        Scheduler::new(sched_settings, total, [], [], Budget::new(Some(budget as u64), None, 0, 0.0));
+    let rule = PickRule {
+        pool,
+        x: &cov.x,
+        p: cov.p(),
+        k,
+        design,
+        strategy,
+        orders: settings.orders,
+        seed,
+    };
+    let fail = |comparisons: usize, source| SimError::Fit { seed, strategy, model, comparisons, source };
+    let mut verdicts: Vec<ItemVerdict> = Vec::new();
+    let mut warm: Option<Vec<f64>> = None;
+    let mut current = None;
+    let mut heap: BinaryHeap<Arrival> = BinaryHeap::new();
+    let (mut now, mut sent) = (0.0f64, 0u64);
+    const FREE: Reservation = Reservation { usd: 0.0 };
+    loop {
+        if sched.wants_fit() {
+            sched.fit_started();
+            let d = build_design(pool, &cov, &verdicts);
+            let mut mc_rng = rng::stream(seed, "membership", verdicts.len() as u64);
+            let (summary, _fit, post) =
+                fit_and_summarise(pool, &cov, &d, &settings.prior, k, settings.mc_draws, warm.as_deref(), &mut mc_rng)
+                    .map_err(|e| fail(verdicts.len(), e))?;
+            let mut beta = summary.theta.clone();
+            beta.extend_from_slice(&summary.c);
+            beta.push(summary.kappa);
+            warm = Some(beta);
+            sched.fit_finished();
+            current = Some((summary, post));
+        }
+        let (summary, post) = current.as_ref().expect("the first refit comes first");
+        if sched.quiet() && (sched.budget().comparisons_left() == 0 || sched.all_asked()) {
+            break;
+        }
+        let picks = sched.next(&rule, &Fitted { post, membership: &summary.membership });
+        if picks.is_empty() && sched.quiet() {
+            break;
+        }
+        for pair in picks {
+            sched.reserve(0.0).expect("next() stays within max_comparisons");
+            sched.sent(pair.0, pair.1);
+            let z: f64 = StandardNormal.sample(&mut rng::stream(seed, "latency", sent));
+            let lat = (timed.latency.mean_s + timed.latency.sd_s * z).max(0.0);
+            heap.push(Arrival { at: now + lat, seq: sent, pair });
+            sent += 1;
+        }
+        let Some(arr) = heap.pop() else {
+            debug_assert!(sched.wants_fit(), "nothing in flight: a refit is due");
+            continue;
+        };
+        now = arr.at;
+        let (a, b) = arr.pair;
+        verdicts.push(ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 });
+        sched.stored_verdict(a, b, FREE, 0.0, true);
+    }
+    let (summary, _) = current.expect("fitted");
+    let gold = sp.gold_topk(k);
+    Ok(TimedRun {
+        comparisons: sched.stored().len(),
+        recall: recall_at_k(&summary.topk, &gold),
+        topk: summary.topk,
+        wall_s: now,
+        log: sched.stored().to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::synth::{SynthSpec, generate};
+    use crate::run::sim::run_path;
+
+    fn pool(seed: u64) -> SynthPool {
+        generate(&SynthSpec { n: 12, rho: 0.0, c_star: 1.0, kappa_star: 0.5, temperature: 1.0, paired: false, seed })
+    }
+
+    fn settings() -> SimSettings {
+        SimSettings { k: 3, mc_draws: 200, ..SimSettings::default() }
+    }
+
+    #[test]
+    fn wait_for_batch_without_spread_is_run_path_and_takes_one_latency_per_batch() {
+        let timed = TimedSettings {
+            concurrency: 8,
+            dispatch: Dispatch::WaitForBatch,
+            latency: Latency { mean_s: 0.5, sd_s: 0.0 },
+        };
+        for seed in [1, 2] {
+            let sp = pool(seed);
+            let t = run_timed(&sp, StrategyKind::Topk, ModelKind::BiasAware, 40, &settings(), &timed).unwrap();
+            let p = run_path(&sp, StrategyKind::Topk, ModelKind::BiasAware, &[40], &settings()).unwrap();
+            assert_eq!((t.comparisons, &t.topk, t.recall), (40, &p[0].topk, p[0].recall));
+            // 5 batches of 8, each one latency long.
+            assert!((t.wall_s - 2.5).abs() < 1e-12, "{}", t.wall_s);
+        }
+    }
+
+    #[test]
+    fn pipelined_keeps_c_in_flight_and_never_repeats_a_pair() {
+        let sp = pool(3);
+        let lat = Latency { mean_s: 0.5, sd_s: 0.0 };
+        let wide = TimedSettings { concurrency: 32, dispatch: Dispatch::Pipelined, latency: lat };
+        let t = run_timed(&sp, StrategyKind::Topk, ModelKind::BiasAware, 96, &settings(), &wide).unwrap();
+        assert_eq!(t.comparisons, 96);
+        let distinct: std::collections::HashSet<_> = t.log.iter().collect();
+        assert_eq!(distinct.len(), 96);
+        // 32 in flight with equal latencies: 96 queries in 3 latencies.
+        assert!((t.wall_s - 1.5).abs() < 1e-12, "{}", t.wall_s);
+        // Wait-for-batch with R = 8 needs 12 latencies for the same budget.
+        let wfb = TimedSettings { concurrency: 8, dispatch: Dispatch::WaitForBatch, latency: lat };
+        let w = run_timed(&sp, StrategyKind::Topk, ModelKind::BiasAware, 96, &settings(), &wfb).unwrap();
+        assert!((w.wall_s - 6.0).abs() < 1e-12, "{}", w.wall_s);
+    }
+}

@@ -1,0 +1,373 @@
+//! The pipelined-acquisition sweep (docs/experiments.md, "Pipelined acquisition"): recall@k and
+//! virtual wall time of Algorithm 1 on synthetic pools for several dispatch settings (wait-for-
+//! batch, pipelined with concurrency C), the judge answering after a random latency
+//! ([`crate::run::sim_time`]). Each setting runs on the same pools, so differences to the first
+//! setting (the reference, normally wait-for-batch) are paired per pool.
+//!
+//! A `simulate` file is this sweep when it has a top-level `pipeline:` section.
+
+use super::summary::MeanSe;
+use super::{SweepError, parallel_jobs};
+use crate::acquire::StrategyKind;
+use crate::analysis::synth::{SynthSpec, generate};
+use crate::model::summary::ModelKind;
+use crate::run::schedule::Dispatch;
+use crate::run::sim::SimSettings;
+use crate::run::sim_time::{Latency, TimedSettings, run_timed};
+use crate::store::config::ConfigError;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The synthetic pools of the sweep (docs/model.md §7): one setting, `count` replicates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pools {
+    /// Bases per pool, N.
+    pub n: usize,
+    /// Pools; replicate i uses pool seed `seed + i`.
+    pub count: usize,
+    /// Seed of the first pool.
+    #[serde(default)]
+    pub seed: u64,
+    /// corr(θ, x).
+    pub rho: f64,
+    /// True bias coefficient c*.
+    pub c_star: f64,
+    /// True position effect κ*.
+    pub kappa_star: f64,
+}
+
+/// One dispatch setting.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    /// Queries in flight at most, C ≥ 1.
+    pub concurrency: usize,
+    /// `wait_for_batch` or `pipelined`.
+    pub dispatch: Dispatch,
+}
+
+/// The `pipeline:` section: the judge's latency and the dispatch settings (the first one is the
+/// reference of the paired differences).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSection {
+    /// Reply latency of the simulated judge, seconds.
+    pub latency: Latency,
+    /// Dispatch settings, reference first.
+    pub runs: Vec<Variant>,
+}
+
+/// A pipelined-acquisition sweep file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSweep {
+    /// Output folder name under `out_dir`.
+    pub name: String,
+    /// Output root, relative to the file's folder.
+    pub out_dir: PathBuf,
+    /// k of top-k.
+    pub k: usize,
+    /// The pools.
+    pub pools: Pools,
+    /// Acquisition strategy (default `topk`).
+    #[serde(default = "d_strategy")]
+    pub strategy: StrategyKind,
+    /// Model (default `bias_aware`).
+    #[serde(default = "d_model")]
+    pub model: ModelKind,
+    /// Budgets B (comparisons), each a separate run.
+    pub budgets: Vec<usize>,
+    /// R: refit after this many stored verdicts.
+    pub refit_every: usize,
+    /// Monte-Carlo draws for top-k membership.
+    pub mc_draws: usize,
+    /// Latency and dispatch settings.
+    pub pipeline: PipelineSection,
+    /// Worker threads (0 = all cores).
+    #[serde(default)]
+    pub threads: usize,
+}
+
+fn d_strategy() -> StrategyKind {
+    StrategyKind::Topk
+}
+fn d_model() -> ModelKind {
+    ModelKind::BiasAware
+}
+
+/// Whether a `simulate` file is a pipelined-acquisition sweep (a top-level `pipeline:` key).
+pub fn is_pipeline(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("pipeline:"))
+}
+
+impl PipelineSweep {
+    /// Read and check a sweep file.
+    ///
+    /// # Errors
+    /// [`SweepError::Config`]: unreadable, not YAML, an unknown key (file, line, key), or a
+    /// value out of range (the key and what was expected).
+    pub fn load(path: &Path) -> Result<Self, SweepError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+        let s: PipelineSweep = crate::store::yaml::from_file_text(&text, path)
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+        let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.into(), msg };
+        if s.k < 1 || s.k >= s.pools.n {
+            return Err(inv("k", format!("{} must be in 1..{} (pools.n)", s.k, s.pools.n)).into());
+        }
+        if s.pools.count == 0 {
+            return Err(inv("pools.count", "0 must be ≥ 1".into()).into());
+        }
+        if s.budgets.is_empty() || s.budgets.contains(&0) {
+            return Err(inv("budgets", "must list at least one budget, each ≥ 1".into()).into());
+        }
+        crate::model::params::check_refit_every(s.refit_every).map_err(|e| inv("refit_every", e.to_string()))?;
+        crate::model::params::check_mc_draws(s.mc_draws).map_err(|e| inv("mc_draws", e.to_string()))?;
+        let l = s.pipeline.latency;
+        if !(l.mean_s > 0.0 && l.mean_s.is_finite() && l.sd_s >= 0.0 && l.sd_s.is_finite()) {
+            return Err(inv("pipeline.latency", format!("{l:?}: mean_s must be > 0 and sd_s ≥ 0")).into());
+        }
+        if s.pipeline.runs.is_empty() || s.pipeline.runs.iter().any(|v| v.concurrency == 0) {
+            return Err(inv("pipeline.runs", "must list at least one run, each with concurrency ≥ 1".into()).into());
+        }
+        Ok(s)
+    }
+
+    /// The output folder: `out_dir`/`name` next to the file at `path`.
+    pub fn out_folder(&self, path: &Path) -> PathBuf {
+        path.parent().unwrap_or(Path::new(".")).join(&self.out_dir).join(&self.name)
+    }
+
+    fn settings(&self) -> SimSettings {
+        SimSettings { k: self.k, refit_every: self.refit_every, mc_draws: self.mc_draws, ..SimSettings::default() }
+    }
+}
+
+/// One simulated run: pool seed, budget, setting index, recall@k, virtual wall time (s).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Pool seed.
+    pub pool_seed: u64,
+    /// Budget B.
+    pub budget: usize,
+    /// Index into `pipeline.runs`.
+    pub run: usize,
+    /// Comparisons made.
+    pub comparisons: usize,
+    /// Recall@k.
+    pub recall: f64,
+    /// Virtual wall time, seconds.
+    pub wall_s: f64,
+}
+
+/// Run every (pool, budget, setting) on `threads` workers (0 = all cores); rows in that order.
+///
+/// # Errors
+/// [`SweepError::Sim`] for a failed fit.
+pub fn run(s: &PipelineSweep, threads: usize, on_done: &(dyn Fn(usize) + Sync)) -> Result<Vec<Row>, SweepError> {
+    let mut jobs = Vec::new();
+    for i in 0..s.pools.count as u64 {
+        for &b in &s.budgets {
+            for r in 0..s.pipeline.runs.len() {
+                jobs.push((s.pools.seed + i, b, r));
+            }
+        }
+    }
+    let settings = s.settings();
+    parallel_jobs(&jobs, threads, on_done, |&(seed, budget, r)| {
+        let sp = generate(&SynthSpec {
+            n: s.pools.n,
+            rho: s.pools.rho,
+            c_star: s.pools.c_star,
+            kappa_star: s.pools.kappa_star,
+            temperature: 1.0,
+            paired: false,
+            seed,
+        });
+        let v = s.pipeline.runs[r];
+        let timed = TimedSettings { concurrency: v.concurrency, dispatch: v.dispatch, latency: s.pipeline.latency };
+        let t = run_timed(&sp, s.strategy, s.model, budget, &settings, &timed)?;
+        Ok::<_, SweepError>(Row {
+            pool_seed: seed,
+            budget,
+            run: r,
+            comparisons: t.comparisons,
+            recall: t.recall,
+            wall_s: t.wall_s,
+        })
+    })
+}
+
+/// Statistics of one (budget, setting) over the pools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellStats {
+    /// Budget B.
+    pub budget: usize,
+    /// The setting.
+    pub variant: Variant,
+    /// Recall@k, mean ± se.
+    pub recall: MeanSe,
+    /// Recall@k minus the reference setting's on the same pool, mean ± se.
+    pub diff: MeanSe,
+    /// Virtual wall time, seconds, mean ± se.
+    pub wall_s: MeanSe,
+}
+
+/// Per (budget, setting) statistics, budgets in file order, settings in file order.
+pub fn summarise(s: &PipelineSweep, rows: &[Row]) -> Vec<CellStats> {
+    let mut out = Vec::new();
+    for &b in &s.budgets {
+        let of = |r: usize| -> Vec<&Row> {
+            let mut v: Vec<&Row> = rows.iter().filter(|x| x.budget == b && x.run == r).collect();
+            v.sort_by_key(|x| x.pool_seed);
+            v
+        };
+        let reference = of(0);
+        for (r, variant) in s.pipeline.runs.iter().enumerate() {
+            let these = of(r);
+            let recall: Vec<f64> = these.iter().map(|x| x.recall).collect();
+            let diff: Vec<f64> = these.iter().zip(&reference).map(|(x, y)| x.recall - y.recall).collect();
+            let wall: Vec<f64> = these.iter().map(|x| x.wall_s).collect();
+            out.push(CellStats {
+                budget: b,
+                variant: *variant,
+                recall: MeanSe::of(&recall),
+                diff: MeanSe::of(&diff),
+                wall_s: MeanSe::of(&wall),
+            });
+        }
+    }
+    out
+}
+
+fn label(v: &Variant) -> String {
+    match v.dispatch {
+        Dispatch::WaitForBatch => format!("wait-for-batch, C = {}", v.concurrency),
+        Dispatch::Pipelined => format!("pipelined, C = {}", v.concurrency),
+    }
+}
+
+/// The summary table (markdown): one row per (budget, setting).
+pub fn markdown(s: &PipelineSweep, cells: &[CellStats]) -> String {
+    let mut t = format!(
+        "{} pools, N = {}, k = {}, ρ = {}, c* = {}, κ* = {}; R = {}; latency {} ± {} s\n\n| B | dispatch | recall@{} | Δ vs {} | virtual wall time (s) |\n| --- | --- | --- | --- | --- |\n",
+        s.pools.count,
+        s.pools.n,
+        s.k,
+        s.pools.rho,
+        s.pools.c_star,
+        s.pools.kappa_star,
+        s.refit_every,
+        s.pipeline.latency.mean_s,
+        s.pipeline.latency.sd_s,
+        s.k,
+        label(&s.pipeline.runs[0]),
+    );
+    for c in cells {
+        let _ = writeln!(
+            t,
+            "| {} | {} | {:.3} ± {:.3} | {:+.3} ± {:.3} | {:.1} |",
+            c.budget,
+            label(&c.variant),
+            c.recall.mean,
+            c.recall.se,
+            c.diff.mean,
+            c.diff.se,
+            c.wall_s.mean
+        );
+    }
+    t
+}
+
+/// Write rows.csv, summary.md and recall_vs_wall_time.svg into `dir`; returns summary.md's text.
+///
+/// # Errors
+/// [`SweepError::Write`].
+pub fn write_outputs(s: &PipelineSweep, rows: &[Row], dir: &Path) -> Result<String, SweepError> {
+    let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
+    std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
+    let csv_path = dir.join("rows.csv");
+    let mut csv = String::from("pool_seed,budget,concurrency,dispatch,comparisons,recall,wall_s\n");
+    for r in rows {
+        let v = s.pipeline.runs[r.run];
+        let d = if v.dispatch == Dispatch::Pipelined { "pipelined" } else { "wait_for_batch" };
+        let _ = writeln!(
+            csv,
+            "{},{},{},{d},{},{},{}",
+            r.pool_seed, r.budget, v.concurrency, r.comparisons, r.recall, r.wall_s
+        );
+    }
+    std::fs::write(&csv_path, csv).map_err(|e| werr(&csv_path, e.to_string()))?;
+    let cells = summarise(s, rows);
+    let md = markdown(s, &cells);
+    let md_path = dir.join("summary.md");
+    std::fs::write(&md_path, &md).map_err(|e| werr(&md_path, e.to_string()))?;
+    let series = s
+        .pipeline
+        .runs
+        .iter()
+        .map(|v| {
+            let mine: Vec<&CellStats> = cells.iter().filter(|c| c.variant == *v).collect();
+            crate::report::plots::Series {
+                name: label(v),
+                points: mine.iter().map(|c| (c.wall_s.mean, c.recall.mean)).collect(),
+                err: Some(mine.iter().map(|c| c.recall.se).collect()),
+            }
+        })
+        .collect();
+    let chart = crate::report::plots::LineChart {
+        title: format!("recall@{} against virtual wall time (B = {:?})", s.k, s.budgets),
+        x_label: "virtual wall time (s)".into(),
+        y_label: format!("recall@{} (mean ± se)", s.k),
+        series,
+        hlines: Vec::new(),
+        vlines: Vec::new(),
+        y_range: None,
+        legend_upper: false,
+    };
+    let svg_path = dir.join("recall_vs_wall_time.svg");
+    let svg = crate::report::plots::line_chart(&chart).map_err(|e| werr(&svg_path, e.to_string()))?;
+    std::fs::write(&svg_path, svg).map_err(|e| werr(&svg_path, e.to_string()))?;
+    Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paired_differences_and_the_table() {
+        let s = PipelineSweep {
+            name: "t".into(),
+            out_dir: "runs".into(),
+            k: 2,
+            pools: Pools { n: 6, count: 2, seed: 0, rho: 0.0, c_star: 1.0, kappa_star: 0.5 },
+            strategy: StrategyKind::Topk,
+            model: ModelKind::BiasAware,
+            budgets: vec![10],
+            refit_every: 4,
+            mc_draws: 100,
+            pipeline: PipelineSection {
+                latency: Latency { mean_s: 1.0, sd_s: 0.0 },
+                runs: vec![
+                    Variant { concurrency: 4, dispatch: Dispatch::WaitForBatch },
+                    Variant { concurrency: 8, dispatch: Dispatch::Pipelined },
+                ],
+            },
+            threads: 1,
+        };
+        let row = |pool_seed, run, recall, wall_s| Row { pool_seed, budget: 10, run, comparisons: 10, recall, wall_s };
+        let rows = vec![row(0, 0, 0.5, 3.0), row(0, 1, 1.0, 2.0), row(1, 0, 1.0, 3.0), row(1, 1, 1.0, 2.0)];
+        let c = summarise(&s, &rows);
+        assert_eq!(c.len(), 2);
+        assert_eq!((c[0].diff.mean, c[0].diff.se), (0.0, 0.0), "the reference against itself");
+        // Differences 0.5 and 0: mean 0.25, sd 0.3536, se 0.25.
+        assert!((c[1].diff.mean - 0.25).abs() < 1e-12 && (c[1].diff.se - 0.25).abs() < 1e-12);
+        assert_eq!(c[1].wall_s.mean, 2.0);
+        let md = markdown(&s, &c);
+        assert!(md.contains("| 10 | pipelined, C = 8 | 1.000 ± 0.000 | +0.250 ± 0.250 | 2.0 |"), "{md}");
+        assert!(md.contains("| 10 | wait-for-batch, C = 4 | 0.750 ± 0.250 | +0.000 ± 0.000 | 3.0 |"), "{md}");
+    }
+}
