@@ -111,7 +111,14 @@ fn ctrl_c_with_32_in_flight_stores_them_and_resumes() {
 }
 
 /// A live config on a synthetic pool of `n` items with the fake server as judge (free).
-fn bench_config(dir: &std::path::Path, name: &str, fake: &FakeOpenAi, acq: &str, judge_extra: &str, n: usize) -> std::path::PathBuf {
+fn bench_config(
+    dir: &std::path::Path,
+    name: &str,
+    fake: &FakeOpenAi,
+    acq: &str,
+    judge_extra: &str,
+    n: usize,
+) -> std::path::PathBuf {
     write(dir, "prompts/test.j2", crate::common::fake_openai::TEMPLATE);
     let items: Vec<serde_json::Value> = (0..n)
         .map(|i| serde_json::json!({"id": format!("i{i}"), "text": format!("answer {i} {}", "x".repeat(i))}))
@@ -144,7 +151,8 @@ fn throughput_benchmark() {
     // 30 items: 870 ordered pairs, enough for 400 queries.
     let fake = FakeOpenAi::start();
     fake.set_delay_ms(500);
-    let cfg = bench_config(dir.path(), "c32", &fake, "  concurrency: 32\n  refit_every: 8\n  dispatch: pipelined\n", "", 30);
+    let cfg =
+        bench_config(dir.path(), "c32", &fake, "  concurrency: 32\n  refit_every: 8\n  dispatch: pipelined\n", "", 30);
     let t0 = Instant::now();
     let out = run_to_end(dir.path(), &cfg);
     let wall = t0.elapsed().as_secs_f64();
@@ -158,7 +166,11 @@ fn throughput_benchmark() {
         r["throughput"]
     );
     assert_eq!(fake.n_requests(), 400);
-    assert!(rate >= 0.95 * 3840.0, "{rate:.0} requests/min < 95% of 3,840");
+    // Both parts print their numbers before either is judged.
+    let mut failures = Vec::new();
+    if rate < 0.95 * 3840.0 {
+        failures.push(format!("{rate:.0} requests/min < 95% of 3,840"));
+    }
 
     let fake = FakeOpenAi::start();
     fake.set_delay_ms(500);
@@ -178,10 +190,8 @@ fn throughput_benchmark() {
     let rate = (at.len() - 1) as f64 * 60.0 / span;
     // Never above: no 60 s window holds more than 1,200 requests, and the sustained rate of
     // arrivals (first to last) is at most 1,200/min (plus one burst allowance of the limiter).
-    let max_window = (0..at.len())
-        .map(|i| at[i..].iter().take_while(|t| (**t - at[i]).as_secs_f64() < 60.0).count())
-        .max()
-        .unwrap();
+    let max_window =
+        (0..at.len()).map(|i| at[i..].iter().take_while(|t| (**t - at[i]).as_secs_f64() < 60.0).count()).max().unwrap();
     let r = result_json(&dir.path().join("runs/rpm"));
     println!(
         "requests_per_minute 1200, 64 allowed in flight: {} requests over {span:.1} s = {rate:.0}/min, max in any 60 s window {max_window}, peak in flight {}; result.json {}",
@@ -189,9 +199,13 @@ fn throughput_benchmark() {
         fake.max_in_flight(),
         r["throughput"]
     );
-    assert!(rate >= 0.95 * 1200.0, "{rate:.0} requests/min < 95% of 1,200");
-    assert!(rate <= 1200.0 * 1.01, "{rate:.0} requests/min above 1,200");
-    assert!(max_window <= 1200, "{max_window} requests in one minute");
+    if rate < 0.95 * 1200.0 {
+        failures.push(format!("{rate:.0} requests/min < 95% of 1,200"));
+    }
+    if rate > 1200.0 * 1.01 || max_window > 1200 {
+        failures.push(format!("{rate:.0} requests/min, {max_window} in one minute: above 1,200"));
+    }
+    assert!(failures.is_empty(), "{failures:?}");
 }
 
 /// `simulate configs/sweep-pipeline.yaml` at a small scale (3 pools, B = 40, R = 8): the table

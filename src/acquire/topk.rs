@@ -581,7 +581,8 @@ mod tests {
             let all = select_any(kind, &f.ctx(), 6, &mut crate::rng::stream(1, "t", 0));
             let mut g = fitted(10, 2, 3);
             g.queried.extend(&all[..2]);
-            let rest = crate::acquire::select_with_pending(kind, &g.ctx(), &all[..2], 4, &mut crate::rng::stream(1, "t", 0));
+            let rest =
+                crate::acquire::select_with_pending(kind, &g.ctx(), &all[..2], 4, &mut crate::rng::stream(1, "t", 0));
             assert_eq!(rest, all[2..].to_vec(), "{kind:?}");
             let blind = select_any(kind, &g.ctx(), 4, &mut crate::rng::stream(1, "t", 0));
             assert_eq!(blind.len(), 4);

@@ -19,8 +19,10 @@
 
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
+use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
 use crate::judge::{Judge, JudgeError, Usage};
 use crate::model::FitError;
+use crate::model::laplace::Posterior;
 use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
 use crate::report::progress::Progress;
 use crate::report::schema::{QuarantinedPair, RunResult, StopReason, VerdictsReport};
@@ -29,13 +31,11 @@ use crate::rng;
 use crate::run::faults::{EndpointGuard, Quarantine};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
-use crate::store::config::Config;
-use crate::store::ledger::{CacheError, VerdictRecord};
 use crate::store::budget::Reservation;
+use crate::store::config::Config;
 use crate::store::intents::IntentId;
+use crate::store::ledger::{CacheError, VerdictRecord};
 use crate::store::lock::{LockError, RunLock};
-use crate::model::laplace::Posterior;
-use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -366,7 +366,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             && !interrupt.requested()
             && !usd_blocked
             && current.as_ref().is_some_and(|(s, _)| !confident(s));
-        if may_send {
+        if !may_send {
+            // Wait-for-batch: the rest of this batch is not sent; the round ends when the
+            // replies in flight are in.
+            sched.unsent();
+        } else {
             let (summary, post) = current.as_ref().expect("checked");
             let picks = sched.next(&rule, &Fitted { post, membership: &summary.membership });
             if picks.is_empty() && sched.quiet() {
@@ -473,7 +477,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 }
             }
             joined = set.join_next(), if !set.is_empty() => {
-                let (a, b, key, intent, res, out) = joined.expect("non-empty").expect("judge task does not panic");
+                // This reply and every other one already in: stored before the next picks, so
+                // one acquisition step and one intent fsync fill all the slots they free.
+                let mut replies = vec![joined.expect("non-empty").expect("judge task does not panic")];
+                while let Some(more) = set.try_join_next() {
+                    replies.push(more.expect("judge task does not panic"));
+                }
+                for (a, b, key, intent, res, out) in replies {
                 reserved.remove(&intent);
                 usd_blocked = false;
                 rate.resolved();
@@ -532,6 +542,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                             ));
                         }
                     }
+                }
                 }
                 let conf = current
                     .as_ref()

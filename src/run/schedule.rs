@@ -490,7 +490,8 @@ mod tests {
             seed: 1,
         };
         let fit = Fitted { post: &f.post, membership: &f.membership };
-        let mut s = Scheduler::new(settings(6, 4, Dispatch::WaitForBatch), 90, f.queried.clone(), [], Budget::default());
+        let mut s =
+            Scheduler::new(settings(6, 4, Dispatch::WaitForBatch), 90, f.queried.clone(), [], Budget::default());
         assert!(s.wants_fit());
         assert_eq!(s.fit_started(), 40);
         s.fit_finished();
@@ -558,13 +559,8 @@ mod tests {
         assert!(more.iter().all(|q| !first.contains(q) && !f.queried.contains(q)), "never picked twice");
         let mut g = both_orders();
         g.queried.extend(&first);
-        let want = acquire::select_with_pending(
-            StrategyKind::Topk,
-            &g.ctx(),
-            &first,
-            3,
-            &mut rng::stream(1, "acquire", 48),
-        );
+        let want =
+            acquire::select_with_pending(StrategyKind::Topk, &g.ctx(), &first, 3, &mut rng::stream(1, "acquire", 48));
         assert_eq!(more, want, "the pending queries' information is counted");
         for &(a, b) in &more {
             send(&mut s, a, b);

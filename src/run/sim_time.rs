@@ -111,18 +111,8 @@ pub fn run_timed(
         concurrency: timed.concurrency,
         dispatch: timed.dispatch,
     };
-    let mut sched =
-        Scheduler::new(sched_settings, total, [], [], Budget::new(Some(budget as u64), None, 0, 0.0));
-    let rule = PickRule {
-        pool,
-        x: &cov.x,
-        p: cov.p(),
-        k,
-        design,
-        strategy,
-        orders: settings.orders,
-        seed,
-    };
+    let mut sched = Scheduler::new(sched_settings, total, [], [], Budget::new(Some(budget as u64), None, 0, 0.0));
+    let rule = PickRule { pool, x: &cov.x, p: cov.p(), k, design, strategy, orders: settings.orders, seed };
     let fail = |comparisons: usize, source| SimError::Fit { seed, strategy, model, comparisons, source };
     let mut verdicts: Vec<ItemVerdict> = Vec::new();
     let mut warm: Option<Vec<f64>> = None;

@@ -109,8 +109,7 @@ impl PipelineSweep {
     /// [`SweepError::Config`]: unreadable, not YAML, an unknown key (file, line, key), or a
     /// value out of range (the key and what was expected).
     pub fn load(path: &Path) -> Result<Self, SweepError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let s: PipelineSweep = crate::store::yaml::from_file_text(&text, path)
             .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
         let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.into(), msg };
