@@ -111,7 +111,7 @@ impl PipelineSweep {
     pub fn load(path: &Path) -> Result<Self, SweepError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let s: PipelineSweep = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
         let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.into(), msg };
         if s.k < 1 || s.k >= s.pools.n {
             return Err(inv("k", format!("{} must be in 1..{} (pools.n)", s.k, s.pools.n)).into());
