@@ -562,7 +562,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
     };
     interrupt.set_in_flight(0);
-    let books = Arc::try_unwrap(books).ok().expect("no books task left").into_inner().expect("books lock");
+    let books = match Arc::try_unwrap(books) {
+        Ok(m) => m.into_inner().expect("books lock"),
+        Err(_) => unreachable!("every books task has finished"),
+    };
     progress.finish();
     let stored = mine(&books);
     let spend = books.spend(&is_mine);
