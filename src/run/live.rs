@@ -442,6 +442,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             ));
         };
         if set.is_empty() && fit_task.is_none() {
+            if hard_stop.is_none() && sched.wants_fit() {
+                // The round just ended (its unsent picks were dropped above): refit, then stop
+                // or go on at the quiet point.
+                continue;
+            }
             // Nothing to wait for: only reachable when no pick can be sent and nothing runs.
             let summary = match current.take() {
                 Some((s, _)) => s,
