@@ -107,7 +107,7 @@ pub struct ReasonCount {
 }
 
 /// Why a stored verdict (or a reply) is invalid: the head of its `invalid_reason`, the part
-/// before `:` (`"no_verdict: after 2 asks"` → the parser's [`Invalid::NoVerdict`]).
+/// before `:` (`"no_verdict: after 2 asks"` → the parser's [`openai::parse::Invalid::NoVerdict`]).
 ///
 /// Written as its name in result.json, audit.json and the summary (`no_verdict`, `context_overflow`,
 /// or the recorded text of a replayed verdict); names order alphabetically.
