@@ -70,6 +70,7 @@ fn picks(st: &Setup, post: &Posterior, pi: &[f64]) -> Vec<(usize, usize)> {
 fn picks_k(st: &Setup, post: &Posterior, pi: &[f64], k: usize) -> Vec<(usize, usize)> {
     let ctx = Context {
         item_base: &st.pool.item_base,
+        item_prompt: &[],
         x: &st.cov.x,
         m: st.pool.n_bases(),
         p: 1,
