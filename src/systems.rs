@@ -509,6 +509,46 @@ mod tests {
     }
 
     #[test]
+    fn candidates_are_the_open_pairs_within_prompts_for_both_orders_settings() {
+        use crate::acquire::{Context, Orders, candidate_units};
+        use rand::RngExt;
+        let pool = Pool::systems("r".into(), answers(4, 5, 1)).unwrap();
+        let n = pool.n_items();
+        let mut rng = crate::rng::stream(8, "q", 0);
+        let queried: std::collections::HashSet<(usize, usize)> =
+            (0..30).map(|_| (rng.random_range(0..n), rng.random_range(0..n))).collect();
+        let m = pool.n_bases();
+        let post = Posterior::dense(vec![0.0; m + 1], crate::model::linalg::Matrix::from_fn(m + 1, m + 1, |i, j| f64::from(u8::from(i == j))));
+        let pi = vec![0.5; m];
+        let x = vec![vec![]; n];
+        for orders in [Orders::Both, Orders::Single] {
+            let ctx = Context {
+                item_base: &pool.item_base,
+                item_prompt: &pool.item_prompt,
+                x: &x,
+                m,
+                p: 0,
+                post: &post,
+                membership: &pi,
+                k: 2,
+                queried: &queried,
+                orders,
+                seed: 1,
+            };
+            let got: Vec<(usize, usize)> = candidate_units(&ctx).into_iter().flat_map(|u| u.orders()).collect();
+            // Brute force over all N² ordered pairs.
+            let want: Vec<(usize, usize)> = (0..n)
+                .flat_map(|a| (0..n).map(move |b| (a, b)))
+                .filter(|&(a, b)| a != b && pool.item_prompt[a] == pool.item_prompt[b] && pool.item_base[a] != pool.item_base[b] && !queried.contains(&(a, b)))
+                .collect();
+            let mut sorted = got.clone();
+            sorted.sort();
+            assert_eq!(sorted, want, "{orders:?}");
+            assert_eq!(want.len(), 4 * 5 * 4 - queried.iter().filter(|&&(a, b)| a != b && pool.item_prompt[a] == pool.item_prompt[b]).count());
+        }
+    }
+
+    #[test]
     fn merged_pool_rules() {
         let mut pools = answers(2, 3, 1);
         pools[1].items[2].system = Some("s0".into());

@@ -16,4 +16,5 @@ mod replay;
 mod reports;
 mod run_cli;
 mod settings;
+mod systems;
 mod verdicts;

@@ -35,6 +35,7 @@
 
 pub mod frozen;
 pub mod summary;
+pub mod systems;
 
 use crate::acquire::{Orders, StrategyKind};
 use crate::analysis::synth::{SynthSpec, generate};
