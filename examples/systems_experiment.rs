@@ -9,7 +9,7 @@
 use std::path::Path;
 use topk_judge::acquire::StrategyKind;
 use topk_judge::report::plots::{LineChart, Series, line_chart};
-use topk_judge::sweep::systems::{mean_se, paired_gain, recall_experiment, recalls};
+use topk_judge::sweep::systems::{markdown_table, mean_se, recall_experiment, recalls};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cfg = topk_judge::store::config::Config::load(Path::new("configs/summeval-systems.yaml"))?;
@@ -19,28 +19,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = std::time::Instant::now();
     let rows = recall_experiment(&cfg, &strategies, &budgets, &seeds, 0)?;
     eprintln!("{} paths in {:.1} s", strategies.len() * seeds.len(), t.elapsed().as_secs_f64());
+    print!("{}", markdown_table(&rows, &strategies, &budgets));
     let name = |s: StrategyKind| format!("{s:?}").to_lowercase().replace("roundrobin", "round_robin");
-    println!("| strategy | recall@3, B = 200 | B = 400 | B = 800 |");
-    println!("| --- | --- | --- | --- |");
-    let mut series = Vec::new();
-    for &s in &strategies {
-        let cells: Vec<(f64, f64)> = budgets.iter().map(|&b| mean_se(&recalls(&rows, s, b))).collect();
-        let text: Vec<String> = cells.iter().map(|(m, se)| format!("{m:.3} ± {se:.3}")).collect();
-        println!("| {} | {} |", name(s), text.join(" | "));
-        series.push(Series {
-            name: name(s),
-            points: budgets.iter().zip(&cells).map(|(&b, c)| (b as f64, c.0)).collect(),
-            err: Some(cells.iter().map(|c| c.1).collect()),
-        });
-    }
-    let gains: Vec<String> = budgets
+    let series: Vec<Series> = strategies
         .iter()
-        .map(|&b| {
-            let (g, se) = paired_gain(&rows, StrategyKind::Topk, StrategyKind::RoundRobin, b);
-            format!("{g:+.3} ± {se:.3}")
+        .map(|&s| {
+            let cells: Vec<(f64, f64)> = budgets.iter().map(|&b| mean_se(&recalls(&rows, s, b))).collect();
+            Series {
+                name: name(s),
+                points: budgets.iter().zip(&cells).map(|(&b, c)| (b as f64, c.0)).collect(),
+                err: Some(cells.iter().map(|c| c.1).collect()),
+            }
         })
         .collect();
-    println!("| topk − round_robin (paired by seed) | {} |", gains.join(" | "));
     let svg = line_chart(&LineChart {
         title: "SummEval systems (100 articles × 16 systems), mock judge: recall@3 vs budget".into(),
         x_label: "comparisons (budget)".into(),

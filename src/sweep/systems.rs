@@ -117,6 +117,40 @@ pub fn paired_gain(rows: &[SystemsRow], a: StrategyKind, b: StrategyKind, budget
     mean_se(&d)
 }
 
+/// The markdown table of docs/experiments.md: one row per strategy with recall@k mean ± SE at
+/// each budget, then the paired gain of the first strategy over the second.
+pub fn markdown_table(rows: &[SystemsRow], strategies: &[StrategyKind], budgets: &[usize]) -> String {
+    let name = |s: StrategyKind| match s {
+        StrategyKind::RoundRobin => "round_robin".to_string(),
+        StrategyKind::DOptimal => "d_optimal".to_string(),
+        other => format!("{other:?}").to_lowercase(),
+    };
+    let heads: Vec<String> =
+        budgets.iter().enumerate().map(|(i, b)| if i == 0 { format!("recall@3, B = {b}") } else { format!("B = {b}") }).collect();
+    let mut out = format!("| strategy | {} |\n|{}\n", heads.join(" | "), " --- |".repeat(budgets.len() + 1));
+    for &s in strategies {
+        let cells: Vec<String> = budgets
+            .iter()
+            .map(|&b| {
+                let (m, se) = mean_se(&recalls(rows, s, b));
+                format!("{m:.3} ± {se:.3}")
+            })
+            .collect();
+        out.push_str(&format!("| {} | {} |\n", name(s), cells.join(" | ")));
+    }
+    if let [a, b, ..] = strategies {
+        let cells: Vec<String> = budgets
+            .iter()
+            .map(|&bu| {
+                let (g, se) = paired_gain(rows, *a, *b, bu);
+                format!("{} ± {se:.3}", if g < 0.0 { format!("−{:.3}", -g) } else { format!("+{g:.3}") })
+            })
+            .collect();
+        out.push_str(&format!("| {} − {} (paired by seed) | {} |\n", name(*a), name(*b), cells.join(" | ")));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
