@@ -255,7 +255,9 @@ fn bench_systems(c: &mut Criterion) {
     let verdicts: Vec<ItemVerdict> = list
         .iter()
         .map(|&(a, b)| {
-            let eta = 2.0 * (pool.items[a].quality.unwrap() - pool.items[b].quality.unwrap()) + 0.5 * (cov.x[a][0] - cov.x[b][0]) + 0.3;
+            let eta = 2.0 * (pool.items[a].quality.unwrap() - pool.items[b].quality.unwrap())
+                + 0.5 * (cov.x[a][0] - cov.x[b][0])
+                + 0.3;
             ItemVerdict { a, b, y: f64::from(u8::from(r.random::<f64>() < 1.0 / (1.0 + (-eta).exp()))), w: 1.0 }
         })
         .collect();

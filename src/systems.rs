@@ -518,7 +518,10 @@ mod tests {
         let queried: std::collections::HashSet<(usize, usize)> =
             (0..30).map(|_| (rng.random_range(0..n), rng.random_range(0..n))).collect();
         let m = pool.n_bases();
-        let post = Posterior::dense(vec![0.0; m + 1], crate::model::linalg::Matrix::from_fn(m + 1, m + 1, |i, j| f64::from(u8::from(i == j))));
+        let post = Posterior::dense(
+            vec![0.0; m + 1],
+            crate::model::linalg::Matrix::from_fn(m + 1, m + 1, |i, j| f64::from(u8::from(i == j))),
+        );
         let pi = vec![0.5; m];
         let x = vec![vec![]; n];
         for orders in [Orders::Both, Orders::Single] {
@@ -539,12 +542,21 @@ mod tests {
             // Brute force over all N² ordered pairs.
             let want: Vec<(usize, usize)> = (0..n)
                 .flat_map(|a| (0..n).map(move |b| (a, b)))
-                .filter(|&(a, b)| a != b && pool.item_prompt[a] == pool.item_prompt[b] && pool.item_base[a] != pool.item_base[b] && !queried.contains(&(a, b)))
+                .filter(|&(a, b)| {
+                    a != b
+                        && pool.item_prompt[a] == pool.item_prompt[b]
+                        && pool.item_base[a] != pool.item_base[b]
+                        && !queried.contains(&(a, b))
+                })
                 .collect();
             let mut sorted = got.clone();
             sorted.sort();
             assert_eq!(sorted, want, "{orders:?}");
-            assert_eq!(want.len(), 4 * 5 * 4 - queried.iter().filter(|&&(a, b)| a != b && pool.item_prompt[a] == pool.item_prompt[b]).count());
+            assert_eq!(
+                want.len(),
+                4 * 5 * 4
+                    - queried.iter().filter(|&&(a, b)| a != b && pool.item_prompt[a] == pool.item_prompt[b]).count()
+            );
         }
     }
 

@@ -10,9 +10,9 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use topk_judge::judge::Judge;
 use topk_judge::judge::openai::secret::Secret;
 use topk_judge::judge::openai::{OpenAiConfig, OpenAiJudge};
+use topk_judge::judge::{InvalidReason, Judge};
 use topk_judge::report::schema::RunResult;
 use topk_judge::run::live::{self, RunOptions};
 use topk_judge::store::config::{Config, JudgeConfig};
@@ -110,7 +110,7 @@ async fn every_fault_is_survived_stored_once_and_counted() {
     assert_eq!((st.invalid_replies, st.reasks, st.usage_missing), (4, 3, 1));
     assert_eq!(st.invalid_by_reason.values().sum::<u64>(), 4);
     for r in ["empty", "refused", "truncated", "content_filter"] {
-        assert_eq!(st.invalid_by_reason.get(r), Some(&1), "{r}: {:?}", st.invalid_by_reason);
+        assert_eq!(st.invalid_by_reason.get(&InvalidReason::of(r)), Some(&1), "{r}: {:?}", st.invalid_by_reason);
     }
     let summary = live::summary_text(&res, &cfg.run_dir);
     assert!(summary.contains("23 requests, 4 retries") && summary.contains("3 re-asks"), "{summary}");

@@ -282,7 +282,7 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
     // report says so with the run's profile range.
     let words = md.lines().find(|l| l.starts_with("| words |")).expect("bias row");
     let ident = &r.identifiability["words"];
-    assert!(!ident.identified);
+    assert!(!ident.identified());
     assert!(words.contains(&format!("{:.3}", r.c["words"])), "{words}");
     assert!(words.contains(&topk_judge::sweep::summary::nats(ident.range_nats.unwrap())), "{words}");
     assert!(words.contains("prior-selected") && words.contains("Prop. 2"), "{words}");

@@ -50,8 +50,7 @@ fn a_systems_run_compares_within_prompts_both_orders_and_reports_systems() {
     // Counts: each verdict counts once per system, on its prompt.
     let total: u64 = rows.iter().map(|x| x["comparisons"].as_u64().unwrap()).sum();
     assert_eq!(total, 2 * 64);
-    let per_prompt: BTreeMap<String, u64> =
-        serde_json::from_value(sys["per_prompt"].clone()).unwrap();
+    let per_prompt: BTreeMap<String, u64> = serde_json::from_value(sys["per_prompt"].clone()).unwrap();
     assert_eq!(per_prompt.len(), 100);
     assert_eq!(per_prompt.values().sum::<u64>(), 64);
     for (p, n) in &per_prompt {
@@ -132,12 +131,18 @@ fn a_list_of_prompts_and_a_reference_system() {
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["pool_id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(got, ["dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-404f859482d47c127868964a9a39d1a7645dd2e9"]);
+    assert_eq!(
+        got,
+        ["dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-404f859482d47c127868964a9a39d1a7645dd2e9"]
+    );
     // A bad reference, an unknown prompt and a pool without systems are errors naming the key.
     let bad = systems_config(dir.path(), "bad", "[nope]", 10, "");
     let out = run_bin(dir.path(), &["run", bad.to_str().unwrap()]);
     assert!(!out.status.success() && text(&out).contains("no pool with pool_id \"nope\""), "{}", text(&out));
-    let yaml = std::fs::read_to_string(&cfg).unwrap().replace("reference: M22", "reference: M99").replace("name: two", "name: bad2");
+    let yaml = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("reference: M22", "reference: M99")
+        .replace("name: two", "name: bad2");
     let bad = write(dir.path(), "bad2.yaml", &yaml);
     let out = run_bin(dir.path(), &["run", bad.to_str().unwrap()]);
     assert!(text(&out).contains("pool.reference: \"M99\" is not a system of the run"), "{}", text(&out));
@@ -173,14 +178,17 @@ fn the_readme_import_path_works() {
     let shown = &block[..block.find("```").unwrap()];
     let out_file = dir.path().join("data/my_systems.jsonl");
     let fixtures = root().join("tests/fixtures/import/alpaca_eval");
-    let inputs: Vec<String> =
-        ["model_a.json", "model_b.json", "model_c.json"].iter().map(|f| fixtures.join(f).display().to_string()).collect();
+    let inputs: Vec<String> = ["model_a.json", "model_b.json", "model_c.json"]
+        .iter()
+        .map(|f| fixtures.join(f).display().to_string())
+        .collect();
     let mut args = vec!["import", "--format", "alpaca_eval"];
     args.extend(inputs.iter().map(String::as_str));
     args.extend(["--out", out_file.to_str().unwrap()]);
     let out = run_bin(dir.path(), &args);
     assert!(out.status.success(), "{}", text(&out));
-    let printed = String::from_utf8_lossy(&out.stdout).replace(&out_file.display().to_string(), "data/my_systems.jsonl");
+    let printed =
+        String::from_utf8_lossy(&out.stdout).replace(&out_file.display().to_string(), "data/my_systems.jsonl");
     assert_eq!(printed, shown);
     // 2. run: the shipped config, its judge pointed at the local test server.
     let fake = FakeOpenAi::start();
@@ -190,7 +198,10 @@ fn the_readme_import_path_works() {
         .replace("file: ../data/my_systems.jsonl", &format!("file: {}", out_file.display()))
         .replace("out_dir: ../runs", "out_dir: runs")
         .replace("https://api.openai.com/v1", &fake.base_url)
-        .replace("api_key_env: OPENAI_API_KEY", "api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false")
+        .replace(
+            "api_key_env: OPENAI_API_KEY",
+            "api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false",
+        )
         .replace("../prompts/pairwise.j2", "prompts/test.j2");
     let cfg = write(dir.path(), "import-systems.yaml", &yaml);
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
@@ -199,7 +210,10 @@ fn the_readme_import_path_works() {
     assert_eq!(fake.n_requests(), 18);
     let csv = std::fs::read_to_string(dir.path().join("runs/import-systems/rankings.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "rank,system,theta,sd,pi,win_rate_vs_model_a,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold");
+    assert_eq!(
+        lines[0],
+        "rank,system,theta,sd,pi,win_rate_vs_model_a,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold"
+    );
     assert_eq!(lines.len(), 4);
     // The longer answer wins at the test server: model_b (longest on 2 of 3 prompts) is first.
     assert!(lines[1].starts_with("1,model_b,"), "{csv}");

@@ -187,18 +187,18 @@ impl PairSpec {
     ///
     /// # Errors
     /// A message naming the field and what was expected.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::store::invalid::InvalidInput> {
         if self.id.trim().is_empty() {
             return Err("\"id\" is empty; expected a unique non-empty id".into());
         }
         for (l, s) in [(Label::X, &self.x), (Label::Y, &self.y)] {
             let k = l.name().to_lowercase();
             if s.text.is_none() && s.words.is_none() {
-                return Err(format!("{k}: needs \"text\" or \"words\""));
+                return Err(format!("{k}: needs \"text\" or \"words\"").into());
             }
             if let Some(w) = s.words {
                 if !(w >= 0.0 && w.is_finite()) {
-                    return Err(format!("{k}.words = {w}; expected a number ≥ 0"));
+                    return Err(format!("{k}.words = {w}; expected a number ≥ 0").into());
                 }
                 if let Some(t) = &s.text
                     && word_count(t) as f64 != w
@@ -206,20 +206,23 @@ impl PairSpec {
                     return Err(format!(
                         "{k}.words = {w} but {k}.text has {} whitespace words; give one of them, or make them agree",
                         word_count(t)
-                    ));
+                    )
+                    .into());
                 }
             }
             if let Some(q) = s.quality
                 && !q.is_finite()
             {
-                return Err(format!("{k}.quality = {q} is not finite"));
+                return Err(format!("{k}.quality = {q} is not finite").into());
             }
             if s.id.as_deref().is_some_and(|i| i.is_empty()) {
-                return Err(format!("{k}.id is empty"));
+                return Err(format!("{k}.id is empty").into());
             }
         }
         if self.item_id(Label::X) == self.item_id(Label::Y) {
-            return Err(format!("x and y have the same id {:?}; expected two different ids", self.item_id(Label::X)));
+            return Err(
+                format!("x and y have the same id {:?}; expected two different ids", self.item_id(Label::X)).into()
+            );
         }
         let (qx, qy) = (self.x.quality, self.y.quality);
         match self.kind {
@@ -232,7 +235,7 @@ impl PairSpec {
                 {
                     return Err(format!(
                         "probe with x.quality = {a} ≠ y.quality = {b}; probes must have equal quality (use kind \"pair\")"
-                    ));
+                    ).into());
                 }
             }
             PairKind::Pair => {
@@ -245,7 +248,9 @@ impl PairSpec {
                         None
                     };
                     if by_q != Some(w) {
-                        return Err(format!("winner {:?} contradicts x.quality = {a}, y.quality = {b}", w.name()));
+                        return Err(
+                            format!("winner {:?} contradicts x.quality = {a}, y.quality = {b}", w.name()).into()
+                        );
                     }
                 }
             }
@@ -295,7 +300,7 @@ impl PairSpec {
     ///
     /// # Errors
     /// The pool's validation message (call [`PairSpec::validate`] first).
-    pub fn to_pool(&self) -> Result<Pool, String> {
+    pub fn to_pool(&self) -> Result<Pool, crate::store::invalid::InvalidInput> {
         let item = |l: Label| {
             let s = self.side(l);
             let mut covariates = BTreeMap::new();
@@ -315,7 +320,7 @@ impl PairSpec {
             }
         };
         Pool::new(self.id.clone(), self.task.clone().unwrap_or_default(), vec![item(Label::X), item(Label::Y)])
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string().into())
     }
 }
 

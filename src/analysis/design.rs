@@ -87,7 +87,7 @@ pub fn other_orders(
 ///
 /// # Errors
 /// A message saying what is missing.
-pub fn validate(kind: DesignKind, pool: &Pool, cov: &Covariates) -> Result<(), String> {
+pub fn validate(kind: DesignKind, pool: &Pool, cov: &Covariates) -> Result<(), crate::store::invalid::InvalidInput> {
     if kind == DesignKind::Single {
         return Ok(());
     }
@@ -96,14 +96,14 @@ pub fn validate(kind: DesignKind, pool: &Pool, cov: &Covariates) -> Result<(), S
         return Err(format!(
             "paired needs items that share a `base` (two renderings of one answer); every item of pool {:?} is its own base",
             pool.pool_id
-        ));
+        ).into());
     }
     let varies = (0..cov.p()).any(|k| pairs.iter().any(|&(a, b)| cov.x[a][k] != cov.x[b][k]));
     if !varies {
         return Err(format!(
             "paired needs a covariate that differs between renderings of a base (e.g. the rendering indicator or words); covariates {:?} are constant within every base",
             cov.names
-        ));
+        ).into());
     }
     Ok(())
 }
@@ -240,10 +240,10 @@ mod tests {
     fn validation_names_what_is_missing() {
         let single = pool();
         let cov = build_covariates(&single, &[CovariateSpec::parse("words").unwrap()]).unwrap();
-        assert!(validate(DesignKind::Paired, &single, &cov).unwrap_err().contains("share a `base`"));
+        assert!(validate(DesignKind::Paired, &single, &cov).unwrap_err().0.contains("share a `base`"));
         let paired = Pool::new("p".into(), "src".into(), paired_items(&single)).unwrap();
         let none = Covariates::none(4);
-        assert!(validate(DesignKind::Paired, &paired, &none).unwrap_err().contains("constant within every base"));
+        assert!(validate(DesignKind::Paired, &paired, &none).unwrap_err().0.contains("constant within every base"));
         let cov = build_covariates(&paired, &[CovariateSpec::parse("elaborated").unwrap()]).unwrap();
         validate(DesignKind::Paired, &paired, &cov).unwrap();
     }

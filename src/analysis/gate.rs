@@ -23,7 +23,6 @@
 
 use crate::model::membership::point_topk;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 
 /// One anchor: a disagreement between the naive and the corrected ranking (base indices).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -165,25 +164,6 @@ pub fn decide(anchors: &[Anchor], better: &[Option<usize>], alpha: f64) -> GateD
     }
     let p_value = sign_test_p(n10, n01);
     GateDecision { n_anchors: anchors.len(), n10, n01, n_ties, p_value, alpha, enable: p_value <= alpha }
-}
-
-/// What a run reports when it is given a gate result (`topk-judge run --gate gate.json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GateChoice {
-    /// The gate file.
-    pub file: PathBuf,
-    /// The decision read from it.
-    pub decision: GateDecision,
-    /// `corrected` or `naive`.
-    pub chosen: String,
-    /// The chosen point top-k (base ids, best first).
-    pub topk: Vec<String>,
-    /// Recall@k of the chosen top-k against the gold top-k, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recall_at_k: Option<f64>,
-    /// Caveats (gate computed on another pool, fewer anchors than requested, ...).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
 }
 
 /// θ̂ per base (len M) of the naive model (no covariates) and of the bias-aware model with `cov`.

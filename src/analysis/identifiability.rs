@@ -39,7 +39,7 @@ pub fn notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<Stri
     let mut v = Vec::new();
     for (name, e) in ident {
         match e.range_nats {
-            Some(r) if !e.identified => v.push(format!(
+            Some(r) if !e.identified() => v.push(format!(
                 "c[{name}] is prior-selected (profile range {} nats < 0.001): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2); test that with a `gate:` in the config (or `topk-judge gate`), or use paired renderings (design: paired)",
                 crate::store::text::num(r)
             )),

@@ -108,7 +108,7 @@ pub fn choose(i: &ChoiceInput<'_>) -> Choice {
     }
     let varying: Vec<(&String, &Identifiability)> =
         i.identifiability.iter().filter(|(n, _)| !i.no_variation.contains(n)).collect();
-    let unidentified: Vec<&str> = varying.iter().filter(|(_, e)| !e.identified).map(|(n, _)| n.as_str()).collect();
+    let unidentified: Vec<&str> = varying.iter().filter(|(_, e)| !e.identified()).map(|(n, _)| n.as_str()).collect();
     let by_design = !varying.is_empty() && unidentified.is_empty() && i.renderings;
     let why_not_design = || {
         if varying.is_empty() {
@@ -360,7 +360,7 @@ mod tests {
     }
 
     fn ident(identified: bool) -> Identifiability {
-        Identifiability { range_nats: Some(if identified { 13.1 } else { 6.1e-6 }), verdict: String::new(), identified }
+        Identifiability::profiled(if identified { 13.1 } else { 6.1e-6 })
     }
 
     #[test]

@@ -51,18 +51,18 @@ impl SynthSpec {
     ///
     /// # Errors
     /// A message naming the field, the value and what was expected.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::store::invalid::InvalidInput> {
         if self.n < 2 {
-            return Err(format!("n = {} must be ≥ 2", self.n));
+            return Err(format!("n = {} must be ≥ 2", self.n).into());
         }
         if self.rho.is_nan() || self.rho.abs() > 1.0 {
-            return Err(format!("rho = {} must be in [-1, 1]", self.rho));
+            return Err(format!("rho = {} must be in [-1, 1]", self.rho).into());
         }
         if !(self.temperature > 0.0 && self.temperature.is_finite()) {
-            return Err(format!("temperature = {} must be > 0", self.temperature));
+            return Err(format!("temperature = {} must be > 0", self.temperature).into());
         }
         if !self.c_star.is_finite() || !self.kappa_star.is_finite() {
-            return Err(format!("c_star = {} and kappa_star = {} must be finite", self.c_star, self.kappa_star));
+            return Err(format!("c_star = {} and kappa_star = {} must be finite", self.c_star, self.kappa_star).into());
         }
         Ok(())
     }

@@ -220,7 +220,7 @@ impl AuditConfig {
     pub fn load(path: &Path) -> Result<Self, AuditError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let raw: RawAuditConfig = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
         Self::from_raw(raw, path)
     }
 
@@ -259,12 +259,12 @@ impl AuditConfig {
                 let rec = Recording::read(&r.file).map_err(|e| inv("judge.replay", e.to_string()))?;
                 if rec.matching(r.judge.as_deref(), r.prompting.as_deref()).is_empty() {
                     let e = rec.select_one(r.judge.as_deref(), r.prompting.as_deref()).unwrap_err();
-                    return Err(inv("judge.replay", e).into());
+                    return Err(inv("judge.replay", e.to_string()).into());
                 }
                 Some(rec)
             }
             other => {
-                crate::judge::build::make_judge(other).map_err(|msg| inv("judge", msg))?;
+                crate::judge::build::make_judge(other).map_err(|msg| inv("judge", msg.to_string()))?;
                 None
             }
         };
@@ -401,7 +401,7 @@ pub struct AuditOutput {
     /// Stored invalid verdicts of this audit by reason: count and share of all its stored
     /// verdicts.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub invalid_by_reason: std::collections::BTreeMap<String, crate::judge::ReasonCount>,
+    pub invalid_by_reason: std::collections::BTreeMap<crate::judge::InvalidReason, crate::judge::ReasonCount>,
     /// Pair sides (`pair/x`, `pair/y`) whose text holds verdict-shaped text (the judge sees it
     /// unchanged; lines quoted from it never count as the judge's verdict).
     #[serde(skip_serializing_if = "Vec::is_empty")]

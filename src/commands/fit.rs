@@ -159,7 +159,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
     let raw = std::fs::read(path)
         .map_err(|e| FitCmdError::Invalid(format!("cannot read verdicts file {}: {e}", path.display())))?;
     let bad = |line: usize, msg: String| FitCmdError::Invalid(format!("{}:{line}: {msg}", path.display()));
-    let bytes = crate::store::text::strip_bom(&raw).map_err(|m| bad(1, m))?;
+    let bytes = crate::store::text::strip_bom(&raw).map_err(|m| bad(1, m.to_string()))?;
     let mut out = Vec::new();
     let mut warning = None;
     let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
@@ -236,24 +236,9 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
 /// # Errors
 /// [`FitCmdError`] naming the file, line and item.
 pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
-    // Settings: the flags, else the run's (with a run folder), else the defaults.
     let run = if args.pool_file.is_dir() { Some(load_run(args.pool_file)?) } else { None };
     let cfg = run.as_ref().map(|r| &r.cfg);
-    let pool = match cfg {
-        Some(c) => {
-            if let Some(id) = args.pool_id
-                && id != c.pool.pool_id
-            {
-                return Err(FitCmdError::Invalid(format!(
-                    "--pool-id {id}: the run folder {} holds pool {:?}",
-                    args.pool_file.display(),
-                    c.pool.pool_id
-                )));
-            }
-            c.pool.clone()
-        }
-        None => pool::read_pool(args.pool_file, args.pool_id)?,
-    };
+    let pool = fitted_pool(args, cfg)?;
     let verdicts_path: PathBuf = match (args.verdicts_file, &run) {
         (Some(v), _) => v.to_path_buf(),
         (None, Some(r)) => r.dir.join("verdicts.jsonl"),
@@ -264,127 +249,224 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
             )));
         }
     };
-    let k = args.k.or(cfg.map(|c| c.raw.k)).unwrap_or(3);
-    if k == 0 || k >= pool.n_bases() {
-        return Err(FitCmdError::Invalid(format!("--k {k} must satisfy 1 ≤ k < number of bases ({})", pool.n_bases())));
-    }
-    let model = args.model.or(cfg.map(|c| c.raw.model.kind)).unwrap_or(ModelKind::BiasAware);
-    let base_prior = cfg.map(|c| c.raw.model.prior()).unwrap_or_default();
-    let prior = Prior {
-        lambda_theta: args.lambda[0].unwrap_or(base_prior.lambda_theta),
-        lambda_b: args.lambda[1].unwrap_or(base_prior.lambda_b),
-        lambda_kappa: args.lambda[2].unwrap_or(base_prior.lambda_kappa),
-    };
-    let draws =
-        args.draws.or(cfg.map(|c| c.raw.acquisition.mc_draws)).unwrap_or(crate::model::params::DEFAULT_MC_DRAWS);
-    // The same checks as a run config's `model` and `acquisition` sections, named by flag.
-    let flag = |e: crate::model::params::ParamError| {
-        FitCmdError::Invalid(format!(
-            "--{} {e}",
-            if e.name == "mc_draws" { "draws".into() } else { e.name.replace('_', "-") }
-        ))
-    };
-    prior.check().map_err(flag)?;
-    let sw = args.strong_preference_weight.or(cfg.map(|c| c.raw.model.strong_preference_weight)).unwrap_or(1.0);
-    if !(sw > 0.0 && sw.is_finite()) {
-        return Err(FitCmdError::Invalid(format!("--strong-preference-weight {sw} must be a finite number > 0")));
-    }
-    crate::model::params::check_mc_draws(draws).map_err(flag)?;
-    let seed = args.seed.or(cfg.map(|c| c.raw.acquisition.seed)).unwrap_or(0);
-    let setting = args.report_ranking.or(cfg.map(|c| c.raw.report_ranking)).unwrap_or_default();
-
+    let set = FitSettings::resolve(args, cfg, &pool)?;
     let (lines, torn) = read_verdict_lines(&verdicts_path)?;
-    let mut warnings: Vec<String> = torn.into_iter().collect();
-    let mut notes = Vec::new();
     let vpath = verdicts_path.display().to_string();
-    // Records of other pools: counted and reported.
-    let mut other_pools: BTreeMap<String, usize> = BTreeMap::new();
-    let mut judges: BTreeMap<String, usize> = BTreeMap::new();
-    let mut mine = Vec::new();
-    for l in lines {
-        match &l.pool_id {
-            Some(p) if *p != pool.pool_id => *other_pools.entry(p.clone()).or_default() += 1,
-            _ => {
-                *judges.entry(l.judge.clone().unwrap_or_default()).or_default() += 1;
-                mine.push(l);
+    let mut sel = Selection::of(lines, &pool, args, cfg, &vpath)?;
+    sel.warnings.splice(0..0, torn);
+    let (verdicts, invalid) = item_verdicts(&sel.mine, &pool, set.strong_preference_weight, &vpath)?;
+    let fit = fit_output(&pool, args, cfg, &set, sel, verdicts, invalid)?;
+    Ok((pool, fit))
+}
+
+/// The pool to fit: the run folder's, or read from the pool file (`--pool-id` must agree with
+/// a run folder's pool).
+fn fitted_pool(args: &FitArgs<'_>, cfg: Option<&crate::store::config::Config>) -> Result<Pool, FitCmdError> {
+    match cfg {
+        Some(c) => {
+            if let Some(id) = args.pool_id
+                && id != c.pool.pool_id
+            {
+                return Err(FitCmdError::Invalid(format!(
+                    "--pool-id {id}: the run folder {} holds pool {:?}",
+                    args.pool_file.display(),
+                    c.pool.pool_id
+                )));
+            }
+            Ok(c.pool.clone())
+        }
+        None => Ok(pool::read_pool(args.pool_file, args.pool_id)?),
+    }
+}
+
+/// The settings of one fit: each flag, else the run's value (with a run folder), else the
+/// default, checked as a run config's `model` and `acquisition` sections are.
+struct FitSettings {
+    k: usize,
+    model: ModelKind,
+    prior: Prior,
+    draws: usize,
+    strong_preference_weight: f64,
+    seed: u64,
+    report_ranking: ReportRanking,
+}
+
+impl FitSettings {
+    fn resolve(
+        args: &FitArgs<'_>,
+        cfg: Option<&crate::store::config::Config>,
+        pool: &Pool,
+    ) -> Result<Self, FitCmdError> {
+        let k = args.k.or(cfg.map(|c| c.raw.k)).unwrap_or(3);
+        if k == 0 || k >= pool.n_bases() {
+            return Err(FitCmdError::Invalid(format!(
+                "--k {k} must satisfy 1 ≤ k < number of bases ({})",
+                pool.n_bases()
+            )));
+        }
+        let base_prior = cfg.map(|c| c.raw.model.prior()).unwrap_or_default();
+        let prior = Prior {
+            lambda_theta: args.lambda[0].unwrap_or(base_prior.lambda_theta),
+            lambda_b: args.lambda[1].unwrap_or(base_prior.lambda_b),
+            lambda_kappa: args.lambda[2].unwrap_or(base_prior.lambda_kappa),
+        };
+        let draws =
+            args.draws.or(cfg.map(|c| c.raw.acquisition.mc_draws)).unwrap_or(crate::model::params::DEFAULT_MC_DRAWS);
+        // The same checks as a run config's `model` and `acquisition` sections, named by flag.
+        let flag = |e: crate::model::params::ParamError| {
+            FitCmdError::Invalid(format!(
+                "--{} {e}",
+                if e.name == "mc_draws" { "draws".into() } else { e.name.replace('_', "-") }
+            ))
+        };
+        prior.check().map_err(flag)?;
+        let sw = args.strong_preference_weight.or(cfg.map(|c| c.raw.model.strong_preference_weight)).unwrap_or(1.0);
+        if !(sw > 0.0 && sw.is_finite()) {
+            return Err(FitCmdError::Invalid(format!("--strong-preference-weight {sw} must be a finite number > 0")));
+        }
+        crate::model::params::check_mc_draws(draws).map_err(flag)?;
+        Ok(Self {
+            k,
+            model: args.model.or(cfg.map(|c| c.raw.model.kind)).unwrap_or(ModelKind::BiasAware),
+            prior,
+            draws,
+            strong_preference_weight: sw,
+            seed: args.seed.or(cfg.map(|c| c.raw.acquisition.seed)).unwrap_or(0),
+            report_ranking: args.report_ranking.or(cfg.map(|c| c.raw.report_ranking)).unwrap_or_default(),
+        })
+    }
+}
+
+/// The records of the fitted pool and judge, with what was left out and why.
+struct Selection {
+    /// Records of the pool (and of the selected judge, if one is).
+    mine: Vec<VerdictLine>,
+    /// Records of the pool per judge (`""` = no judge field).
+    judges: BTreeMap<String, usize>,
+    /// Records of other pools, per pool id.
+    other_pools: BTreeMap<String, usize>,
+    /// The selected judge.
+    judge: Option<String>,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl Selection {
+    /// Keep the records of `pool`, then of one judge when several are there and one is asked
+    /// for (`--judge`, or a run folder's own judge).
+    fn of(
+        lines: Vec<VerdictLine>,
+        pool: &Pool,
+        args: &FitArgs<'_>,
+        cfg: Option<&crate::store::config::Config>,
+        vpath: &str,
+    ) -> Result<Self, FitCmdError> {
+        let (mut warnings, mut notes) = (Vec::new(), Vec::new());
+        // Records of other pools: counted and reported.
+        let mut other_pools: BTreeMap<String, usize> = BTreeMap::new();
+        let mut judges: BTreeMap<String, usize> = BTreeMap::new();
+        let mut mine = Vec::new();
+        for l in lines {
+            match &l.pool_id {
+                Some(p) if *p != pool.pool_id => *other_pools.entry(p.clone()).or_default() += 1,
+                _ => {
+                    *judges.entry(l.judge.clone().unwrap_or_default()).or_default() += 1;
+                    mine.push(l);
+                }
             }
         }
+        // Every record is of another pool, and the pool was picked by default (the file's first):
+        // the user meant another pool, so say which instead of fitting nothing.
+        if mine.is_empty() && !other_pools.is_empty() && cfg.is_none() && args.pool_id.is_none() {
+            return Err(FitCmdError::Invalid(format!(
+                "{vpath}: none of its records is for pool {:?} (the first pool of {}, used without --pool-id); its records are for {}: choose one with --pool-id",
+                pool.pool_id,
+                args.pool_file.display(),
+                other_pools.iter().map(|(p, c)| format!("{p:?} ({c})")).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        if !other_pools.is_empty() {
+            let n: usize = other_pools.values().sum();
+            notes.push(format!(
+                "{vpath}: {n} record{} of other pools skipped ({})",
+                if n == 1 { "" } else { "s" },
+                other_pools.iter().map(|(p, c)| format!("{p}: {c}")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let judge = select_judge(&judges, pool, args, cfg, vpath)?;
+        if judge.is_none() && judges.len() > 1 {
+            let m = format!(
+                "{vpath} holds verdicts of {} judges for pool {:?} ({}); they are fitted together as one judge — pass --judge to fit one",
+                judges.len(),
+                pool.pool_id,
+                judge_list(&judges)
+            );
+            warnings.push(m.clone());
+            notes.push(m);
+        }
+        if let Some(j) = &judge {
+            mine.retain(|l| l.judge.clone().unwrap_or_default() == *j);
+        }
+        Ok(Self { mine, judges, other_pools, judge, warnings, notes })
     }
-    // Every record is of another pool, and the pool was picked by default (the file's first):
-    // the user meant another pool, so say which instead of fitting nothing.
-    if mine.is_empty() && !other_pools.is_empty() && run.is_none() && args.pool_id.is_none() {
-        return Err(FitCmdError::Invalid(format!(
-            "{vpath}: none of its records is for pool {:?} (the first pool of {}, used without --pool-id); its records are for {}: choose one with --pool-id",
-            pool.pool_id,
-            args.pool_file.display(),
-            other_pools.iter().map(|(p, c)| format!("{p:?} ({c})")).collect::<Vec<_>>().join(", ")
-        )));
-    }
-    if !other_pools.is_empty() {
-        let n: usize = other_pools.values().sum();
-        notes.push(format!(
-            "{vpath}: {n} record{} of other pools skipped ({})",
-            if n == 1 { "" } else { "s" },
-            other_pools.iter().map(|(p, c)| format!("{p}: {c}")).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    // Several judges: select one with --judge (a run folder defaults to the run's judge).
-    let list = || judges.iter().map(|(j, c)| format!("{j:?}: {c}")).collect::<Vec<_>>().join(", ");
+}
+
+/// `"judge": count` for each judge, for messages.
+fn judge_list(judges: &BTreeMap<String, usize>) -> String {
+    judges.iter().map(|(j, c)| format!("{j:?}: {c}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The judge asked for (`--judge`, exact or a unique prefix; with a run folder and several
+/// judges, the run's own), or `None` to fit all together.
+fn select_judge(
+    judges: &BTreeMap<String, usize>,
+    pool: &Pool,
+    args: &FitArgs<'_>,
+    cfg: Option<&crate::store::config::Config>,
+    vpath: &str,
+) -> Result<Option<String>, FitCmdError> {
     let wanted = args.judge.map(str::to_owned).or_else(|| {
         let d = cfg.map(judge_description)?;
         (judges.len() > 1 && judges.contains_key(&d)).then_some(d)
     });
-    let judge = match wanted {
-        Some(w) => {
-            let hits: Vec<&String> = if judges.contains_key(&w) {
-                judges.keys().filter(|j| **j == w).collect()
-            } else {
-                judges.keys().filter(|j| j.starts_with(&w)).collect()
-            };
-            match hits.as_slice() {
-                [one] => Some((*one).clone()),
-                [] => {
-                    return Err(FitCmdError::Invalid(format!(
-                        "--judge {w:?}: no verdict of pool {:?} in {vpath} comes from that judge; the judges there: {}",
-                        pool.pool_id,
-                        list()
-                    )));
-                }
-                _ => {
-                    return Err(FitCmdError::Invalid(format!(
-                        "--judge {w:?} matches several judges in {vpath}: {}; give more of the name",
-                        list()
-                    )));
-                }
-            }
-        }
-        None => {
-            if judges.len() > 1 {
-                let m = format!(
-                    "{vpath} holds verdicts of {} judges for pool {:?} ({}); they are fitted together as one judge — pass --judge to fit one",
-                    judges.len(),
-                    pool.pool_id,
-                    list()
-                );
-                warnings.push(m.clone());
-                notes.push(m);
-            }
-            None
-        }
+    let Some(w) = wanted else { return Ok(None) };
+    let hits: Vec<&String> = if judges.contains_key(&w) {
+        judges.keys().filter(|j| **j == w).collect()
+    } else {
+        judges.keys().filter(|j| j.starts_with(&w)).collect()
     };
-    if let Some(j) = &judge {
-        mine.retain(|l| l.judge.clone().unwrap_or_default() == *j);
+    match hits.as_slice() {
+        [one] => Ok(Some((*one).clone())),
+        [] => Err(FitCmdError::Invalid(format!(
+            "--judge {w:?}: no verdict of pool {:?} in {vpath} comes from that judge; the judges there: {}",
+            pool.pool_id,
+            judge_list(judges)
+        ))),
+        _ => Err(FitCmdError::Invalid(format!(
+            "--judge {w:?} matches several judges in {vpath}: {}; give more of the name",
+            judge_list(judges)
+        ))),
     }
+}
+
+/// The valid records as verdicts between item indices (a strong preference weighted by
+/// `strong_preference_weight`), and the number of invalid ones.
+fn item_verdicts(
+    mine: &[VerdictLine],
+    pool: &Pool,
+    strong_preference_weight: f64,
+    vpath: &str,
+) -> Result<(Vec<ItemVerdict>, usize), FitCmdError> {
     let mut verdicts = Vec::new();
     let mut invalid = 0;
-    for l in &mine {
+    for l in mine {
         let find = |id: &str| {
             pool.item_index(id).ok_or_else(|| {
                 FitCmdError::Invalid(format!(
                     "{vpath}:{}: item {id:?} is not in pool {:?} (its items: {})",
                     l.line,
                     pool.pool_id,
-                    some_ids(&pool)
+                    some_ids(pool)
                 ))
             })
         };
@@ -396,53 +478,73 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
             )));
         }
         match l.y {
-            Some(y) => verdicts.push(ItemVerdict { a, b, y, w: if l.strong_preference { sw } else { 1.0 } }),
+            Some(y) => verdicts.push(ItemVerdict {
+                a,
+                b,
+                y,
+                w: if l.strong_preference { strong_preference_weight } else { 1.0 },
+            }),
             None => invalid += 1,
         }
     }
-    let specs = match model {
+    Ok((verdicts, invalid))
+}
+
+/// Fit the model and report as `run` does.
+fn fit_output(
+    pool: &Pool,
+    args: &FitArgs<'_>,
+    cfg: Option<&crate::store::config::Config>,
+    set: &FitSettings,
+    sel: Selection,
+    verdicts: Vec<ItemVerdict>,
+    invalid: usize,
+) -> Result<FitOutput, FitCmdError> {
+    let Selection { judges, other_pools, judge, mut warnings, mut notes, .. } = sel;
+    let (k, prior) = (set.k, set.prior);
+    let specs = match set.model {
         ModelKind::Naive => Vec::new(),
         ModelKind::BiasAware => args
             .covariates
             .clone()
             .or_else(|| cfg.map(|c| c.covariate_specs.clone()).filter(|s| !s.is_empty()))
-            .unwrap_or_else(|| pool::default_covariates(&pool)),
+            .unwrap_or_else(|| pool::default_covariates(pool)),
     };
-    let cov = pool::build_covariates(&pool, &specs)?;
+    let cov = pool::build_covariates(pool, &specs)?;
     warnings.extend(pool::scale_warnings(&cov, prior.lambda_b, "--covariates"));
-    let design = build_design(&pool, &cov, &verdicts);
-    let mut rng = crate::rng::stream(seed, "membership", verdicts.len() as u64);
-    let (s, _, _) = fit_and_summarise(&pool, &cov, &design, &prior, k, draws, None, &mut rng)?;
+    let design = build_design(pool, &cov, &verdicts);
+    let mut rng = crate::rng::stream(set.seed, "membership", verdicts.len() as u64);
+    let (s, _, _) = fit_and_summarise(pool, &cov, &design, &prior, k, set.draws, None, &mut rng)?;
     let (identifiability, apparent) =
-        report::outcome::identify_and_apparent(&pool, &cov, &prior, k, (draws, seed), &verdicts, &s);
+        report::outcome::identify_and_apparent(pool, &cov, &prior, k, (set.draws, set.seed), &verdicts, &s);
     let out = report::outcome::outcome(&report::outcome::Inputs {
-        pool: &pool,
+        pool,
         cov: &cov,
         k,
-        model,
+        model: set.model,
         summary: &s,
         apparent: &apparent,
         verdicts: &verdicts,
         identifiability: &identifiability,
-        setting,
+        setting: set.report_ranking,
         gate: None,
         one_query: None,
     });
     notes.extend(out.notes);
     let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
-    let fit = FitOutput {
+    Ok(FitOutput {
         pool_id: pool.pool_id.clone(),
-        model,
+        model: set.model,
         k,
         comparisons: verdicts.len(),
         invalid,
         judge,
         judges,
         other_pools,
-        theta: report::by_base(&pool, &s.theta),
-        sd: report::by_base(&pool, &s.sd),
-        membership: report::by_base(&pool, &s.membership),
-        phi: report::by_base(&pool, &s.phi),
+        theta: report::by_base(pool, &s.theta),
+        sd: report::by_base(pool, &s.sd),
+        membership: report::by_base(pool, &s.membership),
+        phi: report::by_base(pool, &s.phi),
         c: report::by_cov(&cov, &s.c),
         c_sd: report::by_cov(&cov, &s.c_sd),
         kappa: s.kappa,
@@ -455,8 +557,7 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
         notes,
         reporting: out.reporting,
         warnings,
-    };
-    Ok((pool, fit))
+    })
 }
 
 /// The first few item ids of a pool, for error messages.

@@ -4,12 +4,12 @@
 //! statistics live in [`crate::analysis::gate`].
 
 use super::run_folder::{IdentError, bias_covariates, io_err, load_run, run_verdicts};
-use crate::analysis::gate::{self, Anchor, GateChoice, GateDecision, fit_naive_and_corrected};
+use crate::analysis::gate::{self, Anchor, GateDecision, fit_naive_and_corrected};
 use crate::judge::Judge;
 use crate::judge::build::make_judge;
 use crate::model::membership::point_topk;
-use crate::report::schema::RunResult;
-use crate::store::config::{Config, GateConfig};
+use crate::report::schema::{GateChoice, RunResult};
+use crate::store::config::{Config, GateConfig, LabelSource};
 use crate::store::ledger::{VerdictLog, VerdictRecord};
 use crate::store::pool::Pool;
 use serde::{Deserialize, Serialize};
@@ -32,8 +32,32 @@ pub struct AnchorRow {
     pub distance: f64,
     /// Trusted P(corrected_prefers is better), order-averaged; `None` without a label.
     pub trusted_p: Option<f64>,
-    /// `corrected` (n10), `naive` (n01) or `tie`.
-    pub label: String,
+    /// Which model's order the trusted judge confirms.
+    pub label: AnchorLabel,
+}
+
+/// Which model's order a trusted judge confirms on one anchor pair (`corrected` = n10,
+/// `naive` = n01, `tie`; docs/identifiability.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnchorLabel {
+    /// The trusted judge prefers the base the corrected ranking puts higher.
+    Corrected,
+    /// The trusted judge prefers the base the naive ranking puts higher.
+    Naive,
+    /// No preference (no label, or P = 0.5).
+    Tie,
+}
+
+impl AnchorLabel {
+    /// `corrected`, `naive` or `tie`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Corrected => "corrected",
+            Self::Naive => "naive",
+            Self::Tie => "tie",
+        }
+    }
 }
 
 /// gate.json.
@@ -243,51 +267,54 @@ pub async fn gate_for(
     let [naive, corr] = fit_naive_and_corrected(pool, &cov, verdicts, &cfg.raw.model.prior())?;
     let anchors = gate::select_anchors(&naive, &corr, k, g.anchors);
     let id = |b: usize| pool.bases[b].clone();
-    let (probs, label_source, spend): (Vec<Option<f64>>, String, f64) = if let Some(t) = &g.trusted {
-        let judge = make_judge(t).map_err(|m| IdentError::Invalid(format!("gate.trusted: {m}")))?;
-        let desc = judge.describe();
-        let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir, usd_left).await?;
-        let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
-        (probs, format!("trusted judge {desc}, both orders"), spend)
-    } else {
-        let path = g.labels.clone().expect("checked: trusted or labels");
-        let labels = read_labels(&path, pool)?;
-        let mut probs = Vec::new();
-        let mut missing = Vec::new();
-        for a in &anchors {
-            let (x, y) = (id(a.corrected_prefers), id(a.naive_prefers));
-            let key = if x < y { (x.clone(), y.clone()) } else { (y.clone(), x.clone()) };
-            match labels.get(&key) {
-                Some(Some(w)) => probs.push(Some(if *w == x { 1.0 } else { 0.0 })),
-                Some(None) => probs.push(Some(0.5)),
-                None => missing.push((a.corrected_prefers, a.naive_prefers)),
-            }
+    let source = g.source().map_err(|e| IdentError::Invalid(e.to_string()))?;
+    let (probs, label_source, spend): (Vec<Option<f64>>, String, f64) = match source {
+        LabelSource::Trusted(t) => {
+            let judge = make_judge(t).map_err(|m| IdentError::Invalid(format!("gate.trusted: {m}")))?;
+            let desc = judge.describe();
+            let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir, usd_left).await?;
+            let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
+            (probs, format!("trusted judge {desc}, both orders"), spend)
         }
-        if !missing.is_empty() {
-            let first = first_items(pool);
-            let todo = dir.join("anchors_to_label.jsonl");
-            let mut text = String::new();
-            for &(c, n) in &missing {
-                let line = serde_json::json!({
-                    "a": id(c), "b": id(n), "better": null,
-                    "text_a": pool.items[first[c]].text, "text_b": pool.items[first[n]].text,
-                });
-                text.push_str(&line.to_string());
-                text.push('\n');
+        LabelSource::Labels(path) => {
+            let labels = read_labels(path, pool)?;
+            let mut probs = Vec::new();
+            let mut missing = Vec::new();
+            for a in &anchors {
+                let (x, y) = (id(a.corrected_prefers), id(a.naive_prefers));
+                let key = if x < y { (x.clone(), y.clone()) } else { (y.clone(), x.clone()) };
+                match labels.get(&key) {
+                    Some(Some(w)) => probs.push(Some(if *w == x { 1.0 } else { 0.0 })),
+                    Some(None) => probs.push(Some(0.5)),
+                    None => missing.push((a.corrected_prefers, a.naive_prefers)),
+                }
             }
-            std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-            std::fs::write(&todo, text).map_err(io_err(&todo))?;
-            return Err(IdentError::Invalid(format!(
-                "{}: {} of {} anchors have no label (first: {} vs {}); they are listed in {} — set \"better\" to a base id or \"tie\" and add the lines to the labels file",
-                path.display(),
-                missing.len(),
-                anchors.len(),
-                id(missing[0].0),
-                id(missing[0].1),
-                todo.display()
-            )));
+            if !missing.is_empty() {
+                let first = first_items(pool);
+                let todo = dir.join("anchors_to_label.jsonl");
+                let mut text = String::new();
+                for &(c, n) in &missing {
+                    let line = serde_json::json!({
+                        "a": id(c), "b": id(n), "better": null,
+                        "text_a": pool.items[first[c]].text, "text_b": pool.items[first[n]].text,
+                    });
+                    text.push_str(&line.to_string());
+                    text.push('\n');
+                }
+                std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+                std::fs::write(&todo, text).map_err(io_err(&todo))?;
+                return Err(IdentError::Invalid(format!(
+                    "{}: {} of {} anchors have no label (first: {} vs {}); they are listed in {} — set \"better\" to a base id or \"tie\" and add the lines to the labels file",
+                    path.display(),
+                    missing.len(),
+                    anchors.len(),
+                    id(missing[0].0),
+                    id(missing[0].1),
+                    todo.display()
+                )));
+            }
+            (probs, format!("labels file {}", path.display()), 0.0)
         }
-        (probs, format!("labels file {}", path.display()), 0.0)
     };
     let better: Vec<Option<usize>> = anchors
         .iter()
@@ -311,9 +338,9 @@ pub async fn gate_for(
             distance: a.distance,
             trusted_p: *p,
             label: match b {
-                Some(w) if *w == a.corrected_prefers => "corrected".into(),
-                Some(_) => "naive".into(),
-                None => "tie".into(),
+                Some(w) if *w == a.corrected_prefers => AnchorLabel::Corrected,
+                Some(_) => AnchorLabel::Naive,
+                None => AnchorLabel::Tie,
             },
         })
         .collect();
@@ -376,7 +403,7 @@ pub fn gate_text(r: &GateReport, path: &Path) -> String {
             a.corrected_ranks[0],
             a.corrected_ranks[1],
             a.trusted_p.map_or("-".into(), |p| format!("{p:.2}")),
-            a.label
+            a.label.name()
         ));
     }
     s.push_str(&format!(
@@ -464,13 +491,13 @@ pub fn apply_report(
     let choice = GateChoice {
         file: gate_file.to_owned(),
         decision: g.decision,
-        chosen: result.reporting.reported.name().to_string(),
+        chosen: result.reporting.reported,
         topk: result.topk.clone(),
         recall_at_k: result.recall_at_k,
         notes,
     };
     let mut s = format!("gate {}: {}\n", gate_file.display(), g.decision.text());
-    s.push_str(&format!("chosen ({}) top-{}: {}\n", choice.chosen, cfg.raw.k, choice.topk.join(", ")));
+    s.push_str(&format!("chosen ({}) top-{}: {}\n", choice.chosen.name(), cfg.raw.k, choice.topk.join(", ")));
     if let Some(r) = choice.recall_at_k {
         s.push_str(&format!("recall@{} of the chosen ranking against gold: {r:.2}\n", cfg.raw.k));
     }

@@ -220,7 +220,8 @@ fn read_arena(path: &Path, questions: &HashMap<String, String>) -> Result<Vec<An
         if l.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(l).map_err(|e| row(path, line, format!("not valid JSON ({e}); {EXPECTED}")))?;
+        let v: Value =
+            serde_json::from_str(l).map_err(|e| row(path, line, format!("not valid JSON ({e}); {EXPECTED}")))?;
         let qid = match v.get("question_id") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
@@ -259,7 +260,8 @@ fn read_questions(path: &Path) -> Result<HashMap<String, String>, ImportError> {
         if l.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(l).map_err(|e| row(path, line, format!("not valid JSON ({e}); {EXPECTED}")))?;
+        let v: Value =
+            serde_json::from_str(l).map_err(|e| row(path, line, format!("not valid JSON ({e}); {EXPECTED}")))?;
         let qid = match v.get("question_id") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
@@ -267,7 +269,9 @@ fn read_questions(path: &Path) -> Result<HashMap<String, String>, ImportError> {
         };
         let text = match (v.get("prompt").and_then(Value::as_str), v.get("turns").and_then(Value::as_array)) {
             (Some(p), _) => p.to_owned(),
-            (None, Some(t)) => t.iter().filter_map(|t| t.get("content").and_then(Value::as_str)).collect::<Vec<_>>().join("\n\n"),
+            (None, Some(t)) => {
+                t.iter().filter_map(|t| t.get("content").and_then(Value::as_str)).collect::<Vec<_>>().join("\n\n")
+            }
             _ => return Err(row(path, line, format!("no question text; {EXPECTED}"))),
         };
         out.insert(qid, text);
@@ -423,7 +427,11 @@ mod tests {
     fn alpaca_eval_outputs_become_one_pool_per_instruction() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("pools.jsonl");
-        let inputs = [fixture("alpaca_eval/model_a.json"), fixture("alpaca_eval/model_b.json"), fixture("alpaca_eval/model_c.json")];
+        let inputs = [
+            fixture("alpaca_eval/model_a.json"),
+            fixture("alpaca_eval/model_b.json"),
+            fixture("alpaca_eval/model_c.json"),
+        ];
         let s = import(ImportFormat::AlpacaEval, &inputs, None, &out).unwrap();
         assert_eq!((s.answers, s.prompts, s.skipped_prompts), (9, 3, 0));
         assert_eq!(s.systems, ["model_a", "model_b", "model_c"]);
@@ -431,7 +439,10 @@ mod tests {
         assert_eq!(pools.len(), 3);
         assert_eq!(pools[0]["pool_id"], instruction_id("Name three primary colours."));
         assert_eq!(pools[0]["task"], "Name three primary colours.");
-        assert_eq!(pools[0]["items"][1], serde_json::json!({"id": "model_b", "system": "model_b", "text": "Red, yellow and blue."}));
+        assert_eq!(
+            pools[0]["items"][1],
+            serde_json::json!({"id": "model_b", "system": "model_b", "text": "Red, yellow and blue."})
+        );
         // The pool file loads as a run over many pools.
         let pool = crate::store::config::load_systems_pool(&out, &crate::store::config::PoolIds::All).unwrap();
         assert_eq!((pool.n_prompts(), pool.n_bases(), pool.n_items()), (3, 3, 9));
@@ -486,7 +497,11 @@ mod tests {
             "e.csv:3: prompt \"p1\" has another text than at e.csv:2; expected one prompt text per prompt id"
         );
         assert_eq!(
-            bad("f.json", "[\n  {\"instruction\": \"x\", \"output\": \"o\", \"generator\": \"g\"},\n  {\"instruction\": \"x\", \"output\": \"o\"}\n]", ImportFormat::AlpacaEval),
+            bad(
+                "f.json",
+                "[\n  {\"instruction\": \"x\", \"output\": \"o\", \"generator\": \"g\"},\n  {\"instruction\": \"x\", \"output\": \"o\"}\n]",
+                ImportFormat::AlpacaEval
+            ),
             "f.json:3: missing field \"generator\"; expected AlpacaEval model outputs {\"instruction\", \"output\", \"generator\"}"
         );
         let q = dir.path().join("q.jsonl");

@@ -20,8 +20,8 @@ pub enum RunCommandError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The judge cannot be built (the message names the config key).
-    #[error("{0}")]
-    Judge(String),
+    #[error(transparent)]
+    Judge(#[from] crate::judge::build::JudgeSetupError),
     /// Reading stored verdicts for the dry run.
     #[error(transparent)]
     Cache(#[from] CacheError),

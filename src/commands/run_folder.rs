@@ -115,7 +115,7 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
 /// run was started from.
 fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
     let mut raw: RawConfig = crate::store::yaml::from_file_text(text, path)
-        .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+        .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
     let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
     if raw.pool.synthetic.is_none() {
         raw.pool.file = cwd.join(&raw.pool.file);

@@ -94,9 +94,9 @@ impl MockJudge {
     ///
     /// # Errors
     /// A message when temperature ≤ 0 or a number is not finite.
-    pub fn new(cfg: MockConfig) -> Result<Self, String> {
+    pub fn new(cfg: MockConfig) -> Result<Self, crate::store::invalid::InvalidInput> {
         if !(cfg.temperature > 0.0 && cfg.temperature.is_finite()) {
-            return Err(format!("judge.mock.temperature = {} must be > 0", cfg.temperature));
+            return Err(format!("judge.mock.temperature = {} must be > 0", cfg.temperature).into());
         }
         if !cfg.pos_bias.is_finite() || !cfg.verb_per_word.is_finite() {
             return Err("judge.mock.pos_bias and verb_per_word must be finite".into());
@@ -106,7 +106,7 @@ impl MockJudge {
             if let Some(v) = v
                 && !(v >= 0.0 && v.is_finite())
             {
-                return Err(format!("judge.mock.{k} = {v} must be ≥ 0"));
+                return Err(format!("judge.mock.{k} = {v} must be ≥ 0").into());
             }
         }
         Ok(Self { cfg })

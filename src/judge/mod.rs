@@ -106,17 +106,88 @@ pub struct ReasonCount {
     pub rate: f64,
 }
 
+/// Why a stored verdict (or a reply) is invalid: the head of its `invalid_reason`, the part
+/// before `:` (`"no_verdict: after 2 asks"` → the parser's [`Invalid::NoVerdict`]).
+///
+/// Written as its name in result.json, audit.json and the summary (`no_verdict`, `context_overflow`,
+/// or the recorded text of a replayed verdict); names order alphabetically.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum InvalidReason {
+    /// A reply without a usable verdict, by the parser's reason (docs/live.md, "Parsing rules").
+    Reply(openai::parse::Invalid),
+    /// A query over the judge's context, not sent or refused by the server (`on_context_overflow`).
+    ContextOverflow,
+    /// Another reason recorded in a verdict file (a replayed recording, an older version), or
+    /// `unknown` for an invalid verdict without one.
+    Recorded(String),
+}
+
+impl InvalidReason {
+    /// The reason of a stored `invalid_reason` string (its part before `:`; empty → `unknown`).
+    pub fn of(stored: &str) -> Self {
+        let head = stored.split(':').next().unwrap_or("").trim();
+        match head {
+            "" => Self::Recorded("unknown".into()),
+            "context_overflow" => Self::ContextOverflow,
+            _ => openai::parse::Invalid::from_reason(head).map_or_else(|| Self::Recorded(head.into()), Self::Reply),
+        }
+    }
+
+    /// The name written to files and the summary.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Reply(r) => r.as_str(),
+            Self::ContextOverflow => "context_overflow",
+            Self::Recorded(s) => s,
+        }
+    }
+}
+
+impl From<openai::parse::Invalid> for InvalidReason {
+    fn from(r: openai::parse::Invalid) -> Self {
+        Self::Reply(r)
+    }
+}
+
+impl std::fmt::Display for InvalidReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Ord for InvalidReason {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for InvalidReason {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for InvalidReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for InvalidReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(|s| Self::of(&s))
+    }
+}
+
 /// Invalid verdicts by reason (the part of `invalid_reason` before `:`), with their share of
 /// `total` stored verdicts.
 pub fn invalid_by_reason<'a>(
     total: usize,
     reasons: impl IntoIterator<Item = &'a str>,
-) -> std::collections::BTreeMap<String, ReasonCount> {
-    let mut m: std::collections::BTreeMap<String, ReasonCount> = std::collections::BTreeMap::new();
+) -> std::collections::BTreeMap<InvalidReason, ReasonCount> {
+    let mut m: std::collections::BTreeMap<InvalidReason, ReasonCount> = std::collections::BTreeMap::new();
     for r in reasons {
-        let head = r.split(':').next().unwrap_or("").trim();
-        let head = if head.is_empty() { "unknown" } else { head };
-        m.entry(head.to_owned()).or_insert(ReasonCount { count: 0, rate: 0.0 }).count += 1;
+        m.entry(InvalidReason::of(r)).or_insert(ReasonCount { count: 0, rate: 0.0 }).count += 1;
     }
     for v in m.values_mut() {
         v.rate = if total > 0 { v.count as f64 / total as f64 } else { 0.0 };
@@ -125,7 +196,7 @@ pub fn invalid_by_reason<'a>(
 }
 
 /// `invalid verdicts: 3 of 40 = 7.5% (no_verdict 2 = 5.0%, refused 1 = 2.5%)`.
-pub fn invalid_line(total: usize, by_reason: &std::collections::BTreeMap<String, ReasonCount>) -> String {
+pub fn invalid_line(total: usize, by_reason: &std::collections::BTreeMap<InvalidReason, ReasonCount>) -> String {
     let invalid: usize = by_reason.values().map(|r| r.count).sum();
     let pct = |n: usize| if total > 0 { 100.0 * n as f64 / total as f64 } else { 0.0 };
     let mut s = format!("invalid verdicts: {invalid} of {total} = {:.1}%", pct(invalid));
@@ -240,7 +311,7 @@ pub struct JudgeStats {
     /// Re-asks after an invalid reply.
     pub reasks: u64,
     /// Invalid replies by reason (`empty`, `refused`, `truncated`, …).
-    pub invalid_by_reason: std::collections::BTreeMap<String, u64>,
+    pub invalid_by_reason: std::collections::BTreeMap<InvalidReason, u64>,
     /// Queries over the context (detected before sending or by the server).
     pub context_overflows: u64,
     /// Replies without `usage` (booked at their worst case).
@@ -417,6 +488,13 @@ mod tests {
         ];
         let m = invalid_by_reason(40, reasons);
         let got: Vec<(&str, usize, f64)> = m.iter().map(|(k, v)| (k.as_str(), v.count, v.rate)).collect();
+        assert_eq!(m.keys().next(), Some(&InvalidReason::ContextOverflow));
+        assert_eq!(InvalidReason::of("no_verdict: after 2 asks"), openai::parse::Invalid::NoVerdict.into());
+        assert_eq!(InvalidReason::of(""), InvalidReason::Recorded("unknown".into()));
+        assert_eq!(
+            InvalidReason::of("invalid in the recording"),
+            InvalidReason::Recorded("invalid in the recording".into())
+        );
         assert_eq!(got, vec![("context_overflow", 1, 0.025), ("no_verdict", 2, 0.05), ("refused", 1, 0.025)]);
         assert_eq!(
             invalid_line(40, &m),
@@ -429,7 +507,7 @@ mod tests {
     fn stats_line_shows_rates_fallbacks_and_repairs() {
         let mut j =
             JudgeStats { requests: 12, replies: 10, invalid_replies: 3, soft_verdicts: 4, ..Default::default() };
-        j.invalid_by_reason.insert("no_verdict".into(), 3);
+        j.invalid_by_reason.insert(openai::parse::Invalid::NoVerdict.into(), 3);
         j.soft_fallbacks.insert("logprobs_missing".into(), 2);
         j.in_band_errors = 1;
         j.broken_text_repairs = 1;

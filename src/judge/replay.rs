@@ -59,7 +59,7 @@ pub struct ReplayConfig {
 }
 
 /// Errors reading a recording.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReplayError {
     /// The file could not be read.
     #[error("cannot read recording {path}: {msg}")]
@@ -94,6 +94,54 @@ pub enum ReplayError {
         first_line: usize,
         /// The judge, pool and ordered pair.
         query: String,
+    },
+    /// No recorded judge matches the configured `judge:` / `prompting:`.
+    #[error("{path}: no recorded judge matches{selection}; the file holds {listed}")]
+    NoJudge {
+        /// The recording.
+        path: PathBuf,
+        /// The selection, as ` judge "x" prompting "y"` (empty when none is given).
+        selection: String,
+        /// The recorded judges (at most eight, then a count).
+        listed: String,
+    },
+    /// Several recorded judges match the selection.
+    #[error(
+        "{path}: holds {n} recorded judges matching the selection ({listed}); choose one with `judge:` and `prompting:`"
+    )]
+    SeveralJudges {
+        /// The recording.
+        path: PathBuf,
+        /// How many match.
+        n: usize,
+        /// The recorded judges (at most eight, then a count).
+        listed: String,
+    },
+    /// The recorded judge has no verdict for the run's pool.
+    #[error("{path}: {judge} has no verdict for pool {pool_id:?}; it has {n_pools} pool(s): {shown}")]
+    NoPool {
+        /// The recording.
+        path: PathBuf,
+        /// The recorded judge's label.
+        judge: String,
+        /// The run's pool id.
+        pool_id: String,
+        /// How many pools the judge has verdicts for.
+        n_pools: usize,
+        /// The first five of them.
+        shown: String,
+    },
+    /// A recorded verdict names an item the pool does not have.
+    #[error("{path}:{line}: item {item:?} is not in pool {pool_id:?}")]
+    ForeignItem {
+        /// The recording.
+        path: PathBuf,
+        /// 1-based line of the verdict.
+        line: usize,
+        /// The item id it names.
+        item: String,
+        /// The run's pool id.
+        pool_id: String,
     },
 }
 
@@ -297,7 +345,7 @@ impl Recording {
     ///
     /// # Errors
     /// A message listing the recorded judges when none or several match.
-    pub fn select_one(&self, judge: Option<&str>, prompting: Option<&str>) -> Result<usize, String> {
+    pub fn select_one(&self, judge: Option<&str>, prompting: Option<&str>) -> Result<usize, ReplayError> {
         let m = self.matching(judge, prompting);
         let listed = || {
             let mut v: Vec<String> = self.judges.iter().take(8).map(|j| format!("{:?}", j.label())).collect();
@@ -308,18 +356,16 @@ impl Recording {
         };
         match m.len() {
             1 => Ok(m[0]),
-            0 => Err(format!(
-                "{}: no recorded judge matches{}{}; the file holds {}",
-                self.path.display(),
-                judge.map(|j| format!(" judge {j:?}")).unwrap_or_default(),
-                prompting.map(|p| format!(" prompting {p:?}")).unwrap_or_default(),
-                listed()
-            )),
-            n => Err(format!(
-                "{}: holds {n} recorded judges matching the selection ({}); choose one with `judge:` and `prompting:`",
-                self.path.display(),
-                listed()
-            )),
+            0 => Err(ReplayError::NoJudge {
+                path: self.path.clone(),
+                selection: format!(
+                    "{}{}",
+                    judge.map(|j| format!(" judge {j:?}")).unwrap_or_default(),
+                    prompting.map(|p| format!(" prompting {p:?}")).unwrap_or_default()
+                ),
+                listed: listed(),
+            }),
+            n => Err(ReplayError::SeveralJudges { path: self.path.clone(), n, listed: listed() }),
         }
     }
 
@@ -335,32 +381,35 @@ impl Recording {
     ///
     /// # Errors
     /// A message naming the file and line, or the pools the recording has.
-    pub fn check_pool(&self, j: usize, pool: &Pool) -> Result<usize, String> {
+    pub fn check_pool(&self, j: usize, pool: &Pool) -> Result<usize, ReplayError> {
         check_pool_in(&self.path, &self.judges[j], &self.verdicts[j], pool)
     }
 }
 
-fn check_pool_in(path: &Path, who: &RecordedJudge, verdicts: &PoolVerdicts, pool: &Pool) -> Result<usize, String> {
+fn check_pool_in(path: &Path, who: &RecordedJudge, verdicts: &PoolVerdicts, pool: &Pool) -> Result<usize, ReplayError> {
     let Some(v) = verdicts.get(&pool.pool_id) else {
         let mut pools: Vec<&str> = verdicts.keys().map(String::as_str).collect();
         pools.sort_unstable();
         let shown: Vec<&str> = pools.iter().take(5).copied().collect();
-        return Err(format!(
-            "{}: {} has no verdict for pool {:?}; it has {} pool(s): {}{}",
-            path.display(),
-            who.label(),
-            pool.pool_id,
-            pools.len(),
-            shown.join(", "),
-            if pools.len() > 5 { ", …" } else { "" }
-        ));
+        return Err(ReplayError::NoPool {
+            path: path.to_owned(),
+            judge: who.label(),
+            pool_id: pool.pool_id.clone(),
+            n_pools: pools.len(),
+            shown: format!("{}{}", shown.join(", "), if pools.len() > 5 { ", …" } else { "" }),
+        });
     };
     let mut lines: Vec<(&(String, String), &Entry)> = v.iter().collect();
     lines.sort_by_key(|(_, e)| e.line);
     for ((a, b), e) in lines {
         for id in [a, b] {
             if pool.item_index(id).is_none() {
-                return Err(format!("{}:{}: item {id:?} is not in pool {:?}", path.display(), e.line, pool.pool_id));
+                return Err(ReplayError::ForeignItem {
+                    path: path.to_owned(),
+                    line: e.line,
+                    item: id.clone(),
+                    pool_id: pool.pool_id.clone(),
+                });
             }
         }
     }
@@ -399,8 +448,8 @@ impl ReplayJudge {
     ///
     /// # Errors
     /// A message naming the file (and line) or listing the recorded judges to choose from.
-    pub fn new(cfg: ReplayConfig) -> Result<Self, String> {
-        let rec = Recording::read(&cfg.file).map_err(|e| e.to_string())?;
+    pub fn new(cfg: ReplayConfig) -> Result<Self, ReplayError> {
+        let rec = Recording::read(&cfg.file)?;
         Self::from_recording(rec, cfg)
     }
 
@@ -408,7 +457,7 @@ impl ReplayJudge {
     ///
     /// # Errors
     /// As [`ReplayJudge::new`].
-    pub fn from_recording(mut rec: Recording, cfg: ReplayConfig) -> Result<Self, String> {
+    pub fn from_recording(mut rec: Recording, cfg: ReplayConfig) -> Result<Self, ReplayError> {
         let j = rec.select_one(cfg.judge.as_deref(), cfg.prompting.as_deref())?;
         let verdicts = std::mem::take(&mut rec.verdicts[j]);
         let recorded_cost = verdicts.values().flat_map(|m| m.values()).any(|e| e.cost_usd.is_some_and(|c| c > 0.0));
@@ -419,7 +468,7 @@ impl ReplayJudge {
     ///
     /// # Errors
     /// A message naming the file and line, or the pools the recording has.
-    pub fn check_pool(&self, pool: &Pool) -> Result<(), String> {
+    pub fn check_pool(&self, pool: &Pool) -> Result<(), ReplayError> {
         check_pool_in(&self.cfg.file, &self.who, &self.verdicts, pool).map(|_| ())
     }
 
@@ -607,10 +656,15 @@ mod tests {
         assert!(e.contains("rec.jsonl:2:") && e.contains("first on line 1"), "{e}");
         // Items must be in the pool.
         let rec = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"w\",\"y\":1}\n", p).unwrap();
-        let e = rec.check_pool(0, &pool()).unwrap_err();
+        let e = rec.check_pool(0, &pool()).unwrap_err().to_string();
         assert_eq!(e, "rec.jsonl:1: item \"w\" is not in pool \"p\"");
         let rec = Recording::parse("{\"pool_id\":\"q\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n", p).unwrap();
-        assert!(rec.check_pool(0, &pool()).unwrap_err().contains("no verdict for pool \"p\"; it has 1 pool(s): q"));
+        assert!(
+            rec.check_pool(0, &pool())
+                .unwrap_err()
+                .to_string()
+                .contains("no verdict for pool \"p\"; it has 1 pool(s): q")
+        );
     }
 
     #[test]
@@ -622,11 +676,13 @@ mod tests {
         assert_eq!(rec.judges().len(), 3);
         assert_eq!(rec.judges()[0].label(), "J / CoT");
         assert_eq!(rec.matching(Some("J"), None), vec![0, 1]);
-        let e = rec.select_one(Some("J"), None).unwrap_err();
+        let e = rec.select_one(Some("J"), None).unwrap_err().to_string();
         assert!(e.contains("holds 2 recorded judges") && e.contains("\"J / Vanilla\""), "{e}");
         assert_eq!(rec.select_one(Some("J"), Some("Vanilla")), Ok(1));
         assert_eq!(rec.select_one(Some("K"), None), Ok(2));
-        assert!(rec.select_one(Some("L"), None).unwrap_err().contains("no recorded judge matches judge \"L\""));
+        assert!(
+            rec.select_one(Some("L"), None).unwrap_err().to_string().contains("no recorded judge matches judge \"L\"")
+        );
         assert_eq!(rec.get(1, "p", "x", "y").unwrap().y, Some(0.0));
     }
 }

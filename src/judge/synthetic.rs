@@ -52,14 +52,18 @@ impl SyntheticJudgeConfig {
     ///
     /// # Errors
     /// A message naming the field or item.
-    pub fn check(&self, pool: &Pool) -> Result<(), String> {
+    pub fn check(&self, pool: &Pool) -> Result<(), crate::store::invalid::InvalidInput> {
         let j = SyntheticJudge::new(self.clone())?;
         for it in &pool.items {
             if it.quality.is_none() {
-                return Err(format!("the synthetic judge needs `quality` on every item; item {:?} has none", it.id));
+                return Err(
+                    format!("the synthetic judge needs `quality` on every item; item {:?} has none", it.id).into()
+                );
             }
             if j.c_star != 0.0 && !it.covariates.contains_key(&j.covariate) {
-                return Err(format!("item {:?} has no covariate {:?} (needed because c_star ≠ 0)", it.id, j.covariate));
+                return Err(
+                    format!("item {:?} has no covariate {:?} (needed because c_star ≠ 0)", it.id, j.covariate).into()
+                );
             }
         }
         Ok(())
@@ -82,15 +86,17 @@ impl SyntheticJudge {
     ///
     /// # Errors
     /// Temperature ≤ 0 or non-finite numbers.
-    pub fn new(mut cfg: SyntheticJudgeConfig) -> Result<Self, String> {
+    pub fn new(mut cfg: SyntheticJudgeConfig) -> Result<Self, crate::store::invalid::InvalidInput> {
         cfg.resolve(None);
         let (c_star, kappa_star, temperature) =
             (cfg.c_star.unwrap_or(0.0), cfg.kappa_star.unwrap_or(0.0), cfg.temperature.unwrap_or(1.0));
         if !(temperature > 0.0 && temperature.is_finite()) {
-            return Err(format!("judge.synthetic.temperature = {temperature} must be > 0"));
+            return Err(format!("judge.synthetic.temperature = {temperature} must be > 0").into());
         }
         if !c_star.is_finite() || !kappa_star.is_finite() {
-            return Err(format!("judge.synthetic: c_star = {c_star} and kappa_star = {kappa_star} must be finite"));
+            return Err(
+                format!("judge.synthetic: c_star = {c_star} and kappa_star = {kappa_star} must be finite").into()
+            );
         }
         Ok(Self {
             c_star,
@@ -183,7 +189,7 @@ mod tests {
         cfg.resolve(Some(&spec));
         assert_eq!((cfg.c_star, cfg.kappa_star, cfg.seed), (Some(0.0), Some(0.0), Some(2)));
         let e =
-            SyntheticJudge::new(SyntheticJudgeConfig { temperature: Some(0.0), ..Default::default() }).err().unwrap();
+            SyntheticJudge::new(SyntheticJudgeConfig { temperature: Some(0.0), ..Default::default() }).err().unwrap().0;
         assert!(e.contains("temperature = 0"), "{e}");
     }
 }

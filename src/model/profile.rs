@@ -149,14 +149,88 @@ pub fn profile(d: &Design, j: usize, center: f64, warm: Option<&[f64]>) -> Resul
 }
 
 /// The per-covariate identifiability entry carried by every run's result.json (docs/model.md §5).
+///
+/// In result.json it reads `{"range_nats": 6.1e-6, "verdict": "<sentence>", "identified": false}`:
+/// the sentence is [`IdentVerdict::text`] or `not computed: <reason>`, and `identified` repeats the
+/// verdict for readers that want a flag.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "IdentifiabilityRecord", try_from = "IdentifiabilityRecord")]
 pub struct Identifiability {
     /// Profile-likelihood range over ĉ ± 1 (nats); `None` if an inner fit failed.
     pub range_nats: Option<f64>,
-    /// [`IdentVerdict::text`], or `not computed: <reason>`.
-    pub verdict: String,
-    /// Whether the range is ≥ 1e-3 nats.
-    pub identified: bool,
+    /// The verdict, or why there is none.
+    pub status: IdentStatus,
+}
+
+/// Whether the profile of one coefficient was computed, and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentStatus {
+    /// The profile was computed: its verdict.
+    Profiled(IdentVerdict),
+    /// An inner fit failed: the reason.
+    NotComputed(String),
+}
+
+impl Identifiability {
+    /// The entry for a computed profile with this range (nats).
+    pub fn profiled(range_nats: f64) -> Self {
+        Self { range_nats: Some(range_nats), status: IdentStatus::Profiled(IdentVerdict::from_range(range_nats)) }
+    }
+
+    /// Whether the comparisons inform the coefficient (a computed range ≥ 1e-3 nats).
+    pub fn identified(&self) -> bool {
+        self.status == IdentStatus::Profiled(IdentVerdict::Identified)
+    }
+
+    /// The sentence printed and saved: [`IdentVerdict::text`] or `not computed: <reason>`.
+    pub fn verdict_text(&self) -> String {
+        match &self.status {
+            IdentStatus::Profiled(v) => v.text().to_string(),
+            IdentStatus::NotComputed(reason) => format!("{NOT_COMPUTED}{reason}"),
+        }
+    }
+}
+
+const NOT_COMPUTED: &str = "not computed: ";
+
+/// A stored identifiability entry whose verdict sentence is unknown and which has no range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "identifiability verdict {0:?} is neither a profile verdict nor `not computed: <reason>`, and no range_nats is given"
+)]
+pub struct UnknownVerdict(pub String);
+
+/// result.json's spelling of an [`Identifiability`].
+#[derive(Serialize, Deserialize)]
+struct IdentifiabilityRecord {
+    range_nats: Option<f64>,
+    verdict: String,
+    identified: bool,
+}
+
+impl From<Identifiability> for IdentifiabilityRecord {
+    fn from(e: Identifiability) -> Self {
+        Self { range_nats: e.range_nats, verdict: e.verdict_text(), identified: e.identified() }
+    }
+}
+
+impl TryFrom<IdentifiabilityRecord> for Identifiability {
+    type Error = UnknownVerdict;
+
+    /// Reads the sentence back; a range without a known sentence is judged by the range, and an
+    /// entry with neither is an error naming the sentence.
+    fn try_from(r: IdentifiabilityRecord) -> Result<Self, UnknownVerdict> {
+        let known = [IdentVerdict::Identified, IdentVerdict::PriorSelected].into_iter().find(|v| v.text() == r.verdict);
+        let status = match (known, r.verdict.strip_prefix(NOT_COMPUTED), r.range_nats) {
+            (Some(v), _, _) => IdentStatus::Profiled(v),
+            (None, Some(reason), _) => IdentStatus::NotComputed(reason.to_string()),
+            (None, None, Some(range)) => IdentStatus::Profiled(IdentVerdict::from_range(range)),
+            (None, None, None) => {
+                return Err(UnknownVerdict(r.verdict));
+            }
+        };
+        Ok(Self { range_nats: r.range_nats, status })
+    }
 }
 
 /// Profile every covariate of a design around the MAP `beta` (θ, c, κ; ĉ_j = beta[M + j]) and
@@ -171,14 +245,8 @@ pub fn identifiability(
         .enumerate()
         .map(|(j, name)| {
             let e = match profile(d, j, beta[d.m + j], Some(beta)) {
-                Ok(p) => Identifiability {
-                    range_nats: Some(p.range_nats),
-                    verdict: p.verdict.text().to_string(),
-                    identified: p.verdict == IdentVerdict::Identified,
-                },
-                Err(e) => {
-                    Identifiability { range_nats: None, verdict: format!("not computed: {e}"), identified: false }
-                }
+                Ok(p) => Identifiability { range_nats: Some(p.range_nats), status: IdentStatus::Profiled(p.verdict) },
+                Err(e) => Identifiability { range_nats: None, status: IdentStatus::NotComputed(e.to_string()) },
             };
             (name.clone(), e)
         })
@@ -284,5 +352,34 @@ mod tests {
         let p = profile(&d, 0, 0.0, None).unwrap();
         assert!(p.points.iter().all(|q| q.grad_inf < 1e-9));
         assert_eq!(p.verdict, IdentVerdict::PriorSelected, "range {}", p.range_nats);
+    }
+
+    #[test]
+    fn identifiability_keeps_result_json_spelling_and_reads_it_back() {
+        let prior_selected = Identifiability::profiled(6.1e-6);
+        let v = serde_json::to_value(&prior_selected).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"range_nats": 6.1e-6, "verdict": IdentVerdict::PriorSelected.text(), "identified": false})
+        );
+        assert_eq!(serde_json::from_value::<Identifiability>(v).unwrap(), prior_selected);
+
+        let failed = Identifiability { range_nats: None, status: IdentStatus::NotComputed("no convergence".into()) };
+        let v = serde_json::to_value(&failed).unwrap();
+        assert_eq!(v["verdict"], "not computed: no convergence");
+        assert_eq!(v["identified"], false);
+        assert_eq!(serde_json::from_value::<Identifiability>(v).unwrap(), failed);
+
+        // An unknown sentence with a range is judged by the range; without one it is an error.
+        let other: Identifiability =
+            serde_json::from_value(serde_json::json!({"range_nats": 13.1, "verdict": "x", "identified": true}))
+                .unwrap();
+        assert!(other.identified());
+        let e = serde_json::from_value::<Identifiability>(
+            serde_json::json!({"range_nats": null, "verdict": "x", "identified": false}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("identifiability verdict \"x\""), "{e}");
     }
 }

@@ -43,21 +43,24 @@ pub fn identifiability(run: &RunDir) -> Vec<IdentRow> {
             let c_sd = r.c_sd.get(name).copied().unwrap_or(f64::NAN);
             let e = r.identifiability.get(name);
             let range_nats = e.and_then(|e| e.range_nats);
-            let identified = e.is_some_and(|e| e.identified);
+            let identified = e.is_some_and(|e| e.identified());
             let verdict = if r.no_variation.contains(name) {
                 "no variation in this pool: its column is zero and ĉ is the prior mean 0".to_string()
             } else {
                 match e {
-                    Some(e) if e.identified => {
-                        format!("{}; valid only if the renderings of a base really share quality (docs/model.md §6)", e.verdict)
+                    Some(e) if e.identified() => {
+                        format!(
+                            "{}; valid only if the renderings of a base really share quality (docs/model.md §6)",
+                            e.verdict_text()
+                        )
                     }
                     Some(e) if e.range_nats.is_some() => format!(
                         "{} — the comparisons identify only φ = θ + c·x and κ (docs/model.md §2, paper Prop. 2), so ĉ is \
                          the prior's pick (λ_b), not an estimate, and a \"debiased\" ranking rests on the \
                          assumption that quality is uncorrelated with {name}",
-                        e.verdict
+                        e.verdict_text()
                     ),
-                    Some(e) => e.verdict.clone(),
+                    Some(e) => e.verdict_text(),
                     None => "not computed (result.json has no identifiability entry)".to_string(),
                 }
             };

@@ -130,7 +130,7 @@ pub struct RunResult {
     pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
     /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gate: Option<crate::analysis::gate::GateChoice>,
+    pub gate: Option<GateChoice>,
     /// Counters of a live judge in this invocation (requests, retries, invalid replies, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judge_stats: Option<crate::judge::JudgeStats>,
@@ -159,7 +159,7 @@ pub struct VerdictsReport {
     /// Stored invalid verdicts by reason (`no_verdict`, `refused`, …): count and share of
     /// `comparisons`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub invalid_by_reason: BTreeMap<String, crate::judge::ReasonCount>,
+    pub invalid_by_reason: BTreeMap<crate::judge::InvalidReason, crate::judge::ReasonCount>,
     /// Valid verdicts that state a strong preference (`[[A>>B]]`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub strong_preferences: usize,
@@ -247,4 +247,23 @@ pub struct Session {
     pub reused: usize,
     /// Queries sent in this invocation (stored or failed).
     pub asked: usize,
+}
+
+/// What a run reports when it is given a gate result (`topk-judge run --gate gate.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateChoice {
+    /// The gate file.
+    pub file: std::path::PathBuf,
+    /// The decision read from it.
+    pub decision: crate::analysis::gate::GateDecision,
+    /// The ranking the run reports after the gate (`corrected` or `apparent` in gate.json).
+    pub chosen: RankingKind,
+    /// The chosen point top-k (base ids, best first).
+    pub topk: Vec<String>,
+    /// Recall@k of the chosen top-k against the gold top-k, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
+    /// Caveats (gate computed on another pool, fewer anchors than requested, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }

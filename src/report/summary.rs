@@ -143,7 +143,7 @@ pub fn coefficient_lines(
                     let _ = writeln!(s, "; profile range {} → {}", fmt_nats(r), short_verdict(e));
                 }
                 None => {
-                    let _ = writeln!(s, "; {}", e.verdict);
+                    let _ = writeln!(s, "; {}", e.verdict_text());
                 }
             },
             None => s.push('\n'),
@@ -172,7 +172,7 @@ fn fmt_coef(x: f64) -> String {
 }
 
 fn short_verdict(e: &Identifiability) -> &'static str {
-    if e.identified { "identified by the design" } else { "prior-selected" }
+    if e.identified() { "identified by the design" } else { "prior-selected" }
 }
 
 /// Which ranking is reported and why, the table of both, and the top-k lines.

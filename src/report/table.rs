@@ -92,10 +92,12 @@ pub fn identifiability_text(
     let mut s = String::new();
     for (name, e) in ident {
         match e.range_nats {
-            Some(r) => {
-                s.push_str(&format!("identifiability of c[{name}]: profile range {} → {}\n", fmt_nats(r), e.verdict))
-            }
-            None => s.push_str(&format!("identifiability of c[{name}]: {}\n", e.verdict)),
+            Some(r) => s.push_str(&format!(
+                "identifiability of c[{name}]: profile range {} → {}\n",
+                fmt_nats(r),
+                e.verdict_text()
+            )),
+            None => s.push_str(&format!("identifiability of c[{name}]: {}\n", e.verdict_text())),
         }
     }
     s

@@ -628,12 +628,15 @@ fn invalid_rate_stop(judge: &dyn Judge) -> Option<String> {
     if st.replies < min_replies.max(1) || (st.invalid_replies as f64) <= max * st.replies as f64 {
         return None;
     }
-    let mut reasons: Vec<(&String, &u64)> = st.invalid_by_reason.iter().collect();
+    let mut reasons: Vec<(&crate::judge::InvalidReason, &u64)> = st.invalid_by_reason.iter().collect();
     reasons.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
     let parts: Vec<String> = reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let cause = reasons
         .first()
-        .and_then(|(k, _)| crate::judge::openai::parse::Invalid::from_reason(k))
+        .and_then(|(k, _)| match k {
+            crate::judge::InvalidReason::Reply(r) => Some(*r),
+            _ => None,
+        })
         .map_or("see `raw` in verdicts.jsonl", |r| r.likely_cause());
     Some(format!(
         "{} of {} replies were invalid ({:.0}%, above max_invalid_rate {}; {}); likely cause: {cause}",
@@ -709,7 +712,7 @@ mod tests {
     fn stats(replies: u64, reasons: &[(&str, u64)]) -> JudgeStats {
         let mut s = JudgeStats { replies, ..Default::default() };
         for (k, v) in reasons {
-            s.invalid_by_reason.insert((*k).into(), *v);
+            s.invalid_by_reason.insert(crate::judge::InvalidReason::of(k), *v);
             s.invalid_replies += v;
         }
         s

@@ -7,6 +7,7 @@ use crate::analysis::ranking::ReportRanking;
 use crate::judge::mock::MockConfig;
 use crate::model::Prior;
 use crate::model::summary::ModelKind;
+use crate::store::invalid::InvalidSetting;
 use crate::store::pool::{self, CovariateSpec, Covariates, Pool, PoolError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -447,7 +448,7 @@ impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
         Self::from_raw(raw, path)
     }
 
@@ -459,7 +460,7 @@ impl Config {
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let mut raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
         let mut problem = None;
         if let JudgeConfig::Openai(oc) = &mut raw.judge
             && oc.api_key_required
@@ -546,7 +547,7 @@ impl Config {
         }
         let pool = match &raw.pool.synthetic {
             Some(spec) => {
-                spec.validate().map_err(|m| inv("pool.synthetic", m))?;
+                spec.validate().map_err(|m| inv("pool.synthetic", m.to_string()))?;
                 crate::analysis::synth::generate(spec).pool
             }
             None => match &raw.pool.ids {
@@ -584,12 +585,13 @@ impl Config {
                 ),
             ));
         }
-        check_judge(&mut raw.judge, &dir, &pool, raw.pool.synthetic.as_ref(), "judge").map_err(|(k, m)| inv(&k, m))?;
+        check_judge(&mut raw.judge, &dir, &pool, raw.pool.synthetic.as_ref(), "judge")
+            .map_err(|e| inv(&e.key, e.message))?;
         if let Some(g) = &mut raw.gate {
-            g.check().map_err(|(k, m)| inv(&k, m))?;
+            g.check().map_err(|e| inv(&e.key, e.message))?;
             if let Some(t) = &mut g.trusted {
                 check_judge(t, &dir, &pool, raw.pool.synthetic.as_ref(), "gate.trusted")
-                    .map_err(|(k, m)| inv(&k, m))?;
+                    .map_err(|e| inv(&e.key, e.message))?;
             }
             if let Some(l) = &mut g.labels {
                 *l = normalize(&dir.join(&*l));
@@ -604,7 +606,7 @@ impl Config {
             pool_file: raw.pool.file.clone(),
             source,
         })?;
-        crate::analysis::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
+        crate::analysis::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m.to_string()))?;
         let mut warnings =
             pool::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(pool::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
@@ -639,31 +641,34 @@ fn check_judge(
     pool: &Pool,
     synth: Option<&crate::analysis::synth::SynthSpec>,
     key: &str,
-) -> Result<(), (String, String)> {
+) -> Result<(), InvalidSetting> {
     match j {
         JudgeConfig::Mock(mc) => {
             let k = format!("{key}.mock");
-            crate::judge::mock::MockJudge::new(mc.clone()).map_err(|msg| (k.clone(), msg))?;
+            crate::judge::mock::MockJudge::new(mc.clone())
+                .map_err(|msg| InvalidSetting::new(k.clone(), msg.to_string()))?;
             if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {
-                return Err((
+                return Err(InvalidSetting::new(
                     k,
                     format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
                 ));
             }
         }
         JudgeConfig::Openai(oc) => {
-            crate::judge::openai::prepare(oc, dir, pool)
-                .map_err(|(k, m)| (if key == "judge" { k } else { k.replacen("judge", key, 1) }, m))?;
+            crate::judge::openai::prepare(oc, dir, pool).map_err(|e| {
+                InvalidSetting::new(if key == "judge" { e.key } else { e.key.replacen("judge", key, 1) }, e.message)
+            })?;
         }
         JudgeConfig::Synthetic(s) => {
             s.resolve(synth);
-            s.check(pool).map_err(|m| (format!("{key}.synthetic"), m))?;
+            s.check(pool).map_err(|m| InvalidSetting::new(format!("{key}.synthetic"), m.to_string()))?;
         }
         JudgeConfig::Replay(r) => {
             r.file = normalize(&dir.join(&r.file));
             let k = format!("{key}.replay");
-            let j = crate::judge::replay::ReplayJudge::new(r.clone()).map_err(|m| (k.clone(), m))?;
-            j.check_pool(pool).map_err(|m| (k, m))?;
+            let j = crate::judge::replay::ReplayJudge::new(r.clone())
+                .map_err(|m| InvalidSetting::new(k.clone(), m.to_string()))?;
+            j.check_pool(pool).map_err(|m| InvalidSetting::new(k, m.to_string()))?;
         }
     }
     Ok(())
@@ -726,22 +731,42 @@ impl GateConfig {
     /// Check K ≥ 1, 0 < α < 1 and exactly one label source.
     ///
     /// # Errors
-    /// `(key, message)`.
-    pub fn check(&self) -> Result<(), (String, String)> {
+    /// [`InvalidSetting`].
+    pub fn check(&self) -> Result<(), InvalidSetting> {
         if self.anchors == 0 {
-            return Err(("gate.anchors".into(), "0 must be ≥ 1".into()));
+            return Err(InvalidSetting::new("gate.anchors", "0 must be ≥ 1"));
         }
         if !(self.alpha > 0.0 && self.alpha < 1.0) {
-            return Err(("gate.alpha".into(), format!("{} must be in (0, 1)", self.alpha)));
+            return Err(InvalidSetting::new("gate.alpha", format!("{} must be in (0, 1)", self.alpha)));
         }
+        self.source().map(|_| ())
+    }
+
+    /// The one label source: the trusted judge or the labels file.
+    ///
+    /// # Errors
+    /// [`InvalidSetting`] at `gate` when both or neither are given.
+    pub fn source(&self) -> Result<LabelSource<'_>, InvalidSetting> {
         match (&self.trusted, &self.labels) {
             (Some(_), Some(_)) => {
-                Err(("gate".into(), "give either `trusted` (a judge) or `labels` (a file), not both".into()))
+                Err(InvalidSetting::new("gate", "give either `trusted` (a judge) or `labels` (a file), not both"))
             }
-            (None, None) => Err(("gate".into(), "needs a label source: `trusted: {<judge>}` or `labels: FILE`".into())),
-            _ => Ok(()),
+            (None, None) => {
+                Err(InvalidSetting::new("gate", "needs a label source: `trusted: {<judge>}` or `labels: FILE`"))
+            }
+            (Some(t), None) => Ok(LabelSource::Trusted(t)),
+            (None, Some(l)) => Ok(LabelSource::Labels(l)),
         }
     }
+}
+
+/// Where a trusted-anchor gate's labels come from (docs/identifiability.md).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LabelSource<'a> {
+    /// A trusted judge, queried in both orders on each anchor.
+    Trusted(&'a JudgeConfig),
+    /// A labels file (JSON Lines `{"a", "b", "better"}`).
+    Labels(&'a Path),
 }
 
 #[cfg(test)]
@@ -758,7 +783,7 @@ mod tests {
     #[test]
     fn unknown_key_names_line_and_key() {
         let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nbudgett: {max_comparisons: 3}\n";
-        let e = crate::store::yaml::from_str::<RawConfig>(y).unwrap_err();
+        let e = crate::store::yaml::from_str::<RawConfig>(y).unwrap_err().0;
         assert!(e.contains("budgett"), "{e}");
         assert!(e.contains("line 5") || e.contains("5:"), "{e}");
     }

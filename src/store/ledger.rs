@@ -217,7 +217,11 @@ fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<Str
     let raw = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
     // A UTF-8 byte-order mark (as some editors write) is skipped; UTF-16 is named.
     let bom = if raw.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
-    crate::store::text::strip_bom(&raw).map_err(|msg| CacheError::Parse { path: path.to_owned(), line: 1, msg })?;
+    crate::store::text::strip_bom(&raw).map_err(|msg| CacheError::Parse {
+        path: path.to_owned(),
+        line: 1,
+        msg: msg.to_string(),
+    })?;
     let bytes = &raw[bom..];
     let mut out = Vec::new();
     let mut good_len = 0u64;

@@ -9,6 +9,7 @@ pub mod books;
 pub mod budget;
 pub mod config;
 pub mod intents;
+pub mod invalid;
 pub mod ledger;
 pub mod lock;
 pub mod pool;

@@ -376,7 +376,7 @@ pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
 pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolError> {
     let bytes = std::fs::read(path).map_err(|source| PoolError::Io { path: path.to_owned(), source })?;
     let parse_err = |line: usize, msg: String| PoolError::Parse { path: path.to_owned(), line, msg };
-    let bytes = super::text::strip_bom(&bytes).map_err(|m| parse_err(1, m))?;
+    let bytes = super::text::strip_bom(&bytes).map_err(|m| parse_err(1, m.to_string()))?;
     let mut pools: Vec<(Pool, usize, String)> = Vec::new();
     for (ln, line) in bytes.split(|b| *b == b'\n').enumerate() {
         let line_no = ln + 1;
@@ -531,13 +531,13 @@ pub enum Transform {
 }
 
 impl std::str::FromStr for Transform {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = super::invalid::InvalidInput;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "zscore" => Ok(Self::Zscore),
             "raw" => Ok(Self::Raw),
             "log" => Ok(Self::Log),
-            o => Err(format!("unknown transform {o:?}; expected zscore, raw or log")),
+            o => Err(format!("unknown transform {o:?}; expected zscore, raw or log").into()),
         }
     }
 }
@@ -558,7 +558,7 @@ impl CovariateSpec {
     ///
     /// # Errors
     /// Unknown transform.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, super::invalid::InvalidInput> {
         match s.split_once(':') {
             None => Ok(Self { name: s.to_owned(), transform: None }),
             Some((n, t)) => Ok(Self { name: n.to_owned(), transform: Some(t.parse()?) }),

@@ -6,7 +6,7 @@
 ///
 /// # Errors
 /// A message for UTF-16 or UTF-32 text (a byte-order mark of those encodings).
-pub fn strip_bom(bytes: &[u8]) -> Result<&[u8], String> {
+pub fn strip_bom(bytes: &[u8]) -> Result<&[u8], super::invalid::InvalidInput> {
     if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         return Ok(rest);
     }
@@ -75,7 +75,7 @@ mod tests {
     fn boms_and_shapes() {
         assert_eq!(strip_bom(b"\xEF\xBB\xBF{}").unwrap(), b"{}");
         assert_eq!(strip_bom(b"{}").unwrap(), b"{}");
-        assert!(strip_bom(b"\xFF\xFE{\0").unwrap_err().contains("UTF-16"));
+        assert!(strip_bom(b"\xFF\xFE{\0").unwrap_err().0.contains("UTF-16"));
         assert_eq!(strip_bom_str("\u{feff}name: x"), "name: x");
         assert!(not_json_lines("[{\"a\": 1},").unwrap().contains("JSON array"));
         assert!(not_json_lines("{").unwrap().contains("pretty-printed"));

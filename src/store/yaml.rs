@@ -3,19 +3,25 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+/// A YAML text that does not parse into the expected shape, or a value that does not serialise:
+/// the parser's message, with line, column and the dotted key (`model.lambda_theta`) where known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct YamlError(pub String);
+
 /// Parse YAML text; the error message carries line and column, and the key at that line as a
 /// dotted path (`model.lambda_theta`) when the line is a block-mapping entry.
 ///
 /// # Errors
 /// The parser's message.
-pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     serde_saphyr::from_str(text).map_err(|e| {
         let m = e.to_string();
         let m = m.strip_prefix("error: ").map(str::to_owned).unwrap_or(m);
         // Advice addressed to programmers using the parser, not to users of the file.
         let m = m.replace(", set DuplicateKeyPolicy in Options if acceptable", "");
         // A missing field is reported where the parser gave up (often the last key): no key name.
-        if m.contains("missing field") { m } else { name_the_key(text, m) }
+        YamlError(if m.contains("missing field") { m } else { name_the_key(text, m) })
     })
 }
 
@@ -23,8 +29,8 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, String> {
 ///
 /// # Errors
 /// The parser's message.
-pub fn from_file_text<T: DeserializeOwned>(text: &str, path: &std::path::Path) -> Result<T, String> {
-    from_str(text).map_err(|m| m.replace("--> <input>:", &format!("--> {}:", path.display())))
+pub fn from_file_text<T: DeserializeOwned>(text: &str, path: &std::path::Path) -> Result<T, YamlError> {
+    from_str(text).map_err(|e| YamlError(e.0.replace("--> <input>:", &format!("--> {}:", path.display()))))
 }
 
 /// Insert "(key `a.b`)" after the message's leading "line N column M".
@@ -76,8 +82,8 @@ fn key_path_at(text: &str, line: usize) -> Option<String> {
 ///
 /// # Errors
 /// The serialiser's message.
-pub fn to_string<T: Serialize>(v: &T) -> Result<String, String> {
-    serde_saphyr::to_string(v).map_err(|e| e.to_string())
+pub fn to_string<T: Serialize>(v: &T) -> Result<String, YamlError> {
+    serde_saphyr::to_string(v).map_err(|e| YamlError(e.to_string()))
 }
 
 #[cfg(test)]
@@ -99,17 +105,17 @@ mod tests {
 
     #[test]
     fn type_errors_name_the_key_path() {
-        let e = from_str::<Outer>("k: 3\nmodel:\n  # the prior\n  lambda_theta: big\n").unwrap_err();
+        let e = from_str::<Outer>("k: 3\nmodel:\n  # the prior\n  lambda_theta: big\n").unwrap_err().0;
         assert!(e.starts_with("line 4 column 17 (key `model.lambda_theta`):"), "{e}");
-        let e = from_str::<Outer>("k: three\nmodel:\n  lambda_theta: 1\n").unwrap_err();
+        let e = from_str::<Outer>("k: three\nmodel:\n  lambda_theta: 1\n").unwrap_err().0;
         assert!(e.starts_with("line 1 column 4 (key `k`):"), "{e}");
         // A missing key is not pinned on whichever key the parser stopped at.
-        let e = from_str::<Outer>("model:\n  lambda_theta: 1\n").unwrap_err();
+        let e = from_str::<Outer>("model:\n  lambda_theta: 1\n").unwrap_err().0;
         assert!(e.contains("missing field `k`") && !e.contains("(key `"), "{e}");
         // No parser-API advice in a user's error.
-        let e = from_str::<Outer>("k: 1\nk: 2\nmodel:\n  lambda_theta: 1\n").unwrap_err();
+        let e = from_str::<Outer>("k: 1\nk: 2\nmodel:\n  lambda_theta: 1\n").unwrap_err().0;
         assert!(e.contains("duplicate") && !e.contains("DuplicateKeyPolicy"), "{e}");
-        let e = from_file_text::<Outer>("k: x\n", std::path::Path::new("configs/a.yaml")).unwrap_err();
+        let e = from_file_text::<Outer>("k: x\n", std::path::Path::new("configs/a.yaml")).unwrap_err().0;
         assert!(e.contains("--> configs/a.yaml:1:4") && !e.contains("<input>"), "{e}");
     }
 }

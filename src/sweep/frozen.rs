@@ -175,7 +175,7 @@ impl Frozen {
     pub fn load(path: &Path) -> Result<Self, SweepError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let raw: RawFrozen = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg })?;
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
         Self::from_raw(raw, path)
     }
 
@@ -233,8 +233,9 @@ impl Frozen {
             pools = chosen;
         }
         let rec = Recording::read(&src.verdicts).map_err(|e| inv("recorded.verdicts", e.to_string()))?;
-        let j =
-            rec.select_one(src.judge.as_deref(), src.prompting.as_deref()).map_err(|m| inv("recorded.verdicts", m))?;
+        let j = rec
+            .select_one(src.judge.as_deref(), src.prompting.as_deref())
+            .map_err(|m| inv("recorded.verdicts", m.to_string()))?;
         let mut out = Vec::with_capacity(pools.len());
         for pool in pools {
             if raw.k == 0 || raw.k >= pool.n_bases() {
@@ -248,14 +249,14 @@ impl Frozen {
                     ),
                 ));
             }
-            rec.check_pool(j, &pool).map_err(|m| inv("recorded.verdicts", m))?;
+            rec.check_pool(j, &pool).map_err(|m| inv("recorded.verdicts", m.to_string()))?;
             let specs = raw.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool));
             let covariates = pool::build_covariates(&pool, &specs).map_err(|source| ConfigError::Pool {
                 path: path.to_owned(),
                 pool_file: src.pools.clone(),
                 source,
             })?;
-            design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m))?;
+            design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m.to_string()))?;
             let answers = answers(&rec, j, &pool, raw.design).map_err(|m| inv("recorded.verdicts", m))?;
             let gold = pool.base_quality().map(|g| point_topk(&g, raw.k));
             out.push(RecordedPool { pool, answers, covariates, gold });

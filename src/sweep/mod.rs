@@ -316,7 +316,7 @@ impl Sweep {
         let text = std::fs::read_to_string(path)
             .map_err(|source| crate::store::config::ConfigError::Io { path: path.to_owned(), source })?;
         let raw: RawSweep = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|msg| crate::store::config::ConfigError::Yaml { path: path.to_owned(), msg })?;
+            .map_err(|msg| crate::store::config::ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
         Self::from_raw(raw, path)
     }
 

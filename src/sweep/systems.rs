@@ -80,7 +80,8 @@ pub fn recall_experiment(
     let jobs: Vec<(StrategyKind, u64)> =
         strategies.iter().flat_map(|&s| seeds.iter().map(move |&seed| (s, seed))).collect();
     let paths = super::parallel_jobs(&jobs, threads, &|_| {}, |&(strategy, seed)| {
-        let judge = MockJudge::new(MockConfig { seed, ..mock.clone() }).map_err(SystemsExperimentError::Setup)?;
+        let judge = MockJudge::new(MockConfig { seed, ..mock.clone() })
+            .map_err(|e| SystemsExperimentError::Setup(e.to_string()))?;
         let answer = |a: usize, b: usize| {
             if skipped.contains(&(a, b)) { Answer::Unavailable } else { Answer::Verdict(judge.outcome(pool, a, b)) }
         };
@@ -125,8 +126,11 @@ pub fn markdown_table(rows: &[SystemsRow], strategies: &[StrategyKind], budgets:
         StrategyKind::DOptimal => "d_optimal".to_string(),
         other => format!("{other:?}").to_lowercase(),
     };
-    let heads: Vec<String> =
-        budgets.iter().enumerate().map(|(i, b)| if i == 0 { format!("recall@3, B = {b}") } else { format!("B = {b}") }).collect();
+    let heads: Vec<String> = budgets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| if i == 0 { format!("recall@3, B = {b}") } else { format!("B = {b}") })
+        .collect();
     let mut out = format!("| strategy | {} |\n|{}\n", heads.join(" | "), " --- |".repeat(budgets.len() + 1));
     for &s in strategies {
         let cells: Vec<String> = budgets
@@ -186,14 +190,14 @@ mod tests {
         let cfg = Config::load(&path).unwrap();
         let rows = recall_experiment(&cfg, &[StrategyKind::Topk, StrategyKind::Random], &[16, 40], &[3, 4], 2).unwrap();
         assert_eq!(rows.len(), 2 * 2 * 2);
-        assert_eq!(rows.iter().map(|r| (r.strategy, r.seed, r.budget)).collect::<Vec<_>>()[..3], [
-            (StrategyKind::Topk, 3, 16),
-            (StrategyKind::Topk, 3, 40),
-            (StrategyKind::Topk, 4, 16)
-        ]);
+        assert_eq!(
+            rows.iter().map(|r| (r.strategy, r.seed, r.budget)).collect::<Vec<_>>()[..3],
+            [(StrategyKind::Topk, 3, 16), (StrategyKind::Topk, 3, 40), (StrategyKind::Topk, 4, 16)]
+        );
         // Recall@3 takes the values 0, 1/3, 2/3, 1; deterministic.
         assert!(rows.iter().all(|r| [0.0, 1.0 / 3.0, 2.0 / 3.0, 1.0].iter().any(|v| (r.recall - v).abs() < 1e-12)));
-        let again = recall_experiment(&cfg, &[StrategyKind::Topk, StrategyKind::Random], &[16, 40], &[3, 4], 1).unwrap();
+        let again =
+            recall_experiment(&cfg, &[StrategyKind::Topk, StrategyKind::Random], &[16, 40], &[3, 4], 1).unwrap();
         assert_eq!(rows, again);
     }
 }

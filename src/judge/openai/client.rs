@@ -4,6 +4,8 @@
 //! [`super`]).
 
 use super::*;
+use crate::judge::build::JudgeSetupError;
+use crate::store::invalid::InvalidInput;
 
 #[derive(Default)]
 pub(super) struct Counters {
@@ -42,7 +44,7 @@ pub struct OpenAiJudge {
     endpoint: Endpoint,
     policy: RetryPolicy,
     counters: Counters,
-    invalid_by_reason: Mutex<BTreeMap<String, u64>>,
+    invalid_by_reason: Mutex<BTreeMap<crate::judge::InvalidReason, u64>>,
     soft_fallbacks: Mutex<BTreeMap<String, u64>>,
     /// Bodies with broken text repaired by the transport (shared with it).
     broken_text: std::sync::Arc<AtomicU64>,
@@ -61,8 +63,8 @@ impl OpenAiJudge {
     ///
     /// # Errors
     /// A message naming the key (unset variable, bad template, no price).
-    pub fn from_config(cfg: &OpenAiConfig) -> Result<Self, String> {
-        let key = check_key_env(cfg).map_err(|m| format!("judge.openai.api_key_env: {m}"))?;
+    pub fn from_config(cfg: &OpenAiConfig) -> Result<Self, JudgeSetupError> {
+        let key = check_key_env(cfg).map_err(JudgeSetupError::ApiKey)?;
         Self::new(cfg.clone(), key)
     }
 
@@ -70,14 +72,14 @@ impl OpenAiJudge {
     ///
     /// # Errors
     /// A message naming the key.
-    pub fn new(cfg: OpenAiConfig, key: Option<Secret>) -> Result<Self, String> {
+    pub fn new(cfg: OpenAiConfig, key: Option<Secret>) -> Result<Self, JudgeSetupError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let price = cfg.price_table().map_err(|(k, m)| format!("{k}: {m}"))?;
-        let template = PromptTemplate::load(&cfg.prompt).map_err(|e| format!("judge.openai.prompt: {e}"))?;
+        let price = cfg.price_table().map_err(|e| InvalidInput(e.to_string()))?;
+        let template = PromptTemplate::load(&cfg.prompt).map_err(|e| JudgeSetupError::Prompt(e.to_string()))?;
         if let Some(k) = &key
             && !k.expose().bytes().all(|b| (0x21..=0x7e).contains(&b))
         {
-            return Err("judge.openai.api_key_env: the key contains characters not allowed in an HTTP header".into());
+            return Err(JudgeSetupError::ApiKey("the key contains characters not allowed in an HTTP header".into()));
         }
         let timeout = Duration::from_secs_f64(cfg.timeout_s);
         let proxies = ProxyEnv::from_env();
@@ -91,7 +93,7 @@ impl OpenAiJudge {
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(15)))
             .build()
-            .map_err(|e| format!("building the HTTP client: {e}"))?;
+            .map_err(|e| JudgeSetupError::Http(e.to_string()))?;
         let oa = OpenAIConfig::new()
             .with_api_base(cfg.base_url.trim_end_matches('/'))
             .with_api_key(key.as_ref().map_or("", Secret::expose))
@@ -377,6 +379,71 @@ impl OpenAiJudge {
         Ok((y, VerdictDetail { strong_preference: v.strong, verdict_from, raw_channels: None }))
     }
 
+    /// The end of a query whose last call failed: a context overflow follows
+    /// `on_context_overflow`; an endpoint-wide fault stops the run; any other failure is a
+    /// failed request carrying what was spent.
+    fn failed_query(
+        &self,
+        e: CallError,
+        exhausted: bool,
+        (ida, idb): (&str, &str),
+        spent: Spent,
+        t0: Instant,
+    ) -> Result<JudgeReply, JudgeError> {
+        let Spent { usage, cost_usd: cost, attempts: n_attempts } = spent;
+        if e.kind == CallErrorKind::ContextOverflow {
+            return match self.cfg.on_context_overflow {
+                OverflowPolicy::Fail => Err(JudgeError::Unjudgeable {
+                    a: ida.to_owned(),
+                    b: idb.to_owned(),
+                    message: format!(
+                        "the server says the prompt is over its context ({}); with on_context_overflow: fail the pair is set aside (skip stores such queries as invalid; truncate_answers, with context_tokens, shortens the answers)",
+                        e.message
+                    ),
+                }),
+                _ => Ok(self.invalid_reply(
+                    format!("context_overflow: {}", e.message),
+                    None,
+                    usage,
+                    cost,
+                    n_attempts,
+                    t0,
+                )),
+            };
+        }
+        if let Some(f) = self.endpoint.classify(e.kind, e.status, &e.message) {
+            return Err(JudgeError::Endpoint {
+                setting: f.setting,
+                message: format!("{} (after {n_attempts} attempts)", f.message),
+                cost_usd: cost,
+            });
+        }
+        let why = if exhausted && e.retryable() { "; no paid attempt left for this query" } else { "" };
+        Err(JudgeError::Request {
+            status: e.status,
+            message: format!("{} (after {n_attempts} attempts{why})", e.message),
+            retryable: e.retryable(),
+            cost_usd: cost,
+        })
+    }
+
+    /// The tokens a reply is booked at: its `usage`, or its worst case (the prompt's token bound
+    /// and `max_tokens`) when the server sent none.
+    fn booked_usage(&self, reply: &ChatReply, prompt: &RenderedPrompt, (ida, idb): (&str, &str)) -> Usage {
+        match reply.usage {
+            Some(u) => u,
+            None => {
+                self.counters.usage_missing.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!("reply for {ida} vs {idb} has no usage; booking its worst case");
+                Usage {
+                    prompt_tokens: prompt.token_bound(),
+                    completion_tokens: u64::from(self.cfg.max_tokens),
+                    ..Default::default()
+                }
+            }
+        }
+    }
+
     async fn judge_query(&self, pool: &Pool, a: usize, b: usize) -> Result<JudgeReply, JudgeError> {
         let t0 = Instant::now();
         let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
@@ -455,55 +522,12 @@ impl OpenAiJudge {
             cost += failed_cost;
             let reply = match res {
                 Ok(r) => r,
-                Err(Attempt { err: e, .. }) if e.kind == CallErrorKind::ContextOverflow => {
-                    return match self.cfg.on_context_overflow {
-                        OverflowPolicy::Fail => Err(JudgeError::Unjudgeable {
-                            a: ida,
-                            b: idb,
-                            message: format!(
-                                "the server says the prompt is over its context ({}); with on_context_overflow: fail the pair is set aside (skip stores such queries as invalid; truncate_answers, with context_tokens, shortens the answers)",
-                                e.message
-                            ),
-                        }),
-                        _ => Ok(self.invalid_reply(
-                            format!("context_overflow: {}", e.message),
-                            None,
-                            usage,
-                            cost,
-                            n_attempts,
-                            t0,
-                        )),
-                    };
-                }
-                Err(Attempt { err: e, exhausted }) => {
-                    if let Some(f) = self.endpoint.classify(e.kind, e.status, &e.message) {
-                        return Err(JudgeError::Endpoint {
-                            setting: f.setting,
-                            message: format!("{} (after {n_attempts} attempts)", f.message),
-                            cost_usd: cost,
-                        });
-                    }
-                    let why = if exhausted && e.retryable() { "; no paid attempt left for this query" } else { "" };
-                    return Err(JudgeError::Request {
-                        status: e.status,
-                        message: format!("{} (after {n_attempts} attempts{why})", e.message),
-                        retryable: e.retryable(),
-                        cost_usd: cost,
-                    });
+                Err(Attempt { err, exhausted }) => {
+                    let spent = Spent { usage, cost_usd: cost, attempts: n_attempts };
+                    return self.failed_query(err, exhausted, (&ida, &idb), spent, t0);
                 }
             };
-            let this_usage = match reply.usage {
-                Some(u) => u,
-                None => {
-                    self.counters.usage_missing.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!("reply for {ida} vs {idb} has no usage; booking its worst case");
-                    Usage {
-                        prompt_tokens: q.prompt.token_bound(),
-                        completion_tokens: u64::from(self.cfg.max_tokens),
-                        ..Default::default()
-                    }
-                }
-            };
+            let this_usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
             usage.add(&this_usage);
             cost += self.price.cost_usd(&this_usage);
             let raw = reply
@@ -527,12 +551,7 @@ impl OpenAiJudge {
                 }
                 Err(inv) => {
                     self.counters.invalid_replies.fetch_add(1, Ordering::Relaxed);
-                    *self
-                        .invalid_by_reason
-                        .lock()
-                        .expect("not poisoned")
-                        .entry(inv.as_str().to_owned())
-                        .or_default() += 1;
+                    *self.invalid_by_reason.lock().expect("not poisoned").entry(inv.into()).or_default() += 1;
                     let raw = match (&raw, &reply.refusal) {
                         (None, Some(r)) => Some(self.redact(r)),
                         _ => raw,
@@ -549,6 +568,13 @@ impl OpenAiJudge {
         reply.detail.raw_channels = Some(channels);
         Ok(reply)
     }
+}
+
+/// What a query has spent so far: tokens, USD and HTTP attempts.
+struct Spent {
+    usage: Usage,
+    cost_usd: f64,
+    attempts: u32,
 }
 
 /// Our async-openai transport: send, keep the status of every non-2xx (with `Retry-After`),

@@ -2,6 +2,7 @@
 //! limits, retries and the checks `prepare` runs at config load (docs/live.md).
 
 use super::*;
+use crate::store::invalid::InvalidSetting;
 
 /// Price table, USD per million tokens. `input_usd_per_mtok` and `output_usd_per_mtok` are
 /// required (a judge without a price is rejected at config load); cached input defaults to the
@@ -217,19 +218,23 @@ impl OpenAiConfig {
     /// The validated price table.
     ///
     /// # Errors
-    /// `(key, message)` when the table or a required price is missing or negative.
-    pub fn price_table(&self) -> Result<Price, (String, String)> {
+    /// [`InvalidSetting`] when the table or a required price is missing or negative.
+    pub fn price_table(&self) -> Result<Price, InvalidSetting> {
         let k = |s: &str| format!("judge.openai.price{s}");
         let p = self.price.as_ref().ok_or_else(|| {
-            (
+            InvalidSetting::new(
                 k(""),
-                "missing: every judge needs a price table in USD per million tokens, e.g. price: {input_usd_per_mtok: 0.75, output_usd_per_mtok: 4.5}; write zeros for a free local server".into(),
+                "missing: every judge needs a price table in USD per million tokens, e.g. price: {input_usd_per_mtok: 0.75, output_usd_per_mtok: 4.5}; write zeros for a free local server",
             )
         })?;
-        let get = |name: &str, v: Option<f64>, required: bool| -> Result<Option<f64>, (String, String)> {
+        let get = |name: &str, v: Option<f64>, required: bool| -> Result<Option<f64>, InvalidSetting> {
             match v {
-                None if required => Err((k(&format!(".{name}")), "missing (USD per million tokens)".into())),
-                Some(x) if !(x >= 0.0 && x.is_finite()) => Err((k(&format!(".{name}")), format!("{x} must be ≥ 0"))),
+                None if required => {
+                    Err(InvalidSetting::new(k(&format!(".{name}")), "missing (USD per million tokens)"))
+                }
+                Some(x) if !(x >= 0.0 && x.is_finite()) => {
+                    Err(InvalidSetting::new(k(&format!(".{name}")), format!("{x} must be ≥ 0")))
+                }
                 v => Ok(v),
             }
         };
@@ -257,8 +262,8 @@ impl OpenAiConfig {
 ///
 /// # Errors
 /// `(key path, message)` naming what was found and what was expected.
-pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result<(), (String, String)> {
-    let e = |k: &str, m: String| (format!("judge.openai.{k}"), m);
+pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result<(), InvalidSetting> {
+    let e = |k: &str, m: String| InvalidSetting::new(format!("judge.openai.{k}"), m);
     cfg.base_url = cfg.base_url.trim().trim_end_matches('/').to_owned();
     if !(cfg.base_url.starts_with("http://") || cfg.base_url.starts_with("https://")) {
         return Err(e("base_url", format!("{:?} must start with http:// or https:// and include /v1", cfg.base_url)));
@@ -316,8 +321,8 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     }
     for it in &pool.items {
         if it.text.is_none() {
-            return Err((
-                "pool".into(),
+            return Err(InvalidSetting::new(
+                "pool",
                 format!("item {:?} of pool {:?} has no text; a live judge needs the answer text", it.id, pool.pool_id),
             ));
         }
@@ -358,12 +363,12 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
 ///
 /// # Errors
 /// `(key path, message)` naming the prompt file and what to change.
-pub(super) fn check_verdict_format(cfg: &OpenAiConfig, template: &PromptTemplate) -> Result<(), (String, String)> {
-    let e = |m: String| ("judge.openai.verdict_format".to_owned(), m);
+pub(super) fn check_verdict_format(cfg: &OpenAiConfig, template: &PromptTemplate) -> Result<(), InvalidSetting> {
+    let e = |m: String| InvalidSetting::new("judge.openai.verdict_format", m);
     let file = cfg.prompt.display();
     let shown = template
         .render("", "", "")
-        .map_err(|x| ("judge.openai.prompt".to_owned(), x.to_string()))?
+        .map_err(|x| InvalidSetting::new("judge.openai.prompt", x.to_string()))?
         .display()
         .to_lowercase();
     let mentions_json = shown.contains("json");
@@ -410,7 +415,7 @@ pub(super) fn check_verdict_format(cfg: &OpenAiConfig, template: &PromptTemplate
         if !has_key {
             let name = f.get("name").and_then(Value::as_str).unwrap_or("?");
             let keys: Vec<&String> = props.map(|p| p.keys().collect()).unwrap_or_default();
-            return Err((
+            return Err(InvalidSetting::new(
                 "judge.openai.extra_body.tools".to_owned(),
                 format!(
                     "function {name:?} has parameters {keys:?} but no verdict key the parser reads (e.g. \"winner\"; the list is in docs/live.md): its calls would hold no verdict"
@@ -427,7 +432,7 @@ pub(super) fn check_verdict_format(cfg: &OpenAiConfig, template: &PromptTemplate
         && !props.keys().any(|k| parse::JSON_KEYS.contains(&k.trim().to_lowercase().replace([' ', '-'], "_").as_str()))
     {
         let keys: Vec<&String> = props.keys().collect();
-        return Err((
+        return Err(InvalidSetting::new(
             "judge.openai.extra_body.response_format".to_owned(),
             format!(
                 "the JSON schema's properties {keys:?} hold no verdict key the parser reads (e.g. \"winner\"; the list is in docs/live.md)"

@@ -10,6 +10,7 @@
 //! in a tool call's arguments is read like one in the content (docs/live.md, "Channels"), and
 //! the config check asks each function for a verdict key.
 
+use crate::store::invalid::InvalidSetting;
 use serde_json::{Map, Value};
 
 /// A request field `extra_body` may not set, why, and what to use instead.
@@ -66,10 +67,10 @@ pub fn reserved(key: &str, temperature_set: bool) -> Option<Reserved> {
 /// # Errors
 /// `(key path, message)`, e.g. `judge.openai.extra_body.max_tokens`, saying why the tool keeps
 /// the field and which setting to use instead.
-pub fn check(extra: &Map<String, Value>, temperature_set: bool) -> Result<(), (String, String)> {
+pub fn check(extra: &Map<String, Value>, temperature_set: bool) -> Result<(), InvalidSetting> {
     for key in extra.keys() {
         if let Some(r) = reserved(key, temperature_set) {
-            return Err((
+            return Err(InvalidSetting::new(
                 format!("judge.openai.extra_body.{key}"),
                 format!(
                     "`{key}` is a request field the tool sets or relies on ({}), so extra_body cannot override it; use {} instead",
@@ -89,16 +90,17 @@ mod tests {
     #[test]
     fn reserved_keys_are_named_with_the_setting_to_use() {
         let m = |v: Value| v.as_object().unwrap().clone();
-        let (k, msg) = check(&m(json!({"cache_prompt": false, "max_tokens": 4000})), true).unwrap_err();
+        let InvalidSetting { key: k, message: msg } =
+            check(&m(json!({"cache_prompt": false, "max_tokens": 4000})), true).unwrap_err();
         assert_eq!(k, "judge.openai.extra_body.max_tokens");
         assert!(msg.contains("use judge.openai.max_tokens instead") && msg.contains("worst case"), "{msg}");
         for r in RESERVED {
-            let (k, msg) = check(&m(json!({r.field: 1})), false).unwrap_err();
+            let InvalidSetting { key: k, message: msg } = check(&m(json!({r.field: 1})), false).unwrap_err();
             assert_eq!(k, format!("judge.openai.extra_body.{}", r.field));
             assert!(msg.contains(r.instead), "{msg}");
         }
         // temperature: reserved only when the config sends one.
-        assert!(check(&m(json!({"temperature": 0.7})), true).unwrap_err().1.contains("judge.openai.temperature"));
+        assert!(check(&m(json!({"temperature": 0.7})), true).unwrap_err().message.contains("judge.openai.temperature"));
         assert!(check(&m(json!({"temperature": 0.7})), false).is_ok());
         // Vendor fields pass.
         let ok = json!({"cache_prompt": false, "provider": {"order": ["x"]}, "reasoning_effort": "low", "seed": 3});
