@@ -477,7 +477,10 @@ mod tests {
         let bad = |name: &str, content: &str, format: ImportFormat| {
             let p = dir.path().join(name);
             std::fs::write(&p, content).unwrap();
-            import(format, &[p.clone()], None, &out).unwrap_err().to_string().replace(&p.display().to_string(), name)
+            import(format, std::slice::from_ref(&p), None, &out)
+                .unwrap_err()
+                .to_string()
+                .replace(&p.display().to_string(), name)
         };
         assert_eq!(
             bad("a.csv", "prompt_id,prompt,system,text\np1,Q,s1,x\np1,Q,s1,y\n", ImportFormat::Csv),
@@ -508,7 +511,7 @@ mod tests {
         std::fs::write(&q, "{\"question_id\": \"q1\", \"prompt\": \"Q\"}\n").unwrap();
         let g = dir.path().join("g.jsonl");
         std::fs::write(&g, "{\"question_id\": \"q1\", \"model_id\": \"m\", \"choices\": [{\"turns\": [{\"content\": \"x\"}]}]}\n{\"question_id\": \"q1\", \"model_id\": \"n\", \"choices\": []}\n").unwrap();
-        let e = import(ImportFormat::ArenaHard, &[g.clone()], Some(&q), &out).unwrap_err().to_string();
+        let e = import(ImportFormat::ArenaHard, std::slice::from_ref(&g), Some(&q), &out).unwrap_err().to_string();
         assert_eq!(
             e.replace(&g.display().to_string(), "g.jsonl"),
             "g.jsonl:2: missing \"choices\"[0].\"turns\"; expected an Arena-Hard answer {\"question_id\", \"model_id\", \"choices\": [{\"turns\": [{\"content\"}]}]}"
