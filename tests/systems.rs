@@ -150,6 +150,7 @@ fn a_list_of_prompts_and_a_reference_system() {
         .unwrap()
         .replace("data/summeval_systems.jsonl", "data/summeval_pools.jsonl")
         .replace("  reference: M22\n", "")
+        .replace(ids, "all")
         .replace("name: two", "name: bad3");
     let bad = write(dir.path(), "bad3.yaml", &yaml);
     let out = run_bin(dir.path(), &["run", bad.to_str().unwrap()]);
