@@ -700,6 +700,11 @@ fn warnings_on_a_redirected_stderr_carry_no_colour_codes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("WARN") && err.contains("torn last line"), "{err}");
     assert!(!err.contains('\u{1b}'), "ANSI escape in redirected stderr: {err:?}");
+    // profile, gate and fit each say it once (fit reads the file itself: no second warning).
+    assert_eq!(err.matches("torn last line").count(), 1, "{err}");
+    let out = run_bin(dir.path(), &["fit", "runs/torn"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(text(&out).matches("dropped a torn last line").count(), 1, "{}", text(&out));
 }
 
 /// Zero valid comparisons because the judge's replies were invalid or its queries failed: the

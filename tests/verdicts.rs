@@ -450,7 +450,8 @@ async fn an_error_inside_a_200_reply_is_retried_like_a_502_and_never_stored() {
     assert!((recs[0].cost_usd - fake_cost).abs() < 1e-15, "the 502 in a 200 is not billed, like an HTTP 502");
     let summary = live::summary_text(&res, &cfg.run_dir);
     assert!(
-        summary.contains("(429: 0, 5xx: 1,") && summary.contains("1 errors inside 200 replies (retried)"),
+        summary.contains("1 retries, failed attempts (429: 0, 5xx: 1,")
+            && summary.contains("1 errors inside 200 replies (handled as 5xx: retried while max_retries allows)"),
         "{summary}"
     );
 }

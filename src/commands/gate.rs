@@ -217,6 +217,9 @@ pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), IdentError
         return Err(no_gate(arg));
     }
     let run = load_run(arg)?;
+    if let Some(w) = &run.torn_line {
+        tracing::warn!("{w}");
+    }
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
     let _lock = crate::store::lock::RunLock::acquire(&run.dir)?;
     let report = gate_for(&run.cfg, &run.dir, &run.verdicts, None).await?;

@@ -59,6 +59,9 @@ pub struct ProfileReport {
 /// [`IdentError`].
 pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), IdentError> {
     let run = load_run(arg)?;
+    if let Some(w) = &run.torn_line {
+        tracing::warn!("{w}");
+    }
     let cfg = &run.cfg;
     if run.verdicts.is_empty() {
         return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts to profile", run.dir.display())));

@@ -73,6 +73,8 @@ pub struct LoadedRun {
     pub dir: PathBuf,
     /// Valid verdicts of the run's judge configuration.
     pub verdicts: Vec<ItemVerdict>,
+    /// The warning about a torn last line of verdicts.jsonl (dropped), for the command to show.
+    pub torn_line: Option<String>,
 }
 
 /// Read a run from a run folder (with `config.yaml` and `verdicts.jsonl`), from any working
@@ -107,8 +109,8 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
         (cfg, dir)
     };
     cfg.run_dir = dir.clone();
-    let verdicts = run_verdicts(&cfg, &dir)?;
-    Ok(LoadedRun { cfg, dir, verdicts })
+    let (verdicts, torn_line) = read_run_verdicts(&cfg, &dir)?;
+    Ok(LoadedRun { cfg, dir, verdicts, torn_line })
 }
 
 /// A run folder's config.yaml as older versions wrote it: paths relative to the directory the
@@ -153,6 +155,18 @@ pub fn judge_description(cfg: &Config) -> String {
 /// # Errors
 /// [`IdentError`] if the file is missing, malformed or names unknown items.
 pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentError> {
+    let (verdicts, torn_line) = read_run_verdicts(cfg, dir)?;
+    if let Some(w) = torn_line {
+        tracing::warn!("{w}");
+    }
+    Ok(verdicts)
+}
+
+/// [`run_verdicts`] without logging: the verdicts and the torn-last-line warning, if any.
+///
+/// # Errors
+/// As [`run_verdicts`].
+pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, Option<String>), IdentError> {
     let path = dir.join("verdicts.jsonl");
     if !path.exists() {
         return Err(IdentError::Invalid(format!(
@@ -161,10 +175,7 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
             cfg.path.display()
         )));
     }
-    let (records, _, warning) = read_records(&path)?;
-    if let Some(w) = warning {
-        tracing::warn!("{w}");
-    }
+    let (records, _, torn_line) = read_records(&path)?;
     let pool = &cfg.pool;
     let mut out = Vec::new();
     match crate::judge::build::make_judge_without_key(&cfg.raw.judge) {
@@ -192,7 +203,7 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
             }
         }
     }
-    Ok(out)
+    Ok((out, torn_line))
 }
 
 /// The covariates of the bias-aware model for `cfg`, also when the run itself is naive

@@ -107,7 +107,7 @@ pub struct ReasonCount {
 }
 
 /// Why a stored verdict (or a reply) is invalid: the head of its `invalid_reason`, the part
-/// before `:` (`"no_verdict: after 2 asks"` → the parser's [`Invalid::NoVerdict`]).
+/// before `:` (`"no_verdict: after 2 asks"` → the parser's [`openai::parse::Invalid::NoVerdict`]).
 ///
 /// Written as its name in result.json, audit.json and the summary (`no_verdict`, `context_overflow`,
 /// or the recorded text of a replayed verdict); names order alphabetically.
@@ -352,7 +352,7 @@ fn is_zero(x: &u64) -> bool {
 /// One summary line of a live judge's counters.
 pub fn stats_line(j: &JudgeStats) -> String {
     let mut s = format!(
-        "judge: {} requests, {} retries (429: {}, 5xx: {}, timeouts: {}, connection: {}, malformed: {}), {} other errors, {} invalid replies",
+        "judge: {} requests, {} retries, failed attempts (429: {}, 5xx: {}, timeouts: {}, connection: {}, malformed: {}), {} other errors, {} invalid replies",
         j.requests,
         j.retries,
         j.rate_limited,
@@ -386,7 +386,10 @@ pub fn stats_line(j: &JudgeStats) -> String {
         s.push_str(&format!(", {n} hard verdicts although logprobs were asked for ({})", parts.join(", ")));
     }
     if j.in_band_errors > 0 {
-        s.push_str(&format!(", {} errors inside 200 replies (retried)", j.in_band_errors));
+        s.push_str(&format!(
+            ", {} errors inside 200 replies (handled as 5xx: retried while max_retries allows)",
+            j.in_band_errors
+        ));
     }
     if j.broken_text_repairs > 0 {
         s.push_str(&format!(
@@ -517,6 +520,9 @@ mod tests {
             s.contains("4 soft verdicts, 2 hard verdicts although logprobs were asked for (logprobs_missing 2)"),
             "{s}"
         );
-        assert!(s.contains("1 errors inside 200 replies (retried)") && s.contains("1 replies with broken text"), "{s}");
+        assert!(
+            s.contains("1 errors inside 200 replies (handled as 5xx") && s.contains("1 replies with broken text"),
+            "{s}"
+        );
     }
 }

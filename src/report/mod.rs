@@ -80,6 +80,12 @@ pub struct RankRow {
     /// Rank by φ̂ (apparent).
     #[serde(default)]
     pub rank_apparent: usize,
+    /// Tied with another base by θ̂ (shares its bias-corrected rank).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tied_corrected: bool,
+    /// Tied with another base by φ̂ (shares its apparent rank).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tied_apparent: bool,
     /// In the bias-corrected top-k.
     #[serde(default)]
     pub in_corrected_topk: bool,

@@ -115,6 +115,8 @@ pub fn rank(pool: &Pool, k: usize, v: &BaseValues, reported: RankingKind) -> Ran
             membership_apparent: v.membership_apparent[b],
             rank_corrected: rank_c[b],
             rank_apparent: rank_a[b],
+            tied_corrected: tied_c[b],
+            tied_apparent: tied_a[b],
             in_corrected_topk: tc.topk.contains(&b),
             in_apparent_topk: ta.topk.contains(&b),
             gold: gold.as_ref().map(|g| g[b]),

@@ -44,15 +44,15 @@ pub fn ranking_table(rows: &[RankRow], k: usize, reported: RankingKind, both: bo
                 r.phi,
                 r.phi_sd,
                 r.membership_apparent,
-                (r.rank_corrected, r.theta, r.sd, r.membership, r.in_corrected_topk),
+                (rank(r.rank_corrected, r.tied_corrected), r.theta, r.sd, r.membership, r.in_corrected_topk),
             ),
             RankingKind::Corrected if both => (
                 r.theta,
                 r.sd,
                 r.membership,
-                (r.rank_apparent, r.phi, r.phi_sd, r.membership_apparent, r.in_apparent_topk),
+                (rank(r.rank_apparent, r.tied_apparent), r.phi, r.phi_sd, r.membership_apparent, r.in_apparent_topk),
             ),
-            _ => (r.theta, r.sd, r.membership, (0, 0.0, 0.0, 0.0, false)),
+            _ => (r.theta, r.sd, r.membership, (String::new(), 0.0, 0.0, 0.0, false)),
         };
         let _ = write!(
             s,
@@ -162,6 +162,29 @@ pub fn replay_line(r: &crate::judge::replay::ReplayInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tied_ranks_carry_an_equals_sign_in_both_columns() {
+        // φ̂ ranks a, b, c; θ̂ ties b and c for second place.
+        let row = |id: &str, rank: usize, rank_corrected: usize, tied_corrected: bool| RankRow {
+            id: id.into(),
+            rank,
+            rank_apparent: rank,
+            rank_corrected,
+            tied_corrected,
+            ..Default::default()
+        };
+        let rows = [row("a", 1, 1, false), row("b", 2, 2, true), row("c", 3, 2, true)];
+        let t = ranking_table(&rows, 1, RankingKind::Apparent, true);
+        let line = |id: &str| t.lines().find(|l| l.split_whitespace().nth(1) == Some(id)).unwrap().to_string();
+        let beside_rank = |id: &str| line(id).split_whitespace().nth(5).unwrap().to_string();
+        assert_eq!(
+            (beside_rank("a"), beside_rank("b"), beside_rank("c")),
+            ("1".into(), "2=".into(), "2=".into()),
+            "{t}"
+        );
+        assert_eq!(line("c").split_whitespace().next(), Some("3"), "{t}");
+    }
 
     #[test]
     fn one_number_format() {
