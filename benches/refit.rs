@@ -5,7 +5,8 @@
 //! `fit_and_summarise` — fit, Σ, membership, summary — then the 8 picks). `refit_step_dense`
 //! forces the dense path at N = 1000 for comparison. The `large_*` groups run the large-pool
 //! path at N = 1,000 / 3,000 / 10,000 with k = 50 and 4·N comparisons (2·N random pairs, both
-//! orders: 40,000 comparisons at N = 10,000). Data are built outside the timed closures; fixed
+//! orders: 40,000 comparisons at N = 10,000). `systems_refit_step` is one refit of a run over
+//! 500 prompts × 20 systems with 20,000 verdicts (docs/systems.md). Data are built outside the timed closures; fixed
 //! seeds. Filter with e.g. `cargo bench --bench refit -- large_refit_step`.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -70,6 +71,7 @@ fn picks(st: &Setup, post: &Posterior, pi: &[f64]) -> Vec<(usize, usize)> {
 fn picks_k(st: &Setup, post: &Posterior, pi: &[f64], k: usize) -> Vec<(usize, usize)> {
     let ctx = Context {
         item_base: &st.pool.item_base,
+        item_prompt: &[],
         x: &st.cov.x,
         m: st.pool.n_bases(),
         p: 1,
@@ -209,5 +211,93 @@ fn bench_large(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench, bench_large);
+/// A run over many prompts (docs/systems.md): 500 prompts × 20 systems (10,000 answers, θ per
+/// system, one raw covariate per answer), 20,000 verdicts (10,000 random within-prompt pairs in
+/// both orders), k = 3. `systems_refit_step` is what the runner does per refit: the warm-started
+/// fit, Σ, membership (S = 1000) and summary, then 8 top-k picks over the 190,000 ordered
+/// (prompt, system pair) candidates.
+fn bench_systems(c: &mut Criterion) {
+    use rand::RngExt;
+    use topk_judge::store::pool::Item;
+    let (prompts, systems, k) = (500usize, 20usize, 3usize);
+    let mut r = rng::stream(5, "bench-systems", 0);
+    let pools: Vec<Pool> = (0..prompts)
+        .map(|p| {
+            let items = (0..systems)
+                .map(|s| Item {
+                    id: format!("a{s}"),
+                    text: None,
+                    quality: Some(s as f64 / systems as f64),
+                    covariates: [("x".to_string(), r.random_range(-1.0..1.0))].into(),
+                    base: None,
+                    rendering: None,
+                    words: None,
+                    human: None,
+                    system: Some(format!("s{s}")),
+                })
+                .collect();
+            Pool::new(format!("p{p}"), String::new(), items).unwrap()
+        })
+        .collect();
+    let pool = Pool::systems("bench".into(), pools).unwrap();
+    let cov = build_covariates(&pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
+    let mut queried = HashSet::new();
+    while queried.len() < 20_000 {
+        let p = r.random_range(0..prompts);
+        let (a, b) = (p * systems + r.random_range(0..systems), p * systems + r.random_range(0..systems));
+        if a != b {
+            queried.insert((a, b));
+            queried.insert((b, a));
+        }
+    }
+    let mut list: Vec<(usize, usize)> = queried.iter().copied().collect();
+    list.sort();
+    let verdicts: Vec<ItemVerdict> = list
+        .iter()
+        .map(|&(a, b)| {
+            let eta = 2.0 * (pool.items[a].quality.unwrap() - pool.items[b].quality.unwrap())
+                + 0.5 * (cov.x[a][0] - cov.x[b][0])
+                + 0.3;
+            ItemVerdict { a, b, y: f64::from(u8::from(r.random::<f64>() < 1.0 / (1.0 + (-eta).exp()))), w: 1.0 }
+        })
+        .collect();
+    let before = build_design(&pool, &cov, &verdicts[..verdicts.len() - 8]);
+    let lambda = Prior::default().diagonal(systems, 1);
+    let warm = bt::fit(&before, &lambda, None, &FitOptions::default()).unwrap().beta;
+    let design = build_design(&pool, &cov, &verdicts);
+    let mut g = c.benchmark_group("systems_refit_step");
+    g.sample_size(20);
+    g.bench_with_input(BenchmarkId::from_parameter("500x20"), &(), |b, _| {
+        b.iter(|| {
+            let (summary, _fit, post) = fit_and_summarise(
+                &pool,
+                &cov,
+                black_box(&design),
+                &Prior::default(),
+                k,
+                1000,
+                Some(&warm),
+                &mut rng::stream(4, "membership", 0),
+            )
+            .unwrap();
+            let ctx = Context {
+                item_base: &pool.item_base,
+                item_prompt: &pool.item_prompt,
+                x: &cov.x,
+                m: systems,
+                p: 1,
+                post: &post,
+                membership: &summary.membership,
+                k,
+                queried: &queried,
+                orders: Orders::Both,
+                seed: 3,
+            };
+            acquire::select(StrategyKind::Topk, &ctx, 8, &mut rng::stream(3, "acquire", 0))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_large, bench_systems);
 criterion_main!(benches);

@@ -118,6 +118,22 @@ pub enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Build a pool file for ranking systems across many prompts (docs/systems.md) from model
+    /// outputs: AlpacaEval JSON, Arena-Hard answer JSON Lines, or CSV (prompt_id,prompt,system,text).
+    Import {
+        /// Input format.
+        #[arg(long, value_enum)]
+        format: crate::commands::import::ImportFormat,
+        /// Input files (one per model for AlpacaEval and Arena-Hard; any number of CSV files).
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// Arena-Hard questions (JSON Lines with question_id and turns or prompt).
+        #[arg(long)]
+        questions: Option<PathBuf>,
+        /// The pool file to write (JSON Lines, one prompt per line).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Compare runs of the same pool (e.g. a cheap and a frontier judge): spend, comparisons,
     /// recall@k, top-k agreement, position-flip rates, and recall against spend; or runs of
     /// several judges on several pools (e.g. replayed recordings): cost against recall per judge.

@@ -21,3 +21,4 @@ pub mod rng;
 pub mod run;
 pub mod store;
 pub mod sweep;
+pub mod systems;

@@ -93,6 +93,11 @@ fn real_main(cli: Cli) -> Result<()> {
             ));
             Ok(())
         }
+        Command::Import { format, inputs, questions, out } => {
+            let s = commands::import::import(format, &inputs, questions.as_deref(), &out).context("import")?;
+            print_out(&s.text(&out));
+            Ok(())
+        }
         Command::Compare { runs, reference, reference_judge, prices, out } => {
             let out = out.unwrap_or_else(|| std::path::PathBuf::from("."));
             let opts = commands::compare::CompareOptions {

@@ -17,4 +17,5 @@ mod replay;
 mod reports;
 mod run_cli;
 mod settings;
+mod systems;
 mod verdicts;

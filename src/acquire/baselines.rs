@@ -42,8 +42,12 @@ pub const THOMPSON_REDRAWS: usize = 20;
 /// order, both orders of each.
 pub fn round_robin(ctx: &Context<'_>, r: usize) -> Vec<(usize, usize)> {
     let n = ctx.n_items();
+    let groups = crate::store::pool::prompt_groups(ctx.item_prompt, n);
     let mut pairs: Vec<(usize, usize)> = (0..n)
-        .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+        .flat_map(|a| {
+            let g = &groups[if ctx.item_prompt.is_empty() { 0 } else { ctx.item_prompt[a] }];
+            g[g.partition_point(|&b| b <= a)..].iter().map(move |&b| (a, b))
+        })
         .filter(|&(a, b)| ctx.item_base[a] != ctx.item_base[b])
         .collect();
     pairs.shuffle(&mut rng::stream(ctx.seed, "round_robin", 0));

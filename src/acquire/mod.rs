@@ -48,6 +48,9 @@ pub enum Orders {
 pub struct Context<'a> {
     /// `item_base[i]` = base of item i (length N).
     pub item_base: &'a [usize],
+    /// `item_prompt[i]` = prompt of item i in a run over many prompts (length N; only items of
+    /// one prompt are compared, docs/systems.md); empty for a single pool.
+    pub item_prompt: &'a [usize],
     /// Transformed covariates per item (N × p).
     pub x: &'a [Vec<f64>],
     /// M bases, p covariates.
@@ -75,9 +78,14 @@ impl Context<'_> {
         self.item_base.len()
     }
 
-    /// Whether (a, b) is a candidate: different bases, not yet queried.
+    /// Whether (a, b) is a candidate: different bases, one prompt, not yet queried.
     pub fn open(&self, a: usize, b: usize) -> bool {
-        a != b && self.item_base[a] != self.item_base[b] && !self.queried.contains(&(a, b))
+        a != b && self.item_base[a] != self.item_base[b] && self.same_prompt(a, b) && !self.queried.contains(&(a, b))
+    }
+
+    /// Whether items a and b answer one prompt (always, for a single pool).
+    pub fn same_prompt(&self, a: usize, b: usize) -> bool {
+        self.item_prompt.is_empty() || self.item_prompt[a] == self.item_prompt[b]
     }
 
     /// Apparent score g_a = θ̂_{base(a)} + ĉᵀx_a, so η̂_ab = g_a − g_b + κ̂.
@@ -95,8 +103,8 @@ impl Context<'_> {
 
     /// Whether any open ordered pair remains.
     pub fn any_open(&self) -> bool {
-        let n = self.n_items();
-        (0..n).any(|a| (0..n).any(|b| self.open(a, b)))
+        let groups = crate::store::pool::prompt_groups(self.item_prompt, self.n_items());
+        groups.iter().any(|g| g.iter().any(|&a| g.iter().any(|&b| self.open(a, b))))
     }
 }
 
@@ -189,6 +197,9 @@ pub(crate) fn candidate_units(ctx: &Context<'_>) -> Vec<Unit> {
 /// The candidate units (as [`candidate_units`], same order) with at least one item marked in
 /// `hot` (length N). Costs O(N · #hot) instead of O(N²) when few items are hot.
 pub(crate) fn candidate_units_touching(ctx: &Context<'_>, hot: &[bool]) -> Vec<Unit> {
+    if !ctx.item_prompt.is_empty() {
+        return candidate_units_within_prompts(ctx, hot);
+    }
     let n = ctx.n_items();
     // Dense N×N bitmap of queried ordered pairs: one hash lookup per queried pair instead of one
     // per candidate.
@@ -232,6 +243,59 @@ pub(crate) fn candidate_units_touching(ctx: &Context<'_>, hot: &[bool]) -> Vec<U
     units
 }
 
+/// [`candidate_units_touching`] for a run over many prompts: only pairs of items of one prompt,
+/// same order (a ascending, then b). Costs O(Σ n_p²) with one bitmap per prompt instead of an
+/// N × N bitmap (N = 10,000 answers for 500 prompts × 20 systems).
+fn candidate_units_within_prompts(ctx: &Context<'_>, hot: &[bool]) -> Vec<Unit> {
+    let n = ctx.n_items();
+    let groups = crate::store::pool::prompt_groups(ctx.item_prompt, n);
+    // Per prompt, a g×g bitmap of queried ordered pairs (position of each item in its prompt's
+    // group): one hash-set pass instead of one lookup per candidate.
+    let mut pos = vec![0usize; n];
+    let mut offset = vec![0usize; groups.len() + 1];
+    for (p, g) in groups.iter().enumerate() {
+        for (k, &i) in g.iter().enumerate() {
+            pos[i] = k;
+        }
+        offset[p + 1] = offset[p] + g.len() * g.len();
+    }
+    let bit = |a: usize, b: usize| {
+        let p = ctx.item_prompt[a];
+        offset[p] + pos[a] * groups[p].len() + pos[b]
+    };
+    let mut queried = vec![0u64; offset[groups.len()].div_ceil(64)];
+    for &(a, b) in ctx.queried {
+        if a < n && b < n && ctx.item_prompt[a] == ctx.item_prompt[b] {
+            let k = bit(a, b);
+            queried[k / 64] |= 1 << (k % 64);
+        }
+    }
+    let base = ctx.item_base;
+    let open = |a: usize, b: usize| {
+        let k = bit(a, b);
+        a != b && base[a] != base[b] && queried[k / 64] & (1 << (k % 64)) == 0
+    };
+    let mut units = Vec::new();
+    for a in 0..n {
+        for &b in &groups[ctx.item_prompt[a]] {
+            if !(hot[a] || hot[b]) {
+                continue;
+            }
+            match ctx.orders {
+                Orders::Both if b > a => {
+                    let mask = u8::from(open(a, b)) | (u8::from(open(b, a)) << 1);
+                    if mask != 0 {
+                        units.push(Unit { a: a as u32, b: b as u32, mask });
+                    }
+                }
+                Orders::Single if open(a, b) => units.push(Unit { a: a as u32, b: b as u32, mask: 1 }),
+                _ => {}
+            }
+        }
+    }
+    units
+}
+
 #[cfg(test)]
 pub(crate) mod testutil {
     //! Fixtures for the acquisition tests: a context from a given posterior, or from a fit to a
@@ -262,6 +326,7 @@ pub(crate) mod testutil {
         pub fn ctx(&self) -> Context<'_> {
             Context {
                 item_base: &self.item_base,
+                item_prompt: &[],
                 x: &self.x,
                 m: self.m,
                 p: self.p,

@@ -714,6 +714,7 @@ mod tests {
         assert_eq!(sd.topk, ss.topk);
         let ctx = |post, orders| Context {
             item_base: &sp.pool.item_base,
+            item_prompt: &[],
             x: &cov.x,
             m: n,
             p: 1,

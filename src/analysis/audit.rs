@@ -316,6 +316,7 @@ impl PairSpec {
                 rendering: s.rendering.clone(),
                 words: None,
                 human: None,
+                system: None,
             }
         };
         Pool::new(self.id.clone(), self.task.clone().unwrap_or_default(), vec![item(Label::X), item(Label::Y)])

@@ -154,6 +154,7 @@ pub fn paired_items(pool: &Pool) -> Vec<Item> {
                 rendering: Some(rendering.to_string()),
                 words: None,
                 human: None,
+                system: None,
             });
         }
     }
@@ -203,6 +204,7 @@ mod tests {
             rendering: None,
             words: None,
             human: None,
+            system: None,
         };
         Pool::new("p".into(), "src".into(), vec![it("A", "one two three", 3.0), it("B", "four five", 4.0)]).unwrap()
     }

@@ -120,6 +120,7 @@ pub fn generate(spec: &SynthSpec) -> SynthPool {
                     rendering: Some(rend.to_string()),
                     words: None,
                     human: None,
+                    system: None,
                 });
                 x.push(xv);
             }
@@ -142,6 +143,7 @@ pub fn generate(spec: &SynthSpec) -> SynthPool {
                 rendering: None,
                 words: None,
                 human: None,
+                system: None,
             });
             x.push(xv);
         }

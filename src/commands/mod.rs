@@ -7,6 +7,7 @@ pub mod compare;
 pub mod dry_run;
 pub mod fit;
 pub mod gate;
+pub mod import;
 pub mod profile;
 pub mod report;
 pub mod run;

@@ -149,14 +149,14 @@ impl MockJudge {
         match self.cfg.mode {
             MockMode::Deterministic => p,
             MockMode::Stochastic => {
-                let u = rng::keyed_uniform(rng::key64(self.cfg.seed, &["mock", &pool.pool_id, &ia.id, &ib.id]));
+                let u = rng::keyed_uniform(rng::key64(self.cfg.seed, &["mock", pool.prompt_id_of(a), &ia.id, &ib.id]));
                 if u < p { 1.0 } else { 0.0 }
             }
         }
     }
 
     fn usage(&self, pool: &Pool, a: usize, b: usize) -> Usage {
-        let words = word_count(&pool.task) as f64 + item_words(&pool.items[a]) + item_words(&pool.items[b]);
+        let words = word_count(pool.task_of(a)) as f64 + item_words(&pool.items[a]) + item_words(&pool.items[b]);
         Usage { prompt_tokens: (1.3 * words).round() as u64 + 60, completion_tokens: 1, ..Default::default() }
     }
 
@@ -187,7 +187,7 @@ impl Judge for MockJudge {
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
         let cfg = serde_json::to_string(&self.cfg).expect("serialisable");
         let (ia, ib) = (&pool.items[a], &pool.items[b]);
-        let payload = serde_json::json!({"judge": "mock", "cfg": cfg, "pool": pool.pool_id, "a": ia, "b": ib});
+        let payload = serde_json::json!({"judge": "mock", "cfg": cfg, "pool": pool.prompt_id_of(a), "a": ia, "b": ib});
         rng::sha256_hex(&payload.to_string())
     }
 
@@ -244,6 +244,7 @@ mod tests {
             rendering: None,
             words: None,
             human: None,
+            system: None,
         }
     }
 

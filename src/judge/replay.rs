@@ -567,6 +567,7 @@ mod tests {
             rendering: None,
             words: None,
             human: None,
+            system: None,
         };
         Pool::new("p".into(), String::new(), vec![it("x"), it("y"), it("z")]).unwrap()
     }

@@ -199,7 +199,11 @@ pub fn outcome(i: &Inputs<'_>) -> Outcome {
     let reporting = Reporting {
         report_ranking: i.setting,
         reported: choice.reported,
-        reported_reason: choice.reason,
+        reported_reason: if pool.is_systems() {
+            choice.reason.replace("(renderings of a shared base)", "(each system answers several prompts)")
+        } else {
+            choice.reason
+        },
         topk_tied: view.tied.clone(),
         corrected: ranked.corrected.clone(),
         apparent: ranked.apparent.clone(),
@@ -207,6 +211,7 @@ pub fn outcome(i: &Inputs<'_>) -> Outcome {
         membership_apparent: super::by_base(pool, &values.membership_apparent),
         graph,
         transforms: i.cov.names.iter().cloned().zip(i.cov.transforms.iter().copied()).collect(),
+        systems: None,
         session: None,
     };
     Outcome { reporting, ranking: ranked.rows, topk: view.topk, recall_at_k: view.recall_at_k, notes }

@@ -115,6 +115,10 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     if let Some(g) = &r.gate {
         let _ = writeln!(s, "gate ({}): {}", g.file.display(), g.decision.text());
     }
+    if let Some(sys) = &r.reporting.systems {
+        s.push('\n');
+        s.push_str(&crate::systems::summary_block(sys));
+    }
     for n in &r.notes {
         let _ = writeln!(s, "note: {n}");
     }

@@ -612,6 +612,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     result.verdicts_report = verdicts_report(cfg, &records, invalid_stop);
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
+    if let Some(sys) = &result.reporting.systems {
+        crate::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;
+    }
     if opts.print {
         let mut text = summary_text(&result, dir);
         if stop == StopReason::Interrupted {
@@ -694,6 +697,7 @@ fn build_result(
         gate: None,
         one_query,
     });
+    out.reporting.systems = crate::systems::of_run(cfg, s, &verdicts, fit_failed.is_none());
     if let Some(e) = fit_failed {
         out.notes.insert(0, format!("the fit failed ({e}): no ranking is claimed; the verdicts are kept, fix the cause and re-run to fit them"));
     }

@@ -80,15 +80,11 @@ impl RunQueries {
     }
 }
 
-/// Every ordered pair of items of different bases, plus the within-base pairs under
-/// `design: paired`, in (a, b) order.
+/// Every ordered pair of items of different bases (of one prompt, in a run over many prompts),
+/// plus the within-base pairs under `design: paired`, in (a, b) order.
 pub fn ordered_pairs(pool: &Pool, design: DesignKind) -> Vec<(usize, usize)> {
     let paired = design == DesignKind::Paired;
-    let n = pool.n_items();
-    (0..n)
-        .flat_map(|a| (0..n).map(move |b| (a, b)))
-        .filter(|&(a, b)| a != b && (paired || pool.item_base[a] != pool.item_base[b]))
-        .collect()
+    pool.ordered_pairs_within_prompts(|a, b| paired || pool.item_base[a] != pool.item_base[b])
 }
 
 /// The acquisition rule's view of a run at one refit: the pool's bases and covariates from
@@ -102,6 +98,7 @@ pub fn acquisition_context<'a>(
 ) -> Context<'a> {
     Context {
         item_base: &cfg.pool.item_base,
+        item_prompt: &cfg.pool.item_prompt,
         x: &cfg.covariates.x,
         m: cfg.pool.n_bases(),
         p: cfg.covariates.p(),
@@ -151,6 +148,7 @@ mod tests {
             rendering: None,
             words: None,
             human: None,
+            system: None,
         }
     }
 

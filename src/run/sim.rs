@@ -260,13 +260,10 @@ pub fn follow(
     assert!(!budgets.is_empty(), "at least one budget");
     assert!(budgets.windows(2).all(|w| w[0] < w[1]), "budgets must be strictly increasing: {budgets:?}");
     let (pool, cov, seed) = (input.pool, input.covariates, input.seed);
-    let (n, m, k) = (pool.n_items(), pool.n_bases(), settings.k);
+    let (m, k) = (pool.n_bases(), settings.k);
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let within = if input.design == DesignKind::Paired { design::within_base_pairs(pool) } else { Vec::new() };
-    let between: Vec<(usize, usize)> = (0..n)
-        .flat_map(|a| (0..n).map(move |b| (a, b)))
-        .filter(|&(a, b)| a != b && pool.item_base[a] != pool.item_base[b])
-        .collect();
+    let between = pool.ordered_pairs_within_prompts(|a, b| pool.item_base[a] != pool.item_base[b]);
     let total = within.len() + between.len();
     let mut st = State { verdicts: Vec::new(), queried: HashSet::new(), log: Vec::new(), unavailable: 0 };
     let mut warm: Option<Vec<f64>> = None;
@@ -327,6 +324,7 @@ pub fn follow(
         }
         let ctx = Context {
             item_base: &pool.item_base,
+            item_prompt: &pool.item_prompt,
             x: &cov.x,
             m,
             p: cov.p(),

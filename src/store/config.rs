@@ -63,9 +63,103 @@ pub struct PoolRef {
     /// Pool id; default: the first pool in the file.
     #[serde(default)]
     pub id: Option<String>,
+    /// A run over many pools (docs/systems.md): `all`, or a list of pool ids. Items carry
+    /// `system` and the run ranks systems; exclusive with `id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids: Option<PoolIds>,
+    /// With `ids`: the reference system of the reported win rates (default: the first system).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
     /// A synthetic pool generated from this spec instead of a file (docs/model.md §7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synthetic: Option<crate::analysis::synth::SynthSpec>,
+}
+
+/// Which pools of a file a run over many pools uses (`pool.ids`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawPoolIds", into = "RawPoolIds")]
+pub enum PoolIds {
+    /// Every pool in the file, in file order (`ids: all`).
+    All,
+    /// These pools, in this order.
+    List(Vec<String>),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum RawPoolIds {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl TryFrom<RawPoolIds> for PoolIds {
+    type Error = String;
+    fn try_from(r: RawPoolIds) -> Result<Self, String> {
+        match r {
+            RawPoolIds::One(s) if s == "all" => Ok(PoolIds::All),
+            RawPoolIds::One(s) => Err(format!("pool.ids: {s:?} is not `all`; expected `all` or a list of pool ids")),
+            RawPoolIds::Many(v) if v.is_empty() => {
+                Err("pool.ids: the list is empty; expected `all` or pool ids".into())
+            }
+            RawPoolIds::Many(v) => Ok(PoolIds::List(v)),
+        }
+    }
+}
+
+impl From<PoolIds> for RawPoolIds {
+    fn from(p: PoolIds) -> Self {
+        match p {
+            PoolIds::All => RawPoolIds::One("all".into()),
+            PoolIds::List(v) => RawPoolIds::Many(v),
+        }
+    }
+}
+
+/// The pools of `file` named by `ids`, in that order, each with its line as written.
+///
+/// # Errors
+/// [`PoolError`]: the file, or an id not in it ([`PoolError::NotFound`]), or a pool id listed
+/// twice ([`PoolError::Invalid`]).
+pub fn select_pools(file: &Path, ids: &PoolIds) -> Result<Vec<(Pool, String)>, PoolError> {
+    let lines = pool::read_pool_lines(file)?;
+    match ids {
+        PoolIds::All => Ok(lines.into_iter().map(|(p, _, l)| (p, l)).collect()),
+        PoolIds::List(want) => {
+            let mut by_id: std::collections::HashMap<String, (Pool, String)> =
+                lines.into_iter().map(|(p, _, l)| (p.pool_id.clone(), (p, l))).collect();
+            let n = by_id.len();
+            let mut out = Vec::with_capacity(want.len());
+            for id in want {
+                match by_id.remove(id) {
+                    Some(x) => out.push(x),
+                    None if out.iter().any(|(p, _): &(Pool, String)| &p.pool_id == id) => {
+                        return Err(PoolError::Invalid {
+                            pool_id: id.clone(),
+                            msg: "listed twice in pool.ids; expected each pool once".into(),
+                        });
+                    }
+                    None => {
+                        return Err(PoolError::NotFound {
+                            path: file.to_owned(),
+                            id: id.clone(),
+                            available: format!("{n} pools"),
+                        });
+                    }
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The pool of a run over many pools: the selected pools merged by [`Pool::systems`], named
+/// `<P> prompts` (judges key verdicts by each item's own prompt id, not by this name).
+///
+/// # Errors
+/// As [`select_pools`] and [`Pool::systems`].
+pub fn load_systems_pool(file: &Path, ids: &PoolIds) -> Result<Pool, PoolError> {
+    let pools: Vec<Pool> = select_pools(file, ids)?.into_iter().map(|(p, _)| p).collect();
+    Pool::systems(format!("{} prompts", pools.len()), pools)
 }
 
 fn is_auto(r: &ReportRanking) -> bool {
@@ -401,6 +495,12 @@ impl Config {
         } else if !path_is_empty(&raw.pool.file) {
             return Err(inv("pool", "give either `file` or `synthetic`, not both".into()));
         }
+        if raw.pool.ids.is_some() && (raw.pool.id.is_some() || raw.pool.synthetic.is_some()) {
+            return Err(inv(
+                "pool",
+                "give either `id` (one pool) or `ids` (many pools: all, or a list), not both".into(),
+            ));
+        }
         let run_dir = match &raw.out_dir {
             Some(o) => normalize(&dir.join(o).join(&raw.name)),
             None => PathBuf::from("runs").join(&raw.name),
@@ -452,16 +552,35 @@ impl Config {
         if !(0.0..=86_400.0).contains(&g) {
             return Err(inv("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds")));
         }
-        let pool =
-            match &raw.pool.synthetic {
-                Some(spec) => {
-                    spec.validate().map_err(|m| inv("pool.synthetic", m.to_string()))?;
-                    crate::analysis::synth::generate(spec).pool
-                }
-                None => pool::read_pool(&raw.pool.file, raw.pool.id.as_deref()).map_err(|source| {
-                    ConfigError::Pool { path: path.to_owned(), pool_file: raw.pool.file.clone(), source }
-                })?,
-            };
+        let pool = match &raw.pool.synthetic {
+            Some(spec) => {
+                spec.validate().map_err(|m| inv("pool.synthetic", m.to_string()))?;
+                crate::analysis::synth::generate(spec).pool
+            }
+            None => match &raw.pool.ids {
+                None => pool::read_pool(&raw.pool.file, raw.pool.id.as_deref()),
+                Some(ids) => load_systems_pool(&raw.pool.file, ids),
+            }
+            .map_err(|source| ConfigError::Pool {
+                path: path.to_owned(),
+                pool_file: raw.pool.file.clone(),
+                source,
+            })?,
+        };
+        if let Some(r) = &raw.pool.reference {
+            if !pool.is_systems() {
+                return Err(inv("pool.reference", "a reference system needs a run over many pools (pool.ids)".into()));
+            }
+            if !pool.bases.contains(r) {
+                return Err(inv(
+                    "pool.reference",
+                    format!("{r:?} is not a system of the run (systems: {})", pool.bases.join(", ")),
+                ));
+            }
+        }
+        if pool.is_systems() && raw.design != crate::analysis::design::DesignKind::Single {
+            return Err(inv("design", "a run over many pools (pool.ids) supports design: single only".into()));
+        }
         if raw.k == 0 || raw.k >= pool.n_bases() {
             return Err(inv(
                 "k",

@@ -78,6 +78,11 @@ pub struct Item {
     /// Rendering label (e.g. "terse", "elaborated").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendering: Option<String>,
+    /// The system (model, prompt, agent) that generated this answer. In a run over many pools
+    /// (`pool: {file, ids}`, docs/systems.md) the answers of one system share one θ across
+    /// prompts; a single-pool run keeps it for information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
     /// A word count stored with the item (informational: the `words` covariate counts the
     /// text; put a number in `covariates` to use your own).
     #[serde(default, skip_serializing)]
@@ -111,6 +116,22 @@ pub struct Pool {
     pub item_base: Vec<usize>,
     #[serde(skip)]
     index: HashMap<String, usize>,
+    /// The prompts of a run over many pools (docs/systems.md), in selection order; empty for a
+    /// single pool (one prompt: `pool_id`, `task`).
+    #[serde(skip)]
+    pub prompts: Vec<Prompt>,
+    /// `item_prompt[i]` = index into `prompts` of item i (length N); empty for a single pool.
+    #[serde(skip)]
+    pub item_prompt: Vec<usize>,
+}
+
+/// One prompt of a run over many pools: the pool it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    /// The pool id of the prompt in its pool file.
+    pub pool_id: String,
+    /// The instruction or source text the judge sees with this prompt's answers.
+    pub task: String,
 }
 
 impl Pool {
@@ -157,7 +178,114 @@ impl Pool {
         if bases.len() < 2 {
             return Err(bad("all items share one base; expected at least 2 bases to rank".into()));
         }
-        Ok(Pool { pool_id, task, items, bases, item_base, index })
+        Ok(Pool { pool_id, task, items, bases, item_base, index, prompts: Vec::new(), item_prompt: Vec::new() })
+    }
+
+    /// One pool of system answers over many prompts (docs/systems.md): every item of every pool
+    /// must carry `system` (and no `base`), and a system answers a prompt at most once. Item `i`
+    /// of pool `P` becomes item `P/i` with base = its system, so θ is per system and shared
+    /// across prompts; comparisons stay within a prompt ([`Pool::same_prompt`]).
+    ///
+    /// # Errors
+    /// [`PoolError::Invalid`] naming the pool and item: a missing `system`, a `base`, a system
+    /// twice in one pool, or fewer than 2 systems overall.
+    pub fn systems(pool_id: String, pools: Vec<Pool>) -> Result<Self, PoolError> {
+        let mut items = Vec::new();
+        let mut prompts = Vec::with_capacity(pools.len());
+        let mut item_prompt = Vec::new();
+        for (pi, p) in pools.into_iter().enumerate() {
+            let bad = |msg: String| PoolError::Invalid { pool_id: p.pool_id.clone(), msg };
+            let mut seen: HashMap<&str, &str> = HashMap::new();
+            for it in &p.items {
+                let Some(sys) = it.system.as_deref() else {
+                    return Err(bad(format!(
+                        "item {:?} has no \"system\"; a run over many pools (pool.ids) ranks systems and needs the system of every answer",
+                        it.id
+                    )));
+                };
+                if it.base.is_some() {
+                    return Err(bad(format!(
+                        "item {:?} has a \"base\"; in a run over many pools the base of an answer is its system",
+                        it.id
+                    )));
+                }
+                if let Some(other) = seen.insert(sys, &it.id) {
+                    return Err(bad(format!(
+                        "system {sys:?} answers twice (items {other:?} and {:?}); expected one answer per system and prompt",
+                        it.id
+                    )));
+                }
+            }
+            for it in &p.items {
+                let mut m = it.clone();
+                m.id = format!("{}/{}", p.pool_id, it.id);
+                m.base = it.system.clone();
+                items.push(m);
+                item_prompt.push(pi);
+            }
+            prompts.push(Prompt { pool_id: p.pool_id, task: p.task });
+        }
+        let mut pool = Pool::new(pool_id, String::new(), items)?;
+        pool.prompts = prompts;
+        pool.item_prompt = item_prompt;
+        Ok(pool)
+    }
+
+    /// Whether this pool holds the answers of systems to many prompts ([`Pool::systems`]).
+    pub fn is_systems(&self) -> bool {
+        !self.prompts.is_empty()
+    }
+
+    /// Number of prompts (1 for a single pool).
+    pub fn n_prompts(&self) -> usize {
+        self.prompts.len().max(1)
+    }
+
+    /// Prompt index of item `i` (0 for a single pool).
+    pub fn prompt_of(&self, i: usize) -> usize {
+        self.item_prompt.get(i).copied().unwrap_or(0)
+    }
+
+    /// The task the judge sees with item `i`: its prompt's, or the pool's.
+    pub fn task_of(&self, i: usize) -> &str {
+        match self.item_prompt.get(i) {
+            Some(&p) => &self.prompts[p].task,
+            None => &self.task,
+        }
+    }
+
+    /// The pool id of item `i`'s prompt (the pool's own id for a single pool).
+    pub fn prompt_id_of(&self, i: usize) -> &str {
+        match self.item_prompt.get(i) {
+            Some(&p) => &self.prompts[p].pool_id,
+            None => &self.pool_id,
+        }
+    }
+
+    /// Whether items `a` and `b` answer the same prompt (always, for a single pool): only such
+    /// pairs are ever compared.
+    pub fn same_prompt(&self, a: usize, b: usize) -> bool {
+        self.item_prompt.is_empty() || self.item_prompt[a] == self.item_prompt[b]
+    }
+
+    /// Item indices per prompt, ascending (one group with every item for a single pool).
+    pub fn prompt_items(&self) -> Vec<Vec<usize>> {
+        prompt_groups(&self.item_prompt, self.n_items())
+    }
+
+    /// Every ordered pair (a, b), a ≠ b, of items of one prompt, in (a, b) order; `keep`
+    /// filters them. O(Σ n_p²) rather than O(N²) for many prompts.
+    pub fn ordered_pairs_within_prompts(&self, keep: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+        let groups = self.prompt_items();
+        let mut out = Vec::new();
+        for a in 0..self.n_items() {
+            for &b in &groups[self.prompt_of(a)] {
+                if a != b && keep(a, b) {
+                    out.push((a, b));
+                }
+            }
+        }
+        out
     }
 
     /// Number of items N.
@@ -194,10 +322,10 @@ impl Pool {
     /// Groups (of two or more items, in file order) whose texts are identical after trimming
     /// surrounding whitespace.
     pub fn identical_texts(&self) -> Vec<Vec<usize>> {
-        let mut by_text: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut by_text: BTreeMap<(usize, &str), Vec<usize>> = BTreeMap::new();
         for (i, it) in self.items.iter().enumerate() {
             if let Some(t) = &it.text {
-                by_text.entry(t.trim()).or_default().push(i);
+                by_text.entry((self.prompt_of(i), t.trim())).or_default().push(i);
             }
         }
         let mut groups: Vec<Vec<usize>> = by_text.into_values().filter(|g| g.len() > 1).collect();
@@ -212,6 +340,20 @@ impl Pool {
         keys.dedup();
         keys
     }
+}
+
+/// Item indices per prompt (ascending) for an item → prompt map `item_prompt` (empty: one
+/// prompt holding all `n` items).
+pub fn prompt_groups(item_prompt: &[usize], n: usize) -> Vec<Vec<usize>> {
+    if item_prompt.is_empty() {
+        return vec![(0..n).collect()];
+    }
+    let np = item_prompt.iter().max().map_or(0, |m| m + 1);
+    let mut g = vec![Vec::new(); np];
+    for (i, &p) in item_prompt.iter().enumerate() {
+        g[p].push(i);
+    }
+    g
 }
 
 /// Parse every pool in a JSON Lines file.
@@ -319,7 +461,25 @@ pub fn read_pool_line(path: &Path, id: Option<&str>) -> Result<(Pool, String), P
 
 /// Warnings for items with identical text (by default their pairs are not sent).
 pub fn identical_text_warnings(pool: &Pool, send: bool) -> Vec<String> {
-    pool.identical_texts()
+    let groups = pool.identical_texts();
+    if pool.is_systems() && groups.len() > 3 {
+        // Many prompts: one line, not one per prompt.
+        let prompts: std::collections::BTreeSet<usize> = groups.iter().map(|g| pool.prompt_of(g[0])).collect();
+        let pairs: usize = groups.iter().map(|g| g.len() * (g.len() - 1)).sum();
+        let what = if send {
+            "they are sent (acquisition.identical_texts: send)"
+        } else {
+            "they are not sent to the judge (they say nothing about quality; acquisition.identical_texts: send sends them)"
+        };
+        return vec![format!(
+            "pool {:?}: {} groups of answers with identical text on {} prompts (first: {}); their {pairs} ordered pairs: {what}",
+            pool.pool_id,
+            groups.len(),
+            prompts.len(),
+            groups[0].iter().map(|&i| format!("{:?}", pool.items[i].id)).collect::<Vec<_>>().join(", ")
+        )];
+    }
+    groups
         .iter()
         .map(|g| {
             let ids = g.iter().map(|&i| format!("{:?}", pool.items[i].id)).collect::<Vec<_>>().join(", ");
@@ -554,6 +714,7 @@ mod tests {
             rendering: None,
             words: None,
             human: None,
+            system: None,
         }
     }
 

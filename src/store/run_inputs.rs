@@ -1,6 +1,6 @@
 //! A run folder's own copies of its inputs, so that it can be re-read from any working
 //! directory and after being copied elsewhere: `pool.jsonl` (the pool's line as written in the
-//! pool file), `prompt/<file>` (each live judge's prompt template) and `config.yaml` (the
+//! pool file; the selected lines of a run over many pools), `prompt/<file>` (each live judge's prompt template) and `config.yaml` (the
 //! resolved configuration, its paths relative to the run folder, or absolute for a gate's
 //! labels file, which the user may still edit, and for a replay judge's recording).
 
@@ -16,7 +16,13 @@ const HEADER: &str = "# The configuration this run folder was made with (written
 /// The file that could not be read or written.
 pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> {
     let mut raw = cfg.raw.clone();
-    let pool_line = if raw.pool.synthetic.is_none() {
+    let pool_line = if let Some(ids) = &raw.pool.ids {
+        // A run over many pools: the selected lines, in selection order.
+        match super::config::select_pools(&cfg.raw.pool.file, ids) {
+            Ok(v) => v.into_iter().map(|(_, l)| l).collect::<Vec<_>>().join("\n"),
+            Err(e) => return Err((cfg.raw.pool.file.clone(), std::io::Error::other(e.to_string()))),
+        }
+    } else if raw.pool.synthetic.is_none() {
         match super::pool::read_pool_line(&cfg.raw.pool.file, Some(&cfg.pool.pool_id)) {
             Ok((_, line)) => line,
             Err(e) => return Err((cfg.raw.pool.file.clone(), std::io::Error::other(e.to_string()))),
@@ -29,7 +35,9 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
     std::fs::write(&pool_path, pool_line + "\n").map_err(|e| (pool_path.clone(), e))?;
     if raw.pool.synthetic.is_none() {
         raw.pool.file = PathBuf::from("pool.jsonl");
-        raw.pool.id = Some(cfg.pool.pool_id.clone());
+        if raw.pool.ids.is_none() {
+            raw.pool.id = Some(cfg.pool.pool_id.clone());
+        }
     }
     copy_prompt(&mut raw.judge, dir)?;
     absolute_recording(&mut raw.judge);

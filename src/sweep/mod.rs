@@ -36,6 +36,7 @@
 pub mod frozen;
 pub mod pipeline;
 pub mod summary;
+pub mod systems;
 
 use crate::acquire::{Orders, StrategyKind};
 use crate::analysis::synth::{SynthSpec, generate};

@@ -139,18 +139,18 @@ impl OpenAiJudge {
     }
 
     /// Byte limit of the task text under `truncate_task` for this pool (None = no cut).
-    fn task_limit(&self, pool: &Pool) -> Option<usize> {
+    fn task_limit(&self, pool: &Pool, item: usize) -> Option<usize> {
         let (Some(ctx), OverflowPolicy::TruncateTask) = (self.cfg.context_tokens, self.cfg.on_context_overflow) else {
             return None;
         };
         let mut cache = self.task_limit.lock().expect("not poisoned");
-        *cache.entry(pool.pool_id.clone()).or_insert_with(|| {
+        *cache.entry(pool.prompt_id_of(item).to_owned()).or_insert_with(|| {
             let (a, b) = longest_pair(pool);
             let r = self.template.render("", text(pool, a), text(pool, b)).ok()?;
             let need_rest = r.token_estimate(self.cfg.bytes_per_token) + u64::from(self.cfg.max_tokens);
             let room_tokens = ctx.saturating_sub(need_rest);
             let room_bytes = (room_tokens as f64 * self.cfg.bytes_per_token).floor() as usize;
-            (pool.task.len() > room_bytes).then_some(room_bytes)
+            (pool.task_of(item).len() > room_bytes).then_some(room_bytes)
         })
     }
 
@@ -171,9 +171,9 @@ impl OpenAiJudge {
     }
 
     fn render(&self, pool: &Pool, a: usize, b: usize) -> Result<Query, String> {
-        let task = match self.task_limit(pool) {
-            Some(limit) => truncate_to_bytes(&pool.task, limit, " […]"),
-            None => pool.task.clone(),
+        let task = match self.task_limit(pool, a) {
+            Some(limit) => truncate_to_bytes(pool.task_of(a), limit, " […]"),
+            None => pool.task_of(a).to_owned(),
         };
         let cut = self.answer_room(&task).and_then(|room| fit_answers(text(pool, a), text(pool, b), room));
         let (answer_a, answer_b) = match &cut {

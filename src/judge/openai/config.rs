@@ -331,14 +331,15 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     for i in 0..n {
         let j = (i + 1) % n;
         for (a, b) in [(i, j), (j, i)] {
-            template.render(&pool.task, text(pool, a), text(pool, b)).map_err(|x| {
+            template.render(pool.task_of(a), text(pool, a), text(pool, b)).map_err(|x| {
                 e("prompt", format!("rendering items {:?} vs {:?}: {x}", pool.items[a].id, pool.items[b].id))
             })?;
         }
     }
     if let (Some(ctx), OverflowPolicy::Fail) = (cfg.context_tokens, cfg.on_context_overflow) {
         let (a, b) = longest_pair(pool);
-        let r = template.render(&pool.task, text(pool, a), text(pool, b)).map_err(|x| e("prompt", x.to_string()))?;
+        let r =
+            template.render(pool.task_of(a), text(pool, a), text(pool, b)).map_err(|x| e("prompt", x.to_string()))?;
         let need = r.token_estimate(cfg.bytes_per_token) + u64::from(cfg.max_tokens);
         if need > ctx {
             return Err(e(
