@@ -317,6 +317,7 @@ impl Scheduler {
         let unfitted = self.unfitted();
         let ctx = Context {
             item_base: &rule.pool.item_base,
+            item_prompt: &rule.pool.item_prompt,
             x: rule.x,
             m: rule.pool.n_bases(),
             p: rule.p,
@@ -426,6 +427,7 @@ mod tests {
                 rendering: None,
                 words: None,
                 human: None,
+                system: None,
             })
             .collect();
         Pool::new("p".into(), String::new(), items).unwrap()
