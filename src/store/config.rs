@@ -455,7 +455,7 @@ impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: one_setting_hint(msg.to_string()) })?;
         Self::from_raw(raw, path)
     }
 
@@ -467,7 +467,7 @@ impl Config {
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         let mut raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
+            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: one_setting_hint(msg.to_string()) })?;
         let mut problem = None;
         if let JudgeConfig::Openai(oc) = &mut raw.judge
             && oc.api_key_required
@@ -707,6 +707,18 @@ fn pool_message(file: &Path, e: &PoolError) -> String {
     }
 }
 
+/// A duplicate `batch_size` is most often `concurrency` and `batch_size` both given: they are
+/// one setting, so say so instead of naming only the older spelling.
+fn one_setting_hint(msg: String) -> String {
+    if msg.contains("duplicate field `batch_size`") {
+        format!(
+            "{msg}; `acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"
+        )
+    } else {
+        msg
+    }
+}
+
 /// `gate:` in a run config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -785,6 +797,14 @@ mod tests {
         assert_eq!(normalize(Path::new("configs/../runs/x")), PathBuf::from("runs/x"));
         assert_eq!(normalize(Path::new("../data/./p.jsonl")), PathBuf::from("../data/p.jsonl"));
         assert_eq!(normalize(Path::new("a/..")), PathBuf::from("."));
+    }
+
+    #[test]
+    fn concurrency_and_batch_size_together_are_named_as_one_setting() {
+        let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nacquisition:\n  batch_size: 8\n  concurrency: 32\n";
+        let e = one_setting_hint(crate::store::yaml::from_str::<RawConfig>(y).unwrap_err().0);
+        assert!(e.contains("duplicate field `batch_size`"), "{e}");
+        assert!(e.ends_with("`acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"), "{e}");
     }
 
     #[test]
