@@ -209,24 +209,37 @@ fn element_lines(text: &str) -> Vec<usize> {
     out
 }
 
+/// The JSON values of a JSON Lines file with their 1-based line numbers (blank lines skipped);
+/// a line that is not JSON is an error naming it, with what was `expected`.
+fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let mut out = Vec::new();
+    for (i, l) in crate::store::text::strip_bom_str(&text).lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let v = serde_json::from_str(l).map_err(|e| row(path, i + 1, format!("not valid JSON ({e}); {expected}")))?;
+        out.push((i + 1, v));
+    }
+    Ok(out)
+}
+
+/// An Arena-Hard `question_id` (a string, or a number written as text).
+fn question_id(v: &Value, path: &Path, line: usize, expected: &str) -> Result<String, ImportError> {
+    match v.get("question_id") {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Number(n)) => Ok(n.to_string()),
+        _ => Err(row(path, line, format!("missing field \"question_id\"; {expected}"))),
+    }
+}
+
 /// Arena-Hard answers (JSON Lines), with question texts from `questions`.
 fn read_arena(path: &Path, questions: &HashMap<String, String>) -> Result<Vec<Answer>, ImportError> {
     const EXPECTED: &str =
         "expected an Arena-Hard answer {\"question_id\", \"model_id\", \"choices\": [{\"turns\": [{\"content\"}]}]}";
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
     let mut out = Vec::new();
-    for (i, l) in crate::store::text::strip_bom_str(&text).lines().enumerate() {
-        let line = i + 1;
-        if l.trim().is_empty() {
-            continue;
-        }
-        let v: Value =
-            serde_json::from_str(l).map_err(|e| row(path, line, format!("not valid JSON ({e}); {EXPECTED}")))?;
-        let qid = match v.get("question_id") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => return Err(row(path, line, format!("missing field \"question_id\"; {EXPECTED}"))),
-        };
+    for (line, v) in json_lines(path, EXPECTED)? {
+        let qid = question_id(&v, path, line, EXPECTED)?;
         let system = match (v.get("model_id"), v.get("model")) {
             (Some(Value::String(s)), _) | (None, Some(Value::String(s))) => s.clone(),
             _ => return Err(row(path, line, format!("missing field \"model_id\" (or \"model\"); {EXPECTED}"))),
@@ -253,20 +266,9 @@ fn read_arena(path: &Path, questions: &HashMap<String, String>) -> Result<Vec<An
 /// `prompt`).
 fn read_questions(path: &Path) -> Result<HashMap<String, String>, ImportError> {
     const EXPECTED: &str = "expected an Arena-Hard question {\"question_id\", \"turns\": [{\"content\"}]} or {\"question_id\", \"prompt\"}";
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
     let mut out = HashMap::new();
-    for (i, l) in crate::store::text::strip_bom_str(&text).lines().enumerate() {
-        let line = i + 1;
-        if l.trim().is_empty() {
-            continue;
-        }
-        let v: Value =
-            serde_json::from_str(l).map_err(|e| row(path, line, format!("not valid JSON ({e}); {EXPECTED}")))?;
-        let qid = match v.get("question_id") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => return Err(row(path, line, format!("missing field \"question_id\"; {EXPECTED}"))),
-        };
+    for (line, v) in json_lines(path, EXPECTED)? {
+        let qid = question_id(&v, path, line, EXPECTED)?;
         let text = match (v.get("prompt").and_then(Value::as_str), v.get("turns").and_then(Value::as_array)) {
             (Some(p), _) => p.to_owned(),
             (None, Some(t)) => {
