@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 pub enum ImportFormat {
     /// AlpacaEval model outputs: a JSON array of {instruction, output, generator}.
     AlpacaEval,
-    /// Arena-Hard model answers: JSON Lines of {question_id, model_id, choices[0].turns}.
+    /// Arena-Hard model answers: JSON Lines of {question_id, model_id, `choices[0].turns`}.
     ArenaHard,
     /// CSV with the header prompt_id,prompt,system,text.
     Csv,
@@ -303,6 +303,21 @@ fn read_csv(path: &Path) -> Result<Vec<Answer>, ImportError> {
             row(path, line, format!("{e}; expected 4 fields prompt_id,prompt,system,text"))
         })?;
         let line = rec.position().map_or(0, |p| p.line() as usize);
+        // A quote opened and never closed makes the parser read the following rows into one
+        // field: legal CSV, but never meant. A quoted field holding a line shaped like a row of
+        // this file (4 fields, the first three non-empty, an id without spaces first) is reported.
+        for (k, name) in HEADER.iter().enumerate() {
+            if let Some(inner) = swallowed_row(&rec[k]) {
+                return Err(row(
+                    path,
+                    line,
+                    format!(
+                        "the quoted {name} runs over a line that looks like a row ({inner:?}): a quote opened and not closed? \
+                         Close the quote, or double the quotes inside a quoted field (\"\")"
+                    ),
+                ));
+            }
+        }
         for (k, name) in HEADER.iter().enumerate() {
             if k != 1 && rec[k].trim().is_empty() {
                 return Err(row(path, line, format!("empty {name}; expected a non-empty {name}")));
@@ -317,6 +332,17 @@ fn read_csv(path: &Path) -> Result<Vec<Answer>, ImportError> {
         });
     }
     Ok(out)
+}
+
+/// The first line after the first of a multi-line field that parses as a CSV row of 4 fields,
+/// each line but the last non-empty (a row swallowed by an unclosed quote).
+fn swallowed_row(field: &str) -> Option<String> {
+    field.lines().skip(1).find_map(|l| {
+        let mut rd = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(l.as_bytes());
+        let rec = rd.records().next()?.ok()?;
+        let row_shaped = rec.len() == 4 && rec.iter().take(3).all(|f| !f.trim().is_empty()) && !rec[0].contains(' ');
+        row_shaped.then(|| l.chars().take(60).collect())
+    })
 }
 
 /// Read `inputs` in `format` (Arena-Hard needs `questions`) and write the pool file `out`.
@@ -497,6 +523,20 @@ mod tests {
             "c.csv:1: header \"prompt_id,prompt,model,text\"; expected prompt_id,prompt,system,text"
         );
         assert!(bad("d.csv", "prompt_id,prompt,system,text\np1,Q,s1\n", ImportFormat::Csv).starts_with("d.csv:2: "));
+        // A stray quote (new-user check): the rows after it are reported, not read into the text.
+        assert_eq!(
+            bad(
+                "s.csv",
+                "prompt_id,prompt,system,text\np1,Q,s1,a\np1,Q,s2,\"oops\np2,R,s1,c\np2,R,s2,d\np3,S,s1,x\"\n",
+                ImportFormat::Csv
+            ),
+            "s.csv:3: the quoted text runs over a line that looks like a row (\"p2,R,s1,c\"): a quote opened and not closed? Close the quote, or double the quotes inside a quoted field (\"\")"
+        );
+        // A text that spans lines legitimately is kept.
+        let ok = dir.path().join("ok.csv");
+        std::fs::write(&ok, "prompt_id,prompt,system,text\np1,Q,s1,\"line one\nline two, with a comma\"\np1,Q,s2,b\n")
+            .unwrap();
+        assert!(import(ImportFormat::Csv, std::slice::from_ref(&ok), None, &out).is_ok());
         assert_eq!(
             bad("e.csv", "prompt_id,prompt,system,text\np1,Q,s1,x\np1,R,s2,y\n", ImportFormat::Csv),
             "e.csv:3: prompt \"p1\" has another text than at e.csv:2; expected one prompt text per prompt id"
