@@ -322,12 +322,7 @@ mod tests {
                 id: format!("i{i}"),
                 text: Some(vec!["word"; 10 + i].join(" ")),
                 quality: Some(i as f64),
-                covariates: Default::default(),
-                base: None,
-                rendering: None,
-                words: None,
-                human: None,
-                system: None,
+                ..Default::default()
             })
             .collect();
         Arc::new(Pool::new("p".into(), "Summarise.".into(), items).unwrap())

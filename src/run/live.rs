@@ -127,6 +127,24 @@ fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
     ))
 }
 
+/// A stored verdict of this run's judge: ordered pair (`a` shown first), outcome (`None`:
+/// invalid), cost (USD), tokens and the weight of its likelihood term.
+struct Stored {
+    a: usize,
+    b: usize,
+    y: Option<f64>,
+    cost_usd: f64,
+    usage: Usage,
+    weight: f64,
+}
+
+impl Stored {
+    /// The verdict as the fit sees it (`None` for an invalid reply).
+    fn verdict(&self) -> Option<ItemVerdict> {
+        self.y.map(|y| ItemVerdict { a: self.a, b: self.b, y, w: self.weight })
+    }
+}
+
 /// A finished refit: its summary, Laplace posterior, β̂ for the next warm start, and whether
 /// its fits.jsonl line was written (with its number of valid verdicts).
 struct FitOk {
@@ -202,14 +220,14 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let fits_file =
         std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
 
-    // (a, b, y, cost, usage, weight of the likelihood term) of this judge's stored verdicts.
+    // This judge's stored verdicts.
     let strong_w = cfg.raw.model.strong_preference_weight;
-    let mine = |books: &Books| -> Vec<(usize, usize, Option<f64>, f64, Usage, f64)> {
+    let mine = |books: &Books| -> Vec<Stored> {
         let log = books.log();
         queries
             .stored(log.records())
             .into_iter()
-            .map(|(a, b, r)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w)))
+            .map(|(a, b, r)| Stored { a, b, y: r.y, cost_usd: r.cost_usd, usage: r.usage, weight: r.weight(strong_w) })
             .collect()
     };
     let is_mine = |k: &str| queries.contains_key(k);
@@ -237,7 +255,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let settings =
         ScheduleSettings { refit_every: acq.refit_every, concurrency: acq.concurrency, dispatch: acq.dispatch };
     let mut sched =
-        Scheduler::new(settings, total_pairs as usize, stored.iter().map(|s| (s.0, s.1)), skip.iter().copied(), budget);
+        Scheduler::new(settings, total_pairs as usize, stored.iter().map(|s| (s.a, s.b)), skip.iter().copied(), budget);
     let rule = PickRule {
         pool: &pool,
         x: &cfg.covariates.x,
@@ -276,8 +294,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 ));
             }
             let stored = mine(&disp.books());
-            let verdicts: Vec<ItemVerdict> =
-                stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: s.5 })).collect();
+            let verdicts: Vec<ItemVerdict> = stored.iter().filter_map(Stored::verdict).collect();
             let design = build_design(&pool, &cfg.covariates, &verdicts);
             let n_valid = verdicts.len();
             let mut mc_rng = rng::stream(acq.seed, "membership", n_valid as u64);
@@ -599,7 +616,7 @@ fn build_result(
     judge: &dyn Judge,
     s: &FitSummary,
     stop: StopReason,
-    stored: &[(usize, usize, Option<f64>, f64, Usage, f64)],
+    stored: &[Stored],
     failed: usize,
     fit_failed: Option<&FitError>,
 ) -> RunResult {
@@ -607,11 +624,10 @@ fn build_result(
     let k = cfg.raw.k;
     let mut usage = Usage::default();
     for r in stored {
-        usage.add(&r.4);
+        usage.add(&r.usage);
     }
     let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
-    let verdicts: Vec<ItemVerdict> =
-        stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: r.5 })).collect();
+    let verdicts: Vec<ItemVerdict> = stored.iter().filter_map(Stored::verdict).collect();
     let (identifiability, apparent) = match fit_failed {
         Some(_) => (Default::default(), crate::model::summary::Apparent::of_summary(s)),
         None => crate::report::outcome::identify_and_apparent(
@@ -666,10 +682,10 @@ fn build_result(
         strategy: cfg.raw.acquisition.strategy,
         stop_reason: stop,
         comparisons: stored.len(),
-        valid: stored.iter().filter(|r| r.2.is_some()).count(),
-        invalid: stored.iter().filter(|r| r.2.is_none()).count(),
+        valid: stored.iter().filter(|r| r.y.is_some()).count(),
+        invalid: stored.iter().filter(|r| r.y.is_none()).count(),
         failed,
-        spend_usd: stored.iter().map(|r| r.3).sum(),
+        spend_usd: stored.iter().map(|r| r.cost_usd).sum(),
         possibly_billed: 0,
         possibly_billed_usd: 0.0,
         duplicate_records: 0,
