@@ -96,7 +96,7 @@ impl Context<'_> {
             .collect()
     }
 
-    /// κ̂.
+    /// The MAP position effect κ̂ (logits; docs/model.md §2).
     pub fn kappa(&self) -> f64 {
         self.post.mean[self.m + self.p]
     }

@@ -129,7 +129,7 @@ pub struct GateDecision {
     pub n_ties: usize,
     /// P(Bin(n10 + n01, ½) ≥ n10).
     pub p_value: f64,
-    /// α.
+    /// Level α of the one-sided sign test (e.g. 0.05).
     pub alpha: f64,
     /// Enable correction: p ≤ α.
     pub enable: bool,

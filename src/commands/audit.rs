@@ -207,7 +207,7 @@ pub struct AuditConfig {
     pub raw: RawAuditConfig,
     /// The config file.
     pub path: PathBuf,
-    /// `<out_dir>/<name>`.
+    /// The audit folder, `<out_dir>/<name>`, holding its books and audit.json.
     pub run_dir: PathBuf,
     /// The pairs and probes to judge.
     pub pairs: Vec<PairSpec>,

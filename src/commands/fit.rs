@@ -52,7 +52,7 @@ pub struct FitOutput {
     pub c: BTreeMap<String, f64>,
     /// Posterior sd of ĉ per covariate.
     pub c_sd: BTreeMap<String, f64>,
-    /// κ̂.
+    /// MAP position effect κ̂ (logits).
     pub kappa: f64,
     /// Posterior sd of κ.
     pub kappa_sd: f64,

@@ -62,7 +62,7 @@ impl AnchorLabel {
     }
 }
 
-/// gate.json.
+/// The trusted-anchor gate's report, written as `gate.json` (docs/identifiability.md).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GateReport {
     /// Run name.

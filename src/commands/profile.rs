@@ -32,7 +32,7 @@ pub struct CovariateProfile {
     pub iterations: Vec<usize>,
 }
 
-/// profile.json.
+/// The profile-likelihood diagnostic of a run, written as `profile.json` (docs/identifiability.md).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProfileReport {
     /// Run name.

@@ -87,7 +87,7 @@ impl Posterior {
         }
     }
 
-    /// Σ_rr.
+    /// Posterior variance of parameter `r`, Σ_rr (logits²).
     pub fn var(&self, r: usize) -> f64 {
         match &self.cov {
             Covariance::Dense(m) => m[(r, r)],

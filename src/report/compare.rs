@@ -47,7 +47,7 @@ pub enum CompareError {
 pub struct RunDir {
     /// The run folder (`<out_dir>/<name>`) holding result.json and verdicts.jsonl.
     pub dir: PathBuf,
-    /// result.json.
+    /// The run's result.json, as read.
     pub result: RunResult,
     /// verdicts.jsonl records of the run's judge (in log order).
     pub verdicts: Vec<VerdictRecord>,

@@ -30,7 +30,7 @@ pub struct FitLine {
     pub membership: BTreeMap<String, f64>,
     /// ĉ per covariate.
     pub c: BTreeMap<String, f64>,
-    /// κ̂.
+    /// MAP position effect κ̂ at this refit (logits).
     pub kappa: f64,
     /// Point top-k (base ids).
     pub topk: Vec<String>,

@@ -50,7 +50,7 @@ pub struct QuarantinedPair {
     pub last_error: String,
 }
 
-/// result.json.
+/// The result of a run, written as `result.json` in its folder (the fields are listed in the README).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     /// The run's `name` from the config; the run folder is `<out_dir>/<name>`.

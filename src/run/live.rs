@@ -17,7 +17,7 @@
 //! has (`stop_reason: judge_failing`) and prints the summary. A run removes the result.json of an
 //! earlier run in its folder when it starts, so no older result is left looking current.
 
-use super::dispatch::{Dispatcher, Outcome, Query};
+use super::dispatch::{Dispatcher, Outcome, Query, Settled};
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
 use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
@@ -138,10 +138,105 @@ struct Stored {
     weight: f64,
 }
 
+/// The stored verdicts of the run's queries, in the order they were stored; `strong_w` is the
+/// weight of a strong preference's likelihood term.
+fn stored_verdicts(queries: &RunQueries, books: &Books, strong_w: f64) -> Vec<Stored> {
+    queries
+        .stored(books.log().records())
+        .into_iter()
+        .map(|(a, b, r)| Stored { a, b, y: r.y, cost_usd: r.cost_usd, usage: r.usage, weight: r.weight(strong_w) })
+        .collect()
+}
+
 impl Stored {
     /// The verdict as the fit sees it (`None` for an invalid reply).
     fn verdict(&self) -> Option<ItemVerdict> {
         self.y.map(|y| ItemVerdict { a: self.a, b: self.b, y, w: self.weight })
+    }
+}
+
+/// What a run's failed and invalid queries have done so far (docs/live.md, "Faults"): the
+/// failures counted, the pairs set aside, endpoint-wide errors, and why the run must stop for
+/// its judge or its invalid-reply rate.
+struct Faults {
+    failed: usize,
+    last_error: String,
+    quarantine: Quarantine,
+    guard: EndpointGuard,
+    /// Why the run stops for its judge.
+    failing: Option<String>,
+    /// Why the run stops for its invalid-reply rate (`acquisition.max_invalid_rate`).
+    invalid_stop: Option<String>,
+    /// Queries the judge has no verdict for (`JudgeError::Unavailable`): set aside, never re-picked.
+    unavailable: HashSet<(usize, usize)>,
+}
+
+impl Faults {
+    fn new(max_failed_queries_per_pair: u32) -> Self {
+        Self {
+            failed: 0,
+            last_error: String::new(),
+            quarantine: Quarantine::new(max_failed_queries_per_pair),
+            guard: EndpointGuard::new(),
+            failing: None,
+            invalid_stop: None,
+            unavailable: HashSet::new(),
+        }
+    }
+
+    /// Tell the scheduler how a query ended, and count, set aside or stop as its outcome asks.
+    fn settle(&mut self, settled: Settled<()>, sched: &mut Scheduler, judge: &dyn Judge, progress: &Progress) {
+        let (a, b, res) = (settled.a, settled.b, settled.reservation);
+        let (ida, idb) = (&settled.pool.items[a].id, &settled.pool.items[b].id);
+        match settled.outcome {
+            Outcome::Verdict { cost_usd, stored } => {
+                sched.stored_verdict(a, b, res, cost_usd, stored);
+                self.guard.succeeded();
+                if self.invalid_stop.is_none() {
+                    self.invalid_stop = invalid_rate_stop(judge);
+                    if let Some(m) = &self.invalid_stop {
+                        progress.println(&format!("stopping: {m}"));
+                    }
+                }
+            }
+            // No verdict exists (a replay's recording lacks it): set aside, not a
+            // failure; or the judge cannot go on: the run stops as for a failing
+            // judge, with its message.
+            Outcome::Failed(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
+                sched.set_aside(a, b, res);
+                if matches!(e, JudgeError::Unavailable { .. }) {
+                    self.unavailable.insert((a, b));
+                } else {
+                    self.last_error = e.to_string();
+                    self.failing.get_or_insert(self.last_error.clone());
+                }
+            }
+            Outcome::Failed(e) => {
+                self.failed += 1;
+                self.last_error = e.to_string();
+                tracing::warn!("query {ida} vs {idb} failed: {e}");
+                let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
+                if e.setting().is_none() && self.quarantine.failed(a, b, &self.last_error, unjudgeable) {
+                    tracing::warn!(
+                        "{ida} vs {idb} set aside for the rest of this run after {} failed queries",
+                        self.quarantine.failures(a, b)
+                    );
+                }
+                sched.failed(a, b, res, e.cost_usd(), false);
+                sched.exclude(self.quarantine.ordered_pairs());
+                if let Some(why) = self.guard.failed(e.setting(), &self.last_error) {
+                    self.failing.get_or_insert(why);
+                }
+                if sched.settings().dispatch == Dispatch::Pipelined && sched.failed_rounds() >= 3 {
+                    self.failing.get_or_insert(format!(
+                        "{} queries failed ({} in a row without any verdict); last error: {}",
+                        self.failed,
+                        sched.failed_rounds() * sched.settings().refit_every,
+                        self.last_error
+                    ));
+                }
+            }
+        }
     }
 }
 
@@ -156,12 +251,64 @@ struct FitOk {
 
 type FitDone = Result<FitOk, FitError>;
 
-/// Run Algorithm 1 for a validated config with a judge. Writes into `cfg.run_dir`.
-///
-/// # Errors
-/// [`RunError`]. A failed query is counted (and its pair set aside when it keeps failing), not
-/// fatal; [`RunError::JudgeFailing`] comes after result.json is written and the summary printed.
-pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Result<RunResult, RunError> {
+/// What a refit needs besides the design: it runs in a blocking task, so it owns its inputs.
+struct FitInput {
+    pool: Arc<crate::store::pool::Pool>,
+    covs: crate::store::pool::Covariates,
+    prior: crate::model::Prior,
+    k: usize,
+    draws: usize,
+    warm: Option<Vec<f64>>,
+    mc_rng: rng::ChaCha8Rng,
+    /// The fit settings' hash and fits.jsonl, when this refit's line is to be written.
+    line: Option<(String, Arc<std::sync::Mutex<std::fs::File>>)>,
+}
+
+/// One refit on `n_valid` valid verdicts (MAP, Laplace posterior, top-k membership), and its
+/// fits.jsonl line (flushed) when asked for.
+fn refit(input: FitInput, design: &crate::model::Design, n_valid: usize) -> FitDone {
+    let FitInput { pool, covs, prior, k, draws, warm, mut mc_rng, line } = input;
+    let (summary, _fit, post) =
+        fit_and_summarise(&pool, &covs, design, &prior, k, draws, warm.as_deref(), &mut mc_rng)?;
+    let mut beta = summary.theta.clone();
+    beta.extend_from_slice(&summary.c);
+    beta.push(summary.kappa);
+    let written = match line {
+        Some((config_hash, fits_file)) => {
+            let line = FitLine {
+                config_hash,
+                comparisons: n_valid,
+                theta: report::by_base(&pool, &summary.theta),
+                sd: report::by_base(&pool, &summary.sd),
+                membership: report::by_base(&pool, &summary.membership),
+                c: report::by_cov(&covs, &summary.c),
+                kappa: summary.kappa,
+                topk: summary.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
+                beta: beta.clone(),
+            };
+            let mut s = serde_json::to_string(&line).expect("serialisable");
+            s.push('\n');
+            let mut f = fits_file.lock().expect("fits lock");
+            f.write_all(s.as_bytes()).and_then(|()| f.flush()).map(|()| Some(n_valid))
+        }
+        None => Ok(None),
+    };
+    Ok(FitOk { summary, post, beta, written })
+}
+
+/// A run folder opened for a run: its lock (held until the run ends), the signal handlers, the
+/// books, and warnings for the user (another run's folder, open intents booked).
+struct Folder {
+    lock: RunLock,
+    interrupt: Interrupt,
+    books: Books,
+    warnings: Vec<String>,
+}
+
+/// Open the run folder: take its lock, install the signal handlers, remove an earlier
+/// result.json, write run.json and the run's inputs (config.yaml, pool.jsonl, prompt/), and open
+/// the books (open intents of a run that ended early are booked as possibly billed).
+fn open_folder(cfg: &Config, judge: &dyn Judge, opts: &RunOptions) -> Result<Folder, RunError> {
     let dir = &cfg.run_dir;
     let identity = RunIdentity {
         fit: config_hash(cfg),
@@ -174,8 +321,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let other_run = other_run_warning(dir, &identity);
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     // One process per run folder, from before anything is written until the run ends.
-    let _lock = RunLock::acquire(dir)?;
-    let mut interrupt = if opts.handle_signals {
+    let lock = RunLock::acquire(dir)?;
+    let interrupt = if opts.handle_signals {
         Interrupt::install(Duration::from_secs_f64(cfg.raw.interrupt_grace_s)).map_err(RunError::Signals)?
     } else {
         Interrupt::never()
@@ -191,7 +338,33 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
     crate::store::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
     // Open intents of a run that ended early are booked as possibly billed here.
-    let (books, warnings) = Books::open(dir)?;
+    let (books, mut warnings) = Books::open(dir)?;
+    warnings.splice(0..0, other_run);
+    Ok(Folder { lock, interrupt, books, warnings })
+}
+
+/// The exact warm start of a resumed run: β̂ and the number of valid verdicts of the last
+/// fits.jsonl line made with the same fit settings (`chash`), if any.
+fn warm_start(cfg: &Config, fits_path: &Path, chash: &str) -> (Option<Vec<f64>>, Option<usize>) {
+    if let Ok(text) = std::fs::read_to_string(fits_path)
+        && let Some(line) = text.lines().rev().find_map(|l| serde_json::from_str::<FitLine>(l).ok())
+        && line.config_hash == chash
+        && line.beta.len() == cfg.pool.n_bases() + cfg.covariates.p() + 1
+    {
+        return (Some(line.beta), Some(line.comparisons));
+    }
+    (None, None)
+}
+
+/// Run Algorithm 1 for a validated config with a judge. Writes into `cfg.run_dir`.
+///
+/// # Errors
+/// [`RunError`]. A failed query is counted (and its pair set aside when it keeps failing), not
+/// fatal; [`RunError::JudgeFailing`] comes after result.json is written and the summary printed.
+pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Result<RunResult, RunError> {
+    let dir = &cfg.run_dir;
+    // The folder's lock is held from before anything is written until the run ends.
+    let Folder { lock: _lock, mut interrupt, books, warnings } = open_folder(cfg, judge.as_ref(), opts)?;
     let pool = Arc::new(cfg.pool.clone());
     let queries = RunQueries::new(cfg, judge.as_ref());
     // Pairs that are not sent (identical texts): counted as asked for the acquisition.
@@ -199,7 +372,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let total_pairs = queries.pairs().len() as u64;
     let sendable = queries.sendable() as u64;
     let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(sendable).min(sendable), opts.progress);
-    for w in other_run.into_iter().chain(warnings) {
+    for w in warnings {
         progress.println(&format!("warning: {w}"));
     }
     let k = cfg.raw.k;
@@ -207,29 +380,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let prior = cfg.raw.model.prior();
     let chash = config_hash(cfg);
     let fits_path = dir.join("fits.jsonl");
-    let mut warm: Option<Vec<f64>> = None;
-    let mut last_fit_n: Option<usize> = None;
-    if let Ok(text) = std::fs::read_to_string(&fits_path)
-        && let Some(line) = text.lines().rev().find_map(|l| serde_json::from_str::<FitLine>(l).ok())
-        && line.config_hash == chash
-        && line.beta.len() == pool.n_bases() + cfg.covariates.p() + 1
-    {
-        warm = Some(line.beta);
-        last_fit_n = Some(line.comparisons);
-    }
+    let (mut warm, mut last_fit_n) = warm_start(cfg, &fits_path, &chash);
     let fits_file =
         std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
 
     // This judge's stored verdicts.
     let strong_w = cfg.raw.model.strong_preference_weight;
-    let mine = |books: &Books| -> Vec<Stored> {
-        let log = books.log();
-        queries
-            .stored(log.records())
-            .into_iter()
-            .map(|(a, b, r)| Stored { a, b, y: r.y, cost_usd: r.cost_usd, usage: r.usage, weight: r.weight(strong_w) })
-            .collect()
-    };
+    let mine = |books: &Books| stored_verdicts(&queries, books, strong_w);
     let is_mine = |k: &str| queries.contains_key(k);
     let stored = mine(&books);
     // Everything booked for this judge: verdicts, paid failures, possibly billed requests.
@@ -240,16 +397,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         crate::store::books::peek_spend_files(dir, &crate::store::books::TRUSTED_BOOKS, &|_| true)?.total_usd();
     let budget =
         Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + gate_spend);
-    let mut failed = 0usize;
-    let mut last_error = String::new();
+    let mut faults = Faults::new(acq.max_failed_queries_per_pair);
     let mut fit_failed: Option<FitError> = None;
-    let mut quarantine = Quarantine::new(acq.max_failed_queries_per_pair);
-    let mut guard = EndpointGuard::new();
     let mut checked = false; // the judge's preflight request
-    let mut failing: Option<String> = None; // why the run stops for its judge
-    let mut invalid_stop: Option<String> = None;
-    // Queries the judge has no verdict for (JudgeError::Unavailable): set aside, never re-picked.
-    let mut unavailable: HashSet<(usize, usize)> = HashSet::new();
     // The pure scheduler decides what to send, when to refit and when the run may stop
     // (super::schedule); this loop talks to the judge, the books and the fit.
     let settings =
@@ -288,46 +438,28 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         if hard_stop.is_none() && fit_task.is_none() && sched.wants_fit() {
             sched.fit_started();
             if sched.failed_rounds() >= 3 {
-                failing.get_or_insert(format!(
-                    "{failed} queries failed in {} consecutive rounds without any verdict; last error: {last_error}",
-                    sched.failed_rounds()
+                faults.failing.get_or_insert(format!(
+                    "{} queries failed in {} consecutive rounds without any verdict; last error: {}",
+                    faults.failed,
+                    sched.failed_rounds(),
+                    faults.last_error
                 ));
             }
             let stored = mine(&disp.books());
             let verdicts: Vec<ItemVerdict> = stored.iter().filter_map(Stored::verdict).collect();
             let design = build_design(&pool, &cfg.covariates, &verdicts);
             let n_valid = verdicts.len();
-            let mut mc_rng = rng::stream(acq.seed, "membership", n_valid as u64);
-            let (pool2, covs, warm2, draws) = (pool.clone(), cfg.covariates.clone(), warm.clone(), acq.mc_draws);
-            let (chash, fits_file) = (chash.clone(), fits_file.clone());
-            let write_line = last_fit_n != Some(n_valid);
-            fit_task = Some(tokio::task::spawn_blocking(move || {
-                let (summary, _fit, post) =
-                    fit_and_summarise(&pool2, &covs, &design, &prior, k, draws, warm2.as_deref(), &mut mc_rng)?;
-                let mut beta = summary.theta.clone();
-                beta.extend_from_slice(&summary.c);
-                beta.push(summary.kappa);
-                let written = if write_line {
-                    let line = FitLine {
-                        config_hash: chash,
-                        comparisons: n_valid,
-                        theta: report::by_base(&pool2, &summary.theta),
-                        sd: report::by_base(&pool2, &summary.sd),
-                        membership: report::by_base(&pool2, &summary.membership),
-                        c: report::by_cov(&covs, &summary.c),
-                        kappa: summary.kappa,
-                        topk: summary.topk.iter().map(|b| pool2.bases[*b].clone()).collect(),
-                        beta: beta.clone(),
-                    };
-                    let mut s = serde_json::to_string(&line).expect("serialisable");
-                    s.push('\n');
-                    let mut f = fits_file.lock().expect("fits lock");
-                    f.write_all(s.as_bytes()).and_then(|()| f.flush()).map(|()| Some(n_valid))
-                } else {
-                    Ok(None)
-                };
-                Ok(FitOk { summary, post, beta, written })
-            }));
+            let input = FitInput {
+                pool: pool.clone(),
+                covs: cfg.covariates.clone(),
+                prior,
+                k,
+                draws: acq.mc_draws,
+                warm: warm.clone(),
+                mc_rng: rng::stream(acq.seed, "membership", n_valid as u64),
+                line: (last_fit_n != Some(n_valid)).then(|| (chash.clone(), fits_file.clone())),
+            };
+            fit_task = Some(tokio::task::spawn_blocking(move || refit(input, &design, n_valid)));
         }
         let confident = |s: &FitSummary| {
             acq.confidence.is_some_and(|eps| s.membership.iter().all(|p| *p <= eps || *p >= 1.0 - eps))
@@ -338,7 +470,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             && let Some((summary, _)) = &current
         {
             // Stop conditions. Set-aside pairs count as asked.
-            let stop = if failing.is_some() {
+            let stop = if faults.failing.is_some() {
                 Some(StopReason::JudgeFailing)
             } else if sched.all_asked() {
                 Some(StopReason::Exhausted)
@@ -348,7 +480,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 Some(StopReason::MaxComparisons)
             } else if interrupt.requested() {
                 Some(StopReason::Interrupted)
-            } else if invalid_stop.is_some() {
+            } else if faults.invalid_stop.is_some() {
                 Some(StopReason::MaxInvalidRate)
             } else {
                 None
@@ -360,8 +492,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         // Fill the free slots from the latest posterior (never after a stop signal, a failing
         // judge, the invalid-rate stop, a confident pipelined fit, or a failed reservation).
         let may_send = hard_stop.is_none()
-            && failing.is_none()
-            && invalid_stop.is_none()
+            && faults.failing.is_none()
+            && faults.invalid_stop.is_none()
             && !interrupt.requested()
             && !usd_blocked
             && current.as_ref().is_some_and(|(s, _)| !confident(s));
@@ -382,8 +514,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     Ok(warnings) => warnings.iter().for_each(|w| progress.println(&format!("warning: {w}"))),
                     Err(e) => {
                         sched.unsent();
-                        last_error = e.to_string();
-                        failing = Some(last_error.clone());
+                        faults.last_error = e.to_string();
+                        faults.failing = Some(faults.last_error.clone());
                         break (current.take().expect("checked").0, StopReason::JudgeFailing);
                     }
                 }
@@ -476,55 +608,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 for settled in disp.record(replies.expect("in flight")).await? {
                     usd_blocked = false;
                     rate.resolved();
-                    let (a, b, res) = (settled.a, settled.b, settled.reservation);
-                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
-                    match settled.outcome {
-                        Outcome::Verdict { cost_usd, stored } => {
-                            sched.stored_verdict(a, b, res, cost_usd, stored);
-                            guard.succeeded();
-                            if invalid_stop.is_none() {
-                                invalid_stop = invalid_rate_stop(judge.as_ref());
-                                if let Some(m) = &invalid_stop {
-                                    progress.println(&format!("stopping: {m}"));
-                                }
-                            }
-                        }
-                        // No verdict exists (a replay's recording lacks it): set aside, not a
-                        // failure; or the judge cannot go on: the run stops as for a failing
-                        // judge, with its message.
-                        Outcome::Failed(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
-                            sched.set_aside(a, b, res);
-                            if matches!(e, JudgeError::Unavailable { .. }) {
-                                unavailable.insert((a, b));
-                            } else {
-                                last_error = e.to_string();
-                                failing.get_or_insert(last_error.clone());
-                            }
-                        }
-                        Outcome::Failed(e) => {
-                            failed += 1;
-                            last_error = e.to_string();
-                            tracing::warn!("query {ida} vs {idb} failed: {e}");
-                            let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
-                            if e.setting().is_none() && quarantine.failed(a, b, &last_error, unjudgeable) {
-                                tracing::warn!(
-                                    "{ida} vs {idb} set aside for the rest of this run after {} failed queries",
-                                    quarantine.failures(a, b)
-                                );
-                            }
-                            sched.failed(a, b, res, e.cost_usd(), false);
-                            sched.exclude(quarantine.ordered_pairs());
-                            if let Some(why) = guard.failed(e.setting(), &last_error) {
-                                failing.get_or_insert(why);
-                            }
-                            if settings.dispatch == Dispatch::Pipelined && sched.failed_rounds() >= 3 {
-                                failing.get_or_insert(format!(
-                                    "{failed} queries failed ({} in a row without any verdict); last error: {last_error}",
-                                    sched.failed_rounds() * settings.refit_every
-                                ));
-                            }
-                        }
-                    }
+                    faults.settle(settled, &mut sched, judge.as_ref(), &progress);
                 }
                 let conf = current
                     .as_ref()
@@ -545,15 +629,43 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     interrupt.set_in_flight(0);
     let books = disp.into_books();
     progress.finish();
-    let stored = mine(&books);
-    let spend = books.spend(&is_mine);
-    let mut result = build_result(cfg, judge.as_ref(), &summary, stop, &stored, failed, fit_failed.as_ref());
+    let end = Ending { summary, stop, faults, fit_failed, session, rate };
+    finish(cfg, judge.as_ref(), opts, &queries, &books, end)
+}
+
+/// How the loop of a run ended: the last fit's summary, why it stopped, its faults, a failed
+/// fit, the session's counts and the achieved request rate.
+struct Ending {
+    summary: FitSummary,
+    stop: StopReason,
+    faults: Faults,
+    fit_failed: Option<FitError>,
+    session: crate::report::schema::Session,
+    rate: super::throughput::Meter,
+}
+
+/// The end of a run: result.json (and rankings.csv for a run over many prompts), the printed
+/// summary, and the run's error when it stopped for one (after result.json is written).
+fn finish(
+    cfg: &Config,
+    judge: &dyn Judge,
+    opts: &RunOptions,
+    queries: &RunQueries,
+    books: &Books,
+    end: Ending,
+) -> Result<RunResult, RunError> {
+    let Ending { summary, stop, faults, fit_failed, session, rate } = end;
+    let (dir, pool) = (&cfg.run_dir, &cfg.pool);
+    let stored = stored_verdicts(queries, books, cfg.raw.model.strong_preference_weight);
+    let spend = books.spend(&|k: &str| queries.contains_key(k));
+    let mut result = build_result(cfg, judge, &summary, stop, &stored, faults.failed, fit_failed.as_ref());
     result.spend_usd = spend.total_usd();
     result.possibly_billed = spend.possibly_billed;
     result.possibly_billed_usd = spend.possibly_billed_usd;
     result.duplicate_records = spend.duplicates;
     result.reporting.session = Some(session);
-    result.quarantined = quarantine
+    result.quarantined = faults
+        .quarantine
         .set_aside()
         .into_iter()
         .map(|q| QuarantinedPair {
@@ -564,7 +676,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         })
         .collect();
     if let Some(r) = &mut result.replay {
-        r.unavailable = unavailable.len();
+        r.unavailable = faults.unavailable.len();
     }
     // The achieved rate, for judges that talk to an endpoint (instant judges have no rate).
     if result.judge_stats.is_some() && rate.replies() > 0 {
@@ -578,12 +690,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             rate_limit_used: limit.map(|l| per_minute / f64::from(l)),
         });
     }
-    if failing.is_some() {
-        result.last_error = Some(last_error);
+    if faults.failing.is_some() {
+        result.last_error = Some(faults.last_error);
     }
     let records: Vec<&VerdictRecord> = books.log().records().iter().filter(|r| queries.contains_key(&r.key)).collect();
-    result.verdicts_report = verdicts_report(cfg, &records, invalid_stop);
+    result.verdicts_report = verdicts_report(cfg, &records, faults.invalid_stop);
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
+    let result_path = dir.join("result.json");
     std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
     if let Some(sys) = &result.reporting.systems {
         crate::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;
@@ -599,7 +712,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     if let Some(e) = fit_failed {
         return Err(e.into());
     }
-    match failing {
+    match faults.failing {
         Some(message) => Err(RunError::JudgeFailing { message }),
         None => Ok(result),
     }

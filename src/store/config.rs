@@ -434,7 +434,7 @@ pub struct Config {
     pub raw: RawConfig,
     /// The config file.
     pub path: PathBuf,
-    /// `<out_dir>/<name>`.
+    /// The run folder, `<out_dir>/<name>`, where the books and results are written.
     pub run_dir: PathBuf,
     /// The pool named by `pool` in the config, loaded and validated (N items, M bases).
     pub pool: Pool,

@@ -149,7 +149,7 @@ pub struct Frozen {
     pub raw: RawFrozen,
     /// The file.
     pub path: PathBuf,
-    /// `<out_dir>/<name>`.
+    /// Output folder, `<out_dir>/<name>`.
     pub out_dir: PathBuf,
     /// The recorded judge (label).
     pub judge: String,
@@ -575,7 +575,7 @@ fn signed(m: &MeanSe) -> String {
     format!("{:+.3} ± {:.3}", m.mean + 0.0, m.se)
 }
 
-/// summary.md.
+/// The frozen-protocol summary as Markdown (summary.md): one table row per strategy × budget.
 pub fn markdown(s: &FrozenSummary) -> String {
     let mut t = String::new();
     let _ = writeln!(

@@ -304,7 +304,7 @@ pub struct Sweep {
     pub raw: RawSweep,
     /// The sweep's YAML file; relative paths in it are resolved against its folder.
     pub path: PathBuf,
-    /// `<out_dir>/<name>`.
+    /// Output folder, `<out_dir>/<name>`.
     pub out_dir: PathBuf,
 }
 
@@ -498,7 +498,7 @@ pub struct Row {
     pub window_share: f64,
     /// ĉ (bias-aware model).
     pub c_hat: Option<f64>,
-    /// κ̂.
+    /// Estimated position effect κ̂ at the end of the run (logits).
     pub kappa_hat: f64,
     /// Profile-likelihood range over c (nats), when computed.
     pub profile_range_nats: Option<f64>,

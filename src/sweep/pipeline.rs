@@ -155,7 +155,7 @@ pub struct Row {
     pub run: usize,
     /// Comparisons made.
     pub comparisons: usize,
-    /// Recall@k.
+    /// Recall@k of the run's reported top-k against the pool's true top-k (0–1).
     pub recall: f64,
     /// Virtual wall time, seconds.
     pub wall_s: f64,

@@ -59,7 +59,7 @@ pub struct CellStats {
     pub budget: Budget,
     /// Mean comparisons made.
     pub comparisons: f64,
-    /// Recall@k.
+    /// Recall@k against the true top-k, mean ± SE over the pools (0–1).
     pub recall: MeanSe,
     /// Mean share of boundary queries (gold rank k or k + 1 involved).
     pub boundary_share: f64,
@@ -69,7 +69,7 @@ pub struct CellStats {
     pub window_share: f64,
     /// ĉ (bias-aware model).
     pub c_hat: Option<MeanSe>,
-    /// κ̂.
+    /// Estimated position effect κ̂, mean ± SE over the pools (logits).
     pub kappa_hat: MeanSe,
     /// Profile-likelihood range over c (nats), when computed.
     pub profile_range_nats: Option<MeanSe>,

@@ -228,7 +228,7 @@ pub struct Reply<'a> {
     pub content: Option<&'a str>,
     /// `finish_reason` as sent.
     pub finish_reason: Option<&'a str>,
-    /// `message.refusal`.
+    /// The reply's `message.refusal` text, when the model refused.
     pub refusal: Option<&'a str>,
     /// Arguments of each tool call (and of a legacy `function_call`), in order.
     pub tool_arguments: &'a [String],
