@@ -488,6 +488,15 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 while let Some(more) = set.try_join_next() {
                     replies.push(more.expect("judge task does not panic"));
                 }
+                // Their verdicts in one blocking task and one fsync (Books::record_replies).
+                let recs: Vec<_> = replies
+                    .iter()
+                    .filter_map(|(a, b, key, intent, _, out)| {
+                        let r = out.as_ref().ok()?.clone();
+                        Some((*intent, VerdictRecord::from_reply(key.clone(), &pool, *a, *b, judge.describe(), r)))
+                    })
+                    .collect();
+                let mut stored_flags = books_io(&books, move |bk| bk.record_replies(recs)).await?.into_iter();
                 for (a, b, key, intent, res, out) in replies {
                 reserved.remove(&intent);
                 usd_blocked = false;
@@ -496,8 +505,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 match out {
                     Ok(reply) => {
                         let cost = reply.cost_usd;
-                        let rec = VerdictRecord::from_reply(key, &pool, a, b, judge.describe(), reply);
-                        let stored = books_io(&books, move |bk| bk.record_reply(intent, rec)).await?;
+                        let stored = stored_flags.next().expect("one flag per verdict");
                         sched.stored_verdict(a, b, res, cost, stored);
                         guard.succeeded();
                         if invalid_stop.is_none() {
