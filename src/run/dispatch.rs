@@ -3,7 +3,7 @@
 //! For each query it reserves the worst case in the caller's [`Budget`] (the caller does, and
 //! hands the [`Reservation`] in), writes the intent and fsyncs it before the request leaves
 //! ([`Books::begin_all`], one fsync per wave), keeps the requests in flight as tasks, and when a
-//! reply comes back stores it ([`Books::record_reply`]: appended, flushed, fsynced) or books the
+//! reply comes back stores it ([`Books::record_replies`]: appended, flushed, fsynced) or books the
 //! failure ([`Books::record_failure`]: a paid failure in `failed.jsonl`, an unpaid one closes its
 //! intent). Every fsync runs in a blocking task, off the async runtime. What is never lost
 //! (docs/live.md, "Crashes, Ctrl-C and two processes"): a kill at any moment leaves every
@@ -205,12 +205,29 @@ impl<T: Send + 'static> Dispatcher<T> {
         Some(replies)
     }
 
-    /// Book `replies`: store each verdict or the failure, in order, each fsynced.
+    /// Book `replies`: their verdicts with one append and one fsync of the verdict log
+    /// ([`Books::record_replies`]: a pipelined run stores every reply that is in at once instead
+    /// of one fsync apart), then each failure, fsynced. Settled in the order of `replies`.
     ///
     /// # Errors
-    /// [`BooksError`]: a record could not be written (the replies after it are not booked;
-    /// their intents stay open and the next open books them as possibly billed).
+    /// [`BooksError`]: a record could not be written (the replies not booked keep their intents
+    /// open, and the next open books them as possibly billed).
     pub async fn record(&mut self, replies: Vec<Reply<T>>) -> Result<Vec<Settled<T>>, BooksError> {
+        let describe = self.judge.describe();
+        let recs: Vec<_> = replies
+            .iter()
+            .filter_map(|Reply { sent, out }| {
+                let reply = out.as_ref().ok()?.clone();
+                let q = &sent.query;
+                Some((
+                    sent.intent,
+                    VerdictRecord::from_reply(q.key.clone(), &q.pool, q.a, q.b, describe.clone(), reply),
+                ))
+            })
+            .collect();
+        let mut stored_flags =
+            if recs.is_empty() { Vec::new() } else { self.books_io(move |bk| bk.record_replies(recs)).await? }
+                .into_iter();
         let mut settled = Vec::with_capacity(replies.len());
         for Reply { sent, out } in replies {
             let Sent { query, intent } = sent;
@@ -218,10 +235,8 @@ impl<T: Send + 'static> Dispatcher<T> {
             let (pool, a, b, key) = (query.pool.clone(), query.a, query.b, query.key);
             let outcome = match out {
                 Ok(reply) => {
-                    let cost_usd = reply.cost_usd;
-                    let rec = VerdictRecord::from_reply(key, &pool, a, b, self.judge.describe(), reply);
-                    let stored = self.books_io(move |bk| bk.record_reply(intent, rec)).await?;
-                    Outcome::Verdict { cost_usd, stored }
+                    let stored = stored_flags.next().expect("one flag per verdict");
+                    Outcome::Verdict { cost_usd: reply.cost_usd, stored }
                 }
                 Err(e) => {
                     let (cost, msg) = (e.cost_usd(), e.to_string());

@@ -315,19 +315,10 @@ impl Scheduler {
         }
         let queried = self.unavailable_for_picking();
         let unfitted = self.unfitted();
-        let ctx = Context {
-            item_base: &rule.pool.item_base,
-            item_prompt: &rule.pool.item_prompt,
-            x: rule.x,
-            m: rule.pool.n_bases(),
-            p: rule.p,
-            post: fit.post,
-            membership: fit.membership,
-            k: rule.k,
-            queried: &queried,
-            orders: rule.orders,
-            seed: rule.seed,
-        };
+        if self.s.dispatch == Dispatch::Pipelined {
+            return Self::pick_filling(rule, fit, queried, unfitted, r);
+        }
+        let ctx = context(rule, fit, &queried);
         let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
         let mut picks = design::other_orders(&queried, rule.orders, r);
         if picks.is_empty() {
@@ -335,6 +326,33 @@ impl Scheduler {
         }
         if picks.is_empty() {
             picks = acquire::select_with_pending(rule.strategy, &ctx, &unfitted, r, &mut acq_rng);
+        }
+        picks
+    }
+
+    /// Pipelined picks: the same sources in the same order (missing other orders, the paired
+    /// design's within-base queries, the acquisition rule), but each fills what the one before
+    /// left of the `r` free slots, so one step fills every free slot (wait-for-batch takes one
+    /// source per batch, as every earlier version did). The picks of the earlier sources are
+    /// pending for the later ones; the acquisition stream is keyed by the pairs asked so far.
+    fn pick_filling(
+        rule: &PickRule<'_>,
+        fit: &Fitted<'_>,
+        mut queried: HashSet<(usize, usize)>,
+        mut unfitted: Vec<(usize, usize)>,
+        r: usize,
+    ) -> Vec<(usize, usize)> {
+        let mut picks = design::other_orders(&queried, rule.orders, r);
+        if picks.len() < r {
+            queried.extend(&picks);
+            picks.extend(design::first_queries(rule.pool, rule.design, &queried, r - picks.len()));
+        }
+        if picks.len() < r {
+            queried.extend(&picks);
+            unfitted.extend(&picks);
+            let ctx = context(rule, fit, &queried);
+            let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
+            picks.extend(acquire::select_with_pending(rule.strategy, &ctx, &unfitted, r - picks.len(), &mut acq_rng));
         }
         picks
     }
@@ -407,6 +425,23 @@ impl Scheduler {
             self.budget.settle(r, r.usd, false);
         }
         self.pending.clear();
+    }
+}
+
+/// The acquisition context of `rule` and `fit` with the pairs `queried` not to be picked.
+fn context<'a>(rule: &PickRule<'a>, fit: &Fitted<'a>, queried: &'a HashSet<(usize, usize)>) -> Context<'a> {
+    Context {
+        item_base: &rule.pool.item_base,
+        item_prompt: &rule.pool.item_prompt,
+        x: rule.x,
+        m: rule.pool.n_bases(),
+        p: rule.p,
+        post: fit.post,
+        membership: fit.membership,
+        k: rule.k,
+        queried,
+        orders: rule.orders,
+        seed: rule.seed,
     }
 }
 
@@ -562,6 +597,50 @@ mod tests {
         assert_eq!(s.next(&rule, &fit).len(), 1, "a free slot is filled from the latest posterior");
         s.fit_finished();
         assert!(!s.quiet());
+    }
+
+    #[test]
+    fn pipelined_fills_every_free_slot_in_one_step() {
+        // One stored pair misses its other order: with 3 free slots the step sends that order
+        // and 2 acquisition picks that count it as pending (wait-for-batch would send it alone).
+        let f = both_orders();
+        let p = pool(10);
+        let rule = PickRule {
+            pool: &p,
+            x: &f.x,
+            p: f.p,
+            k: 3,
+            design: DesignKind::Single,
+            strategy: StrategyKind::Topk,
+            orders: Orders::Both,
+            seed: 1,
+        };
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let mut stored = f.queried.clone();
+        stored.insert((0, 5));
+        let mut s = Scheduler::new(settings(8, 3, Dispatch::Pipelined), 90, stored.clone(), [], Budget::default());
+        s.fit_started();
+        s.fit_finished();
+        let picks = s.next(&rule, &fit);
+        assert_eq!(picks.len(), 3, "{picks:?}");
+        assert_eq!(picks[0], (5, 0));
+        let mut g = both_orders();
+        g.queried = stored.clone();
+        g.queried.insert((5, 0));
+        let want = acquire::select_with_pending(
+            StrategyKind::Topk,
+            &g.ctx(),
+            &[(5, 0)],
+            2,
+            &mut rng::stream(1, "acquire", 42),
+        );
+        assert_eq!(picks[1..], want[..]);
+        // The refit saw all 41 stored verdicts, so (5, 0) is the only pending query; the stream
+        // is keyed by the 42 pairs asked.
+        let mut w = Scheduler::new(settings(8, 3, Dispatch::WaitForBatch), 90, stored, [], Budget::default());
+        w.fit_started();
+        w.fit_finished();
+        assert_eq!(w.next(&rule, &fit), vec![(5, 0)]);
     }
 
     #[test]

@@ -142,22 +142,45 @@ impl Books {
     ///
     /// # Errors
     /// [`BooksError`].
-    pub fn record_reply(&mut self, id: IntentId, mut rec: VerdictRecord) -> Result<bool, BooksError> {
-        rec.intent = Some(id);
-        let (key, a, b, cost) = (rec.key.clone(), rec.a.clone(), rec.b.clone(), rec.cost_usd);
-        if self.log.append(rec)? {
-            self.intents.closed_by_record(id);
-            return Ok(true);
+    pub fn record_reply(&mut self, id: IntentId, rec: VerdictRecord) -> Result<bool, BooksError> {
+        Ok(self.record_replies(vec![(id, rec)])?[0])
+    }
+
+    /// [`Books::record_reply`] for several verdicts (intent, record) with one fsync of the
+    /// verdict log: a pipelined run stores every reply it has collected at once instead of one
+    /// fsync apart. Per verdict, whether it was stored (`false`: its key was already stored, and
+    /// its cost is booked in failed.jsonl).
+    ///
+    /// # Errors
+    /// [`BooksError`]: then none of them counts as stored (their intents stay open, so a
+    /// restart books each as stored or possibly billed, never neither).
+    pub fn record_replies(&mut self, recs: Vec<(IntentId, VerdictRecord)>) -> Result<Vec<bool>, BooksError> {
+        let ids: Vec<IntentId> = recs.iter().map(|(id, _)| *id).collect();
+        let recs: Vec<VerdictRecord> = recs
+            .into_iter()
+            .map(|(id, mut rec)| {
+                rec.intent = Some(id);
+                rec
+            })
+            .collect();
+        let dups: Vec<(String, String, String, f64)> =
+            recs.iter().map(|r| (r.key.clone(), r.a.clone(), r.b.clone(), r.cost_usd)).collect();
+        let stored = self.log.append_all(recs)?;
+        for ((id, ok), (key, a, b, cost)) in ids.into_iter().zip(&stored).zip(dups) {
+            if *ok {
+                self.intents.closed_by_record(id);
+            } else {
+                self.record_failure(
+                    id,
+                    &key,
+                    &a,
+                    &b,
+                    cost,
+                    "reply for a key whose verdict is already stored (kept the first)",
+                )?;
+            }
         }
-        self.record_failure(
-            id,
-            &key,
-            &a,
-            &b,
-            cost,
-            "reply for a key whose verdict is already stored (kept the first)",
-        )?;
-        Ok(false)
+        Ok(stored)
     }
 
     /// Record the failed query of intent `id` that cost `cost_usd` (booked in failed.jsonl when
@@ -346,5 +369,30 @@ mod tests {
         let (books, w) = Books::open(dir.path()).unwrap();
         assert!(w.is_empty(), "booked once: {w:?}");
         assert_eq!(books.spend(&all).total_usd(), 0.9375);
+    }
+
+    #[test]
+    fn replies_stored_together_take_one_append_and_book_a_duplicate_as_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = |_: &str| true;
+        {
+            let (mut books, _) = Books::open(dir.path()).unwrap();
+            let ids = books.begin_all(&[("k1", "a", "b", 0.5), ("k2", "b", "a", 0.5), ("k1", "a", "b", 0.5)]).unwrap();
+            assert!(books.record_reply(ids[0], rec("k1", 0.125)).unwrap());
+            let len_before = std::fs::metadata(dir.path().join("verdicts.jsonl")).unwrap().len();
+            // k2 is new; the second k1 reply is a duplicate: not written, its cost booked failed.
+            let stored = books.record_replies(vec![(ids[1], rec("k2", 0.25)), (ids[2], rec("k1", 0.0625))]).unwrap();
+            assert_eq!(stored, vec![true, false]);
+            assert_eq!(books.in_flight(), 0);
+            assert_eq!(books.log().records().len(), 2);
+            assert_eq!(books.log().records()[1].intent, Some(ids[1]));
+            let s = books.spend(&all);
+            assert_eq!((s.verdicts_usd, s.failed_usd), (0.375, 0.0625));
+            let text = std::fs::read_to_string(dir.path().join("verdicts.jsonl")).unwrap();
+            assert_eq!(text.len() as u64 - len_before, text.lines().nth(1).unwrap().len() as u64 + 1, "one line added");
+        }
+        let (books, w) = Books::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "every intent closed: {w:?}");
+        assert_eq!(books.spend(&all).total_usd(), 0.125 + 0.25 + 0.0625);
     }
 }

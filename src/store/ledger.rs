@@ -323,25 +323,52 @@ impl VerdictLog {
     ///
     /// # Errors
     /// [`CacheError::Io`].
-    pub fn append(&mut self, mut rec: VerdictRecord) -> Result<bool, CacheError> {
-        if !rec.key.is_empty() && self.by_key.contains_key(&rec.key) {
-            return Ok(false);
+    pub fn append(&mut self, rec: VerdictRecord) -> Result<bool, CacheError> {
+        Ok(self.append_all(vec![rec])?[0])
+    }
+
+    /// Append several records with one write, one flush and one fsync (the replies a pipelined
+    /// run collects at once); per record, whether it was written: `false` for a key already
+    /// stored, earlier in the log or earlier in `recs` (not written again). On an error none of
+    /// them counts as stored in memory (a crash-restart reads whatever reached the file).
+    ///
+    /// # Errors
+    /// [`CacheError::Io`].
+    pub fn append_all(&mut self, recs: Vec<VerdictRecord>) -> Result<Vec<bool>, CacheError> {
+        let now =
+            || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let mut text = String::new();
+        let mut fresh: Vec<VerdictRecord> = Vec::with_capacity(recs.len());
+        let mut written = Vec::with_capacity(recs.len());
+        let mut batch_keys: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for mut rec in recs {
+            let dup =
+                !rec.key.is_empty() && (self.by_key.contains_key(&rec.key) || !batch_keys.insert(rec.key.clone()));
+            written.push(!dup);
+            if dup {
+                continue;
+            }
+            if rec.ts == 0 {
+                rec.ts = now();
+            }
+            text.push_str(&serde_json::to_string(&rec).expect("records serialise"));
+            text.push('\n');
+            fresh.push(rec);
         }
-        if rec.ts == 0 {
-            rec.ts =
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        if fresh.is_empty() {
+            return Ok(written);
         }
-        let mut line = serde_json::to_string(&rec).expect("records serialise");
-        line.push('\n');
         let io = |source| CacheError::Io { path: self.path.clone(), source };
-        self.file.write_all(line.as_bytes()).map_err(io)?;
+        self.file.write_all(text.as_bytes()).map_err(io)?;
         self.file.flush().map_err(io)?;
         self.file.sync_data().map_err(io)?;
-        if !rec.key.is_empty() {
-            self.by_key.insert(rec.key.clone(), self.records.len());
+        for rec in fresh {
+            if !rec.key.is_empty() {
+                self.by_key.insert(rec.key.clone(), self.records.len());
+            }
+            self.records.push(rec);
         }
-        self.records.push(rec);
-        Ok(true)
+        Ok(written)
     }
 
     /// The record stored under `key`.
