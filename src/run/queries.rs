@@ -269,4 +269,57 @@ mod tests {
         // Paired adds x1↔x2 in both orders: 3·2 = 6 = every ordered pair.
         assert_eq!(ordered_pairs(&pool, DesignKind::Paired), vec![(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
     }
+
+    /// A 4-item pool: bases x = {x1, x2}, y = {y1}, z = {z1}; y1 and z1 have the same text.
+    fn four_items(dir: &std::path::Path) -> Config {
+        let pool = r#"{"pool_id":"p","task":"t","items":[{"id":"x1","text":"a","base":"x","quality":1.0},{"id":"x2","text":"b","base":"x","quality":2.0},{"id":"y1","text":"c","base":"y","quality":3.0},{"id":"z1","text":"c","base":"z","quality":4.0}]}"#;
+        std::fs::write(dir.join("pool.jsonl"), format!("{pool}\n")).unwrap();
+        let yaml =
+            "name: q\nout_dir: runs\npool:\n  file: pool.jsonl\nk: 1\njudge:\n  mock:\n    mode: deterministic\n";
+        std::fs::write(dir.join("q.yaml"), yaml).unwrap();
+        Config::load(&dir.join("q.yaml")).unwrap()
+    }
+
+    fn record(key: &str, a: &str, b: &str) -> VerdictRecord {
+        serde_json::from_value(serde_json::json!({"key": key, "pool_id": "p", "a": a, "b": b, "y": 1.0})).unwrap()
+    }
+
+    #[test]
+    fn pairs_are_counted_and_listed_without_a_table_and_keys_match_by_item_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = four_items(dir.path());
+        let judge = crate::judge::build::make_judge(&cfg.raw.judge).unwrap();
+        let q = RunQueries::new(&cfg, judge.as_ref());
+        // 4·3 = 12 ordered pairs less x1↔x2 (one base) = 10; y1↔z1 (same text) are skipped.
+        let listed = ordered_pairs(&cfg.pool, DesignKind::Single);
+        assert_eq!(listed.len(), 10);
+        assert_eq!(q.n_pairs(), 10);
+        assert_eq!(q.iter().collect::<Vec<_>>(), listed);
+        assert_eq!(q.skipped(), &HashSet::from([(2, 3), (3, 2)]));
+        assert_eq!(q.sendable(), 8);
+        let key = |a, b| judge.cache_key(&cfg.pool, a, b);
+        // A record is this run's when its key is the key of its own two items, in its order.
+        let records = vec![
+            record(&key(2, 0), "y1", "x1"),
+            record(&key(0, 2), "y1", "x1"), // key of the other order
+            record("", "x1", "y1"),         // imported: no key
+            record(&key(0, 1), "x1", "x2"), // within one base: not a run pair
+            record(&key(3, 1), "z1", "x2"),
+            record(&key(3, 1), "z1", "x2"), // a duplicate stays a record of the run
+        ];
+        let got: Vec<(usize, usize)> = q.stored(&records).iter().map(|&(a, b, _)| (a, b)).collect();
+        assert_eq!(got, vec![(2, 0), (3, 1), (3, 1)]);
+        assert!(q.contains_key(&key(2, 0)) && !q.contains_key(&key(0, 2)) && !q.contains_key(&key(0, 1)));
+        // A key met only in the run folder (an intent nothing closed) is known after learn_folder;
+        // a key sent by the run is known once computed.
+        let intent =
+            serde_json::json!({"intent": 1, "key": key(1, 2), "a": "x2", "b": "y1", "attempt": 1, "reserved_usd": 0.0});
+        std::fs::write(dir.path().join("intents.jsonl"), format!("{intent}\n")).unwrap();
+        assert!(!q.contains_key(&key(1, 2)));
+        q.learn_folder(dir.path());
+        assert_eq!(q.pair_of(&key(1, 2)), Some((1, 2)));
+        assert!(!q.contains_key(&key(2, 3)));
+        assert_eq!(q.key(2, 3), key(2, 3));
+        assert_eq!(q.pair_of(&key(2, 3)), Some((2, 3)));
+    }
 }
