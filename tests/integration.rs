@@ -2,6 +2,7 @@
 
 mod audit;
 mod common;
+mod dispatch;
 mod doc_numbers;
 mod docs;
 mod experiments;

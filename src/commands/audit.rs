@@ -38,11 +38,14 @@ use crate::analysis::render::RenderKind;
 use crate::judge::replay::{MissingPolicy, Recording};
 use crate::judge::{Judge, Usage};
 use crate::report::progress::Progress;
+use crate::run::dispatch::{Dispatcher, Flow, Outcome};
+use crate::store::books::Books;
+use crate::store::budget::Budget;
 use crate::store::config::{ConfigError, JudgeConfig, normalize};
-use crate::store::ledger::{CacheError, VerdictLog, VerdictRecord};
+use crate::store::ledger::{CacheError, VerdictRecord};
 use crate::store::pool::{self, Pool};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -73,6 +76,10 @@ pub enum AuditError {
     /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// The audit folder's books (verdicts.jsonl, failed.jsonl, intents.jsonl) could not be
+    /// read or appended.
+    #[error(transparent)]
+    Books(#[from] crate::store::books::BooksError),
     /// Another process audits into the same folder.
     #[error(transparent)]
     Lock(#[from] crate::store::lock::LockError),
@@ -444,13 +451,13 @@ pub async fn run_audit(
         let text: String = cfg.pairs.iter().map(|p| serde_json::to_string(p).expect("serialisable") + "\n").collect();
         std::fs::write(&probes, text).map_err(io_err(&probes))?;
     }
-    let (mut log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
+    let (books, warnings) = Books::open(dir)?;
     let pools: Vec<Arc<Pool>> =
         cfg.pairs.iter().map(|p| p.to_pool().map(Arc::new).expect("validated pairs make valid pools")).collect();
     let keys: Vec<[String; 2]> = pools.iter().map(|pool| ORDERS.map(|(a, b)| judge.cache_key(pool, a, b))).collect();
     let pending: Vec<(usize, usize)> = (0..pools.len())
         .flat_map(|i| (0..2).map(move |o| (i, o)))
-        .filter(|&(i, o)| log.get(&keys[i][o]).is_none())
+        .filter(|&(i, o)| books.log().get(&keys[i][o]).is_none())
         .collect();
     let total = 2 * pools.len();
     let cached = total - pending.len();
@@ -463,44 +470,43 @@ pub async fn run_audit(
         }
     }
     let bar = Progress::new(pending.len() as u64, progress);
-    if let Some(w) = warning {
+    for w in warnings {
         tracing::warn!("{w}");
         bar.println(&format!("warning: {w}"));
     }
+    // The run's judge dispatcher: intents before requests, replies and paid failures booked
+    // as they arrive; max_usd bounds the worst case of what is sent.
+    let mut budget = Budget::new(None, cfg.raw.max_usd.filter(|_| judge.has_price()), 0, 0.0);
+    let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), books);
+    let todo = pending.iter().map(|&(i, o)| (pools[i].clone(), ORDERS[o].0, ORDERS[o].1, (i, o)));
+    let mut done = 0u64;
+    let sent = disp
+        .dispatch_all(todo, &mut budget, cfg.raw.concurrency, |_| {
+            done += 1;
+            bar.set(done);
+            Flow::Continue
+        })
+        .await?;
+    bar.finish();
     let mut failures: HashMap<(usize, usize), String> = HashMap::new();
     let mut new = 0usize;
-    let mut queue = pending.iter().copied();
-    let mut set = tokio::task::JoinSet::new();
-    loop {
-        while set.len() < cfg.raw.concurrency {
-            let Some((i, o)) = queue.next() else { break };
-            let (j, pool) = (judge.clone(), pools[i].clone());
-            set.spawn(async move {
-                let (a, b) = ORDERS[o];
-                (i, o, j.judge(&pool, a, b).await)
-            });
-        }
-        let Some(joined) = set.join_next().await else { break };
-        let (i, o, out) = joined.expect("judge task does not panic");
-        let (a, b) = ORDERS[o];
-        let pool = &pools[i];
-        match out {
-            Ok(reply) => {
-                log.append(VerdictRecord::from_reply(keys[i][o].clone(), pool, a, b, judge.describe(), reply))?;
-                new += 1;
-            }
-            Err(e) => {
+    for s in &sent.settled {
+        match &s.outcome {
+            Outcome::Verdict { .. } => new += 1,
+            Outcome::Failed(e) => {
                 let msg = e.to_string();
-                tracing::warn!("pair {} ({} first) failed: {msg}", pool.pool_id, pool.items[a].id);
-                failures.insert((i, o), msg);
+                tracing::warn!("pair {} ({} first) failed: {msg}", s.pool.pool_id, s.pool.items[s.a].id);
+                failures.insert(s.tag, msg);
             }
         }
-        bar.set((new + failures.len()) as u64);
     }
-    bar.finish();
+    let books = disp.into_books();
+    let log = books.log();
 
     let mut usage = Usage::default();
-    let mut spend_usd = 0.0;
+    // Everything booked for this audit's queries: verdicts, paid failures, possibly billed.
+    let mine: HashSet<&str> = keys.iter().flatten().map(String::as_str).collect();
+    let spend_usd = books.spend(&|k: &str| mine.contains(k)).total_usd();
     let mut obs = Vec::with_capacity(pools.len());
     for (i, pool) in pools.iter().enumerate() {
         let mut y = [None, None];
@@ -510,7 +516,6 @@ pub async fn run_audit(
             match log.get(&keys[i][o]) {
                 Some(r) => {
                     usage.add(&r.usage);
-                    spend_usd += r.cost_usd;
                     y[o] = r.y;
                     if r.y.is_none() {
                         let why = r.invalid_reason.as_deref().unwrap_or("invalid reply");

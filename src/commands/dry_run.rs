@@ -110,7 +110,12 @@ struct WorstCosts {
 impl WorstCosts {
     /// Collect `costs` (`count` of them) for budgets of `n` queries.
     fn of(costs: impl Iterator<Item = f64>, count: usize, n: usize) -> Self {
-        if count <= FULL_SORT_MAX_PAIRS || n >= count {
+        Self::of_sorting_up_to(costs, count, n, FULL_SORT_MAX_PAIRS)
+    }
+
+    /// [`Self::of`] with the full-sort limit `full_sort_max`.
+    fn of_sorting_up_to(costs: impl Iterator<Item = f64>, count: usize, n: usize, full_sort_max: usize) -> Self {
+        if count <= full_sort_max || n >= count {
             let mut desc: Vec<f64> = costs.collect();
             desc.sort_by(|x, y| y.total_cmp(x));
             let per_query = (!desc.is_empty())
@@ -119,9 +124,18 @@ impl WorstCosts {
         }
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
-        #[derive(PartialEq, PartialOrd)]
         struct Usd(f64);
+        impl PartialEq for Usd {
+            fn eq(&self, o: &Self) -> bool {
+                self.0.total_cmp(&o.0).is_eq()
+            }
+        }
         impl Eq for Usd {}
+        impl PartialOrd for Usd {
+            fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(o))
+            }
+        }
         impl Ord for Usd {
             fn cmp(&self, o: &Self) -> std::cmp::Ordering {
                 self.0.total_cmp(&o.0)
@@ -239,4 +253,24 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
         });
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WorstCosts;
+
+    #[test]
+    fn bounded_heaps_keep_the_n_most_and_least_expensive_as_a_full_sort() {
+        let costs: Vec<f64> = (0..50).map(|i| f64::from((i * 37) % 50) * 0.25).collect();
+        let full = WorstCosts::of_sorting_up_to(costs.iter().copied(), 50, 7, usize::MAX);
+        let heaps = WorstCosts::of_sorting_up_to(costs.iter().copied(), 50, 7, 0);
+        assert!(full.smallest.is_none() && heaps.smallest.is_some());
+        assert_eq!(heaps.desc, vec![12.25, 12.0, 11.75, 11.5, 11.25, 11.0, 10.75]);
+        assert_eq!(heaps.desc[..], full.desc[..7]);
+        assert_eq!(heaps.asc().collect::<Vec<_>>(), vec![0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5]);
+        assert_eq!(heaps.asc().collect::<Vec<_>>(), full.asc().take(7).collect::<Vec<_>>());
+        // min 0, max 12.25, mean 0.25 · (0 + … + 49) / 50 = 6.125.
+        assert_eq!(heaps.per_query, Some((0.0, 12.25, 6.125)));
+        assert_eq!(full.per_query, heaps.per_query);
+    }
 }

@@ -9,8 +9,10 @@ use crate::judge::Judge;
 use crate::judge::build::make_judge;
 use crate::model::membership::point_topk;
 use crate::report::schema::{GateChoice, RunResult};
+use crate::run::dispatch::{Dispatcher, Flow, Outcome};
+use crate::store::books::{Books, TRUSTED_BOOKS};
+use crate::store::budget::Budget;
 use crate::store::config::{Config, GateConfig, LabelSource};
-use crate::store::ledger::{VerdictLog, VerdictRecord};
 use crate::store::pool::Pool;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -140,10 +142,16 @@ fn first_items(pool: &Pool) -> Vec<usize> {
     first
 }
 
-/// Query the trusted judge on both orders of every anchor (cached in
-/// `<dir>/trusted_verdicts.jsonl`, at most one verdict per ordered pair), 8 in flight.
+/// Query the trusted judge on both orders of every anchor, 8 in flight, through the run's
+/// judge dispatcher ([`crate::run::dispatch`]): its books are `trusted_verdicts.jsonl`
+/// (at most one verdict per ordered pair, reused on the next gate), `trusted_failed.jsonl` and
+/// `trusted_intents.jsonl` in `dir`, and `usd_left` bounds the worst case of what is sent.
 /// Returns, per anchor, (y with corrected_prefers first, y with naive_prefers first) and the
 /// total spend of these verdicts.
+///
+/// # Errors
+/// [`IdentError::Judge`] for the first failed query: nothing more is sent, and the requests in
+/// flight are waited for and booked first.
 async fn trusted_verdicts(
     judge: Arc<dyn Judge>,
     pool: &Pool,
@@ -152,8 +160,9 @@ async fn trusted_verdicts(
     usd_left: Option<f64>,
 ) -> Result<(Vec<(Option<f64>, Option<f64>)>, f64), IdentError> {
     let first = first_items(pool);
-    let (mut log, warning) = VerdictLog::open(&dir.join("trusted_verdicts.jsonl"))?;
-    if let Some(w) = warning {
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    let (books, warnings) = Books::open_files(dir, &TRUSTED_BOOKS)?;
+    for w in warnings {
         tracing::warn!("{w}");
     }
     let pool = Arc::new(pool.clone());
@@ -165,7 +174,7 @@ async fn trusted_verdicts(
         })
         .collect();
     let pending: Vec<(usize, usize)> =
-        queries.iter().copied().filter(|&(a, b)| log.get(&judge.cache_key(&pool, a, b)).is_none()).collect();
+        queries.iter().copied().filter(|&(a, b)| books.log().get(&judge.cache_key(&pool, a, b)).is_none()).collect();
     if let Some(left) = usd_left {
         let worst: f64 = pending.iter().map(|&(a, b)| judge.worst_case_usd(&pool, a, b)).sum();
         if worst > left + 1e-12 {
@@ -177,23 +186,21 @@ async fn trusted_verdicts(
             )));
         }
     }
-    let mut todo = pending.into_iter();
-    let mut set = tokio::task::JoinSet::new();
-    loop {
-        while set.len() < 8 {
-            let Some((a, b)) = todo.next() else { break };
-            let (j, p) = (judge.clone(), pool.clone());
-            set.spawn(async move { (a, b, j.judge(&p, a, b).await) });
-        }
-        let Some(joined) = set.join_next().await else { break };
-        let (a, b, out) = joined.expect("judge task does not panic");
-        let reply = out.map_err(|source| IdentError::Judge {
-            a: pool.items[a].id.clone(),
-            b: pool.items[b].id.clone(),
-            source,
-        })?;
-        log.append(VerdictRecord::from_reply(judge.cache_key(&pool, a, b), &pool, a, b, judge.describe(), reply))?;
+    let mut budget = Budget::new(None, usd_left, 0, 0.0);
+    let mut disp: Dispatcher<()> = Dispatcher::new(judge.clone(), books);
+    let todo = pending.into_iter().map(|(a, b)| (pool.clone(), a, b, ()));
+    let report = disp
+        .dispatch_all(todo, &mut budget, 8, |s| match s.outcome {
+            Outcome::Failed(_) => Flow::Stop,
+            Outcome::Verdict { .. } => Flow::Continue,
+        })
+        .await?;
+    if let Some(s) = report.settled.into_iter().find(|s| matches!(s.outcome, Outcome::Failed(_))) {
+        let Outcome::Failed(source) = s.outcome else { unreachable!("matched above") };
+        return Err(IdentError::Judge { a: pool.items[s.a].id.clone(), b: pool.items[s.b].id.clone(), source });
     }
+    let books = disp.into_books();
+    let log = books.log();
     let mut spend = 0.0;
     let mut ys = Vec::with_capacity(anchors.len());
     for pair in queries.chunks(2) {
@@ -533,7 +540,7 @@ pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<Stri
     }
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
     let _lock = crate::store::lock::RunLock::acquire(&cfg.run_dir)?;
-    let spent_gate = crate::store::ledger::file_spend(&cfg.run_dir.join("trusted_verdicts.jsonl"));
+    let spent_gate = crate::store::books::peek_spend_files(&cfg.run_dir, &TRUSTED_BOOKS, &|_| true)?.total_usd();
     let left = cfg.raw.budget.max_usd.map(|m| m - result.spend_usd - spent_gate);
     let report = gate_for(cfg, &cfg.run_dir, &verdicts, left).await?;
     let path = write_gate(&cfg.run_dir, &report)?;

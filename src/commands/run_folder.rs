@@ -19,6 +19,10 @@ pub enum IdentError {
     /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// The trusted judge's books (trusted_verdicts.jsonl, trusted_failed.jsonl,
+    /// trusted_intents.jsonl) could not be read or appended.
+    #[error(transparent)]
+    Books(#[from] crate::store::books::BooksError),
     /// Another process works in the run folder (the gate stores paid verdicts there).
     #[error(transparent)]
     Lock(#[from] crate::store::lock::LockError),

@@ -558,17 +558,7 @@ mod tests {
     use crate::store::pool::Item;
 
     fn pool() -> Pool {
-        let it = |id: &str| Item {
-            id: id.into(),
-            text: None,
-            quality: None,
-            covariates: Default::default(),
-            base: None,
-            rendering: None,
-            words: None,
-            human: None,
-            system: None,
-        };
+        let it = |id: &str| Item { id: id.into(), ..Default::default() };
         Pool::new("p".into(), String::new(), vec![it("x"), it("y"), it("z")]).unwrap()
     }
 

@@ -17,6 +17,7 @@
 //! has (`stop_reason: judge_failing`) and prints the summary. A run removes the result.json of an
 //! earlier run in its folder when it starts, so no older result is left looking current.
 
+use super::dispatch::{Dispatcher, Outcome, Query};
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
 use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
@@ -31,13 +32,11 @@ use crate::rng;
 use crate::run::faults::{EndpointGuard, Quarantine};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
-use crate::store::budget::Reservation;
 use crate::store::config::Config;
-use crate::store::intents::IntentId;
 use crate::store::ledger::{CacheError, VerdictRecord};
 use crate::store::lock::{LockError, RunLock};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -128,6 +127,24 @@ fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
     ))
 }
 
+/// A stored verdict of this run's judge: ordered pair (`a` shown first), outcome (`None`:
+/// invalid), cost (USD), tokens and the weight of its likelihood term.
+struct Stored {
+    a: usize,
+    b: usize,
+    y: Option<f64>,
+    cost_usd: f64,
+    usage: Usage,
+    weight: f64,
+}
+
+impl Stored {
+    /// The verdict as the fit sees it (`None` for an invalid reply).
+    fn verdict(&self) -> Option<ItemVerdict> {
+        self.y.map(|y| ItemVerdict { a: self.a, b: self.b, y, w: self.weight })
+    }
+}
+
 /// A finished refit: its summary, Laplace posterior, β̂ for the next warm start, and whether
 /// its fits.jsonl line was written (with its number of valid verdicts).
 struct FitOk {
@@ -138,23 +155,6 @@ struct FitOk {
 }
 
 type FitDone = Result<FitOk, FitError>;
-
-/// A reply of the judge task: the ordered pair, its cache key, its intent, its reservation and
-/// the judge's answer.
-type Reply = (usize, usize, String, IntentId, Reservation, Result<crate::judge::JudgeReply, JudgeError>);
-
-/// Run `f` on the books (verdict log, paid failures, intents; each append fsynced) in a
-/// blocking task, so no fsync runs on the async runtime; resolves once it is on disk.
-async fn books_io<T: Send + 'static>(
-    books: &Arc<std::sync::Mutex<Books>>,
-    f: impl FnOnce(&mut Books) -> Result<T, BooksError> + Send + 'static,
-) -> Result<T, RunError> {
-    let b = books.clone();
-    let out = tokio::task::spawn_blocking(move || f(&mut b.lock().expect("books lock")))
-        .await
-        .expect("books task does not panic");
-    Ok(out?)
-}
 
 /// Run Algorithm 1 for a validated config with a judge. Writes into `cfg.run_dir`.
 ///
@@ -221,14 +221,14 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let fits_file =
         std::fs::OpenOptions::new().create(true).append(true).open(&fits_path).map_err(io_err(&fits_path))?;
 
-    // (a, b, y, cost, usage, weight of the likelihood term) of this judge's stored verdicts.
+    // This judge's stored verdicts.
     let strong_w = cfg.raw.model.strong_preference_weight;
-    let mine = |books: &Books| -> Vec<(usize, usize, Option<f64>, f64, Usage, f64)> {
+    let mine = |books: &Books| -> Vec<Stored> {
         let log = books.log();
         queries
             .stored(log.records())
             .into_iter()
-            .map(|(a, b, r)| (a, b, r.y, r.cost_usd, r.usage, r.weight(strong_w)))
+            .map(|(a, b, r)| Stored { a, b, y: r.y, cost_usd: r.cost_usd, usage: r.usage, weight: r.weight(strong_w) })
             .collect()
     };
     let is_mine = |k: &str| queries.contains_key(k);
@@ -237,7 +237,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let spent = books.spend(&is_mine).total_usd();
     let mut session = crate::report::schema::Session { reused: stored.len(), asked: 0 };
     // A gate's trusted judge spends from the same budget.max_usd.
-    let gate_spend = crate::store::ledger::file_spend(&dir.join("trusted_verdicts.jsonl"));
+    let gate_spend =
+        crate::store::books::peek_spend_files(dir, &crate::store::books::TRUSTED_BOOKS, &|_| true)?.total_usd();
     let budget =
         Budget::new(cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, stored.len() as u64, spent + gate_spend);
     let mut failed = 0usize;
@@ -255,7 +256,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let settings =
         ScheduleSettings { refit_every: acq.refit_every, concurrency: acq.concurrency, dispatch: acq.dispatch };
     let mut sched =
-        Scheduler::new(settings, total_pairs as usize, stored.iter().map(|s| (s.0, s.1)), skip.iter().copied(), budget);
+        Scheduler::new(settings, total_pairs as usize, stored.iter().map(|s| (s.a, s.b)), skip.iter().copied(), budget);
     let rule = PickRule {
         pool: &pool,
         x: &cfg.covariates.x,
@@ -266,21 +267,20 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         orders: acq.orders,
         seed: acq.seed,
     };
-    // The verdict log and intents are appended and fsynced off the async runtime; a verdict
-    // counts only once it is on disk.
-    let books = Arc::new(std::sync::Mutex::new(books));
+    // Every query goes through the dispatcher: intent fsynced before it is sent, the reply or
+    // the failure booked (fsynced, off the async runtime) when it comes back; a verdict counts
+    // only once it is on disk.
+    let mut disp: Dispatcher<()> = Dispatcher::new(judge.clone(), books);
     let fits_file = Arc::new(std::sync::Mutex::new(fits_file));
     let mut current: Option<(FitSummary, Posterior)> = None;
     let mut fit_task: Option<tokio::task::JoinHandle<FitDone>> = None;
-    let mut set: tokio::task::JoinSet<Reply> = tokio::task::JoinSet::new();
-    let mut reserved: HashMap<IntentId, Reservation> = HashMap::new();
     let mut usd_blocked = false; // a reservation failed; retried once a query settles
     let mut grace_end: Option<tokio::time::Instant> = None;
     let mut hard_stop: Option<StopReason> = None; // the fit failed: drain, then stop
     let mut rate = super::throughput::Meter::new();
     let (summary, stop) = loop {
         if let Some(stop) = hard_stop
-            && set.is_empty()
+            && disp.in_flight() == 0
         {
             break (FitSummary::prior(pool.n_bases(), cfg.covariates.p(), &prior, k), stop);
         }
@@ -294,9 +294,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     sched.failed_rounds()
                 ));
             }
-            let stored = mine(&books.lock().expect("books lock"));
-            let verdicts: Vec<ItemVerdict> =
-                stored.iter().filter_map(|s| s.2.map(|y| ItemVerdict { a: s.0, b: s.1, y, w: s.5 })).collect();
+            let stored = mine(&disp.books());
+            let verdicts: Vec<ItemVerdict> = stored.iter().filter_map(Stored::verdict).collect();
             let design = build_design(&pool, &cfg.covariates, &verdicts);
             let n_valid = verdicts.len();
             let mut mc_rng = rng::stream(acq.seed, "membership", n_valid as u64);
@@ -401,38 +400,21 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     break;
                 };
                 session.asked += 1;
-                wave.push((a, b, queries.key(a, b), worst, res));
+                wave.push(Query { tag: (), pool: pool.clone(), a, b, key: queries.key(a, b), reservation: res });
             }
             if usd_blocked && wave.is_empty() && sched.pending().is_empty() {
                 // Not even one query fits in max_usd with nothing in flight.
                 let summary = current.take().expect("checked").0;
                 break (summary, StopReason::MaxUsd);
             }
-            if !wave.is_empty() {
-                let it = &pool.items;
-                let queries: Vec<(String, String, String, f64)> = wave
-                    .iter()
-                    .map(|(a, b, key, worst, _)| (key.clone(), it[*a].id.clone(), it[*b].id.clone(), *worst))
-                    .collect();
-                let intents = books_io(&books, move |bk| {
-                    let refs: Vec<(&str, &str, &str, f64)> =
-                        queries.iter().map(|(k, a, b, w)| (k.as_str(), a.as_str(), b.as_str(), *w)).collect();
-                    bk.begin_all(&refs)
-                })
-                .await?;
-                for ((a, b, key, _, res), intent) in wave.into_iter().zip(intents) {
-                    reserved.insert(intent, res);
-                    sched.sent(a, b);
-                    rate.sent();
-                    let (j, p) = (judge.clone(), pool.clone());
-                    set.spawn(async move {
-                        let out = j.judge(&p, a, b).await;
-                        (a, b, key, intent, res, out)
-                    });
-                }
+            let sent: Vec<(usize, usize)> = wave.iter().map(|q| (q.a, q.b)).collect();
+            disp.send(wave).await?;
+            for (a, b) in sent {
+                sched.sent(a, b);
+                rate.sent();
             }
         }
-        interrupt.set_in_flight(set.len());
+        interrupt.set_in_flight(disp.in_flight());
         let show = |sched: &Scheduler, rate: &super::throughput::Meter, conf: f64| {
             progress.set(sched.budget().comparisons);
             progress.message(format!(
@@ -442,7 +424,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 sched.budget().spent_usd
             ));
         };
-        if set.is_empty() && fit_task.is_none() {
+        if disp.in_flight() == 0 && fit_task.is_none() {
             if hard_stop.is_none() && sched.wants_fit() {
                 // The round just ended (its unsent picks were dropped above): refit, then stop
                 // or go on at the quiet point.
@@ -456,7 +438,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             break (summary, hard_stop.unwrap_or(StopReason::Exhausted));
         }
         // Wait for one event: the refit, a reply, a stop signal, or the end of the grace period.
-        let grace = match (interrupt.requested(), set.is_empty()) {
+        let grace = match (interrupt.requested(), disp.in_flight() == 0) {
             (true, false) => Some(*grace_end.get_or_insert_with(|| tokio::time::Instant::now() + interrupt.grace())),
             _ => None,
         };
@@ -482,73 +464,61 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     }
                 }
             }
-            joined = set.join_next(), if !set.is_empty() => {
-                // This reply and every other one already in: stored before the next picks, so
+            replies = disp.join(), if disp.in_flight() > 0 => {
+                // This reply and every other one already in: booked before the next picks, so
                 // one acquisition step and one intent fsync fill all the slots they free.
-                let mut replies = vec![joined.expect("non-empty").expect("judge task does not panic")];
-                while let Some(more) = set.try_join_next() {
-                    replies.push(more.expect("judge task does not panic"));
-                }
-                for (a, b, key, intent, res, out) in replies {
-                reserved.remove(&intent);
-                usd_blocked = false;
-                rate.resolved();
-                let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
-                match out {
-                    Ok(reply) => {
-                        let cost = reply.cost_usd;
-                        let rec = VerdictRecord::from_reply(key, &pool, a, b, judge.describe(), reply);
-                        let stored = books_io(&books, move |bk| bk.record_reply(intent, rec)).await?;
-                        sched.stored_verdict(a, b, res, cost, stored);
-                        guard.succeeded();
-                        if invalid_stop.is_none() {
-                            invalid_stop = invalid_rate_stop(judge.as_ref());
-                            if let Some(m) = &invalid_stop {
-                                progress.println(&format!("stopping: {m}"));
+                for settled in disp.record(replies.expect("in flight")).await? {
+                    usd_blocked = false;
+                    rate.resolved();
+                    let (a, b, res) = (settled.a, settled.b, settled.reservation);
+                    let (ida, idb) = (&pool.items[a].id, &pool.items[b].id);
+                    match settled.outcome {
+                        Outcome::Verdict { cost_usd, stored } => {
+                            sched.stored_verdict(a, b, res, cost_usd, stored);
+                            guard.succeeded();
+                            if invalid_stop.is_none() {
+                                invalid_stop = invalid_rate_stop(judge.as_ref());
+                                if let Some(m) = &invalid_stop {
+                                    progress.println(&format!("stopping: {m}"));
+                                }
+                            }
+                        }
+                        // No verdict exists (a replay's recording lacks it): set aside, not a
+                        // failure; or the judge cannot go on: the run stops as for a failing
+                        // judge, with its message.
+                        Outcome::Failed(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
+                            sched.set_aside(a, b, res);
+                            if matches!(e, JudgeError::Unavailable { .. }) {
+                                unavailable.insert((a, b));
+                            } else {
+                                last_error = e.to_string();
+                                failing.get_or_insert(last_error.clone());
+                            }
+                        }
+                        Outcome::Failed(e) => {
+                            failed += 1;
+                            last_error = e.to_string();
+                            tracing::warn!("query {ida} vs {idb} failed: {e}");
+                            let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
+                            if e.setting().is_none() && quarantine.failed(a, b, &last_error, unjudgeable) {
+                                tracing::warn!(
+                                    "{ida} vs {idb} set aside for the rest of this run after {} failed queries",
+                                    quarantine.failures(a, b)
+                                );
+                            }
+                            sched.failed(a, b, res, e.cost_usd(), false);
+                            sched.exclude(quarantine.ordered_pairs());
+                            if let Some(why) = guard.failed(e.setting(), &last_error) {
+                                failing.get_or_insert(why);
+                            }
+                            if settings.dispatch == Dispatch::Pipelined && sched.failed_rounds() >= 3 {
+                                failing.get_or_insert(format!(
+                                    "{failed} queries failed ({} in a row without any verdict); last error: {last_error}",
+                                    sched.failed_rounds() * settings.refit_every
+                                ));
                             }
                         }
                     }
-                    // No verdict exists (a replay's recording lacks it): set aside, not a failure; or
-                    // the judge cannot go on: the run stops as for a failing judge, with its message.
-                    Err(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
-                        let msg = e.to_string();
-                        books_io(&books, move |bk| bk.record_failure(intent, &key, &ida, &idb, 0.0, &msg)).await?;
-                        sched.set_aside(a, b, res);
-                        if matches!(e, JudgeError::Unavailable { .. }) {
-                            unavailable.insert((a, b));
-                        } else {
-                            last_error = e.to_string();
-                            failing.get_or_insert(last_error.clone());
-                        }
-                    }
-                    Err(e) => {
-                        let cost = e.cost_usd();
-                        let msg = e.to_string();
-                        let (ida2, idb2) = (ida.clone(), idb.clone());
-                        books_io(&books, move |bk| bk.record_failure(intent, &key, &ida2, &idb2, cost, &msg)).await?;
-                        failed += 1;
-                        last_error = e.to_string();
-                        tracing::warn!("query {ida} vs {idb} failed: {e}");
-                        let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
-                        if e.setting().is_none() && quarantine.failed(a, b, &last_error, unjudgeable) {
-                            tracing::warn!(
-                                "{ida} vs {idb} set aside for the rest of this run after {} failed queries",
-                                quarantine.failures(a, b)
-                            );
-                        }
-                        sched.failed(a, b, res, cost, false);
-                        sched.exclude(quarantine.ordered_pairs());
-                        if let Some(why) = guard.failed(e.setting(), &last_error) {
-                            failing.get_or_insert(why);
-                        }
-                        if settings.dispatch == Dispatch::Pipelined && sched.failed_rounds() >= 3 {
-                            failing.get_or_insert(format!(
-                                "{failed} queries failed ({} in a row without any verdict); last error: {last_error}",
-                                sched.failed_rounds() * settings.refit_every
-                            ));
-                        }
-                    }
-                }
                 }
                 let conf = current
                     .as_ref()
@@ -557,9 +527,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             }
             () = interrupt.wait(), if !interrupt.requested() => {}
             () = async { tokio::time::sleep_until(grace.expect("guarded")).await }, if grace.is_some() => {
-                set.shutdown().await;
-                let (n, usd) = books_io(&books, |bk| bk.give_up("no reply within the interrupt grace period")).await?;
-                sched.gave_up(reserved.drain().map(|(_, r)| r));
+                let (n, usd, reservations) = disp.give_up("no reply within the interrupt grace period").await?;
+                sched.gave_up(reservations);
                 progress.println(&format!(
                     "interrupted: {n} request(s) still in flight after {} s, booked as possibly billed (${usd:.6} at their worst case)",
                     interrupt.grace().as_secs_f64()
@@ -568,10 +537,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         }
     };
     interrupt.set_in_flight(0);
-    let books = match Arc::try_unwrap(books) {
-        Ok(m) => m.into_inner().expect("books lock"),
-        Err(_) => unreachable!("every books task has finished"),
-    };
+    let books = disp.into_books();
     progress.finish();
     let stored = mine(&books);
     let spend = books.spend(&is_mine);
@@ -644,7 +610,7 @@ fn build_result(
     judge: &dyn Judge,
     s: &FitSummary,
     stop: StopReason,
-    stored: &[(usize, usize, Option<f64>, f64, Usage, f64)],
+    stored: &[Stored],
     failed: usize,
     fit_failed: Option<&FitError>,
 ) -> RunResult {
@@ -652,11 +618,10 @@ fn build_result(
     let k = cfg.raw.k;
     let mut usage = Usage::default();
     for r in stored {
-        usage.add(&r.4);
+        usage.add(&r.usage);
     }
     let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
-    let verdicts: Vec<ItemVerdict> =
-        stored.iter().filter_map(|r| r.2.map(|y| ItemVerdict { a: r.0, b: r.1, y, w: r.5 })).collect();
+    let verdicts: Vec<ItemVerdict> = stored.iter().filter_map(Stored::verdict).collect();
     let (identifiability, apparent) = match fit_failed {
         Some(_) => (Default::default(), crate::model::summary::Apparent::of_summary(s)),
         None => crate::report::outcome::identify_and_apparent(
@@ -711,10 +676,10 @@ fn build_result(
         strategy: cfg.raw.acquisition.strategy,
         stop_reason: stop,
         comparisons: stored.len(),
-        valid: stored.iter().filter(|r| r.2.is_some()).count(),
-        invalid: stored.iter().filter(|r| r.2.is_none()).count(),
+        valid: stored.iter().filter(|r| r.y.is_some()).count(),
+        invalid: stored.iter().filter(|r| r.y.is_none()).count(),
         failed,
-        spend_usd: stored.iter().map(|r| r.3).sum(),
+        spend_usd: stored.iter().map(|r| r.cost_usd).sum(),
         possibly_billed: 0,
         possibly_billed_usd: 0.0,
         duplicate_records: 0,

@@ -1,6 +1,8 @@
 //! Algorithm 1 of the paper (App. A; docs/model.md): fit → top-k membership → acquisition →
 //! query → store → refit. [`live`] drives it against a judge (async, verdict ledger, budget,
-//! progress); [`sim`] is the same loop without I/O, shared by `simulate` and the tests;
+//! progress) and sends every query through [`dispatch`], the one judge dispatcher that `gate`
+//! and `audit` use too (intent before each request, replies and paid failures booked, budget
+//! reservations); [`sim`] is the same loop without I/O, shared by `simulate` and the tests;
 //! [`faults`] holds what the live loop does with failed queries (set-aside pairs, endpoint-wide
 //! failures); [`queries`] is the one definition of a run's ordered pairs and of the next picks,
 //! shared by the run, its dry run and the commands that re-read a run folder; [`schedule`] is
@@ -8,6 +10,7 @@
 //! that [`live`] and [`sim_time`] (the same loop in virtual time, with a latency model) drive;
 //! [`throughput`] measures the achieved request rate.
 
+pub mod dispatch;
 pub mod faults;
 pub mod interrupt;
 pub mod live;

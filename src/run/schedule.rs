@@ -417,19 +417,7 @@ mod tests {
     use crate::store::pool::{Item, Pool};
 
     fn pool(n: usize) -> Pool {
-        let items = (0..n)
-            .map(|i| Item {
-                id: format!("i{i}"),
-                text: None,
-                quality: None,
-                covariates: Default::default(),
-                base: None,
-                rendering: None,
-                words: None,
-                human: None,
-                system: None,
-            })
-            .collect();
+        let items = (0..n).map(|i| Item { id: format!("i{i}"), ..Default::default() }).collect();
         Pool::new("p".into(), String::new(), items).unwrap()
     }
 

@@ -54,6 +54,27 @@ impl Spend {
     }
 }
 
+/// The three file names of one set of books in a run folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BookFiles {
+    /// Paid verdicts.
+    pub verdicts: &'static str,
+    /// Paid queries without a verdict.
+    pub failed: &'static str,
+    /// Intents of the requests sent.
+    pub intents: &'static str,
+}
+
+/// The books of the run's judge: `verdicts.jsonl`, `failed.jsonl`, `intents.jsonl`.
+pub const RUN_BOOKS: BookFiles =
+    BookFiles { verdicts: "verdicts.jsonl", failed: "failed.jsonl", intents: "intents.jsonl" };
+
+/// The books of a gate's trusted judge in the run folder: `trusted_verdicts.jsonl`,
+/// `trusted_failed.jsonl`, `trusted_intents.jsonl` (their spend counts against the run's
+/// `budget.max_usd`).
+pub const TRUSTED_BOOKS: BookFiles =
+    BookFiles { verdicts: "trusted_verdicts.jsonl", failed: "trusted_failed.jsonl", intents: "trusted_intents.jsonl" };
+
 /// The open books of a run folder (hold the run-folder lock while they are open).
 #[derive(Debug)]
 pub struct Books {
@@ -70,10 +91,18 @@ impl Books {
     /// # Errors
     /// [`BooksError`] naming the file (and line).
     pub fn open(dir: &Path) -> Result<(Self, Vec<String>), BooksError> {
-        let (log, warning) = VerdictLog::open(&dir.join("verdicts.jsonl"))?;
-        let failed_path = dir.join("failed.jsonl");
+        Self::open_files(dir, &RUN_BOOKS)
+    }
+
+    /// [`Books::open`] for the books named by `files` in `dir` (e.g. [`TRUSTED_BOOKS`]).
+    ///
+    /// # Errors
+    /// [`BooksError`] naming the file (and line).
+    pub fn open_files(dir: &Path, files: &BookFiles) -> Result<(Self, Vec<String>), BooksError> {
+        let (log, warning) = VerdictLog::open(&dir.join(files.verdicts))?;
+        let failed_path = dir.join(files.failed);
         let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed_path);
-        let (intents, recovery) = IntentLog::open(&dir.join("intents.jsonl"), &closed, max_id)?;
+        let (intents, recovery) = IntentLog::open(&dir.join(files.intents), &closed, max_id)?;
         let mut warnings: Vec<String> = warning.into_iter().chain(recovery.warning).collect();
         if !recovery.booked.is_empty() {
             let usd: f64 = recovery.booked.iter().map(|c| c.cost_usd).sum();
@@ -186,11 +215,19 @@ impl Books {
 /// # Errors
 /// [`BooksError`] naming the file (and line).
 pub fn peek_spend(dir: &Path, mine: &dyn Fn(&str) -> bool) -> Result<Spend, BooksError> {
-    let verdicts = dir.join("verdicts.jsonl");
+    peek_spend_files(dir, &RUN_BOOKS, mine)
+}
+
+/// [`peek_spend`] for the books named by `files` in `dir` (e.g. a gate's [`TRUSTED_BOOKS`]).
+///
+/// # Errors
+/// [`BooksError`] naming the file (and line).
+pub fn peek_spend_files(dir: &Path, files: &BookFiles, mine: &dyn Fn(&str) -> bool) -> Result<Spend, BooksError> {
+    let verdicts = dir.join(files.verdicts);
     let read = if verdicts.exists() { ledger::read_log(&verdicts)? } else { ReadLog::default() };
-    let failed_path = dir.join("failed.jsonl");
+    let failed_path = dir.join(files.failed);
     let (closed, _) = closed_by_records(&read.records, &read.duplicates, &failed_path);
-    let (open, booked) = IntentLog::peek(&dir.join("intents.jsonl"), &closed)?;
+    let (open, booked) = IntentLog::peek(&dir.join(files.intents), &closed)?;
     Ok(spend(&read.records, &read.duplicates, &failed_path, &booked, &open, mine))
 }
 

@@ -423,13 +423,6 @@ pub fn failed_intents(path: &Path) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// Total `cost_usd` of every line of a verdict file (0 when the file is absent; unreadable
-/// lines are skipped): e.g. the trusted judge's spend on a run's gate, which counts against
-/// the run's `budget.max_usd`.
-pub fn file_spend(path: &Path) -> f64 {
-    failed_spend(path, |_| true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,7 +58,7 @@ pub enum PoolError {
 }
 
 /// One candidate answer as written in the pool file (unknown keys are errors).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Item {
     /// Unique id within the pool.

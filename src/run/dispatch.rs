@@ -1,0 +1,382 @@
+//! The one judge dispatcher of `run`, `gate` and `audit`: every paid query goes through it.
+//!
+//! For each query it reserves the worst case in the caller's [`Budget`] (the caller does, and
+//! hands the [`Reservation`] in), writes the intent and fsyncs it before the request leaves
+//! ([`Books::begin_all`], one fsync per wave), keeps the requests in flight as tasks, and when a
+//! reply comes back stores it ([`Books::record_reply`]: appended, flushed, fsynced) or books the
+//! failure ([`Books::record_failure`]: a paid failure in `failed.jsonl`, an unpaid one closes its
+//! intent). Every fsync runs in a blocking task, off the async runtime. What is never lost
+//! (docs/live.md, "Crashes, Ctrl-C and two processes"): a kill at any moment leaves every
+//! request that may have been billed booked, as a verdict, a paid failure or an open intent the
+//! next open books as possibly billed.
+//!
+//! `run` drives it from its scheduler ([`Dispatcher::send`], [`Dispatcher::join`] inside its
+//! `select!`, then [`Dispatcher::record`]); `gate` and `audit` hand it a fixed list of queries
+//! ([`Dispatcher::dispatch_all`]).
+
+use crate::judge::{Judge, JudgeError, JudgeReply};
+use crate::store::books::{Books, BooksError};
+use crate::store::budget::{Budget, Reservation};
+use crate::store::intents::IntentId;
+use crate::store::ledger::VerdictRecord;
+use crate::store::pool::Pool;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// One query to send: ordered pair (`a` shown first, `b` second; item indices of `pool`), its
+/// cache key, the caller's `tag` (returned with the outcome) and its budget reservation.
+#[derive(Debug)]
+pub struct Query<T> {
+    /// The caller's label for the query (e.g. the pair's index), returned in [`Settled::tag`].
+    pub tag: T,
+    /// The pool the items belong to (an audit sends one small pool per pair).
+    pub pool: Arc<Pool>,
+    /// Item shown first.
+    pub a: usize,
+    /// Item shown second.
+    pub b: usize,
+    /// Cache key of the ordered pair for this judge (`Judge::cache_key`).
+    pub key: String,
+    /// Worst-case cost reserved for it, USD.
+    pub reservation: Reservation,
+}
+
+/// How a query ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A reply came back and is on disk. `stored` is false when a verdict for its key was
+    /// already stored (the reply's cost is then booked as a paid failure).
+    Verdict {
+        /// What the reply cost, USD.
+        cost_usd: f64,
+        /// Whether this reply is the key's stored verdict.
+        stored: bool,
+    },
+    /// The judge gave no verdict; booked in the failed log when it cost money.
+    Failed(JudgeError),
+}
+
+impl Outcome {
+    /// What the query cost, USD (0 for unpaid failures).
+    pub fn cost_usd(&self) -> f64 {
+        match self {
+            Outcome::Verdict { cost_usd, .. } => *cost_usd,
+            Outcome::Failed(e) => e.cost_usd(),
+        }
+    }
+}
+
+/// A query whose outcome is booked.
+#[derive(Debug)]
+pub struct Settled<T> {
+    /// The caller's label.
+    pub tag: T,
+    /// The pool of the query.
+    pub pool: Arc<Pool>,
+    /// Item shown first.
+    pub a: usize,
+    /// Item shown second.
+    pub b: usize,
+    /// Its reservation, to settle in the caller's budget.
+    pub reservation: Reservation,
+    /// The outcome.
+    pub outcome: Outcome,
+}
+
+/// A reply that came back and is not yet booked ([`Dispatcher::join`] → [`Dispatcher::record`]).
+pub struct Reply<T> {
+    sent: Sent<T>,
+    out: Result<JudgeReply, JudgeError>,
+}
+
+struct Sent<T> {
+    query: Query<T>,
+    intent: IntentId,
+}
+
+/// What [`Dispatcher::dispatch_all`] did.
+#[derive(Debug)]
+pub struct DispatchReport<T> {
+    /// Every query sent, with its outcome, in the order they settled.
+    pub settled: Vec<Settled<T>>,
+    /// Queries not sent: the caller stopped the dispatch or the budget had no room.
+    pub unsent: usize,
+    /// Whether a reservation failed (the budget had no room for the next query).
+    pub budget_blocked: bool,
+}
+
+/// Whether [`Dispatcher::dispatch_all`] goes on sending after a settled query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Send the next queries.
+    Continue,
+    /// Send nothing more; wait for the requests in flight and book them.
+    Stop,
+}
+
+/// The dispatcher: a judge, the books it pays into, and the requests in flight.
+pub struct Dispatcher<T> {
+    judge: Arc<dyn Judge>,
+    books: Arc<Mutex<Books>>,
+    set: tokio::task::JoinSet<Reply<T>>,
+    in_flight: HashMap<IntentId, Reservation>,
+}
+
+impl<T: Send + 'static> Dispatcher<T> {
+    /// A dispatcher sending to `judge` and booking into `books`.
+    pub fn new(judge: Arc<dyn Judge>, books: Books) -> Self {
+        Self { judge, books: Arc::new(Mutex::new(books)), set: tokio::task::JoinSet::new(), in_flight: HashMap::new() }
+    }
+
+    /// Requests in flight (sent, reply not yet booked).
+    pub fn in_flight(&self) -> usize {
+        self.set.len()
+    }
+
+    /// The books, for reading (do not hold across an await).
+    pub fn books(&self) -> MutexGuard<'_, Books> {
+        self.books.lock().expect("books lock")
+    }
+
+    /// The books, once nothing is in flight.
+    ///
+    /// # Panics
+    /// If requests are still in flight.
+    pub fn into_books(self) -> Books {
+        assert!(self.set.is_empty(), "no request in flight");
+        match Arc::try_unwrap(self.books) {
+            Ok(m) => m.into_inner().expect("books lock"),
+            Err(_) => unreachable!("every books task has finished"),
+        }
+    }
+
+    /// Run `f` on the books in a blocking task (each append is fsynced there, not on the
+    /// async runtime); resolves once it is on disk.
+    async fn books_io<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Books) -> Result<R, BooksError> + Send + 'static,
+    ) -> Result<R, BooksError> {
+        let b = self.books.clone();
+        tokio::task::spawn_blocking(move || f(&mut b.lock().expect("books lock")))
+            .await
+            .expect("books task does not panic")
+    }
+
+    /// Write the intents of `queries` (one fsync), then send each. Nothing is sent unless
+    /// every intent is on disk.
+    ///
+    /// # Errors
+    /// [`BooksError`]: the intents could not be written; none of the queries was sent.
+    pub async fn send(&mut self, queries: Vec<Query<T>>) -> Result<(), BooksError> {
+        if queries.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(String, String, String, f64)> = queries
+            .iter()
+            .map(|q| (q.key.clone(), q.pool.items[q.a].id.clone(), q.pool.items[q.b].id.clone(), q.reservation.usd))
+            .collect();
+        let intents = self
+            .books_io(move |bk| {
+                let refs: Vec<(&str, &str, &str, f64)> =
+                    rows.iter().map(|(k, a, b, w)| (k.as_str(), a.as_str(), b.as_str(), *w)).collect();
+                bk.begin_all(&refs)
+            })
+            .await?;
+        for (query, intent) in queries.into_iter().zip(intents) {
+            self.in_flight.insert(intent, query.reservation);
+            let judge = self.judge.clone();
+            self.set.spawn(async move {
+                let out = judge.judge(&query.pool, query.a, query.b).await;
+                Reply { sent: Sent { query, intent }, out }
+            });
+        }
+        Ok(())
+    }
+
+    /// Wait for the next reply and take every other one already in. `None` when nothing is in
+    /// flight. Cancel-safe (for `select!`): a reply is taken only when this resolves; book it
+    /// with [`Dispatcher::record`].
+    pub async fn join(&mut self) -> Option<Vec<Reply<T>>> {
+        let first = self.set.join_next().await?;
+        let mut replies = vec![first.expect("judge task does not panic")];
+        while let Some(more) = self.set.try_join_next() {
+            replies.push(more.expect("judge task does not panic"));
+        }
+        Some(replies)
+    }
+
+    /// Book `replies`: store each verdict or the failure, in order, each fsynced.
+    ///
+    /// # Errors
+    /// [`BooksError`]: a record could not be written (the replies after it are not booked;
+    /// their intents stay open and the next open books them as possibly billed).
+    pub async fn record(&mut self, replies: Vec<Reply<T>>) -> Result<Vec<Settled<T>>, BooksError> {
+        let mut settled = Vec::with_capacity(replies.len());
+        for Reply { sent, out } in replies {
+            let Sent { query, intent } = sent;
+            self.in_flight.remove(&intent);
+            let (pool, a, b, key) = (query.pool.clone(), query.a, query.b, query.key);
+            let outcome = match out {
+                Ok(reply) => {
+                    let cost_usd = reply.cost_usd;
+                    let rec = VerdictRecord::from_reply(key, &pool, a, b, self.judge.describe(), reply);
+                    let stored = self.books_io(move |bk| bk.record_reply(intent, rec)).await?;
+                    Outcome::Verdict { cost_usd, stored }
+                }
+                Err(e) => {
+                    let (cost, msg) = (e.cost_usd(), e.to_string());
+                    let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
+                    self.books_io(move |bk| bk.record_failure(intent, &key, &ida, &idb, cost, &msg)).await?;
+                    Outcome::Failed(e)
+                }
+            };
+            settled.push(Settled { tag: query.tag, pool, a, b, reservation: query.reservation, outcome });
+        }
+        Ok(settled)
+    }
+
+    /// Stop waiting: abort the requests in flight and book each as possibly billed at its
+    /// reserved worst case (their replies will not be recorded). Returns how many, their total
+    /// (USD) and their reservations (to settle in the caller's budget).
+    ///
+    /// # Errors
+    /// [`BooksError::Intents`].
+    pub async fn give_up(&mut self, reason: &'static str) -> Result<(usize, f64, Vec<Reservation>), BooksError> {
+        self.set.shutdown().await;
+        let (n, usd) = self.books_io(move |bk| bk.give_up(reason)).await?;
+        Ok((n, usd, self.in_flight.drain().map(|(_, r)| r).collect()))
+    }
+
+    /// Send every query of `todo` (pool, a shown first, b, tag) with at most `concurrency` in
+    /// flight: each is reserved in `budget` first (a query that does not fit ends the sending),
+    /// and settled there when its outcome is booked. `each` sees every settled query and may
+    /// stop the sending; the requests in flight are then waited for and booked, never dropped.
+    ///
+    /// # Errors
+    /// [`BooksError`]: the books could not be written; the requests in flight are waited for
+    /// first (their outcomes are booked where possible).
+    pub async fn dispatch_all(
+        &mut self,
+        todo: impl IntoIterator<Item = (Arc<Pool>, usize, usize, T)>,
+        budget: &mut Budget,
+        concurrency: usize,
+        mut each: impl FnMut(&Settled<T>) -> Flow,
+    ) -> Result<DispatchReport<T>, BooksError> {
+        let mut todo = todo.into_iter().peekable();
+        let mut report = DispatchReport { settled: Vec::new(), unsent: 0, budget_blocked: false };
+        let mut sending = true;
+        let mut first_error: Option<BooksError> = None;
+        loop {
+            if sending && first_error.is_none() {
+                let mut wave = Vec::new();
+                while self.in_flight() + wave.len() < concurrency.max(1) {
+                    let Some((pool, a, b, _)) = todo.peek() else { break };
+                    let worst = self.judge.worst_case_usd(pool, *a, *b);
+                    let Some(reservation) = budget.try_reserve(worst) else {
+                        report.budget_blocked = true;
+                        sending = false;
+                        break;
+                    };
+                    let (pool, a, b, tag) = todo.next().expect("peeked");
+                    let key = self.judge.cache_key(&pool, a, b);
+                    wave.push(Query { tag, pool, a, b, key, reservation });
+                }
+                if let Err(e) = self.send(wave).await {
+                    first_error = Some(e);
+                }
+            }
+            let Some(replies) = self.join().await else { break };
+            match self.record(replies).await {
+                Ok(done) => {
+                    for s in done {
+                        let stored = matches!(s.outcome, Outcome::Verdict { stored: true, .. });
+                        budget.settle(s.reservation, s.outcome.cost_usd(), stored);
+                        if each(&s) == Flow::Stop {
+                            sending = false;
+                        }
+                        report.settled.push(s);
+                    }
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        report.unsent = todo.count();
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::mock::{MockConfig, MockJudge};
+    use crate::store::pool::Item;
+
+    fn pool(n: usize) -> Arc<Pool> {
+        let items = (0..n)
+            .map(|i| Item {
+                id: format!("i{i}"),
+                text: Some(vec!["word"; 10 + i].join(" ")),
+                quality: Some(i as f64),
+                ..Default::default()
+            })
+            .collect();
+        Arc::new(Pool::new("p".into(), "Summarise.".into(), items).unwrap())
+    }
+
+    fn priced(latency_ms: u64) -> Arc<dyn Judge> {
+        let cfg = MockConfig { input_usd_per_mtok: Some(1.0), latency_ms, ..MockConfig::default() };
+        Arc::new(MockJudge::new(cfg).unwrap())
+    }
+
+    fn all_pairs(pool: &Arc<Pool>) -> Vec<(Arc<Pool>, usize, usize, (usize, usize))> {
+        let n = pool.n_items();
+        (0..n)
+            .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
+            .map(|(a, b)| (pool.clone(), a, b, (a, b)))
+            .collect()
+    }
+
+    /// With 8 in flight, `max_usd` stops the sending at the last query whose worst case fits:
+    /// spend never passes it, and every query sent is stored and its intent closed.
+    #[tokio::test]
+    async fn the_budget_holds_with_many_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, judge) = (pool(6), priced(5));
+        let todo = all_pairs(&pool);
+        let worst: Vec<f64> = todo.iter().map(|(p, a, b, _)| judge.worst_case_usd(p, *a, *b)).collect();
+        // Room for exactly the first 11 worst cases.
+        let max = worst[..11].iter().sum::<f64>() + 0.5 * worst[11];
+        let mut budget = Budget::new(None, Some(max), 0, 0.0);
+        let mut disp = Dispatcher::new(judge, Books::open(dir.path()).unwrap().0);
+        let report = disp.dispatch_all(todo, &mut budget, 8, |_| Flow::Continue).await.unwrap();
+        assert!(report.budget_blocked);
+        assert_eq!((report.settled.len(), report.unsent), (11, 30 - 11));
+        assert!(budget.spent_usd <= max, "{} > {max}", budget.spent_usd);
+        assert!(budget.reserved_usd.abs() < 1e-15 && budget.in_flight == 0, "{budget:?}");
+        let books = disp.into_books();
+        assert_eq!((books.log().records().len(), books.in_flight()), (11, 0));
+        let spent: f64 = books.log().records().iter().map(|r| r.cost_usd).sum();
+        assert!((spent - budget.spent_usd).abs() < 1e-15, "{spent} {}", budget.spent_usd);
+    }
+
+    /// `Flow::Stop` ends the sending, but what is in flight is waited for and stored.
+    #[tokio::test]
+    async fn a_stop_waits_for_the_requests_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, judge) = (pool(6), priced(20));
+        let mut budget = Budget::new(None, None, 0, 0.0);
+        let mut disp = Dispatcher::new(judge, Books::open(dir.path()).unwrap().0);
+        let report = disp.dispatch_all(all_pairs(&pool), &mut budget, 8, |_| Flow::Stop).await.unwrap();
+        // The first reply stops the sending; the 7 others in flight with it are stored too.
+        assert!(report.settled.len() >= 8, "{}", report.settled.len());
+        assert_eq!(report.settled.len() + report.unsent, 30);
+        assert!(!report.budget_blocked);
+        let books = disp.into_books();
+        assert_eq!((books.log().records().len(), books.in_flight()), (report.settled.len(), 0));
+    }
+}
