@@ -9,6 +9,9 @@
 //!   unordered pair is covered once before any other is asked again (which, with the frozen-judge
 //!   cache, means never).
 //! - `random`: a uniformly random open unit each time.
+//!
+//! Pools of [`super::lazy_pairs::LAZY_PAIRS_MIN`] unordered pairs or more run `round_robin` and
+//! `random` without listing the pairs (super::lazy_pairs).
 //! - `thompson`: for each pick draw θ̃ from the joint Laplace posterior N(β̂, Σ) (θ part),
 //!   rank the bases by θ̃ and take the open pair that straddles the sampled k-th/(k+1)-th
 //!   boundary with the smallest sampled gap θ̃_in − θ̃_out — the pair (k-th, (k+1)-th) itself
@@ -41,6 +44,10 @@ pub const THOMPSON_REDRAWS: usize = 20;
 /// Round robin: a seeded shuffle of all unordered cross-base pairs (fixed for the run), taken in
 /// order, both orders of each.
 pub fn round_robin(ctx: &Context<'_>, r: usize) -> Vec<(usize, usize)> {
+    let space = super::lazy_pairs::PairSpace::new(ctx);
+    if space.len() >= super::lazy_pairs::LAZY_PAIRS_MIN {
+        return super::lazy_pairs::round_robin(ctx, &space, r);
+    }
     let n = ctx.n_items();
     let groups = crate::store::pool::prompt_groups(ctx.item_prompt, n);
     let mut pairs: Vec<(usize, usize)> = (0..n)
@@ -68,6 +75,10 @@ pub fn round_robin(ctx: &Context<'_>, r: usize) -> Vec<(usize, usize)> {
 /// Uniformly random open units (unordered pairs with their open orders under `both`, ordered
 /// pairs under `single`).
 pub fn random(ctx: &Context<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, usize)> {
+    let space = super::lazy_pairs::PairSpace::new(ctx);
+    if space.len() >= super::lazy_pairs::LAZY_PAIRS_MIN {
+        return super::lazy_pairs::random(ctx, &space, r, rng);
+    }
     let mut units = candidate_units(ctx);
     units.shuffle(rng);
     units.into_iter().flat_map(Unit::orders).take(r).collect()

@@ -47,20 +47,21 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
     let log = cfg.run_dir.join("verdicts.jsonl");
     let records = if log.exists() { read_records(&log)?.0 } else { Vec::new() };
     let queries = RunQueries::new(cfg, judge);
+    queries.learn_folder(&cfg.run_dir);
     let mine = queries.stored(&records);
     // + 0.0: an empty f64 sum is −0.0, printed as "$-0.000000".
     let spent_usd: f64 = peek_spend(&cfg.run_dir, &|k: &str| queries.contains_key(k))?.total_usd() + 0.0;
     let asked: HashSet<(usize, usize)> =
         mine.iter().map(|&(a, b, _)| (a, b)).chain(queries.skipped().iter().copied()).collect();
-    let open: Vec<(usize, usize)> = queries.pairs().iter().copied().filter(|p| !asked.contains(p)).collect();
+    // Every asked pair is a run pair (stored records are matched to run pairs, skipped ones are).
+    let n_open = queries.n_pairs() - asked.len();
     let cmp_left = cfg.raw.budget.max_comparisons.map_or(usize::MAX, |m| m.saturating_sub(mine.len() as u64) as usize);
     let first = first_pick(cfg, &queries, &records, &asked, cmp_left)
         .map(|(a, b)| (pool.items[a].id.clone(), pool.items[b].id.clone(), judge.preview(pool, a, b)));
-    let mut worst: Vec<f64> = open.iter().map(|&(a, b)| judge.worst_case_usd(pool, a, b)).collect();
-    worst.sort_by(|x, y| y.total_cmp(x));
-    let per_query =
-        (!worst.is_empty()).then(|| (worst[worst.len() - 1], worst[0], worst.iter().sum::<f64>() / worst.len() as f64));
-    let n = open.len().min(cmp_left);
+    let n = n_open.min(cmp_left);
+    let open_costs = queries.iter().filter(|p| !asked.contains(p)).map(|(a, b)| judge.worst_case_usd(pool, a, b));
+    let costs = WorstCosts::of(open_costs, n_open, n);
+    let per_query = costs.per_query;
     let fit = |costs: &mut dyn Iterator<Item = f64>, left: f64| -> usize {
         let mut sum = 0.0;
         costs
@@ -74,11 +75,11 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
     let (at_least, at_most, worst_total) = match cfg.raw.budget.max_usd {
         Some(max) => {
             let left = (max - spent_usd).max(0.0);
-            let lo = fit(&mut worst.iter().copied(), left);
-            let hi = fit(&mut worst.iter().rev().copied(), left);
-            (lo, hi, worst.iter().take(n).sum::<f64>().min(left))
+            let lo = fit(&mut costs.desc.iter().copied(), left);
+            let hi = fit(&mut costs.asc(), left);
+            (lo, hi, costs.desc.iter().take(n).sum::<f64>().min(left))
         }
-        None => (n, n, worst.iter().take(n).sum::<f64>()),
+        None => (n, n, costs.desc.iter().take(n).sum::<f64>()),
     };
     Ok(DryRun {
         pairs: queries.sendable(),
@@ -92,12 +93,90 @@ pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
     })
 }
 
+/// Open pairs beyond which the dry run keeps only the `n` most and `n` least expensive worst
+/// cases (bounded heaps) instead of sorting them all (8 bytes per open pair).
+const FULL_SORT_MAX_PAIRS: usize = 1 << 22;
+
+/// The worst-case costs of the open pairs, as far as the dry run needs them.
+struct WorstCosts {
+    /// (min, max, mean) over every open pair.
+    per_query: Option<(f64, f64, f64)>,
+    /// The costs, most expensive first: all of them, or at least the `n` largest.
+    desc: Vec<f64>,
+    /// The `n` smallest, cheapest first, when `desc` does not hold them all.
+    smallest: Option<Vec<f64>>,
+}
+
+impl WorstCosts {
+    /// Collect `costs` (`count` of them) for budgets of `n` queries.
+    fn of(costs: impl Iterator<Item = f64>, count: usize, n: usize) -> Self {
+        Self::of_sorting_up_to(costs, count, n, FULL_SORT_MAX_PAIRS)
+    }
+
+    /// [`Self::of`] with the full-sort limit `full_sort_max`.
+    fn of_sorting_up_to(costs: impl Iterator<Item = f64>, count: usize, n: usize, full_sort_max: usize) -> Self {
+        if count <= full_sort_max || n >= count {
+            let mut desc: Vec<f64> = costs.collect();
+            desc.sort_by(|x, y| y.total_cmp(x));
+            let per_query = (!desc.is_empty())
+                .then(|| (desc[desc.len() - 1], desc[0], desc.iter().sum::<f64>() / desc.len() as f64));
+            return WorstCosts { per_query, desc, smallest: None };
+        }
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        struct Usd(f64);
+        impl PartialEq for Usd {
+            fn eq(&self, o: &Self) -> bool {
+                self.0.total_cmp(&o.0).is_eq()
+            }
+        }
+        impl Eq for Usd {}
+        impl PartialOrd for Usd {
+            fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        impl Ord for Usd {
+            fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+                self.0.total_cmp(&o.0)
+            }
+        }
+        let (mut largest, mut smallest) = (BinaryHeap::new(), BinaryHeap::new());
+        let (mut lo, mut hi, mut sum, mut seen) = (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0usize);
+        for c in costs {
+            (lo, hi, sum, seen) = (lo.min(c), hi.max(c), sum + c, seen + 1);
+            largest.push(Reverse(Usd(c)));
+            if largest.len() > n {
+                largest.pop();
+            }
+            smallest.push(Usd(c));
+            if smallest.len() > n {
+                smallest.pop();
+            }
+        }
+        let per_query = (seen > 0).then(|| (lo, hi, sum / seen as f64));
+        let mut desc: Vec<f64> = largest.into_iter().map(|Reverse(Usd(c))| c).collect();
+        desc.sort_by(|x, y| y.total_cmp(x));
+        let mut asc: Vec<f64> = smallest.into_iter().map(|Usd(c)| c).collect();
+        asc.sort_by(|x, y| x.total_cmp(y));
+        WorstCosts { per_query, desc, smallest: Some(asc) }
+    }
+
+    /// The costs cheapest first (at least the `n` smallest).
+    fn asc(&self) -> Box<dyn Iterator<Item = f64> + '_> {
+        match &self.smallest {
+            Some(v) => Box::new(v.iter().copied()),
+            None => Box::new(self.desc.iter().rev().copied()),
+        }
+    }
+}
+
 /// The first ordered pair the run sends now: Algorithm 1's first pick after fitting the
 /// stored verdicts (no warm start; the MAP is the same). `None` when nothing is left to send or
 /// the fit fails (the run then reports the failure itself).
 fn first_pick(
     cfg: &Config,
-    queries: &RunQueries,
+    queries: &RunQueries<'_>,
     records: &[VerdictRecord],
     asked: &HashSet<(usize, usize)>,
     comparisons_left: usize,
@@ -174,4 +253,24 @@ pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
         });
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WorstCosts;
+
+    #[test]
+    fn bounded_heaps_keep_the_n_most_and_least_expensive_as_a_full_sort() {
+        let costs: Vec<f64> = (0..50).map(|i| f64::from((i * 37) % 50) * 0.25).collect();
+        let full = WorstCosts::of_sorting_up_to(costs.iter().copied(), 50, 7, usize::MAX);
+        let heaps = WorstCosts::of_sorting_up_to(costs.iter().copied(), 50, 7, 0);
+        assert!(full.smallest.is_none() && heaps.smallest.is_some());
+        assert_eq!(heaps.desc, vec![12.25, 12.0, 11.75, 11.5, 11.25, 11.0, 10.75]);
+        assert_eq!(heaps.desc[..], full.desc[..7]);
+        assert_eq!(heaps.asc().collect::<Vec<_>>(), vec![0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5]);
+        assert_eq!(heaps.asc().collect::<Vec<_>>(), full.asc().take(7).collect::<Vec<_>>());
+        // min 0, max 12.25, mean 0.25 · (0 + … + 49) / 50 = 6.125.
+        assert_eq!(heaps.per_query, Some((0.0, 12.25, 6.125)));
+        assert_eq!(full.per_query, heaps.per_query);
+    }
 }

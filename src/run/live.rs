@@ -367,9 +367,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let Folder { lock: _lock, mut interrupt, books, warnings } = open_folder(cfg, judge.as_ref(), opts)?;
     let pool = Arc::new(cfg.pool.clone());
     let queries = RunQueries::new(cfg, judge.as_ref());
+    queries.learn_folder(dir);
     // Pairs that are not sent (identical texts): counted as asked for the acquisition.
     let skip = queries.skipped().clone();
-    let total_pairs = queries.pairs().len() as u64;
+    let total_pairs = queries.n_pairs() as u64;
     let sendable = queries.sendable() as u64;
     let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(sendable).min(sendable), opts.progress);
     for w in warnings {
@@ -531,14 +532,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     break;
                 };
                 session.asked += 1;
-                wave.push(Query {
-                    tag: (),
-                    pool: pool.clone(),
-                    a,
-                    b,
-                    key: judge.cache_key(&pool, a, b),
-                    reservation: res,
-                });
+                wave.push(Query { tag: (), pool: pool.clone(), a, b, key: queries.key(a, b), reservation: res });
             }
             if usd_blocked && wave.is_empty() && sched.pending().is_empty() {
                 // Not even one query fits in max_usd with nothing in flight.
@@ -693,7 +687,7 @@ fn finish(
     if faults.failing.is_some() {
         result.last_error = Some(faults.last_error);
     }
-    let records: Vec<&VerdictRecord> = books.log().records().iter().filter(|r| queries.contains_key(&r.key)).collect();
+    let records: Vec<&VerdictRecord> = queries.stored(books.log().records()).into_iter().map(|s| s.2).collect();
     result.verdicts_report = verdicts_report(cfg, &records, faults.invalid_stop);
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     let result_path = dir.join("result.json");

@@ -19,29 +19,86 @@ use crate::store::config::Config;
 use crate::store::ledger::VerdictRecord;
 use crate::store::pool::Pool;
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Mutex;
 
 /// The ordered pairs of a run and their cache keys (one judge configuration).
-#[derive(Debug, Clone)]
-pub struct RunQueries {
-    pairs: Vec<(usize, usize)>,
-    by_key: HashMap<String, (usize, usize)>,
+///
+/// Nothing of size N(N − 1) is built: the ordered pairs are enumerated on demand
+/// ([`RunQueries::iter`]) and counted in closed form, and a cache key is computed only for a
+/// pair that is looked up — a stored record (its `a`, `b` item ids), a line of the run folder
+/// ([`RunQueries::learn_folder`]) or a query ([`RunQueries::key`]). Keys already checked are
+/// remembered, so a record is hashed once per run however often the books are re-read.
+pub struct RunQueries<'a> {
+    pool: &'a Pool,
+    judge: &'a dyn Judge,
+    paired: bool,
+    /// Items of each prompt, ascending (one group for a single pool).
+    groups: Vec<Vec<usize>>,
+    n_pairs: usize,
     skipped: HashSet<(usize, usize)>,
+    /// Cache keys checked so far: the run's ordered pair they name, or `None` (another judge
+    /// configuration, pool or item).
+    known: Mutex<HashMap<String, Option<(usize, usize)>>>,
 }
 
-impl RunQueries {
+impl std::fmt::Debug for RunQueries<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunQueries").field("pairs", &self.n_pairs).field("skipped", &self.skipped.len()).finish()
+    }
+}
+
+impl<'a> RunQueries<'a> {
     /// The queries of `cfg`'s pool and design for `judge` (its cache key names each query).
-    pub fn new(cfg: &Config, judge: &dyn Judge) -> Self {
+    /// Costs O(N + identical-text groups²), no cache key is computed.
+    pub fn new(cfg: &'a Config, judge: &'a dyn Judge) -> Self {
         let pool = &cfg.pool;
-        let pairs = ordered_pairs(pool, cfg.raw.design);
-        let by_key = pairs.iter().map(|&(a, b)| (judge.cache_key(pool, a, b), (a, b))).collect();
-        let set: HashSet<(usize, usize)> = pairs.iter().copied().collect();
-        let skipped = cfg.skipped_pairs().into_iter().filter(|p| set.contains(p)).collect();
-        RunQueries { pairs, by_key, skipped }
+        let paired = cfg.raw.design == DesignKind::Paired;
+        let groups = pool.prompt_items();
+        // Σ_prompts g(g − 1), less the pairs within one base of one prompt unless paired.
+        let mut n_pairs: usize = groups.iter().map(|g| g.len() * g.len().saturating_sub(1)).sum();
+        if !paired {
+            let mut per_base: HashMap<(usize, usize), usize> = HashMap::new();
+            for i in 0..pool.n_items() {
+                *per_base.entry((pool.prompt_of(i), pool.item_base[i])).or_default() += 1;
+            }
+            n_pairs -= per_base.values().map(|s| s * (s - 1)).sum::<usize>();
+        }
+        let mut q = RunQueries {
+            pool,
+            judge,
+            paired,
+            groups,
+            n_pairs,
+            skipped: HashSet::new(),
+            known: Mutex::new(HashMap::new()),
+        };
+        q.skipped = cfg.skipped_pairs().into_iter().filter(|&(a, b)| q.is_pair(a, b)).collect();
+        q
     }
 
-    /// Every ordered pair of the run, sent or not, in (a, b) order.
-    pub fn pairs(&self) -> &[(usize, usize)] {
-        &self.pairs
+    /// Whether (a, b) is one of the run's ordered pairs: two items of one prompt, of different
+    /// bases unless the design is paired.
+    pub fn is_pair(&self, a: usize, b: usize) -> bool {
+        let pool = self.pool;
+        a != b
+            && a < pool.n_items()
+            && b < pool.n_items()
+            && pool.prompt_of(a) == pool.prompt_of(b)
+            && (self.paired || pool.item_base[a] != pool.item_base[b])
+    }
+
+    /// Number of ordered pairs of the run, sent or not.
+    pub fn n_pairs(&self) -> usize {
+        self.n_pairs
+    }
+
+    /// Every ordered pair of the run, sent or not, in (a, b) order ([`ordered_pairs`]'s order),
+    /// enumerated lazily.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..self.pool.n_items()).flat_map(move |a| {
+            self.groups[self.pool.prompt_of(a)].iter().filter(move |&&b| self.is_pair(a, b)).map(move |&b| (a, b))
+        })
     }
 
     /// Ordered pairs that are never sent (items with identical texts, unless
@@ -52,22 +109,68 @@ impl RunQueries {
 
     /// Ordered pairs that may be sent: all of them less the skipped ones.
     pub fn sendable(&self) -> usize {
-        self.pairs.len() - self.skipped.len()
+        self.n_pairs - self.skipped.len()
     }
 
-    /// The ordered pair a cache key names, if it is one of this run's queries.
+    /// The cache key of the ordered pair (a, b) (one SHA-256; remembered for [`Self::contains_key`]).
+    pub fn key(&self, a: usize, b: usize) -> String {
+        let key = self.judge.cache_key(self.pool, a, b);
+        if self.is_pair(a, b) {
+            self.known.lock().expect("key table lock").insert(key.clone(), Some((a, b)));
+        }
+        key
+    }
+
+    /// The run's ordered pair that a line of the run folder names: its cache `key` together with
+    /// the item ids `a` (shown first) and `b` it was written with. `None` unless both ids are
+    /// items of the pool, (a, b) is a run pair and `key` is its cache key.
+    pub fn learn(&self, key: &str, a: &str, b: &str) -> Option<(usize, usize)> {
+        if let Some(&hit) = self.known.lock().expect("key table lock").get(key) {
+            return hit;
+        }
+        let pair = match (self.pool.item_index(a), self.pool.item_index(b)) {
+            (Some(a), Some(b)) if self.is_pair(a, b) && self.judge.cache_key(self.pool, a, b) == key => Some((a, b)),
+            _ => None,
+        };
+        self.known.lock().expect("key table lock").insert(key.to_owned(), pair);
+        pair
+    }
+
+    /// Check the cache keys of every line of the run folder `dir` that names its items
+    /// (`verdicts.jsonl`, `intents.jsonl`, `failed.jsonl`; absent files and unreadable lines are
+    /// skipped), so [`Self::contains_key`] knows each of them. Closing lines of intents carry
+    /// only a key: their intent's line names the items.
+    pub fn learn_folder(&self, dir: &Path) {
+        #[derive(serde::Deserialize)]
+        struct Line {
+            key: String,
+            a: String,
+            b: String,
+        }
+        for file in ["verdicts.jsonl", "intents.jsonl", "failed.jsonl"] {
+            let Ok(text) = std::fs::read_to_string(dir.join(file)) else { continue };
+            for l in text.lines().filter_map(|l| serde_json::from_str::<Line>(l).ok()) {
+                self.learn(&l.key, &l.a, &l.b);
+            }
+        }
+    }
+
+    /// The ordered pair a cache key names, if it is one of this run's queries and was met before
+    /// (a stored record, a line of [`Self::learn_folder`] or [`Self::key`]).
     pub fn pair_of(&self, key: &str) -> Option<(usize, usize)> {
-        self.by_key.get(key).copied()
+        self.known.lock().expect("key table lock").get(key).copied().flatten()
     }
 
-    /// Whether a cache key is one of this run's queries (for the books: spend of this judge).
+    /// Whether a cache key is one of this run's queries (for the books: spend of this judge); as
+    /// [`Self::pair_of`], the key must have been met before.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.by_key.contains_key(key)
+        self.pair_of(key).is_some()
     }
 
-    /// This run's records among `records` (matched by cache key), with their ordered pairs.
-    pub fn stored<'a>(&self, records: &'a [VerdictRecord]) -> Vec<(usize, usize, &'a VerdictRecord)> {
-        records.iter().filter_map(|r| self.pair_of(&r.key).map(|(a, b)| (a, b, r))).collect()
+    /// This run's records among `records` (matched by cache key: the key of the record's own
+    /// item pair), with their ordered pairs.
+    pub fn stored<'r>(&self, records: &'r [VerdictRecord]) -> Vec<(usize, usize, &'r VerdictRecord)> {
+        records.iter().filter_map(|r| self.learn(&r.key, &r.a, &r.b).map(|(a, b)| (a, b, r))).collect()
     }
 
     /// The valid verdicts among this run's records, each with the weight of its likelihood term
@@ -165,5 +268,58 @@ mod tests {
         assert_eq!(ordered_pairs(&pool, DesignKind::Single), vec![(0, 2), (1, 2), (2, 0), (2, 1)]);
         // Paired adds x1↔x2 in both orders: 3·2 = 6 = every ordered pair.
         assert_eq!(ordered_pairs(&pool, DesignKind::Paired), vec![(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
+    }
+
+    /// A 4-item pool: bases x = {x1, x2}, y = {y1}, z = {z1}; y1 and z1 have the same text.
+    fn four_items(dir: &std::path::Path) -> Config {
+        let pool = r#"{"pool_id":"p","task":"t","items":[{"id":"x1","text":"a","base":"x","quality":1.0},{"id":"x2","text":"b","base":"x","quality":2.0},{"id":"y1","text":"c","base":"y","quality":3.0},{"id":"z1","text":"c","base":"z","quality":4.0}]}"#;
+        std::fs::write(dir.join("pool.jsonl"), format!("{pool}\n")).unwrap();
+        let yaml =
+            "name: q\nout_dir: runs\npool:\n  file: pool.jsonl\nk: 1\njudge:\n  mock:\n    mode: deterministic\n";
+        std::fs::write(dir.join("q.yaml"), yaml).unwrap();
+        Config::load(&dir.join("q.yaml")).unwrap()
+    }
+
+    fn record(key: &str, a: &str, b: &str) -> VerdictRecord {
+        serde_json::from_value(serde_json::json!({"key": key, "pool_id": "p", "a": a, "b": b, "y": 1.0})).unwrap()
+    }
+
+    #[test]
+    fn pairs_are_counted_and_listed_without_a_table_and_keys_match_by_item_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = four_items(dir.path());
+        let judge = crate::judge::build::make_judge(&cfg.raw.judge).unwrap();
+        let q = RunQueries::new(&cfg, judge.as_ref());
+        // 4·3 = 12 ordered pairs less x1↔x2 (one base) = 10; y1↔z1 (same text) are skipped.
+        let listed = ordered_pairs(&cfg.pool, DesignKind::Single);
+        assert_eq!(listed.len(), 10);
+        assert_eq!(q.n_pairs(), 10);
+        assert_eq!(q.iter().collect::<Vec<_>>(), listed);
+        assert_eq!(q.skipped(), &HashSet::from([(2, 3), (3, 2)]));
+        assert_eq!(q.sendable(), 8);
+        let key = |a, b| judge.cache_key(&cfg.pool, a, b);
+        // A record is this run's when its key is the key of its own two items, in its order.
+        let records = vec![
+            record(&key(2, 0), "y1", "x1"),
+            record(&key(0, 2), "y1", "x1"), // key of the other order
+            record("", "x1", "y1"),         // imported: no key
+            record(&key(0, 1), "x1", "x2"), // within one base: not a run pair
+            record(&key(3, 1), "z1", "x2"),
+            record(&key(3, 1), "z1", "x2"), // a duplicate stays a record of the run
+        ];
+        let got: Vec<(usize, usize)> = q.stored(&records).iter().map(|&(a, b, _)| (a, b)).collect();
+        assert_eq!(got, vec![(2, 0), (3, 1), (3, 1)]);
+        assert!(q.contains_key(&key(2, 0)) && !q.contains_key(&key(0, 2)) && !q.contains_key(&key(0, 1)));
+        // A key met only in the run folder (an intent nothing closed) is known after learn_folder;
+        // a key sent by the run is known once computed.
+        let intent =
+            serde_json::json!({"intent": 1, "key": key(1, 2), "a": "x2", "b": "y1", "attempt": 1, "reserved_usd": 0.0});
+        std::fs::write(dir.path().join("intents.jsonl"), format!("{intent}\n")).unwrap();
+        assert!(!q.contains_key(&key(1, 2)));
+        q.learn_folder(dir.path());
+        assert_eq!(q.pair_of(&key(1, 2)), Some((1, 2)));
+        assert!(!q.contains_key(&key(2, 3)));
+        assert_eq!(q.key(2, 3), key(2, 3));
+        assert_eq!(q.pair_of(&key(2, 3)), Some((2, 3)));
     }
 }
