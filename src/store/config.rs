@@ -75,6 +75,40 @@ pub struct PoolRef {
     pub synthetic: Option<crate::analysis::synth::SynthSpec>,
 }
 
+/// What a `pool:` section names: one pool of a file, many pools of a file (a run over many
+/// prompts, docs/systems.md), or a synthetic pool (docs/model.md §7).
+#[derive(Debug, Clone, Copy)]
+pub enum PoolSource<'a> {
+    /// `file` (and `id`, default: the file's first pool).
+    File {
+        /// The pool file.
+        file: &'a Path,
+        /// The pool id, if given.
+        id: Option<&'a str>,
+    },
+    /// `file` and `ids`: the selected pools, merged into one pool of answers per system.
+    Systems {
+        /// The pool file.
+        file: &'a Path,
+        /// The selected pools.
+        ids: &'a PoolIds,
+    },
+    /// `synthetic: {...}`.
+    Synthetic(&'a crate::analysis::synth::SynthSpec),
+}
+
+impl PoolRef {
+    /// Which of the three the section names ([`Config::from_raw`] has refused a section that
+    /// names two: `file` with `synthetic`, or `ids` with `id` or `synthetic`).
+    pub fn source(&self) -> PoolSource<'_> {
+        match (&self.synthetic, &self.ids) {
+            (Some(spec), _) => PoolSource::Synthetic(spec),
+            (None, Some(ids)) => PoolSource::Systems { file: &self.file, ids },
+            (None, None) => PoolSource::File { file: &self.file, id: self.id.as_deref() },
+        }
+    }
+}
+
 /// Which pools of a file a run over many pools uses (`pool.ids`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RawPoolIds", into = "RawPoolIds")]
@@ -552,20 +586,14 @@ impl Config {
         if !(0.0..=86_400.0).contains(&g) {
             return Err(inv("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds")));
         }
-        let pool = match &raw.pool.synthetic {
-            Some(spec) => {
+        let pool_err = |source| ConfigError::Pool { path: path.to_owned(), pool_file: raw.pool.file.clone(), source };
+        let pool = match raw.pool.source() {
+            PoolSource::Synthetic(spec) => {
                 spec.validate().map_err(|m| inv("pool.synthetic", m.to_string()))?;
                 crate::analysis::synth::generate(spec).pool
             }
-            None => match &raw.pool.ids {
-                None => pool::read_pool(&raw.pool.file, raw.pool.id.as_deref()),
-                Some(ids) => load_systems_pool(&raw.pool.file, ids),
-            }
-            .map_err(|source| ConfigError::Pool {
-                path: path.to_owned(),
-                pool_file: raw.pool.file.clone(),
-                source,
-            })?,
+            PoolSource::File { file, id } => pool::read_pool(file, id).map_err(pool_err)?,
+            PoolSource::Systems { file, ids } => load_systems_pool(file, ids).map_err(pool_err)?,
         };
         if let Some(r) = &raw.pool.reference {
             if !pool.is_systems() {

@@ -4,7 +4,7 @@
 //! resolved configuration, its paths relative to the run folder, or absolute for a gate's
 //! labels file, which the user may still edit, and for a replay judge's recording).
 
-use super::config::{Config, JudgeConfig};
+use super::config::{Config, JudgeConfig, PoolSource};
 use std::path::{Path, PathBuf};
 
 /// The header of a run folder's config.yaml.
@@ -16,20 +16,20 @@ const HEADER: &str = "# The configuration this run folder was made with (written
 /// The file that could not be read or written.
 pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> {
     let mut raw = cfg.raw.clone();
-    let pool_line = if let Some(ids) = &raw.pool.ids {
+    let pool_line = match cfg.raw.pool.source() {
         // A run over many pools: the selected lines, in selection order.
-        match super::config::select_pools(&cfg.raw.pool.file, ids) {
+        PoolSource::Systems { file, ids } => match super::config::select_pools(file, ids) {
             Ok(v) => v.into_iter().map(|(_, l)| l).collect::<Vec<_>>().join("\n"),
-            Err(e) => return Err((cfg.raw.pool.file.clone(), std::io::Error::other(e.to_string()))),
-        }
-    } else if raw.pool.synthetic.is_none() {
-        match super::pool::read_pool_line(&cfg.raw.pool.file, Some(&cfg.pool.pool_id)) {
+            Err(e) => return Err((file.to_owned(), std::io::Error::other(e.to_string()))),
+        },
+        PoolSource::File { file, .. } => match super::pool::read_pool_line(file, Some(&cfg.pool.pool_id)) {
             Ok((_, line)) => line,
-            Err(e) => return Err((cfg.raw.pool.file.clone(), std::io::Error::other(e.to_string()))),
+            Err(e) => return Err((file.to_owned(), std::io::Error::other(e.to_string()))),
+        },
+        PoolSource::Synthetic(_) => {
+            let p = &cfg.pool;
+            serde_json::json!({"pool_id": p.pool_id, "task": p.task, "items": p.items}).to_string()
         }
-    } else {
-        let p = &cfg.pool;
-        serde_json::json!({"pool_id": p.pool_id, "task": p.task, "items": p.items}).to_string()
     };
     let pool_path = dir.join("pool.jsonl");
     std::fs::write(&pool_path, pool_line + "\n").map_err(|e| (pool_path.clone(), e))?;
