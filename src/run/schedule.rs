@@ -464,6 +464,20 @@ mod tests {
 
     /// [`fitted`] with both orders of its 20 queried pairs marked queried (40), so no missing
     /// other order comes first and the acquisition rule makes every pick.
+    /// The top-k rule (k = 3, both orders, seed 1) on pool `p` with the fixture's covariates.
+    fn topk_rule<'a>(p: &'a Pool, f: &'a crate::acquire::testutil::Fixture) -> PickRule<'a> {
+        PickRule {
+            pool: p,
+            x: &f.x,
+            p: f.p,
+            k: 3,
+            design: DesignKind::Single,
+            strategy: StrategyKind::Topk,
+            orders: Orders::Both,
+            seed: 1,
+        }
+    }
+
     fn both_orders() -> crate::acquire::testutil::Fixture {
         let mut f = fitted(10, 2, 3);
         let rev: Vec<(usize, usize)> = f.queried.iter().map(|&(a, b)| (b, a)).collect();
@@ -504,16 +518,7 @@ mod tests {
     fn wait_for_batch_sends_r_per_refit_and_waits_for_all() {
         let f = both_orders();
         let p = pool(10);
-        let rule = PickRule {
-            pool: &p,
-            x: &f.x,
-            p: f.p,
-            k: 3,
-            design: DesignKind::Single,
-            strategy: StrategyKind::Topk,
-            orders: Orders::Both,
-            seed: 1,
-        };
+        let rule = topk_rule(&p, &f);
         let fit = Fitted { post: &f.post, membership: &f.membership };
         let mut s =
             Scheduler::new(settings(6, 4, Dispatch::WaitForBatch), 90, f.queried.clone(), [], Budget::default());
@@ -551,16 +556,7 @@ mod tests {
     fn pipelined_keeps_concurrency_in_flight_never_repeats_and_refits_every_r() {
         let f = both_orders();
         let p = pool(10);
-        let rule = PickRule {
-            pool: &p,
-            x: &f.x,
-            p: f.p,
-            k: 3,
-            design: DesignKind::Single,
-            strategy: StrategyKind::Topk,
-            orders: Orders::Both,
-            seed: 1,
-        };
+        let rule = topk_rule(&p, &f);
         let fit = Fitted { post: &f.post, membership: &f.membership };
         let mut s = Scheduler::new(settings(4, 8, Dispatch::Pipelined), 90, f.queried.clone(), [], Budget::default());
         s.fit_started();
@@ -605,16 +601,7 @@ mod tests {
         // and 2 acquisition picks that count it as pending (wait-for-batch would send it alone).
         let f = both_orders();
         let p = pool(10);
-        let rule = PickRule {
-            pool: &p,
-            x: &f.x,
-            p: f.p,
-            k: 3,
-            design: DesignKind::Single,
-            strategy: StrategyKind::Topk,
-            orders: Orders::Both,
-            seed: 1,
-        };
+        let rule = topk_rule(&p, &f);
         let fit = Fitted { post: &f.post, membership: &f.membership };
         let mut stored = f.queried.clone();
         stored.insert((0, 5));
