@@ -134,4 +134,11 @@ fn bad_configs_name_the_key_or_line() {
     let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out).contains("transform"), "{}", text(&out));
+    // A pairs file that is not there: the config and its `pairs` field are named.
+    let cfg = write(dir.path(), "bad3.yaml", "name: bad\njudge: {mock: {}}\npairs: nope.jsonl\n");
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("bad3.yaml") && t.contains("pairs") && t.contains("cannot read the pairs file"), "{t}");
+    assert!(t.contains("nope.jsonl"), "{t}");
 }

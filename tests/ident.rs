@@ -209,6 +209,12 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
 #[test]
 fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
     let dir = tempfile::tempdir().unwrap();
+    // A labels file that is not there is found before the run pays for any query.
+    let cfg = synthetic_config(dir.path(), "nolab", "gate:\n  anchors: 10\n  labels: nope.jsonl\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("gate.labels: ") && text(&out).contains("nope.jsonl"), "{}", text(&out));
+    assert!(!dir.path().join("runs/nolab/verdicts.jsonl").exists(), "nothing was sent");
     write(dir.path(), "labels.jsonl", "");
     let cfg = synthetic_config(dir.path(), "lab", "gate:\n  anchors: 10\n  labels: labels.jsonl\n");
     // The run runs its gate at the end: it reports the apparent ranking, then stops on the

@@ -282,8 +282,9 @@ impl AuditConfig {
         let (pairs, source, build_notes) = match (&mut raw.pairs, &mut raw.pool) {
             (Some(file), None) => {
                 *file = normalize(&dir.join(&*file));
-                let text =
-                    std::fs::read_to_string(&*file).map_err(|source| AuditError::Io { path: file.clone(), source })?;
+                let text = std::fs::read_to_string(&*file).map_err(|e| {
+                    inv("pairs", format!("cannot read the pairs file {}: {e}; expected a JSON Lines file of pairs, relative to the config's folder", file.display()))
+                })?;
                 let pairs = audit::parse_pairs(&text).map_err(|e| AuditError::Pairs {
                     path: file.clone(),
                     line: e.line,

@@ -104,6 +104,21 @@ struct LabelLine {
 }
 
 /// Labels file: unordered pair of base ids → better base id (`None` = tie).
+/// Read a config's gate labels file (`gate.labels`) before its run starts, so that a missing or
+/// malformed file is reported before any query is paid for (a gate with a trusted judge, or no
+/// gate: nothing to check).
+///
+/// # Errors
+/// [`IdentError`] naming the labels file (and line).
+pub fn check_labels_file(cfg: &Config) -> Result<(), IdentError> {
+    if let Some(g) = &cfg.raw.gate
+        && let Ok(LabelSource::Labels(path)) = g.source()
+    {
+        read_labels(path, &cfg.pool).map_err(|e| IdentError::Invalid(format!("gate.labels: {e}")))?;
+    }
+    Ok(())
+}
+
 fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Option<String>>, IdentError> {
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
     let mut out = HashMap::new();

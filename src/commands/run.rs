@@ -28,6 +28,9 @@ pub enum RunCommandError {
     /// Reading the run folder's books (verdicts, paid failures, intents) for the dry run.
     #[error(transparent)]
     Books(#[from] crate::store::books::BooksError),
+    /// The gate's labels file (`gate.labels`) is missing or malformed: found before the run.
+    #[error(transparent)]
+    Gate(#[from] IdentError),
     /// The run itself.
     #[error(transparent)]
     Run(#[from] RunError),
@@ -66,6 +69,7 @@ pub fn prepare(
     let cfg = Config::load(config)?;
     print_warnings(&cfg);
     let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
+    super::gate::check_labels_file(&cfg)?;
     let rt = tokio::runtime::Runtime::new().map_err(RunCommandError::Runtime)?;
     Ok((cfg, judge, rt))
 }
