@@ -30,7 +30,7 @@ pub enum RunCommandError {
     Books(#[from] crate::store::books::BooksError),
     /// The gate's labels file (`gate.labels`) is missing or malformed: found before the run.
     #[error(transparent)]
-    Gate(#[from] IdentError),
+    Gate(Box<IdentError>),
     /// The run itself.
     #[error(transparent)]
     Run(#[from] RunError),
@@ -69,7 +69,7 @@ pub fn prepare(
     let cfg = Config::load(config)?;
     print_warnings(&cfg);
     let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
-    super::gate::check_labels_file(&cfg)?;
+    super::gate::check_labels_file(&cfg).map_err(|e| RunCommandError::Gate(Box::new(e)))?;
     let rt = tokio::runtime::Runtime::new().map_err(RunCommandError::Runtime)?;
     Ok((cfg, judge, rt))
 }
