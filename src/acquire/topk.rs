@@ -5,6 +5,7 @@
 //! step with that query's information (weight p̂(1 − p̂), full design row), so a batch of R picks
 //! is not redundant; π stays fixed until the next refit.
 
+use super::fresh::{Fresh, peak_offsets};
 use super::{Context, Orders, StrategyKind, Unit, argmax_tiebreak, candidate_units, candidate_units_touching};
 use crate::model::Posterior;
 use crate::model::bt::sigmoid;
@@ -45,11 +46,17 @@ pub(crate) struct BatchCov<'a> {
     post: &'a Posterior,
     /// (f_s, u_s = Σ_{s−1} d_s) per picked query.
     downdates: Vec<(f64, Vec<f64>)>,
+    /// The u_s with few nonzero rows (large pools early on: u_s vanishes at every base no
+    /// verdict or pick has touched), stored by row: `by_row[r]` = (s, u_s[r]) (length n once
+    /// used), so that forming Σ_t d reads memory in order.
+    by_row: Vec<Vec<(u32, f64)>>,
+    /// The other u_s (indices into `downdates`).
+    dense: Vec<usize>,
 }
 
 impl<'a> BatchCov<'a> {
     pub(crate) fn new(post: &'a Posterior) -> Self {
-        Self { post, downdates: Vec::new() }
+        Self { post, downdates: Vec::new(), by_row: Vec::new(), dense: Vec::new() }
     }
 
     /// Add the query (a, b) with Fisher weight `w`; returns (f, u) of its downdate.
@@ -61,13 +68,34 @@ impl<'a> BatchCov<'a> {
         let mut coef: Vec<(usize, f64)> = vec![(i, 1.0), (j, -1.0), (m + p, 1.0)];
         coef.extend((0..p).map(|k| (m + k, ctx.x[a][k] - ctx.x[b][k])));
         let mut u = self.post.cov_times(&coef);
-        for (f, us) in &self.downdates {
-            let ud: f64 = coef.iter().map(|&(c, v)| v * us[c]).sum();
-            for (t, s) in u.iter_mut().zip(us) {
-                *t -= f * ud * s;
+        // u −= Σ_s f_s (u_sᵀd) u_s.
+        let scale: Vec<f64> =
+            self.downdates.iter().map(|(f, us)| f * coef.iter().map(|&(c, v)| v * us[c]).sum::<f64>()).collect();
+        for (t, row) in u.iter_mut().zip(&self.by_row) {
+            *t -= row.iter().map(|&(s, x)| scale[s as usize] * x).sum::<f64>();
+        }
+        for &s in &self.dense {
+            let k = scale[s];
+            if k != 0.0 {
+                for (t, x) in u.iter_mut().zip(&self.downdates[s].1) {
+                    *t -= k * x;
+                }
             }
         }
         let dsd: f64 = coef.iter().map(|&(c, v)| v * u[c]).sum();
+        let id = self.downdates.len();
+        if u.iter().filter(|x| **x != 0.0).count() < u.len() / 4 {
+            if self.by_row.is_empty() {
+                self.by_row = vec![Vec::new(); u.len()];
+            }
+            for (row, &x) in self.by_row.iter_mut().zip(&u) {
+                if x != 0.0 {
+                    row.push((id as u32, x));
+                }
+            }
+        } else {
+            self.dense.push(id);
+        }
         self.downdates.push((w / (1.0 + w * dsd), u));
         self.downdates.last().expect("just pushed")
     }
@@ -200,6 +228,31 @@ pub fn select(
     picked
 }
 
+/// A uniformly random open unit not in `taken` (rejection sampling over item pairs; the listed
+/// units when that keeps failing), or `None` when none is left. `unit_of(a, b)` gives the unit
+/// of items a, b with its open orders (`None`: no open order).
+fn random_open_unit(
+    ctx: &Context<'_>,
+    unit_of: &impl Fn(usize, usize) -> Option<Unit>,
+    taken: &[Unit],
+    rng: &mut ChaCha8Rng,
+) -> Option<Unit> {
+    use rand::RngExt;
+    let n = ctx.n_items();
+    for _ in 0..100_000 {
+        let (a, b) = (rng.random_range(0..n), rng.random_range(0..n));
+        let u = match ctx.orders {
+            Orders::Both => unit_of(a.min(b), a.max(b)),
+            Orders::Single => unit_of(a, b),
+        };
+        if let Some(u) = u.filter(|u| !taken.contains(u)) {
+            return Some(u);
+        }
+    }
+    let rest: Vec<Unit> = candidate_units(ctx).into_iter().filter(|u| !taken.contains(u)).collect();
+    (!rest.is_empty()).then(|| rest[rng.random_range(0..rest.len())])
+}
+
 /// [`select`] for large pools (no dense Σ; docs/model.md §2 "Large pools"): the same picks,
 /// found by bounding instead of scoring every candidate unit.
 ///
@@ -253,6 +306,19 @@ fn select_large(
     };
     let hmax = h.iter().copied().fold(0.0f64, f64::max);
     let sdmax = sd.iter().copied().fold(0.0f64, f64::max);
+    // Bases no verdict has touched: Σ_ij = 0 with any other base, no solve needed. Their items,
+    // while no pending query or pick touches them, are the fresh items of `Fresh`: the units
+    // touching them are not listed below but found by its heap.
+    let isolated: Vec<bool> =
+        (0..ctx.m).map(|i| post.is_isolated(i) && post.mean[i].abs() < crate::model::membership::TIE_LOGITS).collect();
+    let touched: Vec<usize> = pending.iter().flat_map(|&(a, b)| [base[a], base[b]]).collect();
+    // The fresh items' units are found by their apparent scores alone when their weight
+    // factors agree: always for `d_optimal` and `uncertainty`, and for `topk` when the isolated
+    // bases share one π (membership pools them); otherwise they are listed like the others.
+    let iso_h: Vec<f64> = (0..ctx.m).filter(|&i| isolated[i]).map(|i| bw[i]).collect();
+    let fresh_ok = kind != StrategyKind::Topk || iso_h.windows(2).all(|w| w[0] == w[1]);
+    let fresh_bases = if fresh_ok { isolated.clone() } else { vec![false; ctx.m] };
+    let mut fresh = Fresh::new(base, &g, fresh_bases, touched, peak_offsets(ctx.orders, kappa));
     let item_bound = |a: usize| c * (h[a] + hmax) * (sd[base[a]] + sdmax).powi(2) * (1.0 + 1e-9);
     let unit_of = |a: usize, b: usize| -> Option<Unit> {
         let mask = match ctx.orders {
@@ -270,9 +336,12 @@ fn select_large(
             _ => 1.0,
         }
     };
+    // v_ij ≤ (sd_i + sd_j)² (Cauchy–Schwarz), and v_ij ≤ Σ_ii + Σ_jj when one base is isolated
+    // (Σ_ij = 0; the batch's steps only lower v).
     let bound_of = |u: Unit, w: f64| {
-        let (a, b) = u.pair();
-        w * (sd[base[a]] + sd[base[b]]).powi(2) * (1.0 + 1e-9)
+        let (i, j) = (base[u.a as usize], base[u.b as usize]);
+        let v = if isolated[i] || isolated[j] { diag[i] + diag[j] } else { (sd[i] + sd[j]).powi(2) };
+        w * v * (1.0 + 1e-9)
     };
     // Every open unit with bound ≥ thr (and positive), not in `seen`: both items must pass the
     // item-level bound, so only pairs among those items are looked at.
@@ -281,8 +350,9 @@ fn select_large(
         let k = a as usize * n + b as usize;
         seen[k / 64] & (1 << (k % 64)) != 0
     };
-    let above = |thr: f64, seen: &[u64]| -> Vec<(Unit, f64, f64)> {
-        let items: Vec<usize> = (0..n).filter(|&a| item_bound(a) >= thr && item_bound(a) > 0.0).collect();
+    let above = |thr: f64, seen: &[u64], fresh: &Fresh<'_>| -> Vec<(Unit, f64, f64)> {
+        let items: Vec<usize> =
+            (0..n).filter(|&a| !fresh.is_fresh(a) && item_bound(a) >= thr && item_bound(a) > 0.0).collect();
         // A unit needs one item with h > 0 (its weight is 0 otherwise).
         let warm: Vec<usize> = items.iter().copied().filter(|&a| h[a] > 0.0).collect();
         let mut out = Vec::new();
@@ -314,6 +384,9 @@ fn select_large(
         let mut need: Vec<usize> = Vec::new();
         let mut wanted = vec![false; ctx.m];
         for &(i, j) in pairs {
+            if isolated[i] || isolated[j] {
+                continue;
+            }
             if !columns.contains_key(&i) && !columns.contains_key(&j) && !wanted[i] && !wanted[j] {
                 // The base with the larger π(1 − π): the hot end of a unit, shared by its many
                 // partners, so one column serves them all.
@@ -329,17 +402,50 @@ fn select_large(
             }
         }
     };
-    let sigma_ij = |columns: &HashMap<usize, Vec<f64>>, i: usize, j: usize| match columns.get(&i) {
-        Some(col) => col[j],
-        None => columns[&j][i],
+    let sigma_ij = |columns: &HashMap<usize, Vec<f64>>, i: usize, j: usize| {
+        if isolated[i] || isolated[j] {
+            return 0.0;
+        }
+        match columns.get(&i) {
+            Some(col) => col[j],
+            None => columns[&j][i],
+        }
     };
     // Scored units: (unit, weight, v, score), score −∞ once taken.
     let mut scored: Vec<(Unit, f64, f64, f64)> = Vec::new();
     let mut seen = vec![0u64; (n * n).div_ceil(64)];
     let mut cov = BatchCov::new(post);
+    // dvar[i] = Σ_s f_s u_s[i]²: how much the batch's Sherman–Morrison steps lowered Σ_ii.
+    let mut dvar = vec![0.0; ctx.m];
+    let add = |cov: &mut BatchCov<'_>, dvar: &mut [f64], a: usize, b: usize| {
+        let (f, u) = cov.add(ctx, a, b, fisher_weight(&g, kappa, a, b));
+        for (d, x) in dvar.iter_mut().zip(u) {
+            *d += f * x * x;
+        }
+    };
     for &(a, b) in pending {
-        cov.add(ctx, a, b, fisher_weight(&g, kappa, a, b));
+        add(&mut cov, &mut dvar, a, b);
     }
+    // The score of the best unit of items a and b, b fresh: Σ_ab = 0 and the batch's vectors
+    // vanish at b, so v = Σ_ii − dvar_i + Σ_jj.
+    let fresh_score = |a: usize, b: usize, dvar: &[f64]| -> Option<(Unit, f64)> {
+        let (i, j) = (base[a], base[b]);
+        let v = diag[i] - dvar[i] + diag[j] - dvar[j];
+        let units = match ctx.orders {
+            Orders::Both => [unit_of(a.min(b), a.max(b)), None],
+            Orders::Single => [unit_of(a, b), unit_of(b, a)],
+        };
+        units
+            .into_iter()
+            .flatten()
+            .map(|u| (u, weight_of(u) * v))
+            .filter(|x| x.1 > 0.0)
+            .max_by(|x, y| x.1.total_cmp(&y.1))
+    };
+    if fresh.len() > 0 {
+        fresh.seed_heap(0..n, &|a, b| fresh_score(a, b, &dvar));
+    }
+    let uniform_fresh = fresh.flat() || kind == StrategyKind::Uncertainty;
     let mut taken: Vec<Unit> = Vec::new();
     let mut picked: Vec<(usize, usize)> = Vec::new();
     let score_new = |fresh: Vec<(Unit, f64)>,
@@ -372,9 +478,10 @@ fn select_large(
     // bound that has one.
     let mut order: Vec<usize> = (0..n).filter(|&a| item_bound(a) > 0.0).collect();
     order.sort_by(|&x, &y| item_bound(y).total_cmp(&item_bound(x)));
-    let seed = |seen: &[u64]| -> Vec<(Unit, f64)> {
-        for &a0 in &order {
+    let seed = |seen: &[u64], fresh: &Fresh<'_>| -> Vec<(Unit, f64)> {
+        for &a0 in order.iter().filter(|&&a| !fresh.is_fresh(a)) {
             let best = (0..n)
+                .filter(|&b| !fresh.is_fresh(b))
                 .filter_map(|b| match ctx.orders {
                     Orders::Both => unit_of(a0.min(b), a0.max(b)),
                     Orders::Single => unit_of(a0, b),
@@ -393,23 +500,27 @@ fn select_large(
     let mut next = 0;
     let mut floor = f64::INFINITY;
     while picked.len() < r {
+        let fresh_top = fresh.best(&|a, b| fresh_score(a, b, &dvar));
+        let ftop = fresh_top.map_or(f64::NEG_INFINITY, |x| x.1);
         // Score every unit that could reach the tie threshold of the best exact score.
         loop {
-            let best = scored.iter().map(|x| x.3).fold(f64::NEG_INFINITY, f64::max);
+            let best = scored.iter().map(|x| x.3).fold(ftop, f64::max);
             if !best.is_finite() {
-                let first = seed(&seen);
+                let first = seed(&seen, &fresh);
                 if first.is_empty() {
                     break;
                 }
                 score_new(first, &mut scored, &mut seen, &mut columns, &cov.downdates);
                 continue;
             }
-            let thr = (best - 1e-12 * best.abs()).max(f64::MIN_POSITIVE);
+            // A unit that can at most tie with the best fresh unit need not be scored: the
+            // fresh unit wins ties.
+            let thr = (best - 1e-12 * best.abs()).max(ftop * (1.0 + 1e-8)).max(f64::MIN_POSITIVE);
             // The candidates above `floor`, by bound descending, are listed once and scored as
             // the threshold comes down to them; below the floor they are listed again.
             if thr < floor {
                 floor = thr * 0.8;
-                cand = above(floor, &seen);
+                cand = above(floor, &seen, &fresh);
                 next = 0;
             }
             let mut fresh = Vec::new();
@@ -427,15 +538,29 @@ fn select_large(
         }
         let scores: Vec<f64> = scored.iter().map(|x| x.3).collect();
         let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let best = match if top > 0.0 { argmax_tiebreak(&scores, rng) } else { None } {
-            Some(u) => scored[u].0,
-            None => {
-                let rest: Vec<Unit> = candidate_units(ctx).into_iter().filter(|u| !taken.contains(u)).collect();
-                if rest.is_empty() {
-                    break;
+        let best = match fresh_top {
+            Some((u, s)) if s > 0.0 && s >= top => {
+                let (a, b) = u.pair();
+                // Every fresh–fresh unit has this score when the fresh items' apparent scores are
+                // equal: the tie is broken uniformly, as the exhaustive scan would.
+                match (uniform_fresh && fresh.is_fresh(a) && fresh.is_fresh(b))
+                    .then(|| fresh.random_pair(rng))
+                    .flatten()
+                {
+                    Some((a, b)) => match ctx.orders {
+                        Orders::Both => unit_of(a.min(b), a.max(b)).expect("fresh pairs are open"),
+                        Orders::Single => unit_of(a, b).expect("fresh pairs are open"),
+                    },
+                    None => u,
                 }
-                rest[argmax_tiebreak(&vec![0.0; rest.len()], rng).expect("non-empty")]
             }
+            _ => match if top > 0.0 { argmax_tiebreak(&scores, rng) } else { None } {
+                Some(u) => scored[u].0,
+                None => match random_open_unit(ctx, &unit_of, &taken, rng) {
+                    Some(u) => u,
+                    None => break,
+                },
+            },
         };
         taken.push(best);
         if let Some(x) = scored.iter_mut().find(|x| x.0 == best) {
@@ -449,10 +574,40 @@ fn select_large(
                 break;
             }
             picked.push((a, b));
-            cov.add(ctx, a, b, fisher_weight(&g, kappa, a, b));
+            add(&mut cov, &mut dvar, a, b);
         }
         if picked.len() >= r {
             break;
+        }
+        let (a, b) = best.pair();
+        let retired = [fresh.retire_base(base[a]), fresh.retire_base(base[b])].concat();
+        if !retired.is_empty() && floor.is_finite() {
+            // The units of the items that stopped being fresh with the other listed (non-fresh)
+            // items join the candidate list down to its floor; those with fresh items stay
+            // with the heap.
+            let mut extra = Vec::new();
+            for &x in &retired {
+                for y in (0..n).filter(|&y| y != x && !fresh.is_fresh(y)) {
+                    let both_new = retired.contains(&y);
+                    let units = match ctx.orders {
+                        Orders::Both if both_new && y < x => [None, None],
+                        Orders::Both => [unit_of(x.min(y), x.max(y)), None],
+                        Orders::Single if both_new => [unit_of(x, y), None],
+                        Orders::Single => [unit_of(x, y), unit_of(y, x)],
+                    };
+                    for u in units.into_iter().flatten().filter(|u| !is_seen(&seen, u.a, u.b)) {
+                        let w = weight_of(u);
+                        let bd = bound_of(u, w);
+                        if bd >= floor && bd > 0.0 {
+                            extra.push((u, w, bd));
+                        }
+                    }
+                }
+            }
+            if !extra.is_empty() {
+                cand.extend(extra);
+                cand[next..].sort_by(|x, y| y.2.total_cmp(&x.2));
+            }
         }
         for (f, us) in &cov.downdates[first_new..] {
             for (u, w, v, s) in scored.iter_mut() {
@@ -730,6 +885,153 @@ mod tests {
                 let want = select_any(kind, &ctx(&pd, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
                 let got = select_any(kind, &ctx(&ps, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
                 assert_eq!(want.len(), 8);
+                assert_eq!(want, got, "{kind:?} {orders:?}");
+            }
+        }
+    }
+
+    /// A large-pool posterior and its top-k membership for `n` bases with the ordered pairs
+    /// `queried` answered by the synthetic judge (one raw covariate).
+    fn sparse_fixture(
+        n: usize,
+        queried: &HashSet<(usize, usize)>,
+        k: usize,
+    ) -> (crate::analysis::synth::SynthPool, crate::store::pool::Covariates, crate::model::summary::FitSummary, Posterior)
+    {
+        use crate::analysis::synth::{SynthSpec, generate};
+        use crate::model::FitOptions;
+        use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise_with};
+        use crate::store::pool::{CovariateSpec, build_covariates};
+        let sp = generate(&SynthSpec {
+            n,
+            rho: 0.0,
+            c_star: 1.0,
+            kappa_star: 0.5,
+            temperature: 1.0,
+            paired: false,
+            seed: 4,
+        });
+        let cov = build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
+        let verdicts: Vec<ItemVerdict> =
+            queried.iter().map(|&(a, b)| ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 }).collect();
+        let design = build_design(&sp.pool, &cov, &verdicts);
+        let opts = FitOptions { sparse_min_params: 0, ..Default::default() };
+        let mut mc = crate::rng::stream(3, "membership", 0);
+        let (summary, _, post) = fit_and_summarise_with(
+            &sp.pool,
+            &cov,
+            &design,
+            &crate::model::Prior::default(),
+            k,
+            1000,
+            None,
+            &mut mc,
+            &opts,
+        )
+        .unwrap();
+        (sp, cov, summary, post)
+    }
+
+    #[test]
+    fn a_large_pool_starts_with_a_random_matching() {
+        // No verdict yet: every base is isolated, membership pools them to exactly k/M, every
+        // unit ties, and the greedy rule with its Sherman–Morrison steps picks disjoint pairs
+        // (each in both orders) uniformly at random, without listing the N²/2 pairs.
+        let (n, k) = (400, 10);
+        let queried = HashSet::new();
+        let (sp, cov, summary, post) = sparse_fixture(n, &queried, k);
+        for &p in &summary.membership {
+            assert!((p - k as f64 / n as f64).abs() < 1e-12, "π = {p}");
+        }
+        let pick = |seed: u64| {
+            let ctx = Context {
+                item_base: &sp.pool.item_base,
+                item_prompt: &[],
+                x: &cov.x,
+                m: n,
+                p: 1,
+                post: &post,
+                membership: &summary.membership,
+                k,
+                queried: &queried,
+                orders: Orders::Both,
+                seed: 5,
+            };
+            select(StrategyKind::Topk, &ctx, &[], 300, &mut crate::rng::stream(seed, "acquire", 0))
+        };
+        let picks = pick(1);
+        assert_eq!(picks.len(), 300);
+        let mut items = HashSet::new();
+        for q in picks.chunks(2) {
+            assert_eq!(q[0], (q[1].1, q[1].0), "both orders of one pair");
+            assert!(items.insert(q[0].0) && items.insert(q[0].1), "{:?} repeats an item", q[0]);
+        }
+        assert_ne!(picks, pick(2), "another seed, another matching");
+    }
+
+    #[test]
+    fn large_pool_path_matches_dense_with_isolated_bases() {
+        // 300 bases, 150 random ordered comparisons: about a third of the bases were never
+        // compared, so the fresh-item search, Σ_ij = 0 for isolated bases and the tighter bound
+        // are all used. Same π for both paths (the pooled one): the same picks as the dense
+        // path's exhaustive scan, for 40 picks with 30 pending queries entered first.
+        use crate::model::FitOptions;
+        use rand::RngExt;
+        let (n, k) = (300, 10);
+        let mut r = crate::rng::stream(8, "pairs", 0);
+        let mut queried = HashSet::new();
+        while queried.len() < 150 {
+            let (a, b) = (r.random_range(0..n), r.random_range(0..n));
+            if a != b {
+                queried.insert((a, b));
+            }
+        }
+        let (sp, cov, summary, sparse) = sparse_fixture(n, &queried, k);
+        assert!((0..n).filter(|&i| sparse.is_isolated(i)).count() > 60);
+        let dense = {
+            use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise_with};
+            let verdicts: Vec<ItemVerdict> =
+                queried.iter().map(|&(a, b)| ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 }).collect();
+            let design = build_design(&sp.pool, &cov, &verdicts);
+            let opts = FitOptions { sparse_min_params: usize::MAX, ..Default::default() };
+            let mut mc = crate::rng::stream(3, "membership", 0);
+            fit_and_summarise_with(
+                &sp.pool,
+                &cov,
+                &design,
+                &crate::model::Prior::default(),
+                k,
+                10,
+                None,
+                &mut mc,
+                &opts,
+            )
+            .unwrap()
+            .2
+        };
+        // Pending: 15 pairs of never-compared items, both orders (in `queried` as the rule needs).
+        let fresh: Vec<usize> = (0..n).filter(|&i| sparse.is_isolated(i)).collect();
+        let pending: Vec<(usize, usize)> = fresh[..30].chunks(2).flat_map(|c| [(c[0], c[1]), (c[1], c[0])]).collect();
+        let mut asked = queried.clone();
+        asked.extend(pending.iter().copied());
+        for orders in [Orders::Both, Orders::Single] {
+            for kind in [StrategyKind::Topk, StrategyKind::DOptimal] {
+                let ctx = |post| Context {
+                    item_base: &sp.pool.item_base,
+                    item_prompt: &[],
+                    x: &cov.x,
+                    m: n,
+                    p: 1,
+                    post,
+                    membership: &summary.membership,
+                    k,
+                    queried: &asked,
+                    orders,
+                    seed: 5,
+                };
+                let want = select(kind, &ctx(&dense), &pending, 40, &mut crate::rng::stream(4, "acquire", 0));
+                let got = select(kind, &ctx(&sparse), &pending, 40, &mut crate::rng::stream(4, "acquire", 0));
+                assert_eq!(want.len(), 40);
                 assert_eq!(want, got, "{kind:?} {orders:?}");
             }
         }
