@@ -6,6 +6,7 @@
 
 pub mod baselines;
 mod fresh;
+mod large;
 pub mod lazy_pairs;
 pub mod topk;
 
