@@ -25,7 +25,7 @@
 //!   top-k score), so the R picks are not all the same pair of arms; θ̂ stays fixed until the
 //!   next refit.
 
-use super::topk::{BatchCov, fisher_weight, sm_update_query};
+use super::batch::{BatchCov, fisher_weight, sm_update_query};
 use super::{Context, Unit, argmax_tiebreak, candidate_units, open_orders};
 use crate::model::laplace::Covariance;
 use crate::model::linalg::{Cholesky, Matrix};

@@ -11,8 +11,8 @@
 //! random draws are those of the exhaustive scan. Units touching a fresh item (a base no verdict,
 //! pending query or pick has touched) are not listed: [`Fresh`] finds the best of them.
 
+use super::batch::{BatchCov, fisher_weight};
 use super::fresh::{Fresh, peak_offsets};
-use super::topk::{BatchCov, fisher_weight};
 use super::{Context, Orders, StrategyKind, Unit, argmax_tiebreak, candidate_units};
 use crate::rng::ChaCha8Rng;
 use std::collections::HashMap;
