@@ -10,6 +10,7 @@ mod faults;
 mod health;
 mod honest;
 mod ident;
+mod large;
 mod layout;
 mod live;
 mod money;

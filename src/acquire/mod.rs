@@ -5,6 +5,8 @@
 //! with different bases are candidates. All randomness comes from the `rng` passed in.
 
 pub mod baselines;
+mod fresh;
+mod large;
 pub mod lazy_pairs;
 pub mod topk;
 

@@ -5,7 +5,7 @@
 //! step with that query's information (weight p̂(1 − p̂), full design row), so a batch of R picks
 //! is not redundant; π stays fixed until the next refit.
 
-use super::{Context, Orders, StrategyKind, Unit, argmax_tiebreak, candidate_units, candidate_units_touching};
+use super::{Context, StrategyKind, Unit, argmax_tiebreak, candidate_units, candidate_units_touching};
 use crate::model::Posterior;
 use crate::model::bt::sigmoid;
 use crate::model::linalg::{Matrix, sherman_morrison_update};
@@ -44,12 +44,18 @@ pub(crate) fn sm_update_query(ctx: &Context<'_>, sigma: &mut Matrix, a: usize, b
 pub(crate) struct BatchCov<'a> {
     post: &'a Posterior,
     /// (f_s, u_s = Σ_{s−1} d_s) per picked query.
-    downdates: Vec<(f64, Vec<f64>)>,
+    pub(crate) downdates: Vec<(f64, Vec<f64>)>,
+    /// The u_s with few nonzero rows (large pools early on: u_s vanishes at every base no
+    /// verdict or pick has touched), stored by row: `by_row[r]` = (s, u_s[r]) (length n once
+    /// used), so that forming Σ_t d reads memory in order.
+    by_row: Vec<Vec<(u32, f64)>>,
+    /// The other u_s (indices into `downdates`).
+    dense: Vec<usize>,
 }
 
 impl<'a> BatchCov<'a> {
     pub(crate) fn new(post: &'a Posterior) -> Self {
-        Self { post, downdates: Vec::new() }
+        Self { post, downdates: Vec::new(), by_row: Vec::new(), dense: Vec::new() }
     }
 
     /// Add the query (a, b) with Fisher weight `w`; returns (f, u) of its downdate.
@@ -61,13 +67,34 @@ impl<'a> BatchCov<'a> {
         let mut coef: Vec<(usize, f64)> = vec![(i, 1.0), (j, -1.0), (m + p, 1.0)];
         coef.extend((0..p).map(|k| (m + k, ctx.x[a][k] - ctx.x[b][k])));
         let mut u = self.post.cov_times(&coef);
-        for (f, us) in &self.downdates {
-            let ud: f64 = coef.iter().map(|&(c, v)| v * us[c]).sum();
-            for (t, s) in u.iter_mut().zip(us) {
-                *t -= f * ud * s;
+        // u −= Σ_s f_s (u_sᵀd) u_s.
+        let scale: Vec<f64> =
+            self.downdates.iter().map(|(f, us)| f * coef.iter().map(|&(c, v)| v * us[c]).sum::<f64>()).collect();
+        for (t, row) in u.iter_mut().zip(&self.by_row) {
+            *t -= row.iter().map(|&(s, x)| scale[s as usize] * x).sum::<f64>();
+        }
+        for &s in &self.dense {
+            let k = scale[s];
+            if k != 0.0 {
+                for (t, x) in u.iter_mut().zip(&self.downdates[s].1) {
+                    *t -= k * x;
+                }
             }
         }
         let dsd: f64 = coef.iter().map(|&(c, v)| v * u[c]).sum();
+        let id = self.downdates.len();
+        if u.iter().filter(|x| **x != 0.0).count() < u.len() / 4 {
+            if self.by_row.is_empty() {
+                self.by_row = vec![Vec::new(); u.len()];
+            }
+            for (row, &x) in self.by_row.iter_mut().zip(&u) {
+                if x != 0.0 {
+                    row.push((id as u32, x));
+                }
+            }
+        } else {
+            self.dense.push(id);
+        }
         self.downdates.push((w / (1.0 + w * dsd), u));
         self.downdates.last().expect("just pushed")
     }
@@ -93,7 +120,7 @@ pub fn select(
     let kappa = ctx.kappa();
     let bw: Vec<f64> = ctx.membership.iter().map(|q| q * (1.0 - q)).collect();
     if ctx.post.dense_cov().is_none() {
-        return select_large(kind, ctx, pending, r, rng, &bw);
+        return super::large::select_large(kind, ctx, pending, r, rng, &bw);
     }
     // Score = weight · v_ij; the weight does not change within the batch. Under `topk` a unit
     // whose two bases both have π ∈ {0, 1} has weight 0 and score 0 for the whole batch, so only
@@ -137,7 +164,7 @@ pub fn select(
         .collect();
     // v_ij = Σ_ii + Σ_jj − 2Σ_ij, Σ_ij read from column i (contiguous for a run of units with one a).
     let post = ctx.post;
-    let sigma = post.dense_cov().expect("large pools take select_large");
+    let sigma = post.dense_cov().expect("large pools take large::select_large");
     let diag: Vec<f64> = (0..sigma.nrows()).map(|r| sigma[(r, r)]).collect();
     let mut v: Vec<f64> = pair_bases
         .iter()
@@ -194,275 +221,6 @@ pub fn select(
                 let e = us[i as usize] - us[j as usize];
                 *vu -= f * e * e;
                 *s = w * *vu;
-            }
-        }
-    }
-    picked
-}
-
-/// [`select`] for large pools (no dense Σ; docs/model.md §2 "Large pools"): the same picks,
-/// found by bounding instead of scoring every candidate unit.
-///
-/// By Cauchy–Schwarz v_ij ≤ (sd_i + sd_j)², and the batch's Sherman–Morrison steps only lower
-/// v, so b_u = weight_u · (sd_i + sd_j)² bounds a unit's score for the whole batch, and
-/// weight_u ≤ ½ (π_i(1 − π_i) + π_j(1 − π_j)) (each p̂(1 − p̂) ≤ ¼). Before each pick every unit
-/// whose bound reaches the tie threshold of the best exact score so far is scored exactly (Σ_ij
-/// from the column Σ e_i of one of its bases, solved with the sparse factor of H and kept for
-/// the batch); a unit left unscored cannot reach the maximum, nor tie with it. The units scored,
-/// their order (a, b) for the tie-break and the random draws are those of the exhaustive scan.
-fn select_large(
-    kind: StrategyKind,
-    ctx: &Context<'_>,
-    pending: &[(usize, usize)],
-    r: usize,
-    rng: &mut ChaCha8Rng,
-    bw: &[f64],
-) -> Vec<(usize, usize)> {
-    use std::collections::HashMap;
-    let g = ctx.apparent();
-    let kappa = ctx.kappa();
-    let post = ctx.post;
-    let n = ctx.n_items();
-    let base = ctx.item_base;
-    let mut queried = vec![0u64; (n * n).div_ceil(64)];
-    for &(a, b) in ctx.queried {
-        if a < n && b < n {
-            let k = a * n + b;
-            queried[k / 64] |= 1 << (k % 64);
-        }
-    }
-    let open = |a: usize, b: usize| {
-        let k = a * n + b;
-        a != b && base[a] != base[b] && queried[k / 64] & (1 << (k % 64)) == 0
-    };
-    let eg: Vec<f64> = g.iter().map(|v| v.exp()).collect();
-    let ek = kappa.exp();
-    let info = |a: usize, b: usize| {
-        let (ak, bb) = (eg[a] * ek, eg[b]);
-        let w = ak * bb / ((bb + ak) * (bb + ak));
-        if w.is_finite() && w > 0.0 { w } else { fisher_weight(&g, kappa, a, b) }
-    };
-    let diag: Vec<f64> = (0..post.mean.len()).map(|r| post.var(r)).collect();
-    let sd: Vec<f64> = (0..ctx.m).map(|i| diag[i].max(0.0).sqrt()).collect();
-    // Per-item factor of the weight bound: weight_u ≤ ½ (h_a + h_b) with h = π(1 − π) (topk),
-    // weight ≤ ½ (d_optimal), weight = 1 (uncertainty), written as c·(h_a + h_b).
-    let (h, c): (Vec<f64>, f64) = match kind {
-        StrategyKind::Topk => ((0..n).map(|a| bw[base[a]]).collect(), 0.5),
-        StrategyKind::DOptimal => (vec![0.5; n], 0.5),
-        _ => (vec![0.5; n], 1.0),
-    };
-    let hmax = h.iter().copied().fold(0.0f64, f64::max);
-    let sdmax = sd.iter().copied().fold(0.0f64, f64::max);
-    let item_bound = |a: usize| c * (h[a] + hmax) * (sd[base[a]] + sdmax).powi(2) * (1.0 + 1e-9);
-    let unit_of = |a: usize, b: usize| -> Option<Unit> {
-        let mask = match ctx.orders {
-            Orders::Both => u8::from(open(a, b)) | (u8::from(open(b, a)) << 1),
-            Orders::Single => u8::from(open(a, b)),
-        };
-        (mask != 0).then_some(Unit { a: a as u32, b: b as u32, mask })
-    };
-    let weight_of = |u: Unit| {
-        let (a, b) = u.pair();
-        let w = || (if u.mask & 1 != 0 { info(a, b) } else { 0.0 }) + if u.mask & 2 != 0 { info(b, a) } else { 0.0 };
-        match kind {
-            StrategyKind::Topk => w() * (bw[base[a]] + bw[base[b]]),
-            StrategyKind::DOptimal => w(),
-            _ => 1.0,
-        }
-    };
-    let bound_of = |u: Unit, w: f64| {
-        let (a, b) = u.pair();
-        w * (sd[base[a]] + sd[base[b]]).powi(2) * (1.0 + 1e-9)
-    };
-    // Every open unit with bound ≥ thr (and positive), not in `seen`: both items must pass the
-    // item-level bound, so only pairs among those items are looked at.
-    // Units already scored (or taken), as an N×N bitmap of (a, b).
-    let is_seen = |seen: &[u64], a: u32, b: u32| {
-        let k = a as usize * n + b as usize;
-        seen[k / 64] & (1 << (k % 64)) != 0
-    };
-    let above = |thr: f64, seen: &[u64]| -> Vec<(Unit, f64, f64)> {
-        let items: Vec<usize> = (0..n).filter(|&a| item_bound(a) >= thr && item_bound(a) > 0.0).collect();
-        // A unit needs one item with h > 0 (its weight is 0 otherwise).
-        let warm: Vec<usize> = items.iter().copied().filter(|&a| h[a] > 0.0).collect();
-        let mut out = Vec::new();
-        for &a in &items {
-            let pool: &[usize] = if h[a] > 0.0 { &items } else { &warm };
-            let partners = match ctx.orders {
-                Orders::Both => &pool[pool.partition_point(|&b| b <= a)..],
-                Orders::Single => pool,
-            };
-            for &b in partners {
-                if is_seen(seen, a as u32, b as u32) {
-                    continue;
-                }
-                if let Some(u) = unit_of(a, b) {
-                    let w = weight_of(u);
-                    let bd = bound_of(u, w);
-                    if bd >= thr && bd > 0.0 {
-                        out.push((u, w, bd));
-                    }
-                }
-            }
-        }
-        out.sort_by(|x, y| y.2.total_cmp(&x.2));
-        out
-    };
-    let mut columns: HashMap<usize, Vec<f64>> = HashMap::new();
-    // Exact Σ_ij of the batch-start Σ for units whose bases' columns are missing: solve them.
-    let fill_columns = |columns: &mut HashMap<usize, Vec<f64>>, pairs: &[(usize, usize)]| {
-        let mut need: Vec<usize> = Vec::new();
-        let mut wanted = vec![false; ctx.m];
-        for &(i, j) in pairs {
-            if !columns.contains_key(&i) && !columns.contains_key(&j) && !wanted[i] && !wanted[j] {
-                // The base with the larger π(1 − π): the hot end of a unit, shared by its many
-                // partners, so one column serves them all.
-                let b = if bw[j] > bw[i] { j } else { i };
-                wanted[b] = true;
-                need.push(b);
-            }
-        }
-        for chunk in need.chunks(64) {
-            let cols = post.columns(chunk);
-            for (k, &b) in chunk.iter().enumerate() {
-                columns.insert(b, cols.col(k).to_vec());
-            }
-        }
-    };
-    let sigma_ij = |columns: &HashMap<usize, Vec<f64>>, i: usize, j: usize| match columns.get(&i) {
-        Some(col) => col[j],
-        None => columns[&j][i],
-    };
-    // Scored units: (unit, weight, v, score), score −∞ once taken.
-    let mut scored: Vec<(Unit, f64, f64, f64)> = Vec::new();
-    let mut seen = vec![0u64; (n * n).div_ceil(64)];
-    let mut cov = BatchCov::new(post);
-    for &(a, b) in pending {
-        cov.add(ctx, a, b, fisher_weight(&g, kappa, a, b));
-    }
-    let mut taken: Vec<Unit> = Vec::new();
-    let mut picked: Vec<(usize, usize)> = Vec::new();
-    let score_new = |fresh: Vec<(Unit, f64)>,
-                     scored: &mut Vec<(Unit, f64, f64, f64)>,
-                     seen: &mut [u64],
-                     columns: &mut HashMap<usize, Vec<f64>>,
-                     downdates: &[(f64, Vec<f64>)]| {
-        let pairs: Vec<(usize, usize)> = fresh
-            .iter()
-            .map(|(u, _)| {
-                let (a, b) = u.pair();
-                (base[a], base[b])
-            })
-            .collect();
-        fill_columns(columns, &pairs);
-        for ((u, w), (i, j)) in fresh.into_iter().zip(pairs) {
-            let mut v = diag[i] + diag[j] - 2.0 * sigma_ij(columns, i, j);
-            for (f, us) in downdates {
-                let e = us[i] - us[j];
-                v -= f * e * e;
-            }
-            let k = u.a as usize * n + u.b as usize;
-            seen[k / 64] |= 1 << (k % 64);
-            scored.push((u, w, v, w * v));
-        }
-        scored.sort_by_key(|x| x.0.pair());
-    };
-    // A unit to start from (and to restart from when every scored unit is taken): the unscored
-    // unit with the largest bound among the partners of the item with the largest item-level
-    // bound that has one.
-    let mut order: Vec<usize> = (0..n).filter(|&a| item_bound(a) > 0.0).collect();
-    order.sort_by(|&x, &y| item_bound(y).total_cmp(&item_bound(x)));
-    let seed = |seen: &[u64]| -> Vec<(Unit, f64)> {
-        for &a0 in &order {
-            let best = (0..n)
-                .filter_map(|b| match ctx.orders {
-                    Orders::Both => unit_of(a0.min(b), a0.max(b)),
-                    Orders::Single => unit_of(a0, b),
-                })
-                .filter(|u| !is_seen(seen, u.a, u.b))
-                .map(|u| (u, weight_of(u)))
-                .filter(|&(u, w)| bound_of(u, w) > 0.0)
-                .max_by(|x, y| bound_of(x.0, x.1).total_cmp(&bound_of(y.0, y.1)));
-            if let Some(b) = best {
-                return vec![b];
-            }
-        }
-        Vec::new()
-    };
-    let mut cand: Vec<(Unit, f64, f64)> = Vec::new();
-    let mut next = 0;
-    let mut floor = f64::INFINITY;
-    while picked.len() < r {
-        // Score every unit that could reach the tie threshold of the best exact score.
-        loop {
-            let best = scored.iter().map(|x| x.3).fold(f64::NEG_INFINITY, f64::max);
-            if !best.is_finite() {
-                let first = seed(&seen);
-                if first.is_empty() {
-                    break;
-                }
-                score_new(first, &mut scored, &mut seen, &mut columns, &cov.downdates);
-                continue;
-            }
-            let thr = (best - 1e-12 * best.abs()).max(f64::MIN_POSITIVE);
-            // The candidates above `floor`, by bound descending, are listed once and scored as
-            // the threshold comes down to them; below the floor they are listed again.
-            if thr < floor {
-                floor = thr * 0.8;
-                cand = above(floor, &seen);
-                next = 0;
-            }
-            let mut fresh = Vec::new();
-            while next < cand.len() && cand[next].2 >= thr {
-                let (u, w, _) = cand[next];
-                if !is_seen(&seen, u.a, u.b) {
-                    fresh.push((u, w));
-                }
-                next += 1;
-            }
-            if fresh.is_empty() {
-                break;
-            }
-            score_new(fresh, &mut scored, &mut seen, &mut columns, &cov.downdates);
-        }
-        let scores: Vec<f64> = scored.iter().map(|x| x.3).collect();
-        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let best = match if top > 0.0 { argmax_tiebreak(&scores, rng) } else { None } {
-            Some(u) => scored[u].0,
-            None => {
-                let rest: Vec<Unit> = candidate_units(ctx).into_iter().filter(|u| !taken.contains(u)).collect();
-                if rest.is_empty() {
-                    break;
-                }
-                rest[argmax_tiebreak(&vec![0.0; rest.len()], rng).expect("non-empty")]
-            }
-        };
-        taken.push(best);
-        if let Some(x) = scored.iter_mut().find(|x| x.0 == best) {
-            x.3 = f64::NEG_INFINITY;
-        }
-        let k = best.a as usize * n + best.b as usize;
-        seen[k / 64] |= 1 << (k % 64);
-        let first_new = cov.downdates.len();
-        for (a, b) in best.orders() {
-            if picked.len() >= r {
-                break;
-            }
-            picked.push((a, b));
-            cov.add(ctx, a, b, fisher_weight(&g, kappa, a, b));
-        }
-        if picked.len() >= r {
-            break;
-        }
-        for (f, us) in &cov.downdates[first_new..] {
-            for (u, w, v, s) in scored.iter_mut() {
-                if *s == f64::NEG_INFINITY {
-                    continue;
-                }
-                let (a, b) = u.pair();
-                let e = us[base[a]] - us[base[b]];
-                *v -= f * e * e;
-                *s = *w * *v;
             }
         }
     }
@@ -730,6 +488,153 @@ mod tests {
                 let want = select_any(kind, &ctx(&pd, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
                 let got = select_any(kind, &ctx(&ps, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
                 assert_eq!(want.len(), 8);
+                assert_eq!(want, got, "{kind:?} {orders:?}");
+            }
+        }
+    }
+
+    /// A large-pool posterior and its top-k membership for `n` bases with the ordered pairs
+    /// `queried` answered by the synthetic judge (one raw covariate).
+    fn sparse_fixture(
+        n: usize,
+        queried: &HashSet<(usize, usize)>,
+        k: usize,
+    ) -> (crate::analysis::synth::SynthPool, crate::store::pool::Covariates, crate::model::summary::FitSummary, Posterior)
+    {
+        use crate::analysis::synth::{SynthSpec, generate};
+        use crate::model::FitOptions;
+        use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise_with};
+        use crate::store::pool::{CovariateSpec, build_covariates};
+        let sp = generate(&SynthSpec {
+            n,
+            rho: 0.0,
+            c_star: 1.0,
+            kappa_star: 0.5,
+            temperature: 1.0,
+            paired: false,
+            seed: 4,
+        });
+        let cov = build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
+        let verdicts: Vec<ItemVerdict> =
+            queried.iter().map(|&(a, b)| ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 }).collect();
+        let design = build_design(&sp.pool, &cov, &verdicts);
+        let opts = FitOptions { sparse_min_params: 0, ..Default::default() };
+        let mut mc = crate::rng::stream(3, "membership", 0);
+        let (summary, _, post) = fit_and_summarise_with(
+            &sp.pool,
+            &cov,
+            &design,
+            &crate::model::Prior::default(),
+            k,
+            1000,
+            None,
+            &mut mc,
+            &opts,
+        )
+        .unwrap();
+        (sp, cov, summary, post)
+    }
+
+    #[test]
+    fn a_large_pool_starts_with_a_random_matching() {
+        // No verdict yet: every base is isolated, membership pools them to exactly k/M, every
+        // unit ties, and the greedy rule with its Sherman–Morrison steps picks disjoint pairs
+        // (each in both orders) uniformly at random, without listing the N²/2 pairs.
+        let (n, k) = (400, 10);
+        let queried = HashSet::new();
+        let (sp, cov, summary, post) = sparse_fixture(n, &queried, k);
+        for &p in &summary.membership {
+            assert!((p - k as f64 / n as f64).abs() < 1e-12, "π = {p}");
+        }
+        let pick = |seed: u64| {
+            let ctx = Context {
+                item_base: &sp.pool.item_base,
+                item_prompt: &[],
+                x: &cov.x,
+                m: n,
+                p: 1,
+                post: &post,
+                membership: &summary.membership,
+                k,
+                queried: &queried,
+                orders: Orders::Both,
+                seed: 5,
+            };
+            select(StrategyKind::Topk, &ctx, &[], 300, &mut crate::rng::stream(seed, "acquire", 0))
+        };
+        let picks = pick(1);
+        assert_eq!(picks.len(), 300);
+        let mut items = HashSet::new();
+        for q in picks.chunks(2) {
+            assert_eq!(q[0], (q[1].1, q[1].0), "both orders of one pair");
+            assert!(items.insert(q[0].0) && items.insert(q[0].1), "{:?} repeats an item", q[0]);
+        }
+        assert_ne!(picks, pick(2), "another seed, another matching");
+    }
+
+    #[test]
+    fn large_pool_path_matches_dense_with_isolated_bases() {
+        // 300 bases, 150 random ordered comparisons: about a third of the bases were never
+        // compared, so the fresh-item search, Σ_ij = 0 for isolated bases and the tighter bound
+        // are all used. Same π for both paths (the pooled one): the same picks as the dense
+        // path's exhaustive scan, for 40 picks with 30 pending queries entered first.
+        use crate::model::FitOptions;
+        use rand::RngExt;
+        let (n, k) = (300, 10);
+        let mut r = crate::rng::stream(8, "pairs", 0);
+        let mut queried = HashSet::new();
+        while queried.len() < 150 {
+            let (a, b) = (r.random_range(0..n), r.random_range(0..n));
+            if a != b {
+                queried.insert((a, b));
+            }
+        }
+        let (sp, cov, summary, sparse) = sparse_fixture(n, &queried, k);
+        assert!((0..n).filter(|&i| sparse.is_isolated(i)).count() > 60);
+        let dense = {
+            use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise_with};
+            let verdicts: Vec<ItemVerdict> =
+                queried.iter().map(|&(a, b)| ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 }).collect();
+            let design = build_design(&sp.pool, &cov, &verdicts);
+            let opts = FitOptions { sparse_min_params: usize::MAX, ..Default::default() };
+            let mut mc = crate::rng::stream(3, "membership", 0);
+            fit_and_summarise_with(
+                &sp.pool,
+                &cov,
+                &design,
+                &crate::model::Prior::default(),
+                k,
+                10,
+                None,
+                &mut mc,
+                &opts,
+            )
+            .unwrap()
+            .2
+        };
+        // Pending: 15 pairs of never-compared items, both orders (in `queried` as the rule needs).
+        let fresh: Vec<usize> = (0..n).filter(|&i| sparse.is_isolated(i)).collect();
+        let pending: Vec<(usize, usize)> = fresh[..30].chunks(2).flat_map(|c| [(c[0], c[1]), (c[1], c[0])]).collect();
+        let mut asked = queried.clone();
+        asked.extend(pending.iter().copied());
+        for orders in [Orders::Both, Orders::Single] {
+            for kind in [StrategyKind::Topk, StrategyKind::DOptimal] {
+                let ctx = |post| Context {
+                    item_base: &sp.pool.item_base,
+                    item_prompt: &[],
+                    x: &cov.x,
+                    m: n,
+                    p: 1,
+                    post,
+                    membership: &summary.membership,
+                    k,
+                    queried: &asked,
+                    orders,
+                    seed: 5,
+                };
+                let want = select(kind, &ctx(&dense), &pending, 40, &mut crate::rng::stream(4, "acquire", 0));
+                let got = select(kind, &ctx(&sparse), &pending, 40, &mut crate::rng::stream(4, "acquire", 0));
+                assert_eq!(want.len(), 40);
                 assert_eq!(want, got, "{kind:?} {orders:?}");
             }
         }

@@ -245,6 +245,39 @@ impl ComparisonGraph {
     pub fn connected(&self) -> bool {
         self.components <= 1
     }
+
+    /// The component sizes, largest first, a run of three or more equal sizes written once:
+    /// `"6585, 34 of size 2, 3348 of size 1"`.
+    pub fn sizes_text(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        for run in self.component_sizes.chunk_by(|a, b| a == b) {
+            if run.len() >= 3 {
+                parts.push(format!("{} of size {}", run.len(), run[0]));
+            } else {
+                parts.extend(run.iter().map(ToString::to_string));
+            }
+        }
+        parts.join(", ")
+    }
+
+    /// The never-compared bases: all of them up to eight, else the first eight and the count.
+    pub fn never_compared_text(&self) -> String {
+        let n = self.never_compared.len();
+        if n > 8 {
+            format!("{}, … ({n} in all)", self.never_compared[..8].join(", "))
+        } else {
+            self.never_compared.join(", ")
+        }
+    }
+
+    /// One line for a disconnected graph: `"3 components (sizes 3, 2, 1); never compared: i6"`.
+    pub fn summary_text(&self) -> String {
+        let mut s = format!("{} components (sizes {})", self.components, self.sizes_text());
+        if !self.never_compared.is_empty() {
+            s.push_str(&format!("; never compared: {}", self.never_compared_text()));
+        }
+        s
+    }
 }
 
 /// Connected components of `m` bases (ids `bases`) under the base pairs `edges` (within-base
@@ -296,18 +329,13 @@ pub fn graph_note(g: &ComparisonGraph) -> Option<String> {
     if g.connected() {
         return None;
     }
-    let sizes = g.component_sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
     let mut s = format!(
-        "the comparison graph has {} components (sizes {sizes}): bases in different components are ordered only by the prior",
-        g.components
+        "the comparison graph has {} components (sizes {}): bases in different components are ordered only by the prior",
+        g.components,
+        g.sizes_text()
     );
     if !g.never_compared.is_empty() {
-        let n = g.never_compared.len();
-        let list = if n > 8 {
-            format!("{}, … ({n} in all)", g.never_compared[..8].join(", "))
-        } else {
-            g.never_compared.join(", ")
-        };
+        let list = g.never_compared_text();
         s.push_str(&format!("; never compared (θ̂ at the prior mean): {list}"));
     }
     Some(s)
@@ -319,6 +347,29 @@ mod tests {
 
     fn ids(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("i{i}")).collect()
+    }
+
+    #[test]
+    fn long_graph_descriptions_stay_short() {
+        let never: Vec<String> = (0..13).map(|i| format!("s{i}")).collect();
+        let g = ComparisonGraph {
+            components: 16,
+            component_sizes: [vec![50, 2, 2], vec![1; 13]].concat(),
+            groups: Vec::new(),
+            never_compared: never,
+        };
+        assert_eq!(g.sizes_text(), "50, 2, 2, 13 of size 1");
+        assert_eq!(
+            g.summary_text(),
+            "16 components (sizes 50, 2, 2, 13 of size 1); never compared: s0, s1, s2, s3, s4, s5, s6, s7, … (13 in all)"
+        );
+        let small = ComparisonGraph {
+            components: 3,
+            component_sizes: vec![3, 2, 1],
+            groups: Vec::new(),
+            never_compared: vec!["i6".into()],
+        };
+        assert_eq!(small.summary_text(), "3 components (sizes 3, 2, 1); never compared: i6");
     }
 
     #[test]

@@ -95,6 +95,16 @@ impl Posterior {
         }
     }
 
+    /// Whether parameter `r` is known to be independent of all others: a large-pool posterior
+    /// whose H has no off-diagonal entry in row r (a base no verdict has touched), so
+    /// Σ e_r = Σ_rr e_r without a solve. Always `false` for a dense Σ (not tracked there).
+    pub fn is_isolated(&self, r: usize) -> bool {
+        match &self.cov {
+            Covariance::Dense(_) => false,
+            Covariance::Sparse { factor, .. } => factor.is_isolated(r),
+        }
+    }
+
     /// Posterior standard deviations √Σ_rr (length n), logits.
     pub fn sd(&self) -> Vec<f64> {
         (0..self.mean.len()).map(|r| self.var(r).max(0.0).sqrt()).collect()

@@ -9,7 +9,7 @@
 //! them over two threads; the result depends only on the seed, never on the thread count.
 
 use super::bt::Fit;
-use super::linalg::Matrix;
+use super::linalg::{Factor, Matrix};
 use crate::rng::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
@@ -158,7 +158,27 @@ fn membership_of(
             *t += v;
         }
     }
-    counts.into_iter().map(|c| c as f64 / draws as f64).collect()
+    let mut pi: Vec<f64> = counts.into_iter().map(|c| c as f64 / draws as f64).collect();
+    if w.is_none() {
+        pool_isolated(fit, &mut pi);
+    }
+    pi
+}
+
+/// On the large-pool path, the bases no verdict has touched (rows of H with no off-diagonal
+/// entry) have the same marginal N(0, 1/λ_θ), independent of everything else: they are
+/// exchangeable, so their π are equal. Each gets the mean of their Monte-Carlo estimates, which
+/// is unbiased and S·(their number) draws strong, instead of noise that would steer the
+/// acquisition (docs/model.md §2, "Large pools").
+fn pool_isolated(fit: &Fit, pi: &mut [f64]) {
+    let Factor::Sparse(f) = &fit.chol else { return };
+    let iso: Vec<usize> = (0..pi.len()).filter(|&b| f.is_isolated(b)).collect();
+    if iso.len() > 1 {
+        let mean = iso.iter().map(|&b| pi[b]).sum::<f64>() / iso.len() as f64;
+        for &b in &iso {
+            pi[b] = mean;
+        }
+    }
 }
 
 /// Values closer than this (logits) rank as tied: far below any posterior sd, and above the

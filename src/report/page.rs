@@ -217,16 +217,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         facts.push(format!("trusted-anchor gate (`{}`): {}", g.file.display(), g.decision.text()));
     }
     if rep.graph.components > 1 {
-        facts.push(format!(
-            "comparison graph: {} components (sizes {}){}",
-            rep.graph.components,
-            rep.graph.component_sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-            if rep.graph.never_compared.is_empty() {
-                String::new()
-            } else {
-                format!("; never compared: {}", rep.graph.never_compared.join(", "))
-            }
-        ));
+        facts.push(format!("comparison graph: {}", rep.graph.summary_text()));
     }
     facts.push(format!(
         "position effect κ̂ = {:.3} ± {:.3} logits (> 0 favours the first-shown answer; identified by the order variation within pairs)",

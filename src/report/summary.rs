@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
+/// The ranking table shows at most this many rows, or k + 10 when that is more.
+const TABLE_ROWS: usize = 50;
+
 /// The human-readable end-of-run summary.
 pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     let mut s = String::new();
@@ -155,17 +158,7 @@ pub fn coefficient_lines(
     }
     let g = &rep.graph;
     if g.components > 1 {
-        let _ = writeln!(
-            s,
-            "comparison graph: {} components (sizes {}){}",
-            g.components,
-            g.component_sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-            if g.never_compared.is_empty() {
-                String::new()
-            } else {
-                format!("; never compared: {}", g.never_compared.join(", "))
-            }
-        );
+        let _ = writeln!(s, "comparison graph: {}", g.summary_text());
     }
     s
 }
@@ -206,7 +199,12 @@ pub fn ranking_block(
         );
     }
     s.push('\n');
-    s.push_str(&ranking_table(rows, k, reported, both));
+    // Large pools: the table stops some rows past the top k; result.json has every row.
+    let shown = rows.len().min(TABLE_ROWS.max(k + 10));
+    s.push_str(&ranking_table(&rows[..shown], k, reported, both));
+    if shown < rows.len() {
+        let _ = writeln!(s, "  … {} more rows (every item is in result.json)", rows.len() - shown);
+    }
     s.push('\n');
     let label = if both { format!(" ({}, reported)", reported.name()) } else { String::new() };
     if valid == 0 {

@@ -48,7 +48,7 @@ use crate::model::{FitError, Prior};
 use crate::rng;
 use crate::store::pool::{CovariateSpec, Covariates, Pool, build_covariates};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Settings shared by every simulated run of a sweep (docs/model.md §2–§3 defaults in [`Default`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -263,8 +263,7 @@ pub fn follow(
     let (m, k) = (pool.n_bases(), settings.k);
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let within = if input.design == DesignKind::Paired { design::within_base_pairs(pool) } else { Vec::new() };
-    let between = pool.ordered_pairs_within_prompts(|a, b| pool.item_base[a] != pool.item_base[b]);
-    let total = within.len() + between.len();
+    let total = within.len() + between_count(pool);
     let mut st = State { verdicts: Vec::new(), queried: HashSet::new(), log: Vec::new(), unavailable: 0 };
     let mut warm: Option<Vec<f64>> = None;
     let mut points = Vec::with_capacity(budgets.len());
@@ -308,6 +307,7 @@ pub fn follow(
         }
         let target = budgets[next];
         if target >= total {
+            let between = pool.ordered_pairs_within_prompts(|a, b| pool.item_base[a] != pool.item_base[b]);
             for &q in within.iter().chain(&between) {
                 st.ask(input.judge, q);
             }
@@ -343,6 +343,21 @@ pub fn follow(
             st.ask(input.judge, q);
         }
     }
+}
+
+/// The number of ordered pairs of items of one prompt with different bases, counted without
+/// listing them (10⁸ at N = 10,000): per prompt, n² − Σ_base n_base².
+fn between_count(pool: &Pool) -> usize {
+    pool.prompt_items()
+        .iter()
+        .map(|items| {
+            let mut per_base: HashMap<usize, usize> = HashMap::new();
+            for &i in items {
+                *per_base.entry(pool.item_base[i]).or_default() += 1;
+            }
+            items.len() * items.len() - per_base.values().map(|c| c * c).sum::<usize>()
+        })
+        .sum()
 }
 
 /// Run Algorithm 1 on `sp` with `strategy` and `model`, recording a [`Checkpoint`] at each of
@@ -450,6 +465,18 @@ mod tests {
 
     fn settings(k: usize) -> SimSettings {
         SimSettings { k, mc_draws: 200, ..SimSettings::default() }
+    }
+
+    #[test]
+    fn between_pairs_are_counted_without_listing_them() {
+        for paired in [false, true] {
+            let sp = pool(12, paired, 3);
+            let listed = sp.pool.ordered_pairs_within_prompts(|a, b| sp.pool.item_base[a] != sp.pool.item_base[b]);
+            assert_eq!(between_count(&sp.pool), listed.len(), "paired: {paired}");
+        }
+        // 12 bases: 12·11 ordered pairs; paired, 24 items with two per base: 24² − 12·2².
+        assert_eq!(between_count(&pool(12, false, 3).pool), 132);
+        assert_eq!(between_count(&pool(12, true, 3).pool), 528);
     }
 
     #[test]
