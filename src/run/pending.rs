@@ -166,9 +166,9 @@ mod tests {
     /// E[Φ(X)(1 − Φ(X))], here by quadrature; both bases get it (π'₁ = 1 − π'₀).
     #[test]
     fn two_bases_match_the_preposterior_expectation_by_quadrature() {
-        let (t0, t1) = (0.4, 0.0);
+        let (t0, t1): (f64, f64) = (0.4, 0.0);
         let f = from_posterior(vec![t0, t1, 0.0], diag(&[1.0, 1.0, 1e-12]), 1);
-        let s = 1.0 / (1.0 + (-(t0 - t1) as f64).exp());
+        let s = 1.0 / (1.0 + (t1 - t0).exp());
         let w = s * (1.0 - s);
         let sd1 = (2.0 / (1.0 + 2.0 * w)).sqrt();
         let (mu, tau) = ((t0 - t1) / sd1, (2.0 * w).sqrt());
