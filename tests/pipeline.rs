@@ -133,6 +133,23 @@ fn bench_config(
     write(dir, &format!("{name}.yaml"), &yaml)
 }
 
+/// The binary the throughput benchmark measures: `TOPK_JUDGE_BIN` when set (e.g. the release
+/// build, `target/release/topk-judge`, which is what users run), else the debug build of the
+/// test run.
+fn bench_bin() -> std::path::PathBuf {
+    std::env::var_os("TOPK_JUDGE_BIN").map_or_else(bin, std::path::PathBuf::from)
+}
+
+/// Run `cfg` to its end with [`bench_bin`].
+fn bench_run(dir: &std::path::Path, cfg: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(bench_bin())
+        .current_dir(dir)
+        .args(["run", cfg.to_str().unwrap(), "--quiet"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
 /// Requests per minute the server received, from its first request to its last reply (≈ first
 /// request + span + latency).
 fn server_rate(fake: &FakeOpenAi, latency_s: f64) -> f64 {
@@ -154,8 +171,9 @@ fn throughput_benchmark() {
     let cfg =
         bench_config(dir.path(), "c32", &fake, "  concurrency: 32\n  refit_every: 8\n  dispatch: pipelined\n", "", 30);
     let t0 = Instant::now();
-    let out = run_to_end(dir.path(), &cfg);
+    let out = bench_run(dir.path(), &cfg);
     let wall = t0.elapsed().as_secs_f64();
+    println!("binary under test: {}", bench_bin().display());
     assert!(out.status.success(), "{}", text(&out));
     let rate = server_rate(&fake, 0.5);
     let r = result_json(&dir.path().join("runs/c32"));
@@ -182,7 +200,7 @@ fn throughput_benchmark() {
         "    requests_per_minute: 1200\n",
         30,
     );
-    let out = run_to_end(dir.path(), &cfg);
+    let out = bench_run(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));
     let reqs = fake.requests();
     let at: Vec<Instant> = reqs.iter().map(|q| q.at).collect();

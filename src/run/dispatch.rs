@@ -89,9 +89,67 @@ pub struct Reply<T> {
     out: Result<JudgeReply, JudgeError>,
 }
 
+impl<T> Reply<T> {
+    /// The ordered pair (a shown first, b second) of the query answered.
+    pub fn pair(&self) -> (usize, usize) {
+        (self.sent.query.a, self.sent.query.b)
+    }
+}
+
 struct Sent<T> {
     query: Query<T>,
     intent: IntentId,
+}
+
+/// Replies being booked off the driver ([`Dispatcher::record_detached`]).
+pub type Recording<T> = tokio::task::JoinHandle<Result<Vec<Settled<T>>, BooksError>>;
+
+/// Book `replies` into `books`: the verdicts staged (written, flushed) under the lock, fsynced
+/// without it, committed under it; then each failure, fsynced. Settled in the order of `replies`.
+fn book_replies<T>(
+    books: &Mutex<Books>,
+    describe: String,
+    replies: Vec<Reply<T>>,
+) -> Result<Vec<Settled<T>>, BooksError> {
+    let recs: Vec<_> = replies
+        .iter()
+        .filter_map(|Reply { sent, out }| {
+            let reply = out.as_ref().ok()?.clone();
+            let q = &sent.query;
+            Some((sent.intent, VerdictRecord::from_reply(q.key.clone(), &q.pool, q.a, q.b, describe.clone(), reply)))
+        })
+        .collect();
+    let lock = || books.lock().expect("books lock");
+    let stored_flags = if recs.is_empty() {
+        Vec::new()
+    } else {
+        let staged = lock().stage_replies(recs)?;
+        if let Err(e) = staged.sync() {
+            lock().abandon_replies(staged);
+            return Err(e);
+        }
+        lock().commit_replies(staged)?
+    };
+    let mut stored_flags = stored_flags.into_iter();
+    let mut settled = Vec::with_capacity(replies.len());
+    for Reply { sent, out } in replies {
+        let Sent { query, intent } = sent;
+        let (pool, a, b, key) = (query.pool.clone(), query.a, query.b, query.key);
+        let outcome = match out {
+            Ok(reply) => {
+                let stored = stored_flags.next().expect("one flag per verdict");
+                Outcome::Verdict { cost_usd: reply.cost_usd, stored }
+            }
+            Err(e) => {
+                let (cost, msg) = (e.cost_usd(), e.to_string());
+                let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
+                lock().record_failure(intent, &key, &ida, &idb, cost, &msg)?;
+                Outcome::Failed(e)
+            }
+        };
+        settled.push(Settled { tag: query.tag, pool, a, b, reservation: query.reservation, outcome });
+    }
+    Ok(settled)
 }
 
 /// What [`Dispatcher::dispatch_all`] did.
@@ -213,41 +271,21 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// [`BooksError`]: a record could not be written (the replies not booked keep their intents
     /// open, and the next open books them as possibly billed).
     pub async fn record(&mut self, replies: Vec<Reply<T>>) -> Result<Vec<Settled<T>>, BooksError> {
-        let describe = self.judge.describe();
-        let recs: Vec<_> = replies
-            .iter()
-            .filter_map(|Reply { sent, out }| {
-                let reply = out.as_ref().ok()?.clone();
-                let q = &sent.query;
-                Some((
-                    sent.intent,
-                    VerdictRecord::from_reply(q.key.clone(), &q.pool, q.a, q.b, describe.clone(), reply),
-                ))
-            })
-            .collect();
-        let mut stored_flags =
-            if recs.is_empty() { Vec::new() } else { self.books_io(move |bk| bk.record_replies(recs)).await? }
-                .into_iter();
-        let mut settled = Vec::with_capacity(replies.len());
-        for Reply { sent, out } in replies {
-            let Sent { query, intent } = sent;
-            self.in_flight.remove(&intent);
-            let (pool, a, b, key) = (query.pool.clone(), query.a, query.b, query.key);
-            let outcome = match out {
-                Ok(reply) => {
-                    let stored = stored_flags.next().expect("one flag per verdict");
-                    Outcome::Verdict { cost_usd: reply.cost_usd, stored }
-                }
-                Err(e) => {
-                    let (cost, msg) = (e.cost_usd(), e.to_string());
-                    let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
-                    self.books_io(move |bk| bk.record_failure(intent, &key, &ida, &idb, cost, &msg)).await?;
-                    Outcome::Failed(e)
-                }
-            };
-            settled.push(Settled { tag: query.tag, pool, a, b, reservation: query.reservation, outcome });
+        self.record_detached(replies).await.expect("books task does not panic")
+    }
+
+    /// [`Dispatcher::record`] as a task of its own: the driver may write the next intents and
+    /// send while the verdicts are fsynced (the verdict fsync holds no lock on the books, so the
+    /// intents' fsync runs at the same time). Until the task resolves the replies' intents stay
+    /// open and their reservations held: a kill meanwhile books each as stored or possibly
+    /// billed. Do not call [`Dispatcher::give_up`] before it resolves (its replies would be
+    /// booked twice).
+    pub fn record_detached(&mut self, replies: Vec<Reply<T>>) -> Recording<T> {
+        for r in &replies {
+            self.in_flight.remove(&r.sent.intent);
         }
-        Ok(settled)
+        let (books, describe) = (self.books.clone(), self.judge.describe());
+        tokio::task::spawn_blocking(move || book_replies(&books, describe, replies))
     }
 
     /// Stop waiting: abort the requests in flight and book each as possibly billed at its

@@ -424,6 +424,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let fits_file = Arc::new(std::sync::Mutex::new(fits_file));
     let mut current: Option<(FitSummary, Posterior)> = None;
     let mut fit_task: Option<tokio::task::JoinHandle<FitDone>> = None;
+    // Replies being booked (their verdicts fsynced) while the next picks are sent.
+    // Booked in the order collected; several may run at once.
+    let mut recording: std::collections::VecDeque<super::dispatch::Recording<()>> = Default::default();
     let mut usd_blocked = false; // a reservation failed; retried once a query settles
     let mut grace_end: Option<tokio::time::Instant> = None;
     let mut hard_stop: Option<StopReason> = None; // the fit failed: drain, then stop
@@ -431,12 +434,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let (summary, stop) = loop {
         if let Some(stop) = hard_stop
             && disp.in_flight() == 0
+            && recording.is_empty()
         {
             break (FitSummary::prior(pool.n_bases(), cfg.covariates.p(), &prior, k), stop);
         }
         // A refit when the scheduler asks for one: after each round (wait-for-batch), or after R
         // stored verdicts while requests keep flying (pipelined).
-        if hard_stop.is_none() && fit_task.is_none() && sched.wants_fit() {
+        if hard_stop.is_none() && fit_task.is_none() && recording.is_empty() && sched.wants_fit() {
             sched.fit_started();
             if sched.failed_rounds() >= 3 {
                 faults.failing.get_or_insert(format!(
@@ -556,7 +560,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 sched.budget().spent_usd
             ));
         };
-        if disp.in_flight() == 0 && fit_task.is_none() {
+        if disp.in_flight() == 0 && fit_task.is_none() && recording.is_empty() {
             if hard_stop.is_none() && sched.wants_fit() {
                 // The round just ended (its unsent picks were dropped above): refit, then stop
                 // or go on at the quiet point.
@@ -597,9 +601,20 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 }
             }
             replies = disp.join(), if disp.in_flight() > 0 => {
-                // This reply and every other one already in: booked before the next picks, so
-                // one acquisition step and one intent fsync fill all the slots they free.
-                for settled in disp.record(replies.expect("in flight")).await? {
+                // This reply and every other one already in free their slots at once: one
+                // acquisition step and one intent fsync fill them while their verdicts are
+                // fsynced (the two fsyncs run side by side). Until booked they stay pending,
+                // their intents open and their reservations held.
+                let replies = replies.expect("in flight");
+                for r in &replies {
+                    let (a, b) = r.pair();
+                    sched.answered(a, b);
+                }
+                recording.push_back(disp.record_detached(replies));
+            }
+            recorded = async { recording.front_mut().expect("guarded").await }, if !recording.is_empty() => {
+                recording.pop_front();
+                for settled in recorded.expect("books task does not panic")? {
                     usd_blocked = false;
                     rate.resolved();
                     faults.settle(settled, &mut sched, judge.as_ref(), &progress);
@@ -610,7 +625,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 show(&sched, &rate, conf);
             }
             () = interrupt.wait(), if !interrupt.requested() => {}
-            () = async { tokio::time::sleep_until(grace.expect("guarded")).await }, if grace.is_some() => {
+            () = async { tokio::time::sleep_until(grace.expect("guarded")).await }, if grace.is_some() && recording.is_empty() => {
                 let (n, usd, reservations) = disp.give_up("no reply within the interrupt grace period").await?;
                 sched.gave_up(reservations);
                 progress.println(&format!(

@@ -14,6 +14,7 @@ pub mod dispatch;
 pub mod faults;
 pub mod interrupt;
 pub mod live;
+pub mod pending;
 pub mod queries;
 pub mod schedule;
 pub mod sim;

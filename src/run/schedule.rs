@@ -99,6 +99,9 @@ pub struct Scheduler {
     stored_set: HashSet<(usize, usize)>,
     excluded: HashSet<(usize, usize)>,
     pending: Vec<(usize, usize)>,
+    /// Pending queries whose reply is in and being stored: they no longer take a slot, but stay
+    /// pending (never picked again, budget reserved) until their outcome is booked.
+    answered: HashSet<(usize, usize)>,
     /// Wait-for-batch: this batch's picks not sent yet.
     batch: VecDeque<(usize, usize)>,
     /// Stored verdicts the current posterior has seen (`None` before the first refit).
@@ -141,6 +144,7 @@ impl Scheduler {
             stored,
             excluded: excluded.into_iter().collect(),
             pending: Vec::new(),
+            answered: HashSet::new(),
             batch: VecDeque::new(),
             fitted: None,
             fitting: None,
@@ -288,7 +292,7 @@ impl Scheduler {
     /// be sent now; at a [`Scheduler::quiet`] point an empty answer means no open pair is left.
     /// Each returned pair must be reported by [`Scheduler::sent`] or [`Scheduler::unsent`].
     pub fn next(&mut self, rule: &PickRule<'_>, fit: &Fitted<'_>) -> Vec<(usize, usize)> {
-        let free = self.s.concurrency.saturating_sub(self.pending.len());
+        let free = self.s.concurrency.saturating_sub(self.pending.len() - self.answered.len());
         if free == 0 || self.fitted.is_none() {
             return Vec::new();
         }
@@ -352,6 +356,16 @@ impl Scheduler {
             unfitted.extend(&picks);
             let ctx = context(rule, fit, &queried);
             let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
+            let mut mc_rng = rng::stream(rule.seed, "pending_membership", queried.len() as u64);
+            // The top-k rule weighs by the expected boundary weight once the unfitted queries
+            // are in (super::pending), not the refit's π alone.
+            let adjusted = (rule.strategy == StrategyKind::Topk)
+                .then(|| super::pending::weights_as_membership(&ctx, &unfitted, super::pending::DRAWS, &mut mc_rng))
+                .flatten();
+            let ctx = match &adjusted {
+                Some(pi) => Context { membership: pi, ..ctx },
+                None => ctx,
+            };
             picks.extend(acquire::select_with_pending(rule.strategy, &ctx, &unfitted, r - picks.len(), &mut acq_rng));
         }
         picks
@@ -378,6 +392,16 @@ impl Scheduler {
     fn resolve(&mut self, a: usize, b: usize) {
         if let Some(i) = self.pending.iter().position(|&q| q == (a, b)) {
             self.pending.remove(i);
+        }
+        self.answered.remove(&(a, b));
+    }
+
+    /// The reply of the pending query (a, b) is in and being booked: its slot is free for the
+    /// next pick, while it stays pending (not picked again, its reservation held, its
+    /// information counted) until [`Scheduler::stored_verdict`] or [`Scheduler::failed`].
+    pub fn answered(&mut self, a: usize, b: usize) {
+        if self.pending.contains(&(a, b)) {
+            self.answered.insert((a, b));
         }
     }
 
@@ -425,6 +449,7 @@ impl Scheduler {
             self.budget.settle(r, r.usd, false);
         }
         self.pending.clear();
+        self.answered.clear();
     }
 }
 
@@ -580,8 +605,18 @@ mod tests {
         assert!(more.iter().all(|q| !first.contains(q) && !f.queried.contains(q)), "never picked twice");
         let mut g = both_orders();
         g.queried.extend(&first);
+        // π is the pending-aware one (super::pending), drawn from the stream keyed by 48 asked.
+        let pi = crate::run::pending::weights_as_membership(
+            &g.ctx(),
+            &first,
+            crate::run::pending::DRAWS,
+            &mut rng::stream(1, "pending_membership", 48),
+        )
+        .unwrap();
+        assert_ne!(pi, g.membership);
+        let ctx = Context { membership: &pi, ..g.ctx() };
         let want =
-            acquire::select_with_pending(StrategyKind::Topk, &g.ctx(), &first, 3, &mut rng::stream(1, "acquire", 48));
+            acquire::select_with_pending(StrategyKind::Topk, &ctx, &first, 3, &mut rng::stream(1, "acquire", 48));
         assert_eq!(more, want, "the pending queries' information is counted");
         for &(a, b) in &more {
             send(&mut s, a, b);
@@ -614,13 +649,16 @@ mod tests {
         let mut g = both_orders();
         g.queried = stored.clone();
         g.queried.insert((5, 0));
-        let want = acquire::select_with_pending(
-            StrategyKind::Topk,
+        let pi = crate::run::pending::weights_as_membership(
             &g.ctx(),
             &[(5, 0)],
-            2,
-            &mut rng::stream(1, "acquire", 42),
-        );
+            crate::run::pending::DRAWS,
+            &mut rng::stream(1, "pending_membership", 42),
+        )
+        .unwrap();
+        let ctx = Context { membership: &pi, ..g.ctx() };
+        let want =
+            acquire::select_with_pending(StrategyKind::Topk, &ctx, &[(5, 0)], 2, &mut rng::stream(1, "acquire", 42));
         assert_eq!(picks[1..], want[..]);
         // The refit saw all 41 stored verdicts, so (5, 0) is the only pending query; the stream
         // is keyed by the 42 pairs asked.
@@ -628,6 +666,39 @@ mod tests {
         w.fit_started();
         w.fit_finished();
         assert_eq!(w.next(&rule, &fit), vec![(5, 0)]);
+    }
+
+    #[test]
+    fn an_answered_query_frees_its_slot_but_stays_pending_with_its_reservation() {
+        let f = both_orders();
+        let p = pool(10);
+        let rule = topk_rule(&p, &f);
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let b = Budget::new(Some(44), None, 40, 0.0);
+        let mut s = Scheduler::new(settings(8, 2, Dispatch::Pipelined), 90, f.queried.clone(), [], b);
+        s.fit_started();
+        s.fit_finished();
+        let first = s.next(&rule, &fit);
+        assert_eq!(first.len(), 2);
+        let r: Vec<Reservation> = first.iter().map(|_| s.reserve(0.5).unwrap()).collect();
+        for &(a, b) in &first {
+            s.sent(a, b);
+        }
+        assert!(s.next(&rule, &fit).is_empty(), "2 in flight");
+        s.answered(first[0].0, first[0].1);
+        let more = s.next(&rule, &fit);
+        assert_eq!(more.len(), 1, "the answered query's slot is free");
+        assert!(!first.contains(&more[0]), "an answered query is not picked again");
+        assert_eq!(s.pending().len(), 2, "still pending until booked");
+        assert_eq!((s.budget().in_flight, s.budget().comparisons_left()), (2, 2), "its reservation is held");
+        s.stored_verdict(first[0].0, first[0].1, r[0], 0.25, true);
+        assert_eq!((s.pending().len(), s.budget().comparisons, s.budget().comparisons_left()), (1, 41, 2));
+        assert!((s.budget().spent_usd - 0.25).abs() < 1e-15);
+        // Answering a pair not in flight does nothing.
+        s.answered(0, 9);
+        assert_eq!(s.next(&rule, &fit).len(), 1);
+        s.failed(first[1].0, first[1].1, r[1], 0.0, false);
+        assert_eq!(s.pending().len(), 0);
     }
 
     #[test]

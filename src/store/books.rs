@@ -15,7 +15,7 @@
 
 use crate::store::intents::{Closure, Intent};
 use crate::store::intents::{IntentError, IntentId, IntentLog};
-use crate::store::ledger::{self, CacheError, Duplicate, ReadLog, VerdictLog, VerdictRecord};
+use crate::store::ledger::{self, CacheError, Duplicate, ReadLog, StagedRecords, VerdictLog, VerdictRecord};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -51,6 +51,25 @@ impl Spend {
     /// Everything booked: what counts against `max_usd`.
     pub fn total_usd(&self) -> f64 {
         self.verdicts_usd + self.duplicates_usd + self.failed_usd + self.possibly_billed_usd
+    }
+}
+
+/// Verdicts written by [`Books::stage_replies`] and not yet fsynced.
+#[derive(Debug)]
+pub struct StagedReplies {
+    ids: Vec<IntentId>,
+    dups: Vec<(String, String, String, f64)>,
+    stored: Vec<bool>,
+    records: StagedRecords,
+}
+
+impl StagedReplies {
+    /// fsync the verdict lines (run it without holding the books).
+    ///
+    /// # Errors
+    /// [`BooksError::Ledger`] naming the verdict log.
+    pub fn sync(&self) -> Result<(), BooksError> {
+        Ok(self.records.sync()?)
     }
 }
 
@@ -155,6 +174,23 @@ impl Books {
     /// [`BooksError`]: then none of them counts as stored (their intents stay open, so a
     /// restart books each as stored or possibly billed, never neither).
     pub fn record_replies(&mut self, recs: Vec<(IntentId, VerdictRecord)>) -> Result<Vec<bool>, BooksError> {
+        let staged = self.stage_replies(recs)?;
+        if let Err(e) = staged.records.sync() {
+            self.abandon_replies(staged);
+            return Err(e.into());
+        }
+        self.commit_replies(staged)
+    }
+
+    /// The first half of [`Books::record_replies`]: the verdict lines written and flushed, not
+    /// fsynced. Sync them with [`StagedReplies::sync`] (no lock on the books needed, so intents
+    /// can be written meanwhile), then [`Books::commit_replies`] (or [`Books::abandon_replies`]
+    /// if the sync failed). Their intents stay open until committed: a crash before that books
+    /// each as stored (its line reached the disk) or possibly billed, never neither.
+    ///
+    /// # Errors
+    /// [`BooksError::Ledger`].
+    pub fn stage_replies(&mut self, recs: Vec<(IntentId, VerdictRecord)>) -> Result<StagedReplies, BooksError> {
         let ids: Vec<IntentId> = recs.iter().map(|(id, _)| *id).collect();
         let recs: Vec<VerdictRecord> = recs
             .into_iter()
@@ -165,7 +201,19 @@ impl Books {
             .collect();
         let dups: Vec<(String, String, String, f64)> =
             recs.iter().map(|r| (r.key.clone(), r.a.clone(), r.b.clone(), r.cost_usd)).collect();
-        let stored = self.log.append_all(recs)?;
+        let (stored, records) = self.log.stage_all(recs)?;
+        Ok(StagedReplies { ids, dups, stored, records })
+    }
+
+    /// The second half of [`Books::record_replies`], once [`StagedReplies::sync`] succeeded: the
+    /// verdicts join the log, their intents close, a reply for a key already stored is booked
+    /// as a paid failure. Per verdict, whether it was stored.
+    ///
+    /// # Errors
+    /// [`BooksError`] from booking a duplicate's failure.
+    pub fn commit_replies(&mut self, staged: StagedReplies) -> Result<Vec<bool>, BooksError> {
+        let StagedReplies { ids, dups, stored, records } = staged;
+        self.log.commit(records);
         for ((id, ok), (key, a, b, cost)) in ids.into_iter().zip(&stored).zip(dups) {
             if *ok {
                 self.intents.closed_by_record(id);
@@ -181,6 +229,11 @@ impl Books {
             }
         }
         Ok(stored)
+    }
+
+    /// Forget replies whose sync failed (their intents stay open).
+    pub fn abandon_replies(&mut self, staged: StagedReplies) {
+        self.log.abandon(staged.records);
     }
 
     /// Record the failed query of intent `id` that cost `cost_usd` (booked in failed.jsonl when

@@ -129,6 +129,32 @@ pub struct VerdictLog {
     records: Vec<VerdictRecord>,
     by_key: HashMap<String, usize>,
     duplicates: Vec<Duplicate>,
+    /// Keys written by [`VerdictLog::stage_all`] whose fsync has not been committed yet.
+    staged_keys: std::collections::HashSet<String>,
+}
+
+/// Records written and flushed by [`VerdictLog::stage_all`], not yet fsynced: call
+/// [`StagedRecords::sync`] (it needs no access to the log, so it can run while the log is used
+/// for something else), then [`VerdictLog::commit`]. Until committed they are not in
+/// [`VerdictLog::records`].
+#[derive(Debug)]
+pub struct StagedRecords {
+    fresh: Vec<VerdictRecord>,
+    file: Option<File>,
+    path: PathBuf,
+}
+
+impl StagedRecords {
+    /// fsync the log file the records were written to (nothing to do when none was written).
+    ///
+    /// # Errors
+    /// [`CacheError::Io`] naming the log.
+    pub fn sync(&self) -> Result<(), CacheError> {
+        match &self.file {
+            Some(f) => f.sync_data().map_err(|source| CacheError::Io { path: self.path.clone(), source }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A record whose key an earlier line of the log already holds (not used; its cost was paid).
@@ -315,7 +341,8 @@ impl VerdictLog {
                 by_key.entry(r.key.clone()).or_insert(i);
             }
         }
-        Ok((Self { path: path.to_owned(), file, records, by_key, duplicates }, warning))
+        let staged_keys = Default::default();
+        Ok((Self { path: path.to_owned(), file, records, by_key, duplicates, staged_keys }, warning))
     }
 
     /// Append one record: write the line, flush, fsync. A record whose key is already stored is
@@ -335,6 +362,23 @@ impl VerdictLog {
     /// # Errors
     /// [`CacheError::Io`].
     pub fn append_all(&mut self, recs: Vec<VerdictRecord>) -> Result<Vec<bool>, CacheError> {
+        let (written, staged) = self.stage_all(recs)?;
+        if let Err(e) = staged.sync() {
+            self.abandon(staged);
+            return Err(e);
+        }
+        self.commit(staged);
+        Ok(written)
+    }
+
+    /// The first half of [`VerdictLog::append_all`]: write and flush the records (no fsync);
+    /// per record, whether it was written (`false` for a key already stored, staged, or earlier
+    /// in `recs`). Then [`StagedRecords::sync`] and [`VerdictLog::commit`]; a crash before the
+    /// sync leaves whatever reached the file, read back on the next open.
+    ///
+    /// # Errors
+    /// [`CacheError::Io`]: then none of them counts as written.
+    pub fn stage_all(&mut self, recs: Vec<VerdictRecord>) -> Result<(Vec<bool>, StagedRecords), CacheError> {
         let now =
             || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let mut text = String::new();
@@ -342,8 +386,10 @@ impl VerdictLog {
         let mut written = Vec::with_capacity(recs.len());
         let mut batch_keys: std::collections::HashSet<String> = std::collections::HashSet::new();
         for mut rec in recs {
-            let dup =
-                !rec.key.is_empty() && (self.by_key.contains_key(&rec.key) || !batch_keys.insert(rec.key.clone()));
+            let dup = !rec.key.is_empty()
+                && (self.by_key.contains_key(&rec.key)
+                    || self.staged_keys.contains(&rec.key)
+                    || !batch_keys.insert(rec.key.clone()));
             written.push(!dup);
             if dup {
                 continue;
@@ -355,20 +401,36 @@ impl VerdictLog {
             text.push('\n');
             fresh.push(rec);
         }
+        let mut staged = StagedRecords { fresh: Vec::new(), file: None, path: self.path.clone() };
         if fresh.is_empty() {
-            return Ok(written);
+            return Ok((written, staged));
         }
         let io = |source| CacheError::Io { path: self.path.clone(), source };
         self.file.write_all(text.as_bytes()).map_err(io)?;
         self.file.flush().map_err(io)?;
-        self.file.sync_data().map_err(io)?;
-        for rec in fresh {
+        staged.file = Some(self.file.try_clone().map_err(io)?);
+        self.staged_keys.extend(batch_keys);
+        staged.fresh = fresh;
+        Ok((written, staged))
+    }
+
+    /// The records of `staged`, fsynced by [`StagedRecords::sync`], join the log in memory.
+    pub fn commit(&mut self, staged: StagedRecords) {
+        for rec in staged.fresh {
+            self.staged_keys.remove(&rec.key);
             if !rec.key.is_empty() {
                 self.by_key.insert(rec.key.clone(), self.records.len());
             }
             self.records.push(rec);
         }
-        Ok(written)
+    }
+
+    /// Forget `staged` after a failed sync: its keys may be staged again (the lines may or may
+    /// not be on disk; the next open reads whatever is).
+    pub fn abandon(&mut self, staged: StagedRecords) {
+        for rec in staged.fresh {
+            self.staged_keys.remove(&rec.key);
+        }
     }
 
     /// The record stored under `key`.
@@ -472,6 +534,36 @@ mod tests {
             detail: Default::default(),
             intent: None,
         }
+    }
+
+    #[test]
+    fn staged_records_count_only_once_committed_and_block_their_keys_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.jsonl");
+        let (mut log, _) = VerdictLog::open(&path).unwrap();
+        let (written, staged) = log.stage_all(vec![rec("k1", "a", "b", 1.0), rec("k2", "b", "a", 0.0)]).unwrap();
+        assert_eq!(written, vec![true, true]);
+        assert!(log.records().is_empty() && log.get("k1").is_none(), "not in memory before the commit");
+        // A second stage of k1 while the first is not committed is a duplicate.
+        let (again, other) = log.stage_all(vec![rec("k1", "a", "b", 0.0), rec("k3", "a", "c", 1.0)]).unwrap();
+        assert_eq!(again, vec![false, true]);
+        staged.sync().unwrap();
+        log.commit(staged);
+        assert_eq!(log.records().len(), 2);
+        assert_eq!(log.get("k1").unwrap().y, Some(1.0));
+        // A failed sync is abandoned: k3 may be staged again.
+        log.abandon(other);
+        let (third, staged) = log.stage_all(vec![rec("k3", "a", "c", 0.5)]).unwrap();
+        assert_eq!(third, vec![true]);
+        staged.sync().unwrap();
+        log.commit(staged);
+        // The file holds every line written, in the order staged: the reader keeps the first
+        // record of k3 (the abandoned one reached the file).
+        let (reread, _) = VerdictLog::open(&path).unwrap();
+        let keys: Vec<&str> = reread.records().iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(keys, vec!["k1", "k2", "k3"]);
+        assert_eq!(reread.get("k3").unwrap().y, Some(1.0));
+        assert_eq!(reread.duplicates().len(), 1);
     }
 
     #[test]
