@@ -5,7 +5,7 @@
 //! with different bases are candidates. All randomness comes from the `rng` passed in.
 
 pub mod baselines;
-mod batch;
+pub(crate) mod batch;
 mod fresh;
 mod large;
 pub mod lazy_pairs;

@@ -14,7 +14,7 @@
 //! once they are in, E[π'_i(1 − π'_i)] over β̂', estimated by nested Monte Carlo.
 
 use crate::acquire::Context;
-use crate::acquire::topk::fisher_weight;
+use crate::acquire::batch::fisher_weight;
 use crate::model::linalg::{Cholesky, Matrix};
 use crate::rng::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
