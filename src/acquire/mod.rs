@@ -366,18 +366,40 @@ pub(crate) mod testutil {
         Matrix::from_fn(v.len(), v.len(), |i, j| if i == j { v[i] } else { 0.0 })
     }
 
+    /// A synthetic pool of `n` bases, one item each (ρ = 0, c* = 1, κ* = 0.5, temperature 1).
+    pub fn synth(n: usize, seed: u64) -> crate::analysis::synth::SynthPool {
+        generate(&SynthSpec { n, rho: 0.0, c_star: 1.0, kappa_star: 0.5, temperature: 1.0, paired: false, seed })
+    }
+
+    /// The acquisition context of a synthetic pool (one item per base) with one covariate `x`.
+    pub fn synth_ctx<'a>(
+        sp: &'a crate::analysis::synth::SynthPool,
+        x: &'a [Vec<f64>],
+        post: &'a Posterior,
+        membership: &'a [f64],
+        queried: &'a HashSet<(usize, usize)>,
+        k: usize,
+        orders: Orders,
+    ) -> Context<'a> {
+        Context {
+            item_base: &sp.pool.item_base,
+            item_prompt: &[],
+            x,
+            m: sp.pool.n_bases(),
+            p: 1,
+            post,
+            membership,
+            k,
+            queried,
+            orders,
+            seed: 5,
+        }
+    }
+
     /// A bias-aware fit to a synthetic pool of `n` bases (c* = 1, κ* = 0.5) after the ordered
     /// pairs (a, a + s mod n) for s = 1..=`shifts` have been judged.
     pub fn fitted(n: usize, shifts: usize, k: usize) -> Fixture {
-        let sp = generate(&SynthSpec {
-            n,
-            rho: 0.0,
-            c_star: 1.0,
-            kappa_star: 0.5,
-            temperature: 1.0,
-            paired: false,
-            seed: 11,
-        });
+        let sp = synth(n, 11);
         let cov = build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
         let mut verdicts = Vec::new();
         let mut queried = HashSet::new();

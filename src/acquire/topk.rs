@@ -139,7 +139,7 @@ pub fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acquire::testutil::{Fixture, diag, fitted, from_posterior};
+    use crate::acquire::testutil::{Fixture, diag, fitted, from_posterior, synth_ctx};
     use crate::acquire::{Orders, select as select_any};
     use crate::model::Posterior;
     use crate::model::linalg::{Cholesky, Matrix};
@@ -380,19 +380,7 @@ mod tests {
         assert!((sd.c[0] - ss.c[0]).abs() < 1e-6 && (sd.c_sd[0] - ss.c_sd[0]).abs() < 1e-4);
         assert!((sd.kappa - ss.kappa).abs() < 1e-6 && (sd.kappa_sd - ss.kappa_sd).abs() < 1e-4);
         assert_eq!(sd.topk, ss.topk);
-        let ctx = |post, orders| Context {
-            item_base: &sp.pool.item_base,
-            item_prompt: &[],
-            x: &cov.x,
-            m: n,
-            p: 1,
-            post,
-            membership: &sd.membership,
-            k,
-            queried: &queried,
-            orders,
-            seed: 5,
-        };
+        let ctx = |post, orders| synth_ctx(&sp, &cov.x, post, &sd.membership, &queried, k, orders);
         for orders in [Orders::Both, Orders::Single] {
             for kind in [StrategyKind::Topk, StrategyKind::DOptimal, StrategyKind::Uncertainty, StrategyKind::Lucb] {
                 let want = select_any(kind, &ctx(&pd, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
@@ -411,19 +399,10 @@ mod tests {
         k: usize,
     ) -> (crate::analysis::synth::SynthPool, crate::store::pool::Covariates, crate::model::summary::FitSummary, Posterior)
     {
-        use crate::analysis::synth::{SynthSpec, generate};
         use crate::model::FitOptions;
         use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise_with};
         use crate::store::pool::{CovariateSpec, build_covariates};
-        let sp = generate(&SynthSpec {
-            n,
-            rho: 0.0,
-            c_star: 1.0,
-            kappa_star: 0.5,
-            temperature: 1.0,
-            paired: false,
-            seed: 4,
-        });
+        let sp = crate::acquire::testutil::synth(n, 4);
         let cov = build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
         let verdicts: Vec<ItemVerdict> =
             queried.iter().map(|&(a, b)| ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 }).collect();
@@ -457,19 +436,7 @@ mod tests {
             assert!((p - k as f64 / n as f64).abs() < 1e-12, "π = {p}");
         }
         let pick = |seed: u64| {
-            let ctx = Context {
-                item_base: &sp.pool.item_base,
-                item_prompt: &[],
-                x: &cov.x,
-                m: n,
-                p: 1,
-                post: &post,
-                membership: &summary.membership,
-                k,
-                queried: &queried,
-                orders: Orders::Both,
-                seed: 5,
-            };
+            let ctx = synth_ctx(&sp, &cov.x, &post, &summary.membership, &queried, k, Orders::Both);
             select(StrategyKind::Topk, &ctx, &[], 300, &mut crate::rng::stream(seed, "acquire", 0))
         };
         let picks = pick(1);
@@ -529,19 +496,7 @@ mod tests {
         asked.extend(pending.iter().copied());
         for orders in [Orders::Both, Orders::Single] {
             for kind in [StrategyKind::Topk, StrategyKind::DOptimal] {
-                let ctx = |post| Context {
-                    item_base: &sp.pool.item_base,
-                    item_prompt: &[],
-                    x: &cov.x,
-                    m: n,
-                    p: 1,
-                    post,
-                    membership: &summary.membership,
-                    k,
-                    queried: &asked,
-                    orders,
-                    seed: 5,
-                };
+                let ctx = |post| synth_ctx(&sp, &cov.x, post, &summary.membership, &asked, k, orders);
                 let want = select(kind, &ctx(&dense), &pending, 40, &mut crate::rng::stream(4, "acquire", 0));
                 let got = select(kind, &ctx(&sparse), &pending, 40, &mut crate::rng::stream(4, "acquire", 0));
                 assert_eq!(want.len(), 40);
