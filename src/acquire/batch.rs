@@ -3,7 +3,7 @@
 //! information before its outcome is known. Shared by the top-k rule on both paths and the
 //! baselines that use Σ.
 
-use super::Context;
+use super::{Context, Unit};
 use crate::model::Posterior;
 use crate::model::bt::sigmoid;
 use crate::model::linalg::{Matrix, sherman_morrison_update};
@@ -94,5 +94,45 @@ impl<'a> BatchCov<'a> {
         }
         self.downdates.push((w / (1.0 + w * dsd), u));
         self.downdates.last().expect("just pushed")
+    }
+}
+
+/// Fisher weights p̂_ab(1 − p̂_ab) of ordered queries at the current MAP with one exp per item
+/// instead of one per candidate: p̂(1 − p̂) = A K B / (B + A K)² with A = e^{g_a}, B = e^{g_b},
+/// K = e^{κ̂}, and the direct form of [`fisher_weight`] when a product leaves the f64 range.
+pub(crate) struct FisherWeights {
+    g: Vec<f64>,
+    kappa: f64,
+    eg: Vec<f64>,
+    ek: f64,
+}
+
+impl FisherWeights {
+    /// Weights for the apparent scores `g` (length N) and position effect κ̂ (logits).
+    pub(crate) fn new(g: Vec<f64>, kappa: f64) -> Self {
+        let eg = g.iter().map(|v| v.exp()).collect();
+        Self { g, kappa, eg, ek: kappa.exp() }
+    }
+
+    /// The apparent scores g (length N).
+    pub(crate) fn g(&self) -> &[f64] {
+        &self.g
+    }
+
+    /// κ̂ (logits).
+    pub(crate) fn kappa(&self) -> f64 {
+        self.kappa
+    }
+
+    /// p̂(1 − p̂) of the ordered query (a, b).
+    pub(crate) fn of(&self, a: usize, b: usize) -> f64 {
+        let (ak, bb) = (self.eg[a] * self.ek, self.eg[b]);
+        let w = ak * bb / ((bb + ak) * (bb + ak));
+        if w.is_finite() && w > 0.0 { w } else { fisher_weight(&self.g, self.kappa, a, b) }
+    }
+
+    /// The sum over a unit's open orders.
+    pub(crate) fn unit(&self, u: Unit) -> f64 {
+        u.orders().map(|(a, b)| self.of(a, b)).sum()
     }
 }

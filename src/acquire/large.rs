@@ -11,7 +11,7 @@
 //! random draws are those of the exhaustive scan. Units touching a fresh item (a base no verdict,
 //! pending query or pick has touched) are not listed: [`Fresh`] finds the best of them.
 
-use super::batch::{BatchCov, fisher_weight};
+use super::batch::{BatchCov, FisherWeights, fisher_weight};
 use super::fresh::{Fresh, peak_offsets};
 use super::{Context, Orders, StrategyKind, Unit, argmax_tiebreak, candidate_units};
 use crate::rng::ChaCha8Rng;
@@ -25,11 +25,8 @@ struct Scorer<'c, 'a> {
     kind: StrategyKind,
     ctx: &'c Context<'a>,
     n: usize,
-    g: Vec<f64>,
-    kappa: f64,
-    /// exp(g) and exp(κ̂): the Fisher weights in one division each.
-    eg: Vec<f64>,
-    ek: f64,
+    /// Fisher weights from the apparent scores g and κ̂.
+    fw: FisherWeights,
     /// Asked ordered pairs as an N×N bitmap of (a, b).
     queried: Vec<u64>,
     /// π(1 − π) per base.
@@ -80,8 +77,8 @@ impl<'c, 'a> Scorer<'c, 'a> {
         let isolated = (0..ctx.m)
             .map(|i| post.is_isolated(i) && post.mean[i].abs() < crate::model::membership::TIE_LOGITS)
             .collect();
-        let eg = g.iter().map(|v| v.exp()).collect();
-        Self { kind, ctx, n, eg, ek: kappa.exp(), g, kappa, queried, bw, diag, sd, h, c, hmax, sdmax, isolated }
+        let fw = FisherWeights::new(g, kappa);
+        Self { kind, ctx, n, fw, queried, bw, diag, sd, h, c, hmax, sdmax, isolated }
     }
 
     fn base(&self, a: usize) -> usize {
@@ -109,24 +106,13 @@ impl<'c, 'a> Scorer<'c, 'a> {
         }
     }
 
-    /// p̂(1 − p̂) = A K B / (B + A K)² with A = e^{g_a}, B = e^{g_b}, K = e^{κ̂} (the direct form
-    /// when a product leaves the f64 range).
-    fn info(&self, a: usize, b: usize) -> f64 {
-        let (ak, bb) = (self.eg[a] * self.ek, self.eg[b]);
-        let w = ak * bb / ((bb + ak) * (bb + ak));
-        if w.is_finite() && w > 0.0 { w } else { fisher_weight(&self.g, self.kappa, a, b) }
-    }
-
     /// The unit's score without v: Fisher weights of its open orders, times the boundary
     /// weight under `topk`.
     fn weight_of(&self, u: Unit) -> f64 {
         let (a, b) = u.pair();
-        let w = || {
-            (if u.mask & 1 != 0 { self.info(a, b) } else { 0.0 }) + if u.mask & 2 != 0 { self.info(b, a) } else { 0.0 }
-        };
         match self.kind {
-            StrategyKind::Topk => w() * (self.bw[self.base(a)] + self.bw[self.base(b)]),
-            StrategyKind::DOptimal => w(),
+            StrategyKind::Topk => self.fw.unit(u) * (self.bw[self.base(a)] + self.bw[self.base(b)]),
+            StrategyKind::DOptimal => self.fw.unit(u),
             _ => 1.0,
         }
     }
@@ -247,7 +233,7 @@ impl<'c, 'a> Scorer<'c, 'a> {
         let pooled = self.kind != StrategyKind::Topk || iso_h.windows(2).all(|w| w[0] == w[1]);
         let bases = if pooled { self.isolated.clone() } else { vec![false; self.ctx.m] };
         let touched = pending.iter().flat_map(|&(a, b)| [self.base(a), self.base(b)]);
-        Fresh::new(self.ctx.item_base, &self.g, bases, touched, peak_offsets(self.ctx.orders, self.kappa))
+        Fresh::new(self.ctx.item_base, self.fw.g(), bases, touched, peak_offsets(self.ctx.orders, self.fw.kappa()))
     }
 }
 
@@ -284,7 +270,7 @@ impl<'p> Batch<'p> {
 
     /// One Sherman–Morrison step for the query (a, b) at its Fisher weight.
     fn add(&mut self, sc: &Scorer<'_, 'p>, a: usize, b: usize) {
-        let (f, u) = self.cov.add(sc.ctx, a, b, fisher_weight(&sc.g, sc.kappa, a, b));
+        let (f, u) = self.cov.add(sc.ctx, a, b, fisher_weight(sc.fw.g(), sc.fw.kappa(), a, b));
         for (d, x) in self.dvar.iter_mut().zip(u) {
             *d += f * x * x;
         }

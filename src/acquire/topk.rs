@@ -5,7 +5,7 @@
 //! step with that query's information (weight p̂(1 − p̂), full design row), so a batch of R picks
 //! is not redundant; π stays fixed until the next refit.
 
-use super::batch::{BatchCov, fisher_weight};
+use super::batch::{BatchCov, FisherWeights, fisher_weight};
 use super::{Context, StrategyKind, Unit, argmax_tiebreak, candidate_units, candidate_units_touching};
 use crate::rng::ChaCha8Rng;
 
@@ -47,23 +47,12 @@ pub fn select(
             (ctx.item_base[a] as u32, ctx.item_base[b] as u32)
         })
         .collect();
-    // Fisher weights p̂(1 − p̂) = e^η/(1 + e^η)² with e^η_ab = e^{g_a} e^{κ̂} / e^{g_b}: one exp per
-    // item instead of one per candidate (direct form when a product leaves the f64 range).
-    let eg: Vec<f64> = g.iter().map(|v| v.exp()).collect();
-    let ek = kappa.exp();
-    // p̂(1 − p̂) = A K B / (B + A K)² with A = e^{g_a}, B = e^{g_b}, K = e^{κ̂}.
-    let info = |a: usize, b: usize| {
-        let (ak, bb) = (eg[a] * ek, eg[b]);
-        let w = ak * bb / ((bb + ak) * (bb + ak));
-        if w.is_finite() && w > 0.0 { w } else { fisher_weight(&g, kappa, a, b) }
-    };
+    let fw = FisherWeights::new(g.clone(), kappa);
     let weight: Vec<f64> = units
         .iter()
         .zip(&pair_bases)
         .map(|(u, &(i, j))| {
-            let (a, b) = u.pair();
-            let w =
-                || (if u.mask & 1 != 0 { info(a, b) } else { 0.0 }) + if u.mask & 2 != 0 { info(b, a) } else { 0.0 };
+            let w = || fw.unit(*u);
             match kind {
                 StrategyKind::Topk => w() * (bw[i as usize] + bw[j as usize]),
                 StrategyKind::DOptimal => w(),
