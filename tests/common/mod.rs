@@ -52,7 +52,17 @@ pub mod fake_openai;
 /// The ordered pairs (a shown first, b second) of `<dir>/runs/<name>/verdicts.jsonl`, in the
 /// order they were stored.
 pub fn ordered_pairs(dir: &Path, name: &str) -> Vec<(String, String)> {
-    std::fs::read_to_string(dir.join("runs").join(name).join("verdicts.jsonl"))
+    pairs_of(&dir.join("runs").join(name).join("verdicts.jsonl"))
+}
+
+/// The ordered pairs of `<dir>/runs/<name>/intents.jsonl`, in the order they were sent (an
+/// intent is written before its request; verdicts are stored in the order replies arrive).
+pub fn sent_pairs(dir: &Path, name: &str) -> Vec<(String, String)> {
+    pairs_of(&dir.join("runs").join(name).join("intents.jsonl"))
+}
+
+fn pairs_of(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|l| {
