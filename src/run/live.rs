@@ -573,6 +573,15 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             };
             break (summary, hard_stop.unwrap_or(StopReason::Exhausted));
         }
+        // Nothing to do until the next event: the next pick's weights are computed now
+        // (pipelined top-k), so a reply's slot is refilled without them.
+        if may_send
+            && recording.is_empty()
+            && fit_task.is_none()
+            && let Some((summary, post)) = &current
+        {
+            sched.prefetch(&rule, &Fitted { post, membership: &summary.membership });
+        }
         // Wait for one event: the refit, a reply, a stop signal, or the end of the grace period.
         let grace = match (interrupt.requested(), disp.in_flight() == 0) {
             (true, false) => Some(*grace_end.get_or_insert_with(|| tokio::time::Instant::now() + interrupt.grace())),

@@ -119,6 +119,30 @@ pub struct Scheduler {
     /// Pipelined: failed queries since the last stored verdict.
     failed_streak: usize,
     budget: Budget,
+    /// Refits finished so far: which posterior a [`Prefetched`] belongs to.
+    fits_done: u64,
+    /// Pipelined top-k: pending-aware weights computed ahead of need ([`Scheduler::prefetch`]).
+    prefetched: Option<Prefetched>,
+}
+
+/// The pending-aware top-k weights ([`super::pending::weights_as_membership`]) of one state,
+/// computed while the driver waits: the posterior (refits finished), the unfitted queries in
+/// their order, and the number of pairs unavailable for picking (which keys the Monte-Carlo
+/// stream). The weights depend on nothing else, so a pick from the same state uses them as
+/// they are and picks what it would have picked without them, bit for bit.
+#[derive(Debug, Clone)]
+struct Prefetched {
+    fits_done: u64,
+    unfitted: Vec<(usize, usize)>,
+    queried: usize,
+    weights: Option<Vec<f64>>,
+}
+
+impl Prefetched {
+    /// Whether these are the weights of the state (`fits_done`, `unfitted`, `queried`).
+    fn matches(&self, fits_done: u64, unfitted: &[(usize, usize)], queried: usize) -> bool {
+        self.fits_done == fits_done && self.queried == queried && self.unfitted == unfitted
+    }
 }
 
 impl Scheduler {
@@ -154,6 +178,8 @@ impl Scheduler {
             failed_rounds: 0,
             failed_streak: 0,
             budget,
+            fits_done: 0,
+            prefetched: None,
         }
     }
 
@@ -232,6 +258,39 @@ impl Scheduler {
     /// The refit started by [`Scheduler::fit_started`] finished: its posterior is current.
     pub fn fit_finished(&mut self) {
         self.fitted = self.fitting.take().or(self.fitted);
+        self.fits_done += 1;
+        self.prefetched = None;
+    }
+
+    /// Pipelined top-k with every slot taken: compute now, while the driver has nothing else to
+    /// do, the pending-aware weights the next pick will need if the state is unchanged by then.
+    /// A reply leaves it unchanged (the answered query stays pending until booked), so the first
+    /// slot freed after a refit or a send is filled without the ≈ 1 ms of nested Monte Carlo.
+    /// Only a cache: a pick from any other state computes its own weights, and the picks are the
+    /// same either way (see [`Prefetched`]).
+    pub fn prefetch(&mut self, rule: &PickRule<'_>, fit: &Fitted<'_>) {
+        if self.s.dispatch != Dispatch::Pipelined
+            || rule.strategy != StrategyKind::Topk
+            || rule.pool.n_bases() > super::pending::MAX_BASES
+            || self.fitted.is_none()
+            || self.budget.comparisons_left() == 0
+        {
+            return;
+        }
+        let queried = self.unavailable_for_picking();
+        let unfitted = self.unfitted();
+        let fresh = self.prefetched.as_ref().is_some_and(|p| p.matches(self.fits_done, &unfitted, queried.len()));
+        // The other orders and the paired design's first queries come before the rule and
+        // would extend the unfitted queries: no prefetch then.
+        if fresh
+            || !design::other_orders(&queried, rule.orders, 1).is_empty()
+            || !design::first_queries(rule.pool, rule.design, &queried, 1).is_empty()
+        {
+            return;
+        }
+        let ctx = context(rule, fit, &queried);
+        let weights = pending_weights(rule, &ctx, &unfitted, queried.len());
+        self.prefetched = Some(Prefetched { fits_done: self.fits_done, unfitted, queried: queried.len(), weights });
     }
 
     /// Whether a refit is running.
@@ -320,7 +379,7 @@ impl Scheduler {
         let queried = self.unavailable_for_picking();
         let unfitted = self.unfitted();
         if self.s.dispatch == Dispatch::Pipelined {
-            return Self::pick_filling(rule, fit, queried, unfitted, r);
+            return self.pick_filling(rule, fit, queried, unfitted, r);
         }
         let ctx = context(rule, fit, &queried);
         let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
@@ -340,6 +399,7 @@ impl Scheduler {
     /// source per batch, as every earlier version did). The picks of the earlier sources are
     /// pending for the later ones; the acquisition stream is keyed by the pairs asked so far.
     fn pick_filling(
+        &self,
         rule: &PickRule<'_>,
         fit: &Fitted<'_>,
         mut queried: HashSet<(usize, usize)>,
@@ -356,12 +416,11 @@ impl Scheduler {
             unfitted.extend(&picks);
             let ctx = context(rule, fit, &queried);
             let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
-            let mut mc_rng = rng::stream(rule.seed, "pending_membership", queried.len() as u64);
-            // The top-k rule weighs by the expected boundary weight once the unfitted queries
-            // are in (super::pending), not the refit's π alone.
-            let adjusted = (rule.strategy == StrategyKind::Topk)
-                .then(|| super::pending::weights_as_membership(&ctx, &unfitted, super::pending::DRAWS, &mut mc_rng))
-                .flatten();
+            let cached = self.prefetched.as_ref().filter(|p| p.matches(self.fits_done, &unfitted, queried.len()));
+            let adjusted = match cached {
+                Some(p) => p.weights.clone(),
+                None => pending_weights(rule, &ctx, &unfitted, queried.len()),
+            };
             let ctx = match &adjusted {
                 Some(pi) => Context { membership: pi, ..ctx },
                 None => ctx,
@@ -451,6 +510,23 @@ impl Scheduler {
         self.pending.clear();
         self.answered.clear();
     }
+}
+
+/// The weights the top-k rule uses in a pipelined pick: the expected boundary weight once the
+/// `unfitted` queries are in (super::pending), not the refit's π alone; `None` for the other
+/// rules (and where super::pending leaves π alone). The Monte-Carlo stream is keyed by `queried`,
+/// the number of pairs unavailable for picking.
+fn pending_weights(
+    rule: &PickRule<'_>,
+    ctx: &Context<'_>,
+    unfitted: &[(usize, usize)],
+    queried: usize,
+) -> Option<Vec<f64>> {
+    if rule.strategy != StrategyKind::Topk {
+        return None;
+    }
+    let mut mc_rng = rng::stream(rule.seed, "pending_membership", queried as u64);
+    super::pending::weights_as_membership(ctx, unfitted, super::pending::DRAWS, &mut mc_rng)
 }
 
 /// The acquisition context of `rule` and `fit` with the pairs `queried` not to be picked.
@@ -699,6 +775,66 @@ mod tests {
         assert_eq!(s.next(&rule, &fit).len(), 1);
         s.failed(first[1].0, first[1].1, r[1], 0.0, false);
         assert_eq!(s.pending().len(), 0);
+    }
+
+    /// The weights prefetched while every slot is taken are those the next pick computes on
+    /// demand, bit for bit, so the picks do not change; a reply keeps them current, a booked
+    /// verdict (which reorders the unfitted queries) or a refit does not.
+    #[test]
+    fn prefetched_weights_are_the_on_demand_ones_and_are_used() {
+        let f = both_orders();
+        let p = pool(10);
+        let rule = topk_rule(&p, &f);
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let mut s = Scheduler::new(settings(8, 4, Dispatch::Pipelined), 90, f.queried.clone(), [], Budget::default());
+        s.fit_started();
+        s.fit_finished();
+        let first = s.next(&rule, &fit);
+        assert_eq!(first.len(), 4);
+        first.iter().for_each(|&(a, b)| send(&mut s, a, b));
+        s.prefetch(&rule, &fit);
+        let pre = s.prefetched.clone().expect("prefetched with every slot taken");
+        s.answered(first[1].0, first[1].1);
+        let (queried, unfitted) = (s.unavailable_for_picking(), s.unfitted());
+        assert!(pre.matches(s.fits_done, &unfitted, queried.len()), "a reply leaves the state unchanged");
+        let on_demand = pending_weights(&rule, &context(&rule, &fit, &queried), &unfitted, queried.len());
+        assert_eq!(pre.weights, on_demand);
+        let mut cold = s.clone();
+        cold.prefetched = None;
+        assert_eq!(s.clone().next(&rule, &fit), cold.next(&rule, &fit));
+        // The cache is what the pick reads: weights that put the whole top-k boundary on an open
+        // pair (i, j) (π = 1/2, every other π 0 or 1) make it pick that pair.
+        let (i, j) = (0..10)
+            .flat_map(|i| (i + 1..10).map(move |j| (i, j)))
+            .find(|&(i, j)| !queried.contains(&(i, j)) && !queried.contains(&(j, i)))
+            .expect("an open pair");
+        let mut sure = (0..10).filter(|b| *b != i && *b != j);
+        let top: Vec<usize> = sure.by_ref().take(2).collect();
+        let pi: Vec<f64> = (0..10)
+            .map(|b| {
+                if b == i || b == j {
+                    0.5
+                } else if top.contains(&b) {
+                    1.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let mut poisoned = s.clone();
+        poisoned.prefetched.as_mut().unwrap().weights = Some(pi);
+        let pick = poisoned.next(&rule, &fit);
+        assert!(pick[0] == (i, j) || pick[0] == (j, i), "{pick:?} vs ({i}, {j})");
+        assert!(s.clone().next(&rule, &fit)[0] != pick[0], "the real weights pick another pair");
+        // Booking a verdict moves its query behind the others: another state.
+        s.stored_verdict(first[1].0, first[1].1, R0, 0.0, true);
+        let (queried, unfitted) = (s.unavailable_for_picking(), s.unfitted());
+        assert!(!pre.matches(s.fits_done, &unfitted, queried.len()));
+        s.prefetch(&rule, &fit);
+        assert!(s.prefetched.as_ref().unwrap().matches(s.fits_done, &unfitted, queried.len()));
+        s.fit_started();
+        s.fit_finished();
+        assert!(s.prefetched.is_none(), "a refit drops them");
     }
 
     #[test]

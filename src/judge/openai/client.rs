@@ -74,6 +74,7 @@ impl OpenAiJudge {
     /// A message naming the key.
     pub fn new(cfg: OpenAiConfig, key: Option<Secret>) -> Result<Self, JudgeSetupError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        super::parse::prepare();
         let price = cfg.price_table().map_err(|e| InvalidInput(e.to_string()))?;
         let template = PromptTemplate::load(&cfg.prompt).map_err(|e| JudgeSetupError::Prompt(e.to_string()))?;
         if let Some(k) = &key

@@ -294,6 +294,12 @@ struct Rx {
     format_citation: Regex,
 }
 
+/// Compile the reply patterns now (about 30 ms in a release build) rather than inside the first
+/// reply's parse, where every reply of the first wave would wait for it on the async runtime.
+pub fn prepare() {
+    LazyLock::force(&RX);
+}
+
 static RX: LazyLock<Rx> = LazyLock::new(|| {
     let o = opt();
     let label = r"(?i:(?:final|overall|my)\s+)?(?i:verdict|answer|decision|choice|judg(?:e)?ment|winner|result|preference|selection|conclusion|better\s+(?:one|answer|response|summary|output|option)|best\s+(?:one|answer|response|summary|output|option)|preferred\s+(?:one|answer|response|summary|output|option))";
