@@ -137,7 +137,9 @@ fn bench_config(
 /// build, `target/release/topk-judge`, which is what users run), else the debug build of the
 /// test run.
 fn bench_bin() -> std::path::PathBuf {
-    std::env::var_os("TOPK_JUDGE_BIN").map_or_else(bin, std::path::PathBuf::from)
+    // Made absolute here: the binary runs in the run's temporary folder.
+    std::env::var_os("TOPK_JUDGE_BIN")
+        .map_or_else(bin, |p| std::path::absolute(std::path::PathBuf::from(p)).expect("TOPK_JUDGE_BIN is a path"))
 }
 
 /// Run `cfg` to its end with [`bench_bin`].
