@@ -316,7 +316,8 @@ pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
                     && x.strategy == StrategyKind::RoundRobin
             });
             if let Some(rr) = rr {
-                let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+                // 0 / 0 is NaN and a / 0 infinite (null in summary.json; see share_ratio).
+                let ratio = |a: f64, b: f64| a / b;
                 boundary_ratios.push(BoundaryRatio {
                     cell_index: st.cell_index,
                     model: st.model,
@@ -537,18 +538,30 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
         for b in &s.boundary_ratios {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {:.2}× | {:.2}× | {:.2}× |",
+                "| {} | {} | {} | {} | {} | {} | {} |",
                 b.cell_index,
                 name(&b.model),
                 b.budget,
                 name(&b.strategy),
-                b.boundary,
-                b.straddle,
-                b.window
+                share_ratio(b.boundary),
+                share_ratio(b.straddle),
+                share_ratio(b.window)
             );
         }
     }
     md
+}
+
+/// A ratio of boundary shares for the summary table: "1.23×"; when round_robin's share is 0,
+/// "0 / 0" (neither strategy asked such a query) or "> 0 / 0" instead of NaN or inf.
+fn share_ratio(r: f64) -> String {
+    if r.is_finite() {
+        format!("{r:.2}×")
+    } else if r.is_nan() {
+        "0 / 0".into()
+    } else {
+        "> 0 / 0".into()
+    }
 }
 
 /// The sweep's plots as (file name, SVG text).
@@ -739,6 +752,15 @@ pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Shares of 0 for both strategies (N = 10,000: the window k−2…k+3 is rarely asked) print
+    /// as "0 / 0", not "NaN×".
+    #[test]
+    fn share_ratios_with_a_zero_round_robin_share() {
+        assert_eq!(share_ratio(0.003 / 0.002), "1.50×");
+        assert_eq!(share_ratio(f64::NAN), "0 / 0");
+        assert_eq!(share_ratio(f64::INFINITY), "> 0 / 0");
+    }
 
     #[test]
     fn mean_and_standard_error() {
