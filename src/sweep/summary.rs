@@ -148,11 +148,14 @@ pub struct BoundaryRatio {
     pub budget: Budget,
     /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// mean boundary share / round_robin's.
+    /// mean boundary share / round_robin's (NaN when both are 0, infinite when only round_robin's is;
+    /// null in summary.json).
     pub boundary: f64,
-    /// mean straddle share / round_robin's.
+    /// mean straddle share / round_robin's (NaN when both are 0, infinite when only round_robin's is;
+    /// null in summary.json).
     pub straddle: f64,
-    /// mean window share / round_robin's.
+    /// mean window share / round_robin's (NaN when both are 0, infinite when only round_robin's is;
+    /// null in summary.json).
     pub window: f64,
 }
 
