@@ -267,7 +267,7 @@ impl Scheduler {
     /// A reply leaves it unchanged (the answered query stays pending until booked), so the first
     /// slot freed after a refit or a send is filled without the ≈ 1 ms of nested Monte Carlo.
     /// Only a cache: a pick from any other state computes its own weights, and the picks are the
-    /// same either way (see [`Prefetched`]).
+    /// same either way (the cache is keyed by the exact state).
     pub fn prefetch(&mut self, rule: &PickRule<'_>, fit: &Fitted<'_>) {
         if self.s.dispatch != Dispatch::Pipelined
             || rule.strategy != StrategyKind::Topk
