@@ -199,10 +199,13 @@ impl PromptTemplate {
 
 fn describe(e: &minijinja::Error) -> String {
     let mut s = e.to_string();
-    if let Some(l) = e.line()
-        && !s.contains("line")
-    {
-        s.push_str(&format!(" (line {l})"));
+    if let Some(l) = e.line() {
+        // minijinja names the line by its internal template name ("(in prompt:2)"): say it once,
+        // as "line 2" of the user's file.
+        s = s.replace(&format!(" (in prompt:{l})"), "");
+        if !s.contains("line") {
+            s.push_str(&format!(" (line {l})"));
+        }
     }
     s
 }
@@ -277,6 +280,15 @@ mod tests {
 
     fn tmpl(src: &str) -> Result<PromptTemplate, PromptError> {
         PromptTemplate::from_source(Path::new("t.j2"), src.to_owned())
+    }
+
+    /// A syntax error names its line once, as a line of the user's file (not also as minijinja's
+    /// "(in prompt:2)").
+    #[test]
+    fn a_syntax_error_names_its_line_once() {
+        let e = tmpl("{{ task }}\n{{ answer_a { }}\n{{ answer_b }}").unwrap_err().to_string();
+        assert!(e.contains("t.j2") && e.contains("syntax error"), "{e}");
+        assert!(e.ends_with("end of variable block (line 2)") && !e.contains("prompt:"), "{e}");
     }
 
     #[test]
