@@ -17,6 +17,9 @@ use super::{Context, Orders, StrategyKind, Unit, argmax_tiebreak, candidate_unit
 use crate::rng::ChaCha8Rng;
 use std::collections::HashMap;
 
+/// Columns Σ e_i solved at once when any is needed (see `Batch::fill_columns`).
+const PREFETCH_COLUMNS: usize = 16;
+
 /// A candidate listed for scoring: (unit, weight, bound).
 type Listed = (Unit, f64, f64);
 
@@ -42,6 +45,9 @@ struct Scorer<'c, 'a> {
     sdmax: f64,
     /// Bases no verdict has touched: Σ_ij = 0 with any other base (no solve needed).
     isolated: Vec<bool>,
+    /// Bases with π(1 − π) > 0 that are not isolated, by π(1 − π) descending: the columns
+    /// solved ahead when a solve is needed anyway.
+    hot: Vec<usize>,
 }
 
 fn bit(bits: &[u64], n: usize, a: usize, b: usize) -> bool {
@@ -74,11 +80,14 @@ impl<'c, 'a> Scorer<'c, 'a> {
         };
         let hmax = h.iter().copied().fold(0.0f64, f64::max);
         let sdmax = sd.iter().copied().fold(0.0f64, f64::max);
-        let isolated = (0..ctx.m)
+        let isolated: Vec<bool> = (0..ctx.m)
             .map(|i| post.is_isolated(i) && post.mean[i].abs() < crate::model::membership::TIE_LOGITS)
             .collect();
         let fw = FisherWeights::new(g, kappa);
-        Self { kind, ctx, n, fw, queried, bw, diag, sd, h, c, hmax, sdmax, isolated }
+        let mut hot: Vec<usize> = (0..ctx.m).filter(|&i| bw[i] > 0.0 && !isolated[i]).collect();
+        hot.sort_by(|&x, &y| bw[y].total_cmp(&bw[x]).then(x.cmp(&y)));
+        hot.truncate(PREFETCH_COLUMNS);
+        Self { kind, ctx, n, fw, queried, bw, diag, sd, h, c, hmax, sdmax, isolated, hot }
     }
 
     fn base(&self, a: usize) -> usize {
@@ -150,8 +159,12 @@ impl<'c, 'a> Scorer<'c, 'a> {
                 Orders::Both => &pool[pool.partition_point(|&b| b <= a)..],
                 Orders::Single => pool,
             };
+            let (ha, sa) = (self.h[a], self.sd[self.base(a)]);
             for &b in partners {
-                if bit(seen, self.n, a, b) {
+                // weight_u ≤ c (h_a + h_b) and v ≤ (sd_i + sd_j)²: most pairs fall below the
+                // threshold on this product alone, before their Fisher weights are computed.
+                let s = sa + self.sd[self.base(b)];
+                if self.c * (ha + self.h[b]) * s * s * (1.0 + 1e-6) < thr || bit(seen, self.n, a, b) {
                     continue;
                 }
                 if let Some(u) = self.unit_of(a, b) {
@@ -298,6 +311,20 @@ impl<'p> Batch<'p> {
             }
             if !self.columns.contains_key(&i) && !self.columns.contains_key(&j) && !wanted[i] && !wanted[j] {
                 let b = if sc.bw[j] > sc.bw[i] { j } else { i };
+                wanted[b] = true;
+                need.push(b);
+            }
+        }
+        if need.is_empty() {
+            return;
+        }
+        // One solve for many columns costs little more than for one: fill up with the hottest
+        // bases not solved yet, whose columns the next units will most likely ask for.
+        for &b in &sc.hot {
+            if need.len() >= PREFETCH_COLUMNS {
+                break;
+            }
+            if !self.columns.contains_key(&b) && !wanted[b] {
                 wanted[b] = true;
                 need.push(b);
             }

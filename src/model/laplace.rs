@@ -5,7 +5,7 @@
 //! from solves with the factor (columns Σ e_r, products Σ d), never from an n×n matrix.
 
 use super::bt::Fit;
-use super::linalg::{Factor, Matrix, SparseCholesky};
+use super::linalg::{Factor, InverseFactor, Matrix, SparseCholesky};
 use std::sync::Arc;
 
 /// The posterior covariance Σ = H⁻¹ (n×n, order θ, c, κ), dense or implicit.
@@ -18,6 +18,9 @@ pub enum Covariance {
         diag: Vec<f64>,
         /// The factor P H Pᵀ = LLᵀ.
         factor: Arc<SparseCholesky>,
+        /// W = L⁻¹ when L's fill is nearly dense ([`SparseCholesky::dense_fill`]): then diag Σ,
+        /// Σ blocks and products with Σ come from W.
+        inverse: Option<Arc<InverseFactor>>,
         /// D with Σ = D H⁻¹ D when H was factored in scaled units (empty: D = I; see
         /// [`Posterior::rescale`]).
         scale: Vec<f64>,
@@ -38,11 +41,23 @@ impl Posterior {
         Self { mean, cov: Covariance::Dense(cov) }
     }
 
-    /// Σ from the fit's factor: the dense inverse, or (large pools) diag Σ by selected inversion.
+    /// Σ from the fit's factor: the dense inverse, or (large pools) diag Σ by selected inversion,
+    /// or from W = L⁻¹ when the factor's fill is nearly dense.
     pub fn from_fit(fit: &Fit) -> Self {
         let cov = match &fit.chol {
             Factor::Dense(c) => Covariance::Dense(c.inverse()),
-            Factor::Sparse(f) => Covariance::Sparse { diag: f.inverse_diag(), factor: f.clone(), scale: Vec::new() },
+            Factor::Sparse(f) if f.dense_fill() => {
+                let inv = f.inverse_factor();
+                Covariance::Sparse {
+                    diag: inv.inverse_diag(),
+                    factor: f.clone(),
+                    inverse: Some(Arc::new(inv)),
+                    scale: Vec::new(),
+                }
+            }
+            Factor::Sparse(f) => {
+                Covariance::Sparse { diag: f.inverse_diag(), factor: f.clone(), inverse: None, scale: Vec::new() }
+            }
         };
         Self { mean: fit.beta.clone(), cov }
     }
@@ -125,13 +140,17 @@ impl Posterior {
                 }
                 u
             }
-            Covariance::Sparse { factor, scale, .. } => {
+            Covariance::Sparse { factor, inverse, scale, .. } => {
                 let d_of = |r: usize| if scale.is_empty() { 1.0 } else { scale[r] };
-                let mut b = vec![0.0; n];
+                let mut b = Matrix::zeros(n, 1);
                 for &(c, v) in d {
-                    b[c] += v * d_of(c);
+                    b[(c, 0)] += v * d_of(c);
                 }
-                let mut u = factor.solve(&b);
+                match inverse {
+                    Some(w) => w.solve_in_place(&mut b),
+                    None => factor.solve_in_place(&mut b),
+                }
+                let mut u = b.col(0).to_vec();
                 for (r, x) in u.iter_mut().enumerate() {
                     *x *= d_of(r);
                 }
@@ -146,10 +165,13 @@ impl Posterior {
         let n = self.mean.len();
         match &self.cov {
             Covariance::Dense(m) => Matrix::from_fn(n, cols.len(), |r, j| m.col(cols[j])[r]),
-            Covariance::Sparse { factor, scale, .. } => {
+            Covariance::Sparse { factor, inverse, scale, .. } => {
                 let d_of = |r: usize| if scale.is_empty() { 1.0 } else { scale[r] };
                 let mut b = Matrix::from_fn(n, cols.len(), |r, j| if r == cols[j] { d_of(r) } else { 0.0 });
-                factor.solve_in_place(&mut b);
+                match inverse {
+                    Some(w) => w.solve_in_place(&mut b),
+                    None => factor.solve_in_place(&mut b),
+                }
                 Matrix::from_fn(n, cols.len(), |r, j| b[(r, j)] * d_of(r))
             }
         }

@@ -109,6 +109,50 @@ pub fn topk_membership(fit: &Fit, m: usize, k: usize, draws: usize, rng: &mut Ch
     membership_of(fit, m, k, None, draws, rng)
 }
 
+/// [`topk_membership`] beside another job: `side` runs on a second thread, which then joins the
+/// calling thread in drawing whatever blocks are left. π is the same as [`topk_membership`]'s
+/// for the same `rng` (the same blocks and seeds; counts are sums, so which thread drew a block
+/// does not matter). Used to overlap Σ = H⁻¹ with the draws on large problems.
+///
+/// # Panics
+/// If `k` is 0 or ≥ M, or if `side` panics.
+pub fn topk_membership_beside<T: Send>(
+    fit: &Fit,
+    m: usize,
+    k: usize,
+    draws: usize,
+    rng: &mut ChaCha8Rng,
+    side: impl FnOnce() -> T + Send,
+) -> (Vec<f64>, T) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
+    let n = fit.beta.len();
+    let blocks: Vec<(usize, u64)> =
+        (0..draws.div_ceil(BLOCK)).map(|b| (BLOCK.min(draws - b * BLOCK), rng.random::<u64>())).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut counts = vec![0usize; m];
+        let mut z = Matrix::zeros(n, BLOCK);
+        while let Some(&(d, seed)) = blocks.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if d != z.ncols() {
+                z = Matrix::zeros(n, d);
+            }
+            block_counts(fit, k, None, seed, &mut z, &mut counts);
+        }
+        counts
+    };
+    let (mine, (theirs, out)) = std::thread::scope(|sc| {
+        let other = sc.spawn(|| {
+            let out = side();
+            (work(), out)
+        });
+        (work(), other.join().expect("membership worker panicked"))
+    });
+    let mut pi: Vec<f64> = mine.iter().zip(&theirs).map(|(a, b)| (a + b) as f64 / draws as f64).collect();
+    pool_isolated(fit, &mut pi);
+    (pi, out)
+}
+
 /// Top-k membership of the apparent quality φ_m = θ_m + Σ_j w\[m\]\[j\] c_j (length M), with `w`
 /// the mean covariates of each base's items in the fit's parametrisation; as
 /// [`topk_membership`] otherwise.
@@ -280,5 +324,13 @@ mod tests {
         let counts = blocks_counts(&f, m, 7, None, &blocks);
         let seq: Vec<f64> = counts.iter().map(|c| *c as f64 / 1000.0).collect();
         assert_eq!(pi, seq);
+        // Beside a side job, the two threads share the same blocks: the same π, and the job's
+        // result; the stream is left where topk_membership leaves it.
+        let mut r1 = rng::stream(3, "membership", 0);
+        let (beside, out) = topk_membership_beside(&f, m, 7, 1000, &mut r1, || 6 * 7);
+        assert_eq!((beside, out), (pi, 42));
+        let mut r2 = rng::stream(3, "membership", 0);
+        let _ = topk_membership(&f, m, 7, 1000, &mut r2);
+        assert_eq!(r1.random::<u64>(), r2.random::<u64>());
     }
 }

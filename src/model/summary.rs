@@ -3,7 +3,7 @@
 
 use super::bt::{self, Design, Fit, FitError, FitOptions, Prior};
 use super::laplace::Posterior;
-use super::membership::{point_topk, topk_membership, topk_membership_apparent};
+use super::membership::{point_topk, topk_membership, topk_membership_apparent, topk_membership_beside};
 use crate::rng::ChaCha8Rng;
 use crate::store::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
@@ -242,13 +242,11 @@ pub fn fit_and_summarise_with(
     let scales = solver_scales(cov);
     let fit = fit_scaled(design, &lambda, warm, &scales, opts)?;
     // Σ = H⁻¹ and the membership draws both start from the Cholesky factor and are independent:
-    // on large problems they run side by side (each is deterministic on its own).
+    // on large problems Σ runs on a second thread, which then helps with the draws left
+    // (deterministic: the same blocks and seeds whichever thread draws them).
     let (mut post, membership) = if fit.beta.len() >= PARALLEL_MIN_PARAMS {
-        std::thread::scope(|s| {
-            let sigma = s.spawn(|| Posterior::from_fit(&fit));
-            let membership = topk_membership(&fit, m, k, draws, rng);
-            (sigma.join().expect("posterior worker panicked"), membership)
-        })
+        let (membership, post) = topk_membership_beside(&fit, m, k, draws, rng, || Posterior::from_fit(&fit));
+        (post, membership)
     } else {
         (Posterior::from_fit(&fit), topk_membership(&fit, m, k, draws, rng))
     };
