@@ -1,13 +1,15 @@
 //! Criterion benchmarks of one refit step of Algorithm 1 (docs/model.md §3) at N = 100 and N = 1000 with
 //! 10·N comparisons, bias-aware model with one covariate: `fit` (warm-started Newton), `laplace`
-//! (Σ = H⁻¹, or diag Σ by selected inversion on the large-pool path), `membership` (S = 1000
+//! (Σ = H⁻¹; on the large-pool path diag Σ, by selected inversion or, when the factor fills in,
+//! from W = L⁻¹), `membership` (S = 1000
 //! draws), `acquire` (a batch of 8 top-k picks), `refit_step` (what the runner does per refit:
 //! `fit_and_summarise` — fit, Σ, membership, summary — then the 8 picks). `refit_step_dense`
 //! forces the dense path at N = 1000 for comparison. The `large_*` groups run the large-pool
 //! path at N = 1,000 / 3,000 / 10,000 with k = 50 and 4·N comparisons (2·N random pairs, both
 //! orders: 40,000 comparisons at N = 10,000). `systems_refit_step` is one refit of a run over
 //! 500 prompts × 20 systems with 20,000 verdicts (docs/systems.md). Data are built outside the timed closures; fixed
-//! seeds. Filter with e.g. `cargo bench --bench refit -- large_refit_step`.
+//! seeds. Filter with e.g. `cargo bench --bench refit -- large_refit_step` or, for one group at one
+//! size, `'^refit_step/1000$'` (filters are regular expressions).
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::collections::HashSet;

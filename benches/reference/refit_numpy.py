@@ -1,4 +1,4 @@
-"""NumPy/SciPy reference for `cargo bench --bench refit -- refit_step/1000` (README "Benchmarks").
+"""NumPy/SciPy reference for `cargo bench --bench refit -- '^refit_step/1000$'` (README "Benchmarks").
 
 One refit step of Algorithm 1 at N = 1000 with 10·N random ordered comparisons, written the
 way one would in NumPy/SciPy: the bias-aware Bradley–Terry model with one covariate (priors
@@ -12,7 +12,9 @@ sizes and model as the Rust bench, not the same numbers).
     pip install numpy scipy
     OPENBLAS_NUM_THREADS=2 python3 benches/reference/refit_numpy.py [repeats]
 
-Prints the median, the minimum and every time of one refit step (ms).
+Prints the median, the minimum and every time of one refit step (ms). Run it on an idle
+machine, right after the Rust bench: with two threads OpenBLAS slows down many times over when
+anything else runs on the cores.
 """
 
 import sys

@@ -46,14 +46,19 @@ fn one() -> f64 {
     1.0
 }
 
+/// The largest synthetic pool: N = 100,000 bases. The pool alone is a few MB per thousand bases,
+/// but a run keeps per-base vectors of every draw block (250 × N values) and N × N bitmaps of
+/// asked pairs (1.25 GB at this N); larger pools would abort on memory instead of failing here.
+pub const MAX_SYNTH_N: usize = 100_000;
+
 impl SynthSpec {
     /// Check the ranges [`generate`] needs.
     ///
     /// # Errors
     /// A message naming the field, the value and what was expected.
     pub fn validate(&self) -> Result<(), crate::store::invalid::InvalidInput> {
-        if self.n < 2 {
-            return Err(format!("n = {} must be ≥ 2", self.n).into());
+        if !(2..=MAX_SYNTH_N).contains(&self.n) {
+            return Err(format!("n = {} must be in 2..={MAX_SYNTH_N}", self.n).into());
         }
         if self.rho.is_nan() || self.rho.abs() > 1.0 {
             return Err(format!("rho = {} must be in [-1, 1]", self.rho).into());
@@ -207,6 +212,19 @@ impl SynthPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pool_size_outside_2_to_the_largest_is_an_error_not_an_allocation() {
+        let spec =
+            |n| SynthSpec { n, rho: 0.0, c_star: 1.0, kappa_star: 0.5, temperature: 1.0, paired: false, seed: 1 };
+        for n in [0, 1, MAX_SYNTH_N + 1, 5_000_000_000, usize::MAX] {
+            let e = spec(n).validate().expect_err("out of range").to_string();
+            assert_eq!(e, format!("n = {n} must be in 2..=100000"));
+        }
+        for n in [2, MAX_SYNTH_N] {
+            assert!(spec(n).validate().is_ok());
+        }
+    }
 
     #[test]
     fn covariate_is_zscored_and_correlated() {

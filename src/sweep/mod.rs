@@ -340,8 +340,11 @@ impl Sweep {
             ));
         }
         let g = &raw.pools;
-        if g.n < 2 {
-            return Err(inv("pools.n", format!("{} must be ≥ 2", g.n)));
+        if !(2..=crate::analysis::synth::MAX_SYNTH_N).contains(&g.n) {
+            return Err(inv(
+                "pools.n",
+                format!("{} must be in 2..={} (the largest synthetic pool)", g.n, crate::analysis::synth::MAX_SYNTH_N),
+            ));
         }
         if raw.k == 0 || raw.k >= g.n {
             return Err(inv("k", format!("{} must satisfy 1 ≤ k < pools.n ({})", raw.k, g.n)));
