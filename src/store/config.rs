@@ -556,7 +556,11 @@ impl Config {
         let a = &raw.acquisition;
         check_refit_every(a.refit_every).map_err(|e| param("acquisition", e))?;
         if a.concurrency == 0 {
-            return Err(inv("acquisition.concurrency", "0 must be ≥ 1 (queries in flight at most)".into()));
+            // The file may use either name of the setting; serde does not say which.
+            return Err(inv(
+                "acquisition.concurrency (or batch_size, its older name)",
+                "0 must be ≥ 1 (queries in flight at most)".into(),
+            ));
         }
         check_mc_draws(a.mc_draws).map_err(|e| param("acquisition", e))?;
         if a.max_failed_queries_per_pair == 0 {
@@ -825,6 +829,22 @@ mod tests {
         assert_eq!(normalize(Path::new("configs/../runs/x")), PathBuf::from("runs/x"));
         assert_eq!(normalize(Path::new("../data/./p.jsonl")), PathBuf::from("../data/p.jsonl"));
         assert_eq!(normalize(Path::new("a/..")), PathBuf::from("."));
+    }
+
+    #[test]
+    fn zero_in_flight_is_named_by_both_names_of_the_setting() {
+        for key in ["batch_size", "concurrency"] {
+            let y =
+                format!("name: x\npool: {{file: p.jsonl}}\nk: 2\njudge: {{mock: {{}}}}\nacquisition:\n  {key}: 0\n");
+            let raw = crate::store::yaml::from_str::<RawConfig>(&y).expect("parses");
+            let e = Config::from_raw(raw, Path::new("c.yaml")).err().expect("0 in flight").to_string();
+            assert!(
+                e.ends_with(
+                    "acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1 (queries in flight at most)"
+                ),
+                "{e}"
+            );
+        }
     }
 
     #[test]
