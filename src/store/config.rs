@@ -837,7 +837,7 @@ mod tests {
             let y =
                 format!("name: x\npool: {{file: p.jsonl}}\nk: 2\njudge: {{mock: {{}}}}\nacquisition:\n  {key}: 0\n");
             let raw = crate::store::yaml::from_str::<RawConfig>(&y).expect("parses");
-            let e = Config::from_raw(raw, Path::new("c.yaml")).err().expect("0 in flight").to_string();
+            let e = Config::from_raw(raw, Path::new("c.yaml")).expect_err("0 in flight").to_string();
             assert!(
                 e.ends_with(
                     "acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1 (queries in flight at most)"
