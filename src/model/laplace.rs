@@ -19,7 +19,7 @@ pub enum Covariance {
         /// The factor P H Pᵀ = LLᵀ.
         factor: Arc<SparseCholesky>,
         /// W = L⁻¹ when L's fill is nearly dense ([`SparseCholesky::dense_fill`]): then diag Σ,
-        /// Σ blocks and products with Σ come from W.
+        /// Σ columns and products Σd come from W.
         inverse: Option<Arc<InverseFactor>>,
         /// D with Σ = D H⁻¹ D when H was factored in scaled units (empty: D = I; see
         /// [`Posterior::rescale`]).

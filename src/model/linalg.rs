@@ -665,7 +665,7 @@ impl SparseCholesky {
 /// H⁻¹ = Pᵀ WᵀW P through W = L⁻¹ (n×n lower triangle, permuted order) of a sparse factor
 /// P H Pᵀ = LLᵀ whose fill is nearly dense ([`SparseCholesky::dense_fill`]; docs/model.md §2,
 /// "Large pools"). Costs one dense triangular inversion (about a third of the flops of H⁻¹);
-/// then diag(H⁻¹) is a column norm of W, a block of H⁻¹ is one product of W's columns, and
+/// then diag(H⁻¹) is a column norm of W, a column of H⁻¹ is a column of W times Wᵀ, and
 /// H⁻¹b is two triangular products instead of two sweeps over the supernodes.
 pub struct InverseFactor {
     w: Matrix,

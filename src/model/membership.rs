@@ -99,6 +99,12 @@ fn blocks_counts(fit: &Fit, m: usize, k: usize, w: Option<&[Vec<f64>]>, blocks: 
     counts
 }
 
+/// The blocks of `draws` draws: (draws in the block, its stream's seed), one u64 from `rng` per
+/// block, in block order.
+fn block_seeds(draws: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, u64)> {
+    (0..draws.div_ceil(BLOCK)).map(|b| (BLOCK.min(draws - b * BLOCK), rng.random::<u64>())).collect()
+}
+
 /// Top-k membership probabilities (length M) from `draws` Monte-Carlo draws.
 ///
 /// Takes one u64 from `rng` per block of [`BLOCK`] draws to seed that block's stream.
@@ -127,8 +133,7 @@ pub fn topk_membership_beside<T: Send>(
     use std::sync::atomic::{AtomicUsize, Ordering};
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let n = fit.beta.len();
-    let blocks: Vec<(usize, u64)> =
-        (0..draws.div_ceil(BLOCK)).map(|b| (BLOCK.min(draws - b * BLOCK), rng.random::<u64>())).collect();
+    let blocks = block_seeds(draws, rng);
     let next = AtomicUsize::new(0);
     let work = || {
         let mut counts = vec![0usize; m];
@@ -181,8 +186,7 @@ fn membership_of(
 ) -> Vec<f64> {
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let n = fit.beta.len();
-    let blocks: Vec<(usize, u64)> =
-        (0..draws.div_ceil(BLOCK)).map(|b| (BLOCK.min(draws - b * BLOCK), rng.random::<u64>())).collect();
+    let blocks = block_seeds(draws, rng);
     let per_worker: Vec<Vec<usize>> = if n * n * draws >= PARALLEL_WORK && blocks.len() > 1 {
         // Two workers take alternate blocks (counts are sums, so the split does not matter).
         let (even, odd): (Vec<_>, Vec<_>) = blocks.iter().enumerate().partition(|(b, _)| b % 2 == 0);
