@@ -46,17 +46,27 @@ fn kth_largest(values: &[f64], k: usize, scratch: &mut [f64]) -> f64 {
     }
 }
 
-/// Top-k counts of `draws` draws from the stream `seed`, adding into `counts`; `z` is the
-/// n×draws work matrix. With `w` (M rows of p weights) the ranked value of base m is the
-/// apparent quality θ_m + Σ_j w[m][j] c_j instead of θ_m.
-fn block_counts(fit: &Fit, k: usize, w: Option<&[Vec<f64>]>, seed: u64, z: &mut Matrix, counts: &mut [usize]) {
-    let m = counts.len();
+/// Fill `z` (n×d) with the N(0, 1) draws of the stream `seed`, column by column.
+fn fill_normals(seed: u64, z: &mut Matrix) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for s in 0..z.ncols() {
         for v in z.col_mut(s) {
             *v = StandardNormal.sample(&mut rng);
         }
     }
+}
+
+/// Top-k counts of `draws` draws from the stream `seed`, adding into `counts`; `z` is the
+/// n×draws work matrix. With `w` (M rows of p weights) the ranked value of base m is the
+/// apparent quality θ_m + Σ_j w[m][j] c_j instead of θ_m.
+fn block_counts(fit: &Fit, k: usize, w: Option<&[Vec<f64>]>, seed: u64, z: &mut Matrix, counts: &mut [usize]) {
+    fill_normals(seed, z);
+    counts_of_normals(fit, k, w, z, counts);
+}
+
+/// [`block_counts`] for a work matrix `z` that already holds the block's N(0, 1) draws.
+fn counts_of_normals(fit: &Fit, k: usize, w: Option<&[Vec<f64>]>, z: &mut Matrix, counts: &mut [usize]) {
+    let m = counts.len();
     fit.chol.solve_lt_in_place(z);
     let mut theta = vec![0.0; m];
     let mut scratch = vec![0.0; m];
@@ -115,6 +125,40 @@ pub fn topk_membership(fit: &Fit, m: usize, k: usize, draws: usize, rng: &mut Ch
     membership_of(fit, m, k, None, draws, rng)
 }
 
+/// The N(0, I) draws of [`topk_membership`], drawn ahead (e.g. while the fit runs, since they
+/// do not depend on it): the same blocks, seeds and values, so π is unchanged. n×S f64 values
+/// (8 MB at n = 1000, S = 1000).
+pub struct Normals {
+    n: usize,
+    blocks: Vec<Matrix>,
+}
+
+impl Normals {
+    /// Take the block seeds from `rng` (one u64 per block of [`BLOCK`] draws, as
+    /// [`topk_membership`] does); `draw` then fills the blocks, on any thread.
+    pub fn seeds(draws: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, u64)> {
+        block_seeds(draws, rng)
+    }
+
+    /// The draws of `seeds` for n parameters.
+    pub fn draw(n: usize, seeds: &[(usize, u64)]) -> Self {
+        let blocks = seeds
+            .iter()
+            .map(|&(d, seed)| {
+                let mut z = Matrix::zeros(n, d);
+                fill_normals(seed, &mut z);
+                z
+            })
+            .collect();
+        Self { n, blocks }
+    }
+
+    /// Draws in all (S).
+    pub fn draws(&self) -> usize {
+        self.blocks.iter().map(Matrix::ncols).sum()
+    }
+}
+
 /// [`topk_membership`] beside another job: `side` runs on a second thread, which then joins the
 /// calling thread in drawing whatever blocks are left. π is the same as [`topk_membership`]'s
 /// for the same `rng` (the same blocks and seeds; counts are sums, so which thread drew a block
@@ -143,6 +187,44 @@ pub fn topk_membership_beside<T: Send>(
                 z = Matrix::zeros(n, d);
             }
             block_counts(fit, k, None, seed, &mut z, &mut counts);
+        }
+        counts
+    };
+    let (mine, (theirs, out)) = std::thread::scope(|sc| {
+        let other = sc.spawn(|| {
+            let out = side();
+            (work(), out)
+        });
+        (work(), other.join().expect("membership worker panicked"))
+    });
+    let mut pi: Vec<f64> = mine.iter().zip(&theirs).map(|(a, b)| (a + b) as f64 / draws as f64).collect();
+    pool_isolated(fit, &mut pi);
+    (pi, out)
+}
+
+/// [`topk_membership_beside`] with the draws already made ([`Normals`], from the caller's
+/// stream): the same π as [`topk_membership`] for that stream.
+///
+/// # Panics
+/// If `k` is 0 or ≥ M, if the draws are not for n = the fit's parameters, or if `side` panics.
+pub fn topk_membership_drawn_beside<T: Send>(
+    fit: &Fit,
+    m: usize,
+    k: usize,
+    normals: Normals,
+    side: impl FnOnce() -> T + Send,
+) -> (Vec<f64>, T) {
+    use std::sync::Mutex;
+    assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
+    assert_eq!(normals.n, fit.beta.len(), "draws for n = {} but the fit has {}", normals.n, fit.beta.len());
+    let draws = normals.draws();
+    let queue = Mutex::new(normals.blocks.into_iter());
+    let work = || {
+        let mut counts = vec![0usize; m];
+        loop {
+            let next = queue.lock().expect("draws queue").next();
+            let Some(mut z) = next else { break };
+            counts_of_normals(fit, k, None, &mut z, &mut counts);
         }
         counts
     };
@@ -332,9 +414,19 @@ mod tests {
         // result; the stream is left where topk_membership leaves it.
         let mut r1 = rng::stream(3, "membership", 0);
         let (beside, out) = topk_membership_beside(&f, m, 7, 1000, &mut r1, || 6 * 7);
-        assert_eq!((beside, out), (pi, 42));
+        assert_eq!((beside, out), (pi.clone(), 42));
         let mut r2 = rng::stream(3, "membership", 0);
         let _ = topk_membership(&f, m, 7, 1000, &mut r2);
         assert_eq!(r1.random::<u64>(), r2.random::<u64>());
+        // Normals drawn ahead (as while the fit runs): the same π, the stream left at the same
+        // place.
+        let mut r3 = rng::stream(3, "membership", 0);
+        let normals = Normals::draw(f.beta.len(), &Normals::seeds(1000, &mut r3));
+        assert_eq!(normals.draws(), 1000);
+        let (drawn, out) = topk_membership_drawn_beside(&f, m, 7, normals, || "side");
+        assert_eq!((drawn, out), (pi, "side"));
+        let mut r4 = rng::stream(3, "membership", 0);
+        let _ = topk_membership(&f, m, 7, 1000, &mut r4);
+        assert_eq!(r3.random::<u64>(), r4.random::<u64>());
     }
 }

@@ -3,7 +3,10 @@
 
 use super::bt::{self, Design, Fit, FitError, FitOptions, Prior};
 use super::laplace::Posterior;
-use super::membership::{point_topk, topk_membership, topk_membership_apparent, topk_membership_beside};
+use super::membership::{
+    Normals, point_topk, topk_membership, topk_membership_apparent, topk_membership_beside,
+    topk_membership_drawn_beside,
+};
 use crate::rng::ChaCha8Rng;
 use crate::store::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
@@ -99,6 +102,10 @@ impl FitSummary {
 
 /// From this many parameters on, Σ and the membership draws are computed on two threads.
 const PARALLEL_MIN_PARAMS: usize = 200;
+
+/// Up to this many parameters the membership draws' normals (n × S values, 32 MB at the limit
+/// with S = 1000) are drawn while the fit runs; above it they are drawn block by block.
+const PREDRAW_MAX_PARAMS: usize = 4096;
 
 /// Covariate columns whose root mean square over the items lies inside this range are solved
 /// as they are; others are rescaled for the solver (see [`solver_scales`]).
@@ -240,15 +247,29 @@ pub fn fit_and_summarise_with(
     let p = cov.p();
     let lambda = prior.diagonal(m, p);
     let scales = solver_scales(cov);
-    let fit = fit_scaled(design, &lambda, warm, &scales, opts)?;
+    let n = design.n_params();
     // Σ = H⁻¹ and the membership draws both start from the Cholesky factor and are independent:
     // on large problems Σ runs on a second thread, which then helps with the draws left
-    // (deterministic: the same blocks and seeds whichever thread draws them).
-    let (mut post, membership) = if fit.beta.len() >= PARALLEL_MIN_PARAMS {
+    // (deterministic: the same blocks and seeds whichever thread draws them). The draws' normals
+    // do not depend on the fit: they are drawn on a second thread while the fit runs.
+    let (mut post, membership, fit) = if (PARALLEL_MIN_PARAMS..=PREDRAW_MAX_PARAMS).contains(&n) {
+        let seeds = Normals::seeds(draws, rng);
+        let (fit, normals) = std::thread::scope(|sc| {
+            let normals = sc.spawn(|| Normals::draw(n, &seeds));
+            let fit = fit_scaled(design, &lambda, warm, &scales, opts);
+            (fit, normals.join().expect("normals worker panicked"))
+        });
+        let fit = fit?;
+        let (membership, post) = topk_membership_drawn_beside(&fit, m, k, normals, || Posterior::from_fit(&fit));
+        (post, membership, fit)
+    } else if n >= PARALLEL_MIN_PARAMS {
+        // Drawn block by block (one n × 250 work matrix per thread).
+        let fit = fit_scaled(design, &lambda, warm, &scales, opts)?;
         let (membership, post) = topk_membership_beside(&fit, m, k, draws, rng, || Posterior::from_fit(&fit));
-        (post, membership)
+        (post, membership, fit)
     } else {
-        (Posterior::from_fit(&fit), topk_membership(&fit, m, k, draws, rng))
+        let fit = fit_scaled(design, &lambda, warm, &scales, opts)?;
+        (Posterior::from_fit(&fit), topk_membership(&fit, m, k, draws, rng), fit)
     };
     // Σ in user units: the c rows and columns divided by their scales.
     post.rescale(m, &scales);
