@@ -549,9 +549,31 @@ fn newton_step_cg(
 /// [`FitError::NotConverged`] after `max_iter` iterations; [`FitError::NotPositiveDefinite`]
 /// if a prior is not positive; [`FitError::InvalidData`] for outcomes outside [0, 1].
 pub fn fit(d: &Design, lambda: &[f64], start: Option<&[f64]>, opts: &FitOptions) -> Result<Fit, FitError> {
+    fit_beside(d, lambda, start, opts, || ()).0
+}
+
+/// [`fit`] with a job `side` that does not depend on it (e.g. the membership draws' normals) on
+/// a second thread: on the large-pool path after H's symbolic analysis, on the thread that
+/// does it (so the two do not compete for a core with the Newton iterations), else beside the
+/// iterations. Returns the fit and the job's result.
+///
+/// # Errors
+/// As [`fit`] (the job runs to its end either way).
+///
+/// # Panics
+/// If `side` panics.
+pub fn fit_beside<T: Send>(
+    d: &Design,
+    lambda: &[f64],
+    start: Option<&[f64]>,
+    opts: &FitOptions,
+    side: impl FnOnce() -> T + Send,
+) -> (Result<Fit, FitError>, T) {
     let n = d.n_params();
     assert_eq!(lambda.len(), n, "lambda has length {} but n = {n}", lambda.len());
-    d.validate()?;
+    if let Err(e) = d.validate() {
+        return (Err(e), side());
+    }
     let mut beta = match start {
         Some(s) if s.len() == n && s.iter().all(|v| v.is_finite()) => s.to_vec(),
         _ => vec![0.0; n],
@@ -561,6 +583,7 @@ pub fn fit(d: &Design, lambda: &[f64], start: Option<&[f64]>, opts: &FitOptions)
         beta[k] = v;
         is_fixed[k] = true;
     }
+    let is_fixed = &is_fixed;
     let dense_factor = |curv: &[f64]| {
         let mut h = hessian_from(d, curv, lambda);
         for (k, f) in is_fixed.iter().enumerate() {
@@ -575,32 +598,47 @@ pub fn fit(d: &Design, lambda: &[f64], start: Option<&[f64]>, opts: &FitOptions)
         Cholesky::factor_in_place(h).map_err(|pivot| FitError::NotPositiveDefinite { pivot, dim: n })
     };
     if n < opts.sparse_min_params {
-        return newton(d, lambda, beta, &is_fixed, opts, &|curv| Ok(Factor::Dense(dense_factor(curv)?)));
+        let dense = |beta| newton(d, lambda, beta, is_fixed, opts, &|curv| Ok(Factor::Dense(dense_factor(curv)?)));
+        if n < SIDE_THREAD_MIN_PARAMS {
+            let fit = dense(beta);
+            return (fit, side());
+        }
+        return std::thread::scope(|s| {
+            let job = s.spawn(side);
+            let fit = dense(beta);
+            (fit, job.join().expect("side job panicked"))
+        });
     }
     // H's pattern does not depend on β: its symbolic analysis (the fill-reducing ordering, a
     // few ms at N = 1000 on a well-connected graph) runs on a second thread beside the Newton
-    // iterations, and every factor of this fit reuses it.
+    // iterations, and every factor of this fit reuses it. The side job follows it there.
     std::thread::scope(|s| {
-        let job = s.spawn(|| {
-            let (cp, ri, _) = sparse_hessian(d, &vec![1.0; d.obs.len()], lambda, &is_fixed);
-            SparsePattern::analyse(n, cp, ri)
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let job = s.spawn(move || {
+            let (cp, ri, _) = sparse_hessian(d, &vec![1.0; d.obs.len()], lambda, is_fixed);
+            // The fit may have ended without a factor (an error): then nobody receives.
+            let _ = tx.send(SparsePattern::analyse(n, cp, ri));
+            side()
         });
-        let job = std::sync::Mutex::new(Some(job));
+        let rx = std::sync::Mutex::new(rx);
         let pattern = std::sync::OnceLock::new();
         let sparse_factor = |curv: &[f64]| -> Result<Factor, FitError> {
-            let pattern = pattern.get_or_init(|| {
-                let job = job.lock().expect("pattern job lock").take().expect("joined once");
-                job.join().expect("symbolic analysis panicked")
-            });
-            let (cp, ri, v) = sparse_hessian(d, curv, lambda, &is_fixed);
+            let pattern =
+                pattern.get_or_init(|| rx.lock().expect("pattern lock").recv().expect("symbolic analysis panicked"));
+            let (cp, ri, v) = sparse_hessian(d, curv, lambda, is_fixed);
             debug_assert!(pattern.is(&cp, &ri), "H's pattern changed within a fit");
             let f = SparseCholesky::factor_with(pattern, &v)
                 .map_err(|pivot| FitError::NotPositiveDefinite { pivot, dim: n })?;
             Ok(Factor::Sparse(Arc::new(f)))
         };
-        newton(d, lambda, beta, &is_fixed, opts, &sparse_factor)
+        let fit = newton(d, lambda, beta, is_fixed, opts, &sparse_factor);
+        (fit, job.join().expect("symbolic analysis or side job panicked"))
     })
 }
+
+/// From this many parameters on, [`fit_beside`] runs its side job on a thread of its own on the
+/// dense path (below, after the fit, on the calling thread).
+const SIDE_THREAD_MIN_PARAMS: usize = 200;
 
 /// Newton's method with backtracking from `beta` (see [`fit`]); `factor` factors H for given
 /// pair curvatures.

@@ -177,15 +177,33 @@ pub fn fit_scaled(
     s: &[f64],
     opts: &FitOptions,
 ) -> Result<Fit, FitError> {
+    fit_scaled_beside(design, lambda, start, s, opts, || ()).0
+}
+
+/// [`fit_scaled`] with an independent job `side` on a second thread ([`bt::fit_beside`]).
+///
+/// # Errors
+/// [`FitError`] from the Newton fit (the job runs to its end either way).
+pub fn fit_scaled_beside<T: Send>(
+    design: &Design,
+    lambda: &[f64],
+    start: Option<&[f64]>,
+    s: &[f64],
+    opts: &FitOptions,
+    side: impl FnOnce() -> T + Send,
+) -> (Result<Fit, FitError>, T) {
     if s.iter().all(|v| *v == 1.0) {
-        return bt::fit(design, lambda, start, opts);
+        return bt::fit_beside(design, lambda, start, opts, side);
     }
     let (d, lam, start) = to_solver(design, lambda, start, s);
-    let mut fit = bt::fit(&d, &lam, start.as_deref(), opts)?;
-    for (j, sj) in s.iter().enumerate() {
-        fit.beta[design.m + j] /= sj;
-    }
-    Ok(fit)
+    let (fit, out) = bt::fit_beside(&d, &lam, start.as_deref(), opts, side);
+    let fit = fit.map(|mut fit| {
+        for (j, sj) in s.iter().enumerate() {
+            fit.beta[design.m + j] /= sj;
+        }
+        fit
+    });
+    (fit, out)
 }
 
 /// Mean covariates x̄_m of each base's items (M rows of p).
@@ -251,14 +269,11 @@ pub fn fit_and_summarise_with(
     // Σ = H⁻¹ and the membership draws both start from the Cholesky factor and are independent:
     // on large problems Σ runs on a second thread, which then helps with the draws left
     // (deterministic: the same blocks and seeds whichever thread draws them). The draws' normals
-    // do not depend on the fit: they are drawn on a second thread while the fit runs.
+    // do not depend on the fit: they are drawn on a second thread while the fit runs (after H's
+    // symbolic analysis, on the thread that does it, on the large-pool path).
     let (mut post, membership, fit) = if (PARALLEL_MIN_PARAMS..=PREDRAW_MAX_PARAMS).contains(&n) {
         let seeds = Normals::seeds(draws, rng);
-        let (fit, normals) = std::thread::scope(|sc| {
-            let normals = sc.spawn(|| Normals::draw(n, &seeds));
-            let fit = fit_scaled(design, &lambda, warm, &scales, opts);
-            (fit, normals.join().expect("normals worker panicked"))
-        });
+        let (fit, normals) = fit_scaled_beside(design, &lambda, warm, &scales, opts, || Normals::draw(n, &seeds));
         let fit = fit?;
         let (membership, post) = topk_membership_drawn_beside(&fit, m, k, normals, || Posterior::from_fit(&fit));
         (post, membership, fit)
