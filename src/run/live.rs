@@ -17,7 +17,7 @@
 //! has (`stop_reason: judge_failing`) and prints the summary. A run removes the result.json of an
 //! earlier run in its folder when it starts, so no older result is left looking current.
 
-use super::dispatch::{Dispatcher, Outcome, Query, Settled};
+use super::dispatch::{Dispatcher, Event, Outcome, Query, Settled};
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
 use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
@@ -525,8 +525,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     }
                 }
             }
-            // Reserve each pick's worst case, write their intents (one fsync), then send: an
-            // intent is on disk before its request leaves, so a kill from here on books it.
+            // Reserve each pick's worst case and hand them over: a blocking task writes their
+            // intents (one fsync) and then sends them, so an intent is on disk before its
+            // request leaves and a kill from then on books it. The loop goes on meanwhile
+            // (the picks are pending at once: never picked twice, their budget held).
             let mut wave = Vec::new();
             for (a, b) in picks {
                 let worst = judge.worst_case_usd(&pool, a, b);
@@ -544,7 +546,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 break (summary, StopReason::MaxUsd);
             }
             let sent: Vec<(usize, usize)> = wave.iter().map(|q| (q.a, q.b)).collect();
-            disp.send(wave).await?;
+            disp.send_detached(wave);
             for (a, b) in sent {
                 sched.sent(a, b);
                 rate.sent();
@@ -609,18 +611,22 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     }
                 }
             }
-            replies = disp.join(), if disp.in_flight() > 0 => {
+            event = disp.event(), if disp.in_flight() > 0 => match event {
+                // A wave's requests have left (or its intents could not be written: the run
+                // stops with that error; none of its queries was sent).
+                Event::Sent(sent) => sent?,
                 // This reply and every other one already in free their slots at once: one
-                // acquisition step and one intent fsync fill them while their verdicts are
-                // fsynced (the two fsyncs run side by side). Until booked they stay pending,
-                // their intents open and their reservations held.
-                let replies = replies.expect("in flight");
-                for r in &replies {
-                    let (a, b) = r.pair();
-                    sched.answered(a, b);
+                // acquisition step fills them while their verdicts are fsynced (next to the
+                // intents' fsync of the new wave). Until booked they stay pending, their intents
+                // open and their reservations held.
+                Event::Replies(replies) => {
+                    for r in &replies {
+                        let (a, b) = r.pair();
+                        sched.answered(a, b);
+                    }
+                    recording.push_back(disp.record_detached(replies));
                 }
-                recording.push_back(disp.record_detached(replies));
-            }
+            },
             recorded = async { recording.front_mut().expect("guarded").await }, if !recording.is_empty() => {
                 recording.pop_front();
                 for settled in recorded.expect("books task does not panic")? {
