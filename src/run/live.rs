@@ -427,6 +427,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     // Replies being booked (their verdicts fsynced) while the next picks are sent.
     // Booked in the order collected; several may run at once.
     let mut recording: std::collections::VecDeque<super::dispatch::Recording<()>> = Default::default();
+    // Replies that came in while a booking runs: booked together once it is done (one fsync of
+    // the verdict log for all of them, not one each next to the intents' fsyncs). Never
+    // non-empty while `recording` is empty.
+    let mut to_book: Vec<super::dispatch::Reply<()>> = Vec::new();
     let mut usd_blocked = false; // a reservation failed; retried once a query settles
     let mut grace_end: Option<tokio::time::Instant> = None;
     let mut hard_stop: Option<StopReason> = None; // the fit failed: drain, then stop
@@ -624,11 +628,18 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                         let (a, b) = r.pair();
                         sched.answered(a, b);
                     }
-                    recording.push_back(disp.record_detached(replies));
+                    if recording.is_empty() {
+                        recording.push_back(disp.record_detached(replies));
+                    } else {
+                        to_book.extend(replies);
+                    }
                 }
             },
             recorded = async { recording.front_mut().expect("guarded").await }, if !recording.is_empty() => {
                 recording.pop_front();
+                if !to_book.is_empty() {
+                    recording.push_back(disp.record_detached(std::mem::take(&mut to_book)));
+                }
                 for settled in recorded.expect("books task does not panic")? {
                     usd_blocked = false;
                     rate.resolved();
