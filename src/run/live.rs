@@ -424,8 +424,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let fits_file = Arc::new(std::sync::Mutex::new(fits_file));
     let mut current: Option<(FitSummary, Posterior)> = None;
     let mut fit_task: Option<tokio::task::JoinHandle<FitDone>> = None;
-    // Replies being booked (their verdicts fsynced) while the next picks are sent.
-    // Booked in the order collected; several may run at once.
+    // Replies being booked (their verdicts fsynced) while the next picks are sent: one
+    // booking at a time, in the order collected.
     let mut recording: std::collections::VecDeque<super::dispatch::Recording<()>> = Default::default();
     // Replies that came in while a booking runs: booked together once it is done (one fsync of
     // the verdict log for all of them, not one each next to the intents' fsyncs). Never
