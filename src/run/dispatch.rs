@@ -547,6 +547,43 @@ mod tests {
         assert!((spent - budget.spent_usd).abs() < 1e-15, "{spent} {}", budget.spent_usd);
     }
 
+    /// A wave handed to `send_detached` counts as in flight at once; its requests leave only
+    /// after its intents are on disk, and its replies come through `event`. A second wave given
+    /// up on while its intents are written leaves first and is booked as possibly billed.
+    #[tokio::test]
+    async fn a_detached_wave_leaves_after_its_intents_and_give_up_books_waves_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, judge) = (pool(4), priced(20));
+        let mut budget = Budget::new(None, None, 0, 0.0);
+        let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), Books::open(dir.path()).unwrap().0);
+        let mut wave = |pairs: &[(usize, usize)], budget: &mut Budget| -> Vec<Query<(usize, usize)>> {
+            pairs
+                .iter()
+                .map(|&(a, b)| {
+                    let reservation = budget.try_reserve(judge.worst_case_usd(&pool, a, b)).unwrap();
+                    Query { tag: (a, b), pool: pool.clone(), a, b, key: judge.cache_key(&pool, a, b), reservation }
+                })
+                .collect()
+        };
+        disp.send_detached(wave(&[(0, 1), (1, 2)], &mut budget));
+        assert_eq!((disp.in_flight(), disp.waves_writing()), (2, 1));
+        let Event::Sent(sent) = disp.event().await else { panic!("the wave leaves before any reply") };
+        sent.unwrap();
+        assert_eq!((disp.requests_out(), disp.waves_writing(), disp.books().in_flight()), (2, 0, 2));
+        let mut replies = Vec::new();
+        while replies.len() < 2 {
+            let Event::Replies(r) = disp.event().await else { panic!("no wave is being written") };
+            replies.extend(r);
+        }
+        let settled = disp.record(replies).await.unwrap();
+        assert!(settled.iter().all(|s| matches!(s.outcome, Outcome::Verdict { stored: true, .. })));
+        disp.send_detached(wave(&[(2, 3), (3, 0)], &mut budget));
+        let (n, _, reservations) = disp.give_up("test").await.unwrap();
+        assert_eq!((n, reservations.len(), disp.in_flight()), (2, 2, 0));
+        let books = disp.into_books();
+        assert_eq!((books.log().records().len(), books.in_flight()), (2, 0));
+    }
+
     /// `Flow::Stop` ends the sending, but what is in flight is waited for and stored.
     #[tokio::test]
     async fn a_stop_waits_for_the_requests_in_flight() {
