@@ -2,7 +2,7 @@
 //!
 //! For each query it reserves the worst case in the caller's [`Budget`] (the caller does, and
 //! hands the [`Reservation`] in), writes the intent and fsyncs it before the request leaves
-//! ([`Books::begin_all`], one fsync per wave), keeps the requests in flight as tasks, and when a
+//! ([`Books::stage_intents`], one fsync per wave, taken without holding the books), keeps the requests in flight as tasks, and when a
 //! reply comes back stores it ([`Books::record_replies`]: appended, flushed, fsynced) or books the
 //! failure ([`Books::record_failure`]: a paid failure in `failed.jsonl`, an unpaid one closes its
 //! intent). Every fsync runs in a blocking task, off the async runtime. What is never lost
@@ -10,9 +10,10 @@
 //! request that may have been billed booked, as a verdict, a paid failure or an open intent the
 //! next open books as possibly billed.
 //!
-//! `run` drives it from its scheduler ([`Dispatcher::send`], [`Dispatcher::join`] inside its
-//! `select!`, then [`Dispatcher::record`]); `gate` and `audit` hand it a fixed list of queries
-//! ([`Dispatcher::dispatch_all`]).
+//! `run` drives it from its scheduler ([`Dispatcher::send_detached`]: a blocking task writes a
+//! wave's intents and then sends it while the driver goes on; [`Dispatcher::event`] inside its
+//! `select!`, then [`Dispatcher::record_detached`]); `gate` and `audit` hand it a fixed list of
+//! queries ([`Dispatcher::dispatch_all`]).
 
 use crate::judge::{Judge, JudgeError, JudgeReply};
 use crate::store::books::{Books, BooksError};
