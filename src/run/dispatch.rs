@@ -557,7 +557,7 @@ mod tests {
         let (pool, judge) = (pool(4), priced(20));
         let mut budget = Budget::new(None, None, 0, 0.0);
         let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), Books::open(dir.path()).unwrap().0);
-        let mut wave = |pairs: &[(usize, usize)], budget: &mut Budget| -> Vec<Query<(usize, usize)>> {
+        let wave = |pairs: &[(usize, usize)], budget: &mut Budget| -> Vec<Query<(usize, usize)>> {
             pairs
                 .iter()
                 .map(|&(a, b)| {
