@@ -2,7 +2,7 @@
 //!
 //! For each query it reserves the worst case in the caller's [`Budget`] (the caller does, and
 //! hands the [`Reservation`] in), writes the intent and fsyncs it before the request leaves
-//! ([`Books::begin_all`], one fsync per wave), keeps the requests in flight as tasks, and when a
+//! ([`Books::stage_intents`], one fsync per wave, taken without holding the books), keeps the requests in flight as tasks, and when a
 //! reply comes back stores it ([`Books::record_replies`]: appended, flushed, fsynced) or books the
 //! failure ([`Books::record_failure`]: a paid failure in `failed.jsonl`, an unpaid one closes its
 //! intent). Every fsync runs in a blocking task, off the async runtime. What is never lost
@@ -10,9 +10,10 @@
 //! request that may have been billed booked, as a verdict, a paid failure or an open intent the
 //! next open books as possibly billed.
 //!
-//! `run` drives it from its scheduler ([`Dispatcher::send`], [`Dispatcher::join`] inside its
-//! `select!`, then [`Dispatcher::record`]); `gate` and `audit` hand it a fixed list of queries
-//! ([`Dispatcher::dispatch_all`]).
+//! `run` drives it from its scheduler ([`Dispatcher::send_detached`]: a blocking task writes a
+//! wave's intents and then sends it while the driver goes on; [`Dispatcher::event`] inside its
+//! `select!`, then [`Dispatcher::record_detached`]); `gate` and `audit` hand it a fixed list of
+//! queries ([`Dispatcher::dispatch_all`]).
 
 use crate::judge::{Judge, JudgeError, JudgeReply};
 use crate::store::books::{Books, BooksError};
@@ -21,7 +22,9 @@ use crate::store::intents::IntentId;
 use crate::store::ledger::VerdictRecord;
 use crate::store::pool::Pool;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 
 /// One query to send: ordered pair (`a` shown first, `b` second; item indices of `pool`), its
 /// cache key, the caller's `tag` (returned with the outcome) and its budget reservation.
@@ -101,6 +104,15 @@ struct Sent<T> {
     intent: IntentId,
 }
 
+/// What [`Dispatcher::event`] brings.
+pub enum Event<T> {
+    /// A wave's requests have left; or its intents could not be written ([`BooksError`]) and
+    /// none of its queries was sent.
+    Sent(Result<(), BooksError>),
+    /// Replies that came in, not yet booked (the first, then every other one already in).
+    Replies(Vec<Reply<T>>),
+}
+
 /// Replies being booked off the driver ([`Dispatcher::record_detached`]).
 pub type Recording<T> = tokio::task::JoinHandle<Result<Vec<Settled<T>>, BooksError>>;
 
@@ -172,23 +184,88 @@ pub enum Flow {
     Stop,
 }
 
-/// The dispatcher: a judge, the books it pays into, and the requests in flight.
+/// The requests sent (intent on disk) whose replies are not taken yet: their tasks, and their
+/// reservations by intent. Shared with the tasks that write a wave's intents and then send it.
+struct Flying<T> {
+    set: tokio::task::JoinSet<Reply<T>>,
+    reservations: HashMap<IntentId, Reservation>,
+}
+
+/// A wave handed to [`Dispatcher::send_detached`]: its size and the blocking task that writes
+/// its intents (one fsync) and then sends its requests.
+type Writing = (usize, tokio::task::JoinHandle<Result<(), BooksError>>);
+
+/// Write the intents of `queries` into `books` (staged under the lock, fsynced without it), then
+/// spawn each request into `flying`. Nothing is sent unless every intent is on disk.
+fn write_and_send<T: Send + 'static>(
+    books: &Mutex<Books>,
+    flying: &Mutex<Flying<T>>,
+    judge: &Arc<dyn Judge>,
+    queries: Vec<Query<T>>,
+) -> Result<(), BooksError> {
+    let rows: Vec<(&str, &str, &str, f64)> = queries
+        .iter()
+        .map(|q| (q.key.as_str(), q.pool.items[q.a].id.as_str(), q.pool.items[q.b].id.as_str(), q.reservation.usd))
+        .collect();
+    let staged = books.lock().expect("books lock").stage_intents(&rows)?;
+    if let Err(e) = staged.sync() {
+        books.lock().expect("books lock").abandon_intents(staged);
+        return Err(e.into());
+    }
+    let mut f = flying.lock().expect("flying lock");
+    for (query, &intent) in queries.into_iter().zip(staged.ids()) {
+        f.reservations.insert(intent, query.reservation);
+        let judge = judge.clone();
+        f.set.spawn(async move {
+            let out = judge.judge(&query.pool, query.a, query.b).await;
+            Reply { sent: Sent { query, intent }, out }
+        });
+    }
+    Ok(())
+}
+
+/// The dispatcher: a judge, the books it pays into, the requests in flight and the waves whose
+/// intents are being written.
 pub struct Dispatcher<T> {
     judge: Arc<dyn Judge>,
     books: Arc<Mutex<Books>>,
-    set: tokio::task::JoinSet<Reply<T>>,
-    in_flight: HashMap<IntentId, Reservation>,
+    flying: Arc<Mutex<Flying<T>>>,
+    writing: std::collections::VecDeque<Writing>,
 }
 
 impl<T: Send + 'static> Dispatcher<T> {
     /// A dispatcher sending to `judge` and booking into `books`.
     pub fn new(judge: Arc<dyn Judge>, books: Books) -> Self {
-        Self { judge, books: Arc::new(Mutex::new(books)), set: tokio::task::JoinSet::new(), in_flight: HashMap::new() }
+        let flying = Flying { set: tokio::task::JoinSet::new(), reservations: HashMap::new() };
+        Self {
+            judge,
+            books: Arc::new(Mutex::new(books)),
+            flying: Arc::new(Mutex::new(flying)),
+            writing: Default::default(),
+        }
     }
 
-    /// Requests in flight (sent, reply not yet booked).
+    fn flying(&self) -> MutexGuard<'_, Flying<T>> {
+        self.flying.lock().expect("flying lock")
+    }
+
+    /// Queries in flight: sent and not yet taken by [`Dispatcher::join`], plus those of the
+    /// waves whose intents are being written ([`Dispatcher::send_detached`]; a wave whose
+    /// requests have just left counts twice until [`Dispatcher::wave_sent`] takes it, so this
+    /// is 0 only when nothing is out or about to leave).
     pub fn in_flight(&self) -> usize {
-        self.set.len()
+        self.requests_out() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
+    }
+
+    /// Requests sent (their intents on disk) whose replies [`Dispatcher::join`] has not taken.
+    pub fn requests_out(&self) -> usize {
+        self.flying().set.len()
+    }
+
+    /// Waves handed to [`Dispatcher::send_detached`] and not yet taken by
+    /// [`Dispatcher::wave_sent`].
+    pub fn waves_writing(&self) -> usize {
+        self.writing.len()
     }
 
     /// The books, for reading (do not hold across an await).
@@ -201,7 +278,7 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// # Panics
     /// If requests are still in flight.
     pub fn into_books(self) -> Books {
-        assert!(self.set.is_empty(), "no request in flight");
+        assert!(self.in_flight() == 0, "no request in flight");
         match Arc::try_unwrap(self.books) {
             Ok(m) => m.into_inner().expect("books lock"),
             Err(_) => unreachable!("every books task has finished"),
@@ -226,38 +303,85 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// # Errors
     /// [`BooksError`]: the intents could not be written; none of the queries was sent.
     pub async fn send(&mut self, queries: Vec<Query<T>>) -> Result<(), BooksError> {
-        if queries.is_empty() {
-            return Ok(());
-        }
-        let rows: Vec<(String, String, String, f64)> = queries
-            .iter()
-            .map(|q| (q.key.clone(), q.pool.items[q.a].id.clone(), q.pool.items[q.b].id.clone(), q.reservation.usd))
-            .collect();
-        let intents = self
-            .books_io(move |bk| {
-                let refs: Vec<(&str, &str, &str, f64)> =
-                    rows.iter().map(|(k, a, b, w)| (k.as_str(), a.as_str(), b.as_str(), *w)).collect();
-                bk.begin_all(&refs)
-            })
-            .await?;
-        for (query, intent) in queries.into_iter().zip(intents) {
-            self.in_flight.insert(intent, query.reservation);
-            let judge = self.judge.clone();
-            self.set.spawn(async move {
-                let out = judge.judge(&query.pool, query.a, query.b).await;
-                Reply { sent: Sent { query, intent }, out }
-            });
+        self.send_detached(queries);
+        while self.waves_writing() > 0 {
+            self.wave_sent().await?;
         }
         Ok(())
     }
 
-    /// Wait for the next reply and take every other one already in. `None` when nothing is in
-    /// flight. Cancel-safe (for `select!`): a reply is taken only when this resolves; book it
-    /// with [`Dispatcher::record`].
+    /// [`Dispatcher::send`] as a blocking task of its own, so the driver goes on while the
+    /// intents are fsynced: the task writes them (staged under the books' lock, fsynced without
+    /// it, so replies can be booked meanwhile) and then sends the requests itself, none before
+    /// its intent is on disk. The queries count in [`Dispatcher::in_flight`] from here on; take
+    /// the task's outcome with [`Dispatcher::wave_sent`].
+    pub fn send_detached(&mut self, queries: Vec<Query<T>>) {
+        if queries.is_empty() {
+            return;
+        }
+        let (books, flying, judge) = (self.books.clone(), self.flying.clone(), self.judge.clone());
+        let n = queries.len();
+        let task = tokio::task::spawn_blocking(move || write_and_send(&books, &flying, &judge, queries));
+        self.writing.push_back((n, task));
+    }
+
+    /// Wait for the oldest wave of [`Dispatcher::send_detached`]: resolves once its requests
+    /// have left (or its intents failed). Pending forever when no wave is being written (guard
+    /// it with [`Dispatcher::waves_writing`]). Cancel-safe (for `select!`).
+    ///
+    /// # Errors
+    /// [`BooksError`]: that wave's intents could not be written; none of its queries was sent.
+    pub async fn wave_sent(&mut self) -> Result<(), BooksError> {
+        let Some((_, task)) = self.writing.front_mut() else { return std::future::pending().await };
+        let res = task.await.expect("intents task does not panic");
+        self.writing.pop_front();
+        res
+    }
+
+    /// Wait for the next event of a pipelined driver: a wave of [`Dispatcher::send_detached`]
+    /// has left (or its intents failed), or replies came in ([`Dispatcher::join`]: the first
+    /// and every other one already in). Pending forever when nothing is in flight (guard it with
+    /// [`Dispatcher::in_flight`]). Cancel-safe (for `select!`): nothing is taken unless this
+    /// resolves.
+    pub async fn event(&mut self) -> Event<T> {
+        let flying = self.flying.clone();
+        let writing = &mut self.writing;
+        let event = std::future::poll_fn(|cx| {
+            if let Some((_, task)) = writing.front_mut()
+                && let Poll::Ready(res) = std::pin::Pin::new(task).poll(cx)
+            {
+                writing.pop_front();
+                return Poll::Ready(Event::Sent(res.expect("intents task does not panic")));
+            }
+            match flying.lock().expect("flying lock").set.poll_join_next(cx) {
+                Poll::Ready(Some(r)) => Poll::Ready(Event::Replies(vec![r.expect("judge task does not panic")])),
+                // No request out: only a wave being written can bring the next event.
+                Poll::Ready(None) | Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
+        match event {
+            Event::Replies(mut replies) => {
+                let mut f = self.flying();
+                while let Some(more) = f.set.try_join_next() {
+                    replies.push(more.expect("judge task does not panic"));
+                }
+                Event::Replies(replies)
+            }
+            sent => sent,
+        }
+    }
+
+    /// Wait for the next reply and take every other one already in. `None` when no request is
+    /// out ([`Dispatcher::requests_out`]; the waves still being written are not waited for).
+    /// Cancel-safe (for `select!`): a reply is taken only when this resolves; book it with
+    /// [`Dispatcher::record`].
     pub async fn join(&mut self) -> Option<Vec<Reply<T>>> {
-        let first = self.set.join_next().await?;
+        let flying = self.flying.clone();
+        let first = std::future::poll_fn(|cx| flying.lock().expect("flying lock").set.poll_join_next(cx)).await?;
         let mut replies = vec![first.expect("judge task does not panic")];
-        while let Some(more) = self.set.try_join_next() {
+        let mut f = self.flying();
+        while let Some(more) = f.set.try_join_next() {
             replies.push(more.expect("judge task does not panic"));
         }
         Some(replies)
@@ -281,23 +405,30 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// billed. Do not call [`Dispatcher::give_up`] before it resolves (its replies would be
     /// booked twice).
     pub fn record_detached(&mut self, replies: Vec<Reply<T>>) -> Recording<T> {
+        let mut f = self.flying();
         for r in &replies {
-            self.in_flight.remove(&r.sent.intent);
+            f.reservations.remove(&r.sent.intent);
         }
+        drop(f);
         let (books, describe) = (self.books.clone(), self.judge.describe());
         tokio::task::spawn_blocking(move || book_replies(&books, describe, replies))
     }
 
-    /// Stop waiting: abort the requests in flight and book each as possibly billed at its
-    /// reserved worst case (their replies will not be recorded). Returns how many, their total
-    /// (USD) and their reservations (to settle in the caller's budget).
+    /// Stop waiting: let the waves whose intents are being written leave first, then abort
+    /// the requests in flight and book each as possibly billed at its reserved worst case
+    /// (their replies will not be recorded). Returns how many, their total (USD) and their
+    /// reservations (to settle in the caller's budget).
     ///
     /// # Errors
-    /// [`BooksError::Intents`].
+    /// [`BooksError`]: a wave's intents, or the bookings, could not be written.
     pub async fn give_up(&mut self, reason: &'static str) -> Result<(usize, f64, Vec<Reservation>), BooksError> {
-        self.set.shutdown().await;
+        while self.waves_writing() > 0 {
+            self.wave_sent().await?;
+        }
+        let mut set = std::mem::take(&mut self.flying().set);
+        set.shutdown().await;
         let (n, usd) = self.books_io(move |bk| bk.give_up(reason)).await?;
-        Ok((n, usd, self.in_flight.drain().map(|(_, r)| r).collect()))
+        Ok((n, usd, self.flying().reservations.drain().map(|(_, r)| r).collect()))
     }
 
     /// Send every query of `todo` (pool, a shown first, b, tag) with at most `concurrency` in
@@ -415,6 +546,43 @@ mod tests {
         assert_eq!((books.log().records().len(), books.in_flight()), (11, 0));
         let spent: f64 = books.log().records().iter().map(|r| r.cost_usd).sum();
         assert!((spent - budget.spent_usd).abs() < 1e-15, "{spent} {}", budget.spent_usd);
+    }
+
+    /// A wave handed to `send_detached` counts as in flight at once; its requests leave only
+    /// after its intents are on disk, and its replies come through `event`. A second wave given
+    /// up on while its intents are written leaves first and is booked as possibly billed.
+    #[tokio::test]
+    async fn a_detached_wave_leaves_after_its_intents_and_give_up_books_waves_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pool, judge) = (pool(4), priced(20));
+        let mut budget = Budget::new(None, None, 0, 0.0);
+        let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), Books::open(dir.path()).unwrap().0);
+        let wave = |pairs: &[(usize, usize)], budget: &mut Budget| -> Vec<Query<(usize, usize)>> {
+            pairs
+                .iter()
+                .map(|&(a, b)| {
+                    let reservation = budget.try_reserve(judge.worst_case_usd(&pool, a, b)).unwrap();
+                    Query { tag: (a, b), pool: pool.clone(), a, b, key: judge.cache_key(&pool, a, b), reservation }
+                })
+                .collect()
+        };
+        disp.send_detached(wave(&[(0, 1), (1, 2)], &mut budget));
+        assert_eq!((disp.in_flight(), disp.waves_writing()), (2, 1));
+        let Event::Sent(sent) = disp.event().await else { panic!("the wave leaves before any reply") };
+        sent.unwrap();
+        assert_eq!((disp.requests_out(), disp.waves_writing(), disp.books().in_flight()), (2, 0, 2));
+        let mut replies = Vec::new();
+        while replies.len() < 2 {
+            let Event::Replies(r) = disp.event().await else { panic!("no wave is being written") };
+            replies.extend(r);
+        }
+        let settled = disp.record(replies).await.unwrap();
+        assert!(settled.iter().all(|s| matches!(s.outcome, Outcome::Verdict { stored: true, .. })));
+        disp.send_detached(wave(&[(2, 3), (3, 0)], &mut budget));
+        let (n, _, reservations) = disp.give_up("test").await.unwrap();
+        assert_eq!((n, reservations.len(), disp.in_flight()), (2, 2, 0));
+        let books = disp.into_books();
+        assert_eq!((books.log().records().len(), books.in_flight()), (2, 0));
     }
 
     /// `Flow::Stop` ends the sending, but what is in flight is waited for and stored.

@@ -17,7 +17,7 @@
 //! has (`stop_reason: judge_failing`) and prints the summary. A run removes the result.json of an
 //! earlier run in its folder when it starts, so no older result is left looking current.
 
-use super::dispatch::{Dispatcher, Outcome, Query, Settled};
+use super::dispatch::{Dispatcher, Event, Outcome, Query, Settled};
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
 use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
@@ -424,9 +424,13 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let fits_file = Arc::new(std::sync::Mutex::new(fits_file));
     let mut current: Option<(FitSummary, Posterior)> = None;
     let mut fit_task: Option<tokio::task::JoinHandle<FitDone>> = None;
-    // Replies being booked (their verdicts fsynced) while the next picks are sent.
-    // Booked in the order collected; several may run at once.
+    // Replies being booked (their verdicts fsynced) while the next picks are sent: one
+    // booking at a time, in the order collected.
     let mut recording: std::collections::VecDeque<super::dispatch::Recording<()>> = Default::default();
+    // Replies that came in while a booking runs: booked together once it is done (one fsync of
+    // the verdict log for all of them, not one each next to the intents' fsyncs). Never
+    // non-empty while `recording` is empty.
+    let mut to_book: Vec<super::dispatch::Reply<()>> = Vec::new();
     let mut usd_blocked = false; // a reservation failed; retried once a query settles
     let mut grace_end: Option<tokio::time::Instant> = None;
     let mut hard_stop: Option<StopReason> = None; // the fit failed: drain, then stop
@@ -525,8 +529,10 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     }
                 }
             }
-            // Reserve each pick's worst case, write their intents (one fsync), then send: an
-            // intent is on disk before its request leaves, so a kill from here on books it.
+            // Reserve each pick's worst case and hand them over: a blocking task writes their
+            // intents (one fsync) and then sends them, so an intent is on disk before its
+            // request leaves and a kill from then on books it. The loop goes on meanwhile
+            // (the picks are pending at once: never picked twice, their budget held).
             let mut wave = Vec::new();
             for (a, b) in picks {
                 let worst = judge.worst_case_usd(&pool, a, b);
@@ -544,7 +550,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 break (summary, StopReason::MaxUsd);
             }
             let sent: Vec<(usize, usize)> = wave.iter().map(|q| (q.a, q.b)).collect();
-            disp.send(wave).await?;
+            disp.send_detached(wave);
             for (a, b) in sent {
                 sched.sent(a, b);
                 rate.sent();
@@ -609,20 +615,31 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                     }
                 }
             }
-            replies = disp.join(), if disp.in_flight() > 0 => {
+            event = disp.event(), if disp.in_flight() > 0 => match event {
+                // A wave's requests have left (or its intents could not be written: the run
+                // stops with that error; none of its queries was sent).
+                Event::Sent(sent) => sent?,
                 // This reply and every other one already in free their slots at once: one
-                // acquisition step and one intent fsync fill them while their verdicts are
-                // fsynced (the two fsyncs run side by side). Until booked they stay pending,
-                // their intents open and their reservations held.
-                let replies = replies.expect("in flight");
-                for r in &replies {
-                    let (a, b) = r.pair();
-                    sched.answered(a, b);
+                // acquisition step fills them while their verdicts are fsynced (next to the
+                // intents' fsync of the new wave). Until booked they stay pending, their intents
+                // open and their reservations held.
+                Event::Replies(replies) => {
+                    for r in &replies {
+                        let (a, b) = r.pair();
+                        sched.answered(a, b);
+                    }
+                    if recording.is_empty() {
+                        recording.push_back(disp.record_detached(replies));
+                    } else {
+                        to_book.extend(replies);
+                    }
                 }
-                recording.push_back(disp.record_detached(replies));
-            }
+            },
             recorded = async { recording.front_mut().expect("guarded").await }, if !recording.is_empty() => {
                 recording.pop_front();
+                if !to_book.is_empty() {
+                    recording.push_back(disp.record_detached(std::mem::take(&mut to_book)));
+                }
                 for settled in recorded.expect("books task does not panic")? {
                     usd_blocked = false;
                     rate.resolved();

@@ -14,7 +14,7 @@
 //! billed intent. [`Books::spend`] adds them up for one judge configuration.
 
 use crate::store::intents::{Closure, Intent};
-use crate::store::intents::{IntentError, IntentId, IntentLog};
+use crate::store::intents::{IntentError, IntentId, IntentLog, StagedIntents};
 use crate::store::ledger::{self, CacheError, Duplicate, ReadLog, StagedRecords, VerdictLog, VerdictRecord};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -154,6 +154,22 @@ impl Books {
     /// [`BooksError::Intents`]: then none of them may be sent.
     pub fn begin_all(&mut self, queries: &[(&str, &str, &str, f64)]) -> Result<Vec<IntentId>, BooksError> {
         Ok(self.intents.begin_all(queries)?)
+    }
+
+    /// The first half of [`Books::begin_all`]: the intents written and flushed, not fsynced
+    /// ([`IntentLog::stage_all`]). Sync them with [`StagedIntents::sync`] without holding the
+    /// books (verdicts can be booked meanwhile), and send only once that succeeded; if it
+    /// fails, [`Books::abandon_intents`].
+    ///
+    /// # Errors
+    /// [`BooksError::Intents`]: then none of them may be sent.
+    pub fn stage_intents(&mut self, queries: &[(&str, &str, &str, f64)]) -> Result<StagedIntents, BooksError> {
+        Ok(self.intents.stage_all(queries)?)
+    }
+
+    /// Forget intents whose sync failed (none of their requests was sent).
+    pub fn abandon_intents(&mut self, staged: StagedIntents) {
+        self.intents.abandon(staged);
     }
 
     /// Store the verdict of intent `id` (the record gets the intent's id). Returns `false` when

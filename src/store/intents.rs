@@ -122,6 +122,30 @@ pub struct IntentLog {
     possibly_billed: Vec<Closure>,
 }
 
+/// Intents written and flushed, not yet fsynced ([`IntentLog::stage_all`]): their requests may
+/// leave only once [`StagedIntents::sync`] succeeded.
+#[derive(Debug)]
+pub struct StagedIntents {
+    ids: Vec<IntentId>,
+    file: File,
+    path: PathBuf,
+}
+
+impl StagedIntents {
+    /// The intents' ids, in the order of the queries staged.
+    pub fn ids(&self) -> &[IntentId] {
+        &self.ids
+    }
+
+    /// fsync the intent lines (run it without holding the log).
+    ///
+    /// # Errors
+    /// [`IntentError::Io`] naming the intent log: then none of the requests may be sent.
+    pub fn sync(&self) -> Result<(), IntentError> {
+        self.file.sync_data().map_err(|source| IntentError::Io { path: self.path.clone(), source })
+    }
+}
+
 fn now_s() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
@@ -311,6 +335,22 @@ impl IntentLog {
     /// # Errors
     /// [`IntentError::Io`]: then none of the requests may be sent.
     pub fn begin_all(&mut self, queries: &[(&str, &str, &str, f64)]) -> Result<Vec<IntentId>, IntentError> {
+        let staged = self.stage_all(queries)?;
+        if let Err(e) = staged.sync() {
+            self.abandon(staged);
+            return Err(e);
+        }
+        Ok(staged.ids)
+    }
+
+    /// The first half of [`IntentLog::begin_all`]: the intents written, flushed and open (with
+    /// their ids), not fsynced. Sync them with [`StagedIntents::sync`], which needs no access to
+    /// the log (other lines can be written meanwhile), before any of the requests leaves; if the
+    /// sync fails, [`IntentLog::abandon`] them and send none.
+    ///
+    /// # Errors
+    /// [`IntentError::Io`]: then none of the requests may be sent.
+    pub fn stage_all(&mut self, queries: &[(&str, &str, &str, f64)]) -> Result<StagedIntents, IntentError> {
         let mut text = String::new();
         let mut intents = Vec::with_capacity(queries.len());
         let mut attempts: HashMap<&str, u32> = HashMap::new();
@@ -330,14 +370,26 @@ impl IntentLog {
             text.push('\n');
             intents.push(intent);
         }
-        self.write_synced(&text)?;
+        let io = |source| IntentError::Io { path: self.path.clone(), source };
+        self.file.write_all(text.as_bytes()).map_err(io)?;
+        self.file.flush().map_err(io)?;
+        let file = self.file.try_clone().map_err(io)?;
         self.next_id += queries.len() as IntentId;
         let ids = intents.iter().map(|i| i.intent).collect();
         for i in intents {
             self.attempts.insert(i.key.clone(), i.attempt);
             self.open.insert(i.intent, i);
         }
-        Ok(ids)
+        Ok(StagedIntents { ids, file, path: self.path.clone() })
+    }
+
+    /// Forget intents whose sync failed (none of their requests was sent). Their lines may
+    /// still reach the disk; the next open then books them as possibly billed, which errs on
+    /// the side of spend.
+    pub fn abandon(&mut self, staged: StagedIntents) {
+        for id in staged.ids {
+            self.open.remove(&id);
+        }
     }
 
     /// The intent `id` was closed by its record (a verdict or a paid failure carrying the id,
