@@ -159,6 +159,26 @@ impl Normals {
     }
 }
 
+/// π from two workers that each run `work` (top-k counts of the blocks it takes from a shared
+/// queue), the second after `side`; counts are sums, so the split does not matter.
+fn two_workers_beside<T: Send>(
+    fit: &Fit,
+    draws: usize,
+    work: impl Fn() -> Vec<usize> + Sync,
+    side: impl FnOnce() -> T + Send,
+) -> (Vec<f64>, T) {
+    let (mine, (theirs, out)) = std::thread::scope(|sc| {
+        let other = sc.spawn(|| {
+            let out = side();
+            (work(), out)
+        });
+        (work(), other.join().expect("membership worker panicked"))
+    });
+    let mut pi: Vec<f64> = mine.iter().zip(&theirs).map(|(a, b)| (a + b) as f64 / draws as f64).collect();
+    pool_isolated(fit, &mut pi);
+    (pi, out)
+}
+
 /// [`topk_membership`] beside another job: `side` runs on a second thread, which then joins the
 /// calling thread in drawing whatever blocks are left. π is the same as [`topk_membership`]'s
 /// for the same `rng` (the same blocks and seeds; counts are sums, so which thread drew a block
@@ -190,16 +210,7 @@ pub fn topk_membership_beside<T: Send>(
         }
         counts
     };
-    let (mine, (theirs, out)) = std::thread::scope(|sc| {
-        let other = sc.spawn(|| {
-            let out = side();
-            (work(), out)
-        });
-        (work(), other.join().expect("membership worker panicked"))
-    });
-    let mut pi: Vec<f64> = mine.iter().zip(&theirs).map(|(a, b)| (a + b) as f64 / draws as f64).collect();
-    pool_isolated(fit, &mut pi);
-    (pi, out)
+    two_workers_beside(fit, draws, work, side)
 }
 
 /// [`topk_membership_beside`] with the draws already made ([`Normals`], from the caller's
@@ -228,16 +239,7 @@ pub fn topk_membership_drawn_beside<T: Send>(
         }
         counts
     };
-    let (mine, (theirs, out)) = std::thread::scope(|sc| {
-        let other = sc.spawn(|| {
-            let out = side();
-            (work(), out)
-        });
-        (work(), other.join().expect("membership worker panicked"))
-    });
-    let mut pi: Vec<f64> = mine.iter().zip(&theirs).map(|(a, b)| (a + b) as f64 / draws as f64).collect();
-    pool_isolated(fit, &mut pi);
-    (pi, out)
+    two_workers_beside(fit, draws, work, side)
 }
 
 /// Top-k membership of the apparent quality φ_m = θ_m + Σ_j w\[m\]\[j\] c_j (length M), with `w`
