@@ -843,3 +843,29 @@ fn a_damaged_run_folder_config_is_named_in_the_error_excerpt() {
     assert!(t.contains(&format!("--> {}:1:", run.join("config.yaml").display())), "{t}");
     assert!(!t.contains("<input>"), "{t}");
 }
+
+/// A stored verdict whose line names an item the pool does not have (hand-edited: `"a": "x0"`
+/// made `"zz9"`, key unchanged) is still that pair's verdict, through the key its intent line
+/// resolves: a resume asks nothing, and asks nothing again on the next resume (it re-asked the
+/// pair, and paid for it, on every resume).
+#[test]
+fn a_verdict_line_with_an_unknown_item_id_is_matched_by_its_key_and_not_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "unk", 30, "");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let run = dir.path().join("runs/unk");
+    let verdicts = std::fs::read_to_string(run.join("verdicts.jsonl")).unwrap();
+    let mut lines: Vec<String> = verdicts.lines().map(str::to_owned).collect();
+    let mut rec: serde_json::Value = serde_json::from_str(&lines[4]).unwrap();
+    rec["a"] = serde_json::json!("zz9");
+    lines[4] = rec.to_string();
+    std::fs::write(run.join("verdicts.jsonl"), lines.join("\n") + "\n").unwrap();
+    let intents_before = std::fs::read_to_string(run.join("intents.jsonl")).unwrap().lines().count();
+    for _ in 0..2 {
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("resumed: 30 stored verdicts reused, 0 queries asked"), "{}", text(&out));
+    }
+    let intents_after = std::fs::read_to_string(run.join("intents.jsonl")).unwrap().lines().count();
+    assert_eq!(intents_after, intents_before, "no request was sent");
+}

@@ -128,10 +128,15 @@ impl<'a> RunQueries<'a> {
         if let Some(&hit) = self.known.lock().expect("key table lock").get(key) {
             return hit;
         }
-        let pair = match (self.pool.item_index(a), self.pool.item_index(b)) {
-            (Some(a), Some(b)) if self.is_pair(a, b) && self.judge.cache_key(self.pool, a, b) == key => Some((a, b)),
-            _ => None,
+        let (Some(a), Some(b)) = (self.pool.item_index(a), self.pool.item_index(b)) else {
+            // An id the pool does not have (a hand-edited or damaged line) says nothing about the
+            // key: another line naming the key's own items (its intent's, written before the
+            // request) may still resolve it, and then this line counts as that pair's. Caching
+            // `None` here made such a pair look unasked on every resume, and each resume paid
+            // for it again (the reply then lost to the stored line's key).
+            return None;
         };
+        let pair = (self.is_pair(a, b) && self.judge.cache_key(self.pool, a, b) == key).then_some((a, b));
         self.known.lock().expect("key table lock").insert(key.to_owned(), pair);
         pair
     }
