@@ -549,7 +549,7 @@ fn newton_step_cg(
 /// [`FitError::NotConverged`] after `max_iter` iterations; [`FitError::NotPositiveDefinite`]
 /// if a prior is not positive; [`FitError::InvalidData`] for outcomes outside [0, 1].
 pub fn fit(d: &Design, lambda: &[f64], start: Option<&[f64]>, opts: &FitOptions) -> Result<Fit, FitError> {
-    fit_beside(d, lambda, start, opts, || ()).0
+    fit_with(d, lambda, start, opts, None::<fn()>).0
 }
 
 /// [`fit`] with a job `side` that does not depend on it (e.g. the membership draws' normals) on
@@ -569,6 +569,20 @@ pub fn fit_beside<T: Send>(
     opts: &FitOptions,
     side: impl FnOnce() -> T + Send,
 ) -> (Result<Fit, FitError>, T) {
+    let (fit, out) = fit_with(d, lambda, start, opts, Some(side));
+    (fit, out.expect("a side job was given"))
+}
+
+/// [`fit_beside`], or [`fit`] when `side` is `None` (then no thread is spawned for it).
+fn fit_with<T: Send>(
+    d: &Design,
+    lambda: &[f64],
+    start: Option<&[f64]>,
+    opts: &FitOptions,
+    side: Option<impl FnOnce() -> T + Send>,
+) -> (Result<Fit, FitError>, Option<T>) {
+    let side_is_none = side.is_none();
+    let side = || side.map(|f| f());
     let n = d.n_params();
     assert_eq!(lambda.len(), n, "lambda has length {} but n = {n}", lambda.len());
     if let Err(e) = d.validate() {
@@ -599,7 +613,7 @@ pub fn fit_beside<T: Send>(
     };
     if n < opts.sparse_min_params {
         let dense = |beta| newton(d, lambda, beta, is_fixed, opts, &|curv| Ok(Factor::Dense(dense_factor(curv)?)));
-        if n < SIDE_THREAD_MIN_PARAMS {
+        if n < SIDE_THREAD_MIN_PARAMS || side_is_none {
             let fit = dense(beta);
             return (fit, side());
         }

@@ -621,26 +621,30 @@ impl SparseCholesky {
     /// L (permuted order) scattered into a dense n×n lower triangle in single precision
     /// (column-major), built once.
     fn dense_lower32(&self) -> &[f32] {
-        self.dense32.get_or_init(|| {
-            let (sym, l) = self.supernodal();
-            let n = self.n;
-            let mut out = vec![0f32; n * n];
-            for s in 0..sym.n_supernodes() {
-                let sn = l.supernode(s);
-                let v = sn.val();
-                let (start, size, pattern) = (sn.start(), v.ncols(), sn.pattern());
-                for c in 0..size {
-                    let col = &mut out[(start + c) * n..(start + c + 1) * n];
-                    for r in c..size {
-                        col[start + r] = v[(r, c)] as f32;
-                    }
-                    for (idx, &r) in pattern.iter().enumerate() {
-                        col[r] = v[(size + idx, c)] as f32;
-                    }
+        self.dense32.get_or_init(|| self.scatter_lower(|v| v as f32))
+    }
+
+    /// L (permuted order) scattered into a dense column-major n×n lower triangle, each value
+    /// converted by `conv`.
+    fn scatter_lower<T: Copy + Default>(&self, conv: impl Fn(f64) -> T) -> Vec<T> {
+        let (sym, l) = self.supernodal();
+        let n = self.n;
+        let mut out = vec![T::default(); n * n];
+        for s in 0..sym.n_supernodes() {
+            let sn = l.supernode(s);
+            let v = sn.val();
+            let (start, size, pattern) = (sn.start(), v.ncols(), sn.pattern());
+            for c in 0..size {
+                let col = &mut out[(start + c) * n..(start + c + 1) * n];
+                for r in c..size {
+                    col[start + r] = conv(v[(r, c)]);
+                }
+                for (idx, &r) in pattern.iter().enumerate() {
+                    col[r] = conv(v[(size + idx, c)]);
                 }
             }
-            out
-        })
+        }
+        out
     }
 
     /// W = L⁻¹ as a dense triangle, with the permutation: H⁻¹ = Pᵀ WᵀW P. faer's triangular
@@ -676,23 +680,7 @@ impl SparseCholesky {
 
     /// L (permuted order) scattered into a dense n×n lower triangle in double precision.
     fn dense_lower(&self) -> Matrix {
-        let (sym, l) = self.supernodal();
-        let mut out = Matrix::zeros(self.n, self.n);
-        for s in 0..sym.n_supernodes() {
-            let sn = l.supernode(s);
-            let v = sn.val();
-            let (start, size, pattern) = (sn.start(), v.ncols(), sn.pattern());
-            for c in 0..size {
-                let col = out.col_mut(start + c);
-                for r in c..size {
-                    col[start + r] = v[(r, c)];
-                }
-                for (idx, &r) in pattern.iter().enumerate() {
-                    col[r] = v[(size + idx, c)];
-                }
-            }
-        }
-        out
+        Matrix { nrows: self.n, ncols: self.n, data: self.scatter_lower(|v| v) }
     }
 }
 
