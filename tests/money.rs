@@ -125,7 +125,7 @@ pub(crate) struct Booked {
 }
 
 impl Booked {
-    fn requests(&self) -> usize {
+    pub(crate) fn requests(&self) -> usize {
         self.verdicts + self.failed + self.possibly_billed
     }
 }

@@ -6,7 +6,8 @@
 use crate::common::fake_openai::FakeOpenAi;
 use crate::common::*;
 use crate::money::{
-    booked, check_books, config, fake, result_json, run_to_end, server_bill, signal, start, wait_until, worst_cases,
+    booked, check_books, config, fake, lines, result_json, run_to_end, server_bill, signal, start, wait_until,
+    worst_cases,
 };
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -15,10 +16,21 @@ const PIPELINED_32: &str = "  concurrency: 32\n  refit_every: 8\n  dispatch: pip
 
 #[test]
 fn pipelined_32_in_flight_sends_every_pair_once_and_fills_its_slots() {
+    sends_every_pair_once(PIPELINED_32);
+}
+
+#[test]
+fn pipelined_32_in_flight_and_4_written_ahead_sends_every_pair_once_and_never_more_than_32() {
+    sends_every_pair_once(&format!("{PIPELINED_32}  write_ahead: 4\n"));
+}
+
+/// 56 ordered pairs with 32 in flight: each sent once, 32 at once at the peak (never more, also
+/// with picks written ahead), every verdict stored.
+fn sends_every_pair_once(acq: &str) {
     let fake = fake();
     fake.set_delay_ms(100);
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "pipe", &fake, PIPELINED_32, "  max_comparisons: 56\n", "");
+    let cfg = config(dir.path(), "pipe", &fake, acq, "  max_comparisons: 56\n", "");
     let run = dir.path().join("runs/pipe");
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));
@@ -33,13 +45,24 @@ fn pipelined_32_in_flight_sends_every_pair_once_and_fills_its_slots() {
 
 #[test]
 fn pipelined_32_in_flight_never_passes_max_usd() {
+    never_passes_max_usd(PIPELINED_32);
+}
+
+#[test]
+fn pipelined_32_in_flight_and_4_written_ahead_never_passes_max_usd() {
+    never_passes_max_usd(&format!("{PIPELINED_32}  write_ahead: 4\n"));
+}
+
+/// `max_usd` stops the pipeline when the next worst case no longer fits, never after; the picks
+/// written ahead are reserved like the requests in flight, and sent.
+fn never_passes_max_usd(acq: &str) {
     let fake = fake();
     fake.set_delay_ms(20);
     let dir = tempfile::tempdir().unwrap();
-    let probe = config(dir.path(), "pusd", &fake, PIPELINED_32, "  max_comparisons: 1\n", "");
+    let probe = config(dir.path(), "pusd", &fake, acq, "  max_comparisons: 1\n", "");
     let (mean, max_w) = worst_cases(&probe);
     let max_usd = 20.5 * mean;
-    let cfg = config(dir.path(), "pusd", &fake, PIPELINED_32, &format!("  max_usd: {max_usd}\n"), "");
+    let cfg = config(dir.path(), "pusd", &fake, acq, &format!("  max_usd: {max_usd}\n"), "");
     let run = dir.path().join("runs/pusd");
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));
@@ -51,13 +74,26 @@ fn pipelined_32_in_flight_never_passes_max_usd() {
 
 #[test]
 fn sigkill_with_32_in_flight_books_them_and_resumes_within_max_usd() {
+    sigkill_with_32_in_flight(0);
+}
+
+#[test]
+fn sigkill_with_32_in_flight_and_4_written_ahead_books_all_36_and_resumes_within_max_usd() {
+    sigkill_with_32_in_flight(4);
+}
+
+/// A pipelined run with 32 in flight and `ahead` picks written ahead is killed while the server
+/// holds the 32: every intent on disk (32 sent, `ahead` never sent: a kill cannot tell them
+/// apart) is booked as possibly billed, and the resumed run stays within `max_usd`.
+fn sigkill_with_32_in_flight(ahead: usize) {
     let fake = fake();
     let dir = tempfile::tempdir().unwrap();
-    let probe = config(dir.path(), "pkill", &fake, PIPELINED_32, "  max_comparisons: 1\n", "");
+    let acq = format!("{PIPELINED_32}  write_ahead: {ahead}\n");
+    let probe = config(dir.path(), "pkill", &fake, &acq, "  max_comparisons: 1\n", "");
     let (mean, max_w) = worst_cases(&probe);
     let max_usd = 44.5 * mean;
     let budget = format!("  max_usd: {max_usd}\n");
-    let cfg = config(dir.path(), "pkill", &fake, PIPELINED_32, &budget, "");
+    let cfg = config(dir.path(), "pkill", &fake, &acq, &budget, "");
     let run = dir.path().join("runs/pkill");
     fake.hold(1..=32);
     let child = start(dir.path(), &cfg);
@@ -71,13 +107,16 @@ fn sigkill_with_32_in_flight_books_them_and_resumes_within_max_usd() {
     child.wait().unwrap();
     fake.release_all();
     let before = booked(&run);
-    assert_eq!((before.verdicts, before.open_intents), (0, 32), "{before:?}");
+    assert_eq!((before.verdicts, before.open_intents), (0, 32 + ahead), "{before:?}");
     assert_eq!(server_bill(&fake).0, 32);
 
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));
-    let b = check_books(&fake, &run, Some(max_usd), true);
-    assert_eq!(b.possibly_billed, 32, "{b:?}");
+    let b = check_books(&fake, &run, Some(max_usd), ahead == 0);
+    assert_eq!(b.possibly_billed, 32 + ahead, "{b:?}");
+    let (n, usd) = server_bill(&fake);
+    assert_eq!(n + ahead, b.requests(), "every request the server saw is booked, and the {ahead} never sent: {b:?}");
+    assert!(usd <= b.usd + 1e-12, "server ${usd}, books ${}", b.usd);
     assert_eq!(result_json(&run)["stop_reason"], "max_usd", "{}", text(&out));
     assert!(max_usd - b.usd < max_w, "stopped only when a worst case no longer fit: {} of {max_usd}", b.usd);
     let (n, _) = server_bill(&fake);
@@ -87,9 +126,22 @@ fn sigkill_with_32_in_flight_books_them_and_resumes_within_max_usd() {
 
 #[test]
 fn ctrl_c_with_32_in_flight_stores_them_and_resumes() {
+    ctrl_c_with_32_in_flight(0);
+}
+
+#[test]
+fn ctrl_c_with_32_in_flight_and_4_written_ahead_stores_the_32_and_closes_the_4_unbilled() {
+    ctrl_c_with_32_in_flight(4);
+}
+
+/// Ctrl-C while the server holds 32 requests (and `ahead` picks are written ahead): the 32 are
+/// waited for and stored, the picks written ahead are not sent and their intents are closed as
+/// not billed; the resumed run pays for no query twice.
+fn ctrl_c_with_32_in_flight(ahead: usize) {
     let fake = fake();
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "pintr", &fake, PIPELINED_32, "  max_comparisons: 48\n", "");
+    let acq = format!("{PIPELINED_32}  write_ahead: {ahead}\n");
+    let cfg = config(dir.path(), "pintr", &fake, &acq, "  max_comparisons: 48\n", "");
     let run = dir.path().join("runs/pintr");
     fake.hold(1..=32);
     let mut child = start(dir.path(), &cfg);
@@ -103,6 +155,11 @@ fn ctrl_c_with_32_in_flight_stores_them_and_resumes() {
     assert_eq!(result_json(&run)["stop_reason"], "interrupted");
     let b = check_books(&fake, &run, None, true);
     assert_eq!((b.verdicts, b.possibly_billed, server_bill(&fake).0), (32, 0, 32), "the 32 in flight were stored");
+    let unsent = lines(&run.join("intents.jsonl"))
+        .into_iter()
+        .filter(|l| l["possibly_billed"] == false && l["reason"] == "not sent: the run stopped sending")
+        .count();
+    assert_eq!(unsent, ahead, "the picks written ahead are closed as not billed");
 
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));
@@ -161,7 +218,7 @@ fn server_rate(fake: &FakeOpenAi, latency_s: f64) -> f64 {
 }
 
 /// Throughput benchmark (README, "Throughput"): 0.5 s latency, 400 queries. Pipelined with 32
-/// in flight must reach ≥ 95% of 32 / 0.5 s = 3,840 requests/min; with
+/// in flight (and 4 picks written ahead) must reach ≥ 95% of 32 / 0.5 s = 3,840 requests/min; with
 /// `requests_per_minute: 1200` and 64 in flight, ≥ 95% of 1,200 and never above it.
 #[test]
 #[ignore = "benchmark: ~1 min; run with `cargo test --test integration pipeline::throughput -- --ignored --nocapture`"]
@@ -170,8 +227,14 @@ fn throughput_benchmark() {
     // 30 items: 870 ordered pairs, enough for 400 queries.
     let fake = FakeOpenAi::start();
     fake.set_delay_ms(500);
-    let cfg =
-        bench_config(dir.path(), "c32", &fake, "  concurrency: 32\n  refit_every: 8\n  dispatch: pipelined\n", "", 30);
+    let cfg = bench_config(
+        dir.path(),
+        "c32",
+        &fake,
+        "  concurrency: 32\n  refit_every: 8\n  dispatch: pipelined\n  write_ahead: 4\n",
+        "",
+        30,
+    );
     let t0 = Instant::now();
     let out = bench_run(dir.path(), &cfg);
     let wall = t0.elapsed().as_secs_f64();

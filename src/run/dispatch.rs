@@ -164,6 +164,19 @@ fn book_replies<T>(
     Ok(settled)
 }
 
+/// A query written ahead and withdrawn before it was sent ([`Dispatcher::withdraw`]).
+#[derive(Debug)]
+pub struct Unsent<T> {
+    /// The caller's label.
+    pub tag: T,
+    /// Item shown first.
+    pub a: usize,
+    /// Item shown second.
+    pub b: usize,
+    /// Its reservation, to settle at no cost.
+    pub reservation: Reservation,
+}
+
 /// What [`Dispatcher::dispatch_all`] did.
 #[derive(Debug)]
 pub struct DispatchReport<T> {
@@ -189,6 +202,36 @@ pub enum Flow {
 struct Flying<T> {
     set: tokio::task::JoinSet<Reply<T>>,
     reservations: HashMap<IntentId, Reservation>,
+    /// Written ahead: intents on disk, requests not sent yet; the first is sent the moment a
+    /// request's reply comes back ([`Dispatcher::set_wire_limit`]).
+    primed: std::collections::VecDeque<Sent<T>>,
+    /// Requests sent whose judge call has not returned yet.
+    on_wire: usize,
+    /// At most this many on the wire (the rest of a wave waits in `primed`).
+    wire_limit: usize,
+    judge: Arc<dyn Judge>,
+}
+
+impl<T: Send + 'static> Flying<T> {
+    /// Send primed queries while the wire has room. Called with the lock held, by the task
+    /// that wrote a wave and by every judge task whose reply has just come back.
+    fn launch(&mut self, me: &Arc<Mutex<Flying<T>>>) {
+        while self.on_wire < self.wire_limit {
+            let Some(sent) = self.primed.pop_front() else { break };
+            self.on_wire += 1;
+            let (judge, me) = (self.judge.clone(), me.clone());
+            self.set.spawn(async move {
+                let out = judge.judge(&sent.query.pool, sent.query.a, sent.query.b).await;
+                // The slot is free: the next primed query leaves from here, not after a hop
+                // through the driver (docs/live.md, "Concurrency").
+                let mut f = me.lock().expect("flying lock");
+                f.on_wire -= 1;
+                f.launch(&me);
+                drop(f);
+                Reply { sent, out }
+            });
+        }
+    }
 }
 
 /// A wave handed to [`Dispatcher::send_detached`]: its size and the blocking task that writes
@@ -199,8 +242,7 @@ type Writing = (usize, tokio::task::JoinHandle<Result<(), BooksError>>);
 /// spawn each request into `flying`. Nothing is sent unless every intent is on disk.
 fn write_and_send<T: Send + 'static>(
     books: &Mutex<Books>,
-    flying: &Mutex<Flying<T>>,
-    judge: &Arc<dyn Judge>,
+    flying: &Arc<Mutex<Flying<T>>>,
     queries: Vec<Query<T>>,
 ) -> Result<(), BooksError> {
     let rows: Vec<(&str, &str, &str, f64)> = queries
@@ -215,12 +257,9 @@ fn write_and_send<T: Send + 'static>(
     let mut f = flying.lock().expect("flying lock");
     for (query, &intent) in queries.into_iter().zip(staged.ids()) {
         f.reservations.insert(intent, query.reservation);
-        let judge = judge.clone();
-        f.set.spawn(async move {
-            let out = judge.judge(&query.pool, query.a, query.b).await;
-            Reply { sent: Sent { query, intent }, out }
-        });
+        f.primed.push_back(Sent { query, intent });
     }
+    f.launch(flying);
     Ok(())
 }
 
@@ -236,7 +275,14 @@ pub struct Dispatcher<T> {
 impl<T: Send + 'static> Dispatcher<T> {
     /// A dispatcher sending to `judge` and booking into `books`.
     pub fn new(judge: Arc<dyn Judge>, books: Books) -> Self {
-        let flying = Flying { set: tokio::task::JoinSet::new(), reservations: HashMap::new() };
+        let flying = Flying {
+            set: tokio::task::JoinSet::new(),
+            reservations: HashMap::new(),
+            primed: Default::default(),
+            on_wire: 0,
+            wire_limit: usize::MAX,
+            judge: judge.clone(),
+        };
         Self {
             judge,
             books: Arc::new(Mutex::new(books)),
@@ -254,7 +300,19 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// requests have just left counts twice until [`Dispatcher::wave_sent`] takes it, so this
     /// is 0 only when nothing is out or about to leave).
     pub fn in_flight(&self) -> usize {
-        self.requests_out() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
+        let f = self.flying();
+        f.set.len() + f.primed.len() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
+    }
+
+    /// Send at most `limit` requests at once: the rest of each wave is written ahead (primed)
+    /// and sent, in order, as replies come back (docs/live.md, "Concurrency"). Default: no limit.
+    pub fn set_wire_limit(&mut self, limit: usize) {
+        self.flying().wire_limit = limit.max(1);
+    }
+
+    /// Queries written ahead and not sent yet.
+    pub fn primed(&self) -> usize {
+        self.flying().primed.len()
     }
 
     /// Requests sent (their intents on disk) whose replies [`Dispatcher::join`] has not taken.
@@ -319,9 +377,9 @@ impl<T: Send + 'static> Dispatcher<T> {
         if queries.is_empty() {
             return;
         }
-        let (books, flying, judge) = (self.books.clone(), self.flying.clone(), self.judge.clone());
+        let (books, flying) = (self.books.clone(), self.flying.clone());
         let n = queries.len();
-        let task = tokio::task::spawn_blocking(move || write_and_send(&books, &flying, &judge, queries));
+        let task = tokio::task::spawn_blocking(move || write_and_send(&books, &flying, queries));
         self.writing.push_back((n, task));
     }
 
@@ -425,10 +483,41 @@ impl<T: Send + 'static> Dispatcher<T> {
         while self.waves_writing() > 0 {
             self.wave_sent().await?;
         }
+        let withdrawn = self.withdraw("not sent: the run gave up on its requests in flight").await?;
         let mut set = std::mem::take(&mut self.flying().set);
         set.shutdown().await;
         let (n, usd) = self.books_io(move |bk| bk.give_up(reason)).await?;
-        Ok((n, usd, self.flying().reservations.drain().map(|(_, r)| r).collect()))
+        let mut reservations: Vec<Reservation> = self.flying().reservations.drain().map(|(_, r)| r).collect();
+        reservations.extend(withdrawn.into_iter().map(|w| w.reservation));
+        Ok((n, usd, reservations))
+    }
+
+    /// Take back the queries written ahead and not sent yet: each is closed in the books as not
+    /// billed (`reason`; one fsync) and handed back, its reservation to settle at no cost. A
+    /// query is either sent or withdrawn, never both (both happen under one lock). Waves still
+    /// being written are not touched: withdraw again once they have left.
+    ///
+    /// # Errors
+    /// [`BooksError`]: the closing lines could not be written (the intents stay open, so the next
+    /// open books them as possibly billed: an overcount, never an undercount).
+    pub async fn withdraw(&mut self, reason: &'static str) -> Result<Vec<Unsent<T>>, BooksError> {
+        let primed: Vec<Sent<T>> = {
+            let mut f = self.flying();
+            let primed: Vec<Sent<T>> = f.primed.drain(..).collect();
+            for s in &primed {
+                f.reservations.remove(&s.intent);
+            }
+            primed
+        };
+        if primed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<IntentId> = primed.iter().map(|s| s.intent).collect();
+        self.books_io(move |bk| bk.close_unsent(&ids, reason)).await?;
+        Ok(primed
+            .into_iter()
+            .map(|Sent { query, .. }| Unsent { tag: query.tag, a: query.a, b: query.b, reservation: query.reservation })
+            .collect())
     }
 
     /// Send every query of `todo` (pool, a shown first, b, tag) with at most `concurrency` in
@@ -583,6 +672,106 @@ mod tests {
         assert_eq!((n, reservations.len(), disp.in_flight()), (2, 2, 0));
         let books = disp.into_books();
         assert_eq!((books.log().records().len(), books.in_flight()), (2, 0));
+    }
+
+    /// [`priced`] counting the judge calls running at once (its peak).
+    struct Counting {
+        inner: Arc<dyn Judge>,
+        now: std::sync::atomic::AtomicUsize,
+        peak: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Judge for Counting {
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+            self.inner.cache_key(pool, a, b)
+        }
+        fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+            self.inner.worst_case_usd(pool, a, b)
+        }
+        fn judge<'a>(
+            &'a self,
+            pool: &'a Pool,
+            a: usize,
+            b: usize,
+        ) -> crate::judge::BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+            use std::sync::atomic::Ordering::SeqCst;
+            Box::pin(async move {
+                let n = self.now.fetch_add(1, SeqCst) + 1;
+                self.peak.fetch_max(n, SeqCst);
+                let out = self.inner.judge(pool, a, b).await;
+                self.now.fetch_sub(1, SeqCst);
+                out
+            })
+        }
+    }
+
+    /// Take events until `n` replies are in (a wave that left is checked).
+    async fn replies(disp: &mut Dispatcher<(usize, usize)>, n: usize) -> Vec<Reply<(usize, usize)>> {
+        let mut replies = Vec::new();
+        while replies.len() < n {
+            match disp.event().await {
+                Event::Sent(sent) => sent.unwrap(),
+                Event::Replies(r) => replies.extend(r),
+            }
+        }
+        replies
+    }
+
+    /// With a wire limit of 2, a wave of 5 has its 5 intents on disk at once, 2 requests out and
+    /// 3 written ahead, each sent when a reply comes back: never more than 2 calls at once.
+    /// Withdrawn, queries written ahead are closed as not billed and handed back unsent.
+    #[tokio::test]
+    async fn a_wave_wider_than_the_wire_is_written_ahead_sent_as_slots_free_or_withdrawn() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(6);
+        let counting = Arc::new(Counting { inner: priced(20), now: Default::default(), peak: Default::default() });
+        let judge: Arc<dyn Judge> = counting.clone();
+        let mut budget = Budget::new(None, None, 0, 0.0);
+        let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), Books::open(dir.path()).unwrap().0);
+        let wave = |pairs: &[(usize, usize)], budget: &mut Budget| -> Vec<Query<(usize, usize)>> {
+            pairs
+                .iter()
+                .map(|&(a, b)| {
+                    let reservation = budget.try_reserve(judge.worst_case_usd(&pool, a, b)).unwrap();
+                    Query { tag: (a, b), pool: pool.clone(), a, b, key: judge.cache_key(&pool, a, b), reservation }
+                })
+                .collect()
+        };
+        disp.set_wire_limit(2);
+        disp.send_detached(wave(&[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)], &mut budget));
+        let Event::Sent(sent) = disp.event().await else { panic!("the wave leaves before any reply") };
+        sent.unwrap();
+        assert_eq!((disp.in_flight(), disp.primed(), disp.books().in_flight()), (5, 3, 5));
+        let got = replies(&mut disp, 5).await;
+        let settled = disp.record(got).await.unwrap();
+        assert_eq!(settled.len(), 5);
+        assert!(settled.iter().all(|s| matches!(s.outcome, Outcome::Verdict { stored: true, .. })));
+        assert_eq!(counting.peak.load(std::sync::atomic::Ordering::SeqCst), 2, "at most 2 calls at once");
+
+        disp.set_wire_limit(1);
+        disp.send_detached(wave(&[(5, 0), (0, 2), (1, 3)], &mut budget));
+        let Event::Sent(sent) = disp.event().await else { panic!("the wave leaves before any reply") };
+        sent.unwrap();
+        let unsent = disp.withdraw("not sent: test").await.unwrap();
+        let pairs: Vec<(usize, usize)> = unsent.iter().map(|u| (u.a, u.b)).collect();
+        assert_eq!(pairs, vec![(0, 2), (1, 3)], "the two behind the one sent, in order");
+        assert_eq!((disp.in_flight(), disp.primed(), disp.books().in_flight()), (1, 0, 1));
+        let got = replies(&mut disp, 1).await;
+        let settled = disp.record(got).await.unwrap();
+        assert_eq!((settled[0].a, settled[0].b), (5, 0));
+        let books = disp.into_books();
+        assert_eq!((books.log().records().len(), books.in_flight()), (6, 0));
+        let closures: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("intents.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|l: &serde_json::Value| l.get("closed").is_some())
+            .collect();
+        assert_eq!(closures.len(), 2, "{closures:?}");
+        assert!(closures.iter().all(|c| c["possibly_billed"] == false && c["reason"] == "not sent: test"));
     }
 
     /// `Flow::Stop` ends the sending, but what is in flight is waited for and stored.

@@ -403,8 +403,12 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     let mut checked = false; // the judge's preflight request
     // The pure scheduler decides what to send, when to refit and when the run may stop
     // (super::schedule); this loop talks to the judge, the books and the fit.
-    let settings =
-        ScheduleSettings { refit_every: acq.refit_every, concurrency: acq.concurrency, dispatch: acq.dispatch };
+    let settings = ScheduleSettings {
+        refit_every: acq.refit_every,
+        concurrency: acq.concurrency,
+        dispatch: acq.dispatch,
+        write_ahead: acq.dispatch.write_ahead(acq.write_ahead),
+    };
     let mut sched =
         Scheduler::new(settings, total_pairs as usize, stored.iter().map(|s| (s.a, s.b)), skip.iter().copied(), budget);
     let rule = PickRule {
@@ -421,6 +425,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
     // the failure booked (fsynced, off the async runtime) when it comes back; a verdict counts
     // only once it is on disk.
     let mut disp: Dispatcher<()> = Dispatcher::new(judge.clone(), books);
+    disp.set_wire_limit(acq.concurrency);
     let fits_file = Arc::new(std::sync::Mutex::new(fits_file));
     let mut current: Option<(FitSummary, Posterior)> = None;
     let mut fit_task: Option<tokio::task::JoinHandle<FitDone>> = None;
@@ -510,6 +515,21 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             // Wait-for-batch: the rest of this batch is not sent; the round ends when the
             // replies in flight are in.
             sched.unsent();
+            // A stop (not a full budget, whose picks are reserved and still go): the picks
+            // written ahead are taken back unsent, their intents closed as not billed.
+            let stopping = hard_stop.is_some()
+                || faults.failing.is_some()
+                || faults.invalid_stop.is_some()
+                || interrupt.requested()
+                || current.as_ref().is_some_and(|(s, _)| confident(s));
+            if stopping && disp.primed() > 0 {
+                for u in disp.withdraw("not sent: the run stopped sending").await? {
+                    sched.withdrawn(u.a, u.b, u.reservation);
+                    session.asked -= 1;
+                }
+                // The stop rules again, now that those are no longer pending.
+                continue;
+            }
         } else {
             let (summary, post) = current.as_ref().expect("checked");
             let picks = sched.next(&rule, &Fitted { post, membership: &summary.membership });

@@ -45,6 +45,15 @@ impl Dispatch {
     pub fn is_default(&self) -> bool {
         *self == Self::WaitForBatch
     }
+
+    /// Picks made ahead of a free slot (config key `acquisition.write_ahead`, `given` when set):
+    /// 0 unless set, and always 0 for wait-for-batch.
+    pub fn write_ahead(self, given: Option<usize>) -> usize {
+        match self {
+            Dispatch::WaitForBatch => 0,
+            Dispatch::Pipelined => given.unwrap_or(0),
+        }
+    }
 }
 
 /// The scheduler's settings.
@@ -56,6 +65,10 @@ pub struct ScheduleSettings {
     pub concurrency: usize,
     /// Wait-for-batch or pipelined.
     pub dispatch: Dispatch,
+    /// Pipelined: picks made ahead of a free slot, beyond `concurrency` (their intents written
+    /// before a slot frees; docs/live.md, "Concurrency"); [`Dispatch::write_ahead`]. Ignored for
+    /// wait-for-batch.
+    pub write_ahead: usize,
 }
 
 /// What the acquisition rule needs besides the posterior: the pool and its covariates, the
@@ -351,7 +364,8 @@ impl Scheduler {
     /// be sent now; at a [`Scheduler::quiet`] point an empty answer means no open pair is left.
     /// Each returned pair must be reported by [`Scheduler::sent`] or [`Scheduler::unsent`].
     pub fn next(&mut self, rule: &PickRule<'_>, fit: &Fitted<'_>) -> Vec<(usize, usize)> {
-        let free = self.s.concurrency.saturating_sub(self.pending.len() - self.answered.len());
+        let ahead = if self.s.dispatch == Dispatch::Pipelined { self.s.write_ahead } else { 0 };
+        let free = (self.s.concurrency + ahead).saturating_sub(self.pending.len() - self.answered.len());
         if free == 0 || self.fitted.is_none() {
             return Vec::new();
         }
@@ -487,6 +501,13 @@ impl Scheduler {
         self.failed_streak += 1;
     }
 
+    /// The pending query (a, b), written ahead, was withdrawn before it was sent (the run stopped
+    /// sending): settled at no cost, and it may be picked again.
+    pub fn withdrawn(&mut self, a: usize, b: usize, res: Reservation) {
+        self.resolve(a, b);
+        self.budget.settle(res, 0.0, false);
+    }
+
     /// Ordered pairs set aside for the rest of the run (e.g. after repeated failures): never
     /// picked again, and counted as asked.
     pub fn exclude(&mut self, pairs: impl IntoIterator<Item = (usize, usize)>) {
@@ -558,7 +579,7 @@ mod tests {
     }
 
     fn settings(refit_every: usize, concurrency: usize, dispatch: Dispatch) -> ScheduleSettings {
-        ScheduleSettings { refit_every, concurrency, dispatch }
+        ScheduleSettings { refit_every, concurrency, dispatch, write_ahead: 0 }
     }
 
     const R0: Reservation = Reservation { usd: 0.0 };
@@ -651,6 +672,42 @@ mod tests {
         assert!(s.next(&rule, &fit).is_empty(), "no picks while the refit runs");
         s.fit_finished();
         assert!(s.quiet());
+    }
+
+    /// Pipelined with 2 written ahead: the first call fills C + 2, each reply frees one more, a
+    /// withdrawn pick is settled at no cost and may be picked again, and wait-for-batch ignores
+    /// the setting.
+    #[test]
+    fn pipelined_writes_ahead_beyond_concurrency_and_a_withdrawn_pick_is_open_again() {
+        let f = both_orders();
+        let p = pool(10);
+        let rule = topk_rule(&p, &f);
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let ahead = ScheduleSettings { write_ahead: 2, ..settings(4, 8, Dispatch::Pipelined) };
+        let mut s = Scheduler::new(ahead, 90, f.queried.clone(), [], Budget::new(Some(60), None, 40, 0.0));
+        s.fit_started();
+        s.fit_finished();
+        let first = s.next(&rule, &fit);
+        assert_eq!(first.len(), 10, "C = 8 plus 2 ahead");
+        for &(a, b) in &first {
+            send(&mut s, a, b);
+        }
+        assert!(s.next(&rule, &fit).is_empty(), "8 + 2 pending");
+        s.answered(first[0].0, first[0].1);
+        assert_eq!(s.next(&rule, &fit).len(), 1, "one reply frees one slot");
+        // Withdraw the last pick written ahead: no longer pending, not counted as spent or as a
+        // comparison, and it may be picked again.
+        let last = *first.last().unwrap();
+        let (comparisons, in_flight) = (s.budget().comparisons, s.budget().in_flight);
+        s.withdrawn(last.0, last.1, R0);
+        assert!(!s.pending().contains(&last) && !s.unavailable_for_picking().contains(&last));
+        assert_eq!((s.budget().comparisons, s.budget().in_flight), (comparisons, in_flight - 1));
+        assert!(s.budget().reserved_usd.abs() < 1e-15 && s.budget().spent_usd == 0.0);
+        let wfb = ScheduleSettings { write_ahead: 2, ..settings(4, 8, Dispatch::WaitForBatch) };
+        let mut w = Scheduler::new(wfb, 90, f.queried.clone(), [], Budget::default());
+        w.fit_started();
+        w.fit_finished();
+        assert_eq!(w.next(&rule, &fit).len(), 4, "wait-for-batch: R = 4 per batch, nothing ahead");
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub struct TimedSettings {
     pub concurrency: usize,
     /// Wait-for-batch or pipelined.
     pub dispatch: Dispatch,
+    /// Pipelined: picks made ahead of a free slot ([`Dispatch::write_ahead`]); each is sent, oldest
+    /// first, when a reply frees a slot, as `topk-judge run` does.
+    pub write_ahead: usize,
     /// The judge's latency.
     pub latency: Latency,
 }
@@ -110,6 +113,7 @@ pub fn run_timed(
         refit_every: settings.refit_every,
         concurrency: timed.concurrency,
         dispatch: timed.dispatch,
+        write_ahead: timed.write_ahead,
     };
     let mut sched = Scheduler::new(sched_settings, total, [], [], Budget::new(Some(budget as u64), None, 0, 0.0));
     let rule = PickRule { pool, x: &cov.x, p: cov.p(), k, design, strategy, orders: settings.orders, seed };
@@ -118,6 +122,7 @@ pub fn run_timed(
     let mut warm: Option<Vec<f64>> = None;
     let mut current = None;
     let mut heap: BinaryHeap<Arrival> = BinaryHeap::new();
+    let mut primed: std::collections::VecDeque<(usize, usize)> = Default::default();
     let (mut now, mut sent) = (0.0f64, 0u64);
     const FREE: Reservation = Reservation { usd: 0.0 };
     loop {
@@ -146,6 +151,11 @@ pub fn run_timed(
         for pair in picks {
             sched.reserve(0.0).expect("next() stays within max_comparisons");
             sched.sent(pair.0, pair.1);
+            primed.push_back(pair);
+        }
+        // At most C on the wire; the picks made ahead wait, oldest first, for a free slot.
+        while heap.len() < timed.concurrency {
+            let Some(pair) = primed.pop_front() else { break };
             let z: f64 = StandardNormal.sample(&mut rng::stream(seed, "latency", sent));
             let lat = (timed.latency.mean_s + timed.latency.sd_s * z).max(0.0);
             heap.push(Arrival { at: now + lat, seq: sent, pair });
@@ -190,6 +200,7 @@ mod tests {
         let timed = TimedSettings {
             concurrency: 8,
             dispatch: Dispatch::WaitForBatch,
+            write_ahead: 0,
             latency: Latency { mean_s: 0.5, sd_s: 0.0 },
         };
         for seed in [1, 2] {
@@ -206,15 +217,21 @@ mod tests {
     fn pipelined_keeps_c_in_flight_and_never_repeats_a_pair() {
         let sp = pool(3);
         let lat = Latency { mean_s: 0.5, sd_s: 0.0 };
-        let wide = TimedSettings { concurrency: 32, dispatch: Dispatch::Pipelined, latency: lat };
+        let wide = TimedSettings { concurrency: 32, dispatch: Dispatch::Pipelined, write_ahead: 0, latency: lat };
         let t = run_timed(&sp, StrategyKind::Topk, ModelKind::BiasAware, 96, &settings(), &wide).unwrap();
         assert_eq!(t.comparisons, 96);
         let distinct: std::collections::HashSet<_> = t.log.iter().collect();
         assert_eq!(distinct.len(), 96);
         // 32 in flight with equal latencies: 96 queries in 3 latencies.
         assert!((t.wall_s - 1.5).abs() < 1e-12, "{}", t.wall_s);
+        // 4 written ahead: still 32 on the wire, the same 3 latencies, no pair twice.
+        let ahead = TimedSettings { write_ahead: 4, ..wide };
+        let t4 = run_timed(&sp, StrategyKind::Topk, ModelKind::BiasAware, 96, &settings(), &ahead).unwrap();
+        let distinct: std::collections::HashSet<_> = t4.log.iter().collect();
+        assert_eq!((t4.comparisons, distinct.len()), (96, 96));
+        assert!((t4.wall_s - 1.5).abs() < 1e-12, "{}", t4.wall_s);
         // Wait-for-batch with R = 8 needs 12 latencies for the same budget.
-        let wfb = TimedSettings { concurrency: 8, dispatch: Dispatch::WaitForBatch, latency: lat };
+        let wfb = TimedSettings { concurrency: 8, dispatch: Dispatch::WaitForBatch, write_ahead: 0, latency: lat };
         let w = run_timed(&sp, StrategyKind::Topk, ModelKind::BiasAware, 96, &settings(), &wfb).unwrap();
         assert!((w.wall_s - 6.0).abs() < 1e-12, "{}", w.wall_s);
     }

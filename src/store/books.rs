@@ -275,6 +275,16 @@ impl Books {
         Ok(())
     }
 
+    /// Close the intents `ids` of queries written ahead and never sent (not billed), with one
+    /// fsync.
+    ///
+    /// # Errors
+    /// [`BooksError::Intents`].
+    pub fn close_unsent(&mut self, ids: &[IntentId], reason: &str) -> Result<(), BooksError> {
+        self.intents.close_unbilled_all(ids, reason)?;
+        Ok(())
+    }
+
     /// Give up on every request still in flight (their replies will not be recorded): book each
     /// as possibly billed at its reserved worst case. Returns how many and their total, USD.
     ///

@@ -298,6 +298,12 @@ pub struct AcquisitionConfig {
     /// stored verdicts while requests keep flying; docs/live.md, "Concurrency").
     #[serde(default, skip_serializing_if = "crate::run::schedule::Dispatch::is_default")]
     pub dispatch: crate::run::schedule::Dispatch,
+    /// `pipelined` only: picks made ahead of a free slot, beyond `concurrency` (default 4):
+    /// their intents are fsynced before a slot frees, and each is sent the moment a reply comes
+    /// back. After a kill they are booked as possibly billed like the requests in flight
+    /// (docs/live.md, "Concurrency").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_ahead: Option<usize>,
     /// Seed of every random choice (tie-breaks, Monte Carlo, shuffles).
     #[serde(default)]
     pub seed: u64,
@@ -353,6 +359,7 @@ impl Default for AcquisitionConfig {
             refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
             concurrency: crate::model::params::DEFAULT_REFIT_EVERY,
             dispatch: crate::run::schedule::Dispatch::WaitForBatch,
+            write_ahead: None,
             seed: 0,
             mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
             confidence: None,
@@ -560,6 +567,12 @@ impl Config {
             return Err(inv(
                 "acquisition.concurrency (or batch_size, its older name)",
                 "0 must be ≥ 1 (queries in flight at most)".into(),
+            ));
+        }
+        if a.write_ahead.is_some() && a.dispatch != crate::run::schedule::Dispatch::Pipelined {
+            return Err(inv(
+                "acquisition.write_ahead",
+                "applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked)".into(),
             ));
         }
         check_mc_draws(a.mc_draws).map_err(|e| param("acquisition", e))?;
@@ -845,6 +858,14 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn write_ahead_without_pipelined_dispatch_is_named() {
+        let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nacquisition:\n  write_ahead: 4\n";
+        let raw = crate::store::yaml::from_str::<RawConfig>(y).expect("parses");
+        let e = Config::from_raw(raw, Path::new("c.yaml")).expect_err("wait-for-batch").to_string();
+        assert!(e.ends_with("acquisition.write_ahead: applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked)"), "{e}");
     }
 
     #[test]

@@ -405,16 +405,33 @@ impl IntentLog {
     /// [`IntentError::Io`]. Unwritten, the intent would be booked as possibly billed on the next
     /// start (an overcount, never an undercount).
     pub fn close_unbilled(&mut self, id: IntentId, reason: &str) -> Result<(), IntentError> {
-        let Some(i) = self.open.remove(&id) else { return Ok(()) };
-        let c = Closure {
-            closed: id,
-            key: i.key,
-            possibly_billed: false,
-            cost_usd: 0.0,
-            reason: reason.into(),
-            ts: now_s(),
-        };
-        self.append(&serde_json::to_string(&c).expect("closures serialise"))
+        self.close_unbilled_all(&[id], reason)
+    }
+
+    /// [`IntentLog::close_unbilled`] for several intents with one fsync (e.g. the queries a
+    /// pipelined run wrote ahead and withdrew unsent). Ids not open are skipped.
+    ///
+    /// # Errors
+    /// [`IntentError::Io`], as for [`IntentLog::close_unbilled`].
+    pub fn close_unbilled_all(&mut self, ids: &[IntentId], reason: &str) -> Result<(), IntentError> {
+        let mut text = String::new();
+        for id in ids {
+            let Some(i) = self.open.remove(id) else { continue };
+            let c = Closure {
+                closed: *id,
+                key: i.key,
+                possibly_billed: false,
+                cost_usd: 0.0,
+                reason: reason.into(),
+                ts: now_s(),
+            };
+            text.push_str(&serde_json::to_string(&c).expect("closures serialise"));
+            text.push('\n');
+        }
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.write_synced(&text)
     }
 
     /// Book the open intent `id` as possibly billed at its reserved worst case (its reply will

@@ -46,6 +46,9 @@ pub struct Variant {
     pub concurrency: usize,
     /// `wait_for_batch` or `pipelined`.
     pub dispatch: Dispatch,
+    /// Pipelined: picks made ahead of a free slot (default 4, as in `topk-judge run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_ahead: Option<usize>,
 }
 
 /// The `pipeline:` section: the judge's latency and the dispatch settings (the first one is the
@@ -186,7 +189,12 @@ pub fn run(s: &PipelineSweep, threads: usize, on_done: &(dyn Fn(usize) + Sync)) 
             seed,
         });
         let v = s.pipeline.runs[r];
-        let timed = TimedSettings { concurrency: v.concurrency, dispatch: v.dispatch, latency: s.pipeline.latency };
+        let timed = TimedSettings {
+            concurrency: v.concurrency,
+            dispatch: v.dispatch,
+            write_ahead: v.dispatch.write_ahead(v.write_ahead),
+            latency: s.pipeline.latency,
+        };
         let t = run_timed(&sp, s.strategy, s.model, budget, &settings, &timed)?;
         Ok::<_, SweepError>(Row {
             pool_seed: seed,
@@ -351,8 +359,8 @@ mod tests {
             pipeline: PipelineSection {
                 latency: Latency { mean_s: 1.0, sd_s: 0.0 },
                 runs: vec![
-                    Variant { concurrency: 4, dispatch: Dispatch::WaitForBatch },
-                    Variant { concurrency: 8, dispatch: Dispatch::Pipelined },
+                    Variant { concurrency: 4, dispatch: Dispatch::WaitForBatch, write_ahead: None },
+                    Variant { concurrency: 8, dispatch: Dispatch::Pipelined, write_ahead: None },
                 ],
             },
             threads: 1,

@@ -411,6 +411,60 @@ impl Drop for FakeOpenAi {
     }
 }
 
+/// Sleep `d` (the server's reply latency, [`FakeOpenAi::set_delay_ms`]) on the server's own
+/// timer thread, which wakes within about 0.1 ms of the deadline. tokio's timer rounds a deadline
+/// up to its next millisecond tick and then wakes the runtime: a "500 ms" reply took 501.3 ms
+/// (median), which a throughput benchmark would count against the client.
+async fn sleep_precisely(d: Duration) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    precise_timer().add(Instant::now() + d, tx);
+    let _ = rx.await;
+}
+
+/// The deadlines waiting on the timer thread, each with the sender that ends its sleep.
+struct PreciseTimer {
+    due: Mutex<Vec<(Instant, tokio::sync::oneshot::Sender<()>)>>,
+    changed: std::sync::Condvar,
+}
+
+impl PreciseTimer {
+    fn add(&self, at: Instant, tx: tokio::sync::oneshot::Sender<()>) {
+        self.due.lock().unwrap().push((at, tx));
+        self.changed.notify_one();
+    }
+
+    /// The timer thread: end every sleep whose deadline has passed, then wait for the next one.
+    fn run(&self) {
+        let mut due = self.due.lock().unwrap();
+        loop {
+            let now = Instant::now();
+            let mut i = 0;
+            while i < due.len() {
+                if due[i].0 <= now {
+                    let _ = due.swap_remove(i).1.send(());
+                } else {
+                    i += 1;
+                }
+            }
+            due = match due.iter().map(|(at, _)| *at).min() {
+                Some(next) => self.changed.wait_timeout(due, next - now).unwrap().0,
+                None => self.changed.wait(due).unwrap(),
+            };
+        }
+    }
+}
+
+/// The one timer thread of the test process, started on first use.
+fn precise_timer() -> &'static PreciseTimer {
+    static TIMER: std::sync::OnceLock<&'static PreciseTimer> = std::sync::OnceLock::new();
+    TIMER.get_or_init(|| {
+        let timer: &'static PreciseTimer =
+            Box::leak(Box::new(PreciseTimer { due: Mutex::new(Vec::new()), changed: std::sync::Condvar::new() }));
+        std::thread::Builder::new().name("fake-openai-timer".into()).spawn(move || timer.run()).unwrap();
+        timer
+    })
+}
+
 struct InFlight(Arc<Shared>);
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -485,7 +539,7 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
                 .into_response()
         }
         Some(Fault::Status { code, body }) if body == OVER_CAPACITY => {
-            tokio::time::sleep(Duration::from_millis(delay)).await;
+            sleep_precisely(Duration::from_millis(delay)).await;
             (StatusCode::from_u16(code).unwrap(), [("retry-after", "0")], body).into_response()
         }
         Some(Fault::Status { code, body }) => (StatusCode::from_u16(code).unwrap(), body).into_response(),
@@ -527,7 +581,7 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
         }
         Some(Fault::Ok) | None => {
             if delay > 0 {
-                tokio::time::sleep(Duration::from_millis(delay)).await;
+                sleep_precisely(Duration::from_millis(delay)).await;
             }
             let tops = s.top_logprobs.lock().unwrap().clone();
             let wants = body.get("logprobs").and_then(Value::as_bool) == Some(true);
