@@ -250,9 +250,10 @@ pub fn summarise(s: &PipelineSweep, rows: &[Row]) -> Vec<CellStats> {
 }
 
 fn label(v: &Variant) -> String {
-    match v.dispatch {
-        Dispatch::WaitForBatch => format!("wait-for-batch, C = {}", v.concurrency),
-        Dispatch::Pipelined => format!("pipelined, C = {}", v.concurrency),
+    match (v.dispatch, v.write_ahead) {
+        (Dispatch::WaitForBatch, _) => format!("wait-for-batch, C = {}", v.concurrency),
+        (Dispatch::Pipelined, None) => format!("pipelined, C = {}", v.concurrency),
+        (Dispatch::Pipelined, Some(w)) => format!("pipelined, C = {}, W = {w}", v.concurrency),
     }
 }
 
@@ -296,14 +297,20 @@ pub fn write_outputs(s: &PipelineSweep, rows: &[Row], dir: &Path) -> Result<Stri
     let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
     std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
     let csv_path = dir.join("rows.csv");
-    let mut csv = String::from("pool_seed,budget,concurrency,dispatch,comparisons,recall,wall_s\n");
+    let mut csv = String::from("pool_seed,budget,concurrency,dispatch,write_ahead,comparisons,recall,wall_s\n");
     for r in rows {
         let v = s.pipeline.runs[r.run];
         let d = if v.dispatch == Dispatch::Pipelined { "pipelined" } else { "wait_for_batch" };
         let _ = writeln!(
             csv,
-            "{},{},{},{d},{},{},{}",
-            r.pool_seed, r.budget, v.concurrency, r.comparisons, r.recall, r.wall_s
+            "{},{},{},{d},{},{},{},{}",
+            r.pool_seed,
+            r.budget,
+            v.concurrency,
+            v.dispatch.write_ahead(v.write_ahead),
+            r.comparisons,
+            r.recall,
+            r.wall_s
         );
     }
     std::fs::write(&csv_path, csv).map_err(|e| werr(&csv_path, e.to_string()))?;
