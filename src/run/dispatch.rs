@@ -177,6 +177,19 @@ pub struct Unsent<T> {
     pub reservation: Reservation,
 }
 
+/// What [`Dispatcher::give_up`] did.
+#[derive(Debug)]
+pub struct GaveUp<T> {
+    /// Requests in flight booked as possibly billed.
+    pub booked: usize,
+    /// Their total at their reserved worst cases, USD.
+    pub usd: f64,
+    /// Their reservations, to settle at their worst case.
+    pub reservations: Vec<Reservation>,
+    /// Queries written ahead and taken back unsent (closed as not billed).
+    pub unsent: Vec<Unsent<T>>,
+}
+
 /// What [`Dispatcher::dispatch_all`] did.
 #[derive(Debug)]
 pub struct DispatchReport<T> {
@@ -472,24 +485,25 @@ impl<T: Send + 'static> Dispatcher<T> {
         tokio::task::spawn_blocking(move || book_replies(&books, describe, replies))
     }
 
-    /// Stop waiting: let the waves whose intents are being written leave first, then abort
-    /// the requests in flight and book each as possibly billed at its reserved worst case
-    /// (their replies will not be recorded). Returns how many, their total (USD) and their
-    /// reservations (to settle in the caller's budget).
+    /// Stop waiting: let the waves whose intents are being written leave first, take back the
+    /// queries written ahead ([`Dispatcher::withdraw`]: not billed), then abort the requests in
+    /// flight and book each as possibly billed at its reserved worst case (their replies will
+    /// not be recorded). Returns how many were booked, their total (USD) and their reservations
+    /// (to settle in the caller's budget at their worst case), and the queries taken back (to
+    /// settle at no cost).
     ///
     /// # Errors
     /// [`BooksError`]: a wave's intents, or the bookings, could not be written.
-    pub async fn give_up(&mut self, reason: &'static str) -> Result<(usize, f64, Vec<Reservation>), BooksError> {
+    pub async fn give_up(&mut self, reason: &'static str) -> Result<GaveUp<T>, BooksError> {
         while self.waves_writing() > 0 {
             self.wave_sent().await?;
         }
-        let withdrawn = self.withdraw("not sent: the run gave up on its requests in flight").await?;
+        let unsent = self.withdraw("not sent: the run gave up on its requests in flight").await?;
         let mut set = std::mem::take(&mut self.flying().set);
         set.shutdown().await;
-        let (n, usd) = self.books_io(move |bk| bk.give_up(reason)).await?;
-        let mut reservations: Vec<Reservation> = self.flying().reservations.drain().map(|(_, r)| r).collect();
-        reservations.extend(withdrawn.into_iter().map(|w| w.reservation));
-        Ok((n, usd, reservations))
+        let (booked, usd) = self.books_io(move |bk| bk.give_up(reason)).await?;
+        let reservations = self.flying().reservations.drain().map(|(_, r)| r).collect();
+        Ok(GaveUp { booked, usd, reservations, unsent })
     }
 
     /// Take back the queries written ahead and not sent yet: each is closed in the books as not
@@ -668,8 +682,8 @@ mod tests {
         let settled = disp.record(replies).await.unwrap();
         assert!(settled.iter().all(|s| matches!(s.outcome, Outcome::Verdict { stored: true, .. })));
         disp.send_detached(wave(&[(2, 3), (3, 0)], &mut budget));
-        let (n, _, reservations) = disp.give_up("test").await.unwrap();
-        assert_eq!((n, reservations.len(), disp.in_flight()), (2, 2, 0));
+        let g = disp.give_up("test").await.unwrap();
+        assert_eq!((g.booked, g.reservations.len(), g.unsent.len(), disp.in_flight()), (2, 2, 0, 0));
         let books = disp.into_books();
         assert_eq!((books.log().records().len(), books.in_flight()), (2, 0));
     }

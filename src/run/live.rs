@@ -672,11 +672,17 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             }
             () = interrupt.wait(), if !interrupt.requested() => {}
             () = async { tokio::time::sleep_until(grace.expect("guarded")).await }, if grace.is_some() && recording.is_empty() => {
-                let (n, usd, reservations) = disp.give_up("no reply within the interrupt grace period").await?;
-                sched.gave_up(reservations);
+                let g = disp.give_up("no reply within the interrupt grace period").await?;
+                for u in g.unsent {
+                    sched.withdrawn(u.a, u.b, u.reservation);
+                    session.asked -= 1;
+                }
+                sched.gave_up(g.reservations);
                 progress.println(&format!(
-                    "interrupted: {n} request(s) still in flight after {} s, booked as possibly billed (${usd:.6} at their worst case)",
-                    interrupt.grace().as_secs_f64()
+                    "interrupted: {} request(s) still in flight after {} s, booked as possibly billed (${:.6} at their worst case)",
+                    g.booked,
+                    interrupt.grace().as_secs_f64(),
+                    g.usd
                 ));
             }
         }
