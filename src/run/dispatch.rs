@@ -628,6 +628,22 @@ mod tests {
             .collect()
     }
 
+    /// The queries of `pairs` (tagged by their pair), each reserved in `budget` at its worst case.
+    fn wave(
+        judge: &Arc<dyn Judge>,
+        pool: &Arc<Pool>,
+        pairs: &[(usize, usize)],
+        budget: &mut Budget,
+    ) -> Vec<Query<(usize, usize)>> {
+        pairs
+            .iter()
+            .map(|&(a, b)| {
+                let reservation = budget.try_reserve(judge.worst_case_usd(pool, a, b)).unwrap();
+                Query { tag: (a, b), pool: pool.clone(), a, b, key: judge.cache_key(pool, a, b), reservation }
+            })
+            .collect()
+    }
+
     /// With 8 in flight, `max_usd` stops the sending at the last query whose worst case fits:
     /// spend never passes it, and every query sent is stored and its intent closed.
     #[tokio::test]
@@ -660,15 +676,7 @@ mod tests {
         let (pool, judge) = (pool(4), priced(20));
         let mut budget = Budget::new(None, None, 0, 0.0);
         let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), Books::open(dir.path()).unwrap().0);
-        let wave = |pairs: &[(usize, usize)], budget: &mut Budget| -> Vec<Query<(usize, usize)>> {
-            pairs
-                .iter()
-                .map(|&(a, b)| {
-                    let reservation = budget.try_reserve(judge.worst_case_usd(&pool, a, b)).unwrap();
-                    Query { tag: (a, b), pool: pool.clone(), a, b, key: judge.cache_key(&pool, a, b), reservation }
-                })
-                .collect()
-        };
+        let wave = |pairs: &[(usize, usize)], budget: &mut Budget| wave(&judge, &pool, pairs, budget);
         disp.send_detached(wave(&[(0, 1), (1, 2)], &mut budget));
         assert_eq!((disp.in_flight(), disp.waves_writing()), (2, 1));
         let Event::Sent(sent) = disp.event().await else { panic!("the wave leaves before any reply") };
@@ -745,15 +753,7 @@ mod tests {
         let judge: Arc<dyn Judge> = counting.clone();
         let mut budget = Budget::new(None, None, 0, 0.0);
         let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), Books::open(dir.path()).unwrap().0);
-        let wave = |pairs: &[(usize, usize)], budget: &mut Budget| -> Vec<Query<(usize, usize)>> {
-            pairs
-                .iter()
-                .map(|&(a, b)| {
-                    let reservation = budget.try_reserve(judge.worst_case_usd(&pool, a, b)).unwrap();
-                    Query { tag: (a, b), pool: pool.clone(), a, b, key: judge.cache_key(&pool, a, b), reservation }
-                })
-                .collect()
-        };
+        let wave = |pairs: &[(usize, usize)], budget: &mut Budget| wave(&judge, &pool, pairs, budget);
         disp.set_wire_limit(2);
         disp.send_detached(wave(&[(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)], &mut budget));
         let Event::Sent(sent) = disp.event().await else { panic!("the wave leaves before any reply") };
