@@ -576,7 +576,8 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
                 rate.sent();
             }
         }
-        interrupt.set_in_flight(disp.in_flight());
+        // Requests out or leaving (the picks written ahead are taken back on a stop, not waited for).
+        interrupt.set_in_flight(disp.in_flight() - disp.primed());
         let show = |sched: &Scheduler, rate: &super::throughput::Meter, conf: f64| {
             progress.set(sched.budget().comparisons);
             progress.message(format!(

@@ -54,6 +54,23 @@ impl Dispatch {
             Dispatch::Pipelined => given.unwrap_or(0),
         }
     }
+
+    /// Check a `write_ahead` setting against this dispatch and `concurrency`: more than 0 only
+    /// when pipelined, and at most `concurrency`.
+    ///
+    /// # Errors
+    /// What is expected, for the message naming the setting.
+    pub fn check_write_ahead(self, given: Option<usize>, concurrency: usize) -> Result<(), String> {
+        match given {
+            Some(w) if w > 0 && self == Dispatch::WaitForBatch => Err(format!(
+                "{w} applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked; 0 or no value here)"
+            )),
+            Some(w) if w > concurrency => Err(format!(
+                "{w} must be at most `concurrency` ({concurrency}): each pick written ahead is booked as possibly billed after a kill, and is decided up to that many replies early"
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The scheduler's settings.

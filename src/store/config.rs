@@ -298,7 +298,8 @@ pub struct AcquisitionConfig {
     /// stored verdicts while requests keep flying; docs/live.md, "Concurrency").
     #[serde(default, skip_serializing_if = "crate::run::schedule::Dispatch::is_default")]
     pub dispatch: crate::run::schedule::Dispatch,
-    /// `pipelined` only: picks made ahead of a free slot, beyond `concurrency` (default 4):
+    /// `pipelined` only: picks made ahead of a free slot, beyond `concurrency` (default 0, at
+    /// most `concurrency`; 0 is stored as no value, so both make the same run):
     /// their intents are fsynced before a slot frees, and each is sent the moment a reply comes
     /// back. After a kill they are booked as possibly billed like the requests in flight
     /// (docs/live.md, "Concurrency").
@@ -560,6 +561,11 @@ impl Config {
                 ),
             ));
         }
+        // `write_ahead: 0` written out is the default: stored as no value, so the run's settings
+        // hash is the same as without it.
+        if raw.acquisition.write_ahead == Some(0) {
+            raw.acquisition.write_ahead = None;
+        }
         let a = &raw.acquisition;
         check_refit_every(a.refit_every).map_err(|e| param("acquisition", e))?;
         if a.concurrency == 0 {
@@ -569,12 +575,7 @@ impl Config {
                 "0 must be ≥ 1 (queries in flight at most)".into(),
             ));
         }
-        if a.write_ahead.is_some() && a.dispatch != crate::run::schedule::Dispatch::Pipelined {
-            return Err(inv(
-                "acquisition.write_ahead",
-                "applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked)".into(),
-            ));
-        }
+        a.dispatch.check_write_ahead(a.write_ahead, a.concurrency).map_err(|e| inv("acquisition.write_ahead", e))?;
         check_mc_draws(a.mc_draws).map_err(|e| param("acquisition", e))?;
         if a.max_failed_queries_per_pair == 0 {
             return Err(inv(
@@ -865,7 +866,25 @@ mod tests {
         let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nacquisition:\n  write_ahead: 4\n";
         let raw = crate::store::yaml::from_str::<RawConfig>(y).expect("parses");
         let e = Config::from_raw(raw, Path::new("c.yaml")).expect_err("wait-for-batch").to_string();
-        assert!(e.ends_with("acquisition.write_ahead: applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked)"), "{e}");
+        assert!(e.ends_with("acquisition.write_ahead: 4 applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked; 0 or no value here)"), "{e}");
+        // 0 is the default, also written out; it is stored as no value.
+        let dir = tempfile::tempdir().unwrap();
+        let items = r#"[{"id": "a", "text": "one", "quality": 1}, {"id": "b", "text": "two two", "quality": 2}, {"id": "c", "text": "three", "quality": 3}]"#;
+        std::fs::write(
+            dir.path().join("p.jsonl"),
+            format!("{{\"pool_id\": \"p\", \"source\": \"s\", \"items\": {items}}}\n"),
+        )
+        .unwrap();
+        let y0 = y.replace("write_ahead: 4", "write_ahead: 0");
+        let c0 = crate::store::yaml::from_str::<RawConfig>(&y0).unwrap();
+        let c = Config::from_raw(c0, &dir.path().join("c.yaml")).unwrap();
+        assert_eq!(c.raw.acquisition.write_ahead, None);
+        // More than `concurrency` ahead.
+        let y9 = y.replace("write_ahead: 4", "dispatch: pipelined\n  concurrency: 8\n  write_ahead: 9");
+        let e = Config::from_raw(crate::store::yaml::from_str::<RawConfig>(&y9).unwrap(), Path::new("c.yaml"))
+            .expect_err("9 > 8")
+            .to_string();
+        assert!(e.contains("acquisition.write_ahead: 9 must be at most `concurrency` (8)"), "{e}");
     }
 
     #[test]

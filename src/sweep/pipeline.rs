@@ -46,7 +46,8 @@ pub struct Variant {
     pub concurrency: usize,
     /// `wait_for_batch` or `pipelined`.
     pub dispatch: Dispatch,
-    /// Pipelined: picks made ahead of a free slot (default 4, as in `topk-judge run`).
+    /// Pipelined: picks made ahead of a free slot (default 0, at most `concurrency`, as in
+    /// `topk-judge run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_ahead: Option<usize>,
 }
@@ -133,6 +134,11 @@ impl PipelineSweep {
         }
         if s.pipeline.runs.is_empty() || s.pipeline.runs.iter().any(|v| v.concurrency == 0) {
             return Err(inv("pipeline.runs", "must list at least one run, each with concurrency ≥ 1".into()).into());
+        }
+        for (i, v) in s.pipeline.runs.iter().enumerate() {
+            v.dispatch
+                .check_write_ahead(v.write_ahead, v.concurrency)
+                .map_err(|e| inv(&format!("pipeline.runs[{i}].write_ahead"), e))?;
         }
         Ok(s)
     }
@@ -350,6 +356,20 @@ pub fn write_outputs(s: &PipelineSweep, rows: &[Row], dir: &Path) -> Result<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `simulate` checks `write_ahead` as `run` does, naming the run.
+    #[test]
+    fn write_ahead_is_checked_per_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = "name: t\nout_dir: runs\nk: 2\npools: {n: 6, count: 1, seed: 1, rho: 0.0, c_star: 1.0, kappa_star: 0.5}\nstrategy: topk\nmodel: bias_aware\nbudgets: [10]\nrefit_every: 4\nmc_draws: 100\npipeline:\n  latency: {mean_s: 0.5, sd_s: 0.1}\n  runs:\n    - {concurrency: 8, dispatch: pipelined, write_ahead: 8}\n    - {concurrency: 8, dispatch: wait_for_batch, write_ahead: 4}\n";
+        let path = dir.path().join("s.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let e = PipelineSweep::load(&path).expect_err("wait-for-batch with 4 ahead").to_string();
+        assert!(e.contains("pipeline.runs[1].write_ahead: 4 applies to `dispatch: pipelined` only"), "{e}");
+        std::fs::write(&path, yaml.replace("write_ahead: 8}", "write_ahead: 9}")).unwrap();
+        let e = PipelineSweep::load(&path).expect_err("9 ahead of 8").to_string();
+        assert!(e.contains("pipeline.runs[0].write_ahead: 9 must be at most `concurrency` (8)"), "{e}");
+    }
 
     #[test]
     fn paired_differences_and_the_table() {
