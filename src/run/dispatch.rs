@@ -252,7 +252,8 @@ impl<T: Send + 'static> Flying<T> {
 type Writing = (usize, tokio::task::JoinHandle<Result<(), BooksError>>);
 
 /// Write the intents of `queries` into `books` (staged under the lock, fsynced without it), then
-/// spawn each request into `flying`. Nothing is sent unless every intent is on disk.
+/// queue them in `flying` and send as many as the wire limit allows (the rest are written ahead).
+/// Nothing is sent unless every intent is on disk.
 fn write_and_send<T: Send + 'static>(
     books: &Mutex<Books>,
     flying: &Arc<Mutex<Flying<T>>>,
@@ -308,10 +309,11 @@ impl<T: Send + 'static> Dispatcher<T> {
         self.flying.lock().expect("flying lock")
     }
 
-    /// Queries in flight: sent and not yet taken by [`Dispatcher::join`], plus those of the
-    /// waves whose intents are being written ([`Dispatcher::send_detached`]; a wave whose
-    /// requests have just left counts twice until [`Dispatcher::wave_sent`] takes it, so this
-    /// is 0 only when nothing is out or about to leave).
+    /// Queries in flight: sent and not yet taken by [`Dispatcher::join`], written ahead and not
+    /// sent yet ([`Dispatcher::primed`]), plus those of the waves whose intents are being
+    /// written ([`Dispatcher::send_detached`]; a wave whose requests have just left counts twice
+    /// until [`Dispatcher::wave_sent`] takes it, so this is 0 only when nothing is out or about
+    /// to leave).
     pub fn in_flight(&self) -> usize {
         let f = self.flying();
         f.set.len() + f.primed.len() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
@@ -326,6 +328,12 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// Queries written ahead and not sent yet.
     pub fn primed(&self) -> usize {
         self.flying().primed.len()
+    }
+
+    /// [`Dispatcher::in_flight`] without the queries written ahead: requests out or about to
+    /// leave (what a stop waits for; the others are withdrawn).
+    pub fn out_or_leaving(&self) -> usize {
+        self.requests_out() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
     }
 
     /// Requests sent (their intents on disk) whose replies [`Dispatcher::join`] has not taken.

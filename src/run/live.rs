@@ -577,7 +577,7 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
             }
         }
         // Requests out or leaving (the picks written ahead are taken back on a stop, not waited for).
-        interrupt.set_in_flight(disp.in_flight() - disp.primed());
+        interrupt.set_in_flight(disp.out_or_leaving());
         let show = |sched: &Scheduler, rate: &super::throughput::Meter, conf: f64| {
             progress.set(sched.budget().comparisons);
             progress.message(format!(
