@@ -16,12 +16,13 @@ use std::collections::HashSet;
 use std::hint::black_box;
 use topk_judge::acquire::{self, Context, Orders, StrategyKind};
 use topk_judge::analysis::synth::{SynthSpec, generate};
+use topk_judge::domain::pool::{CovariateSpec, Covariates, Pool, build_covariates};
+use topk_judge::domain::rng;
+use topk_judge::domain::verdict::ItemVerdict;
 use topk_judge::model::bt::{self, FitOptions, Prior};
 use topk_judge::model::membership::topk_membership;
-use topk_judge::model::summary::{ItemVerdict, build_design, fit_and_summarise, fit_and_summarise_with};
+use topk_judge::model::summary::{build_design, fit_and_summarise, fit_and_summarise_with};
 use topk_judge::model::{Design, Posterior};
-use topk_judge::rng;
-use topk_judge::store::pool::{CovariateSpec, Covariates, Pool, build_covariates};
 
 struct Setup {
     pool: Pool,
@@ -220,7 +221,7 @@ fn bench_large(c: &mut Criterion) {
 /// (prompt, system pair) candidates.
 fn bench_systems(c: &mut Criterion) {
     use rand::RngExt;
-    use topk_judge::store::pool::Item;
+    use topk_judge::domain::pool::Item;
     let (prompts, systems, k) = (500usize, 20usize, 3usize);
     let mut r = rng::stream(5, "bench-systems", 0);
     let pools: Vec<Pool> = (0..prompts)

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let pools = topk_judge::store::pool::read_pools(Path::new("data/summeval_pools.jsonl"))?;
+    let pools = topk_judge::store::pool_file::read_pools(Path::new("data/summeval_pools.jsonl"))?;
     let text = topk_judge::analysis::design::paired_pools_jsonl(&pools);
     std::fs::write("data/summeval_paired.jsonl", &text)?;
     println!("wrote data/summeval_paired.jsonl: {} pools, {} bytes", pools.len(), text.len());

@@ -4,7 +4,8 @@
 //! "Where things are"): [`commands`] read inputs, call the core and write outputs; [`run`] is
 //! Algorithm 1 (the loop `run` and `simulate` share); the pure, synchronous statistical core is
 //! [`model`], [`acquire`] and [`analysis`] (no async runtime, files or clock); [`judge`] talks to
-//! judges; [`store`] owns configs, pools, the verdict ledger and the budget; [`report`] renders
+//! judges; [`store`] owns configs, the pool file reader, the verdict ledger and the budget;
+//! [`domain`] holds the types every layer reads (pools, verdicts, seeded random streams); [`report`] renders
 //! result schemas, tables, plots and pages; [`sweep`] runs simulation sweeps. The model is written
 //! up in `docs/model.md`.
 #![warn(missing_docs)]
@@ -15,10 +16,10 @@ mod alloc;
 pub mod analysis;
 pub mod cli;
 pub mod commands;
+pub mod domain;
 pub mod judge;
 pub mod model;
 pub mod report;
-pub mod rng;
 pub mod run;
 pub mod store;
 pub mod sweep;

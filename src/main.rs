@@ -136,7 +136,7 @@ fn real_main(cli: Cli) -> Result<()> {
         } => {
             let covariates = covariates
                 .map(|v| {
-                    v.iter().map(|s| topk_judge::store::pool::CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>()
+                    v.iter().map(|s| topk_judge::domain::pool::CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>()
                 })
                 .transpose()
                 .map_err(anyhow::Error::msg)

@@ -15,11 +15,12 @@
 //! the win rate of each system against a reference system with a 95 % interval, and the
 //! comparisons per system and per prompt; and writes them as `rankings.csv` next to result.json.
 
+use crate::domain::pool::{Covariates, Pool};
+use crate::domain::verdict::ItemVerdict;
 use crate::model::bt::sigmoid;
 use crate::model::laplace::Posterior;
-use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_scaled, solver_scales};
+use crate::model::summary::{FitSummary, build_design, fit_scaled, solver_scales};
 use crate::model::{FitError, FitOptions, Prior};
-use crate::store::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -264,14 +265,14 @@ pub fn summary_block(r: &SystemsReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::pool::{CovariateSpec, Item, build_covariates};
     use crate::model::summary::fit_and_summarise;
-    use crate::store::pool::{CovariateSpec, Item, build_covariates};
 
     /// A pool of `prompts` prompts × `systems` systems with a raw covariate `len` per answer;
     /// prompt ids `p0…`, systems `s0…`.
     fn answers(prompts: usize, systems: usize, seed: u64) -> Vec<Pool> {
         use rand::RngExt;
-        let mut rng = crate::rng::stream(seed, "systems-test", 0);
+        let mut rng = crate::domain::rng::stream(seed, "systems-test", 0);
         (0..prompts)
             .map(|p| {
                 let items = (0..systems)
@@ -296,7 +297,7 @@ mod tests {
     /// ordered pairs, y ∈ {0, ½, 1, soft}.
     fn verdicts(prompts: usize, systems: usize, n: usize, seed: u64) -> Vec<(String, String, String, f64)> {
         use rand::RngExt;
-        let mut rng = crate::rng::stream(seed, "systems-verdicts", 0);
+        let mut rng = crate::domain::rng::stream(seed, "systems-verdicts", 0);
         (0..n)
             .map(|_| {
                 let p = rng.random_range(0..prompts);
@@ -322,7 +323,7 @@ mod tests {
         let pool = Pool::systems("run".into(), pools).unwrap();
         let cov = build_covariates(&pool, &[CovariateSpec::parse("len:raw").unwrap()]).unwrap();
         let design = build_design(&pool, &cov, &item_verdicts(&pool, vs));
-        let mut rng = crate::rng::stream(1, "membership", 0);
+        let mut rng = crate::domain::rng::stream(1, "membership", 0);
         let (s, _, _) = fit_and_summarise(&pool, &cov, &design, &Prior::default(), 2, 500, None, &mut rng).unwrap();
         (pool, s)
     }
@@ -479,7 +480,7 @@ mod tests {
             ],
         );
         let design = build_design(&pool, &cov, &vs);
-        let mut rng = crate::rng::stream(1, "membership", 0);
+        let mut rng = crate::domain::rng::stream(1, "membership", 0);
         let (s, _, post) = fit_and_summarise(&pool, &cov, &design, &Prior::default(), 1, 200, None, &mut rng).unwrap();
         let r = report(&pool, &cov, &Prior::default(), &s, &vs, None).unwrap();
         assert_eq!(r.reference, "s0");
@@ -514,7 +515,7 @@ mod tests {
         use rand::RngExt;
         let pool = Pool::systems("r".into(), answers(4, 5, 1)).unwrap();
         let n = pool.n_items();
-        let mut rng = crate::rng::stream(8, "q", 0);
+        let mut rng = crate::domain::rng::stream(8, "q", 0);
         let queried: std::collections::HashSet<(usize, usize)> =
             (0..30).map(|_| (rng.random_range(0..n), rng.random_range(0..n))).collect();
         let m = pool.n_bases();

@@ -79,7 +79,7 @@ fn unpaired_c_hat_moves_with_lambda_b_as_the_closed_form_says() {
     let mean = x.iter().sum::<f64>() / 30.0;
     let xt: Vec<f64> = x.iter().map(|v| v - mean).collect();
     let sxx: f64 = xt.iter().map(|v| v * v).sum();
-    let naive_d = build_design(&s.pool, &topk_judge::store::pool::Covariates::none(30), &s.full_verdicts(1));
+    let naive_d = build_design(&s.pool, &topk_judge::domain::pool::Covariates::none(30), &s.full_verdicts(1));
     let naive = bt::fit(&naive_d, &[1e-6; 31], None, &FitOptions::default()).unwrap();
     let mut c_hats = Vec::new();
     for lambda_b in [0.01, 0.1, 1.0, 10.0] {
@@ -289,13 +289,13 @@ fn paired_summeval_run_queries_within_base_pairs_first_and_identifies_c() {
     assert!(ident["range_nats"].as_f64().unwrap() > 1.0, "{ident}");
     assert!(result["notes"].to_string().contains("renderings of a base really share quality"));
     // The mock's verbosity bias in logits per sd of words: verb_per_word · sd(words) / temperature.
-    let pool = topk_judge::store::pool::read_pool(
+    let pool = topk_judge::store::pool_file::read_pool(
         &root().join("data/summeval_paired.jsonl"),
         Some("dm-test-2377095dda83df778e34304b7a09813808105d3b"),
     )
     .unwrap();
     let w: Vec<f64> =
-        pool.items.iter().map(|i| topk_judge::store::pool::word_count(i.text.as_deref().unwrap()) as f64).collect();
+        pool.items.iter().map(|i| topk_judge::domain::pool::word_count(i.text.as_deref().unwrap()) as f64).collect();
     let mean = w.iter().sum::<f64>() / w.len() as f64;
     let sd = (w.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / w.len() as f64).sqrt();
     let c_true = 0.01 * sd / 0.25;
@@ -316,11 +316,11 @@ fn the_same_judge_on_single_renderings_leaves_c_prior_selected() {
 
 #[test]
 fn shipped_paired_pool_is_rebuilt_from_the_summeval_pools() {
-    let pools = topk_judge::store::pool::read_pools(&summeval()).unwrap();
+    let pools = topk_judge::store::pool_file::read_pools(&summeval()).unwrap();
     let expected = topk_judge::analysis::design::paired_pools_jsonl(&pools);
     let shipped = std::fs::read_to_string(root().join("data/summeval_paired.jsonl")).unwrap();
     assert!(shipped == expected, "data/summeval_paired.jsonl is stale: run `cargo run --example make_paired`");
-    let paired = topk_judge::store::pool::read_pools(&root().join("data/summeval_paired.jsonl")).unwrap();
+    let paired = topk_judge::store::pool_file::read_pools(&root().join("data/summeval_paired.jsonl")).unwrap();
     assert_eq!(paired.len(), pools.len());
     for (p, q) in paired.iter().zip(&pools) {
         assert_eq!((p.n_items(), p.n_bases()), (2 * q.n_items(), q.n_items()));

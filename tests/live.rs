@@ -10,9 +10,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use topk_judge::domain::verdict::InvalidReason;
+use topk_judge::judge::Judge;
 use topk_judge::judge::openai::secret::Secret;
 use topk_judge::judge::openai::{OpenAiConfig, OpenAiJudge};
-use topk_judge::judge::{InvalidReason, Judge};
 use topk_judge::report::schema::RunResult;
 use topk_judge::run::live::{self, RunOptions};
 use topk_judge::store::config::{Config, JudgeConfig};
@@ -63,7 +64,7 @@ fn text_of(cfg: &Config, id: &str) -> String {
 }
 
 /// Ordered pair (item ids) of a recorded request, from the answer texts it carried.
-fn pair_of(pool: &topk_judge::store::pool::Pool, answers: &(String, String)) -> (String, String) {
+fn pair_of(pool: &topk_judge::domain::pool::Pool, answers: &(String, String)) -> (String, String) {
     let id = |t: &str| pool.items.iter().find(|i| i.text.as_deref() == Some(t)).map(|i| i.id.clone()).unwrap();
     (id(&answers.0), id(&answers.1))
 }
@@ -349,7 +350,7 @@ fn sigkill_mid_run_then_resume_asks_no_logged_verdict_again() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    let pool = topk_judge::store::pool::read_pool(&summeval(), Some(POOL_ID)).unwrap();
+    let pool = topk_judge::store::pool_file::read_pool(&summeval(), Some(POOL_ID)).unwrap();
     let reqs = fake.requests();
     for q in &reqs[at_kill..] {
         let p = pair_of(&pool, q.answers.as_ref().unwrap());

@@ -7,8 +7,9 @@ use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use topk_judge::domain::verdict::ItemVerdict;
 use topk_judge::judge::openai::{OpenAiConfig, OpenAiJudge};
-use topk_judge::model::summary::{ItemVerdict, build_design, fit_and_summarise};
+use topk_judge::model::summary::{build_design, fit_and_summarise};
 use topk_judge::report::schema::RunResult;
 use topk_judge::run::live::{self, RunOptions};
 use topk_judge::store::config::{Config, JudgeConfig};
@@ -213,7 +214,7 @@ async fn final_verdicts_and_comparison_labels_are_stored_once_with_their_weight(
     let plain: Vec<ItemVerdict> = recs.iter().map(|r| iv(r, 1.0)).collect();
     let theta = |vs: &[ItemVerdict]| {
         let design = build_design(&cfg.pool, &cfg.covariates, vs);
-        let mut rng = topk_judge::rng::stream(1, "test", 0);
+        let mut rng = topk_judge::domain::rng::stream(1, "test", 0);
         let prior = cfg.raw.model.prior();
         fit_and_summarise(&cfg.pool, &cfg.covariates, &design, &prior, 3, 10, None, &mut rng).unwrap().0.theta
     };

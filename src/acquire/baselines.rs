@@ -27,10 +27,10 @@
 
 use super::batch::{BatchCov, fisher_weight, sm_update_query};
 use super::{Context, Unit, argmax_tiebreak, candidate_units, open_orders};
+use crate::domain::rng::{self, ChaCha8Rng};
 use crate::model::laplace::Covariance;
 use crate::model::linalg::{Cholesky, Matrix};
 use crate::model::membership::point_topk;
-use crate::rng::{self, ChaCha8Rng};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use rand_distr::{Distribution, StandardNormal};
@@ -49,7 +49,7 @@ pub fn round_robin(ctx: &Context<'_>, r: usize) -> Vec<(usize, usize)> {
         return super::lazy_pairs::round_robin(ctx, &space, r);
     }
     let n = ctx.n_items();
-    let groups = crate::store::pool::prompt_groups(ctx.item_prompt, n);
+    let groups = crate::domain::pool::prompt_groups(ctx.item_prompt, n);
     let mut pairs: Vec<(usize, usize)> = (0..n)
         .flat_map(|a| {
             let g = &groups[if ctx.item_prompt.is_empty() { 0 } else { ctx.item_prompt[a] }];
@@ -246,7 +246,7 @@ mod tests {
         let mut f = from_posterior(vec![0.0; 8], diag(&[1.0; 8]), 2);
         let mut seq = Vec::new();
         loop {
-            let picks = select(StrategyKind::RoundRobin, &f.ctx(), 3, &mut crate::rng::stream(0, "t", 0));
+            let picks = select(StrategyKind::RoundRobin, &f.ctx(), 3, &mut crate::domain::rng::stream(0, "t", 0));
             if picks.is_empty() {
                 break;
             }
@@ -267,10 +267,10 @@ mod tests {
         // The shuffle is seeded by the run seed: another seed, another order.
         let mut g = from_posterior(vec![0.0; 8], diag(&[1.0; 8]), 2);
         g.seed = 2;
-        let other = select(StrategyKind::RoundRobin, &g.ctx(), 42, &mut crate::rng::stream(0, "t", 0));
+        let other = select(StrategyKind::RoundRobin, &g.ctx(), 42, &mut crate::domain::rng::stream(0, "t", 0));
         assert_ne!(other, seq);
         g.seed = f.seed;
-        let same = select(StrategyKind::RoundRobin, &g.ctx(), 42, &mut crate::rng::stream(9, "t", 0));
+        let same = select(StrategyKind::RoundRobin, &g.ctx(), 42, &mut crate::domain::rng::stream(9, "t", 0));
         assert_eq!(same, seq, "independent of the per-step rng");
     }
 
@@ -278,7 +278,7 @@ mod tests {
     fn random_picks_distinct_open_units() {
         let mut f = from_posterior(vec![0.0; 6], diag(&[1.0; 6]), 2);
         f.queried = HashSet::from([(0, 1), (1, 0), (2, 3)]);
-        let picks = select(StrategyKind::Random, &f.ctx(), 19, &mut crate::rng::stream(4, "t", 0));
+        let picks = select(StrategyKind::Random, &f.ctx(), 19, &mut crate::domain::rng::stream(4, "t", 0));
         // 10 unordered pairs, 20 ordered, 3 queried: 17 open.
         assert_eq!(picks.len(), 17);
         let set: HashSet<_> = picks.iter().copied().collect();
@@ -292,12 +292,12 @@ mod tests {
         // k-th against the (k+1)-th base (k = 2: bases 4 and 1).
         let mean = vec![0.1, 0.5, -1.0, 2.0, 0.9, -0.3, 0.0];
         let mut f = from_posterior(mean, diag(&[1e-10; 7]), 2);
-        let picks = select(StrategyKind::Thompson, &f.ctx(), 2, &mut crate::rng::stream(0, "t", 0));
+        let picks = select(StrategyKind::Thompson, &f.ctx(), 2, &mut crate::domain::rng::stream(0, "t", 0));
         assert_eq!(picks, vec![(1, 4), (4, 1)]);
         // That pair queried: the open straddling pair with the smallest gap is (4, 0) (gap 0.8)
         // ahead of (3, 1) (gap 1.5).
         f.queried = HashSet::from([(1, 4), (4, 1)]);
-        let picks = select(StrategyKind::Thompson, &f.ctx(), 2, &mut crate::rng::stream(0, "t", 0));
+        let picks = select(StrategyKind::Thompson, &f.ctx(), 2, &mut crate::domain::rng::stream(0, "t", 0));
         assert_eq!(picks, vec![(0, 4), (4, 0)]);
         // Every straddling pair queried: falls back to any open pair.
         for i in [3, 4] {
@@ -306,7 +306,7 @@ mod tests {
                 f.queried.insert((j, i));
             }
         }
-        let picks = select(StrategyKind::Thompson, &f.ctx(), 2, &mut crate::rng::stream(0, "t", 0));
+        let picks = select(StrategyKind::Thompson, &f.ctx(), 2, &mut crate::domain::rng::stream(0, "t", 0));
         assert_eq!(picks.len(), 2);
         assert!(picks.iter().all(|q| !f.queried.contains(q)));
     }
@@ -328,12 +328,12 @@ mod tests {
         let trials = 4000;
         let mut hits = 0usize;
         for s in 0..trials {
-            let p = select(StrategyKind::Thompson, &f.ctx(), 1, &mut crate::rng::stream(s, "t", 0));
+            let p = select(StrategyKind::Thompson, &f.ctx(), 1, &mut crate::domain::rng::stream(s, "t", 0));
             if unordered(p[0]) == (0, 1) {
                 hits += 1;
             }
         }
-        let mut r = crate::rng::stream(99, "mc", 0);
+        let mut r = crate::domain::rng::stream(99, "mc", 0);
         let mut want = 0usize;
         for _ in 0..trials {
             let z: Vec<f64> = (0..3).map(|_| StandardNormal.sample(&mut r)).collect();
@@ -357,7 +357,7 @@ mod tests {
         // (k+1)-th by θ̂.
         let mean = vec![2.0, 1.5, 1.0, 0.0, -1.0, 0.0];
         let f = from_posterior(mean, diag(&[1.0, 0.01, 0.01, 0.64, 0.25, 1e-4]), 2);
-        let picks = select(StrategyKind::Lucb, &f.ctx(), 2, &mut crate::rng::stream(0, "t", 0));
+        let picks = select(StrategyKind::Lucb, &f.ctx(), 2, &mut crate::domain::rng::stream(0, "t", 0));
         assert_eq!(picks, vec![(0, 3), (3, 0)]);
         // Brute force over all straddling pairs for a generic posterior (the fitted fixture).
         let g = fitted(10, 2, 3);
@@ -374,7 +374,7 @@ mod tests {
             .unwrap();
         // The fixture judged only (a, a + 1) and (a, a + 2): every pair still has an open order.
         assert!(!g.queried.contains(&(h, l)) || !g.queried.contains(&(l, h)));
-        let picks = select(StrategyKind::Lucb, &g.ctx(), 1, &mut crate::rng::stream(0, "t", 0));
+        let picks = select(StrategyKind::Lucb, &g.ctx(), 1, &mut crate::domain::rng::stream(0, "t", 0));
         assert_eq!(unordered(picks[0]), unordered((h, l)));
     }
 
@@ -385,7 +385,7 @@ mod tests {
         // second pick is the brute-force extreme pair under Σ' = (Σ⁻¹ + Σ_q w_q d_q d_qᵀ)⁻¹.
         let mean = vec![2.0, 1.5, 1.0, 0.0, -1.0, 0.0];
         let f = from_posterior(mean.clone(), diag(&[1.0, 0.01, 0.01, 0.64, 0.25, 1e-4]), 2);
-        let picks = select(StrategyKind::Lucb, &f.ctx(), 4, &mut crate::rng::stream(0, "t", 0));
+        let picks = select(StrategyKind::Lucb, &f.ctx(), 4, &mut crate::domain::rng::stream(0, "t", 0));
         assert_eq!(&picks[..2], &[(0, 3), (3, 0)]);
         let mut prec = Cholesky::factor(f.post.dense_cov().unwrap()).unwrap().inverse();
         for (a, b) in [(0usize, 3usize), (3, 0)] {

@@ -25,8 +25,8 @@
 //! gives the best fresh-touching unit exactly.
 
 use super::{Orders, Unit};
+use crate::domain::rng::ChaCha8Rng;
 use crate::model::bt::sigmoid;
-use crate::rng::ChaCha8Rng;
 use std::collections::{BTreeSet, BinaryHeap};
 
 /// f64 mapped to u64 with the same order (finite values).

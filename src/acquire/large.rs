@@ -14,7 +14,7 @@
 use super::batch::{BatchCov, FisherWeights, fisher_weight};
 use super::fresh::{Fresh, peak_offsets};
 use super::{Context, Orders, StrategyKind, Unit, argmax_tiebreak, candidate_units};
-use crate::rng::ChaCha8Rng;
+use crate::domain::rng::ChaCha8Rng;
 use std::collections::HashMap;
 
 /// Columns Σ e_i solved at once when any is needed (see `Batch::fill_columns`).

@@ -15,7 +15,7 @@
 //! exactly as before.
 
 use super::{Context, Orders, Unit, open_orders};
-use crate::rng::ChaCha8Rng;
+use crate::domain::rng::ChaCha8Rng;
 use rand::{Rng, RngExt};
 use std::collections::HashSet;
 
@@ -33,7 +33,7 @@ pub(crate) struct PairSpace {
 impl PairSpace {
     /// The pair space of `ctx`'s items.
     pub(crate) fn new(ctx: &Context<'_>) -> Self {
-        let groups = crate::store::pool::prompt_groups(ctx.item_prompt, ctx.n_items());
+        let groups = crate::domain::pool::prompt_groups(ctx.item_prompt, ctx.n_items());
         let mut offset = vec![0];
         for g in &groups {
             offset.push(offset[offset.len() - 1] + g.len() * g.len().saturating_sub(1) / 2);
@@ -113,7 +113,7 @@ impl Permutation {
 /// `round_robin` without listing the pairs: the permutation's pairs in order, both open orders
 /// of each, skipping same-base pairs and pairs with no open order.
 pub(crate) fn round_robin(ctx: &Context<'_>, space: &PairSpace, r: usize) -> Vec<(usize, usize)> {
-    let perm = Permutation::new(space.len(), &mut crate::rng::stream(ctx.seed, "round_robin", 0));
+    let perm = Permutation::new(space.len(), &mut crate::domain::rng::stream(ctx.seed, "round_robin", 0));
     let mut out = Vec::new();
     for t in 0..space.len() {
         let (a, b) = space.pair(perm.at(t));
@@ -194,7 +194,7 @@ mod tests {
     #[test]
     fn permutation_is_a_bijection() {
         for n in [1usize, 2, 5, 64, 1000, 4097] {
-            let p = Permutation::new(n, &mut crate::rng::stream(3, "t", 0));
+            let p = Permutation::new(n, &mut crate::domain::rng::stream(3, "t", 0));
             let mut seen = vec![false; n];
             for t in 0..n {
                 let x = p.at(t);
@@ -204,8 +204,8 @@ mod tests {
         }
         // Another seed, another order.
         let (p, q) = (
-            Permutation::new(1000, &mut crate::rng::stream(3, "t", 0)),
-            Permutation::new(1000, &mut crate::rng::stream(4, "t", 0)),
+            Permutation::new(1000, &mut crate::domain::rng::stream(3, "t", 0)),
+            Permutation::new(1000, &mut crate::domain::rng::stream(4, "t", 0)),
         );
         assert!((0..1000).any(|t| p.at(t) != q.at(t)));
     }
@@ -241,7 +241,7 @@ mod tests {
         let mut f = from_posterior(vec![0.0; 6], diag(&[1.0; 6]), 2);
         f.queried = HashSet::from([(0, 1), (1, 0), (2, 3)]);
         let ctx = f.ctx();
-        let picks = random(&ctx, &PairSpace::new(&ctx), 19, &mut crate::rng::stream(4, "t", 0));
+        let picks = random(&ctx, &PairSpace::new(&ctx), 19, &mut crate::domain::rng::stream(4, "t", 0));
         // 10 unordered pairs, 20 ordered, 3 queried: 17 open, all picked once.
         assert_eq!(picks.len(), 17);
         let set: HashSet<_> = picks.iter().copied().collect();
@@ -259,7 +259,7 @@ mod tests {
         let trials = 5000;
         let mut counts = std::collections::HashMap::new();
         for s in 0..trials {
-            let p = random(&ctx, &space, 1, &mut crate::rng::stream(s, "t", 0))[0];
+            let p = random(&ctx, &space, 1, &mut crate::domain::rng::stream(s, "t", 0))[0];
             *counts.entry((p.0.min(p.1), p.0.max(p.1))).or_insert(0usize) += 1;
         }
         assert_eq!(counts.len(), 10);

@@ -11,8 +11,8 @@ mod large;
 pub mod lazy_pairs;
 pub mod topk;
 
+use crate::domain::rng::ChaCha8Rng;
 use crate::model::Posterior;
-use crate::rng::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -107,7 +107,7 @@ impl Context<'_> {
 
     /// Whether any open ordered pair remains.
     pub fn any_open(&self) -> bool {
-        let groups = crate::store::pool::prompt_groups(self.item_prompt, self.n_items());
+        let groups = crate::domain::pool::prompt_groups(self.item_prompt, self.n_items());
         groups.iter().any(|g| g.iter().any(|&a| g.iter().any(|&b| self.open(a, b))))
     }
 }
@@ -252,7 +252,7 @@ pub(crate) fn candidate_units_touching(ctx: &Context<'_>, hot: &[bool]) -> Vec<U
 /// N × N bitmap (N = 10,000 answers for 500 prompts × 20 systems).
 fn candidate_units_within_prompts(ctx: &Context<'_>, hot: &[bool]) -> Vec<Unit> {
     let n = ctx.n_items();
-    let groups = crate::store::pool::prompt_groups(ctx.item_prompt, n);
+    let groups = crate::domain::pool::prompt_groups(ctx.item_prompt, n);
     // Per prompt, a g×g bitmap of queried ordered pairs (position of each item in its prompt's
     // group): one hash-set pass instead of one lookup per candidate.
     let mut pos = vec![0usize; n];
@@ -306,10 +306,11 @@ pub(crate) mod testutil {
     //! small synthetic pool.
     use super::{Context, Orders};
     use crate::analysis::synth::{SynthSpec, generate};
+    use crate::domain::pool::{CovariateSpec, build_covariates};
+    use crate::domain::verdict::ItemVerdict;
     use crate::model::Posterior;
     use crate::model::linalg::Matrix;
-    use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise};
-    use crate::store::pool::{CovariateSpec, build_covariates};
+    use crate::model::summary::{build_design, fit_and_summarise};
     use std::collections::HashSet;
 
     /// Everything a [`Context`] borrows.
@@ -411,7 +412,7 @@ pub(crate) mod testutil {
             }
         }
         let design = build_design(&sp.pool, &cov, &verdicts);
-        let mut rng = crate::rng::stream(3, "membership", 0);
+        let mut rng = crate::domain::rng::stream(3, "membership", 0);
         let prior = crate::model::Prior::default();
         let (summary, _fit, post) =
             fit_and_summarise(&sp.pool, &cov, &design, &prior, k, 2000, None, &mut rng).unwrap();

@@ -7,7 +7,7 @@
 
 use super::batch::{BatchCov, FisherWeights, fisher_weight};
 use super::{Context, StrategyKind, Unit, argmax_tiebreak, candidate_units, candidate_units_touching};
-use crate::rng::ChaCha8Rng;
+use crate::domain::rng::ChaCha8Rng;
 
 /// Select up to `r` queries by the score of `kind` (Topk, DOptimal or Uncertainty).
 ///
@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn topk_first_pick_is_the_argmax_of_the_spec_score() {
         let f = fitted(10, 2, 3);
-        let mut rng = crate::rng::stream(1, "t", 0);
+        let mut rng = crate::domain::rng::stream(1, "t", 0);
         let picks = select_any(StrategyKind::Topk, &f.ctx(), 2, &mut rng);
         let want = brute_best(&f, f.post.dense_cov().unwrap(), StrategyKind::Topk, &[]);
         assert_eq!(picks, vec![want, (want.1, want.0)], "both orders of the best unordered pair");
@@ -204,7 +204,7 @@ mod tests {
         // Sherman–Morrison.
         let f = fitted(10, 2, 3);
         for kind in [StrategyKind::Topk, StrategyKind::DOptimal, StrategyKind::Uncertainty] {
-            let mut rng = crate::rng::stream(1, "t", 0);
+            let mut rng = crate::domain::rng::stream(1, "t", 0);
             let picks = select_any(kind, &f.ctx(), 6, &mut rng);
             assert_eq!(picks.len(), 6);
             let mut cov = f.post.dense_cov().unwrap().clone();
@@ -235,13 +235,18 @@ mod tests {
         // pending information the first pick of the second call would go elsewhere.
         let f = fitted(10, 2, 3);
         for kind in [StrategyKind::Topk, StrategyKind::DOptimal, StrategyKind::Uncertainty] {
-            let all = select_any(kind, &f.ctx(), 6, &mut crate::rng::stream(1, "t", 0));
+            let all = select_any(kind, &f.ctx(), 6, &mut crate::domain::rng::stream(1, "t", 0));
             let mut g = fitted(10, 2, 3);
             g.queried.extend(&all[..2]);
-            let rest =
-                crate::acquire::select_with_pending(kind, &g.ctx(), &all[..2], 4, &mut crate::rng::stream(1, "t", 0));
+            let rest = crate::acquire::select_with_pending(
+                kind,
+                &g.ctx(),
+                &all[..2],
+                4,
+                &mut crate::domain::rng::stream(1, "t", 0),
+            );
             assert_eq!(rest, all[2..].to_vec(), "{kind:?}");
-            let blind = select_any(kind, &g.ctx(), 4, &mut crate::rng::stream(1, "t", 0));
+            let blind = select_any(kind, &g.ctx(), 4, &mut crate::domain::rng::stream(1, "t", 0));
             assert_eq!(blind.len(), 4);
             assert!(blind.iter().all(|q| !all[..2].contains(q)), "pending pairs are never picked again");
             if kind != StrategyKind::Uncertainty {
@@ -256,14 +261,14 @@ mod tests {
         let mut f = fitted(10, 2, 3);
         // With π constant the boundary weight is a constant factor: identical choices.
         f.membership = vec![0.3; 10];
-        let a = select_any(StrategyKind::Topk, &f.ctx(), 8, &mut crate::rng::stream(2, "t", 0));
-        let b = select_any(StrategyKind::DOptimal, &f.ctx(), 8, &mut crate::rng::stream(2, "t", 0));
+        let a = select_any(StrategyKind::Topk, &f.ctx(), 8, &mut crate::domain::rng::stream(2, "t", 0));
+        let b = select_any(StrategyKind::DOptimal, &f.ctx(), 8, &mut crate::domain::rng::stream(2, "t", 0));
         assert_eq!(a, b);
         // With the real π they differ, and D-optimal picks the argmax of p̂(1 − p̂)·v.
         let f = fitted(10, 2, 3);
-        let d = select_any(StrategyKind::DOptimal, &f.ctx(), 2, &mut crate::rng::stream(2, "t", 0));
+        let d = select_any(StrategyKind::DOptimal, &f.ctx(), 2, &mut crate::domain::rng::stream(2, "t", 0));
         assert_eq!(unordered(d[0]), brute_best(&f, f.post.dense_cov().unwrap(), StrategyKind::DOptimal, &[]));
-        let t = select_any(StrategyKind::Topk, &f.ctx(), 2, &mut crate::rng::stream(2, "t", 0));
+        let t = select_any(StrategyKind::Topk, &f.ctx(), 2, &mut crate::domain::rng::stream(2, "t", 0));
         assert_ne!(unordered(d[0]), unordered(t[0]), "this fixture separates the two rules");
     }
 
@@ -271,11 +276,11 @@ mod tests {
     fn uncertainty_picks_the_largest_contrast_variance() {
         // Σ diagonal (θ0..θ5, κ): v_ij = Σ_ii + Σ_jj is largest for the two widest bases 1, 3.
         let mut f = from_posterior(vec![0.0; 7], diag(&[1.0, 3.0, 0.5, 2.5, 0.2, 1.2, 0.01]), 2);
-        let picks = select_any(StrategyKind::Uncertainty, &f.ctx(), 2, &mut crate::rng::stream(0, "t", 0));
+        let picks = select_any(StrategyKind::Uncertainty, &f.ctx(), 2, &mut crate::domain::rng::stream(0, "t", 0));
         assert_eq!(picks, vec![(1, 3), (3, 1)]);
         // Once that pair is queried: 1 with the next widest, 5 (v = 4.2 > 4.0 for (0, 1)).
         f.queried = HashSet::from([(1, 3), (3, 1)]);
-        let picks = select_any(StrategyKind::Uncertainty, &f.ctx(), 2, &mut crate::rng::stream(0, "t", 0));
+        let picks = select_any(StrategyKind::Uncertainty, &f.ctx(), 2, &mut crate::domain::rng::stream(0, "t", 0));
         assert_eq!(picks, vec![(1, 5), (5, 1)]);
     }
 
@@ -283,7 +288,7 @@ mod tests {
     fn single_orders_scores_each_ordered_pair_alone() {
         let mut f = fitted(8, 1, 3);
         f.orders = Orders::Single;
-        let picks = select_any(StrategyKind::Topk, &f.ctx(), 1, &mut crate::rng::stream(0, "t", 0));
+        let picks = select_any(StrategyKind::Topk, &f.ctx(), 1, &mut crate::domain::rng::stream(0, "t", 0));
         let n = 8;
         let mut best = (f64::NEG_INFINITY, (0, 0));
         for a in 0..n {
@@ -308,8 +313,8 @@ mod tests {
         let f = from_posterior(vec![0.0; 11], diag(&[1.0; 11]), 3);
         let mut seen = HashSet::new();
         for seed in 0..200 {
-            let a = select_any(StrategyKind::Uncertainty, &f.ctx(), 1, &mut crate::rng::stream(seed, "t", 0));
-            let b = select_any(StrategyKind::Uncertainty, &f.ctx(), 1, &mut crate::rng::stream(seed, "t", 0));
+            let a = select_any(StrategyKind::Uncertainty, &f.ctx(), 1, &mut crate::domain::rng::stream(seed, "t", 0));
+            let b = select_any(StrategyKind::Uncertainty, &f.ctx(), 1, &mut crate::domain::rng::stream(seed, "t", 0));
             assert_eq!(a, b, "same seed, same pick");
             seen.insert(unordered(a[0]));
         }
@@ -324,10 +329,11 @@ mod tests {
     /// strategy that uses Σ deterministically when both see the same π.
     fn large_pool_equivalence(n: usize, q: usize, k: usize) {
         use crate::analysis::synth::{SynthSpec, generate};
+        use crate::domain::pool::{CovariateSpec, build_covariates};
+        use crate::domain::verdict::ItemVerdict;
         use crate::model::FitOptions;
         use crate::model::laplace::Covariance;
-        use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise_with};
-        use crate::store::pool::{CovariateSpec, build_covariates};
+        use crate::model::summary::{build_design, fit_and_summarise_with};
         use rand::RngExt;
         let sp = generate(&SynthSpec {
             n,
@@ -339,7 +345,7 @@ mod tests {
             seed: 21,
         });
         let cov = build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
-        let mut r = crate::rng::stream(8, "pairs", 0);
+        let mut r = crate::domain::rng::stream(8, "pairs", 0);
         let mut queried = HashSet::new();
         while queried.len() < q {
             let (a, b) = (r.random_range(0..n), r.random_range(0..n));
@@ -353,7 +359,7 @@ mod tests {
         let prior = crate::model::Prior::default();
         let draws = 4000;
         let run = |opts: FitOptions| {
-            let mut mc = crate::rng::stream(3, "membership", 0);
+            let mut mc = crate::domain::rng::stream(3, "membership", 0);
             fit_and_summarise_with(&sp.pool, &cov, &design, &prior, k, draws, None, &mut mc, &opts).unwrap()
         };
         let (sd, _, pd) = run(FitOptions { sparse_min_params: usize::MAX, ..Default::default() });
@@ -372,8 +378,8 @@ mod tests {
         let ctx = |post, orders| synth_ctx(&sp, &cov.x, post, &sd.membership, &queried, k, orders);
         for orders in [Orders::Both, Orders::Single] {
             for kind in [StrategyKind::Topk, StrategyKind::DOptimal, StrategyKind::Uncertainty, StrategyKind::Lucb] {
-                let want = select_any(kind, &ctx(&pd, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
-                let got = select_any(kind, &ctx(&ps, orders), 8, &mut crate::rng::stream(4, "acquire", 0));
+                let want = select_any(kind, &ctx(&pd, orders), 8, &mut crate::domain::rng::stream(4, "acquire", 0));
+                let got = select_any(kind, &ctx(&ps, orders), 8, &mut crate::domain::rng::stream(4, "acquire", 0));
                 assert_eq!(want.len(), 8);
                 assert_eq!(want, got, "{kind:?} {orders:?}");
             }
@@ -386,18 +392,23 @@ mod tests {
         n: usize,
         queried: &HashSet<(usize, usize)>,
         k: usize,
-    ) -> (crate::analysis::synth::SynthPool, crate::store::pool::Covariates, crate::model::summary::FitSummary, Posterior)
-    {
+    ) -> (
+        crate::analysis::synth::SynthPool,
+        crate::domain::pool::Covariates,
+        crate::model::summary::FitSummary,
+        Posterior,
+    ) {
+        use crate::domain::pool::{CovariateSpec, build_covariates};
+        use crate::domain::verdict::ItemVerdict;
         use crate::model::FitOptions;
-        use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise_with};
-        use crate::store::pool::{CovariateSpec, build_covariates};
+        use crate::model::summary::{build_design, fit_and_summarise_with};
         let sp = crate::acquire::testutil::synth(n, 4);
         let cov = build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").unwrap()]).unwrap();
         let verdicts: Vec<ItemVerdict> =
             queried.iter().map(|&(a, b)| ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 }).collect();
         let design = build_design(&sp.pool, &cov, &verdicts);
         let opts = FitOptions { sparse_min_params: 0, ..Default::default() };
-        let mut mc = crate::rng::stream(3, "membership", 0);
+        let mut mc = crate::domain::rng::stream(3, "membership", 0);
         let (summary, _, post) = fit_and_summarise_with(
             &sp.pool,
             &cov,
@@ -426,7 +437,7 @@ mod tests {
         }
         let pick = |seed: u64| {
             let ctx = synth_ctx(&sp, &cov.x, &post, &summary.membership, &queried, k, Orders::Both);
-            select(StrategyKind::Topk, &ctx, &[], 300, &mut crate::rng::stream(seed, "acquire", 0))
+            select(StrategyKind::Topk, &ctx, &[], 300, &mut crate::domain::rng::stream(seed, "acquire", 0))
         };
         let picks = pick(1);
         assert_eq!(picks.len(), 300);
@@ -447,7 +458,7 @@ mod tests {
         use crate::model::FitOptions;
         use rand::RngExt;
         let (n, k) = (300, 10);
-        let mut r = crate::rng::stream(8, "pairs", 0);
+        let mut r = crate::domain::rng::stream(8, "pairs", 0);
         let mut queried = HashSet::new();
         while queried.len() < 150 {
             let (a, b) = (r.random_range(0..n), r.random_range(0..n));
@@ -458,12 +469,13 @@ mod tests {
         let (sp, cov, summary, sparse) = sparse_fixture(n, &queried, k);
         assert!((0..n).filter(|&i| sparse.is_isolated(i)).count() > 60);
         let dense = {
-            use crate::model::summary::{ItemVerdict, build_design, fit_and_summarise_with};
+            use crate::domain::verdict::ItemVerdict;
+            use crate::model::summary::{build_design, fit_and_summarise_with};
             let verdicts: Vec<ItemVerdict> =
                 queried.iter().map(|&(a, b)| ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 }).collect();
             let design = build_design(&sp.pool, &cov, &verdicts);
             let opts = FitOptions { sparse_min_params: usize::MAX, ..Default::default() };
-            let mut mc = crate::rng::stream(3, "membership", 0);
+            let mut mc = crate::domain::rng::stream(3, "membership", 0);
             fit_and_summarise_with(
                 &sp.pool,
                 &cov,
@@ -486,8 +498,8 @@ mod tests {
         for orders in [Orders::Both, Orders::Single] {
             for kind in [StrategyKind::Topk, StrategyKind::DOptimal] {
                 let ctx = |post| synth_ctx(&sp, &cov.x, post, &summary.membership, &asked, k, orders);
-                let want = select(kind, &ctx(&dense), &pending, 40, &mut crate::rng::stream(4, "acquire", 0));
-                let got = select(kind, &ctx(&sparse), &pending, 40, &mut crate::rng::stream(4, "acquire", 0));
+                let want = select(kind, &ctx(&dense), &pending, 40, &mut crate::domain::rng::stream(4, "acquire", 0));
+                let got = select(kind, &ctx(&sparse), &pending, 40, &mut crate::domain::rng::stream(4, "acquire", 0));
                 assert_eq!(want.len(), 40);
                 assert_eq!(want, got, "{kind:?} {orders:?}");
             }

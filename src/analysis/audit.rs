@@ -32,7 +32,7 @@
 //! The position-bias swap test runs on the `pair` entries, or on the probes when there are none.
 
 use crate::analysis::render::RenderKind;
-use crate::store::pool::{Item, Pool, word_count};
+use crate::domain::pool::{Item, Pool, word_count};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::{BTreeMap, HashMap};
@@ -187,7 +187,7 @@ impl PairSpec {
     ///
     /// # Errors
     /// A message naming the field and what was expected.
-    pub fn validate(&self) -> Result<(), crate::store::invalid::InvalidInput> {
+    pub fn validate(&self) -> Result<(), crate::domain::invalid::InvalidInput> {
         if self.id.trim().is_empty() {
             return Err("\"id\" is empty; expected a unique non-empty id".into());
         }
@@ -300,7 +300,7 @@ impl PairSpec {
     ///
     /// # Errors
     /// The pool's validation message (call [`PairSpec::validate`] first).
-    pub fn to_pool(&self) -> Result<Pool, crate::store::invalid::InvalidInput> {
+    pub fn to_pool(&self) -> Result<Pool, crate::domain::invalid::InvalidInput> {
         let item = |l: Label| {
             let s = self.side(l);
             let mut covariates = BTreeMap::new();
@@ -410,7 +410,7 @@ pub fn probes_from_pool(pool: &Pool, kind: RenderKind, max_items: Option<usize>)
 /// `n` distinct unordered pairs of a pool's items with text, drawn with `rng` (a seeded shuffle
 /// of all pairs, then the first n, listed in pool order). Id `<a>:<b>`; the true winner is the
 /// higher gold quality when the pool has it.
-pub fn pairs_from_pool(pool: &Pool, n: usize, rng: &mut crate::rng::ChaCha8Rng) -> Vec<PairSpec> {
+pub fn pairs_from_pool(pool: &Pool, n: usize, rng: &mut crate::domain::rng::ChaCha8Rng) -> Vec<PairSpec> {
     use rand::seq::SliceRandom;
     let idx: Vec<usize> = (0..pool.n_items()).filter(|i| pool.items[*i].text.is_some()).collect();
     let mut all: Vec<(usize, usize)> =
@@ -1189,7 +1189,7 @@ mod tests {
 
     fn synthetic_pairs(n: usize, seed: u64) -> Vec<PairSpec> {
         use rand::RngExt;
-        let mut rng = crate::rng::stream(seed, "audit-test-pairs", 0);
+        let mut rng = crate::domain::rng::stream(seed, "audit-test-pairs", 0);
         (0..n)
             .map(|i| {
                 let q: f64 = rng.random_range(3.0..7.0);
@@ -1276,7 +1276,7 @@ mod tests {
 
     #[test]
     fn pool_probes_and_pairs() {
-        let pool = crate::store::pool::read_pool(
+        let pool = crate::store::pool_file::read_pool(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/summeval_pools.jsonl"),
             None,
         )
@@ -1294,13 +1294,13 @@ mod tests {
                 Some(crate::analysis::render::elaborate(p.x.text.as_deref().unwrap()).as_str())
             );
         }
-        let mut rng = crate::rng::stream(3, "audit-pairs", 0);
+        let mut rng = crate::domain::rng::stream(3, "audit-pairs", 0);
         let pairs = pairs_from_pool(&pool, 10, &mut rng);
         assert_eq!(pairs.len(), 10);
         let mut ids: Vec<&str> = pairs.iter().map(|p| p.id.as_str()).collect();
         ids.dedup();
         assert_eq!(ids.len(), 10, "distinct pairs");
-        let again = pairs_from_pool(&pool, 10, &mut crate::rng::stream(3, "audit-pairs", 0));
+        let again = pairs_from_pool(&pool, 10, &mut crate::domain::rng::stream(3, "audit-pairs", 0));
         assert_eq!(pairs, again, "seeded");
         // A deterministic mock with only a verbosity term prefers every elaborated rendering.
         let j = MockJudge::new(MockConfig { pos_bias: 0.0, verb_per_word: 0.01, ..Default::default() }).unwrap();

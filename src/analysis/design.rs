@@ -16,8 +16,8 @@
 //! summary becomes a base with its original text (`terse`) and a content-free elaboration
 //! ([`elaborate`]: the same text between a filler opening and a filler closing sentence).
 
-use crate::rng;
-use crate::store::pool::{Covariates, Item, Pool};
+use crate::domain::pool::{Covariates, Item, Pool};
+use crate::domain::rng;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 
@@ -87,7 +87,7 @@ pub fn other_orders(
 ///
 /// # Errors
 /// A message saying what is missing.
-pub fn validate(kind: DesignKind, pool: &Pool, cov: &Covariates) -> Result<(), crate::store::invalid::InvalidInput> {
+pub fn validate(kind: DesignKind, pool: &Pool, cov: &Covariates) -> Result<(), crate::domain::invalid::InvalidInput> {
     if kind == DesignKind::Single {
         return Ok(());
     }
@@ -192,7 +192,7 @@ mod tests {
         assert_eq!(other_orders(&q, crate::acquire::Orders::Both, 1), vec![(3, 2)]);
         assert!(other_orders(&q, crate::acquire::Orders::Single, 8).is_empty());
     }
-    use crate::store::pool::{CovariateSpec, build_covariates, word_count};
+    use crate::domain::pool::{CovariateSpec, build_covariates, word_count};
 
     fn pool() -> Pool {
         let it = |id: &str, t: &str, q: f64| Item {

@@ -168,14 +168,14 @@ pub fn decide(anchors: &[Anchor], better: &[Option<usize>], alpha: f64) -> GateD
 
 /// θ̂ per base (len M) of the naive model (no covariates) and of the bias-aware model with `cov`.
 pub fn fit_naive_and_corrected(
-    pool: &crate::store::pool::Pool,
-    cov: &crate::store::pool::Covariates,
-    verdicts: &[crate::model::summary::ItemVerdict],
+    pool: &crate::domain::pool::Pool,
+    cov: &crate::domain::pool::Covariates,
+    verdicts: &[crate::domain::verdict::ItemVerdict],
     prior: &crate::model::Prior,
 ) -> Result<[Vec<f64>; 2], crate::model::FitError> {
     let m = pool.n_bases();
     let naive = crate::model::bt::fit(
-        &crate::model::summary::build_design(pool, &crate::store::pool::Covariates::none(pool.n_items()), verdicts),
+        &crate::model::summary::build_design(pool, &crate::domain::pool::Covariates::none(pool.n_items()), verdicts),
         &prior.diagonal(m, 0),
         None,
         &crate::model::bt::FitOptions::default(),

@@ -15,11 +15,11 @@
 
 use crate::analysis::gate::{decide, select_anchors};
 use crate::analysis::synth::{SynthSpec, generate};
+use crate::domain::pool::Covariates;
+use crate::domain::rng;
 use crate::model::FitError;
 use crate::model::bt::{self, FitOptions, Prior, sigmoid};
 use crate::model::summary::build_design;
-use crate::rng;
-use crate::store::pool::Covariates;
 use rand::RngExt;
 use serde::Serialize;
 

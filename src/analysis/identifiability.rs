@@ -2,9 +2,10 @@
 //! likelihood of each bias coefficient around ĉ at the final fit, and the notes that tell the
 //! reader what a prior-selected or rendering-identified coefficient means. Pure: data in, values out.
 
+use crate::domain::pool::{Covariates, Pool};
+use crate::domain::verdict::ItemVerdict;
 use crate::model::profile::{self, Identifiability};
-use crate::model::summary::{FitSummary, ItemVerdict, build_design};
-use crate::store::pool::{Covariates, Pool};
+use crate::model::summary::{FitSummary, build_design};
 use std::collections::BTreeMap;
 
 // Identifiability in every run's result.
@@ -41,15 +42,15 @@ pub fn notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<Stri
         match e.range_nats {
             Some(r) if !e.identified() => v.push(format!(
                 "c[{name}] is prior-selected (profile range {} nats < 0.001): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2); test that with a `gate:` in the config (or `topk-judge gate`), or use paired renderings (design: paired)",
-                crate::store::text::num(r)
+                crate::domain::fmt::num(r)
             )),
             Some(r) if pool.is_systems() => v.push(format!(
                 "c[{name}] is identified by each system's answers to several prompts (profile range {} nats); this holds only if a system's quality does not change with {name} from prompt to prompt",
-                crate::store::text::num(r)
+                crate::domain::fmt::num(r)
             )),
             Some(r) if renderings => v.push(format!(
                 "c[{name}] is identified by the renderings (profile range {} nats); this holds only if the renderings of a base really share quality",
-                crate::store::text::num(r)
+                crate::domain::fmt::num(r)
             )),
             _ => {}
         }

@@ -9,7 +9,7 @@
 //!   Growth: 5–8 words per sentence plus 8 words.
 //! - [`markdownify`]: the first sentence in bold, every further sentence as a `- ` bullet. Every
 //!   original token is kept, in order (the first and last token of the lead carry `**`); the
-//!   output has markdown structure ([`crate::store::pool::has_markdown`] is true). Growth: one `-` token
+//!   output has markdown structure ([`crate::domain::pool::has_markdown`] is true). Growth: one `-` token
 //!   per bullet, i.e. (sentences − 1) whitespace words.
 //!
 //! Both are pure, deterministic functions of the text (no randomness, no locale). Sentence
@@ -166,7 +166,7 @@ pub fn elaborate(text: &str) -> String {
 /// ```
 /// let m = topk_judge::analysis::render::markdownify("The cat sat. It slept. It woke.");
 /// assert_eq!(m, "**The cat sat.**\n\n- It slept.\n- It woke.");
-/// assert!(topk_judge::store::pool::has_markdown(&m));
+/// assert!(topk_judge::domain::pool::has_markdown(&m));
 /// ```
 pub fn markdownify(text: &str) -> String {
     let mut out: Vec<String> = Vec::new();
@@ -202,7 +202,7 @@ pub fn markdownify(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::pool::{has_markdown, word_count};
+    use crate::domain::pool::{has_markdown, word_count};
 
     const SUMMEVAL: &str = "Thousands of holidaymakers caught up in last summer 's passport delay fiasco have not \
         received any compensation . At the same time , managers received up to # 3,500 in bonuses . Ministers \

@@ -7,10 +7,10 @@
 //! Paired design (docs/model.md §6): each base m gets two renderings, `terse` (x = 0) and `elaborated`
 //! (x = 1), sharing θ_m.
 
+use crate::domain::pool::{CovariateSpec, Covariates, Item, Pool, Transform};
+use crate::domain::rng::{self, ChaCha8Rng};
+use crate::domain::verdict::ItemVerdict;
 use crate::model::bt::sigmoid;
-use crate::model::summary::ItemVerdict;
-use crate::rng::{self, ChaCha8Rng};
-use crate::store::pool::{CovariateSpec, Covariates, Item, Pool, Transform};
 use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
@@ -56,7 +56,7 @@ impl SynthSpec {
     ///
     /// # Errors
     /// A message naming the field, the value and what was expected.
-    pub fn validate(&self) -> Result<(), crate::store::invalid::InvalidInput> {
+    pub fn validate(&self) -> Result<(), crate::domain::invalid::InvalidInput> {
         if !(2..=MAX_SYNTH_N).contains(&self.n) {
             return Err(format!("n = {} must be in 2..={MAX_SYNTH_N}", self.n).into());
         }
@@ -196,7 +196,7 @@ impl SynthPool {
     /// The covariate matrix of the pool's `x` column, untransformed (already z-scored, or 0/1
     /// for a paired pool).
     pub fn covariates(&self) -> Covariates {
-        crate::store::pool::build_covariates(
+        crate::domain::pool::build_covariates(
             &self.pool,
             &[CovariateSpec { name: "x".into(), transform: Some(Transform::Raw) }],
         )

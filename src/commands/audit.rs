@@ -35,15 +35,16 @@
 use crate::analysis::audit::{self, AuditReport, PairSpec};
 use crate::analysis::recorded::{self, JudgeRow, Tally};
 use crate::analysis::render::RenderKind;
+use crate::domain::pool::Pool;
+use crate::domain::verdict::Usage;
+use crate::judge::Judge;
 use crate::judge::replay::{MissingPolicy, Recording};
-use crate::judge::{Judge, Usage};
 use crate::report::progress::Progress;
 use crate::run::dispatch::{Dispatcher, Flow, Outcome};
 use crate::store::books::Books;
 use crate::store::budget::Budget;
 use crate::store::config::{ConfigError, JudgeConfig, normalize};
 use crate::store::ledger::{CacheError, VerdictRecord};
-use crate::store::pool::{self, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -294,11 +295,8 @@ impl AuditConfig {
             }
             (None, Some(p)) => {
                 p.file = normalize(&dir.join(&p.file));
-                let pool = pool::read_pool(&p.file, p.id.as_deref()).map_err(|source| ConfigError::Pool {
-                    path: path.to_owned(),
-                    pool_file: p.file.clone(),
-                    source,
-                })?;
+                let pool = crate::store::pool_file::read_pool(&p.file, p.id.as_deref())
+                    .map_err(|source| ConfigError::Pool { path: path.to_owned(), pool_file: p.file.clone(), source })?;
                 let (mut probes, notes) = audit::probes_from_pool(&pool, p.transform, p.max_items);
                 if probes.is_empty() {
                     return Err(inv(
@@ -308,7 +306,7 @@ impl AuditConfig {
                     .into());
                 }
                 let mut pairs =
-                    audit::pairs_from_pool(&pool, p.pairs, &mut crate::rng::stream(p.seed, "audit-pairs", 0));
+                    audit::pairs_from_pool(&pool, p.pairs, &mut crate::domain::rng::stream(p.seed, "audit-pairs", 0));
                 if pairs.len() < p.pairs {
                     return Err(inv(
                         "pool.pairs",
@@ -409,11 +407,12 @@ pub struct AuditOutput {
     /// Stored invalid verdicts of this audit by reason: count and share of all its stored
     /// verdicts.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub invalid_by_reason: std::collections::BTreeMap<crate::judge::InvalidReason, crate::judge::ReasonCount>,
+    pub invalid_by_reason:
+        std::collections::BTreeMap<crate::domain::verdict::InvalidReason, crate::domain::verdict::ReasonCount>,
     /// Pair sides (`pair/x`, `pair/y`) whose text holds verdict-shaped text (the judge sees it
     /// unchanged; lines quoted from it never count as the judge's verdict).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub verdict_shaped: Vec<crate::judge::VerdictShaped>,
+    pub verdict_shaped: Vec<crate::domain::verdict::VerdictShaped>,
     /// Counters of a live judge in this invocation (requests, retries, replies, invalid ones).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judge_stats: Option<crate::judge::JudgeStats>,
@@ -544,7 +543,7 @@ pub async fn run_audit(
     let report = audit::analyse(&cfg.pairs, &obs, cfg.raw.level);
     let notes = notes(cfg, &report, failures.len());
     let stored: Vec<&VerdictRecord> = keys.iter().flatten().filter_map(|k| log.get(k)).collect();
-    let invalid_by_reason = crate::judge::invalid_by_reason(
+    let invalid_by_reason = crate::domain::verdict::invalid_by_reason(
         stored.len(),
         stored.iter().filter(|r| r.y.is_none()).map(|r| r.invalid_reason.as_deref().unwrap_or("unknown")),
     );
@@ -554,7 +553,7 @@ pub async fn run_audit(
         .flat_map(|(pool, spec)| {
             pool.items.iter().zip(["x", "y"]).filter_map(move |(it, side)| {
                 let excerpt = crate::judge::openai::parse::verdict_shaped(it.text.as_deref()?)?;
-                Some(crate::judge::VerdictShaped { id: format!("{}/{side}", spec.id), excerpt })
+                Some(crate::domain::verdict::VerdictShaped { id: format!("{}/{side}", spec.id), excerpt })
             })
         })
         .collect();
@@ -851,7 +850,8 @@ pub fn summary_text(o: &AuditOutput, dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::{BoxFuture, JudgeError, JudgeReply};
+    use crate::domain::verdict::JudgeReply;
+    use crate::judge::{BoxFuture, JudgeError};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn tutorial_cfg(dir: &Path, extra: &str) -> PathBuf {

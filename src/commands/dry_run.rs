@@ -185,12 +185,12 @@ fn first_pick(
     let acq = &cfg.raw.acquisition;
     let verdicts = queries.verdicts(records, cfg.raw.model.strong_preference_weight);
     let design = build_design(pool, &cfg.covariates, &verdicts);
-    let mut mc_rng = crate::rng::stream(acq.seed, "membership", verdicts.len() as u64);
+    let mut mc_rng = crate::domain::rng::stream(acq.seed, "membership", verdicts.len() as u64);
     let prior = cfg.raw.model.prior();
     let (summary, _, post) =
         fit_and_summarise(pool, &cfg.covariates, &design, &prior, cfg.raw.k, acq.mc_draws, None, &mut mc_rng).ok()?;
     let ctx = crate::run::queries::acquisition_context(cfg, &post, &summary.membership, asked);
-    let mut rng = crate::rng::stream(acq.seed, "acquire", asked.len() as u64);
+    let mut rng = crate::domain::rng::stream(acq.seed, "acquire", asked.len() as u64);
     // The runner's batch size; with no comparison left, the query it would send next.
     let r = acq.refit_every.min(comparisons_left).max(1);
     next_picks(pool, cfg.raw.design, acq.strategy, &ctx, r, &mut rng).first().copied()

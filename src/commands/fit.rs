@@ -10,12 +10,13 @@
 
 use super::run_folder::{judge_description, load_run};
 use crate::analysis::ranking::ReportRanking;
+use crate::domain::pool::{self, CovariateSpec, Pool};
+use crate::domain::verdict::ItemVerdict;
 use crate::model::Prior;
 use crate::model::profile::Identifiability;
-use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
+use crate::model::summary::{ModelKind, build_design, fit_and_summarise};
 use crate::report;
 use crate::report::schema::Reporting;
-use crate::store::pool::{self, CovariateSpec, Pool};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -275,7 +276,7 @@ fn fitted_pool(args: &FitArgs<'_>, cfg: Option<&crate::store::config::Config>) -
             }
             Ok(c.pool.clone())
         }
-        None => Ok(pool::read_pool(args.pool_file, args.pool_id)?),
+        None => Ok(crate::store::pool_file::read_pool(args.pool_file, args.pool_id)?),
     }
 }
 
@@ -513,7 +514,7 @@ fn fit_output(
     let cov = pool::build_covariates(pool, &specs)?;
     warnings.extend(pool::scale_warnings(&cov, prior.lambda_b, "--covariates"));
     let design = build_design(pool, &cov, &verdicts);
-    let mut rng = crate::rng::stream(set.seed, "membership", verdicts.len() as u64);
+    let mut rng = crate::domain::rng::stream(set.seed, "membership", verdicts.len() as u64);
     let (s, _, _) = fit_and_summarise(pool, &cov, &design, &prior, k, set.draws, None, &mut rng)?;
     let (identifiability, apparent) =
         report::outcome::identify_and_apparent(pool, &cov, &prior, k, (set.draws, set.seed), &verdicts, &s);

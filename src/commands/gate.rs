@@ -5,6 +5,7 @@
 
 use super::run_folder::{IdentError, bias_covariates, io_err, load_run, run_verdicts};
 use crate::analysis::gate::{self, Anchor, GateDecision, fit_naive_and_corrected};
+use crate::domain::pool::Pool;
 use crate::judge::Judge;
 use crate::judge::build::make_judge;
 use crate::model::membership::point_topk;
@@ -13,7 +14,6 @@ use crate::run::dispatch::{Dispatcher, Flow, Outcome};
 use crate::store::books::{Books, TRUSTED_BOOKS};
 use crate::store::budget::Budget;
 use crate::store::config::{Config, GateConfig, LabelSource};
-use crate::store::pool::Pool;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -275,7 +275,7 @@ fn write_gate(dir: &Path, report: &GateReport) -> Result<std::path::PathBuf, Ide
 pub async fn gate_for(
     cfg: &Config,
     dir: &Path,
-    verdicts: &[crate::model::summary::ItemVerdict],
+    verdicts: &[crate::domain::verdict::ItemVerdict],
     usd_left: Option<f64>,
 ) -> Result<GateReport, IdentError> {
     let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| no_gate(&cfg.path))?;

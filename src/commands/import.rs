@@ -131,7 +131,7 @@ fn row(path: &Path, line: usize, msg: impl Into<String>) -> ImportError {
 
 /// The prompt id of an instruction without one: `i-` + 12 hex digits of its SHA-256.
 pub fn instruction_id(text: &str) -> String {
-    format!("i-{}", &crate::rng::sha256_hex(text)[..12])
+    format!("i-{}", &crate::domain::rng::sha256_hex(text)[..12])
 }
 
 /// A required string field of a JSON object.

@@ -2,12 +2,12 @@
 //! config, the folder, and the run judge's valid verdicts as item indices; and the error type
 //! these commands share.
 
+use crate::domain::pool::{self, Covariates, PoolError};
+use crate::domain::verdict::ItemVerdict;
 use crate::judge::JudgeError;
 use crate::model::FitError;
-use crate::model::summary::ItemVerdict;
 use crate::store::config::{Config, ConfigError, RawConfig};
 use crate::store::ledger::{CacheError, read_records};
-use crate::store::pool::{self, Covariates, PoolError};
 use std::path::{Path, PathBuf};
 
 /// Errors of `profile`, `gate` and `run --gate`.

@@ -2,8 +2,8 @@
 //! endpoint or the replay of a recording, each behind the [`Judge`] trait.
 
 use super::Judge;
+use crate::domain::invalid::InvalidInput;
 use crate::store::config::JudgeConfig;
-use crate::store::invalid::InvalidInput;
 use std::sync::Arc;
 
 /// Why the judge a config asks for cannot be built.

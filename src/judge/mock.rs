@@ -5,10 +5,11 @@
 //! σ((score_A − score_B)/temperature), one Bernoulli draw keyed by (seed, a, b), so the same
 //! ordered pair always gets the same verdict whatever the query order.
 
-use super::{BoxFuture, Judge, JudgeError, JudgeReply, Usage};
+use super::{BoxFuture, Judge, JudgeError};
+use crate::domain::pool::{Item, Pool, word_count};
+use crate::domain::rng;
+use crate::domain::verdict::{JudgeReply, Usage};
 use crate::model::bt::sigmoid;
-use crate::rng;
-use crate::store::pool::{Item, Pool, word_count};
 use serde::{Deserialize, Serialize};
 
 /// Mock judge parameters (YAML `judge: {mock: {...}}`).
@@ -94,7 +95,7 @@ impl MockJudge {
     ///
     /// # Errors
     /// A message when temperature ≤ 0 or a number is not finite.
-    pub fn new(cfg: MockConfig) -> Result<Self, crate::store::invalid::InvalidInput> {
+    pub fn new(cfg: MockConfig) -> Result<Self, crate::domain::invalid::InvalidInput> {
         if !(cfg.temperature > 0.0 && cfg.temperature.is_finite()) {
             return Err(format!("judge.mock.temperature = {} must be > 0", cfg.temperature).into());
         }

@@ -10,190 +10,11 @@ pub mod openai;
 pub mod replay;
 pub mod synthetic;
 
-use crate::store::pool::Pool;
+use crate::domain::pool::Pool;
+use crate::domain::verdict::{InvalidReason, JudgeReply, ReasonCount};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::pin::Pin;
-
-/// Token usage of one verdict (tokens), as reported by the provider.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens (including cached ones).
-    #[serde(default)]
-    pub prompt_tokens: u64,
-    /// Completion tokens (including reasoning ones).
-    #[serde(default)]
-    pub completion_tokens: u64,
-    /// Of the prompt tokens, how many were served from the provider's cache.
-    #[serde(default)]
-    pub cached_tokens: u64,
-    /// Of the completion tokens, how many were hidden reasoning.
-    #[serde(default)]
-    pub reasoning_tokens: u64,
-}
-
-impl Usage {
-    /// Component-wise sum.
-    pub fn add(&mut self, o: &Usage) {
-        self.prompt_tokens += o.prompt_tokens;
-        self.completion_tokens += o.completion_tokens;
-        self.cached_tokens += o.cached_tokens;
-        self.reasoning_tokens += o.reasoning_tokens;
-    }
-}
-
-/// The answer of a judge to one ordered query.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JudgeReply {
-    /// Outcome y ∈ [0, 1], or `None` if the reply was invalid (excluded from the fit).
-    pub y: Option<f64>,
-    /// Why the reply was invalid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid_reason: Option<String>,
-    /// Raw reply text (live judges).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw: Option<String>,
-    /// Tokens used, summed over attempts.
-    #[serde(default)]
-    pub usage: Usage,
-    /// Cost in USD, summed over attempts.
-    #[serde(default)]
-    pub cost_usd: f64,
-    /// Attempts made (1 = first try).
-    #[serde(default = "one")]
-    pub attempts: u32,
-    /// Wall time of the query in milliseconds.
-    #[serde(default)]
-    pub latency_ms: u64,
-    /// What the parser saw besides the outcome (strong preference, channel, raw channels).
-    #[serde(default, flatten)]
-    pub detail: VerdictDetail,
-}
-
-/// What a live judge's parser saw besides the outcome; stored on the verdict line
-/// (docs/live.md, "Parsing rules").
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerdictDetail {
-    /// The judge stated a strong preference (`[[A>>B]]`): its likelihood term is weighted by
-    /// `model.strong_preference_weight` in the fit.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub strong_preference: bool,
-    /// Where the verdict was read when not from the content's text: `json` (a JSON object in
-    /// the content) or `tool_call` (a tool call's arguments).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict_from: Option<String>,
-    /// Every non-empty output channel of a reply that held no verdict (`content`,
-    /// `reasoning_content`, `reasoning`, `refusal`, `tool_calls`, `finish_reason`), key redacted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw_channels: Option<std::collections::BTreeMap<String, String>>,
-}
-
-/// A candidate answer (or pair side) whose text holds verdict-shaped text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerdictShaped {
-    /// Item id (run) or `pair/side` (audit).
-    pub id: String,
-    /// The line holding it (at most 80 characters).
-    pub excerpt: String,
-}
-
-/// Count and share of one invalid reason.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ReasonCount {
-    /// Verdicts (or replies) with this reason.
-    pub count: usize,
-    /// `count` / all verdicts (or replies), in [0, 1].
-    pub rate: f64,
-}
-
-/// Why a stored verdict (or a reply) is invalid: the head of its `invalid_reason`, the part
-/// before `:` (`"no_verdict: after 2 asks"` → the parser's [`openai::parse::Invalid::NoVerdict`]).
-///
-/// Written as its name in result.json, audit.json and the summary (`no_verdict`, `context_overflow`,
-/// or the recorded text of a replayed verdict); names order alphabetically.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum InvalidReason {
-    /// A reply without a usable verdict, by the parser's reason (docs/live.md, "Parsing rules").
-    Reply(openai::parse::Invalid),
-    /// A query over the judge's context, not sent or refused by the server (`on_context_overflow`).
-    ContextOverflow,
-    /// Another reason recorded in a verdict file (a replayed recording, an older version), or
-    /// `unknown` for an invalid verdict without one.
-    Recorded(String),
-}
-
-impl InvalidReason {
-    /// The reason of a stored `invalid_reason` string (its part before `:`; empty → `unknown`).
-    pub fn of(stored: &str) -> Self {
-        let head = stored.split(':').next().unwrap_or("").trim();
-        match head {
-            "" => Self::Recorded("unknown".into()),
-            "context_overflow" => Self::ContextOverflow,
-            _ => openai::parse::Invalid::from_reason(head).map_or_else(|| Self::Recorded(head.into()), Self::Reply),
-        }
-    }
-
-    /// The name written to files and the summary.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Self::Reply(r) => r.as_str(),
-            Self::ContextOverflow => "context_overflow",
-            Self::Recorded(s) => s,
-        }
-    }
-}
-
-impl From<openai::parse::Invalid> for InvalidReason {
-    fn from(r: openai::parse::Invalid) -> Self {
-        Self::Reply(r)
-    }
-}
-
-impl std::fmt::Display for InvalidReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Ord for InvalidReason {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
-    }
-}
-
-impl PartialOrd for InvalidReason {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Serialize for InvalidReason {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for InvalidReason {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d).map(|s| Self::of(&s))
-    }
-}
-
-/// Invalid verdicts by reason (the part of `invalid_reason` before `:`), with their share of
-/// `total` stored verdicts.
-pub fn invalid_by_reason<'a>(
-    total: usize,
-    reasons: impl IntoIterator<Item = &'a str>,
-) -> std::collections::BTreeMap<InvalidReason, ReasonCount> {
-    let mut m: std::collections::BTreeMap<InvalidReason, ReasonCount> = std::collections::BTreeMap::new();
-    for r in reasons {
-        m.entry(InvalidReason::of(r)).or_insert(ReasonCount { count: 0, rate: 0.0 }).count += 1;
-    }
-    for v in m.values_mut() {
-        v.rate = if total > 0 { v.count as f64 / total as f64 } else { 0.0 };
-    }
-    m
-}
 
 /// `invalid verdicts: 3 of 40 = 7.5% (no_verdict 2 = 5.0%, refused 1 = 2.5%)`.
 pub fn invalid_line(total: usize, by_reason: &std::collections::BTreeMap<InvalidReason, ReasonCount>) -> String {
@@ -206,10 +27,6 @@ pub fn invalid_line(total: usize, by_reason: &std::collections::BTreeMap<Invalid
         s.push_str(&format!(" ({})", parts.join(", ")));
     }
     s
-}
-
-fn one() -> u32 {
-    1
 }
 
 /// A failed query (no verdict recorded).
@@ -486,6 +303,7 @@ pub trait Judge: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::verdict::invalid_by_reason;
 
     #[test]
     fn invalid_verdicts_by_reason_with_their_share() {
@@ -498,7 +316,7 @@ mod tests {
         let m = invalid_by_reason(40, reasons);
         let got: Vec<(&str, usize, f64)> = m.iter().map(|(k, v)| (k.as_str(), v.count, v.rate)).collect();
         assert_eq!(m.keys().next(), Some(&InvalidReason::ContextOverflow));
-        assert_eq!(InvalidReason::of("no_verdict: after 2 asks"), openai::parse::Invalid::NoVerdict.into());
+        assert_eq!(InvalidReason::of("no_verdict: after 2 asks"), crate::domain::verdict::Invalid::NoVerdict.into());
         assert_eq!(InvalidReason::of(""), InvalidReason::Recorded("unknown".into()));
         assert_eq!(
             InvalidReason::of("invalid in the recording"),
@@ -516,7 +334,7 @@ mod tests {
     fn stats_line_shows_rates_fallbacks_and_repairs() {
         let mut j =
             JudgeStats { requests: 12, replies: 10, invalid_replies: 3, soft_verdicts: 4, ..Default::default() };
-        j.invalid_by_reason.insert(openai::parse::Invalid::NoVerdict.into(), 3);
+        j.invalid_by_reason.insert(crate::domain::verdict::Invalid::NoVerdict.into(), 3);
         j.soft_fallbacks.insert("logprobs_missing".into(), 2);
         j.in_band_errors = 1;
         j.broken_text_repairs = 1;

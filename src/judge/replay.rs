@@ -23,9 +23,10 @@
 //! — not a verdict, not a comparison, not a failure: the run sets the pair aside and acquisition
 //! moves on to the next best pair ([`JudgeError::Unavailable`]).
 
-use super::{BoxFuture, Judge, JudgeError, JudgeReply, Usage, VerdictDetail};
-use crate::rng;
-use crate::store::pool::Pool;
+use super::{BoxFuture, Judge, JudgeError};
+use crate::domain::pool::Pool;
+use crate::domain::rng;
+use crate::domain::verdict::{JudgeReply, Usage, VerdictDetail};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -555,7 +556,7 @@ impl Judge for ReplayJudge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::pool::Item;
+    use crate::domain::pool::Item;
 
     fn pool() -> Pool {
         let it = |id: &str| Item { id: id.into(), ..Default::default() };

@@ -8,11 +8,12 @@
 //! (c*, κ*, temperature, seed), else c* = 0, κ* = 0, temperature = 1, seed = 0. A trusted judge
 //! for the gate is `synthetic: {c_star: 0, kappa_star: 0}` (quality only).
 
-use super::{BoxFuture, Judge, JudgeError, JudgeReply};
+use super::{BoxFuture, Judge, JudgeError};
 use crate::analysis::synth::{SynthSpec, keyed_verdict};
+use crate::domain::pool::Pool;
+use crate::domain::rng;
+use crate::domain::verdict::JudgeReply;
 use crate::model::bt::sigmoid;
-use crate::rng;
-use crate::store::pool::Pool;
 use serde::{Deserialize, Serialize};
 
 /// `judge: {synthetic: {...}}`: every field optional (filled from the synthetic pool spec).
@@ -52,7 +53,7 @@ impl SyntheticJudgeConfig {
     ///
     /// # Errors
     /// A message naming the field or item.
-    pub fn check(&self, pool: &Pool) -> Result<(), crate::store::invalid::InvalidInput> {
+    pub fn check(&self, pool: &Pool) -> Result<(), crate::domain::invalid::InvalidInput> {
         let j = SyntheticJudge::new(self.clone())?;
         for it in &pool.items {
             if it.quality.is_none() {
@@ -86,7 +87,7 @@ impl SyntheticJudge {
     ///
     /// # Errors
     /// Temperature ≤ 0 or non-finite numbers.
-    pub fn new(mut cfg: SyntheticJudgeConfig) -> Result<Self, crate::store::invalid::InvalidInput> {
+    pub fn new(mut cfg: SyntheticJudgeConfig) -> Result<Self, crate::domain::invalid::InvalidInput> {
         cfg.resolve(None);
         let (c_star, kappa_star, temperature) =
             (cfg.c_star.unwrap_or(0.0), cfg.kappa_star.unwrap_or(0.0), cfg.temperature.unwrap_or(1.0));
@@ -114,8 +115,8 @@ impl SyntheticJudge {
     /// If an item lacks `quality` (checked at config time).
     pub fn p_first(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         let (ia, ib) = (&pool.items[a], &pool.items[b]);
-        let q = |it: &crate::store::pool::Item| it.quality.expect("synthetic judge needs quality");
-        let x = |it: &crate::store::pool::Item| it.covariates.get(&self.covariate).copied().unwrap_or(0.0);
+        let q = |it: &crate::domain::pool::Item| it.quality.expect("synthetic judge needs quality");
+        let x = |it: &crate::domain::pool::Item| it.covariates.get(&self.covariate).copied().unwrap_or(0.0);
         sigmoid((q(ia) - q(ib) + self.c_star * (x(ia) - x(ib)) + self.kappa_star) / self.temperature)
     }
 

@@ -863,7 +863,7 @@ mod tests {
 mod identification_tests {
     use super::tests::small_design;
     use super::*;
-    use crate::rng;
+    use crate::domain::rng;
     use proptest::prelude::*;
     use rand::RngExt;
 

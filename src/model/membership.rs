@@ -10,7 +10,7 @@
 
 use super::bt::Fit;
 use super::linalg::{Factor, Matrix};
-use crate::rng::ChaCha8Rng;
+use crate::domain::rng::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
@@ -338,9 +338,9 @@ pub fn recall_at_k(estimated: &[usize], gold: &[usize]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::rng;
     use crate::model::Posterior;
     use crate::model::bt::{Design, FitOptions, Prior, fit};
-    use crate::rng;
     use rand::RngExt;
 
     #[test]

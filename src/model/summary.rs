@@ -7,8 +7,9 @@ use super::membership::{
     Normals, point_topk, topk_membership, topk_membership_apparent, topk_membership_beside,
     topk_membership_drawn_beside,
 };
-use crate::rng::ChaCha8Rng;
-use crate::store::pool::{Covariates, Pool};
+use crate::domain::pool::{Covariates, Pool};
+use crate::domain::rng::ChaCha8Rng;
+use crate::domain::verdict::ItemVerdict;
 use serde::{Deserialize, Serialize};
 
 /// Which Bradley–Terry model to fit (docs/model.md §2).
@@ -20,19 +21,6 @@ pub enum ModelKind {
     Naive,
     /// θ, bias coefficients c and κ.
     BiasAware,
-}
-
-/// One verdict on an ordered pair of items (item indices), outcome y ∈ [0, 1], weight w.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ItemVerdict {
-    /// Item shown first (slot A).
-    pub a: usize,
-    /// Item shown second (slot B).
-    pub b: usize,
-    /// 1 first-shown wins, 0 second-shown wins, ½ tie, or soft P(A).
-    pub y: f64,
-    /// Weight (1 by default).
-    pub w: f64,
 }
 
 /// Build the design for a pool: verdicts are sorted by (a, b, y) first so that the fit does not

@@ -46,7 +46,7 @@ pub struct Price {
 
 impl Price {
     /// The priced cost of one verdict with this usage (USD).
-    pub fn cost(&self, usage: &crate::judge::Usage) -> f64 {
+    pub fn cost(&self, usage: &crate::domain::verdict::Usage) -> f64 {
         self.usd_per_verdict.unwrap_or(0.0)
             + usage.prompt_tokens as f64 * self.input_usd_per_mtok.unwrap_or(0.0) / 1e6
             + usage.completion_tokens as f64 * self.output_usd_per_mtok.unwrap_or(0.0) / 1e6

@@ -11,7 +11,7 @@ pub mod schema;
 pub mod summary;
 pub mod table;
 
-use crate::store::pool::{Covariates, Pool};
+use crate::domain::pool::{Covariates, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -10,10 +10,11 @@ use crate::analysis::ranking::{
     self, ChoiceInput, ComparisonGraph, RankingKind, ReportRanking, comparison_graph, graph_note, ranks_with_ties,
     topk_with_ties,
 };
+use crate::domain::pool::{Covariates, Pool};
+use crate::domain::verdict::ItemVerdict;
 use crate::model::membership::{point_topk, recall_at_k};
 use crate::model::profile::Identifiability;
-use crate::model::summary::{Apparent, FitSummary, ItemVerdict, ModelKind};
-use crate::store::pool::{Covariates, Pool};
+use crate::model::summary::{Apparent, FitSummary, ModelKind};
 use std::collections::BTreeMap;
 
 /// Per-base values of both rankings (base order, length M).
@@ -328,7 +329,7 @@ pub fn identify_and_apparent(
     let mut beta = s.theta.clone();
     beta.extend_from_slice(&s.c);
     beta.push(s.kappa);
-    let mut rng = crate::rng::stream(seed, "membership-apparent", verdicts.len() as u64);
+    let mut rng = crate::domain::rng::stream(seed, "membership-apparent", verdicts.len() as u64);
     let a = crate::model::summary::apparent_quality(pool, cov, &design, prior, k, draws, &beta, &mut rng)
         .unwrap_or_else(|_| Apparent::of_summary(s));
     (ident, a)

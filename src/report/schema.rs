@@ -4,10 +4,10 @@
 
 use crate::acquire;
 use crate::analysis::ranking::{ComparisonGraph, RankingKind, ReportRanking};
-use crate::judge::Usage;
+use crate::domain::pool::Transform;
+use crate::domain::verdict::Usage;
 use crate::model::summary::ModelKind;
 use crate::report::RankRow;
-use crate::store::pool::Transform;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -162,7 +162,7 @@ pub struct VerdictsReport {
     /// Stored invalid verdicts by reason (`no_verdict`, `refused`, …): count and share of
     /// `comparisons`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub invalid_by_reason: BTreeMap<crate::judge::InvalidReason, crate::judge::ReasonCount>,
+    pub invalid_by_reason: BTreeMap<crate::domain::verdict::InvalidReason, crate::domain::verdict::ReasonCount>,
     /// Valid verdicts that state a strong preference (`[[A>>B]]`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub strong_preferences: usize,
@@ -173,7 +173,7 @@ pub struct VerdictsReport {
     /// Candidate answers that contain verdict-shaped text (`[[B>>A]]`, `Final verdict: …`); the
     /// judge sees them unchanged, and lines quoted from them never count as its verdict.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub verdict_shaped_items: Vec<crate::judge::VerdictShaped>,
+    pub verdict_shaped_items: Vec<crate::domain::verdict::VerdictShaped>,
     /// Why the run stopped early on invalid replies (rate, reasons, likely cause).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_message: Option<String>,

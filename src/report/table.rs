@@ -122,7 +122,7 @@ pub fn nats(x: f64) -> String {
     num(x)
 }
 
-pub use crate::store::text::num;
+pub use crate::domain::fmt::num;
 
 /// USD for terminal output: `$0` for nothing, else 4 decimals (`$0.0170`), or 2 significant
 /// digits below $0.0001 (`$2.4e-6`).
@@ -137,8 +137,8 @@ pub fn usd(x: f64) -> String {
 }
 
 /// The unit of a bias coefficient for a covariate transform.
-pub fn coef_unit(name: &str, t: Option<crate::store::pool::Transform>) -> String {
-    use crate::store::pool::Transform;
+pub fn coef_unit(name: &str, t: Option<crate::domain::pool::Transform>) -> String {
+    use crate::domain::pool::Transform;
     match t {
         Some(Transform::Zscore) => format!("logits per sd of {name}"),
         Some(Transform::Log) => format!("logits per unit of ln {name}"),

@@ -15,12 +15,13 @@
 //! `select!`, then [`Dispatcher::record_detached`]); `gate` and `audit` hand it a fixed list of
 //! queries ([`Dispatcher::dispatch_all`]).
 
-use crate::judge::{Judge, JudgeError, JudgeReply};
+use crate::domain::pool::Pool;
+use crate::domain::verdict::JudgeReply;
+use crate::judge::{Judge, JudgeError};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::{Budget, Reservation};
 use crate::store::intents::IntentId;
 use crate::store::ledger::VerdictRecord;
-use crate::store::pool::Pool;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -608,8 +609,8 @@ impl<T: Send + 'static> Dispatcher<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::pool::Item;
     use crate::judge::mock::{MockConfig, MockJudge};
-    use crate::store::pool::Item;
 
     fn pool(n: usize) -> Arc<Pool> {
         let items = (0..n)

@@ -21,14 +21,16 @@ use super::dispatch::{Dispatcher, Event, Outcome, Query, Settled};
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
 use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
-use crate::judge::{Judge, JudgeError, Usage};
+use crate::domain::rng;
+use crate::domain::verdict::ItemVerdict;
+use crate::domain::verdict::Usage;
+use crate::judge::{Judge, JudgeError};
 use crate::model::FitError;
 use crate::model::laplace::Posterior;
-use crate::model::summary::{FitSummary, ItemVerdict, build_design, fit_and_summarise};
+use crate::model::summary::{FitSummary, build_design, fit_and_summarise};
 use crate::report::progress::Progress;
 use crate::report::schema::{QuarantinedPair, RunResult, StopReason, VerdictsReport};
 use crate::report::{self, FitLine};
-use crate::rng;
 use crate::run::faults::{EndpointGuard, Quarantine};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
@@ -253,8 +255,8 @@ type FitDone = Result<FitOk, FitError>;
 
 /// What a refit needs besides the design: it runs in a blocking task, so it owns its inputs.
 struct FitInput {
-    pool: Arc<crate::store::pool::Pool>,
-    covs: crate::store::pool::Covariates,
+    pool: Arc<crate::domain::pool::Pool>,
+    covs: crate::domain::pool::Covariates,
     prior: crate::model::Prior,
     k: usize,
     draws: usize,
@@ -900,13 +902,13 @@ fn invalid_rate_stop(judge: &dyn Judge) -> Option<String> {
     if st.replies < min_replies.max(1) || (st.invalid_replies as f64) <= max * st.replies as f64 {
         return None;
     }
-    let mut reasons: Vec<(&crate::judge::InvalidReason, &u64)> = st.invalid_by_reason.iter().collect();
+    let mut reasons: Vec<(&crate::domain::verdict::InvalidReason, &u64)> = st.invalid_by_reason.iter().collect();
     reasons.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
     let parts: Vec<String> = reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let cause = reasons
         .first()
         .and_then(|(k, _)| match k {
-            crate::judge::InvalidReason::Reply(r) => Some(*r),
+            crate::domain::verdict::InvalidReason::Reply(r) => Some(*r),
             _ => None,
         })
         .map_or("see `raw` in verdicts.jsonl", |r| r.likely_cause());
@@ -926,7 +928,7 @@ fn verdicts_report(cfg: &Config, records: &[&VerdictRecord], stop_message: Optio
     let reasons = records.iter().filter(|r| r.y.is_none()).map(|r| r.invalid_reason.as_deref().unwrap_or("unknown"));
     let strong = records.iter().filter(|r| r.y.is_some() && r.detail.strong_preference).count();
     VerdictsReport {
-        invalid_by_reason: crate::judge::invalid_by_reason(records.len(), reasons),
+        invalid_by_reason: crate::domain::verdict::invalid_by_reason(records.len(), reasons),
         strong_preferences: strong,
         strong_preference_weight: (strong > 0).then_some(cfg.raw.model.strong_preference_weight),
         verdict_shaped_items: verdict_shaped_items(&cfg.pool),
@@ -935,12 +937,12 @@ fn verdicts_report(cfg: &Config, records: &[&VerdictRecord], stop_message: Optio
 }
 
 /// Items of `pool` whose text holds verdict-shaped text (docs/live.md, "Parsing rules").
-pub fn verdict_shaped_items(pool: &crate::store::pool::Pool) -> Vec<crate::judge::VerdictShaped> {
+pub fn verdict_shaped_items(pool: &crate::domain::pool::Pool) -> Vec<crate::domain::verdict::VerdictShaped> {
     pool.items
         .iter()
         .filter_map(|it| {
             let excerpt = crate::judge::openai::parse::verdict_shaped(it.text.as_deref()?)?;
-            Some(crate::judge::VerdictShaped { id: it.id.clone(), excerpt })
+            Some(crate::domain::verdict::VerdictShaped { id: it.id.clone(), excerpt })
         })
         .collect()
 }
@@ -953,7 +955,8 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::{BoxFuture, JudgeReply, JudgeStats};
+    use crate::domain::verdict::JudgeReply;
+    use crate::judge::{BoxFuture, JudgeStats};
 
     /// A judge that only reports counters and its invalid-rate rule.
     struct Counted(JudgeStats, Option<(f64, u64)>);
@@ -962,7 +965,7 @@ mod tests {
         fn describe(&self) -> String {
             "counted".into()
         }
-        fn cache_key(&self, _: &crate::store::pool::Pool, a: usize, b: usize) -> String {
+        fn cache_key(&self, _: &crate::domain::pool::Pool, a: usize, b: usize) -> String {
             format!("{a}-{b}")
         }
         fn stats(&self) -> Option<JudgeStats> {
@@ -973,7 +976,7 @@ mod tests {
         }
         fn judge<'a>(
             &'a self,
-            _: &'a crate::store::pool::Pool,
+            _: &'a crate::domain::pool::Pool,
             _: usize,
             _: usize,
         ) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
@@ -984,7 +987,7 @@ mod tests {
     fn stats(replies: u64, reasons: &[(&str, u64)]) -> JudgeStats {
         let mut s = JudgeStats { replies, ..Default::default() };
         for (k, v) in reasons {
-            s.invalid_by_reason.insert(crate::judge::InvalidReason::of(k), *v);
+            s.invalid_by_reason.insert(crate::domain::verdict::InvalidReason::of(k), *v);
             s.invalid_replies += v;
         }
         s

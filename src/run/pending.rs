@@ -15,8 +15,8 @@
 
 use crate::acquire::Context;
 use crate::acquire::batch::fisher_weight;
+use crate::domain::rng::ChaCha8Rng;
 use crate::model::linalg::{Cholesky, Matrix};
-use crate::rng::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 /// Largest M for which the pending-aware weights are computed: above it the nested draws
@@ -148,7 +148,7 @@ pub fn weights_as_membership(
 mod tests {
     use super::*;
     use crate::acquire::testutil::{diag, from_posterior};
-    use crate::rng;
+    use crate::domain::rng;
 
     fn cdf(x: f64) -> f64 {
         statrs::function::erf::erfc(-x / std::f64::consts::SQRT_2) / 2.0

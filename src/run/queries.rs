@@ -11,13 +11,13 @@
 
 use crate::acquire::{self, Context};
 use crate::analysis::design::{self, DesignKind};
+use crate::domain::pool::Pool;
+use crate::domain::rng::ChaCha8Rng;
+use crate::domain::verdict::ItemVerdict;
 use crate::judge::Judge;
 use crate::model::laplace::Posterior;
-use crate::model::summary::ItemVerdict;
-use crate::rng::ChaCha8Rng;
 use crate::store::config::Config;
 use crate::store::ledger::VerdictRecord;
-use crate::store::pool::Pool;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
@@ -244,7 +244,7 @@ pub fn next_picks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::pool::Item;
+    use crate::domain::pool::Item;
 
     fn item(id: &str, base: Option<&str>) -> Item {
         Item {

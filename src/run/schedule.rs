@@ -20,10 +20,10 @@
 
 use crate::acquire::{self, Context, Orders, StrategyKind};
 use crate::analysis::design::{self, DesignKind};
+use crate::domain::pool::Pool;
+use crate::domain::rng;
 use crate::model::laplace::Posterior;
-use crate::rng;
 use crate::store::budget::{Budget, Reservation};
-use crate::store::pool::Pool;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashSet, VecDeque};
 
@@ -588,7 +588,7 @@ fn context<'a>(rule: &PickRule<'a>, fit: &Fitted<'a>, queried: &'a HashSet<(usiz
 mod tests {
     use super::*;
     use crate::acquire::testutil::fitted;
-    use crate::store::pool::{Item, Pool};
+    use crate::domain::pool::{Item, Pool};
 
     fn pool(n: usize) -> Pool {
         let items = (0..n).map(|i| Item { id: format!("i{i}"), ..Default::default() }).collect();

@@ -41,12 +41,13 @@
 use crate::acquire::{self, Context, Orders, StrategyKind};
 use crate::analysis::design::{self, DesignKind};
 use crate::analysis::synth::SynthPool;
+use crate::domain::pool::{CovariateSpec, Covariates, Pool, build_covariates};
+use crate::domain::rng;
+use crate::domain::verdict::ItemVerdict;
 use crate::model::membership::{point_topk, recall_at_k};
 use crate::model::profile;
-use crate::model::summary::{ItemVerdict, ModelKind, build_design, fit_and_summarise};
+use crate::model::summary::{ModelKind, build_design, fit_and_summarise};
 use crate::model::{FitError, Prior};
-use crate::rng;
-use crate::store::pool::{CovariateSpec, Covariates, Pool, build_covariates};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 

@@ -387,7 +387,7 @@ fn spend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::Usage;
+    use crate::domain::verdict::Usage;
 
     fn rec(key: &str, cost: f64) -> VerdictRecord {
         VerdictRecord {

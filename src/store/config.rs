@@ -4,11 +4,11 @@
 
 use crate::acquire::{Orders, StrategyKind};
 use crate::analysis::ranking::ReportRanking;
+use crate::domain::invalid::InvalidSetting;
+use crate::domain::pool::{self, CovariateSpec, Covariates, Pool, PoolError};
 use crate::judge::mock::MockConfig;
 use crate::model::Prior;
 use crate::model::summary::ModelKind;
-use crate::store::invalid::InvalidSetting;
-use crate::store::pool::{self, CovariateSpec, Covariates, Pool, PoolError};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -155,7 +155,7 @@ impl From<PoolIds> for RawPoolIds {
 /// [`PoolError`]: the file, or an id not in it ([`PoolError::NotFound`]), or a pool id listed
 /// twice ([`PoolError::Invalid`]).
 pub fn select_pools(file: &Path, ids: &PoolIds) -> Result<Vec<(Pool, String)>, PoolError> {
-    let lines = pool::read_pool_lines(file)?;
+    let lines = crate::store::pool_file::read_pool_lines(file)?;
     match ids {
         PoolIds::All => Ok(lines.into_iter().map(|(p, _, l)| (p, l)).collect()),
         PoolIds::List(want) => {
@@ -610,7 +610,7 @@ impl Config {
                 spec.validate().map_err(|m| inv("pool.synthetic", m.to_string()))?;
                 crate::analysis::synth::generate(spec).pool
             }
-            PoolSource::File { file, id } => pool::read_pool(file, id).map_err(pool_err)?,
+            PoolSource::File { file, id } => crate::store::pool_file::read_pool(file, id).map_err(pool_err)?,
             PoolSource::Systems { file, ids } => load_systems_pool(file, ids).map_err(pool_err)?,
         };
         if let Some(r) = &raw.pool.reference {

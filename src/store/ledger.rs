@@ -7,7 +7,7 @@
 //! once (a log written by two processes at once with older versions, or merged by hand) is
 //! counted once: the first record is used, the later ones are reported as duplicates.
 
-use crate::judge::Usage;
+use crate::domain::verdict::Usage;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -78,7 +78,7 @@ pub struct VerdictRecord {
     pub ts: u64,
     /// Strong preference, the channel read, and the raw channels of a reply without a verdict.
     #[serde(default, flatten)]
-    pub detail: crate::judge::VerdictDetail,
+    pub detail: crate::domain::verdict::VerdictDetail,
     /// The intent this verdict closes (`intents.jsonl`, [`crate::store::intents`]); absent in
     /// records of older versions and imported verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,11 +89,11 @@ impl VerdictRecord {
     /// The record of a judge's reply to the ordered query (a first, b second) of `pool`.
     pub fn from_reply(
         key: String,
-        pool: &crate::store::pool::Pool,
+        pool: &crate::domain::pool::Pool,
         a: usize,
         b: usize,
         judge: String,
-        reply: crate::judge::JudgeReply,
+        reply: crate::domain::verdict::JudgeReply,
     ) -> Self {
         Self {
             key,

@@ -1,5 +1,5 @@
 //! What the tool reads and keeps on disk: run configs and their YAML parsing ([`config`],
-//! [`yaml`]), pools of candidate answers ([`pool`]), the append-only verdict ledger
+//! [`yaml`]), the pool file reader ([`pool_file`]), the append-only verdict ledger
 //! ([`ledger`], one verdict per ordered pair, fsynced), the intents written before each paid
 //! request ([`intents`]), the three read together as a run folder's books ([`books`]), the
 //! run-folder lock ([`lock`]), the spend budget ([`budget`]), a run folder's own copies of its
@@ -9,10 +9,9 @@ pub mod books;
 pub mod budget;
 pub mod config;
 pub mod intents;
-pub mod invalid;
 pub mod ledger;
 pub mod lock;
-pub mod pool;
+pub mod pool_file;
 pub mod run_inputs;
 pub mod text;
 pub mod yaml;

@@ -22,7 +22,7 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
             Ok(v) => v.into_iter().map(|(_, l)| l).collect::<Vec<_>>().join("\n"),
             Err(e) => return Err((file.to_owned(), std::io::Error::other(e.to_string()))),
         },
-        PoolSource::File { file, .. } => match super::pool::read_pool_line(file, Some(&cfg.pool.pool_id)) {
+        PoolSource::File { file, .. } => match crate::store::pool_file::read_pool_line(file, Some(&cfg.pool.pool_id)) {
             Ok((_, line)) => line,
             Err(e) => return Err((file.to_owned(), std::io::Error::other(e.to_string()))),
         },

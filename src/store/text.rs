@@ -6,7 +6,7 @@
 ///
 /// # Errors
 /// A message for UTF-16 or UTF-32 text (a byte-order mark of those encodings).
-pub fn strip_bom(bytes: &[u8]) -> Result<&[u8], super::invalid::InvalidInput> {
+pub fn strip_bom(bytes: &[u8]) -> Result<&[u8], crate::domain::invalid::InvalidInput> {
     if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         return Ok(rest);
     }
@@ -45,26 +45,6 @@ pub fn not_json_lines(line: &str) -> Option<String> {
         return Some("the line is not JSON (a CSV or TSV file?); expected JSON Lines: one JSON object per line".into());
     }
     None
-}
-
-/// The one number format of terminal output for quantities that span many orders of magnitude
-/// (nats, p-values, differences of log-likelihoods): 0 as `0`; magnitudes in [1e-3, 1e5) with 4
-/// significant digits and no trailing zeros (`13.1`, `0.004812`, `272.9`); others in scientific
-/// notation with 2 significant digits (`6.1e-6`, `1.2e7`).
-pub fn num(x: f64) -> String {
-    if x == 0.0 {
-        return "0".into();
-    }
-    if !x.is_finite() {
-        return x.to_string();
-    }
-    let a = x.abs();
-    if !(1e-3..1e5).contains(&a) {
-        return format!("{x:.1e}");
-    }
-    let digits = (3 - a.log10().floor() as i32).max(0) as usize;
-    let s = format!("{x:.digits$}");
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ use super::summary::MeanSe;
 use super::{Budget, SweepAcquisition, SweepError};
 use crate::acquire::StrategyKind;
 use crate::analysis::design::{self, DesignKind};
+use crate::domain::pool::{self, CovariateSpec, Covariates, Pool};
 use crate::judge::replay::Recording;
 use crate::model::Prior;
 use crate::model::membership::{point_topk, recall_at_k};
@@ -52,7 +53,6 @@ use crate::report::plots::{self, LineChart, Series};
 use crate::report::table::name;
 use crate::run::sim::{self, Answer, PathInput, SimSettings};
 use crate::store::config::{ConfigError, normalize};
-use crate::store::pool::{self, CovariateSpec, Covariates, Pool};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -213,7 +213,7 @@ impl Frozen {
         let src = &mut raw.recorded;
         src.pools = normalize(&dir.join(&src.pools));
         src.verdicts = normalize(&dir.join(&src.verdicts));
-        let mut pools = pool::read_pools(&src.pools).map_err(|source| ConfigError::Pool {
+        let mut pools = crate::store::pool_file::read_pools(&src.pools).map_err(|source| ConfigError::Pool {
             path: path.to_owned(),
             pool_file: src.pools.clone(),
             source,

@@ -4,8 +4,8 @@
 //! [`super`]).
 
 use super::*;
+use crate::domain::invalid::InvalidInput;
 use crate::judge::build::JudgeSetupError;
-use crate::store::invalid::InvalidInput;
 
 #[derive(Default)]
 pub(super) struct Counters {
@@ -44,7 +44,7 @@ pub struct OpenAiJudge {
     endpoint: Endpoint,
     policy: RetryPolicy,
     counters: Counters,
-    invalid_by_reason: Mutex<BTreeMap<crate::judge::InvalidReason, u64>>,
+    invalid_by_reason: Mutex<BTreeMap<crate::domain::verdict::InvalidReason, u64>>,
     soft_fallbacks: Mutex<BTreeMap<String, u64>>,
     /// Bodies with broken text repaired by the transport (shared with it).
     broken_text: std::sync::Arc<AtomicU64>,
@@ -650,7 +650,7 @@ impl Judge for OpenAiJudge {
             "a": pool.items[a].id,
             "b": pool.items[b].id,
         });
-        crate::rng::sha256_hex(&v.to_string())
+        crate::domain::rng::sha256_hex(&v.to_string())
     }
 
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {

@@ -2,7 +2,7 @@
 //! limits, retries and the checks `prepare` runs at config load (docs/live.md).
 
 use super::*;
-use crate::store::invalid::InvalidSetting;
+use crate::domain::invalid::InvalidSetting;
 
 /// Price table, USD per million tokens. `input_usd_per_mtok` and `output_usd_per_mtok` are
 /// required (a judge without a price is rejected at config load); cached input defaults to the

@@ -10,7 +10,7 @@
 //! in a tool call's arguments is read like one in the content (docs/live.md, "Channels"), and
 //! the config check asks each function for a verdict key.
 
-use crate::store::invalid::InvalidSetting;
+use crate::domain::invalid::InvalidSetting;
 use serde_json::{Map, Value};
 
 /// A request field `extra_body` may not set, why, and what to use instead.

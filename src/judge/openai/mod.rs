@@ -41,14 +41,15 @@ pub use self::reply::*;
 
 use self::concurrency::InFlightLimit;
 use self::endpoint::Endpoint;
-use self::parse::{Channel, Invalid, Outcome, SoftMiss, TokenLogprob, VerdictFormat};
+use self::parse::{Channel, Outcome, SoftMiss, TokenLogprob, VerdictFormat};
 use self::prompt::{PromptTemplate, RenderedPrompt, fit_answers, truncate_to_bytes};
 use self::proxy::ProxyEnv;
 use self::ratelimit::RateLimits;
 use self::retry::{Classify, RetryPolicy};
 use self::secret::Secret;
-use crate::judge::{BoxFuture, Judge, JudgeError, JudgeReply, JudgeStats, Usage, VerdictDetail};
-use crate::store::pool::Pool;
+use crate::domain::pool::Pool;
+use crate::domain::verdict::{Invalid, JudgeReply, Usage, VerdictDetail};
+use crate::judge::{BoxFuture, Judge, JudgeError, JudgeStats};
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;

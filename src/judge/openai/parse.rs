@@ -59,6 +59,7 @@
 //! included among the alternatives and every token form of a letter (`B`, ` B`, `[[B`, `**B`,
 //! `"B`) pooled: P(A) = Σ p(forms of A) / (Σ p(forms of A) + Σ p(forms of B)).
 
+use crate::domain::verdict::Invalid;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -113,82 +114,6 @@ impl VerdictFormat {
         match self {
             VerdictFormat::Text => "text",
             VerdictFormat::Json => "json",
-        }
-    }
-}
-
-/// Why a reply carries no usable verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Invalid {
-    /// No content (or only whitespace / reasoning) and no verdict in another channel.
-    Empty,
-    /// The model refused (refusal field, or refusal wording without a verdict).
-    Refused,
-    /// Cut at `max_tokens` before a verdict (`finish_reason = length`).
-    Truncated,
-    /// The provider's content filter stopped the reply.
-    ContentFilter,
-    /// Verdict markers that contradict each other, or "A or B".
-    Ambiguous,
-    /// No verdict marker found.
-    NoVerdict,
-    /// `verdict_format: json`, and the reply holds neither a JSON object nor a text verdict.
-    NotJson,
-}
-
-impl Invalid {
-    /// Every reason, in a fixed order.
-    pub const ALL: [Invalid; 7] = [
-        Invalid::Empty,
-        Invalid::Refused,
-        Invalid::Truncated,
-        Invalid::ContentFilter,
-        Invalid::Ambiguous,
-        Invalid::NoVerdict,
-        Invalid::NotJson,
-    ];
-
-    /// Short machine-readable name (stored as `invalid_reason`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Invalid::Empty => "empty",
-            Invalid::Refused => "refused",
-            Invalid::Truncated => "truncated",
-            Invalid::ContentFilter => "content_filter",
-            Invalid::Ambiguous => "ambiguous",
-            Invalid::NoVerdict => "no_verdict",
-            Invalid::NotJson => "not_json",
-        }
-    }
-
-    /// The reason of a stored `invalid_reason` (`"no_verdict: after 2 asks"` → `NoVerdict`).
-    pub fn from_reason(reason: &str) -> Option<Self> {
-        let head = reason.split(':').next().unwrap_or("").trim();
-        Self::ALL.into_iter().find(|r| r.as_str() == head)
-    }
-
-    /// The likely cause of many invalid replies of this kind, and what to change.
-    pub fn likely_cause(self) -> &'static str {
-        match self {
-            Invalid::NoVerdict => {
-                "the parser finds no verdict in the replies: the prompt asks for a format the parser does not read (see the parsing rules in docs/live.md), verdict_format does not match the prompt, or the model is too small to follow the format; read `raw` in verdicts.jsonl"
-            }
-            Invalid::NotJson => {
-                "verdict_format is json but the replies hold no JSON object: the prompt does not ask for JSON, or the endpoint ignores response_format; use prompts/pairwise_json.j2 or set verdict_format: text"
-            }
-            Invalid::Ambiguous => {
-                "the replies name both answers as the verdict: the model is too small to follow the format, or the prompt invites \"A or B\""
-            }
-            Invalid::Truncated => {
-                "replies are cut at max_tokens before their verdict: raise max_tokens (reasoning models need hundreds) or ask for a shorter reply"
-            }
-            Invalid::Empty => {
-                "the replies are empty: a reasoning model spends max_tokens before answering (raise max_tokens), or the server returns nothing"
-            }
-            Invalid::Refused | Invalid::ContentFilter => {
-                "the model refuses, or the provider filters, these texts: try another model or provider"
-            }
         }
     }
 }

@@ -64,7 +64,7 @@ impl RenderedPrompt {
     /// SHA-256 (hex) of the rendered messages; part of the cache key.
     pub fn hash(&self) -> String {
         let v = serde_json::json!({"system": self.system, "user": self.user});
-        crate::rng::sha256_hex(&v.to_string())
+        crate::domain::rng::sha256_hex(&v.to_string())
     }
 
     /// UTF-8 bytes of all message texts.

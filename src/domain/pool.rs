@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Errors reading or validating a pool.
 #[derive(Debug, thiserror::Error)]
@@ -90,15 +90,6 @@ pub struct Item {
     /// Human ratings per dimension (informational, e.g. SummEval's expert ratings).
     #[serde(default, skip_serializing)]
     pub human: Option<BTreeMap<String, f64>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPool {
-    pool_id: String,
-    #[serde(default, alias = "source")]
-    task: Option<String>,
-    items: Vec<Item>,
 }
 
 /// A validated pool: task, items, and the item → base map.
@@ -356,109 +347,6 @@ pub fn prompt_groups(item_prompt: &[usize], n: usize) -> Vec<Vec<usize>> {
     g
 }
 
-/// Parse every pool in a JSON Lines file.
-///
-/// # Errors
-/// [`PoolError::Io`] if unreadable; [`PoolError::Parse`] naming the line (also for a pool id
-/// that appears on two lines, naming both); [`PoolError::Invalid`].
-pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
-    Ok(read_pool_lines(path)?.into_iter().map(|(p, _, _)| p).collect())
-}
-
-/// [`read_pools`] with each pool's 1-based line number and its line as written.
-///
-/// Reads files as other tools write them: a UTF-8 byte-order mark, CRLF line ends and blank
-/// lines are accepted; UTF-16, a JSON array or a pretty-printed object fail with a message
-/// saying so.
-///
-/// # Errors
-/// As [`read_pools`].
-pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolError> {
-    let bytes = std::fs::read(path).map_err(|source| PoolError::Io { path: path.to_owned(), source })?;
-    let parse_err = |line: usize, msg: String| PoolError::Parse { path: path.to_owned(), line, msg };
-    let bytes = super::text::strip_bom(&bytes).map_err(|m| parse_err(1, m.to_string()))?;
-    let mut pools: Vec<(Pool, usize, String)> = Vec::new();
-    for (ln, line) in bytes.split(|b| *b == b'\n').enumerate() {
-        let line_no = ln + 1;
-        let text = std::str::from_utf8(line).map_err(|e| {
-            let prefix = std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or_default();
-            parse_err(line_no, format!("invalid UTF-8 at byte {} of the line{}", e.valid_up_to(), item_near(prefix)))
-        })?;
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        if text.trim().is_empty() {
-            continue;
-        }
-        if let Some(m) = super::text::not_json_lines(text) {
-            return Err(parse_err(line_no, m));
-        }
-        let raw: RawPool = serde_json::from_str(text).map_err(|e| {
-            let mut end = e.column().min(text.len());
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
-            // serde_json counts lines inside this one-line pool: report the column only.
-            let what = e.to_string();
-            let what = match what.rfind(" at line ") {
-                Some(i) => format!("{} at column {}", &what[..i], e.column()),
-                None => what,
-            };
-            parse_err(line_no, format!("{what}{}", item_near(&text[..end])))
-        })?;
-        if let Some((_, first, _)) = pools.iter().find(|(p, _, _)| p.pool_id == raw.pool_id) {
-            return Err(parse_err(
-                line_no,
-                format!(
-                    "pool_id {:?} is also on line {first}; every pool in a file needs its own pool_id",
-                    raw.pool_id
-                ),
-            ));
-        }
-        let task = raw.task.unwrap_or_default();
-        pools.push((Pool::new(raw.pool_id, task, raw.items)?, line_no, text.to_owned()));
-    }
-    if pools.is_empty() {
-        return Err(parse_err(1, "the file holds no pool".into()));
-    }
-    Ok(pools)
-}
-
-/// ` (in item "ID")` for the last item id that starts before the end of `prefix` (the part of
-/// a pool line before an error), so errors inside long texts name the item.
-fn item_near(prefix: &str) -> String {
-    let Some(pos) = prefix.rfind("\"id\"") else { return String::new() };
-    let rest = prefix[pos + 4..].trim_start().strip_prefix(':').map(str::trim_start);
-    let id = rest.and_then(|r| r.strip_prefix('"')).and_then(|r| r.find('"').map(|e| &r[..e]));
-    id.map(|id| format!(" (in item {id:?})")).unwrap_or_default()
-}
-
-/// Read one pool by id (or the only/first pool when `id` is `None`).
-///
-/// # Errors
-/// As [`read_pools`], plus [`PoolError::NotFound`].
-pub fn read_pool(path: &Path, id: Option<&str>) -> Result<Pool, PoolError> {
-    read_pool_line(path, id).map(|(p, _)| p)
-}
-
-/// [`read_pool`] with the pool's line as written in the file (for a run folder's copy).
-///
-/// # Errors
-/// As [`read_pool`].
-pub fn read_pool_line(path: &Path, id: Option<&str>) -> Result<(Pool, String), PoolError> {
-    let pools = read_pool_lines(path)?;
-    match id {
-        None => Ok(pools.into_iter().next().map(|(p, _, l)| (p, l)).expect("non-empty")),
-        Some(id) => {
-            let available = pools.iter().take(5).map(|p| p.0.pool_id.as_str()).collect::<Vec<_>>().join(", ");
-            let n = pools.len();
-            pools.into_iter().find(|p| p.0.pool_id == id).map(|(p, _, l)| (p, l)).ok_or_else(|| PoolError::NotFound {
-                path: path.to_owned(),
-                id: id.to_owned(),
-                available: if n > 5 { format!("{n} pools: {available}, ...") } else { available },
-            })
-        }
-    }
-}
-
 /// Warnings for items with identical text (by default their pairs are not sent).
 pub fn identical_text_warnings(pool: &Pool, send: bool) -> Vec<String> {
     let groups = pool.identical_texts();
@@ -510,8 +398,8 @@ pub fn scale_warnings(cov: &Covariates, lambda_b: f64, key: &str) -> Vec<String>
             let t = if cov.transforms[j] == Transform::Log { "log" } else { "raw" };
             out.push(format!(
                 "{key}: covariate {name:?} ({t}) has sd {} in this pool: under the prior (λ_b = {lambda_b}) one sd of it moves the log-odds by about {} logits, so the prior on c[{name}] is meaningless at this scale; use transform zscore (or log for a positive quantity)",
-                super::text::num(sd),
-                super::text::num(effect)
+                super::fmt::num(sd),
+                super::fmt::num(effect)
             ));
         }
     }
@@ -531,7 +419,7 @@ pub enum Transform {
 }
 
 impl std::str::FromStr for Transform {
-    type Err = super::invalid::InvalidInput;
+    type Err = crate::domain::invalid::InvalidInput;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "zscore" => Ok(Self::Zscore),
@@ -558,7 +446,7 @@ impl CovariateSpec {
     ///
     /// # Errors
     /// Unknown transform.
-    pub fn parse(s: &str) -> Result<Self, super::invalid::InvalidInput> {
+    pub fn parse(s: &str) -> Result<Self, crate::domain::invalid::InvalidInput> {
         match s.split_once(':') {
             None => Ok(Self { name: s.to_owned(), transform: None }),
             Some((n, t)) => Ok(Self { name: n.to_owned(), transform: Some(t.parse()?) }),

@@ -1,0 +1,21 @@
+//! The one number format of messages and terminal output, shared by every layer.
+
+/// The one number format of terminal output for quantities that span many orders of magnitude
+/// (nats, p-values, differences of log-likelihoods): 0 as `0`; magnitudes in [1e-3, 1e5) with 4
+/// significant digits and no trailing zeros (`13.1`, `0.004812`, `272.9`); others in scientific
+/// notation with 2 significant digits (`6.1e-6`, `1.2e7`).
+pub fn num(x: f64) -> String {
+    if x == 0.0 {
+        return "0".into();
+    }
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if !(1e-3..1e5).contains(&a) {
+        return format!("{x:.1e}");
+    }
+    let digits = (3 - a.log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.digits$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}

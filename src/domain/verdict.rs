@@ -1,0 +1,278 @@
+//! Verdicts as every layer sees them: a judge's reply to one ordered query ([`JudgeReply`],
+//! its [`Usage`] in tokens and cost in USD), why a reply is invalid ([`InvalidReason`]), and a
+//! verdict on item indices as the fit reads it ([`ItemVerdict`]); docs/model.md §1, §4.
+
+use serde::{Deserialize, Serialize};
+
+/// One verdict on an ordered pair of items (item indices), outcome y ∈ [0, 1], weight w.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ItemVerdict {
+    /// Item shown first (slot A).
+    pub a: usize,
+    /// Item shown second (slot B).
+    pub b: usize,
+    /// 1 first-shown wins, 0 second-shown wins, ½ tie, or soft P(A).
+    pub y: f64,
+    /// Weight (1 by default).
+    pub w: f64,
+}
+
+/// Token usage of one verdict (tokens), as reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens (including cached ones).
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Completion tokens (including reasoning ones).
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// Of the prompt tokens, how many were served from the provider's cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Of the completion tokens, how many were hidden reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    /// Component-wise sum.
+    pub fn add(&mut self, o: &Usage) {
+        self.prompt_tokens += o.prompt_tokens;
+        self.completion_tokens += o.completion_tokens;
+        self.cached_tokens += o.cached_tokens;
+        self.reasoning_tokens += o.reasoning_tokens;
+    }
+}
+
+/// The answer of a judge to one ordered query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeReply {
+    /// Outcome y ∈ [0, 1], or `None` if the reply was invalid (excluded from the fit).
+    pub y: Option<f64>,
+    /// Why the reply was invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+    /// Raw reply text (live judges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    /// Tokens used, summed over attempts.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Cost in USD, summed over attempts.
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// Attempts made (1 = first try).
+    #[serde(default = "one")]
+    pub attempts: u32,
+    /// Wall time of the query in milliseconds.
+    #[serde(default)]
+    pub latency_ms: u64,
+    /// What the parser saw besides the outcome (strong preference, channel, raw channels).
+    #[serde(default, flatten)]
+    pub detail: VerdictDetail,
+}
+
+/// What a live judge's parser saw besides the outcome; stored on the verdict line
+/// (docs/live.md, "Parsing rules").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerdictDetail {
+    /// The judge stated a strong preference (`[[A>>B]]`): its likelihood term is weighted by
+    /// `model.strong_preference_weight` in the fit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub strong_preference: bool,
+    /// Where the verdict was read when not from the content's text: `json` (a JSON object in
+    /// the content) or `tool_call` (a tool call's arguments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_from: Option<String>,
+    /// Every non-empty output channel of a reply that held no verdict (`content`,
+    /// `reasoning_content`, `reasoning`, `refusal`, `tool_calls`, `finish_reason`), key redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_channels: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// A candidate answer (or pair side) whose text holds verdict-shaped text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerdictShaped {
+    /// Item id (run) or `pair/side` (audit).
+    pub id: String,
+    /// The line holding it (at most 80 characters).
+    pub excerpt: String,
+}
+
+/// Count and share of one invalid reason.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ReasonCount {
+    /// Verdicts (or replies) with this reason.
+    pub count: usize,
+    /// `count` / all verdicts (or replies), in [0, 1].
+    pub rate: f64,
+}
+
+/// Why a stored verdict (or a reply) is invalid: the head of its `invalid_reason`, the part
+/// before `:` (`"no_verdict: after 2 asks"` → the parser's [`Invalid::NoVerdict`]).
+///
+/// Written as its name in result.json, audit.json and the summary (`no_verdict`, `context_overflow`,
+/// or the recorded text of a replayed verdict); names order alphabetically.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum InvalidReason {
+    /// A reply without a usable verdict, by the parser's reason (docs/live.md, "Parsing rules").
+    Reply(Invalid),
+    /// A query over the judge's context, not sent or refused by the server (`on_context_overflow`).
+    ContextOverflow,
+    /// Another reason recorded in a verdict file (a replayed recording, an older version), or
+    /// `unknown` for an invalid verdict without one.
+    Recorded(String),
+}
+
+impl InvalidReason {
+    /// The reason of a stored `invalid_reason` string (its part before `:`; empty → `unknown`).
+    pub fn of(stored: &str) -> Self {
+        let head = stored.split(':').next().unwrap_or("").trim();
+        match head {
+            "" => Self::Recorded("unknown".into()),
+            "context_overflow" => Self::ContextOverflow,
+            _ => Invalid::from_reason(head).map_or_else(|| Self::Recorded(head.into()), Self::Reply),
+        }
+    }
+
+    /// The name written to files and the summary.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Reply(r) => r.as_str(),
+            Self::ContextOverflow => "context_overflow",
+            Self::Recorded(s) => s,
+        }
+    }
+}
+
+impl From<Invalid> for InvalidReason {
+    fn from(r: Invalid) -> Self {
+        Self::Reply(r)
+    }
+}
+
+impl std::fmt::Display for InvalidReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Ord for InvalidReason {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for InvalidReason {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for InvalidReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for InvalidReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(|s| Self::of(&s))
+    }
+}
+
+/// Invalid verdicts by reason (the part of `invalid_reason` before `:`), with their share of
+/// `total` stored verdicts.
+pub fn invalid_by_reason<'a>(
+    total: usize,
+    reasons: impl IntoIterator<Item = &'a str>,
+) -> std::collections::BTreeMap<InvalidReason, ReasonCount> {
+    let mut m: std::collections::BTreeMap<InvalidReason, ReasonCount> = std::collections::BTreeMap::new();
+    for r in reasons {
+        m.entry(InvalidReason::of(r)).or_insert(ReasonCount { count: 0, rate: 0.0 }).count += 1;
+    }
+    for v in m.values_mut() {
+        v.rate = if total > 0 { v.count as f64 / total as f64 } else { 0.0 };
+    }
+    m
+}
+
+/// Why a reply carries no usable verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Invalid {
+    /// No content (or only whitespace / reasoning) and no verdict in another channel.
+    Empty,
+    /// The model refused (refusal field, or refusal wording without a verdict).
+    Refused,
+    /// Cut at `max_tokens` before a verdict (`finish_reason = length`).
+    Truncated,
+    /// The provider's content filter stopped the reply.
+    ContentFilter,
+    /// Verdict markers that contradict each other, or "A or B".
+    Ambiguous,
+    /// No verdict marker found.
+    NoVerdict,
+    /// `verdict_format: json`, and the reply holds neither a JSON object nor a text verdict.
+    NotJson,
+}
+
+impl Invalid {
+    /// Every reason, in a fixed order.
+    pub const ALL: [Invalid; 7] = [
+        Invalid::Empty,
+        Invalid::Refused,
+        Invalid::Truncated,
+        Invalid::ContentFilter,
+        Invalid::Ambiguous,
+        Invalid::NoVerdict,
+        Invalid::NotJson,
+    ];
+
+    /// Short machine-readable name (stored as `invalid_reason`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Invalid::Empty => "empty",
+            Invalid::Refused => "refused",
+            Invalid::Truncated => "truncated",
+            Invalid::ContentFilter => "content_filter",
+            Invalid::Ambiguous => "ambiguous",
+            Invalid::NoVerdict => "no_verdict",
+            Invalid::NotJson => "not_json",
+        }
+    }
+
+    /// The reason of a stored `invalid_reason` (`"no_verdict: after 2 asks"` → `NoVerdict`).
+    pub fn from_reason(reason: &str) -> Option<Self> {
+        let head = reason.split(':').next().unwrap_or("").trim();
+        Self::ALL.into_iter().find(|r| r.as_str() == head)
+    }
+
+    /// The likely cause of many invalid replies of this kind, and what to change.
+    pub fn likely_cause(self) -> &'static str {
+        match self {
+            Invalid::NoVerdict => {
+                "the parser finds no verdict in the replies: the prompt asks for a format the parser does not read (see the parsing rules in docs/live.md), verdict_format does not match the prompt, or the model is too small to follow the format; read `raw` in verdicts.jsonl"
+            }
+            Invalid::NotJson => {
+                "verdict_format is json but the replies hold no JSON object: the prompt does not ask for JSON, or the endpoint ignores response_format; use prompts/pairwise_json.j2 or set verdict_format: text"
+            }
+            Invalid::Ambiguous => {
+                "the replies name both answers as the verdict: the model is too small to follow the format, or the prompt invites \"A or B\""
+            }
+            Invalid::Truncated => {
+                "replies are cut at max_tokens before their verdict: raise max_tokens (reasoning models need hundreds) or ask for a shorter reply"
+            }
+            Invalid::Empty => {
+                "the replies are empty: a reasoning model spends max_tokens before answering (raise max_tokens), or the server returns nothing"
+            }
+            Invalid::Refused | Invalid::ContentFilter => {
+                "the model refuses, or the provider filters, these texts: try another model or provider"
+            }
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
