@@ -12,7 +12,7 @@ use topk_judge::report::plots::{LineChart, Series, line_chart};
 use topk_judge::sweep::systems::{markdown_table, mean_se, recall_experiment, recalls};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let cfg = topk_judge::store::config::Config::load(Path::new("configs/summeval-systems.yaml"))?;
+    let cfg = topk_judge::config::run::Config::load(Path::new("configs/summeval-systems.yaml"))?;
     let strategies = [StrategyKind::Topk, StrategyKind::RoundRobin, StrategyKind::Random];
     let budgets = [200, 400, 800];
     let seeds: Vec<u64> = (0..50).collect();

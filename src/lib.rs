@@ -16,6 +16,7 @@ mod alloc;
 pub mod analysis;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod domain;
 pub mod judge;
 pub mod model;

@@ -70,13 +70,13 @@ fn real_main(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Audit { config, quiet } => {
-            let cfg = commands::audit::AuditConfig::load(&config)?;
+            let cfg = topk_judge::config::audit::AuditConfig::load(&config)?;
             if cfg.recording.is_some() {
                 commands::audit::run_recorded_audit(&cfg, true)
                     .with_context(|| format!("audit {}", config.display()))?;
                 return Ok(());
             }
-            let judge = topk_judge::judge::build::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
+            let judge = topk_judge::config::judge::make_judge(&cfg.raw.judge).map_err(anyhow::Error::msg)?;
             let rt = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
             rt.block_on(commands::audit::run_audit(&cfg, judge, true, !quiet))
                 .with_context(|| format!("audit {}", config.display()))?;

@@ -206,7 +206,7 @@ pub fn write_rankings(dir: &Path, r: &SystemsReport) -> std::io::Result<()> {
 /// The system report of a run's final fit `s` to its valid `verdicts`, for a run over many
 /// prompts (`None` for a single pool, or when the fit failed: nothing is claimed then).
 pub fn of_run(
-    cfg: &crate::store::config::Config,
+    cfg: &crate::config::run::Config,
     s: &FitSummary,
     verdicts: &[ItemVerdict],
     fitted: bool,

@@ -4,10 +4,11 @@
 use crate::common::*;
 use topk_judge::acquire::StrategyKind;
 use topk_judge::analysis::synth::{SynthSpec, generate};
+use topk_judge::config::sweep::{Sweep, SweepBudget as Budget};
 use topk_judge::model::summary::ModelKind;
 use topk_judge::run::sim::{self, SimSettings};
+use topk_judge::sweep::run;
 use topk_judge::sweep::summary::{Summary, summarise};
-use topk_judge::sweep::{Budget, Sweep, run};
 
 /// Parse a sweep from YAML text (paths relative to the current folder).
 fn sweep(yaml: &str) -> Sweep {
@@ -107,8 +108,8 @@ fn the_simulation_makes_the_runners_choices() {
             if paired { "paired" } else { "single" }
         );
         let cfg_path = write(dir.path(), &format!("{name}.yaml"), &yaml);
-        let cfg = topk_judge::store::config::Config::load(&cfg_path).unwrap();
-        let judge = topk_judge::judge::build::make_judge(&cfg.raw.judge).unwrap();
+        let cfg = topk_judge::config::run::Config::load(&cfg_path).unwrap();
+        let judge = topk_judge::config::judge::make_judge(&cfg.raw.judge).unwrap();
         let rt = tokio::runtime::Runtime::new().unwrap();
         let res = rt.block_on(topk_judge::run::live::run(&cfg, judge, &Default::default())).unwrap();
         let sp =

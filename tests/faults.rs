@@ -399,7 +399,7 @@ fn context_overflow_reported_by_the_server_follows_the_policy() {
                     assert!(long.ends_with(&c[c.rfind("…]\n").unwrap() + "…]\n".len()..]), "the tail is kept");
                 }
                 // The length covariate keeps the original length (words of the uncut texts).
-                let loaded = topk_judge::store::config::Config::load(&cfg).unwrap();
+                let loaded = topk_judge::config::run::Config::load(&cfg).unwrap();
                 let words: Vec<f64> = items.iter().map(|(_, t)| t.split_whitespace().count() as f64).collect();
                 let mean = words.iter().sum::<f64>() / 3.0;
                 let sd = (words.iter().map(|w| (w - mean).powi(2)).sum::<f64>() / 3.0).sqrt();

@@ -340,7 +340,7 @@ fn the_frozen_protocol_on_recorded_synthetic_pools_matches_simulate() {
     // With every pair asked, each strategy returns the full-data top-k.
     assert!(
         fro.iter()
-            .filter(|f| f.budget == topk_judge::sweep::Budget::All)
+            .filter(|f| f.budget == topk_judge::config::sweep::SweepBudget::All)
             .all(|f| f.recall_full == 1.0 && f.comparisons == 90)
     );
     // The summary's paired difference is the mean of the per-run differences.
@@ -355,7 +355,7 @@ fn the_frozen_protocol_on_recorded_synthetic_pools_matches_simulate() {
         fro.iter()
             .filter(|f| {
                 topk_judge::report::table::name(&f.strategy) == st
-                    && f.budget == topk_judge::sweep::Budget::Comparisons(24)
+                    && f.budget == topk_judge::config::sweep::SweepBudget::Comparisons(24)
                     && f.model == topk_judge::model::summary::ModelKind::BiasAware
             })
             .map(|f| ((f.pool.clone(), f.seed), f.recall_full))

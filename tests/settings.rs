@@ -29,7 +29,7 @@ fn every_entry_point_takes_the_same_defaults() {
         (DEFAULT_LAMBDA_THETA, DEFAULT_LAMBDA_B, DEFAULT_LAMBDA_KAPPA, 1000)
     );
     // A run config without `model` or `acquisition` sections.
-    let cfg: topk_judge::store::config::RawConfig = topk_judge::store::yaml::from_str(
+    let cfg: topk_judge::config::run::RawConfig = topk_judge::store::yaml::from_str(
         "name: x\npool: {file: p.jsonl}\nk: 1\njudge: {mock: {}}\nbudget: {max_comparisons: 1}\n",
     )
     .unwrap();

@@ -159,7 +159,7 @@ fn a_list_of_prompts_and_a_reference_system() {
 
 #[test]
 fn the_shipped_systems_config_has_24000_ordered_candidates_within_prompts() {
-    let cfg = topk_judge::store::config::Config::load(&root().join("configs/summeval-systems.yaml")).unwrap();
+    let cfg = topk_judge::config::run::Config::load(&root().join("configs/summeval-systems.yaml")).unwrap();
     assert_eq!(cfg.pool.n_prompts(), 100);
     assert_eq!(cfg.pool.n_bases(), 16);
     let pairs = topk_judge::run::queries::ordered_pairs(&cfg.pool, cfg.raw.design);
@@ -228,7 +228,7 @@ fn the_readme_import_path_works() {
 fn systems_experiment_table_in_the_docs_is_current() {
     use topk_judge::acquire::StrategyKind;
     use topk_judge::sweep::systems::{markdown_table, recall_experiment};
-    let cfg = topk_judge::store::config::Config::load(&root().join("configs/summeval-systems.yaml")).unwrap();
+    let cfg = topk_judge::config::run::Config::load(&root().join("configs/summeval-systems.yaml")).unwrap();
     let strategies = [StrategyKind::Topk, StrategyKind::RoundRobin, StrategyKind::Random];
     let budgets = [200, 400, 800];
     let seeds: Vec<u64> = (0..50).collect();

@@ -7,12 +7,13 @@ use crate::common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use topk_judge::config::judge::JudgeConfig;
+use topk_judge::config::run::Config;
 use topk_judge::domain::verdict::ItemVerdict;
 use topk_judge::judge::openai::{OpenAiConfig, OpenAiJudge};
 use topk_judge::model::summary::{build_design, fit_and_summarise};
 use topk_judge::report::schema::RunResult;
 use topk_judge::run::live::{self, RunOptions};
-use topk_judge::store::config::{Config, JudgeConfig};
 use topk_judge::store::ledger::{VerdictRecord, read_records};
 
 const POOL_ID: &str = "dm-test-2377095dda83df778e34304b7a09813808105d3b";

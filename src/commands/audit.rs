@@ -35,6 +35,9 @@
 use crate::analysis::audit::{self, AuditReport, PairSpec};
 use crate::analysis::recorded::{self, JudgeRow, Tally};
 use crate::analysis::render::RenderKind;
+use crate::config::ConfigError;
+use crate::config::audit::{AuditConfig, AuditSource};
+use crate::config::judge::JudgeConfig;
 use crate::domain::pool::Pool;
 use crate::domain::verdict::Usage;
 use crate::judge::Judge;
@@ -43,9 +46,8 @@ use crate::report::progress::Progress;
 use crate::run::dispatch::{Dispatcher, Flow, Outcome};
 use crate::store::books::Books;
 use crate::store::budget::Budget;
-use crate::store::config::{ConfigError, JudgeConfig, normalize};
 use crate::store::ledger::{CacheError, VerdictRecord};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -56,16 +58,6 @@ pub enum AuditError {
     /// The audit config file could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// A line of the pairs file.
-    #[error("pairs file {path}:{line}: {msg}")]
-    Pairs {
-        /// The pairs file (JSONL of probe pairs) holding the bad line.
-        path: PathBuf,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong.
-        msg: String,
-    },
     /// Output files.
     #[error("{path}: {source}")]
     Io {
@@ -121,257 +113,6 @@ pub enum AuditError {
         /// The last error.
         last: String,
     },
-}
-
-/// Probes built from a pool (config key `pool`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AuditPoolRef {
-    /// JSON Lines pool file (relative to the config's folder).
-    pub file: PathBuf,
-    /// Pool id; default: the first pool in the file.
-    #[serde(default)]
-    pub id: Option<String>,
-    /// The content-free rendering each answer is probed against (`elaborated` or `markdown`).
-    pub transform: RenderKind,
-    /// Probe at most this many items, in pool order (default: all).
-    #[serde(default)]
-    pub max_items: Option<usize>,
-    /// Also draw this many item pairs for the swap test and order averaging (default 0: the swap
-    /// test then runs on the probes).
-    #[serde(default)]
-    pub pairs: usize,
-    /// Seed of the pair draw.
-    #[serde(default)]
-    pub seed: u64,
-}
-
-fn d_conc() -> usize {
-    8
-}
-fn d_level() -> f64 {
-    0.95
-}
-
-/// The audit configuration as written in YAML.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawAuditConfig {
-    /// Audit name: outputs go to `<out_dir>/<name>/`.
-    pub name: String,
-    /// Output folder (relative to the config's folder); default `runs` in the working directory.
-    #[serde(default)]
-    pub out_dir: Option<PathBuf>,
-    /// The judge (as in `run`).
-    pub judge: JudgeConfig,
-    /// A pairs file (JSON Lines; [`crate::analysis::audit::PairSpec`]).
-    #[serde(default)]
-    pub pairs: Option<PathBuf>,
-    /// Or probes built from a pool.
-    #[serde(default)]
-    pub pool: Option<AuditPoolRef>,
-    /// Queries in flight at once (default 8).
-    #[serde(default = "d_conc")]
-    pub concurrency: usize,
-    /// Refuse to start when the worst-case cost of the new queries exceeds this (USD).
-    #[serde(default)]
-    pub max_usd: Option<f64>,
-    /// Confidence level of the intervals (default 0.95).
-    #[serde(default = "d_level")]
-    pub level: f64,
-}
-
-/// Where the audited pairs came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AuditSource {
-    /// A pairs file.
-    Pairs {
-        /// The file.
-        file: PathBuf,
-    },
-    /// Probes (and pairs) built from a pool.
-    Pool {
-        /// The pool file.
-        file: PathBuf,
-        /// Pool id.
-        pool_id: String,
-        /// The rendering.
-        transform: RenderKind,
-    },
-}
-
-/// A validated audit configuration with its pairs built.
-#[derive(Debug, Clone)]
-pub struct AuditConfig {
-    /// The raw configuration, paths resolved.
-    pub raw: RawAuditConfig,
-    /// The config file.
-    pub path: PathBuf,
-    /// The audit folder, `<out_dir>/<name>`, holding its books and audit.json.
-    pub run_dir: PathBuf,
-    /// The pairs and probes to judge.
-    pub pairs: Vec<PairSpec>,
-    /// Their source.
-    pub source: AuditSource,
-    /// Notes from building probes (skipped items).
-    pub build_notes: Vec<String>,
-    /// The recording, when the judge is a replay (the audit then reads verdicts, asks nothing).
-    pub recording: Option<Recording>,
-}
-
-impl AuditConfig {
-    /// Read, parse and validate an audit config, then read the pairs file or build the probes.
-    ///
-    /// # Errors
-    /// [`AuditError::Config`] naming file and key; [`AuditError::Pairs`] naming file and line.
-    pub fn load(path: &Path) -> Result<Self, AuditError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawAuditConfig = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
-        Self::from_raw(raw, path)
-    }
-
-    /// Validate a parsed config; relative paths resolve against `path`'s folder.
-    ///
-    /// # Errors
-    /// As [`AuditConfig::load`].
-    pub fn from_raw(mut raw: RawAuditConfig, path: &Path) -> Result<Self, AuditError> {
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.to_owned(), msg };
-        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
-            return Err(inv(
-                "name",
-                format!("{:?} is not a valid audit name (expected a plain folder name)", raw.name),
-            )
-            .into());
-        }
-        if raw.concurrency == 0 {
-            return Err(inv("concurrency", "0 must be ≥ 1".into()).into());
-        }
-        if !(raw.level > 0.0 && raw.level < 1.0) {
-            return Err(inv("level", format!("{} must be in (0, 1), e.g. 0.95", raw.level)).into());
-        }
-        if let Some(u) = raw.max_usd
-            && !(u >= 0.0 && u.is_finite())
-        {
-            return Err(inv("max_usd", format!("{u} must be ≥ 0")).into());
-        }
-        // A live judge's prompt template is relative to the config's folder, as in `run`.
-        if let JudgeConfig::Openai(oc) = &mut raw.judge {
-            oc.prompt = normalize(&dir.join(&oc.prompt));
-        }
-        let recording = match &mut raw.judge {
-            JudgeConfig::Replay(r) => {
-                r.file = normalize(&dir.join(&r.file));
-                let rec = Recording::read(&r.file).map_err(|e| inv("judge.replay", e.to_string()))?;
-                if rec.matching(r.judge.as_deref(), r.prompting.as_deref()).is_empty() {
-                    let e = rec.select_one(r.judge.as_deref(), r.prompting.as_deref()).unwrap_err();
-                    return Err(inv("judge.replay", e.to_string()).into());
-                }
-                Some(rec)
-            }
-            other => {
-                crate::judge::build::make_judge(other).map_err(|msg| inv("judge", msg.to_string()))?;
-                None
-            }
-        };
-        let run_dir = match &raw.out_dir {
-            Some(o) => normalize(&dir.join(o).join(&raw.name)),
-            None => PathBuf::from("runs").join(&raw.name),
-        };
-        let (pairs, source, build_notes) = match (&mut raw.pairs, &mut raw.pool) {
-            (Some(file), None) => {
-                *file = normalize(&dir.join(&*file));
-                let text = std::fs::read_to_string(&*file).map_err(|e| {
-                    inv("pairs", format!("cannot read the pairs file {}: {e}; expected a JSON Lines file of pairs, relative to the config's folder", file.display()))
-                })?;
-                let pairs = audit::parse_pairs(&text).map_err(|e| AuditError::Pairs {
-                    path: file.clone(),
-                    line: e.line,
-                    msg: e.msg,
-                })?;
-                (pairs, AuditSource::Pairs { file: file.clone() }, Vec::new())
-            }
-            (None, Some(p)) => {
-                p.file = normalize(&dir.join(&p.file));
-                let pool = crate::store::pool_file::read_pool(&p.file, p.id.as_deref())
-                    .map_err(|source| ConfigError::Pool { path: path.to_owned(), pool_file: p.file.clone(), source })?;
-                let (mut probes, notes) = audit::probes_from_pool(&pool, p.transform, p.max_items);
-                if probes.is_empty() {
-                    return Err(inv(
-                        "pool",
-                        format!("no probe could be built from pool {:?}: {}", pool.pool_id, notes.join("; ")),
-                    )
-                    .into());
-                }
-                let mut pairs =
-                    audit::pairs_from_pool(&pool, p.pairs, &mut crate::domain::rng::stream(p.seed, "audit-pairs", 0));
-                if pairs.len() < p.pairs {
-                    return Err(inv(
-                        "pool.pairs",
-                        format!(
-                            "{} pairs asked, but pool {:?} has only {} pairs of items with text",
-                            p.pairs,
-                            pool.pool_id,
-                            pairs.len()
-                        ),
-                    )
-                    .into());
-                }
-                pairs.append(&mut probes);
-                (
-                    pairs,
-                    AuditSource::Pool { file: p.file.clone(), pool_id: pool.pool_id.clone(), transform: p.transform },
-                    notes,
-                )
-            }
-            _ => {
-                return Err(inv(
-                    "pairs",
-                    "give exactly one of `pairs: FILE` (a pairs file) or `pool: {file, id, transform}` (probes from a pool)".into(),
-                )
-                .into());
-            }
-        };
-        if matches!(raw.judge, JudgeConfig::Openai(_)) {
-            for p in &pairs {
-                for (k, side) in [("x", &p.x), ("y", &p.y)] {
-                    if side.text.as_deref().is_none_or(|t| t.trim().is_empty()) {
-                        let whence = match &source {
-                            AuditSource::Pairs { file } => format!("pairs file {}", file.display()),
-                            AuditSource::Pool { file, .. } => format!("pool file {}", file.display()),
-                        };
-                        return Err(inv(
-                            "judge.openai",
-                            format!(
-                                "pair {:?} ({whence}) has no answer text on {k}; a live judge needs the text of both answers (\"{k}\": {{\"text\": …}}), or audit it with the mock judge",
-                                p.id
-                            ),
-                        )
-                        .into());
-                    }
-                }
-            }
-        }
-        if matches!(raw.judge, JudgeConfig::Mock(_)) {
-            for p in &pairs {
-                for (k, s) in [("x", &p.x), ("y", &p.y)] {
-                    if s.quality.is_none() {
-                        return Err(inv(
-                            "judge.mock",
-                            format!(
-                                "the mock judge needs gold `quality` on both sides; pair {:?} has none on {k}",
-                                p.id
-                            ),
-                        )
-                        .into());
-                    }
-                }
-            }
-        }
-        Ok(Self { raw, path: path.to_owned(), run_dir, pairs, source, build_notes, recording })
-    }
 }
 
 /// Query counts of one invocation.

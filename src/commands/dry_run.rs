@@ -6,11 +6,11 @@
 //! guarantee); "at most" the cheapest first. The worst case of a query is what the runner
 //! reserves before sending it ([`Judge::worst_case_usd`]).
 
+use crate::config::run::Config;
 use crate::judge::Judge;
 use crate::model::summary::{build_design, fit_and_summarise};
 use crate::run::queries::{RunQueries, next_picks};
 use crate::store::books::{BooksError, peek_spend};
-use crate::store::config::Config;
 use crate::store::ledger::VerdictRecord;
 use crate::store::ledger::read_records;
 use std::collections::HashSet;

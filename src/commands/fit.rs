@@ -262,7 +262,7 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
 
 /// The pool to fit: the run folder's, or read from the pool file (`--pool-id` must agree with
 /// a run folder's pool).
-fn fitted_pool(args: &FitArgs<'_>, cfg: Option<&crate::store::config::Config>) -> Result<Pool, FitCmdError> {
+fn fitted_pool(args: &FitArgs<'_>, cfg: Option<&crate::config::run::Config>) -> Result<Pool, FitCmdError> {
     match cfg {
         Some(c) => {
             if let Some(id) = args.pool_id
@@ -293,11 +293,7 @@ struct FitSettings {
 }
 
 impl FitSettings {
-    fn resolve(
-        args: &FitArgs<'_>,
-        cfg: Option<&crate::store::config::Config>,
-        pool: &Pool,
-    ) -> Result<Self, FitCmdError> {
+    fn resolve(args: &FitArgs<'_>, cfg: Option<&crate::config::run::Config>, pool: &Pool) -> Result<Self, FitCmdError> {
         let k = args.k.or(cfg.map(|c| c.raw.k)).unwrap_or(3);
         if k == 0 || k >= pool.n_bases() {
             return Err(FitCmdError::Invalid(format!(
@@ -359,7 +355,7 @@ impl Selection {
         lines: Vec<VerdictLine>,
         pool: &Pool,
         args: &FitArgs<'_>,
-        cfg: Option<&crate::store::config::Config>,
+        cfg: Option<&crate::config::run::Config>,
         vpath: &str,
     ) -> Result<Self, FitCmdError> {
         let (mut warnings, mut notes) = (Vec::new(), Vec::new());
@@ -423,7 +419,7 @@ fn select_judge(
     judges: &BTreeMap<String, usize>,
     pool: &Pool,
     args: &FitArgs<'_>,
-    cfg: Option<&crate::store::config::Config>,
+    cfg: Option<&crate::config::run::Config>,
     vpath: &str,
 ) -> Result<Option<String>, FitCmdError> {
     let wanted = args.judge.map(str::to_owned).or_else(|| {
@@ -495,7 +491,7 @@ fn item_verdicts(
 fn fit_output(
     pool: &Pool,
     args: &FitArgs<'_>,
-    cfg: Option<&crate::store::config::Config>,
+    cfg: Option<&crate::config::run::Config>,
     set: &FitSettings,
     sel: Selection,
     verdicts: Vec<ItemVerdict>,
@@ -512,7 +508,7 @@ fn fit_output(
             .unwrap_or_else(|| pool::default_covariates(pool)),
     };
     let cov = pool::build_covariates(pool, &specs)?;
-    warnings.extend(pool::scale_warnings(&cov, prior.lambda_b, "--covariates"));
+    warnings.extend(crate::config::sections::scale_warnings(&cov, prior.lambda_b, "--covariates"));
     let design = build_design(pool, &cov, &verdicts);
     let mut rng = crate::domain::rng::stream(set.seed, "membership", verdicts.len() as u64);
     let (s, _, _) = fit_and_summarise(pool, &cov, &design, &prior, k, set.draws, None, &mut rng)?;

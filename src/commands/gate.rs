@@ -5,15 +5,15 @@
 
 use super::run_folder::{IdentError, bias_covariates, io_err, load_run, run_verdicts};
 use crate::analysis::gate::{self, Anchor, GateDecision, fit_naive_and_corrected};
+use crate::config::judge::make_judge;
+use crate::config::run::{Config, GateConfig, LabelSource};
 use crate::domain::pool::Pool;
 use crate::judge::Judge;
-use crate::judge::build::make_judge;
 use crate::model::membership::point_topk;
 use crate::report::schema::{GateChoice, RunResult};
 use crate::run::dispatch::{Dispatcher, Flow, Outcome};
 use crate::store::books::{Books, TRUSTED_BOOKS};
 use crate::store::budget::Budget;
-use crate::store::config::{Config, GateConfig, LabelSource};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -371,7 +371,7 @@ pub async fn gate_for(
         .collect();
     // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
     // here is an error, not an empty name.
-    let judge_desc = crate::judge::build::make_judge_without_key(&cfg.raw.judge)
+    let judge_desc = crate::config::judge::make_judge_without_key(&cfg.raw.judge)
         .map(|j| j.describe())
         .map_err(|m| IdentError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display())))?;
     let report = GateReport {

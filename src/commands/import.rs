@@ -472,7 +472,7 @@ mod tests {
             serde_json::json!({"id": "model_b", "system": "model_b", "text": "Red, yellow and blue."})
         );
         // The pool file loads as a run over many pools.
-        let pool = crate::store::config::load_systems_pool(&out, &crate::store::config::PoolIds::All).unwrap();
+        let pool = crate::config::run::load_systems_pool(&out, &crate::config::run::PoolIds::All).unwrap();
         assert_eq!((pool.n_prompts(), pool.n_bases(), pool.n_items()), (3, 3, 9));
     }
 

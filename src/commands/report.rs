@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// [`CompareError`] reading the run or writing a file.
 pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, CompareError> {
     let run_dir = if arg.is_file() {
-        crate::store::config::Config::load_for_dry_run(arg)
+        crate::config::run::Config::load_for_dry_run(arg)
             .map_err(|e| CompareError::Read { path: arg.to_owned(), msg: e.to_string() })?
             .0
             .run_dir

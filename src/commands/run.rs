@@ -6,10 +6,11 @@
 //! ([`super::gate::apply_gate`]); the summary is printed after the gate decided.
 
 use super::run_folder::IdentError;
-use crate::judge::build::make_judge;
+use crate::config::ConfigError;
+use crate::config::judge::make_judge;
+use crate::config::run::Config;
 use crate::report::schema::StopReason;
 use crate::run::live::{self, RunError, RunOptions};
-use crate::store::config::{Config, ConfigError};
 use crate::store::ledger::CacheError;
 use std::path::Path;
 
@@ -21,7 +22,7 @@ pub enum RunCommandError {
     Config(#[from] ConfigError),
     /// The judge cannot be built (the message names the config key).
     #[error(transparent)]
-    Judge(#[from] crate::judge::build::JudgeSetupError),
+    Judge(#[from] crate::judge::setup::JudgeSetupError),
     /// Reading stored verdicts for the dry run.
     #[error(transparent)]
     Cache(#[from] CacheError),

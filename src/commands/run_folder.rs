@@ -2,11 +2,12 @@
 //! config, the folder, and the run judge's valid verdicts as item indices; and the error type
 //! these commands share.
 
+use crate::config::ConfigError;
+use crate::config::run::{Config, RawConfig};
 use crate::domain::pool::{self, Covariates, PoolError};
 use crate::domain::verdict::ItemVerdict;
 use crate::judge::JudgeError;
 use crate::model::FitError;
-use crate::store::config::{Config, ConfigError, RawConfig};
 use crate::store::ledger::{CacheError, read_records};
 use std::path::{Path, PathBuf};
 
@@ -139,7 +140,7 @@ fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
     // A replay judge's recording, like the pool, was resolved against the run's directory.
     let trusted = raw.gate.as_mut().and_then(|g| g.trusted.as_mut());
     for j in std::iter::once(&mut raw.judge).chain(trusted) {
-        if let crate::store::config::JudgeConfig::Replay(r) = j {
+        if let crate::config::judge::JudgeConfig::Replay(r) = j {
             r.file = cwd.join(&r.file);
         }
     }
@@ -149,7 +150,7 @@ fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
 /// The description of a config's judge (as result.json and gate.json name it), also for a live
 /// judge whose API key is not set here.
 pub fn judge_description(cfg: &Config) -> String {
-    crate::judge::build::make_judge_without_key(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default()
+    crate::config::judge::make_judge_without_key(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default()
 }
 
 /// The valid verdicts stored in `<dir>/verdicts.jsonl` for the config's judge (matched by cache
@@ -182,7 +183,7 @@ pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, 
     let (records, _, torn_line) = read_records(&path)?;
     let pool = &cfg.pool;
     let mut out = Vec::new();
-    match crate::judge::build::make_judge_without_key(&cfg.raw.judge) {
+    match crate::config::judge::make_judge_without_key(&cfg.raw.judge) {
         Ok(judge) => {
             let queries = crate::run::queries::RunQueries::new(cfg, judge.as_ref());
             out = queries.verdicts(&records, cfg.raw.model.strong_preference_weight);

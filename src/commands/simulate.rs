@@ -4,7 +4,8 @@
 //! or — with a `pipeline:` section — the pipelined-acquisition sweep in virtual time
 //! ([`crate::sweep::pipeline`], docs/experiments.md).
 
-use crate::sweep::{self, Sweep, SweepError, frozen, summary};
+use crate::config::simulate::SimulateDocument;
+use crate::sweep::{self, SweepError, frozen, summary};
 use std::path::{Path, PathBuf};
 
 /// `topk-judge simulate`: load the sweep or frozen-protocol file, run it (`threads` overrides the
@@ -19,29 +20,11 @@ pub fn simulate_command(
     out: Option<&Path>,
     progress: bool,
 ) -> Result<(PathBuf, String, usize), SweepError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|source| crate::store::config::ConfigError::Io { path: path.to_owned(), source })?;
-    if frozen::is_frozen(&text) {
-        let f = frozen::Frozen::load(path)?;
-        let dir = out.map(Path::to_path_buf).unwrap_or_else(|| f.out_dir.clone());
-        let total = f.pools.len() * f.raw.seeds.len();
-        let bar = crate::report::progress::Progress::counter(total as u64, progress, "pool × seed runs");
-        let rows = frozen::run(&f, threads.unwrap_or(f.raw.threads), &|done| bar.set(done as u64))?;
-        bar.finish();
-        let s = frozen::write_outputs(&f, &rows, &dir)?;
-        return Ok((dir, frozen::markdown(&s), rows.len()));
-    }
-    if sweep::pipeline::is_pipeline(&text) {
-        let s = sweep::pipeline::PipelineSweep::load(path)?;
-        let dir = out.map(Path::to_path_buf).unwrap_or_else(|| s.out_folder(path));
-        let total = s.pools.count * s.budgets.len() * s.pipeline.runs.len();
-        let bar = crate::report::progress::Progress::counter(total as u64, progress, "simulated runs");
-        let rows = sweep::pipeline::run(&s, threads.unwrap_or(s.threads), &|done| bar.set(done as u64))?;
-        bar.finish();
-        let md = sweep::pipeline::write_outputs(&s, &rows, &dir)?;
-        return Ok((dir, md, rows.len()));
-    }
-    let sweep = Sweep::load(path)?;
+    let sweep = match SimulateDocument::load(path)? {
+        SimulateDocument::Frozen(f) => return frozen_command(&f, threads, out, progress),
+        SimulateDocument::Pipeline(s) => return pipeline_command(&s, path, threads, out, progress),
+        SimulateDocument::Sweep(s) => s,
+    };
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| sweep.out_dir.clone());
     let total = sweep.cells().len() * sweep.raw.pools.count;
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "pools");
@@ -50,4 +33,37 @@ pub fn simulate_command(
     let s = sweep::write_outputs(&sweep, &result, &dir)?;
     let runs: usize = s.cells.iter().map(|c| c.recall.n).sum();
     Ok((dir, summary::markdown(&sweep, &s), runs))
+}
+
+/// The frozen protocol on a recording ([`crate::sweep::frozen`]).
+fn frozen_command(
+    f: &crate::config::frozen::Frozen,
+    threads: Option<usize>,
+    out: Option<&Path>,
+    progress: bool,
+) -> Result<(PathBuf, String, usize), SweepError> {
+    let dir = out.map(Path::to_path_buf).unwrap_or_else(|| f.out_dir.clone());
+    let total = f.pools.len() * f.raw.seeds.len();
+    let bar = crate::report::progress::Progress::counter(total as u64, progress, "pool × seed runs");
+    let rows = frozen::run(f, threads.unwrap_or(f.raw.threads), &|done| bar.set(done as u64))?;
+    bar.finish();
+    let s = frozen::write_outputs(f, &rows, &dir)?;
+    Ok((dir, frozen::markdown(&s), rows.len()))
+}
+
+/// The pipelined-dispatch sweep in virtual time ([`crate::sweep::pipeline`]).
+fn pipeline_command(
+    s: &crate::config::pipeline::PipelineSweep,
+    path: &Path,
+    threads: Option<usize>,
+    out: Option<&Path>,
+    progress: bool,
+) -> Result<(PathBuf, String, usize), SweepError> {
+    let dir = out.map(Path::to_path_buf).unwrap_or_else(|| s.out_folder(path));
+    let total = s.pools.count * s.budgets.len() * s.pipeline.runs.len();
+    let bar = crate::report::progress::Progress::counter(total as u64, progress, "simulated runs");
+    let rows = sweep::pipeline::run(s, threads.unwrap_or(s.threads), &|done| bar.set(done as u64))?;
+    bar.finish();
+    let md = sweep::pipeline::write_outputs(s, &rows, &dir)?;
+    Ok((dir, md, rows.len()))
 }

@@ -347,65 +347,6 @@ pub fn prompt_groups(item_prompt: &[usize], n: usize) -> Vec<Vec<usize>> {
     g
 }
 
-/// Warnings for items with identical text (by default their pairs are not sent).
-pub fn identical_text_warnings(pool: &Pool, send: bool) -> Vec<String> {
-    let groups = pool.identical_texts();
-    if pool.is_systems() && groups.len() > 3 {
-        // Many prompts: one line, not one per prompt.
-        let prompts: std::collections::BTreeSet<usize> = groups.iter().map(|g| pool.prompt_of(g[0])).collect();
-        let pairs: usize = groups.iter().map(|g| g.len() * (g.len() - 1)).sum();
-        let what = if send {
-            "they are sent (acquisition.identical_texts: send)"
-        } else {
-            "they are not sent to the judge (they say nothing about quality; acquisition.identical_texts: send sends them)"
-        };
-        return vec![format!(
-            "pool {:?}: {} groups of answers with identical text on {} prompts (first: {}); their {pairs} ordered pairs: {what}",
-            pool.pool_id,
-            groups.len(),
-            prompts.len(),
-            groups[0].iter().map(|&i| format!("{:?}", pool.items[i].id)).collect::<Vec<_>>().join(", ")
-        )];
-    }
-    groups
-        .iter()
-        .map(|g| {
-            let ids = g.iter().map(|&i| format!("{:?}", pool.items[i].id)).collect::<Vec<_>>().join(", ");
-            let what = if send {
-                "their pairs are sent (acquisition.identical_texts: send)"
-            } else {
-                "pairs of them are not sent to the judge (they say nothing about quality; set acquisition.identical_texts: send to send them, e.g. to measure position bias)"
-            };
-            format!("pool {:?}: items {ids} have identical text; {what}", pool.pool_id)
-        })
-        .collect()
-}
-
-/// Under the prior on c (precision `lambda_b`), one sd of a covariate moves the log-odds by
-/// sd(x)/√λ_b logits a priori; outside [0.01, 100] logits the prior says nothing useful about c
-/// (the covariate's unit, not the data, picks ĉ). Warnings naming such covariates.
-pub fn scale_warnings(cov: &Covariates, lambda_b: f64, key: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for (j, name) in cov.names.iter().enumerate() {
-        if cov.transforms[j] == Transform::Zscore || cov.no_variation.contains(name) {
-            continue;
-        }
-        let n = cov.x.len() as f64;
-        let mean = cov.x.iter().map(|r| r[j]).sum::<f64>() / n;
-        let sd = (cov.x.iter().map(|r| (r[j] - mean).powi(2)).sum::<f64>() / n).sqrt();
-        let effect = sd / lambda_b.sqrt();
-        if !(0.01..=100.0).contains(&effect) {
-            let t = if cov.transforms[j] == Transform::Log { "log" } else { "raw" };
-            out.push(format!(
-                "{key}: covariate {name:?} ({t}) has sd {} in this pool: under the prior (λ_b = {lambda_b}) one sd of it moves the log-odds by about {} logits, so the prior on c[{name}] is meaningless at this scale; use transform zscore (or log for a positive quantity)",
-                super::fmt::num(sd),
-                super::fmt::num(effect)
-            ));
-        }
-    }
-    out
-}
-
 /// Covariate transform (docs/model.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -276,3 +276,15 @@ impl Invalid {
 fn one() -> u32 {
     1
 }
+
+/// The answer of a simulated judge to one ordered query (item indices).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Answer {
+    /// A verdict y ∈ [0, 1].
+    Verdict(f64),
+    /// An invalid verdict: a comparison (it counts against the budget), excluded from the fit.
+    Invalid,
+    /// No verdict exists (a recording lacks the query): not a comparison; the pair is set aside,
+    /// as the runner does with the judge error `Unavailable`.
+    Unavailable,
+}

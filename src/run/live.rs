@@ -21,6 +21,7 @@ use super::dispatch::{Dispatcher, Event, Outcome, Query, Settled};
 use super::interrupt::Interrupt;
 use super::queries::RunQueries;
 use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
+use crate::config::run::Config;
 use crate::domain::rng;
 use crate::domain::verdict::ItemVerdict;
 use crate::domain::verdict::Usage;
@@ -34,7 +35,6 @@ use crate::report::{self, FitLine};
 use crate::run::faults::{EndpointGuard, Quarantine};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
-use crate::store::config::Config;
 use crate::store::ledger::{CacheError, VerdictRecord};
 use crate::store::lock::{LockError, RunLock};
 use serde::{Deserialize, Serialize};
@@ -338,7 +338,7 @@ fn open_folder(cfg: &Config, judge: &dyn Judge, opts: &RunOptions) -> Result<Fol
     let id_path = dir.join("run.json");
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
-    crate::store::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
+    crate::config::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
     // Open intents of a run that ended early are booked as possibly billed here.
     let (books, mut warnings) = Books::open(dir)?;
     warnings.splice(0..0, other_run);

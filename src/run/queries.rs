@@ -11,12 +11,12 @@
 
 use crate::acquire::{self, Context};
 use crate::analysis::design::{self, DesignKind};
+use crate::config::run::Config;
 use crate::domain::pool::Pool;
 use crate::domain::rng::ChaCha8Rng;
 use crate::domain::verdict::ItemVerdict;
 use crate::judge::Judge;
 use crate::model::laplace::Posterior;
-use crate::store::config::Config;
 use crate::store::ledger::VerdictRecord;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -293,7 +293,7 @@ mod tests {
     fn pairs_are_counted_and_listed_without_a_table_and_keys_match_by_item_ids() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = four_items(dir.path());
-        let judge = crate::judge::build::make_judge(&cfg.raw.judge).unwrap();
+        let judge = crate::config::judge::make_judge(&cfg.raw.judge).unwrap();
         let q = RunQueries::new(&cfg, judge.as_ref());
         // 4·3 = 12 ordered pairs less x1↔x2 (one base) = 10; y1↔z1 (same text) are skipped.
         let listed = ordered_pairs(&cfg.pool, DesignKind::Single);

@@ -20,58 +20,12 @@
 
 use crate::acquire::{self, Context, Orders, StrategyKind};
 use crate::analysis::design::{self, DesignKind};
+pub use crate::config::run::Dispatch;
 use crate::domain::pool::Pool;
 use crate::domain::rng;
 use crate::model::laplace::Posterior;
 use crate::store::budget::{Budget, Reservation};
-use serde::{Deserialize, Serialize};
 use std::collections::{HashSet, VecDeque};
-
-/// How queries are dispatched (config key `acquisition.dispatch`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dispatch {
-    /// Pick R = `refit_every`, send them (at most `concurrency` in flight), wait for all, refit:
-    /// deterministic for a fixed seed (the default).
-    #[default]
-    WaitForBatch,
-    /// Keep `concurrency` queries in flight; refit after every R stored verdicts while requests
-    /// keep flying. Resume-safe, but the order of the picks depends on reply arrival times.
-    Pipelined,
-}
-
-impl Dispatch {
-    /// Whether this is the default ([`Dispatch::WaitForBatch`]), for `skip_serializing_if`.
-    pub fn is_default(&self) -> bool {
-        *self == Self::WaitForBatch
-    }
-
-    /// Picks made ahead of a free slot (config key `acquisition.write_ahead`, `given` when set):
-    /// 0 unless set, and always 0 for wait-for-batch.
-    pub fn write_ahead(self, given: Option<usize>) -> usize {
-        match self {
-            Dispatch::WaitForBatch => 0,
-            Dispatch::Pipelined => given.unwrap_or(0),
-        }
-    }
-
-    /// Check a `write_ahead` setting against this dispatch and `concurrency`: more than 0 only
-    /// when pipelined, and at most `concurrency`.
-    ///
-    /// # Errors
-    /// What is expected, for the message naming the setting.
-    pub fn check_write_ahead(self, given: Option<usize>, concurrency: usize) -> Result<(), String> {
-        match given {
-            Some(w) if w > 0 && self == Dispatch::WaitForBatch => Err(format!(
-                "{w} applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked; 0 or no value here)"
-            )),
-            Some(w) if w > concurrency => Err(format!(
-                "{w} must be at most `concurrency` ({concurrency}): each pick written ahead is booked as possibly billed after a kill, and is decided up to that many replies early"
-            )),
-            _ => Ok(()),
-        }
-    }
-}
 
 /// The scheduler's settings.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -43,7 +43,7 @@ use crate::analysis::design::{self, DesignKind};
 use crate::analysis::synth::SynthPool;
 use crate::domain::pool::{CovariateSpec, Covariates, Pool, build_covariates};
 use crate::domain::rng;
-use crate::domain::verdict::ItemVerdict;
+use crate::domain::verdict::{Answer, ItemVerdict};
 use crate::model::membership::{point_topk, recall_at_k};
 use crate::model::profile;
 use crate::model::summary::{ModelKind, build_design, fit_and_summarise};
@@ -182,18 +182,6 @@ pub fn covariates(sp: &SynthPool, model: ModelKind) -> Covariates {
         ModelKind::BiasAware => build_covariates(&sp.pool, &[CovariateSpec::parse("x:raw").expect("valid spec")])
             .expect("synthetic pools carry covariate x"),
     }
-}
-
-/// The answer of a simulated judge to one ordered query (item indices).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Answer {
-    /// A verdict y ∈ [0, 1].
-    Verdict(f64),
-    /// An invalid verdict: a comparison (it counts against the budget), excluded from the fit.
-    Invalid,
-    /// No verdict exists (a recording lacks the query): not a comparison; the pair is set aside,
-    /// as the runner does with [`crate::judge::JudgeError::Unavailable`].
-    Unavailable,
 }
 
 /// What one simulated path runs on: the pool, the model's covariates (none for the naive

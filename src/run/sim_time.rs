@@ -15,25 +15,15 @@ use super::sim::{SimError, SimSettings, covariates};
 use crate::acquire::StrategyKind;
 use crate::analysis::design::DesignKind;
 use crate::analysis::synth::SynthPool;
+pub use crate::config::pipeline::Latency;
 use crate::domain::rng;
 use crate::domain::verdict::ItemVerdict;
 use crate::model::membership::recall_at_k;
 use crate::model::summary::{ModelKind, build_design, fit_and_summarise};
 use crate::store::budget::{Budget, Reservation};
 use rand_distr::{Distribution, StandardNormal};
-use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
-
-/// A judge's reply latency, seconds: normal with this mean and standard deviation, cut at 0.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Latency {
-    /// Mean latency, seconds (> 0).
-    pub mean_s: f64,
-    /// Standard deviation, seconds (≥ 0).
-    pub sd_s: f64,
-}
 
 /// How a simulated run dispatches its queries.
 #[derive(Debug, Clone, Copy, PartialEq)]

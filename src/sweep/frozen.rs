@@ -40,235 +40,23 @@
 //! and `acquisition.seed: s` (budget = `max_comparisons`); on a synthetic pool recorded with its
 //! own seed it is the run `simulate` makes (tested).
 
+use super::SweepError;
 use super::summary::MeanSe;
-use super::{Budget, SweepAcquisition, SweepError};
 use crate::acquire::StrategyKind;
-use crate::analysis::design::{self, DesignKind};
-use crate::domain::pool::{self, CovariateSpec, Covariates, Pool};
-use crate::judge::replay::Recording;
-use crate::model::Prior;
-use crate::model::membership::{point_topk, recall_at_k};
+use crate::config::frozen::{Frozen, RecordedPool};
+use crate::config::sweep::SweepBudget;
+use crate::domain::pool::Covariates;
+use crate::model::membership::recall_at_k;
 use crate::model::summary::ModelKind;
 use crate::report::plots::{self, LineChart, Series};
 use crate::report::table::name;
-use crate::run::sim::{self, Answer, PathInput, SimSettings};
-use crate::store::config::{ConfigError, normalize};
+use crate::run::sim::{self, PathInput, SimSettings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// `recorded:` — the pools and their recording.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RecordedSource {
-    /// Pool file (JSON Lines; relative to the protocol file).
-    pub pools: PathBuf,
-    /// Pool ids to use (default: every pool in the file).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ids: Option<Vec<String>>,
-    /// The recording (JSON Lines, docs/replay.md).
-    pub verdicts: PathBuf,
-    /// The recorded judge (`judge` field), when the file holds several.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub judge: Option<String>,
-    /// Its prompting strategy (`prompting` field).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompting: Option<String>,
-}
-
-fn d_strategies() -> Vec<StrategyKind> {
-    vec![StrategyKind::Topk, StrategyKind::RoundRobin]
-}
-fn d_models() -> Vec<ModelKind> {
-    vec![ModelKind::BiasAware]
-}
-fn d_seeds() -> Vec<u64> {
-    vec![0]
-}
-
-/// A frozen-protocol file as written (module docs).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawFrozen {
-    /// Name: outputs go to `<out_dir>/<name>/`.
-    pub name: String,
-    /// Output folder, relative to the file (default `runs/sweeps` in the working directory).
-    #[serde(default)]
-    pub out_dir: Option<PathBuf>,
-    /// k of top-k (1 ≤ k < the bases of every pool).
-    pub k: usize,
-    /// The pools and their recording.
-    pub recorded: RecordedSource,
-    /// Strategies (default `[topk, round_robin]`).
-    #[serde(default = "d_strategies")]
-    pub strategies: Vec<StrategyKind>,
-    /// Models (default `[bias_aware]`).
-    #[serde(default = "d_models")]
-    pub models: Vec<ModelKind>,
-    /// Budgets: comparisons or `all`.
-    pub budgets: Vec<Budget>,
-    /// Acquisition seeds (default `[0]`).
-    #[serde(default = "d_seeds")]
-    pub seeds: Vec<u64>,
-    /// Acquisition settings.
-    #[serde(default)]
-    pub acquisition: SweepAcquisition,
-    /// Prior precisions; missing keys take the defaults (docs/model.md §2).
-    #[serde(default)]
-    pub prior: Prior,
-    /// Covariates of the bias-aware model (default: `words` (zscore) when items have text, plus
-    /// every key of the items' covariates, raw).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub covariates: Option<Vec<CovariateSpec>>,
-    /// `single` (default) or `paired` (within-base pairs first).
-    #[serde(default)]
-    pub design: DesignKind,
-    /// Worker threads (0 = all cores).
-    #[serde(default)]
-    pub threads: usize,
-}
-
-/// One pool with its recorded answers, covariates and reference top-k sets.
-#[derive(Debug, Clone)]
-pub struct RecordedPool {
-    /// The pool.
-    pub pool: Pool,
-    /// `answers[a * n + b]`: the recorded answer to (a first, b second).
-    pub answers: Vec<Answer>,
-    /// The bias-aware model's covariates.
-    pub covariates: Covariates,
-    /// Gold top-k (base indices), when every item has `quality`.
-    pub gold: Option<Vec<usize>>,
-}
-
-/// A validated frozen protocol with its pools and recording loaded.
-#[derive(Debug, Clone)]
-pub struct Frozen {
-    /// As written (budgets sorted and deduplicated).
-    pub raw: RawFrozen,
-    /// The file.
-    pub path: PathBuf,
-    /// Output folder, `<out_dir>/<name>`.
-    pub out_dir: PathBuf,
-    /// The recorded judge (label).
-    pub judge: String,
-    /// The pools.
-    pub pools: Vec<RecordedPool>,
-}
-
-/// Whether a protocol file (YAML text) is a frozen-protocol file (it has `recorded:`).
-pub fn is_frozen(text: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        #[serde(default)]
-        recorded: Option<serde::de::IgnoredAny>,
-    }
-    crate::store::yaml::from_str::<Probe>(text).is_ok_and(|p| p.recorded.is_some())
-}
-
 impl Frozen {
-    /// Read, parse and validate a frozen-protocol file, its pools and its recording.
-    ///
-    /// # Errors
-    /// [`SweepError::Config`] naming the file, key or line and what was expected.
-    pub fn load(path: &Path) -> Result<Self, SweepError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawFrozen = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
-        Self::from_raw(raw, path)
-    }
-
-    /// Validate a parsed file; paths resolve against `path`'s folder.
-    ///
-    /// # Errors
-    /// As [`Frozen::load`].
-    pub fn from_raw(mut raw: RawFrozen, path: &Path) -> Result<Self, SweepError> {
-        let inv = |key: &str, msg: String| {
-            SweepError::from(ConfigError::Invalid { path: path.to_owned(), key: key.to_owned(), msg })
-        };
-        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
-            return Err(inv("name", format!("{:?} is not a valid name (expected a plain folder name)", raw.name)));
-        }
-        for (key, empty) in [
-            ("strategies", raw.strategies.is_empty()),
-            ("models", raw.models.is_empty()),
-            ("budgets", raw.budgets.is_empty()),
-            ("seeds", raw.seeds.is_empty()),
-        ] {
-            if empty {
-                return Err(inv(key, "the list is empty; expected at least one value".into()));
-            }
-        }
-        let param =
-            |section: &str, e: crate::model::params::ParamError| inv(&format!("{section}.{}", e.name), e.to_string());
-        crate::model::params::check_refit_every(raw.acquisition.refit_every).map_err(|e| param("acquisition", e))?;
-        crate::model::params::check_mc_draws(raw.acquisition.mc_draws).map_err(|e| param("acquisition", e))?;
-        raw.prior.check().map_err(|e| param("prior", e))?;
-        raw.budgets.sort();
-        raw.budgets.dedup();
-        raw.seeds.sort_unstable();
-        raw.seeds.dedup();
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let src = &mut raw.recorded;
-        src.pools = normalize(&dir.join(&src.pools));
-        src.verdicts = normalize(&dir.join(&src.verdicts));
-        let mut pools = crate::store::pool_file::read_pools(&src.pools).map_err(|source| ConfigError::Pool {
-            path: path.to_owned(),
-            pool_file: src.pools.clone(),
-            source,
-        })?;
-        if let Some(ids) = &src.ids {
-            if ids.is_empty() {
-                return Err(inv("recorded.ids", "the list is empty; expected pool ids".into()));
-            }
-            let mut chosen = Vec::with_capacity(ids.len());
-            for id in ids {
-                let i = pools
-                    .iter()
-                    .position(|p| &p.pool_id == id)
-                    .ok_or_else(|| inv("recorded.ids", format!("no pool {id:?} in {}", src.pools.display())))?;
-                chosen.push(pools[i].clone());
-            }
-            pools = chosen;
-        }
-        let rec = Recording::read(&src.verdicts).map_err(|e| inv("recorded.verdicts", e.to_string()))?;
-        let j = rec
-            .select_one(src.judge.as_deref(), src.prompting.as_deref())
-            .map_err(|m| inv("recorded.verdicts", m.to_string()))?;
-        let mut out = Vec::with_capacity(pools.len());
-        for pool in pools {
-            if raw.k == 0 || raw.k >= pool.n_bases() {
-                return Err(inv(
-                    "k",
-                    format!(
-                        "{} must satisfy 1 ≤ k < number of bases ({}) in pool {:?}",
-                        raw.k,
-                        pool.n_bases(),
-                        pool.pool_id
-                    ),
-                ));
-            }
-            rec.check_pool(j, &pool).map_err(|m| inv("recorded.verdicts", m.to_string()))?;
-            let specs = raw.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool));
-            let covariates = pool::build_covariates(&pool, &specs).map_err(|source| ConfigError::Pool {
-                path: path.to_owned(),
-                pool_file: src.pools.clone(),
-                source,
-            })?;
-            design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m.to_string()))?;
-            let answers = answers(&rec, j, &pool, raw.design).map_err(|m| inv("recorded.verdicts", m))?;
-            let gold = pool.base_quality().map(|g| point_topk(&g, raw.k));
-            out.push(RecordedPool { pool, answers, covariates, gold });
-        }
-        let judge = rec.judges()[j].label();
-        let out_dir = match &raw.out_dir {
-            Some(o) => normalize(&dir.join(o).join(&raw.name)),
-            None => PathBuf::from("runs/sweeps").join(&raw.name),
-        };
-        Ok(Self { raw, path: path.to_owned(), out_dir, judge, pools: out })
-    }
-
     /// The simulation settings (profile off).
     pub fn settings(&self) -> SimSettings {
         let r = &self.raw;
@@ -288,44 +76,6 @@ impl Frozen {
     }
 }
 
-/// The recorded answer to every ordered pair the protocol may ask (between-base pairs, and
-/// within-base pairs under `design: paired`), as an n × n table.
-///
-/// # Errors
-/// A message with the number of missing pairs and the first one.
-fn answers(rec: &Recording, j: usize, pool: &Pool, design: DesignKind) -> Result<Vec<Answer>, String> {
-    let n = pool.n_items();
-    let mut out = vec![Answer::Unavailable; n * n];
-    let (mut needed, mut missing, mut first) = (0usize, 0usize, None);
-    for a in 0..n {
-        for b in 0..n {
-            let cross = pool.item_base[a] != pool.item_base[b];
-            if a == b || !(cross || design == DesignKind::Paired) {
-                continue;
-            }
-            needed += 1;
-            match rec.get(j, &pool.pool_id, &pool.items[a].id, &pool.items[b].id) {
-                Some(e) => out[a * n + b] = e.y.map_or(Answer::Invalid, Answer::Verdict),
-                None => {
-                    missing += 1;
-                    first.get_or_insert((a, b));
-                }
-            }
-        }
-    }
-    if let Some((a, b)) = first {
-        return Err(format!(
-            "{}: {} lacks {missing} of the {needed} ordered pairs of pool {:?} (the first: {:?} shown first, {:?} second); the frozen protocol replays fully recorded pools: record every ordered pair once (e.g. `topk-judge run` with a budget of every pair)",
-            rec.path().display(),
-            rec.judges()[j].label(),
-            pool.pool_id,
-            pool.items[a].id,
-            pool.items[b].id
-        ));
-    }
-    Ok(out)
-}
-
 /// One row of rows.csv: one pool × seed × strategy × model × budget.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrozenRow {
@@ -337,8 +87,8 @@ pub struct FrozenRow {
     pub strategy: StrategyKind,
     /// The model fitted to rank: `naive` (θ and κ) or `bias_aware` (θ, bias coefficients c, κ).
     pub model: ModelKind,
-    /// Budget asked for.
-    pub budget: Budget,
+    /// SweepBudget asked for.
+    pub budget: SweepBudget,
     /// Comparisons made.
     pub comparisons: usize,
     /// Recall@k against the full-data top-k of the same judge and model.
@@ -432,7 +182,7 @@ fn job(
                         seed,
                         strategy,
                         model,
-                        budget: Budget::from_usize(pt.budget),
+                        budget: SweepBudget::from_usize(pt.budget),
                         comparisons: pt.comparisons,
                         recall_full: recall_at_k(&pt.topk, &full[mi]),
                         recall_gold: rp.gold.as_ref().map(|g| recall_at_k(&pt.topk, g)),
@@ -453,7 +203,7 @@ pub struct FrozenCell {
     /// The model fitted: `naive` or `bias_aware`.
     pub model: ModelKind,
     /// The budget asked for: a number of comparisons, or `all` ordered pairs of the pool.
-    pub budget: Budget,
+    pub budget: SweepBudget,
     /// Comparisons made.
     pub comparisons: MeanSe,
     /// Recall@k against the full-data top-k.
@@ -468,7 +218,7 @@ pub struct PairedDiff {
     /// The model both strategies were fitted with: `naive` or `bias_aware`.
     pub model: ModelKind,
     /// The budget both strategies had: a number of comparisons, or `all` ordered pairs.
-    pub budget: Budget,
+    pub budget: SweepBudget,
     /// First strategy.
     pub a: StrategyKind,
     /// Second strategy.
@@ -506,7 +256,7 @@ pub struct FrozenSummary {
 pub fn summarise(f: &Frozen, rows: &[FrozenRow]) -> FrozenSummary {
     let mut cells = Vec::new();
     let mut diffs = Vec::new();
-    let get = |s: StrategyKind, m: ModelKind, b: Budget| -> Vec<&FrozenRow> {
+    let get = |s: StrategyKind, m: ModelKind, b: SweepBudget| -> Vec<&FrozenRow> {
         rows.iter().filter(|r| r.strategy == s && r.model == m && r.budget == b).collect()
     };
     for &strategy in &f.raw.strategies {
@@ -532,7 +282,7 @@ pub fn summarise(f: &Frozen, rows: &[FrozenRow]) -> FrozenSummary {
     let a = *a;
     let key = |r: &FrozenRow| (r.pool.clone(), r.seed);
     for &model in &f.raw.models {
-        for &budget in f.raw.budgets.iter().filter(|b| **b != Budget::All) {
+        for &budget in f.raw.budgets.iter().filter(|b| **b != SweepBudget::All) {
             for &b in others {
                 let rb: BTreeMap<(String, u64), &FrozenRow> =
                     get(b, model, budget).into_iter().map(|r| (key(r), r)).collect();

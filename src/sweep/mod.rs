@@ -1,29 +1,7 @@
 //! `topk-judge simulate SWEEP.yaml`: synthetic pools (docs/model.md §7) × strategies × models × budgets ×
 //! seeds, each run being Algorithm 1 itself ([`crate::run::sim::run_path`]), on all cores.
 //!
-//! A sweep file ([`RawSweep`], unknown keys are errors):
-//!
-//! ```yaml
-//! name: sweep-rho            # outputs go to <out_dir>/<name>/
-//! out_dir: ../runs/sweeps    # relative to the sweep file (default: runs/sweeps in the cwd)
-//! k: 5
-//! pools:                     # the grid: every combination of the lists below
-//!   n: 30                    # bases per pool
-//!   count: 200               # pools per grid cell (replicates)
-//!   seed: 1                  # replicate i uses pool seed `seed + i` in every cell
-//!   rho: [0.0, 0.2, 0.4]     # corr(θ, x)
-//!   c_star: [1.0]            # true bias coefficient (logits per sd of x)
-//!   kappa_star: [0.5]        # true position effect (logits)
-//!   temperature: [1.0]
-//!   paired: [false]          # two renderings (x = 0/1) per base
-//! strategies: [topk, round_robin]
-//! models: [naive, bias_aware]
-//! budgets: [40, 120, all]    # comparisons, or `all` ordered pairs
-//! acquisition: {orders: both, refit_every: 8, mc_draws: 1000}
-//! prior: {lambda_theta: 1.0, lambda_b: 0.1, lambda_kappa: 0.01}
-//! profile: false             # profile-likelihood range over c at every checkpoint
-//! threads: 0                 # 0 = all cores
-//! ```
+//! The sweep document and its grid are checked in [`crate::config::sweep`].
 //!
 //! Replicate i has the same pool seed in every grid cell (common random numbers: the same θ, ε
 //! and verdict uniforms), so differences between cells, models and strategies are paired by pool.
@@ -38,13 +16,12 @@ pub mod pipeline;
 pub mod summary;
 pub mod systems;
 
-use crate::acquire::{Orders, StrategyKind};
-use crate::analysis::synth::{SynthSpec, generate};
-use crate::model::Prior;
+use crate::acquire::StrategyKind;
+use crate::analysis::synth::generate;
+use crate::config::sweep::{Cell, Sweep, SweepBudget};
 use crate::model::summary::ModelKind;
 use crate::run::sim::{self, Checkpoint, SimError, SimSettings};
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -55,7 +32,7 @@ pub enum SweepError {
     /// The sweep file is unreadable, not valid YAML, has an unknown key, or breaks a rule (the
     /// same messages as a run config: file, line/column or key, found vs expected).
     #[error(transparent)]
-    Config(#[from] crate::store::config::ConfigError),
+    Config(#[from] crate::config::ConfigError),
     /// A simulated run failed.
     #[error(transparent)]
     Sim(#[from] SimError),
@@ -85,313 +62,7 @@ pub enum SweepError {
     },
 }
 
-/// A budget: a number of comparisons, or every ordered pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Budget {
-    /// At most this many comparisons.
-    Comparisons(usize),
-    /// Every ordered pair of the pool.
-    All,
-}
-
-impl Budget {
-    /// As a number of comparisons (`usize::MAX` for all pairs).
-    pub fn as_usize(self) -> usize {
-        match self {
-            Budget::Comparisons(n) => n,
-            Budget::All => usize::MAX,
-        }
-    }
-
-    /// From a number of comparisons (`usize::MAX` = all pairs).
-    pub fn from_usize(n: usize) -> Self {
-        if n == usize::MAX { Budget::All } else { Budget::Comparisons(n) }
-    }
-}
-
-impl fmt::Display for Budget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Budget::Comparisons(n) => write!(f, "{n}"),
-            Budget::All => f.write_str("all"),
-        }
-    }
-}
-
-impl Serialize for Budget {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Budget::Comparisons(n) => s.serialize_u64(*n as u64),
-            Budget::All => s.serialize_str("all"),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Budget {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Budget;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a positive number of comparisons or \"all\"")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Budget, E> {
-                if v == 0 {
-                    return Err(E::custom("budget 0: expected a positive number of comparisons or \"all\""));
-                }
-                Ok(Budget::Comparisons(v as usize))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Budget, E> {
-                if v <= 0 {
-                    return Err(E::custom(format!("budget {v}: expected a positive number of comparisons or \"all\"")));
-                }
-                self.visit_u64(v as u64)
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Budget, E> {
-                if v == "all" {
-                    Ok(Budget::All)
-                } else if let Ok(n) = v.parse::<u64>() {
-                    self.visit_u64(n)
-                } else {
-                    Err(E::custom(format!("budget {v:?}: expected a positive number of comparisons or \"all\"")))
-                }
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// The grid of synthetic pools (docs/model.md §7).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PoolGrid {
-    /// Bases per pool, N (default 30).
-    #[serde(default = "d_n")]
-    pub n: usize,
-    /// Pools per grid cell (default 200).
-    #[serde(default = "d_count")]
-    pub count: usize,
-    /// Replicate i uses pool seed `seed + i` (default 0).
-    #[serde(default)]
-    pub seed: u64,
-    /// corr(θ, x) values (default `[0]`).
-    #[serde(default = "d_rho")]
-    pub rho: Vec<f64>,
-    /// True bias coefficients c* (default `[1]`).
-    #[serde(default = "d_one")]
-    pub c_star: Vec<f64>,
-    /// True position effects κ* (default `[0.5]`).
-    #[serde(default = "d_kappa")]
-    pub kappa_star: Vec<f64>,
-    /// Temperatures (default `[1]`).
-    #[serde(default = "d_one")]
-    pub temperature: Vec<f64>,
-    /// Paired design or not (default `[false]`).
-    #[serde(default = "d_paired")]
-    pub paired: Vec<bool>,
-}
-
-fn d_n() -> usize {
-    30
-}
-fn d_count() -> usize {
-    200
-}
-fn d_rho() -> Vec<f64> {
-    vec![0.0]
-}
-fn d_one() -> Vec<f64> {
-    vec![1.0]
-}
-fn d_kappa() -> Vec<f64> {
-    vec![0.5]
-}
-fn d_paired() -> Vec<bool> {
-    vec![false]
-}
-
-impl Default for PoolGrid {
-    fn default() -> Self {
-        Self {
-            n: d_n(),
-            count: d_count(),
-            seed: 0,
-            rho: d_rho(),
-            c_star: d_one(),
-            kappa_star: d_kappa(),
-            temperature: d_one(),
-            paired: d_paired(),
-        }
-    }
-}
-
-/// Acquisition settings of a sweep (docs/model.md §3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SweepAcquisition {
-    /// `both` (default) or `single`.
-    #[serde(default)]
-    pub orders: Orders,
-    /// Queries per refit, R (default 8).
-    #[serde(default = "crate::model::params::default_refit_every")]
-    pub refit_every: usize,
-    /// Monte-Carlo draws for top-k membership (default 1000).
-    #[serde(default = "crate::model::params::default_mc_draws")]
-    pub mc_draws: usize,
-}
-
-impl Default for SweepAcquisition {
-    fn default() -> Self {
-        Self {
-            orders: Orders::Both,
-            refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
-            mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
-        }
-    }
-}
-
-fn d_k() -> usize {
-    5
-}
-fn d_strategies() -> Vec<StrategyKind> {
-    vec![StrategyKind::Topk]
-}
-fn d_models() -> Vec<ModelKind> {
-    vec![ModelKind::BiasAware]
-}
-
-/// A sweep file as written.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawSweep {
-    /// Sweep name: outputs go to `<out_dir>/<name>/`.
-    pub name: String,
-    /// Output folder, relative to the sweep file (default `runs/sweeps` in the working directory).
-    #[serde(default)]
-    pub out_dir: Option<PathBuf>,
-    /// k of top-k (default 5).
-    #[serde(default = "d_k")]
-    pub k: usize,
-    /// The pool grid.
-    #[serde(default)]
-    pub pools: PoolGrid,
-    /// Strategies (default `[topk]`).
-    #[serde(default = "d_strategies")]
-    pub strategies: Vec<StrategyKind>,
-    /// Models (default `[bias_aware]`).
-    #[serde(default = "d_models")]
-    pub models: Vec<ModelKind>,
-    /// Budgets: comparisons or `all`.
-    pub budgets: Vec<Budget>,
-    /// Acquisition settings.
-    #[serde(default)]
-    pub acquisition: SweepAcquisition,
-    /// Prior precisions (docs/model.md §2); missing keys take the defaults.
-    #[serde(default)]
-    pub prior: Prior,
-    /// Compute the profile-likelihood range over c at every checkpoint (bias-aware model).
-    #[serde(default)]
-    pub profile: bool,
-    /// Worker threads (0 = all cores).
-    #[serde(default)]
-    pub threads: usize,
-}
-
-/// A validated sweep.
-#[derive(Debug, Clone)]
-pub struct Sweep {
-    /// As written (deduplicated, sorted budgets).
-    pub raw: RawSweep,
-    /// The sweep's YAML file; relative paths in it are resolved against its folder.
-    pub path: PathBuf,
-    /// Output folder, `<out_dir>/<name>`.
-    pub out_dir: PathBuf,
-}
-
 impl Sweep {
-    /// Read, parse and validate a sweep file.
-    ///
-    /// # Errors
-    /// [`SweepError`] naming the file, key or line and what was expected.
-    pub fn load(path: &Path) -> Result<Self, SweepError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| crate::store::config::ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawSweep = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|msg| crate::store::config::ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
-        Self::from_raw(raw, path)
-    }
-
-    /// Validate a parsed sweep; `out_dir` resolves against `path`'s folder.
-    ///
-    /// # Errors
-    /// [`SweepError::Config`] (a `ConfigError::Invalid` naming the key).
-    pub fn from_raw(mut raw: RawSweep, path: &Path) -> Result<Self, SweepError> {
-        let inv = |key: &str, msg: String| {
-            SweepError::from(crate::store::config::ConfigError::Invalid {
-                path: path.to_owned(),
-                key: key.to_owned(),
-                msg,
-            })
-        };
-        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
-            return Err(inv(
-                "name",
-                format!("{:?} is not a valid sweep name (expected a plain folder name)", raw.name),
-            ));
-        }
-        let g = &raw.pools;
-        if !(2..=crate::analysis::synth::MAX_SYNTH_N).contains(&g.n) {
-            return Err(inv(
-                "pools.n",
-                format!("{} must be in 2..={} (the largest synthetic pool)", g.n, crate::analysis::synth::MAX_SYNTH_N),
-            ));
-        }
-        if raw.k == 0 || raw.k >= g.n {
-            return Err(inv("k", format!("{} must satisfy 1 ≤ k < pools.n ({})", raw.k, g.n)));
-        }
-        if g.count == 0 {
-            return Err(inv("pools.count", "0 must be ≥ 1".into()));
-        }
-        for (key, empty) in [
-            ("pools.rho", g.rho.is_empty()),
-            ("pools.c_star", g.c_star.is_empty()),
-            ("pools.kappa_star", g.kappa_star.is_empty()),
-            ("pools.temperature", g.temperature.is_empty()),
-            ("pools.paired", g.paired.is_empty()),
-            ("strategies", raw.strategies.is_empty()),
-            ("models", raw.models.is_empty()),
-            ("budgets", raw.budgets.is_empty()),
-        ] {
-            if empty {
-                return Err(inv(key, "the list is empty; expected at least one value".into()));
-            }
-        }
-        if let Some(r) = g.rho.iter().find(|r| r.is_nan() || r.abs() > 1.0) {
-            return Err(inv("pools.rho", format!("{r} must be in [-1, 1]")));
-        }
-        if let Some(t) = g.temperature.iter().find(|t| !(**t > 0.0 && t.is_finite())) {
-            return Err(inv("pools.temperature", format!("{t} must be > 0")));
-        }
-        for (key, v) in [("pools.c_star", &g.c_star), ("pools.kappa_star", &g.kappa_star)] {
-            if let Some(x) = v.iter().find(|x| !x.is_finite()) {
-                return Err(inv(key, format!("{x} must be finite")));
-            }
-        }
-        let param =
-            |section: &str, e: crate::model::params::ParamError| inv(&format!("{section}.{}", e.name), e.to_string());
-        crate::model::params::check_refit_every(raw.acquisition.refit_every).map_err(|e| param("acquisition", e))?;
-        crate::model::params::check_mc_draws(raw.acquisition.mc_draws).map_err(|e| param("acquisition", e))?;
-        raw.prior.check().map_err(|e| param("prior", e))?;
-        raw.budgets.sort();
-        raw.budgets.dedup();
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let out_dir = match &raw.out_dir {
-            Some(o) => dir.join(o).join(&raw.name),
-            None => PathBuf::from("runs/sweeps").join(&raw.name),
-        };
-        Ok(Self { raw, path: path.to_owned(), out_dir })
-    }
-
     /// The simulation settings.
     pub fn settings(&self) -> SimSettings {
         let r = &self.raw;
@@ -405,60 +76,10 @@ impl Sweep {
         }
     }
 
-    /// The grid cells in a fixed order (ρ slowest … paired fastest).
-    pub fn cells(&self) -> Vec<Cell> {
-        let g = &self.raw.pools;
-        let mut v = Vec::new();
-        for &rho in &g.rho {
-            for &c_star in &g.c_star {
-                for &kappa_star in &g.kappa_star {
-                    for &temperature in &g.temperature {
-                        for &paired in &g.paired {
-                            v.push(Cell { n: g.n, rho, c_star, kappa_star, temperature, paired });
-                        }
-                    }
-                }
-            }
-        }
-        v
-    }
-
     /// Budgets grouped into chains that one simulated path can serve exactly: every budget of a
     /// chain but the last is a multiple of `refit_every` (see [`crate::run::sim`]).
     pub fn chains(&self) -> Vec<Vec<usize>> {
         budget_chains(self.raw.budgets.iter().map(|b| b.as_usize()), self.raw.acquisition.refit_every)
-    }
-}
-
-/// One cell of the pool grid.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
-    /// Number of bases M per synthetic pool.
-    pub n: usize,
-    /// corr(θ, x).
-    pub rho: f64,
-    /// True c*.
-    pub c_star: f64,
-    /// True κ*.
-    pub kappa_star: f64,
-    /// Temperature of the true judge: η is divided by it (logit scale).
-    pub temperature: f64,
-    /// Whether each base has two renderings sharing θ, asked within-base first (docs/model.md §6).
-    pub paired: bool,
-}
-
-impl Cell {
-    /// The synthetic pool spec of replicate seed `seed`.
-    pub fn spec(&self, seed: u64) -> SynthSpec {
-        SynthSpec {
-            n: self.n,
-            rho: self.rho,
-            c_star: self.c_star,
-            kappa_star: self.kappa_star,
-            temperature: self.temperature,
-            paired: self.paired,
-            seed,
-        }
     }
 }
 
@@ -487,8 +108,8 @@ pub struct Row {
     pub strategy: StrategyKind,
     /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget asked for.
-    pub budget: Budget,
+    /// SweepBudget asked for.
+    pub budget: SweepBudget,
     /// Comparisons made.
     pub comparisons: usize,
     /// Recall@k against the gold top-k.
@@ -627,7 +248,7 @@ fn run_pool(
                     paired: cell.paired,
                     strategy,
                     model,
-                    budget: Budget::from_usize(cp.budget),
+                    budget: SweepBudget::from_usize(cp.budget),
                     comparisons: cp.comparisons,
                     recall: cp.recall,
                     boundary_share: cp.shares.boundary,

@@ -8,146 +8,17 @@
 
 use super::summary::MeanSe;
 use super::{SweepError, parallel_jobs};
-use crate::acquire::StrategyKind;
 use crate::analysis::synth::{SynthSpec, generate};
-use crate::model::summary::ModelKind;
-use crate::run::schedule::Dispatch;
+use crate::config::pipeline::{PipelineSweep, Variant};
+use crate::config::run::Dispatch;
 use crate::run::sim::SimSettings;
-use crate::run::sim_time::{Latency, TimedSettings, run_timed};
-use crate::store::config::ConfigError;
+use crate::run::sim_time::{TimedSettings, run_timed};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-/// The synthetic pools of the sweep (docs/model.md §7): one setting, `count` replicates.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Pools {
-    /// Bases per pool, N.
-    pub n: usize,
-    /// Pools; replicate i uses pool seed `seed + i`.
-    pub count: usize,
-    /// Seed of the first pool.
-    #[serde(default)]
-    pub seed: u64,
-    /// corr(θ, x).
-    pub rho: f64,
-    /// True bias coefficient c*.
-    pub c_star: f64,
-    /// True position effect κ*.
-    pub kappa_star: f64,
-}
-
-/// One dispatch setting.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Variant {
-    /// Queries in flight at most, C ≥ 1.
-    pub concurrency: usize,
-    /// `wait_for_batch` or `pipelined`.
-    pub dispatch: Dispatch,
-    /// Pipelined: picks made ahead of a free slot (default 0, at most `concurrency`, as in
-    /// `topk-judge run`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub write_ahead: Option<usize>,
-}
-
-/// The `pipeline:` section: the judge's latency and the dispatch settings (the first one is the
-/// reference of the paired differences).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PipelineSection {
-    /// Reply latency of the simulated judge, seconds.
-    pub latency: Latency,
-    /// Dispatch settings, reference first.
-    pub runs: Vec<Variant>,
-}
-
-/// A pipelined-acquisition sweep file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PipelineSweep {
-    /// Output folder name under `out_dir`.
-    pub name: String,
-    /// Output root, relative to the file's folder.
-    pub out_dir: PathBuf,
-    /// k of top-k.
-    pub k: usize,
-    /// The pools.
-    pub pools: Pools,
-    /// Acquisition strategy (default `topk`).
-    #[serde(default = "d_strategy")]
-    pub strategy: StrategyKind,
-    /// Model (default `bias_aware`).
-    #[serde(default = "d_model")]
-    pub model: ModelKind,
-    /// Budgets B (comparisons), each a separate run.
-    pub budgets: Vec<usize>,
-    /// R: refit after this many stored verdicts.
-    pub refit_every: usize,
-    /// Monte-Carlo draws for top-k membership.
-    pub mc_draws: usize,
-    /// Latency and dispatch settings.
-    pub pipeline: PipelineSection,
-    /// Worker threads (0 = all cores).
-    #[serde(default)]
-    pub threads: usize,
-}
-
-fn d_strategy() -> StrategyKind {
-    StrategyKind::Topk
-}
-fn d_model() -> ModelKind {
-    ModelKind::BiasAware
-}
-
-/// Whether a `simulate` file is a pipelined-acquisition sweep (a top-level `pipeline:` key).
-pub fn is_pipeline(text: &str) -> bool {
-    text.lines().any(|l| l.starts_with("pipeline:"))
-}
+use std::path::Path;
 
 impl PipelineSweep {
-    /// Read and check a sweep file.
-    ///
-    /// # Errors
-    /// [`SweepError::Config`]: unreadable, not YAML, an unknown key (file, line, key), or a
-    /// value out of range (the key and what was expected).
-    pub fn load(path: &Path) -> Result<Self, SweepError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let s: PipelineSweep = crate::store::yaml::from_file_text(&text, path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
-        let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.into(), msg };
-        if s.k < 1 || s.k >= s.pools.n {
-            return Err(inv("k", format!("{} must be in 1..{} (pools.n)", s.k, s.pools.n)).into());
-        }
-        if s.pools.count == 0 {
-            return Err(inv("pools.count", "0 must be ≥ 1".into()).into());
-        }
-        if s.budgets.is_empty() || s.budgets.contains(&0) {
-            return Err(inv("budgets", "must list at least one budget, each ≥ 1".into()).into());
-        }
-        crate::model::params::check_refit_every(s.refit_every).map_err(|e| inv("refit_every", e.to_string()))?;
-        crate::model::params::check_mc_draws(s.mc_draws).map_err(|e| inv("mc_draws", e.to_string()))?;
-        let l = s.pipeline.latency;
-        if !(l.mean_s > 0.0 && l.mean_s.is_finite() && l.sd_s >= 0.0 && l.sd_s.is_finite()) {
-            return Err(inv("pipeline.latency", format!("{l:?}: mean_s must be > 0 and sd_s ≥ 0")).into());
-        }
-        if s.pipeline.runs.is_empty() || s.pipeline.runs.iter().any(|v| v.concurrency == 0) {
-            return Err(inv("pipeline.runs", "must list at least one run, each with concurrency ≥ 1".into()).into());
-        }
-        for (i, v) in s.pipeline.runs.iter().enumerate() {
-            v.dispatch
-                .check_write_ahead(v.write_ahead, v.concurrency)
-                .map_err(|e| inv(&format!("pipeline.runs[{i}].write_ahead"), e))?;
-        }
-        Ok(s)
-    }
-
-    /// The output folder: `out_dir`/`name` next to the file at `path`.
-    pub fn out_folder(&self, path: &Path) -> PathBuf {
-        path.parent().unwrap_or(Path::new(".")).join(&self.out_dir).join(&self.name)
-    }
-
+    /// The simulation settings.
     fn settings(&self) -> SimSettings {
         SimSettings { k: self.k, refit_every: self.refit_every, mc_draws: self.mc_draws, ..SimSettings::default() }
     }
@@ -356,6 +227,9 @@ pub fn write_outputs(s: &PipelineSweep, rows: &[Row], dir: &Path) -> Result<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acquire::StrategyKind;
+    use crate::config::pipeline::{Latency, PipelineSection, Pools};
+    use crate::model::summary::ModelKind;
 
     /// `simulate` checks `write_ahead` as `run` does, naming the run.
     #[test]

@@ -6,8 +6,9 @@
 //! pool first (the pools are shared by models and strategies), so their se is the se of the
 //! paired differences.
 
-use super::{Budget, Cell, Row, Sweep, SweepResult};
+use super::{Row, SweepResult};
 use crate::acquire::StrategyKind;
+use crate::config::sweep::{Cell, Sweep, SweepBudget};
 use crate::model::summary::ModelKind;
 use crate::report::plots::{self, LineChart, Series};
 pub use crate::report::table::{name, nats};
@@ -55,8 +56,8 @@ pub struct CellStats {
     pub strategy: StrategyKind,
     /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget of the checkpoint, in comparisons (verdicts).
-    pub budget: Budget,
+    /// SweepBudget of the checkpoint, in comparisons (verdicts).
+    pub budget: SweepBudget,
     /// Mean comparisons made.
     pub comparisons: f64,
     /// Recall@k against the true top-k, mean ± SE over the pools (0–1).
@@ -84,8 +85,8 @@ pub struct BenefitStats {
     pub cell: Cell,
     /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// Budget of the checkpoint, in comparisons (verdicts).
-    pub budget: Budget,
+    /// SweepBudget of the checkpoint, in comparisons (verdicts).
+    pub budget: SweepBudget,
     /// Recall@k of the naive model (θ and κ only, ranking by apparent quality φ).
     pub naive: MeanSe,
     /// Recall@k of the bias-aware model (θ, bias coefficients c and κ).
@@ -109,8 +110,8 @@ pub struct Crossing {
     pub paired: bool,
     /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
-    /// Budget of the checkpoint, in comparisons (verdicts).
-    pub budget: Budget,
+    /// SweepBudget of the checkpoint, in comparisons (verdicts).
+    pub budget: SweepBudget,
     /// ρ values, increasing.
     pub rho: Vec<f64>,
     /// Benefit at each ρ.
@@ -129,8 +130,8 @@ pub struct StrategyGap {
     pub cell_index: usize,
     /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget of the checkpoint, in comparisons (verdicts).
-    pub budget: Budget,
+    /// SweepBudget of the checkpoint, in comparisons (verdicts).
+    pub budget: SweepBudget,
     /// The strategy compared with topk.
     pub other: StrategyKind,
     /// topk − other.
@@ -144,8 +145,8 @@ pub struct BoundaryRatio {
     pub cell_index: usize,
     /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget of the checkpoint, in comparisons (verdicts).
-    pub budget: Budget,
+    /// SweepBudget of the checkpoint, in comparisons (verdicts).
+    pub budget: SweepBudget,
     /// Acquisition strategy (`topk`, `round_robin`, …).
     pub strategy: StrategyKind,
     /// mean boundary share / round_robin's (NaN when both are 0, infinite when only round_robin's is;
@@ -170,8 +171,8 @@ pub struct RankStats {
     pub strategy: StrategyKind,
     /// Model kind (`naive` or `bias_aware`).
     pub model: ModelKind,
-    /// Budget of the checkpoint, in comparisons (verdicts).
-    pub budget: Budget,
+    /// SweepBudget of the checkpoint, in comparisons (verdicts).
+    pub budget: SweepBudget,
     /// Index = gold rank − 1.
     pub mean_queries: Vec<f64>,
 }
@@ -199,7 +200,7 @@ pub struct Summary {
     pub by_rank: Vec<RankStats>,
 }
 
-type Key = (usize, usize, usize, Budget);
+type Key = (usize, usize, usize, SweepBudget);
 
 /// Aggregate a sweep's rows.
 pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
@@ -259,7 +260,7 @@ pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
         });
     }
     // Per-pool recall for paired differences.
-    let mut recall: BTreeMap<(usize, usize, usize, Budget), BTreeMap<usize, f64>> = BTreeMap::new();
+    let mut recall: BTreeMap<(usize, usize, usize, SweepBudget), BTreeMap<usize, f64>> = BTreeMap::new();
     for r in rows {
         recall.entry((r.cell, si(r.strategy), mi(r.model), r.budget)).or_default().insert(r.pool, r.recall);
     }
@@ -575,7 +576,7 @@ pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots:
     let mut out = Vec::new();
     let k = sweep.raw.k;
     let n_cells = sweep.cells().len();
-    let numeric_budgets = sweep.raw.budgets.iter().filter(|b| matches!(b, Budget::Comparisons(_))).count();
+    let numeric_budgets = sweep.raw.budgets.iter().filter(|b| matches!(b, SweepBudget::Comparisons(_))).count();
     // Recall against budget: one plot per (cell, model) with a line per strategy, or, when the
     // sweep has one strategy, one plot per cell with a line per model.
     if numeric_budgets >= 2 {
@@ -719,8 +720,8 @@ pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots:
             .budgets
             .iter()
             .filter_map(|b| match b {
-                Budget::Comparisons(n) => Some(*n),
-                Budget::All => None,
+                SweepBudget::Comparisons(n) => Some(*n),
+                SweepBudget::All => None,
             })
             .min_by_key(|n| n.abs_diff(200));
         if let Some(target) = target {
@@ -729,7 +730,7 @@ pub fn plots(sweep: &Sweep, s: &Summary) -> Result<Vec<(String, String)>, plots:
             let series: Vec<Series> = s
                 .by_rank
                 .iter()
-                .filter(|g| g.cell_index == 0 && g.model == model && g.budget == Budget::Comparisons(target))
+                .filter(|g| g.cell_index == 0 && g.model == model && g.budget == SweepBudget::Comparisons(target))
                 .map(|g| Series {
                     name: name(&g.strategy),
                     points: g.mean_queries.iter().enumerate().map(|(r, q)| ((r + 1) as f64, *q)).collect(),

@@ -9,10 +9,11 @@
 //! text are set aside as the runner does (`acquisition.identical_texts: skip`).
 
 use crate::acquire::StrategyKind;
+use crate::config::run::Config;
+use crate::domain::verdict::Answer;
 use crate::judge::mock::{MockConfig, MockJudge};
 use crate::model::membership::{point_topk, recall_at_k};
-use crate::run::sim::{Answer, PathInput, SimSettings, follow};
-use crate::store::config::Config;
+use crate::run::sim::{PathInput, SimSettings, follow};
 
 /// One simulated path at one budget.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,7 +61,7 @@ pub fn recall_experiment(
     seeds: &[u64],
     threads: usize,
 ) -> Result<Vec<SystemsRow>, SystemsExperimentError> {
-    let crate::store::config::JudgeConfig::Mock(mock) = &cfg.raw.judge else {
+    let crate::config::judge::JudgeConfig::Mock(mock) = &cfg.raw.judge else {
         return Err(SystemsExperimentError::Setup("the systems experiment needs `judge: {mock: …}`".into()));
     };
     let pool = &cfg.pool;

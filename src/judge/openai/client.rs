@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::domain::invalid::InvalidInput;
-use crate::judge::build::JudgeSetupError;
+use crate::judge::setup::JudgeSetupError;
 
 #[derive(Default)]
 pub(super) struct Counters {

@@ -2,56 +2,16 @@
 //! [`Config::load`] resolves paths against the config file's folder, reads the pool and checks
 //! every rule before anything runs.
 
+use super::judge::JudgeConfig;
+use super::{ConfigError, normalize, sections};
 use crate::acquire::{Orders, StrategyKind};
 use crate::analysis::ranking::ReportRanking;
 use crate::domain::invalid::InvalidSetting;
 use crate::domain::pool::{self, CovariateSpec, Covariates, Pool, PoolError};
-use crate::judge::mock::MockConfig;
 use crate::model::Prior;
 use crate::model::summary::ModelKind;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-
-/// Errors loading a configuration.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The file could not be read.
-    #[error("cannot read config {path}: {source}")]
-    Io {
-        /// The config file that could not be read.
-        path: PathBuf,
-        /// The I/O error from the operating system.
-        source: std::io::Error,
-    },
-    /// YAML syntax, an unknown key or a wrong type (the message names line and column).
-    #[error("{path}: {msg}")]
-    Yaml {
-        /// The config file that is not valid YAML or has an unknown key or wrong type.
-        path: PathBuf,
-        /// Parser message with line/column.
-        msg: String,
-    },
-    /// A value breaks a rule.
-    #[error("{path}: {key}: {msg}")]
-    Invalid {
-        /// The config file holding the bad value.
-        path: PathBuf,
-        /// Key path, e.g. `model.lambda_b`.
-        key: String,
-        /// Found vs expected.
-        msg: String,
-    },
-    /// The pool named by the config is bad.
-    #[error("{path}: pool.file: {}", pool_message(pool_file, source))]
-    Pool {
-        /// Config file.
-        path: PathBuf,
-        /// Pool file.
-        pool_file: PathBuf,
-        /// What is wrong with the pool file (unreadable, bad line, duplicate id, …).
-        source: PoolError,
-    },
-}
 
 /// Where the pool is: a file, or `synthetic: {...}` (docs/model.md §7).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -204,21 +164,6 @@ fn path_is_empty(p: &Path) -> bool {
     p.as_os_str().is_empty()
 }
 
-/// Judge configuration (externally tagged: `judge: {mock: {...}}`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-#[allow(clippy::large_enum_variant)] // built once per run; boxing would only add noise
-pub enum JudgeConfig {
-    /// Deterministic or keyed-stochastic mock (docs/model.md §4).
-    Mock(MockConfig),
-    /// The true judge of a synthetic pool (docs/model.md §7).
-    Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
-    /// OpenAI-compatible chat-completions endpoint (docs/model.md §4; see docs/live.md).
-    Openai(Box<crate::judge::openai::OpenAiConfig>),
-    /// Verdicts replayed from a recording (docs/replay.md).
-    Replay(crate::judge::replay::ReplayConfig),
-}
-
 /// Model settings (docs/model.md §2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -296,8 +241,8 @@ pub struct AcquisitionConfig {
     /// `wait_for_batch` (default: pick R = `refit_every`, send them, wait for all, refit;
     /// deterministic for a fixed seed) or `pipelined` (keep `concurrency` in flight, refit every R
     /// stored verdicts while requests keep flying; docs/live.md, "Concurrency").
-    #[serde(default, skip_serializing_if = "crate::run::schedule::Dispatch::is_default")]
-    pub dispatch: crate::run::schedule::Dispatch,
+    #[serde(default, skip_serializing_if = "Dispatch::is_default")]
+    pub dispatch: Dispatch,
     /// `pipelined` only: picks made ahead of a free slot, beyond `concurrency` (default 0, at
     /// most `concurrency`; 0 is stored as no value, so both make the same run):
     /// their intents are fsynced before a slot frees, and each is sent the moment a reply comes
@@ -323,6 +268,52 @@ pub struct AcquisitionConfig {
     /// information about quality) or `send` (e.g. to measure position bias).
     #[serde(default, skip_serializing_if = "IdenticalTexts::is_skip")]
     pub identical_texts: IdenticalTexts,
+}
+
+/// How queries are dispatched (config key `acquisition.dispatch`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dispatch {
+    /// Pick R = `refit_every`, send them (at most `concurrency` in flight), wait for all, refit:
+    /// deterministic for a fixed seed (the default).
+    #[default]
+    WaitForBatch,
+    /// Keep `concurrency` queries in flight; refit after every R stored verdicts while requests
+    /// keep flying. Resume-safe, but the order of the picks depends on reply arrival times.
+    Pipelined,
+}
+
+impl Dispatch {
+    /// Whether this is the default ([`Dispatch::WaitForBatch`]), for `skip_serializing_if`.
+    pub fn is_default(&self) -> bool {
+        *self == Self::WaitForBatch
+    }
+
+    /// Picks made ahead of a free slot (config key `acquisition.write_ahead`, `given` when set):
+    /// 0 unless set, and always 0 for wait-for-batch.
+    pub fn write_ahead(self, given: Option<usize>) -> usize {
+        match self {
+            Dispatch::WaitForBatch => 0,
+            Dispatch::Pipelined => given.unwrap_or(0),
+        }
+    }
+
+    /// Check a `write_ahead` setting against this dispatch and `concurrency`: more than 0 only
+    /// when pipelined, and at most `concurrency`.
+    ///
+    /// # Errors
+    /// What is expected, for the message naming the setting.
+    pub fn check_write_ahead(self, given: Option<usize>, concurrency: usize) -> Result<(), String> {
+        match given {
+            Some(w) if w > 0 && self == Dispatch::WaitForBatch => Err(format!(
+                "{w} applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked; 0 or no value here)"
+            )),
+            Some(w) if w > concurrency => Err(format!(
+                "{w} must be at most `concurrency` ({concurrency}): each pick written ahead is booked as possibly billed after a kill, and is decided up to that many replies early"
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// What to do with pairs of items whose texts are identical.
@@ -359,7 +350,7 @@ impl Default for AcquisitionConfig {
             orders: Orders::Both,
             refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
             concurrency: crate::model::params::DEFAULT_REFIT_EVERY,
-            dispatch: crate::run::schedule::Dispatch::WaitForBatch,
+            dispatch: Dispatch::WaitForBatch,
             write_ahead: None,
             seed: 0,
             mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
@@ -495,10 +486,7 @@ impl Config {
     /// # Errors
     /// [`ConfigError`] naming file, key (or line) and what was expected.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: one_setting_hint(msg.to_string()) })?;
-        Self::from_raw(raw, path)
+        Self::from_raw(super::read_document(path)?, path)
     }
 
     /// Load for `run --dry-run`, which sends nothing: an unset API key variable of the judge is
@@ -507,9 +495,7 @@ impl Config {
     /// # Errors
     /// As [`Config::load`], apart from the missing key.
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-        let mut raw: RawConfig = crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
-            .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: one_setting_hint(msg.to_string()) })?;
+        let mut raw: RawConfig = super::read_document(path)?;
         let mut problem = None;
         if let JudgeConfig::Openai(oc) = &mut raw.judge
             && oc.api_key_required
@@ -522,129 +508,34 @@ impl Config {
         Ok((Self::from_raw(raw, path)?, problem))
     }
 
-    /// Validate a parsed config; relative paths resolve against `path`'s folder.
+    /// Validate a parsed config; relative paths resolve against `path`'s folder. The sections
+    /// are checked in order: name and pool reference, model, acquisition, budget, the pool
+    /// itself and k, the judge, the gate, then the covariates and the design.
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] / [`ConfigError::Pool`].
     pub fn from_raw(mut raw: RawConfig, path: &Path) -> Result<Self, ConfigError> {
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let inv = |key: &str, msg: String| ConfigError::Invalid { path: path.to_owned(), key: key.to_owned(), msg };
-        if raw.name.trim().is_empty() || raw.name.contains(['/', '\\']) || raw.name.starts_with('.') {
-            return Err(inv("name", format!("{:?} is not a valid run name (expected a plain folder name)", raw.name)));
-        }
-        if raw.pool.synthetic.is_none() {
-            raw.pool.file = normalize(&dir.join(&raw.pool.file));
-        } else if !path_is_empty(&raw.pool.file) {
-            return Err(inv("pool", "give either `file` or `synthetic`, not both".into()));
-        }
-        if raw.pool.ids.is_some() && (raw.pool.id.is_some() || raw.pool.synthetic.is_some()) {
-            return Err(inv(
-                "pool",
-                "give either `id` (one pool) or `ids` (many pools: all, or a list), not both".into(),
-            ));
-        }
-        let run_dir = match &raw.out_dir {
-            Some(o) => normalize(&dir.join(o).join(&raw.name)),
-            None => PathBuf::from("runs").join(&raw.name),
-        };
-        use crate::model::params::{check_confidence, check_mc_draws, check_refit_every};
-        let param =
-            |section: &str, e: crate::model::params::ParamError| inv(&format!("{section}.{}", e.name), e.to_string());
-        raw.model.prior().check().map_err(|e| param("model", e))?;
-        let m = &raw.model;
-        if !(m.strong_preference_weight > 0.0 && m.strong_preference_weight.is_finite()) {
-            return Err(inv(
-                "model.strong_preference_weight",
-                format!(
-                    "{} must be a finite number > 0 (1 weighs a strong preference like any verdict)",
-                    m.strong_preference_weight
-                ),
-            ));
-        }
-        // `write_ahead: 0` written out is the default: stored as no value, so the run's settings
-        // hash is the same as without it.
-        if raw.acquisition.write_ahead == Some(0) {
-            raw.acquisition.write_ahead = None;
-        }
-        let a = &raw.acquisition;
-        check_refit_every(a.refit_every).map_err(|e| param("acquisition", e))?;
-        if a.concurrency == 0 {
-            // The file may use either name of the setting; serde does not say which.
-            return Err(inv(
-                "acquisition.concurrency (or batch_size, its older name)",
-                "0 must be ≥ 1 (queries in flight at most)".into(),
-            ));
-        }
-        a.dispatch.check_write_ahead(a.write_ahead, a.concurrency).map_err(|e| inv("acquisition.write_ahead", e))?;
-        check_mc_draws(a.mc_draws).map_err(|e| param("acquisition", e))?;
-        if a.max_failed_queries_per_pair == 0 {
-            return Err(inv(
-                "acquisition.max_failed_queries_per_pair",
-                "0 must be ≥ 1 (the failed queries after which a pair is set aside)".into(),
-            ));
-        }
-        if let Some(e) = a.confidence {
-            check_confidence(e).map_err(|e| param("acquisition", e))?;
-        }
-        if let Some(u) = raw.budget.max_usd
-            && !(u >= 0.0 && u.is_finite())
-        {
-            return Err(inv("budget.max_usd", format!("{u} must be ≥ 0")));
-        }
-        if raw.budget.unlimited && raw.budget.is_limited() {
-            return Err(inv("budget", "give either limits (max_comparisons, max_usd) or `unlimited`, not both".into()));
-        }
-        if matches!(raw.judge, JudgeConfig::Openai(_)) && !raw.budget.is_limited() && !raw.budget.unlimited {
-            return Err(inv(
-                "budget",
-                "a live judge needs a budget: set budget.max_comparisons and/or budget.max_usd, or write `budget: unlimited` to run without a limit on purpose".into(),
-            ));
-        }
+        let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
+        sections::check_name(&raw.name, "run").map_err(inv)?;
+        check_pool_ref(&mut raw.pool, &dir).map_err(inv)?;
+        let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs");
+        check_model(&raw.model).map_err(inv)?;
+        check_acquisition(&mut raw.acquisition).map_err(inv)?;
+        check_budget(&raw.budget, matches!(raw.judge, JudgeConfig::Openai(_))).map_err(inv)?;
         let g = raw.interrupt_grace_s;
         if !(0.0..=86_400.0).contains(&g) {
-            return Err(inv("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds")));
+            return Err(inv(InvalidSetting::new("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds"))));
         }
-        let pool_err = |source| ConfigError::Pool { path: path.to_owned(), pool_file: raw.pool.file.clone(), source };
-        let pool = match raw.pool.source() {
-            PoolSource::Synthetic(spec) => {
-                spec.validate().map_err(|m| inv("pool.synthetic", m.to_string()))?;
-                crate::analysis::synth::generate(spec).pool
-            }
-            PoolSource::File { file, id } => crate::store::pool_file::read_pool(file, id).map_err(pool_err)?,
-            PoolSource::Systems { file, ids } => load_systems_pool(file, ids).map_err(pool_err)?,
-        };
-        if let Some(r) = &raw.pool.reference {
-            if !pool.is_systems() {
-                return Err(inv("pool.reference", "a reference system needs a run over many pools (pool.ids)".into()));
-            }
-            if !pool.bases.contains(r) {
-                return Err(inv(
-                    "pool.reference",
-                    format!("{r:?} is not a system of the run (systems: {})", pool.bases.join(", ")),
-                ));
-            }
-        }
-        if pool.is_systems() && raw.design != crate::analysis::design::DesignKind::Single {
-            return Err(inv("design", "a run over many pools (pool.ids) supports design: single only".into()));
-        }
-        if raw.k == 0 || raw.k >= pool.n_bases() {
-            return Err(inv(
-                "k",
-                format!(
-                    "{} must satisfy 1 ≤ k < number of bases ({}) in pool {:?}",
-                    raw.k,
-                    pool.n_bases(),
-                    pool.pool_id
-                ),
-            ));
-        }
-        check_judge(&mut raw.judge, &dir, &pool, raw.pool.synthetic.as_ref(), "judge")
-            .map_err(|e| inv(&e.key, e.message))?;
+        let pool = load_pool(&raw.pool, path, &dir)?;
+        check_systems(&raw, &pool).map_err(inv)?;
+        sections::check_k_in_pool(raw.k, &pool).map_err(inv)?;
+        let synth = raw.pool.synthetic;
+        super::judge::check_judge(&mut raw.judge, &dir, &pool, synth.as_ref(), "judge").map_err(inv)?;
         if let Some(g) = &mut raw.gate {
-            g.check().map_err(|e| inv(&e.key, e.message))?;
+            g.check().map_err(inv)?;
             if let Some(t) = &mut g.trusted {
-                check_judge(t, &dir, &pool, raw.pool.synthetic.as_ref(), "gate.trusted")
-                    .map_err(|e| inv(&e.key, e.message))?;
+                super::judge::check_judge(t, &dir, &pool, synth.as_ref(), "gate.trusted").map_err(inv)?;
             }
             if let Some(l) = &mut g.labels {
                 *l = normalize(&dir.join(&*l));
@@ -654,15 +545,13 @@ impl Config {
             ModelKind::Naive => Vec::new(),
             ModelKind::BiasAware => raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool)),
         };
-        let covariates = pool::build_covariates(&pool, &specs).map_err(|source| ConfigError::Pool {
-            path: path.to_owned(),
-            pool_file: raw.pool.file.clone(),
-            source,
-        })?;
-        crate::analysis::design::validate(raw.design, &pool, &covariates).map_err(|m| inv("design", m.to_string()))?;
+        let covariates = pool::build_covariates(&pool, &specs)
+            .map_err(|source| sections::pool_error(path, &raw.pool.file, source))?;
+        crate::analysis::design::validate(raw.design, &pool, &covariates)
+            .map_err(|m| inv(InvalidSetting::new("design", m.to_string())))?;
         let mut warnings =
-            pool::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
-        warnings.extend(pool::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
+            sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
+        warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs, warnings })
     }
 
@@ -686,83 +575,124 @@ impl Config {
     }
 }
 
-/// Check a judge config against the pool (and fill a synthetic judge's unset fields from the
-/// synthetic pool spec). `key` is where it sits (`judge` or `gate.trusted`).
-fn check_judge(
-    j: &mut JudgeConfig,
-    dir: &Path,
-    pool: &Pool,
-    synth: Option<&crate::analysis::synth::SynthSpec>,
-    key: &str,
-) -> Result<(), InvalidSetting> {
-    match j {
-        JudgeConfig::Mock(mc) => {
-            let k = format!("{key}.mock");
-            crate::judge::mock::MockJudge::new(mc.clone())
-                .map_err(|msg| InvalidSetting::new(k.clone(), msg.to_string()))?;
-            if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {
-                return Err(InvalidSetting::new(
-                    k,
-                    format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
-                ));
-            }
-        }
-        JudgeConfig::Openai(oc) => {
-            crate::judge::openai::prepare(oc, dir, pool).map_err(|e| {
-                InvalidSetting::new(if key == "judge" { e.key } else { e.key.replacen("judge", key, 1) }, e.message)
-            })?;
-        }
-        JudgeConfig::Synthetic(s) => {
-            s.resolve(synth);
-            s.check(pool).map_err(|m| InvalidSetting::new(format!("{key}.synthetic"), m.to_string()))?;
-        }
-        JudgeConfig::Replay(r) => {
-            r.file = normalize(&dir.join(&r.file));
-            let k = format!("{key}.replay");
-            let j = crate::judge::replay::ReplayJudge::new(r.clone())
-                .map_err(|m| InvalidSetting::new(k.clone(), m.to_string()))?;
-            j.check_pool(pool).map_err(|m| InvalidSetting::new(k, m.to_string()))?;
-        }
+/// `pool:`: exactly one of a file (one pool, `id`; or many, `ids`) and `synthetic`; the file
+/// resolved against the config's folder `dir`.
+fn check_pool_ref(p: &mut PoolRef, dir: &Path) -> Result<(), InvalidSetting> {
+    if p.synthetic.is_none() {
+        p.file = normalize(&dir.join(&p.file));
+    } else if !path_is_empty(&p.file) {
+        return Err(InvalidSetting::new("pool", "give either `file` or `synthetic`, not both"));
+    }
+    if p.ids.is_some() && (p.id.is_some() || p.synthetic.is_some()) {
+        return Err(InvalidSetting::new(
+            "pool",
+            "give either `id` (one pool) or `ids` (many pools: all, or a list), not both",
+        ));
     }
     Ok(())
 }
 
-/// Lexically normalise a path: drop `.` and resolve `..` against preceding normal components
-/// (`configs/../runs/x` → `runs/x`), without touching the file system.
-pub fn normalize(p: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out: Vec<Component<'_>> = Vec::new();
-    for c in p.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
-                out.pop();
-            }
-            c => out.push(c),
+/// `model:`: the prior and the strong-preference weight.
+fn check_model(m: &ModelConfig) -> Result<(), InvalidSetting> {
+    sections::check_prior(&m.prior(), "model")?;
+    if !(m.strong_preference_weight > 0.0 && m.strong_preference_weight.is_finite()) {
+        return Err(InvalidSetting::new(
+            "model.strong_preference_weight",
+            format!(
+                "{} must be a finite number > 0 (1 weighs a strong preference like any verdict)",
+                m.strong_preference_weight
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `acquisition:`: the cadence, queries in flight, picks written ahead, failures per pair and
+/// the confidence stop. `write_ahead: 0` written out is the default: it is stored as no value,
+/// so the run's settings hash is the same as without it.
+fn check_acquisition(a: &mut AcquisitionConfig) -> Result<(), InvalidSetting> {
+    if a.write_ahead == Some(0) {
+        a.write_ahead = None;
+    }
+    sections::check_cadence(a.refit_every, a.mc_draws, "acquisition")?;
+    if a.concurrency == 0 {
+        // The file may use either name of the setting; serde does not say which.
+        return Err(InvalidSetting::new(
+            "acquisition.concurrency (or batch_size, its older name)",
+            "0 must be ≥ 1 (queries in flight at most)",
+        ));
+    }
+    a.dispatch
+        .check_write_ahead(a.write_ahead, a.concurrency)
+        .map_err(|e| InvalidSetting::new("acquisition.write_ahead", e))?;
+    if a.max_failed_queries_per_pair == 0 {
+        return Err(InvalidSetting::new(
+            "acquisition.max_failed_queries_per_pair",
+            "0 must be ≥ 1 (the failed queries after which a pair is set aside)",
+        ));
+    }
+    if let Some(e) = a.confidence {
+        crate::model::params::check_confidence(e)
+            .map_err(|e| InvalidSetting::new(format!("acquisition.{}", e.name), e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// `budget:`: a USD limit ≥ 0, limits or `unlimited` (not both), and a live judge (`live`) needs
+/// one of them.
+fn check_budget(b: &BudgetConfig, live: bool) -> Result<(), InvalidSetting> {
+    sections::check_usd(b.max_usd, "budget.max_usd")?;
+    if b.unlimited && b.is_limited() {
+        return Err(InvalidSetting::new(
+            "budget",
+            "give either limits (max_comparisons, max_usd) or `unlimited`, not both",
+        ));
+    }
+    if live && !b.is_limited() && !b.unlimited {
+        return Err(InvalidSetting::new(
+            "budget",
+            "a live judge needs a budget: set budget.max_comparisons and/or budget.max_usd, or write `budget: unlimited` to run without a limit on purpose",
+        ));
+    }
+    Ok(())
+}
+
+/// The pool a checked `pool:` section names: one pool of its file, the selected pools merged
+/// per system, or a synthetic pool.
+fn load_pool(p: &PoolRef, path: &Path, _dir: &Path) -> Result<Pool, ConfigError> {
+    Ok(match p.source() {
+        PoolSource::Synthetic(spec) => {
+            spec.validate()
+                .map_err(|m| ConfigError::invalid(path, InvalidSetting::new("pool.synthetic", m.to_string())))?;
+            crate::analysis::synth::generate(spec).pool
+        }
+        PoolSource::File { file, id } => sections::read_pool(path, file, id)?,
+        PoolSource::Systems { file, ids } => {
+            load_systems_pool(file, ids).map_err(|source| sections::pool_error(path, file, source))?
+        }
+    })
+}
+
+/// A run over many pools: `pool.reference` names one of its systems, and the design is single.
+fn check_systems(raw: &RawConfig, pool: &Pool) -> Result<(), InvalidSetting> {
+    if let Some(r) = &raw.pool.reference {
+        if !pool.is_systems() {
+            return Err(InvalidSetting::new(
+                "pool.reference",
+                "a reference system needs a run over many pools (pool.ids)",
+            ));
+        }
+        if !pool.bases.contains(r) {
+            return Err(InvalidSetting::new(
+                "pool.reference",
+                format!("{r:?} is not a system of the run (systems: {})", pool.bases.join(", ")),
+            ));
         }
     }
-    if out.is_empty() { PathBuf::from(".") } else { out.iter().collect() }
-}
-
-/// A pool error under a config: the pool file is named once (I/O, parse and lookup errors
-/// already name it; rule violations get it in front).
-fn pool_message(file: &Path, e: &PoolError) -> String {
-    match e {
-        PoolError::Invalid { .. } => format!("{}: {e}", file.display()),
-        _ => e.to_string(),
+    if pool.is_systems() && raw.design != crate::analysis::design::DesignKind::Single {
+        return Err(InvalidSetting::new("design", "a run over many pools (pool.ids) supports design: single only"));
     }
-}
-
-/// A duplicate `batch_size` is most often `concurrency` and `batch_size` both given: they are
-/// one setting, so say so instead of naming only the older spelling.
-fn one_setting_hint(msg: String) -> String {
-    if msg.contains("duplicate field `batch_size`") {
-        format!(
-            "{msg}; `acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"
-        )
-    } else {
-        msg
-    }
+    Ok(())
 }
 
 /// `gate:` in a run config.
@@ -890,7 +820,7 @@ mod tests {
     #[test]
     fn concurrency_and_batch_size_together_are_named_as_one_setting() {
         let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nacquisition:\n  batch_size: 8\n  concurrency: 32\n";
-        let e = one_setting_hint(crate::store::yaml::from_str::<RawConfig>(y).unwrap_err().0);
+        let e = super::super::one_setting_hint(crate::store::yaml::from_str::<RawConfig>(y).unwrap_err().0);
         assert!(e.contains("duplicate field `batch_size`"), "{e}");
         assert!(e.ends_with("`acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"), "{e}");
     }

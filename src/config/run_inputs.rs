@@ -4,7 +4,8 @@
 //! resolved configuration, its paths relative to the run folder, or absolute for a gate's
 //! labels file, which the user may still edit, and for a replay judge's recording).
 
-use super::config::{Config, JudgeConfig, PoolSource};
+use super::judge::JudgeConfig;
+use super::run::{Config, PoolSource};
 use std::path::{Path, PathBuf};
 
 /// The header of a run folder's config.yaml.
@@ -18,7 +19,7 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
     let mut raw = cfg.raw.clone();
     let pool_line = match cfg.raw.pool.source() {
         // A run over many pools: the selected lines, in selection order.
-        PoolSource::Systems { file, ids } => match super::config::select_pools(file, ids) {
+        PoolSource::Systems { file, ids } => match super::run::select_pools(file, ids) {
             Ok(v) => v.into_iter().map(|(_, l)| l).collect::<Vec<_>>().join("\n"),
             Err(e) => return Err((file.to_owned(), std::io::Error::other(e.to_string()))),
         },
@@ -85,10 +86,10 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// `p` as an absolute path (against the working directory), lexically normalised.
 pub fn absolute(p: &Path) -> PathBuf {
     if p.is_absolute() {
-        return super::config::normalize(p);
+        return super::normalize(p);
     }
     match std::env::current_dir() {
-        Ok(cwd) => super::config::normalize(&cwd.join(p)),
+        Ok(cwd) => super::normalize(&cwd.join(p)),
         Err(_) => p.to_path_buf(),
     }
 }

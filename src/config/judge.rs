@@ -1,0 +1,93 @@
+//! A judge section of a document ([`JudgeConfig`], externally tagged: `judge: {mock: {...}}`):
+//! checked against the pool it will judge, and built into the [`Judge`] it asks for.
+
+use super::normalize;
+use crate::domain::invalid::InvalidSetting;
+use crate::domain::pool::Pool;
+use crate::judge::Judge;
+use crate::judge::mock::MockConfig;
+use crate::judge::setup::JudgeSetupError;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Judge configuration (externally tagged: `judge: {mock: {...}}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[allow(clippy::large_enum_variant)] // built once per run; boxing would only add noise
+pub enum JudgeConfig {
+    /// Deterministic or keyed-stochastic mock (docs/model.md §4).
+    Mock(MockConfig),
+    /// The true judge of a synthetic pool (docs/model.md §7).
+    Synthetic(crate::judge::synthetic::SyntheticJudgeConfig),
+    /// OpenAI-compatible chat-completions endpoint (docs/model.md §4; see docs/live.md).
+    Openai(Box<crate::judge::openai::OpenAiConfig>),
+    /// Verdicts replayed from a recording (docs/replay.md).
+    Replay(crate::judge::replay::ReplayConfig),
+}
+
+/// Check a judge config against the pool (and fill a synthetic judge's unset fields from the
+/// synthetic pool spec). `key` is where it sits (`judge` or `gate.trusted`).
+pub fn check_judge(
+    j: &mut JudgeConfig,
+    dir: &Path,
+    pool: &Pool,
+    synth: Option<&crate::analysis::synth::SynthSpec>,
+    key: &str,
+) -> Result<(), InvalidSetting> {
+    match j {
+        JudgeConfig::Mock(mc) => {
+            let k = format!("{key}.mock");
+            crate::judge::mock::MockJudge::new(mc.clone())
+                .map_err(|msg| InvalidSetting::new(k.clone(), msg.to_string()))?;
+            if let Some(it) = pool.items.iter().find(|i| i.quality.is_none()) {
+                return Err(InvalidSetting::new(
+                    k,
+                    format!("the mock judge needs gold `quality` on every item; item {:?} has none", it.id),
+                ));
+            }
+        }
+        JudgeConfig::Openai(oc) => {
+            crate::judge::openai::prepare(oc, dir, pool).map_err(|e| {
+                InvalidSetting::new(if key == "judge" { e.key } else { e.key.replacen("judge", key, 1) }, e.message)
+            })?;
+        }
+        JudgeConfig::Synthetic(s) => {
+            s.resolve(synth);
+            s.check(pool).map_err(|m| InvalidSetting::new(format!("{key}.synthetic"), m.to_string()))?;
+        }
+        JudgeConfig::Replay(r) => {
+            r.file = normalize(&dir.join(&r.file));
+            let k = format!("{key}.replay");
+            let j = crate::judge::replay::ReplayJudge::new(r.clone())
+                .map_err(|m| InvalidSetting::new(k.clone(), m.to_string()))?;
+            j.check_pool(pool).map_err(|m| InvalidSetting::new(k, m.to_string()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Build the judge a config asks for.
+///
+/// # Errors
+/// [`JudgeSetupError`], naming the config key.
+pub fn make_judge(cfg: &JudgeConfig) -> Result<Arc<dyn Judge>, JudgeSetupError> {
+    match cfg {
+        JudgeConfig::Mock(m) => Ok(Arc::new(crate::judge::mock::MockJudge::new(m.clone())?)),
+        JudgeConfig::Synthetic(s) => Ok(Arc::new(crate::judge::synthetic::SyntheticJudge::new(s.clone())?)),
+        JudgeConfig::Openai(o) => Ok(Arc::new(crate::judge::openai::OpenAiJudge::from_config(o)?)),
+        JudgeConfig::Replay(r) => Ok(Arc::new(crate::judge::replay::ReplayJudge::new(r.clone())?)),
+    }
+}
+
+/// The judge a config asks for, without an API key (a live judge is built keyless): for cache
+/// keys and descriptions when reading a run back, where nothing is sent.
+///
+/// # Errors
+/// [`JudgeSetupError`], naming the config key.
+pub fn make_judge_without_key(cfg: &JudgeConfig) -> Result<Arc<dyn Judge>, JudgeSetupError> {
+    match cfg {
+        JudgeConfig::Openai(o) => Ok(Arc::new(crate::judge::openai::OpenAiJudge::new((**o).clone(), None)?)),
+        other => make_judge(other),
+    }
+}

@@ -1,0 +1,151 @@
+//! The pipelined-dispatch sweep document (a `simulate` file with a top-level `pipeline:`
+//! section; docs/experiments.md, "Pipelined acquisition"): synthetic pools, budgets, the judge's
+//! latency and the dispatch settings to compare (the first is the reference).
+
+use super::run::Dispatch;
+use super::{ConfigError, sections};
+use crate::acquire::StrategyKind;
+use crate::domain::invalid::InvalidSetting;
+use crate::model::summary::ModelKind;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A judge's reply latency, seconds: normal with this mean and standard deviation, cut at 0.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// Mean latency, seconds (> 0).
+    pub mean_s: f64,
+    /// Standard deviation, seconds (≥ 0).
+    pub sd_s: f64,
+}
+
+/// The synthetic pools of the sweep (docs/model.md §7): one setting, `count` replicates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pools {
+    /// Bases per pool, N.
+    pub n: usize,
+    /// Pools; replicate i uses pool seed `seed + i`.
+    pub count: usize,
+    /// Seed of the first pool.
+    #[serde(default)]
+    pub seed: u64,
+    /// corr(θ, x).
+    pub rho: f64,
+    /// True bias coefficient c*.
+    pub c_star: f64,
+    /// True position effect κ*.
+    pub kappa_star: f64,
+}
+
+/// One dispatch setting.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    /// Queries in flight at most, C ≥ 1.
+    pub concurrency: usize,
+    /// `wait_for_batch` or `pipelined`.
+    pub dispatch: Dispatch,
+    /// Pipelined: picks made ahead of a free slot (default 0, at most `concurrency`, as in
+    /// `topk-judge run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_ahead: Option<usize>,
+}
+
+/// The `pipeline:` section: the judge's latency and the dispatch settings (the first one is the
+/// reference of the paired differences).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSection {
+    /// Reply latency of the simulated judge, seconds.
+    pub latency: Latency,
+    /// Dispatch settings, reference first.
+    pub runs: Vec<Variant>,
+}
+
+/// A pipelined-acquisition sweep file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineSweep {
+    /// Output folder name under `out_dir`.
+    pub name: String,
+    /// Output root, relative to the file's folder.
+    pub out_dir: PathBuf,
+    /// k of top-k.
+    pub k: usize,
+    /// The pools.
+    pub pools: Pools,
+    /// Acquisition strategy (default `topk`).
+    #[serde(default = "d_strategy")]
+    pub strategy: StrategyKind,
+    /// Model (default `bias_aware`).
+    #[serde(default = "d_model")]
+    pub model: ModelKind,
+    /// Budgets B (comparisons), each a separate run.
+    pub budgets: Vec<usize>,
+    /// R: refit after this many stored verdicts.
+    pub refit_every: usize,
+    /// Monte-Carlo draws for top-k membership.
+    pub mc_draws: usize,
+    /// Latency and dispatch settings.
+    pub pipeline: PipelineSection,
+    /// Worker threads (0 = all cores).
+    #[serde(default)]
+    pub threads: usize,
+}
+
+fn d_strategy() -> StrategyKind {
+    StrategyKind::Topk
+}
+fn d_model() -> ModelKind {
+    ModelKind::BiasAware
+}
+
+/// Whether a `simulate` file is a pipelined-acquisition sweep (a top-level `pipeline:` key).
+pub fn is_pipeline(text: &str) -> bool {
+    text.lines().any(|l| l.starts_with("pipeline:"))
+}
+
+impl PipelineSweep {
+    /// Read and check a sweep file.
+    ///
+    /// # Errors
+    /// [`ConfigError`]: unreadable, not YAML, an unknown key (file, line, key), or a
+    /// value out of range (the key and what was expected).
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let s: PipelineSweep = super::read_document(path)?;
+        let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
+        let bad = |key: &str, msg: &str| inv(InvalidSetting::new(key, msg));
+        sections::check_name(&s.name, "sweep").map_err(inv)?;
+        sections::check_k(s.k, s.pools.n, &format!("pools.n ({})", s.pools.n)).map_err(inv)?;
+        if s.pools.count == 0 {
+            return Err(bad("pools.count", "0 must be ≥ 1"));
+        }
+        if s.budgets.is_empty() || s.budgets.contains(&0) {
+            return Err(bad("budgets", "must list at least one budget, each ≥ 1"));
+        }
+        sections::check_cadence(s.refit_every, s.mc_draws, "").map_err(inv)?;
+        let l = s.pipeline.latency;
+        if !(l.mean_s > 0.0 && l.mean_s.is_finite() && l.sd_s >= 0.0 && l.sd_s.is_finite()) {
+            return Err(inv(InvalidSetting::new(
+                "pipeline.latency",
+                format!("{l:?}: mean_s must be > 0 and sd_s ≥ 0"),
+            )));
+        }
+        if s.pipeline.runs.is_empty() || s.pipeline.runs.iter().any(|v| v.concurrency == 0) {
+            return Err(bad("pipeline.runs", "must list at least one run, each with concurrency ≥ 1"));
+        }
+        for (i, v) in s.pipeline.runs.iter().enumerate() {
+            v.dispatch
+                .check_write_ahead(v.write_ahead, v.concurrency)
+                .map_err(|e| inv(InvalidSetting::new(format!("pipeline.runs[{i}].write_ahead"), e)))?;
+        }
+        Ok(s)
+    }
+
+    /// The output folder: `out_dir`/`name` next to the file at `path`.
+    pub fn out_folder(&self, path: &Path) -> PathBuf {
+        sections::out_folder(path.parent().unwrap_or(Path::new(".")), Some(&self.out_dir), &self.name, "runs/sweeps")
+    }
+}

@@ -1,0 +1,217 @@
+//! The rules that several documents share, each written once: a plain name and its output
+//! folder, k against the number of bases, the prior precisions, the acquisition cadence (R and
+//! the Monte-Carlo draws), a USD limit, lists that may not be empty, a pool read from a file,
+//! and the warnings a pool gives at load (identical texts, covariate scales).
+//!
+//! Each check returns an [`InvalidSetting`] (the dotted key and what was expected), which the
+//! document turns into a [`super::ConfigError`] naming its file.
+
+use super::ConfigError;
+use crate::domain::fmt::num;
+use crate::domain::invalid::InvalidSetting;
+use crate::domain::pool::{Covariates, Pool, Transform};
+use crate::model::Prior;
+use crate::model::params::{ParamError, check_mc_draws, check_refit_every};
+use std::path::{Path, PathBuf};
+
+/// A document's `name`: a plain folder name (no `/`, `\`, no leading `.`, not blank). `kind`
+/// names the document in the message (`run`, `audit`, `sweep`; empty for none).
+///
+/// # Errors
+/// [`InvalidSetting`] at `name`.
+pub fn check_name(name: &str, kind: &str) -> Result<(), InvalidSetting> {
+    if name.trim().is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        let kind = if kind.is_empty() { String::new() } else { format!("{kind} ") };
+        return Err(InvalidSetting::new(
+            "name",
+            format!("{name:?} is not a valid {kind}name (expected a plain folder name)"),
+        ));
+    }
+    Ok(())
+}
+
+/// The output folder `<out_dir>/<name>`, `out_dir` relative to the document's folder `dir`
+/// (lexically normalised); without `out_dir`, `<default_root>/<name>` in the working directory.
+pub fn out_folder(dir: &Path, out_dir: Option<&Path>, name: &str, default_root: &str) -> PathBuf {
+    match out_dir {
+        Some(o) => super::normalize(&dir.join(o).join(name)),
+        None => PathBuf::from(default_root).join(name),
+    }
+}
+
+/// k of top-k: 1 ≤ k < `bound`, where `of` says what the bound is (`number of bases (16) in
+/// pool "p"`, `pools.n (30)`).
+///
+/// # Errors
+/// [`InvalidSetting`] at `k`.
+pub fn check_k(k: usize, bound: usize, of: &str) -> Result<(), InvalidSetting> {
+    if k == 0 || k >= bound {
+        return Err(InvalidSetting::new("k", format!("{k} must satisfy 1 ≤ k < {of}")));
+    }
+    Ok(())
+}
+
+/// [`check_k`] against the bases of a pool.
+///
+/// # Errors
+/// [`InvalidSetting`] at `k`.
+pub fn check_k_in_pool(k: usize, pool: &Pool) -> Result<(), InvalidSetting> {
+    check_k(k, pool.n_bases(), &format!("number of bases ({}) in pool {:?}", pool.n_bases(), pool.pool_id))
+}
+
+/// A parameter error of `section` (`model`, `prior`, `acquisition`; empty for top-level keys) as
+/// the setting it names.
+fn param(section: &str, e: ParamError) -> InvalidSetting {
+    let key = if section.is_empty() { e.name.to_string() } else { format!("{section}.{}", e.name) };
+    InvalidSetting::new(key, e.to_string())
+}
+
+/// The prior precisions λ_θ, λ_b, λ_κ: each finite and > 0 (docs/model.md §2).
+///
+/// # Errors
+/// [`InvalidSetting`] at `<section>.lambda_…`.
+pub fn check_prior(prior: &Prior, section: &str) -> Result<(), InvalidSetting> {
+    prior.check().map_err(|e| param(section, e))
+}
+
+/// The acquisition cadence: R = `refit_every` ≥ 1 and the Monte-Carlo draws S ≥ 1 (docs/model.md §3).
+///
+/// # Errors
+/// [`InvalidSetting`] at `<section>.refit_every` or `<section>.mc_draws`.
+pub fn check_cadence(refit_every: usize, mc_draws: usize, section: &str) -> Result<(), InvalidSetting> {
+    check_refit_every(refit_every).map_err(|e| param(section, e))?;
+    check_mc_draws(mc_draws).map_err(|e| param(section, e))
+}
+
+/// A USD limit at `key`: finite and ≥ 0.
+///
+/// # Errors
+/// [`InvalidSetting`] at `key`.
+pub fn check_usd(usd: Option<f64>, key: &str) -> Result<(), InvalidSetting> {
+    match usd {
+        Some(u) if !(u >= 0.0 && u.is_finite()) => Err(InvalidSetting::new(key, format!("{u} must be ≥ 0"))),
+        _ => Ok(()),
+    }
+}
+
+/// Lists that may not be empty: `(key, is_empty)` pairs, the first empty one named.
+///
+/// # Errors
+/// [`InvalidSetting`] at the key of the first empty list.
+pub fn check_nonempty(lists: &[(&str, bool)]) -> Result<(), InvalidSetting> {
+    match lists.iter().find(|(_, empty)| *empty) {
+        Some((key, _)) => Err(InvalidSetting::new(*key, "the list is empty; expected at least one value")),
+        None => Ok(()),
+    }
+}
+
+/// Read pool `id` (the file's first pool when `None`) of `file`, named by the document at `path`.
+///
+/// # Errors
+/// [`ConfigError::Pool`] naming the document and the pool file.
+pub fn read_pool(path: &Path, file: &Path, id: Option<&str>) -> Result<Pool, ConfigError> {
+    crate::store::pool_file::read_pool(file, id).map_err(|source| pool_error(path, file, source))
+}
+
+/// A pool error of `file`, named by the document at `path`.
+pub fn pool_error(path: &Path, file: &Path, source: crate::domain::pool::PoolError) -> ConfigError {
+    ConfigError::Pool { path: path.to_owned(), pool_file: file.to_owned(), source }
+}
+
+/// Warnings for items with identical text (by default their pairs are not sent; `send` when
+/// `acquisition.identical_texts: send`).
+pub fn identical_text_warnings(pool: &Pool, send: bool) -> Vec<String> {
+    let groups = pool.identical_texts();
+    if pool.is_systems() && groups.len() > 3 {
+        // Many prompts: one line, not one per prompt.
+        let prompts: std::collections::BTreeSet<usize> = groups.iter().map(|g| pool.prompt_of(g[0])).collect();
+        let pairs: usize = groups.iter().map(|g| g.len() * (g.len() - 1)).sum();
+        let what = if send {
+            "they are sent (acquisition.identical_texts: send)"
+        } else {
+            "they are not sent to the judge (they say nothing about quality; acquisition.identical_texts: send sends them)"
+        };
+        return vec![format!(
+            "pool {:?}: {} groups of answers with identical text on {} prompts (first: {}); their {pairs} ordered pairs: {what}",
+            pool.pool_id,
+            groups.len(),
+            prompts.len(),
+            groups[0].iter().map(|&i| format!("{:?}", pool.items[i].id)).collect::<Vec<_>>().join(", ")
+        )];
+    }
+    groups
+        .iter()
+        .map(|g| {
+            let ids = g.iter().map(|&i| format!("{:?}", pool.items[i].id)).collect::<Vec<_>>().join(", ");
+            let what = if send {
+                "their pairs are sent (acquisition.identical_texts: send)"
+            } else {
+                "pairs of them are not sent to the judge (they say nothing about quality; set acquisition.identical_texts: send to send them, e.g. to measure position bias)"
+            };
+            format!("pool {:?}: items {ids} have identical text; {what}", pool.pool_id)
+        })
+        .collect()
+}
+
+/// Under the prior on c (precision `lambda_b`), one sd of a covariate moves the log-odds by
+/// sd(x)/√λ_b logits a priori; outside [0.01, 100] logits the prior says nothing useful about c
+/// (the covariate's unit, not the data, picks ĉ). Warnings naming such covariates, at `key`.
+pub fn scale_warnings(cov: &Covariates, lambda_b: f64, key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (j, name) in cov.names.iter().enumerate() {
+        if cov.transforms[j] == Transform::Zscore || cov.no_variation.contains(name) {
+            continue;
+        }
+        let n = cov.x.len() as f64;
+        let mean = cov.x.iter().map(|r| r[j]).sum::<f64>() / n;
+        let sd = (cov.x.iter().map(|r| (r[j] - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let effect = sd / lambda_b.sqrt();
+        if !(0.01..=100.0).contains(&effect) {
+            let t = if cov.transforms[j] == Transform::Log { "log" } else { "raw" };
+            out.push(format!(
+                "{key}: covariate {name:?} ({t}) has sd {} in this pool: under the prior (λ_b = {lambda_b}) one sd of it moves the log-odds by about {} logits, so the prior on c[{name}] is meaningless at this scale; use transform zscore (or log for a positive quantity)",
+                num(sd),
+                num(effect)
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shared_rules_name_the_key_and_the_bound() {
+        assert_eq!(check_k(30, 30, "pools.n (30)").unwrap_err().to_string(), "k: 30 must satisfy 1 ≤ k < pools.n (30)");
+        assert_eq!(check_k(0, 5, "x").unwrap_err().key, "k");
+        assert!(check_k(4, 5, "x").is_ok());
+        assert_eq!(
+            check_name("a/b", "sweep").unwrap_err().to_string(),
+            "name: \"a/b\" is not a valid sweep name (expected a plain folder name)"
+        );
+        assert_eq!(
+            check_name(".x", "").unwrap_err().message,
+            "\".x\" is not a valid name (expected a plain folder name)"
+        );
+        assert!(check_name("ok-name", "run").is_ok());
+        assert_eq!(check_usd(Some(-1.0), "budget.max_usd").unwrap_err().to_string(), "budget.max_usd: -1 must be ≥ 0");
+        assert!(check_usd(Some(f64::NAN), "max_usd").is_err());
+        assert_eq!(
+            check_nonempty(&[("strategies", false), ("models", true)]).unwrap_err().to_string(),
+            "models: the list is empty; expected at least one value"
+        );
+        let bad = Prior { lambda_theta: 0.0, ..Prior::default() };
+        assert_eq!(check_prior(&bad, "model").unwrap_err().key, "model.lambda_theta");
+        assert_eq!(check_cadence(0, 10, "acquisition").unwrap_err().key, "acquisition.refit_every");
+        assert_eq!(check_cadence(8, 0, "").unwrap_err().key, "mc_draws");
+    }
+
+    #[test]
+    fn out_folders_are_normalised_next_to_the_document() {
+        let d = Path::new("configs");
+        assert_eq!(out_folder(d, Some(Path::new("../runs")), "x", "runs"), PathBuf::from("runs/x"));
+        assert_eq!(out_folder(d, None, "x", "runs/sweeps"), PathBuf::from("runs/sweeps/x"));
+    }
+}
