@@ -17,7 +17,8 @@ use topk_judge::judge::Judge;
 use topk_judge::judge::openai::secret::Secret;
 use topk_judge::judge::openai::{OpenAiConfig, OpenAiJudge};
 use topk_judge::report::schema::RunResult;
-use topk_judge::run::live::{self, RunOptions};
+use topk_judge::run::RunOptions;
+use topk_judge::run::live;
 use topk_judge::store::ledger::{VerdictRecord, read_records};
 
 const POOL_ID: &str = "dm-test-2377095dda83df778e34304b7a09813808105d3b";
@@ -114,7 +115,7 @@ async fn every_fault_is_survived_stored_once_and_counted() {
     for r in ["empty", "refused", "truncated", "content_filter"] {
         assert_eq!(st.invalid_by_reason.get(&InvalidReason::of(r)), Some(&1), "{r}: {:?}", st.invalid_by_reason);
     }
-    let summary = live::summary_text(&res, &cfg.run_dir);
+    let summary = topk_judge::report::result::summary_text(&res, &cfg.run_dir);
     assert!(summary.contains("23 requests, 4 retries") && summary.contains("3 re-asks"), "{summary}");
     assert!(summary.contains("15 valid, 1 invalid, 0 failed"), "{summary}");
     let saved: Value =

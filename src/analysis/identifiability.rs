@@ -22,9 +22,7 @@ pub fn for_summary(
         return BTreeMap::new();
     }
     let design = build_design(pool, cov, verdicts);
-    let mut beta = s.theta.clone();
-    beta.extend_from_slice(&s.c);
-    beta.push(s.kappa);
+    let beta = s.beta();
     // In the solver's parametrisation (covariates far from unit scale rescaled), so that the
     // grid ĉ ± 1 spans a meaningful range of each coefficient.
     let scales = crate::model::summary::solver_scales(cov);

@@ -43,7 +43,7 @@ use crate::domain::verdict::Usage;
 use crate::judge::Judge;
 use crate::judge::replay::{MissingPolicy, Recording};
 use crate::report::progress::Progress;
-use crate::run::dispatch::{Dispatcher, Flow, Outcome};
+use crate::run::dispatch::{DispatchOutcome as Outcome, Dispatcher, Flow};
 use crate::store::books::Books;
 use crate::store::budget::Budget;
 use crate::store::ledger::{CacheError, VerdictRecord};
@@ -241,7 +241,7 @@ pub async fn run_audit(
             }
         }
     }
-    let books = disp.into_books();
+    let books = disp.close().await?;
     let log = books.log();
 
     let mut usage = Usage::default();

@@ -11,7 +11,7 @@ use crate::domain::pool::Pool;
 use crate::judge::Judge;
 use crate::model::membership::point_topk;
 use crate::report::schema::{GateChoice, RunResult};
-use crate::run::dispatch::{Dispatcher, Flow, Outcome};
+use crate::run::dispatch::{DispatchOutcome as Outcome, Dispatcher, Flow};
 use crate::store::books::{Books, TRUSTED_BOOKS};
 use crate::store::budget::Budget;
 use serde::{Deserialize, Serialize};
@@ -214,7 +214,7 @@ async fn trusted_verdicts(
         let Outcome::Failed(source) = s.outcome else { unreachable!("matched above") };
         return Err(IdentError::Judge { a: pool.items[s.a].id.clone(), b: pool.items[s.b].id.clone(), source });
     }
-    let books = disp.into_books();
+    let books = disp.close().await?;
     let log = books.log();
     let mut spend = 0.0;
     let mut ys = Vec::with_capacity(anchors.len());

@@ -10,7 +10,8 @@ use crate::config::ConfigError;
 use crate::config::judge::make_judge;
 use crate::config::run::Config;
 use crate::report::schema::StopReason;
-use crate::run::live::{self, RunError, RunOptions};
+use crate::run::live;
+use crate::run::{RunError, RunOptions};
 use crate::store::ledger::CacheError;
 use std::path::Path;
 
@@ -107,13 +108,13 @@ pub fn run_with_gate(
                 && let Ok(text) = std::fs::read_to_string(cfg.run_dir.join("result.json"))
                 && let Ok(r) = serde_json::from_str(&text)
             {
-                print_out(&live::summary_text(&r, &cfg.run_dir));
+                print_out(&crate::report::result::summary_text(&r, &cfg.run_dir));
             }
             return Err(e.into());
         }
     };
     if result.stop_reason == StopReason::MaxInvalidRate {
-        print_out(&format!("{}\n", live::summary_text(&result, &cfg.run_dir)));
+        print_out(&format!("{}\n", crate::report::result::summary_text(&result, &cfg.run_dir)));
         let m = result.verdicts_report.stop_message.clone().unwrap_or_default();
         return Err(RunCommandError::InvalidRate(format!(
             "{m}; result.json and the paid verdicts are kept in {}",
@@ -127,9 +128,9 @@ pub fn run_with_gate(
         }
         None => Ok(String::new()),
     };
-    let mut text = live::summary_text(&result, &cfg.run_dir);
+    let mut text = crate::report::result::summary_text(&result, &cfg.run_dir);
     if result.stop_reason == StopReason::Interrupted {
-        text.push_str(&live::resume_hint(cfg));
+        text.push_str(&crate::report::result::resume_hint(&cfg.path));
     }
     print_out(&format!("{text}\n"));
     // The summary already holds the gate's decision line: what follows it is printed after.

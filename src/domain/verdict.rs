@@ -288,3 +288,29 @@ pub enum Answer {
     /// as the runner does with the judge error `Unavailable`.
     Unavailable,
 }
+
+/// A stored verdict of one run's judge, on item indices: the ordered pair (`a` shown first), the
+/// outcome (`None`: an invalid reply, not fitted), its cost (USD), tokens and the weight of its
+/// likelihood term.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredVerdict {
+    /// Item shown first.
+    pub a: usize,
+    /// Item shown second.
+    pub b: usize,
+    /// Outcome y ∈ [0, 1], `None` when invalid.
+    pub y: Option<f64>,
+    /// Cost, USD.
+    pub cost_usd: f64,
+    /// Tokens.
+    pub usage: Usage,
+    /// Weight of its likelihood term (1, or `strong_preference_weight` for a strong preference).
+    pub weight: f64,
+}
+
+impl StoredVerdict {
+    /// The verdict as the fit sees it (`None` for an invalid reply).
+    pub fn verdict(&self) -> Option<ItemVerdict> {
+        self.y.map(|y| ItemVerdict { a: self.a, b: self.b, y, w: self.weight })
+    }
+}

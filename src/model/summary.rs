@@ -86,6 +86,16 @@ impl FitSummary {
             n_obs: 0,
         }
     }
+
+    /// β̂ = (θ̂, ĉ, κ̂) in the design's order (length M + p + 1): the warm start of the next fit
+    /// and the point of the profile likelihood.
+    pub fn beta(&self) -> Vec<f64> {
+        let mut beta = Vec::with_capacity(self.theta.len() + self.c.len() + 1);
+        beta.extend_from_slice(&self.theta);
+        beta.extend_from_slice(&self.c);
+        beta.push(self.kappa);
+        beta
+    }
 }
 
 /// From this many parameters on, Σ and the membership draws are computed on two threads.

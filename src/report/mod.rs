@@ -7,6 +7,7 @@ pub mod page;
 pub mod plots;
 pub mod profile_plot;
 pub mod progress;
+pub mod result;
 pub mod schema;
 pub mod summary;
 pub mod table;

@@ -326,9 +326,7 @@ pub fn identify_and_apparent(
         return (ident, Apparent::of_summary(s));
     }
     let design = crate::model::summary::build_design(pool, cov, verdicts);
-    let mut beta = s.theta.clone();
-    beta.extend_from_slice(&s.c);
-    beta.push(s.kappa);
+    let beta = s.beta();
     let mut rng = crate::domain::rng::stream(seed, "membership-apparent", verdicts.len() as u64);
     let a = crate::model::summary::apparent_quality(pool, cov, &design, prior, k, draws, &beta, &mut rng)
         .unwrap_or_else(|_| Apparent::of_summary(s));

@@ -1,19 +1,22 @@
 //! The one judge dispatcher of `run`, `gate` and `audit`: every paid query goes through it.
 //!
-//! For each query it reserves the worst case in the caller's [`Budget`] (the caller does, and
-//! hands the [`Reservation`] in), writes the intent and fsyncs it before the request leaves
-//! ([`Books::stage_intents`], one fsync per wave, taken without holding the books), keeps the requests in flight as tasks, and when a
-//! reply comes back stores it ([`Books::record_replies`]: appended, flushed, fsynced) or books the
-//! failure ([`Books::record_failure`]: a paid failure in `failed.jsonl`, an unpaid one closes its
-//! intent). Every fsync runs in a blocking task, off the async runtime. What is never lost
-//! (docs/live.md, "Crashes, Ctrl-C and two processes"): a kill at any moment leaves every
-//! request that may have been billed booked, as a verdict, a paid failure or an open intent the
-//! next open books as possibly billed.
+//! For each query the caller reserves the worst case in its budget and hands the
+//! [`Reservation`] in. The dispatcher writes the intent and fsyncs it before the request leaves
+//! ([`Books::stage_intents`], one fsync per wave, taken without holding the books), keeps the
+//! requests in flight as tasks, and books each reply as it comes back ([`Books::record_replies`]:
+//! appended, flushed, fsynced) or the failure ([`Books::record_failure`]: a paid failure in
+//! `failed.jsonl`, an unpaid one closes its intent). Every fsync runs in a blocking task, off the
+//! async runtime. What is never lost (docs/live.md, "Crashes, Ctrl-C and two processes"): a kill
+//! at any moment leaves every request that may have been billed booked, as a verdict, a paid
+//! failure or an open intent the next open books as possibly billed.
 //!
-//! `run` drives it from its scheduler ([`Dispatcher::send_detached`]: a blocking task writes a
-//! wave's intents and then sends it while the driver goes on; [`Dispatcher::event`] inside its
-//! `select!`, then [`Dispatcher::record_detached`]); `gate` and `audit` hand it a fixed list of
-//! queries ([`Dispatcher::dispatch_all`]).
+//! `run` drives it from its scheduler: [`Dispatcher::send_detached`] (a blocking task writes a
+//! wave's intents and then sends it while the driver goes on), then [`Dispatcher::event`] inside
+//! its `select!`: a wave left, replies came in (booked by the dispatcher, one booking at a time,
+//! the replies that come in meanwhile booked together next), or a booking is done. The end is
+//! [`Dispatcher::close`], which waits for every task the dispatcher still holds, so nothing is
+//! in flight when the books are handed back. `gate` and `audit` hand it a fixed list of queries
+//! ([`Dispatcher::dispatch_all`]).
 
 use crate::domain::pool::Pool;
 use crate::domain::verdict::JudgeReply;
@@ -22,7 +25,7 @@ use crate::store::books::{Books, BooksError};
 use crate::store::budget::{Budget, Reservation};
 use crate::store::intents::IntentId;
 use crate::store::ledger::VerdictRecord;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
@@ -39,7 +42,7 @@ pub struct Query<T> {
     pub a: usize,
     /// Item shown second.
     pub b: usize,
-    /// Cache key of the ordered pair for this judge (`Judge::cache_key`).
+    /// Cache key of the ordered pair for this judge (`JudgeInfo::cache_key`).
     pub key: String,
     /// Worst-case cost reserved for it, USD.
     pub reservation: Reservation,
@@ -47,7 +50,7 @@ pub struct Query<T> {
 
 /// How a query ended.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum DispatchOutcome {
     /// A reply came back and is on disk. `stored` is false when a verdict for its key was
     /// already stored (the reply's cost is then booked as a paid failure).
     Verdict {
@@ -60,12 +63,12 @@ pub enum Outcome {
     Failed(JudgeError),
 }
 
-impl Outcome {
+impl DispatchOutcome {
     /// What the query cost, USD (0 for unpaid failures).
     pub fn cost_usd(&self) -> f64 {
         match self {
-            Outcome::Verdict { cost_usd, .. } => *cost_usd,
-            Outcome::Failed(e) => e.cost_usd(),
+            DispatchOutcome::Verdict { cost_usd, .. } => *cost_usd,
+            DispatchOutcome::Failed(e) => e.cost_usd(),
         }
     }
 }
@@ -84,7 +87,18 @@ pub struct Settled<T> {
     /// Its reservation, to settle in the caller's budget.
     pub reservation: Reservation,
     /// The outcome.
-    pub outcome: Outcome,
+    pub outcome: DispatchOutcome,
+}
+
+/// A query whose intent is on disk: what is left of its [`Query`] once its reservation is held
+/// by the dispatcher (by intent) until its outcome is booked or it is withdrawn.
+struct Sent<T> {
+    tag: T,
+    pool: Arc<Pool>,
+    a: usize,
+    b: usize,
+    key: String,
+    intent: IntentId,
 }
 
 /// A reply that came back and is not yet booked ([`Dispatcher::join`] → [`Dispatcher::record`]).
@@ -96,13 +110,8 @@ pub struct Reply<T> {
 impl<T> Reply<T> {
     /// The ordered pair (a shown first, b second) of the query answered.
     pub fn pair(&self) -> (usize, usize) {
-        (self.sent.query.a, self.sent.query.b)
+        (self.sent.a, self.sent.b)
     }
-}
-
-struct Sent<T> {
-    query: Query<T>,
-    intent: IntentId,
 }
 
 /// What [`Dispatcher::event`] brings.
@@ -110,26 +119,31 @@ pub enum Event<T> {
     /// A wave's requests have left; or its intents could not be written ([`BooksError`]) and
     /// none of its queries was sent.
     Sent(Result<(), BooksError>),
-    /// Replies that came in, not yet booked (the first, then every other one already in).
-    Replies(Vec<Reply<T>>),
+    /// Replies came in (their ordered pairs): their slots are free, and the dispatcher books them.
+    Answered(Vec<(usize, usize)>),
+    /// A booking is done: these queries are settled (or a record could not be written; the
+    /// replies not booked keep their intents open, booked as possibly billed by the next open).
+    Booked(Result<Vec<Settled<T>>, BooksError>),
 }
 
-/// Replies being booked off the driver ([`Dispatcher::record_detached`]).
-pub type Recording<T> = tokio::task::JoinHandle<Result<Vec<Settled<T>>, BooksError>>;
+/// Replies being booked off the driver ([`Dispatcher::event`] starts one booking at a time).
+pub type BookingTask<T> = tokio::task::JoinHandle<Result<Vec<Settled<T>>, BooksError>>;
 
 /// Book `replies` into `books`: the verdicts staged (written, flushed) under the lock, fsynced
 /// without it, committed under it; then each failure, fsynced. Settled in the order of `replies`.
 fn book_replies<T>(
     books: &Mutex<Books>,
     describe: String,
-    replies: Vec<Reply<T>>,
+    replies: Vec<(Reply<T>, Reservation)>,
 ) -> Result<Vec<Settled<T>>, BooksError> {
     let recs: Vec<_> = replies
         .iter()
-        .filter_map(|Reply { sent, out }| {
+        .filter_map(|(Reply { sent, out }, _)| {
             let reply = out.as_ref().ok()?.clone();
-            let q = &sent.query;
-            Some((sent.intent, VerdictRecord::from_reply(q.key.clone(), &q.pool, q.a, q.b, describe.clone(), reply)))
+            Some((
+                sent.intent,
+                VerdictRecord::from_reply(sent.key.clone(), &sent.pool, sent.a, sent.b, describe.clone(), reply),
+            ))
         })
         .collect();
     let lock = || books.lock().expect("books lock");
@@ -145,22 +159,21 @@ fn book_replies<T>(
     };
     let mut stored_flags = stored_flags.into_iter();
     let mut settled = Vec::with_capacity(replies.len());
-    for Reply { sent, out } in replies {
-        let Sent { query, intent } = sent;
-        let (pool, a, b, key) = (query.pool.clone(), query.a, query.b, query.key);
+    for (Reply { sent, out }, reservation) in replies {
+        let Sent { tag, pool, a, b, key, intent } = sent;
         let outcome = match out {
             Ok(reply) => {
                 let stored = stored_flags.next().expect("one flag per verdict");
-                Outcome::Verdict { cost_usd: reply.cost_usd, stored }
+                DispatchOutcome::Verdict { cost_usd: reply.cost_usd, stored }
             }
             Err(e) => {
                 let (cost, msg) = (e.cost_usd(), e.to_string());
                 let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
                 lock().record_failure(intent, &key, &ida, &idb, cost, &msg)?;
-                Outcome::Failed(e)
+                DispatchOutcome::Failed(e)
             }
         };
-        settled.push(Settled { tag: query.tag, pool, a, b, reservation: query.reservation, outcome });
+        settled.push(Settled { tag, pool, a, b, reservation, outcome });
     }
     Ok(settled)
 }
@@ -181,6 +194,8 @@ pub struct Unsent<T> {
 /// What [`Dispatcher::give_up`] did.
 #[derive(Debug)]
 pub struct GaveUp<T> {
+    /// Replies that were in (being booked, or waiting to be), booked before giving up.
+    pub settled: Vec<Settled<T>>,
     /// Requests in flight booked as possibly billed.
     pub booked: usize,
     /// Their total at their reserved worst cases, USD.
@@ -191,11 +206,37 @@ pub struct GaveUp<T> {
     pub unsent: Vec<Unsent<T>>,
 }
 
+/// A query of [`Dispatcher::dispatch_all`] whose outcome is booked and whose reservation is
+/// settled in the caller's budget.
+#[derive(Debug)]
+pub struct Finished<T> {
+    /// The caller's label.
+    pub tag: T,
+    /// The pool of the query.
+    pub pool: Arc<Pool>,
+    /// Item shown first.
+    pub a: usize,
+    /// Item shown second.
+    pub b: usize,
+    /// The outcome.
+    pub outcome: DispatchOutcome,
+}
+
+impl<T> Settled<T> {
+    /// Settle the reservation in `budget` at the outcome's cost (a stored verdict counts as a
+    /// comparison).
+    pub fn settle_in(self, budget: &mut Budget) -> Finished<T> {
+        let stored = matches!(self.outcome, DispatchOutcome::Verdict { stored: true, .. });
+        budget.settle(self.reservation, self.outcome.cost_usd(), stored);
+        Finished { tag: self.tag, pool: self.pool, a: self.a, b: self.b, outcome: self.outcome }
+    }
+}
+
 /// What [`Dispatcher::dispatch_all`] did.
 #[derive(Debug)]
 pub struct DispatchReport<T> {
     /// Every query sent, with its outcome, in the order they settled.
-    pub settled: Vec<Settled<T>>,
+    pub settled: Vec<Finished<T>>,
     /// Queries not sent: the caller stopped the dispatch or the budget had no room.
     pub unsent: usize,
     /// Whether a reservation failed (the budget had no room for the next query).
@@ -211,14 +252,15 @@ pub enum Flow {
     Stop,
 }
 
-/// The requests sent (intent on disk) whose replies are not taken yet: their tasks, and their
-/// reservations by intent. Shared with the tasks that write a wave's intents and then send it.
+/// The requests sent (intent on disk) whose replies are not taken yet: their tasks, and the
+/// reservations of every query whose intent is on disk and whose outcome is not booked, by
+/// intent. Shared with the tasks that write a wave's intents and then send it.
 struct Flying<T> {
     set: tokio::task::JoinSet<Reply<T>>,
     reservations: HashMap<IntentId, Reservation>,
     /// Written ahead: intents on disk, requests not sent yet; the first is sent the moment a
     /// request's reply comes back ([`Dispatcher::set_wire_limit`]).
-    primed: std::collections::VecDeque<Sent<T>>,
+    primed: VecDeque<Sent<T>>,
     /// Requests sent whose judge call has not returned yet.
     on_wire: usize,
     /// At most this many on the wire (the rest of a wave waits in `primed`).
@@ -235,7 +277,7 @@ impl<T: Send + 'static> Flying<T> {
             self.on_wire += 1;
             let (judge, me) = (self.judge.clone(), me.clone());
             self.set.spawn(async move {
-                let out = judge.judge(&sent.query.pool, sent.query.a, sent.query.b).await;
+                let out = judge.judge(&sent.pool, sent.a, sent.b).await;
                 // The slot is free: the next primed query leaves from here, not after a hop
                 // through the driver (docs/live.md, "Concurrency").
                 let mut f = me.lock().expect("flying lock");
@@ -262,7 +304,7 @@ fn write_and_send<T: Send + 'static>(
 ) -> Result<(), BooksError> {
     let rows: Vec<(&str, &str, &str, f64)> = queries
         .iter()
-        .map(|q| (q.key.as_str(), q.pool.items[q.a].id.as_str(), q.pool.items[q.b].id.as_str(), q.reservation.usd))
+        .map(|q| (q.key.as_str(), q.pool.items[q.a].id.as_str(), q.pool.items[q.b].id.as_str(), q.reservation.usd()))
         .collect();
     let staged = books.lock().expect("books lock").stage_intents(&rows)?;
     if let Err(e) = staged.sync() {
@@ -270,21 +312,37 @@ fn write_and_send<T: Send + 'static>(
         return Err(e.into());
     }
     let mut f = flying.lock().expect("flying lock");
-    for (query, &intent) in queries.into_iter().zip(staged.ids()) {
-        f.reservations.insert(intent, query.reservation);
-        f.primed.push_back(Sent { query, intent });
+    for (q, &intent) in queries.into_iter().zip(staged.ids()) {
+        f.reservations.insert(intent, q.reservation);
+        f.primed.push_back(Sent { tag: q.tag, pool: q.pool, a: q.a, b: q.b, key: q.key, intent });
     }
     f.launch(flying);
     Ok(())
 }
 
-/// The dispatcher: a judge, the books it pays into, the requests in flight and the waves whose
-/// intents are being written.
+/// What [`Dispatcher::event`] found ready first.
+enum Ready<T> {
+    Sent(Result<(), BooksError>),
+    Booked(Result<Vec<Settled<T>>, BooksError>),
+    Reply(Reply<T>),
+}
+
+/// The dispatcher: a judge, the books it pays into, the requests in flight, the waves whose
+/// intents are being written and the replies being booked.
 pub struct Dispatcher<T> {
     judge: Arc<dyn Judge>,
     books: Arc<Mutex<Books>>,
     flying: Arc<Mutex<Flying<T>>>,
-    writing: std::collections::VecDeque<Writing>,
+    writing: VecDeque<Writing>,
+    /// The booking running now ([`Dispatcher::event`] books one batch of replies at a time).
+    booking: Option<BookingTask<T>>,
+    /// Replies that came in while a booking runs: booked together once it is done (one fsync of
+    /// the verdict log for all of them, not one each next to the intents' fsyncs).
+    to_book: Vec<Reply<T>>,
+    /// Tests: how long a wave's task lingers after its requests have left, holding the books,
+    /// so that its replies are in and booked before the task itself is done.
+    #[cfg(test)]
+    wave_linger: std::time::Duration,
 }
 
 impl<T: Send + 'static> Dispatcher<T> {
@@ -303,6 +361,10 @@ impl<T: Send + 'static> Dispatcher<T> {
             books: Arc::new(Mutex::new(books)),
             flying: Arc::new(Mutex::new(flying)),
             writing: Default::default(),
+            booking: None,
+            to_book: Vec::new(),
+            #[cfg(test)]
+            wave_linger: std::time::Duration::ZERO,
         }
     }
 
@@ -310,14 +372,20 @@ impl<T: Send + 'static> Dispatcher<T> {
         self.flying.lock().expect("flying lock")
     }
 
-    /// Queries in flight: sent and not yet taken by [`Dispatcher::join`], written ahead and not
-    /// sent yet ([`Dispatcher::primed`]), plus those of the waves whose intents are being
-    /// written ([`Dispatcher::send_detached`]; a wave whose requests have just left counts twice
-    /// until [`Dispatcher::wave_sent`] takes it, so this is 0 only when nothing is out or about
-    /// to leave).
+    /// Queries in flight: sent and not yet taken by [`Dispatcher::join`] or
+    /// [`Dispatcher::event`], written ahead and not sent yet ([`Dispatcher::primed`]), plus those
+    /// of the waves whose intents are being written ([`Dispatcher::send_detached`]; a wave whose
+    /// requests have just left counts twice until [`Dispatcher::event`] takes it).
     pub fn in_flight(&self) -> usize {
         let f = self.flying();
         f.set.len() + f.primed.len() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
+    }
+
+    /// Whether the dispatcher holds anything: requests in flight, queries written ahead, waves
+    /// being written, or replies being booked or waiting to be. [`Dispatcher::event`] brings the
+    /// next change while it does.
+    pub fn busy(&self) -> bool {
+        self.in_flight() > 0 || self.booking.is_some() || !self.to_book.is_empty()
     }
 
     /// Send at most `limit` requests at once: the rest of each wave is written ahead (primed)
@@ -337,13 +405,12 @@ impl<T: Send + 'static> Dispatcher<T> {
         self.requests_out() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
     }
 
-    /// Requests sent (their intents on disk) whose replies [`Dispatcher::join`] has not taken.
+    /// Requests sent (their intents on disk) whose replies are not taken yet.
     pub fn requests_out(&self) -> usize {
         self.flying().set.len()
     }
 
-    /// Waves handed to [`Dispatcher::send_detached`] and not yet taken by
-    /// [`Dispatcher::wave_sent`].
+    /// Waves handed to [`Dispatcher::send_detached`] whose outcome is not taken yet.
     pub fn waves_writing(&self) -> usize {
         self.writing.len()
     }
@@ -353,15 +420,44 @@ impl<T: Send + 'static> Dispatcher<T> {
         self.books.lock().expect("books lock")
     }
 
-    /// The books, once nothing is in flight.
+    /// The books, once everything the dispatcher holds is done: the waves being written have
+    /// left, the replies in are booked, and any request still out is waited for and booked
+    /// (a driver stops only when nothing is in flight, so that is normally nothing). Never
+    /// panics on timing: "nothing in flight" is a state this waits for, not a condition it
+    /// asserts.
     ///
-    /// # Panics
-    /// If requests are still in flight.
-    pub fn into_books(self) -> Books {
-        assert!(self.in_flight() == 0, "no request in flight");
-        match Arc::try_unwrap(self.books) {
-            Ok(m) => m.into_inner().expect("books lock"),
-            Err(_) => unreachable!("every books task has finished"),
+    /// # Errors
+    /// [`BooksError`]: a wave's intents or a record could not be written (the first error; the
+    /// rest is still waited for).
+    pub async fn close(mut self) -> Result<Books, BooksError> {
+        let mut first_error = None;
+        while self.busy() {
+            let withdrawn = self.withdraw("not sent: the run ended").await;
+            let step = match withdrawn {
+                Err(e) => Err(e),
+                Ok(_) => match self.event().await {
+                    Event::Sent(r) => r,
+                    Event::Answered(_) => Ok(()),
+                    Event::Booked(r) => r.map(|_| ()),
+                },
+            };
+            if let Err(e) = step {
+                first_error.get_or_insert(e);
+            }
+        }
+        // Every task that held the books has finished (waves, bookings): this is the one owner.
+        let books = loop {
+            match Arc::try_unwrap(self.books) {
+                Ok(m) => break m.into_inner().expect("books lock"),
+                Err(shared) => {
+                    self.books = shared;
+                    tokio::task::yield_now().await;
+                }
+            }
+        };
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(books),
         }
     }
 
@@ -393,15 +489,22 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// [`Dispatcher::send`] as a blocking task of its own, so the driver goes on while the
     /// intents are fsynced: the task writes them (staged under the books' lock, fsynced without
     /// it, so replies can be booked meanwhile) and then sends the requests itself, none before
-    /// its intent is on disk. The queries count in [`Dispatcher::in_flight`] from here on; take
-    /// the task's outcome with [`Dispatcher::wave_sent`].
+    /// its intent is on disk. The queries count in [`Dispatcher::in_flight`] from here on; the
+    /// task's outcome comes as [`Event::Sent`] (or [`Dispatcher::wave_sent`]).
     pub fn send_detached(&mut self, queries: Vec<Query<T>>) {
         if queries.is_empty() {
             return;
         }
         let (books, flying) = (self.books.clone(), self.flying.clone());
         let n = queries.len();
-        let task = tokio::task::spawn_blocking(move || write_and_send(&books, &flying, queries));
+        #[cfg(test)]
+        let linger = self.wave_linger;
+        let task = tokio::task::spawn_blocking(move || {
+            let sent = write_and_send(&books, &flying, queries);
+            #[cfg(test)]
+            std::thread::sleep(linger);
+            sent
+        });
         self.writing.push_back((n, task));
     }
 
@@ -418,37 +521,63 @@ impl<T: Send + 'static> Dispatcher<T> {
         res
     }
 
-    /// Wait for the next event of a pipelined driver: a wave of [`Dispatcher::send_detached`]
-    /// has left (or its intents failed), or replies came in ([`Dispatcher::join`]: the first
-    /// and every other one already in). Pending forever when nothing is in flight (guard it with
-    /// [`Dispatcher::in_flight`]). Cancel-safe (for `select!`): nothing is taken unless this
-    /// resolves.
+    /// Wait for the next event of a driver: a wave of [`Dispatcher::send_detached`] has left
+    /// (or its intents failed), replies came in ([`Event::Answered`]: the first and every other
+    /// one already in; the dispatcher books them, or queues them behind the booking running
+    /// now), or a booking is done ([`Event::Booked`]). Pending forever when the dispatcher holds
+    /// nothing (guard it with [`Dispatcher::busy`]). Cancel-safe (for `select!`): nothing is
+    /// taken unless this resolves.
     pub async fn event(&mut self) -> Event<T> {
         let flying = self.flying.clone();
-        let writing = &mut self.writing;
-        let event = std::future::poll_fn(|cx| {
+        let (writing, booking) = (&mut self.writing, &mut self.booking);
+        let ready = std::future::poll_fn(|cx| {
             if let Some((_, task)) = writing.front_mut()
                 && let Poll::Ready(res) = std::pin::Pin::new(task).poll(cx)
             {
                 writing.pop_front();
-                return Poll::Ready(Event::Sent(res.expect("intents task does not panic")));
+                return Poll::Ready(Ready::Sent(res.expect("intents task does not panic")));
+            }
+            if let Some(task) = booking.as_mut()
+                && let Poll::Ready(res) = std::pin::Pin::new(task).poll(cx)
+            {
+                *booking = None;
+                return Poll::Ready(Ready::Booked(res.expect("books task does not panic")));
             }
             match flying.lock().expect("flying lock").set.poll_join_next(cx) {
-                Poll::Ready(Some(r)) => Poll::Ready(Event::Replies(vec![r.expect("judge task does not panic")])),
-                // No request out: only a wave being written can bring the next event.
+                Poll::Ready(Some(r)) => Poll::Ready(Ready::Reply(r.expect("judge task does not panic"))),
+                // No request out: only a wave or a booking can bring the next event.
                 Poll::Ready(None) | Poll::Pending => Poll::Pending,
             }
         })
         .await;
-        match event {
-            Event::Replies(mut replies) => {
+        match ready {
+            Ready::Sent(res) => Event::Sent(res),
+            Ready::Booked(res) => {
+                self.book_waiting();
+                Event::Booked(res)
+            }
+            Ready::Reply(first) => {
+                let mut replies = vec![first];
                 let mut f = self.flying();
                 while let Some(more) = f.set.try_join_next() {
                     replies.push(more.expect("judge task does not panic"));
                 }
-                Event::Replies(replies)
+                drop(f);
+                let pairs = replies.iter().map(Reply::pair).collect();
+                self.to_book.extend(replies);
+                if self.booking.is_none() {
+                    self.book_waiting();
+                }
+                Event::Answered(pairs)
             }
-            sent => sent,
+        }
+    }
+
+    /// Start booking the replies waiting, if any.
+    fn book_waiting(&mut self) {
+        if !self.to_book.is_empty() {
+            let replies = std::mem::take(&mut self.to_book);
+            self.booking = Some(self.record_detached(replies));
         }
     }
 
@@ -481,38 +610,49 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// [`Dispatcher::record`] as a task of its own: the driver may write the next intents and
     /// send while the verdicts are fsynced (the verdict fsync holds no lock on the books, so the
     /// intents' fsync runs at the same time). Until the task resolves the replies' intents stay
-    /// open and their reservations held: a kill meanwhile books each as stored or possibly
-    /// billed. Do not call [`Dispatcher::give_up`] before it resolves (its replies would be
-    /// booked twice).
-    pub fn record_detached(&mut self, replies: Vec<Reply<T>>) -> Recording<T> {
+    /// open: a kill meanwhile books each as stored or possibly billed.
+    fn record_detached(&mut self, replies: Vec<Reply<T>>) -> BookingTask<T> {
         let mut f = self.flying();
-        for r in &replies {
-            f.reservations.remove(&r.sent.intent);
-        }
+        let with_reservations: Vec<(Reply<T>, Reservation)> = replies
+            .into_iter()
+            .map(|r| {
+                let res = f.reservations.remove(&r.sent.intent).expect("a reply's reservation is held until booked");
+                (r, res)
+            })
+            .collect();
         drop(f);
         let (books, describe) = (self.books.clone(), self.judge.describe());
-        tokio::task::spawn_blocking(move || book_replies(&books, describe, replies))
+        tokio::task::spawn_blocking(move || book_replies(&books, describe, with_reservations))
     }
 
-    /// Stop waiting: let the waves whose intents are being written leave first, take back the
-    /// queries written ahead ([`Dispatcher::withdraw`]: not billed), then abort the requests in
-    /// flight and book each as possibly billed at its reserved worst case (their replies will
-    /// not be recorded). Returns how many were booked, their total (USD) and their reservations
-    /// (to settle in the caller's budget at their worst case), and the queries taken back (to
-    /// settle at no cost).
+    /// Stop waiting: let the waves whose intents are being written leave first, book the
+    /// replies that are in (the booking running now and those waiting), take back the queries
+    /// written ahead ([`Dispatcher::withdraw`]: not billed), then abort the requests in flight
+    /// and book each as possibly billed at its reserved worst case (their replies will not be
+    /// recorded). Returns the replies booked, how many were booked as possibly billed, their
+    /// total (USD) and their reservations (to settle in the caller's budget at their worst
+    /// case), and the queries taken back (to settle at no cost).
     ///
     /// # Errors
-    /// [`BooksError`]: a wave's intents, or the bookings, could not be written.
+    /// [`BooksError`]: a wave's intents, a record or the bookings could not be written.
     pub async fn give_up(&mut self, reason: &'static str) -> Result<GaveUp<T>, BooksError> {
         while self.waves_writing() > 0 {
             self.wave_sent().await?;
+        }
+        let mut settled = Vec::new();
+        if let Some(task) = self.booking.take() {
+            settled.extend(task.await.expect("books task does not panic")?);
+        }
+        if !self.to_book.is_empty() {
+            let replies = std::mem::take(&mut self.to_book);
+            settled.extend(self.record(replies).await?);
         }
         let unsent = self.withdraw("not sent: the run gave up on its requests in flight").await?;
         let mut set = std::mem::take(&mut self.flying().set);
         set.shutdown().await;
         let (booked, usd) = self.books_io(move |bk| bk.give_up(reason)).await?;
         let reservations = self.flying().reservations.drain().map(|(_, r)| r).collect();
-        Ok(GaveUp { booked, usd, reservations, unsent })
+        Ok(GaveUp { settled, booked, usd, reservations, unsent })
     }
 
     /// Take back the queries written ahead and not sent yet: each is closed in the books as not
@@ -524,23 +664,23 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// [`BooksError`]: the closing lines could not be written (the intents stay open, so the next
     /// open books them as possibly billed: an overcount, never an undercount).
     pub async fn withdraw(&mut self, reason: &'static str) -> Result<Vec<Unsent<T>>, BooksError> {
-        let primed: Vec<Sent<T>> = {
+        let primed: Vec<(Sent<T>, Reservation)> = {
             let mut f = self.flying();
             let primed: Vec<Sent<T>> = f.primed.drain(..).collect();
-            for s in &primed {
-                f.reservations.remove(&s.intent);
-            }
             primed
+                .into_iter()
+                .map(|s| {
+                    let res = f.reservations.remove(&s.intent).expect("a primed query's reservation is held");
+                    (s, res)
+                })
+                .collect()
         };
         if primed.is_empty() {
             return Ok(Vec::new());
         }
-        let ids: Vec<IntentId> = primed.iter().map(|s| s.intent).collect();
+        let ids: Vec<IntentId> = primed.iter().map(|(s, _)| s.intent).collect();
         self.books_io(move |bk| bk.close_unsent(&ids, reason)).await?;
-        Ok(primed
-            .into_iter()
-            .map(|Sent { query, .. }| Unsent { tag: query.tag, a: query.a, b: query.b, reservation: query.reservation })
-            .collect())
+        Ok(primed.into_iter().map(|(s, reservation)| Unsent { tag: s.tag, a: s.a, b: s.b, reservation }).collect())
     }
 
     /// Send every query of `todo` (pool, a shown first, b, tag) with at most `concurrency` in
@@ -556,7 +696,7 @@ impl<T: Send + 'static> Dispatcher<T> {
         todo: impl IntoIterator<Item = (Arc<Pool>, usize, usize, T)>,
         budget: &mut Budget,
         concurrency: usize,
-        mut each: impl FnMut(&Settled<T>) -> Flow,
+        mut each: impl FnMut(&Finished<T>) -> Flow,
     ) -> Result<DispatchReport<T>, BooksError> {
         let mut todo = todo.into_iter().peekable();
         let mut report = DispatchReport { settled: Vec::new(), unsent: 0, budget_blocked: false };
@@ -573,7 +713,7 @@ impl<T: Send + 'static> Dispatcher<T> {
                         sending = false;
                         break;
                     };
-                    let (pool, a, b, tag) = todo.next().expect("peeked");
+                    let Some((pool, a, b, tag)) = todo.next() else { break };
                     let key = self.judge.cache_key(&pool, a, b);
                     wave.push(Query { tag, pool, a, b, key, reservation });
                 }
@@ -585,12 +725,11 @@ impl<T: Send + 'static> Dispatcher<T> {
             match self.record(replies).await {
                 Ok(done) => {
                     for s in done {
-                        let stored = matches!(s.outcome, Outcome::Verdict { stored: true, .. });
-                        budget.settle(s.reservation, s.outcome.cost_usd(), stored);
-                        if each(&s) == Flow::Stop {
+                        let f = s.settle_in(budget);
+                        if each(&f) == Flow::Stop {
                             sending = false;
                         }
-                        report.settled.push(s);
+                        report.settled.push(f);
                     }
                 }
                 Err(e) => {
@@ -668,12 +807,12 @@ mod tests {
         let report = disp.dispatch_all(todo, &mut budget, 8, |_| Flow::Continue).await.unwrap();
         assert!(report.budget_blocked);
         assert_eq!((report.settled.len(), report.unsent), (11, 30 - 11));
-        assert!(budget.spent_usd <= max, "{} > {max}", budget.spent_usd);
-        assert!(budget.reserved_usd.abs() < 1e-15 && budget.in_flight == 0, "{budget:?}");
-        let books = disp.into_books();
+        assert!(budget.spent_usd() <= max, "{} > {max}", budget.spent_usd());
+        assert!(budget.reserved_usd().abs() < 1e-15 && budget.in_flight() == 0, "{budget:?}");
+        let books = disp.close().await.unwrap();
         assert_eq!((books.log().records().len(), books.in_flight()), (11, 0));
         let spent: f64 = books.log().records().iter().map(|r| r.cost_usd).sum();
-        assert!((spent - budget.spent_usd).abs() < 1e-15, "{spent} {}", budget.spent_usd);
+        assert!((spent - budget.spent_usd()).abs() < 1e-15, "{spent} {}", budget.spent_usd());
     }
 
     /// A wave handed to `send_detached` counts as in flight at once; its requests leave only
@@ -691,17 +830,12 @@ mod tests {
         let Event::Sent(sent) = disp.event().await else { panic!("the wave leaves before any reply") };
         sent.unwrap();
         assert_eq!((disp.requests_out(), disp.waves_writing(), disp.books().in_flight()), (2, 0, 2));
-        let mut replies = Vec::new();
-        while replies.len() < 2 {
-            let Event::Replies(r) = disp.event().await else { panic!("no wave is being written") };
-            replies.extend(r);
-        }
-        let settled = disp.record(replies).await.unwrap();
-        assert!(settled.iter().all(|s| matches!(s.outcome, Outcome::Verdict { stored: true, .. })));
+        let settled = booked(&mut disp, 2).await;
+        assert!(settled.iter().all(|s| matches!(s.outcome, DispatchOutcome::Verdict { stored: true, .. })));
         disp.send_detached(wave(&[(2, 3), (3, 0)], &mut budget));
         let g = disp.give_up("test").await.unwrap();
         assert_eq!((g.booked, g.reservations.len(), g.unsent.len(), disp.in_flight()), (2, 2, 0, 0));
-        let books = disp.into_books();
+        let books = disp.close().await.unwrap();
         assert_eq!((books.log().records().len(), books.in_flight()), (2, 0));
     }
 
@@ -739,16 +873,19 @@ mod tests {
         }
     }
 
-    /// Take events until `n` replies are in (a wave that left is checked).
-    async fn replies(disp: &mut Dispatcher<(usize, usize)>, n: usize) -> Vec<Reply<(usize, usize)>> {
-        let mut replies = Vec::new();
-        while replies.len() < n {
+    /// Take events until `n` queries are booked (a wave that left is checked; every reply is
+    /// announced before it is booked).
+    async fn booked(disp: &mut Dispatcher<(usize, usize)>, n: usize) -> Vec<Settled<(usize, usize)>> {
+        let (mut answered, mut settled) = (0, Vec::new());
+        while settled.len() < n {
             match disp.event().await {
                 Event::Sent(sent) => sent.unwrap(),
-                Event::Replies(r) => replies.extend(r),
+                Event::Answered(pairs) => answered += pairs.len(),
+                Event::Booked(done) => settled.extend(done.unwrap()),
             }
         }
-        replies
+        assert_eq!(answered, settled.len(), "each reply is announced, then booked");
+        settled
     }
 
     /// With a wire limit of 2, a wave of 5 has its 5 intents on disk at once, 2 requests out and
@@ -768,10 +905,9 @@ mod tests {
         let Event::Sent(sent) = disp.event().await else { panic!("the wave leaves before any reply") };
         sent.unwrap();
         assert_eq!((disp.in_flight(), disp.primed(), disp.books().in_flight()), (5, 3, 5));
-        let got = replies(&mut disp, 5).await;
-        let settled = disp.record(got).await.unwrap();
+        let settled = booked(&mut disp, 5).await;
         assert_eq!(settled.len(), 5);
-        assert!(settled.iter().all(|s| matches!(s.outcome, Outcome::Verdict { stored: true, .. })));
+        assert!(settled.iter().all(|s| matches!(s.outcome, DispatchOutcome::Verdict { stored: true, .. })));
         assert_eq!(counting.peak.load(std::sync::atomic::Ordering::SeqCst), 2, "at most 2 calls at once");
 
         disp.set_wire_limit(1);
@@ -782,10 +918,9 @@ mod tests {
         let pairs: Vec<(usize, usize)> = unsent.iter().map(|u| (u.a, u.b)).collect();
         assert_eq!(pairs, vec![(0, 2), (1, 3)], "the two behind the one sent, in order");
         assert_eq!((disp.in_flight(), disp.primed(), disp.books().in_flight()), (1, 0, 1));
-        let got = replies(&mut disp, 1).await;
-        let settled = disp.record(got).await.unwrap();
+        let settled = booked(&mut disp, 1).await;
         assert_eq!((settled[0].a, settled[0].b), (5, 0));
-        let books = disp.into_books();
+        let books = disp.close().await.unwrap();
         assert_eq!((books.log().records().len(), books.in_flight()), (6, 0));
         let closures: Vec<serde_json::Value> = std::fs::read_to_string(dir.path().join("intents.jsonl"))
             .unwrap()
@@ -809,7 +944,65 @@ mod tests {
         assert!(report.settled.len() >= 8, "{}", report.settled.len());
         assert_eq!(report.settled.len() + report.unsent, 30);
         assert!(!report.budget_blocked);
-        let books = disp.into_books();
+        let books = disp.close().await.unwrap();
         assert_eq!((books.log().records().len(), books.in_flight()), (report.settled.len(), 0));
+    }
+
+    /// [`priced`] that answers the ordered pair (0, 1) after `slow_ms` and every other at once.
+    struct OneSlow {
+        inner: Arc<dyn Judge>,
+        slow_ms: u64,
+    }
+
+    impl Judge for OneSlow {
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+            self.inner.cache_key(pool, a, b)
+        }
+        fn judge<'a>(
+            &'a self,
+            pool: &'a Pool,
+            a: usize,
+            b: usize,
+        ) -> crate::judge::BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+            Box::pin(async move {
+                if (a, b) == (0, 1) {
+                    tokio::time::sleep(std::time::Duration::from_millis(self.slow_ms)).await;
+                }
+                self.inner.judge(pool, a, b).await
+            })
+        }
+    }
+
+    /// A wave's replies are in and booked while the task that sent it is still running (it
+    /// lingers after its requests left, while an earlier request is still out): every query is
+    /// settled, yet the dispatcher still holds that task and its handle on the books. `close`
+    /// waits for it and hands the books back; it never asserts that nothing is in flight (a
+    /// finished run once panicked there, before writing result.json).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn close_waits_for_a_wave_task_that_outlives_its_replies() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(4);
+        let judge: Arc<dyn Judge> = Arc::new(OneSlow { inner: priced(0), slow_ms: 150 });
+        let mut budget = Budget::new(None, None, 0, 0.0);
+        let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), Books::open(dir.path()).unwrap().0);
+        disp.send_detached(wave(&judge, &pool, &[(0, 1)], &mut budget));
+        let Event::Sent(sent) = disp.event().await else { panic!("the first wave leaves first") };
+        sent.unwrap();
+        disp.wave_linger = std::time::Duration::from_millis(600);
+        disp.send_detached(wave(&judge, &pool, &[(1, 0), (2, 3)], &mut budget));
+        let mut settled = Vec::new();
+        while settled.len() < 3 {
+            match disp.event().await {
+                Event::Sent(_) => panic!("the second wave's task lingers past its replies"),
+                Event::Answered(_) => {}
+                Event::Booked(done) => settled.extend(done.unwrap()),
+            }
+        }
+        assert_eq!((disp.waves_writing(), disp.in_flight()), (1, 2), "the lingering wave still counts");
+        let books = disp.close().await.unwrap();
+        assert_eq!((books.log().records().len(), books.in_flight()), (3, 0));
     }
 }

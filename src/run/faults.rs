@@ -1,5 +1,5 @@
-//! What a run does with failed queries, kept in two small types the loop calls after each
-//! query (no I/O, no clock):
+//! What a run does with failed queries, kept in small types the loop calls after each query (no
+//! I/O, no clock): [`Faults`] holds them together and settles each outcome with the scheduler;
 //!
 //! - [`Quarantine`]: a pair whose queries failed `max_failed_queries_per_pair` times (both
 //!   orders counted together) is set aside for the rest of this invocation: acquisition never
@@ -12,7 +12,11 @@
 //!   same one comes back [`ENDPOINT_STRIKES`] times with no success in between, instead of
 //!   paying for many identical failures.
 
-use std::collections::BTreeMap;
+use super::dispatch::{DispatchOutcome, Settled};
+use super::schedule::{Dispatch, Scheduler};
+use crate::judge::{Judge, JudgeError};
+use crate::report::progress::Progress;
+use std::collections::{BTreeMap, HashSet};
 
 /// Identical endpoint-wide failures in a row (no success between) that stop a run.
 pub const ENDPOINT_STRIKES: usize = 3;
@@ -134,6 +138,121 @@ impl EndpointGuard {
         (self.strikes >= ENDPOINT_STRIKES).then(|| {
             format!("{} queries in a row failed the same way, which no other pair would fix: {message}", self.strikes)
         })
+    }
+}
+
+/// What a run's failed and invalid queries have done so far (docs/live.md, "Faults"): the
+/// failures counted, the pairs set aside, endpoint-wide errors, and the messages of the two stops
+/// they can cause (a failing judge, the invalid-reply rate). The decisions are the scheduler's
+/// ([`Scheduler::rounds_failing`], [`Scheduler::judge_replies`]); this keeps the words.
+pub struct Faults {
+    /// Failed queries in this invocation.
+    pub failed: usize,
+    /// The last error of a failed query.
+    pub last_error: String,
+    /// Pairs set aside after repeated failures.
+    pub quarantine: Quarantine,
+    guard: EndpointGuard,
+    /// Why the run stops for its judge.
+    pub failing: Option<String>,
+    /// Why the run stops for its invalid-reply rate (`judge.openai.max_invalid_rate`).
+    pub invalid_stop: Option<String>,
+    /// Queries the judge has no verdict for (`JudgeError::Unavailable`): set aside, never re-picked.
+    pub unavailable: HashSet<(usize, usize)>,
+}
+
+impl Faults {
+    /// No fault yet; a pair is set aside after `max_failed_queries_per_pair` failed queries.
+    pub fn new(max_failed_queries_per_pair: u32) -> Self {
+        Self {
+            failed: 0,
+            last_error: String::new(),
+            quarantine: Quarantine::new(max_failed_queries_per_pair),
+            guard: EndpointGuard::new(),
+            failing: None,
+            invalid_stop: None,
+            unavailable: HashSet::new(),
+        }
+    }
+
+    /// The judge failed before its first query (its endpoint check).
+    pub fn judge_unreachable(&mut self, message: String) {
+        self.last_error = message.clone();
+        self.failing = Some(message);
+    }
+
+    /// The words of a failing judge once the scheduler counts it failing for its rounds without
+    /// any verdict (kept from the moment it first does).
+    pub fn note_failed_rounds(&mut self, sched: &Scheduler) {
+        if !sched.rounds_failing() || self.failing.is_some() {
+            return;
+        }
+        let s = sched.settings();
+        self.failing = Some(match s.dispatch {
+            Dispatch::WaitForBatch => format!(
+                "{} queries failed in {} consecutive rounds without any verdict; last error: {}",
+                self.failed,
+                sched.failed_rounds(),
+                self.last_error
+            ),
+            Dispatch::Pipelined => format!(
+                "{} queries failed ({} in a row without any verdict); last error: {}",
+                self.failed,
+                sched.failed_rounds() * s.refit_every,
+                self.last_error
+            ),
+        });
+    }
+
+    /// Tell the scheduler how a query ended, and count, set aside or note a stop as its outcome
+    /// asks.
+    pub fn settle(&mut self, settled: Settled<()>, sched: &mut Scheduler, judge: &dyn Judge, progress: &Progress) {
+        let (a, b, res) = (settled.a, settled.b, settled.reservation);
+        let (ida, idb) = (&settled.pool.items[a].id, &settled.pool.items[b].id);
+        match settled.outcome {
+            DispatchOutcome::Verdict { cost_usd, stored } => {
+                sched.stored_verdict(a, b, res, cost_usd, stored);
+                self.guard.succeeded();
+                if let Some(st) = judge.stats()
+                    && sched.judge_replies(st.replies, st.invalid_replies)
+                {
+                    let m = crate::report::result::invalid_rate_message(&st, sched.settings().invalid_rate);
+                    progress.println(&format!("stopping: {m}"));
+                    self.invalid_stop = Some(m);
+                }
+            }
+            // No verdict exists (a replay's recording lacks it): set aside, not a failure; or
+            // the judge cannot go on: the run stops as for a failing judge, with its message.
+            DispatchOutcome::Failed(e @ (JudgeError::Unavailable { .. } | JudgeError::Fatal { .. })) => {
+                sched.set_aside(a, b, res);
+                if matches!(e, JudgeError::Unavailable { .. }) {
+                    self.unavailable.insert((a, b));
+                } else {
+                    self.last_error = e.to_string();
+                    self.failing.get_or_insert(self.last_error.clone());
+                }
+            }
+            DispatchOutcome::Failed(e) => {
+                self.failed += 1;
+                self.last_error = e.to_string();
+                tracing::warn!("query {ida} vs {idb} failed: {e}");
+                let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
+                if e.setting().is_none() && self.quarantine.failed(a, b, &self.last_error, unjudgeable) {
+                    tracing::warn!(
+                        "{ida} vs {idb} set aside for the rest of this run after {} failed queries",
+                        self.quarantine.failures(a, b)
+                    );
+                }
+                sched.failed(a, b, res, e.cost_usd(), false);
+                sched.exclude(self.quarantine.ordered_pairs());
+                if let Some(why) = self.guard.failed(e.setting(), &self.last_error) {
+                    self.failing.get_or_insert(why);
+                }
+                if sched.settings().dispatch == Dispatch::Pipelined {
+                    self.note_failed_rounds(sched);
+                }
+            }
+        }
     }
 }
 

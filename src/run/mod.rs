@@ -1,22 +1,79 @@
-//! Algorithm 1 of the paper (App. A; docs/model.md): fit → top-k membership → acquisition →
-//! query → store → refit. [`live`] drives it against a judge (async, verdict ledger, budget,
-//! progress) and sends every query through [`dispatch`], the one judge dispatcher that `gate`
-//! and `audit` use too (intent before each request, replies and paid failures booked, budget
-//! reservations); [`sim`] is the same loop without I/O, shared by `simulate` and the tests;
-//! [`faults`] holds what the live loop does with failed queries (set-aside pairs, endpoint-wide
-//! failures); [`queries`] is the one definition of a run's ordered pairs and of the next picks,
-//! shared by the run, its dry run and the commands that re-read a run folder; [`schedule`] is
-//! the pure scheduler (what to send, when to refit, when to stop; wait-for-batch or pipelined)
-//! that [`live`] and [`sim_time`] (the same loop in virtual time, with a latency model) drive;
-//! [`throughput`] measures the achieved request rate.
+//! Algorithm 1 of the paper (App. A; docs/model.md §3): fit → top-k membership → acquisition →
+//! query → store → refit. One state machine decides: [`schedule`] says what to send, when to
+//! refit and when to stop (every stop rule is there). Three drivers execute it: [`live`] against
+//! a judge that takes time (async; every query through [`dispatch`], the one judge dispatcher
+//! that `gate` and `audit` use too: intent before each request, replies and paid failures
+//! booked), [`sim`] with an instant judge (shared by `simulate` and the tests), and
+//! [`sim_time`] in virtual time with a latency model. Around the live driver: [`folder`] opens
+//! the run folder, [`faults`] keeps what failed queries did, [`observe`] writes fits.jsonl and
+//! the progress line, [`interrupt`] handles Ctrl-C, [`throughput`] measures the request rate.
+//! [`queries`] is the one definition of a run's ordered pairs and of the next picks, shared by
+//! the run, its dry run and the commands that re-read a run folder; [`pending`] weighs the
+//! queries in flight when a pipelined run picks.
 
 pub mod dispatch;
 pub mod faults;
+pub mod folder;
 pub mod interrupt;
 pub mod live;
+pub mod observe;
 pub mod pending;
 pub mod queries;
 pub mod schedule;
 pub mod sim;
 pub mod sim_time;
 pub mod throughput;
+
+use crate::model::FitError;
+use crate::store::books::BooksError;
+use crate::store::ledger::CacheError;
+use crate::store::lock::LockError;
+use std::path::PathBuf;
+
+/// Errors of a run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Output files.
+    #[error("{path}: {source}")]
+    Io {
+        /// The run-folder file (result.json, report, config copy, …) that could not be written.
+        path: PathBuf,
+        /// The I/O error from the operating system.
+        source: std::io::Error,
+    },
+    /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// The run folder's books (verdicts, paid failures, intents).
+    #[error(transparent)]
+    Books(#[from] BooksError),
+    /// Another process runs in this folder, or its lock cannot be taken.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The Ctrl-C / SIGTERM handlers could not be installed.
+    #[error("installing the Ctrl-C and SIGTERM handlers: {0}")]
+    Signals(std::io::Error),
+    /// The Bradley–Terry MAP fit failed (Newton did not converge, or the Hessian is not positive definite).
+    #[error(transparent)]
+    Fit(#[from] FitError),
+    /// The judge failed (endpoint not reachable, the same endpoint-wide error again, or rounds
+    /// without any verdict); result.json was still written, with `stop_reason: judge_failing`.
+    #[error("the judge is failing, so the run stopped (result.json holds the verdicts so far): {message}")]
+    JudgeFailing {
+        /// Why, naming the setting to change when there is one.
+        message: String,
+    },
+}
+
+/// Options that are not part of the config.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Show the progress bar (still hidden when stdout is not a terminal).
+    pub progress: bool,
+    /// Print the summary table to stdout.
+    pub print: bool,
+    /// Handle Ctrl-C and SIGTERM (the binary does): the first stops sending and waits up to
+    /// `interrupt_grace_s` for the requests in flight, the second exits the process at once
+    /// ([`interrupt`]). Off, the caller's own signal handling is left alone.
+    pub handle_signals: bool,
+}

@@ -14,7 +14,7 @@ use crate::analysis::design::{self, DesignKind};
 use crate::config::run::Config;
 use crate::domain::pool::Pool;
 use crate::domain::rng::ChaCha8Rng;
-use crate::domain::verdict::ItemVerdict;
+use crate::domain::verdict::{ItemVerdict, StoredVerdict};
 use crate::judge::Judge;
 use crate::model::laplace::Posterior;
 use crate::store::ledger::VerdictRecord;
@@ -176,6 +176,22 @@ impl<'a> RunQueries<'a> {
     /// item pair), with their ordered pairs.
     pub fn stored<'r>(&self, records: &'r [VerdictRecord]) -> Vec<(usize, usize, &'r VerdictRecord)> {
         records.iter().filter_map(|r| self.learn(&r.key, &r.a, &r.b).map(|(a, b)| (a, b, r))).collect()
+    }
+
+    /// This run's stored verdicts among `records`, in the order stored; `strong_preference_weight`
+    /// weighs a strong preference's likelihood term.
+    pub fn stored_verdicts(&self, records: &[VerdictRecord], strong_preference_weight: f64) -> Vec<StoredVerdict> {
+        self.stored(records)
+            .into_iter()
+            .map(|(a, b, r)| StoredVerdict {
+                a,
+                b,
+                y: r.y,
+                cost_usd: r.cost_usd,
+                usage: r.usage,
+                weight: r.weight(strong_preference_weight),
+            })
+            .collect()
     }
 
     /// The valid verdicts among this run's records, each with the weight of its likelihood term

@@ -24,6 +24,7 @@ pub use crate::config::run::Dispatch;
 use crate::domain::pool::Pool;
 use crate::domain::rng;
 use crate::model::laplace::Posterior;
+use crate::report::schema::StopReason;
 use crate::store::budget::{Budget, Reservation};
 use std::collections::{HashSet, VecDeque};
 
@@ -40,11 +41,28 @@ pub struct ScheduleSettings {
     /// before a slot frees; docs/live.md, "Concurrency"); [`Dispatch::write_ahead`]. Ignored for
     /// wait-for-batch.
     pub write_ahead: usize,
+    /// ε of the `confidence` stop (`acquisition.confidence`): stop once every π is ≤ ε or
+    /// ≥ 1 − ε; `None`: off.
+    pub confidence: Option<f64>,
+    /// The invalid-reply stop (`judge.openai.max_invalid_rate`): the largest share of invalid
+    /// replies, and the replies parsed before the rule applies; `None`: off.
+    pub invalid_rate: Option<(f64, u64)>,
 }
+
+impl ScheduleSettings {
+    /// Settings with the stop rules `confidence` and `invalid_rate` off.
+    pub fn new(refit_every: usize, concurrency: usize, dispatch: Dispatch, write_ahead: usize) -> Self {
+        Self { refit_every, concurrency, dispatch, write_ahead, confidence: None, invalid_rate: None }
+    }
+}
+
+/// Rounds in a row without any verdict after which the judge counts as failing.
+pub const FAILED_ROUNDS_STOP: usize = 3;
 
 /// What the acquisition rule needs besides the posterior: the pool and its covariates, the
 /// design, the strategy and the run seed (the acquisition stream is keyed by the number of
-/// pairs asked, pending or excluded, as in every version of the runner).
+/// pairs asked, pending or excluded, as in every version of the runner), and each query's
+/// worst-case cost (USD), reserved before it is sent.
 #[derive(Clone, Copy)]
 pub struct PickRule<'a> {
     /// The pool (item → base).
@@ -63,6 +81,13 @@ pub struct PickRule<'a> {
     pub orders: Orders,
     /// The run seed (`acquisition.seed`).
     pub seed: u64,
+    /// The worst-case cost of the ordered query (a, b), USD (0 for free judges).
+    pub worst_usd: &'a (dyn Fn(usize, usize) -> f64 + Sync),
+}
+
+/// A judge that costs nothing: worst case 0 USD for every query.
+pub fn free(_: usize, _: usize) -> f64 {
+    0.0
 }
 
 /// The current posterior as the scheduler sees it: the Laplace posterior and top-k membership π
@@ -74,8 +99,52 @@ pub struct Fitted<'a> {
     pub membership: &'a [f64],
 }
 
+/// What the driver knows that the scheduler does not: signals from outside the loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Signals {
+    /// Ctrl-C or SIGTERM: send nothing more, wait for the requests in flight, then stop.
+    pub interrupted: bool,
+    /// The judge cannot go on (its endpoint is not there, the same endpoint-wide error came
+    /// back, or it said it cannot).
+    pub judge_failing: bool,
+    /// The last refit failed: no ranking can be claimed; stop once nothing is in flight.
+    pub fit_failed: bool,
+}
+
+/// A query picked and reserved: the ordered pair (a shown first) and its budget reservation,
+/// to hand back with its outcome.
+#[derive(Debug)]
+pub struct Pick {
+    /// Item shown first.
+    pub a: usize,
+    /// Item shown second.
+    pub b: usize,
+    /// The worst-case cost reserved for it.
+    pub reservation: Reservation,
+}
+
+/// What the driver does next ([`Scheduler::next_action`]).
+#[derive(Debug)]
+pub enum Action {
+    /// Start a refit ([`Scheduler::fit_started`] says on how many stored verdicts) and report it
+    /// with [`Scheduler::fit_finished`].
+    Refit,
+    /// Send these queries (pending from now on; report each outcome).
+    Send(Vec<Pick>),
+    /// Nothing to do until an event: a reply, a finished refit or a signal. `stopping`: the run
+    /// is stopping, so queries written ahead and not sent are taken back ([`Scheduler::withdrawn`]).
+    Wait {
+        /// Whether a stop rule holds and the run only waits for what is in flight.
+        stopping: bool,
+    },
+    /// The run is over: nothing is in flight, no refit runs, and the posterior has seen every
+    /// stored verdict (or the fit failed).
+    Stop(StopReason),
+}
+
 /// The scheduler (see the module doc).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
+#[cfg_attr(test, derive(Clone))]
 pub struct Scheduler {
     s: ScheduleSettings,
     total_pairs: usize,
@@ -103,6 +172,10 @@ pub struct Scheduler {
     /// Pipelined: failed queries since the last stored verdict.
     failed_streak: usize,
     budget: Budget,
+    /// A reservation failed (`max_usd`); tried again once a query settles.
+    usd_blocked: bool,
+    /// The share of invalid replies passed its limit ([`ScheduleSettings::invalid_rate`]).
+    invalid_stop: bool,
     /// Refits finished so far: which posterior a [`Prefetched`] belongs to.
     fits_done: u64,
     /// Pipelined top-k: pending-aware weights computed ahead of need ([`Scheduler::prefetch`]).
@@ -162,6 +235,8 @@ impl Scheduler {
             failed_rounds: 0,
             failed_streak: 0,
             budget,
+            usd_blocked: false,
+            invalid_stop: false,
             fits_done: 0,
             prefetched: None,
         }
@@ -185,6 +260,11 @@ impl Scheduler {
     /// The budget (limits, spend, reservations of the queries in flight).
     pub fn budget(&self) -> &Budget {
         &self.budget
+    }
+
+    /// Set the comparison limit (a simulated path's next checkpoint).
+    pub fn set_max_comparisons(&mut self, max: Option<u64>) {
+        self.budget.set_max_comparisons(max);
     }
 
     /// Every pair that is not a candidate: stored, excluded, in flight or waiting in the batch.
@@ -212,11 +292,11 @@ impl Scheduler {
         self.stored[from..].iter().chain(&self.pending).copied().collect()
     }
 
-    /// Whether a refit should start now: none is running, and this is the first one; or
-    /// (wait-for-batch) the round is over; or (pipelined) R verdicts were stored since the last
-    /// one, or nothing is in flight and some verdict is not fitted yet.
+    /// Whether a refit should start now: none is running and no reply is being booked, and
+    /// this is the first one; or (wait-for-batch) the round is over; or (pipelined) R verdicts
+    /// were stored since the last one, or nothing is in flight and some verdict is not fitted yet.
     pub fn wants_fit(&self) -> bool {
-        if self.fitting.is_some() {
+        if self.fitting.is_some() || !self.answered.is_empty() {
             return false;
         }
         let Some(fitted) = self.fitted else { return true };
@@ -291,12 +371,6 @@ impl Scheduler {
             && self.fitted == Some(self.stored.len())
     }
 
-    /// Whether the round just ended brought verdicts (wait-for-batch; pipelined: whether any
-    /// verdict was stored since the last refit started).
-    pub fn sent_since_fit(&self) -> usize {
-        self.sent_since_fit
-    }
-
     fn end_round(&mut self) {
         if self.round_stored == 0 && self.round_failed > 0 {
             self.failed_rounds += 1;
@@ -308,8 +382,8 @@ impl Scheduler {
     }
 
     /// Rounds in a row without any verdict in which some query failed (wait-for-batch: rounds
-    /// between refits; pipelined: every R failed queries since the last verdict). The runner
-    /// stops for a failing judge at 3.
+    /// between refits; pipelined: every R failed queries since the last verdict). The run
+    /// stops for a failing judge at [`FAILED_ROUNDS_STOP`].
     pub fn failed_rounds(&self) -> usize {
         match self.s.dispatch {
             Dispatch::WaitForBatch => self.failed_rounds,
@@ -317,9 +391,148 @@ impl Scheduler {
         }
     }
 
+    /// Whether the judge counts as failing for its rounds without any verdict.
+    pub fn rounds_failing(&self) -> bool {
+        self.failed_rounds() >= FAILED_ROUNDS_STOP
+    }
+
     /// Wait-for-batch: this round's (verdicts stored, queries failed).
     pub fn round(&self) -> (usize, usize) {
         (self.round_stored, self.round_failed)
+    }
+
+    /// The judge's counts in this invocation: `replies` parsed, `invalid` of them without a
+    /// usable verdict. Returns true when this passes the invalid-reply limit
+    /// ([`ScheduleSettings::invalid_rate`]) for the first time: the run then stops sending.
+    pub fn judge_replies(&mut self, replies: u64, invalid: u64) -> bool {
+        let Some((max, min_replies)) = self.s.invalid_rate else { return false };
+        if self.invalid_stop || replies < min_replies.max(1) || (invalid as f64) <= max * replies as f64 {
+            return false;
+        }
+        self.invalid_stop = true;
+        true
+    }
+
+    /// Whether the current fit decides every top-k membership within ε (the `confidence` stop).
+    fn confident(&self, fit: Option<&Fitted<'_>>) -> bool {
+        match (self.s.confidence, fit) {
+            (Some(eps), Some(f)) => f.membership.iter().all(|p| *p <= eps || *p >= 1.0 - eps),
+            _ => false,
+        }
+    }
+
+    /// Why nothing more may be sent, if a stop rule holds (the run then waits for what is in
+    /// flight): a failed fit, a failing judge, an interrupt, the invalid-reply limit, or a
+    /// confident fit.
+    fn stopping(&self, fit: Option<&Fitted<'_>>, sig: Signals) -> bool {
+        sig.fit_failed
+            || sig.judge_failing
+            || self.rounds_failing()
+            || sig.interrupted
+            || self.invalid_stop
+            || self.confident(fit)
+    }
+
+    /// The stop rules at a quiet point, in order: a failing judge, no pair left to ask, a
+    /// confident fit, no comparison left, an interrupt, the invalid-reply limit.
+    fn stop_reason(&self, fit: Option<&Fitted<'_>>, sig: Signals) -> Option<StopReason> {
+        if sig.judge_failing || self.rounds_failing() {
+            Some(StopReason::JudgeFailing)
+        } else if self.all_asked() {
+            Some(StopReason::Exhausted)
+        } else if self.confident(fit) {
+            Some(StopReason::Confident)
+        } else if self.budget.comparisons_left() == 0 {
+            Some(StopReason::MaxComparisons)
+        } else if sig.interrupted {
+            Some(StopReason::Interrupted)
+        } else if self.invalid_stop {
+            Some(StopReason::MaxInvalidRate)
+        } else {
+            None
+        }
+    }
+
+    /// The next action of Algorithm 1 (docs/model.md §3) given the current posterior `fit`
+    /// (`None` before the first refit or after a failed one) and the outside `signals`:
+    /// 1. a refit when one is due, also while stopping, so the final fit covers every verdict;
+    /// 2. after a failed fit: stop once nothing is in flight;
+    /// 3. at a quiet point, the stop rules, in order: a failing judge, no pair left, a confident
+    ///    fit, no comparison left, an interrupt, the invalid-reply limit;
+    /// 4. while a stop rule holds, or a reservation failed: wait for what is in flight;
+    /// 5. otherwise the next picks, each reserved at its worst case: sent, or, when not even one
+    ///    fits in `max_usd` with nothing in flight, stop (`max_usd`); no pick at a quiet point
+    ///    means no open pair is left.
+    ///
+    /// [`Action::Wait`] comes only while something is in flight or a refit runs.
+    pub fn next_action(&mut self, rule: &PickRule<'_>, fit: Option<&Fitted<'_>>, sig: Signals) -> Action {
+        let stopping = self.stopping(fit, sig);
+        if stopping {
+            // Wait-for-batch: the rest of this batch is not sent; the round ends when the
+            // replies in flight are in.
+            self.batch.clear();
+        }
+        if sig.fit_failed {
+            return if self.pending.is_empty() && self.fitting.is_none() {
+                Action::Stop(StopReason::FitFailed)
+            } else {
+                Action::Wait { stopping: true }
+            };
+        }
+        if self.wants_fit() {
+            return Action::Refit;
+        }
+        if self.quiet()
+            && let Some(reason) = self.stop_reason(fit, sig)
+        {
+            return Action::Stop(reason);
+        }
+        if stopping || self.usd_blocked {
+            return self.wait(stopping);
+        }
+        let picks = match fit {
+            Some(f) => self.next(rule, f),
+            None => Vec::new(),
+        };
+        if picks.is_empty() {
+            return if self.quiet() { Action::Stop(StopReason::Exhausted) } else { self.wait(false) };
+        }
+        let mut sent = Vec::with_capacity(picks.len());
+        for (a, b) in picks {
+            let Some(reservation) = self.budget.try_reserve((rule.worst_usd)(a, b)) else {
+                self.usd_blocked = true;
+                self.batch.clear();
+                break;
+            };
+            self.sent(a, b);
+            sent.push(Pick { a, b, reservation });
+        }
+        if sent.is_empty() {
+            return if self.pending.is_empty() { Action::Stop(StopReason::MaxUsd) } else { self.wait(false) };
+        }
+        Action::Send(sent)
+    }
+
+    /// [`Action::Wait`], or a stop when nothing is in flight and no refit runs (nothing could
+    /// bring an event): the loop has nothing left to do.
+    fn wait(&self, stopping: bool) -> Action {
+        if self.pending.is_empty() && self.fitting.is_none() {
+            return Action::Stop(StopReason::Exhausted);
+        }
+        Action::Wait { stopping }
+    }
+
+    /// Send `pairs`, chosen by the driver instead of the acquisition rule (a simulated budget of
+    /// every ordered pair asks all that are left at once), each reserved at no cost.
+    pub fn send_chosen(&mut self, pairs: impl IntoIterator<Item = (usize, usize)>) -> Vec<Pick> {
+        let mut out = Vec::new();
+        for (a, b) in pairs {
+            if let Some(reservation) = self.budget.try_reserve(0.0) {
+                self.sent(a, b);
+                out.push(Pick { a, b, reservation });
+            }
+        }
+        out
     }
 
     /// The next queries to send now, at most `concurrency` in flight, from the posterior `fit`
@@ -333,8 +546,7 @@ impl Scheduler {
     /// The picks follow [`super::queries::next_picks`]: a missing other order first, then the
     /// paired design's within-base queries, then the acquisition rule. Empty when nothing is to
     /// be sent now; at a [`Scheduler::quiet`] point an empty answer means no open pair is left.
-    /// Each returned pair must be reported by [`Scheduler::sent`] or [`Scheduler::unsent`].
-    pub fn next(&mut self, rule: &PickRule<'_>, fit: &Fitted<'_>) -> Vec<(usize, usize)> {
+    fn next(&mut self, rule: &PickRule<'_>, fit: &Fitted<'_>) -> Vec<(usize, usize)> {
         let ahead = if self.s.dispatch == Dispatch::Pipelined { self.s.write_ahead } else { 0 };
         let free = (self.s.concurrency + ahead).saturating_sub(self.pending.len() - self.answered.len());
         if free == 0 || self.fitted.is_none() {
@@ -415,29 +627,19 @@ impl Scheduler {
         picks
     }
 
-    /// Reserve the budget for one query of worst-case cost `worst_usd`; `None` when it would pass
-    /// `max_comparisons` or `max_usd` (counting every query in flight at its worst case).
-    pub fn reserve(&mut self, worst_usd: f64) -> Option<Reservation> {
-        self.budget.try_reserve(worst_usd)
-    }
-
     /// The query (a, b), reserved, was sent: it is pending until it resolves.
-    pub fn sent(&mut self, a: usize, b: usize) {
+    fn sent(&mut self, a: usize, b: usize) {
         self.pending.push((a, b));
         self.sent_since_fit += 1;
     }
 
-    /// Picks that will not be sent (no budget left, or the run is stopping): wait-for-batch drops
-    /// the rest of its batch too.
-    pub fn unsent(&mut self) {
-        self.batch.clear();
-    }
-
-    fn resolve(&mut self, a: usize, b: usize) {
+    fn resolve(&mut self, a: usize, b: usize, res: Reservation, cost_usd: f64, stored: bool) {
         if let Some(i) = self.pending.iter().position(|&q| q == (a, b)) {
             self.pending.remove(i);
         }
         self.answered.remove(&(a, b));
+        self.budget.settle(res, cost_usd, stored);
+        self.usd_blocked = false;
     }
 
     /// The reply of the pending query (a, b) is in and being booked: its slot is free for the
@@ -452,8 +654,7 @@ impl Scheduler {
     /// A verdict (valid or invalid) of (a, b) was stored and fsynced; `stored` is false for a
     /// duplicate record (the budget does not count it twice).
     pub fn stored_verdict(&mut self, a: usize, b: usize, res: Reservation, cost_usd: f64, stored: bool) {
-        self.resolve(a, b);
-        self.budget.settle(res, cost_usd, stored);
+        self.resolve(a, b, res, cost_usd, stored);
         if self.stored_set.insert((a, b)) {
             self.stored.push((a, b));
         }
@@ -463,8 +664,7 @@ impl Scheduler {
 
     /// A query of (a, b) failed at `cost_usd` (it may be asked again unless `set_aside`).
     pub fn failed(&mut self, a: usize, b: usize, res: Reservation, cost_usd: f64, set_aside: bool) {
-        self.resolve(a, b);
-        self.budget.settle(res, cost_usd, false);
+        self.resolve(a, b, res, cost_usd, false);
         if set_aside {
             self.excluded.insert((a, b));
         }
@@ -472,11 +672,11 @@ impl Scheduler {
         self.failed_streak += 1;
     }
 
-    /// The pending query (a, b), written ahead, was withdrawn before it was sent (the run stopped
-    /// sending): settled at no cost, and it may be picked again.
+    /// The pending query (a, b), written ahead or about to leave, was withdrawn before it was
+    /// sent (the run stopped sending): settled at no cost, and it may be picked again.
     pub fn withdrawn(&mut self, a: usize, b: usize, res: Reservation) {
-        self.resolve(a, b);
-        self.budget.settle(res, 0.0, false);
+        self.resolve(a, b, res, 0.0, false);
+        self.sent_since_fit = self.sent_since_fit.saturating_sub(1);
     }
 
     /// Ordered pairs set aside for the rest of the run (e.g. after repeated failures): never
@@ -488,8 +688,7 @@ impl Scheduler {
     /// A query of (a, b) has no verdict and never will (e.g. missing from a recording), or the
     /// judge cannot go on: settled at no cost and set aside, not counted as a failure.
     pub fn set_aside(&mut self, a: usize, b: usize, res: Reservation) {
-        self.resolve(a, b);
-        self.budget.settle(res, 0.0, false);
+        self.resolve(a, b, res, 0.0, false);
         self.excluded.insert((a, b));
     }
 
@@ -497,7 +696,7 @@ impl Scheduler {
     /// full reservation (booked as possibly billed) and leaves the pending set.
     pub fn gave_up(&mut self, reservations: impl IntoIterator<Item = Reservation>) {
         for r in reservations {
-            self.budget.settle(r, r.usd, false);
+            self.budget.settle_at_worst(r);
         }
         self.pending.clear();
         self.answered.clear();
@@ -550,10 +749,13 @@ mod tests {
     }
 
     fn settings(refit_every: usize, concurrency: usize, dispatch: Dispatch) -> ScheduleSettings {
-        ScheduleSettings { refit_every, concurrency, dispatch, write_ahead: 0 }
+        ScheduleSettings::new(refit_every, concurrency, dispatch, 0)
     }
 
-    const R0: Reservation = Reservation { usd: 0.0 };
+    /// A reservation at no cost, outside any scheduler (for queries the test settles by hand).
+    fn r0() -> Reservation {
+        Budget::default().try_reserve(0.0).expect("no limit")
+    }
 
     /// [`fitted`] with both orders of its 20 queried pairs marked queried (40), so no missing
     /// other order comes first and the acquisition rule makes every pick.
@@ -568,6 +770,7 @@ mod tests {
             strategy: StrategyKind::Topk,
             orders: Orders::Both,
             seed: 1,
+            worst_usd: &free,
         }
     }
 
@@ -578,9 +781,10 @@ mod tests {
         f
     }
 
-    /// Reserve (at no cost) and send (a, b).
+    /// Reserve (at no cost) and send (a, b); the reservation is dropped (the tests settle with
+    /// [`r0`]), which the scheduler's own budget does not see.
     fn send(s: &mut Scheduler, a: usize, b: usize) {
-        assert!(s.reserve(0.0).is_some());
+        let _ = s.budget.try_reserve(0.0).expect("room");
         s.sent(a, b);
     }
 
@@ -594,15 +798,14 @@ mod tests {
                 s.fit_finished();
             }
             for (a, b) in s.next(rule, fit) {
-                assert!(s.reserve(0.0).is_some());
-                s.sent(a, b);
+                send(s, a, b);
                 order.push((a, b));
             }
             if order.len() >= max_sends && s.pending().is_empty() {
                 break;
             }
             let Some(&(a, b)) = s.pending().first() else { break };
-            s.stored_verdict(a, b, R0, 0.0, true);
+            s.stored_verdict(a, b, r0(), 0.0, true);
         }
         order
     }
@@ -627,17 +830,17 @@ mod tests {
             send(&mut s, a, b);
         }
         assert!(s.next(&rule, &fit).is_empty(), "4 in flight");
-        s.stored_verdict(want[0].0, want[0].1, R0, 0.0, true);
+        s.stored_verdict(want[0].0, want[0].1, r0(), 0.0, true);
         assert!(!s.wants_fit());
         assert_eq!(s.next(&rule, &fit), vec![want[4]]);
         send(&mut s, want[4].0, want[4].1);
         for &(a, b) in &want[1..5] {
-            s.stored_verdict(a, b, R0, 0.0, true);
+            s.stored_verdict(a, b, r0(), 0.0, true);
         }
         assert_eq!(s.next(&rule, &fit), vec![want[5]]);
         send(&mut s, want[5].0, want[5].1);
         assert!(!s.wants_fit(), "one still in flight");
-        s.stored_verdict(want[5].0, want[5].1, R0, 0.0, true);
+        s.stored_verdict(want[5].0, want[5].1, r0(), 0.0, true);
         assert!(s.wants_fit());
         assert_eq!(s.fit_started(), 46);
         assert!(s.next(&rule, &fit).is_empty(), "no picks while the refit runs");
@@ -669,11 +872,11 @@ mod tests {
         // Withdraw the last pick written ahead: no longer pending, not counted as spent or as a
         // comparison, and it may be picked again.
         let last = *first.last().unwrap();
-        let (comparisons, in_flight) = (s.budget().comparisons, s.budget().in_flight);
-        s.withdrawn(last.0, last.1, R0);
+        let (comparisons, in_flight) = (s.budget().comparisons(), s.budget().in_flight());
+        s.withdrawn(last.0, last.1, r0());
         assert!(!s.pending().contains(&last) && !s.unavailable_for_picking().contains(&last));
-        assert_eq!((s.budget().comparisons, s.budget().in_flight), (comparisons, in_flight - 1));
-        assert!(s.budget().reserved_usd.abs() < 1e-15 && s.budget().spent_usd == 0.0);
+        assert_eq!((s.budget().comparisons(), s.budget().in_flight()), (comparisons, in_flight - 1));
+        assert!(s.budget().reserved_usd().abs() < 1e-15 && s.budget().spent_usd() == 0.0);
         let wfb = ScheduleSettings { write_ahead: 2, ..settings(4, 8, Dispatch::WaitForBatch) };
         let mut w = Scheduler::new(wfb, 90, f.queried.clone(), [], Budget::default());
         w.fit_started();
@@ -701,7 +904,7 @@ mod tests {
         // Three verdicts: no refit yet (R = 4); the 3 free slots are filled at once, counting
         // the 8 unfitted queries; the 4th verdict asks for a refit while 8 are in flight.
         for &(a, b) in &first[..3] {
-            s.stored_verdict(a, b, R0, 0.0, true);
+            s.stored_verdict(a, b, r0(), 0.0, true);
         }
         assert!(!s.wants_fit());
         let more = s.next(&rule, &fit);
@@ -725,7 +928,7 @@ mod tests {
         for &(a, b) in &more {
             send(&mut s, a, b);
         }
-        s.stored_verdict(first[3].0, first[3].1, R0, 0.0, true);
+        s.stored_verdict(first[3].0, first[3].1, r0(), 0.0, true);
         assert!(s.wants_fit());
         assert_eq!(s.fit_started(), 44);
         assert_eq!(s.pending().len(), 7, "requests keep flying during the refit");
@@ -784,7 +987,7 @@ mod tests {
         s.fit_finished();
         let first = s.next(&rule, &fit);
         assert_eq!(first.len(), 2);
-        let r: Vec<Reservation> = first.iter().map(|_| s.reserve(0.5).unwrap()).collect();
+        let mut r: Vec<Reservation> = first.iter().map(|_| s.budget.try_reserve(0.5).unwrap()).collect();
         for &(a, b) in &first {
             s.sent(a, b);
         }
@@ -794,14 +997,14 @@ mod tests {
         assert_eq!(more.len(), 1, "the answered query's slot is free");
         assert!(!first.contains(&more[0]), "an answered query is not picked again");
         assert_eq!(s.pending().len(), 2, "still pending until booked");
-        assert_eq!((s.budget().in_flight, s.budget().comparisons_left()), (2, 2), "its reservation is held");
-        s.stored_verdict(first[0].0, first[0].1, r[0], 0.25, true);
-        assert_eq!((s.pending().len(), s.budget().comparisons, s.budget().comparisons_left()), (1, 41, 2));
-        assert!((s.budget().spent_usd - 0.25).abs() < 1e-15);
+        assert_eq!((s.budget().in_flight(), s.budget().comparisons_left()), (2, 2), "its reservation is held");
+        s.stored_verdict(first[0].0, first[0].1, r.remove(0), 0.25, true);
+        assert_eq!((s.pending().len(), s.budget().comparisons(), s.budget().comparisons_left()), (1, 41, 2));
+        assert!((s.budget().spent_usd() - 0.25).abs() < 1e-15);
         // Answering a pair not in flight does nothing.
         s.answered(0, 9);
         assert_eq!(s.next(&rule, &fit).len(), 1);
-        s.failed(first[1].0, first[1].1, r[1], 0.0, false);
+        s.failed(first[1].0, first[1].1, r.remove(0), 0.0, false);
         assert_eq!(s.pending().len(), 0);
     }
 
@@ -855,7 +1058,7 @@ mod tests {
         assert!(pick[0] == (i, j) || pick[0] == (j, i), "{pick:?} vs ({i}, {j})");
         assert!(s.clone().next(&rule, &fit)[0] != pick[0], "the real weights pick another pair");
         // Booking a verdict moves its query behind the others: another state.
-        s.stored_verdict(first[1].0, first[1].1, R0, 0.0, true);
+        s.stored_verdict(first[1].0, first[1].1, r0(), 0.0, true);
         let (queried, unfitted) = (s.unavailable_for_picking(), s.unfitted());
         assert!(!pre.matches(s.fits_done, &unfitted, queried.len()));
         s.prefetch(&rule, &fit);
@@ -879,6 +1082,7 @@ mod tests {
             strategy: StrategyKind::Uncertainty,
             orders: Orders::Both,
             seed: 3,
+            worst_usd: &free,
         };
         let fit = Fitted { post: &f.post, membership: &f.membership };
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
@@ -888,7 +1092,7 @@ mod tests {
             assert_eq!(order.len(), 25, "{dispatch:?}");
             let distinct: HashSet<_> = order.iter().collect();
             assert_eq!(distinct.len(), 25, "{dispatch:?}: a pair is never sent twice");
-            assert_eq!(s.budget().comparisons, 25);
+            assert_eq!(s.budget().comparisons(), 25);
             assert!(!s.all_asked());
             assert!(s.next(&rule, &fit).is_empty(), "no comparison left");
             // Without a limit every pair is sent exactly once, then nothing is left.
@@ -913,9 +1117,9 @@ mod tests {
         s.fit_finished();
         // Three rounds of two failures each, no verdict: 3 failed rounds at the 4th refit.
         for round in 1..=3 {
-            let r1 = s.reserve(0.25).unwrap();
-            let r2 = s.reserve(0.25).unwrap();
-            assert!(s.reserve(0.75).is_none(), "0.5 reserved + 0.75 would pass max_usd 1.0");
+            let r1 = s.budget.try_reserve(0.25).unwrap();
+            let r2 = s.budget.try_reserve(0.25).unwrap();
+            assert!(s.budget.try_reserve(0.75).is_none(), "0.5 reserved + 0.75 would pass max_usd 1.0");
             s.sent(0, 1);
             s.sent(1, 0);
             s.failed(0, 1, r1, 0.0, false);
@@ -928,20 +1132,164 @@ mod tests {
         assert_eq!(s.settled(), 1, "(1, 0) was already excluded");
         assert!(s.unavailable_for_picking().contains(&(1, 0)));
         // A verdict resets the count.
-        let r = s.reserve(0.1).unwrap();
+        let r = s.budget.try_reserve(0.1).unwrap();
         s.sent(0, 1);
         s.stored_verdict(0, 1, r, 0.1, true);
         s.fit_started();
         s.fit_finished();
         assert_eq!(s.failed_rounds(), 0);
-        assert!((s.budget().spent_usd - 0.1).abs() < 1e-15);
+        assert!((s.budget().spent_usd() - 0.1).abs() < 1e-15);
         // Pipelined: every R failures in a row since the last verdict count as one round.
         let mut s = Scheduler::new(settings(2, 8, Dispatch::Pipelined), 4, [], [], Budget::default());
         for _ in 0..5 {
-            let r = s.reserve(0.0).unwrap();
+            let r = s.budget.try_reserve(0.0).unwrap();
             s.sent(2, 3);
             s.failed(2, 3, r, 0.0, false);
         }
         assert_eq!(s.failed_rounds(), 2);
+    }
+
+    /// Drive `next_action` with an instant judge and the given signals until it stops; every
+    /// send is stored (at `cost` USD each). Returns the stop and the number of sends.
+    fn run_to_stop(
+        s: &mut Scheduler,
+        rule: &PickRule<'_>,
+        fit: &Fitted<'_>,
+        sig: Signals,
+        cost: f64,
+    ) -> (StopReason, usize) {
+        let mut sends = 0;
+        for _ in 0..10_000 {
+            match s.next_action(rule, Some(fit), sig) {
+                Action::Refit => {
+                    s.fit_started();
+                    s.fit_finished();
+                }
+                Action::Send(picks) => {
+                    for p in picks {
+                        sends += 1;
+                        s.stored_verdict(p.a, p.b, p.reservation, cost, true);
+                    }
+                }
+                Action::Wait { .. } => panic!("an instant judge leaves nothing in flight"),
+                Action::Stop(r) => return (r, sends),
+            }
+        }
+        panic!("no stop")
+    }
+
+    fn uncertainty_rule<'a>(
+        p: &'a Pool,
+        f: &'a crate::acquire::testutil::Fixture,
+        worst: &'a (dyn Fn(usize, usize) -> f64 + Sync),
+    ) -> PickRule<'a> {
+        PickRule {
+            pool: p,
+            x: &f.x,
+            p: 0,
+            k: 2,
+            design: DesignKind::Single,
+            strategy: StrategyKind::Uncertainty,
+            orders: Orders::Both,
+            seed: 3,
+            worst_usd: worst,
+        }
+    }
+
+    /// The stop rules live in the scheduler: a comparison limit, no pair left, `max_usd` with
+    /// nothing in flight, each reached by driving `next_action` alone.
+    #[test]
+    fn next_action_refits_sends_and_stops_at_each_limit() {
+        let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
+        let p = pool(6);
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let rule = uncertainty_rule(&p, &f, &free);
+        for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
+            let mut s = Scheduler::new(settings(4, 4, dispatch), 30, [], [], Budget::new(Some(10), None, 0, 0.0));
+            assert!(
+                matches!(s.next_action(&rule, None, Signals::default()), Action::Refit),
+                "the first fit comes first"
+            );
+            assert_eq!(run_to_stop(&mut s, &rule, &fit, Signals::default(), 0.0), (StopReason::MaxComparisons, 10));
+            // Raised, the same scheduler goes on; without a limit it asks every pair, then stops.
+            s.set_max_comparisons(None);
+            assert_eq!(run_to_stop(&mut s, &rule, &fit, Signals::default(), 0.0), (StopReason::Exhausted, 20));
+        }
+        // max_usd: 3 queries at 0.3 fit in 1.0; with nothing in flight the 4th cannot be reserved.
+        let worst = |_: usize, _: usize| 0.3;
+        let rule = uncertainty_rule(&p, &f, &worst);
+        let mut s =
+            Scheduler::new(settings(2, 2, Dispatch::WaitForBatch), 30, [], [], Budget::new(None, Some(1.0), 0, 0.0));
+        s.fit_started();
+        s.fit_finished();
+        assert_eq!(run_to_stop(&mut s, &rule, &fit, Signals::default(), 0.3), (StopReason::MaxUsd, 3));
+        assert!(s.budget().spent_usd() <= 1.0 && s.budget().in_flight() == 0);
+    }
+
+    /// At a quiet point the rules apply in a fixed order (a failing judge, no pair left, a
+    /// confident fit, no comparison left, an interrupt, the invalid-reply limit); while any of
+    /// them holds, nothing more is sent and the run waits for what is in flight.
+    #[test]
+    fn stop_signals_wait_for_the_queries_in_flight_then_stop_in_order() {
+        let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
+        let p = pool(6);
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let rule = uncertainty_rule(&p, &f, &free);
+        let start = |dispatch| {
+            let mut s = Scheduler::new(settings(4, 4, dispatch), 30, [], [], Budget::new(Some(30), None, 0, 0.0));
+            s.fit_started();
+            s.fit_finished();
+            s
+        };
+        let interrupted = Signals { interrupted: true, ..Signals::default() };
+        for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
+            let mut s = start(dispatch);
+            let Action::Send(picks) = s.next_action(&rule, Some(&fit), Signals::default()) else { panic!("picks") };
+            assert_eq!(picks.len(), 4);
+            // Ctrl-C with 4 in flight: wait (stopping), send nothing, then refit on what came
+            // back and stop.
+            assert!(matches!(s.next_action(&rule, Some(&fit), interrupted), Action::Wait { stopping: true }));
+            for p in picks {
+                s.stored_verdict(p.a, p.b, p.reservation, 0.0, true);
+            }
+            assert!(matches!(s.next_action(&rule, Some(&fit), interrupted), Action::Refit), "the final fit sees all");
+            s.fit_started();
+            s.fit_finished();
+            assert!(matches!(s.next_action(&rule, Some(&fit), interrupted), Action::Stop(StopReason::Interrupted)));
+        }
+        // The order at a quiet point: a failing judge comes before the interrupt and the rest.
+        let mut s = start(Dispatch::WaitForBatch);
+        let both = Signals { interrupted: true, judge_failing: true, fit_failed: false };
+        assert!(matches!(s.next_action(&rule, Some(&fit), both), Action::Stop(StopReason::JudgeFailing)));
+        // Confident (every π within ε of 0 or 1) stops; π = 0.5 does not.
+        let sure: Vec<f64> = (0..6).map(|b| if b < 2 { 1.0 } else { 0.0 }).collect();
+        let confident = Fitted { post: &f.post, membership: &sure };
+        let mut s = start(Dispatch::WaitForBatch);
+        s.s.confidence = Some(0.05);
+        assert!(matches!(
+            s.next_action(&rule, Some(&confident), Signals::default()),
+            Action::Stop(StopReason::Confident)
+        ));
+        assert!(matches!(s.next_action(&rule, Some(&fit), Signals::default()), Action::Send(_)));
+        // The invalid-reply limit: 11 of 20 above 0.5 stops once 20 replies are in, not before,
+        // and latches.
+        let mut s = start(Dispatch::Pipelined);
+        s.s.invalid_rate = Some((0.5, 20));
+        assert!(!s.judge_replies(19, 11) && !s.judge_replies(20, 10), "before the minimum, or at the limit");
+        assert!(s.judge_replies(20, 11));
+        assert!(!s.judge_replies(30, 20), "reported once");
+        assert!(matches!(
+            s.next_action(&rule, Some(&fit), Signals::default()),
+            Action::Stop(StopReason::MaxInvalidRate)
+        ));
+        // A failed fit: stop once nothing is in flight, without a refit.
+        let mut s = start(Dispatch::Pipelined);
+        let Action::Send(picks) = s.next_action(&rule, Some(&fit), Signals::default()) else { panic!("picks") };
+        let failed = Signals { fit_failed: true, ..Signals::default() };
+        assert!(matches!(s.next_action(&rule, None, failed), Action::Wait { stopping: true }));
+        for p in picks {
+            s.stored_verdict(p.a, p.b, p.reservation, 0.0, true);
+        }
+        assert!(matches!(s.next_action(&rule, None, failed), Action::Stop(StopReason::FitFailed)));
     }
 }

@@ -3,13 +3,13 @@
 //! recording, for the frozen protocol of [`crate::sweep::frozen`]), [`run_path`] on a synthetic
 //! pool (docs/model.md §7) whose judge is the pool's keyed Bernoulli verdict.
 //!
-//! The loop is the runner's loop without the I/O: fit with [`build_design`] and
+//! The loop is the runner's state machine ([`super::schedule::Scheduler`], wait-for-batch with
+//! R = `refit_every` in flight) executed without I/O: refits with [`build_design`] and
 //! [`fit_and_summarise`] (warm start from the previous fit, Monte-Carlo stream `membership` keyed
-//! by the number of valid verdicts), select R = `refit_every` queries with [`acquire::select`]
-//! (stream `acquire` keyed by the number of pairs asked or set aside so far; the pool seed is the
-//! run seed of [`run_path`]), judge them, repeat. Because every random choice is keyed by the
-//! run's state, the simulation of a budget B makes exactly the choices `topk-judge run` makes with
-//! `max_comparisons: B` on the same pool, judge and seed. An invalid verdict counts as a
+//! by the number of valid verdicts), the scheduler's picks (stream `acquire` keyed by the number
+//! of pairs asked or set aside so far; the pool seed is the run seed of [`run_path`]) judged at
+//! once, and its stop rules. The simulation of a budget B therefore makes exactly the choices
+//! `topk-judge run` makes with `max_comparisons: B` on the same pool, judge and seed. An invalid verdict counts as a
 //! comparison and is not fitted; a query the judge has no verdict for ([`Answer::Unavailable`]) is
 //! set aside, as the runner does.
 //!
@@ -38,7 +38,8 @@
 //!
 //! Shares are fractions of all queries made (within-base queries count as non-boundary).
 
-use crate::acquire::{self, Context, Orders, StrategyKind};
+use super::schedule::{Action, Dispatch, Fitted, Pick, PickRule, ScheduleSettings, Scheduler, Signals, free};
+use crate::acquire::{Orders, StrategyKind};
 use crate::analysis::design::{self, DesignKind};
 use crate::analysis::synth::SynthPool;
 use crate::domain::pool::{CovariateSpec, Covariates, Pool, build_covariates};
@@ -48,8 +49,10 @@ use crate::model::membership::{point_topk, recall_at_k};
 use crate::model::profile;
 use crate::model::summary::{ModelKind, build_design, fit_and_summarise};
 use crate::model::{FitError, Prior};
+use crate::report::schema::StopReason;
+use crate::store::budget::Budget;
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Settings shared by every simulated run of a sweep (docs/model.md §2–§3 defaults in [`Default`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -230,10 +233,12 @@ pub struct Path {
 }
 
 /// Algorithm 1 on any pool and pure judge, recording the fit at each of `budgets` (strictly
-/// increasing; see the module doc for checkpoints and "all pairs"). The runner's loop without
-/// the I/O: it makes the choices `topk-judge run` makes with the same pool, judge, seed and
-/// settings. With `settings.profile` on and at least one covariate, each point carries the
-/// profile-likelihood range over the first c.
+/// increasing; see the module doc for checkpoints and "all pairs"): the scheduler of
+/// [`super::schedule`] executed with an instant judge (wait-for-batch, R = `refit_every` in
+/// flight), so it makes the choices `topk-judge run` makes with the same pool, judge, seed and
+/// settings. Each checkpoint is the scheduler's stop at `max_comparisons` = that budget; the
+/// limit is then raised to the next one. With `settings.profile` on and at least one covariate,
+/// each point carries the profile-likelihood range over the first c.
 ///
 /// # Errors
 /// The valid verdicts at a failed fit, and the [`FitError`].
@@ -253,85 +258,51 @@ pub fn follow(
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let within = if input.design == DesignKind::Paired { design::within_base_pairs(pool) } else { Vec::new() };
     let total = within.len() + between_count(pool);
-    let mut st = State { verdicts: Vec::new(), queried: HashSet::new(), log: Vec::new(), unavailable: 0 };
-    let mut warm: Option<Vec<f64>> = None;
+    let limit = |b: usize| (b < total).then_some(b as u64);
+    let sched_settings = ScheduleSettings::new(settings.refit_every, settings.refit_every, Dispatch::WaitForBatch, 0);
+    let mut sched = Scheduler::new(sched_settings, total, [], [], Budget::new(limit(budgets[0]), None, 0, 0.0));
+    let rule = PickRule {
+        pool,
+        x: &cov.x,
+        p: cov.p(),
+        k,
+        design: input.design,
+        strategy,
+        orders: settings.orders,
+        seed,
+        worst_usd: &free,
+    };
+    let mut st = State { verdicts: Vec::new(), log: Vec::new(), unavailable: 0, fit: None };
     let mut points = Vec::with_capacity(budgets.len());
-    let mut next = 0;
-    let mut exhausted = false;
     loop {
-        let design = build_design(pool, cov, &st.verdicts);
-        let mut mc_rng = rng::stream(seed, "membership", st.verdicts.len() as u64);
-        let (summary, _fit, post) =
-            fit_and_summarise(pool, cov, &design, &settings.prior, k, settings.mc_draws, warm.as_deref(), &mut mc_rng)
-                .map_err(|e| (st.verdicts.len(), e))?;
-        let mut beta = summary.theta.clone();
-        beta.extend_from_slice(&summary.c);
-        beta.push(summary.kappa);
-        let done = st.log.len();
-        // Pairs settled: answered, or set aside as unavailable (the runner's `queried`).
-        let settled = st.queried.len();
-        while next < budgets.len() && (done >= budgets[next] || settled >= total || exhausted) {
-            let profile_range_nats = if settings.profile && cov.p() > 0 {
-                Some(
-                    profile::profile(&design, 0, summary.c[0], Some(&beta))
-                        .map_err(|e| (st.verdicts.len(), e))?
-                        .range_nats,
-                )
-            } else {
-                None
-            };
-            points.push(PathPoint {
-                budget: budgets[next],
-                comparisons: done,
-                topk: summary.topk.clone(),
-                c_hat: summary.c.first().copied(),
-                kappa_hat: summary.kappa,
-                profile_range_nats,
-            });
-            next += 1;
-        }
-        warm = Some(beta);
-        if next == budgets.len() {
-            return Ok(Path { points, log: st.log, unavailable: st.unavailable });
-        }
-        let target = budgets[next];
-        if target >= total {
+        let next = budgets[points.len()];
+        // A budget of every ordered pair asks all that are left at once (module doc).
+        if next >= total && sched.quiet() {
+            let asked = sched.unavailable_for_picking();
             let between = pool.ordered_pairs_within_prompts(|a, b| pool.item_base[a] != pool.item_base[b]);
-            for &q in within.iter().chain(&between) {
-                st.ask(input.judge, q);
+            let left = within.iter().chain(&between).copied().filter(|q| !asked.contains(q));
+            for pick in sched.send_chosen(left.collect::<Vec<_>>()) {
+                st.answer(&mut sched, input.judge, pick);
             }
-            continue;
         }
-        let r = settings.refit_every.min(target - done);
-        // Paired design (docs/model.md §6): every within-base query first, R at a time, as the runner.
-        let firsts = design::first_queries(pool, input.design, &st.queried, r);
-        if !firsts.is_empty() {
-            for q in firsts {
-                st.ask(input.judge, q);
+        let fitted = st.fit.as_ref().map(|f| Fitted { post: &f.post, membership: &f.summary.membership });
+        match sched.next_action(&rule, fitted.as_ref(), Signals::default()) {
+            Action::Refit => st.refit(&mut sched, pool, cov, seed, settings)?,
+            Action::Send(picks) => picks.into_iter().for_each(|p| st.answer(&mut sched, input.judge, p)),
+            Action::Wait { .. } => break,
+            Action::Stop(reason) => {
+                let exhausted = reason != StopReason::MaxComparisons;
+                while points.len() < budgets.len() && (exhausted || st.log.len() >= budgets[points.len()]) {
+                    points.push(st.point(budgets[points.len()], cov, settings)?);
+                }
+                match budgets.get(points.len()) {
+                    Some(&b) if !exhausted => sched.set_max_comparisons(limit(b)),
+                    _ => break,
+                }
             }
-            continue;
-        }
-        let ctx = Context {
-            item_base: &pool.item_base,
-            item_prompt: &pool.item_prompt,
-            x: &cov.x,
-            m,
-            p: cov.p(),
-            post: &post,
-            membership: &summary.membership,
-            k,
-            queried: &st.queried,
-            orders: settings.orders,
-            seed,
-        };
-        let mut acq_rng = rng::stream(seed, "acquire", settled as u64);
-        let picks = acquire::select(strategy, &ctx, r, &mut acq_rng);
-        // No open pair left: the remaining checkpoints see this final state.
-        exhausted = picks.is_empty();
-        for q in picks {
-            st.ask(input.judge, q);
         }
     }
+    Ok(Path { points, log: st.log, unavailable: st.unavailable })
 }
 
 /// The number of ordered pairs of items of one prompt with different bases, counted without
@@ -415,31 +386,93 @@ pub fn run_path(
         .collect())
 }
 
-/// The verdicts of a simulated run so far.
+/// The current fit of a simulated path: its summary, Laplace posterior and design.
+struct PathFit {
+    summary: crate::model::summary::FitSummary,
+    post: crate::model::laplace::Posterior,
+    design: crate::model::Design,
+}
+
+/// The verdicts of a simulated run so far, and its current fit.
 struct State {
     verdicts: Vec<ItemVerdict>,
-    /// Pairs answered or set aside.
-    queried: HashSet<(usize, usize)>,
     /// Queries answered with a verdict (valid or invalid), in the order asked.
     log: Vec<(usize, usize)>,
     /// Queries answered [`Answer::Unavailable`].
     unavailable: usize,
+    fit: Option<PathFit>,
 }
 
 impl State {
-    /// Ask the judge about the ordered pair `q` (once).
-    fn ask(&mut self, judge: &(dyn Fn(usize, usize) -> Answer + Sync), q: (usize, usize)) {
-        if !self.queried.insert(q) {
-            return;
-        }
-        match judge(q.0, q.1) {
+    /// Ask the judge about `pick` and tell the scheduler: a verdict (valid or invalid) is a
+    /// comparison; no verdict sets the pair aside, as the runner does.
+    fn answer(&mut self, sched: &mut Scheduler, judge: &(dyn Fn(usize, usize) -> Answer + Sync), pick: Pick) {
+        let Pick { a, b, reservation } = pick;
+        match judge(a, b) {
             Answer::Verdict(y) => {
-                self.verdicts.push(ItemVerdict { a: q.0, b: q.1, y, w: 1.0 });
-                self.log.push(q);
+                self.verdicts.push(ItemVerdict { a, b, y, w: 1.0 });
+                self.log.push((a, b));
+                sched.stored_verdict(a, b, reservation, 0.0, true);
             }
-            Answer::Invalid => self.log.push(q),
-            Answer::Unavailable => self.unavailable += 1,
+            Answer::Invalid => {
+                self.log.push((a, b));
+                sched.stored_verdict(a, b, reservation, 0.0, true);
+            }
+            Answer::Unavailable => {
+                self.unavailable += 1;
+                sched.set_aside(a, b, reservation);
+            }
         }
+    }
+
+    /// Refit on every verdict (warm start from the previous fit; Monte-Carlo stream
+    /// `membership` keyed by the number of valid verdicts).
+    fn refit(
+        &mut self,
+        sched: &mut Scheduler,
+        pool: &Pool,
+        cov: &Covariates,
+        seed: u64,
+        settings: &SimSettings,
+    ) -> Result<(), (usize, FitError)> {
+        sched.fit_started();
+        let design = build_design(pool, cov, &self.verdicts);
+        let mut mc_rng = rng::stream(seed, "membership", self.verdicts.len() as u64);
+        let warm = self.fit.as_ref().map(|f| f.summary.beta());
+        let (summary, _fit, post) = fit_and_summarise(
+            pool,
+            cov,
+            &design,
+            &settings.prior,
+            settings.k,
+            settings.mc_draws,
+            warm.as_deref(),
+            &mut mc_rng,
+        )
+        .map_err(|e| (self.verdicts.len(), e))?;
+        self.fit = Some(PathFit { summary, post, design });
+        sched.fit_finished();
+        Ok(())
+    }
+
+    /// The point of budget `budget` at the current fit.
+    fn point(&self, budget: usize, cov: &Covariates, settings: &SimSettings) -> Result<PathPoint, (usize, FitError)> {
+        let f = self.fit.as_ref().ok_or((0, FitError::InvalidData("no fit before the first checkpoint".into())))?;
+        let s = &f.summary;
+        let profile_range_nats = if settings.profile && cov.p() > 0 {
+            let r = profile::profile(&f.design, 0, s.c[0], Some(&s.beta())).map_err(|e| (self.verdicts.len(), e))?;
+            Some(r.range_nats)
+        } else {
+            None
+        };
+        Ok(PathPoint {
+            budget,
+            comparisons: self.log.len(),
+            topk: s.topk.clone(),
+            c_hat: s.c.first().copied(),
+            kappa_hat: s.kappa,
+            profile_range_nats,
+        })
     }
 }
 

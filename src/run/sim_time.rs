@@ -10,7 +10,7 @@
 //! `concurrency` = `refit_every` and zero spread, the choices are those of
 //! [`super::sim::run_path`] (tested).
 
-use super::schedule::{Dispatch, Fitted, PickRule, ScheduleSettings, Scheduler};
+use super::schedule::{Action, Dispatch, Fitted, Pick, PickRule, ScheduleSettings, Scheduler, Signals, free};
 use super::sim::{SimError, SimSettings, covariates};
 use crate::acquire::StrategyKind;
 use crate::analysis::design::DesignKind;
@@ -18,12 +18,14 @@ use crate::analysis::synth::SynthPool;
 pub use crate::config::pipeline::Latency;
 use crate::domain::rng;
 use crate::domain::verdict::ItemVerdict;
+use crate::model::laplace::Posterior;
 use crate::model::membership::recall_at_k;
+use crate::model::summary::FitSummary;
 use crate::model::summary::{ModelKind, build_design, fit_and_summarise};
-use crate::store::budget::{Budget, Reservation};
+use crate::store::budget::Budget;
 use rand_distr::{Distribution, StandardNormal};
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// How a simulated run dispatches its queries.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,11 +57,17 @@ pub struct TimedRun {
 }
 
 /// A reply in flight: arrival time and send number (earliest first in the heap).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug)]
 struct Arrival {
     at: f64,
     seq: u64,
-    pair: (usize, usize),
+    pick: Pick,
+}
+
+impl PartialEq for Arrival {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
 }
 
 impl Eq for Arrival {}
@@ -100,76 +108,90 @@ pub fn run_timed(
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let design = if sp.spec.paired { DesignKind::Paired } else { DesignKind::Single };
     let total = crate::run::queries::ordered_pairs(pool, design).len();
-    let sched_settings = ScheduleSettings {
-        refit_every: settings.refit_every,
-        concurrency: timed.concurrency,
-        dispatch: timed.dispatch,
-        write_ahead: timed.write_ahead,
-    };
+    let sched_settings =
+        ScheduleSettings::new(settings.refit_every, timed.concurrency, timed.dispatch, timed.write_ahead);
     let mut sched = Scheduler::new(sched_settings, total, [], [], Budget::new(Some(budget as u64), None, 0, 0.0));
-    let rule = PickRule { pool, x: &cov.x, p: cov.p(), k, design, strategy, orders: settings.orders, seed };
+    let rule =
+        PickRule { pool, x: &cov.x, p: cov.p(), k, design, strategy, orders: settings.orders, seed, worst_usd: &free };
     let fail = |comparisons: usize, source| SimError::Fit { seed, strategy, model, comparisons, source };
     let mut verdicts: Vec<ItemVerdict> = Vec::new();
     let mut warm: Option<Vec<f64>> = None;
-    let mut current = None;
-    let mut heap: BinaryHeap<Arrival> = BinaryHeap::new();
-    let mut primed: std::collections::VecDeque<(usize, usize)> = Default::default();
-    let (mut now, mut sent) = (0.0f64, 0u64);
-    const FREE: Reservation = Reservation { usd: 0.0 };
+    let mut current: Option<(FitSummary, Posterior)> = None;
+    let mut wire = Wire { heap: BinaryHeap::new(), primed: VecDeque::new(), now: 0.0, sent: 0 };
     loop {
-        if sched.wants_fit() {
-            sched.fit_started();
-            let d = build_design(pool, &cov, &verdicts);
-            let mut mc_rng = rng::stream(seed, "membership", verdicts.len() as u64);
-            let (summary, _fit, post) =
-                fit_and_summarise(pool, &cov, &d, &settings.prior, k, settings.mc_draws, warm.as_deref(), &mut mc_rng)
-                    .map_err(|e| fail(verdicts.len(), e))?;
-            let mut beta = summary.theta.clone();
-            beta.extend_from_slice(&summary.c);
-            beta.push(summary.kappa);
-            warm = Some(beta);
-            sched.fit_finished();
-            current = Some((summary, post));
-        }
-        let (summary, post) = current.as_ref().expect("the first refit comes first");
-        if sched.quiet() && (sched.budget().comparisons_left() == 0 || sched.all_asked()) {
-            break;
-        }
-        let picks = sched.next(&rule, &Fitted { post, membership: &summary.membership });
-        if picks.is_empty() && sched.quiet() {
-            break;
-        }
-        for pair in picks {
-            sched.reserve(0.0).expect("next() stays within max_comparisons");
-            sched.sent(pair.0, pair.1);
-            primed.push_back(pair);
+        let fitted = current.as_ref().map(|(s, p)| Fitted { post: p, membership: &s.membership });
+        match sched.next_action(&rule, fitted.as_ref(), Signals::default()) {
+            Action::Refit => {
+                sched.fit_started();
+                let d = build_design(pool, &cov, &verdicts);
+                let mut mc_rng = rng::stream(seed, "membership", verdicts.len() as u64);
+                let (summary, _fit, post) = fit_and_summarise(
+                    pool,
+                    &cov,
+                    &d,
+                    &settings.prior,
+                    k,
+                    settings.mc_draws,
+                    warm.as_deref(),
+                    &mut mc_rng,
+                )
+                .map_err(|e| fail(verdicts.len(), e))?;
+                warm = Some(summary.beta());
+                sched.fit_finished();
+                current = Some((summary, post));
+            }
+            Action::Send(picks) => wire.primed.extend(picks),
+            Action::Wait { .. } => {
+                let Some((pick, _)) = wire.next_reply(seed, timed) else { break };
+                let (a, b) = (pick.a, pick.b);
+                verdicts.push(ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 });
+                sched.stored_verdict(a, b, pick.reservation, 0.0, true);
+            }
+            Action::Stop(_) => break,
         }
         // At most C on the wire; the picks made ahead wait, oldest first, for a free slot.
-        while heap.len() < timed.concurrency {
-            let Some(pair) = primed.pop_front() else { break };
-            let z: f64 = StandardNormal.sample(&mut rng::stream(seed, "latency", sent));
-            let lat = (timed.latency.mean_s + timed.latency.sd_s * z).max(0.0);
-            heap.push(Arrival { at: now + lat, seq: sent, pair });
-            sent += 1;
-        }
-        let Some(arr) = heap.pop() else {
-            debug_assert!(sched.wants_fit(), "nothing in flight: a refit is due");
-            continue;
-        };
-        now = arr.at;
-        let (a, b) = arr.pair;
-        verdicts.push(ItemVerdict { a, b, y: sp.verdict(a, b), w: 1.0 });
-        sched.stored_verdict(a, b, FREE, 0.0, true);
+        wire.launch(seed, timed);
     }
-    let (summary, _) = current.expect("fitted");
+    let summary =
+        current.map(|(s, _)| s).ok_or_else(|| fail(0, crate::model::FitError::InvalidData("no fit".into())))?;
     let gold = sp.gold_topk(k);
     Ok(TimedRun {
         comparisons: sched.stored().len(),
         recall: recall_at_k(&summary.topk, &gold),
         topk: summary.topk,
-        wall_s: now,
+        wall_s: wire.now,
         log: sched.stored().to_vec(),
     })
+}
+
+/// The simulated wire: replies in flight by arrival time, picks written ahead waiting for a free
+/// slot, the virtual clock and the number of queries sent so far (which keys their latency).
+struct Wire {
+    heap: BinaryHeap<Arrival>,
+    primed: VecDeque<Pick>,
+    now: f64,
+    sent: u64,
+}
+
+impl Wire {
+    /// Send picks written ahead while fewer than C are on the wire, each with its latency.
+    fn launch(&mut self, seed: u64, timed: &TimedSettings) {
+        while self.heap.len() < timed.concurrency {
+            let Some(pick) = self.primed.pop_front() else { break };
+            let z: f64 = StandardNormal.sample(&mut rng::stream(seed, "latency", self.sent));
+            let lat = (timed.latency.mean_s + timed.latency.sd_s * z).max(0.0);
+            self.heap.push(Arrival { at: self.now + lat, seq: self.sent, pick });
+            self.sent += 1;
+        }
+    }
+
+    /// The next reply to arrive (the clock moves to it), after sending what the wire has room for.
+    fn next_reply(&mut self, seed: u64, timed: &TimedSettings) -> Option<(Pick, f64)> {
+        self.launch(seed, timed);
+        let arr = self.heap.pop()?;
+        self.now = arr.at;
+        Some((arr.pick, arr.at))
+    }
 }
 
 #[cfg(test)]

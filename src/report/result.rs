@@ -1,0 +1,270 @@
+//! A run's result.json assembled from how its loop ended ([`build_result`]): the ranking the data
+//! support (through [`super::outcome`]), the spend and the verdicts' quality, the faults, the
+//! judge's counters and rate; plus the texts the run prints with it (the invalid-reply stop, the
+//! summary, the resume hint).
+
+use super::schema::{QuarantinedPair, RunResult, Session, StopReason, Throughput, VerdictsReport};
+use crate::config::run::Config;
+use crate::domain::pool::Pool;
+use crate::domain::verdict::{InvalidReason, ItemVerdict, StoredVerdict, Usage, VerdictShaped};
+use crate::judge::{Judge, JudgeStats};
+use crate::model::FitError;
+use crate::model::summary::FitSummary;
+use crate::store::books::Spend;
+use std::path::Path;
+
+/// How a run's loop ended, for its result: the last fit, why it stopped, this judge's stored
+/// verdicts (in the order stored) and spend, the faults, a failed fit, the session's counts and
+/// the achieved rate.
+pub struct RunEnd<'a> {
+    /// The last fit (the prior's when the fit failed).
+    pub summary: &'a FitSummary,
+    /// Why the run stopped.
+    pub stop: StopReason,
+    /// This judge's stored verdicts.
+    pub stored: &'a [StoredVerdict],
+    /// Everything booked for this judge (verdicts, paid failures, possibly billed requests).
+    pub spend: &'a Spend,
+    /// Failed queries in this invocation.
+    pub failed: usize,
+    /// Pairs set aside after repeated failures (item indices, failures, last error).
+    pub quarantined: Vec<(usize, usize, u32, String)>,
+    /// Queries the judge had no verdict for.
+    pub unavailable: usize,
+    /// The error that stopped the run (a failing judge).
+    pub last_error: Option<String>,
+    /// The invalid-reply stop's message.
+    pub invalid_stop: Option<String>,
+    /// The fit failed.
+    pub fit_failed: Option<&'a FitError>,
+    /// Verdicts reused and queries asked in this invocation.
+    pub session: Session,
+    /// Replies resolved, the seconds they took and the achieved rate per minute, when any.
+    pub rate: Option<(u64, f64, f64)>,
+    /// Invalid verdicts by reason, strong preferences, verdict-shaped answers.
+    pub invalid_reasons: Vec<&'a str>,
+    /// Valid verdicts that state a strong preference.
+    pub strong_preferences: usize,
+}
+
+/// result.json of a run of `cfg` with `judge`, from how its loop ended.
+pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResult {
+    let pool = &cfg.pool;
+    let mut result = ranking_result(cfg, judge, end);
+    result.spend_usd = end.spend.total_usd();
+    result.possibly_billed = end.spend.possibly_billed;
+    result.possibly_billed_usd = end.spend.possibly_billed_usd;
+    result.duplicate_records = end.spend.duplicates;
+    result.reporting.session = Some(end.session);
+    result.quarantined = end
+        .quarantined
+        .iter()
+        .map(|(a, b, failed_queries, last_error)| QuarantinedPair {
+            a: pool.items[*a].id.clone(),
+            b: pool.items[*b].id.clone(),
+            failed_queries: *failed_queries,
+            last_error: last_error.clone(),
+        })
+        .collect();
+    if let Some(r) = &mut result.replay {
+        r.unavailable = end.unavailable;
+    }
+    // The achieved rate, for judges that talk to an endpoint (instant judges have no rate).
+    if let (Some(_), Some((requests, seconds, per_minute))) = (&result.judge_stats, end.rate) {
+        let limit = judge.requests_per_minute();
+        result.throughput = Some(Throughput {
+            requests,
+            seconds,
+            requests_per_minute: per_minute,
+            rate_limit: limit,
+            rate_limit_used: limit.map(|l| per_minute / f64::from(l)),
+        });
+    }
+    result.last_error = end.last_error.clone();
+    result.verdicts_report = verdicts_report(cfg, end);
+    result
+}
+
+/// The ranking part of a result: the fit's values, the reported ranking and why, the notes.
+fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResult {
+    let (pool, k, s) = (&cfg.pool, cfg.raw.k, end.summary);
+    let mut usage = Usage::default();
+    for r in end.stored {
+        usage.add(&r.usage);
+    }
+    let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
+    let verdicts: Vec<ItemVerdict> = end.stored.iter().filter_map(StoredVerdict::verdict).collect();
+    let (identifiability, apparent) = match end.fit_failed {
+        Some(_) => (Default::default(), crate::model::summary::Apparent::of_summary(s)),
+        None => super::outcome::identify_and_apparent(
+            pool,
+            &cfg.covariates,
+            &cfg.raw.model.prior(),
+            k,
+            (cfg.raw.acquisition.mc_draws, cfg.raw.acquisition.seed),
+            &verdicts,
+            s,
+        ),
+    };
+    let mut out = super::outcome::outcome(&super::outcome::Inputs {
+        pool,
+        cov: &cfg.covariates,
+        k,
+        model: cfg.raw.model.kind,
+        summary: s,
+        apparent: &apparent,
+        verdicts: if end.fit_failed.is_some() { &[] } else { &verdicts },
+        identifiability: &identifiability,
+        setting: cfg.raw.report_ranking,
+        gate: None,
+        one_query: verdicts.is_empty().then(|| nothing_compared(pool, judge, end)),
+    });
+    out.reporting.systems = crate::systems::of_run(cfg, s, &verdicts, end.fit_failed.is_none());
+    if let Some(e) = end.fit_failed {
+        out.notes.insert(0, format!("the fit failed ({e}): no ranking is claimed; the verdicts are kept, fix the cause and re-run to fit them"));
+    }
+    RunResult {
+        name: cfg.raw.name.clone(),
+        pool_id: pool.pool_id.clone(),
+        k,
+        model: cfg.raw.model.kind,
+        judge: judge.describe(),
+        strategy: cfg.raw.acquisition.strategy,
+        stop_reason: end.stop,
+        comparisons: end.stored.len(),
+        valid: end.stored.iter().filter(|r| r.y.is_some()).count(),
+        invalid: end.stored.iter().filter(|r| r.y.is_none()).count(),
+        failed: end.failed,
+        spend_usd: end.stored.iter().map(|r| r.cost_usd).sum(),
+        possibly_billed: 0,
+        possibly_billed_usd: 0.0,
+        duplicate_records: 0,
+        usage,
+        topk: out.topk,
+        theta: super::by_base(pool, &s.theta),
+        sd: super::by_base(pool, &s.sd),
+        membership: super::by_base(pool, &s.membership),
+        phi: super::by_base(pool, &s.phi),
+        c: super::by_cov(&cfg.covariates, &s.c),
+        c_sd: super::by_cov(&cfg.covariates, &s.c_sd),
+        kappa: s.kappa,
+        kappa_sd: s.kappa_sd,
+        no_variation: cfg.covariates.no_variation.clone(),
+        gold_topk: gold.map(|g| g.iter().map(|b| pool.bases[*b].clone()).collect()),
+        recall_at_k: out.recall_at_k,
+        ranking: out.ranking,
+        notes: out.notes,
+        identifiability,
+        gate: None,
+        judge_stats: judge.stats(),
+        quarantined: Vec::new(),
+        last_error: None,
+        reporting: out.reporting,
+        verdicts_report: VerdictsReport::default(),
+        replay: judge.replay(),
+        throughput: None,
+    }
+}
+
+/// Why nothing was compared: the budget (then what one query needs from it), or the judge's
+/// replies (invalid or failed queries), or no pair left to ask.
+fn nothing_compared(pool: &Pool, judge: &dyn Judge, end: &RunEnd<'_>) -> String {
+    let (invalid, failed) = (end.stored.len(), end.failed);
+    if invalid > 0 || failed > 0 {
+        format!(
+            "the judge gave no valid verdict ({invalid} invalid, {failed} failed quer{}: see invalid_by_reason in result.json and failed.jsonl), so the budget is not what is missing",
+            if failed == 1 { "y" } else { "ies" }
+        )
+    } else if matches!(end.stop, StopReason::MaxComparisons | StopReason::MaxUsd) {
+        super::outcome::one_query_text(pool, judge)
+    } else {
+        let why = serde_json::to_value(end.stop).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        format!("no query was answered before the run stopped ({why}), so the budget is not what is missing")
+    }
+}
+
+/// Invalid verdicts by reason, strong preferences and their weight, verdict-shaped candidate
+/// answers, and the invalid-rate stop message, from this judge's stored verdicts.
+fn verdicts_report(cfg: &Config, end: &RunEnd<'_>) -> VerdictsReport {
+    let strong = end.strong_preferences;
+    VerdictsReport {
+        invalid_by_reason: crate::domain::verdict::invalid_by_reason(
+            end.stored.len(),
+            end.invalid_reasons.iter().copied(),
+        ),
+        strong_preferences: strong,
+        strong_preference_weight: (strong > 0).then_some(cfg.raw.model.strong_preference_weight),
+        verdict_shaped_items: verdict_shaped_items(&cfg.pool),
+        stop_message: end.invalid_stop.clone(),
+    }
+}
+
+/// Items of `pool` whose text holds verdict-shaped text (docs/live.md, "Parsing rules").
+pub fn verdict_shaped_items(pool: &Pool) -> Vec<VerdictShaped> {
+    pool.items
+        .iter()
+        .filter_map(|it| {
+            let excerpt = crate::judge::openai::parse::verdict_shaped(it.text.as_deref()?)?;
+            Some(VerdictShaped { id: it.id.clone(), excerpt })
+        })
+        .collect()
+}
+
+/// The stop message when the judge's share of invalid replies passed its limit `(max, minimum
+/// replies)` (`judge.openai.max_invalid_rate`): the rate, the reasons, and the likely cause of
+/// the most frequent one.
+pub fn invalid_rate_message(st: &JudgeStats, limit: Option<(f64, u64)>) -> String {
+    let max = limit.map_or(0.0, |(m, _)| m);
+    let mut reasons: Vec<(&InvalidReason, &u64)> = st.invalid_by_reason.iter().collect();
+    reasons.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+    let parts: Vec<String> = reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let cause = reasons
+        .first()
+        .and_then(|(k, _)| match k {
+            InvalidReason::Reply(r) => Some(*r),
+            _ => None,
+        })
+        .map_or("see `raw` in verdicts.jsonl", |r| r.likely_cause());
+    format!(
+        "{} of {} replies were invalid ({:.0}%, above max_invalid_rate {}; {}); likely cause: {cause}",
+        st.invalid_replies,
+        st.replies,
+        100.0 * st.invalid_replies as f64 / st.replies.max(1) as f64,
+        max,
+        parts.join(", ")
+    )
+}
+
+/// The human-readable end-of-run summary ([`super::summary::run_summary`]).
+pub fn summary_text(r: &RunResult, dir: &Path) -> String {
+    super::summary::run_summary(r, dir)
+}
+
+/// The line telling how to resume an interrupted run of the config at `config_path`.
+pub fn resume_hint(config_path: &Path) -> String {
+    format!("resume: topk-judge run {}\n", config_path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(replies: u64, reasons: &[(&str, u64)]) -> JudgeStats {
+        let mut s = JudgeStats { replies, ..Default::default() };
+        for (k, v) in reasons {
+            s.invalid_by_reason.insert(InvalidReason::of(k), *v);
+            s.invalid_replies += v;
+        }
+        s
+    }
+
+    #[test]
+    fn the_invalid_rate_message_names_the_rate_the_reasons_and_the_likely_cause() {
+        let m = invalid_rate_message(&stats(20, &[("truncated", 8), ("no_verdict", 3)]), Some((0.5, 20)));
+        assert!(
+            m.starts_with("11 of 20 replies were invalid (55%, above max_invalid_rate 0.5; truncated 8, no_verdict 3)"),
+            "{m}"
+        );
+        assert!(m.contains("likely cause: replies are cut at max_tokens"), "{m}");
+    }
+}

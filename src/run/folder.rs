@@ -1,0 +1,109 @@
+//! A run folder opened for a run (docs/live.md, "Crashes, Ctrl-C and two processes"): its lock,
+//! held until the run ends; the signal handlers; the removal of an earlier result.json (no older
+//! result is left looking current); `run.json`, which says what made the folder; the run's own
+//! copies of its inputs; and the books, whose open intents of a run that ended early are booked
+//! as possibly billed.
+
+use super::interrupt::Interrupt;
+use super::{RunError, RunOptions};
+use crate::config::run::Config;
+use crate::domain::rng;
+use crate::judge::Judge;
+use crate::store::books::Books;
+use crate::store::lock::RunLock;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Duration;
+
+/// Hash of what determines the fit (model, covariates, k, acquisition, pool), for warm-start
+/// matching (fits.jsonl) and the run's identity.
+pub fn config_hash(cfg: &Config) -> String {
+    let v = serde_json::json!({
+        "model": cfg.raw.model, "covs": cfg.covariate_specs, "k": cfg.raw.k,
+        "acq": cfg.raw.acquisition, "pool": cfg.pool.pool_id,
+    });
+    rng::sha256_hex(&v.to_string())[..16].to_string()
+}
+
+/// What a run folder was made by: the fit settings ([`config_hash`]) and the judge (the cache
+/// key of the pool's first ordered pair, which hashes the judge's settings, prompt and texts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct RunIdentity {
+    fit: String,
+    judge: String,
+}
+
+/// A warning when `dir` already holds a run made by another configuration (its `run.json`
+/// differs): that run's result.json and config.yaml are about to be replaced.
+fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
+    let old: RunIdentity = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).ok()?).ok()?;
+    let what = match (old.fit != id.fit, old.judge != id.judge) {
+        (false, false) => return None,
+        (true, false) => "model, k, acquisition or pool",
+        (false, true) => "judge",
+        (true, true) => "judge and model, k, acquisition or pool",
+    };
+    Some(format!(
+        "{} holds a run with a different {what}: its result.json and config.yaml are replaced and fits.jsonl gets a second history (stored verdicts are kept and reused only by the same judge); give this run its own `name` to keep both",
+        dir.display()
+    ))
+}
+
+/// A run folder opened for a run: its lock (held until the run ends), the signal handlers, the
+/// books, and warnings for the user (another run's folder, open intents booked).
+pub struct Folder {
+    /// The folder's lock: one process per run folder.
+    pub lock: RunLock,
+    /// Ctrl-C and SIGTERM.
+    pub interrupt: Interrupt,
+    /// Verdicts, paid failures and intents.
+    pub books: Books,
+    /// For the user, printed before the run starts.
+    pub warnings: Vec<String>,
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io { path: path.to_owned(), source }
+}
+
+/// Open the run folder: take its lock, install the signal handlers, remove an earlier
+/// result.json, write run.json and the run's inputs (config.yaml, pool.jsonl, prompt/), and open
+/// the books (open intents of a run that ended early are booked as possibly billed).
+///
+/// # Errors
+/// [`RunError`]: the folder cannot be written, another process holds it, the handlers cannot be
+/// installed, or the books cannot be read.
+pub fn open_folder(cfg: &Config, judge: &dyn Judge, opts: &RunOptions) -> Result<Folder, RunError> {
+    let dir = &cfg.run_dir;
+    let identity = RunIdentity {
+        fit: config_hash(cfg),
+        judge: (0..cfg.pool.n_items())
+            .flat_map(|a| (0..cfg.pool.n_items()).map(move |b| (a, b)))
+            .find(|&(a, b)| a != b)
+            .map(|(a, b)| judge.cache_key(&cfg.pool, a, b))
+            .unwrap_or_default(),
+    };
+    let other_run = other_run_warning(dir, &identity);
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    // One process per run folder, from before anything is written until the run ends.
+    let lock = RunLock::acquire(dir)?;
+    let interrupt = if opts.handle_signals {
+        Interrupt::install(Duration::from_secs_f64(cfg.raw.interrupt_grace_s)).map_err(RunError::Signals)?
+    } else {
+        Interrupt::never()
+    };
+    // An earlier run's result is not this run's: gone until this run writes its own.
+    let result_path = dir.join("result.json");
+    match std::fs::remove_file(&result_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err(&result_path)(e)),
+        _ => {}
+    }
+    let id_path = dir.join("run.json");
+    std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
+    // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
+    crate::config::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
+    // Open intents of a run that ended early are booked as possibly billed here.
+    let (books, mut warnings) = Books::open(dir)?;
+    warnings.splice(0..0, other_run);
+    Ok(Folder { lock, interrupt, books, warnings })
+}

@@ -1,0 +1,156 @@
+//! What watches a live run without steering it: the refit that runs off the async runtime and
+//! its fits.jsonl line ([`FitsLog`], one line per refit with new verdicts, flushed; the last one
+//! is the exact warm start of a resumed run), and the progress line.
+
+use super::folder::config_hash;
+use crate::config::run::Config;
+use crate::domain::pool::{Covariates, Pool};
+use crate::domain::rng;
+use crate::model::laplace::Posterior;
+use crate::model::summary::{FitSummary, fit_and_summarise};
+use crate::model::{Design, FitError, Prior};
+use crate::report::progress::Progress;
+use crate::report::{self, FitLine};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// fits.jsonl of a run folder: the settings hash its lines carry, and the number of valid
+/// verdicts of the last line written (a refit on the same verdicts writes no second line).
+pub struct FitsLog {
+    path: PathBuf,
+    file: Arc<Mutex<File>>,
+    hash: String,
+    last_n: Option<usize>,
+}
+
+/// Where one refit's line goes: the settings hash and the file.
+pub struct FitsEntry {
+    hash: String,
+    file: Arc<Mutex<File>>,
+}
+
+impl FitsLog {
+    /// Open (append) `dir/fits.jsonl`; returns the log and the exact warm start of a resumed
+    /// run: β̂ of the last line made with the same fit settings, if any.
+    ///
+    /// # Errors
+    /// The file cannot be opened.
+    pub fn open(dir: &Path, cfg: &Config) -> std::io::Result<(Self, Option<Vec<f64>>)> {
+        let path = dir.join("fits.jsonl");
+        let hash = config_hash(cfg);
+        let (warm, last_n) = warm_start(cfg, &path, &hash);
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
+        Ok((Self { path, file: Arc::new(Mutex::new(file)), hash, last_n }, warm))
+    }
+
+    /// The file, for error messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where the line of a refit on `n_valid` valid verdicts goes; `None` when the last line
+    /// already holds a fit on as many.
+    pub fn entry(&self, n_valid: usize) -> Option<FitsEntry> {
+        (self.last_n != Some(n_valid)).then(|| FitsEntry { hash: self.hash.clone(), file: self.file.clone() })
+    }
+
+    /// A line on `n_valid` valid verdicts was written.
+    pub fn written(&mut self, n_valid: usize) {
+        self.last_n = Some(n_valid);
+    }
+}
+
+/// The exact warm start of a resumed run: β̂ and the number of valid verdicts of the last
+/// fits.jsonl line made with the same fit settings (`hash`), if any.
+fn warm_start(cfg: &Config, path: &Path, hash: &str) -> (Option<Vec<f64>>, Option<usize>) {
+    if let Ok(text) = std::fs::read_to_string(path)
+        && let Some(line) = text.lines().rev().find_map(|l| serde_json::from_str::<FitLine>(l).ok())
+        && line.config_hash == hash
+        && line.beta.len() == cfg.pool.n_bases() + cfg.covariates.p() + 1
+    {
+        return (Some(line.beta), Some(line.comparisons));
+    }
+    (None, None)
+}
+
+/// A finished refit: its summary, Laplace posterior, β̂ for the next warm start, and whether
+/// its fits.jsonl line was written (with its number of valid verdicts).
+pub struct FitOk {
+    /// θ̂, sds, π, φ̂, ĉ, κ̂ and the point top-k.
+    pub summary: FitSummary,
+    /// N(β̂, H⁻¹).
+    pub post: Posterior,
+    /// β̂ = (θ, c, κ), the next warm start.
+    pub beta: Vec<f64>,
+    /// The line written (its valid verdicts), none, or the write error.
+    pub written: std::io::Result<Option<usize>>,
+}
+
+/// What a refit needs besides the design: it runs in a blocking task, so it owns its inputs.
+pub struct FitInput {
+    /// The pool.
+    pub pool: Arc<Pool>,
+    /// The model's covariates.
+    pub covs: Covariates,
+    /// Prior precisions.
+    pub prior: Prior,
+    /// k of top-k.
+    pub k: usize,
+    /// Monte-Carlo draws of the membership.
+    pub draws: usize,
+    /// The warm start, if any.
+    pub warm: Option<Vec<f64>>,
+    /// The membership stream (keyed by the number of valid verdicts).
+    pub mc_rng: rng::ChaCha8Rng,
+    /// Where this refit's fits.jsonl line goes, when it is to be written.
+    pub line: Option<FitsEntry>,
+}
+
+/// One refit on `n_valid` valid verdicts (MAP, Laplace posterior, top-k membership), and its
+/// fits.jsonl line (flushed) when asked for.
+///
+/// # Errors
+/// [`FitError`] of the MAP fit.
+pub fn refit(input: FitInput, design: &Design, n_valid: usize) -> Result<FitOk, FitError> {
+    let FitInput { pool, covs, prior, k, draws, warm, mut mc_rng, line } = input;
+    let (summary, _fit, post) =
+        fit_and_summarise(&pool, &covs, design, &prior, k, draws, warm.as_deref(), &mut mc_rng)?;
+    let beta = summary.beta();
+    let written = match line {
+        Some(FitsEntry { hash, file }) => {
+            let line = FitLine {
+                config_hash: hash,
+                comparisons: n_valid,
+                theta: report::by_base(&pool, &summary.theta),
+                sd: report::by_base(&pool, &summary.sd),
+                membership: report::by_base(&pool, &summary.membership),
+                c: report::by_cov(&covs, &summary.c),
+                kappa: summary.kappa,
+                topk: summary.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
+                beta: beta.clone(),
+            };
+            let mut s = serde_json::to_string(&line).expect("serialisable");
+            s.push('\n');
+            let mut f = file.lock().expect("fits lock");
+            f.write_all(s.as_bytes()).and_then(|()| f.flush()).map(|()| Some(n_valid))
+        }
+        None => Ok(None),
+    };
+    Ok(FitOk { summary, post, beta, written })
+}
+
+/// The progress line of a live run: verdicts stored, requests in flight, the achieved rate, the
+/// spend and the least top-k membership of the current fit.
+pub fn show(progress: &Progress, stored: u64, in_flight: usize, per_minute: f64, spent_usd: f64, min_pi: f64) {
+    progress.set(stored);
+    progress.message(format!(
+        "{in_flight} in flight  {per_minute:.0} req/min  ${spent_usd:.4} spent  min top-k π {min_pi:.2}"
+    ));
+}
+
+/// The least top-k membership π of a fit's point top-k (1 when it has none).
+pub fn min_topk_pi(s: &FitSummary) -> f64 {
+    s.topk.iter().map(|b| s.membership[*b]).fold(1.0f64, f64::min)
+}
