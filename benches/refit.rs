@@ -11,6 +11,10 @@
 //! seeds. Filter with e.g. `cargo bench --bench refit -- large_refit_step` or, for one group at one
 //! size, `'^refit_step/1000$'` (filters are regular expressions).
 
+/// The binary's allocator (src/main.rs), so the refit steps are measured as a run makes them.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use std::collections::HashSet;
 use std::hint::black_box;

@@ -12,7 +12,6 @@
 #![allow(clippy::needless_range_loop)] // index loops mirror the formulas in numerical code
 
 pub mod acquire;
-mod alloc;
 pub mod analysis;
 pub mod cli;
 pub mod commands;

@@ -17,11 +17,10 @@ fn every_entry_point_takes_the_same_defaults() {
     let d = Prior::default();
     assert_eq!((d.lambda_theta, d.lambda_b, d.lambda_kappa), (1.0, 0.1, 0.01), "docs/model.md §2");
     // fit's flags.
-    let Command::Fit { lambda_theta, lambda_b, lambda_kappa, draws, .. } =
-        Cli::parse_from(["topk-judge", "fit", "p.jsonl", "v.jsonl"]).command
-    else {
+    let Command::Fit(fit) = Cli::parse_from(["topk-judge", "fit", "p.jsonl", "v.jsonl"]).command else {
         panic!("fit parses as fit")
     };
+    let (lambda_theta, lambda_b, lambda_kappa, draws) = (fit.lambda_theta, fit.lambda_b, fit.lambda_kappa, fit.draws);
     // Unset flags: `fit` takes a run folder's settings, else the defaults below (model::params).
     assert_eq!((lambda_theta, lambda_b, lambda_kappa, draws), (None, None, None, None));
     assert_eq!(

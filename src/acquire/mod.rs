@@ -17,9 +17,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
 /// The acquisition strategy (docs/model.md §3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
 pub enum StrategyKind {
     /// Top-k-aware: p̂(1 − p̂) · v_ij · (π_i(1 − π_i) + π_j(1 − π_j)).
     Topk,

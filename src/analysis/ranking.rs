@@ -32,9 +32,8 @@ fn grid(v: f64) -> f64 {
 }
 
 /// The `report_ranking` setting of a run config (and `fit --report-ranking`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
 pub enum ReportRanking {
     /// The corrected ranking only when the design identifies the correction or a gate enabled
     /// it; otherwise the apparent ranking (default).

@@ -115,6 +115,54 @@ pub enum AuditError {
     },
 }
 
+/// `topk-judge audit CONFIG`.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// Audit config file (YAML).
+    pub config: PathBuf,
+    /// Do not show the progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Errors of the `audit` command: loading the config or building its judge (as they are), or
+/// the audit itself, named by its config.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditCommandError {
+    /// The audit config could not be read or is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Its judge cannot be built.
+    #[error(transparent)]
+    Judge(#[from] crate::judge::setup::JudgeSetupError),
+    /// The audit failed.
+    #[error("audit {}", config.display())]
+    During {
+        /// The audit config.
+        config: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<AuditError>,
+    },
+}
+
+/// `topk-judge audit`: load the config, then audit (a recorded audit reads its recording,
+/// a live one asks its judge), printing the tables.
+///
+/// # Errors
+/// [`AuditCommandError`].
+pub fn run(args: &AuditArgs, rt: &tokio::runtime::Runtime) -> Result<std::process::ExitCode, AuditCommandError> {
+    let cfg = AuditConfig::load(&args.config)?;
+    let during = |source| AuditCommandError::During { config: args.config.clone(), source: Box::new(source) };
+    if cfg.recording.is_some() {
+        run_recorded_audit(&cfg, true).map_err(during)?;
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
+    let judge = crate::config::judge::make_judge(&cfg.raw.judge)?;
+    rt.block_on(run_audit(&cfg, judge, true, !args.quiet)).map_err(during)?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Query counts of one invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct QueryCounts {

@@ -79,3 +79,40 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
     }
     Ok(md)
 }
+
+/// `topk-judge compare RUN…`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// Run folders (each with result.json and verdicts.jsonl).
+    #[arg(required = true, num_args = 1..)]
+    pub runs: Vec<PathBuf>,
+    /// Score recall against this run's top-k instead of the gold top-k (runs of one pool).
+    #[arg(long)]
+    pub reference: Option<PathBuf>,
+    /// Score recall against this judge's run on each pool (a name as the table shows it).
+    #[arg(long)]
+    pub reference_judge: Option<String>,
+    /// Price table (YAML: judge name → usd_per_verdict or input/output_usd_per_mtok) for judges
+    /// whose recordings carry no cost (docs/replay.md).
+    #[arg(long)]
+    pub prices: Option<PathBuf>,
+    /// Output folder for compare.md and recall_vs_spend.svg (default: the current folder).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `topk-judge compare`: write the comparison and print compare.md.
+///
+/// # Errors
+/// [`CompareError`].
+pub fn run(args: &CompareArgs) -> Result<std::process::ExitCode, CompareError> {
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("."));
+    let opts = CompareOptions {
+        reference: args.reference.as_deref(),
+        reference_judge: args.reference_judge.as_deref(),
+        prices: args.prices.as_deref(),
+    };
+    let text = compare_command(&args.runs, opts, &out)?;
+    super::print_out(&format!("{text}\n"));
+    Ok(std::process::ExitCode::SUCCESS)
+}

@@ -81,7 +81,7 @@ pub struct FitOutput {
 
 /// Errors of `fit`.
 #[derive(Debug, thiserror::Error)]
-pub enum FitCmdError {
+pub enum FitCommandError {
     /// The pool file could not be read, has no pool with the id, or breaks a rule.
     #[error(transparent)]
     Pool(#[from] pool::PoolError),
@@ -94,16 +94,28 @@ pub enum FitCmdError {
     /// The Bradley–Terry MAP fit failed (Newton did not converge, or the Hessian is not positive definite).
     #[error(transparent)]
     Fit(#[from] crate::model::FitError),
+    /// `--covariates` names a transform that does not exist.
+    #[error("--covariates")]
+    Covariates(#[source] crate::domain::invalid::InvalidInput),
+    /// `--out` could not be written.
+    #[error("writing {}", path.display())]
+    WriteOut {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
-impl From<super::run_folder::IdentError> for FitCmdError {
+impl From<super::run_folder::IdentError> for FitCommandError {
     fn from(e: super::run_folder::IdentError) -> Self {
-        FitCmdError::Run(Box::new(e))
+        FitCommandError::Run(Box::new(e))
     }
 }
 
 /// Arguments of `fit` (`None` = the run's setting with a run folder, else the default).
-pub struct FitArgs<'a> {
+pub struct FitRequest<'a> {
     /// Pool file, or a run folder.
     pub pool_file: &'a Path,
     /// Verdicts file (default with a run folder: its verdicts.jsonl).
@@ -155,11 +167,11 @@ const EXPECTED: &str = "expected one JSON object per line: {\"a\": item shown fi
 /// accepted; a torn last line without a newline is dropped with a warning).
 ///
 /// # Errors
-/// [`FitCmdError::Invalid`] naming the file, the first bad line and the expected fields.
-pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<String>), FitCmdError> {
+/// [`FitCommandError::Invalid`] naming the file, the first bad line and the expected fields.
+pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<String>), FitCommandError> {
     let raw = std::fs::read(path)
-        .map_err(|e| FitCmdError::Invalid(format!("cannot read verdicts file {}: {e}", path.display())))?;
-    let bad = |line: usize, msg: String| FitCmdError::Invalid(format!("{}:{line}: {msg}", path.display()));
+        .map_err(|e| FitCommandError::Invalid(format!("cannot read verdicts file {}: {e}", path.display())))?;
+    let bad = |line: usize, msg: String| FitCommandError::Invalid(format!("{}:{line}: {msg}", path.display()));
     let bytes = crate::store::text::strip_bom(&raw).map_err(|m| bad(1, m.to_string()))?;
     let mut out = Vec::new();
     let mut warning = None;
@@ -191,7 +203,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
         let Some(obj) = v.as_object() else {
             return Err(bad(line_no, format!("not a JSON object; {EXPECTED}")));
         };
-        let id = |k: &str, what: &str| -> Result<String, FitCmdError> {
+        let id = |k: &str, what: &str| -> Result<String, FitCommandError> {
             match obj.get(k) {
                 Some(serde_json::Value::String(s)) => Ok(s.clone()),
                 Some(other) => Err(bad(line_no, format!("\"{k}\" = {other} is not an item id (a string); {EXPECTED}"))),
@@ -235,8 +247,8 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
 /// Fit a pool to a verdicts file (or a run folder).
 ///
 /// # Errors
-/// [`FitCmdError`] naming the file, line and item.
-pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
+/// [`FitCommandError`] naming the file, line and item.
+pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandError> {
     let run = if args.pool_file.is_dir() { Some(load_run(args.pool_file)?) } else { None };
     let cfg = run.as_ref().map(|r| &r.cfg);
     let pool = fitted_pool(args, cfg)?;
@@ -244,7 +256,7 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
         (Some(v), _) => v.to_path_buf(),
         (None, Some(r)) => r.dir.join("verdicts.jsonl"),
         (None, None) => {
-            return Err(FitCmdError::Invalid(format!(
+            return Err(FitCommandError::Invalid(format!(
                 "no verdicts file: give `topk-judge fit POOL_FILE VERDICTS_FILE`, or a run folder instead of {}",
                 args.pool_file.display()
             )));
@@ -262,13 +274,13 @@ pub fn fit_file(args: &FitArgs<'_>) -> Result<(Pool, FitOutput), FitCmdError> {
 
 /// The pool to fit: the run folder's, or read from the pool file (`--pool-id` must agree with
 /// a run folder's pool).
-fn fitted_pool(args: &FitArgs<'_>, cfg: Option<&crate::config::run::Config>) -> Result<Pool, FitCmdError> {
+fn fitted_pool(args: &FitRequest<'_>, cfg: Option<&crate::config::run::Config>) -> Result<Pool, FitCommandError> {
     match cfg {
         Some(c) => {
             if let Some(id) = args.pool_id
                 && id != c.pool.pool_id
             {
-                return Err(FitCmdError::Invalid(format!(
+                return Err(FitCommandError::Invalid(format!(
                     "--pool-id {id}: the run folder {} holds pool {:?}",
                     args.pool_file.display(),
                     c.pool.pool_id
@@ -293,10 +305,14 @@ struct FitSettings {
 }
 
 impl FitSettings {
-    fn resolve(args: &FitArgs<'_>, cfg: Option<&crate::config::run::Config>, pool: &Pool) -> Result<Self, FitCmdError> {
+    fn resolve(
+        args: &FitRequest<'_>,
+        cfg: Option<&crate::config::run::Config>,
+        pool: &Pool,
+    ) -> Result<Self, FitCommandError> {
         let k = args.k.or(cfg.map(|c| c.raw.k)).unwrap_or(3);
         if k == 0 || k >= pool.n_bases() {
-            return Err(FitCmdError::Invalid(format!(
+            return Err(FitCommandError::Invalid(format!(
                 "--k {k} must satisfy 1 ≤ k < number of bases ({})",
                 pool.n_bases()
             )));
@@ -311,7 +327,7 @@ impl FitSettings {
             args.draws.or(cfg.map(|c| c.raw.acquisition.mc_draws)).unwrap_or(crate::model::params::DEFAULT_MC_DRAWS);
         // The same checks as a run config's `model` and `acquisition` sections, named by flag.
         let flag = |e: crate::model::params::ParamError| {
-            FitCmdError::Invalid(format!(
+            FitCommandError::Invalid(format!(
                 "--{} {e}",
                 if e.name == "mc_draws" { "draws".into() } else { e.name.replace('_', "-") }
             ))
@@ -319,7 +335,9 @@ impl FitSettings {
         prior.check().map_err(flag)?;
         let sw = args.strong_preference_weight.or(cfg.map(|c| c.raw.model.strong_preference_weight)).unwrap_or(1.0);
         if !(sw > 0.0 && sw.is_finite()) {
-            return Err(FitCmdError::Invalid(format!("--strong-preference-weight {sw} must be a finite number > 0")));
+            return Err(FitCommandError::Invalid(format!(
+                "--strong-preference-weight {sw} must be a finite number > 0"
+            )));
         }
         crate::model::params::check_mc_draws(draws).map_err(flag)?;
         Ok(Self {
@@ -354,10 +372,10 @@ impl Selection {
     fn of(
         lines: Vec<VerdictLine>,
         pool: &Pool,
-        args: &FitArgs<'_>,
+        args: &FitRequest<'_>,
         cfg: Option<&crate::config::run::Config>,
         vpath: &str,
-    ) -> Result<Self, FitCmdError> {
+    ) -> Result<Self, FitCommandError> {
         let (mut warnings, mut notes) = (Vec::new(), Vec::new());
         // Records of other pools: counted and reported.
         let mut other_pools: BTreeMap<String, usize> = BTreeMap::new();
@@ -375,7 +393,7 @@ impl Selection {
         // Every record is of another pool, and the pool was picked by default (the file's first):
         // the user meant another pool, so say which instead of fitting nothing.
         if mine.is_empty() && !other_pools.is_empty() && cfg.is_none() && args.pool_id.is_none() {
-            return Err(FitCmdError::Invalid(format!(
+            return Err(FitCommandError::Invalid(format!(
                 "{vpath}: none of its records is for pool {:?} (the first pool of {}, used without --pool-id); its records are for {}: choose one with --pool-id",
                 pool.pool_id,
                 args.pool_file.display(),
@@ -418,10 +436,10 @@ fn judge_list(judges: &BTreeMap<String, usize>) -> String {
 fn select_judge(
     judges: &BTreeMap<String, usize>,
     pool: &Pool,
-    args: &FitArgs<'_>,
+    args: &FitRequest<'_>,
     cfg: Option<&crate::config::run::Config>,
     vpath: &str,
-) -> Result<Option<String>, FitCmdError> {
+) -> Result<Option<String>, FitCommandError> {
     let wanted = args.judge.map(str::to_owned).or_else(|| {
         let d = cfg.map(judge_description)?;
         (judges.len() > 1 && judges.contains_key(&d)).then_some(d)
@@ -434,12 +452,12 @@ fn select_judge(
     };
     match hits.as_slice() {
         [one] => Ok(Some((*one).clone())),
-        [] => Err(FitCmdError::Invalid(format!(
+        [] => Err(FitCommandError::Invalid(format!(
             "--judge {w:?}: no verdict of pool {:?} in {vpath} comes from that judge; the judges there: {}",
             pool.pool_id,
             judge_list(judges)
         ))),
-        _ => Err(FitCmdError::Invalid(format!(
+        _ => Err(FitCommandError::Invalid(format!(
             "--judge {w:?} matches several judges in {vpath}: {}; give more of the name",
             judge_list(judges)
         ))),
@@ -453,13 +471,13 @@ fn item_verdicts(
     pool: &Pool,
     strong_preference_weight: f64,
     vpath: &str,
-) -> Result<(Vec<ItemVerdict>, usize), FitCmdError> {
+) -> Result<(Vec<ItemVerdict>, usize), FitCommandError> {
     let mut verdicts = Vec::new();
     let mut invalid = 0;
     for l in mine {
         let find = |id: &str| {
             pool.item_index(id).ok_or_else(|| {
-                FitCmdError::Invalid(format!(
+                FitCommandError::Invalid(format!(
                     "{vpath}:{}: item {id:?} is not in pool {:?} (its items: {})",
                     l.line,
                     pool.pool_id,
@@ -469,7 +487,7 @@ fn item_verdicts(
         };
         let (a, b) = (find(&l.a)?, find(&l.b)?);
         if a == b {
-            return Err(FitCmdError::Invalid(format!(
+            return Err(FitCommandError::Invalid(format!(
                 "{vpath}:{}: item {:?} is compared with itself; a verdict needs two different items",
                 l.line, l.a
             )));
@@ -490,13 +508,13 @@ fn item_verdicts(
 /// Fit the model and report as `run` does.
 fn fit_output(
     pool: &Pool,
-    args: &FitArgs<'_>,
+    args: &FitRequest<'_>,
     cfg: Option<&crate::config::run::Config>,
     set: &FitSettings,
     sel: Selection,
     verdicts: Vec<ItemVerdict>,
     invalid: usize,
-) -> Result<FitOutput, FitCmdError> {
+) -> Result<FitOutput, FitCommandError> {
     let Selection { judges, other_pools, judge, mut warnings, mut notes, .. } = sel;
     let (k, prior) = (set.k, set.prior);
     let specs = match set.model {
@@ -595,4 +613,93 @@ pub fn fit_text(fit: &FitOutput) -> String {
         text.push_str(&format!("note: {n}\n"));
     }
     text
+}
+
+/// `topk-judge fit POOL VERDICTS`, `topk-judge fit RUN`.
+#[derive(Debug, clap::Args)]
+pub struct FitArgs {
+    /// Pool file (JSON Lines), or a run folder (its pool, verdicts and settings).
+    pub pool_file: std::path::PathBuf,
+    /// Verdicts file (JSON Lines with "a", "b", "y"); not needed with a run folder.
+    pub verdicts_file: Option<std::path::PathBuf>,
+    /// Pool id (default: the first pool in the file).
+    #[arg(long)]
+    pub pool_id: Option<String>,
+    /// Use only the verdicts of this judge (the records' "judge" field, or a unique prefix of
+    /// it), when the file holds several.
+    #[arg(long)]
+    pub judge: Option<String>,
+    /// Model [default: bias_aware, or the run's].
+    #[arg(long, value_parser = super::values::model_kind())]
+    pub model: Option<ModelKind>,
+    /// k of top-k [default: 3, or the run's].
+    #[arg(long)]
+    pub k: Option<usize>,
+    /// Which ranking to report: auto (the bias-corrected one only when the design
+    /// identifies the correction), corrected or apparent [default: auto, or the run's].
+    #[arg(long, value_parser = super::values::report_ranking())]
+    pub report_ranking: Option<ReportRanking>,
+    /// Covariates as NAME or NAME:TRANSFORM, comma-separated (default: words:zscore when items have text, plus every
+    /// key of the items' covariates map, raw).
+    #[arg(long, value_delimiter = ',')]
+    pub covariates: Option<Vec<String>>,
+    /// λ_θ, prior precision of each item quality θ (> 0) [default: 1, or the run's].
+    #[arg(long, allow_negative_numbers = true)]
+    pub lambda_theta: Option<f64>,
+    /// λ_b, prior precision of each bias coefficient c (> 0) [default: 0.1, or the run's].
+    #[arg(long, allow_negative_numbers = true)]
+    pub lambda_b: Option<f64>,
+    /// λ_κ, prior precision of the position effect κ (> 0) [default: 0.01, or the run's].
+    #[arg(long, allow_negative_numbers = true)]
+    pub lambda_kappa: Option<f64>,
+    /// Weight of the likelihood term of a verdict stored with `strong_preference` (`[[A>>B]]`),
+    /// > 0 [default: 1, or the run's].
+    #[arg(long, allow_negative_numbers = true)]
+    pub strong_preference_weight: Option<f64>,
+    /// Monte-Carlo draws for top-k membership [default: 1000, or the run's mc_draws].
+    #[arg(long)]
+    pub draws: Option<usize>,
+    /// Seed [default: 0, or the run's acquisition seed].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the fit as JSON here.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// `topk-judge fit`: fit, print the warnings (stderr) and the ranking, write `--out`.
+///
+/// # Errors
+/// [`FitCommandError`].
+pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
+    let covariates = args
+        .covariates
+        .as_ref()
+        .map(|v| v.iter().map(|s| CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>())
+        .transpose()
+        .map_err(FitCommandError::Covariates)?;
+    let req = FitRequest {
+        pool_file: &args.pool_file,
+        verdicts_file: args.verdicts_file.as_deref(),
+        pool_id: args.pool_id.as_deref(),
+        judge: args.judge.as_deref(),
+        model: args.model,
+        k: args.k,
+        report_ranking: args.report_ranking,
+        covariates,
+        lambda: [args.lambda_theta, args.lambda_b, args.lambda_kappa],
+        strong_preference_weight: args.strong_preference_weight,
+        draws: args.draws,
+        seed: args.seed,
+    };
+    let (_pool, fit) = fit_file(&req)?;
+    for w in &fit.warnings {
+        eprintln!("warning: {w}");
+    }
+    super::print_out(&fit_text(&fit));
+    if let Some(out) = &args.out {
+        let text = serde_json::to_string_pretty(&fit).expect("serialisable");
+        std::fs::write(out, text + "\n").map_err(|source| FitCommandError::WriteOut { path: out.clone(), source })?;
+    }
+    Ok(std::process::ExitCode::SUCCESS)
 }

@@ -561,3 +561,20 @@ pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<Stri
     let path = write_gate(&cfg.run_dir, &report)?;
     apply_report(cfg, result, &report, &path)
 }
+
+/// `topk-judge gate RUN_OR_CONFIG`.
+#[derive(Debug, clap::Args)]
+pub struct GateArgs {
+    /// A run folder, or its config file, with a `gate:` section (the run must exist).
+    pub run_or_config: std::path::PathBuf,
+}
+
+/// `topk-judge gate`: run the trusted-anchor gate on a run and print its decision.
+///
+/// # Errors
+/// [`IdentError`].
+pub fn run(args: &GateArgs, rt: &tokio::runtime::Runtime) -> Result<std::process::ExitCode, IdentError> {
+    let (_, text) = rt.block_on(gate_command(&args.run_or_config))?;
+    super::print_out(&text);
+    Ok(std::process::ExitCode::SUCCESS)
+}

@@ -439,6 +439,33 @@ pub fn import(
     Ok(ImportSummary { answers: answers.len(), prompts, skipped_prompts: skipped, systems })
 }
 
+/// `topk-judge import --format F FILE… --out POOLS`.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// Input format.
+    #[arg(long, value_enum)]
+    pub format: ImportFormat,
+    /// Input files (one per model for AlpacaEval and Arena-Hard; any number of CSV files).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Arena-Hard questions (JSON Lines with question_id and turns or prompt).
+    #[arg(long)]
+    pub questions: Option<PathBuf>,
+    /// The pool file to write (JSON Lines, one prompt per line).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `topk-judge import`: write the pool file and print what it holds.
+///
+/// # Errors
+/// [`ImportError`].
+pub fn run(args: &ImportArgs) -> Result<std::process::ExitCode, ImportError> {
+    let s = import(args.format, &args.inputs, args.questions.as_deref(), &args.out)?;
+    super::print_out(&s.text(&args.out));
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

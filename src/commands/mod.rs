@@ -1,6 +1,7 @@
 //! One module per subcommand: each reads its inputs (config, pool, run folder), calls the core
 //! ([`crate::run`], [`crate::model`], [`crate::analysis`], [`crate::sweep`]) and writes its outputs.
-//! `main.rs` only parses the command line and dispatches here.
+//! Each file declares its arguments (`XArgs`, clap) and `fn run(args, …) -> Result<ExitCode, XError>`;
+//! `main.rs` parses the command line, builds the one tokio runtime and dispatches here.
 
 pub mod audit;
 pub mod compare;
@@ -13,3 +14,10 @@ pub mod report;
 pub mod run;
 pub mod run_folder;
 pub mod simulate;
+pub mod values;
+
+/// Print to stdout, ignoring a closed pipe (`topk-judge … | head`).
+pub fn print_out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}

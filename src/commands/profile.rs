@@ -159,3 +159,20 @@ pub fn profile_text(r: &ProfileReport, json: &Path, svg: &Path) -> String {
     s.push_str(&format!("\nsaved: {}, {}\n", json.display(), svg.display()));
     s
 }
+
+/// `topk-judge profile RUN_OR_CONFIG`.
+#[derive(Debug, clap::Args)]
+pub struct ProfileArgs {
+    /// A run folder (with config.yaml and verdicts.jsonl) or a config whose run exists.
+    pub run_or_config: std::path::PathBuf,
+}
+
+/// `topk-judge profile`: write profile.json and profile.svg and print the table.
+///
+/// # Errors
+/// [`IdentError`].
+pub fn run(args: &ProfileArgs) -> Result<std::process::ExitCode, IdentError> {
+    let (_, text) = profile_command(&args.run_or_config)?;
+    super::print_out(&text);
+    Ok(std::process::ExitCode::SUCCESS)
+}

@@ -41,3 +41,24 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
     }
     Ok(files)
 }
+
+/// `topk-judge report RUN_OR_CONFIG`.
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    /// Run folder (result.json, fits.jsonl, verdicts.jsonl), or the run's config file.
+    pub run: PathBuf,
+    /// Output folder (default: the run folder).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `topk-judge report`: write the files and name each.
+///
+/// # Errors
+/// [`CompareError`].
+pub fn run(args: &ReportArgs) -> Result<std::process::ExitCode, CompareError> {
+    for f in report_command(&args.run, args.out.as_deref())? {
+        super::print_out(&format!("wrote {}\n", f.display()));
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}

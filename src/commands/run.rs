@@ -5,6 +5,7 @@
 //! ([`super::gate::gate_after_run`]), or `--gate FILE` applies a gate computed before
 //! ([`super::gate::apply_gate`]); the summary is printed after the gate decided.
 
+use super::print_out;
 use super::run_folder::IdentError;
 use crate::config::ConfigError;
 use crate::config::judge::make_judge;
@@ -13,7 +14,8 @@ use crate::report::schema::StopReason;
 use crate::run::live;
 use crate::run::{RunError, RunOptions};
 use crate::store::ledger::CacheError;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 /// Errors of the `run` command, each with its cause.
 #[derive(Debug, thiserror::Error)]
@@ -32,13 +34,28 @@ pub enum RunCommandError {
     Books(#[from] crate::store::books::BooksError),
     /// The gate's labels file (`gate.labels`) is missing or malformed: found before the run.
     #[error(transparent)]
-    Gate(Box<IdentError>),
+    GateLabels(Box<IdentError>),
+    /// The run failed, after its summary was printed when result.json was written.
+    #[error("run {}", config.display())]
+    During {
+        /// The config file of the run.
+        config: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<RunCommandError>,
+    },
+    /// The gate failed after the run (the run's result stands).
+    #[error("{what}")]
+    Gate {
+        /// Which gate: `--gate FILE`, or the config's `gate:` section.
+        what: String,
+        /// Why.
+        #[source]
+        source: Box<IdentError>,
+    },
     /// The run itself.
     #[error(transparent)]
     Run(#[from] RunError),
-    /// Starting the async runtime.
-    #[error("starting the tokio runtime: {0}")]
-    Runtime(std::io::Error),
     /// The run stopped because too many replies were invalid (result.json is written).
     #[error("the run stopped early: {0}")]
     InvalidRate(String),
@@ -61,19 +78,66 @@ pub fn dry_run_text(config: &Path) -> Result<String, RunCommandError> {
     Ok(text)
 }
 
-/// Load `config`, build its judge and start the tokio runtime: what a real run needs first.
+/// `topk-judge run CONFIG`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Config file (YAML).
+    pub config: PathBuf,
+    /// Do not show the progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+    /// A gate.json from `topk-judge gate` (e.g. computed on another pool of the same task):
+    /// report the ranking the gate chose. Without it, a `gate:` section in the config runs
+    /// the gate at the end of the run.
+    #[arg(long)]
+    pub gate: Option<PathBuf>,
+    /// Render the first prompt, count the queries the budget allows and print the worst-case
+    /// cost; send nothing, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `topk-judge run`: the dry run, or Algorithm 1 then the gate, the summary printed. The exit
+/// code is 130 after an interrupt (re-running resumes).
 ///
 /// # Errors
-/// [`RunCommandError`]: unreadable config, unbuildable judge, no runtime.
-pub fn prepare(
-    config: &Path,
-) -> Result<(Config, std::sync::Arc<dyn crate::judge::Judge>, tokio::runtime::Runtime), RunCommandError> {
+/// [`RunCommandError`]: loading the config or the judge (as they are), the run itself (within
+/// [`RunCommandError::During`], after the summary a written result.json holds), or the gate
+/// (within [`RunCommandError::Gate`], after the summary).
+pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
+    if args.dry_run {
+        print_out(&dry_run_text(&args.config)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (cfg, judge) = prepare(&args.config)?;
+    let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
+    let outcome = run_with_gate(&cfg, judge, rt, args.quiet, args.gate.as_deref()).map_err(during)?;
+    if let Some(source) = outcome.gate_error {
+        let what = match &args.gate {
+            Some(g) => format!("--gate {}", g.display()),
+            None => format!("the gate: section of {}", args.config.display()),
+        };
+        return Err(RunCommandError::Gate { what, source: Box::new(source) });
+    }
+    print_out(&outcome.after_summary);
+    Ok(if outcome.stop == StopReason::Interrupted {
+        ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Load `config` and build its judge: what a real run needs first.
+///
+/// # Errors
+/// [`RunCommandError`]: unreadable config, unbuildable judge, a gate's labels file that is
+/// missing or malformed.
+pub fn prepare(config: &Path) -> Result<(Config, std::sync::Arc<dyn crate::judge::Judge>), RunCommandError> {
     let cfg = Config::load(config)?;
     print_warnings(&cfg);
     let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
-    super::gate::check_labels_file(&cfg).map_err(|e| RunCommandError::Gate(Box::new(e)))?;
-    let rt = tokio::runtime::Runtime::new().map_err(RunCommandError::Runtime)?;
-    Ok((cfg, judge, rt))
+    super::gate::check_labels_file(&cfg).map_err(|e| RunCommandError::GateLabels(Box::new(e)))?;
+    Ok((cfg, judge))
 }
 
 /// Print a config's load warnings (identical texts, covariate scales) to stderr.
@@ -83,22 +147,32 @@ pub fn print_warnings(cfg: &Config) {
     }
 }
 
+/// How a run with its gate ended: why the run stopped, what to print after the summary (the
+/// gate's lines after its decision), and the gate's error, reported after the summary.
+pub struct RunOutcome {
+    /// Why the run stopped.
+    pub stop: StopReason,
+    /// The lines printed after the summary.
+    pub after_summary: String,
+    /// The gate failed (the run's result stands).
+    pub gate_error: Option<IdentError>,
+}
+
 /// Run Algorithm 1 for a prepared config, then the gate (`--gate FILE`, or the config's
 /// `gate:` section), then print the summary (the reported ranking follows the gate under
-/// `report_ranking: auto`; Ctrl-C and SIGTERM are handled by the run). Returns the lines printed
-/// after the summary and why the run stopped (the binary exits with 130 after an interrupt).
+/// `report_ranking: auto`; Ctrl-C and SIGTERM are handled by the run).
 ///
 /// # Errors
 /// [`RunCommandError::Run`] for the run (after printing the summary a failed fit still wrote),
 /// [`RunCommandError::InvalidRate`] when it stopped on too many invalid replies (after printing
-/// the summary; result.json is written); the inner result carries the gate's [`IdentError`].
+/// the summary; result.json is written).
 pub fn run_with_gate(
     cfg: &Config,
     judge: std::sync::Arc<dyn crate::judge::Judge>,
     rt: &tokio::runtime::Runtime,
     quiet: bool,
     gate: Option<&Path>,
-) -> Result<(Result<String, IdentError>, StopReason), RunCommandError> {
+) -> Result<RunOutcome, RunCommandError> {
     let opts = RunOptions { progress: !quiet, print: false, handle_signals: true };
     let mut result = match rt.block_on(live::run(cfg, judge, &opts)) {
         Ok(r) => r,
@@ -134,14 +208,12 @@ pub fn run_with_gate(
     }
     print_out(&format!("{text}\n"));
     // The summary already holds the gate's decision line: what follows it is printed after.
-    let gated = gated.map(|s| match (&result.gate, s.split_once('\n')) {
-        (Some(_), Some((_, rest))) => rest.to_string(),
-        _ => s,
-    });
-    Ok((gated, result.stop_reason))
-}
-
-fn print_out(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    let (after_summary, gate_error) = match gated {
+        Ok(s) => match (&result.gate, s.split_once('\n')) {
+            (Some(_), Some((_, rest))) => (rest.to_string(), None),
+            _ => (s, None),
+        },
+        Err(e) => (String::new(), Some(e)),
+    };
+    Ok(RunOutcome { stop: result.stop_reason, after_summary, gate_error })
 }

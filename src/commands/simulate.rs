@@ -67,3 +67,34 @@ fn pipeline_command(
     let md = sweep::pipeline::write_outputs(s, &rows, &dir)?;
     Ok((dir, md, rows.len()))
 }
+
+/// `topk-judge simulate SWEEP`.
+#[derive(Debug, clap::Args)]
+pub struct SimulateArgs {
+    /// Sweep file (YAML).
+    pub sweep: PathBuf,
+    /// Worker threads (default: the sweep's `threads`, 0 = all cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Output folder (default: the sweep's `out_dir`/`name`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Do not show the progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `topk-judge simulate`: run the file, write its outputs, print summary.md and the time taken.
+///
+/// # Errors
+/// [`SweepError`].
+pub fn run(args: &SimulateArgs) -> Result<std::process::ExitCode, SweepError> {
+    let start = std::time::Instant::now();
+    let (dir, md, rows) = simulate_command(&args.sweep, args.threads, args.out.as_deref(), !args.quiet)?;
+    super::print_out(&format!(
+        "{md}\n{rows} runs in {:.1} s; outputs: {}\n",
+        start.elapsed().as_secs_f64(),
+        dir.display()
+    ));
+    Ok(std::process::ExitCode::SUCCESS)
+}

@@ -13,9 +13,8 @@ use crate::domain::verdict::ItemVerdict;
 use serde::{Deserialize, Serialize};
 
 /// Which Bradley–Terry model to fit (docs/model.md §2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[value(rename_all = "snake_case")]
 pub enum ModelKind {
     /// θ and κ only; ranks by apparent quality φ.
     Naive,
