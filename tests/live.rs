@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use topk_judge::config::judge::JudgeConfig;
 use topk_judge::config::run::Config;
 use topk_judge::domain::verdict::InvalidReason;
-use topk_judge::judge::Judge;
+use topk_judge::judge::JudgeInfo;
 use topk_judge::judge::openai::secret::Secret;
 use topk_judge::judge::openai::{OpenAiConfig, OpenAiJudge};
 use topk_judge::report::schema::RunResult;
@@ -135,8 +135,8 @@ async fn every_fault_is_survived_stored_once_and_counted() {
     let pairs: HashSet<(String, String)> = recs.iter().map(|r| (r.a.clone(), r.b.clone())).collect();
     for r in &recs {
         assert!(pairs.contains(&(r.b.clone(), r.a.clone())), "both orders of {} vs {}", r.a, r.b);
-        match (r.y, r.invalid_reason.as_deref()) {
-            (Some(y), None) if r.raw.as_deref().is_some_and(|t| t.contains("[[C]]")) => assert_eq!(y, 0.5),
+        match (r.reply.y, r.reply.invalid_reason_text().as_deref()) {
+            (Some(y), None) if r.reply.raw.as_deref().is_some_and(|t| t.contains("[[C]]")) => assert_eq!(y, 0.5),
             (Some(y), None) => {
                 let (ta, tb) = (text_of(&cfg, &r.a), text_of(&cfg, &r.b));
                 let want = if ta.chars().count() >= tb.chars().count() { 1.0 } else { 0.0 };
@@ -144,34 +144,38 @@ async fn every_fault_is_survived_stored_once_and_counted() {
             }
             (None, Some(reason)) => {
                 assert!(reason.starts_with("content_filter: after 3 asks"), "{reason}");
-                assert_eq!(r.attempts, 3);
-                assert!(r.cost_usd > 0.0, "an invalid reply's cost is still booked");
+                assert_eq!(r.reply.attempts, 3);
+                assert!(r.reply.cost_usd > 0.0, "an invalid reply's cost is still booked");
             }
             other => panic!("unexpected record {other:?}"),
         }
     }
-    assert_eq!(recs.iter().filter(|r| r.y == Some(0.5)).count(), 1, "one tie = one outcome of ½");
+    assert_eq!(recs.iter().filter(|r| r.reply.y == Some(0.5)).count(), 1, "one tie = one outcome of ½");
     let ia = |r: &VerdictRecord| (cfg.pool.item_index(&r.a).unwrap(), cfg.pool.item_index(&r.b).unwrap());
     // Query 1: 5 attempts; the timed-out and the garbled attempt are booked at their worst case.
     let (a0, b0) = ia(&recs[0]);
     let attempt_worst = judge.worst_case_usd(&cfg.pool, a0, b0) / 3.0;
     let fake_cost = (100.0 * 1.0 + 3.0 * 2.0) / 1e6;
-    assert_eq!(recs[0].attempts, 5);
-    assert!((recs[0].cost_usd - (2.0 * attempt_worst + fake_cost)).abs() < 1e-12, "{}", recs[0].cost_usd);
-    assert_eq!(recs[1].y, None);
+    assert_eq!(recs[0].reply.attempts, 5);
+    assert!((recs[0].reply.cost_usd - (2.0 * attempt_worst + fake_cost)).abs() < 1e-12, "{}", recs[0].reply.cost_usd);
+    assert_eq!(recs[1].reply.y, None);
     // Query 3: the reply without usage was booked at its worst case (prompt bound + max_tokens).
     let (a2, b2) = ia(&recs[2]);
-    assert!(recs[2].usage.prompt_tokens > 1000 && recs[2].usage.completion_tokens == 8, "{:?}", recs[2].usage);
-    assert!((recs[2].cost_usd - judge.worst_case_usd(&cfg.pool, a2, b2) / 3.0).abs() < 1e-12);
-    assert_eq!((recs[3].attempts, recs[3].y.is_some()), (2, true), "re-asked once after a truncated reply");
+    assert!(
+        recs[2].reply.usage.prompt_tokens > 1000 && recs[2].reply.usage.completion_tokens == 8,
+        "{:?}",
+        recs[2].reply.usage
+    );
+    assert!((recs[2].reply.cost_usd - judge.worst_case_usd(&cfg.pool, a2, b2) / 3.0).abs() < 1e-12);
+    assert_eq!((recs[3].reply.attempts, recs[3].reply.y.is_some()), (2, true), "re-asked once after a truncated reply");
     for r in &recs {
         let (a, b) = ia(r);
         assert!(
-            r.cost_usd <= judge.worst_case_usd(&cfg.pool, a, b) + 1e-15,
+            r.reply.cost_usd <= judge.worst_case_usd(&cfg.pool, a, b) + 1e-15,
             "no query costs more than its reservation"
         );
     }
-    let spend: f64 = recs.iter().map(|r| r.cost_usd).sum();
+    let spend: f64 = recs.iter().map(|r| r.reply.cost_usd).sum();
     assert!((res.spend_usd - spend).abs() < 1e-12);
 
     // Request shape: model, messages, limits, no logprobs unless asked, the key as bearer.
@@ -249,7 +253,7 @@ async fn budget_holds_with_32_requests_in_flight() {
     let (res, _judge) = run_inproc(&cfg, "sk-budget-0000").await;
     let recs = records(&cfg);
     let failed = topk_judge::store::ledger::failed_spend(&cfg.run_dir.join("failed.jsonl"), |_| true);
-    let logged: f64 = recs.iter().map(|r| r.cost_usd).sum::<f64>() + failed;
+    let logged: f64 = recs.iter().map(|r| r.reply.cost_usd).sum::<f64>() + failed;
     let server_total: f64 = fake
         .requests()
         .iter()
@@ -296,7 +300,7 @@ async fn a_timed_out_paid_call_is_booked_and_survives_resume() {
     let w = judge.worst_case_usd(&cfg.pool, ia, ib);
     let booked = topk_judge::store::ledger::failed_spend(&cfg.run_dir.join("failed.jsonl"), |_| true);
     assert!((booked - w).abs() < 1e-15, "the timed-out call is booked at its worst case");
-    let logged: f64 = recs.iter().map(|r| r.cost_usd).sum();
+    let logged: f64 = recs.iter().map(|r| r.reply.cost_usd).sum();
     assert!((res.spend_usd - (logged + w)).abs() < 1e-12);
     // Resume: nothing left to ask, and the failed call's spend still counts.
     let (again, _) = run_inproc(&cfg, "sk-x-000").await;
@@ -555,7 +559,9 @@ async fn context_overflow_policies() {
     let (res, _) = run_inproc(&cfg, "sk-x-000").await;
     assert_eq!(fake.n_requests(), 0);
     assert_eq!((res.comparisons, res.invalid, res.spend_usd), (8, 8, 0.0));
-    assert!(records(&cfg).iter().all(|r| r.invalid_reason.as_deref().unwrap().starts_with("context_overflow")));
+    assert!(
+        records(&cfg).iter().all(|r| r.reply.invalid_reason_text().as_deref().unwrap().starts_with("context_overflow"))
+    );
     assert_eq!(res.judge_stats.unwrap().context_overflows, 8);
     // truncate_task: the article is cut (same cut for every pair) so every prompt fits.
     let p = live_config(
@@ -601,8 +607,8 @@ async fn context_overflow_policies() {
     let (res, _) = run_inproc(&cfg, "sk-x-000").await;
     assert_eq!(fake.n_requests() - before, 2, "the context error was asked once, not retried");
     assert_eq!((res.valid, res.invalid), (1, 1));
-    let r = records(&cfg).into_iter().find(|r| r.y.is_none()).unwrap();
-    assert!(r.invalid_reason.unwrap().contains("HTTP 400"), "the status survived the llama.cpp body");
+    let r = records(&cfg).into_iter().find(|r| r.reply.y.is_none()).unwrap();
+    assert!(r.reply.invalid_reason_text().unwrap().contains("HTTP 400"), "the status survived the llama.cpp body");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -624,7 +630,7 @@ async fn soft_verdicts_from_first_token_logprobs() {
     let (res, _) = run_inproc(&cfg, "sk-x-000").await;
     assert_eq!(res.valid, 4);
     for r in records(&cfg) {
-        assert!((r.y.unwrap() - 0.7 / 0.9).abs() < 1e-9, "{:?}", r.y);
+        assert!((r.reply.y.unwrap() - 0.7 / 0.9).abs() < 1e-9, "{:?}", r.reply.y);
     }
     for q in fake.requests() {
         assert_eq!(q.body["logprobs"], true);
@@ -672,14 +678,14 @@ fn real_llm_summeval_pool_budget_40() {
     let cfg = Config::load(&p).unwrap();
     let recs = records(&cfg);
     assert_eq!(recs.len(), 40);
-    assert!(recs.iter().all(|r| r.usage.prompt_tokens > 0), "usage logged");
-    let valid: Vec<&VerdictRecord> = recs.iter().filter(|r| r.y.is_some()).collect();
+    assert!(recs.iter().all(|r| r.reply.usage.prompt_tokens > 0), "usage logged");
+    let valid: Vec<&VerdictRecord> = recs.iter().filter(|r| r.reply.y.is_some()).collect();
     assert!(!valid.is_empty(), "verdicts parsed");
-    let lat: Vec<u64> = recs.iter().map(|r| r.latency_ms).collect();
+    let lat: Vec<u64> = recs.iter().map(|r| r.reply.latency_ms).collect();
     let mut sorted = lat.clone();
     sorted.sort_unstable();
     let by_pair: HashMap<(String, String), f64> =
-        valid.iter().map(|r| ((r.a.clone(), r.b.clone()), r.y.unwrap())).collect();
+        valid.iter().map(|r| ((r.a.clone(), r.b.clone()), r.reply.y.unwrap())).collect();
     let (mut both, mut flips, mut a_wins) = (0, 0, 0);
     for ((a, b), y) in &by_pair {
         if *y > 0.5 {
@@ -712,12 +718,12 @@ fn real_llm_summeval_pool_budget_40() {
             }
         }
     }
-    let mean_y = valid.iter().map(|r| r.y.unwrap()).sum::<f64>() / valid.len() as f64;
+    let mean_y = valid.iter().map(|r| r.reply.y.unwrap()).sum::<f64>() / valid.len() as f64;
     println!(
         "REAL LLM: mean P(first shown wins) {mean_y:.3}; order-averaged verdicts agree with gold on {agree}/{decided} pairs"
     );
-    let prompt_tokens: u64 = recs.iter().map(|r| r.usage.prompt_tokens).sum();
-    let cached: u64 = recs.iter().map(|r| r.usage.cached_tokens).sum();
+    let prompt_tokens: u64 = recs.iter().map(|r| r.reply.usage.prompt_tokens).sum();
+    let cached: u64 = recs.iter().map(|r| r.reply.usage.cached_tokens).sum();
     println!(
         "REAL LLM: {} verdicts in {:.1} s; latency per verdict mean {:.2} s, median {:.2} s, max {:.2} s; invalid {}/{} = {:.3}; \
          slot A preferred in {}/{} valid verdicts; position flips {}/{} pairs asked in both orders = {:.2}; prompt tokens {} ({} cached)",

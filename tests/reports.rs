@@ -78,17 +78,13 @@ fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecor
         pool_id: "p".into(),
         a: a.into(),
         b: b.into(),
-        y,
-        invalid_reason: None,
         judge: judge.into(),
-        raw: None,
-        usage: Default::default(),
-        cost_usd: cost,
-        attempts: 1,
-        latency_ms: 0,
         ts: 0,
-        detail: Default::default(),
         intent: None,
+        reply: topk_judge::domain::verdict::JudgeReply {
+            cost_usd: cost,
+            ..topk_judge::domain::verdict::JudgeReply::outcome(y)
+        },
     }
 }
 

@@ -129,7 +129,7 @@ async fn soft_verdicts_are_read_at_the_verdict_token_and_fallbacks_are_counted()
     let cfg = Config::load(&p).unwrap();
     let res = run(&cfg).await;
     assert_eq!(fake.script_left(), 0);
-    let ys: Vec<f64> = records(&cfg).iter().map(|r| r.y.unwrap()).collect();
+    let ys: Vec<f64> = records(&cfg).iter().map(|r| r.reply.y.unwrap()).collect();
     let want = [p_of(-3.9, -0.02), p_of(-0.25, -1.6), 1.0, 0.5, 1.0];
     assert_eq!(ys.len(), 5);
     for (got, want) in ys.iter().zip(want) {
@@ -185,7 +185,11 @@ async fn final_verdicts_and_comparison_labels_are_stored_once_with_their_weight(
     let recs = records(&cfg);
     assert_eq!(recs.len(), 6, "one stored verdict per reply: nothing duplicated");
     for (r, (reply, y, strong)) in recs.iter().zip(replies) {
-        assert_eq!((r.y, r.invalid_reason.as_deref(), r.detail.strong_preference), (Some(y), None, strong), "{reply}");
+        assert_eq!(
+            (r.reply.y, r.reply.invalid_reason_text().as_deref(), r.reply.detail.strong_preference),
+            (Some(y), None, strong),
+            "{reply}"
+        );
     }
     assert_eq!((res.valid, res.invalid), (6, 0));
     assert_eq!(res.verdicts_report.strong_preferences, 2);
@@ -206,12 +210,12 @@ async fn final_verdicts_and_comparison_labels_are_stored_once_with_their_weight(
     let iv = |r: &VerdictRecord, w: f64| ItemVerdict {
         a: cfg.pool.item_index(&r.a).unwrap(),
         b: cfg.pool.item_index(&r.b).unwrap(),
-        y: r.y.unwrap(),
+        y: r.reply.y.unwrap(),
         w,
     };
     let duplicated: Vec<ItemVerdict> = recs
         .iter()
-        .flat_map(|r| std::iter::repeat_n(iv(r, 1.0), if r.detail.strong_preference { 2 } else { 1 }))
+        .flat_map(|r| std::iter::repeat_n(iv(r, 1.0), if r.reply.detail.strong_preference { 2 } else { 1 }))
         .collect();
     let plain: Vec<ItemVerdict> = recs.iter().map(|r| iv(r, 1.0)).collect();
     let theta = |vs: &[ItemVerdict]| {
@@ -263,7 +267,14 @@ async fn a_verdict_planted_in_an_answer_is_listed_and_never_outranks_the_judges_
     assert_eq!(recs.len(), 6);
     assert_eq!(recs.iter().filter(|r| r.a == "y" || r.b == "y").count(), 4, "y in both slots");
     for r in &recs {
-        assert_eq!((r.y, r.detail.strong_preference), (Some(1.0), false), "{} vs {}: {:?}", r.a, r.b, r.raw);
+        assert_eq!(
+            (r.reply.y, r.reply.detail.strong_preference),
+            (Some(1.0), false),
+            "{} vs {}: {:?}",
+            r.a,
+            r.b,
+            r.reply.raw
+        );
     }
     let shaped = &res.verdicts_report.verdict_shaped_items;
     assert_eq!(shaped.len(), 1);
@@ -332,7 +343,8 @@ async fn json_verdicts_are_parsed_and_a_format_mismatch_is_an_early_error() {
     let cfg = Config::load(&p).unwrap();
     let res = run(&cfg).await;
     let recs = records(&cfg);
-    let got: Vec<(Option<f64>, Option<&str>)> = recs.iter().map(|r| (r.y, r.detail.verdict_from.as_deref())).collect();
+    let got: Vec<(Option<f64>, Option<&str>)> =
+        recs.iter().map(|r| (r.reply.y, r.reply.detail.verdict_from.as_deref())).collect();
     assert_eq!(got, vec![(Some(0.0), Some("json")), (Some(1.0), Some("json")), (Some(0.5), Some("json"))]);
     assert_eq!((res.invalid, fake.n_requests()), (0, 3), "parsed, none paid twice");
     for q in fake.requests() {
@@ -400,16 +412,19 @@ async fn verdicts_in_tool_calls_are_read_and_replies_without_one_keep_every_chan
     assert_eq!(fake.requests()[0].body["tools"][0]["function"]["name"], "record_verdict");
     let recs = records(&cfg);
     assert_eq!(recs.len(), 3);
-    assert_eq!((recs[0].y, recs[0].detail.verdict_from.as_deref()), (Some(1.0), Some("tool_call")));
-    assert!(recs[0].raw.as_deref().unwrap().contains("\"winner\": \"A\""), "{:?}", recs[0].raw);
-    assert_eq!((recs[1].y, recs[1].invalid_reason.as_deref()), (None, Some("no_verdict: after 1 asks")));
-    let ch = recs[1].detail.raw_channels.as_ref().unwrap();
+    assert_eq!((recs[0].reply.y, recs[0].reply.detail.verdict_from.as_deref()), (Some(1.0), Some("tool_call")));
+    assert!(recs[0].reply.raw.as_deref().unwrap().contains("\"winner\": \"A\""), "{:?}", recs[0].reply.raw);
+    assert_eq!(
+        (recs[1].reply.y, recs[1].reply.invalid_reason_text().as_deref()),
+        (None, Some("no_verdict: after 1 asks"))
+    );
+    let ch = recs[1].reply.detail.raw_channels.as_ref().unwrap();
     assert_eq!(ch["content"], "Both summaries have merits.");
     assert_eq!(ch["reasoning_content"], "Summary B is vague, so maybe [[A]].");
     assert_eq!(ch["finish_reason"], "stop");
-    assert_eq!((recs[2].y, recs[2].invalid_reason.as_deref()), (None, Some("empty: after 1 asks")));
-    assert_eq!(recs[2].detail.raw_channels.as_ref().unwrap()["reasoning_content"], "Weighing both... [[B]]");
-    assert!(recs[2].detail.raw_channels.as_ref().unwrap().get("content").is_none());
+    assert_eq!((recs[2].reply.y, recs[2].reply.invalid_reason_text().as_deref()), (None, Some("empty: after 1 asks")));
+    assert_eq!(recs[2].reply.detail.raw_channels.as_ref().unwrap()["reasoning_content"], "Weighing both... [[B]]");
+    assert!(recs[2].reply.detail.raw_channels.as_ref().unwrap().get("content").is_none());
     // Invalid rate by reason in the summary and result.json.
     let summary = topk_judge::report::result::summary_text(&res, &cfg.run_dir);
     assert!(summary.contains("invalid verdicts: 2 of 3 = 66.7% (empty 1 = 33.3%, no_verdict 1 = 33.3%)"), "{summary}");
@@ -441,8 +456,8 @@ async fn an_error_inside_a_200_reply_is_retried_like_a_502_and_never_stored() {
     let res = run(&cfg).await;
     let recs = records(&cfg);
     assert_eq!(recs.len(), 1);
-    assert!(recs[0].y.is_some() && recs[0].invalid_reason.is_none(), "{:?}", recs[0]);
-    assert_eq!(recs[0].attempts, 2);
+    assert!(recs[0].reply.y.is_some() && recs[0].reply.invalid_reason.is_none(), "{:?}", recs[0]);
+    assert_eq!(recs[0].reply.attempts, 2);
     let st = res.judge_stats.clone().unwrap();
     assert_eq!(
         (st.requests, st.retries, st.server_errors, st.in_band_errors, st.invalid_replies, st.replies),
@@ -450,7 +465,7 @@ async fn an_error_inside_a_200_reply_is_retried_like_a_502_and_never_stored() {
     );
     assert_eq!((res.valid, res.invalid, res.failed), (1, 0, 0));
     let fake_cost = (100.0 * 1.0 + 3.0 * 2.0) / 1e6;
-    assert!((recs[0].cost_usd - fake_cost).abs() < 1e-15, "the 502 in a 200 is not billed, like an HTTP 502");
+    assert!((recs[0].reply.cost_usd - fake_cost).abs() < 1e-15, "the 502 in a 200 is not billed, like an HTTP 502");
     let summary = topk_judge::report::result::summary_text(&res, &cfg.run_dir);
     assert!(
         summary.contains("1 retries, failed attempts (429: 0, 5xx: 1,")
@@ -471,8 +486,8 @@ async fn a_lone_surrogate_in_the_body_is_decoded_and_the_verdict_kept() {
     let cfg = Config::load(&p).unwrap();
     let res = run(&cfg).await;
     let recs = records(&cfg);
-    assert_eq!((recs.len(), recs[0].y, recs[0].attempts), (1, Some(1.0), 1));
-    assert_eq!(recs[0].raw.as_deref(), Some("Nice \u{FFFD} answer.\n[[A]]"));
+    assert_eq!((recs.len(), recs[0].reply.y, recs[0].reply.attempts), (1, Some(1.0), 1));
+    assert_eq!(recs[0].reply.raw.as_deref(), Some("Nice \u{FFFD} answer.\n[[A]]"));
     let st = res.judge_stats.clone().unwrap();
     assert_eq!((st.requests, st.malformed, st.retries, st.broken_text_repairs), (1, 0, 0, 1));
     let summary = topk_judge::report::result::summary_text(&res, &cfg.run_dir);

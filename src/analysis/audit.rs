@@ -988,7 +988,7 @@ pub fn report_text(r: &AuditReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::Judge;
+    use crate::judge::JudgeInfo;
     use crate::judge::mock::{MockConfig, MockJudge, MockMode};
 
     const TUTORIAL: &str = include_str!("../../data/tutorial_pairs.jsonl");

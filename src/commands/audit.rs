@@ -304,10 +304,14 @@ pub async fn run_audit(
             let first = pool.items[ORDERS[o].0].id.as_str();
             match log.get(&keys[i][o]) {
                 Some(r) => {
-                    usage.add(&r.usage);
-                    y[o] = r.y;
-                    if r.y.is_none() {
-                        let why = r.invalid_reason.as_deref().unwrap_or("invalid reply");
+                    usage.add(&r.reply.usage);
+                    y[o] = r.reply.y;
+                    if r.reply.y.is_none() {
+                        let why = r
+                            .reply
+                            .invalid_reason
+                            .as_ref()
+                            .map_or_else(|| "invalid reply".to_owned(), ToString::to_string);
                         missing.push(format!("{first} first: {why}"));
                     }
                 }
@@ -332,10 +336,8 @@ pub async fn run_audit(
     let report = audit::analyse(&cfg.pairs, &obs, cfg.raw.level);
     let notes = notes(cfg, &report, failures.len());
     let stored: Vec<&VerdictRecord> = keys.iter().flatten().filter_map(|k| log.get(k)).collect();
-    let invalid_by_reason = crate::domain::verdict::invalid_by_reason(
-        stored.len(),
-        stored.iter().filter(|r| r.y.is_none()).map(|r| r.invalid_reason.as_deref().unwrap_or("unknown")),
-    );
+    let invalid_by_reason =
+        crate::domain::verdict::invalid_by_reason(stored.len(), stored.iter().filter_map(|r| r.reply.why_invalid()));
     let verdict_shaped = pools
         .iter()
         .zip(&cfg.pairs)
@@ -640,7 +642,7 @@ pub fn summary_text(o: &AuditOutput, dir: &Path) -> String {
 mod tests {
     use super::*;
     use crate::domain::verdict::JudgeReply;
-    use crate::judge::{BoxFuture, JudgeError};
+    use crate::judge::{BoxFuture, JudgeError, JudgeInfo};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn tutorial_cfg(dir: &Path, extra: &str) -> PathBuf {
@@ -681,13 +683,16 @@ mod tests {
         calls: AtomicUsize,
     }
 
-    impl Judge for Counting {
+    impl JudgeInfo for Counting {
         fn describe(&self) -> String {
             "counting".into()
         }
         fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
             self.inner.cache_key(pool, a, b)
         }
+    }
+
+    impl Judge for Counting {
         fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
             self.calls.fetch_add(1, Ordering::SeqCst);
             if pool.pool_id == "p03" && a == 0 {

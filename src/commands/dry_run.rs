@@ -7,7 +7,7 @@
 //! reserves before sending it ([`Judge::worst_case_usd`]).
 
 use crate::config::run::Config;
-use crate::judge::Judge;
+use crate::judge::JudgeInfo;
 use crate::model::summary::{build_design, fit_and_summarise};
 use crate::run::queries::{RunQueries, next_picks};
 use crate::store::books::{BooksError, peek_spend};
@@ -42,7 +42,7 @@ pub struct DryRun {
 ///
 /// # Errors
 /// [`BooksError`] when an existing verdicts.jsonl or intents.jsonl cannot be read.
-pub fn dry_run(cfg: &Config, judge: &dyn Judge) -> Result<DryRun, BooksError> {
+pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError> {
     let pool = &cfg.pool;
     let log = cfg.run_dir.join("verdicts.jsonl");
     let records = if log.exists() { read_records(&log)?.0 } else { Vec::new() };
@@ -197,7 +197,7 @@ fn first_pick(
 }
 
 /// The dry run as text for the terminal.
-pub fn render(cfg: &Config, judge: &dyn Judge, d: &DryRun) -> String {
+pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     let mut s = String::from("dry run: nothing was sent and nothing was written.\n");
     s.push_str(&format!("judge: {}\n", judge.describe()));
     s.push_str(&format!(

@@ -221,8 +221,8 @@ async fn trusted_verdicts(
     for pair in queries.chunks(2) {
         let get = |(a, b): (usize, usize)| log.get(&judge.cache_key(&pool, a, b)).expect("queried above").clone();
         let (r1, r2) = (get(pair[0]), get(pair[1]));
-        spend += r1.cost_usd + r2.cost_usd;
-        ys.push((r1.y, r2.y));
+        spend += r1.reply.cost_usd + r2.reply.cost_usd;
+        ys.push((r1.reply.y, r2.reply.y));
     }
     Ok((ys, spend))
 }
@@ -371,7 +371,7 @@ pub async fn gate_for(
         .collect();
     // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
     // here is an error, not an empty name.
-    let judge_desc = crate::config::judge::make_judge_without_key(&cfg.raw.judge)
+    let judge_desc = crate::config::judge::judge_info(&cfg.raw.judge)
         .map(|j| j.describe())
         .map_err(|m| IdentError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display())))?;
     let report = GateReport {

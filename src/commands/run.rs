@@ -69,7 +69,7 @@ pub enum RunCommandError {
 pub fn dry_run_text(config: &Path) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run(config)?;
     print_warnings(&cfg);
-    let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
+    let judge = crate::config::judge::judge_info(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
     let d = super::dry_run::dry_run(&cfg, judge.as_ref())?;
     let mut text = super::dry_run::render(&cfg, judge.as_ref(), &d);
     if let Some(m) = key_problem {

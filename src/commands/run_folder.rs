@@ -150,7 +150,7 @@ fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
 /// The description of a config's judge (as result.json and gate.json name it), also for a live
 /// judge whose API key is not set here.
 pub fn judge_description(cfg: &Config) -> String {
-    crate::config::judge::make_judge_without_key(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default()
+    crate::config::judge::judge_info(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default()
 }
 
 /// The valid verdicts stored in `<dir>/verdicts.jsonl` for the config's judge (matched by cache
@@ -183,7 +183,7 @@ pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, 
     let (records, _, torn_line) = read_records(&path)?;
     let pool = &cfg.pool;
     let mut out = Vec::new();
-    match crate::config::judge::make_judge_without_key(&cfg.raw.judge) {
+    match crate::config::judge::judge_info(&cfg.raw.judge) {
         Ok(judge) => {
             let queries = crate::run::queries::RunQueries::new(cfg, judge.as_ref());
             out = queries.verdicts(&records, cfg.raw.model.strong_preference_weight);
@@ -202,7 +202,7 @@ pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, 
                     })
                 };
                 let (a, b) = (find(&r.a)?, find(&r.b)?);
-                if let Some(y) = r.y {
+                if let Some(y) = r.reply.y {
                     out.push(ItemVerdict { a, b, y, w: r.weight(cfg.raw.model.strong_preference_weight) });
                 }
             }

@@ -4,9 +4,9 @@
 use super::normalize;
 use crate::domain::invalid::InvalidSetting;
 use crate::domain::pool::Pool;
-use crate::judge::Judge;
 use crate::judge::mock::MockConfig;
 use crate::judge::setup::JudgeSetupError;
+use crate::judge::{Judge, JudgeInfo};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::Arc;
@@ -80,14 +80,17 @@ pub fn make_judge(cfg: &JudgeConfig) -> Result<Arc<dyn Judge>, JudgeSetupError> 
     }
 }
 
-/// The judge a config asks for, without an API key (a live judge is built keyless): for cache
-/// keys and descriptions when reading a run back, where nothing is sent.
+/// What is known about the judge a config asks for, without a query ([`JudgeInfo`]): its
+/// description, cache keys, worst-case costs and prompt. A live judge's is built without its API
+/// key and without an HTTP client, so a dry run or reading a run folder back needs neither.
 ///
 /// # Errors
 /// [`JudgeSetupError`], naming the config key.
-pub fn make_judge_without_key(cfg: &JudgeConfig) -> Result<Arc<dyn Judge>, JudgeSetupError> {
+pub fn judge_info(cfg: &JudgeConfig) -> Result<Arc<dyn JudgeInfo>, JudgeSetupError> {
     match cfg {
-        JudgeConfig::Openai(o) => Ok(Arc::new(crate::judge::openai::OpenAiJudge::new((**o).clone(), None)?)),
-        other => make_judge(other),
+        JudgeConfig::Openai(o) => Ok(Arc::new(crate::judge::openai::OpenAiInfo::new((**o).clone())?)),
+        JudgeConfig::Mock(m) => Ok(Arc::new(crate::judge::mock::MockJudge::new(m.clone())?)),
+        JudgeConfig::Synthetic(s) => Ok(Arc::new(crate::judge::synthetic::SyntheticJudge::new(s.clone())?)),
+        JudgeConfig::Replay(r) => Ok(Arc::new(crate::judge::replay::ReplayJudge::new(r.clone())?)),
     }
 }

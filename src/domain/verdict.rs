@@ -51,7 +51,7 @@ pub struct JudgeReply {
     pub y: Option<f64>,
     /// Why the reply was invalid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid_reason: Option<String>,
+    pub invalid_reason: Option<InvalidNote>,
     /// Raw reply text (live judges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
@@ -70,6 +70,39 @@ pub struct JudgeReply {
     /// What the parser saw besides the outcome (strong preference, channel, raw channels).
     #[serde(default, flatten)]
     pub detail: VerdictDetail,
+}
+
+impl JudgeReply {
+    /// A free, instant reply with outcome `y` (`None`: invalid) and nothing else: one attempt.
+    pub fn outcome(y: Option<f64>) -> Self {
+        Self {
+            y,
+            invalid_reason: None,
+            raw: None,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            attempts: 1,
+            latency_ms: 0,
+            detail: VerdictDetail::default(),
+        }
+    }
+
+    /// `invalid_reason` as stored (`no_verdict: after 2 asks`).
+    pub fn invalid_reason_text(&self) -> Option<String> {
+        self.invalid_reason.as_ref().map(ToString::to_string)
+    }
+
+    /// Why the reply is invalid (`unknown` when it does not say); `None` for a valid reply.
+    pub fn why_invalid(&self) -> Option<InvalidReason> {
+        if self.y.is_some() {
+            return None;
+        }
+        Some(
+            self.invalid_reason
+                .as_ref()
+                .map_or_else(|| InvalidReason::Recorded("unknown".into()), |n| n.reason.clone()),
+        )
+    }
 }
 
 /// What a live judge's parser saw besides the outcome; stored on the verdict line
@@ -181,15 +214,68 @@ impl<'de> Deserialize<'de> for InvalidReason {
     }
 }
 
-/// Invalid verdicts by reason (the part of `invalid_reason` before `:`), with their share of
-/// `total` stored verdicts.
-pub fn invalid_by_reason<'a>(
+/// Why a stored verdict is invalid: the [`InvalidReason`] and what came with it (`after 2 asks`,
+/// `HTTP 400 …`). Written as `reason: detail` (`no_verdict: after 2 asks`), or `reason` alone,
+/// the form verdicts.jsonl has always held; read back into the same two parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidNote {
+    /// The reason.
+    pub reason: InvalidReason,
+    /// What came with it, if anything.
+    pub detail: Option<String>,
+}
+
+impl InvalidNote {
+    /// A reason with a detail.
+    pub fn new(reason: impl Into<InvalidReason>, detail: impl Into<String>) -> Self {
+        Self { reason: reason.into(), detail: Some(detail.into()) }
+    }
+
+    /// The note of a stored `reason: detail` text (`reason` alone: no detail; empty: `unknown`).
+    pub fn parse(stored: &str) -> Self {
+        let (head, detail) = match stored.split_once(':') {
+            Some((h, d)) => (h, Some(d.trim().to_owned()).filter(|d| !d.is_empty())),
+            None => (stored, None),
+        };
+        Self { reason: InvalidReason::of(head), detail }
+    }
+}
+
+impl From<InvalidReason> for InvalidNote {
+    fn from(reason: InvalidReason) -> Self {
+        Self { reason, detail: None }
+    }
+}
+
+impl std::fmt::Display for InvalidNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.detail {
+            Some(d) => write!(f, "{}: {d}", self.reason),
+            None => write!(f, "{}", self.reason),
+        }
+    }
+}
+
+impl Serialize for InvalidNote {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for InvalidNote {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(|s| Self::parse(&s))
+    }
+}
+
+/// Invalid verdicts by reason, with their share of `total` stored verdicts.
+pub fn invalid_by_reason(
     total: usize,
-    reasons: impl IntoIterator<Item = &'a str>,
+    reasons: impl IntoIterator<Item = InvalidReason>,
 ) -> std::collections::BTreeMap<InvalidReason, ReasonCount> {
     let mut m: std::collections::BTreeMap<InvalidReason, ReasonCount> = std::collections::BTreeMap::new();
     for r in reasons {
-        m.entry(InvalidReason::of(r)).or_insert(ReasonCount { count: 0, rate: 0.0 }).count += 1;
+        m.entry(r).or_insert(ReasonCount { count: 0, rate: 0.0 }).count += 1;
     }
     for v in m.values_mut() {
         v.rate = if total > 0 { v.count as f64 / total as f64 } else { 0.0 };
@@ -312,5 +398,28 @@ impl StoredVerdict {
     /// The verdict as the fit sees it (`None` for an invalid reply).
     pub fn verdict(&self) -> Option<ItemVerdict> {
         self.y.map(|y| ItemVerdict { a: self.a, b: self.b, y, w: self.weight })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_notes_read_back_as_written() {
+        for s in [
+            "no_verdict: after 2 asks",
+            "context_overflow: HTTP 400: too long; not sent",
+            "refused",
+            "invalid in the recording",
+        ] {
+            let n = InvalidNote::parse(s);
+            assert_eq!(n.to_string(), s);
+            assert_eq!(serde_json::from_value::<InvalidNote>(serde_json::to_value(&n).unwrap()).unwrap(), n);
+        }
+        let n = InvalidNote::parse("no_verdict: after 2 asks");
+        assert_eq!((n.reason, n.detail.as_deref()), (Invalid::NoVerdict.into(), Some("after 2 asks")));
+        assert_eq!(InvalidNote::parse("context_overflow: x").reason, InvalidReason::ContextOverflow);
+        assert_eq!(InvalidNote::parse("").reason, InvalidReason::Recorded("unknown".into()));
     }
 }

@@ -5,7 +5,7 @@
 //! σ((score_A − score_B)/temperature), one Bernoulli draw keyed by (seed, a, b), so the same
 //! ordered pair always gets the same verdict whatever the query order.
 
-use super::{BoxFuture, Judge, JudgeError};
+use super::{BoxFuture, Judge, JudgeError, JudgeInfo};
 use crate::domain::pool::{Item, Pool, word_count};
 use crate::domain::rng;
 use crate::domain::verdict::{JudgeReply, Usage};
@@ -167,7 +167,7 @@ impl MockJudge {
     }
 }
 
-impl Judge for MockJudge {
+impl JudgeInfo for MockJudge {
     fn describe(&self) -> String {
         format!(
             "mock ({}, pos_bias {}, verb_per_word {}{})",
@@ -207,7 +207,9 @@ impl Judge for MockJudge {
         (self.cfg.mode == MockMode::Deterministic)
             .then(|| self.score(&pool.items[a], true) - self.score(&pool.items[b], false))
     }
+}
 
+impl Judge for MockJudge {
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         Box::pin(async move {
             if self.cfg.latency_ms > 0 {

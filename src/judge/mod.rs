@@ -231,8 +231,11 @@ pub fn stats_line(j: &JudgeStats) -> String {
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// A judge of ordered pairs.
-pub trait Judge: Send + Sync {
+/// What is known about a judge without a query: its description, the cache key and worst-case
+/// cost of an ordered query, its price, limits and prompt. A dry run, `profile` and `fit` on a
+/// run folder need only this, so it is built without a key or an HTTP client
+/// (`config::judge::judge_info`).
+pub trait JudgeInfo: Send + Sync {
     /// Short description for logs and summaries (never secrets).
     fn describe(&self) -> String;
 
@@ -260,20 +263,6 @@ pub trait Judge: Send + Sync {
         None
     }
 
-    /// Check the endpoint before the first query with a free request (live judges); returns
-    /// warnings to show. The default has nothing to check.
-    ///
-    /// # Errors
-    /// [`JudgeError::Endpoint`] when no query could succeed (nothing listening, key refused, …).
-    fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-
-    /// Counters of this invocation (live judges); `None` for judges without any.
-    fn stats(&self) -> Option<JudgeStats> {
-        None
-    }
-
     /// The client-side limit on requests per minute (`judge.openai.requests_per_minute`), when
     /// one is configured; `None` (the default) for judges without one.
     fn requests_per_minute(&self) -> Option<u32> {
@@ -295,6 +284,23 @@ pub trait Judge: Send + Sync {
     fn preview(&self, _pool: &Pool, _a: usize, _b: usize) -> Option<String> {
         None
     }
+}
+
+/// A judge of ordered pairs: what is known without a query ([`JudgeInfo`]), and the queries.
+pub trait Judge: JudgeInfo {
+    /// Check the endpoint before the first query with a free request (live judges); returns
+    /// warnings to show. The default has nothing to check.
+    ///
+    /// # Errors
+    /// [`JudgeError::Endpoint`] when no query could succeed (nothing listening, key refused, …).
+    fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    /// Counters of this invocation (live judges); `None` for judges without any.
+    fn stats(&self) -> Option<JudgeStats> {
+        None
+    }
 
     /// Judge the ordered query (a first, b second).
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>>;
@@ -313,7 +319,7 @@ mod tests {
             "no_verdict: after 2 asks",
             "context_overflow: HTTP 400",
         ];
-        let m = invalid_by_reason(40, reasons);
+        let m = invalid_by_reason(40, reasons.map(|r| crate::domain::verdict::InvalidNote::parse(r).reason));
         let got: Vec<(&str, usize, f64)> = m.iter().map(|(k, v)| (k.as_str(), v.count, v.rate)).collect();
         assert_eq!(m.keys().next(), Some(&InvalidReason::ContextOverflow));
         assert_eq!(InvalidReason::of("no_verdict: after 2 asks"), crate::domain::verdict::Invalid::NoVerdict.into());
@@ -327,7 +333,7 @@ mod tests {
             invalid_line(40, &m),
             "invalid verdicts: 4 of 40 = 10.0% (context_overflow 1 = 2.5%, no_verdict 2 = 5.0%, refused 1 = 2.5%)"
         );
-        assert_eq!(invalid_line(0, &invalid_by_reason(0, [])), "invalid verdicts: 0 of 0 = 0.0%");
+        assert_eq!(invalid_line(0, &invalid_by_reason(0, Vec::new())), "invalid verdicts: 0 of 0 = 0.0%");
     }
 
     #[test]

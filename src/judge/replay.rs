@@ -23,10 +23,10 @@
 //! — not a verdict, not a comparison, not a failure: the run sets the pair aside and acquisition
 //! moves on to the next best pair ([`JudgeError::Unavailable`]).
 
-use super::{BoxFuture, Judge, JudgeError};
+use super::{BoxFuture, Judge, JudgeError, JudgeInfo};
 use crate::domain::pool::Pool;
 use crate::domain::rng;
-use crate::domain::verdict::{JudgeReply, Usage, VerdictDetail};
+use crate::domain::verdict::{InvalidNote, InvalidReason, JudgeReply, Usage, VerdictDetail};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -489,7 +489,7 @@ impl ReplayJudge {
     }
 }
 
-impl Judge for ReplayJudge {
+impl JudgeInfo for ReplayJudge {
     fn describe(&self) -> String {
         let file = self.cfg.file.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         format!("replay of {} ({file})", self.who.label())
@@ -521,14 +521,19 @@ impl Judge for ReplayJudge {
             unavailable: 0,
         })
     }
+}
 
+impl Judge for ReplayJudge {
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         let out = match self.entry(pool, a, b) {
             Some(e) => Ok(JudgeReply {
                 y: e.y,
                 invalid_reason: match e.y {
                     Some(_) => None,
-                    None => Some(e.invalid_reason.clone().unwrap_or_else(|| "invalid in the recording".into())),
+                    None => Some(e.invalid_reason.as_deref().map_or_else(
+                        || InvalidReason::Recorded("invalid in the recording".into()).into(),
+                        InvalidNote::parse,
+                    )),
                 },
                 raw: None,
                 usage: e.usage,
@@ -600,7 +605,7 @@ mod tests {
         let r = rt.block_on(j.judge(&p, 0, 1)).unwrap();
         assert_eq!((r.y, r.cost_usd, r.usage.prompt_tokens), (Some(1.0), 0.25, 7));
         let r = rt.block_on(j.judge(&p, 1, 0)).unwrap();
-        assert_eq!((r.y, r.invalid_reason.as_deref()), (None, Some("refused")));
+        assert_eq!((r.y, r.invalid_reason.as_ref().map(ToString::to_string).as_deref()), (None, Some("refused")));
         assert_eq!(rt.block_on(j.judge(&p, 0, 2)).unwrap().y, Some(0.5));
         // Missing under `fail`: a fatal error naming the query and the setting.
         let e = rt.block_on(j.judge(&p, 2, 0)).unwrap_err().to_string();

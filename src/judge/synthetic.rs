@@ -8,7 +8,7 @@
 //! (c*, κ*, temperature, seed), else c* = 0, κ* = 0, temperature = 1, seed = 0. A trusted judge
 //! for the gate is `synthetic: {c_star: 0, kappa_star: 0}` (quality only).
 
-use super::{BoxFuture, Judge, JudgeError};
+use super::{BoxFuture, Judge, JudgeError, JudgeInfo};
 use crate::analysis::synth::{SynthSpec, keyed_verdict};
 use crate::domain::pool::Pool;
 use crate::domain::rng;
@@ -126,7 +126,7 @@ impl SyntheticJudge {
     }
 }
 
-impl Judge for SyntheticJudge {
+impl JudgeInfo for SyntheticJudge {
     fn describe(&self) -> String {
         format!(
             "synthetic (c* {}, κ* {}, temperature {}, seed {})",
@@ -140,7 +140,9 @@ impl Judge for SyntheticJudge {
             serde_json::json!({"judge": "synthetic", "cfg": self.cfg, "pool": pool.pool_id, "a": ia, "b": ib});
         rng::sha256_hex(&payload.to_string())
     }
+}
 
+impl Judge for SyntheticJudge {
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         Box::pin(async move {
             Ok(JudgeReply {

@@ -158,7 +158,7 @@ impl CostSource {
 pub fn flips(verdicts: &[VerdictRecord]) -> (usize, usize) {
     let mut y: HashMap<(&str, &str), f64> = HashMap::new();
     for r in verdicts {
-        if let Some(v) = r.y {
+        if let Some(v) = r.reply.y {
             y.entry((r.a.as_str(), r.b.as_str())).or_insert(v);
         }
     }
@@ -191,8 +191,8 @@ pub fn recall_curve(run: &RunDir, target: &[String]) -> Vec<(f64, usize, f64)> {
     let mut at_valid = vec![0.0];
     let mut cost = 0.0;
     for r in &run.verdicts {
-        cost += r.cost_usd;
-        if r.y.is_some() {
+        cost += r.reply.cost_usd;
+        if r.reply.y.is_some() {
             at_valid.push(cost);
         }
     }
@@ -402,6 +402,7 @@ pub fn membership_paths(run: &RunDir) -> BTreeMap<String, Vec<(usize, f64)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::verdict::JudgeReply;
 
     fn rec(a: &str, b: &str, y: Option<f64>) -> VerdictRecord {
         VerdictRecord {
@@ -409,17 +410,10 @@ mod tests {
             pool_id: "p".into(),
             a: a.into(),
             b: b.into(),
-            y,
-            invalid_reason: None,
             judge: String::new(),
-            raw: None,
-            usage: Default::default(),
-            cost_usd: 0.0,
-            attempts: 1,
-            latency_ms: 0,
             ts: 0,
-            detail: Default::default(),
             intent: None,
+            reply: JudgeReply { cost_usd: 0.0, ..JudgeReply::outcome(y) },
         }
     }
 

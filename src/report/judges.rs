@@ -115,7 +115,8 @@ impl PriceTable {
         let mut used = BTreeSet::new();
         for run in runs.iter_mut() {
             let Some((key, price)) = self.find(run).map(|(k, p)| (k.to_owned(), *p)) else { continue };
-            let tokens: u64 = run.verdicts.iter().map(|v| v.usage.prompt_tokens + v.usage.completion_tokens).sum();
+            let tokens: u64 =
+                run.verdicts.iter().map(|v| v.reply.usage.prompt_tokens + v.reply.usage.completion_tokens).sum();
             if price.per_token() && price.usd_per_verdict.is_none() && tokens == 0 && !run.verdicts.is_empty() {
                 return Err(CompareError::Mismatch(format!(
                     "price table entry {key:?} prices tokens, but the verdicts of run {} record no token usage; give usd_per_verdict",
@@ -123,9 +124,9 @@ impl PriceTable {
                 )));
             }
             for v in &mut run.verdicts {
-                v.cost_usd = price.cost(&v.usage);
+                v.reply.cost_usd = price.cost(&v.reply.usage);
             }
-            run.result.spend_usd = run.verdicts.iter().map(|v| v.cost_usd).sum();
+            run.result.spend_usd = run.verdicts.iter().map(|v| v.reply.cost_usd).sum();
             run.priced = true;
             used.insert(key);
         }

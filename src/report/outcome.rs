@@ -336,7 +336,7 @@ pub fn identify_and_apparent(
 /// What one query needs from the budget (said when nothing was compared): `max_comparisons ≥
 /// 1`, and for a priced judge `max_usd` at least the worst case of a query (the largest over
 /// the pool's neighbouring pairs in both orders).
-pub fn one_query_text(pool: &Pool, judge: &dyn crate::judge::Judge) -> String {
+pub fn one_query_text(pool: &Pool, judge: &dyn crate::judge::JudgeInfo) -> String {
     let mut s = "one query needs budget.max_comparisons ≥ 1".to_string();
     if judge.has_price() {
         let n = pool.n_items();

@@ -42,7 +42,7 @@ pub struct RunEnd<'a> {
     /// Replies resolved, the seconds they took and the achieved rate per minute, when any.
     pub rate: Option<(u64, f64, f64)>,
     /// Invalid verdicts by reason, strong preferences, verdict-shaped answers.
-    pub invalid_reasons: Vec<&'a str>,
+    pub invalid_reasons: Vec<InvalidReason>,
     /// Valid verdicts that state a strong preference.
     pub strong_preferences: usize,
 }
@@ -190,7 +190,7 @@ fn verdicts_report(cfg: &Config, end: &RunEnd<'_>) -> VerdictsReport {
     VerdictsReport {
         invalid_by_reason: crate::domain::verdict::invalid_by_reason(
             end.stored.len(),
-            end.invalid_reasons.iter().copied(),
+            end.invalid_reasons.iter().cloned(),
         ),
         strong_preferences: strong,
         strong_preference_weight: (strong > 0).then_some(cfg.raw.model.strong_preference_weight),

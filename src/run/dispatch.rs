@@ -749,6 +749,7 @@ impl<T: Send + 'static> Dispatcher<T> {
 mod tests {
     use super::*;
     use crate::domain::pool::Item;
+    use crate::judge::JudgeInfo;
     use crate::judge::mock::{MockConfig, MockJudge};
 
     fn pool(n: usize) -> Arc<Pool> {
@@ -811,7 +812,7 @@ mod tests {
         assert!(budget.reserved_usd().abs() < 1e-15 && budget.in_flight() == 0, "{budget:?}");
         let books = disp.close().await.unwrap();
         assert_eq!((books.log().records().len(), books.in_flight()), (11, 0));
-        let spent: f64 = books.log().records().iter().map(|r| r.cost_usd).sum();
+        let spent: f64 = books.log().records().iter().map(|r| r.reply.cost_usd).sum();
         assert!((spent - budget.spent_usd()).abs() < 1e-15, "{spent} {}", budget.spent_usd());
     }
 
@@ -846,7 +847,7 @@ mod tests {
         peak: std::sync::atomic::AtomicUsize,
     }
 
-    impl Judge for Counting {
+    impl JudgeInfo for Counting {
         fn describe(&self) -> String {
             self.inner.describe()
         }
@@ -856,6 +857,9 @@ mod tests {
         fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
             self.inner.worst_case_usd(pool, a, b)
         }
+    }
+
+    impl Judge for Counting {
         fn judge<'a>(
             &'a self,
             pool: &'a Pool,
@@ -954,13 +958,16 @@ mod tests {
         slow_ms: u64,
     }
 
-    impl Judge for OneSlow {
+    impl JudgeInfo for OneSlow {
         fn describe(&self) -> String {
             self.inner.describe()
         }
         fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
             self.inner.cache_key(pool, a, b)
         }
+    }
+
+    impl Judge for OneSlow {
         fn judge<'a>(
             &'a self,
             pool: &'a Pool,

@@ -8,7 +8,7 @@ use super::interrupt::Interrupt;
 use super::{RunError, RunOptions};
 use crate::config::run::Config;
 use crate::domain::rng;
-use crate::judge::Judge;
+use crate::judge::JudgeInfo;
 use crate::store::books::Books;
 use crate::store::lock::RunLock;
 use serde::{Deserialize, Serialize};
@@ -73,7 +73,7 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 /// # Errors
 /// [`RunError`]: the folder cannot be written, another process holds it, the handlers cannot be
 /// installed, or the books cannot be read.
-pub fn open_folder(cfg: &Config, judge: &dyn Judge, opts: &RunOptions) -> Result<Folder, RunError> {
+pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Result<Folder, RunError> {
     let dir = &cfg.run_dir;
     let identity = RunIdentity {
         fit: config_hash(cfg),

@@ -484,12 +484,8 @@ fn finish(
         fit_failed: fit_failed.as_ref(),
         session,
         rate: (rate.replies() > 0).then(|| (rate.replies(), rate.elapsed().as_secs_f64(), rate.per_minute())),
-        invalid_reasons: records
-            .iter()
-            .filter(|r| r.y.is_none())
-            .map(|r| r.invalid_reason.as_deref().unwrap_or("unknown"))
-            .collect(),
-        strong_preferences: records.iter().filter(|r| r.y.is_some() && r.detail.strong_preference).count(),
+        invalid_reasons: records.iter().filter_map(|r| r.reply.why_invalid()).collect(),
+        strong_preferences: records.iter().filter(|r| r.reply.y.is_some() && r.reply.detail.strong_preference).count(),
     };
     let result = build_result(cfg, judge, &run_end);
     let text = serde_json::to_string_pretty(&result).expect("serialisable");

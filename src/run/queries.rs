@@ -15,7 +15,7 @@ use crate::config::run::Config;
 use crate::domain::pool::Pool;
 use crate::domain::rng::ChaCha8Rng;
 use crate::domain::verdict::{ItemVerdict, StoredVerdict};
-use crate::judge::Judge;
+use crate::judge::JudgeInfo;
 use crate::model::laplace::Posterior;
 use crate::store::ledger::VerdictRecord;
 use std::collections::{HashMap, HashSet};
@@ -31,7 +31,7 @@ use std::sync::Mutex;
 /// remembered, so a record is hashed once per run however often the books are re-read.
 pub struct RunQueries<'a> {
     pool: &'a Pool,
-    judge: &'a dyn Judge,
+    judge: &'a dyn JudgeInfo,
     paired: bool,
     /// Items of each prompt, ascending (one group for a single pool).
     groups: Vec<Vec<usize>>,
@@ -51,7 +51,7 @@ impl std::fmt::Debug for RunQueries<'_> {
 impl<'a> RunQueries<'a> {
     /// The queries of `cfg`'s pool and design for `judge` (its cache key names each query).
     /// Costs O(N + identical-text groups²), no cache key is computed.
-    pub fn new(cfg: &'a Config, judge: &'a dyn Judge) -> Self {
+    pub fn new(cfg: &'a Config, judge: &'a dyn JudgeInfo) -> Self {
         let pool = &cfg.pool;
         let paired = cfg.raw.design == DesignKind::Paired;
         let groups = pool.prompt_items();
@@ -186,9 +186,9 @@ impl<'a> RunQueries<'a> {
             .map(|(a, b, r)| StoredVerdict {
                 a,
                 b,
-                y: r.y,
-                cost_usd: r.cost_usd,
-                usage: r.usage,
+                y: r.reply.y,
+                cost_usd: r.reply.cost_usd,
+                usage: r.reply.usage,
                 weight: r.weight(strong_preference_weight),
             })
             .collect()
@@ -199,7 +199,7 @@ impl<'a> RunQueries<'a> {
     pub fn verdicts(&self, records: &[VerdictRecord], strong_preference_weight: f64) -> Vec<ItemVerdict> {
         self.stored(records)
             .into_iter()
-            .filter_map(|(a, b, r)| r.y.map(|y| ItemVerdict { a, b, y, w: r.weight(strong_preference_weight) }))
+            .filter_map(|(a, b, r)| r.reply.y.map(|y| ItemVerdict { a, b, y, w: r.weight(strong_preference_weight) }))
             .collect()
     }
 }

@@ -216,7 +216,7 @@ impl Books {
             })
             .collect();
         let dups: Vec<(String, String, String, f64)> =
-            recs.iter().map(|r| (r.key.clone(), r.a.clone(), r.b.clone(), r.cost_usd)).collect();
+            recs.iter().map(|r| (r.key.clone(), r.a.clone(), r.b.clone(), r.reply.cost_usd)).collect();
         let (stored, records) = self.log.stage_all(recs)?;
         Ok(StagedReplies { ids, dups, stored, records })
     }
@@ -366,11 +366,11 @@ fn spend(
 ) -> Spend {
     let mut s = Spend::default();
     for r in records.iter().filter(|r| mine(&r.key)) {
-        s.verdicts_usd += r.cost_usd;
+        s.verdicts_usd += r.reply.cost_usd;
     }
     for d in duplicates.iter().filter(|d| mine(&d.record.key)) {
         s.duplicates += 1;
-        s.duplicates_usd += d.record.cost_usd;
+        s.duplicates_usd += d.record.reply.cost_usd;
     }
     s.failed_usd = ledger::failed_spend(failed_path, mine);
     for usd in booked.iter().filter(|c| mine(&c.key)).map(|c| c.cost_usd) {
@@ -387,7 +387,7 @@ fn spend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::verdict::Usage;
+    use crate::domain::verdict::JudgeReply;
 
     fn rec(key: &str, cost: f64) -> VerdictRecord {
         VerdictRecord {
@@ -395,17 +395,10 @@ mod tests {
             pool_id: "p".into(),
             a: "a".into(),
             b: "b".into(),
-            y: Some(1.0),
-            invalid_reason: None,
             judge: "j".into(),
-            raw: None,
-            usage: Usage::default(),
-            cost_usd: cost,
-            attempts: 1,
-            latency_ms: 0,
             ts: 1,
-            detail: Default::default(),
             intent: None,
+            reply: JudgeReply { cost_usd: cost, ..JudgeReply::outcome(Some(1.0)) },
         }
     }
 

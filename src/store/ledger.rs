@@ -7,7 +7,8 @@
 //! once (a log written by two processes at once with older versions, or merged by hand) is
 //! counted once: the first record is used, the later ones are reported as duplicates.
 
-use crate::domain::verdict::Usage;
+use crate::domain::pool::Pool;
+use crate::domain::verdict::JudgeReply;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -37,7 +38,9 @@ pub enum CacheError {
     },
 }
 
-/// One stored verdict (one line of verdicts.jsonl).
+/// One stored verdict (one line of verdicts.jsonl): which query of which judge, and the judge's
+/// reply as it came back (outcome, reason when invalid, raw text, tokens, cost, attempts,
+/// latency, what the parser saw), flattened into the line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerdictRecord {
     /// Cache key (hash of judge configuration, prompt and texts); empty for imported verdicts.
@@ -50,74 +53,42 @@ pub struct VerdictRecord {
     pub a: String,
     /// Item shown second (slot B).
     pub b: String,
-    /// Outcome in [0, 1]; `null` when invalid (excluded from the fit).
-    pub y: Option<f64>,
-    /// Why the verdict is invalid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid_reason: Option<String>,
     /// The judge's `describe()` text, e.g. `openai MODEL @ BASE_URL (prompt FILE)`; never secrets.
     #[serde(default)]
     pub judge: String,
-    /// Raw reply text (live judges).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub raw: Option<String>,
-    /// Prompt and completion tokens the query used (live judges).
-    #[serde(default)]
-    pub usage: Usage,
-    /// Cost in USD.
-    #[serde(default)]
-    pub cost_usd: f64,
-    /// Attempts (1 = first try).
-    #[serde(default)]
-    pub attempts: u32,
-    /// Latency in milliseconds.
-    #[serde(default)]
-    pub latency_ms: u64,
     /// Unix time (seconds) when stored.
     #[serde(default)]
     pub ts: u64,
-    /// Strong preference, the channel read, and the raw channels of a reply without a verdict.
-    #[serde(default, flatten)]
-    pub detail: crate::domain::verdict::VerdictDetail,
     /// The intent this verdict closes (`intents.jsonl`, [`crate::store::intents`]); absent in
     /// records of older versions and imported verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<u64>,
+    /// The reply: `y` (outcome in [0, 1]; `null` when invalid, excluded from the fit),
+    /// `invalid_reason`, `raw`, `usage`, `cost_usd`, `attempts`, `latency_ms` and the parser's
+    /// detail.
+    #[serde(flatten)]
+    pub reply: JudgeReply,
 }
 
 impl VerdictRecord {
     /// The record of a judge's reply to the ordered query (a first, b second) of `pool`.
-    pub fn from_reply(
-        key: String,
-        pool: &crate::domain::pool::Pool,
-        a: usize,
-        b: usize,
-        judge: String,
-        reply: crate::domain::verdict::JudgeReply,
-    ) -> Self {
+    pub fn from_reply(key: String, pool: &Pool, a: usize, b: usize, judge: String, reply: JudgeReply) -> Self {
         Self {
             key,
             pool_id: pool.pool_id.clone(),
             a: pool.items[a].id.clone(),
             b: pool.items[b].id.clone(),
-            y: reply.y,
-            invalid_reason: reply.invalid_reason,
             judge,
-            raw: reply.raw,
-            usage: reply.usage,
-            cost_usd: reply.cost_usd,
-            attempts: reply.attempts,
-            latency_ms: reply.latency_ms,
             ts: 0,
-            detail: reply.detail,
             intent: None,
+            reply,
         }
     }
 
     /// Weight of this verdict's likelihood term: `strong_preference_weight` for a strong
     /// preference (`[[A>>B]]`), else 1 (docs/live.md, "Strong preferences").
     pub fn weight(&self, strong_preference_weight: f64) -> f64 {
-        if self.detail.strong_preference { strong_preference_weight } else { 1.0 }
+        if self.reply.detail.strong_preference { strong_preference_weight } else { 1.0 }
     }
 }
 
@@ -190,7 +161,7 @@ impl ReadLog {
         }
         let shown: Vec<String> = d.iter().take(5).map(|x| x.line.to_string()).collect();
         let more = if d.len() > 5 { ", …" } else { "" };
-        let usd: f64 = d.iter().map(|x| x.record.cost_usd).sum();
+        let usd: f64 = d.iter().map(|x| x.record.reply.cost_usd).sum();
         Some(format!(
             "{}: {} duplicate records (lines {}{more}) repeat a key stored on an earlier line (a log written by two processes at once, or merged by hand): the first record of each key is used, the duplicates are not fitted or counted, and their cost (${usd:.6}) still counts as spend",
             path.display(),
@@ -267,7 +238,7 @@ fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<Str
         match (parsed, complete) {
             (None, true) if text.is_some() => {} // blank line
             (Some(Ok(r)), _) => {
-                if let Some(y) = r.y
+                if let Some(y) = r.reply.y
                     && !(0.0..=1.0).contains(&y)
                 {
                     return Err(CacheError::Parse {
@@ -522,17 +493,10 @@ mod tests {
             pool_id: "p".into(),
             a: a.into(),
             b: b.into(),
-            y: Some(y),
-            invalid_reason: None,
             judge: "mock".into(),
-            raw: None,
-            usage: Usage::default(),
-            cost_usd: 0.0,
-            attempts: 1,
-            latency_ms: 0,
             ts: 1,
-            detail: Default::default(),
             intent: None,
+            reply: JudgeReply { cost_usd: 0.0, ..JudgeReply::outcome(Some(y)) },
         }
     }
 
@@ -550,7 +514,7 @@ mod tests {
         staged.sync().unwrap();
         log.commit(staged);
         assert_eq!(log.records().len(), 2);
-        assert_eq!(log.get("k1").unwrap().y, Some(1.0));
+        assert_eq!(log.get("k1").unwrap().reply.y, Some(1.0));
         // A failed sync is abandoned: k3 may be staged again.
         log.abandon(other);
         let (third, staged) = log.stage_all(vec![rec("k3", "a", "c", 0.5)]).unwrap();
@@ -562,7 +526,7 @@ mod tests {
         let (reread, _) = VerdictLog::open(&path).unwrap();
         let keys: Vec<&str> = reread.records().iter().map(|r| r.key.as_str()).collect();
         assert_eq!(keys, vec!["k1", "k2", "k3"]);
-        assert_eq!(reread.get("k3").unwrap().y, Some(1.0));
+        assert_eq!(reread.get("k3").unwrap().reply.y, Some(1.0));
         assert_eq!(reread.duplicates().len(), 1);
     }
 
@@ -584,7 +548,7 @@ mod tests {
         let (log, w) = VerdictLog::open(&path).unwrap();
         assert!(w.unwrap().contains("torn last line"));
         assert_eq!(log.records().len(), 2);
-        assert_eq!(log.get("k2").unwrap().y, Some(0.5));
+        assert_eq!(log.get("k2").unwrap().reply.y, Some(0.5));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.ends_with('\n') && text.lines().count() == 2, "torn bytes cut off: {text:?}");
     }
@@ -608,7 +572,10 @@ mod tests {
         let mut text = String::new();
         for r in [rec("k1", "a", "b", 1.0), rec("k2", "b", "a", 1.0), rec("k1", "a", "b", 0.0), rec("", "a", "b", 0.0)]
         {
-            text.push_str(&serde_json::to_string(&VerdictRecord { cost_usd: 0.25, ..r }).unwrap());
+            text.push_str(
+                &serde_json::to_string(&VerdictRecord { reply: JudgeReply { cost_usd: 0.25, ..r.reply }, ..r })
+                    .unwrap(),
+            );
             text.push('\n');
         }
         // The last record lacks its newline (complete, so it is kept).
@@ -616,12 +583,12 @@ mod tests {
         std::fs::write(&path, &text).unwrap();
         let (records, _, warning) = read_records(&path).unwrap();
         assert_eq!(records.len(), 4, "k1 once, k2, and both records without a key");
-        assert_eq!(records[0].y, Some(1.0), "the first record of k1 is used");
+        assert_eq!(records[0].reply.y, Some(1.0), "the first record of k1 is used");
         let w = warning.unwrap();
         assert!(w.contains("1 duplicate records (lines 3)") && w.contains("$0.250000"), "{w}");
         let (mut log, _) = VerdictLog::open(&path).unwrap();
         assert_eq!((log.records().len(), log.duplicates().len(), log.duplicates()[0].line), (4, 1, 3));
-        assert_eq!(log.get("k1").unwrap().y, Some(1.0));
+        assert_eq!(log.get("k1").unwrap().reply.y, Some(1.0));
         assert!(log.append(rec("k3", "a", "c", 1.0)).unwrap());
         let (again, _, _) = read_records(&path).unwrap();
         assert_eq!(again.len(), 5, "the append started a new line after the unterminated one");

@@ -27,13 +27,22 @@ pub(super) struct Counters {
     pub(super) in_band_errors: AtomicU64,
 }
 
-/// The OpenAI-compatible judge.
-pub struct OpenAiJudge {
+/// What is known about an OpenAI-compatible judge without a query: its settings, price and prompt
+/// template, from which a query's prompt, cache key and worst-case cost follow. Built without a
+/// key or an HTTP client.
+pub struct OpenAiInfo {
     cfg: OpenAiConfig,
     price: Price,
-    key: Option<Secret>,
     /// The prompt template the queries are rendered from (`judge.openai.prompt`).
     pub(super) template: PromptTemplate,
+    task_limit: Mutex<HashMap<String, Option<usize>>>,
+}
+
+/// The OpenAI-compatible judge: its [`OpenAiInfo`], its key and its HTTP client, limits and
+/// counters.
+pub struct OpenAiJudge {
+    pub(super) info: OpenAiInfo,
+    key: Option<Secret>,
     client: Client<OpenAIConfig>,
     /// The same HTTP client, for the preflight request.
     http: reqwest::Client,
@@ -48,7 +57,6 @@ pub struct OpenAiJudge {
     soft_fallbacks: Mutex<BTreeMap<String, u64>>,
     /// Bodies with broken text repaired by the transport (shared with it).
     broken_text: std::sync::Arc<AtomicU64>,
-    task_limit: Mutex<HashMap<String, Option<usize>>>,
 }
 
 /// One rendered query and its context status.
@@ -74,9 +82,8 @@ impl OpenAiJudge {
     /// A message naming the key.
     pub fn new(cfg: OpenAiConfig, key: Option<Secret>) -> Result<Self, JudgeSetupError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        super::parse::prepare();
-        let price = cfg.price_table().map_err(|e| InvalidInput(e.to_string()))?;
-        let template = PromptTemplate::load(&cfg.prompt).map_err(|e| JudgeSetupError::Prompt(e.to_string()))?;
+        let info = OpenAiInfo::new(cfg)?;
+        let cfg = &info.cfg;
         if let Some(k) = &key
             && !k.expose().bytes().all(|b| (0x21..=0x7e).contains(&b))
         {
@@ -114,29 +121,426 @@ impl OpenAiJudge {
         Ok(Self {
             limits: RateLimits::new(cfg.requests_per_minute, cfg.tokens_per_minute),
             in_flight: InFlightLimit::new(cfg.concurrency),
-            endpoint: Endpoint::new(&cfg, key.is_some(), &proxies),
+            endpoint: Endpoint::new(cfg, key.is_some(), &proxies),
             http,
             policy: cfg.retry_policy(),
-            price,
             key,
-            template,
             client,
             counters: Counters::default(),
             invalid_by_reason: Mutex::new(BTreeMap::new()),
             soft_fallbacks: Mutex::new(BTreeMap::new()),
             broken_text,
-            task_limit: Mutex::new(HashMap::new()),
-            cfg,
+            info,
         })
     }
 
     /// The configuration.
     pub fn config(&self) -> &OpenAiConfig {
-        &self.cfg
+        &self.info.cfg
     }
 
     fn redact(&self, s: &str) -> String {
         crate::judge::openai::secret::redact_opt(self.key.as_ref(), s)
+    }
+
+    fn count_error(&self, e: &CallError) {
+        let c = &self.counters;
+        let ctr = match e.kind {
+            CallErrorKind::RateLimited | CallErrorKind::Quota => &c.rate_limited,
+            CallErrorKind::Server | CallErrorKind::UpstreamBilled => &c.server_errors,
+            CallErrorKind::Timeout => &c.timeouts,
+            CallErrorKind::Connect | CallErrorKind::Transport => &c.connect_errors,
+            CallErrorKind::Malformed => &c.malformed,
+            CallErrorKind::ContextOverflow => &c.context_overflows,
+            _ => &c.other_errors,
+        };
+        ctr.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One HTTP call: a slot among the requests in flight, the rate limits, the request.
+    async fn call(&self, body: &Value, est_tokens: u64) -> Result<ChatReply, CallError> {
+        let slot = self.in_flight.acquire().await;
+        let waited = self.limits.acquire(est_tokens).await.map_err(|e| CallError {
+            kind: CallErrorKind::Other,
+            status: None,
+            retry_after: None,
+            message: e.to_string(),
+        })?;
+        self.counters.rate_limit_wait_ms.fetch_add(waited.as_millis() as u64, Ordering::Relaxed);
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let deadline = Duration::from_secs_f64(self.info.cfg.timeout_s) + Duration::from_secs(5);
+        let chat = self.client.chat();
+        let fut = chat.create_byot::<_, Value>(body.clone());
+        let res = match tokio::time::timeout(deadline, fut).await {
+            Err(_) => Err(CallError {
+                kind: CallErrorKind::Timeout,
+                status: None,
+                retry_after: None,
+                message: format!("no reply within {:.1} s", deadline.as_secs_f64()),
+            }),
+            Ok(Err(e)) => Err(call_error(e)),
+            Ok(Ok(v)) => {
+                if in_band_error(&v).is_some() {
+                    self.counters.in_band_errors.fetch_add(1, Ordering::Relaxed);
+                }
+                ChatReply::from_value(&v)
+            }
+        };
+        slot.finish(match &res {
+            Ok(_) => concurrency::Outcome::Success,
+            Err(e) if e.kind == CallErrorKind::RateLimited => concurrency::Outcome::RateLimited,
+            Err(_) => concurrency::Outcome::Other,
+        });
+        res.map_err(|mut e| {
+            e.message = self.redact(&e.message);
+            if let Some(p) = self.endpoint.proxy() {
+                e.message = format!("{} (through {p})", e.message);
+            }
+            self.count_error(&e);
+            e
+        })
+    }
+
+    /// The free request before the first query: `GET {base_url}/models` ([`endpoint`] reads
+    /// the reply). Warnings to show, or the fault that stops the run.
+    async fn check_endpoint(&self) -> Result<Vec<String>, JudgeError> {
+        let url = self.endpoint.models_url();
+        let mut req = self.http.get(&url).timeout(Duration::from_secs_f64(self.info.cfg.timeout_s.min(10.0)));
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k.expose());
+        }
+        let stop = |f: endpoint::EndpointFault| JudgeError::Endpoint {
+            setting: f.setting,
+            message: self.redact(&f.message),
+            cost_usd: 0.0,
+        };
+        match req.send().await {
+            Err(e) if e.is_connect() => {
+                Err(stop(self.endpoint.connect_fault(&self.redact(&reqwest_error(&e).message))))
+            }
+            Err(e) => Ok(vec![format!(
+                "{url} did not answer ({}); the first queries will tell whether the judge is there",
+                clip(&self.redact(&reqwest_error(&e).message), 200)
+            )]),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let body = resp.text().await.unwrap_or_default();
+                self.endpoint.models_reply(status, &self.redact(&body)).map_err(stop)
+            }
+        }
+    }
+
+    fn invalid_reply(
+        &self,
+        reason: InvalidNote,
+        raw: Option<String>,
+        usage: Usage,
+        cost: f64,
+        attempts: u32,
+        t0: Instant,
+    ) -> JudgeReply {
+        JudgeReply {
+            y: None,
+            invalid_reason: Some(reason),
+            raw,
+            usage,
+            cost_usd: cost,
+            attempts,
+            latency_ms: t0.elapsed().as_millis() as u64,
+            detail: VerdictDetail::default(),
+        }
+    }
+
+    /// The verdict of one reply: y (soft P(A) when logprobs are on and usable at the verdict
+    /// letter, else the hard value) and what the parser saw; or why the reply is invalid.
+    /// Counts replies, soft verdicts and the reasons verdicts stayed hard.
+    fn read_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
+        self.counters.replies.fetch_add(1, Ordering::Relaxed);
+        let channels = parse::Reply {
+            content: reply.content.as_deref(),
+            finish_reason: reply.finish_reason.as_deref(),
+            refusal: reply.refusal.as_deref(),
+            tool_arguments: &reply.tool_arguments,
+        };
+        let v = parse::parse_reply(&channels, answers, self.info.cfg.verdict_format)?;
+        let mut y = v.outcome.y();
+        if self.info.cfg.logprobs {
+            let soft = match (&reply.logprobs, v.letter_at, v.outcome) {
+                (None, ..) => Err(SoftMiss::Missing),
+                (_, _, Outcome::Tie) | (_, None, _) => Err(SoftMiss::NotALetter),
+                (Some(toks), Some(at), _) => parse::soft_p_a(reply.content.as_deref().unwrap_or(""), toks, at),
+            };
+            match soft {
+                Ok(p) => {
+                    y = p;
+                    self.counters.soft_verdicts.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(miss) => {
+                    *self.soft_fallbacks.lock().expect("not poisoned").entry(miss.as_str().to_owned()).or_default() +=
+                        1;
+                }
+            }
+        }
+        let verdict_from = match v.channel {
+            Channel::Text => None,
+            Channel::Json => Some("json".to_owned()),
+            Channel::ToolCall => Some("tool_call".to_owned()),
+        };
+        Ok((y, VerdictDetail { strong_preference: v.strong, verdict_from, raw_channels: None }))
+    }
+
+    /// The end of a query whose last call failed: a context overflow follows
+    /// `on_context_overflow`; an endpoint-wide fault stops the run; any other failure is a
+    /// failed request carrying what was spent.
+    fn failed_query(
+        &self,
+        e: CallError,
+        exhausted: bool,
+        (ida, idb): (&str, &str),
+        spent: Spent,
+        t0: Instant,
+    ) -> Result<JudgeReply, JudgeError> {
+        let Spent { usage, cost_usd: cost, attempts: n_attempts } = spent;
+        if e.kind == CallErrorKind::ContextOverflow {
+            return match self.info.cfg.on_context_overflow {
+                OverflowPolicy::Fail => Err(JudgeError::Unjudgeable {
+                    a: ida.to_owned(),
+                    b: idb.to_owned(),
+                    message: format!(
+                        "the server says the prompt is over its context ({}); with on_context_overflow: fail the pair is set aside (skip stores such queries as invalid; truncate_answers, with context_tokens, shortens the answers)",
+                        e.message
+                    ),
+                }),
+                _ => Ok(self.invalid_reply(
+                    InvalidNote::new(InvalidReason::ContextOverflow, e.message.clone()),
+                    None,
+                    usage,
+                    cost,
+                    n_attempts,
+                    t0,
+                )),
+            };
+        }
+        if let Some(f) = self.endpoint.classify(e.kind, e.status, &e.message) {
+            return Err(JudgeError::Endpoint {
+                setting: f.setting,
+                message: format!("{} (after {n_attempts} attempts)", f.message),
+                cost_usd: cost,
+            });
+        }
+        let why = if exhausted && e.retryable() { "; no paid attempt left for this query" } else { "" };
+        Err(JudgeError::Request {
+            status: e.status,
+            message: format!("{} (after {n_attempts} attempts{why})", e.message),
+            retryable: e.retryable(),
+            cost_usd: cost,
+        })
+    }
+
+    /// The tokens a reply is booked at: its `usage`, or its worst case (the prompt's token bound
+    /// and `max_tokens`) when the server sent none.
+    fn booked_usage(&self, reply: &ChatReply, prompt: &RenderedPrompt, (ida, idb): (&str, &str)) -> Usage {
+        match reply.usage {
+            Some(u) => u,
+            None => {
+                self.counters.usage_missing.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!("reply for {ida} vs {idb} has no usage; booking its worst case");
+                Usage {
+                    prompt_tokens: prompt.token_bound(),
+                    completion_tokens: u64::from(self.info.cfg.max_tokens),
+                    ..Default::default()
+                }
+            }
+        }
+    }
+
+    async fn judge_query(&self, pool: &Pool, a: usize, b: usize) -> Result<JudgeReply, JudgeError> {
+        let t0 = Instant::now();
+        let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
+        let q = self.info.render(pool, a, b).map_err(|message| JudgeError::Unjudgeable {
+            a: ida.clone(),
+            b: idb.clone(),
+            message,
+        })?;
+        let est = q.prompt.token_estimate(self.info.cfg.bytes_per_token) + u64::from(self.info.cfg.max_tokens);
+        if q.over_context {
+            self.counters.context_overflows.fetch_add(1, Ordering::Relaxed);
+            let msg = format!(
+                "prompt needs about {est} tokens (with max_tokens), over context_tokens {}",
+                self.info.cfg.context_tokens.unwrap_or(0)
+            );
+            return match self.info.cfg.on_context_overflow {
+                OverflowPolicy::Fail => Err(JudgeError::Unjudgeable { a: ida, b: idb, message: msg }),
+                _ => Ok(self.invalid_reply(
+                    InvalidNote::new(InvalidReason::ContextOverflow, format!("{msg}; not sent")),
+                    None,
+                    Usage::default(),
+                    0.0,
+                    0,
+                    t0,
+                )),
+            };
+        }
+        self.limits.check_fits(est).map_err(|e| JudgeError::Unjudgeable {
+            a: ida.clone(),
+            b: idb.clone(),
+            message: e.to_string(),
+        })?;
+        let body = self.info.request_body(&q.prompt);
+        let answers = [text(pool, a), text(pool, b)];
+        let attempt_worst = self.info.attempt_worst_usd(&q.prompt);
+        // Paid attempts left: every reply and every possibly-billed failure takes one, so the
+        // query never costs more than the (1 + max_invalid_retries) worst cases reserved for it.
+        let slots = AtomicU64::new(1 + u64::from(self.info.cfg.max_invalid_retries));
+        let attempts = AtomicU64::new(0);
+        let booked_failures = AtomicU64::new(0); // possibly-billed failed attempts
+        let mut usage = Usage::default();
+        let mut cost = 0.0;
+        let mut last: Option<(Invalid, Option<String>, BTreeMap<String, String>)> = None;
+        let mut asks = 0u32;
+        while slots.load(Ordering::Relaxed) > 0 {
+            if asks > 0 {
+                self.counters.reasks.fetch_add(1, Ordering::Relaxed);
+            }
+            asks += 1;
+            let res = crate::judge::openai::retry::retry(
+                &self.policy,
+                || async {
+                    attempts.fetch_add(1, Ordering::Relaxed);
+                    match self.call(&body, est).await {
+                        Ok(r) => {
+                            slots.fetch_sub(1, Ordering::Relaxed);
+                            Ok(r)
+                        }
+                        Err(err) => {
+                            if err.kind.maybe_billed() {
+                                slots.fetch_sub(1, Ordering::Relaxed);
+                                booked_failures.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(Attempt { exhausted: slots.load(Ordering::Relaxed) == 0, err })
+                        }
+                    }
+                },
+                |e: &Attempt, d| {
+                    self.counters.retries.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("retrying {ida} vs {idb} in {:.2} s after: {}", d.as_secs_f64(), e.err.message);
+                },
+            )
+            .await;
+            let n_attempts = attempts.load(Ordering::Relaxed) as u32;
+            let failed_cost = booked_failures.swap(0, Ordering::Relaxed) as f64 * attempt_worst;
+            cost += failed_cost;
+            let reply = match res {
+                Ok(r) => r,
+                Err(Attempt { err, exhausted }) => {
+                    let spent = Spent { usage, cost_usd: cost, attempts: n_attempts };
+                    return self.failed_query(err, exhausted, (&ida, &idb), spent, t0);
+                }
+            };
+            let this_usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
+            usage.add(&this_usage);
+            cost += self.info.price.cost_usd(&this_usage);
+            let raw = reply
+                .content
+                .as_deref()
+                .filter(|c| !c.trim().is_empty() || reply.tool_arguments.is_empty())
+                .or(reply.tool_arguments.last().map(String::as_str))
+                .map(|c| self.redact(c));
+            match self.read_verdict(&reply, answers) {
+                Ok((y, detail)) => {
+                    return Ok(JudgeReply {
+                        y: Some(y),
+                        invalid_reason: None,
+                        raw,
+                        usage,
+                        cost_usd: cost,
+                        attempts: n_attempts,
+                        latency_ms: t0.elapsed().as_millis() as u64,
+                        detail,
+                    });
+                }
+                Err(inv) => {
+                    self.counters.invalid_replies.fetch_add(1, Ordering::Relaxed);
+                    *self.invalid_by_reason.lock().expect("not poisoned").entry(inv.into()).or_default() += 1;
+                    let raw = match (&raw, &reply.refusal) {
+                        (None, Some(r)) => Some(self.redact(r)),
+                        _ => raw,
+                    };
+                    let channels: BTreeMap<String, String> =
+                        reply.channels.iter().map(|(k, v)| (k.clone(), self.redact(v))).collect();
+                    last = Some((inv, raw, channels));
+                }
+            }
+        }
+        let (inv, raw, channels) = last.expect("the loop ends after an invalid reply");
+        let n = attempts.load(Ordering::Relaxed) as u32;
+        let mut reply =
+            self.invalid_reply(InvalidNote::new(inv, format!("after {asks} asks")), raw, usage, cost, n, t0);
+        reply.detail.raw_channels = Some(channels);
+        Ok(reply)
+    }
+}
+
+/// What a query has spent so far: tokens, USD and HTTP attempts.
+struct Spent {
+    usage: Usage,
+    cost_usd: f64,
+    attempts: u32,
+}
+
+/// Our async-openai transport: send, keep the status of every non-2xx (with `Retry-After`),
+/// reject a 2xx body that is not JSON, and never retry.
+///
+/// A 2xx body with broken text (invalid UTF-8, lone surrogate escapes such as `"\ud83d"`, which
+/// serde_json and so async-openai reject) is decoded with U+FFFD in place of each broken
+/// sequence ([`body::repair`]) and counted in `repairs`, so the verdict around it is read.
+async fn transport(
+    http: &reqwest::Client,
+    f: HttpRequestFactory,
+    repairs: &AtomicU64,
+) -> Result<reqwest::Response, OpenAIError> {
+    let req = f.build().await?;
+    let resp = http.execute(req).await.map_err(OpenAIError::Reqwest)?;
+    let status = resp.status();
+    let retry_after = retry_after(resp.headers());
+    let bytes = resp.bytes().await.map_err(OpenAIError::Reqwest)?;
+    if !status.is_success() {
+        let body = String::from_utf8_lossy(&bytes).into_owned();
+        return Err(OpenAIError::Boxed(Box::new(HttpFailure { status: status.as_u16(), retry_after, body })));
+    }
+    let repaired = body::repair(&bytes);
+    let owned: Option<Vec<u8>> = repaired.changed().then(|| {
+        repairs.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            "reply body with broken text decoded with U+FFFD ({} invalid UTF-8 sequences, {} lone surrogate escapes)",
+            repaired.invalid_utf8,
+            repaired.lone_surrogates
+        );
+        repaired.body.into_owned()
+    });
+    let checked: &[u8] = owned.as_deref().unwrap_or(&bytes);
+    if serde_json::from_slice::<serde::de::IgnoredAny>(checked).is_err() {
+        let body = String::from_utf8_lossy(checked).into_owned();
+        return Err(OpenAIError::Boxed(Box::new(MalformedBody { status: status.as_u16(), body })));
+    }
+    let body: reqwest::Body = match owned {
+        Some(v) => v.into(),
+        None => bytes.into(),
+    };
+    let rebuilt = http::Response::builder().status(status).body(body).map_err(|e| OpenAIError::Boxed(Box::new(e)))?;
+    Ok(reqwest::Response::from(rebuilt))
+}
+
+impl OpenAiInfo {
+    /// What a prepared config says of the judge ([`prepare`]): its price and prompt template.
+    ///
+    /// # Errors
+    /// No price, or a template that cannot be read.
+    pub fn new(cfg: OpenAiConfig) -> Result<Self, JudgeSetupError> {
+        super::parse::prepare();
+        let price = cfg.price_table().map_err(|e| InvalidInput(e.to_string()))?;
+        let template = PromptTemplate::load(&cfg.prompt).map_err(|e| JudgeSetupError::Prompt(e.to_string()))?;
+        Ok(Self { cfg, price, template, task_limit: Mutex::new(HashMap::new()) })
     }
 
     /// Byte limit of the task text under `truncate_task` for this pool (None = no cut).
@@ -233,395 +637,9 @@ impl OpenAiJudge {
             + f64::from(self.cfg.max_tokens) * self.price.output)
             / 1e6
     }
-
-    fn count_error(&self, e: &CallError) {
-        let c = &self.counters;
-        let ctr = match e.kind {
-            CallErrorKind::RateLimited | CallErrorKind::Quota => &c.rate_limited,
-            CallErrorKind::Server | CallErrorKind::UpstreamBilled => &c.server_errors,
-            CallErrorKind::Timeout => &c.timeouts,
-            CallErrorKind::Connect | CallErrorKind::Transport => &c.connect_errors,
-            CallErrorKind::Malformed => &c.malformed,
-            CallErrorKind::ContextOverflow => &c.context_overflows,
-            _ => &c.other_errors,
-        };
-        ctr.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// One HTTP call: a slot among the requests in flight, the rate limits, the request.
-    async fn call(&self, body: &Value, est_tokens: u64) -> Result<ChatReply, CallError> {
-        let slot = self.in_flight.acquire().await;
-        let waited = self.limits.acquire(est_tokens).await.map_err(|e| CallError {
-            kind: CallErrorKind::Other,
-            status: None,
-            retry_after: None,
-            message: e.to_string(),
-        })?;
-        self.counters.rate_limit_wait_ms.fetch_add(waited.as_millis() as u64, Ordering::Relaxed);
-        self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        let deadline = Duration::from_secs_f64(self.cfg.timeout_s) + Duration::from_secs(5);
-        let chat = self.client.chat();
-        let fut = chat.create_byot::<_, Value>(body.clone());
-        let res = match tokio::time::timeout(deadline, fut).await {
-            Err(_) => Err(CallError {
-                kind: CallErrorKind::Timeout,
-                status: None,
-                retry_after: None,
-                message: format!("no reply within {:.1} s", deadline.as_secs_f64()),
-            }),
-            Ok(Err(e)) => Err(call_error(e)),
-            Ok(Ok(v)) => {
-                if in_band_error(&v).is_some() {
-                    self.counters.in_band_errors.fetch_add(1, Ordering::Relaxed);
-                }
-                ChatReply::from_value(&v)
-            }
-        };
-        slot.finish(match &res {
-            Ok(_) => concurrency::Outcome::Success,
-            Err(e) if e.kind == CallErrorKind::RateLimited => concurrency::Outcome::RateLimited,
-            Err(_) => concurrency::Outcome::Other,
-        });
-        res.map_err(|mut e| {
-            e.message = self.redact(&e.message);
-            if let Some(p) = self.endpoint.proxy() {
-                e.message = format!("{} (through {p})", e.message);
-            }
-            self.count_error(&e);
-            e
-        })
-    }
-
-    /// The free request before the first query: `GET {base_url}/models` ([`endpoint`] reads
-    /// the reply). Warnings to show, or the fault that stops the run.
-    async fn check_endpoint(&self) -> Result<Vec<String>, JudgeError> {
-        let url = self.endpoint.models_url();
-        let mut req = self.http.get(&url).timeout(Duration::from_secs_f64(self.cfg.timeout_s.min(10.0)));
-        if let Some(k) = &self.key {
-            req = req.bearer_auth(k.expose());
-        }
-        let stop = |f: endpoint::EndpointFault| JudgeError::Endpoint {
-            setting: f.setting,
-            message: self.redact(&f.message),
-            cost_usd: 0.0,
-        };
-        match req.send().await {
-            Err(e) if e.is_connect() => {
-                Err(stop(self.endpoint.connect_fault(&self.redact(&reqwest_error(&e).message))))
-            }
-            Err(e) => Ok(vec![format!(
-                "{url} did not answer ({}); the first queries will tell whether the judge is there",
-                clip(&self.redact(&reqwest_error(&e).message), 200)
-            )]),
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                let body = resp.text().await.unwrap_or_default();
-                self.endpoint.models_reply(status, &self.redact(&body)).map_err(stop)
-            }
-        }
-    }
-
-    fn invalid_reply(
-        &self,
-        reason: String,
-        raw: Option<String>,
-        usage: Usage,
-        cost: f64,
-        attempts: u32,
-        t0: Instant,
-    ) -> JudgeReply {
-        JudgeReply {
-            y: None,
-            invalid_reason: Some(reason),
-            raw,
-            usage,
-            cost_usd: cost,
-            attempts,
-            latency_ms: t0.elapsed().as_millis() as u64,
-            detail: VerdictDetail::default(),
-        }
-    }
-
-    /// The verdict of one reply: y (soft P(A) when logprobs are on and usable at the verdict
-    /// letter, else the hard value) and what the parser saw; or why the reply is invalid.
-    /// Counts replies, soft verdicts and the reasons verdicts stayed hard.
-    fn read_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
-        self.counters.replies.fetch_add(1, Ordering::Relaxed);
-        let channels = parse::Reply {
-            content: reply.content.as_deref(),
-            finish_reason: reply.finish_reason.as_deref(),
-            refusal: reply.refusal.as_deref(),
-            tool_arguments: &reply.tool_arguments,
-        };
-        let v = parse::parse_reply(&channels, answers, self.cfg.verdict_format)?;
-        let mut y = v.outcome.y();
-        if self.cfg.logprobs {
-            let soft = match (&reply.logprobs, v.letter_at, v.outcome) {
-                (None, ..) => Err(SoftMiss::Missing),
-                (_, _, Outcome::Tie) | (_, None, _) => Err(SoftMiss::NotALetter),
-                (Some(toks), Some(at), _) => parse::soft_p_a(reply.content.as_deref().unwrap_or(""), toks, at),
-            };
-            match soft {
-                Ok(p) => {
-                    y = p;
-                    self.counters.soft_verdicts.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(miss) => {
-                    *self.soft_fallbacks.lock().expect("not poisoned").entry(miss.as_str().to_owned()).or_default() +=
-                        1;
-                }
-            }
-        }
-        let verdict_from = match v.channel {
-            Channel::Text => None,
-            Channel::Json => Some("json".to_owned()),
-            Channel::ToolCall => Some("tool_call".to_owned()),
-        };
-        Ok((y, VerdictDetail { strong_preference: v.strong, verdict_from, raw_channels: None }))
-    }
-
-    /// The end of a query whose last call failed: a context overflow follows
-    /// `on_context_overflow`; an endpoint-wide fault stops the run; any other failure is a
-    /// failed request carrying what was spent.
-    fn failed_query(
-        &self,
-        e: CallError,
-        exhausted: bool,
-        (ida, idb): (&str, &str),
-        spent: Spent,
-        t0: Instant,
-    ) -> Result<JudgeReply, JudgeError> {
-        let Spent { usage, cost_usd: cost, attempts: n_attempts } = spent;
-        if e.kind == CallErrorKind::ContextOverflow {
-            return match self.cfg.on_context_overflow {
-                OverflowPolicy::Fail => Err(JudgeError::Unjudgeable {
-                    a: ida.to_owned(),
-                    b: idb.to_owned(),
-                    message: format!(
-                        "the server says the prompt is over its context ({}); with on_context_overflow: fail the pair is set aside (skip stores such queries as invalid; truncate_answers, with context_tokens, shortens the answers)",
-                        e.message
-                    ),
-                }),
-                _ => Ok(self.invalid_reply(
-                    format!("context_overflow: {}", e.message),
-                    None,
-                    usage,
-                    cost,
-                    n_attempts,
-                    t0,
-                )),
-            };
-        }
-        if let Some(f) = self.endpoint.classify(e.kind, e.status, &e.message) {
-            return Err(JudgeError::Endpoint {
-                setting: f.setting,
-                message: format!("{} (after {n_attempts} attempts)", f.message),
-                cost_usd: cost,
-            });
-        }
-        let why = if exhausted && e.retryable() { "; no paid attempt left for this query" } else { "" };
-        Err(JudgeError::Request {
-            status: e.status,
-            message: format!("{} (after {n_attempts} attempts{why})", e.message),
-            retryable: e.retryable(),
-            cost_usd: cost,
-        })
-    }
-
-    /// The tokens a reply is booked at: its `usage`, or its worst case (the prompt's token bound
-    /// and `max_tokens`) when the server sent none.
-    fn booked_usage(&self, reply: &ChatReply, prompt: &RenderedPrompt, (ida, idb): (&str, &str)) -> Usage {
-        match reply.usage {
-            Some(u) => u,
-            None => {
-                self.counters.usage_missing.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("reply for {ida} vs {idb} has no usage; booking its worst case");
-                Usage {
-                    prompt_tokens: prompt.token_bound(),
-                    completion_tokens: u64::from(self.cfg.max_tokens),
-                    ..Default::default()
-                }
-            }
-        }
-    }
-
-    async fn judge_query(&self, pool: &Pool, a: usize, b: usize) -> Result<JudgeReply, JudgeError> {
-        let t0 = Instant::now();
-        let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
-        let q = self.render(pool, a, b).map_err(|message| JudgeError::Unjudgeable {
-            a: ida.clone(),
-            b: idb.clone(),
-            message,
-        })?;
-        let est = q.prompt.token_estimate(self.cfg.bytes_per_token) + u64::from(self.cfg.max_tokens);
-        if q.over_context {
-            self.counters.context_overflows.fetch_add(1, Ordering::Relaxed);
-            let msg = format!(
-                "prompt needs about {est} tokens (with max_tokens), over context_tokens {}",
-                self.cfg.context_tokens.unwrap_or(0)
-            );
-            return match self.cfg.on_context_overflow {
-                OverflowPolicy::Fail => Err(JudgeError::Unjudgeable { a: ida, b: idb, message: msg }),
-                _ => Ok(self.invalid_reply(
-                    format!("context_overflow: {msg}; not sent"),
-                    None,
-                    Usage::default(),
-                    0.0,
-                    0,
-                    t0,
-                )),
-            };
-        }
-        self.limits.check_fits(est).map_err(|e| JudgeError::Unjudgeable {
-            a: ida.clone(),
-            b: idb.clone(),
-            message: e.to_string(),
-        })?;
-        let body = self.request_body(&q.prompt);
-        let answers = [text(pool, a), text(pool, b)];
-        let attempt_worst = self.attempt_worst_usd(&q.prompt);
-        // Paid attempts left: every reply and every possibly-billed failure takes one, so the
-        // query never costs more than the (1 + max_invalid_retries) worst cases reserved for it.
-        let slots = AtomicU64::new(1 + u64::from(self.cfg.max_invalid_retries));
-        let attempts = AtomicU64::new(0);
-        let booked_failures = AtomicU64::new(0); // possibly-billed failed attempts
-        let mut usage = Usage::default();
-        let mut cost = 0.0;
-        let mut last: Option<(Invalid, Option<String>, BTreeMap<String, String>)> = None;
-        let mut asks = 0u32;
-        while slots.load(Ordering::Relaxed) > 0 {
-            if asks > 0 {
-                self.counters.reasks.fetch_add(1, Ordering::Relaxed);
-            }
-            asks += 1;
-            let res = crate::judge::openai::retry::retry(
-                &self.policy,
-                || async {
-                    attempts.fetch_add(1, Ordering::Relaxed);
-                    match self.call(&body, est).await {
-                        Ok(r) => {
-                            slots.fetch_sub(1, Ordering::Relaxed);
-                            Ok(r)
-                        }
-                        Err(err) => {
-                            if err.kind.maybe_billed() {
-                                slots.fetch_sub(1, Ordering::Relaxed);
-                                booked_failures.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Err(Attempt { exhausted: slots.load(Ordering::Relaxed) == 0, err })
-                        }
-                    }
-                },
-                |e: &Attempt, d| {
-                    self.counters.retries.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!("retrying {ida} vs {idb} in {:.2} s after: {}", d.as_secs_f64(), e.err.message);
-                },
-            )
-            .await;
-            let n_attempts = attempts.load(Ordering::Relaxed) as u32;
-            let failed_cost = booked_failures.swap(0, Ordering::Relaxed) as f64 * attempt_worst;
-            cost += failed_cost;
-            let reply = match res {
-                Ok(r) => r,
-                Err(Attempt { err, exhausted }) => {
-                    let spent = Spent { usage, cost_usd: cost, attempts: n_attempts };
-                    return self.failed_query(err, exhausted, (&ida, &idb), spent, t0);
-                }
-            };
-            let this_usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
-            usage.add(&this_usage);
-            cost += self.price.cost_usd(&this_usage);
-            let raw = reply
-                .content
-                .as_deref()
-                .filter(|c| !c.trim().is_empty() || reply.tool_arguments.is_empty())
-                .or(reply.tool_arguments.last().map(String::as_str))
-                .map(|c| self.redact(c));
-            match self.read_verdict(&reply, answers) {
-                Ok((y, detail)) => {
-                    return Ok(JudgeReply {
-                        y: Some(y),
-                        invalid_reason: None,
-                        raw,
-                        usage,
-                        cost_usd: cost,
-                        attempts: n_attempts,
-                        latency_ms: t0.elapsed().as_millis() as u64,
-                        detail,
-                    });
-                }
-                Err(inv) => {
-                    self.counters.invalid_replies.fetch_add(1, Ordering::Relaxed);
-                    *self.invalid_by_reason.lock().expect("not poisoned").entry(inv.into()).or_default() += 1;
-                    let raw = match (&raw, &reply.refusal) {
-                        (None, Some(r)) => Some(self.redact(r)),
-                        _ => raw,
-                    };
-                    let channels: BTreeMap<String, String> =
-                        reply.channels.iter().map(|(k, v)| (k.clone(), self.redact(v))).collect();
-                    last = Some((inv, raw, channels));
-                }
-            }
-        }
-        let (inv, raw, channels) = last.expect("the loop ends after an invalid reply");
-        let n = attempts.load(Ordering::Relaxed) as u32;
-        let mut reply = self.invalid_reply(format!("{}: after {asks} asks", inv.as_str()), raw, usage, cost, n, t0);
-        reply.detail.raw_channels = Some(channels);
-        Ok(reply)
-    }
 }
 
-/// What a query has spent so far: tokens, USD and HTTP attempts.
-struct Spent {
-    usage: Usage,
-    cost_usd: f64,
-    attempts: u32,
-}
-
-/// Our async-openai transport: send, keep the status of every non-2xx (with `Retry-After`),
-/// reject a 2xx body that is not JSON, and never retry.
-///
-/// A 2xx body with broken text (invalid UTF-8, lone surrogate escapes such as `"\ud83d"`, which
-/// serde_json and so async-openai reject) is decoded with U+FFFD in place of each broken
-/// sequence ([`body::repair`]) and counted in `repairs`, so the verdict around it is read.
-async fn transport(
-    http: &reqwest::Client,
-    f: HttpRequestFactory,
-    repairs: &AtomicU64,
-) -> Result<reqwest::Response, OpenAIError> {
-    let req = f.build().await?;
-    let resp = http.execute(req).await.map_err(OpenAIError::Reqwest)?;
-    let status = resp.status();
-    let retry_after = retry_after(resp.headers());
-    let bytes = resp.bytes().await.map_err(OpenAIError::Reqwest)?;
-    if !status.is_success() {
-        let body = String::from_utf8_lossy(&bytes).into_owned();
-        return Err(OpenAIError::Boxed(Box::new(HttpFailure { status: status.as_u16(), retry_after, body })));
-    }
-    let repaired = body::repair(&bytes);
-    let owned: Option<Vec<u8>> = repaired.changed().then(|| {
-        repairs.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(
-            "reply body with broken text decoded with U+FFFD ({} invalid UTF-8 sequences, {} lone surrogate escapes)",
-            repaired.invalid_utf8,
-            repaired.lone_surrogates
-        );
-        repaired.body.into_owned()
-    });
-    let checked: &[u8] = owned.as_deref().unwrap_or(&bytes);
-    if serde_json::from_slice::<serde::de::IgnoredAny>(checked).is_err() {
-        let body = String::from_utf8_lossy(checked).into_owned();
-        return Err(OpenAIError::Boxed(Box::new(MalformedBody { status: status.as_u16(), body })));
-    }
-    let body: reqwest::Body = match owned {
-        Some(v) => v.into(),
-        None => bytes.into(),
-    };
-    let rebuilt = http::Response::builder().status(status).body(body).map_err(|e| OpenAIError::Boxed(Box::new(e)))?;
-    Ok(reqwest::Response::from(rebuilt))
-}
-
-impl Judge for OpenAiJudge {
+impl JudgeInfo for OpenAiInfo {
     fn requests_per_minute(&self) -> Option<u32> {
         self.cfg.requests_per_minute.filter(|r| *r > 0)
     }
@@ -665,6 +683,55 @@ impl Judge for OpenAiJudge {
         true
     }
 
+    fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+        Some((self.cfg.max_invalid_rate, self.cfg.invalid_rate_min_replies))
+    }
+
+    fn preview(&self, pool: &Pool, a: usize, b: usize) -> Option<String> {
+        Some(match self.render(pool, a, b) {
+            Ok(q) => {
+                let mut s = q.prompt.display();
+                s.push_str(&format!(
+                    "\n\n({} bytes; ≤ {} prompt tokens (bound), ≈ {} (estimate at {} bytes/token); max_tokens {}{})",
+                    q.prompt.bytes(),
+                    q.prompt.token_bound(),
+                    q.prompt.token_estimate(self.cfg.bytes_per_token),
+                    self.cfg.bytes_per_token,
+                    self.cfg.max_tokens,
+                    if q.over_context { "; OVER context_tokens" } else { "" }
+                ));
+                s
+            }
+            Err(e) => format!("(cannot render: {e})"),
+        })
+    }
+}
+
+impl JudgeInfo for OpenAiJudge {
+    fn describe(&self) -> String {
+        self.info.describe()
+    }
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        self.info.cache_key(pool, a, b)
+    }
+    fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.info.worst_case_usd(pool, a, b)
+    }
+    fn has_price(&self) -> bool {
+        self.info.has_price()
+    }
+    fn requests_per_minute(&self) -> Option<u32> {
+        self.info.requests_per_minute()
+    }
+    fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+        self.info.invalid_rate_limit()
+    }
+    fn preview(&self, pool: &Pool, a: usize, b: usize) -> Option<String> {
+        self.info.preview(pool, a, b)
+    }
+}
+
+impl Judge for OpenAiJudge {
     fn stats(&self) -> Option<JudgeStats> {
         let c = &self.counters;
         let g = |x: &AtomicU64| x.load(Ordering::Relaxed);
@@ -692,29 +759,6 @@ impl Judge for OpenAiJudge {
             in_flight_cuts: in_flight.cuts,
             in_flight_lowest: in_flight.lowest.map(|l| l as u64),
             in_flight_limit_at_end: in_flight.now.map(|l| l as u64),
-        })
-    }
-
-    fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
-        Some((self.cfg.max_invalid_rate, self.cfg.invalid_rate_min_replies))
-    }
-
-    fn preview(&self, pool: &Pool, a: usize, b: usize) -> Option<String> {
-        Some(match self.render(pool, a, b) {
-            Ok(q) => {
-                let mut s = q.prompt.display();
-                s.push_str(&format!(
-                    "\n\n({} bytes; ≤ {} prompt tokens (bound), ≈ {} (estimate at {} bytes/token); max_tokens {}{})",
-                    q.prompt.bytes(),
-                    q.prompt.token_bound(),
-                    q.prompt.token_estimate(self.cfg.bytes_per_token),
-                    self.cfg.bytes_per_token,
-                    self.cfg.max_tokens,
-                    if q.over_context { "; OVER context_tokens" } else { "" }
-                ));
-                s
-            }
-            Err(e) => format!("(cannot render: {e})"),
         })
     }
 

@@ -48,8 +48,8 @@ use self::ratelimit::RateLimits;
 use self::retry::{Classify, RetryPolicy};
 use self::secret::Secret;
 use crate::domain::pool::Pool;
-use crate::domain::verdict::{Invalid, JudgeReply, Usage, VerdictDetail};
-use crate::judge::{BoxFuture, Judge, JudgeError, JudgeStats};
+use crate::domain::verdict::{Invalid, InvalidNote, InvalidReason, JudgeReply, Usage, VerdictDetail};
+use crate::judge::{BoxFuture, Judge, JudgeError, JudgeInfo, JudgeStats};
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
@@ -80,7 +80,7 @@ mod tests {
         }))
         .unwrap();
         let j = OpenAiJudge::new(cfg, None).unwrap();
-        let body = j.request_body(&j.template.render("task", "x", "y").unwrap());
+        let body = j.info.request_body(&j.info.template.render("task", "x", "y").unwrap());
         assert_eq!((&body["max_tokens"], &body["n"], &body["model"]), (&json!(4), &json!(1), &json!("m")));
         assert!(body.get("max_completion_tokens").is_none(), "{body}");
         assert_eq!(body["cache_prompt"], false, "vendor fields still pass");
