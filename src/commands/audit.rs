@@ -20,7 +20,7 @@
 //!
 //! # Outputs in `<out_dir>/<name>/`
 //! `config.yaml` (as resolved), `verdicts.jsonl` (every verdict, keyed by
-//! [`Judge::cache_key`]: re-running the audit sends no query twice), `probes.jsonl` (pool mode:
+//! [`crate::judge::JudgeInfo::cache_key`]: re-running the audit sends no query twice), `probes.jsonl` (pool mode:
 //! the probes and pairs built, itself a valid pairs file) and `audit.json` ([`AuditOutput`]).
 //!
 //! # Recorded verdicts

@@ -4,7 +4,7 @@
 //! Queries allowed = min(comparisons left, unqueried ordered pairs, queries whose worst-case
 //! costs fit `max_usd` − spent). "At least" takes the most expensive pairs first (the
 //! guarantee); "at most" the cheapest first. The worst case of a query is what the runner
-//! reserves before sending it ([`Judge::worst_case_usd`]).
+//! reserves before sending it ([`JudgeInfo::worst_case_usd`]).
 
 use crate::config::run::Config;
 use crate::judge::JudgeInfo;
