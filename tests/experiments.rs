@@ -120,10 +120,10 @@ fn the_simulation_makes_the_runners_choices() {
         assert_eq!(res.comparisons, 36);
         // The simulation ranks by θ̂: the run's bias-corrected ranking (its reported one is the
         // apparent ranking unless the design identifies c).
-        assert_eq!(res.reporting.corrected.topk, sim_topk, "{name}");
-        assert!((res.c["x"] - cp[0].c_hat.unwrap()).abs() < 1e-9, "{name}");
-        assert!((res.kappa - cp[0].kappa_hat).abs() < 1e-9, "{name}");
-        assert_eq!(res.reporting.corrected.recall_at_k, Some(cp[0].recall), "{name}");
+        assert_eq!(res.fit.reporting.corrected.topk, sim_topk, "{name}");
+        assert!((res.fit.c["x"] - cp[0].c_hat.unwrap()).abs() < 1e-9, "{name}");
+        assert!((res.fit.kappa - cp[0].kappa_hat).abs() < 1e-9, "{name}");
+        assert_eq!(res.fit.reporting.corrected.recall_at_k, Some(cp[0].recall), "{name}");
     }
 }
 

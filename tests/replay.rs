@@ -438,7 +438,7 @@ fn compare_prices_replayed_judges_over_pools() {
         let price = if jname == "cheap" { 0.001 } else { 0.02 };
         assert!((row["cost_usd"].as_f64().unwrap() - price * 96.0).abs() < 1e-12, "{row}");
         assert_eq!(row["cost"], "price_table");
-        let mean = rs.iter().map(|r| r.recall_at_k.unwrap()).sum::<f64>() / 2.0;
+        let mean = rs.iter().map(|r| r.fit.recall_at_k.unwrap()).sum::<f64>() / 2.0;
         assert!((row["recall"].as_f64().unwrap() - mean).abs() < 1e-12, "{row}");
         assert!(rs.iter().all(|r| r.spend_usd == 0.0 && !r.replay.as_ref().unwrap().recorded_cost));
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 use topk_judge::acquire::StrategyKind;
 use topk_judge::model::summary::ModelKind;
 use topk_judge::report::compare::{RunDir, compare, recall_curve};
+use topk_judge::report::schema::FittedRanking;
 use topk_judge::report::schema::{RunResult, StopReason};
 use topk_judge::report::{FitLine, RankRow};
 use topk_judge::store::ledger::VerdictRecord;
@@ -31,41 +32,43 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         possibly_billed_usd: 0.0,
         duplicate_records: 0,
         usage: Default::default(),
-        topk: topk.iter().map(|s| s.to_string()).collect(),
-        theta: m([1.0, 0.5, 0.0, -1.0]),
-        sd: m([0.5; 4]),
-        membership: m([0.9, 0.6, 0.4, 0.1]),
-        phi: m([1.0, 0.5, 0.0, -1.0]),
-        c: BTreeMap::new(),
-        c_sd: BTreeMap::new(),
-        kappa: 0.2,
-        kappa_sd: 0.1,
+        fit: FittedRanking {
+            topk: topk.iter().map(|s| s.to_string()).collect(),
+            theta: m([1.0, 0.5, 0.0, -1.0]),
+            sd: m([0.5; 4]),
+            membership: m([0.9, 0.6, 0.4, 0.1]),
+            phi: m([1.0, 0.5, 0.0, -1.0]),
+            c: BTreeMap::new(),
+            c_sd: BTreeMap::new(),
+            kappa: 0.2,
+            kappa_sd: 0.1,
+            gold_topk: Some(vec!["a".into(), "b".into()]),
+            recall_at_k: None,
+            ranking: IDS
+                .iter()
+                .enumerate()
+                .map(|(r, id)| RankRow {
+                    rank: r + 1,
+                    id: id.to_string(),
+                    theta: 1.0 - r as f64,
+                    sd: 0.5,
+                    membership: 0.5,
+                    phi: 0.0,
+                    in_topk: topk.contains(id),
+                    gold: None,
+                    gold_topk: None,
+                    ..Default::default()
+                })
+                .collect(),
+            notes: vec![],
+            identifiability: BTreeMap::new(),
+            reporting: Default::default(),
+        },
         no_variation: vec![],
-        gold_topk: Some(vec!["a".into(), "b".into()]),
-        recall_at_k: None,
-        ranking: IDS
-            .iter()
-            .enumerate()
-            .map(|(r, id)| RankRow {
-                rank: r + 1,
-                id: id.to_string(),
-                theta: 1.0 - r as f64,
-                sd: 0.5,
-                membership: 0.5,
-                phi: 0.0,
-                in_topk: topk.contains(id),
-                gold: None,
-                gold_topk: None,
-                ..Default::default()
-            })
-            .collect(),
-        notes: vec![],
-        identifiability: BTreeMap::new(),
         gate: None,
         judge_stats: None,
         quarantined: vec![],
         last_error: None,
-        reporting: Default::default(),
         verdicts_report: Default::default(),
         replay: None,
         throughput: None,
@@ -262,10 +265,10 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
         .filter(|l| l.starts_with("| ") && !l.starts_with("| rank"))
         .take_while(|l| !l.contains("covariate"))
         .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect())
-        .take(r.ranking.len())
+        .take(r.fit.ranking.len())
         .collect();
-    assert_eq!(rows.len(), r.ranking.len());
-    for (row, want) in rows.iter().zip(&r.ranking) {
+    assert_eq!(rows.len(), r.fit.ranking.len());
+    for (row, want) in rows.iter().zip(&r.fit.ranking) {
         assert_eq!(row[1], want.id);
         assert_eq!(row[2], format!("{:.3}", want.theta));
         assert_eq!(row[3], format!("{:.3}", want.sd));
@@ -273,14 +276,14 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
         let lo: f64 = row[4].parse().unwrap();
         assert!((lo - (want.theta - 2.0 * want.sd)).abs() <= 5e-4);
     }
-    assert!(md.contains(&format!("κ̂ = {:.3} ± {:.3}", r.kappa, r.kappa_sd)));
-    assert!(md.contains(&format!("top-3: {}", r.topk.join(", "))));
+    assert!(md.contains(&format!("κ̂ = {:.3} ± {:.3}", r.fit.kappa, r.fit.kappa_sd)));
+    assert!(md.contains(&format!("top-3: {}", r.fit.topk.join(", "))));
     // One rendering per base: the words coefficient is prior-selected (flat profile), and the
     // report says so with the run's profile range.
     let words = md.lines().find(|l| l.starts_with("| words |")).expect("bias row");
-    let ident = &r.identifiability["words"];
+    let ident = &r.fit.identifiability["words"];
     assert!(!ident.identified());
-    assert!(words.contains(&format!("{:.3}", r.c["words"])), "{words}");
+    assert!(words.contains(&format!("{:.3}", r.fit.c["words"])), "{words}");
     assert!(words.contains(&topk_judge::sweep::summary::nats(ident.range_nats.unwrap())), "{words}");
     assert!(words.contains("prior-selected") && words.contains("Prop. 2"), "{words}");
     for f in ["theta.svg", "membership.svg", "boundary_pi.svg"] {
@@ -292,6 +295,6 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
     assert_eq!(html.matches("<svg").count(), 3, "plots inlined");
     assert!(!html.contains("src=") && !html.contains("href="), "self-contained");
     // Three tables (spend, ranking, bias): a header row each, 1 + N + 1 body rows.
-    assert_eq!(html.matches("<tr>").count(), 3 + 1 + r.ranking.len() + 1);
-    assert!(html.contains(&format!("<td>{:.3}</td>", r.ranking[0].theta)));
+    assert_eq!(html.matches("<tr>").count(), 3 + 1 + r.fit.ranking.len() + 1);
+    assert!(html.contains(&format!("<td>{:.3}</td>", r.fit.ranking[0].theta)));
 }

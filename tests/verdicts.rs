@@ -225,7 +225,7 @@ async fn final_verdicts_and_comparison_labels_are_stored_once_with_their_weight(
         fit_and_summarise(&cfg.pool, &cfg.covariates, &design, &prior, 3, 10, None, &mut rng).unwrap().0.theta
     };
     let (dup, unweighted) = (theta(&duplicated), theta(&plain));
-    let stored: Vec<f64> = cfg.pool.bases.iter().map(|b| res.theta[b]).collect();
+    let stored: Vec<f64> = cfg.pool.bases.iter().map(|b| res.fit.theta[b]).collect();
     let max_diff = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
     assert!(max_diff(&stored, &dup) < 1e-6, "{stored:?} vs {dup:?}");
     assert!(max_diff(&stored, &unweighted) > 1e-3, "the weight changed the fit");

@@ -13,10 +13,9 @@ use crate::analysis::ranking::ReportRanking;
 use crate::domain::pool::{self, CovariateSpec, Pool};
 use crate::domain::verdict::ItemVerdict;
 use crate::model::Prior;
-use crate::model::profile::Identifiability;
 use crate::model::summary::{ModelKind, build_design, fit_and_summarise};
 use crate::report;
-use crate::report::schema::Reporting;
+use crate::report::schema::FittedRanking;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,39 +40,9 @@ pub struct FitOutput {
     pub judges: BTreeMap<String, usize>,
     /// Records of other pools, per pool id (skipped).
     pub other_pools: BTreeMap<String, usize>,
-    /// θ̂ per base (logits).
-    pub theta: BTreeMap<String, f64>,
-    /// Posterior sd per base.
-    pub sd: BTreeMap<String, f64>,
-    /// Top-k membership per base (bias-corrected ranking).
-    pub membership: BTreeMap<String, f64>,
-    /// Apparent quality φ̂ per base.
-    pub phi: BTreeMap<String, f64>,
-    /// ĉ per covariate.
-    pub c: BTreeMap<String, f64>,
-    /// Posterior sd of ĉ per covariate.
-    pub c_sd: BTreeMap<String, f64>,
-    /// MAP position effect κ̂ (logits).
-    pub kappa: f64,
-    /// Posterior sd of κ.
-    pub kappa_sd: f64,
-    /// The reported top-k, best first (only the bases the data place there).
-    pub topk: Vec<String>,
-    /// Gold top-k (when the pool has quality).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gold_topk: Option<Vec<String>>,
-    /// Recall@k of the reported top-k against gold, when decided.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recall_at_k: Option<f64>,
-    /// Ranking rows, reported order.
-    pub ranking: Vec<report::RankRow>,
-    /// Profile-likelihood range and verdict per covariate.
-    pub identifiability: BTreeMap<String, Identifiability>,
-    /// Notes for the reader (as a run's).
-    pub notes: Vec<String>,
-    /// The reported ranking, both rankings' top-k, the comparison graph.
+    /// The fitted ranking (as in result.json).
     #[serde(flatten)]
-    pub reporting: Reporting,
+    pub fit: FittedRanking,
     /// Warnings printed to stderr (torn last line, several judges fitted together, …).
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -532,7 +501,7 @@ fn fit_output(
     let (s, _, _) = fit_and_summarise(pool, &cov, &design, &prior, k, set.draws, None, &mut rng)?;
     let (identifiability, apparent) =
         report::outcome::identify_and_apparent(pool, &cov, &prior, k, (set.draws, set.seed), &verdicts, &s);
-    let out = report::outcome::outcome(&report::outcome::Inputs {
+    let mut out = report::outcome::outcome(&report::outcome::Inputs {
         pool,
         cov: &cov,
         k,
@@ -545,8 +514,8 @@ fn fit_output(
         gate: None,
         one_query: None,
     });
-    notes.extend(out.notes);
-    let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
+    notes.append(&mut out.notes);
+    out.notes = notes;
     Ok(FitOutput {
         pool_id: pool.pool_id.clone(),
         model: set.model,
@@ -556,21 +525,7 @@ fn fit_output(
         judge,
         judges,
         other_pools,
-        theta: report::by_base(pool, &s.theta),
-        sd: report::by_base(pool, &s.sd),
-        membership: report::by_base(pool, &s.membership),
-        phi: report::by_base(pool, &s.phi),
-        c: report::by_cov(&cov, &s.c),
-        c_sd: report::by_cov(&cov, &s.c_sd),
-        kappa: s.kappa,
-        kappa_sd: s.kappa_sd,
-        topk: out.topk,
-        gold_topk: gold.map(|g| g.iter().map(|b| pool.bases[*b].clone()).collect()),
-        recall_at_k: out.recall_at_k,
-        ranking: out.ranking,
-        identifiability,
-        notes,
-        reporting: out.reporting,
+        fit: FittedRanking::new(pool, &cov, &s, out, identifiability),
         warnings,
     })
 }
@@ -593,23 +548,23 @@ pub fn fit_text(fit: &FitOutput) -> String {
         fit.judge.as_ref().map(|j| format!(", judge {j}")).unwrap_or_default()
     );
     text.push_str(&report::summary::coefficient_lines(
-        fit.kappa,
-        fit.kappa_sd,
-        &fit.c,
-        &fit.c_sd,
-        &fit.identifiability,
-        &fit.reporting,
+        fit.fit.kappa,
+        fit.fit.kappa_sd,
+        &fit.fit.c,
+        &fit.fit.c_sd,
+        &fit.fit.identifiability,
+        &fit.fit.reporting,
     ));
     text.push_str(&report::summary::ranking_block(
         fit.k,
-        fit.model == ModelKind::BiasAware && !fit.c.is_empty(),
-        &fit.reporting,
-        &fit.ranking,
-        &fit.topk,
-        fit.recall_at_k,
+        fit.model == ModelKind::BiasAware && !fit.fit.c.is_empty(),
+        &fit.fit.reporting,
+        &fit.fit.ranking,
+        &fit.fit.topk,
+        fit.fit.recall_at_k,
         fit.comparisons,
     ));
-    for n in &fit.notes {
+    for n in &fit.fit.notes {
         text.push_str(&format!("note: {n}\n"));
     }
     text

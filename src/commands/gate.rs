@@ -516,9 +516,9 @@ pub fn apply_report(
     let choice = GateChoice {
         file: gate_file.to_owned(),
         decision: g.decision,
-        chosen: result.reporting.reported,
-        topk: result.topk.clone(),
-        recall_at_k: result.recall_at_k,
+        chosen: result.fit.reporting.reported,
+        topk: result.fit.topk.clone(),
+        recall_at_k: result.fit.recall_at_k,
         notes,
     };
     let mut s = format!("gate {}: {}\n", gate_file.display(), g.decision.text());
@@ -529,10 +529,10 @@ pub fn apply_report(
     for n in &choice.notes {
         s.push_str(&format!("note: {n}\n"));
     }
-    if result.reporting.report_ranking != crate::analysis::ranking::ReportRanking::Auto {
+    if result.fit.reporting.report_ranking != crate::analysis::ranking::ReportRanking::Auto {
         s.push_str(&format!(
             "note: report_ranking: {} is set, so the reported ranking does not follow the gate\n",
-            crate::report::table::name(&result.reporting.report_ranking)
+            crate::report::table::name(&result.fit.reporting.report_ranking)
         ));
     }
     result.gate = Some(choice);

@@ -270,8 +270,8 @@ pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison
         }
     }
     let (target, target_topk) = match reference {
-        Some(r) => (Some(format!("reference {}", r.label())), Some(r.result.topk.clone())),
-        None => match runs.iter().find_map(|r| r.result.gold_topk.clone()) {
+        Some(r) => (Some(format!("reference {}", r.label())), Some(r.result.fit.topk.clone())),
+        None => match runs.iter().find_map(|r| r.result.fit.gold_topk.clone()) {
             Some(g) => (Some("gold".to_string()), Some(g)),
             None => (None, None),
         },
@@ -286,8 +286,8 @@ pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison
                 spend_usd: r.result.spend_usd,
                 comparisons: r.result.comparisons,
                 valid: r.result.valid,
-                recall: target_topk.as_ref().map(|t| overlap(&r.result.topk, t)),
-                topk: r.result.topk.clone(),
+                recall: target_topk.as_ref().map(|t| overlap(&r.result.fit.topk, t)),
+                topk: r.result.fit.topk.clone(),
                 flips: f,
                 both_order_pairs: n,
                 flip_rate: (n > 0).then(|| f as f64 / n as f64),
@@ -296,7 +296,7 @@ pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison
         })
         .collect();
     let agreement =
-        runs.iter().map(|a| runs.iter().map(|b| overlap(&a.result.topk, &b.result.topk)).collect()).collect();
+        runs.iter().map(|a| runs.iter().map(|b| overlap(&a.result.fit.topk, &b.result.fit.topk)).collect()).collect();
     Ok(Comparison { pool_id: first.result.pool_id.clone(), k: first.result.k, target, target_topk, rows, agreement })
 }
 

@@ -237,8 +237,8 @@ pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<
     }
     let target_of = |pool: &str| -> Option<Vec<String>> {
         match reference_judge {
-            Some(rj) => by_judge.get(rj).and_then(|m| m.get(pool)).map(|r| r.result.topk.clone()),
-            None => by_judge.values().find_map(|m| m.get(pool).and_then(|r| r.result.gold_topk.clone())),
+            Some(rj) => by_judge.get(rj).and_then(|m| m.get(pool)).map(|r| r.result.fit.topk.clone()),
+            None => by_judge.values().find_map(|m| m.get(pool).and_then(|r| r.result.fit.gold_topk.clone())),
         }
     };
     if let Some(rj) = reference_judge
@@ -261,7 +261,7 @@ pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<
             f += rf;
             n += rn;
             if let Some(t) = target_of(pool) {
-                recall_by_pool.insert(pool.clone(), overlap(&r.result.topk, &t));
+                recall_by_pool.insert(pool.clone(), overlap(&r.result.fit.topk, &t));
             }
         }
         let recalls: Vec<f64> = recall_by_pool.values().copied().collect();

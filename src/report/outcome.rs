@@ -4,7 +4,7 @@
 //! the notes `run` and `fit` share.
 
 use super::RankRow;
-use super::schema::{Reporting, RunResult, TopkView};
+use super::schema::{FittedRanking, Reporting, RunResult, TopkView};
 use crate::analysis::gate::GateDecision;
 use crate::analysis::ranking::{
     self, ChoiceInput, ComparisonGraph, RankingKind, ReportRanking, comparison_graph, graph_note, ranks_with_ties,
@@ -51,12 +51,12 @@ impl BaseValues {
     pub fn from_result(r: &RunResult, pool: &Pool) -> Self {
         let v = |m: &BTreeMap<String, f64>| pool.bases.iter().map(|b| m.get(b).copied().unwrap_or(0.0)).collect();
         Self {
-            theta: v(&r.theta),
-            sd: v(&r.sd),
-            membership: v(&r.membership),
-            phi: v(&r.phi),
-            phi_sd: v(&r.reporting.phi_sd),
-            membership_apparent: v(&r.reporting.membership_apparent),
+            theta: v(&r.fit.theta),
+            sd: v(&r.fit.sd),
+            membership: v(&r.fit.membership),
+            phi: v(&r.fit.phi),
+            phi_sd: v(&r.fit.reporting.phi_sd),
+            membership_apparent: v(&r.fit.reporting.membership_apparent),
         }
     }
 }
@@ -161,6 +161,8 @@ pub struct Inputs<'a> {
 /// The reported outcome of a fit.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// k of top-k.
+    pub k: usize,
     /// The reporting block of result.json / fit --out.
     pub reporting: Reporting,
     /// Rows, reported order.
@@ -215,7 +217,7 @@ pub fn outcome(i: &Inputs<'_>) -> Outcome {
         systems: None,
         session: None,
     };
-    Outcome { reporting, ranking: ranked.rows, topk: view.topk, recall_at_k: view.recall_at_k, notes }
+    Outcome { k: i.k, reporting, ranking: ranked.rows, topk: view.topk, recall_at_k: view.recall_at_k, notes }
 }
 
 /// Notes on what the data leave undecided: no valid comparison, a disconnected graph, ties at
@@ -267,9 +269,9 @@ const GATE_ADVICE: &str = "; test that with a `gate:` in the config";
 /// replaces the tie note (and, with a gate, the advice to run one).
 pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
     let choice = ranking::choose(&ChoiceInput {
-        setting: r.reporting.report_ranking,
-        has_covariates: r.model == ModelKind::BiasAware && !r.c.is_empty(),
-        identifiability: &r.identifiability,
+        setting: r.fit.reporting.report_ranking,
+        has_covariates: r.model == ModelKind::BiasAware && !r.fit.c.is_empty(),
+        identifiability: &r.fit.identifiability,
         no_variation: &r.no_variation,
         renderings: pool.n_items() > pool.n_bases(),
         gate,
@@ -278,18 +280,18 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
     let ranked = rank(pool, r.k, &values, choice.reported);
     let view = ranked.view(choice.reported).clone();
     if r.valid > 0 {
-        let old_view = match r.reporting.reported {
-            RankingKind::Corrected => &r.reporting.corrected,
-            RankingKind::Apparent => &r.reporting.apparent,
+        let old_view = match r.fit.reporting.reported {
+            RankingKind::Corrected => &r.fit.reporting.corrected,
+            RankingKind::Apparent => &r.fit.reporting.apparent,
         };
-        if let Some(old) = tie_note(r.k, old_view, r.reporting.reported) {
-            r.notes.retain(|n| *n != old);
+        if let Some(old) = tie_note(r.k, old_view, r.fit.reporting.reported) {
+            r.fit.notes.retain(|n| *n != old);
         }
-        r.notes.extend(tie_note(r.k, &view, choice.reported));
+        r.fit.notes.extend(tie_note(r.k, &view, choice.reported));
     }
     // A gate ran: the advice to run one gives way to its decision (the gate line).
     if gate.is_some() {
-        for n in &mut r.notes {
+        for n in &mut r.fit.notes {
             if let Some(cut) = n.find(GATE_ADVICE) {
                 n.replace_range(
                     cut..,
@@ -298,14 +300,14 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
             }
         }
     }
-    r.reporting.reported = choice.reported;
-    r.reporting.reported_reason = choice.reason;
-    r.reporting.topk_tied = view.tied.clone();
-    r.reporting.corrected = ranked.corrected;
-    r.reporting.apparent = ranked.apparent;
-    r.topk = view.topk;
-    r.recall_at_k = view.recall_at_k;
-    r.ranking = ranked.rows;
+    r.fit.reporting.reported = choice.reported;
+    r.fit.reporting.reported_reason = choice.reason;
+    r.fit.reporting.topk_tied = view.tied.clone();
+    r.fit.reporting.corrected = ranked.corrected;
+    r.fit.reporting.apparent = ranked.apparent;
+    r.fit.topk = view.topk;
+    r.fit.recall_at_k = view.recall_at_k;
+    r.fit.ranking = ranked.rows;
 }
 
 /// The identifiability of every covariate at a fit ([`crate::analysis::identifiability`]) and
@@ -348,4 +350,36 @@ pub fn one_query_text(pool: &Pool, judge: &dyn crate::judge::JudgeInfo) -> Strin
         s.push_str(&format!(" and budget.max_usd ≥ {} (its worst-case cost)", super::table::usd(worst)));
     }
     s
+}
+
+impl FittedRanking {
+    /// The fitted ranking of `summary` on `pool` (covariates `cov`): its values by base id and
+    /// covariate name, the reported outcome `out` (top-k, ranking, recall, notes, reporting) and
+    /// the identifiability of each covariate; gold top-k when the pool has quality.
+    pub fn new(
+        pool: &Pool,
+        cov: &Covariates,
+        summary: &FitSummary,
+        out: Outcome,
+        identifiability: BTreeMap<String, Identifiability>,
+    ) -> Self {
+        let gold = pool.base_quality().map(|g| point_topk(&g, out.k));
+        Self {
+            topk: out.topk,
+            theta: super::by_base(pool, &summary.theta),
+            sd: super::by_base(pool, &summary.sd),
+            membership: super::by_base(pool, &summary.membership),
+            phi: super::by_base(pool, &summary.phi),
+            c: super::by_cov(cov, &summary.c),
+            c_sd: super::by_cov(cov, &summary.c_sd),
+            kappa: summary.kappa,
+            kappa_sd: summary.kappa_sd,
+            gold_topk: gold.map(|g| g.iter().map(|b| pool.bases[*b].clone()).collect()),
+            recall_at_k: out.recall_at_k,
+            ranking: out.ranking,
+            notes: out.notes,
+            identifiability,
+            reporting: out.reporting,
+        }
+    }
 }

@@ -38,10 +38,10 @@ pub struct IdentRow {
 /// verdict, docs/model.md §5) with what a prior-selected coefficient means.
 pub fn identifiability(run: &RunDir) -> Vec<IdentRow> {
     let r = &run.result;
-    r.c.iter()
+    r.fit.c.iter()
         .map(|(name, &c)| {
-            let c_sd = r.c_sd.get(name).copied().unwrap_or(f64::NAN);
-            let e = r.identifiability.get(name);
+            let c_sd = r.fit.c_sd.get(name).copied().unwrap_or(f64::NAN);
+            let e = r.fit.identifiability.get(name);
             let range_nats = e.and_then(|e| e.range_nats);
             let identified = e.is_some_and(|e| e.identified());
             let verdict = if r.no_variation.contains(name) {
@@ -77,6 +77,7 @@ pub fn report_plots(run: &RunDir) -> Result<Vec<(String, String, String)>, Compa
     let r = &run.result;
     let mut out = Vec::new();
     let items: Vec<Interval> = r
+        .fit
         .ranking
         .iter()
         .map(|row| Interval {
@@ -96,13 +97,13 @@ pub fn report_plots(run: &RunDir) -> Result<Vec<(String, String, String)>, Compa
     )?;
     out.push(("theta.svg".into(), format!("θ̂ ± 2 sd, items by rank; the point top-{} in colour", r.k), svg));
     let bars: Vec<(String, f64, bool)> =
-        r.ranking.iter().map(|row| (row.id.clone(), row.membership, row.in_topk)).collect();
+        r.fit.ranking.iter().map(|row| (row.id.clone(), row.membership, row.in_topk)).collect();
     let svg = plots::bar_chart(&format!("top-{} membership π by item", r.k), "π = P(in top-k)", &bars)?;
     out.push(("membership.svg".into(), format!("π by item, items by rank; the point top-{} in colour", r.k), svg));
     let paths = membership_paths(run);
     let lo = r.k.saturating_sub(2);
-    let hi = (r.k + 2).min(r.ranking.len());
-    let series: Vec<Series> = r.ranking[lo..hi]
+    let hi = (r.k + 2).min(r.fit.ranking.len());
+    let series: Vec<Series> = r.fit.ranking[lo..hi]
         .iter()
         .filter_map(|row| {
             paths.get(&row.id).map(|p| Series {
@@ -161,8 +162,8 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         crate::report::table::name(&r.strategy),
         crate::report::table::name(&r.stop_reason)
     )];
-    let rep = &r.reporting;
-    let both = r.model == crate::model::summary::ModelKind::BiasAware && !r.c.is_empty();
+    let rep = &r.fit.reporting;
+    let both = r.model == crate::model::summary::ModelKind::BiasAware && !r.fit.c.is_empty();
     if both {
         facts.push(format!(
             "reported ranking: {} (`report_ranking: {}`): {}",
@@ -193,15 +194,15 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
                 "; recall@{} against the gold top-{} ({}): {rec:.2}",
                 r.k,
                 r.k,
-                r.gold_topk.clone().unwrap_or_default().join(", ")
+                r.fit.gold_topk.clone().unwrap_or_default().join(", ")
             );
         }
         l
     };
     let reported_view = crate::report::schema::TopkView {
-        topk: r.topk.clone(),
+        topk: r.fit.topk.clone(),
         tied: rep.topk_tied.clone(),
-        recall_at_k: r.recall_at_k,
+        recall_at_k: r.fit.recall_at_k,
     };
     if both {
         let (other, v) = match rep.reported {
@@ -221,7 +222,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     }
     facts.push(format!(
         "position effect κ̂ = {:.3} ± {:.3} logits (> 0 favours the first-shown answer; identified by the order variation within pairs)",
-        r.kappa, r.kappa_sd
+        r.fit.kappa, r.fit.kappa_sd
     ));
     let spend = (
         "Spend".to_string(),
@@ -238,7 +239,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
             r.usage.completion_tokens.to_string(),
         ]],
     );
-    let has_gold = r.ranking.iter().any(|x| x.gold.is_some());
+    let has_gold = r.fit.ranking.iter().any(|x| x.gold.is_some());
     let mut head = [
         "rank",
         "item",
@@ -260,6 +261,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         head.push("gold top-k".into());
     }
     let rows = r
+        .fit
         .ranking
         .iter()
         .map(|x| {
@@ -296,7 +298,10 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
                     i.covariate.clone(),
                     format!("{:.3}", i.c),
                     format!("{:.3}", i.c_sd),
-                    crate::report::table::coef_unit(&i.covariate, r.reporting.transforms.get(&i.covariate).copied()),
+                    crate::report::table::coef_unit(
+                        &i.covariate,
+                        r.fit.reporting.transforms.get(&i.covariate).copied(),
+                    ),
                     i.range_nats.map(crate::report::table::nats).unwrap_or_else(|| "–".into()),
                     i.verdict.clone(),
                 ]
@@ -307,7 +312,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     if !ident.is_empty() {
         tables.push(bias);
     }
-    Content { title: format!("Run `{}` — top-{} report", r.name, r.k), facts, tables, notes: r.notes.clone() }
+    Content { title: format!("Run `{}` — top-{} report", r.name, r.k), facts, tables, notes: r.fit.notes.clone() }
 }
 
 /// report.md text; the plots are linked as files next to it.

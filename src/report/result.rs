@@ -55,7 +55,7 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
     result.possibly_billed = end.spend.possibly_billed;
     result.possibly_billed_usd = end.spend.possibly_billed_usd;
     result.duplicate_records = end.spend.duplicates;
-    result.reporting.session = Some(end.session);
+    result.fit.reporting.session = Some(end.session);
     result.quarantined = end
         .quarantined
         .iter()
@@ -92,7 +92,6 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
     for r in end.stored {
         usage.add(&r.usage);
     }
-    let gold = pool.base_quality().map(|g| crate::model::membership::point_topk(&g, k));
     let verdicts: Vec<ItemVerdict> = end.stored.iter().filter_map(StoredVerdict::verdict).collect();
     let (identifiability, apparent) = match end.fit_failed {
         Some(_) => (Default::default(), crate::model::summary::Apparent::of_summary(s)),
@@ -123,6 +122,7 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
     if let Some(e) = end.fit_failed {
         out.notes.insert(0, format!("the fit failed ({e}): no ranking is claimed; the verdicts are kept, fix the cause and re-run to fit them"));
     }
+    let fit = super::schema::FittedRanking::new(pool, &cfg.covariates, s, out, identifiability);
     RunResult {
         name: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -140,26 +140,12 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         possibly_billed_usd: 0.0,
         duplicate_records: 0,
         usage,
-        topk: out.topk,
-        theta: super::by_base(pool, &s.theta),
-        sd: super::by_base(pool, &s.sd),
-        membership: super::by_base(pool, &s.membership),
-        phi: super::by_base(pool, &s.phi),
-        c: super::by_cov(&cfg.covariates, &s.c),
-        c_sd: super::by_cov(&cfg.covariates, &s.c_sd),
-        kappa: s.kappa,
-        kappa_sd: s.kappa_sd,
+        fit,
         no_variation: cfg.covariates.no_variation.clone(),
-        gold_topk: gold.map(|g| g.iter().map(|b| pool.bases[*b].clone()).collect()),
-        recall_at_k: out.recall_at_k,
-        ranking: out.ranking,
-        notes: out.notes,
-        identifiability,
         gate: None,
         judge_stats: judge.stats(),
         quarantined: Vec::new(),
         last_error: None,
-        reporting: out.reporting,
         verdicts_report: VerdictsReport::default(),
         replay: judge.replay(),
         throughput: None,

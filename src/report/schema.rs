@@ -93,41 +93,12 @@ pub struct RunResult {
     pub duplicate_records: usize,
     /// Total tokens.
     pub usage: Usage,
-    /// The reported top-k (`reporting.reported`), base ids, best first; only the bases the data
-    /// place there (see `topk_tied`).
-    pub topk: Vec<String>,
-    /// θ̂ per base (logits).
-    pub theta: BTreeMap<String, f64>,
-    /// Posterior sd per base (logits).
-    pub sd: BTreeMap<String, f64>,
-    /// Top-k membership π per base in the bias-corrected ranking (P(θ among the k largest)).
-    pub membership: BTreeMap<String, f64>,
-    /// Apparent quality φ̂ per base.
-    pub phi: BTreeMap<String, f64>,
-    /// ĉ per covariate (logits per covariate unit).
-    pub c: BTreeMap<String, f64>,
-    /// Posterior sd of ĉ.
-    pub c_sd: BTreeMap<String, f64>,
-    /// κ̂ (logits).
-    pub kappa: f64,
-    /// Posterior sd of κ.
-    pub kappa_sd: f64,
+    /// The fitted ranking: θ̂, sd, π, φ̂, ĉ, κ̂ per base and covariate, the reported top-k and
+    /// ranking and why, recall, identifiability and notes.
+    #[serde(flatten)]
+    pub fit: FittedRanking,
     /// Covariates with no variation in the pool.
     pub no_variation: Vec<String>,
-    /// Gold top-k (when the pool has quality).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gold_topk: Option<Vec<String>>,
-    /// Recall@k of the reported top-k against the gold top-k (not claimed under ties or with no
-    /// valid comparison).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recall_at_k: Option<f64>,
-    /// The reported ranking, best first.
-    pub ranking: Vec<RankRow>,
-    /// Notes for the reader (identifiability, no-variation covariates).
-    pub notes: Vec<String>,
-    /// Per covariate: profile-likelihood range (nats) and verdict (docs/model.md §5).
-    #[serde(default)]
-    pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
     /// The ranking chosen by a trusted-anchor gate (`run --gate gate.json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateChoice>,
@@ -150,6 +121,46 @@ pub struct RunResult {
     /// stop happened.
     #[serde(default, flatten)]
     pub verdicts_report: VerdictsReport,
+}
+
+/// A fitted ranking as `result.json` and `fit --out` hold it (flattened into both): the fit's
+/// values per base and covariate, the reported top-k and ranking and why, recall where the data
+/// decide it, identifiability and notes (docs/model.md, "Which ranking is reported").
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FittedRanking {
+    /// The reported top-k (`reporting.reported`), base ids, best first; only the bases the data
+    /// place there (see `topk_tied`).
+    pub topk: Vec<String>,
+    /// θ̂ per base (logits).
+    pub theta: BTreeMap<String, f64>,
+    /// Posterior sd per base (logits).
+    pub sd: BTreeMap<String, f64>,
+    /// Top-k membership π per base in the bias-corrected ranking (P(θ among the k largest)).
+    pub membership: BTreeMap<String, f64>,
+    /// Apparent quality φ̂ per base.
+    pub phi: BTreeMap<String, f64>,
+    /// ĉ per covariate (logits per covariate unit).
+    pub c: BTreeMap<String, f64>,
+    /// Posterior sd of ĉ.
+    pub c_sd: BTreeMap<String, f64>,
+    /// κ̂ (logits).
+    pub kappa: f64,
+    /// Posterior sd of κ.
+    pub kappa_sd: f64,
+    /// Gold top-k (when the pool has quality).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_topk: Option<Vec<String>>,
+    /// Recall@k of the reported top-k against the gold top-k (not claimed under ties or with no
+    /// valid comparison).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
+    /// The reported ranking, best first.
+    pub ranking: Vec<RankRow>,
+    /// Notes for the reader (identifiability, no-variation covariates, ties, the graph).
+    pub notes: Vec<String>,
+    /// Per covariate: profile-likelihood range (nats) and verdict (docs/model.md §5).
+    #[serde(default)]
+    pub identifiability: BTreeMap<String, crate::model::profile::Identifiability>,
     /// Which ranking `topk`, `recall_at_k` and `ranking` report and why, both rankings' top-k,
     /// the apparent quality's sd and membership, the comparison graph and the covariate units.
     #[serde(flatten)]

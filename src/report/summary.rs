@@ -58,7 +58,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     if let Some(e) = &r.last_error {
         let _ = writeln!(s, "judge failing: {e}");
     }
-    if let Some(sess) = r.reporting.session
+    if let Some(sess) = r.fit.reporting.session
         && sess.reused > 0
     {
         let _ =
@@ -105,24 +105,31 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
                 writeln!(s, "  {} vs {}: {} failed queries; last error: {}", q.a, q.b, q.failed_queries, q.last_error);
         }
     }
-    s.push_str(&coefficient_lines(r.kappa, r.kappa_sd, &r.c, &r.c_sd, &r.identifiability, &r.reporting));
+    s.push_str(&coefficient_lines(
+        r.fit.kappa,
+        r.fit.kappa_sd,
+        &r.fit.c,
+        &r.fit.c_sd,
+        &r.fit.identifiability,
+        &r.fit.reporting,
+    ));
     s.push_str(&ranking_block(
         r.k,
-        r.model == crate::model::summary::ModelKind::BiasAware && !r.c.is_empty(),
-        &r.reporting,
-        &r.ranking,
-        &r.topk,
-        r.recall_at_k,
+        r.model == crate::model::summary::ModelKind::BiasAware && !r.fit.c.is_empty(),
+        &r.fit.reporting,
+        &r.fit.ranking,
+        &r.fit.topk,
+        r.fit.recall_at_k,
         r.valid,
     ));
     if let Some(g) = &r.gate {
         let _ = writeln!(s, "gate ({}): {}", g.file.display(), g.decision.text());
     }
-    if let Some(sys) = &r.reporting.systems {
+    if let Some(sys) = &r.fit.reporting.systems {
         s.push('\n');
         s.push_str(&crate::systems::summary_block(sys));
     }
-    for n in &r.notes {
+    for n in &r.fit.notes {
         let _ = writeln!(s, "note: {n}");
     }
     let _ = writeln!(s, "outputs: {}", dir.display());

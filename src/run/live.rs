@@ -491,7 +491,7 @@ fn finish(
     let text = serde_json::to_string_pretty(&result).expect("serialisable");
     let result_path = dir.join("result.json");
     std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
-    if let Some(sys) = &result.reporting.systems {
+    if let Some(sys) = &result.fit.reporting.systems {
         crate::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;
     }
     if opts.print {
