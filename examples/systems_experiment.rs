@@ -9,7 +9,8 @@
 use std::path::Path;
 use topk_judge::acquire::StrategyKind;
 use topk_judge::report::plots::{LineChart, Series, line_chart};
-use topk_judge::sweep::systems::{markdown_table, mean_se, recall_experiment, recalls};
+use topk_judge::report::systems::{markdown_table, mean_se, recalls};
+use topk_judge::sweep::systems::recall_experiment;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cfg = topk_judge::config::run::Config::load(Path::new("configs/summeval-systems.yaml"))?;

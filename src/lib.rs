@@ -23,4 +23,3 @@ pub mod report;
 pub mod run;
 pub mod store;
 pub mod sweep;
-pub mod systems;

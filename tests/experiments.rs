@@ -6,9 +6,9 @@ use topk_judge::acquire::StrategyKind;
 use topk_judge::analysis::synth::{SynthSpec, generate};
 use topk_judge::config::sweep::{Sweep, SweepBudget as Budget};
 use topk_judge::model::summary::ModelKind;
+use topk_judge::report::sweep::{Summary, summarise};
 use topk_judge::run::sim::{self, SimSettings};
 use topk_judge::sweep::run;
-use topk_judge::sweep::summary::{Summary, summarise};
 
 /// Parse a sweep from YAML text (paths relative to the current folder).
 fn sweep(yaml: &str) -> Sweep {
@@ -162,7 +162,7 @@ fn simulate_writes_rows_summary_and_plots() {
     let o = dir.path().join("out/tiny");
     // 2 cells × 3 pools × 2 strategies × 2 models × 3 budgets.
     let mut rdr = csv::Reader::from_path(o.join("rows.csv")).unwrap();
-    let rows: Vec<topk_judge::sweep::Row> = rdr.deserialize().map(|r| r.unwrap()).collect();
+    let rows: Vec<topk_judge::report::sweep::Row> = rdr.deserialize().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 72);
     assert!(rows.iter().all(|r| (0.0..=1.0).contains(&r.recall)));
     assert!(rows.iter().filter(|r| r.budget == Budget::All).all(|r| r.comparisons == 90));

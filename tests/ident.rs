@@ -2,11 +2,12 @@
 //! the `profile`, `gate`, `run --gate` and `design: paired` commands end to end.
 
 use crate::common::*;
-use topk_judge::analysis::gate_sim::{GateSimSpec, PoolKind, markdown_table, simulate};
+use topk_judge::analysis::gate_sim::{GateSimSpec, PoolKind, simulate};
 use topk_judge::analysis::synth::{SynthPool, SynthSpec, generate};
 use topk_judge::model::bt::{self, FitOptions, Prior};
 use topk_judge::model::profile::{IdentVerdict, profile};
 use topk_judge::model::summary::build_design;
+use topk_judge::report::gate::gate_sim_table as markdown_table;
 
 fn synth(n: usize, rho: f64, c_star: f64, paired: bool, seed: u64) -> SynthPool {
     generate(&SynthSpec { n, rho, c_star, kappa_star: 0.5, temperature: 1.0, paired, seed })

@@ -316,9 +316,9 @@ fn the_frozen_protocol_on_recorded_synthetic_pools_matches_simulate() {
     let out = run_bin(d, &["simulate", frozen.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("Paired differences between strategies"), "{}", text(&out));
-    let sim: Vec<topk_judge::sweep::Row> =
+    let sim: Vec<topk_judge::report::sweep::Row> =
         csv::Reader::from_path(d.join("out/sim/rows.csv")).unwrap().deserialize().map(|r| r.unwrap()).collect();
-    let fro: Vec<topk_judge::sweep::frozen::FrozenRow> =
+    let fro: Vec<topk_judge::report::frozen::FrozenRow> =
         csv::Reader::from_path(d.join("out/frozen/rows.csv")).unwrap().deserialize().map(|r| r.unwrap()).collect();
     // 3 pools × 3 strategies × 2 models × 4 budgets; the frozen protocol runs every pool at every
     // seed (×3): the runs whose seed is the pool's own are the simulated ones.

@@ -284,7 +284,7 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
     let ident = &r.fit.identifiability["words"];
     assert!(!ident.identified());
     assert!(words.contains(&format!("{:.3}", r.fit.c["words"])), "{words}");
-    assert!(words.contains(&topk_judge::sweep::summary::nats(ident.range_nats.unwrap())), "{words}");
+    assert!(words.contains(&topk_judge::report::sweep::nats(ident.range_nats.unwrap())), "{words}");
     assert!(words.contains("prior-selected") && words.contains("Prop. 2"), "{words}");
     for f in ["theta.svg", "membership.svg", "boundary_pi.svg"] {
         assert!(run.join(f).exists(), "{f}");

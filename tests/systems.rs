@@ -227,7 +227,8 @@ fn the_readme_import_path_works() {
 #[ignore = "150 simulated runs; the table in docs/experiments.md"]
 fn systems_experiment_table_in_the_docs_is_current() {
     use topk_judge::acquire::StrategyKind;
-    use topk_judge::sweep::systems::{markdown_table, recall_experiment};
+    use topk_judge::report::systems::markdown_table;
+    use topk_judge::sweep::systems::recall_experiment;
     let cfg = topk_judge::config::run::Config::load(&root().join("configs/summeval-systems.yaml")).unwrap();
     let strategies = [StrategyKind::Topk, StrategyKind::RoundRobin, StrategyKind::Random];
     let budgets = [200, 400, 800];

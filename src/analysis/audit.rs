@@ -36,7 +36,6 @@ use crate::domain::pool::{Item, Pool, word_count};
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
 
 /// One system of a pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -811,190 +810,17 @@ pub fn analyse(pairs: &[PairSpec], obs: &[Observation], level: f64) -> AuditRepo
     AuditReport { level, position: PositionResult { on, flips }, verbosity, averaging, excluded, rows }
 }
 
-fn fmt_num(v: f64) -> String {
-    if (v - v.round()).abs() < 1e-9 { format!("{:.0}", v.round()) } else { format!("{v:.2}") }
-}
-
-fn fmt_side(s: &SideSummary) -> String {
-    format!("({},{})", s.quality.map(fmt_num).unwrap_or_else(|| "?".into()), fmt_num(s.words))
-}
-
-fn w_name(w: Option<Winner>) -> &'static str {
-    w.map(Winner::name).unwrap_or("-")
-}
-
-fn truth_name(r: &PairRow) -> &'static str {
-    match (r.truth, r.x.quality, r.y.quality) {
-        (Some(t), _, _) => t.name(),
-        (None, Some(a), Some(b)) if a == b => "=",
-        _ => "?",
-    }
-}
-
-/// The swap table (tutorial): pair / X(q,words) / Y(q,words) / X-1st / Y-1st / flip / true, over the
-/// entries the swap test ran on.
-pub fn swap_table(r: &AuditReport) -> String {
-    let rows: Vec<&PairRow> = r.rows.iter().filter(|x| x.kind == r.position.on).collect();
-    let w = rows.iter().map(|x| x.id.chars().count()).max().unwrap_or(4).max(4);
-    let sw = rows.iter().map(|x| fmt_side(&x.x).len().max(fmt_side(&x.y).len())).max().unwrap_or(12).max(12);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{:<w$} {:>sw$} {:>sw$} {:>6} {:>6} {:>5} {:>5}",
-        "pair", "X(q,words)", "Y(q,words)", "X-1st", "Y-1st", "flip", "true"
-    );
-    for x in rows {
-        let flip = match x.flip {
-            Some(true) => "YES",
-            Some(false) => ".",
-            None => "-",
-        };
-        let _ = writeln!(
-            s,
-            "{:>w$} {:>sw$} {:>sw$} {:>6} {:>6} {:>5} {:>5}",
-            x.id,
-            fmt_side(&x.x),
-            fmt_side(&x.y),
-            w_name(x.verdict_xfirst),
-            w_name(x.verdict_yfirst),
-            flip,
-            truth_name(x)
-        );
-    }
-    s
-}
-
-/// The probe table (tutorial): pair / X words / Y words / longer / winner (order-averaged), plus a
-/// `rendered` column when probes carry renderings.
-pub fn probe_table(r: &AuditReport) -> String {
-    let rows: Vec<&PairRow> = r.rows.iter().filter(|x| x.kind == PairKind::Probe).collect();
-    let w = rows.iter().map(|x| x.id.chars().count()).max().unwrap_or(7).max(7);
-    let rend = rows.iter().any(|x| x.rendered.is_some());
-    let mut s = String::new();
-    let _ = write!(s, "{:>w$}{:>9}{:>9}{:>8}{:>8}", "pair", "X words", "Y words", "longer", "winner");
-    if rend {
-        let _ = write!(s, "  rendered");
-    }
-    s.push('\n');
-    for x in rows {
-        let _ = write!(
-            s,
-            "{:>w$}{:>9}{:>9}{:>8}{:>8}",
-            x.id,
-            fmt_num(x.x.words),
-            fmt_num(x.y.words),
-            x.longer.map(Label::name).unwrap_or("="),
-            w_name(x.averaged.map(|a| a.winner))
-        );
-        if rend {
-            let name = x.rendered.map(|l| {
-                let side = if l == Label::X { &x.x } else { &x.y };
-                format!("{} ({})", l.name(), side.rendering.as_deref().unwrap_or(""))
-            });
-            let _ = write!(s, "  {}", name.unwrap_or_else(|| "-".into()));
-        }
-        s.push('\n');
-    }
-    s
-}
-
-/// The printed audit: the swap table and position-bias rate, the probe table and longer-wins
-/// rate, the naive and order-averaged disagreement, the averaged flip rate and the survivors.
-pub fn report_text(r: &AuditReport) -> String {
-    let mut s = String::new();
-    let what = if r.position.on == PairKind::Pair { "pairs" } else { "probes (no pairs given)" };
-    let _ = writeln!(s, "Position bias: each of the {what} judged in both orders\n");
-    s.push_str(&swap_table(r));
-    let f = &r.position.flips;
-    let _ = writeln!(s, "\n  position-bias rate = flips / pairs = {}   {}", f.fraction(), f.interval());
-    if let Some(v) = &r.verbosity {
-        let _ = writeln!(s, "\nVerbosity bias: equal-quality probes, order-averaged verdict\n");
-        s.push_str(&probe_table(r));
-        let l = &v.longer_wins;
-        let _ = writeln!(s, "\n  verbosity-bias rate = longer-wins / pairs = {}   {}", l.fraction(), l.interval());
-        if let Some(rw) = &v.rendered_wins {
-            let _ =
-                writeln!(s, "  rendering-bias rate = rendered-wins / pairs = {}   {}", rw.fraction(), rw.interval());
-        }
-        if v.equal_words > 0 {
-            let _ = writeln!(s, "  ({} probes with equal words left out of longer-wins)", v.equal_words);
-        }
-    }
-    let a = &r.averaging;
-    let _ = writeln!(s, "\nOrder averaging, against the true winner\n");
-    if a.naive_disagreement.n == 0 {
-        let _ = writeln!(s, "  no pair with a known true winner: disagreement not measured");
-    } else {
-        let (n, c) = (&a.naive_disagreement, &a.averaged_disagreement);
-        let _ = writeln!(
-            s,
-            "  naive judge (X always first):  disagreement with truth = {}   {}",
-            n.fraction(),
-            n.interval()
-        );
-        let _ = writeln!(
-            s,
-            "  corrected (both orders avg):   disagreement with truth = {}   {}",
-            c.fraction(),
-            c.interval()
-        );
-    }
-    let _ = writeln!(
-        s,
-        "  corrected position-bias rate:  {}  (order can no longer flip a verdict)   {}",
-        a.averaged_flips.fraction(),
-        a.averaged_flips.interval()
-    );
-    if a.naive_disagreement.n > 0 {
-        if a.survivors.is_empty() {
-            let _ = writeln!(s, "  not fixed by order averaging: none");
-        } else {
-            let names: Vec<&str> = a.survivors.iter().map(|v| v.id.as_str()).collect();
-            let _ = writeln!(s, "  not fixed by order averaging: {}", names.join(", "));
-            for v in &a.survivors {
-                let row = r.rows.iter().find(|x| x.id == v.id).expect("survivor row");
-                let why = if v.averaged == Winner::Tie {
-                    "the two orders disagree: a tie".to_owned()
-                } else if v.longer_won {
-                    format!(
-                        "the longer answer won ({} vs {} words), as a verbosity bias would have it",
-                        fmt_num(if v.averaged == Winner::X { row.x.words } else { row.y.words }),
-                        fmt_num(if v.averaged == Winner::X { row.y.words } else { row.x.words })
-                    )
-                } else {
-                    "not explained by length".to_owned()
-                };
-                let _ = writeln!(
-                    s,
-                    "    {}: averaged verdict {}, true winner {}; {}{}",
-                    v.id,
-                    v.averaged.name(),
-                    v.truth.name(),
-                    why,
-                    if v.naive_wrong { "" } else { " (the naive verdict was right)" }
-                );
-            }
-        }
-    }
-    if !r.excluded.is_empty() {
-        let _ = writeln!(s, "\n  {} pairs left out (missing verdicts):", r.excluded.len());
-        for e in &r.excluded {
-            let _ = writeln!(s, "    {}: {}", e.id, e.reason);
-        }
-    }
-    s
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod testutil {
+    //! The tutorial's audit, judged by the deterministic mock without the async driver.
     use super::*;
     use crate::judge::JudgeInfo;
-    use crate::judge::mock::{MockConfig, MockJudge, MockMode};
+    use crate::judge::mock::{MockConfig, MockJudge};
 
-    const TUTORIAL: &str = include_str!("../../data/tutorial_pairs.jsonl");
+    pub(crate) const TUTORIAL: &str = include_str!("../../data/tutorial_pairs.jsonl");
 
     /// Both-order observations from a mock judge, without the async driver.
-    fn observe(j: &MockJudge, pairs: &[PairSpec]) -> Vec<Observation> {
+    pub(crate) fn observe(j: &MockJudge, pairs: &[PairSpec]) -> Vec<Observation> {
         pairs
             .iter()
             .map(|p| {
@@ -1010,11 +836,18 @@ mod tests {
             .collect()
     }
 
-    fn tutorial(pos_bias: f64, verb_per_word: f64) -> AuditReport {
+    pub(crate) fn tutorial(pos_bias: f64, verb_per_word: f64) -> AuditReport {
         let pairs = parse_pairs(TUTORIAL).unwrap();
         let j = MockJudge::new(MockConfig { pos_bias, verb_per_word, ..Default::default() }).unwrap();
         analyse(&pairs, &observe(&j, &pairs), 0.95)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::{TUTORIAL, observe, tutorial};
+    use super::*;
+    use crate::judge::mock::{MockConfig, MockJudge, MockMode};
 
     #[test]
     fn tutorial_numbers_exactly() {
@@ -1040,7 +873,10 @@ mod tests {
             .rows
             .iter()
             .filter(|x| x.kind == PairKind::Pair)
-            .map(|x| format!("{}{}{}", w_name(x.verdict_xfirst), w_name(x.verdict_yfirst), truth_name(x)))
+            .map(|x| {
+                let w = |v: Option<Winner>| v.map_or("-", Winner::name);
+                format!("{}{}{}", w(x.verdict_xfirst), w(x.verdict_yfirst), x.truth.map_or("?", Label::name))
+            })
             .collect::<Vec<_>>()
             .join(" ");
         assert_eq!(cols, "XYY XYY XYY XYY XXX XXX YYY YYY XYX XYX XYY XXX");
@@ -1049,29 +885,6 @@ mod tests {
         let p11 = r.rows.iter().find(|x| x.id == "p11").unwrap().averaged.unwrap();
         assert_eq!(p11.rule, AverageRule::Score);
         assert!((p11.delta.unwrap() - 0.1).abs() < 1e-12);
-    }
-
-    #[test]
-    fn tutorial_tables_match_the_tutorial_text() {
-        let r = tutorial(1.0, 0.02);
-        let t = swap_table(&r);
-        // Rows copied from the tutorial.
-        for line in [
-            "pair   X(q,words)   Y(q,words)  X-1st  Y-1st  flip  true",
-            " p01       (5,40)       (6,20)      X      Y   YES     Y",
-            " p05       (9,30)       (4,40)      X      X     .     X",
-            " p11       (5,70)       (6,15)      X      Y   YES     Y",
-        ] {
-            assert!(t.lines().any(|l| l == line), "{line:?} not in\n{t}");
-        }
-        let p = probe_table(&r);
-        for line in ["   pair  X words  Y words  longer  winner", "    q01       50       20       X       X"] {
-            assert!(p.lines().any(|l| l == line), "{line:?} not in\n{p}");
-        }
-        let text = report_text(&r);
-        assert!(text.contains("position-bias rate = flips / pairs = 7/12 = 0.58"), "{text}");
-        assert!(text.contains("verbosity-bias rate = longer-wins / pairs = 5/5 = 1.00"), "{text}");
-        assert!(text.contains("not fixed by order averaging: p11\n"), "{text}");
     }
 
     #[test]

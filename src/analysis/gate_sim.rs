@@ -199,31 +199,3 @@ pub fn simulate(spec: &GateSimSpec, kind: PoolKind) -> Result<Vec<GateSimRow>, F
     }
     Ok(rows)
 }
-
-/// The markdown table of enable rates: one row per K, columns legit/spurious × true/noisy.
-pub fn markdown_table(legit: &[GateSimRow], spurious: &[GateSimRow]) -> String {
-    let mut s = String::from(
-        "| K | legit, true order | legit, noisy judge | spurious, true order | spurious, noisy judge | anchors available (legit / spurious) |\n|---|---|---|---|---|---|\n",
-    );
-    for (l, sp) in legit.iter().zip(spurious) {
-        s.push_str(&format!(
-            "| {} | {}/{} = {:.1}% | {}/{} = {:.2}% | {}/{} = {:.1}% | {}/{} = {:.1}% | {:.1} / {:.1} |\n",
-            l.anchors,
-            l.true_enables,
-            l.true_decisions,
-            100.0 * l.true_rate(),
-            l.noisy_enables,
-            l.noisy_decisions,
-            100.0 * l.noisy_rate(),
-            sp.true_enables,
-            sp.true_decisions,
-            100.0 * sp.true_rate(),
-            sp.noisy_enables,
-            sp.noisy_decisions,
-            100.0 * sp.noisy_rate(),
-            l.mean_anchors,
-            sp.mean_anchors,
-        ));
-    }
-    s
-}

@@ -3,7 +3,8 @@
 //! trusted-anchor gate statistics ([`gate`], [`gate_sim`]), the paired rendering design
 //! ([`design`]), content-free renderings ([`render`]), synthetic pools ([`synth`]), the
 //! identifiability notes of a run ([`identifiability`]) and which ranking a result reports, with
-//! its ties and comparison graph ([`ranking`]). No async runtime, no files, no clock:
+//! its ties and comparison graph ([`ranking`]), and the ranking of systems across prompts
+//! ([`systems`]). No async runtime, no files, no clock:
 //! data and a seeded RNG in, values out.
 
 pub mod audit;
@@ -15,3 +16,4 @@ pub mod ranking;
 pub mod recorded;
 pub mod render;
 pub mod synth;
+pub mod systems;

@@ -133,46 +133,6 @@ pub fn judge_row(
     }
 }
 
-/// A rate as `count/n = 0.xx` (counts as integers when whole).
-fn cell(r: &Rate) -> String {
-    r.fraction()
-}
-
-/// One markdown table per judge (rows: prompting strategies in recording order): pairs, flip
-/// rate, first-shown picks, longer wins, accuracy, order-averaged accuracy, invalid verdicts.
-pub fn tables(rows: &[JudgeRow]) -> String {
-    use std::fmt::Write;
-    let mut judges: Vec<&str> = Vec::new();
-    for r in rows {
-        if !judges.contains(&r.judge.as_str()) {
-            judges.push(&r.judge);
-        }
-    }
-    let mut s = String::new();
-    for j in judges {
-        let name = if j.is_empty() { "(unnamed judge)" } else { j };
-        let _ = writeln!(s, "### {name}\n");
-        s.push_str("| prompting | pairs | flip rate | first-shown picks | longer wins | accuracy | order-averaged accuracy | invalid |\n");
-        s.push_str("|---|---|---|---|---|---|---|---|\n");
-        for r in rows.iter().filter(|r| r.judge == j) {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.prompting.as_deref().unwrap_or("–"),
-                r.pairs,
-                cell(&r.flips),
-                cell(&r.first_shown),
-                cell(&r.longer_wins),
-                cell(&r.accuracy),
-                cell(&r.averaged_accuracy),
-                r.invalid
-            );
-        }
-        s.push('\n');
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,7 +182,7 @@ mod tests {
         assert_eq!((r.averaged_accuracy.count, r.averaged_accuracy.n), (2.5, 3));
         // Gold winner is the longer answer in p1 and p4, not p2 (p3 has equal lengths).
         assert_eq!((r.gold_longer.count, r.gold_longer.n), (2.0, 3));
-        let t = tables(&[r]);
+        let t = crate::report::audit::judge_tables(&[r]);
         assert!(t.contains("### J\n"), "{t}");
         assert!(
             t.contains("| CoT | 4 | 2/3 = 0.67 | 4.5/7 = 0.64 | 2.5/6 = 0.42 | 5.5/7 = 0.79 | 2.5/3 = 0.83 | 1 |"),

@@ -33,7 +33,7 @@
 //! judges with no verdict on any pair of the file are skipped.
 
 use crate::analysis::audit::{self, AuditReport, PairSpec};
-use crate::analysis::recorded::{self, JudgeRow, Tally};
+use crate::analysis::recorded::{self, Tally};
 use crate::analysis::render::RenderKind;
 use crate::config::ConfigError;
 use crate::config::audit::{AuditConfig, AuditSource};
@@ -42,12 +42,12 @@ use crate::domain::pool::Pool;
 use crate::domain::verdict::Usage;
 use crate::judge::Judge;
 use crate::judge::replay::{MissingPolicy, Recording};
+use crate::report::audit::{AuditOutput, QueryCounts, RecordedAudit, flip_vs_accuracy, recorded_text, summary_text};
 use crate::report::progress::Progress;
 use crate::run::dispatch::{DispatchOutcome as Outcome, Dispatcher, Flow};
 use crate::store::books::Books;
 use crate::store::budget::Budget;
 use crate::store::ledger::{CacheError, VerdictRecord};
-use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -161,53 +161,6 @@ pub fn run(args: &AuditArgs, rt: &tokio::runtime::Runtime) -> Result<std::proces
     let judge = crate::config::judge::make_judge(&cfg.raw.judge)?;
     rt.block_on(run_audit(&cfg, judge, true, !args.quiet)).map_err(during)?;
     Ok(std::process::ExitCode::SUCCESS)
-}
-
-/// Query counts of one invocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct QueryCounts {
-    /// Ordered queries the audit needs (2 per pair).
-    pub total: usize,
-    /// Of those, already in the verdict log.
-    pub cached: usize,
-    /// Sent in this invocation and stored.
-    pub new: usize,
-    /// Sent in this invocation and failed (nothing stored; re-run to retry).
-    pub failed: usize,
-}
-
-/// audit.json: the audit's source, judge, cost and the full [`AuditReport`].
-#[derive(Debug, Clone, Serialize)]
-pub struct AuditOutput {
-    /// Audit name.
-    pub name: String,
-    /// Judge description.
-    pub judge: String,
-    /// Where the pairs came from.
-    pub source: AuditSource,
-    /// Query counts of this invocation.
-    pub queries: QueryCounts,
-    /// Spend over every stored verdict of this audit (USD).
-    pub spend_usd: f64,
-    /// Tokens over every stored verdict of this audit.
-    pub usage: Usage,
-    /// Notes for the reader (probe assumption, averaging rule, failures).
-    pub notes: Vec<String>,
-    /// Stored invalid verdicts of this audit by reason: count and share of all its stored
-    /// verdicts.
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub invalid_by_reason:
-        std::collections::BTreeMap<crate::domain::verdict::InvalidReason, crate::domain::verdict::ReasonCount>,
-    /// Pair sides (`pair/x`, `pair/y`) whose text holds verdict-shaped text (the judge sees it
-    /// unchanged; lines quoted from it never count as the judge's verdict).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub verdict_shaped: Vec<crate::domain::verdict::VerdictShaped>,
-    /// Counters of a live judge in this invocation (requests, retries, replies, invalid ones).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub judge_stats: Option<crate::judge::JudgeStats>,
-    /// The measurements.
-    #[serde(flatten)]
-    pub report: AuditReport,
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> AuditError + '_ {
@@ -372,25 +325,6 @@ pub async fn run_audit(
     Ok(out)
 }
 
-/// audit.json of an audit on recorded verdicts: one row per recorded judge × prompting strategy.
-#[derive(Debug, Clone, Serialize)]
-pub struct RecordedAudit {
-    /// Audit name.
-    pub name: String,
-    /// The recording.
-    pub recording: PathBuf,
-    /// Where the pairs came from.
-    pub source: AuditSource,
-    /// Pairs in the pairs file.
-    pub pairs: usize,
-    /// Pairs with a known winner whose winner is the longer answer / those of unequal length.
-    pub gold_longer: audit::Rate,
-    /// One row per recorded judge with verdicts on these pairs, in recording order.
-    pub judges: Vec<JudgeRow>,
-    /// Notes for the reader.
-    pub notes: Vec<String>,
-}
-
 /// The audit on recorded verdicts (module docs): measure every selected recorded judge on the
 /// pairs, write `audit.json`, `audit.md` and `flip_vs_accuracy.svg`, print the tables when
 /// `print`.
@@ -516,59 +450,6 @@ fn observe(rec: &Recording, j: usize, all: &[PairSpec]) -> Observed {
     seen
 }
 
-/// audit.md of a recorded audit: header, definitions, a table per judge, notes.
-pub fn recorded_text(o: &RecordedAudit) -> String {
-    let src = match &o.source {
-        AuditSource::Pairs { file } => format!("pairs file {}", file.display()),
-        AuditSource::Pool { file, pool_id, transform } => {
-            format!("pool {pool_id} of {} ({} probes)", file.display(), transform.name())
-        }
-    };
-    let mut s = format!(
-        "# Audit \"{}\": {} recorded judge × prompting-strategy combinations from {}\n\n{} pairs from {src}; the gold winner is the longer answer in {} of the pairs with a known winner and unequal lengths.\n\n",
-        o.name,
-        o.judges.len(),
-        o.recording.display(),
-        o.pairs,
-        o.gold_longer.fraction()
-    );
-    s.push_str(
-        "Each rate is count/n over valid verdicts (invalid ones are counted apart): flip rate over pairs with both orders valid; \
-         first-shown picks, longer wins and accuracy over ordered verdicts; order-averaged accuracy over pairs \
-         (both orders right 1, a flip ½, both wrong 0).\n\n",
-    );
-    s.push_str(&recorded::tables(&o.judges));
-    for n in &o.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s
-}
-
-/// Flip rate (x) against accuracy (y), one point per judge × prompting strategy, one colour per judge.
-///
-/// # Errors
-/// [`AuditError::Plot`].
-pub fn flip_vs_accuracy(o: &RecordedAudit) -> Result<String, AuditError> {
-    use crate::report::plots::{Series, scatter_chart};
-    let mut series: Vec<Series> = Vec::new();
-    for r in &o.judges {
-        let (Some(f), Some(a)) = (r.flips.rate, r.accuracy.rate) else { continue };
-        let name = if r.judge.is_empty() { "(unnamed judge)".to_owned() } else { r.judge.clone() };
-        match series.iter_mut().find(|s| s.name == name) {
-            Some(s) => s.points.push((f, a)),
-            None => series.push(Series { name, points: vec![(f, a)], err: None }),
-        }
-    }
-    Ok(scatter_chart(
-        &format!("{}: position flips against accuracy (one point per prompting strategy)", o.name),
-        "flip rate (pairs whose verdict changes with the order)",
-        "accuracy against gold (ordered verdicts)",
-        &series,
-        Some((0.0, series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(0.0, f64::max).max(0.1) * 1.05)),
-        Some((0.0, 1.0)),
-    )?)
-}
-
 fn notes(cfg: &AuditConfig, r: &AuditReport, failed: usize) -> Vec<String> {
     let mut n = Vec::new();
     if let AuditSource::Pool { transform, .. } = &cfg.source {
@@ -593,49 +474,6 @@ fn notes(cfg: &AuditConfig, r: &AuditReport, failed: usize) -> Vec<String> {
         n.push(format!("{failed} queries failed (nothing stored); re-run the audit to retry them"));
     }
     n
-}
-
-/// The printed audit: header (judge, source, queries, spend), the tables and rates, notes.
-pub fn summary_text(o: &AuditOutput, dir: &Path) -> String {
-    let src = match &o.source {
-        AuditSource::Pairs { file } => format!("pairs file {}", file.display()),
-        AuditSource::Pool { file, pool_id, transform } => {
-            format!("pool {pool_id} of {} ({} probes)", file.display(), transform.name())
-        }
-    };
-    let n_pairs = o.report.rows.iter().filter(|r| r.kind == audit::PairKind::Pair).count();
-    let n_probes = o.report.rows.len() - n_pairs;
-    let q = &o.queries;
-    let mut s = format!(
-        "audit {:?}: judge {}\n{n_pairs} pairs + {n_probes} probes from {src}\nqueries: {} ({} new, {} cached, {} failed), spend ${:.4}\n\n",
-        o.name, o.judge, q.total, q.new, q.cached, q.failed, o.spend_usd
-    );
-    if !o.invalid_by_reason.is_empty() {
-        s.push_str(&crate::judge::invalid_line(q.cached + q.new, &o.invalid_by_reason));
-        s.push('\n');
-    }
-    if let Some(j) = &o.judge_stats {
-        s.push_str(&crate::judge::stats_line(j));
-        s.push('\n');
-    }
-    if !o.verdict_shaped.is_empty() {
-        s.push_str(&format!(
-            "warning: {} answers contain verdict-shaped text (the judge sees it unchanged; lines quoted from it never count as the judge's verdict):\n",
-            o.verdict_shaped.len()
-        ));
-        for v in &o.verdict_shaped {
-            s.push_str(&format!("  {}: {}\n", v.id, v.excerpt));
-        }
-    }
-    if !o.invalid_by_reason.is_empty() || o.judge_stats.is_some() || !o.verdict_shaped.is_empty() {
-        s.push('\n');
-    }
-    s.push_str(&audit::report_text(&o.report));
-    for n in &o.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s.push_str(&format!("outputs: {}\n", dir.display()));
-    s
 }
 
 #[cfg(test)]

@@ -9,34 +9,12 @@
 use crate::config::run::Config;
 use crate::judge::JudgeInfo;
 use crate::model::summary::{build_design, fit_and_summarise};
+use crate::report::dry_run::DryRun;
 use crate::run::queries::{RunQueries, next_picks};
 use crate::store::books::{BooksError, peek_spend};
 use crate::store::ledger::VerdictRecord;
 use crate::store::ledger::read_records;
 use std::collections::HashSet;
-
-/// What a dry run found (all USD amounts are worst cases unless named `spent`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct DryRun {
-    /// Ordered pairs the run may send (cross-base, plus within-base under `design: paired`; less
-    /// pairs of identical texts, which are never sent).
-    pub pairs: usize,
-    /// Verdicts already stored for this judge configuration.
-    pub stored: usize,
-    /// Spend booked so far for this judge configuration, USD: stored verdicts, paid failures and
-    /// possibly billed requests (intents still open count, as the next run books them).
-    pub spent_usd: f64,
-    /// The first query the run sends (item ids: shown first, second) and its rendered prompt.
-    pub first: Option<(String, String, Option<String>)>,
-    /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD.
-    pub worst_per_query_usd: Option<(f64, f64, f64)>,
-    /// Queries the budget allows for sure (most expensive pairs first).
-    pub allowed_at_least: usize,
-    /// Queries the budget could allow (cheapest pairs first).
-    pub allowed_at_most: usize,
-    /// Worst-case spend of the queries that may be sent, USD (never above `max_usd` − spent).
-    pub worst_total_usd: f64,
-}
 
 /// Compute the dry run.
 ///
@@ -194,65 +172,6 @@ fn first_pick(
     // The runner's batch size; with no comparison left, the query it would send next.
     let r = acq.refit_every.min(comparisons_left).max(1);
     next_picks(pool, cfg.raw.design, acq.strategy, &ctx, r, &mut rng).first().copied()
-}
-
-/// The dry run as text for the terminal.
-pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
-    let mut s = String::from("dry run: nothing was sent and nothing was written.\n");
-    s.push_str(&format!("judge: {}\n", judge.describe()));
-    s.push_str(&format!(
-        "pool {}: {} items, {} bases, {} ordered pairs; {} verdicts already stored; spend booked ${:.6} (verdicts, paid failures, possibly billed requests)\n",
-        cfg.pool.pool_id,
-        cfg.pool.n_items(),
-        cfg.pool.n_bases(),
-        d.pairs,
-        d.stored,
-        d.spent_usd
-    ));
-    match &d.first {
-        Some((a, b, Some(p))) => {
-            s.push_str(&format!("\nfirst prompt ({a} shown first, {b} second):\n---\n{p}\n---\n\n"))
-        }
-        Some((a, b, None)) => s.push_str(&format!("first query: {a} vs {b} (this judge sends no prompt)\n")),
-        None => s.push_str("every ordered pair already has a verdict: nothing to send\n"),
-    }
-    if let Some((lo, hi, mean)) = d.worst_per_query_usd {
-        s.push_str(&format!(
-            "worst-case cost per query: ${lo:.6} – ${hi:.6} (mean ${mean:.6}), reserved before sending\n"
-        ));
-    }
-    let b = &cfg.raw.budget;
-    if b.unlimited {
-        s.push_str("budget: unlimited\n");
-    } else {
-        s.push_str(&format!(
-            "budget: max_comparisons {}, max_usd {}\n",
-            b.max_comparisons.map_or("none".into(), |m| m.to_string()),
-            b.max_usd.map_or("none".into(), |m| format!("${m}"))
-        ));
-    }
-    if b.max_comparisons.is_none() && b.max_usd.is_none() {
-        s.push_str(&format!(
-            "queries the budget allows: all {} ordered pairs not yet judged (no limit)\n",
-            d.allowed_at_least
-        ));
-    } else if d.allowed_at_least == d.allowed_at_most {
-        s.push_str(&format!("queries the budget allows: {}\n", d.allowed_at_least));
-    } else {
-        s.push_str(&format!(
-            "queries the budget allows: at least {} at worst-case cost (up to {} on the cheapest pairs; more when replies cost less than their worst case)\n",
-            d.allowed_at_least, d.allowed_at_most
-        ));
-    }
-    s.push_str(&format!("worst-case cost of this run: ${:.6}\n", d.worst_total_usd));
-    if b.max_usd.is_none() && judge.has_price() {
-        s.push_str(if b.max_comparisons.is_some() {
-            "note: no budget.max_usd is set; only max_comparisons bounds the spend\n"
-        } else {
-            "note: no budget is set: only the pool's unjudged pairs bound the spend (the worst case above)\n"
-        });
-    }
-    s
 }
 
 #[cfg(test)]

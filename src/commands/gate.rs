@@ -4,96 +4,21 @@
 //! statistics live in [`crate::analysis::gate`].
 
 use super::run_folder::{IdentError, bias_covariates, io_err, load_run, run_verdicts};
-use crate::analysis::gate::{self, Anchor, GateDecision, fit_naive_and_corrected};
+use crate::analysis::gate::{self, Anchor, fit_naive_and_corrected};
 use crate::config::judge::make_judge;
 use crate::config::run::{Config, GateConfig, LabelSource};
 use crate::domain::pool::Pool;
 use crate::judge::Judge;
 use crate::model::membership::point_topk;
+use crate::report::gate::{AnchorLabel, AnchorRow, GateReport, gate_text};
 use crate::report::schema::{GateChoice, RunResult};
 use crate::run::dispatch::{DispatchOutcome as Outcome, Dispatcher, Flow};
 use crate::store::books::{Books, TRUSTED_BOOKS};
 use crate::store::budget::Budget;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-
-/// One anchor in gate.json (base ids).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct AnchorRow {
-    /// The base the corrected ranking puts higher.
-    pub corrected_prefers: String,
-    /// The base the naive ranking puts higher.
-    pub naive_prefers: String,
-    /// Naive ranks (1-based) of (corrected_prefers, naive_prefers).
-    pub naive_ranks: [usize; 2],
-    /// Corrected ranks of (corrected_prefers, naive_prefers).
-    pub corrected_ranks: [usize; 2],
-    /// Distance to the top-k boundary (ranks, see `gate` docs).
-    pub distance: f64,
-    /// Trusted P(corrected_prefers is better), order-averaged; `None` without a label.
-    pub trusted_p: Option<f64>,
-    /// Which model's order the trusted judge confirms.
-    pub label: AnchorLabel,
-}
-
-/// Which model's order a trusted judge confirms on one anchor pair (`corrected` = n10,
-/// `naive` = n01, `tie`; docs/identifiability.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AnchorLabel {
-    /// The trusted judge prefers the base the corrected ranking puts higher.
-    Corrected,
-    /// The trusted judge prefers the base the naive ranking puts higher.
-    Naive,
-    /// No preference (no label, or P = 0.5).
-    Tie,
-}
-
-impl AnchorLabel {
-    /// `corrected`, `naive` or `tie`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Corrected => "corrected",
-            Self::Naive => "naive",
-            Self::Tie => "tie",
-        }
-    }
-}
-
-/// The trusted-anchor gate's report, written as `gate.json` (docs/identifiability.md).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GateReport {
-    /// Run name.
-    pub run: String,
-    /// Pool id.
-    pub pool_id: String,
-    /// The judge whose verdicts were fitted.
-    pub judge: String,
-    /// The covariates the corrected model removes.
-    pub covariates: Vec<String>,
-    /// k of top-k.
-    pub k: usize,
-    /// Valid verdicts fitted.
-    pub comparisons: usize,
-    /// K requested.
-    pub anchors_requested: usize,
-    /// Where the labels came from.
-    pub label_source: String,
-    /// USD spent on the trusted judge (all its stored verdicts for these anchors).
-    pub trusted_spend_usd: f64,
-    /// The anchors, nearest the boundary first.
-    pub anchors: Vec<AnchorRow>,
-    /// K, n10, n01, p, decision.
-    pub decision: GateDecision,
-    /// The decision in words.
-    pub decision_text: String,
-    /// Naive point top-k (base ids).
-    pub naive_topk: Vec<String>,
-    /// Corrected point top-k (base ids).
-    pub corrected_topk: Vec<String>,
-}
 
 /// One line of a labels file.
 #[derive(Debug, Deserialize)]
@@ -103,7 +28,6 @@ struct LabelLine {
     better: Option<String>,
 }
 
-/// Labels file: unordered pair of base ids → better base id (`None` = tie).
 /// Read a config's gate labels file (`gate.labels`) before its run starts, so that a missing or
 /// malformed file is reported before any query is paid for (a gate with a trusted judge, or no
 /// gate: nothing to check).
@@ -391,58 +315,6 @@ pub async fn gate_for(
         corrected_topk: point_topk(&corr, k).into_iter().map(id).collect(),
     };
     Ok(report)
-}
-
-/// The printable gate report.
-pub fn gate_text(r: &GateReport, path: &Path) -> String {
-    let d = &r.decision;
-    let mut s = format!(
-        "trusted-anchor gate for run {:?}: pool {}, judge {}, covariates [{}], k = {}, {} verdicts\n",
-        r.run,
-        r.pool_id,
-        r.judge,
-        r.covariates.join(", "),
-        r.k,
-        r.comparisons
-    );
-    s.push_str(&format!("labels: {}\n", r.label_source));
-    if d.n_anchors < r.anchors_requested {
-        s.push_str(&format!(
-            "note: only {} pairs on which the rankings disagree (K = {} requested)\n",
-            d.n_anchors, r.anchors_requested
-        ));
-    }
-    let w = r.anchors.iter().map(|a| a.corrected_prefers.len().max(a.naive_prefers.len())).max().unwrap_or(4).max(9);
-    s.push_str(&format!(
-        "\n{:>3}  {:<w$}  {:<w$}  {:>11}  {:>11}  {:>6}  label\n",
-        "#", "corrected", "naive", "naive ranks", "corr. ranks", "P(c)"
-    ));
-    for (i, a) in r.anchors.iter().enumerate() {
-        s.push_str(&format!(
-            "{:>3}  {:<w$}  {:<w$}  {:>5},{:<5}  {:>5},{:<5}  {:>6}  {}\n",
-            i + 1,
-            a.corrected_prefers,
-            a.naive_prefers,
-            a.naive_ranks[0],
-            a.naive_ranks[1],
-            a.corrected_ranks[0],
-            a.corrected_ranks[1],
-            a.trusted_p.map_or("-".into(), |p| format!("{p:.2}")),
-            a.label.name()
-        ));
-    }
-    s.push_str(&format!(
-        "\nK = {}, n10 = {} (corrected right, naive wrong), n01 = {} (naive right), ties = {}\n",
-        d.n_anchors, d.n10, d.n01, d.n_ties
-    ));
-    s.push_str(&format!("decision: {}\n", d.text()));
-    s.push_str(&format!("naive top-{}: {}\n", r.k, r.naive_topk.join(", ")));
-    s.push_str(&format!("corrected top-{}: {}\n", r.k, r.corrected_topk.join(", ")));
-    if r.trusted_spend_usd > 0.0 {
-        s.push_str(&format!("trusted judge spend: ${:.4}\n", r.trusted_spend_usd));
-    }
-    s.push_str(&format!("saved: {}\n", path.display()));
-    s
 }
 
 /// `run --gate gate.json`: report the ranking the gate chose. Checks that the gate was computed

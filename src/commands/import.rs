@@ -16,6 +16,7 @@
 //! A prompt answered by fewer than two systems cannot be compared and is left out (counted in
 //! the summary). A bad row is an error naming the file, the line and what was expected.
 
+use crate::report::import::ImportSummary;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -85,40 +86,6 @@ struct OutPool<'a> {
     pool_id: &'a str,
     task: &'a str,
     items: Vec<OutItem<'a>>,
-}
-
-/// What `import` wrote.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ImportSummary {
-    /// Answers read.
-    pub answers: usize,
-    /// Prompts written (answered by ≥ 2 systems).
-    pub prompts: usize,
-    /// Prompts left out (answered by fewer than 2 systems).
-    pub skipped_prompts: usize,
-    /// Systems, in order of first appearance.
-    pub systems: Vec<String>,
-}
-
-impl ImportSummary {
-    /// The line `import` prints.
-    pub fn text(&self, out: &Path) -> String {
-        let mut s = format!(
-            "wrote {}: {} prompts × {} systems ({} answers: {})\n",
-            out.display(),
-            self.prompts,
-            self.systems.len(),
-            self.answers,
-            self.systems.join(", ")
-        );
-        if self.skipped_prompts > 0 {
-            s.push_str(&format!(
-                "left out {} prompts answered by fewer than 2 systems (nothing to compare)\n",
-                self.skipped_prompts
-            ));
-        }
-        s
-    }
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> ImportError + '_ {

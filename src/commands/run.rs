@@ -71,7 +71,7 @@ pub fn dry_run_text(config: &Path) -> Result<String, RunCommandError> {
     print_warnings(&cfg);
     let judge = crate::config::judge::judge_info(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
     let d = super::dry_run::dry_run(&cfg, judge.as_ref())?;
-    let mut text = super::dry_run::render(&cfg, judge.as_ref(), &d);
+    let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
     if let Some(m) = key_problem {
         text.push_str(&format!("warning: a real run would stop here: {m}\n"));
     }

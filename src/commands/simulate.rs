@@ -5,7 +5,8 @@
 //! ([`crate::sweep::pipeline`], docs/experiments.md).
 
 use crate::config::simulate::SimulateDocument;
-use crate::sweep::{self, SweepError, frozen, summary};
+use crate::report::sweep as summary;
+use crate::sweep::{self, SweepError, frozen};
 use std::path::{Path, PathBuf};
 
 /// `topk-judge simulate`: load the sweep or frozen-protocol file, run it (`threads` overrides the
@@ -48,7 +49,7 @@ fn frozen_command(
     let rows = frozen::run(f, threads.unwrap_or(f.raw.threads), &|done| bar.set(done as u64))?;
     bar.finish();
     let s = frozen::write_outputs(f, &rows, &dir)?;
-    Ok((dir, frozen::markdown(&s), rows.len()))
+    Ok((dir, crate::report::frozen::markdown(&s), rows.len()))
 }
 
 /// The pipelined-dispatch sweep in virtual time ([`crate::sweep::pipeline`]).

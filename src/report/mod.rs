@@ -1,15 +1,25 @@
 //! Outputs: result.json, fits.jsonl lines and the terminal ranking table.
 
+pub mod audit;
 pub mod compare;
+pub mod dry_run;
+pub mod fit;
+pub mod frozen;
+pub mod gate;
+pub mod import;
 pub mod judges;
 pub mod outcome;
 pub mod page;
+pub mod pipeline;
 pub mod plots;
+pub mod profile;
 pub mod profile_plot;
 pub mod progress;
 pub mod result;
 pub mod schema;
 pub mod summary;
+pub mod sweep;
+pub mod systems;
 pub mod table;
 
 use crate::domain::pool::{Covariates, Pool};

@@ -196,7 +196,7 @@ pub fn outcome(i: &Inputs<'_>) -> Outcome {
             "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0"
         ));
     }
-    notes.extend(crate::analysis::identifiability::notes(i.identifiability, pool));
+    notes.extend(identifiability_notes(i.identifiability, pool));
     let view = ranked.view(choice.reported).clone();
     notes.extend(undecided_notes(i.k, i.verdicts.is_empty(), &graph, &view, choice.reported, i.one_query.as_deref()));
     let reporting = Reporting {
@@ -218,6 +218,31 @@ pub fn outcome(i: &Inputs<'_>) -> Outcome {
         session: None,
     };
     Outcome { k: i.k, reporting, ranking: ranked.rows, topk: view.topk, recall_at_k: view.recall_at_k, notes }
+}
+
+/// Notes for the reader: what a prior-selected coefficient means, and the shared-quality caveat
+/// of an identified coefficient when the pool has several renderings per base.
+pub fn identifiability_notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<String> {
+    let renderings = pool.n_items() > pool.n_bases();
+    let mut v = Vec::new();
+    for (name, e) in ident {
+        match e.range_nats {
+            Some(r) if !e.identified() => v.push(format!(
+                "c[{name}] is prior-selected (profile range {} nats < 0.001): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2); test that with a `gate:` in the config (or `topk-judge gate`), or use paired renderings (design: paired)",
+                crate::domain::fmt::num(r)
+            )),
+            Some(r) if pool.is_systems() => v.push(format!(
+                "c[{name}] is identified by each system's answers to several prompts (profile range {} nats); this holds only if a system's quality does not change with {name} from prompt to prompt",
+                crate::domain::fmt::num(r)
+            )),
+            Some(r) if renderings => v.push(format!(
+                "c[{name}] is identified by the renderings (profile range {} nats); this holds only if the renderings of a base really share quality",
+                crate::domain::fmt::num(r)
+            )),
+            _ => {}
+        }
+    }
+    v
 }
 
 /// Notes on what the data leave undecided: no valid comparison, a disconnected graph, ties at
@@ -261,7 +286,7 @@ pub fn tie_note(k: usize, view: &TopkView, reported: RankingKind) -> Option<Stri
 }
 
 /// The advice that ends a prior-selected coefficient's note
-/// ([`crate::analysis::identifiability::notes`]); replaced once a gate has run.
+/// ([`identifiability_notes`]); replaced once a gate has run.
 const GATE_ADVICE: &str = "; test that with a `gate:` in the config";
 
 /// Re-choose the reported ranking of a finished result (after a gate decided), from the

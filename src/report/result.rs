@@ -118,7 +118,7 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         gate: None,
         one_query: verdicts.is_empty().then(|| nothing_compared(pool, judge, end)),
     });
-    out.reporting.systems = crate::systems::of_run(cfg, s, &verdicts, end.fit_failed.is_none());
+    out.reporting.systems = systems_of_run(cfg, s, &verdicts, end.fit_failed.is_none());
     if let Some(e) = end.fit_failed {
         out.notes.insert(0, format!("the fit failed ({e}): no ranking is claimed; the verdicts are kept, fix the cause and re-run to fit them"));
     }
@@ -149,6 +149,34 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         verdicts_report: VerdictsReport::default(),
         replay: judge.replay(),
         throughput: None,
+    }
+}
+
+/// The system report of a run's final fit `s` to its valid `verdicts`, for a run over many
+/// prompts (`None` for a single pool, or when the fit failed: nothing is claimed then).
+fn systems_of_run(
+    cfg: &crate::config::run::Config,
+    s: &FitSummary,
+    verdicts: &[ItemVerdict],
+    fitted: bool,
+) -> Option<crate::analysis::systems::SystemsReport> {
+    if !cfg.pool.is_systems() || !fitted {
+        return None;
+    }
+    let prior = cfg.raw.model.prior();
+    match crate::analysis::systems::report(
+        &cfg.pool,
+        &cfg.covariates,
+        &prior,
+        s,
+        verdicts,
+        cfg.raw.pool.reference.as_deref(),
+    ) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::warn!("no system report: {e}");
+            None
+        }
     }
 }
 

@@ -247,7 +247,7 @@ pub struct Reporting {
     /// A run over many prompts (docs/systems.md): per system θ̂ ± sd, π, win rate against the
     /// reference system with its 95 % interval and counts; verdicts per prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub systems: Option<crate::systems::SystemsReport>,
+    pub systems: Option<crate::analysis::systems::SystemsReport>,
     /// This invocation's verdict counts (printed, not saved: result.json stays the same on a
     /// re-run).
     #[serde(skip)]

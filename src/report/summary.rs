@@ -52,7 +52,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = writeln!(s, "stopped early: {m}");
     }
     if r.invalid > 0 {
-        s.push_str(&crate::judge::invalid_line(r.comparisons, &r.verdicts_report.invalid_by_reason));
+        s.push_str(&crate::report::summary::invalid_line(r.comparisons, &r.verdicts_report.invalid_by_reason));
         s.push('\n');
     }
     if let Some(e) = &r.last_error {
@@ -65,7 +65,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
             writeln!(s, "resumed: {} stored verdicts reused, {} queries asked in this run", sess.reused, sess.asked);
     }
     if let Some(j) = &r.judge_stats {
-        s.push_str(&crate::judge::stats_line(j));
+        s.push_str(&crate::report::summary::stats_line(j));
         s.push('\n');
     }
     if let Some(t) = &r.throughput {
@@ -127,7 +127,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     }
     if let Some(sys) = &r.fit.reporting.systems {
         s.push('\n');
-        s.push_str(&crate::systems::summary_block(sys));
+        s.push_str(&super::systems::summary_block(sys));
     }
     for n in &r.fit.notes {
         let _ = writeln!(s, "note: {n}");
@@ -252,4 +252,134 @@ pub fn ranking_block(
         let _ = writeln!(s, "{line}");
     }
     s
+}
+
+/// `invalid verdicts: 3 of 40 = 7.5% (no_verdict 2 = 5.0%, refused 1 = 2.5%)`.
+pub fn invalid_line(
+    total: usize,
+    by_reason: &std::collections::BTreeMap<crate::domain::verdict::InvalidReason, crate::domain::verdict::ReasonCount>,
+) -> String {
+    let invalid: usize = by_reason.values().map(|r| r.count).sum();
+    let pct = |n: usize| if total > 0 { 100.0 * n as f64 / total as f64 } else { 0.0 };
+    let mut s = format!("invalid verdicts: {invalid} of {total} = {:.1}%", pct(invalid));
+    if !by_reason.is_empty() {
+        let parts: Vec<String> =
+            by_reason.iter().map(|(k, v)| format!("{k} {} = {:.1}%", v.count, 100.0 * v.rate)).collect();
+        s.push_str(&format!(" ({})", parts.join(", ")));
+    }
+    s
+}
+
+/// One summary line of a live judge's counters.
+pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
+    let mut s = format!(
+        "judge: {} requests, {} retries, failed attempts (429: {}, 5xx: {}, timeouts: {}, connection: {}, malformed: {}), {} other errors, {} invalid replies",
+        j.requests,
+        j.retries,
+        j.rate_limited,
+        j.server_errors,
+        j.timeouts,
+        j.connect_errors,
+        j.malformed,
+        j.other_errors,
+        j.invalid_replies
+    );
+    if j.replies > 0 {
+        s.push_str(&format!(" of {} replies = {:.1}%", j.replies, 100.0 * j.invalid_replies as f64 / j.replies as f64));
+    }
+    if !j.invalid_by_reason.is_empty() {
+        let parts: Vec<String> = j.invalid_by_reason.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        s.push_str(&format!(" ({})", parts.join(", ")));
+    }
+    s.push_str(&format!(", {} re-asks", j.reasks));
+    if j.context_overflows > 0 {
+        s.push_str(&format!(", {} over context", j.context_overflows));
+    }
+    if j.usage_missing > 0 {
+        s.push_str(&format!(", {} replies without usage (booked at worst case)", j.usage_missing));
+    }
+    if j.soft_verdicts > 0 {
+        s.push_str(&format!(", {} soft verdicts", j.soft_verdicts));
+    }
+    if !j.soft_fallbacks.is_empty() {
+        let n: u64 = j.soft_fallbacks.values().sum();
+        let parts: Vec<String> = j.soft_fallbacks.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        s.push_str(&format!(", {n} hard verdicts although logprobs were asked for ({})", parts.join(", ")));
+    }
+    if j.in_band_errors > 0 {
+        s.push_str(&format!(
+            ", {} errors inside 200 replies (handled as 5xx: retried while max_retries allows)",
+            j.in_band_errors
+        ));
+    }
+    if j.broken_text_repairs > 0 {
+        s.push_str(&format!(
+            ", {} replies with broken text (invalid UTF-8 or lone surrogates, decoded as U+FFFD)",
+            j.broken_text_repairs
+        ));
+    }
+    if j.in_flight_cuts > 0 {
+        s.push_str(&format!(
+            "; requests in flight cut {}× after 429s (lowest {}), {}",
+            j.in_flight_cuts,
+            j.in_flight_lowest.unwrap_or(1),
+            match j.in_flight_limit_at_end {
+                Some(l) => format!("{l} at the end"),
+                None => "restored by the end".to_owned(),
+            }
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::verdict::{InvalidReason, invalid_by_reason};
+    use crate::judge::JudgeStats;
+
+    #[test]
+    fn invalid_verdicts_by_reason_with_their_share() {
+        let reasons = [
+            "no_verdict: after 2 asks",
+            "refused: after 2 asks",
+            "no_verdict: after 2 asks",
+            "context_overflow: HTTP 400",
+        ];
+        let m = invalid_by_reason(40, reasons.map(|r| crate::domain::verdict::InvalidNote::parse(r).reason));
+        let got: Vec<(&str, usize, f64)> = m.iter().map(|(k, v)| (k.as_str(), v.count, v.rate)).collect();
+        assert_eq!(m.keys().next(), Some(&InvalidReason::ContextOverflow));
+        assert_eq!(InvalidReason::of("no_verdict: after 2 asks"), crate::domain::verdict::Invalid::NoVerdict.into());
+        assert_eq!(InvalidReason::of(""), InvalidReason::Recorded("unknown".into()));
+        assert_eq!(
+            InvalidReason::of("invalid in the recording"),
+            InvalidReason::Recorded("invalid in the recording".into())
+        );
+        assert_eq!(got, vec![("context_overflow", 1, 0.025), ("no_verdict", 2, 0.05), ("refused", 1, 0.025)]);
+        assert_eq!(
+            invalid_line(40, &m),
+            "invalid verdicts: 4 of 40 = 10.0% (context_overflow 1 = 2.5%, no_verdict 2 = 5.0%, refused 1 = 2.5%)"
+        );
+        assert_eq!(invalid_line(0, &invalid_by_reason(0, Vec::new())), "invalid verdicts: 0 of 0 = 0.0%");
+    }
+
+    #[test]
+    fn stats_line_shows_rates_fallbacks_and_repairs() {
+        let mut j =
+            JudgeStats { requests: 12, replies: 10, invalid_replies: 3, soft_verdicts: 4, ..Default::default() };
+        j.invalid_by_reason.insert(crate::domain::verdict::Invalid::NoVerdict.into(), 3);
+        j.soft_fallbacks.insert("logprobs_missing".into(), 2);
+        j.in_band_errors = 1;
+        j.broken_text_repairs = 1;
+        let s = stats_line(&j);
+        assert!(s.contains("3 invalid replies of 10 replies = 30.0% (no_verdict 3)"), "{s}");
+        assert!(
+            s.contains("4 soft verdicts, 2 hard verdicts although logprobs were asked for (logprobs_missing 2)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("1 errors inside 200 replies (handled as 5xx") && s.contains("1 replies with broken text"),
+            "{s}"
+        );
+    }
 }

@@ -492,7 +492,7 @@ fn finish(
     let result_path = dir.join("result.json");
     std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
     if let Some(sys) = &result.fit.reporting.systems {
-        crate::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;
+        crate::report::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;
     }
     if opts.print {
         let mut text = summary_text(&result, dir);

@@ -13,15 +13,13 @@
 
 pub mod frozen;
 pub mod pipeline;
-pub mod summary;
 pub mod systems;
 
-use crate::acquire::StrategyKind;
 use crate::analysis::synth::generate;
 use crate::config::sweep::{Cell, Sweep, SweepBudget};
-use crate::model::summary::ModelKind;
+use crate::report::sweep::{self as summary, Row, SweepResult};
 use crate::run::sim::{self, Checkpoint, SimError, SimSettings};
-use serde::{Deserialize, Serialize};
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -81,60 +79,6 @@ impl Sweep {
     pub fn chains(&self) -> Vec<Vec<usize>> {
         budget_chains(self.raw.budgets.iter().map(|b| b.as_usize()), self.raw.acquisition.refit_every)
     }
-}
-
-/// One row of rows.csv: one pool × strategy × model × budget.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Row {
-    /// Index of the grid cell (order of [`Sweep::cells`]).
-    pub cell: usize,
-    /// Replicate index within the cell.
-    pub pool: usize,
-    /// Seed of the synthetic pool (replicate) this row was run on.
-    pub seed: u64,
-    /// Number of bases M in the pool.
-    pub n: usize,
-    /// corr(θ, x).
-    pub rho: f64,
-    /// True c*.
-    pub c_star: f64,
-    /// True κ*.
-    pub kappa_star: f64,
-    /// Temperature of the true judge: η is divided by it (logit scale).
-    pub temperature: f64,
-    /// Whether the pool uses the paired rendering design (docs/model.md §6).
-    pub paired: bool,
-    /// Acquisition strategy (`topk`, `round_robin`, …).
-    pub strategy: StrategyKind,
-    /// Model kind (`naive` or `bias_aware`).
-    pub model: ModelKind,
-    /// SweepBudget asked for.
-    pub budget: SweepBudget,
-    /// Comparisons made.
-    pub comparisons: usize,
-    /// Recall@k against the gold top-k.
-    pub recall: f64,
-    /// Share of queries touching the base of gold rank k or k + 1 ([`crate::run::sim`]).
-    pub boundary_share: f64,
-    /// Share of queries with exactly one base in the gold top-k.
-    pub straddle_share: f64,
-    /// Share of queries with both bases in gold ranks k − 2 … k + 3.
-    pub window_share: f64,
-    /// ĉ (bias-aware model).
-    pub c_hat: Option<f64>,
-    /// Estimated position effect κ̂ at the end of the run (logits).
-    pub kappa_hat: f64,
-    /// Profile-likelihood range over c (nats), when computed.
-    pub profile_range_nats: Option<f64>,
-}
-
-/// The results of a sweep: rows in a fixed order, and queries by gold rank.
-#[derive(Debug, Clone)]
-pub struct SweepResult {
-    /// Rows ordered by cell, replicate, strategy, model, budget.
-    pub rows: Vec<Row>,
-    /// Per row (same order): queries involving the base of each gold rank.
-    pub queries_by_rank: Vec<Vec<usize>>,
 }
 
 /// Run every pool of the sweep on `threads` worker threads (0 = all cores). `on_pool` is called

@@ -13,20 +13,8 @@ use crate::config::run::Config;
 use crate::domain::verdict::Answer;
 use crate::judge::mock::{MockConfig, MockJudge};
 use crate::model::membership::{point_topk, recall_at_k};
+use crate::report::systems::SystemsRow;
 use crate::run::sim::{PathInput, SimSettings, follow};
-
-/// One simulated path at one budget.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SystemsRow {
-    /// Acquisition strategy.
-    pub strategy: StrategyKind,
-    /// Judge and acquisition seed.
-    pub seed: u64,
-    /// Comparisons (the budget).
-    pub budget: usize,
-    /// Recall@k of the point top-k of θ̂ against the gold top-k.
-    pub recall: f64,
-}
 
 /// Errors of the systems experiment.
 #[derive(Debug, thiserror::Error)]
@@ -98,85 +86,9 @@ pub fn recall_experiment(
     Ok(paths.into_iter().flatten().collect())
 }
 
-/// Mean and standard error (sd / √n, sample sd) of `v`.
-pub fn mean_se(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = if v.len() > 1 { v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
-    (mean, (var / n).sqrt())
-}
-
-/// Recalls of `strategy` at `budget`, in seed order.
-pub fn recalls(rows: &[SystemsRow], strategy: StrategyKind, budget: usize) -> Vec<f64> {
-    rows.iter().filter(|r| r.strategy == strategy && r.budget == budget).map(|r| r.recall).collect()
-}
-
-/// The gain of `a` over `b` at `budget`: mean and SE of the per-seed differences (paired: both
-/// strategies see the same judge seed).
-pub fn paired_gain(rows: &[SystemsRow], a: StrategyKind, b: StrategyKind, budget: usize) -> (f64, f64) {
-    let (x, y) = (recalls(rows, a, budget), recalls(rows, b, budget));
-    let d: Vec<f64> = x.iter().zip(&y).map(|(u, v)| u - v).collect();
-    mean_se(&d)
-}
-
-/// The markdown table of docs/experiments.md: one row per strategy with recall@k mean ± SE at
-/// each budget, then the paired gain of the first strategy over the second.
-pub fn markdown_table(rows: &[SystemsRow], strategies: &[StrategyKind], budgets: &[usize]) -> String {
-    let name = |s: StrategyKind| match s {
-        StrategyKind::RoundRobin => "round_robin".to_string(),
-        StrategyKind::DOptimal => "d_optimal".to_string(),
-        other => format!("{other:?}").to_lowercase(),
-    };
-    let heads: Vec<String> = budgets
-        .iter()
-        .enumerate()
-        .map(|(i, b)| if i == 0 { format!("recall@3, B = {b}") } else { format!("B = {b}") })
-        .collect();
-    let mut out = format!("| strategy | {} |\n|{}\n", heads.join(" | "), " --- |".repeat(budgets.len() + 1));
-    for &s in strategies {
-        let cells: Vec<String> = budgets
-            .iter()
-            .map(|&b| {
-                let (m, se) = mean_se(&recalls(rows, s, b));
-                format!("{m:.3} ± {se:.3}")
-            })
-            .collect();
-        out.push_str(&format!("| {} | {} |\n", name(s), cells.join(" | ")));
-    }
-    if let [a, b, ..] = strategies {
-        let cells: Vec<String> = budgets
-            .iter()
-            .map(|&bu| {
-                let (g, se) = paired_gain(rows, *a, *b, bu);
-                format!("{} ± {se:.3}", if g < 0.0 { format!("−{:.3}", -g) } else { format!("+{g:.3}") })
-            })
-            .collect();
-        out.push_str(&format!("| {} − {} (paired by seed) | {} |\n", name(*a), name(*b), cells.join(" | ")));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mean_se_and_paired_gain_closed_forms() {
-        let (m, se) = mean_se(&[1.0, 2.0, 3.0, 6.0]);
-        // mean 3, sample var (4 + 1 + 0 + 9)/3 = 14/3, se = sqrt(14/12).
-        assert_eq!(m, 3.0);
-        assert!((se - (14.0f64 / 12.0).sqrt()).abs() < 1e-12);
-        let row = |strategy, seed, recall| SystemsRow { strategy, seed, budget: 8, recall };
-        let rows = [
-            row(StrategyKind::Topk, 0, 1.0),
-            row(StrategyKind::Topk, 1, 2.0 / 3.0),
-            row(StrategyKind::RoundRobin, 0, 1.0 / 3.0),
-            row(StrategyKind::RoundRobin, 1, 2.0 / 3.0),
-        ];
-        let (g, se) = paired_gain(&rows, StrategyKind::Topk, StrategyKind::RoundRobin, 8);
-        // Differences 2/3 and 0: mean 1/3, sample sd sqrt(2/9), se = sqrt(2/9)/sqrt(2) = 1/3.
-        assert!((g - 1.0 / 3.0).abs() < 1e-12 && (se - 1.0 / 3.0).abs() < 1e-12);
-    }
 
     #[test]
     fn the_experiment_runs_every_strategy_seed_and_budget_deterministically() {

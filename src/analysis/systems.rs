@@ -13,7 +13,7 @@
 //!
 //! This module adds what a system ranking reports besides θ̂ ± sd and π ([`SystemsReport`]):
 //! the win rate of each system against a reference system with a 95 % interval, and the
-//! comparisons per system and per prompt; and writes them as `rankings.csv` next to result.json.
+//! comparisons per system and per prompt (`report::systems` writes them as `rankings.csv`).
 
 use crate::domain::pool::{Covariates, Pool};
 use crate::domain::verdict::ItemVerdict;
@@ -23,7 +23,6 @@ use crate::model::summary::{FitSummary, build_design, fit_scaled, solver_scales}
 use crate::model::{FitError, FitOptions, Prior};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// z of the two-sided 95 % interval of the win rate.
 pub const Z95: f64 = 1.959_963_984_540_054;
@@ -161,105 +160,6 @@ pub fn report(
 
 fn prompt_name(pool: &Pool, p: usize) -> String {
     pool.prompts.get(p).map_or_else(|| pool.pool_id.clone(), |x| x.pool_id.clone())
-}
-
-/// The rankings CSV: a header line, then one line per system, best first:
-/// `rank,system,theta,sd,pi,win_rate_vs_<REF>,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold`.
-pub fn rankings_csv(r: &SystemsReport) -> String {
-    let mut s = format!(
-        "rank,system,theta,sd,pi,win_rate_vs_{},win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold\n",
-        csv_field(&r.reference)
-    );
-    for x in &r.rows {
-        s.push_str(&format!(
-            "{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{},{},{},{}\n",
-            x.rank,
-            csv_field(&x.system),
-            x.theta,
-            x.sd,
-            x.membership,
-            x.win_rate,
-            x.win_rate_lo,
-            x.win_rate_hi,
-            x.comparisons,
-            x.wins,
-            x.prompts,
-            x.gold.map(|g| format!("{g:.6}")).unwrap_or_default()
-        ));
-    }
-    s
-}
-
-/// A CSV field, quoted when it holds a comma, quote or line break.
-fn csv_field(v: &str) -> String {
-    if v.contains([',', '"', '\n', '\r']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_owned() }
-}
-
-/// Write `rankings.csv` into the run folder `dir` (next to result.json).
-///
-/// # Errors
-/// The operating system's error writing the file.
-pub fn write_rankings(dir: &Path, r: &SystemsReport) -> std::io::Result<()> {
-    std::fs::write(dir.join("rankings.csv"), rankings_csv(r))
-}
-
-/// The system report of a run's final fit `s` to its valid `verdicts`, for a run over many
-/// prompts (`None` for a single pool, or when the fit failed: nothing is claimed then).
-pub fn of_run(
-    cfg: &crate::config::run::Config,
-    s: &FitSummary,
-    verdicts: &[ItemVerdict],
-    fitted: bool,
-) -> Option<SystemsReport> {
-    if !cfg.pool.is_systems() || !fitted {
-        return None;
-    }
-    let prior = cfg.raw.model.prior();
-    match report(&cfg.pool, &cfg.covariates, &prior, s, verdicts, cfg.raw.pool.reference.as_deref()) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            tracing::warn!("no system report: {e}");
-            None
-        }
-    }
-}
-
-/// The summary block of a system ranking: one line per system (θ̂ ± sd, π, win rate against the
-/// reference with its interval, comparisons, prompts, gold) and the spread of comparisons over
-/// prompts.
-pub fn summary_block(r: &SystemsReport) -> String {
-    let mut s = format!(
-        "systems over {} prompts (win rate against {} at equal covariates, 95 % interval):\n",
-        r.prompts, r.reference
-    );
-    s.push_str(&format!(
-        " rank  {:<10} {:>7} {:>7} {:>6}  {:>21}  {:>5} {:>7} {:>7}\n",
-        "system", "theta", "sd", "pi", "win rate [95 %]", "comp", "prompts", "gold"
-    ));
-    for x in &r.rows {
-        s.push_str(&format!(
-            " {:>4}  {:<10} {:>7.3} {:>7.3} {:>6.3}  {:>5.3} [{:.3}, {:.3}]  {:>5} {:>7} {:>7}\n",
-            x.rank,
-            x.system,
-            x.theta,
-            x.sd,
-            x.membership,
-            x.win_rate,
-            x.win_rate_lo,
-            x.win_rate_hi,
-            x.comparisons,
-            x.prompts,
-            x.gold.map(|g| format!("{g:.3}")).unwrap_or_else(|| "-".into())
-        ));
-    }
-    let counts: Vec<usize> = r.per_prompt.values().copied().collect();
-    let used = counts.iter().filter(|c| **c > 0).count();
-    let max = counts.iter().copied().max().unwrap_or(0);
-    s.push_str(&format!(
-        "comparisons per prompt: {used} of {} prompts used, at most {max} on one prompt (result.json `systems.per_prompt`)\n",
-        r.prompts
-    ));
-    s
 }
 
 #[cfg(test)]
@@ -496,15 +396,6 @@ mod tests {
         assert!((row("s2").win_rate_lo - sigmoid(d - Z95 * sd)).abs() < 1e-7);
         assert!((row("s2").win_rate_hi - sigmoid(d + Z95 * sd)).abs() < 1e-7);
         assert_eq!(row("s1").gold, Some(1.0));
-        let csv = rankings_csv(&r);
-        let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(
-            lines[0],
-            "rank,system,theta,sd,pi,win_rate_vs_s0,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold"
-        );
-        assert_eq!(lines.len(), 4);
-        assert!(lines[1].starts_with("1,s2,"), "{}", lines[1]);
-        assert!(lines[1].ends_with(",2,2,1,2.000000"), "{}", lines[1]);
         let e = report(&pool, &cov, &Prior::default(), &s, &vs, Some("zz")).unwrap_err();
         assert_eq!(e.to_string(), "pool.reference: \"zz\" is not a system of the run (systems: s0, s1, s2)");
     }

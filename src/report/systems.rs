@@ -1,0 +1,211 @@
+//! The system ranking of a run over many prompts (docs/systems.md) as the run shows it: the
+//! summary block and `rankings.csv` (the statistics are [`crate::analysis::systems`]).
+
+use crate::acquire::StrategyKind;
+use crate::analysis::systems::SystemsReport;
+use std::path::Path;
+
+/// The rankings CSV: a header line, then one line per system, best first:
+/// `rank,system,theta,sd,pi,win_rate_vs_<REF>,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold`.
+pub fn rankings_csv(r: &SystemsReport) -> String {
+    let mut s = format!(
+        "rank,system,theta,sd,pi,win_rate_vs_{},win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold\n",
+        csv_field(&r.reference)
+    );
+    for x in &r.rows {
+        s.push_str(&format!(
+            "{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{},{},{},{}\n",
+            x.rank,
+            csv_field(&x.system),
+            x.theta,
+            x.sd,
+            x.membership,
+            x.win_rate,
+            x.win_rate_lo,
+            x.win_rate_hi,
+            x.comparisons,
+            x.wins,
+            x.prompts,
+            x.gold.map(|g| format!("{g:.6}")).unwrap_or_default()
+        ));
+    }
+    s
+}
+
+/// A CSV field, quoted when it holds a comma, quote or line break.
+fn csv_field(v: &str) -> String {
+    if v.contains([',', '"', '\n', '\r']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_owned() }
+}
+
+/// Write `rankings.csv` into the run folder `dir` (next to result.json).
+///
+/// # Errors
+/// The operating system's error writing the file.
+pub fn write_rankings(dir: &Path, r: &SystemsReport) -> std::io::Result<()> {
+    std::fs::write(dir.join("rankings.csv"), rankings_csv(r))
+}
+
+/// The summary block of a system ranking: one line per system (θ̂ ± sd, π, win rate against the
+/// reference with its interval, comparisons, prompts, gold) and the spread of comparisons over
+/// prompts.
+pub fn summary_block(r: &SystemsReport) -> String {
+    let mut s = format!(
+        "systems over {} prompts (win rate against {} at equal covariates, 95 % interval):\n",
+        r.prompts, r.reference
+    );
+    s.push_str(&format!(
+        " rank  {:<10} {:>7} {:>7} {:>6}  {:>21}  {:>5} {:>7} {:>7}\n",
+        "system", "theta", "sd", "pi", "win rate [95 %]", "comp", "prompts", "gold"
+    ));
+    for x in &r.rows {
+        s.push_str(&format!(
+            " {:>4}  {:<10} {:>7.3} {:>7.3} {:>6.3}  {:>5.3} [{:.3}, {:.3}]  {:>5} {:>7} {:>7}\n",
+            x.rank,
+            x.system,
+            x.theta,
+            x.sd,
+            x.membership,
+            x.win_rate,
+            x.win_rate_lo,
+            x.win_rate_hi,
+            x.comparisons,
+            x.prompts,
+            x.gold.map(|g| format!("{g:.3}")).unwrap_or_else(|| "-".into())
+        ));
+    }
+    let counts: Vec<usize> = r.per_prompt.values().copied().collect();
+    let used = counts.iter().filter(|c| **c > 0).count();
+    let max = counts.iter().copied().max().unwrap_or(0);
+    s.push_str(&format!(
+        "comparisons per prompt: {used} of {} prompts used, at most {max} on one prompt (result.json `systems.per_prompt`)\n",
+        r.prompts
+    ));
+    s
+}
+
+/// One simulated path at one budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemsRow {
+    /// Acquisition strategy.
+    pub strategy: StrategyKind,
+    /// Judge and acquisition seed.
+    pub seed: u64,
+    /// Comparisons (the budget).
+    pub budget: usize,
+    /// Recall@k of the point top-k of θ̂ against the gold top-k.
+    pub recall: f64,
+}
+
+/// Mean and standard error (sd / √n, sample sd) of `v`.
+pub fn mean_se(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 { v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    (mean, (var / n).sqrt())
+}
+
+/// Recalls of `strategy` at `budget`, in seed order.
+pub fn recalls(rows: &[SystemsRow], strategy: StrategyKind, budget: usize) -> Vec<f64> {
+    rows.iter().filter(|r| r.strategy == strategy && r.budget == budget).map(|r| r.recall).collect()
+}
+
+/// The gain of `a` over `b` at `budget`: mean and SE of the per-seed differences (paired: both
+/// strategies see the same judge seed).
+pub fn paired_gain(rows: &[SystemsRow], a: StrategyKind, b: StrategyKind, budget: usize) -> (f64, f64) {
+    let (x, y) = (recalls(rows, a, budget), recalls(rows, b, budget));
+    let d: Vec<f64> = x.iter().zip(&y).map(|(u, v)| u - v).collect();
+    mean_se(&d)
+}
+
+/// The markdown table of docs/experiments.md: one row per strategy with recall@k mean ± SE at
+/// each budget, then the paired gain of the first strategy over the second.
+pub fn markdown_table(rows: &[SystemsRow], strategies: &[StrategyKind], budgets: &[usize]) -> String {
+    let name = |s: StrategyKind| match s {
+        StrategyKind::RoundRobin => "round_robin".to_string(),
+        StrategyKind::DOptimal => "d_optimal".to_string(),
+        other => format!("{other:?}").to_lowercase(),
+    };
+    let heads: Vec<String> = budgets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| if i == 0 { format!("recall@3, B = {b}") } else { format!("B = {b}") })
+        .collect();
+    let mut out = format!("| strategy | {} |\n|{}\n", heads.join(" | "), " --- |".repeat(budgets.len() + 1));
+    for &s in strategies {
+        let cells: Vec<String> = budgets
+            .iter()
+            .map(|&b| {
+                let (m, se) = mean_se(&recalls(rows, s, b));
+                format!("{m:.3} ± {se:.3}")
+            })
+            .collect();
+        out.push_str(&format!("| {} | {} |\n", name(s), cells.join(" | ")));
+    }
+    if let [a, b, ..] = strategies {
+        let cells: Vec<String> = budgets
+            .iter()
+            .map(|&bu| {
+                let (g, se) = paired_gain(rows, *a, *b, bu);
+                format!("{} ± {se:.3}", if g < 0.0 { format!("−{:.3}", -g) } else { format!("+{g:.3}") })
+            })
+            .collect();
+        out.push_str(&format!("| {} − {} (paired by seed) | {} |\n", name(*a), name(*b), cells.join(" | ")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::systems::SystemRow;
+
+    #[test]
+    fn rankings_csv_has_a_header_and_a_row_per_system_with_quoted_names() {
+        let row = |rank: usize, system: &str, gold: Option<f64>| SystemRow {
+            rank,
+            system: system.into(),
+            theta: 0.5,
+            sd: 0.25,
+            membership: 0.75,
+            win_rate: 0.6,
+            win_rate_lo: 0.4,
+            win_rate_hi: 0.8,
+            comparisons: 2,
+            wins: 2.0,
+            prompts: 1,
+            gold,
+        };
+        let r = SystemsReport {
+            reference: "s0".into(),
+            prompts: 3,
+            rows: vec![row(1, "s2", Some(2.0)), row(2, "gpt, 4", None)],
+            per_prompt: Default::default(),
+        };
+        let csv = rankings_csv(&r);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines[0],
+            "rank,system,theta,sd,pi,win_rate_vs_s0,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold"
+        );
+        assert_eq!(lines[1], "1,s2,0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,2.000000");
+        assert_eq!(lines[2], "2,\"gpt, 4\",0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,");
+    }
+
+    #[test]
+    fn mean_se_and_paired_gain_closed_forms() {
+        let (m, se) = mean_se(&[1.0, 2.0, 3.0, 6.0]);
+        // mean 3, sample var (4 + 1 + 0 + 9)/3 = 14/3, se = sqrt(14/12).
+        assert_eq!(m, 3.0);
+        assert!((se - (14.0f64 / 12.0).sqrt()).abs() < 1e-12);
+        let row = |strategy, seed, recall| SystemsRow { strategy, seed, budget: 8, recall };
+        let rows = [
+            row(StrategyKind::Topk, 0, 1.0),
+            row(StrategyKind::Topk, 1, 2.0 / 3.0),
+            row(StrategyKind::RoundRobin, 0, 1.0 / 3.0),
+            row(StrategyKind::RoundRobin, 1, 2.0 / 3.0),
+        ];
+        let (g, se) = paired_gain(&rows, StrategyKind::Topk, StrategyKind::RoundRobin, 8);
+        // Differences 2/3 and 0: mean 1/3, sample sd sqrt(2/9), se = sqrt(2/9)/sqrt(2) = 1/3.
+        assert!((g - 1.0 / 3.0).abs() < 1e-12 && (se - 1.0 / 3.0).abs() < 1e-12);
+    }
+}
