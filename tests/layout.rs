@@ -39,20 +39,39 @@ fn modules() -> Vec<(String, PathBuf)> {
         .collect()
 }
 
-/// The code of a file without comments and without its `#[cfg(test)]` tail.
+/// The code of a file without comments and without its `#[cfg(test)]` items (test modules and
+/// test-only helpers may reach anywhere; the layers hold for what the binary runs).
 fn code(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(i) => &text[..i],
-        None => &text,
-    };
-    text.lines()
+    let lines: Vec<&str> = text
+        .lines()
         .map(|l| match l.find("//") {
             Some(i) if !l[..i].contains('"') => &l[..i],
             _ => l,
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() == "#[cfg(test)]" {
+            // Skip the item that follows: up to the line that closes its first `{`.
+            let mut depth = 0i32;
+            let mut opened = false;
+            i += 1;
+            while i < lines.len() {
+                depth += lines[i].matches('{').count() as i32 - lines[i].matches('}').count() as i32;
+                opened |= lines[i].contains('{');
+                i += 1;
+                if (opened && depth <= 0) || (!opened && lines[i - 1].trim_end().ends_with(';')) {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(lines[i]);
+        i += 1;
+    }
+    out.join("\n")
 }
 
 /// The modules a file refers to: every `crate::a::b…` path resolved to its longest known module,
@@ -154,13 +173,84 @@ fn no_import_cycles_between_modules() {
     assert!(graph["commands::run"].contains("run::live"));
 }
 
+/// The folders of `src/` as layers, top to bottom. A folder may import a folder on a lower
+/// layer only: never one on its own layer (folders side by side do not import each other) or
+/// above. `main.rs` (the binary) sits above them all.
+const LAYERS: &[&[&str]] = &[
+    &["cli"],
+    &["commands"],
+    &["sweep"],
+    &["run"],
+    &["report"],
+    &["config"],
+    &["judge", "store"],
+    &["analysis"],
+    &["acquire"],
+    &["model"],
+    &["domain"],
+];
+
+fn layer_of(folder: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| l.contains(&folder))
+}
+
+/// The folder (first path segment) of a module path.
+fn folder(module: &str) -> &str {
+    module.split("::").next().unwrap_or(module)
+}
+
 #[test]
-fn the_pure_core_has_no_io_runtime_or_clock() {
-    let forbidden =
-        ["tokio", "reqwest", "indicatif", "std::fs", "fs::read", "fs::write", "File::", "Instant", "SystemTime"];
+fn every_import_runs_down_the_folder_layers() {
+    let mods = modules();
+    let known: BTreeSet<String> = mods.iter().map(|(m, _)| m.clone()).collect();
+    let mut upward = Vec::new();
+    let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
+    for (m, p) in &mods {
+        if m.is_empty() {
+            continue; // lib.rs: the module list
+        }
+        let from = folder(m);
+        let Some(lf) = layer_of(from) else {
+            panic!("src/{from} is in no layer of LAYERS: place it there (tests/layout.rs)");
+        };
+        for r in references(m, &code(p), &known) {
+            let to = folder(&r);
+            if to == from {
+                continue;
+            }
+            let lt = layer_of(to).unwrap_or_else(|| panic!("src/{to} is in no layer of LAYERS"));
+            edges.insert((from.to_owned(), to.to_owned()));
+            if lt <= lf {
+                upward.push(format!("{m} imports {r}"));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports that do not run down the layers:\n{}", upward.join("\n"));
+    let mutual: Vec<_> = edges.iter().filter(|(a, b)| edges.contains(&(b.clone(), a.clone()))).collect();
+    assert!(mutual.is_empty(), "folders that import each other: {mutual:?}");
+    // The check sees real imports.
+    for (a, b) in [("run", "config"), ("report", "analysis"), ("config", "judge"), ("model", "domain")] {
+        assert!(edges.contains(&(a.to_owned(), b.to_owned())), "{a} → {b} not seen: {edges:?}");
+    }
+}
+
+#[test]
+fn the_pure_core_has_no_io_runtime_clock_or_command_line() {
+    let forbidden = [
+        "tokio",
+        "reqwest",
+        "indicatif",
+        "std::fs",
+        "fs::read",
+        "fs::write",
+        "File::",
+        "Instant",
+        "SystemTime",
+        "clap",
+    ];
     let mut bad = Vec::new();
     for (m, p) in modules() {
-        if !["model", "acquire", "analysis"].iter().any(|c| m == *c || m.starts_with(&format!("{c}::"))) {
+        if !["domain", "model", "acquire", "analysis"].iter().any(|c| m == *c || m.starts_with(&format!("{c}::"))) {
             continue;
         }
         let code = code(&p);

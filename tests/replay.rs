@@ -55,7 +55,8 @@ fn llmbar_audit_table_equals_an_independent_count() {
         words.insert(id, [w(&p["x"]), w(&p["y"])]);
     }
     // (judge, prompting) → pair → [y with output 1 first, y with output 2 first]
-    let mut rec: BTreeMap<(String, String), BTreeMap<String, [Option<Option<f64>>; 2]>> = BTreeMap::new();
+    type BothOrders = BTreeMap<String, [Option<Option<f64>>; 2]>;
+    let mut rec: BTreeMap<(String, String), BothOrders> = BTreeMap::new();
     let mut all_lines = 0;
     for v in lines(&root().join("data/llmbar_verdicts.jsonl")) {
         all_lines += 1;

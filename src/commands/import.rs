@@ -339,7 +339,9 @@ pub fn import(
     }
     // Group by prompt (first appearance), check one text per prompt id and one answer per system.
     let mut order: Vec<String> = Vec::new();
-    let mut by_prompt: HashMap<String, (String, (PathBuf, usize), Vec<usize>)> = HashMap::new();
+    // Per prompt id: its text, where it was first seen (file, line), its answers.
+    type PromptAnswers = (String, (PathBuf, usize), Vec<usize>);
+    let mut by_prompt: HashMap<String, PromptAnswers> = HashMap::new();
     let mut systems: Vec<String> = Vec::new();
     for (i, a) in answers.iter().enumerate() {
         if !systems.contains(&a.system) {

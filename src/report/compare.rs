@@ -186,7 +186,7 @@ pub fn overlap(s: &[String], t: &[String]) -> f64 {
 
 /// Recall against `target` at every refit of a run, placed at its cumulative spend (USD) and
 /// comparisons: (spend, comparisons, recall).
-pub fn recall_curve(run: &RunDir, target: &[String]) -> Vec<(f64, usize, f64)> {
+pub fn recall_curve(run: &RunDir, target: &[String]) -> RecallCurve {
     // Cumulative cost at the n-th valid verdict.
     let mut at_valid = vec![0.0];
     let mut cost = 0.0;
@@ -358,14 +358,16 @@ pub fn markdown(c: &Comparison) -> String {
     s
 }
 
+/// A run's recall curve: (spend USD, comparisons, recall@k) at each refit.
+pub type RecallCurve = Vec<(f64, usize, f64)>;
+
 /// The recall-against-spend plot (against comparisons when no run has a cost).
 ///
 /// # Errors
 /// [`CompareError::Plot`].
 pub fn plot(runs: &[RunDir], c: &Comparison) -> Result<Option<String>, CompareError> {
     let Some(target) = &c.target_topk else { return Ok(None) };
-    let curves: Vec<(String, Vec<(f64, usize, f64)>)> =
-        runs.iter().map(|r| (r.label(), recall_curve(r, target))).collect();
+    let curves: Vec<(String, RecallCurve)> = runs.iter().map(|r| (r.label(), recall_curve(r, target))).collect();
     let priced = curves.iter().any(|(_, v)| v.iter().any(|p| p.0 > 0.0));
     let series = curves
         .into_iter()

@@ -769,7 +769,10 @@ mod tests {
         Arc::new(MockJudge::new(cfg).unwrap())
     }
 
-    fn all_pairs(pool: &Arc<Pool>) -> Vec<(Arc<Pool>, usize, usize, (usize, usize))> {
+    /// A query of `dispatch_all`: pool, shown first, shown second, tag.
+    type Todo = (Arc<Pool>, usize, usize, (usize, usize));
+
+    fn all_pairs(pool: &Arc<Pool>) -> Vec<Todo> {
         let n = pool.n_items();
         (0..n)
             .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))

@@ -23,10 +23,13 @@ use rand_distr::{Distribution, StandardNormal};
 /// (O(outer · inner · M²) per selection step) cost more than a refit, and the refit's π is used.
 pub const MAX_BASES: usize = 300;
 
+/// One Sherman–Morrison step: its factor f_s and vector u_s.
+type RankOneStep = (f64, Vec<f64>);
+
 /// The rank-one steps of the pending queries: Σ' = Σ − Σ_s f_s u_s u_sᵀ, with u_s = Σ_{s−1} d_s and
 /// f_s = w_s / (1 + w_s d_sᵀ Σ_{s−1} d_s). Returns Σ' (n×n) and the steps. `None` for a
 /// posterior without a dense Σ.
-fn pending_steps(ctx: &Context<'_>, pending: &[(usize, usize)]) -> Option<(Matrix, Vec<(f64, Vec<f64>)>)> {
+fn pending_steps(ctx: &Context<'_>, pending: &[(usize, usize)]) -> Option<(Matrix, Vec<RankOneStep>)> {
     let mut sigma = ctx.post.dense_cov()?.clone();
     let (m, p) = (ctx.m, ctx.p);
     let n = sigma.nrows();

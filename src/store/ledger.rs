@@ -209,8 +209,11 @@ pub fn read_log(path: &Path) -> Result<ReadLog, CacheError> {
     Ok(out)
 }
 
+/// A record with its 1-based line.
+type NumberedRecord = (usize, VerdictRecord);
+
 /// Every record with its 1-based line, the good prefix's length and a torn-line warning.
-fn read_all(path: &Path) -> Result<(Vec<(usize, VerdictRecord)>, u64, Option<String>), CacheError> {
+fn read_all(path: &Path) -> Result<(Vec<NumberedRecord>, u64, Option<String>), CacheError> {
     let raw = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
     // A UTF-8 byte-order mark (as some editors write) is skipped; UTF-16 is named.
     let bom = if raw.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };

@@ -684,12 +684,13 @@ fn value_verdict(s: &str) -> Option<(Outcome, bool, Option<usize>)> {
     })
 }
 
+/// Where a JSON verdict named its letter: the key as written, the value, and the letter's
+/// position in the value.
+type KeyLetter = (String, String, usize);
+
 /// The verdict of a JSON object: the first key of [`JSON_KEYS`] (then one level down) whose
 /// value reads as a verdict, with the key as written.
-fn object_verdict(
-    map: &serde_json::Map<String, Value>,
-    depth: usize,
-) -> Option<(Outcome, bool, Option<(String, String, usize)>)> {
+fn object_verdict(map: &serde_json::Map<String, Value>, depth: usize) -> Option<(Outcome, bool, Option<KeyLetter>)> {
     for key in JSON_KEYS {
         for (k, v) in map {
             if norm_key(k) != key {
