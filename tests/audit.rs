@@ -142,3 +142,27 @@ fn bad_configs_name_the_key_or_line() {
     assert!(t.contains("bad3.yaml") && t.contains("pairs") && t.contains("cannot read the pairs file"), "{t}");
     assert!(t.contains("nope.jsonl"), "{t}");
 }
+
+#[test]
+fn audit_resolves_the_prompt_against_the_config_and_refuses_pairs_without_text() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "cfg/prompt.j2", crate::common::fake_openai::TEMPLATE);
+    write(
+        dir.path(),
+        "cfg/pairs.jsonl",
+        "{\"id\": \"p1\", \"x\": {\"quality\": 1, \"words\": 10}, \"y\": {\"quality\": 2, \"words\": 20}}\n",
+    );
+    let yaml = "name: a\nout_dir: runs\njudge:\n  openai:\n    base_url: http://127.0.0.1:9/v1\n    model: fake-judge\n    prompt: prompt.j2\n    max_tokens: 8\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    price: {input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}\npairs: pairs.jsonl\n";
+    let cfg = write(dir.path(), "cfg/audit.yaml", yaml);
+    // Run from the parent folder: the prompt is found next to the config (no prompt error), and
+    // the pair without answer text is refused before anything is sent.
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(!t.contains("prompt"), "{t}");
+    assert!(t.contains("judge.openai: pair \"p1\" (pairs file") && t.contains("has no answer text on x"), "{t}");
+    assert!(
+        !dir.path().join("cfg/runs/a/verdicts.jsonl").exists()
+            || std::fs::read_to_string(dir.path().join("cfg/runs/a/verdicts.jsonl")).unwrap().is_empty()
+    );
+}

@@ -1,11 +1,11 @@
-//! The one judge dispatcher (issue 19): `gate` and `audit` send their queries through the same
+//! The one judge dispatcher: `gate` and `audit` send their queries through the same
 //! dispatcher as `run`, so their paid work is booked the same way — an intent before each
 //! request, a paid failure in the failed log, and no reply dropped when the sending stops —
 //! proved on the real binary against the fake OpenAI-compatible server.
 
 use crate::common::fake_openai::{FakeOpenAi, Fault, TEMPLATE};
 use crate::common::*;
-use crate::money::{cost_of, fake, server_bill};
+use crate::crash_safety::{cost_of, fake, server_bill};
 use std::path::{Path, PathBuf};
 
 fn lines(path: &Path) -> usize {

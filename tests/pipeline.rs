@@ -1,11 +1,11 @@
-//! Pipelined acquisition (issue 15; docs/live.md, "Concurrency") against the fake
-//! OpenAI-compatible server: the money-safety guarantees of tests/money.rs with 32 requests in
+//! Pipelined acquisition (docs/live.md, "Concurrency") against the fake
+//! OpenAI-compatible server: the money-safety guarantees of tests/crash_safety.rs with 32 requests in
 //! flight (SIGKILL, Ctrl-C, `max_usd`), every ordered pair sent once, and the throughput
 //! benchmark (ignored: run it by name, see the README).
 
 use crate::common::fake_openai::FakeOpenAi;
 use crate::common::*;
-use crate::money::{
+use crate::crash_safety::{
     booked, check_books, config, fake, lines, result_json, run_to_end, server_bill, signal, start, wait_until,
     worst_cases,
 };

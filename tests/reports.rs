@@ -298,3 +298,37 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
     assert_eq!(html.matches("<tr>").count(), 3 + 1 + r.fit.ranking.len() + 1);
     assert!(html.contains(&format!("<td>{:.3}</td>", r.fit.ranking[0].theta)));
 }
+
+#[test]
+fn report_html_escapes_ids_and_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = write(
+        dir.path(),
+        "pool.jsonl",
+        concat!(
+            r#"{"pool_id": "p<&>", "task": "Pick the best.", "items": ["#,
+            r#"{"id": "a<b>", "text": "one two three", "quality": 3.0}, "#,
+            r#"{"id": "c&d", "text": "one two", "quality": 2.0}, "#,
+            r#"{"id": "q\"x", "text": "one", "quality": 1.0}, "#,
+            r#"{"id": "e", "text": "one two three four", "quality": 0.0}]}"#,
+            "\n"
+        ),
+    );
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        &format!(
+            "name: esc\nout_dir: runs\npool:\n  file: {}\nk: 2\njudge:\n  mock: {{mode: deterministic}}\nacquisition: {{mc_draws: 200}}\nbudget:\n  max_comparisons: 12\n",
+            pool.display()
+        ),
+    );
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/esc");
+    let out = run_bin(dir.path(), &["report", run.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(html.contains("a&lt;b&gt;") && html.contains("c&amp;d"), "ids are escaped");
+    assert!(!html.contains("a<b>") && !html.contains("p<&>"), "no raw markup from the data");
+    assert!(!html.contains("c&d<") && !html.contains("c&d "), "a bare & from the data");
+}

@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The pool id of the shipped SummEval pool the main job ranks.
+pub const POOL_ID: &str = "dm-test-2377095dda83df778e34304b7a09813808105d3b";
+
 /// Path of the built binary.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_topk-judge"))
@@ -48,6 +51,36 @@ pub fn mock_config(dir: &Path, name: &str, max_comparisons: u64, extra: &str) ->
     write(dir, &format!("{name}.yaml"), &yaml)
 }
 pub mod fake_openai;
+
+/// A JSON file.
+pub fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+}
+
+/// stdout as text.
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The strings of a JSON array.
+pub fn strs(v: &serde_json::Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect()
+}
+
+/// configs/mock.yaml with its paths made absolute / local to `dir`, plus `extra` YAML lines.
+pub fn main_job(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let yaml = std::fs::read_to_string(root().join("configs/mock.yaml"))
+        .unwrap()
+        .replace("name: summeval-mock", &format!("name: {name}"))
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("../data/summeval_pools.jsonl", summeval().to_str().unwrap());
+    write(dir, &format!("{name}.yaml"), &format!("{yaml}{extra}"))
+}
+
+/// The result.json of run `name` in `<dir>/runs`.
+pub fn result(dir: &Path, name: &str) -> serde_json::Value {
+    json(&dir.join("runs").join(name).join("result.json"))
+}
 
 /// The ordered pairs (a shown first, b second) of `<dir>/runs/<name>/verdicts.jsonl`, in the
 /// order they were stored.

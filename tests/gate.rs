@@ -1,4 +1,4 @@
-//! Identifiability (issue 5): acceptance on synthetic pools with fixed seeds (docs/model.md §5–§7), and
+//! Identifiability and the trusted-anchor gate: acceptance on synthetic pools with fixed seeds (docs/model.md §5–§7), and
 //! the `profile`, `gate`, `run --gate` and `design: paired` commands end to end.
 
 use crate::common::*;
@@ -351,4 +351,101 @@ fn errors_name_the_key_and_what_to_do() {
     );
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
     assert!(text(&out).contains("pool: give either `file` or `synthetic`"), "{}", text(&out));
+}
+
+/// A `gate:` block runs the gate at the end of the run; an unbiased trusted judge keeps the
+/// apparent ranking; `report` shows the decision and both rankings.
+#[test]
+fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = "gate:\n  anchors: 10\n  trusted:\n    mock: {mode: stochastic, pos_bias: 0.0, verb_per_word: 0.0, temperature: 0.1, seed: 3}\n";
+    let cfg = main_job(dir.path(), "gated", gate);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/gated");
+    let g = json(&run.join("gate.json"));
+    let d = &g["decision"];
+    let (n10, n01) = (d["n10"].as_u64().unwrap() as usize, d["n01"].as_u64().unwrap() as usize);
+    let p = topk_judge::analysis::gate::sign_test_p(n10, n01);
+    assert!((d["p_value"].as_f64().unwrap() - p).abs() < 1e-12);
+    assert_eq!(d["enable"], false, "an unbiased trusted judge does not support the correction: {d}");
+    // 10 anchors in both orders, cached like any verdict.
+    assert_eq!(std::fs::read_to_string(run.join("trusted_verdicts.jsonl")).unwrap().lines().count(), 20);
+    let r = json(&run.join("result.json"));
+    assert_eq!(r["reported"], "apparent");
+    assert!(
+        r["reported_reason"].as_str().unwrap().starts_with("the trusted-anchor gate kept the apparent ranking"),
+        "{}",
+        r["reported_reason"]
+    );
+    assert_eq!(r["gate"]["chosen"], "apparent");
+    assert_eq!(r["gate"]["topk"], r["topk"]);
+    // The prior-selected note no longer advises a gate: this run had one.
+    let notes: Vec<String> = strs(&r["notes"]);
+    assert!(notes.iter().all(|n| !n.contains("test that with a `gate:`")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.starts_with("c[words] is prior-selected")
+            && n.ends_with("; the trusted-anchor gate of this run tested it (its decision is shown with the ranking)")),
+        "{notes:?}"
+    );
+    let s = stdout(&out);
+    assert!(s.contains("/runs/gated/gate.json): P(Bin("), "{s}");
+    assert_eq!(s.matches("P(Bin(").count(), 1, "the gate's decision is printed once: {s}");
+    assert!(s.contains("chosen (apparent) top-3: M12, M13, M0"), "{s}");
+    // Re-running asks the trusted judge nothing new.
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(run.join("trusted_verdicts.jsonl")).unwrap().lines().count(), 20);
+    // report shows the gate decision and both rankings.
+    let out = run_bin(dir.path(), &["report", "runs/gated"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(md.contains("reported ranking: apparent quality φ̂"), "{md}");
+    assert!(md.contains("reported (apparent) top-3: M12, M13, M0"), "{md}");
+    assert!(md.contains("bias-corrected (beside) top-3: M13, M12, M22"), "{md}");
+    assert!(md.contains("/runs/gated/gate.json`): P(Bin("), "{md}");
+    assert!(md.contains("keep the naive ranking"), "{md}");
+
+    // The gate's spend counts in the run's budget: a priced trusted judge that does not fit in
+    // what max_usd leaves is refused before any query is sent.
+    let priced = "  max_usd: 0.0\ngate:\n  anchors: 4\n  trusted:\n    mock: {pos_bias: 0.0, verb_per_word: 0.0, input_usd_per_mtok: 1.0, output_usd_per_mtok: 1.0}\n";
+    let cfg = mock_config(dir.path(), "priced", 24, priced);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("the gate's 8 trusted queries could cost up to $"), "{}", text(&out));
+    assert!(text(&out).contains("has $0 left"), "{}", text(&out));
+    assert!(
+        !dir.path().join("runs/priced/trusted_verdicts.jsonl").exists()
+            || std::fs::read_to_string(dir.path().join("runs/priced/trusted_verdicts.jsonl")).unwrap().is_empty()
+    );
+    assert_eq!(json(&dir.path().join("runs/priced/result.json"))["reported"], "apparent");
+}
+
+#[test]
+/// The gate reads the run's verdicts; the run's live judge is only described (gate.json names
+/// it), so its API key is not needed: without it the gate goes on to the verdicts.
+fn gate_on_a_live_run_needs_no_key_for_the_runs_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = root().join("configs/openai.yaml");
+    let text0 = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("out_dir: ../runs", &format!("out_dir: {}", dir.path().join("runs").display()));
+    let text0 = text0
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("../prompts/", &format!("{}/prompts/", root().display()));
+    let labels = write(dir.path(), "labels.jsonl", "");
+    let cfg = write(dir.path(), "openai.yaml", &format!("{text0}\ngate:\n  labels: {}\n", labels.display()));
+    // A run folder with (no) verdicts, so that the gate gets as far as its judge.
+    std::fs::create_dir_all(dir.path().join("runs/summeval-openai")).unwrap();
+    std::fs::write(dir.path().join("runs/summeval-openai/verdicts.jsonl"), "").unwrap();
+    let out = std::process::Command::new(bin())
+        .current_dir(dir.path())
+        .args(["gate", cfg.to_str().unwrap()])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("OPENAI_API_KEY"), "the run's judge needs no key here: {}", text(&out));
+    assert!(text(&out).contains("runs/summeval-openai: the run has no valid verdicts"), "{}", text(&out));
+    assert!(!dir.path().join("runs/summeval-openai/gate.json").exists());
 }

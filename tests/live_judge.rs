@@ -815,3 +815,59 @@ fn shipped_configs_validate_and_dry_run() {
     assert!(!out.status.success() && text(&out).contains("OPENAI_API_KEY"), "{}", text(&out));
     assert!(!dir.path().join("runs").exists() || std::fs::read_dir(dir.path().join("runs")).unwrap().count() == 0);
 }
+
+fn openai_yaml(base_url: &str, prompt: &str, budget: &str) -> String {
+    format!(
+        "name: live\nout_dir: runs\npool:\n  file: {pool}\n  id: {POOL_ID}\nk: 3\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: {prompt}\n    max_tokens: 8\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{budget}",
+        pool = summeval().display()
+    )
+}
+
+#[test]
+fn a_live_config_needs_a_budget_or_says_unlimited() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "cfg/prompt.j2", crate::common::fake_openai::TEMPLATE);
+    let none = write(dir.path(), "cfg/none.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", ""));
+    let out = run_bin(dir.path(), &["run", none.to_str().unwrap(), "--dry-run"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("budget: a live judge needs a budget: set budget.max_comparisons and/or budget.max_usd, or write `budget: unlimited`"), "{}", text(&out));
+    let unlimited =
+        write(dir.path(), "cfg/unl.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimited\n"));
+    let out = run_bin(dir.path(), &["run", unlimited.to_str().unwrap(), "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // The dry run says the budget is unlimited, and does not claim max_comparisons bounds it;
+    // the pairs it counts are those a run sends (M1/M2 have identical text: 240 − 2).
+    let s = stdout(&out);
+    assert!(s.contains("16 items, 16 bases, 238 ordered pairs; 0 verdicts already stored"), "{s}");
+    assert!(
+        s.contains("budget: unlimited\nqueries the budget allows: all 238 ordered pairs not yet judged (no limit)\n"),
+        "{s}"
+    );
+    assert!(
+        s.contains("note: no budget is set: only the pool's unjudged pairs bound the spend (the worst case above)"),
+        "{s}"
+    );
+    assert!(!s.contains("only max_comparisons bounds the spend"), "{s}");
+    let typo =
+        write(dir.path(), "cfg/typo.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimted\n"));
+    let out = run_bin(dir.path(), &["run", typo.to_str().unwrap(), "--dry-run"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("expected `unlimited` or a mapping"), "{}", text(&out));
+}
+
+#[test]
+fn a_live_run_folder_keeps_its_prompt_template() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "cfg/prompts/judge.j2", crate::common::fake_openai::TEMPLATE);
+    let yaml = openai_yaml("http://127.0.0.1:9/v1", "prompts/judge.j2", "budget: {max_comparisons: 0}\n");
+    let cfg = write(dir.path(), "cfg/live.yaml", &yaml);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("cfg/runs/live");
+    assert_eq!(std::fs::read_to_string(run.join("prompt/judge.j2")).unwrap(), crate::common::fake_openai::TEMPLATE);
+    assert!(std::fs::read_to_string(run.join("config.yaml")).unwrap().contains("prompt: prompt/judge.j2"));
+    // The folder is read back from elsewhere, without the API key.
+    let cwd = tempfile::tempdir().unwrap();
+    let out = run_bin(cwd.path(), &["fit", run.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+}

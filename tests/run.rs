@@ -1,33 +1,157 @@
-//! Issue 14, "honest results": each test drives the binary on one point — the reported ranking
-//! and why, no claim without comparisons, ties, the comparison graph, `fit`/`audit` checks,
-//! portable run folders, resume counts, budgets, and inputs that would mislead.
+//! `topk-judge run` end to end on the shipped SummEval pool with the mock judge: the README's
+//! main job and what it reports (the ranking and why, no claim without comparisons, ties, the
+//! comparison graph), resume, portable run folders, stop rules, the dry run, and inputs that
+//! would mislead.
 
 use crate::common::*;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-const POOL_ID: &str = "dm-test-2377095dda83df778e34304b7a09813808105d3b";
-
-fn json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap()
+#[test]
+fn run_writes_outputs_and_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "smoke", 24, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/smoke");
+    for f in ["config.yaml", "verdicts.jsonl", "fits.jsonl", "result.json"] {
+        assert!(run.join(f).exists(), "{f} missing");
+    }
+    let verdicts = std::fs::read_to_string(run.join("verdicts.jsonl")).unwrap();
+    assert_eq!(verdicts.lines().count(), 24);
+    // The printed table holds the ranking of result.json: one row per base, in order, θ̂ to 3 decimals.
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("result.json")).unwrap()).unwrap();
+    let shown = text(&out);
+    let rows: Vec<&str> = shown
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("rank"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    let ranking = r["ranking"].as_array().unwrap();
+    // The table's value column is the reported ranking's: φ̂ (apparent) or θ̂ (corrected).
+    let value = if r["reported"] == "apparent" { "phi" } else { "theta" };
+    assert_eq!(rows.len(), ranking.len(), "{shown}");
+    for (row, want) in rows.iter().zip(ranking) {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cols[1], want["id"].as_str().unwrap(), "{row}");
+        assert_eq!(cols[2], format!("{:.3}", want[value].as_f64().unwrap()), "{row}");
+    }
 }
 
-fn stdout(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+#[test]
+fn resume_matches_uninterrupted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // Interrupted: 40 comparisons, then the same config with a budget of 80.
+    let c40 = mock_config(dir.path(), "resumed", 40, "");
+    assert!(run_bin(dir.path(), &["run", c40.to_str().unwrap()]).status.success());
+    assert_eq!(ordered_pairs(dir.path(), "resumed").len(), 40);
+    let c80 = mock_config(dir.path(), "resumed", 80, "");
+    let out = run_bin(dir.path(), &["run", c80.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Uninterrupted 80.
+    let full = mock_config(dir.path(), "full", 80, "");
+    assert!(run_bin(dir.path(), &["run", full.to_str().unwrap()]).status.success());
+
+    let p = ordered_pairs(dir.path(), "resumed");
+    assert_eq!(p.len(), 80);
+    let distinct: std::collections::HashSet<_> = p.iter().cloned().collect();
+    assert_eq!(distinct.len(), 80, "no ordered pair queried twice");
+    let mut q = ordered_pairs(dir.path(), "full");
+    let mut p_sorted = p.clone();
+    p_sorted.sort();
+    q.sort();
+    assert_eq!(p_sorted, q, "same ordered pairs as the uninterrupted run");
+    let (r1, r2) = (result(dir.path(), "resumed"), result(dir.path(), "full"));
+    for key in ["theta", "sd", "membership", "c", "kappa", "topk", "recall_at_k"] {
+        assert_eq!(r1[key], r2[key], "{key} differs");
+    }
 }
 
-fn strs(v: &Value) -> Vec<String> {
-    v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect()
+#[test]
+fn same_config_gives_identical_result_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = mock_config(dir.path(), "a", 48, "");
+    assert!(run_bin(dir.path(), &["run", a.to_str().unwrap()]).status.success());
+    let first = std::fs::read_to_string(dir.path().join("runs/a/result.json")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("runs/a")).unwrap();
+    assert!(run_bin(dir.path(), &["run", a.to_str().unwrap()]).status.success());
+    let second = std::fs::read_to_string(dir.path().join("runs/a/result.json")).unwrap();
+    assert_eq!(first, second);
+    // Re-running a finished run changes nothing either (no new queries, same fit).
+    assert!(run_bin(dir.path(), &["run", a.to_str().unwrap()]).status.success());
+    let third = std::fs::read_to_string(dir.path().join("runs/a/result.json")).unwrap();
+    assert_eq!(first, third);
+    assert_eq!(ordered_pairs(dir.path(), "a").len(), 48);
 }
 
-/// configs/mock.yaml with its paths made absolute / local to `dir`, plus `extra` YAML lines.
-fn main_job(dir: &Path, name: &str, extra: &str) -> PathBuf {
-    let yaml = std::fs::read_to_string(root().join("configs/mock.yaml"))
-        .unwrap()
-        .replace("name: summeval-mock", &format!("name: {name}"))
-        .replace("out_dir: ../runs", "out_dir: runs")
-        .replace("../data/summeval_pools.jsonl", summeval().to_str().unwrap());
-    write(dir, &format!("{name}.yaml"), &format!("{yaml}{extra}"))
+#[test]
+fn exhausting_a_pool_queries_every_ordered_pair_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "all", 1000, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let p = ordered_pairs(dir.path(), "all");
+    // M1 and M2 have identical text in this pool: their two ordered pairs are not sent.
+    assert_eq!(p.len(), 16 * 15 - 2);
+    let distinct: std::collections::HashSet<_> = p.iter().collect();
+    assert_eq!(distinct.len(), 238);
+    assert!(!p.iter().any(|(a, b)| (a == "M1" && b == "M2") || (a == "M2" && b == "M1")));
+    assert_eq!(result(dir.path(), "all")["stop_reason"], "exhausted");
+}
+
+/// Each bad input: non-zero exit, a message naming the problem, and an earlier run's verdicts
+/// left byte-for-byte as they were.
+#[test]
+fn bad_inputs_fail_clearly_without_touching_earlier_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = mock_config(dir.path(), "keep", 16, "");
+    assert!(run_bin(dir.path(), &["run", good.to_str().unwrap()]).status.success());
+    let verdicts = dir.path().join("runs/keep/verdicts.jsonl");
+    let before = std::fs::read(&verdicts).unwrap();
+
+    let pool_line = |items: &str| format!("{{\"pool_id\": \"p\", \"task\": \"t\", \"items\": [{items}]}}\n");
+    write(dir.path(), "empty.jsonl", &pool_line(""));
+    write(
+        dir.path(),
+        "dup.jsonl",
+        &pool_line(
+            r#"{"id": "a", "text": "x", "quality": 1}, {"id": "b", "text": "y", "quality": 2}, {"id": "a", "text": "z", "quality": 3}"#,
+        ),
+    );
+    write(
+        dir.path(),
+        "three.jsonl",
+        &pool_line(
+            r#"{"id": "a", "text": "x", "quality": 1}, {"id": "b", "text": "y", "quality": 2}, {"id": "c", "text": "z", "quality": 3}"#,
+        ),
+    );
+    let cfg = |pool: &str, k: usize, extra: &str| {
+        format!(
+            "name: keep\nout_dir: runs\npool: {{file: {pool}}}\nk: {k}\njudge: {{mock: {{}}}}\nbudget: {{max_comparisons: 32}}\n{extra}"
+        )
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("missing.yaml", cfg("nope.jsonl", 2, ""), "cannot read pool file"),
+        ("empty.yaml", cfg("empty.jsonl", 2, ""), "no items"),
+        ("dup.yaml", cfg("dup.jsonl", 2, ""), "duplicate item id \"a\""),
+        ("bigk.yaml", cfg("three.jsonl", 3, ""), "k: 3 must satisfy 1 ≤ k < number of bases (3)"),
+        ("unknown.yaml", cfg("three.jsonl", 1, "acquisition: {refit_evry: 8}\n"), "refit_evry"),
+    ];
+    for (name, yaml, expect) in cases {
+        let path = write(dir.path(), name, &yaml);
+        let out = run_bin(dir.path(), &["run", path.to_str().unwrap()]);
+        let t = text(&out);
+        assert!(!out.status.success(), "{name} should fail");
+        assert!(t.contains(expect), "{name}: expected {expect:?} in\n{t}");
+        assert!(t.contains(name), "{name}: the message names the config file\n{t}");
+        assert_eq!(std::fs::read(&verdicts).unwrap(), before, "{name} touched the earlier verdicts");
+    }
+    // The unknown key error names the line.
+    let out = run_bin(dir.path(), &["run", dir.path().join("unknown.yaml").to_str().unwrap()]);
+    assert!(text(&out).contains("line 7") || text(&out).contains("7:"), "{}", text(&out));
 }
 
 /// The README's main job, exactly as the README shows it (everything but the last line,
@@ -95,74 +219,6 @@ fn the_main_job_reports_the_apparent_ranking_and_why() {
         (r["reported"].as_str(), strs(&r["topk"])),
         (Some("corrected"), vec!["M13".into(), "M12".into(), "M22".into()])
     );
-}
-
-/// A `gate:` block runs the gate at the end of the run; an unbiased trusted judge keeps the
-/// apparent ranking; `report` shows the decision and both rankings.
-#[test]
-fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = "gate:\n  anchors: 10\n  trusted:\n    mock: {mode: stochastic, pos_bias: 0.0, verb_per_word: 0.0, temperature: 0.1, seed: 3}\n";
-    let cfg = main_job(dir.path(), "gated", gate);
-    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let run = dir.path().join("runs/gated");
-    let g = json(&run.join("gate.json"));
-    let d = &g["decision"];
-    let (n10, n01) = (d["n10"].as_u64().unwrap() as usize, d["n01"].as_u64().unwrap() as usize);
-    let p = topk_judge::analysis::gate::sign_test_p(n10, n01);
-    assert!((d["p_value"].as_f64().unwrap() - p).abs() < 1e-12);
-    assert_eq!(d["enable"], false, "an unbiased trusted judge does not support the correction: {d}");
-    // 10 anchors in both orders, cached like any verdict.
-    assert_eq!(std::fs::read_to_string(run.join("trusted_verdicts.jsonl")).unwrap().lines().count(), 20);
-    let r = json(&run.join("result.json"));
-    assert_eq!(r["reported"], "apparent");
-    assert!(
-        r["reported_reason"].as_str().unwrap().starts_with("the trusted-anchor gate kept the apparent ranking"),
-        "{}",
-        r["reported_reason"]
-    );
-    assert_eq!(r["gate"]["chosen"], "apparent");
-    assert_eq!(r["gate"]["topk"], r["topk"]);
-    // The prior-selected note no longer advises a gate: this run had one.
-    let notes: Vec<String> = strs(&r["notes"]);
-    assert!(notes.iter().all(|n| !n.contains("test that with a `gate:`")), "{notes:?}");
-    assert!(
-        notes.iter().any(|n| n.starts_with("c[words] is prior-selected")
-            && n.ends_with("; the trusted-anchor gate of this run tested it (its decision is shown with the ranking)")),
-        "{notes:?}"
-    );
-    let s = stdout(&out);
-    assert!(s.contains("/runs/gated/gate.json): P(Bin("), "{s}");
-    assert_eq!(s.matches("P(Bin(").count(), 1, "the gate's decision is printed once: {s}");
-    assert!(s.contains("chosen (apparent) top-3: M12, M13, M0"), "{s}");
-    // Re-running asks the trusted judge nothing new.
-    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(std::fs::read_to_string(run.join("trusted_verdicts.jsonl")).unwrap().lines().count(), 20);
-    // report shows the gate decision and both rankings.
-    let out = run_bin(dir.path(), &["report", "runs/gated"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
-    assert!(md.contains("reported ranking: apparent quality φ̂"), "{md}");
-    assert!(md.contains("reported (apparent) top-3: M12, M13, M0"), "{md}");
-    assert!(md.contains("bias-corrected (beside) top-3: M13, M12, M22"), "{md}");
-    assert!(md.contains("/runs/gated/gate.json`): P(Bin("), "{md}");
-    assert!(md.contains("keep the naive ranking"), "{md}");
-
-    // The gate's spend counts in the run's budget: a priced trusted judge that does not fit in
-    // what max_usd leaves is refused before any query is sent.
-    let priced = "  max_usd: 0.0\ngate:\n  anchors: 4\n  trusted:\n    mock: {pos_bias: 0.0, verb_per_word: 0.0, input_usd_per_mtok: 1.0, output_usd_per_mtok: 1.0}\n";
-    let cfg = mock_config(dir.path(), "priced", 24, priced);
-    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
-    assert!(!out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("the gate's 8 trusted queries could cost up to $"), "{}", text(&out));
-    assert!(text(&out).contains("has $0 left"), "{}", text(&out));
-    assert!(
-        !dir.path().join("runs/priced/trusted_verdicts.jsonl").exists()
-            || std::fs::read_to_string(dir.path().join("runs/priced/trusted_verdicts.jsonl")).unwrap().is_empty()
-    );
-    assert_eq!(json(&dir.path().join("runs/priced/result.json"))["reported"], "apparent");
 }
 
 #[test]
@@ -280,169 +336,96 @@ fn components_and_never_compared_items_are_reported() {
 }
 
 #[test]
-fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
+fn confidence_stops_when_every_membership_is_settled() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = summeval();
-    let bad = write(dir.path(), "winner.jsonl", "{\"a\": \"M0\", \"b\": \"M1\", \"winner\": \"a\"}\n");
-    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
-    assert!(!out.status.success(), "{}", text(&out));
-    let t = text(&out);
-    assert!(
-        t.contains("winner.jsonl:1: no \"y\" (found \"a\": write it as \"y\": 1 when a, the item shown first, won"),
-        "{t}"
-    );
-    assert!(
-        t.contains("expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\":"),
-        "{t}"
-    );
-    // Lookup errors name the line.
-    let bad = write(
-        dir.path(),
-        "bad.jsonl",
-        "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n\n{\"a\": \"M0\", \"b\": \"ZZ\", \"y\": 0}\n",
-    );
-    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(text(&out).contains("bad.jsonl:3: item \"ZZ\" is not in pool"), "{}", text(&out));
-
-    // Two judges and another pool in one file (with a BOM and CRLF line ends).
-    let mut v = String::from("\u{feff}");
-    let pairs = [("M0", "M1"), ("M1", "M2"), ("M2", "M5"), ("M5", "M0")];
-    for (j, y) in [("judge A", 1), ("judge B", 0)] {
-        for (a, b) in pairs {
-            v.push_str(&format!(
-                "{{\"pool_id\": \"{POOL_ID}\", \"judge\": \"{j}\", \"a\": \"{a}\", \"b\": \"{b}\", \"y\": {y}}}\r\n"
-            ));
-        }
-    }
-    for _ in 0..3 {
-        v.push_str("{\"pool_id\": \"other\", \"a\": \"x\", \"b\": \"y\", \"y\": 1}\r\n");
-    }
-    v.push_str("\r\n\r\n");
-    let mixed = write(dir.path(), "mixed.jsonl", &v);
-    let out_json = dir.path().join("fit.json");
-    let args = ["fit", pool.to_str().unwrap(), mixed.to_str().unwrap(), "--out", out_json.to_str().unwrap()];
-    let out = run_bin(dir.path(), &args);
-    assert!(out.status.success(), "{}", text(&out));
-    let t = text(&out);
-    assert!(t.contains("warning: ") && t.contains("holds verdicts of 2 judges for pool"), "{t}");
-    assert!(
-        t.contains("(\"judge A\": 4, \"judge B\": 4); they are fitted together as one judge — pass --judge to fit one"),
-        "{t}"
-    );
-    assert!(t.contains("note: ") && t.contains("mixed.jsonl: 3 records of other pools skipped (other: 3)"), "{t}");
-    let f = json(&out_json);
-    assert_eq!(f["comparisons"], 8);
-    assert_eq!(f["other_pools"]["other"], 3);
-    assert_eq!(f["judges"]["judge A"], 4);
-    for key in ["c_sd", "kappa_sd"] {
-        assert!(!f[key].is_null(), "{key} missing from --out");
-    }
-    assert!(f["c_sd"]["words"].as_f64().unwrap() > 0.0);
-    // --judge selects one (a unique prefix is enough).
-    let out = run_bin(dir.path(), &[&args[..], &["--judge", "judge B"]].concat());
-    assert!(out.status.success(), "{}", text(&out));
-    let f = json(&out_json);
-    assert_eq!((f["comparisons"].as_u64(), f["judge"].as_str()), (Some(4), Some("judge B")));
-    let out = run_bin(dir.path(), &[&args[..], &["--judge", "judge C"]].concat());
-    assert!(!out.status.success());
-    assert!(text(&out).contains("--judge \"judge C\": no verdict of pool"), "{}", text(&out));
-}
-
-#[test]
-fn fit_prints_the_same_notes_as_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = mock_config(dir.path(), "r", 48, "");
+    let eps = 0.25;
+    // The deterministic tutorial mock: consistent verdicts, so membership settles before the
+    // 240 ordered pairs run out.
+    let cfg = mock_config(dir.path(), "conf", 240, "model:\n  kind: naive\n");
+    let with_eps = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("mode: stochastic", "mode: deterministic")
+        .replace("  mc_draws: 400", &format!("  mc_draws: 400\n  confidence: {eps}"));
+    std::fs::write(&cfg, with_eps).unwrap();
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    let run = json(&dir.path().join("runs/r/result.json"));
-    let out_json = dir.path().join("fit.json");
-    // A run folder, from another working directory: the run's pool, verdicts and settings.
-    let elsewhere = tempfile::tempdir().unwrap();
-    let folder = dir.path().join("runs/r");
-    let out = run_bin(elsewhere.path(), &["fit", folder.to_str().unwrap(), "--out", out_json.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
-    let f = json(&out_json);
-    assert_eq!(f["notes"], run["notes"]);
-    for key in ["topk", "reported", "reported_reason", "graph", "corrected", "apparent"] {
-        assert_eq!(f[key], run[key], "{key}");
+    let r = result(dir.path(), "conf");
+    assert_eq!(r["stop_reason"], "confident", "{r}");
+    let n = r["comparisons"].as_u64().unwrap();
+    assert!(n < 240, "stopped early: {n} comparisons");
+    for (id, p) in r["membership"].as_object().unwrap() {
+        let p = p.as_f64().unwrap();
+        assert!(p <= eps || p >= 1.0 - eps, "{id}: π = {p} is not within ε of 0 or 1");
     }
-    let close = |key: &str, tol: f64| {
-        for (id, v) in run[key].as_object().unwrap() {
-            let (a, b) = (f[key][id].as_f64().unwrap(), v.as_f64().unwrap());
-            assert!((a - b).abs() <= tol, "{key}[{id}]: {a} vs {b}");
+    // Without the stop the same run goes on to its budget.
+    let cfg = mock_config(dir.path(), "noconf", 200, "model:\n  kind: naive\n");
+    let t = std::fs::read_to_string(&cfg).unwrap().replace("mode: stochastic", "mode: deterministic");
+    std::fs::write(&cfg, t).unwrap();
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    assert_eq!(result(dir.path(), "noconf")["stop_reason"], "max_comparisons");
+}
+
+#[test]
+fn orders_single_picks_ordered_pairs_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = |pairs: &[(String, String)]| {
+        let mut m: HashMap<(String, String), usize> = HashMap::new();
+        for (a, b) in pairs {
+            let k = if a < b { (a.clone(), b.clone()) } else { (b.clone(), a.clone()) };
+            *m.entry(k).or_default() += 1;
         }
+        m
     };
-    close("theta", 1e-6);
-    close("c", 1e-6);
-    close("c_sd", 1e-6);
-    close("membership", 0.01);
-    close("membership_apparent", 0.01);
-    assert!((f["kappa_sd"].as_f64().unwrap() - run["kappa_sd"].as_f64().unwrap()).abs() < 1e-6);
-    assert!(stdout(&out).contains("note: c[words] is prior-selected"), "{}", stdout(&out));
+    let both = mock_config(dir.path(), "both", 48, "");
+    assert!(run_bin(dir.path(), &["run", both.to_str().unwrap(), "--quiet"]).status.success());
+    let p = ordered_pairs(dir.path(), "both");
+    assert_eq!(p.len(), 48);
+    assert!(count(&p).values().all(|&c| c == 2), "orders: both asks each chosen pair in both orders");
+
+    let single = mock_config(dir.path(), "single", 48, "");
+    let t = std::fs::read_to_string(&single).unwrap().replace("  seed: 42\n", "  seed: 42\n  orders: single\n");
+    std::fs::write(&single, t).unwrap();
+    assert!(run_bin(dir.path(), &["run", single.to_str().unwrap(), "--quiet"]).status.success());
+    let p = ordered_pairs(dir.path(), "single");
+    assert_eq!(p.len(), 48);
+    let distinct: std::collections::HashSet<_> = p.iter().collect();
+    assert_eq!(distinct.len(), 48, "one verdict per ordered pair");
+    let c = count(&p);
+    assert!(c.values().any(|&n| n == 1), "orders: single leaves some pairs with one order: {c:?}");
+    assert!(c.len() > 24, "{} unordered pairs for 48 single-order picks", c.len());
 }
 
-fn openai_yaml(base_url: &str, prompt: &str, budget: &str) -> String {
-    format!(
-        "name: live\nout_dir: runs\npool:\n  file: {pool}\n  id: {POOL_ID}\nk: 3\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: {prompt}\n    max_tokens: 8\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{budget}",
-        pool = summeval().display()
-    )
-}
-
+/// `run --dry-run` shows the query the real run sends first: under `design: paired` a
+/// within-base query (before this was fixed the dry run left those out and showed a cross-base
+/// pair), and under the single design the acquisition rule's first pick on the prior.
 #[test]
-fn a_live_config_needs_a_budget_or_says_unlimited() {
+fn the_dry_run_shows_the_first_query_the_run_sends() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "cfg/prompt.j2", crate::common::fake_openai::TEMPLATE);
-    let none = write(dir.path(), "cfg/none.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", ""));
-    let out = run_bin(dir.path(), &["run", none.to_str().unwrap(), "--dry-run"]);
-    assert!(!out.status.success());
-    assert!(text(&out).contains("budget: a live judge needs a budget: set budget.max_comparisons and/or budget.max_usd, or write `budget: unlimited`"), "{}", text(&out));
-    let unlimited =
-        write(dir.path(), "cfg/unl.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimited\n"));
-    let out = run_bin(dir.path(), &["run", unlimited.to_str().unwrap(), "--dry-run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    // The dry run says the budget is unlimited, and does not claim max_comparisons bounds it;
-    // the pairs it counts are those a run sends (M1/M2 have identical text: 240 − 2).
-    let s = stdout(&out);
-    assert!(s.contains("16 items, 16 bases, 238 ordered pairs; 0 verdicts already stored"), "{s}");
-    assert!(
-        s.contains("budget: unlimited\nqueries the budget allows: all 238 ordered pairs not yet judged (no limit)\n"),
-        "{s}"
-    );
-    assert!(
-        s.contains("note: no budget is set: only the pool's unjudged pairs bound the spend (the worst case above)"),
-        "{s}"
-    );
-    assert!(!s.contains("only max_comparisons bounds the spend"), "{s}");
-    let typo =
-        write(dir.path(), "cfg/typo.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimted\n"));
-    let out = run_bin(dir.path(), &["run", typo.to_str().unwrap(), "--dry-run"]);
-    assert!(!out.status.success());
-    assert!(text(&out).contains("expected `unlimited` or a mapping"), "{}", text(&out));
-}
-
-#[test]
-fn audit_resolves_the_prompt_against_the_config_and_refuses_pairs_without_text() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "cfg/prompt.j2", crate::common::fake_openai::TEMPLATE);
-    write(
-        dir.path(),
-        "cfg/pairs.jsonl",
-        "{\"id\": \"p1\", \"x\": {\"quality\": 1, \"words\": 10}, \"y\": {\"quality\": 2, \"words\": 20}}\n",
-    );
-    let yaml = "name: a\nout_dir: runs\njudge:\n  openai:\n    base_url: http://127.0.0.1:9/v1\n    model: fake-judge\n    prompt: prompt.j2\n    max_tokens: 8\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    price: {input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}\npairs: pairs.jsonl\n";
-    let cfg = write(dir.path(), "cfg/audit.yaml", yaml);
-    // Run from the parent folder: the prompt is found next to the config (no prompt error), and
-    // the pair without answer text is refused before anything is sent.
-    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap(), "--quiet"]);
-    assert!(!out.status.success());
-    let t = text(&out);
-    assert!(!t.contains("prompt"), "{t}");
-    assert!(t.contains("judge.openai: pair \"p1\" (pairs file") && t.contains("has no answer text on x"), "{t}");
-    assert!(
-        !dir.path().join("cfg/runs/a/verdicts.jsonl").exists()
-            || std::fs::read_to_string(dir.path().join("cfg/runs/a/verdicts.jsonl")).unwrap().is_empty()
-    );
+    for (file, name, pairs) in
+        [("paired.yaml", "summeval-paired", 32 * 31 - 2), ("mock.yaml", "summeval-mock", 16 * 15 - 2)]
+    {
+        let yaml = std::fs::read_to_string(root().join("configs").join(file))
+            .unwrap()
+            .replace("out_dir: ../runs", "out_dir: runs")
+            .replace("../data/", &format!("{}/", root().join("data").display()));
+        let cfg = write(dir.path(), file, &yaml);
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let t = text(&out);
+        let line = t.lines().find(|l| l.starts_with("first query: ")).unwrap_or_else(|| panic!("{t}"));
+        let (a, b) = line["first query: ".len()..].split_once(" vs ").unwrap();
+        let b = b.split(' ').next().unwrap();
+        assert!(t.contains(&format!("{pairs} ordered pairs")), "{file}: {t}");
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+        // The first request sent (intents are written in send order; verdicts in reply order).
+        let sent = sent_pairs(dir.path(), name);
+        assert_eq!(sent[0], (a.to_string(), b.to_string()), "{file}: {line}");
+        if file == "paired.yaml" {
+            let base = |id: &str| id.split('.').next().unwrap().to_string();
+            assert_eq!(base(a), base(b), "a within-base query goes first: {line}");
+        }
+    }
 }
 
 #[test]
@@ -482,23 +465,6 @@ fn run_folders_are_self_contained_and_portable() {
     let out = run_bin(cwd.path(), &["report", cfg.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(run.join("report.md").exists());
-}
-
-#[test]
-fn a_live_run_folder_keeps_its_prompt_template() {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "cfg/prompts/judge.j2", crate::common::fake_openai::TEMPLATE);
-    let yaml = openai_yaml("http://127.0.0.1:9/v1", "prompts/judge.j2", "budget: {max_comparisons: 0}\n");
-    let cfg = write(dir.path(), "cfg/live.yaml", &yaml);
-    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let run = dir.path().join("cfg/runs/live");
-    assert_eq!(std::fs::read_to_string(run.join("prompt/judge.j2")).unwrap(), crate::common::fake_openai::TEMPLATE);
-    assert!(std::fs::read_to_string(run.join("config.yaml")).unwrap().contains("prompt: prompt/judge.j2"));
-    // The folder is read back from elsewhere, without the API key.
-    let cwd = tempfile::tempdir().unwrap();
-    let out = run_bin(cwd.path(), &["fit", run.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
 }
 
 #[test]
@@ -795,38 +761,6 @@ fn zero_comparisons_with_nothing_to_ask_do_not_blame_the_budget() {
 /// A verdicts file whose records are all of another pool of the pool file, fitted without
 /// --pool-id: an error naming the pool used by default and the pools the records are for (not
 /// a fit of zero verdicts); with --pool-id the same file fits.
-#[test]
-fn fit_without_pool_id_on_records_of_another_pool_names_that_pool() {
-    let dir = tempfile::tempdir().unwrap();
-    let pools = summeval();
-    let second: Value = serde_json::from_str(std::fs::read_to_string(&pools).unwrap().lines().nth(1).unwrap()).unwrap();
-    let id = second["pool_id"].as_str().unwrap();
-    let items: Vec<&str> = second["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
-    let v: String = items
-        .windows(2)
-        .map(|w| format!("{{\"pool_id\": \"{id}\", \"a\": \"{}\", \"b\": \"{}\", \"y\": 1}}\n", w[0], w[1]))
-        .collect();
-    let file = write(dir.path(), "second.jsonl", &v);
-    let out = run_bin(dir.path(), &["fit", pools.to_str().unwrap(), file.to_str().unwrap()]);
-    assert!(!out.status.success(), "{}", text(&out));
-    let t = text(&out);
-    assert!(
-        t.contains(&format!(
-            "second.jsonl: none of its records is for pool \"{POOL_ID}\" (the first pool of {}, used without --pool-id); its records are for \"{id}\" ({}): choose one with --pool-id",
-            pools.display(),
-            items.len() - 1
-        )),
-        "{t}"
-    );
-    let out = run_bin(dir.path(), &["fit", pools.to_str().unwrap(), file.to_str().unwrap(), "--pool-id", id]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        stdout(&out).contains(&format!("pool {id}: bias_aware model, {} valid verdicts", items.len() - 1)),
-        "{}",
-        text(&out)
-    );
-}
-
 /// A run folder whose config.yaml was damaged: the error's excerpt names that file (not
 /// `<input>`), like a config error in `run`.
 #[test]

@@ -1,4 +1,4 @@
-//! Paid work is never lost and the budget holds (issue 12), proved on the real binary against the
+//! Crash safety: paid work is never lost and the budget holds, proved on the real binary against the
 //! fake OpenAI-compatible server, with the server's own request log as the bill:
 //! - SIGKILL at precise points (the server holds replies, the test stops the process with
 //!   SIGSTOP so a billed reply is sent but never read) with 1 and 8 requests in flight;
@@ -19,7 +19,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use topk_judge::judge::openai::prompt::{BASE_OVERHEAD_TOKENS, PER_MESSAGE_OVERHEAD_TOKENS};
 
-const POOL_ID: &str = "dm-test-2377095dda83df778e34304b7a09813808105d3b";
 const PRICE_IN: f64 = 1.0; // USD per million prompt tokens
 const PRICE_OUT: f64 = 2.0; // USD per million completion tokens
 
@@ -536,4 +535,48 @@ fn extra_body_cannot_lift_max_tokens_past_the_budget() {
     let b = check_books(&fake, &dir.path().join("runs/extra"), Some(0.01), true);
     assert_eq!(result_json(&dir.path().join("runs/extra"))["stop_reason"], "max_usd");
     assert_eq!(b.verdicts, reqs.len());
+}
+
+#[test]
+fn torn_last_line_is_dropped_with_a_warning_on_resume() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let c = mock_config(dir.path(), "torn", 16, "");
+    assert!(run_bin(dir.path(), &["run", c.to_str().unwrap()]).status.success());
+    let v = dir.path().join("runs/torn/verdicts.jsonl");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&v).unwrap();
+    f.write_all(b"{\"key\":\"abc\",\"a\":\"M0\",\"b\":\"M").unwrap();
+    drop(f);
+    let c = mock_config(dir.path(), "torn", 24, "");
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("dropped a torn last line"), "{}", text(&out));
+    let lines: Vec<String> = std::fs::read_to_string(&v).unwrap().lines().map(String::from).collect();
+    assert_eq!(lines.len(), 24);
+    for l in &lines {
+        serde_json::from_str::<serde_json::Value>(l).expect("every line parses");
+    }
+}
+
+#[test]
+fn reusing_a_run_name_for_another_config_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = mock_config(dir.path(), "shared", 16, "");
+    let first = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(first.status.success() && !text(&first).contains("holds a run"), "{}", text(&first));
+    // Raising the budget is the same run: no warning.
+    let c = mock_config(dir.path(), "shared", 24, "");
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(out.status.success() && !text(&out).contains("holds a run"), "{}", text(&out));
+    // Another k under the same name: warned, naming what differs.
+    let yaml = std::fs::read_to_string(&c).unwrap().replace("k: 3", "k: 4");
+    std::fs::write(&c, yaml).unwrap();
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("holds a run with a different model, k, acquisition or pool"), "{}", text(&out));
+    // Another judge seed: the judge differs.
+    let yaml = std::fs::read_to_string(&c).unwrap().replace("seed: 7", "seed: 8");
+    std::fs::write(&c, yaml).unwrap();
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(text(&out).contains("holds a run with a different judge:"), "{}", text(&out));
 }

@@ -1,0 +1,188 @@
+//! `topk-judge fit`: a run folder refitted, verdicts collected elsewhere (records without `y`,
+//! several pools and judges), and the notes it shares with `run`.
+
+use crate::common::*;
+use serde_json::Value;
+
+#[test]
+fn fit_command_refits_a_runs_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "r", 64, "");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap()]).status.success());
+    let out_json = dir.path().join("fit.json");
+    let out = run_bin(
+        dir.path(),
+        &[
+            "fit",
+            summeval().to_str().unwrap(),
+            dir.path().join("runs/r/verdicts.jsonl").to_str().unwrap(),
+            "--pool-id",
+            "dm-test-2377095dda83df778e34304b7a09813808105d3b",
+            "--k",
+            "3",
+            "--draws",
+            "400",
+            "--seed",
+            "42",
+            "--out",
+            out_json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let fit: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    let run = result(dir.path(), "r");
+    // Same verdicts, same model and prior → the same MAP as the run's final fit.
+    for (id, t) in run["theta"].as_object().unwrap() {
+        let f = fit["theta"][id].as_f64().unwrap();
+        assert!((f - t.as_f64().unwrap()).abs() < 1e-6, "{id}: {f} vs {t}");
+    }
+    assert!((fit["c"]["words"].as_f64().unwrap() - run["c"]["words"].as_f64().unwrap()).abs() < 1e-6);
+    assert_eq!(fit["topk"], run["topk"]);
+    for key in ["sd", "membership", "kappa"] {
+        assert!(!fit[key].is_null(), "{key} missing");
+    }
+    // A verdict naming an unknown item is an error naming the record.
+    let bad = write(
+        dir.path(),
+        "bad.jsonl",
+        "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n{\"a\": \"M0\", \"b\": \"ZZ\", \"y\": 0}\n",
+    );
+    let out = run_bin(dir.path(), &["fit", summeval().to_str().unwrap(), bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("bad.jsonl:2: item \"ZZ\""), "{}", text(&out));
+}
+
+#[test]
+fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = summeval();
+    let bad = write(dir.path(), "winner.jsonl", "{\"a\": \"M0\", \"b\": \"M1\", \"winner\": \"a\"}\n");
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("winner.jsonl:1: no \"y\" (found \"a\": write it as \"y\": 1 when a, the item shown first, won"),
+        "{t}"
+    );
+    assert!(
+        t.contains("expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\":"),
+        "{t}"
+    );
+    // Lookup errors name the line.
+    let bad = write(
+        dir.path(),
+        "bad.jsonl",
+        "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n\n{\"a\": \"M0\", \"b\": \"ZZ\", \"y\": 0}\n",
+    );
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("bad.jsonl:3: item \"ZZ\" is not in pool"), "{}", text(&out));
+
+    // Two judges and another pool in one file (with a BOM and CRLF line ends).
+    let mut v = String::from("\u{feff}");
+    let pairs = [("M0", "M1"), ("M1", "M2"), ("M2", "M5"), ("M5", "M0")];
+    for (j, y) in [("judge A", 1), ("judge B", 0)] {
+        for (a, b) in pairs {
+            v.push_str(&format!(
+                "{{\"pool_id\": \"{POOL_ID}\", \"judge\": \"{j}\", \"a\": \"{a}\", \"b\": \"{b}\", \"y\": {y}}}\r\n"
+            ));
+        }
+    }
+    for _ in 0..3 {
+        v.push_str("{\"pool_id\": \"other\", \"a\": \"x\", \"b\": \"y\", \"y\": 1}\r\n");
+    }
+    v.push_str("\r\n\r\n");
+    let mixed = write(dir.path(), "mixed.jsonl", &v);
+    let out_json = dir.path().join("fit.json");
+    let args = ["fit", pool.to_str().unwrap(), mixed.to_str().unwrap(), "--out", out_json.to_str().unwrap()];
+    let out = run_bin(dir.path(), &args);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("warning: ") && t.contains("holds verdicts of 2 judges for pool"), "{t}");
+    assert!(
+        t.contains("(\"judge A\": 4, \"judge B\": 4); they are fitted together as one judge — pass --judge to fit one"),
+        "{t}"
+    );
+    assert!(t.contains("note: ") && t.contains("mixed.jsonl: 3 records of other pools skipped (other: 3)"), "{t}");
+    let f = json(&out_json);
+    assert_eq!(f["comparisons"], 8);
+    assert_eq!(f["other_pools"]["other"], 3);
+    assert_eq!(f["judges"]["judge A"], 4);
+    for key in ["c_sd", "kappa_sd"] {
+        assert!(!f[key].is_null(), "{key} missing from --out");
+    }
+    assert!(f["c_sd"]["words"].as_f64().unwrap() > 0.0);
+    // --judge selects one (a unique prefix is enough).
+    let out = run_bin(dir.path(), &[&args[..], &["--judge", "judge B"]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let f = json(&out_json);
+    assert_eq!((f["comparisons"].as_u64(), f["judge"].as_str()), (Some(4), Some("judge B")));
+    let out = run_bin(dir.path(), &[&args[..], &["--judge", "judge C"]].concat());
+    assert!(!out.status.success());
+    assert!(text(&out).contains("--judge \"judge C\": no verdict of pool"), "{}", text(&out));
+}
+
+#[test]
+fn fit_prints_the_same_notes_as_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "r", 48, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = json(&dir.path().join("runs/r/result.json"));
+    let out_json = dir.path().join("fit.json");
+    // A run folder, from another working directory: the run's pool, verdicts and settings.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("runs/r");
+    let out = run_bin(elsewhere.path(), &["fit", folder.to_str().unwrap(), "--out", out_json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let f = json(&out_json);
+    assert_eq!(f["notes"], run["notes"]);
+    for key in ["topk", "reported", "reported_reason", "graph", "corrected", "apparent"] {
+        assert_eq!(f[key], run[key], "{key}");
+    }
+    let close = |key: &str, tol: f64| {
+        for (id, v) in run[key].as_object().unwrap() {
+            let (a, b) = (f[key][id].as_f64().unwrap(), v.as_f64().unwrap());
+            assert!((a - b).abs() <= tol, "{key}[{id}]: {a} vs {b}");
+        }
+    };
+    close("theta", 1e-6);
+    close("c", 1e-6);
+    close("c_sd", 1e-6);
+    close("membership", 0.01);
+    close("membership_apparent", 0.01);
+    assert!((f["kappa_sd"].as_f64().unwrap() - run["kappa_sd"].as_f64().unwrap()).abs() < 1e-6);
+    assert!(stdout(&out).contains("note: c[words] is prior-selected"), "{}", stdout(&out));
+}
+
+#[test]
+fn fit_without_pool_id_on_records_of_another_pool_names_that_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let pools = summeval();
+    let second: Value = serde_json::from_str(std::fs::read_to_string(&pools).unwrap().lines().nth(1).unwrap()).unwrap();
+    let id = second["pool_id"].as_str().unwrap();
+    let items: Vec<&str> = second["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+    let v: String = items
+        .windows(2)
+        .map(|w| format!("{{\"pool_id\": \"{id}\", \"a\": \"{}\", \"b\": \"{}\", \"y\": 1}}\n", w[0], w[1]))
+        .collect();
+    let file = write(dir.path(), "second.jsonl", &v);
+    let out = run_bin(dir.path(), &["fit", pools.to_str().unwrap(), file.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains(&format!(
+            "second.jsonl: none of its records is for pool \"{POOL_ID}\" (the first pool of {}, used without --pool-id); its records are for \"{id}\" ({}): choose one with --pool-id",
+            pools.display(),
+            items.len() - 1
+        )),
+        "{t}"
+    );
+    let out = run_bin(dir.path(), &["fit", pools.to_str().unwrap(), file.to_str().unwrap(), "--pool-id", id]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains(&format!("pool {id}: bias_aware model, {} valid verdicts", items.len() - 1)),
+        "{}",
+        text(&out)
+    );
+}

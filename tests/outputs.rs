@@ -1,0 +1,76 @@
+//! The JSON outputs match their committed schemas (docs/schemas/): `result.json` of runs that
+//! exercise different parts (the main job, a paired run, a run over many prompts, a run with
+//! its gate, a run that compared nothing), `fit --out`, and `gate.json`. The schemas forbid
+//! unknown properties, so a field added to an output without its schema fails here.
+
+use crate::common::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let s = json(&root().join("docs/schemas").join(format!("{name}.schema.json")));
+    jsonschema::draft202012::new(&s).unwrap_or_else(|e| panic!("docs/schemas/{name}.schema.json: {e}"))
+}
+
+fn check(v: &jsonschema::Validator, file: &Path) {
+    let doc = json(file);
+    let errors: Vec<String> = v.iter_errors(&doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{} does not match its schema:\n{}", file.display(), errors.join("\n"));
+}
+
+/// A shipped config with its paths made absolute and its outputs in `dir/runs`.
+fn shipped(dir: &Path, file: &str, edit: impl Fn(String) -> String) -> std::path::PathBuf {
+    let yaml = std::fs::read_to_string(root().join("configs").join(file))
+        .unwrap()
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("../data/", &format!("{}/", root().join("data").display()));
+    write(dir, file, &edit(yaml))
+}
+
+fn run_ok(dir: &Path, cfg: &Path) {
+    let out = run_bin(dir, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn result_fit_and_gate_json_match_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let result = schema("result");
+    for (file, name) in [
+        ("mock.yaml", "summeval-mock"),
+        ("paired.yaml", "summeval-paired"),
+        ("summeval-systems.yaml", "summeval-systems"),
+        ("synthetic.yaml", "synthetic-spurious"),
+    ] {
+        run_ok(d, &shipped(d, file, |y| y));
+        let run = d.join("runs").join(yaml_name(&d.join(file)).unwrap_or(name.to_owned()));
+        check(&result, &run.join("result.json"));
+    }
+    // Nothing compared: the fields of a run that claims no ranking.
+    let none = mock_config(d, "nothing", 0, "");
+    run_ok(d, &none);
+    check(&result, &d.join("runs/nothing/result.json"));
+    let r = json(&d.join("runs/nothing/result.json"));
+    assert_eq!(r["comparisons"], 0);
+    // fit --out on a run folder and on verdicts collected elsewhere.
+    let fit = schema("fit");
+    let out = run_bin(d, &["fit", "runs/summeval-mock", "--out", "fit.json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    check(&fit, &d.join("fit.json"));
+    let out = run_bin(d, &["fit", "runs/summeval-systems", "--out", "fit-systems.json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    check(&fit, &d.join("fit-systems.json"));
+    // gate.json of the synthetic run's gate.
+    check(&schema("gate"), &d.join("runs/synthetic-spurious/gate.json"));
+    // The schemas are strict: an unknown field fails.
+    let mut bogus: Value = json(&d.join("runs/summeval-mock/result.json"));
+    bogus["not_a_field"] = Value::Bool(true);
+    assert!(!result.is_valid(&bogus), "an unknown field must fail the result schema");
+}
+
+/// The `name:` of a run config.
+fn yaml_name(cfg: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(cfg).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("name: ")).map(|n| n.split('#').next().unwrap_or(n).trim().to_owned())
+}
