@@ -103,12 +103,6 @@ impl Context<'_> {
     pub fn kappa(&self) -> f64 {
         self.post.mean[self.m + self.p]
     }
-
-    /// Whether any open ordered pair remains.
-    pub fn any_open(&self) -> bool {
-        let groups = crate::domain::pool::prompt_groups(self.item_prompt, self.n_items());
-        groups.iter().any(|g| g.iter().any(|&a| g.iter().any(|&b| self.open(a, b))))
-    }
 }
 
 /// Select up to `r` ordered queries with `strategy`.

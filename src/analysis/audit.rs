@@ -435,7 +435,7 @@ pub fn pairs_from_pool(pool: &Pool, n: usize, rng: &mut crate::domain::rng::ChaC
 
 /// What the judge said about one pair, in both orders.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Observation {
+pub struct BothOrders {
     /// y with X shown first = P(X wins); `None` if missing or invalid.
     pub y_xfirst: Option<f64>,
     /// y with Y shown first = P(Y wins); `None` if missing or invalid.
@@ -451,10 +451,10 @@ pub struct Observation {
     pub missing: Option<String>,
 }
 
-impl Observation {
+impl BothOrders {
     /// X and Y exchanged.
     pub fn swapped(&self) -> Self {
-        Observation {
+        BothOrders {
             y_xfirst: self.y_yfirst,
             y_yfirst: self.y_xfirst,
             margin_xfirst: self.margin_yfirst,
@@ -502,7 +502,7 @@ pub fn ordered_winner(y: f64, first: Label) -> Winner {
 
 /// The order-averaged verdict (module docs): the score rule when both margins are known, else the
 /// outcome average; `None` when a verdict is missing.
-pub fn order_averaged(o: &Observation) -> Option<Averaged> {
+pub fn order_averaged(o: &BothOrders) -> Option<Averaged> {
     if let (Some(mx), Some(my)) = (o.margin_xfirst, o.margin_yfirst) {
         let delta = (mx - my) / 2.0;
         let tol = 1e-9 * (1.0 + mx.abs() + my.abs());
@@ -619,7 +619,7 @@ pub struct PairRow {
     /// System Y.
     pub y: SideSummary,
     /// The judge's observations.
-    pub observation: Observation,
+    pub observation: BothOrders,
     /// Verdict with X shown first.
     pub verdict_xfirst: Option<Winner>,
     /// Verdict with Y shown first.
@@ -724,7 +724,7 @@ fn summary(p: &PairSpec, l: Label) -> SideSummary {
 ///
 /// # Panics
 /// If the lengths differ or `level` is not in (0, 1).
-pub fn analyse(pairs: &[PairSpec], obs: &[Observation], level: f64) -> AuditReport {
+pub fn analyse(pairs: &[PairSpec], obs: &[BothOrders], level: f64) -> AuditReport {
     assert_eq!(pairs.len(), obs.len(), "one observation per pair");
     assert!(level > 0.0 && level < 1.0, "level {level} not in (0, 1)");
     let mut rows = Vec::with_capacity(pairs.len());
@@ -820,12 +820,12 @@ pub(crate) mod testutil {
     pub(crate) const TUTORIAL: &str = include_str!("../../data/tutorial_pairs.jsonl");
 
     /// Both-order observations from a mock judge, without the async driver.
-    pub(crate) fn observe(j: &MockJudge, pairs: &[PairSpec]) -> Vec<Observation> {
+    pub(crate) fn observe(j: &MockJudge, pairs: &[PairSpec]) -> Vec<BothOrders> {
         pairs
             .iter()
             .map(|p| {
                 let pool = p.to_pool().unwrap();
-                Observation {
+                BothOrders {
                     y_xfirst: Some(j.outcome(&pool, 0, 1)),
                     y_yfirst: Some(j.outcome(&pool, 1, 0)),
                     margin_xfirst: j.score_margin(&pool, 0, 1),
@@ -919,14 +919,14 @@ mod tests {
     #[test]
     fn hard_outcome_average_gives_ties_on_flips() {
         // Without scores (a hard-verdict live judge), a flipped pair averages to P(X) = ½.
-        let o = Observation { y_xfirst: Some(1.0), y_yfirst: Some(1.0), ..Default::default() };
+        let o = BothOrders { y_xfirst: Some(1.0), y_yfirst: Some(1.0), ..Default::default() };
         let a = order_averaged(&o).unwrap();
         assert_eq!((a.p_x, a.winner, a.rule), (0.5, Winner::Tie, AverageRule::Outcome));
-        let o = Observation { y_xfirst: Some(1.0), y_yfirst: Some(0.0), ..Default::default() };
+        let o = BothOrders { y_xfirst: Some(1.0), y_yfirst: Some(0.0), ..Default::default() };
         assert_eq!(order_averaged(&o).unwrap().winner, Winner::X);
-        let o = Observation { y_xfirst: Some(0.5), y_yfirst: Some(0.0), ..Default::default() };
+        let o = BothOrders { y_xfirst: Some(0.5), y_yfirst: Some(0.0), ..Default::default() };
         assert_eq!(order_averaged(&o).unwrap().p_x, 0.75);
-        assert!(order_averaged(&Observation { y_xfirst: Some(1.0), ..Default::default() }).is_none());
+        assert!(order_averaged(&BothOrders { y_xfirst: Some(1.0), ..Default::default() }).is_none());
         // Ties count half a disagreement.
         assert_eq!(Winner::Tie.miss(Label::X), 0.5);
         assert_eq!(Winner::Y.miss(Label::X), 1.0);
@@ -937,7 +937,7 @@ mod tests {
         fn soft_bradley_terry_average_has_the_sign_of_the_quality_gap(d in -4.0f64..4.0, kappa in -3.0f64..3.0) {
             // y(X first) = σ(d + κ), y(Y first) = σ(−d + κ): the average picks X iff d > 0.
             let s = crate::model::bt::sigmoid;
-            let o = Observation { y_xfirst: Some(s(d + kappa)), y_yfirst: Some(s(-d + kappa)), ..Default::default() };
+            let o = BothOrders { y_xfirst: Some(s(d + kappa)), y_yfirst: Some(s(-d + kappa)), ..Default::default() };
             let a = order_averaged(&o).unwrap();
             if d > 1e-6 { proptest::prop_assert_eq!(a.winner, Winner::X); }
             if d < -1e-6 { proptest::prop_assert_eq!(a.winner, Winner::Y); }
@@ -948,7 +948,7 @@ mod tests {
         #[test]
         fn averaged_verdict_never_flips(a in 0.0f64..=1.0, b in 0.0f64..=1.0, hard in proptest::bool::ANY) {
             let (a, b) = if hard { (a.round(), b.round()) } else { (a, b) };
-            let o = Observation { y_xfirst: Some(a), y_yfirst: Some(b), ..Default::default() };
+            let o = BothOrders { y_xfirst: Some(a), y_yfirst: Some(b), ..Default::default() };
             let r = analyse(&[tutorial_like("p")], std::slice::from_ref(&o), 0.95);
             proptest::prop_assert_eq!(r.averaging.averaged_flips.count, 0.0);
         }

@@ -22,7 +22,7 @@
 //! ordered queries missing from the recording (`missing`). Every rate carries its count, n and
 //! Wilson interval ([`Rate`]).
 
-use crate::analysis::audit::{self, Label, Observation, PairKind, PairSpec, Rate};
+use crate::analysis::audit::{self, BothOrders, Label, PairKind, PairSpec, Rate};
 use serde::Serialize;
 
 /// The rates of one recorded judge (module docs).
@@ -83,7 +83,7 @@ pub fn judge_row(
     judge: &str,
     prompting: Option<&str>,
     pairs: &[PairSpec],
-    obs: &[Observation],
+    obs: &[BothOrders],
     tally: Tally,
     level: f64,
 ) -> JudgeRow {
@@ -149,8 +149,8 @@ mod tests {
         }
     }
 
-    fn obs(x: Option<f64>, y: Option<f64>) -> Observation {
-        Observation { y_xfirst: x, y_yfirst: y, ..Default::default() }
+    fn obs(x: Option<f64>, y: Option<f64>) -> BothOrders {
+        BothOrders { y_xfirst: x, y_yfirst: y, ..Default::default() }
     }
 
     #[test]

@@ -44,10 +44,10 @@ use crate::judge::Judge;
 use crate::judge::replay::{MissingPolicy, Recording};
 use crate::report::audit::{AuditOutput, QueryCounts, RecordedAudit, flip_vs_accuracy, recorded_text, summary_text};
 use crate::report::progress::Progress;
-use crate::run::dispatch::{DispatchOutcome as Outcome, Dispatcher, Flow};
+use crate::run::dispatch::{DispatchOutcome, Dispatcher, Flow};
 use crate::store::books::Books;
 use crate::store::budget::Budget;
-use crate::store::ledger::{CacheError, VerdictRecord};
+use crate::store::ledger::{LedgerError, VerdictRecord};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -68,7 +68,7 @@ pub enum AuditError {
     },
     /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
-    Cache(#[from] CacheError),
+    Cache(#[from] LedgerError),
     /// The audit folder's books (verdicts.jsonl, failed.jsonl, intents.jsonl) could not be
     /// read or appended.
     #[error(transparent)]
@@ -234,8 +234,8 @@ pub async fn run_audit(
     let mut new = 0usize;
     for s in &sent.settled {
         match &s.outcome {
-            Outcome::Verdict { .. } => new += 1,
-            Outcome::Failed(e) => {
+            DispatchOutcome::Verdict { .. } => new += 1,
+            DispatchOutcome::Failed(e) => {
                 let msg = e.to_string();
                 tracing::warn!("pair {} ({} first) failed: {msg}", s.pool.pool_id, s.pool.items[s.a].id);
                 failures.insert(s.tag, msg);
@@ -274,7 +274,7 @@ pub async fn run_audit(
                 }
             }
         }
-        obs.push(audit::Observation {
+        obs.push(audit::BothOrders {
             y_xfirst: y[0],
             y_yfirst: y[1],
             margin_xfirst: judge.score_margin(pool, 0, 1),
@@ -406,7 +406,7 @@ struct Observed {
     /// The pairs with at least one recorded verdict.
     pairs: Vec<PairSpec>,
     /// Both orders of each (`None`: invalid or not recorded).
-    obs: Vec<audit::Observation>,
+    obs: Vec<audit::BothOrders>,
     tally: Tally,
     /// The first (pair, first-shown item) without a record.
     first_missing: Option<(String, String)>,
@@ -439,7 +439,7 @@ fn observe(rec: &Recording, j: usize, all: &[PairSpec]) -> Observed {
         seen.tally.invalid += got.iter().flatten().filter(|e| e.y.is_none()).count();
         let missing: Vec<String> = [why(got[0], &x), why(got[1], &y)].into_iter().flatten().collect();
         seen.pairs.push(p.clone());
-        seen.obs.push(audit::Observation {
+        seen.obs.push(audit::BothOrders {
             y_xfirst: got[0].and_then(|e| e.y),
             y_yfirst: got[1].and_then(|e| e.y),
             margin_xfirst: None,

@@ -28,7 +28,7 @@ pub enum FitCommandError {
     Pool(#[from] pool::PoolError),
     /// Reading a run folder (boxed: the error names files and config fields).
     #[error(transparent)]
-    Run(Box<super::run_folder::IdentError>),
+    Run(Box<super::run_folder::RunFolderError>),
     /// Bad verdicts or arguments (the message names file and line, or the flag).
     #[error("{0}")]
     Invalid(String),
@@ -49,8 +49,8 @@ pub enum FitCommandError {
     },
 }
 
-impl From<super::run_folder::IdentError> for FitCommandError {
-    fn from(e: super::run_folder::IdentError) -> Self {
+impl From<super::run_folder::RunFolderError> for FitCommandError {
+    fn from(e: super::run_folder::RunFolderError) -> Self {
         FitCommandError::Run(Box::new(e))
     }
 }

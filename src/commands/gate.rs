@@ -3,7 +3,7 @@
 //! labels file), writes `gate.json`, and applies a gate's decision to a run's result. The
 //! statistics live in [`crate::analysis::gate`].
 
-use super::run_folder::{IdentError, bias_covariates, io_err, load_run, run_verdicts};
+use super::run_folder::{RunFolderError, bias_covariates, io_err, load_run, run_verdicts};
 use crate::analysis::gate::{self, Anchor, fit_naive_and_corrected};
 use crate::config::judge::make_judge;
 use crate::config::run::{Config, GateConfig, LabelSource};
@@ -12,7 +12,7 @@ use crate::judge::Judge;
 use crate::model::membership::point_topk;
 use crate::report::gate::{AnchorLabel, AnchorRow, GateReport, gate_text};
 use crate::report::schema::{GateChoice, RunResult};
-use crate::run::dispatch::{DispatchOutcome as Outcome, Dispatcher, Flow};
+use crate::run::dispatch::{DispatchOutcome, Dispatcher, Flow};
 use crate::store::books::{Books, TRUSTED_BOOKS};
 use crate::store::budget::Budget;
 use serde::Deserialize;
@@ -33,24 +33,24 @@ struct LabelLine {
 /// gate: nothing to check).
 ///
 /// # Errors
-/// [`IdentError`] naming the labels file (and line).
-pub fn check_labels_file(cfg: &Config) -> Result<(), IdentError> {
+/// [`RunFolderError`] naming the labels file (and line).
+pub fn check_labels_file(cfg: &Config) -> Result<(), RunFolderError> {
     if let Some(g) = &cfg.raw.gate
         && let Ok(LabelSource::Labels(path)) = g.source()
     {
-        read_labels(path, &cfg.pool).map_err(|e| IdentError::Invalid(format!("gate.labels: {e}")))?;
+        read_labels(path, &cfg.pool).map_err(|e| RunFolderError::Invalid(format!("gate.labels: {e}")))?;
     }
     Ok(())
 }
 
-fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Option<String>>, IdentError> {
+fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Option<String>>, RunFolderError> {
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
     let mut out = HashMap::new();
     for (ln, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let bad = |msg: String| IdentError::Parse { path: path.to_owned(), line: ln + 1, msg };
+        let bad = |msg: String| RunFolderError::Parse { path: path.to_owned(), line: ln + 1, msg };
         let l: LabelLine = serde_json::from_str(line)
             .map_err(|e| bad(format!("{e}; expected {{\"a\": BASE, \"b\": BASE, \"better\": BASE or \"tie\"}}")))?;
         for id in [&l.a, &l.b] {
@@ -89,7 +89,7 @@ fn first_items(pool: &Pool) -> Vec<usize> {
 /// total spend of these verdicts.
 ///
 /// # Errors
-/// [`IdentError::Judge`] for the first failed query: nothing more is sent, and the requests in
+/// [`RunFolderError::Judge`] for the first failed query: nothing more is sent, and the requests in
 /// flight are waited for and booked first.
 async fn trusted_verdicts(
     judge: Arc<dyn Judge>,
@@ -97,7 +97,7 @@ async fn trusted_verdicts(
     anchors: &[Anchor],
     dir: &Path,
     usd_left: Option<f64>,
-) -> Result<(Vec<(Option<f64>, Option<f64>)>, f64), IdentError> {
+) -> Result<(Vec<(Option<f64>, Option<f64>)>, f64), RunFolderError> {
     let first = first_items(pool);
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let (books, warnings) = Books::open_files(dir, &TRUSTED_BOOKS)?;
@@ -117,7 +117,7 @@ async fn trusted_verdicts(
     if let Some(left) = usd_left {
         let worst: f64 = pending.iter().map(|&(a, b)| judge.worst_case_usd(&pool, a, b)).sum();
         if worst > left + 1e-12 {
-            return Err(IdentError::Invalid(format!(
+            return Err(RunFolderError::Invalid(format!(
                 "the gate's {} trusted queries could cost up to {} but the run's budget (budget.max_usd) has {} left; raise max_usd to run the gate",
                 pending.len(),
                 crate::report::table::usd(worst),
@@ -130,13 +130,13 @@ async fn trusted_verdicts(
     let todo = pending.into_iter().map(|(a, b)| (pool.clone(), a, b, ()));
     let report = disp
         .dispatch_all(todo, &mut budget, 8, |s| match s.outcome {
-            Outcome::Failed(_) => Flow::Stop,
-            Outcome::Verdict { .. } => Flow::Continue,
+            DispatchOutcome::Failed(_) => Flow::Stop,
+            DispatchOutcome::Verdict { .. } => Flow::Continue,
         })
         .await?;
-    if let Some(s) = report.settled.into_iter().find(|s| matches!(s.outcome, Outcome::Failed(_))) {
-        let Outcome::Failed(source) = s.outcome else { unreachable!("matched above") };
-        return Err(IdentError::Judge { a: pool.items[s.a].id.clone(), b: pool.items[s.b].id.clone(), source });
+    if let Some(s) = report.settled.into_iter().find(|s| matches!(s.outcome, DispatchOutcome::Failed(_))) {
+        let DispatchOutcome::Failed(source) = s.outcome else { unreachable!("matched above") };
+        return Err(RunFolderError::Judge { a: pool.items[s.a].id.clone(), b: pool.items[s.b].id.clone(), source });
     }
     let books = disp.close().await?;
     let log = books.log();
@@ -155,9 +155,9 @@ async fn trusted_verdicts(
 /// working directory, or its config), write `gate.json`; returns the report and its text.
 ///
 /// # Errors
-/// [`IdentError`]: no `gate:` section, no verdicts, missing labels (the anchors to label are
+/// [`RunFolderError`]: no `gate:` section, no verdicts, missing labels (the anchors to label are
 /// written to `anchors_to_label.jsonl`), a failing trusted judge.
-pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), IdentError> {
+pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), RunFolderError> {
     // A config without a `gate:` section is said so before looking for its run.
     if arg.is_file() && Config::load_for_dry_run(arg)?.0.raw.gate.is_none() {
         return Err(no_gate(arg));
@@ -174,14 +174,14 @@ pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), IdentError
     Ok((report, text))
 }
 
-fn no_gate(config: &Path) -> IdentError {
-    IdentError::Invalid(format!(
+fn no_gate(config: &Path) -> RunFolderError {
+    RunFolderError::Invalid(format!(
         "{}: no `gate:` section; add e.g. `gate: {{anchors: 10, alpha: 0.05, trusted: {{<judge config>}}}}` or `labels: FILE`",
         config.display()
     ))
 }
 
-fn write_gate(dir: &Path, report: &GateReport) -> Result<std::path::PathBuf, IdentError> {
+fn write_gate(dir: &Path, report: &GateReport) -> Result<std::path::PathBuf, RunFolderError> {
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let path = dir.join("gate.json");
     let text = serde_json::to_string_pretty(report).expect("serialisable");
@@ -201,25 +201,25 @@ pub async fn gate_for(
     dir: &Path,
     verdicts: &[crate::domain::verdict::ItemVerdict],
     usd_left: Option<f64>,
-) -> Result<GateReport, IdentError> {
+) -> Result<GateReport, RunFolderError> {
     let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| no_gate(&cfg.path))?;
     let dir = dir.to_path_buf();
     if verdicts.is_empty() {
-        return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts", dir.display())));
+        return Err(RunFolderError::Invalid(format!("{}: the run has no valid verdicts", dir.display())));
     }
     let cov = bias_covariates(cfg)?;
     if cov.p() == 0 {
-        return Err(IdentError::Invalid(format!("pool {:?} has no covariate to correct for", cfg.pool.pool_id)));
+        return Err(RunFolderError::Invalid(format!("pool {:?} has no covariate to correct for", cfg.pool.pool_id)));
     }
     let pool = &cfg.pool;
     let k = cfg.raw.k;
     let [naive, corr] = fit_naive_and_corrected(pool, &cov, verdicts, &cfg.raw.model.prior())?;
     let anchors = gate::select_anchors(&naive, &corr, k, g.anchors);
     let id = |b: usize| pool.bases[b].clone();
-    let source = g.source().map_err(|e| IdentError::Invalid(e.to_string()))?;
+    let source = g.source().map_err(|e| RunFolderError::Invalid(e.to_string()))?;
     let (probs, label_source, spend): (Vec<Option<f64>>, String, f64) = match source {
         LabelSource::Trusted(t) => {
-            let judge = make_judge(t).map_err(|m| IdentError::Invalid(format!("gate.trusted: {m}")))?;
+            let judge = make_judge(t).map_err(|m| RunFolderError::Invalid(format!("gate.trusted: {m}")))?;
             let desc = judge.describe();
             let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir, usd_left).await?;
             let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
@@ -252,7 +252,7 @@ pub async fn gate_for(
                 }
                 std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
                 std::fs::write(&todo, text).map_err(io_err(&todo))?;
-                return Err(IdentError::Invalid(format!(
+                return Err(RunFolderError::Invalid(format!(
                     "{}: {} of {} anchors have no label (first: {} vs {}); they are listed in {} — set \"better\" to a base id or \"tie\" and add the lines to the labels file",
                     path.display(),
                     missing.len(),
@@ -295,9 +295,9 @@ pub async fn gate_for(
         .collect();
     // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
     // here is an error, not an empty name.
-    let judge_desc = crate::config::judge::judge_info(&cfg.raw.judge)
-        .map(|j| j.describe())
-        .map_err(|m| IdentError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display())))?;
+    let judge_desc = crate::config::judge::judge_info(&cfg.raw.judge).map(|j| j.describe()).map_err(|m| {
+        RunFolderError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display()))
+    })?;
     let report = GateReport {
         run: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -324,17 +324,17 @@ pub async fn gate_for(
 /// returns the printable lines.
 ///
 /// # Errors
-/// [`IdentError`]: unreadable gate file, judge or covariate mismatch, fit failure.
-pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Result<String, IdentError> {
+/// [`RunFolderError`]: unreadable gate file, judge or covariate mismatch, fit failure.
+pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Result<String, RunFolderError> {
     let text = std::fs::read_to_string(gate_file).map_err(io_err(gate_file))?;
-    let g: GateReport = serde_json::from_str(&text).map_err(|e| IdentError::Parse {
+    let g: GateReport = serde_json::from_str(&text).map_err(|e| RunFolderError::Parse {
         path: gate_file.to_owned(),
         line: e.line(),
         msg: format!("{e}; expected the gate.json written by `topk-judge gate`"),
     })?;
     // Descriptions written before the mock's mode was spelled as in the config differ in case.
     if !g.judge.eq_ignore_ascii_case(&result.judge) {
-        return Err(IdentError::Invalid(format!(
+        return Err(RunFolderError::Invalid(format!(
             "{}: the gate was computed for judge {:?}, this run uses {:?}; the gate decides per (judge, covariate, task)",
             gate_file.display(),
             g.judge,
@@ -343,7 +343,7 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
     }
     let cov = bias_covariates(cfg)?;
     if g.covariates != cov.names {
-        return Err(IdentError::Invalid(format!(
+        return Err(RunFolderError::Invalid(format!(
             "{}: the gate tested covariates {:?}, this run corrects for {:?}",
             gate_file.display(),
             g.covariates,
@@ -358,13 +358,13 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
 /// it, result.json is rewritten; returns the printable lines.
 ///
 /// # Errors
-/// [`IdentError::Io`] writing result.json.
+/// [`RunFolderError::Io`] writing result.json.
 pub fn apply_report(
     cfg: &Config,
     result: &mut RunResult,
     g: &GateReport,
     gate_file: &Path,
-) -> Result<String, IdentError> {
+) -> Result<String, RunFolderError> {
     let mut notes = Vec::new();
     if g.pool_id != result.pool_id {
         notes.push(format!(
@@ -419,8 +419,8 @@ pub fn apply_report(
 /// `budget.max_usd`), write gate.json and apply the decision to the result.
 ///
 /// # Errors
-/// [`IdentError`] from the gate (missing labels, a failing trusted judge, no budget left).
-pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<String, IdentError> {
+/// [`RunFolderError`] from the gate (missing labels, a failing trusted judge, no budget left).
+pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<String, RunFolderError> {
     let verdicts = run_verdicts(cfg, &cfg.run_dir)?;
     if verdicts.is_empty() {
         return Ok("gate: not run: the run has no valid verdict\n".into());
@@ -444,8 +444,8 @@ pub struct GateArgs {
 /// `topk-judge gate`: run the trusted-anchor gate on a run and print its decision.
 ///
 /// # Errors
-/// [`IdentError`].
-pub fn run(args: &GateArgs, rt: &tokio::runtime::Runtime) -> Result<std::process::ExitCode, IdentError> {
+/// [`RunFolderError`].
+pub fn run(args: &GateArgs, rt: &tokio::runtime::Runtime) -> Result<std::process::ExitCode, RunFolderError> {
     let (_, text) = rt.block_on(gate_command(&args.run_or_config))?;
     super::print_out(&text);
     Ok(std::process::ExitCode::SUCCESS)

@@ -2,7 +2,7 @@
 //! a run (docs/identifiability.md), written as `profile.json` and `profile.svg` into the run
 //! folder, with a printable table. The statistics live in [`crate::model::profile`].
 
-use super::run_folder::{IdentError, bias_covariates, io_err, load_run};
+use super::run_folder::{RunFolderError, bias_covariates, io_err, load_run};
 use crate::model::bt::{self, FitOptions};
 use crate::model::profile::{self, PROFILE_RIDGE};
 use crate::model::summary::{build_design, solver_scales, to_solver};
@@ -14,19 +14,22 @@ use std::path::Path;
 /// report with its printable text.
 ///
 /// # Errors
-/// [`IdentError`].
-pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), IdentError> {
+/// [`RunFolderError`].
+pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), RunFolderError> {
     let run = load_run(arg)?;
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }
     let cfg = &run.cfg;
     if run.verdicts.is_empty() {
-        return Err(IdentError::Invalid(format!("{}: the run has no valid verdicts to profile", run.dir.display())));
+        return Err(RunFolderError::Invalid(format!(
+            "{}: the run has no valid verdicts to profile",
+            run.dir.display()
+        )));
     }
     let cov = bias_covariates(cfg)?;
     if cov.p() == 0 {
-        return Err(IdentError::Invalid(format!(
+        return Err(RunFolderError::Invalid(format!(
             "pool {:?} has no covariate to profile (no text for `words` and no `covariates` on the items)",
             cfg.pool.pool_id
         )));
@@ -68,7 +71,7 @@ pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), IdentError
     std::fs::write(&json_path, text + "\n").map_err(io_err(&json_path))?;
     let svg_path = run.dir.join("profile.svg");
     let svg = crate::report::profile::profile_plot(&report)
-        .map_err(|e| IdentError::Invalid(format!("drawing {}: {e}", svg_path.display())))?;
+        .map_err(|e| RunFolderError::Invalid(format!("drawing {}: {e}", svg_path.display())))?;
     std::fs::write(&svg_path, svg).map_err(io_err(&svg_path))?;
     let text = profile_text(&report, &json_path, &svg_path);
     Ok((report, text))
@@ -84,8 +87,8 @@ pub struct ProfileArgs {
 /// `topk-judge profile`: write profile.json and profile.svg and print the table.
 ///
 /// # Errors
-/// [`IdentError`].
-pub fn run(args: &ProfileArgs) -> Result<std::process::ExitCode, IdentError> {
+/// [`RunFolderError`].
+pub fn run(args: &ProfileArgs) -> Result<std::process::ExitCode, RunFolderError> {
     let (_, text) = profile_command(&args.run_or_config)?;
     super::print_out(&text);
     Ok(std::process::ExitCode::SUCCESS)

@@ -6,14 +6,14 @@
 //! ([`super::gate::apply_gate`]); the summary is printed after the gate decided.
 
 use super::print_out;
-use super::run_folder::IdentError;
+use super::run_folder::RunFolderError;
 use crate::config::ConfigError;
 use crate::config::judge::make_judge;
 use crate::config::run::Config;
 use crate::report::schema::StopReason;
 use crate::run::live;
 use crate::run::{RunError, RunOptions};
-use crate::store::ledger::CacheError;
+use crate::store::ledger::LedgerError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -28,13 +28,13 @@ pub enum RunCommandError {
     Judge(#[from] crate::judge::setup::JudgeSetupError),
     /// Reading stored verdicts for the dry run.
     #[error(transparent)]
-    Cache(#[from] CacheError),
+    Cache(#[from] LedgerError),
     /// Reading the run folder's books (verdicts, paid failures, intents) for the dry run.
     #[error(transparent)]
     Books(#[from] crate::store::books::BooksError),
     /// The gate's labels file (`gate.labels`) is missing or malformed: found before the run.
     #[error(transparent)]
-    GateLabels(Box<IdentError>),
+    GateLabels(Box<RunFolderError>),
     /// The run failed, after its summary was printed when result.json was written.
     #[error("run {}", config.display())]
     During {
@@ -51,7 +51,7 @@ pub enum RunCommandError {
         what: String,
         /// Why.
         #[source]
-        source: Box<IdentError>,
+        source: Box<RunFolderError>,
     },
     /// The run itself.
     #[error(transparent)]
@@ -155,7 +155,7 @@ pub struct RunOutcome {
     /// The lines printed after the summary.
     pub after_summary: String,
     /// The gate failed (the run's result stands).
-    pub gate_error: Option<IdentError>,
+    pub gate_error: Option<RunFolderError>,
 }
 
 /// Run Algorithm 1 for a prepared config, then the gate (`--gate FILE`, or the config's

@@ -8,18 +8,18 @@ use crate::domain::pool::{self, Covariates, PoolError};
 use crate::domain::verdict::ItemVerdict;
 use crate::judge::JudgeError;
 use crate::model::FitError;
-use crate::store::ledger::{CacheError, read_records};
+use crate::store::ledger::{LedgerError, read_records};
 use std::path::{Path, PathBuf};
 
 /// Errors of `profile`, `gate` and `run --gate`.
 #[derive(Debug, thiserror::Error)]
-pub enum IdentError {
+pub enum RunFolderError {
     /// The run's config.yaml could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
-    Cache(#[from] CacheError),
+    Cache(#[from] LedgerError),
     /// The trusted judge's books (trusted_verdicts.jsonl, trusted_failed.jsonl,
     /// trusted_intents.jsonl) could not be read or appended.
     #[error(transparent)]
@@ -66,8 +66,8 @@ pub enum IdentError {
     },
 }
 
-pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> IdentError + '_ {
-    move |source| IdentError::Io { path: path.to_owned(), source }
+pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunFolderError + '_ {
+    move |source| RunFolderError::Io { path: path.to_owned(), source }
 }
 
 /// A run read back from its folder: validated config, folder and valid verdicts (item indices).
@@ -91,12 +91,12 @@ pub struct LoadedRun {
 /// needed to read a run.
 ///
 /// # Errors
-/// [`IdentError`]: unreadable config, missing pool or verdicts.
-pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
+/// [`RunFolderError`]: unreadable config, missing pool or verdicts.
+pub fn load_run(arg: &Path) -> Result<LoadedRun, RunFolderError> {
     let (mut cfg, dir) = if arg.is_dir() {
         let path = arg.join("config.yaml");
         let text = std::fs::read_to_string(&path).map_err(|e| {
-            IdentError::Invalid(format!(
+            RunFolderError::Invalid(format!(
                 "{}: not a run folder ({}: {e}); expected a folder written by `topk-judge run`, or a config file",
                 arg.display(),
                 path.display()
@@ -120,14 +120,14 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, IdentError> {
 
 /// A run folder's config.yaml as older versions wrote it: paths relative to the directory the
 /// run was started from.
-fn legacy_run_config(path: &Path, text: &str) -> Result<Config, IdentError> {
+fn legacy_run_config(path: &Path, text: &str) -> Result<Config, RunFolderError> {
     let mut raw: RawConfig = crate::store::yaml::from_file_text(text, path)
         .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: msg.to_string() })?;
     let cwd = std::env::current_dir().map_err(io_err(Path::new(".")))?;
     if raw.pool.synthetic.is_none() {
         raw.pool.file = cwd.join(&raw.pool.file);
         if !raw.pool.file.exists() {
-            return Err(IdentError::Invalid(format!(
+            return Err(RunFolderError::Invalid(format!(
                 "{}: pool file {} not found; this run folder was written by an older version, whose config.yaml holds paths relative to the directory the run was started from: run this command there, pass the config file, or re-run the config to refresh the folder",
                 path.display(),
                 raw.pool.file.display()
@@ -158,8 +158,8 @@ pub fn judge_description(cfg: &Config) -> String {
 /// API key, every verdict of the pool is used and a warning is logged).
 ///
 /// # Errors
-/// [`IdentError`] if the file is missing, malformed or names unknown items.
-pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentError> {
+/// [`RunFolderError`] if the file is missing, malformed or names unknown items.
+pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, RunFolderError> {
     let (verdicts, torn_line) = read_run_verdicts(cfg, dir)?;
     if let Some(w) = torn_line {
         tracing::warn!("{w}");
@@ -171,10 +171,10 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, IdentE
 ///
 /// # Errors
 /// As [`run_verdicts`].
-pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, Option<String>), IdentError> {
+pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, Option<String>), RunFolderError> {
     let path = dir.join("verdicts.jsonl");
     if !path.exists() {
-        return Err(IdentError::Invalid(format!(
+        return Err(RunFolderError::Invalid(format!(
             "no verdicts at {}: run `topk-judge run {}` first",
             path.display(),
             cfg.path.display()
@@ -195,7 +195,7 @@ pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, 
                     continue;
                 }
                 let find = |id: &str| {
-                    pool.item_index(id).ok_or_else(|| IdentError::Parse {
+                    pool.item_index(id).ok_or_else(|| RunFolderError::Parse {
                         path: path.clone(),
                         line: line + 1,
                         msg: format!("item {id:?} is not in pool {:?}", pool.pool_id),

@@ -120,7 +120,7 @@ fn pool_message(file: &Path, e: &PoolError) -> String {
 /// A duplicate `batch_size` is most often `concurrency` and `batch_size` both given: they are
 /// one setting, so say so instead of naming only the older spelling.
 pub(crate) fn one_setting_hint(msg: String) -> String {
-    if msg.contains("duplicate field `batch_size`") {
+    if msg.contains("duplicate field `batch_size`") || msg.contains("duplicate field `concurrency`") {
         format!(
             "{msg}; `acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"
         )

@@ -236,7 +236,7 @@ pub struct AcquisitionConfig {
     pub refit_every: usize,
     /// Queries in flight at most, C (default 8). Config key `concurrency`, or `batch_size`, its
     /// older name (the same setting; docs/live.md, "Concurrency").
-    #[serde(rename = "batch_size", alias = "concurrency", default = "crate::model::params::default_refit_every")]
+    #[serde(alias = "batch_size", default = "crate::model::params::default_concurrency")]
     pub concurrency: usize,
     /// `wait_for_batch` (default: pick R = `refit_every`, send them, wait for all, refit;
     /// deterministic for a fixed seed) or `pipelined` (keep `concurrency` in flight, refit every R
@@ -349,7 +349,7 @@ impl Default for AcquisitionConfig {
             strategy: d_strategy(),
             orders: Orders::Both,
             refit_every: crate::model::params::DEFAULT_REFIT_EVERY,
-            concurrency: crate::model::params::DEFAULT_REFIT_EVERY,
+            concurrency: crate::model::params::DEFAULT_CONCURRENCY,
             dispatch: Dispatch::WaitForBatch,
             write_ahead: None,
             seed: 0,
@@ -821,7 +821,7 @@ mod tests {
     fn concurrency_and_batch_size_together_are_named_as_one_setting() {
         let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nacquisition:\n  batch_size: 8\n  concurrency: 32\n";
         let e = super::super::one_setting_hint(crate::store::yaml::from_str::<RawConfig>(y).unwrap_err().0);
-        assert!(e.contains("duplicate field `batch_size`"), "{e}");
+        assert!(e.contains("duplicate field `concurrency`"), "{e}");
         assert!(e.ends_with("`acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"), "{e}");
     }
 

@@ -44,7 +44,7 @@ pub enum FitError {
 
 /// One observed ordered query in base-index form.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Observation {
+pub struct BaseVerdict {
     /// Base index of the first-shown item (slot A).
     pub i: usize,
     /// Base index of the second-shown item (slot B).
@@ -63,7 +63,7 @@ pub struct Design {
     /// Number of covariates p (0 for the naive model).
     pub p: usize,
     /// Observations (length Q).
-    pub obs: Vec<Observation>,
+    pub obs: Vec<BaseVerdict>,
     /// Covariate differences x_a − x_b, row-major Q×p.
     pub dx: Vec<f64>,
 }
@@ -86,7 +86,7 @@ impl Design {
     pub fn push(&mut self, i: usize, j: usize, dx: &[f64], y: f64, w: f64) {
         assert_eq!(dx.len(), self.p, "dx has length {} but p = {}", dx.len(), self.p);
         assert!(i < self.m && j < self.m, "base index out of range (M = {})", self.m);
-        self.obs.push(Observation { i, j, y, w });
+        self.obs.push(BaseVerdict { i, j, y, w });
         self.dx.extend_from_slice(dx);
     }
 

@@ -9,5 +9,5 @@ pub mod params;
 pub mod profile;
 pub mod summary;
 
-pub use bt::{Design, Fit, FitError, FitOptions, Observation, Prior};
+pub use bt::{BaseVerdict, Design, Fit, FitError, FitOptions, Prior};
 pub use laplace::Posterior;

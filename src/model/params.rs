@@ -100,6 +100,14 @@ pub fn default_lambda_kappa() -> f64 {
 pub fn default_refit_every() -> usize {
     DEFAULT_REFIT_EVERY
 }
+
+/// Default queries in flight at most, C (`acquisition.concurrency`): one batch of R.
+pub const DEFAULT_CONCURRENCY: usize = 8;
+
+/// [`DEFAULT_CONCURRENCY`], for serde defaults.
+pub fn default_concurrency() -> usize {
+    DEFAULT_CONCURRENCY
+}
 /// serde default of `mc_draws`.
 pub fn default_mc_draws() -> usize {
     DEFAULT_MC_DRAWS

@@ -15,7 +15,7 @@
 use super::FitLine;
 use super::plots::{self, LineChart, Series};
 use crate::report::schema::RunResult;
-use crate::store::ledger::{CacheError, VerdictRecord, read_records};
+use crate::store::ledger::{LedgerError, VerdictRecord, read_records};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -33,7 +33,7 @@ pub enum CompareError {
     },
     /// Reading a run's verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
-    Cache(#[from] CacheError),
+    Cache(#[from] LedgerError),
     /// Runs that cannot be compared.
     #[error("{0}")]
     Mismatch(String),

@@ -160,7 +160,7 @@ pub struct Inputs<'a> {
 
 /// The reported outcome of a fit.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct Reported {
     /// k of top-k.
     pub k: usize,
     /// The reporting block of result.json / fit --out.
@@ -177,7 +177,7 @@ pub struct Outcome {
 }
 
 /// Build the outcome: choose the ranking, rank both ways, note what the data leave open.
-pub fn outcome(i: &Inputs<'_>) -> Outcome {
+pub fn outcome(i: &Inputs<'_>) -> Reported {
     let pool = i.pool;
     let choice = ranking::choose(&ChoiceInput {
         setting: i.setting,
@@ -217,7 +217,7 @@ pub fn outcome(i: &Inputs<'_>) -> Outcome {
         systems: None,
         session: None,
     };
-    Outcome { k: i.k, reporting, ranking: ranked.rows, topk: view.topk, recall_at_k: view.recall_at_k, notes }
+    Reported { k: i.k, reporting, ranking: ranked.rows, topk: view.topk, recall_at_k: view.recall_at_k, notes }
 }
 
 /// Notes for the reader: what a prior-selected coefficient means, and the shared-quality caveat
@@ -385,7 +385,7 @@ impl FittedRanking {
         pool: &Pool,
         cov: &Covariates,
         summary: &FitSummary,
-        out: Outcome,
+        out: Reported,
         identifiability: BTreeMap<String, Identifiability>,
     ) -> Self {
         let gold = pool.base_quality().map(|g| point_topk(&g, out.k));

@@ -26,7 +26,7 @@ pub mod throughput;
 
 use crate::model::FitError;
 use crate::store::books::BooksError;
-use crate::store::ledger::CacheError;
+use crate::store::ledger::LedgerError;
 use crate::store::lock::LockError;
 use std::path::PathBuf;
 
@@ -43,7 +43,7 @@ pub enum RunError {
     },
     /// Reading the verdict log (verdicts.jsonl) failed: I/O error or a line that is not a record.
     #[error(transparent)]
-    Cache(#[from] CacheError),
+    Cache(#[from] LedgerError),
     /// The run folder's books (verdicts, paid failures, intents).
     #[error(transparent)]
     Books(#[from] BooksError),

@@ -15,7 +15,7 @@
 
 use crate::store::intents::{Closure, Intent};
 use crate::store::intents::{IntentError, IntentId, IntentLog, StagedIntents};
-use crate::store::ledger::{self, CacheError, Duplicate, ReadLog, StagedRecords, VerdictLog, VerdictRecord};
+use crate::store::ledger::{self, Duplicate, LedgerError, ReadLog, StagedRecords, VerdictLog, VerdictRecord};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 pub enum BooksError {
     /// The verdict log or failed.jsonl.
     #[error(transparent)]
-    Ledger(#[from] CacheError),
+    Ledger(#[from] LedgerError),
     /// Reading or appending the intent log (intents.jsonl: paid queries in flight) failed.
     #[error(transparent)]
     Intents(#[from] IntentError),

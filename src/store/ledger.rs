@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 /// Errors of the verdict log.
 #[derive(Debug, thiserror::Error)]
-pub enum CacheError {
+pub enum LedgerError {
     /// I/O on the log file.
     #[error("verdict log {path}: {source}")]
     Io {
@@ -119,10 +119,10 @@ impl StagedRecords {
     /// fsync the log file the records were written to (nothing to do when none was written).
     ///
     /// # Errors
-    /// [`CacheError::Io`] naming the log.
-    pub fn sync(&self) -> Result<(), CacheError> {
+    /// [`LedgerError::Io`] naming the log.
+    pub fn sync(&self) -> Result<(), LedgerError> {
         match &self.file {
-            Some(f) => f.sync_data().map_err(|source| CacheError::Io { path: self.path.clone(), source }),
+            Some(f) => f.sync_data().map_err(|source| LedgerError::Io { path: self.path.clone(), source }),
             None => Ok(()),
         }
     }
@@ -184,8 +184,8 @@ impl ReadLog {
 /// keys were found.
 ///
 /// # Errors
-/// [`CacheError`] for unreadable files or malformed complete lines.
-pub fn read_records(path: &Path) -> Result<(Vec<VerdictRecord>, u64, Option<String>), CacheError> {
+/// [`LedgerError`] for unreadable files or malformed complete lines.
+pub fn read_records(path: &Path) -> Result<(Vec<VerdictRecord>, u64, Option<String>), LedgerError> {
     let read = read_log(path)?;
     let warning = read.warning(path);
     Ok((read.records, read.good_len, warning))
@@ -194,8 +194,8 @@ pub fn read_records(path: &Path) -> Result<(Vec<VerdictRecord>, u64, Option<Stri
 /// Read a verdicts file: [`ReadLog`].
 ///
 /// # Errors
-/// [`CacheError`] for unreadable files or malformed complete lines.
-pub fn read_log(path: &Path) -> Result<ReadLog, CacheError> {
+/// [`LedgerError`] for unreadable files or malformed complete lines.
+pub fn read_log(path: &Path) -> Result<ReadLog, LedgerError> {
     let (all, good_len, torn) = read_all(path)?;
     let mut out = ReadLog { good_len, torn, ..ReadLog::default() };
     let mut seen = std::collections::HashSet::new();
@@ -213,11 +213,11 @@ pub fn read_log(path: &Path) -> Result<ReadLog, CacheError> {
 type NumberedRecord = (usize, VerdictRecord);
 
 /// Every record with its 1-based line, the good prefix's length and a torn-line warning.
-fn read_all(path: &Path) -> Result<(Vec<NumberedRecord>, u64, Option<String>), CacheError> {
-    let raw = std::fs::read(path).map_err(|source| CacheError::Io { path: path.to_owned(), source })?;
+fn read_all(path: &Path) -> Result<(Vec<NumberedRecord>, u64, Option<String>), LedgerError> {
+    let raw = std::fs::read(path).map_err(|source| LedgerError::Io { path: path.to_owned(), source })?;
     // A UTF-8 byte-order mark (as some editors write) is skipped; UTF-16 is named.
     let bom = if raw.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
-    crate::store::text::strip_bom(&raw).map_err(|msg| CacheError::Parse {
+    crate::store::text::strip_bom(&raw).map_err(|msg| LedgerError::Parse {
         path: path.to_owned(),
         line: 1,
         msg: msg.to_string(),
@@ -244,7 +244,7 @@ fn read_all(path: &Path) -> Result<(Vec<NumberedRecord>, u64, Option<String>), C
                 if let Some(y) = r.reply.y
                     && !(0.0..=1.0).contains(&y)
                 {
-                    return Err(CacheError::Parse {
+                    return Err(LedgerError::Parse {
                         path: path.to_owned(),
                         line: line_no,
                         msg: format!("y = {y} is outside [0, 1]"),
@@ -266,10 +266,10 @@ fn read_all(path: &Path) -> Result<(Vec<NumberedRecord>, u64, Option<String>), C
                     warning = Some(format!("{}:{line_no}: dropped a torn last line ({e})", path.display()));
                     break;
                 }
-                return Err(CacheError::Parse { path: path.to_owned(), line: line_no, msg: e.to_string() });
+                return Err(LedgerError::Parse { path: path.to_owned(), line: line_no, msg: e.to_string() });
             }
             (None, true) => {
-                return Err(CacheError::Parse { path: path.to_owned(), line: line_no, msg: "invalid UTF-8".into() });
+                return Err(LedgerError::Parse { path: path.to_owned(), line: line_no, msg: "invalid UTF-8".into() });
             }
         }
         good_len = next as u64;
@@ -291,12 +291,12 @@ impl VerdictLog {
     /// Open (or create) the log, load its records, and cut a torn last line off the file.
     ///
     /// # Errors
-    /// [`CacheError`].
+    /// [`LedgerError`].
     ///
     /// A key stored on more than one line is counted once: [`VerdictLog::records`] holds its
     /// first record, [`VerdictLog::duplicates`] the others, and the warning says so.
-    pub fn open(path: &Path) -> Result<(Self, Option<String>), CacheError> {
-        let io = |source| CacheError::Io { path: path.to_owned(), source };
+    pub fn open(path: &Path) -> Result<(Self, Option<String>), LedgerError> {
+        let io = |source| LedgerError::Io { path: path.to_owned(), source };
         let read = if path.exists() { read_log(path)? } else { ReadLog::default() };
         let warning = read.warning(path);
         let mut file = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
@@ -323,8 +323,8 @@ impl VerdictLog {
     /// not written again (returns `false`).
     ///
     /// # Errors
-    /// [`CacheError::Io`].
-    pub fn append(&mut self, rec: VerdictRecord) -> Result<bool, CacheError> {
+    /// [`LedgerError::Io`].
+    pub fn append(&mut self, rec: VerdictRecord) -> Result<bool, LedgerError> {
         Ok(self.append_all(vec![rec])?[0])
     }
 
@@ -334,8 +334,8 @@ impl VerdictLog {
     /// them counts as stored in memory (a crash-restart reads whatever reached the file).
     ///
     /// # Errors
-    /// [`CacheError::Io`].
-    pub fn append_all(&mut self, recs: Vec<VerdictRecord>) -> Result<Vec<bool>, CacheError> {
+    /// [`LedgerError::Io`].
+    pub fn append_all(&mut self, recs: Vec<VerdictRecord>) -> Result<Vec<bool>, LedgerError> {
         let (written, staged) = self.stage_all(recs)?;
         if let Err(e) = staged.sync() {
             self.abandon(staged);
@@ -351,8 +351,8 @@ impl VerdictLog {
     /// sync leaves whatever reached the file, read back on the next open.
     ///
     /// # Errors
-    /// [`CacheError::Io`]: then none of them counts as written.
-    pub fn stage_all(&mut self, recs: Vec<VerdictRecord>) -> Result<(Vec<bool>, StagedRecords), CacheError> {
+    /// [`LedgerError::Io`]: then none of them counts as written.
+    pub fn stage_all(&mut self, recs: Vec<VerdictRecord>) -> Result<(Vec<bool>, StagedRecords), LedgerError> {
         let now =
             || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let mut text = String::new();
@@ -379,7 +379,7 @@ impl VerdictLog {
         if fresh.is_empty() {
             return Ok((written, staged));
         }
-        let io = |source| CacheError::Io { path: self.path.clone(), source };
+        let io = |source| LedgerError::Io { path: self.path.clone(), source };
         self.file.write_all(text.as_bytes()).map_err(io)?;
         self.file.flush().map_err(io)?;
         staged.file = Some(self.file.try_clone().map_err(io)?);
@@ -432,8 +432,8 @@ impl VerdictLog {
 /// run still counts its spend against `max_usd`: `{"key", "a", "b", "cost_usd", "error", "ts"}`.
 ///
 /// # Errors
-/// [`CacheError::Io`].
-pub fn append_failed(path: &Path, key: &str, a: &str, b: &str, cost_usd: f64, error: &str) -> Result<(), CacheError> {
+/// [`LedgerError::Io`].
+pub fn append_failed(path: &Path, key: &str, a: &str, b: &str, cost_usd: f64, error: &str) -> Result<(), LedgerError> {
     append_failed_intent(path, key, a, b, cost_usd, error, None)
 }
 
@@ -441,7 +441,7 @@ pub fn append_failed(path: &Path, key: &str, a: &str, b: &str, cost_usd: f64, er
 /// which closes that intent.
 ///
 /// # Errors
-/// [`CacheError::Io`].
+/// [`LedgerError::Io`].
 pub fn append_failed_intent(
     path: &Path,
     key: &str,
@@ -450,8 +450,8 @@ pub fn append_failed_intent(
     cost_usd: f64,
     error: &str,
     intent: Option<u64>,
-) -> Result<(), CacheError> {
-    let io = |source| CacheError::Io { path: path.to_owned(), source };
+) -> Result<(), LedgerError> {
+    let io = |source| LedgerError::Io { path: path.to_owned(), source };
     let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let mut v = serde_json::json!({"key": key, "a": a, "b": b, "cost_usd": cost_usd, "error": error, "ts": ts});
     if let Some(i) = intent {
@@ -628,7 +628,7 @@ mod tests {
             std::fs::write(&path, &bytes).unwrap();
             match read_log(&path) {
                 Ok(r) => proptest::prop_assert!(r.good_len as usize <= bytes.len()),
-                Err(CacheError::Parse { line, .. }) => proptest::prop_assert!(line >= 1),
+                Err(LedgerError::Parse { line, .. }) => proptest::prop_assert!(line >= 1),
                 Err(e) => proptest::prop_assert!(false, "{}", e),
             }
         }

@@ -187,9 +187,9 @@ impl OpenAiJudge {
             }
         };
         slot.finish(match &res {
-            Ok(_) => concurrency::Outcome::Success,
-            Err(e) if e.kind == CallErrorKind::RateLimited => concurrency::Outcome::RateLimited,
-            Err(_) => concurrency::Outcome::Other,
+            Ok(_) => concurrency::CallOutcome::Success,
+            Err(e) if e.kind == CallErrorKind::RateLimited => concurrency::CallOutcome::RateLimited,
+            Err(_) => concurrency::CallOutcome::Other,
         });
         res.map_err(|mut e| {
             e.message = self.redact(&e.message);
@@ -256,7 +256,7 @@ impl OpenAiJudge {
     /// Counts replies, soft verdicts and the reasons verdicts stayed hard.
     fn read_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
         self.counters.replies.fetch_add(1, Ordering::Relaxed);
-        let channels = parse::Reply {
+        let channels = parse::ReplyChannels {
             content: reply.content.as_deref(),
             finish_reason: reply.finish_reason.as_deref(),
             refusal: reply.refusal.as_deref(),
@@ -267,7 +267,7 @@ impl OpenAiJudge {
         if self.info.cfg.logprobs {
             let soft = match (&reply.logprobs, v.letter_at, v.outcome) {
                 (None, ..) => Err(SoftMiss::Missing),
-                (_, _, Outcome::Tie) | (_, None, _) => Err(SoftMiss::NotALetter),
+                (_, _, ParsedOutcome::Tie) | (_, None, _) => Err(SoftMiss::NotALetter),
                 (Some(toks), Some(at), _) => parse::soft_p_a(reply.content.as_deref().unwrap_or(""), toks, at),
             };
             match soft {

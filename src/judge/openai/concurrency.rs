@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 
 /// How a request ended, as far as the limit cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum CallOutcome {
     /// HTTP 429 (rate limited).
     RateLimited,
     /// A reply (any verdict, valid or not).
@@ -77,13 +77,13 @@ impl Aimd {
     }
 
     /// Give the slot of a request sent at `epoch` back, with its outcome.
-    pub fn finish(&mut self, epoch: u64, outcome: Outcome) {
+    pub fn finish(&mut self, epoch: u64, outcome: CallOutcome) {
         self.in_flight = self.in_flight.saturating_sub(1);
         if epoch != self.epoch {
             return; // sent under an earlier limit: its outcome says nothing about this one
         }
         match outcome {
-            Outcome::RateLimited => {
+            CallOutcome::RateLimited => {
                 let before = self.effective().unwrap_or(self.peak).max(1);
                 let cut = (before / 2).max(1);
                 if cut < before {
@@ -97,7 +97,7 @@ impl Aimd {
                     self.stats.lowest = Some(self.stats.lowest.map_or(cut, |l| l.min(cut)));
                 }
             }
-            Outcome::Success => {
+            CallOutcome::Success => {
                 if let Some(l) = self.limit {
                     self.successes += 1;
                     if self.successes >= l {
@@ -106,7 +106,7 @@ impl Aimd {
                     }
                 }
             }
-            Outcome::Other => {}
+            CallOutcome::Other => {}
         }
         self.stats.now = self.limit;
     }
@@ -125,7 +125,7 @@ pub struct InFlightLimit {
 }
 
 /// A slot held by one request; report its outcome with [`Slot::finish`] (dropping it counts as
-/// [`Outcome::Other`]).
+/// [`CallOutcome::Other`]).
 #[derive(Debug)]
 pub struct Slot<'a> {
     gate: &'a InFlightLimit,
@@ -157,7 +157,7 @@ impl InFlightLimit {
         self.state.lock().expect("not poisoned").stats()
     }
 
-    fn release(&self, epoch: u64, outcome: Outcome) {
+    fn release(&self, epoch: u64, outcome: CallOutcome) {
         self.state.lock().expect("not poisoned").finish(epoch, outcome);
         self.freed.notify_waiters();
     }
@@ -165,7 +165,7 @@ impl InFlightLimit {
 
 impl Slot<'_> {
     /// Give the slot back with the request's outcome.
-    pub fn finish(mut self, outcome: Outcome) {
+    pub fn finish(mut self, outcome: CallOutcome) {
         self.done = true;
         self.gate.release(self.epoch, outcome);
     }
@@ -174,7 +174,7 @@ impl Slot<'_> {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.gate.release(self.epoch, Outcome::Other);
+            self.gate.release(self.epoch, CallOutcome::Other);
         }
     }
 }
@@ -194,18 +194,18 @@ mod tests {
         let wave = start(&mut a, 8);
         // All eight come back 429: one cut, 8 → 4 (they were all sent under the old limit).
         for e in wave {
-            a.finish(e, Outcome::RateLimited);
+            a.finish(e, CallOutcome::RateLimited);
         }
         assert_eq!(a.stats(), LimitStats { cuts: 1, lowest: Some(4), now: Some(4) });
         let wave = start(&mut a, 4);
         assert_eq!(a.try_start(), None, "4 in flight is the limit");
         // Two of the four get 429 again: 4 → 2, once.
-        a.finish(wave[0], Outcome::RateLimited);
-        a.finish(wave[1], Outcome::RateLimited);
+        a.finish(wave[0], CallOutcome::RateLimited);
+        a.finish(wave[1], CallOutcome::RateLimited);
         assert_eq!(a.stats(), LimitStats { cuts: 2, lowest: Some(2), now: Some(2) });
         // Successes of requests sent under the old limit do not raise the new one.
-        a.finish(wave[2], Outcome::Success);
-        a.finish(wave[3], Outcome::Success);
+        a.finish(wave[2], CallOutcome::Success);
+        a.finish(wave[3], CallOutcome::Success);
         assert_eq!(a.stats().now, Some(2));
         // One step per limit's worth of successes: 2 → 3 after 2, → 4 after 3 more, …, and
         // after 7 more the unlimited state is back (8 = where the first cut started).
@@ -214,7 +214,7 @@ mod tests {
             for i in 0..before {
                 assert_eq!(a.stats().now, Some(before), "after {i} of {before} successes");
                 let e = start(&mut a, 1)[0];
-                a.finish(e, Outcome::Success);
+                a.finish(e, CallOutcome::Success);
                 n += 1;
             }
             assert_eq!(a.stats().now, after);
@@ -229,17 +229,17 @@ mod tests {
         let mut a = Aimd::new(Some(3));
         let w = start(&mut a, 3);
         assert_eq!(a.try_start(), None);
-        a.finish(w[0], Outcome::RateLimited); // 3 → 1
+        a.finish(w[0], CallOutcome::RateLimited); // 3 → 1
         assert_eq!(a.stats().now, Some(1));
-        a.finish(w[1], Outcome::Other);
-        a.finish(w[2], Outcome::Other);
+        a.finish(w[1], CallOutcome::Other);
+        a.finish(w[2], CallOutcome::Other);
         let e = start(&mut a, 1)[0];
         assert_eq!(a.try_start(), None);
-        a.finish(e, Outcome::RateLimited); // already 1: nothing to cut
+        a.finish(e, CallOutcome::RateLimited); // already 1: nothing to cut
         assert_eq!(a.stats(), LimitStats { cuts: 1, lowest: Some(1), now: Some(1) });
         for _ in 0..3 {
             let e = start(&mut a, 1)[0];
-            a.finish(e, Outcome::Success);
+            a.finish(e, CallOutcome::Success);
         }
         assert_eq!(a.stats().now, None, "1 → 2 after 1 success → restored at the ceiling of 3 after 2 more");
         assert_eq!(start(&mut a, 3).len(), 3);
@@ -253,7 +253,7 @@ mod tests {
         let g2 = gate.clone();
         let waiter = tokio::spawn(async move {
             let s = g2.acquire().await;
-            s.finish(Outcome::Success);
+            s.finish(CallOutcome::Success);
         });
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
         assert!(!waiter.is_finished(), "the second request waits while the first holds the slot");

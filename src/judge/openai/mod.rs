@@ -41,7 +41,7 @@ pub use self::reply::*;
 
 use self::concurrency::InFlightLimit;
 use self::endpoint::Endpoint;
-use self::parse::{Channel, Outcome, SoftMiss, TokenLogprob, VerdictFormat};
+use self::parse::{Channel, ParsedOutcome, SoftMiss, TokenLogprob, VerdictFormat};
 use self::prompt::{PromptTemplate, RenderedPrompt, fit_answers, truncate_to_bytes};
 use self::proxy::ProxyEnv;
 use self::ratelimit::RateLimits;
