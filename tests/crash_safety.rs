@@ -580,3 +580,57 @@ fn reusing_a_run_name_for_another_config_warns() {
     let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
     assert!(text(&out).contains("holds a run with a different judge:"), "{}", text(&out));
 }
+
+/// A 30-item pool with distinct texts (item i has i + 3 words) as a pool file in `dir`.
+fn pool30(dir: &Path) -> PathBuf {
+    let items: Vec<Value> = (0..30)
+        .map(|i| serde_json::json!({"id": format!("s{i}"), "text": vec!["word"; i + 3].join(" "), "quality": i}))
+        .collect();
+    write(dir, "pool30.jsonl", &(serde_json::json!({"pool_id": "p30", "task": "Summarise.", "items": items}).to_string() + "\n"))
+}
+
+/// Short runs in a row (30 items, k 5, 150 comparisons, seeds 1..=n), each must exit 0 with its
+/// result.json: a synthetic judge (default dispatch) and a live judge on the fake server
+/// (pipelined, 4 written ahead). A finished run once panicked before writing result.json when a
+/// task still held the books (Dispatcher::close now waits for it). `n` is `TOPK_STRESS_RUNS`
+/// (default 25); the acceptance measurement runs 1,000 of each while another job loads the CPU:
+/// `TOPK_STRESS_RUNS=1000 cargo test --release --test integration short_runs -- --ignored`.
+#[test]
+#[ignore]
+fn short_runs_always_write_their_result() {
+    let n: u64 = std::env::var("TOPK_STRESS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(25);
+    let dir = tempfile::tempdir().unwrap();
+    let pool = pool30(dir.path());
+    let fake = fake();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    for seed in 1..=n {
+        for (kind, pool_yaml, judge, acq) in [
+            (
+                "synthetic",
+                format!("{{synthetic: {{n: 30, seed: {seed}}}}}"),
+                "  synthetic: {}\n".to_string(),
+                String::new(),
+            ),
+            (
+                "live",
+                format!("{{file: {}}}", pool.display()),
+                format!(
+                    "  openai:\n    base_url: {}\n    model: fake-judge\n    api_key_env: TOPK_STRESS_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 8\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n",
+                    fake.base_url
+                ),
+                "  dispatch: pipelined\n  concurrency: 8\n  write_ahead: 4\n".to_string(),
+            ),
+        ] {
+            let name = format!("{kind}-{seed}");
+            let yaml = format!(
+                "name: {name}\nout_dir: runs\npool: {pool_yaml}\nk: 5\njudge:\n{judge}acquisition:\n  seed: {seed}\n  mc_draws: 200\n{acq}budget: {{max_comparisons: 150}}\n"
+            );
+            let cfg = write(dir.path(), &format!("{name}.yaml"), &yaml);
+            let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+            assert!(out.status.success(), "{name}: exit {:?}\n{}", out.status.code(), text(&out));
+            let r = json(&dir.path().join("runs").join(&name).join("result.json"));
+            assert_eq!(r["comparisons"], 150, "{name}");
+            std::fs::remove_dir_all(dir.path().join("runs").join(&name)).unwrap();
+        }
+    }
+}
