@@ -11,7 +11,7 @@
 //!   (a tie in one order and a win in the other also counts). Position-bias rate = flips / pairs.
 //! - **Order-averaged verdict**: P(X wins) = (y(X first) + 1 − y(Y first)) / 2, X if > ½, Y if
 //!   < ½, **tie** if = ½ (|P − ½| ≤ 1e-12), i.e. when a hard-verdict judge's two orders disagree.
-//!   For a judge that states its latent score ([`crate::judge::JudgeInfo::score_margin`], the
+//!   For a judge that states its latent score (the judge's `score_margin`, as the
 //!   deterministic tutorial mock) the verdict follows the tutorial's `corrected_winner`: the sign
 //!   of Δ = (m(X first) − m(Y first)) / 2 = mean score of X over its two slots − mean score of Y,
 //!   in which the slot bonus cancels (|Δ| ≤ 1e-9·(1 + |m|) is a tie). For a Bradley–Terry judge
@@ -294,7 +294,7 @@ impl PairSpec {
     }
 
     /// The pair as a two-item pool (X is item 0, Y item 1; pool id = pair id, task = the pair's
-    /// task), so any [`crate::judge::Judge`] and the verdict cache work unchanged. A side without
+    /// task), so any judge and the verdict cache work unchanged. A side without
     /// text carries its length as the `words` covariate (read by the mock judge).
     ///
     /// # Errors
@@ -440,7 +440,7 @@ pub struct BothOrders {
     pub y_xfirst: Option<f64>,
     /// y with Y shown first = P(Y wins); `None` if missing or invalid.
     pub y_yfirst: Option<f64>,
-    /// The judge's latent margin with X first (score units; [`crate::judge::JudgeInfo::score_margin`]).
+    /// The judge's latent margin with X first (score units; the judge's `score_margin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub margin_xfirst: Option<f64>,
     /// The judge's latent margin with Y first.
