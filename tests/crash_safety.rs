@@ -586,7 +586,11 @@ fn pool30(dir: &Path) -> PathBuf {
     let items: Vec<Value> = (0..30)
         .map(|i| serde_json::json!({"id": format!("s{i}"), "text": vec!["word"; i + 3].join(" "), "quality": i}))
         .collect();
-    write(dir, "pool30.jsonl", &(serde_json::json!({"pool_id": "p30", "task": "Summarise.", "items": items}).to_string() + "\n"))
+    write(
+        dir,
+        "pool30.jsonl",
+        &(serde_json::json!({"pool_id": "p30", "task": "Summarise.", "items": items}).to_string() + "\n"),
+    )
 }
 
 /// Short runs in a row (30 items, k 5, 150 comparisons, seeds 1..=n), each must exit 0 with its

@@ -460,11 +460,15 @@ impl Covariates {
     }
 }
 
+/// The largest covariate magnitude the model takes (before its transform).
+pub const MAX_COVARIATE: f64 = 1e100;
+
 /// Build the transformed covariate matrix for `specs`.
 ///
 /// # Errors
 /// [`PoolError::Invalid`]: a text covariate on an item without text, a missing covariate key,
-/// `log` of a value ≤ 0, or a duplicate covariate name.
+/// a value above [`MAX_COVARIATE`] in magnitude (or not finite), `log` of a value ≤ 0, or a
+/// duplicate covariate name.
 pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariates, PoolError> {
     let bad = |msg: String| PoolError::Invalid { pool_id: pool.pool_id.clone(), msg };
     let n = pool.n_items();
@@ -490,6 +494,14 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
                 })?,
             };
             col.push(v);
+        }
+        // The fit multiplies covariate differences: beyond ~1e100 their squares and sums
+        // overflow to infinity (and a z-score's sd with them).
+        if let Some((v, it)) = col.iter().zip(&pool.items).find(|(v, _)| !v.is_finite() || v.abs() > MAX_COVARIATE) {
+            return Err(bad(format!(
+                "item {:?}: covariate {:?} = {v:e} is too large for the model (|value| ≤ 1e100; its squares would overflow); rescale it, e.g. divide it by a power of ten, or use transform log for a positive quantity",
+                it.id, spec.name
+            )));
         }
         let t = spec.effective_transform();
         match t {

@@ -66,9 +66,9 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_owned(), source }
 }
 
-/// Open the run folder: take its lock, install the signal handlers, remove an earlier
-/// result.json, write run.json and the run's inputs (config.yaml, pool.jsonl, prompt/), and open
-/// the books (open intents of a run that ended early are booked as possibly billed).
+/// Open the run folder: take its lock, install the signal handlers, open the books (open intents
+/// of a run that ended early are booked as possibly billed), remove an earlier result.json, and
+/// write run.json and the run's inputs (config.yaml, pool.jsonl, prompt/).
 ///
 /// # Errors
 /// [`RunError`]: the folder cannot be written, another process holds it, the handlers cannot be
@@ -92,6 +92,9 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     } else {
         Interrupt::never()
     };
+    // Open intents of a run that ended early are booked as possibly billed here; a book that
+    // cannot be read stops the run before anything of the earlier run is touched.
+    let (books, mut warnings) = Books::open(dir)?;
     // An earlier run's result is not this run's: gone until this run writes its own.
     let result_path = dir.join("result.json");
     match std::fs::remove_file(&result_path) {
@@ -102,8 +105,6 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
     crate::config::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
-    // Open intents of a run that ended early are booked as possibly billed here.
-    let (books, mut warnings) = Books::open(dir)?;
     warnings.splice(0..0, other_run);
     Ok(Folder { lock, interrupt, books, warnings })
 }

@@ -326,6 +326,14 @@ impl Scheduler {
         self.prefetched = None;
     }
 
+    /// The refit started by [`Scheduler::fit_started`] failed: no fit runs any more, and the
+    /// posterior stays what it was (the driver then signals `fit_failed`, and the run stops once
+    /// nothing is in flight).
+    pub fn fit_ended_without_posterior(&mut self) {
+        self.fitting = None;
+        self.prefetched = None;
+    }
+
     /// Pipelined top-k with every slot taken: compute now, while the driver has nothing else to
     /// do, the pending-aware weights the next pick will need if the state is unchanged by then.
     /// A reply leaves it unchanged (the answered query stays pending until booked), so the first
@@ -1224,6 +1232,32 @@ mod tests {
         s.fit_finished();
         assert_eq!(run_to_stop(&mut s, &rule, &fit, Signals::default(), 0.3), (StopReason::MaxUsd, 3));
         assert!(s.budget().spent_usd() <= 1.0 && s.budget().in_flight() == 0);
+    }
+
+    /// A refit that fails ends the run once nothing is in flight: the driver reports it and the
+    /// scheduler no longer counts a fit as running (it once waited for that fit forever).
+    #[test]
+    fn a_failed_refit_stops_the_run_once_nothing_is_in_flight() {
+        let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
+        let p = pool(6);
+        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let rule = uncertainty_rule(&p, &f, &free);
+        let failed = Signals { fit_failed: true, ..Signals::default() };
+        for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
+            let mut s = Scheduler::new(settings(4, 4, dispatch), 30, [], [], Budget::new(Some(30), None, 0, 0.0));
+            s.fit_started();
+            s.fit_finished();
+            let Action::Send(picks) = s.next_action(&rule, Some(&fit), Signals::default()) else { panic!("picks") };
+            for p in picks {
+                s.answered(p.a, p.b);
+                s.stored_verdict(p.a, p.b, p.reservation, 0.0, true);
+            }
+            assert!(matches!(s.next_action(&rule, Some(&fit), Signals::default()), Action::Refit));
+            s.fit_started();
+            assert!(matches!(s.next_action(&rule, None, failed), Action::Wait { stopping: true }), "the fit runs");
+            s.fit_ended_without_posterior();
+            assert!(matches!(s.next_action(&rule, None, failed), Action::Stop(StopReason::FitFailed)));
+        }
     }
 
     /// At a quiet point the rules apply in a fixed order (a failing judge, no pair left, a
