@@ -32,12 +32,14 @@ fn main() -> ExitCode {
     {
         Ok(code) => code,
         Err(e) => {
+            use std::io::Write;
             let top = e.to_string();
-            eprintln!("error: {top}");
+            let mut err = std::io::stderr();
+            let _ = writeln!(err, "error: {top}");
             for cause in e.chain().skip(1) {
                 let c = cause.to_string();
                 if !top.contains(&c) {
-                    eprintln!("  caused by: {c}");
+                    let _ = writeln!(err, "  caused by: {c}");
                 }
             }
             ExitCode::FAILURE

@@ -19,5 +19,6 @@ mod replay;
 mod reports;
 mod run;
 mod settings;
+mod spend;
 mod systems;
 mod verdicts;

@@ -483,13 +483,13 @@ fn config_errors_come_before_any_request() {
         dir.path(),
         "nokey",
         &fake.base_url,
-        "    api_key_env: TOPK_TEST_SURELY_UNSET_7f2\n",
+        "    api_key_env: TOPK_TEST_SURELY_UNSET_7F2\n",
         "",
         "  max_comparisons: 4\n",
     );
     let out = run_bin(dir.path(), &["run", p.to_str().unwrap()]);
     assert!(!out.status.success());
-    assert!(text(&out).contains("TOPK_TEST_SURELY_UNSET_7f2") && text(&out).contains("not set"), "{}", text(&out));
+    assert!(text(&out).contains("TOPK_TEST_SURELY_UNSET_7F2") && text(&out).contains("not set"), "{}", text(&out));
     // A key pasted where the variable name belongs.
     let p = live_config(
         dir.path(),
@@ -500,8 +500,29 @@ fn config_errors_come_before_any_request() {
         "  max_comparisons: 4\n",
     );
     let out = run_bin(dir.path(), &["run", p.to_str().unwrap()]);
-    assert!(text(&out).contains("looks like a key"), "{}", text(&out));
+    assert!(text(&out).contains("may be a pasted key"), "{}", text(&out));
     assert!(!text(&out).contains("sk-abcdefghijklmnop"), "{}", text(&out));
+    // Keys of every shape pasted there (Groq, Google, hex, an upper-case token) are never echoed,
+    // whether or not they pass for a variable name.
+    for key in [
+        "gsk_9fQ2xLm4Tz8RbV1cKd7WnH3pYs6EaJ0uGo5iFt2Mq",
+        "AIzaSyD-3kF9xQ2mL7vB8nR4tY6uW1oP5sA0cZe",
+        "0123456789abcdef0123456789abcdef",
+        "A1B2C3D4E5F6A7B8C9D0",
+    ] {
+        let p = live_config(
+            dir.path(),
+            "pasted2",
+            &fake.base_url,
+            &format!("    api_key_env: {key}\n"),
+            "",
+            "  max_comparisons: 4\n",
+        );
+        let out = run_bin(dir.path(), &["run", p.to_str().unwrap()]);
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("api_key_env"), "{}", text(&out));
+        assert!(!text(&out).contains(key), "{key} echoed: {}", text(&out));
+    }
     // Invalid UTF-8 and a lone surrogate inside an item's text: the error names the item.
     let good = std::fs::read_to_string(summeval()).unwrap();
     let mut v: Value = serde_json::from_str(good.lines().next().unwrap()).unwrap();

@@ -31,6 +31,8 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         possibly_billed: 0,
         possibly_billed_usd: 0.0,
         duplicate_records: 0,
+        folder_spend: Default::default(),
+        overrun: None,
         usage: Default::default(),
         fit: FittedRanking {
             topk: topk.iter().map(|s| s.to_string()).collect(),

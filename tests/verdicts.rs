@@ -295,7 +295,7 @@ async fn a_verdict_planted_in_an_answer_is_listed_and_never_outranks_the_judges_
     let pairs = json!({"id": "p1", "task": "Summarise the announcement.", "x": {"text": "The bank raised its main rate by 0.25 points."}, "y": {"text": planted}});
     let pairs_file = write(dir.path(), "pairs.jsonl", &format!("{pairs}\n"));
     let audit_yaml = format!(
-        "name: audit-planted\nout_dir: runs\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    prompt: prompts/test.j2\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    max_invalid_retries: 0\n    price: {{input_usd_per_mtok: 0, output_usd_per_mtok: 0}}\npairs: {}\nconcurrency: 1\n",
+        "name: audit-planted\nout_dir: runs\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    prompt: prompts/test.j2\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    max_invalid_retries: 0\n    price: {{input_usd_per_mtok: 0, output_usd_per_mtok: 0}}\npairs: {}\nconcurrency: 1\nbudget: unlimited\n",
         fake.base_url,
         pairs_file.display()
     );

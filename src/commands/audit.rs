@@ -78,7 +78,7 @@ pub enum AuditError {
     Lock(#[from] crate::store::lock::LockError),
     /// The new queries could cost more than `max_usd`.
     #[error(
-        "the audit needs {queries} new queries with a worst-case cost of ${worst_usd:.4}, above max_usd = ${max_usd:.4}; raise max_usd or audit fewer pairs"
+        "the audit needs {queries} new queries with a worst-case cost of ${worst_usd:.4}; with ${spent_usd:.4} already booked in this audit folder that passes budget.max_usd = ${max_usd:.4}; raise max_usd or audit fewer pairs"
     )]
     Budget {
         /// New queries needed.
@@ -87,6 +87,8 @@ pub enum AuditError {
         worst_usd: f64,
         /// The limit (USD).
         max_usd: f64,
+        /// What the folder's books already hold (USD).
+        spent_usd: f64,
     },
     /// A query the recording lacks, under `missing: fail`.
     #[error(
@@ -203,12 +205,19 @@ pub async fn run_audit(
         .collect();
     let total = 2 * pools.len();
     let cached = total - pending.len();
-    if let Some(max) = cfg.raw.max_usd
-        && judge.has_price()
-    {
+    // budget.max_usd bounds everything this folder's books hold (earlier audits with other
+    // settings too), enforced in flight by the dispatcher's reservations.
+    let max_usd = cfg.raw.budget.max_usd.filter(|_| judge.has_price());
+    let (mut budget, folder) = Budget::for_folder(dir, cfg.raw.budget.max_comparisons, max_usd, 0)?;
+    if let Some(max) = max_usd {
         let worst: f64 = pending.iter().map(|&(i, o)| judge.worst_case_usd(&pools[i], ORDERS[o].0, ORDERS[o].1)).sum();
-        if worst > max {
-            return Err(AuditError::Budget { queries: pending.len(), worst_usd: worst, max_usd: max });
+        if folder.total_usd() + worst > max + 1e-12 {
+            return Err(AuditError::Budget {
+                queries: pending.len(),
+                worst_usd: worst,
+                max_usd: max,
+                spent_usd: folder.total_usd(),
+            });
         }
     }
     let bar = Progress::new(pending.len() as u64, progress);
@@ -217,8 +226,8 @@ pub async fn run_audit(
         bar.println(&format!("warning: {w}"));
     }
     // The run's judge dispatcher: intents before requests, replies and paid failures booked
-    // as they arrive; max_usd bounds the worst case of what is sent.
-    let mut budget = Budget::new(None, cfg.raw.max_usd.filter(|_| judge.has_price()), 0, 0.0);
+    // as they arrive; max_usd bounds the worst case of what is sent, and raised worst cases
+    // after an overrun.
     let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), books);
     let todo = pending.iter().map(|&(i, o)| (pools[i].clone(), ORDERS[o].0, ORDERS[o].1, (i, o)));
     let mut done = 0u64;

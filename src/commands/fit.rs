@@ -587,7 +587,7 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
     };
     let (_pool, fit) = fit_file(&req)?;
     for w in &fit.warnings {
-        eprintln!("warning: {w}");
+        super::warn_line(w);
     }
     super::print_out(&fit_text(&fit));
     if let Some(out) = &args.out {

@@ -84,7 +84,8 @@ fn first_items(pool: &Pool) -> Vec<usize> {
 /// Query the trusted judge on both orders of every anchor, 8 in flight, through the run's
 /// judge dispatcher ([`crate::run::dispatch`]): its books are `trusted_verdicts.jsonl`
 /// (at most one verdict per ordered pair, reused on the next gate), `trusted_failed.jsonl` and
-/// `trusted_intents.jsonl` in `dir`, and `usd_left` bounds the worst case of what is sent.
+/// `trusted_intents.jsonl` in `dir`, and `max_usd` (the run's `budget.max_usd`) bounds everything
+/// the folder's books hold, the run's and the trusted judge's together, enforced in flight.
 /// Returns, per anchor, (y with corrected_prefers first, y with naive_prefers first) and the
 /// total spend of these verdicts.
 ///
@@ -96,7 +97,7 @@ async fn trusted_verdicts(
     pool: &Pool,
     anchors: &[Anchor],
     dir: &Path,
-    usd_left: Option<f64>,
+    max_usd: Option<f64>,
 ) -> Result<(Vec<(Option<f64>, Option<f64>)>, f64), RunFolderError> {
     let first = first_items(pool);
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -114,7 +115,10 @@ async fn trusted_verdicts(
         .collect();
     let pending: Vec<(usize, usize)> =
         queries.iter().copied().filter(|&(a, b)| books.log().get(&judge.cache_key(&pool, a, b)).is_none()).collect();
-    if let Some(left) = usd_left {
+    let max_usd = max_usd.filter(|_| judge.has_price());
+    let (mut budget, folder) = Budget::for_folder(dir, None, max_usd, 0)?;
+    if let Some(max) = max_usd {
+        let left = max - folder.total_usd();
         let worst: f64 = pending.iter().map(|&(a, b)| judge.worst_case_usd(&pool, a, b)).sum();
         if worst > left + 1e-12 {
             return Err(RunFolderError::Invalid(format!(
@@ -125,7 +129,6 @@ async fn trusted_verdicts(
             )));
         }
     }
-    let mut budget = Budget::new(None, usd_left, 0, 0.0);
     let mut disp: Dispatcher<()> = Dispatcher::new(judge.clone(), books);
     let todo = pending.into_iter().map(|(a, b)| (pool.clone(), a, b, ()));
     let report = disp
@@ -134,6 +137,7 @@ async fn trusted_verdicts(
             DispatchOutcome::Verdict { .. } => Flow::Continue,
         })
         .await?;
+    let bought = report.settled.len();
     if let Some(s) = report.settled.into_iter().find(|s| matches!(s.outcome, DispatchOutcome::Failed(_))) {
         let DispatchOutcome::Failed(source) = s.outcome else { unreachable!("matched above") };
         return Err(RunFolderError::Judge { a: pool.items[s.a].id.clone(), b: pool.items[s.b].id.clone(), source });
@@ -142,9 +146,20 @@ async fn trusted_verdicts(
     let log = books.log();
     let mut spend = 0.0;
     let mut ys = Vec::with_capacity(anchors.len());
+    let get = |(a, b): (usize, usize)| log.get(&judge.cache_key(&pool, a, b)).cloned();
     for pair in queries.chunks(2) {
-        let get = |(a, b): (usize, usize)| log.get(&judge.cache_key(&pool, a, b)).expect("queried above").clone();
-        let (r1, r2) = (get(pair[0]), get(pair[1]));
+        let (Some(r1), Some(r2)) = (get(pair[0]), get(pair[1])) else {
+            // Replies billed above their reservations raised the worst case, and the rest no
+            // longer fits in max_usd: what was bought is kept for the next gate.
+            return Err(RunFolderError::Invalid(format!(
+                "the gate's trusted judge stopped after {} new queries (of the {} it needs): the run's budget.max_usd ({}) is reached (the folder's books hold {}; replies cost more than their worst case: {}); raise max_usd and run the gate again (the verdicts bought are kept)",
+                bought,
+                queries.len(),
+                max_usd.map_or_else(|| "none".into(), crate::report::table::usd),
+                crate::report::table::usd(budget.spent_usd()),
+                budget.overrun().replies
+            )));
+        };
         spend += r1.reply.cost_usd + r2.reply.cost_usd;
         ys.push((r1.reply.y, r2.reply.y));
     }
@@ -168,7 +183,7 @@ pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), RunFolderE
     }
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
     let _lock = crate::store::lock::RunLock::acquire(&run.dir)?;
-    let report = gate_for(&run.cfg, &run.dir, &run.verdicts, None).await?;
+    let report = gate_for(&run.cfg, &run.dir, &run.verdicts).await?;
     let path = write_gate(&run.dir, &report)?;
     let text = gate_text(&report, &path);
     Ok((report, text))
@@ -191,8 +206,9 @@ fn write_gate(dir: &Path, report: &GateReport) -> Result<std::path::PathBuf, Run
 
 /// Run the trusted-anchor gate of `cfg` (docs/model.md §5) on a run's valid `verdicts`: fit the naive
 /// and the bias-aware model, select the anchors, label them (trusted judge in both orders,
-/// cached in `<dir>/trusted_verdicts.jsonl`, or the labels file) and test. With `usd_left`,
-/// the trusted judge's new queries must fit in it (worst case) or nothing is sent.
+/// cached in `<dir>/trusted_verdicts.jsonl`, or the labels file) and test. The run's
+/// `budget.max_usd` bounds the folder's books, the trusted judge's included: its new queries
+/// must fit in what is left (worst case) or nothing is sent.
 ///
 /// # Errors
 /// As [`gate_command`].
@@ -200,7 +216,6 @@ pub async fn gate_for(
     cfg: &Config,
     dir: &Path,
     verdicts: &[crate::domain::verdict::ItemVerdict],
-    usd_left: Option<f64>,
 ) -> Result<GateReport, RunFolderError> {
     let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| no_gate(&cfg.path))?;
     let dir = dir.to_path_buf();
@@ -221,7 +236,7 @@ pub async fn gate_for(
         LabelSource::Trusted(t) => {
             let judge = make_judge(t).map_err(|m| RunFolderError::Invalid(format!("gate.trusted: {m}")))?;
             let desc = judge.describe();
-            let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir, usd_left).await?;
+            let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir, cfg.raw.budget.max_usd).await?;
             let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
             (probs, format!("trusted judge {desc}, both orders"), spend)
         }
@@ -427,9 +442,7 @@ pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<Stri
     }
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
     let _lock = crate::store::lock::RunLock::acquire(&cfg.run_dir)?;
-    let spent_gate = crate::store::books::peek_spend_files(&cfg.run_dir, &TRUSTED_BOOKS, &|_| true)?.total_usd();
-    let left = cfg.raw.budget.max_usd.map(|m| m - result.spend_usd - spent_gate);
-    let report = gate_for(cfg, &cfg.run_dir, &verdicts, left).await?;
+    let report = gate_for(cfg, &cfg.run_dir, &verdicts).await?;
     let path = write_gate(&cfg.run_dir, &report)?;
     apply_report(cfg, result, &report, &path)
 }

@@ -21,3 +21,10 @@ pub fn print_out(text: &str) {
     use std::io::Write;
     let _ = std::io::stdout().write_all(text.as_bytes());
 }
+
+/// A warning line on stderr, ignoring a closed stderr (a dropped ssh session), where
+/// `eprintln!` would panic.
+pub fn warn_line(w: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "warning: {w}");
+}

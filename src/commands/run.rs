@@ -143,7 +143,7 @@ pub fn prepare(config: &Path) -> Result<(Config, std::sync::Arc<dyn crate::judge
 /// Print a config's load warnings (identical texts, covariate scales) to stderr.
 pub fn print_warnings(cfg: &Config) {
     for w in &cfg.warnings {
-        eprintln!("warning: {w}");
+        super::warn_line(w);
     }
 }
 

@@ -9,12 +9,14 @@
 //! # pool: {file: ../data/summeval_pools.jsonl, id: POOL_ID, transform: elaborated,
 //! #        max_items: 16, pairs: 0, seed: 0}            # ... or probes built from a pool
 //! concurrency: 8              # queries in flight (default 8)
-//! max_usd: 0.50               # refuse to start if the new queries' worst case exceeds it
+//! budget: {max_usd: 0.50}     # a live judge needs a budget (or `budget: unlimited`): enforced
+//!                             # in flight, over everything this folder's books hold
 //! level: 0.95                 # confidence level of the Wilson intervals
 //! ```
 
+use super::budget::BudgetConfig;
 use super::judge::JudgeConfig;
-use super::{ConfigError, normalize, sections};
+use super::{ConfigError, sections};
 use crate::analysis::audit::{self, PairSpec};
 use crate::analysis::render::RenderKind;
 use crate::domain::invalid::InvalidSetting;
@@ -72,8 +74,12 @@ pub struct RawAuditConfig {
     /// Queries in flight at once (default 8).
     #[serde(default = "d_conc")]
     pub concurrency: usize,
-    /// Refuse to start when the worst-case cost of the new queries exceeds this (USD).
-    #[serde(default)]
+    /// The budget, as in `run`: `{max_usd, max_comparisons}` or `unlimited`; a live judge needs
+    /// one. `max_usd` bounds everything the audit folder's books hold, enforced in flight.
+    #[serde(default, deserialize_with = "super::budget::de_budget")]
+    pub budget: BudgetConfig,
+    /// The older spelling of `budget.max_usd` (kept for old configs; give one of them).
+    #[serde(default, skip_serializing)]
     pub max_usd: Option<f64>,
     /// Confidence level of the intervals (default 0.95).
     #[serde(default = "d_level")]
@@ -144,11 +150,21 @@ impl AuditConfig {
             return Err(inv(InvalidSetting::new("level", format!("{} must be in (0, 1), e.g. 0.95", raw.level))));
         }
         sections::check_usd(raw.max_usd, "max_usd").map_err(inv)?;
+        if let Some(m) = raw.max_usd.take() {
+            if raw.budget.max_usd.is_some() || raw.budget.unlimited {
+                return Err(inv(InvalidSetting::new(
+                    "max_usd",
+                    "is the older spelling of budget.max_usd: give one of them",
+                )));
+            }
+            raw.budget.max_usd = Some(m);
+        }
+        super::budget::check_budget(&raw.budget, matches!(raw.judge, JudgeConfig::Openai(_))).map_err(inv)?;
         let recording = check_judge(&mut raw.judge, &dir).map_err(inv)?;
-        let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs");
+        let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs").map_err(inv)?;
         let (pairs, source, build_notes) = match (&mut raw.pairs, &mut raw.pool) {
             (Some(file), None) => {
-                *file = normalize(&dir.join(&*file));
+                *file = sections::resolve(&dir, file, "pairs").map_err(inv)?;
                 (read_pairs(file, path)?, AuditSource::Pairs { file: file.clone() }, Vec::new())
             }
             (None, Some(p)) => probes(p, path, &dir)?,
@@ -169,11 +185,11 @@ impl AuditConfig {
 /// any other judge must build.
 fn check_judge(judge: &mut JudgeConfig, dir: &Path) -> Result<Option<Recording>, InvalidSetting> {
     if let JudgeConfig::Openai(oc) = judge {
-        oc.prompt = normalize(&dir.join(&oc.prompt));
+        oc.prompt = sections::resolve(dir, &oc.prompt, "judge.openai.prompt")?;
     }
     match judge {
         JudgeConfig::Replay(r) => {
-            r.file = normalize(&dir.join(&r.file));
+            r.file = sections::resolve(dir, &r.file, "judge.replay.file")?;
             let rec = Recording::read(&r.file).map_err(|e| InvalidSetting::new("judge.replay", e.to_string()))?;
             if rec.matching(r.judge.as_deref(), r.prompting.as_deref()).is_empty() {
                 let e = rec.select_one(r.judge.as_deref(), r.prompting.as_deref()).unwrap_err();
@@ -216,8 +232,8 @@ fn probes(
     path: &Path,
     dir: &Path,
 ) -> Result<(Vec<PairSpec>, AuditSource, Vec<String>), ConfigError> {
-    p.file = normalize(&dir.join(&p.file));
     let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
+    p.file = sections::resolve(dir, &p.file, "pool.file").map_err(inv)?;
     let pool = sections::read_pool(path, &p.file, p.id.as_deref())?;
     let (mut probes, notes) = audit::probes_from_pool(&pool, p.transform, p.max_items);
     if probes.is_empty() {

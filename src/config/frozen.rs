@@ -24,7 +24,7 @@
 //! ```
 
 use super::sweep::{SweepAcquisition, SweepBudget};
-use super::{ConfigError, normalize, sections};
+use super::{ConfigError, sections};
 use crate::acquire::StrategyKind;
 use crate::analysis::design::{self, DesignKind};
 use crate::domain::invalid::InvalidSetting;
@@ -179,8 +179,8 @@ impl Frozen {
         raw.seeds.dedup();
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let src = &mut raw.recorded;
-        src.pools = normalize(&dir.join(&src.pools));
-        src.verdicts = normalize(&dir.join(&src.verdicts));
+        src.pools = sections::resolve(&dir, &src.pools, "recorded.pools").map_err(inv)?;
+        src.verdicts = sections::resolve(&dir, &src.verdicts, "recorded.verdicts").map_err(inv)?;
         let pools = selected_pools(src, path)?;
         let rec =
             Recording::read(&src.verdicts).map_err(|e| inv(InvalidSetting::new("recorded.verdicts", e.to_string())))?;
@@ -192,7 +192,7 @@ impl Frozen {
             out.push(recorded_pool(&raw, &rec, j, pool, path)?);
         }
         let judge = rec.judges()[j].label();
-        let out_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs/sweeps");
+        let out_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs/sweeps").map_err(inv)?;
         Ok(Self { raw, path: path.to_owned(), out_dir, judge, pools: out })
     }
 }

@@ -1,7 +1,6 @@
 //! A judge section of a document ([`JudgeConfig`], externally tagged: `judge: {mock: {...}}`):
 //! checked against the pool it will judge, and built into the [`Judge`] it asks for.
 
-use super::normalize;
 use crate::domain::invalid::InvalidSetting;
 use crate::domain::pool::Pool;
 use crate::judge::mock::MockConfig;
@@ -57,7 +56,7 @@ pub fn check_judge(
             s.check(pool).map_err(|m| InvalidSetting::new(format!("{key}.synthetic"), m.to_string()))?;
         }
         JudgeConfig::Replay(r) => {
-            r.file = normalize(&dir.join(&r.file));
+            r.file = super::sections::resolve(dir, &r.file, &format!("{key}.replay.file"))?;
             let k = format!("{key}.replay");
             let j = crate::judge::replay::ReplayJudge::new(r.clone())
                 .map_err(|m| InvalidSetting::new(k.clone(), m.to_string()))?;

@@ -7,6 +7,7 @@
 //! [`judge::JudgeConfig`] becomes a [`crate::judge::Judge`] in [`judge`].
 
 pub mod audit;
+pub mod budget;
 pub mod frozen;
 pub mod judge;
 pub mod pipeline;

@@ -118,6 +118,7 @@ impl PipelineSweep {
         let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
         let bad = |key: &str, msg: &str| inv(InvalidSetting::new(key, msg));
         sections::check_name(&s.name, "sweep").map_err(inv)?;
+        sections::out_folder(Path::new("."), Some(&s.out_dir), &s.name, "runs/sweeps").map_err(inv)?;
         sections::check_k(s.k, s.pools.n, &format!("pools.n ({})", s.pools.n)).map_err(inv)?;
         if s.pools.count == 0 {
             return Err(bad("pools.count", "0 must be ≥ 1"));
@@ -144,8 +145,11 @@ impl PipelineSweep {
         Ok(s)
     }
 
-    /// The output folder: `out_dir`/`name` next to the file at `path`.
+    /// The output folder: `out_dir`/`name` next to the file at `path` (`~` and `${VAR}` in
+    /// `out_dir` expanded; [`PipelineSweep::load`] checked that they can be).
     pub fn out_folder(&self, path: &Path) -> PathBuf {
-        sections::out_folder(path.parent().unwrap_or(Path::new(".")), Some(&self.out_dir), &self.name, "runs/sweeps")
+        let dir = path.parent().unwrap_or(Path::new("."));
+        sections::out_folder(dir, Some(&self.out_dir), &self.name, "runs/sweeps")
+            .unwrap_or_else(|_| dir.join(&self.out_dir).join(&self.name))
     }
 }

@@ -3,7 +3,7 @@
 //! every rule before anything runs.
 
 use super::judge::JudgeConfig;
-use super::{ConfigError, normalize, sections};
+use super::{ConfigError, sections};
 use crate::acquire::{Orders, StrategyKind};
 use crate::analysis::ranking::ReportRanking;
 use crate::domain::invalid::InvalidSetting;
@@ -361,55 +361,8 @@ impl Default for AcquisitionConfig {
     }
 }
 
-/// Budget (docs/model.md §3): `{max_comparisons, max_usd}`, or `unlimited` (a live judge needs one
-/// of the limits or this word).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct BudgetConfig {
-    /// Maximum verdicts stored.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_comparisons: Option<u64>,
-    /// Maximum spend in USD.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_usd: Option<f64>,
-    /// `budget: unlimited` was written: no limit, on purpose.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub unlimited: bool,
-}
-
-impl BudgetConfig {
-    /// Whether any limit is set.
-    pub fn is_limited(&self) -> bool {
-        self.max_comparisons.is_some() || self.max_usd.is_some()
-    }
-}
-
-/// `budget:` as a mapping, or the word `unlimited`.
-fn de_budget<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BudgetConfig, D::Error> {
-    struct V;
-    impl<'de> serde::de::Visitor<'de> for V {
-        type Value = BudgetConfig;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a mapping {max_comparisons, max_usd} or the word `unlimited`")
-        }
-        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<BudgetConfig, E> {
-            if v == "unlimited" {
-                Ok(BudgetConfig { unlimited: true, ..Default::default() })
-            } else {
-                Err(E::custom(format!(
-                    "budget: {v:?} is not a budget; expected `unlimited` or a mapping {{max_comparisons, max_usd}}"
-                )))
-            }
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<BudgetConfig, E> {
-            Ok(BudgetConfig::default())
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<BudgetConfig, A::Error> {
-            BudgetConfig::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-        }
-    }
-    d.deserialize_any(V)
-}
+pub use super::budget::BudgetConfig;
+use super::budget::{check_budget, de_budget};
 
 /// The configuration as written in YAML.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -519,10 +472,13 @@ impl Config {
         let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
         sections::check_name(&raw.name, "run").map_err(inv)?;
         check_pool_ref(&mut raw.pool, &dir).map_err(inv)?;
-        let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs");
+        let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs").map_err(inv)?;
         check_model(&raw.model).map_err(inv)?;
         check_acquisition(&mut raw.acquisition).map_err(inv)?;
-        check_budget(&raw.budget, matches!(raw.judge, JudgeConfig::Openai(_))).map_err(inv)?;
+        // A live trusted judge of the gate spends from the same budget.
+        let live = matches!(raw.judge, JudgeConfig::Openai(_))
+            || raw.gate.as_ref().and_then(|g| g.trusted.as_ref()).is_some_and(|t| matches!(t, JudgeConfig::Openai(_)));
+        check_budget(&raw.budget, live).map_err(inv)?;
         let g = raw.interrupt_grace_s;
         if !(0.0..=86_400.0).contains(&g) {
             return Err(inv(InvalidSetting::new("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds"))));
@@ -538,7 +494,7 @@ impl Config {
                 super::judge::check_judge(t, &dir, &pool, synth.as_ref(), "gate.trusted").map_err(inv)?;
             }
             if let Some(l) = &mut g.labels {
-                *l = normalize(&dir.join(&*l));
+                *l = sections::resolve(&dir, l, "gate.labels").map_err(inv)?;
             }
         }
         let specs = match raw.model.kind {
@@ -579,7 +535,7 @@ impl Config {
 /// resolved against the config's folder `dir`.
 fn check_pool_ref(p: &mut PoolRef, dir: &Path) -> Result<(), InvalidSetting> {
     if p.synthetic.is_none() {
-        p.file = normalize(&dir.join(&p.file));
+        p.file = sections::resolve(dir, &p.file, "pool.file")?;
     } else if !path_is_empty(&p.file) {
         return Err(InvalidSetting::new("pool", "give either `file` or `synthetic`, not both"));
     }
@@ -634,25 +590,6 @@ fn check_acquisition(a: &mut AcquisitionConfig) -> Result<(), InvalidSetting> {
     if let Some(e) = a.confidence {
         crate::model::params::check_confidence(e)
             .map_err(|e| InvalidSetting::new(format!("acquisition.{}", e.name), e.to_string()))?;
-    }
-    Ok(())
-}
-
-/// `budget:`: a USD limit ≥ 0, limits or `unlimited` (not both), and a live judge (`live`) needs
-/// one of them.
-fn check_budget(b: &BudgetConfig, live: bool) -> Result<(), InvalidSetting> {
-    sections::check_usd(b.max_usd, "budget.max_usd")?;
-    if b.unlimited && b.is_limited() {
-        return Err(InvalidSetting::new(
-            "budget",
-            "give either limits (max_comparisons, max_usd) or `unlimited`, not both",
-        ));
-    }
-    if live && !b.is_limited() && !b.unlimited {
-        return Err(InvalidSetting::new(
-            "budget",
-            "a live judge needs a budget: set budget.max_comparisons and/or budget.max_usd, or write `budget: unlimited` to run without a limit on purpose",
-        ));
     }
     Ok(())
 }
@@ -767,6 +704,7 @@ pub enum LabelSource<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::normalize;
 
     #[test]
     fn normalize_resolves_parent_components() {

@@ -30,13 +30,34 @@ pub fn check_name(name: &str, kind: &str) -> Result<(), InvalidSetting> {
     Ok(())
 }
 
-/// The output folder `<out_dir>/<name>`, `out_dir` relative to the document's folder `dir`
-/// (lexically normalised); without `out_dir`, `<default_root>/<name>` in the working directory.
-pub fn out_folder(dir: &Path, out_dir: Option<&Path>, name: &str, default_root: &str) -> PathBuf {
-    match out_dir {
-        Some(o) => super::normalize(&dir.join(o).join(name)),
+/// The output folder `<out_dir>/<name>`, `out_dir` ([`resolve`]d: `~` and `${VAR}` expanded)
+/// relative to the document's folder `dir` (lexically normalised); without `out_dir`,
+/// `<default_root>/<name>` in the working directory.
+///
+/// # Errors
+/// `out_dir` uses a variable that is not set (or `~user`).
+pub fn out_folder(
+    dir: &Path,
+    out_dir: Option<&Path>,
+    name: &str,
+    default_root: &str,
+) -> Result<PathBuf, InvalidSetting> {
+    Ok(match out_dir {
+        Some(o) => resolve(dir, o, "out_dir")?.join(name),
         None => PathBuf::from(default_root).join(name),
-    }
+    })
+}
+
+/// A path setting `field` as written: `~` and `${VAR}` expanded from the environment
+/// ([`crate::domain::paths::expand`]), then relative to the document's folder `dir`, lexically
+/// normalised.
+///
+/// # Errors
+/// The setting uses a variable that is not set (or `~user`).
+pub fn resolve(dir: &Path, p: &Path, field: &str) -> Result<PathBuf, InvalidSetting> {
+    let expanded = crate::domain::paths::expand(p, field, |k| std::env::var(k).ok())
+        .map_err(|m| InvalidSetting::new(field, m.trim_start_matches(&format!("{field}: ")).to_owned()))?;
+    Ok(super::normalize(&dir.join(expanded)))
 }
 
 /// k of top-k: 1 ≤ k < `bound`, where `of` says what the bound is (`number of bases (16) in
@@ -211,7 +232,7 @@ mod tests {
     #[test]
     fn out_folders_are_normalised_next_to_the_document() {
         let d = Path::new("configs");
-        assert_eq!(out_folder(d, Some(Path::new("../runs")), "x", "runs"), PathBuf::from("runs/x"));
-        assert_eq!(out_folder(d, None, "x", "runs/sweeps"), PathBuf::from("runs/sweeps/x"));
+        assert_eq!(out_folder(d, Some(Path::new("../runs")), "x", "runs").unwrap(), PathBuf::from("runs/x"));
+        assert_eq!(out_folder(d, None, "x", "runs/sweeps").unwrap(), PathBuf::from("runs/sweeps/x"));
     }
 }

@@ -288,7 +288,7 @@ impl Sweep {
         raw.budgets.sort();
         raw.budgets.dedup();
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let out_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs/sweeps");
+        let out_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs/sweeps").map_err(inv)?;
         Ok(Self { raw, path: path.to_owned(), out_dir })
     }
 

@@ -58,6 +58,13 @@ pub enum JudgeError {
         /// What happened and what to change.
         message: String,
     },
+    /// Not sent: the run stopped sending ([`Judge::stop_sending`], a first Ctrl-C) before the
+    /// query's next request left. Not a failure of the pair or the judge.
+    #[error("not sent: the run stopped sending")]
+    NotSent {
+        /// Cost already incurred by earlier attempts of this query (USD).
+        cost_usd: f64,
+    },
     /// A failure that is no one pair's fault (the endpoint is not there, refuses the key, does
     /// not know the model, rejects a request field): the message names the setting to change.
     #[error("{message}")]
@@ -76,7 +83,9 @@ impl JudgeError {
     /// Cost already incurred by the failed query (USD).
     pub fn cost_usd(&self) -> f64 {
         match self {
-            JudgeError::Request { cost_usd, .. } | JudgeError::Endpoint { cost_usd, .. } => *cost_usd,
+            JudgeError::Request { cost_usd, .. }
+            | JudgeError::Endpoint { cost_usd, .. }
+            | JudgeError::NotSent { cost_usd } => *cost_usd,
             JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => 0.0,
         }
     }
@@ -147,6 +156,16 @@ pub struct JudgeStats {
     /// The limit on requests in flight at the end (absent: not cut, or restored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight_limit_at_end: Option<u64>,
+    /// Replies that reported more completion tokens than `max_tokens` (a provider that ignores
+    /// the limit, e.g. with a reasoning parser); billed as reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub above_max_tokens: u64,
+    /// The most completion tokens one reply reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub most_completion_tokens: u64,
+    /// The judge's `max_tokens`, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 fn is_zero(x: &u64) -> bool {
@@ -226,6 +245,11 @@ pub trait Judge: JudgeInfo {
     fn stats(&self) -> Option<JudgeStats> {
         None
     }
+
+    /// Send no request from now on (a first Ctrl-C): a call not yet on the wire, including a
+    /// retry waiting on its backoff or `Retry-After`, ends unsent and unbilled. The default
+    /// (judges that send nothing) does nothing.
+    fn stop_sending(&self) {}
 
     /// Judge the ordered query (a first, b second).
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>>;

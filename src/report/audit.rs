@@ -254,17 +254,21 @@ pub struct RecordedAudit {
 
 /// audit.md of a recorded audit: header, definitions, a table per judge, notes.
 pub fn recorded_text(o: &RecordedAudit) -> String {
+    use crate::report::md;
     let src = match &o.source {
-        AuditSource::Pairs { file } => format!("pairs file {}", file.display()),
-        AuditSource::Pool { file, pool_id, transform } => {
-            format!("pool {pool_id} of {} ({} probes)", file.display(), transform.name())
-        }
+        AuditSource::Pairs { file } => format!("pairs file {}", md::text(&file.display().to_string())),
+        AuditSource::Pool { file, pool_id, transform } => format!(
+            "pool {} of {} ({} probes)",
+            md::text(pool_id),
+            md::text(&file.display().to_string()),
+            transform.name()
+        ),
     };
     let mut s = format!(
         "# Audit \"{}\": {} recorded judge × prompting-strategy combinations from {}\n\n{} pairs from {src}; the gold winner is the longer answer in {} of the pairs with a known winner and unequal lengths.\n\n",
-        o.name,
+        md::text(&o.name),
         o.judges.len(),
-        o.recording.display(),
+        md::text(&o.recording.display().to_string()),
         o.pairs,
         o.gold_longer.fraction()
     );
@@ -275,7 +279,7 @@ pub fn recorded_text(o: &RecordedAudit) -> String {
     );
     s.push_str(&judge_tables(&o.judges));
     for n in &o.notes {
-        s.push_str(&format!("note: {n}\n"));
+        s.push_str(&format!("note: {}\n", md::prose(n)));
     }
     s
 }
@@ -365,7 +369,7 @@ pub fn judge_tables(rows: &[JudgeRow]) -> String {
     }
     let mut s = String::new();
     for j in judges {
-        let name = if j.is_empty() { "(unnamed judge)" } else { j };
+        let name = if j.is_empty() { "(unnamed judge)".to_owned() } else { crate::report::md::text(j) };
         let _ = writeln!(s, "### {name}\n");
         s.push_str("| prompting | pairs | flip rate | first-shown picks | longer wins | accuracy | order-averaged accuracy | invalid |\n");
         s.push_str("|---|---|---|---|---|---|---|---|\n");
@@ -373,7 +377,7 @@ pub fn judge_tables(rows: &[JudgeRow]) -> String {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.prompting.as_deref().unwrap_or("–"),
+                r.prompting.as_deref().map_or_else(|| "–".to_owned(), crate::report::md::text),
                 r.pairs,
                 cell(&r.flips),
                 cell(&r.first_shown),

@@ -13,6 +13,7 @@
 //! verdict log up to the n-th valid verdict (invalid verdicts in between cost too).
 
 use super::FitLine;
+use super::md;
 use super::plots::{self, LineChart, Series};
 use crate::report::schema::RunResult;
 use crate::store::ledger::{LedgerError, VerdictRecord, read_records};
@@ -303,10 +304,18 @@ pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison
 /// compare.md text.
 pub fn markdown(c: &Comparison) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# Comparison on pool `{}` (k = {})\n", c.pool_id, c.k);
+    let _ = writeln!(s, "# Comparison on pool {} (k = {})\n", md::code(&c.pool_id, false), c.k);
     match (&c.target, &c.target_topk) {
         (Some(t), Some(tk)) => {
-            let _ = writeln!(s, "Recall@{} is measured against the {t} top-{}: {}.\n", c.k, c.k, tk.join(", "));
+            let ids: Vec<String> = tk.iter().map(|x| md::text(x)).collect();
+            let _ = writeln!(
+                s,
+                "Recall@{} is measured against the {} top-{}: {}.\n",
+                c.k,
+                md::text(t),
+                c.k,
+                ids.join(", ")
+            );
         }
         _ => s.push_str("No gold quality and no reference run: recall is not available.\n\n"),
     }
@@ -319,8 +328,8 @@ pub fn markdown(c: &Comparison) -> String {
         let _ = writeln!(
             s,
             "| {} | {} | {:.4} | {} | {} | {} | {} | {} |",
-            r.run,
-            r.judge,
+            md::text(&r.run),
+            md::text(&r.judge),
             r.spend_usd,
             r.comparisons,
             r.valid,
@@ -328,24 +337,24 @@ pub fn markdown(c: &Comparison) -> String {
             r.flip_rate
                 .map(|v| format!("{}/{} = {v:.2}", r.flips, r.both_order_pairs))
                 .unwrap_or_else(|| "no pair in both orders".into()),
-            r.topk.join(", ")
+            r.topk.iter().map(|x| md::text(x)).collect::<Vec<_>>().join(", ")
         );
     }
-    let priced: Vec<&str> =
-        c.rows.iter().filter(|r| r.cost == CostSource::PriceTable).map(|r| r.run.as_str()).collect();
+    let priced: Vec<String> =
+        c.rows.iter().filter(|r| r.cost == CostSource::PriceTable).map(|r| md::text(&r.run)).collect();
     if !priced.is_empty() {
         let _ = writeln!(s, "\nSpend from the price table (not the verdict log) for: {}.", priced.join(", "));
     }
     let _ = writeln!(s, "\n## Top-{} agreement |S_a ∩ S_b| / k\n", c.k);
     s.push_str("| |");
     for r in &c.rows {
-        let _ = write!(s, " {} |", r.run);
+        let _ = write!(s, " {} |", md::text(&r.run));
     }
     s.push_str("\n|---|");
     s.push_str(&"---|".repeat(c.rows.len()));
     s.push('\n');
     for (r, row) in c.rows.iter().zip(&c.agreement) {
-        let _ = write!(s, "| {} |", r.run);
+        let _ = write!(s, "| {} |", md::text(&r.run));
         for v in row {
             let _ = write!(s, " {v:.2} |");
         }

@@ -171,7 +171,11 @@ pub fn markdown(s: &FrozenSummary) -> String {
     let _ = writeln!(
         t,
         "# Frozen protocol \"{}\": {} on {} recorded pool(s), k = {}, seeds {:?}\n",
-        s.name, s.judge, s.pools, s.k, s.seeds
+        crate::report::md::text(&s.name),
+        crate::report::md::text(&s.judge),
+        s.pools,
+        s.k,
+        s.seeds
     );
     t.push_str(
         "Recall@k against the **full-data top-k** (the same model fitted to every recorded verdict of the pool: \

@@ -23,6 +23,7 @@
 //! position-flip rate over all its both-order pairs.
 
 use super::compare::{CompareError, CostSource, RunDir, flips, overlap};
+use super::md;
 use super::plots::{self, LineChart, Series};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -301,7 +302,13 @@ pub fn markdown(c: &JudgeComparison) -> String {
     let _ = writeln!(s, "# Judges compared on {} pools (k = {})\n", c.pools.len(), c.k);
     match &c.target {
         Some(t) => {
-            let _ = writeln!(s, "Recall@{} against the {t} top-{} of each pool, mean ± se over pools.\n", c.k, c.k);
+            let _ = writeln!(
+                s,
+                "Recall@{} against the {} top-{} of each pool, mean ± se over pools.\n",
+                c.k,
+                md::text(t),
+                c.k
+            );
         }
         None => s.push_str("No gold quality and no reference judge: recall is not available.\n\n"),
     }
@@ -314,7 +321,7 @@ pub fn markdown(c: &JudgeComparison) -> String {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {:.4} | {:.4} | {} | {} | {} |",
-            r.judge,
+            md::text(&r.judge),
             r.runs,
             r.comparisons,
             r.valid,
@@ -330,9 +337,10 @@ pub fn markdown(c: &JudgeComparison) -> String {
                 .unwrap_or_else(|| "no pair in both orders".into()),
         );
     }
-    let _ = writeln!(s, "\nPools: {}.", c.pools.join(", "));
+    let _ = writeln!(s, "\nPools: {}.", c.pools.iter().map(|x| md::text(x)).collect::<Vec<_>>().join(", "));
     if !c.unused_prices.is_empty() {
-        let _ = writeln!(s, "\nPrice-table entries that matched no run: {}.", c.unused_prices.join(", "));
+        let unused: Vec<String> = c.unused_prices.iter().map(|x| md::text(x)).collect();
+        let _ = writeln!(s, "\nPrice-table entries that matched no run: {}.", unused.join(", "));
     }
     s.push_str(
         "\nA position flip is a pair judged in both orders whose winner changes with the order \

@@ -8,6 +8,7 @@ pub mod frozen;
 pub mod gate;
 pub mod import;
 pub mod judges;
+pub mod md;
 pub mod outcome;
 pub mod page;
 pub mod pipeline;

@@ -13,6 +13,7 @@
 //! **Boundary items** of the π plot: the bases at final ranks k − 1, k, k + 1 and k + 2.
 
 use super::compare::{CompareError, RunDir, membership_paths};
+use super::md;
 use super::plots::{self, Interval, LineChart, Series};
 use std::fmt::Write;
 
@@ -317,27 +318,27 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
 
 /// report.md text; the plots are linked as files next to it.
 pub fn markdown(c: &Content, plots: &[(String, String, String)]) -> String {
-    let mut s = format!("# {}\n\n", c.title);
+    let mut s = format!("# {}\n\n", md::prose(&c.title));
     for f in &c.facts {
-        let _ = writeln!(s, "- {f}");
+        let _ = writeln!(s, "- {}", md::prose(f));
     }
     for (title, head, rows) in &c.tables {
-        let _ = writeln!(s, "\n## {title}\n");
-        let _ = writeln!(s, "| {} |", head.join(" | "));
+        let _ = writeln!(s, "\n## {}\n", md::text(title));
+        let _ = writeln!(s, "| {} |", head.iter().map(|h| md::text(h)).collect::<Vec<_>>().join(" | "));
         let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
         for r in rows {
-            let _ = writeln!(s, "| {} |", r.iter().map(|x| x.replace('|', "\\|")).collect::<Vec<_>>().join(" | "));
+            let _ = writeln!(s, "| {} |", r.iter().map(|x| md::text(x)).collect::<Vec<_>>().join(" | "));
         }
     }
     if !c.notes.is_empty() {
         s.push_str("\n## Notes\n\n");
         for n in &c.notes {
-            let _ = writeln!(s, "- {n}");
+            let _ = writeln!(s, "- {}", md::prose(n));
         }
     }
     s.push_str("\n## Plots\n\n");
     for (file, caption, _) in plots {
-        let _ = writeln!(s, "![{caption}]({file})\n");
+        let _ = writeln!(s, "![{}]({file})\n", md::text(caption));
     }
     s
 }

@@ -52,7 +52,8 @@ impl Progress {
     /// Print a line without breaking the bar.
     pub fn println(&self, line: &str) {
         if self.bar.is_hidden() {
-            eprintln!("{line}");
+            // Not `eprintln!`, which panics when stderr is gone (a dropped ssh session).
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes());
         } else {
             self.bar.println(line);
         }

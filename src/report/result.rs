@@ -3,7 +3,9 @@
 //! judge's counters and rate; plus the texts the run prints with it (the invalid-reply stop, the
 //! summary, the resume hint).
 
-use super::schema::{QuarantinedPair, RunResult, Session, StopReason, Throughput, VerdictsReport};
+use super::schema::{
+    FolderSpend, OverrunReport, QuarantinedPair, RunResult, Session, StopReason, Throughput, VerdictsReport,
+};
 use crate::config::run::Config;
 use crate::domain::pool::Pool;
 use crate::domain::verdict::{InvalidReason, ItemVerdict, StoredVerdict, Usage, VerdictShaped};
@@ -11,6 +13,7 @@ use crate::judge::{Judge, JudgeStats};
 use crate::model::FitError;
 use crate::model::summary::FitSummary;
 use crate::store::books::Spend;
+use crate::store::budget::Overrun;
 use std::path::Path;
 
 /// How a run's loop ended, for its result: the last fit, why it stopped, this judge's stored
@@ -25,6 +28,12 @@ pub struct RunEnd<'a> {
     pub stored: &'a [StoredVerdict],
     /// Everything booked for this judge (verdicts, paid failures, possibly billed requests).
     pub spend: &'a Spend,
+    /// Everything the folder's books hold (every set, every key).
+    pub folder: &'a Spend,
+    /// `budget.max_usd`.
+    pub max_usd: Option<f64>,
+    /// Replies that cost more than their reservations, and the worst-case factor they left.
+    pub overrun: (Overrun, f64),
     /// Failed queries in this invocation.
     pub failed: usize,
     /// Pairs set aside after repeated failures (item indices, failures, last error).
@@ -55,6 +64,26 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
     result.possibly_billed = end.spend.possibly_billed;
     result.possibly_billed_usd = end.spend.possibly_billed_usd;
     result.duplicate_records = end.spend.duplicates;
+    result.folder_spend = FolderSpend {
+        spend_usd: end.folder.total_usd(),
+        other_usd: (end.folder.total_usd() - end.spend.total_usd()).max(0.0),
+        possibly_billed: end.folder.possibly_billed,
+        possibly_billed_usd: end.folder.possibly_billed_usd,
+        max_usd: end.max_usd,
+    };
+    let (o, factor) = end.overrun;
+    let stats = result.judge_stats.as_ref();
+    if o.replies > 0 || stats.is_some_and(|s| s.above_max_tokens > 0) {
+        result.overrun = Some(OverrunReport {
+            replies: o.replies,
+            excess_usd: o.excess_usd,
+            worst_case_factor: factor,
+            in_flight_at_first: o.in_flight_at_first,
+            above_max_tokens: stats.map_or(0, |s| s.above_max_tokens),
+            most_completion_tokens: stats.map_or(0, |s| s.most_completion_tokens),
+            max_tokens: stats.and_then(|s| s.max_tokens),
+        });
+    }
     result.fit.reporting.session = Some(end.session);
     result.quarantined = end
         .quarantined
@@ -139,6 +168,8 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         possibly_billed: 0,
         possibly_billed_usd: 0.0,
         duplicate_records: 0,
+        folder_spend: FolderSpend::default(),
+        overrun: None,
         usage,
         fit,
         no_variation: cfg.covariates.no_variation.clone(),

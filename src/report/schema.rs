@@ -91,6 +91,13 @@ pub struct RunResult {
     /// `spend_usd`).
     #[serde(default)]
     pub duplicate_records: usize,
+    /// Everything the run folder's books hold: every judge, pool and config that wrote there, and
+    /// a gate's trusted judge. What `budget.max_usd` bounds (docs/live.md, "Budget").
+    #[serde(default)]
+    pub folder_spend: FolderSpend,
+    /// Replies billed above their reservations in this invocation (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overrun: Option<OverrunReport>,
     /// Total tokens.
     pub usage: Usage,
     /// The fitted ranking: θ̂, sd, π, φ̂, ĉ, κ̂ per base and covariate, the reported top-k and
@@ -252,6 +259,49 @@ pub struct Reporting {
     /// re-run).
     #[serde(skip)]
     pub session: Option<Session>,
+}
+
+/// The spend a run folder's books hold (all of them), USD.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FolderSpend {
+    /// Everything booked: verdicts (duplicates included), paid failures and requests booked as
+    /// possibly billed, of every judge and config that wrote into the folder.
+    pub spend_usd: f64,
+    /// Of it, spent under other settings than this run's judge and pool (earlier configs, a
+    /// gate's trusted judge).
+    pub other_usd: f64,
+    /// Requests booked as possibly billed in the whole folder.
+    pub possibly_billed: usize,
+    /// Their cost as booked (reserved worst cases), USD.
+    pub possibly_billed_usd: f64,
+    /// `budget.max_usd`, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_usd: Option<f64>,
+}
+
+/// Replies billed above what was reserved for them (a provider that ignores `max_tokens`), in
+/// one invocation. The first raised the worst case of every later reservation
+/// (`worst_case_factor`); the total can pass `max_usd` only by what the replies in flight at an
+/// overrun billed above their reservations (docs/live.md, "Budget").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OverrunReport {
+    /// Replies that cost more than their reservation.
+    pub replies: u64,
+    /// What they cost above their reservations, USD.
+    pub excess_usd: f64,
+    /// What the judge's worst cases were multiplied by afterwards (≥ 1).
+    pub worst_case_factor: f64,
+    /// Queries in flight when the first was seen (it included).
+    pub in_flight_at_first: u64,
+    /// Replies that reported more completion tokens than `max_tokens` (live judges).
+    #[serde(default)]
+    pub above_max_tokens: u64,
+    /// The most completion tokens one reply reported.
+    #[serde(default)]
+    pub most_completion_tokens: u64,
+    /// The judge's `max_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 /// Verdicts of one invocation of `run`.

@@ -48,6 +48,40 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
     }
     s.push('\n');
+    let f = &r.folder_spend;
+    if f.other_usd > 0.0 {
+        let _ = writeln!(
+            s,
+            "run folder: its books hold {} in all{} ({} of it under other settings: earlier configs, judges or pools, or a gate's trusted judge){}",
+            usd(f.spend_usd),
+            f.max_usd.map(|m| format!(" of max_usd {}", usd(m))).unwrap_or_default(),
+            usd(f.other_usd),
+            if f.possibly_billed > 0 {
+                format!("; {} request(s) booked as possibly billed, {}", f.possibly_billed, usd(f.possibly_billed_usd))
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(o) = &r.overrun {
+        let tokens = match (o.above_max_tokens, o.max_tokens) {
+            (n, Some(m)) if n > 0 => format!(
+                "{n} repl{} billed above max_tokens {m} (up to {} completion tokens); ",
+                if n == 1 { "y" } else { "ies" },
+                o.most_completion_tokens
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "overrun: {tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} in flight at the first overrun billed above their reservations)",
+            o.replies,
+            if o.replies == 1 { "y" } else { "ies" },
+            usd(o.excess_usd),
+            crate::domain::fmt::num(o.worst_case_factor),
+            o.in_flight_at_first
+        );
+    }
     if let Some(m) = &r.verdicts_report.stop_message {
         let _ = writeln!(s, "stopped early: {m}");
     }

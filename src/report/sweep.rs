@@ -480,7 +480,7 @@ fn cell_label(c: &Cell) -> String {
 pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
     let r = &sweep.raw;
     let mut md = String::new();
-    let _ = writeln!(md, "# Sweep `{}`\n", r.name);
+    let _ = writeln!(md, "# Sweep {}\n", crate::report::md::code(&r.name, false));
     let _ = writeln!(
         md,
         "k = {}, {} pools per cell (pool seeds {}…{}), orders {}, refit every {}, {} Monte-Carlo draws, \

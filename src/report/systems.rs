@@ -7,34 +7,53 @@ use std::path::Path;
 
 /// The rankings CSV: a header line, then one line per system, best first:
 /// `rank,system,theta,sd,pi,win_rate_vs_<REF>,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold`.
+/// Written with the csv crate (quoting), and a system name that a spreadsheet would read as a
+/// formula is neutralised ([`text_cell`]).
 pub fn rankings_csv(r: &SystemsReport) -> String {
-    let mut s = format!(
-        "rank,system,theta,sd,pi,win_rate_vs_{},win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold\n",
-        csv_field(&r.reference)
-    );
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let reference = format!("win_rate_vs_{}", r.reference);
+    let header = [
+        "rank",
+        "system",
+        "theta",
+        "sd",
+        "pi",
+        &reference,
+        "win_rate_lo",
+        "win_rate_hi",
+        "comparisons",
+        "wins",
+        "prompts",
+        "gold",
+    ];
+    let mut rows = vec![header.iter().map(|h| text_cell(h)).collect::<Vec<_>>()];
     for x in &r.rows {
-        s.push_str(&format!(
-            "{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{},{},{},{}\n",
-            x.rank,
-            csv_field(&x.system),
-            x.theta,
-            x.sd,
-            x.membership,
-            x.win_rate,
-            x.win_rate_lo,
-            x.win_rate_hi,
-            x.comparisons,
-            x.wins,
-            x.prompts,
-            x.gold.map(|g| format!("{g:.6}")).unwrap_or_default()
-        ));
+        rows.push(vec![
+            x.rank.to_string(),
+            text_cell(&x.system),
+            format!("{:.6}", x.theta),
+            format!("{:.6}", x.sd),
+            format!("{:.6}", x.membership),
+            format!("{:.6}", x.win_rate),
+            format!("{:.6}", x.win_rate_lo),
+            format!("{:.6}", x.win_rate_hi),
+            x.comparisons.to_string(),
+            x.wins.to_string(),
+            x.prompts.to_string(),
+            x.gold.map(|g| format!("{g:.6}")).unwrap_or_default(),
+        ]);
     }
-    s
+    for row in rows {
+        w.write_record(&row).expect("writing CSV to memory");
+    }
+    String::from_utf8(w.into_inner().expect("writing CSV to memory")).expect("UTF-8 in, UTF-8 out")
 }
 
-/// A CSV field, quoted when it holds a comma, quote or line break.
-fn csv_field(v: &str) -> String {
-    if v.contains([',', '"', '\n', '\r']) { format!("\"{}\"", v.replace('"', "\"\"")) } else { v.to_owned() }
+/// A text cell a spreadsheet will not run: one that begins with `=`, `+`, `-`, `@`, a tab or a
+/// carriage return gets a leading `'` (OWASP, "CSV Injection"), so `=HYPERLINK(…)` or `-2+3`
+/// shows as text.
+pub fn text_cell(v: &str) -> String {
+    if v.starts_with(['=', '+', '-', '@', '\t', '\r']) { format!("'{v}") } else { v.to_owned() }
 }
 
 /// Write `rankings.csv` into the run folder `dir` (next to result.json).
@@ -189,6 +208,21 @@ mod tests {
         );
         assert_eq!(lines[1], "1,s2,0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,2.000000");
         assert_eq!(lines[2], "2,\"gpt, 4\",0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,");
+        // Names a spreadsheet would run as formulas are text.
+        let r = SystemsReport {
+            reference: "=cmd".into(),
+            rows: ["=HYPERLINK(\"http://x\",\"y\")", "+SUM(1,1)", "@cmd", "-2+3", "\tx", "ok-1"]
+                .iter()
+                .enumerate()
+                .map(|(i, s)| row(i + 1, s, None))
+                .collect(),
+            ..r
+        };
+        let csv = rankings_csv(&r);
+        let names: Vec<String> =
+            csv::Reader::from_reader(csv.as_bytes()).records().map(|x| x.unwrap()[1].to_owned()).collect();
+        assert_eq!(names, ["'=HYPERLINK(\"http://x\",\"y\")", "'+SUM(1,1)", "'@cmd", "'-2+3", "'\tx", "ok-1"]);
+        assert!(csv.starts_with("rank,system,theta,sd,pi,win_rate_vs_=cmd,"), "{csv}");
     }
 
     #[test]

@@ -232,6 +232,8 @@ impl Faults {
                     self.failing.get_or_insert(self.last_error.clone());
                 }
             }
+            // The run stopped sending before the query's next request left: nothing to count.
+            DispatchOutcome::Failed(e @ JudgeError::NotSent { .. }) => sched.failed(a, b, res, e.cost_usd(), false),
             DispatchOutcome::Failed(e) => {
                 self.failed += 1;
                 self.last_error = e.to_string();

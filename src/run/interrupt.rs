@@ -1,4 +1,4 @@
-//! Ctrl-C (SIGINT) and SIGTERM during a run.
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP (a dropped ssh session) during a run.
 //!
 //! The **first** signal asks the run loop to stop sending: no new request leaves, the requests in
 //! flight are awaited for up to the grace period (`interrupt_grace_s`, default 30 s) so their
@@ -52,7 +52,7 @@ impl Interrupt {
         (Self { rx, grace, in_flight: Arc::default() }, Trigger(tx))
     }
 
-    /// Listen for SIGINT and SIGTERM (Ctrl-C and Ctrl-Break on Windows) from now on. The first
+    /// Listen for SIGINT, SIGTERM and SIGHUP (Ctrl-C and Ctrl-Break on Windows) from now on. The first
     /// signal prints what happens next (on stderr) and fires; the second prints a line and exits
     /// the process with [`EXIT_INTERRUPTED`] at once.
     ///
@@ -68,17 +68,17 @@ impl Interrupt {
         let n = in_flight.clone();
         tokio::spawn(async move {
             signals.recv().await;
-            eprintln!(
+            say(&format!(
                 "interrupted: no new requests; waiting up to {} s for the {} in flight so their verdicts are stored (press Ctrl-C again to quit at once: they are then booked as possibly billed when the run resumes)",
                 grace.as_secs_f64(),
                 n.load(Ordering::SeqCst)
-            );
+            ));
             let _ = tx.send(true);
             signals.recv().await;
-            eprintln!(
+            say(&format!(
                 "interrupted again: quitting now; the {} request(s) in flight are booked as possibly billed when the run resumes",
                 n.load(Ordering::SeqCst)
-            );
+            ));
             std::process::exit(EXIT_INTERRUPTED);
         });
         Ok(Self { rx, grace, in_flight })
@@ -107,20 +107,33 @@ impl Interrupt {
     }
 }
 
-/// SIGINT and SIGTERM, registered when created (a signal that arrives before the first `recv`
+/// A line on stderr; nothing when stderr is gone (after SIGHUP the terminal may be), where
+/// `eprintln!` would panic.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// SIGINT, SIGTERM and SIGHUP, registered when created (a signal that arrives before the first `recv`
 /// is not lost).
 struct Signals {
     #[cfg(unix)]
     int: tokio::signal::unix::Signal,
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hup: tokio::signal::unix::Signal,
 }
 
 impl Signals {
     #[cfg(unix)]
     fn new() -> std::io::Result<Self> {
         use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
+        Ok(Self {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+            hup: signal(SignalKind::hangup())?,
+        })
     }
 
     #[cfg(not(unix))]
@@ -133,6 +146,7 @@ impl Signals {
         tokio::select! {
             _ = self.int.recv() => {}
             _ = self.term.recv() => {}
+            _ = self.hup.recv() => {}
         }
     }
 

@@ -104,6 +104,8 @@ enum Woke {
 /// counts and the achieved rate.
 struct Ending {
     summary: FitSummary,
+    /// Replies billed above their reservations, and the worst-case factor they left.
+    overrun: (crate::store::budget::Overrun, f64),
     faults: Faults,
     fit_failed: Option<FitError>,
     session: Session,
@@ -128,18 +130,14 @@ impl<'a> Driver<'a> {
         }
         let (fits, warm) = FitsLog::open(&cfg.run_dir, cfg).map_err(io_err(&cfg.run_dir.join("fits.jsonl")))?;
         let stored = queries.stored_verdicts(books.log().records(), cfg.raw.model.strong_preference_weight);
-        // Everything booked for this judge (verdicts, paid failures, possibly billed requests),
-        // and a gate's trusted judge, which spends from the same budget.max_usd.
-        let spent = books.spend(&|k: &str| queries.contains_key(k)).total_usd();
-        let gate_spend =
-            crate::store::books::peek_spend_files(&cfg.run_dir, &crate::store::books::TRUSTED_BOOKS, &|_| true)?
-                .total_usd();
-        let budget = Budget::new(
+        // budget.max_usd bounds everything the folder's books hold: this judge's, earlier
+        // configs' and a gate's trusted judge's.
+        let (budget, _) = Budget::for_folder(
+            &cfg.run_dir,
             cfg.raw.budget.max_comparisons,
             cfg.raw.budget.max_usd,
             stored.len() as u64,
-            spent + gate_spend,
-        );
+        )?;
         let acq = &cfg.raw.acquisition;
         let settings = ScheduleSettings {
             confidence: acq.confidence,
@@ -307,6 +305,9 @@ impl<'a> Driver<'a> {
     /// Wait for one event: the refit, a dispatcher event, a stop signal, or the end of the grace
     /// period after an interrupt.
     async fn wait_event(&mut self) -> Result<(), RunError> {
+        if self.interrupt.requested() {
+            self.judge.stop_sending();
+        }
         let grace = match (self.interrupt.requested(), self.disp.in_flight() == 0) {
             (true, false) => {
                 Some(*self.grace_end.get_or_insert_with(|| tokio::time::Instant::now() + self.interrupt.grace()))
@@ -330,7 +331,8 @@ impl<'a> Driver<'a> {
                 self.fit_done((*done).expect("fit task does not panic"))?;
             }
             Woke::Event(event) => self.on_event(event)?,
-            Woke::Signal => {}
+            // No request leaves from now on, retries waiting on a backoff included.
+            Woke::Signal => self.judge.stop_sending(),
             Woke::Grace => self.give_up().await?,
             Woke::Nothing => {
                 // The scheduler waits only while something is in flight or a refit runs, and the
@@ -341,6 +343,7 @@ impl<'a> Driver<'a> {
                     self.sched.pending().len()
                 );
                 self.sched.gave_up(Vec::new());
+                self.sched.fit_ended_without_posterior();
             }
         }
         Ok(())
@@ -361,6 +364,7 @@ impl<'a> Driver<'a> {
             }
             Err(e) => {
                 // Still write a result.json (no ranking claimed) before reporting the error.
+                self.sched.fit_ended_without_posterior();
                 self.fit_failed = Some(e);
                 self.current = None;
             }
@@ -439,7 +443,9 @@ impl<'a> Driver<'a> {
                 self.cfg.raw.k,
             ),
         };
+        let budget = self.sched.budget();
         let ending = Ending {
+            overrun: (budget.overrun(), budget.worst_case_factor()),
             summary,
             faults: self.faults,
             fit_failed: self.fit_failed,
@@ -461,16 +467,20 @@ fn finish(
     end: Ending,
     stop: StopReason,
 ) -> Result<RunResult, RunError> {
-    let Ending { summary, faults, fit_failed, session, rate } = end;
+    let Ending { summary, overrun, faults, fit_failed, session, rate } = end;
     let dir = &cfg.run_dir;
     let stored = queries.stored_verdicts(books.log().records(), cfg.raw.model.strong_preference_weight);
     let records: Vec<_> = queries.stored(books.log().records()).into_iter().map(|s| s.2).collect();
     let spend = books.spend(&|k: &str| queries.contains_key(k));
+    let folder = crate::store::books::folder_spend(dir)?;
     let run_end = RunEnd {
         summary: &summary,
         stop,
         stored: &stored,
         spend: &spend,
+        folder: &folder,
+        max_usd: cfg.raw.budget.max_usd,
+        overrun,
         failed: faults.failed,
         quarantined: faults
             .quarantine

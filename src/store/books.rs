@@ -120,9 +120,10 @@ impl Books {
     pub fn open_files(dir: &Path, files: &BookFiles) -> Result<(Self, Vec<String>), BooksError> {
         let (log, warning) = VerdictLog::open(&dir.join(files.verdicts))?;
         let failed_path = dir.join(files.failed);
+        let failed_warning = ledger::repair_failed(&failed_path)?;
         let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed_path);
         let (intents, recovery) = IntentLog::open(&dir.join(files.intents), &closed, max_id)?;
-        let mut warnings: Vec<String> = warning.into_iter().chain(recovery.warning).collect();
+        let mut warnings: Vec<String> = warning.into_iter().chain(failed_warning).chain(recovery.warning).collect();
         if !recovery.booked.is_empty() {
             let usd: f64 = recovery.booked.iter().map(|c| c.cost_usd).sum();
             warnings.push(format!(
@@ -353,6 +354,30 @@ fn closed_by_records(
         closed.insert((key, id));
     }
     (closed, max_id)
+}
+
+/// Every set of books a run folder can hold: the run's judge ([`RUN_BOOKS`]; an audit's judge
+/// in an audit folder) and a gate's trusted judge ([`TRUSTED_BOOKS`]).
+pub const ALL_BOOKS: [BookFiles; 2] = [RUN_BOOKS, TRUSTED_BOOKS];
+
+/// Everything the books of the folder `dir` hold, every set ([`ALL_BOOKS`]) and every key: what
+/// `budget.max_usd` bounds, whatever judge, pool or config wrote it. Read without writing
+/// (intents nothing closes count as possibly billed).
+///
+/// # Errors
+/// [`BooksError`] naming a file that cannot be read.
+pub fn folder_spend(dir: &Path) -> Result<Spend, BooksError> {
+    let mut total = Spend::default();
+    for files in &ALL_BOOKS {
+        let s = peek_spend_files(dir, files, &|_| true)?;
+        total.verdicts_usd += s.verdicts_usd;
+        total.duplicates += s.duplicates;
+        total.duplicates_usd += s.duplicates_usd;
+        total.failed_usd += s.failed_usd;
+        total.possibly_billed += s.possibly_billed;
+        total.possibly_billed_usd += s.possibly_billed_usd;
+    }
+    Ok(total)
 }
 
 /// Add up the books for the keys `mine` accepts; `open` intents count as possibly billed.

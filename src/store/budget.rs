@@ -5,9 +5,20 @@
 //! A [`Reservation`] can be settled once only: it is neither `Clone` nor `Copy`, its amount is
 //! private, and [`Budget::settle`] takes it by value.
 
+use crate::store::books::{BooksError, Spend, folder_spend};
+use std::path::Path;
+
 /// Budget state (USD, comparisons). Read through its methods; changed only by reserving and
 /// settling.
-#[derive(Debug, Default)]
+///
+/// **Overruns.** A reply can cost more than its reservation (a provider that ignores
+/// `max_tokens`). The first such reply raises the worst case of every query by the ratio
+/// observed ([`Budget::worst_case_factor`]): later reservations are made at the raised worst
+/// case, and the reservations still in flight count at it too, so sending stops as soon as the
+/// booked spend plus the reservations in flight reach `max_usd`. The total can then pass
+/// `max_usd` only by what the replies already in flight at an overrun bill above their
+/// reservations (docs/live.md, "Budget").
+#[derive(Debug)]
 #[cfg_attr(test, derive(Clone))]
 pub struct Budget {
     max_comparisons: Option<u64>,
@@ -15,7 +26,28 @@ pub struct Budget {
     comparisons: u64,
     in_flight: u64,
     spent_usd: f64,
-    reserved_usd: f64,
+    /// Sum of the judge's worst cases of the queries in flight (before the factor).
+    reserved_base_usd: f64,
+    /// ≥ 1: what the worst cases are multiplied by after an overrun.
+    factor: f64,
+    overrun: Overrun,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self::new(None, None, 0, 0.0)
+    }
+}
+
+/// Replies that cost more than their reservation, as the budget saw them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Overrun {
+    /// How many.
+    pub replies: u64,
+    /// What they cost above their reservations, USD.
+    pub excess_usd: f64,
+    /// Queries in flight (the overrunning one included) when the first was seen.
+    pub in_flight_at_first: u64,
 }
 
 /// A reservation for one query: its worst-case cost, USD. Settle it exactly once with
@@ -23,11 +55,15 @@ pub struct Budget {
 #[derive(Debug, PartialEq)]
 #[must_use = "a reservation holds budget until it is settled"]
 pub struct Reservation {
+    /// The judge's worst case of the query.
+    base: f64,
+    /// What was reserved: the worst case times the factor at the time.
     usd: f64,
 }
 
 impl Reservation {
-    /// The reserved worst-case cost, USD.
+    /// The reserved worst-case cost, USD (the judge's worst case times
+    /// [`Budget::worst_case_factor`] when it was made).
     pub fn usd(&self) -> f64 {
         self.usd
     }
@@ -35,9 +71,35 @@ impl Reservation {
 
 impl Budget {
     /// A budget with the given limits and what was already spent (on resume): `comparisons`
-    /// verdicts stored, `spent_usd` booked.
+    /// verdicts stored, `spent_usd` booked. A run's USD budget comes from its folder's books
+    /// ([`Budget::for_folder`]), so everything the folder holds counts.
     pub fn new(max_comparisons: Option<u64>, max_usd: Option<f64>, comparisons: u64, spent_usd: f64) -> Self {
-        Self { max_comparisons, max_usd, comparisons, in_flight: 0, spent_usd, reserved_usd: 0.0 }
+        Self {
+            max_comparisons,
+            max_usd,
+            comparisons,
+            in_flight: 0,
+            spent_usd,
+            reserved_base_usd: 0.0,
+            factor: 1.0,
+            overrun: Overrun::default(),
+        }
+    }
+
+    /// The budget of a run folder `dir`: `max_usd` bounds everything its books hold, whatever
+    /// judge, pool or config wrote it, and a gate's trusted judge ([`folder_spend`]);
+    /// `comparisons` verdicts of this run's judge are stored. Returns the folder's spend too.
+    ///
+    /// # Errors
+    /// [`BooksError`] naming a book that cannot be read.
+    pub fn for_folder(
+        dir: &Path,
+        max_comparisons: Option<u64>,
+        max_usd: Option<f64>,
+        comparisons: u64,
+    ) -> Result<(Self, Spend), BooksError> {
+        let spend = folder_spend(dir)?;
+        Ok((Self::new(max_comparisons, max_usd, comparisons, spend.total_usd()), spend))
     }
 
     /// Maximum number of stored verdicts (valid or invalid), if any.
@@ -60,14 +122,26 @@ impl Budget {
         self.in_flight
     }
 
-    /// Settled spend, USD.
+    /// Settled spend, USD (everything the folder had booked when the budget was made, and what
+    /// was settled since).
     pub fn spent_usd(&self) -> f64 {
         self.spent_usd
     }
 
-    /// Reserved worst-case spend of the queries in flight, USD.
+    /// The worst case of the queries in flight, USD, at the current [`Budget::worst_case_factor`].
     pub fn reserved_usd(&self) -> f64 {
-        self.reserved_usd
+        self.reserved_base_usd * self.factor
+    }
+
+    /// What the judge's worst cases are multiplied by: 1 until a reply costs more than its
+    /// reservation, then the largest ratio of a reply's cost to its query's worst case.
+    pub fn worst_case_factor(&self) -> f64 {
+        self.factor
+    }
+
+    /// The replies that cost more than their reservations.
+    pub fn overrun(&self) -> Overrun {
+        self.overrun
     }
 
     /// Raise (or lower) the comparison limit, e.g. to the next checkpoint of a simulated path.
@@ -80,25 +154,42 @@ impl Budget {
         self.max_comparisons.map_or(u64::MAX, |m| m.saturating_sub(self.comparisons + self.in_flight))
     }
 
-    /// Reserve one query with worst-case cost `worst_usd`; `None` if it would pass a limit.
+    /// Reserve one query whose worst-case cost the judge puts at `worst_usd` (reserved times
+    /// [`Budget::worst_case_factor`]); `None` if it would pass a limit.
     pub fn try_reserve(&mut self, worst_usd: f64) -> Option<Reservation> {
         if self.comparisons_left() == 0 {
             return None;
         }
+        let usd = worst_usd * self.factor;
         if let Some(max) = self.max_usd
-            && self.spent_usd + self.reserved_usd + worst_usd > max + 1e-12
+            && self.spent_usd + self.reserved_usd() + usd > max + 1e-12
         {
             return None;
         }
         self.in_flight += 1;
-        self.reserved_usd += worst_usd;
-        Some(Reservation { usd: worst_usd })
+        self.reserved_base_usd += worst_usd;
+        Some(Reservation { base: worst_usd, usd })
     }
 
-    /// Settle a reservation on the real cost; `stored` says whether a verdict was recorded.
+    /// Settle a reservation on the real cost; `stored` says whether a verdict was recorded. A
+    /// cost above the reservation is an overrun: it raises the worst-case factor to the ratio
+    /// observed.
     pub fn settle(&mut self, r: Reservation, actual_usd: f64, stored: bool) {
+        if actual_usd > r.usd * (1.0 + 1e-9) + 1e-12 {
+            if self.overrun.replies == 0 {
+                self.overrun.in_flight_at_first = self.in_flight;
+            }
+            self.overrun.replies += 1;
+            self.overrun.excess_usd += actual_usd - r.usd;
+            if r.base > 0.0 {
+                self.factor = self.factor.max(actual_usd / r.base);
+            }
+        }
         self.in_flight -= 1;
-        self.reserved_usd = (self.reserved_usd - r.usd).max(0.0);
+        self.reserved_base_usd = (self.reserved_base_usd - r.base).max(0.0);
+        if self.in_flight == 0 {
+            self.reserved_base_usd = 0.0;
+        }
         self.spent_usd += actual_usd;
         if stored {
             self.comparisons += 1;
@@ -131,6 +222,34 @@ mod tests {
         b.settle_at_worst(r);
         assert!((b.spent_usd() - 0.6).abs() < 1e-12);
         assert_eq!((b.comparisons(), b.in_flight()), (3, 0));
+    }
+
+    /// Replies billed at 5× their reservation (a provider ignoring max_tokens): the first raises
+    /// the factor to 5, the reservations in flight count at it, and later ones are made at it.
+    #[test]
+    fn an_overrun_raises_the_worst_case_of_every_later_reservation() {
+        let mut b = Budget::new(None, Some(10.0), 0, 0.0);
+        let rs: Vec<_> = (0..4).map(|_| b.try_reserve(0.5).unwrap()).collect();
+        assert_eq!(b.reserved_usd(), 2.0);
+        let mut rs = rs.into_iter();
+        b.settle(rs.next().unwrap(), 2.5, true);
+        assert_eq!(b.worst_case_factor(), 5.0);
+        assert_eq!(b.overrun(), Overrun { replies: 1, excess_usd: 2.0, in_flight_at_first: 4 });
+        assert_eq!(b.reserved_usd(), 7.5, "the 3 in flight count at 5 × 0.5");
+        // 2.5 spent + 7.5 in flight: nothing more fits under 10.
+        assert!(b.try_reserve(0.5).is_none());
+        for r in rs {
+            b.settle(r, 2.5, true);
+        }
+        assert_eq!((b.spent_usd(), b.overrun().replies), (10.0, 4));
+        assert!((b.overrun().excess_usd - 8.0).abs() < 1e-12);
+        let mut b = Budget::new(None, Some(10.0), 0, 0.0);
+        let r = b.try_reserve(0.5).unwrap();
+        b.settle(r, 2.5, true);
+        let r = b.try_reserve(0.5).unwrap();
+        assert_eq!(r.usd(), 2.5, "reserved at the observed cost");
+        b.settle(r, 2.5, true);
+        assert_eq!(b.overrun().replies, 1, "covered: not an overrun");
     }
 
     #[test]

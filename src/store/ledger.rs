@@ -464,6 +464,40 @@ pub fn append_failed_intent(
     f.sync_data().map_err(io)
 }
 
+/// Before appending to `failed.jsonl`: a last line without its newline is ended when it is a
+/// whole record, and cut off when it is torn (a crash mid-write), so the next record starts on a
+/// line of its own. A torn record's intent stays open and is booked as possibly billed by the
+/// intent log, so its cost is still counted. Returns the warning of a cut line.
+///
+/// # Errors
+/// [`LedgerError::Io`] naming the file.
+pub fn repair_failed(path: &Path) -> Result<Option<String>, LedgerError> {
+    let io = |source| LedgerError::Io { path: path.to_owned(), source };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    if bytes.last().is_none_or(|b| *b == b'\n') {
+        return Ok(None);
+    }
+    let start = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let mut f = OpenOptions::new().append(true).open(path).map_err(io)?;
+    if serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&bytes[start..]).is_ok() {
+        f.write_all(b"\n").map_err(io)?;
+        f.sync_data().map_err(io)?;
+        return Ok(None);
+    }
+    f.set_len(start as u64).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    let line_no = bytes[..start].iter().filter(|b| **b == b'\n').count() + 1;
+    Ok(Some(format!(
+        "{}:{line_no}: dropped a torn last line ({} bytes, no newline; a crash while writing?)",
+        path.display(),
+        bytes.len() - start
+    )))
+}
+
 /// Total `cost_usd` of the lines of `failed.jsonl` whose key `mine` accepts (0 when the file is
 /// absent; unreadable or torn lines are skipped).
 pub fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
@@ -554,6 +588,25 @@ mod tests {
         assert_eq!(log.get("k2").unwrap().reply.y, Some(0.5));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.ends_with('\n') && text.lines().count() == 2, "torn bytes cut off: {text:?}");
+    }
+
+    #[test]
+    fn a_torn_failed_line_is_cut_before_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failed.jsonl");
+        append_failed(&path, "k1", "a", "b", 0.25, "timeout").unwrap();
+        let whole = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{whole}{{\"key\": \"k2\", \"cost_u")).unwrap();
+        let w = repair_failed(&path).unwrap().expect("a torn line is reported");
+        assert!(w.contains("failed.jsonl:2: dropped a torn last line (21 bytes"), "{w}");
+        append_failed(&path, "k3", "a", "c", 0.5, "timeout").unwrap();
+        assert_eq!(failed_spend(&path, |_| true), 0.75, "both whole records read");
+        // A whole last record without its newline is ended, not cut.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.trim_end()).unwrap();
+        assert_eq!(repair_failed(&path).unwrap(), None);
+        append_failed(&path, "k4", "a", "d", 1.0, "timeout").unwrap();
+        assert_eq!(failed_spend(&path, |_| true), 1.75);
     }
 
     #[test]

@@ -76,6 +76,24 @@ pub enum Fault {
         /// Body.
         body: String,
     },
+    /// HTTP 500 whose JSON body reports the request's `usage` (a gateway that bills a failed
+    /// request and says so). Billed.
+    ServerErrorWithUsage,
+    /// HTTP 429 whose `Retry-After` is an HTTP-date this many seconds in the past.
+    RateLimitedPast {
+        /// Seconds ago.
+        secs_ago: u64,
+    },
+    /// HTTP 200 as server-sent events (`Content-Type: text/event-stream`) although the request
+    /// asked for `stream: false`: `chunks` (deltas, usage in the last chunk) or the whole
+    /// completion as one event; then `data: [DONE]`. Billed.
+    Sse {
+        /// Deltas (true) or one whole completion (false).
+        chunks: bool,
+    },
+    /// The normal reply gzip-compressed with `Content-Encoding: gzip`, although the request
+    /// asked for `identity`. Billed.
+    Gzip,
 }
 
 /// Faults for the requests of one pair of answers (either order): `faults` in turn, then
@@ -122,6 +140,8 @@ struct Shared {
     models_reply: Mutex<(u16, String)>,
     models_requests: AtomicUsize,
     holds: Holds,
+    /// Usage of every reply sent that reported one (any status): the server's bill.
+    billed: Mutex<Vec<(u64, u64)>>,
 }
 
 /// Held replies (issue 12's kill points): arrival numbers to hold, the held requests' release
@@ -196,6 +216,7 @@ impl FakeOpenAi {
                 json!({"object": "list", "data": [{"id": "fake-judge", "object": "model"}]}).to_string(),
             )),
             models_requests: AtomicUsize::new(0),
+            billed: Mutex::new(Vec::new()),
         });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -319,6 +340,17 @@ impl FakeOpenAi {
         self.shared.holds.numbers.lock().unwrap().clear();
         let n = self.n_held();
         self.release(n);
+    }
+
+    /// The server's bill: (prompt tokens, completion tokens) of every reply it sent that
+    /// reported usage, whatever its status.
+    pub fn billed(&self) -> Vec<(u64, u64)> {
+        self.shared.billed.lock().unwrap().clone()
+    }
+
+    /// The bill in USD at these prices (USD per million prompt and completion tokens).
+    pub fn billed_usd(&self, input: f64, output: f64) -> f64 {
+        self.billed().iter().map(|(p, c)| (*p as f64 * input + *c as f64 * output) / 1e6).sum()
     }
 
     /// Replies handed back so far (handlers that finished).
@@ -493,7 +525,46 @@ fn completion(
     v
 }
 
+/// Record a reply's usage in the bill.
+fn bill(s: &Shared, usage: Option<&Value>) {
+    if let Some(u) = usage {
+        let t = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+        s.billed.lock().unwrap().push((t("prompt_tokens"), t("completion_tokens")));
+    }
+}
+
+/// Faults whose reply carries the usage of the request (billed when sent).
+fn billed_fault(f: Option<&Fault>) -> bool {
+    matches!(
+        f,
+        None | Some(
+            Fault::Ok
+                | Fault::Empty
+                | Fault::Refusal
+                | Fault::Truncated
+                | Fault::ContentFilter
+                | Fault::Text(_)
+                | Fault::EchoKeyInReply
+                | Fault::Hang { .. }
+                | Fault::Choice(_)
+                | Fault::ServerErrorWithUsage
+                | Fault::Sse { .. }
+                | Fault::Gzip
+        )
+    )
+}
+
 async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let s2 = s.clone();
+    let usage = (s.usage)(&serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null));
+    let (reply, fault) = handle_inner(State(s), headers, body).await;
+    if billed_fault(fault.as_ref()) {
+        bill(&s2, usage.as_ref());
+    }
+    reply
+}
+
+async fn handle_inner(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> (Response, Option<Fault>) {
     let n = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     s.max_in_flight.fetch_max(n, Ordering::SeqCst);
     let _guard = InFlight(s.clone());
@@ -520,7 +591,8 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
     let usage = (s.usage)(&body);
     let json_reply = |v: Value| (StatusCode::OK, [("content-type", "application/json")], v.to_string()).into_response();
     let delay = s.delay_ms.load(Ordering::SeqCst);
-    match fault {
+    let sent = fault.clone();
+    let reply = match fault {
         Some(Fault::RateLimited { retry_after_s }) => (
             StatusCode::TOO_MANY_REQUESTS,
             [("retry-after", retry_after_s.to_string()), ("content-type", "application/json".into())],
@@ -592,5 +664,48 @@ async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -
             });
             json_reply(completion(json!(verdict), "stop", usage, None, logprobs))
         }
-    }
+        Some(Fault::ServerErrorWithUsage) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [("content-type", "application/json")],
+            json!({"error": {"message": "upstream failed after generating", "type": "server_error"}, "usage": usage}).to_string(),
+        )
+            .into_response(),
+        Some(Fault::RateLimitedPast { secs_ago }) => {
+            let until = std::time::SystemTime::now() - Duration::from_secs(secs_ago);
+            (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", httpdate::fmt_http_date(until)), ("content-type", "application/json".into())],
+                json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}).to_string(),
+            )
+                .into_response()
+        }
+        Some(Fault::Sse { chunks }) => {
+            let full = completion(json!(verdict), "stop", usage.clone(), None, None);
+            let events: Vec<Value> = if chunks {
+                let mut v = vec![json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": "fake-judge",
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]})];
+                for piece in [&verdict[..verdict.len() / 2], &verdict[verdict.len() / 2..]] {
+                    v.push(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                        "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]}));
+                }
+                v.push(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}));
+                v.push(json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [], "usage": usage}));
+                v
+            } else {
+                vec![full]
+            };
+            let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect::<String>() + "data: [DONE]\n\n";
+            (StatusCode::OK, [("content-type", "text/event-stream")], body).into_response()
+        }
+        Some(Fault::Gzip) => {
+            use std::io::Write;
+            let text = completion(json!(verdict), "stop", usage, None, None).to_string();
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(text.as_bytes()).unwrap();
+            let bytes = gz.finish().unwrap();
+            (StatusCode::OK, [("content-type", "application/json"), ("content-encoding", "gzip")], bytes).into_response()
+        }
+    };
+    (reply, sent)
 }

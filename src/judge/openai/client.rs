@@ -25,6 +25,8 @@ pub(super) struct Counters {
     pub(super) rate_limit_wait_ms: AtomicU64,
     pub(super) replies: AtomicU64,
     pub(super) in_band_errors: AtomicU64,
+    pub(super) above_max_tokens: AtomicU64,
+    pub(super) most_completion_tokens: AtomicU64,
 }
 
 /// What is known about an OpenAI-compatible judge without a query: its settings, price and prompt
@@ -57,6 +59,10 @@ pub struct OpenAiJudge {
     soft_fallbacks: Mutex<BTreeMap<String, u64>>,
     /// Bodies with broken text repaired by the transport (shared with it).
     broken_text: std::sync::Arc<AtomicU64>,
+    /// Set by [`Judge::stop_sending`]: no call leaves after it.
+    stop: retry::StopSending,
+    /// The credentials inside `base_url`, redacted from every message ([`secret::url_secrets`]).
+    url_secrets: Vec<String>,
 }
 
 /// One rendered query and its context status.
@@ -92,7 +98,8 @@ impl OpenAiJudge {
         let timeout = Duration::from_secs_f64(cfg.timeout_s);
         let proxies = ProxyEnv::from_env();
         // `identity`: without an Accept-Encoding a conformant server may compress (RFC 9110
-        // §12.5.3), and this client decodes no content coding.
+        // §12.5.3). A gateway that compresses anyway is decoded (gzip, deflate, brotli: reqwest
+        // reads Content-Encoding whatever was asked for).
         let mut headers = reqwest::header::HeaderMap::new();
         headers.insert(reqwest::header::ACCEPT_ENCODING, reqwest::header::HeaderValue::from_static("identity"));
         let http = proxies
@@ -130,6 +137,8 @@ impl OpenAiJudge {
             invalid_by_reason: Mutex::new(BTreeMap::new()),
             soft_fallbacks: Mutex::new(BTreeMap::new()),
             broken_text,
+            stop: retry::StopSending::default(),
+            url_secrets: secret::url_secrets(&info.cfg.base_url),
             info,
         })
     }
@@ -139,8 +148,10 @@ impl OpenAiJudge {
         &self.info.cfg
     }
 
+    /// `s` without the API key and without the credentials of `base_url`
+    /// ([`secret::url_secrets`]), for any text from outside or about a request.
     fn redact(&self, s: &str) -> String {
-        crate::judge::openai::secret::redact_opt(self.key.as_ref(), s)
+        secret::redact_all(&secret::redact_opt(self.key.as_ref(), s), &self.url_secrets)
     }
 
     fn count_error(&self, e: &CallError) {
@@ -161,18 +172,30 @@ impl OpenAiJudge {
     async fn call(&self, body: &Value, est_tokens: u64) -> Result<ChatReply, CallError> {
         let slot = self.in_flight.acquire().await;
         let waited = self.limits.acquire(est_tokens).await.map_err(|e| CallError {
+            usage: None,
             kind: CallErrorKind::Other,
             status: None,
             retry_after: None,
             message: e.to_string(),
         })?;
         self.counters.rate_limit_wait_ms.fetch_add(waited.as_millis() as u64, Ordering::Relaxed);
+        if self.stop.stopped() {
+            slot.finish(concurrency::CallOutcome::Other);
+            return Err(CallError {
+                usage: None,
+                kind: CallErrorKind::NotSent,
+                status: None,
+                retry_after: None,
+                message: "not sent: the run stopped sending".into(),
+            });
+        }
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let deadline = Duration::from_secs_f64(self.info.cfg.timeout_s) + Duration::from_secs(5);
         let chat = self.client.chat();
         let fut = chat.create_byot::<_, Value>(body.clone());
         let res = match tokio::time::timeout(deadline, fut).await {
             Err(_) => Err(CallError {
+                usage: None,
                 kind: CallErrorKind::Timeout,
                 status: None,
                 retry_after: None,
@@ -301,6 +324,9 @@ impl OpenAiJudge {
         t0: Instant,
     ) -> Result<JudgeReply, JudgeError> {
         let Spent { usage, cost_usd: cost, attempts: n_attempts } = spent;
+        if e.kind == CallErrorKind::NotSent {
+            return Err(JudgeError::NotSent { cost_usd: cost });
+        }
         if e.kind == CallErrorKind::ContextOverflow {
             return match self.info.cfg.on_context_overflow {
                 OverflowPolicy::Fail => Err(JudgeError::Unjudgeable {
@@ -393,7 +419,10 @@ impl OpenAiJudge {
         // query never costs more than the (1 + max_invalid_retries) worst cases reserved for it.
         let slots = AtomicU64::new(1 + u64::from(self.info.cfg.max_invalid_retries));
         let attempts = AtomicU64::new(0);
-        let booked_failures = AtomicU64::new(0); // possibly-billed failed attempts
+        // Failed attempts that cost (or may have cost) money: the usage they report, and their
+        // booked cost (USD): at least that usage, and the attempt's worst case when the provider
+        // may have billed it without saying.
+        let paid_failures = Mutex::new((Usage::default(), 0.0f64));
         let mut usage = Usage::default();
         let mut cost = 0.0;
         let mut last: Option<(Invalid, Option<String>, BTreeMap<String, String>)> = None;
@@ -405,6 +434,7 @@ impl OpenAiJudge {
             asks += 1;
             let res = crate::judge::openai::retry::retry(
                 &self.policy,
+                &self.stop,
                 || async {
                     attempts.fetch_add(1, Ordering::Relaxed);
                     match self.call(&body, est).await {
@@ -413,9 +443,15 @@ impl OpenAiJudge {
                             Ok(r)
                         }
                         Err(err) => {
-                            if err.kind.maybe_billed() {
+                            let reported = err.usage.map_or(0.0, |u| self.info.price.cost_usd(&u));
+                            let worst = if err.kind.maybe_billed() { attempt_worst } else { 0.0 };
+                            if err.usage.is_some() || err.kind.maybe_billed() {
                                 slots.fetch_sub(1, Ordering::Relaxed);
-                                booked_failures.fetch_add(1, Ordering::Relaxed);
+                                let mut paid = paid_failures.lock().expect("not poisoned");
+                                if let Some(u) = &err.usage {
+                                    paid.0.add(u);
+                                }
+                                paid.1 += reported.max(worst);
                             }
                             Err(Attempt { exhausted: slots.load(Ordering::Relaxed) == 0, err })
                         }
@@ -428,7 +464,8 @@ impl OpenAiJudge {
             )
             .await;
             let n_attempts = attempts.load(Ordering::Relaxed) as u32;
-            let failed_cost = booked_failures.swap(0, Ordering::Relaxed) as f64 * attempt_worst;
+            let (failed_usage, failed_cost) = std::mem::take(&mut *paid_failures.lock().expect("not poisoned"));
+            usage.add(&failed_usage);
             cost += failed_cost;
             let reply = match res {
                 Ok(r) => r,
@@ -438,6 +475,10 @@ impl OpenAiJudge {
                 }
             };
             let this_usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
+            self.counters.most_completion_tokens.fetch_max(this_usage.completion_tokens, Ordering::Relaxed);
+            if this_usage.completion_tokens > u64::from(self.info.cfg.max_tokens) {
+                self.counters.above_max_tokens.fetch_add(1, Ordering::Relaxed);
+            }
             usage.add(&this_usage);
             cost += self.info.price.cost_usd(&this_usage);
             let raw = reply
@@ -503,10 +544,19 @@ async fn transport(
     let resp = http.execute(req).await.map_err(OpenAIError::Reqwest)?;
     let status = resp.status();
     let retry_after = retry_after(resp.headers());
-    let bytes = resp.bytes().await.map_err(OpenAIError::Reqwest)?;
+    let content_type =
+        resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    // Compressed bodies (gzip, deflate, brotli) are decoded by reqwest from Content-Encoding.
+    let mut bytes = resp.bytes().await.map_err(OpenAIError::Reqwest)?;
     if !status.is_success() {
         let body = String::from_utf8_lossy(&bytes).into_owned();
         return Err(OpenAIError::Boxed(Box::new(HttpFailure { status: status.as_u16(), retry_after, body })));
+    }
+    if sse::is_event_stream(content_type.as_deref(), &bytes) {
+        match sse::completion(&bytes) {
+            Ok(v) => bytes = v.to_string().into_bytes().into(),
+            Err(message) => return Err(OpenAIError::Boxed(Box::new(StreamBody { message }))),
+        }
     }
     let repaired = body::repair(&bytes);
     let owned: Option<Vec<u8>> = repaired.changed().then(|| {
@@ -646,7 +696,7 @@ impl JudgeInfo for OpenAiInfo {
 
     fn describe(&self) -> String {
         let file = self.cfg.prompt.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        format!("openai {} @ {} (prompt {file})", self.cfg.model, self.cfg.base_url)
+        format!("openai {} @ {} (prompt {file})", self.cfg.model, secret::redact_url(&self.cfg.base_url))
     }
 
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
@@ -656,7 +706,8 @@ impl JudgeInfo for OpenAiInfo {
         };
         let v = json!({
             "judge": "openai",
-            "base_url": self.cfg.base_url,
+            // Without credentials: the key does not change when they do.
+            "base_url": secret::redact_url(&self.cfg.base_url),
             "model": self.cfg.model,
             "prompt": prompt_hash,
             "max_tokens": self.cfg.max_tokens,
@@ -759,11 +810,18 @@ impl Judge for OpenAiJudge {
             in_flight_cuts: in_flight.cuts,
             in_flight_lowest: in_flight.lowest.map(|l| l as u64),
             in_flight_limit_at_end: in_flight.now.map(|l| l as u64),
+            above_max_tokens: g(&c.above_max_tokens),
+            most_completion_tokens: g(&c.most_completion_tokens),
+            max_tokens: Some(self.info.cfg.max_tokens),
         })
     }
 
     fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
         Box::pin(self.check_endpoint())
+    }
+
+    fn stop_sending(&self) {
+        self.stop.stop();
     }
 
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {

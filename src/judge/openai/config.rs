@@ -89,6 +89,9 @@ pub enum OverflowPolicy {
 #[serde(deny_unknown_fields)]
 pub struct OpenAiConfig {
     /// Endpoint base including `/v1`, e.g. `https://api.openai.com/v1` (a trailing `/` is removed).
+    /// Credentials in it (`user:pass@`, `?api_key=…`) are sent, never shown or stored: written
+    /// out (a run folder's config.yaml) it is redacted ([`super::secret::redact_url`]).
+    #[serde(serialize_with = "super::secret::serialize_redacted_url")]
     pub base_url: String,
     /// Model name sent in each request.
     pub model: String,
@@ -266,14 +269,22 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     let e = |k: &str, m: String| InvalidSetting::new(format!("judge.openai.{k}"), m);
     cfg.base_url = cfg.base_url.trim().trim_end_matches('/').to_owned();
     if !(cfg.base_url.starts_with("http://") || cfg.base_url.starts_with("https://")) {
-        return Err(e("base_url", format!("{:?} must start with http:// or https:// and include /v1", cfg.base_url)));
+        return Err(e(
+            "base_url",
+            format!(
+                "{:?} must start with http:// or https:// and include /v1",
+                super::secret::redact_url(&cfg.base_url)
+            ),
+        ));
     }
     if cfg.model.trim().is_empty() {
         return Err(e("model", "must not be empty".into()));
     }
     check_key_env(cfg).map_err(|m| e("api_key_env", m))?;
     cfg.price_table()?;
-    cfg.prompt = config_dir.join(&cfg.prompt);
+    let prompt = crate::domain::paths::expand(&cfg.prompt, "judge.openai.prompt", |k| std::env::var(k).ok())
+        .map_err(|m| e("prompt", m.trim_start_matches("judge.openai.prompt: ").to_owned()))?;
+    cfg.prompt = config_dir.join(prompt);
     let template = PromptTemplate::load(&cfg.prompt).map_err(|x| e("prompt", x.to_string()))?;
     if cfg.max_tokens == 0 {
         return Err(e("max_tokens", "0 must be ≥ 1".into()));
@@ -450,24 +461,42 @@ pub fn key_problem(cfg: &OpenAiConfig) -> Option<String> {
 
 pub(super) fn check_key_env(cfg: &OpenAiConfig) -> Result<Option<Secret>, String> {
     let var = cfg.api_key_env.trim();
+    let named = shown_var_name(var);
     if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-        let looks_like_key = var.starts_with("sk-") || var.len() > 40;
-        return Err(if looks_like_key {
-            "this looks like a key, not a variable name; put the key in an environment variable and write its name here"
-                .into()
-        } else {
-            format!("{var:?} is not an environment variable name (letters, digits, _)")
-        });
+        return Err(format!(
+            "the value ({} characters, not shown: it may be a pasted key) is not an environment variable name (letters, digits, _); put the key in an environment variable and write that variable's name here, e.g. OPENAI_API_KEY",
+            var.chars().count()
+        ));
     }
     match Secret::from_env(var) {
         Some(k) if !k.expose().bytes().all(|b| (0x21..=0x7e).contains(&b)) => {
-            Err(format!("the value of ${var} ({} bytes) contains characters not allowed in an HTTP header", k.len()))
+            Err(format!("the value of {named} ({} bytes) contains characters not allowed in an HTTP header", k.len()))
         }
         Some(k) => Ok(Some(k)),
         None if cfg.api_key_required => Err(format!(
-            "environment variable {var} is not set (or empty); export it with your API key, or set api_key_required: false for a server without keys"
+            "{named} is not set (or empty); export it with your API key, or set api_key_required: false for a server without keys"
         )),
         None => Ok(None),
+    }
+}
+
+/// How a message names the variable of `api_key_env`: `environment variable NAME` when the value
+/// looks like a variable name (upper-case words joined by `_`, such as `OPENAI_API_KEY`, few
+/// digits), otherwise without the value, which may be a key pasted in the wrong place (`gsk_…`,
+/// `AIza…`, hex): such a value is never printed.
+fn shown_var_name(var: &str) -> String {
+    let words: Vec<&str> = var.split('_').collect();
+    let upper_words = words.len() >= 2
+        && words.iter().all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+        && var.starts_with(|c: char| c.is_ascii_uppercase());
+    let digits = var.chars().filter(char::is_ascii_digit).count();
+    if upper_words && var.len() <= 48 && digits * 4 < var.len() {
+        format!("environment variable {var}")
+    } else {
+        format!(
+            "the environment variable named in api_key_env ({} characters; not shown, as it does not look like a variable name: if it is a key, put it in a variable and write that variable's name here)",
+            var.chars().count()
+        )
     }
 }
 

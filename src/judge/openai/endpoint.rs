@@ -28,7 +28,10 @@ pub struct EndpointFault {
 /// What the classifier knows about the judge's settings.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
+    /// `base_url` as shown in messages (credentials redacted, [`super::secret::redact_url`]).
     base_url: String,
+    /// `base_url` as configured, for the preflight request only.
+    request_base: String,
     host: String,
     port: Option<u16>,
     loopback: bool,
@@ -72,7 +75,8 @@ impl Endpoint {
         let loopback = host.parse::<std::net::IpAddr>().map(|a| a.is_loopback()).unwrap_or(false)
             || host.eq_ignore_ascii_case("localhost");
         Self {
-            base_url: cfg.base_url.clone(),
+            base_url: super::secret::redact_url(&cfg.base_url),
+            request_base: cfg.base_url.clone(),
             port: url.as_ref().and_then(|u| u.port_or_known_default()),
             proxy: url.as_ref().and_then(|u| proxies.route(u)).cloned(),
             host,
@@ -94,7 +98,7 @@ impl Endpoint {
 
     /// The preflight URL, `{base_url}/models`.
     pub fn models_url(&self) -> String {
-        format!("{}/models", self.base_url)
+        format!("{}/models", self.request_base)
     }
 
     /// Classify a failed chat request (after its retries) from its kind, status and message
@@ -111,6 +115,14 @@ impl Endpoint {
             return Some(self.proxy_fault(p, status.unwrap_or(0), message));
         }
         match (kind, status) {
+            (CallErrorKind::Stream, _) => Some(fault(
+                "base_url",
+                format!(
+                    "{} answers with a stream (Content-Type: text/event-stream) holding no chat completion, although each request sends stream: false ({}); point judge.openai.base_url at an endpoint that honours stream: false",
+                    self.base_url,
+                    clip(message)
+                ),
+            )),
             (CallErrorKind::Quota, _) => Some(self.key_fault(
                 429,
                 message,

@@ -30,6 +30,13 @@ pub enum CallErrorKind {
     Auth,
     /// Other 4xx (bad request, unknown model, wrong path).
     Client,
+    /// A 2xx event stream (`text/event-stream`) with no completion in it: the server streams
+    /// although `stream: false` was sent. Possibly billed; not retried (every retry would be
+    /// the same), and it stops the run.
+    Stream,
+    /// Not sent: the run stopped sending (a first Ctrl-C) before this call left. Never billed,
+    /// never retried.
+    NotSent,
     /// Anything else (not retried).
     Other,
 }
@@ -46,6 +53,9 @@ pub struct CallError {
     pub retry_after: Option<Duration>,
     /// What happened (server text cut to 300 characters, key redacted).
     pub message: String,
+    /// The tokens the reply reports as used (`usage` in a non-2xx body: some gateways bill a
+    /// failed request and say so); booked at least at this usage, whatever the status.
+    pub usage: Option<Usage>,
 }
 
 impl CallErrorKind {
@@ -58,6 +68,7 @@ impl CallErrorKind {
                 | CallErrorKind::Transport
                 | CallErrorKind::Malformed
                 | CallErrorKind::UpstreamBilled
+                | CallErrorKind::Stream
         )
     }
 }
@@ -135,6 +146,15 @@ pub(super) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Durati
     retry::retry_after_delay(get("retry-after")?, get("date"), std::time::SystemTime::now())
 }
 
+/// The `usage` an error body reports (top level, or inside `error`), when it is JSON and has one
+/// with at least one token.
+pub(super) fn usage_in_body(body: &str) -> Option<Usage> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let u = v.get("usage").or_else(|| v.get("error").and_then(|e| e.get("usage")))?;
+    let u = super::reply::usage_of(u)?;
+    (u.prompt_tokens + u.completion_tokens > 0).then_some(u)
+}
+
 pub(super) fn clip(s: &str, n: usize) -> String {
     let t = s.trim();
     if t.chars().count() <= n { t.to_owned() } else { format!("{}…", t.chars().take(n).collect::<String>()) }
@@ -153,6 +173,18 @@ impl std::fmt::Display for HttpFailure {
     }
 }
 impl std::error::Error for HttpFailure {}
+
+/// A 2xx event stream with no completion in it.
+#[derive(Debug)]
+pub(super) struct StreamBody {
+    pub(super) message: String,
+}
+impl std::fmt::Display for StreamBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+impl std::error::Error for StreamBody {}
 
 /// A 2xx response whose body is not JSON.
 #[derive(Debug)]
@@ -183,7 +215,7 @@ pub(super) fn reqwest_error(e: &reqwest::Error) -> CallError {
     } else {
         CallErrorKind::Other
     };
-    CallError { kind, status: e.status().map(|s| s.as_u16()), retry_after: None, message: msg }
+    CallError { usage: None, kind, status: e.status().map(|s| s.as_u16()), retry_after: None, message: msg }
 }
 
 pub(super) fn call_error(e: OpenAIError) -> CallError {
@@ -193,13 +225,23 @@ pub(super) fn call_error(e: OpenAIError) -> CallError {
                 // What to change is said by the endpoint classifier (endpoint.rs), which knows
                 // whether the request went through a proxy.
                 CallError {
+                    usage: usage_in_body(&h.body),
                     kind: classify_http(h.status, &h.body),
                     status: Some(h.status),
                     retry_after: h.retry_after,
                     message: format!("HTTP {}: {}", h.status, clip(&h.body, 300)),
                 }
+            } else if let Some(s) = b.downcast_ref::<StreamBody>() {
+                CallError {
+                    usage: None,
+                    kind: CallErrorKind::Stream,
+                    status: None,
+                    retry_after: None,
+                    message: s.message.clone(),
+                }
             } else if let Some(m) = b.downcast_ref::<MalformedBody>() {
                 CallError {
+                    usage: None,
                     kind: CallErrorKind::Malformed,
                     status: Some(m.status),
                     retry_after: None,
@@ -208,7 +250,13 @@ pub(super) fn call_error(e: OpenAIError) -> CallError {
             } else if let Some(r) = b.downcast_ref::<reqwest::Error>() {
                 reqwest_error(r)
             } else {
-                CallError { kind: CallErrorKind::Other, status: None, retry_after: None, message: b.to_string() }
+                CallError {
+                    usage: None,
+                    kind: CallErrorKind::Other,
+                    status: None,
+                    retry_after: None,
+                    message: b.to_string(),
+                }
             }
         }
         OpenAIError::Reqwest(r) => reqwest_error(&r),
@@ -216,6 +264,7 @@ pub(super) fn call_error(e: OpenAIError) -> CallError {
             let status = a.status_code.as_u16();
             let body = a.api_error.to_string();
             CallError {
+                usage: None,
                 kind: classify_http(status, &body),
                 status: Some(status),
                 retry_after: None,
@@ -223,11 +272,18 @@ pub(super) fn call_error(e: OpenAIError) -> CallError {
             }
         }
         OpenAIError::JSONDeserialize(_, body) => CallError {
+            usage: None,
             kind: CallErrorKind::Malformed,
             status: None,
             retry_after: None,
             message: format!("reply is not a chat completion: {}", clip(&body, 200)),
         },
-        other => CallError { kind: CallErrorKind::Other, status: None, retry_after: None, message: other.to_string() },
+        other => CallError {
+            usage: None,
+            kind: CallErrorKind::Other,
+            status: None,
+            retry_after: None,
+            message: other.to_string(),
+        },
     }
 }

@@ -33,6 +33,7 @@ pub mod ratelimit;
 mod reply;
 pub mod retry;
 pub mod secret;
+pub mod sse;
 
 pub use self::client::*;
 pub use self::config::*;
@@ -124,6 +125,7 @@ mod tests {
             assert_eq!(classify_http(s, b), want, "{s} {b}");
         }
         let e = CallError {
+            usage: None,
             kind: RateLimited,
             status: Some(429),
             retry_after: Some(Duration::from_secs(2)),
@@ -131,9 +133,9 @@ mod tests {
         };
         assert!(e.retryable());
         assert_eq!(Classify::retry_after(&e), Some(Duration::from_secs(2)));
-        assert!(!CallError { kind: Quota, ..e.clone() }.retryable());
-        assert!(!CallError { kind: ContextOverflow, ..e.clone() }.retryable());
-        assert!(CallError { kind: Timeout, ..e }.retryable());
+        assert!(!CallError { usage: None, kind: Quota, ..e.clone() }.retryable());
+        assert!(!CallError { usage: None, kind: ContextOverflow, ..e.clone() }.retryable());
+        assert!(CallError { usage: None, kind: Timeout, ..e }.retryable());
     }
 
     #[test]

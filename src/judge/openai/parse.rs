@@ -923,15 +923,41 @@ impl SoftMiss {
     }
 }
 
-/// The letter a token stands for: the token without whitespace, brackets, quotes, `*`, `#`,
-/// `:` and other non-alphanumerics (`" B"`, `"[[B"`, `"**B"`, `"▁B"` → `"B"`).
-fn token_letter(tok: &str) -> &str {
-    tok.trim_matches(|c: char| !c.is_alphanumeric())
+/// The letter a token stands for: the token (GPT-2 byte-level pieces decoded, [`byte_level`])
+/// without whitespace, brackets, quotes, `*`, `#`, `:` and other non-alphanumerics (`" B"`,
+/// `"[[B"`, `"**B"`, `"▁B"`, `"ĠB"` → `"B"`).
+fn token_letter(tok: &str) -> String {
+    let decoded = byte_level(tok).map(|b| String::from_utf8_lossy(&b).into_owned());
+    decoded.as_deref().unwrap_or(tok).trim_matches(|c: char| !c.is_alphanumeric()).to_owned()
 }
 
-/// The bytes of a token (its `bytes` when sent, else its UTF-8 text).
-fn token_bytes(t: &TokenLogprob) -> &[u8] {
-    t.bytes.as_deref().unwrap_or(t.token.as_bytes())
+/// The bytes of a token (its `bytes` when sent, else its GPT-2 byte-level decoding when it is
+/// spelled that way, else its UTF-8 text).
+fn token_bytes(t: &TokenLogprob) -> std::borrow::Cow<'_, [u8]> {
+    match (&t.bytes, byte_level(&t.token)) {
+        (Some(b), _) => std::borrow::Cow::Borrowed(b.as_slice()),
+        (None, Some(b)) => std::borrow::Cow::Owned(b),
+        (None, None) => std::borrow::Cow::Borrowed(t.token.as_bytes()),
+    }
+}
+
+/// A token spelled in GPT-2's byte-level alphabet (as some servers return byte-level BPE
+/// pieces: `ĠA` for " A", `Ċ` for a newline), decoded to its bytes. That alphabet writes the
+/// printable bytes `!`–`~`, `¡`–`¬`, `®`–`ÿ` as themselves and the 68 others (whitespace, control
+/// bytes, …) as U+0100–U+0143 in byte order. `None` unless the token holds at least one of those
+/// U+0100–U+0143 characters and nothing outside the alphabet (so `é` or `▁A` stay as they are).
+fn byte_level(tok: &str) -> Option<Vec<u8>> {
+    let printable = |b: u32| (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
+    if !tok.chars().any(|c| (0x100..=0x143).contains(&(c as u32))) {
+        return None;
+    }
+    let others: Vec<u8> = (0u32..=255).filter(|b| !printable(*b)).map(|b| b as u8).collect();
+    tok.chars()
+        .map(|c| {
+            let u = c as u32;
+            if u <= 0xFF && printable(u) { Some(u as u8) } else { others.get(u.checked_sub(0x100)? as usize).copied() }
+        })
+        .collect()
 }
 
 /// Soft verdict P(A) at the token holding the verdict letter at byte `letter_at` of `content`
@@ -951,7 +977,7 @@ pub fn soft_p_a(content: &str, tokens: &[TokenLogprob], letter_at: usize) -> Res
     if !["A", "B", "a", "b"].contains(&letter) {
         return Err(SoftMiss::NotALetter);
     }
-    let spelled: Vec<u8> = tokens.iter().flat_map(|t| token_bytes(t).iter().copied()).collect();
+    let spelled: Vec<u8> = tokens.iter().flat_map(|t| token_bytes(t).into_owned()).collect();
     let c = content.as_bytes();
     let shift = if spelled == c {
         0
@@ -978,7 +1004,7 @@ pub fn soft_p_a(content: &str, tokens: &[TokenLogprob], letter_at: usize) -> Res
         .ok_or(SoftMiss::Unaligned)?;
     let lower = letter == "a" || letter == "b";
     let as_letter = |s: &str| -> Option<bool> {
-        match token_letter(s) {
+        match token_letter(s).as_str() {
             "A" => Some(true),
             "B" => Some(false),
             "a" if lower => Some(true),
@@ -1465,6 +1491,17 @@ mod tests {
         ];
         let pa = soft_p_a("[[B]]", &toks, 2).unwrap();
         assert!((pa - 0.4 / 1.0).abs() < 1e-12, "{pa}");
+        // GPT-2 byte-level pieces: `ĠA` is " A", `Ċ` a newline; pooled with `A` and `B`, and
+        // aligned with the content by their decoded bytes.
+        let toks = vec![
+            tok("Verdict:", -0.01, &[]),
+            tok("ĠB", 0.5f64.ln(), &[("ĠB", 0.5f64.ln()), ("ĠA", 0.3f64.ln()), ("A", 0.1f64.ln()), ("Ċ", 0.1f64.ln())]),
+        ];
+        let pa = soft_p_a("Verdict: B", &toks, 9).unwrap();
+        assert!((pa - 0.4 / 0.9).abs() < 1e-12, "{pa}");
+        assert_eq!(byte_level("ĠA"), Some(b" A".to_vec()));
+        assert_eq!(byte_level("ĊĉĠ"), Some(b"\n\t ".to_vec()));
+        assert_eq!((byte_level("A"), byte_level("é"), byte_level("▁A")), (None, None, None));
         // Tokens that spell reasoning before the content: the content is located inside them.
         let toks = vec![tok("<think>x</think>", -0.1, &[]), tok("\n", -0.1, &[]), tok("A", -0.2, &[("B", -2.0)])];
         let pa = soft_p_a("A", &toks, 0).unwrap();

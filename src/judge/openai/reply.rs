@@ -61,6 +61,23 @@ pub(super) fn text_of(v: &Value) -> Option<String> {
     }
 }
 
+/// A `usage` object: prompt tokens (`prompt_tokens` or `input_tokens`; required), completion
+/// tokens (`completion_tokens` or `output_tokens`), cached and reasoning tokens from their
+/// details. `None` when it is not an object or has no prompt tokens.
+pub(super) fn usage_of(us: &Value) -> Option<Usage> {
+    if !us.is_object() {
+        return None;
+    }
+    let prompt = u(us, &["prompt_tokens"]).or_else(|| u(us, &["input_tokens"]))?;
+    let completion = u(us, &["completion_tokens"]).or_else(|| u(us, &["output_tokens"])).unwrap_or(0);
+    Some(Usage {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        cached_tokens: u(us, &["prompt_tokens_details", "cached_tokens"]).unwrap_or(0),
+        reasoning_tokens: u(us, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
+    })
+}
+
 impl ChatReply {
     /// Read a chat-completion JSON value.
     ///
@@ -69,16 +86,7 @@ impl ChatReply {
     /// `finish_reason: error`; classified by its code like the HTTP status it stands for, a
     /// 5xx without code), or no choices.
     pub fn from_value(v: &Value) -> Result<Self, CallError> {
-        let usage = v.get("usage").filter(|x| x.is_object()).and_then(|us| {
-            let prompt = u(us, &["prompt_tokens"]).or_else(|| u(us, &["input_tokens"]))?;
-            let completion = u(us, &["completion_tokens"]).or_else(|| u(us, &["output_tokens"])).unwrap_or(0);
-            Some(Usage {
-                prompt_tokens: prompt,
-                completion_tokens: completion,
-                cached_tokens: u(us, &["prompt_tokens_details", "cached_tokens"]).unwrap_or(0),
-                reasoning_tokens: u(us, &["completion_tokens_details", "reasoning_tokens"]).unwrap_or(0),
-            })
-        });
+        let usage = v.get("usage").and_then(usage_of);
         if let Some(err) = in_band_error(v) {
             let code = err
                 .get("code")
@@ -99,6 +107,7 @@ impl ChatReply {
                 kind = CallErrorKind::UpstreamBilled;
             }
             return Err(CallError {
+                usage: usage.filter(|_| billed),
                 kind,
                 status: code,
                 retry_after: None,
@@ -108,6 +117,7 @@ impl ChatReply {
         let choices = v.get("choices").and_then(Value::as_array).filter(|c| !c.is_empty());
         let Some(choice) = choices.and_then(|c| c.first()) else {
             return Err(CallError {
+                usage: None,
                 kind: CallErrorKind::Malformed,
                 status: None,
                 retry_after: None,

@@ -1,0 +1,563 @@
+//! One spend authority per output folder, and nothing secret or hostile leaves the tool: each
+//! case drives the real binary against the fake OpenAI-compatible server, whose own record of the
+//! replies it sent with usage is the bill ([`FakeOpenAi::billed_usd`]). In every money case the
+//! bill is at most what the folder's books hold, the books stay within `max_usd` (or the stated
+//! bound after an overrun), and nothing is bought twice.
+
+use crate::common::fake_openai::{FakeOpenAi, Fault, TEMPLATE, longer_wins};
+use crate::common::*;
+use crate::crash_safety::{booked, lines, signal, wait_until};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const PRICE_IN: f64 = 1.0; // USD per million prompt tokens
+const PRICE_OUT: f64 = 2.0; // USD per million completion tokens
+
+/// 8 items with short, distinct texts (item i has i + 2 words): prompts of a few hundred bytes,
+/// so a query's worst case is small next to a reply that ignores `max_tokens`.
+fn small_pool(dir: &Path, ids: &[&str]) -> PathBuf {
+    let items: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| json!({"id": id, "text": vec!["word"; i + 2].join(" "), "quality": i}))
+        .collect();
+    write(
+        dir,
+        "small.jsonl",
+        &(json!({"pool_id": "small", "task": "Pick the better answer.", "items": items}).to_string() + "\n"),
+    )
+}
+
+const IDS: [&str; 8] = ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"];
+
+/// A live run config on [`small_pool`]; `judge_extra`, `acq` and `budget` are YAML lines.
+fn live(dir: &Path, name: &str, url: &str, judge_extra: &str, acq: &str, budget: &str) -> PathBuf {
+    write(dir, "prompts/test.j2", TEMPLATE);
+    let pool = small_pool(dir, &IDS);
+    let yaml = format!(
+        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 64\n    max_invalid_retries: 0\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\n{judge_extra}acquisition:\n  seed: 3\n  mc_draws: 200\n{acq}budget:\n{budget}",
+        pool = pool.display()
+    );
+    write(dir, &format!("{name}.yaml"), &yaml)
+}
+
+fn run(dir: &Path, cfg: &Path) -> Output {
+    run_bin(dir, &["run", cfg.to_str().unwrap(), "--quiet"])
+}
+
+/// A fake server whose replies bill `completion` completion tokens each (and 100 prompt tokens).
+fn billing(completion: u64) -> FakeOpenAi {
+    FakeOpenAi::start_with(
+        Box::new(longer_wins),
+        Box::new(move |_| Some(json!({"prompt_tokens": 100, "completion_tokens": completion}))),
+    )
+}
+
+fn bill(fake: &FakeOpenAi) -> f64 {
+    fake.billed_usd(PRICE_IN, PRICE_OUT)
+}
+
+/// The budget covers everything the folder's books hold, whatever config wrote it: a run stopped
+/// after 3 paid replies, then the prompt edited by one word, then by a sentence, each run again
+/// under `max_usd: 0.0008` (each reply bills $0.000106). Once each edit started a fresh budget.
+#[test]
+fn max_usd_bounds_everything_the_folder_holds_across_config_edits() {
+    let fake = billing(3);
+    let dir = tempfile::tempdir().unwrap();
+    let max = 0.0008;
+    let cfg = live(dir.path(), "scope", &fake.base_url, "", "", "  max_comparisons: 3\n");
+    let runs = dir.path().join("runs/scope");
+    let out = run(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fake.billed().len(), 3);
+    let budget = format!("  max_usd: {max}\n");
+    let edits = [
+        TEMPLATE.replace("strict judge", "careful judge"),
+        TEMPLATE.replace("Which answer is better?", "Which answer is better? Think first."),
+    ];
+    for (i, prompt) in edits.iter().enumerate() {
+        let cfg = live(dir.path(), "scope", &fake.base_url, "", "", &budget);
+        write(dir.path(), "prompts/test.j2", prompt);
+        let out = run(dir.path(), &cfg);
+        assert!(out.status.success(), "edit {i}: {}", text(&out));
+        let b = booked(&runs);
+        let r = json(&runs.join("result.json"));
+        let folder = &r["folder_spend"];
+        println!("edit {i}: bill ${:.6}, books {b:?}, folder {folder}", bill(&fake));
+        assert!(bill(&fake) <= b.usd + 1e-12, "the server billed more than the books hold");
+        assert!(b.usd <= max + 1e-12, "edit {i}: the books hold ${} > max_usd {max}", b.usd);
+        assert!((folder["spend_usd"].as_f64().unwrap() - b.usd).abs() < 1e-12, "{folder}");
+        assert_eq!(folder["possibly_billed"].as_u64().unwrap() as usize, b.possibly_billed);
+        assert_eq!(folder["max_usd"], max);
+        let mine = r["spend_usd"].as_f64().unwrap();
+        assert!(mine < b.usd && (folder["other_usd"].as_f64().unwrap() - (b.usd - mine)).abs() < 1e-12, "{r}");
+        assert_eq!(r["stop_reason"], "max_usd");
+        let mut child = Command::new(bin());
+        let out = child.current_dir(dir.path()).args(["run", cfg.to_str().unwrap()]).output().unwrap();
+        assert!(
+            text(&out).contains("run folder: its books hold") && text(&out).contains("under other settings"),
+            "the summary shows the folder's total: {}",
+            text(&out)
+        );
+    }
+    let keys: Vec<String> = lines(&runs.join("verdicts.jsonl")).iter().map(|r| r["key"].to_string()).collect();
+    assert_eq!(keys.iter().collect::<HashSet<_>>().len(), keys.len(), "nothing bought twice");
+    assert_eq!(fake.billed().len(), keys.len() + booked(&runs).failed);
+}
+
+/// A provider that bills 1,280 completion tokens per reply although `max_tokens` is 64, 16 in
+/// flight, `max_usd` 0.02: the first reply above its reservation raises the worst case of every
+/// later one, nothing more is sent once the books plus the reservations in flight reach
+/// `max_usd`, and the total passes it by no more than the 16 in flight billed above their
+/// reservations. The summary and result.json name the overrun.
+#[test]
+fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
+    let fake = billing(1280);
+    let dir = tempfile::tempdir().unwrap();
+    let max = 0.02;
+    let acq = "  concurrency: 16\n  refit_every: 16\n";
+    let cfg = live(dir.path(), "over", &fake.base_url, "", acq, &format!("  max_usd: {max}\n"));
+    let c = topk_judge::config::run::Config::load(&cfg).unwrap();
+    let judge = topk_judge::config::judge::make_judge(&c.raw.judge).unwrap();
+    let worst: Vec<f64> = (0..8)
+        .flat_map(|a| (0..8).map(move |b| (a, b)))
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| judge.worst_case_usd(&c.pool, a, b))
+        .collect();
+    let least = worst.iter().cloned().fold(f64::INFINITY, f64::min);
+    let per_reply = (100.0 * PRICE_IN + 1280.0 * PRICE_OUT) / 1e6;
+    assert!(per_reply > 4.0 * least, "the provider bills far above the worst case: {per_reply} vs {least}");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs = dir.path().join("runs/over");
+    let b = booked(&runs);
+    let r = json(&runs.join("result.json"));
+    let o = &r["overrun"];
+    println!("bill ${:.6}; books {b:?}; overrun {o}", bill(&fake));
+    assert!((bill(&fake) - b.usd).abs() < 1e-12, "booked at the usage the replies report");
+    let first = o["in_flight_at_first"].as_u64().unwrap();
+    assert_eq!(first, 16);
+    assert!(b.usd <= max + first as f64 * (per_reply - least) + 1e-12, "the stated bound holds: {}", b.usd);
+    assert_eq!(fake.billed().len() as u64, first, "nothing was sent after the first overrun");
+    assert_eq!(o["replies"].as_u64(), Some(16));
+    assert_eq!(
+        (o["above_max_tokens"].as_u64(), o["most_completion_tokens"].as_u64(), o["max_tokens"].as_u64()),
+        (Some(16), Some(1280), Some(64))
+    );
+    assert!(o["worst_case_factor"].as_f64().unwrap() > 4.0);
+    assert!(
+        text(&out).contains("overrun: 16 replies billed above max_tokens 64 (up to 1280 completion tokens)"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// An HTTP 500 whose body reports usage is booked at that usage, as the same failure inside a
+/// 200 is: the books equal the server's bill to the cent.
+#[test]
+fn a_failed_request_that_reports_usage_is_booked_at_it() {
+    let fake = billing(3);
+    fake.script([Fault::ServerErrorWithUsage, Fault::ServerErrorWithUsage]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = live(dir.path(), "u500", &fake.base_url, "", "  concurrency: 1\n", "  max_comparisons: 4\n");
+    let out = run(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let b = booked(&dir.path().join("runs/u500"));
+    assert_eq!(fake.billed().len(), 6, "2 failures + 4 verdicts");
+    assert!((bill(&fake) - b.usd).abs() < 1e-12, "server ${} vs books ${}", bill(&fake), b.usd);
+}
+
+/// `audit` with a live judge needs a budget as `run` does, and enforces it in flight over the
+/// audit folder's books; `gate` with a live trusted judge needs one too.
+#[test]
+fn audit_and_gate_need_a_budget_and_audit_enforces_it_in_flight() {
+    let fake = billing(1280);
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompt.j2", TEMPLATE);
+    let pairs: String = (0..20)
+        .map(|i| {
+            json!({"id": format!("p{i}"), "task": "Pick.", "x": {"id": "x", "text": format!("short answer {i}")},
+                   "y": {"id": "y", "text": format!("a longer answer number {i}")}, "winner": "y"})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    write(dir.path(), "pairs.jsonl", &pairs);
+    let audit = |budget: &str| {
+        let yaml = format!(
+            "name: au\nout_dir: runs\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    prompt: prompt.j2\n    max_tokens: 64\n    max_invalid_retries: 0\n    api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\npairs: pairs.jsonl\nconcurrency: 8\n{budget}",
+            fake.base_url
+        );
+        let p = write(dir.path(), "audit.yaml", &yaml);
+        run_bin(dir.path(), &["audit", p.to_str().unwrap()])
+    };
+    let out = audit("");
+    assert!(!out.status.success() && text(&out).contains("a live judge needs a budget"), "{}", text(&out));
+    assert_eq!(fake.billed().len(), 0);
+    let max = 0.01;
+    let out = audit(&format!("budget: {{max_usd: {max}}}\n"));
+    let b = booked(&dir.path().join("runs/au"));
+    let per_reply = (100.0 * PRICE_IN + 1280.0 * PRICE_OUT) / 1e6;
+    println!("{}\nbill ${:.6}, books {b:?}", text(&out), bill(&fake));
+    assert!((bill(&fake) - b.usd).abs() < 1e-12);
+    assert!(b.usd <= max + 8.0 * per_reply, "within max_usd but for the 8 in flight at the overrun: {}", b.usd);
+    assert!(fake.billed().len() < 40, "the audit stopped sending: {} of 40", fake.billed().len());
+    // The older spelling still works, once.
+    let out = audit(&format!("max_usd: {max}\nbudget: {{max_usd: {max}}}\n"));
+    assert!(text(&out).contains("older spelling of budget.max_usd"), "{}", text(&out));
+
+    // A run with a free judge and a live trusted judge for its gate needs a budget as well.
+    let pool = small_pool(dir.path(), &IDS);
+    let yaml = format!(
+        "name: g\nout_dir: runs\npool: {{file: {}}}\nk: 2\njudge: {{mock: {{}}}}\ngate:\n  anchors: 2\n  trusted:\n    openai:\n      base_url: {}\n      model: fake-judge\n      prompt: prompt.j2\n      max_tokens: 8\n      api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n      api_key_required: false\n      price: {{input_usd_per_mtok: 1, output_usd_per_mtok: 2}}\n",
+        pool.display(),
+        fake.base_url
+    );
+    let g = write(dir.path(), "g.yaml", &yaml);
+    let out = run_bin(dir.path(), &["run", g.to_str().unwrap()]);
+    assert!(!out.status.success() && text(&out).contains("a live judge needs a budget"), "{}", text(&out));
+}
+
+/// During a 1.5-second rate limit, `Retry-After: 0` or an HTTP-date already past is no hint:
+/// the backoff (at least 0.5 s before a retry) applies, so the 8 queries are not retried at
+/// once, and every one is stored once the limit lifts.
+#[test]
+fn a_zero_or_past_retry_after_is_no_hint_and_the_backoff_applies() {
+    for fault in [Fault::RateLimited { retry_after_s: 0 }, Fault::RateLimitedPast { secs_ago: 30 }] {
+        let fake = billing(3);
+        fake.set_always(Some(fault.clone()));
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = live(
+            dir.path(),
+            "ra",
+            &fake.base_url,
+            "    backoff_min_s: 0.5\n    backoff_max_s: 2.0\n    max_retries: 6\n",
+            "  concurrency: 8\n",
+            "  max_comparisons: 8\n",
+        );
+        // The backoff of this test replaces the quick one of `live`.
+        let yaml = std::fs::read_to_string(&cfg).unwrap().replacen(
+            "    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n",
+            "",
+            1,
+        );
+        std::fs::write(&cfg, yaml).unwrap();
+        let server = std::sync::Arc::new(fake);
+        let s2 = server.clone();
+        let lift = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1500));
+            s2.set_always(None);
+        });
+        let out = run(dir.path(), &cfg);
+        lift.join().unwrap();
+        assert!(out.status.success(), "{fault:?}: {}", text(&out));
+        let r = json(&dir.path().join("runs/ra/result.json"));
+        assert_eq!(r["comparisons"], 8, "{fault:?}: {}", text(&out));
+        let reqs = server.requests();
+        let t0 = reqs[0].at;
+        let early = reqs.iter().filter(|q| q.at < t0 + Duration::from_millis(450)).count();
+        assert!(early <= 8, "{fault:?}: {early} requests in the first 0.45 s (no retry before the 0.5 s backoff)");
+    }
+}
+
+/// After the first Ctrl-C no request leaves: 4 queries wait on a `Retry-After: 3` when the signal
+/// comes, and none of them is sent again; the run stores what it has and ends.
+#[test]
+fn no_request_leaves_after_the_first_ctrl_c() {
+    let fake = billing(3);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = live(dir.path(), "intr", &fake.base_url, "", "  concurrency: 4\n", "  max_comparisons: 8\n");
+    fake.set_always(Some(Fault::RateLimited { retry_after_s: 3 }));
+    let mut child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", cfg.to_str().unwrap(), "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("4 rate-limited requests", 30, || fake.n_requests() >= 4);
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, "-INT");
+    let at_signal = fake.n_requests();
+    let t0 = Instant::now();
+    let out = loop {
+        if let Some(_s) = child.try_wait().unwrap() {
+            break child.wait_with_output().unwrap();
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "the run ends");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(fake.n_requests(), at_signal, "no request after the signal");
+    assert!(t0.elapsed() < Duration::from_secs(10), "the waits on Retry-After end with the signal");
+    let r = json(&dir.path().join("runs/intr/result.json"));
+    assert_eq!(r["stop_reason"], "interrupted");
+}
+
+/// SIGHUP (a dropped ssh session) stops the run as Ctrl-C does: the requests in flight are
+/// waited for and stored, result.json is written, the exit code is 130.
+#[test]
+fn sighup_stops_the_run_in_order() {
+    let fake = billing(3);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg =
+        live(dir.path(), "hup", &fake.base_url, "", "  concurrency: 4\n  refit_every: 4\n", "  max_comparisons: 12\n");
+    fake.hold(5..=8);
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", cfg.to_str().unwrap(), "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("4 requests in flight", 60, || fake.n_held() == 4);
+    signal(&child, "-HUP");
+    std::thread::sleep(Duration::from_millis(300));
+    fake.release_all();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let run = dir.path().join("runs/hup");
+    let b = booked(&run);
+    assert_eq!((b.verdicts, b.possibly_billed, fake.billed().len()), (8, 0, 8), "the 4 in flight were stored");
+    assert_eq!(json(&run.join("result.json"))["stop_reason"], "interrupted");
+}
+
+/// A reply sent as server-sent events (chunks, or one whole completion, then `[DONE]`) although
+/// the request asked for `stream: false` is read as the completion it is; so is a body the
+/// gateway gzipped although `identity` was asked for.
+#[test]
+fn event_streams_and_compressed_bodies_are_read() {
+    for fault in [Fault::Sse { chunks: true }, Fault::Sse { chunks: false }, Fault::Gzip] {
+        let fake = billing(3);
+        fake.set_always(Some(fault.clone()));
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = live(dir.path(), "enc", &fake.base_url, "", "", "  max_comparisons: 6\n");
+        let out = run(dir.path(), &cfg);
+        assert!(out.status.success(), "{fault:?}: {}", text(&out));
+        let r = json(&dir.path().join("runs/enc/result.json"));
+        assert_eq!((r["comparisons"].as_u64(), r["valid"].as_u64()), (Some(6), Some(6)), "{fault:?}: {r}");
+        assert_eq!(fake.billed().len(), 6, "{fault:?}: one paid request per verdict");
+        assert!(!text(&out).contains("broken text"), "{fault:?}: {}", text(&out));
+        assert!((bill(&fake) - booked(&dir.path().join("runs/enc")).usd).abs() < 1e-12);
+    }
+}
+
+/// A torn last line of `failed.jsonl` is cut before the next append (as in the verdict log), so
+/// the next record is read and the torn one's cost stays booked (its intent, open again, is
+/// booked as possibly billed).
+#[test]
+fn a_torn_line_in_failed_jsonl_is_cut_before_the_next_append() {
+    let fake = billing(3);
+    let dir = tempfile::tempdir().unwrap();
+    // A timeout is a possibly billed attempt: booked in failed.jsonl at its worst case.
+    fake.script([Fault::Hang { ms: 1500 }]);
+    let judge = "    timeout_s: 0.3\n    max_retries: 0\n";
+    let cfg = live(dir.path(), "torn", &fake.base_url, judge, "  concurrency: 1\n", "  max_comparisons: 2\n");
+    let out = run(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let run_dir = dir.path().join("runs/torn");
+    let failed = run_dir.join("failed.jsonl");
+    let whole = std::fs::read_to_string(&failed).unwrap();
+    assert_eq!(whole.lines().count(), 1, "{whole}");
+    let before = booked(&run_dir).usd;
+    std::fs::write(&failed, &whole[..whole.len() - 9]).unwrap();
+    fake.script([Fault::Hang { ms: 1500 }]);
+    let cfg = live(dir.path(), "torn", &fake.base_url, judge, "  concurrency: 1\n", "  max_comparisons: 4\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("failed.jsonl:1: dropped a torn last line"), "{}", text(&out));
+    let recs = lines(&failed);
+    assert_eq!(recs.len(), 1, "the new record on a line of its own, readable");
+    let b = booked(&run_dir);
+    assert!(b.possibly_billed >= 1, "the torn record's intent is booked as possibly billed: {b:?}");
+    assert!(b.usd >= before, "no cost left the books: {} < {before}", b.usd);
+    assert!(bill(&fake) <= b.usd + 1e-12);
+}
+
+/// Credentials in `base_url` (user and password) and the API key itself appear nowhere: not in
+/// any file of the run folder, not on stdout or stderr, also when a request fails.
+#[test]
+fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
+    let fake = billing(3);
+    fake.script([Fault::ServerError, Fault::EchoKeyInError]);
+    let dir = tempfile::tempdir().unwrap();
+    let url = fake.base_url.replace("http://", "http://alice:pw-s3cr3t-91@");
+    let key = "sk-spendtest-0123456789abcdef";
+    let cfg = live(dir.path(), "cred", &url, "", "", "  max_comparisons: 4\n");
+    let yaml = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false", "TOPK_SPEND_TEST_KEY");
+    std::fs::write(&cfg, yaml).unwrap();
+    let mut outs = Vec::new();
+    for extra in [&["--dry-run"][..], &[][..]] {
+        let out = Command::new(bin())
+            .current_dir(dir.path())
+            .args(["run", cfg.to_str().unwrap()])
+            .args(extra)
+            .env("TOPK_SPEND_TEST_KEY", key)
+            .env("RUST_LOG", "info")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        outs.push(text(&out));
+    }
+    assert!(outs[1].contains("alice") || outs[1].contains("***@"), "the endpoint is shown, redacted: {}", outs[1]);
+    let mut files = vec![];
+    let mut stack = vec![dir.path().join("runs/cred")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() { stack.push(p) } else { files.push(p) }
+        }
+    }
+    assert!(files.len() >= 5, "{files:?}");
+    for secret in ["pw-s3cr3t-91", key] {
+        for o in &outs {
+            assert!(!o.contains(secret), "{secret} on the terminal: {o}");
+        }
+        for f in &files {
+            let t = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();
+            assert!(!t.contains(secret), "{secret} in {}", f.display());
+        }
+    }
+    let r = json(&dir.path().join("runs/cred/result.json"));
+    assert!(r["judge"].as_str().unwrap().contains("***@127.0.0.1"), "{}", r["judge"]);
+}
+
+/// Ids that are Markdown or HTML (`<script>`, a link, a table pipe) are escaped in report.md.
+#[test]
+fn ids_are_escaped_in_markdown_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = ["<script>alert(1)</script>", "[x](http://e.vil)", "a|b", "*bold*", "ok4", "ok5", "ok6", "ok7"];
+    let pool = small_pool(dir.path(), &ids);
+    let yaml = format!(
+        "name: md\nout_dir: runs\npool: {{file: {}}}\nk: 2\njudge: {{mock: {{}}}}\nbudget: {{max_comparisons: 40}}\n",
+        pool.display()
+    );
+    let cfg = write(dir.path(), "md.yaml", &yaml);
+    let out = run(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run_bin(dir.path(), &["report", "runs/md"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(dir.path().join("runs/md/report.md")).unwrap();
+    assert!(!md.contains("<script>") && !md.contains("[x](http") && !md.contains(" a|b "), "{md}");
+    assert!(
+        md.contains("\\<script\\>alert(1)\\</script\\>") && md.contains("a\\|b") && md.contains("\\*bold\\*"),
+        "{md}"
+    );
+}
+
+/// `out_dir: ~/runs` and `out_dir: ${VAR}/…` are expanded (never a folder named `~`), and an
+/// unset variable is an error naming the setting.
+#[test]
+fn home_and_variables_in_paths_are_expanded_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pool = small_pool(dir.path(), &IDS);
+    let go = |out_dir: &str, env: &[(&str, &Path)]| {
+        let yaml = format!(
+            "name: exp\nout_dir: {out_dir}\npool: {{file: {}}}\nk: 2\njudge: {{mock: {{}}}}\nbudget: {{max_comparisons: 4}}\n",
+            pool.display()
+        );
+        let cfg = write(dir.path(), "exp.yaml", &yaml);
+        let mut c = Command::new(bin());
+        c.current_dir(dir.path()).args(["run", cfg.to_str().unwrap(), "--quiet"]).env("HOME", &home);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.env_remove("TOPK_SPEND_UNSET_DIR");
+        c.output().unwrap()
+    };
+    let out = go("~/runs", &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(home.join("runs/exp/result.json").exists());
+    let vars = dir.path().join("vars");
+    let out = go("${TOPK_SPEND_RUNS}/x", &[("TOPK_SPEND_RUNS", &vars)]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(vars.join("x/exp/result.json").exists());
+    let out = go("${TOPK_SPEND_UNSET_DIR}/x", &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("out_dir") && text(&out).contains("$TOPK_SPEND_UNSET_DIR, which is not set"),
+        "{}",
+        text(&out)
+    );
+    let literal: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(
+        !literal.iter().any(|n| n.to_string_lossy().contains('~') || n.to_string_lossy().contains('$')),
+        "{literal:?}"
+    );
+}
+
+/// Log-probabilities as GPT-2 byte-level tokens (`ĠA`, `ĠB`) are pooled with `A` and `B`.
+#[test]
+fn gpt2_byte_level_logprob_tokens_are_pooled() {
+    // A one-letter verdict, so the logprob tokens spell the reply.
+    let fake = FakeOpenAi::start_with(
+        Box::new(|a: &str, b: &str| if a.len() >= b.len() { "A".into() } else { "B".into() }),
+        Box::new(|_| Some(json!({"prompt_tokens": 100, "completion_tokens": 1}))),
+    );
+    fake.set_top_logprobs(vec![("ĠA".into(), 0.6f64.ln()), ("ĠB".into(), 0.3f64.ln()), ("ĠC".into(), 0.1f64.ln())]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = live(dir.path(), "lp", &fake.base_url, "    logprobs: true\n", "", "  max_comparisons: 2\n");
+    let out = run(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let recs = lines(&dir.path().join("runs/lp/verdicts.jsonl"));
+    for r in recs {
+        // The chosen letter (the fake's verdict, at logprob ln 0.6) joins the alternatives:
+        // A-forms 0.6 (+ 0.6 when A was chosen), B-forms 0.3 (+ 0.6 when B was chosen).
+        let y = r["y"].as_f64().unwrap();
+        let want = [1.2 / 1.5, 0.6 / 1.5];
+        assert!(want.iter().any(|w| (y - w).abs() < 1e-9), "soft verdict {y}, expected one of {want:?}: {r}");
+    }
+}
+
+/// Names that a spreadsheet would run (`=HYPERLINK(…)`, `+SUM(1,1)`, `@cmd`, `-2+3`) are written
+/// to rankings.csv as text.
+#[test]
+fn rankings_csv_never_holds_a_formula() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["=HYPERLINK(\"http://e.vil\",\"x\")", "+SUM(1,1)", "@cmd", "-2+3"];
+    let mut csv = String::from("prompt_id,prompt,system,text\n");
+    for p in 0..3 {
+        for (i, n) in names.iter().enumerate() {
+            csv.push_str(&format!(
+                "p{p},\"Question {p}?\",\"{}\",\"answer {} {}\"\n",
+                n.replace('"', "\"\""),
+                vec!["w"; i + 1].join(" "),
+                p
+            ));
+        }
+    }
+    write(dir.path(), "answers.csv", &csv);
+    let out = run_bin(dir.path(), &["import", "--format", "csv", "answers.csv", "--out", "pools.jsonl"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // The mock judge needs a gold quality on every item: the longer answer is better.
+    let pools: String = std::fs::read_to_string(dir.path().join("pools.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            for it in v["items"].as_array_mut().unwrap() {
+                it["quality"] = json!(it["text"].as_str().unwrap().len());
+            }
+            v.to_string() + "\n"
+        })
+        .collect();
+    write(dir.path(), "pools.jsonl", &pools);
+    let yaml = "name: sys\nout_dir: runs\npool: {file: pools.jsonl, ids: all}\nk: 1\njudge: {mock: {}}\nbudget: {max_comparisons: 30}\n";
+    let cfg = write(dir.path(), "sys.yaml", yaml);
+    let out = run(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = std::fs::read_to_string(dir.path().join("runs/sys/rankings.csv")).unwrap();
+    for line in t.lines().skip(1) {
+        let cell = line.split(',').nth(1).unwrap().trim_start_matches('"');
+        assert!(!cell.starts_with(['=', '+', '-', '@']), "formula cell: {line}");
+    }
+    assert!(t.contains("'+SUM(1") && t.contains("'@cmd") && t.contains("'-2+3"), "{t}");
+}
