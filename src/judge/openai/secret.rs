@@ -69,8 +69,9 @@ const SECRET_PARAMS: [&str; 10] =
     ["key", "token", "secret", "sig", "pass", "pwd", "auth", "credential", "session", "code"];
 
 /// `base_url` as it may be shown or stored: credentials in the userinfo (`user:pass@`) and the
-/// values of query parameters named like secrets ([`SECRET_PARAMS`]) become `***`. A URL with
-/// neither is returned unchanged (so cache keys built from it stay what they were).
+/// values of query parameters named like secrets (`key`, `token`, `secret`, `sig`, `pass`, …)
+/// become `***`. A URL with neither is returned unchanged (so cache keys built from it stay
+/// what they were).
 pub fn redact_url(url: &str) -> String {
     let secrets = url_secrets(url);
     if secrets.is_empty() {
