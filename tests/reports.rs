@@ -103,6 +103,7 @@ fn fit(n: usize, topk: &[&str]) -> FitLine {
         c: BTreeMap::new(),
         kappa: 0.0,
         topk: topk.iter().map(|s| s.to_string()).collect(),
+        topk_apparent: None,
         beta: vec![],
     }
 }
@@ -188,8 +189,8 @@ fn compare_cli_writes_table_and_plot_and_rejects_other_pools() {
     );
     assert!(out.status.success(), "{}", text(&out));
     let md = std::fs::read_to_string(dir.path().join("cmp/compare.md")).unwrap();
-    assert!(md.contains("| A | judge A | 0.0400 | 4 | 4 | 1.00 | 0/2 = 0.00 | a, b |"), "{md}");
-    assert!(md.contains("| B | judge B | 0.2000 | 4 | 4 | 0.50 | 2/2 = 1.00 | a, c |"), "{md}");
+    assert!(md.contains("| A | judge A | none (0.05) | 0.0400 | 4 | 4 | 1.00 | 0/2 = 0.00 | a, b |"), "{md}");
+    assert!(md.contains("| B | judge B | none (0.05) | 0.2000 | 4 | 4 | 0.50 | 2/2 = 1.00 | a, c |"), "{md}");
     let svg = std::fs::read_to_string(dir.path().join("cmp/recall_vs_spend.svg")).unwrap();
     assert!(svg.contains("cumulative spend (USD)"), "{svg}");
     let json: serde_json::Value =

@@ -228,10 +228,10 @@ fn zero_valid_comparisons_claim_no_top_k_and_say_what_a_query_needs() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     let s = stdout(&out);
-    assert!(
-        s.contains("top-3 (apparent, reported): none claimed: no valid comparison, the ranking is the prior"),
-        "{s}"
-    );
+    assert!(s.contains("certified top-3 (ε = 0.05): nothing certified: no valid comparison\n"), "{s}");
+    // No table of prior zeros: the reason instead.
+    assert!(s.contains("\nno ranking: no valid comparison: the ranking is the prior"), "{s}");
+    assert!(!s.contains(" rank  item"), "{s}");
     assert!(!s.contains("recall@"), "{s}");
     assert!(s.contains("note: no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed; one query needs budget.max_comparisons ≥ 1"), "{s}");
     let r = json(&dir.path().join("runs/zero/result.json"));

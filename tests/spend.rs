@@ -379,54 +379,76 @@ fn a_torn_line_in_failed_jsonl_is_cut_before_the_next_append() {
     assert!(bill(&fake) <= b.usd + 1e-12);
 }
 
-/// Credentials in `base_url` (user and password) and the API key itself appear nowhere: not in
-/// any file of the run folder, not on stdout or stderr, also when a request fails.
+/// Credentials in `base_url` (user and password, sent as HTTP Basic; a query parameter, sent
+/// with every request) and the API key itself appear nowhere: not in any file of the run
+/// folder, not on stdout or stderr, also when a request fails and the server echoes them.
 #[test]
 fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
-    let fake = billing(3);
-    fake.script([Fault::ServerError, Fault::EchoKeyInError]);
-    let dir = tempfile::tempdir().unwrap();
-    let url = fake.base_url.replace("http://", "http://alice:pw-s3cr3t-91@");
     let key = "sk-spendtest-0123456789abcdef";
-    let cfg = live(dir.path(), "cred", &url, "", "", "  max_comparisons: 4\n");
-    let yaml = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false", "TOPK_SPEND_TEST_KEY");
-    std::fs::write(&cfg, yaml).unwrap();
-    let mut outs = Vec::new();
-    for extra in [&["--dry-run"][..], &[][..]] {
-        let out = Command::new(bin())
-            .current_dir(dir.path())
-            .args(["run", cfg.to_str().unwrap()])
-            .args(extra)
-            .env("TOPK_SPEND_TEST_KEY", key)
-            .env("RUST_LOG", "info")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-        outs.push(text(&out));
-    }
-    assert!(outs[1].contains("alice") || outs[1].contains("***@"), "the endpoint is shown, redacted: {}", outs[1]);
-    let mut files = vec![];
-    let mut stack = vec![dir.path().join("runs/cred")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() { stack.push(p) } else { files.push(p) }
+    let runs =
+        [("cred", "http://alice:pw-s3cr3t-91@", "", None), ("credq", "http://", "?api_key=qk3y-77-secret", Some(key))];
+    for (name, scheme, query, with_key) in runs {
+        let fake = billing(3);
+        fake.script([Fault::ServerError, Fault::EchoKeyInError]);
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("{}{}", fake.base_url.replace("http://", scheme), query);
+        let cfg = live(dir.path(), name, &url, "", "", "  max_comparisons: 4\n");
+        if with_key.is_some() {
+            let yaml = std::fs::read_to_string(&cfg)
+                .unwrap()
+                .replace("TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false", "TOPK_SPEND_TEST_KEY");
+            std::fs::write(&cfg, yaml).unwrap();
         }
-    }
-    assert!(files.len() >= 5, "{files:?}");
-    for secret in ["pw-s3cr3t-91", key] {
-        for o in &outs {
-            assert!(!o.contains(secret), "{secret} on the terminal: {o}");
+        let mut outs = Vec::new();
+        for extra in [&["--dry-run"][..], &[][..]] {
+            let mut c = Command::new(bin());
+            c.current_dir(dir.path()).args(["run", cfg.to_str().unwrap()]).args(extra).env("RUST_LOG", "info");
+            if let Some(k) = with_key {
+                c.env("TOPK_SPEND_TEST_KEY", k);
+            }
+            let out = c.output().unwrap();
+            assert!(out.status.success(), "{name}: {}", text(&out));
+            outs.push(text(&out));
         }
-        for f in &files {
-            let t = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();
-            assert!(!t.contains(secret), "{secret} in {}", f.display());
+        // What reached the server: HTTP Basic from the userinfo, or the query on every request.
+        let reqs = fake.requests();
+        assert!(!reqs.is_empty());
+        for q in &reqs {
+            assert!(q.uri.starts_with("/v1/chat/completions"), "{}", q.uri);
+            if with_key.is_some() {
+                assert_eq!(q.uri, "/v1/chat/completions?api_key=qk3y-77-secret");
+                assert_eq!(q.auth.as_deref(), Some(format!("Bearer {key}").as_str()));
+            } else {
+                // base64("alice:pw-s3cr3t-91")
+                assert_eq!(q.auth.as_deref(), Some("Basic YWxpY2U6cHctczNjcjN0LTkx"), "{name}");
+            }
         }
+        let mut files = vec![];
+        let mut stack = vec![dir.path().join("runs").join(name)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() { stack.push(p) } else { files.push(p) }
+            }
+        }
+        assert!(files.len() >= 5, "{files:?}");
+        for secret in ["pw-s3cr3t-91", "qk3y-77-secret", key] {
+            for o in &outs {
+                assert!(!o.contains(secret), "{secret} on the terminal: {o}");
+            }
+            for f in &files {
+                let t = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();
+                assert!(!t.contains(secret), "{secret} in {}", f.display());
+            }
+        }
+        let r = json(&dir.path().join("runs").join(name).join("result.json"));
+        let shown = r["judge"].as_str().unwrap();
+        assert!(shown.contains("***@127.0.0.1") || shown.contains("api_key=***"), "{shown}");
+        // The run folder's config.yaml holds the redacted URL: using it as is is refused, with why.
+        let saved = dir.path().join("runs").join(name).join("config.yaml");
+        let out = run_bin(dir.path(), &["run", saved.to_str().unwrap(), "--dry-run"]);
+        assert!(!out.status.success() && text(&out).contains("redacted"), "{}", text(&out));
     }
-    let r = json(&dir.path().join("runs/cred/result.json"));
-    assert!(r["judge"].as_str().unwrap().contains("***@127.0.0.1"), "{}", r["judge"]);
 }
 
 /// Ids that are Markdown or HTML (`<script>`, a link, a table pipe) are escaped in report.md.

@@ -1,4 +1,5 @@
-//! Pure analyses on verdicts and pools, around the model: the judge bias audit ([`audit`]) and
+//! Pure analyses on verdicts and pools, around the model: what the data certify about the top-k
+//! ([`certify`]), the judge bias audit ([`audit`]) and
 //! its per-judge table on recorded verdicts ([`recorded`]), the
 //! trusted-anchor gate statistics ([`gate`], [`gate_sim`]), the paired rendering design
 //! ([`design`]), content-free renderings ([`render`]), synthetic pools ([`synth`]), the
@@ -8,6 +9,7 @@
 //! data and a seeded RNG in, values out.
 
 pub mod audit;
+pub mod certify;
 pub mod design;
 pub mod gate;
 pub mod gate_sim;

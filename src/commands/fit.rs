@@ -243,6 +243,7 @@ struct FitSettings {
     strong_preference_weight: f64,
     seed: u64,
     report_ranking: ReportRanking,
+    epsilon: f64,
 }
 
 impl FitSettings {
@@ -288,6 +289,7 @@ impl FitSettings {
             draws,
             strong_preference_weight: sw,
             seed: args.seed.or(cfg.map(|c| c.raw.acquisition.seed)).unwrap_or(0),
+            epsilon: cfg.map_or(crate::analysis::certify::DEFAULT_EPSILON, |c| c.raw.certify.epsilon),
             report_ranking: args.report_ranking.or(cfg.map(|c| c.raw.report_ranking)).unwrap_or_default(),
         })
     }
@@ -485,6 +487,7 @@ fn fit_output(
         setting: set.report_ranking,
         gate: None,
         one_query: None,
+        epsilon: set.epsilon,
     });
     notes.append(&mut out.notes);
     out.notes = notes;

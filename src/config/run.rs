@@ -364,6 +364,47 @@ impl Default for AcquisitionConfig {
 pub use super::budget::BudgetConfig;
 use super::budget::{check_budget, de_budget};
 
+/// `certify:`: the ε of the certified top-k: bases with top-k membership π ≥ 1 − ε are in,
+/// π ≤ ε out, the rest undecided (docs/model.md, "Certified top-k").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CertifyConfig {
+    /// ε, in (0, 0.5); default 0.05.
+    #[serde(default = "default_epsilon")]
+    pub epsilon: f64,
+}
+
+fn default_epsilon() -> f64 {
+    crate::analysis::certify::DEFAULT_EPSILON
+}
+
+impl Default for CertifyConfig {
+    fn default() -> Self {
+        Self { epsilon: default_epsilon() }
+    }
+}
+
+impl CertifyConfig {
+    fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// ε in (0, 0.5).
+    fn check(&self) -> Result<(), InvalidSetting> {
+        if self.epsilon > 0.0 && self.epsilon < 0.5 {
+            Ok(())
+        } else {
+            Err(InvalidSetting::new(
+                "certify.epsilon",
+                format!(
+                    "{} must be in (0, 0.5), e.g. 0.05 (bases with π ≥ 1 − ε are certified in the top-k)",
+                    self.epsilon
+                ),
+            ))
+        }
+    }
+}
+
 /// The configuration as written in YAML.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -394,6 +435,9 @@ pub struct RawConfig {
     /// design identifies the correction or a gate enabled it), `corrected` or `apparent`.
     #[serde(default, skip_serializing_if = "is_auto")]
     pub report_ranking: ReportRanking,
+    /// What the result certifies (docs/model.md, "Certified top-k"): `{epsilon}`, default 0.05.
+    #[serde(default, skip_serializing_if = "CertifyConfig::is_default")]
+    pub certify: CertifyConfig,
     /// `single` (default) or `paired` (docs/model.md §6: within-base queries first).
     #[serde(default)]
     pub design: crate::analysis::design::DesignKind,
@@ -475,6 +519,7 @@ impl Config {
         let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs").map_err(inv)?;
         check_model(&raw.model).map_err(inv)?;
         check_acquisition(&mut raw.acquisition).map_err(inv)?;
+        raw.certify.check().map_err(inv)?;
         // A live trusted judge of the gate spends from the same budget.
         let live = matches!(raw.judge, JudgeConfig::Openai(_))
             || raw.gate.as_ref().and_then(|g| g.trusted.as_ref()).is_some_and(|t| matches!(t, JudgeConfig::Openai(_)));

@@ -126,12 +126,16 @@ pub struct Prompt {
 }
 
 impl Pool {
-    /// Build and validate a pool: at least 2 items, unique non-empty ids, finite numbers.
+    /// Build and validate a pool: at least 2 items, unique non-empty ids without control
+    /// characters ([`id_problem`]), finite numbers.
     ///
     /// # Errors
     /// [`PoolError::Invalid`] naming the offending item.
     pub fn new(pool_id: String, task: String, items: Vec<Item>) -> Result<Self, PoolError> {
         let bad = |msg: String| PoolError::Invalid { pool_id: pool_id.clone(), msg };
+        if let Some(p) = id_problem(&pool_id) {
+            return Err(bad(format!("the pool id {}", p)));
+        }
         if items.is_empty() {
             return Err(bad("the pool has no items; expected at least 2".into()));
         }
@@ -145,6 +149,11 @@ impl Pool {
         for (i, it) in items.iter().enumerate() {
             if it.id.is_empty() {
                 return Err(bad(format!("item #{} has an empty id", i + 1)));
+            }
+            for (what, id) in [("id", Some(&it.id)), ("base", it.base.as_ref()), ("system", it.system.as_ref())] {
+                if let Some(p) = id.and_then(|id| id_problem(id)) {
+                    return Err(bad(format!("item #{}: its {what} {p}", i + 1)));
+                }
             }
             if index.insert(it.id.clone(), i).is_some() {
                 return Err(bad(format!("duplicate item id {:?} (item #{}); ids must be unique", it.id, i + 1)));
@@ -460,6 +469,20 @@ impl Covariates {
     }
 }
 
+/// What is wrong with an id (pool, item, base, system) that would reach a terminal, an SVG or a
+/// report: control characters (ESC, BEL, CR, …, which a terminal runs) or bidirectional
+/// overrides (U+202A–U+202E, U+2066–U+2069, which reorder what is shown). `None` for a fine id.
+pub fn id_problem(id: &str) -> Option<String> {
+    let bad = id
+        .chars()
+        .find(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(c) || ('\u{2066}'..='\u{2069}').contains(c))?;
+    Some(format!(
+        "{:?} holds the character U+{:04X} (a control or text-direction character); ids are shown in terminals, plots and reports, so they may not hold such characters",
+        id,
+        u32::from(bad)
+    ))
+}
+
 /// The largest covariate magnitude the model takes (before its transform).
 pub const MAX_COVARIATE: f64 = 1e100;
 
@@ -496,14 +519,17 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
             col.push(v);
         }
         // The fit multiplies covariate differences: beyond ~1e100 their squares and sums
-        // overflow to infinity (and a z-score's sd with them).
-        if let Some((v, it)) = col.iter().zip(&pool.items).find(|(v, _)| !v.is_finite() || v.abs() > MAX_COVARIATE) {
+        // overflow to infinity (and a z-score's sd with them). Under `log` the limit applies
+        // to the logarithm (checked below, after the transform).
+        let t = spec.effective_transform();
+        if t != Transform::Log
+            && let Some((v, it)) = col.iter().zip(&pool.items).find(|(v, _)| !v.is_finite() || v.abs() > MAX_COVARIATE)
+        {
             return Err(bad(format!(
                 "item {:?}: covariate {:?} = {v:e} is too large for the model (|value| ≤ 1e100; its squares would overflow); rescale it, e.g. divide it by a power of ten, or use transform log for a positive quantity",
                 it.id, spec.name
             )));
         }
-        let t = spec.effective_transform();
         match t {
             Transform::Raw => {}
             Transform::Log => {

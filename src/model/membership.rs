@@ -297,6 +297,75 @@ fn membership_of(
     pi
 }
 
+/// Most bases [`rank_intervals`] takes (its rank histogram has M² cells).
+pub const MAX_RANKED_BASES: usize = 1000;
+
+/// The central `level` interval of each base's rank under the Laplace posterior (1 = best; the
+/// rank of base m in a draw is 1 + the number of bases with a larger value), from `draws`
+/// Monte-Carlo draws of θ (or of the apparent quality φ with `w`, as in
+/// [`topk_membership_apparent`]): (lower, upper) with P(rank < lower) ≤ (1 − level)/2 and
+/// P(rank > upper) ≤ (1 − level)/2. `None` above [`MAX_RANKED_BASES`] bases.
+///
+/// # Panics
+/// If `level` is not in (0, 1), or `w` does not have M rows.
+pub fn rank_intervals(
+    fit: &Fit,
+    m: usize,
+    w: Option<&[Vec<f64>]>,
+    draws: usize,
+    level: f64,
+    rng: &mut ChaCha8Rng,
+) -> Option<Vec<(usize, usize)>> {
+    assert!(level > 0.0 && level < 1.0, "level {level} must be in (0, 1)");
+    if let Some(w) = w {
+        assert_eq!(w.len(), m, "one weight row per base");
+    }
+    if m > MAX_RANKED_BASES || draws == 0 {
+        return None;
+    }
+    let n = fit.beta.len();
+    let mut hist = vec![0u32; m * m]; // hist[b * m + r]: draws with base b at rank r (0-based)
+    let mut values = vec![0.0; m];
+    let mut order: Vec<usize> = (0..m).collect();
+    for (d, seed) in block_seeds(draws, rng) {
+        let mut z = Matrix::zeros(n, d);
+        fill_normals(seed, &mut z);
+        fit.chol.solve_lt_in_place(&mut z);
+        for s in 0..d {
+            let col = z.col(s);
+            for (b, v) in values.iter_mut().enumerate() {
+                *v = fit.beta[b] + col[b];
+                if let Some(w) = w {
+                    *v += w[b].iter().enumerate().map(|(j, x)| x * (fit.beta[m + j] + col[m + j])).sum::<f64>();
+                }
+            }
+            order.sort_unstable_by(|a, b| values[*b].total_cmp(&values[*a]).then(a.cmp(b)));
+            for (r, &b) in order.iter().enumerate() {
+                hist[b * m + r] += 1;
+            }
+        }
+    }
+    let tail = (1.0 - level) / 2.0 * draws as f64;
+    Some(
+        (0..m)
+            .map(|b| {
+                let h = &hist[b * m..(b + 1) * m];
+                let (mut below, mut lo) = (0.0, 0);
+                while lo + 1 < m && below + f64::from(h[lo]) <= tail {
+                    below += f64::from(h[lo]);
+                    lo += 1;
+                }
+                let (mut above, mut hi) = (0.0, m - 1);
+                while hi > lo && above + f64::from(h[hi]) <= tail {
+                    above += f64::from(h[hi]);
+                    hi -= 1;
+                }
+                (lo + 1, hi + 1)
+            })
+            .collect(),
+    )
+}
+
 /// On the large-pool path, the bases no verdict has touched (rows of H with no off-diagonal
 /// entry) have the same marginal N(0, 1/λ_θ), independent of everything else: they are
 /// exchangeable, so their π are equal. Each gets the mean of their Monte-Carlo estimates, which
@@ -378,6 +447,37 @@ mod tests {
             }
         }
         fit(&d, &Prior::default().diagonal(m, 0), None, &FitOptions::default()).unwrap()
+    }
+
+    /// Rank intervals: for two bases, P(rank 1) is the same normal CDF as π with k = 1, so the
+    /// 90 % interval of base 0 is [1, 1] when that probability is ≥ 0.95 and [1, 2] below it;
+    /// with no verdict every base of 4 is exchangeable (P(rank r) = ¼), so each interval is [1, 4].
+    #[test]
+    fn rank_intervals_follow_the_rank_distribution() {
+        let two = |wins: usize, losses: usize| {
+            // Both orders, so that the position effect κ does not take base 0's wins.
+            let mut d = Design::new(2, 0);
+            for i in 0..wins {
+                if i % 2 == 0 { d.push(0, 1, &[], 1.0, 1.0) } else { d.push(1, 0, &[], 0.0, 1.0) }
+            }
+            for i in 0..losses {
+                if i % 2 == 0 { d.push(0, 1, &[], 0.0, 1.0) } else { d.push(1, 0, &[], 1.0, 1.0) }
+            }
+            fit(&d, &Prior::default().diagonal(2, 0), None, &FitOptions::default()).unwrap()
+        };
+        let f = two(40, 2);
+        let p1 = topk_membership(&f, 2, 1, 20_000, &mut rng::stream(3, "membership", 0))[0];
+        assert!(p1 > 0.99, "{p1}");
+        let r = rank_intervals(&f, 2, None, 20_000, 0.9, &mut rng::stream(3, "ranks", 0)).unwrap();
+        assert_eq!(r, vec![(1, 1), (2, 2)]);
+        let f = two(3, 2);
+        let p1 = topk_membership(&f, 2, 1, 20_000, &mut rng::stream(3, "membership", 0))[0];
+        assert!(p1 > 0.5 && p1 < 0.9, "{p1}");
+        let r = rank_intervals(&f, 2, None, 20_000, 0.9, &mut rng::stream(3, "ranks", 0)).unwrap();
+        assert_eq!(r, vec![(1, 2), (1, 2)]);
+        let empty = fit(&Design::new(4, 0), &Prior::default().diagonal(4, 0), None, &FitOptions::default()).unwrap();
+        let r = rank_intervals(&empty, 4, None, 4_000, 0.9, &mut rng::stream(3, "ranks", 0)).unwrap();
+        assert_eq!(r, vec![(1, 4); 4]);
     }
 
     #[test]

@@ -320,13 +320,29 @@ pub struct Apparent {
     pub phi_sd: Vec<f64>,
     /// P(base m is among the k largest φ) under the Laplace posterior.
     pub membership: Vec<f64>,
+    /// 90 % rank intervals of θ and of φ per base ([`crate::model::membership::rank_intervals`];
+    /// `None` when not drawn, e.g. above 1,000 bases).
+    pub ranks: Option<RankIntervals>,
 }
+
+/// The central 90 % interval of each base's rank (1 = best), under the corrected (θ) and the
+/// apparent (φ) ranking.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankIntervals {
+    /// By θ.
+    pub theta: Vec<(usize, usize)>,
+    /// By φ.
+    pub phi: Vec<(usize, usize)>,
+}
+
+/// The level of [`RankIntervals`].
+pub const RANK_LEVEL: f64 = 0.9;
 
 impl Apparent {
     /// The apparent quality of a summary whose θ̂ already is the apparent quality (the naive
-    /// model, or the prior alone): φ̂ = θ̂ with its sd and π.
+    /// model, or the prior alone): φ̂ = θ̂ with its sd and π (no rank intervals).
     pub fn of_summary(s: &FitSummary) -> Self {
-        Self { phi: s.theta.clone(), phi_sd: s.sd.clone(), membership: s.membership.clone() }
+        Self { phi: s.theta.clone(), phi_sd: s.sd.clone(), membership: s.membership.clone(), ranks: None }
     }
 }
 
@@ -373,5 +389,8 @@ pub fn apparent_quality(
         })
         .collect();
     let membership = topk_membership_apparent(&fit, m, &xbar, k, draws, rng);
-    Ok(Apparent { phi, phi_sd, membership })
+    let ranks = crate::model::membership::rank_intervals(&fit, m, None, draws, RANK_LEVEL, rng)
+        .zip(crate::model::membership::rank_intervals(&fit, m, Some(&xbar), draws, RANK_LEVEL, rng))
+        .map(|(theta, phi)| RankIntervals { theta, phi });
+    Ok(Apparent { phi, phi_sd, membership, ranks })
 }

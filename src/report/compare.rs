@@ -197,11 +197,15 @@ pub fn recall_curve(run: &RunDir, target: &[String]) -> RecallCurve {
             at_valid.push(cost);
         }
     }
+    // The reported ranking's point top-k at each refit, as the table's recall uses it (older
+    // fits.jsonl files without the apparent top-k give the θ̂ one).
+    let apparent = run.result.fit.reporting.reported == crate::analysis::ranking::RankingKind::Apparent;
     run.fits
         .iter()
         .map(|f| {
             let spend = at_valid.get(f.comparisons).copied().unwrap_or(cost);
-            (spend, f.comparisons, overlap(&f.topk, target))
+            let topk = if apparent { f.topk_apparent.as_ref().unwrap_or(&f.topk) } else { &f.topk };
+            (spend, f.comparisons, overlap(topk, target))
         })
         .collect()
 }
@@ -223,6 +227,8 @@ pub struct CompareRow {
     pub recall: Option<f64>,
     /// Point top-k (base ids).
     pub topk: Vec<String>,
+    /// The certified top-k of the run's result (its ε, in / undecided / out sets).
+    pub certified: crate::report::schema::CertifiedTopk,
     /// Position flips: pairs with both orders valid whose two verdicts favour the same slot, so the
     /// winner follows the position, not the item.
     pub flips: usize,
@@ -289,6 +295,7 @@ pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison
                 valid: r.result.valid,
                 recall: target_topk.as_ref().map(|t| overlap(&r.result.fit.topk, t)),
                 topk: r.result.fit.topk.clone(),
+                certified: r.result.fit.reporting.certified.clone(),
                 flips: f,
                 both_order_pairs: n,
                 flip_rate: (n > 0).then(|| f as f64 / n as f64),
@@ -321,15 +328,16 @@ pub fn markdown(c: &Comparison) -> String {
     }
     let _ = writeln!(
         s,
-        "| run | judge | spend (USD) | comparisons | valid | recall@{} | position flips | top-{} |\n|---|---|---|---|---|---|---|---|",
+        "| run | judge | certified (ε) | spend (USD) | comparisons | valid | recall@{} | position flips | point top-{} |\n|---|---|---|---|---|---|---|---|---|",
         c.k, c.k
     );
     for r in &c.rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {:.4} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.4} | {} | {} | {} | {} | {} |",
             md::text(&r.run),
             md::text(&r.judge),
+            certified_cell(&r.certified, c.k),
             r.spend_usd,
             r.comparisons,
             r.valid,
@@ -367,6 +375,19 @@ pub fn markdown(c: &Comparison) -> String {
     s
 }
 
+/// The certified column: `top-3 (0.05): A, B, C`, `2 of 3 (0.05): A, B`, or `none (0.05)`.
+fn certified_cell(c: &crate::report::schema::CertifiedTopk, k: usize) -> String {
+    let eps = crate::domain::fmt::num(c.epsilon);
+    let ids = c.inside.iter().map(|x| md::text(x)).collect::<Vec<_>>().join(", ");
+    if c.withheld.is_some() || c.inside.is_empty() {
+        format!("none ({eps})")
+    } else if c.claimed {
+        format!("top-{k} ({eps}): {ids}")
+    } else {
+        format!("{} of {k} ({eps}): {ids}", c.inside.len())
+    }
+}
+
 /// A run's recall curve: (spend USD, comparisons, recall@k) at each refit.
 pub type RecallCurve = Vec<(f64, usize, f64)>;
 
@@ -389,7 +410,7 @@ pub fn plot(runs: &[RunDir], c: &Comparison) -> Result<Option<String>, CompareEr
     let chart = LineChart {
         title: format!("recall@{} against {}", c.k, if priced { "spend" } else { "comparisons (no run has a cost)" }),
         x_label: if priced { "cumulative spend (USD)".into() } else { "comparisons".into() },
-        y_label: format!("recall@{} vs {}", c.k, c.target.clone().unwrap_or_default()),
+        y_label: format!("recall@{} of the reported top-{} vs {}", c.k, c.k, c.target.clone().unwrap_or_default()),
         series,
         hlines: vec![],
         vlines: vec![],

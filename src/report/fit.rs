@@ -45,6 +45,7 @@ pub fn fit_text(fit: &FitOutput) -> String {
         if fit.invalid > 0 { format!(" ({} invalid, not fitted)", fit.invalid) } else { String::new() },
         fit.judge.as_ref().map(|j| format!(", judge {j}")).unwrap_or_default()
     );
+    text.push_str(&super::summary::certified_lines(fit.k, &fit.fit.reporting));
     text.push_str(&super::summary::coefficient_lines(
         fit.fit.kappa,
         fit.fit.kappa_sd,
@@ -61,6 +62,7 @@ pub fn fit_text(fit: &FitOutput) -> String {
         &fit.fit.topk,
         fit.fit.recall_at_k,
         fit.comparisons,
+        (fit.comparisons == 0).then_some("no valid verdict to fit"),
     ));
     for n in &fit.fit.notes {
         text.push_str(&format!("note: {n}\n"));

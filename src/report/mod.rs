@@ -44,8 +44,11 @@ pub struct FitLine {
     pub c: BTreeMap<String, f64>,
     /// MAP position effect κ̂ at this refit (logits).
     pub kappa: f64,
-    /// Point top-k (base ids).
+    /// Point top-k by θ̂ (base ids).
     pub topk: Vec<String>,
+    /// Point top-k by the apparent quality φ̂ = θ̂ + ĉ·x̄ (base ids; absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topk_apparent: Option<Vec<String>>,
     /// β̂ in full (θ, c, κ) for exact warm starts.
     pub beta: Vec<f64>,
 }
@@ -110,4 +113,17 @@ pub struct RankRow {
     /// In the gold top-k, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gold_topk: Option<bool>,
+    /// The central 90 % interval of the reported rank under the Laplace posterior, [lower,
+    /// upper] (1 = best; absent when not drawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_interval: Option<(usize, usize)>,
+    /// Its tier: bases whose rank intervals overlap share one (1 = best).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<usize>,
+    /// The 90 % rank interval by θ (bias-corrected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_interval_corrected: Option<(usize, usize)>,
+    /// The 90 % rank interval by φ (apparent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_interval_apparent: Option<(usize, usize)>,
 }

@@ -4,7 +4,8 @@
 //! the notes `run` and `fit` share.
 
 use super::RankRow;
-use super::schema::{FittedRanking, Reporting, RunResult, TopkView};
+use super::schema::{CertifiedTopk, FittedRanking, Reporting, RunResult, TopkView};
+use crate::analysis::certify;
 use crate::analysis::gate::GateDecision;
 use crate::analysis::ranking::{
     self, ChoiceInput, ComparisonGraph, RankingKind, ReportRanking, comparison_graph, graph_note, ranks_with_ties,
@@ -14,7 +15,7 @@ use crate::domain::pool::{Covariates, Pool};
 use crate::domain::verdict::ItemVerdict;
 use crate::model::membership::{point_topk, recall_at_k};
 use crate::model::profile::Identifiability;
-use crate::model::summary::{Apparent, FitSummary, ModelKind};
+use crate::model::summary::{Apparent, FitSummary, ModelKind, RankIntervals};
 use std::collections::BTreeMap;
 
 /// Per-base values of both rankings (base order, length M).
@@ -32,6 +33,8 @@ pub struct BaseValues {
     pub phi_sd: Vec<f64>,
     /// π of the apparent ranking.
     pub membership_apparent: Vec<f64>,
+    /// 90 % rank intervals by θ and by φ, when drawn.
+    pub ranks: Option<RankIntervals>,
 }
 
 impl BaseValues {
@@ -44,6 +47,7 @@ impl BaseValues {
             phi: a.phi.clone(),
             phi_sd: a.phi_sd.clone(),
             membership_apparent: a.membership.clone(),
+            ranks: a.ranks.clone(),
         }
     }
 
@@ -57,6 +61,25 @@ impl BaseValues {
             phi: v(&r.fit.phi),
             phi_sd: v(&r.fit.reporting.phi_sd),
             membership_apparent: v(&r.fit.reporting.membership_apparent),
+            ranks: rank_intervals_of(r, pool),
+        }
+    }
+}
+
+/// The rank intervals stored in a result's rows (both rankings), when every base has them.
+fn rank_intervals_of(r: &RunResult, pool: &Pool) -> Option<RankIntervals> {
+    let row = |id: &str| r.fit.ranking.iter().find(|x| x.id == id);
+    let theta = pool.bases.iter().map(|b| row(b)?.rank_interval_corrected).collect::<Option<Vec<_>>>()?;
+    let phi = pool.bases.iter().map(|b| row(b)?.rank_interval_apparent).collect::<Option<Vec<_>>>()?;
+    Some(RankIntervals { theta, phi })
+}
+
+impl BaseValues {
+    /// π of the reported ranking.
+    pub fn membership_of(&self, kind: RankingKind) -> &[f64] {
+        match kind {
+            RankingKind::Corrected => &self.membership,
+            RankingKind::Apparent => &self.membership_apparent,
         }
     }
 }
@@ -101,9 +124,24 @@ pub fn rank(pool: &Pool, k: usize, v: &BaseValues, reported: RankingKind) -> Ran
         RankingKind::Corrected => (&v.theta, &rank_c, &tied_c, &tc),
         RankingKind::Apparent => (&v.phi, &rank_a, &tied_a, &ta),
     };
-    let rows = ranking::order(values)
+    let interval = |kind: RankingKind, b: usize| {
+        v.ranks.as_ref().map(|r| match kind {
+            RankingKind::Corrected => r.theta[b],
+            RankingKind::Apparent => r.phi[b],
+        })
+    };
+    let order = ranking::order(values);
+    let tier = v
+        .ranks
+        .as_ref()
+        .map(|r| certify::tiers(if reported == RankingKind::Corrected { &r.theta } else { &r.phi }, &order));
+    let rows = order
         .into_iter()
         .map(|b| RankRow {
+            rank_interval: interval(reported, b),
+            tier: tier.as_ref().map(|t| t[b]),
+            rank_interval_corrected: interval(RankingKind::Corrected, b),
+            rank_interval_apparent: interval(RankingKind::Apparent, b),
             rank: rank_r[b],
             id: pool.bases[b].clone(),
             theta: v.theta[b],
@@ -156,6 +194,8 @@ pub struct Inputs<'a> {
     pub gate: Option<&'a GateDecision>,
     /// What one query needs from the budget, said when nothing was compared.
     pub one_query: Option<String>,
+    /// ε of the certified top-k (`certify.epsilon`).
+    pub epsilon: f64,
 }
 
 /// The reported outcome of a fit.
@@ -190,6 +230,7 @@ pub fn outcome(i: &Inputs<'_>) -> Reported {
     let values = BaseValues::new(i.summary, i.apparent);
     let ranked = rank(pool, i.k, &values, choice.reported);
     let graph = graph_of(pool, i.verdicts);
+    let no_signal = certify::no_signal(i.verdicts);
     let mut notes = Vec::new();
     for n in &i.cov.no_variation {
         notes.push(format!(
@@ -212,12 +253,70 @@ pub fn outcome(i: &Inputs<'_>) -> Reported {
         apparent: ranked.apparent.clone(),
         phi_sd: super::by_base(pool, &values.phi_sd),
         membership_apparent: super::by_base(pool, &values.membership_apparent),
+        certified: certified(
+            pool,
+            i.k,
+            i.epsilon,
+            values.membership_of(choice.reported),
+            values_of(&values, choice.reported),
+            &no_signal,
+            i.verdicts.is_empty(),
+        ),
+        no_signal,
         graph,
         transforms: i.cov.names.iter().cloned().zip(i.cov.transforms.iter().copied()).collect(),
         systems: None,
         session: None,
     };
     Reported { k: i.k, reporting, ranking: ranked.rows, topk: view.topk, recall_at_k: view.recall_at_k, notes }
+}
+
+/// The point values of a ranking.
+fn values_of(v: &BaseValues, kind: RankingKind) -> &[f64] {
+    match kind {
+        RankingKind::Corrected => &v.theta,
+        RankingKind::Apparent => &v.phi,
+    }
+}
+
+/// The certified top-k at ε of a ranking with membership `pi` and point values `values`
+/// ([`certify::sets`]): nothing is certified without a comparison or from a judge without
+/// signal (every base is then undecided).
+pub fn certified(
+    pool: &Pool,
+    k: usize,
+    epsilon: f64,
+    pi: &[f64],
+    values: &[f64],
+    no_signal: &Option<certify::NoSignal>,
+    nothing_compared: bool,
+) -> CertifiedTopk {
+    let order = ranking::order(values);
+    let ids = |b: &[usize]| b.iter().map(|&i| pool.bases[i].clone()).collect::<Vec<_>>();
+    let withheld = if nothing_compared {
+        Some("no valid comparison".to_string())
+    } else {
+        no_signal.as_ref().map(certify::NoSignal::text)
+    };
+    if withheld.is_some() {
+        return CertifiedTopk {
+            epsilon,
+            claimed: false,
+            inside: Vec::new(),
+            undecided: ids(&order),
+            outside: Vec::new(),
+            withheld,
+        };
+    }
+    let s = certify::sets(pi, &order, epsilon);
+    CertifiedTopk {
+        epsilon,
+        claimed: s.claimed(k),
+        inside: ids(&s.inside),
+        undecided: ids(&s.undecided),
+        outside: ids(&s.outside),
+        withheld: None,
+    }
 }
 
 /// Notes for the reader: what a prior-selected coefficient means, and the shared-quality caveat
@@ -325,6 +424,17 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
             }
         }
     }
+    let c = &r.fit.reporting.certified;
+    let certified = certified(
+        pool,
+        r.k,
+        c.epsilon,
+        values.membership_of(choice.reported),
+        values_of(&values, choice.reported),
+        &r.fit.reporting.no_signal,
+        r.valid == 0,
+    );
+    r.fit.reporting.certified = certified;
     r.fit.reporting.reported = choice.reported;
     r.fit.reporting.reported_reason = choice.reason;
     r.fit.reporting.topk_tied = view.tied.clone();
@@ -349,14 +459,16 @@ pub fn identify_and_apparent(
     s: &FitSummary,
 ) -> (BTreeMap<String, Identifiability>, Apparent) {
     let ident = crate::analysis::identifiability::for_summary(pool, cov, verdicts, s);
-    if cov.p() == 0 {
-        return (ident, Apparent::of_summary(s));
-    }
     let design = crate::model::summary::build_design(pool, cov, verdicts);
     let beta = s.beta();
     let mut rng = crate::domain::rng::stream(seed, "membership-apparent", verdicts.len() as u64);
-    let a = crate::model::summary::apparent_quality(pool, cov, &design, prior, k, draws, &beta, &mut rng)
-        .unwrap_or_else(|_| Apparent::of_summary(s));
+    let a = crate::model::summary::apparent_quality(pool, cov, &design, prior, k, draws, &beta, &mut rng);
+    let a = match a {
+        // Without covariates φ is θ: the summary's own values, with the rank intervals drawn here.
+        Ok(a) if cov.p() == 0 => Apparent { ranks: a.ranks, ..Apparent::of_summary(s) },
+        Ok(a) => a,
+        Err(_) => Apparent::of_summary(s),
+    };
     (ident, a)
 }
 

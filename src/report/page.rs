@@ -15,6 +15,7 @@
 use super::compare::{CompareError, RunDir, membership_paths};
 use super::md;
 use super::plots::{self, Interval, LineChart, Series};
+use crate::analysis::ranking::RankingKind;
 use std::fmt::Write;
 
 /// The identifiability verdict of one bias coefficient, as reported.
@@ -77,46 +78,50 @@ pub fn identifiability(run: &RunDir) -> Vec<IdentRow> {
 pub fn report_plots(run: &RunDir) -> Result<Vec<(String, String, String)>, CompareError> {
     let r = &run.result;
     let mut out = Vec::new();
-    let items: Vec<Interval> = r
-        .fit
-        .ranking
-        .iter()
-        .map(|row| Interval {
-            label: row.id.clone(),
-            value: row.theta,
-            lo: row.theta - 2.0 * row.sd,
-            hi: row.theta + 2.0 * row.sd,
-            highlight: row.in_topk,
-            marked: row.gold_topk == Some(true),
-        })
-        .collect();
+    let apparent = r.fit.reporting.reported == RankingKind::Apparent;
+    let (sym, what) =
+        if apparent { ("φ̂", "apparent quality, reported") } else { ("θ̂", "bias-corrected, reported") };
+    let (items, bars) = plotted(run);
     let svg = plots::interval_chart(
-        &format!("θ̂ ± 2 sd by item (top-{} highlighted)", r.k),
-        "θ̂ (logits)",
+        &format!("{sym} ± 2 sd by item ({what}; point top-{} highlighted)", r.k),
+        &format!("{sym} (logits)"),
         &items,
         (&format!("point top-{}", r.k), &format!("gold top-{}", r.k)),
     )?;
-    out.push(("theta.svg".into(), format!("θ̂ ± 2 sd, items by rank; the point top-{} in colour", r.k), svg));
-    let bars: Vec<(String, f64, bool)> =
-        r.fit.ranking.iter().map(|row| (row.id.clone(), row.membership, row.in_topk)).collect();
-    let svg = plots::bar_chart(&format!("top-{} membership π by item", r.k), "π = P(in top-k)", &bars)?;
-    out.push(("membership.svg".into(), format!("π by item, items by rank; the point top-{} in colour", r.k), svg));
+    out.push((
+        "theta.svg".into(),
+        format!("{sym} ± 2 sd ({what}), items by rank; the reported point top-{} in colour", r.k),
+        svg,
+    ));
+    let svg = plots::bar_chart(&format!("top-{} membership π by item ({what})", r.k), "π = P(in top-k)", &bars)?;
+    out.push((
+        "membership.svg".into(),
+        format!("π ({what}) by item, items by rank; the reported point top-{} in colour", r.k),
+        svg,
+    ));
+    // fits.jsonl holds π by θ̂ at each refit: under an apparent report that is the ranking
+    // beside it, said so, its boundary items taken by their bias-corrected rank.
     let paths = membership_paths(run);
+    let mut by_theta: Vec<&crate::report::RankRow> = r.fit.ranking.iter().collect();
+    if apparent {
+        by_theta.sort_by_key(|row| row.rank_corrected);
+    }
     let lo = r.k.saturating_sub(2);
-    let hi = (r.k + 2).min(r.fit.ranking.len());
-    let series: Vec<Series> = r.fit.ranking[lo..hi]
+    let hi = (r.k + 2).min(by_theta.len());
+    let series: Vec<Series> = by_theta[lo..hi]
         .iter()
         .filter_map(|row| {
             paths.get(&row.id).map(|p| Series {
-                name: format!("#{} {}", row.rank, row.id),
+                name: format!("#{} {}", if apparent { row.rank_corrected } else { row.rank }, row.id),
                 points: p.iter().map(|(n, q)| (*n as f64, *q)).collect(),
                 err: None,
             })
         })
         .collect();
     if !series.is_empty() {
+        let which = if apparent { "by θ̂ (bias-corrected ranking, beside the reported one), " } else { "" };
         let chart = LineChart {
-            title: format!("π of the boundary items (final ranks {}–{}) vs comparisons", lo + 1, hi),
+            title: format!("π {which}of the boundary items (final ranks {}–{}) vs comparisons", lo + 1, hi),
             x_label: "valid comparisons fitted".into(),
             y_label: "π = P(in top-k)".into(),
             series,
@@ -132,6 +137,37 @@ pub fn report_plots(run: &RunDir) -> Result<Vec<(String, String, String)>, Compa
         ));
     }
     Ok(out)
+}
+
+/// What the report's first two plots draw: per item (best first) the reported ranking's value
+/// ± 2 sd, and its π, each marked when the item is in the reported point top-k (what the table
+/// and the summary report).
+pub fn plotted(run: &RunDir) -> (Vec<Interval>, Vec<(String, f64, bool)>) {
+    let r = &run.result;
+    let apparent = r.fit.reporting.reported == RankingKind::Apparent;
+    let items = r
+        .fit
+        .ranking
+        .iter()
+        .map(|row| {
+            let (v, sd) = if apparent { (row.phi, row.phi_sd) } else { (row.theta, row.sd) };
+            Interval {
+                label: row.id.clone(),
+                value: v,
+                lo: v - 2.0 * sd,
+                hi: v + 2.0 * sd,
+                highlight: row.in_topk,
+                marked: row.gold_topk == Some(true),
+            }
+        })
+        .collect();
+    let bars = r
+        .fit
+        .ranking
+        .iter()
+        .map(|row| (row.id.clone(), if apparent { row.membership_apparent } else { row.membership }, row.in_topk))
+        .collect();
+    (items, bars)
 }
 
 fn fmt_opt(v: Option<f64>, digits: usize) -> String {
@@ -164,6 +200,11 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         crate::report::table::name(&r.stop_reason)
     )];
     let rep = &r.fit.reporting;
+    // What the data certify leads, as in the summary.
+    facts.extend(crate::report::summary::certified_lines(r.k, rep).lines().map(|l| l.trim().to_owned()));
+    if let Some(why) = crate::report::summary::no_ranking(r) {
+        facts.push(format!("no ranking: {why}"));
+    }
     let both = r.model == crate::model::summary::ModelKind::BiasAware && !r.fit.c.is_empty();
     if both {
         facts.push(format!(

@@ -146,6 +146,7 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         setting: cfg.raw.report_ranking,
         gate: None,
         one_query: verdicts.is_empty().then(|| nothing_compared(pool, judge, end)),
+        epsilon: cfg.raw.certify.epsilon,
     });
     out.reporting.systems = systems_of_run(cfg, s, &verdicts, end.fit_failed.is_none());
     if let Some(e) = end.fit_failed {

@@ -201,6 +201,42 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+/// The certified top-k at ε (docs/model.md, "Certified top-k"): bases with reported top-k
+/// membership π ≥ 1 − ε are *in*, π ≤ ε *out*, the rest *undecided* (each best first). The top-k
+/// is claimed only when *in* has k members.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CertifiedTopk {
+    /// ε (`certify.epsilon`).
+    pub epsilon: f64,
+    /// Whether the top-k is certified (*in* has k members).
+    pub claimed: bool,
+    /// π ≥ 1 − ε.
+    #[serde(rename = "in")]
+    pub inside: Vec<String>,
+    /// ε < π < 1 − ε: they compete for the `k − |in|` places left.
+    pub undecided: Vec<String>,
+    /// π ≤ ε.
+    #[serde(rename = "out")]
+    pub outside: Vec<String>,
+    /// Why nothing is certified although π would allow it (a judge without signal, no
+    /// comparison).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub withheld: Option<String>,
+}
+
+impl Default for CertifiedTopk {
+    fn default() -> Self {
+        Self {
+            epsilon: crate::analysis::certify::DEFAULT_EPSILON,
+            claimed: false,
+            inside: Vec::new(),
+            undecided: Vec::new(),
+            outside: Vec::new(),
+            withheld: None,
+        }
+    }
+}
+
 /// One ranking's top-k as the data decide it (base ids).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TopkView {
@@ -244,6 +280,14 @@ pub struct Reporting {
     /// Top-k membership of the apparent ranking, P(base among the k largest φ), per base.
     #[serde(default)]
     pub membership_apparent: BTreeMap<String, f64>,
+    /// What the data certify about the reported top-k at ε: the in, out and undecided sets
+    /// (docs/model.md, "Certified top-k").
+    #[serde(default)]
+    pub certified: CertifiedTopk,
+    /// A judge whose verdicts carry no signal (one slot or ties winning ≥ 90 % of them): then
+    /// nothing is certified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_signal: Option<crate::analysis::certify::NoSignal>,
     /// Connected components of the bases under the valid verdicts, and bases never compared.
     #[serde(default)]
     pub graph: ComparisonGraph,

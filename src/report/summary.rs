@@ -48,6 +48,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
     }
     s.push('\n');
+    s.push_str(&certified_lines(r.k, &r.fit.reporting));
     let f = &r.folder_spend;
     if f.other_usd > 0.0 {
         let _ = writeln!(
@@ -155,6 +156,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         &r.fit.topk,
         r.fit.recall_at_k,
         r.valid,
+        no_ranking(r).as_deref(),
     ));
     if let Some(g) = &r.gate {
         let _ = writeln!(s, "gate ({}): {}", g.file.display(), g.decision.text());
@@ -168,6 +170,22 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     }
     let _ = writeln!(s, "outputs: {}", dir.display());
     s
+}
+
+/// Why a result has no ranking to show: no valid comparison, or a failed fit.
+pub fn no_ranking(r: &RunResult) -> Option<String> {
+    if r.stop_reason == crate::report::schema::StopReason::FitFailed {
+        let why = r.fit.notes.first().cloned().unwrap_or_else(|| "the fit failed".into());
+        return Some(why);
+    }
+    (r.valid == 0).then(|| {
+        r.fit
+            .notes
+            .iter()
+            .find(|n| n.starts_with("no valid comparison"))
+            .cloned()
+            .unwrap_or_else(|| "no valid comparison".into())
+    })
 }
 
 /// κ̂, every ĉ with its unit and identifiability, and the comparison graph.
@@ -213,7 +231,50 @@ fn short_verdict(e: &Identifiability) -> &'static str {
     if e.identified() { "identified by the design" } else { "prior-selected" }
 }
 
-/// Which ranking is reported and why, the table of both, and the top-k lines.
+/// What the data certify about the top-k at ε (docs/model.md, "Certified top-k"): the in, out
+/// and undecided sets, or why nothing is certified. The summary leads with it.
+pub fn certified_lines(k: usize, rep: &Reporting) -> String {
+    let c = &rep.certified;
+    let eps = crate::domain::fmt::num(c.epsilon);
+    let mut s = String::new();
+    if let Some(why) = &c.withheld {
+        let _ = writeln!(s, "certified top-{k} (ε = {eps}): nothing certified: {why}");
+        return s;
+    }
+    let lo = crate::domain::fmt::num(1.0 - c.epsilon);
+    if c.claimed {
+        let _ = writeln!(s, "certified top-{k} (ε = {eps}): {} (each π ≥ {lo})", c.inside.join(", "));
+    } else {
+        let open = k.saturating_sub(c.inside.len());
+        let _ = writeln!(
+            s,
+            "top-{k} not certified (ε = {eps}): {} of {k} place{} decided{}; {} compete for the other {open}",
+            c.inside.len(),
+            if k == 1 { "" } else { "s" },
+            if c.inside.is_empty() { String::new() } else { format!(" ({}, each π ≥ {lo})", c.inside.join(", ")) },
+            list_some(&c.undecided, 12)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  out (π ≤ {eps}): {}{}",
+        c.outside.len(),
+        if c.outside.is_empty() { String::new() } else { format!(" ({})", list_some(&c.outside, 8)) }
+    );
+    if let Some(ns) = &rep.no_signal {
+        let _ = writeln!(s, "warning: {}", ns.text());
+    }
+    s
+}
+
+/// Up to `n` ids, then "… and N more".
+fn list_some(ids: &[String], n: usize) -> String {
+    if ids.len() <= n { ids.join(", ") } else { format!("{}, … and {} more", ids[..n].join(", "), ids.len() - n) }
+}
+
+/// Which ranking is reported and why, the table of both, and the point top-k lines; instead of
+/// a table, the reason when there is no ranking (`no_ranking`: nothing compared, a failed fit).
+#[allow(clippy::too_many_arguments)]
 pub fn ranking_block(
     k: usize,
     both: bool,
@@ -222,8 +283,13 @@ pub fn ranking_block(
     topk: &[String],
     recall: Option<f64>,
     valid: usize,
+    no_ranking: Option<&str>,
 ) -> String {
     let mut s = String::new();
+    if let Some(why) = no_ranking {
+        let _ = writeln!(s, "\nno ranking: {why}");
+        return s;
+    }
     let reported = rep.reported;
     if both {
         let other = match reported {
@@ -242,25 +308,25 @@ pub fn ranking_block(
     s.push('\n');
     // Large pools: the table stops some rows past the top k; result.json has every row.
     let shown = rows.len().min(TABLE_ROWS.max(k + 10));
-    s.push_str(&ranking_table(&rows[..shown], k, reported, both));
+    s.push_str(&ranking_table(&rows[..shown], k, reported, both, &rep.certified));
     if shown < rows.len() {
         let _ = writeln!(s, "  … {} more rows (every item is in result.json)", rows.len() - shown);
     }
     s.push('\n');
     let label = if both { format!(" ({}, reported)", reported.name()) } else { String::new() };
     if valid == 0 {
-        let _ = writeln!(s, "top-{k}{label}: none claimed: no valid comparison, the ranking is the prior");
+        let _ = writeln!(s, "point top-{k}{label}: none: no valid comparison, the ranking is the prior");
     } else if !rep.topk_tied.is_empty() {
         let open = k - topk.len();
         let _ = writeln!(
             s,
-            "top-{k}{label}: {}{}{open} of the tied {}",
+            "point top-{k}{label}: {}{}{open} of the tied {}",
             topk.join(", "),
             if topk.is_empty() { "" } else { " + " },
             rep.topk_tied.join(", ")
         );
     } else {
-        let _ = writeln!(s, "top-{k}{label}: {}", topk.join(", "));
+        let _ = writeln!(s, "point top-{k}{label}: {}", topk.join(", "));
     }
     if let Some(rec) = recall {
         let _ = writeln!(s, "recall@{k} against gold: {rec:.2}");

@@ -7,9 +7,27 @@ use std::fmt::Write;
 /// Render the ranking as a fixed-width table, rows in the reported order. With `both` (a
 /// bias-aware model) the reported ranking's columns come first and the other ranking's
 /// beside them; otherwise one block (θ̂ is the apparent quality).
-pub fn ranking_table(rows: &[RankRow], k: usize, reported: RankingKind, both: bool) -> String {
+pub fn ranking_table(
+    rows: &[RankRow],
+    k: usize,
+    reported: RankingKind,
+    both: bool,
+    certified: &crate::report::schema::CertifiedTopk,
+) -> String {
     let w = rows.iter().map(|r| r.id.chars().count()).max().unwrap_or(2).max(4);
     let has_gold = rows.iter().any(|r| r.gold.is_some());
+    let has_ranks = rows.iter().any(|r| r.rank_interval.is_some());
+    let set = |id: &str| {
+        if certified.inside.iter().any(|x| x == id) {
+            "in"
+        } else if certified.outside.iter().any(|x| x == id) {
+            "out"
+        } else {
+            "?"
+        }
+    };
+    let interval = |r: &RankRow| r.rank_interval.map(|(lo, hi)| format!("{lo}-{hi}")).unwrap_or_default();
+    let tier = |r: &RankRow| r.tier.map(|t| t.to_string()).unwrap_or_default();
     let top = format!("top-{k}");
     let tw = top.len();
     let mark = |b: bool| if b { "*" } else { "" };
@@ -20,7 +38,7 @@ pub fn ranking_table(rows: &[RankRow], k: usize, reported: RankingKind, both: bo
             RankingKind::Apparent => ("apparent quality φ̂ (reported)", "bias-corrected θ̂ (beside)"),
             RankingKind::Corrected => ("bias-corrected θ̂ (reported)", "apparent quality φ̂ (beside)"),
         };
-        let block = 8 + 2 + 6 + 2 + 6 + 2 + tw;
+        let block: usize = 8 + 2 + 6 + 2 + 6 + 2 + 3 + if has_ranks { 2 + 6 + 2 + 4 } else { 0 };
         // Pad by display columns: a combining hat (φ̂, θ̂) takes none.
         let cols = first.chars().filter(|c| !('\u{300}'..='\u{36f}').contains(c)).count();
         let pad = " ".repeat(block.saturating_sub(cols));
@@ -30,7 +48,10 @@ pub fn ranking_table(rows: &[RankRow], k: usize, reported: RankingKind, both: bo
         RankingKind::Apparent => ("phi", "theta"),
         RankingKind::Corrected => ("theta", "phi"),
     };
-    let _ = write!(s, "{:>5}  {:<w$}  {:>8}  {:>6}  {:>6}  {:<tw$}", "rank", "item", name_r, "sd", "pi", top);
+    let _ = write!(s, "{:>5}  {:<w$}  {:>8}  {:>6}  {:>6}  {:<3}", "rank", "item", name_r, "sd", "pi", "set");
+    if has_ranks {
+        let _ = write!(s, "  {:>6}  {:>4}", "rank90", "tier");
+    }
     if both {
         let _ = write!(s, "  {:>5}  {:>8}  {:>6}  {:>6}  {:<tw$}", "rank", name_o, "sd", "pi", top);
     }
@@ -56,14 +77,17 @@ pub fn ranking_table(rows: &[RankRow], k: usize, reported: RankingKind, both: bo
         };
         let _ = write!(
             s,
-            "{:>5}  {:<w$}  {:>8.3}  {:>6.3}  {:>6.3}  {:^tw$}",
+            "{:>5}  {:<w$}  {:>8.3}  {:>6.3}  {:>6.3}  {:<3}",
             rank(r.rank, r.tied),
             r.id,
             v,
             sd,
             pi,
-            mark(r.in_topk)
+            set(&r.id)
         );
+        if has_ranks {
+            let _ = write!(s, "  {:>6}  {:>4}", interval(r), tier(r));
+        }
         if both {
             let _ = write!(
                 s,
@@ -175,9 +199,9 @@ mod tests {
             ..Default::default()
         };
         let rows = [row("a", 1, 1, false), row("b", 2, 2, true), row("c", 3, 2, true)];
-        let t = ranking_table(&rows, 1, RankingKind::Apparent, true);
+        let t = ranking_table(&rows, 1, RankingKind::Apparent, true, &Default::default());
         let line = |id: &str| t.lines().find(|l| l.split_whitespace().nth(1) == Some(id)).unwrap().to_string();
-        let beside_rank = |id: &str| line(id).split_whitespace().nth(5).unwrap().to_string();
+        let beside_rank = |id: &str| line(id).split_whitespace().nth(6).unwrap().to_string();
         assert_eq!(
             (beside_rank("a"), beside_rank("b"), beside_rank("c")),
             ("1".into(), "2=".into(), "2=".into()),

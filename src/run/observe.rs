@@ -129,6 +129,7 @@ pub fn refit(input: FitInput, design: &Design, n_valid: usize) -> Result<FitOk, 
                 c: report::by_cov(&covs, &summary.c),
                 kappa: summary.kappa,
                 topk: summary.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
+                topk_apparent: Some(apparent_topk(&pool, &covs, &summary.theta, &summary.c, k)),
                 beta: beta.clone(),
             };
             let mut s = serde_json::to_string(&line).expect("serialisable");
@@ -139,6 +140,15 @@ pub fn refit(input: FitInput, design: &Design, n_valid: usize) -> Result<FitOk, 
         None => Ok(None),
     };
     Ok(FitOk { summary, post, beta, written })
+}
+
+/// The point top-k by the apparent quality φ̂_m = θ̂_m + Σ_j ĉ_j x̄_mj (x̄: the mean covariates
+/// of base m's items), base ids.
+fn apparent_topk(pool: &Pool, cov: &Covariates, theta: &[f64], c: &[f64], k: usize) -> Vec<String> {
+    let xbar = crate::model::summary::base_means(pool, cov);
+    let phi: Vec<f64> =
+        theta.iter().zip(&xbar).map(|(t, x)| t + x.iter().zip(c).map(|(a, b)| a * b).sum::<f64>()).collect();
+    crate::model::membership::point_topk(&phi, k).into_iter().map(|b| pool.bases[b].clone()).collect()
 }
 
 /// The progress line of a live run: verdicts stored, requests in flight, the achieved rate, the

@@ -119,6 +119,8 @@ pub struct Recorded {
     pub answers: Option<(String, String)>,
     /// Requests in flight when this one arrived (itself included).
     pub in_flight: usize,
+    /// Path and query of the request.
+    pub uri: String,
 }
 
 type VerdictFn = dyn Fn(&str, &str) -> String + Send + Sync;
@@ -370,9 +372,9 @@ async fn hold_if_asked(s: &Shared) {
 }
 
 /// [`handle`], counting the replies handed back.
-async fn handle_counted(state: State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle_counted(state: State<Arc<Shared>>, uri: axum::http::Uri, headers: HeaderMap, body: Bytes) -> Response {
     let s = state.0.clone();
-    let reply = handle(state, headers, body).await;
+    let reply = handle(state, uri, headers, body).await;
     s.holds.replied.fetch_add(1, Ordering::SeqCst);
     reply
 }
@@ -554,17 +556,22 @@ fn billed_fault(f: Option<&Fault>) -> bool {
     )
 }
 
-async fn handle(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(State(s): State<Arc<Shared>>, uri: axum::http::Uri, headers: HeaderMap, body: Bytes) -> Response {
     let s2 = s.clone();
     let usage = (s.usage)(&serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null));
-    let (reply, fault) = handle_inner(State(s), headers, body).await;
+    let (reply, fault) = handle_inner(State(s), uri, headers, body).await;
     if billed_fault(fault.as_ref()) {
         bill(&s2, usage.as_ref());
     }
     reply
 }
 
-async fn handle_inner(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> (Response, Option<Fault>) {
+async fn handle_inner(
+    State(s): State<Arc<Shared>>,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (Response, Option<Fault>) {
     let n = s.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     s.max_in_flight.fetch_max(n, Ordering::SeqCst);
     let _guard = InFlight(s.clone());
@@ -584,6 +591,7 @@ async fn handle_inner(State(s): State<Arc<Shared>>, headers: HeaderMap, body: By
         fault: fault.clone(),
         answers: answers.clone(),
         in_flight: n,
+        uri: uri.path_and_query().map(|p| p.as_str().to_owned()).unwrap_or_default(),
     });
     hold_if_asked(&s).await;
     let (a, b) = answers.unwrap_or_default();

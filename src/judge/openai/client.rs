@@ -63,6 +63,8 @@ pub struct OpenAiJudge {
     stop: retry::StopSending,
     /// The credentials inside `base_url`, redacted from every message ([`secret::url_secrets`]).
     url_secrets: Vec<String>,
+    /// Where requests go: `base_url` split into its bare URL, query and HTTP Basic credentials.
+    target: secret::RequestTarget,
 }
 
 /// One rendered query and its context status.
@@ -109,18 +111,24 @@ impl OpenAiJudge {
             .connect_timeout(timeout.min(Duration::from_secs(15)))
             .build()
             .map_err(|e| JudgeSetupError::Http(e.to_string()))?;
+        // Credentials and a query in base_url: async-openai appends its path to the base, so it
+        // gets the bare URL; the transport adds the query and HTTP Basic auth to each request.
+        let target = secret::RequestTarget::of(&cfg.base_url);
         let oa = OpenAIConfig::new()
-            .with_api_base(cfg.base_url.trim_end_matches('/'))
+            .with_api_base(&target.base)
             .with_api_key(key.as_ref().map_or("", Secret::expose))
             .with_org_id("")
             .with_project_id("");
         let transport_http = http.clone();
         let broken_text = std::sync::Arc::new(AtomicU64::new(0));
         let repairs = broken_text.clone();
+        let patch = std::sync::Arc::new(target.clone());
+        let has_key = key.is_some();
         let svc = tower::service_fn(move |f: HttpRequestFactory| {
             let http = transport_http.clone();
             let repairs = repairs.clone();
-            async move { transport(&http, f, &repairs).await }
+            let patch = patch.clone();
+            async move { transport(&http, f, &repairs, &patch, has_key).await }
         });
         // Client::build installs async-openai's retrying executor; with_http_service replaces it
         // with ours (no retry layer), so only crate::judge::openai::retry retries (async-openai's default client retries on its own).
@@ -139,6 +147,7 @@ impl OpenAiJudge {
             broken_text,
             stop: retry::StopSending::default(),
             url_secrets: secret::url_secrets(&info.cfg.base_url),
+            target,
             info,
         })
     }
@@ -231,6 +240,9 @@ impl OpenAiJudge {
         let mut req = self.http.get(&url).timeout(Duration::from_secs_f64(self.info.cfg.timeout_s.min(10.0)));
         if let Some(k) = &self.key {
             req = req.bearer_auth(k.expose());
+        }
+        if let Some((user, pass)) = &self.target.basic {
+            req = req.basic_auth(user, pass.as_deref());
         }
         let stop = |f: endpoint::EndpointFault| JudgeError::Endpoint {
             setting: f.setting,
@@ -539,8 +551,23 @@ async fn transport(
     http: &reqwest::Client,
     f: HttpRequestFactory,
     repairs: &AtomicU64,
+    target: &secret::RequestTarget,
+    has_key: bool,
 ) -> Result<reqwest::Response, OpenAIError> {
-    let req = f.build().await?;
+    let mut req = f.build().await?;
+    if let Some(q) = &target.query {
+        req.url_mut().set_query(Some(q));
+    }
+    if !has_key {
+        // async-openai always writes `Authorization: Bearer <key>`, also with no key.
+        req.headers_mut().remove(reqwest::header::AUTHORIZATION);
+    }
+    if let Some((user, pass)) = &target.basic {
+        req = reqwest::RequestBuilder::from_parts(http.clone(), req)
+            .basic_auth(user, pass.as_deref())
+            .build()
+            .map_err(OpenAIError::Reqwest)?;
+    }
     let resp = http.execute(req).await.map_err(OpenAIError::Reqwest)?;
     let status = resp.status();
     let retry_after = retry_after(resp.headers());

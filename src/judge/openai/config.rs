@@ -268,6 +268,17 @@ impl OpenAiConfig {
 pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result<(), InvalidSetting> {
     let e = |k: &str, m: String| InvalidSetting::new(format!("judge.openai.{k}"), m);
     cfg.base_url = cfg.base_url.trim().trim_end_matches('/').to_owned();
+    if let Some(m) = super::secret::base_url_problem(&cfg.base_url) {
+        return Err(e("base_url", m));
+    }
+    if super::secret::RequestTarget::of(&cfg.base_url).basic.is_some()
+        && Secret::from_env(cfg.api_key_env.trim()).is_some()
+    {
+        return Err(e(
+            "base_url",
+            "holds credentials (user:password@, sent as HTTP Basic) and api_key_env names a key that is set (sent as Bearer); one request carries one of them: keep one, and set api_key_required: false when base_url carries them".into(),
+        ));
+    }
     if !(cfg.base_url.starts_with("http://") || cfg.base_url.starts_with("https://")) {
         return Err(e(
             "base_url",
@@ -462,9 +473,12 @@ pub fn key_problem(cfg: &OpenAiConfig) -> Option<String> {
 pub(super) fn check_key_env(cfg: &OpenAiConfig) -> Result<Option<Secret>, String> {
     let var = cfg.api_key_env.trim();
     let named = shown_var_name(var);
-    if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    // A long value that is no upper-case variable name is most likely a key pasted here (`gsk_…`,
+    // hex, `hf_…`): refused even when no key is required, so it is never copied into a run folder.
+    let pasted = !looks_like_var_name(var) && var.chars().count() >= 20;
+    if pasted || var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(format!(
-            "the value ({} characters, not shown: it may be a pasted key) is not an environment variable name (letters, digits, _); put the key in an environment variable and write that variable's name here, e.g. OPENAI_API_KEY",
+            "the value ({} characters, not shown: it may be a pasted key) does not look like the name of an environment variable (letters, digits and _, such as OPENAI_API_KEY); put the key in an environment variable and write that variable's name here, e.g. OPENAI_API_KEY",
             var.chars().count()
         ));
     }
@@ -485,12 +499,7 @@ pub(super) fn check_key_env(cfg: &OpenAiConfig) -> Result<Option<Secret>, String
 /// digits), otherwise without the value, which may be a key pasted in the wrong place (`gsk_…`,
 /// `AIza…`, hex): such a value is never printed.
 fn shown_var_name(var: &str) -> String {
-    let words: Vec<&str> = var.split('_').collect();
-    let upper_words = words.len() >= 2
-        && words.iter().all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
-        && var.starts_with(|c: char| c.is_ascii_uppercase());
-    let digits = var.chars().filter(char::is_ascii_digit).count();
-    if upper_words && var.len() <= 48 && digits * 4 < var.len() {
+    if looks_like_var_name(var) {
         format!("environment variable {var}")
     } else {
         format!(
@@ -498,6 +507,16 @@ fn shown_var_name(var: &str) -> String {
             var.chars().count()
         )
     }
+}
+
+/// Upper-case words joined by `_` (`OPENAI_API_KEY`), at most 48 characters, few digits.
+fn looks_like_var_name(var: &str) -> bool {
+    let words: Vec<&str> = var.split('_').collect();
+    let upper_words = words.len() >= 2
+        && words.iter().all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+        && var.starts_with(|c: char| c.is_ascii_uppercase());
+    let digits = var.chars().filter(char::is_ascii_digit).count();
+    upper_words && var.len() <= 48 && digits * 4 < var.len()
 }
 
 pub(super) fn text(pool: &Pool, i: usize) -> &str {

@@ -30,8 +30,8 @@ pub struct EndpointFault {
 pub struct Endpoint {
     /// `base_url` as shown in messages (credentials redacted, [`super::secret::redact_url`]).
     base_url: String,
-    /// `base_url` as configured, for the preflight request only.
-    request_base: String,
+    /// The preflight URL: `{base_url}/models`, the query of `base_url` kept at the end.
+    models_url: String,
     host: String,
     port: Option<u16>,
     loopback: bool,
@@ -76,7 +76,7 @@ impl Endpoint {
             || host.eq_ignore_ascii_case("localhost");
         Self {
             base_url: super::secret::redact_url(&cfg.base_url),
-            request_base: cfg.base_url.clone(),
+            models_url: super::secret::RequestTarget::of(&cfg.base_url).url("/models"),
             port: url.as_ref().and_then(|u| u.port_or_known_default()),
             proxy: url.as_ref().and_then(|u| proxies.route(u)).cloned(),
             host,
@@ -98,7 +98,7 @@ impl Endpoint {
 
     /// The preflight URL, `{base_url}/models`.
     pub fn models_url(&self) -> String {
-        format!("{}/models", self.request_base)
+        self.models_url.clone()
     }
 
     /// Classify a failed chat request (after its retries) from its kind, status and message

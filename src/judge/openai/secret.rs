@@ -63,13 +63,61 @@ pub fn redact_opt(secret: Option<&Secret>, text: &str) -> String {
     }
 }
 
-/// Names of query parameters whose values are secrets (matched case-insensitively as parts of
-/// the name: `api_key`, `access_token`, `sig`, …).
-const SECRET_PARAMS: [&str; 10] =
-    ["key", "token", "secret", "sig", "pass", "pwd", "auth", "credential", "session", "code"];
+/// Query parameters whose values are shown: known not to be secrets (Azure's `api-version`, …).
+/// Every other value is redacted.
+const PUBLIC_PARAMS: [&str; 5] = ["api-version", "api_version", "version", "region", "deployment"];
+
+/// What is wrong with a `base_url` the client could not use as written: a `#fragment` (never
+/// sent; whatever it holds would be shown), or credentials the tool redacted when it copied the
+/// config into a run folder (`***`).
+pub fn base_url_problem(url: &str) -> Option<String> {
+    if url.contains("***") {
+        return Some(
+            "holds `***`: its credentials were redacted when the config was copied into a run folder; give the real base_url (the original config, or an override on the command line)".into(),
+        );
+    }
+    let u = reqwest::Url::parse(url).ok()?;
+    u.fragment().map(|_| "has a #fragment, which is never sent to the server; remove it".into())
+}
+
+/// How requests reach a `base_url` with credentials or a query: the URL async-openai builds on
+/// (no userinfo, query or fragment), the query every request carries, and HTTP Basic
+/// credentials from the userinfo. Not `Debug`: it holds secrets.
+#[derive(Clone, Default)]
+pub struct RequestTarget {
+    /// `scheme://host[:port]/path`, no trailing `/`.
+    pub base: String,
+    /// The query of `base_url`, appended to every request (`None`: none).
+    pub query: Option<String>,
+    /// User and password of the userinfo, percent-decoded, sent as HTTP Basic.
+    pub basic: Option<(String, Option<String>)>,
+}
+
+impl RequestTarget {
+    /// Split `url` (a checked `base_url`); a URL that does not parse is kept whole.
+    pub fn of(url: &str) -> Self {
+        let Ok(mut u) = reqwest::Url::parse(url) else { return Self { base: url.to_owned(), ..Self::default() } };
+        let basic = (!u.username().is_empty() || u.password().is_some())
+            .then(|| (percent_decode(u.username()), u.password().map(percent_decode)));
+        let query = u.query().map(str::to_owned);
+        let _ = u.set_username("");
+        let _ = u.set_password(None);
+        u.set_query(None);
+        u.set_fragment(None);
+        Self { base: u.as_str().trim_end_matches('/').to_owned(), query, basic }
+    }
+
+    /// `{base}{path}` with the query.
+    pub fn url(&self, path: &str) -> String {
+        match &self.query {
+            Some(q) => format!("{}{path}?{q}", self.base),
+            None => format!("{}{path}", self.base),
+        }
+    }
+}
 
 /// `base_url` as it may be shown or stored: credentials in the userinfo (`user:pass@`) and the
-/// values of query parameters named like secrets (`key`, `token`, `secret`, `sig`, `pass`, …)
+/// values of query parameters (all but a few known to be public, such as `api-version`)
 /// become `***`. A URL with neither is returned unchanged (so cache keys built from it stay
 /// what they were).
 pub fn redact_url(url: &str) -> String {
@@ -106,7 +154,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// The secrets inside `base_url`: the userinfo's user and password, and the values of query
-/// parameters named like secrets, each as written and percent-decoded (to redact them from any
+/// parameters not known to be public, each as written and percent-decoded (to redact them from any
 /// text, e.g. an HTTP library's error that repeats the URL). Empty for a URL without any.
 pub fn url_secrets(url: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -147,7 +195,7 @@ pub fn url_secrets(url: &str) -> Vec<String> {
 
 fn secret_param(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    SECRET_PARAMS.iter().any(|p| n.contains(p))
+    !PUBLIC_PARAMS.contains(&n.as_str())
 }
 
 fn percent_decode(s: &str) -> String {
@@ -205,9 +253,19 @@ mod tests {
         assert_eq!(redact_url("http://user:hunter22@host:9/v1"), "http://***@host:9/v1");
         assert_eq!(redact_url("http://tok3n@host/v1"), "http://***@host/v1");
         assert_eq!(
-            redact_url("https://h/v1?api_key=abc123&api-version=1&X-Access-Token=q%2Fz"),
-            "https://h/v1?api_key=***&api-version=1&X-Access-Token=***"
+            redact_url("https://h/v1?api_key=abc123&api-version=1&X-Access-Token=q%2Fz&jwt=e.y.j&k=z9"),
+            "https://h/v1?api_key=***&api-version=1&X-Access-Token=***&jwt=***&k=***"
         );
+        let e = RequestTarget::of("http://us%40er:p%3Ass@h:9/v1?key=k1&api-version=2");
+        assert_eq!(
+            (e.base.as_str(), e.url("/chat/completions")),
+            ("http://h:9/v1", "http://h:9/v1/chat/completions?key=k1&api-version=2".into())
+        );
+        assert_eq!(e.basic, Some(("us@er".into(), Some("p:ss".into()))));
+        assert_eq!(RequestTarget::of("http://h/v1").url("/models"), "http://h/v1/models");
+        assert!(base_url_problem("http://h/v1#tok").unwrap().contains("#fragment"));
+        assert!(base_url_problem("http://***@h/v1").unwrap().contains("redacted"));
+        assert_eq!(base_url_problem("http://h/v1?k=1"), None);
         let s = url_secrets("http://us%40er:p%3Ass@h/v1?key=k1k1");
         for x in ["us%40er", "us@er", "p%3Ass", "p:ss", "k1k1"] {
             assert!(s.contains(&x.to_owned()), "{x} in {s:?}");

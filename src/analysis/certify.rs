@@ -1,0 +1,196 @@
+//! What the data certify about the top-k (docs/model.md, "Certified top-k"): at a stated ε,
+//! the items whose top-k membership π is at least 1 − ε (*in*), at most ε (*out*), and the rest
+//! (*undecided*); tiers of items whose 90 % rank intervals overlap; and the judge that carries
+//! no signal (one slot or one label winning nearly every verdict), about which nothing is
+//! certified.
+//!
+//! "top-k" is claimed only when *in* has k members. The coverage of the claim under adaptive
+//! sampling is measured, not assumed (docs/experiments.md, "Certified top-k coverage").
+
+use crate::domain::verdict::ItemVerdict;
+
+/// The default ε of `certify.epsilon`.
+pub const DEFAULT_EPSILON: f64 = 0.05;
+
+/// The share of verdicts one slot (or one label) must win to name the judge as carrying no
+/// signal.
+pub const NO_SIGNAL_SHARE: f64 = 0.9;
+
+/// Fewest valid verdicts before the no-signal check applies.
+pub const NO_SIGNAL_MIN_VERDICTS: usize = 10;
+
+/// The three sets (base indices, each in the reported order).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sets {
+    /// π ≥ 1 − ε.
+    pub inside: Vec<usize>,
+    /// π ≤ ε.
+    pub outside: Vec<usize>,
+    /// The rest.
+    pub undecided: Vec<usize>,
+}
+
+impl Sets {
+    /// Whether the top-k is certified: *in* holds k bases.
+    pub fn claimed(&self, k: usize) -> bool {
+        self.inside.len() == k
+    }
+}
+
+/// The sets at ε of the membership `pi` (per base), listed in `order` (the reported ranking,
+/// best first).
+///
+/// # Panics
+/// If ε is not in (0, ½).
+pub fn sets(pi: &[f64], order: &[usize], epsilon: f64) -> Sets {
+    assert!(epsilon > 0.0 && epsilon < 0.5, "ε = {epsilon} must be in (0, 0.5)");
+    let mut s = Sets::default();
+    for &b in order {
+        if pi[b] >= 1.0 - epsilon {
+            s.inside.push(b);
+        } else if pi[b] <= epsilon {
+            s.outside.push(b);
+        } else {
+            s.undecided.push(b);
+        }
+    }
+    s
+}
+
+/// Tiers (1 = best) from rank intervals (1-based, inclusive) listed in `order` (best first):
+/// the best base not yet placed leads a new tier, and every following base whose interval
+/// overlaps the leader's joins it (the data cannot tell it from the leader). Chaining overlaps
+/// instead would put a whole field into one tier. Returns the tier of each base (by base).
+pub fn tiers(intervals: &[(usize, usize)], order: &[usize]) -> Vec<usize> {
+    let mut tier = vec![0; intervals.len()];
+    let (mut current, mut leader_hi) = (0, 0);
+    for &b in order {
+        let (lo, hi) = intervals[b];
+        if current == 0 || lo > leader_hi {
+            current += 1;
+            leader_hi = hi;
+        }
+        tier[b] = current;
+    }
+    tier
+}
+
+/// Which way a signal-less judge leans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lean {
+    /// The first-shown answer wins (nearly) always.
+    FirstShown,
+    /// The second-shown answer wins (nearly) always.
+    SecondShown,
+    /// Every verdict is a tie.
+    Ties,
+}
+
+/// A judge whose verdicts say nothing about the answers: counts over the valid verdicts.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NoSignal {
+    /// Which way it leans.
+    pub lean: Lean,
+    /// Valid verdicts.
+    pub verdicts: usize,
+    /// Won by the first-shown answer (y > ½).
+    pub first_shown: usize,
+    /// Won by the second-shown answer (y < ½).
+    pub second_shown: usize,
+    /// Ties (y = ½).
+    pub ties: usize,
+}
+
+impl NoSignal {
+    /// The share of verdicts of its lean.
+    pub fn share(&self) -> f64 {
+        let n = match self.lean {
+            Lean::FirstShown => self.first_shown,
+            Lean::SecondShown => self.second_shown,
+            Lean::Ties => self.ties,
+        };
+        n as f64 / self.verdicts.max(1) as f64
+    }
+
+    /// In words, with what helps.
+    pub fn text(&self) -> String {
+        let what = match self.lean {
+            Lean::FirstShown => "picked the first-shown answer",
+            Lean::SecondShown => "picked the second-shown answer",
+            Lean::Ties => "called a tie",
+        };
+        let n = match self.lean {
+            Lean::FirstShown => self.first_shown,
+            Lean::SecondShown => self.second_shown,
+            Lean::Ties => self.ties,
+        };
+        format!(
+            "the judge {what} in {n} of {} verdicts ({:.0} %): its verdicts carry no signal about the answers, so nothing is certified; both orders of each pair are sent already, so this is the judge: turn on logprobs for soft verdicts (judge.openai.logprobs), try another prompt, or use a stronger judge",
+            self.verdicts,
+            100.0 * self.share()
+        )
+    }
+}
+
+/// The no-signal check: at least [`NO_SIGNAL_MIN_VERDICTS`] valid verdicts, of which one slot
+/// (or ties) took at least [`NO_SIGNAL_SHARE`]. `y` is P(first-shown wins): > ½ first, < ½
+/// second, ½ a tie.
+pub fn no_signal(verdicts: &[ItemVerdict]) -> Option<NoSignal> {
+    let n = verdicts.len();
+    if n < NO_SIGNAL_MIN_VERDICTS {
+        return None;
+    }
+    let first = verdicts.iter().filter(|v| v.y > 0.5).count();
+    let second = verdicts.iter().filter(|v| v.y < 0.5).count();
+    let ties = n - first - second;
+    let lean = [(Lean::FirstShown, first), (Lean::SecondShown, second), (Lean::Ties, ties)]
+        .into_iter()
+        .find(|(_, c)| *c as f64 >= NO_SIGNAL_SHARE * n as f64)?
+        .0;
+    Some(NoSignal { lean, verdicts: n, first_shown: first, second_shown: second, ties })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_split_at_epsilon_in_the_reported_order() {
+        let pi = [0.99, 0.2, 0.96, 0.01, 0.05, 0.5];
+        let order = [0, 2, 5, 1, 4, 3];
+        let s = sets(&pi, &order, 0.05);
+        assert_eq!((s.inside, s.undecided, s.outside), (vec![0, 2], vec![5, 1], vec![4, 3]));
+        assert!(sets(&pi, &order, 0.05).claimed(2) && !sets(&pi, &order, 0.05).claimed(3));
+        let s = sets(&pi, &order, 0.2);
+        assert_eq!((s.inside, s.undecided, s.outside), (vec![0, 2], vec![5], vec![1, 4, 3]));
+    }
+
+    #[test]
+    fn tiers_chain_overlapping_rank_intervals() {
+        // Best first: [1,1] leads; [2,3] leads tier 2 and [2,4] overlaps it; [4,6] starts past
+        // the leader's 3, though it overlaps [2,4]: no chaining.
+        let iv = [(1, 1), (2, 3), (2, 4), (4, 6), (5, 5)];
+        assert_eq!(tiers(&iv, &[0, 1, 2, 3, 4]), vec![1, 2, 2, 3, 3]);
+        // The main job's first ranks: [1,2], [1,3], [2,5] share tier 1; [3,9] leads tier 2.
+        assert_eq!(tiers(&[(1, 2), (1, 3), (2, 5), (3, 9), (3, 10)], &[0, 1, 2, 3, 4]), vec![1, 1, 1, 2, 2]);
+        assert_eq!(tiers(&[(1, 4); 4], &[3, 2, 1, 0]), vec![1, 1, 1, 1]);
+        assert_eq!(tiers(&[(1, 1), (2, 2), (3, 3)], &[0, 1, 2]), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn a_judge_that_always_picks_one_slot_is_named() {
+        let v = |y: f64| ItemVerdict { a: 0, b: 1, y, w: 1.0 };
+        let all_a: Vec<_> = (0..40).map(|_| v(1.0)).collect();
+        let ns = no_signal(&all_a).unwrap();
+        assert_eq!((ns.lean, ns.first_shown, ns.verdicts), (Lean::FirstShown, 40, 40));
+        assert!(ns.text().contains("first-shown answer in 40 of 40 verdicts (100 %)"), "{}", ns.text());
+        let mostly_b: Vec<_> = (0..20).map(|i| v(if i < 18 { 0.0 } else { 1.0 })).collect();
+        assert_eq!(no_signal(&mostly_b).unwrap().lean, Lean::SecondShown);
+        let mixed: Vec<_> = (0..20).map(|i| v(if i < 17 { 1.0 } else { 0.0 })).collect();
+        assert_eq!(no_signal(&mixed), None, "85 % is a biased judge, not a judge without signal");
+        assert_eq!(no_signal(&all_a[..9]), None, "too few verdicts to say");
+        let ties: Vec<_> = (0..12).map(|_| v(0.5)).collect();
+        assert_eq!(no_signal(&ties).unwrap().lean, Lean::Ties);
+    }
+}

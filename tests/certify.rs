@@ -1,0 +1,131 @@
+//! The certified top-k (docs/model.md, "Certified top-k"): the summary and result.json lead with
+//! the in, out and undecided sets; a judge without signal certifies nothing; every picture shows
+//! the ranking the table reports.
+
+use crate::common::*;
+use std::path::Path;
+use topk_judge::report::compare::{RunDir, compare, recall_curve};
+
+fn shipped(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> std::path::PathBuf {
+    for folder in ["data", "prompts"] {
+        let to = dir.join(folder);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(root().join(folder)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() {
+                std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    let text = std::fs::read_to_string(root().join("configs").join(name)).unwrap();
+    write(dir, &format!("configs/{name}"), &edit(text))
+}
+
+fn run_ok(dir: &Path, cfg: &Path) -> String {
+    let out = run_bin(dir, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    stdout(&out)
+}
+
+/// The main job (120 comparisons): M12 and M13 have π ≥ 0.95, 11 items π ≤ 0.05, and M0, M1, M2
+/// compete for the third place: the summary says so right after the stop line, and no top-3 is
+/// claimed.
+#[test]
+fn the_main_job_leads_with_the_certified_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = run_ok(dir.path(), &shipped(dir.path(), "mock.yaml", |y| y));
+    let third = s.lines().nth(2).unwrap();
+    assert_eq!(
+        third,
+        "top-3 not certified (ε = 0.05): 2 of 3 places decided (M12, M13, each π ≥ 0.95); M0, M1, M2 compete for the other 1"
+    );
+    let r = json(&dir.path().join("runs/summeval-mock/result.json"));
+    let c = &r["certified"];
+    assert_eq!((c["epsilon"].as_f64(), c["claimed"].as_bool()), (Some(0.05), Some(false)));
+    assert_eq!(strs(&c["in"]), ["M12", "M13"]);
+    assert_eq!(strs(&c["undecided"]), ["M0", "M1", "M2"]);
+    assert_eq!(c["out"].as_array().unwrap().len(), 11);
+    // The sets follow from π: in ⇔ π ≥ 0.95, out ⇔ π ≤ 0.05 (the reported, apparent π).
+    for row in r["ranking"].as_array().unwrap() {
+        let (id, pi) = (row["id"].as_str().unwrap(), row["membership_apparent"].as_f64().unwrap());
+        let set = if pi >= 0.95 {
+            "in"
+        } else if pi <= 0.05 {
+            "out"
+        } else {
+            "undecided"
+        };
+        assert!(strs(&c[set]).contains(&id.to_string()), "{id} π {pi} should be {set}");
+        let (lo, hi) = (row["rank_interval"][0].as_u64().unwrap(), row["rank_interval"][1].as_u64().unwrap());
+        let rank = row["rank"].as_u64().unwrap();
+        assert!(lo <= hi && lo >= 1 && hi <= 16, "{row}");
+        assert!(row["tier"].as_u64().unwrap() >= 1);
+        // A certified-in item's 90 % rank interval lies within the top 3.
+        if set == "in" {
+            assert!(hi <= 3 && rank <= 3, "{row}");
+        }
+    }
+}
+
+/// A deterministic mock with a first-slot bonus far above any quality gap picks the first-shown
+/// answer every time: the run names the judge's first-slot rate and certifies nothing.
+#[test]
+fn a_judge_that_always_picks_the_first_slot_certifies_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped(dir.path(), "mock.yaml", |y| {
+        y.replace("mode: stochastic", "mode: deterministic").replace("pos_bias: 0.3", "pos_bias: 100.0")
+    });
+    let s = run_ok(dir.path(), &cfg);
+    assert!(s.contains("certified top-3 (ε = 0.05): nothing certified: the judge picked the first-shown answer in 120 of 120 verdicts (100 %)"), "{s}");
+    let r = json(&dir.path().join("runs/summeval-mock/result.json"));
+    assert_eq!(r["no_signal"]["lean"], "first_shown");
+    assert_eq!((r["no_signal"]["first_shown"].as_u64(), r["no_signal"]["verdicts"].as_u64()), (Some(120), Some(120)));
+    assert_eq!(
+        (r["certified"]["claimed"].as_bool(), r["certified"]["in"].as_array().map(Vec::len)),
+        (Some(false), Some(0))
+    );
+    assert!(r["certified"]["withheld"].as_str().unwrap().contains("logprobs"), "says what helps: {r}");
+}
+
+/// `compare`: the recall curve of each run ends at the recall its table row reports (both use the
+/// reported ranking); `report`: the plots draw the reported values and colour the reported top-k.
+#[test]
+fn every_picture_shows_the_reported_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(dir.path(), &shipped(dir.path(), "cheap.yaml", |y| y));
+    run_ok(dir.path(), &shipped(dir.path(), "frontier.yaml", |y| y));
+    let runs: Vec<RunDir> =
+        ["runs/cheap", "runs/frontier"].iter().map(|p| RunDir::load(&dir.path().join(p)).unwrap()).collect();
+    let c = compare(&runs, None).unwrap();
+    let target = c.target_topk.clone().expect("gold top-3");
+    for (run, row) in runs.iter().zip(&c.rows) {
+        assert_eq!(run.result.fit.reporting.reported, topk_judge::analysis::ranking::RankingKind::Apparent);
+        let curve = recall_curve(run, &target);
+        let last = curve.last().unwrap();
+        assert_eq!(last.1, run.result.valid, "the curve ends at the final fit");
+        assert_eq!(Some(last.2), row.recall, "{}: the curve ends at the table's recall", row.run);
+    }
+    for run in &runs {
+        let (items, bars) = topk_judge::report::page::plotted(run);
+        let coloured: Vec<&str> = items.iter().filter(|i| i.highlight).map(|i| i.label.as_str()).collect();
+        assert_eq!(coloured, run.result.fit.topk.iter().map(String::as_str).collect::<Vec<_>>());
+        for ((i, b), row) in items.iter().zip(&bars).zip(&run.result.fit.ranking) {
+            assert_eq!((i.value, b.1), (row.phi, row.membership_apparent), "the apparent values are drawn");
+        }
+    }
+}
+
+/// A run with no valid verdict prints why instead of a table of prior zeros, and its report
+/// says so.
+#[test]
+fn a_run_without_a_ranking_says_why_in_its_summary_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "none", 0, "");
+    let s = run_ok(dir.path(), &cfg);
+    assert!(s.contains("no ranking: no valid comparison"), "{s}");
+    assert!(!s.contains(" rank  item"), "{s}");
+    let out = run_bin(dir.path(), &["report", "runs/none"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(dir.path().join("runs/none/report.md")).unwrap();
+    assert!(md.contains("- no ranking: no valid comparison"), "{md}");
+}
