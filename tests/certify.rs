@@ -34,6 +34,15 @@ fn run_ok(dir: &Path, cfg: &Path) -> String {
 fn the_main_job_leads_with_the_certified_sets() {
     let dir = tempfile::tempdir().unwrap();
     let s = run_ok(dir.path(), &shipped(dir.path(), "mock.yaml", |y| y));
+    // docs/model.md, "Certified top-k", shows these lines of this run.
+    let model = std::fs::read_to_string(root().join("docs/model.md")).unwrap();
+    let section = &model[model.find("## Certified top-k").expect("the section")..];
+    let shown: Vec<&str> =
+        section.split("```").skip(1).step_by(2).take(2).flat_map(str::lines).filter(|l| !l.is_empty()).collect();
+    assert_eq!(shown.len(), 2 + 8);
+    for line in shown {
+        assert!(s.lines().any(|l| l == line), "docs/model.md shows a line the main job does not print: {line:?}\n{s}");
+    }
     let third = s.lines().nth(2).unwrap();
     assert_eq!(
         third,
@@ -85,6 +94,23 @@ fn a_judge_that_always_picks_the_first_slot_certifies_nothing() {
         (Some(false), Some(0))
     );
     assert!(r["certified"]["withheld"].as_str().unwrap().contains("logprobs"), "says what helps: {r}");
+}
+
+/// 8 comparisons (4 pairs, both orders) reach at most 8 of the 16 summaries: the others rest on
+/// the prior alone, so nothing is certified and the summary says how many and why.
+#[test]
+fn nothing_is_certified_while_a_base_has_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped(dir.path(), "mock.yaml", |y| y.replace("max_comparisons: 120", "max_comparisons: 8"));
+    let s = run_ok(dir.path(), &cfg);
+    let r = json(&dir.path().join("runs/summeval-mock/result.json"));
+    let never = strs(&r["graph"]["never_compared"]);
+    assert!(never.len() >= 8, "{never:?}");
+    let why = r["certified"]["withheld"].as_str().unwrap();
+    assert!(why.starts_with(&format!("{} of 16 bases have no valid verdict ({}, ", never.len(), never[0])), "{why}");
+    assert_eq!(r["certified"]["in"].as_array().map(Vec::len), Some(0));
+    assert_eq!(r["certified"]["out"].as_array().map(Vec::len), Some(0));
+    assert!(s.contains(why), "the summary gives the reason: {s}");
 }
 
 /// `compare`: the recall curve of each run ends at the recall its table row reports (both use the

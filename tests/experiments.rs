@@ -205,3 +205,28 @@ fn sweep_errors_name_the_key() {
     let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap()]);
     assert!(text(&out).contains("k: 30 must satisfy"), "{}", text(&out));
 }
+
+#[test]
+fn small_coverage_sweep_certified_in_errors_stay_within_epsilon() {
+    // sweep-coverage.yaml at a small size: 60 pools of 20 bases, a biased judge (c* = 1), the
+    // bias-aware model's reported (apparent) ranking against φ* = θ* + c*·x.
+    let s = summary_of(
+        "name: t\nk: 3\npools: {n: 20, count: 60, seed: 3, rho: [0.0], c_star: [1.0], kappa_star: [0.5]}\n\
+         strategies: [topk, random, round_robin]\nmodels: [bias_aware, naive]\nbudgets: [16, 160]\n\
+         acquisition: {mc_draws: 300}\n",
+    );
+    assert_eq!(s.coverage.len(), 3 * 2 * 2 * 2, "strategy × model × budget × ε");
+    for c in &s.coverage {
+        assert_eq!(c.runs, 60);
+        if c.budget == Budget::Comparisons(16) {
+            // 16 comparisons touch at most 16 of the 20 bases: a base without a verdict rests on
+            // the prior alone, so nothing is certified.
+            assert_eq!(c.certified_in, 0, "{c:?}");
+        }
+        assert!(c.holds, "certified-in error rate above ε beyond its interval: {c:?}");
+    }
+    let certified: usize = s.coverage.iter().filter(|c| c.epsilon == 0.1).map(|c| c.certified_in).sum();
+    let wrong: usize = s.coverage.iter().filter(|c| c.epsilon == 0.1).map(|c| c.false_in).sum();
+    assert!(certified > 100, "160 comparisons of 20 bases certify some bases: {certified}");
+    assert!((wrong as f64) <= 0.1 * certified as f64, "pooled error rate {wrong}/{certified} above ε = 0.1");
+}

@@ -75,6 +75,40 @@ pub fn tiers(intervals: &[(usize, usize)], order: &[usize]) -> Vec<usize> {
     tier
 }
 
+/// Why nothing is certified while some bases have no valid verdict: their places rest on the
+/// prior alone, and on adaptively chosen pairs the Laplace posterior then certifies too much
+/// (docs/experiments.md, "Certified top-k coverage": 4 of 19 certified-in bases wrong at
+/// ε = 0.05 after 40 comparisons of 30 bases before this rule, 0 of 0 after).
+pub fn prior_only_text(never_compared: &[String], bases: usize) -> String {
+    let n = never_compared.len();
+    let shown: Vec<&str> = never_compared.iter().take(3).map(String::as_str).collect();
+    format!(
+        "{n} of {bases} bases have no valid verdict ({}{}): their places rest on the prior alone, so nothing is certified until every base has been compared",
+        shown.join(", "),
+        if n > shown.len() { ", …" } else { "" }
+    )
+}
+
+/// Whether the sets may be certified: every base has a valid verdict (counts per base).
+pub fn every_base_compared(verdicts_per_base: &[usize]) -> bool {
+    verdicts_per_base.iter().all(|&c| c > 0)
+}
+
+/// The ε of the coverage measurement (docs/experiments.md, "Certified top-k coverage").
+pub const COVERAGE_EPSILONS: [f64; 2] = [0.05, 0.1];
+
+/// Of the bases certified in at ε (π ≥ 1 − ε), how many there are and how many are not in
+/// `truth` (the true top-k): (certified in, wrongly certified in). Nothing is certified while a
+/// base has no valid verdict ([`every_base_compared`]), as in a run's result.
+pub fn false_in(pi: &[f64], verdicts_per_base: &[usize], truth: &[usize], epsilon: f64) -> (usize, usize) {
+    if !every_base_compared(verdicts_per_base) {
+        return (0, 0);
+    }
+    let inside: Vec<usize> = (0..pi.len()).filter(|&b| pi[b] >= 1.0 - epsilon).collect();
+    let wrong = inside.iter().filter(|b| !truth.contains(b)).count();
+    (inside.len(), wrong)
+}
+
 /// Which way a signal-less judge leans.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -154,6 +188,21 @@ pub fn no_signal(verdicts: &[ItemVerdict]) -> Option<NoSignal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn false_in_counts_wrong_members_and_nothing_while_a_base_is_uncompared() {
+        let pi = [0.99, 0.97, 0.5, 0.93, 0.01];
+        // Truth {0, 2}: at ε = 0.05 bases 0 and 1 are in, 1 wrongly; at ε = 0.1 also base 3.
+        assert_eq!(false_in(&pi, &[3, 2, 1, 1, 1], &[0, 2], 0.05), (2, 1));
+        assert_eq!(false_in(&pi, &[3, 2, 1, 1, 1], &[0, 2], 0.1), (3, 2));
+        // Base 4 has no verdict: nothing is certified.
+        assert_eq!(false_in(&pi, &[3, 2, 1, 1, 0], &[0, 2], 0.05), (0, 0));
+        let ids: Vec<String> = ["a", "b", "c", "d"].map(String::from).into();
+        assert_eq!(
+            prior_only_text(&ids, 9),
+            "4 of 9 bases have no valid verdict (a, b, c, …): their places rest on the prior alone, so nothing is certified until every base has been compared"
+        );
+    }
 
     #[test]
     fn sets_split_at_epsilon_in_the_reported_order() {

@@ -260,7 +260,7 @@ pub fn outcome(i: &Inputs<'_>) -> Reported {
             values.membership_of(choice.reported),
             values_of(&values, choice.reported),
             &no_signal,
-            i.verdicts.is_empty(),
+            &graph,
         ),
         no_signal,
         graph,
@@ -280,8 +280,9 @@ fn values_of(v: &BaseValues, kind: RankingKind) -> &[f64] {
 }
 
 /// The certified top-k at ε of a ranking with membership `pi` and point values `values`
-/// ([`certify::sets`]): nothing is certified without a comparison or from a judge without
-/// signal (every base is then undecided).
+/// ([`certify::sets`]): nothing is certified without a comparison, while a base has no valid
+/// verdict ([`certify::prior_only_text`]) or from a judge without signal (every base is then
+/// undecided).
 pub fn certified(
     pool: &Pool,
     k: usize,
@@ -289,12 +290,14 @@ pub fn certified(
     pi: &[f64],
     values: &[f64],
     no_signal: &Option<certify::NoSignal>,
-    nothing_compared: bool,
+    graph: &ComparisonGraph,
 ) -> CertifiedTopk {
     let order = ranking::order(values);
     let ids = |b: &[usize]| b.iter().map(|&i| pool.bases[i].clone()).collect::<Vec<_>>();
-    let withheld = if nothing_compared {
+    let withheld = if graph.never_compared.len() == pool.n_bases() {
         Some("no valid comparison".to_string())
+    } else if !graph.never_compared.is_empty() {
+        Some(certify::prior_only_text(&graph.never_compared, pool.n_bases()))
     } else {
         no_signal.as_ref().map(certify::NoSignal::text)
     };
@@ -432,7 +435,7 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
         values.membership_of(choice.reported),
         values_of(&values, choice.reported),
         &r.fit.reporting.no_signal,
-        r.valid == 0,
+        &r.fit.reporting.graph,
     );
     r.fit.reporting.certified = certified;
     r.fit.reporting.reported = choice.reported;

@@ -59,6 +59,100 @@ pub struct Row {
     pub kappa_hat: f64,
     /// Profile-likelihood range over c (nats), when computed.
     pub profile_range_nats: Option<f64>,
+    /// Bases certified in at ε = 0.05 (π ≥ 0.95; docs/model.md, "Certified top-k").
+    pub certified_in_05: usize,
+    /// Of them, not in the true top-k (by θ* for the bias-aware model, by the apparent
+    /// φ* = θ* + c*·x for the naive one).
+    pub false_in_05: usize,
+    /// Bases certified in at ε = 0.1.
+    pub certified_in_10: usize,
+    /// Of them, not in the true top-k.
+    pub false_in_10: usize,
+}
+
+/// How often a base certified in the top-k (π ≥ 1 − ε) is not in the true top-k, over the runs
+/// of one strategy × model × budget (docs/experiments.md, "Certified top-k coverage").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoverageStats {
+    /// The grid cell (synthetic sweeps; absent for the frozen protocol).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_index: Option<usize>,
+    /// The acquisition strategy.
+    pub strategy: StrategyKind,
+    /// The model fitted.
+    pub model: ModelKind,
+    /// The budget.
+    pub budget: SweepBudget,
+    /// ε.
+    pub epsilon: f64,
+    /// Simulated runs (pools × seeds).
+    pub runs: usize,
+    /// Bases certified in, summed over the runs.
+    pub certified_in: usize,
+    /// Of them, not in the true top-k.
+    pub false_in: usize,
+    /// false_in / certified_in (absent when nothing was certified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Its 95 % Wilson interval (the bases of one run are not independent, so it is a guide).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<(f64, f64)>,
+    /// Whether the claim holds: the interval reaches down to ε or below (or nothing is claimed).
+    pub holds: bool,
+}
+
+impl CoverageStats {
+    /// The stats of `counts` ((certified in, wrongly in) per run) at ε.
+    pub fn of(
+        key: (Option<usize>, StrategyKind, ModelKind, SweepBudget),
+        epsilon: f64,
+        counts: &[(usize, usize)],
+    ) -> Self {
+        let (certified_in, false_in) = counts.iter().fold((0, 0), |(a, b), (i, f)| (a + i, b + f));
+        let rate = (certified_in > 0).then(|| false_in as f64 / certified_in as f64);
+        let interval = (certified_in > 0).then(|| crate::analysis::audit::wilson(false_in as f64, certified_in, 0.95));
+        Self {
+            cell_index: key.0,
+            strategy: key.1,
+            model: key.2,
+            budget: key.3,
+            epsilon,
+            runs: counts.len(),
+            certified_in,
+            false_in,
+            rate,
+            interval,
+            holds: interval.is_none_or(|(lo, _)| lo <= epsilon),
+        }
+    }
+}
+
+/// The coverage table in Markdown: one row per strategy × model × budget × ε.
+pub fn coverage_markdown(rows: &[CoverageStats]) -> String {
+    let mut t = String::from(
+        "| strategy | model | budget | ε | runs | certified in | not in the true top-k | rate [95 % interval] | holds |
+|---|---|---|---|---|---|---|---|---|
+",
+    );
+    for c in rows {
+        let rate = match (c.rate, c.interval) {
+            (Some(r), Some((lo, hi))) => format!("{r:.4} [{lo:.4}, {hi:.4}]"),
+            _ => "– (nothing certified)".into(),
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} | {} | {rate} | {} |",
+            name(&c.strategy),
+            name(&c.model),
+            c.budget,
+            c.epsilon,
+            c.runs,
+            c.certified_in,
+            c.false_in,
+            if c.holds { "yes" } else { "**no**" }
+        );
+    }
+    t
 }
 
 /// The results of a sweep: rows in a fixed order, and queries by gold rank.
@@ -252,6 +346,10 @@ pub struct Summary {
     pub boundary_ratios: Vec<BoundaryRatio>,
     /// Queries by gold rank.
     pub by_rank: Vec<RankStats>,
+    /// How often a base certified in is not in the true top-k, per cell × strategy × model ×
+    /// budget and ε.
+    #[serde(default)]
+    pub coverage: Vec<CoverageStats>,
 }
 
 type Key = (usize, usize, usize, SweepBudget);
@@ -276,7 +374,18 @@ pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
     let mut stats = Vec::new();
     let mut by_rank = Vec::new();
+    let mut coverage = Vec::new();
     for (&(c, s, m, b), ids) in &groups {
+        for (e, eps) in crate::analysis::certify::COVERAGE_EPSILONS.into_iter().enumerate() {
+            let counts: Vec<(usize, usize)> = ids
+                .iter()
+                .map(|&i| {
+                    let r = &rows[i];
+                    if e == 0 { (r.certified_in_05, r.false_in_05) } else { (r.certified_in_10, r.false_in_10) }
+                })
+                .collect();
+            coverage.push(CoverageStats::of((Some(c), strategies[s], models[m], b), eps, &counts));
+        }
         stats.push(CellStats {
             cell_index: c,
             cell: cells[c],
@@ -398,6 +507,7 @@ pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
         strategy_gaps,
         boundary_ratios,
         by_rank,
+        coverage,
     }
 }
 
@@ -605,6 +715,25 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
                 share_ratio(b.straddle),
                 share_ratio(b.window)
             );
+        }
+    }
+    if !s.coverage.is_empty() {
+        md.push_str(
+            "\n## Certified top-k coverage\n\nOf the bases certified in the top-k at ε (π ≥ 1 − ε), how many are not in the true \
+             top-k of the reported ranking (θ* for the bias-aware model on paired renderings, the apparent φ* = θ* + c*·x \
+             otherwise), summed over the pools; nothing is certified while a base has no valid verdict; the claim holds \
+             when the 95 % interval of that rate reaches ε (docs/experiments.md, \"Certified top-k coverage\").\n\n",
+        );
+        let cells_many = s.coverage.iter().any(|c| c.cell_index != Some(0));
+        if cells_many {
+            for c in 0..=s.coverage.iter().filter_map(|c| c.cell_index).max().unwrap_or(0) {
+                let rows: Vec<CoverageStats> = s.coverage.iter().filter(|x| x.cell_index == Some(c)).cloned().collect();
+                let _ = writeln!(md, "Cell {c}:\n");
+                md.push_str(&coverage_markdown(&rows));
+                md.push('\n');
+            }
+        } else {
+            md.push_str(&coverage_markdown(&s.coverage));
         }
     }
     md

@@ -175,6 +175,12 @@ pub struct Checkpoint {
     pub profile_range_nats: Option<f64>,
     /// Queries involving the base of each gold rank (length M, index = 0-based gold rank).
     pub queries_by_rank: Vec<usize>,
+    /// Top-k membership π per base at this budget (by θ of the fitted model).
+    pub membership: Vec<f64>,
+    /// π by the apparent quality φ (= `membership` without covariates).
+    pub membership_apparent: Vec<f64>,
+    /// Valid verdicts per base (a verdict counts for both its bases).
+    pub verdicts_per_base: Vec<usize>,
 }
 
 /// The model's covariates for a synthetic pool: the pool's `x` as is (already z-scored, or 0/1
@@ -218,6 +224,14 @@ pub struct PathPoint {
     pub kappa_hat: f64,
     /// Profile-likelihood range over the first c (nats), when asked for.
     pub profile_range_nats: Option<f64>,
+    /// Top-k membership π per base (by θ of the fitted model).
+    pub membership: Vec<f64>,
+    /// Point top-k by the apparent quality φ̂ = θ̂ + ĉ·x̄ (= `topk` without covariates).
+    pub topk_apparent: Vec<usize>,
+    /// π by φ (= `membership` without covariates).
+    pub membership_apparent: Vec<f64>,
+    /// Valid verdicts per base (a verdict counts for both its bases).
+    pub verdicts_per_base: Vec<usize>,
 }
 
 /// One simulated path: its checkpoints, the comparisons in the order made, and the number of
@@ -293,7 +307,7 @@ pub fn follow(
             Action::Stop(reason) => {
                 let exhausted = reason != StopReason::MaxComparisons;
                 while points.len() < budgets.len() && (exhausted || st.log.len() >= budgets[points.len()]) {
-                    points.push(st.point(budgets[points.len()], cov, settings)?);
+                    points.push(st.point(budgets[points.len()], pool, cov, seed, settings)?);
                 }
                 match budgets.get(points.len()) {
                     Some(&b) if !exhausted => sched.set_max_comparisons(limit(b)),
@@ -381,6 +395,9 @@ pub fn run_path(
                 kappa_hat: p.kappa_hat,
                 profile_range_nats: p.profile_range_nats,
                 queries_by_rank: by_rank,
+                membership: p.membership,
+                membership_apparent: p.membership_apparent,
+                verdicts_per_base: p.verdicts_per_base,
             }
         })
         .collect())
@@ -455,8 +472,16 @@ impl State {
         Ok(())
     }
 
-    /// The point of budget `budget` at the current fit.
-    fn point(&self, budget: usize, cov: &Covariates, settings: &SimSettings) -> Result<PathPoint, (usize, FitError)> {
+    /// The point of budget `budget` at the current fit, with the apparent quality's point top-k
+    /// and π (as a run of that budget reports them: Monte-Carlo stream `membership-apparent`).
+    fn point(
+        &self,
+        budget: usize,
+        pool: &Pool,
+        cov: &Covariates,
+        seed: u64,
+        settings: &SimSettings,
+    ) -> Result<PathPoint, (usize, FitError)> {
         let f = self.fit.as_ref().ok_or((0, FitError::InvalidData("no fit before the first checkpoint".into())))?;
         let s = &f.summary;
         let profile_range_nats = if settings.profile && cov.p() > 0 {
@@ -465,13 +490,42 @@ impl State {
         } else {
             None
         };
+        let xbar = crate::model::summary::base_means(pool, cov);
+        let phi: Vec<f64> =
+            s.theta.iter().zip(&xbar).map(|(t, x)| t + x.iter().zip(&s.c).map(|(a, c)| a * c).sum::<f64>()).collect();
+        let membership_apparent = if cov.p() > 0 {
+            let mut r = rng::stream(seed, "membership-apparent", self.verdicts.len() as u64);
+            crate::model::summary::apparent_quality(
+                pool,
+                cov,
+                &f.design,
+                &settings.prior,
+                settings.k,
+                settings.mc_draws,
+                &s.beta(),
+                &mut r,
+            )
+            .map_err(|e| (self.verdicts.len(), e))?
+            .membership
+        } else {
+            s.membership.clone()
+        };
+        let mut verdicts_per_base = vec![0; pool.n_bases()];
+        for v in &self.verdicts {
+            verdicts_per_base[pool.item_base[v.a]] += 1;
+            verdicts_per_base[pool.item_base[v.b]] += 1;
+        }
         Ok(PathPoint {
+            verdicts_per_base,
             budget,
             comparisons: self.log.len(),
+            topk_apparent: point_topk(&phi, settings.k),
+            membership_apparent,
             topk: s.topk.clone(),
             c_hat: s.c.first().copied(),
             kappa_hat: s.kappa,
             profile_range_nats,
+            membership: s.membership.clone(),
         })
     }
 }

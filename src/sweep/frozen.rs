@@ -73,11 +73,28 @@ impl Frozen {
     }
 }
 
+/// The full-data point top-k of one pool × model: by θ̂, and by the ranking a run reports
+/// (docs/model.md): the apparent φ̂ for the bias-aware model on a pool with one rendering per
+/// base, θ̂ otherwise.
+#[derive(Debug, Clone)]
+pub struct FullTopk {
+    /// By θ̂ (what `recall_full` compares with).
+    pub theta: Vec<usize>,
+    /// By the reported ranking (what the certified coverage compares with).
+    pub reported: Vec<usize>,
+}
+
+/// Whether a run of `model` on `pool` reports the apparent ranking φ̂ beside θ̂ (the bias-aware
+/// model without renderings of a shared base; docs/model.md, "Which ranking is reported").
+fn reports_apparent(pool: &crate::domain::pool::Pool, model: ModelKind) -> bool {
+    model == ModelKind::BiasAware && pool.n_items() == pool.n_bases()
+}
+
 /// The full-data top-k of every pool × model (index = pool, then model in file order).
 ///
 /// # Errors
 /// [`SweepError::RecordedFit`] when a fit fails.
-pub fn full_data_topk(f: &Frozen) -> Result<Vec<Vec<Vec<usize>>>, SweepError> {
+pub fn full_data_topk(f: &Frozen) -> Result<Vec<Vec<FullTopk>>, SweepError> {
     let settings = f.settings();
     f.pools
         .iter()
@@ -87,7 +104,10 @@ pub fn full_data_topk(f: &Frozen) -> Result<Vec<Vec<Vec<usize>>>, SweepError> {
                 .iter()
                 .map(|&model| {
                     let path = path_of(f, rp, StrategyKind::RoundRobin, model, 0, &[usize::MAX], &settings)?;
-                    Ok(path.points[0].topk.clone())
+                    let pt = &path.points[0];
+                    let reported =
+                        if reports_apparent(&rp.pool, model) { pt.topk_apparent.clone() } else { pt.topk.clone() };
+                    Ok(FullTopk { theta: pt.topk.clone(), reported })
                 })
                 .collect()
         })
@@ -140,7 +160,7 @@ fn job(
     f: &Frozen,
     p: usize,
     seed: u64,
-    full: &[Vec<usize>],
+    full: &[FullTopk],
     settings: &SimSettings,
     chains: &[Vec<usize>],
 ) -> Result<Vec<FrozenRow>, SweepError> {
@@ -150,15 +170,23 @@ fn job(
         for (mi, &model) in f.raw.models.iter().enumerate() {
             for chain in chains {
                 let path = path_of(f, rp, strategy, model, seed, chain, settings)?;
+                let apparent = reports_apparent(&rp.pool, model);
                 for pt in path.points {
+                    let pi = if apparent { &pt.membership_apparent } else { &pt.membership };
+                    let [(in05, f05), (in10, f10)] = crate::analysis::certify::COVERAGE_EPSILONS
+                        .map(|e| crate::analysis::certify::false_in(pi, &pt.verdicts_per_base, &full[mi].reported, e));
                     out.push(FrozenRow {
+                        certified_in_05: in05,
+                        false_in_05: f05,
+                        certified_in_10: in10,
+                        false_in_10: f10,
                         pool: rp.pool.pool_id.clone(),
                         seed,
                         strategy,
                         model,
                         budget: SweepBudget::from_usize(pt.budget),
                         comparisons: pt.comparisons,
-                        recall_full: recall_at_k(&pt.topk, &full[mi]),
+                        recall_full: recall_at_k(&pt.topk, &full[mi].theta),
                         recall_gold: rp.gold.as_ref().map(|g| recall_at_k(&pt.topk, g)),
                         topk: pt.topk.iter().map(|b| rp.pool.bases[*b].as_str()).collect::<Vec<_>>().join(" "),
                     });

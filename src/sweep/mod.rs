@@ -17,6 +17,7 @@ pub mod systems;
 
 use crate::analysis::synth::generate;
 use crate::config::sweep::{Cell, Sweep, SweepBudget};
+use crate::model::summary::ModelKind;
 use crate::report::sweep::{self as summary, Row, SweepResult};
 use crate::run::sim::{self, Checkpoint, SimError, SimSettings};
 
@@ -172,6 +173,16 @@ fn run_pool(
 ) -> Result<Vec<(Row, Vec<usize>)>, SimError> {
     let seed = sweep.raw.pools.seed + i as u64;
     let sp = generate(&cell.spec(seed));
+    // The reported ranking's π and what it is about (docs/experiments.md, "Certified top-k
+    // coverage"): the bias-aware model reports θ̂ when the paired design identifies the
+    // correction (truth θ*) and the apparent φ̂ otherwise; the naive model's θ̂ is an apparent
+    // quality. Apparent truth: φ* = θ* + c*·x̄.
+    let apparent_truth = {
+        let xbar = crate::model::summary::base_means(&sp.pool, &crate::run::sim::covariates(&sp, ModelKind::BiasAware));
+        let phi: Vec<f64> = sp.theta.iter().zip(&xbar).map(|(t, x)| t + cell.c_star * x[0]).collect();
+        crate::model::membership::point_topk(&phi, sweep.raw.k)
+    };
+    let corrected_truth = crate::model::membership::point_topk(&sp.theta, sweep.raw.k);
     let mut out = Vec::new();
     for &strategy in &sweep.raw.strategies {
         for &model in &sweep.raw.models {
@@ -179,8 +190,21 @@ fn run_pool(
             for chain in chains {
                 cps.extend(sim::run_path(&sp, strategy, model, chain, settings)?);
             }
+            let corrected = model == ModelKind::BiasAware && cell.paired;
+            let truth = if corrected { &corrected_truth } else { &apparent_truth };
             for cp in cps {
+                let pi = if model == ModelKind::BiasAware && !cell.paired {
+                    &cp.membership_apparent
+                } else {
+                    &cp.membership
+                };
+                let [(in05, f05), (in10, f10)] = crate::analysis::certify::COVERAGE_EPSILONS
+                    .map(|e| crate::analysis::certify::false_in(pi, &cp.verdicts_per_base, truth, e));
                 let row = Row {
+                    certified_in_05: in05,
+                    false_in_05: f05,
+                    certified_in_10: in10,
+                    false_in_10: f10,
                     cell: c,
                     pool: i,
                     seed,
