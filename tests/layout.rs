@@ -1,4 +1,4 @@
-//! The source tree's architecture, checked (README "Where things are"):
+//! The source tree's architecture, checked (docs/architecture.md, "Where things are"):
 //! - the folders are layers ([`LAYERS`], top to bottom): a folder imports only folders on lower
 //!   layers, never one on its own layer or above, so no import runs up and no two folders import
 //!   each other;

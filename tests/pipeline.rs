@@ -1,7 +1,7 @@
 //! Pipelined acquisition (docs/live.md, "Concurrency") against the fake
 //! OpenAI-compatible server: the money-safety guarantees of tests/crash_safety.rs with 32 requests in
 //! flight (SIGKILL, Ctrl-C, `max_usd`), every ordered pair sent once, and the throughput
-//! benchmark (ignored: run it by name, see the README).
+//! benchmark (ignored: run it by name, see docs/benchmarks.md).
 
 use crate::common::fake_openai::FakeOpenAi;
 use crate::common::*;
@@ -217,7 +217,7 @@ fn server_rate(fake: &FakeOpenAi, latency_s: f64) -> f64 {
     reqs.len() as f64 * 60.0 / ((last - first).as_secs_f64() + latency_s)
 }
 
-/// Throughput benchmark (README, "Throughput"): 0.5 s latency, 400 queries. Pipelined with 32
+/// Throughput benchmark (docs/benchmarks.md, "Throughput"): 0.5 s latency, 400 queries. Pipelined with 32
 /// in flight (and 4 picks written ahead) must reach ≥ 95% of 32 / 0.5 s = 3,840 requests/min; with
 /// `requests_per_minute: 1200` and 64 in flight, ≥ 95% of 1,200 and never above it.
 #[test]

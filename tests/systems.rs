@@ -171,9 +171,9 @@ fn the_shipped_systems_config_has_24000_ordered_candidates_within_prompts() {
 fn the_readme_import_path_works() {
     use crate::common::fake_openai::{FakeOpenAi, TEMPLATE};
     let dir = tempfile::tempdir().unwrap();
-    // 1. import: the README's command (the shell expands the glob in name order).
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let start = readme.find("The import prints").expect("README: the import's output block");
+    // 1. import: the command docs/systems.md shows (the shell expands the glob in name order).
+    let readme = std::fs::read_to_string(root().join("docs/systems.md")).unwrap();
+    let start = readme.find("The import prints").expect("docs/systems.md: the import's output block");
     let block = &readme[start..];
     let block = &block[block.find("```\n").unwrap() + 4..];
     let shown = &block[..block.find("```").unwrap()];
