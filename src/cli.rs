@@ -1,18 +1,28 @@
 //! Command line (clap derive): [`Cli`] and one [`Command`] per subcommand, whose arguments are
-//! declared next to the command in `commands/` (`RunArgs` in `commands/run.rs`, …).
+//! declared next to the command in `commands/` (`RunArgs` in `commands/run.rs`, …); shell
+//! completions (clap_complete) and the man page (clap_mangen) generated from it: the only
+//! imports of those two crates.
 
 use crate::commands::{audit, compare, fit, gate, import, profile, report, run, simulate};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// topk-judge: find the k best of N candidate answers with an LLM judge, fast, cheap and honest
 /// about position and verbosity bias.
 #[derive(Debug, Parser)]
-#[command(name = "topk-judge", version, about)]
+#[command(name = "topk-judge", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
     /// The command.
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The exit codes, shown under `--help` and in the man page.
+pub const EXIT_CODES: &str = "Exit codes:
+  0    success
+  1    an error (the message says what and where), or a check failed: `audit --fail-on` passed a
+       threshold, `run --fail-on-undecided` found the top-k not certified
+  2    the command line could not be read (unknown option, bad value)
+  130  interrupted (Ctrl-C, SIGTERM, SIGHUP): what was paid for is stored; re-running resumes";
 
 /// The subcommands of `topk-judge`: run, inspect and compare top-k rankings.
 #[derive(Debug, Subcommand)]
@@ -40,4 +50,48 @@ pub enum Command {
     Compare(compare::CompareArgs),
     /// Write report.md and a self-contained report.html for a run.
     Report(report::ReportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout: `topk-judge man > topk-judge.1`.
+    Man(ManArgs),
+}
+
+/// `topk-judge completions SHELL`.
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    pub shell: clap_complete::Shell,
+}
+
+/// `topk-judge man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {}
+
+/// Write the completion script for `shell` to stdout (e.g. `topk-judge completions bash >
+/// ~/.local/share/bash-completion/completions/topk-judge`).
+pub fn completions(args: &CompletionsArgs) -> std::process::ExitCode {
+    let mut cmd = Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "topk-judge", &mut std::io::stdout());
+    std::process::ExitCode::SUCCESS
+}
+
+/// The man page (roff) of `topk-judge`: its synopsis, options, subcommands and exit codes.
+///
+/// # Errors
+/// Writing to `out`.
+pub fn man_page(out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    clap_mangen::Man::new(Cli::command()).render(out)
+}
+
+/// Write the man page to stdout (e.g. `topk-judge man > topk-judge.1; man ./topk-judge.1`).
+///
+/// # Errors
+/// Writing to stdout (a closed pipe).
+pub fn man(_: &ManArgs) -> std::io::Result<std::process::ExitCode> {
+    match man_page(&mut std::io::stdout()) {
+        // `topk-judge man | head`: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r?,
+    }
+    Ok(std::process::ExitCode::SUCCESS)
 }

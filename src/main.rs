@@ -65,5 +65,7 @@ fn dispatch(command: Command, rt: &tokio::runtime::Runtime) -> Result<ExitCode> 
         Command::Import(a) => commands::import::run(&a).context("import")?,
         Command::Compare(a) => commands::compare::run(&a).context("compare")?,
         Command::Report(a) => commands::report::run(&a).with_context(|| format!("report {}", a.run.display()))?,
+        Command::Completions(a) => topk_judge::cli::completions(&a),
+        Command::Man(a) => topk_judge::cli::man(&a).context("writing the man page")?,
     })
 }

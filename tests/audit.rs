@@ -166,3 +166,34 @@ fn audit_resolves_the_prompt_against_the_config_and_refuses_pairs_without_text()
             || std::fs::read_to_string(dir.path().join("cfg/runs/a/verdicts.jsonl")).unwrap().is_empty()
     );
 }
+
+/// `audit --fail-on`: the tutorial's position-bias rate is 7/12 = 0.58, so `flip_rate>0.3`
+/// fails the check (exit 1, the threshold named) and `flip_rate>0.6` passes (exit 0); the
+/// first-shown answer wins 19 of the 24 verdicts (10 X-first, 9 Y-first) = 0.79; the longer
+/// answer wins 5 of 5 probes.
+#[test]
+fn fail_on_thresholds_give_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = tutorial_config(dir.path(), "ci", 1.0, 0.02);
+    let c = cfg.to_str().unwrap();
+    let out = run_bin(dir.path(), &["audit", c, "--quiet", "--fail-on", "flip_rate>0.3"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(stderr(&out).contains("fail-on: flip_rate = 0.5833 passes the threshold flip_rate>0.3"), "{}", text(&out));
+    let out = run_bin(dir.path(), &["audit", c, "--quiet", "--fail-on", "flip_rate>0.6"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out =
+        run_bin(dir.path(), &["audit", c, "--quiet", "--fail-on", "flip_rate>0.6,first_shown>0.75,longer_wins>=1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = stderr(&out);
+    assert!(e.contains("first_shown = 0.7917 passes the threshold first_shown>0.75"), "{e}");
+    assert!(e.contains("longer_wins = 1.0000 passes the threshold longer_wins>=1"), "{e}");
+    assert!(!e.contains("flip_rate ="), "{e}");
+    // A threshold that cannot be read is a usage error naming the part.
+    let out = run_bin(dir.path(), &["audit", c, "--fail-on", "flips>0.2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("unknown metric \"flips\"; expected one of flip_rate, first_shown"),
+        "{}",
+        text(&out)
+    );
+}

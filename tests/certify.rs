@@ -46,7 +46,7 @@ fn the_main_job_leads_with_the_certified_sets() {
     let third = s.lines().nth(2).unwrap();
     assert_eq!(
         third,
-        "top-3 not certified (ε = 0.05): 2 of 3 places decided (M12, M13, each π ≥ 0.95); M0, M1, M2 compete for the other 1"
+        "top-3 not certified (ε = 0.05): 2 of 3 places decided (M12, M13, each π ≥ 0.95); M0, M1, M2 compete for the other 1 place"
     );
     let r = json(&dir.path().join("runs/summeval-mock/result.json"));
     let c = &r["certified"];
@@ -154,4 +154,32 @@ fn a_run_without_a_ranking_says_why_in_its_summary_and_report() {
     assert!(out.status.success(), "{}", text(&out));
     let md = std::fs::read_to_string(dir.path().join("runs/none/report.md")).unwrap();
     assert!(md.contains("- no ranking: no valid comparison"), "{md}");
+}
+
+/// `run --fail-on-undecided`: the main job certifies 2 of 3 places, so it exits 1 after its
+/// summary and names what is undecided; a clear synthetic judge whose top-3 is certified at
+/// ε = 0.3 exits 0.
+#[test]
+fn fail_on_undecided_gives_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped(dir.path(), "mock.yaml", |y| y);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--fail-on-undecided"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(stdout(&out).contains("top-3 not certified (ε = 0.05)"), "the summary is printed first");
+    assert!(
+        stderr(&out)
+            .contains("fail-on-undecided: the top-3 is not certified at ε = 0.05: 2 of 3 places decided, 3 undecided"),
+        "{}",
+        text(&out)
+    );
+    let clear = write(
+        dir.path(),
+        "clear.yaml",
+        "name: clear\nout_dir: runs\npool:\n  synthetic: {n: 12, c_star: 0.0, kappa_star: 0.0, temperature: 0.2, seed: 4}\n\
+         k: 3\njudge:\n  synthetic: {}\nmodel: {kind: naive}\nacquisition: {strategy: topk, seed: 1, mc_draws: 400}\n\
+         budget: {max_comparisons: 132}\ncertify: {epsilon: 0.3}\n",
+    );
+    let out = run_bin(dir.path(), &["run", clear.to_str().unwrap(), "--quiet", "--fail-on-undecided"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(stdout(&out).contains("certified top-3 (ε = 0.3): i011, i008, i006 (each π ≥ 0.7)"), "{}", text(&out));
 }

@@ -292,19 +292,26 @@ fn endpoint_wide_errors_stop_early_and_name_the_setting() {
 
 #[test]
 fn a_judge_that_is_not_there_ends_the_run_within_seconds() {
-    // configs/local.yaml as shipped, on a port where nothing listens.
+    // configs/local.yaml as shipped (whatever its base_url), pointed with --base-url at a port
+    // where nothing listens, as the README tells a user to point it at a server.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
     let src = std::fs::read_to_string(root().join("configs/local.yaml")).unwrap();
-    assert!(src.contains("base_url: http://127.0.0.1:8088/v1"));
     let yaml = src
-        .replace("http://127.0.0.1:8088/v1", &format!("http://127.0.0.1:{port}/v1"))
         .replace("../data/", &format!("{}/data/", root().display()))
         .replace("../prompts/", &format!("{}/prompts/", root().display()))
         .replace("out_dir: ../runs", "out_dir: runs");
     let cfg = write(dir.path(), "local.yaml", &yaml);
     let t0 = Instant::now();
-    let out = run(dir.path(), &cfg, &[]);
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let mut c = std::process::Command::new(bin());
+    c.current_dir(dir.path())
+        .args(["run", cfg.to_str().unwrap(), "--quiet", "--base-url", &url])
+        .env_remove("RUST_LOG");
+    for v in PROXY_VARS {
+        c.env_remove(v);
+    }
+    let out = c.output().unwrap();
     let took = t0.elapsed();
     let t = text(&out);
     assert!(!out.status.success(), "{t}");
@@ -321,6 +328,47 @@ fn a_judge_that_is_not_there_ends_the_run_within_seconds() {
     );
     let r = result(dir.path(), "summeval-local");
     assert_eq!((r["stop_reason"].as_str(), r["comparisons"].as_u64()), (Some("judge_failing"), Some(0)));
+}
+
+/// `run --dry-run` on a live judge probes its endpoint (its free model list) and says within
+/// seconds whether it answers, with the scheme and port used: a server that answers, a port
+/// where nothing listens, https against a plain-http server. Nothing is sent to /chat.
+#[test]
+fn the_dry_run_says_whether_the_endpoint_answers() {
+    let server = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(root().join("configs/local.yaml"))
+        .unwrap()
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("../prompts/", &format!("{}/prompts/", root().display()))
+        .replace("out_dir: ../runs", "out_dir: runs");
+    let cfg = write(dir.path(), "local.yaml", &yaml);
+    let dry = |url: &str| {
+        let t0 = Instant::now();
+        let mut c = std::process::Command::new(bin());
+        c.current_dir(dir.path()).args(["run", cfg.to_str().unwrap(), "--dry-run", "--base-url", url]);
+        for v in PROXY_VARS {
+            c.env_remove(v);
+        }
+        let out = c.output().unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+        assert!(out.status.success(), "{}", text(&out));
+        stdout(&out)
+    };
+    let port = server.base_url.trim_start_matches("http://127.0.0.1:").trim_end_matches("/v1").to_string();
+    let t = dry(&server.base_url);
+    assert!(t.contains(&format!("endpoint {} (http, port {port}): answers (GET /models in ", server.base_url)), "{t}");
+    assert_eq!((server.models_requests(), server.n_requests()), (1, 0), "one model-list request, no query");
+    let https = server.base_url.replace("http://", "https://");
+    let t = dry(&https);
+    assert!(t.contains(&format!("endpoint {https} (https, port {port}): a real run would stop")), "{t}");
+    assert!(t.contains("local servers usually speak http://"), "{t}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let t = dry(&format!("http://127.0.0.1:{closed}/v1"));
+    assert!(
+        t.contains(&format!("(http, port {closed}): a real run would stop")) && t.contains("nothing is listening"),
+        "{t}"
+    );
 }
 
 #[test]

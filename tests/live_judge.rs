@@ -669,15 +669,15 @@ async fn soft_verdicts_from_first_token_logprobs() {
 /// Opt-in: a 16-item SummEval pool with a budget of 40 verdicts against a real local LLM.
 ///
 /// ```sh
-/// llama-server -m MODEL.gguf --port 8093 &   # or any OpenAI-compatible server
-/// LLM_BASE_URL=http://127.0.0.1:8093/v1 cargo test --test integration live::real_llm -- --ignored --nocapture
+/// llama-server -m MODEL.gguf --port 8088 &   # or any OpenAI-compatible server
+/// LLM_BASE_URL=http://127.0.0.1:8088/v1 cargo test --test integration live::real_llm -- --ignored --nocapture
 /// ```
 #[test]
 #[ignore = "needs a local LLM server: see docs/live.md"]
 fn real_llm_summeval_pool_budget_40() {
     tls();
     let base =
-        std::env::var("LLM_BASE_URL").expect("LLM_BASE_URL: the server's /v1 address, e.g. http://127.0.0.1:8093/v1");
+        std::env::var("LLM_BASE_URL").expect("LLM_BASE_URL: the server's /v1 address, e.g. http://127.0.0.1:8088/v1");
     let model = std::env::var("LLM_MODEL_NAME").unwrap_or_else(|_| "local".into());
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("prompts")).unwrap();

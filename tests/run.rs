@@ -803,3 +803,30 @@ fn a_verdict_line_with_an_unknown_item_id_is_matched_by_its_key_and_not_asked_ag
     let intents_after = std::fs::read_to_string(run.join("intents.jsonl")).unwrap().lines().count();
     assert_eq!(intents_after, intents_before, "no request was sent");
 }
+
+/// A torn last line of fits.jsonl (a crash while writing a fit) is cut before the next run
+/// appends, so every line stays a fit and `report` reads the folder.
+#[test]
+fn a_torn_fits_line_is_cut_before_the_next_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = main_job(dir.path(), "torn", "");
+    let c = cfg.to_str().unwrap();
+    let out = run_bin(dir.path(), &["run", c, "--quiet", "--max-comparisons", "24"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let fits = dir.path().join("runs/torn/fits.jsonl");
+    let full = std::fs::read(&fits).unwrap();
+    let lines_before = full.iter().filter(|&&b| b == b'\n').count();
+    std::fs::write(&fits, &full[..full.len() - 300]).unwrap();
+    let out = run_bin(dir.path(), &["run", c, "--quiet", "--max-comparisons", "48"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("runs/torn/fits.jsonl: cut a torn last line ("), "{}", text(&out));
+    let after = std::fs::read_to_string(&fits).unwrap();
+    assert!(after.ends_with('\n'));
+    for (i, l) in after.lines().enumerate() {
+        assert!(serde_json::from_str::<serde_json::Value>(l).is_ok(), "line {} is not JSON: {l:.80}", i + 1);
+    }
+    // The torn fit (on 24 verdicts) is redone at the start of the resumed run.
+    assert!(after.lines().count() > lines_before, "{after:.200}");
+    let out = run_bin(dir.path(), &["report", dir.path().join("runs/torn").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+}

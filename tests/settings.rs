@@ -119,3 +119,77 @@ fn a_closed_pipe_ends_the_output_quietly() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `--set` and the shorthands change a run without editing its file: the values are checked
+/// like the file's, the resolved config.yaml shows them, and a fault names the override.
+#[test]
+fn overrides_from_the_command_line_are_applied_checked_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = main_job(dir.path(), "base", "");
+    let c = cfg.to_str().unwrap();
+    let out = run_bin(
+        dir.path(),
+        &[
+            "run",
+            c,
+            "--quiet",
+            "--name",
+            "quick",
+            "--max-comparisons",
+            "16",
+            "--set",
+            "acquisition.strategy=round_robin",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = result(dir.path(), "quick");
+    assert_eq!((r["comparisons"].as_u64(), r["strategy"].as_str()), (Some(16), Some("round_robin")));
+    let saved = std::fs::read_to_string(dir.path().join("runs/quick/config.yaml")).unwrap();
+    assert!(saved.contains("max_comparisons: 16") && saved.contains("strategy: round_robin"), "{saved}");
+    assert!(!dir.path().join("runs/base").exists(), "--name chose the folder");
+    // A later --set of the same key wins over the shorthand.
+    let out =
+        run_bin(dir.path(), &["run", c, "--dry-run", "--max-comparisons", "16", "--set", "budget.max_comparisons=24"]);
+    assert!(out.status.success() && stdout(&out).contains("24"), "{}", text(&out));
+    for (args, message) in [
+        (vec!["--set", "k=three"], "--set k=three: expected a whole number ≥ 0, found \"three\""),
+        (vec!["--max-usd", "abc"], "--max-usd abc: expected a number, found \"abc\""),
+        (vec!["--set", "bogus.key=1"], "--set bogus.key=1: unknown field `bogus`"),
+        (vec!["--set", "k=40"], "--set k=40: k: "),
+        (vec!["--set", "budget.max_comparisons"], "--set budget.max_comparisons: expected KEY=VALUE"),
+        (
+            vec!["--budget", "10"],
+            "--budget 10: there is no --budget option: give --max-usd USD (dollars) or --max-comparisons N",
+        ),
+    ] {
+        let mut a = vec!["run", c, "--quiet"];
+        a.extend(args.iter());
+        let out = run_bin(dir.path(), &a);
+        assert!(!out.status.success(), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(message), "{args:?}: expected {message:?} in\n{}", text(&out));
+    }
+}
+
+/// Shell completions and the man page come from the command line's definition: they list every
+/// subcommand and option `--help` shows, and the man page states the exit codes.
+#[test]
+fn completions_and_the_man_page_match_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run_bin(dir.path(), &["completions", shell]);
+        assert!(out.status.success(), "{}", text(&out));
+        let s = stdout(&out);
+        for word in ["audit", "simulate", "fail-on-undecided", "max-usd", "set"] {
+            assert!(s.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    let out = run_bin(dir.path(), &["man"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let man = stdout(&out);
+    assert!(man.starts_with(".ie \\n(.g .ds Aq") || man.contains(".TH topk-judge"), "{}", &man[..200.min(man.len())]);
+    assert!(man.contains("topk\\-judge\\-run") || man.contains("run"), "lists the subcommands");
+    assert!(man.contains("Exit codes:") && man.contains("130"), "states the exit codes");
+    // A mistyped subcommand gets a suggestion.
+    let out = run_bin(dir.path(), &["audti"]);
+    assert!(stderr(&out).contains("a similar subcommand exists: 'audit'"), "{}", text(&out));
+}

@@ -89,6 +89,23 @@ pub fn prior_only_text(never_compared: &[String], bases: usize) -> String {
     )
 }
 
+/// The fewest Monte-Carlo draws that resolve π at ε: ⌈10/ε⌉ (an estimate of π near 1 − ε then
+/// rests on at least 10 draws outside the top-k). With fewer, a π of 1 or 0 may be an artefact
+/// of too few draws, so nothing is certified.
+pub fn min_draws(epsilon: f64) -> usize {
+    (10.0 / epsilon).ceil().min(1e12) as usize
+}
+
+/// Why nothing is certified with `draws` Monte-Carlo draws at ε, if too few ([`min_draws`]).
+pub fn too_few_draws(draws: usize, epsilon: f64) -> Option<String> {
+    let need = min_draws(epsilon);
+    (draws > 0 && draws < need).then(|| {
+        format!(
+            "{draws} Monte-Carlo draws cannot resolve π at ε = {epsilon}: at least {need} are needed (acquisition.mc_draws, or fit --draws)"
+        )
+    })
+}
+
 /// Whether the sets may be certified: every base has a valid verdict (counts per base).
 pub fn every_base_compared(verdicts_per_base: &[usize]) -> bool {
     verdicts_per_base.iter().all(|&c| c > 0)
@@ -134,6 +151,9 @@ pub struct NoSignal {
     pub second_shown: usize,
     /// Ties (y = ½).
     pub ties: usize,
+    /// Verdicts whose ordered pair was also asked the other way round (both orders sent).
+    #[serde(default)]
+    pub both_orders: usize,
 }
 
 impl NoSignal {
@@ -159,8 +179,13 @@ impl NoSignal {
             Lean::SecondShown => self.second_shown,
             Lean::Ties => self.ties,
         };
+        let orders = if 2 * self.both_orders >= self.verdicts {
+            "both orders of each pair are sent already, so this is the judge"
+        } else {
+            "most pairs were asked in one order only: send both (acquisition.orders: both) so a slot preference cancels out"
+        };
         format!(
-            "the judge {what} in {n} of {} verdicts ({:.0} %): its verdicts carry no signal about the answers, so nothing is certified; both orders of each pair are sent already, so this is the judge: turn on logprobs for soft verdicts (judge.openai.logprobs), try another prompt, or use a stronger judge",
+            "the judge {what} in {n} of {} verdicts ({:.0} %): its verdicts carry no signal about the answers, so nothing is certified; {orders}; turn on logprobs for soft verdicts (judge.openai.logprobs), try another prompt, or use a stronger judge",
             self.verdicts,
             100.0 * self.share()
         )
@@ -182,7 +207,9 @@ pub fn no_signal(verdicts: &[ItemVerdict]) -> Option<NoSignal> {
         .into_iter()
         .find(|(_, c)| *c as f64 >= NO_SIGNAL_SHARE * n as f64)?
         .0;
-    Some(NoSignal { lean, verdicts: n, first_shown: first, second_shown: second, ties })
+    let asked: std::collections::HashSet<(usize, usize)> = verdicts.iter().map(|v| (v.a, v.b)).collect();
+    let both_orders = verdicts.iter().filter(|v| asked.contains(&(v.b, v.a))).count();
+    Some(NoSignal { lean, verdicts: n, first_shown: first, second_shown: second, ties, both_orders })
 }
 
 #[cfg(test)]

@@ -125,6 +125,15 @@ pub struct AuditArgs {
     /// Do not show the progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Exit with code 1 when a measured rate passes a threshold, e.g.
+    /// "flip_rate>0.2,first_shown>0.6,longer_wins>0.7" (metrics: flip_rate, first_shown,
+    /// longer_wins, naive_disagreement, averaged_disagreement; operators >, >=, <, <=). Each
+    /// threshold passed is named on stderr. A metric the audit did not measure fails too.
+    #[arg(long, value_name = "THRESHOLDS", value_parser = crate::analysis::fail_on::parse_list)]
+    pub fail_on: Option<crate::analysis::fail_on::Thresholds>,
+    /// Config overrides (as for `run`).
+    #[command(flatten)]
+    pub overrides: crate::config::overrides::OverrideArgs,
 }
 
 /// Errors of the `audit` command: loading the config or building its judge (as they are), or
@@ -137,6 +146,11 @@ pub enum AuditCommandError {
     /// Its judge cannot be built.
     #[error(transparent)]
     Judge(#[from] crate::judge::setup::JudgeSetupError),
+    /// `--fail-on` with a recorded audit (several judges in one table).
+    #[error(
+        "--fail-on applies to the audit of one judge; a recorded audit measures several (read audit.json per judge)"
+    )]
+    FailOnRecorded,
     /// The audit failed.
     #[error("audit {}", config.display())]
     During {
@@ -154,16 +168,29 @@ pub enum AuditCommandError {
 /// # Errors
 /// [`AuditCommandError`].
 pub fn run(args: &AuditArgs, rt: &tokio::runtime::Runtime) -> Result<std::process::ExitCode, AuditCommandError> {
-    let cfg = AuditConfig::load(&args.config)?;
+    let cfg = AuditConfig::load_with(&args.config, &args.overrides.overrides()?)?;
     let during = |source| AuditCommandError::During { config: args.config.clone(), source: Box::new(source) };
     if cfg.recording.is_some() {
+        if args.fail_on.is_some() {
+            return Err(AuditCommandError::FailOnRecorded);
+        }
         run_recorded_audit(&cfg, true).map_err(during)?;
         return Ok(std::process::ExitCode::SUCCESS);
     }
     let judge = crate::config::judge::make_judge(&cfg.raw.judge)?;
-    rt.block_on(run_audit(&cfg, judge, true, !args.quiet)).map_err(during)?;
-    Ok(std::process::ExitCode::SUCCESS)
+    let out = rt.block_on(run_audit(&cfg, judge, true, !args.quiet)).map_err(during)?;
+    let failed =
+        args.fail_on.as_ref().map(|t| crate::analysis::fail_on::failures(&out.report, &t.0)).unwrap_or_default();
+    for f in &failed {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "fail-on: {f}");
+    }
+    Ok(if failed.is_empty() { std::process::ExitCode::SUCCESS } else { std::process::ExitCode::from(EXIT_THRESHOLD) })
 }
+
+/// The exit code of `audit --fail-on` when a threshold is passed (and of `run
+/// --fail-on-undecided` when the top-k is not certified).
+pub const EXIT_THRESHOLD: u8 = 1;
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> AuditError + '_ {
     move |source| AuditError::Io { path: path.to_owned(), source }

@@ -174,6 +174,41 @@ fn first_pick(
     next_picks(pool, cfg.raw.design, acq.strategy, &ctx, r, &mut rng).first().copied()
 }
 
+/// How long the dry run waits for a live judge's endpoint to answer (seconds).
+pub const PROBE_TIMEOUT_S: u64 = 5;
+
+/// Probe a live judge's endpoint for the dry run: its free preflight request (`GET
+/// {base_url}/models`, docs/live.md), within [`PROBE_TIMEOUT_S`]. One line saying whether it
+/// answered, with the URL (credentials redacted), the scheme and the port it used.
+pub async fn probe(judge: &dyn crate::judge::Judge, base_url: &str) -> String {
+    let shown = crate::judge::openai::secret::redact_url(base_url);
+    let how = crate::judge::openai::endpoint::scheme_and_port(base_url);
+    let t0 = std::time::Instant::now();
+    let r = tokio::time::timeout(std::time::Duration::from_secs(PROBE_TIMEOUT_S), judge.preflight()).await;
+    let ms = t0.elapsed().as_millis();
+    match r {
+        Err(_) => {
+            let hint = if base_url.starts_with("https://") {
+                "; a local server usually speaks plain http: try http://"
+            } else {
+                ""
+            };
+            format!("endpoint {shown} ({how}): no answer within {PROBE_TIMEOUT_S} s{hint}")
+        }
+        Ok(Err(e)) => format!("endpoint {shown} ({how}): a real run would stop: {e}"),
+        Ok(Ok(warnings)) if warnings.iter().any(|w| w.contains("did not answer")) => {
+            format!("endpoint {shown} ({how}): {}", warnings.join("; "))
+        }
+        Ok(Ok(warnings)) => {
+            let mut line = format!("endpoint {shown} ({how}): answers (GET /models in {ms} ms)");
+            for w in warnings {
+                line.push_str(&format!("; {w}"));
+            }
+            line
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::WorstCosts;

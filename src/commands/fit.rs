@@ -488,6 +488,7 @@ fn fit_output(
         gate: None,
         one_query: None,
         epsilon: set.epsilon,
+        mc_draws: set.draws,
     });
     notes.append(&mut out.notes);
     out.notes = notes;

@@ -3,7 +3,7 @@
 //! labels file), writes `gate.json`, and applies a gate's decision to a run's result. The
 //! statistics live in [`crate::analysis::gate`].
 
-use super::run_folder::{RunFolderError, bias_covariates, io_err, load_run, run_verdicts};
+use super::run_folder::{RunFolderError, bias_covariates, io_err, run_verdicts};
 use crate::analysis::gate::{self, Anchor, fit_naive_and_corrected};
 use crate::config::judge::make_judge;
 use crate::config::run::{Config, GateConfig, LabelSource};
@@ -172,12 +172,15 @@ async fn trusted_verdicts(
 /// # Errors
 /// [`RunFolderError`]: no `gate:` section, no verdicts, missing labels (the anchors to label are
 /// written to `anchors_to_label.jsonl`), a failing trusted judge.
-pub async fn gate_command(arg: &Path) -> Result<(GateReport, String), RunFolderError> {
+pub async fn gate_command(
+    arg: &Path,
+    overrides: &[crate::config::overrides::Override],
+) -> Result<(GateReport, String), RunFolderError> {
     // A config without a `gate:` section is said so before looking for its run.
-    if arg.is_file() && Config::load_for_dry_run(arg)?.0.raw.gate.is_none() {
+    if arg.is_file() && Config::load_for_dry_run_with(arg, overrides)?.0.raw.gate.is_none() {
         return Err(no_gate(arg));
     }
-    let run = load_run(arg)?;
+    let run = super::run_folder::load_run_with(arg, overrides)?;
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }
@@ -452,6 +455,9 @@ pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<Stri
 pub struct GateArgs {
     /// A run folder, or its config file, with a `gate:` section (the run must exist).
     pub run_or_config: std::path::PathBuf,
+    /// Config overrides (as for `run`).
+    #[command(flatten)]
+    pub overrides: crate::config::overrides::OverrideArgs,
 }
 
 /// `topk-judge gate`: run the trusted-anchor gate on a run and print its decision.
@@ -459,7 +465,8 @@ pub struct GateArgs {
 /// # Errors
 /// [`RunFolderError`].
 pub fn run(args: &GateArgs, rt: &tokio::runtime::Runtime) -> Result<std::process::ExitCode, RunFolderError> {
-    let (_, text) = rt.block_on(gate_command(&args.run_or_config))?;
+    let overrides = args.overrides.overrides()?;
+    let (_, text) = rt.block_on(gate_command(&args.run_or_config, &overrides))?;
     super::print_out(&text);
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -66,12 +66,25 @@ pub enum RunCommandError {
 ///
 /// # Errors
 /// [`RunCommandError`]: unreadable config, unbuildable judge, unreadable verdict ledger.
-pub fn dry_run_text(config: &Path) -> Result<String, RunCommandError> {
-    let (cfg, key_problem) = Config::load_for_dry_run(config)?;
+pub fn dry_run_text(
+    config: &Path,
+    overrides: &[crate::config::overrides::Override],
+    rt: &tokio::runtime::Runtime,
+) -> Result<String, RunCommandError> {
+    let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
     let judge = crate::config::judge::judge_info(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
     let d = super::dry_run::dry_run(&cfg, judge.as_ref())?;
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
+    // A live judge: does its endpoint answer? (its free model-list request, within seconds)
+    if let crate::config::judge::JudgeConfig::Openai(oc) = &cfg.raw.judge {
+        let line = match make_judge(&cfg.raw.judge) {
+            Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), &oc.base_url)),
+            Err(e) => format!("endpoint not probed: {e}"),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
     if let Some(m) = key_problem {
         text.push_str(&format!("warning: a real run would stop here: {m}\n"));
     }
@@ -95,6 +108,13 @@ pub struct RunArgs {
     /// cost; send nothing, write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Exit with code 1 when the top-k is not certified (fewer than k items in the *in* set at
+    /// certify.epsilon; docs/model.md, "Certified top-k"), after the summary and result.json.
+    #[arg(long)]
+    pub fail_on_undecided: bool,
+    /// Config overrides.
+    #[command(flatten)]
+    pub overrides: crate::config::overrides::OverrideArgs,
 }
 
 /// `topk-judge run`: the dry run, or Algorithm 1 then the gate, the summary printed. The exit
@@ -105,11 +125,12 @@ pub struct RunArgs {
 /// [`RunCommandError::During`], after the summary a written result.json holds), or the gate
 /// (within [`RunCommandError::Gate`], after the summary).
 pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
+    let overrides = args.overrides.overrides()?;
     if args.dry_run {
-        print_out(&dry_run_text(&args.config)?);
+        print_out(&dry_run_text(&args.config, &overrides, rt)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let (cfg, judge) = prepare(&args.config)?;
+    let (cfg, judge) = prepare(&args.config, &overrides)?;
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
     let outcome = run_with_gate(&cfg, judge, rt, args.quiet, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {
@@ -122,6 +143,10 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     print_out(&outcome.after_summary);
     Ok(if outcome.stop == StopReason::Interrupted {
         ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8)
+    } else if args.fail_on_undecided && !outcome.certified {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "fail-on-undecided: {}", outcome.certified_line);
+        ExitCode::from(super::audit::EXIT_THRESHOLD)
     } else {
         ExitCode::SUCCESS
     })
@@ -132,8 +157,11 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
 /// # Errors
 /// [`RunCommandError`]: unreadable config, unbuildable judge, a gate's labels file that is
 /// missing or malformed.
-pub fn prepare(config: &Path) -> Result<(Config, std::sync::Arc<dyn crate::judge::Judge>), RunCommandError> {
-    let cfg = Config::load(config)?;
+pub fn prepare(
+    config: &Path,
+    overrides: &[crate::config::overrides::Override],
+) -> Result<(Config, std::sync::Arc<dyn crate::judge::Judge>), RunCommandError> {
+    let cfg = Config::load_with(config, overrides)?;
     print_warnings(&cfg);
     let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
     super::gate::check_labels_file(&cfg).map_err(|e| RunCommandError::GateLabels(Box::new(e)))?;
@@ -156,6 +184,10 @@ pub struct RunOutcome {
     pub after_summary: String,
     /// The gate failed (the run's result stands).
     pub gate_error: Option<RunFolderError>,
+    /// Whether the top-k is certified (k items in the *in* set).
+    pub certified: bool,
+    /// What is certified, in one line (the summary's).
+    pub certified_line: String,
 }
 
 /// Run Algorithm 1 for a prepared config, then the gate (`--gate FILE`, or the config's
@@ -215,5 +247,17 @@ pub fn run_with_gate(
         },
         Err(e) => (String::new(), Some(e)),
     };
-    Ok(RunOutcome { stop: result.stop_reason, after_summary, gate_error })
+    let c = &result.fit.reporting.certified;
+    let certified_line = match &c.withheld {
+        Some(why) => format!("the top-{} is not certified: {why}", result.k),
+        None => format!(
+            "the top-{} is not certified at ε = {}: {} of {} places decided, {} undecided",
+            result.k,
+            c.epsilon,
+            c.inside.len(),
+            result.k,
+            c.undecided.len()
+        ),
+    };
+    Ok(RunOutcome { stop: result.stop_reason, after_summary, gate_error, certified: c.claimed, certified_line })
 }

@@ -93,6 +93,17 @@ pub struct LoadedRun {
 /// # Errors
 /// [`RunFolderError`]: unreadable config, missing pool or verdicts.
 pub fn load_run(arg: &Path) -> Result<LoadedRun, RunFolderError> {
+    load_run_with(arg, &[])
+}
+
+/// [`load_run`] with command-line overrides of its config ([`crate::config::overrides`]).
+///
+/// # Errors
+/// As [`load_run`].
+pub fn load_run_with(
+    arg: &Path,
+    overrides: &[crate::config::overrides::Override],
+) -> Result<LoadedRun, RunFolderError> {
     let (mut cfg, dir) = if arg.is_dir() {
         let path = arg.join("config.yaml");
         let text = std::fs::read_to_string(&path).map_err(|e| {
@@ -103,13 +114,13 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, RunFolderError> {
             ))
         })?;
         let cfg = if text.starts_with("# The configuration this run folder was made with") {
-            Config::load_for_dry_run(&path)?.0
+            Config::load_for_dry_run_with(&path, overrides)?.0
         } else {
             legacy_run_config(&path, &text)?
         };
         (cfg, arg.to_path_buf())
     } else {
-        let cfg = Config::load_for_dry_run(arg)?.0;
+        let cfg = Config::load_for_dry_run_with(arg, overrides)?.0;
         let dir = cfg.run_dir.clone();
         (cfg, dir)
     };

@@ -131,7 +131,17 @@ impl AuditConfig {
     /// # Errors
     /// [`ConfigError`] naming file and key, or the pairs file and line ([`ConfigError::InputLine`]).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        Self::from_raw(super::read_document(path)?, path)
+        Self::load_with(path, &[])
+    }
+
+    /// [`AuditConfig::load`] with command-line overrides applied before any check
+    /// ([`super::overrides`]).
+    ///
+    /// # Errors
+    /// As [`AuditConfig::load`]; a fault an override brings names the override.
+    pub fn load_with(path: &Path, overrides: &[super::overrides::Override]) -> Result<Self, ConfigError> {
+        let raw = super::overrides::read_document_with(path, overrides)?;
+        Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))
     }
 
     /// Validate a parsed config; relative paths resolve against `path`'s folder. The sections:

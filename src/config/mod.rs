@@ -10,6 +10,7 @@ pub mod audit;
 pub mod budget;
 pub mod frozen;
 pub mod judge;
+pub mod overrides;
 pub mod pipeline;
 pub mod run;
 pub mod run_inputs;
@@ -39,6 +40,14 @@ pub enum ConfigError {
         /// The config file that is not valid YAML or has an unknown key or wrong type.
         path: PathBuf,
         /// Parser message with line/column.
+        msg: String,
+    },
+    /// A command-line override (`--set KEY=VALUE` or a shorthand) does not fit the document.
+    #[error("{given}: {msg}")]
+    Set {
+        /// The override as given, e.g. `--set budget.max_usd=abc` or `--max-usd abc`.
+        given: String,
+        /// Found vs expected.
         msg: String,
     },
     /// A value breaks a rule.

@@ -483,7 +483,17 @@ impl Config {
     /// # Errors
     /// [`ConfigError`] naming file, key (or line) and what was expected.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        Self::from_raw(super::read_document(path)?, path)
+        Self::load_with(path, &[])
+    }
+
+    /// [`Config::load`] with command-line overrides applied before any check
+    /// ([`super::overrides`]).
+    ///
+    /// # Errors
+    /// As [`Config::load`]; a fault an override brings names the override.
+    pub fn load_with(path: &Path, overrides: &[super::overrides::Override]) -> Result<Self, ConfigError> {
+        let raw = super::overrides::read_document_with(path, overrides)?;
+        Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))
     }
 
     /// Load for `run --dry-run`, which sends nothing: an unset API key variable of the judge is
@@ -492,7 +502,18 @@ impl Config {
     /// # Errors
     /// As [`Config::load`], apart from the missing key.
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
-        let mut raw: RawConfig = super::read_document(path)?;
+        Self::load_for_dry_run_with(path, &[])
+    }
+
+    /// [`Config::load_for_dry_run`] with command-line overrides ([`super::overrides`]).
+    ///
+    /// # Errors
+    /// As [`Config::load_with`].
+    pub fn load_for_dry_run_with(
+        path: &Path,
+        overrides: &[super::overrides::Override],
+    ) -> Result<(Self, Option<String>), ConfigError> {
+        let mut raw: RawConfig = super::overrides::read_document_with(path, overrides)?;
         let mut problem = None;
         if let JudgeConfig::Openai(oc) = &mut raw.judge
             && oc.api_key_required
@@ -502,7 +523,7 @@ impl Config {
                 oc.api_key_required = false;
             }
         }
-        Ok((Self::from_raw(raw, path)?, problem))
+        Ok((Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))?, problem))
     }
 
     /// Validate a parsed config; relative paths resolve against `path`'s folder. The sections

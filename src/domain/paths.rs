@@ -37,6 +37,11 @@ pub fn expand(p: &Path, field: &str, env: impl Fn(&str) -> Option<String>) -> Re
         let tail = &rest[i + 1..];
         let (name, next) = if let Some(b) = tail.strip_prefix('{') {
             let end = b.find('}').ok_or_else(|| format!("{field}: {s:?} has `${{` without its closing `}}`"))?;
+            if end == 0 {
+                return Err(format!(
+                    "{field}: {s:?} has an empty `${{}}`; write a variable name inside, e.g. `${{HOME}}`"
+                ));
+            }
             (&b[..end], &b[end + 1..])
         } else {
             let end = tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(tail.len());

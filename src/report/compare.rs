@@ -83,15 +83,25 @@ impl RunDir {
         let fp = dir.join("fits.jsonl");
         let mut fits = Vec::new();
         if let Ok(text) = std::fs::read_to_string(&fp) {
-            for (i, line) in text.lines().enumerate() {
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let f: FitLine = serde_json::from_str(line).map_err(|e| CompareError::Read {
-                    path: fp.clone(),
-                    msg: format!("line {}: not a fit line ({e})", i + 1),
-                })?;
-                fits.push(f);
+                match serde_json::from_str::<FitLine>(line) {
+                    Ok(f) => fits.push(f),
+                    // A torn last line (a crash while writing it) is a fit that was not kept;
+                    // the next run of the folder cuts it.
+                    Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {
+                        tracing::warn!("{}:{}: ignored a torn last line", fp.display(), i + 1)
+                    }
+                    Err(e) => {
+                        return Err(CompareError::Read {
+                            path: fp.clone(),
+                            msg: format!("line {}: not a fit line ({e})", i + 1),
+                        });
+                    }
+                }
             }
             if let Some(last) = fits.last().map(|f| f.config_hash.clone()) {
                 fits.retain(|f| f.config_hash == last);

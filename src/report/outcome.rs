@@ -196,6 +196,8 @@ pub struct Inputs<'a> {
     pub one_query: Option<String>,
     /// ε of the certified top-k (`certify.epsilon`).
     pub epsilon: f64,
+    /// Monte-Carlo draws that estimated π.
+    pub mc_draws: usize,
 }
 
 /// The reported outcome of a fit.
@@ -256,7 +258,7 @@ pub fn outcome(i: &Inputs<'_>) -> Reported {
         certified: certified(
             pool,
             i.k,
-            i.epsilon,
+            (i.epsilon, i.mc_draws),
             values.membership_of(choice.reported),
             values_of(&values, choice.reported),
             &no_signal,
@@ -286,7 +288,7 @@ fn values_of(v: &BaseValues, kind: RankingKind) -> &[f64] {
 pub fn certified(
     pool: &Pool,
     k: usize,
-    epsilon: f64,
+    (epsilon, mc_draws): (f64, usize),
     pi: &[f64],
     values: &[f64],
     no_signal: &Option<certify::NoSignal>,
@@ -296,10 +298,13 @@ pub fn certified(
     let ids = |b: &[usize]| b.iter().map(|&i| pool.bases[i].clone()).collect::<Vec<_>>();
     let withheld = if graph.never_compared.len() == pool.n_bases() {
         Some("no valid comparison".to_string())
+    } else if let Some(n) = no_signal {
+        // Before the uncompared bases: more comparisons will not help a judge without signal.
+        Some(n.text())
     } else if !graph.never_compared.is_empty() {
         Some(certify::prior_only_text(&graph.never_compared, pool.n_bases()))
     } else {
-        no_signal.as_ref().map(certify::NoSignal::text)
+        certify::too_few_draws(mc_draws, epsilon)
     };
     if withheld.is_some() {
         return CertifiedTopk {
@@ -308,6 +313,7 @@ pub fn certified(
             inside: Vec::new(),
             undecided: ids(&order),
             outside: Vec::new(),
+            mc_draws,
             withheld,
         };
     }
@@ -318,6 +324,7 @@ pub fn certified(
         inside: ids(&s.inside),
         undecided: ids(&s.undecided),
         outside: ids(&s.outside),
+        mc_draws,
         withheld: None,
     }
 }
@@ -431,7 +438,7 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
     let certified = certified(
         pool,
         r.k,
-        c.epsilon,
+        (c.epsilon, c.mc_draws),
         values.membership_of(choice.reported),
         values_of(&values, choice.reported),
         &r.fit.reporting.no_signal,

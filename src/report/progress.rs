@@ -1,5 +1,9 @@
 //! The only indicatif import: a progress bar for comparisons, spend and top-k confidence,
-//! hidden when stdout is not a terminal.
+//! hidden when stderr is not a terminal. A run's bar (docs/live.md, "The progress bar"):
+//! elapsed time, the bar, comparisons stored of the budget's, the ETA from the observed rate,
+//! then the message (requests in flight, requests per minute, spend against `max_usd`, and the
+//! undecided count of the current fit). It ticks steadily, so the clock moves while requests are
+//! in flight.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -10,14 +14,17 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A bar of `total` comparisons; hidden unless `visible` and stdout is a terminal.
+    /// A bar of `total` comparisons; hidden unless `visible` and stderr is a terminal.
     pub fn new(total: u64, visible: bool) -> Self {
-        let bar = if visible && std::io::stdout().is_terminal() {
+        let bar = if visible && std::io::stderr().is_terminal() {
             let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             b.set_style(
-                ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} comparisons  {msg}")
-                    .expect("valid template"),
+                ProgressStyle::with_template(
+                    "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} comparisons  ETA {eta}  {msg}",
+                )
+                .expect("valid template"),
             );
+            b.enable_steady_tick(std::time::Duration::from_millis(250));
             b
         } else {
             ProgressBar::hidden()
@@ -25,13 +32,15 @@ impl Progress {
         Self { bar }
     }
 
-    /// A bar of `total` units named `unit` (e.g. "pools"); hidden unless `visible` and stdout is
+    /// A bar of `total` units named `unit` (e.g. "pools"); hidden unless `visible` and stderr is
     /// a terminal.
     pub fn counter(total: u64, visible: bool, unit: &str) -> Self {
-        let bar = if visible && std::io::stdout().is_terminal() {
+        let bar = if visible && std::io::stderr().is_terminal() {
             let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            let template = format!("{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit}  {{msg}}");
+            let template =
+                format!("{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{pos}}/{{len}} {unit}  ETA {{eta}}  {{msg}}");
             b.set_style(ProgressStyle::with_template(&template).expect("valid template"));
+            b.enable_steady_tick(std::time::Duration::from_millis(250));
             b
         } else {
             ProgressBar::hidden()

@@ -147,6 +147,7 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         gate: None,
         one_query: verdicts.is_empty().then(|| nothing_compared(pool, judge, end)),
         epsilon: cfg.raw.certify.epsilon,
+        mc_draws: cfg.raw.acquisition.mc_draws,
     });
     out.reporting.systems = systems_of_run(cfg, s, &verdicts, end.fit_failed.is_none());
     if let Some(e) = end.fit_failed {

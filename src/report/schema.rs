@@ -218,6 +218,10 @@ pub struct CertifiedTopk {
     /// π ≤ ε.
     #[serde(rename = "out")]
     pub outside: Vec<String>,
+    /// Monte-Carlo draws that estimated π (`acquisition.mc_draws`, `fit --draws`); 0 when
+    /// unknown. Nothing is certified with fewer than [`crate::analysis::certify::min_draws`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mc_draws: usize,
     /// Why nothing is certified although π would allow it (a judge without signal, no
     /// comparison).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,6 +236,7 @@ impl Default for CertifiedTopk {
             inside: Vec::new(),
             undecided: Vec::new(),
             outside: Vec::new(),
+            mc_draws: 0,
             withheld: None,
         }
     }

@@ -235,24 +235,40 @@ fn short_verdict(e: &Identifiability) -> &'static str {
 /// and undecided sets, or why nothing is certified. The summary leads with it.
 pub fn certified_lines(k: usize, rep: &Reporting) -> String {
     let c = &rep.certified;
-    let eps = crate::domain::fmt::num(c.epsilon);
+    // Up to 6 decimals: ε = 0.49999 must not read as 0.5.
+    let exact = |x: f64| {
+        let t = format!("{x:.6}");
+        t.trim_end_matches('0').trim_end_matches('.').to_string()
+    };
+    let eps = exact(c.epsilon);
     let mut s = String::new();
     if let Some(why) = &c.withheld {
         let _ = writeln!(s, "certified top-{k} (ε = {eps}): nothing certified: {why}");
         return s;
     }
-    let lo = crate::domain::fmt::num(1.0 - c.epsilon);
+    let lo = exact(1.0 - c.epsilon);
+    let each = |ids: &[String]| if ids.len() == 1 { "π" } else { "each π" };
     if c.claimed {
-        let _ = writeln!(s, "certified top-{k} (ε = {eps}): {} (each π ≥ {lo})", c.inside.join(", "));
+        let _ = writeln!(s, "certified top-{k} (ε = {eps}): {} ({} ≥ {lo})", c.inside.join(", "), each(&c.inside));
     } else {
         let open = k.saturating_sub(c.inside.len());
+        let places = if open == 1 { "the other 1 place".to_string() } else { format!("the other {open} places") };
+        let rest = match c.undecided.len() {
+            // Every other item is out: the remaining places are spread thin over them.
+            0 => format!("no item is undecided: {places} are spread over items each with π ≤ {eps}"),
+            1 => format!("{} competes for {places}", c.undecided[0]),
+            _ => format!("{} compete for {places}", list_some(&c.undecided, 12)),
+        };
         let _ = writeln!(
             s,
-            "top-{k} not certified (ε = {eps}): {} of {k} place{} decided{}; {} compete for the other {open}",
+            "top-{k} not certified (ε = {eps}): {} of {k} place{} decided{}; {rest}",
             c.inside.len(),
             if k == 1 { "" } else { "s" },
-            if c.inside.is_empty() { String::new() } else { format!(" ({}, each π ≥ {lo})", c.inside.join(", ")) },
-            list_some(&c.undecided, 12)
+            if c.inside.is_empty() {
+                String::new()
+            } else {
+                format!(" ({}, {} ≥ {lo})", c.inside.join(", "), each(&c.inside))
+            },
         );
     }
     let _ = writeln!(

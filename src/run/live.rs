@@ -78,6 +78,8 @@ struct Driver<'a> {
     fits: FitsLog,
     warm: Option<Vec<f64>>,
     current: Option<(FitSummary, Posterior)>,
+    /// π by the apparent quality of the current fit (the `confidence` stop with covariates).
+    current_apparent: Option<Vec<f64>>,
     fit_task: Option<tokio::task::JoinHandle<Result<FitOk, FitError>>>,
     faults: Faults,
     fit_failed: Option<FitError>,
@@ -163,6 +165,7 @@ impl<'a> Driver<'a> {
             fits,
             warm,
             current: None,
+            current_apparent: None,
             fit_task: None,
             faults: Faults::new(acq.max_failed_queries_per_pair),
             fit_failed: None,
@@ -202,7 +205,11 @@ impl<'a> Driver<'a> {
             worst_usd: &worst,
         };
         loop {
-            let fitted = self.current.as_ref().map(|(s, p)| Fitted { post: p, membership: &s.membership });
+            let fitted = self.current.as_ref().map(|(s, p)| Fitted {
+                post: p,
+                membership: &s.membership,
+                apparent: self.current_apparent.as_deref(),
+            });
             let action = self.sched.next_action(&rule, fitted.as_ref(), self.signals());
             match action {
                 Action::Refit => self.start_refit(),
@@ -225,7 +232,7 @@ impl<'a> Driver<'a> {
     /// top-k), so a reply's slot is refilled without them.
     fn prefetch(&mut self, rule: &PickRule<'_>) {
         if let Some((s, post)) = &self.current {
-            self.sched.prefetch(rule, &Fitted { post, membership: &s.membership });
+            self.sched.prefetch(rule, &Fitted { post, membership: &s.membership, apparent: None });
         }
     }
 
@@ -247,6 +254,7 @@ impl<'a> Driver<'a> {
             warm: self.warm.clone(),
             mc_rng: rng::stream(acq.seed, "membership", n_valid as u64),
             line: self.fits.entry(n_valid),
+            apparent: acq.confidence.map(|_| rng::stream(acq.seed, "membership-apparent", n_valid as u64)),
         };
         self.fit_task = Some(tokio::task::spawn_blocking(move || observe::refit(input, &design, n_valid)));
     }
@@ -358,15 +366,16 @@ impl<'a> Driver<'a> {
                 }
                 self.warm = Some(ok.beta);
                 self.sched.fit_finished();
-                let min_pi = observe::min_topk_pi(&ok.summary);
                 self.current = Some((ok.summary, ok.post));
-                self.show(min_pi);
+                self.current_apparent = ok.membership_apparent;
+                self.show();
             }
             Err(e) => {
                 // Still write a result.json (no ranking claimed) before reporting the error.
                 self.sched.fit_ended_without_posterior();
                 self.fit_failed = Some(e);
                 self.current = None;
+                self.current_apparent = None;
             }
         }
         Ok(())
@@ -387,8 +396,7 @@ impl<'a> Driver<'a> {
                     self.rate.resolved();
                     self.faults.settle(settled, &mut self.sched, self.judge.as_ref(), &self.progress);
                 }
-                let min_pi = self.current.as_ref().map_or(0.0, |(s, _)| observe::min_topk_pi(s));
-                self.show(min_pi);
+                self.show();
             }
         }
         Ok(())
@@ -416,16 +424,23 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    fn show(&self, min_pi: f64) {
+    fn show(&self) {
         let b = self.sched.budget();
-        observe::show(
-            &self.progress,
-            b.comparisons(),
-            self.sched.pending().len(),
-            self.rate.per_minute(),
-            b.spent_usd(),
-            min_pi,
-        );
+        let epsilon = self.cfg.raw.certify.epsilon;
+        // The undecided count of the current fit (by φ when computed, else by θ).
+        let undecided = self
+            .current
+            .as_ref()
+            .map(|(s, _)| observe::undecided(self.current_apparent.as_deref().unwrap_or(&s.membership), epsilon));
+        let line = observe::ProgressLine {
+            in_flight: self.sched.pending().len(),
+            per_minute: self.rate.per_minute(),
+            spent_usd: b.spent_usd(),
+            max_usd: self.cfg.raw.budget.max_usd,
+            undecided,
+            epsilon,
+        };
+        observe::show(&self.progress, b.comparisons(), &line);
     }
 
     /// The loop is over: wait for everything the dispatcher still holds and hand back the books,

@@ -39,6 +39,9 @@ impl FitsLog {
     /// The file cannot be opened.
     pub fn open(dir: &Path, cfg: &Config) -> std::io::Result<(Self, Option<Vec<f64>>)> {
         let path = dir.join("fits.jsonl");
+        if let Some(w) = cut_torn_tail(&path)? {
+            progress_warning(&w);
+        }
         let hash = config_hash(cfg);
         let (warm, last_n) = warm_start(cfg, &path, &hash);
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
@@ -60,6 +63,34 @@ impl FitsLog {
     pub fn written(&mut self, n_valid: usize) {
         self.last_n = Some(n_valid);
     }
+}
+
+/// A torn last line of fits.jsonl (a crash while writing it) is cut before the next append, so
+/// the next line starts on a line of its own; the fit it held is redone.
+fn cut_torn_tail(path: &Path) -> std::io::Result<Option<String>> {
+    let text = match std::fs::read(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if text.is_empty() || text.ends_with(b"\n") {
+        return Ok(None);
+    }
+    let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.set_len(keep as u64)?;
+    f.sync_all()?;
+    Ok(Some(format!(
+        "{}: cut a torn last line ({} bytes; a fit being written when the run stopped): it is redone",
+        path.display(),
+        text.len() - keep
+    )))
+}
+
+/// A warning line on stderr, as the run's other warnings.
+fn progress_warning(w: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "warning: {w}");
 }
 
 /// The exact warm start of a resumed run: β̂ and the number of valid verdicts of the last
@@ -86,6 +117,8 @@ pub struct FitOk {
     pub beta: Vec<f64>,
     /// The line written (its valid verdicts), none, or the write error.
     pub written: std::io::Result<Option<usize>>,
+    /// π by the apparent quality φ, when asked for ([`FitInput::apparent`]).
+    pub membership_apparent: Option<Vec<f64>>,
 }
 
 /// What a refit needs besides the design: it runs in a blocking task, so it owns its inputs.
@@ -106,6 +139,9 @@ pub struct FitInput {
     pub mc_rng: rng::ChaCha8Rng,
     /// Where this refit's fits.jsonl line goes, when it is to be written.
     pub line: Option<FitsEntry>,
+    /// Also compute π by the apparent quality φ (the `confidence` stop of a model with
+    /// covariates; Monte-Carlo stream `membership-apparent`).
+    pub apparent: Option<rng::ChaCha8Rng>,
 }
 
 /// One refit on `n_valid` valid verdicts (MAP, Laplace posterior, top-k membership), and its
@@ -114,10 +150,16 @@ pub struct FitInput {
 /// # Errors
 /// [`FitError`] of the MAP fit.
 pub fn refit(input: FitInput, design: &Design, n_valid: usize) -> Result<FitOk, FitError> {
-    let FitInput { pool, covs, prior, k, draws, warm, mut mc_rng, line } = input;
+    let FitInput { pool, covs, prior, k, draws, warm, mut mc_rng, line, apparent } = input;
     let (summary, _fit, post) =
         fit_and_summarise(&pool, &covs, design, &prior, k, draws, warm.as_deref(), &mut mc_rng)?;
     let beta = summary.beta();
+    let membership_apparent = match apparent {
+        Some(mut r) if covs.p() > 0 => Some(
+            crate::model::summary::apparent_quality(&pool, &covs, design, &prior, k, draws, &beta, &mut r)?.membership,
+        ),
+        _ => None,
+    };
     let written = match line {
         Some(FitsEntry { hash, file }) => {
             let line = FitLine {
@@ -139,7 +181,7 @@ pub fn refit(input: FitInput, design: &Design, n_valid: usize) -> Result<FitOk, 
         }
         None => Ok(None),
     };
-    Ok(FitOk { summary, post, beta, written })
+    Ok(FitOk { summary, post, beta, written, membership_apparent })
 }
 
 /// The point top-k by the apparent quality φ̂_m = θ̂_m + Σ_j ĉ_j x̄_mj (x̄: the mean covariates
@@ -153,14 +195,65 @@ fn apparent_topk(pool: &Pool, cov: &Covariates, theta: &[f64], c: &[f64], k: usi
 
 /// The progress line of a live run: verdicts stored, requests in flight, the achieved rate, the
 /// spend and the least top-k membership of the current fit.
-pub fn show(progress: &Progress, stored: u64, in_flight: usize, per_minute: f64, spent_usd: f64, min_pi: f64) {
+pub fn show(progress: &Progress, stored: u64, line: &ProgressLine) {
     progress.set(stored);
-    progress.message(format!(
-        "{in_flight} in flight  {per_minute:.0} req/min  ${spent_usd:.4} spent  min top-k π {min_pi:.2}"
-    ));
+    progress.message(line.text());
 }
 
-/// The least top-k membership π of a fit's point top-k (1 when it has none).
-pub fn min_topk_pi(s: &FitSummary) -> f64 {
-    s.topk.iter().map(|b| s.membership[*b]).fold(1.0f64, f64::min)
+/// The message of a run's progress bar (docs/live.md, "The progress bar").
+pub struct ProgressLine {
+    /// Requests in flight.
+    pub in_flight: usize,
+    /// Requests per minute achieved.
+    pub per_minute: f64,
+    /// Spend booked (USD).
+    pub spent_usd: f64,
+    /// `budget.max_usd`.
+    pub max_usd: Option<f64>,
+    /// Bases whose top-k membership π of the current fit lies between ε and 1 − ε (none before
+    /// the first fit).
+    pub undecided: Option<usize>,
+    /// `certify.epsilon`.
+    pub epsilon: f64,
+}
+
+impl ProgressLine {
+    /// The message after the bar and its ETA.
+    pub fn text(&self) -> String {
+        let spend = match self.max_usd {
+            Some(m) => format!("${:.4} of ${m:.2}", self.spent_usd),
+            None => format!("${:.4} spent", self.spent_usd),
+        };
+        let undecided = match self.undecided {
+            Some(n) => format!("  {n} undecided (ε {})", self.epsilon),
+            None => String::new(),
+        };
+        format!("{} in flight  {:.0} req/min  {spend}{undecided}", self.in_flight, self.per_minute)
+    }
+}
+
+/// Bases whose π lies strictly between ε and 1 − ε.
+pub fn undecided(membership: &[f64], epsilon: f64) -> usize {
+    membership.iter().filter(|&&p| p > epsilon && p < 1.0 - epsilon).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_message_is_the_one_docs_live_md_shows() {
+        let line = ProgressLine {
+            in_flight: 8,
+            per_minute: 33.2,
+            spent_usd: 0.0123,
+            max_usd: Some(0.5),
+            undecided: Some(undecided(&[0.99, 0.5, 0.2, 0.01, 0.06, 0.94, 0.3], 0.05)),
+            epsilon: 0.05,
+        };
+        let text = line.text();
+        assert_eq!(text, "8 in flight  33 req/min  $0.0123 of $0.50  5 undecided (ε 0.05)");
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/live.md")).unwrap();
+        assert!(doc.contains(&format!("comparisons  ETA 2m  {text}\n")), "docs/live.md shows the progress message");
+    }
 }

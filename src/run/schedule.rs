@@ -97,6 +97,9 @@ pub struct Fitted<'a> {
     pub post: &'a Posterior,
     /// Top-k membership per base.
     pub membership: &'a [f64],
+    /// Top-k membership by the apparent quality φ (bias-aware model with covariates), computed
+    /// when the `confidence` stop is on: the stop waits until both rankings are decided.
+    pub apparent: Option<&'a [f64]>,
 }
 
 /// What the driver knows that the scheduler does not: signals from outside the loop.
@@ -421,10 +424,15 @@ impl Scheduler {
         true
     }
 
-    /// Whether the current fit decides every top-k membership within ε (the `confidence` stop).
+    /// Whether the current fit decides every top-k membership within ε (the `confidence` stop):
+    /// by θ and, when given, by the apparent quality φ, so nothing is undecided whichever
+    /// ranking the result reports (docs/model.md, "Certified top-k").
     fn confident(&self, fit: Option<&Fitted<'_>>) -> bool {
         match (self.s.confidence, fit) {
-            (Some(eps), Some(f)) => f.membership.iter().all(|p| *p <= eps || *p >= 1.0 - eps),
+            (Some(eps), Some(f)) => {
+                let decided = |pi: &[f64]| pi.iter().all(|p| *p <= eps || *p >= 1.0 - eps);
+                decided(f.membership) && f.apparent.is_none_or(decided)
+            }
             _ => false,
         }
     }
@@ -823,7 +831,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let mut s =
             Scheduler::new(settings(6, 4, Dispatch::WaitForBatch), 90, f.queried.clone(), [], Budget::default());
         assert!(s.wants_fit());
@@ -864,7 +872,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let ahead = ScheduleSettings { write_ahead: 2, ..settings(4, 8, Dispatch::Pipelined) };
         let mut s = Scheduler::new(ahead, 90, f.queried.clone(), [], Budget::new(Some(60), None, 40, 0.0));
         s.fit_started();
@@ -897,7 +905,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let mut s = Scheduler::new(settings(4, 8, Dispatch::Pipelined), 90, f.queried.clone(), [], Budget::default());
         s.fit_started();
         s.fit_finished();
@@ -952,7 +960,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let mut stored = f.queried.clone();
         stored.insert((0, 5));
         let mut s = Scheduler::new(settings(8, 3, Dispatch::Pipelined), 90, stored.clone(), [], Budget::default());
@@ -988,7 +996,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let b = Budget::new(Some(44), None, 40, 0.0);
         let mut s = Scheduler::new(settings(8, 2, Dispatch::Pipelined), 90, f.queried.clone(), [], b);
         s.fit_started();
@@ -1024,7 +1032,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let mut s = Scheduler::new(settings(8, 4, Dispatch::Pipelined), 90, f.queried.clone(), [], Budget::default());
         s.fit_started();
         s.fit_finished();
@@ -1092,7 +1100,7 @@ mod tests {
             seed: 3,
             worst_usd: &free,
         };
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
             let b = Budget::new(Some(25), None, 0, 0.0);
             let mut s = Scheduler::new(settings(4, 8, dispatch), 30, [], [], b);
@@ -1210,7 +1218,7 @@ mod tests {
     fn next_action_refits_sends_and_stops_at_each_limit() {
         let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
         let p = pool(6);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let rule = uncertainty_rule(&p, &f, &free);
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
             let mut s = Scheduler::new(settings(4, 4, dispatch), 30, [], [], Budget::new(Some(10), None, 0, 0.0));
@@ -1240,7 +1248,7 @@ mod tests {
     fn a_failed_refit_stops_the_run_once_nothing_is_in_flight() {
         let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
         let p = pool(6);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let rule = uncertainty_rule(&p, &f, &free);
         let failed = Signals { fit_failed: true, ..Signals::default() };
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
@@ -1267,7 +1275,7 @@ mod tests {
     fn stop_signals_wait_for_the_queries_in_flight_then_stop_in_order() {
         let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
         let p = pool(6);
-        let fit = Fitted { post: &f.post, membership: &f.membership };
+        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         let rule = uncertainty_rule(&p, &f, &free);
         let start = |dispatch| {
             let mut s = Scheduler::new(settings(4, 4, dispatch), 30, [], [], Budget::new(Some(30), None, 0, 0.0));
@@ -1297,7 +1305,7 @@ mod tests {
         assert!(matches!(s.next_action(&rule, Some(&fit), both), Action::Stop(StopReason::JudgeFailing)));
         // Confident (every π within ε of 0 or 1) stops; π = 0.5 does not.
         let sure: Vec<f64> = (0..6).map(|b| if b < 2 { 1.0 } else { 0.0 }).collect();
-        let confident = Fitted { post: &f.post, membership: &sure };
+        let confident = Fitted { post: &f.post, membership: &sure, apparent: None };
         let mut s = start(Dispatch::WaitForBatch);
         s.s.confidence = Some(0.05);
         assert!(matches!(

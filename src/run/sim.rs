@@ -299,7 +299,8 @@ pub fn follow(
                 st.answer(&mut sched, input.judge, pick);
             }
         }
-        let fitted = st.fit.as_ref().map(|f| Fitted { post: &f.post, membership: &f.summary.membership });
+        let fitted =
+            st.fit.as_ref().map(|f| Fitted { post: &f.post, membership: &f.summary.membership, apparent: None });
         match sched.next_action(&rule, fitted.as_ref(), Signals::default()) {
             Action::Refit => st.refit(&mut sched, pool, cov, seed, settings)?,
             Action::Send(picks) => picks.into_iter().for_each(|p| st.answer(&mut sched, input.judge, p)),

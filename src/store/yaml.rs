@@ -20,9 +20,48 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
         let m = m.strip_prefix("error: ").map(str::to_owned).unwrap_or(m);
         // Advice addressed to programmers using the parser, not to users of the file.
         let m = m.replace(", set DuplicateKeyPolicy in Options if acceptable", "");
+        let m = plain_number_message(text, m);
         // A missing field is reported where the parser gave up (often the last key): no key name.
         YamlError(if m.contains("missing field") { m } else { name_the_key(text, m) })
     })
+}
+
+/// The parser says "invalid u64" (or i64, f64, …) for a value that is not a number of that
+/// kind: say what was expected and what was found, in words.
+fn plain_number_message(text: &str, msg: String) -> String {
+    const KINDS: [(&str, &str); 9] = [
+        ("invalid floating point", "a number"),
+        ("invalid u64", "a whole number ≥ 0"),
+        ("invalid u32", "a whole number ≥ 0"),
+        ("invalid u16", "a whole number ≥ 0"),
+        ("invalid u8", "a whole number ≥ 0"),
+        ("invalid usize", "a whole number ≥ 0"),
+        ("invalid i64", "a whole number"),
+        ("invalid i32", "a whole number"),
+        ("invalid f64", "a number"),
+    ];
+    let Some((raw, expected)) = KINDS.iter().find(|(k, _)| msg.contains(k)) else { return msg };
+    let found = location(&msg).and_then(|(line, col)| {
+        let l = text.lines().nth(line.checked_sub(1)?)?;
+        let rest: String = l.chars().skip(col.checked_sub(1)?).collect();
+        let v = rest.split(['#', ',', '}', ']']).next()?.trim().to_string();
+        (!v.is_empty()).then_some(v)
+    });
+    let words = match found {
+        Some(v) => format!("expected {expected}, found {v:?}"),
+        None => format!("expected {expected}"),
+    };
+    msg.replace(raw, &words)
+}
+
+/// "line N column M" at the start of a parser message.
+fn location(msg: &str) -> Option<(usize, usize)> {
+    let rest = msg.strip_prefix("line ")?;
+    let mut words = rest.split_whitespace();
+    let line = words.next()?.parse().ok()?;
+    (words.next()? == "column").then_some(())?;
+    let col = words.next()?.trim_end_matches(':').parse().ok()?;
+    Some((line, col))
 }
 
 /// [`from_str`] for the text of `path`: the excerpt names the file instead of `<input>`.
@@ -89,6 +128,20 @@ pub fn to_string<T: Serialize>(v: &T) -> Result<String, YamlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_that_is_not_a_number_is_named_with_what_was_expected() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            k: u64,
+            x: Option<f64>,
+        }
+        let e = from_str::<T>("k: three\n").unwrap_err().0;
+        assert!(e.starts_with("line 1 column 4 (key `k`): expected a whole number ≥ 0, found \"three\""), "{e}");
+        let e = from_str::<T>("k: 3\nx: abc # note\n").unwrap_err().0;
+        assert!(e.contains("expected a number, found \"abc\""), "{e}");
+    }
 
     #[derive(Debug, serde::Deserialize)]
     #[allow(dead_code)]

@@ -267,7 +267,16 @@ impl OpenAiConfig {
 /// `(key path, message)` naming what was found and what was expected.
 pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result<(), InvalidSetting> {
     let e = |k: &str, m: String| InvalidSetting::new(format!("judge.openai.{k}"), m);
-    cfg.base_url = cfg.base_url.trim().trim_end_matches('/').to_owned();
+    // `${VAR}` in the URL (a host or port kept in the environment) is expanded like a path's.
+    let expanded =
+        crate::domain::paths::expand(std::path::Path::new(cfg.base_url.trim()), "base_url", |k| std::env::var(k).ok())
+            .map_err(|m| {
+                // The message quotes the URL: never with its credentials.
+                let raw = format!("{:?}", cfg.base_url.trim());
+                let shown = format!("{:?}", super::secret::redact_url(cfg.base_url.trim()));
+                e("base_url", m.trim_start_matches("base_url: ").replace(&raw, &shown))
+            })?;
+    cfg.base_url = expanded.to_string_lossy().trim_end_matches('/').to_owned();
     if let Some(m) = super::secret::base_url_problem(&cfg.base_url) {
         return Err(e("base_url", m));
     }

@@ -138,7 +138,7 @@ impl Endpoint {
             (_, Some(404)) => Some(fault(
                 "base_url",
                 format!(
-                    "{}/chat/completions does not exist (HTTP 404: {}); judge.openai.base_url must be the API base including /v1 (e.g. http://127.0.0.1:8080/v1)",
+                    "{}/chat/completions does not exist (HTTP 404: {}); judge.openai.base_url must be the API base including /v1 (e.g. http://127.0.0.1:8088/v1)",
                     self.base_url,
                     clip(message)
                 ),
@@ -356,6 +356,18 @@ fn field_position(lower: &str, field: &str) -> Option<usize> {
         let after = lower[i + field.len()..].chars().next();
         !before.is_some_and(word) && !after.is_some_and(word)
     })
+}
+
+/// The scheme and port a base URL is reached on, in words (`http, port 8088`), for the dry
+/// run's endpoint probe.
+pub fn scheme_and_port(base_url: &str) -> String {
+    match reqwest::Url::parse(base_url) {
+        Ok(u) => match u.port_or_known_default() {
+            Some(p) => format!("{}, port {p}", u.scheme()),
+            None => u.scheme().to_string(),
+        },
+        Err(_) => "an unreadable URL".into(),
+    }
 }
 
 /// What to start for a local endpoint, from its port (the usual defaults of local servers).

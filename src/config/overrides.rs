@@ -1,0 +1,237 @@
+//! Command-line overrides of a config document (docs/config.md, "Changing a key from the
+//! command line"): `--set dotted.key=value` and the shorthands `--max-usd`,
+//! `--max-comparisons`, `--base-url` and `--name`. They are applied to the document before any
+//! check, so an overridden value is checked like one written in the file, shown in the resolved
+//! config.yaml of the output folder, and an error about it names the override as given.
+
+use super::ConfigError;
+use serde::de::DeserializeOwned;
+use std::path::Path;
+
+/// One `--set KEY=VALUE`: a dotted key path and a YAML value (`0.5`, `gpt-4o-mini`,
+/// `{mode: deterministic}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// As given on the command line (for messages), e.g. `--set budget.max_usd=0.5`.
+    pub given: String,
+    /// The key path, split at dots.
+    pub key: Vec<String>,
+    /// The value, parsed as YAML.
+    pub value: serde_json::Value,
+}
+
+impl Override {
+    /// Parse `KEY=VALUE` (what `--set` takes).
+    ///
+    /// # Errors
+    /// A message naming the argument when it has no `=`, an empty key part or a value that is
+    /// not YAML.
+    pub fn parse(arg: &str) -> Result<Self, String> {
+        Self::new(&format!("--set {arg}"), arg)
+    }
+
+    /// An override from a shorthand (`--max-usd 0.5` is `budget.max_usd=0.5`).
+    ///
+    /// # Errors
+    /// As [`Override::parse`].
+    pub fn shorthand(flag: &str, key: &str, value: &str) -> Result<Self, String> {
+        Self::new(&format!("{flag} {value}"), &format!("{key}={value}"))
+    }
+
+    fn new(given: &str, arg: &str) -> Result<Self, String> {
+        let (key, value) =
+            arg.split_once('=').ok_or_else(|| format!("{given}: expected KEY=VALUE, e.g. budget.max_usd=0.5"))?;
+        let key: Vec<String> = key.trim().split('.').map(|k| k.trim().to_string()).collect();
+        if key.iter().any(String::is_empty) {
+            return Err(format!("{given}: the key has an empty part; expected a dotted key such as budget.max_usd"));
+        }
+        let value = if value.trim().is_empty() {
+            serde_json::Value::String(String::new())
+        } else {
+            crate::store::yaml::from_str::<serde_json::Value>(value)
+                .map_err(|e| format!("{given}: the value is not YAML: {e}"))?
+        };
+        Ok(Self { given: given.to_string(), key, value })
+    }
+
+    /// The dotted key.
+    pub fn dotted(&self) -> String {
+        self.key.join(".")
+    }
+
+    /// Set the value in `doc`, creating the mappings on the way.
+    fn apply(&self, doc: &mut serde_json::Value) -> Result<(), String> {
+        let mut at = doc;
+        for (i, part) in self.key.iter().enumerate() {
+            if at.is_null() {
+                *at = serde_json::Value::Object(serde_json::Map::new());
+            }
+            let serde_json::Value::Object(map) = at else {
+                return Err(format!(
+                    "{}: {} is not a mapping in the config, so it has no key {part:?}",
+                    self.given,
+                    self.key[..i].join(".")
+                ));
+            };
+            if i + 1 == self.key.len() {
+                map.insert(part.clone(), self.value.clone());
+                return Ok(());
+            }
+            at = map.entry(part.clone()).or_insert(serde_json::Value::Null);
+        }
+        Ok(())
+    }
+}
+
+/// Read the YAML document at `path` into `T` with `overrides` applied (in order; a later one
+/// wins). Without overrides this is [`super::read_document`].
+///
+/// # Errors
+/// [`ConfigError::Yaml`] for the file as written (line and column); [`ConfigError::Set`] naming
+/// the override that does not fit the document (a wrong type, an unknown key).
+pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Override]) -> Result<T, ConfigError> {
+    if overrides.is_empty() {
+        return super::read_document(path);
+    }
+    // The file must at least be YAML; its own faults are reported with their lines.
+    let mut doc: serde_json::Value = super::read_document(path)?;
+    for o in overrides {
+        o.apply(&mut doc).map_err(|msg| ConfigError::Set { given: o.given.clone(), msg })?;
+    }
+    let text =
+        crate::store::yaml::to_string(&doc).map_err(|e| ConfigError::Yaml { path: path.to_owned(), msg: e.0 })?;
+    match crate::store::yaml::from_str::<T>(&text) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            // Whose fault? If the file alone reads, the overrides brought it: name the first
+            // override whose addition breaks the document.
+            match super::read_document::<T>(path) {
+                Err(file_error) => {
+                    // The file alone is broken; unless an override repairs that part, report it.
+                    if let Some(o) = overrides.iter().find(|o| e.0.contains(&format!("`{}`", o.dotted()))) {
+                        Err(ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0) })
+                    } else {
+                        Err(file_error)
+                    }
+                }
+                Ok(_) => {
+                    let mut doc: serde_json::Value = super::read_document(path)?;
+                    for o in overrides {
+                        o.apply(&mut doc).map_err(|msg| ConfigError::Set { given: o.given.clone(), msg })?;
+                        let text = crate::store::yaml::to_string(&doc)
+                            .map_err(|e| ConfigError::Yaml { path: path.to_owned(), msg: e.0 })?;
+                        if let Err(e) = crate::store::yaml::from_str::<T>(&text) {
+                            return Err(ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0) });
+                        }
+                    }
+                    Err(ConfigError::Set { given: overrides[0].given.clone(), msg: strip_location(&e.0) })
+                }
+            }
+        }
+    }
+}
+
+/// The parser's message without its "line N column M" and excerpt (they point into the merged
+/// document, not into the file).
+fn strip_location(msg: &str) -> String {
+    let first = msg.lines().next().unwrap_or(msg);
+    let body = match first.strip_prefix("line ") {
+        Some(rest) => rest.split_once(':').map(|(_, m)| m.trim()).unwrap_or(rest),
+        None => first,
+    };
+    body.to_string()
+}
+
+/// Rewrite a rule error about an overridden key to name the override as given.
+pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError {
+    match e {
+        ConfigError::Invalid { key, msg, path } => {
+            match overrides.iter().rev().find(|o| key == o.dotted() || key.starts_with(&format!("{}.", o.dotted()))) {
+                Some(o) => ConfigError::Set { given: o.given.clone(), msg: format!("{key}: {msg}") },
+                None => ConfigError::Invalid { key, msg, path },
+            }
+        }
+        e => e,
+    }
+}
+
+/// The overrides of `run`, `audit` and `gate` (clap arguments, flattened into each command).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OverrideArgs {
+    /// Set a config key for this invocation, as if written in the file: a dotted key and a YAML
+    /// value, e.g. `--set budget.max_usd=0.5 --set judge.openai.model=gpt-4o-mini`. Repeatable;
+    /// a later one wins. Shown in the resolved config.yaml of the output folder.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
+    pub set: Vec<Override>,
+    /// Shorthand for `--set budget.max_usd=USD`.
+    #[arg(long, value_name = "USD")]
+    pub max_usd: Option<String>,
+    /// Shorthand for `--set budget.max_comparisons=N`.
+    #[arg(long, value_name = "N")]
+    pub max_comparisons: Option<String>,
+    /// Shorthand for `--set judge.openai.base_url=URL` (e.g. http://127.0.0.1:8088/v1).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Shorthand for `--set name=NAME` (the output folder's name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Not an option: a budget is in dollars or in comparisons (the error says which flags).
+    #[arg(long, hide = true, value_name = "VALUE")]
+    pub budget: Option<String>,
+}
+
+impl OverrideArgs {
+    /// The overrides in order: shorthands first, then every `--set` (a `--set` of the same key
+    /// wins).
+    ///
+    /// # Errors
+    /// A shorthand whose value is not YAML.
+    pub fn overrides(&self) -> Result<Vec<Override>, ConfigError> {
+        if let Some(b) = &self.budget {
+            return Err(ConfigError::Set {
+                given: format!("--budget {b}"),
+                msg: "there is no --budget option: give --max-usd USD (dollars) or --max-comparisons N (comparisons), or --set budget.KEY=VALUE".into(),
+            });
+        }
+        let mut v = Vec::new();
+        let shorthands = [
+            ("--max-usd", "budget.max_usd", &self.max_usd),
+            ("--max-comparisons", "budget.max_comparisons", &self.max_comparisons),
+            ("--base-url", "judge.openai.base_url", &self.base_url),
+            ("--name", "name", &self.name),
+        ];
+        for (flag, key, value) in shorthands {
+            if let Some(value) = value {
+                let mut o = Override::shorthand(flag, key, value)
+                    .map_err(|msg| ConfigError::Set { given: format!("{flag} {value}"), msg })?;
+                // URLs and names are text whatever they look like.
+                if matches!(flag, "--base-url" | "--name") {
+                    o.value = serde_json::Value::String(value.clone());
+                }
+                v.push(o);
+            }
+        }
+        v.extend(self.set.iter().cloned());
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_parse_values_as_yaml_and_name_bad_arguments() {
+        let o = Override::parse("budget.max_usd=0.5").unwrap();
+        assert_eq!((o.dotted(), o.value.clone()), ("budget.max_usd".to_string(), serde_json::json!(0.5)));
+        let o = Override::parse("judge.mock={mode: deterministic, pos_bias: 1}").unwrap();
+        assert_eq!(o.value, serde_json::json!({"mode": "deterministic", "pos_bias": 1}));
+        assert!(Override::parse("budget.max_usd").unwrap_err().contains("--set budget.max_usd: expected KEY=VALUE"));
+        assert!(Override::parse("budget..max_usd=1").unwrap_err().contains("empty part"));
+        let mut doc = serde_json::json!({"name": "x", "k": 3});
+        Override::parse("budget.max_usd=2").unwrap().apply(&mut doc).unwrap();
+        assert_eq!(doc["budget"]["max_usd"], serde_json::json!(2));
+        let e = Override::parse("k.deep=1").unwrap().apply(&mut doc).unwrap_err();
+        assert_eq!(e, "--set k.deep=1: k is not a mapping in the config, so it has no key \"deep\"");
+    }
+}
