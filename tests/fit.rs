@@ -186,3 +186,21 @@ fn fit_without_pool_id_on_records_of_another_pool_names_that_pool() {
         text(&out)
     );
 }
+
+/// `fit VERDICTS POOL` (arguments swapped) says the order.
+#[test]
+fn swapped_fit_arguments_get_a_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = main_job(dir.path(), "sw", "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--max-comparisons", "8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v = dir.path().join("runs/sw/verdicts.jsonl");
+    let out = run_bin(dir.path(), &["fit", v.to_str().unwrap(), summeval().to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("looks like a verdicts file and")
+            && text(&out).contains("the order is `topk-judge fit POOL VERDICTS`"),
+        "{}",
+        text(&out)
+    );
+}

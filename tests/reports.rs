@@ -335,3 +335,84 @@ fn report_html_escapes_ids_and_names() {
     assert!(!html.contains("a<b>") && !html.contains("p<&>"), "no raw markup from the data");
     assert!(!html.contains("c&d<") && !html.contains("c&d "), "a bare & from the data");
 }
+
+/// The headless Chromium this machine's CI installs (.ci/run), if present. Without it the test
+/// fails when `TOPK_REQUIRE_BROWSER` is set (as in .ci/run) and is skipped otherwise.
+fn chromium() -> Option<std::path::PathBuf> {
+    let found =
+        ["/usr/bin/chromium", "/usr/bin/chromium-browser"].iter().map(std::path::PathBuf::from).find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("TOPK_REQUIRE_BROWSER").is_none(),
+            "TOPK_REQUIRE_BROWSER is set but no chromium is installed"
+        );
+        eprintln!("skipped: no chromium (.ci/run installs it)");
+    }
+    found
+}
+
+fn headless(browser: &Path, profile: &Path, args: &[&str], page: &Path) -> std::process::Output {
+    std::process::Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs")
+}
+
+/// report.html of the shipped main job, opened in a real browser: every plot is laid out with a
+/// size and drawn marks, no script error, nothing loaded from anywhere (the page's own record,
+/// and no console line of a blocked or failed load), and a screenshot of it is taken.
+#[test]
+fn the_report_page_renders_in_a_real_browser() {
+    let Some(browser) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = main_job(dir.path(), "browser", "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/browser");
+    let out = run_bin(dir.path(), &["report", run.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let page = run.join("report.html");
+    let out = headless(&browser, &dir.path().join("profile"), &["--dump-dom"], &page);
+    let dom = stdout(&out);
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    let check = dom
+        .lines()
+        .find(|l| l.contains("id=\"self-check\""))
+        .unwrap_or_else(|| panic!("no self-check in:\n{dom:.400}"));
+    let attr = |name: &str| -> usize {
+        let at =
+            check.find(&format!("{name}=\"")).unwrap_or_else(|| panic!("{name} missing: {check}")) + name.len() + 2;
+        check[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(attr("data-plots"), 3, "theta.svg, membership.svg, boundary_pi.svg: {check}");
+    assert_eq!(attr("data-rendered"), 3, "every plot laid out with marks: {check}");
+    assert_eq!(attr("data-resources"), 0, "nothing loaded: {check}");
+    for bad in ["Uncaught", "Content Security Policy", "Failed to load", "ERR_"] {
+        let hit: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE") && l.contains(bad)).collect();
+        assert!(hit.is_empty(), "console: {hit:?}");
+    }
+    let shot = dir.path().join("report.png");
+    let out = headless(
+        &browser,
+        &dir.path().join("profile2"),
+        &[&format!("--screenshot={}", shot.display()), "--window-size=1200,2400"],
+        &page,
+    );
+    let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&out)));
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "a screenshot of a drawn page: {} bytes", png.len());
+}

@@ -229,8 +229,30 @@ fn fitted_pool(args: &FitRequest<'_>, cfg: Option<&crate::config::run::Config>) 
             }
             Ok(c.pool.clone())
         }
-        None => Ok(crate::store::pool_file::read_pool(args.pool_file, args.pool_id)?),
+        None => crate::store::pool_file::read_pool(args.pool_file, args.pool_id).map_err(|e| {
+            // `fit VERDICTS POOL`: say so when the arguments look swapped.
+            match args.verdicts_file {
+                Some(v) if looks_like_verdicts(args.pool_file) && !looks_like_verdicts(v) => FitCommandError::Invalid(
+                    format!(
+                        "{e}\n  hint: {} looks like a verdicts file and {} does not: the order is `topk-judge fit POOL VERDICTS`",
+                        args.pool_file.display(),
+                        v.display()
+                    ),
+                ),
+                _ => FitCommandError::Pool(e),
+            }
+        }),
     }
+}
+
+/// Whether the first line of `path` is a JSON object with verdict fields (`winner` or
+/// `a`/`b`), as a verdicts file has and a pool file has not.
+fn looks_like_verdicts(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else { return false };
+    let Some(first) = text.lines().find(|l| !l.trim().is_empty()) else { return false };
+    serde_json::from_str::<serde_json::Value>(first).ok().and_then(|v| v.as_object().cloned()).is_some_and(|o| {
+        o.contains_key("winner") || (o.contains_key("a") && o.contains_key("b") && !o.contains_key("items"))
+    })
 }
 
 /// The settings of one fit: each flag, else the run's value (with a run folder), else the

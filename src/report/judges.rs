@@ -65,6 +65,11 @@ pub struct PriceTable {
     pub prices: BTreeMap<String, Price>,
 }
 
+/// The model name of a live judge's description (`openai MODEL @ URL (prompt FILE)`).
+pub fn model_of(label: &str) -> Option<&str> {
+    label.strip_prefix("openai ")?.split(" @ ").next().map(str::trim).filter(|m| !m.is_empty())
+}
+
 impl PriceTable {
     /// Read and check a price table (YAML).
     ///
@@ -98,12 +103,14 @@ impl PriceTable {
         Ok(Self { prices })
     }
 
-    /// The entry for a run: its judge name, else (replays) the recorded judge alone.
+    /// The entry for a run: its judge name, else (replays) the recorded judge alone, else (live
+    /// judges) the model name alone (`gpt-4o-mini` for `openai gpt-4o-mini @ URL (prompt …)`).
     pub fn find(&self, run: &RunDir) -> Option<(&str, &Price)> {
         let label = run.judge_label();
         self.prices
             .get_key_value(&label)
             .or_else(|| run.result.replay.as_ref().and_then(|r| self.prices.get_key_value(&r.judge)))
+            .or_else(|| model_of(&label).and_then(|m| self.prices.get_key_value(m)))
             .map(|(k, p)| (k.as_str(), p))
     }
 
@@ -376,4 +383,22 @@ pub fn plot(c: &JudgeComparison) -> Result<Option<String>, CompareError> {
         legend_upper: false,
     };
     Ok(Some(plots::line_chart(&chart)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_judge_is_priced_by_its_model_name() {
+        assert_eq!(
+            model_of("openai gpt-4o-mini @ https://api.openai.com/v1 (prompt pairwise.txt)"),
+            Some("gpt-4o-mini")
+        );
+        assert_eq!(
+            model_of("openai Qwen/Qwen2.5-7B @ http://127.0.0.1:8088/v1 (prompt p.txt)"),
+            Some("Qwen/Qwen2.5-7B")
+        );
+        assert_eq!(model_of("mock (stochastic, pos_bias 0.3)"), None);
+    }
 }

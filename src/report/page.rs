@@ -399,11 +399,13 @@ pub fn html(c: &Content, plots: &[(String, String, String)]) -> String {
         out
     };
     let mut s = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    // Self-contained by construction: the page may load nothing, from anywhere.
+    s.push_str(&format!("<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n"));
     let _ = writeln!(s, "<title>{}</title>", escape(&c.title.replace('`', "")));
     s.push_str(
         "<style>body{font-family:system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}\
          table{border-collapse:collapse;margin:1rem 0}th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}\
-         td:nth-child(2),th:nth-child(2){text-align:left}figure{margin:1.5rem 0}figcaption{color:#555}\
+         td:nth-child(2),th:nth-child(2),td.t{text-align:left}figure{margin:1.5rem 0}figcaption{color:#555}\
          code{background:#f3f3f3;padding:0 .2rem}</style>\n</head>\n<body>\n",
     );
     let _ = writeln!(s, "<h1>{}</h1>\n<ul>", code(&c.title));
@@ -420,7 +422,18 @@ pub fn html(c: &Content, plots: &[(String, String, String)]) -> String {
         for r in rows {
             s.push_str("<tr>");
             for x in r {
-                let _ = write!(s, "<td>{}</td>", escape(x));
+                // Numbers right-aligned (the default), words and long notes left-aligned.
+                let numeric = x
+                    .trim()
+                    .trim_start_matches(['$', '-', '+', '±'])
+                    .chars()
+                    .next()
+                    .is_none_or(|ch| ch.is_ascii_digit() || ch == '–' || ch == '.');
+                if numeric {
+                    let _ = write!(s, "<td>{}</td>", escape(x));
+                } else {
+                    let _ = write!(s, "<td class=\"t\">{}</td>", escape(x));
+                }
             }
             s.push_str("</tr>\n");
         }
@@ -438,6 +451,16 @@ pub fn html(c: &Content, plots: &[(String, String, String)]) -> String {
         let svg = svg.find("<svg").map(|i| &svg[i..]).unwrap_or(svg);
         let _ = writeln!(s, "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>", escape(caption));
     }
+    s.push_str(SELF_CHECK);
     s.push_str("</body>\n</html>\n");
     s
 }
+
+/// The page's Content-Security-Policy: inline styles and the self-check script only, no
+/// request of any kind (images, fonts, scripts, connections).
+const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'";
+
+/// After loading, the page records on an empty element how many plots it has, how many the
+/// browser laid out with a non-zero size, and how many resources it loaded (always 0): a
+/// reader sees nothing, a browser test reads it (tests/reports.rs).
+const SELF_CHECK: &str = "<p id=\"self-check\" hidden></p>\n<script>addEventListener('load',function(){var s=document.querySelectorAll('figure svg'),n=0;for(var i=0;i<s.length;i++){var b=s[i].getBoundingClientRect();if(b.width>0&&b.height>0&&s[i].querySelector('path,polyline,rect,circle'))n++}var e=document.getElementById('self-check');e.setAttribute('data-plots',s.length);e.setAttribute('data-rendered',n);e.setAttribute('data-resources',performance.getEntriesByType('resource').length)})</script>\n";

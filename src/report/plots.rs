@@ -118,12 +118,21 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
             padded(lo, hi)
         }
     };
+    // Counts on the x axis (comparisons, budgets) are labelled as whole numbers.
+    let integer_x = pts().all(|p| p.0.fract() == 0.0) && c.vlines.iter().all(|(x, _)| x.fract() == 0.0);
+    let x_fmt = |v: &f64| if integer_x { format!("{v:.0}") } else { format!("{v}") };
+    let x_labels = if integer_x { ((x1 - x0).floor() as usize + 1).clamp(2, 10) } else { 10 };
+    let legend = c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty());
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| f(e2s(e)))?;
+        let whole = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        whole.fill(&WHITE).map_err(|e| f(e2s(e)))?;
+        // The legend sits in its own panel right of the plot, never over the data.
+        let legend_w = if legend { legend_width(c.series.iter().map(|s| s.name.as_str())) } else { 0 };
+        // The title spans the whole width (plot and legend panel).
+        let titled = whole.titled(&c.title, ("sans-serif", 15)).map_err(|e| f(e2s(e)))?;
+        let (root, panel) = titled.split_horizontally(W - legend_w);
         let mut chart = ChartBuilder::on(&root)
-            .caption(&c.title, ("sans-serif", 17))
             .margin(14)
             .x_label_area_size(44)
             .y_label_area_size(60)
@@ -133,6 +142,8 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
             .configure_mesh()
             .x_desc(c.x_label.as_str())
             .y_desc(c.y_label.as_str())
+            .x_labels(x_labels)
+            .x_label_formatter(&x_fmt)
             .light_line_style(RGBColor(235, 235, 235))
             .draw()
             .map_err(|e| f(e2s(e)))?;
@@ -174,22 +185,36 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
                     .map_err(|e| f(e2s(e)))?;
             }
         }
-        if c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty()) {
-            chart
-                .configure_series_labels()
-                .position(if c.legend_upper {
-                    SeriesLabelPosition::UpperRight
-                } else {
-                    SeriesLabelPosition::LowerRight
-                })
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.4))
-                .draw()
-                .map_err(|e| f(e2s(e)))?;
+        if legend {
+            draw_legend(&panel, c.series.iter().enumerate().map(|(i, s)| (s.name.as_str(), colour(i))), c.legend_upper)
+                .map_err(&f)?;
         }
-        root.present().map_err(|e| f(e2s(e)))?;
+        whole.present().map_err(|e| f(e2s(e)))?;
     }
     Ok(buf)
+}
+
+/// The width (pixels) of a legend panel for these names (about 7 px per character at 13 px,
+/// plus the line sample), at most a third of the plot.
+fn legend_width<'a>(names: impl Iterator<Item = &'a str>) -> u32 {
+    let longest = names.map(|n| n.chars().count()).max().unwrap_or(0) as u32;
+    (longest * 7 + 44).clamp(90, W / 3)
+}
+
+/// A legend in its own panel: a line sample and the name per series, from the top (or, when
+/// `upper` is false, from the middle, beside the lower half of the plot where lines rise to).
+fn draw_legend<'a>(
+    panel: &DrawingArea<SVGBackend<'_>, Shift>,
+    entries: impl Iterator<Item = (&'a str, RGBColor)>,
+    upper: bool,
+) -> Result<(), String> {
+    let top = if upper { 30 } else { (H / 2) as i32 };
+    for (i, (name, col)) in entries.enumerate() {
+        let y = top + 20 * i as i32;
+        panel.draw(&PathElement::new(vec![(6, y), (26, y)], col.stroke_width(2))).map_err(e2s)?;
+        panel.draw(&Text::new(name.to_string(), (32, y - 7), ("sans-serif", 13).into_font())).map_err(e2s)?;
+    }
+    Ok(())
 }
 
 /// A scatter chart: the points of each series in its own colour, not joined, with a legend
@@ -216,10 +241,12 @@ pub fn scatter_chart(
     let (y0, y1) = y_range.unwrap_or_else(|| span(|p| p.1));
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| f(e2s(e)))?;
+        let whole = SVGBackend::with_string(&mut buf, (W, H)).into_drawing_area();
+        whole.fill(&WHITE).map_err(|e| f(e2s(e)))?;
+        // The legend in its own panel right of the plot, never over the points.
+        let titled = whole.titled(title, ("sans-serif", 15)).map_err(|e| f(e2s(e)))?;
+        let (root, panel) = titled.split_horizontally(W - legend_width(series.iter().map(|s| s.name.as_str())));
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 17))
             .margin(14)
             .x_label_area_size(44)
             .y_label_area_size(60)
@@ -240,14 +267,8 @@ pub fn scatter_chart(
                 .label(s.name.as_str())
                 .legend(move |(x, y)| Circle::new((x + 8, y), 4, col.filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(|e| f(e2s(e)))?;
-        root.present().map_err(|e| f(e2s(e)))?;
+        draw_legend(&panel, series.iter().enumerate().map(|(i, s)| (s.name.as_str(), colour(i))), true).map_err(&f)?;
+        whole.present().map_err(|e| f(e2s(e)))?;
     }
     Ok(buf)
 }

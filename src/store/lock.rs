@@ -9,7 +9,8 @@
 //! The lock is the operating system's advisory whole-file lock (`flock` on Unix, `LockFileEx` on
 //! Windows) through `std::fs::File::try_lock` (Rust 1.89). The kernel releases it when the holder
 //! exits in any way, including SIGKILL, so a crash never leaves a stale lock behind. The file is
-//! never removed (removing a lock file races with a process opening it). Network file systems may
+//! never removed (removing a lock file races with a process opening it); a clean release empties
+//! it, so an empty `.lock` means no process holds the folder. Network file systems may
 //! not honour the lock; keep run folders on a local disk.
 
 use std::fs::{File, OpenOptions, TryLockError};
@@ -82,6 +83,14 @@ impl RunLock {
     }
 }
 
+impl Drop for RunLock {
+    /// A clean release empties the file (no dead process id is left in it); the file itself
+    /// stays, since removing it would race with a process opening it (module docs).
+    fn drop(&mut self) {
+        let _ = self._file.set_len(0);
+    }
+}
+
 /// The process id written in a held lock file (the holder writes it right after locking, so a
 /// few short retries cover the moment in between).
 fn holder(path: &Path) -> Option<u32> {
@@ -111,7 +120,9 @@ mod tests {
             msg.contains(&dir.path().display().to_string()) && msg.contains(&format!("pid {}", std::process::id())),
             "{msg}"
         );
+        let path = first.path().to_owned();
         drop(first);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "a clean release leaves no process id");
         let again = RunLock::acquire(dir.path()).unwrap();
         assert!(again.path().exists());
     }

@@ -362,14 +362,22 @@ impl OpenAiJudge {
         if let Some(f) = self.endpoint.classify(e.kind, e.status, &e.message) {
             return Err(JudgeError::Endpoint {
                 setting: f.setting,
-                message: format!("{} (after {n_attempts} attempts)", f.message),
+                message: format!(
+                    "{} (after {n_attempts} attempt{})",
+                    f.message,
+                    if n_attempts == 1 { "" } else { "s" }
+                ),
                 cost_usd: cost,
             });
         }
         let why = if exhausted && e.retryable() { "; no paid attempt left for this query" } else { "" };
         Err(JudgeError::Request {
             status: e.status,
-            message: format!("{} (after {n_attempts} attempts{why})", e.message),
+            message: format!(
+                "{} (after {n_attempts} attempt{}{why})",
+                e.message,
+                if n_attempts == 1 { "" } else { "s" }
+            ),
             retryable: e.retryable(),
             cost_usd: cost,
         })

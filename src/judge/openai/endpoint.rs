@@ -140,7 +140,7 @@ impl Endpoint {
                 format!(
                     "{}/chat/completions does not exist (HTTP 404: {}); judge.openai.base_url must be the API base including /v1 (e.g. http://127.0.0.1:8088/v1)",
                     self.base_url,
-                    clip(message)
+                    clip(message.strip_prefix("HTTP 404: ").unwrap_or(message))
                 ),
             )),
             (_, Some(400 | 422)) if FIELD_REJECTED.iter().any(|h| lower.contains(h)) => {
