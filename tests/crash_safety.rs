@@ -72,7 +72,7 @@ pub(crate) fn config(dir: &Path, name: &str, fake: &FakeOpenAi, acq: &str, budge
     write(dir, "prompts/test.j2", TEMPLATE);
     let pool = pool8(dir);
     let yaml = format!(
-        "name: {name}\nout_dir: runs\n{top}pool:\n  file: {pool}\nk: 2\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    api_key_env: TOPK_MONEY_TEST_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 8\n    max_invalid_retries: 0\n    timeout_s: 60\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\nacquisition:\n  seed: 5\n  mc_draws: 200\n{acq}budget:\n{budget}",
+        "name: {name}\nout_dir: runs\n{top}pool:\n  file: {pool}\nk: 2\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    api_key_env: TOPK_MONEY_TEST_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 8\n    max_invalid_retries: 0\n    timeout_s: 60\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\nacquisition:\n  seed: 5\n  mc_draws: 200\n{acq}budget:\n{budget}",
         pool = pool.display(),
         url = fake.base_url
     );
@@ -619,7 +619,7 @@ fn short_runs_always_write_their_result() {
                 "live",
                 format!("{{file: {}}}", pool.display()),
                 format!(
-                    "  openai:\n    base_url: {}\n    model: fake-judge\n    api_key_env: TOPK_STRESS_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 8\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n",
+                    "  openai:\n    base_url: {}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    api_key_env: TOPK_STRESS_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 8\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n",
                     fake.base_url
                 ),
                 "  dispatch: pipelined\n  concurrency: 8\n  write_ahead: 4\n".to_string(),

@@ -45,7 +45,7 @@ fn config(dir: &Path, name: &str, pool_file: &Path, base_url: &str, judge_extra:
     // These scenarios end on their own (the pool runs out); a live judge needs the choice said.
     let rest = if rest.contains("budget:") { rest.to_string() } else { format!("{rest}budget: unlimited\n") };
     let yaml = format!(
-        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 1\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{key}{judge_extra}{rest}",
+        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 1\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    prompt: prompts/test.j2\n    max_tokens: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{key}{judge_extra}{rest}",
         pool = pool_file.display()
     );
     write(dir, &format!("{name}.yaml"), &yaml)
@@ -476,7 +476,7 @@ fn in_flight_requests_shrink_while_429s_come_and_grow_back() {
     let cfg = {
         write(dir.path(), "prompts/test.j2", TEMPLATE);
         let yaml = format!(
-            "name: aimd\nout_dir: runs\npool:\n  file: {}\nk: 3\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n    max_retries: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition:\n  refit_every: 8\n  batch_size: 8\n  mc_draws: 200\nbudget:\n  max_comparisons: 64\n",
+            "name: aimd\nout_dir: runs\npool:\n  file: {}\nk: 3\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    prompt: prompts/test.j2\n    max_tokens: 8\n    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n    max_retries: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition:\n  refit_every: 8\n  batch_size: 8\n  mc_draws: 200\nbudget:\n  max_comparisons: 64\n",
             summeval().display(),
             fake.base_url
         );
@@ -755,7 +755,7 @@ fn every_conformant_http11_response_is_read() {
     let cfg = {
         write(dir.path(), "prompts/test.j2", TEMPLATE);
         let yaml = format!(
-            "name: http11\nout_dir: runs\npool:\n  file: {}\nk: 3\njudge:\n  openai:\n    base_url: {base}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n    max_invalid_retries: 0\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition:\n  batch_size: 1\n  mc_draws: 200\nbudget:\n  max_comparisons: 24\n",
+            "name: http11\nout_dir: runs\npool:\n  file: {}\nk: 3\njudge:\n  openai:\n    base_url: {base}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    prompt: prompts/test.j2\n    max_tokens: 8\n    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n    max_invalid_retries: 0\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition:\n  batch_size: 1\n  mc_draws: 200\nbudget:\n  max_comparisons: 24\n",
             summeval().display()
         );
         write(dir.path(), "http11.yaml", &yaml)
@@ -784,7 +784,7 @@ fn a_run_that_stops_for_its_judge_still_leaves_a_current_result() {
     let cfg = |budget: u64| {
         write(dir.path(), "prompts/test.j2", TEMPLATE);
         let yaml = format!(
-            "name: always\nout_dir: runs\npool:\n  file: {}\nk: 3\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n    max_retries: 1\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition:\n  mc_draws: 200\nbudget:\n  max_comparisons: {budget}\n",
+            "name: always\nout_dir: runs\npool:\n  file: {}\nk: 3\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    prompt: prompts/test.j2\n    max_tokens: 8\n    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n    max_retries: 1\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition:\n  mc_draws: 200\nbudget:\n  max_comparisons: {budget}\n",
             summeval().display(),
             fake.base_url
         );

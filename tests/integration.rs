@@ -9,6 +9,7 @@ mod doc_numbers;
 mod docs;
 mod experiments;
 mod faults;
+mod fingerprint;
 mod fit;
 mod gate;
 mod large;

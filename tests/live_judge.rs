@@ -32,7 +32,7 @@ fn tls() {
 fn live_config(dir: &Path, name: &str, base_url: &str, judge_extra: &str, acq: &str, budget: &str) -> PathBuf {
     write(dir, "prompts/test.j2", TEMPLATE);
     let yaml = format!(
-        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\n  id: {POOL_ID}\nk: 3\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{judge_extra}acquisition:\n  seed: 11\n  mc_draws: 200\n{acq}budget:\n{budget}",
+        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\n  id: {POOL_ID}\nk: 3\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    prompt: prompts/test.j2\n    max_tokens: 8\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{judge_extra}acquisition:\n  seed: 11\n  mc_draws: 200\n{acq}budget:\n{budget}",
         pool = summeval().display()
     );
     write(dir, &format!("{name}.yaml"), &yaml)
@@ -839,7 +839,7 @@ fn shipped_configs_validate_and_dry_run() {
 
 fn openai_yaml(base_url: &str, prompt: &str, budget: &str) -> String {
     format!(
-        "name: live\nout_dir: runs\npool:\n  file: {pool}\n  id: {POOL_ID}\nk: 3\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: {prompt}\n    max_tokens: 8\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{budget}",
+        "name: live\nout_dir: runs\npool:\n  file: {pool}\n  id: {POOL_ID}\nk: 3\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    prompt: {prompt}\n    max_tokens: 8\n    api_key_env: TOPK_JUDGE_TEST_UNSET_KEY_VAR\n    api_key_required: false\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\n{budget}",
         pool = summeval().display()
     )
 }

@@ -183,7 +183,7 @@ fn bench_config(
     let pool = serde_json::json!({"pool_id": "bench", "source": "Which answer is better?", "items": items});
     let pool = write(dir, "bench.jsonl", &(pool.to_string() + "\n"));
     let yaml = format!(
-        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 5\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    api_key_env: TOPK_PIPE_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 8\n    timeout_s: 60\n{judge_extra}    price: {{input_usd_per_mtok: 0, output_usd_per_mtok: 0}}\nacquisition:\n  seed: 5\n  mc_draws: 200\n{acq}budget:\n  max_comparisons: 400\n",
+        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 5\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    api_key_env: TOPK_PIPE_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 8\n    timeout_s: 60\n{judge_extra}    price: {{input_usd_per_mtok: 0, output_usd_per_mtok: 0}}\nacquisition:\n  seed: 5\n  mc_draws: 200\n{acq}budget:\n  max_comparisons: 400\n",
         pool = pool.display(),
         url = fake.base_url
     );

@@ -38,7 +38,7 @@ fn live(dir: &Path, name: &str, url: &str, judge_extra: &str, acq: &str, budget:
     write(dir, "prompts/test.j2", TEMPLATE);
     let pool = small_pool(dir, &IDS);
     let yaml = format!(
-        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 64\n    max_invalid_retries: 0\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\n{judge_extra}acquisition:\n  seed: 3\n  mc_draws: 200\n{acq}budget:\n{budget}",
+        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 64\n    max_invalid_retries: 0\n    backoff_min_s: 0.005\n    backoff_max_s: 0.02\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\n{judge_extra}acquisition:\n  seed: 3\n  mc_draws: 200\n{acq}budget:\n{budget}",
         pool = pool.display()
     );
     write(dir, &format!("{name}.yaml"), &yaml)
@@ -188,7 +188,7 @@ fn audit_and_gate_need_a_budget_and_audit_enforces_it_in_flight() {
     write(dir.path(), "pairs.jsonl", &pairs);
     let audit = |budget: &str| {
         let yaml = format!(
-            "name: au\nout_dir: runs\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    prompt: prompt.j2\n    max_tokens: 64\n    max_invalid_retries: 0\n    api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\npairs: pairs.jsonl\nconcurrency: 8\n{budget}",
+            "name: au\nout_dir: runs\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    prompt: prompt.j2\n    max_tokens: 64\n    max_invalid_retries: 0\n    api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\npairs: pairs.jsonl\nconcurrency: 8\n{budget}",
             fake.base_url
         );
         let p = write(dir.path(), "audit.yaml", &yaml);

@@ -1,5 +1,5 @@
 //! Pure analyses on verdicts and pools, around the model: what the data certify about the top-k
-//! ([`certify`]), the judge bias audit ([`audit`]), its CI thresholds ([`fail_on`]) and
+//! ([`certify`]), the judge bias audit ([`audit`]), its CI thresholds ([`fail_on`]), the judge-fingerprint test ([`fingerprint`]) and
 //! its per-judge table on recorded verdicts ([`recorded`]), the
 //! trusted-anchor gate statistics ([`gate`], [`gate_sim`]), the paired rendering design
 //! ([`design`]), content-free renderings ([`render`]), synthetic pools ([`synth`]), the
@@ -12,6 +12,7 @@ pub mod audit;
 pub mod certify;
 pub mod design;
 pub mod fail_on;
+pub mod fingerprint;
 pub mod gate;
 pub mod gate_sim;
 pub mod identifiability;

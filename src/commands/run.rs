@@ -59,6 +59,11 @@ pub enum RunCommandError {
     /// The run stopped because too many replies were invalid (result.json is written).
     #[error("the run stopped early: {0}")]
     InvalidRate(String),
+    /// The judge fingerprint found a judge that answers differently from its stored verdicts.
+    #[error(
+        "{0}; nothing more was sent. Re-run with --judge-changed new (its verdicts from now on go to a new cache namespace; the old ones are kept, not mixed) or --judge-changed accept (go on with the old verdicts); either is recorded in fingerprint.jsonl"
+    )]
+    JudgeChanged(String),
 }
 
 /// `run --dry-run`: the printable dry-run report of `config` (a warning line is added when a real
@@ -112,9 +117,24 @@ pub struct RunArgs {
     /// certify.epsilon; docs/model.md, "Certified top-k"), after the summary and result.json.
     #[arg(long)]
     pub fail_on_undecided: bool,
+    /// When the judge fingerprint finds that a live judge answers differently from its stored
+    /// verdicts (docs/live.md, "Judge fingerprint"): `new` puts its verdicts from now on in a
+    /// new cache namespace (the old ones are kept, not mixed); `accept` goes on with the old
+    /// ones. Without it such a run stops before any other query. Recorded in fingerprint.jsonl.
+    #[arg(long, value_name = "new|accept")]
+    pub judge_changed: Option<JudgeChanged>,
     /// Config overrides.
     #[command(flatten)]
     pub overrides: crate::config::overrides::OverrideArgs,
+}
+
+/// `--judge-changed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JudgeChanged {
+    /// A new cache namespace for this judge.
+    New,
+    /// Go on with the old verdicts.
+    Accept,
 }
 
 /// `topk-judge run`: the dry run, or Algorithm 1 then the gate, the summary printed. The exit
@@ -130,7 +150,10 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
         print_out(&dry_run_text(&args.config, &overrides, rt)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let (cfg, judge) = prepare(&args.config, &overrides)?;
+    let (mut cfg, mut judge) = prepare(&args.config, &overrides)?;
+    if let Some((c, j)) = fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides)? {
+        (cfg, judge) = (c, j);
+    }
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
     let outcome = run_with_gate(&cfg, judge, rt, args.quiet, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {
@@ -152,16 +175,91 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     })
 }
 
+/// The judge fingerprint of a live judge resuming its verdicts (docs/live.md, "Judge
+/// fingerprint"): the check's line is printed and recorded; a changed judge stops the run
+/// unless `--judge-changed` says what to do. With `new`, the run folder's
+/// judge_namespaces.json names the judge's new namespace and the config and judge are built
+/// again under it (returned).
+///
+/// # Errors
+/// [`RunCommandError::JudgeChanged`], or the check's own failures.
+fn fingerprint_check(
+    cfg: &Config,
+    judge: std::sync::Arc<dyn crate::judge::Judge>,
+    rt: &tokio::runtime::Runtime,
+    decided: Option<JudgeChanged>,
+    config: &Path,
+    overrides: &[crate::config::overrides::Override],
+) -> Result<Option<Prepared>, RunCommandError> {
+    use crate::run::fingerprint::{self, Decision};
+    let crate::config::judge::JudgeConfig::Openai(oc) = &cfg.raw.judge else { return Ok(None) };
+    let Some(mut check) = rt.block_on(fingerprint::check(cfg, judge, oc.fingerprint.queries))? else { return Ok(None) };
+    let mut rebuilt = None;
+    if check.test.judge_changed {
+        match decided {
+            None => {
+                fingerprint::record(&cfg.run_dir, &check)?;
+                print_out(&format!("{}\n", check.line()));
+                return Err(RunCommandError::JudgeChanged(format!(
+                    "the judge {} answers differently from its stored verdicts ({} of {} changed: {})",
+                    check.judge,
+                    check.test.changed,
+                    check.test.pairs,
+                    check.changed_text()
+                )));
+            }
+            Some(JudgeChanged::Accept) => check.decision = Decision::Accept,
+            Some(JudgeChanged::New) => {
+                let ns = format!("judge-changed-{}", check.session);
+                set_namespace(&cfg.run_dir, &check.judge, &ns)?;
+                check.decision = Decision::New;
+                check.namespace = Some(ns);
+                rebuilt = Some(prepare(config, overrides)?);
+            }
+        }
+    }
+    fingerprint::record(&cfg.run_dir, &check)?;
+    print_out(&format!("{}\n", check.line()));
+    Ok(rebuilt)
+}
+
+/// A loaded config and its judge.
+type Prepared = (Config, std::sync::Arc<dyn crate::judge::Judge>);
+
+/// The run folder's judge namespaces: judge description → the cache namespace its verdicts go
+/// to after `--judge-changed new`.
+const NAMESPACES: &str = "judge_namespaces.json";
+
+fn set_namespace(dir: &Path, judge: &str, ns: &str) -> Result<(), RunCommandError> {
+    let path = dir.join(NAMESPACES);
+    let mut map: std::collections::BTreeMap<String, String> =
+        std::fs::read_to_string(&path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    map.insert(judge.to_string(), ns.to_string());
+    let text = serde_json::to_string_pretty(&map).expect("serialisable") + "\n";
+    std::fs::write(&path, text).map_err(|source| RunCommandError::Run(RunError::Io { path, source }))
+}
+
+/// Apply the run folder's namespace for this judge (after an earlier `--judge-changed new`),
+/// unless the config sets one.
+fn apply_namespace(cfg: &mut Config) {
+    let Ok(text) = std::fs::read_to_string(cfg.run_dir.join(NAMESPACES)) else { return };
+    let Ok(map) = serde_json::from_str::<std::collections::BTreeMap<String, String>>(&text) else { return };
+    let describe = crate::config::judge::judge_info(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default();
+    if let crate::config::judge::JudgeConfig::Openai(oc) = &mut cfg.raw.judge
+        && oc.cache_namespace.is_none()
+    {
+        oc.cache_namespace = map.get(&describe).cloned();
+    }
+}
+
 /// Load `config` and build its judge: what a real run needs first.
 ///
 /// # Errors
 /// [`RunCommandError`]: unreadable config, unbuildable judge, a gate's labels file that is
 /// missing or malformed.
-pub fn prepare(
-    config: &Path,
-    overrides: &[crate::config::overrides::Override],
-) -> Result<(Config, std::sync::Arc<dyn crate::judge::Judge>), RunCommandError> {
-    let cfg = Config::load_with(config, overrides)?;
+pub fn prepare(config: &Path, overrides: &[crate::config::overrides::Override]) -> Result<Prepared, RunCommandError> {
+    let mut cfg = Config::load_with(config, overrides)?;
+    apply_namespace(&mut cfg);
     print_warnings(&cfg);
     let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
     super::gate::check_labels_file(&cfg).map_err(|e| RunCommandError::GateLabels(Box::new(e)))?;

@@ -110,7 +110,9 @@ pub fn check_cadence(refit_every: usize, mc_draws: usize, section: &str) -> Resu
 /// [`InvalidSetting`] at `key`.
 pub fn check_usd(usd: Option<f64>, key: &str) -> Result<(), InvalidSetting> {
     match usd {
-        Some(u) if !(u >= 0.0 && u.is_finite()) => Err(InvalidSetting::new(key, format!("{u} must be ≥ 0"))),
+        Some(u) if !(u >= 0.0 && u.is_finite()) => {
+            Err(InvalidSetting::new(key, format!("{u} must be a finite number ≥ 0 (USD)")))
+        }
         _ => Ok(()),
     }
 }
@@ -217,7 +219,10 @@ mod tests {
             "\".x\" is not a valid name (expected a plain folder name)"
         );
         assert!(check_name("ok-name", "run").is_ok());
-        assert_eq!(check_usd(Some(-1.0), "budget.max_usd").unwrap_err().to_string(), "budget.max_usd: -1 must be ≥ 0");
+        assert_eq!(
+            check_usd(Some(-1.0), "budget.max_usd").unwrap_err().to_string(),
+            "budget.max_usd: -1 must be a finite number ≥ 0 (USD)"
+        );
         assert!(check_usd(Some(f64::NAN), "max_usd").is_err());
         assert_eq!(
             check_nonempty(&[("strategies", false), ("models", true)]).unwrap_err().to_string(),

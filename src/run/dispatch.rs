@@ -696,6 +696,22 @@ impl<T: Send + 'static> Dispatcher<T> {
         todo: impl IntoIterator<Item = (Arc<Pool>, usize, usize, T)>,
         budget: &mut Budget,
         concurrency: usize,
+        each: impl FnMut(&Finished<T>) -> Flow,
+    ) -> Result<DispatchReport<T>, BooksError> {
+        self.dispatch_all_prefixed(todo, budget, concurrency, "", each).await
+    }
+
+    /// [`Dispatcher::dispatch_all`], each query booked under `key_prefix` + its cache key (a
+    /// judge's fingerprint re-asks stored pairs under keys of their own).
+    ///
+    /// # Errors
+    /// As [`Dispatcher::dispatch_all`].
+    pub async fn dispatch_all_prefixed(
+        &mut self,
+        todo: impl IntoIterator<Item = (Arc<Pool>, usize, usize, T)>,
+        budget: &mut Budget,
+        concurrency: usize,
+        key_prefix: &str,
         mut each: impl FnMut(&Finished<T>) -> Flow,
     ) -> Result<DispatchReport<T>, BooksError> {
         let mut todo = todo.into_iter().peekable();
@@ -714,7 +730,7 @@ impl<T: Send + 'static> Dispatcher<T> {
                         break;
                     };
                     let Some((pool, a, b, tag)) = todo.next() else { break };
-                    let key = self.judge.cache_key(&pool, a, b);
+                    let key = format!("{key_prefix}{}", self.judge.cache_key(&pool, a, b));
                     wave.push(Query { tag, pool, a, b, key, reservation });
                 }
                 if let Err(e) = self.send(wave).await {

@@ -6,13 +6,15 @@
 //! booked), [`sim`] with an instant judge (shared by `simulate` and the tests), and
 //! [`sim_time`] in virtual time with a latency model. Around the live driver: [`folder`] opens
 //! the run folder, [`faults`] keeps what failed queries did, [`observe`] writes fits.jsonl and
-//! the progress line, [`interrupt`] handles Ctrl-C, [`throughput`] measures the request rate.
+//! the progress line, [`fingerprint`] checks a resumed judge still answers as before,
+//! [`interrupt`] handles Ctrl-C, [`throughput`] measures the request rate.
 //! [`queries`] is the one definition of a run's ordered pairs and of the next picks, shared by
 //! the run, its dry run and the commands that re-read a run folder; [`pending`] weighs the
 //! queries in flight when a pipelined run picks.
 
 pub mod dispatch;
 pub mod faults;
+pub mod fingerprint;
 pub mod folder;
 pub mod interrupt;
 pub mod live;

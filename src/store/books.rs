@@ -94,6 +94,16 @@ pub const RUN_BOOKS: BookFiles =
 pub const TRUSTED_BOOKS: BookFiles =
     BookFiles { verdicts: "trusted_verdicts.jsonl", failed: "trusted_failed.jsonl", intents: "trusted_intents.jsonl" };
 
+/// The books of a judge's fingerprint checks in the run folder (docs/live.md, "Judge
+/// fingerprint"): `fingerprint_verdicts.jsonl`, `fingerprint_failed.jsonl`,
+/// `fingerprint_intents.jsonl`. Kept apart from the run's verdicts (never fitted), their spend
+/// counts against the run's `budget.max_usd`.
+pub const FINGERPRINT_BOOKS: BookFiles = BookFiles {
+    verdicts: "fingerprint_verdicts.jsonl",
+    failed: "fingerprint_failed.jsonl",
+    intents: "fingerprint_intents.jsonl",
+};
+
 /// The open books of a run folder (hold the run-folder lock while they are open).
 #[derive(Debug)]
 pub struct Books {
@@ -357,8 +367,9 @@ fn closed_by_records(
 }
 
 /// Every set of books a run folder can hold: the run's judge ([`RUN_BOOKS`]; an audit's judge
-/// in an audit folder) and a gate's trusted judge ([`TRUSTED_BOOKS`]).
-pub const ALL_BOOKS: [BookFiles; 2] = [RUN_BOOKS, TRUSTED_BOOKS];
+/// in an audit folder), a gate's trusted judge ([`TRUSTED_BOOKS`]) and the judge's fingerprint
+/// checks ([`FINGERPRINT_BOOKS`]).
+pub const ALL_BOOKS: [BookFiles; 3] = [RUN_BOOKS, TRUSTED_BOOKS, FINGERPRINT_BOOKS];
 
 /// Everything the books of the folder `dir` hold, every set ([`ALL_BOOKS`]) and every key: what
 /// `budget.max_usd` bounds, whatever judge, pool or config wrote it. Read without writing

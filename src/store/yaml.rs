@@ -76,11 +76,55 @@ pub fn from_file_text<T: DeserializeOwned>(text: &str, path: &std::path::Path) -
 fn name_the_key(text: &str, msg: String) -> String {
     let Some(rest) = msg.strip_prefix("line ") else { return msg };
     let Some(line) = rest.split_whitespace().next().and_then(|n| n.parse::<usize>().ok()) else { return msg };
-    let Some(path) = key_path_at(text, line) else { return msg };
+    let Some(mut path) = key_path_at(text, line) else { return msg };
+    // Inside a flow mapping (`budget: {max_usd: 1e400}`) the key is the last `name:` before
+    // the column the parser points at.
+    if let Some((_, col)) = location(&msg)
+        && let Some(inner) = text.lines().nth(line - 1).and_then(|l| flow_key_before(l, col))
+    {
+        path = format!("{path}.{}", inner.join("."));
+    }
     match msg.find(':') {
         Some(colon) => format!("{} (key `{path}`){}", &msg[..colon], &msg[colon..]),
         None => msg,
     }
+}
+
+/// The keys of the flow mappings (`{a: {b: …}}`) that enclose 1-based column `col` of `line`,
+/// outermost first, ending with the key whose value is at `col`.
+fn flow_key_before(line: &str, col: usize) -> Option<Vec<String>> {
+    let chars: Vec<char> = line.chars().collect();
+    let end = col.checked_sub(1)?.min(chars.len());
+    let open = chars[..end].iter().position(|&c| c == '{')?;
+    let mut stack: Vec<Option<String>> = Vec::new();
+    let mut word = String::new();
+    let mut last_key: Option<String> = None;
+    for &c in &chars[open..end] {
+        match c {
+            '{' => {
+                stack.push(last_key.take());
+                word.clear();
+            }
+            '}' => {
+                stack.pop();
+                last_key = None;
+                word.clear();
+            }
+            ':' => {
+                last_key = Some(word.trim().trim_matches(['"', '\'']).to_string());
+                word.clear();
+            }
+            ',' => {
+                last_key = None;
+                word.clear();
+            }
+            c => word.push(c),
+        }
+    }
+    let mut keys: Vec<String> = stack.into_iter().flatten().collect();
+    keys.push(last_key?);
+    keys.retain(|k| !k.is_empty());
+    (!keys.is_empty()).then_some(keys)
 }
 
 /// The dotted key path of the block-mapping entry on 1-based line `line`, from indentation.
@@ -141,6 +185,19 @@ mod tests {
         assert!(e.starts_with("line 1 column 4 (key `k`): expected a whole number ≥ 0, found \"three\""), "{e}");
         let e = from_str::<T>("k: 3\nx: abc # note\n").unwrap_err().0;
         assert!(e.contains("expected a number, found \"abc\""), "{e}");
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct B {
+            budget: Inner,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Inner {
+            max_comparisons: Option<u64>,
+            max_usd: Option<f64>,
+        }
+        let e = from_str::<B>("budget: {max_comparisons: 4, max_usd: abc}\n").unwrap_err().0;
+        assert!(e.contains("(key `budget.max_usd`): expected a number, found \"abc\""), "{e}");
     }
 
     #[derive(Debug, serde::Deserialize)]

@@ -754,6 +754,10 @@ impl JudgeInfo for OpenAiInfo {
             "a": pool.items[a].id,
             "b": pool.items[b].id,
         });
+        let mut v = v;
+        if let Some(ns) = &self.cfg.cache_namespace {
+            v["namespace"] = json!(ns);
+        }
         crate::domain::rng::sha256_hex(&v.to_string())
     }
 

@@ -142,6 +142,14 @@ pub struct OpenAiConfig {
     /// Price table (required; zeros for a free local server).
     #[serde(default)]
     pub price: Option<PriceConfig>,
+    /// The judge's fingerprint (docs/live.md, "Judge fingerprint"): at the start of a run that
+    /// resumes stored verdicts, this many of them are asked again and compared; 0 turns it off.
+    #[serde(default)]
+    pub fingerprint: FingerprintConfig,
+    /// A cache namespace: verdicts stored under another namespace are not reused (set by
+    /// `run --judge-changed new` in the run folder's judge_namespaces.json; rarely written by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_namespace: Option<String>,
     /// Ask for `logprobs` and use P(A) of the first token as a soft verdict when available.
     #[serde(default)]
     pub logprobs: bool,
@@ -259,6 +267,25 @@ impl OpenAiConfig {
     }
 }
 
+/// `judge.openai.fingerprint`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FingerprintConfig {
+    /// Ordered pairs re-asked at the start of a resumed run (default 8; 0 = off; at most 64).
+    #[serde(default = "d_fingerprint")]
+    pub queries: usize,
+}
+
+impl Default for FingerprintConfig {
+    fn default() -> Self {
+        Self { queries: d_fingerprint() }
+    }
+}
+
+fn d_fingerprint() -> usize {
+    8
+}
+
 /// Resolve paths and check an `openai` judge config against the pool, before anything runs:
 /// key variable set (when required), price table, template, numbers in range, every item has
 /// text and renders, and (policy `fail`) the longest pair fits `context_tokens`.
@@ -267,6 +294,12 @@ impl OpenAiConfig {
 /// `(key path, message)` naming what was found and what was expected.
 pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result<(), InvalidSetting> {
     let e = |k: &str, m: String| InvalidSetting::new(format!("judge.openai.{k}"), m);
+    if cfg.fingerprint.queries > 64 {
+        return Err(e(
+            "fingerprint.queries",
+            format!("{} must be at most 64 (0 turns the fingerprint off)", cfg.fingerprint.queries),
+        ));
+    }
     // `${VAR}` in the URL (a host or port kept in the environment) is expanded like a path's.
     let expanded =
         crate::domain::paths::expand(std::path::Path::new(cfg.base_url.trim()), "base_url", |k| std::env::var(k).ok())

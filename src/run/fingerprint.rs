@@ -1,0 +1,193 @@
+//! The judge's fingerprint (docs/live.md, "Judge fingerprint"): at the start of a run that
+//! resumes stored verdicts of a live judge, re-ask a few of them and test whether the judge
+//! still answers as it did ([`crate::analysis::fingerprint`]).
+//!
+//! The pairs are this judge's stored valid verdicts, both orders of a pair first, in a seeded
+//! order (stream `fingerprint`, keyed by the check's session number). The queries go through
+//! the folder's budget like any other (reserved at their worst case before they are sent) and
+//! are booked in the fingerprint books ([`FINGERPRINT_BOOKS`]) under keys of their own
+//! (`fingerprint N: <cache key>`), never among the run's verdicts. Each check appends a line
+//! to `fingerprint.jsonl`: the pairs, the test and the decision.
+
+use crate::analysis::fingerprint::{self, Reasked, Test};
+use crate::config::run::Config;
+use crate::judge::Judge;
+use crate::run::RunError;
+use crate::run::dispatch::{DispatchOutcome, Dispatcher, Flow};
+use crate::run::queries::RunQueries;
+use crate::store::books::{Books, FINGERPRINT_BOOKS};
+use crate::store::budget::Budget;
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+
+/// What a run does when the check says the judge changed (`run --judge-changed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The judge answers as before: the run goes on.
+    Passed,
+    /// The judge changed and no decision was given: the run stops before any other query.
+    Stopped,
+    /// The judge changed: its verdicts from now on go to a new cache namespace (the old ones
+    /// are kept, not mixed).
+    New,
+    /// The judge changed: the run goes on with the old verdicts (the user accepted).
+    Accept,
+}
+
+/// One check, as appended to `fingerprint.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// 1 for the folder's first check, then 2, 3, …
+    pub session: usize,
+    /// The judge (its description).
+    pub judge: String,
+    /// The pairs asked again.
+    pub pairs: Vec<Reasked>,
+    /// The test.
+    pub test: Test,
+    /// What the run did.
+    pub decision: Decision,
+    /// The cache namespace the run goes on in (after `new`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// What the check cost, USD (booked in the fingerprint books).
+    pub cost_usd: f64,
+}
+
+impl Check {
+    /// The changed pairs in words: `M3 vs M7: 1 → 0`.
+    pub fn changed_text(&self) -> String {
+        self.pairs
+            .iter()
+            .filter(|p| p.changed)
+            .map(|p| format!("{} vs {}: {} → {}", p.a, p.b, p.before, p.after.map_or("–".into(), |y| y.to_string())))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// One line for the summary.
+    pub fn line(&self) -> String {
+        let t = &self.test;
+        format!(
+            "judge fingerprint: {} of {} re-asked stored verdicts changed (the judge's noise allows {:.0} %; P = {:.2e}, level {}): {}",
+            t.changed,
+            t.pairs,
+            100.0 * t.allowed,
+            t.p_value,
+            t.level,
+            match self.decision {
+                Decision::Passed => "the judge answers as before".to_string(),
+                Decision::Stopped => format!("the judge changed ({})", self.changed_text()),
+                Decision::New => format!(
+                    "the judge changed; new cache namespace {:?} (old verdicts kept, not mixed)",
+                    self.namespace.as_deref().unwrap_or("")
+                ),
+                Decision::Accept =>
+                    "the judge changed; accepted (--judge-changed accept): the run goes on with the old verdicts".into(),
+            }
+        )
+    }
+}
+
+/// The number of the next check of the folder (1 + the checks `fingerprint.jsonl` holds).
+fn next_session(dir: &std::path::Path) -> usize {
+    std::fs::read_to_string(dir.join("fingerprint.jsonl"))
+        .map_or(0, |t| t.lines().filter(|l| !l.trim().is_empty()).count())
+        + 1
+}
+
+/// Append a check to the folder's `fingerprint.jsonl` (flushed and synced).
+///
+/// # Errors
+/// [`RunError::Io`] naming the file.
+pub fn record(dir: &std::path::Path, check: &Check) -> Result<(), RunError> {
+    let path = dir.join("fingerprint.jsonl");
+    let io = |source| RunError::Io { path: path.clone(), source };
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
+    let line = serde_json::to_string(check).expect("serialisable") + "\n";
+    f.write_all(line.as_bytes()).and_then(|()| f.sync_data()).map_err(io)
+}
+
+/// Run the check for a live judge with `fingerprint.queries` > 0 whose run folder holds its
+/// verdicts; `None` when there is nothing to check (a fresh run: its verdicts become the
+/// reference a later run checks against). The decision is `Passed` or `Stopped`; the caller
+/// applies `--judge-changed` and records the check.
+///
+/// # Errors
+/// [`RunError`]: the folder's lock or books, a failed query of the check.
+pub async fn check(cfg: &Config, judge: Arc<dyn Judge>, queries_wanted: usize) -> Result<Option<Check>, RunError> {
+    let dir = &cfg.run_dir;
+    if queries_wanted == 0 || !dir.join("verdicts.jsonl").exists() {
+        return Ok(None);
+    }
+    let _lock = crate::store::lock::RunLock::acquire(dir)?;
+    let (records, _, _) = crate::store::ledger::read_records(&dir.join("verdicts.jsonl"))?;
+    let queries = RunQueries::new(cfg, judge.as_ref());
+    let all = queries.stored_verdicts(&records, 1.0);
+    // A run with nothing left to ask (its comparisons all stored) asks nothing, so nothing
+    // would be mixed: no check.
+    if cfg.raw.budget.max_comparisons.is_some_and(|m| all.len() as u64 >= m) || all.len() >= queries.n_pairs() {
+        return Ok(None);
+    }
+    let stored: HashMap<(usize, usize), f64> = all.into_iter().filter_map(|v| v.y.map(|y| ((v.a, v.b), y))).collect();
+    if stored.is_empty() {
+        return Ok(None);
+    }
+    let session = next_session(dir);
+    // Both orders of a pair first, in a seeded order; then single orders.
+    let mut both: Vec<(usize, usize)> =
+        stored.keys().filter(|&&(a, b)| a < b && stored.contains_key(&(b, a))).copied().collect();
+    let mut single: Vec<(usize, usize)> =
+        stored.keys().filter(|&&(a, b)| !stored.contains_key(&(b, a))).copied().collect();
+    both.sort_unstable();
+    single.sort_unstable();
+    let mut rng = crate::domain::rng::stream(cfg.raw.acquisition.seed, "fingerprint", session as u64);
+    both.shuffle(&mut rng);
+    single.shuffle(&mut rng);
+    let picks: Vec<(usize, usize)> =
+        both.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).chain(single).take(queries_wanted).collect();
+    let allowed =
+        fingerprint::flip_rate(&both.iter().map(|&(a, b)| (stored[&(a, b)], stored[&(b, a)])).collect::<Vec<_>>())
+            .unwrap_or(0.0);
+    let (books, warnings) = Books::open_files(dir, &FINGERPRINT_BOOKS)?;
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    let max_usd = cfg.raw.budget.max_usd.filter(|_| judge.has_price());
+    let (mut budget, _) = Budget::for_folder(dir, None, max_usd, 0)?;
+    let pool = Arc::new(cfg.pool.clone());
+    let prefix = format!("fingerprint {session}: ");
+    let mut disp: Dispatcher<()> = Dispatcher::new(judge.clone(), books);
+    let todo = picks.iter().map(|&(a, b)| (pool.clone(), a, b, ()));
+    let report = disp
+        .dispatch_all_prefixed(todo, &mut budget, cfg.raw.acquisition.concurrency.max(1), &prefix, |_| Flow::Continue)
+        .await?;
+    let books = disp.close().await?;
+    let mut cost_usd = 0.0;
+    for s in &report.settled {
+        if let DispatchOutcome::Verdict { cost_usd: c, .. } = s.outcome {
+            cost_usd += c;
+        }
+    }
+    let pairs: Vec<Reasked> = picks
+        .iter()
+        .map(|&(a, b)| {
+            let before = stored[&(a, b)];
+            let after = books.log().get(&format!("{prefix}{}", judge.cache_key(&pool, a, b))).and_then(|r| r.reply.y);
+            Reasked {
+                a: pool.items[a].id.clone(),
+                b: pool.items[b].id.clone(),
+                before,
+                after,
+                changed: after.is_some_and(|y| fingerprint::changed(before, y)),
+            }
+        })
+        .collect();
+    let test = fingerprint::test(&pairs, allowed);
+    let decision = if test.judge_changed { Decision::Stopped } else { Decision::Passed };
+    Ok(Some(Check { session, judge: judge.describe(), pairs, test, decision, namespace: None, cost_usd }))
+}

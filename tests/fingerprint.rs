@@ -1,0 +1,163 @@
+//! The judge fingerprint (docs/live.md, "Judge fingerprint") against the in-process fake
+//! OpenAI server: a judge that flips its preference behind the same name is stopped with the
+//! changed pairs named, one that jitters within its noise passes, `--judge-changed new` and
+//! `accept` go on (recorded), and the check's cost is booked against the folder.
+
+use crate::common::fake_openai::{FakeOpenAi, TEMPLATE, fixed_usage, longer_wins};
+use crate::common::*;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+const POOL_ID: &str = "dm-test-2377095dda83df778e34304b7a09813808105d3b";
+
+type Flips = Arc<Mutex<HashSet<(String, String)>>>;
+
+/// A fake judge: the longer answer wins, except on the ordered pairs (A text, B text) in `flips`.
+fn server(flips: &Flips) -> FakeOpenAi {
+    let f = flips.clone();
+    FakeOpenAi::start_with(
+        Box::new(move |a: &str, b: &str| {
+            let v = longer_wins(a, b);
+            if f.lock().unwrap().contains(&(a.to_string(), b.to_string())) {
+                if v == "[[A]]" { "[[B]]".into() } else { "[[A]]".into() }
+            } else {
+                v
+            }
+        }),
+        Box::new(fixed_usage),
+    )
+}
+
+fn config(dir: &Path, out: &str, base_url: &str) -> PathBuf {
+    write(dir, "prompts/test.j2", TEMPLATE);
+    let yaml = format!(
+        "name: fp\nout_dir: {out}\npool:\n  file: {pool}\n  id: {POOL_ID}\nk: 3\njudge:\n  openai:\n    base_url: {base_url}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    api_key_env: TOPK_FP_UNSET_KEY\n    api_key_required: false\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition:\n  seed: 3\n  mc_draws: 200\nbudget:\n  max_comparisons: 32\n  max_usd: 1.0\n",
+        pool = summeval().display()
+    );
+    write(dir, &format!("{out}.yaml"), &yaml)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn run(dir: &Path, cfg: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", cfg.to_str().unwrap(), "--quiet"];
+    args.extend(extra);
+    run_bin(dir, &args)
+}
+
+/// The texts of an item of the pool.
+fn texts() -> std::collections::HashMap<String, String> {
+    let text = std::fs::read_to_string(summeval()).unwrap();
+    let pool: Value =
+        text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|p| p["pool_id"] == POOL_ID).unwrap();
+    pool["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["id"].as_str().unwrap().into(), i["text"].as_str().unwrap().into()))
+        .collect()
+}
+
+#[test]
+fn a_judge_that_changed_behind_its_name_is_stopped_and_the_user_decides() {
+    let flips: Flips = Arc::default();
+    let fake = server(&flips);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A first run stores 24 verdicts (a fresh run checks nothing: its verdicts are the reference).
+    let a = config(d, "a", &fake.base_url);
+    let out = run(d, &a, &["--max-comparisons", "24"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!d.join("a/fp/fingerprint.jsonl").exists());
+    for copy in ["b", "c", "j"] {
+        copy_dir(&d.join("a/fp"), &d.join(copy).join("fp"));
+    }
+    // The same judge, resumed: 8 stored verdicts asked again, none changed, the run goes on.
+    let out = run(d, &a, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("judge fingerprint: 0 of 8 re-asked stored verdicts changed"), "{}", text(&out));
+    let checks = lines(&d.join("a/fp/fingerprint.jsonl"));
+    assert_eq!((checks.len(), checks[0]["decision"].as_str()), (1, Some("passed")));
+    // Its cost is booked in the fingerprint books and counted in the folder's spend.
+    let fp_cost: f64 =
+        lines(&d.join("a/fp/fingerprint_verdicts.jsonl")).iter().map(|r| r["cost_usd"].as_f64().unwrap()).sum();
+    let run_cost: f64 = lines(&d.join("a/fp/verdicts.jsonl")).iter().map(|r| r["cost_usd"].as_f64().unwrap()).sum();
+    assert_eq!(lines(&d.join("a/fp/fingerprint_verdicts.jsonl")).len(), 8);
+    assert!((fp_cost - 8.0 * (100.0 + 2.0 * 3.0) / 1e6).abs() < 1e-12, "{fp_cost}");
+    let r = json(&d.join("a/fp/result.json"));
+    assert_eq!(r["comparisons"], 32, "the fingerprint's queries are not the run's comparisons");
+    assert!(
+        (r["folder_spend"]["spend_usd"].as_f64().unwrap() - (fp_cost + run_cost)).abs() < 1e-9,
+        "{}",
+        r["folder_spend"]
+    );
+    // The pairs it re-asks, from the same stored state, are the same in the copies.
+    let pairs: Vec<(String, String)> = checks[0]["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["a"].as_str().unwrap().to_string(), p["b"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(pairs.len(), 8);
+    let t = texts();
+    let flip = |n: usize| {
+        let mut f = flips.lock().unwrap();
+        f.clear();
+        for (a, b) in &pairs[..n] {
+            f.insert((t[a].clone(), t[b].clone()));
+        }
+    };
+    // Jitter within its noise: 1 of 8 changed passes.
+    flip(1);
+    let out = run(d, &config(d, "j", &fake.base_url), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("judge fingerprint: 1 of 8 re-asked stored verdicts changed"), "{}", text(&out));
+    // The judge flips on 6 of the 8 pairs: stopped before any other query, the pairs named.
+    flip(6);
+    let b = config(d, "b", &fake.base_url);
+    let before = lines(&d.join("b/fp/verdicts.jsonl")).len();
+    let out = run(d, &b, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let e = text(&out);
+    assert!(e.contains("6 of 8 changed: ") && e.contains(&format!("{} vs {}: ", pairs[0].0, pairs[0].1)), "{e}");
+    assert!(e.contains("--judge-changed new") && e.contains("--judge-changed accept"), "{e}");
+    assert_eq!(lines(&d.join("b/fp/verdicts.jsonl")).len(), before, "nothing new mixed into the cache");
+    assert_eq!(lines(&d.join("b/fp/fingerprint.jsonl"))[0]["decision"], "stopped");
+    // --judge-changed new: a new namespace; the old verdicts are kept and not used.
+    let out = run(d, &b, &["--judge-changed", "new"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let checks = lines(&d.join("b/fp/fingerprint.jsonl"));
+    assert_eq!(
+        (checks[1]["decision"].as_str(), checks[1]["namespace"].as_str()),
+        (Some("new"), Some("judge-changed-2"))
+    );
+    let r = json(&d.join("b/fp/result.json"));
+    assert_eq!(r["comparisons"], 32, "32 verdicts of the new namespace, none of the old 24 reused");
+    assert_eq!(lines(&d.join("b/fp/verdicts.jsonl")).len(), before + 32);
+    // --judge-changed accept: goes on with the old verdicts, recorded.
+    let c = config(d, "c", &fake.base_url);
+    let out = run(d, &c, &["--judge-changed", "accept"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("accepted (--judge-changed accept)"), "{}", text(&out));
+    assert_eq!(lines(&d.join("c/fp/fingerprint.jsonl"))[0]["decision"], "accept");
+    assert_eq!(json(&d.join("c/fp/result.json"))["comparisons"], 32);
+}
