@@ -2,7 +2,8 @@
 //!
 //! A few stored ordered pairs are asked again and each new verdict is compared with the stored
 //! one. A pair *changed* when the two verdicts name different winners (y on opposite sides of
-//! ½, a tie counting as a side of its own when the other verdict is decided by at least ½).
+//! ½, a tie counting as a side of its own when the other verdict is decided by at least ½); a
+//! soft verdict's P(A) must also move by at least [`SOFT_MIN_MOVE`].
 //! Against the judge's own noise — the share of changes it allows, `allowed` (at least
 //! [`MIN_ALLOWED`], or the judge's observed flip rate between the two orders of its stored
 //! pairs when that is higher) — the one-sided binomial test
@@ -33,8 +34,17 @@ pub struct Reasked {
     pub changed: bool,
 }
 
-/// Whether two verdicts name different winners.
+/// The least move of a soft verdict's P(A) across ½ that counts as a change (0.55 → 0.45 is
+/// jitter around a coin flip, 0.8 → 0.3 a change).
+pub const SOFT_MIN_MOVE: f64 = 0.2;
+
+/// Whether two verdicts name different winners: hard verdicts (0, ½, 1) by agreement, soft ones
+/// by their P(A), which must cross ½ by at least [`SOFT_MIN_MOVE`] in all.
 pub fn changed(before: f64, after: f64) -> bool {
+    let soft = |y: f64| y > 0.0 && y < 1.0 && (y - 0.5).abs() > 1e-9;
+    if (soft(before) || soft(after)) && (before - after).abs() < SOFT_MIN_MOVE {
+        return false;
+    }
     let side = |y: f64| {
         if (y - 0.5).abs() < 1e-9 {
             0
@@ -103,6 +113,7 @@ mod tests {
     #[test]
     fn six_of_eight_changed_is_a_changed_judge_and_one_is_noise() {
         assert!(changed(1.0, 0.0) && changed(0.8, 0.3) && !changed(0.8, 0.6) && !changed(0.5, 0.7));
+        assert!(!changed(0.55, 0.45), "soft jitter around ½");
         assert!(changed(0.5, 0.0), "a tie against a decided verdict by ≥ ½");
         let six: Vec<Reasked> = (0..8).map(|i| if i < 6 { r(1.0, 0.0) } else { r(1.0, 1.0) }).collect();
         let t = test(&six, 0.0);

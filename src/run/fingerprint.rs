@@ -2,8 +2,9 @@
 //! resumes stored verdicts of a live judge, re-ask a few of them and test whether the judge
 //! still answers as it did ([`crate::analysis::fingerprint`]).
 //!
-//! The pairs are this judge's stored valid verdicts, both orders of a pair first, in a seeded
-//! order (stream `fingerprint`, keyed by the check's session number). The queries go through
+//! The pairs are this judge's stored valid verdicts, both orders of a pair first, nearest the
+//! top-k boundary first (π of the last fits.jsonl line near ½), ties in a seeded order (stream
+//! `fingerprint`, keyed by the check's session number). The queries go through
 //! the folder's budget like any other (reserved at their worst case before they are sent) and
 //! are booked in the fingerprint books ([`FINGERPRINT_BOOKS`]) under keys of their own
 //! (`fingerprint N: <cache key>`), never among the run's verdicts. Each check appends a line
@@ -93,6 +94,16 @@ impl Check {
     }
 }
 
+/// π by base of the last line of the folder's fits.jsonl, if readable.
+fn last_membership(dir: &std::path::Path) -> Option<std::collections::BTreeMap<String, f64>> {
+    let text = std::fs::read_to_string(dir.join("fits.jsonl")).ok()?;
+    text.lines().rev().find_map(|l| serde_json::from_str::<crate::report::FitLine>(l).ok()).map(|f| f.membership)
+}
+
+fn pool_pi(pi: &std::collections::BTreeMap<String, f64>, base: &str) -> f64 {
+    pi.get(base).copied().unwrap_or(0.5)
+}
+
 /// The number of the next check of the folder (1 + the checks `fingerprint.jsonl` holds).
 fn next_session(dir: &std::path::Path) -> usize {
     std::fs::read_to_string(dir.join("fingerprint.jsonl"))
@@ -148,6 +159,15 @@ pub async fn check(cfg: &Config, judge: Arc<dyn Judge>, queries_wanted: usize) -
     let mut rng = crate::domain::rng::stream(cfg.raw.acquisition.seed, "fingerprint", session as u64);
     both.shuffle(&mut rng);
     single.shuffle(&mut rng);
+    // Nearest the top-k boundary first (by the last fit's π, when fits.jsonl has one): the
+    // pairs whose verdicts matter most for the ranking. A stable sort keeps the seeded order
+    // among equals.
+    if let Some(pi) = last_membership(dir) {
+        let base = |i: usize| pool_pi(&pi, &cfg.pool.bases[cfg.pool.item_base[i]]);
+        let near = |&(a, b): &(usize, usize)| (((base(a) - 0.5).abs() + (base(b) - 0.5).abs()) * 1e6).round() as i64;
+        both.sort_by_key(near);
+        single.sort_by_key(near);
+    }
     let picks: Vec<(usize, usize)> =
         both.iter().flat_map(|&(a, b)| [(a, b), (b, a)]).chain(single).take(queries_wanted).collect();
     let allowed =
