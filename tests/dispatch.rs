@@ -33,7 +33,8 @@ fn live_judge(fake: &FakeOpenAi, indent: &str, timeout_s: f64) -> String {
 /// A mock run whose gate asks a live trusted judge on 10 anchors (20 ordered queries).
 fn gated_run(dir: &Path, fake: &FakeOpenAi) -> PathBuf {
     write(dir, "prompts/test.j2", TEMPLATE);
-    let gate = format!("gate:\n  anchors: 10\n  trusted:\n{}", live_judge(fake, "    ", 60.0));
+    // (continues the budget: a live trusted judge needs budget.max_usd)
+    let gate = format!("  max_usd: 1.0\ngate:\n  anchors: 10\n  trusted:\n{}", live_judge(fake, "    ", 60.0));
     mock_config(dir, "gated", 60, &gate)
 }
 

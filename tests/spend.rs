@@ -219,7 +219,20 @@ fn audit_and_gate_need_a_budget_and_audit_enforces_it_in_flight() {
     );
     let g = write(dir.path(), "g.yaml", &yaml);
     let out = run_bin(dir.path(), &["run", g.to_str().unwrap()]);
-    assert!(!out.status.success() && text(&out).contains("a live judge needs a budget"), "{}", text(&out));
+    assert!(
+        !out.status.success()
+            && text(&out).contains("budget.max_usd: the gate's trusted judge (gate.trusted) is a live judge"),
+        "{}",
+        text(&out)
+    );
+    // A comparison limit does not bound the gate's dollars.
+    let g = write(dir.path(), "g2.yaml", &format!("{yaml}budget: {{max_comparisons: 10}}\n"));
+    let out = run_bin(dir.path(), &["run", g.to_str().unwrap()]);
+    assert!(
+        !out.status.success() && text(&out).contains("only budget.max_usd bounds what it spends"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// During a 1.5-second rate limit, `Retry-After: 0` or an HTTP-date already past is no hint:

@@ -542,9 +542,16 @@ impl Config {
         check_acquisition(&mut raw.acquisition).map_err(inv)?;
         raw.certify.check().map_err(inv)?;
         // A live trusted judge of the gate spends from the same budget.
-        let live = matches!(raw.judge, JudgeConfig::Openai(_))
-            || raw.gate.as_ref().and_then(|g| g.trusted.as_ref()).is_some_and(|t| matches!(t, JudgeConfig::Openai(_)));
-        check_budget(&raw.budget, live).map_err(inv)?;
+        let live_gate =
+            raw.gate.as_ref().and_then(|g| g.trusted.as_ref()).is_some_and(|t| matches!(t, JudgeConfig::Openai(_)));
+        check_budget(&raw.budget, matches!(raw.judge, JudgeConfig::Openai(_))).map_err(inv)?;
+        // Its queries are not comparisons of the run: only max_usd (or `unlimited`) bounds them.
+        if live_gate && raw.budget.max_usd.is_none() && !raw.budget.unlimited {
+            return Err(inv(InvalidSetting::new(
+                "budget.max_usd",
+                "the gate's trusted judge (gate.trusted) is a live judge: its queries are not comparisons of the run, so only budget.max_usd bounds what it spends; set budget.max_usd, or write `budget: unlimited` to run without a limit on purpose",
+            )));
+        }
         let g = raw.interrupt_grace_s;
         if !(0.0..=86_400.0).contains(&g) {
             return Err(inv(InvalidSetting::new("interrupt_grace_s", format!("{g} must be in [0, 86400] seconds"))));

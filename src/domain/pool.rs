@@ -471,8 +471,14 @@ impl Covariates {
 
 /// What is wrong with an id (pool, item, base, system) that would reach a terminal, an SVG or a
 /// report: control characters (ESC, BEL, CR, …, which a terminal runs) or bidirectional
-/// overrides (U+202A–U+202E, U+2066–U+2069, which reorder what is shown). `None` for a fine id.
+/// overrides (U+202A–U+202E, U+2066–U+2069, which reorder what is shown), or a backtick (which
+/// ends the code spans ids are written in, in the Markdown reports). `None` for a fine id.
 pub fn id_problem(id: &str) -> Option<String> {
+    if id.contains('`') {
+        return Some(format!(
+            "{id:?} holds a backtick (`); ids are written as code in the Markdown reports, where a backtick would end them: rename the item"
+        ));
+    }
     let bad = id
         .chars()
         .find(|c| c.is_control() || ('\u{202a}'..='\u{202e}').contains(c) || ('\u{2066}'..='\u{2069}').contains(c))?;
@@ -570,6 +576,14 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_that_would_run_in_a_terminal_or_break_a_report_are_refused() {
+        assert_eq!(id_problem("M12"), None);
+        assert!(id_problem("M\u{1b}[31m").unwrap().contains("U+001B"));
+        assert!(id_problem("a\u{202e}b").unwrap().contains("U+202E"));
+        assert!(id_problem("M`1").unwrap().contains("holds a backtick"));
+    }
 
     fn item(id: &str, text: &str) -> Item {
         Item {

@@ -21,8 +21,9 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
         // Advice addressed to programmers using the parser, not to users of the file.
         let m = m.replace(", set DuplicateKeyPolicy in Options if acceptable", "");
         let m = plain_number_message(text, m);
-        // A missing field is reported where the parser gave up (often the last key): no key name.
-        YamlError(if m.contains("missing field") { m } else { name_the_key(text, m) })
+        // A missing field is reported where the parser gave up (another key of the mapping that
+        // lacks it): name that mapping instead of pointing at an unrelated line.
+        YamlError(if m.contains("missing field") { missing_field(text, &m) } else { name_the_key(text, m) })
     })
 }
 
@@ -52,6 +53,19 @@ fn plain_number_message(text: &str, msg: String) -> String {
         None => format!("expected {expected}"),
     };
     msg.replace(raw, &words)
+}
+
+/// "missing field `k` at the top level" / "… in `judge.openai`", without the parser's excerpt
+/// (its caret marks where parsing stopped, not where the key belongs).
+fn missing_field(text: &str, msg: &str) -> String {
+    let first = msg.lines().next().unwrap_or(msg);
+    let Some(at) = first.find("missing field") else { return msg.to_string() };
+    let what = first[at..].trim_end();
+    let mapping = location(msg).and_then(|(line, _)| key_path_at(text, line)).map(|p| match p.rsplit_once('.') {
+        Some((parent, _)) => format!(" in `{parent}`"),
+        None => " at the top level of the document".to_string(),
+    });
+    format!("{what}{}", mapping.unwrap_or_default())
 }
 
 /// "line N column M" at the start of a parser message.
@@ -196,6 +210,15 @@ mod tests {
             max_comparisons: Option<u64>,
             max_usd: Option<f64>,
         }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Top {
+            k: u64,
+            budget: Inner,
+            name: String,
+        }
+        let e = from_str::<Top>("name: x\nbudget:\n  max_usd: 1\n").unwrap_err().0;
+        assert_eq!(e, "missing field `k` at the top level of the document");
         let e = from_str::<B>("budget: {max_comparisons: 4, max_usd: abc}\n").unwrap_err().0;
         assert!(e.contains("(key `budget.max_usd`): expected a number, found \"abc\""), "{e}");
     }
