@@ -103,3 +103,50 @@ fn help_texts_cite_only_the_projects_own_docs() {
         assert!(!text.contains("SPEC") && !text.contains("../"), "{args:?}: {text}");
     }
 }
+
+/// Every `topk-judge …` command in the shell blocks of the README and docs parses with the
+/// binary's own command line (subcommands, options and their values as documented).
+#[test]
+fn every_documented_command_parses() {
+    use clap::Parser;
+    let mut files = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    let mut checked = 0;
+    let mut bad = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut in_sh = false;
+        for line in text.lines() {
+            let t = line.trim_start();
+            if t.starts_with("```") {
+                in_sh = !in_sh && (t == "```sh" || t == "```bash" || t == "```shell");
+                continue;
+            }
+            if !in_sh {
+                continue;
+            }
+            let cmd = t.split(" #").next().unwrap().trim();
+            let Some(at) = cmd.find("topk-judge ") else { continue };
+            if !(at == 0 || cmd[..at].ends_with(' ')) || cmd.contains('|') || cmd.contains('<') {
+                continue;
+            }
+            let words: Vec<String> = cmd[at..]
+                .split_whitespace()
+                .map(|w| w.trim_matches(['"', '\'']).to_string())
+                .take_while(|w| w != "&&" && w != ";" && w != ">" && w != "&")
+                .collect();
+            checked += 1;
+            if let Err(e) = topk_judge::cli::Cli::try_parse_from(&words) {
+                let first = e.to_string().lines().next().unwrap_or("").to_string();
+                bad.push(format!("{}: {cmd}\n    {first}", f.file_name().unwrap().to_string_lossy()));
+            }
+        }
+    }
+    assert!(checked >= 20, "found only {checked} documented commands");
+    assert!(bad.is_empty(), "documented commands that do not parse:\n{}", bad.join("\n"));
+}
