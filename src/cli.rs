@@ -71,7 +71,17 @@ pub struct ManArgs {}
 /// ~/.local/share/bash-completion/completions/topk-judge`).
 pub fn completions(args: &CompletionsArgs) -> std::process::ExitCode {
     let mut cmd = Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "topk-judge", &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "topk-judge", &mut script);
+    let mut script = String::from_utf8_lossy(&script).into_owned();
+    if args.shell == clap_complete::Shell::Bash {
+        // clap_complete names the bash cases of a hyphenated binary `topk__subcmd__judge__…`
+        // but sets `cmd="topk__judge__…"`, so nothing after the subcommand would complete
+        // (clap-rs/clap#6421): name the cases as the loop does.
+        script = script.replace("topk__subcmd__judge", "topk__judge");
+    }
+    use std::io::Write;
+    let _ = std::io::stdout().write_all(script.as_bytes());
     std::process::ExitCode::SUCCESS
 }
 

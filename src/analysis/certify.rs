@@ -101,7 +101,8 @@ pub fn too_few_draws(draws: usize, epsilon: f64) -> Option<String> {
     let need = min_draws(epsilon);
     (draws > 0 && draws < need).then(|| {
         format!(
-            "{draws} Monte-Carlo draws cannot resolve π at ε = {epsilon}: at least {need} are needed (acquisition.mc_draws, or fit --draws)"
+            "{draws} Monte-Carlo draw{} cannot resolve π at ε = {epsilon}: at least {need} are needed (acquisition.mc_draws, or fit --draws)",
+            if draws == 1 { "" } else { "s" }
         )
     })
 }

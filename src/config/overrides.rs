@@ -16,8 +16,10 @@ pub struct Override {
     pub given: String,
     /// The key path, split at dots.
     pub key: Vec<String>,
-    /// The value, parsed as YAML.
+    /// The value, parsed as YAML (text when it is not YAML).
     pub value: serde_json::Value,
+    /// The value as typed.
+    pub raw: String,
 }
 
 impl Override {
@@ -45,13 +47,14 @@ impl Override {
         if key.iter().any(String::is_empty) {
             return Err(format!("{given}: the key has an empty part; expected a dotted key such as budget.max_usd"));
         }
+        let raw = value.to_string();
         let value = if value.trim().is_empty() {
             serde_json::Value::String(String::new())
         } else {
             crate::store::yaml::from_str::<serde_json::Value>(value)
-                .map_err(|e| format!("{given}: the value is not YAML: {e}"))?
+                .unwrap_or_else(|_| serde_json::Value::String(value.to_string()))
         };
-        Ok(Self { given: given.to_string(), key, value })
+        Ok(Self { given: given.to_string(), key, value, raw })
     }
 
     /// The dotted key.
@@ -68,8 +71,7 @@ impl Override {
             }
             let serde_json::Value::Object(map) = at else {
                 return Err(format!(
-                    "{}: {} is not a mapping in the config, so it has no key {part:?}",
-                    self.given,
+                    "{} is not a mapping in the config, so it has no key {part:?}",
                     self.key[..i].join(".")
                 ));
             };
@@ -95,6 +97,34 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     }
     // The file must at least be YAML; its own faults are reported with their lines.
     let mut doc: serde_json::Value = super::read_document(path)?;
+    for o in overrides {
+        check_judge_kind(&doc, o)?;
+    }
+    // Block-style keys are set in the text itself, so every other value keeps the text it was
+    // written with (`id: 001` stays "001") and the new value is read for its key's type, as if
+    // written there (`model: yes` is a name, not a boolean).
+    let original = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+    let mut patched = Some(crate::store::text::strip_bom_str(&original).to_string());
+    for o in overrides {
+        patched = patched.and_then(|t| patch_text(&t, &o.key, &yaml_value(&o.raw)));
+    }
+    if let Some(text) = patched {
+        return crate::store::yaml::from_str::<T>(&text).map_err(|e| {
+            // The override whose key (or a prefix of it) the message names.
+            let named = overrides.iter().rev().find(|o| {
+                (1..=o.key.len()).any(|n| e.0.contains(&format!("(key `{}`)", o.key[..n].join("."))))
+                    || e.0.contains(&format!("`{}`", o.dotted()))
+                    || e.0.contains(&format!("field `{}`", o.key.last().map_or("", |k| k.as_str())))
+            });
+            match named {
+                Some(o) => ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0) },
+                None => ConfigError::Yaml {
+                    path: path.to_owned(),
+                    msg: e.0.replace("--> <input>:", &format!("--> {}:", path.display())),
+                },
+            }
+        });
+    }
     for o in overrides {
         o.apply(&mut doc).map_err(|msg| ConfigError::Set { given: o.given.clone(), msg })?;
     }
@@ -129,6 +159,105 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
             }
         }
     }
+}
+
+/// A `judge.<kind>.…` override on a config whose judge is another kind: say so (the parser would
+/// only say that an enum variant has two keys).
+fn check_judge_kind(doc: &serde_json::Value, o: &Override) -> Result<(), ConfigError> {
+    if o.key.len() < 2 || o.key[0] != "judge" {
+        return Ok(());
+    }
+    let Some(serde_json::Value::Object(j)) = doc.get("judge") else { return Ok(()) };
+    match j.keys().next() {
+        Some(kind) if j.len() == 1 && kind != &o.key[1] => Err(ConfigError::Set {
+            given: o.given.clone(),
+            msg: format!(
+                "this config's judge is `{kind}`; judge.{}.… settings (and --base-url, which sets judge.openai.base_url) apply only to a judge of that kind",
+                o.key[1]
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The YAML text of an override's value: as typed when it reads as a plain scalar, a flow
+/// mapping or a sequence; else quoted (an `@` or `*` at the start, `: ` or ` #` inside).
+fn yaml_value(raw: &str) -> String {
+    let t = raw.trim();
+    if t.is_empty() {
+        return "\"\"".into();
+    }
+    if t.starts_with(['{', '[']) {
+        return t.to_string();
+    }
+    if t.starts_with(['\'', '"']) {
+        // Quoted by the user: YAML as typed.
+        return t.to_string();
+    }
+    let indicator = t == "-"
+        || t.starts_with("- ")
+        || t.starts_with(['?', ':', ',', ']', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`', '~']);
+    if indicator || t.contains(": ") || t.contains(" #") || t != raw {
+        serde_json::to_string(raw).expect("a string serialises")
+    } else {
+        t.to_string()
+    }
+}
+
+/// Set `key` to `value` (YAML text) in a block-style YAML document, keeping every other line
+/// as written: the key's line is rewritten (its nested lines dropped), or the missing keys are
+/// added at the end of the innermost mapping that exists. `None` when the way there is not
+/// block style (a flow mapping), which the caller handles otherwise.
+fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let indent_of = |l: &str| l.len() - l.trim_start().len();
+    let meaningful = |l: &str| !l.trim().is_empty() && !l.trim_start().starts_with('#');
+    // The block of the current mapping: lines [start, end), its parent's indent.
+    let (mut start, mut end, mut parent_indent): (usize, usize, Option<usize>) = (0, lines.len(), None);
+    for (depth, k) in key.iter().enumerate() {
+        let child_indent = lines[start..end].iter().find(|l| meaningful(l)).map(|l| indent_of(l));
+        let found = child_indent.and_then(|ci| {
+            (start..end).find(|&i| {
+                let l = &lines[i];
+                meaningful(l) && indent_of(l) == ci && {
+                    let body = l.trim_start();
+                    body.strip_prefix(k.as_str()).is_some_and(|r| r.starts_with(':'))
+                }
+            })
+        });
+        let Some(i) = found else {
+            // Add the rest of the path at the end of this mapping.
+            let ind = child_indent.unwrap_or_else(|| parent_indent.map_or(0, |p| p + 2));
+            let mut add = Vec::new();
+            for (j, kk) in key[depth..].iter().enumerate() {
+                let pad = " ".repeat(ind + 2 * j);
+                if depth + j + 1 == key.len() {
+                    add.push(format!("{pad}{kk}: {value}"));
+                } else {
+                    add.push(format!("{pad}{kk}:"));
+                }
+            }
+            // After the mapping's last meaningful line.
+            let at = (start..end).rev().find(|&i| meaningful(&lines[i])).map_or(start, |i| i + 1);
+            lines.splice(at..at, add);
+            return Some(lines.join("\n") + "\n");
+        };
+        let ind = indent_of(&lines[i]);
+        // The end of this key's block: the next meaningful line at or above its indent.
+        let block_end = (i + 1..end).find(|&j| meaningful(&lines[j]) && indent_of(&lines[j]) <= ind).unwrap_or(end);
+        if depth + 1 == key.len() {
+            lines[i] = format!("{}{}: {value}", " ".repeat(ind), key[depth]);
+            lines.drain(i + 1..block_end);
+            return Some(lines.join("\n") + "\n");
+        }
+        let after = lines[i].trim_start()[k.len() + 1..].trim();
+        if !(after.is_empty() || after.starts_with('#')) {
+            // A value on the key's line (a flow mapping, a scalar): not block style.
+            return None;
+        }
+        (start, end, parent_indent) = (i + 1, block_end, Some(ind));
+    }
+    None
 }
 
 /// The parser's message without its "line N column M" and excerpt (they point into the merged
@@ -207,6 +336,7 @@ impl OverrideArgs {
                 // URLs and names are text whatever they look like.
                 if matches!(flag, "--base-url" | "--name") {
                     o.value = serde_json::Value::String(value.clone());
+                    o.raw = serde_json::to_string(value).expect("a string serialises");
                 }
                 v.push(o);
             }
@@ -232,6 +362,32 @@ mod tests {
         Override::parse("budget.max_usd=2").unwrap().apply(&mut doc).unwrap();
         assert_eq!(doc["budget"]["max_usd"], serde_json::json!(2));
         let e = Override::parse("k.deep=1").unwrap().apply(&mut doc).unwrap_err();
-        assert_eq!(e, "--set k.deep=1: k is not a mapping in the config, so it has no key \"deep\"");
+        assert_eq!(e, "k is not a mapping in the config, so it has no key \"deep\"");
+    }
+
+    #[test]
+    fn the_text_is_patched_in_place_and_keeps_every_other_value_as_written() {
+        let text = "name: x\npool:\n  file: p.jsonl\n  id: 001   # kept\njudge:\n  mock:\n    seed: 7\nbudget: {max_comparisons: 4}\n";
+        let k = |s: &str| s.split('.').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            patch_text(text, &k("judge.mock.seed"), "9").unwrap(),
+            "name: x\npool:\n  file: p.jsonl\n  id: 001   # kept\njudge:\n  mock:\n    seed: 9\nbudget: {max_comparisons: 4}\n"
+        );
+        assert_eq!(
+            patch_text(text, &k("judge.mock.pos_bias"), "1").unwrap(),
+            "name: x\npool:\n  file: p.jsonl\n  id: 001   # kept\njudge:\n  mock:\n    seed: 7\n    pos_bias: 1\nbudget: {max_comparisons: 4}\n"
+        );
+        assert!(patch_text(text, &k("certify.epsilon"), "0.1").unwrap().ends_with("certify:\n  epsilon: 0.1\n"));
+        assert_eq!(patch_text(text, &k("budget.max_usd"), "1"), None, "a flow mapping on the way");
+        assert!(
+            patch_text(text, &k("judge"), "{replay: {file: r}}")
+                .unwrap()
+                .contains("judge: {replay: {file: r}}\nbudget:")
+        );
+        assert_eq!(yaml_value("@cf/meta/llama"), "\"@cf/meta/llama\"");
+        assert_eq!(
+            (yaml_value("yes"), yaml_value(""), yaml_value("a #b")),
+            ("yes".into(), "\"\"".into(), "\"a #b\"".into())
+        );
     }
 }

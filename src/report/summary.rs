@@ -237,6 +237,9 @@ pub fn certified_lines(k: usize, rep: &Reporting) -> String {
     let c = &rep.certified;
     // Up to 6 decimals: ε = 0.49999 must not read as 0.5.
     let exact = |x: f64| {
+        if x != 0.0 && x.abs() < 1e-3 {
+            return format!("{x:e}");
+        }
         let t = format!("{x:.6}");
         t.trim_end_matches('0').trim_end_matches('.').to_string()
     };
@@ -255,7 +258,10 @@ pub fn certified_lines(k: usize, rep: &Reporting) -> String {
         let places = if open == 1 { "the other 1 place".to_string() } else { format!("the other {open} places") };
         let rest = match c.undecided.len() {
             // Every other item is out: the remaining places are spread thin over them.
-            0 => format!("no item is undecided: {places} are spread over items each with π ≤ {eps}"),
+            0 => format!(
+                "no item is undecided: {places} {} spread over items each with π ≤ {eps}",
+                if open == 1 { "is" } else { "are" }
+            ),
             1 => format!("{} competes for {places}", c.undecided[0]),
             _ => format!("{} compete for {places}", list_some(&c.undecided, 12)),
         };

@@ -321,6 +321,15 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             "holds credentials (user:password@, sent as HTTP Basic) and api_key_env names a key that is set (sent as Bearer); one request carries one of them: keep one, and set api_key_required: false when base_url carries them".into(),
         ));
     }
+    if let Err(err) = reqwest::Url::parse(&cfg.base_url) {
+        return Err(e(
+            "base_url",
+            format!(
+                "{} is not a URL ({err}); expected e.g. http://127.0.0.1:8088/v1",
+                super::secret::redact_url(&cfg.base_url)
+            ),
+        ));
+    }
     if !(cfg.base_url.starts_with("http://") || cfg.base_url.starts_with("https://")) {
         return Err(e(
             "base_url",
