@@ -28,7 +28,7 @@ pub struct DryRun {
 
 /// The dry run as text for the terminal.
 pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
-    let mut s = String::from("dry run: nothing was sent and nothing was written.\n");
+    let mut s = String::from("dry run: no query was sent and nothing was written.\n");
     s.push_str(&format!("judge: {}\n", judge.describe()));
     s.push_str(&format!(
         "pool {}: {} items, {} bases, {} ordered pairs; {} verdicts already stored; spend booked ${:.6} (verdicts, paid failures, possibly billed requests)\n",

@@ -428,13 +428,15 @@ impl<'a> Driver<'a> {
         let b = self.sched.budget();
         let epsilon = self.cfg.raw.certify.epsilon;
         // The undecided count of the current fit (by φ when computed, else by θ).
+        // Before the first verdict the fit is the prior's: no count to show.
         let undecided = self
             .current
             .as_ref()
+            .filter(|_| b.comparisons() > 0)
             .map(|(s, _)| observe::undecided(self.current_apparent.as_deref().unwrap_or(&s.membership), epsilon));
         let line = observe::ProgressLine {
             in_flight: self.sched.pending().len(),
-            per_minute: self.rate.per_minute(),
+            per_minute: self.rate.shown_per_minute(),
             spent_usd: b.spent_usd(),
             max_usd: self.cfg.raw.budget.max_usd,
             undecided,

@@ -55,6 +55,14 @@ pub fn rate_per_minute(n: u64, elapsed: Duration) -> f64 {
     if s > 0.0 { n as f64 * 60.0 / s } else { 0.0 }
 }
 
+impl Meter {
+    /// [`Meter::per_minute`] for the progress bar: 0 (not yet measured) until a second has
+    /// passed, so the first replies of a fast judge do not read as millions per minute.
+    pub fn shown_per_minute(&self) -> f64 {
+        if self.elapsed() < Duration::from_secs(1) { 0.0 } else { self.per_minute() }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
