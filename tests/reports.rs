@@ -271,13 +271,28 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
         .take(r.fit.ranking.len())
         .collect();
     assert_eq!(rows.len(), r.fit.ranking.len());
+    // The reported ranking (here the apparent one) leads, then what is certified, then θ̂ beside.
+    assert_eq!(r.fit.reporting.reported, topk_judge::analysis::ranking::RankingKind::Apparent);
+    let set = |id: &str| {
+        let c = &r.fit.reporting.certified;
+        if c.inside.iter().any(|x| x == id) {
+            "in"
+        } else if c.outside.iter().any(|x| x == id) {
+            "out"
+        } else {
+            "?"
+        }
+    };
     for (row, want) in rows.iter().zip(&r.fit.ranking) {
         assert_eq!(row[1], want.id);
-        assert_eq!(row[2], format!("{:.3}", want.theta));
-        assert_eq!(row[3], format!("{:.3}", want.sd));
-        assert_eq!(row[6], format!("{:.3}", want.membership));
-        let lo: f64 = row[4].parse().unwrap();
-        assert!((lo - (want.theta - 2.0 * want.sd)).abs() <= 5e-4);
+        assert_eq!(row[2], format!("{:.3}", want.phi));
+        assert_eq!(row[4], format!("{:.3}", want.membership_apparent));
+        assert_eq!(row[6], set(&want.id));
+        let (lo, hi) = want.rank_interval.unwrap();
+        assert_eq!(row[7], format!("{lo}–{hi}"));
+        assert_eq!(row[9], format!("{:.3}", want.theta));
+        assert_eq!(row[10], format!("{:.3}", want.sd));
+        assert_eq!(row[11], format!("{:.3}", want.membership));
     }
     assert!(md.contains(&format!("κ̂ = {:.3} ± {:.3}", r.fit.kappa, r.fit.kappa_sd)));
     assert!(md.contains(&format!("top-3: {}", r.fit.topk.join(", "))));

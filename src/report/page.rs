@@ -282,22 +282,25 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         ]],
     );
     let has_gold = r.fit.ranking.iter().any(|x| x.gold.is_some());
-    let mut head = [
-        "rank",
-        "item",
-        "θ̂",
-        "sd",
-        "θ̂ − 2 sd",
-        "θ̂ + 2 sd",
-        "π",
-        "corrected top-k",
-        "φ̂",
-        "sd(φ)",
-        "π(φ)",
-        "apparent top-k",
-    ]
-    .map(String::from)
-    .to_vec();
+    // The reported ranking's columns first, then what is certified, then the other ranking.
+    let apparent_first = rep.reported == crate::analysis::ranking::RankingKind::Apparent;
+    let cert = &rep.certified;
+    let set_of = |id: &String| {
+        if cert.inside.contains(id) {
+            "in"
+        } else if cert.outside.contains(id) {
+            "out"
+        } else {
+            "?"
+        }
+    };
+    let phi_head = ["φ̂", "sd(φ)", "π(φ)", "apparent top-k"];
+    let theta_head = ["θ̂", "sd", "π", "corrected top-k"];
+    let (first_head, second_head) = if apparent_first { (phi_head, theta_head) } else { (theta_head, phi_head) };
+    let mut head: Vec<String> = ["rank", "item"].iter().map(|h| h.to_string()).collect();
+    head.extend(first_head.iter().map(|h| h.to_string()));
+    head.extend(["set", "rank90", "tier"].map(String::from));
+    head.extend(second_head.iter().map(|h| format!("{h} (beside)")));
     if has_gold {
         head.push("gold quality".into());
         head.push("gold top-k".into());
@@ -307,20 +310,26 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         .ranking
         .iter()
         .map(|x| {
-            let mut v = vec![
-                if x.tied { format!("{}=", x.rank) } else { x.rank.to_string() },
-                x.id.clone(),
-                format!("{:.3}", x.theta),
-                format!("{:.3}", x.sd),
-                format!("{:.3}", x.theta - 2.0 * x.sd),
-                format!("{:.3}", x.theta + 2.0 * x.sd),
-                format!("{:.3}", x.membership),
-                if x.in_corrected_topk { "✓".into() } else { String::new() },
+            let tick = |b: bool| if b { "✓".to_string() } else { String::new() };
+            let phi = vec![
                 format!("{:.3}", x.phi),
                 format!("{:.3}", x.phi_sd),
                 format!("{:.3}", x.membership_apparent),
-                if x.in_apparent_topk { "✓".into() } else { String::new() },
+                tick(x.in_apparent_topk),
             ];
+            let theta = vec![
+                format!("{:.3}", x.theta),
+                format!("{:.3}", x.sd),
+                format!("{:.3}", x.membership),
+                tick(x.in_corrected_topk),
+            ];
+            let (first, second) = if apparent_first { (phi, theta) } else { (theta, phi) };
+            let mut v = vec![if x.tied { format!("{}=", x.rank) } else { x.rank.to_string() }, x.id.clone()];
+            v.extend(first);
+            v.push(if cert.withheld.is_some() { "–".into() } else { set_of(&x.id).to_string() });
+            v.push(x.rank_interval.map_or(String::new(), |(lo, hi)| format!("{lo}–{hi}")));
+            v.push(x.tier.map_or(String::new(), |t| t.to_string()));
+            v.extend(second);
             if has_gold {
                 v.push(fmt_opt(x.gold, 3));
                 v.push(if x.gold_topk == Some(true) { "✓".into() } else { String::new() });

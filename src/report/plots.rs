@@ -312,9 +312,13 @@ fn category_area<'a, 'b>(
         .y_label_area_size(60)
         .build_cartesian_2d(-0.7..(n as f64 - 0.3), y0..y1)
         .map_err(e2s)?;
+    // At most about 60 item labels fit the axis: beyond that every `step`-th item is labelled
+    // (the rest would merge into a black bar).
+    let step = n.div_ceil(60).max(1);
     let fmt = move |x: &f64| {
         let r = x.round();
-        if (x - r).abs() < 1e-6 && r >= 0.0 && (r as usize) < n { labels[r as usize].clone() } else { String::new() }
+        let i = r as usize;
+        if (x - r).abs() < 1e-6 && r >= 0.0 && i < n && i.is_multiple_of(step) { labels[i].clone() } else { String::new() }
     };
     chart
         .configure_mesh()
