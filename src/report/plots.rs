@@ -318,7 +318,11 @@ fn category_area<'a, 'b>(
     let fmt = move |x: &f64| {
         let r = x.round();
         let i = r as usize;
-        if (x - r).abs() < 1e-6 && r >= 0.0 && i < n && i.is_multiple_of(step) { labels[i].clone() } else { String::new() }
+        if (x - r).abs() < 1e-6 && r >= 0.0 && i < n && i.is_multiple_of(step) {
+            labels[i].clone()
+        } else {
+            String::new()
+        }
     };
     chart
         .configure_mesh()
