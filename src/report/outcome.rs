@@ -306,34 +306,28 @@ pub fn certified(
     } else {
         certify::too_few_draws(mc_draws, epsilon)
     };
-    if withheld.is_some() {
-        return CertifiedTopk {
-            epsilon,
-            claimed: false,
-            inside: Vec::new(),
-            undecided: ids(&order),
-            outside: Vec::new(),
-            mc_draws,
-            withheld,
-        };
+    // Nothing certified: every base undecided, with the reason.
+    let withhold = |why: String| CertifiedTopk {
+        epsilon,
+        claimed: false,
+        inside: Vec::new(),
+        undecided: ids(&order),
+        outside: Vec::new(),
+        mc_draws,
+        withheld: Some(why),
+    };
+    if let Some(why) = withheld {
+        return withhold(why);
     }
     let s = certify::sets(pi, &order, epsilon);
     if s.inside.len() > k {
         // Σπ = k, so more than k items can pass 1 − ε only when ε is large for this k.
-        return CertifiedTopk {
-            epsilon,
-            claimed: false,
-            inside: Vec::new(),
-            undecided: ids(&order),
-            outside: Vec::new(),
-            mc_draws,
-            withheld: Some(format!(
-                "{} items have π ≥ {}, more than k = {k}: at this ε the sets cannot certify a top-{k}; lower certify.epsilon (below 1/(k + 1) = {:.3} this cannot happen)",
-                s.inside.len(),
-                1.0 - epsilon,
-                1.0 / (k as f64 + 1.0)
-            )),
-        };
+        return withhold(format!(
+            "{} items have π ≥ {}, more than k = {k}: at this ε the sets cannot certify a top-{k}; lower certify.epsilon (below 1/(k + 1) = {:.3} this cannot happen)",
+            s.inside.len(),
+            1.0 - epsilon,
+            1.0 / (k as f64 + 1.0)
+        ));
     }
     CertifiedTopk {
         epsilon,
