@@ -88,6 +88,7 @@ fn picks_k(st: &Setup, post: &Posterior, pi: &[f64], k: usize) -> Vec<(usize, us
         queried: &st.queried,
         orders: Orders::Both,
         seed: 3,
+        allowed: None,
     };
     acquire::select(StrategyKind::Topk, &ctx, 8, &mut rng::stream(3, "acquire", 0))
 }
@@ -299,6 +300,7 @@ fn bench_systems(c: &mut Criterion) {
                 queried: &queried,
                 orders: Orders::Both,
                 seed: 3,
+                allowed: None,
             };
             acquire::select(StrategyKind::Topk, &ctx, 8, &mut rng::stream(3, "acquire", 0))
         })

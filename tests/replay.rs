@@ -214,16 +214,20 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     // … and still leaves a result: the 120 recorded verdicts, stopped for its judge.
     let r = result(&d.join("fail/orig"));
     assert_eq!((r.comparisons, r.failed, r.stop_reason), (120, 0, StopReason::JudgeFailing));
-    // … `missing: unavailable` sets the 118 unrecorded ordered pairs aside (240 ordered pairs,
-    // less the 2 of M1 and M2, whose texts are identical and are never sent, less the 120
-    // recorded): no failure, no comparison, and the run ends normally when every pair is settled.
+    // … `missing: unavailable` makes the recorded ordered pairs the only candidates: the 118
+    // unrecorded ones (240 ordered pairs, less the 2 of M1 and M2, whose texts are identical
+    // and are never sent, less the 120 recorded) are never opened nor set aside, and the run
+    // ends normally when every recorded pair is asked.
     let cfg = replay_cfg("unavailable", "    missing: unavailable\n", 200);
     let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     let r = result(&d.join("unavailable/orig"));
     assert_eq!((r.comparisons, r.failed, r.stop_reason), (120, 0, StopReason::Exhausted));
-    assert_eq!(r.replay.as_ref().unwrap().unavailable, 118);
-    assert!(text(&out).contains("118 queries not in the recording were set aside"), "{}", text(&out));
+    assert_eq!(r.replay.as_ref().unwrap().unavailable, 0);
+    assert_eq!(r.replay.as_ref().unwrap().candidates, Some(120));
+    assert!(text(&out).contains("candidates: the 120 recorded ordered pairs (missing: unavailable)"), "{}", text(&out));
+    let intents = std::fs::read_to_string(d.join("unavailable/orig/intents.jsonl")).unwrap_or_default();
+    assert!(!intents.contains("unavailable") && intents.lines().count() <= 2 * 120, "{intents}");
     // The same 120 verdicts, at the recorded cost.
     let spend =
         |p: &Path| lines(&p.join("verdicts.jsonl")).iter().map(|v| v["cost_usd"].as_f64().unwrap()).sum::<f64>();

@@ -44,19 +44,23 @@ pub const THOMPSON_REDRAWS: usize = 20;
 /// Round robin: a seeded shuffle of all unordered cross-base pairs (fixed for the run), taken in
 /// order, both orders of each.
 pub fn round_robin(ctx: &Context<'_>, r: usize) -> Vec<(usize, usize)> {
-    let space = super::lazy_pairs::PairSpace::new(ctx);
-    if space.len() >= super::lazy_pairs::LAZY_PAIRS_MIN {
-        return super::lazy_pairs::round_robin(ctx, &space, r);
-    }
-    let n = ctx.n_items();
-    let groups = crate::domain::pool::prompt_groups(ctx.item_prompt, n);
-    let mut pairs: Vec<(usize, usize)> = (0..n)
-        .flat_map(|a| {
-            let g = &groups[if ctx.item_prompt.is_empty() { 0 } else { ctx.item_prompt[a] }];
-            g[g.partition_point(|&b| b <= a)..].iter().map(move |&b| (a, b))
-        })
-        .filter(|&(a, b)| ctx.item_base[a] != ctx.item_base[b])
-        .collect();
+    let mut pairs: Vec<(usize, usize)> = if let Some(allowed) = ctx.allowed {
+        allowed.unordered().iter().copied().filter(|&(a, b)| ctx.item_base[a] != ctx.item_base[b]).collect()
+    } else {
+        let space = super::lazy_pairs::PairSpace::new(ctx);
+        if space.len() >= super::lazy_pairs::LAZY_PAIRS_MIN {
+            return super::lazy_pairs::round_robin(ctx, &space, r);
+        }
+        let n = ctx.n_items();
+        let groups = crate::domain::pool::prompt_groups(ctx.item_prompt, n);
+        (0..n)
+            .flat_map(|a| {
+                let g = &groups[if ctx.item_prompt.is_empty() { 0 } else { ctx.item_prompt[a] }];
+                g[g.partition_point(|&b| b <= a)..].iter().map(move |&b| (a, b))
+            })
+            .filter(|&(a, b)| ctx.item_base[a] != ctx.item_base[b])
+            .collect()
+    };
     pairs.shuffle(&mut rng::stream(ctx.seed, "round_robin", 0));
     let mut out = Vec::new();
     for (a, b) in pairs {
@@ -76,7 +80,7 @@ pub fn round_robin(ctx: &Context<'_>, r: usize) -> Vec<(usize, usize)> {
 /// pairs under `single`).
 pub fn random(ctx: &Context<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<(usize, usize)> {
     let space = super::lazy_pairs::PairSpace::new(ctx);
-    if space.len() >= super::lazy_pairs::LAZY_PAIRS_MIN {
+    if ctx.allowed.is_none() && space.len() >= super::lazy_pairs::LAZY_PAIRS_MIN {
         return super::lazy_pairs::random(ctx, &space, r, rng);
     }
     let mut units = candidate_units(ctx);

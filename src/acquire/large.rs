@@ -95,7 +95,10 @@ impl<'c, 'a> Scorer<'c, 'a> {
     }
 
     fn open(&self, a: usize, b: usize) -> bool {
-        a != b && self.base(a) != self.base(b) && !bit(&self.queried, self.n, a, b)
+        a != b
+            && self.base(a) != self.base(b)
+            && self.ctx.allowed.is_none_or(|s| s.contains(a, b))
+            && !bit(&self.queried, self.n, a, b)
     }
 
     /// The unit of items a, b with its open orders (`None`: no open order).

@@ -4,6 +4,7 @@
 //! `r` ordered queries (item indices, first-shown first). Only unqueried ordered pairs of items
 //! with different bases are candidates. All randomness comes from the `rng` passed in.
 
+pub mod apparent;
 pub mod baselines;
 pub(crate) mod batch;
 mod fresh;
@@ -73,6 +74,56 @@ pub struct Context<'a> {
     pub orders: Orders,
     /// Run seed (for the round-robin shuffle, which is fixed for the whole run).
     pub seed: u64,
+    /// The only ordered pairs a judge can answer, when it says so (a replay judge with
+    /// `missing: unavailable` answers only what its recording holds, docs/replay.md): the
+    /// candidates are then these pairs, and nothing else is listed or scored. `None`: every
+    /// cross-base pair of one prompt.
+    pub allowed: Option<&'a AllowedPairs>,
+}
+
+/// A fixed set of answerable ordered pairs (item indices, first-shown first): the candidate set
+/// of a replay of a sparse recording. Listing the candidates costs O(|pairs|), not O(N²).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AllowedPairs {
+    set: HashSet<(usize, usize)>,
+    /// Every unordered pair {a < b} with an allowed order, ascending.
+    unordered: Vec<(usize, usize)>,
+}
+
+impl AllowedPairs {
+    /// The set of the given ordered pairs (repeats and (a, a) are dropped).
+    pub fn new(pairs: impl IntoIterator<Item = (usize, usize)>) -> Self {
+        let set: HashSet<(usize, usize)> = pairs.into_iter().filter(|(a, b)| a != b).collect();
+        let mut unordered: Vec<(usize, usize)> = set.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
+        unordered.sort_unstable();
+        unordered.dedup();
+        AllowedPairs { set, unordered }
+    }
+
+    /// Whether the ordered pair (a, b) is allowed.
+    pub fn contains(&self, a: usize, b: usize) -> bool {
+        self.set.contains(&(a, b))
+    }
+
+    /// Number of allowed ordered pairs.
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    /// Whether no pair is allowed.
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    /// The unordered pairs {a < b} with at least one allowed order, ascending.
+    pub fn unordered(&self) -> &[(usize, usize)] {
+        &self.unordered
+    }
+
+    /// The allowed ordered pairs (no particular order).
+    pub fn ordered(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.set.iter().copied()
+    }
 }
 
 impl Context<'_> {
@@ -81,9 +132,14 @@ impl Context<'_> {
         self.item_base.len()
     }
 
-    /// Whether (a, b) is a candidate: different bases, one prompt, not yet queried.
+    /// Whether (a, b) is a candidate: different bases, one prompt, allowed (see
+    /// [`Context::allowed`]), not yet queried.
     pub fn open(&self, a: usize, b: usize) -> bool {
-        a != b && self.item_base[a] != self.item_base[b] && self.same_prompt(a, b) && !self.queried.contains(&(a, b))
+        a != b
+            && self.item_base[a] != self.item_base[b]
+            && self.same_prompt(a, b)
+            && self.allowed.is_none_or(|s| s.contains(a, b))
+            && !self.queried.contains(&(a, b))
     }
 
     /// Whether items a and b answer one prompt (always, for a single pool).
@@ -194,6 +250,9 @@ pub(crate) fn candidate_units(ctx: &Context<'_>) -> Vec<Unit> {
 /// The candidate units (as [`candidate_units`], same order) with at least one item marked in
 /// `hot` (length N). Costs O(N · #hot) instead of O(N²) when few items are hot.
 pub(crate) fn candidate_units_touching(ctx: &Context<'_>, hot: &[bool]) -> Vec<Unit> {
+    if let Some(allowed) = ctx.allowed {
+        return candidate_units_allowed(ctx, allowed, hot);
+    }
     if !ctx.item_prompt.is_empty() {
         return candidate_units_within_prompts(ctx, hot);
     }
@@ -235,6 +294,31 @@ pub(crate) fn candidate_units_touching(ctx: &Context<'_>, hot: &[bool]) -> Vec<U
                     }
                 }
             }
+        }
+    }
+    units
+}
+
+/// [`candidate_units_touching`] when only `allowed` pairs can be answered: the same units in the
+/// same order (a ascending, then b), listed from the allowed pairs in O(|allowed|).
+fn candidate_units_allowed(ctx: &Context<'_>, allowed: &AllowedPairs, hot: &[bool]) -> Vec<Unit> {
+    let mut units = Vec::new();
+    match ctx.orders {
+        Orders::Both => {
+            for &(a, b) in allowed.unordered() {
+                if hot[a] || hot[b] {
+                    let mask = u8::from(ctx.open(a, b)) | (u8::from(ctx.open(b, a)) << 1);
+                    if mask != 0 {
+                        units.push(Unit { a: a as u32, b: b as u32, mask });
+                    }
+                }
+            }
+        }
+        Orders::Single => {
+            let mut ordered: Vec<(usize, usize)> =
+                allowed.ordered().filter(|&(a, b)| (hot[a] || hot[b]) && ctx.open(a, b)).collect();
+            ordered.sort_unstable();
+            units.extend(ordered.into_iter().map(|(a, b)| Unit { a: a as u32, b: b as u32, mask: 1 }));
         }
     }
     units
@@ -334,6 +418,7 @@ pub(crate) mod testutil {
                 queried: &self.queried,
                 orders: self.orders,
                 seed: self.seed,
+                allowed: None,
             }
         }
     }
@@ -387,6 +472,7 @@ pub(crate) mod testutil {
             queried,
             orders,
             seed: 5,
+            allowed: None,
         }
     }
 

@@ -95,6 +95,10 @@ pub struct ChoiceInput<'a> {
     pub no_variation: &'a [String],
     /// Whether the pool has several renderings of a base (the paired design's evidence).
     pub renderings: bool,
+    /// Whether the run ranks systems over many prompts (docs/systems.md): the "renderings" are
+    /// then a system's answers to different prompts, which share its quality only if that
+    /// quality does not change with the covariate from prompt to prompt.
+    pub systems: bool,
     /// The decision of a trusted-anchor gate, when one ran for this run.
     pub gate: Option<&'a GateDecision>,
 }
@@ -150,6 +154,10 @@ pub fn choose(i: &ChoiceInput<'_>) -> Choice {
                     fmt_p(g.p_value),
                     g.alpha
                 ),
+            ),
+            None if by_design && i.systems => c(
+                RankingKind::Apparent,
+                "a system's answers to different prompts identify the coefficients only if its quality does not change with them from prompt to prompt, which benchmark answers rarely satisfy (a system's longer answers are often its better ones); `topk-judge check` tests it, and a trusted-anchor gate or report_ranking: corrected reports the correction".into(),
             ),
             None if by_design => c(
                 RankingKind::Corrected,
@@ -424,9 +432,26 @@ mod tests {
                 identifiability: id,
                 no_variation: &[],
                 renderings,
+                systems: false,
                 gate,
             })
         };
+        // A system's answers to many prompts "identify" c only under an assumption real
+        // benchmarks break: auto keeps the apparent ranking there, unless a gate enables it.
+        let systems = |gate: Option<&GateDecision>| {
+            choose(&ChoiceInput {
+                setting: ReportRanking::Auto,
+                has_covariates: true,
+                identifiability: &identified,
+                no_variation: &[],
+                renderings: true,
+                systems: true,
+                gate,
+            })
+        };
+        let s = systems(None);
+        assert_eq!(s.reported, RankingKind::Apparent);
+        assert!(s.reason.starts_with("a system's answers to different prompts identify"), "{}", s.reason);
         let c = base(&prior_selected, false, None);
         assert_eq!(c.reported, RankingKind::Apparent);
         assert_eq!(
@@ -445,6 +470,7 @@ mod tests {
             enable: true,
         };
         let off = GateDecision { n10: 3, n01: 7, p_value: 0.9453, enable: false, ..on };
+        assert_eq!(systems(Some(&on)).reported, RankingKind::Corrected);
         let g = base(&prior_selected, false, Some(&on));
         assert_eq!(g.reported, RankingKind::Corrected);
         assert_eq!(g.reason, "the trusted-anchor gate enabled the correction (9 of 10 anchors, p = 0.0107)");
@@ -458,6 +484,7 @@ mod tests {
             identifiability: &prior_selected,
             no_variation: &["words".to_string()],
             renderings: false,
+            systems: false,
             gate: None,
         });
         assert!(c.reason.starts_with("no covariate varies"), "{}", c.reason);
@@ -467,6 +494,7 @@ mod tests {
             identifiability: &prior_selected,
             no_variation: &[],
             renderings: false,
+            systems: false,
             gate: None,
         });
         assert_eq!(forced.reported, RankingKind::Corrected);

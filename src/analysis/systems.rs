@@ -429,6 +429,7 @@ mod tests {
                 queried: &queried,
                 orders,
                 seed: 1,
+                allowed: None,
             };
             let got: Vec<(usize, usize)> = candidate_units(&ctx).into_iter().flat_map(|u| u.orders()).collect();
             // Brute force over all N² ordered pairs.

@@ -54,6 +54,12 @@ pub struct RecordedSource {
     /// Its prompting strategy (`prompting` field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompting: Option<String>,
+    /// Rank systems over the selected pools as prompts (docs/systems.md): the pools are merged
+    /// into one run over many prompts, the recording is keyed per prompt (pool id = prompt, a and
+    /// b = the systems' item ids), and only the recorded ordered pairs are candidates (a
+    /// published benchmark's judgments need not cover every pair).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub systems: bool,
 }
 
 fn d_strategies() -> Vec<StrategyKind> {
@@ -108,13 +114,19 @@ pub struct RawFrozen {
     pub threads: usize,
 }
 
+/// Recorded answers by ordered pair (item indices), and those pairs as the candidates.
+pub type SparseAnswers = (std::collections::HashMap<(usize, usize), Answer>, crate::acquire::AllowedPairs);
+
 /// One pool with its recorded answers, covariates and reference top-k sets.
 #[derive(Debug, Clone)]
 pub struct RecordedPool {
     /// The pool.
     pub pool: Pool,
-    /// `answers[a * n + b]`: the recorded answer to (a first, b second).
+    /// `answers[a * n + b]`: the recorded answer to (a first, b second) (empty for systems).
     pub answers: Vec<Answer>,
+    /// Systems mode: the recorded answers by ordered pair, and those pairs as the only
+    /// candidates.
+    pub sparse: Option<SparseAnswers>,
     /// The bias-aware model's covariates.
     pub covariates: Covariates,
     /// Gold top-k (base indices), when every item has `quality`.
@@ -188,8 +200,14 @@ impl Frozen {
             .select_one(src.judge.as_deref(), src.prompting.as_deref())
             .map_err(|m| inv(InvalidSetting::new("recorded.verdicts", m.to_string())))?;
         let mut out = Vec::with_capacity(pools.len());
-        for pool in pools {
-            out.push(recorded_pool(&raw, &rec, j, pool, path)?);
+        if src.systems {
+            let pool = Pool::systems(format!("{} prompts", pools.len()), pools)
+                .map_err(|source| sections::pool_error(path, &raw.recorded.pools, source))?;
+            out.push(recorded_systems(&raw, &rec, j, pool, path)?);
+        } else {
+            for pool in pools {
+                out.push(recorded_pool(&raw, &rec, j, pool, path)?);
+            }
         }
         let judge = rec.judges()[j].label();
         let out_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs/sweeps").map_err(inv)?;
@@ -234,7 +252,61 @@ fn recorded_pool(
     design::validate(raw.design, &pool, &covariates).map_err(|m| inv(InvalidSetting::new("design", m.to_string())))?;
     let answers = answers(rec, j, &pool, raw.design).map_err(|m| inv(InvalidSetting::new("recorded.verdicts", m)))?;
     let gold = pool.base_quality().map(|g| point_topk(&g, raw.k));
-    Ok(RecordedPool { pool, answers, covariates, gold })
+    Ok(RecordedPool { pool, answers, sparse: None, covariates, gold })
+}
+
+/// The merged systems pool with its recorded answers (per prompt) and their pairs as the
+/// candidates.
+fn recorded_systems(
+    raw: &RawFrozen,
+    rec: &Recording,
+    j: usize,
+    pool: Pool,
+    path: &Path,
+) -> Result<RecordedPool, ConfigError> {
+    let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
+    sections::check_k_in_pool(raw.k, &pool).map_err(inv)?;
+    let specs = raw.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool));
+    let covariates = pool::build_covariates(&pool, &specs)
+        .map_err(|source| sections::pool_error(path, &raw.recorded.pools, source))?;
+    let mut answers = std::collections::HashMap::new();
+    for (p, prompt) in pool.prompts.iter().enumerate() {
+        let Some(v) = rec.verdicts(j).get(&prompt.pool_id) else { continue };
+        for ((a, b), e) in v {
+            let idx = |id: &str| pool.item_index(&format!("{}/{id}", prompt.pool_id));
+            let (Some(ia), Some(ib)) = (idx(a), idx(b)) else {
+                return Err(inv(InvalidSetting::new(
+                    "recorded.verdicts",
+                    format!(
+                        "{}:{}: prompt {:?} has no system {:?} or {:?}",
+                        rec.path().display(),
+                        e.line,
+                        prompt.pool_id,
+                        a,
+                        b
+                    ),
+                )));
+            };
+            debug_assert_eq!(pool.item_prompt[ia], p);
+            if pool.item_base[ia] != pool.item_base[ib] {
+                answers.insert((ia, ib), e.y.map_or(Answer::Invalid, Answer::Verdict));
+            }
+        }
+    }
+    if answers.is_empty() {
+        return Err(inv(InvalidSetting::new(
+            "recorded.verdicts",
+            format!(
+                "{}: {} has no verdict on any of the {} prompts (pool_id = a prompt's pool id, a and b = system ids)",
+                rec.path().display(),
+                rec.judges()[j].label(),
+                pool.prompts.len()
+            ),
+        )));
+    }
+    let allowed = crate::acquire::AllowedPairs::new(answers.keys().copied());
+    let gold = pool.base_quality().map(|g| point_topk(&g, raw.k));
+    Ok(RecordedPool { pool, answers: Vec::new(), sparse: Some((answers, allowed)), covariates, gold })
 }
 
 /// The recorded answer to every ordered pair the protocol may ask (between-base pairs, and

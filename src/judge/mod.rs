@@ -224,6 +224,13 @@ pub trait JudgeInfo: Send + Sync {
         None
     }
 
+    /// The only ordered pairs of `pool` (item indices, first-shown first) this judge can
+    /// answer, when it can answer only some: the acquisition's candidates are then these pairs
+    /// (a replay judge with `missing: unavailable`, docs/replay.md). `None`: any pair.
+    fn answerable(&self, _pool: &Pool) -> Option<Vec<(usize, usize)>> {
+        None
+    }
+
     /// The prompt this judge would send for (a, b), for `--dry-run`; `None` if it has none.
     fn preview(&self, _pool: &Pool, _a: usize, _b: usize) -> Option<String> {
         None

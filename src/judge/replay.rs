@@ -388,33 +388,67 @@ impl Recording {
 }
 
 fn check_pool_in(path: &Path, who: &RecordedJudge, verdicts: &PoolVerdicts, pool: &Pool) -> Result<usize, ReplayError> {
-    let Some(v) = verdicts.get(&pool.pool_id) else {
+    // A run over many prompts (docs/systems.md) reads a recording keyed per prompt: pool_id =
+    // the prompt's pool id, a and b its item ids (the systems). A recording keyed by the merged
+    // pool (a systems run's own verdicts.jsonl) is read as a single pool's.
+    let prompts: Vec<(&str, Option<usize>)> = if !pool.prompts.is_empty() && !verdicts.contains_key(&pool.pool_id) {
+        pool.prompts.iter().enumerate().map(|(p, pr)| (pr.pool_id.as_str(), Some(p))).collect()
+    } else {
+        vec![(pool.pool_id.as_str(), None)]
+    };
+    let mut total = 0;
+    for (pid, prompt) in &prompts {
+        let Some(v) = verdicts.get(*pid) else { continue };
+        let mut lines: Vec<(&(String, String), &Entry)> = v.iter().collect();
+        lines.sort_by_key(|(_, e)| e.line);
+        for ((a, b), e) in lines {
+            for id in [a, b] {
+                let found = match prompt {
+                    None => pool.item_index(id).is_some(),
+                    Some(_) => pool.item_index(&format!("{pid}/{id}")).is_some(),
+                };
+                if !found {
+                    return Err(ReplayError::ForeignItem {
+                        path: path.to_owned(),
+                        line: e.line,
+                        item: id.clone(),
+                        pool_id: (*pid).to_owned(),
+                    });
+                }
+            }
+        }
+        total += v.len();
+    }
+    if total == 0 {
         let mut pools: Vec<&str> = verdicts.keys().map(String::as_str).collect();
         pools.sort_unstable();
         let shown: Vec<&str> = pools.iter().take(5).copied().collect();
+        let asked = if prompts.len() > 1 {
+            format!("{} or any of its {} prompts", pool.pool_id, prompts.len())
+        } else {
+            pool.pool_id.clone()
+        };
         return Err(ReplayError::NoPool {
             path: path.to_owned(),
             judge: who.label(),
-            pool_id: pool.pool_id.clone(),
+            pool_id: asked,
             n_pools: pools.len(),
             shown: format!("{}{}", shown.join(", "), if pools.len() > 5 { ", …" } else { "" }),
         });
-    };
-    let mut lines: Vec<(&(String, String), &Entry)> = v.iter().collect();
-    lines.sort_by_key(|(_, e)| e.line);
-    for ((a, b), e) in lines {
-        for id in [a, b] {
-            if pool.item_index(id).is_none() {
-                return Err(ReplayError::ForeignItem {
-                    path: path.to_owned(),
-                    line: e.line,
-                    item: id.clone(),
-                    pool_id: pool.pool_id.clone(),
-                });
-            }
-        }
     }
-    Ok(v.len())
+    Ok(total)
+}
+
+/// The recording's key of item `i` of `pool`: (pool id, item id), where in a run over many
+/// prompts the pool is the item's prompt and the id its id in that prompt (docs/replay.md,
+/// "Recordings of systems"), unless the recording is keyed by the merged pool.
+fn recording_key<'p>(verdicts: &PoolVerdicts, pool: &'p Pool, i: usize) -> (&'p str, &'p str) {
+    let id = pool.items[i].id.as_str();
+    if pool.prompts.is_empty() || verdicts.contains_key(&pool.pool_id) {
+        return (pool.pool_id.as_str(), id);
+    }
+    let pid = pool.prompts[pool.item_prompt[i]].pool_id.as_str();
+    (pid, id.strip_prefix(pid).and_then(|r| r.strip_prefix('/')).unwrap_or(id))
 }
 
 /// What a replayed run reports about its recording (result.json `replay`).
@@ -434,6 +468,10 @@ pub struct ReplayInfo {
     /// Queries of this invocation the recording lacked (set aside under `missing: unavailable`).
     #[serde(default)]
     pub unavailable: usize,
+    /// With `missing: unavailable`: the recorded ordered pairs of the run's pool (its prompts,
+    /// in a run over many prompts), which were the acquisition's only candidates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<usize>,
 }
 
 /// The replay judge (one recorded judge of a recording).
@@ -474,17 +512,21 @@ impl ReplayJudge {
     }
 
     fn entry(&self, pool: &Pool, a: usize, b: usize) -> Option<&Entry> {
-        self.verdicts.get(&pool.pool_id)?.get(&(pool.items[a].id.clone(), pool.items[b].id.clone()))
+        let (pid, ia) = recording_key(&self.verdicts, pool, a);
+        let (_, ib) = recording_key(&self.verdicts, pool, b);
+        self.verdicts.get(pid)?.get(&(ia.to_owned(), ib.to_owned()))
     }
 
     fn not_recorded(&self, pool: &Pool, a: usize, b: usize) -> String {
+        let (pid, ia) = recording_key(&self.verdicts, pool, a);
+        let (_, ib) = recording_key(&self.verdicts, pool, b);
         format!(
             "the recording {} has no verdict of {} for pool {:?} with {:?} shown first and {:?} second",
             self.cfg.file.display(),
             self.who.label(),
-            pool.pool_id,
-            pool.items[a].id,
-            pool.items[b].id
+            pid,
+            ia,
+            ib
         )
     }
 }
@@ -511,6 +553,32 @@ impl JudgeInfo for ReplayJudge {
         self.recorded_cost
     }
 
+    fn answerable(&self, pool: &Pool) -> Option<Vec<(usize, usize)>> {
+        if self.cfg.missing != MissingPolicy::Unavailable {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut resolve = |pid: &str, a: &str, b: &str, prefixed: bool| {
+            let idx = |id: &str| if prefixed { pool.item_index(&format!("{pid}/{id}")) } else { pool.item_index(id) };
+            if let (Some(i), Some(j)) = (idx(a), idx(b)) {
+                out.push((i, j));
+            }
+        };
+        if pool.prompts.is_empty() || self.verdicts.contains_key(&pool.pool_id) {
+            for (a, b) in self.verdicts.get(&pool.pool_id).into_iter().flat_map(HashMap::keys) {
+                resolve(&pool.pool_id, a, b, false);
+            }
+        } else {
+            for pr in &pool.prompts {
+                for (a, b) in self.verdicts.get(&pr.pool_id).into_iter().flat_map(HashMap::keys) {
+                    resolve(&pr.pool_id, a, b, true);
+                }
+            }
+        }
+        out.sort_unstable();
+        Some(out)
+    }
+
     fn replay(&self) -> Option<ReplayInfo> {
         Some(ReplayInfo {
             recording: self.cfg.file.clone(),
@@ -519,6 +587,7 @@ impl JudgeInfo for ReplayJudge {
             recorded_cost: self.recorded_cost,
             missing: self.cfg.missing,
             unavailable: 0,
+            candidates: None,
         })
     }
 }

@@ -227,6 +227,7 @@ pub fn outcome(i: &Inputs<'_>) -> Reported {
         identifiability: i.identifiability,
         no_variation: &i.cov.no_variation,
         renderings: pool.n_items() > pool.n_bases(),
+        systems: pool.is_systems(),
         gate: i.gate,
     });
     let values = BaseValues::new(i.summary, i.apparent);
@@ -419,6 +420,7 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
         identifiability: &r.fit.identifiability,
         no_variation: &r.no_variation,
         renderings: pool.n_items() > pool.n_bases(),
+        systems: pool.is_systems(),
         gate,
     });
     let values = BaseValues::from_result(r, pool);

@@ -40,6 +40,9 @@ pub struct RunEnd<'a> {
     pub quarantined: Vec<(usize, usize, u32, String)>,
     /// Queries the judge had no verdict for.
     pub unavailable: usize,
+    /// The ordered pairs the judge can answer, when it can answer only some (the candidates of a
+    /// replay with `missing: unavailable`).
+    pub candidates: Option<usize>,
     /// The error that stopped the run (a failing judge).
     pub last_error: Option<String>,
     /// The invalid-reply stop's message.
@@ -97,6 +100,7 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
         .collect();
     if let Some(r) = &mut result.replay {
         r.unavailable = end.unavailable;
+        r.candidates = end.candidates;
     }
     // The achieved rate, for judges that talk to an endpoint (instant judges have no rate).
     if let (Some(_), Some((requests, seconds, per_minute))) = (&result.judge_stats, end.rate) {

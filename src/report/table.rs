@@ -177,6 +177,9 @@ pub fn replay_line(r: &crate::judge::replay::ReplayInfo) -> String {
     let who = crate::judge::replay::RecordedJudge { judge: r.judge.clone(), prompting: r.prompting.clone() };
     let cost = if r.recorded_cost { "spend = recorded cost of the replayed verdicts" } else { "no recorded cost" };
     let mut s = format!("replayed {} from {} ({cost})", who.label(), r.recording.display());
+    if let Some(n) = r.candidates {
+        s.push_str(&format!("; candidates: the {n} recorded ordered pairs (missing: unavailable)"));
+    }
     if r.unavailable > 0 {
         s.push_str(&format!("; {} queries not in the recording were set aside (missing: unavailable)", r.unavailable));
     }

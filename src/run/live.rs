@@ -190,12 +190,19 @@ impl<'a> Driver<'a> {
 
     /// Execute the scheduler's actions until it says stop.
     async fn drive(&mut self) -> Result<StopReason, RunError> {
-        let (pool, judge, cfg) = (self.pool.clone(), self.judge.clone(), self.cfg);
+        let (pool, judge, cfg, queries) = (self.pool.clone(), self.judge.clone(), self.cfg, self.queries);
         let worst = |a: usize, b: usize| judge.worst_case_usd(&pool, a, b);
         let acq = &cfg.raw.acquisition;
+        let x = super::schedule::acquisition_covariates(&pool, &cfg.covariates.x);
+        // Systems: aim at the apparent ranking unless the corrected one is asked for
+        // (docs/systems.md, "Acquisition").
+        let xbar = (pool.is_systems()
+            && cfg.covariates.p() > 0
+            && cfg.raw.report_ranking != crate::analysis::ranking::ReportRanking::Corrected)
+            .then(|| crate::model::summary::base_means(&pool, &cfg.covariates));
         let rule = PickRule {
             pool: &pool,
-            x: &cfg.covariates.x,
+            x: &x,
             p: cfg.covariates.p(),
             k: cfg.raw.k,
             design: cfg.raw.design,
@@ -203,6 +210,8 @@ impl<'a> Driver<'a> {
             orders: acq.orders,
             seed: acq.seed,
             worst_usd: &worst,
+            allowed: queries.allowed(),
+            target_xbar: xbar.as_deref(),
         };
         loop {
             let fitted = self.current.as_ref().map(|(s, p)| Fitted {
@@ -506,6 +515,7 @@ fn finish(
             .map(|q| (q.a, q.b, q.failed_queries, q.last_error))
             .collect(),
         unavailable: faults.unavailable.len(),
+        candidates: queries.allowed().map(crate::acquire::AllowedPairs::len),
         last_error: faults.failing.as_ref().map(|_| faults.last_error.clone()),
         invalid_stop: faults.invalid_stop.clone(),
         fit_failed: fit_failed.as_ref(),

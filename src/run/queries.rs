@@ -9,7 +9,7 @@
 //! with two rules in front of the acquisition rule: a pair left with one presentation order gets
 //! its other order first, and under the paired design every within-base query goes first.
 
-use crate::acquire::{self, Context};
+use crate::acquire::{self, AllowedPairs, Context};
 use crate::analysis::design::{self, DesignKind};
 use crate::config::run::Config;
 use crate::domain::pool::Pool;
@@ -37,6 +37,8 @@ pub struct RunQueries<'a> {
     groups: Vec<Vec<usize>>,
     n_pairs: usize,
     skipped: HashSet<(usize, usize)>,
+    /// The only pairs the judge can answer ([`JudgeInfo::answerable`]): then the run's pairs.
+    allowed: Option<AllowedPairs>,
     /// Cache keys checked so far: the run's ordered pair they name, or `None` (another judge
     /// configuration, pool or item).
     known: Mutex<HashMap<String, Option<(usize, usize)>>>,
@@ -71,10 +73,26 @@ impl<'a> RunQueries<'a> {
             groups,
             n_pairs,
             skipped: HashSet::new(),
+            allowed: None,
             known: Mutex::new(HashMap::new()),
         };
-        q.skipped = cfg.skipped_pairs().into_iter().filter(|&(a, b)| q.is_pair(a, b)).collect();
+        if let Some(pairs) = judge.answerable(pool) {
+            let allowed = AllowedPairs::new(pairs.into_iter().filter(|&(a, b)| q.is_pair(a, b)));
+            q.n_pairs = allowed.len();
+            q.allowed = Some(allowed);
+        }
+        q.skipped = cfg
+            .skipped_pairs()
+            .into_iter()
+            .filter(|&(a, b)| q.is_pair(a, b) && q.allowed.as_ref().is_none_or(|al| al.contains(a, b)))
+            .collect();
         q
+    }
+
+    /// The only ordered pairs the judge can answer (a replay of a sparse recording with
+    /// `missing: unavailable`), which are then the run's pairs; `None`: every pair.
+    pub fn allowed(&self) -> Option<&AllowedPairs> {
+        self.allowed.as_ref()
     }
 
     /// Whether (a, b) is one of the run's ordered pairs: two items of one prompt, of different
@@ -97,7 +115,10 @@ impl<'a> RunQueries<'a> {
     /// enumerated lazily.
     pub fn iter(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         (0..self.pool.n_items()).flat_map(move |a| {
-            self.groups[self.pool.prompt_of(a)].iter().filter(move |&&b| self.is_pair(a, b)).map(move |&b| (a, b))
+            self.groups[self.pool.prompt_of(a)]
+                .iter()
+                .filter(move |&&b| self.is_pair(a, b) && self.allowed.as_ref().is_none_or(|al| al.contains(a, b)))
+                .map(move |&b| (a, b))
         })
     }
 
@@ -232,6 +253,7 @@ pub fn acquisition_context<'a>(
         queried,
         orders: cfg.raw.acquisition.orders,
         seed: cfg.raw.acquisition.seed,
+        allowed: None,
     }
 }
 

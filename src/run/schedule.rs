@@ -18,7 +18,7 @@
 //!   never picked again, and their information enters Σ by a Sherman–Morrison step before
 //!   picking ([`crate::acquire::select_with_pending`]), so a wide pipeline spreads its picks.
 
-use crate::acquire::{self, Context, Orders, StrategyKind};
+use crate::acquire::{self, AllowedPairs, Context, Orders, StrategyKind};
 use crate::analysis::design::{self, DesignKind};
 pub use crate::config::run::Dispatch;
 use crate::domain::pool::Pool;
@@ -83,6 +83,51 @@ pub struct PickRule<'a> {
     pub seed: u64,
     /// The worst-case cost of the ordered query (a, b), USD (0 for free judges).
     pub worst_usd: &'a (dyn Fn(usize, usize) -> f64 + Sync),
+    /// The only ordered pairs the judge can answer (a replay of a sparse recording,
+    /// [`crate::judge::JudgeInfo::answerable`]); `None`: every pair.
+    pub allowed: Option<&'a AllowedPairs>,
+    /// The systems' mean covariates (M × p) when the acquisition aims at the apparent ranking
+    /// φ = θ + cᵀx̄ of a run over many prompts ([`acquire::apparent`]); `None`: at θ.
+    pub target_xbar: Option<&'a [Vec<f64>]>,
+}
+
+/// Monte-Carlo draws of the apparent top-k membership the acquisition aims at.
+const TARGET_DRAWS: usize = 500;
+
+/// The posterior and membership the rule aims at: the fit's, or with [`PickRule::target_xbar`]
+/// those of the apparent quality φ (stream `apparent_target` keyed by `key`, the refits done).
+fn aimed<'f>(rule: &PickRule<'_>, fit: &Fitted<'f>, key: u64) -> Option<(Posterior, Vec<f64>)> {
+    let xbar = rule.target_xbar?;
+    let mut r = rng::stream(rule.seed, "apparent_target", key);
+    acquire::apparent::target(fit.post, xbar, rule.k, TARGET_DRAWS, &mut r)
+}
+
+/// The covariates the acquisition rule sees (N × p): the run's, except in a run over many
+/// prompts (docs/systems.md), where every answer gets 0. There the candidates of one system
+/// pair differ only by their answers' covariates, and scoring them with ĉᵀ(x_a − x_b) would
+/// send the queries to the prompts with the most extreme length differences (the answers whose
+/// covariate cancels the quality gap); at equal covariates the system pairs are scored by
+/// θ̂, Σ and π alone, and the prompt of a chosen system pair is drawn uniformly among its open
+/// ones (the tie-break of equal scores).
+pub fn acquisition_covariates<'x>(pool: &Pool, x: &'x [Vec<f64>]) -> std::borrow::Cow<'x, [Vec<f64>]> {
+    if pool.prompts.is_empty() {
+        std::borrow::Cow::Borrowed(x)
+    } else {
+        std::borrow::Cow::Owned(x.iter().map(|r| vec![0.0; r.len()]).collect())
+    }
+}
+
+/// [`design::other_orders`] limited to the pairs the judge can answer.
+fn other_orders(queried: &HashSet<(usize, usize)>, rule: &PickRule<'_>, r: usize) -> Vec<(usize, usize)> {
+    match rule.allowed {
+        None => design::other_orders(queried, rule.orders, r),
+        Some(al) => {
+            let mut v = design::other_orders(queried, rule.orders, usize::MAX);
+            v.retain(|&(a, b)| al.contains(a, b));
+            v.truncate(r);
+            v
+        }
+    }
 }
 
 /// A judge that costs nothing: worst case 0 USD for every query.
@@ -358,12 +403,14 @@ impl Scheduler {
         // The other orders and the paired design's first queries come before the rule and
         // would extend the unfitted queries: no prefetch then.
         if fresh
-            || !design::other_orders(&queried, rule.orders, 1).is_empty()
+            || !other_orders(&queried, rule, 1).is_empty()
             || !design::first_queries(rule.pool, rule.design, &queried, 1).is_empty()
         {
             return;
         }
-        let ctx = context(rule, fit, &queried);
+        let aim = aimed(rule, fit, self.fits_done);
+        let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
+        let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
         let weights = pending_weights(rule, &ctx, &unfitted, queried.len());
         self.prefetched = Some(Prefetched { fits_done: self.fits_done, unfitted, queried: queried.len(), weights });
     }
@@ -594,9 +641,11 @@ impl Scheduler {
         if self.s.dispatch == Dispatch::Pipelined {
             return self.pick_filling(rule, fit, queried, unfitted, r);
         }
-        let ctx = context(rule, fit, &queried);
+        let aim = aimed(rule, fit, self.fits_done);
+        let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
+        let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
         let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
-        let mut picks = design::other_orders(&queried, rule.orders, r);
+        let mut picks = other_orders(&queried, rule, r);
         if picks.is_empty() {
             picks = design::first_queries(rule.pool, rule.design, &queried, r);
         }
@@ -619,7 +668,7 @@ impl Scheduler {
         mut unfitted: Vec<(usize, usize)>,
         r: usize,
     ) -> Vec<(usize, usize)> {
-        let mut picks = design::other_orders(&queried, rule.orders, r);
+        let mut picks = other_orders(&queried, rule, r);
         if picks.len() < r {
             queried.extend(&picks);
             picks.extend(design::first_queries(rule.pool, rule.design, &queried, r - picks.len()));
@@ -627,7 +676,9 @@ impl Scheduler {
         if picks.len() < r {
             queried.extend(&picks);
             unfitted.extend(&picks);
-            let ctx = context(rule, fit, &queried);
+            let aim = aimed(rule, fit, self.fits_done);
+            let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
+            let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
             let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
             let cached = self.prefetched.as_ref().filter(|p| p.matches(self.fits_done, &unfitted, queried.len()));
             let adjusted = match cached {
@@ -750,6 +801,7 @@ fn context<'a>(rule: &PickRule<'a>, fit: &Fitted<'a>, queried: &'a HashSet<(usiz
         queried,
         orders: rule.orders,
         seed: rule.seed,
+        allowed: rule.allowed,
     }
 }
 
@@ -787,6 +839,8 @@ mod tests {
             orders: Orders::Both,
             seed: 1,
             worst_usd: &free,
+            allowed: None,
+            target_xbar: None,
         }
     }
 
@@ -1099,6 +1153,8 @@ mod tests {
             orders: Orders::Both,
             seed: 3,
             worst_usd: &free,
+            allowed: None,
+            target_xbar: None,
         };
         let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
@@ -1209,6 +1265,8 @@ mod tests {
             orders: Orders::Both,
             seed: 3,
             worst_usd: worst,
+            allowed: None,
+            target_xbar: None,
         }
     }
 

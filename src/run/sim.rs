@@ -207,6 +207,8 @@ pub struct PathInput<'a> {
     pub seed: u64,
     /// The judge: the answer to the ordered query (a first, b second).
     pub judge: &'a (dyn Fn(usize, usize) -> Answer + Sync),
+    /// The only ordered pairs the judge can answer (a sparse recording); `None`: every pair.
+    pub allowed: Option<&'a crate::acquire::AllowedPairs>,
 }
 
 /// The fit of a path at one budget.
@@ -271,13 +273,19 @@ pub fn follow(
     let (m, k) = (pool.n_bases(), settings.k);
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let within = if input.design == DesignKind::Paired { design::within_base_pairs(pool) } else { Vec::new() };
-    let total = within.len() + between_count(pool);
+    let total = match input.allowed {
+        Some(al) => al.len(),
+        None => within.len() + between_count(pool),
+    };
     let limit = |b: usize| (b < total).then_some(b as u64);
     let sched_settings = ScheduleSettings::new(settings.refit_every, settings.refit_every, Dispatch::WaitForBatch, 0);
     let mut sched = Scheduler::new(sched_settings, total, [], [], Budget::new(limit(budgets[0]), None, 0, 0.0));
+    let x = super::schedule::acquisition_covariates(pool, &cov.x);
+    // Systems: the apparent ranking is the one reported (docs/systems.md), so aimed at.
+    let xbar = (pool.is_systems() && cov.p() > 0).then(|| crate::model::summary::base_means(pool, cov));
     let rule = PickRule {
         pool,
-        x: &cov.x,
+        x: &x,
         p: cov.p(),
         k,
         design: input.design,
@@ -285,6 +293,8 @@ pub fn follow(
         orders: settings.orders,
         seed,
         worst_usd: &free,
+        allowed: input.allowed,
+        target_xbar: xbar.as_deref(),
     };
     let mut st = State { verdicts: Vec::new(), log: Vec::new(), unavailable: 0, fit: None };
     let mut points = Vec::with_capacity(budgets.len());
@@ -293,7 +303,14 @@ pub fn follow(
         // A budget of every ordered pair asks all that are left at once (module doc).
         if next >= total && sched.quiet() {
             let asked = sched.unavailable_for_picking();
-            let between = pool.ordered_pairs_within_prompts(|a, b| pool.item_base[a] != pool.item_base[b]);
+            let between = match input.allowed {
+                Some(al) => {
+                    let mut v: Vec<(usize, usize)> = al.ordered().collect();
+                    v.sort_unstable();
+                    v
+                }
+                None => pool.ordered_pairs_within_prompts(|a, b| pool.item_base[a] != pool.item_base[b]),
+            };
             let left = within.iter().chain(&between).copied().filter(|q| !asked.contains(q));
             for pick in sched.send_chosen(left.collect::<Vec<_>>()) {
                 st.answer(&mut sched, input.judge, pick);
@@ -362,6 +379,7 @@ pub fn run_path(
         design: if sp.spec.paired { DesignKind::Paired } else { DesignKind::Single },
         seed,
         judge: &judge,
+        allowed: None,
     };
     let path = follow(&input, strategy, budgets, settings).map_err(|(comparisons, source)| SimError::Fit {
         seed,

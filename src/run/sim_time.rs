@@ -111,8 +111,20 @@ pub fn run_timed(
     let sched_settings =
         ScheduleSettings::new(settings.refit_every, timed.concurrency, timed.dispatch, timed.write_ahead);
     let mut sched = Scheduler::new(sched_settings, total, [], [], Budget::new(Some(budget as u64), None, 0, 0.0));
-    let rule =
-        PickRule { pool, x: &cov.x, p: cov.p(), k, design, strategy, orders: settings.orders, seed, worst_usd: &free };
+    let x = super::schedule::acquisition_covariates(pool, &cov.x);
+    let rule = PickRule {
+        pool,
+        x: &x,
+        p: cov.p(),
+        k,
+        design,
+        strategy,
+        orders: settings.orders,
+        seed,
+        worst_usd: &free,
+        allowed: None,
+        target_xbar: None,
+    };
     let fail = |comparisons: usize, source| SimError::Fit { seed, strategy, model, comparisons, source };
     let mut verdicts: Vec<ItemVerdict> = Vec::new();
     let mut warm: Option<Vec<f64>> = None;

@@ -87,7 +87,7 @@ pub struct FullTopk {
 /// Whether a run of `model` on `pool` reports the apparent ranking φ̂ beside θ̂ (the bias-aware
 /// model without renderings of a shared base; docs/model.md, "Which ranking is reported").
 fn reports_apparent(pool: &crate::domain::pool::Pool, model: ModelKind) -> bool {
-    model == ModelKind::BiasAware && pool.n_items() == pool.n_bases()
+    model == ModelKind::BiasAware && (pool.n_items() == pool.n_bases() || pool.is_systems())
 }
 
 /// The full-data top-k of every pool × model (index = pool, then model in file order).
@@ -129,8 +129,18 @@ fn path_of(
         ModelKind::Naive => &none,
         ModelKind::BiasAware => &rp.covariates,
     };
-    let judge = |a: usize, b: usize| rp.answers[a * n + b];
-    let input = PathInput { pool: &rp.pool, covariates: cov, design: f.raw.design, seed, judge: &judge };
+    let judge = |a: usize, b: usize| match &rp.sparse {
+        Some((answers, _)) => answers.get(&(a, b)).copied().unwrap_or(crate::domain::verdict::Answer::Unavailable),
+        None => rp.answers[a * n + b],
+    };
+    let input = PathInput {
+        pool: &rp.pool,
+        covariates: cov,
+        design: f.raw.design,
+        seed,
+        judge: &judge,
+        allowed: rp.sparse.as_ref().map(|(_, al)| al),
+    };
     sim::follow(&input, strategy, budgets, settings).map_err(|(comparisons, source)| SweepError::RecordedFit {
         pool: rp.pool.pool_id.clone(),
         seed,

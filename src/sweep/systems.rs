@@ -74,7 +74,14 @@ pub fn recall_experiment(
         let answer = |a: usize, b: usize| {
             if skipped.contains(&(a, b)) { Answer::Unavailable } else { Answer::Verdict(judge.outcome(pool, a, b)) }
         };
-        let input = PathInput { pool, covariates: &cfg.covariates, design: cfg.raw.design, seed, judge: &answer };
+        let input = PathInput {
+            pool,
+            covariates: &cfg.covariates,
+            design: cfg.raw.design,
+            seed,
+            judge: &answer,
+            allowed: None,
+        };
         let path = follow(&input, strategy, budgets, &settings)
             .map_err(|(comparisons, source)| SystemsExperimentError::Fit { strategy, seed, comparisons, source })?;
         Ok(path
