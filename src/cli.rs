@@ -3,7 +3,7 @@
 //! completions (clap_complete) and the man page (clap_mangen) generated from it: the only
 //! imports of those two crates.
 
-use crate::commands::{audit, compare, fit, gate, import, profile, report, run, simulate};
+use crate::commands::{audit, check, compare, fit, gate, import, profile, report, run, simulate};
 use clap::{CommandFactory, Parser, Subcommand};
 
 /// topk-judge: find the k best of N candidate answers with an LLM judge, fast, cheap and honest
@@ -38,6 +38,9 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// Fit the model to verdicts collected elsewhere (or a run folder's) and print the ranking.
     Fit(fit::FitArgs),
+    /// Check a leaderboard's judgments: per style covariate, is its bias identified (profile, nats),
+    /// what does the trusted-anchor gate decide, and does the corrected top-k differ from the raw one?
+    Check(check::CheckArgs),
     /// Run a simulation sweep (docs/model.md §7): synthetic pools × strategies × models × budgets, on all
     /// cores; writes rows.csv, summary.md/json and SVG plots.
     Simulate(simulate::SimulateArgs),

@@ -59,6 +59,8 @@ fn dispatch(command: Command, rt: &tokio::runtime::Runtime) -> Result<ExitCode> 
         }
         Command::Audit(a) => commands::audit::run(&a, rt)?,
         Command::Fit(a) => commands::fit::run(&a)?,
+        Command::Check(a) => commands::check::run(&a)
+            .with_context(|| format!("check {} {}", a.pool_file.display(), a.judgments.display()))?,
         Command::Simulate(a) => {
             commands::simulate::run(&a).with_context(|| format!("simulate {}", a.sweep.display()))?
         }

@@ -81,6 +81,10 @@ pub struct FitRequest<'a> {
     pub strong_preference_weight: Option<f64>,
     /// `--seed`: seed of the Monte-Carlo draws from the Laplace posterior (top-k membership π).
     pub seed: Option<u64>,
+    /// `--systems`: rank systems over every pool of the file as prompts (docs/systems.md);
+    /// without it, chosen when the records name two or more pools of the file and no
+    /// `--pool-id` is given.
+    pub systems: bool,
 }
 
 /// One verdict line of a verdicts file.
@@ -192,7 +196,6 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
 pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandError> {
     let run = if args.pool_file.is_dir() { Some(load_run(args.pool_file)?) } else { None };
     let cfg = run.as_ref().map(|r| &r.cfg);
-    let pool = fitted_pool(args, cfg)?;
     let verdicts_path: PathBuf = match (args.verdicts_file, &run) {
         (Some(v), _) => v.to_path_buf(),
         (None, Some(r)) => r.dir.join("verdicts.jsonl"),
@@ -203,14 +206,31 @@ pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandEr
             )));
         }
     };
-    let set = FitSettings::resolve(args, cfg, &pool)?;
     let (lines, torn) = read_verdict_lines(&verdicts_path)?;
+    let systems = cfg.is_none() && (args.systems || (args.pool_id.is_none() && names_several_pools(&lines, args)));
+    let pool = if systems {
+        crate::config::run::load_systems_pool(args.pool_file, &crate::config::run::PoolIds::All)?
+    } else {
+        fitted_pool(args, cfg)?
+    };
+    let set = FitSettings::resolve(args, cfg, &pool)?;
     let vpath = verdicts_path.display().to_string();
     let mut sel = Selection::of(lines, &pool, args, cfg, &vpath)?;
     sel.warnings.splice(0..0, torn);
     let (verdicts, invalid) = item_verdicts(&sel.mine, &pool, set.strong_preference_weight, &vpath)?;
     let fit = fit_output(&pool, args, cfg, &set, sel, verdicts, invalid)?;
     Ok((pool, fit))
+}
+
+/// Whether the records name two or more pools of the pool file (then they rank systems over
+/// those prompts, docs/systems.md).
+fn names_several_pools(lines: &[VerdictLine], args: &FitRequest<'_>) -> bool {
+    let named: std::collections::BTreeSet<&str> = lines.iter().filter_map(|l| l.pool_id.as_deref()).collect();
+    if named.len() < 2 {
+        return false;
+    }
+    let Ok(ids) = crate::store::pool_file::pool_ids(args.pool_file) else { return false };
+    named.iter().filter(|p| ids.contains(**p)).take(2).count() == 2
 }
 
 /// The pool to fit: the run folder's, or read from the pool file (`--pool-id` must agree with
@@ -346,8 +366,17 @@ impl Selection {
         let mut other_pools: BTreeMap<String, usize> = BTreeMap::new();
         let mut judges: BTreeMap<String, usize> = BTreeMap::new();
         let mut mine = Vec::new();
-        for l in lines {
+        // A run over many prompts: records keyed per prompt (pool_id = the prompt, a and b its
+        // item ids) name the merged pool's items `<prompt>/<id>`.
+        let prompts: std::collections::HashSet<&str> = pool.prompts.iter().map(|p| p.pool_id.as_str()).collect();
+        for mut l in lines {
             match &l.pool_id {
+                Some(p) if *p != pool.pool_id && prompts.contains(p.as_str()) => {
+                    l.a = format!("{p}/{}", l.a);
+                    l.b = format!("{p}/{}", l.b);
+                    *judges.entry(l.judge.clone().unwrap_or_default()).or_default() += 1;
+                    mine.push(l);
+                }
                 Some(p) if *p != pool.pool_id => *other_pools.entry(p.clone()).or_default() += 1,
                 _ => {
                     *judges.entry(l.judge.clone().unwrap_or_default()).or_default() += 1;
@@ -367,10 +396,14 @@ impl Selection {
         }
         if !other_pools.is_empty() {
             let n: usize = other_pools.values().sum();
+            let mut listed: Vec<String> = other_pools.iter().take(5).map(|(p, c)| format!("{p}: {c}")).collect();
+            if other_pools.len() > 5 {
+                listed.push(format!("… {} pools in all (fit --out lists them)", other_pools.len()));
+            }
             notes.push(format!(
                 "{vpath}: {n} record{} of other pools skipped ({})",
                 if n == 1 { "" } else { "s" },
-                other_pools.iter().map(|(p, c)| format!("{p}: {c}")).collect::<Vec<_>>().join(", ")
+                listed.join(", ")
             ));
         }
         let judge = select_judge(&judges, pool, args, cfg, vpath)?;
@@ -584,6 +617,11 @@ pub struct FitArgs {
     /// Write the fit as JSON here.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Rank systems over every pool of the file as prompts (docs/systems.md): records keyed
+    /// per prompt (pool_id = prompt, a and b = system ids). Chosen without the flag when the
+    /// records name two or more pools of the file and no --pool-id is given.
+    #[arg(long, conflicts_with = "pool_id")]
+    pub systems: bool,
 }
 
 /// `topk-judge fit`: fit, print the warnings (stderr) and the ranking, write `--out`.
@@ -610,6 +648,7 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
         strong_preference_weight: args.strong_preference_weight,
         draws: args.draws,
         seed: args.seed,
+        systems: args.systems,
     };
     let (_pool, fit) = fit_file(&req)?;
     for w in &fit.warnings {

@@ -4,6 +4,7 @@
 //! `main.rs` parses the command line, builds the one tokio runtime and dispatches here.
 
 pub mod audit;
+pub mod check;
 pub mod compare;
 pub mod dry_run;
 pub mod fit;

@@ -1,6 +1,7 @@
 //! Outputs: result.json, fits.jsonl lines and the terminal ranking table.
 
 pub mod audit;
+pub mod check;
 pub mod compare;
 pub mod dry_run;
 pub mod fit;

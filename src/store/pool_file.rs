@@ -13,6 +13,24 @@ struct RawPool {
     items: Vec<Item>,
 }
 
+/// The pool ids of a pool file (each line's `pool_id`; lines that do not parse are skipped: a
+/// quick look, not a check).
+///
+/// # Errors
+/// The file cannot be read.
+pub fn pool_ids(path: &Path) -> std::io::Result<std::collections::HashSet<String>> {
+    #[derive(Deserialize)]
+    struct Id {
+        pool_id: String,
+    }
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Id>(l.trim_start_matches('\u{feff}')).ok())
+        .map(|i| i.pool_id)
+        .collect())
+}
+
 /// Parse every pool in a JSON Lines file.
 ///
 /// # Errors

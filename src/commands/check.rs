@@ -1,0 +1,195 @@
+//! `topk-judge check POOL JUDGMENTS`: the leaderboard check (docs/systems.md, "Checking a
+//! leaderboard"). Given a benchmark's answers (a pool file over many prompts) and the judge's
+//! recorded pairwise verdicts (a recording keyed per prompt, e.g. from `import --judgments`), it
+//! fits the bias-aware Bradley–Terry model of docs/model.md §2 to every verdict and says, per
+//! style covariate, whether the design identifies its coefficient (the profile likelihood's
+//! range in nats), what the trusted-anchor gate decides when trusted verdicts are given
+//! (`--anchors`, docs/model.md §5), and whether the length-corrected top-k differs from the raw
+//! (apparent) one.
+
+use super::fit::{FitCommandError, FitRequest, fit_file, read_verdict_lines};
+use crate::analysis::gate::{Anchor, decide, select_anchors};
+use crate::domain::pool::{CovariateSpec, Pool};
+use crate::report::check::{CheckReport, CovariateCheck, GateCheck};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// `topk-judge check POOL JUDGMENTS [--anchors TRUSTED]`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Pool file over many prompts (JSON Lines, one prompt per line; e.g. from `import`).
+    pub pool_file: PathBuf,
+    /// The judge's recorded verdicts (JSON Lines, docs/replay.md; keyed per prompt: pool_id =
+    /// prompt, a and b = system ids; e.g. from `import --judgments`).
+    pub judgments: PathBuf,
+    /// k of the top-k compared [default: 3].
+    #[arg(long, default_value_t = 3)]
+    pub k: usize,
+    /// Use only the verdicts of this judge, when the file holds several.
+    #[arg(long)]
+    pub judge: Option<String>,
+    /// Trusted verdicts (a recording of the same form, e.g. human preferences): the
+    /// trusted-anchor gate labels the anchors with them.
+    #[arg(long)]
+    pub anchors: Option<PathBuf>,
+    /// Anchors the gate looks at (the disagreements of the two rankings nearest the top-k
+    /// boundary) [default: 40].
+    #[arg(long, default_value_t = 40)]
+    pub max_anchors: usize,
+    /// Significance level of the gate's sign test [default: 0.05].
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Covariates as NAME or NAME:TRANSFORM, comma-separated (default: words:zscore).
+    #[arg(long, value_delimiter = ',')]
+    pub covariates: Option<Vec<String>>,
+    /// Seed of the Monte-Carlo draws [default: 0].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the check as JSON here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// The trusted label of each anchor: the system the trusted verdicts prefer (mean over every
+/// trusted verdict between the two systems on any prompt, each read for the system shown
+/// first as y and for the other as 1 − y), `None` on a tie or without a trusted verdict; and
+/// how many anchors had any.
+fn labels(pool: &Pool, anchors: &[Anchor], trusted: &PathBuf) -> Result<(Vec<Option<usize>>, usize), FitCommandError> {
+    let (lines, _) = read_verdict_lines(trusted)?;
+    let system_of = |pid: &Option<String>, id: &str| -> Option<usize> {
+        let full = match pid {
+            Some(p) if !pool.prompts.is_empty() => format!("{p}/{id}"),
+            _ => id.to_owned(),
+        };
+        pool.item_index(&full).or_else(|| pool.bases.iter().position(|b| b == id)).map(|i| pool.item_base[i])
+    };
+    // (first, second) system → (Σ score of first, count).
+    let mut score: HashMap<(usize, usize), (f64, usize)> = HashMap::new();
+    for l in &lines {
+        let (Some(y), Some(i), Some(j)) = (l.y, system_of(&l.pool_id, &l.a), system_of(&l.pool_id, &l.b)) else {
+            continue;
+        };
+        if i == j {
+            continue;
+        }
+        let (key, s) = if i < j { ((i, j), y) } else { ((j, i), 1.0 - y) };
+        let e = score.entry(key).or_default();
+        e.0 += s;
+        e.1 += 1;
+    }
+    let mut labelled = 0;
+    let out = anchors
+        .iter()
+        .map(|a| {
+            let (i, j) = (a.corrected_prefers.min(a.naive_prefers), a.corrected_prefers.max(a.naive_prefers));
+            let (sum, n) = score.get(&(i, j)).copied().unwrap_or_default();
+            if n == 0 {
+                return None;
+            }
+            labelled += 1;
+            let mean = sum / n as f64;
+            if mean > 0.5 {
+                Some(i)
+            } else if mean < 0.5 {
+                Some(j)
+            } else {
+                None
+            }
+        })
+        .collect();
+    Ok((out, labelled))
+}
+
+/// Run the check (module docs).
+///
+/// # Errors
+/// [`FitCommandError`]: a file that cannot be read, a bad line named by file and line, k out
+/// of range, a failed fit.
+pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(FitCommandError::Invalid(format!("--alpha {} must be in (0, 1)", args.alpha)));
+    }
+    let covariates = args
+        .covariates
+        .as_ref()
+        .map(|v| v.iter().map(|s| CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>())
+        .transpose()
+        .map_err(FitCommandError::Covariates)?;
+    let req = FitRequest {
+        pool_file: &args.pool_file,
+        verdicts_file: Some(&args.judgments),
+        pool_id: None,
+        judge: args.judge.as_deref(),
+        model: None,
+        k: Some(args.k),
+        report_ranking: None,
+        covariates,
+        lambda: [None; 3],
+        strong_preference_weight: None,
+        draws: None,
+        seed: args.seed,
+        systems: true,
+    };
+    let (pool, fit) = fit_file(&req)?;
+    let f = &fit.fit;
+    let covariates: Vec<CovariateCheck> =
+        f.c.iter()
+            .map(|(name, &c)| {
+                let id = f.identifiability.get(name);
+                CovariateCheck {
+                    name: name.clone(),
+                    c,
+                    c_sd: f.c_sd.get(name).copied().unwrap_or(f64::NAN),
+                    unit: crate::report::table::coef_unit(name, f.reporting.transforms.get(name).copied()),
+                    profile_range_nats: id.and_then(|i| i.range_nats),
+                    identified: id.is_some_and(|i| i.identified()),
+                }
+            })
+            .collect();
+    let raw = f.reporting.apparent.topk.clone();
+    let corrected = f.reporting.corrected.topk.clone();
+    let gate = match &args.anchors {
+        None => None,
+        Some(trusted) => {
+            let by_base = |m: &std::collections::BTreeMap<String, f64>| -> Vec<f64> {
+                pool.bases.iter().map(|b| m.get(b).copied().unwrap_or(0.0)).collect()
+            };
+            let anchors = select_anchors(&by_base(&f.phi), &by_base(&f.theta), args.k, args.max_anchors);
+            let (better, labelled) = labels(&pool, &anchors, trusted)?;
+            let d = decide(&anchors, &better, args.alpha);
+            Some(GateCheck { anchors: anchors.len(), labelled, decision: d })
+        }
+    };
+    Ok(CheckReport {
+        prompts: pool.prompts.len().max(1),
+        systems: pool.bases.clone(),
+        verdicts: fit.comparisons,
+        invalid: fit.invalid,
+        judge: fit.judge.clone(),
+        k: args.k,
+        kappa: f.kappa,
+        kappa_sd: f.kappa_sd,
+        covariates,
+        raw_topk: raw,
+        corrected_topk: corrected,
+        gate,
+        warnings: fit.warnings.clone(),
+    })
+}
+
+/// `topk-judge check`: print the check, write `--out`.
+///
+/// # Errors
+/// [`FitCommandError`].
+pub fn run(args: &CheckArgs) -> Result<std::process::ExitCode, FitCommandError> {
+    let r = check(args)?;
+    for w in &r.warnings {
+        super::warn_line(w);
+    }
+    super::print_out(&r.text());
+    if let Some(out) = &args.out {
+        let text = serde_json::to_string_pretty(&r).expect("serialisable");
+        std::fs::write(out, text + "\n").map_err(|source| FitCommandError::WriteOut { path: out.clone(), source })?;
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}

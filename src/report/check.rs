@@ -1,0 +1,150 @@
+//! What `topk-judge check` reports (docs/systems.md, "Checking a leaderboard"): [`CheckReport`]
+//! and its text.
+
+use crate::analysis::gate::GateDecision;
+use serde::Serialize;
+
+/// One style covariate of the check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CovariateCheck {
+    /// Covariate name (e.g. `words`).
+    pub name: String,
+    /// ĉ, logits per covariate unit (per sd for a `zscore` covariate).
+    pub c: f64,
+    /// Posterior sd of c (logits per unit).
+    pub c_sd: f64,
+    /// The unit of c in words (e.g. "logits per sd of words").
+    pub unit: String,
+    /// Range of the profile log-likelihood over c (nats); `None` when not computed.
+    pub profile_range_nats: Option<f64>,
+    /// Whether the comparisons inform c (range ≥ 0.001 nats, docs/model.md §5).
+    pub identified: bool,
+}
+
+/// What the trusted-anchor gate decided on the given trusted verdicts.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateCheck {
+    /// Anchors selected (disagreements of the two rankings nearest the boundary).
+    pub anchors: usize,
+    /// Anchors with at least one trusted verdict.
+    pub labelled: usize,
+    /// The sign test's counts, p-value and decision.
+    pub decision: GateDecision,
+}
+
+/// The leaderboard check.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    /// Prompts of the pool file.
+    pub prompts: usize,
+    /// Systems, in order of first appearance.
+    pub systems: Vec<String>,
+    /// Valid verdicts fitted.
+    pub verdicts: usize,
+    /// Invalid verdicts (not fitted).
+    pub invalid: usize,
+    /// The judge fitted, when one was selected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge: Option<String>,
+    /// k of the top-k compared.
+    pub k: usize,
+    /// Position effect κ̂ (logits; > 0 favours the answer shown first).
+    pub kappa: f64,
+    /// Its sd (logits).
+    pub kappa_sd: f64,
+    /// One entry per style covariate.
+    pub covariates: Vec<CovariateCheck>,
+    /// The raw top-k: by apparent quality φ̂ = θ̂ + ĉᵀx̄ (what the judge's verdicts say, style
+    /// included), best first; fewer than k when a tie straddles the boundary.
+    pub raw_topk: Vec<String>,
+    /// The corrected top-k: by θ̂ (style held equal), best first.
+    pub corrected_topk: Vec<String>,
+    /// The gate's decision, when trusted verdicts were given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateCheck>,
+    /// Warnings (printed to stderr).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+impl CheckReport {
+    /// Whether the corrected top-k set differs from the raw one.
+    pub fn differs(&self) -> bool {
+        let mut a = self.raw_topk.clone();
+        let mut b = self.corrected_topk.clone();
+        a.sort();
+        b.sort();
+        a != b
+    }
+
+    /// The printed check.
+    pub fn text(&self) -> String {
+        let num = crate::domain::fmt::num;
+        let mut s = format!(
+            "leaderboard check: {} prompts × {} systems, {} verdicts{}{}\n",
+            self.prompts,
+            self.systems.len(),
+            self.verdicts,
+            if self.invalid > 0 { format!(" ({} invalid, not fitted)", self.invalid) } else { String::new() },
+            self.judge.as_ref().map(|j| format!(" of {j}")).unwrap_or_default()
+        );
+        s.push_str(&format!(
+            "position effect κ = {} ± {} logits (> 0 favours the answer shown first)\n",
+            num(self.kappa),
+            num(self.kappa_sd)
+        ));
+        for c in &self.covariates {
+            let range =
+                c.profile_range_nats.map_or("not profiled".to_string(), |r| format!("profile range {} nats", num(r)));
+            let verdict = if c.identified {
+                "identified by the design, if a system's quality does not change with it from prompt to prompt"
+            } else {
+                "not identified: the correction would rest on the prior"
+            };
+            s.push_str(&format!(
+                "style {}: c = {} ± {} {}; {range} → {verdict}\n",
+                c.name,
+                num(c.c),
+                num(c.c_sd),
+                c.unit
+            ));
+        }
+        s.push_str(&format!("raw top-{} (apparent φ̂): {}\n", self.k, self.raw_topk.join(", ")));
+        s.push_str(&format!("corrected top-{} (θ̂): {}\n", self.k, self.corrected_topk.join(", ")));
+        if self.differs() {
+            let ins: Vec<&str> =
+                self.corrected_topk.iter().filter(|x| !self.raw_topk.contains(x)).map(String::as_str).collect();
+            let outs: Vec<&str> =
+                self.raw_topk.iter().filter(|x| !self.corrected_topk.contains(x)).map(String::as_str).collect();
+            s.push_str(&format!(
+                "the correction changes the top-{}: {} in, {} out\n",
+                self.k,
+                ins.join(", "),
+                outs.join(", ")
+            ));
+        } else {
+            s.push_str(&format!("the correction leaves the top-{} set as it is\n", self.k));
+        }
+        match &self.gate {
+            None => s.push_str(
+                "gate: no trusted verdicts given (--anchors FILE): nothing here tells whether a system's longer answers are its better ones; report the raw ranking unless anchors enable the correction\n",
+            ),
+            Some(g) => {
+                let d = &g.decision;
+                s.push_str(&format!(
+                    "gate: {} anchors, {} with trusted verdicts; corrected right on {}, raw right on {} (ties or unlabelled {}), sign test p = {} {} α = {} → {}\n",
+                    g.anchors,
+                    g.labelled,
+                    d.n10,
+                    d.n01,
+                    d.n_ties,
+                    crate::analysis::ranking::fmt_p(d.p_value),
+                    if d.enable { "≤" } else { ">" },
+                    d.alpha,
+                    if d.enable { "report the corrected ranking" } else { "keep the raw ranking" }
+                ));
+            }
+        }
+        s
+    }
+}
