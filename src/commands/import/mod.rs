@@ -454,7 +454,7 @@ mod tests {
         let e = import(ImportFormat::ArenaHard, std::slice::from_ref(&g), Some(&q), &out).unwrap_err().to_string();
         assert_eq!(
             e.replace(&g.display().to_string(), "g.jsonl"),
-            "g.jsonl:2: missing \"choices\"[0].\"turns\"; expected an Arena-Hard answer {\"question_id\", \"model_id\", \"choices\": [{\"turns\": [{\"content\"}]}]}"
+            "g.jsonl:2: missing \"choices\"[0].\"turns\"; expected an Arena-Hard answer {\"uid\", \"model\", \"messages\": [{\"role\": \"user\", …}, {\"role\": \"assistant\", \"content\": {\"answer\"}}]} (2025) or {\"question_id\", \"model_id\", \"choices\": [{\"turns\": [{\"content\"}]}]} (2024)"
         );
     }
 }
