@@ -12,6 +12,7 @@ mod faults;
 mod fingerprint;
 mod fit;
 mod gate;
+mod import;
 mod large;
 mod layout;
 mod live_judge;

@@ -54,7 +54,11 @@ pub struct CheckArgs {
 /// trusted verdict between the two systems on any prompt, each read for the system shown
 /// first as y and for the other as 1 − y), `None` on a tie or without a trusted verdict; and
 /// how many anchors had any.
-fn labels(pool: &Pool, anchors: &[Anchor], trusted: &PathBuf) -> Result<(Vec<Option<usize>>, usize), FitCommandError> {
+fn labels(
+    pool: &Pool,
+    anchors: &[Anchor],
+    trusted: &std::path::Path,
+) -> Result<(Vec<Option<usize>>, usize), FitCommandError> {
     let (lines, _) = read_verdict_lines(trusted)?;
     let system_of = |pid: &Option<String>, id: &str| -> Option<usize> {
         let full = match pid {

@@ -206,7 +206,18 @@ pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandEr
             )));
         }
     };
-    let (lines, torn) = read_verdict_lines(&verdicts_path)?;
+    let (lines, torn) = read_verdict_lines(&verdicts_path).map_err(|e| {
+        // `fit VERDICTS POOL`: say so when the arguments look swapped.
+        if run.is_none() && looks_like_verdicts(args.pool_file) && !looks_like_verdicts(&verdicts_path) {
+            FitCommandError::Invalid(format!(
+                "{e}\n  hint: {} looks like a verdicts file and {} does not: the order is `topk-judge fit POOL VERDICTS`",
+                args.pool_file.display(),
+                verdicts_path.display()
+            ))
+        } else {
+            e
+        }
+    })?;
     let systems = cfg.is_none() && (args.systems || (args.pool_id.is_none() && names_several_pools(&lines, args)));
     let pool = if systems {
         crate::config::run::load_systems_pool(args.pool_file, &crate::config::run::PoolIds::All)?

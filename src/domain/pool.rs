@@ -114,6 +114,14 @@ pub struct Pool {
     /// `item_prompt[i]` = index into `prompts` of item i (length N); empty for a single pool.
     #[serde(skip)]
     pub item_prompt: Vec<usize>,
+    /// The turns of a multi-turn task (pool line `"task_turns"`; `task` is them joined); empty
+    /// for a single turn.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub task_turns: Vec<String>,
+    /// `item_turns[i]` = the answer turns of item i (item `"turns"`; `text` is them joined), one
+    /// per task turn; empty when no item has turns.
+    #[serde(skip)]
+    pub item_turns: Vec<Vec<String>>,
 }
 
 /// One prompt of a run over many pools: the pool it came from.
@@ -123,6 +131,8 @@ pub struct Prompt {
     pub pool_id: String,
     /// The instruction or source text the judge sees with this prompt's answers.
     pub task: String,
+    /// The turns of a multi-turn prompt (empty for one turn).
+    pub task_turns: Vec<String>,
 }
 
 impl Pool {
@@ -178,7 +188,44 @@ impl Pool {
         if bases.len() < 2 {
             return Err(bad("all items share one base; expected at least 2 bases to rank".into()));
         }
-        Ok(Pool { pool_id, task, items, bases, item_base, index, prompts: Vec::new(), item_prompt: Vec::new() })
+        Ok(Pool {
+            pool_id,
+            task,
+            items,
+            bases,
+            item_base,
+            index,
+            prompts: Vec::new(),
+            item_prompt: Vec::new(),
+            task_turns: Vec::new(),
+            item_turns: Vec::new(),
+        })
+    }
+
+    /// The pool with the turns of a multi-turn task: `task_turns` (two or more, or none) and
+    /// per item its answer turns (`item_turns` of length N, or empty), each item's as many as
+    /// the task's or none.
+    ///
+    /// # Errors
+    /// [`PoolError::Invalid`] naming the item whose turns do not match the task's.
+    pub fn with_turns(mut self, task_turns: Vec<String>, item_turns: Vec<Vec<String>>) -> Result<Self, PoolError> {
+        let bad = |msg: String| PoolError::Invalid { pool_id: self.pool_id.clone(), msg };
+        if !item_turns.is_empty() && item_turns.len() != self.items.len() {
+            return Err(bad(format!("{} item turn lists for {} items", item_turns.len(), self.items.len())));
+        }
+        for (it, t) in self.items.iter().zip(&item_turns) {
+            if !t.is_empty() && t.len() != task_turns.len() {
+                return Err(bad(format!(
+                    "item {:?} has {} turns, the task has {}; expected one answer turn per task turn (\"task_turns\")",
+                    it.id,
+                    t.len(),
+                    task_turns.len()
+                )));
+            }
+        }
+        self.task_turns = task_turns;
+        self.item_turns = if item_turns.iter().all(Vec::is_empty) { Vec::new() } else { item_turns };
+        Ok(self)
     }
 
     /// One pool of system answers over many prompts (docs/systems.md): every item of every pool
@@ -193,6 +240,7 @@ impl Pool {
         let mut items = Vec::new();
         let mut prompts = Vec::with_capacity(pools.len());
         let mut item_prompt = Vec::new();
+        let mut item_turns = Vec::new();
         for (pi, p) in pools.into_iter().enumerate() {
             let bad = |msg: String| PoolError::Invalid { pool_id: p.pool_id.clone(), msg };
             let mut seen: HashMap<&str, &str> = HashMap::new();
@@ -216,18 +264,22 @@ impl Pool {
                     )));
                 }
             }
-            for it in &p.items {
+            for (i, it) in p.items.iter().enumerate() {
                 let mut m = it.clone();
                 m.id = format!("{}/{}", p.pool_id, it.id);
                 m.base = it.system.clone();
                 items.push(m);
                 item_prompt.push(pi);
+                item_turns.push(p.item_turns.get(i).cloned().unwrap_or_default());
             }
-            prompts.push(Prompt { pool_id: p.pool_id, task: p.task });
+            prompts.push(Prompt { pool_id: p.pool_id, task: p.task, task_turns: p.task_turns });
         }
         let mut pool = Pool::new(pool_id, String::new(), items)?;
         pool.prompts = prompts;
         pool.item_prompt = item_prompt;
+        if item_turns.iter().any(|t| !t.is_empty()) {
+            pool.item_turns = item_turns;
+        }
         Ok(pool)
     }
 
@@ -252,6 +304,19 @@ impl Pool {
             Some(&p) => &self.prompts[p].task,
             None => &self.task,
         }
+    }
+
+    /// The task turns the judge sees with item `i` (empty for a single-turn task).
+    pub fn task_turns_of(&self, i: usize) -> &[String] {
+        match self.item_prompt.get(i) {
+            Some(&p) => &self.prompts[p].task_turns,
+            None => &self.task_turns,
+        }
+    }
+
+    /// The answer turns of item `i` (empty when it has none).
+    pub fn turns_of(&self, i: usize) -> &[String] {
+        self.item_turns.get(i).map_or(&[], Vec::as_slice)
     }
 
     /// The pool id of item `i`'s prompt (the pool's own id for a single pool).
@@ -583,6 +648,29 @@ mod tests {
         assert!(id_problem("M\u{1b}[31m").unwrap().contains("U+001B"));
         assert!(id_problem("a\u{202e}b").unwrap().contains("U+202E"));
         assert!(id_problem("M`1").unwrap().contains("holds a backtick"));
+    }
+
+    /// A multi-turn prompt keeps its turns through [`Pool::systems`]; a single-turn one has none.
+    #[test]
+    fn turns_follow_their_items_into_a_run_over_many_prompts() {
+        let sys = |id: &str| Item { id: id.into(), system: Some(id.into()), text: Some("x".into()), ..Item::default() };
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let two = Pool::new("p2".into(), "q1\n\nq2".into(), vec![sys("A"), sys("B")])
+            .unwrap()
+            .with_turns(s(&["q1", "q2"]), vec![s(&["a1", "a2"]), s(&["b1", "b2"])])
+            .unwrap();
+        let one = Pool::new("p1".into(), "q".into(), vec![sys("A"), sys("B")]).unwrap();
+        assert!(one.turns_of(0).is_empty() && one.task_turns_of(0).is_empty());
+        let merged = Pool::systems("2 prompts".into(), vec![one, two]).unwrap();
+        assert!(merged.turns_of(1).is_empty() && merged.task_turns_of(1).is_empty());
+        assert_eq!(merged.task_turns_of(3), ["q1", "q2"]);
+        assert_eq!(merged.turns_of(2), ["a1", "a2"]);
+        assert_eq!(merged.turns_of(3), ["b1", "b2"]);
+        let e = Pool::new("p".into(), "q".into(), vec![sys("A"), sys("B")])
+            .unwrap()
+            .with_turns(s(&["q1", "q2"]), vec![s(&["a1"]), vec![]])
+            .unwrap_err();
+        assert!(e.to_string().contains("item \"A\" has 1 turns, the task has 2"), "{e}");
     }
 
     fn item(id: &str, text: &str) -> Item {

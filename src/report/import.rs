@@ -1,8 +1,9 @@
-//! What `topk-judge import` wrote, as it reports it (docs/systems.md): [`ImportSummary`].
+//! What `topk-judge import` wrote, as it reports it (docs/systems.md): [`ImportSummary`] for a
+//! pool file, [`JudgmentSummary`] for a recording of judgments.
 
 use std::path::Path;
 
-/// What `import` wrote.
+/// What `import --format` wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportSummary {
     /// Answers read.
@@ -13,10 +14,12 @@ pub struct ImportSummary {
     pub skipped_prompts: usize,
     /// Systems, in order of first appearance.
     pub systems: Vec<String>,
+    /// Further lines to print (ignored columns, prompts that keep their turns).
+    pub notes: Vec<String>,
 }
 
 impl ImportSummary {
-    /// The line `import` prints.
+    /// The lines `import` prints.
     pub fn text(&self, out: &Path) -> String {
         let mut s = format!(
             "wrote {}: {} prompts × {} systems ({} answers: {})\n",
@@ -31,6 +34,60 @@ impl ImportSummary {
                 "left out {} prompts answered by fewer than 2 systems (nothing to compare)\n",
                 self.skipped_prompts
             ));
+        }
+        for n in &self.notes {
+            s.push_str(n);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// What `import --judgments` wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgmentSummary {
+    /// Ordered verdicts written (lines of the recording).
+    pub verdicts: usize,
+    /// Of them, invalid ones (`y` null).
+    pub invalid: usize,
+    /// Judges, in order of first appearance.
+    pub judges: Vec<String>,
+    /// Prompts with at least one verdict.
+    pub prompts: usize,
+    /// Systems named by the verdicts, in order of first appearance.
+    pub systems: Vec<String>,
+    /// What was read but not written: (count, what), e.g. (45, "self-comparisons").
+    pub skipped: Vec<(usize, String)>,
+    /// Further lines to print (how the shown order was known, where the verdicts come from).
+    pub notes: Vec<String>,
+}
+
+impl JudgmentSummary {
+    /// The lines `import --judgments` prints.
+    pub fn text(&self, out: &Path) -> String {
+        let judges = self.judges.iter().map(|j| if j.is_empty() { "(unnamed)" } else { j.as_str() });
+        let judges: Vec<&str> = judges.collect();
+        let skipped: Vec<String> = self.skipped.iter().map(|(n, what)| format!("{n} {what}")).collect();
+        let mut s = format!(
+            "wrote {}: {} ordered verdicts of judge{} {} on {} prompts × {} systems",
+            out.display(),
+            self.verdicts,
+            if judges.len() == 1 { "" } else { "s" },
+            judges.join(", "),
+            self.prompts,
+            self.systems.len(),
+        );
+        if !skipped.is_empty() {
+            s.push_str(&format!(" (skipped {})", skipped.join(", ")));
+        }
+        s.push('\n');
+        s.push_str(&format!("systems: {}\n", self.systems.join(", ")));
+        if self.invalid > 0 {
+            s.push_str(&format!("{} of the verdicts are invalid (y null)\n", self.invalid));
+        }
+        for n in &self.notes {
+            s.push_str(n);
+            s.push('\n');
         }
         s
     }

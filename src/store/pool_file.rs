@@ -10,6 +10,9 @@ struct RawPool {
     pool_id: String,
     #[serde(default, alias = "source")]
     task: Option<String>,
+    /// The turns of a multi-turn task (`import` writes them; `task` is them joined).
+    #[serde(default)]
+    task_turns: Vec<String>,
     items: Vec<Item>,
 }
 
@@ -29,6 +32,32 @@ pub fn pool_ids(path: &Path) -> std::io::Result<std::collections::HashSet<String
         .filter_map(|l| serde_json::from_str::<Id>(l.trim_start_matches('\u{feff}')).ok())
         .map(|i| i.pool_id)
         .collect())
+}
+
+/// A pool line whose items carry `"turns"` (a multi-turn answer, `import` writes them): the
+/// line without them, for [`Item`]'s strict parse, and each item's turns. `None` when no item
+/// has a list of strings under `"turns"` (the line is parsed as written).
+fn split_item_turns(text: &str) -> Option<(String, Vec<Vec<String>>)> {
+    if !text.contains("\"turns\"") {
+        return None;
+    }
+    let mut v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let items = v.get_mut("items")?.as_array_mut()?;
+    let mut turns = Vec::with_capacity(items.len());
+    for it in items.iter_mut() {
+        let t = it.as_object_mut().and_then(|o| {
+            let list: Option<Vec<String>> =
+                o.get("turns")?.as_array()?.iter().map(|x| x.as_str().map(str::to_owned)).collect();
+            let list = list?;
+            o.remove("turns");
+            Some(list)
+        });
+        turns.push(t.unwrap_or_default());
+    }
+    if turns.iter().all(Vec::is_empty) {
+        return None;
+    }
+    Some((v.to_string(), turns))
 }
 
 /// Parse every pool in a JSON Lines file.
@@ -66,9 +95,13 @@ pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolEr
         if let Some(m) = super::text::not_json_lines(text) {
             return Err(parse_err(line_no, m));
         }
-        let raw: RawPool = serde_json::from_str(text).map_err(|e| {
-            let mut end = e.column().min(text.len());
-            while !text.is_char_boundary(end) {
+        let (parsed, item_turns) = match split_item_turns(text) {
+            Some((t, turns)) => (std::borrow::Cow::Owned(t), turns),
+            None => (std::borrow::Cow::Borrowed(text), Vec::new()),
+        };
+        let raw: RawPool = serde_json::from_str(&parsed).map_err(|e| {
+            let mut end = e.column().min(parsed.len());
+            while !parsed.is_char_boundary(end) {
                 end -= 1;
             }
             // serde_json counts lines inside this one-line pool: report the column only.
@@ -77,7 +110,7 @@ pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolEr
                 Some(i) => format!("{} at column {}", &what[..i], e.column()),
                 None => what,
             };
-            parse_err(line_no, format!("{what}{}", item_near(&text[..end])))
+            parse_err(line_no, format!("{what}{}", item_near(&parsed[..end])))
         })?;
         if let Some((_, first, _)) = pools.iter().find(|(p, _, _)| p.pool_id == raw.pool_id) {
             return Err(parse_err(
@@ -89,7 +122,8 @@ pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolEr
             ));
         }
         let task = raw.task.unwrap_or_default();
-        pools.push((Pool::new(raw.pool_id, task, raw.items)?, line_no, text.to_owned()));
+        let pool = Pool::new(raw.pool_id, task, raw.items)?.with_turns(raw.task_turns, item_turns)?;
+        pools.push((pool, line_no, text.to_owned()));
     }
     if pools.is_empty() {
         return Err(parse_err(1, "the file holds no pool".into()));

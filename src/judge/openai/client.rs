@@ -3,6 +3,7 @@
 //! the transport is async-openai with the project's own retry policy (module docs of
 //! [`super`]).
 
+use super::prompt::Turns;
 use super::*;
 use crate::domain::invalid::InvalidInput;
 use crate::judge::setup::JudgeSetupError;
@@ -670,7 +671,15 @@ impl OpenAiInfo {
             Some((x, y)) => (x.as_str(), y.as_str()),
             None => (text(pool, a), text(pool, b)),
         };
-        let prompt = self.template.render(&task, answer_a, answer_b).map_err(|e| e.to_string())?;
+        // A multi-turn task's turns go to the template whole, or not at all when the task or
+        // an answer had to be cut (the template then falls back to task / answer_a / answer_b).
+        let whole = task == pool.task_of(a) && answer_a == text(pool, a) && answer_b == text(pool, b);
+        let turns = if whole {
+            Turns { task: pool.task_turns_of(a), a: pool.turns_of(a), b: pool.turns_of(b) }
+        } else {
+            Turns::default()
+        };
+        let prompt = self.template.render_turns(&task, answer_a, answer_b, &turns).map_err(|e| e.to_string())?;
         let over_context = self
             .cfg
             .context_tokens

@@ -3,7 +3,9 @@
 //! prompt never reuses stale verdicts.
 //!
 //! Variables: `task` (the pool's task or source text), `answer_a` (shown first, slot A) and
-//! `answer_b` (slot B); undefined variables are errors. A template may define
+//! `answer_b` (slot B); for a multi-turn task (MT-Bench, imported with its turns) also the
+//! lists `task_turns`, `turns_a` and `turns_b` (the user's turns and each answer's, one per
+//! turn), which are empty for a single-turn task; undefined variables are errors. A template may define
 //! `{% block system %}` (the system message) and `{% block user %}` (the user message); without a
 //! `user` block the whole rendered text is the user message. Blocks are split structurally,
 //! before any answer text is inserted, so text inside an answer can never start a new message.
@@ -40,6 +42,20 @@ pub enum PromptError {
         /// minijinja's message (with line).
         msg: String,
     },
+}
+
+/// The template variables: `task`, `answer_a`, `answer_b` and the turn lists.
+const VARIABLES: [&str; 6] = ["task", "answer_a", "answer_b", "task_turns", "turns_a", "turns_b"];
+
+/// The turns of a multi-turn query: the task's and each answer's (all empty for one turn).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Turns<'a> {
+    /// The user's turns (`task_turns`).
+    pub task: &'a [String],
+    /// The turns of the answer shown first (`turns_a`).
+    pub a: &'a [String],
+    /// The turns of the answer shown second (`turns_b`).
+    pub b: &'a [String],
 }
 
 /// A loaded prompt template.
@@ -144,15 +160,17 @@ impl PromptTemplate {
                 )));
             }
         }
-        let mut unknown: Vec<&String> =
-            vars.iter().filter(|v| !["task", "answer_a", "answer_b"].contains(&v.as_str())).collect();
+        let mut unknown: Vec<&String> = vars.iter().filter(|v| !VARIABLES.contains(&v.as_str())).collect();
         unknown.sort();
         if !unknown.is_empty() {
-            return Err(err(format!("unknown variable(s) {unknown:?}; the variables are task, answer_a and answer_b")));
+            return Err(err(format!(
+                "unknown variable(s) {unknown:?}; the variables are task, answer_a and answer_b (and the lists task_turns, turns_a, turns_b)"
+            )));
         }
         let (has_user_block, has_system_block) = {
             let t = env.get_template("prompt").map_err(|e| err(describe(&e)))?;
-            let sample = context!(task => "t", answer_a => "a", answer_b => "b");
+            let none: Vec<String> = Vec::new();
+            let sample = context!(task => "t", answer_a => "a", answer_b => "b", task_turns => none.clone(), turns_a => none.clone(), turns_b => none);
             let mut cap = t.render_captured(sample).map_err(|e| err(describe(&e)))?;
             let mut has = |name: &str| -> Result<bool, PromptError> {
                 match cap.with_state_mut(|s| s.render_block(name)) {
@@ -178,9 +196,31 @@ impl PromptTemplate {
     /// # Errors
     /// [`PromptError::Template`] (e.g. a filter failing on this input).
     pub fn render(&self, task: &str, answer_a: &str, answer_b: &str) -> Result<RenderedPrompt, PromptError> {
+        self.render_turns(task, answer_a, answer_b, &Turns::default())
+    }
+
+    /// [`PromptTemplate::render`] of a multi-turn task: `turns` fills `task_turns`, `turns_a`
+    /// and `turns_b` (empty lists for a single turn, which renders as [`PromptTemplate::render`]).
+    ///
+    /// # Errors
+    /// As [`PromptTemplate::render`].
+    pub fn render_turns(
+        &self,
+        task: &str,
+        answer_a: &str,
+        answer_b: &str,
+        turns: &Turns<'_>,
+    ) -> Result<RenderedPrompt, PromptError> {
         let err = |e: minijinja::Error| PromptError::Template { path: self.path.clone(), msg: describe(&e) };
         let t = self.env.get_template("prompt").map_err(err)?;
-        let ctx = context!(task => task, answer_a => answer_a, answer_b => answer_b);
+        let ctx = context!(
+            task => task,
+            answer_a => answer_a,
+            answer_b => answer_b,
+            task_turns => turns.task.to_vec(),
+            turns_a => turns.a.to_vec(),
+            turns_b => turns.b.to_vec()
+        );
         if !self.has_user_block {
             let user = t.render(ctx).map_err(err)?;
             return Ok(RenderedPrompt { system: None, user: user.trim().to_owned() });
@@ -323,6 +363,44 @@ mod tests {
         assert!(e.contains("question"), "{e}");
         let e = tmpl("{{ answer_a }} {{ answer_b }} {% if %}").unwrap_err().to_string();
         assert!(e.contains("t.j2") && e.contains("line 1"), "{e}");
+    }
+
+    /// The shipped multi-turn template shows a 2-turn MT-Bench question turn by turn, and a
+    /// single-turn task as pairwise.j2 does.
+    #[test]
+    fn the_multiturn_template_renders_the_conversation_turn_by_turn() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+        let t = PromptTemplate::load(&root.join("pairwise_multiturn.j2")).unwrap();
+        // MT-Bench question 113 (probability), shortened.
+        let task_turns = vec![
+            "What is the probability that a randomly picked student likes neither blue nor green?".to_owned(),
+            "If we select a student liked green, what's the probability that he or she would dislike both colors?"
+                .to_owned(),
+        ];
+        let a = vec!["19%.".to_owned(), "0%.".to_owned()];
+        let b = vec!["0.19".to_owned(), "It is 0.".to_owned()];
+        let task = task_turns.join("\n\n");
+        let r = t
+            .render_turns(&task, &a.join("\n\n"), &b.join("\n\n"), &Turns { task: &task_turns, a: &a, b: &b })
+            .unwrap();
+        let expected = format!(
+            "Conversation with Assistant A:\n<<<\nUser (turn 1):\n{q1}\n\nAssistant A:\n19%.\n\nUser (turn 2):\n{q2}\n\nAssistant A:\n0%.\n>>>\n\n\
+             Conversation with Assistant B:\n<<<\nUser (turn 1):\n{q1}\n\nAssistant B:\n0.19\n\nUser (turn 2):\n{q2}\n\nAssistant B:\nIt is 0.\n>>>\n\n\
+             Which assistant did better over the whole conversation? Reply with exactly one letter, A or B.",
+            q1 = task_turns[0],
+            q2 = task_turns[1]
+        );
+        assert_eq!(r.user, expected);
+        assert!(r.system.as_deref().is_some_and(|s| s.contains("several turns")));
+        // Without turns: the task and the two answers, as pairwise.j2 shows them.
+        let single = t.render("Name a colour.", "Red.", "Blue.").unwrap();
+        let plain =
+            PromptTemplate::load(&root.join("pairwise.j2")).unwrap().render("Name a colour.", "Red.", "Blue.").unwrap();
+        assert_eq!(single.user, plain.user);
+        // A single-turn template renders the same with or without (empty) turn lists.
+        let empty = plain.clone();
+        let p = PromptTemplate::load(&root.join("pairwise.j2")).unwrap();
+        assert_eq!(p.render_turns("Name a colour.", "Red.", "Blue.", &Turns::default()).unwrap(), empty);
     }
 
     #[test]

@@ -1,0 +1,460 @@
+//! `topk-judge import`: build a pool file for a run over many prompts (docs/systems.md) from model
+//! outputs as other benchmarks store them (`--format`), or a replay recording (docs/replay.md)
+//! from the verdicts they published (`--judgments`). Exactly one of the two is given.
+//!
+//! Answers (`--format`):
+//! - `alpaca_eval`: AlpacaEval model-output JSON, one array per file of
+//!   `{"instruction", "output", "generator", ...}`; the prompt is the instruction (prompt id
+//!   `i-` + the first 12 hex digits of its SHA-256, so the same instruction in several files is
+//!   one prompt).
+//! - `arena_hard`: Arena-Hard answer JSON Lines, one line per answer, in either layout (told
+//!   apart per line): since April 2025 `{"uid", "model", "messages": [{"role": "user", …},
+//!   {"role": "assistant", "content": {"answer"}}]}`, before `{"question_id", "model_id" |
+//!   "model", "choices": [{"turns": [{"content"}]}]}`. The question text comes from `--questions`:
+//!   `{"uid", "prompt"}` (2025) or `{"question_id", "turns": [{"content"}]}` (2024) per line.
+//! - `mt_bench`: FastChat's layout (MT-Bench, arena-bench-v1): questions `{"question_id",
+//!   "turns": [<text>, …]}` from `--questions`, answers `{"question_id", "model_id", "choices":
+//!   [{"turns": [<text>, …]}]}` (the turns are strings; a file of the other layout is an error
+//!   naming the format to use).
+//! - `csv` / `tsv`: RFC 4180 (the `csv` crate; quoted commas, line breaks and doubled quotes;
+//!   CRLF or LF row ends), comma- or tab-separated. The header names the columns `prompt_id`,
+//!   `prompt`, `system` and `text` in any order; other columns (a pandas index column `""` or
+//!   `Unnamed: 0`, anything else) are ignored and named in the summary. The delimiter is never
+//!   guessed: a `.tsv` file given with `--format csv` is an error suggesting `--format tsv`.
+//!
+//! Each prompt becomes one pool line `{"pool_id", "task", "items": [{"id": system, "system",
+//! "text"}]}`, prompts in order of first appearance, systems in order of first appearance.
+//! A question of two or more turns (MT-Bench) keeps them: the pool line gets
+//! `"task_turns": [t1, t2, …]` and each item `"turns": [a1, a2, …]`, while `task` and `text`
+//! stay the turns joined by a blank line (so every reader of `task`/`text` still works). An
+//! answer to a single-turn question that comes in several turns is joined the same way.
+//! `--system-from file` names the system by the file's stem (`outputs/NullModel.json` →
+//! `NullModel`) instead of the answer's field (for AlpacaEval outputs whose `generator` says
+//! "example").
+//!
+//! A prompt answered by fewer than two systems cannot be compared and is left out (counted in
+//! the summary). A bad row is an error naming the file, the line and what was expected — among
+//! them a blank prompt, a blank answer ("empty answer of system X to prompt Y"), one system
+//! answering a prompt twice, and the same file given twice on the command line.
+//!
+//! Judgments (`--judgments`): see [`judgments`].
+
+mod answers;
+pub mod judgments;
+pub mod pyrandom;
+
+use crate::report::import::ImportSummary;
+pub use answers::instruction_id;
+use answers::{Answer, Question};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// Input formats of `import --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ImportFormat {
+    /// AlpacaEval model outputs: a JSON array of {instruction, output, generator}.
+    AlpacaEval,
+    /// Arena-Hard model answers, 2025 {uid, model, messages} or 2024 {question_id, model_id, choices}.
+    ArenaHard,
+    /// FastChat / MT-Bench / arena-bench-v1 answers: {question_id, model_id, `choices[0].turns`: [text]}.
+    MtBench,
+    /// CSV with a header naming prompt_id, prompt, system, text (any order, other columns ignored).
+    Csv,
+    /// The same, tab-separated.
+    Tsv,
+}
+
+/// Where the system name of an answer comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum SystemFrom {
+    /// The answer's own field (generator, model, model_id, the CSV's system column).
+    #[default]
+    Field,
+    /// The file name without its extension (outputs/NullModel.json → NullModel).
+    File,
+}
+
+/// Errors of `import`.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A row (line, array element or CSV record) is not what the format expects.
+    #[error("{path}:{line}: {msg}")]
+    Row {
+        /// The input file.
+        path: PathBuf,
+        /// 1-based line of the row (for JSON arrays: the line where the element starts).
+        line: usize,
+        /// What is wrong and what was expected.
+        msg: String,
+    },
+    /// `--format arena_hard` or `mt_bench` without `--questions`.
+    #[error("{0} answers hold no question text: give the questions file with --questions")]
+    MissingQuestions(&'static str),
+    /// One file given twice on the command line.
+    #[error("{0} is given twice")]
+    Twice(PathBuf),
+    /// Options that do not go together.
+    #[error("{0}")]
+    Usage(String),
+    /// Nothing to compare: no prompt has answers of two systems.
+    #[error("no prompt has answers of two or more systems; nothing to rank ({0})")]
+    Empty(String),
+}
+
+#[derive(Serialize)]
+struct OutItem<'a> {
+    id: &'a str,
+    system: &'a str,
+    text: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    turns: &'a [String],
+}
+
+#[derive(Serialize)]
+struct OutPool<'a> {
+    pool_id: &'a str,
+    task: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    task_turns: &'a [String],
+    items: Vec<OutItem<'a>>,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> ImportError + '_ {
+    move |source| ImportError::Io { path: path.to_owned(), source }
+}
+
+fn row(path: &Path, line: usize, msg: impl Into<String>) -> ImportError {
+    ImportError::Row { path: path.to_owned(), line, msg: msg.into() }
+}
+
+/// The same file named twice (compared as canonical paths) is an error naming it.
+fn check_distinct(inputs: &[PathBuf]) -> Result<(), ImportError> {
+    let mut seen = std::collections::HashSet::new();
+    for p in inputs {
+        let c = std::fs::canonicalize(p).map_err(io(p))?;
+        if !seen.insert(c) {
+            return Err(ImportError::Twice(p.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Write `text` to `out`, creating its folder.
+fn write_out(out: &Path, text: &str) -> Result<(), ImportError> {
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    std::fs::write(out, text).map_err(io(out))
+}
+
+/// [`import_with`] naming systems by their field.
+///
+/// # Errors
+/// As [`import_with`].
+pub fn import(
+    format: ImportFormat,
+    inputs: &[PathBuf],
+    questions: Option<&Path>,
+    out: &Path,
+) -> Result<ImportSummary, ImportError> {
+    import_with(format, inputs, questions, SystemFrom::Field, out)
+}
+
+/// Read `inputs` in `format` (Arena-Hard and MT-Bench need `questions`) and write the pool
+/// file `out`.
+///
+/// # Errors
+/// [`ImportError`]: a file that cannot be read or written, or given twice; a bad row named by
+/// file and line (a blank prompt or answer among them); a system answering one prompt twice;
+/// one prompt id with two different prompt texts; nothing to compare.
+pub fn import_with(
+    format: ImportFormat,
+    inputs: &[PathBuf],
+    questions: Option<&Path>,
+    system_from: SystemFrom,
+    out: &Path,
+) -> Result<ImportSummary, ImportError> {
+    check_distinct(inputs)?;
+    let questions: HashMap<String, Question> = match (format, questions) {
+        (ImportFormat::ArenaHard, Some(q)) => answers::read_questions(q, false)?,
+        (ImportFormat::MtBench, Some(q)) => answers::read_questions(q, true)?,
+        (ImportFormat::ArenaHard, None) => return Err(ImportError::MissingQuestions("arena_hard")),
+        (ImportFormat::MtBench, None) => return Err(ImportError::MissingQuestions("mt_bench")),
+        (_, Some(_)) => {
+            return Err(ImportError::Usage(
+                "--questions is for --format arena_hard and mt_bench; the other formats hold the prompt text".into(),
+            ));
+        }
+        _ => HashMap::new(),
+    };
+    if system_from == SystemFrom::File && matches!(format, ImportFormat::Csv | ImportFormat::Tsv) {
+        return Err(ImportError::Usage(
+            "--system-from file names one system per file; a CSV or TSV file names the system of each row in its system column".into(),
+        ));
+    }
+    let mut answers: Vec<Answer> = Vec::new();
+    let mut notes = Vec::new();
+    for p in inputs {
+        if format == ImportFormat::Csv && p.extension().is_some_and(|e| e.eq_ignore_ascii_case("tsv")) {
+            return Err(ImportError::Usage(format!(
+                "{} is a .tsv file: give --format tsv for tab-separated values",
+                p.display()
+            )));
+        }
+        let (read, ignored) = answers::read(format, p, &questions, system_from)?;
+        if !ignored.is_empty() {
+            let names: Vec<String> = ignored.iter().map(|c| format!("{c:?}")).collect();
+            notes.push(format!("ignored columns: {} (in {})", names.join(", "), p.display()));
+        }
+        answers.extend(read);
+    }
+    // Group by prompt (first appearance), check one text per prompt id and one answer per system.
+    let mut order: Vec<String> = Vec::new();
+    // Per prompt id: its text, where it was first seen (file, line), its answers.
+    type PromptAnswers = (String, (PathBuf, usize), Vec<usize>);
+    let mut by_prompt: HashMap<String, PromptAnswers> = HashMap::new();
+    let mut systems: Vec<String> = Vec::new();
+    for (i, a) in answers.iter().enumerate() {
+        if !systems.contains(&a.system) {
+            systems.push(a.system.clone());
+        }
+        let entry = by_prompt.entry(a.prompt_id.clone()).or_insert_with(|| {
+            order.push(a.prompt_id.clone());
+            (a.prompt.clone(), a.at.clone(), Vec::new())
+        });
+        if entry.0 != a.prompt {
+            return Err(row(
+                &a.at.0,
+                a.at.1,
+                format!(
+                    "prompt {:?} has another text than at {}:{}; expected one prompt text per prompt id",
+                    a.prompt_id,
+                    entry.1.0.display(),
+                    entry.1.1
+                ),
+            ));
+        }
+        if let Some(&j) = entry.2.iter().find(|&&j| answers[j].system == a.system) {
+            let b = &answers[j];
+            return Err(row(
+                &a.at.0,
+                a.at.1,
+                format!(
+                    "system {:?} answers prompt {:?} twice (also at {}:{}); expected one answer per system and prompt",
+                    a.system,
+                    a.prompt_id,
+                    b.at.0.display(),
+                    b.at.1
+                ),
+            ));
+        }
+        entry.2.push(i);
+    }
+    let rank: BTreeMap<&str, usize> = systems.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
+    let mut text = String::new();
+    let (mut prompts, mut skipped, mut multi_turn) = (0, 0, 0);
+    for pid in &order {
+        let (task, _, idx) = &by_prompt[pid];
+        if idx.len() < 2 {
+            skipped += 1;
+            continue;
+        }
+        let mut idx = idx.clone();
+        idx.sort_by_key(|&i| rank[answers[i].system.as_str()]);
+        let items = idx
+            .iter()
+            .map(|&i| {
+                let a = &answers[i];
+                OutItem { id: &a.system, system: &a.system, text: &a.text, turns: &a.turns }
+            })
+            .collect();
+        let task_turns = &answers[idx[0]].prompt_turns;
+        multi_turn += usize::from(!task_turns.is_empty());
+        let line = OutPool { pool_id: pid, task, task_turns, items };
+        text.push_str(&serde_json::to_string(&line).expect("serialisable"));
+        text.push('\n');
+        prompts += 1;
+    }
+    if prompts == 0 {
+        return Err(ImportError::Empty(format!("{} answers read", answers.len())));
+    }
+    write_out(out, &text)?;
+    if multi_turn > 0 {
+        notes
+            .push(format!("{multi_turn} prompts keep their turns (task_turns on the pool line, turns on each answer)"));
+    }
+    Ok(ImportSummary { answers: answers.len(), prompts, skipped_prompts: skipped, systems, notes })
+}
+
+/// `topk-judge import (--format F | --judgments F) FILE… --out OUT`.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("mode").required(true).args(["format", "judgments"])))]
+pub struct ImportArgs {
+    /// Answers format: write a pool file of the answers.
+    #[arg(long, value_enum)]
+    pub format: Option<ImportFormat>,
+    /// Judgments format: write a replay recording (docs/replay.md) of the verdicts.
+    #[arg(long, value_enum)]
+    pub judgments: Option<judgments::JudgmentFormat>,
+    /// Input files (one per model for AlpacaEval, Arena-Hard and MT-Bench; any number of CSV files).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Arena-Hard or MT-Bench questions (JSON Lines), for --format arena_hard and mt_bench.
+    #[arg(long, conflicts_with = "judgments")]
+    pub questions: Option<PathBuf>,
+    /// Where an answer's system name comes from: its field, or the file name without extension.
+    #[arg(long, value_enum, default_value_t = SystemFrom::Field, conflicts_with = "judgments")]
+    pub system_from: SystemFrom,
+    /// The baseline of Arena-Hard judgments (--judgments arena_hard), unless a line names its own.
+    #[arg(long, default_value = "gpt-4-0314", conflicts_with = "format")]
+    pub baseline: String,
+    /// The file to write: a pool file (--format) or a recording (--judgments), JSON Lines.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `topk-judge import`: write the pool file or recording and print what it holds.
+///
+/// # Errors
+/// [`ImportError`].
+pub fn run(args: &ImportArgs) -> Result<std::process::ExitCode, ImportError> {
+    let text = match (args.format, args.judgments) {
+        (Some(f), _) => {
+            import_with(f, &args.inputs, args.questions.as_deref(), args.system_from, &args.out)?.text(&args.out)
+        }
+        (None, Some(j)) => judgments::import_judgments(j, &args.inputs, &args.baseline, &args.out)?.text(&args.out),
+        (None, None) => unreachable!("clap requires --format or --judgments"),
+    };
+    super::print_out(&text);
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import").join(name)
+    }
+
+    fn read_out(p: &Path) -> Vec<Value> {
+        std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+
+    #[test]
+    fn alpaca_eval_outputs_become_one_pool_per_instruction() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("pools.jsonl");
+        let inputs = [
+            fixture("alpaca_eval/model_a.json"),
+            fixture("alpaca_eval/model_b.json"),
+            fixture("alpaca_eval/model_c.json"),
+        ];
+        let s = import(ImportFormat::AlpacaEval, &inputs, None, &out).unwrap();
+        assert_eq!((s.answers, s.prompts, s.skipped_prompts), (9, 3, 0));
+        assert_eq!(s.systems, ["model_a", "model_b", "model_c"]);
+        let pools = read_out(&out);
+        assert_eq!(pools.len(), 3);
+        assert_eq!(pools[0]["pool_id"], instruction_id("Name three primary colours."));
+        assert_eq!(pools[0]["task"], "Name three primary colours.");
+        assert_eq!(
+            pools[0]["items"][1],
+            serde_json::json!({"id": "model_b", "system": "model_b", "text": "Red, yellow and blue."})
+        );
+        // The pool file loads as a run over many pools.
+        let pool = crate::config::run::load_systems_pool(&out, &crate::config::run::PoolIds::All).unwrap();
+        assert_eq!((pool.n_prompts(), pool.n_bases(), pool.n_items()), (3, 3, 9));
+    }
+
+    #[test]
+    fn arena_hard_answers_with_questions() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("pools.jsonl");
+        let inputs = [fixture("arena_hard/model_answer/alpha.jsonl"), fixture("arena_hard/model_answer/beta.jsonl")];
+        let q = fixture("arena_hard/question.jsonl");
+        let s = import(ImportFormat::ArenaHard, &inputs, Some(&q), &out).unwrap();
+        // q3 is answered by alpha only: left out.
+        assert_eq!((s.answers, s.prompts, s.skipped_prompts), (5, 2, 1));
+        let pools = read_out(&out);
+        assert_eq!(pools[0]["pool_id"], "q1");
+        assert_eq!(pools[0]["task"], "Write a haiku about rust.");
+        assert_eq!(pools[1]["items"][0]["text"], "First part.\n\nSecond part.");
+        let e = import(ImportFormat::ArenaHard, &inputs, None, &out).unwrap_err();
+        assert!(e.to_string().contains("--questions"), "{e}");
+    }
+
+    #[test]
+    fn csv_rows_and_bad_rows_named_by_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("pools.jsonl");
+        let s = import(ImportFormat::Csv, &[fixture("answers.csv")], None, &out).unwrap();
+        assert_eq!((s.answers, s.prompts), (6, 2));
+        let pools = read_out(&out);
+        // A quoted field with a comma and a line break.
+        assert_eq!(pools[1]["items"][2]["text"], "Paris, the capital,\nof France.");
+        let bad = |name: &str, content: &str, format: ImportFormat| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, content).unwrap();
+            import(format, std::slice::from_ref(&p), None, &out)
+                .unwrap_err()
+                .to_string()
+                .replace(&p.display().to_string(), name)
+        };
+        assert_eq!(
+            bad("a.csv", "prompt_id,prompt,system,text\np1,Q,s1,x\np1,Q,s1,y\n", ImportFormat::Csv),
+            "a.csv:3: system \"s1\" answers prompt \"p1\" twice (also at a.csv:2); expected one answer per system and prompt"
+        );
+        assert_eq!(
+            bad("b.csv", "prompt_id,prompt,system,text\np1,Q,s1,x\np1,Q,,y\n", ImportFormat::Csv),
+            "b.csv:3: empty system; expected a non-empty system"
+        );
+        assert_eq!(
+            bad("c.csv", "prompt_id,prompt,model,text\n", ImportFormat::Csv),
+            "c.csv:1: the header \"prompt_id,prompt,model,text\" lacks the column system; expected the columns prompt_id, prompt, system, text in any order (other columns are ignored)"
+        );
+        assert!(bad("d.csv", "prompt_id,prompt,system,text\np1,Q,s1\n", ImportFormat::Csv).starts_with("d.csv:2: "));
+        // RFC 4180: a quoted field may hold lines shaped like rows; they are the field's text.
+        let q = dir.path().join("q.csv");
+        std::fs::write(&q, "prompt_id,prompt,system,text\np1,Q,s1,a\np1,Q,s2,\"quoted\np2,R,s1,c\"\n").unwrap();
+        import(ImportFormat::Csv, std::slice::from_ref(&q), None, &out).unwrap();
+        assert_eq!(read_out(&out)[0]["items"][1]["text"], "quoted\np2,R,s1,c");
+        // A text that spans lines legitimately is kept.
+        let ok = dir.path().join("ok.csv");
+        std::fs::write(&ok, "prompt_id,prompt,system,text\np1,Q,s1,\"line one\nline two, with a comma\"\np1,Q,s2,b\n")
+            .unwrap();
+        assert!(import(ImportFormat::Csv, std::slice::from_ref(&ok), None, &out).is_ok());
+        assert_eq!(
+            bad("e.csv", "prompt_id,prompt,system,text\np1,Q,s1,x\np1,R,s2,y\n", ImportFormat::Csv),
+            "e.csv:3: prompt \"p1\" has another text than at e.csv:2; expected one prompt text per prompt id"
+        );
+        assert_eq!(
+            bad(
+                "f.json",
+                "[\n  {\"instruction\": \"x\", \"output\": \"o\", \"generator\": \"g\"},\n  {\"instruction\": \"x\", \"output\": \"o\"}\n]",
+                ImportFormat::AlpacaEval
+            ),
+            "f.json:3: missing field \"generator\" (or give --system-from file); expected AlpacaEval model outputs {\"instruction\", \"output\", \"generator\"}"
+        );
+        let q = dir.path().join("q.jsonl");
+        std::fs::write(&q, "{\"question_id\": \"q1\", \"prompt\": \"Q\"}\n").unwrap();
+        let g = dir.path().join("g.jsonl");
+        std::fs::write(&g, "{\"question_id\": \"q1\", \"model_id\": \"m\", \"choices\": [{\"turns\": [{\"content\": \"x\"}]}]}\n{\"question_id\": \"q1\", \"model_id\": \"n\", \"choices\": []}\n").unwrap();
+        let e = import(ImportFormat::ArenaHard, std::slice::from_ref(&g), Some(&q), &out).unwrap_err().to_string();
+        assert_eq!(
+            e.replace(&g.display().to_string(), "g.jsonl"),
+            "g.jsonl:2: missing \"choices\"[0].\"turns\"; expected an Arena-Hard answer {\"uid\", \"model\", \"messages\": [{\"role\": \"user\", …}, {\"role\": \"assistant\", \"content\": {\"answer\"}}]} (2025) or {\"question_id\", \"model_id\", \"choices\": [{\"turns\": [{\"content\"}]}]} (2024)"
+        );
+    }
+}

@@ -1,0 +1,416 @@
+//! `topk-judge import` on the real benchmark excerpts of tests/fixtures/benchmarks (README.md
+//! there): answers into pool files with exact counts, the same data in other layouts to the same
+//! bytes, named errors, and published verdicts into replay recordings.
+
+use crate::common::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The AlpacaEval models in the order of the excerpt's CSV rows.
+const AE_MODELS: [&str; 10] = [
+    "FuseChat-Gemma-2-9B-Instruct",
+    "FuseChat-Llama-3.1-8B-Instruct",
+    "FuseChat-Llama-3.2-3B-Instruct",
+    "gpt4_1106_preview",
+    "claude-2",
+    "gpt-3.5-turbo-0301",
+    "Qwen-14B-Chat",
+    "vicuna-13b-v1.5",
+    "alpaca-7b",
+    "falcon-7b-instruct",
+];
+
+fn bench(rel: &str) -> PathBuf {
+    root().join("tests/fixtures/benchmarks").join(rel)
+}
+
+fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(bench(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Run `import` with `args` then the input files and `--out out`; stdout on success, else the
+/// error text (stdout + stderr) with `Err`.
+fn import(dir: &Path, args: &[&str], inputs: &[PathBuf], out: &Path) -> Result<String, String> {
+    let mut all: Vec<String> = vec!["import".into()];
+    all.extend(args.iter().map(|s| s.to_string()));
+    all.extend(inputs.iter().map(|p| p.display().to_string()));
+    all.extend(["--out".into(), out.display().to_string()]);
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    let o = run_bin(dir, &refs);
+    if o.status.success() { Ok(stdout(&o)) } else { Err(text(&o)) }
+}
+
+fn lines(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn alpaca_outputs() -> Vec<PathBuf> {
+    AE_MODELS.iter().map(|m| bench(&format!("alpaca_eval/outputs/{m}.json"))).collect()
+}
+
+#[test]
+fn alpaca_eval_json_csv_and_tsv_import_to_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let json = d.join("json.jsonl");
+    let shown = import(d, &["--format", "alpaca_eval"], &alpaca_outputs(), &json).unwrap();
+    assert_eq!(
+        shown,
+        format!("wrote {}: 45 prompts × 10 systems (450 answers: {})\n", json.display(), AE_MODELS.join(", "))
+    );
+    let pools = lines(&json);
+    assert_eq!(pools.len(), 45);
+    assert!(pools.iter().all(|p| p["items"].as_array().unwrap().len() == 10));
+    let csv = d.join("csv.jsonl");
+    import(d, &["--format", "csv"], &[bench("alpaca_eval/alpaca_eval_excerpt.csv")], &csv).unwrap();
+    let tsv = d.join("tsv.jsonl");
+    import(d, &["--format", "tsv"], &[bench("alpaca_eval/alpaca_eval_excerpt.tsv")], &tsv).unwrap();
+    let bytes = std::fs::read(&json).unwrap();
+    assert!(std::fs::read(&csv).unwrap() == bytes, "CSV import differs from the JSON import");
+    assert!(std::fs::read(&tsv).unwrap() == bytes, "TSV import differs from the JSON import");
+
+    // Columns in another order, with pandas' unnamed index column and one more: the same pool.
+    let mut rd = csv::Reader::from_path(bench("alpaca_eval/alpaca_eval_excerpt.csv")).unwrap();
+    let re = d.join("reordered.csv");
+    let mut wr = csv::Writer::from_path(&re).unwrap();
+    wr.write_record(["", "text", "model_note", "system", "prompt", "prompt_id"]).unwrap();
+    for (i, r) in rd.records().enumerate() {
+        let r = r.unwrap();
+        wr.write_record([&i.to_string(), &r[3], "n/a", &r[2], &r[1], &r[0]]).unwrap();
+    }
+    wr.flush().unwrap();
+    drop(wr);
+    let out = d.join("re.jsonl");
+    let shown = import(d, &["--format", "csv"], std::slice::from_ref(&re), &out).unwrap();
+    assert!(shown.ends_with(&format!("ignored columns: \"\", \"model_note\" (in {})\n", re.display())), "{shown}");
+    assert!(std::fs::read(&out).unwrap() == bytes);
+
+    // --system-from file: the file stem names the system (here the same names).
+    let stem = d.join("stem.jsonl");
+    import(d, &["--format", "alpaca_eval", "--system-from", "file"], &alpaca_outputs(), &stem).unwrap();
+    assert!(std::fs::read(&stem).unwrap() == bytes);
+    let renamed = d.join("NullModel.json");
+    std::fs::copy(bench("alpaca_eval/outputs/claude-2.json"), &renamed).unwrap();
+    let two = [bench("alpaca_eval/outputs/alpaca-7b.json"), renamed];
+    let shown = import(d, &["--format", "alpaca_eval", "--system-from", "file"], &two, &d.join("n.jsonl")).unwrap();
+    assert!(shown.contains("45 prompts × 2 systems (90 answers: alpaca-7b, NullModel)"), "{shown}");
+}
+
+#[test]
+fn arena_hard_2024_and_2025_layouts_import_to_the_same_pool() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut outs = Vec::new();
+    for year in ["2024", "2025"] {
+        let out = d.join(format!("{year}.jsonl"));
+        let q = bench(&format!("arena_hard/{year}/question.jsonl")).display().to_string();
+        let shown = import(
+            d,
+            &["--format", "arena_hard", "--questions", &q],
+            &files(&format!("arena_hard/{year}/model_answer"), "jsonl"),
+            &out,
+        )
+        .unwrap();
+        assert_eq!(
+            shown,
+            format!(
+                "wrote {}: 20 prompts × 3 systems (60 answers: gpt-3.5-turbo-0125, gpt-4-0314, gpt-4-0613)\n",
+                out.display()
+            )
+        );
+        outs.push(lines(&out));
+    }
+    // The same prompts × systems and texts (2024's question_id is 2025's uid).
+    assert_eq!(outs[0], outs[1]);
+    let questions: BTreeMap<String, String> = lines(&bench("arena_hard/2025/question.jsonl"))
+        .iter()
+        .map(|q| (q["uid"].as_str().unwrap().to_owned(), q["prompt"].as_str().unwrap().to_owned()))
+        .collect();
+    let got: BTreeMap<String, String> = outs[0]
+        .iter()
+        .map(|p| (p["pool_id"].as_str().unwrap().to_owned(), p["task"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(got, questions);
+}
+
+#[test]
+fn mt_bench_keeps_both_turns_and_arena_bench_reads_string_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("mt.jsonl");
+    let q = bench("mt_bench/question.jsonl").display().to_string();
+    let inputs = [bench("mt_bench/model_answer/gpt-4o.jsonl"), bench("mt_bench/reference_answer/gpt-4.jsonl")];
+    let shown = import(d, &["--format", "mt_bench", "--questions", &q], &inputs, &out).unwrap();
+    assert_eq!(
+        shown,
+        format!(
+            "wrote {}: 4 prompts × 2 systems (14 answers: gpt-4o, gpt-4)\n\
+             left out 6 prompts answered by fewer than 2 systems (nothing to compare)\n\
+             4 prompts keep their turns (task_turns on the pool line, turns on each answer)\n",
+            out.display()
+        )
+    );
+    let pools = lines(&out);
+    let ids: Vec<&str> = pools.iter().map(|p| p["pool_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["105", "113", "121", "129"]);
+    for p in &pools {
+        let tt: Vec<&str> = p["task_turns"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+        assert_eq!(tt.len(), 2);
+        assert_eq!(p["task"], tt.join("\n\n"));
+        for it in p["items"].as_array().unwrap() {
+            let turns: Vec<&str> = it["turns"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+            assert_eq!(turns.len(), 2);
+            assert_eq!(it["text"], turns.join("\n\n"));
+        }
+    }
+    // The pool file loads with its turns.
+    let pool = topk_judge::config::run::load_systems_pool(&out, &topk_judge::config::run::PoolIds::All).unwrap();
+    assert_eq!((pool.n_prompts(), pool.n_bases(), pool.n_items()), (4, 2, 8));
+    assert_eq!(pool.task_turns_of(0).len(), 2);
+    assert_eq!(
+        pool.turns_of(1),
+        pools[0]["items"][1]["turns"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect::<Vec<_>>()
+    );
+
+    // arena-bench-v1 answers are in FastChat's layout: 30 prompts × 4 systems, single-turn.
+    let out = d.join("ab.jsonl");
+    let q = bench("arena_bench_v1/question.jsonl").display().to_string();
+    let shown =
+        import(d, &["--format", "mt_bench", "--questions", &q], &files("arena_bench_v1/model_answer", "jsonl"), &out)
+            .unwrap();
+    assert!(shown.starts_with(&format!("wrote {}: 30 prompts × 4 systems (120 answers: ", out.display())), "{shown}");
+    assert!(lines(&out).iter().all(|p| p.get("task_turns").is_none()));
+}
+
+#[test]
+fn bad_inputs_are_named_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out.jsonl");
+    let err = |args: &[&str], inputs: &[PathBuf]| {
+        import(d, args, inputs, &out)
+            .unwrap_err()
+            .replace(&d.display().to_string(), "D")
+            .replace(&root().join("tests/fixtures/benchmarks").display().to_string(), "B")
+    };
+    // A FastChat question file read as Arena-Hard: its string turns are named, not read as empty.
+    let q = bench("arena_bench_v1/question.jsonl").display().to_string();
+    let e = err(&["--format", "arena_hard", "--questions", &q], &files("arena_bench_v1/model_answer", "jsonl"));
+    assert!(
+        e.contains(
+            "B/arena_bench_v1/question.jsonl:1: turn 1 is a string, as in the MT-Bench (FastChat) layout: read this file with --format mt_bench; expected an Arena-Hard question {\"uid\", \"prompt\"} (2025) or {\"question_id\", \"turns\": [{\"content\"}]} (2024)"
+        ),
+        "{e}"
+    );
+    // A blank answer.
+    let blank = write(
+        d,
+        "blank.json",
+        "[\n  {\"instruction\": \"Say hi.\", \"output\": \"Hi!\", \"generator\": \"m1\"},\n  {\"instruction\": \"Say bye.\", \"output\": \" \\n\", \"generator\": \"m1\"}\n]\n",
+    );
+    let e = err(&["--format", "alpaca_eval"], &[blank]);
+    let id = topk_judge::commands::import::instruction_id("Say bye.");
+    assert!(
+        e.contains(&format!(
+            "D/blank.json:3: empty answer of system \"m1\" to prompt \"{id}\"; expected a non-empty answer"
+        )),
+        "{e}"
+    );
+    // A blank prompt.
+    let bp = write(d, "bp.csv", "prompt_id,prompt,system,text\np1,  ,s1,x\n");
+    let e = err(&["--format", "csv"], &[bp]);
+    assert!(e.contains("D/bp.csv:2: blank prompt \"p1\"; expected a non-empty prompt text"), "{e}");
+    // The same file twice (also under another spelling of its path).
+    let f = bench("alpaca_eval/outputs/claude-2.json");
+    let again = bench("alpaca_eval/outputs/../outputs/claude-2.json");
+    let e = err(&["--format", "alpaca_eval"], &[f, again]);
+    assert!(e.contains("B/alpaca_eval/outputs/../outputs/claude-2.json is given twice"), "{e}");
+    // A missing column.
+    let mc = write(d, "mc.csv", "prompt_id,text,answer\np1,x,y\n");
+    let e = err(&["--format", "csv"], &[mc]);
+    assert!(
+        e.contains("D/mc.csv:1: the header \"prompt_id,text,answer\" lacks the columns prompt, system; expected the columns prompt_id, prompt, system, text in any order (other columns are ignored)"),
+        "{e}"
+    );
+    // A .tsv file with --format csv.
+    let e = err(&["--format", "csv"], &[bench("alpaca_eval/alpaca_eval_excerpt.tsv")]);
+    assert!(
+        e.contains("B/alpaca_eval/alpaca_eval_excerpt.tsv is a .tsv file: give --format tsv for tab-separated values"),
+        "{e}"
+    );
+    // Exactly one of --format / --judgments.
+    let e = err(&[], &[bench("alpaca_eval/outputs/claude-2.json")]);
+    assert!(e.contains("<--format <FORMAT>|--judgments <JUDGMENTS>>"), "{e}");
+    let e = err(&["--format", "csv", "--judgments", "csv"], &[bench("alpaca_eval/outputs/claude-2.json")]);
+    assert!(e.contains("cannot be used with"), "{e}");
+}
+
+#[test]
+fn alpaca_eval_annotations_become_405_ordered_verdicts_189_with_the_model_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("rec.jsonl");
+    let shown = import(d, &["--judgments", "alpaca_eval"], &files("alpaca_eval/annotations", "json"), &out).unwrap();
+    assert!(
+        shown.starts_with(&format!(
+            "wrote {}: 405 ordered verdicts of judge weighted_alpaca_eval_gpt4_turbo on 45 prompts × 10 systems (skipped 45 self-comparisons)\n",
+            out.display()
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("189 of the 405 were shown with generator_2 (the model) first"), "{shown}");
+    let rec = lines(&out);
+    assert_eq!(rec.len(), 405);
+    let reference = "gpt4_1106_preview";
+    assert_eq!(rec.iter().filter(|v| v["a"] != reference).count(), 189);
+    assert!(rec.iter().all(|v| v["a"] == reference || v["b"] == reference));
+    // pool_id is the id the answers import gives the instruction; y = P(first-shown wins).
+    let pools = d.join("pools.jsonl");
+    import(d, &["--format", "alpaca_eval"], &alpaca_outputs(), &pools).unwrap();
+    let ids: BTreeSet<String> = lines(&pools).iter().map(|p| p["pool_id"].as_str().unwrap().to_owned()).collect();
+    assert!(rec.iter().all(|v| ids.contains(v["pool_id"].as_str().unwrap())));
+    // The first record of claude-2.json: preference 1.0001195986, not swapped → y = 2 − p.
+    let ann: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(bench("alpaca_eval/annotations/claude-2.json")).unwrap())
+            .unwrap();
+    let first = &ann[0];
+    let id = topk_judge::commands::import::instruction_id(first["instruction"].as_str().unwrap());
+    let v = rec.iter().find(|v| v["pool_id"] == id.as_str() && (v["a"] == "claude-2" || v["b"] == "claude-2")).unwrap();
+    let p = first["preference"].as_f64().unwrap();
+    let y = v["y"].as_f64().unwrap();
+    if v["a"] == reference {
+        assert!((y - (2.0 - p)).abs() < 1e-12)
+    } else {
+        assert!((y - (p - 1.0)).abs() < 1e-12)
+    }
+    assert_eq!(v["cost_usd"], first["price_per_example"]);
+    // The recording reads as a replay recording.
+    topk_judge::judge::replay::Recording::read(&out).unwrap();
+}
+
+#[test]
+fn arena_bench_grades_give_both_orders_of_every_graded_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let inputs = files("arena_bench_v1/model_judgment", "jsonl");
+    // Independently: graded models per question → 2 · C(n, 2) ordered verdicts.
+    let mut graded: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &inputs {
+        for l in std::fs::read_to_string(f).unwrap().lines() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            if !v["score"].is_null() {
+                graded
+                    .entry(v["question_id"].as_str().unwrap().to_owned())
+                    .or_default()
+                    .insert(v["model"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    let expected: usize = graded.values().map(|m| m.len() * (m.len() - 1)).sum();
+    assert_eq!(expected, 360);
+    let out = d.join("grades.jsonl");
+    let shown = import(d, &["--judgments", "arena_bench"], &inputs, &out).unwrap();
+    assert!(
+        shown.starts_with(&format!(
+            "wrote {}: {expected} ordered verdicts of judge gpt-4 (grades) on 30 prompts × 4 systems\n",
+            out.display()
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("carry no position information"), "{shown}");
+    let rec = lines(&out);
+    assert_eq!(rec.len(), expected);
+    // gpt-4-turbo.jsonl grades gpt-4-1106-preview (its `model` field).
+    assert!(rec.iter().any(|v| v["a"] == "gpt-4-1106-preview") && rec.iter().all(|v| v["a"] != "gpt-4-turbo"));
+    // Both orders of a pair have complementary outcomes.
+    let y: BTreeMap<(String, String, String), f64> = rec
+        .iter()
+        .map(|v| ((v["pool_id"].to_string(), v["a"].to_string(), v["b"].to_string()), v["y"].as_f64().unwrap()))
+        .collect();
+    for ((p, a, b), v) in &y {
+        assert_eq!(v + y[&(p.clone(), b.clone(), a.clone())], 1.0);
+    }
+}
+
+#[test]
+fn arena_hard_mt_bench_and_csv_judgments() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Arena-Hard: game 1 shows the baseline first, game 2 the model.
+    let out = d.join("ah.jsonl");
+    let shown =
+        import(d, &["--judgments", "arena_hard"], &[bench("arena_hard/judgments/gpt-4-0613.jsonl")], &out).unwrap();
+    assert!(
+        shown.starts_with(&format!(
+            "wrote {}: 6 ordered verdicts of judge gpt-4-1106-preview on 3 prompts × 2 systems\n",
+            out.display()
+        )),
+        "{shown}"
+    );
+    let rec = lines(&out);
+    let got: Vec<(&str, Value)> = rec.iter().map(|v| (v["a"].as_str().unwrap(), v["y"].clone())).collect();
+    let j = |x: f64| Value::from(x);
+    assert_eq!(
+        got,
+        [
+            ("gpt-4-0314", j(0.0)),
+            ("gpt-4-0613", j(0.5)),
+            ("gpt-4-0314", j(1.0)),
+            ("gpt-4-0613", j(0.0)),
+            ("gpt-4-0314", Value::Null),
+            ("gpt-4-0613", j(1.0))
+        ]
+    );
+    assert_eq!(rec[2]["strong_preference"], true);
+    topk_judge::judge::replay::Recording::read(&out).unwrap();
+    // MT-Bench pairwise: winners in model terms, judge per turn.
+    let out = d.join("mt.jsonl");
+    let shown =
+        import(d, &["--judgments", "mt_bench"], &[bench("mt_bench/model_judgment/gpt-4_pair.jsonl")], &out).unwrap();
+    assert!(
+        shown.starts_with(&format!(
+            "wrote {}: 8 ordered verdicts of judges gpt-4 turn 1, gpt-4 turn 2 on 3 prompts × 2 systems\n",
+            out.display()
+        )),
+        "{shown}"
+    );
+    let rec = lines(&out);
+    assert_eq!(
+        (rec[2]["judge"].as_str(), rec[2]["a"].as_str(), rec[2]["y"].as_f64()),
+        (Some("gpt-4 turn 2"), Some("gpt-4o"), Some(0.0))
+    );
+    assert_eq!((rec[5]["a"].as_str(), rec[5]["y"].as_f64()), (Some("gpt-4"), Some(1.0)));
+    // CSV: any column order; y for the first-shown; a conflicting repeat names both lines.
+    let c = write(
+        d,
+        "j.csv",
+        "winner,shown_first,system_b,system_a,prompt_id,judge,cost_usd\na,a,m2,m1,p1,J,0.001\na,b,m2,m1,p1,J,\ntie,a,m3,m1,p1,J,\n",
+    );
+    let out = d.join("c.jsonl");
+    let shown = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap();
+    assert!(
+        shown
+            .starts_with(&format!("wrote {}: 3 ordered verdicts of judge J on 1 prompts × 3 systems\n", out.display())),
+        "{shown}"
+    );
+    let rec = lines(&out);
+    assert_eq!(
+        rec[0],
+        serde_json::json!({"pool_id": "p1", "a": "m1", "b": "m2", "y": 1.0, "judge": "J", "cost_usd": 0.001})
+    );
+    assert_eq!(rec[1], serde_json::json!({"pool_id": "p1", "a": "m2", "b": "m1", "y": 0.0, "judge": "J"}));
+    let c = write(d, "k.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,m1,m2,a,a\np1,m1,m2,a,b\n");
+    let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
+    let c = c.display();
+    assert!(
+        e.contains(&format!("{c}:3: judge \"\", prompt \"p1\", \"m1\" shown first vs \"m2\": y = 0 here but 1 at {c}:2; expected one verdict per judge, prompt and ordered pair")),
+        "{e}"
+    );
+}
