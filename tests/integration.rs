@@ -18,6 +18,7 @@ mod layout;
 mod live_judge;
 mod outputs;
 mod pipeline;
+mod published;
 mod replay;
 mod reports;
 mod run;
