@@ -66,6 +66,62 @@ fn a_star_shaped_recording_replays_at_the_cost_of_what_is_recorded() {
     assert_eq!(r["reported"], "apparent", "{}", r["reported_reason"]);
 }
 
+/// The fenced block of `doc` whose first line starts with `first` (without the fences).
+fn block(doc: &str, first: &str) -> String {
+    let at = doc.find(&format!("\n{first}")).unwrap_or_else(|| panic!("no block starting {first:?}")) + 1;
+    let end = doc[at..].find("```").expect("closed block");
+    doc[at..at + end].to_string()
+}
+
+/// docs/systems.md "Published judgments: replay and check", run as written: every printed line
+/// shown there is printed.
+#[test]
+fn the_documented_published_judgments_path_prints_what_the_docs_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::os::unix::fs::symlink(root().join("tests"), d.join("tests")).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/systems.md")).unwrap();
+    let commands = block(&doc, "topk-judge import --format alpaca_eval tests/fixtures/benchmarks/alpaca_eval/outputs/");
+    let mut printed = String::new();
+    let mut run_line = |line: &str| {
+        let mut args: Vec<String> = Vec::new();
+        for w in line.split_whitespace().skip(1) {
+            if w.contains('*') {
+                let (dirpart, _) = w.rsplit_once('/').unwrap();
+                let mut v: Vec<String> = std::fs::read_dir(d.join(dirpart))
+                    .unwrap()
+                    .map(|e| format!("{dirpart}/{}", e.unwrap().file_name().to_string_lossy()))
+                    .collect();
+                v.sort();
+                args.extend(v);
+            } else {
+                args.push(w.to_string());
+            }
+        }
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = run_bin(d, &a);
+        assert!(o.status.success(), "{line}: {}", text(&o));
+        printed.push_str(&stdout(&o));
+    };
+    for line in commands.lines().filter(|l| l.starts_with("topk-judge ")) {
+        run_line(line);
+    }
+    write(d, "alpaca-eval.yaml", &block(&doc, "name: alpaca-eval-replay"));
+    run_line("topk-judge run alpaca-eval.yaml");
+    run_line("topk-judge check data/alpaca_eval.jsonl data/alpaca_eval_judgments.jsonl --k 3 --out check.json");
+    for first in [
+        "wrote data/alpaca_eval.jsonl: 45 prompts",
+        "run \"alpaca-eval-replay\"",
+        "point top-3 (apparent, reported)",
+        "leaderboard check: 45 prompts",
+    ] {
+        for l in block(&doc, first).lines() {
+            assert!(printed.contains(l), "docs/systems.md shows {l:?}, the commands print:\n{printed}");
+        }
+    }
+    assert_eq!(json(&d.join("runs/alpaca-eval-replay/result.json"))["replay"]["candidates"], 405);
+}
+
 #[test]
 fn fit_and_check_rank_the_systems_of_a_recording() {
     let dir = tempfile::tempdir().unwrap();
@@ -160,4 +216,29 @@ fn on_the_alpaca_eval_recording_topk_settles_the_top3_no_later_than_random() {
     // Measured: topk 50, random 75 (docs/systems.md).
     assert!(mean("topk") <= mean("random"), "{settle:?}");
     assert_eq!((mean("topk"), mean("random")), (50.0, 75.0), "{settle:?}");
+}
+
+#[test]
+fn the_mock_judges_an_imported_pool_only_with_a_stand_in_quality() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    imported(d);
+    let cfg = |extra: &str| {
+        format!(
+            "name: offline\nout_dir: runs\npool:\n  file: pool.jsonl\n  ids: all\nk: 3\njudge:\n  mock:\n    mode: stochastic\n{extra}budget:\n  max_comparisons: 16\n"
+        )
+    };
+    let refused = write(d, "refused.yaml", &cfg(""));
+    let o = run_bin(d, &["run", refused.to_str().unwrap(), "--quiet"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("judge.mock: the mock judge needs gold `quality` on every item; item \"i-"),
+        "{}",
+        text(&o)
+    );
+    assert!(text(&o).contains("set judge.mock.stand_in_quality: true"), "{}", text(&o));
+    let ok = write(d, "ok.yaml", &cfg("    stand_in_quality: true\n"));
+    let o = run_bin(d, &["run", ok.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(result(d, "offline")["comparisons"], 16);
 }

@@ -174,6 +174,12 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         kappa: f.kappa,
         kappa_sd: f.kappa_sd,
         covariates,
+        changes_topk: {
+            let (mut a, mut b) = (raw.clone(), corrected.clone());
+            a.sort();
+            b.sort();
+            a != b
+        },
         raw_topk: raw,
         corrected_topk: corrected,
         gate,

@@ -42,6 +42,28 @@ pub struct MockConfig {
     /// Simulated price in USD per million completion tokens (1 completion token per verdict).
     #[serde(default)]
     pub output_usd_per_mtok: Option<f64>,
+    /// Judge items without gold `quality` (e.g. an imported benchmark) by a stand-in quality:
+    /// 3 + 0.5·z(system) + 0.25·z(item), z a fixed standard-normal value from the SHA-256 of the
+    /// name ([`stand_in_quality`]), so the import → run path can be tried offline. The ranking
+    /// then says nothing about the answers. Off by default (such a pool is refused).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stand_in_quality: bool,
+}
+
+/// The stand-in quality of an item without gold `quality` (see
+/// [`MockConfig::stand_in_quality`]): 3 + 0.5·z(its system, base or id) + 0.25·z(its id), on
+/// the SummEval 1–5 scale the mock's defaults are set for; z(name) is one standard-normal draw
+/// from the stream `stand_in_quality` seeded by the first 64 bits of SHA-256(name), so it is
+/// the same on every run and machine.
+pub fn stand_in_quality(it: &Item) -> f64 {
+    let group = it.system.as_deref().or(it.base.as_deref()).unwrap_or(&it.id);
+    3.0 + 0.5 * z_of(&format!("system:{group}")) + 0.25 * z_of(&format!("item:{}", it.id))
+}
+
+fn z_of(name: &str) -> f64 {
+    use rand_distr::Distribution;
+    let seed = u64::from_str_radix(&rng::sha256_hex(name)[..16], 16).expect("hex");
+    rand_distr::StandardNormal.sample(&mut rng::stream(seed, "stand_in_quality", 0))
 }
 
 fn d_pos() -> f64 {
@@ -65,6 +87,7 @@ impl Default for MockConfig {
             latency_ms: 0,
             input_usd_per_mtok: None,
             output_usd_per_mtok: None,
+            stand_in_quality: false,
         }
     }
 }
@@ -121,11 +144,15 @@ impl MockJudge {
     /// score(item, slot) in quality units.
     ///
     /// # Panics
-    /// If the item has no gold `quality` (the caller checks at config time).
+    /// If the item has no gold `quality` and `stand_in_quality` is off (the caller checks at
+    /// config time).
     pub fn score(&self, it: &Item, slot_a: bool) -> f64 {
-        it.quality.expect("mock judge needs quality")
-            + if slot_a { self.cfg.pos_bias } else { 0.0 }
-            + self.cfg.verb_per_word * item_words(it)
+        let q = match it.quality {
+            Some(q) => q,
+            None if self.cfg.stand_in_quality => stand_in_quality(it),
+            None => panic!("mock judge needs quality"),
+        };
+        q + if slot_a { self.cfg.pos_bias } else { 0.0 } + self.cfg.verb_per_word * item_words(it)
     }
 
     /// Probability that the first-shown item wins (1/0 for the deterministic mock).
@@ -249,6 +276,31 @@ mod tests {
             human: None,
             system: None,
         }
+    }
+
+    #[test]
+    fn stand_in_quality_is_fixed_per_name_and_spread_as_stated() {
+        let item = |id: &str, sys: &str| Item { id: id.into(), system: Some(sys.into()), ..Default::default() };
+        // The same names give the same value on every call (a hash, not a draw of this run).
+        assert_eq!(stand_in_quality(&item("p1/s", "s")), stand_in_quality(&item("p1/s", "s")));
+        // Over many systems: mean 3 and sd √(0.5² + 0.25²) ≈ 0.559 (standard errors ≈ 0.006, 0.004).
+        let q: Vec<f64> = (0..8000).map(|i| stand_in_quality(&item(&format!("p/{i}"), &format!("sys{i}")))).collect();
+        let mean = q.iter().sum::<f64>() / q.len() as f64;
+        let sd = (q.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (q.len() - 1) as f64).sqrt();
+        assert!((mean - 3.0).abs() < 0.03, "{mean}");
+        assert!((sd - (0.3125f64).sqrt()).abs() < 0.03, "{sd}");
+        // Two answers of one system share its 0.5·z(system): their difference has sd 0.25·√2.
+        let d: Vec<f64> = (0..8000)
+            .map(|i| {
+                stand_in_quality(&item(&format!("a{i}"), "one")) - stand_in_quality(&item(&format!("b{i}"), "one"))
+            })
+            .collect();
+        let sd_d = (d.iter().map(|x| x * x).sum::<f64>() / d.len() as f64).sqrt();
+        assert!((sd_d - 0.25 * 2f64.sqrt()).abs() < 0.02, "{sd_d}");
+        // The mock scores such an item only when asked to.
+        let j = MockJudge::new(MockConfig { stand_in_quality: true, ..MockConfig::default() }).unwrap();
+        let it = item("x", "s");
+        assert_eq!(j.score(&it, false), stand_in_quality(&it) + 0.01 * 0.0);
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub struct CheckReport {
     pub raw_topk: Vec<String>,
     /// The corrected top-k: by θ̂ (style held equal), best first.
     pub corrected_topk: Vec<String>,
+    /// Whether the corrected top-k set differs from the raw one.
+    pub changes_topk: bool,
     /// The gate's decision, when trusted verdicts were given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateCheck>,
@@ -68,15 +70,6 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// Whether the corrected top-k set differs from the raw one.
-    pub fn differs(&self) -> bool {
-        let mut a = self.raw_topk.clone();
-        let mut b = self.corrected_topk.clone();
-        a.sort();
-        b.sort();
-        a != b
-    }
-
     /// The printed check.
     pub fn text(&self) -> String {
         let num = crate::domain::fmt::num;
@@ -111,7 +104,7 @@ impl CheckReport {
         }
         s.push_str(&format!("raw top-{} (apparent φ̂): {}\n", self.k, self.raw_topk.join(", ")));
         s.push_str(&format!("corrected top-{} (θ̂): {}\n", self.k, self.corrected_topk.join(", ")));
-        if self.differs() {
+        if self.changes_topk {
             let ins: Vec<&str> =
                 self.corrected_topk.iter().filter(|x| !self.raw_topk.contains(x)).map(String::as_str).collect();
             let outs: Vec<&str> =
