@@ -64,6 +64,36 @@ fn a_star_shaped_recording_replays_at_the_cost_of_what_is_recorded() {
     }
     // Systems runs report the apparent ranking under auto (the correction is shown beside).
     assert_eq!(r["reported"], "apparent", "{}", r["reported_reason"]);
+    // The systems block keeps its columns aligned for names longer than the header's.
+    let out = stdout(&o);
+    let block: Vec<&str> =
+        out.lines().skip_while(|l| !l.starts_with("systems over 45 prompts")).skip(1).take(11).collect();
+    // Where the third field (θ̂, right-aligned) ends, in characters.
+    let theta_end = |l: &str| {
+        let chars: Vec<char> = l.chars().collect();
+        let mut fields = 0;
+        (0..chars.len())
+            .find(|&i| {
+                let ends = !chars[i].is_whitespace() && chars.get(i + 1).is_none_or(|c| c.is_whitespace());
+                fields += usize::from(ends);
+                fields == 3
+            })
+            .unwrap()
+    };
+    assert!(block[0].starts_with(" rank  system"), "{out}");
+    let ends: Vec<usize> = block.iter().map(|l| theta_end(l)).collect();
+    assert!(ends.windows(2).all(|w| w[0] == w[1]), "misaligned:\n{}", block.join("\n"));
+    // report.md has the systems block too.
+    let o = run_bin(d, &["report", "runs/ae"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let md = std::fs::read_to_string(d.join("runs/ae/report.md")).unwrap();
+    assert!(
+        md.contains(
+            "## Systems over 45 prompts (θ̂ at equal covariates; win rate against gpt4_1106_preview, 95 % interval)"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| gpt4_1106_preview | ") && md.contains("| 0.500 | \\[0.500, 0.500\\] |"), "{md}");
 }
 
 /// The fenced block of `doc` whose first line starts with `first` (without the fences).
@@ -241,4 +271,57 @@ fn the_mock_judges_an_imported_pool_only_with_a_stand_in_quality() {
     let o = run_bin(d, &["run", ok.to_str().unwrap(), "--quiet"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(result(d, "offline")["comparisons"], 16);
+}
+
+/// The scale of AlpacaEval 2's leaderboard: 58 systems × 805 prompts, a star-shaped recording
+/// (every system against one reference, one presentation order each: 45,885 verdicts), replayed
+/// for 2,000 verdicts. Ignored in the suite (a debug build is slow); docs/benchmarks.md has the
+/// measured time of a release build:
+/// `cargo test --release --test integration published::replay_at_leaderboard_scale -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn replay_at_leaderboard_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (systems, prompts) = (58usize, 805usize);
+    // A fixed linear congruential stream: lengths, the shown order and the outcome.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let theta: Vec<f64> = (0..systems).map(|s| 2.0 * (s as f64 / systems as f64) - 1.0).collect();
+    let (mut pool, mut rec) = (String::new(), String::new());
+    for p in 0..prompts {
+        let items: Vec<String> = (0..systems)
+            .map(|s| {
+                let words = 20 + (next() * 380.0) as usize;
+                format!("{{\"id\":\"s{s:02}\",\"system\":\"s{s:02}\",\"text\":\"{}{p} {s}\"}}", "w ".repeat(words))
+            })
+            .collect();
+        pool.push_str(&format!("{{\"pool_id\":\"q{p}\",\"task\":\"question {p}\",\"items\":[{}]}}\n", items.join(",")));
+        for s in 1..systems {
+            let (a, b) = if next() < 0.5 { (0, s) } else { (s, 0) };
+            let pa = 1.0 / (1.0 + (-(theta[a] - theta[b] + 0.2)).exp());
+            let y = u8::from(next() < pa);
+            rec.push_str(&format!("{{\"pool_id\":\"q{p}\",\"a\":\"s{a:02}\",\"b\":\"s{b:02}\",\"y\":{y}}}\n"));
+        }
+    }
+    write(d, "pool.jsonl", &pool);
+    write(d, "rec.jsonl", &rec);
+    let cfg = write(
+        d,
+        "big.yaml",
+        "name: big\nout_dir: runs\npool:\n  file: pool.jsonl\n  ids: all\nk: 5\njudge:\n  replay:\n    file: rec.jsonl\n    missing: unavailable\nacquisition:\n  strategy: topk\n  seed: 1\nbudget:\n  max_comparisons: 2000\n",
+    );
+    let t = std::time::Instant::now();
+    let o = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    let secs = t.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}", text(&o));
+    let r = result(d, "big");
+    assert_eq!((r["comparisons"].as_u64(), r["replay"]["candidates"].as_u64()), (Some(2000), Some(45_885)));
+    assert_eq!(r["replay"]["unavailable"], 0);
+    let intents = std::fs::read_to_string(d.join("runs/big/intents.jsonl")).unwrap();
+    assert_eq!(intents.lines().count(), 2000, "one intent per verdict: nothing unrecorded is opened");
+    println!("58 systems × 805 prompts, 2,000 verdicts replayed in {secs:.1} s (wall)");
 }

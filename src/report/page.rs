@@ -187,6 +187,40 @@ pub struct Content {
     notes: Vec<String>,
 }
 
+/// The systems block of a run over many prompts (docs/systems.md "Results"): θ̂ ± sd, π, the
+/// win rate against the reference with its 95 % interval, and the counts, best θ̂ first.
+fn systems_table(sys: &crate::analysis::systems::SystemsReport) -> (String, Vec<String>, Vec<Vec<String>>) {
+    let head = ["rank", "system", "θ̂", "sd", "π", "win rate", "95 % interval", "comparisons", "prompts", "gold"]
+        .map(String::from)
+        .to_vec();
+    let rows = sys
+        .rows
+        .iter()
+        .map(|x| {
+            vec![
+                x.rank.to_string(),
+                x.system.clone(),
+                format!("{:.3}", x.theta),
+                format!("{:.3}", x.sd),
+                format!("{:.3}", x.membership),
+                format!("{:.3}", x.win_rate),
+                format!("[{:.3}, {:.3}]", x.win_rate_lo, x.win_rate_hi),
+                x.comparisons.to_string(),
+                x.prompts.to_string(),
+                fmt_opt(x.gold, 3),
+            ]
+        })
+        .collect();
+    (
+        format!(
+            "Systems over {} prompts (θ̂ at equal covariates; win rate against {}, 95 % interval)",
+            sys.prompts, sys.reference
+        ),
+        head,
+        rows,
+    )
+}
+
 /// Gather the report's content from a run folder and its identifiability rows.
 pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     let r = &run.result;
@@ -362,6 +396,9 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     let mut tables = vec![spend, ranking];
     if !ident.is_empty() {
         tables.push(bias);
+    }
+    if let Some(sys) = &r.fit.reporting.systems {
+        tables.push(systems_table(sys));
     }
     Content { title: format!("Run `{}` — top-{} report", r.name, r.k), facts, tables, notes: r.fit.notes.clone() }
 }

@@ -72,13 +72,16 @@ pub fn summary_block(r: &SystemsReport) -> String {
         "systems over {} prompts (win rate against {} at equal covariates, 95 % interval):\n",
         r.prompts, r.reference
     );
+    // The name column is as wide as the longest name (at least 10), so long names keep the
+    // columns aligned.
+    let w = r.rows.iter().map(|x| x.system.chars().count()).max().unwrap_or(0).max(10);
     s.push_str(&format!(
-        " rank  {:<10} {:>7} {:>7} {:>6}  {:>21}  {:>5} {:>7} {:>7}\n",
+        " rank  {:<w$} {:>7} {:>7} {:>6}  {:>21}  {:>5} {:>7} {:>7}\n",
         "system", "theta", "sd", "pi", "win rate [95 %]", "comp", "prompts", "gold"
     ));
     for x in &r.rows {
         s.push_str(&format!(
-            " {:>4}  {:<10} {:>7.3} {:>7.3} {:>6.3}  {:>5.3} [{:.3}, {:.3}]  {:>5} {:>7} {:>7}\n",
+            " {:>4}  {:<w$} {:>7.3} {:>7.3} {:>6.3}  {:>5.3} [{:.3}, {:.3}]  {:>5} {:>7} {:>7}\n",
             x.rank,
             x.system,
             x.theta,
