@@ -325,3 +325,40 @@ fn replay_at_leaderboard_scale() {
     assert_eq!(intents.lines().count(), 2000, "one intent per verdict: nothing unrecorded is opened");
     println!("58 systems × 805 prompts, 2,000 verdicts replayed in {secs:.1} s (wall)");
 }
+
+#[test]
+fn the_gate_asks_a_recorded_trusted_judge_only_what_it_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    imported(d);
+    let pool = std::fs::read_to_string(d.join("pool.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(pool.lines().next().unwrap()).unwrap();
+    let p0 = first["pool_id"].as_str().unwrap();
+    // Trusted verdicts (e.g. human preferences) on one prompt: FuseChat-Llama-3.2-3B beats the
+    // reference, in both orders. Every other anchor has no trusted verdict: a tie.
+    write(
+        d,
+        "trusted.jsonl",
+        &format!(
+            "{{\"pool_id\":\"{p0}\",\"a\":\"FuseChat-Llama-3.2-3B-Instruct\",\"b\":\"gpt4_1106_preview\",\"y\":1}}\n{{\"pool_id\":\"{p0}\",\"a\":\"gpt4_1106_preview\",\"b\":\"FuseChat-Llama-3.2-3B-Instruct\",\"y\":0}}\n"
+        ),
+    );
+    let cfg = write(
+        d,
+        "gated.yaml",
+        &format!(
+            "{}gate:\n  anchors: 10\n  trusted:\n    replay:\n      file: trusted.jsonl\n      missing: unavailable\n",
+            SYSTEMS_REPLAY.replace("name: ae", "name: gated")
+        ),
+    );
+    let o = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run_bin(d, &["gate", "runs/gated"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = stdout(&o);
+    // The anchor FuseChat-Llama-3.2-3B vs gpt4_1106_preview (the corrected ranking prefers the
+    // former) is labelled by the two trusted verdicts; no other anchor has one.
+    assert!(t.contains(", n10 = 1 (corrected right, naive wrong), n01 = 0 (naive right), ties = "), "{t}");
+    let trusted = std::fs::read_to_string(d.join("runs/gated/trusted_intents.jsonl")).unwrap();
+    assert_eq!(trusted.lines().count(), 2, "only the two recorded queries are asked:\n{trusted}");
+}

@@ -100,6 +100,30 @@ async fn trusted_verdicts(
     max_usd: Option<f64>,
 ) -> Result<(Vec<(Option<f64>, Option<f64>)>, f64), RunFolderError> {
     let first = first_items(pool);
+    // A trusted judge that answers only some pairs (a replay of a recording, e.g. published
+    // human preferences over many prompts): each anchor is asked on the first prompt where its
+    // two systems have a recorded verdict, in the recorded orders only.
+    let answerable: Option<std::collections::HashSet<(usize, usize)>> =
+        judge.answerable(pool).map(|v| v.into_iter().collect());
+    let pick = |c: usize, n: usize| -> (usize, usize) {
+        let Some(rec) = &answerable else { return (first[c], first[n]) };
+        let mut hits: Vec<(usize, usize)> = rec
+            .iter()
+            .filter_map(|&(a, b)| {
+                let (ba, bb) = (pool.item_base[a], pool.item_base[b]);
+                if (ba, bb) == (c, n) {
+                    Some((a, b))
+                } else if (ba, bb) == (n, c) {
+                    Some((b, a))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        hits.sort_unstable();
+        hits.first().copied().unwrap_or((first[c], first[n]))
+    };
+    let asked = |a: usize, b: usize| answerable.as_ref().is_none_or(|r| r.contains(&(a, b)));
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let (books, warnings) = Books::open_files(dir, &TRUSTED_BOOKS)?;
     for w in warnings {
@@ -109,12 +133,15 @@ async fn trusted_verdicts(
     let queries: Vec<(usize, usize)> = anchors
         .iter()
         .flat_map(|a| {
-            let (c, n) = (first[a.corrected_prefers], first[a.naive_prefers]);
+            let (c, n) = pick(a.corrected_prefers, a.naive_prefers);
             [(c, n), (n, c)]
         })
         .collect();
-    let pending: Vec<(usize, usize)> =
-        queries.iter().copied().filter(|&(a, b)| books.log().get(&judge.cache_key(&pool, a, b)).is_none()).collect();
+    let pending: Vec<(usize, usize)> = queries
+        .iter()
+        .copied()
+        .filter(|&(a, b)| asked(a, b) && books.log().get(&judge.cache_key(&pool, a, b)).is_none())
+        .collect();
     let max_usd = max_usd.filter(|_| judge.has_price());
     let (mut budget, folder) = Budget::for_folder(dir, None, max_usd, 0)?;
     if let Some(max) = max_usd {
@@ -148,7 +175,16 @@ async fn trusted_verdicts(
     let mut ys = Vec::with_capacity(anchors.len());
     let get = |(a, b): (usize, usize)| log.get(&judge.cache_key(&pool, a, b)).cloned();
     for pair in queries.chunks(2) {
-        let (Some(r1), Some(r2)) = (get(pair[0]), get(pair[1])) else {
+        // An order the trusted judge cannot answer (unrecorded) has no verdict; the other one
+        // labels the anchor alone.
+        let (g1, g2) = (get(pair[0]), get(pair[1]));
+        if answerable.is_some() && (g1.is_none() || g2.is_none()) {
+            let (y1, y2) = (g1.as_ref().and_then(|r| r.reply.y), g2.as_ref().and_then(|r| r.reply.y));
+            spend += g1.as_ref().map_or(0.0, |r| r.reply.cost_usd) + g2.as_ref().map_or(0.0, |r| r.reply.cost_usd);
+            ys.push((y1, y2));
+            continue;
+        }
+        let (Some(r1), Some(r2)) = (g1, g2) else {
             // Replies billed above their reservations raised the worst case, and the rest no
             // longer fits in max_usd: what was bought is kept for the next gate.
             return Err(RunFolderError::Invalid(format!(
