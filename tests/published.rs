@@ -362,3 +362,37 @@ fn the_gate_asks_a_recorded_trusted_judge_only_what_it_recorded() {
     let trusted = std::fs::read_to_string(d.join("runs/gated/trusted_intents.jsonl")).unwrap();
     assert_eq!(trusted.lines().count(), 2, "only the two recorded queries are asked:\n{trusted}");
 }
+
+#[test]
+fn runs_on_one_large_pool_share_one_copy_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    imported(d);
+    let size = std::fs::metadata(d.join("pool.jsonl")).unwrap().len();
+    assert!(size >= 1 << 19, "the AlpacaEval excerpt's pool file is {size} bytes");
+    for name in ["one", "two"] {
+        let cfg = write(
+            d,
+            &format!("{name}.yaml"),
+            &SYSTEMS_REPLAY
+                .replace("name: ae", &format!("name: {name}"))
+                .replace("max_comparisons: 200", "max_comparisons: 8"),
+        );
+        let o = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    use std::os::unix::fs::MetadataExt;
+    let shared: Vec<PathBuf> = std::fs::read_dir(d.join("runs/.pools")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(shared.len(), 1, "{shared:?}");
+    let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+    assert_eq!(ino(&d.join("runs/one/pool.jsonl")), ino(&shared[0]));
+    assert_eq!(ino(&d.join("runs/two/pool.jsonl")), ino(&shared[0]));
+    // The copy is the selected lines as written: the pool file itself here (ids: all).
+    assert_eq!(std::fs::read(&shared[0]).unwrap(), std::fs::read(d.join("pool.jsonl")).unwrap());
+    // The folder still reads from anywhere: fit on it, and a resume relinks nothing new.
+    let o = run_bin(d, &["fit", "runs/one"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run_bin(d, &["run", "one.yaml", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(std::fs::read_dir(d.join("runs/.pools")).unwrap().count(), 1);
+}

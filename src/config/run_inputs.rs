@@ -33,7 +33,7 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
         }
     };
     let pool_path = dir.join("pool.jsonl");
-    std::fs::write(&pool_path, pool_line + "\n").map_err(|e| (pool_path.clone(), e))?;
+    write_pool_copy(dir, &pool_path, pool_line + "\n")?;
     if raw.pool.synthetic.is_none() {
         raw.pool.file = PathBuf::from("pool.jsonl");
         if raw.pool.ids.is_none() {
@@ -57,6 +57,37 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
     std::fs::write(&path, format!("{HEADER}{yaml}")).map_err(|e| (path.clone(), e))
 }
 
+/// A pool copy at least this large (bytes) is kept once per output folder and hard-linked into
+/// each run folder ([`write_pool_copy`]).
+pub const SHARED_POOL_MIN_BYTES: usize = 1 << 19;
+
+/// Write the run folder's `pool.jsonl`. A large one (≥ [`SHARED_POOL_MIN_BYTES`], e.g. a
+/// benchmark's 58 systems × 805 prompts, 52 MB) is written once to
+/// `<out_dir>/.pools/<SHA-256 of its bytes>.jsonl` and hard-linked as `pool.jsonl`, so runs on one
+/// pool share one copy (docs/outputs.md); where a hard link cannot be made, it is copied.
+fn write_pool_copy(dir: &Path, pool_path: &Path, text: String) -> Result<(), (PathBuf, std::io::Error)> {
+    let shared_dir = dir.parent().map(|p| p.join(".pools"));
+    let Some(shared_dir) = shared_dir.filter(|_| text.len() >= SHARED_POOL_MIN_BYTES) else {
+        return std::fs::write(pool_path, text).map_err(|e| (pool_path.to_owned(), e));
+    };
+    let shared = shared_dir.join(format!("{}.jsonl", crate::domain::rng::sha256_hex(&text)));
+    let present = std::fs::metadata(&shared).is_ok_and(|m| m.len() == text.len() as u64);
+    if !present {
+        std::fs::create_dir_all(&shared_dir).map_err(|e| (shared_dir.clone(), e))?;
+        let tmp = shared_dir.join(format!(".{}.tmp", std::process::id()));
+        std::fs::write(&tmp, &text).map_err(|e| (tmp.clone(), e))?;
+        std::fs::rename(&tmp, &shared).map_err(|e| (shared.clone(), e))?;
+    }
+    if same_inode(&shared, pool_path) {
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(pool_path);
+    if std::fs::hard_link(&shared, pool_path).is_err() {
+        std::fs::write(pool_path, text).map_err(|e| (pool_path.to_owned(), e))?;
+    }
+    Ok(())
+}
+
 /// Copy a live judge's prompt template into `<dir>/prompt/` and point the config at the copy.
 fn copy_prompt(j: &mut JudgeConfig, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> {
     let JudgeConfig::Openai(oc) = j else { return Ok(()) };
@@ -76,6 +107,19 @@ fn copy_prompt(j: &mut JudgeConfig, dir: &Path) -> Result<(), (PathBuf, std::io:
 fn absolute_recording(j: &mut JudgeConfig) {
     if let JudgeConfig::Replay(r) = j {
         r.file = absolute(&r.file);
+    }
+}
+
+/// Whether two paths are one file (the same inode: a hard link).
+fn same_inode(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        matches!((std::fs::metadata(a), std::fs::metadata(b)), (Ok(x), Ok(y)) if x.dev() == y.dev() && x.ino() == y.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        same_file(a, b)
     }
 }
 
