@@ -687,6 +687,31 @@ mod tests {
     }
 
     #[test]
+    fn a_run_over_many_prompts_reads_a_recording_keyed_per_prompt() {
+        let it = |id: &str| Item { id: id.into(), system: Some(id.into()), ..Default::default() };
+        let prompt = |p: &str| Pool::new(p.into(), format!("task {p}"), vec![it("A"), it("B"), it("C")]).unwrap();
+        let pool = Pool::systems("2 prompts".into(), vec![prompt("p1"), prompt("p2")]).unwrap();
+        // Items: p1/A p1/B p1/C p2/A p2/B p2/C (indices 0..6).
+        let text = "{\"pool_id\":\"p2\",\"a\":\"C\",\"b\":\"A\",\"y\":1}\n{\"pool_id\":\"p1\",\"a\":\"A\",\"b\":\"B\",\"y\":0.25}\n{\"pool_id\":\"elsewhere\",\"a\":\"A\",\"b\":\"Z\",\"y\":1}\n";
+        let rec = Recording::parse(text, Path::new("rec.jsonl")).unwrap();
+        let j = ReplayJudge::from_recording(rec.clone(), cfg(MissingPolicy::Unavailable)).unwrap();
+        j.check_pool(&pool).unwrap();
+        assert_eq!(j.answerable(&pool), Some(vec![(0, 1), (5, 3)]));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        assert_eq!(rt.block_on(j.judge(&pool, 0, 1)).unwrap().y, Some(0.25));
+        assert_eq!(rt.block_on(j.judge(&pool, 5, 3)).unwrap().y, Some(1.0));
+        let e = rt.block_on(j.judge(&pool, 3, 5)).unwrap_err().to_string();
+        assert!(e.contains("for pool \"p2\" with \"A\" shown first and \"C\" second"), "{e}");
+        // Under `missing: fail` every pair stays a candidate (an unrecorded one stops the run).
+        let strict = ReplayJudge::from_recording(rec, cfg(MissingPolicy::Fail)).unwrap();
+        assert_eq!(strict.answerable(&pool), None);
+        // A system the prompt does not have is named with its line.
+        let bad = Recording::parse("{\"pool_id\":\"p1\",\"a\":\"A\",\"b\":\"Z\",\"y\":1}\n", Path::new("r")).unwrap();
+        let e = ReplayJudge::from_recording(bad, cfg(MissingPolicy::Fail)).unwrap().check_pool(&pool).unwrap_err();
+        assert_eq!(e.to_string(), "rec.jsonl:1: item \"Z\" is not in pool \"p1\"");
+    }
+
+    #[test]
     fn missing_queries_are_unavailable_when_asked_to() {
         let rec = Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n", Path::new("r")).unwrap();
         let j = ReplayJudge::from_recording(rec, cfg(MissingPolicy::Unavailable)).unwrap();
