@@ -151,7 +151,7 @@ fn mt_bench_keeps_both_turns_and_arena_bench_reads_string_turns() {
     assert_eq!(
         shown,
         format!(
-            "wrote {}: 4 prompts × 2 systems (14 answers: gpt-4o, gpt-4)\n\
+            "wrote {}: 4 prompts × 2 systems (8 answers: gpt-4o, gpt-4)\n\
              left out 6 prompts answered by fewer than 2 systems (nothing to compare)\n\
              4 prompts keep their turns (task_turns on the pool line, turns on each answer)\n",
             out.display()
@@ -413,4 +413,37 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         e.contains(&format!("{c}:3: judge \"\", prompt \"p1\", \"m1\" shown first vs \"m2\": y = 0 here but 1 at {c}:2; expected one verdict per judge, prompt and ordered pair")),
         "{e}"
     );
+}
+
+/// A quote opened and never closed would take every following row into one field; valid RFC
+/// 4180 files (the 450-row excerpt above, with commas, line breaks and doubled quotes) pass.
+#[test]
+fn an_unclosed_quote_is_named_instead_of_swallowing_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let unclosed =
+        "prompt_id,prompt,system,text\np1,q1,A,a1\np1,q1,B,b1\np2,q2,A,\"ans3\np2,q2,B,b2\np3,q3,A,a3\np3,q3,B,b3\n";
+    std::fs::write(d.join("u.csv"), unclosed).unwrap();
+    let e = import(d, &["--format", "csv"], &[d.join("u.csv")], &d.join("u.jsonl")).unwrap_err();
+    assert!(
+        e.contains("u.csv:4: the quoted field opened on this line is never closed (the file ends inside it)"),
+        "{e}"
+    );
+    std::fs::write(d.join("u.tsv"), unclosed.replace(',', "\t")).unwrap();
+    let e = import(d, &["--format", "tsv"], &[d.join("u.tsv")], &d.join("u.jsonl")).unwrap_err();
+    assert!(e.contains("u.tsv:4: the quoted field opened on this line is never closed"), "{e}");
+    // A quote inside a quoted field that neither doubles nor closes it.
+    std::fs::write(d.join("s.csv"), "prompt_id,prompt,system,text\np1,q1,A,\"a \"x\" b\"\np1,q1,B,b\n").unwrap();
+    let e = import(d, &["--format", "csv"], &[d.join("s.csv")], &d.join("s.jsonl")).unwrap_err();
+    assert!(e.contains("s.csv:2: a quote inside the quoted field opened on line 2 is neither doubled"), "{e}");
+    // Doubled quotes, commas and line breaks inside quoted fields are fine.
+    std::fs::write(
+        d.join("ok.csv"),
+        "prompt_id,prompt,system,text\r\np1,q1,A,\"say \"\"hi\"\",\r\nthen go\"\r\np1,q1,B,b\r\n",
+    )
+    .unwrap();
+    let out = import(d, &["--format", "csv"], &[d.join("ok.csv")], &d.join("ok.jsonl")).unwrap();
+    assert!(out.starts_with("wrote "), "{out}");
+    let line = std::fs::read_to_string(d.join("ok.jsonl")).unwrap();
+    assert!(line.contains("say \\\"hi\\\",\\r\\nthen go"), "{line}");
 }

@@ -22,7 +22,7 @@ pub struct CheckArgs {
     /// The judge's recorded verdicts (JSON Lines, docs/replay.md; keyed per prompt: pool_id =
     /// prompt, a and b = system ids; e.g. from `import --judgments`).
     pub judgments: PathBuf,
-    /// k of the top-k compared [default: 3].
+    /// k of the top-k compared.
     #[arg(long, default_value_t = 3)]
     pub k: usize,
     /// Use only the verdicts of this judge, when the file holds several.
@@ -33,10 +33,10 @@ pub struct CheckArgs {
     #[arg(long)]
     pub anchors: Option<PathBuf>,
     /// Anchors the gate looks at (the disagreements of the two rankings nearest the top-k
-    /// boundary) [default: 40].
+    /// boundary).
     #[arg(long, default_value_t = 40)]
     pub max_anchors: usize,
-    /// Significance level of the gate's sign test [default: 0.05].
+    /// Significance level of the gate's sign test.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
     /// Covariates as NAME or NAME:TRANSFORM, comma-separated (default: words:zscore).
@@ -134,6 +134,15 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         seed: args.seed,
         systems: true,
     };
+    let ids = crate::store::pool_file::pool_ids(&args.pool_file)
+        .map_err(|e| FitCommandError::Invalid(format!("cannot read pool file {}: {e}", args.pool_file.display())))?;
+    if ids.len() < 2 {
+        return Err(FitCommandError::Invalid(format!(
+            "{} holds {} pool(s): `check` compares systems across many prompts (a pool file from `topk-judge import`, one line per prompt); for the verdicts of one pool use `topk-judge fit POOL VERDICTS`",
+            args.pool_file.display(),
+            ids.len()
+        )));
+    }
     let (pool, fit) = fit_file(&req)?;
     let f = &fit.fit;
     let covariates: Vec<CovariateCheck> =
@@ -183,6 +192,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         raw_topk: raw,
         corrected_topk: corrected,
         gate,
+        left_out: fit.other_pools.values().sum(),
         warnings: fit.warnings.clone(),
     })
 }

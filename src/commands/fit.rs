@@ -397,6 +397,15 @@ impl Selection {
         }
         // Every record is of another pool, and the pool was picked by default (the file's first):
         // the user meant another pool, so say which instead of fitting nothing.
+        if mine.is_empty() && !other_pools.is_empty() && pool.is_systems() {
+            return Err(FitCommandError::Invalid(format!(
+                "{vpath}: none of its records is for one of the {} prompts of {}; its records name {}: a recording of systems names each verdict's prompt by the pool id the pool file gives it",
+                pool.prompts.len(),
+                args.pool_file.display(),
+                other_pools.keys().take(5).map(|p| format!("{p:?}")).collect::<Vec<_>>().join(", ")
+                    + if other_pools.len() > 5 { ", …" } else { "" }
+            )));
+        }
         if mine.is_empty() && !other_pools.is_empty() && cfg.is_none() && args.pool_id.is_none() {
             return Err(FitCommandError::Invalid(format!(
                 "{vpath}: none of its records is for pool {:?} (the first pool of {}, used without --pool-id); its records are for {}: choose one with --pool-id",

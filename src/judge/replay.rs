@@ -423,17 +423,17 @@ fn check_pool_in(path: &Path, who: &RecordedJudge, verdicts: &PoolVerdicts, pool
         let mut pools: Vec<&str> = verdicts.keys().map(String::as_str).collect();
         pools.sort_unstable();
         let shown: Vec<&str> = pools.iter().take(5).copied().collect();
-        let asked = if prompts.len() > 1 {
-            format!("{} or any of its {} prompts", pool.pool_id, prompts.len())
+        let of_prompts = if prompts.len() > 1 {
+            format!(" (none of them is one of the run's {} prompts)", prompts.len())
         } else {
-            pool.pool_id.clone()
+            String::new()
         };
         return Err(ReplayError::NoPool {
             path: path.to_owned(),
             judge: who.label(),
-            pool_id: asked,
+            pool_id: pool.pool_id.clone(),
             n_pools: pools.len(),
-            shown: format!("{}{}", shown.join(", "), if pools.len() > 5 { ", …" } else { "" }),
+            shown: format!("{}{}{of_prompts}", shown.join(", "), if pools.len() > 5 { ", …" } else { "" }),
         });
     }
     Ok(total)

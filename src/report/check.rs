@@ -64,6 +64,8 @@ pub struct CheckReport {
     /// The gate's decision, when trusted verdicts were given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateCheck>,
+    /// Verdicts on prompts the pool file does not have (left out of the fit).
+    pub left_out: usize,
     /// Warnings (printed to stderr).
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -81,6 +83,12 @@ impl CheckReport {
             if self.invalid > 0 { format!(" ({} invalid, not fitted)", self.invalid) } else { String::new() },
             self.judge.as_ref().map(|j| format!(" of {j}")).unwrap_or_default()
         );
+        if self.left_out > 0 {
+            s.push_str(&format!(
+                "left out: {} verdicts on prompts the pool file does not have (fit --out lists them)\n",
+                self.left_out
+            ));
+        }
         s.push_str(&format!(
             "position effect κ = {} ± {} logits (> 0 favours the answer shown first)\n",
             num(self.kappa),

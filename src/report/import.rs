@@ -6,7 +6,7 @@ use std::path::Path;
 /// What `import --format` wrote.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportSummary {
-    /// Answers read.
+    /// Answers written (those of the prompts answered by two or more systems).
     pub answers: usize,
     /// Prompts written (answered by ≥ 2 systems).
     pub prompts: usize,

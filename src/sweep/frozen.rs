@@ -183,6 +183,13 @@ fn job(
                 let apparent = reports_apparent(&rp.pool, model);
                 for pt in path.points {
                     let pi = if apparent { &pt.membership_apparent } else { &pt.membership };
+                    // A run over many prompts reports the apparent ranking (docs/systems.md):
+                    // its top-k is scored against the full recording's reported top-k.
+                    let (est, reference) = if rp.pool.is_systems() {
+                        (&pt.topk_apparent, &full[mi].reported)
+                    } else {
+                        (&pt.topk, &full[mi].theta)
+                    };
                     let [(in05, f05), (in10, f10)] = crate::analysis::certify::COVERAGE_EPSILONS
                         .map(|e| crate::analysis::certify::false_in(pi, &pt.verdicts_per_base, &full[mi].reported, e));
                     out.push(FrozenRow {
@@ -196,9 +203,9 @@ fn job(
                         model,
                         budget: SweepBudget::from_usize(pt.budget),
                         comparisons: pt.comparisons,
-                        recall_full: recall_at_k(&pt.topk, &full[mi].theta),
-                        recall_gold: rp.gold.as_ref().map(|g| recall_at_k(&pt.topk, g)),
-                        topk: pt.topk.iter().map(|b| rp.pool.bases[*b].as_str()).collect::<Vec<_>>().join(" "),
+                        recall_full: recall_at_k(est, reference),
+                        recall_gold: rp.gold.as_ref().map(|g| recall_at_k(est, g)),
+                        topk: est.iter().map(|b| rp.pool.bases[*b].as_str()).collect::<Vec<_>>().join(" "),
                     });
                 }
             }

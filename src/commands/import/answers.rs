@@ -390,6 +390,7 @@ pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<Strin
     let (kind, delim) = if tab { ("TSV", b'\t') } else { ("CSV", b',') };
     let bytes = std::fs::read(path).map_err(io(path))?;
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(&bytes);
+    super::check_quotes(path, bytes, delim)?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).flexible(false).delimiter(delim).from_reader(bytes);
     let wanted = CSV_COLUMNS.join(", ");
     let header: Vec<String> = rd

@@ -411,6 +411,7 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     const OPTIONAL: [&str; 2] = ["judge", "cost_usd"];
     let bytes = std::fs::read(path).map_err(io(path))?;
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(&bytes);
+    super::check_quotes(path, bytes, b',')?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(bytes);
     let wanted = format!("{} (and optionally {})", REQUIRED.join(", "), OPTIONAL.join(", "));
     let header: Vec<String> = rd

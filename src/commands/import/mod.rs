@@ -139,6 +139,61 @@ fn row(path: &Path, line: usize, msg: impl Into<String>) -> ImportError {
 }
 
 /// The same file named twice (compared as canonical paths) is an error naming it.
+/// RFC 4180 quoting of a CSV/TSV file (`delim` between fields): a quoted field must end with
+/// its closing quote, followed by the delimiter, a line end or the end of the file, and a quote
+/// inside it must be doubled. A quote left open would make a reader take every following row
+/// into one field, silently (rows lost); this check names where the quote opened. Files
+/// written by a CSV library (Python's `csv`, pandas, spreadsheets) always pass. A quote inside
+/// an unquoted field (`5'10"`) is left to the reader, which keeps it as text.
+///
+/// # Errors
+/// [`ImportError::Row`] naming the line of the opening quote, or of a stray quote in a quoted
+/// field.
+fn check_quotes(path: &Path, bytes: &[u8], delim: u8) -> Result<(), ImportError> {
+    let (mut line, mut opened_at) = (1usize, 0usize);
+    let mut in_quotes = false;
+    let mut field_start = true;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_quotes {
+            if c == b'"' {
+                match bytes.get(i + 1) {
+                    Some(b'"') => i += 1,
+                    None | Some(b'\r') | Some(b'\n') => in_quotes = false,
+                    Some(&d) if d == delim => in_quotes = false,
+                    Some(_) => {
+                        return Err(row(
+                            path,
+                            line,
+                            format!(
+                                "a quote inside the quoted field opened on line {opened_at} is neither doubled (\"\") nor followed by the delimiter or a line end; expected RFC 4180 quoting (a quote opened and not closed?)"
+                            ),
+                        ));
+                    }
+                }
+            } else if c == b'\n' {
+                line += 1;
+            }
+        } else if c == b'"' && field_start {
+            in_quotes = true;
+            opened_at = line;
+        } else if c == b'\n' {
+            line += 1;
+        }
+        field_start = !in_quotes && (c == delim || c == b'\n');
+        i += 1;
+    }
+    if in_quotes {
+        return Err(row(
+            path,
+            opened_at,
+            "the quoted field opened on this line is never closed (the file ends inside it); close the quote, or double the quotes inside a quoted field (\"\")",
+        ));
+    }
+    Ok(())
+}
+
 fn check_distinct(inputs: &[PathBuf]) -> Result<(), ImportError> {
     let mut seen = std::collections::HashSet::new();
     for p in inputs {
@@ -263,7 +318,7 @@ pub fn import_with(
     }
     let rank: BTreeMap<&str, usize> = systems.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
     let mut text = String::new();
-    let (mut prompts, mut skipped, mut multi_turn) = (0, 0, 0);
+    let (mut prompts, mut skipped, mut multi_turn, mut written) = (0, 0, 0, 0);
     for pid in &order {
         let (task, _, idx) = &by_prompt[pid];
         if idx.len() < 2 {
@@ -271,6 +326,7 @@ pub fn import_with(
             continue;
         }
         let mut idx = idx.clone();
+        written += idx.len();
         idx.sort_by_key(|&i| rank[answers[i].system.as_str()]);
         let items = idx
             .iter()
@@ -294,7 +350,7 @@ pub fn import_with(
         notes
             .push(format!("{multi_turn} prompts keep their turns (task_turns on the pool line, turns on each answer)"));
     }
-    Ok(ImportSummary { answers: answers.len(), prompts, skipped_prompts: skipped, systems, notes })
+    Ok(ImportSummary { answers: written, prompts, skipped_prompts: skipped, systems, notes })
 }
 
 /// `topk-judge import (--format F | --judgments F) FILE… --out OUT`.
@@ -385,8 +441,8 @@ mod tests {
         let inputs = [fixture("arena_hard/model_answer/alpha.jsonl"), fixture("arena_hard/model_answer/beta.jsonl")];
         let q = fixture("arena_hard/question.jsonl");
         let s = import(ImportFormat::ArenaHard, &inputs, Some(&q), &out).unwrap();
-        // q3 is answered by alpha only: left out.
-        assert_eq!((s.answers, s.prompts, s.skipped_prompts), (5, 2, 1));
+        // q3 is answered by alpha only: left out (its answer is not written).
+        assert_eq!((s.answers, s.prompts, s.skipped_prompts), (4, 2, 1));
         let pools = read_out(&out);
         assert_eq!(pools[0]["pool_id"], "q1");
         assert_eq!(pools[0]["task"], "Write a haiku about rust.");
