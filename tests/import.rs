@@ -447,3 +447,19 @@ fn an_unclosed_quote_is_named_instead_of_swallowing_rows() {
     let line = std::fs::read_to_string(d.join("ok.jsonl")).unwrap();
     assert!(line.contains("say \\\"hi\\\",\\r\\nthen go"), "{line}");
 }
+
+/// The 2025 Arena-Hard answers hold their question (the user message): `--questions` is then
+/// optional and gives the same pool; the 2024 answers need it, and say so.
+#[test]
+fn arena_hard_2025_answers_carry_their_questions() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let q = bench("arena_hard/2025/question.jsonl").display().to_string();
+    let answers = files("arena_hard/2025/model_answer", "jsonl");
+    import(d, &["--format", "arena_hard", "--questions", &q], &answers, &d.join("with.jsonl")).unwrap();
+    import(d, &["--format", "arena_hard"], &answers, &d.join("without.jsonl")).unwrap();
+    assert_eq!(std::fs::read(d.join("with.jsonl")).unwrap(), std::fs::read(d.join("without.jsonl")).unwrap());
+    let e = import(d, &["--format", "arena_hard"], &files("arena_hard/2024/model_answer", "jsonl"), &d.join("x.jsonl"))
+        .unwrap_err();
+    assert!(e.contains(":1: this answer holds no question text") && e.contains("--questions"), "{e}");
+}

@@ -330,8 +330,15 @@ pub(super) fn read_answers_jsonl(
     let expected = if fastchat { FC_ANSWER } else { AH_ANSWER };
     let mut out = Vec::new();
     for (line, v) in json_lines(path, expected)? {
+        // The 2025 layout carries the question too (its user messages): enough without --questions.
+        let mut asked: Vec<String> = Vec::new();
         let (qid, system, turns) = match v.get("messages") {
             Some(Value::Array(msgs)) if !fastchat => {
+                asked = msgs
+                    .iter()
+                    .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+                    .filter_map(|m| m.get("content").and_then(Value::as_str).map(str::to_owned))
+                    .collect();
                 let qid = question_id(&v, &["uid", "question_id"], path, line, expected)?;
                 let system = system_of(&v, &["model", "model_id"], from, path, line, expected)?;
                 let mut turns = Vec::new();
@@ -373,10 +380,21 @@ pub(super) fn read_answers_jsonl(
                 (qid, system, turn_texts(raw, fastchat, path, line, expected)?)
             }
         };
-        let q = questions.get(&qid).ok_or_else(|| {
-            row(path, line, format!("question id {qid:?} is not in the questions file (--questions)"))
-        })?;
-        out.push(answer(qid, &q.turns, system, turns, path, line)?);
+        let q_turns: &[String] = match questions.get(&qid) {
+            Some(q) => &q.turns,
+            None if questions.is_empty() && !asked.is_empty() => &asked,
+            None if questions.is_empty() => {
+                return Err(row(
+                    path,
+                    line,
+                    "this answer holds no question text (the 2024 Arena-Hard and the FastChat layouts keep it in a separate file): give the questions file with --questions",
+                ));
+            }
+            None => {
+                return Err(row(path, line, format!("question id {qid:?} is not in the questions file (--questions)")));
+            }
+        };
+        out.push(answer(qid, q_turns, system, turns, path, line)?);
     }
     Ok(out)
 }

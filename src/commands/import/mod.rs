@@ -98,7 +98,7 @@ pub enum ImportError {
         /// What is wrong and what was expected.
         msg: String,
     },
-    /// `--format arena_hard` or `mt_bench` without `--questions`.
+    /// `--format mt_bench` without `--questions` (a 2024 Arena-Hard answer without it is a row error).
     #[error("{0} answers hold no question text: give the questions file with --questions")]
     MissingQuestions(&'static str),
     /// One file given twice on the command line.
@@ -226,7 +226,7 @@ pub fn import(
     import_with(format, inputs, questions, SystemFrom::Field, out)
 }
 
-/// Read `inputs` in `format` (Arena-Hard and MT-Bench need `questions`) and write the pool
+/// Read `inputs` in `format` (MT-Bench and 2024 Arena-Hard answers need `questions`) and write the pool
 /// file `out`.
 ///
 /// # Errors
@@ -244,7 +244,8 @@ pub fn import_with(
     let questions: HashMap<String, Question> = match (format, questions) {
         (ImportFormat::ArenaHard, Some(q)) => answers::read_questions(q, false)?,
         (ImportFormat::MtBench, Some(q)) => answers::read_questions(q, true)?,
-        (ImportFormat::ArenaHard, None) => return Err(ImportError::MissingQuestions("arena_hard")),
+        // The 2025 layout holds the question in each answer; the 2024 one needs the file.
+        (ImportFormat::ArenaHard, None) => HashMap::new(),
         (ImportFormat::MtBench, None) => return Err(ImportError::MissingQuestions("mt_bench")),
         (_, Some(_)) => {
             return Err(ImportError::Usage(
@@ -366,7 +367,8 @@ pub struct ImportArgs {
     /// Input files (one per model for AlpacaEval, Arena-Hard and MT-Bench; any number of CSV files).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Arena-Hard or MT-Bench questions (JSON Lines), for --format arena_hard and mt_bench.
+    /// Arena-Hard or MT-Bench questions (JSON Lines), for --format arena_hard (optional for its
+    /// 2025 layout, whose answers hold the question) and mt_bench.
     #[arg(long, conflicts_with = "judgments")]
     pub questions: Option<PathBuf>,
     /// Where an answer's system name comes from: its field, or the file name without extension.
