@@ -58,7 +58,7 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
 }
 
 /// A pool copy at least this large (bytes) is kept once per output folder and hard-linked into
-/// each run folder ([`write_pool_copy`]).
+/// each run folder (see `write_pool_copy`).
 pub const SHARED_POOL_MIN_BYTES: usize = 1 << 19;
 
 /// Write the run folder's `pool.jsonl`. A large one (≥ [`SHARED_POOL_MIN_BYTES`], e.g. a

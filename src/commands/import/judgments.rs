@@ -26,7 +26,7 @@
 //! - `mt_bench`: FastChat pairwise judgments, JSON Lines `{"question_id", "model_1", "model_2",
 //!   "g1_winner", "g2_winner", "judge": [name, template], "turn"}`; game 1 shows model_1 first,
 //!   game 2 model_2; winners "model_1" | "model_2" | "tie" | "error" (null). judge =
-//!   "<name> turn <turn>".
+//!   `"<name> turn <turn>"`.
 //! - `csv`: a header naming `prompt_id`, `system_a`, `system_b`, `shown_first` (a | b),
 //!   `winner` (a | b | tie; empty = invalid) and optionally `judge`, `cost_usd`, any order;
 //!   other columns are ignored (named in the summary).

@@ -58,7 +58,7 @@ pub enum ImportFormat {
     AlpacaEval,
     /// Arena-Hard model answers, 2025 {uid, model, messages} or 2024 {question_id, model_id, choices}.
     ArenaHard,
-    /// FastChat / MT-Bench / arena-bench-v1 answers: {question_id, model_id, `choices[0].turns`: [text]}.
+    /// FastChat / MT-Bench / arena-bench-v1 answers: `{question_id, model_id, choices[0].turns: [text]}`.
     MtBench,
     /// CSV with a header naming prompt_id, prompt, system, text (any order, other columns ignored).
     Csv,
