@@ -414,6 +414,11 @@ fn check_names_what_it_cannot_use() {
     let o = run_bin(d, &["check", "five.jsonl", "rec.jsonl"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(stdout(&o).starts_with("leaderboard check: 5 prompts × 10 systems, 45 verdicts\nleft out: 360 verdicts on prompts the pool file does not have"), "{}", text(&o));
+    // k out of range, and a trusted file that is not there, named by their flags.
+    let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--k", "10"]);
+    assert!(text(&o).contains("--k 10 must satisfy 1 ≤ k < number of systems (10)"), "{}", text(&o));
+    let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--anchors", "nope.jsonl"]);
+    assert!(text(&o).contains("--anchors nope.jsonl: cannot read verdicts file nope.jsonl"), "{}", text(&o));
     // A recording of other prompts altogether.
     let other = std::fs::read_to_string(d.join("rec.jsonl")).unwrap().replace("\"pool_id\":\"i-", "\"pool_id\":\"x-");
     write(d, "other.jsonl", &other);

@@ -59,7 +59,8 @@ fn labels(
     anchors: &[Anchor],
     trusted: &std::path::Path,
 ) -> Result<(Vec<Option<usize>>, usize), FitCommandError> {
-    let (lines, _) = read_verdict_lines(trusted)?;
+    let (lines, _) = read_verdict_lines(trusted)
+        .map_err(|e| FitCommandError::Invalid(format!("--anchors {}: {e}", trusted.display())))?;
     let system_of = |pid: &Option<String>, id: &str| -> Option<usize> {
         let full = match pid {
             Some(p) if !pool.prompts.is_empty() => format!("{p}/{id}"),

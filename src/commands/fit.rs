@@ -308,7 +308,8 @@ impl FitSettings {
         let k = args.k.or(cfg.map(|c| c.raw.k)).unwrap_or(3);
         if k == 0 || k >= pool.n_bases() {
             return Err(FitCommandError::Invalid(format!(
-                "--k {k} must satisfy 1 ≤ k < number of bases ({})",
+                "--k {k} must satisfy 1 ≤ k < number of {} ({})",
+                if pool.is_systems() { "systems" } else { "bases" },
                 pool.n_bases()
             )));
         }
