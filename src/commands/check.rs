@@ -7,9 +7,9 @@
 //! (`--anchors`, docs/model.md §5), and whether the length-corrected top-k differs from the raw
 //! (apparent) one.
 
-use super::fit::{FitCommandError, FitRequest, fit_file, read_verdict_lines};
+use super::fit::{FitCommandError, FitRequest, fit_file, parse_covariates, read_verdict_lines};
 use crate::analysis::gate::{Anchor, decide, select_anchors};
-use crate::domain::pool::{CovariateSpec, Pool};
+use crate::domain::pool::Pool;
 use crate::report::check::{CheckReport, CovariateCheck, GateCheck};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -114,12 +114,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         return Err(FitCommandError::Invalid(format!("--alpha {} must be in (0, 1)", args.alpha)));
     }
-    let covariates = args
-        .covariates
-        .as_ref()
-        .map(|v| v.iter().map(|s| CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>())
-        .transpose()
-        .map_err(FitCommandError::Covariates)?;
+    let covariates = parse_covariates(args.covariates.as_deref())?;
     let req = FitRequest {
         pool_file: &args.pool_file,
         verdicts_file: Some(&args.judgments),

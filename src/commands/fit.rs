@@ -645,17 +645,22 @@ pub struct FitArgs {
     pub systems: bool,
 }
 
+/// `--covariates NAME[:TRANSFORM],…` as covariate specs (`None` when the flag is not given).
+///
+/// # Errors
+/// [`FitCommandError::Covariates`] for a transform that does not exist.
+pub fn parse_covariates(flag: Option<&[String]>) -> Result<Option<Vec<CovariateSpec>>, FitCommandError> {
+    flag.map(|v| v.iter().map(|s| CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>())
+        .transpose()
+        .map_err(FitCommandError::Covariates)
+}
+
 /// `topk-judge fit`: fit, print the warnings (stderr) and the ranking, write `--out`.
 ///
 /// # Errors
 /// [`FitCommandError`].
 pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
-    let covariates = args
-        .covariates
-        .as_ref()
-        .map(|v| v.iter().map(|s| CovariateSpec::parse(s)).collect::<Result<Vec<_>, _>>())
-        .transpose()
-        .map_err(FitCommandError::Covariates)?;
+    let covariates = parse_covariates(args.covariates.as_deref())?;
     let req = FitRequest {
         pool_file: &args.pool_file,
         verdicts_file: args.verdicts_file.as_deref(),

@@ -235,6 +235,14 @@ fn selected_pools(src: &RecordedSource, path: &Path) -> Result<Vec<Pool>, Config
         .collect()
 }
 
+/// The bias-aware model's covariates of `pool` (the document's, or the pool's defaults), after
+/// checking k against its bases.
+fn checked_covariates(raw: &RawFrozen, pool: &Pool, path: &Path) -> Result<Covariates, ConfigError> {
+    sections::check_k_in_pool(raw.k, pool).map_err(|e| ConfigError::invalid(path, e))?;
+    let specs = raw.covariates.clone().unwrap_or_else(|| pool::default_covariates(pool));
+    pool::build_covariates(pool, &specs).map_err(|source| sections::pool_error(path, &raw.recorded.pools, source))
+}
+
 /// One pool checked against the document (k, covariates, design) with its recorded answers.
 fn recorded_pool(
     raw: &RawFrozen,
@@ -244,11 +252,8 @@ fn recorded_pool(
     path: &Path,
 ) -> Result<RecordedPool, ConfigError> {
     let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
-    sections::check_k_in_pool(raw.k, &pool).map_err(inv)?;
     rec.check_pool(j, &pool).map_err(|m| inv(InvalidSetting::new("recorded.verdicts", m.to_string())))?;
-    let specs = raw.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool));
-    let covariates = pool::build_covariates(&pool, &specs)
-        .map_err(|source| sections::pool_error(path, &raw.recorded.pools, source))?;
+    let covariates = checked_covariates(raw, &pool, path)?;
     design::validate(raw.design, &pool, &covariates).map_err(|m| inv(InvalidSetting::new("design", m.to_string())))?;
     let answers = answers(rec, j, &pool, raw.design).map_err(|m| inv(InvalidSetting::new("recorded.verdicts", m)))?;
     let gold = pool.base_quality().map(|g| point_topk(&g, raw.k));
@@ -265,10 +270,7 @@ fn recorded_systems(
     path: &Path,
 ) -> Result<RecordedPool, ConfigError> {
     let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
-    sections::check_k_in_pool(raw.k, &pool).map_err(inv)?;
-    let specs = raw.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool));
-    let covariates = pool::build_covariates(&pool, &specs)
-        .map_err(|source| sections::pool_error(path, &raw.recorded.pools, source))?;
+    let covariates = checked_covariates(raw, &pool, path)?;
     let mut answers = std::collections::HashMap::new();
     for (p, prompt) in pool.prompts.iter().enumerate() {
         let Some(v) = rec.verdicts(j).get(&prompt.pool_id) else { continue };

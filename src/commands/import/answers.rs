@@ -136,19 +136,10 @@ fn answer(
 /// AlpacaEval outputs: a JSON array of objects; each element's line is where it starts.
 pub(super) fn read_alpaca(path: &Path, from: SystemFrom) -> Result<Vec<Answer>, ImportError> {
     const EXPECTED: &str = "expected AlpacaEval model outputs {\"instruction\", \"output\", \"generator\"}";
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
-    let text = crate::store::text::strip_bom_str(&text);
-    let all: Value = serde_json::from_str(text)
-        .map_err(|e| row(path, e.line(), format!("not valid JSON ({e}); {EXPECTED} in a JSON array")))?;
-    let Value::Array(elems) = all else {
-        return Err(row(path, 1, format!("the file is not a JSON array; {EXPECTED} in a JSON array")));
-    };
-    let lines = element_lines(text);
-    elems
+    json_array(path, EXPECTED)?
         .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let line = lines.get(i).copied().unwrap_or(1);
+        .map(|(line, v)| {
+            let line = *line;
             let instruction = field(v, "instruction", path, line, EXPECTED)?;
             let id = instruction_id(instruction);
             if instruction.trim().is_empty() {
@@ -165,8 +156,22 @@ fn blank_prompt(path: &Path, line: usize, id: &str) -> ImportError {
     row(path, line, format!("blank prompt {id:?}; expected a non-empty prompt text"))
 }
 
+/// The elements of a file holding one JSON array, each with the 1-based line where it starts;
+/// a file that is not one is an error naming the line, with what was `expected`.
+pub(super) fn json_array(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let text = crate::store::text::strip_bom_str(&text);
+    let all: Value = serde_json::from_str(text)
+        .map_err(|e| row(path, e.line(), format!("not valid JSON ({e}); {expected} in a JSON array")))?;
+    let Value::Array(elems) = all else {
+        return Err(row(path, 1, format!("the file is not a JSON array; {expected} in a JSON array")));
+    };
+    let lines = element_lines(text);
+    Ok(elems.into_iter().enumerate().map(|(i, v)| (lines.get(i).copied().unwrap_or(1), v)).collect())
+}
+
 /// The 1-based line on which each top-level element of a JSON array starts.
-pub(super) fn element_lines(text: &str) -> Vec<usize> {
+fn element_lines(text: &str) -> Vec<usize> {
     let (mut depth, mut in_str, mut esc, mut line) = (0i32, false, false, 1usize);
     let mut out = Vec::new();
     let mut expect_elem = false;

@@ -34,7 +34,7 @@
 //! Two records of one judge, prompt and ordered pair with the same y are one verdict; with
 //! different y they are an error naming both lines.
 
-use super::answers::{element_lines, field, instruction_id, json_lines, question_id};
+use super::answers::{field, instruction_id, json_array, json_lines, question_id};
 use super::{ImportError, check_distinct, io, row, write_out};
 use crate::report::import::JudgmentSummary;
 use serde::Serialize;
@@ -188,16 +188,8 @@ fn number_or_null(
 /// AlpacaEval annotations: one JSON array per file.
 fn read_alpaca(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     const EXPECTED: &str = "expected AlpacaEval annotations {\"instruction\", \"generator_1\", \"generator_2\", \"preference\": 1 + P(output_2 better) in [1, 2]}";
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
-    let text = crate::store::text::strip_bom_str(&text);
-    let all: Value = serde_json::from_str(text)
-        .map_err(|e| row(path, e.line(), format!("not valid JSON ({e}); {EXPECTED} in a JSON array")))?;
-    let Value::Array(elems) = all else {
-        return Err(row(path, 1, format!("the file is not a JSON array; {EXPECTED} in a JSON array")));
-    };
-    let lines = element_lines(text);
-    for (i, v) in elems.iter().enumerate() {
-        let line = lines.get(i).copied().unwrap_or(1);
+    for (line, v) in json_array(path, EXPECTED)? {
+        let v = &v;
         let instruction = field(v, "instruction", path, line, EXPECTED)?;
         let g1 = field(v, "generator_1", path, line, EXPECTED)?;
         let g2 = field(v, "generator_2", path, line, EXPECTED)?;
