@@ -1,6 +1,7 @@
 //! Integration tests: one binary, one module per area (ripgrep layout).
 
 mod audit;
+mod batch;
 mod certify;
 mod common;
 mod crash_safety;

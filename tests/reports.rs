@@ -71,6 +71,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         judge_stats: None,
         quarantined: vec![],
         last_error: None,
+        batch_pending: None,
         verdicts_report: Default::default(),
         replay: None,
         throughput: None,

@@ -117,6 +117,11 @@ pub struct RunArgs {
     /// certify.epsilon; docs/model.md, "Certified top-k"), after the summary and result.json.
     #[arg(long)]
     pub fail_on_undecided: bool,
+    /// `dispatch: batch`: submit the next round as a provider batch job and exit without
+    /// waiting for it; a later `run` (with or without --detach) books its results when the job
+    /// has ended (docs/live.md, "Batch dispatch").
+    #[arg(long)]
+    pub detach: bool,
     /// When the judge fingerprint finds that a live judge answers differently from its stored
     /// verdicts (docs/live.md, "Judge fingerprint"): `new` puts its verdicts from now on in a
     /// new cache namespace (the old ones are kept, not mixed); `accept` goes on with the old
@@ -155,7 +160,16 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
         (cfg, judge) = (c, j);
     }
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
-    let outcome = run_with_gate(&cfg, judge, rt, args.quiet, args.gate.as_deref()).map_err(during)?;
+    if args.detach && cfg.raw.acquisition.dispatch != crate::config::run::Dispatch::Batch {
+        return Err(RunCommandError::Config(ConfigError::invalid(
+            &args.config,
+            crate::domain::invalid::InvalidSetting::new(
+                "--detach",
+                "applies to `acquisition.dispatch: batch` only (provider batch jobs; docs/live.md, \"Batch dispatch\")",
+            ),
+        )));
+    }
+    let outcome = run_with_gate(&cfg, judge, rt, args.quiet, args.detach, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {
         let what = match &args.gate {
             Some(g) => format!("--gate {}", g.display()),
@@ -301,9 +315,10 @@ pub fn run_with_gate(
     judge: std::sync::Arc<dyn crate::judge::Judge>,
     rt: &tokio::runtime::Runtime,
     quiet: bool,
+    detach: bool,
     gate: Option<&Path>,
 ) -> Result<RunOutcome, RunCommandError> {
-    let opts = RunOptions { progress: !quiet, print: false, handle_signals: true };
+    let opts = RunOptions { progress: !quiet, print: false, handle_signals: true, detach };
     let mut result = match rt.block_on(live::run(cfg, judge, &opts)) {
         Ok(r) => r,
         Err(e) => {

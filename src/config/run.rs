@@ -250,6 +250,14 @@ pub struct AcquisitionConfig {
     /// (docs/live.md, "Concurrency").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_ahead: Option<usize>,
+    /// `dispatch: batch` only: queries per round, each round one provider batch job (default
+    /// 64; docs/live.md, "Batch dispatch"). The model refits after every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_size: Option<usize>,
+    /// `dispatch: batch` only: seconds before the first poll of a batch job (default 10); the
+    /// wait doubles up to 10 minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_s: Option<f64>,
     /// Seed of every random choice (tie-breaks, Monte Carlo, shuffles).
     #[serde(default)]
     pub seed: u64,
@@ -281,7 +289,17 @@ pub enum Dispatch {
     /// Keep `concurrency` queries in flight; refit after every R stored verdicts while requests
     /// keep flying. Resume-safe, but the order of the picks depends on reply arrival times.
     Pipelined,
+    /// Each round of `round_size` picks is one provider batch job (OpenAI-compatible judges:
+    /// Files and Batches API, at the batch price); the model refits after each round
+    /// (docs/live.md, "Batch dispatch").
+    Batch,
 }
+
+/// Queries per round of `dispatch: batch` when `round_size` is not set.
+pub const DEFAULT_ROUND_SIZE: usize = 64;
+
+/// Seconds before the first poll of a batch job when `poll_s` is not set.
+pub const DEFAULT_POLL_S: f64 = 10.0;
 
 impl Dispatch {
     /// Whether this is the default ([`Dispatch::WaitForBatch`]), for `skip_serializing_if`.
@@ -293,8 +311,16 @@ impl Dispatch {
     /// 0 unless set, and always 0 for wait-for-batch.
     pub fn write_ahead(self, given: Option<usize>) -> usize {
         match self {
-            Dispatch::WaitForBatch => 0,
+            Dispatch::WaitForBatch | Dispatch::Batch => 0,
             Dispatch::Pipelined => given.unwrap_or(0),
+        }
+    }
+
+    /// How the scheduler treats this dispatch: a batch round is a wait-for-batch round.
+    pub fn scheduling(self) -> Self {
+        match self {
+            Dispatch::Batch => Dispatch::WaitForBatch,
+            d => d,
         }
     }
 
@@ -305,7 +331,7 @@ impl Dispatch {
     /// What is expected, for the message naming the setting.
     pub fn check_write_ahead(self, given: Option<usize>, concurrency: usize) -> Result<(), String> {
         match given {
-            Some(w) if w > 0 && self == Dispatch::WaitForBatch => Err(format!(
+            Some(w) if w > 0 && self != Dispatch::Pipelined => Err(format!(
                 "{w} applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked; 0 or no value here)"
             )),
             Some(w) if w > concurrency => Err(format!(
@@ -352,6 +378,8 @@ impl Default for AcquisitionConfig {
             concurrency: crate::model::params::DEFAULT_CONCURRENCY,
             dispatch: Dispatch::WaitForBatch,
             write_ahead: None,
+            round_size: None,
+            poll_s: None,
             seed: 0,
             mc_draws: crate::model::params::DEFAULT_MC_DRAWS,
             confidence: None,
@@ -540,6 +568,12 @@ impl Config {
         let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs").map_err(inv)?;
         check_model(&raw.model).map_err(inv)?;
         check_acquisition(&mut raw.acquisition).map_err(inv)?;
+        if raw.acquisition.dispatch == Dispatch::Batch && !matches!(raw.judge, JudgeConfig::Openai(_)) {
+            return Err(inv(InvalidSetting::new(
+                "acquisition.dispatch",
+                "`batch` sends provider batch jobs and needs an OpenAI-compatible judge (judge.openai); other judges answer at once, use wait_for_batch or pipelined",
+            )));
+        }
         raw.certify.check().map_err(inv)?;
         // A live trusted judge of the gate spends from the same budget.
         let live_gate =
@@ -654,6 +688,27 @@ fn check_acquisition(a: &mut AcquisitionConfig) -> Result<(), InvalidSetting> {
     a.dispatch
         .check_write_ahead(a.write_ahead, a.concurrency)
         .map_err(|e| InvalidSetting::new("acquisition.write_ahead", e))?;
+    if a.dispatch != Dispatch::Batch {
+        for (set, name) in [(a.round_size.is_some(), "round_size"), (a.poll_s.is_some(), "poll_s")] {
+            if set {
+                return Err(InvalidSetting::new(
+                    format!("acquisition.{name}"),
+                    "applies to `dispatch: batch` only (provider batch jobs; docs/live.md, \"Batch dispatch\")",
+                ));
+            }
+        }
+    }
+    if a.round_size == Some(0) {
+        return Err(InvalidSetting::new("acquisition.round_size", "0 must be ≥ 1 (queries per batch job)"));
+    }
+    if let Some(p) = a.poll_s
+        && !(p.is_finite() && p > 0.0 && p <= 86_400.0)
+    {
+        return Err(InvalidSetting::new(
+            "acquisition.poll_s",
+            format!("{p} must be a number of seconds > 0 and ≤ 86400 (the wait before the first poll of a batch job)"),
+        ));
+    }
     if a.max_failed_queries_per_pair == 0 {
         return Err(InvalidSetting::new(
             "acquisition.max_failed_queries_per_pair",

@@ -65,6 +65,17 @@ pub enum JudgeError {
         /// Cost already incurred by earlier attempts of this query (USD).
         cost_usd: f64,
     },
+    /// The query went out in a provider batch job that has not ended in this invocation (`run
+    /// --detach`, or a job that could not be read): nothing is booked for it now, its intent
+    /// stays open, and the next run books it from the job's output (docs/live.md, "Batch
+    /// dispatch").
+    #[error("in batch job {batch}: {message}")]
+    Pending {
+        /// The batch job (or the uploaded input file, before a job is known).
+        batch: String,
+        /// Why it is left open.
+        message: String,
+    },
     /// A failure that is no one pair's fault (the endpoint is not there, refuses the key, does
     /// not know the model, rejects a request field): the message names the setting to change.
     #[error("{message}")]
@@ -86,7 +97,10 @@ impl JudgeError {
             JudgeError::Request { cost_usd, .. }
             | JudgeError::Endpoint { cost_usd, .. }
             | JudgeError::NotSent { cost_usd } => *cost_usd,
-            JudgeError::Unjudgeable { .. } | JudgeError::Unavailable { .. } | JudgeError::Fatal { .. } => 0.0,
+            JudgeError::Unjudgeable { .. }
+            | JudgeError::Unavailable { .. }
+            | JudgeError::Fatal { .. }
+            | JudgeError::Pending { .. } => 0.0,
         }
     }
 
@@ -170,6 +184,183 @@ pub struct JudgeStats {
 
 fn is_zero(x: &u64) -> bool {
     *x == 0
+}
+
+/// One query of a wave handed to [`Judge::judge_round`].
+#[derive(Debug, Clone)]
+pub struct RoundQuery {
+    /// The pool the items belong to.
+    pub pool: std::sync::Arc<Pool>,
+    /// Item shown first.
+    pub a: usize,
+    /// Item shown second.
+    pub b: usize,
+    /// Its cache key ([`JudgeInfo::cache_key`]).
+    pub key: String,
+}
+
+/// Where a provider batch job is (the Batches API's `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchJobStatus {
+    /// The input file is being checked.
+    Validating,
+    /// Running.
+    InProgress,
+    /// Writing its output files.
+    Finalizing,
+    /// Done: every request has a line in the output or error file.
+    Completed,
+    /// The input was refused; nothing ran and nothing is billed.
+    Failed,
+    /// The completion window passed: the requests that ran are in the output file, the rest
+    /// did not run and are not billed.
+    Expired,
+    /// A cancel was asked for; the job is stopping.
+    Cancelling,
+    /// Cancelled: the requests that ran are in the output file.
+    Cancelled,
+}
+
+impl BatchJobStatus {
+    /// Whether the job has ended (its files say everything it will say).
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Expired | Self::Cancelled)
+    }
+
+    /// The status as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Validating => "validating",
+            Self::InProgress => "in_progress",
+            Self::Finalizing => "finalizing",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Expired => "expired",
+            Self::Cancelling => "cancelling",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// A provider batch job as the Batches API describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchJob {
+    /// The batch id.
+    pub id: String,
+    /// Where it is.
+    pub status: BatchJobStatus,
+    /// The uploaded input file.
+    pub input_file_id: String,
+    /// The output file (successful requests), once there is one.
+    pub output_file_id: Option<String>,
+    /// The error file (failed requests), once there is one.
+    pub error_file_id: Option<String>,
+    /// Why the job failed (validation errors), as "code (input line N): message".
+    pub errors: Vec<String>,
+    /// Requests (completed, failed, total), when the server reports them.
+    pub counts: Option<(u32, u32, u32)>,
+}
+
+/// One line of a batch output or error file.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchResult {
+    /// The request ran: its HTTP status and body (a chat completion, or an error object).
+    Response {
+        /// The input line's `custom_id`.
+        custom_id: String,
+        /// HTTP status of the request inside the batch.
+        status: u16,
+        /// The response body.
+        body: serde_json::Value,
+    },
+    /// The request did not run (or failed before a response).
+    Error {
+        /// The input line's `custom_id`.
+        custom_id: String,
+        /// The error code.
+        code: String,
+        /// The error message.
+        message: String,
+    },
+}
+
+impl BatchResult {
+    /// The input line's `custom_id`.
+    pub fn custom_id(&self) -> &str {
+        match self {
+            Self::Response { custom_id, .. } | Self::Error { custom_id, .. } => custom_id,
+        }
+    }
+}
+
+/// The Files and Batches API of a judge's provider (docs/live.md, "Batch dispatch"). Every
+/// call is free of charge; what a batch's requests cost is billed per request that ran.
+pub trait BatchApi: Send + Sync {
+    /// One line of a batch input file: the request a live query of (a, b) would send.
+    ///
+    /// # Errors
+    /// [`JudgeError::Unjudgeable`]: the prompt cannot be rendered or is over the context.
+    fn batch_line(&self, pool: &Pool, a: usize, b: usize, custom_id: &str) -> Result<String, JudgeError>;
+
+    /// The reply of (a, b) from its output line (HTTP `status`, response `body`), read as a
+    /// live reply and priced at `price_factor` × the judge's price (the batch price).
+    ///
+    /// # Errors
+    /// [`JudgeError::Request`]: the request failed inside the batch (booked at the usage it
+    /// reports, if any).
+    fn batch_reply(
+        &self,
+        pool: &Pool,
+        a: usize,
+        b: usize,
+        status: u16,
+        body: &serde_json::Value,
+        price_factor: f64,
+    ) -> Result<JudgeReply, JudgeError>;
+
+    /// Upload a batch input file (JSON lines); returns the file id.
+    ///
+    /// # Errors
+    /// [`JudgeError::Request`] naming the step.
+    fn upload(&self, jsonl: Vec<u8>, filename: String) -> BoxFuture<'_, Result<String, JudgeError>>;
+
+    /// Create the batch job of an uploaded input (chat completions, 24 h window), tagged with
+    /// the run's `round`.
+    ///
+    /// # Errors
+    /// [`JudgeError::Request`] naming the step.
+    fn create(&self, input_file_id: &str, round: u64) -> BoxFuture<'_, Result<BatchJob, JudgeError>>;
+
+    /// The job `id` as it is now.
+    ///
+    /// # Errors
+    /// [`JudgeError::Request`] naming the step.
+    fn retrieve<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<BatchJob, JudgeError>>;
+
+    /// The job created from the input file `input_file_id`, if any (listing the batches).
+    ///
+    /// # Errors
+    /// [`JudgeError::Request`] naming the step.
+    fn find_by_input<'a>(&'a self, input_file_id: &'a str) -> BoxFuture<'a, Result<Option<BatchJob>, JudgeError>>;
+
+    /// Ask the job `id` to stop.
+    ///
+    /// # Errors
+    /// [`JudgeError::Request`] naming the step.
+    fn cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<BatchJob, JudgeError>>;
+
+    /// The bytes of a file (an output or error file).
+    ///
+    /// # Errors
+    /// [`JudgeError::Request`] naming the step.
+    fn content<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, Result<Vec<u8>, JudgeError>>;
+
+    /// Read an output or error file.
+    ///
+    /// # Errors
+    /// The line that is not a batch result line.
+    fn parse_results(&self, bytes: &[u8]) -> Result<Vec<BatchResult>, String>;
 }
 
 /// A boxed, sendable future.
@@ -257,6 +448,30 @@ pub trait Judge: JudgeInfo {
     /// retry waiting on its backoff or `Retry-After`, ends unsent and unbilled. The default
     /// (judges that send nothing) does nothing.
     fn stop_sending(&self) {}
+
+    /// The provider's batch jobs, for judges that have them (OpenAI-compatible servers;
+    /// docs/live.md, "Batch dispatch"); `None` (the default) for the others.
+    fn batch_api(&self) -> Option<&dyn BatchApi> {
+        None
+    }
+
+    /// Whether queries go out as provider batch jobs: the dispatcher then hands each wave to
+    /// [`Judge::judge_round`] instead of calling [`Judge::judge`] per query.
+    fn batched(&self) -> bool {
+        false
+    }
+
+    /// Judge a whole wave at once (batched judges, [`Judge::batched`]): one outcome per query,
+    /// in the order given. The default judges them one by one.
+    fn judge_round<'a>(&'a self, queries: &'a [RoundQuery]) -> BoxFuture<'a, Vec<Result<JudgeReply, JudgeError>>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(queries.len());
+            for q in queries {
+                out.push(self.judge(&q.pool, q.a, q.b).await);
+            }
+            out
+        })
+    }
 
     /// Judge the ordered query (a first, b second).
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>>;

@@ -70,7 +70,7 @@ pub fn summarise(s: &PipelineSweep, rows: &[Row]) -> Vec<CellStats> {
 /// The name of a dispatch setting in tables and plots.
 pub fn label(v: &Variant) -> String {
     match (v.dispatch, v.write_ahead) {
-        (Dispatch::WaitForBatch, _) => format!("wait-for-batch, C = {}", v.concurrency),
+        (Dispatch::WaitForBatch | Dispatch::Batch, _) => format!("wait-for-batch, C = {}", v.concurrency),
         (Dispatch::Pipelined, None) => format!("pipelined, C = {}", v.concurrency),
         (Dispatch::Pipelined, Some(w)) => format!("pipelined, C = {}, W = {w}", v.concurrency),
     }

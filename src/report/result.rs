@@ -47,6 +47,8 @@ pub struct RunEnd<'a> {
     pub last_error: Option<String>,
     /// The invalid-reply stop's message.
     pub invalid_stop: Option<String>,
+    /// Where a provider batch job left open is.
+    pub batch_pending: Option<String>,
     /// The fit failed.
     pub fit_failed: Option<&'a FitError>,
     /// Verdicts reused and queries asked in this invocation.
@@ -114,6 +116,7 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
         });
     }
     result.last_error = end.last_error.clone();
+    result.batch_pending = end.batch_pending.clone();
     result.verdicts_report = verdicts_report(cfg, end);
     result
 }
@@ -183,6 +186,7 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         judge_stats: judge.stats(),
         quarantined: Vec::new(),
         last_error: None,
+        batch_pending: None,
         verdicts_report: VerdictsReport::default(),
         replay: judge.replay(),
         throughput: None,

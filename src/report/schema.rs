@@ -31,6 +31,10 @@ pub enum StopReason {
     /// Ctrl-C or SIGTERM: sending stopped, the requests in flight were awaited for up to the
     /// grace period (those still out are booked as possibly billed); re-running resumes.
     Interrupted,
+    /// A provider batch job of the run is still open (`run --detach`, or the job could not be
+    /// read): its queries are booked when a later run resumes it (docs/live.md, "Batch
+    /// dispatch").
+    BatchPending,
     /// The judge failed: an endpoint-wide error (named in `last_error`), or rounds without any
     /// verdict. The result is fitted from the verdicts stored so far.
     JudgeFailing,
@@ -118,6 +122,10 @@ pub struct RunResult {
     /// The error that stopped the run (`stop_reason: judge_failing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Where the provider batch job left open is (`stop_reason: batch_pending`); a later run
+    /// books it (docs/live.md, "Batch dispatch").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_pending: Option<String>,
     /// What a replay judge replayed (recording, recorded judge, queries it lacked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::judge::replay::ReplayInfo>,

@@ -93,6 +93,9 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     if let Some(e) = &r.last_error {
         let _ = writeln!(s, "judge failing: {e}");
     }
+    if let Some(b) = &r.batch_pending {
+        let _ = writeln!(s, "batch job open: {b}; run the same config again to book its results once it has ended");
+    }
     if let Some(sess) = r.fit.reporting.session
         && sess.reused > 0
     {

@@ -166,6 +166,8 @@ fn book_replies<T>(
                 let stored = stored_flags.next().expect("one flag per verdict");
                 DispatchOutcome::Verdict { cost_usd: reply.cost_usd, stored }
             }
+            // Its outcome is in a batch job still open: the intent stays open for the next run.
+            Err(e @ JudgeError::Pending { .. }) => DispatchOutcome::Failed(e),
             Err(e) => {
                 let (cost, msg) = (e.cost_usd(), e.to_string());
                 let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
@@ -256,7 +258,10 @@ pub enum Flow {
 /// reservations of every query whose intent is on disk and whose outcome is not booked, by
 /// intent. Shared with the tasks that write a wave's intents and then send it.
 struct Flying<T> {
-    set: tokio::task::JoinSet<Reply<T>>,
+    /// One task per request (one per wave for a batched judge, [`Judge::batched`]).
+    set: tokio::task::JoinSet<Vec<Reply<T>>>,
+    /// Queries in the tasks of `set` whose replies are not taken yet.
+    out: usize,
     reservations: HashMap<IntentId, Reservation>,
     /// Written ahead: intents on disk, requests not sent yet; the first is sent the moment a
     /// request's reply comes back ([`Dispatcher::set_wire_limit`]).
@@ -272,6 +277,9 @@ impl<T: Send + 'static> Flying<T> {
     /// Send primed queries while the wire has room. Called with the lock held, by the task
     /// that wrote a wave and by every judge task whose reply has just come back.
     fn launch(&mut self, me: &Arc<Mutex<Flying<T>>>) {
+        if self.judge.batched() {
+            return self.launch_round(me);
+        }
         while self.on_wire < self.wire_limit {
             let Some(sent) = self.primed.pop_front() else { break };
             self.on_wire += 1;
@@ -284,9 +292,35 @@ impl<T: Send + 'static> Flying<T> {
                 f.on_wire -= 1;
                 f.launch(&me);
                 drop(f);
-                Reply { sent, out }
+                vec![Reply { sent, out }]
             });
+            self.out += 1;
         }
+    }
+
+    /// A batched judge: every primed query the wire has room for goes out as one round
+    /// ([`Judge::judge_round`]), whose replies come back together.
+    fn launch_round(&mut self, me: &Arc<Mutex<Flying<T>>>) {
+        let room = self.wire_limit.saturating_sub(self.on_wire).min(self.primed.len());
+        if room == 0 {
+            return;
+        }
+        let wave: Vec<Sent<T>> = self.primed.drain(..room).collect();
+        self.on_wire += room;
+        self.out += room;
+        let (judge, me) = (self.judge.clone(), me.clone());
+        self.set.spawn(async move {
+            let queries: Vec<crate::judge::RoundQuery> = wave
+                .iter()
+                .map(|s| crate::judge::RoundQuery { pool: s.pool.clone(), a: s.a, b: s.b, key: s.key.clone() })
+                .collect();
+            let outs = judge.judge_round(&queries).await;
+            let mut f = me.lock().expect("flying lock");
+            f.on_wire -= room;
+            f.launch(&me);
+            drop(f);
+            wave.into_iter().zip(outs).map(|(sent, out)| Reply { sent, out }).collect()
+        });
     }
 }
 
@@ -324,7 +358,7 @@ fn write_and_send<T: Send + 'static>(
 enum Ready<T> {
     Sent(Result<(), BooksError>),
     Booked(Result<Vec<Settled<T>>, BooksError>),
-    Reply(Reply<T>),
+    Reply(Vec<Reply<T>>),
 }
 
 /// The dispatcher: a judge, the books it pays into, the requests in flight, the waves whose
@@ -352,6 +386,7 @@ impl<T: Send + 'static> Dispatcher<T> {
             set: tokio::task::JoinSet::new(),
             reservations: HashMap::new(),
             primed: Default::default(),
+            out: 0,
             on_wire: 0,
             wire_limit: usize::MAX,
             judge: judge.clone(),
@@ -378,7 +413,7 @@ impl<T: Send + 'static> Dispatcher<T> {
     /// requests have just left counts twice until [`Dispatcher::event`] takes it).
     pub fn in_flight(&self) -> usize {
         let f = self.flying();
-        f.set.len() + f.primed.len() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
+        f.out + f.primed.len() + self.writing.iter().map(|(n, _)| n).sum::<usize>()
     }
 
     /// Whether the dispatcher holds anything: requests in flight, queries written ahead, waves
@@ -407,7 +442,7 @@ impl<T: Send + 'static> Dispatcher<T> {
 
     /// Requests sent (their intents on disk) whose replies are not taken yet.
     pub fn requests_out(&self) -> usize {
-        self.flying().set.len()
+        self.flying().out
     }
 
     /// Waves handed to [`Dispatcher::send_detached`] whose outcome is not taken yet.
@@ -557,11 +592,12 @@ impl<T: Send + 'static> Dispatcher<T> {
                 Event::Booked(res)
             }
             Ready::Reply(first) => {
-                let mut replies = vec![first];
+                let mut replies = first;
                 let mut f = self.flying();
                 while let Some(more) = f.set.try_join_next() {
-                    replies.push(more.expect("judge task does not panic"));
+                    replies.extend(more.expect("judge task does not panic"));
                 }
+                f.out -= replies.len();
                 drop(f);
                 let pairs = replies.iter().map(Reply::pair).collect();
                 self.to_book.extend(replies);
@@ -588,11 +624,12 @@ impl<T: Send + 'static> Dispatcher<T> {
     pub async fn join(&mut self) -> Option<Vec<Reply<T>>> {
         let flying = self.flying.clone();
         let first = std::future::poll_fn(|cx| flying.lock().expect("flying lock").set.poll_join_next(cx)).await?;
-        let mut replies = vec![first.expect("judge task does not panic")];
+        let mut replies = first.expect("judge task does not panic");
         let mut f = self.flying();
         while let Some(more) = f.set.try_join_next() {
-            replies.push(more.expect("judge task does not panic"));
+            replies.extend(more.expect("judge task does not panic"));
         }
+        f.out -= replies.len();
         Some(replies)
     }
 
@@ -650,6 +687,7 @@ impl<T: Send + 'static> Dispatcher<T> {
         let unsent = self.withdraw("not sent: the run gave up on its requests in flight").await?;
         let mut set = std::mem::take(&mut self.flying().set);
         set.shutdown().await;
+        self.flying().out = 0;
         let (booked, usd) = self.books_io(move |bk| bk.give_up(reason)).await?;
         let reservations = self.flying().reservations.drain().map(|(_, r)| r).collect();
         Ok(GaveUp { settled, booked, usd, reservations, unsent })

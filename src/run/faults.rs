@@ -159,6 +159,8 @@ pub struct Faults {
     pub invalid_stop: Option<String>,
     /// Queries the judge has no verdict for (`JudgeError::Unavailable`): set aside, never re-picked.
     pub unavailable: HashSet<(usize, usize)>,
+    /// A batch job left open (its first query's words): the run stops and a later run resumes it.
+    pub batch_pending: Option<String>,
 }
 
 impl Faults {
@@ -172,6 +174,7 @@ impl Faults {
             failing: None,
             invalid_stop: None,
             unavailable: HashSet::new(),
+            batch_pending: None,
         }
     }
 
@@ -189,7 +192,7 @@ impl Faults {
         }
         let s = sched.settings();
         self.failing = Some(match s.dispatch {
-            Dispatch::WaitForBatch => format!(
+            Dispatch::WaitForBatch | Dispatch::Batch => format!(
                 "{} queries failed in {} consecutive rounds without any verdict; last error: {}",
                 self.failed,
                 sched.failed_rounds(),
@@ -231,6 +234,13 @@ impl Faults {
                     self.last_error = e.to_string();
                     self.failing.get_or_insert(self.last_error.clone());
                 }
+            }
+            // In a batch job still open: booked by the run that resumes it; this one stops.
+            DispatchOutcome::Failed(e @ JudgeError::Pending { .. }) => {
+                // Its reservation is released here; the next run counts the job's spend before
+                // it reserves anything (the intent stays open until then).
+                sched.set_aside(a, b, res);
+                self.batch_pending.get_or_insert(e.to_string());
             }
             // The run stopped sending before the query's next request left: nothing to count.
             DispatchOutcome::Failed(e @ JudgeError::NotSent { .. }) => sched.failed(a, b, res, e.cost_usd(), false),

@@ -94,7 +94,17 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     };
     // Open intents of a run that ended early are booked as possibly billed here; a book that
     // cannot be read stops the run before anything of the earlier run is touched.
-    let (books, mut warnings) = Books::open(dir)?;
+    // The queries of a provider batch job still open stay open: the run books them from the
+    // job's output (super::batch).
+    let keep = if cfg.raw.acquisition.dispatch == crate::config::run::Dispatch::Batch {
+        crate::store::batches::BatchLog::open_keys(dir).map_err(|e| RunError::Io {
+            path: dir.join(crate::store::batches::BATCHES_FILE),
+            source: std::io::Error::other(e.to_string()),
+        })?
+    } else {
+        Default::default()
+    };
+    let (books, mut warnings) = Books::open_keeping(dir, &crate::store::books::RUN_BOOKS, &keep)?;
     // An earlier run's result is not this run's: gone until this run writes its own.
     let result_path = dir.join("result.json");
     match std::fs::remove_file(&result_path) {

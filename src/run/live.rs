@@ -55,15 +55,49 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 /// the summary printed.
 pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Result<RunResult, RunError> {
     // The folder's lock is held from before anything is written until the run ends.
-    let folder = open_folder(cfg, judge.as_ref(), opts)?;
+    let mut folder = open_folder(cfg, judge.as_ref(), opts)?;
+    let (judge, batch, resumed) = batch_judge(cfg, judge, opts, &mut folder).await?;
     let queries = RunQueries::new(cfg, judge.as_ref());
     queries.learn_folder(&cfg.run_dir);
     let mut driver = Driver::start(cfg, judge.clone(), &queries, opts, folder)?;
+    for note in resumed.notes {
+        driver.progress.println(&note);
+    }
+    driver.faults.batch_pending = resumed.pending;
     let stop = driver.drive().await;
     let (books, ending) = driver.end().await;
     let stop = stop?;
     let books = books?;
+    if let Some(b) = &batch {
+        b.close_booked(&books);
+    }
     finish(cfg, judge.as_ref(), opts, &queries, &books, ending, stop)
+}
+
+/// `dispatch: batch`: the judge wrapped to send each round as a provider batch job, after the
+/// rounds an earlier run left open are settled into the books (docs/live.md, "Batch dispatch").
+/// Other dispatches: the judge as it is.
+async fn batch_judge(
+    cfg: &Config,
+    judge: Arc<dyn Judge>,
+    opts: &RunOptions,
+    folder: &mut Folder,
+) -> Result<(Arc<dyn Judge>, Option<Arc<super::batch::BatchJudge>>, super::batch::Resumed), RunError> {
+    let acq = &cfg.raw.acquisition;
+    if acq.dispatch != crate::config::run::Dispatch::Batch {
+        return Ok((judge, None, Default::default()));
+    }
+    let factor = match &cfg.raw.judge {
+        crate::config::judge::JudgeConfig::Openai(oc) => oc.batch_price_factor(),
+        _ => 1.0,
+    };
+    let poll = std::time::Duration::from_secs_f64(acq.poll_s.unwrap_or(crate::config::run::DEFAULT_POLL_S));
+    let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
+    let bj = super::batch::BatchJudge::new(judge, &cfg.run_dir, factor, poll, opts.detach)
+        .map_err(|e| RunError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
+    let bj = Arc::new(bj);
+    let resumed = bj.resume(&mut folder.books, &cfg.pool).await?;
+    Ok((bj.clone(), Some(bj), resumed))
 }
 
 /// A live run in progress: the scheduler it executes, the dispatcher its queries go through,
@@ -141,20 +175,28 @@ impl<'a> Driver<'a> {
             stored.len() as u64,
         )?;
         let acq = &cfg.raw.acquisition;
+        // A batch round is a wait-for-batch round of `round_size`, all sent at once.
+        let (every, concurrency) = match acq.dispatch {
+            crate::config::run::Dispatch::Batch => {
+                let r = acq.round_size.unwrap_or(crate::config::run::DEFAULT_ROUND_SIZE);
+                (r, r)
+            }
+            _ => (acq.refit_every, acq.concurrency),
+        };
         let settings = ScheduleSettings {
             confidence: acq.confidence,
             invalid_rate: judge.invalid_rate_limit(),
             ..ScheduleSettings::new(
-                acq.refit_every,
-                acq.concurrency,
-                acq.dispatch,
+                every,
+                concurrency,
+                acq.dispatch.scheduling(),
                 acq.dispatch.write_ahead(acq.write_ahead),
             )
         };
         let pairs = stored.iter().map(|s| (s.a, s.b));
         let sched = Scheduler::new(settings, queries.n_pairs(), pairs, queries.skipped().iter().copied(), budget);
         let mut disp = Dispatcher::new(judge.clone(), books);
-        disp.set_wire_limit(acq.concurrency);
+        disp.set_wire_limit(concurrency);
         Ok(Self {
             cfg,
             pool: Arc::new(cfg.pool.clone()),
@@ -183,6 +225,7 @@ impl<'a> Driver<'a> {
     fn signals(&self) -> Signals {
         Signals {
             interrupted: self.interrupt.requested(),
+            batch_pending: self.faults.batch_pending.is_some(),
             judge_failing: self.faults.failing.is_some(),
             fit_failed: self.fit_failed.is_some(),
         }
@@ -325,7 +368,8 @@ impl<'a> Driver<'a> {
         if self.interrupt.requested() {
             self.judge.stop_sending();
         }
-        let grace = match (self.interrupt.requested(), self.disp.in_flight() == 0) {
+        // A batch job is cancelled and waited for (what it ran is booked), not given up on.
+        let grace = match (self.interrupt.requested() && !self.judge.batched(), self.disp.in_flight() == 0) {
             (true, false) => {
                 Some(*self.grace_end.get_or_insert_with(|| tokio::time::Instant::now() + self.interrupt.grace()))
             }
@@ -518,6 +562,7 @@ fn finish(
         candidates: queries.allowed().map(crate::acquire::AllowedPairs::len),
         last_error: faults.failing.as_ref().map(|_| faults.last_error.clone()),
         invalid_stop: faults.invalid_stop.clone(),
+        batch_pending: faults.batch_pending.clone(),
         fit_failed: fit_failed.as_ref(),
         session,
         rate: (rate.replies() > 0).then(|| (rate.replies(), rate.elapsed().as_secs_f64(), rate.per_minute())),

@@ -12,6 +12,7 @@
 //! the run, its dry run and the commands that re-read a run folder; [`pending`] weighs the
 //! queries in flight when a pipelined run picks.
 
+pub mod batch;
 pub mod dispatch;
 pub mod faults;
 pub mod fingerprint;
@@ -78,4 +79,7 @@ pub struct RunOptions {
     /// `interrupt_grace_s` for the requests in flight, the second exits the process at once
     /// ([`interrupt`]). Off, the caller's own signal handling is left alone.
     pub handle_signals: bool,
+    /// `dispatch: batch`: submit one round as a provider batch job and end the run without
+    /// waiting for it (`run --detach`); a later run books it.
+    pub detach: bool,
 }

@@ -152,6 +152,8 @@ pub struct Fitted<'a> {
 pub struct Signals {
     /// Ctrl-C or SIGTERM: send nothing more, wait for the requests in flight, then stop.
     pub interrupted: bool,
+    /// A provider batch job stays open past this invocation (`run --detach`, or unreadable).
+    pub batch_pending: bool,
     /// The judge cannot go on (its endpoint is not there, the same endpoint-wide error came
     /// back, or it said it cannot).
     pub judge_failing: bool,
@@ -350,7 +352,9 @@ impl Scheduler {
         let Some(fitted) = self.fitted else { return true };
         let fresh = self.stored.len() - fitted.min(self.stored.len());
         match self.s.dispatch {
-            Dispatch::WaitForBatch => self.sent_since_fit > 0 && self.pending.is_empty() && self.batch.is_empty(),
+            Dispatch::WaitForBatch | Dispatch::Batch => {
+                self.sent_since_fit > 0 && self.pending.is_empty() && self.batch.is_empty()
+            }
             Dispatch::Pipelined => fresh >= self.s.refit_every || (self.pending.is_empty() && fresh > 0),
         }
     }
@@ -444,7 +448,7 @@ impl Scheduler {
     /// stops for a failing judge at [`FAILED_ROUNDS_STOP`].
     pub fn failed_rounds(&self) -> usize {
         match self.s.dispatch {
-            Dispatch::WaitForBatch => self.failed_rounds,
+            Dispatch::WaitForBatch | Dispatch::Batch => self.failed_rounds,
             Dispatch::Pipelined => self.failed_streak / self.s.refit_every,
         }
     }
@@ -492,6 +496,7 @@ impl Scheduler {
             || sig.judge_failing
             || self.rounds_failing()
             || sig.interrupted
+            || sig.batch_pending
             || self.invalid_stop
             || self.confident(fit)
     }
@@ -507,6 +512,8 @@ impl Scheduler {
             Some(StopReason::Confident)
         } else if self.budget.comparisons_left() == 0 {
             Some(StopReason::MaxComparisons)
+        } else if sig.batch_pending {
+            Some(StopReason::BatchPending)
         } else if sig.interrupted {
             Some(StopReason::Interrupted)
         } else if self.invalid_stop {
@@ -616,7 +623,7 @@ impl Scheduler {
             return Vec::new();
         }
         match self.s.dispatch {
-            Dispatch::WaitForBatch => {
+            Dispatch::WaitForBatch | Dispatch::Batch => {
                 if self.batch.is_empty() && self.sent_since_fit == 0 && self.pending.is_empty() && !self.fitting() {
                     let r = (self.s.refit_every as u64).min(self.budget.comparisons_left()) as usize;
                     let picks = self.pick(rule, fit, r);
@@ -1359,7 +1366,7 @@ mod tests {
         }
         // The order at a quiet point: a failing judge comes before the interrupt and the rest.
         let mut s = start(Dispatch::WaitForBatch);
-        let both = Signals { interrupted: true, judge_failing: true, fit_failed: false };
+        let both = Signals { interrupted: true, judge_failing: true, fit_failed: false, batch_pending: false };
         assert!(matches!(s.next_action(&rule, Some(&fit), both), Action::Stop(StopReason::JudgeFailing)));
         // Confident (every π within ε of 0 or 1) stops; π = 0.5 does not.
         let sure: Vec<f64> = (0..6).map(|b| if b < 2 { 1.0 } else { 0.0 }).collect();

@@ -128,11 +128,24 @@ impl Books {
     /// # Errors
     /// [`BooksError`] naming the file (and line).
     pub fn open_files(dir: &Path, files: &BookFiles) -> Result<(Self, Vec<String>), BooksError> {
+        Self::open_keeping(dir, files, &HashSet::new())
+    }
+
+    /// [`Books::open_files`], keeping open the intents whose keys are in `keep` (the queries of
+    /// an open provider batch job, booked from its output when the run resumes it).
+    ///
+    /// # Errors
+    /// [`BooksError`] naming the file (and line).
+    pub fn open_keeping(
+        dir: &Path,
+        files: &BookFiles,
+        keep: &HashSet<String>,
+    ) -> Result<(Self, Vec<String>), BooksError> {
         let (log, warning) = VerdictLog::open(&dir.join(files.verdicts))?;
         let failed_path = dir.join(files.failed);
         let failed_warning = ledger::repair_failed(&failed_path)?;
         let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed_path);
-        let (intents, recovery) = IntentLog::open(&dir.join(files.intents), &closed, max_id)?;
+        let (intents, recovery) = IntentLog::open_keeping(&dir.join(files.intents), &closed, max_id, keep)?;
         let mut warnings: Vec<String> = warning.into_iter().chain(failed_warning).chain(recovery.warning).collect();
         if !recovery.booked.is_empty() {
             let usd: f64 = recovery.booked.iter().map(|c| c.cost_usd).sum();
@@ -143,6 +156,12 @@ impl Books {
             ));
         }
         Ok((Self { log, intents, failed_path }, warnings))
+    }
+
+    /// The intents written and not closed: requests in flight, or in a provider batch job
+    /// still open.
+    pub fn open_intents(&self) -> Vec<Intent> {
+        self.intents.open_intents().cloned().collect()
     }
 
     /// The verdict log.

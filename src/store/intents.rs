@@ -252,6 +252,21 @@ impl IntentLog {
         closed_by_records: &HashSet<(String, IntentId)>,
         max_record_id: IntentId,
     ) -> Result<(Self, Recovery), IntentError> {
+        Self::open_keeping(path, closed_by_records, max_record_id, &HashSet::new())
+    }
+
+    /// [`IntentLog::open`], keeping open the intents whose keys are in `keep` (the queries of a
+    /// provider batch job still open, [`crate::store::batches`]: their outcome is in the job's
+    /// output, which the run books when it resumes the job).
+    ///
+    /// # Errors
+    /// As [`IntentLog::open`].
+    pub fn open_keeping(
+        path: &Path,
+        closed_by_records: &HashSet<(String, IntentId)>,
+        max_record_id: IntentId,
+        keep: &HashSet<String>,
+    ) -> Result<(Self, Recovery), IntentError> {
         let io = |source| IntentError::Io { path: path.to_owned(), source };
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
@@ -276,7 +291,7 @@ impl IntentLog {
             open: r.open,
             possibly_billed: r.possibly_billed,
         };
-        let open: Vec<IntentId> = log.open.keys().copied().collect();
+        let open: Vec<IntentId> = log.open.values().filter(|i| !keep.contains(&i.key)).map(|i| i.intent).collect();
         let mut booked = Vec::with_capacity(open.len());
         for id in open {
             booked.push(log.book_possibly_billed(

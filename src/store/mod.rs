@@ -2,8 +2,9 @@
 //! reader ([`pool_file`]), the append-only verdict ledger ([`ledger`], one verdict per ordered
 //! pair, fsynced), the intents written before each paid request ([`intents`]), the three read
 //! together as a run folder's books ([`books`]), the run-folder lock ([`lock`]), the spend
-//! budget ([`budget`]) and input text as other tools write it ([`text`]).
+//! budget ([`budget`]), the rounds of batch dispatch ([`batches`]) and input text as other tools write it ([`text`]).
 
+pub mod batches;
 pub mod books;
 pub mod budget;
 pub mod intents;

@@ -144,6 +144,8 @@ struct Shared {
     holds: Holds,
     /// Usage of every reply sent that reported one (any status): the server's bill.
     billed: Mutex<Vec<(u64, u64)>>,
+    /// Files and batch jobs ([`FakeOpenAi::batch_script`]).
+    batch: BatchState,
 }
 
 /// Held replies (issue 12's kill points): arrival numbers to hold, the held requests' release
@@ -219,6 +221,7 @@ impl FakeOpenAi {
             )),
             models_requests: AtomicUsize::new(0),
             billed: Mutex::new(Vec::new()),
+            batch: BatchState::default(),
         });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -231,6 +234,11 @@ impl FakeOpenAi {
                 let app = Router::new()
                     .route("/v1/chat/completions", post(handle_counted))
                     .route("/v1/models", get(models))
+                    .route("/v1/files", post(upload_file))
+                    .route("/v1/files/{id}/content", get(file_content))
+                    .route("/v1/batches", post(create_batch).get(list_batches))
+                    .route("/v1/batches/{id}", get(retrieve_batch))
+                    .route("/v1/batches/{id}/cancel", post(cancel_batch))
                     .with_state(s2);
                 tokio::select! {
                     r = axum::serve(listener, app) => { r.unwrap(); }
@@ -716,4 +724,320 @@ async fn handle_inner(
         }
     };
     (reply, sent)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Provider batch jobs (docs/live.md, "Batch dispatch"): the Files API (multipart upload, content)
+// and the Batches API (create, retrieve, list, cancel). A job runs each input line through the
+// same handler as a live request (so the same verdicts, usage and bill), `delay_ms` after it is
+// created; a script makes lines fail, the job expire after some lines, or the whole job fail.
+
+/// Where a batch request can be held (its reply kept back until released), for kill tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BatchStep {
+    /// An upload, before the file is stored.
+    UploadBeforeStore,
+    /// An upload, after the file is stored (its id never reaches the client if killed).
+    UploadAfterStore,
+    /// A create, after the job is made (its id never reaches the client if killed).
+    CreateAfterStore,
+    /// A retrieve (polling).
+    Retrieve,
+    /// A file's content (the output being read).
+    Content,
+}
+
+/// How the next batch jobs run.
+#[derive(Debug, Clone, Default)]
+pub struct BatchScript {
+    /// Wait before a job runs its lines.
+    pub delay_ms: u64,
+    /// Run only this many lines, then the job expires (the rest are not run, not billed).
+    pub expire_after: Option<usize>,
+    /// Input lines (0-based) answered in the error file instead of running.
+    pub error_lines: Vec<usize>,
+    /// The job fails validation: nothing runs.
+    pub fail: bool,
+}
+
+#[derive(Debug, Clone)]
+struct FakeJob {
+    id: String,
+    input_file_id: String,
+    status: String,
+    output_file_id: Option<String>,
+    error_file_id: Option<String>,
+    cancel: bool,
+    completed: usize,
+    failed: usize,
+    total: usize,
+    fail: bool,
+}
+
+#[derive(Default)]
+struct BatchState {
+    files: Mutex<std::collections::HashMap<String, Vec<u8>>>,
+    jobs: Mutex<Vec<FakeJob>>,
+    next: AtomicUsize,
+    script: Mutex<BatchScript>,
+    holds: Mutex<std::collections::HashSet<BatchStep>>,
+    arrived: Mutex<Vec<BatchStep>>,
+    release: tokio::sync::Notify,
+    released: Mutex<bool>,
+    /// Answer texts of every batch line billed, in order.
+    billed_lines: Mutex<Vec<(String, String)>>,
+}
+
+impl FakeOpenAi {
+    /// How the next batch jobs run.
+    pub fn batch_script(&self, script: BatchScript) {
+        *self.shared.batch.script.lock().unwrap() = script;
+    }
+
+    /// Hold the next request at `step` (its reply waits for [`FakeOpenAi::release_batch`]).
+    pub fn hold_batch(&self, step: BatchStep) {
+        *self.shared.batch.released.lock().unwrap() = false;
+        self.shared.batch.holds.lock().unwrap().insert(step);
+    }
+
+    /// Whether a request has arrived at the held `step`.
+    pub fn batch_held_at(&self, step: BatchStep) -> bool {
+        self.shared.batch.arrived.lock().unwrap().contains(&step)
+    }
+
+    /// Release every held batch request and hold nothing more.
+    pub fn release_batch(&self) {
+        self.shared.batch.holds.lock().unwrap().clear();
+        *self.shared.batch.released.lock().unwrap() = true;
+        self.shared.batch.release.notify_waiters();
+    }
+
+    /// Answer texts of every batch line billed.
+    pub fn batch_billed_lines(&self) -> Vec<(String, String)> {
+        self.shared.batch.billed_lines.lock().unwrap().clone()
+    }
+
+    /// Jobs made: (id, status).
+    pub fn batch_jobs(&self) -> Vec<(String, String)> {
+        self.shared.batch.jobs.lock().unwrap().iter().map(|j| (j.id.clone(), j.status.clone())).collect()
+    }
+
+    /// Files stored.
+    pub fn n_files(&self) -> usize {
+        self.shared.batch.files.lock().unwrap().len()
+    }
+}
+
+async fn hold_batch_step(s: &Shared, step: BatchStep) {
+    if !s.batch.holds.lock().unwrap().remove(&step) {
+        return;
+    }
+    s.batch.arrived.lock().unwrap().push(step);
+    loop {
+        let notified = s.batch.release.notified();
+        if *s.batch.released.lock().unwrap() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+fn new_id(s: &Shared, prefix: &str) -> String {
+    format!("{prefix}-{}", s.batch.next.fetch_add(1, Ordering::SeqCst) + 1)
+}
+
+fn job_json(j: &FakeJob) -> Value {
+    json!({
+        "id": j.id, "object": "batch", "endpoint": "/v1/chat/completions",
+        "errors": if j.fail { json!({"object": "list", "data": [{"code": "invalid_request", "message": "the input file is not valid for this model", "line": 1}]}) } else { Value::Null },
+        "input_file_id": j.input_file_id, "completion_window": "24h", "status": j.status,
+        "output_file_id": j.output_file_id, "error_file_id": j.error_file_id, "created_at": 1_795_980_776u64,
+        "request_counts": {"total": j.total, "completed": j.completed, "failed": j.failed},
+        "metadata": {},
+    })
+}
+
+fn not_found(what: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        json!({"error": {"message": format!("no such {what}"), "type": "invalid_request_error"}}).to_string(),
+    )
+        .into_response()
+}
+
+/// The `file` part of a multipart body.
+fn multipart_file(headers: &HeaderMap, body: &[u8]) -> Option<Vec<u8>> {
+    let ct = headers.get("content-type")?.to_str().ok()?;
+    let boundary = ct.split("boundary=").nth(1)?.trim_matches('"');
+    let text = String::from_utf8_lossy(body);
+    let delim = format!("--{boundary}");
+    for part in text.split(&delim) {
+        if part.contains("name=\"file\"") {
+            let start = part.find("\r\n\r\n")? + 4;
+            let content = part[start..].strip_suffix("\r\n").unwrap_or(&part[start..]);
+            return Some(content.as_bytes().to_vec());
+        }
+    }
+    None
+}
+
+async fn upload_file(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    hold_batch_step(&s, BatchStep::UploadBeforeStore).await;
+    let Some(content) = multipart_file(&headers, &body) else {
+        return (StatusCode::BAD_REQUEST, "no file part").into_response();
+    };
+    let id = new_id(&s, "file");
+    let n = content.len();
+    s.batch.files.lock().unwrap().insert(id.clone(), content);
+    hold_batch_step(&s, BatchStep::UploadAfterStore).await;
+    let v = json!({"id": id, "object": "file", "bytes": n, "created_at": 1_795_980_776u64, "filename": "input.jsonl", "purpose": "batch"});
+    (StatusCode::OK, [("content-type", "application/json")], v.to_string()).into_response()
+}
+
+async fn file_content(State(s): State<Arc<Shared>>, axum::extract::Path(id): axum::extract::Path<String>) -> Response {
+    hold_batch_step(&s, BatchStep::Content).await;
+    match s.batch.files.lock().unwrap().get(&id) {
+        Some(b) => (StatusCode::OK, [("content-type", "application/octet-stream")], b.clone()).into_response(),
+        None => not_found("file"),
+    }
+}
+
+async fn create_batch(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let Some(input) = req["input_file_id"].as_str().map(str::to_owned) else {
+        return (StatusCode::BAD_REQUEST, "no input_file_id").into_response();
+    };
+    let Some(bytes) = s.batch.files.lock().unwrap().get(&input).cloned() else { return not_found("file") };
+    let script = s.batch.script.lock().unwrap().clone();
+    let lines: Vec<Value> = String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let job = FakeJob {
+        id: new_id(&s, "batch"),
+        input_file_id: input,
+        status: if script.fail { "failed".into() } else { "validating".into() },
+        output_file_id: None,
+        error_file_id: None,
+        cancel: false,
+        completed: 0,
+        failed: 0,
+        total: lines.len(),
+        fail: script.fail,
+    };
+    let v = job_json(&job);
+    let id = job.id.clone();
+    s.batch.jobs.lock().unwrap().push(job);
+    if !script.fail {
+        tokio::spawn(run_job(s.clone(), id, lines, script));
+    }
+    hold_batch_step(&s, BatchStep::CreateAfterStore).await;
+    (StatusCode::OK, [("content-type", "application/json")], v.to_string()).into_response()
+}
+
+fn with_job<R>(s: &Shared, id: &str, f: impl FnOnce(&mut FakeJob) -> R) -> Option<R> {
+    s.batch.jobs.lock().unwrap().iter_mut().find(|j| j.id == id).map(f)
+}
+
+/// Run a job's lines through the live handler; write its output and error files.
+async fn run_job(s: Arc<Shared>, id: String, lines: Vec<Value>, script: BatchScript) {
+    tokio::time::sleep(Duration::from_millis(script.delay_ms)).await;
+    with_job(&s, &id, |j| {
+        if !j.cancel {
+            j.status = "in_progress".into();
+        }
+    });
+    let (mut out, mut err) = (String::new(), String::new());
+    let mut end = "completed";
+    for (i, line) in lines.iter().enumerate() {
+        if with_job(&s, &id, |j| j.cancel).unwrap_or(true) {
+            end = "cancelled";
+            break;
+        }
+        if script.expire_after.is_some_and(|n| i >= n) {
+            end = "expired";
+            break;
+        }
+        let custom_id = line["custom_id"].as_str().unwrap_or_default().to_owned();
+        if script.error_lines.contains(&i) {
+            err.push_str(
+                &json!({"id": format!("req-{i}"), "custom_id": custom_id, "response": null,
+                "error": {"code": "server_error", "message": "the request failed inside the batch"}})
+                .to_string(),
+            );
+            err.push('\n');
+            with_job(&s, &id, |j| j.failed += 1);
+            continue;
+        }
+        let body = line["body"].clone();
+        let usage = (s.usage)(&body);
+        let bytes = serde_json::to_vec(&body).unwrap();
+        let (reply, fault) = handle_inner(
+            State(s.clone()),
+            "/v1/batch-line/chat/completions".parse().unwrap(),
+            HeaderMap::new(),
+            bytes.into(),
+        )
+        .await;
+        if billed_fault(fault.as_ref()) {
+            bill(&s, usage.as_ref());
+            if let Some(pair) = answers_of(&body) {
+                s.batch.billed_lines.lock().unwrap().push(pair);
+            }
+        }
+        let status = reply.status().as_u16();
+        let rbytes = axum::body::to_bytes(reply.into_body(), usize::MAX).await.unwrap();
+        let rbody: Value =
+            serde_json::from_slice(&rbytes).unwrap_or(json!({"error": {"message": String::from_utf8_lossy(&rbytes)}}));
+        out.push_str(
+            &json!({"id": format!("req-{i}"), "custom_id": custom_id,
+            "response": {"status_code": status, "request_id": format!("r{i}"), "body": rbody}, "error": null})
+            .to_string(),
+        );
+        out.push('\n');
+        with_job(&s, &id, |j| j.completed += 1);
+    }
+    let (oid, eid) = (new_id(&s, "file"), new_id(&s, "file"));
+    {
+        let mut files = s.batch.files.lock().unwrap();
+        files.insert(oid.clone(), out.into_bytes());
+        files.insert(eid.clone(), err.into_bytes());
+    }
+    with_job(&s, &id, |j| {
+        j.output_file_id = Some(oid);
+        j.error_file_id = Some(eid);
+        j.status = end.into();
+    });
+}
+
+async fn retrieve_batch(
+    State(s): State<Arc<Shared>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    hold_batch_step(&s, BatchStep::Retrieve).await;
+    match with_job(&s, &id, |j| job_json(j)) {
+        Some(v) => (StatusCode::OK, [("content-type", "application/json")], v.to_string()).into_response(),
+        None => not_found("batch"),
+    }
+}
+
+async fn list_batches(State(s): State<Arc<Shared>>) -> Response {
+    let data: Vec<Value> = s.batch.jobs.lock().unwrap().iter().rev().map(job_json).collect();
+    let v = json!({"object": "list", "data": data, "first_id": null, "last_id": null, "has_more": false});
+    (StatusCode::OK, [("content-type", "application/json")], v.to_string()).into_response()
+}
+
+async fn cancel_batch(State(s): State<Arc<Shared>>, axum::extract::Path(id): axum::extract::Path<String>) -> Response {
+    let v = with_job(&s, &id, |j| {
+        if !["completed", "failed", "expired", "cancelled"].contains(&j.status.as_str()) {
+            j.cancel = true;
+            j.status = "cancelling".into();
+        }
+        job_json(j)
+    });
+    match v {
+        Some(v) => (StatusCode::OK, [("content-type", "application/json")], v.to_string()).into_response(),
+        None => not_found("batch"),
+    }
 }

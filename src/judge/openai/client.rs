@@ -34,8 +34,8 @@ pub(super) struct Counters {
 /// template, from which a query's prompt, cache key and worst-case cost follow. Built without a
 /// key or an HTTP client.
 pub struct OpenAiInfo {
-    cfg: OpenAiConfig,
-    price: Price,
+    pub(super) cfg: OpenAiConfig,
+    pub(super) price: Price,
     /// The prompt template the queries are rendered from (`judge.openai.prompt`).
     pub(super) template: PromptTemplate,
     task_limit: Mutex<HashMap<String, Option<usize>>>,
@@ -45,27 +45,27 @@ pub struct OpenAiInfo {
 /// counters.
 pub struct OpenAiJudge {
     pub(super) info: OpenAiInfo,
-    key: Option<Secret>,
+    pub(super) key: Option<Secret>,
     client: Client<OpenAIConfig>,
     /// The same HTTP client, for the preflight request.
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     limits: RateLimits,
     /// Requests in flight: `concurrency` at most, fewer while 429s come ([`concurrency`]).
     in_flight: InFlightLimit,
     /// Classifies endpoint-wide failures and knows the proxy route ([`endpoint`]).
     endpoint: Endpoint,
     policy: RetryPolicy,
-    counters: Counters,
-    invalid_by_reason: Mutex<BTreeMap<crate::domain::verdict::InvalidReason, u64>>,
+    pub(super) counters: Counters,
+    pub(super) invalid_by_reason: Mutex<BTreeMap<crate::domain::verdict::InvalidReason, u64>>,
     soft_fallbacks: Mutex<BTreeMap<String, u64>>,
     /// Bodies with broken text repaired by the transport (shared with it).
     broken_text: std::sync::Arc<AtomicU64>,
     /// Set by [`Judge::stop_sending`]: no call leaves after it.
-    stop: retry::StopSending,
+    pub(super) stop: retry::StopSending,
     /// The credentials inside `base_url`, redacted from every message ([`secret::url_secrets`]).
     url_secrets: Vec<String>,
     /// Where requests go: `base_url` split into its bare URL, query and HTTP Basic credentials.
-    target: secret::RequestTarget,
+    pub(super) target: secret::RequestTarget,
 }
 
 /// One rendered query and its context status.
@@ -160,7 +160,7 @@ impl OpenAiJudge {
 
     /// `s` without the API key and without the credentials of `base_url`
     /// ([`secret::url_secrets`]), for any text from outside or about a request.
-    fn redact(&self, s: &str) -> String {
+    pub(super) fn redact(&self, s: &str) -> String {
         secret::redact_all(&secret::redact_opt(self.key.as_ref(), s), &self.url_secrets)
     }
 
@@ -266,7 +266,7 @@ impl OpenAiJudge {
         }
     }
 
-    fn invalid_reply(
+    pub(super) fn invalid_reply(
         &self,
         reason: InvalidNote,
         raw: Option<String>,
@@ -290,7 +290,7 @@ impl OpenAiJudge {
     /// The verdict of one reply: y (soft P(A) when logprobs are on and usable at the verdict
     /// letter, else the hard value) and what the parser saw; or why the reply is invalid.
     /// Counts replies, soft verdicts and the reasons verdicts stayed hard.
-    fn read_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
+    pub(super) fn read_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
         self.counters.replies.fetch_add(1, Ordering::Relaxed);
         let channels = parse::ReplyChannels {
             content: reply.content.as_deref(),
@@ -386,7 +386,7 @@ impl OpenAiJudge {
 
     /// The tokens a reply is booked at: its `usage`, or its worst case (the prompt's token bound
     /// and `max_tokens`) when the server sent none.
-    fn booked_usage(&self, reply: &ChatReply, prompt: &RenderedPrompt, (ida, idb): (&str, &str)) -> Usage {
+    pub(super) fn booked_usage(&self, reply: &ChatReply, prompt: &RenderedPrompt, (ida, idb): (&str, &str)) -> Usage {
         match reply.usage {
             Some(u) => u,
             None => {
@@ -661,7 +661,7 @@ impl OpenAiInfo {
         Some(bytes.saturating_sub(around.bytes()) as usize)
     }
 
-    fn render(&self, pool: &Pool, a: usize, b: usize) -> Result<Query, String> {
+    pub(super) fn render(&self, pool: &Pool, a: usize, b: usize) -> Result<Query, String> {
         let task = match self.task_limit(pool, a) {
             Some(limit) => truncate_to_bytes(pool.task_of(a), limit, " […]"),
             None => pool.task_of(a).to_owned(),
@@ -831,6 +831,10 @@ impl JudgeInfo for OpenAiJudge {
 }
 
 impl Judge for OpenAiJudge {
+    fn batch_api(&self) -> Option<&dyn crate::judge::BatchApi> {
+        Some(self)
+    }
+
     fn stats(&self) -> Option<JudgeStats> {
         let c = &self.counters;
         let g = |x: &AtomicU64| x.load(Ordering::Relaxed);

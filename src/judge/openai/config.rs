@@ -19,6 +19,11 @@ pub struct PriceConfig {
     /// USD per million cached prompt tokens (default: the input price).
     #[serde(default)]
     pub cached_input_usd_per_mtok: Option<f64>,
+    /// Share of the price taken off for requests sent in a provider batch job (`dispatch:
+    /// batch`; 0.5 at OpenAI; default 0: batch requests are booked and reserved at the full
+    /// price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_discount: Option<f64>,
 }
 
 /// A validated price table (USD per million tokens).
@@ -252,7 +257,21 @@ impl OpenAiConfig {
         let input = get("input_usd_per_mtok", p.input_usd_per_mtok, true)?.expect("required");
         let output = get("output_usd_per_mtok", p.output_usd_per_mtok, true)?.expect("required");
         let cached_input = get("cached_input_usd_per_mtok", p.cached_input_usd_per_mtok, false)?.unwrap_or(input);
+        if let Some(d) = p.batch_discount
+            && !(0.0..1.0).contains(&d)
+        {
+            return Err(InvalidSetting::new(
+                k(".batch_discount"),
+                format!("{d} must be in [0, 1): the share of the price taken off in a batch job (0.5 = half price)"),
+            ));
+        }
         Ok(Price { input, cached_input, output })
+    }
+
+    /// What a request in a provider batch job costs, as a share of the live price:
+    /// 1 − `price.batch_discount`.
+    pub fn batch_price_factor(&self) -> f64 {
+        1.0 - self.price.as_ref().and_then(|p| p.batch_discount).unwrap_or(0.0)
     }
 
     /// The retry policy of this judge.

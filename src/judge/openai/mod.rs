@@ -19,6 +19,7 @@
 //! 5xx, refused connections) do not. Its worst case, reserved before sending, is therefore
 //! (1 + max_invalid_retries) · the attempt's worst case, and it can never cost more.
 
+pub mod batch;
 pub mod body;
 mod client;
 pub mod concurrency;

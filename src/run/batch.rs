@@ -1,0 +1,502 @@
+//! Batch dispatch (`acquisition.dispatch: batch`; docs/live.md, "Batch dispatch"): each round
+//! of picks is one provider batch job, at the batch price.
+//!
+//! [`BatchJudge`] wraps an OpenAI-compatible judge. The dispatcher hands it a whole round
+//! ([`Judge::judge_round`]) once the round's intents are fsynced; it then records each step in
+//! batches.jsonl ([`crate::store::batches`]) before taking the next: the round's keys, the
+//! uploaded input file, the batch job; it polls the job with a doubling wait, reads its output
+//! and error files, and hands back one outcome per query, which the dispatcher books like a
+//! live reply. Reservations are the judge's worst cases at the batch price, made for the whole
+//! round before anything is uploaded, so `max_usd` holds.
+//!
+//! A run stopped at any point resumes the open round ([`BatchJudge::resume`], before anything
+//! new is picked): the books keep the round's intents open (not booked as possibly billed);
+//! a round with no recorded input was never submitted (its intents close unbilled); an input
+//! without a recorded job is looked up among the batches (a kill between "created" and "id
+//! recorded") and adopted, or closed unbilled when none was made from it; a recorded job is
+//! polled to its end and its output booked. Ctrl-C cancels the open job and books what it
+//! returned. `run --detach` submits one round and exits; a later run books it.
+
+use crate::domain::pool::Pool;
+use crate::domain::verdict::JudgeReply;
+use crate::judge::{
+    BatchApi, BatchJob, BatchJobStatus, BatchResult, BoxFuture, Judge, JudgeError, JudgeInfo, JudgeStats, RoundQuery,
+};
+use crate::store::batches::{BatchLine, BatchLog, Round};
+use crate::store::books::Books;
+use crate::store::ledger::VerdictRecord;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The longest wait between two polls of a batch job.
+const MAX_POLL: Duration = Duration::from_secs(600);
+
+/// Failed reads of a job in a row after which the round is left open for a later run.
+const MAX_READ_FAILURES: u32 = 6;
+
+/// How the submission of a round ended.
+enum Submitted {
+    /// The job to wait for.
+    Job(String),
+    /// Nothing was submitted (or nothing that can run): why.
+    NotSubmitted(String),
+    /// Submitted or possibly submitted, and not known which: left open for a later run.
+    Pending(String),
+}
+
+/// What [`BatchJudge::resume`] did.
+#[derive(Debug, Default)]
+pub struct Resumed {
+    /// Lines for the user (one per round settled).
+    pub notes: Vec<String>,
+    /// A round still open (its job has not ended, or could not be read): the run books nothing
+    /// new and stops (`stop_reason: batch_pending`).
+    pub pending: Option<String>,
+}
+
+/// An OpenAI-compatible judge whose queries go out as provider batch jobs (module docs).
+pub struct BatchJudge {
+    inner: std::sync::Arc<dyn Judge>,
+    log: Mutex<BatchLog>,
+    /// A batch request's price as a share of the live price (1 − `price.batch_discount`).
+    factor: f64,
+    /// The first wait before polling a job; it doubles up to [`MAX_POLL`].
+    poll_first: Duration,
+    /// `run --detach`: submit and leave the job open.
+    detach: bool,
+    stop: AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+fn pending(batch: &str, message: impl Into<String>) -> JudgeError {
+    JudgeError::Pending { batch: batch.to_owned(), message: message.into() }
+}
+
+fn not_run(message: String) -> JudgeError {
+    JudgeError::Request { status: None, message, retryable: true, cost_usd: 0.0 }
+}
+
+impl BatchJudge {
+    /// Wrap `inner` (a judge with [`Judge::batch_api`]) for the run folder `dir` (its
+    /// batches.jsonl is opened here: hold the folder's lock).
+    ///
+    /// # Errors
+    /// batches.jsonl cannot be read or opened (named), or the judge has no batch API.
+    pub fn new(
+        inner: std::sync::Arc<dyn Judge>,
+        dir: &std::path::Path,
+        factor: f64,
+        poll_first: Duration,
+        detach: bool,
+    ) -> Result<Self, String> {
+        if inner.batch_api().is_none() {
+            return Err(format!("{} has no batch API (dispatch: batch needs judge.openai)", inner.describe()));
+        }
+        let log = BatchLog::open(dir).map_err(|e| e.to_string())?;
+        Ok(Self {
+            inner,
+            log: Mutex::new(log),
+            factor,
+            poll_first,
+            detach,
+            stop: AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
+        })
+    }
+
+    fn api(&self) -> &dyn BatchApi {
+        self.inner.batch_api().expect("checked in new")
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Append a line to batches.jsonl (fsynced).
+    fn record(&self, line: BatchLine) -> Result<(), String> {
+        self.log.lock().expect("batch log lock").append(line).map_err(|e| e.to_string())
+    }
+
+    /// Mark the rounds before `round` ended: their queries were booked by the dispatcher before
+    /// this round was picked (wait-for-batch refits only once every outcome is booked).
+    fn close_earlier(&self, round: u64) {
+        let open: Vec<Round> = self.log.lock().expect("batch log lock").open_rounds();
+        for r in open.into_iter().filter(|r| r.round < round) {
+            let _ = self.record(BatchLine { round: r.round, ended: Some("booked".into()), ..Default::default() });
+        }
+    }
+
+    /// Mark ended the rounds whose queries are all booked (the run is over; a round left
+    /// open by `--detach` or an unreadable job keeps its intents open and stays open).
+    pub fn close_booked(&self, books: &Books) {
+        let open_keys: std::collections::HashSet<String> = books.open_intents().into_iter().map(|i| i.key).collect();
+        let open: Vec<Round> = self.log.lock().expect("batch log lock").open_rounds();
+        for r in open.into_iter().filter(|r| !r.keys.iter().any(|k| open_keys.contains(k))) {
+            let _ = self.record(BatchLine { round: r.round, ended: Some("booked".into()), ..Default::default() });
+        }
+    }
+
+    /// Upload the input, record its id, create the job (or find the one a failed create may
+    /// have made), record its id.
+    async fn submit(&self, round: u64, input: Vec<u8>) -> Submitted {
+        let file = match self.api().upload(input, format!("topk-judge-round-{round}.jsonl")).await {
+            Ok(f) => f,
+            Err(e) => return Submitted::NotSubmitted(format!("the batch input was not uploaded: {e}")),
+        };
+        if let Err(e) = self.record(BatchLine { round, input_file_id: Some(file.clone()), ..Default::default() }) {
+            return Submitted::NotSubmitted(format!("not submitted: {e}"));
+        }
+        self.create_or_adopt(round, &file).await
+    }
+
+    /// Create the job of the uploaded `file` unless one exists: a create whose reply was lost
+    /// may have made it.
+    async fn create_or_adopt(&self, round: u64, file: &str) -> Submitted {
+        let job = match self.api().create(file, round).await {
+            Ok(job) => job,
+            Err(e) => match self.api().find_by_input(file).await {
+                Ok(Some(job)) => job,
+                Ok(None) => return Submitted::NotSubmitted(format!("the batch job was not created: {e}")),
+                Err(e2) => {
+                    return Submitted::Pending(format!(
+                        "creating the batch job failed ({e}) and listing the batches to see whether it was made failed too ({e2})"
+                    ));
+                }
+            },
+        };
+        match self.record(BatchLine { round, batch_id: Some(job.id.clone()), ..Default::default() }) {
+            Ok(()) => Submitted::Job(job.id),
+            // Unrecorded, the job is found again from its input by the next run.
+            Err(e) => Submitted::Pending(format!("batch job {} made, its id not recorded: {e}", job.id)),
+        }
+    }
+
+    /// The job of a round recorded in batches.jsonl: its job, the job made from its input
+    /// (adopted and recorded), or none.
+    async fn adopt(&self, r: &Round) -> Submitted {
+        match (&r.batch_id, &r.input_file_id) {
+            (Some(id), _) => Submitted::Job(id.clone()),
+            (None, Some(file)) => match self.api().find_by_input(file).await {
+                Ok(Some(job)) => {
+                    match self.record(BatchLine {
+                        round: r.round,
+                        batch_id: Some(job.id.clone()),
+                        ..Default::default()
+                    }) {
+                        Ok(()) => Submitted::Job(job.id),
+                        Err(e) => Submitted::Pending(e),
+                    }
+                }
+                Ok(None) => Submitted::NotSubmitted(format!(
+                    "no batch job was made from its input {file} (the run stopped before creating it)"
+                )),
+                Err(e) => Submitted::Pending(format!("listing the batches to find the job of input {file}: {e}")),
+            },
+            (None, None) => {
+                Submitted::NotSubmitted("the run stopped before the batch input was uploaded; nothing was sent".into())
+            }
+        }
+    }
+
+    /// Poll `id` until it ends (a stop cancels it first; its end is then waited for, so what it
+    /// ran is booked). `Err`: it could not be read [`MAX_READ_FAILURES`] times in a row.
+    async fn await_end(&self, id: &str) -> Result<BatchJob, String> {
+        use backon::BackoffBuilder;
+        let mut waits = backon::ExponentialBuilder::default()
+            .with_min_delay(self.poll_first)
+            .with_max_delay(MAX_POLL)
+            .with_factor(2.0)
+            .without_max_times()
+            .build();
+        let mut failures = 0;
+        let mut cancelled = false;
+        loop {
+            match self.api().retrieve(id).await {
+                Ok(job) if job.status.is_final() => return Ok(job),
+                Ok(_) => failures = 0,
+                Err(e) => {
+                    failures += 1;
+                    if failures >= MAX_READ_FAILURES {
+                        return Err(format!("batch job {id} could not be read ({failures} times in a row): {e}"));
+                    }
+                }
+            }
+            if self.stopped() && !cancelled {
+                cancelled = true;
+                if let Err(e) = self.api().cancel(id).await {
+                    tracing::warn!("cancelling batch job {id}: {e}");
+                }
+            }
+            let wait = if cancelled { self.poll_first } else { waits.next().unwrap_or(MAX_POLL) };
+            if cancelled {
+                tokio::time::sleep(wait).await;
+            } else {
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    () = self.wake.notified() => {}
+                }
+            }
+        }
+    }
+
+    /// The outcome of each query (custom id = cache key) from the ended `job`'s output and
+    /// error files. `Err`: a file could not be read (the round is left open).
+    async fn collect(
+        &self,
+        job: &BatchJob,
+        queries: &[(&Pool, usize, usize, &str)],
+    ) -> Result<Vec<Result<JudgeReply, JudgeError>>, String> {
+        let mut results: HashMap<String, BatchResult> = HashMap::new();
+        for file in [&job.output_file_id, &job.error_file_id].into_iter().flatten() {
+            let mut tries = 0;
+            let bytes = loop {
+                match self.api().content(file).await {
+                    Ok(b) => break b,
+                    Err(e) if tries + 1 >= MAX_READ_FAILURES => {
+                        return Err(format!("file {file} of batch job {} could not be read: {e}", job.id));
+                    }
+                    Err(_) => {
+                        tries += 1;
+                        tokio::time::sleep(self.poll_first.min(Duration::from_secs(5))).await;
+                    }
+                }
+            };
+            let lines =
+                self.api().parse_results(&bytes).map_err(|e| format!("file {file} of batch job {}: {e}", job.id))?;
+            for r in lines {
+                results.entry(r.custom_id().to_owned()).or_insert(r);
+            }
+        }
+        let why_missing = match job.status {
+            BatchJobStatus::Failed if !job.errors.is_empty() => {
+                format!("batch job {} failed before running it: {}", job.id, job.errors.join("; "))
+            }
+            s => format!("batch job {} ended {} before this request ran; not billed", job.id, s.as_str()),
+        };
+        Ok(queries
+            .iter()
+            .map(|&(pool, a, b, key)| match results.remove(key) {
+                Some(BatchResult::Response { status, body, .. }) => {
+                    self.api().batch_reply(pool, a, b, status, &body, self.factor)
+                }
+                Some(BatchResult::Error { code, message, .. }) => {
+                    Err(not_run(format!("in batch job {}: {code}: {message}", job.id)))
+                }
+                None => Err(not_run(why_missing.clone())),
+            })
+            .collect())
+    }
+
+    /// A live round (module docs): record its keys, upload, create, wait, read.
+    async fn round(&self, queries: &[RoundQuery]) -> Vec<Result<JudgeReply, JudgeError>> {
+        let round = self.log.lock().expect("batch log lock").next_round();
+        self.close_earlier(round);
+        let mut out: Vec<Option<Result<JudgeReply, JudgeError>>> = vec![None; queries.len()];
+        let mut input = String::new();
+        let mut sent: Vec<usize> = Vec::new();
+        for (i, q) in queries.iter().enumerate() {
+            match self.api().batch_line(&q.pool, q.a, q.b, &q.key) {
+                Ok(line) => {
+                    input.push_str(&line);
+                    input.push('\n');
+                    sent.push(i);
+                }
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        let keys: Vec<String> = sent.iter().map(|&i| queries[i].key.clone()).collect();
+        let outcome = if sent.is_empty() || self.stopped() {
+            Submitted::NotSubmitted("not sent: the run stopped sending".into())
+        } else if let Err(e) = self.record(BatchLine { round, keys: Some(keys), ..Default::default() }) {
+            Submitted::NotSubmitted(format!("not sent: {e}"))
+        } else {
+            self.submit(round, input.into_bytes()).await
+        };
+        let results: Vec<Result<JudgeReply, JudgeError>> = match outcome {
+            Submitted::NotSubmitted(why) => {
+                let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                sent.iter()
+                    .map(|_| Err(JudgeError::NotSent { cost_usd: 0.0 }))
+                    .inspect(|_| tracing::info!("{why}"))
+                    .collect()
+            }
+            Submitted::Pending(why) => {
+                sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
+            }
+            Submitted::Job(id) if self.detach => sent
+                .iter()
+                .map(|_| Err(pending(&id, "submitted with --detach; a later `topk-judge run` books its results")))
+                .collect(),
+            Submitted::Job(id) => match self.await_end(&id).await {
+                Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
+                Ok(job) => {
+                    let qs: Vec<(&Pool, usize, usize, &str)> = sent
+                        .iter()
+                        .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
+                        .collect();
+                    match self.collect(&job, &qs).await {
+                        Ok(r) => r,
+                        Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
+                    }
+                }
+            },
+        };
+        for (&i, r) in sent.iter().zip(results) {
+            out[i] = Some(r);
+        }
+        out.into_iter().map(|r| r.expect("every query has an outcome")).collect()
+    }
+
+    /// Settle the rounds a run that ended early left open (module docs), booking into `books`
+    /// (opened with these rounds' intents kept open) before anything new is picked.
+    ///
+    /// # Errors
+    /// The books or batches.jsonl cannot be written.
+    pub async fn resume(&self, books: &mut Books, pool: &Pool) -> Result<Resumed, crate::store::books::BooksError> {
+        let mut done = Resumed::default();
+        let open: Vec<Round> = self.log.lock().expect("batch log lock").open_rounds();
+        let index: HashMap<&str, usize> = pool.items.iter().enumerate().map(|(i, it)| (it.id.as_str(), i)).collect();
+        for r in open {
+            let intents: Vec<_> = books
+                .open_intents()
+                .into_iter()
+                .filter(|i| r.keys.contains(&i.key))
+                .filter(|i| index.contains_key(i.a.as_str()) && index.contains_key(i.b.as_str()))
+                .collect();
+            if intents.is_empty() {
+                let _ = self.record(BatchLine { round: r.round, ended: Some("booked".into()), ..Default::default() });
+                continue;
+            }
+            let ids: Vec<_> = intents.iter().map(|i| i.intent).collect();
+            let id = match self.adopt(&r).await {
+                Submitted::NotSubmitted(why) => {
+                    books.close_unsent(&ids, &format!("round {}: {why}", r.round))?;
+                    let _ = self.record(BatchLine {
+                        round: r.round,
+                        ended: Some("not_submitted".into()),
+                        ..Default::default()
+                    });
+                    done.notes.push(format!(
+                        "batch round {}: {why}; its {} queries closed unbilled",
+                        r.round,
+                        ids.len()
+                    ));
+                    continue;
+                }
+                Submitted::Pending(why) => {
+                    done.pending = Some(format!("batch round {}: {why}", r.round));
+                    return Ok(done);
+                }
+                Submitted::Job(id) => id,
+            };
+            if self.detach {
+                match self.api().retrieve(&id).await {
+                    Ok(job) if job.status.is_final() => {}
+                    Ok(job) => {
+                        let counts =
+                            job.counts.map(|(c, f, t)| format!(", {c} of {t} done, {f} failed")).unwrap_or_default();
+                        done.pending =
+                            Some(format!("batch job {id} (round {}) is {}{counts}", r.round, job.status.as_str()));
+                        return Ok(done);
+                    }
+                    Err(e) => {
+                        done.pending = Some(format!("batch job {id} (round {}) could not be read: {e}", r.round));
+                        return Ok(done);
+                    }
+                }
+            }
+            let job = match self.await_end(&id).await {
+                Ok(job) => job,
+                Err(why) => {
+                    done.pending = Some(why);
+                    return Ok(done);
+                }
+            };
+            let qs: Vec<(&Pool, usize, usize, &str)> =
+                intents.iter().map(|i| (pool, index[i.a.as_str()], index[i.b.as_str()], i.key.as_str())).collect();
+            let outs = match self.collect(&job, &qs).await {
+                Ok(o) => o,
+                Err(why) => {
+                    done.pending = Some(why);
+                    return Ok(done);
+                }
+            };
+            let (mut verdicts, mut failed) = (0, 0);
+            let describe = self.describe();
+            for (intent, (&(_, a, b, key), out)) in intents.iter().zip(qs.iter().zip(outs)) {
+                match out {
+                    Ok(reply) => {
+                        let rec = VerdictRecord::from_reply(key.to_owned(), pool, a, b, describe.clone(), reply);
+                        books.record_replies(vec![(intent.intent, rec)])?;
+                        verdicts += 1;
+                    }
+                    Err(e) => {
+                        books.record_failure(intent.intent, key, &intent.a, &intent.b, e.cost_usd(), &e.to_string())?;
+                        failed += 1;
+                    }
+                }
+            }
+            let _ = self.record(BatchLine {
+                round: r.round,
+                ended: Some(job.status.as_str().into()),
+                ..Default::default()
+            });
+            done.notes.push(format!(
+                "batch job {id} (round {}) {}: {verdicts} verdicts booked, {failed} queries without one",
+                r.round,
+                job.status.as_str()
+            ));
+        }
+        Ok(done)
+    }
+}
+
+impl JudgeInfo for BatchJudge {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        self.inner.cache_key(pool, a, b)
+    }
+    /// The live worst case at the batch price.
+    fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.inner.worst_case_usd(pool, a, b) * self.factor
+    }
+    fn has_price(&self) -> bool {
+        self.inner.has_price()
+    }
+    fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+        self.inner.invalid_rate_limit()
+    }
+    fn preview(&self, pool: &Pool, a: usize, b: usize) -> Option<String> {
+        self.inner.preview(pool, a, b)
+    }
+}
+
+impl Judge for BatchJudge {
+    fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
+        self.inner.preflight()
+    }
+    fn stats(&self) -> Option<JudgeStats> {
+        self.inner.stats()
+    }
+    /// A stop cancels the open job (its end is still waited for and booked).
+    fn stop_sending(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.wake.notify_waiters();
+    }
+    fn batched(&self) -> bool {
+        true
+    }
+    fn judge_round<'a>(&'a self, queries: &'a [RoundQuery]) -> BoxFuture<'a, Vec<Result<JudgeReply, JudgeError>>> {
+        Box::pin(self.round(queries))
+    }
+    fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+        Box::pin(async move {
+            let q = RoundQuery { pool: std::sync::Arc::new(pool.clone()), a, b, key: self.cache_key(pool, a, b) };
+            self.round(std::slice::from_ref(&q)).await.pop().expect("one outcome")
+        })
+    }
+}

@@ -1,0 +1,276 @@
+//! batches.jsonl of a run folder: where each round of batch dispatch is (docs/live.md, "Batch
+//! dispatch"), so that a run stopped at any point resumes its open round instead of submitting
+//! it again. Append-only, each line flushed and fsynced before the step it records is taken
+//! further:
+//!
+//! 1. `{"round": r, "keys": [...]}`: the round's queries (cache keys; their intents are in
+//!    intents.jsonl), written after the intents and before the input file is uploaded;
+//! 2. `{"round": r, "input_file_id": "file-…"}`: the uploaded input, written before the batch is
+//!    created (a batch made from it can then be found again by listing the batches);
+//! 3. `{"round": r, "batch_id": "batch_…"}`: the batch job;
+//! 4. `{"round": r, "ended": "completed" | "expired" | "failed" | "cancelled" | "not_submitted"}`:
+//!    every query of the round is booked (a verdict, a paid failure, or closed unbilled).
+//!
+//! A torn last line (a kill while writing) is cut on open.
+
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The file name in the run folder.
+pub const BATCHES_FILE: &str = "batches.jsonl";
+
+/// One line of batches.jsonl.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchLine {
+    /// The round (1, 2, …), unique in the folder.
+    pub round: u64,
+    /// The round's queries (cache keys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<String>>,
+    /// The uploaded input file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_file_id: Option<String>,
+    /// The batch job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
+    /// How the round ended (the job's final status, or `not_submitted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+    /// Unix time (seconds) when written.
+    #[serde(default)]
+    pub ts: u64,
+}
+
+/// A round as far as batches.jsonl knows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Round {
+    /// The round.
+    pub round: u64,
+    /// Its queries (cache keys).
+    pub keys: Vec<String>,
+    /// The uploaded input file, once recorded.
+    pub input_file_id: Option<String>,
+    /// The batch job, once recorded.
+    pub batch_id: Option<String>,
+    /// How it ended (`None`: open).
+    pub ended: Option<String>,
+}
+
+/// What is wrong with batches.jsonl.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchLogError {
+    /// The file cannot be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line other than a torn last one is not a batch line.
+    #[error("{path}:{line}: {msg}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// batches.jsonl, open for appending (hold the run-folder lock).
+#[derive(Debug)]
+pub struct BatchLog {
+    path: PathBuf,
+    file: File,
+    rounds: Vec<Round>,
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The rounds recorded in `bytes` (the file at `path`) and the length of its whole lines.
+fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64), BatchLogError> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut good = 0u64;
+    let n_lines = text.split_inclusive('\n').count();
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let torn = !line.ends_with('\n');
+        if line.trim().is_empty() {
+            good += line.len() as u64;
+            continue;
+        }
+        let l: BatchLine = match serde_json::from_str(line.trim_end()) {
+            Ok(l) => l,
+            Err(_) if torn && i + 1 == n_lines => break,
+            Err(e) => {
+                return Err(BatchLogError::Malformed {
+                    path: path.to_owned(),
+                    line: i + 1,
+                    msg: format!("not a batch line (round, keys | input_file_id | batch_id | ended): {e}"),
+                });
+            }
+        };
+        if torn {
+            break;
+        }
+        good += line.len() as u64;
+        let r = match rounds.iter_mut().find(|r| r.round == l.round) {
+            Some(r) => r,
+            None => {
+                rounds.push(Round { round: l.round, ..Round::default() });
+                rounds.last_mut().expect("just pushed")
+            }
+        };
+        if let Some(k) = l.keys {
+            r.keys = k;
+        }
+        r.input_file_id = l.input_file_id.or(r.input_file_id.take());
+        r.batch_id = l.batch_id.or(r.batch_id.take());
+        r.ended = l.ended.or(r.ended.take());
+    }
+    Ok((rounds, good))
+}
+
+impl BatchLog {
+    /// Open (or create) `dir/batches.jsonl`, cutting a torn last line.
+    ///
+    /// # Errors
+    /// [`BatchLogError`] naming the file (and line).
+    pub fn open(dir: &Path) -> Result<Self, BatchLogError> {
+        let path = dir.join(BATCHES_FILE);
+        let io = |source| BatchLogError::Io { path: path.clone(), source };
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(e)),
+        };
+        let (rounds, good) = read(&path, &bytes)?;
+        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
+        if good < bytes.len() as u64 {
+            file.set_len(good).map_err(io)?;
+            file.sync_all().map_err(io)?;
+        }
+        Ok(Self { path, file, rounds })
+    }
+
+    /// The keys of the queries of the open rounds in `dir` (none when there is no file), for
+    /// the books to keep their intents open ([`crate::store::books::Books::open_keeping`]).
+    ///
+    /// # Errors
+    /// [`BatchLogError`] naming the file (and line).
+    pub fn open_keys(dir: &Path) -> Result<std::collections::HashSet<String>, BatchLogError> {
+        let path = dir.join(BATCHES_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+            Err(source) => return Err(BatchLogError::Io { path, source }),
+        };
+        let (rounds, _) = read(&path, &bytes)?;
+        Ok(rounds.into_iter().filter(|r| r.ended.is_none()).flat_map(|r| r.keys).collect())
+    }
+
+    /// The rounds not ended, oldest first.
+    pub fn open_rounds(&self) -> Vec<Round> {
+        self.rounds.iter().filter(|r| r.ended.is_none()).cloned().collect()
+    }
+
+    /// Every round recorded.
+    pub fn rounds(&self) -> &[Round] {
+        &self.rounds
+    }
+
+    /// The number the next round gets.
+    pub fn next_round(&self) -> u64 {
+        self.rounds.iter().map(|r| r.round).max().unwrap_or(0) + 1
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Append `line` (flushed and fsynced) and apply it.
+    ///
+    /// # Errors
+    /// [`BatchLogError::Io`]: then the step it records must not be taken.
+    pub fn append(&mut self, mut line: BatchLine) -> Result<(), BatchLogError> {
+        line.ts = now_s();
+        let io = |source| BatchLogError::Io { path: self.path.clone(), source };
+        let mut text = serde_json::to_string(&line).expect("batch lines serialise");
+        text.push('\n');
+        self.file.write_all(text.as_bytes()).map_err(io)?;
+        self.file.flush().map_err(io)?;
+        self.file.sync_data().map_err(io)?;
+        let r = match self.rounds.iter_mut().find(|r| r.round == line.round) {
+            Some(r) => r,
+            None => {
+                self.rounds.push(Round { round: line.round, ..Round::default() });
+                self.rounds.last_mut().expect("just pushed")
+            }
+        };
+        if let Some(k) = line.keys {
+            r.keys = k;
+        }
+        r.input_file_id = line.input_file_id.or(r.input_file_id.take());
+        r.batch_id = line.batch_id.or(r.batch_id.take());
+        r.ended = line.ended.or(r.ended.take());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_are_rebuilt_from_their_lines_and_a_torn_last_line_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = BatchLog::open(dir.path()).unwrap();
+        assert_eq!(log.next_round(), 1);
+        log.append(BatchLine { round: 1, keys: Some(vec!["k1".into(), "k2".into()]), ..Default::default() }).unwrap();
+        log.append(BatchLine { round: 1, input_file_id: Some("file-1".into()), ..Default::default() }).unwrap();
+        log.append(BatchLine { round: 1, batch_id: Some("batch_1".into()), ..Default::default() }).unwrap();
+        log.append(BatchLine { round: 1, ended: Some("completed".into()), ..Default::default() }).unwrap();
+        log.append(BatchLine { round: 2, keys: Some(vec!["k3".into()]), ..Default::default() }).unwrap();
+        log.append(BatchLine { round: 2, input_file_id: Some("file-2".into()), ..Default::default() }).unwrap();
+        drop(log);
+        let path = dir.path().join(BATCHES_FILE);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(br#"{"round": 2, "batch_id": "bat"#).unwrap();
+        drop(f);
+        let keys = BatchLog::open_keys(dir.path()).unwrap();
+        assert_eq!(keys, ["k3".to_owned()].into_iter().collect());
+        let log = BatchLog::open(dir.path()).unwrap();
+        let open = log.open_rounds();
+        assert_eq!(open.len(), 1);
+        assert_eq!(
+            open[0],
+            Round {
+                round: 2,
+                keys: vec!["k3".into()],
+                input_file_id: Some("file-2".into()),
+                batch_id: None,
+                ended: None
+            }
+        );
+        assert_eq!(log.next_round(), 3);
+        assert!(std::fs::read_to_string(&path).unwrap().ends_with('\n'));
+    }
+
+    #[test]
+    fn a_malformed_middle_line_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(BATCHES_FILE), "{\"round\": 1, \"keys\": []}\nnot json\n{\"round\": 2}\n")
+            .unwrap();
+        let e = BatchLog::open(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("batches.jsonl:2:"), "{e}");
+    }
+}

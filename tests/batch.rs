@@ -1,0 +1,270 @@
+//! Batch dispatch (docs/live.md, "Batch dispatch"): the real binary against the fake server's
+//! Files and Batches API, whose own record of the batch lines it ran and billed is the bill.
+//! In every case: no query is paid twice, every billed result ends in verdicts.jsonl once the
+//! folder is resumed, the books hold at least the bill, and `max_usd` holds.
+
+use crate::common::fake_openai::{BatchScript, BatchStep, FakeOpenAi, TEMPLATE};
+use crate::common::*;
+use crate::crash_safety::{booked, lines, signal, wait_until};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const PRICE_IN: f64 = 1.0;
+const PRICE_OUT: f64 = 2.0;
+const DISCOUNT: f64 = 0.5;
+
+const IDS: [&str; 8] = ["a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"];
+
+/// A batch-dispatch config on 8 short items: rounds of 8, polled every 20 ms.
+fn config(dir: &Path, name: &str, url: &str, budget: &str) -> PathBuf {
+    write(dir, "prompts/test.j2", TEMPLATE);
+    let items: Vec<Value> = IDS
+        .iter()
+        .enumerate()
+        .map(|(i, id)| json!({"id": id, "text": vec!["word"; i + 2].join(" "), "quality": i}))
+        .collect();
+    let pool = write(
+        dir,
+        "small.jsonl",
+        &(json!({"pool_id": "small", "task": "Pick the better answer.", "items": items}).to_string() + "\n"),
+    );
+    let yaml = format!(
+        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudge:\n  openai:\n    base_url: {url}\n    model: fake-judge\n    fingerprint:\n      queries: 0\n    api_key_env: TOPK_BATCH_TEST_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 64\n    max_invalid_retries: 0\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}, batch_discount: {DISCOUNT}}}\nacquisition:\n  seed: 3\n  mc_draws: 200\n  dispatch: batch\n  round_size: 8\n  poll_s: 0.02\nbudget:\n{budget}",
+        pool = pool.display()
+    );
+    write(dir, &format!("{name}.yaml"), &yaml)
+}
+
+fn bill(fake: &FakeOpenAi) -> f64 {
+    fake.billed_usd(PRICE_IN * (1.0 - DISCOUNT), PRICE_OUT * (1.0 - DISCOUNT))
+}
+
+fn run(dir: &Path, cfg: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["run", cfg.to_str().unwrap(), "--quiet"];
+    args.extend_from_slice(extra);
+    run_bin(dir, &args)
+}
+
+/// The invariants of every case, once the folder has been resumed to its end.
+fn check_books(fake: &FakeOpenAi, runs: &Path, max_usd: Option<f64>) {
+    let billed = fake.batch_billed_lines();
+    let unique: HashSet<&(String, String)> = billed.iter().collect();
+    assert_eq!(unique.len(), billed.len(), "no query is paid twice: {billed:?}");
+    let texts = |id: &str| vec!["word"; IDS.iter().position(|x| *x == id).unwrap() + 2].join(" ");
+    let stored: HashSet<(String, String)> = lines(&runs.join("verdicts.jsonl"))
+        .iter()
+        .map(|r| (texts(r["a"].as_str().unwrap()), texts(r["b"].as_str().unwrap())))
+        .collect();
+    for pair in &billed {
+        assert!(stored.contains(pair), "a billed result is in verdicts.jsonl: {pair:?}");
+    }
+    let b = booked(runs);
+    assert_eq!(b.open_intents, 0, "every intent is closed once resumed: {b:?}");
+    assert!(bill(fake) <= b.usd + 1e-12, "the books (${}) hold at least the bill (${})", b.usd, bill(fake));
+    if let Some(max) = max_usd {
+        assert!(b.usd <= max + 1e-12, "the books (${}) stay within max_usd {max}", b.usd);
+    }
+}
+
+#[test]
+fn each_round_is_one_batch_job_booked_at_the_batch_price() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "b", &fake.base_url, "  max_comparisons: 24\n");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs = dir.path().join("runs/b");
+    assert_eq!(fake.batch_jobs().len(), 3, "24 comparisons in rounds of 8");
+    assert_eq!(fake.batch_billed_lines().len(), 24);
+    let b = booked(&runs);
+    assert_eq!(b.verdicts, 24);
+    // Each line bills 100 prompt and 3 completion tokens at half price.
+    let one = (100.0 * PRICE_IN + 3.0 * PRICE_OUT) / 1e6 * (1.0 - DISCOUNT);
+    assert!((b.usd - 24.0 * one).abs() < 1e-12, "books {} = 24 × {one}", b.usd);
+    assert!((bill(&fake) - b.usd).abs() < 1e-12);
+    let rounds = lines(&runs.join("batches.jsonl"));
+    let ended: Vec<&str> = rounds.iter().filter_map(|l| l["ended"].as_str()).collect();
+    assert_eq!(ended.len(), 3, "{rounds:?}");
+    // No live chat request: every verdict came from a batch line (recorded as /v1/batch-line/…).
+    let live = fake.requests().iter().filter(|r| r.uri.starts_with("/v1/chat")).count();
+    assert_eq!(live, 0);
+    assert_eq!(json(&runs.join("result.json"))["stop_reason"], "max_comparisons");
+    check_books(&fake, &runs, None);
+}
+
+/// A kill at every step of a round (SIGKILL while the server holds the request of that step),
+/// then the same config run again: the open round is resumed, never submitted twice.
+#[test]
+fn a_kill_at_every_step_is_resumed_without_paying_twice_or_losing_a_result() {
+    for step in [
+        BatchStep::UploadBeforeStore,
+        BatchStep::UploadAfterStore,
+        BatchStep::CreateAfterStore,
+        BatchStep::Retrieve,
+        BatchStep::Content,
+    ] {
+        let fake = FakeOpenAi::start();
+        let dir = tempfile::tempdir().unwrap();
+        let max = 0.01;
+        let cfg = config(dir.path(), "k", &fake.base_url, &format!("  max_comparisons: 16\n  max_usd: {max}\n"));
+        fake.hold_batch(step);
+        let mut child = Command::new(bin())
+            .current_dir(dir.path())
+            .args(["run", cfg.to_str().unwrap(), "--quiet"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_until(&format!("a request held at {step:?}"), 60, || fake.batch_held_at(step));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        fake.release_batch();
+        let runs = dir.path().join("runs/k");
+        let out = run(dir.path(), &cfg, &[]);
+        assert!(out.status.success(), "{step:?}: {}", text(&out));
+        let jobs = fake.batch_jobs();
+        let made_before = matches!(step, BatchStep::CreateAfterStore | BatchStep::Retrieve | BatchStep::Content);
+        assert_eq!(
+            jobs.len(),
+            2,
+            "{step:?}: two rounds, the first {} ({jobs:?})",
+            if made_before { "adopted" } else { "submitted again" }
+        );
+        assert_eq!(booked(&runs).verdicts, 16, "{step:?}");
+        check_books(&fake, &runs, Some(max));
+    }
+}
+
+/// Killed right after the output file was read (while the results are booked): the next run
+/// books what is missing and nothing twice.
+#[test]
+fn a_kill_while_booking_is_resumed() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "kb", &fake.base_url, "  max_comparisons: 8\n");
+    fake.hold_batch(BatchStep::Content);
+    let mut child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", cfg.to_str().unwrap(), "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the output being read", 60, || fake.batch_held_at(BatchStep::Content));
+    fake.release_batch();
+    std::thread::sleep(std::time::Duration::from_millis(3));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs = dir.path().join("runs/kb");
+    assert_eq!(booked(&runs).verdicts, 8);
+    assert_eq!(fake.batch_jobs().len(), 1, "the round was not submitted again");
+    check_books(&fake, &runs, None);
+}
+
+/// Ctrl-C while a job runs: the job is cancelled, what it ran is booked, the rest is closed
+/// unbilled, and the run exits 130; the next run goes on.
+#[test]
+fn ctrl_c_cancels_the_open_job_and_books_what_it_ran() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 3_000, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "c", &fake.base_url, "  max_comparisons: 16\n");
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", cfg.to_str().unwrap(), "--quiet"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("a batch job", 60, || !fake.batch_jobs().is_empty());
+    signal(&child, "-INT");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(fake.batch_jobs()[0].1, "cancelled");
+    let runs = dir.path().join("runs/c");
+    let b = booked(&runs);
+    assert_eq!((b.verdicts, b.open_intents, b.usd), (0, 0, 0.0), "nothing ran, nothing is billed: {b:?}");
+    fake.batch_script(BatchScript::default());
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(booked(&runs).verdicts, 16);
+    check_books(&fake, &runs, None);
+}
+
+/// A job that expires after 3 of its 8 lines, and one with two lines in its error file: what
+/// ran is booked, the rest is named and not billed, and the run goes on.
+#[test]
+fn expired_and_erroring_jobs_book_what_ran_and_name_the_rest() {
+    for (script, ran) in [
+        (BatchScript { expire_after: Some(3), ..Default::default() }, 3),
+        (BatchScript { error_lines: vec![1, 4], ..Default::default() }, 6),
+    ] {
+        let fake = FakeOpenAi::start();
+        fake.batch_script(script.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), "e", &fake.base_url, "  max_comparisons: 8\n");
+        let out = run(dir.path(), &cfg, &[]);
+        assert!(out.status.success(), "{script:?}: {}", text(&out));
+        let runs = dir.path().join("runs/e");
+        let first = &fake.batch_jobs()[0];
+        assert_eq!(first.1, if script.expire_after.is_some() { "expired" } else { "completed" });
+        assert!(fake.batch_billed_lines().len() >= ran);
+        let closed: Vec<String> = lines(&runs.join("failed.jsonl"))
+            .iter()
+            .chain(lines(&runs.join("intents.jsonl")).iter())
+            .filter_map(|l| l["error"].as_str().or(l["reason"].as_str()).map(str::to_owned))
+            .collect();
+        let word = if script.expire_after.is_some() {
+            "ended expired before this request ran; not billed"
+        } else {
+            "server_error"
+        };
+        assert!(closed.iter().any(|c| c.contains(word)), "{script:?}: {closed:?}");
+        check_books(&fake, &runs, None);
+    }
+}
+
+/// `--detach` submits one round and exits (`stop_reason: batch_pending`); a second `--detach`
+/// while the job runs books nothing and says where the job is; the next run books it.
+#[test]
+fn detach_submits_one_round_and_a_later_run_books_it() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 1_500, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "d", &fake.base_url, "  max_comparisons: 8\n  max_usd: 0.01\n");
+    let out = run(dir.path(), &cfg, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs = dir.path().join("runs/d");
+    assert_eq!(json(&runs.join("result.json"))["stop_reason"], "batch_pending");
+    assert_eq!(booked(&runs).open_intents, 8, "the round's intents stay open");
+    let out = run(dir.path(), &cfg, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("batch job") || text(&out).contains("batch job"), "{}", text(&out));
+    assert_eq!(fake.batch_jobs().len(), 1, "not submitted again");
+    wait_until("the job to end", 30, || fake.batch_jobs()[0].1 == "completed");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(booked(&runs).verdicts, 8);
+    assert_eq!(fake.batch_jobs().len(), 1);
+    check_books(&fake, &runs, Some(0.01));
+}
+
+/// `max_usd` bounds a round before it is submitted: the reservations at the batch price.
+#[test]
+fn max_usd_holds_across_rounds() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    // A query's worst case is a few hundred prompt bytes and 64 completion tokens at half price.
+    let max = 0.0012;
+    let cfg = config(dir.path(), "m", &fake.base_url, &format!("  max_usd: {max}\n"));
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs = dir.path().join("runs/m");
+    assert_eq!(json(&runs.join("result.json"))["stop_reason"], "max_usd");
+    assert!(booked(&runs).verdicts > 0);
+    check_books(&fake, &runs, Some(max));
+}
