@@ -268,3 +268,56 @@ fn max_usd_holds_across_rounds() {
     assert!(booked(&runs).verdicts > 0);
     check_books(&fake, &runs, Some(max));
 }
+
+/// The dry run of a batch config prices each query at the batch price: half the live worst
+/// case with `batch_discount: 0.5`.
+#[test]
+fn the_dry_run_prices_queries_at_the_batch_price() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "p", &fake.base_url, "  max_comparisons: 8\n");
+    let worst = |cfg: &Path| -> f64 {
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let line = stdout(&out).lines().find(|l| l.starts_with("worst-case cost of this run: $")).unwrap().to_owned();
+        line.trim_start_matches("worst-case cost of this run: $").parse().unwrap()
+    };
+    let batch = worst(&cfg);
+    let yaml =
+        std::fs::read_to_string(&cfg).unwrap().replace("  dispatch: batch\n  round_size: 8\n  poll_s: 0.02\n", "");
+    let live = write(dir.path(), "live.yaml", &yaml);
+    let full = worst(&live);
+    assert!(batch > 0.0 && (batch - full * (1.0 - DISCOUNT)).abs() < 1e-6 * full, "batch {batch}, live {full}");
+    assert_eq!(fake.batch_jobs().len(), 0, "a dry run sends nothing");
+}
+
+/// Batch settings are checked where they are written.
+#[test]
+fn batch_settings_are_checked_and_named() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "s", &fake.base_url, "  max_comparisons: 8\n");
+    let yaml = std::fs::read_to_string(&cfg).unwrap();
+    for (from, to, names) in [
+        ("  dispatch: batch\n", "", "acquisition.round_size"),
+        ("batch_discount: 0.5", "batch_discount: 1.5", "judge.openai.price.batch_discount"),
+        ("  poll_s: 0.02\n", "  poll_s: -1\n", "acquisition.poll_s"),
+        ("  round_size: 8\n", "  round_size: 0\n", "acquisition.round_size"),
+    ] {
+        let bad = write(dir.path(), "bad.yaml", &yaml.replace(from, to));
+        let out = run(dir.path(), &bad, &[]);
+        assert!(!out.status.success() && text(&out).contains(names), "{names}: {}", text(&out));
+    }
+    let mock = write(dir.path(), "mock.yaml", &mock_config_text());
+    let out = run(dir.path(), &mock, &[]);
+    assert!(text(&out).contains("acquisition.dispatch") && text(&out).contains("OpenAI-compatible"), "{}", text(&out));
+    let live =
+        write(dir.path(), "live.yaml", &yaml.replace("  dispatch: batch\n  round_size: 8\n  poll_s: 0.02\n", ""));
+    let out = run(dir.path(), &live, &["--detach"]);
+    assert!(!out.status.success() && text(&out).contains("--detach"), "{}", text(&out));
+    assert_eq!(fake.n_requests() + fake.batch_jobs().len(), 0, "nothing was sent");
+}
+
+fn mock_config_text() -> String {
+    "name: m\nout_dir: runs\npool:\n  synthetic: {n: 6, seed: 1}\nk: 2\njudge:\n  mock: {}\nacquisition:\n  dispatch: batch\nbudget:\n  max_comparisons: 8\n".into()
+}

@@ -78,7 +78,13 @@ pub fn dry_run_text(
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
-    let judge = crate::config::judge::judge_info(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
+    let mut judge = crate::config::judge::judge_info(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
+    // Batch dispatch reserves and books at the batch price.
+    if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
+        (cfg.raw.acquisition.dispatch, &cfg.raw.judge)
+    {
+        judge = std::sync::Arc::new(crate::run::batch::BatchPriced(judge, oc.batch_price_factor()));
+    }
     let d = super::dry_run::dry_run(&cfg, judge.as_ref())?;
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
     // A live judge: does its endpoint answer? (its free model-list request, within seconds)

@@ -453,6 +453,31 @@ impl BatchJudge {
     }
 }
 
+/// A judge's worst cases at the batch price (`run --dry-run` of a `dispatch: batch` config):
+/// the judge `.0` with every worst case times `.1` (1 − `price.batch_discount`).
+pub struct BatchPriced<J>(pub J, pub f64);
+
+impl<J: std::ops::Deref<Target = dyn JudgeInfo> + Send + Sync> JudgeInfo for BatchPriced<J> {
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        self.0.cache_key(pool, a, b)
+    }
+    fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.0.worst_case_usd(pool, a, b) * self.1
+    }
+    fn has_price(&self) -> bool {
+        self.0.has_price()
+    }
+    fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
+        self.0.invalid_rate_limit()
+    }
+    fn preview(&self, pool: &Pool, a: usize, b: usize) -> Option<String> {
+        self.0.preview(pool, a, b)
+    }
+}
+
 impl JudgeInfo for BatchJudge {
     fn describe(&self) -> String {
         self.inner.describe()
