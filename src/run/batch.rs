@@ -314,35 +314,40 @@ impl BatchJudge {
         } else {
             self.submit(round, input.into_bytes()).await
         };
-        let results: Vec<Result<JudgeReply, JudgeError>> = match outcome {
-            Submitted::NotSubmitted(why) => {
-                let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
-                sent.iter()
-                    .map(|_| Err(JudgeError::NotSent { cost_usd: 0.0 }))
-                    .inspect(|_| tracing::info!("{why}"))
-                    .collect()
-            }
-            Submitted::Pending(why) => {
-                sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
-            }
-            Submitted::Job(id) if self.detach => sent
-                .iter()
-                .map(|_| Err(pending(&id, "submitted with --detach; a later `topk-judge run` books its results")))
-                .collect(),
-            Submitted::Job(id) => match self.await_end(&id).await {
-                Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
-                Ok(job) => {
-                    let qs: Vec<(&Pool, usize, usize, &str)> = sent
-                        .iter()
-                        .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
-                        .collect();
-                    match self.collect(&job, &qs).await {
-                        Ok(r) => r,
-                        Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
-                    }
+        let results: Vec<Result<JudgeReply, JudgeError>> =
+            match outcome {
+                Submitted::NotSubmitted(why) => {
+                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                    // Stopped: nothing to count. Otherwise a failure of each query (counted, so a
+                    // provider that keeps refusing the upload ends the run as a failing judge).
+                    let stopped = self.stopped();
+                    sent.iter()
+                        .map(|_| {
+                            if stopped { Err(JudgeError::NotSent { cost_usd: 0.0 }) } else { Err(not_run(why.clone())) }
+                        })
+                        .collect()
                 }
-            },
-        };
+                Submitted::Pending(why) => {
+                    sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
+                }
+                Submitted::Job(id) if self.detach => sent
+                    .iter()
+                    .map(|_| Err(pending(&id, "submitted with --detach; a later `topk-judge run` books its results")))
+                    .collect(),
+                Submitted::Job(id) => match self.await_end(&id).await {
+                    Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
+                    Ok(job) => {
+                        let qs: Vec<(&Pool, usize, usize, &str)> = sent
+                            .iter()
+                            .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
+                            .collect();
+                        match self.collect(&job, &qs).await {
+                            Ok(r) => r,
+                            Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
+                        }
+                    }
+                },
+            };
         for (&i, r) in sent.iter().zip(results) {
             out[i] = Some(r);
         }

@@ -96,7 +96,22 @@ async fn batch_judge(
     let bj = super::batch::BatchJudge::new(judge, &cfg.run_dir, factor, poll, opts.detach)
         .map_err(|e| RunError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
     let bj = Arc::new(bj);
-    let resumed = bj.resume(&mut folder.books, &cfg.pool).await?;
+    // A Ctrl-C while an open round is resumed cancels its job (what it ran is still booked).
+    let Folder { books, interrupt, .. } = folder;
+    let resumed = {
+        let fut = bj.resume(books, &cfg.pool);
+        tokio::pin!(fut);
+        let mut stopped = false;
+        loop {
+            tokio::select! {
+                r = &mut fut => break r?,
+                () = interrupt.wait(), if !stopped => {
+                    bj.stop_sending();
+                    stopped = true;
+                }
+            }
+        }
+    };
     Ok((bj.clone(), Some(bj), resumed))
 }
 
