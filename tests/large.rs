@@ -53,3 +53,43 @@ fn a_large_pool_run_begins_with_disjoint_pairs() {
         assert!(pairs.contains(&(b.clone(), a.clone())), "{a} {b} without its other order");
     }
 }
+
+#[test]
+fn fits_jsonl_of_a_large_pool_is_light_between_checkpoints_and_full_at_the_end() {
+    // 2,500 bases (more than 2,000): the first line, every tenth and the last are full; the
+    // lines between list the 2,000 bases of highest π and no β̂. A resumed run warm-starts from
+    // the last line, which a finished run always leaves full.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = synthetic_config(dir.path(), "light", 2500, 56);
+    let text_of =
+        std::fs::read_to_string(&cfg).unwrap().replace("  mc_draws: 200\n", "  mc_draws: 200\n  refit_every: 4\n");
+    std::fs::write(&cfg, text_of).unwrap();
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let fits = std::fs::read_to_string(dir.path().join("runs/light/fits.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = fits.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.len() >= 12, "{} lines", lines.len());
+    let light = |l: &serde_json::Value| l.get("light").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    for (i, l) in lines.iter().enumerate() {
+        let full = i % 10 == 0 || i + 1 == lines.len();
+        assert_eq!(light(l), !full, "line {i}");
+        let (listed, beta) = (l["membership"].as_object().unwrap().len(), l["beta"].as_array().unwrap().len());
+        if full {
+            assert_eq!((listed, beta), (2500, 2500 + 1 + 1), "line {i}");
+        } else {
+            assert_eq!((listed, beta), (2000, 0), "line {i}");
+            assert_eq!(l["theta"].as_object().unwrap().len(), 2000);
+        }
+    }
+    let size = |i: usize| fits.lines().nth(i).unwrap().len();
+    assert!(size(1) * 5 < size(0) * 4, "a light line is smaller: {} vs {}", size(1), size(0));
+    // Resume with a larger budget: the run goes on from the stored verdicts and the full last line.
+    let more = std::fs::read_to_string(&cfg).unwrap().replace("max_comparisons: 56", "max_comparisons: 64");
+    std::fs::write(&cfg, more).unwrap();
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let after = std::fs::read_to_string(dir.path().join("runs/light/fits.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(after.lines().last().unwrap()).unwrap();
+    assert!(!light(&last) && last["comparisons"].as_u64() == Some(64), "{last}");
+    assert!(after.starts_with(&fits), "the first run's lines are kept");
+}

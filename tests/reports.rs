@@ -106,6 +106,7 @@ fn fit(n: usize, topk: &[&str]) -> FitLine {
         topk: topk.iter().map(|s| s.to_string()).collect(),
         topk_apparent: None,
         beta: vec![],
+        light: false,
     }
 }
 

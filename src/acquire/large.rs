@@ -13,6 +13,7 @@
 
 use super::batch::{BatchCov, FisherWeights, fisher_weight};
 use super::fresh::{Fresh, peak_offsets};
+use super::pair_set::PairSet;
 use super::{Context, Orders, StrategyKind, Unit, argmax_tiebreak, candidate_units};
 use crate::domain::rng::ChaCha8Rng;
 use std::collections::HashMap;
@@ -30,8 +31,8 @@ struct Scorer<'c, 'a> {
     n: usize,
     /// Fisher weights from the apparent scores g and κ̂.
     fw: FisherWeights,
-    /// Asked ordered pairs as an N×N bitmap of (a, b).
-    queried: Vec<u64>,
+    /// Asked ordered pairs (a, b).
+    queried: PairSet,
     /// π(1 − π) per base.
     bw: &'c [f64],
     /// Σ_rr and √Σ_ii (bases).
@@ -50,27 +51,12 @@ struct Scorer<'c, 'a> {
     hot: Vec<usize>,
 }
 
-fn bit(bits: &[u64], n: usize, a: usize, b: usize) -> bool {
-    let k = a * n + b;
-    bits[k / 64] & (1 << (k % 64)) != 0
-}
-
-fn set_bit(bits: &mut [u64], n: usize, a: usize, b: usize) {
-    let k = a * n + b;
-    bits[k / 64] |= 1 << (k % 64);
-}
-
 impl<'c, 'a> Scorer<'c, 'a> {
     fn new(kind: StrategyKind, ctx: &'c Context<'a>, bw: &'c [f64]) -> Self {
         let (n, base, post) = (ctx.n_items(), ctx.item_base, ctx.post);
         let g = ctx.apparent();
         let kappa = ctx.kappa();
-        let mut queried = vec![0u64; (n * n).div_ceil(64)];
-        for &(a, b) in ctx.queried {
-            if a < n && b < n {
-                set_bit(&mut queried, n, a, b);
-            }
-        }
+        let queried = PairSet::of(n, ctx.queried);
         let diag: Vec<f64> = (0..post.mean.len()).map(|r| post.var(r)).collect();
         let sd: Vec<f64> = (0..ctx.m).map(|i| diag[i].max(0.0).sqrt()).collect();
         let (h, c): (Vec<f64>, f64) = match kind {
@@ -98,7 +84,7 @@ impl<'c, 'a> Scorer<'c, 'a> {
         a != b
             && self.base(a) != self.base(b)
             && self.ctx.allowed.is_none_or(|s| s.contains(a, b))
-            && !bit(&self.queried, self.n, a, b)
+            && !self.queried.contains(a, b)
     }
 
     /// The unit of items a, b with its open orders (`None`: no open order).
@@ -149,7 +135,7 @@ impl<'c, 'a> Scorer<'c, 'a> {
     /// Every open unit with bound ≥ thr (and positive), not in `seen` and without a fresh
     /// item, by bound descending: both items must pass the item-level bound, so only pairs
     /// among those items are looked at.
-    fn above(&self, thr: f64, seen: &[u64], fresh: &Fresh<'_>) -> Vec<Listed> {
+    fn above(&self, thr: f64, seen: &PairSet, fresh: &Fresh<'_>) -> Vec<Listed> {
         let items: Vec<usize> = (0..self.n)
             .filter(|&a| !fresh.is_fresh(a) && self.item_bound(a) >= thr && self.item_bound(a) > 0.0)
             .collect();
@@ -167,7 +153,7 @@ impl<'c, 'a> Scorer<'c, 'a> {
                 // weight_u ≤ c (h_a + h_b) and v ≤ (sd_i + sd_j)²: most pairs fall below the
                 // threshold on this product alone, before their Fisher weights are computed.
                 let s = sa + self.sd[self.base(b)];
-                if self.c * (ha + self.h[b]) * s * s * (1.0 + 1e-6) < thr || bit(seen, self.n, a, b) {
+                if self.c * (ha + self.h[b]) * s * s * (1.0 + 1e-6) < thr || seen.contains(a, b) {
                     continue;
                 }
                 if let Some(u) = self.unit_of(a, b) {
@@ -189,7 +175,7 @@ impl<'c, 'a> Scorer<'c, 'a> {
 
     /// The units of `retired` (items that just stopped being fresh) with the other non-fresh
     /// items, bound ≥ thr, not in `seen`.
-    fn units_of_retired(&self, retired: &[usize], thr: f64, seen: &[u64], fresh: &Fresh<'_>) -> Vec<Listed> {
+    fn units_of_retired(&self, retired: &[usize], thr: f64, seen: &PairSet, fresh: &Fresh<'_>) -> Vec<Listed> {
         let mut out = Vec::new();
         for &x in retired {
             for y in (0..self.n).filter(|&y| y != x && !fresh.is_fresh(y)) {
@@ -200,7 +186,7 @@ impl<'c, 'a> Scorer<'c, 'a> {
                     Orders::Single if both_new => [self.unit_of(x, y), None],
                     Orders::Single => [self.unit_of(x, y), self.unit_of(y, x)],
                 };
-                for u in units.into_iter().flatten().filter(|u| !bit(seen, self.n, u.a as usize, u.b as usize)) {
+                for u in units.into_iter().flatten().filter(|u| !seen.contains(u.a as usize, u.b as usize)) {
                     self.list_if_above(u, thr, &mut out);
                 }
             }
@@ -211,12 +197,12 @@ impl<'c, 'a> Scorer<'c, 'a> {
     /// The unscored unit with the largest bound among the partners of the non-fresh item with
     /// the largest item-level bound that has one: where scoring starts (again) when no unit is
     /// scored.
-    fn seed(&self, order: &[usize], seen: &[u64], fresh: &Fresh<'_>) -> Option<(Unit, f64)> {
+    fn seed(&self, order: &[usize], seen: &PairSet, fresh: &Fresh<'_>) -> Option<(Unit, f64)> {
         order.iter().filter(|&&a| !fresh.is_fresh(a)).find_map(|&a0| {
             (0..self.n)
                 .filter(|&b| !fresh.is_fresh(b))
                 .filter_map(|b| self.unit_between(a0, b))
-                .filter(|u| !bit(seen, self.n, u.a as usize, u.b as usize))
+                .filter(|u| !seen.contains(u.a as usize, u.b as usize))
                 .map(|u| (u, self.weight_of(u)))
                 .filter(|&(u, w)| self.bound_of(u, w) > 0.0)
                 .max_by(|x, y| self.bound_of(x.0, x.1).total_cmp(&self.bound_of(y.0, y.1)))
@@ -257,8 +243,8 @@ impl<'c, 'a> Scorer<'c, 'a> {
 struct Batch<'p> {
     /// Scored units: (unit, weight, v, score), score −∞ once taken.
     scored: Vec<(Unit, f64, f64, f64)>,
-    /// Units scored or taken, as an N×N bitmap of (a, b).
-    seen: Vec<u64>,
+    /// Units scored or taken, by their pair (a, b).
+    seen: PairSet,
     /// Σ e_i of the batch-start Σ for the bases solved so far.
     columns: HashMap<usize, Vec<f64>>,
     cov: BatchCov<'p>,
@@ -274,7 +260,7 @@ impl<'p> Batch<'p> {
     fn new(sc: &Scorer<'_, 'p>) -> Self {
         Self {
             scored: Vec::new(),
-            seen: vec![0u64; (sc.n * sc.n).div_ceil(64)],
+            seen: PairSet::new(sc.n),
             columns: HashMap::new(),
             cov: BatchCov::new(sc.ctx.post),
             dvar: vec![0.0; sc.ctx.m],
@@ -351,7 +337,7 @@ impl<'p> Batch<'p> {
                 let e = us[i] - us[j];
                 v -= f * e * e;
             }
-            set_bit(&mut self.seen, sc.n, u.a as usize, u.b as usize);
+            self.seen.insert(u.a as usize, u.b as usize);
             self.scored.push((u, w, v, w * v));
         }
         self.scored.sort_by_key(|x| x.0.pair());
@@ -382,7 +368,7 @@ impl<'p> Batch<'p> {
             let mut todo = Vec::new();
             while self.next < self.cand.len() && self.cand[self.next].2 >= thr {
                 let (u, w, _) = self.cand[self.next];
-                if !bit(&self.seen, sc.n, u.a as usize, u.b as usize) {
+                if !self.seen.contains(u.a as usize, u.b as usize) {
                     todo.push((u, w));
                 }
                 self.next += 1;
@@ -395,11 +381,11 @@ impl<'p> Batch<'p> {
     }
 
     /// Mark `best` taken (its score −∞, seen).
-    fn take(&mut self, sc: &Scorer<'_, '_>, best: Unit) {
+    fn take(&mut self, best: Unit) {
         if let Some(x) = self.scored.iter_mut().find(|x| x.0 == best) {
             x.3 = f64::NEG_INFINITY;
         }
-        set_bit(&mut self.seen, sc.n, best.a as usize, best.b as usize);
+        self.seen.insert(best.a as usize, best.b as usize);
     }
 
     /// Lower the scored units' v by the Sherman–Morrison steps from `first` on.
@@ -495,7 +481,7 @@ pub(crate) fn select_large(
             },
         };
         taken.push(best);
-        batch.take(&sc, best);
+        batch.take(best);
         let first_new = batch.cov.downdates.len();
         for (a, b) in best.orders() {
             if picked.len() >= r {

@@ -10,6 +10,7 @@ pub(crate) mod batch;
 mod fresh;
 mod large;
 pub mod lazy_pairs;
+mod pair_set;
 pub mod topk;
 
 use crate::domain::rng::ChaCha8Rng;
@@ -257,20 +258,9 @@ pub(crate) fn candidate_units_touching(ctx: &Context<'_>, hot: &[bool]) -> Vec<U
         return candidate_units_within_prompts(ctx, hot);
     }
     let n = ctx.n_items();
-    // Dense N×N bitmap of queried ordered pairs: one hash lookup per queried pair instead of one
-    // per candidate.
-    let mut queried = vec![0u64; (n * n).div_ceil(64)];
-    for &(a, b) in ctx.queried {
-        if a < n && b < n {
-            let k = a * n + b;
-            queried[k / 64] |= 1 << (k % 64);
-        }
-    }
+    let queried = QueriedPairs::new(n, ctx.queried);
     let base = ctx.item_base;
-    let open = |a: usize, b: usize| {
-        let k = a * n + b;
-        a != b && base[a] != base[b] && queried[k / 64] & (1 << (k % 64)) == 0
-    };
+    let open = |a: usize, b: usize| a != b && base[a] != base[b] && !queried.contains(a, b);
     let hot_items: Vec<usize> = (0..n).filter(|&i| hot[i]).collect();
     let all: Vec<usize> = (0..n).collect();
     let mut units = Vec::new();
@@ -297,6 +287,43 @@ pub(crate) fn candidate_units_touching(ctx: &Context<'_>, hot: &[bool]) -> Vec<U
         }
     }
     units
+}
+
+/// Pools up to which the queried ordered pairs are looked up in a dense N×N bitmap (8 MB at
+/// this N); beyond, in a hash set (memory grows with the pairs asked, not with N²).
+const DENSE_QUERIED_MAX_N: usize = 8192;
+
+/// The queried ordered pairs for a listing that asks about many pairs: a dense bitmap (one hash
+/// lookup per queried pair instead of one per candidate) or, for large pools, a hash set.
+enum QueriedPairs {
+    Dense { n: usize, bits: Vec<u64> },
+    Sparse(pair_set::PairSet),
+}
+
+impl QueriedPairs {
+    fn new(n: usize, queried: &HashSet<(usize, usize)>) -> Self {
+        if n > DENSE_QUERIED_MAX_N {
+            return QueriedPairs::Sparse(pair_set::PairSet::of(n, queried));
+        }
+        let mut bits = vec![0u64; (n * n).div_ceil(64)];
+        for &(a, b) in queried {
+            if a < n && b < n {
+                let k = a * n + b;
+                bits[k / 64] |= 1 << (k % 64);
+            }
+        }
+        QueriedPairs::Dense { n, bits }
+    }
+
+    fn contains(&self, a: usize, b: usize) -> bool {
+        match self {
+            QueriedPairs::Dense { n, bits } => {
+                let k = a * n + b;
+                bits[k / 64] & (1 << (k % 64)) != 0
+            }
+            QueriedPairs::Sparse(s) => s.contains(a, b),
+        }
+    }
 }
 
 /// [`candidate_units_touching`] when only `allowed` pairs can be answered: the same units in the

@@ -37,8 +37,25 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
     let first = first_pick(cfg, &queries, &records, &asked, cmp_left)
         .map(|(a, b)| (pool.items[a].id.clone(), pool.items[b].id.clone(), judge.preview(pool, a, b)));
     let n = n_open.min(cmp_left);
-    let open_costs = queries.iter().filter(|p| !asked.contains(p)).map(|(a, b)| judge.worst_case_usd(pool, a, b));
-    let costs = WorstCosts::of(open_costs, n_open, n);
+    let single_prompt = (0..pool.n_items()).all(|a| pool.prompt_of(a) == pool.prompt_of(0));
+    let parts =
+        (n_open > FULL_SORT_MAX_PAIRS && n <= FULL_SORT_MAX_PAIRS && single_prompt && queries.allowed().is_none())
+            .then(|| judge.worst_case_parts(pool))
+            .flatten();
+    let costs = match parts {
+        // A large pool: the n most and least expensive open pairs from the sorted per-item
+        // parts, priced exactly; no pass over every pair.
+        Some(parts) => {
+            WorstCosts::of_parts(&parts, n, &|a, b| queries.is_pair(a, b) && !asked.contains(&(a, b)), &|a, b| {
+                judge.worst_case_usd(pool, a, b)
+            })
+        }
+        None => {
+            let open_costs =
+                queries.iter().filter(|p| !asked.contains(p)).map(|(a, b)| judge.worst_case_usd(pool, a, b));
+            WorstCosts::of(open_costs, n_open, n)
+        }
+    };
     let per_query = costs.per_query;
     let fit = |costs: &mut dyn Iterator<Item = f64>, left: f64| -> usize {
         let mut sum = 0.0;
@@ -65,6 +82,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
         spent_usd,
         first,
         worst_per_query_usd: per_query,
+        mean_sampled: costs.mean_sampled,
         allowed_at_least: at_least,
         allowed_at_most: at_most,
         worst_total_usd: worst_total + 0.0,
@@ -83,6 +101,8 @@ struct WorstCosts {
     desc: Vec<f64>,
     /// The `n` smallest, cheapest first, when `desc` does not hold them all.
     smallest: Option<Vec<f64>>,
+    /// The mean of `per_query` is a sample's.
+    mean_sampled: bool,
 }
 
 impl WorstCosts {
@@ -98,7 +118,7 @@ impl WorstCosts {
             desc.sort_by(|x, y| y.total_cmp(x));
             let per_query = (!desc.is_empty())
                 .then(|| (desc[desc.len() - 1], desc[0], desc.iter().sum::<f64>() / desc.len() as f64));
-            return WorstCosts { per_query, desc, smallest: None };
+            return WorstCosts { per_query, desc, smallest: None, mean_sampled: false };
         }
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
@@ -137,7 +157,32 @@ impl WorstCosts {
         desc.sort_by(|x, y| y.total_cmp(x));
         let mut asc: Vec<f64> = smallest.into_iter().map(|Usd(c)| c).collect();
         asc.sort_by(|x, y| x.total_cmp(y));
-        WorstCosts { per_query, desc, smallest: Some(asc) }
+        WorstCosts { per_query, desc, smallest: Some(asc), mean_sampled: false }
+    }
+
+    /// The `n` most and `n` least expensive of the pairs `open`, when the worst case of (a, b)
+    /// is a non-decreasing function of `parts.first[a] + parts.second[b]`: the pairs of largest
+    /// (smallest) part sums, found by merging the sorted parts with a heap (O((N + n) log N)),
+    /// and priced exactly by `cost`. The same costs as sorting every pair's; the mean per query
+    /// is that of a seeded sample of open pairs.
+    fn of_parts(
+        parts: &crate::judge::WorstCaseParts,
+        n: usize,
+        open: &dyn Fn(usize, usize) -> bool,
+        cost: &dyn Fn(usize, usize) -> f64,
+    ) -> Self {
+        let take = n.max(1);
+        let desc: Vec<f64> = extreme_pairs(parts, take, true, open).into_iter().map(|(a, b)| cost(a, b)).collect();
+        let asc: Vec<f64> = extreme_pairs(parts, take, false, open).into_iter().map(|(a, b)| cost(a, b)).collect();
+        let per_query = match (asc.first(), desc.first()) {
+            (Some(&lo), Some(&hi)) => Some((lo, hi, sampled_mean(parts.first.len(), open, cost).clamp(lo, hi))),
+            _ => None,
+        };
+        let keep = |mut v: Vec<f64>| {
+            v.truncate(n);
+            v
+        };
+        WorstCosts { per_query, desc: keep(desc), smallest: Some(keep(asc)), mean_sampled: true }
     }
 
     /// The costs cheapest first (at least the `n` smallest).
@@ -147,6 +192,79 @@ impl WorstCosts {
             None => Box::new(self.desc.iter().rev().copied()),
         }
     }
+}
+
+/// The `n` pairs (a, b) with `open(a, b)` of largest (`largest`) or smallest part sum
+/// `first[a] + second[b]`, in that order: the items sorted by each part, and a heap holding,
+/// for each first item, its next partner in sorted order.
+fn extreme_pairs(
+    parts: &crate::judge::WorstCaseParts,
+    n: usize,
+    largest: bool,
+    open: &dyn Fn(usize, usize) -> bool,
+) -> Vec<(usize, usize)> {
+    use std::collections::BinaryHeap;
+    let sorted = |v: &[f64]| {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&x, &y| if largest { v[y].total_cmp(&v[x]) } else { v[x].total_cmp(&v[y]) });
+        idx
+    };
+    let (fa, sb) = (sorted(&parts.first), sorted(&parts.second));
+    // Keys are negated for the smallest sums, so the max-heap pops the next pair either way.
+    let key = |i: usize, j: usize| {
+        let k = parts.first[fa[i]] + parts.second[sb[j]];
+        if largest { k } else { -k }
+    };
+    #[derive(PartialEq)]
+    struct Entry(f64, usize, usize);
+    impl Eq for Entry {}
+    impl PartialOrd for Entry {
+        fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(o))
+        }
+    }
+    impl Ord for Entry {
+        fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+            self.0.total_cmp(&o.0).then(o.1.cmp(&self.1)).then(o.2.cmp(&self.2))
+        }
+    }
+    let mut out = Vec::with_capacity(n.min(1 << 20));
+    if sb.is_empty() {
+        return out;
+    }
+    let mut heap: BinaryHeap<Entry> = (0..fa.len()).map(|i| Entry(key(i, 0), i, 0)).collect();
+    while out.len() < n {
+        let Some(Entry(_, i, j)) = heap.pop() else { break };
+        if open(fa[i], sb[j]) {
+            out.push((fa[i], sb[j]));
+        }
+        if j + 1 < sb.len() {
+            heap.push(Entry(key(i, j + 1), i, j + 1));
+        }
+    }
+    out
+}
+
+/// Pairs drawn (seeded) for the mean worst case per query of a large pool.
+const MEAN_SAMPLE: usize = 100_000;
+
+/// The mean of `cost` over up to [`MEAN_SAMPLE`] open pairs of `n` items drawn uniformly (a fixed
+/// stream); 0 when none is open.
+fn sampled_mean(n: usize, open: &dyn Fn(usize, usize) -> bool, cost: &dyn Fn(usize, usize) -> f64) -> f64 {
+    use rand::RngExt;
+    let mut rng = crate::domain::rng::stream(0, "dry-run-mean", 0);
+    let (mut sum, mut got) = (0.0, 0usize);
+    for _ in 0..4 * MEAN_SAMPLE {
+        if got == MEAN_SAMPLE {
+            break;
+        }
+        let (a, b) = (rng.random_range(0..n), rng.random_range(0..n));
+        if open(a, b) {
+            sum += cost(a, b);
+            got += 1;
+        }
+    }
+    if got == 0 { 0.0 } else { sum / got as f64 }
 }
 
 /// The first ordered pair the run sends now: Algorithm 1's first pick after fitting the
@@ -212,6 +330,63 @@ pub async fn probe(judge: &dyn crate::judge::Judge, base_url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::WorstCosts;
+
+    #[test]
+    fn the_large_pool_preview_prices_the_same_extremes_as_every_pair() {
+        use crate::domain::pool::{Item, Pool};
+        use crate::judge::JudgeInfo;
+        use crate::judge::mock::{MockConfig, MockJudge};
+        // 300 items of 1..=40 words (many ties), a priced mock judge, some pairs asked.
+        let items: Vec<Item> = (0..300)
+            .map(|i| Item {
+                id: format!("i{i}"),
+                text: Some(vec!["word"; 1 + (i * 7919) % 40].join(" ")),
+                quality: Some(0.0),
+                ..Item::default()
+            })
+            .collect();
+        let pool = Pool::new("p".into(), "Which is better? Say A or B.".into(), items).unwrap();
+        let judge = MockJudge::new(MockConfig {
+            input_usd_per_mtok: Some(0.37),
+            output_usd_per_mtok: Some(1.1),
+            ..MockConfig::default()
+        })
+        .unwrap();
+        let asked: std::collections::HashSet<(usize, usize)> = (0..300).map(|a| (a, (a * 13 + 1) % 300)).collect();
+        let open = |a: usize, b: usize| a != b && !asked.contains(&(a, b));
+        let cost = |a: usize, b: usize| judge.worst_case_usd(&pool, a, b);
+        let all: Vec<f64> = (0..300)
+            .flat_map(|a| (0..300).map(move |b| (a, b)))
+            .filter(|&(a, b)| open(a, b))
+            .map(|(a, b)| cost(a, b))
+            .collect();
+        let parts = judge.worst_case_parts(&pool).unwrap();
+        for n in [1, 17, 500, 5000] {
+            let exact = WorstCosts::of_sorting_up_to(all.iter().copied(), all.len(), n, usize::MAX);
+            let large = WorstCosts::of_parts(&parts, n, &open, &cost);
+            assert_eq!(large.desc[..], exact.desc[..n], "the n most expensive, n = {n}");
+            assert_eq!(large.asc().collect::<Vec<_>>(), exact.asc().take(n).collect::<Vec<_>>(), "the n cheapest");
+            // at_least / at_most / worst_total as the dry run computes them, for a few budgets.
+            for left in [0.0, 1e-4, 2e-3, 0.05] {
+                let fit = |c: &mut dyn Iterator<Item = f64>| {
+                    let mut sum = 0.0;
+                    c.take(n)
+                        .take_while(|c| {
+                            sum += c;
+                            sum <= left + 1e-12
+                        })
+                        .count()
+                };
+                assert_eq!(fit(&mut large.desc.iter().copied()), fit(&mut exact.desc.iter().copied()));
+                assert_eq!(fit(&mut large.asc()), fit(&mut exact.asc()));
+            }
+            let total = |w: &WorstCosts| w.desc.iter().take(n).sum::<f64>();
+            assert_eq!(total(&large).to_bits(), total(&exact).to_bits());
+            let ((lo, hi, mean), (elo, ehi, emean)) = (large.per_query.unwrap(), exact.per_query.unwrap());
+            assert_eq!((lo, hi), (elo, ehi));
+            assert!((mean - emean).abs() <= 0.02 * emean, "sampled mean {mean} vs {emean}");
+        }
+    }
 
     #[test]
     fn bounded_heaps_keep_the_n_most_and_least_expensive_as_a_full_sort() {

@@ -227,6 +227,20 @@ impl JudgeInfo for MockJudge {
         self.cfg.input_usd_per_mtok.is_some() || self.cfg.output_usd_per_mtok.is_some()
     }
 
+    /// Prompt tokens are round(1.3 · words) + 60 with words = (task words + words of a) + words
+    /// of b, priced at non-negative rates: non-decreasing in that sum.
+    fn worst_case_parts(&self, pool: &Pool) -> Option<crate::judge::WorstCaseParts> {
+        let rates = [self.cfg.input_usd_per_mtok, self.cfg.output_usd_per_mtok];
+        if rates.iter().flatten().any(|r| r.is_nan() || *r < 0.0) {
+            return None;
+        }
+        let n = pool.n_items();
+        Some(crate::judge::WorstCaseParts {
+            first: (0..n).map(|a| word_count(pool.task_of(a)) as f64 + item_words(&pool.items[a])).collect(),
+            second: (0..n).map(|b| item_words(&pool.items[b])).collect(),
+        })
+    }
+
     /// Deterministic mode: score(a, slot A) − score(b, slot B) (the verdict is its sign, a tie
     /// going to A). Stochastic mode: `None` — its verdicts are draws, and the audit must measure
     /// them rather than read the noise-free score.

@@ -363,6 +363,17 @@ pub trait BatchApi: Send + Sync {
     fn parse_results(&self, bytes: &[u8]) -> Result<Vec<BatchResult>, String>;
 }
 
+/// Per-item parts of a judge's worst-case cost ([`JudgeInfo::worst_case_parts`]): the worst
+/// case of (a, b) is a non-decreasing function of `first[a] + second[b]` (length N each, in the
+/// judge's own units, e.g. words).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorstCaseParts {
+    /// Part of item a shown first.
+    pub first: Vec<f64>,
+    /// Part of item b shown second.
+    pub second: Vec<f64>,
+}
+
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -381,6 +392,15 @@ pub trait JudgeInfo: Send + Sync {
     /// Worst-case cost of one query in USD, reserved before sending (0 for free judges).
     fn worst_case_usd(&self, _pool: &Pool, _a: usize, _b: usize) -> f64 {
         0.0
+    }
+
+    /// The worst case of every query as one sum of per-item parts, when this judge's is one:
+    /// [`JudgeInfo::worst_case_usd`] of (a, b) is a non-decreasing function of
+    /// `first[a] + second[b]` (computed in that order), so the most and least expensive pairs
+    /// of a large pool are found from the sorted parts without pricing every pair (the dry run,
+    /// docs/budget.md). `None` (the default): no such form is known.
+    fn worst_case_parts(&self, _pool: &Pool) -> Option<WorstCaseParts> {
+        None
     }
 
     /// Whether this judge reports a cost (so `max_usd` applies).

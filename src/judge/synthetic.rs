@@ -140,6 +140,12 @@ impl JudgeInfo for SyntheticJudge {
             serde_json::json!({"judge": "synthetic", "cfg": self.cfg, "pool": pool.pool_id, "a": ia, "b": ib});
         rng::sha256_hex(&payload.to_string())
     }
+
+    /// Free: every worst case is 0.
+    fn worst_case_parts(&self, pool: &Pool) -> Option<crate::judge::WorstCaseParts> {
+        let zero = vec![0.0; pool.n_items()];
+        Some(crate::judge::WorstCaseParts { first: zero.clone(), second: zero })
+    }
 }
 
 impl Judge for SyntheticJudge {

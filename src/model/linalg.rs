@@ -359,6 +359,30 @@ impl SparseCholesky {
         }
     }
 
+    /// The supernodes of one column with no entry below the diagonal (a base no verdict has
+    /// touched): (row, 1 / L_rr), permuted order. Their solve is x_r ← x_r · (1 / L_rr) (as
+    /// faer's 1×1 triangular solve), independent of every other row, so the solves below do
+    /// them column by column in one pass instead of one strided row of x per supernode (a
+    /// cache miss per value: most of the time of a solve at N = 100,000).
+    fn trivial_supernodes(&self) -> Vec<(usize, f64)> {
+        let (sym, l) = self.supernodal();
+        (0..sym.n_supernodes())
+            .map(|s| l.supernode(s))
+            .filter(|sn| sn.val().ncols() == 1 && sn.pattern().is_empty())
+            .map(|sn| (sn.start(), sn.val()[(0, 0)].recip()))
+            .collect()
+    }
+
+    /// x_r ← x_r · inv for each (r, inv) of `rows`, every column of x.
+    fn scale_rows(x: &mut Matrix, rows: &[(usize, f64)]) {
+        for j in 0..x.ncols() {
+            let col = x.col_mut(j);
+            for &(r, inv) in rows {
+                col[r] *= inv;
+            }
+        }
+    }
+
     /// x ← L⁻¹ x for every column (permuted order).
     fn l_solve(&self, x: &mut Matrix) {
         let (sym, l) = self.supernodal();
@@ -370,6 +394,10 @@ impl SparseCholesky {
             let size = ls.ncols();
             let start = sn.start();
             let pattern = sn.pattern();
+            if size == 1 && pattern.is_empty() {
+                // Updates no other row: scaled last (below).
+                continue;
+            }
             let (top, bot) = ls.split_at_row(size);
             let mut xv = x.view_mut();
             let mut x_top = xv.as_mut().subrows_mut(start, size);
@@ -388,10 +416,14 @@ impl SparseCholesky {
                 }
             }
         }
+        Self::scale_rows(x, &self.trivial_supernodes());
     }
 
     /// x ← L⁻ᵀ x for every column (permuted order).
     fn lt_solve(&self, x: &mut Matrix) {
+        // Rows of one-column supernodes without entries below the diagonal depend on no other
+        // row: solved first, in one pass.
+        Self::scale_rows(x, &self.trivial_supernodes());
         let (sym, l) = self.supernodal();
         let k = x.ncols();
         let mut tmp = Vec::new();
@@ -401,6 +433,9 @@ impl SparseCholesky {
             let size = ls.ncols();
             let start = sn.start();
             let pattern = sn.pattern();
+            if size == 1 && pattern.is_empty() {
+                continue;
+            }
             let (top, bot) = ls.split_at_row(size);
             if !pattern.is_empty() {
                 tmp.clear();

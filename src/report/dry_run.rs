@@ -18,6 +18,9 @@ pub struct DryRun {
     pub first: Option<(String, String, Option<String>)>,
     /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD.
     pub worst_per_query_usd: Option<(f64, f64, f64)>,
+    /// The mean of `worst_per_query_usd` is that of a seeded sample of open pairs (a large
+    /// pool, whose extremes come from the judge's per-item parts), not of every pair.
+    pub mean_sampled: bool,
     /// Queries the budget allows for sure (most expensive pairs first).
     pub allowed_at_least: usize,
     /// Queries the budget could allow (cheapest pairs first).
@@ -48,7 +51,8 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     }
     if let Some((lo, hi, mean)) = d.worst_per_query_usd {
         s.push_str(&format!(
-            "worst-case cost per query: ${lo:.6} – ${hi:.6} (mean ${mean:.6}), reserved before sending\n"
+            "worst-case cost per query: ${lo:.6} – ${hi:.6} (mean ${mean:.6}{}), reserved before sending\n",
+            if d.mean_sampled { " over a sample of open pairs" } else { "" }
         ));
     }
     let b = &cfg.raw.budget;

@@ -50,8 +50,13 @@ pub struct FitLine {
     /// Point top-k by the apparent quality φ̂ = θ̂ + ĉ·x̄ (base ids; absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topk_apparent: Option<Vec<String>>,
-    /// β̂ in full (θ, c, κ) for exact warm starts.
+    /// β̂ in full (θ, c, κ) for exact warm starts (empty on a light line).
     pub beta: Vec<f64>,
+    /// A light line (pools of more than 2,000 bases, between checkpoints; docs/outputs.md):
+    /// `theta`, `sd` and `membership` hold only the 2,000 bases of highest π (ties by θ̂), and
+    /// `beta` is empty. Absent (false) on a full line.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub light: bool,
 }
 
 /// Maps from base id / covariate name to numbers, for JSON outputs.

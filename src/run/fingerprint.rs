@@ -94,14 +94,18 @@ impl Check {
     }
 }
 
-/// π by base of the last line of the folder's fits.jsonl, if readable.
-fn last_membership(dir: &std::path::Path) -> Option<std::collections::BTreeMap<String, f64>> {
+/// π by base of the last line of the folder's fits.jsonl, if readable, and the π of a base it
+/// does not list: ½ on a full line, the least π listed on a light one (which lists the bases of
+/// highest π, docs/outputs.md).
+fn last_membership(dir: &std::path::Path) -> Option<(std::collections::BTreeMap<String, f64>, f64)> {
     let text = std::fs::read_to_string(dir.join("fits.jsonl")).ok()?;
-    text.lines().rev().find_map(|l| serde_json::from_str::<crate::report::FitLine>(l).ok()).map(|f| f.membership)
+    let line = text.lines().rev().find_map(|l| serde_json::from_str::<crate::report::FitLine>(l).ok())?;
+    let unlisted = if line.light { line.membership.values().copied().fold(1.0, f64::min) } else { 0.5 };
+    Some((line.membership, unlisted))
 }
 
-fn pool_pi(pi: &std::collections::BTreeMap<String, f64>, base: &str) -> f64 {
-    pi.get(base).copied().unwrap_or(0.5)
+fn pool_pi(pi: &(std::collections::BTreeMap<String, f64>, f64), base: &str) -> f64 {
+    pi.0.get(base).copied().unwrap_or(pi.1)
 }
 
 /// The number of the next check of the folder (1 + the checks `fingerprint.jsonl` holds).

@@ -320,7 +320,7 @@ impl<'a> Driver<'a> {
             draws: acq.mc_draws,
             warm: self.warm.clone(),
             mc_rng: rng::stream(acq.seed, "membership", n_valid as u64),
-            line: self.fits.entry(n_valid),
+            line: self.fits.entry(n_valid, self.pool.n_bases()),
             apparent: acq.confidence.map(|_| rng::stream(acq.seed, "membership-apparent", n_valid as u64)),
         };
         self.fit_task = Some(tokio::task::spawn_blocking(move || observe::refit(input, &design, n_valid)));
@@ -429,8 +429,8 @@ impl<'a> Driver<'a> {
     fn fit_done(&mut self, done: Result<FitOk, FitError>) -> Result<(), RunError> {
         match done {
             Ok(ok) => {
-                if let Some(n) = ok.written.map_err(io_err(self.fits.path()))? {
-                    self.fits.written(n);
+                if let Some((n, light)) = ok.written.map_err(io_err(self.fits.path()))? {
+                    self.fits.written(n, light);
                 }
                 self.warm = Some(ok.beta);
                 self.sched.fit_finished();
@@ -519,6 +519,11 @@ impl<'a> Driver<'a> {
         self.interrupt.set_in_flight(0);
         let books = self.disp.close().await;
         self.progress.finish();
+        if let (Some((s, _)), None) = (&self.current, &self.fit_failed)
+            && let Err(e) = self.fits.finish(&self.pool, &self.cfg.covariates, self.cfg.raw.k, s)
+        {
+            tracing::warn!("{}: the last line stays light: {e}", self.fits.path().display());
+        }
         let summary = match (self.current, &self.fit_failed) {
             (Some((s, _)), None) => s,
             _ => FitSummary::prior(

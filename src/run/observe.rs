@@ -23,13 +23,30 @@ pub struct FitsLog {
     file: Arc<Mutex<File>>,
     hash: String,
     last_n: Option<usize>,
+    /// Lines written by this run since its last full line (`None`: none written yet).
+    since_full: Option<usize>,
+    /// Where the last line starts in the file, when it is a light one (a finished run rewrites
+    /// it full).
+    light_tail: Arc<Mutex<Option<u64>>>,
 }
 
-/// Where one refit's line goes: the settings hash and the file.
+/// Where one refit's line goes: the settings hash, the file, and whether the line is light.
 pub struct FitsEntry {
     hash: String,
     file: Arc<Mutex<File>>,
+    light: bool,
+    light_tail: Arc<Mutex<Option<u64>>>,
 }
+
+/// Pools of up to this many bases write every fits.jsonl line in full (docs/outputs.md).
+pub const FULL_LINES_MAX_BASES: usize = 2000;
+
+/// Bases a light line lists (those of highest π, ties by θ̂).
+pub const LIGHT_LINE_BASES: usize = 2000;
+
+/// On a large pool every this many lines of a run is full (a checkpoint); the first line of a
+/// run and the last one of a finished run are full too.
+pub const FULL_LINE_EVERY: usize = 10;
 
 impl FitsLog {
     /// Open (append) `dir/fits.jsonl`; returns the log and the exact warm start of a resumed
@@ -43,9 +60,17 @@ impl FitsLog {
             progress_warning(&w);
         }
         let hash = config_hash(cfg);
-        let (warm, last_n) = warm_start(cfg, &path, &hash);
+        let (warm, last_n) = warm_start(cfg.pool.n_bases() + cfg.covariates.p() + 1, &path, &hash);
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&path)?;
-        Ok((Self { path, file: Arc::new(Mutex::new(file)), hash, last_n }, warm))
+        let log = Self {
+            path,
+            file: Arc::new(Mutex::new(file)),
+            hash,
+            last_n,
+            since_full: None,
+            light_tail: Arc::new(Mutex::new(None)),
+        };
+        Ok((log, warm))
     }
 
     /// The file, for error messages.
@@ -55,14 +80,91 @@ impl FitsLog {
 
     /// Where the line of a refit on `n_valid` valid verdicts goes; `None` when the last line
     /// already holds a fit on as many.
-    pub fn entry(&self, n_valid: usize) -> Option<FitsEntry> {
-        (self.last_n != Some(n_valid)).then(|| FitsEntry { hash: self.hash.clone(), file: self.file.clone() })
+    /// A line is light on a pool of more than [`FULL_LINES_MAX_BASES`] bases, except the first
+    /// line of the run and every [`FULL_LINE_EVERY`]th.
+    pub fn entry(&self, n_valid: usize, n_bases: usize) -> Option<FitsEntry> {
+        let light = n_bases > FULL_LINES_MAX_BASES && self.since_full.is_some_and(|s| s + 1 < FULL_LINE_EVERY);
+        (self.last_n != Some(n_valid)).then(|| FitsEntry {
+            hash: self.hash.clone(),
+            file: self.file.clone(),
+            light,
+            light_tail: self.light_tail.clone(),
+        })
     }
 
-    /// A line on `n_valid` valid verdicts was written.
-    pub fn written(&mut self, n_valid: usize) {
+    /// A line on `n_valid` valid verdicts was written (`light` or full).
+    pub fn written(&mut self, n_valid: usize, light: bool) {
         self.last_n = Some(n_valid);
+        self.since_full = Some(if light { self.since_full.map_or(1, |s| s + 1) } else { 0 });
     }
+
+    /// The run is over with `summary` (β̂ `beta`) as its current fit: when the last line written
+    /// is a light one, it is rewritten full (same fit), so the last line of a finished run is
+    /// always full and a resume warm-starts from it exactly.
+    ///
+    /// # Errors
+    /// The file cannot be cut or written.
+    pub fn finish(&self, pool: &Pool, covs: &Covariates, k: usize, summary: &FitSummary) -> std::io::Result<()> {
+        let Some(start) = self.light_tail.lock().expect("fits lock").take() else {
+            return Ok(());
+        };
+        let Some(n) = self.last_n else { return Ok(()) };
+        let f = self.file.lock().expect("fits lock");
+        f.set_len(start)?;
+        let line = fit_line(pool, covs, k, summary, &self.hash, n, false);
+        let mut f = &*f;
+        f.write_all(line.as_bytes())?;
+        f.flush()
+    }
+}
+
+/// The fits.jsonl line (with its newline) of a fit on `n_valid` valid verdicts; a light one
+/// lists only the [`LIGHT_LINE_BASES`] bases of highest π (ties by θ̂) and no β̂.
+fn fit_line(
+    pool: &Pool,
+    covs: &Covariates,
+    k: usize,
+    summary: &FitSummary,
+    hash: &str,
+    n_valid: usize,
+    light: bool,
+) -> String {
+    let (theta, sd, membership, beta) = if light {
+        let s = summary;
+        let mut order: Vec<usize> = (0..pool.n_bases()).collect();
+        let cmp = |x: &usize, y: &usize| {
+            s.membership[*y].total_cmp(&s.membership[*x]).then(s.theta[*y].total_cmp(&s.theta[*x])).then(x.cmp(y))
+        };
+        if LIGHT_LINE_BASES < order.len() {
+            order.select_nth_unstable_by(LIGHT_LINE_BASES, cmp);
+            order.truncate(LIGHT_LINE_BASES);
+        }
+        let pick = |v: &[f64]| order.iter().map(|&b| (pool.bases[b].clone(), v[b])).collect();
+        (pick(&s.theta), pick(&s.sd), pick(&s.membership), Vec::new())
+    } else {
+        (
+            report::by_base(pool, &summary.theta),
+            report::by_base(pool, &summary.sd),
+            report::by_base(pool, &summary.membership),
+            summary.beta(),
+        )
+    };
+    let line = FitLine {
+        config_hash: hash.to_owned(),
+        comparisons: n_valid,
+        theta,
+        sd,
+        membership,
+        c: report::by_cov(covs, &summary.c),
+        kappa: summary.kappa,
+        topk: summary.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
+        topk_apparent: Some(apparent_topk(pool, covs, &summary.theta, &summary.c, k)),
+        beta,
+        light,
+    };
+    let mut s = serde_json::to_string(&line).expect("serialisable");
+    s.push('\n');
+    s
 }
 
 /// A torn last line of fits.jsonl (a crash while writing it) is cut before the next append, so
@@ -93,17 +195,24 @@ fn progress_warning(w: &str) {
     let _ = writeln!(std::io::stderr(), "warning: {w}");
 }
 
-/// The exact warm start of a resumed run: β̂ and the number of valid verdicts of the last
-/// fits.jsonl line made with the same fit settings (`hash`), if any.
-fn warm_start(cfg: &Config, path: &Path, hash: &str) -> (Option<Vec<f64>>, Option<usize>) {
-    if let Ok(text) = std::fs::read_to_string(path)
-        && let Some(line) = text.lines().rev().find_map(|l| serde_json::from_str::<FitLine>(l).ok())
-        && line.config_hash == hash
-        && line.beta.len() == cfg.pool.n_bases() + cfg.covariates.p() + 1
-    {
-        return (Some(line.beta), Some(line.comparisons));
+/// The exact warm start of a resumed run: β̂ (`n_params` values) of the last full fits.jsonl
+/// line and the number of valid verdicts of the last line, when the last line was made with the
+/// same fit settings (`hash`).
+fn warm_start(n_params: usize, path: &Path, hash: &str) -> (Option<Vec<f64>>, Option<usize>) {
+    let Ok(text) = std::fs::read_to_string(path) else { return (None, None) };
+    let mut lines = text.lines().rev().filter_map(|l| serde_json::from_str::<FitLine>(l).ok());
+    let Some(last) = lines.next() else { return (None, None) };
+    if last.config_hash != hash {
+        return (None, None);
     }
-    (None, None)
+    // A light last line (a large-pool run stopped between checkpoints) has no β̂: the warm start
+    // is the β̂ of the last full line of these settings (the same MAP, from an earlier start).
+    let last_n = Some(last.comparisons);
+    let full = if last.light { lines.take_while(|l| l.config_hash == hash).find(|l| !l.light) } else { Some(last) };
+    match full {
+        Some(line) if line.beta.len() == n_params => (Some(line.beta), last_n),
+        _ => (None, None),
+    }
 }
 
 /// A finished refit: its summary, Laplace posterior, β̂ for the next warm start, and whether
@@ -115,8 +224,8 @@ pub struct FitOk {
     pub post: Posterior,
     /// β̂ = (θ, c, κ), the next warm start.
     pub beta: Vec<f64>,
-    /// The line written (its valid verdicts), none, or the write error.
-    pub written: std::io::Result<Option<usize>>,
+    /// The line written (its valid verdicts, and whether it is light), none, or the write error.
+    pub written: std::io::Result<Option<(usize, bool)>>,
     /// π by the apparent quality φ, when asked for ([`FitInput::apparent`]).
     pub membership_apparent: Option<Vec<f64>>,
 }
@@ -161,23 +270,16 @@ pub fn refit(input: FitInput, design: &Design, n_valid: usize) -> Result<FitOk, 
         _ => None,
     };
     let written = match line {
-        Some(FitsEntry { hash, file }) => {
-            let line = FitLine {
-                config_hash: hash,
-                comparisons: n_valid,
-                theta: report::by_base(&pool, &summary.theta),
-                sd: report::by_base(&pool, &summary.sd),
-                membership: report::by_base(&pool, &summary.membership),
-                c: report::by_cov(&covs, &summary.c),
-                kappa: summary.kappa,
-                topk: summary.topk.iter().map(|b| pool.bases[*b].clone()).collect(),
-                topk_apparent: Some(apparent_topk(&pool, &covs, &summary.theta, &summary.c, k)),
-                beta: beta.clone(),
-            };
-            let mut s = serde_json::to_string(&line).expect("serialisable");
-            s.push('\n');
+        Some(FitsEntry { hash, file, light, light_tail }) => {
+            let s = fit_line(&pool, &covs, k, &summary, &hash, n_valid, light);
             let mut f = file.lock().expect("fits lock");
-            f.write_all(s.as_bytes()).and_then(|()| f.flush()).map(|()| Some(n_valid))
+            let start = f.metadata().map(|m| m.len());
+            let w = f.write_all(s.as_bytes()).and_then(|()| f.flush()).map(|()| Some((n_valid, light)));
+            *light_tail.lock().expect("fits lock") = match (light, start) {
+                (true, Ok(at)) => Some(at),
+                _ => None,
+            };
+            w
         }
         None => Ok(None),
     };
@@ -240,6 +342,39 @@ pub fn undecided(membership: &[f64], epsilon: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_light_last_line_warm_starts_from_the_last_full_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fits.jsonl");
+        let line = |n: usize, beta: Vec<f64>, light: bool, hash: &str| {
+            let l = FitLine {
+                config_hash: hash.into(),
+                comparisons: n,
+                theta: Default::default(),
+                sd: Default::default(),
+                membership: Default::default(),
+                c: Default::default(),
+                kappa: 0.0,
+                topk: vec![],
+                topk_apparent: None,
+                beta,
+                light,
+            };
+            serde_json::to_string(&l).unwrap() + "\n"
+        };
+        let full = line(20, vec![0.5, -0.25, 0.125], false, "h");
+        let text = line(10, vec![1.0, 2.0, 3.0], false, "h") + &full + &line(40, vec![], true, "h");
+        std::fs::write(&path, &text).unwrap();
+        assert!(text.lines().last().unwrap().contains("\"light\":true") && !full.contains("light"));
+        assert_eq!(warm_start(3, &path, "h"), (Some(vec![0.5, -0.25, 0.125]), Some(40)));
+        // Another settings hash on the last line: no warm start.
+        std::fs::write(&path, text.clone() + &line(50, vec![], true, "other")).unwrap();
+        assert_eq!(warm_start(3, &path, "h"), (None, None));
+        // A full last line is the warm start itself.
+        std::fs::write(&path, text + &full).unwrap();
+        assert_eq!(warm_start(3, &path, "h"), (Some(vec![0.5, -0.25, 0.125]), Some(20)));
+    }
 
     #[test]
     fn the_progress_message_is_the_one_docs_live_md_shows() {
