@@ -321,3 +321,44 @@ fn batch_settings_are_checked_and_named() {
 fn mock_config_text() -> String {
     "name: m\nout_dir: runs\npool:\n  synthetic: {n: 6, seed: 1}\nk: 2\njudge:\n  mock: {}\nacquisition:\n  dispatch: batch\nbudget:\n  max_comparisons: 8\n".into()
 }
+
+/// In the simulator a batch round of R is a wait-for-batch round of R sent at once, at the batch
+/// price: the `batch` setting's recall equals that of a sweep with `refit_every: R` and
+/// wait-for-batch C = R on the same pools, at half the spend; `round_size` is checked.
+#[test]
+fn a_simulated_batch_round_is_a_wait_for_batch_round_at_half_price() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweep = |name: &str, refit: usize, runs: &str| {
+        write(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "name: {name}\nout_dir: out\nk: 3\npools: {{n: 12, count: 3, seed: 1, rho: 0.0, c_star: 1.0, kappa_star: 0.5}}\nbudgets: [24, 48]\nrefit_every: {refit}\nmc_draws: 100\npipeline:\n  latency: {{mean_s: 0.5, sd_s: 0.0}}\n  batch_discount: 0.5\n  runs:\n{runs}threads: 1\n"
+            ),
+        )
+    };
+    let rows = |name: &str| -> Vec<Vec<String>> {
+        let t = std::fs::read_to_string(dir.path().join("out").join(name).join("rows.csv")).unwrap();
+        t.lines().skip(1).map(|l| l.split(',').map(str::to_owned).collect()).collect()
+    };
+    let a = sweep("a", 4, "    - {concurrency: 4, dispatch: wait_for_batch}\n    - {dispatch: batch, round_size: 8}\n");
+    let b = sweep("b", 8, "    - {concurrency: 8, dispatch: wait_for_batch}\n");
+    for cfg in [&a, &b] {
+        let out = run_bin(dir.path(), &["simulate", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    // rows.csv: pool_seed,budget,concurrency,dispatch,write_ahead,comparisons,spend,recall,wall_s
+    let batch: Vec<Vec<String>> = rows("a").into_iter().filter(|r| r[3] == "batch").collect();
+    let wfb = rows("b");
+    assert_eq!(batch.len(), 6);
+    for (x, y) in batch.iter().zip(&wfb) {
+        assert_eq!((&x[0], &x[1], &x[2], &x[5], &x[7]), (&y[0], &y[1], &y[2], &y[5], &y[7]), "{x:?} vs {y:?}");
+        let (cmp, spend): (f64, f64) = (x[5].parse().unwrap(), x[6].parse().unwrap());
+        assert_eq!(spend, cmp * 0.5);
+    }
+    let summary = std::fs::read_to_string(dir.path().join("out/a/summary.md")).unwrap();
+    assert!(summary.contains("| batch, rounds of 8 |") && summary.contains("spend (live queries)"), "{summary}");
+    let bad = sweep("c", 4, "    - {concurrency: 4, dispatch: batch}\n");
+    let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap(), "--quiet"]);
+    assert!(!out.status.success() && text(&out).contains("pipeline.runs[0].round_size"), "{}", text(&out));
+}

@@ -43,10 +43,15 @@ pub struct Pools {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
-    /// Queries in flight at most, C ≥ 1.
+    /// Queries in flight at most, C ≥ 1 (not set for `batch`, whose rounds go out whole).
+    #[serde(default)]
     pub concurrency: usize,
-    /// `wait_for_batch` or `pipelined`.
+    /// `wait_for_batch`, `pipelined`, or `batch` (rounds of `round_size` at the batch price,
+    /// `pipeline.batch_discount`).
     pub dispatch: Dispatch,
+    /// `batch`: queries per round (one provider batch job; the model refits after each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_size: Option<usize>,
     /// Pipelined: picks made ahead of a free slot (default 0, at most `concurrency`, as in
     /// `topk-judge run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +67,28 @@ pub struct PipelineSection {
     pub latency: Latency,
     /// Dispatch settings, reference first.
     pub runs: Vec<Variant>,
+    /// Share of the price a `batch` setting's queries save (default 0.5): spend is counted in
+    /// live queries, a batch query at 1 − this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_discount: Option<f64>,
+}
+
+impl Variant {
+    /// R and C of the simulated dispatch: a batch round is a wait-for-batch round of
+    /// `round_size` all sent at once; the others use the sweep's `refit_every`.
+    pub fn cadence(&self, refit_every: usize) -> (usize, usize, Dispatch) {
+        match (self.dispatch, self.round_size) {
+            (Dispatch::Batch, Some(r)) => (r, r, Dispatch::WaitForBatch),
+            (d, _) => (refit_every, self.concurrency, d),
+        }
+    }
+}
+
+impl PipelineSection {
+    /// What a query of setting `v` costs in live queries.
+    pub fn price_factor(&self, v: &Variant) -> f64 {
+        if v.dispatch == Dispatch::Batch { 1.0 - self.batch_discount.unwrap_or(0.5) } else { 1.0 }
+    }
 }
 
 /// A pipelined-acquisition sweep file.
@@ -134,10 +161,41 @@ impl PipelineSweep {
                 format!("{l:?}: mean_s must be > 0 and sd_s ≥ 0"),
             )));
         }
-        if s.pipeline.runs.is_empty() || s.pipeline.runs.iter().any(|v| v.concurrency == 0) {
-            return Err(bad("pipeline.runs", "must list at least one run, each with concurrency ≥ 1"));
+        if s.pipeline.runs.is_empty() {
+            return Err(bad("pipeline.runs", "must list at least one run"));
+        }
+        if let Some(d) = s.pipeline.batch_discount
+            && !(0.0..1.0).contains(&d)
+        {
+            return Err(bad("pipeline.batch_discount", &format!("{d} must be in [0, 1)")));
         }
         for (i, v) in s.pipeline.runs.iter().enumerate() {
+            let key = |k: &str| format!("pipeline.runs[{i}].{k}");
+            match (v.dispatch, v.round_size, v.concurrency) {
+                (Dispatch::Batch, None | Some(0), _) => {
+                    return Err(inv(InvalidSetting::new(
+                        key("round_size"),
+                        "batch needs round_size ≥ 1 (queries per round)",
+                    )));
+                }
+                (Dispatch::Batch, _, 0) => {}
+                (Dispatch::Batch, _, _) => {
+                    return Err(inv(InvalidSetting::new(
+                        key("concurrency"),
+                        "not for batch: a round goes out whole (set round_size)",
+                    )));
+                }
+                (_, Some(_), _) => {
+                    return Err(inv(InvalidSetting::new(key("round_size"), "applies to dispatch: batch only")));
+                }
+                (_, None, 0) => {
+                    return Err(inv(InvalidSetting::new(
+                        key("concurrency"),
+                        "must be ≥ 1 (queries in flight at most)",
+                    )));
+                }
+                _ => {}
+            }
             v.dispatch
                 .check_write_ahead(v.write_ahead, v.concurrency)
                 .map_err(|e| inv(InvalidSetting::new(format!("pipeline.runs[{i}].write_ahead"), e)))?;

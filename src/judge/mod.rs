@@ -398,7 +398,7 @@ pub trait JudgeInfo: Send + Sync {
     /// [`JudgeInfo::worst_case_usd`] of (a, b) is a non-decreasing function of
     /// `first[a] + second[b]` (computed in that order), so the most and least expensive pairs
     /// of a large pool are found from the sorted parts without pricing every pair (the dry run,
-    /// docs/budget.md). `None` (the default): no such form is known.
+    /// docs/live.md, "Spend and budget"). `None` (the default): no such form is known.
     fn worst_case_parts(&self, _pool: &Pool) -> Option<WorstCaseParts> {
         None
     }

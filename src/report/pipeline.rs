@@ -19,6 +19,9 @@ pub struct Row {
     pub run: usize,
     /// Comparisons made.
     pub comparisons: usize,
+    /// What they cost, in live queries (a batch query at 1 − `pipeline.batch_discount`).
+    #[serde(default)]
+    pub spend: f64,
     /// Recall@k of the run's reported top-k against the pool's true top-k (0–1).
     pub recall: f64,
     /// Virtual wall time, seconds.
@@ -38,6 +41,9 @@ pub struct CellStats {
     pub diff: MeanSe,
     /// Virtual wall time, seconds, mean ± se.
     pub wall_s: MeanSe,
+    /// Spend in live queries, mean.
+    #[serde(default)]
+    pub spend: f64,
 }
 
 /// Per (budget, setting) statistics, budgets in file order, settings in file order.
@@ -55,7 +61,9 @@ pub fn summarise(s: &PipelineSweep, rows: &[Row]) -> Vec<CellStats> {
             let recall: Vec<f64> = these.iter().map(|x| x.recall).collect();
             let diff: Vec<f64> = these.iter().zip(&reference).map(|(x, y)| x.recall - y.recall).collect();
             let wall: Vec<f64> = these.iter().map(|x| x.wall_s).collect();
+            let spend: Vec<f64> = these.iter().map(|x| x.spend).collect();
             out.push(CellStats {
+                spend: MeanSe::of(&spend).mean,
                 budget: b,
                 variant: *variant,
                 recall: MeanSe::of(&recall),
@@ -70,7 +78,8 @@ pub fn summarise(s: &PipelineSweep, rows: &[Row]) -> Vec<CellStats> {
 /// The name of a dispatch setting in tables and plots.
 pub fn label(v: &Variant) -> String {
     match (v.dispatch, v.write_ahead) {
-        (Dispatch::WaitForBatch | Dispatch::Batch, _) => format!("wait-for-batch, C = {}", v.concurrency),
+        (Dispatch::Batch, _) => format!("batch, rounds of {}", v.round_size.unwrap_or(0)),
+        (Dispatch::WaitForBatch, _) => format!("wait-for-batch, C = {}", v.concurrency),
         (Dispatch::Pipelined, None) => format!("pipelined, C = {}", v.concurrency),
         (Dispatch::Pipelined, Some(w)) => format!("pipelined, C = {}, W = {w}", v.concurrency),
     }
@@ -78,8 +87,9 @@ pub fn label(v: &Variant) -> String {
 
 /// The summary table (markdown): one row per (budget, setting).
 pub fn markdown(s: &PipelineSweep, cells: &[CellStats]) -> String {
+    let batch = s.pipeline.runs.iter().any(|v| v.dispatch == Dispatch::Batch);
     let mut t = format!(
-        "{} pools, N = {}, k = {}, ρ = {}, c* = {}, κ* = {}; R = {}; latency {} ± {} s\n\n| B | dispatch | recall@{} | Δ vs {} | virtual wall time (s) |\n| --- | --- | --- | --- | --- |\n",
+        "{} pools, N = {}, k = {}, ρ = {}, c* = {}, κ* = {}; R = {}; latency {} ± {} s\n\n| B | dispatch | recall@{} | Δ vs {} | virtual wall time (s) |{}\n| --- | --- | --- | --- | --- |{}\n",
         s.pools.count,
         s.pools.n,
         s.k,
@@ -91,9 +101,11 @@ pub fn markdown(s: &PipelineSweep, cells: &[CellStats]) -> String {
         s.pipeline.latency.sd_s,
         s.k,
         label(&s.pipeline.runs[0]),
+        if batch { " spend (live queries) |" } else { "" },
+        if batch { " --- |" } else { "" },
     );
     for c in cells {
-        let _ = writeln!(
+        let _ = write!(
             t,
             "| {} | {} | {:.3} ± {:.3} | {:+.3} ± {:.3} | {:.1} |",
             c.budget,
@@ -104,6 +116,10 @@ pub fn markdown(s: &PipelineSweep, cells: &[CellStats]) -> String {
             c.diff.se,
             c.wall_s.mean
         );
+        if batch {
+            let _ = write!(t, " {:.0} |", c.spend);
+        }
+        t.push('\n');
     }
     t
 }

@@ -472,6 +472,10 @@ impl<J: std::ops::Deref<Target = dyn JudgeInfo> + Send + Sync> JudgeInfo for Bat
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.0.worst_case_usd(pool, a, b) * self.1
     }
+    /// The live parts: a constant factor keeps the order of the worst cases.
+    fn worst_case_parts(&self, pool: &Pool) -> Option<crate::judge::WorstCaseParts> {
+        self.0.worst_case_parts(pool)
+    }
     fn has_price(&self) -> bool {
         self.0.has_price()
     }

@@ -37,7 +37,6 @@ pub fn run(s: &PipelineSweep, threads: usize, on_done: &(dyn Fn(usize) + Sync)) 
             }
         }
     }
-    let settings = s.settings();
     parallel_jobs(&jobs, threads, on_done, |&(seed, budget, r)| {
         let sp = generate(&SynthSpec {
             n: s.pools.n,
@@ -49,10 +48,12 @@ pub fn run(s: &PipelineSweep, threads: usize, on_done: &(dyn Fn(usize) + Sync)) 
             seed,
         });
         let v = s.pipeline.runs[r];
+        let (refit_every, concurrency, dispatch) = v.cadence(s.refit_every);
+        let settings = SimSettings { refit_every, ..s.settings() };
         let timed = TimedSettings {
-            concurrency: v.concurrency,
-            dispatch: v.dispatch,
-            write_ahead: v.dispatch.write_ahead(v.write_ahead),
+            concurrency,
+            dispatch,
+            write_ahead: dispatch.write_ahead(v.write_ahead),
             latency: s.pipeline.latency,
         };
         let t = run_timed(&sp, s.strategy, s.model, budget, &settings, &timed)?;
@@ -61,6 +62,7 @@ pub fn run(s: &PipelineSweep, threads: usize, on_done: &(dyn Fn(usize) + Sync)) 
             budget,
             run: r,
             comparisons: t.comparisons,
+            spend: t.comparisons as f64 * s.pipeline.price_factor(&v),
             recall: t.recall,
             wall_s: t.wall_s,
         })
@@ -75,18 +77,24 @@ pub fn write_outputs(s: &PipelineSweep, rows: &[Row], dir: &Path) -> Result<Stri
     let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
     std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
     let csv_path = dir.join("rows.csv");
-    let mut csv = String::from("pool_seed,budget,concurrency,dispatch,write_ahead,comparisons,recall,wall_s\n");
+    let mut csv = String::from("pool_seed,budget,concurrency,dispatch,write_ahead,comparisons,spend,recall,wall_s\n");
     for r in rows {
         let v = s.pipeline.runs[r.run];
-        let d = if v.dispatch == Dispatch::Pipelined { "pipelined" } else { "wait_for_batch" };
+        let (_, concurrency, _) = v.cadence(s.refit_every);
+        let d = match v.dispatch {
+            Dispatch::Pipelined => "pipelined",
+            Dispatch::WaitForBatch => "wait_for_batch",
+            Dispatch::Batch => "batch",
+        };
         let _ = writeln!(
             csv,
-            "{},{},{},{d},{},{},{},{}",
+            "{},{},{},{d},{},{},{},{},{}",
             r.pool_seed,
             r.budget,
-            v.concurrency,
+            concurrency,
             v.dispatch.write_ahead(v.write_ahead),
             r.comparisons,
+            r.spend,
             r.recall,
             r.wall_s
         );
@@ -160,14 +168,23 @@ mod tests {
             mc_draws: 100,
             pipeline: PipelineSection {
                 latency: Latency { mean_s: 1.0, sd_s: 0.0 },
+                batch_discount: None,
                 runs: vec![
-                    Variant { concurrency: 4, dispatch: Dispatch::WaitForBatch, write_ahead: None },
-                    Variant { concurrency: 8, dispatch: Dispatch::Pipelined, write_ahead: None },
+                    Variant { concurrency: 4, dispatch: Dispatch::WaitForBatch, write_ahead: None, round_size: None },
+                    Variant { concurrency: 8, dispatch: Dispatch::Pipelined, write_ahead: None, round_size: None },
                 ],
             },
             threads: 1,
         };
-        let row = |pool_seed, run, recall, wall_s| Row { pool_seed, budget: 10, run, comparisons: 10, recall, wall_s };
+        let row = |pool_seed, run, recall, wall_s| Row {
+            pool_seed,
+            budget: 10,
+            run,
+            comparisons: 10,
+            spend: 10.0,
+            recall,
+            wall_s,
+        };
         let rows = vec![row(0, 0, 0.5, 3.0), row(0, 1, 1.0, 2.0), row(1, 0, 1.0, 3.0), row(1, 1, 1.0, 2.0)];
         let c = summarise(&s, &rows);
         assert_eq!(c.len(), 2);

@@ -782,6 +782,38 @@ impl JudgeInfo for OpenAiInfo {
         true
     }
 
+    /// The worst case is linear in the prompt's bytes, which for a plain template are the
+    /// template's own plus each answer's: parts = answer bytes, checked against the exact worst
+    /// case on pairs of the shortest, longest and spread-out items (any mismatch, e.g. a template
+    /// that transforms the answers, gives `None`). Not under a context policy that cuts or skips.
+    fn worst_case_parts(&self, pool: &Pool) -> Option<crate::judge::WorstCaseParts> {
+        let n = pool.n_items();
+        if n < 2
+            || (self.cfg.context_tokens.is_some() && self.cfg.on_context_overflow != OverflowPolicy::Fail)
+            || (0..n).any(|i| !pool.turns_of(i).is_empty() || !pool.task_turns_of(i).is_empty())
+        {
+            return None;
+        }
+        let len: Vec<f64> = (0..n).map(|i| text(pool, i).len() as f64).collect();
+        let (lo, hi) = (0..n)
+            .fold((0, 0), |(lo, hi), i| (if len[i] < len[lo] { i } else { lo }, if len[i] > len[hi] { i } else { hi }));
+        let per_byte =
+            f64::from(1 + self.cfg.max_invalid_retries) * self.price.input.max(self.price.cached_input) / 1e6;
+        let (a0, b0) = if lo == hi { (0, 1) } else { (lo, hi) };
+        let base = self.worst_case_usd(pool, a0, b0) - per_byte * (len[a0] + len[b0]);
+        let step = (n / 61).max(1);
+        let mut checks: Vec<(usize, usize)> = vec![(hi, lo), (lo, hi), (hi, (hi + 1) % n), ((lo + 1) % n, lo)];
+        checks.extend((0..n).step_by(step).map(|a| (a, (a * 7 + 3) % n)));
+        for (a, b) in checks.into_iter().filter(|(a, b)| a != b) {
+            let exact = self.worst_case_usd(pool, a, b);
+            let linear = base + per_byte * (len[a] + len[b]);
+            if (exact - linear).abs() > 1e-9 * exact.abs().max(1e-12) {
+                return None;
+            }
+        }
+        Some(crate::judge::WorstCaseParts { first: len.clone(), second: len })
+    }
+
     fn invalid_rate_limit(&self) -> Option<(f64, u64)> {
         Some((self.cfg.max_invalid_rate, self.cfg.invalid_rate_min_replies))
     }
@@ -818,6 +850,9 @@ impl JudgeInfo for OpenAiJudge {
     }
     fn has_price(&self) -> bool {
         self.info.has_price()
+    }
+    fn worst_case_parts(&self, pool: &Pool) -> Option<crate::judge::WorstCaseParts> {
+        self.info.worst_case_parts(pool)
     }
     fn requests_per_minute(&self) -> Option<u32> {
         self.info.requests_per_minute()

@@ -68,6 +68,47 @@ use std::time::{Duration, Instant};
 mod tests {
     use super::*;
 
+    /// The worst case of every pair is the linear form of its answers' bytes: the parts order the
+    /// pairs exactly as pricing each does; a template that transforms an answer has no parts.
+    #[test]
+    fn worst_case_parts_order_the_pairs_as_their_prices_or_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = crate::domain::pool::Pool::new(
+            "p".into(),
+            "Which is better?".into(),
+            (0..40)
+                .map(|i| crate::domain::pool::Item {
+                    id: format!("i{i}"),
+                    text: Some("é word ".repeat(1 + (i * 7919) % 23)),
+                    ..Default::default()
+                })
+                .collect(),
+        )
+        .unwrap();
+        let info = |template: &str| {
+            let prompt = dir.path().join("t.j2");
+            std::fs::write(&prompt, template).unwrap();
+            let cfg: OpenAiConfig = serde_json::from_value(json!({
+                "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "X", "prompt": prompt,
+                "max_tokens": 16, "max_invalid_retries": 2,
+                "price": {"input_usd_per_mtok": 0.75, "output_usd_per_mtok": 4.5, "cached_input_usd_per_mtok": 0.1}
+            }))
+            .unwrap();
+            OpenAiInfo::new(cfg).unwrap()
+        };
+        let plain = info("{{ task }}\nA: {{ answer_a }}\nB: {{ answer_b }}");
+        let parts = plain.worst_case_parts(&pool).expect("a plain template has parts");
+        let mut pairs: Vec<(usize, usize)> =
+            (0..40).flat_map(|a| (0..40).map(move |b| (a, b))).filter(|(a, b)| a != b).collect();
+        pairs.sort_by(|x, y| plain.worst_case_usd(&pool, x.0, x.1).total_cmp(&plain.worst_case_usd(&pool, y.0, y.1)));
+        let key = |&(a, b): &(usize, usize)| parts.first[a] + parts.second[b];
+        assert!(pairs.windows(2).all(|w| key(&w[0]) <= key(&w[1])), "parts order the pairs as their prices");
+        let upper = info(
+            "{{ task }}\nA: {{ answer_a | upper }}{% if answer_b | length > 60 %} long{% endif %}\nB: {{ answer_b }}",
+        );
+        assert!(upper.worst_case_parts(&pool).is_none(), "a template that changes the bytes has no parts");
+    }
+
     #[test]
     fn the_tools_request_fields_win_over_extra_body() {
         // A config that skipped `prepare` (which rejects these keys) still sends the tool's own
