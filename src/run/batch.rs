@@ -37,7 +37,7 @@ const MAX_POLL: Duration = Duration::from_secs(600);
 const MAX_READ_FAILURES: u32 = 6;
 
 /// How the submission of a round ended.
-enum Submitted {
+enum Submission {
     /// The job to wait for.
     Job(String),
     /// Nothing was submitted (or nothing that can run): why.
@@ -140,44 +140,44 @@ impl BatchJudge {
 
     /// Upload the input, record its id, create the job (or find the one a failed create may
     /// have made), record its id.
-    async fn submit(&self, round: u64, input: Vec<u8>) -> Submitted {
+    async fn submit(&self, round: u64, input: Vec<u8>) -> Submission {
         let file = match self.api().upload(input, format!("topk-judge-round-{round}.jsonl")).await {
             Ok(f) => f,
-            Err(e) => return Submitted::NotSubmitted(format!("the batch input was not uploaded: {e}")),
+            Err(e) => return Submission::NotSubmitted(format!("the batch input was not uploaded: {e}")),
         };
         if let Err(e) = self.record(BatchLine { round, input_file_id: Some(file.clone()), ..Default::default() }) {
-            return Submitted::NotSubmitted(format!("not submitted: {e}"));
+            return Submission::NotSubmitted(format!("not submitted: {e}"));
         }
         self.create_or_adopt(round, &file).await
     }
 
     /// Create the job of the uploaded `file` unless one exists: a create whose reply was lost
     /// may have made it.
-    async fn create_or_adopt(&self, round: u64, file: &str) -> Submitted {
+    async fn create_or_adopt(&self, round: u64, file: &str) -> Submission {
         let job = match self.api().create(file, round).await {
             Ok(job) => job,
             Err(e) => match self.api().find_by_input(file).await {
                 Ok(Some(job)) => job,
-                Ok(None) => return Submitted::NotSubmitted(format!("the batch job was not created: {e}")),
+                Ok(None) => return Submission::NotSubmitted(format!("the batch job was not created: {e}")),
                 Err(e2) => {
-                    return Submitted::Pending(format!(
+                    return Submission::Pending(format!(
                         "creating the batch job failed ({e}) and listing the batches to see whether it was made failed too ({e2})"
                     ));
                 }
             },
         };
         match self.record(BatchLine { round, batch_id: Some(job.id.clone()), ..Default::default() }) {
-            Ok(()) => Submitted::Job(job.id),
+            Ok(()) => Submission::Job(job.id),
             // Unrecorded, the job is found again from its input by the next run.
-            Err(e) => Submitted::Pending(format!("batch job {} made, its id not recorded: {e}", job.id)),
+            Err(e) => Submission::Pending(format!("batch job {} made, its id not recorded: {e}", job.id)),
         }
     }
 
     /// The job of a round recorded in batches.jsonl: its job, the job made from its input
     /// (adopted and recorded), or none.
-    async fn adopt(&self, r: &Round) -> Submitted {
+    async fn adopt(&self, r: &Round) -> Submission {
         match (&r.batch_id, &r.input_file_id) {
-            (Some(id), _) => Submitted::Job(id.clone()),
+            (Some(id), _) => Submission::Job(id.clone()),
             (None, Some(file)) => match self.api().find_by_input(file).await {
                 Ok(Some(job)) => {
                     match self.record(BatchLine {
@@ -185,17 +185,17 @@ impl BatchJudge {
                         batch_id: Some(job.id.clone()),
                         ..Default::default()
                     }) {
-                        Ok(()) => Submitted::Job(job.id),
-                        Err(e) => Submitted::Pending(e),
+                        Ok(()) => Submission::Job(job.id),
+                        Err(e) => Submission::Pending(e),
                     }
                 }
-                Ok(None) => Submitted::NotSubmitted(format!(
+                Ok(None) => Submission::NotSubmitted(format!(
                     "no batch job was made from its input {file} (the run stopped before creating it)"
                 )),
-                Err(e) => Submitted::Pending(format!("listing the batches to find the job of input {file}: {e}")),
+                Err(e) => Submission::Pending(format!("listing the batches to find the job of input {file}: {e}")),
             },
             (None, None) => {
-                Submitted::NotSubmitted("the run stopped before the batch input was uploaded; nothing was sent".into())
+                Submission::NotSubmitted("the run stopped before the batch input was uploaded; nothing was sent".into())
             }
         }
     }
@@ -308,15 +308,15 @@ impl BatchJudge {
         }
         let keys: Vec<String> = sent.iter().map(|&i| queries[i].key.clone()).collect();
         let outcome = if sent.is_empty() || self.stopped() {
-            Submitted::NotSubmitted("not sent: the run stopped sending".into())
+            Submission::NotSubmitted("not sent: the run stopped sending".into())
         } else if let Err(e) = self.record(BatchLine { round, keys: Some(keys), ..Default::default() }) {
-            Submitted::NotSubmitted(format!("not sent: {e}"))
+            Submission::NotSubmitted(format!("not sent: {e}"))
         } else {
             self.submit(round, input.into_bytes()).await
         };
         let results: Vec<Result<JudgeReply, JudgeError>> =
             match outcome {
-                Submitted::NotSubmitted(why) => {
+                Submission::NotSubmitted(why) => {
                     let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
                     // Stopped: nothing to count. Otherwise a failure of each query (counted, so a
                     // provider that keeps refusing the upload ends the run as a failing judge).
@@ -327,14 +327,14 @@ impl BatchJudge {
                         })
                         .collect()
                 }
-                Submitted::Pending(why) => {
+                Submission::Pending(why) => {
                     sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
                 }
-                Submitted::Job(id) if self.detach => sent
+                Submission::Job(id) if self.detach => sent
                     .iter()
                     .map(|_| Err(pending(&id, "submitted with --detach; a later `topk-judge run` books its results")))
                     .collect(),
-                Submitted::Job(id) => match self.await_end(&id).await {
+                Submission::Job(id) => match self.await_end(&id).await {
                     Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
                     Ok(job) => {
                         let qs: Vec<(&Pool, usize, usize, &str)> = sent
@@ -376,7 +376,7 @@ impl BatchJudge {
             }
             let ids: Vec<_> = intents.iter().map(|i| i.intent).collect();
             let id = match self.adopt(&r).await {
-                Submitted::NotSubmitted(why) => {
+                Submission::NotSubmitted(why) => {
                     books.close_unsent(&ids, &format!("round {}: {why}", r.round))?;
                     let _ = self.record(BatchLine {
                         round: r.round,
@@ -390,11 +390,11 @@ impl BatchJudge {
                     ));
                     continue;
                 }
-                Submitted::Pending(why) => {
+                Submission::Pending(why) => {
                     done.pending = Some(format!("batch round {}: {why}", r.round));
                     return Ok(done);
                 }
-                Submitted::Job(id) => id,
+                Submission::Job(id) => id,
             };
             if self.detach {
                 match self.api().retrieve(&id).await {
