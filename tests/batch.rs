@@ -362,3 +362,24 @@ fn a_simulated_batch_round_is_a_wait_for_batch_round_at_half_price() {
     let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap(), "--quiet"]);
     assert!(!out.status.success() && text(&out).contains("pipeline.runs[0].round_size"), "{}", text(&out));
 }
+
+/// A provider that refuses every batch input: nothing runs, nothing is billed, each query is
+/// closed unbilled with the provider's error quoted, and the run ends as a failing judge.
+#[test]
+fn a_failed_job_bills_nothing_and_quotes_the_provider() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { fail: true, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "f", &fake.base_url, "  max_comparisons: 16\n");
+    let out = run(dir.path(), &cfg, &[]);
+    let runs = dir.path().join("runs/f");
+    let r = json(&runs.join("result.json"));
+    assert_eq!(r["stop_reason"], "judge_failing", "{}", text(&out));
+    assert!(!out.status.success());
+    let last = r["last_error"].as_str().unwrap();
+    assert!(last.contains("failed before running it") && last.contains("input line 1"), "{last}");
+    let b = booked(&runs);
+    assert_eq!((b.verdicts, b.usd, b.open_intents), (0, 0.0, 0));
+    assert!(fake.batch_billed_lines().is_empty());
+    check_books(&fake, &runs, None);
+}
