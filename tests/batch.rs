@@ -383,3 +383,23 @@ fn a_failed_job_bills_nothing_and_quotes_the_provider() {
     assert!(fake.batch_billed_lines().is_empty());
     check_books(&fake, &runs, None);
 }
+
+/// A server without the Files API (e.g. a local llama.cpp): the first round's upload answers
+/// 404, the run stops at once as a failing judge naming `acquisition.dispatch`, nothing is billed.
+#[test]
+fn a_server_without_batch_jobs_is_named_at_the_first_round() {
+    let fake = FakeOpenAi::start();
+    fake.without_files_api();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "n", &fake.base_url, "  max_comparisons: 16\n");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(!out.status.success());
+    let runs = dir.path().join("runs/n");
+    let r = json(&runs.join("result.json"));
+    assert_eq!(r["stop_reason"], "judge_failing");
+    let last = r["last_error"].as_str().unwrap();
+    assert!(last.contains("no Files API") && last.contains("HTTP 404") && last.contains("wait_for_batch"), "{last}");
+    let b = booked(&runs);
+    assert_eq!((b.verdicts, b.usd, b.open_intents), (0, 0.0, 0));
+    assert_eq!(lines(&runs.join("intents.jsonl")).iter().filter(|l| l["intent"].is_u64()).count(), 8, "one round only");
+}

@@ -42,6 +42,8 @@ enum Submission {
     Job(String),
     /// Nothing was submitted (or nothing that can run): why.
     NotSubmitted(String),
+    /// The provider has no Files or Batches API (HTTP 404, 405 or 501): why.
+    Unsupported(String),
     /// Submitted or possibly submitted, and not known which: left open for a later run.
     Pending(String),
 }
@@ -72,6 +74,11 @@ pub struct BatchJudge {
 
 fn pending(batch: &str, message: impl Into<String>) -> JudgeError {
     JudgeError::Pending { batch: batch.to_owned(), message: message.into() }
+}
+
+/// A reply saying the endpoint does not exist on this server.
+fn unsupported(e: &JudgeError) -> bool {
+    matches!(e, JudgeError::Request { status: Some(404 | 405 | 501), .. })
 }
 
 fn not_run(message: String) -> JudgeError {
@@ -143,6 +150,11 @@ impl BatchJudge {
     async fn submit(&self, round: u64, input: Vec<u8>) -> Submission {
         let file = match self.api().upload(input, format!("topk-judge-round-{round}.jsonl")).await {
             Ok(f) => f,
+            Err(e) if unsupported(&e) => {
+                return Submission::Unsupported(format!(
+                    "the server has no Files API for batch jobs ({e}); use dispatch: wait_for_batch or pipelined with this judge"
+                ));
+            }
             Err(e) => return Submission::NotSubmitted(format!("the batch input was not uploaded: {e}")),
         };
         if let Err(e) = self.record(BatchLine { round, input_file_id: Some(file.clone()), ..Default::default() }) {
@@ -156,6 +168,11 @@ impl BatchJudge {
     async fn create_or_adopt(&self, round: u64, file: &str) -> Submission {
         let job = match self.api().create(file, round).await {
             Ok(job) => job,
+            Err(e) if unsupported(&e) => {
+                return Submission::Unsupported(format!(
+                    "the server has no Batches API ({e}); use dispatch: wait_for_batch or pipelined with this judge"
+                ));
+            }
             Err(e) => match self.api().find_by_input(file).await {
                 Ok(Some(job)) => job,
                 Ok(None) => return Submission::NotSubmitted(format!("the batch job was not created: {e}")),
@@ -327,6 +344,18 @@ impl BatchJudge {
                         })
                         .collect()
                 }
+                Submission::Unsupported(message) => {
+                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                    sent.iter()
+                        .map(|_| {
+                            Err(JudgeError::Endpoint {
+                                setting: "acquisition.dispatch".into(),
+                                message: message.clone(),
+                                cost_usd: 0.0,
+                            })
+                        })
+                        .collect()
+                }
                 Submission::Pending(why) => {
                     sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
                 }
@@ -376,7 +405,7 @@ impl BatchJudge {
             }
             let ids: Vec<_> = intents.iter().map(|i| i.intent).collect();
             let id = match self.adopt(&r).await {
-                Submission::NotSubmitted(why) => {
+                Submission::NotSubmitted(why) | Submission::Unsupported(why) => {
                     books.close_unsent(&ids, &format!("round {}: {why}", r.round))?;
                     let _ = self.record(BatchLine {
                         round: r.round,

@@ -786,6 +786,8 @@ struct BatchState {
     released: Mutex<bool>,
     /// Answer texts of every batch line billed, in order.
     billed_lines: Mutex<Vec<(String, String)>>,
+    /// No Files API: uploads answer 404, as on a server without batch jobs.
+    no_files: std::sync::atomic::AtomicBool,
 }
 
 impl FakeOpenAi {
@@ -820,6 +822,11 @@ impl FakeOpenAi {
     /// Jobs made: (id, status).
     pub fn batch_jobs(&self) -> Vec<(String, String)> {
         self.shared.batch.jobs.lock().unwrap().iter().map(|j| (j.id.clone(), j.status.clone())).collect()
+    }
+
+    /// Answer uploads with 404, as a server without the Files API does.
+    pub fn without_files_api(&self) {
+        self.shared.batch.no_files.store(true, Ordering::SeqCst);
     }
 
     /// Files stored.
@@ -882,6 +889,9 @@ fn multipart_file(headers: &HeaderMap, body: &[u8]) -> Option<Vec<u8>> {
 }
 
 async fn upload_file(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    if s.batch.no_files.load(Ordering::SeqCst) {
+        return (StatusCode::NOT_FOUND, "File Not Found").into_response();
+    }
     hold_batch_step(&s, BatchStep::UploadBeforeStore).await;
     let Some(content) = multipart_file(&headers, &body) else {
         return (StatusCode::BAD_REQUEST, "no file part").into_response();
