@@ -239,8 +239,12 @@ fn detach_submits_one_round_and_a_later_run_books_it() {
     let out = run(dir.path(), &cfg, &["--detach"]);
     assert!(out.status.success(), "{}", text(&out));
     let runs = dir.path().join("runs/d");
-    assert_eq!(json(&runs.join("result.json"))["stop_reason"], "batch_pending");
+    let r = json(&runs.join("result.json"));
+    assert_eq!(r["stop_reason"], "batch_pending");
     assert_eq!(booked(&runs).open_intents, 8, "the round's intents stay open");
+    // Counted at their reservations, under this config (not "other settings").
+    assert_eq!(r["possibly_billed"], 8, "{r}");
+    assert_eq!(r["folder_spend"]["other_usd"], 0.0, "{}", r["folder_spend"]);
     let out = run(dir.path(), &cfg, &["--detach"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(stdout(&out).contains("batch job") || text(&out).contains("batch job"), "{}", text(&out));
@@ -282,6 +286,12 @@ fn the_dry_run_prices_queries_at_the_batch_price() {
         let line = stdout(&out).lines().find(|l| l.starts_with("worst-case cost of this run: $")).unwrap().to_owned();
         line.trim_start_matches("worst-case cost of this run: $").parse().unwrap()
     };
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        stdout(&out).contains("dispatch: batch, rounds of 8 queries") && stdout(&out).contains("50% off"),
+        "{}",
+        stdout(&out)
+    );
     let batch = worst(&cfg);
     let yaml =
         std::fs::read_to_string(&cfg).unwrap().replace("  dispatch: batch\n  round_size: 8\n  poll_s: 0.02\n", "");

@@ -83,10 +83,19 @@ pub fn dry_run_text(
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
         (cfg.raw.acquisition.dispatch, &cfg.raw.judge)
     {
-        judge = std::sync::Arc::new(crate::run::batch::BatchPriced(judge, oc.batch_price_factor()));
+        judge = std::sync::Arc::new(crate::run::batch::BatchPriced(judge, crate::run::batch::reserve_factor(oc)));
     }
     let d = super::dry_run::dry_run(&cfg, judge.as_ref())?;
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
+    if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
+        (cfg.raw.acquisition.dispatch, &cfg.raw.judge)
+    {
+        let r = cfg.raw.acquisition.round_size.unwrap_or(crate::config::run::DEFAULT_ROUND_SIZE);
+        text.push_str(&format!(
+            "dispatch: batch, rounds of {r} queries, each one provider batch job; costs above at the batch price ({}% off, one attempt per query: a batch reply is not re-asked)\n",
+            crate::domain::fmt::num(100.0 * (1.0 - oc.batch_price_factor()))
+        ));
+    }
     // A live judge: does its endpoint answer? (its free model-list request, within seconds)
     if let crate::config::judge::JudgeConfig::Openai(oc) = &cfg.raw.judge {
         let line = match make_judge(&cfg.raw.judge) {
@@ -186,6 +195,9 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     print_out(&outcome.after_summary);
     Ok(if outcome.stop == StopReason::Interrupted {
         ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8)
+    } else if outcome.stop == StopReason::BatchPending && !args.detach {
+        // Not asked to detach: the job could not be read, or a create was not confirmed.
+        ExitCode::FAILURE
     } else if args.fail_on_undecided && !outcome.certified {
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "fail-on-undecided: {}", outcome.certified_line);

@@ -64,6 +64,9 @@ pub struct BatchJudge {
     log: Mutex<BatchLog>,
     /// A batch request's price as a share of the live price (1 − `price.batch_discount`).
     factor: f64,
+    /// A query's worst case as a share of the live judge's: the batch price, and one attempt
+    /// (a batch reply is not re-asked) of the live worst case's 1 + `max_invalid_retries`.
+    reserve: f64,
     /// The first wait before polling a job; it doubles up to [`MAX_POLL`].
     poll_first: Duration,
     /// `run --detach`: submit and leave the job open.
@@ -85,6 +88,12 @@ fn not_run(message: String) -> JudgeError {
     JudgeError::Request { status: None, message, retryable: true, cost_usd: 0.0 }
 }
 
+/// A batch query's worst case as a share of the live judge's: the batch price (1 −
+/// `price.batch_discount`), one attempt of 1 + `max_invalid_retries` (not re-asked).
+pub fn reserve_factor(oc: &crate::judge::openai::OpenAiConfig) -> f64 {
+    oc.batch_price_factor() / f64::from(1 + oc.max_invalid_retries)
+}
+
 impl BatchJudge {
     /// Wrap `inner` (a judge with [`Judge::batch_api`]) for the run folder `dir` (its
     /// batches.jsonl is opened here: hold the folder's lock).
@@ -94,18 +103,17 @@ impl BatchJudge {
     pub fn new(
         inner: std::sync::Arc<dyn Judge>,
         dir: &std::path::Path,
-        factor: f64,
+        (factor, reserve): (f64, f64),
         poll_first: Duration,
         detach: bool,
-    ) -> Result<Self, String> {
-        if inner.batch_api().is_none() {
-            return Err(format!("{} has no batch API (dispatch: batch needs judge.openai)", inner.describe()));
-        }
-        let log = BatchLog::open(dir).map_err(|e| e.to_string())?;
+    ) -> Result<Self, crate::store::batches::BatchLogError> {
+        assert!(inner.batch_api().is_some(), "dispatch: batch is checked at config load to have an openai judge");
+        let log = BatchLog::open(dir)?;
         Ok(Self {
             inner,
             log: Mutex::new(log),
             factor,
+            reserve,
             poll_first,
             detach,
             stop: AtomicBool::new(false),
@@ -359,10 +367,9 @@ impl BatchJudge {
                 Submission::Pending(why) => {
                     sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
                 }
-                Submission::Job(id) if self.detach => sent
-                    .iter()
-                    .map(|_| Err(pending(&id, "submitted with --detach; a later `topk-judge run` books its results")))
-                    .collect(),
+                Submission::Job(id) if self.detach => {
+                    sent.iter().map(|_| Err(pending(&id, format!("round {round} submitted with --detach")))).collect()
+                }
                 Submission::Job(id) => match self.await_end(&id).await {
                     Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
                     Ok(job) => {
@@ -487,8 +494,8 @@ impl BatchJudge {
     }
 }
 
-/// A judge's worst cases at the batch price (`run --dry-run` of a `dispatch: batch` config):
-/// the judge `.0` with every worst case times `.1` (1 − `price.batch_discount`).
+/// A judge's worst cases as batch dispatch reserves them (`run --dry-run` of a `dispatch:
+/// batch` config): the judge `.0` with every worst case times `.1` ([`reserve_factor`]).
 pub struct BatchPriced<J>(pub J, pub f64);
 
 impl<J: std::ops::Deref<Target = dyn JudgeInfo> + Send + Sync> JudgeInfo for BatchPriced<J> {
@@ -523,9 +530,12 @@ impl JudgeInfo for BatchJudge {
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
         self.inner.cache_key(pool, a, b)
     }
-    /// The live worst case at the batch price.
+    /// One attempt of the live worst case, at the batch price.
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
-        self.inner.worst_case_usd(pool, a, b) * self.factor
+        self.inner.worst_case_usd(pool, a, b) * self.reserve
+    }
+    fn worst_case_parts(&self, pool: &Pool) -> Option<crate::judge::WorstCaseParts> {
+        self.inner.worst_case_parts(pool)
     }
     fn has_price(&self) -> bool {
         self.inner.has_price()

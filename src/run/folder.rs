@@ -99,7 +99,7 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     let keep = if cfg.raw.acquisition.dispatch == crate::config::run::Dispatch::Batch {
         crate::store::batches::BatchLog::open_keys(dir).map_err(|e| RunError::Io {
             path: dir.join(crate::store::batches::BATCHES_FILE),
-            source: std::io::Error::other(e.to_string()),
+            source: std::io::Error::other(e.detail()),
         })?
     } else {
         Default::default()

@@ -87,14 +87,14 @@ async fn batch_judge(
     if acq.dispatch != crate::config::run::Dispatch::Batch {
         return Ok((judge, None, Default::default()));
     }
-    let factor = match &cfg.raw.judge {
-        crate::config::judge::JudgeConfig::Openai(oc) => oc.batch_price_factor(),
-        _ => 1.0,
+    let factors = match &cfg.raw.judge {
+        crate::config::judge::JudgeConfig::Openai(oc) => (oc.batch_price_factor(), super::batch::reserve_factor(oc)),
+        _ => (1.0, 1.0),
     };
     let poll = std::time::Duration::from_secs_f64(acq.poll_s.unwrap_or(crate::config::run::DEFAULT_POLL_S));
     let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
-    let bj = super::batch::BatchJudge::new(judge, &cfg.run_dir, factor, poll, opts.detach)
-        .map_err(|e| RunError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
+    let bj = super::batch::BatchJudge::new(judge, &cfg.run_dir, factors, poll, opts.detach)
+        .map_err(|e| RunError::Io { path: path.clone(), source: std::io::Error::other(e.detail()) })?;
     let bj = Arc::new(bj);
     // A Ctrl-C while an open round is resumed cancels its job (what it ran is still booked).
     let Folder { books, interrupt, .. } = folder;
@@ -561,7 +561,13 @@ fn finish(
     let dir = &cfg.run_dir;
     let stored = queries.stored_verdicts(books.log().records(), cfg.raw.model.strong_preference_weight);
     let records: Vec<_> = queries.stored(books.log().records()).into_iter().map(|s| s.2).collect();
-    let spend = books.spend(&|k: &str| queries.contains_key(k));
+    let mut spend = books.spend(&|k: &str| queries.contains_key(k));
+    // An open batch job's queries may still be billed: counted at their reservations, as the
+    // folder's total counts them.
+    for i in books.open_intents().iter().filter(|i| queries.contains_key(&i.key)) {
+        spend.possibly_billed += 1;
+        spend.possibly_billed_usd += i.reserved_usd;
+    }
     let folder = crate::store::books::folder_spend(dir)?;
     let run_end = RunEnd {
         summary: &summary,

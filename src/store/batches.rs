@@ -83,6 +83,19 @@ pub enum BatchLogError {
     },
 }
 
+impl BatchLogError {
+    /// What is wrong without the file's path (for a message that names the file already):
+    /// `line N: …` and what to do about it.
+    pub fn detail(&self) -> String {
+        match self {
+            Self::Io { source, .. } => source.to_string(),
+            Self::Malformed { line, msg, .. } => format!(
+                "line {line}: {msg}; fix or remove that line (the queries of a round no longer recorded are booked as possibly billed)"
+            ),
+        }
+    }
+}
+
 /// batches.jsonl, open for appending (hold the run-folder lock).
 #[derive(Debug)]
 pub struct BatchLog {
@@ -114,7 +127,7 @@ fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64), BatchLogError> {
                 return Err(BatchLogError::Malformed {
                     path: path.to_owned(),
                     line: i + 1,
-                    msg: format!("not a batch line (round, keys | input_file_id | batch_id | ended): {e}"),
+                    msg: format!("not a batch line {{\"round\": N, and keys, input_file_id, batch_id or ended}} ({e})"),
                 });
             }
         };

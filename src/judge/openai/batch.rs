@@ -49,6 +49,97 @@ fn job_of(b: Batch) -> BatchJob {
     }
 }
 
+/// A Batches API object: async-openai's `Batch` when the reply has every field it requires,
+/// else the fields this tool reads (providers that copy the API often leave some out).
+fn job_from(v: &Value) -> Option<BatchJob> {
+    if let Ok(b) = serde_json::from_value::<Batch>(v.clone()) {
+        return Some(job_of(b));
+    }
+    let status = match v.get("status")?.as_str()? {
+        "validating" => BatchJobStatus::Validating,
+        "in_progress" => BatchJobStatus::InProgress,
+        "finalizing" => BatchJobStatus::Finalizing,
+        "completed" => BatchJobStatus::Completed,
+        "failed" => BatchJobStatus::Failed,
+        "expired" => BatchJobStatus::Expired,
+        "cancelling" => BatchJobStatus::Cancelling,
+        "cancelled" => BatchJobStatus::Cancelled,
+        _ => return None,
+    };
+    let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let errors = v
+        .pointer("/errors/data")
+        .and_then(Value::as_array)
+        .map(|d| {
+            d.iter()
+                .map(|e| {
+                    let (code, msg) = (e["code"].as_str().unwrap_or("error"), e["message"].as_str().unwrap_or(""));
+                    match e["line"].as_u64() {
+                        Some(l) => format!("{code} (input line {l}): {msg}"),
+                        None => format!("{code}: {msg}"),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let count = |k: &str| v.pointer(&format!("/request_counts/{k}")).and_then(Value::as_u64).map(|x| x as u32);
+    let counts = match (count("completed"), count("failed"), count("total")) {
+        (Some(c), Some(f), Some(t)) => Some((c, f, t)),
+        _ => None,
+    };
+    Some(BatchJob {
+        id: text("id")?,
+        status,
+        input_file_id: text("input_file_id").unwrap_or_default(),
+        output_file_id: text("output_file_id"),
+        error_file_id: text("error_file_id"),
+        errors,
+        counts,
+    })
+}
+
+/// One line of an output or error file: async-openai's `BatchRequestOutput`, or, when a
+/// provider leaves out fields this tool does not read (`id`, `request_id`), its `custom_id`,
+/// `response.status_code` (200 when missing), `response.body` and `error`.
+fn result_from(line: &str) -> Result<BatchResult, String> {
+    let o = match serde_json::from_str::<BatchRequestOutput>(line) {
+        Ok(o) => o,
+        Err(typed) => {
+            let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+            let custom_id = v["custom_id"]
+                .as_str()
+                .ok_or_else(|| format!("no custom_id (a batch result line has custom_id, response, error): {typed}"))?
+                .to_owned();
+            return Ok(match (v.get("response").filter(|r| !r.is_null()), v.get("error").filter(|e| !e.is_null())) {
+                (Some(r), _) => BatchResult::Response {
+                    custom_id,
+                    status: r["status_code"].as_u64().map_or(200, |s| s as u16),
+                    body: r.get("body").cloned().unwrap_or(Value::Null),
+                },
+                (None, Some(e)) => BatchResult::Error {
+                    custom_id,
+                    code: e["code"].as_str().unwrap_or("error").to_owned(),
+                    message: e["message"].as_str().unwrap_or("").to_owned(),
+                },
+                (None, None) => BatchResult::Error {
+                    custom_id,
+                    code: "no_response".into(),
+                    message: "the line has neither a response nor an error".into(),
+                },
+            });
+        }
+    };
+    Ok(match (o.response, o.error) {
+        (Some(r), _) => BatchResult::Response { custom_id: o.custom_id, status: r.status_code, body: r.body },
+        (None, Some(e)) => BatchResult::Error { custom_id: o.custom_id, code: e.code, message: e.message },
+        (None, None) => BatchResult::Error {
+            custom_id: o.custom_id,
+            code: "no_response".into(),
+            message: "the line has neither a response nor an error".into(),
+        },
+    })
+}
+
 /// Read a batch output or error file (JSON lines of async-openai's `BatchRequestOutput`).
 ///
 /// # Errors
@@ -60,17 +151,7 @@ pub fn parse_results(bytes: &[u8]) -> Result<Vec<BatchResult>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let o: BatchRequestOutput = serde_json::from_str(line)
-            .map_err(|e| format!("line {}: not a batch result line (custom_id, response, error): {e}", i + 1))?;
-        out.push(match (o.response, o.error) {
-            (Some(r), _) => BatchResult::Response { custom_id: o.custom_id, status: r.status_code, body: r.body },
-            (None, Some(e)) => BatchResult::Error { custom_id: o.custom_id, code: e.code, message: e.message },
-            (None, None) => BatchResult::Error {
-                custom_id: o.custom_id,
-                code: "no_response".into(),
-                message: "the line has neither a response nor an error".into(),
-            },
-        });
+        out.push(result_from(line).map_err(|e| format!("line {}: {e}", i + 1))?);
     }
     Ok(out)
 }
@@ -107,6 +188,17 @@ impl OpenAiJudge {
             return Err(fail(Some(status), clip(&body, 300), status == 429 || status >= 500));
         }
         Ok(bytes.to_vec())
+    }
+
+    /// A 2xx reply that is not the object `what` expects.
+    fn unexpected(&self, what: &str, v: &Value) -> JudgeError {
+        JudgeError::Request {
+            status: None,
+            message: self
+                .redact(&format!("{what}: the reply is not the expected object: {}", clip(&v.to_string(), 300))),
+            retryable: false,
+            cost_usd: 0.0,
+        }
     }
 
     async fn api_json<R: serde::de::DeserializeOwned>(
@@ -231,10 +323,13 @@ impl BatchApi for OpenAiJudge {
                 .expect("a valid mime type");
             let form = reqwest::multipart::Form::new().text("purpose", "batch").part("file", part);
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let f: OpenAIFile = self
-                .api_json("upload the batch input", self.api(reqwest::Method::POST, "/files").multipart(form))
-                .await?;
-            Ok(f.id)
+            let what = "upload the batch input";
+            let v: Value = self.api_json(what, self.api(reqwest::Method::POST, "/files").multipart(form)).await?;
+            // async-openai's file object, or just its id (some providers send fewer fields).
+            match serde_json::from_value::<OpenAIFile>(v.clone()) {
+                Ok(f) => Ok(f.id),
+                Err(_) => v["id"].as_str().map(str::to_owned).ok_or_else(|| self.unexpected(what, &v)),
+            }
         })
     }
 
@@ -248,18 +343,18 @@ impl BatchApi for OpenAiJudge {
         };
         Box::pin(async move {
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let b: Batch =
-                self.api_json("create the batch", self.api(reqwest::Method::POST, "/batches").json(&body)).await?;
-            Ok(job_of(b))
+            let what = "create the batch";
+            let v: Value = self.api_json(what, self.api(reqwest::Method::POST, "/batches").json(&body)).await?;
+            job_from(&v).ok_or_else(|| self.unexpected(what, &v))
         })
     }
 
     fn retrieve<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<BatchJob, JudgeError>> {
         Box::pin(async move {
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let b: Batch =
-                self.api_json("read the batch", self.api(reqwest::Method::GET, &format!("/batches/{id}"))).await?;
-            Ok(job_of(b))
+            let what = "read the batch";
+            let v: Value = self.api_json(what, self.api(reqwest::Method::GET, &format!("/batches/{id}"))).await?;
+            job_from(&v).ok_or_else(|| self.unexpected(what, &v))
         })
     }
 
@@ -274,14 +369,19 @@ impl BatchApi for OpenAiJudge {
                     req = req.query(&[("after", a.as_str())]);
                 }
                 self.counters.requests.fetch_add(1, Ordering::Relaxed);
-                let page: ListBatchesResponse = self.api_json("list the batches", req).await?;
-                if let Some(b) = page.data.iter().find(|b| b.input_file_id == input_file_id) {
-                    return Ok(Some(job_of(b.clone())));
+                let v: Value = self.api_json("list the batches", req).await?;
+                let page: Vec<BatchJob> = match serde_json::from_value::<ListBatchesResponse>(v.clone()) {
+                    Ok(p) => p.data.into_iter().map(job_of).collect(),
+                    Err(_) => v["data"].as_array().map(|d| d.iter().filter_map(job_from).collect()).unwrap_or_default(),
+                };
+                if let Some(b) = page.iter().find(|b| b.input_file_id == input_file_id) {
+                    return Ok(Some(b.clone()));
                 }
-                if !page.has_more || page.last_id.is_none() {
+                let last = v["last_id"].as_str().map(str::to_owned).or_else(|| page.last().map(|b| b.id.clone()));
+                if v["has_more"].as_bool() != Some(true) || last.is_none() {
                     return Ok(None);
                 }
-                after = page.last_id;
+                after = last;
             }
             Ok(None)
         })
@@ -290,10 +390,10 @@ impl BatchApi for OpenAiJudge {
     fn cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<BatchJob, JudgeError>> {
         Box::pin(async move {
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
-            let b: Batch = self
-                .api_json("cancel the batch", self.api(reqwest::Method::POST, &format!("/batches/{id}/cancel")))
-                .await?;
-            Ok(job_of(b))
+            let what = "cancel the batch";
+            let v: Value =
+                self.api_json(what, self.api(reqwest::Method::POST, &format!("/batches/{id}/cancel"))).await?;
+            job_from(&v).ok_or_else(|| self.unexpected(what, &v))
         })
     }
 
@@ -306,5 +406,41 @@ impl BatchApi for OpenAiJudge {
 
     fn parse_results(&self, bytes: &[u8]) -> Result<Vec<BatchResult>, String> {
         parse_results(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_lines_without_the_fields_this_tool_does_not_read_are_read() {
+        let full = r#"{"id": "r1", "custom_id": "k1", "response": {"status_code": 200, "request_id": "q", "body": {"x": 1}}, "error": null}"#;
+        let bare = r#"{"custom_id": "k2", "response": {"body": {"x": 2}}}"#;
+        let err = r#"{"custom_id": "k3", "error": {"code": "server_error", "message": "boom"}}"#;
+        let got = parse_results(format!("{full}\n\n{bare}\n{err}\n").as_bytes()).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                BatchResult::Response { custom_id: "k1".into(), status: 200, body: json!({"x": 1}) },
+                BatchResult::Response { custom_id: "k2".into(), status: 200, body: json!({"x": 2}) },
+                BatchResult::Error { custom_id: "k3".into(), code: "server_error".into(), message: "boom".into() },
+            ]
+        );
+        let e = parse_results(b"{\"custom_id\": \"k\"}\n{\"response\": {}}\n").unwrap_err();
+        assert!(e.starts_with("line 2: no custom_id"), "{e}");
+    }
+
+    #[test]
+    fn a_batch_object_with_only_the_fields_read_is_a_job() {
+        let v = json!({"id": "b1", "status": "completed", "input_file_id": "f1", "output_file_id": "f2",
+                        "request_counts": {"completed": 3, "failed": 1, "total": 4}});
+        let job = job_from(&v).unwrap();
+        assert_eq!(
+            (job.id.as_str(), job.status, job.output_file_id.as_deref()),
+            ("b1", BatchJobStatus::Completed, Some("f2"))
+        );
+        assert_eq!(job.counts, Some((3, 1, 4)));
+        assert!(job_from(&json!({"id": "b1", "status": "sleeping"})).is_none(), "an unknown status is not guessed");
     }
 }
