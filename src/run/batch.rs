@@ -41,7 +41,7 @@ enum Submitted {
     /// The job to wait for.
     Job(String),
     /// Nothing was submitted (or nothing that can run): why.
-    NotSubmitted(String),
+    Nothing(String),
     /// Submitted or possibly submitted, and not known which: left open for a later run.
     Pending(String),
 }
@@ -143,10 +143,10 @@ impl BatchJudge {
     async fn submit(&self, round: u64, input: Vec<u8>) -> Submitted {
         let file = match self.api().upload(input, format!("topk-judge-round-{round}.jsonl")).await {
             Ok(f) => f,
-            Err(e) => return Submitted::NotSubmitted(format!("the batch input was not uploaded: {e}")),
+            Err(e) => return Submitted::Nothing(format!("the batch input was not uploaded: {e}")),
         };
         if let Err(e) = self.record(BatchLine { round, input_file_id: Some(file.clone()), ..Default::default() }) {
-            return Submitted::NotSubmitted(format!("not submitted: {e}"));
+            return Submitted::Nothing(format!("not submitted: {e}"));
         }
         self.create_or_adopt(round, &file).await
     }
@@ -158,7 +158,7 @@ impl BatchJudge {
             Ok(job) => job,
             Err(e) => match self.api().find_by_input(file).await {
                 Ok(Some(job)) => job,
-                Ok(None) => return Submitted::NotSubmitted(format!("the batch job was not created: {e}")),
+                Ok(None) => return Submitted::Nothing(format!("the batch job was not created: {e}")),
                 Err(e2) => {
                     return Submitted::Pending(format!(
                         "creating the batch job failed ({e}) and listing the batches to see whether it was made failed too ({e2})"
@@ -189,13 +189,13 @@ impl BatchJudge {
                         Err(e) => Submitted::Pending(e),
                     }
                 }
-                Ok(None) => Submitted::NotSubmitted(format!(
+                Ok(None) => Submitted::Nothing(format!(
                     "no batch job was made from its input {file} (the run stopped before creating it)"
                 )),
                 Err(e) => Submitted::Pending(format!("listing the batches to find the job of input {file}: {e}")),
             },
             (None, None) => {
-                Submitted::NotSubmitted("the run stopped before the batch input was uploaded; nothing was sent".into())
+                Submitted::Nothing("the run stopped before the batch input was uploaded; nothing was sent".into())
             }
         }
     }
@@ -308,15 +308,15 @@ impl BatchJudge {
         }
         let keys: Vec<String> = sent.iter().map(|&i| queries[i].key.clone()).collect();
         let outcome = if sent.is_empty() || self.stopped() {
-            Submitted::NotSubmitted("not sent: the run stopped sending".into())
+            Submitted::Nothing("not sent: the run stopped sending".into())
         } else if let Err(e) = self.record(BatchLine { round, keys: Some(keys), ..Default::default() }) {
-            Submitted::NotSubmitted(format!("not sent: {e}"))
+            Submitted::Nothing(format!("not sent: {e}"))
         } else {
             self.submit(round, input.into_bytes()).await
         };
         let results: Vec<Result<JudgeReply, JudgeError>> =
             match outcome {
-                Submitted::NotSubmitted(why) => {
+                Submitted::Nothing(why) => {
                     let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
                     // Stopped: nothing to count. Otherwise a failure of each query (counted, so a
                     // provider that keeps refusing the upload ends the run as a failing judge).
@@ -376,7 +376,7 @@ impl BatchJudge {
             }
             let ids: Vec<_> = intents.iter().map(|i| i.intent).collect();
             let id = match self.adopt(&r).await {
-                Submitted::NotSubmitted(why) => {
+                Submitted::Nothing(why) => {
                     books.close_unsent(&ids, &format!("round {}: {why}", r.round))?;
                     let _ = self.record(BatchLine {
                         round: r.round,
