@@ -6,7 +6,8 @@
 //! `fit_and_summarise` — fit, Σ, membership, summary — then the 8 picks). `refit_step_dense`
 //! forces the dense path at N = 1000 for comparison. The `large_*` groups run the large-pool
 //! path at N = 1,000 / 3,000 / 10,000 with k = 50 and 4·N comparisons (2·N random pairs, both
-//! orders: 40,000 comparisons at N = 10,000). `systems_refit_step` is one refit of a run over
+//! orders: 40,000 comparisons at N = 10,000); `large_membership_untouched` is the membership at
+//! N = 100,000 with 2,000 comparisons (most bases untouched). `systems_refit_step` is one refit of a run over
 //! 500 prompts × 20 systems with 20,000 verdicts (docs/systems.md). Data are built outside the timed closures; fixed
 //! seeds. Filter with e.g. `cargo bench --bench refit -- large_refit_step` or, for one group at one
 //! size, `'^refit_step/1000$'` (filters are regular expressions).
@@ -219,6 +220,22 @@ fn bench_large(c: &mut Criterion) {
     }
 }
 
+/// `large_membership_untouched`: the membership (S = 1000, k = 100) at N = 100,000 with 2,000
+/// comparisons (1,000 random pairs in both orders), as late in the run of
+/// configs/large-synthetic-100k.yaml: ≈ 98,000 bases no verdict has touched, whose top k per
+/// draw come from their order statistics (docs/model.md §2, "Large pools").
+fn bench_untouched(c: &mut Criterion) {
+    let (n, k) = (100_000usize, 100);
+    let st = setup_with(n, 2000, true);
+    let fit = bt::fit(&st.design, &st.lambda, Some(&st.warm), &FitOptions::default()).unwrap();
+    let mut g = c.benchmark_group("large_membership_untouched");
+    g.sample_size(10);
+    g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+        b.iter(|| topk_membership(black_box(&fit), n, k, 1000, &mut rng::stream(4, "membership", 0)))
+    });
+    g.finish();
+}
+
 /// A run over many prompts (docs/systems.md): 500 prompts × 20 systems (10,000 answers, θ per
 /// system, one raw covariate per answer), 20,000 verdicts (10,000 random within-prompt pairs in
 /// both orders), k = 3. `systems_refit_step` is what the runner does per refit: the warm-started
@@ -308,5 +325,5 @@ fn bench_systems(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, bench_large, bench_systems);
+criterion_group!(benches, bench, bench_large, bench_untouched, bench_systems);
 criterion_main!(benches);

@@ -719,6 +719,141 @@ impl SparseCholesky {
     }
 }
 
+/// The factor L of a [`SparseCholesky`] restricted to the rows it keeps, for membership draws:
+/// every row except a set of *skipped* rows whose entries of L off the diagonal are all zero (a
+/// base no verdict has touched: its row of H holds only λ_θ, so its row and column of L are
+/// zero off the diagonal, though H's pattern lists its c and κ entries). A skipped row is
+/// independent of every other: its draw is u_r = z_r / L_rr. The kept rows are solved on a
+/// work matrix of their own (docs/model.md §2, "Large pools").
+#[derive(Debug, Clone)]
+pub struct KeptRows {
+    /// Kept row c's original index.
+    original: Vec<usize>,
+    /// L_cc per kept row.
+    diag: Vec<f64>,
+    /// The nonzero entries of L below the diagonal per kept column, in compressed sparse
+    /// columns of kept rows (kept order: the factor's order without the skipped rows).
+    col_ptr: Vec<usize>,
+    row_idx: Vec<usize>,
+    values: Vec<f64>,
+    /// Each skipped row: (original index, 1 / L_rr), in original order.
+    skipped: Vec<(usize, f64)>,
+}
+
+impl SparseCholesky {
+    /// L restricted to the rows not flagged in `skip` (original order, length n), or `None`
+    /// when a flagged row has a nonzero entry of L off the diagonal.
+    ///
+    /// # Panics
+    /// If `skip` does not have length n.
+    pub fn kept_rows(&self, skip: &[bool]) -> Option<KeptRows> {
+        assert_eq!(skip.len(), self.n, "one flag per row");
+        let (sym, l) = self.supernodal();
+        let mut kept = vec![usize::MAX; self.n]; // permuted index → kept row
+        let mut original = Vec::with_capacity(self.n);
+        for (i, &r) in self.fwd.iter().enumerate() {
+            if !skip[r] {
+                kept[i] = original.len();
+                original.push(r);
+            }
+        }
+        let nk = original.len();
+        let mut diag = vec![0.0; nk];
+        let mut cols: Vec<Vec<(usize, f64)>> = vec![Vec::new(); nk];
+        let mut skipped = Vec::with_capacity(self.n - nk);
+        for s in 0..sym.n_supernodes() {
+            let sn = l.supernode(s);
+            let (v, start, pattern) = (sn.val(), sn.start(), sn.pattern());
+            let size = v.ncols();
+            for ci in 0..size {
+                let below = (ci + 1..size)
+                    .map(|r| (start + r, v[(r, ci)]))
+                    .chain(pattern.iter().enumerate().map(|(idx, &r)| (r, v[(size + idx, ci)])));
+                match kept[start + ci] {
+                    usize::MAX => {
+                        if below.into_iter().any(|(_, x)| x != 0.0) {
+                            return None;
+                        }
+                        skipped.push((self.fwd[start + ci], v[(ci, ci)].recip()));
+                    }
+                    c => {
+                        diag[c] = v[(ci, ci)];
+                        for (r, x) in below.filter(|&(_, x)| x != 0.0) {
+                            if kept[r] == usize::MAX {
+                                return None;
+                            }
+                            cols[c].push((kept[r], x));
+                        }
+                    }
+                }
+            }
+        }
+        skipped.sort_unstable_by_key(|&(r, _)| r);
+        let mut col_ptr = Vec::with_capacity(nk + 1);
+        col_ptr.push(0);
+        let (mut row_idx, mut values) = (Vec::new(), Vec::new());
+        for c in cols {
+            for (r, x) in c {
+                row_idx.push(r);
+                values.push(x);
+            }
+            col_ptr.push(row_idx.len());
+        }
+        Some(KeptRows { original, diag, col_ptr, row_idx, values, skipped })
+    }
+}
+
+impl KeptRows {
+    /// Number of kept rows.
+    pub fn len(&self) -> usize {
+        self.original.len()
+    }
+
+    /// Whether no row is kept.
+    pub fn is_empty(&self) -> bool {
+        self.original.is_empty()
+    }
+
+    /// The original index of each kept row, in kept order.
+    pub fn original(&self) -> &[usize] {
+        &self.original
+    }
+
+    /// The skipped rows: (original index, 1 / L_rr), in original order; the draw of row r is
+    /// z_r / L_rr.
+    pub fn skipped(&self) -> &[(usize, f64)] {
+        &self.skipped
+    }
+
+    /// x ← L⁻ᵀ x on the kept rows, for `draws` draws stored row by row: x\[c · draws + s\] is
+    /// kept row c of draw s. With x N(0, I), row c of the result holds draws of parameter
+    /// `original()[c]` from N(0, H⁻¹), jointly over the kept rows.
+    ///
+    /// # Panics
+    /// If `x` does not hold `draws` values per kept row.
+    pub fn draws_in_place(&self, x: &mut [f64], draws: usize) {
+        assert_eq!(x.len(), self.len() * draws, "draws values per kept row");
+        for j in (0..self.len()).rev() {
+            let (head, tail) = x.split_at_mut((j + 1) * draws);
+            let xj = &mut head[j * draws..];
+            for (&i, &l) in self.row_idx[self.col_ptr[j]..self.col_ptr[j + 1]]
+                .iter()
+                .zip(&self.values[self.col_ptr[j]..self.col_ptr[j + 1]])
+            {
+                // Kept rows below j are solved already (i > j).
+                let xi = &tail[(i - j - 1) * draws..(i - j) * draws];
+                for (a, b) in xj.iter_mut().zip(xi) {
+                    *a -= l * b;
+                }
+            }
+            let inv = self.diag[j].recip();
+            for a in xj.iter_mut() {
+                *a *= inv;
+            }
+        }
+    }
+}
+
 /// Largest ratio max L_ii / min L_ii for which [`SparseCholesky::inverse_factor`] inverts L in
 /// single precision: cond(L) ≥ that ratio, and W's relative error is about cond(L) · 6e-8, so up
 /// to 1e3 it stays below 1e-4 (in practice far below: the ratio is a loose lower bound).
@@ -1084,6 +1219,49 @@ mod tests {
                 inv[(r, r)]
             );
         }
+    }
+
+    #[test]
+    fn kept_rows_draw_h_inverse_on_the_kept_rows_and_skip_isolated_ones() {
+        // 60 isolated rows (diagonal only) ahead of a ring-shaped block: the kept rows' draws
+        // with Z = I give U Uᵀ = H⁻¹ on the kept rows, each skipped row its 1/√H_rr.
+        let g = bt_graph(120, &[]);
+        let (iso, ng) = (60, g.nrows());
+        let n = iso + ng;
+        let a = Matrix::from_fn(n, n, |r, c| match (r < iso, c < iso) {
+            (true, true) if r == c => 1.5 + 0.01 * r as f64,
+            (false, false) => g[(r - iso, c - iso)],
+            _ => 0.0,
+        });
+        let (cp, ri, v) = lower_csc(&a);
+        let sp = SparseCholesky::factor(n, &cp, &ri, &v).unwrap();
+        let skip: Vec<bool> = (0..n).map(|r| r < iso).collect();
+        assert!((0..n).all(|r| sp.is_isolated(r) == (r < iso)));
+        let kept = sp.kept_rows(&skip).expect("isolated rows are zero in L off the diagonal");
+        assert_eq!(kept.len(), ng);
+        assert_eq!(kept.skipped().len(), iso);
+        for (r, (orig, inv)) in kept.skipped().iter().enumerate() {
+            assert_eq!(*orig, r);
+            assert!((inv - 1.0 / a[(r, r)].sqrt()).abs() < 1e-15);
+        }
+        // Row-major draws: x[c · ng + s] = Z[c, s] = δ_cs.
+        let mut x: Vec<f64> = (0..ng * ng).map(|i| if i / ng == i % ng { 1.0 } else { 0.0 }).collect();
+        kept.draws_in_place(&mut x, ng);
+        let u = Matrix::from_fn(ng, ng, |r, c| x[r * ng + c]);
+        let ut = Matrix::from_fn(ng, ng, |r, c| u[(c, r)]);
+        let uut = u.matmul(&ut);
+        let inv = Cholesky::factor(&a).unwrap().inverse();
+        let orig = kept.original();
+        for r in 0..ng {
+            for c in 0..ng {
+                assert!((uut[(r, c)] - inv[(orig[r], orig[c])]).abs() < 1e-12, "({r},{c})");
+            }
+        }
+        // A row that is not isolated cannot be skipped. (A pattern listing the isolated rows'
+        // c and κ entries, as the Hessian's does, is tested in model::membership.)
+        let mut bad = skip.clone();
+        bad[iso + 5] = true;
+        assert!(sp.kept_rows(&bad).is_none());
     }
 
     #[test]

@@ -7,9 +7,14 @@
 //! The S draws come in fixed blocks of [`BLOCK`] draws, each from its own ChaCha8 stream seeded
 //! from the caller's stream in block order. Blocks are independent, so large problems spread
 //! them over two threads; the result depends only on the seed, never on the thread count.
+//!
+//! With more than 4,096 bases no verdict has touched ([`ORDER_STATS_MIN_ISOLATED`]), those
+//! bases are iid given the posterior and only the k largest of their values are drawn, by
+//! their order statistics; every other parameter is drawn as above from the factor restricted
+//! to its rows (docs/model.md §2, "Large pools").
 
 use super::bt::Fit;
-use super::linalg::{Factor, Matrix};
+use super::linalg::{Factor, KeptRows, Matrix};
 use crate::domain::rng::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
@@ -198,6 +203,9 @@ pub fn topk_membership_beside<T: Send>(
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let n = fit.beta.len();
     let blocks = block_seeds(draws, rng);
+    if let Some(u) = Untouched::of(fit, m, k) {
+        return untouched_beside(&u, fit, m, k, &blocks, draws, side);
+    }
     let next = AtomicUsize::new(0);
     let work = || {
         let mut counts = vec![0usize; m];
@@ -271,6 +279,11 @@ fn membership_of(
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
     let n = fit.beta.len();
     let blocks = block_seeds(draws, rng);
+    if w.is_none()
+        && let Some(u) = Untouched::of(fit, m, k)
+    {
+        return untouched_beside(&u, fit, m, k, &blocks, draws, || ()).0;
+    }
     let per_worker: Vec<Vec<usize>> = if n * n * draws >= PARALLEL_WORK && blocks.len() > 1 {
         // Two workers take alternate blocks (counts are sums, so the split does not matter).
         let (even, odd): (Vec<_>, Vec<_>) = blocks.iter().enumerate().partition(|(b, _)| b % 2 == 0);
@@ -295,6 +308,162 @@ fn membership_of(
         pool_isolated(fit, &mut pi);
     }
     pi
+}
+
+/// From this many bases no verdict has touched on (more than the 4,096 parameters up to which
+/// the draws are made ahead, so no pool of up to 4,096 bases changes), [`topk_membership`] and
+/// [`topk_membership_beside`] draw only the k largest of those bases' values per draw, by their
+/// order statistics (docs/model.md §2, "Large pools").
+pub const ORDER_STATS_MIN_ISOLATED: usize = 4097;
+
+/// The bases no verdict has touched, when there are at least [`ORDER_STATS_MIN_ISOLATED`] of
+/// them and more than k: given the posterior they are iid N(μ, s²) (their rows of H hold only
+/// λ_θ, so s = 1/√λ_θ and μ = θ̂ = 0 up to the fit's rounding), independent of every other
+/// parameter. Only the k largest of their values can be in a draw's top k, and the k largest of
+/// M iid values are drawn in O(k): with E_j ~ Exp(1), log U₍M₎ = −E₁/M and
+/// log U₍M−j₎ = log U₍M−j+1₎ − E_{j+1}/(M − j) are the logs of the top uniform order
+/// statistics, mapped through the normal quantile (from the upper tail 1 − U, without
+/// cancellation).
+struct Untouched {
+    /// The draws of every other parameter.
+    kept: KeptRows,
+    /// The touched bases: (kept row, base).
+    bases: Vec<(usize, usize)>,
+    /// Number of untouched bases.
+    count: usize,
+    /// Their common posterior mean and sd.
+    mean: f64,
+    sd: f64,
+}
+
+impl Untouched {
+    /// `None` when the fast path does not apply: a dense factor, too few untouched bases, k not
+    /// below their number, or their means or sds not all equal (to [`TIE_LOGITS`], resp.
+    /// exactly).
+    fn of(fit: &Fit, m: usize, k: usize) -> Option<Self> {
+        let Factor::Sparse(f) = &fit.chol else { return None };
+        let skip: Vec<bool> = (0..f.dim()).map(|r| r < m && f.is_isolated(r)).collect();
+        let count = skip.iter().filter(|&&s| s).count();
+        if count < ORDER_STATS_MIN_ISOLATED || k >= count {
+            return None;
+        }
+        let kept = f.kept_rows(&skip)?;
+        let skipped = kept.skipped();
+        if skipped.len() != count {
+            return None;
+        }
+        let inv = skipped[0].1;
+        if skipped.iter().any(|&(_, v)| v != inv) {
+            return None;
+        }
+        let mean = skipped.iter().map(|&(r, _)| fit.beta[r]).sum::<f64>() / count as f64;
+        if skipped.iter().any(|&(r, _)| (fit.beta[r] - mean).abs() > TIE_LOGITS) {
+            return None;
+        }
+        let bases = kept.original().iter().enumerate().filter(|&(_, &r)| r < m).map(|(c, &r)| (c, r)).collect();
+        Some(Self { kept, bases, count, mean, sd: inv })
+    }
+
+    /// The top-k counts of a block of `draws` draws from the stream `seed`: per touched base
+    /// into `counts` (indexed by base), and the untouched bases' total into `untouched`. The
+    /// stream gives the kept rows' N(0, 1) draws column by column, then per draw the k
+    /// exponentials of the untouched bases' order statistics.
+    fn block(&self, fit: &Fit, k: usize, draws: usize, seed: u64, counts: &mut [usize], untouched: &mut usize) {
+        use rand_distr::Exp1;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let nk = self.kept.len();
+        // Row by row (x[c · draws + s]), filled draw by draw.
+        let mut x = vec![0.0; nk * draws];
+        for s in 0..draws {
+            for c in 0..nk {
+                x[c * draws + s] = StandardNormal.sample(&mut rng);
+            }
+        }
+        self.kept.draws_in_place(&mut x, draws);
+        let nb = self.bases.len();
+        let mut values = vec![0.0; nb + k];
+        let mut scratch = vec![0.0; nb + k];
+        for s in 0..draws {
+            for (v, &(c, b)) in values.iter_mut().zip(&self.bases) {
+                *v = fit.beta[b] + x[c * draws + s];
+            }
+            let mut log_u = 0.0f64;
+            for (j, v) in values[nb..].iter_mut().enumerate() {
+                let e: f64 = Exp1.sample(&mut rng);
+                log_u -= e / (self.count - j) as f64;
+                // P(Z > z) = 1 − U ⇒ z = √2 · erfc⁻¹(2(1 − U)).
+                let tail = (-log_u.exp_m1()).max(f64::MIN_POSITIVE);
+                *v = self.mean + self.sd * std::f64::consts::SQRT_2 * statrs::function::erf::erfc_inv(2.0 * tail);
+            }
+            let kth = kth_largest(&values, k, &mut scratch);
+            let mut room = k - values.iter().filter(|&&t| t > kth).count();
+            for (j, &t) in values.iter().enumerate() {
+                let hit = t > kth
+                    || (t == kth && room > 0 && {
+                        room -= 1;
+                        true
+                    });
+                if hit {
+                    if j < nb {
+                        counts[self.bases[j].1] += 1;
+                    } else {
+                        *untouched += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// π from the summed counts of all blocks: each touched base its own count over S, each
+    /// untouched base the untouched total over S·(their number).
+    fn membership(&self, m: usize, counts: &[usize], untouched: usize, draws: usize) -> Vec<f64> {
+        let iso = untouched as f64 / (draws as f64 * self.count as f64);
+        let mut pi = vec![iso; m];
+        for &(_, b) in &self.bases {
+            pi[b] = counts[b] as f64 / draws as f64;
+        }
+        pi
+    }
+}
+
+/// The counts of [`Untouched::block`] over the blocks a worker takes from a shared queue.
+fn untouched_worker(
+    u: &Untouched,
+    fit: &Fit,
+    m: usize,
+    k: usize,
+    blocks: &[(usize, u64)],
+    next: &std::sync::atomic::AtomicUsize,
+) -> (Vec<usize>, usize) {
+    let mut counts = vec![0usize; m];
+    let mut untouched = 0;
+    while let Some(&(d, seed)) = blocks.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+        u.block(fit, k, d, seed, &mut counts, &mut untouched);
+    }
+    (counts, untouched)
+}
+
+/// π of the fast path on two threads (the second runs `side` first): counts are sums, so the
+/// split does not matter.
+fn untouched_beside<T: Send>(
+    u: &Untouched,
+    fit: &Fit,
+    m: usize,
+    k: usize,
+    blocks: &[(usize, u64)],
+    draws: usize,
+    side: impl FnOnce() -> T + Send,
+) -> (Vec<f64>, T) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let ((mine, my_iso), ((theirs, their_iso), out)) = std::thread::scope(|sc| {
+        let other = sc.spawn(|| {
+            let out = side();
+            (untouched_worker(u, fit, m, k, blocks, &next), out)
+        });
+        (untouched_worker(u, fit, m, k, blocks, &next), other.join().expect("membership worker panicked"))
+    });
+    let counts: Vec<usize> = mine.iter().zip(&theirs).map(|(a, b)| a + b).collect();
+    (u.membership(m, &counts, my_iso + their_iso, draws), out)
 }
 
 /// Most bases [`rank_intervals`] takes (its rank histogram has M² cells).
@@ -496,6 +665,70 @@ mod tests {
         let se = (want * (1.0 - want) / s as f64).sqrt();
         assert!((pi[0] - want).abs() < 4.0 * se, "MC {} vs Φ {want} (se {se})", pi[0]);
         assert!((pi[0] + pi[1] - 1.0).abs() < 1e-12);
+    }
+
+    /// The exact path's π (every base's value drawn, then the untouched bases pooled), for
+    /// comparison with the order-statistics path.
+    fn exact_membership(f: &crate::model::bt::Fit, m: usize, k: usize, draws: usize, seed: u64) -> Vec<f64> {
+        let blocks = block_seeds(draws, &mut rng::stream(seed, "membership", 0));
+        let counts = blocks_counts(f, m, k, None, &blocks);
+        let mut pi: Vec<f64> = counts.iter().map(|&c| c as f64 / draws as f64).collect();
+        pool_isolated(f, &mut pi);
+        pi
+    }
+
+    #[test]
+    fn untouched_bases_by_order_statistics_give_k_over_m_at_the_prior() {
+        // No verdict: every base is untouched and identical, so each draw's top k are k of
+        // them and π = k/M exactly.
+        let m = 5000;
+        let f = fit(&Design::new(m, 0), &Prior::default().diagonal(m, 0), None, &FitOptions::default()).unwrap();
+        assert!(Untouched::of(&f, m, 100).is_some());
+        let pi = topk_membership(&f, m, 100, 500, &mut rng::stream(1, "membership", 0));
+        assert!(pi.iter().all(|&p| p == 100.0 / 5000.0), "{:?}", &pi[..3]);
+        // Below the threshold the exact path runs.
+        let m = ORDER_STATS_MIN_ISOLATED - 1;
+        let f = fit(&Design::new(m, 0), &Prior::default().diagonal(m, 0), None, &FitOptions::default()).unwrap();
+        assert!(Untouched::of(&f, m, 100).is_none());
+    }
+
+    #[test]
+    fn untouched_bases_by_order_statistics_match_the_exact_path() {
+        // 5000 bases, the first 120 compared in a chain (a beats a + 1 three times of four,
+        // both orders), so that their θ̂ spread over the range where the untouched bases' top
+        // values compete with them for the top 40.
+        let m = 5000;
+        let mut d = Design::new(m, 0);
+        for a in 0..119 {
+            for (i, y) in [1.0, 1.0, 1.0, 0.0].into_iter().enumerate() {
+                if i % 2 == 0 { d.push(a, a + 1, &[], y, 1.0) } else { d.push(a + 1, a, &[], 1.0 - y, 1.0) }
+            }
+        }
+        let f = fit(&d, &Prior::default().diagonal(m, 0), None, &FitOptions::default()).unwrap();
+        let k = 40;
+        let u = Untouched::of(&f, m, k).expect("4880 untouched bases");
+        assert_eq!(u.count, m - 120);
+        let s = 4000;
+        let fast = topk_membership(&f, m, k, s, &mut rng::stream(5, "membership", 0));
+        let exact = exact_membership(&f, m, k, s, 6);
+        assert!((fast.iter().sum::<f64>() - k as f64).abs() < 1e-9);
+        for b in 0..m {
+            // Two independent estimates: the sd of their difference is √(2p(1 − p)/S).
+            let p = (fast[b] + exact[b]) / 2.0;
+            let se = (2.0 * p * (1.0 - p) / s as f64).sqrt();
+            assert!((fast[b] - exact[b]).abs() <= 4.5 * se + 1e-3 / s as f64, "base {b}: {} vs {}", fast[b], exact[b]);
+        }
+        // The untouched bases hold a real share of the top k, pooled (S·M draws strong).
+        assert!(fast[m - 1] > 1e-4 && fast[m - 1] == fast[200]);
+        let share_fast = fast[120] * (m - 120) as f64;
+        let share_exact = exact[120] * (m - 120) as f64;
+        assert!((share_fast - share_exact).abs() < 0.05 * share_exact + 0.2, "{share_fast} vs {share_exact}");
+        // The same blocks on one thread, in order: the same π; and beside a side job.
+        let blocks = block_seeds(s, &mut rng::stream(5, "membership", 0));
+        let (counts, untouched) = untouched_worker(&u, &f, m, k, &blocks, &std::sync::atomic::AtomicUsize::new(0));
+        assert_eq!(u.membership(m, &counts, untouched, s), fast);
+        let (beside, out) = topk_membership_beside(&f, m, k, s, &mut rng::stream(5, "membership", 0), || 7);
+        assert_eq!((beside, out), (fast, 7));
     }
 
     #[test]
