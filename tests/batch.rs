@@ -41,6 +41,17 @@ fn bill(fake: &FakeOpenAi) -> f64 {
     fake.billed_usd(PRICE_IN * (1.0 - DISCOUNT), PRICE_OUT * (1.0 - DISCOUNT))
 }
 
+/// `topk-judge run CFG --quiet` as a child process, its stdout and stderr to `io()`.
+fn spawn_run(dir: &Path, cfg: &Path, io: fn() -> Stdio) -> std::process::Child {
+    Command::new(bin())
+        .current_dir(dir)
+        .args(["run", cfg.to_str().unwrap(), "--quiet"])
+        .stdout(io())
+        .stderr(io())
+        .spawn()
+        .unwrap()
+}
+
 fn run(dir: &Path, cfg: &Path, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["run", cfg.to_str().unwrap(), "--quiet"];
     args.extend_from_slice(extra);
@@ -110,13 +121,7 @@ fn a_kill_at_every_step_is_resumed_without_paying_twice_or_losing_a_result() {
         let max = 0.01;
         let cfg = config(dir.path(), "k", &fake.base_url, &format!("  max_comparisons: 16\n  max_usd: {max}\n"));
         fake.hold_batch(step);
-        let mut child = Command::new(bin())
-            .current_dir(dir.path())
-            .args(["run", cfg.to_str().unwrap(), "--quiet"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_run(dir.path(), &cfg, Stdio::null);
         wait_until(&format!("a request held at {step:?}"), 60, || fake.batch_held_at(step));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -145,13 +150,7 @@ fn a_kill_while_booking_is_resumed() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "kb", &fake.base_url, "  max_comparisons: 8\n");
     fake.hold_batch(BatchStep::Content);
-    let mut child = Command::new(bin())
-        .current_dir(dir.path())
-        .args(["run", cfg.to_str().unwrap(), "--quiet"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run(dir.path(), &cfg, Stdio::null);
     wait_until("the output being read", 60, || fake.batch_held_at(BatchStep::Content));
     fake.release_batch();
     std::thread::sleep(std::time::Duration::from_millis(3));
@@ -173,13 +172,7 @@ fn ctrl_c_cancels_the_open_job_and_books_what_it_ran() {
     fake.batch_script(BatchScript { delay_ms: 3_000, ..Default::default() });
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "c", &fake.base_url, "  max_comparisons: 16\n");
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args(["run", cfg.to_str().unwrap(), "--quiet"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(dir.path(), &cfg, Stdio::piped);
     wait_until("a batch job", 60, || !fake.batch_jobs().is_empty());
     signal(&child, "-INT");
     let out = child.wait_with_output().unwrap();

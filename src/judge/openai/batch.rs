@@ -221,12 +221,7 @@ impl OpenAiJudge {
 
 impl BatchApi for OpenAiJudge {
     fn batch_line(&self, pool: &Pool, a: usize, b: usize, custom_id: &str) -> Result<String, JudgeError> {
-        let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
-        let q = self.info.render(pool, a, b).map_err(|message| JudgeError::Unjudgeable {
-            a: ida.clone(),
-            b: idb.clone(),
-            message,
-        })?;
+        let (ida, idb, q) = self.rendered(pool, a, b)?;
         if q.over_context {
             return Err(JudgeError::Unjudgeable {
                 a: ida,
@@ -255,13 +250,8 @@ impl BatchApi for OpenAiJudge {
         body: &Value,
         price_factor: f64,
     ) -> Result<JudgeReply, JudgeError> {
-        let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
         let t0 = Instant::now();
-        let q = self.info.render(pool, a, b).map_err(|message| JudgeError::Unjudgeable {
-            a: ida.clone(),
-            b: idb.clone(),
-            message,
-        })?;
+        let (ida, idb, q) = self.rendered(pool, a, b)?;
         // A failed request inside a batch is billed only for the usage it reports.
         let reported = ChatReply::from_value(body).ok().and_then(|r| r.usage);
         let cost_of = |u: &Usage| self.info.price.cost_usd(u) * price_factor;

@@ -401,14 +401,19 @@ impl OpenAiJudge {
         }
     }
 
+    /// The ids of (a, b) and their rendered query; a prompt that cannot be rendered is
+    /// [`JudgeError::Unjudgeable`].
+    pub(super) fn rendered(&self, pool: &Pool, a: usize, b: usize) -> Result<(String, String, Query), JudgeError> {
+        let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
+        match self.info.render(pool, a, b) {
+            Ok(q) => Ok((ida, idb, q)),
+            Err(message) => Err(JudgeError::Unjudgeable { a: ida, b: idb, message }),
+        }
+    }
+
     async fn judge_query(&self, pool: &Pool, a: usize, b: usize) -> Result<JudgeReply, JudgeError> {
         let t0 = Instant::now();
-        let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());
-        let q = self.info.render(pool, a, b).map_err(|message| JudgeError::Unjudgeable {
-            a: ida.clone(),
-            b: idb.clone(),
-            message,
-        })?;
+        let (ida, idb, q) = self.rendered(pool, a, b)?;
         let est = q.prompt.token_estimate(self.info.cfg.bytes_per_token) + u64::from(self.info.cfg.max_tokens);
         if q.over_context {
             self.counters.context_overflows.fetch_add(1, Ordering::Relaxed);
