@@ -272,12 +272,7 @@ impl BatchApi for OpenAiJudge {
         })?;
         let usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
         let cost = cost_of(&usage);
-        let raw = reply
-            .content
-            .as_deref()
-            .filter(|c| !c.trim().is_empty() || reply.tool_arguments.is_empty())
-            .or(reply.tool_arguments.last().map(String::as_str))
-            .map(|c| self.redact(c));
+        let raw = self.raw_text(&reply);
         let answers = [text(pool, a), text(pool, b)];
         Ok(match self.read_verdict(&reply, answers) {
             Ok((y, detail)) => JudgeReply {

@@ -401,6 +401,17 @@ impl OpenAiJudge {
         }
     }
 
+    /// The reply's text as stored in `raw` (redacted): its content, or the last tool call's
+    /// arguments when the content is empty.
+    pub(super) fn raw_text(&self, reply: &ChatReply) -> Option<String> {
+        reply
+            .content
+            .as_deref()
+            .filter(|c| !c.trim().is_empty() || reply.tool_arguments.is_empty())
+            .or(reply.tool_arguments.last().map(String::as_str))
+            .map(|c| self.redact(c))
+    }
+
     /// The ids of (a, b) and their rendered query; a prompt that cannot be rendered is
     /// [`JudgeError::Unjudgeable`].
     pub(super) fn rendered(&self, pool: &Pool, a: usize, b: usize) -> Result<(String, String, Query), JudgeError> {
@@ -507,12 +518,7 @@ impl OpenAiJudge {
             }
             usage.add(&this_usage);
             cost += self.info.price.cost_usd(&this_usage);
-            let raw = reply
-                .content
-                .as_deref()
-                .filter(|c| !c.trim().is_empty() || reply.tool_arguments.is_empty())
-                .or(reply.tool_arguments.last().map(String::as_str))
-                .map(|c| self.redact(c));
+            let raw = self.raw_text(&reply);
             match self.read_verdict(&reply, answers) {
                 Ok((y, detail)) => {
                     return Ok(JudgeReply {
