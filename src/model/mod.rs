@@ -5,6 +5,7 @@ pub mod bt;
 pub mod laplace;
 pub mod linalg;
 pub mod membership;
+pub mod panel;
 pub mod params;
 pub mod profile;
 pub mod summary;
