@@ -18,6 +18,7 @@ mod large;
 mod layout;
 mod live_judge;
 mod outputs;
+mod panel;
 mod pipeline;
 mod published;
 mod replay;

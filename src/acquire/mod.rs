@@ -11,6 +11,7 @@ mod fresh;
 mod large;
 pub mod lazy_pairs;
 mod pair_set;
+pub mod panel;
 pub mod topk;
 
 use crate::domain::rng::ChaCha8Rng;

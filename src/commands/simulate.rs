@@ -2,7 +2,8 @@
 //! summary tables and SVG plots, docs/experiments.md), or — when the file has a `recorded:`
 //! section — the frozen protocol on recorded verdicts ([`crate::sweep::frozen`], docs/replay.md),
 //! or — with a `pipeline:` section — the pipelined-acquisition sweep in virtual time
-//! ([`crate::sweep::pipeline`], docs/experiments.md).
+//! ([`crate::sweep::pipeline`], docs/experiments.md), or — with a `panel:` section — the judge-panel
+//! experiment ([`crate::sweep::panel`], docs/experiments.md).
 
 use crate::config::simulate::SimulateDocument;
 use crate::report::sweep as summary;
@@ -24,6 +25,7 @@ pub fn simulate_command(
     let sweep = match SimulateDocument::load(path)? {
         SimulateDocument::Frozen(f) => return frozen_command(&f, threads, out, progress),
         SimulateDocument::Pipeline(s) => return pipeline_command(&s, path, threads, out, progress),
+        SimulateDocument::Panel(s) => return panel_command(&s, path, threads, out, progress),
         SimulateDocument::Sweep(s) => s,
     };
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| sweep.out_dir.clone());
@@ -67,6 +69,24 @@ fn pipeline_command(
     bar.finish();
     let md = sweep::pipeline::write_outputs(s, &rows, &dir)?;
     Ok((dir, md, rows.len()))
+}
+
+/// The judge-panel experiment ([`crate::sweep::panel`]).
+fn panel_command(
+    s: &crate::config::panel::PanelSweep,
+    path: &Path,
+    threads: Option<usize>,
+    out: Option<&Path>,
+    progress: bool,
+) -> Result<(PathBuf, String, usize), SweepError> {
+    let dir = out.map(Path::to_path_buf).unwrap_or_else(|| s.out_folder(path));
+    let pools = sweep::panel::pools(s, path)?;
+    let total = pools.len() * s.seeds.len();
+    let bar = crate::report::progress::Progress::counter(total as u64, progress, "pool × seed runs");
+    let result = sweep::panel::run(s, &pools, threads.unwrap_or(s.threads), &|done| bar.set(done as u64))?;
+    bar.finish();
+    let md = sweep::panel::write_outputs(s, &result, pools.len(), &dir)?;
+    Ok((dir, md, total))
 }
 
 /// `topk-judge simulate SWEEP`.

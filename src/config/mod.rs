@@ -11,6 +11,7 @@ pub mod budget;
 pub mod frozen;
 pub mod judge;
 pub mod overrides;
+pub mod panel;
 pub mod pipeline;
 pub mod run;
 pub mod run_inputs;

@@ -1,5 +1,5 @@
 //! Which document a `simulate` file is: a sweep of synthetic pools, the frozen protocol on a
-//! recording, or a pipelined-dispatch sweep.
+//! recording, a pipelined-dispatch sweep, or a judge-panel experiment.
 
 use super::ConfigError;
 use std::path::Path;
@@ -15,6 +15,8 @@ pub enum SimulateDocument {
     Frozen(super::frozen::Frozen),
     /// The pipelined-dispatch sweep ([`super::pipeline::PipelineSweep`]).
     Pipeline(super::pipeline::PipelineSweep),
+    /// The judge-panel experiment ([`super::panel::PanelSweep`]).
+    Panel(super::panel::PanelSweep),
 }
 
 impl SimulateDocument {
@@ -26,6 +28,8 @@ impl SimulateDocument {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
         if super::frozen::is_frozen(&text) {
             Ok(Self::Frozen(super::frozen::Frozen::load(path)?))
+        } else if super::panel::is_panel(&text) {
+            Ok(Self::Panel(super::panel::PanelSweep::load(path)?))
         } else if super::pipeline::is_pipeline(&text) {
             Ok(Self::Pipeline(super::pipeline::PipelineSweep::load(path)?))
         } else {

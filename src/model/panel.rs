@@ -34,6 +34,9 @@ pub const MAX_PANEL_PARAMS: usize = 3000;
 pub struct PanelRole {
     /// Its verdicts carry no item-level bias: no c_j.
     pub trusted: bool,
+    /// Its scale is fixed to 1 (θ is in its logits). When no judge is marked: the first
+    /// trusted judge, else judge 0.
+    pub reference: bool,
 }
 
 /// One observed ordered query of a panel, in base-index form.
@@ -64,7 +67,7 @@ pub struct Layout {
     pub kappa: Vec<usize>,
     /// Index of u_j = ln s_j (`None` for the reference judge).
     pub u: Vec<Option<usize>>,
-    /// The reference judge (s = 1): the first trusted judge, else judge 0.
+    /// The reference judge (s = 1): the one marked, else the first trusted judge, else judge 0.
     pub reference: usize,
     /// Number of parameters.
     pub n: usize,
@@ -77,7 +80,8 @@ impl Layout {
     /// If `roles` is empty.
     pub fn new(m: usize, p: usize, roles: &[PanelRole]) -> Self {
         assert!(!roles.is_empty(), "a panel has at least one judge");
-        let reference = roles.iter().position(|r| r.trusted).unwrap_or(0);
+        let reference =
+            roles.iter().position(|r| r.reference).or_else(|| roles.iter().position(|r| r.trusted)).unwrap_or(0);
         let mut at = m;
         let (mut c, mut kappa, mut u) = (Vec::new(), Vec::new(), Vec::new());
         for (j, r) in roles.iter().enumerate() {
@@ -244,7 +248,7 @@ impl PanelDesign {
     /// [`FitError::InvalidData`] naming the observation.
     pub fn validate(&self) -> Result<(), FitError> {
         for (q, o) in self.obs.iter().enumerate() {
-            if !(0.0..=1.0).contains(&o.y) || !(o.w.is_finite() && o.w >= 0.0) {
+            if !((0.0..=1.0).contains(&o.y) && o.w.is_finite() && o.w >= 0.0) {
                 return Err(FitError::InvalidData(format!("observation {q}: y = {}, w = {}", o.y, o.w)));
             }
         }
@@ -497,7 +501,7 @@ mod tests {
     fn a_panel_of_one_is_the_bias_aware_model() {
         let (theta, x) = pool(12, 1);
         let data = simulate(&theta, &x, &[(1.0, 0.7, 0.4)], 1, 2);
-        let mut pd = PanelDesign::new(12, 1, &[PanelRole { trusted: false }]);
+        let mut pd = PanelDesign::new(12, 1, &[PanelRole { trusted: false, reference: false }]);
         let mut bd = Design::new(12, 1);
         for (o, dx) in &data {
             pd.push(*o, &[*dx]);
@@ -522,7 +526,11 @@ mod tests {
 
     #[test]
     fn layout_puts_each_judges_parameters_after_theta() {
-        let l = Layout::new(5, 2, &[PanelRole { trusted: false }, PanelRole { trusted: true }]);
+        let l = Layout::new(
+            5,
+            2,
+            &[PanelRole { trusted: false, reference: false }, PanelRole { trusted: true, reference: false }],
+        );
         // Judge 1 is trusted, so it is the reference: no c, no u.
         assert_eq!(l.reference, 1);
         assert_eq!(l.c, vec![Some(5), None]);
@@ -535,7 +543,11 @@ mod tests {
     fn gradient_and_hessian_match_finite_differences() {
         let (theta, x) = pool(6, 3);
         let data = simulate(&theta, &x, &[(1.0, 0.0, 0.2), (0.6, 0.8, 1.0)], 1, 4);
-        let mut d = PanelDesign::new(6, 1, &[PanelRole { trusted: true }, PanelRole { trusted: false }]);
+        let mut d = PanelDesign::new(
+            6,
+            1,
+            &[PanelRole { trusted: true, reference: false }, PanelRole { trusted: false, reference: false }],
+        );
         for (o, dx) in &data {
             d.push(*o, &[*dx]);
         }
@@ -566,7 +578,11 @@ mod tests {
         let (theta, x) = pool(20, 5);
         let truth = [(1.0, 0.0, 0.3), (0.6, 0.8, 1.2)];
         let data = simulate(&theta, &x, &truth, 4, 6);
-        let mut d = PanelDesign::new(20, 1, &[PanelRole { trusted: true }, PanelRole { trusted: false }]);
+        let mut d = PanelDesign::new(
+            20,
+            1,
+            &[PanelRole { trusted: true, reference: false }, PanelRole { trusted: false, reference: false }],
+        );
         for (o, dx) in &data {
             d.push(*o, &[*dx]);
         }
@@ -588,7 +604,11 @@ mod tests {
         // profile of the *common* shift is flat: fix c_0 and c_1 moves with it.
         let (theta, x) = pool(10, 7);
         let data = simulate(&theta, &x, &[(1.0, 0.2, 0.3), (1.0, 0.9, 0.5)], 3, 8);
-        let mut d = PanelDesign::new(10, 1, &[PanelRole { trusted: false }, PanelRole { trusted: false }]);
+        let mut d = PanelDesign::new(
+            10,
+            1,
+            &[PanelRole { trusted: false, reference: false }, PanelRole { trusted: false, reference: false }],
+        );
         for (o, dx) in &data {
             d.push(*o, &[*dx]);
         }
@@ -615,7 +635,11 @@ mod tests {
         let family = |b: usize| b % 2; // 0: family A, 1: family B
         let judge_family = [0usize, 0, 1];
         let truth = [(1.0, 0.0, 0.2), (0.8, 1.0, 0.5), (1.2, 0.0, -0.3)];
-        let roles = [PanelRole { trusted: true }, PanelRole { trusted: false }, PanelRole { trusted: false }];
+        let roles = [
+            PanelRole { trusted: true, reference: false },
+            PanelRole { trusted: false, reference: false },
+            PanelRole { trusted: false, reference: false },
+        ];
         let mut d = PanelDesign::new(m, 1, &roles);
         for _prompt in 0..30 {
             for (jd, &(s, c, k)) in truth.iter().enumerate() {
@@ -644,7 +668,7 @@ mod tests {
     fn membership_sums_to_k() {
         let (theta, x) = pool(10, 9);
         let data = simulate(&theta, &x, &[(1.0, 0.0, 0.0)], 1, 10);
-        let mut d = PanelDesign::new(10, 1, &[PanelRole { trusted: true }]);
+        let mut d = PanelDesign::new(10, 1, &[PanelRole { trusted: true, reference: false }]);
         for (o, dx) in &data {
             d.push(*o, &[*dx]);
         }

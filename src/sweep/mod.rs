@@ -12,6 +12,7 @@
 //! shares relative to round_robin) and SVG plots.
 
 pub mod frozen;
+pub mod panel;
 pub mod pipeline;
 pub mod systems;
 

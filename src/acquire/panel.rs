@@ -1,0 +1,332 @@
+//! Acquisition over (pair, judge) for a judge panel (docs/model.md §8).
+//!
+//! A candidate is an unordered pair {a, b} of items of different bases and a judge j that has
+//! not answered it; both presentation orders go to that judge. Its score is the top-k rule's
+//! expected information per dollar:
+//!
+//! score(a, b, j) = Σ_orders Δv_o / v_ik · (π_i(1 − π_i) + π_k(1 − π_k)) / Σ_orders cost_j(o),
+//!
+//! where v_ik = Var(θ_i − θ_k) under the panel's Laplace posterior Σ, and
+//! Δv_o = w_o (gᵀΣd_o)² / (1 + w_o d_oᵀΣd_o) is the reduction of that variance by one verdict of
+//! judge j on order o (g = e_i − e_k, d_o the query's design row [`super::super::model::panel::Layout::row`],
+//! w_o = p̂_o(1 − p̂_o)). With c_j and κ_j known, d_o = s_j g and Δv_o / v ≈ s_j² w_o v_ik: the
+//! single-judge top-k score scaled by s_j². A biased judge whose c_j is uncertain informs the
+//! contrast less (its d_o also loads on c_j), and a trusted judge's verdict pays for that
+//! through Σ. After each pick Σ is updated by one Sherman–Morrison step per order.
+
+use super::argmax_tiebreak;
+use crate::domain::rng::ChaCha8Rng;
+use crate::model::bt::sigmoid;
+use crate::model::linalg::Matrix;
+use crate::model::panel::PanelFit;
+use std::collections::HashSet;
+
+/// What the panel's acquisition looks at.
+pub struct PanelContext<'a> {
+    /// The current fit (β̂, Σ).
+    pub fit: &'a PanelFit,
+    /// Base of each item (length N).
+    pub item_base: &'a [usize],
+    /// Covariates in model units as judge j sees item a: `x[j][a]` (length p); a judge-specific
+    /// covariate such as "same family" differs between judges.
+    pub x: &'a [Vec<Vec<f64>>],
+    /// Top-k membership π per base.
+    pub membership: &'a [f64],
+    /// Ordered pairs each judge has answered or has in flight.
+    pub queried: &'a [HashSet<(usize, usize)>],
+    /// USD of one ordered query (judge, a first, b second).
+    pub cost: &'a (dyn Fn(usize, usize, usize) -> f64 + Sync),
+    /// USD left: a candidate costing more (both orders) is not considered.
+    pub remaining_usd: f64,
+}
+
+/// One chosen query: (a first, b second, judge).
+pub type PanelQuery = (usize, usize, usize);
+
+struct Unit {
+    judge: usize,
+    orders: Vec<(usize, usize)>,
+    cost: f64,
+}
+
+/// Up to `r` ordered queries, both orders of each chosen pair to one judge, by the score of the
+/// module doc (ties broken by `rng`). When no candidate has a positive score, the cheapest open
+/// candidate is taken.
+pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<PanelQuery> {
+    let fit = ctx.fit;
+    let l = &fit.layout;
+    let n_items = ctx.item_base.len();
+    let judges = l.kappa.len();
+    let bw: Vec<f64> = ctx.membership.iter().map(|q| q * (1.0 - q)).collect();
+    let hot = hot_bases(&bw);
+    let mut units = Vec::new();
+    for a in 0..n_items {
+        for b in a + 1..n_items {
+            if ctx.item_base[a] == ctx.item_base[b] {
+                continue;
+            }
+            for j in 0..judges {
+                let orders: Vec<(usize, usize)> =
+                    [(a, b), (b, a)].into_iter().filter(|q| !ctx.queried[j].contains(q)).collect();
+                if orders.is_empty() {
+                    continue;
+                }
+                let cost: f64 = orders.iter().map(|&(x, y)| (ctx.cost)(j, x, y)).sum();
+                if cost > ctx.remaining_usd {
+                    continue;
+                }
+                units.push(Unit { judge: j, orders, cost });
+            }
+        }
+    }
+    let mut sigma: Matrix = fit.cov.clone();
+    let mut picked = Vec::new();
+    let mut spent = 0.0;
+    let mut taken = vec![false; units.len()];
+    while picked.len() < r {
+        let scores: Vec<f64> = units
+            .iter()
+            .zip(&taken)
+            .map(|(u, &t)| {
+                if t || spent + u.cost > ctx.remaining_usd {
+                    return f64::NEG_INFINITY;
+                }
+                score(ctx, &sigma, u, &bw, &hot)
+            })
+            .collect();
+        let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let best = if top > 0.0 {
+            argmax_tiebreak(&scores, rng)
+        } else {
+            // Nothing informative is left: the cheapest open unit.
+            let cheap: Vec<f64> = units
+                .iter()
+                .zip(&scores)
+                .map(|(u, s)| if s.is_finite() { -u.cost } else { f64::NEG_INFINITY })
+                .collect();
+            if cheap.iter().all(|c| !c.is_finite()) { None } else { argmax_tiebreak(&cheap, rng) }
+        };
+        let Some(best) = best else { break };
+        taken[best] = true;
+        let u = &units[best];
+        spent += u.cost;
+        for &(x, y) in &u.orders {
+            if picked.len() >= r {
+                break;
+            }
+            picked.push((x, y, u.judge));
+            let d = row_of(ctx, u.judge, x, y);
+            let w = weight(ctx, u.judge, x, y);
+            sherman_morrison(&mut sigma, &d, w);
+        }
+    }
+    picked
+}
+
+fn row_of(ctx: &PanelContext<'_>, judge: usize, a: usize, b: usize) -> Vec<(usize, f64)> {
+    let dx: Vec<f64> = ctx.x[judge][a].iter().zip(&ctx.x[judge][b]).map(|(p, q)| p - q).collect();
+    ctx.fit.layout.row(&ctx.fit.beta, judge, ctx.item_base[a], ctx.item_base[b], &dx)
+}
+
+/// p̂(1 − p̂) of judge `judge` on (a, b) at β̂.
+fn weight(ctx: &PanelContext<'_>, judge: usize, a: usize, b: usize) -> f64 {
+    let l = &ctx.fit.layout;
+    let beta = &ctx.fit.beta;
+    let (i, k) = (ctx.item_base[a], ctx.item_base[b]);
+    let mut eta = l.scale(beta, judge) * (beta[i] - beta[k]) + beta[l.kappa[judge]];
+    if let Some(c) = l.c[judge] {
+        for t in 0..l.p {
+            eta += beta[c + t] * (ctx.x[judge][a][t] - ctx.x[judge][b][t]);
+        }
+    }
+    let p = sigmoid(eta);
+    p * (1.0 - p)
+}
+
+/// The bases whose top-k membership is uncertain (π(1 − π) > 1e-3), the contrasts the score
+/// sums over.
+fn hot_bases(bw: &[f64]) -> Vec<usize> {
+    (0..bw.len()).filter(|&b| bw[b] > 1e-3).collect()
+}
+
+fn score(ctx: &PanelContext<'_>, sigma: &Matrix, u: &Unit, bw: &[f64], hot: &[usize]) -> f64 {
+    let n = sigma.nrows();
+    // U = Σ D (n × orders), A = (W⁻¹ + DᵀΣD)⁻¹: the posterior update of both orders at once is
+    // Σ ← Σ − U A Uᵀ, so Var(θ_i − θ_k) falls by (U_i − U_k)ᵀ A (U_i − U_k).
+    let rows: Vec<(Vec<(usize, f64)>, f64)> =
+        u.orders.iter().map(|&(x, y)| (row_of(ctx, u.judge, x, y), weight(ctx, u.judge, x, y))).collect();
+    let cols: Vec<Vec<f64>> =
+        rows.iter().map(|(d, _)| (0..n).map(|r| d.iter().map(|&(c, v)| sigma[(r, c)] * v).sum()).collect()).collect();
+    let q = rows.len();
+    let mut m = [[0.0; 2]; 2];
+    for a in 0..q {
+        for b in 0..q {
+            m[a][b] = rows[b].0.iter().map(|&(r, v)| v * cols[a][r]).sum::<f64>();
+        }
+        m[a][a] += 1.0 / rows[a].1.max(1e-12);
+    }
+    let a = if q == 1 {
+        [[1.0 / m[0][0], 0.0], [0.0, 0.0]]
+    } else {
+        let det = m[0][0] * m[1][1] - m[0][1] * m[1][0];
+        [[m[1][1] / det, -m[0][1] / det], [-m[1][0] / det, m[0][0] / det]]
+    };
+    let mut gain = 0.0;
+    for (h, &i) in hot.iter().enumerate() {
+        for &k in &hot[h + 1..] {
+            let v = sigma[(i, i)] + sigma[(k, k)] - 2.0 * sigma[(i, k)];
+            if v <= 0.0 {
+                continue;
+            }
+            let e: Vec<f64> = cols.iter().map(|c| c[i] - c[k]).collect();
+            let mut dv = 0.0;
+            for x in 0..q {
+                for y in 0..q {
+                    dv += e[x] * a[x][y] * e[y];
+                }
+            }
+            gain += (bw[i] + bw[k]) * dv / v;
+        }
+    }
+    gain / u.cost.max(f64::MIN_POSITIVE)
+}
+
+/// Σ ← Σ − w Σd dᵀΣ / (1 + w dᵀΣd) for a sparse row d.
+fn sherman_morrison(sigma: &mut Matrix, d: &[(usize, f64)], w: f64) {
+    let n = sigma.nrows();
+    let sd: Vec<f64> = (0..n).map(|r| d.iter().map(|&(c, v)| sigma[(r, c)] * v).sum()).collect();
+    let dd: f64 = d.iter().map(|&(r, v)| v * sd[r]).sum();
+    let f = w / (1.0 + w * dd);
+    for c in 0..n {
+        for r in 0..n {
+            sigma[(r, c)] -= f * sd[r] * sd[c];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::rng;
+    use crate::model::bt::Prior;
+    use crate::model::panel::{PanelDesign, PanelObs, PanelRole, fit};
+
+    /// A fitted two-judge panel on 6 bases (one item each, one covariate), judge 0 trusted.
+    fn two_judges(seed: u64) -> (PanelFit, Vec<Vec<Vec<f64>>>) {
+        let x: Vec<f64> = (0..6).map(|i| (i as f64 - 2.5) / 2.0).collect();
+        let mut d = PanelDesign::new(
+            6,
+            1,
+            &[PanelRole { trusted: true, reference: false }, PanelRole { trusted: false, reference: false }],
+        );
+        let mut r = rng::stream(seed, "panel-acq", 0);
+        use rand::RngExt;
+        for judge in 0..2 {
+            for i in 0..6 {
+                for j in 0..6 {
+                    if i != j && (i + j) % 3 == 0 {
+                        let y = if r.random::<f64>() < sigmoid(0.5 * (i as f64 - j as f64)) { 1.0 } else { 0.0 };
+                        d.push(PanelObs { i, j, judge, y, w: 1.0 }, &[x[i] - x[j]]);
+                    }
+                }
+            }
+        }
+        let f = fit(&d, &Prior::default(), None).unwrap();
+        let xs = vec![x.iter().map(|v| vec![*v]).collect(); 2];
+        (f, xs)
+    }
+
+    #[test]
+    fn both_orders_go_to_one_judge_and_the_budget_holds() {
+        let (f, x) = two_judges(1);
+        let base: Vec<usize> = (0..6).collect();
+        let pi = [0.9, 0.6, 0.5, 0.4, 0.3, 0.3];
+        let queried = vec![HashSet::new(), HashSet::new()];
+        let cost = |j: usize, _a: usize, _b: usize| if j == 0 { 1.0 } else { 0.1 };
+        let ctx = PanelContext {
+            fit: &f,
+            item_base: &base,
+            x: &x,
+            membership: &pi,
+            queried: &queried,
+            cost: &cost,
+            remaining_usd: 2.5,
+        };
+        let picks = select(&ctx, 8, &mut rng::stream(3, "t", 0));
+        assert_eq!(picks.len() % 2, 0);
+        for w in picks.chunks(2) {
+            assert_eq!((w[0].0, w[0].1, w[0].2), (w[1].1, w[1].0, w[1].2), "{picks:?}");
+        }
+        let spent: f64 = picks.iter().map(|&(a, b, j)| cost(j, a, b)).sum();
+        assert!(spent <= 2.5, "{spent}");
+    }
+
+    #[test]
+    fn the_score_is_the_variance_reduction_of_the_uncertain_contrast_per_dollar() {
+        // Only bases 1 and 2 are uncertain (π = ½), so the score of one order (1, 2) by judge 1
+        // is (¼ + ¼) · w (gᵀΣd)² / (1 + w dᵀΣd) / v_12 / cost, computed here from dense vectors.
+        let (f, x) = two_judges(2);
+        let base: Vec<usize> = (0..6).collect();
+        let pi = [1.0, 0.5, 0.5, 0.0, 0.0, 0.0];
+        let queried = vec![HashSet::new(), HashSet::new()];
+        let cost = |_j: usize, _a: usize, _b: usize| 1.0;
+        let ctx = PanelContext {
+            fit: &f,
+            item_base: &base,
+            x: &x,
+            membership: &pi,
+            queried: &queried,
+            cost: &cost,
+            remaining_usd: 100.0,
+        };
+        let sigma = f.cov.clone();
+        let bw: Vec<f64> = pi.iter().map(|q| q * (1.0 - q)).collect();
+        let hot = hot_bases(&bw);
+        assert_eq!(hot, vec![1, 2]);
+        let n = f.layout.n;
+        let mut d = vec![0.0; n];
+        for (r, v) in row_of(&ctx, 1, 1, 2) {
+            d[r] += v;
+        }
+        let mut g = vec![0.0; n];
+        g[1] = 1.0;
+        g[2] = -1.0;
+        let quad = |a: &[f64], b: &[f64]| -> f64 {
+            (0..n).map(|r| (0..n).map(|c| a[r] * sigma[(r, c)] * b[c]).sum::<f64>()).sum()
+        };
+        let w = weight(&ctx, 1, 1, 2);
+        let want = 0.5 * w * quad(&g, &d).powi(2) / (1.0 + w * quad(&d, &d)) / quad(&g, &g) / 0.3;
+        let got = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2)], cost: 0.3 }, &bw, &hot);
+        assert!((got - want).abs() < 1e-12 * want.abs().max(1.0), "{got} vs {want}");
+        // A price ten times lower scores ten times higher.
+        let cheap = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2)], cost: 0.03 }, &bw, &hot);
+        assert!((cheap / got - 10.0).abs() < 1e-9);
+        // Both orders inform the contrast more than one.
+        let both = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2), (2, 1)], cost: 0.3 }, &bw, &hot);
+        assert!(both > got);
+    }
+
+    #[test]
+    fn sherman_morrison_matches_the_inverse_of_the_updated_precision() {
+        let (f, _) = two_judges(4);
+        let n = f.layout.n;
+        let d = vec![(0usize, 0.8), (3, -0.8), (f.layout.kappa[1], 1.0)];
+        let w = 0.2;
+        let mut sigma = f.cov.clone();
+        sherman_morrison(&mut sigma, &d, w);
+        // Compare with (Σ⁻¹ + w d dᵀ)⁻¹ computed directly.
+        let h = crate::model::linalg::Cholesky::factor(&f.cov).unwrap().inverse();
+        let mut h2 = h.clone();
+        for &(r, vr) in &d {
+            for &(c, vc) in &d {
+                h2[(r, c)] += w * vr * vc;
+            }
+        }
+        let direct = crate::model::linalg::Cholesky::factor(&h2).unwrap().inverse();
+        for r in 0..n {
+            for c in 0..n {
+                assert!((direct[(r, c)] - sigma[(r, c)]).abs() < 1e-9);
+            }
+        }
+    }
+}

@@ -1,0 +1,830 @@
+//! The judge-panel experiment (docs/experiments.md, "A judge panel"): on every pool × seed,
+//! recall@k against spend for
+//! - each judge **alone**: Algorithm 1 as `topk-judge run` runs it ([`crate::run::sim::follow`]:
+//!   bias-aware model with `words`, top-k acquisition, both orders), reporting the apparent
+//!   ranking φ̂ as a single-pool run does when c is not identified;
+//! - each untrusted judge **with a gate**: the same run, then `gate_anchors` trusted-judge anchors
+//!   per seed spread over all pools (both orders each, their cost shared by the pools), the sign
+//!   test choosing the corrected θ̂ or the apparent φ̂ ranking for every pool (docs/model.md §5);
+//! - the **panel**: every judge in one model (docs/model.md §8), each query routed to the judge
+//!   of the largest expected information per dollar ([`crate::acquire::panel`]), reporting θ̂.
+//!
+//! A run is followed to the largest checkpoint once and read at each smaller one (its picks do
+//! not depend on the budget left, except that a query is never bought past it).
+
+use super::SweepError;
+use crate::acquire::StrategyKind;
+use crate::acquire::panel::{PanelContext, select};
+use crate::analysis::design::DesignKind;
+use crate::analysis::gate::{decide, order_averaged, select_anchors};
+use crate::analysis::ranking::topk_with_ties;
+use crate::config::panel::{PanelSweep, SynthPanelPools};
+use crate::domain::pool::{CovariateSpec, Covariates, Item, Pool, build_covariates};
+use crate::domain::rng;
+use crate::domain::verdict::{Answer, ItemVerdict};
+use crate::judge::JudgeInfo;
+use crate::judge::mock::MockJudge;
+use crate::model::membership::point_topk;
+use crate::model::panel::{self, PanelDesign, PanelFit, PanelObs, PanelRole};
+use crate::report::sweep::MeanSe;
+use crate::run::sim::{PathInput, SimSettings, follow};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// One arm's state at one spend checkpoint of one pool × seed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PanelRow {
+    /// Pool id.
+    pub pool: String,
+    /// Replicate seed.
+    pub seed: u64,
+    /// `alone:<judge>`, `gate:<judge>` or `panel`.
+    pub arm: String,
+    /// The checkpoint (USD per pool).
+    pub budget_usd: f64,
+    /// USD spent by then (for a gate arm including its share of the anchors).
+    pub spend_usd: f64,
+    /// Recall@k against the gold top-k (ties at the boundary share the places).
+    pub recall: f64,
+    /// Queries per judge (panel order of judges); a gate arm's trusted queries are its share of
+    /// the anchors (fractional).
+    pub queries: Vec<f64>,
+}
+
+/// The panel's estimates at its last checkpoint, per judge.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JudgeEstimate {
+    /// Pool id.
+    pub pool: String,
+    /// Seed.
+    pub seed: u64,
+    /// Judge name.
+    pub judge: String,
+    /// κ̂_j and sd (logits).
+    pub kappa: (f64, f64),
+    /// ĉ_j of `words` and sd (logits per sd of words); `None` for the trusted judge.
+    pub c_words: Option<(f64, f64)>,
+    /// ŝ_j and sd.
+    pub scale: (f64, f64),
+    /// Queries and USD of this judge in the panel.
+    pub queries: usize,
+    /// USD.
+    pub spend_usd: f64,
+    /// Pairs where both orders disagree with each other (a flip), over pairs asked in both orders.
+    pub flip_rate: Option<f64>,
+}
+
+/// All outputs of the experiment.
+#[derive(Debug, Clone, Default)]
+pub struct PanelResult {
+    /// Rows (pool × seed × arm × checkpoint).
+    pub rows: Vec<PanelRow>,
+    /// Per-judge estimates of the panel at the largest checkpoint.
+    pub estimates: Vec<JudgeEstimate>,
+}
+
+/// The pools of the experiment.
+///
+/// # Errors
+/// The pool file cannot be read, or an item lacks gold `quality`.
+pub fn pools(s: &PanelSweep, path: &std::path::Path) -> Result<Vec<Pool>, SweepError> {
+    if let Some(sp) = &s.pools.synthetic {
+        return Ok((0..sp.count).map(|i| synthetic_pool(sp, sp.seed + i as u64)).collect());
+    }
+    let file = s.pool_file(path).expect("load checked file or synthetic");
+    let mut v = crate::store::pool_file::read_pools(&file).map_err(|e| {
+        SweepError::Config(crate::config::sections::pool_error(path, s.pools.file.as_deref().unwrap_or(&file), e))
+    })?;
+    if let Some(l) = s.pools.limit {
+        v.truncate(l);
+    }
+    for p in &v {
+        if p.base_quality().is_none() {
+            return Err(SweepError::Write {
+                path: file.clone(),
+                msg: format!("pool {:?}: every item needs gold `quality` for recall@k", p.pool_id),
+            });
+        }
+        crate::config::sections::check_k_in_pool(s.k, p)
+            .map_err(|e| SweepError::Config(crate::config::ConfigError::invalid(path, e)))?;
+    }
+    Ok(v)
+}
+
+/// A synthetic pool of the panel experiment ([`SynthPanelPools`]).
+pub fn synthetic_pool(sp: &SynthPanelPools, seed: u64) -> Pool {
+    let g = crate::analysis::synth::generate(&crate::analysis::synth::SynthSpec {
+        n: sp.n,
+        rho: sp.rho,
+        c_star: 0.0,
+        kappa_star: 0.0,
+        temperature: 1.0,
+        paired: false,
+        seed,
+    });
+    let items = (0..sp.n)
+        .map(|i| {
+            let words = (sp.words_mean + sp.words_sd * g.x[i]).round().max(1.0);
+            Item {
+                id: format!("s{i}"),
+                quality: Some(3.0 + sp.quality_sd * g.theta[i]),
+                covariates: [("words".to_owned(), words)].into_iter().collect(),
+                ..Default::default()
+            }
+        })
+        .collect();
+    let task = vec!["w"; sp.task_words].join(" ");
+    Pool::new(format!("synthetic-{seed}"), task, items).expect("valid synthetic pool")
+}
+
+/// Recall@k of `est` against the gold qualities: certain members count, and members of a tie
+/// group at the boundary fill its shared places.
+pub fn recall_with_ties(est: &[usize], gold_quality: &[f64], k: usize) -> f64 {
+    let g = topk_with_ties(gold_quality, k);
+    let sure = est.iter().filter(|i| g.topk.contains(i)).count();
+    let tied = est.iter().filter(|i| g.tied.contains(i)).count().min(k - g.topk.len());
+    (sure + tied) as f64 / k as f64
+}
+
+fn judges_for(s: &PanelSweep, seed: u64) -> Vec<MockJudge> {
+    s.panel
+        .judges
+        .iter()
+        .enumerate()
+        .map(|(j, spec)| {
+            let mut cfg = spec.mock.clone();
+            cfg.seed = rng::key64(seed, &["panel-judge", &j.to_string()]);
+            MockJudge::new(cfg).expect("checked at load")
+        })
+        .collect()
+}
+
+/// One single-judge path: (spend, reported recall, θ̂ naive, θ̂ corrected, corrected recall,
+/// queries) at every refit.
+struct AlonePoint {
+    spend: f64,
+    recall: f64,
+    recall_corrected: f64,
+    naive: Vec<f64>,
+    corrected: Vec<f64>,
+    queries: usize,
+}
+
+/// The panel at one refit: (USD spent, recall@k, queries per judge).
+type PanelPoint = (f64, f64, Vec<f64>);
+
+struct JobOut {
+    alone: Vec<Vec<AlonePoint>>,
+    panel: Vec<PanelPoint>,
+    estimates: Vec<JudgeEstimate>,
+}
+
+fn words_covariates(pool: &Pool) -> Covariates {
+    build_covariates(pool, &[CovariateSpec::parse("words:zscore").expect("valid spec")]).expect("words")
+}
+
+fn alone(
+    s: &PanelSweep,
+    pool: &Pool,
+    judge: &MockJudge,
+    seed: u64,
+    max_usd: f64,
+    gold: &[f64],
+) -> Result<Vec<AlonePoint>, SweepError> {
+    let cov = words_covariates(pool);
+    let n = pool.n_items();
+    let total = n * (n - 1);
+    // Every refit point up to the last one within max_usd (or all pairs).
+    let step = s.refit_every;
+    let budgets: Vec<usize> = (1..=total.div_ceil(step)).map(|i| (i * step).min(total)).collect();
+    let answer = |a: usize, b: usize| Answer::Verdict(judge.outcome(pool, a, b));
+    let input = PathInput { pool, covariates: &cov, design: DesignKind::Single, seed, judge: &answer, allowed: None };
+    let settings = SimSettings {
+        k: s.k,
+        prior: s.prior,
+        refit_every: s.refit_every,
+        orders: crate::acquire::Orders::Both,
+        mc_draws: s.mc_draws,
+        profile: false,
+    };
+    // Budgets beyond what max_usd buys are not needed: cut at the first whose cheapest
+    // completion exceeds it (the path's own spend decides below).
+    let min_cost = (0..n)
+        .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
+        .map(|(a, b)| judge.worst_case_usd(pool, a, b))
+        .fold(f64::INFINITY, f64::min);
+    let budgets: Vec<usize> =
+        budgets.into_iter().take_while(|&b| (b.saturating_sub(step)) as f64 * min_cost <= max_usd).collect();
+    let path = follow(&input, StrategyKind::Topk, &budgets, &settings).map_err(|(comparisons, source)| {
+        SweepError::RecordedFit {
+            pool: pool.pool_id.clone(),
+            seed,
+            strategy: "topk".into(),
+            model: "bias_aware".into(),
+            comparisons,
+            source,
+        }
+    })?;
+    let mut out = Vec::new();
+    for p in &path.points {
+        let log = &path.log[..p.comparisons];
+        let spend: f64 = log.iter().map(|&(a, b)| judge.worst_case_usd(pool, a, b)).sum();
+        let verdicts: Vec<ItemVerdict> =
+            log.iter().map(|&(a, b)| ItemVerdict { a, b, y: judge.outcome(pool, a, b), w: 1.0 }).collect();
+        let [naive, corrected] = crate::analysis::gate::fit_naive_and_corrected(pool, &cov, &verdicts, &s.prior)
+            .map_err(|source| SweepError::RecordedFit {
+                pool: pool.pool_id.clone(),
+                seed,
+                strategy: "topk".into(),
+                model: "naive and bias_aware".into(),
+                comparisons: verdicts.len(),
+                source,
+            })?;
+        out.push(AlonePoint {
+            spend,
+            recall: recall_with_ties(&p.topk_apparent, gold, s.k),
+            recall_corrected: recall_with_ties(&p.topk, gold, s.k),
+            naive,
+            corrected,
+            queries: p.comparisons,
+        });
+        if spend > max_usd {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+fn panel_path(
+    s: &PanelSweep,
+    pool: &Pool,
+    judges: &[MockJudge],
+    seed: u64,
+    max_usd: f64,
+    gold: &[f64],
+) -> Result<(Vec<PanelPoint>, Vec<JudgeEstimate>), SweepError> {
+    let cov = words_covariates(pool);
+    let n = pool.n_items();
+    let nj = judges.len();
+    let x: Vec<Vec<Vec<f64>>> = vec![cov.x.clone(); nj];
+    let mut queried: Vec<HashSet<(usize, usize)>> = vec![HashSet::new(); nj];
+    let mut obs: Vec<(usize, usize, usize, f64)> = Vec::new();
+    let mut spent = 0.0;
+    let mut per_judge = vec![0usize; nj];
+    let mut per_judge_usd = vec![0.0; nj];
+    let mut rng = rng::stream(seed, "panel-acquisition", 0);
+    let mut mc = rng::stream(seed, "panel-membership", 0);
+    let cost = |j: usize, a: usize, b: usize| judges[j].worst_case_usd(pool, a, b);
+    let mut curve = Vec::new();
+    let mut warm: Option<Vec<f64>> = None;
+    let fail = |q: usize, source| SweepError::RecordedFit {
+        pool: pool.pool_id.clone(),
+        seed,
+        strategy: "panel".into(),
+        model: "panel".into(),
+        comparisons: q,
+        source,
+    };
+    let mut last: Option<PanelFit>;
+    let mut prev_reference: Option<usize> = None;
+    loop {
+        // The reference (s = 1) is the judge with the most verdicts so far: θ is then in the
+        // logits of the judge whose data pin its scale best, and the prior on θ does not shrink a
+        // sparsely used sharp judge's scale into the others' (docs/model.md §8).
+        let reference = (0..nj).rev().max_by_key(|&j| per_judge[j]).unwrap_or(0);
+        let roles: Vec<PanelRole> = s
+            .panel
+            .judges
+            .iter()
+            .enumerate()
+            .map(|(j, x)| PanelRole { trusted: x.trusted, reference: j == reference })
+            .collect();
+        if prev_reference != Some(reference) {
+            warm = None;
+        }
+        prev_reference = Some(reference);
+        let mut d = PanelDesign::new(pool.n_bases(), cov.p(), &roles);
+        for &(a, b, j, y) in &obs {
+            let dx: Vec<f64> = x[j][a].iter().zip(&x[j][b]).map(|(p, q)| p - q).collect();
+            d.push(PanelObs { i: pool.item_base[a], j: pool.item_base[b], judge: j, y, w: 1.0 }, &dx);
+        }
+        let f = panel::fit(&d, &s.prior, warm.as_deref()).map_err(|e| fail(obs.len(), e))?;
+        warm = Some(f.beta.clone());
+        let pi = f.membership(s.k, s.mc_draws, &mut mc);
+        curve.push((
+            spent,
+            recall_with_ties(&point_topk(f.theta(), s.k), gold, s.k),
+            per_judge.iter().map(|&q| q as f64).collect(),
+        ));
+        let ctx = PanelContext {
+            fit: &f,
+            item_base: &pool.item_base,
+            x: &x,
+            membership: &pi,
+            queried: &queried,
+            cost: &cost,
+            remaining_usd: max_usd - spent,
+        };
+        let picks = if spent < max_usd { select(&ctx, s.refit_every, &mut rng) } else { Vec::new() };
+        last = Some(f);
+        if picks.is_empty() {
+            break;
+        }
+        for (a, b, j) in picks {
+            let y = judges[j].outcome(pool, a, b);
+            let c = cost(j, a, b);
+            spent += c;
+            per_judge[j] += 1;
+            per_judge_usd[j] += c;
+            queried[j].insert((a, b));
+            obs.push((a, b, j, y));
+        }
+        let _ = n;
+    }
+    let f = last.expect("at least one fit");
+    let estimates = (0..nj)
+        .map(|j| {
+            let (mut both, mut flips) = (0usize, 0usize);
+            for &(a, b, jj, y) in &obs {
+                if jj == j && a < b && queried[j].contains(&(b, a)) {
+                    let y2 = obs.iter().find(|o| o.0 == b && o.1 == a && o.2 == j).map(|o| o.3).expect("asked");
+                    both += 1;
+                    // A flip: the same slot wins both times (the verdict follows the position).
+                    if (y > 0.5) == (y2 > 0.5) {
+                        flips += 1;
+                    }
+                }
+            }
+            let (k, sc) = (f.kappa(j), f.scale(j));
+            JudgeEstimate {
+                pool: pool.pool_id.clone(),
+                seed,
+                judge: s.panel.judges[j].name.clone(),
+                kappa: (k.value, k.sd),
+                c_words: f.c(j).first().map(|c| (c.value, c.sd)),
+                scale: (sc.value, sc.sd),
+                queries: per_judge[j],
+                spend_usd: per_judge_usd[j],
+                flip_rate: (both > 0).then(|| flips as f64 / both as f64),
+            }
+        })
+        .collect();
+    Ok((curve, estimates))
+}
+
+/// Run the experiment on `pools` (every pool × seed on `threads` workers).
+///
+/// # Errors
+/// A failed fit, naming pool, seed and arm.
+pub fn run(
+    s: &PanelSweep,
+    pools: &[Pool],
+    threads: usize,
+    on_done: &(dyn Fn(usize) + Sync),
+) -> Result<PanelResult, SweepError> {
+    let max_usd = *s.spend_usd.last().expect("checked non-empty");
+    let alone_max = max_usd * s.panel.compare_multiple;
+    let jobs: Vec<(usize, u64)> = s.seeds.iter().flat_map(|&seed| (0..pools.len()).map(move |p| (p, seed))).collect();
+    let outs = super::parallel_jobs(&jobs, threads, on_done, |&(p, seed)| -> Result<JobOut, SweepError> {
+        let pool = &pools[p];
+        let gold = pool.base_quality().expect("checked");
+        let judges = judges_for(s, seed);
+        let alone = judges.iter().map(|j| alone(s, pool, j, seed, alone_max, &gold)).collect::<Result<Vec<_>, _>>()?;
+        let (panel, estimates) = if judges.len() > 1 {
+            panel_path(s, pool, &judges, seed, max_usd, &gold)?
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Ok(JobOut { alone, panel, estimates })
+    })?;
+    let nj = s.panel.judges.len();
+    let trusted = s.panel.judges.iter().position(|j| j.trusted);
+    let mut rows = Vec::new();
+    let mut estimates = Vec::new();
+    let random_recall = |pool: &Pool| s.k as f64 / pool.n_bases() as f64;
+    let mut budgets: Vec<f64> = s.spend_usd.clone();
+    for b in &s.spend_usd {
+        let m = b * s.panel.compare_multiple;
+        if !budgets.iter().any(|x| (x - m).abs() < 1e-12) {
+            budgets.push(m);
+        }
+    }
+    budgets.sort_by(f64::total_cmp);
+    for (&(p, seed), out) in jobs.iter().zip(&outs) {
+        let pool = &pools[p];
+        for &b in &budgets {
+            for (j, path) in out.alone.iter().enumerate() {
+                let at = path.iter().rev().find(|q| q.spend <= b + 1e-12);
+                let mut queries = vec![0.0; nj];
+                queries[j] = at.map_or(0.0, |q| q.queries as f64);
+                rows.push(PanelRow {
+                    pool: pool.pool_id.clone(),
+                    seed,
+                    arm: format!("alone:{}", s.panel.judges[j].name),
+                    budget_usd: b,
+                    spend_usd: at.map_or(0.0, |q| q.spend),
+                    recall: at.map_or_else(|| random_recall(pool), |q| q.recall),
+                    queries,
+                });
+            }
+            if b <= max_usd + 1e-12 && !out.panel.is_empty() {
+                let at = out.panel.iter().rev().find(|q| q.0 <= b + 1e-12).expect("the first point spends 0");
+                rows.push(PanelRow {
+                    pool: pool.pool_id.clone(),
+                    seed,
+                    arm: "panel".into(),
+                    budget_usd: b,
+                    spend_usd: at.0,
+                    recall: at.1,
+                    queries: at.2.clone(),
+                });
+            }
+        }
+        estimates.extend(out.estimates.iter().cloned());
+    }
+    if let Some(t) = trusted {
+        rows.extend(gate_rows(s, pools, &jobs, &outs, t, &budgets));
+    }
+    Ok(PanelResult { rows, estimates })
+}
+
+/// The gate arms: per seed and checkpoint, anchors spread over the pools, one sign test.
+fn gate_rows(
+    s: &PanelSweep,
+    pools: &[Pool],
+    jobs: &[(usize, u64)],
+    outs: &[JobOut],
+    trusted: usize,
+    budgets: &[f64],
+) -> Vec<PanelRow> {
+    let nj = s.panel.judges.len();
+    let mut rows = Vec::new();
+    for &seed in &s.seeds {
+        let judges = judges_for(s, seed);
+        let idx: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].1 == seed).collect();
+        for j in (0..nj).filter(|&j| j != trusted) {
+            for &b in budgets {
+                // Each pool's path at this spend less its expected share of the anchors (both
+                // orders of `gate_anchors` trusted queries at the pools' mean price).
+                let mean_trusted: f64 =
+                    idx.iter().map(|&i| judges[trusted].worst_case_usd(&pools[jobs[i].0], 0, 1)).sum::<f64>()
+                        / idx.len() as f64;
+                let share_est = 2.0 * s.panel.gate_anchors as f64 * mean_trusted / idx.len() as f64;
+                let points: Vec<Option<&AlonePoint>> = idx
+                    .iter()
+                    .map(|&i| outs[i].alone[j].iter().rev().find(|q| q.spend <= b - share_est + 1e-12))
+                    .collect();
+                let per_pool: Vec<Vec<crate::analysis::gate::Anchor>> = points
+                    .iter()
+                    .map(|pt| {
+                        pt.map_or_else(Vec::new, |q| select_anchors(&q.naive, &q.corrected, s.k, s.panel.gate_anchors))
+                    })
+                    .collect();
+                // Round-robin over pools, nearest the boundary first within each.
+                let mut anchors = Vec::new();
+                let mut depth = 0;
+                while anchors.len() < s.panel.gate_anchors && per_pool.iter().any(|v| v.len() > depth) {
+                    for (pi, v) in per_pool.iter().enumerate() {
+                        if anchors.len() < s.panel.gate_anchors
+                            && let Some(a) = v.get(depth)
+                        {
+                            anchors.push((pi, *a));
+                        }
+                    }
+                    depth += 1;
+                }
+                let mut anchor_usd = 0.0;
+                let better: Vec<Option<usize>> = anchors
+                    .iter()
+                    .map(|&(pi, a)| {
+                        let pool = &pools[jobs[idx[pi]].0];
+                        let (x, y) = (a.corrected_prefers, a.naive_prefers);
+                        anchor_usd +=
+                            judges[trusted].worst_case_usd(pool, x, y) + judges[trusted].worst_case_usd(pool, y, x);
+                        let avg = order_averaged(
+                            Some(judges[trusted].outcome(pool, x, y)),
+                            Some(judges[trusted].outcome(pool, y, x)),
+                        )?;
+                        if avg > 0.5 {
+                            Some(x)
+                        } else if avg < 0.5 {
+                            Some(y)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
+                let only: Vec<_> = anchors.iter().map(|a| a.1).collect();
+                let gate = decide(&only, &better, s.panel.alpha);
+                let share = anchor_usd / idx.len() as f64;
+                for (pi, pt) in points.iter().enumerate() {
+                    let pool = &pools[jobs[idx[pi]].0];
+                    let mut queries = vec![0.0; nj];
+                    queries[j] = pt.map_or(0.0, |q| q.queries as f64);
+                    queries[trusted] = 2.0 * anchors.len() as f64 / idx.len() as f64;
+                    rows.push(PanelRow {
+                        pool: pool.pool_id.clone(),
+                        seed,
+                        arm: format!("gate:{}", s.panel.judges[j].name),
+                        budget_usd: b,
+                        spend_usd: pt.map_or(0.0, |q| q.spend) + share,
+                        recall: pt.map_or(s.k as f64 / pool.n_bases() as f64, |q| {
+                            if gate.enable { q.recall_corrected } else { q.recall }
+                        }),
+                        queries,
+                    });
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// One arm at one checkpoint, over pools × seeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmCell {
+    /// Arm name.
+    pub arm: String,
+    /// Checkpoint (USD per pool).
+    pub budget_usd: f64,
+    /// Recall@k.
+    pub recall: MeanSe,
+    /// Mean USD spent per pool.
+    pub spend_usd: f64,
+    /// Mean queries per pool, per judge.
+    pub queries: Vec<f64>,
+}
+
+/// Means and standard errors per arm and checkpoint, arms in the order alone, gate, panel.
+pub fn summarise(rows: &[PanelRow]) -> Vec<ArmCell> {
+    let mut arms: Vec<String> = Vec::new();
+    for r in rows {
+        if !arms.contains(&r.arm) {
+            arms.push(r.arm.clone());
+        }
+    }
+    let mut budgets: Vec<f64> = rows.iter().map(|r| r.budget_usd).collect();
+    budgets.sort_by(f64::total_cmp);
+    budgets.dedup();
+    let mut out = Vec::new();
+    for arm in &arms {
+        for &b in &budgets {
+            let mine: Vec<&PanelRow> = rows.iter().filter(|r| &r.arm == arm && r.budget_usd == b).collect();
+            if mine.is_empty() {
+                continue;
+            }
+            let nq = mine[0].queries.len();
+            out.push(ArmCell {
+                arm: arm.clone(),
+                budget_usd: b,
+                recall: MeanSe::of(&mine.iter().map(|r| r.recall).collect::<Vec<_>>()),
+                spend_usd: mine.iter().map(|r| r.spend_usd).sum::<f64>() / mine.len() as f64,
+                queries: (0..nq).map(|j| mine.iter().map(|r| r.queries[j]).sum::<f64>() / mine.len() as f64).collect(),
+            });
+        }
+    }
+    out
+}
+
+/// Paired difference (panel at B) − (arm at `multiple` × B), mean ± se over pools × seeds.
+pub fn paired_difference(rows: &[PanelRow], arm: &str, budget: f64, multiple: f64) -> Option<MeanSe> {
+    let other = budget * multiple;
+    let d: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.arm == "panel" && r.budget_usd == budget)
+        .filter_map(|p| {
+            rows.iter()
+                .find(|r| r.arm == arm && (r.budget_usd - other).abs() < 1e-12 && r.pool == p.pool && r.seed == p.seed)
+                .map(|r| p.recall - r.recall)
+        })
+        .collect();
+    (!d.is_empty()).then(|| MeanSe::of(&d))
+}
+
+/// Write rows.csv, judges.csv, summary.md and recall_vs_spend.svg into `dir`; returns summary.md.
+///
+/// # Errors
+/// [`SweepError::Write`] naming the file.
+pub fn write_outputs(s: &PanelSweep, result: &PanelResult, pools: usize, dir: &Path) -> Result<String, SweepError> {
+    let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
+    std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
+    let names: Vec<&str> = s.panel.judges.iter().map(|j| j.name.as_str()).collect();
+    let mut csv = format!(
+        "pool,seed,arm,budget_usd,spend_usd,recall,{}\n",
+        names.iter().map(|n| format!("queries_{n}")).collect::<Vec<_>>().join(",")
+    );
+    for r in &result.rows {
+        let q: Vec<String> = r.queries.iter().map(f64::to_string).collect();
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{}",
+            r.pool,
+            r.seed,
+            r.arm,
+            r.budget_usd,
+            r.spend_usd,
+            r.recall,
+            q.join(",")
+        );
+    }
+    let path = dir.join("rows.csv");
+    std::fs::write(&path, csv).map_err(|e| werr(&path, e.to_string()))?;
+    let mut jc =
+        String::from("pool,seed,judge,kappa,kappa_sd,c_words,c_words_sd,scale,scale_sd,queries,spend_usd,flip_rate\n");
+    for e in &result.estimates {
+        let (c, csd) = e.c_words.map_or((String::new(), String::new()), |c| (c.0.to_string(), c.1.to_string()));
+        let _ = writeln!(
+            jc,
+            "{},{},{},{},{},{c},{csd},{},{},{},{},{}",
+            e.pool,
+            e.seed,
+            e.judge,
+            e.kappa.0,
+            e.kappa.1,
+            e.scale.0,
+            e.scale.1,
+            e.queries,
+            e.spend_usd,
+            e.flip_rate.map_or(String::new(), |f| f.to_string())
+        );
+    }
+    let path = dir.join("judges.csv");
+    std::fs::write(&path, jc).map_err(|e| werr(&path, e.to_string()))?;
+    let cells = summarise(&result.rows);
+    let md = markdown(s, result, &cells, pools);
+    let path = dir.join("summary.md");
+    std::fs::write(&path, &md).map_err(|e| werr(&path, e.to_string()))?;
+    let mut arms: Vec<&str> = Vec::new();
+    for c in &cells {
+        if !arms.contains(&c.arm.as_str()) {
+            arms.push(&c.arm);
+        }
+    }
+    let series = arms
+        .iter()
+        .map(|a| {
+            let mine: Vec<&ArmCell> = cells.iter().filter(|c| c.arm == *a).collect();
+            crate::report::plots::Series {
+                name: (*a).to_owned(),
+                points: mine.iter().map(|c| (c.spend_usd.max(1e-9).log10(), c.recall.mean)).collect(),
+                err: Some(mine.iter().map(|c| c.recall.se).collect()),
+            }
+        })
+        .collect();
+    let chart = crate::report::plots::LineChart {
+        title: format!("recall@{} against spend per pool ({} pools × {} seeds)", s.k, pools, s.seeds.len()),
+        x_label: "log10 mean spend per pool (USD)".into(),
+        y_label: format!("recall@{} (mean ± se)", s.k),
+        series,
+        hlines: Vec::new(),
+        vlines: Vec::new(),
+        y_range: None,
+        legend_upper: false,
+    };
+    let path = dir.join("recall_vs_spend.svg");
+    let svg = crate::report::plots::line_chart(&chart).map_err(|e| werr(&path, e.to_string()))?;
+    std::fs::write(&path, svg).map_err(|e| werr(&path, e.to_string()))?;
+    Ok(md)
+}
+
+/// summary.md: the recall table per checkpoint and arm, the panel against each judge alone at
+/// `compare_multiple` × the spend, and the panel's per-judge estimates.
+pub fn markdown(s: &PanelSweep, result: &PanelResult, cells: &[ArmCell], pools: usize) -> String {
+    let names: Vec<&str> = s.panel.judges.iter().map(|j| j.name.as_str()).collect();
+    let mut md = format!(
+        "# Judge panel: {} ({} pools × {} seeds, k = {})\n\nrecall@{} (mean ± se over pools × seeds) at each spend checkpoint (USD per pool); spend is the mean actually spent; queries per judge are means per pool.\n\n| budget (USD) | arm | recall@{} | spend (USD) | {} |\n| --- | --- | --- | --- | {} |\n",
+        s.name,
+        pools,
+        s.seeds.len(),
+        s.k,
+        s.k,
+        s.k,
+        names.iter().map(|n| format!("queries {n}")).collect::<Vec<_>>().join(" | "),
+        names.iter().map(|_| "---").collect::<Vec<_>>().join(" | ")
+    );
+    let mut budgets: Vec<f64> = cells.iter().map(|c| c.budget_usd).collect();
+    budgets.sort_by(f64::total_cmp);
+    budgets.dedup();
+    for b in &budgets {
+        for c in cells.iter().filter(|c| c.budget_usd == *b) {
+            let q: Vec<String> = c.queries.iter().map(|v| format!("{v:.1}")).collect();
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.3} ± {:.3} | {:.5} | {} |",
+                fmt_usd(*b),
+                c.arm,
+                c.recall.mean,
+                c.recall.se,
+                c.spend_usd,
+                q.join(" | ")
+            );
+        }
+    }
+    let m = s.panel.compare_multiple;
+    let _ = write!(
+        md,
+        "\n## The panel at spend B against each judge alone at {m}× B and at B\n\nPaired over pools × seeds: (panel recall at B) − (the judge's recall at the other spend).\n\n| B (USD) | judge | panel − alone at {m}× B | panel − alone at B |\n| --- | --- | --- | --- |\n"
+    );
+    for &b in &s.spend_usd {
+        for n in &names {
+            let arm = format!("alone:{n}");
+            let far = paired_difference(&result.rows, &arm, b, m);
+            let same = paired_difference(&result.rows, &arm, b, 1.0);
+            let f = |x: Option<MeanSe>| x.map_or("–".to_owned(), |d| format!("{:+.3} ± {:.3}", d.mean, d.se));
+            let _ = writeln!(md, "| {} | {n} | {} | {} |", fmt_usd(b), f(far), f(same));
+        }
+    }
+    if !result.estimates.is_empty() {
+        let _ = write!(
+            md,
+            "\n## The panel's judges at the largest budget (means over pools × seeds)\n\n| judge | κ̂ (logits) | ĉ words (logits per sd) | ŝ | queries | spend (USD) | flip rate |\n| --- | --- | --- | --- | --- | --- | --- |\n"
+        );
+        for n in &names {
+            let e: Vec<&JudgeEstimate> = result.estimates.iter().filter(|e| e.judge == *n).collect();
+            let mean = |f: &dyn Fn(&JudgeEstimate) -> Option<f64>| {
+                let v: Vec<f64> = e.iter().filter_map(|x| f(x)).collect();
+                if v.is_empty() {
+                    "–".to_owned()
+                } else {
+                    format!("{:.3} ± {:.3}", MeanSe::of(&v).mean, MeanSe::of(&v).se)
+                }
+            };
+            let _ = writeln!(
+                md,
+                "| {n} | {} | {} | {} | {} | {} | {} |",
+                mean(&|x| Some(x.kappa.0)),
+                mean(&|x| x.c_words.map(|c| c.0)),
+                mean(&|x| Some(x.scale.0)),
+                mean(&|x| Some(x.queries as f64)),
+                mean(&|x| Some(x.spend_usd)),
+                mean(&|x| x.flip_rate),
+            );
+        }
+    }
+    md
+}
+
+fn fmt_usd(v: f64) -> String {
+    format!("{v:.4}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recall_shares_tied_places() {
+        // Gold: 5 > 4 = 4 > 1, k = 2: item 0 is certain, items 1 and 2 share one place.
+        let q = [5.0, 4.0, 4.0, 1.0];
+        assert_eq!(recall_with_ties(&[0, 1], &q, 2), 1.0);
+        assert_eq!(recall_with_ties(&[0, 2], &q, 2), 1.0);
+        assert_eq!(recall_with_ties(&[1, 2], &q, 2), 0.5);
+        assert_eq!(recall_with_ties(&[3, 1], &q, 2), 0.5);
+    }
+
+    fn experiment(judges: &str) -> PanelSweep {
+        let yaml = format!(
+            "name: t\nout_dir: runs\nk: 2\npools:\n  synthetic: {{n: 8, count: 3, seed: 4, task_words: 100}}\nseeds: [1, 2]\nspend_usd: [0.001, 0.004]\nrefit_every: 4\nmc_draws: 200\npanel:\n  gate_anchors: 6\n  judges:\n{judges}threads: 1\n"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        PanelSweep::load(&path).unwrap()
+    }
+
+    const TWO: &str = "    - {name: cheap, mock: {mode: stochastic, pos_bias: 0.3, verb_per_word: 0.01, temperature: 0.25, input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6}}\n    - {name: frontier, trusted: true, mock: {mode: stochastic, pos_bias: 0.05, verb_per_word: 0.0, temperature: 0.15, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10.0}}\n";
+
+    #[test]
+    fn every_arm_stays_within_its_checkpoint_and_runs_are_reproducible() {
+        let s = experiment(TWO);
+        let pools: Vec<Pool> = (0..3).map(|i| synthetic_pool(s.pools.synthetic.as_ref().unwrap(), 4 + i)).collect();
+        let r = run(&s, &pools, 1, &|_| {}).unwrap();
+        // 3 pools × 2 seeds × (2 alone + 1 gate) × 4 checkpoints (0.001, 0.004 and their 5×),
+        // and the panel at its 2 checkpoints.
+        assert_eq!(r.rows.len(), 3 * 2 * (3 * 4 + 2));
+        for row in &r.rows {
+            if row.arm == "panel" || row.arm.starts_with("alone:") {
+                assert!(row.spend_usd <= row.budget_usd + 1e-12, "{row:?}");
+            }
+            assert!((0.0..=1.0).contains(&row.recall));
+        }
+        // The panel asks both judges' questions in pairs of orders.
+        let last: Vec<&PanelRow> = r.rows.iter().filter(|x| x.arm == "panel" && x.budget_usd == 0.004).collect();
+        assert!(last.iter().all(|x| x.queries.iter().all(|q| q % 2.0 == 0.0)), "{last:?}");
+        assert_eq!(r.estimates.len(), 3 * 2 * 2);
+        assert!(r.estimates.iter().filter(|e| e.judge == "frontier").all(|e| e.c_words.is_none()));
+        let again = run(&s, &pools, 2, &|_| {}).unwrap();
+        assert_eq!(r.rows, again.rows, "same seed, same rows, whatever the threads");
+    }
+
+    #[test]
+    fn a_panel_of_one_has_only_its_single_judge_arm() {
+        let s = experiment(&TWO.lines().next().map(|l| format!("{l}\n")).unwrap());
+        let pools = vec![synthetic_pool(s.pools.synthetic.as_ref().unwrap(), 4)];
+        let r = run(&s, &pools, 1, &|_| {}).unwrap();
+        assert!(r.rows.iter().all(|x| x.arm == "alone:cheap"), "one judge: Algorithm 1 as `run` runs it");
+        assert!(r.estimates.is_empty());
+    }
+}
