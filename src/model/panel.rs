@@ -46,7 +46,7 @@ pub struct PanelObs {
     pub i: usize,
     /// Base of the second-shown item.
     pub j: usize,
-    /// The judge that answered (index into [`PanelDesign::roles`]).
+    /// The judge that answered (index into the panel's roles, as in [`Layout::new`]).
     pub judge: usize,
     /// Outcome in [0, 1] (1: first-shown wins).
     pub y: f64,
