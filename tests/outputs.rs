@@ -74,3 +74,20 @@ fn yaml_name(cfg: &Path) -> Option<String> {
     let text = std::fs::read_to_string(cfg).ok()?;
     text.lines().find_map(|l| l.strip_prefix("name: ")).map(|n| n.split('#').next().unwrap_or(n).trim().to_owned())
 }
+
+/// `fit --panel --out` matches docs/schemas/fit-panel.schema.json, with and without a trusted
+/// judge.
+#[test]
+fn fit_panel_json_matches_its_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = schema("fit-panel");
+    for (i, extra) in [&["--trusted", "frontier"][..], &[][..]].iter().enumerate() {
+        let out_file = dir.path().join(format!("panel-{i}.json"));
+        let mut args = vec!["fit", "data/summeval_pools.jsonl", "data/panel_verdicts.jsonl", "--panel", "--out"];
+        args.push(out_file.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let out = run_bin(&root(), &args);
+        assert!(out.status.success(), "{}", text(&out));
+        check(&v, &out_file);
+    }
+}

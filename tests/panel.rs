@@ -84,3 +84,173 @@ fn summeval_panel_numbers_in_the_docs() {
         assert!(md.contains(row), "{row} not in\n{md}");
     }
 }
+
+const POOL: &str = "data/summeval_pools.jsonl";
+const VERDICTS: &str = "data/panel_verdicts.jsonl";
+
+fn fit_json(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out_file = dir.join(format!("fit-{}.json", args.len()));
+    let mut all: Vec<&str> = vec!["fit"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out_file.to_str().unwrap()]);
+    let out = run_bin(&root(), &all);
+    assert!(out.status.success(), "{}", text(&out));
+    serde_json::from_str(&std::fs::read_to_string(out_file).unwrap()).unwrap()
+}
+
+/// `fit --panel` on the shipped two-judge verdicts: the flip rate and the agreement with the
+/// trusted judge are what an independent count over the file gives, the cheap judge's c is
+/// identified with the frontier judge trusted (a curved profile) and prior-selected by both
+/// judges without one (the invariance of docs/model.md §8: profiles flat to < 1e-3 nats).
+#[test]
+fn fit_panel_on_two_judges_counts_flips_and_agreement_and_shows_identification() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = fit_json(dir.path(), &[POOL, VERDICTS, "--panel", "--trusted", "frontier"]);
+    let judges = with["judges"].as_array().unwrap();
+    assert_eq!(judges.len(), 2);
+    assert_eq!((judges[0]["name"].as_str(), judges[1]["name"].as_str()), (Some("cheap"), Some("frontier")));
+    assert_eq!((judges[0]["verdicts"].as_u64(), judges[1]["verdicts"].as_u64()), (Some(238), Some(48)));
+    assert_eq!(judges[0]["reference"], true, "the judge with the most verdicts is the scale reference");
+    assert_eq!(judges[1]["trusted"], true);
+    assert!(judges[1]["c"].as_array().unwrap().is_empty(), "a trusted judge has no c");
+
+    // Independent counts over the file.
+    let mut by: std::collections::BTreeMap<(String, String, String), f64> = Default::default();
+    for l in std::fs::read_to_string(root().join(VERDICTS)).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let key = (
+            v["judge"].as_str().unwrap().to_owned(),
+            v["a"].as_str().unwrap().to_owned(),
+            v["b"].as_str().unwrap().to_owned(),
+        );
+        assert!(by.insert(key, v["y"].as_f64().unwrap()).is_none(), "one verdict per ordered pair and judge");
+    }
+    let flips = |judge: &str| {
+        let (mut both, mut flipped) = (0, 0);
+        for ((j, a, b), y) in &by {
+            if j == judge
+                && a < b
+                && let Some(y2) = by.get(&(j.clone(), b.clone(), a.clone()))
+            {
+                both += 1;
+                flipped += usize::from((*y > 0.5) == (*y2 > 0.5));
+            }
+        }
+        (both, flipped as f64 / both as f64)
+    };
+    // P(a beats b), a < b by id, averaged over the judge's orders.
+    let pref = |judge: &str, a: &str, b: &str| {
+        let p: Vec<f64> = [
+            by.get(&(judge.into(), a.into(), b.into())).copied(),
+            by.get(&(judge.into(), b.into(), a.into())).map(|y| 1.0 - y),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!p.is_empty()).then(|| p.iter().sum::<f64>() / p.len() as f64)
+    };
+    let (mut shared, mut agree) = (0, 0);
+    let pairs: std::collections::BTreeSet<(String, String)> =
+        by.keys().map(|(_, a, b)| if a < b { (a.clone(), b.clone()) } else { (b.clone(), a.clone()) }).collect();
+    for (a, b) in &pairs {
+        if let (Some(p), Some(q)) = (pref("cheap", a, b), pref("frontier", a, b))
+            && p != 0.5
+            && q != 0.5
+        {
+            shared += 1;
+            agree += usize::from((p > 0.5) == (q > 0.5));
+        }
+    }
+    for (i, name) in ["cheap", "frontier"].iter().enumerate() {
+        let (both, rate) = flips(name);
+        assert_eq!(judges[i]["both_orders"].as_u64(), Some(both as u64), "{name}");
+        assert!((judges[i]["flip_rate"].as_f64().unwrap() - rate).abs() < 1e-12, "{name}");
+    }
+    assert_eq!(judges[0]["shared_with_trusted"].as_u64(), Some(shared));
+    assert!((judges[0]["agreement_with_trusted"].as_f64().unwrap() - agree as f64 / shared as f64).abs() < 1e-12);
+
+    // Identification: curved with the trusted judge, flat without one.
+    let curved = judges[0]["c_profile_nats"][0].as_f64().unwrap();
+    assert!(curved > 1.0, "the cheap judge's c with a trusted judge: {curved} nats");
+    let without = fit_json(dir.path(), &[POOL, VERDICTS, "--panel"]);
+    for j in without["judges"].as_array().unwrap() {
+        let r = j["c_profile_nats"][0].as_f64().unwrap();
+        // Flat up to the inner fits' tolerance (docs/model.md §8 says "below 1e-5 nats").
+        assert!(r < 1e-5, "{}: {r} nats without a trusted judge", j["name"]);
+    }
+    assert_eq!(without["has_trusted"], false);
+    let m: f64 = with["membership"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).sum();
+    assert!((m - 3.0).abs() < 1e-9, "top-3 membership sums to k: {m}");
+}
+
+/// A panel of one judge is today's single-judge fit: the same θ̂, κ̂ and ĉ.
+#[test]
+fn fit_panel_of_one_judge_is_the_single_judge_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let only: String = std::fs::read_to_string(root().join(VERDICTS))
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"judge\":\"cheap\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let v = write(dir.path(), "cheap.jsonl", &only);
+    let pool = root().join(POOL);
+    let (p, v) = (pool.to_str().unwrap(), v.to_str().unwrap());
+    let single = fit_json(dir.path(), &[p, v]);
+    let panel = fit_json(dir.path(), &[p, v, "--panel", "--draws", "999"]);
+    let bases = panel["bases"].as_array().unwrap();
+    assert_eq!(bases.len(), 16);
+    for (b, t) in bases.iter().zip(panel["theta"].as_array().unwrap()) {
+        let want = single["theta"][b.as_str().unwrap()].as_f64().unwrap();
+        assert!((t.as_f64().unwrap() - want).abs() < 1e-6, "θ̂ of {b}: {t} against {want}");
+    }
+    let j = &panel["judges"][0];
+    assert!((j["kappa"]["value"].as_f64().unwrap() - single["kappa"].as_f64().unwrap()).abs() < 1e-6);
+    assert!((j["kappa"]["sd"].as_f64().unwrap() - single["kappa_sd"].as_f64().unwrap()).abs() < 1e-6);
+    assert!((j["c"][0]["value"].as_f64().unwrap() - single["c"]["words"].as_f64().unwrap()).abs() < 1e-6);
+    assert_eq!(j["scale"]["value"].as_f64(), Some(1.0));
+}
+
+/// Bad uses of `fit --panel` name the file, the flag and what was expected.
+#[test]
+fn fit_panel_refuses_records_without_a_judge_and_unknown_trusted_judges() {
+    let dir = tempfile::tempdir().unwrap();
+    let nameless = write(
+        dir.path(),
+        "v.jsonl",
+        "{\"a\":\"M0\",\"b\":\"M1\",\"y\":1}\n{\"a\":\"M1\",\"b\":\"M0\",\"y\":0,\"judge\":\"x\"}\n",
+    );
+    let pool = root().join(POOL);
+    let p = pool.to_str().unwrap();
+    let out = run_bin(dir.path(), &["fit", p, nameless.to_str().unwrap(), "--panel"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("v.jsonl: 1 record of pool") && text(&out).contains("has no \"judge\" field"),
+        "{}",
+        text(&out)
+    );
+    let v = root().join(VERDICTS);
+    let out = run_bin(dir.path(), &["fit", p, v.to_str().unwrap(), "--panel", "--trusted", "gpt"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("--trusted \"gpt\": no verdict of pool")
+            && text(&out).contains("\"cheap\": 238, \"frontier\": 48"),
+        "{}",
+        text(&out)
+    );
+    let out = run_bin(dir.path(), &["fit", p, v.to_str().unwrap(), "--trusted", "frontier"]);
+    assert!(!out.status.success() && text(&out).contains("--panel"), "{}", text(&out));
+    let out = run_bin(dir.path(), &["fit", p, v.to_str().unwrap(), "--panel", "--judge", "cheap"]);
+    assert!(!out.status.success() && text(&out).contains("cannot be used with"), "{}", text(&out));
+}
+
+/// docs/model.md §8 shows what `fit --panel --trusted frontier` prints on the shipped file.
+#[test]
+fn model_doc_shows_what_fit_panel_prints() {
+    let out = run_bin(&root(), &["fit", POOL, VERDICTS, "--panel", "--trusted", "frontier"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let doc = std::fs::read_to_string(root().join("docs/model.md")).unwrap();
+    let block = format!("$ topk-judge fit {POOL} {VERDICTS} --panel --trusted frontier\n{printed}```");
+    assert!(doc.contains(&block), "docs/model.md should hold:\n{block}");
+}

@@ -4,8 +4,9 @@
 //! trusted-anchor gate statistics ([`gate`], [`gate_sim`]), the paired rendering design
 //! ([`design`]), content-free renderings ([`render`]), synthetic pools ([`synth`]), the
 //! identifiability notes of a run ([`identifiability`]) and which ranking a result reports, with
-//! its ties and comparison graph ([`ranking`]), and the ranking of systems across prompts
-//! ([`systems`]). No async runtime, no files, no clock:
+//! its ties and comparison graph ([`ranking`]), the ranking of systems across prompts
+//! ([`systems`]), and a judge panel fitted to recorded verdicts of several judges
+//! ([`panel_fit`]). No async runtime, no files, no clock:
 //! data and a seeded RNG in, values out.
 
 pub mod audit;
@@ -16,6 +17,7 @@ pub mod fingerprint;
 pub mod gate;
 pub mod gate_sim;
 pub mod identifiability;
+pub mod panel_fit;
 pub mod ranking;
 pub mod recorded;
 pub mod render;

@@ -129,6 +129,8 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         draws: None,
         seed: args.seed,
         systems: true,
+        panel: false,
+        trusted: None,
     };
     let ids = crate::store::pool_file::pool_ids(&args.pool_file)
         .map_err(|e| FitCommandError::Invalid(format!("cannot read pool file {}: {e}", args.pool_file.display())))?;

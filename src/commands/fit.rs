@@ -9,13 +9,14 @@
 //! judges are reported, and `--judge` selects one.
 
 use super::run_folder::{judge_description, load_run};
+use crate::analysis::panel_fit::JudgeVerdicts;
 use crate::analysis::ranking::ReportRanking;
 use crate::domain::pool::{self, CovariateSpec, Pool};
 use crate::domain::verdict::ItemVerdict;
 use crate::model::Prior;
 use crate::model::summary::{ModelKind, build_design, fit_and_summarise};
 use crate::report;
-use crate::report::fit::{FitOutput, fit_text};
+use crate::report::fit::{FitOutput, PanelFitOutput, fit_text, panel_text};
 use crate::report::schema::FittedRanking;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,6 +86,12 @@ pub struct FitRequest<'a> {
     /// without it, chosen when the records name two or more pools of the file and no
     /// `--pool-id` is given.
     pub systems: bool,
+    /// `--panel`: fit the judges of the file as one panel (docs/model.md §8) instead of as one
+    /// judge.
+    pub panel: bool,
+    /// `--trusted`: with `--panel`, the judge whose verdicts are taken as free of item-level
+    /// bias (exact name or a unique prefix).
+    pub trusted: Option<&'a str>,
 }
 
 /// One verdict line of a verdicts file.
@@ -194,6 +201,99 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
 /// # Errors
 /// [`FitCommandError`] naming the file, line and item.
 pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandError> {
+    let Prepared { run, pool, set, sel, vpath } = prepare(args)?;
+    let cfg = run.as_ref().map(|r| &r.cfg);
+    let (verdicts, invalid) = item_verdicts(&sel.mine, &pool, set.strong_preference_weight, &vpath)?;
+    let fit = fit_output(&pool, args, cfg, &set, sel, verdicts, invalid)?;
+    Ok((pool, fit))
+}
+
+/// Fit the judges of a verdicts file (or a run folder) as one panel (docs/model.md §8): shared
+/// θ, per judge κ_j, c_j and scale s_j; `--trusted` marks the judge without c.
+///
+/// # Errors
+/// [`FitCommandError`]: as [`fit_file`]; a record without `"judge"`; `--trusted` naming no
+/// judge of the records, or one without a valid verdict; a panel too large for the dense fit.
+pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitCommandError> {
+    let Prepared { run, pool, set, sel, vpath } = prepare(args)?;
+    let cfg = run.as_ref().map(|r| &r.cfg);
+    let Selection { mine, judges: counts, other_pools, mut warnings, mut notes, .. } = sel;
+    if let Some(n) = counts.get("") {
+        return Err(FitCommandError::Invalid(format!(
+            "{vpath}: {n} record{} of pool {:?} ha{} no \"judge\" field; --panel fits each judge's verdicts as that judge's, so every record needs one (or fit without --panel)",
+            if *n == 1 { "" } else { "s" },
+            pool.pool_id,
+            if *n == 1 { "s" } else { "ve" }
+        )));
+    }
+    if counts.is_empty() {
+        return Err(FitCommandError::Invalid(format!("{vpath}: no record of pool {:?} to fit", pool.pool_id)));
+    }
+    let trusted = args.trusted.map(|t| match_judge(&counts, t, "--trusted", &pool, &vpath)).transpose()?;
+    let mut groups = Vec::with_capacity(counts.len());
+    let mut invalid = 0;
+    for name in counts.keys() {
+        let lines: Vec<VerdictLine> =
+            mine.iter().filter(|l| l.judge.as_deref() == Some(name.as_str())).cloned().collect();
+        let (verdicts, inv) = item_verdicts(&lines, &pool, set.strong_preference_weight, &vpath)?;
+        invalid += inv;
+        let is_trusted = trusted.as_deref() == Some(name.as_str());
+        if verdicts.is_empty() {
+            if is_trusted {
+                return Err(FitCommandError::Invalid(format!(
+                    "--trusted {name:?}: none of its {} records in {vpath} is a valid verdict",
+                    lines.len()
+                )));
+            }
+            notes.push(format!("judge {name:?}: no valid verdict ({inv} invalid); left out of the panel"));
+            continue;
+        }
+        groups.push(JudgeVerdicts { name: name.clone(), trusted: is_trusted, verdicts });
+    }
+    if groups.len() == 1 {
+        notes.push(
+            "a panel of one judge is the model of docs/model.md §2: fit without --panel reports it with both rankings and which one the data support".into(),
+        );
+    }
+    let specs = match set.model {
+        ModelKind::Naive => Vec::new(),
+        ModelKind::BiasAware => args
+            .covariates
+            .clone()
+            .or_else(|| cfg.map(|c| c.covariate_specs.clone()).filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| pool::default_covariates(&pool)),
+    };
+    let cov = pool::build_covariates(&pool, &specs)?;
+    warnings.extend(crate::config::sections::scale_warnings(&cov, set.prior.lambda_b, "--covariates"));
+    let comparisons = groups.iter().map(|g| g.verdicts.len()).sum::<usize>();
+    let mut rng = crate::domain::rng::stream(set.seed, "membership", comparisons as u64);
+    let panel = crate::analysis::panel_fit::fit_panel(&pool, &cov, &groups, &set.prior, set.k, set.draws, &mut rng)?;
+    Ok(PanelFitOutput {
+        pool_id: pool.pool_id.clone(),
+        k: set.k,
+        epsilon: set.epsilon,
+        comparisons,
+        invalid,
+        other_pools,
+        bases: pool.bases.clone(),
+        panel,
+        notes,
+        warnings,
+    })
+}
+
+/// What both fits start from: the run folder (if one is given), the pool, the settings and the
+/// selected records.
+struct Prepared {
+    run: Option<super::run_folder::LoadedRun>,
+    pool: Pool,
+    set: FitSettings,
+    sel: Selection,
+    vpath: String,
+}
+
+/// Read the verdicts and the pool, resolve the settings, select the records.
+fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
     let run = if args.pool_file.is_dir() { Some(load_run(args.pool_file)?) } else { None };
     let cfg = run.as_ref().map(|r| &r.cfg);
     let verdicts_path: PathBuf = match (args.verdicts_file, &run) {
@@ -228,9 +328,7 @@ pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandEr
     let vpath = verdicts_path.display().to_string();
     let mut sel = Selection::of(lines, &pool, args, cfg, &vpath)?;
     sel.warnings.splice(0..0, torn);
-    let (verdicts, invalid) = item_verdicts(&sel.mine, &pool, set.strong_preference_weight, &vpath)?;
-    let fit = fit_output(&pool, args, cfg, &set, sel, verdicts, invalid)?;
-    Ok((pool, fit))
+    Ok(Prepared { run, pool, set, sel, vpath })
 }
 
 /// Whether the records name two or more pools of the pool file (then they rank systems over
@@ -427,8 +525,8 @@ impl Selection {
                 listed.join(", ")
             ));
         }
-        let judge = select_judge(&judges, pool, args, cfg, vpath)?;
-        if judge.is_none() && judges.len() > 1 {
+        let judge = if args.panel { None } else { select_judge(&judges, pool, args, cfg, vpath)? };
+        if judge.is_none() && judges.len() > 1 && !args.panel {
             let m = format!(
                 "{vpath} holds verdicts of {} judges for pool {:?} ({}); they are fitted together as one judge — pass --judge to fit one",
                 judges.len(),
@@ -464,20 +562,32 @@ fn select_judge(
         (judges.len() > 1 && judges.contains_key(&d)).then_some(d)
     });
     let Some(w) = wanted else { return Ok(None) };
-    let hits: Vec<&String> = if judges.contains_key(&w) {
-        judges.keys().filter(|j| **j == w).collect()
+    match_judge(judges, &w, "--judge", pool, vpath).map(Some)
+}
+
+/// The judge of the records named `w` exactly, else the one whose name starts with it; `flag`
+/// names the option in the error.
+fn match_judge(
+    judges: &BTreeMap<String, usize>,
+    w: &str,
+    flag: &str,
+    pool: &Pool,
+    vpath: &str,
+) -> Result<String, FitCommandError> {
+    let hits: Vec<&String> = if judges.contains_key(w) {
+        judges.keys().filter(|j| *j == w).collect()
     } else {
-        judges.keys().filter(|j| j.starts_with(&w)).collect()
+        judges.keys().filter(|j| j.starts_with(w)).collect()
     };
     match hits.as_slice() {
-        [one] => Ok(Some((*one).clone())),
+        [one] => Ok((*one).clone()),
         [] => Err(FitCommandError::Invalid(format!(
-            "--judge {w:?}: no verdict of pool {:?} in {vpath} comes from that judge; the judges there: {}",
+            "{flag} {w:?}: no verdict of pool {:?} in {vpath} comes from that judge; the judges there: {}",
             pool.pool_id,
             judge_list(judges)
         ))),
         _ => Err(FitCommandError::Invalid(format!(
-            "--judge {w:?} matches several judges in {vpath}: {}; give more of the name",
+            "{flag} {w:?} matches several judges in {vpath}: {}; give more of the name",
             judge_list(judges)
         ))),
     }
@@ -643,6 +753,15 @@ pub struct FitArgs {
     /// records name two or more pools of the file and no --pool-id is given.
     #[arg(long, conflicts_with = "pool_id")]
     pub systems: bool,
+    /// Fit every judge of the verdicts file as one panel (docs/model.md §8): shared item
+    /// quality θ and, per judge, its position effect κ, bias coefficients c and scale s; every
+    /// record needs its "judge".
+    #[arg(long, conflicts_with = "judge")]
+    pub panel: bool,
+    /// With --panel: the judge whose verdicts are taken as free of item-level bias (no c; exact
+    /// name or a unique prefix); the other judges' c are then identified relative to it.
+    #[arg(long, requires = "panel")]
+    pub trusted: Option<String>,
 }
 
 /// `--covariates NAME[:TRANSFORM],…` as covariate specs (`None` when the flag is not given).
@@ -675,7 +794,22 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
         draws: args.draws,
         seed: args.seed,
         systems: args.systems,
+        panel: args.panel,
+        trusted: args.trusted.as_deref(),
     };
+    if args.panel {
+        let out = fit_panel_file(&req)?;
+        for w in &out.warnings {
+            super::warn_line(w);
+        }
+        super::print_out(&panel_text(&out));
+        if let Some(path) = &args.out {
+            let text = serde_json::to_string_pretty(&out).expect("serialisable");
+            std::fs::write(path, text + "\n")
+                .map_err(|source| FitCommandError::WriteOut { path: path.clone(), source })?;
+        }
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     let (_pool, fit) = fit_file(&req)?;
     for w in &fit.warnings {
         super::warn_line(w);

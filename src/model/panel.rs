@@ -281,7 +281,7 @@ pub struct PanelFit {
 }
 
 /// An estimate and its Laplace posterior sd.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Estimate {
     /// The MAP value.
     pub value: f64,
@@ -402,12 +402,22 @@ pub fn fit(d: &PanelDesign, prior: &Prior, start: Option<&[f64]>) -> Result<Pane
 }
 
 /// Profile log-likelihood range (nats) of parameter `r` of the panel over β̂_r ± 1 (21 points),
-/// every other parameter re-fitted with a 1e-6 ridge (docs/model.md §5 and §8).
+/// every other parameter re-fitted: θ and every c_j with a 1e-6 ridge (docs/model.md §5), each
+/// κ_j and log-scale u_j with its prior (λ_κ of `prior`, [`LAMBDA_LOG_SCALE`]). The likelihood's
+/// invariance (θ → θ + δx, c_j → c_j − s_jδ, docs/model.md §8) moves neither κ nor u, so their
+/// priors leave a flat profile flat, and they keep a judge with few, separable verdicts from an
+/// unbounded scale.
 ///
 /// # Errors
 /// A failed inner fit.
-pub fn profile_range(d: &PanelDesign, fitted: &PanelFit, r: usize) -> Result<f64, FitError> {
-    let lambda = vec![super::profile::PROFILE_RIDGE; d.layout.n];
+pub fn profile_range(d: &PanelDesign, fitted: &PanelFit, r: usize, prior: &Prior) -> Result<f64, FitError> {
+    let mut lambda = vec![super::profile::PROFILE_RIDGE; d.layout.n];
+    for j in 0..d.layout.kappa.len() {
+        lambda[d.layout.kappa[j]] = prior.lambda_kappa;
+        if let Some(u) = d.layout.u[j] {
+            lambda[u] = LAMBDA_LOG_SCALE;
+        }
+    }
     let center = fitted.beta[r];
     let mut lls = Vec::with_capacity(super::profile::GRID_POINTS);
     let mut warm = fitted.beta.clone();
@@ -428,14 +438,18 @@ fn fit_fixed(d: &PanelDesign, lambda: &[f64], start: &[f64], r: usize, v: f64) -
     let mut beta = start.to_vec();
     beta[r] = v;
     let mut loss = d.neg_log_posterior(&beta, lambda);
-    for it in 0..=400 {
-        let (mut g, mut h) = d.derivatives(&beta, lambda, false);
-        g[r] = 0.0;
+    let pin = |h: &mut Matrix| {
         for c in 0..n {
             h[(r, c)] = 0.0;
             h[(c, r)] = 0.0;
         }
         h[(r, r)] = 1.0;
+    };
+    for it in 0..=400 {
+        // Newton on the exact Hessian (quadratic convergence along the weak directions a ridge
+        // leaves), Gauss–Newton where the exact one is not positive definite.
+        let (mut g, mut h) = d.derivatives(&beta, lambda, true);
+        g[r] = 0.0;
         let grad_inf = g.iter().fold(0.0f64, |a, x| a.max(x.abs()));
         if grad_inf < 1e-7 {
             return Ok(beta);
@@ -443,7 +457,15 @@ fn fit_fixed(d: &PanelDesign, lambda: &[f64], start: &[f64], r: usize, v: f64) -
         if it == 400 {
             return Err(FitError::NotConverged { iterations: it, grad_inf, tol: 1e-7 });
         }
-        let chol = Cholesky::factor(&h).map_err(|pivot| FitError::NotPositiveDefinite { pivot, dim: n })?;
+        pin(&mut h);
+        let chol = match Cholesky::factor(&h) {
+            Ok(c) => c,
+            Err(_) => {
+                let mut h = d.derivatives(&beta, lambda, false).1;
+                pin(&mut h);
+                Cholesky::factor(&h).map_err(|pivot| FitError::NotPositiveDefinite { pivot, dim: n })?
+            }
+        };
         let step = chol.solve(&g);
         let mut t = 1.0;
         loop {
@@ -593,7 +615,7 @@ mod tests {
         assert!((k.value - 1.2).abs() < 2.0 * k.sd, "κ = {} ± {}", k.value, k.sd);
         assert!(f.kappa(0).value > 0.0 && (f.kappa(0).value - 0.3).abs() < 2.0 * f.kappa(0).sd);
         // The cheap judge's c is identified relative to the trusted one: a curved profile.
-        let range = profile_range(&d, &f, d.layout.c[1].unwrap()).unwrap();
+        let range = profile_range(&d, &f, d.layout.c[1].unwrap(), &Prior::default()).unwrap();
         assert!(range > 1.0, "profile range {range} nats");
     }
 
@@ -615,7 +637,7 @@ mod tests {
         let f = fit(&d, &Prior::default(), None).unwrap();
         let (c0, c1) = (f.c(0)[0].value, f.c(1)[0].value);
         // Each c alone: the likelihood is flat along the shift, so each one's profile is flat.
-        let r0 = profile_range(&d, &f, d.layout.c[0].unwrap()).unwrap();
+        let r0 = profile_range(&d, &f, d.layout.c[0].unwrap(), &Prior::default()).unwrap();
         assert!(r0 < 1e-3, "c_0 alone is not identified: range {r0} nats");
         // Their difference is: about 0.7 with the invariance direction removed.
         let s1 = f.scale(1).value;

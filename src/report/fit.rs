@@ -5,6 +5,7 @@ use super::schema::FittedRanking;
 use crate::model::summary::ModelKind;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 /// Output of `fit --out`.
 #[derive(Debug, Serialize)]
@@ -68,4 +69,168 @@ pub fn fit_text(fit: &FitOutput) -> String {
         text.push_str(&format!("note: {n}\n"));
     }
     text
+}
+
+/// Output of `fit --panel --out` (docs/model.md §8): the panel's judges and θ̂ per base.
+#[derive(Debug, Serialize)]
+pub struct PanelFitOutput {
+    /// The `pool_id` of the fitted pool.
+    pub pool_id: String,
+    /// k of the reported top-k membership π.
+    pub k: usize,
+    /// ε of the certified sets: in when π ≥ 1 − ε, out when π ≤ ε.
+    pub epsilon: f64,
+    /// Valid verdicts fitted (all judges).
+    pub comparisons: usize,
+    /// Invalid verdicts (`"y": null`), not fitted.
+    pub invalid: usize,
+    /// Records of other pools, per pool id (skipped).
+    pub other_pools: BTreeMap<String, usize>,
+    /// Base names, the order of `theta`, `sd` and `membership`.
+    pub bases: Vec<String>,
+    /// The fitted panel.
+    #[serde(flatten)]
+    pub panel: crate::analysis::panel_fit::PanelSummary,
+    /// Notes printed with the result.
+    pub notes: Vec<String>,
+    /// Warnings printed to stderr.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+/// The printable result of `fit --panel`: one line per judge (verdicts, κ̂, ĉ with its profile
+/// range, ŝ, flip rate, agreement with the trusted judge), what the panel identifies, and the
+/// bases by θ̂ with top-k membership π and the certified set.
+pub fn panel_text(out: &PanelFitOutput) -> String {
+    use crate::analysis::panel_fit::informed;
+    let p = &out.panel;
+    let trusted = p.judges.iter().find(|j| j.trusted).map(|j| j.name.clone());
+    let mut text = format!(
+        "pool {}: judge panel of {} judge{} (shared θ; per judge κ, c, scale s; docs/model.md §8), {} valid verdicts{}\n",
+        out.pool_id,
+        p.judges.len(),
+        if p.judges.len() == 1 { "" } else { "s" },
+        out.comparisons,
+        if out.invalid > 0 { format!(" ({} invalid, not fitted)", out.invalid) } else { String::new() },
+    );
+    let pm = |e: &crate::model::panel::Estimate| format!("{:.3} ± {:.3}", e.value, e.sd);
+    let w = p.judges.iter().map(|j| j.name.chars().count() + if j.trusted { 10 } else { 0 }).max().unwrap_or(5).max(5);
+    let agree_head = trusted.as_ref().map(|t| format!("  agreement with {t}")).unwrap_or_default();
+    let c_head: Vec<String> = p.covariates.iter().map(|c| format!("ĉ {c} (logits; profile nats)")).collect();
+    let _ = writeln!(
+        text,
+        "{:<w$}  {:>8}  {:<16}  {}{:<15}  {:<12}{agree_head}",
+        "judge",
+        "verdicts",
+        "κ̂ (logits)",
+        c_head.iter().map(|h| format!("{h:<36}  ")).collect::<String>(),
+        "ŝ",
+        "flip rate",
+    );
+    for j in &p.judges {
+        let name = if j.trusted { format!("{} (trusted)", j.name) } else { j.name.clone() };
+        let cs: String = if j.trusted {
+            p.covariates.iter().map(|_| format!("{:<36}  ", "– (trusted: no c)")).collect()
+        } else {
+            j.c.iter()
+                .zip(&j.c_profile_nats)
+                .map(|(e, r)| format!("{:<36}  ", format!("{} ({})", pm(e), super::table::fmt_nats(*r))))
+                .collect()
+        };
+        let scale = if j.reference { "1 (reference)".to_string() } else { pm(&j.scale) };
+        let flip = match j.flip_rate {
+            Some(f) => format!("{f:.3} of {}", j.both_orders),
+            None => "–".into(),
+        };
+        let agree = match (&trusted, j.trusted) {
+            (None, _) => String::new(),
+            (Some(_), true) => "  –".into(),
+            (Some(_), false) => match j.agreement_with_trusted {
+                Some(a) => format!("  {a:.3} of {}", j.shared_with_trusted),
+                None => "  – (no pair in common)".into(),
+            },
+        };
+        let _ = writeln!(
+            text,
+            "{:<w$}  {:>8}  {:<16}  {cs}{:<15}  {:<12}{agree}",
+            name,
+            j.verdicts,
+            pm(&j.kappa),
+            scale,
+            flip,
+        );
+    }
+    let untrusted: Vec<String> = p
+        .judges
+        .iter()
+        .filter(|j| !j.trusted)
+        .flat_map(|j| p.covariates.iter().zip(&j.c_profile_nats).map(move |(c, r)| (format!("{c} of {}", j.name), *r)))
+        .map(|(what, r)| {
+            format!(
+                "{what}: {} ({})",
+                if informed(r) { "identified" } else { "prior-selected" },
+                super::table::fmt_nats(r)
+            )
+        })
+        .collect();
+    if !untrusted.is_empty() {
+        match &trusted {
+            Some(t) => {
+                let _ = writeln!(
+                    text,
+                    "identification: {t} is trusted (no c), so each other judge's c is identified relative to it; profile likelihood: {}",
+                    untrusted.join(", ")
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    text,
+                    "identification: no judge is trusted, so only the differences between the judges' c are identified; each ĉ_j alone is prior-selected and θ̂ splits quality from bias by the prior (read it as apparent quality). Profile likelihood: {}. Mark a judge whose verdicts are free of item-level bias with --trusted NAME (docs/model.md §8).",
+                    untrusted.join(", ")
+                );
+            }
+        }
+    }
+    let eps = out.epsilon;
+    let mut order: Vec<usize> = (0..p.theta.len()).collect();
+    order.sort_by(|a, b| p.theta[*b].total_cmp(&p.theta[*a]).then(a.cmp(b)));
+    let inside: Vec<&str> =
+        order.iter().filter(|&&b| p.membership[b] >= 1.0 - eps).map(|&b| out.bases[b].as_str()).collect();
+    let _ = writeln!(
+        text,
+        "certified top-{}: {} of {} in (π ≥ {}): {}",
+        out.k,
+        inside.len(),
+        out.k,
+        1.0 - eps,
+        if inside.is_empty() { "none".to_string() } else { inside.join(", ") }
+    );
+    let bw = out.bases.iter().map(|b| b.chars().count()).max().unwrap_or(4).max(4);
+    let _ = writeln!(text, "{:>4}  {:<bw$}  {:<16}  {:>6}  set", "rank", "base", "θ̂ (logits)", "π");
+    let shown = order.len().min(40);
+    for (r, &b) in order.iter().take(shown).enumerate() {
+        let pi = p.membership[b];
+        let set = if pi >= 1.0 - eps {
+            "in"
+        } else if pi <= eps {
+            "out"
+        } else {
+            "?"
+        };
+        let _ = writeln!(
+            text,
+            "{:>4}  {:<bw$}  {:<16}  {:>6.3}  {set}",
+            r + 1,
+            out.bases[b],
+            format!("{:.3} ± {:.3}", p.theta[b], p.sd[b]),
+            pi
+        );
+    }
+    if order.len() > shown {
+        let _ = writeln!(text, "… {} bases in all (fit --out lists every one)", order.len());
+    }
+    for n in &out.notes {
+        let _ = writeln!(text, "note: {n}");
+    }
+    text.lines().map(|l| l.trim_end().to_owned() + "\n").collect()
 }

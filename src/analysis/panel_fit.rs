@@ -1,0 +1,267 @@
+//! A judge panel fitted to recorded verdicts of several judges (`topk-judge fit --panel`,
+//! docs/model.md §8): shared θ, per-judge position effect κ_j, bias coefficients c_j and scale
+//! s_j, and per judge what a user asks of it: how many verdicts, how often its verdict follows
+//! the position (flip rate), how often it agrees with the trusted judge, and whether its c_j is
+//! identified (profile likelihood, nats). Pure: data in, values out.
+
+use crate::domain::pool::{Covariates, Pool};
+use crate::domain::rng::ChaCha8Rng;
+use crate::domain::verdict::ItemVerdict;
+use crate::model::panel::{self, Estimate, PanelDesign, PanelFit, PanelObs, PanelRole};
+use crate::model::profile::PRIOR_SELECTED_NATS;
+use crate::model::{FitError, Prior};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One judge's verdicts, as item indices of the pool.
+#[derive(Debug, Clone)]
+pub struct JudgeVerdicts {
+    /// The judge's name (the records' `"judge"`).
+    pub name: String,
+    /// Its verdicts are taken as free of item-level bias: no c_j (the paper's trusted anchors).
+    pub trusted: bool,
+    /// Its valid verdicts.
+    pub verdicts: Vec<ItemVerdict>,
+}
+
+/// One judge of a fitted panel.
+#[derive(Debug, Clone, Serialize)]
+pub struct JudgeSummary {
+    /// Name.
+    pub name: String,
+    /// Taken as free of item-level bias (no c_j).
+    pub trusted: bool,
+    /// The scale reference (s = 1; θ is in its logits).
+    pub reference: bool,
+    /// Valid verdicts fitted.
+    pub verdicts: usize,
+    /// κ̂_j and its Laplace sd (logits; > 0 favours the first-shown answer).
+    pub kappa: Estimate,
+    /// ĉ_j per covariate with sd (logits per covariate unit); empty for a trusted judge.
+    pub c: Vec<Estimate>,
+    /// Profile-likelihood range of each c_j over ĉ ± 1 (nats); < 1e-3: prior-selected.
+    pub c_profile_nats: Vec<f64>,
+    /// ŝ_j with its sd (delta method); 1 ± 0 for the reference.
+    pub scale: Estimate,
+    /// Ordered pairs asked in both orders (unordered pairs), where the flip rate is counted.
+    pub both_orders: usize,
+    /// Share of those where the same slot won both times (the verdict followed the position).
+    pub flip_rate: Option<f64>,
+    /// Unordered pairs this judge and the trusted judge both decided (order-averaged, not ½).
+    pub shared_with_trusted: usize,
+    /// Share of those where both prefer the same item.
+    pub agreement_with_trusted: Option<f64>,
+}
+
+/// A fitted panel: the judges and θ̂ with top-k membership per base.
+#[derive(Debug, Clone, Serialize)]
+pub struct PanelSummary {
+    /// Covariate names, the columns of every c_j.
+    pub covariates: Vec<String>,
+    /// The judges, in the order given.
+    pub judges: Vec<JudgeSummary>,
+    /// θ̂ per base (logits of the reference judge).
+    pub theta: Vec<f64>,
+    /// Laplace sd of θ per base.
+    pub sd: Vec<f64>,
+    /// Top-k membership π per base (Monte Carlo over the Laplace posterior).
+    pub membership: Vec<f64>,
+    /// Whether a trusted judge is in the panel (then every untrusted c_j is identified relative
+    /// to it, else only differences between judges are).
+    pub has_trusted: bool,
+    /// Newton iterations of the MAP.
+    pub iterations: usize,
+}
+
+/// The judge with the most verdicts (the first of equals) is the scale reference (docs/model.md
+/// §8: its data pin θ's scale best).
+pub fn reference_judge(judges: &[JudgeVerdicts]) -> usize {
+    let most = judges.iter().map(|j| j.verdicts.len()).max().unwrap_or(0);
+    judges.iter().position(|j| j.verdicts.len() == most).unwrap_or(0)
+}
+
+/// The panel's design: every verdict of judge j as an observation of judge j on the bases of
+/// its items, x_a − x_b from `cov`.
+pub fn design(pool: &Pool, cov: &Covariates, judges: &[JudgeVerdicts]) -> PanelDesign {
+    let reference = reference_judge(judges);
+    let roles: Vec<PanelRole> =
+        judges.iter().enumerate().map(|(j, jv)| PanelRole { trusted: jv.trusted, reference: j == reference }).collect();
+    let p = cov.p();
+    let mut d = PanelDesign::new(pool.n_bases(), p, &roles);
+    let mut dx = vec![0.0; p];
+    for (j, jv) in judges.iter().enumerate() {
+        for v in &jv.verdicts {
+            for (t, slot) in dx.iter_mut().enumerate() {
+                *slot = cov.x[v.a][t] - cov.x[v.b][t];
+            }
+            d.push(PanelObs { i: pool.item_base[v.a], j: pool.item_base[v.b], judge: j, y: v.y, w: v.w }, &dx);
+        }
+    }
+    d
+}
+
+/// Fit the panel (MAP + Laplace), its top-k membership (`draws` draws) and each judge's
+/// summary, with the profile range of every untrusted c_j.
+///
+/// # Errors
+/// [`FitError`]: too many parameters for the dense fit, no convergence, or a Hessian that is not
+/// positive definite.
+pub fn fit_panel(
+    pool: &Pool,
+    cov: &Covariates,
+    judges: &[JudgeVerdicts],
+    prior: &Prior,
+    k: usize,
+    draws: usize,
+    rng: &mut ChaCha8Rng,
+) -> Result<PanelSummary, FitError> {
+    let d = design(pool, cov, judges);
+    let f: PanelFit = panel::fit(&d, prior, None)?;
+    let membership = f.membership(k, draws, rng);
+    let m = pool.n_bases();
+    let sd = (0..m).map(|b| f.cov[(b, b)].max(0.0).sqrt()).collect();
+    let trusted = judges.iter().position(|j| j.trusted);
+    let decided: Vec<BTreeMap<(usize, usize), f64>> = judges.iter().map(|j| order_averaged(&j.verdicts)).collect();
+    let mut out = Vec::with_capacity(judges.len());
+    for (j, jv) in judges.iter().enumerate() {
+        let c_profile_nats = match f.layout.c[j] {
+            None => Vec::new(),
+            Some(c0) => (c0..c0 + cov.p()).map(|r| panel::profile_range(&d, &f, r, prior)).collect::<Result<_, _>>()?,
+        };
+        let (both_orders, flip_rate) = flips(&jv.verdicts);
+        let (shared_with_trusted, agreement_with_trusted) = match trusted {
+            Some(t) if t != j => agreement(&decided[j], &decided[t]),
+            _ => (0, None),
+        };
+        out.push(JudgeSummary {
+            name: jv.name.clone(),
+            trusted: jv.trusted,
+            reference: f.layout.reference == j,
+            verdicts: jv.verdicts.len(),
+            kappa: f.kappa(j),
+            c: f.c(j),
+            c_profile_nats,
+            scale: f.scale(j),
+            both_orders,
+            flip_rate,
+            shared_with_trusted,
+            agreement_with_trusted,
+        });
+    }
+    Ok(PanelSummary {
+        covariates: cov.names.clone(),
+        judges: out,
+        theta: f.theta().to_vec(),
+        sd,
+        membership,
+        has_trusted: trusted.is_some(),
+        iterations: f.iterations,
+    })
+}
+
+/// Whether a profile range (nats) shows the coefficient informed by the comparisons (≥ 1e-3
+/// nats, docs/model.md §5).
+pub fn informed(range_nats: f64) -> bool {
+    range_nats >= PRIOR_SELECTED_NATS
+}
+
+/// Mean outcome per ordered item pair (a, b).
+fn ordered_means(vs: &[ItemVerdict]) -> BTreeMap<(usize, usize), f64> {
+    let mut acc: BTreeMap<(usize, usize), (f64, f64)> = BTreeMap::new();
+    for v in vs {
+        let e = acc.entry((v.a, v.b)).or_default();
+        e.0 += v.y;
+        e.1 += 1.0;
+    }
+    acc.into_iter().map(|(key, (s, n))| (key, s / n)).collect()
+}
+
+/// (unordered pairs asked in both orders with a decided verdict each way, share of them where
+/// the same slot won both times). A verdict of ½ (a tie) decides nothing.
+fn flips(vs: &[ItemVerdict]) -> (usize, Option<f64>) {
+    let means = ordered_means(vs);
+    let (mut both, mut flipped) = (0usize, 0usize);
+    for (&(a, b), &y) in &means {
+        if a < b
+            && let Some(&y2) = means.get(&(b, a))
+            && y != 0.5
+            && y2 != 0.5
+        {
+            both += 1;
+            if (y > 0.5) == (y2 > 0.5) {
+                flipped += 1;
+            }
+        }
+    }
+    (both, (both > 0).then(|| flipped as f64 / both as f64))
+}
+
+/// Order-averaged P(lower index beats higher) per unordered item pair: the mean over the pair's
+/// verdicts of P(a wins) with a the lower index (1 − y when it was shown second).
+fn order_averaged(vs: &[ItemVerdict]) -> BTreeMap<(usize, usize), f64> {
+    let mut acc: BTreeMap<(usize, usize), (f64, f64)> = BTreeMap::new();
+    for v in vs {
+        let (key, p) = if v.a < v.b { ((v.a, v.b), v.y) } else { ((v.b, v.a), 1.0 - v.y) };
+        let e = acc.entry(key).or_default();
+        e.0 += p;
+        e.1 += 1.0;
+    }
+    acc.into_iter().map(|(key, (s, n))| (key, s / n)).collect()
+}
+
+/// (unordered pairs both decided, share where both prefer the same item).
+fn agreement(mine: &BTreeMap<(usize, usize), f64>, trusted: &BTreeMap<(usize, usize), f64>) -> (usize, Option<f64>) {
+    let (mut shared, mut agree) = (0usize, 0usize);
+    for (key, &p) in mine {
+        if let Some(&q) = trusted.get(key)
+            && p != 0.5
+            && q != 0.5
+        {
+            shared += 1;
+            if (p > 0.5) == (q > 0.5) {
+                agree += 1;
+            }
+        }
+    }
+    (shared, (shared > 0).then(|| agree as f64 / shared as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(a: usize, b: usize, y: f64) -> ItemVerdict {
+        ItemVerdict { a, b, y, w: 1.0 }
+    }
+
+    #[test]
+    fn flip_rate_counts_pairs_where_the_same_slot_won_both_orders() {
+        // {0,1}: first wins both times (a flip); {0,2}: 0 wins both ways (consistent);
+        // {1,2}: one order only; {2,3}: a tie one way decides nothing.
+        let vs = [v(0, 1, 1.0), v(1, 0, 1.0), v(0, 2, 1.0), v(2, 0, 0.0), v(1, 2, 1.0), v(2, 3, 0.5), v(3, 2, 1.0)];
+        assert_eq!(flips(&vs), (2, Some(0.5)));
+        assert_eq!(flips(&vs[4..5]), (0, None));
+    }
+
+    #[test]
+    fn agreement_averages_both_orders_before_comparing() {
+        // Judge: {0,1} 0 better (1 and 1 − 0 = 1), {0,2} split ½ (undecided), {1,2} 2 better.
+        let judge = order_averaged(&[v(0, 1, 1.0), v(1, 0, 0.0), v(0, 2, 1.0), v(2, 0, 1.0), v(2, 1, 1.0)]);
+        // Trusted: {0,1} 0 better, {1,2} 1 better, {0,2} 0 better.
+        let trusted = order_averaged(&[v(1, 0, 0.0), v(1, 2, 0.8), v(0, 2, 1.0)]);
+        assert_eq!(judge[&(0, 2)], 0.5);
+        assert!((trusted[&(1, 2)] - 0.8).abs() < 1e-12);
+        // Shared and decided: {0,1} (agree) and {1,2} (disagree).
+        assert_eq!(agreement(&judge, &trusted), (2, Some(0.5)));
+    }
+
+    #[test]
+    fn the_judge_with_most_verdicts_is_the_reference() {
+        let jv = |name: &str, n: usize| JudgeVerdicts {
+            name: name.into(),
+            trusted: false,
+            verdicts: (0..n).map(|i| v(i % 3, (i + 1) % 3, 1.0)).collect(),
+        };
+        assert_eq!(reference_judge(&[jv("a", 2), jv("b", 5), jv("c", 5)]), 1);
+    }
+}
