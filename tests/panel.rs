@@ -1,7 +1,7 @@
 //! The judge-panel experiment end to end (`simulate` with a `panel:` file, docs/experiments.md,
 //! "A judge panel").
 
-use crate::common::{root, run_bin, text, write};
+use crate::common::{root, run_bin, stdout, text, write};
 
 fn shrunk(file: &str, from: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -253,4 +253,115 @@ fn model_doc_shows_what_fit_panel_prints() {
     let doc = std::fs::read_to_string(root().join("docs/model.md")).unwrap();
     let block = format!("$ topk-judge fit {POOL} {VERDICTS} --panel --trusted frontier\n{printed}```");
     assert!(doc.contains(&block), "docs/model.md should hold:\n{block}");
+}
+
+/// Verdicts of two judges on the systems of the first `prompts` SummEval articles: `judge-a`
+/// (family "m1", the systems whose id contains it: M1, M10–M15, M17) adds `self_pref` logits to
+/// an answer of its own family; `judge-b` has none. Each ordered pair of each prompt is asked of
+/// each judge with probability ½; the quality of a system is fixed per system.
+fn self_preference_verdicts(self_pref: f64, prompts: usize, seed: u64) -> String {
+    let text = std::fs::read_to_string(root().join("data/summeval_systems.jsonl")).unwrap();
+    let mut state = seed;
+    let mut uniform = move || {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut out = String::new();
+    for line in text.lines().take(prompts) {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let pid = v["pool_id"].as_str().unwrap();
+        let ids: Vec<&str> = v["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+        let theta = |id: &str| (id[1..].parse::<f64>().unwrap() - 11.0) / 8.0;
+        let own = |id: &str| f64::from(u8::from(id.to_lowercase().contains("m1")));
+        for (judge, c, kappa) in [("judge-a", self_pref, 0.4), ("judge-b", 0.0, 0.1)] {
+            for a in &ids {
+                for b in &ids {
+                    if a == b || uniform() < 0.5 {
+                        continue;
+                    }
+                    let own_diff = if judge == "judge-a" { own(a) - own(b) } else { 0.0 };
+                    let eta = 1.5 * (theta(a) - theta(b)) + c * own_diff + kappa;
+                    let y = u8::from(uniform() < 1.0 / (1.0 + (-eta).exp()));
+                    out.push_str(&format!(
+                        "{{\"pool_id\":\"{pid}\",\"a\":\"{a}\",\"b\":\"{b}\",\"y\":{y},\"judge\":\"{judge}\"}}\n"
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The self-preference coefficient of `fit --panel --family` is recovered within 2 sd on
+/// synthetic systems where a judge favours its own family (1 logit), reads ≈ 0 (within 2 sd)
+/// where it does not, and has a curved profile against the trusted judge.
+#[test]
+fn fit_panel_recovers_a_judges_self_preference_on_synthetic_systems() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = root().join("data/summeval_systems.jsonl");
+    for (truth, seed) in [(1.0, 1), (0.0, 2)] {
+        let v = write(dir.path(), &format!("v{seed}.jsonl"), &self_preference_verdicts(truth, 40, seed));
+        let out_file = dir.path().join(format!("fit{seed}.json"));
+        let args = [
+            "fit",
+            pool.to_str().unwrap(),
+            v.to_str().unwrap(),
+            "--panel",
+            "--trusted",
+            "judge-b",
+            "--family",
+            "judge-a=m1",
+            "--model",
+            "naive",
+            "--out",
+            out_file.to_str().unwrap(),
+        ];
+        let out = run_bin(dir.path(), &args);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            stdout(&out).contains("family \"m1\": judge judge-a; systems M1, M10, M11, M12, M13, M14, M15, M17"),
+            "{}",
+            stdout(&out)
+        );
+        let fit: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+        assert_eq!(fit["covariates"], serde_json::json!(["same family"]));
+        let a = &fit["judges"][0];
+        assert_eq!(a["name"], "judge-a");
+        let (c, sd) = (a["c"][0]["value"].as_f64().unwrap(), a["c"][0]["sd"].as_f64().unwrap());
+        assert!((c - truth).abs() < 2.0 * sd, "self-preference {c} ± {sd}, truth {truth}");
+        assert!(sd < 0.15, "informative: sd {sd}");
+        if truth > 0.0 {
+            assert!(c > 3.0 * sd, "clearly positive: {c} ± {sd}");
+        }
+        assert!(a["c_profile_nats"][0].as_f64().unwrap() > 1.0, "{}", a["c_profile_nats"]);
+        assert_eq!(a["c_has_data"], serde_json::json!([true]));
+    }
+    // Without a trusted judge the other judge's verdicts still identify it: judge-b sees no
+    // family, so the shift that hides a self-preference in θ changes its likelihood.
+    let v = write(dir.path(), "v-untrusted.jsonl", &self_preference_verdicts(1.0, 40, 1));
+    let out_file = dir.path().join("untrusted.json");
+    let args = [
+        "fit",
+        pool.to_str().unwrap(),
+        v.to_str().unwrap(),
+        "--panel",
+        "--family",
+        "judge-a=m1",
+        "--model",
+        "naive",
+        "--out",
+        out_file.to_str().unwrap(),
+    ];
+    let out = run_bin(dir.path(), &args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("– (no data: the prior)"), "{}", stdout(&out));
+    let fit: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let (a, b) = (&fit["judges"][0], &fit["judges"][1]);
+    assert_eq!(b["c_has_data"], serde_json::json!([false]), "judge-b has no family");
+    let (c, sd) = (a["c"][0]["value"].as_f64().unwrap(), a["c"][0]["sd"].as_f64().unwrap());
+    assert!((c - 1.0).abs() < 2.0 * sd && c > 3.0 * sd, "self-preference {c} ± {sd} without a trusted judge");
 }

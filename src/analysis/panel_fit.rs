@@ -41,6 +41,9 @@ pub struct JudgeSummary {
     pub c: Vec<Estimate>,
     /// Profile-likelihood range of each c_j over ĉ ± 1 (nats); < 1e-3: prior-selected.
     pub c_profile_nats: Vec<f64>,
+    /// Per covariate: whether it differs between the two items of any verdict of this judge
+    /// (false, e.g. "same family" of a judge without a family: ĉ is its prior, not an estimate).
+    pub c_has_data: Vec<bool>,
     /// ŝ_j with its sd (delta method); 1 ± 0 for the reference.
     pub scale: Estimate,
     /// Ordered pairs asked in both orders (unordered pairs), where the flip rate is counted.
@@ -52,6 +55,30 @@ pub struct JudgeSummary {
     /// Share of those where both prefer the same item.
     pub agreement_with_trusted: Option<f64>,
 }
+
+/// Model families for the self-preference covariate (docs/model.md §8): the family of each
+/// judge and of each base (a system). The covariate "same family" of judge j is 1 for an answer
+/// of a system of j's family, else 0; a judge or base without a family has 0 everywhere.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Families {
+    /// Per judge, in the order of the judges.
+    pub judge: Vec<Option<String>>,
+    /// Per base.
+    pub base: Vec<Option<String>>,
+}
+
+impl Families {
+    /// The "same family" covariate of judge j for base b (1 or 0).
+    pub fn same(&self, j: usize, b: usize) -> f64 {
+        match (&self.judge[j], &self.base[b]) {
+            (Some(f), Some(g)) if f == g => 1.0,
+            _ => 0.0,
+        }
+    }
+}
+
+/// The name of the self-preference covariate.
+pub const SAME_FAMILY: &str = "same family";
 
 /// A fitted panel: the judges and θ̂ with top-k membership per base.
 #[derive(Debug, Clone, Serialize)]
@@ -81,18 +108,22 @@ pub fn reference_judge(judges: &[JudgeVerdicts]) -> usize {
 }
 
 /// The panel's design: every verdict of judge j as an observation of judge j on the bases of
-/// its items, x_a − x_b from `cov`.
-pub fn design(pool: &Pool, cov: &Covariates, judges: &[JudgeVerdicts]) -> PanelDesign {
+/// its items, x_a − x_b from `cov`, then (with `families`) the difference of the "same family"
+/// covariate as judge j sees it.
+pub fn design(pool: &Pool, cov: &Covariates, judges: &[JudgeVerdicts], families: Option<&Families>) -> PanelDesign {
     let reference = reference_judge(judges);
     let roles: Vec<PanelRole> =
         judges.iter().enumerate().map(|(j, jv)| PanelRole { trusted: jv.trusted, reference: j == reference }).collect();
     let p = cov.p();
-    let mut d = PanelDesign::new(pool.n_bases(), p, &roles);
-    let mut dx = vec![0.0; p];
+    let mut d = PanelDesign::new(pool.n_bases(), p + usize::from(families.is_some()), &roles);
+    let mut dx = vec![0.0; p + usize::from(families.is_some())];
     for (j, jv) in judges.iter().enumerate() {
         for v in &jv.verdicts {
-            for (t, slot) in dx.iter_mut().enumerate() {
+            for (t, slot) in dx.iter_mut().enumerate().take(p) {
                 *slot = cov.x[v.a][t] - cov.x[v.b][t];
+            }
+            if let Some(f) = families {
+                dx[p] = f.same(j, pool.item_base[v.a]) - f.same(j, pool.item_base[v.b]);
             }
             d.push(PanelObs { i: pool.item_base[v.a], j: pool.item_base[v.b], judge: j, y: v.y, w: v.w }, &dx);
         }
@@ -100,8 +131,9 @@ pub fn design(pool: &Pool, cov: &Covariates, judges: &[JudgeVerdicts]) -> PanelD
     d
 }
 
-/// Fit the panel (MAP + Laplace), its top-k membership (`draws` draws) and each judge's
-/// summary, with the profile range of every untrusted c_j.
+/// Fit the panel (MAP + Laplace), its top-k membership (`(k, draws)`: `draws` draws) and each judge's
+/// summary, with the profile range of every untrusted c_j; with `families`, a last covariate
+/// "same family" (each judge's self-preference, logits).
 ///
 /// # Errors
 /// [`FitError`]: too many parameters for the dense fit, no convergence, or a Hessian that is not
@@ -110,12 +142,13 @@ pub fn fit_panel(
     pool: &Pool,
     cov: &Covariates,
     judges: &[JudgeVerdicts],
+    families: Option<&Families>,
     prior: &Prior,
-    k: usize,
-    draws: usize,
+    (k, draws): (usize, usize),
     rng: &mut ChaCha8Rng,
 ) -> Result<PanelSummary, FitError> {
-    let d = design(pool, cov, judges);
+    let d = design(pool, cov, judges, families);
+    let p = d.layout.p;
     let f: PanelFit = panel::fit(&d, prior, None)?;
     let membership = f.membership(k, draws, rng);
     let m = pool.n_bases();
@@ -126,7 +159,13 @@ pub fn fit_panel(
     for (j, jv) in judges.iter().enumerate() {
         let c_profile_nats = match f.layout.c[j] {
             None => Vec::new(),
-            Some(c0) => (c0..c0 + cov.p()).map(|r| panel::profile_range(&d, &f, r, prior)).collect::<Result<_, _>>()?,
+            Some(c0) => (c0..c0 + p).map(|r| panel::profile_range(&d, &f, r, prior)).collect::<Result<_, _>>()?,
+        };
+        let c_has_data = match f.layout.c[j] {
+            None => Vec::new(),
+            Some(_) => {
+                (0..p).map(|t| d.obs.iter().enumerate().any(|(q, o)| o.judge == j && d.dx_of(q)[t] != 0.0)).collect()
+            }
         };
         let (both_orders, flip_rate) = flips(&jv.verdicts);
         let (shared_with_trusted, agreement_with_trusted) = match trusted {
@@ -141,6 +180,7 @@ pub fn fit_panel(
             kappa: f.kappa(j),
             c: f.c(j),
             c_profile_nats,
+            c_has_data,
             scale: f.scale(j),
             both_orders,
             flip_rate,
@@ -148,8 +188,12 @@ pub fn fit_panel(
             agreement_with_trusted,
         });
     }
+    let mut covariates = cov.names.clone();
+    if families.is_some() {
+        covariates.push(SAME_FAMILY.into());
+    }
     Ok(PanelSummary {
-        covariates: cov.names.clone(),
+        covariates,
         judges: out,
         theta: f.theta().to_vec(),
         sd,

@@ -131,6 +131,8 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         systems: true,
         panel: false,
         trusted: None,
+        families: &[],
+        system_families: &[],
     };
     let ids = crate::store::pool_file::pool_ids(&args.pool_file)
         .map_err(|e| FitCommandError::Invalid(format!("cannot read pool file {}: {e}", args.pool_file.display())))?;

@@ -92,6 +92,11 @@ pub struct FitRequest<'a> {
     /// `--trusted`: with `--panel`, the judge whose verdicts are taken as free of item-level
     /// bias (exact name or a unique prefix).
     pub trusted: Option<&'a str>,
+    /// `--family JUDGE=FAMILY`: with `--panel` over systems, each judge's model family (the
+    /// self-preference covariate, docs/model.md §8).
+    pub families: &'a [String],
+    /// `--system-family SYSTEM=FAMILY`: a system's family, where its id does not name it.
+    pub system_families: &'a [String],
 }
 
 /// One verdict line of a verdicts file.
@@ -255,19 +260,19 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
             "a panel of one judge is the model of docs/model.md §2: fit without --panel reports it with both rankings and which one the data support".into(),
         );
     }
-    let specs = match set.model {
-        ModelKind::Naive => Vec::new(),
-        ModelKind::BiasAware => args
-            .covariates
-            .clone()
-            .or_else(|| cfg.map(|c| c.covariate_specs.clone()).filter(|s| !s.is_empty()))
-            .unwrap_or_else(|| pool::default_covariates(&pool)),
-    };
-    let cov = pool::build_covariates(&pool, &specs)?;
-    warnings.extend(crate::config::sections::scale_warnings(&cov, set.prior.lambda_b, "--covariates"));
+    let cov = covariates(&pool, args, cfg, &set, &mut warnings)?;
+    let families = families(args, &pool, &groups, &counts, &vpath, &mut notes, &mut warnings)?;
     let comparisons = groups.iter().map(|g| g.verdicts.len()).sum::<usize>();
     let mut rng = crate::domain::rng::stream(set.seed, "membership", comparisons as u64);
-    let panel = crate::analysis::panel_fit::fit_panel(&pool, &cov, &groups, &set.prior, set.k, set.draws, &mut rng)?;
+    let panel = crate::analysis::panel_fit::fit_panel(
+        &pool,
+        &cov,
+        &groups,
+        families.as_ref(),
+        &set.prior,
+        (set.k, set.draws),
+        &mut rng,
+    )?;
     Ok(PanelFitOutput {
         pool_id: pool.pool_id.clone(),
         k: set.k,
@@ -280,6 +285,88 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         notes,
         warnings,
     })
+}
+
+/// `NAME=FAMILY` of `flag`.
+fn name_family<'s>(flag: &str, s: &'s str, what: &str) -> Result<(&'s str, &'s str), FitCommandError> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => Ok((a.trim(), b.trim())),
+        _ => Err(FitCommandError::Invalid(format!("{flag} {s:?}: expected {what}=FAMILY"))),
+    }
+}
+
+/// The model families of `--family` and `--system-family` (none without `--family`): each
+/// judge's, and each system's, given or matched by name (a system whose id contains a judge's
+/// family, ignoring case; the longest family wins).
+fn families(
+    args: &FitRequest<'_>,
+    pool: &Pool,
+    groups: &[JudgeVerdicts],
+    counts: &BTreeMap<String, usize>,
+    vpath: &str,
+    notes: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<crate::analysis::panel_fit::Families>, FitCommandError> {
+    if args.families.is_empty() {
+        if !args.system_families.is_empty() {
+            return Err(FitCommandError::Invalid(
+                "--system-family needs --family JUDGE=FAMILY: the self-preference covariate is each judge's".into(),
+            ));
+        }
+        return Ok(None);
+    }
+    if !pool.is_systems() {
+        return Err(FitCommandError::Invalid(format!(
+            "--family: self-preference is a covariate of systems (a pool file of many prompts whose items carry `system`, docs/systems.md); {} gives pool {:?}, one prompt",
+            args.pool_file.display(),
+            pool.pool_id
+        )));
+    }
+    let mut judge: Vec<Option<String>> = vec![None; groups.len()];
+    for f in args.families {
+        let (name, family) = name_family("--family", f, "JUDGE")?;
+        let name = match_judge(counts, name, "--family", pool, vpath)?;
+        let Some(j) = groups.iter().position(|g| g.name == name) else {
+            return Err(FitCommandError::Invalid(format!("--family {f:?}: judge {name:?} has no valid verdict")));
+        };
+        judge[j] = Some(family.to_owned());
+    }
+    let mut base: Vec<Option<String>> = vec![None; pool.n_bases()];
+    for f in args.system_families {
+        let (system, family) = name_family("--system-family", f, "SYSTEM")?;
+        let Some(b) = pool.bases.iter().position(|s| s == system) else {
+            return Err(FitCommandError::Invalid(format!(
+                "--system-family {f:?}: no system {system:?} in {}; its systems: {}",
+                args.pool_file.display(),
+                pool.bases.join(", ")
+            )));
+        };
+        base[b] = Some(family.to_owned());
+    }
+    let mut known: Vec<&String> = judge.iter().flatten().collect();
+    known.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    known.dedup();
+    for (b, slot) in base.iter_mut().enumerate() {
+        if slot.is_none() {
+            let id = pool.bases[b].to_lowercase();
+            *slot = known.iter().find(|f| id.contains(&f.to_lowercase())).map(|f| (*f).clone());
+        }
+    }
+    for fam in &known {
+        let members: Vec<&str> =
+            (0..pool.n_bases()).filter(|&b| base[b].as_ref() == Some(*fam)).map(|b| pool.bases[b].as_str()).collect();
+        let of: Vec<&str> =
+            groups.iter().zip(&judge).filter(|(_, f)| f.as_ref() == Some(*fam)).map(|(g, _)| g.name.as_str()).collect();
+        if members.is_empty() {
+            warnings.push(format!(
+                "--family: no system is of family {fam:?} (judge {}); its same-family coefficient is prior-selected",
+                of.join(", ")
+            ));
+        } else {
+            notes.push(format!("family {fam:?}: judge {}; systems {}", of.join(", "), members.join(", ")));
+        }
+    }
+    Ok(Some(crate::analysis::panel_fit::Families { judge, base }))
 }
 
 /// What both fits start from: the run folder (if one is given), the pool, the settings and the
@@ -634,6 +721,28 @@ fn item_verdicts(
     Ok((verdicts, invalid))
 }
 
+/// The covariates of a fit: none for the naive model, else `--covariates`, the run's, or the
+/// pool's defaults; a scale warning for each that makes the prior λ_b meaningless.
+fn covariates(
+    pool: &Pool,
+    args: &FitRequest<'_>,
+    cfg: Option<&crate::config::run::Config>,
+    set: &FitSettings,
+    warnings: &mut Vec<String>,
+) -> Result<pool::Covariates, FitCommandError> {
+    let specs = match set.model {
+        ModelKind::Naive => Vec::new(),
+        ModelKind::BiasAware => args
+            .covariates
+            .clone()
+            .or_else(|| cfg.map(|c| c.covariate_specs.clone()).filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| pool::default_covariates(pool)),
+    };
+    let cov = pool::build_covariates(pool, &specs)?;
+    warnings.extend(crate::config::sections::scale_warnings(&cov, set.prior.lambda_b, "--covariates"));
+    Ok(cov)
+}
+
 /// Fit the model and report as `run` does.
 fn fit_output(
     pool: &Pool,
@@ -646,16 +755,7 @@ fn fit_output(
 ) -> Result<FitOutput, FitCommandError> {
     let Selection { judges, other_pools, judge, mut warnings, mut notes, .. } = sel;
     let (k, prior) = (set.k, set.prior);
-    let specs = match set.model {
-        ModelKind::Naive => Vec::new(),
-        ModelKind::BiasAware => args
-            .covariates
-            .clone()
-            .or_else(|| cfg.map(|c| c.covariate_specs.clone()).filter(|s| !s.is_empty()))
-            .unwrap_or_else(|| pool::default_covariates(pool)),
-    };
-    let cov = pool::build_covariates(pool, &specs)?;
-    warnings.extend(crate::config::sections::scale_warnings(&cov, prior.lambda_b, "--covariates"));
+    let cov = covariates(pool, args, cfg, set, &mut warnings)?;
     let design = build_design(pool, &cov, &verdicts);
     let mut rng = crate::domain::rng::stream(set.seed, "membership", verdicts.len() as u64);
     let (s, _, _) = fit_and_summarise(pool, &cov, &design, &prior, k, set.draws, None, &mut rng)?;
@@ -762,6 +862,14 @@ pub struct FitArgs {
     /// name or a unique prefix); the other judges' c are then identified relative to it.
     #[arg(long, requires = "panel")]
     pub trusted: Option<String>,
+    /// With --panel over systems: a judge's model family as JUDGE=FAMILY (comma-separated or
+    /// repeated), for the self-preference covariate "same family" (docs/model.md §8); a system
+    /// whose id contains the family's name (any case) is of that family.
+    #[arg(long, requires = "panel", value_delimiter = ',')]
+    pub family: Vec<String>,
+    /// A system's family as SYSTEM=FAMILY, where its id does not contain it (with --family).
+    #[arg(long, requires = "family", value_delimiter = ',')]
+    pub system_family: Vec<String>,
 }
 
 /// `--covariates NAME[:TRANSFORM],…` as covariate specs (`None` when the flag is not given).
@@ -796,6 +904,8 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
         systems: args.systems,
         panel: args.panel,
         trusted: args.trusted.as_deref(),
+        families: &args.family,
+        system_families: &args.system_family,
     };
     if args.panel {
         let out = fit_panel_file(&req)?;

@@ -134,7 +134,11 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
         } else {
             j.c.iter()
                 .zip(&j.c_profile_nats)
-                .map(|(e, r)| format!("{:<36}  ", format!("{} ({})", pm(e), super::table::fmt_nats(*r))))
+                .zip(&j.c_has_data)
+                .map(|((e, r), has)| match has {
+                    true => format!("{:<36}  ", format!("{} ({})", pm(e), super::table::fmt_nats(*r))),
+                    false => format!("{:<36}  ", "– (no data: the prior)"),
+                })
                 .collect()
         };
         let scale = if j.reference { "1 (reference)".to_string() } else { pm(&j.scale) };
@@ -160,36 +164,47 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
             flip,
         );
     }
-    let untrusted: Vec<String> = p
+    // Each untrusted judge's coefficients that have data: (what, profile range).
+    let entries: Vec<(String, f64)> = p
         .judges
         .iter()
         .filter(|j| !j.trusted)
-        .flat_map(|j| p.covariates.iter().zip(&j.c_profile_nats).map(move |(c, r)| (format!("{c} of {}", j.name), *r)))
-        .map(|(what, r)| {
-            format!(
-                "{what}: {} ({})",
-                if informed(r) { "identified" } else { "prior-selected" },
-                super::table::fmt_nats(r)
-            )
+        .flat_map(|j| {
+            p.covariates
+                .iter()
+                .zip(&j.c_profile_nats)
+                .zip(&j.c_has_data)
+                .filter(|(_, has)| **has)
+                .map(move |((c, r), _)| (format!("{c} of {}", j.name), *r))
         })
         .collect();
-    if !untrusted.is_empty() {
-        match &trusted {
-            Some(t) => {
-                let _ = writeln!(
-                    text,
-                    "identification: {t} is trusted (no c), so each other judge's c is identified relative to it; profile likelihood: {}",
-                    untrusted.join(", ")
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    text,
-                    "identification: no judge is trusted, so only the differences between the judges' c are identified; each ĉ_j alone is prior-selected and θ̂ splits quality from bias by the prior (read it as apparent quality). Profile likelihood: {}. Mark a judge whose verdicts are free of item-level bias with --trusted NAME (docs/model.md §8).",
-                    untrusted.join(", ")
-                );
-            }
-        }
+    let listed = |sel: &dyn Fn(f64) -> bool| -> String {
+        entries
+            .iter()
+            .filter(|(_, r)| sel(*r))
+            .map(|(w, r)| format!("{w} ({})", super::table::fmt_nats(*r)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (identified, selected) = (listed(&|r| informed(r)), listed(&|r| !informed(r)));
+    if !entries.is_empty() {
+        let relative = trusted.as_ref().map(|t| format!(", relative to {t} (trusted: no c)")).unwrap_or_default();
+        let line = if selected.is_empty() {
+            format!(
+                "identification: every judge's c is identified by the verdicts{relative}; profile likelihood: {identified}"
+            )
+        } else if let Some(t) = &trusted {
+            format!(
+                "identification: {t} is trusted (no c); identified: {}; prior-selected (the verdicts do not inform them): {selected}",
+                if identified.is_empty() { "none".to_string() } else { identified }
+            )
+        } else {
+            format!(
+                "identification: no judge is trusted, so where a covariate moves with quality only the differences between the judges' c are identified: prior-selected {selected}{}; θ̂ splits quality from bias there by the prior (read it as apparent quality). Mark a judge whose verdicts are free of item-level bias with --trusted NAME (docs/model.md §8).",
+                if identified.is_empty() { String::new() } else { format!("; identified {identified}") }
+            )
+        };
+        let _ = writeln!(text, "{line}");
     }
     let eps = out.epsilon;
     let mut order: Vec<usize> = (0..p.theta.len()).collect();

@@ -285,6 +285,13 @@ fn write_file(path: &Path, text: &str) -> Result<(), SweepError> {
     std::fs::write(path, text).map_err(|e| SweepError::Write { path: path.to_owned(), msg: e.to_string() })
 }
 
+/// Draw a line chart and write it as SVG to `path`.
+fn write_chart(chart: &crate::report::plots::LineChart, path: &Path) -> Result<(), SweepError> {
+    let svg = crate::report::plots::line_chart(chart)
+        .map_err(|e| SweepError::Write { path: path.to_owned(), msg: e.to_string() })?;
+    write_file(path, &svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{budget_chains, parallel_jobs};

@@ -683,9 +683,7 @@ pub fn write_outputs(s: &PanelSweep, result: &PanelResult, pools: usize, dir: &P
         y_range: None,
         legend_upper: false,
     };
-    let path = dir.join("recall_vs_spend.svg");
-    let svg = crate::report::plots::line_chart(&chart).map_err(|e| werr(&path, e.to_string()))?;
-    std::fs::write(&path, svg).map_err(|e| werr(&path, e.to_string()))?;
+    super::write_chart(&chart, &dir.join("recall_vs_spend.svg"))?;
     Ok(md)
 }
 

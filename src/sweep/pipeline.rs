@@ -127,9 +127,7 @@ pub fn write_outputs(s: &PipelineSweep, rows: &[Row], dir: &Path) -> Result<Stri
         y_range: None,
         legend_upper: false,
     };
-    let svg_path = dir.join("recall_vs_wall_time.svg");
-    let svg = crate::report::plots::line_chart(&chart).map_err(|e| werr(&svg_path, e.to_string()))?;
-    std::fs::write(&svg_path, svg).map_err(|e| werr(&svg_path, e.to_string()))?;
+    super::write_chart(&chart, &dir.join("recall_vs_wall_time.svg"))?;
     Ok(md)
 }
 
