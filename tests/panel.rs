@@ -225,7 +225,7 @@ fn fit_panel_refuses_records_without_a_judge_and_unknown_trusted_judges() {
     let out = run_bin(dir.path(), &["fit", p, nameless.to_str().unwrap(), "--panel"]);
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("v.jsonl: 1 record of pool") && text(&out).contains("has no \"judge\" field"),
+        text(&out).contains("v.jsonl:1: this record of pool") && text(&out).contains("has no \"judge\""),
         "{}",
         text(&out)
     );
@@ -299,35 +299,46 @@ fn self_preference_verdicts(self_pref: f64, prompts: usize, seed: u64) -> String
 /// The self-preference coefficient of `fit --panel --family` is recovered within 2 sd on
 /// synthetic systems where a judge favours its own family (1 logit), reads ≈ 0 (within 2 sd)
 /// where it does not, and has a curved profile against the trusted judge.
+/// `fit --panel --family judge-a=m1 --model naive` of the SummEval systems on `verdicts`, with
+/// `extra` flags: what it printed and its `--out` JSON.
+fn fit_self_preference(
+    dir: &std::path::Path,
+    verdicts: &std::path::Path,
+    extra: &[&str],
+) -> (String, serde_json::Value) {
+    let pool = root().join("data/summeval_systems.jsonl");
+    let out_file = dir.join("self-preference.json");
+    let mut args = vec![
+        "fit",
+        pool.to_str().unwrap(),
+        verdicts.to_str().unwrap(),
+        "--panel",
+        "--family",
+        "judge-a=m1",
+        "--model",
+        "naive",
+        "--out",
+        out_file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run_bin(dir, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    (stdout(&out), serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap())
+}
+
+/// The self-preference coefficient of `fit --panel --family` is recovered within 2 sd on
+/// synthetic systems where a judge favours its own family (1 logit), reads ≈ 0 (within 2 sd)
+/// where it does not, and has a curved profile against the trusted judge.
 #[test]
 fn fit_panel_recovers_a_judges_self_preference_on_synthetic_systems() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = root().join("data/summeval_systems.jsonl");
     for (truth, seed) in [(1.0, 1), (0.0, 2)] {
         let v = write(dir.path(), &format!("v{seed}.jsonl"), &self_preference_verdicts(truth, 40, seed));
-        let out_file = dir.path().join(format!("fit{seed}.json"));
-        let args = [
-            "fit",
-            pool.to_str().unwrap(),
-            v.to_str().unwrap(),
-            "--panel",
-            "--trusted",
-            "judge-b",
-            "--family",
-            "judge-a=m1",
-            "--model",
-            "naive",
-            "--out",
-            out_file.to_str().unwrap(),
-        ];
-        let out = run_bin(dir.path(), &args);
-        assert!(out.status.success(), "{}", text(&out));
+        let (printed, fit) = fit_self_preference(dir.path(), &v, &["--trusted", "judge-b"]);
         assert!(
-            stdout(&out).contains("family \"m1\": judge judge-a; systems M1, M10, M11, M12, M13, M14, M15, M17"),
-            "{}",
-            stdout(&out)
+            printed.contains("family \"m1\": judge judge-a; systems M1, M10, M11, M12, M13, M14, M15, M17"),
+            "{printed}"
         );
-        let fit: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
         assert_eq!(fit["covariates"], serde_json::json!(["same family"]));
         let a = &fit["judges"][0];
         assert_eq!(a["name"], "judge-a");
@@ -343,25 +354,132 @@ fn fit_panel_recovers_a_judges_self_preference_on_synthetic_systems() {
     // Without a trusted judge the other judge's verdicts still identify it: judge-b sees no
     // family, so the shift that hides a self-preference in θ changes its likelihood.
     let v = write(dir.path(), "v-untrusted.jsonl", &self_preference_verdicts(1.0, 40, 1));
-    let out_file = dir.path().join("untrusted.json");
-    let args = [
-        "fit",
-        pool.to_str().unwrap(),
-        v.to_str().unwrap(),
-        "--panel",
-        "--family",
-        "judge-a=m1",
-        "--model",
-        "naive",
-        "--out",
-        out_file.to_str().unwrap(),
-    ];
-    let out = run_bin(dir.path(), &args);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(stdout(&out).contains("– (no data: the prior)"), "{}", stdout(&out));
-    let fit: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let (printed, fit) = fit_self_preference(dir.path(), &v, &[]);
+    assert!(printed.contains("– (the judge has no family)"), "{printed}");
     let (a, b) = (&fit["judges"][0], &fit["judges"][1]);
     assert_eq!(b["c_has_data"], serde_json::json!([false]), "judge-b has no family");
     let (c, sd) = (a["c"][0]["value"].as_f64().unwrap(), a["c"][0]["sd"].as_f64().unwrap());
     assert!((c - 1.0).abs() < 2.0 * sd && c > 3.0 * sd, "self-preference {c} ± {sd} without a trusted judge");
+}
+
+/// Family flags that contradict themselves or the panel are refused, naming the flag; a
+/// system's family that no judge has is a warning.
+#[test]
+fn fit_panel_family_flags_that_contradict_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = write(dir.path(), "v.jsonl", &self_preference_verdicts(1.0, 4, 3));
+    let pool = root().join("data/summeval_systems.jsonl");
+    let fit = |extra: &[&str]| {
+        let mut args = vec!["fit", pool.to_str().unwrap(), v.to_str().unwrap(), "--panel", "--model", "naive"];
+        args.extend_from_slice(extra);
+        run_bin(dir.path(), &args)
+    };
+    for (extra, expected) in [
+        (
+            &["--family", "judge-a=m1,judge-a=m2"][..],
+            "--family gives judge \"judge-a\" two families, \"m1\" and \"m2\"; give one",
+        ),
+        (
+            &["--family", "judge-a=m1", "--system-family", "M2=m1,M2=m3"][..],
+            "--system-family gives system \"M2\" two families, \"m1\" and \"m3\"; give one",
+        ),
+        (
+            &["--family", "judge-b=m1", "--trusted", "judge-b"][..],
+            "--family \"judge-b=m1\": \"judge-b\" is the --trusted judge",
+        ),
+        (&["--trusted", ""][..], "--trusted \"\": an empty judge name; the judges in"),
+    ] {
+        let out = fit(extra);
+        assert!(!out.status.success(), "{extra:?}");
+        assert!(text(&out).contains(expected), "{extra:?}: {}", text(&out));
+    }
+    let out = fit(&["--family", "judge-a=m1", "--system-family", "M2=gpt"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("--system-family \"M2=gpt\": no judge is of family \"gpt\" (--family), so this system's family changes nothing"),
+        "{}",
+        text(&out)
+    );
+    let out = fit(&["--report-ranking", "apparent"]);
+    assert!(!out.status.success() && text(&out).contains("cannot be used with"), "{}", text(&out));
+}
+
+/// A judge name that is not a string is refused with its line; `--out` into a folder that does
+/// not exist is refused before fitting.
+#[test]
+fn fit_names_a_judge_that_is_not_a_string_and_an_out_file_it_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = write(
+        dir.path(),
+        "v.jsonl",
+        "{\"a\":\"M0\",\"b\":\"M1\",\"y\":1,\"judge\":\"x\"}\n{\"a\":\"M1\",\"b\":\"M0\",\"y\":0,\"judge\":7}\n",
+    );
+    let pool = root().join(POOL);
+    let (p, vs) = (pool.to_str().unwrap(), v.to_str().unwrap());
+    for extra in [&[][..], &["--panel"][..]] {
+        let mut args = vec!["fit", p, vs];
+        args.extend_from_slice(extra);
+        let out = run_bin(dir.path(), &args);
+        assert!(!out.status.success());
+        assert!(text(&out).contains("v.jsonl:2: \"judge\" = 7 is not a name (a string)"), "{}", text(&out));
+    }
+    let out = run_bin(&root(), &["fit", POOL, VERDICTS, "--panel", "--out", "no/such/folder/fit.json"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("no/such/folder/fit.json")
+            && text(&out).contains("the folder no/such/folder does not exist"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// Judges that carry no signal, or disagree with the trusted judge, are named in notes with
+/// their counts: one that always picks the first-shown answer, and one with reversed labels.
+#[test]
+fn fit_panel_notes_judges_without_signal_and_reversed_judges() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut extra = String::new();
+    let shipped = std::fs::read_to_string(root().join(VERDICTS)).unwrap();
+    let cheap: Vec<serde_json::Value> = shipped
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["judge"] == "cheap")
+        .collect();
+    // "first": every verdict to the first-shown answer; "reversed": the cheap judge's labels
+    // flipped (1 − y) on the same ordered pairs.
+    for v in &cheap {
+        let (a, b, y) = (v["a"].as_str().unwrap(), v["b"].as_str().unwrap(), v["y"].as_f64().unwrap());
+        extra.push_str(&format!("{{\"a\":\"{a}\",\"b\":\"{b}\",\"y\":1,\"judge\":\"first\"}}\n"));
+        extra.push_str(&format!("{{\"a\":\"{a}\",\"b\":\"{b}\",\"y\":{},\"judge\":\"reversed\"}}\n", 1.0 - y));
+    }
+    let v = write(dir.path(), "v.jsonl", &(shipped.clone() + &extra));
+    let pool = root().join(POOL);
+    let out =
+        run_bin(dir.path(), &["fit", pool.to_str().unwrap(), v.to_str().unwrap(), "--panel", "--trusted", "frontier"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = stdout(&out);
+    assert!(
+        printed.contains(&format!(
+            "note: judge \"first\" picked the first-shown answer in 100 % of its {} verdicts: they carry no signal",
+            cheap.len()
+        )),
+        "{printed}"
+    );
+    // The reversed judge disagrees exactly where the cheap judge agrees: an independent count
+    // from the cheap judge's own agreement.
+    let fit = fit_json(dir.path(), &[pool.to_str().unwrap(), v.to_str().unwrap(), "--panel", "--trusted", "frontier"]);
+    let judge = |name: &str| fit["judges"].as_array().unwrap().iter().find(|j| j["name"] == name).unwrap().clone();
+    let (c, r) = (judge("cheap"), judge("reversed"));
+    let shared = c["shared_with_trusted"].as_u64().unwrap();
+    assert_eq!(r["shared_with_trusted"].as_u64(), Some(shared));
+    let agree = (c["agreement_with_trusted"].as_f64().unwrap() * shared as f64).round() as u64;
+    assert!((r["agreement_with_trusted"].as_f64().unwrap() - (shared - agree) as f64 / shared as f64).abs() < 1e-12);
+    assert!(
+        printed.contains(&format!(
+            "note: judge \"reversed\" prefers a different answer from \"frontier\" on {agree} of the {shared} pairs both decided"
+        )),
+        "{printed}"
+    );
+    assert_eq!(judge("first")["no_signal"]["lean"], "first_shown");
+    assert!(r["no_signal"].is_null());
 }

@@ -4,6 +4,7 @@
 //! the position (flip rate), how often it agrees with the trusted judge, and whether its c_j is
 //! identified (profile likelihood, nats). Pure: data in, values out.
 
+use crate::analysis::certify::{NoSignal, no_signal};
 use crate::domain::pool::{Covariates, Pool};
 use crate::domain::rng::ChaCha8Rng;
 use crate::domain::verdict::ItemVerdict;
@@ -39,8 +40,9 @@ pub struct JudgeSummary {
     pub kappa: Estimate,
     /// ĉ_j per covariate with sd (logits per covariate unit); empty for a trusted judge.
     pub c: Vec<Estimate>,
-    /// Profile-likelihood range of each c_j over ĉ ± 1 (nats); < 1e-3: prior-selected.
-    pub c_profile_nats: Vec<f64>,
+    /// Profile-likelihood range of each c_j over ĉ ± 1 (nats); < 1e-3: prior-selected; `None`
+    /// when the panel is too large to profile ([`MAX_PROFILE_WORK`]).
+    pub c_profile_nats: Vec<Option<f64>>,
     /// Per covariate: whether it differs between the two items of any verdict of this judge
     /// (false, e.g. "same family" of a judge without a family: ĉ is its prior, not an estimate).
     pub c_has_data: Vec<bool>,
@@ -54,6 +56,11 @@ pub struct JudgeSummary {
     pub shared_with_trusted: usize,
     /// Share of those where both prefer the same item.
     pub agreement_with_trusted: Option<f64>,
+    /// Unordered pairs this judge and the trusted judge both asked, decided or not.
+    pub asked_with_trusted: usize,
+    /// One slot (or ties) won nearly every verdict of this judge: it carries no signal about
+    /// the answers (the check of `run` and `fit`, docs/model.md §6).
+    pub no_signal: Option<NoSignal>,
 }
 
 /// Model families for the self-preference covariate (docs/model.md §8): the family of each
@@ -77,6 +84,11 @@ impl Families {
     }
 }
 
+/// The most profiling work done (coefficients profiled × parameters³): each point of a profile
+/// is a dense refit, so a panel of hundreds of judges reports ĉ ± sd without profiles rather
+/// than fitting for minutes.
+pub const MAX_PROFILE_WORK: f64 = 2e10;
+
 /// The name of the self-preference covariate.
 pub const SAME_FAMILY: &str = "same family";
 
@@ -98,6 +110,8 @@ pub struct PanelSummary {
     pub has_trusted: bool,
     /// Newton iterations of the MAP.
     pub iterations: usize,
+    /// Whether the profile range of each c_j was computed (false past [`MAX_PROFILE_WORK`]).
+    pub profiled: bool,
 }
 
 /// The judge with the most verdicts (the first of equals) is the scale reference (docs/model.md
@@ -155,11 +169,16 @@ pub fn fit_panel(
     let sd = (0..m).map(|b| f.cov[(b, b)].max(0.0).sqrt()).collect();
     let trusted = judges.iter().position(|j| j.trusted);
     let decided: Vec<BTreeMap<(usize, usize), f64>> = judges.iter().map(|j| order_averaged(&j.verdicts)).collect();
+    let profiled_c = f.layout.c.iter().flatten().count() * p;
+    let profiled = profiled_c as f64 * (f.layout.n as f64).powi(3) <= MAX_PROFILE_WORK;
     let mut out = Vec::with_capacity(judges.len());
     for (j, jv) in judges.iter().enumerate() {
         let c_profile_nats = match f.layout.c[j] {
             None => Vec::new(),
-            Some(c0) => (c0..c0 + p).map(|r| panel::profile_range(&d, &f, r, prior)).collect::<Result<_, _>>()?,
+            Some(_) if !profiled => vec![None; p],
+            Some(c0) => {
+                (c0..c0 + p).map(|r| panel::profile_range(&d, &f, r, prior).map(Some)).collect::<Result<_, _>>()?
+            }
         };
         let c_has_data = match f.layout.c[j] {
             None => Vec::new(),
@@ -171,6 +190,10 @@ pub fn fit_panel(
         let (shared_with_trusted, agreement_with_trusted) = match trusted {
             Some(t) if t != j => agreement(&decided[j], &decided[t]),
             _ => (0, None),
+        };
+        let asked_with_trusted = match trusted {
+            Some(t) if t != j => decided[j].keys().filter(|key| decided[t].contains_key(key)).count(),
+            _ => 0,
         };
         out.push(JudgeSummary {
             name: jv.name.clone(),
@@ -186,6 +209,8 @@ pub fn fit_panel(
             flip_rate,
             shared_with_trusted,
             agreement_with_trusted,
+            asked_with_trusted,
+            no_signal: no_signal(&jv.verdicts),
         });
     }
     let mut covariates = cov.names.clone();
@@ -200,7 +225,61 @@ pub fn fit_panel(
         membership,
         has_trusted: trusted.is_some(),
         iterations: f.iterations,
+        profiled,
     })
+}
+
+/// Decided pairs shared with the trusted judge from which a judge's disagreement is reported.
+pub const DISAGREEMENT_MIN_PAIRS: usize = 10;
+
+/// What a user should know about single judges of a fitted panel, in words: a judge without
+/// signal (one slot or ties winning nearly every verdict), one that disagrees with the trusted
+/// judge on most decided pairs (at least [`DISAGREEMENT_MIN_PAIRS`]), one whose scale ŝ is
+/// near 0 (its verdicts hardly follow quality as the panel sees it: random, or reversed, since
+/// s > 0 cannot turn a reversed judge round), and a panel too large to profile.
+pub fn judge_notes(p: &PanelSummary) -> Vec<String> {
+    let mut notes = Vec::new();
+    let trusted = p.judges.iter().find(|j| j.trusted).map(|j| j.name.as_str());
+    for j in &p.judges {
+        if let Some(ns) = &j.no_signal {
+            let what = match ns.lean {
+                crate::analysis::certify::Lean::FirstShown => "picked the first-shown answer",
+                crate::analysis::certify::Lean::SecondShown => "picked the second-shown answer",
+                crate::analysis::certify::Lean::Ties => "called a tie",
+            };
+            notes.push(format!(
+                "judge {:?} {what} in {:.0} % of its {} verdicts: they carry no signal about the answers; the panel's θ̂ rests on the other judges (leave it out, or fix its prompt)",
+                j.name,
+                100.0 * ns.share(),
+                ns.verdicts
+            ));
+        }
+        if let (Some(t), Some(a)) = (trusted, j.agreement_with_trusted)
+            && j.shared_with_trusted >= DISAGREEMENT_MIN_PAIRS
+            && a < 0.5
+        {
+            notes.push(format!(
+                "judge {:?} prefers a different answer from {t:?} on {} of the {} pairs both decided ({:.0} %): reversed labels, or a prompt that asks the opposite? The model's scale s > 0 cannot turn a reversed judge round, so its disagreement ends up in its c and κ",
+                j.name,
+                j.shared_with_trusted - (a * j.shared_with_trusted as f64).round() as usize,
+                j.shared_with_trusted,
+                100.0 * (1.0 - a)
+            ));
+        }
+        if !j.reference && j.no_signal.is_none() && j.scale.value + 2.0 * j.scale.sd < 0.25 {
+            notes.push(format!(
+                "judge {:?}: ŝ = {:.3} ± {:.3}, near 0: its verdicts hardly follow quality as the other judges see it (random, or reversed), so they move θ̂ little",
+                j.name, j.scale.value, j.scale.sd
+            ));
+        }
+    }
+    if !p.profiled {
+        let n: usize = p.judges.iter().map(|j| j.c_profile_nats.len()).sum();
+        notes.push(format!(
+            "the profile likelihood of the {n} bias coefficients is not computed for a panel this large (each point is a dense refit): ĉ ± sd only, and which c are identified is not checked"
+        ));
+    }
+    notes
 }
 
 /// Whether a profile range (nats) shows the coefficient informed by the comparisons (≥ 1e-3
@@ -307,5 +386,50 @@ mod tests {
             verdicts: (0..n).map(|i| v(i % 3, (i + 1) % 3, 1.0)).collect(),
         };
         assert_eq!(reference_judge(&[jv("a", 2), jv("b", 5), jv("c", 5)]), 1);
+    }
+
+    /// A random judge's scale is flagged near 0 and a panel past the profiling limit says its
+    /// coefficients (one per untrusted judge here) are not profiled.
+    #[test]
+    fn notes_flag_a_scale_near_zero_and_a_panel_not_profiled() {
+        use crate::domain::pool::{CovariateSpec, Item, build_covariates};
+        let items: Vec<Item> = (0..6)
+            .map(|i| Item {
+                id: format!("i{i}"),
+                covariates: [("len".to_string(), f64::from(i % 3))].into(),
+                ..Item::default()
+            })
+            .collect();
+        let pool = Pool::new("p".into(), "t".into(), items).unwrap();
+        let cov = build_covariates(&pool, &[CovariateSpec::parse("len").unwrap()]).unwrap();
+        // "sharp": the lower index wins every order; "coin": the first-shown answer wins on
+        // alternate pairs, whatever the items.
+        let (mut sharp, mut coin) = (Vec::new(), Vec::new());
+        let mut q = 0usize;
+        for a in 0..6 {
+            for b in 0..6 {
+                if a != b {
+                    for _ in 0..3 {
+                        sharp.push(v(a, b, if a < b { 1.0 } else { 0.0 }));
+                        coin.push(v(a, b, (q % 2) as f64));
+                        q += 1;
+                    }
+                }
+            }
+        }
+        let judges = [
+            JudgeVerdicts { name: "sharp".into(), trusted: false, verdicts: sharp },
+            JudgeVerdicts { name: "coin".into(), trusted: false, verdicts: coin },
+        ];
+        let mut rng = crate::domain::rng::stream(0, "membership", 0);
+        let mut p = fit_panel(&pool, &cov, &judges, None, &Prior::default(), (2, 200), &mut rng).unwrap();
+        assert!(p.profiled);
+        let notes = judge_notes(&p);
+        let coin = &p.judges[1];
+        assert!(coin.scale.value + 2.0 * coin.scale.sd < 0.25, "{:?}", coin.scale);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with("judge \"coin\": ŝ = "), "{notes:?}");
+        p.profiled = false;
+        assert!(judge_notes(&p)[1].starts_with("the profile likelihood of the 2 bias coefficients is not computed"));
     }
 }

@@ -186,15 +186,22 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
             },
             Some(other) => return Err(bad(line_no, format!("y = {other} is not a number; {EXPECTED}"))),
         };
-        let opt = |k: &str| obj.get(k).and_then(|v| v.as_str()).filter(|s| !s.is_empty()).map(str::to_owned);
+        // Optional names: a string, or absent / null / "" for none.
+        let opt = |k: &str| -> Result<Option<String>, FitCommandError> {
+            match obj.get(k) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(serde_json::Value::String(s)) => Ok(Some(s.clone()).filter(|s| !s.is_empty())),
+                Some(other) => Err(bad(line_no, format!("\"{k}\" = {other} is not a name (a string); {EXPECTED}"))),
+            }
+        };
         let strong_preference = y.is_some() && obj.get("strong_preference").and_then(|v| v.as_bool()) == Some(true);
         out.push(VerdictLine {
             line: line_no,
             a,
             b,
             y,
-            pool_id: opt("pool_id"),
-            judge: opt("judge"),
+            pool_id: opt("pool_id")?,
+            judge: opt("judge")?,
             strong_preference,
         });
     }
@@ -224,9 +231,10 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
     let cfg = run.as_ref().map(|r| &r.cfg);
     let Selection { mine, judges: counts, other_pools, mut warnings, mut notes, .. } = sel;
     if let Some(n) = counts.get("") {
+        let first = mine.iter().find(|l| l.judge.is_none()).map_or(0, |l| l.line);
         return Err(FitCommandError::Invalid(format!(
-            "{vpath}: {n} record{} of pool {:?} ha{} no \"judge\" field; --panel fits each judge's verdicts as that judge's, so every record needs one (or fit without --panel)",
-            if *n == 1 { "" } else { "s" },
+            "{vpath}:{first}: this record{} of pool {:?} ha{} no \"judge\" (or an empty one); --panel fits each judge's verdicts as that judge's, so every record needs a judge name (or fit without --panel)",
+            if *n == 1 { String::new() } else { format!(" and {} more", n - 1) },
             pool.pool_id,
             if *n == 1 { "s" } else { "ve" }
         )));
@@ -273,6 +281,7 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         (set.k, set.draws),
         &mut rng,
     )?;
+    notes.extend(crate::analysis::panel_fit::judge_notes(&panel));
     Ok(PanelFitOutput {
         pool_id: pool.pool_id.clone(),
         k: set.k,
@@ -329,7 +338,19 @@ fn families(
         let Some(j) = groups.iter().position(|g| g.name == name) else {
             return Err(FitCommandError::Invalid(format!("--family {f:?}: judge {name:?} has no valid verdict")));
         };
-        judge[j] = Some(family.to_owned());
+        if groups[j].trusted {
+            return Err(FitCommandError::Invalid(format!(
+                "--family {f:?}: {name:?} is the --trusted judge, taken as free of item-level bias, so it has no self-preference coefficient; give the family of an untrusted judge, or do not mark {name:?} trusted"
+            )));
+        }
+        match &judge[j] {
+            Some(prev) if prev != family => {
+                return Err(FitCommandError::Invalid(format!(
+                    "--family gives judge {name:?} two families, {prev:?} and {family:?}; give one"
+                )));
+            }
+            _ => judge[j] = Some(family.to_owned()),
+        }
     }
     let mut base: Vec<Option<String>> = vec![None; pool.n_bases()];
     for f in args.system_families {
@@ -341,7 +362,19 @@ fn families(
                 pool.bases.join(", ")
             )));
         };
-        base[b] = Some(family.to_owned());
+        match &base[b] {
+            Some(prev) if prev != family => {
+                return Err(FitCommandError::Invalid(format!(
+                    "--system-family gives system {system:?} two families, {prev:?} and {family:?}; give one"
+                )));
+            }
+            _ => base[b] = Some(family.to_owned()),
+        }
+        if !judge.iter().flatten().any(|j| j == family) {
+            warnings.push(format!(
+                "--system-family {f:?}: no judge is of family {family:?} (--family), so this system's family changes nothing"
+            ));
+        }
     }
     let mut known: Vec<&String> = judge.iter().flatten().collect();
     known.sort_by_key(|f| std::cmp::Reverse(f.len()));
@@ -383,7 +416,16 @@ struct Prepared {
 fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
     let run = if args.pool_file.is_dir() { Some(load_run(args.pool_file)?) } else { None };
     let cfg = run.as_ref().map(|r| &r.cfg);
+    let mut replaced = None;
     let verdicts_path: PathBuf = match (args.verdicts_file, &run) {
+        (Some(v), Some(r)) => {
+            replaced = Some(format!(
+                "fitting the verdicts of {}, not the run folder's own {}",
+                v.display(),
+                r.dir.join("verdicts.jsonl").display()
+            ));
+            v.to_path_buf()
+        }
         (Some(v), _) => v.to_path_buf(),
         (None, Some(r)) => r.dir.join("verdicts.jsonl"),
         (None, None) => {
@@ -415,6 +457,7 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
     let vpath = verdicts_path.display().to_string();
     let mut sel = Selection::of(lines, &pool, args, cfg, &vpath)?;
     sel.warnings.splice(0..0, torn);
+    sel.notes.splice(0..0, replaced);
     Ok(Prepared { run, pool, set, sel, vpath })
 }
 
@@ -615,7 +658,7 @@ impl Selection {
         let judge = if args.panel { None } else { select_judge(&judges, pool, args, cfg, vpath)? };
         if judge.is_none() && judges.len() > 1 && !args.panel {
             let m = format!(
-                "{vpath} holds verdicts of {} judges for pool {:?} ({}); they are fitted together as one judge — pass --judge to fit one",
+                "{vpath} holds verdicts of {} judges for pool {:?} ({}); they are fitted together as one judge — pass --judge to fit one, or --panel to fit them as a panel (shared θ, each judge its own κ, c and scale; docs/model.md §8)",
                 judges.len(),
                 pool.pool_id,
                 judge_list(&judges)
@@ -666,6 +709,12 @@ fn match_judge(
     } else {
         judges.keys().filter(|j| j.starts_with(w)).collect()
     };
+    if w.trim().is_empty() {
+        return Err(FitCommandError::Invalid(format!(
+            "{flag} \"\": an empty judge name; the judges in {vpath}: {}",
+            judge_list(judges)
+        )));
+    }
     match hits.as_slice() {
         [one] => Ok((*one).clone()),
         [] => Err(FitCommandError::Invalid(format!(
@@ -856,7 +905,7 @@ pub struct FitArgs {
     /// Fit every judge of the verdicts file as one panel (docs/model.md §8): shared item
     /// quality θ and, per judge, its position effect κ, bias coefficients c and scale s; every
     /// record needs its "judge".
-    #[arg(long, conflicts_with = "judge")]
+    #[arg(long, conflicts_with_all = ["judge", "report_ranking"])]
     pub panel: bool,
     /// With --panel: the judge whose verdicts are taken as free of item-level bias (no c; exact
     /// name or a unique prefix); the other judges' c are then identified relative to it.
@@ -870,6 +919,22 @@ pub struct FitArgs {
     /// A system's family as SYSTEM=FAMILY, where its id does not contain it (with --family).
     #[arg(long, requires = "family", value_delimiter = ',')]
     pub system_family: Vec<String>,
+}
+
+/// Check before fitting that `--out` can be written: its folder exists and it is not a folder.
+fn writable(path: &Path) -> Result<(), FitCommandError> {
+    let bad = |why: &str| FitCommandError::WriteOut {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(why.to_owned()),
+    };
+    if path.is_dir() {
+        return Err(bad("--out names a folder; give a file name"));
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(bad(&format!("--out: the folder {} does not exist", parent.display())));
+    }
+    Ok(())
 }
 
 /// `--covariates NAME[:TRANSFORM],…` as covariate specs (`None` when the flag is not given).
@@ -907,6 +972,9 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
         families: &args.family,
         system_families: &args.system_family,
     };
+    if let Some(out) = &args.out {
+        writable(out)?;
+    }
     if args.panel {
         let out = fit_panel_file(&req)?;
         for w in &out.warnings {

@@ -256,9 +256,14 @@ impl PanelDesign {
             return Err(FitError::InvalidData(format!("covariate difference {v} is not finite")));
         }
         if self.layout.n > MAX_PANEL_PARAMS {
+            let l = &self.layout;
             return Err(FitError::InvalidData(format!(
-                "a judge panel is fitted densely: {} parameters, at most {MAX_PANEL_PARAMS}",
-                self.layout.n
+                "a judge panel is fitted densely, at most {MAX_PANEL_PARAMS} parameters; this one has {} ({} bases θ, and for each of its {} judges a position effect κ, a scale s and {} bias coefficient{} c): fit fewer judges, merge the records of judges with few verdicts under one name, or fit fewer covariates",
+                l.n,
+                l.m,
+                l.kappa.len(),
+                l.p,
+                if l.p == 1 { "" } else { "s" }
             )));
         }
         Ok(())

@@ -102,14 +102,17 @@ pub struct PanelFitOutput {
 /// range, ŝ, flip rate, agreement with the trusted judge), what the panel identifies, and the
 /// bases by θ̂ with top-k membership π and the certified set.
 pub fn panel_text(out: &PanelFitOutput) -> String {
+    use crate::analysis::panel_fit::SAME_FAMILY;
     use crate::analysis::panel_fit::informed;
     let p = &out.panel;
-    let trusted = p.judges.iter().find(|j| j.trusted).map(|j| j.name.clone());
+    // The agreement column, when there is a trusted judge and another to compare with it.
+    let trusted = p.judges.iter().find(|j| j.trusted).map(|j| j.name.clone()).filter(|_| p.judges.len() > 1);
     let mut text = format!(
-        "pool {}: judge panel of {} judge{} (shared θ; per judge κ, c, scale s; docs/model.md §8), {} valid verdicts{}\n",
+        "pool {}: judge panel of {} judge{} (shared θ; per judge κ, {}scale s; docs/model.md §8), {} valid verdicts{}\n",
         out.pool_id,
         p.judges.len(),
         if p.judges.len() == 1 { "" } else { "s" },
+        if p.covariates.is_empty() { "" } else { "c, " },
         out.comparisons,
         if out.invalid > 0 { format!(" ({} invalid, not fitted)", out.invalid) } else { String::new() },
     );
@@ -135,9 +138,15 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
             j.c.iter()
                 .zip(&j.c_profile_nats)
                 .zip(&j.c_has_data)
-                .map(|((e, r), has)| match has {
-                    true => format!("{:<36}  ", format!("{} ({})", pm(e), super::table::fmt_nats(*r))),
-                    false => format!("{:<36}  ", "– (no data: the prior)"),
+                .zip(&p.covariates)
+                .map(|(((e, r), has), name)| {
+                    let cell = match (has, r) {
+                        (true, Some(r)) => format!("{} ({})", pm(e), super::table::fmt_nats(*r)),
+                        (true, None) => format!("{} (not profiled)", pm(e)),
+                        (false, _) if name == SAME_FAMILY => "– (the judge has no family)".to_string(),
+                        (false, _) => "– (no data: the prior)".to_string(),
+                    };
+                    format!("{cell:<36}  ")
                 })
                 .collect()
         };
@@ -151,6 +160,7 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
             (Some(_), true) => "  –".into(),
             (Some(_), false) => match j.agreement_with_trusted {
                 Some(a) => format!("  {a:.3} of {}", j.shared_with_trusted),
+                None if j.asked_with_trusted > 0 => "  – (no decided pair in common)".into(),
                 None => "  – (no pair in common)".into(),
             },
         };
@@ -174,8 +184,7 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
                 .iter()
                 .zip(&j.c_profile_nats)
                 .zip(&j.c_has_data)
-                .filter(|(_, has)| **has)
-                .map(move |((c, r), _)| (format!("{c} of {}", j.name), *r))
+                .filter_map(move |((c, r), has)| Some((format!("{c} of {}", j.name), (*r)?)).filter(|_| *has))
         })
         .collect();
     let listed = |sel: &dyn Fn(f64) -> bool| -> String {
