@@ -483,3 +483,69 @@ fn fit_panel_notes_judges_without_signal_and_reversed_judges() {
     assert_eq!(judge("first")["no_signal"]["lean"], "first_shown");
     assert!(r["no_signal"].is_null());
 }
+
+/// `--out` naming an input file is refused before fitting and the file is left as it was; a
+/// verdicts file with repeated lines is fitted with a warning that counts them; too few
+/// Monte-Carlo draws certify nothing, as in a single fit.
+#[test]
+fn fit_panel_guards_its_inputs_repeats_and_draws() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read_to_string(root().join(VERDICTS)).unwrap();
+    let v = write(dir.path(), "v.jsonl", &shipped);
+    let pool = root().join(POOL);
+    let (p, vs) = (pool.to_str().unwrap(), v.to_str().unwrap());
+    for extra in [&["--panel"][..], &[][..]] {
+        let mut args = vec!["fit", p, vs, "--out", vs];
+        args.extend_from_slice(extra);
+        let out = run_bin(dir.path(), &args);
+        assert!(!out.status.success());
+        assert!(text(&out).contains("--out: it is the input file"), "{}", text(&out));
+        assert_eq!(std::fs::read_to_string(&v).unwrap(), shipped, "the verdicts are intact");
+    }
+    let twice = write(dir.path(), "twice.jsonl", &(shipped.clone() + &shipped));
+    let n = shipped.lines().count();
+    let out = run_bin(dir.path(), &["fit", p, twice.to_str().unwrap(), "--panel", "--trusted", "frontier"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("{n} lines repeat an earlier line exactly (line {} repeats line 1)", n + 1)),
+        "{}",
+        text(&out)
+    );
+    let out = run_bin(dir.path(), &["fit", p, vs, "--panel", "--trusted", "frontier", "--draws", "150"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("certified top-3: nothing certified: 150 Monte-Carlo draws cannot resolve π at ε = 0.05: at least 200 are needed"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// A trusted judge without signal cannot anchor the other judges' c: the identification line
+/// says so, and the honest judges are not called reversed for disagreeing with it.
+#[test]
+fn fit_panel_does_not_anchor_on_a_trusted_judge_without_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read_to_string(root().join(VERDICTS)).unwrap();
+    let ties: String = shipped
+        .lines()
+        .filter(|l| l.contains("\"judge\":\"frontier\""))
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["judge"] = "tier".into();
+            v["y"] = 0.5.into();
+            format!("{v}\n")
+        })
+        .collect();
+    let v = write(dir.path(), "v.jsonl", &(shipped + &ties));
+    let out = run_bin(
+        dir.path(),
+        &["fit", root().join(POOL).to_str().unwrap(), v.to_str().unwrap(), "--panel", "--trusted", "tier"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = stdout(&out);
+    assert!(
+        printed.contains("identification: tier is marked trusted but cannot anchor the other judges' c: it called a tie in 100 % of its 48 verdicts (no signal)"),
+        "{printed}"
+    );
+    assert!(!printed.contains("prefers a different answer"), "{printed}");
+}

@@ -4,7 +4,7 @@
 //! the position (flip rate), how often it agrees with the trusted judge, and whether its c_j is
 //! identified (profile likelihood, nats). Pure: data in, values out.
 
-use crate::analysis::certify::{NoSignal, no_signal};
+use crate::analysis::certify::{NO_SIGNAL_MIN_VERDICTS, NoSignal, no_signal};
 use crate::domain::pool::{Covariates, Pool};
 use crate::domain::rng::ChaCha8Rng;
 use crate::domain::verdict::ItemVerdict;
@@ -32,6 +32,8 @@ pub struct JudgeSummary {
     pub name: String,
     /// Taken as free of item-level bias (no c_j).
     pub trusted: bool,
+    /// Its model family (`--family`), for the self-preference covariate.
+    pub family: Option<String>,
     /// The scale reference (s = 1; θ is in its logits).
     pub reference: bool,
     /// Valid verdicts fitted.
@@ -87,7 +89,7 @@ impl Families {
 /// The most profiling work done (coefficients profiled × parameters³): each point of a profile
 /// is a dense refit, so a panel of hundreds of judges reports ĉ ± sd without profiles rather
 /// than fitting for minutes.
-pub const MAX_PROFILE_WORK: f64 = 2e10;
+pub const MAX_PROFILE_WORK: f64 = 5e8;
 
 /// The name of the self-preference covariate.
 pub const SAME_FAMILY: &str = "same family";
@@ -198,6 +200,7 @@ pub fn fit_panel(
         out.push(JudgeSummary {
             name: jv.name.clone(),
             trusted: jv.trusted,
+            family: families.and_then(|f| f.judge[j].clone()),
             reference: f.layout.reference == j,
             verdicts: jv.verdicts.len(),
             kappa: f.kappa(j),
@@ -229,18 +232,49 @@ pub fn fit_panel(
     })
 }
 
+/// Why a trusted judge cannot anchor the other judges' c (too few verdicts, or no signal), if so.
+pub fn weak_anchor(j: &JudgeSummary) -> Option<String> {
+    if let Some(ns) = &j.no_signal {
+        let what = match ns.lean {
+            crate::analysis::certify::Lean::FirstShown => "picked the first-shown answer",
+            crate::analysis::certify::Lean::SecondShown => "picked the second-shown answer",
+            crate::analysis::certify::Lean::Ties => "called a tie",
+        };
+        return Some(format!("it {what} in {:.0} % of its {} verdicts (no signal)", 100.0 * ns.share(), ns.verdicts));
+    }
+    (j.verdicts < NO_SIGNAL_MIN_VERDICTS).then(|| {
+        format!(
+            "it has {} valid verdict{}, fewer than {NO_SIGNAL_MIN_VERDICTS}",
+            j.verdicts,
+            if j.verdicts == 1 { "" } else { "s" }
+        )
+    })
+}
+
 /// Decided pairs shared with the trusted judge from which a judge's disagreement is reported.
 pub const DISAGREEMENT_MIN_PAIRS: usize = 10;
 
 /// What a user should know about single judges of a fitted panel, in words: a judge without
 /// signal (one slot or ties winning nearly every verdict), one that disagrees with the trusted
-/// judge on most decided pairs (at least [`DISAGREEMENT_MIN_PAIRS`]), one whose scale ŝ is
+/// judge on more decided pairs than chance explains (at least [`DISAGREEMENT_MIN_PAIRS`]; more
+/// than n/2 + √n, 2 sd of Binomial(n, ½)), one with fewer than 10 verdicts, one whose scale ŝ is
 /// near 0 (its verdicts hardly follow quality as the panel sees it: random, or reversed, since
 /// s > 0 cannot turn a reversed judge round), and a panel too large to profile.
 pub fn judge_notes(p: &PanelSummary) -> Vec<String> {
     let mut notes = Vec::new();
-    let trusted = p.judges.iter().find(|j| j.trusted).map(|j| j.name.as_str());
+    // A trusted judge that cannot anchor the others is not compared with (its disagreement
+    // would blame the honest judges).
+    let trusted = p.judges.iter().find(|j| j.trusted).filter(|j| weak_anchor(j).is_none()).map(|j| j.name.as_str());
     for j in &p.judges {
+        if j.no_signal.is_none() && j.verdicts < NO_SIGNAL_MIN_VERDICTS {
+            notes.push(format!(
+                "judge {:?} has {} valid verdict{}: its κ, {}s rest mostly on their priors",
+                j.name,
+                j.verdicts,
+                if j.verdicts == 1 { "" } else { "s" },
+                if j.trusted || j.c.is_empty() { "" } else { "c and " }
+            ));
+        }
         if let Some(ns) = &j.no_signal {
             let what = match ns.lean {
                 crate::analysis::certify::Lean::FirstShown => "picked the first-shown answer",
@@ -254,9 +288,11 @@ pub fn judge_notes(p: &PanelSummary) -> Vec<String> {
                 ns.verdicts
             ));
         }
+        // Disagreement beyond chance: more than half the pairs by over 2 sd of Binomial(n, ½).
+        let n = j.shared_with_trusted as f64;
         if let (Some(t), Some(a)) = (trusted, j.agreement_with_trusted)
             && j.shared_with_trusted >= DISAGREEMENT_MIN_PAIRS
-            && a < 0.5
+            && (1.0 - a) * n > n / 2.0 + n.sqrt()
         {
             notes.push(format!(
                 "judge {:?} prefers a different answer from {t:?} on {} of the {} pairs both decided ({:.0} %): reversed labels, or a prompt that asks the opposite? The model's scale s > 0 cannot turn a reversed judge round, so its disagreement ends up in its c and κ",

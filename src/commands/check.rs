@@ -202,6 +202,17 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
 /// # Errors
 /// [`FitCommandError`].
 pub fn run(args: &CheckArgs) -> Result<std::process::ExitCode, FitCommandError> {
+    if let Some(out) = &args.out {
+        let inputs: Vec<&std::path::Path> =
+            [Some(args.pool_file.as_path()), Some(args.judgments.as_path()), args.anchors.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect();
+        crate::store::files::check_output_file(out, &inputs).map_err(|why| FitCommandError::WriteOut {
+            path: out.clone(),
+            source: std::io::Error::other(format!("--out: {why}")),
+        })?;
+    }
     let r = check(args)?;
     for w in &r.warnings {
         super::warn_line(w);

@@ -121,17 +121,21 @@ pub struct VerdictLine {
 const EXPECTED: &str = "expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\": 1 if a won, 0 if b won, 0.5 for a tie, or null for an invalid verdict}";
 
 /// Read a verdicts file line by line (UTF-8 byte-order mark, CRLF line ends and blank lines
-/// accepted; a torn last line without a newline is dropped with a warning).
+/// accepted; a torn last line without a newline is dropped with a warning, and lines that repeat
+/// an earlier line exactly are fitted each and counted in a warning).
 ///
 /// # Errors
 /// [`FitCommandError::Invalid`] naming the file, the first bad line and the expected fields.
-pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<String>), FitCommandError> {
+pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>), FitCommandError> {
     let raw = std::fs::read(path)
         .map_err(|e| FitCommandError::Invalid(format!("cannot read verdicts file {}: {e}", path.display())))?;
     let bad = |line: usize, msg: String| FitCommandError::Invalid(format!("{}:{line}: {msg}", path.display()));
     let bytes = crate::store::text::strip_bom(&raw).map_err(|m| bad(1, m.to_string()))?;
     let mut out = Vec::new();
-    let mut warning = None;
+    let mut warnings = Vec::new();
+    // Each line's text → the first line that had it; repeats (a file written twice?).
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut repeats: Vec<(usize, usize)> = Vec::new();
     let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     for (ln, part) in parts.iter().enumerate() {
         let line_no = ln + 1;
@@ -148,7 +152,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
         let v: serde_json::Value = match serde_json::from_str(text) {
             Ok(v) => v,
             Err(e) if !complete && e.is_eof() => {
-                warning = Some(format!(
+                warnings.push(format!(
                     "{}:{line_no}: dropped a torn last line ({} bytes, no newline; a crash while writing?)",
                     path.display(),
                     part.len()
@@ -157,6 +161,10 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
             }
             Err(e) => return Err(bad(line_no, format!("not JSON ({e}); {EXPECTED}"))),
         };
+        let first = *seen.entry(text.trim()).or_insert(line_no);
+        if first != line_no {
+            repeats.push((line_no, first));
+        }
         let Some(obj) = v.as_object() else {
             return Err(bad(line_no, format!("not a JSON object; {EXPECTED}")));
         };
@@ -190,7 +198,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
         let opt = |k: &str| -> Result<Option<String>, FitCommandError> {
             match obj.get(k) {
                 None | Some(serde_json::Value::Null) => Ok(None),
-                Some(serde_json::Value::String(s)) => Ok(Some(s.clone()).filter(|s| !s.is_empty())),
+                Some(serde_json::Value::String(s)) => Ok(Some(s.clone()).filter(|s| !s.trim().is_empty())),
                 Some(other) => Err(bad(line_no, format!("\"{k}\" = {other} is not a name (a string); {EXPECTED}"))),
             }
         };
@@ -205,7 +213,16 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Option<Strin
             strong_preference,
         });
     }
-    Ok((out, warning))
+    if let Some((line, first)) = repeats.first() {
+        warnings.push(format!(
+            "{}: {} line{} repeat{} an earlier line exactly (line {line} repeats line {first}); each is fitted as a verdict of its own: if the file holds some verdicts twice (written or concatenated twice), remove the repeats",
+            path.display(),
+            repeats.len(),
+            if repeats.len() == 1 { "" } else { "s" },
+            if repeats.len() == 1 { "s" } else { "" }
+        ));
+    }
+    Ok((out, warnings))
 }
 
 /// Fit a pool to a verdicts file (or a run folder).
@@ -282,6 +299,14 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         &mut rng,
     )?;
     notes.extend(crate::analysis::panel_fit::judge_notes(&panel));
+    let mut compared = vec![false; pool.n_bases()];
+    for v in groups.iter().flat_map(|g| &g.verdicts) {
+        compared[pool.item_base[v.a]] = true;
+        compared[pool.item_base[v.b]] = true;
+    }
+    let never: Vec<String> = (0..pool.n_bases()).filter(|&b| !compared[b]).map(|b| pool.bases[b].clone()).collect();
+    let not_certified = crate::analysis::certify::too_few_draws(set.draws, set.epsilon)
+        .or_else(|| (!never.is_empty()).then(|| crate::analysis::certify::prior_only_text(&never, pool.n_bases())));
     Ok(PanelFitOutput {
         pool_id: pool.pool_id.clone(),
         k: set.k,
@@ -290,6 +315,7 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         invalid,
         other_pools,
         bases: pool.bases.clone(),
+        not_certified,
         panel,
         notes,
         warnings,
@@ -393,6 +419,11 @@ fn families(
         if members.is_empty() {
             warnings.push(format!(
                 "--family: no system is of family {fam:?} (judge {}); its same-family coefficient is prior-selected",
+                of.join(", ")
+            ));
+        } else if members.len() == pool.n_bases() {
+            warnings.push(format!(
+                "--family: every system is of family {fam:?} (judge {}; a system is of a family when its id contains the name), so no verdict compares an answer of the family with one outside it and its same-family coefficient is prior-selected; name the family's systems with --system-family SYSTEM=FAMILY",
                 of.join(", ")
             ));
         } else {
@@ -722,9 +753,11 @@ fn match_judge(
             pool.pool_id,
             judge_list(judges)
         ))),
-        _ => Err(FitCommandError::Invalid(format!(
-            "{flag} {w:?} matches several judges in {vpath}: {}; give more of the name",
-            judge_list(judges)
+        several => Err(FitCommandError::Invalid(format!(
+            "{flag} {w:?} matches {} judges in {vpath}: {}; give more of the name",
+            several.len(),
+            several.iter().take(10).map(|j| format!("{j:?}")).collect::<Vec<_>>().join(", ")
+                + if several.len() > 10 { ", …" } else { "" }
         ))),
     }
 }
@@ -921,22 +954,6 @@ pub struct FitArgs {
     pub system_family: Vec<String>,
 }
 
-/// Check before fitting that `--out` can be written: its folder exists and it is not a folder.
-fn writable(path: &Path) -> Result<(), FitCommandError> {
-    let bad = |why: &str| FitCommandError::WriteOut {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(why.to_owned()),
-    };
-    if path.is_dir() {
-        return Err(bad("--out names a folder; give a file name"));
-    }
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        return Err(bad(&format!("--out: the folder {} does not exist", parent.display())));
-    }
-    Ok(())
-}
-
 /// `--covariates NAME[:TRANSFORM],…` as covariate specs (`None` when the flag is not given).
 ///
 /// # Errors
@@ -973,7 +990,12 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
         system_families: &args.system_family,
     };
     if let Some(out) = &args.out {
-        writable(out)?;
+        let inputs: Vec<&Path> =
+            [Some(args.pool_file.as_path()), args.verdicts_file.as_deref()].into_iter().flatten().collect();
+        crate::store::files::check_output_file(out, &inputs).map_err(|why| FitCommandError::WriteOut {
+            path: out.clone(),
+            source: std::io::Error::other(format!("--out: {why}")),
+        })?;
     }
     if args.panel {
         let out = fit_panel_file(&req)?;

@@ -78,7 +78,7 @@ fn write_pool_copy(dir: &Path, pool_path: &Path, text: String) -> Result<(), (Pa
         std::fs::write(&tmp, &text).map_err(|e| (tmp.clone(), e))?;
         std::fs::rename(&tmp, &shared).map_err(|e| (shared.clone(), e))?;
     }
-    if same_inode(&shared, pool_path) {
+    if crate::store::files::same_file(&shared, pool_path) {
         return Ok(());
     }
     let _ = std::fs::remove_file(pool_path);
@@ -95,7 +95,7 @@ fn copy_prompt(j: &mut JudgeConfig, dir: &Path) -> Result<(), (PathBuf, std::io:
     let folder = dir.join("prompt");
     std::fs::create_dir_all(&folder).map_err(|e| (folder.clone(), e))?;
     let to = folder.join(&file);
-    if !same_file(&oc.prompt, &to) {
+    if !crate::store::files::same_file(&oc.prompt, &to) {
         let text = std::fs::read(&oc.prompt).map_err(|e| (oc.prompt.clone(), e))?;
         std::fs::write(&to, text).map_err(|e| (to.clone(), e))?;
     }
@@ -108,23 +108,6 @@ fn absolute_recording(j: &mut JudgeConfig) {
     if let JudgeConfig::Replay(r) = j {
         r.file = absolute(&r.file);
     }
-}
-
-/// Whether two paths are one file (the same inode: a hard link).
-fn same_inode(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        matches!((std::fs::metadata(a), std::fs::metadata(b)), (Ok(x), Ok(y)) if x.dev() == y.dev() && x.ino() == y.ino())
-    }
-    #[cfg(not(unix))]
-    {
-        same_file(a, b)
-    }
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
 /// `p` as an absolute path (against the working directory), lexically normalised.

@@ -88,6 +88,8 @@ pub struct PanelFitOutput {
     pub other_pools: BTreeMap<String, usize>,
     /// Base names, the order of `theta`, `sd` and `membership`.
     pub bases: Vec<String>,
+    /// Why nothing is certified (too few Monte-Carlo draws, or bases without a verdict), if so.
+    pub not_certified: Option<String>,
     /// The fitted panel.
     #[serde(flatten)]
     pub panel: crate::analysis::panel_fit::PanelSummary,
@@ -143,6 +145,9 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
                     let cell = match (has, r) {
                         (true, Some(r)) => format!("{} ({})", pm(e), super::table::fmt_nats(*r)),
                         (true, None) => format!("{} (not profiled)", pm(e)),
+                        (false, _) if name == SAME_FAMILY && j.family.is_some() => {
+                            "– (no verdict differs in family)".to_string()
+                        }
                         (false, _) if name == SAME_FAMILY => "– (the judge has no family)".to_string(),
                         (false, _) => "– (no data: the prior)".to_string(),
                     };
@@ -196,7 +201,18 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
             .join(", ")
     };
     let (identified, selected) = (listed(&|r| informed(r)), listed(&|r| !informed(r)));
-    if !entries.is_empty() {
+    let weak = p
+        .judges
+        .iter()
+        .find(|j| j.trusted)
+        .and_then(|j| Some((j.name.clone(), crate::analysis::panel_fit::weak_anchor(j)?)));
+    if let (Some((t, why)), false) = (&weak, entries.is_empty()) {
+        let _ = writeln!(
+            text,
+            "identification: {t} is marked trusted but cannot anchor the other judges' c: {why}; read the panel as one without a trusted judge, where only the differences between the judges' c are identified (profile likelihood: {})",
+            entries.iter().map(|(w, r)| format!("{w} {}", super::table::fmt_nats(*r))).collect::<Vec<_>>().join(", ")
+        );
+    } else if !entries.is_empty() {
         let relative = trusted.as_ref().map(|t| format!(", relative to {t} (trusted: no c)")).unwrap_or_default();
         let line = if selected.is_empty() {
             format!(
@@ -220,21 +236,30 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
     order.sort_by(|a, b| p.theta[*b].total_cmp(&p.theta[*a]).then(a.cmp(b)));
     let inside: Vec<&str> =
         order.iter().filter(|&&b| p.membership[b] >= 1.0 - eps).map(|&b| out.bases[b].as_str()).collect();
-    let _ = writeln!(
-        text,
-        "certified top-{}: {} of {} in (π ≥ {}): {}",
-        out.k,
-        inside.len(),
-        out.k,
-        1.0 - eps,
-        if inside.is_empty() { "none".to_string() } else { inside.join(", ") }
-    );
+    match &out.not_certified {
+        Some(why) => {
+            let _ = writeln!(text, "certified top-{}: nothing certified: {why}", out.k);
+        }
+        None => {
+            let _ = writeln!(
+                text,
+                "certified top-{}: {} of {} in (π ≥ {}): {}",
+                out.k,
+                inside.len(),
+                out.k,
+                1.0 - eps,
+                if inside.is_empty() { "none".to_string() } else { inside.join(", ") }
+            );
+        }
+    }
     let bw = out.bases.iter().map(|b| b.chars().count()).max().unwrap_or(4).max(4);
     let _ = writeln!(text, "{:>4}  {:<bw$}  {:<16}  {:>6}  set", "rank", "base", "θ̂ (logits)", "π");
     let shown = order.len().min(40);
     for (r, &b) in order.iter().take(shown).enumerate() {
         let pi = p.membership[b];
-        let set = if pi >= 1.0 - eps {
+        let set = if out.not_certified.is_some() {
+            "?"
+        } else if pi >= 1.0 - eps {
             "in"
         } else if pi <= eps {
             "out"

@@ -2,11 +2,12 @@
 //! reader ([`pool_file`]), the append-only verdict ledger ([`ledger`], one verdict per ordered
 //! pair, fsynced), the intents written before each paid request ([`intents`]), the three read
 //! together as a run folder's books ([`books`]), the run-folder lock ([`lock`]), the spend
-//! budget ([`budget`]), the rounds of batch dispatch ([`batches`]) and input text as other tools write it ([`text`]).
+//! budget ([`budget`]), the rounds of batch dispatch ([`batches`]), paths ([`files`]) and input text as other tools write it ([`text`]).
 
 pub mod batches;
 pub mod books;
 pub mod budget;
+pub mod files;
 pub mod intents;
 pub mod ledger;
 pub mod lock;

@@ -387,6 +387,16 @@ pub struct ImportArgs {
 /// # Errors
 /// [`ImportError`].
 pub fn run(args: &ImportArgs) -> Result<std::process::ExitCode, ImportError> {
+    let inputs: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).chain(args.questions.as_deref()).collect();
+    if let Some(input) = inputs.iter().find(|i| crate::store::files::same_file(&args.out, i)) {
+        return Err(ImportError::Io {
+            path: args.out.clone(),
+            source: std::io::Error::other(format!(
+                "--out is the input file {}: writing would overwrite it; give another file",
+                input.display()
+            )),
+        });
+    }
     let text = match (args.format, args.judgments) {
         (Some(f), _) => {
             import_with(f, &args.inputs, args.questions.as_deref(), args.system_from, &args.out)?.text(&args.out)

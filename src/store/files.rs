@@ -1,0 +1,67 @@
+//! Files as paths: whether two paths are one file, and whether an output file may be written
+//! before a command does its work.
+
+use std::path::Path;
+
+/// Whether two paths are one file: the same inode (a hard link, a symlink or another spelling
+/// of the path) on Unix, the same canonical path elsewhere. `false` when either does not exist.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        matches!((std::fs::metadata(a), std::fs::metadata(b)), (Ok(x), Ok(y)) if x.dev() == y.dev() && x.ino() == y.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    }
+}
+
+/// Check, before any work, that `out` can be written as the output file of a command whose
+/// input files are `inputs`: it is not a folder, its folder exists, it is none of the inputs
+/// (writing would destroy one), and it opens for writing. An existing file is left as it is;
+/// one created by the check is removed again.
+///
+/// # Errors
+/// What is wrong, in words (the caller names the flag and the file).
+pub fn check_output_file(out: &Path, inputs: &[&Path]) -> Result<(), String> {
+    if out.is_dir() {
+        return Err("it is a folder; give a file name".into());
+    }
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(format!("the folder {} does not exist", parent.display()));
+    }
+    if let Some(input) = inputs.iter().find(|i| same_file(out, i)) {
+        return Err(format!("it is the input file {}: writing would overwrite it; give another file", input.display()));
+    }
+    let existed = out.exists();
+    std::fs::OpenOptions::new().append(true).create(true).open(out).map_err(|e| format!("cannot be written: {e}"))?;
+    if !existed {
+        let _ = std::fs::remove_file(out);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_file_that_is_an_input_or_has_no_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("v.jsonl");
+        std::fs::write(&input, "x\n").unwrap();
+        // Another spelling of the same path.
+        let again = dir.path().join(".").join("v.jsonl");
+        let e = check_output_file(&again, &[&input]).unwrap_err();
+        assert!(e.starts_with("it is the input file "), "{e}");
+        assert_eq!(std::fs::read_to_string(&input).unwrap(), "x\n", "left as it was");
+        let e = check_output_file(&dir.path().join("no/fit.json"), &[&input]).unwrap_err();
+        assert!(e.ends_with("/no does not exist"), "{e}");
+        assert_eq!(check_output_file(dir.path(), &[]).unwrap_err(), "it is a folder; give a file name");
+        let fresh = dir.path().join("fit.json");
+        check_output_file(&fresh, &[&input]).unwrap();
+        assert!(!fresh.exists(), "the check leaves no file behind");
+    }
+}
