@@ -9,7 +9,8 @@
 //! where v_ik = Var(θ_i − θ_k) under the panel's Laplace posterior Σ, and
 //! Δv_o = w_o (gᵀΣd_o)² / (1 + w_o d_oᵀΣd_o) is the reduction of that variance by one verdict of
 //! judge j on order o (g = e_i − e_k, d_o the query's design row [`super::super::model::panel::Layout::row`],
-//! w_o = p̂_o(1 − p̂_o)). With c_j and κ_j known, d_o = s_j g and Δv_o / v ≈ s_j² w_o v_ik: the
+//! w_o = p̄_o(1 − p̄_o), the expected Fisher weight with p̄_o = σ(η̂_o / √(1 + π d_oᵀΣd_o / 8)), the
+//! logistic averaged over the Laplace posterior of η_o). With c_j and κ_j known, d_o = s_j g and Δv_o / v ≈ s_j² w_o v_ik: the
 //! single-judge top-k score scaled by s_j². A biased judge whose c_j is uncertain informs the
 //! contrast less (its d_o also loads on c_j), and a trusted judge's verdict pays for that
 //! through Σ. After each pick Σ is updated by one Sherman–Morrison step per order.
@@ -116,7 +117,7 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
             }
             picked.push((x, y, u.judge));
             let d = row_of(ctx, u.judge, x, y);
-            let w = weight(ctx, u.judge, x, y);
+            let w = weight(ctx, &sigma, u.judge, x, y, &d);
             sherman_morrison(&mut sigma, &d, w);
         }
     }
@@ -128,8 +129,12 @@ fn row_of(ctx: &PanelContext<'_>, judge: usize, a: usize, b: usize) -> Vec<(usiz
     ctx.fit.layout.row(&ctx.fit.beta, judge, ctx.item_base[a], ctx.item_base[b], &dx)
 }
 
-/// p̂(1 − p̂) of judge `judge` on (a, b) at β̂.
-fn weight(ctx: &PanelContext<'_>, judge: usize, a: usize, b: usize) -> f64 {
+/// The expected Fisher weight p̄(1 − p̄) of judge `judge` on (a, b): p̄ = σ(η̂ / √(1 + π dᵀΣd / 8)),
+/// the logistic averaged over the Laplace posterior of η (MacKay's moderated output), with d the
+/// query's design row. A judge whose scale or bias is still uncertain is not taken at its point
+/// estimate's word: with a large ŝ learned from a few verdicts, p̂ at β̂ is near 0 or 1 and
+/// its verdicts would look worthless.
+fn weight(ctx: &PanelContext<'_>, sigma: &Matrix, judge: usize, a: usize, b: usize, d: &[(usize, f64)]) -> f64 {
     let l = &ctx.fit.layout;
     let beta = &ctx.fit.beta;
     let (i, k) = (ctx.item_base[a], ctx.item_base[b]);
@@ -139,7 +144,8 @@ fn weight(ctx: &PanelContext<'_>, judge: usize, a: usize, b: usize) -> f64 {
             eta += beta[c + t] * (ctx.x[judge][a][t] - ctx.x[judge][b][t]);
         }
     }
-    let p = sigmoid(eta);
+    let var: f64 = d.iter().map(|&(r, x)| x * d.iter().map(|&(c, y)| sigma[(r, c)] * y).sum::<f64>()).sum();
+    let p = sigmoid(eta / (1.0 + std::f64::consts::PI * var.max(0.0) / 8.0).sqrt());
     p * (1.0 - p)
 }
 
@@ -153,8 +159,15 @@ fn score(ctx: &PanelContext<'_>, sigma: &Matrix, u: &Unit, bw: &[f64], hot: &[us
     let n = sigma.nrows();
     // U = Σ D (n × orders), A = (W⁻¹ + DᵀΣD)⁻¹: the posterior update of both orders at once is
     // Σ ← Σ − U A Uᵀ, so Var(θ_i − θ_k) falls by (U_i − U_k)ᵀ A (U_i − U_k).
-    let rows: Vec<(Vec<(usize, f64)>, f64)> =
-        u.orders.iter().map(|&(x, y)| (row_of(ctx, u.judge, x, y), weight(ctx, u.judge, x, y))).collect();
+    let rows: Vec<(Vec<(usize, f64)>, f64)> = u
+        .orders
+        .iter()
+        .map(|&(x, y)| {
+            let d = row_of(ctx, u.judge, x, y);
+            let w = weight(ctx, sigma, u.judge, x, y, &d);
+            (d, w)
+        })
+        .collect();
     let cols: Vec<Vec<f64>> =
         rows.iter().map(|(d, _)| (0..n).map(|r| d.iter().map(|&(c, v)| sigma[(r, c)] * v).sum()).collect()).collect();
     let q = rows.len();
@@ -294,7 +307,15 @@ mod tests {
         let quad = |a: &[f64], b: &[f64]| -> f64 {
             (0..n).map(|r| (0..n).map(|c| a[r] * sigma[(r, c)] * b[c]).sum::<f64>()).sum()
         };
-        let w = weight(&ctx, 1, 1, 2);
+        // The expected Fisher weight at η̂ = s (θ_1 − θ_2) + c (x_1 − x_2) + κ, moderated by
+        // Var(η) = dᵀΣd.
+        let l = &f.layout;
+        let eta = l.scale(&f.beta, 1) * (f.beta[1] - f.beta[2])
+            + f.beta[l.c[1].unwrap()] * (x[1][1][0] - x[1][2][0])
+            + f.beta[l.kappa[1]];
+        let p = sigmoid(eta / (1.0 + std::f64::consts::PI * quad(&d, &d) / 8.0).sqrt());
+        let w = p * (1.0 - p);
+        assert!((w - weight(&ctx, &sigma, 1, 1, 2, &row_of(&ctx, 1, 1, 2))).abs() < 1e-12);
         let want = 0.5 * w * quad(&g, &d).powi(2) / (1.0 + w * quad(&d, &d)) / quad(&g, &g) / 0.3;
         let got = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2)], cost: 0.3 }, &bw, &hot);
         assert!((got - want).abs() < 1e-12 * want.abs().max(1.0), "{got} vs {want}");
