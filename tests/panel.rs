@@ -549,3 +549,14 @@ fn fit_panel_does_not_anchor_on_a_trusted_judge_without_signal() {
     );
     assert!(!printed.contains("prefers a different answer"), "{printed}");
 }
+
+/// `fit --panel --out` records the draws and the seed behind π, and the same seed gives the
+/// same π.
+#[test]
+fn fit_panel_out_records_draws_and_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = fit_json(dir.path(), &[POOL, VERDICTS, "--panel", "--draws", "400", "--seed", "7"]);
+    assert_eq!((a["draws"].as_u64(), a["seed"].as_u64()), (Some(400), Some(7)));
+    let b = fit_json(dir.path(), &[POOL, VERDICTS, "--panel", "--draws", "400", "--seed", "7"]);
+    assert_eq!(a["membership"], b["membership"]);
+}

@@ -316,6 +316,8 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         other_pools,
         bases: pool.bases.clone(),
         not_certified,
+        draws: set.draws,
+        seed: set.seed,
         panel,
         notes,
         warnings,

@@ -90,6 +90,10 @@ pub struct PanelFitOutput {
     pub bases: Vec<String>,
     /// Why nothing is certified (too few Monte-Carlo draws, or bases without a verdict), if so.
     pub not_certified: Option<String>,
+    /// Monte-Carlo draws from the Laplace posterior behind π.
+    pub draws: usize,
+    /// Seed of those draws (`--seed`).
+    pub seed: u64,
     /// The fitted panel.
     #[serde(flatten)]
     pub panel: crate::analysis::panel_fit::PanelSummary,
