@@ -153,6 +153,17 @@ fn fit_prints_the_same_notes_as_run() {
     close("membership_apparent", 0.01);
     assert!((f["kappa_sd"].as_f64().unwrap() - run["kappa_sd"].as_f64().unwrap()).abs() < 1e-6);
     assert!(stdout(&out).contains("note: c[words] is prior-selected"), "{}", stdout(&out));
+    // --out inside the run folder would overwrite the run's own files (its paid verdicts): refused
+    // before fitting, the verdicts left as they were.
+    let verdicts = folder.join("verdicts.jsonl");
+    let kept = std::fs::read(&verdicts).unwrap();
+    for extra in [&[][..], &["--panel"][..]] {
+        let args = [&["fit", folder.to_str().unwrap(), "--out", verdicts.to_str().unwrap()][..], extra].concat();
+        let out = run_bin(elsewhere.path(), &args);
+        assert!(!out.status.success());
+        assert!(text(&out).contains("--out: it is inside the input folder"), "{}", text(&out));
+        assert_eq!(std::fs::read(&verdicts).unwrap(), kept);
+    }
 }
 
 #[test]

@@ -560,3 +560,41 @@ fn fit_panel_out_records_draws_and_seed() {
     let b = fit_json(dir.path(), &[POOL, VERDICTS, "--panel", "--draws", "400", "--seed", "7"]);
     assert_eq!(a["membership"], b["membership"]);
 }
+
+/// A trusted judge whose scale is near 0 (its labels reversed) cannot anchor the other judges'
+/// c: the identification line and the JSON say so.
+#[test]
+fn fit_panel_does_not_anchor_on_a_reversed_trusted_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read_to_string(root().join(VERDICTS)).unwrap();
+    let reversed: String = shipped
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["judge"] == "frontier" {
+                v["judge"] = "rev".into();
+                v["y"] = (1.0 - v["y"].as_f64().unwrap()).into();
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let v = write(dir.path(), "v.jsonl", &reversed);
+    let pool = root().join(POOL);
+    let fit = fit_json(dir.path(), &[pool.to_str().unwrap(), v.to_str().unwrap(), "--panel", "--trusted", "rev"]);
+    let rev = fit["judges"].as_array().unwrap().iter().find(|j| j["name"] == "rev").unwrap();
+    let (s, sd) = (rev["scale"]["value"].as_f64().unwrap(), rev["scale"]["sd"].as_f64().unwrap());
+    assert!(s + 2.0 * sd < 0.25, "ŝ {s} ± {sd}");
+    let why = fit["weak_anchor"].as_str().unwrap();
+    assert!(why.starts_with(&format!("its ŝ = {s:.3} ± {sd:.3} is near 0")), "{why}");
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), v.to_str().unwrap(), "--panel", "--trusted", "rev"]);
+    assert!(
+        stdout(&out)
+            .contains(&format!("identification: rev is marked trusted but cannot anchor the other judges' c: {why}")),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        fit_json(dir.path(), &[POOL, VERDICTS, "--panel", "--trusted", "frontier"])["weak_anchor"].is_null(),
+        "the shipped frontier judge anchors"
+    );
+}

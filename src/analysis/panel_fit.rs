@@ -232,7 +232,8 @@ pub fn fit_panel(
     })
 }
 
-/// Why a trusted judge cannot anchor the other judges' c (too few verdicts, or no signal), if so.
+/// Why a trusted judge cannot anchor the other judges' c (no signal, a scale near 0, or fewer
+/// than 10 verdicts), if so.
 pub fn weak_anchor(j: &JudgeSummary) -> Option<String> {
     if let Some(ns) = &j.no_signal {
         let what = match ns.lean {
@@ -241,6 +242,12 @@ pub fn weak_anchor(j: &JudgeSummary) -> Option<String> {
             crate::analysis::certify::Lean::Ties => "called a tie",
         };
         return Some(format!("it {what} in {:.0} % of its {} verdicts (no signal)", 100.0 * ns.share(), ns.verdicts));
+    }
+    if !j.reference && j.scale.value + 2.0 * j.scale.sd < 0.25 {
+        return Some(format!(
+            "its ŝ = {:.3} ± {:.3} is near 0: its verdicts hardly follow quality as the other judges see it (random, or reversed)",
+            j.scale.value, j.scale.sd
+        ));
     }
     (j.verdicts < NO_SIGNAL_MIN_VERDICTS).then(|| {
         format!(

@@ -215,7 +215,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>)
     }
     if let Some((line, first)) = repeats.first() {
         warnings.push(format!(
-            "{}: {} line{} repeat{} an earlier line exactly (line {line} repeats line {first}); each is fitted as a verdict of its own: if the file holds some verdicts twice (written or concatenated twice), remove the repeats",
+            "{}: {} line{} repeat{} an earlier line exactly (line {line} repeats line {first}); each is fitted as a verdict of its own: if the file holds some verdicts twice (written or concatenated twice), remove the repeats; repeated samples of one query are fine",
             path.display(),
             repeats.len(),
             if repeats.len() == 1 { "" } else { "s" },
@@ -316,6 +316,7 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         other_pools,
         bases: pool.bases.clone(),
         not_certified,
+        weak_anchor: panel.judges.iter().find(|j| j.trusted).and_then(crate::analysis::panel_fit::weak_anchor),
         draws: set.draws,
         seed: set.seed,
         panel,
@@ -944,12 +945,13 @@ pub struct FitArgs {
     pub panel: bool,
     /// With --panel: the judge whose verdicts are taken as free of item-level bias (no c; exact
     /// name or a unique prefix); the other judges' c are then identified relative to it.
-    #[arg(long, requires = "panel")]
+    #[arg(long, requires = "panel", conflicts_with = "judge")]
     pub trusted: Option<String>,
     /// With --panel over systems: a judge's model family as JUDGE=FAMILY (comma-separated or
     /// repeated), for the self-preference covariate "same family" (docs/model.md §8); a system
-    /// whose id contains the family's name (any case) is of that family.
-    #[arg(long, requires = "panel", value_delimiter = ',')]
+    /// whose id contains the family's name (any case) is of that family. With --model naive it
+    /// is the only coefficient of each judge.
+    #[arg(long, requires = "panel", conflicts_with = "judge", value_delimiter = ',')]
     pub family: Vec<String>,
     /// A system's family as SYSTEM=FAMILY, where its id does not contain it (with --family).
     #[arg(long, requires = "family", value_delimiter = ',')]

@@ -90,6 +90,9 @@ pub struct PanelFitOutput {
     pub bases: Vec<String>,
     /// Why nothing is certified (too few Monte-Carlo draws, or bases without a verdict), if so.
     pub not_certified: Option<String>,
+    /// Why the trusted judge cannot anchor the other judges' c (no signal, a scale near 0, or
+    /// fewer than 10 verdicts), if so: then only differences between the judges' c are identified.
+    pub weak_anchor: Option<String>,
     /// Monte-Carlo draws from the Laplace posterior behind π.
     pub draws: usize,
     /// Seed of those draws (`--seed`).
@@ -205,11 +208,7 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
             .join(", ")
     };
     let (identified, selected) = (listed(&|r| informed(r)), listed(&|r| !informed(r)));
-    let weak = p
-        .judges
-        .iter()
-        .find(|j| j.trusted)
-        .and_then(|j| Some((j.name.clone(), crate::analysis::panel_fit::weak_anchor(j)?)));
+    let weak = p.judges.iter().find(|j| j.trusted).zip(out.weak_anchor.as_ref()).map(|(j, why)| (j.name.clone(), why));
     if let (Some((t, why)), false) = (&weak, entries.is_empty()) {
         let _ = writeln!(
             text,

@@ -18,8 +18,9 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Check, before any work, that `out` can be written as the output file of a command whose
-/// input files are `inputs`: it is not a folder, its folder exists, it is none of the inputs
-/// (writing would destroy one), and it opens for writing. An existing file is left as it is;
+/// inputs are `inputs`: it is not a folder, its folder exists, it is none of the input files and
+/// not inside an input folder such as a run folder (writing would destroy one), and it opens for
+/// writing. An existing file is left as it is;
 /// one created by the check is removed again.
 ///
 /// # Errors
@@ -34,6 +35,15 @@ pub fn check_output_file(out: &Path, inputs: &[&Path]) -> Result<(), String> {
     }
     if let Some(input) = inputs.iter().find(|i| same_file(out, i)) {
         return Err(format!("it is the input file {}: writing would overwrite it; give another file", input.display()));
+    }
+    if let Ok(at) = parent.canonicalize()
+        && let Some(folder) =
+            inputs.iter().filter(|i| i.is_dir()).find(|i| i.canonicalize().is_ok_and(|d| at.starts_with(d)))
+    {
+        return Err(format!(
+            "it is inside the input folder {}, whose files the command reads (a run folder's verdicts, pool, config); write it elsewhere",
+            folder.display()
+        ));
     }
     let existed = out.exists();
     std::fs::OpenOptions::new().append(true).create(true).open(out).map_err(|e| format!("cannot be written: {e}"))?;
@@ -60,6 +70,12 @@ mod tests {
         let e = check_output_file(&dir.path().join("no/fit.json"), &[&input]).unwrap_err();
         assert!(e.ends_with("/no does not exist"), "{e}");
         assert_eq!(check_output_file(dir.path(), &[]).unwrap_err(), "it is a folder; give a file name");
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(run.join("prompt")).unwrap();
+        for inside in [run.join("verdicts.jsonl"), run.join("prompt/x.txt"), run.join("new.json")] {
+            let e = check_output_file(&inside, &[&run]).unwrap_err();
+            assert!(e.starts_with("it is inside the input folder "), "{e}");
+        }
         let fresh = dir.path().join("fit.json");
         check_output_file(&fresh, &[&input]).unwrap();
         assert!(!fresh.exists(), "the check leaves no file behind");
