@@ -158,28 +158,33 @@ pub struct NoSignal {
 }
 
 impl NoSignal {
-    /// The share of verdicts of its lean.
-    pub fn share(&self) -> f64 {
-        let n = match self.lean {
+    /// The verdicts of its lean.
+    pub fn count(&self) -> usize {
+        match self.lean {
             Lean::FirstShown => self.first_shown,
             Lean::SecondShown => self.second_shown,
             Lean::Ties => self.ties,
-        };
-        n as f64 / self.verdicts.max(1) as f64
+        }
+    }
+
+    /// The share of verdicts of its lean.
+    pub fn share(&self) -> f64 {
+        self.count() as f64 / self.verdicts.max(1) as f64
+    }
+
+    /// What the judge did, as a verb phrase ("picked the first-shown answer").
+    pub fn what(&self) -> &'static str {
+        match self.lean {
+            Lean::FirstShown => "picked the first-shown answer",
+            Lean::SecondShown => "picked the second-shown answer",
+            Lean::Ties => "called a tie",
+        }
     }
 
     /// In words, with what helps.
     pub fn text(&self) -> String {
-        let what = match self.lean {
-            Lean::FirstShown => "picked the first-shown answer",
-            Lean::SecondShown => "picked the second-shown answer",
-            Lean::Ties => "called a tie",
-        };
-        let n = match self.lean {
-            Lean::FirstShown => self.first_shown,
-            Lean::SecondShown => self.second_shown,
-            Lean::Ties => self.ties,
-        };
+        let what = self.what();
+        let n = self.count();
         let orders = if 2 * self.both_orders >= self.verdicts {
             "both orders of each pair are sent already, so this is the judge"
         } else {

@@ -236,11 +236,7 @@ pub fn fit_panel(
 /// than 10 verdicts), if so.
 pub fn weak_anchor(j: &JudgeSummary) -> Option<String> {
     if let Some(ns) = &j.no_signal {
-        let what = match ns.lean {
-            crate::analysis::certify::Lean::FirstShown => "picked the first-shown answer",
-            crate::analysis::certify::Lean::SecondShown => "picked the second-shown answer",
-            crate::analysis::certify::Lean::Ties => "called a tie",
-        };
+        let what = ns.what();
         return Some(format!("it {what} in {:.0} % of its {} verdicts (no signal)", 100.0 * ns.share(), ns.verdicts));
     }
     if !j.reference && j.scale.value + 2.0 * j.scale.sd < 0.25 {
@@ -283,11 +279,7 @@ pub fn judge_notes(p: &PanelSummary) -> Vec<String> {
             ));
         }
         if let Some(ns) = &j.no_signal {
-            let what = match ns.lean {
-                crate::analysis::certify::Lean::FirstShown => "picked the first-shown answer",
-                crate::analysis::certify::Lean::SecondShown => "picked the second-shown answer",
-                crate::analysis::certify::Lean::Ties => "called a tie",
-            };
+            let what = ns.what();
             notes.push(format!(
                 "judge {:?} {what} in {:.0} % of its {} verdicts: they carry no signal about the answers; the panel's θ̂ rests on the other judges (leave it out, or fix its prompt)",
                 j.name,
