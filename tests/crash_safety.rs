@@ -182,7 +182,7 @@ pub(crate) fn check_books(fake: &FakeOpenAi, run: &Path, max_usd: Option<f64>, e
 /// Worst case of one query on the 8-item pool: (mean, max) over ordered pairs.
 pub(crate) fn worst_cases(cfg: &Path) -> (f64, f64) {
     let c = topk_judge::config::run::Config::load(cfg).unwrap();
-    let judge = topk_judge::config::judge::make_judge(&c.raw.judge).unwrap();
+    let judge = topk_judge::config::judge::make_judge(c.raw.judge()).unwrap();
     let n = c.pool.n_items();
     let w: Vec<f64> = (0..n)
         .flat_map(|a| (0..n).map(move |b| (a, b)))

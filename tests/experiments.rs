@@ -109,7 +109,7 @@ fn the_simulation_makes_the_runners_choices() {
         );
         let cfg_path = write(dir.path(), &format!("{name}.yaml"), &yaml);
         let cfg = topk_judge::config::run::Config::load(&cfg_path).unwrap();
-        let judge = topk_judge::config::judge::make_judge(&cfg.raw.judge).unwrap();
+        let judge = topk_judge::config::judge::make_judge(cfg.raw.judge()).unwrap();
         let rt = tokio::runtime::Runtime::new().unwrap();
         let res = rt.block_on(topk_judge::run::live::run(&cfg, judge, &Default::default())).unwrap();
         let sp =

@@ -19,6 +19,7 @@ mod layout;
 mod live_judge;
 mod outputs;
 mod panel;
+mod panel_run;
 mod pipeline;
 mod published;
 mod replay;

@@ -43,7 +43,7 @@ fn no_key() -> &'static str {
 }
 
 fn openai_cfg(cfg: &Config) -> OpenAiConfig {
-    match &cfg.raw.judge {
+    match cfg.raw.judge() {
         JudgeConfig::Openai(o) => (**o).clone(),
         other => panic!("not an openai judge: {other:?}"),
     }

@@ -121,7 +121,7 @@ fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
     let acq = "  concurrency: 16\n  refit_every: 16\n";
     let cfg = live(dir.path(), "over", &fake.base_url, "", acq, &format!("  max_usd: {max}\n"));
     let c = topk_judge::config::run::Config::load(&cfg).unwrap();
-    let judge = topk_judge::config::judge::make_judge(&c.raw.judge).unwrap();
+    let judge = topk_judge::config::judge::make_judge(c.raw.judge()).unwrap();
     let worst: Vec<f64> = (0..8)
         .flat_map(|a| (0..8).map(move |b| (a, b)))
         .filter(|(a, b)| a != b)

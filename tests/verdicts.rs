@@ -58,7 +58,7 @@ fn config(dir: &Path, name: &str, base_url: &str, judge_extra: &str, max_compari
 }
 
 fn openai_cfg(cfg: &Config) -> OpenAiConfig {
-    match &cfg.raw.judge {
+    match cfg.raw.judge() {
         JudgeConfig::Openai(o) => (**o).clone(),
         other => panic!("not an openai judge: {other:?}"),
     }

@@ -232,6 +232,48 @@ pub fn fit_panel(
     })
 }
 
+/// A fitted panel with what its reader needs said ([`report`]).
+#[derive(Debug, Clone)]
+pub struct PanelReport {
+    /// The panel.
+    pub panel: PanelSummary,
+    /// Notes on the judges ([`judge_notes`]).
+    pub notes: Vec<String>,
+    /// Why nothing is certified (too few Monte-Carlo draws, or bases without a verdict), if so.
+    pub not_certified: Option<String>,
+    /// Why the trusted judge cannot anchor the other judges' c ([`weak_anchor`]), if so.
+    pub weak_anchor: Option<String>,
+}
+
+/// [`fit_panel`] with its notes, the bases never compared and the trusted judge's anchoring:
+/// what `fit --panel` and a panel run report (`(k, draws, ε)`: top-k, Monte-Carlo draws and the
+/// certification threshold).
+///
+/// # Errors
+/// As [`fit_panel`].
+pub fn report(
+    pool: &Pool,
+    cov: &Covariates,
+    judges: &[JudgeVerdicts],
+    families: Option<&Families>,
+    prior: &Prior,
+    (k, draws, epsilon): (usize, usize, f64),
+    rng: &mut ChaCha8Rng,
+) -> Result<PanelReport, FitError> {
+    let panel = fit_panel(pool, cov, judges, families, prior, (k, draws), rng)?;
+    let notes = judge_notes(&panel);
+    let mut compared = vec![false; pool.n_bases()];
+    for v in judges.iter().flat_map(|g| &g.verdicts) {
+        compared[pool.item_base[v.a]] = true;
+        compared[pool.item_base[v.b]] = true;
+    }
+    let never: Vec<String> = (0..pool.n_bases()).filter(|&b| !compared[b]).map(|b| pool.bases[b].clone()).collect();
+    let not_certified = crate::analysis::certify::too_few_draws(draws, epsilon)
+        .or_else(|| (!never.is_empty()).then(|| crate::analysis::certify::prior_only_text(&never, pool.n_bases())));
+    let weak_anchor = panel.judges.iter().find(|j| j.trusted).and_then(weak_anchor);
+    Ok(PanelReport { panel, notes, not_certified, weak_anchor })
+}
+
 /// Why a trusted judge cannot anchor the other judges' c (no signal, a scale near 0, or fewer
 /// than 10 verdicts), if so.
 pub fn weak_anchor(j: &JudgeSummary) -> Option<String> {

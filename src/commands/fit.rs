@@ -289,24 +289,17 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
     let families = families(args, &pool, &groups, &counts, &vpath, &mut notes, &mut warnings)?;
     let comparisons = groups.iter().map(|g| g.verdicts.len()).sum::<usize>();
     let mut rng = crate::domain::rng::stream(set.seed, "membership", comparisons as u64);
-    let panel = crate::analysis::panel_fit::fit_panel(
-        &pool,
-        &cov,
-        &groups,
-        families.as_ref(),
-        &set.prior,
-        (set.k, set.draws),
-        &mut rng,
-    )?;
-    notes.extend(crate::analysis::panel_fit::judge_notes(&panel));
-    let mut compared = vec![false; pool.n_bases()];
-    for v in groups.iter().flat_map(|g| &g.verdicts) {
-        compared[pool.item_base[v.a]] = true;
-        compared[pool.item_base[v.b]] = true;
-    }
-    let never: Vec<String> = (0..pool.n_bases()).filter(|&b| !compared[b]).map(|b| pool.bases[b].clone()).collect();
-    let not_certified = crate::analysis::certify::too_few_draws(set.draws, set.epsilon)
-        .or_else(|| (!never.is_empty()).then(|| crate::analysis::certify::prior_only_text(&never, pool.n_bases())));
+    let crate::analysis::panel_fit::PanelReport { panel, notes: more, not_certified, weak_anchor } =
+        crate::analysis::panel_fit::report(
+            &pool,
+            &cov,
+            &groups,
+            families.as_ref(),
+            &set.prior,
+            (set.k, set.draws, set.epsilon),
+            &mut rng,
+        )?;
+    notes.extend(more);
     Ok(PanelFitOutput {
         pool_id: pool.pool_id.clone(),
         k: set.k,
@@ -316,7 +309,7 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         other_pools,
         bases: pool.bases.clone(),
         not_certified,
-        weak_anchor: panel.judges.iter().find(|j| j.trusted).and_then(crate::analysis::panel_fit::weak_anchor),
+        weak_anchor,
         draws: set.draws,
         seed: set.seed,
         panel,

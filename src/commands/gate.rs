@@ -217,6 +217,7 @@ pub async fn gate_command(
         return Err(no_gate(arg));
     }
     let run = super::run_folder::load_run_with(arg, overrides)?;
+    run.cfg.single_judge("gate").map_err(RunFolderError::Panel)?;
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }
@@ -349,7 +350,7 @@ pub async fn gate_for(
         .collect();
     // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
     // here is an error, not an empty name.
-    let judge_desc = crate::config::judge::judge_info(&cfg.raw.judge).map(|j| j.describe()).map_err(|m| {
+    let judge_desc = crate::config::judge::judge_info(cfg.raw.judge()).map(|j| j.describe()).map_err(|m| {
         RunFolderError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display()))
     })?;
     let report = GateReport {

@@ -17,6 +17,7 @@ use std::path::Path;
 /// [`RunFolderError`].
 pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), RunFolderError> {
     let run = load_run(arg)?;
+    run.cfg.single_judge("profile").map_err(RunFolderError::Panel)?;
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }

@@ -77,18 +77,27 @@ pub fn dry_run_text(
     rt: &tokio::runtime::Runtime,
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
+    if cfg.is_panel() {
+        return Err(RunCommandError::Config(ConfigError::invalid(
+            config,
+            crate::domain::invalid::InvalidSetting::new(
+                "--dry-run",
+                "is not built for a judge panel (`judges:`) yet; a run with `budget.max_usd` never spends past it",
+            ),
+        )));
+    }
     print_warnings(&cfg);
-    let mut judge = crate::config::judge::judge_info(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
+    let mut judge = crate::config::judge::judge_info(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
     // Batch dispatch reserves and books at the batch price.
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
-        (cfg.raw.acquisition.dispatch, &cfg.raw.judge)
+        (cfg.raw.acquisition.dispatch, cfg.raw.judge())
     {
         judge = std::sync::Arc::new(crate::run::batch::BatchPriced(judge, crate::run::batch::reserve_factor(oc)));
     }
     let d = super::dry_run::dry_run(&cfg, judge.as_ref())?;
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
-        (cfg.raw.acquisition.dispatch, &cfg.raw.judge)
+        (cfg.raw.acquisition.dispatch, cfg.raw.judge())
     {
         let r = cfg.raw.acquisition.round_size.unwrap_or(crate::config::run::DEFAULT_ROUND_SIZE);
         text.push_str(&format!(
@@ -97,8 +106,8 @@ pub fn dry_run_text(
         ));
     }
     // A live judge: does its endpoint answer? (its free model-list request, within seconds)
-    if let crate::config::judge::JudgeConfig::Openai(oc) = &cfg.raw.judge {
-        let line = match make_judge(&cfg.raw.judge) {
+    if let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() {
+        let line = match make_judge(cfg.raw.judge()) {
             Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), &oc.base_url)),
             Err(e) => format!("endpoint not probed: {e}"),
         };
@@ -171,6 +180,9 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
         return Ok(ExitCode::SUCCESS);
     }
     let (mut cfg, mut judge) = prepare(&args.config, &overrides)?;
+    if cfg.is_panel() {
+        return run_panel(args, &cfg, rt);
+    }
     if let Some((c, j)) = fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides)? {
         (cfg, judge) = (c, j);
     }
@@ -207,6 +219,45 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     })
 }
 
+/// `topk-judge run` of a judge panel (`judges:`, docs/model.md §8): Algorithm 1 over (pair,
+/// judge), one budget; result.json and the summary per judge. Exit code 130 after an interrupt.
+///
+/// # Errors
+/// [`RunCommandError`]: a flag that applies to a single judge only, a judge that cannot be
+/// built, or the run itself (within [`RunCommandError::During`]).
+fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
+    for (set, flag) in [
+        (args.gate.is_some(), "--gate"),
+        (args.detach, "--detach"),
+        (args.judge_changed.is_some(), "--judge-changed"),
+        (args.fail_on_undecided, "--fail-on-undecided"),
+    ] {
+        if set {
+            return Err(RunCommandError::Config(ConfigError::invalid(
+                &args.config,
+                crate::domain::invalid::InvalidSetting::new(
+                    flag,
+                    "applies to a single judge only; this config is a judge panel (`judges:`, docs/model.md §8)",
+                ),
+            )));
+        }
+    }
+    let mut members = Vec::with_capacity(cfg.raw.judges.len());
+    for m in &cfg.raw.judges {
+        members.push((m.name.clone(), make_judge(&m.judge).map_err(RunCommandError::Judge)?));
+    }
+    let panel = std::sync::Arc::new(crate::judge::panel::PanelJudge::new(&cfg.pool, members));
+    let opts = RunOptions { progress: !args.quiet, print: true, handle_signals: true, detach: false };
+    let result = rt
+        .block_on(crate::run::panel::run(cfg, panel, &opts))
+        .map_err(|e| RunCommandError::During { config: args.config.clone(), source: Box::new(e.into()) })?;
+    Ok(if result.stop_reason == StopReason::Interrupted {
+        ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 /// The judge fingerprint of a live judge resuming its verdicts (docs/live.md, "Judge
 /// fingerprint"): the check's line is printed and recorded; a changed judge stops the run
 /// unless `--judge-changed` says what to do. With `new`, the run folder's
@@ -224,7 +275,7 @@ fn fingerprint_check(
     overrides: &[crate::config::overrides::Override],
 ) -> Result<Option<Prepared>, RunCommandError> {
     use crate::run::fingerprint::{self, Decision};
-    let crate::config::judge::JudgeConfig::Openai(oc) = &cfg.raw.judge else { return Ok(None) };
+    let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() else { return Ok(None) };
     let Some(mut check) = rt.block_on(fingerprint::check(cfg, judge, oc.fingerprint.queries))? else { return Ok(None) };
     let mut rebuilt = None;
     if check.test.judge_changed {
@@ -274,10 +325,13 @@ fn set_namespace(dir: &Path, judge: &str, ns: &str) -> Result<(), RunCommandErro
 /// Apply the run folder's namespace for this judge (after an earlier `--judge-changed new`),
 /// unless the config sets one.
 fn apply_namespace(cfg: &mut Config) {
+    if cfg.is_panel() {
+        return;
+    }
     let Ok(text) = std::fs::read_to_string(cfg.run_dir.join(NAMESPACES)) else { return };
     let Ok(map) = serde_json::from_str::<std::collections::BTreeMap<String, String>>(&text) else { return };
-    let describe = crate::config::judge::judge_info(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default();
-    if let crate::config::judge::JudgeConfig::Openai(oc) = &mut cfg.raw.judge
+    let describe = crate::config::judge::judge_info(cfg.raw.judge()).map(|j| j.describe()).unwrap_or_default();
+    if let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge_mut()
         && oc.cache_namespace.is_none()
     {
         oc.cache_namespace = map.get(&describe).cloned();
@@ -293,7 +347,7 @@ pub fn prepare(config: &Path, overrides: &[crate::config::overrides::Override]) 
     let mut cfg = Config::load_with(config, overrides)?;
     apply_namespace(&mut cfg);
     print_warnings(&cfg);
-    let judge = make_judge(&cfg.raw.judge).map_err(RunCommandError::Judge)?;
+    let judge = make_judge(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
     super::gate::check_labels_file(&cfg).map_err(|e| RunCommandError::GateLabels(Box::new(e)))?;
     Ok((cfg, judge))
 }

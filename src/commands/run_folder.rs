@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 /// Errors of `profile`, `gate` and `run --gate`.
 #[derive(Debug, thiserror::Error)]
 pub enum RunFolderError {
+    /// The run is a judge panel and the command takes a single judge.
+    #[error("{0}")]
+    Panel(String),
     /// The run's config.yaml could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -150,7 +153,11 @@ fn legacy_run_config(path: &Path, text: &str) -> Result<Config, RunFolderError> 
     }
     // A replay judge's recording, like the pool, was resolved against the run's directory.
     let trusted = raw.gate.as_mut().and_then(|g| g.trusted.as_mut());
-    for j in std::iter::once(&mut raw.judge).chain(trusted) {
+    let judges: Vec<&mut crate::config::judge::JudgeConfig> = match &mut raw.judge {
+        Some(j) => vec![j],
+        None => raw.judges.iter_mut().map(|m| &mut m.judge).collect(),
+    };
+    for j in judges.into_iter().chain(trusted) {
         if let crate::config::judge::JudgeConfig::Replay(r) = j {
             r.file = cwd.join(&r.file);
         }
@@ -161,7 +168,7 @@ fn legacy_run_config(path: &Path, text: &str) -> Result<Config, RunFolderError> 
 /// The description of a config's judge (as result.json and gate.json name it), also for a live
 /// judge whose API key is not set here.
 pub fn judge_description(cfg: &Config) -> String {
-    crate::config::judge::judge_info(&cfg.raw.judge).map(|j| j.describe()).unwrap_or_default()
+    crate::config::judge::judge_info(cfg.raw.judge()).map(|j| j.describe()).unwrap_or_default()
 }
 
 /// The valid verdicts stored in `<dir>/verdicts.jsonl` for the config's judge (matched by cache
@@ -194,7 +201,7 @@ pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, 
     let (records, _, torn_line) = read_records(&path)?;
     let pool = &cfg.pool;
     let mut out = Vec::new();
-    match crate::config::judge::judge_info(&cfg.raw.judge) {
+    match crate::config::judge::judge_info(cfg.raw.judge()) {
         Ok(judge) => {
             let queries = crate::run::queries::RunQueries::new(cfg, judge.as_ref());
             out = queries.verdicts(&records, cfg.raw.model.strong_preference_weight);

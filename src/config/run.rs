@@ -446,8 +446,14 @@ pub struct RawConfig {
     pub pool: PoolRef,
     /// k of top-k (1 ≤ k < number of bases).
     pub k: usize,
-    /// The judge.
-    pub judge: JudgeConfig,
+    /// The judge (one judge). Read it with [`RawConfig::judge`]; exactly one of `judge` and
+    /// `judges` is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<JudgeConfig>,
+    /// A judge panel (docs/model.md §8): several named judges in one run, one model and one
+    /// budget. A list of one is the single-judge run (its entry becomes `judge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<PanelMemberConfig>,
     /// The `model` block: kind, covariates, prior precisions λ_θ, λ_b, λ_κ and the
     /// strong-preference weight (docs/model.md §2).
     #[serde(default)]
@@ -476,6 +482,195 @@ pub struct RawConfig {
     /// verdicts are stored, seconds (default 30); see docs/live.md.
     #[serde(default = "d_grace")]
     pub interrupt_grace_s: f64,
+}
+
+/// One judge of a panel (`judges:` in a run config; docs/model.md §8): its name, whether it is
+/// trusted, and one judge block beside them, as in `judge:` (`- name: cheap` then
+/// `mock: {...}`, or `openai:`, `synthetic:`, `replay:`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "PanelMemberDoc", into = "PanelMemberDoc")]
+pub struct PanelMemberConfig {
+    /// The judge's name: its verdicts are recorded under it (`"judge"` of each record) and
+    /// its cache keys begin with it, so no judge's verdict is reused for another.
+    pub name: String,
+    /// Its verdicts are taken as free of item-level bias (no bias coefficients c_j; the paper's
+    /// trusted anchors). At most one judge of a panel.
+    pub trusted: bool,
+    /// The judge block, with its own price, concurrency and rate limit.
+    pub judge: JudgeConfig,
+}
+
+/// [`PanelMemberConfig`] as written.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PanelMemberDoc {
+    name: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    trusted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mock: Option<crate::judge::mock::MockConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    synthetic: Option<crate::judge::synthetic::SyntheticJudgeConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    openai: Option<Box<crate::judge::openai::OpenAiConfig>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replay: Option<crate::judge::replay::ReplayConfig>,
+}
+
+impl TryFrom<PanelMemberDoc> for PanelMemberConfig {
+    type Error = String;
+    fn try_from(d: PanelMemberDoc) -> Result<Self, String> {
+        let mut blocks = Vec::new();
+        blocks.extend(d.mock.map(JudgeConfig::Mock));
+        blocks.extend(d.synthetic.map(JudgeConfig::Synthetic));
+        blocks.extend(d.openai.map(JudgeConfig::Openai));
+        blocks.extend(d.replay.map(JudgeConfig::Replay));
+        if blocks.len() != 1 {
+            return Err(format!(
+                "judge {:?} has {} judge blocks; give exactly one of `mock`, `openai`, `synthetic`, `replay` beside its `name`",
+                d.name,
+                blocks.len()
+            ));
+        }
+        Ok(Self { name: d.name, trusted: d.trusted, judge: blocks.remove(0) })
+    }
+}
+
+impl From<PanelMemberConfig> for PanelMemberDoc {
+    fn from(m: PanelMemberConfig) -> Self {
+        let mut d = PanelMemberDoc {
+            name: m.name,
+            trusted: m.trusted,
+            mock: None,
+            synthetic: None,
+            openai: None,
+            replay: None,
+        };
+        match m.judge {
+            JudgeConfig::Mock(c) => d.mock = Some(c),
+            JudgeConfig::Synthetic(c) => d.synthetic = Some(c),
+            JudgeConfig::Openai(c) => d.openai = Some(c),
+            JudgeConfig::Replay(c) => d.replay = Some(c),
+        }
+        d
+    }
+}
+
+impl RawConfig {
+    /// The judge of a single-judge run; for a panel, its first judge (the commands that take a
+    /// single judge refuse a panel first: [`Config::is_panel`]).
+    ///
+    /// # Panics
+    /// On a config with neither `judge` nor `judges` (validation refuses one).
+    pub fn judge(&self) -> &JudgeConfig {
+        match &self.judge {
+            Some(j) => j,
+            None => &self.judges.first().expect("a validated config has a judge").judge,
+        }
+    }
+
+    /// [`RawConfig::judge`], mutable.
+    ///
+    /// # Panics
+    /// As [`RawConfig::judge`].
+    pub fn judge_mut(&mut self) -> &mut JudgeConfig {
+        match &mut self.judge {
+            Some(j) => j,
+            None => &mut self.judges.first_mut().expect("a validated config has a judge").judge,
+        }
+    }
+
+    /// Every judge block: the judge, or each judge of the panel.
+    pub fn judge_blocks_mut(&mut self) -> Vec<&mut JudgeConfig> {
+        match &mut self.judge {
+            Some(j) => vec![j],
+            None => self.judges.iter_mut().map(|m| &mut m.judge).collect(),
+        }
+    }
+
+    /// Whether any judge is OpenAI-compatible (a live judge, which bills).
+    pub fn any_live_judge(&self) -> bool {
+        match &self.judge {
+            Some(j) => matches!(j, JudgeConfig::Openai(_)),
+            None => self.judges.iter().any(|m| matches!(m.judge, JudgeConfig::Openai(_))),
+        }
+    }
+}
+
+/// `judge:` or `judges:`: exactly one. A panel of one becomes `judge` (so it runs as the
+/// single-judge run it is, bit for bit); a panel of two or more needs distinct non-empty names
+/// and at most one trusted judge, and runs `wait_for_batch` over one pool, design single,
+/// without a gate (its trusted judge is the anchor).
+fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
+    match (raw.judge.is_some(), raw.judges.len()) {
+        (true, 0) => return Ok(()),
+        (true, _) => {
+            return Err(InvalidSetting::new(
+                "judges",
+                "give either `judge` (one judge) or `judges` (a panel), not both",
+            ));
+        }
+        (false, 0) => {
+            return Err(InvalidSetting::new(
+                "judge",
+                "missing: give `judge: {mock: {...}}` (or openai, synthetic, replay), or a panel `judges: [{name: ..., judge: {...}}, ...]`",
+            ));
+        }
+        (false, 1) => {
+            raw.judge = Some(raw.judges.remove(0).judge);
+            return Ok(());
+        }
+        (false, _) => {}
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (i, m) in raw.judges.iter().enumerate() {
+        let name = m.name.trim();
+        if name.is_empty() || name != m.name || name.contains(['/', ':']) || name.chars().any(char::is_control) {
+            return Err(InvalidSetting::new(
+                format!("judges[{i}].name"),
+                format!(
+                    "{:?} must be a non-empty name without surrounding spaces, '/', ':' or control characters",
+                    m.name
+                ),
+            ));
+        }
+        if !seen.insert(name) {
+            return Err(InvalidSetting::new(
+                format!("judges[{i}].name"),
+                format!("{name:?} names two judges; give each its own name"),
+            ));
+        }
+    }
+    if raw.judges.iter().filter(|m| m.trusted).count() > 1 {
+        return Err(InvalidSetting::new(
+            "judges",
+            "more than one judge is `trusted: true`; mark the one judge whose verdicts are taken as free of item-level bias",
+        ));
+    }
+    let refuse = |key: &str, why: &str| {
+        Err(InvalidSetting::new(
+            key,
+            format!(
+                "{why} (a judge panel, `judges:`, runs wait_for_batch over one pool with design single; docs/model.md §8)"
+            ),
+        ))
+    };
+    if raw.acquisition.dispatch != Dispatch::WaitForBatch {
+        return refuse("acquisition.dispatch", "a panel runs `wait_for_batch` only for now");
+    }
+    if raw.design != crate::analysis::design::DesignKind::Single {
+        return refuse("design", "a panel runs design single only for now");
+    }
+    if raw.pool.ids.is_some() {
+        return refuse("pool.ids", "a panel runs over one pool for now, not many prompts");
+    }
+    if raw.gate.is_some() {
+        return refuse("gate", "a panel's `trusted: true` judge is its anchor; a gate does not apply");
+    }
+    if raw.acquisition.confidence.is_some() {
+        return refuse("acquisition.confidence", "the confidence stop applies to a single judge only for now");
+    }
+    Ok(())
 }
 
 /// Default of [`RawConfig::interrupt_grace_s`], seconds.
@@ -543,12 +738,18 @@ impl Config {
     ) -> Result<(Self, Option<String>), ConfigError> {
         let mut raw: RawConfig = super::overrides::read_document_with(path, overrides)?;
         let mut problem = None;
-        if let JudgeConfig::Openai(oc) = &mut raw.judge
-            && oc.api_key_required
-        {
-            problem = crate::judge::openai::key_problem(oc).map(|m| format!("judge.openai.api_key_env: {m}"));
-            if problem.is_some() {
-                oc.api_key_required = false;
+        let panel = raw.judge.is_none();
+        for (i, j) in raw.judge_blocks_mut().into_iter().enumerate() {
+            if let JudgeConfig::Openai(oc) = j
+                && oc.api_key_required
+            {
+                let key =
+                    if panel { format!("judges[{i}].openai.api_key_env") } else { "judge.openai.api_key_env".into() };
+                let p = crate::judge::openai::key_problem(oc).map(|m| format!("{key}: {m}"));
+                if p.is_some() {
+                    oc.api_key_required = false;
+                    problem.get_or_insert(p.unwrap_or_default());
+                }
             }
         }
         Ok((Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))?, problem))
@@ -568,7 +769,8 @@ impl Config {
         let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs").map_err(inv)?;
         check_model(&raw.model).map_err(inv)?;
         check_acquisition(&mut raw.acquisition).map_err(inv)?;
-        if raw.acquisition.dispatch == Dispatch::Batch && !matches!(raw.judge, JudgeConfig::Openai(_)) {
+        check_judges(&mut raw).map_err(inv)?;
+        if raw.acquisition.dispatch == Dispatch::Batch && !matches!(raw.judge(), JudgeConfig::Openai(_)) {
             return Err(inv(InvalidSetting::new(
                 "acquisition.dispatch",
                 "`batch` sends provider batch jobs and needs an OpenAI-compatible judge (judge.openai); other judges answer at once, use wait_for_batch or pipelined",
@@ -578,7 +780,7 @@ impl Config {
         // A live trusted judge of the gate spends from the same budget.
         let live_gate =
             raw.gate.as_ref().and_then(|g| g.trusted.as_ref()).is_some_and(|t| matches!(t, JudgeConfig::Openai(_)));
-        check_budget(&raw.budget, matches!(raw.judge, JudgeConfig::Openai(_))).map_err(inv)?;
+        check_budget(&raw.budget, raw.any_live_judge()).map_err(inv)?;
         // Its queries are not comparisons of the run: only max_usd (or `unlimited`) bounds them.
         if live_gate && raw.budget.max_usd.is_none() && !raw.budget.unlimited {
             return Err(inv(InvalidSetting::new(
@@ -594,7 +796,15 @@ impl Config {
         check_systems(&raw, &pool).map_err(inv)?;
         sections::check_k_in_pool(raw.k, &pool).map_err(inv)?;
         let synth = raw.pool.synthetic;
-        super::judge::check_judge(&mut raw.judge, &dir, &pool, synth.as_ref(), "judge").map_err(inv)?;
+        match &mut raw.judge {
+            Some(j) => super::judge::check_judge(j, &dir, &pool, synth.as_ref(), "judge").map_err(inv)?,
+            None => {
+                for (i, m) in raw.judges.iter_mut().enumerate() {
+                    super::judge::check_judge(&mut m.judge, &dir, &pool, synth.as_ref(), &format!("judges[{i}]"))
+                        .map_err(inv)?;
+                }
+            }
+        }
         if let Some(g) = &mut raw.gate {
             g.check().map_err(inv)?;
             if let Some(t) = &mut g.trusted {
@@ -616,6 +826,25 @@ impl Config {
             sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
         Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs, warnings })
+    }
+
+    /// Whether this is a judge panel of two or more judges (`judges:`; docs/model.md §8).
+    pub fn is_panel(&self) -> bool {
+        self.raw.judge.is_none() && self.raw.judges.len() >= 2
+    }
+
+    /// Refuse a panel in a command that takes a single judge.
+    ///
+    /// # Errors
+    /// A message naming the command and what it does for a panel instead.
+    pub fn single_judge(&self, command: &str) -> Result<(), String> {
+        if self.is_panel() {
+            return Err(format!(
+                "{}: a judge panel (`judges:`) — `{command}` takes a single judge; fit a panel run's verdicts with `topk-judge fit RUN_FOLDER --panel --trusted NAME` (docs/model.md §8)",
+                self.path.display()
+            ));
+        }
+        Ok(())
     }
 
     /// Ordered pairs of items (a ≠ b) that are not sent: identical texts under
@@ -839,6 +1068,74 @@ mod tests {
         assert_eq!(normalize(Path::new("configs/../runs/x")), PathBuf::from("runs/x"));
         assert_eq!(normalize(Path::new("../data/./p.jsonl")), PathBuf::from("../data/p.jsonl"));
         assert_eq!(normalize(Path::new("a/..")), PathBuf::from("."));
+    }
+
+    /// A panel config's faults, each named by its key, before the pool is read.
+    #[test]
+    fn panel_configs_are_checked_and_a_panel_of_one_is_a_judge() {
+        let err = |judges: &str, extra: &str| {
+            let y = format!("name: x\npool: {{file: p.jsonl}}\nk: 2\n{judges}{extra}");
+            match crate::store::yaml::from_str::<RawConfig>(&y) {
+                Err(e) => e.0,
+                Ok(raw) => Config::from_raw(raw, Path::new("c.yaml")).expect_err("refused").to_string(),
+            }
+        };
+        let two = "judges:\n  - {name: cheap, mock: {}}\n  - {name: frontier, trusted: true, mock: {}}\n";
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "judge: {mock: {}}\n",
+                "judges:\n  - {name: a, mock: {}}\n",
+                "judges: give either `judge` (one judge) or `judges` (a panel), not both",
+            ),
+            ("", "", "judge: missing: give `judge: {mock: {...}}`"),
+            (
+                "judges:\n  - {name: a, mock: {}}\n  - {name: a, mock: {}}\n",
+                "",
+                "judges[1].name: \"a\" names two judges",
+            ),
+            (
+                "judges:\n  - {name: \" a\", mock: {}}\n  - {name: b, mock: {}}\n",
+                "",
+                "judges[0].name: \" a\" must be a non-empty name",
+            ),
+            ("judges:\n  - {name: a/b, mock: {}}\n  - {name: b, mock: {}}\n", "", "judges[0].name: \"a/b\" must be"),
+            (
+                "judges:\n  - {name: a, trusted: true, mock: {}}\n  - {name: b, trusted: true, mock: {}}\n",
+                "",
+                "judges: more than one judge is `trusted: true`",
+            ),
+            (
+                two,
+                "acquisition: {dispatch: pipelined}\n",
+                "acquisition.dispatch: a panel runs `wait_for_batch` only for now",
+            ),
+            (two, "design: paired\n", "design: a panel runs design single only for now"),
+            (two, "acquisition: {confidence: 0.05}\n", "acquisition.confidence: the confidence stop applies"),
+            (
+                "judges:\n  - {name: a, mock: {}, replay: {file: r.jsonl}}\n",
+                "",
+                "has 2 judge blocks; give exactly one of `mock`, `openai`, `synthetic`, `replay`",
+            ),
+            ("judges:\n  - {name: a}\n", "", "has 0 judge blocks"),
+            ("judges:\n  - {name: a, mock: {}, judge: {mock: {}}}\n", "", "unknown field `judge`"),
+        ];
+        for (judges, extra, want) in cases {
+            let e = err(judges, extra);
+            assert!(e.contains(want), "{judges}{extra}: {e}");
+        }
+        // One entry is the judge it holds; its name and trust have nothing to say alone.
+        let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudges:\n  - {name: solo, trusted: true, mock: {seed: 3}}\n";
+        let mut raw = crate::store::yaml::from_str::<RawConfig>(y).unwrap();
+        check_judges(&mut raw).unwrap();
+        assert!(raw.judges.is_empty());
+        let JudgeConfig::Mock(m) = raw.judge.as_ref().unwrap() else { panic!("a mock judge") };
+        assert_eq!(m.seed, 3);
+        // A panel's config copy reads back as the same panel.
+        let y = format!("name: x\npool: {{file: p.jsonl}}\nk: 2\n{two}");
+        let raw = crate::store::yaml::from_str::<RawConfig>(&y).unwrap();
+        let back = crate::store::yaml::from_str::<RawConfig>(&crate::store::yaml::to_string(&raw).unwrap()).unwrap();
+        assert_eq!(back, raw);
+        assert_eq!((raw.judges[1].name.as_str(), raw.judges[1].trusted), ("frontier", true));
     }
 
     #[test]

@@ -40,11 +40,23 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
             raw.pool.id = Some(cfg.pool.pool_id.clone());
         }
     }
-    copy_prompt(&mut raw.judge, dir)?;
-    absolute_recording(&mut raw.judge);
+    match &mut raw.judge {
+        Some(j) => {
+            copy_prompt(j, dir, None)?;
+            absolute_recording(j);
+        }
+        // A panel: each judge's prompt in a folder of its own (two judges' prompts may share a
+        // file name).
+        None => {
+            for m in &mut raw.judges {
+                copy_prompt(&mut m.judge, dir, Some(&m.name))?;
+                absolute_recording(&mut m.judge);
+            }
+        }
+    }
     if let Some(g) = &mut raw.gate {
         if let Some(t) = &mut g.trusted {
-            copy_prompt(t, dir)?;
+            copy_prompt(t, dir, None)?;
             absolute_recording(t);
         }
         if let Some(l) = &mut g.labels {
@@ -89,17 +101,21 @@ fn write_pool_copy(dir: &Path, pool_path: &Path, text: String) -> Result<(), (Pa
 }
 
 /// Copy a live judge's prompt template into `<dir>/prompt/` and point the config at the copy.
-fn copy_prompt(j: &mut JudgeConfig, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> {
+fn copy_prompt(j: &mut JudgeConfig, dir: &Path, sub: Option<&str>) -> Result<(), (PathBuf, std::io::Error)> {
     let JudgeConfig::Openai(oc) = j else { return Ok(()) };
     let Some(file) = oc.prompt.file_name().map(PathBuf::from) else { return Ok(()) };
-    let folder = dir.join("prompt");
+    let rel = match sub {
+        Some(s) => Path::new("prompt").join(s),
+        None => PathBuf::from("prompt"),
+    };
+    let folder = dir.join(&rel);
     std::fs::create_dir_all(&folder).map_err(|e| (folder.clone(), e))?;
     let to = folder.join(&file);
     if !crate::store::files::same_file(&oc.prompt, &to) {
         let text = std::fs::read(&oc.prompt).map_err(|e| (oc.prompt.clone(), e))?;
         std::fs::write(&to, text).map_err(|e| (to.clone(), e))?;
     }
-    oc.prompt = Path::new("prompt").join(file);
+    oc.prompt = rel.join(file);
     Ok(())
 }
 

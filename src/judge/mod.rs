@@ -6,6 +6,7 @@
 
 pub mod mock;
 pub mod openai;
+pub mod panel;
 pub mod replay;
 pub mod setup;
 pub mod synthetic;
@@ -384,6 +385,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait JudgeInfo: Send + Sync {
     /// Short description for logs and summaries (never secrets).
     fn describe(&self) -> String;
+
+    /// The `"judge"` of the verdict record of the ordered query (a, b): by default
+    /// [`JudgeInfo::describe`]; a panel member's name in a panel ([`panel`]).
+    fn record_judge(&self, _pool: &Pool, _a: usize, _b: usize) -> String {
+        self.describe()
+    }
 
     /// Cache key of one ordered query: a hash of everything that determines the verdict (judge
     /// configuration, prompt, texts). At most one verdict per key is ever stored (docs/model.md §1).

@@ -133,7 +133,7 @@ pub type BookingTask<T> = tokio::task::JoinHandle<Result<Vec<Settled<T>>, BooksE
 /// without it, committed under it; then each failure, fsynced. Settled in the order of `replies`.
 fn book_replies<T>(
     books: &Mutex<Books>,
-    describe: String,
+    judge: &dyn Judge,
     replies: Vec<(Reply<T>, Reservation)>,
 ) -> Result<Vec<Settled<T>>, BooksError> {
     let recs: Vec<_> = replies
@@ -142,7 +142,14 @@ fn book_replies<T>(
             let reply = out.as_ref().ok()?.clone();
             Some((
                 sent.intent,
-                VerdictRecord::from_reply(sent.key.clone(), &sent.pool, sent.a, sent.b, describe.clone(), reply),
+                VerdictRecord::from_reply(
+                    sent.key.clone(),
+                    &sent.pool,
+                    sent.a,
+                    sent.b,
+                    judge.record_judge(&sent.pool, sent.a, sent.b),
+                    reply,
+                ),
             ))
         })
         .collect();
@@ -658,8 +665,8 @@ impl<T: Send + 'static> Dispatcher<T> {
             })
             .collect();
         drop(f);
-        let (books, describe) = (self.books.clone(), self.judge.describe());
-        tokio::task::spawn_blocking(move || book_replies(&books, describe, with_reservations))
+        let (books, judge) = (self.books.clone(), self.judge.clone());
+        tokio::task::spawn_blocking(move || book_replies(&books, judge.as_ref(), with_reservations))
     }
 
     /// Stop waiting: let the waves whose intents are being written leave first, book the

@@ -209,9 +209,23 @@ impl Faults {
 
     /// Tell the scheduler how a query ended, and count, set aside or note a stop as its outcome
     /// asks.
-    pub fn settle(&mut self, settled: Settled<()>, sched: &mut Scheduler, judge: &dyn Judge, progress: &Progress) {
-        let (a, b, res) = (settled.a, settled.b, settled.reservation);
-        let (ida, idb) = (&settled.pool.items[a].id, &settled.pool.items[b].id);
+    pub fn settle<T>(&mut self, settled: Settled<T>, sched: &mut Scheduler, judge: &dyn Judge, progress: &Progress) {
+        let pair = (settled.a, settled.b);
+        self.settle_as(settled, pair, sched, judge, progress);
+    }
+
+    /// [`Faults::settle`] of a query the scheduler knows as the pair `(a, b)` (a judge panel's
+    /// encoding of judge and ordered pair, [`super::panel`]); the messages name its items.
+    pub fn settle_as<T>(
+        &mut self,
+        settled: Settled<T>,
+        (a, b): (usize, usize),
+        sched: &mut Scheduler,
+        judge: &dyn Judge,
+        progress: &Progress,
+    ) {
+        let res = settled.reservation;
+        let (ida, idb) = (&settled.pool.items[settled.a].id, &settled.pool.items[settled.b].id);
         match settled.outcome {
             DispatchOutcome::Verdict { cost_usd, stored } => {
                 sched.stored_verdict(a, b, res, cost_usd, stored);

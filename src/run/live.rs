@@ -87,7 +87,7 @@ async fn batch_judge(
     if acq.dispatch != crate::config::run::Dispatch::Batch {
         return Ok((judge, None, Default::default()));
     }
-    let factors = match &cfg.raw.judge {
+    let factors = match cfg.raw.judge() {
         crate::config::judge::JudgeConfig::Openai(oc) => (oc.batch_price_factor(), super::batch::reserve_factor(oc)),
         _ => (1.0, 1.0),
     };
@@ -270,6 +270,7 @@ impl<'a> Driver<'a> {
             worst_usd: &worst,
             allowed: queries.allowed(),
             target_xbar: xbar.as_deref(),
+            panel: None,
         };
         loop {
             let fitted = self.current.as_ref().map(|(s, p)| Fitted {

@@ -10,7 +10,8 @@
 //! [`interrupt`] handles Ctrl-C, [`throughput`] measures the request rate.
 //! [`queries`] is the one definition of a run's ordered pairs and of the next picks, shared by
 //! the run, its dry run and the commands that re-read a run folder; [`pending`] weighs the
-//! queries in flight when a pipelined run picks.
+//! queries in flight when a pipelined run picks. [`panel`] runs a judge panel (`judges:`) on
+//! the same scheduler and dispatcher.
 
 pub mod batch;
 pub mod dispatch;
@@ -20,6 +21,7 @@ pub mod folder;
 pub mod interrupt;
 pub mod live;
 pub mod observe;
+pub mod panel;
 pub mod pending;
 pub mod queries;
 pub mod schedule;

@@ -331,7 +331,7 @@ mod tests {
     fn pairs_are_counted_and_listed_without_a_table_and_keys_match_by_item_ids() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = four_items(dir.path());
-        let judge = crate::config::judge::make_judge(&cfg.raw.judge).unwrap();
+        let judge = crate::config::judge::make_judge(cfg.raw.judge()).unwrap();
         let q = RunQueries::new(&cfg, judge.as_ref());
         // 4·3 = 12 ordered pairs less x1↔x2 (one base) = 10; y1↔z1 (same text) are skipped.
         let listed = ordered_pairs(&cfg.pool, DesignKind::Single);

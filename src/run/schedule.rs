@@ -89,7 +89,16 @@ pub struct PickRule<'a> {
     /// The systems' mean covariates (M × p) when the acquisition aims at the apparent ranking
     /// φ = θ + cᵀx̄ of a run over many prompts ([`acquire::apparent`]); `None`: at θ.
     pub target_xbar: Option<&'a [Vec<f64>]>,
+    /// A judge panel's picks (docs/model.md §8): given the scheduler's pairs unavailable for
+    /// picking and the number wanted, the next ordered pairs, in the panel's encoding of
+    /// (judge, ordered pair) as one pair of the scheduler ([`super::panel`]). When set it is the
+    /// only source of picks; everything else (reservations, stop rules, rounds) stays the
+    /// scheduler's.
+    pub panel: Option<&'a PanelPicker<'a>>,
 }
+
+/// A judge panel's acquisition as the scheduler calls it ([`PickRule::panel`]).
+pub type PanelPicker<'a> = dyn Fn(&HashSet<(usize, usize)>, usize) -> Vec<(usize, usize)> + Sync + 'a;
 
 /// Monte-Carlo draws of the apparent top-k membership the acquisition aims at.
 const TARGET_DRAWS: usize = 500;
@@ -644,6 +653,9 @@ impl Scheduler {
             return Vec::new();
         }
         let queried = self.unavailable_for_picking();
+        if let Some(panel) = rule.panel {
+            return panel(&queried, r);
+        }
         let unfitted = self.unfitted();
         if self.s.dispatch == Dispatch::Pipelined {
             return self.pick_filling(rule, fit, queried, unfitted, r);
@@ -848,6 +860,7 @@ mod tests {
             worst_usd: &free,
             allowed: None,
             target_xbar: None,
+            panel: None,
         }
     }
 
@@ -1162,6 +1175,7 @@ mod tests {
             worst_usd: &free,
             allowed: None,
             target_xbar: None,
+            panel: None,
         };
         let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
@@ -1274,6 +1288,7 @@ mod tests {
             worst_usd: worst,
             allowed: None,
             target_xbar: None,
+            panel: None,
         }
     }
 

@@ -295,6 +295,7 @@ pub fn follow(
         worst_usd: &free,
         allowed: input.allowed,
         target_xbar: xbar.as_deref(),
+        panel: None,
     };
     let mut st = State { verdicts: Vec::new(), log: Vec::new(), unavailable: 0, fit: None };
     let mut points = Vec::with_capacity(budgets.len());

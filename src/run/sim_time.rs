@@ -124,6 +124,7 @@ pub fn run_timed(
         worst_usd: &free,
         allowed: None,
         target_xbar: None,
+        panel: None,
     };
     let fail = |comparisons: usize, source| SimError::Fit { seed, strategy, model, comparisons, source };
     let mut verdicts: Vec<ItemVerdict> = Vec::new();

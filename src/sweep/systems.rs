@@ -49,7 +49,7 @@ pub fn recall_experiment(
     seeds: &[u64],
     threads: usize,
 ) -> Result<Vec<SystemsRow>, SystemsExperimentError> {
-    let crate::config::judge::JudgeConfig::Mock(mock) = &cfg.raw.judge else {
+    let crate::config::judge::JudgeConfig::Mock(mock) = cfg.raw.judge() else {
         return Err(SystemsExperimentError::Setup("the systems experiment needs `judge: {mock: …}`".into()));
     };
     let pool = &cfg.pool;

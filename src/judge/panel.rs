@@ -1,0 +1,193 @@
+//! A judge panel as one judge for the dispatcher (docs/model.md §8): each member keeps its own
+//! client (price, concurrency, rate limit); its cache keys begin with its name, so no member's
+//! verdict is ever taken for another's, and its records carry its name.
+//!
+//! The dispatcher hands every query with its pool. The panel gives each member a pool of its own
+//! ([`PanelJudge::pool`], the run's pool, shared by reference), and a query goes to the member
+//! whose pool it carries: the route is part of the query, not a side table that could drift.
+
+use super::{BoxFuture, Judge, JudgeError, JudgeInfo, JudgeStats, WorstCaseParts};
+use crate::domain::pool::Pool;
+use crate::domain::verdict::JudgeReply;
+use std::sync::Arc;
+
+/// One member: its name and its judge, with the name in front of every cache key.
+pub struct Named {
+    /// The member's name (`judges[i].name`).
+    pub name: String,
+    /// Its judge.
+    pub judge: Arc<dyn Judge>,
+}
+
+impl JudgeInfo for Named {
+    fn describe(&self) -> String {
+        format!("{}: {}", self.name, self.judge.describe())
+    }
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        format!("{}:{}", self.name, self.judge.cache_key(pool, a, b))
+    }
+    fn record_judge(&self, _pool: &Pool, _a: usize, _b: usize) -> String {
+        self.name.clone()
+    }
+    fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.judge.worst_case_usd(pool, a, b)
+    }
+    fn worst_case_parts(&self, pool: &Pool) -> Option<WorstCaseParts> {
+        self.judge.worst_case_parts(pool)
+    }
+    fn has_price(&self) -> bool {
+        self.judge.has_price()
+    }
+    fn requests_per_minute(&self) -> Option<u32> {
+        self.judge.requests_per_minute()
+    }
+    fn answerable(&self, pool: &Pool) -> Option<Vec<(usize, usize)>> {
+        self.judge.answerable(pool)
+    }
+    fn preview(&self, pool: &Pool, a: usize, b: usize) -> Option<String> {
+        self.judge.preview(pool, a, b)
+    }
+}
+
+/// The panel: its members and the pool each member's queries carry.
+pub struct PanelJudge {
+    members: Vec<Arc<Named>>,
+    pools: Vec<Arc<Pool>>,
+}
+
+impl PanelJudge {
+    /// A panel over `pool` of `members` (name, judge), in the order of the config.
+    pub fn new(pool: &Pool, members: Vec<(String, Arc<dyn Judge>)>) -> Self {
+        let pools = members.iter().map(|_| Arc::new(pool.clone())).collect();
+        let members = members.into_iter().map(|(name, judge)| Arc::new(Named { name, judge })).collect();
+        Self { members, pools }
+    }
+
+    /// The members, in order.
+    pub fn members(&self) -> &[Arc<Named>] {
+        &self.members
+    }
+
+    /// The pool member `j`'s queries carry.
+    pub fn pool(&self, j: usize) -> &Arc<Pool> {
+        &self.pools[j]
+    }
+
+    /// The member whose pool `pool` is (the one a query carrying it goes to).
+    pub fn member_of(&self, pool: &Pool) -> Option<usize> {
+        self.pools.iter().position(|p| std::ptr::eq(&**p, pool))
+    }
+
+    fn member(&self, pool: &Pool) -> &Named {
+        let j = self.member_of(pool).expect("a panel query carries the pool of one of its members");
+        &self.members[j]
+    }
+}
+
+impl JudgeInfo for PanelJudge {
+    fn describe(&self) -> String {
+        let names: Vec<&str> = self.members.iter().map(|m| m.name.as_str()).collect();
+        format!("panel of {} judges ({})", names.len(), names.join(", "))
+    }
+    fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+        self.member(pool).cache_key(pool, a, b)
+    }
+    fn record_judge(&self, pool: &Pool, a: usize, b: usize) -> String {
+        self.member(pool).record_judge(pool, a, b)
+    }
+    fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.member(pool).worst_case_usd(pool, a, b)
+    }
+    fn has_price(&self) -> bool {
+        self.members.iter().any(|m| m.has_price())
+    }
+}
+
+impl Judge for PanelJudge {
+    /// Every member's free endpoint check; the first that fails names its member.
+    fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
+        Box::pin(async move {
+            let mut warnings = Vec::new();
+            for m in &self.members {
+                match m.judge.preflight().await {
+                    Ok(w) => warnings.extend(w.into_iter().map(|w| format!("judge {}: {w}", m.name))),
+                    Err(JudgeError::Endpoint { setting, message, cost_usd }) => {
+                        return Err(JudgeError::Endpoint {
+                            setting,
+                            message: format!("judge {}: {message}", m.name),
+                            cost_usd,
+                        });
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(warnings)
+        })
+    }
+
+    /// The members' counters are reported per member ([`PanelJudge::member_stats`]).
+    fn stats(&self) -> Option<JudgeStats> {
+        None
+    }
+
+    fn stop_sending(&self) {
+        for m in &self.members {
+            m.judge.stop_sending();
+        }
+    }
+
+    fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+        match self.member_of(pool) {
+            Some(j) => self.members[j].judge.judge(pool, a, b),
+            None => Box::pin(async {
+                Err(JudgeError::Fatal { message: "a query of the panel carries no member's pool".into() })
+            }),
+        }
+    }
+}
+
+impl PanelJudge {
+    /// Each member's counters of this invocation (live judges), by name.
+    pub fn member_stats(&self) -> Vec<(String, Option<JudgeStats>)> {
+        self.members.iter().map(|m| (m.name.clone(), m.judge.stats())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::mock::{MockConfig, MockJudge};
+
+    fn pool() -> Pool {
+        let items = (0..3)
+            .map(|i| crate::domain::pool::Item {
+                id: format!("i{i}"),
+                text: Some(format!("text {i}")),
+                quality: Some(i as f64),
+                ..Default::default()
+            })
+            .collect();
+        Pool::new("p".into(), "t".into(), items).unwrap()
+    }
+
+    #[test]
+    fn each_query_goes_to_the_member_whose_pool_it_carries_and_keys_never_collide() {
+        let p = pool();
+        let same: Arc<dyn Judge> = Arc::new(MockJudge::new(MockConfig::default()).unwrap());
+        let panel = PanelJudge::new(&p, vec![("cheap".into(), same.clone()), ("frontier".into(), same.clone())]);
+        let (k0, k1) = (panel.cache_key(panel.pool(0), 0, 1), panel.cache_key(panel.pool(1), 0, 1));
+        // Two members with one configuration: still two keys, each naming its member.
+        assert_ne!(k0, k1);
+        assert_eq!(k0, format!("cheap:{}", same.cache_key(&p, 0, 1)));
+        assert_eq!(k1, format!("frontier:{}", same.cache_key(&p, 0, 1)));
+        assert_eq!(panel.record_judge(panel.pool(1), 0, 1), "frontier");
+        assert_eq!(panel.member_of(panel.pool(1)), Some(1));
+        // The run's own pool (not a member's) routes nowhere.
+        assert_eq!(panel.member_of(&p), None);
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let e = rt.block_on(panel.judge(&p, 0, 1)).unwrap_err();
+        assert!(matches!(e, JudgeError::Fatal { .. }), "{e}");
+        let r = rt.block_on(panel.judge(panel.pool(0), 2, 0)).unwrap();
+        assert_eq!(r.y, rt.block_on(same.judge(&p, 2, 0)).unwrap().y);
+    }
+}

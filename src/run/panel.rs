@@ -1,0 +1,593 @@
+//! A judge panel's run (docs/model.md §8): Algorithm 1 over (pair, judge). The scheduler
+//! ([`super::schedule`]) is the one of a single-judge run, over the panel's queries: judge j's
+//! ordered pair (a, b) is the scheduler's pair (j·N + a, j·N + b). So reservations, the budget
+//! (one for the panel, counting everything the folder's books hold), the rounds, a failing judge
+//! and every stop rule are the scheduler's, as in a single-judge run; the panel brings its model
+//! (shared θ; per judge κ_j, c_j and scale s_j) and its acquisition
+//! ([`crate::acquire::panel::select`]: top-k information per USD, both orders to one judge),
+//! through [`super::schedule::PickRule::panel`].
+//!
+//! Every query goes through the one dispatcher ([`super::dispatch`]) to a [`PanelJudge`]: an
+//! intent fsynced before each request, each reply booked under its member's name and cache key.
+//! The folder's lock, Ctrl-C with its grace period, resume from the books: as in a single-judge
+//! run ([`super::live`]). The panel runs `wait_for_batch`: each round's picks are sent at once
+//! (to every member at the same time, each within its own concurrency and rate limit), then the
+//! panel is refitted.
+
+use super::dispatch::{Dispatcher, Event, Query, Settled};
+use super::faults::Faults;
+use super::folder::{Folder, open_folder};
+use super::interrupt::Interrupt;
+use super::queries::RunQueries;
+use super::schedule::{Action, Fitted, Pick, PickRule, ScheduleSettings, Scheduler, Signals};
+use super::{RunError, RunOptions};
+use crate::acquire::panel::{PanelContext, select};
+use crate::analysis::panel_fit::{JudgeVerdicts, PanelReport, design};
+use crate::config::run::{Config, Dispatch};
+use crate::domain::rng;
+use crate::domain::verdict::{ItemVerdict, StoredVerdict};
+use crate::judge::panel::PanelJudge;
+use crate::judge::{Judge, JudgeInfo};
+use crate::model::laplace::Posterior;
+use crate::model::linalg::Matrix;
+use crate::model::panel::{self as panel_model, PanelFit};
+use crate::report::progress::Progress;
+use crate::report::schema::StopReason;
+use crate::store::books::{Books, Spend};
+use crate::store::budget::Budget;
+use serde::Serialize;
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io { path: path.to_owned(), source }
+}
+
+/// One judge of a panel run in its result.
+#[derive(Debug, Clone, Serialize)]
+pub struct PanelJudgeSpend {
+    /// The judge's name.
+    pub name: String,
+    /// Its description (model, endpoint, prompt; never secrets).
+    pub judge: String,
+    /// Whether it is the trusted judge.
+    pub trusted: bool,
+    /// Its stored verdicts (valid or not).
+    pub queries: usize,
+    /// What its books hold, USD: verdicts, paid failures and possibly billed requests.
+    pub spend_usd: f64,
+}
+
+/// result.json of a panel run: why it stopped, the spend per judge and in all, and the panel
+/// fitted to every stored verdict as `fit RUN --panel` reports it.
+#[derive(Debug, Serialize)]
+pub struct PanelRunResult {
+    /// Why the run stopped.
+    pub stop_reason: StopReason,
+    /// The judges, in the order of `judges:`.
+    pub judges: Vec<PanelJudgeSpend>,
+    /// Stored verdicts of all judges (valid or not).
+    pub comparisons: usize,
+    /// Everything the run folder's books hold, USD (what `budget.max_usd` bounds): verdicts,
+    /// paid failures and requests booked as possibly billed.
+    pub spend_usd: f64,
+    /// Requests booked as possibly billed (a reply that may have been billed was never read:
+    /// a kill, or the interrupt's grace period ran out), counted in `spend_usd` at their worst
+    /// case.
+    pub possibly_billed: usize,
+    /// `budget.max_usd`, if set.
+    pub max_usd: Option<f64>,
+    /// Queries sent in this invocation.
+    pub asked_now: usize,
+    /// Stored verdicts that were there when this invocation started (resume).
+    pub reused: usize,
+    /// Failed queries in this invocation.
+    pub failed: usize,
+    /// The fitted panel (per judge κ̂, ĉ, ŝ with sd, flip rate, agreement with the trusted
+    /// judge; θ̂, π and the certified top-k).
+    pub fit: crate::report::fit::PanelFitOutput,
+}
+
+/// The scheduler's pair of judge `j`'s ordered pair (a, b) in a pool of `n` items.
+fn encode(n: usize, j: usize, a: usize, b: usize) -> (usize, usize) {
+    (j * n + a, j * n + b)
+}
+
+/// Judge, first item, second item of the scheduler's pair (ea, eb).
+fn decode(n: usize, (ea, eb): (usize, usize)) -> (usize, usize, usize) {
+    (ea / n, ea % n, eb % n)
+}
+
+/// The panel's current fit: the Laplace posterior of the whole panel, its θ block as the
+/// scheduler's posterior, and π.
+struct Current {
+    fit: PanelFit,
+    theta_post: Posterior,
+    membership: Vec<f64>,
+}
+
+/// Run Algorithm 1 with a judge panel (`judges:` of two or more) for a validated config.
+/// Writes into `cfg.run_dir` the books as the run goes, then result.json
+/// ([`PanelRunResult`]).
+///
+/// # Errors
+/// [`RunError`]: the folder, the books, a failed fit; [`RunError::JudgeFailing`] after
+/// result.json is written.
+pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Result<PanelRunResult, RunError> {
+    let members = panel.members().to_vec();
+    let folder = open_folder(cfg, members[0].as_ref(), opts)?;
+    let Folder { lock: _lock, interrupt, books, warnings } = folder;
+    let trusted: Vec<bool> = cfg.raw.judges.iter().map(|m| m.trusted).collect();
+    let queries: Vec<RunQueries<'_>> = members.iter().map(|m| RunQueries::new(cfg, m.as_ref())).collect();
+    for q in &queries {
+        q.learn_folder(&cfg.run_dir);
+    }
+    let n = cfg.pool.n_items();
+    let weight = cfg.raw.model.strong_preference_weight;
+    let stored_now = |books: &Books| -> Vec<Vec<StoredVerdict>> {
+        queries.iter().map(|q| q.stored_verdicts(books.log().records(), weight)).collect()
+    };
+    let stored = stored_now(&books);
+    let reused: usize = stored.iter().map(Vec::len).sum();
+    let (budget, _) =
+        Budget::for_folder(&cfg.run_dir, cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, reused as u64)?;
+    let acq = &cfg.raw.acquisition;
+    debug_assert_eq!(acq.dispatch, Dispatch::WaitForBatch, "the config refuses other dispatches for a panel");
+    let settings = ScheduleSettings::new(acq.refit_every, acq.concurrency, Dispatch::WaitForBatch, 0);
+    let total: usize = queries.iter().map(RunQueries::n_pairs).sum();
+    let stored_pairs: Vec<(usize, usize)> =
+        stored.iter().enumerate().flat_map(|(j, s)| s.iter().map(move |v| encode(n, j, v.a, v.b))).collect();
+    let excluded: Vec<(usize, usize)> = queries
+        .iter()
+        .enumerate()
+        .flat_map(|(j, q)| q.skipped().iter().map(move |&(a, b)| encode(n, j, a, b)))
+        .collect();
+    let sched = Scheduler::new(settings, total, stored_pairs, excluded, budget);
+    let judge: Arc<dyn Judge> = panel.clone();
+    let mut disp: Dispatcher<usize> = Dispatcher::new(judge.clone(), books);
+    disp.set_wire_limit(acq.concurrency);
+    let sendable: u64 = queries.iter().map(|q| q.sendable() as u64).sum();
+    let progress = Progress::new(cfg.raw.budget.max_comparisons.unwrap_or(sendable).min(sendable), opts.progress);
+    for w in warnings {
+        progress.println(&format!("warning: {w}"));
+    }
+    let mut d = Driver {
+        cfg,
+        panel: panel.clone(),
+        trusted,
+        n,
+        sched,
+        disp,
+        current: None,
+        warm: None,
+        faults: Faults::new(acq.max_failed_queries_per_pair),
+        fit_failed: None,
+        interrupt,
+        grace_end: None,
+        checked: false,
+        asked: 0,
+        progress,
+        stored_of: &stored_now,
+    };
+    let stop = d.drive().await;
+    d.interrupt.set_in_flight(0);
+    let Driver { disp, faults, fit_failed, asked, progress, .. } = d;
+    let books = disp.close().await;
+    progress.finish();
+    let stop = stop?;
+    let books = books?;
+    let trusted: Vec<bool> = cfg.raw.judges.iter().map(|m| m.trusted).collect();
+    finish(cfg, &panel, &trusted, opts, &books, &stored_now(&books), stop, (asked, reused, faults, fit_failed))
+}
+
+/// The panel's verdicts as the fit takes them: per judge, its valid verdicts.
+fn groups(cfg: &Config, stored: &[Vec<StoredVerdict>], trusted: &[bool]) -> Vec<JudgeVerdicts> {
+    cfg.raw
+        .judges
+        .iter()
+        .zip(stored)
+        .zip(trusted)
+        .map(|((m, s), &t)| JudgeVerdicts {
+            name: m.name.clone(),
+            trusted: t,
+            verdicts: s.iter().filter_map(StoredVerdict::verdict).collect::<Vec<ItemVerdict>>(),
+        })
+        .collect()
+}
+
+struct Driver<'a, F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> {
+    cfg: &'a Config,
+    panel: Arc<PanelJudge>,
+    trusted: Vec<bool>,
+    n: usize,
+    sched: Scheduler,
+    disp: Dispatcher<usize>,
+    current: Option<Current>,
+    /// β̂ of the last fit with its reference judge (a warm start while the reference stays).
+    warm: Option<(usize, Vec<f64>)>,
+    faults: Faults,
+    fit_failed: Option<crate::model::FitError>,
+    interrupt: Interrupt,
+    grace_end: Option<tokio::time::Instant>,
+    checked: bool,
+    asked: usize,
+    progress: Progress,
+    stored_of: &'a F,
+}
+
+enum Woke {
+    Event(Event<usize>),
+    Signal,
+    Grace,
+    Nothing,
+}
+
+impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
+    fn signals(&self) -> Signals {
+        Signals {
+            interrupted: self.interrupt.requested(),
+            batch_pending: false,
+            judge_failing: self.faults.failing.is_some(),
+            fit_failed: self.fit_failed.is_some(),
+        }
+    }
+
+    async fn drive(&mut self) -> Result<StopReason, RunError> {
+        let (cfg, panel, n) = (self.cfg, self.panel.clone(), self.n);
+        let pool = &cfg.pool;
+        let members = panel.members().to_vec();
+        let worst = |ea: usize, eb: usize| {
+            let (j, a, b) = decode(n, (ea, eb));
+            members[j].worst_case_usd(pool, a, b)
+        };
+        let cost = |j: usize, a: usize, b: usize| members[j].worst_case_usd(pool, a, b);
+        let x: Vec<Vec<Vec<f64>>> = vec![cfg.covariates.x.clone(); members.len()];
+        let acq = &cfg.raw.acquisition;
+        loop {
+            // What the picks may spend: max_usd less what is booked and reserved.
+            let b = self.sched.budget();
+            let remaining = b.max_usd().map_or(f64::INFINITY, |m| m - b.spent_usd() - b.reserved_usd());
+            let current = self.current.as_ref();
+            let picker = |queried: &HashSet<(usize, usize)>, r: usize| -> Vec<(usize, usize)> {
+                let Some(c) = current else { return Vec::new() };
+                let mut per_judge: Vec<HashSet<(usize, usize)>> = vec![HashSet::new(); members.len()];
+                for &q in queried {
+                    let (j, a, b) = decode(n, q);
+                    per_judge[j].insert((a, b));
+                }
+                let ctx = PanelContext {
+                    fit: &c.fit,
+                    item_base: &pool.item_base,
+                    x: &x,
+                    membership: &c.membership,
+                    queried: &per_judge,
+                    cost: &cost,
+                    remaining_usd: remaining,
+                };
+                let mut r_rng = rng::stream(acq.seed, "panel-acquisition", queried.len() as u64);
+                let mut picks = select(&ctx, r, &mut r_rng);
+                if picks.is_empty() && remaining.is_finite() {
+                    // Nothing open fits in what is left: the cheapest open query goes to the
+                    // scheduler, whose reservation fails, so the run stops for `max_usd`.
+                    picks = select(&PanelContext { remaining_usd: f64::INFINITY, ..ctx }, 1, &mut r_rng);
+                }
+                picks.into_iter().map(|(a, b, j)| encode(n, j, a, b)).collect()
+            };
+            let rule = PickRule {
+                pool,
+                x: &cfg.covariates.x,
+                p: cfg.covariates.p(),
+                k: cfg.raw.k,
+                design: cfg.raw.design,
+                strategy: acq.strategy,
+                orders: acq.orders,
+                seed: acq.seed,
+                worst_usd: &worst,
+                allowed: None,
+                target_xbar: None,
+                panel: Some(&picker),
+            };
+            let fitted = current.map(|c| Fitted { post: &c.theta_post, membership: &c.membership, apparent: None });
+            let action = self.sched.next_action(&rule, fitted.as_ref(), self.signals());
+            match action {
+                Action::Refit => self.refit().await,
+                Action::Send(picks) => self.send(picks).await?,
+                Action::Wait { stopping } if stopping && self.disp.primed() > 0 => self.withdraw().await?,
+                Action::Wait { .. } => self.wait_event().await?,
+                Action::Stop(reason) => return Ok(reason),
+            }
+            self.interrupt.set_in_flight(self.disp.out_or_leaving());
+        }
+    }
+
+    /// A refit of the panel on every stored verdict (off the async runtime; the scheduler asks
+    /// for one only when nothing is in flight in `wait_for_batch`).
+    async fn refit(&mut self) {
+        self.sched.fit_started();
+        self.faults.note_failed_rounds(&self.sched);
+        let stored = (self.stored_of)(&self.disp.books());
+        let groups = groups(self.cfg, &stored, &self.trusted);
+        let d = design(&self.cfg.pool, &self.cfg.covariates, &groups, None);
+        let reference = d.layout.reference;
+        let warm = self.warm.as_ref().filter(|(r, _)| *r == reference).map(|(_, b)| b.clone());
+        let prior = self.cfg.raw.model.prior();
+        let acq = &self.cfg.raw.acquisition;
+        let n_valid: usize = groups.iter().map(|g| g.verdicts.len()).sum();
+        let mut mc = rng::stream(acq.seed, "panel-membership", n_valid as u64);
+        let (k, draws) = (self.cfg.raw.k, acq.mc_draws);
+        let done = tokio::task::spawn_blocking(move || {
+            let f = panel_model::fit(&d, &prior, warm.as_deref())?;
+            let pi = f.membership(k, draws, &mut mc);
+            Ok::<_, crate::model::FitError>((f, pi))
+        })
+        .await
+        .expect("fit task does not panic");
+        match done {
+            Ok((fit, membership)) => {
+                let m = fit.layout.m;
+                let theta_post = Posterior::dense(fit.theta().to_vec(), Matrix::from_fn(m, m, |r, c| fit.cov[(r, c)]));
+                self.warm = Some((reference, fit.beta.clone()));
+                self.sched.fit_finished();
+                self.current = Some(Current { fit, theta_post, membership });
+                self.show();
+            }
+            Err(e) => {
+                self.sched.fit_ended_without_posterior();
+                self.fit_failed = Some(e);
+                self.current = None;
+            }
+        }
+    }
+
+    async fn send(&mut self, picks: Vec<Pick>) -> Result<(), RunError> {
+        if !self.checked {
+            self.checked = true;
+            match self.panel.preflight().await {
+                Ok(w) => w.iter().for_each(|w| self.progress.println(&format!("warning: {w}"))),
+                Err(e) => {
+                    for p in picks {
+                        self.sched.withdrawn(p.a, p.b, p.reservation);
+                    }
+                    self.faults.judge_unreachable(e.to_string());
+                    return Ok(());
+                }
+            }
+        }
+        let n = self.n;
+        let wave: Vec<Query<usize>> = picks
+            .into_iter()
+            .map(|p| {
+                let (j, a, b) = decode(n, (p.a, p.b));
+                let pool = self.panel.pool(j).clone();
+                let key = self.panel.members()[j].cache_key(&pool, a, b);
+                Query { tag: j, pool, a, b, key, reservation: p.reservation }
+            })
+            .collect();
+        self.asked += wave.len();
+        self.disp.send_detached(wave);
+        Ok(())
+    }
+
+    async fn withdraw(&mut self) -> Result<(), RunError> {
+        for u in self.disp.withdraw("not sent: the run stopped sending").await? {
+            let (ea, eb) = encode(self.n, u.tag, u.a, u.b);
+            self.sched.withdrawn(ea, eb, u.reservation);
+            self.asked -= 1;
+        }
+        Ok(())
+    }
+
+    fn settle(&mut self, s: Settled<usize>) {
+        let (j, n) = (s.tag, self.n);
+        let pair = encode(n, j, s.a, s.b);
+        let member = self.panel.members()[j].judge.clone();
+        self.faults.settle_as(s, pair, &mut self.sched, member.as_ref(), &self.progress);
+    }
+
+    async fn wait_event(&mut self) -> Result<(), RunError> {
+        if self.interrupt.requested() {
+            self.panel.stop_sending();
+        }
+        let grace = match (self.interrupt.requested(), self.disp.in_flight() == 0) {
+            (true, false) => {
+                Some(*self.grace_end.get_or_insert_with(|| tokio::time::Instant::now() + self.interrupt.grace()))
+            }
+            _ => None,
+        };
+        let (busy, interrupted) = (self.disp.busy(), self.interrupt.requested());
+        let woke = {
+            let (disp, interrupt) = (&mut self.disp, &mut self.interrupt);
+            tokio::select! {
+                event = disp.event(), if busy => Woke::Event(event),
+                () = interrupt.wait(), if !interrupted => Woke::Signal,
+                () = async { tokio::time::sleep_until(grace.expect("guarded")).await }, if grace.is_some() => Woke::Grace,
+                else => Woke::Nothing,
+            }
+        };
+        match woke {
+            Woke::Event(Event::Sent(r)) => r?,
+            // wait_for_batch: a reply's slot is freed when it is booked.
+            Woke::Event(Event::Answered(_)) => {}
+            Woke::Event(Event::Booked(booked)) => {
+                for s in booked? {
+                    self.settle(s);
+                }
+                self.show();
+            }
+            Woke::Signal => self.panel.stop_sending(),
+            Woke::Grace => {
+                let g = self.disp.give_up("no reply within the interrupt grace period").await?;
+                for s in g.settled {
+                    self.settle(s);
+                }
+                for u in g.unsent {
+                    let (ea, eb) = encode(self.n, u.tag, u.a, u.b);
+                    self.sched.withdrawn(ea, eb, u.reservation);
+                    self.asked -= 1;
+                }
+                self.sched.gave_up(g.reservations);
+                self.progress.println(&format!(
+                    "interrupted: {} request(s) still in flight after {} s, booked as possibly billed (${:.6} at their worst case)",
+                    g.booked,
+                    self.interrupt.grace().as_secs_f64(),
+                    g.usd
+                ));
+            }
+            Woke::Nothing => {
+                tracing::warn!(
+                    "the scheduler waits for {} queries the dispatcher does not hold",
+                    self.sched.pending().len()
+                );
+                self.sched.gave_up(Vec::new());
+                self.sched.fit_ended_without_posterior();
+            }
+        }
+        Ok(())
+    }
+
+    fn show(&self) {
+        let b = self.sched.budget();
+        let epsilon = self.cfg.raw.certify.epsilon;
+        let undecided = self
+            .current
+            .as_ref()
+            .filter(|_| b.comparisons() > 0)
+            .map(|c| super::observe::undecided(&c.membership, epsilon));
+        let line = super::observe::ProgressLine {
+            in_flight: self.sched.pending().len(),
+            per_minute: 0.0,
+            spent_usd: b.spent_usd(),
+            max_usd: self.cfg.raw.budget.max_usd,
+            undecided,
+            epsilon,
+        };
+        super::observe::show(&self.progress, b.comparisons(), &line);
+    }
+}
+
+/// The end of a panel run: the panel fitted to every stored verdict, result.json, the printed
+/// summary; the run's error when it stopped for one (after result.json is written).
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    cfg: &Config,
+    panel: &PanelJudge,
+    trusted: &[bool],
+    opts: &RunOptions,
+    books: &Books,
+    stored: &[Vec<StoredVerdict>],
+    stop: StopReason,
+    (asked, reused, faults, fit_failed): (usize, usize, Faults, Option<crate::model::FitError>),
+) -> Result<PanelRunResult, RunError> {
+    let dir = &cfg.run_dir;
+    let groups = groups(cfg, stored, trusted);
+    let acq = &cfg.raw.acquisition;
+    let comparisons: usize = groups.iter().map(|g| g.verdicts.len()).sum();
+    let invalid: usize = stored.iter().flatten().filter(|s| s.y.is_none()).count();
+    let mut rng = rng::stream(acq.seed, "membership", comparisons as u64);
+    let PanelReport { panel: fitted, notes, not_certified, weak_anchor } = crate::analysis::panel_fit::report(
+        &cfg.pool,
+        &cfg.covariates,
+        &groups,
+        None,
+        &cfg.raw.model.prior(),
+        (cfg.raw.k, acq.mc_draws, cfg.raw.certify.epsilon),
+        &mut rng,
+    )?;
+    let fit = crate::report::fit::PanelFitOutput {
+        pool_id: cfg.pool.pool_id.clone(),
+        k: cfg.raw.k,
+        epsilon: cfg.raw.certify.epsilon,
+        comparisons,
+        invalid,
+        other_pools: Default::default(),
+        bases: cfg.pool.bases.clone(),
+        not_certified,
+        weak_anchor,
+        draws: acq.mc_draws,
+        seed: acq.seed,
+        panel: fitted,
+        notes,
+        warnings: Vec::new(),
+    };
+    let judges = panel
+        .members()
+        .iter()
+        .zip(stored)
+        .zip(trusted)
+        .map(|((m, s), &t)| {
+            let prefix = format!("{}:", m.name);
+            let spend: Spend = books.spend(&|k: &str| k.starts_with(&prefix));
+            PanelJudgeSpend {
+                name: m.name.clone(),
+                judge: m.judge.describe(),
+                trusted: t,
+                queries: s.len(),
+                spend_usd: spend.total_usd(),
+            }
+        })
+        .collect();
+    let folder = crate::store::books::folder_spend(dir)?;
+    let result = PanelRunResult {
+        stop_reason: stop,
+        judges,
+        comparisons: stored.iter().map(Vec::len).sum(),
+        spend_usd: folder.total_usd(),
+        possibly_billed: folder.possibly_billed,
+        max_usd: cfg.raw.budget.max_usd,
+        asked_now: asked,
+        reused,
+        failed: faults.failed,
+        fit,
+    };
+    let text = serde_json::to_string_pretty(&result).expect("serialisable");
+    let result_path = dir.join("result.json");
+    std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
+    if opts.print {
+        let mut text = summary_text(&result, dir);
+        if stop == StopReason::Interrupted {
+            text.push_str(&crate::report::result::resume_hint(&cfg.path));
+        }
+        let _ = writeln!(std::io::stdout(), "{text}");
+    }
+    if let Some(e) = fit_failed {
+        return Err(e.into());
+    }
+    match faults.failing {
+        Some(message) => Err(RunError::JudgeFailing { message }),
+        None => Ok(result),
+    }
+}
+
+/// The printed summary of a panel run: the spend per judge, then the panel as `fit --panel`
+/// prints it.
+pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
+    let mut t = format!(
+        "judge panel run: stopped ({}), {} verdicts ({} asked now, {} reused), ${:.6} spent{}{}\n",
+        serde_json::to_value(r.stop_reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+        r.comparisons,
+        r.asked_now,
+        r.reused,
+        r.spend_usd,
+        r.max_usd.map(|m| format!(" of max_usd ${m}")).unwrap_or_default(),
+        if r.possibly_billed > 0 { format!(" ({} possibly billed)", r.possibly_billed) } else { String::new() }
+    );
+    for j in &r.judges {
+        t.push_str(&format!(
+            "  {}{}: {} verdicts, ${:.6} ({})\n",
+            j.name,
+            if j.trusted { " (trusted)" } else { "" },
+            j.queries,
+            j.spend_usd,
+            j.judge
+        ));
+    }
+    if r.failed > 0 {
+        t.push_str(&format!("  {} queries failed in this invocation\n", r.failed));
+    }
+    t.push('\n');
+    t.push_str(&crate::report::fit::panel_text(&r.fit));
+    t.push_str(&format!("\nresult: {}\n", dir.join("result.json").display()));
+    t
+}

@@ -1,0 +1,399 @@
+//! A judge panel in one run (`judges:`, docs/model.md §8): a panel of one is the single-judge
+//! run bit for bit; a panel of two live judges on two fake OpenAI-compatible servers keeps the
+//! money guarantees of a single judge (one `max_usd` for the panel, a kill with requests in
+//! flight on both servers, Ctrl-C, two processes), with each server's own log as its bill.
+
+use crate::common::fake_openai::{FakeOpenAi, TEMPLATE, longer_wins};
+use crate::common::*;
+use crate::crash_safety::{lines, pool8, run_to_end, signal, start, usage_of, wait_until};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// configs/mock.yaml with its judge block replaced by `judge` (YAML lines).
+fn main_job_with_judge(dir: &Path, name: &str, judge: &str) -> PathBuf {
+    let yaml = std::fs::read_to_string(root().join("configs/mock.yaml")).unwrap();
+    let (head, rest) = yaml.split_once("judge:\n").unwrap();
+    let tail = &rest[rest.find("model:").unwrap()..];
+    let yaml = format!("{head}{judge}{tail}")
+        .replace("name: summeval-mock", &format!("name: {name}"))
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("../data/summeval_pools.jsonl", summeval().to_str().unwrap());
+    write(dir, &format!("{name}.yaml"), &yaml)
+}
+
+/// A verdict record without its time of storage.
+fn timeless(mut v: Value) -> Value {
+    v.as_object_mut().unwrap().remove("ts");
+    v.as_object_mut().unwrap().remove("latency_ms");
+    v
+}
+
+#[test]
+fn a_panel_of_one_is_the_single_judge_run_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = "    mode: stochastic\n    pos_bias: 0.3\n    verb_per_word: 0.01\n    temperature: 0.25\n    seed: 7\n";
+    let single = main_job_with_judge(dir.path(), "single", &format!("judge:\n  mock:\n{mock}"));
+    let one = main_job_with_judge(
+        dir.path(),
+        "one",
+        &format!("judges:\n  - name: solo\n    trusted: true\n    mock:\n  {}", mock.replace("\n    ", "\n      ")),
+    );
+    for cfg in [&single, &one] {
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let (a, b) = (dir.path().join("runs/single"), dir.path().join("runs/one"));
+    // Records are appended as replies arrive; the intents number the queries in the order sent.
+    let by_intent = |dir: &Path| {
+        let mut v: Vec<Value> = lines(&dir.join("verdicts.jsonl")).into_iter().map(timeless).collect();
+        v.sort_by_key(|r| r["intent"].as_u64().unwrap());
+        v
+    };
+    let (va, vb) = (by_intent(&a), by_intent(&b));
+    assert_eq!(va.len(), 120);
+    assert_eq!(va, vb, "the same queries, sent in the same order, with the same keys and verdicts");
+    let (mut ra, mut rb) = (json(&a.join("result.json")), json(&b.join("result.json")));
+    for r in [&mut ra, &mut rb] {
+        let o = r.as_object_mut().unwrap();
+        for k in ["name", "run_dir", "config", "rate", "session"] {
+            o.remove(k);
+        }
+    }
+    assert_eq!(ra["fit"]["theta"], rb["fit"]["theta"]);
+    assert_eq!(ra, rb, "result.json is the same but for the run's name and folder");
+    // The config copy in the run folder is the single-judge config it is.
+    let copy = std::fs::read_to_string(b.join("config.yaml")).unwrap();
+    assert!(copy.contains("judge:") && !copy.contains("judges:"), "{copy}");
+}
+
+/// The panel's budget in the money tests, USD (a query of the 8-item pool costs ≈ 0.001 at the
+/// cheap judge's price).
+const MAX_USD: f64 = 0.1;
+
+/// Prices of the two judges, USD per million tokens (input, output).
+const CHEAP: (f64, f64) = (1.0, 2.0);
+const FRONTIER: (f64, f64) = (1.5, 3.0);
+
+/// A fake server billing each request exactly its reservation bound (as in crash_safety), with
+/// `verdict` as its judgement.
+fn server(verdict: fn(&str, &str) -> String) -> FakeOpenAi {
+    FakeOpenAi::start_with(
+        Box::new(verdict),
+        Box::new(|b: &Value| {
+            let (p, c) = usage_of(b);
+            Some(serde_json::json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}))
+        }),
+    )
+}
+
+fn shorter_wins(a: &str, b: &str) -> String {
+    if a.chars().count() <= b.chars().count() { "[[A]]".into() } else { "[[B]]".into() }
+}
+
+fn bill((fake, price): (&FakeOpenAi, (f64, f64))) -> (usize, f64) {
+    let reqs = fake.requests();
+    let usd = reqs
+        .iter()
+        .map(|q| {
+            let (p, c) = usage_of(&q.body);
+            (p as f64 * price.0 + c as f64 * price.1) / 1e6
+        })
+        .sum();
+    (reqs.len(), usd)
+}
+
+fn openai_member(name: &str, fake: &FakeOpenAi, price: (f64, f64), extra: &str) -> String {
+    format!(
+        "  - name: {name}\n{extra}    openai:\n      base_url: {url}\n      model: fake-{name}\n      fingerprint:\n        queries: 0\n      api_key_env: TOPK_PANEL_TEST_UNSET_KEY\n      api_key_required: false\n      prompt: prompts/test.j2\n      max_tokens: 8\n      max_invalid_retries: 0\n      timeout_s: 60\n      backoff_min_s: 0.005\n      backoff_max_s: 0.02\n      concurrency: 4\n      price: {{input_usd_per_mtok: {}, output_usd_per_mtok: {}}}\n",
+        price.0,
+        price.1,
+        url = fake.base_url
+    )
+}
+
+/// A panel of a cheap judge and a trusted frontier judge, each on its own fake server, over the
+/// 8-item pool; `acq` and `budget` are YAML lines.
+fn panel_config(dir: &Path, name: &str, cheap: &FakeOpenAi, frontier: &FakeOpenAi, acq: &str, budget: &str) -> PathBuf {
+    write(dir, "prompts/test.j2", TEMPLATE);
+    let pool = pool8(dir);
+    let yaml = format!(
+        "name: {name}\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudges:\n{}{}model:\n  covariates:\n    - {{name: words, transform: zscore}}\nacquisition:\n  seed: 5\n  mc_draws: 200\n{acq}budget:\n{budget}",
+        openai_member("cheap", cheap, CHEAP, ""),
+        openai_member("frontier", frontier, FRONTIER, "    trusted: true\n"),
+        pool = pool.display(),
+    );
+    write(dir, &format!("{name}.yaml"), &yaml)
+}
+
+/// The largest worst case of one query of panel judge `j` over the pool's ordered pairs, USD.
+fn max_worst_case(cfg: &Path, j: usize) -> f64 {
+    let c = topk_judge::config::run::Config::load(cfg).unwrap();
+    let judge = topk_judge::config::judge::make_judge(&c.raw.judges[j].judge).unwrap();
+    let n = c.pool.n_items();
+    (0..n)
+        .flat_map(|a| (0..n).map(move |b| (a, b)))
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| judge.worst_case_usd(&c.pool, a, b))
+        .fold(0.0, f64::max)
+}
+
+/// What the run folder books per judge (by the records' `"judge"` and the intents' keys), read
+/// from its files here.
+#[derive(Debug, Default)]
+struct Books {
+    verdicts: [usize; 2],
+    possibly_billed: usize,
+    open_intents: usize,
+    usd: f64,
+}
+
+fn books(run: &Path) -> Books {
+    let verdicts = lines(&run.join("verdicts.jsonl"));
+    let keys: HashSet<&str> = verdicts.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(keys.len(), verdicts.len(), "no verdict key is stored twice");
+    let mut b = Books::default();
+    for r in &verdicts {
+        let (j, prefix) = match r["judge"].as_str().unwrap() {
+            "cheap" => (0, "cheap:"),
+            "frontier" => (1, "frontier:"),
+            other => panic!("a record of judge {other:?}"),
+        };
+        assert!(r["key"].as_str().unwrap().starts_with(prefix), "{r}");
+        b.verdicts[j] += 1;
+    }
+    let failed: Vec<Value> =
+        lines(&run.join("failed.jsonl")).into_iter().filter(|f| f["cost_usd"].as_f64().unwrap() > 0.0).collect();
+    let intents = lines(&run.join("intents.jsonl"));
+    let pb: Vec<&Value> = intents.iter().filter(|l| l["possibly_billed"] == true).collect();
+    let opened: HashSet<u64> = intents.iter().filter_map(|l| l["intent"].as_u64()).collect();
+    let mut closed: HashSet<u64> = intents.iter().filter_map(|l| l["closed"].as_u64()).collect();
+    closed.extend(verdicts.iter().chain(&failed).filter_map(|r| r["intent"].as_u64()));
+    b.usd = verdicts.iter().chain(&failed).chain(pb.iter().copied()).map(|r| r["cost_usd"].as_f64().unwrap()).sum();
+    b.possibly_billed = pb.len();
+    b.open_intents = opened.difference(&closed).count();
+    b
+}
+
+/// The invariants after a run that ended on its own: both servers' bills are in the books,
+/// every intent is closed, the panel's spend within `max_usd`, each judge's verdicts are its
+/// server's replies, result.json agrees with the files. `exact`: every request reached a server.
+fn check(cheap: &FakeOpenAi, frontier: &FakeOpenAi, run: &Path, max_usd: Option<f64>, exact: bool) -> Books {
+    let (nc, uc) = bill((cheap, CHEAP));
+    let (nf, uf) = bill((frontier, FRONTIER));
+    let b = books(run);
+    println!("{}: billed cheap {nc} ${uc:.6}, frontier {nf} ${uf:.6}; books {b:?}", run.display());
+    assert_eq!(b.open_intents, 0, "{b:?}");
+    let requests = b.verdicts[0] + b.verdicts[1] + b.possibly_billed;
+    assert!(nc + nf <= requests, "billed {} requests, the books hold {b:?}", nc + nf);
+    assert!(uc + uf <= b.usd + 1e-12, "billed ${}, the books ${}", uc + uf, b.usd);
+    assert!(b.verdicts[0] <= nc && b.verdicts[1] <= nf, "each judge's verdicts came from its own server: {b:?}");
+    if let Some(max) = max_usd {
+        assert!(b.usd <= max + 1e-12, "booked ${} > max_usd {max}", b.usd);
+        assert!(uc + uf <= max + 1e-12, "billed ${} > max_usd {max}", uc + uf);
+    }
+    if exact {
+        assert_eq!((nc, nf), (b.verdicts[0], b.verdicts[1]), "{b:?}");
+        assert!((uc + uf - b.usd).abs() < 1e-12, "billed ${}, books ${}", uc + uf, b.usd);
+    }
+    let r = json(&run.join("result.json"));
+    assert_eq!(r["comparisons"].as_u64().unwrap() as usize, b.verdicts[0] + b.verdicts[1]);
+    assert_eq!(r["possibly_billed"].as_u64().unwrap() as usize, b.possibly_billed);
+    assert!((r["spend_usd"].as_f64().unwrap() - b.usd).abs() < 1e-12, "{} vs {}", r["spend_usd"], b.usd);
+    for (j, name) in ["cheap", "frontier"].iter().enumerate() {
+        assert_eq!(r["judges"][j]["name"], *name);
+        assert_eq!(r["judges"][j]["queries"].as_u64().unwrap() as usize, b.verdicts[j], "{}", r["judges"]);
+        assert_eq!(r["fit"]["judges"][j]["verdicts"].as_u64().unwrap() as usize, b.verdicts[j]);
+    }
+    b
+}
+
+#[test]
+fn one_max_usd_binds_a_panel_of_two_live_judges() {
+    let (cheap, frontier) = (server(longer_wins), server(shorter_wins));
+    let dir = tempfile::tempdir().unwrap();
+    let max_usd = MAX_USD;
+    let cfg = panel_config(
+        dir.path(),
+        "money",
+        &cheap,
+        &frontier,
+        "  refit_every: 8\n  concurrency: 8\n",
+        &format!("  max_usd: {max_usd}\n"),
+    );
+    let run = dir.path().join("runs/money");
+    let out = run_to_end(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let b = check(&cheap, &frontier, &run, Some(max_usd), true);
+    assert!(b.verdicts[0] > 0 && b.verdicts[1] > 0, "both judges were asked: {b:?}");
+    // Each judge within its own `concurrency: 4`, while the panel sends 8 at once.
+    assert!(
+        cheap.max_in_flight() <= 4 && frontier.max_in_flight() <= 4,
+        "{} {}",
+        cheap.max_in_flight(),
+        frontier.max_in_flight()
+    );
+    let r = json(&run.join("result.json"));
+    assert_eq!(r["stop_reason"], "max_usd", "{}", text(&out));
+    // Stopped only when no open query's worst case fitted in what was left.
+    let (_, uc) = bill((&cheap, CHEAP));
+    let (_, uf) = bill((&frontier, FRONTIER));
+    let pair = 2.0 * max_worst_case(&cfg, 0).max(max_worst_case(&cfg, 1));
+    assert!(max_usd - (uc + uf) < pair, "{} left of {max_usd}, a pair costs at most {pair}", max_usd - uc - uf);
+    // Both orders of a pair go to one judge.
+    for rec in lines(&run.join("verdicts.jsonl")) {
+        let other = lines(&run.join("verdicts.jsonl"))
+            .into_iter()
+            .find(|o| o["a"] == rec["b"] && o["b"] == rec["a"] && o["judge"] != rec["judge"]);
+        assert!(other.is_none(), "{rec} and {other:?}");
+    }
+    // A second invocation resumes: nothing more fits, nothing is asked again.
+    let n = cheap.n_requests() + frontier.n_requests();
+    let out = run_to_end(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(cheap.n_requests() + frontier.n_requests(), n);
+    assert!(stdout(&out).contains("0 asked now"), "{}", stdout(&out));
+    // The panel's verdicts fit again from the folder, as the run reported them.
+    let fit = run_bin(
+        dir.path(),
+        &[
+            "fit",
+            run.to_str().unwrap(),
+            "--panel",
+            "--trusted",
+            "frontier",
+            "--out",
+            dir.path().join("f.json").to_str().unwrap(),
+        ],
+    );
+    assert!(fit.status.success(), "{}", text(&fit));
+    let f = json(&dir.path().join("f.json"));
+    let r = json(&run.join("result.json"));
+    for (x, y) in f["theta"].as_array().unwrap().iter().zip(r["fit"]["theta"].as_array().unwrap()) {
+        assert!((x.as_f64().unwrap() - y.as_f64().unwrap()).abs() < 1e-9, "{x} vs {y}");
+    }
+}
+
+/// SIGKILL with requests held on both servers, some answered and never read: every billed
+/// request is booked (as possibly billed), the resumed run ends within max_usd, and nothing is
+/// asked twice but the lost replies.
+#[test]
+fn sigkill_with_requests_in_flight_on_both_servers_books_them_and_resumes_within_max_usd() {
+    let (cheap, frontier) = (server(longer_wins), server(shorter_wins));
+    let dir = tempfile::tempdir().unwrap();
+    let max_usd = MAX_USD;
+    let cfg = panel_config(
+        dir.path(),
+        "kill",
+        &cheap,
+        &frontier,
+        "  refit_every: 8\n  concurrency: 8\n",
+        &format!("  max_usd: {max_usd}\n"),
+    );
+    let run = dir.path().join("runs/kill");
+    // Every request of either server from the 9th on waits for the test.
+    cheap.hold(9..=200);
+    frontier.hold(1..=200);
+    let mut child = start(dir.path(), &cfg);
+    wait_until("requests held", 60, || cheap.n_held() + frontier.n_held() >= 4);
+    signal(&child, "-STOP");
+    // One held reply of each server is sent (billed) and never read.
+    let replied = cheap.n_replied() + frontier.n_replied();
+    let (hc, hf) = (cheap.n_held(), frontier.n_held());
+    cheap.release(hc.min(1));
+    frontier.release(hf.min(1));
+    wait_until("the released replies", 10, || {
+        cheap.n_replied() + frontier.n_replied() == replied + hc.min(1) + hf.min(1)
+    });
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    cheap.release_all();
+    frontier.release_all();
+    let before = books(&run);
+    assert!(before.open_intents >= hc + hf, "{before:?}; held {hc} + {hf}");
+
+    let out = run_to_end(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("possibly billed"), "{}", text(&out));
+    let b = check(&cheap, &frontier, &run, Some(max_usd), false);
+    assert!(b.possibly_billed >= hc.min(1) + hf.min(1), "{b:?}");
+    assert_eq!(json(&run.join("result.json"))["stop_reason"], "max_usd");
+    let distinct =
+        |f: &FakeOpenAi| f.requests().iter().map(|q| q.body["messages"].to_string()).collect::<HashSet<_>>().len();
+    let asked_twice = cheap.n_requests() - distinct(&cheap) + frontier.n_requests() - distinct(&frontier);
+    assert!(asked_twice <= b.possibly_billed, "{asked_twice} asked twice, {b:?}");
+}
+
+#[test]
+fn ctrl_c_waits_for_both_servers_stores_their_replies_and_resumes() {
+    let (cheap, frontier) = (server(longer_wins), server(shorter_wins));
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = panel_config(
+        dir.path(),
+        "intr",
+        &cheap,
+        &frontier,
+        "  refit_every: 8\n  concurrency: 8\n",
+        "  max_comparisons: 24\n",
+    );
+    let run = dir.path().join("runs/intr");
+    cheap.hold(9..=200);
+    frontier.hold(1..=200);
+    let mut child = start(dir.path(), &cfg);
+    wait_until("requests held", 60, || cheap.n_held() + frontier.n_held() >= 2);
+    std::thread::sleep(Duration::from_millis(200));
+    signal(&child, "-INT");
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the requests in flight");
+    let held = cheap.n_held() + frontier.n_held();
+    cheap.release_all();
+    frontier.release_all();
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(stdout(&out).contains("stopped (interrupted)"), "{}", stdout(&out));
+    let b = check(&cheap, &frontier, &run, None, true);
+    assert_eq!(b.possibly_billed, 0, "the replies in flight were stored: {b:?}");
+    assert!(b.verdicts[0] + b.verdicts[1] >= 8 + held.min(1), "{b:?}");
+    let asked = cheap.n_requests() + frontier.n_requests();
+    assert_eq!(asked, b.verdicts[0] + b.verdicts[1], "no request left after the Ctrl-C");
+
+    let out = run_to_end(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let b = check(&cheap, &frontier, &run, None, true);
+    assert_eq!(b.verdicts[0] + b.verdicts[1], 24);
+    assert_eq!(json(&run.join("result.json"))["stop_reason"], "max_comparisons");
+}
+
+#[test]
+fn a_second_process_on_a_panel_run_folder_fails_at_once() {
+    let (cheap, frontier) = (server(longer_wins), server(shorter_wins));
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = panel_config(
+        dir.path(),
+        "twice",
+        &cheap,
+        &frontier,
+        "  refit_every: 4\n  concurrency: 4\n",
+        "  max_comparisons: 8\n",
+    );
+    let run = dir.path().join("runs/twice");
+    cheap.hold([2]);
+    let first = start(dir.path(), &cfg);
+    wait_until("the first process mid-run", 60, || cheap.n_held() == 1);
+    let t0 = Instant::now();
+    let second = run_to_end(dir.path(), &cfg);
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert!(!second.status.success());
+    let msg = text(&second);
+    assert!(msg.contains(&run.display().to_string()) && msg.contains("in use"), "{msg}");
+    assert!(msg.contains(&format!("pid {}", first.id())), "names the holder: {msg}");
+    cheap.release_all();
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let b = check(&cheap, &frontier, &run, None, true);
+    assert_eq!(b.verdicts[0] + b.verdicts[1], 8);
+}
