@@ -397,3 +397,44 @@ fn a_second_process_on_a_panel_run_folder_fails_at_once() {
     let b = check(&cheap, &frontier, &run, None, true);
     assert_eq!(b.verdicts[0] + b.verdicts[1], 8);
 }
+
+/// docs/model.md shows what `topk-judge run configs/panel.yaml` prints, and a second run in a
+/// fresh folder gives the same result.json (deterministic for a fixed seed).
+#[test]
+fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(root().join("configs/panel.yaml"))
+        .unwrap()
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("../data/summeval_pools.jsonl", summeval().to_str().unwrap());
+    let cfg = write(dir.path(), "panel.yaml", &yaml);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = stdout(&out).replace(
+        &dir.path().join("runs/summeval-panel/result.json").display().to_string(),
+        "runs/summeval-panel/result.json",
+    );
+    let doc = std::fs::read_to_string(root().join("docs/model.md")).unwrap();
+    let block = format!("$ topk-judge run configs/panel.yaml\n{printed}```");
+    assert!(doc.contains(&block), "docs/model.md should hold:\n{block}");
+    let first = std::fs::read_to_string(dir.path().join("runs/summeval-panel/result.json")).unwrap();
+    std::fs::rename(dir.path().join("runs/summeval-panel"), dir.path().join("runs/first")).unwrap();
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let second = std::fs::read_to_string(dir.path().join("runs/summeval-panel/result.json")).unwrap();
+    assert_eq!(first, second);
+    let r: Value = serde_json::from_str(&second).unwrap();
+    assert!(r["spend_usd"].as_f64().unwrap() <= 0.06);
+    assert_eq!(r["recall_at_k"], 1.0);
+    // report and compare say what they take instead of failing on the document.
+    let rep = run_bin(dir.path(), &["report", "runs/summeval-panel"]);
+    assert!(!rep.status.success() && text(&rep).contains("the result of a judge panel run"), "{}", text(&rep));
+    let prof = run_bin(dir.path(), &["profile", "runs/summeval-panel"]);
+    assert!(!prof.status.success() && text(&prof).contains("`profile` takes a single judge"), "{}", text(&prof));
+    let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        !dry.status.success() && text(&dry).contains("--dry-run: is not built for a judge panel"),
+        "{}",
+        text(&dry)
+    );
+}

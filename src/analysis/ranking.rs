@@ -348,9 +348,28 @@ pub fn graph_note(g: &ComparisonGraph) -> Option<String> {
     Some(s)
 }
 
+/// Recall@k of `est` against the gold qualities: certain members count, and members of a tie
+/// group at the boundary fill its shared places.
+pub fn recall_with_ties(est: &[usize], gold_quality: &[f64], k: usize) -> f64 {
+    let g = topk_with_ties(gold_quality, k);
+    let sure = est.iter().filter(|i| g.topk.contains(i)).count();
+    let tied = est.iter().filter(|i| g.tied.contains(i)).count().min(k - g.topk.len());
+    (sure + tied) as f64 / k as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recall_shares_tied_places() {
+        // Gold: 5 > 4 = 4 > 1, k = 2: item 0 is certain, items 1 and 2 share one place.
+        let q = [5.0, 4.0, 4.0, 1.0];
+        assert_eq!(recall_with_ties(&[0, 1], &q, 2), 1.0);
+        assert_eq!(recall_with_ties(&[0, 2], &q, 2), 1.0);
+        assert_eq!(recall_with_ties(&[1, 2], &q, 2), 0.5);
+        assert_eq!(recall_with_ties(&[3, 1], &q, 2), 0.5);
+    }
 
     fn ids(n: usize) -> Vec<String> {
         (1..=n).map(|i| format!("i{i}")).collect()

@@ -71,6 +71,15 @@ impl RunDir {
         let rp = dir.join("result.json");
         let text =
             std::fs::read_to_string(&rp).map_err(|e| CompareError::Read { path: rp.clone(), msg: e.to_string() })?;
+        // A judge panel's result (docs/model.md §8) is another document.
+        if serde_json::from_str::<serde_json::Value>(&text)
+            .is_ok_and(|v| v["judges"].is_array() && v["fit"]["judges"].is_array())
+        {
+            return Err(CompareError::Read {
+                path: rp.clone(),
+                msg: "the result of a judge panel run (`judges:`): reports and comparisons take single-judge runs for now; the panel's spend per judge, top-k and recall@k are in this file, and `topk-judge fit RUN --panel --trusted NAME` prints its fit".into(),
+            });
+        }
         let result: RunResult = serde_json::from_str(&text)
             .map_err(|e| CompareError::Read { path: rp.clone(), msg: format!("not a topk-judge result ({e})") })?;
         let vp = dir.join("verdicts.jsonl");

@@ -125,7 +125,11 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
         out.comparisons,
         if out.invalid > 0 { format!(" ({} invalid, not fitted)", out.invalid) } else { String::new() },
     );
-    let pm = |e: &crate::model::panel::Estimate| format!("{:.3} ± {:.3}", e.value, e.sd);
+    // A value that rounds to 0 prints as 0.000, not -0.000.
+    let pm = |e: &crate::model::panel::Estimate| {
+        let v = if (e.value * 1e3).round() == 0.0 { 0.0 } else { e.value };
+        format!("{v:.3} ± {:.3}", e.sd)
+    };
     let w = p.judges.iter().map(|j| j.name.chars().count() + if j.trusted { 10 } else { 0 }).max().unwrap_or(5).max(5);
     let agree_head = trusted.as_ref().map(|t| format!("  agreement with {t}")).unwrap_or_default();
     let c_head: Vec<String> = p.covariates.iter().map(|c| format!("ĉ {c} (logits; profile nats)")).collect();

@@ -56,7 +56,8 @@ pub struct PanelJudgeSpend {
     pub trusted: bool,
     /// Its stored verdicts (valid or not).
     pub queries: usize,
-    /// What its books hold, USD: verdicts, paid failures and possibly billed requests.
+    /// What its books hold, USD (to 1e-12): verdicts, paid failures and possibly billed
+    /// requests.
     pub spend_usd: f64,
 }
 
@@ -70,7 +71,7 @@ pub struct PanelRunResult {
     pub judges: Vec<PanelJudgeSpend>,
     /// Stored verdicts of all judges (valid or not).
     pub comparisons: usize,
-    /// Everything the run folder's books hold, USD (what `budget.max_usd` bounds): verdicts,
+    /// Everything the run folder's books hold, USD to 1e-12 (what `budget.max_usd` bounds): verdicts,
     /// paid failures and requests booked as possibly billed.
     pub spend_usd: f64,
     /// Requests booked as possibly billed (a reply that may have been billed was never read:
@@ -85,6 +86,11 @@ pub struct PanelRunResult {
     pub reused: usize,
     /// Failed queries in this invocation.
     pub failed: usize,
+    /// The top-k by θ̂ (base names, best first).
+    pub topk: Vec<String>,
+    /// Its recall@k against the pool's gold `quality` (a tie at the k-th place shares it), when
+    /// every item has one.
+    pub recall_at_k: Option<f64>,
     /// The fitted panel (per judge κ̂, ĉ, ŝ with sd, flip rate, agreement with the trusted
     /// judge; θ̂, π and the certified top-k).
     pub fit: crate::report::fit::PanelFitOutput,
@@ -126,8 +132,17 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     }
     let n = cfg.pool.n_items();
     let weight = cfg.raw.model.strong_preference_weight;
+    // Each judge's verdicts by ordered pair, not in the order their replies arrived: the fits
+    // (and so the picks) do not depend on which reply came back first.
     let stored_now = |books: &Books| -> Vec<Vec<StoredVerdict>> {
-        queries.iter().map(|q| q.stored_verdicts(books.log().records(), weight)).collect()
+        queries
+            .iter()
+            .map(|q| {
+                let mut v = q.stored_verdicts(books.log().records(), weight);
+                v.sort_by_key(|s| (s.a, s.b));
+                v
+            })
+            .collect()
     };
     let stored = stored_now(&books);
     let reused: usize = stored.iter().map(Vec::len).sum();
@@ -524,16 +539,20 @@ fn finish(
                 judge: m.judge.describe(),
                 trusted: t,
                 queries: s.len(),
-                spend_usd: spend.total_usd(),
+                spend_usd: pico(spend.total_usd()),
             }
         })
         .collect();
+    let top = crate::model::membership::point_topk(&fit.panel.theta, cfg.raw.k);
+    let recall_at_k = cfg.pool.base_quality().map(|g| crate::analysis::ranking::recall_with_ties(&top, &g, cfg.raw.k));
     let folder = crate::store::books::folder_spend(dir)?;
     let result = PanelRunResult {
+        topk: top.iter().map(|&b| cfg.pool.bases[b].clone()).collect(),
+        recall_at_k,
         stop_reason: stop,
         judges,
         comparisons: stored.iter().map(Vec::len).sum(),
-        spend_usd: folder.total_usd(),
+        spend_usd: pico(folder.total_usd()),
         possibly_billed: folder.possibly_billed,
         max_usd: cfg.raw.budget.max_usd,
         asked_now: asked,
@@ -558,6 +577,12 @@ fn finish(
         Some(message) => Err(RunError::JudgeFailing { message }),
         None => Ok(result),
     }
+}
+
+/// USD rounded to 1e-12: a sum of the books does not depend on the order the replies were
+/// appended in.
+fn pico(usd: f64) -> f64 {
+    (usd * 1e12).round() / 1e12
 }
 
 /// The printed summary of a panel run: the spend per judge, then the panel as `fit --panel`
@@ -586,6 +611,11 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
     if r.failed > 0 {
         t.push_str(&format!("  {} queries failed in this invocation\n", r.failed));
     }
+    t.push_str(&format!("top-{} by θ̂: {}", r.topk.len(), r.topk.join(", ")));
+    if let Some(rc) = r.recall_at_k {
+        t.push_str(&format!("; recall@{} against the pool's gold quality {rc:.2}", r.topk.len()));
+    }
+    t.push('\n');
     t.push('\n');
     t.push_str(&crate::report::fit::panel_text(&r.fit));
     t.push_str(&format!("\nresult: {}\n", dir.join("result.json").display()));

@@ -17,7 +17,7 @@ use crate::acquire::StrategyKind;
 use crate::acquire::panel::{PanelContext, select};
 use crate::analysis::design::DesignKind;
 use crate::analysis::gate::{decide, order_averaged, select_anchors};
-use crate::analysis::ranking::topk_with_ties;
+use crate::analysis::ranking::recall_with_ties;
 use crate::config::panel::{PanelSweep, SynthPanelPools};
 use crate::domain::pool::{CovariateSpec, Covariates, Item, Pool, build_covariates};
 use crate::domain::rng;
@@ -137,15 +137,6 @@ pub fn synthetic_pool(sp: &SynthPanelPools, seed: u64) -> Pool {
         .collect();
     let task = vec!["w"; sp.task_words].join(" ");
     Pool::new(format!("synthetic-{seed}"), task, items).expect("valid synthetic pool")
-}
-
-/// Recall@k of `est` against the gold qualities: certain members count, and members of a tie
-/// group at the boundary fill its shared places.
-pub fn recall_with_ties(est: &[usize], gold_quality: &[f64], k: usize) -> f64 {
-    let g = topk_with_ties(gold_quality, k);
-    let sure = est.iter().filter(|i| g.topk.contains(i)).count();
-    let tied = est.iter().filter(|i| g.tied.contains(i)).count().min(k - g.topk.len());
-    (sure + tied) as f64 / k as f64
 }
 
 fn judges_for(s: &PanelSweep, seed: u64) -> Vec<MockJudge> {
@@ -771,16 +762,6 @@ fn fmt_usd(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn recall_shares_tied_places() {
-        // Gold: 5 > 4 = 4 > 1, k = 2: item 0 is certain, items 1 and 2 share one place.
-        let q = [5.0, 4.0, 4.0, 1.0];
-        assert_eq!(recall_with_ties(&[0, 1], &q, 2), 1.0);
-        assert_eq!(recall_with_ties(&[0, 2], &q, 2), 1.0);
-        assert_eq!(recall_with_ties(&[1, 2], &q, 2), 0.5);
-        assert_eq!(recall_with_ties(&[3, 1], &q, 2), 0.5);
-    }
 
     fn experiment(judges: &str) -> PanelSweep {
         let yaml = format!(
