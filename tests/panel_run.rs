@@ -211,17 +211,23 @@ fn check(cheap: &FakeOpenAi, frontier: &FakeOpenAi, run: &Path, max_usd: Option<
 
 #[test]
 fn one_max_usd_binds_a_panel_of_two_live_judges() {
+    max_usd_binds_a_panel("  refit_every: 8\n  concurrency: 8\n", 0);
+}
+
+/// Pipelined across the judges: 8 in flight over both servers (each answering in 20 ms), 4
+/// written ahead, a refit every 4 verdicts while requests fly.
+#[test]
+fn one_max_usd_binds_a_pipelined_panel_of_two_live_judges() {
+    max_usd_binds_a_panel("  refit_every: 4\n  concurrency: 8\n  dispatch: pipelined\n  write_ahead: 4\n", 20);
+}
+
+fn max_usd_binds_a_panel(acq: &str, delay_ms: u64) {
     let (cheap, frontier) = (server(longer_wins), server(shorter_wins));
+    cheap.set_delay_ms(delay_ms);
+    frontier.set_delay_ms(delay_ms);
     let dir = tempfile::tempdir().unwrap();
     let max_usd = MAX_USD;
-    let cfg = panel_config(
-        dir.path(),
-        "money",
-        &cheap,
-        &frontier,
-        "  refit_every: 8\n  concurrency: 8\n",
-        &format!("  max_usd: {max_usd}\n"),
-    );
+    let cfg = panel_config(dir.path(), "money", &cheap, &frontier, acq, &format!("  max_usd: {max_usd}\n"));
     let run = dir.path().join("runs/money");
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));

@@ -39,6 +39,10 @@ pub struct PanelContext<'a> {
     pub cost: &'a (dyn Fn(usize, usize, usize) -> f64 + Sync),
     /// USD left: a candidate costing more (both orders) is not considered.
     pub remaining_usd: f64,
+    /// Queries the fit has not seen (in flight, or answered after it started; a pipelined run):
+    /// their expected information enters Σ (one Sherman–Morrison step each) before anything is
+    /// scored, so picks made while they fly spread instead of repeating them.
+    pub pending: &'a [PanelQuery],
 }
 
 /// One chosen query: (a first, b second, judge).
@@ -81,6 +85,11 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
         }
     }
     let mut sigma: Matrix = fit.cov.clone();
+    for &(a, b, j) in ctx.pending {
+        let d = row_of(ctx, j, a, b);
+        let w = weight(ctx, &sigma, j, a, b, &d);
+        sherman_morrison(&mut sigma, &d, w);
+    }
     let mut picked = Vec::new();
     let mut spent = 0.0;
     let mut taken = vec![false; units.len()];
@@ -264,6 +273,7 @@ mod tests {
             queried: &queried,
             cost: &cost,
             remaining_usd: 2.5,
+            pending: &[],
         };
         let picks = select(&ctx, 8, &mut rng::stream(3, "t", 0));
         assert_eq!(picks.len() % 2, 0);
@@ -291,6 +301,7 @@ mod tests {
             queried: &queried,
             cost: &cost,
             remaining_usd: 100.0,
+            pending: &[],
         };
         let sigma = f.cov.clone();
         let bw: Vec<f64> = pi.iter().map(|q| q * (1.0 - q)).collect();

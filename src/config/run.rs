@@ -599,8 +599,8 @@ impl RawConfig {
 
 /// `judge:` or `judges:`: exactly one. A panel of one becomes `judge` (so it runs as the
 /// single-judge run it is, bit for bit); a panel of two or more needs distinct non-empty names
-/// and at most one trusted judge, and runs `wait_for_batch` over one pool, design single,
-/// without a gate (its trusted judge is the anchor).
+/// and at most one trusted judge, and runs `wait_for_batch` or `pipelined` over one pool, design
+/// single, without a gate (its trusted judge is the anchor).
 fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
     match (raw.judge.is_some(), raw.judges.len()) {
         (true, 0) => return Ok(()),
@@ -650,13 +650,14 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
     let refuse = |key: &str, why: &str| {
         Err(InvalidSetting::new(
             key,
-            format!(
-                "{why} (a judge panel, `judges:`, runs wait_for_batch over one pool with design single; docs/model.md §8)"
-            ),
+            format!("{why} (a judge panel, `judges:`, runs over one pool with design single; docs/model.md §8)"),
         ))
     };
-    if raw.acquisition.dispatch != Dispatch::WaitForBatch {
-        return refuse("acquisition.dispatch", "a panel runs `wait_for_batch` only for now");
+    if raw.acquisition.dispatch == Dispatch::Batch {
+        return refuse(
+            "acquisition.dispatch",
+            "a panel runs `wait_for_batch` or `pipelined`, not provider batch jobs, for now",
+        );
     }
     if raw.design != crate::analysis::design::DesignKind::Single {
         return refuse("design", "a panel runs design single only for now");
@@ -1106,8 +1107,8 @@ mod tests {
             ),
             (
                 two,
-                "acquisition: {dispatch: pipelined}\n",
-                "acquisition.dispatch: a panel runs `wait_for_batch` only for now",
+                "acquisition: {dispatch: batch}\n",
+                "acquisition.dispatch: a panel runs `wait_for_batch` or `pipelined`",
             ),
             (two, "design: paired\n", "design: a panel runs design single only for now"),
             (two, "acquisition: {confidence: 0.05}\n", "acquisition.confidence: the confidence stop applies"),

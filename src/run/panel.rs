@@ -10,9 +10,11 @@
 //! Every query goes through the one dispatcher ([`super::dispatch`]) to a [`PanelJudge`]: an
 //! intent fsynced before each request, each reply booked under its member's name and cache key.
 //! The folder's lock, Ctrl-C with its grace period, resume from the books: as in a single-judge
-//! run ([`super::live`]). The panel runs `wait_for_batch`: each round's picks are sent at once
-//! (to every member at the same time, each within its own concurrency and rate limit), then the
-//! panel is refitted.
+//! run ([`super::live`]). Both dispatches of the scheduler work across the judges:
+//! `wait_for_batch` sends each round's picks at once (to every member at the same time, each
+//! within its own concurrency and rate limit) and refits; `pipelined` keeps `concurrency`
+//! queries in flight over all members and refits every `refit_every` verdicts, the queries in
+//! flight entering Σ before each pick ([`crate::acquire::panel::PanelContext::pending`]).
 
 use super::dispatch::{Dispatcher, Event, Query, Settled};
 use super::faults::Faults;
@@ -149,8 +151,13 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     let (budget, _) =
         Budget::for_folder(&cfg.run_dir, cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, reused as u64)?;
     let acq = &cfg.raw.acquisition;
-    debug_assert_eq!(acq.dispatch, Dispatch::WaitForBatch, "the config refuses other dispatches for a panel");
-    let settings = ScheduleSettings::new(acq.refit_every, acq.concurrency, Dispatch::WaitForBatch, 0);
+    debug_assert_ne!(acq.dispatch, Dispatch::Batch, "the config refuses provider batch jobs for a panel");
+    let settings = ScheduleSettings::new(
+        acq.refit_every,
+        acq.concurrency,
+        acq.dispatch.scheduling(),
+        acq.dispatch.write_ahead(acq.write_ahead),
+    );
     let total: usize = queries.iter().map(RunQueries::n_pairs).sum();
     let stored_pairs: Vec<(usize, usize)> =
         stored.iter().enumerate().flat_map(|(j, s)| s.iter().map(move |v| encode(n, j, v.a, v.b))).collect();
@@ -265,8 +272,15 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
             let b = self.sched.budget();
             let remaining = b.max_usd().map_or(f64::INFINITY, |m| m - b.spent_usd() - b.reserved_usd());
             let current = self.current.as_ref();
-            let picker = |queried: &HashSet<(usize, usize)>, r: usize| -> Vec<(usize, usize)> {
+            let picker = |queried: &HashSet<(usize, usize)>, unfitted: &[(usize, usize)], r: usize| {
                 let Some(c) = current else { return Vec::new() };
+                let pending: Vec<(usize, usize, usize)> = unfitted
+                    .iter()
+                    .map(|&q| {
+                        let (j, a, b) = decode(n, q);
+                        (a, b, j)
+                    })
+                    .collect();
                 let mut per_judge: Vec<HashSet<(usize, usize)>> = vec![HashSet::new(); members.len()];
                 for &q in queried {
                     let (j, a, b) = decode(n, q);
@@ -280,6 +294,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                     queried: &per_judge,
                     cost: &cost,
                     remaining_usd: remaining,
+                    pending: &pending,
                 };
                 let mut r_rng = rng::stream(acq.seed, "panel-acquisition", queried.len() as u64);
                 let mut picks = select(&ctx, r, &mut r_rng);
@@ -288,7 +303,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                     // scheduler, whose reservation fails, so the run stops for `max_usd`.
                     picks = select(&PanelContext { remaining_usd: f64::INFINITY, ..ctx }, 1, &mut r_rng);
                 }
-                picks.into_iter().map(|(a, b, j)| encode(n, j, a, b)).collect()
+                picks.into_iter().map(|(a, b, j)| encode(n, j, a, b)).collect::<Vec<_>>()
             };
             let rule = PickRule {
                 pool,

@@ -90,7 +90,7 @@ pub struct PickRule<'a> {
     /// φ = θ + cᵀx̄ of a run over many prompts ([`acquire::apparent`]); `None`: at θ.
     pub target_xbar: Option<&'a [Vec<f64>]>,
     /// A judge panel's picks (docs/model.md §8): given the scheduler's pairs unavailable for
-    /// picking and the number wanted, the next ordered pairs, in the panel's encoding of
+    /// picking, the unfitted ones and the number wanted, the next ordered pairs, in the panel's encoding of
     /// (judge, ordered pair) as one pair of the scheduler ([`super::panel`]). When set it is the
     /// only source of picks; everything else (reservations, stop rules, rounds) stays the
     /// scheduler's.
@@ -98,7 +98,10 @@ pub struct PickRule<'a> {
 }
 
 /// A judge panel's acquisition as the scheduler calls it ([`PickRule::panel`]).
-pub type PanelPicker<'a> = dyn Fn(&HashSet<(usize, usize)>, usize) -> Vec<(usize, usize)> + Sync + 'a;
+/// Its arguments: the pairs unavailable for picking, the unfitted ones (pending or stored after
+/// the fit started, in order) and the number of picks wanted.
+pub type PanelPicker<'a> =
+    dyn Fn(&HashSet<(usize, usize)>, &[(usize, usize)], usize) -> Vec<(usize, usize)> + Sync + 'a;
 
 /// Monte-Carlo draws of the apparent top-k membership the acquisition aims at.
 const TARGET_DRAWS: usize = 500;
@@ -654,7 +657,7 @@ impl Scheduler {
         }
         let queried = self.unavailable_for_picking();
         if let Some(panel) = rule.panel {
-            return panel(&queried, r);
+            return panel(&queried, &self.unfitted(), r);
         }
         let unfitted = self.unfitted();
         if self.s.dispatch == Dispatch::Pipelined {

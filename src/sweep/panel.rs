@@ -317,6 +317,7 @@ fn panel_path(
             queried: &queried,
             cost: &cost,
             remaining_usd: max_usd - spent,
+            pending: &[],
         };
         let picks = if spent < max_usd { select(&ctx, s.refit_every, &mut rng) } else { Vec::new() };
         last = Some(f);
