@@ -75,6 +75,21 @@ fn yaml_name(cfg: &Path) -> Option<String> {
     text.lines().find_map(|l| l.strip_prefix("name: ")).map(|n| n.split('#').next().unwrap_or(n).trim().to_owned())
 }
 
+/// A panel run's result.json matches docs/schemas/panel-result.schema.json, its `fit` the
+/// fit-panel schema.
+#[test]
+fn panel_run_result_matches_its_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped(dir.path(), "panel.yaml", |y| y.replace("max_usd: 0.06", "max_usd: 0.03"));
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let result = dir.path().join("runs/summeval-panel/result.json");
+    check(&schema("panel-result"), &result);
+    let fit = dir.path().join("fit.json");
+    std::fs::write(&fit, json(&result)["fit"].to_string()).unwrap();
+    check(&schema("fit-panel"), &fit);
+}
+
 /// `fit --panel --out` matches docs/schemas/fit-panel.schema.json, with and without a trusted
 /// judge.
 #[test]
