@@ -77,16 +77,10 @@ pub fn dry_run_text(
     rt: &tokio::runtime::Runtime,
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
-    if cfg.is_panel() {
-        return Err(RunCommandError::Config(ConfigError::invalid(
-            config,
-            crate::domain::invalid::InvalidSetting::new(
-                "--dry-run",
-                "is not built for a judge panel (`judges:`) yet; a run with `budget.max_usd` never spends past it",
-            ),
-        )));
-    }
     print_warnings(&cfg);
+    if cfg.is_panel() {
+        return panel_dry_run_text(&cfg, key_problem, rt);
+    }
     let mut judge = crate::config::judge::judge_info(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
     // Batch dispatch reserves and books at the batch price.
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
@@ -118,6 +112,87 @@ pub fn dry_run_text(
         text.push_str(&format!("warning: a real run would stop here: {m}\n"));
     }
     Ok(text)
+}
+
+/// `run --dry-run` of a judge panel: per judge its stored verdicts and the worst case of one
+/// query, what the budget allows were every query sent to it, and each live judge's endpoint.
+/// Sends nothing, writes nothing.
+///
+/// # Errors
+/// [`RunCommandError`]: a judge that cannot be described, an unreadable verdict ledger.
+fn panel_dry_run_text(
+    cfg: &Config,
+    key_problem: Option<String>,
+    rt: &tokio::runtime::Runtime,
+) -> Result<String, RunCommandError> {
+    use crate::judge::panel::Named;
+    let mut rows = Vec::new();
+    for m in &cfg.raw.judges {
+        let info = crate::config::judge::judge_info(&m.judge).map_err(RunCommandError::Judge)?;
+        let named = Named { name: m.name.clone(), judge: info };
+        let d = super::dry_run::dry_run(cfg, &named)?;
+        rows.push((m, named, d));
+    }
+    let spent = crate::store::books::peek_spend(&cfg.run_dir, &|_: &str| true)?.total_usd() + 0.0;
+    let pairs = rows.first().map_or(0, |r| r.2.pairs);
+    let mut t = String::from("dry run: no query was sent and nothing was written.\n");
+    t.push_str(&format!(
+        "judge panel of {} judges (docs/model.md §8): one model, one budget; each round's queries go to the judge whose verdicts buy the most top-k certainty per dollar, so the split is decided as the run goes\n",
+        rows.len()
+    ));
+    t.push_str(&format!(
+        "pool {}: {} items, {} bases, {pairs} ordered pairs per judge; spend booked ${spent:.6} (all judges: verdicts, paid failures, possibly billed requests)\n",
+        cfg.pool.pool_id,
+        cfg.pool.n_items(),
+        cfg.pool.n_bases()
+    ));
+    let b = &cfg.raw.budget;
+    let left = b.max_usd.map(|m| (m - spent).max(0.0));
+    for (m, named, d) in &rows {
+        let worst = match d.worst_per_query_usd {
+            Some((lo, hi, mean)) => format!("worst case per query ${lo:.6} – ${hi:.6} (mean ${mean:.6})"),
+            None => "no open pair".into(),
+        };
+        let open = pairs.saturating_sub(d.stored);
+        let allows = match (left, d.worst_per_query_usd) {
+            (Some(l), Some((lo, hi, _))) if hi > 0.0 => {
+                let most = if lo > 0.0 { ((l / lo).floor() as usize).min(open) } else { open };
+                let least = ((l / hi).floor() as usize).min(open);
+                let n = if least == most { least.to_string() } else { format!("{least} to {most}") };
+                format!("; if every query went to it, the budget would buy {n} of its {open} open queries")
+            }
+            _ => String::new(),
+        };
+        t.push_str(&format!(
+            "  {}{}: {} verdicts stored; {worst}{allows}\n    {}\n",
+            m.name,
+            if m.trusted { " (trusted)" } else { "" },
+            d.stored,
+            named.judge.describe()
+        ));
+    }
+    if b.unlimited {
+        t.push_str("budget: unlimited\n");
+    } else {
+        t.push_str(&format!(
+            "budget: max_comparisons {}, max_usd {} (for the panel as a whole)\n",
+            b.max_comparisons.map_or("none".into(), |m| m.to_string()),
+            b.max_usd.map_or("none".into(), |m| format!("${m}"))
+        ));
+    }
+    for m in &cfg.raw.judges {
+        if let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge {
+            let line = match make_judge(&m.judge) {
+                Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), &oc.base_url)),
+                Err(e) => format!("endpoint not probed: {e}"),
+            };
+            t.push_str(&format!("judge {}: {line}\n", m.name));
+        }
+    }
+    if let Some(m) = key_problem {
+        t.push_str(&format!("warning: a real run would stop here: {m}\n"));
+    }
+    Ok(t)
 }
 
 /// `topk-judge run CONFIG`.

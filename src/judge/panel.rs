@@ -11,15 +11,16 @@ use crate::domain::pool::Pool;
 use crate::domain::verdict::JudgeReply;
 use std::sync::Arc;
 
-/// One member: its name and its judge, with the name in front of every cache key.
-pub struct Named {
+/// One member: its name and its judge (a [`Judge`], or only its [`JudgeInfo`] for a dry run),
+/// with the name in front of every cache key.
+pub struct Named<J: ?Sized = dyn Judge> {
     /// The member's name (`judges[i].name`).
     pub name: String,
     /// Its judge.
-    pub judge: Arc<dyn Judge>,
+    pub judge: Arc<J>,
 }
 
-impl JudgeInfo for Named {
+impl<J: JudgeInfo + ?Sized> JudgeInfo for Named<J> {
     fn describe(&self) -> String {
         format!("{}: {}", self.name, self.judge.describe())
     }
