@@ -454,3 +454,46 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     assert!(f.contains("if every query went to it, the budget would buy 24 to 26 of its 238 open queries"), "{f}");
     assert!(!dir.path().join("runs/fresh").exists(), "a dry run writes nothing");
 }
+
+/// `compare` puts a panel's run beside single-judge runs of its pool: its row (spend, recall,
+/// certified, flips) from its own files, and its recall curve.
+#[test]
+fn compare_puts_a_panel_run_beside_single_judge_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    for c in ["cheap.yaml", "panel.yaml"] {
+        let yaml = std::fs::read_to_string(root().join("configs").join(c))
+            .unwrap()
+            .replace("out_dir: ../runs", "out_dir: runs")
+            .replace("../data/", &format!("{}/", root().join("data").display()))
+            .replace("max_usd: 0.06", "max_usd: 0.03");
+        let cfg = write(dir.path(), c, &yaml);
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = run_bin(dir.path(), &["compare", "runs/cheap", "runs/summeval-panel", "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let c = json(&dir.path().join("cmp/compare.json"));
+    let r = json(&dir.path().join("runs/summeval-panel/result.json"));
+    let row = &c["rows"][1];
+    assert_eq!(row["run"], "summeval-panel");
+    assert_eq!(row["judge"], "panel (cheap, frontier)");
+    assert_eq!(row["spend_usd"], r["spend_usd"]);
+    assert_eq!(row["comparisons"], r["comparisons"]);
+    assert_eq!(row["topk"], r["topk"]);
+    assert_eq!(row["certified"], r["certified"]);
+    // Recall against the gold top-3 the single run reports, |S ∩ T| / k.
+    let gold = strs(&c["target_topk"]);
+    let hits = strs(&r["topk"]).iter().filter(|b| gold.contains(b)).count();
+    assert_eq!(row["recall"].as_f64().unwrap(), hits as f64 / 3.0);
+    // Flips counted from the panel's verdicts: pairs asked in both orders (by one judge).
+    let both: usize =
+        r["fit"]["judges"].as_array().unwrap().iter().map(|j| j["both_orders"].as_u64().unwrap() as usize).sum();
+    assert_eq!(row["both_order_pairs"].as_u64().unwrap() as usize, both);
+    let svg = std::fs::read_to_string(dir.path().join("cmp/recall_vs_spend.svg")).unwrap();
+    assert!(svg.contains("summeval-panel"), "the panel's curve is in the plot");
+    let fits = lines(&dir.path().join("runs/summeval-panel/panel_fits.jsonl"));
+    assert!(fits.len() > 10 && fits.last().unwrap()["topk"] == r["topk"], "{}", fits.len());
+    // Another pool's panel run is refused.
+    let other = run_bin(dir.path(), &["compare", "runs/summeval-panel", &root().join("data").display().to_string()]);
+    assert!(!other.status.success());
+}

@@ -3,7 +3,7 @@
 //! docs/replay.md), the judge-by-judge comparison of cost against recall. The tables and plots
 //! live in [`crate::report::compare`] and [`crate::report::judges`].
 
-use crate::report::compare::{CompareError, RunDir, compare, markdown, plot};
+use crate::report::compare::{CompareError, PanelRunDir, RunDir, compare_with_panels, markdown, plot_with_panels};
 use crate::report::judges::{self, PriceTable};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,10 @@ pub struct CompareOptions<'a> {
 /// # Errors
 /// [`CompareError`].
 pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -> Result<String, CompareError> {
-    let mut loaded = runs.iter().map(|d| RunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
+    // Judge panels' runs (docs/model.md §8) go beside the single-judge ones, one pool only.
+    let (panel_dirs, single_dirs): (Vec<&PathBuf>, Vec<&PathBuf>) = runs.iter().partition(|d| RunDir::is_panel(d));
+    let panels = panel_dirs.iter().map(|d| PanelRunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
+    let mut loaded = single_dirs.iter().map(|d| RunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
     let unused = match opts.prices {
         Some(p) => PriceTable::load(p)?.apply(&mut loaded)?,
         None => Vec::new(),
@@ -35,7 +38,15 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         std::fs::write(&p, text).map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })
     };
     std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
-    let pools: BTreeSet<&str> = loaded.iter().map(|r| r.result.pool_id.as_str()).collect();
+    let pools: BTreeSet<&str> =
+        loaded.iter().map(|r| r.result.pool_id.as_str()).chain(panels.iter().map(|p| p.pool_id.as_str())).collect();
+    if pools.len() > 1 && !panels.is_empty() {
+        return Err(CompareError::Mismatch(format!(
+            "{} is a judge panel's run; a panel's run goes beside single-judge runs of its own pool, but these runs span {} pools",
+            panels[0].dir.display(),
+            pools.len()
+        )));
+    }
     if pools.len() > 1 {
         if let Some(r) = opts.reference {
             return Err(CompareError::Mismatch(format!(
@@ -67,14 +78,14 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         })?),
         (None, None) => None,
     };
-    let c = compare(&loaded, reference.as_ref())?;
+    let c = compare_with_panels(&loaded, &panels, reference.as_ref())?;
     let mut md = markdown(&c);
     if !unused.is_empty() {
         md.push_str(&format!("\nPrice-table entries that matched no run: {}.\n", unused.join(", ")));
     }
     w(out.join("compare.md"), &md)?;
     w(out.join("compare.json"), &(serde_json::to_string_pretty(&c).expect("serialisable") + "\n"))?;
-    if let Some(svg) = plot(&loaded, &c)? {
+    if let Some(svg) = plot_with_panels(&loaded, &panels, &c)? {
         w(out.join("recall_vs_spend.svg"), &svg)?;
     }
     Ok(md)

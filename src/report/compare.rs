@@ -77,7 +77,7 @@ impl RunDir {
         {
             return Err(CompareError::Read {
                 path: rp.clone(),
-                msg: "the result of a judge panel run (`judges:`): reports and comparisons take single-judge runs for now; the panel's spend per judge, top-k and recall@k are in this file, and `topk-judge fit RUN --panel --trusted NAME` prints its fit".into(),
+                msg: "the result of a judge panel run (`judges:`): `report` takes single-judge runs for now (`compare` takes a panel run beside them); the panel's spend per judge, top-k and recall@k are in this file, and `topk-judge fit RUN --panel --trusted NAME` prints its fit".into(),
             });
         }
         let result: RunResult = serde_json::from_str(&text)
@@ -117,6 +117,14 @@ impl RunDir {
             }
         }
         Ok(Self { dir: dir.to_owned(), result, verdicts, fits, priced: false })
+    }
+
+    /// Whether `dir` holds a judge panel's run (its result.json names `judges` and a panel fit).
+    pub fn is_panel(dir: &Path) -> bool {
+        std::fs::read_to_string(dir.join("result.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| v["judges"].is_array() && v["fit"]["judges"].is_array())
     }
 
     /// The judge as `compare` names it: a replayed judge's recorded name (`judge / prompting`),
@@ -170,6 +178,101 @@ impl CostSource {
             CostSource::Recorded => "recorded",
             CostSource::PriceTable => "price table",
             CostSource::None => "none",
+        }
+    }
+}
+
+/// A judge panel's run folder as `compare` reads it (`judges:`, docs/model.md §8): what its
+/// result.json reports, its refits (panel_fits.jsonl) and its verdicts.
+#[derive(Debug, Clone)]
+pub struct PanelRunDir {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// The run's name.
+    pub name: String,
+    /// The pool.
+    pub pool_id: String,
+    /// k.
+    pub k: usize,
+    /// `panel (NAME, NAME, …)`.
+    pub judges: String,
+    /// Everything the folder's books hold, USD.
+    pub spend_usd: f64,
+    /// Stored verdicts, all judges.
+    pub comparisons: usize,
+    /// Valid verdicts fitted.
+    pub valid: usize,
+    /// Top-k by θ̂.
+    pub topk: Vec<String>,
+    /// The gold top-k, when the pool has gold quality.
+    pub gold_topk: Option<Vec<String>>,
+    /// The certified top-k.
+    pub certified: crate::report::schema::CertifiedTopk,
+    /// Every verdict record (both orders of a pair go to one judge, so flips are a judge's).
+    pub verdicts: Vec<VerdictRecord>,
+    /// Refits: (spend USD, valid verdicts, top-k).
+    pub fits: Vec<(f64, usize, Vec<String>)>,
+}
+
+impl PanelRunDir {
+    /// Read result.json, verdicts.jsonl and panel_fits.jsonl of a panel run.
+    ///
+    /// # Errors
+    /// [`CompareError::Read`] naming the file and the field.
+    pub fn load(dir: &Path) -> Result<Self, CompareError> {
+        let rp = dir.join("result.json");
+        let bad = |msg: String| CompareError::Read { path: rp.clone(), msg };
+        let text = std::fs::read_to_string(&rp).map_err(|e| bad(e.to_string()))?;
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))?;
+        let field = |ptr: &str| v.pointer(ptr).ok_or_else(|| bad(format!("no {ptr} in a panel result")));
+        let strs = |x: &serde_json::Value| -> Vec<String> {
+            x.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+        };
+        let names: Vec<String> = field("/judges")?
+            .as_array()
+            .map(|a| a.iter().filter_map(|j| j["name"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        let certified =
+            serde_json::from_value(field("/certified")?.clone()).map_err(|e| bad(format!("/certified: {e}")))?;
+        let vp = dir.join("verdicts.jsonl");
+        let verdicts = if vp.exists() { read_records(&vp)?.0 } else { Vec::new() };
+        let mut fits = Vec::new();
+        let fp = dir.join(crate::run::panel::PANEL_FITS);
+        if let Ok(t) = std::fs::read_to_string(&fp) {
+            for (i, line) in t.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                match serde_json::from_str::<crate::run::panel::PanelFitLine>(line) {
+                    Ok(f) => fits.push((f.spend_usd, f.comparisons, f.topk)),
+                    Err(_) if i + 1 == t.lines().count() && !t.ends_with('\n') => {}
+                    Err(e) => {
+                        return Err(CompareError::Read { path: fp.clone(), msg: format!("line {}: {e}", i + 1) });
+                    }
+                }
+            }
+        }
+        let num = |ptr: &str| field(ptr).map(|x| x.as_f64().unwrap_or(0.0));
+        Ok(Self {
+            dir: dir.to_owned(),
+            name: v["name"].as_str().unwrap_or_default().to_owned(),
+            pool_id: field("/fit/pool_id")?.as_str().unwrap_or_default().to_owned(),
+            k: num("/fit/k")? as usize,
+            judges: format!("panel ({})", names.join(", ")),
+            spend_usd: num("/spend_usd")?,
+            comparisons: num("/comparisons")? as usize,
+            valid: num("/fit/comparisons")? as usize,
+            topk: strs(field("/topk")?),
+            gold_topk: v.get("gold_topk").filter(|g| g.is_array()).map(strs),
+            certified,
+            verdicts,
+            fits,
+        })
+    }
+
+    /// A short name: the run's name, or the folder name.
+    pub fn label(&self) -> String {
+        if self.name.is_empty() {
+            self.dir.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        } else {
+            self.name.clone()
         }
     }
 }
@@ -281,28 +384,44 @@ pub struct Comparison {
 /// # Errors
 /// [`CompareError::Mismatch`] when pools or k differ.
 pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison, CompareError> {
-    let first = runs.first().ok_or_else(|| CompareError::Mismatch("no runs to compare".into()))?;
-    for r in runs.iter().chain(reference) {
-        if r.result.pool_id != first.result.pool_id || r.result.k != first.result.k {
+    compare_with_panels(runs, &[], reference)
+}
+
+/// [`compare`] with judge panels' runs beside the single-judge ones (their rows after them).
+///
+/// # Errors
+/// [`CompareError::Mismatch`] when pools or k differ.
+pub fn compare_with_panels(
+    runs: &[RunDir],
+    panels: &[PanelRunDir],
+    reference: Option<&RunDir>,
+) -> Result<Comparison, CompareError> {
+    let mut all: Vec<(&Path, &str, usize)> =
+        runs.iter().chain(reference).map(|r| (r.dir.as_path(), r.result.pool_id.as_str(), r.result.k)).collect();
+    all.extend(panels.iter().map(|p| (p.dir.as_path(), p.pool_id.as_str(), p.k)));
+    let &(first_dir, first_pool, first_k) =
+        all.first().ok_or_else(|| CompareError::Mismatch("no runs to compare".into()))?;
+    for &(dir, pool, k) in &all {
+        if pool != first_pool || k != first_k {
             return Err(CompareError::Mismatch(format!(
-                "run {} is pool {:?} with k = {}, but run {} is pool {:?} with k = {}; compare runs of the same pool and k",
-                r.dir.display(),
-                r.result.pool_id,
-                r.result.k,
-                first.dir.display(),
-                first.result.pool_id,
-                first.result.k
+                "run {} is pool {pool:?} with k = {k}, but run {} is pool {first_pool:?} with k = {first_k}; compare runs of the same pool and k",
+                dir.display(),
+                first_dir.display(),
             )));
         }
     }
     let (target, target_topk) = match reference {
         Some(r) => (Some(format!("reference {}", r.label())), Some(r.result.fit.topk.clone())),
-        None => match runs.iter().find_map(|r| r.result.fit.gold_topk.clone()) {
+        None => match runs
+            .iter()
+            .find_map(|r| r.result.fit.gold_topk.clone())
+            .or_else(|| panels.iter().find_map(|p| p.gold_topk.clone()))
+        {
             Some(g) => (Some("gold".to_string()), Some(g)),
             None => (None, None),
         },
     };
-    let rows = runs
+    let mut rows: Vec<CompareRow> = runs
         .iter()
         .map(|r| {
             let (f, n) = flips(&r.verdicts);
@@ -322,9 +441,30 @@ pub fn compare(runs: &[RunDir], reference: Option<&RunDir>) -> Result<Comparison
             }
         })
         .collect();
-    let agreement =
-        runs.iter().map(|a| runs.iter().map(|b| overlap(&a.result.fit.topk, &b.result.fit.topk)).collect()).collect();
-    Ok(Comparison { pool_id: first.result.pool_id.clone(), k: first.result.k, target, target_topk, rows, agreement })
+    rows.extend(panels.iter().map(|p| {
+        // Each judge's flips: two judges may each have asked one pair in both orders.
+        let mut by_judge: BTreeMap<&str, Vec<VerdictRecord>> = BTreeMap::new();
+        for r in &p.verdicts {
+            by_judge.entry(r.judge.as_str()).or_default().push(r.clone());
+        }
+        let (f, n) = by_judge.values().map(|v| flips(v)).fold((0, 0), |(f, n), (a, b)| (f + a, n + b));
+        CompareRow {
+            run: p.label(),
+            judge: p.judges.clone(),
+            spend_usd: p.spend_usd,
+            comparisons: p.comparisons,
+            valid: p.valid,
+            recall: target_topk.as_ref().map(|t| overlap(&p.topk, t)),
+            topk: p.topk.clone(),
+            certified: p.certified.clone(),
+            flips: f,
+            both_order_pairs: n,
+            flip_rate: (n > 0).then(|| f as f64 / n as f64),
+            cost: if p.spend_usd > 0.0 { CostSource::Recorded } else { CostSource::None },
+        }
+    }));
+    let agreement = rows.iter().map(|a| rows.iter().map(|b| overlap(&a.topk, &b.topk)).collect()).collect();
+    Ok(Comparison { pool_id: first_pool.to_owned(), k: first_k, target, target_topk, rows, agreement })
 }
 
 /// compare.md text.
@@ -415,8 +555,23 @@ pub type RecallCurve = Vec<(f64, usize, f64)>;
 /// # Errors
 /// [`CompareError::Plot`].
 pub fn plot(runs: &[RunDir], c: &Comparison) -> Result<Option<String>, CompareError> {
+    plot_with_panels(runs, &[], c)
+}
+
+/// [`plot`] with judge panels' runs (their curves from panel_fits.jsonl).
+///
+/// # Errors
+/// [`CompareError`] from the plot backend.
+pub fn plot_with_panels(
+    runs: &[RunDir],
+    panels: &[PanelRunDir],
+    c: &Comparison,
+) -> Result<Option<String>, CompareError> {
     let Some(target) = &c.target_topk else { return Ok(None) };
-    let curves: Vec<(String, RecallCurve)> = runs.iter().map(|r| (r.label(), recall_curve(r, target))).collect();
+    let mut curves: Vec<(String, RecallCurve)> = runs.iter().map(|r| (r.label(), recall_curve(r, target))).collect();
+    curves.extend(panels.iter().map(|p| {
+        (p.label(), p.fits.iter().map(|(usd, n, topk)| (*usd, *n, overlap(topk, target))).collect::<RecallCurve>())
+    }));
     let priced = curves.iter().any(|(_, v)| v.iter().any(|p| p.0 > 0.0));
     let series = curves
         .into_iter()

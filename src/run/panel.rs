@@ -67,6 +67,8 @@ pub struct PanelJudgeSpend {
 /// fitted to every stored verdict as `fit RUN --panel` reports it.
 #[derive(Debug, Serialize)]
 pub struct PanelRunResult {
+    /// The run's `name`.
+    pub name: String,
     /// Why the run stopped.
     pub stop_reason: StopReason,
     /// The judges, in the order of `judges:`.
@@ -93,6 +95,10 @@ pub struct PanelRunResult {
     /// Its recall@k against the pool's gold `quality` (a tie at the k-th place shares it), when
     /// every item has one.
     pub recall_at_k: Option<f64>,
+    /// The top-k by gold quality (base names, best first), when every item has one.
+    pub gold_topk: Option<Vec<String>>,
+    /// The certified top-k at ε (docs/model.md, "Certified top-k"): π of the panel's θ.
+    pub certified: crate::report::schema::CertifiedTopk,
     /// The fitted panel (per judge κ̂, ĉ, ŝ with sd, flip rate, agreement with the trusted
     /// judge; θ̂, π and the certified top-k).
     pub fit: crate::report::fit::PanelFitOutput,
@@ -359,6 +365,23 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                 let m = fit.layout.m;
                 let theta_post = Posterior::dense(fit.theta().to_vec(), Matrix::from_fn(m, m, |r, c| fit.cov[(r, c)]));
                 self.warm = Some((reference, fit.beta.clone()));
+                let line = PanelFitLine {
+                    comparisons: n_valid,
+                    spend_usd: pico(self.sched.budget().spent_usd()),
+                    topk: crate::model::membership::point_topk(fit.theta(), self.cfg.raw.k)
+                        .into_iter()
+                        .map(|b| self.cfg.pool.bases[b].clone())
+                        .collect(),
+                };
+                let path = self.cfg.run_dir.join(PANEL_FITS);
+                let written = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|mut f| writeln!(f, "{}", serde_json::to_string(&line).expect("serialisable")));
+                if let Err(e) = written {
+                    tracing::warn!("{}: {e}", path.display());
+                }
                 self.sched.fit_finished();
                 self.current = Some(Current { fit, theta_post, membership });
                 self.show();
@@ -559,11 +582,18 @@ fn finish(
         })
         .collect();
     let top = crate::model::membership::point_topk(&fit.panel.theta, cfg.raw.k);
-    let recall_at_k = cfg.pool.base_quality().map(|g| crate::analysis::ranking::recall_with_ties(&top, &g, cfg.raw.k));
+    let gold = cfg.pool.base_quality();
+    let recall_at_k = gold.as_ref().map(|g| crate::analysis::ranking::recall_with_ties(&top, g, cfg.raw.k));
+    let names = |b: &[usize]| b.iter().map(|&i| cfg.pool.bases[i].clone()).collect::<Vec<_>>();
+    let gold_topk = gold.as_ref().map(|g| names(&crate::model::membership::point_topk(g, cfg.raw.k)));
+    let certified = certified_of(&fit, cfg.raw.k);
     let folder = crate::store::books::folder_spend(dir)?;
     let result = PanelRunResult {
-        topk: top.iter().map(|&b| cfg.pool.bases[b].clone()).collect(),
+        name: cfg.raw.name.clone(),
+        topk: names(&top),
         recall_at_k,
+        gold_topk,
+        certified,
         stop_reason: stop,
         judges,
         comparisons: stored.iter().map(Vec::len).sum(),
@@ -593,6 +623,41 @@ fn finish(
         None => Ok(result),
     }
 }
+
+/// The certified top-k of a panel fit: its π and θ̂ as the sets of docs/model.md, "Certified
+/// top-k"; nothing certified when the fit says why not (too few draws, an uncompared base).
+fn certified_of(fit: &crate::report::fit::PanelFitOutput, k: usize) -> crate::report::schema::CertifiedTopk {
+    let p = &fit.panel;
+    let order = crate::analysis::ranking::order(&p.theta);
+    let ids = |b: &[usize]| b.iter().map(|&i| fit.bases[i].clone()).collect::<Vec<_>>();
+    let base = crate::report::schema::CertifiedTopk { epsilon: fit.epsilon, mc_draws: fit.draws, ..Default::default() };
+    if let Some(why) = &fit.not_certified {
+        return crate::report::schema::CertifiedTopk { undecided: ids(&order), withheld: Some(why.clone()), ..base };
+    }
+    let s = crate::analysis::certify::sets(&p.membership, &order, fit.epsilon);
+    crate::report::schema::CertifiedTopk {
+        claimed: s.claimed(k),
+        inside: ids(&s.inside),
+        undecided: ids(&s.undecided),
+        outside: ids(&s.outside),
+        ..base
+    }
+}
+
+/// One line of panel_fits.jsonl: a refit of the panel, what had been spent and its top-k by θ̂
+/// (`compare` draws recall against spend from it).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct PanelFitLine {
+    /// Valid verdicts fitted (all judges).
+    pub comparisons: usize,
+    /// What the folder's books held at the refit, USD.
+    pub spend_usd: f64,
+    /// Point top-k by θ̂ (base names).
+    pub topk: Vec<String>,
+}
+
+/// The file of [`PanelFitLine`]s in a panel's run folder.
+pub const PANEL_FITS: &str = "panel_fits.jsonl";
 
 /// USD rounded to 1e-12: a sum of the books does not depend on the order the replies were
 /// appended in.
