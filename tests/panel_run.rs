@@ -497,3 +497,111 @@ fn compare_puts_a_panel_run_beside_single_judge_runs() {
     let other = run_bin(dir.path(), &["compare", "runs/summeval-panel", &root().join("data").display().to_string()]);
     assert!(!other.status.success());
 }
+
+/// configs/panel.yaml in `dir` with `edit` applied, as `NAME.yaml`.
+fn shipped_panel(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let yaml = std::fs::read_to_string(root().join("configs/panel.yaml"))
+        .unwrap()
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("../data/", &format!("{}/", root().join("data").display()));
+    write(dir, &format!("{name}.yaml"), &edit(yaml))
+}
+
+/// A judge that answers only some pairs (a replay of a sparse recording) is asked only those;
+/// the other judge goes on with the rest, and the run ends when both have nothing left.
+#[test]
+fn a_judge_that_answers_some_pairs_is_asked_only_those() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = root().join("data/panel_verdicts.jsonl");
+    let cfg = shipped_panel(dir.path(), "sparse", |y| {
+        let (head, _) = y.split_once("  - name: frontier").unwrap();
+        format!(
+            "{head}  - name: frontier\n    trusted: true\n    replay: {{file: {}, judge: frontier, missing: unavailable}}\nacquisition: {{refit_every: 8, concurrency: 8, seed: 42, mc_draws: 300}}\nbudget: {{max_comparisons: 400}}\n",
+            recording.display()
+        )
+    });
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = json(&dir.path().join("runs/summeval-panel/result.json"));
+    assert_eq!(r["stop_reason"], "exhausted", "{}", stdout(&out));
+    // Every ordered pair of distinct texts for the mock judge, every recorded one for the replay.
+    let recorded = std::fs::read_to_string(&recording).unwrap().lines().filter(|l| l.contains("\"frontier\"")).count();
+    assert_eq!(
+        (r["judges"][0]["queries"].as_u64(), r["judges"][1]["queries"].as_u64()),
+        (Some(238), Some(recorded as u64))
+    );
+    assert_eq!(r["asked_now"], 238 + recorded as u64, "no query was sent that the replay cannot answer");
+}
+
+/// Editing a judge under the same name: `fit RUN --panel` fits each judge's verdicts of its
+/// configuration now, as the run did; a judge list in another order is the same panel; a panel
+/// with no verdict claims no top-k; a single-judge run's verdicts in the folder are said not to
+/// be reused.
+#[test]
+fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = shipped_panel(dir.path(), "a", |y| y.replace("max_usd: 0.06", "max_comparisons: 60"));
+    let out = run_bin(dir.path(), &["run", first.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // The cheap judge's seed changes: its 60 verdicts are another configuration's.
+    let edited = shipped_panel(dir.path(), "b", |y| {
+        y.replace("max_usd: 0.06", "max_comparisons: 40")
+            .replace("temperature: 0.25, seed: 7", "temperature: 0.25, seed: 9")
+    });
+    let out = run_bin(dir.path(), &["run", edited.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stderr(&out).contains("holds a run with a different judge"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("other books of this folder: $"), "{}", stdout(&out));
+    let run = dir.path().join("runs/summeval-panel");
+    let r = json(&run.join("result.json"));
+    assert_eq!(r["comparisons"], 40);
+    let fit = run_bin(dir.path(), &["fit", run.to_str().unwrap(), "--panel", "--out", "f.json"]);
+    assert!(fit.status.success(), "{}", text(&fit));
+    assert!(text(&fit).contains("records of") && text(&fit).contains("earlier configurations"), "{}", text(&fit));
+    let f = json(&dir.path().join("f.json"));
+    assert_eq!(f["comparisons"], r["fit"]["comparisons"]);
+    for (x, y) in f["theta"].as_array().unwrap().iter().zip(r["fit"]["theta"].as_array().unwrap()) {
+        assert!((x.as_f64().unwrap() - y.as_f64().unwrap()).abs() < 1e-9, "{x} vs {y}");
+    }
+    // The same judges in the other order: the same panel, nothing asked again, no warning.
+    let reordered = shipped_panel(dir.path(), "c", |y| {
+        let y = y
+            .replace("max_usd: 0.06", "max_comparisons: 40")
+            .replace("temperature: 0.25, seed: 7", "temperature: 0.25, seed: 9");
+        let (head, rest) = y.split_once("  - name: cheap\n").unwrap();
+        let (cheap, rest) = rest.split_once("  - name: frontier\n").unwrap();
+        let (frontier, tail) = rest.split_once("model:").unwrap();
+        format!("{head}  - name: frontier\n{frontier}  - name: cheap\n{cheap}model:{tail}")
+    });
+    let out = run_bin(dir.path(), &["run", reordered.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("0 asked now, 40 reused"), "{}", stdout(&out));
+    assert!(!stderr(&out).contains("different judge"), "{}", stderr(&out));
+    // No money, no verdict: no top-k and no recall claimed.
+    let broke = shipped_panel(dir.path(), "d", |y| {
+        y.replace("name: summeval-panel", "name: broke").replace("max_usd: 0.06", "max_usd: 0.0")
+    });
+    let out = run_bin(dir.path(), &["run", broke.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("no valid verdict: no top-k and no recall is claimed"), "{}", stdout(&out));
+    let r = json(&dir.path().join("runs/broke/result.json"));
+    assert_eq!((r["topk"].as_array().unwrap().len(), &r["recall_at_k"]), (0, &Value::Null));
+    // A single-judge run of the cheap judge, then a panel in its folder: said, not reused.
+    let single = shipped_panel(dir.path(), "e", |y| {
+        let y = y.replace("name: summeval-panel", "name: grow").replace("max_usd: 0.06", "max_comparisons: 16");
+        let (head, rest) = y.split_once("  - name: frontier\n").unwrap();
+        format!("{head}{}", &rest[rest.find("model:").unwrap()..])
+    });
+    let out = run_bin(dir.path(), &["run", single.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let grown = shipped_panel(dir.path(), "f", |y| {
+        y.replace("name: summeval-panel", "name: grow").replace("max_usd: 0.06", "max_comparisons: 16")
+    });
+    let out = run_bin(dir.path(), &["run", grown.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("holds 16 verdicts of judge \"cheap\"'s configuration from a single-judge run"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -114,6 +114,8 @@ pub struct VerdictLine {
     pub pool_id: Option<String>,
     /// Judge, when given.
     pub judge: Option<String>,
+    /// Cache key, when given (a run folder's records).
+    pub key: Option<String>,
     /// The judge stated a strong preference (`"strong_preference": true`, docs/live.md).
     pub strong_preference: bool,
 }
@@ -210,6 +212,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>)
             y,
             pool_id: opt("pool_id")?,
             judge: opt("judge")?,
+            key: obj.get("key").and_then(|k| k.as_str()).map(str::to_owned),
             strong_preference,
         });
     }
@@ -246,7 +249,26 @@ pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandEr
 pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitCommandError> {
     let Prepared { run, pool, set, sel, vpath } = prepare(args)?;
     let cfg = run.as_ref().map(|r| &r.cfg);
-    let Selection { mine, judges: counts, other_pools, mut warnings, mut notes, .. } = sel;
+    let Selection { mut mine, judges: mut counts, other_pools, mut warnings, mut notes, .. } = sel;
+    // A judge panel's run folder: each judge's verdicts of its configuration now (a judge edited
+    // under the same name keeps its name on its older verdicts, which are another judge's).
+    if let Some(r) = run.as_ref().filter(|r| r.cfg.is_panel() && args.verdicts_file.is_none()) {
+        let keep = of_current_panel(r, &mine)?;
+        let before = mine.len();
+        let mut keep = keep.into_iter();
+        mine.retain(|_| keep.next().unwrap_or(false));
+        if mine.len() < before {
+            notes.push(format!(
+                "{} records of {} are of judges' earlier configurations (or of judges no longer in the panel): not fitted",
+                before - mine.len(),
+                vpath
+            ));
+            counts = mine.iter().fold(std::collections::BTreeMap::new(), |mut m, l| {
+                *m.entry(l.judge.clone().unwrap_or_default()).or_default() += 1;
+                m
+            });
+        }
+    }
     if let Some(n) = counts.get("") {
         let first = mine.iter().find(|l| l.judge.is_none()).map_or(0, |l| l.line);
         return Err(FitCommandError::Invalid(format!(
@@ -316,6 +338,35 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         notes,
         warnings,
     })
+}
+
+/// Which of `lines` are verdicts of a panel run's judges as configured now (the record's judge
+/// name and a cache key of that judge's configuration).
+///
+/// # Errors
+/// [`FitCommandError`]: a judge of the config that cannot be described.
+fn of_current_panel(r: &super::run_folder::LoadedRun, lines: &[VerdictLine]) -> Result<Vec<bool>, FitCommandError> {
+    let mut infos = Vec::new();
+    for m in &r.cfg.raw.judges {
+        let info = crate::config::judge::judge_info(&m.judge)
+            .map_err(|e| FitCommandError::Invalid(format!("{}: judge {:?}: {e}", r.dir.display(), m.name)))?;
+        infos.push(crate::judge::panel::Named { name: m.name.clone(), judge: info });
+    }
+    let queries: Vec<crate::run::queries::RunQueries<'_>> = infos
+        .iter()
+        .map(|n| {
+            let q = crate::run::queries::RunQueries::new(&r.cfg, n);
+            q.learn_folder(&r.dir);
+            q
+        })
+        .collect();
+    Ok(lines
+        .iter()
+        .map(|l| match (&l.judge, &l.key) {
+            (Some(j), Some(k)) => infos.iter().zip(&queries).any(|(n, q)| &n.name == j && q.contains_key(k)),
+            _ => false,
+        })
+        .collect())
 }
 
 /// `NAME=FAMILY` of `flag`.

@@ -613,7 +613,7 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
         (false, 0) => {
             return Err(InvalidSetting::new(
                 "judge",
-                "missing: give `judge: {mock: {...}}` (or openai, synthetic, replay), or a panel `judges: [{name: ..., judge: {...}}, ...]`",
+                "missing: give `judge: {mock: {...}}` (or openai, synthetic, replay), or a panel `judges: [{name: cheap, mock: {...}}, {name: frontier, trusted: true, openai: {...}}]`",
             ));
         }
         (false, 1) => {
@@ -661,6 +661,15 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
     }
     if raw.design != crate::analysis::design::DesignKind::Single {
         return refuse("design", "a panel runs design single only for now");
+    }
+    if raw.acquisition.strategy != crate::acquire::StrategyKind::Topk {
+        return refuse(
+            "acquisition.strategy",
+            "a panel picks by its own top-k rule over (pair, judge), information per USD; leave `topk`",
+        );
+    }
+    if raw.acquisition.orders != crate::acquire::Orders::Both {
+        return refuse("acquisition.orders", "a panel sends both orders of a pair to one judge; leave `both`");
     }
     if raw.pool.ids.is_some() {
         return refuse("pool.ids", "a panel runs over one pool for now, not many prompts");
@@ -1111,6 +1120,12 @@ mod tests {
                 "acquisition.dispatch: a panel runs `wait_for_batch` or `pipelined`",
             ),
             (two, "design: paired\n", "design: a panel runs design single only for now"),
+            (two, "acquisition: {strategy: random}\n", "acquisition.strategy: a panel picks by its own top-k rule"),
+            (
+                two,
+                "acquisition: {orders: single}\n",
+                "acquisition.orders: a panel sends both orders of a pair to one judge",
+            ),
             (two, "acquisition: {confidence: 0.05}\n", "acquisition.confidence: the confidence stop applies"),
             (
                 "judges:\n  - {name: a, mock: {}, replay: {file: r.jsonl}}\n",

@@ -109,14 +109,17 @@ impl Judge for PanelJudge {
     fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
         Box::pin(async move {
             let mut warnings = Vec::new();
-            for m in &self.members {
+            for (j, m) in self.members.iter().enumerate() {
                 match m.judge.preflight().await {
                     Ok(w) => warnings.extend(w.into_iter().map(|w| format!("judge {}: {w}", m.name))),
-                    Err(JudgeError::Endpoint { setting, message, cost_usd }) => {
-                        return Err(JudgeError::Endpoint {
-                            setting,
-                            message: format!("judge {}: {message}", m.name),
-                            cost_usd,
+                    Err(e @ JudgeError::Endpoint { .. }) => {
+                        return Err(match in_panel(e, j) {
+                            JudgeError::Endpoint { setting, message, cost_usd } => JudgeError::Endpoint {
+                                setting,
+                                message: format!("judge {}: {message}", m.name),
+                                cost_usd,
+                            },
+                            other => other,
                         });
                     }
                     Err(e) => return Err(e),
@@ -139,11 +142,30 @@ impl Judge for PanelJudge {
 
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         match self.member_of(pool) {
-            Some(j) => self.members[j].judge.judge(pool, a, b),
+            Some(j) => {
+                let fut = self.members[j].judge.judge(pool, a, b);
+                Box::pin(async move { fut.await.map_err(|e| in_panel(e, j)) })
+            }
             None => Box::pin(async {
                 Err(JudgeError::Fatal { message: "a query of the panel carries no member's pool".into() })
             }),
         }
+    }
+}
+
+/// An endpoint error of member `j` names its setting as the panel's config has it:
+/// `judge.openai.base_url` is `judges[j].openai.base_url`.
+fn in_panel(e: JudgeError, j: usize) -> JudgeError {
+    match e {
+        JudgeError::Endpoint { setting, message, cost_usd } => {
+            let key = format!("judges[{j}].");
+            JudgeError::Endpoint {
+                setting: setting.strip_prefix("judge.").map_or(setting.clone(), |rest| format!("{key}{rest}")),
+                message: message.replace("judge.openai.", &format!("{key}openai.")),
+                cost_usd,
+            }
+        }
+        other => other,
     }
 }
 

@@ -35,7 +35,7 @@ use crate::model::linalg::Matrix;
 use crate::model::panel::{self as panel_model, PanelFit};
 use crate::report::progress::Progress;
 use crate::report::schema::StopReason;
-use crate::store::books::{Books, Spend};
+use crate::store::books::Books;
 use crate::store::budget::Budget;
 use serde::Serialize;
 use std::collections::HashSet;
@@ -104,6 +104,21 @@ pub struct PanelRunResult {
     pub fit: crate::report::fit::PanelFitOutput,
 }
 
+/// The panel as its run folder's identity (run.json): every judge's key of a pair, in name order,
+/// so another judge, a renamed or an edited one is told apart and an order of the list is not.
+struct Identity<'a>(&'a [Arc<crate::judge::panel::Named>]);
+
+impl JudgeInfo for Identity<'_> {
+    fn describe(&self) -> String {
+        self.0.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
+    }
+    fn cache_key(&self, pool: &crate::domain::pool::Pool, a: usize, b: usize) -> String {
+        let mut keys: Vec<String> = self.0.iter().map(|m| m.cache_key(pool, a, b)).collect();
+        keys.sort();
+        keys.join(",")
+    }
+}
+
 /// The scheduler's pair of judge `j`'s ordered pair (a, b) in a pool of `n` items.
 fn encode(n: usize, j: usize, a: usize, b: usize) -> (usize, usize) {
     (j * n + a, j * n + b)
@@ -131,7 +146,7 @@ struct Current {
 /// result.json is written.
 pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Result<PanelRunResult, RunError> {
     let members = panel.members().to_vec();
-    let folder = open_folder(cfg, members[0].as_ref(), opts)?;
+    let folder = open_folder(cfg, &Identity(&members), opts)?;
     let Folder { lock: _lock, interrupt, books, warnings } = folder;
     let trusted: Vec<bool> = cfg.raw.judges.iter().map(|m| m.trusted).collect();
     let queries: Vec<RunQueries<'_>> = members.iter().map(|m| RunQueries::new(cfg, m.as_ref())).collect();
@@ -153,6 +168,20 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
             .collect()
     };
     let stored = stored_now(&books);
+    // Verdicts of a judge's configuration from a single-judge run in this folder (`judge:` or a
+    // list of one) carry the judge's own key, not the panel's: said, not reused.
+    let mut warnings = warnings;
+    for m in &members {
+        let single = RunQueries::new(cfg, m.judge.as_ref());
+        let n_single = single.stored(books.log().records()).len();
+        if n_single > 0 {
+            warnings.push(format!(
+                "{} holds {n_single} verdicts of judge {:?}'s configuration from a single-judge run (`judge:` or a list of one judge); a panel keys each judge's verdicts by its name, so they are not reused here (they still count against budget.max_usd); give the panel run its own `name` to keep the two apart",
+                cfg.run_dir.display(),
+                m.name
+            ));
+        }
+    }
     let reused: usize = stored.iter().map(Vec::len).sum();
     let (budget, _) =
         Budget::for_folder(&cfg.run_dir, cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, reused as u64)?;
@@ -173,6 +202,21 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
         .flat_map(|(j, q)| q.skipped().iter().map(move |&(a, b)| encode(n, j, a, b)))
         .collect();
     let sched = Scheduler::new(settings, total, stored_pairs, excluded, budget);
+    // Per judge, the ordered pairs it is never asked: identical texts (unless sent on purpose)
+    // and, for a judge that answers only some pairs (a replay of a sparse recording), the rest.
+    let skipped = cfg.skipped_pairs();
+    let blocked: Vec<HashSet<(usize, usize)>> = queries
+        .iter()
+        .map(|q| {
+            let mut b = skipped.clone();
+            if let Some(al) = q.allowed() {
+                b.extend(
+                    (0..n).flat_map(|a| (0..n).map(move |x| (a, x))).filter(|&(a, x)| a != x && !al.contains(a, x)),
+                );
+            }
+            b
+        })
+        .collect();
     let judge: Arc<dyn Judge> = panel.clone();
     let mut disp: Dispatcher<usize> = Dispatcher::new(judge.clone(), books);
     disp.set_wire_limit(acq.concurrency);
@@ -186,6 +230,7 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
         panel: panel.clone(),
         trusted,
         n,
+        blocked,
         sched,
         disp,
         current: None,
@@ -207,7 +252,16 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     let stop = stop?;
     let books = books?;
     let trusted: Vec<bool> = cfg.raw.judges.iter().map(|m| m.trusted).collect();
-    finish(cfg, &panel, &trusted, opts, &books, &stored_now(&books), stop, (asked, reused, faults, fit_failed))
+    // Each judge's spend: its configuration's keys only (a judge edited under the same name
+    // leaves its older verdicts to the folder's other books).
+    let spends: Vec<f64> = queries
+        .iter()
+        .map(|q| {
+            q.learn_folder(&cfg.run_dir);
+            books.spend(&|k: &str| q.contains_key(k)).total_usd()
+        })
+        .collect();
+    finish(cfg, &panel, &trusted, opts, &spends, &stored_now(&books), stop, (asked, reused, faults, fit_failed))
 }
 
 /// The panel's verdicts as the fit takes them: per judge, its valid verdicts.
@@ -230,6 +284,8 @@ struct Driver<'a, F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> {
     panel: Arc<PanelJudge>,
     trusted: Vec<bool>,
     n: usize,
+    /// Per judge, the ordered pairs it is never asked (identical texts, pairs it cannot answer).
+    blocked: Vec<HashSet<(usize, usize)>>,
     sched: Scheduler,
     disp: Dispatcher<usize>,
     current: Option<Current>,
@@ -264,6 +320,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
 
     async fn drive(&mut self) -> Result<StopReason, RunError> {
         let (cfg, panel, n) = (self.cfg, self.panel.clone(), self.n);
+        let blocked = self.blocked.clone();
         let pool = &cfg.pool;
         let members = panel.members().to_vec();
         let worst = |ea: usize, eb: usize| {
@@ -287,7 +344,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                         (a, b, j)
                     })
                     .collect();
-                let mut per_judge: Vec<HashSet<(usize, usize)>> = vec![HashSet::new(); members.len()];
+                let mut per_judge: Vec<HashSet<(usize, usize)>> = blocked.clone();
                 for &q in queried {
                     let (j, a, b) = decode(n, q);
                     per_judge[j].insert((a, b));
@@ -528,7 +585,7 @@ fn finish(
     panel: &PanelJudge,
     trusted: &[bool],
     opts: &RunOptions,
-    books: &Books,
+    spends: &[f64],
     stored: &[Vec<StoredVerdict>],
     stop: StopReason,
     (asked, reused, faults, fit_failed): (usize, usize, Faults, Option<crate::model::FitError>),
@@ -569,21 +626,23 @@ fn finish(
         .iter()
         .zip(stored)
         .zip(trusted)
-        .map(|((m, s), &t)| {
-            let prefix = format!("{}:", m.name);
-            let spend: Spend = books.spend(&|k: &str| k.starts_with(&prefix));
-            PanelJudgeSpend {
-                name: m.name.clone(),
-                judge: m.judge.describe(),
-                trusted: t,
-                queries: s.len(),
-                spend_usd: pico(spend.total_usd()),
-            }
+        .zip(spends)
+        .map(|(((m, s), &t), &usd)| PanelJudgeSpend {
+            name: m.name.clone(),
+            judge: m.judge.describe(),
+            trusted: t,
+            queries: s.len(),
+            spend_usd: pico(usd),
         })
         .collect();
-    let top = crate::model::membership::point_topk(&fit.panel.theta, cfg.raw.k);
+    // No valid verdict: the fit is the prior's, and no top-k is claimed.
+    let top =
+        if comparisons == 0 { Vec::new() } else { crate::model::membership::point_topk(&fit.panel.theta, cfg.raw.k) };
     let gold = cfg.pool.base_quality();
-    let recall_at_k = gold.as_ref().map(|g| crate::analysis::ranking::recall_with_ties(&top, g, cfg.raw.k));
+    let recall_at_k = gold
+        .as_ref()
+        .filter(|_| !top.is_empty())
+        .map(|g| crate::analysis::ranking::recall_with_ties(&top, g, cfg.raw.k));
     let names = |b: &[usize]| b.iter().map(|&i| cfg.pool.bases[i].clone()).collect::<Vec<_>>();
     let gold_topk = gold.as_ref().map(|g| names(&crate::model::membership::point_topk(g, cfg.raw.k)));
     let certified = certified_of(&fit, cfg.raw.k);
@@ -688,14 +747,24 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
             j.judge
         ));
     }
+    let other = r.spend_usd - r.judges.iter().map(|j| j.spend_usd).sum::<f64>();
+    if other > 5e-13 {
+        t.push_str(&format!(
+            "  other books of this folder: ${other:.6} (verdicts of earlier configurations or renamed judges, a gate; counted against max_usd, not fitted)\n"
+        ));
+    }
     if r.failed > 0 {
         t.push_str(&format!("  {} queries failed in this invocation\n", r.failed));
     }
-    t.push_str(&format!("top-{} by θ̂: {}", r.topk.len(), r.topk.join(", ")));
-    if let Some(rc) = r.recall_at_k {
-        t.push_str(&format!("; recall@{} against the pool's gold quality {rc:.2}", r.topk.len()));
+    if r.topk.is_empty() {
+        t.push_str("no valid verdict: no top-k and no recall is claimed\n");
+    } else {
+        t.push_str(&format!("top-{} by θ̂: {}", r.topk.len(), r.topk.join(", ")));
+        if let Some(rc) = r.recall_at_k {
+            t.push_str(&format!("; recall@{} against the pool's gold quality {rc:.2}", r.topk.len()));
+        }
+        t.push('\n');
     }
-    t.push('\n');
     t.push('\n');
     t.push_str(&crate::report::fit::panel_text(&r.fit));
     t.push_str(&format!("\nresult: {}\n", dir.join("result.json").display()));
