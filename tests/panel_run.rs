@@ -453,6 +453,18 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     let f = stdout(&fresh);
     assert!(f.contains("if every query went to it, the budget would buy 24 to 26 of its 238 open queries"), "{f}");
     assert!(!dir.path().join("runs/fresh").exists(), "a dry run writes nothing");
+    // `--set` names a judge of the panel by its index.
+    let set = run_bin(
+        dir.path(),
+        &["run", cfg.to_str().unwrap(), "--dry-run", "--set", "name=fresh", "--set", "judges.0.mock.temperature=0.5"],
+    );
+    assert!(
+        stdout(&set).contains("mock (stochastic, pos_bias 0.3, verb_per_word 0.01, temperature 0.5)"),
+        "{}",
+        text(&set)
+    );
+    let past = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--set", "judges.2.mock.seed=1"]);
+    assert!(text(&past).contains("judges is a list of 2 entries"), "{}", text(&past));
 }
 
 /// `compare` puts a panel's run beside single-judge runs of its pool: its row (spend, recall,

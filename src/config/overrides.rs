@@ -69,6 +69,23 @@ impl Override {
             if at.is_null() {
                 *at = serde_json::Value::Object(serde_json::Map::new());
             }
+            // A list entry by its index, from 0 (`judges.1.mock.seed`).
+            if let serde_json::Value::Array(list) = at {
+                let len = list.len();
+                let entry = part.parse::<usize>().ok().and_then(|j| list.get_mut(j)).ok_or_else(|| {
+                    format!(
+                        "{} is a list of {len} entries: its entries are named by their index, 0 to {}, not {part:?}",
+                        self.key[..i].join("."),
+                        len.saturating_sub(1)
+                    )
+                })?;
+                if i + 1 == self.key.len() {
+                    *entry = self.value.clone();
+                    return Ok(());
+                }
+                at = entry;
+                continue;
+            }
             let serde_json::Value::Object(map) = at else {
                 return Err(format!(
                     "{} is not a mapping in the config, so it has no key {part:?}",
@@ -209,6 +226,10 @@ fn yaml_value(raw: &str) -> String {
 /// added at the end of the innermost mapping that exists. `None` when the way there is not
 /// block style (a flow mapping), which the caller handles otherwise.
 fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
+    // A list entry (`judges.1.…`) is set in the parsed document, not in the text.
+    if key.iter().any(|k| k.parse::<usize>().is_ok()) {
+        return None;
+    }
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let indent_of = |l: &str| l.len() - l.trim_start().len();
     let meaningful = |l: &str| !l.trim().is_empty() && !l.trim_start().starts_with('#');
@@ -363,6 +384,15 @@ mod tests {
         assert_eq!(doc["budget"]["max_usd"], serde_json::json!(2));
         let e = Override::parse("k.deep=1").unwrap().apply(&mut doc).unwrap_err();
         assert_eq!(e, "k is not a mapping in the config, so it has no key \"deep\"");
+        // A panel's judge by its index.
+        let mut doc = serde_json::json!({"judges": [{"name": "a", "mock": {"seed": 1}}, {"name": "b", "mock": {}}]});
+        Override::parse("judges.1.mock.seed=3").unwrap().apply(&mut doc).unwrap();
+        assert_eq!(doc["judges"][1]["mock"]["seed"], serde_json::json!(3));
+        assert_eq!(doc["judges"][0]["mock"]["seed"], serde_json::json!(1));
+        let e = Override::parse("judges.2.mock.seed=3").unwrap().apply(&mut doc).unwrap_err();
+        assert_eq!(e, "judges is a list of 2 entries: its entries are named by their index, 0 to 1, not \"2\"");
+        let e = Override::parse("judges.cheap.mock.seed=3").unwrap().apply(&mut doc).unwrap_err();
+        assert!(e.contains("not \"cheap\""), "{e}");
     }
 
     #[test]
