@@ -237,10 +237,10 @@ impl PanelRunDir {
         let vp = dir.join("verdicts.jsonl");
         let verdicts = if vp.exists() { read_records(&vp)?.0 } else { Vec::new() };
         let mut fits = Vec::new();
-        let fp = dir.join(crate::run::panel::PANEL_FITS);
+        let fp = dir.join(crate::report::PANEL_FITS);
         if let Ok(t) = std::fs::read_to_string(&fp) {
             for (i, line) in t.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                match serde_json::from_str::<crate::run::panel::PanelFitLine>(line) {
+                match serde_json::from_str::<crate::report::PanelFitLine>(line) {
                     Ok(f) => fits.push((f.spend_usd, f.comparisons, f.topk)),
                     Err(_) if i + 1 == t.lines().count() && !t.ends_with('\n') => {}
                     Err(e) => {

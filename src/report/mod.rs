@@ -59,6 +59,21 @@ pub struct FitLine {
     pub light: bool,
 }
 
+/// One line of panel_fits.jsonl: a refit of the panel, what had been spent and its top-k by θ̂
+/// (`compare` draws recall against spend from it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PanelFitLine {
+    /// Valid verdicts fitted (all judges).
+    pub comparisons: usize,
+    /// What the folder's books held at the refit, USD.
+    pub spend_usd: f64,
+    /// Point top-k by θ̂ (base names).
+    pub topk: Vec<String>,
+}
+
+/// The file of [`PanelFitLine`]s in a panel's run folder.
+pub const PANEL_FITS: &str = "panel_fits.jsonl";
+
 /// Maps from base id / covariate name to numbers, for JSON outputs.
 pub fn by_base(pool: &Pool, v: &[f64]) -> BTreeMap<String, f64> {
     pool.bases.iter().cloned().zip(v.iter().copied()).collect()

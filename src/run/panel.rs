@@ -422,7 +422,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                 let m = fit.layout.m;
                 let theta_post = Posterior::dense(fit.theta().to_vec(), Matrix::from_fn(m, m, |r, c| fit.cov[(r, c)]));
                 self.warm = Some((reference, fit.beta.clone()));
-                let line = PanelFitLine {
+                let line = crate::report::PanelFitLine {
                     comparisons: n_valid,
                     spend_usd: pico(self.sched.budget().spent_usd()),
                     topk: crate::model::membership::point_topk(fit.theta(), self.cfg.raw.k)
@@ -430,7 +430,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                         .map(|b| self.cfg.pool.bases[b].clone())
                         .collect(),
                 };
-                let path = self.cfg.run_dir.join(PANEL_FITS);
+                let path = self.cfg.run_dir.join(crate::report::PANEL_FITS);
                 let written = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
@@ -702,21 +702,6 @@ fn certified_of(fit: &crate::report::fit::PanelFitOutput, k: usize) -> crate::re
         ..base
     }
 }
-
-/// One line of panel_fits.jsonl: a refit of the panel, what had been spent and its top-k by θ̂
-/// (`compare` draws recall against spend from it).
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct PanelFitLine {
-    /// Valid verdicts fitted (all judges).
-    pub comparisons: usize,
-    /// What the folder's books held at the refit, USD.
-    pub spend_usd: f64,
-    /// Point top-k by θ̂ (base names).
-    pub topk: Vec<String>,
-}
-
-/// The file of [`PanelFitLine`]s in a panel's run folder.
-pub const PANEL_FITS: &str = "panel_fits.jsonl";
 
 /// USD rounded to 1e-12: a sum of the books does not depend on the order the replies were
 /// appended in.
