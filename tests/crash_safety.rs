@@ -107,6 +107,11 @@ pub(crate) fn wait_until(what: &str, timeout_s: u64, mut cond: impl FnMut() -> b
     }
 }
 
+/// How many whole lines (ended by '\n') the file has now; a line still being written is not counted.
+pub(crate) fn complete_lines(path: &Path) -> usize {
+    std::fs::read(path).map(|t| t.iter().filter(|&&b| b == b'\n').count()).unwrap_or(0)
+}
+
 pub(crate) fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .map(|t| t.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect())
@@ -202,7 +207,11 @@ fn sigkill_after_the_13th_paid_reply_books_it_and_resumes_to_the_servers_numbers
     let run = dir.path().join("runs/kill1");
     fake.hold([13]);
     let mut child = start(dir.path(), &cfg);
-    wait_until("the 13th request", 60, || fake.n_held() == 1);
+    // The 12th reply reaches the log before the kill: the request after it can be sent while the
+    // driver is still writing it.
+    wait_until("the 13th request and 12 verdicts", 60, || {
+        fake.n_held() == 1 && complete_lines(&run.join("verdicts.jsonl")) == 12
+    });
     signal(&child, "-STOP"); // the process can no longer read the reply ...
     fake.release(1); // ... which the server now sends (billed)
     wait_until("the 13th reply", 10, || fake.n_replied() == 13);
@@ -246,7 +255,9 @@ fn kill_with_8_in_flight(name: &str, release: Option<usize>, at: usize) {
         Some(k) => {
             fake.hold(9..=16); // the second round: 8 requests in flight
             let child = start(dir.path(), &cfg);
-            wait_until("8 requests in flight", 60, || fake.n_held() == 8);
+            wait_until("8 requests in flight and 8 verdicts", 60, || {
+                fake.n_held() == 8 && complete_lines(&run.join("verdicts.jsonl")) == 8
+            });
             if k > 0 {
                 signal(&child, "-STOP");
                 fake.release(k);
@@ -315,7 +326,9 @@ fn sigkill_with_1_in_flight_before_its_reply_and_max_usd_binding() {
     let run = dir.path().join("runs/kill1b");
     fake.hold([7]);
     let mut child = start(dir.path(), &cfg);
-    wait_until("the 7th request", 60, || fake.n_held() == 1);
+    wait_until("the 7th request and 6 verdicts", 60, || {
+        fake.n_held() == 1 && complete_lines(&run.join("verdicts.jsonl")) == 6
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     fake.release_all();

@@ -6,8 +6,8 @@
 use crate::common::fake_openai::FakeOpenAi;
 use crate::common::*;
 use crate::crash_safety::{
-    booked, check_books, config, fake, lines, result_json, run_to_end, server_bill, signal, start, wait_until,
-    worst_cases,
+    booked, check_books, complete_lines, config, fake, lines, result_json, run_to_end, server_bill, signal, start,
+    wait_until, worst_cases,
 };
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -97,7 +97,9 @@ fn sigkill_with_32_in_flight(ahead: usize) {
     let run = dir.path().join("runs/pkill");
     fake.hold(1..=32);
     let child = start(dir.path(), &cfg);
-    wait_until("32 requests in flight", 60, || fake.n_held() == 32);
+    wait_until("32 requests in flight and the picks written ahead", 60, || {
+        fake.n_held() == 32 && complete_lines(&run.join("intents.jsonl")) == 32 + ahead
+    });
     signal(&child, "-STOP"); // the process can no longer read the replies ...
     fake.release(10); // ... 10 of which the server now sends (billed)
     wait_until("the released replies", 10, || fake.n_replied() == 10);
