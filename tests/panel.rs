@@ -85,6 +85,29 @@ fn summeval_panel_numbers_in_the_docs() {
     }
 }
 
+/// The ceiling of docs/experiments.md, "A judge panel" (the cheap judge without its bias; about
+/// 6 minutes in release): `cargo test --release --test integration panel:: -- --ignored`.
+#[test]
+#[ignore = "the full SummEval experiment; run with --ignored"]
+fn summeval_panel_ceiling_numbers_in_the_docs() {
+    let (dir, cfg) = shrunk("sweep-panel-summeval-unbiased.yaml", &[]);
+    let out = run_bin(dir.path(), &["simulate", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(dir.path().join("out/sweep-panel-summeval-unbiased/summary.md")).unwrap();
+    for row in [
+        "| 0.0200 | alone:cheap | 0.830 ± 0.006 |",
+        "| 0.0200 | panel | 0.758 ± 0.007 |",
+        "| 0.0450 | alone:cheap | 0.836 ± 0.006 | 0.02717 | 240.0 | 0.0 |",
+        "| 0.0450 | panel | 0.843 ± 0.006 | 0.03901 | 188.9 | 10.7 |",
+        "| 0.2250 | alone:frontier | 0.874 ± 0.005 |",
+        "| 0.0200 | frontier | -0.015 ± 0.010 |",
+        "| 0.0450 | frontier | -0.032 ± 0.007 |",
+        "| 0.1000 | frontier | -0.005 ± 0.006 |",
+    ] {
+        assert!(md.contains(row), "{row} not in\n{md}");
+    }
+}
+
 const POOL: &str = "data/summeval_pools.jsonl";
 const VERDICTS: &str = "data/panel_verdicts.jsonl";
 
