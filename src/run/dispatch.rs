@@ -119,8 +119,9 @@ pub enum Event<T> {
     /// A wave's requests have left; or its intents could not be written ([`BooksError`]) and
     /// none of its queries was sent.
     Sent(Result<(), BooksError>),
-    /// Replies came in (their ordered pairs): their slots are free, and the dispatcher books them.
-    Answered(Vec<(usize, usize)>),
+    /// Replies came in (each query's label and ordered pair): their slots are free, and the
+    /// dispatcher books them.
+    Answered(Vec<(T, usize, usize)>),
     /// A booking is done: these queries are settled (or a record could not be written; the
     /// replies not booked keep their intents open, booked as possibly billed by the next open).
     Booked(Result<Vec<Settled<T>>, BooksError>),
@@ -386,7 +387,7 @@ pub struct Dispatcher<T> {
     wave_linger: std::time::Duration,
 }
 
-impl<T: Send + 'static> Dispatcher<T> {
+impl<T: Clone + Send + 'static> Dispatcher<T> {
     /// A dispatcher sending to `judge` and booking into `books`.
     pub fn new(judge: Arc<dyn Judge>, books: Books) -> Self {
         let flying = Flying {
@@ -408,6 +409,11 @@ impl<T: Send + 'static> Dispatcher<T> {
             #[cfg(test)]
             wave_linger: std::time::Duration::ZERO,
         }
+    }
+
+    /// The judge the queries go to.
+    pub fn judge(&self) -> &Arc<dyn Judge> {
+        &self.judge
     }
 
     fn flying(&self) -> MutexGuard<'_, Flying<T>> {
@@ -606,7 +612,7 @@ impl<T: Send + 'static> Dispatcher<T> {
                 }
                 f.out -= replies.len();
                 drop(f);
-                let pairs = replies.iter().map(Reply::pair).collect();
+                let pairs = replies.iter().map(|r| (r.sent.tag.clone(), r.sent.a, r.sent.b)).collect();
                 self.to_book.extend(replies);
                 if self.booking.is_none() {
                     self.book_waiting();

@@ -208,15 +208,10 @@ impl Faults {
     }
 
     /// Tell the scheduler how a query ended, and count, set aside or note a stop as its outcome
-    /// asks.
-    pub fn settle<T>(&mut self, settled: Settled<T>, sched: &mut Scheduler, judge: &dyn Judge, progress: &Progress) {
-        let pair = (settled.a, settled.b);
-        self.settle_as(settled, pair, sched, judge, progress);
-    }
-
-    /// [`Faults::settle`] of a query the scheduler knows as the pair `(a, b)` (a judge panel's
-    /// encoding of judge and ordered pair, [`super::panel`]); the messages name its items.
-    pub fn settle_as<T>(
+    /// asks. The scheduler knows the query as the pair `(a, b)`: its ordered pair for a single
+    /// judge, a judge panel's encoding of judge and ordered pair ([`super::panel`]); the
+    /// messages name its items.
+    pub fn settle<T>(
         &mut self,
         settled: Settled<T>,
         (a, b): (usize, usize),

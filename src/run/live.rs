@@ -2,8 +2,9 @@
 //! scheduler ([`super::schedule::Scheduler::next_action`]) decides, against a judge that takes
 //! time, and feeds it what happens: a refit runs off the async runtime, picks go out through the
 //! dispatcher ([`super::dispatch`]: intent fsynced before each request), replies are booked as
-//! they come back, signals arrive. Every stop rule is the scheduler's; this file holds no rule of
-//! when to stop, only how to wait.
+//! they come back, signals arrive. Every stop rule is the scheduler's, and how to wait for the
+//! queries out is the one wait a judge panel's run also uses (`run::in_flight`); this file
+//! holds the single judge's refit and result.
 //!
 //! Re-running a config resumes from verdicts.jsonl: cached ordered pairs are never queried
 //! again, and the last refit is re-used as an exact warm start ([`super::observe::FitsLog`]) so
@@ -17,10 +18,10 @@
 //! the run stops early only when the judge itself fails, and even then it writes result.json
 //! from the verdicts it has (`stop_reason: judge_failing`) and prints the summary.
 
-use super::dispatch::{Dispatcher, Event, Query};
+use super::dispatch::{Dispatcher, Query};
 use super::faults::Faults;
 use super::folder::{Folder, open_folder};
-use super::interrupt::Interrupt;
+use super::in_flight::{InFlight, OneJudge, Woke};
 use super::observe::{self, FitInput, FitOk, FitsLog};
 use super::queries::RunQueries;
 use super::schedule::{Action, Fitted, Pick, PickRule, ScheduleSettings, Scheduler, Signals};
@@ -123,7 +124,8 @@ struct Driver<'a> {
     pool: Arc<Pool>,
     queries: &'a RunQueries<'a>,
     sched: Scheduler,
-    disp: Dispatcher<()>,
+    /// The queries out and how the driver waits for them.
+    out: InFlight<()>,
     fits: FitsLog,
     warm: Option<Vec<f64>>,
     current: Option<(FitSummary, Posterior)>,
@@ -132,23 +134,10 @@ struct Driver<'a> {
     fit_task: Option<tokio::task::JoinHandle<Result<FitOk, FitError>>>,
     faults: Faults,
     fit_failed: Option<FitError>,
-    interrupt: Interrupt,
-    grace_end: Option<tokio::time::Instant>,
-    /// The judge's free endpoint check ran (before the first query).
-    checked: bool,
-    session: Session,
-    rate: super::throughput::Meter,
+    /// Verdicts reused from the books when the run started.
+    reused: usize,
     progress: Progress,
     _lock: crate::store::lock::RunLock,
-}
-
-/// What woke the driver up.
-enum Woke {
-    Fit(Box<Result<Result<FitOk, FitError>, tokio::task::JoinError>>),
-    Event(Event<()>),
-    Signal,
-    Grace,
-    Nothing,
 }
 
 /// What the loop leaves for the result: the last fit, the faults, a failed fit, the session's
@@ -218,7 +207,7 @@ impl<'a> Driver<'a> {
             judge,
             queries,
             sched,
-            disp,
+            out: InFlight::new(disp, interrupt),
             fits,
             warm,
             current: None,
@@ -226,11 +215,7 @@ impl<'a> Driver<'a> {
             fit_task: None,
             faults: Faults::new(acq.max_failed_queries_per_pair),
             fit_failed: None,
-            interrupt,
-            grace_end: None,
-            checked: false,
-            session: Session { reused: stored.len(), asked: 0 },
-            rate: super::throughput::Meter::new(),
+            reused: stored.len(),
             progress,
             _lock: lock,
         })
@@ -239,7 +224,7 @@ impl<'a> Driver<'a> {
     /// The outside signals the scheduler decides with.
     fn signals(&self) -> Signals {
         Signals {
-            interrupted: self.interrupt.requested(),
+            interrupted: self.out.interrupt.requested(),
             batch_pending: self.faults.batch_pending.is_some(),
             judge_failing: self.faults.failing.is_some(),
             fit_failed: self.fit_failed.is_some(),
@@ -282,7 +267,9 @@ impl<'a> Driver<'a> {
             match action {
                 Action::Refit => self.start_refit(),
                 Action::Send(picks) => self.send(picks).await?,
-                Action::Wait { stopping } if stopping && self.disp.primed() > 0 => self.withdraw().await?,
+                Action::Wait { stopping } if stopping && self.out.disp.primed() > 0 => {
+                    self.out.withdraw(&mut self.sched, &OneJudge(judge.as_ref())).await?;
+                }
                 Action::Wait { stopping } => {
                     if !stopping && self.fit_task.is_none() && !self.sched.fitting() {
                         self.prefetch(&rule);
@@ -292,7 +279,7 @@ impl<'a> Driver<'a> {
                 Action::Stop(reason) => return Ok(reason),
             }
             // Requests out or leaving (the picks written ahead are taken back on a stop).
-            self.interrupt.set_in_flight(self.disp.out_or_leaving());
+            self.out.interrupt.set_in_flight(self.out.disp.out_or_leaving());
         }
     }
 
@@ -329,27 +316,16 @@ impl<'a> Driver<'a> {
 
     /// This judge's stored verdicts, in the order stored.
     fn stored(&self) -> Vec<StoredVerdict> {
-        let books = self.disp.books();
+        let books = self.out.disp.books();
         self.queries.stored_verdicts(books.log().records(), self.cfg.raw.model.strong_preference_weight)
     }
 
-    /// Hand the reserved picks to the dispatcher: a blocking task writes their intents (one
-    /// fsync) and then sends them, so an intent is on disk before its request leaves and a kill
-    /// from then on books it. Before the first query, the judge's free endpoint check.
+    /// Hand the reserved picks to the dispatcher ([`InFlight::send`]); before the first query,
+    /// the judge's free endpoint check.
     async fn send(&mut self, picks: Vec<Pick>) -> Result<(), RunError> {
-        if !self.checked {
-            self.checked = true;
-            match self.judge.preflight().await {
-                Ok(warnings) => warnings.iter().for_each(|w| self.progress.println(&format!("warning: {w}"))),
-                Err(e) => {
-                    for p in picks {
-                        self.sched.withdrawn(p.a, p.b, p.reservation);
-                    }
-                    self.faults.judge_unreachable(e.to_string());
-                    return Ok(());
-                }
-            }
-        }
+        let Some(picks) = self.out.check_once(picks, &mut self.sched, &mut self.faults, &self.progress).await else {
+            return Ok(());
+        };
         let wave: Vec<Query<()>> = picks
             .into_iter()
             .map(|p| Query {
@@ -361,67 +337,18 @@ impl<'a> Driver<'a> {
                 reservation: p.reservation,
             })
             .collect();
-        self.session.asked += wave.len();
-        for _ in &wave {
-            self.rate.sent();
-        }
-        self.disp.send_detached(wave);
+        self.out.send(wave);
         Ok(())
     }
 
-    /// A stop: the picks written ahead are taken back unsent, their intents closed as not billed.
-    async fn withdraw(&mut self) -> Result<(), RunError> {
-        for u in self.disp.withdraw("not sent: the run stopped sending").await? {
-            self.sched.withdrawn(u.a, u.b, u.reservation);
-            self.session.asked -= 1;
-        }
-        Ok(())
-    }
-
-    /// Wait for one event: the refit, a dispatcher event, a stop signal, or the end of the grace
-    /// period after an interrupt.
+    /// Wait for the refit, a reply, a signal or the end of the grace period ([`InFlight::wait`]).
     async fn wait_event(&mut self) -> Result<(), RunError> {
-        if self.interrupt.requested() {
-            self.judge.stop_sending();
-        }
-        // A batch job is cancelled and waited for (what it ran is booked), not given up on.
-        let grace = match (self.interrupt.requested() && !self.judge.batched(), self.disp.in_flight() == 0) {
-            (true, false) => {
-                Some(*self.grace_end.get_or_insert_with(|| tokio::time::Instant::now() + self.interrupt.grace()))
-            }
-            _ => None,
-        };
-        let (busy, interrupted, has_fit) = (self.disp.busy(), self.interrupt.requested(), self.fit_task.is_some());
-        let woke = {
-            let (fit_task, disp, interrupt) = (&mut self.fit_task, &mut self.disp, &mut self.interrupt);
-            tokio::select! {
-                done = async { fit_task.as_mut().expect("guarded").await }, if has_fit => Woke::Fit(Box::new(done)),
-                event = disp.event(), if busy => Woke::Event(event),
-                () = interrupt.wait(), if !interrupted => Woke::Signal,
-                () = async { tokio::time::sleep_until(grace.expect("guarded")).await }, if grace.is_some() => Woke::Grace,
-                else => Woke::Nothing,
-            }
-        };
-        match woke {
-            Woke::Fit(done) => {
-                self.fit_task = None;
-                self.fit_done((*done).expect("fit task does not panic"))?;
-            }
-            Woke::Event(event) => self.on_event(event)?,
-            // No request leaves from now on, retries waiting on a backoff included.
-            Woke::Signal => self.judge.stop_sending(),
-            Woke::Grace => self.give_up().await?,
-            Woke::Nothing => {
-                // The scheduler waits only while something is in flight or a refit runs, and the
-                // dispatcher holds every query in flight: this cannot happen. If it did, the
-                // queries it names are gone; let the run end instead of waiting forever.
-                tracing::warn!(
-                    "the scheduler waits for {} queries the dispatcher does not hold",
-                    self.sched.pending().len()
-                );
-                self.sched.gave_up(Vec::new());
-                self.sched.fit_ended_without_posterior();
-            }
+        let judge = self.judge.clone();
+        let lanes = OneJudge(judge.as_ref());
+        match self.out.wait(&mut self.fit_task, &mut self.sched, &mut self.faults, &lanes, &self.progress).await? {
+            Woke::Fit(done) => self.fit_done(done)?,
+            Woke::Settled => self.show(),
+            Woke::Other => {}
         }
         Ok(())
     }
@@ -450,75 +377,25 @@ impl<'a> Driver<'a> {
         Ok(())
     }
 
-    /// A dispatcher event: a wave left, replies came in (their slots are free at once, and they
-    /// stay pending until booked), or a booking is done (each outcome settled).
-    fn on_event(&mut self, event: Event<()>) -> Result<(), RunError> {
-        match event {
-            Event::Sent(sent) => sent?,
-            Event::Answered(pairs) => {
-                for (a, b) in pairs {
-                    self.sched.answered(a, b);
-                }
-            }
-            Event::Booked(booked) => {
-                for settled in booked? {
-                    self.rate.resolved();
-                    self.faults.settle(settled, &mut self.sched, self.judge.as_ref(), &self.progress);
-                }
-                self.show();
-            }
-        }
-        Ok(())
-    }
-
-    /// The interrupt's grace period ended: book the replies that are in, take back what was
-    /// written ahead, and book the requests still out as possibly billed.
-    async fn give_up(&mut self) -> Result<(), RunError> {
-        let g = self.disp.give_up("no reply within the interrupt grace period").await?;
-        for s in g.settled {
-            self.rate.resolved();
-            self.faults.settle(s, &mut self.sched, self.judge.as_ref(), &self.progress);
-        }
-        for u in g.unsent {
-            self.sched.withdrawn(u.a, u.b, u.reservation);
-            self.session.asked -= 1;
-        }
-        self.sched.gave_up(g.reservations);
-        self.progress.println(&format!(
-            "interrupted: {} request(s) still in flight after {} s, booked as possibly billed (${:.6} at their worst case)",
-            g.booked,
-            self.interrupt.grace().as_secs_f64(),
-            g.usd
-        ));
-        Ok(())
-    }
-
     fn show(&self) {
-        let b = self.sched.budget();
-        let epsilon = self.cfg.raw.certify.epsilon;
         // The undecided count of the current fit (by φ when computed, else by θ).
-        // Before the first verdict the fit is the prior's: no count to show.
-        let undecided = self
-            .current
-            .as_ref()
-            .filter(|_| b.comparisons() > 0)
-            .map(|(s, _)| observe::undecided(self.current_apparent.as_deref().unwrap_or(&s.membership), epsilon));
-        let line = observe::ProgressLine {
-            in_flight: self.sched.pending().len(),
-            per_minute: self.rate.shown_per_minute(),
-            spent_usd: b.spent_usd(),
-            max_usd: self.cfg.raw.budget.max_usd,
-            undecided,
-            epsilon,
-        };
-        observe::show(&self.progress, b.comparisons(), &line);
+        let membership = self.current.as_ref().map(|(s, _)| self.current_apparent.as_deref().unwrap_or(&s.membership));
+        self.out.show(
+            &self.progress,
+            &self.sched,
+            self.cfg.raw.budget.max_usd,
+            self.cfg.raw.certify.epsilon,
+            membership,
+        );
     }
 
     /// The loop is over: wait for everything the dispatcher still holds and hand back the books,
     /// with what the result needs.
     async fn end(self) -> (Result<Books, BooksError>, Ending) {
-        self.interrupt.set_in_flight(0);
-        let books = self.disp.close().await;
+        self.out.interrupt.set_in_flight(0);
+        let session = Session { reused: self.reused, asked: self.out.asked };
+        let rate = self.out.rate;
+        let books = self.out.disp.close().await;
         self.progress.finish();
         if let (Some((s, _)), None) = (&self.current, &self.fit_failed)
             && let Err(e) = self.fits.finish(&self.pool, &self.cfg.covariates, self.cfg.raw.k, s)
@@ -540,8 +417,8 @@ impl<'a> Driver<'a> {
             summary,
             faults: self.faults,
             fit_failed: self.fit_failed,
-            session: self.session,
-            rate: self.rate,
+            session,
+            rate,
         };
         (books, ending)
     }

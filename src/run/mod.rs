@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod faults;
 pub mod fingerprint;
 pub mod folder;
+mod in_flight;
 pub mod interrupt;
 pub mod live;
 pub mod observe;

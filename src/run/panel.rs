@@ -10,16 +10,17 @@
 //! Every query goes through the one dispatcher ([`super::dispatch`]) to a [`PanelJudge`]: an
 //! intent fsynced before each request, each reply booked under its member's name and cache key.
 //! The folder's lock, Ctrl-C with its grace period, resume from the books: as in a single-judge
-//! run ([`super::live`]). Both dispatches of the scheduler work across the judges:
-//! `wait_for_batch` sends each round's picks at once (to every member at the same time, each
-//! within its own concurrency and rate limit) and refits; `pipelined` keeps `concurrency`
-//! queries in flight over all members and refits every `refit_every` verdicts, the queries in
-//! flight entering Σ before each pick ([`crate::acquire::panel::PanelContext::pending`]).
+//! run ([`super::live`]), through the same wait for the queries out (`run::in_flight`). Both
+//! dispatches of the scheduler work across the judges: `wait_for_batch` sends each round's
+//! picks at once (to every member at the same time, each within its own concurrency and rate
+//! limit) and refits; `pipelined` keeps `concurrency` queries in flight over all members (a
+//! reply's slot is free when it comes in) and refits every `refit_every` verdicts, the queries
+//! in flight entering Σ before each pick ([`crate::acquire::panel::PanelContext::pending`]).
 
-use super::dispatch::{Dispatcher, Event, Query, Settled};
+use super::dispatch::{Dispatcher, Query};
 use super::faults::Faults;
 use super::folder::{Folder, open_folder};
-use super::interrupt::Interrupt;
+use super::in_flight::{InFlight, Lanes, Woke};
 use super::queries::RunQueries;
 use super::schedule::{Action, Fitted, Pick, PickRule, ScheduleSettings, Scheduler, Signals};
 use super::{RunError, RunOptions};
@@ -232,22 +233,19 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
         n,
         blocked,
         sched,
-        disp,
+        out: InFlight::new(disp, interrupt),
         current: None,
         warm: None,
         faults: Faults::new(acq.max_failed_queries_per_pair),
         fit_failed: None,
-        interrupt,
-        grace_end: None,
-        checked: false,
-        asked: 0,
         progress,
         stored_of: &stored_now,
     };
     let stop = d.drive().await;
-    d.interrupt.set_in_flight(0);
-    let Driver { disp, faults, fit_failed, asked, progress, .. } = d;
-    let books = disp.close().await;
+    d.out.interrupt.set_in_flight(0);
+    let Driver { out, faults, fit_failed, progress, .. } = d;
+    let asked = out.asked;
+    let books = out.disp.close().await;
     progress.finish();
     let stop = stop?;
     let books = books?;
@@ -287,31 +285,37 @@ struct Driver<'a, F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> {
     /// Per judge, the ordered pairs it is never asked (identical texts, pairs it cannot answer).
     blocked: Vec<HashSet<(usize, usize)>>,
     sched: Scheduler,
-    disp: Dispatcher<usize>,
+    /// The queries out (tagged with their judge) and how the driver waits for them.
+    out: InFlight<usize>,
     current: Option<Current>,
     /// β̂ of the last fit with its reference judge (a warm start while the reference stays).
     warm: Option<(usize, Vec<f64>)>,
     faults: Faults,
     fit_failed: Option<crate::model::FitError>,
-    interrupt: Interrupt,
-    grace_end: Option<tokio::time::Instant>,
-    checked: bool,
-    asked: usize,
     progress: Progress,
     stored_of: &'a F,
 }
 
-enum Woke {
-    Event(Event<usize>),
-    Signal,
-    Grace,
-    Nothing,
+/// A panel's lanes: judge j's query (a, b) is the scheduler's pair (j·N + a, j·N + b).
+struct Members<'a> {
+    n: usize,
+    members: &'a [Arc<crate::judge::panel::Named>],
+}
+
+impl Lanes<usize> for Members<'_> {
+    fn pair(&self, &j: &usize, a: usize, b: usize) -> (usize, usize) {
+        encode(self.n, j, a, b)
+    }
+
+    fn judge(&self, &j: &usize) -> &dyn Judge {
+        self.members[j].judge.as_ref()
+    }
 }
 
 impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
     fn signals(&self) -> Signals {
         Signals {
-            interrupted: self.interrupt.requested(),
+            interrupted: self.out.interrupt.requested(),
             batch_pending: false,
             judge_failing: self.faults.failing.is_some(),
             fit_failed: self.fit_failed.is_some(),
@@ -387,11 +391,13 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
             match action {
                 Action::Refit => self.refit().await,
                 Action::Send(picks) => self.send(picks).await?,
-                Action::Wait { stopping } if stopping && self.disp.primed() > 0 => self.withdraw().await?,
+                Action::Wait { stopping } if stopping && self.out.disp.primed() > 0 => {
+                    self.out.withdraw(&mut self.sched, &Members { n, members: &members }).await?;
+                }
                 Action::Wait { .. } => self.wait_event().await?,
                 Action::Stop(reason) => return Ok(reason),
             }
-            self.interrupt.set_in_flight(self.disp.out_or_leaving());
+            self.out.interrupt.set_in_flight(self.out.disp.out_or_leaving());
         }
     }
 
@@ -400,7 +406,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
     async fn refit(&mut self) {
         self.sched.fit_started();
         self.faults.note_failed_rounds(&self.sched);
-        let stored = (self.stored_of)(&self.disp.books());
+        let stored = (self.stored_of)(&self.out.disp.books());
         let groups = groups(self.cfg, &stored, &self.trusted);
         let d = design(&self.cfg.pool, &self.cfg.covariates, &groups, None);
         let reference = d.layout.reference;
@@ -451,20 +457,12 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
         }
     }
 
+    /// Hand the reserved picks to the dispatcher, each labelled with its judge and keyed by
+    /// it; before the first query, every member's free endpoint check.
     async fn send(&mut self, picks: Vec<Pick>) -> Result<(), RunError> {
-        if !self.checked {
-            self.checked = true;
-            match self.panel.preflight().await {
-                Ok(w) => w.iter().for_each(|w| self.progress.println(&format!("warning: {w}"))),
-                Err(e) => {
-                    for p in picks {
-                        self.sched.withdrawn(p.a, p.b, p.reservation);
-                    }
-                    self.faults.judge_unreachable(e.to_string());
-                    return Ok(());
-                }
-            }
-        }
+        let Some(picks) = self.out.check_once(picks, &mut self.sched, &mut self.faults, &self.progress).await else {
+            return Ok(());
+        };
         let n = self.n;
         let wave: Vec<Query<usize>> = picks
             .into_iter()
@@ -475,105 +473,32 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                 Query { tag: j, pool, a, b, key, reservation: p.reservation }
             })
             .collect();
-        self.asked += wave.len();
-        self.disp.send_detached(wave);
+        self.out.send(wave);
         Ok(())
     }
 
-    async fn withdraw(&mut self) -> Result<(), RunError> {
-        for u in self.disp.withdraw("not sent: the run stopped sending").await? {
-            let (ea, eb) = encode(self.n, u.tag, u.a, u.b);
-            self.sched.withdrawn(ea, eb, u.reservation);
-            self.asked -= 1;
-        }
-        Ok(())
-    }
-
-    fn settle(&mut self, s: Settled<usize>) {
-        let (j, n) = (s.tag, self.n);
-        let pair = encode(n, j, s.a, s.b);
-        let member = self.panel.members()[j].judge.clone();
-        self.faults.settle_as(s, pair, &mut self.sched, member.as_ref(), &self.progress);
-    }
-
+    /// Wait for a reply, a signal or the end of the grace period ([`InFlight::wait`]; the
+    /// panel's refit runs inline, so none is waited for here).
     async fn wait_event(&mut self) -> Result<(), RunError> {
-        if self.interrupt.requested() {
-            self.panel.stop_sending();
-        }
-        let grace = match (self.interrupt.requested(), self.disp.in_flight() == 0) {
-            (true, false) => {
-                Some(*self.grace_end.get_or_insert_with(|| tokio::time::Instant::now() + self.interrupt.grace()))
-            }
-            _ => None,
-        };
-        let (busy, interrupted) = (self.disp.busy(), self.interrupt.requested());
-        let woke = {
-            let (disp, interrupt) = (&mut self.disp, &mut self.interrupt);
-            tokio::select! {
-                event = disp.event(), if busy => Woke::Event(event),
-                () = interrupt.wait(), if !interrupted => Woke::Signal,
-                () = async { tokio::time::sleep_until(grace.expect("guarded")).await }, if grace.is_some() => Woke::Grace,
-                else => Woke::Nothing,
-            }
-        };
-        match woke {
-            Woke::Event(Event::Sent(r)) => r?,
-            // wait_for_batch: a reply's slot is freed when it is booked.
-            Woke::Event(Event::Answered(_)) => {}
-            Woke::Event(Event::Booked(booked)) => {
-                for s in booked? {
-                    self.settle(s);
-                }
-                self.show();
-            }
-            Woke::Signal => self.panel.stop_sending(),
-            Woke::Grace => {
-                let g = self.disp.give_up("no reply within the interrupt grace period").await?;
-                for s in g.settled {
-                    self.settle(s);
-                }
-                for u in g.unsent {
-                    let (ea, eb) = encode(self.n, u.tag, u.a, u.b);
-                    self.sched.withdrawn(ea, eb, u.reservation);
-                    self.asked -= 1;
-                }
-                self.sched.gave_up(g.reservations);
-                self.progress.println(&format!(
-                    "interrupted: {} request(s) still in flight after {} s, booked as possibly billed (${:.6} at their worst case)",
-                    g.booked,
-                    self.interrupt.grace().as_secs_f64(),
-                    g.usd
-                ));
-            }
-            Woke::Nothing => {
-                tracing::warn!(
-                    "the scheduler waits for {} queries the dispatcher does not hold",
-                    self.sched.pending().len()
-                );
-                self.sched.gave_up(Vec::new());
-                self.sched.fit_ended_without_posterior();
-            }
+        let panel = self.panel.clone();
+        let lanes = Members { n: self.n, members: panel.members() };
+        let mut no_fit: Option<tokio::task::JoinHandle<()>> = None;
+        match self.out.wait(&mut no_fit, &mut self.sched, &mut self.faults, &lanes, &self.progress).await? {
+            Woke::Settled => self.show(),
+            Woke::Fit(()) | Woke::Other => {}
         }
         Ok(())
     }
 
     fn show(&self) {
-        let b = self.sched.budget();
-        let epsilon = self.cfg.raw.certify.epsilon;
-        let undecided = self
-            .current
-            .as_ref()
-            .filter(|_| b.comparisons() > 0)
-            .map(|c| super::observe::undecided(&c.membership, epsilon));
-        let line = super::observe::ProgressLine {
-            in_flight: self.sched.pending().len(),
-            per_minute: 0.0,
-            spent_usd: b.spent_usd(),
-            max_usd: self.cfg.raw.budget.max_usd,
-            undecided,
-            epsilon,
-        };
-        super::observe::show(&self.progress, b.comparisons(), &line);
+        let membership = self.current.as_ref().map(|c| c.membership.as_slice());
+        self.out.show(
+            &self.progress,
+            &self.sched,
+            self.cfg.raw.budget.max_usd,
+            self.cfg.raw.certify.epsilon,
+            membership,
+        );
     }
 }
 
