@@ -16,6 +16,7 @@ use super::interrupt::Interrupt;
 use super::observe::{self, ProgressLine};
 use super::schedule::{Pick, Scheduler};
 use super::throughput::Meter;
+use crate::config::run::Config;
 use crate::judge::Judge;
 use crate::report::progress::Progress;
 use tokio::task::JoinHandle;
@@ -238,17 +239,11 @@ impl<T: Clone + Send + 'static> InFlight<T> {
         Ok(())
     }
 
-    /// The progress line: comparisons, in flight, the reply rate, spend against `max_usd` (USD)
-    /// and, once a verdict is in, the items whose top-k membership `membership` is still
-    /// undecided (within `epsilon` of neither 0 nor 1).
-    pub(super) fn show(
-        &self,
-        progress: &Progress,
-        sched: &Scheduler,
-        max_usd: Option<f64>,
-        epsilon: f64,
-        membership: Option<&[f64]>,
-    ) {
+    /// The progress line: comparisons, in flight, the reply rate, spend against
+    /// `budget.max_usd` (USD) and, once a verdict is in, the items whose top-k membership
+    /// `membership` is still undecided (within `certify.epsilon` of neither 0 nor 1).
+    pub(super) fn show(&self, progress: &Progress, sched: &Scheduler, cfg: &Config, membership: Option<&[f64]>) {
+        let (max_usd, epsilon) = (cfg.raw.budget.max_usd, cfg.raw.certify.epsilon);
         let b = sched.budget();
         // Before the first verdict the fit is the prior's: no count to show.
         let undecided = membership.filter(|_| b.comparisons() > 0).map(|m| observe::undecided(m, epsilon));

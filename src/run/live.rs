@@ -35,11 +35,10 @@ use crate::model::FitError;
 use crate::model::laplace::Posterior;
 use crate::model::summary::{FitSummary, build_design};
 use crate::report::progress::Progress;
-use crate::report::result::{RunEnd, build_result, resume_hint, summary_text};
+use crate::report::result::{RunEnd, build_result, summary_text};
 use crate::report::schema::{RunResult, Session, StopReason};
 use crate::store::books::{Books, BooksError};
 use crate::store::budget::Budget;
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -380,13 +379,7 @@ impl<'a> Driver<'a> {
     fn show(&self) {
         // The undecided count of the current fit (by φ when computed, else by θ).
         let membership = self.current.as_ref().map(|(s, _)| self.current_apparent.as_deref().unwrap_or(&s.membership));
-        self.out.show(
-            &self.progress,
-            &self.sched,
-            self.cfg.raw.budget.max_usd,
-            self.cfg.raw.certify.epsilon,
-            membership,
-        );
+        self.out.show(&self.progress, &self.sched, self.cfg, membership);
     }
 
     /// The loop is over: wait for everything the dispatcher still holds and hand back the books,
@@ -474,25 +467,9 @@ fn finish(
         strong_preferences: records.iter().filter(|r| r.reply.y.is_some() && r.reply.detail.strong_preference).count(),
     };
     let result = build_result(cfg, judge, &run_end);
-    let text = serde_json::to_string_pretty(&result).expect("serialisable");
-    let result_path = dir.join("result.json");
-    std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
+    super::write_result_json(dir, &result)?;
     if let Some(sys) = &result.fit.reporting.systems {
         crate::report::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;
     }
-    if opts.print {
-        let mut text = summary_text(&result, dir);
-        if stop == StopReason::Interrupted {
-            text.push_str(&resume_hint(&cfg.path));
-        }
-        // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
-        let _ = writeln!(std::io::stdout(), "{text}");
-    }
-    if let Some(e) = fit_failed {
-        return Err(e.into());
-    }
-    match faults.failing {
-        Some(message) => Err(RunError::JudgeFailing { message }),
-        None => Ok(result),
-    }
+    super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, faults.failing)
 }

@@ -11,7 +11,8 @@
 //! [`queries`] is the one definition of a run's ordered pairs and of the next picks, shared by
 //! the run, its dry run and the commands that re-read a run folder; [`pending`] weighs the
 //! queries in flight when a pipelined run picks. [`panel`] runs a judge panel (`judges:`) on
-//! the same scheduler and dispatcher.
+//! the same scheduler and dispatcher; both live drivers wait for their queries out in one way
+//! (the endpoint check, Ctrl-C's grace period, the give-up booking: `in_flight`).
 
 pub mod batch;
 pub mod dispatch;
@@ -30,11 +31,14 @@ pub mod sim;
 pub mod sim_time;
 pub mod throughput;
 
+use crate::config::run::Config;
 use crate::model::FitError;
+use crate::report::schema::StopReason;
 use crate::store::books::BooksError;
 use crate::store::ledger::LedgerError;
 use crate::store::lock::LockError;
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// Errors of a run.
 #[derive(Debug, thiserror::Error)]
@@ -85,4 +89,46 @@ pub struct RunOptions {
     /// `dispatch: batch`: submit one round as a provider batch job and end the run without
     /// waiting for it (`run --detach`); a later run books it.
     pub detach: bool,
+}
+
+/// Write a run's result.json (pretty JSON and a newline) into `dir`.
+///
+/// # Errors
+/// [`RunError::Io`] naming the file.
+fn write_result_json(dir: &Path, result: &impl serde::Serialize) -> Result<(), RunError> {
+    let text = serde_json::to_string_pretty(result).expect("serialisable");
+    let path = dir.join("result.json");
+    std::fs::write(&path, text + "\n").map_err(|source| RunError::Io { path, source })
+}
+
+/// The end of a run once its result.json is written: the `summary` printed when asked (with the
+/// command that resumes after an interrupt), then the run's error when it stopped for one: a
+/// failed fit, or a failing judge (`failing`: why).
+///
+/// # Errors
+/// [`RunError::Fit`], [`RunError::JudgeFailing`].
+fn conclude<R>(
+    result: R,
+    summary: impl FnOnce(&R) -> String,
+    cfg: &Config,
+    opts: &RunOptions,
+    stop: StopReason,
+    fit_failed: Option<FitError>,
+    failing: Option<String>,
+) -> Result<R, RunError> {
+    if opts.print {
+        let mut text = summary(&result);
+        if stop == StopReason::Interrupted {
+            text.push_str(&crate::report::result::resume_hint(&cfg.path));
+        }
+        // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
+        let _ = writeln!(std::io::stdout(), "{text}");
+    }
+    if let Some(e) = fit_failed {
+        return Err(e.into());
+    }
+    match failing {
+        Some(message) => Err(RunError::JudgeFailing { message }),
+        None => Ok(result),
+    }
 }

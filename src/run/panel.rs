@@ -44,10 +44,6 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
-    move |source| RunError::Io { path: path.to_owned(), source }
-}
-
 /// One judge of a panel run in its result.
 #[derive(Debug, Clone, Serialize)]
 pub struct PanelJudgeSpend {
@@ -492,13 +488,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
 
     fn show(&self) {
         let membership = self.current.as_ref().map(|c| c.membership.as_slice());
-        self.out.show(
-            &self.progress,
-            &self.sched,
-            self.cfg.raw.budget.max_usd,
-            self.cfg.raw.certify.epsilon,
-            membership,
-        );
+        self.out.show(&self.progress, &self.sched, self.cfg, membership);
     }
 }
 
@@ -589,23 +579,8 @@ fn finish(
         failed: faults.failed,
         fit,
     };
-    let text = serde_json::to_string_pretty(&result).expect("serialisable");
-    let result_path = dir.join("result.json");
-    std::fs::write(&result_path, text + "\n").map_err(io_err(&result_path))?;
-    if opts.print {
-        let mut text = summary_text(&result, dir);
-        if stop == StopReason::Interrupted {
-            text.push_str(&crate::report::result::resume_hint(&cfg.path));
-        }
-        let _ = writeln!(std::io::stdout(), "{text}");
-    }
-    if let Some(e) = fit_failed {
-        return Err(e.into());
-    }
-    match faults.failing {
-        Some(message) => Err(RunError::JudgeFailing { message }),
-        None => Ok(result),
-    }
+    super::write_result_json(dir, &result)?;
+    super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, faults.failing)
 }
 
 /// The certified top-k of a panel fit: its π and θ̂ as the sets of docs/model.md, "Certified
