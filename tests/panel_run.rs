@@ -432,9 +432,45 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     let r: Value = serde_json::from_str(&second).unwrap();
     assert!(r["spend_usd"].as_f64().unwrap() <= 0.06);
     assert_eq!(r["recall_at_k"], 1.0);
-    // report and compare say what they take instead of failing on the document.
+    // report: the panel's pages, each judge's row read from result.json here, and the table
+    // docs/reports.md shows.
     let rep = run_bin(dir.path(), &["report", "runs/summeval-panel"]);
-    assert!(!rep.status.success() && text(&rep).contains("the result of a judge panel run"), "{}", text(&rep));
+    assert!(rep.status.success(), "{}", text(&rep));
+    let run = dir.path().join("runs/summeval-panel");
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    for (j, fit) in r["judges"].as_array().unwrap().iter().zip(r["fit"]["judges"].as_array().unwrap()) {
+        let row = format!(
+            "| {} | {} | {} | {} | {:.6} | {:.3} ± {:.3} |",
+            j["name"].as_str().unwrap(),
+            if j["trusted"] == true { "yes" } else { "" },
+            j["judge"].as_str().unwrap(),
+            j["queries"],
+            j["spend_usd"].as_f64().unwrap(),
+            fit["kappa"]["value"].as_f64().unwrap(),
+            fit["kappa"]["sd"].as_f64().unwrap()
+        );
+        assert!(md.contains(&row), "{row} not in\n{md}");
+    }
+    assert!(md.contains("- top-3 by θ̂: M12, M13, M0; recall@3 against the gold top-3 (M13, M12, M0): 1.00"), "{md}");
+    assert!(md.contains("- certified top-3: not claimed; in (π ≥ 0.95): M12, M13; undecided: M0, M22, M1"), "{md}");
+    let reports_doc = std::fs::read_to_string(root().join("docs/reports.md")).unwrap();
+    let table: Vec<&str> = md.lines().skip_while(|l| !l.starts_with("| judge |")).take(4).collect();
+    assert_eq!(table.len(), 4, "{md}");
+    assert!(reports_doc.contains(&table.join("\n")), "docs/reports.md should hold:\n{}", table.join("\n"));
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert_eq!(html.matches("<figure>").count(), 3, "θ̂, π and recall against spend");
+    for svg in ["theta.svg", "membership.svg", "recall_vs_spend.svg"] {
+        assert!(run.join(svg).exists(), "{svg}");
+    }
+    // A damaged panel result: the file and what was expected are named.
+    let mut bad = r.clone();
+    bad["fit"]["theta"].as_array_mut().unwrap().pop();
+    let broken = dir.path().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("result.json"), bad.to_string()).unwrap();
+    let out = run_bin(dir.path(), &["report", "broken"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("result.json") && text(&out).contains("one entry per base (16)"), "{}", text(&out));
     let prof = run_bin(dir.path(), &["profile", "runs/summeval-panel"]);
     assert!(!prof.status.success() && text(&prof).contains("`profile` takes a single judge"), "{}", text(&prof));
     // The dry run: per judge what it has stored and what the budget left would buy of it.

@@ -1,5 +1,6 @@
 //! `topk-judge report RUN`: report.md and a self-contained report.html with plots for one run
-//! (docs/reports.md); the page content lives in [`crate::report::page`].
+//! (docs/reports.md); the page content lives in [`crate::report::page`], a judge panel's in
+//! [`crate::report::panel_page`].
 
 use crate::report::compare::{CompareError, RunDir};
 use crate::report::page::{content, html, identifiability, markdown, report_plots};
@@ -21,10 +22,14 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
         arg.to_path_buf()
     };
     let out = out.unwrap_or(&run_dir);
-    let run = RunDir::load(&run_dir)?;
-    let ident = identifiability(&run);
-    let plots = report_plots(&run)?;
-    let c = content(&run, &ident);
+    // A judge panel's run (`judges:`) has its own result document and content.
+    let (c, plots) = if RunDir::is_panel(&run_dir) {
+        crate::report::panel_page::panel_report(&run_dir)?
+    } else {
+        let run = RunDir::load(&run_dir)?;
+        let ident = identifiability(&run);
+        (content(&run, &ident), report_plots(&run)?)
+    };
     std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
     let mut files = Vec::new();
     let mut w = |name: &str, text: &str| -> Result<(), CompareError> {

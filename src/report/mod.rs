@@ -12,6 +12,7 @@ pub mod judges;
 pub mod md;
 pub mod outcome;
 pub mod page;
+pub mod panel_page;
 pub mod pipeline;
 pub mod plots;
 pub mod profile;

@@ -179,12 +179,28 @@ pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
+/// One plot of a report: its file name, caption and SVG text.
+pub type Plot = (String, String, String);
+
 /// The report's content as (title, header lines, tables); rendered to Markdown and HTML.
 pub struct Content {
     title: String,
     facts: Vec<String>,
     tables: Vec<(String, Vec<String>, Vec<Vec<String>>)>,
     notes: Vec<String>,
+}
+
+impl Content {
+    /// A report of `title` (Markdown inline code in backticks), its fact lines, tables (title,
+    /// header, rows) and notes.
+    pub fn new(
+        title: String,
+        facts: Vec<String>,
+        tables: Vec<(String, Vec<String>, Vec<Vec<String>>)>,
+        notes: Vec<String>,
+    ) -> Self {
+        Self { title, facts, tables, notes }
+    }
 }
 
 /// The systems block of a run over many prompts (docs/systems.md "Results"): θ̂ ± sd, π, the
