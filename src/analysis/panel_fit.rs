@@ -261,7 +261,8 @@ pub fn report(
     rng: &mut ChaCha8Rng,
 ) -> Result<PanelReport, FitError> {
     let panel = fit_panel(pool, cov, judges, families, prior, (k, draws), rng)?;
-    let notes = judge_notes(&panel);
+    let mut notes = judge_notes(&panel);
+    notes.extend(prior_split_note(pool, cov, &panel, k));
     let mut compared = vec![false; pool.n_bases()];
     for v in judges.iter().flat_map(|g| &g.verdicts) {
         compared[pool.item_base[v.a]] = true;
@@ -272,6 +273,50 @@ pub fn report(
         .or_else(|| (!never.is_empty()).then(|| crate::analysis::certify::prior_only_text(&never, pool.n_bases())));
     let weak_anchor = panel.judges.iter().find(|j| j.trusted).and_then(weak_anchor);
     Ok(PanelReport { panel, notes, not_certified, weak_anchor })
+}
+
+/// When no untrusted judge's c is identified on any of the pool's covariates (no trusted judge,
+/// or one without the verdicts to anchor them; every profile range < 1e-3 nats), θ̂'s split of
+/// the covariates' effect between quality and bias is the prior's (docs/model.md §8): said, with
+/// the top-k as the untrusted judge with the most verdicts sees the bases beside it, by its
+/// apparent quality φ̂_j = θ̂ + ĉ_jᵀx̄ / ŝ_j (x̄: each base's mean covariates). `None` without
+/// covariates, without an untrusted judge with verdicts, or when a profile was not computed.
+pub fn prior_split_note(pool: &Pool, cov: &Covariates, p: &PanelSummary, k: usize) -> Option<String> {
+    let pc = cov.p();
+    let judge = p.judges.iter().filter(|j| !j.trusted && j.verdicts > 0).max_by_key(|j| j.verdicts)?;
+    if pc == 0 || k == 0 || k >= p.theta.len() {
+        return None;
+    }
+    for j in p.judges.iter().filter(|j| !j.trusted && j.verdicts > 0) {
+        for t in 0..pc {
+            match j.c_profile_nats.get(t).copied().flatten() {
+                Some(r) if r < PRIOR_SELECTED_NATS => {}
+                _ => return None,
+            }
+        }
+    }
+    let xbar = crate::model::summary::base_means(pool, cov);
+    let s = judge.scale.value.max(f64::MIN_POSITIVE);
+    let phi: Vec<f64> = p
+        .theta
+        .iter()
+        .zip(&xbar)
+        .map(|(th, x)| th + (0..pc).map(|t| judge.c.get(t).map_or(0.0, |c| c.value) * x[t]).sum::<f64>() / s)
+        .collect();
+    let top = |v: &[f64]| {
+        crate::model::membership::point_topk(v, k)
+            .into_iter()
+            .map(|b| pool.bases[b].clone())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let names = p.covariates[..pc].join(", ");
+    Some(format!(
+        "no judge's ĉ is identified (every profile < 1e-3 nats): θ̂ splits the effect of {names} between quality and bias by the prior alone, so the top-{k} by θ̂ ({}) assumes quality uncorrelated with {names}; as judge {:?} sees them (φ̂ = θ̂ + ĉᵀx / ŝ), the top-{k} is {}. A trusted judge's verdicts identify the split (docs/model.md §8)",
+        top(&p.theta),
+        judge.name,
+        top(&phi)
+    ))
 }
 
 /// Why a trusted judge cannot anchor the other judges' c (no signal, a scale near 0, or fewer
@@ -508,5 +553,55 @@ mod tests {
         assert!(notes[0].starts_with("judge \"coin\": ŝ = "), "{notes:?}");
         p.profiled = false;
         assert!(judge_notes(&p)[1].starts_with("the profile likelihood of the 2 bias coefficients is not computed"));
+    }
+
+    #[test]
+    fn a_prior_split_is_said_with_the_judges_apparent_top_k_and_not_once_a_trusted_judge_identifies_it() {
+        use crate::domain::pool::{CovariateSpec, Item, build_covariates};
+        let items: Vec<Item> = (0..6)
+            .map(|i| Item {
+                id: format!("i{i}"),
+                covariates: [("len".to_string(), f64::from(i))].into(),
+                ..Item::default()
+            })
+            .collect();
+        let pool = Pool::new("p".into(), "t".into(), items).unwrap();
+        let cov = build_covariates(&pool, &[CovariateSpec::parse("len").unwrap()]).unwrap();
+        // "long": the longer answer wins, with one upset per pair; "frontier": the shorter wins
+        // (quality falls with the index here).
+        let (mut long, mut frontier) = (Vec::new(), Vec::new());
+        for a in 0..6 {
+            for b in 0..6 {
+                if a != b {
+                    long.extend([v(a, b, if a > b { 1.0 } else { 0.0 }); 3]);
+                    long.push(v(a, b, if a > b { 0.0 } else { 1.0 }));
+                    frontier.extend([v(a, b, if a < b { 1.0 } else { 0.0 }); 2]);
+                    frontier.push(v(a, b, if a < b { 0.0 } else { 1.0 }));
+                }
+            }
+        }
+        let jv = |name: &str, trusted: bool, verdicts: &Vec<ItemVerdict>| JudgeVerdicts {
+            name: name.into(),
+            trusted,
+            verdicts: verdicts.clone(),
+        };
+        let mut rng = crate::domain::rng::stream(0, "membership", 0);
+        let alone = [jv("long", false, &long)];
+        let p = fit_panel(&pool, &cov, &alone, None, &Prior::default(), (2, 200), &mut rng).unwrap();
+        let note = prior_split_note(&pool, &cov, &p, 2).expect("c is prior-selected without a trusted judge");
+        // Its apparent quality, computed here: θ̂ + ĉ·x / ŝ, which for a judge whose verdicts
+        // follow length ranks the longest first.
+        let j = &p.judges[0];
+        let phi: Vec<f64> = (0..6).map(|b| p.theta[b] + j.c[0].value * cov.x[b][0] / j.scale.value).collect();
+        let mut by_phi: Vec<usize> = (0..6).collect();
+        by_phi.sort_by(|&a, &b| phi[b].total_cmp(&phi[a]));
+        assert_eq!(&by_phi[..2], &[5, 4]);
+        assert!(note.contains("as judge \"long\" sees them (φ̂ = θ̂ + ĉᵀx / ŝ), the top-2 is i5, i4."), "{note}");
+        assert!(note.starts_with("no judge's ĉ is identified (every profile < 1e-3 nats): θ̂ splits the effect of len"));
+        // With the trusted judge's verdicts the split is identified: nothing to say.
+        let both = [jv("long", false, &long), jv("frontier", true, &frontier)];
+        let p = fit_panel(&pool, &cov, &both, None, &Prior::default(), (2, 200), &mut rng).unwrap();
+        assert!(p.judges[0].c_profile_nats[0].unwrap() >= PRIOR_SELECTED_NATS, "{:?}", p.judges[0].c_profile_nats);
+        assert_eq!(prior_split_note(&pool, &cov, &p, 2), None);
     }
 }
