@@ -525,7 +525,12 @@ fn compare_puts_a_panel_run_beside_single_judge_runs() {
     let row = &c["rows"][1];
     assert_eq!(row["run"], "summeval-panel");
     assert_eq!(row["judge"], "panel (cheap, frontier)");
-    assert_eq!(row["spend_usd"], r["spend_usd"]);
+    let own: f64 = r["judges"].as_array().unwrap().iter().map(|j| j["spend_usd"].as_f64().unwrap()).sum();
+    assert!((row["spend_usd"].as_f64().unwrap() - own).abs() < 1e-12, "{row} against {own}");
+    assert!(
+        (own - r["spend_usd"].as_f64().unwrap()).abs() < 1e-9,
+        "alone in its folder, the panel's own spend is the folder's"
+    );
     assert_eq!(row["comparisons"], r["comparisons"]);
     assert_eq!(row["topk"], r["topk"]);
     assert_eq!(row["certified"], r["certified"]);
@@ -541,9 +546,49 @@ fn compare_puts_a_panel_run_beside_single_judge_runs() {
     assert!(svg.contains("summeval-panel"), "the panel's curve is in the plot");
     let fits = lines(&dir.path().join("runs/summeval-panel/panel_fits.jsonl"));
     assert!(fits.len() > 10 && fits.last().unwrap()["topk"] == r["topk"], "{}", fits.len());
-    // Another pool's panel run is refused.
+    // Another pool's panel run is refused, and a panel run is not a reference.
     let other = run_bin(dir.path(), &["compare", "runs/summeval-panel", &root().join("data").display().to_string()]);
     assert!(!other.status.success());
+    let refd =
+        run_bin(dir.path(), &["compare", "runs/cheap", "runs/summeval-panel", "--reference", "runs/summeval-panel"]);
+    assert!(!refd.status.success());
+    assert!(
+        text(&refd).contains("--reference runs/summeval-panel: a judge panel's run cannot be the reference"),
+        "{}",
+        text(&refd)
+    );
+
+    // A single-judge run and then a panel in one folder: the panel's row counts its own
+    // verdicts and spend, and its curve starts at its own $0.
+    for (c, name) in [("cheap.yaml", "mixed"), ("panel.yaml", "mixed")] {
+        let out = run_bin(dir.path(), &["run", c, "--quiet", "--set", &format!("name={name}")]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = run_bin(dir.path(), &["compare", "runs/cheap", "runs/mixed", "--out", "cmp2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let c = json(&dir.path().join("cmp2/compare.json"));
+    let r = json(&dir.path().join("runs/mixed/result.json"));
+    let own: f64 = r["judges"].as_array().unwrap().iter().map(|j| j["spend_usd"].as_f64().unwrap()).sum();
+    assert!(r["spend_usd"].as_f64().unwrap() > own + 0.005, "the folder holds the single-judge run's spend too: {r}");
+    let row = &c["rows"][1];
+    assert!((row["spend_usd"].as_f64().unwrap() - own).abs() < 1e-12, "{row} against {own}");
+    let both: u64 = r["fit"]["judges"].as_array().unwrap().iter().map(|j| j["both_orders"].as_u64().unwrap()).sum();
+    assert_eq!(row["both_order_pairs"].as_u64().unwrap(), both, "{row}");
+    let fits = lines(&dir.path().join("runs/mixed/panel_fits.jsonl"));
+    assert_eq!(fits[0]["spend_usd"], 0.0, "{}", fits[0]);
+    assert!((fits.last().unwrap()["spend_usd"].as_f64().unwrap() - own).abs() < 1e-9);
+    // The same folder run again with one judge edited: its lines are told apart, and only the
+    // last configuration's are read.
+    let out =
+        run_bin(dir.path(), &["run", "panel.yaml", "--quiet", "--set", "name=mixed", "--set", "judges.0.mock.seed=3"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let fits = lines(&dir.path().join("runs/mixed/panel_fits.jsonl"));
+    let configs: HashSet<&str> = fits.iter().map(|f| f["config"].as_str().unwrap()).collect();
+    assert_eq!(configs.len(), 2, "two configurations' refits");
+    let panel = topk_judge::report::compare::PanelRunDir::load(&dir.path().join("runs/mixed")).unwrap();
+    let last = fits.last().unwrap()["config"].as_str().unwrap();
+    let n_last = fits.iter().filter(|f| f["config"] == last).count();
+    assert_eq!(panel.fits.len(), n_last);
 }
 
 /// configs/panel.yaml in `dir` with `edit` applied, as `NAME.yaml`.

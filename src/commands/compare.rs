@@ -69,6 +69,12 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         (Some(_), Some(_)) => {
             return Err(CompareError::Mismatch("give --reference or --reference-judge, not both".into()));
         }
+        (Some(p), None) if RunDir::is_panel(p) => {
+            return Err(CompareError::Mismatch(format!(
+                "--reference {}: a judge panel's run cannot be the reference (its recall is measured like the others'); give a single-judge run, or the pool's gold quality is used when it has one",
+                p.display()
+            )));
+        }
         (Some(p), None) => Some(RunDir::load(p)?),
         (None, Some(j)) => Some(loaded.iter().find(|r| r.judge_label() == j).cloned().ok_or_else(|| {
             CompareError::Mismatch(format!(

@@ -496,7 +496,7 @@ pub fn run_with_gate(
     };
     let mut text = crate::report::result::summary_text(&result, &cfg.run_dir);
     if result.stop_reason == StopReason::Interrupted {
-        text.push_str(&crate::report::result::resume_hint(&cfg.path));
+        text.push_str(&crate::report::result::resume_hint(&cfg.path, &cfg.overrides));
     }
     print_out(&format!("{text}\n"));
     // The summary already holds the gate's decision line: what follows it is printed after.

@@ -625,11 +625,18 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
     let mut seen = std::collections::HashSet::new();
     for (i, m) in raw.judges.iter().enumerate() {
         let name = m.name.trim();
-        if name.is_empty() || name != m.name || name.contains(['/', ':']) || name.chars().any(char::is_control) {
+        // The name is a folder of the run (its prompt is copied under it) and the prefix of its
+        // cache keys: a plain folder name, as a run's.
+        if name.is_empty()
+            || name != m.name
+            || name.starts_with('.')
+            || name.contains(['/', '\\', ':'])
+            || name.chars().any(char::is_control)
+        {
             return Err(InvalidSetting::new(
                 format!("judges[{i}].name"),
                 format!(
-                    "{:?} must be a non-empty name without surrounding spaces, '/', ':' or control characters",
+                    "{:?} must be a plain folder name: not empty, not starting with '.', without surrounding spaces, '/', '\\', ':' or control characters",
                     m.name
                 ),
             ));
@@ -708,6 +715,9 @@ pub struct Config {
     /// Warnings found at load (identical texts, covariates whose scale makes the prior
     /// meaningless); commands print them.
     pub warnings: Vec<String>,
+    /// The command line's `--set` (and its shorthands such as `--name`) applied to the file, in
+    /// order: the command that resumes the run repeats them.
+    pub overrides: Vec<super::overrides::Override>,
 }
 
 impl Config {
@@ -726,7 +736,8 @@ impl Config {
     /// As [`Config::load`]; a fault an override brings names the override.
     pub fn load_with(path: &Path, overrides: &[super::overrides::Override]) -> Result<Self, ConfigError> {
         let raw = super::overrides::read_document_with(path, overrides)?;
-        Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))
+        let cfg = Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))?;
+        Ok(Self { overrides: overrides.to_vec(), ..cfg })
     }
 
     /// Load for `run --dry-run`, which sends nothing: an unset API key variable of the judge is
@@ -762,7 +773,8 @@ impl Config {
                 }
             }
         }
-        Ok((Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))?, problem))
+        let cfg = Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))?;
+        Ok((Self { overrides: overrides.to_vec(), ..cfg }, problem))
     }
 
     /// Validate a parsed config; relative paths resolve against `path`'s folder. The sections
@@ -835,7 +847,16 @@ impl Config {
         let mut warnings =
             sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
-        Ok(Self { raw, path: path.to_owned(), run_dir, pool, covariates, covariate_specs: specs, warnings })
+        Ok(Self {
+            raw,
+            path: path.to_owned(),
+            run_dir,
+            pool,
+            covariates,
+            covariate_specs: specs,
+            warnings,
+            overrides: Vec::new(),
+        })
     }
 
     /// Whether this is a judge panel of two or more judges (`judges:`; docs/model.md §8).
@@ -1106,9 +1127,17 @@ mod tests {
             (
                 "judges:\n  - {name: \" a\", mock: {}}\n  - {name: b, mock: {}}\n",
                 "",
-                "judges[0].name: \" a\" must be a non-empty name",
+                "judges[0].name: \" a\" must be a plain folder name",
             ),
             ("judges:\n  - {name: a/b, mock: {}}\n  - {name: b, mock: {}}\n", "", "judges[0].name: \"a/b\" must be"),
+            // A name is a folder of the run: `..` would put a judge's prompt beside the run's own files.
+            ("judges:\n  - {name: b, mock: {}}\n  - {name: \"..\", mock: {}}\n", "", "judges[1].name: \"..\" must be"),
+            ("judges:\n  - {name: \".\", mock: {}}\n  - {name: b, mock: {}}\n", "", "judges[0].name: \".\" must be"),
+            (
+                "judges:\n  - {name: a\\b, mock: {}}\n  - {name: b, mock: {}}\n",
+                "",
+                "judges[0].name: \"a\\\\b\" must be",
+            ),
             (
                 "judges:\n  - {name: a, trusted: true, mock: {}}\n  - {name: b, trusted: true, mock: {}}\n",
                 "",

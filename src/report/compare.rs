@@ -196,7 +196,8 @@ pub struct PanelRunDir {
     pub k: usize,
     /// `panel (NAME, NAME, …)`.
     pub judges: String,
-    /// Everything the folder's books hold, USD.
+    /// What the panel's judges spent, USD (their books in the folder; another configuration's
+    /// spend in the same folder is not counted).
     pub spend_usd: f64,
     /// Stored verdicts, all judges.
     pub comparisons: usize,
@@ -236,12 +237,12 @@ impl PanelRunDir {
             serde_json::from_value(field("/certified")?.clone()).map_err(|e| bad(format!("/certified: {e}")))?;
         let vp = dir.join("verdicts.jsonl");
         let verdicts = if vp.exists() { read_records(&vp)?.0 } else { Vec::new() };
-        let mut fits = Vec::new();
+        let mut lines = Vec::new();
         let fp = dir.join(crate::report::PANEL_FITS);
         if let Ok(t) = std::fs::read_to_string(&fp) {
             for (i, line) in t.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
                 match serde_json::from_str::<crate::report::PanelFitLine>(line) {
-                    Ok(f) => fits.push((f.spend_usd, f.comparisons, f.topk)),
+                    Ok(f) => lines.push(f),
                     Err(_) if i + 1 == t.lines().count() && !t.ends_with('\n') => {}
                     Err(e) => {
                         return Err(CompareError::Read { path: fp.clone(), msg: format!("line {}: {e}", i + 1) });
@@ -249,6 +250,22 @@ impl PanelRunDir {
                 }
             }
         }
+        // The refits of the configuration that made the last line (a folder reused by another
+        // panel keeps the older ones).
+        let last = lines.last().map(|l| l.config.clone());
+        let fits = lines
+            .into_iter()
+            .filter(|l| Some(&l.config) == last.as_ref())
+            .map(|l| (l.spend_usd, l.comparisons, l.topk))
+            .collect();
+        // The panel's own verdicts: each judge's records carry its name and key prefix (a
+        // single-judge run in the same folder has neither).
+        let verdicts = verdicts
+            .into_iter()
+            .filter(|r| names.contains(&r.judge) && r.key.starts_with(&format!("{}:", r.judge)))
+            .collect();
+        let own_usd: f64 =
+            field("/judges")?.as_array().map(|a| a.iter().filter_map(|j| j["spend_usd"].as_f64()).sum()).unwrap_or(0.0);
         let num = |ptr: &str| field(ptr).map(|x| x.as_f64().unwrap_or(0.0));
         Ok(Self {
             dir: dir.to_owned(),
@@ -256,7 +273,7 @@ impl PanelRunDir {
             pool_id: field("/fit/pool_id")?.as_str().unwrap_or_default().to_owned(),
             k: num("/fit/k")? as usize,
             judges: format!("panel ({})", names.join(", ")),
-            spend_usd: num("/spend_usd")?,
+            spend_usd: own_usd,
             comparisons: num("/comparisons")? as usize,
             valid: num("/fit/comparisons")? as usize,
             topk: strs(field("/topk")?),

@@ -64,9 +64,15 @@ pub struct FitLine {
 /// (`compare` draws recall against spend from it).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PanelFitLine {
+    /// The panel configuration that made the line (judges, fit and acquisition settings,
+    /// hashed): a folder reused by another configuration keeps its older lines, which readers
+    /// skip (only the last line's configuration is read).
+    #[serde(default)]
+    pub config: String,
     /// Valid verdicts fitted (all judges).
     pub comparisons: usize,
-    /// What the folder's books held at the refit, USD.
+    /// What the panel's judges had spent at the refit, USD (the folder's books for this
+    /// configuration; other configurations' spend in the folder is not counted here).
     pub spend_usd: f64,
     /// Point top-k by θ̂ (base names).
     pub topk: Vec<String>,

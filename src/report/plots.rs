@@ -120,7 +120,16 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
     };
     // Counts on the x axis (comparisons, budgets) are labelled as whole numbers.
     let integer_x = pts().all(|p| p.0.fract() == 0.0) && c.vlines.iter().all(|(x, _)| x.fract() == 0.0);
-    let x_fmt = |v: &f64| if integer_x { format!("{v:.0}") } else { format!("{v}") };
+    // Other values (USD) to 6 decimals without trailing zeros: 0.06, not 0.060000000000000005.
+    let x_fmt = |v: &f64| {
+        if integer_x {
+            format!("{v:.0}")
+        } else {
+            let t = format!("{v:.6}");
+            let t = t.trim_end_matches('0').trim_end_matches('.');
+            if t == "-0" { "0".to_string() } else { t.to_string() }
+        }
+    };
     let x_labels = if integer_x { ((x1 - x0).floor() as usize + 1).clamp(2, 10) } else { 10 };
     let legend = c.series.len() > 1 || c.series.first().is_some_and(|s| !s.name.is_empty());
     let mut buf = String::new();
@@ -449,6 +458,33 @@ mod tests {
         }
         // 2 points per series: 4 circles plus the 2 legend-free ones of nothing else.
         assert_eq!(svg.matches("<circle").count(), 4);
+    }
+
+    #[test]
+    fn a_usd_axis_is_labelled_without_float_noise() {
+        let c = LineChart {
+            title: "recall vs spend".into(),
+            x_label: "USD".into(),
+            y_label: "recall".into(),
+            series: vec![Series {
+                name: "panel".into(),
+                points: vec![(0.0, 0.2), (0.06, 0.5), (0.15, 0.9)],
+                err: None,
+            }],
+            hlines: vec![],
+            vlines: vec![],
+            y_range: Some((0.0, 1.0)),
+            legend_upper: false,
+        };
+        let svg = line_chart(&c).unwrap();
+        // Every text that is a number has at most 6 decimals.
+        let labels: Vec<&str> = svg
+            .split('>')
+            .filter_map(|t| t.split('<').next().map(str::trim))
+            .filter(|t| !t.is_empty() && t.parse::<f64>().is_ok())
+            .collect();
+        assert!(labels.contains(&"0.06") || labels.contains(&"0.1"), "{labels:?}");
+        assert!(labels.iter().all(|t| t.split('.').nth(1).is_none_or(|d| d.len() <= 6)), "{labels:?}");
     }
 
     #[test]

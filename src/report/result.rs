@@ -296,8 +296,20 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
 }
 
 /// The line telling how to resume an interrupted run of the config at `config_path`.
-pub fn resume_hint(config_path: &Path) -> String {
-    format!("resume: topk-judge run {}\n", config_path.display())
+pub fn resume_hint(config_path: &Path, overrides: &[crate::config::overrides::Override]) -> String {
+    let mut line = format!("resume: topk-judge run {}", shell_word(&config_path.display().to_string()));
+    for o in overrides {
+        line.push_str(" --set ");
+        line.push_str(&shell_word(&format!("{}={}", o.key.join("."), o.raw)));
+    }
+    line + "\n"
+}
+
+/// `s` as one word of a POSIX shell command line: as it is when it holds only characters no
+/// shell treats specially, else in single quotes.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._/=:,@+-%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { format!("'{}'", s.replace('\'', "'\\''")) }
 }
 
 #[cfg(test)]
@@ -321,5 +333,20 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("likely cause: replies are cut at max_tokens"), "{m}");
+    }
+
+    #[test]
+    fn the_resume_command_repeats_every_override_quoted_for_the_shell() {
+        use crate::config::overrides::Override;
+        let o = |t: &str| Override::parse(t).unwrap();
+        let hint = resume_hint(
+            Path::new("configs/panel.yaml"),
+            &[o("name=presume2"), o("judges.0.mock.latency_ms=100"), o("judge.openai.model=it's a model")],
+        );
+        assert_eq!(
+            hint,
+            "resume: topk-judge run configs/panel.yaml --set name=presume2 --set judges.0.mock.latency_ms=100 --set 'judge.openai.model=it'\\''s a model'\n"
+        );
+        assert_eq!(resume_hint(Path::new("my configs/a.yaml"), &[]), "resume: topk-judge run 'my configs/a.yaml'\n");
     }
 }

@@ -119,7 +119,7 @@ fn conclude<R>(
     if opts.print {
         let mut text = summary(&result);
         if stop == StopReason::Interrupted {
-            text.push_str(&crate::report::result::resume_hint(&cfg.path));
+            text.push_str(&crate::report::result::resume_hint(&cfg.path, &cfg.overrides));
         }
         // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
         let _ = writeln!(std::io::stdout(), "{text}");

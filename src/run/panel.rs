@@ -182,6 +182,17 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     let reused: usize = stored.iter().map(Vec::len).sum();
     let (budget, _) =
         Budget::for_folder(&cfg.run_dir, cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, reused as u64)?;
+    // The folder's other books (earlier configurations, a single-judge run): in the budget, not
+    // in the panel's own spend that panel_fits.jsonl records.
+    let own_at_start: f64 = queries.iter().map(|q| books.spend(&|k: &str| q.contains_key(k)).total_usd()).sum();
+    let others_usd = (budget.spent_usd() - own_at_start).max(0.0);
+    // The panel's refits are told apart from another configuration's in the same folder.
+    let fits_id = rng::sha256_hex(&format!(
+        "{}|{}",
+        super::folder::config_hash(cfg),
+        Identity(&members).cache_key(&cfg.pool, 0, 1)
+    ))[..16]
+        .to_string();
     let acq = &cfg.raw.acquisition;
     debug_assert_ne!(acq.dispatch, Dispatch::Batch, "the config refuses provider batch jobs for a panel");
     let settings = ScheduleSettings::new(
@@ -235,6 +246,8 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
         faults: Faults::new(acq.max_failed_queries_per_pair),
         fit_failed: None,
         progress,
+        others_usd,
+        fits_id,
         stored_of: &stored_now,
     };
     let stop = d.drive().await;
@@ -289,6 +302,10 @@ struct Driver<'a, F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> {
     faults: Faults,
     fit_failed: Option<crate::model::FitError>,
     progress: Progress,
+    /// USD the folder's books held at the start for other configurations.
+    others_usd: f64,
+    /// This configuration's mark on its panel_fits.jsonl lines.
+    fits_id: String,
     stored_of: &'a F,
 }
 
@@ -425,8 +442,9 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                 let theta_post = Posterior::dense(fit.theta().to_vec(), Matrix::from_fn(m, m, |r, c| fit.cov[(r, c)]));
                 self.warm = Some((reference, fit.beta.clone()));
                 let line = crate::report::PanelFitLine {
+                    config: self.fits_id.clone(),
                     comparisons: n_valid,
-                    spend_usd: pico(self.sched.budget().spent_usd()),
+                    spend_usd: pico((self.sched.budget().spent_usd() - self.others_usd).max(0.0)),
                     topk: crate::model::membership::point_topk(fit.theta(), self.cfg.raw.k)
                         .into_iter()
                         .map(|b| self.cfg.pool.bases[b].clone())
