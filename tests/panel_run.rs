@@ -471,6 +471,27 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     let out = run_bin(dir.path(), &["report", "broken"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("result.json") && text(&out).contains("one entry per base (16)"), "{}", text(&out));
+    // A result without its refits: the report says why the recall plot is missing.
+    let nofits = dir.path().join("nofits");
+    std::fs::create_dir_all(&nofits).unwrap();
+    std::fs::write(nofits.join("result.json"), r.to_string()).unwrap();
+    let out = run_bin(dir.path(), &["report", "nofits"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(nofits.join("report.md")).unwrap();
+    assert!(md.contains("panel_fits.jsonl: recall against spend is not drawn"), "{md}");
+    assert_eq!(std::fs::read_to_string(nofits.join("report.html")).unwrap().matches("<figure>").count(), 2);
+    // Not a run folder; an --out that is a file.
+    std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+    let out = run_bin(dir.path(), &["report", "empty"]);
+    assert!(
+        !out.status.success() && text(&out).contains("result.json: not found: give a run folder"),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(dir.path().join("notes.md"), "mine\n").unwrap();
+    let out = run_bin(dir.path(), &["report", "runs/summeval-panel", "--out", "notes.md"]);
+    assert!(!out.status.success() && text(&out).contains("notes.md: --out: not a folder"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(dir.path().join("notes.md")).unwrap(), "mine\n");
     let prof = run_bin(dir.path(), &["profile", "runs/summeval-panel"]);
     assert!(!prof.status.success() && text(&prof).contains("`profile` takes a single judge"), "{}", text(&prof));
     // The dry run: per judge what it has stored and what the budget left would buy of it.

@@ -21,7 +21,17 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
     } else {
         arg.to_path_buf()
     };
+    if !run_dir.join("result.json").is_file() {
+        return Err(CompareError::Read {
+            path: run_dir.join("result.json"),
+            msg: "not found: give a run folder (a run writes result.json there when it stops) or the run's config file"
+                .into(),
+        });
+    }
     let out = out.unwrap_or(&run_dir);
+    if out.exists() && !out.is_dir() {
+        return Err(CompareError::Read { path: out.to_owned(), msg: "--out: not a folder (it is a file)".into() });
+    }
     // A judge panel's run (`judges:`) has its own result document and content.
     let (c, plots) = if RunDir::is_panel(&run_dir) {
         crate::report::panel_page::panel_report(&run_dir)?

@@ -504,6 +504,8 @@ pub struct PanelMemberConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PanelMemberDoc {
+    // Checked with the list (an entry without one is named by its index there).
+    #[serde(default)]
     name: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     trusted: bool,
@@ -1130,6 +1132,11 @@ mod tests {
                 "judges[0].name: \" a\" must be a plain folder name",
             ),
             ("judges:\n  - {name: a/b, mock: {}}\n  - {name: b, mock: {}}\n", "", "judges[0].name: \"a/b\" must be"),
+            (
+                "judges:\n  - {name: a, mock: {}}\n  - {mock: {}}\n",
+                "",
+                "judges[1].name: \"\" must be a plain folder name",
+            ),
             // A name is a folder of the run: `..` would put a judge's prompt beside the run's own files.
             ("judges:\n  - {name: b, mock: {}}\n  - {name: \"..\", mock: {}}\n", "", "judges[1].name: \"..\" must be"),
             ("judges:\n  - {name: \".\", mock: {}}\n  - {name: b, mock: {}}\n", "", "judges[0].name: \".\" must be"),

@@ -201,6 +201,11 @@ impl Content {
     ) -> Self {
         Self { title, facts, tables, notes }
     }
+
+    /// One more note.
+    pub fn note(&mut self, note: String) {
+        self.notes.push(note);
+    }
 }
 
 /// The systems block of a run over many prompts (docs/systems.md "Results"): θ̂ ± sd, π, the

@@ -96,7 +96,14 @@ pub fn panel_report(dir: &Path) -> Result<(Content, Vec<Plot>), CompareError> {
         });
     }
     let fits = PanelRunDir::load(dir)?.fits;
-    Ok((content(&r), plot(&r, &fits)?))
+    let mut c = content(&r);
+    if r.gold_topk.is_some() && fits.is_empty() {
+        c.note(format!(
+            "no refit in {}: recall against spend is not drawn",
+            dir.join(crate::report::PANEL_FITS).display()
+        ));
+    }
+    Ok((c, plot(&r, &fits)?))
 }
 
 /// The bases best θ̂ first (ties by name).
