@@ -117,6 +117,12 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     for o in overrides {
         check_judge_kind(&doc, o)?;
     }
+    // A key that does not fit the document's shape (a list entry named by other than its index,
+    // a key under a value) is named before the text is patched.
+    let mut probe = doc.clone();
+    for o in overrides {
+        o.apply(&mut probe).map_err(|msg| ConfigError::Set { given: o.given.clone(), msg })?;
+    }
     // Block-style keys are set in the text itself, so every other value keeps the text it was
     // written with (`id: 001` stays "001") and the new value is read for its key's type, as if
     // written there (`model: yes` is a name, not a boolean).
@@ -419,5 +425,24 @@ mod tests {
             (yaml_value("yes"), yaml_value(""), yaml_value("a #b")),
             ("yes".into(), "\"\"".into(), "\"a #b\"".into())
         );
+    }
+
+    #[test]
+    fn a_list_entry_named_by_other_than_its_index_is_said_before_the_text_is_patched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("panel.yaml");
+        std::fs::write(&path, "judges:\n  - name: a\n    mock:\n      seed: 1\n  - name: b\n    mock: {}\n").unwrap();
+        for (key, bad) in [("judges.x.mock.seed=1", "x"), ("judges.-1.mock.seed=1", "-1")] {
+            let e = read_document_with::<serde_json::Value>(&path, &[Override::parse(key).unwrap()]).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "--set {key}: judges is a list of 2 entries: its entries are named by their index, 0 to 1, not {bad:?}"
+                )
+            );
+        }
+        let v: serde_json::Value =
+            read_document_with(&path, &[Override::parse("judges.0.mock.seed=7").unwrap()]).unwrap();
+        assert_eq!(v["judges"][0]["mock"]["seed"], 7);
     }
 }
