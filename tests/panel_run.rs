@@ -497,6 +497,14 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     // The dry run: per judge what it has stored and what the budget left would buy of it.
     let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));
+    // A single-judge flag is refused by the dry run as by the run.
+    for flag in [&["--judge-changed", "accept"][..], &["--fail-on-undecided"][..]] {
+        let mut a = vec!["run", cfg.to_str().unwrap(), "--dry-run"];
+        a.extend_from_slice(flag);
+        let out = run_bin(dir.path(), &a);
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains(&format!("{}: applies to a single judge only", flag[0])), "{}", text(&out));
+    }
     let d = stdout(&dry);
     assert!(d.contains("judge panel of 2 judges"), "{d}");
     assert!(d.contains("238 ordered pairs per judge; spend booked $0.059975"), "{d}");

@@ -74,11 +74,13 @@ pub enum RunCommandError {
 pub fn dry_run_text(
     config: &Path,
     overrides: &[crate::config::overrides::Override],
+    single_judge_flags: &[&'static str],
     rt: &tokio::runtime::Runtime,
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
     if cfg.is_panel() {
+        refuse_for_panel(config, single_judge_flags)?;
         return panel_dry_run_text(&cfg, key_problem, rt);
     }
     let mut judge = crate::config::judge::judge_info(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
@@ -251,7 +253,7 @@ pub enum JudgeChanged {
 pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
     let overrides = args.overrides.overrides()?;
     if args.dry_run {
-        print_out(&dry_run_text(&args.config, &overrides, rt)?);
+        print_out(&dry_run_text(&args.config, &overrides, &single_judge_flags(args), rt)?);
         return Ok(ExitCode::SUCCESS);
     }
     let (mut cfg, mut judge) = prepare(&args.config, &overrides)?;
@@ -294,6 +296,34 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     })
 }
 
+/// The flags of `run` given that apply to a single judge only.
+fn single_judge_flags(args: &RunArgs) -> Vec<&'static str> {
+    [
+        (args.gate.is_some(), "--gate"),
+        (args.detach, "--detach"),
+        (args.judge_changed.is_some(), "--judge-changed"),
+        (args.fail_on_undecided, "--fail-on-undecided"),
+    ]
+    .into_iter()
+    .filter_map(|(set, flag)| set.then_some(flag))
+    .collect()
+}
+
+/// A judge panel's config refuses the single-judge `flags` (the first named), for a run and its
+/// dry run alike.
+fn refuse_for_panel(config: &Path, flags: &[&'static str]) -> Result<(), RunCommandError> {
+    match flags.first() {
+        Some(flag) => Err(RunCommandError::Config(ConfigError::invalid(
+            config,
+            crate::domain::invalid::InvalidSetting::new(
+                *flag,
+                "applies to a single judge only; this config is a judge panel (`judges:`, docs/model.md §8)",
+            ),
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `topk-judge run` of a judge panel (`judges:`, docs/model.md §8): Algorithm 1 over (pair,
 /// judge), one budget; result.json and the summary per judge. Exit code 130 after an interrupt.
 ///
@@ -301,22 +331,7 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
 /// [`RunCommandError`]: a flag that applies to a single judge only, a judge that cannot be
 /// built, or the run itself (within [`RunCommandError::During`]).
 fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
-    for (set, flag) in [
-        (args.gate.is_some(), "--gate"),
-        (args.detach, "--detach"),
-        (args.judge_changed.is_some(), "--judge-changed"),
-        (args.fail_on_undecided, "--fail-on-undecided"),
-    ] {
-        if set {
-            return Err(RunCommandError::Config(ConfigError::invalid(
-                &args.config,
-                crate::domain::invalid::InvalidSetting::new(
-                    flag,
-                    "applies to a single judge only; this config is a judge panel (`judges:`, docs/model.md §8)",
-                ),
-            )));
-        }
-    }
+    refuse_for_panel(&args.config, &single_judge_flags(args))?;
     let mut members = Vec::with_capacity(cfg.raw.judges.len());
     for m in &cfg.raw.judges {
         members.push((m.name.clone(), make_judge(&m.judge).map_err(RunCommandError::Judge)?));

@@ -302,7 +302,13 @@ fn strip_location(msg: &str) -> String {
 pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError {
     match e {
         ConfigError::Invalid { key, msg, path } => {
-            match overrides.iter().rev().find(|o| key == o.dotted() || key.starts_with(&format!("{}.", o.dotted()))) {
+            // `judges: …, not both` on a panel file is the fault of a `--set judge.…`.
+            let names = |o: &Override| {
+                key == o.dotted()
+                    || key.starts_with(&format!("{}.", o.dotted()))
+                    || (key == "judges" && o.key.first().is_some_and(|k| k == "judge"))
+            };
+            match overrides.iter().rev().find(|o| names(o)) {
                 Some(o) => ConfigError::Set { given: o.given.clone(), msg: format!("{key}: {msg}") },
                 None => ConfigError::Invalid { key, msg, path },
             }
@@ -444,5 +450,19 @@ mod tests {
         let v: serde_json::Value =
             read_document_with(&path, &[Override::parse("judges.0.mock.seed=7").unwrap()]).unwrap();
         assert_eq!(v["judges"][0]["mock"]["seed"], 7);
+    }
+
+    #[test]
+    fn a_judge_section_set_on_a_panel_file_is_the_overrides_fault() {
+        let e = ConfigError::Invalid {
+            path: "panel.yaml".into(),
+            key: "judges".into(),
+            msg: "give either `judge` (one judge) or `judges` (a panel), not both".into(),
+        };
+        let o = Override::parse("judge.mock.seed=1").unwrap();
+        assert_eq!(
+            name_the_override(e, &[Override::parse("name=x").unwrap(), o]).to_string(),
+            "--set judge.mock.seed=1: judges: give either `judge` (one judge) or `judges` (a panel), not both"
+        );
     }
 }
