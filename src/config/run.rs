@@ -452,7 +452,7 @@ pub struct RawConfig {
     pub judge: Option<JudgeConfig>,
     /// A judge panel (docs/model.md §8): several named judges in one run, one model and one
     /// budget. A list of one is the single-judge run (its entry becomes `judge`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "non_empty_judges")]
     pub judges: Vec<PanelMemberConfig>,
     /// The `model` block: kind, covariates, prior precisions λ_θ, λ_b, λ_κ and the
     /// strong-preference weight (docs/model.md §2).
@@ -597,6 +597,18 @@ impl RawConfig {
             None => self.judges.iter().any(|m| matches!(m.judge, JudgeConfig::Openai(_))),
         }
     }
+}
+
+/// `judges:` as written: a list with at least one entry (an empty one is said, not taken for a
+/// missing judge).
+fn non_empty_judges<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<PanelMemberConfig>, D::Error> {
+    let v = <Vec<PanelMemberConfig> as serde::Deserialize>::deserialize(d)?;
+    if v.is_empty() {
+        return Err(serde::de::Error::custom(
+            "an empty list: give the panel's judges, e.g. `judges: [{name: cheap, mock: {...}}, {name: frontier, trusted: true, openai: {...}}]`, or one `judge:`",
+        ));
+    }
+    Ok(v)
 }
 
 /// `judge:` or `judges:`: exactly one. A panel of one becomes `judge` (so it runs as the
@@ -1121,6 +1133,7 @@ mod tests {
                 "judges: give either `judge` (one judge) or `judges` (a panel), not both",
             ),
             ("", "", "judge: missing: give `judge: {mock: {...}}`"),
+            ("judges: []\n", "", "(key `judges`): an empty list: give the panel's judges"),
             (
                 "judges:\n  - {name: a, mock: {}}\n  - {name: a, mock: {}}\n",
                 "",
