@@ -173,15 +173,7 @@ fn panel_dry_run_text(
             named.judge.describe()
         ));
     }
-    if b.unlimited {
-        t.push_str("budget: unlimited\n");
-    } else {
-        t.push_str(&format!(
-            "budget: max_comparisons {}, max_usd {} (for the panel as a whole)\n",
-            b.max_comparisons.map_or("none".into(), |m| m.to_string()),
-            b.max_usd.map_or("none".into(), |m| format!("${m}"))
-        ));
-    }
+    t.push_str(&crate::report::dry_run::budget_line(b, " (for the panel as a whole)"));
     for m in &cfg.raw.judges {
         if let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge {
             let line = match make_judge(&m.judge) {

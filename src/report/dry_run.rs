@@ -56,15 +56,7 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
         ));
     }
     let b = &cfg.raw.budget;
-    if b.unlimited {
-        s.push_str("budget: unlimited\n");
-    } else {
-        s.push_str(&format!(
-            "budget: max_comparisons {}, max_usd {}\n",
-            b.max_comparisons.map_or("none".into(), |m| m.to_string()),
-            b.max_usd.map_or("none".into(), |m| format!("${m}"))
-        ));
-    }
+    s.push_str(&budget_line(b, ""));
     if b.max_comparisons.is_none() && b.max_usd.is_none() {
         s.push_str(&format!(
             "queries the budget allows: all {} ordered pairs not yet judged (no limit)\n",
@@ -87,4 +79,18 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
         });
     }
     s
+}
+
+/// The dry run's budget line: `budget: unlimited`, or both limits (`none` when unset) followed
+/// by `what` (e.g. " (for the panel as a whole)").
+pub fn budget_line(b: &crate::config::budget::BudgetConfig, what: &str) -> String {
+    if b.unlimited {
+        "budget: unlimited\n".into()
+    } else {
+        format!(
+            "budget: max_comparisons {}, max_usd {}{what}\n",
+            b.max_comparisons.map_or("none".into(), |m| m.to_string()),
+            b.max_usd.map_or("none".into(), |m| format!("${m}"))
+        )
+    }
 }
