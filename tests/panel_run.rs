@@ -727,3 +727,161 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
         stderr(&out)
     );
 }
+
+/// A panel over the systems of [`systems_pool`]: a cheap judge of family "acme" that favours
+/// its family's answers by 0.25 quality units, a mid judge of family "zeta" that does not, and a
+/// trusted frontier judge.
+const SYSTEMS_PANEL: &str = r#"name: sp
+out_dir: runs
+pool: {file: systems.jsonl, ids: all}
+k: 3
+judges:
+  - name: cheap
+    family: acme
+    mock: {mode: stochastic, pos_bias: 0.3, verb_per_word: 0.01, temperature: 0.25, seed: 7,
+           input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.60,
+           self_preference: {systems: [acme-a, acme-b, acme-c], bonus: 0.25}}
+  - name: mid
+    family: zeta
+    mock: {mode: stochastic, pos_bias: 0.1, verb_per_word: 0.005, temperature: 0.2, seed: 9,
+           input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.60}
+  - name: frontier
+    trusted: true
+    mock: {mode: stochastic, pos_bias: 0.05, verb_per_word: 0.0, temperature: 0.15, seed: 8,
+           input_usd_per_mtok: 2.50, output_usd_per_mtok: 10.0}
+model:
+  kind: bias_aware
+  covariates:
+    - {name: words, transform: zscore}
+acquisition: {refit_every: 16, concurrency: 16, seed: 42, mc_draws: 500}
+budget: {max_usd: 0.2}
+"#;
+
+/// A pool file of `prompts` prompts × 8 systems whose quality is the system's (no per-answer
+/// quality, so the model of docs/systems.md holds exactly) and whose lengths vary per answer:
+/// systems acme-a, acme-b, acme-c (family "acme" by name) and zeta-d … zeta-h.
+fn systems_pool(dir: &Path, prompts: usize) -> PathBuf {
+    let systems = ["acme-a", "zeta-d", "acme-b", "zeta-e", "zeta-f", "acme-c", "zeta-g", "zeta-h"];
+    let quality = [3.6, 3.5, 3.2, 3.1, 2.9, 2.8, 2.6, 2.4];
+    let mut out = String::new();
+    for p in 0..prompts {
+        let items: Vec<Value> = systems
+            .iter()
+            .zip(quality)
+            .enumerate()
+            .map(|(s, (sys, q))| {
+                let words = 40 + (p * 7 + s * 13) % 41;
+                serde_json::json!({"id": format!("{sys}"), "system": sys, "quality": q,
+                    "text": vec![format!("w{p}s{s}"); words].join(" ")})
+            })
+            .collect();
+        out.push_str(
+            &serde_json::json!({"pool_id": format!("p{p:02}"), "task": "Summarise the article.", "items": items})
+                .to_string(),
+        );
+        out.push('\n');
+    }
+    write(dir, "systems.jsonl", &out)
+}
+
+/// Self-preference in a panel run over systems (docs/model.md §8): the cheap judge adds 0.25
+/// quality units (1 logit at its temperature 0.25) to its own family's answers, the mid judge,
+/// of another family, adds nothing. The run recovers each judge's "same family" coefficient
+/// within 2 sd of the truth (1 and 0 logits) against the trusted judge, and `fit RUN --panel`
+/// repeats the run's fit from the folder, with the config's trusted judge and families.
+#[test]
+fn a_panel_over_systems_recovers_each_judges_self_preference() {
+    let dir = tempfile::tempdir().unwrap();
+    systems_pool(dir.path(), 40);
+    let cfg = write(dir.path(), "sp.yaml", SYSTEMS_PANEL);
+    let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(stdout(&dry).contains("family \"acme\": judge cheap; systems acme-a, acme-b, acme-c"), "{}", text(&dry));
+    assert!(stdout(&dry).contains("family \"zeta\": judge mid; systems zeta-d, zeta-e, zeta-f, zeta-g, zeta-h"));
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = dir.path().join("runs/sp");
+    let r = json(&run.join("result.json"));
+    let f = &r["fit"];
+    assert_eq!(f["covariates"], serde_json::json!(["words", "same family"]));
+    let judge = |name: &str| f["judges"].as_array().unwrap().iter().find(|j| j["name"] == name).unwrap().clone();
+    // Truths in each judge's logits: bonus / temperature, and κ = pos_bias / temperature.
+    for (name, same, kappa) in [("cheap", 1.0, 0.3 / 0.25), ("mid", 0.0, 0.1 / 0.2)] {
+        let j = judge(name);
+        let (c, sd) = (j["c"][1]["value"].as_f64().unwrap(), j["c"][1]["sd"].as_f64().unwrap());
+        assert!((c - same).abs() < 2.0 * sd, "{name}: ĉ same family {c} ± {sd}, truth {same}\n{}", stdout(&out));
+        assert!(sd < 0.3, "{name}: sd {sd} (the verdicts identify it)");
+        assert!(j["c_profile_nats"][1].as_f64().unwrap() > 2.0, "{j}");
+        let (k, ksd) = (j["kappa"]["value"].as_f64().unwrap(), j["kappa"]["sd"].as_f64().unwrap());
+        assert!((k - kappa).abs() < 2.0 * ksd, "{name}: κ̂ {k} ± {ksd}, truth {kappa}");
+    }
+    assert!(judge("frontier")["verdicts"].as_u64().unwrap() >= 10, "{}", stdout(&out));
+    // Every query compares two answers to one prompt.
+    for v in lines(&run.join("verdicts.jsonl")) {
+        let (a, b) = (v["a"].as_str().unwrap(), v["b"].as_str().unwrap());
+        assert_eq!(a.split('/').next(), b.split('/').next(), "{v}");
+    }
+    let fit = run_bin(dir.path(), &["fit", run.to_str().unwrap(), "--panel", "--out", "f.json"]);
+    assert!(fit.status.success(), "{}", text(&fit));
+    let g = json(&dir.path().join("f.json"));
+    for (x, y) in g["theta"].as_array().unwrap().iter().zip(f["theta"].as_array().unwrap()) {
+        assert!((x.as_f64().unwrap() - y.as_f64().unwrap()).abs() < 1e-9, "{x} vs {y}");
+    }
+    assert_eq!(g["covariates"], f["covariates"]);
+}
+
+/// A family or a self-preference that cannot apply is named by its key, with what was expected.
+#[test]
+fn families_and_self_preferences_that_cannot_apply_are_refused_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    systems_pool(dir.path(), 4);
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "    trusted: true\n",
+            "    trusted: true\n    family: acme\n",
+            "judges[2].family: \"frontier\" is the trusted judge",
+        ),
+        (
+            "pool: {file: systems.jsonl, ids: all}",
+            "pool: {file: systems.jsonl}",
+            "judges[0].mock.self_preference.systems: a self-preference favours systems",
+        ),
+        (
+            "self_preference: {systems: [acme-a, acme-b, acme-c], bonus: 0.25}",
+            "self_preference: {systems: [acme-a, acme-x], bonus: 0.25}",
+            "judges[0].mock.self_preference.systems: no system \"acme-x\" in the run; its systems: acme-a, zeta-d",
+        ),
+        (
+            "ids: all}",
+            "ids: all, families: {zeta-h: acme, nope: acme}}",
+            "pool.families.nope: no system \"nope\" in the run",
+        ),
+        ("ids: all}", "ids: all, families: {zeta-h: beta}}", "pool.families.zeta-h: no judge is of family \"beta\""),
+        ("    family: zeta\n", "    family: \" \"\n", "judges[1].family: empty"),
+    ];
+    for (from, to, want) in cases {
+        assert!(SYSTEMS_PANEL.contains(from), "{from}");
+        let cfg = write(dir.path(), "bad.yaml", &SYSTEMS_PANEL.replacen(from, to, 1));
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+        assert!(!out.status.success() && text(&out).contains(want), "{to}: {}", text(&out));
+        assert!(text(&out).contains("bad.yaml"), "{}", text(&out));
+    }
+    // Over one pool, a family is refused too (self-preference is a systems covariate).
+    let one = SYSTEMS_PANEL
+        .replacen("pool: {file: systems.jsonl, ids: all}", "pool: {file: systems.jsonl}", 1)
+        .replacen(",\n           self_preference: {systems: [acme-a, acme-b, acme-c], bonus: 0.25}", "", 1);
+    let cfg = write(dir.path(), "one.yaml", &one);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        !out.status.success() && text(&out).contains("judges[0].family: self-preference is a covariate of systems"),
+        "{}",
+        text(&out)
+    );
+    // A family of every system, or of none, leaves its coefficient to the prior: said.
+    let all = SYSTEMS_PANEL.replacen("family: acme", "family: a", 1).replacen("family: zeta", "family: zz", 1);
+    let cfg = write(dir.path(), "all.yaml", &all);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("every system is of family \"a\" (judge cheap)"), "{}", text(&out));
+    assert!(text(&out).contains("no system is of family \"zz\" (judge mid;"), "{}", text(&out));
+}

@@ -20,7 +20,7 @@ use crate::domain::rng::ChaCha8Rng;
 use crate::model::bt::sigmoid;
 use crate::model::linalg::Matrix;
 use crate::model::panel::PanelFit;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// What the panel's acquisition looks at.
 pub struct PanelContext<'a> {
@@ -28,6 +28,9 @@ pub struct PanelContext<'a> {
     pub fit: &'a PanelFit,
     /// Base of each item (length N).
     pub item_base: &'a [usize],
+    /// The items of each prompt, ascending: a pair is two items of one prompt (a run over many
+    /// prompts, docs/systems.md); a single pool is one prompt holding every item.
+    pub prompts: &'a [Vec<usize>],
     /// Covariates in model units as judge j sees item a: `x[j][a]` (length p); a judge-specific
     /// covariate such as "same family" differs between judges.
     pub x: &'a [Vec<Vec<f64>>],
@@ -60,27 +63,28 @@ struct Unit {
 pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<PanelQuery> {
     let fit = ctx.fit;
     let l = &fit.layout;
-    let n_items = ctx.item_base.len();
     let judges = l.kappa.len();
     let bw: Vec<f64> = ctx.membership.iter().map(|q| q * (1.0 - q)).collect();
     let hot = hot_bases(&bw);
     let mut units = Vec::new();
-    for a in 0..n_items {
-        for b in a + 1..n_items {
-            if ctx.item_base[a] == ctx.item_base[b] {
-                continue;
-            }
-            for j in 0..judges {
-                let orders: Vec<(usize, usize)> =
-                    [(a, b), (b, a)].into_iter().filter(|q| !ctx.queried[j].contains(q)).collect();
-                if orders.is_empty() {
+    for g in ctx.prompts {
+        for (h, &a) in g.iter().enumerate() {
+            for &b in &g[h + 1..] {
+                if ctx.item_base[a] == ctx.item_base[b] {
                     continue;
                 }
-                let cost: f64 = orders.iter().map(|&(x, y)| (ctx.cost)(j, x, y)).sum();
-                if cost > ctx.remaining_usd {
-                    continue;
+                for j in 0..judges {
+                    let orders: Vec<(usize, usize)> =
+                        [(a, b), (b, a)].into_iter().filter(|q| !ctx.queried[j].contains(q)).collect();
+                    if orders.is_empty() {
+                        continue;
+                    }
+                    let cost: f64 = orders.iter().map(|&(x, y)| (ctx.cost)(j, x, y)).sum();
+                    if cost > ctx.remaining_usd {
+                        continue;
+                    }
+                    units.push(Unit { judge: j, orders, cost });
                 }
-                units.push(Unit { judge: j, orders, cost });
             }
         }
     }
@@ -94,6 +98,10 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
     let mut spent = 0.0;
     let mut taken = vec![false; units.len()];
     while picked.len() < r {
+        // A unit's information depends on its judge and on the bases and covariate differences
+        // of its orders only: over many prompts the same system pair recurs on every prompt, so
+        // it is computed once per pick.
+        let mut known: HashMap<GainKey, f64> = HashMap::new();
         let scores: Vec<f64> = units
             .iter()
             .zip(&taken)
@@ -101,7 +109,8 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
                 if t || spent + u.cost > ctx.remaining_usd {
                     return f64::NEG_INFINITY;
                 }
-                score(ctx, &sigma, u, &bw, &hot)
+                let g = *known.entry(gain_key(ctx, u)).or_insert_with(|| gain(ctx, &sigma, u, &bw, &hot));
+                g / u.cost.max(f64::MIN_POSITIVE)
             })
             .collect();
         let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -164,7 +173,31 @@ fn hot_bases(bw: &[f64]) -> Vec<usize> {
     (0..bw.len()).filter(|&b| bw[b] > 1e-3).collect()
 }
 
+/// What a unit's information depends on: its judge and, per order, the two bases and the
+/// covariate difference (bits).
+type GainKey = (usize, Vec<(usize, usize, Vec<u64>)>);
+
+fn gain_key(ctx: &PanelContext<'_>, u: &Unit) -> GainKey {
+    let x = &ctx.x[u.judge];
+    let orders = u
+        .orders
+        .iter()
+        .map(|&(a, b)| {
+            let dx = x[a].iter().zip(&x[b]).map(|(p, q)| (p - q).to_bits()).collect();
+            (ctx.item_base[a], ctx.item_base[b], dx)
+        })
+        .collect();
+    (u.judge, orders)
+}
+
+#[cfg(test)]
 fn score(ctx: &PanelContext<'_>, sigma: &Matrix, u: &Unit, bw: &[f64], hot: &[usize]) -> f64 {
+    gain(ctx, sigma, u, bw, hot) / u.cost.max(f64::MIN_POSITIVE)
+}
+
+/// The expected reduction of the uncertain contrasts' variance by the unit's verdicts, Σ over
+/// pairs of uncertain bases of (π_i(1 − π_i) + π_k(1 − π_k)) Δv / v (the score's numerator).
+fn gain(ctx: &PanelContext<'_>, sigma: &Matrix, u: &Unit, bw: &[f64], hot: &[usize]) -> f64 {
     let n = sigma.nrows();
     // U = Σ D (n × orders), A = (W⁻¹ + DᵀΣD)⁻¹: the posterior update of both orders at once is
     // Σ ← Σ − U A Uᵀ, so Var(θ_i − θ_k) falls by (U_i − U_k)ᵀ A (U_i − U_k).
@@ -193,7 +226,7 @@ fn score(ctx: &PanelContext<'_>, sigma: &Matrix, u: &Unit, bw: &[f64], hot: &[us
         let det = m[0][0] * m[1][1] - m[0][1] * m[1][0];
         [[m[1][1] / det, -m[0][1] / det], [-m[1][0] / det, m[0][0] / det]]
     };
-    let mut gain = 0.0;
+    let mut total = 0.0;
     for (h, &i) in hot.iter().enumerate() {
         for &k in &hot[h + 1..] {
             let v = sigma[(i, i)] + sigma[(k, k)] - 2.0 * sigma[(i, k)];
@@ -207,10 +240,10 @@ fn score(ctx: &PanelContext<'_>, sigma: &Matrix, u: &Unit, bw: &[f64], hot: &[us
                     dv += e[x] * a[x][y] * e[y];
                 }
             }
-            gain += (bw[i] + bw[k]) * dv / v;
+            total += (bw[i] + bw[k]) * dv / v;
         }
     }
-    gain / u.cost.max(f64::MIN_POSITIVE)
+    total
 }
 
 /// Σ ← Σ − w Σd dᵀΣ / (1 + w dᵀΣd) for a sparse row d.
@@ -268,6 +301,7 @@ mod tests {
         let ctx = PanelContext {
             fit: &f,
             item_base: &base,
+            prompts: &[(0..6).collect()],
             x: &x,
             membership: &pi,
             queried: &queried,
@@ -296,6 +330,7 @@ mod tests {
         let ctx = PanelContext {
             fit: &f,
             item_base: &base,
+            prompts: &[(0..6).collect()],
             x: &x,
             membership: &pi,
             queried: &queried,

@@ -77,6 +77,57 @@ pub struct Families {
 }
 
 impl Families {
+    /// The families of `judge` (per judge) and of `bases` (`given` per base, the rest matched by
+    /// name: a base whose id contains a judge's family, ignoring case, is of that family; the
+    /// longest family wins).
+    pub fn resolve(bases: &[String], judge: Vec<Option<String>>, given: Vec<Option<String>>) -> Self {
+        let mut known: Vec<&String> = judge.iter().flatten().collect();
+        known.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        known.dedup();
+        let base = given
+            .into_iter()
+            .zip(bases)
+            .map(|(g, id)| {
+                g.or_else(|| {
+                    let id = id.to_lowercase();
+                    known.iter().find(|f| id.contains(&f.to_lowercase())).map(|f| (*f).clone())
+                })
+            })
+            .collect();
+        Self { judge, base }
+    }
+
+    /// Each judges' family (longest name first, once) with its judges and its bases: a family
+    /// with no base, or with every base, leaves its judges' "same family" coefficient to the
+    /// prior (no verdict compares an answer of the family with one outside it).
+    pub fn reach(&self) -> Vec<FamilyReach> {
+        let mut known: Vec<&String> = self.judge.iter().flatten().collect();
+        known.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        known.dedup();
+        known
+            .into_iter()
+            .map(|fam| FamilyReach {
+                family: fam.clone(),
+                judges: (0..self.judge.len()).filter(|&j| self.judge[j].as_ref() == Some(fam)).collect(),
+                bases: (0..self.base.len()).filter(|&b| self.base[b].as_ref() == Some(fam)).collect(),
+            })
+            .collect()
+    }
+
+    /// One line per judges' family that splits the bases ("family "acme": judge cheap; systems
+    /// M11, M17"), with the judges' and bases' names.
+    pub fn lines(&self, judges: &[&str], bases: &[String]) -> Vec<String> {
+        self.reach()
+            .into_iter()
+            .filter(|r| !r.bases.is_empty() && r.bases.len() < bases.len())
+            .map(|r| {
+                let of: Vec<&str> = r.judges.iter().map(|&j| judges[j]).collect();
+                let members: Vec<&str> = r.bases.iter().map(|&b| bases[b].as_str()).collect();
+                format!("family {:?}: judge {}; systems {}", r.family, of.join(", "), members.join(", "))
+            })
+            .collect()
+    }
+
     /// The "same family" covariate of judge j for base b (1 or 0).
     pub fn same(&self, j: usize, b: usize) -> f64 {
         match (&self.judge[j], &self.base[b]) {
@@ -84,6 +135,17 @@ impl Families {
             _ => 0.0,
         }
     }
+}
+
+/// One judges' family of [`Families::reach`]: its judges and its bases (indices).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FamilyReach {
+    /// The family's name.
+    pub family: String,
+    /// The judges of the family.
+    pub judges: Vec<usize>,
+    /// The bases (systems) of the family.
+    pub bases: Vec<usize>,
 }
 
 /// The most profiling work done (coefficients profiled × parameters³): each point of a profile

@@ -281,7 +281,22 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
     if counts.is_empty() {
         return Err(FitCommandError::Invalid(format!("{vpath}: no record of pool {:?} to fit", pool.pool_id)));
     }
-    let trusted = args.trusted.map(|t| match_judge(&counts, t, "--trusted", &pool, &vpath)).transpose()?;
+    // A panel run's folder: its trusted judge and families are the defaults, so the fit is the
+    // run's (result.json) unless a flag says otherwise.
+    let run_panel = run.as_ref().filter(|r| r.cfg.is_panel() && args.verdicts_file.is_none());
+    let run_trusted = run_panel
+        .and_then(|r| r.cfg.raw.judges.iter().find(|m| m.trusted))
+        .map(|m| m.name.clone())
+        .filter(|name| counts.contains_key(name));
+    let trusted = match args.trusted {
+        Some(t) => Some(match_judge(&counts, t, "--trusted", &pool, &vpath)?),
+        None => {
+            if let Some(t) = &run_trusted {
+                notes.push(format!("trusted judge {t:?}: the run's (`trusted: true`); --trusted names another"));
+            }
+            run_trusted
+        }
+    };
     let mut groups = Vec::with_capacity(counts.len());
     let mut invalid = 0;
     for name in counts.keys() {
@@ -308,7 +323,26 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         );
     }
     let cov = covariates(&pool, args, cfg, &set, &mut warnings)?;
-    let families = families(args, &pool, &groups, &counts, &vpath, &mut notes, &mut warnings)?;
+    let families = match (args.families.is_empty(), run_panel.and_then(|r| r.cfg.families.as_ref().map(|f| (r, f)))) {
+        // The run's families, by judge and system name.
+        (true, Some((r, f))) if args.system_families.is_empty() => {
+            let judge = groups
+                .iter()
+                .map(|g| r.cfg.raw.judges.iter().position(|m| m.name == g.name).and_then(|j| f.judge[j].clone()))
+                .collect();
+            let base = pool
+                .bases
+                .iter()
+                .map(|b| r.cfg.pool.bases.iter().position(|x| x == b).and_then(|i| f.base[i].clone()))
+                .collect();
+            notes.push("families: the run's (judges[i].family, pool.families); --family gives others".into());
+            let f = crate::analysis::panel_fit::Families { judge, base };
+            let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+            notes.extend(f.lines(&names, &pool.bases));
+            Some(f)
+        }
+        _ => families(args, &pool, &groups, &counts, &vpath, &mut notes, &mut warnings)?,
+    };
     let comparisons = groups.iter().map(|g| g.verdicts.len()).sum::<usize>();
     let mut rng = crate::domain::rng::stream(set.seed, "membership", comparisons as u64);
     let crate::analysis::panel_fit::PanelReport { panel, notes: more, not_certified, weak_anchor } =
@@ -449,20 +483,11 @@ fn families(
             ));
         }
     }
-    let mut known: Vec<&String> = judge.iter().flatten().collect();
-    known.sort_by_key(|f| std::cmp::Reverse(f.len()));
-    known.dedup();
-    for (b, slot) in base.iter_mut().enumerate() {
-        if slot.is_none() {
-            let id = pool.bases[b].to_lowercase();
-            *slot = known.iter().find(|f| id.contains(&f.to_lowercase())).map(|f| (*f).clone());
-        }
-    }
-    for fam in &known {
-        let members: Vec<&str> =
-            (0..pool.n_bases()).filter(|&b| base[b].as_ref() == Some(*fam)).map(|b| pool.bases[b].as_str()).collect();
-        let of: Vec<&str> =
-            groups.iter().zip(&judge).filter(|(_, f)| f.as_ref() == Some(*fam)).map(|(g, _)| g.name.as_str()).collect();
+    let families = crate::analysis::panel_fit::Families::resolve(&pool.bases, judge, base);
+    for r in families.reach() {
+        let fam = &r.family;
+        let members: Vec<&str> = r.bases.iter().map(|&b| pool.bases[b].as_str()).collect();
+        let of: Vec<&str> = r.judges.iter().map(|&j| groups[j].name.as_str()).collect();
         if members.is_empty() {
             warnings.push(format!(
                 "--family: no system is of family {fam:?} (judge {}); its same-family coefficient is prior-selected",
@@ -473,11 +498,11 @@ fn families(
                 "--family: every system is of family {fam:?} (judge {}; a system is of a family when its id contains the name), so no verdict compares an answer of the family with one outside it and its same-family coefficient is prior-selected; name the family's systems with --system-family SYSTEM=FAMILY",
                 of.join(", ")
             ));
-        } else {
-            notes.push(format!("family {fam:?}: judge {}; systems {}", of.join(", "), members.join(", ")));
         }
     }
-    Ok(Some(crate::analysis::panel_fit::Families { judge, base }))
+    let names: Vec<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+    notes.extend(families.lines(&names, &pool.bases));
+    Ok(Some(families))
 }
 
 /// What both fits start from: the run folder (if one is given), the pool, the settings and the

@@ -173,6 +173,12 @@ fn panel_dry_run_text(
             named.judge.describe()
         ));
     }
+    if let Some(f) = &cfg.families {
+        let names: Vec<&str> = cfg.raw.judges.iter().map(|m| m.name.as_str()).collect();
+        for line in f.lines(&names, &cfg.pool.bases) {
+            t.push_str(&format!("{line} (self-preference: the judge's \"same family\" coefficient)\n"));
+        }
+    }
     t.push_str(&crate::report::dry_run::budget_line(b, " (for the panel as a whole)"));
     for m in &cfg.raw.judges {
         if let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge {

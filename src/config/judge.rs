@@ -39,6 +39,21 @@ pub fn check_judge(
             let k = format!("{key}.mock");
             crate::judge::mock::MockJudge::new(mc.clone())
                 .map_err(|msg| InvalidSetting::new(k.clone(), msg.to_string()))?;
+            if let Some(sp) = &mc.self_preference {
+                let key = format!("{k}.self_preference.systems");
+                if !pool.is_systems() {
+                    return Err(InvalidSetting::new(
+                        key,
+                        "a self-preference favours systems: it needs a run over many prompts (pool.ids) whose items carry `system`",
+                    ));
+                }
+                if let Some(s) = sp.systems.iter().find(|s| !pool.bases.contains(s)) {
+                    return Err(InvalidSetting::new(
+                        key,
+                        format!("no system {s:?} in the run; its systems: {}", pool.bases.join(", ")),
+                    ));
+                }
+            }
             if !mc.stand_in_quality
                 && let Some(it) = pool.items.iter().find(|i| i.quality.is_none())
             {

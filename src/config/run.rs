@@ -30,6 +30,11 @@ pub struct PoolRef {
     /// With `ids`: the reference system of the reported win rates (default: the first system).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
+    /// With `ids` and a judge panel: the model family of a system, `SYSTEM: FAMILY`, where its
+    /// id does not contain the family's name (the self-preference covariate "same family",
+    /// docs/model.md §8; a system whose id contains a judge's `family` is of it).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub families: std::collections::BTreeMap<String, String>,
     /// A synthetic pool generated from this spec instead of a file (docs/model.md §7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synthetic: Option<crate::analysis::synth::SynthSpec>,
@@ -496,6 +501,10 @@ pub struct PanelMemberConfig {
     /// Its verdicts are taken as free of item-level bias (no bias coefficients c_j; the paper's
     /// trusted anchors). At most one judge of a panel.
     pub trusted: bool,
+    /// Its model family, over systems (`pool.ids`): the "same family" covariate of this judge is
+    /// 1 for an answer of a system of the family, and its coefficient is the judge's
+    /// self-preference in logits (docs/model.md §8). Not for the trusted judge.
+    pub family: Option<String>,
     /// The judge block, with its own price, concurrency and rate limit.
     pub judge: JudgeConfig,
 }
@@ -509,6 +518,8 @@ struct PanelMemberDoc {
     name: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     trusted: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    family: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mock: Option<crate::judge::mock::MockConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -534,7 +545,7 @@ impl TryFrom<PanelMemberDoc> for PanelMemberConfig {
                 blocks.len()
             ));
         }
-        Ok(Self { name: d.name, trusted: d.trusted, judge: blocks.remove(0) })
+        Ok(Self { name: d.name, trusted: d.trusted, family: d.family, judge: blocks.remove(0) })
     }
 }
 
@@ -543,6 +554,7 @@ impl From<PanelMemberConfig> for PanelMemberDoc {
         let mut d = PanelMemberDoc {
             name: m.name,
             trusted: m.trusted,
+            family: m.family,
             mock: None,
             synthetic: None,
             openai: None,
@@ -631,6 +643,12 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
             ));
         }
         (false, 1) => {
+            if raw.judges[0].family.is_some() {
+                return Err(InvalidSetting::new(
+                    "judges[0].family",
+                    "a judge's family is a covariate of a panel (its self-preference is identified by the other judges' verdicts, docs/model.md §8); one judge's own verdicts cannot tell it from the quality of its family's systems",
+                ));
+            }
             raw.judge = Some(raw.judges.remove(0).judge);
             return Ok(());
         }
@@ -692,9 +710,6 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
     if raw.acquisition.orders != crate::acquire::Orders::Both {
         return refuse("acquisition.orders", "a panel sends both orders of a pair to one judge; leave `both`");
     }
-    if raw.pool.ids.is_some() {
-        return refuse("pool.ids", "a panel runs over one pool for now, not many prompts");
-    }
     if raw.gate.is_some() {
         return refuse("gate", "a panel's `trusted: true` judge is its anchor; a gate does not apply");
     }
@@ -729,6 +744,9 @@ pub struct Config {
     /// Warnings found at load (identical texts, covariates whose scale makes the prior
     /// meaningless); commands print them.
     pub warnings: Vec<String>,
+    /// A panel over systems with a judge's `family`: the families of the judges and the systems
+    /// (the self-preference covariate, docs/model.md §8); `None` otherwise.
+    pub families: Option<crate::analysis::panel_fit::Families>,
     /// The command line's `--set` (and its shorthands such as `--name`) applied to the file, in
     /// order: the command that resumes the run repeats them.
     pub overrides: Vec<super::overrides::Override>,
@@ -861,6 +879,7 @@ impl Config {
         let mut warnings =
             sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
+        let families = families(&raw, &pool, &mut warnings).map_err(inv)?;
         Ok(Self {
             raw,
             path: path.to_owned(),
@@ -869,6 +888,7 @@ impl Config {
             covariates,
             covariate_specs: specs,
             warnings,
+            families,
             overrides: Vec::new(),
         })
     }
@@ -1034,6 +1054,80 @@ fn check_systems(raw: &RawConfig, pool: &Pool) -> Result<(), InvalidSetting> {
     Ok(())
 }
 
+/// The families of a panel over systems (`judges[i].family`, `pool.families`, matched by name
+/// otherwise; docs/model.md §8), with a warning for a family no verdict can tell apart from
+/// quality; `None` when no judge has a family.
+fn families(
+    raw: &RawConfig,
+    pool: &Pool,
+    warnings: &mut Vec<String>,
+) -> Result<Option<crate::analysis::panel_fit::Families>, InvalidSetting> {
+    let judge: Vec<Option<String>> = raw.judges.iter().map(|m| m.family.clone()).collect();
+    for (i, m) in raw.judges.iter().enumerate() {
+        let Some(f) = &m.family else { continue };
+        if f.trim().is_empty() {
+            return Err(InvalidSetting::new(format!("judges[{i}].family"), "empty: give the judge's model family"));
+        }
+        if m.trusted {
+            return Err(InvalidSetting::new(
+                format!("judges[{i}].family"),
+                format!(
+                    "{:?} is the trusted judge, taken as free of item-level bias, so it has no self-preference coefficient; give the family of an untrusted judge",
+                    m.name
+                ),
+            ));
+        }
+        if !pool.is_systems() {
+            return Err(InvalidSetting::new(
+                format!("judges[{i}].family"),
+                "self-preference is a covariate of systems: a run over many prompts (pool.ids) whose items carry `system` (docs/systems.md); this run has one pool",
+            ));
+        }
+    }
+    let mut given: Vec<Option<String>> = vec![None; pool.n_bases()];
+    for (system, family) in &raw.pool.families {
+        let key = format!("pool.families.{system}");
+        let Some(b) = pool.bases.iter().position(|s| s == system) else {
+            return Err(InvalidSetting::new(
+                key,
+                if pool.is_systems() {
+                    format!("no system {system:?} in the run; its systems: {}", pool.bases.join(", "))
+                } else {
+                    "a system's family needs a run over many prompts (pool.ids)".to_string()
+                },
+            ));
+        };
+        if !judge.iter().flatten().any(|f| f == family) {
+            return Err(InvalidSetting::new(
+                key,
+                format!("no judge is of family {family:?} (judges[i].family), so this system's family changes nothing"),
+            ));
+        }
+        given[b] = Some(family.clone());
+    }
+    if judge.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let f = crate::analysis::panel_fit::Families::resolve(&pool.bases, judge, given);
+    for r in f.reach() {
+        let of: Vec<&str> = r.judges.iter().map(|&j| raw.judges[j].name.as_str()).collect();
+        if r.bases.is_empty() {
+            warnings.push(format!(
+                "no system is of family {:?} (judge {}; a system is of a family when its id contains the name, or by pool.families), so its same-family coefficient is the prior's",
+                r.family,
+                of.join(", ")
+            ));
+        } else if r.bases.len() == pool.n_bases() {
+            warnings.push(format!(
+                "every system is of family {:?} (judge {}), so no verdict compares an answer of the family with one outside it and its same-family coefficient is the prior's; name the family's systems in pool.families",
+                r.family,
+                of.join(", ")
+            ));
+        }
+    }
+    Ok(Some(f))
+}
+
 /// `gate:` in a run config.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1182,6 +1276,11 @@ mod tests {
                 "has 2 judge blocks; give exactly one of `mock`, `openai`, `synthetic`, `replay`",
             ),
             ("judges:\n  - {name: a}\n", "", "has 0 judge blocks"),
+            (
+                "judges:\n  - {name: a, family: x, mock: {}}\n",
+                "",
+                "judges[0].family: a judge's family is a covariate of a panel",
+            ),
             ("judges:\n  - {name: a, mock: {}, judge: {mock: {}}}\n", "", "unknown field `judge`"),
         ];
         for (judges, extra, want) in cases {

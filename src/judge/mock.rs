@@ -1,6 +1,7 @@
 //! Mock judges (docs/model.md §4, the tutorial): deterministic and keyed-stochastic.
 //!
-//! score(item, slot) = quality + POS_BIAS·[slot = A] + VERB_PER_WORD·words.
+//! score(item, slot) = quality + POS_BIAS·[slot = A] + VERB_PER_WORD·words
+//!                     (+ bonus·[item's system among `self_preference.systems`]).
 //! Deterministic: the higher score wins, a tie goes to A. Stochastic: P(first wins) =
 //! σ((score_A − score_B)/temperature), one Bernoulli draw keyed by (seed, a, b), so the same
 //! ordered pair always gets the same verdict whatever the query order.
@@ -48,6 +49,21 @@ pub struct MockConfig {
     /// then says nothing about the answers. Off by default (such a pool is refused).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stand_in_quality: bool,
+    /// A simulated self-preference, over systems: `bonus` (quality units) added to an answer of
+    /// one of `systems` (e.g. its own model family's), in either slot. Unset: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_preference: Option<SelfPreference>,
+}
+
+/// [`MockConfig::self_preference`]: the systems a mock judge favours and by how much.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SelfPreference {
+    /// The systems favoured (the `system` of an item).
+    pub systems: Vec<String>,
+    /// Quality units added to an answer of one of them (at the default temperature 0.25, a
+    /// bonus of 0.25 is 1 logit).
+    pub bonus: f64,
 }
 
 /// The stand-in quality of an item without gold `quality` (see
@@ -88,6 +104,7 @@ impl Default for MockConfig {
             input_usd_per_mtok: None,
             output_usd_per_mtok: None,
             stand_in_quality: false,
+            self_preference: None,
         }
     }
 }
@@ -125,6 +142,14 @@ impl MockJudge {
         if !cfg.pos_bias.is_finite() || !cfg.verb_per_word.is_finite() {
             return Err("judge.mock.pos_bias and verb_per_word must be finite".into());
         }
+        if let Some(sp) = &cfg.self_preference {
+            if !sp.bonus.is_finite() {
+                return Err(format!("self_preference.bonus = {} must be finite", sp.bonus).into());
+            }
+            if sp.systems.is_empty() {
+                return Err("self_preference.systems is empty: name the systems the judge favours".into());
+            }
+        }
         for (k, v) in [("input_usd_per_mtok", cfg.input_usd_per_mtok), ("output_usd_per_mtok", cfg.output_usd_per_mtok)]
         {
             if let Some(v) = v
@@ -152,7 +177,11 @@ impl MockJudge {
             None if self.cfg.stand_in_quality => stand_in_quality(it),
             None => panic!("mock judge needs quality"),
         };
-        q + if slot_a { self.cfg.pos_bias } else { 0.0 } + self.cfg.verb_per_word * item_words(it)
+        let own = match (&self.cfg.self_preference, &it.system) {
+            (Some(sp), Some(sys)) if sp.systems.contains(sys) => sp.bonus,
+            _ => 0.0,
+        };
+        q + if slot_a { self.cfg.pos_bias } else { 0.0 } + self.cfg.verb_per_word * item_words(it) + own
     }
 
     /// Probability that the first-shown item wins (1/0 for the deterministic mock).
@@ -209,7 +238,10 @@ impl JudgeInfo for MockJudge {
             } else {
                 String::new()
             }
-        )
+        ) + &match &self.cfg.self_preference {
+            Some(sp) => format!(" favouring {} by {}", sp.systems.join(", "), sp.bonus),
+            None => String::new(),
+        }
     }
 
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
@@ -349,5 +381,27 @@ mod tests {
         again.reverse();
         assert_eq!(first, again);
         assert!(first.contains(&1.0) && first.contains(&0.0));
+    }
+
+    #[test]
+    fn a_self_preference_adds_its_bonus_to_the_favoured_systems_answers_in_either_slot() {
+        let sp = SelfPreference { systems: vec!["own".into()], bonus: 0.25 };
+        let j = MockJudge::new(MockConfig { self_preference: Some(sp), ..Default::default() }).unwrap();
+        let item = |system: &str| Item {
+            id: system.into(),
+            system: Some(system.into()),
+            quality: Some(3.0),
+            text: Some("a b c".into()),
+            ..Default::default()
+        };
+        let plain = MockJudge::new(MockConfig::default()).unwrap();
+        for slot_a in [true, false] {
+            assert_eq!(j.score(&item("own"), slot_a) - plain.score(&item("own"), slot_a), 0.25);
+            assert_eq!(j.score(&item("other"), slot_a), plain.score(&item("other"), slot_a));
+        }
+        assert!(j.describe().ends_with("favouring own by 0.25"), "{}", j.describe());
+        // Its config is part of every cache key; without it the keys are the plain mock's.
+        let pool = Pool::new("p".into(), "t".into(), vec![item("own"), item("other")]).unwrap();
+        assert_ne!(j.cache_key(&pool, 0, 1), plain.cache_key(&pool, 0, 1));
     }
 }

@@ -345,7 +345,27 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
             members[j].worst_case_usd(pool, a, b)
         };
         let cost = |j: usize, a: usize, b: usize| members[j].worst_case_usd(pool, a, b);
-        let x: Vec<Vec<Vec<f64>>> = vec![cfg.covariates.x.clone(); members.len()];
+        // Over many prompts the candidates are scored at equal covariates (docs/systems.md,
+        // "Acquisition"): scored with ĉ, the queries would go to the answers whose length cancels
+        // the quality gap, which tell about c rather than the ranking. The "same family"
+        // covariate is a system's, the same on every prompt, and stays: a judge's verdict on
+        // an answer of its family informs the ranking less while its self-preference is
+        // uncertain, the trusted judge's does not.
+        let x: Vec<Vec<Vec<f64>>> = (0..members.len())
+            .map(|j| {
+                (0..n)
+                    .map(|a| {
+                        let mut row =
+                            if pool.is_systems() { vec![0.0; cfg.covariates.p()] } else { cfg.covariates.x[a].clone() };
+                        if let Some(f) = &cfg.families {
+                            row.push(f.same(j, pool.item_base[a]));
+                        }
+                        row
+                    })
+                    .collect()
+            })
+            .collect();
+        let prompts = pool.prompt_items();
         let acq = &cfg.raw.acquisition;
         loop {
             // What the picks may spend: max_usd less what is booked and reserved.
@@ -369,6 +389,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                 let ctx = PanelContext {
                     fit: &c.fit,
                     item_base: &pool.item_base,
+                    prompts: &prompts,
                     x: &x,
                     membership: &c.membership,
                     queried: &per_judge,
@@ -421,7 +442,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
         self.faults.note_failed_rounds(&self.sched);
         let stored = (self.stored_of)(&self.out.disp.books());
         let groups = groups(self.cfg, &stored, &self.trusted);
-        let d = design(&self.cfg.pool, &self.cfg.covariates, &groups, None);
+        let d = design(&self.cfg.pool, &self.cfg.covariates, &groups, self.cfg.families.as_ref());
         let reference = d.layout.reference;
         let warm = self.warm.as_ref().filter(|(r, _)| *r == reference).map(|(_, b)| b.clone());
         let prior = self.cfg.raw.model.prior();
@@ -533,11 +554,16 @@ fn finish(
         &cfg.pool,
         &cfg.covariates,
         &groups,
-        None,
+        cfg.families.as_ref(),
         &cfg.raw.model.prior(),
         (cfg.raw.k, acq.mc_draws, cfg.raw.certify.epsilon),
         &mut rng,
     )?;
+    let mut notes = notes;
+    if let Some(f) = &cfg.families {
+        let names: Vec<&str> = cfg.raw.judges.iter().map(|m| m.name.as_str()).collect();
+        notes.splice(0..0, f.lines(&names, &cfg.pool.bases));
+    }
     let fit = crate::report::fit::PanelFitOutput {
         pool_id: cfg.pool.pool_id.clone(),
         k: cfg.raw.k,

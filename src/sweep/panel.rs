@@ -270,6 +270,7 @@ fn panel_path(
     let cost = |j: usize, a: usize, b: usize| judges[j].worst_case_usd(pool, a, b);
     let mut curve = Vec::new();
     let mut warm: Option<Vec<f64>> = None;
+    let prompts = pool.prompt_items();
     let fail = |q: usize, source| SweepError::RecordedFit {
         pool: pool.pool_id.clone(),
         seed,
@@ -312,6 +313,7 @@ fn panel_path(
         let ctx = PanelContext {
             fit: &f,
             item_base: &pool.item_base,
+            prompts: &prompts,
             x: &x,
             membership: &pi,
             queried: &queried,
