@@ -885,3 +885,47 @@ fn families_and_self_preferences_that_cannot_apply_are_refused_by_key() {
     assert!(text(&out).contains("every system is of family \"a\" (judge cheap)"), "{}", text(&out));
     assert!(text(&out).contains("no system is of family \"zz\" (judge mid;"), "{}", text(&out));
 }
+
+/// configs/panel-systems.yaml prints what docs/model.md shows ("A panel over systems"), and the
+/// same cheap judge alone, with the same budget, puts two systems of its own family in its
+/// top 3, as the doc says.
+#[test]
+fn the_shipped_systems_panel_prints_what_the_model_doc_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let systems = root().join("data/summeval_systems.jsonl");
+    let yaml = std::fs::read_to_string(root().join("configs/panel-systems.yaml"))
+        .unwrap()
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("../data/summeval_systems.jsonl", systems.to_str().unwrap());
+    let cfg = write(dir.path(), "panel-systems.yaml", &yaml);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = stdout(&out);
+    let head: Vec<&str> = printed.lines().take_while(|l| !l.starts_with("certified top-3")).collect();
+    let doc = std::fs::read_to_string(root().join("docs/model.md")).unwrap();
+    let block = format!("$ topk-judge run configs/panel-systems.yaml\n{}\n…\n```", head.join("\n"));
+    assert!(doc.contains(&block), "docs/model.md should hold:\n{block}");
+    let r = json(&dir.path().join("runs/summeval-systems-panel/result.json"));
+    assert_eq!(r["gold_topk"], serde_json::json!(["M22", "M0", "M23"]));
+    let same = &r["fit"]["judges"][0]["c"][1];
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let said =
+        format!("({:.2} ± {:.2} logits, truly 1)", same["value"].as_f64().unwrap(), same["sd"].as_f64().unwrap());
+    assert!(readme.contains(&said), "README should say {said}");
+    // The cheap judge alone: `judge:` with its mock block, no families.
+    let (head, rest) = yaml.split_once("judges:\n").unwrap();
+    let mock = rest.split_once("    mock: ").unwrap().1.split_once("  - name: frontier").unwrap().0;
+    let tail = &rest[rest.find("model:").unwrap()..];
+    let single = format!("{head}judge:\n  mock: {mock}{tail}")
+        .replace("name: summeval-systems-panel", "name: cheap-alone")
+        .replace("  families: {M5: acme, M12: acme, M13: acme}   # systems of model family \"acme\"\n", "");
+    let cfg = write(dir.path(), "cheap-alone.yaml", &single);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}\n{single}", text(&out));
+    assert!(
+        stdout(&out).contains("point top-3 (apparent, reported): M5, M0, M12\nrecall@3 against gold: 0.33"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("$0.09"), "{}", stdout(&out));
+}

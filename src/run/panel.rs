@@ -344,7 +344,21 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
             let (j, a, b) = decode(n, (ea, eb));
             members[j].worst_case_usd(pool, a, b)
         };
-        let cost = |j: usize, a: usize, b: usize| members[j].worst_case_usd(pool, a, b);
+        let prompts = pool.prompt_items();
+        // Each open query's worst case, once: the acquisition prices every candidate at every
+        // pick, and a judge's price of a query reads its texts (a long article per prompt).
+        let priced: std::collections::HashMap<(usize, usize, usize), f64> = (0..members.len())
+            .flat_map(|j| {
+                let prompts = &prompts;
+                prompts.iter().flat_map(move |g| {
+                    g.iter().flat_map(move |&a| g.iter().filter(move |&&b| b != a).map(move |&b| (j, a, b)))
+                })
+            })
+            .map(|(j, a, b)| ((j, a, b), members[j].worst_case_usd(pool, a, b)))
+            .collect();
+        let cost = |j: usize, a: usize, b: usize| {
+            priced.get(&(j, a, b)).copied().unwrap_or_else(|| members[j].worst_case_usd(pool, a, b))
+        };
         // Over many prompts the candidates are scored at equal covariates (docs/systems.md,
         // "Acquisition"): scored with ĉ, the queries would go to the answers whose length cancels
         // the quality gap, which tell about c rather than the ranking. The "same family"
@@ -365,7 +379,6 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                     .collect()
             })
             .collect();
-        let prompts = pool.prompt_items();
         let acq = &cfg.raw.acquisition;
         loop {
             // What the picks may spend: max_usd less what is booked and reserved.
