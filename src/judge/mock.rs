@@ -137,10 +137,10 @@ impl MockJudge {
     /// A message when temperature ≤ 0 or a number is not finite.
     pub fn new(cfg: MockConfig) -> Result<Self, crate::domain::invalid::InvalidInput> {
         if !(cfg.temperature > 0.0 && cfg.temperature.is_finite()) {
-            return Err(format!("judge.mock.temperature = {} must be > 0", cfg.temperature).into());
+            return Err(format!("temperature = {} must be > 0", cfg.temperature).into());
         }
         if !cfg.pos_bias.is_finite() || !cfg.verb_per_word.is_finite() {
-            return Err("judge.mock.pos_bias and verb_per_word must be finite".into());
+            return Err("pos_bias and verb_per_word must be finite".into());
         }
         if let Some(sp) = &cfg.self_preference {
             if !sp.bonus.is_finite() {
@@ -155,7 +155,7 @@ impl MockJudge {
             if let Some(v) = v
                 && !(v >= 0.0 && v.is_finite())
             {
-                return Err(format!("judge.mock.{k} = {v} must be ≥ 0").into());
+                return Err(format!("{k} = {v} must be ≥ 0").into());
             }
         }
         Ok(Self { cfg })

@@ -92,12 +92,10 @@ impl SyntheticJudge {
         let (c_star, kappa_star, temperature) =
             (cfg.c_star.unwrap_or(0.0), cfg.kappa_star.unwrap_or(0.0), cfg.temperature.unwrap_or(1.0));
         if !(temperature > 0.0 && temperature.is_finite()) {
-            return Err(format!("judge.synthetic.temperature = {temperature} must be > 0").into());
+            return Err(format!("temperature = {temperature} must be > 0").into());
         }
         if !c_star.is_finite() || !kappa_star.is_finite() {
-            return Err(
-                format!("judge.synthetic: c_star = {c_star} and kappa_star = {kappa_star} must be finite").into()
-            );
+            return Err(format!("c_star = {c_star} and kappa_star = {kappa_star} must be finite").into());
         }
         Ok(Self {
             c_star,

@@ -141,38 +141,86 @@ fn flow_key_before(line: &str, col: usize) -> Option<Vec<String>> {
     (!keys.is_empty()).then_some(keys)
 }
 
-/// The dotted key path of the block-mapping entry on 1-based line `line`, from indentation.
+/// The dotted key path of the block-mapping entry on 1-based line `line`, from indentation; an
+/// entry of a block sequence is named by its index from 0 (`judges[1].weight`).
 fn key_path_at(text: &str, line: usize) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
-    let key_of = |l: &str| -> Option<(usize, String)> {
+    // (column of the key, the key, the column of the entry's "- " if the line starts one)
+    let key_of = |l: &str| -> Option<(usize, String, Option<usize>)> {
         let indent = l.len() - l.trim_start().len();
-        let body = l.trim_start().trim_start_matches("- ");
+        let rest = l.trim_start();
+        let (col, body, dash) = match rest.strip_prefix("- ") {
+            Some(b) => (indent + 2 + (b.len() - b.trim_start().len()), b.trim_start(), Some(indent)),
+            None => (indent, rest, None),
+        };
         if body.starts_with('#') || body.starts_with('{') {
             return None;
         }
         let colon = body.find(':')?;
         let key = body[..colon].trim().trim_matches('"').trim_matches('\'');
         let plain = !key.is_empty() && key.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-');
-        plain.then(|| (indent, key.to_owned()))
+        plain.then(|| (col, key.to_owned(), dash))
     };
-    let (mut indent, key) = key_of(lines.get(line.checked_sub(1)?)?)?;
-    let mut path = vec![key];
-    for l in lines[..line - 1].iter().rev() {
-        if indent == 0 {
-            break;
-        }
-        if l.trim().is_empty() || l.trim_start().starts_with('#') {
-            continue;
-        }
-        if let Some((i, k)) = key_of(l)
-            && i < indent
-        {
-            path.push(k);
-            indent = i;
-        }
+    let blank = |l: &str| l.trim().is_empty() || l.trim_start().starts_with('#');
+    let dash_of = |l: &str| -> Option<usize> {
+        let indent = l.len() - l.trim_start().len();
+        (l.trim_start().starts_with("- ") || l.trim() == "-").then_some(indent)
+    };
+    let (mut indent, key, mut dash) = key_of(lines.get(line.checked_sub(1)?)?)?;
+    // From the entry up to the top: keys, and "[i]" for an item of a sequence.
+    let mut up = vec![key];
+    let mut at = line - 1;
+    loop {
+        let parent = if let Some(d) = dash {
+            // The entry is item i of a sequence: count the items before it at the same column,
+            // up to the key that holds the sequence.
+            let mut i = 0;
+            let mut holder = None;
+            for (n, l) in lines[..at].iter().enumerate().rev() {
+                if blank(l) {
+                    continue;
+                }
+                let ind = l.len() - l.trim_start().len();
+                if dash_of(l) == Some(d) {
+                    i += 1;
+                } else if ind < d || (ind == d && dash_of(l).is_none()) {
+                    holder = Some(n);
+                    break;
+                }
+            }
+            up.push(format!("[{i}]"));
+            holder
+        } else if indent == 0 {
+            None
+        } else {
+            // The key above that holds this one, or the "- " that starts the item this key is
+            // an entry of (a key at the same column).
+            let above = lines[..at].iter().enumerate().rev().find_map(|(n, l)| {
+                let (c, _, dd) = key_of(l).filter(|_| !blank(l))?;
+                (c < indent || (c == indent && dd.is_some())).then_some((n, c == indent))
+            });
+            match above {
+                Some((n, true)) => {
+                    (dash, at) = (key_of(lines[n]).and_then(|(_, _, dd)| dd), n);
+                    continue;
+                }
+                other => other.map(|(n, _)| n),
+            }
+        };
+        let Some(n) = parent else { break };
+        let Some((c, k, dd)) = key_of(lines[n]) else { break };
+        up.push(k);
+        (indent, dash, at) = (c, dd, n);
     }
-    path.reverse();
-    Some(path.join("."))
+    up.reverse();
+    let mut path = String::new();
+    for seg in up {
+        if !path.is_empty() && !seg.starts_with('[') {
+            path.push('.');
+        }
+        path.push_str(&seg);
+    }
+    Some(path)
 }
 
 /// Serialise to YAML.
@@ -234,6 +282,20 @@ mod tests {
     struct Outer {
         k: u64,
         model: Inner,
+    }
+
+    #[test]
+    fn an_entry_of_a_sequence_is_named_by_its_index() {
+        let t = "name: x\njudges:\n  - name: a\n    mock: {}\n\n  # b\n  - name: b\n    weight: 2\nk: 3\n";
+        assert_eq!(key_path_at(t, 8).as_deref(), Some("judges[1].weight"));
+        assert_eq!(key_path_at(t, 7).as_deref(), Some("judges[1].name"));
+        assert_eq!(key_path_at(t, 4).as_deref(), Some("judges[0].mock"));
+        assert_eq!(key_path_at(t, 9).as_deref(), Some("k"));
+        // Items at the column of the key that holds them, and nested sequences.
+        let t = "judges:\n- name: a\n- name: b\n  trusted: yes\nmodel:\n  covariates:\n    - {name: words}\n    - name: x\n      transform: y\n";
+        assert_eq!(key_path_at(t, 4).as_deref(), Some("judges[1].trusted"));
+        assert_eq!(key_path_at(t, 9).as_deref(), Some("model.covariates[1].transform"));
+        assert_eq!(key_path_at(t, 6).as_deref(), Some("model.covariates"));
     }
 
     #[test]
