@@ -858,6 +858,11 @@ fn families_and_self_preferences_that_cannot_apply_are_refused_by_key() {
         ),
         ("ids: all}", "ids: all, families: {zeta-h: beta}}", "pool.families.zeta-h: no judge is of family \"beta\""),
         ("    family: zeta\n", "    family: \" \"\n", "judges[1].family: empty"),
+        (
+            "[acme-a, acme-b, acme-c]",
+            "[acme-a, acme-b, acme-a]",
+            "judges[0].mock.self_preference.systems: \"acme-a\" is listed twice",
+        ),
     ];
     for (from, to, want) in cases {
         assert!(SYSTEMS_PANEL.contains(from), "{from}");
@@ -874,6 +879,76 @@ fn families_and_self_preferences_that_cannot_apply_are_refused_by_key() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
     assert!(
         !out.status.success() && text(&out).contains("judges[0].family: self-preference is a covariate of systems"),
+        "{}",
+        text(&out)
+    );
+    // Faults an override brings are the override's; a rule of another key that fails because
+    // of one says the file was changed by it.
+    let cfg = write(dir.path(), "good.yaml", SYSTEMS_PANEL);
+    let set = |args: &[&str]| {
+        let mut a = vec!["run", cfg.to_str().unwrap(), "--dry-run"];
+        a.extend_from_slice(args);
+        run_bin(dir.path(), &a)
+    };
+    let out = set(&["--set", "judges.2.family=acme"]);
+    assert!(
+        text(&out).contains("error: --set judges.2.family=acme: judges[2].family: \"frontier\" is the trusted judge"),
+        "{}",
+        text(&out)
+    );
+    let out = set(&["--set", "judges.0.mock.temperature=-1"]);
+    assert!(
+        text(&out).contains("error: --set judges.0.mock.temperature=-1: judges[0].mock: temperature = -1 must be > 0"),
+        "{}",
+        text(&out)
+    );
+    let out = set(&["--set", "pool.families={zeta-h: beta}"]);
+    assert!(
+        text(&out).contains(
+            "error: --set pool.families={zeta-h: beta}: pool.families.zeta-h: no judge is of family \"beta\""
+        ),
+        "{}",
+        text(&out)
+    );
+    let with =
+        write(dir.path(), "with.yaml", &SYSTEMS_PANEL.replacen("ids: all}", "ids: all, families: {zeta-h: acme}}", 1));
+    let out = run_bin(dir.path(), &["run", with.to_str().unwrap(), "--dry-run", "--set", "judges.0.family=beta"]);
+    assert!(
+        text(&out).contains(
+            "with.yaml: pool.families.zeta-h: no judge is of family \"acme\" (the judges' families: beta, zeta)"
+        ) && text(&out).contains("(in the file as changed by --set judges.0.family=beta)"),
+        "{}",
+        text(&out)
+    );
+    // pool.families over one pool, or with one judge, says what families need.
+    let plain = SYSTEMS_PANEL.replacen(
+        ",\n           self_preference: {systems: [acme-a, acme-b, acme-c], bonus: 0.25}",
+        "",
+        1,
+    );
+    let plain = write(dir.path(), "plain.yaml", &plain);
+    let out = run_bin(
+        dir.path(),
+        &[
+            "run",
+            plain.to_str().unwrap(),
+            "--dry-run",
+            "--set",
+            "pool.ids=null",
+            "--set",
+            "pool.families={acme-a: acme}",
+        ],
+    );
+    assert!(
+        text(&out).contains("pool.families: a system's model family is a covariate of a judge panel over many prompts"),
+        "{}",
+        text(&out)
+    );
+    // A system's family is spelled as its judge's, whatever the case.
+    let out = set(&["--set", "pool.families={zeta-h: ACME}"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("family \"acme\": judge cheap; systems acme-a, acme-b, acme-c, zeta-h"),
         "{}",
         text(&out)
     );
@@ -928,4 +1003,32 @@ fn the_shipped_systems_panel_prints_what_the_model_doc_shows() {
         stdout(&out)
     );
     assert!(stdout(&out).contains("$0.09"), "{}", stdout(&out));
+}
+
+/// Runs over different prompts are not one pool, though a run over many prompts is named by
+/// their count: `compare` says so rather than putting them side by side under one gold.
+#[test]
+fn compare_refuses_runs_over_different_prompts_under_one_pool_name() {
+    let dir = tempfile::tempdir().unwrap();
+    systems_pool(dir.path(), 4);
+    for (name, ids) in [("first", "[p00, p01]"), ("last", "[p02, p03]"), ("again", "[p00, p01]")] {
+        let cfg = write(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "name: {name}\nout_dir: runs\npool: {{file: systems.jsonl, ids: {ids}}}\nk: 2\njudge: {{mock: {{mode: deterministic}}}}\nbudget: {{max_comparisons: 20}}\n"
+            ),
+        );
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = run_bin(dir.path(), &["compare", "runs/first", "runs/last", "--out", "cmp"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("runs/first and runs/last both name their pool \"2 prompts\" but hold different pools"),
+        "{}",
+        text(&out)
+    );
+    let out = run_bin(dir.path(), &["compare", "runs/first", "runs/again", "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
 }

@@ -123,7 +123,8 @@ impl Families {
             .map(|r| {
                 let of: Vec<&str> = r.judges.iter().map(|&j| judges[j]).collect();
                 let members: Vec<&str> = r.bases.iter().map(|&b| bases[b].as_str()).collect();
-                format!("family {:?}: judge {}; systems {}", r.family, of.join(", "), members.join(", "))
+                let judges = if of.len() == 1 { "judge" } else { "judges" };
+                format!("family {:?}: {judges} {}; systems {}", r.family, of.join(", "), members.join(", "))
             })
             .collect()
     }

@@ -38,8 +38,13 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         std::fs::write(&p, text).map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })
     };
     std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
-    let pools: BTreeSet<&str> =
-        loaded.iter().map(|r| r.result.pool_id.as_str()).chain(panels.iter().map(|p| p.pool_id.as_str())).collect();
+    let named: Vec<(&Path, &str)> = loaded
+        .iter()
+        .map(|r| (r.dir.as_path(), r.result.pool_id.as_str()))
+        .chain(panels.iter().map(|p| (p.dir.as_path(), p.pool_id.as_str())))
+        .collect();
+    same_pool_behind_each_name(&named)?;
+    let pools: BTreeSet<&str> = named.iter().map(|(_, id)| *id).collect();
     if pools.len() > 1 && !panels.is_empty() {
         return Err(CompareError::Mismatch(format!(
             "{} is a judge panel's run; a panel's run goes beside single-judge runs of its own pool, but these runs span {} pools",
@@ -132,4 +137,32 @@ pub fn run(args: &CompareArgs) -> Result<std::process::ExitCode, CompareError> {
     let text = compare_command(&args.runs, opts, &out)?;
     super::print_out(&format!("{text}\n"));
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Runs whose pools have one name must hold one pool: a run over many prompts is named by their
+/// count ("10 prompts"), so two runs over different prompts share a name. Each run folder's copy
+/// of its pool (pool.jsonl) tells them apart; a folder without one is taken at its name.
+///
+/// # Errors
+/// [`CompareError::Mismatch`] naming two runs whose pools differ under one name.
+fn same_pool_behind_each_name(runs: &[(&Path, &str)]) -> Result<(), CompareError> {
+    let mut seen: std::collections::BTreeMap<&str, (&Path, String)> = Default::default();
+    for &(dir, id) in runs {
+        let Ok(text) = std::fs::read_to_string(dir.join("pool.jsonl")) else { continue };
+        let digest = crate::domain::rng::sha256_hex(&text);
+        match seen.get(id) {
+            Some((first, d)) if *d != digest => {
+                return Err(CompareError::Mismatch(format!(
+                    "{} and {} both name their pool {id:?} but hold different pools (their pool.jsonl differ: other prompts or items); compare runs of one pool, or runs of several pools by judge",
+                    first.display(),
+                    dir.display()
+                )));
+            }
+            Some(_) => {}
+            None => {
+                seen.insert(id, (dir, digest));
+            }
+        }
+    }
+    Ok(())
 }

@@ -326,9 +326,18 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
     let families = match (args.families.is_empty(), run_panel.and_then(|r| r.cfg.families.as_ref().map(|f| (r, f)))) {
         // The run's families, by judge and system name.
         (true, Some((r, f))) if args.system_families.is_empty() => {
+            // A judge made --trusted here has no c, so no self-preference: its family is left out.
             let judge = groups
                 .iter()
-                .map(|g| r.cfg.raw.judges.iter().position(|m| m.name == g.name).and_then(|j| f.judge[j].clone()))
+                .map(|g| {
+                    let family =
+                        r.cfg.raw.judges.iter().position(|m| m.name == g.name).and_then(|j| f.judge[j].clone());
+                    if g.trusted && family.is_some() {
+                        notes.push(format!("judge {:?} is trusted here: its family (the run's) is left out", g.name));
+                        return None;
+                    }
+                    family
+                })
                 .collect();
             let base = pool
                 .bases
@@ -341,7 +350,11 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
             notes.extend(f.lines(&names, &pool.bases));
             Some(f)
         }
-        _ => families(args, &pool, &groups, &counts, &vpath, &mut notes, &mut warnings)?,
+        _ => {
+            let none = BTreeMap::new();
+            let run_families = run_panel.map_or(&none, |r| &r.cfg.raw.pool.families);
+            families(args, &pool, &groups, &counts, &vpath, run_families, (&mut notes, &mut warnings))?
+        }
     };
     let comparisons = groups.iter().map(|g| g.verdicts.len()).sum::<usize>();
     let mut rng = crate::domain::rng::stream(set.seed, "membership", comparisons as u64);
@@ -420,8 +433,8 @@ fn families(
     groups: &[JudgeVerdicts],
     counts: &BTreeMap<String, usize>,
     vpath: &str,
-    notes: &mut Vec<String>,
-    warnings: &mut Vec<String>,
+    run_families: &BTreeMap<String, String>,
+    (notes, warnings): (&mut Vec<String>, &mut Vec<String>),
 ) -> Result<Option<crate::analysis::panel_fit::Families>, FitCommandError> {
     if args.families.is_empty() {
         if !args.system_families.is_empty() {
@@ -482,6 +495,19 @@ fn families(
                 "--system-family {f:?}: no judge is of family {family:?} (--family), so this system's family changes nothing"
             ));
         }
+    }
+    // A run folder's pool.families hold where --system-family says nothing.
+    let mut from_run = Vec::new();
+    for (system, family) in run_families {
+        if let Some(b) = pool.bases.iter().position(|s| s == system)
+            && base[b].is_none()
+        {
+            base[b] = Some(family.clone());
+            from_run.push(format!("{system}: {family}"));
+        }
+    }
+    if !from_run.is_empty() {
+        notes.push(format!("systems' families of the run (pool.families): {}", from_run.join(", ")));
     }
     let families = crate::analysis::panel_fit::Families::resolve(&pool.bases, judge, base);
     for r in families.reach() {

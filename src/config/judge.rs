@@ -47,6 +47,12 @@ pub fn check_judge(
                         "a self-preference favours systems: it needs a run over many prompts (pool.ids) whose items carry `system`",
                     ));
                 }
+                if let Some((i, s)) = sp.systems.iter().enumerate().find(|(i, s)| sp.systems[..*i].contains(s)) {
+                    return Err(InvalidSetting::new(
+                        key,
+                        format!("{s:?} is listed twice (at {i}); list each system once"),
+                    ));
+                }
                 if let Some(s) = sp.systems.iter().find(|s| !pool.bases.contains(s)) {
                     return Err(InvalidSetting::new(
                         key,

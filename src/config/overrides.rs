@@ -303,13 +303,28 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
     match e {
         ConfigError::Invalid { key, msg, path } => {
             // `judges: …, not both` on a panel file is the fault of a `--set judge.…`.
+            // A list entry's key is written `judges[1].family`, an override's `judges.1.family`;
+            // a fault of a judge's block (`judges[0].mock`) is the fault of a `--set` inside it.
+            let dotted = key.replace('[', ".").replace(']', "");
             let names = |o: &Override| {
-                key == o.dotted()
-                    || key.starts_with(&format!("{}.", o.dotted()))
+                let d = o.dotted();
+                dotted == d
+                    || dotted.starts_with(&format!("{d}."))
+                    || d.starts_with(&format!("{dotted}."))
                     || (key == "judges" && o.key.first().is_some_and(|k| k == "judge"))
             };
             match overrides.iter().rev().find(|o| names(o)) {
                 Some(o) => ConfigError::Set { given: o.given.clone(), msg: format!("{key}: {msg}") },
+                // Another key's rule may fail because of an override (a judge's family that no
+                // longer matches pool.families): the config checked is the file with them.
+                None if !overrides.is_empty() => {
+                    let given: Vec<&str> = overrides.iter().map(|o| o.given.as_str()).collect();
+                    ConfigError::Invalid {
+                        key,
+                        msg: format!("{msg} (in the file as changed by {})", given.join(", ")),
+                        path,
+                    }
+                }
                 None => ConfigError::Invalid { key, msg, path },
             }
         }

@@ -905,7 +905,7 @@ impl Config {
     pub fn single_judge(&self, command: &str) -> Result<(), String> {
         if self.is_panel() {
             return Err(format!(
-                "{}: a judge panel (`judges:`) — `{command}` takes a single judge; fit a panel run's verdicts with `topk-judge fit RUN_FOLDER --panel --trusted NAME` (docs/model.md §8)",
+                "{}: a judge panel (`judges:`) — `{command}` takes a single judge; fit a panel run's verdicts with `topk-judge fit RUN_FOLDER --panel` (docs/model.md §8)",
                 self.path.display()
             ));
         }
@@ -1063,6 +1063,22 @@ fn families(
     warnings: &mut Vec<String>,
 ) -> Result<Option<crate::analysis::panel_fit::Families>, InvalidSetting> {
     let judge: Vec<Option<String>> = raw.judges.iter().map(|m| m.family.clone()).collect();
+    if !raw.pool.families.is_empty() {
+        let why = if !pool.is_systems() {
+            Some(
+                "a system's model family is a covariate of a judge panel over many prompts (pool.ids) whose items carry `system`; this run has one pool",
+            )
+        } else if raw.judges.is_empty() {
+            Some(
+                "a system's model family is a covariate of a judge panel (`judges:`, each judge's `family`); one judge's verdicts cannot tell its self-preference from its family's quality",
+            )
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(InvalidSetting::new("pool.families", why));
+        }
+    }
     for (i, m) in raw.judges.iter().enumerate() {
         let Some(f) = &m.family else { continue };
         if f.trim().is_empty() {
@@ -1097,12 +1113,17 @@ fn families(
                 },
             ));
         };
-        if !judge.iter().flatten().any(|f| f == family) {
+        // Spelled as a judge's family, ignoring case and surrounding spaces.
+        let Some(family) = judge.iter().flatten().find(|f| f.trim().eq_ignore_ascii_case(family.trim())) else {
+            let known: Vec<&str> = judge.iter().flatten().map(String::as_str).collect();
             return Err(InvalidSetting::new(
                 key,
-                format!("no judge is of family {family:?} (judges[i].family), so this system's family changes nothing"),
+                format!(
+                    "no judge is of family {family:?} (the judges' families: {}), so this system's family changes nothing",
+                    known.join(", ")
+                ),
             ));
-        }
+        };
         given[b] = Some(family.clone());
     }
     if judge.iter().all(Option::is_none) {

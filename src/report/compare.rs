@@ -77,7 +77,7 @@ impl RunDir {
         {
             return Err(CompareError::Read {
                 path: rp.clone(),
-                msg: "the result of a judge panel run (`judges:`), where a single-judge run is expected: `report` and `compare` take a panel run as such, and `topk-judge fit RUN --panel --trusted NAME` prints its fit".into(),
+                msg: "the result of a judge panel run (`judges:`), where a single-judge run is expected: `report` and `compare` take a panel run as such, and `topk-judge fit RUN --panel` prints its fit".into(),
             });
         }
         let result: RunResult = serde_json::from_str(&text)

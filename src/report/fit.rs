@@ -232,7 +232,7 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
             )
         } else {
             format!(
-                "identification: no judge is trusted, so where a covariate moves with quality only the differences between the judges' c are identified: prior-selected {selected}{}; θ̂ splits quality from bias there by the prior (read it as apparent quality). Mark a judge whose verdicts are free of item-level bias with --trusted NAME (docs/model.md §8).",
+                "identification: no judge is trusted, so where a covariate moves with quality only the differences between the judges' c are identified: prior-selected {selected}{}; θ̂ splits quality from bias there by the prior (read it as apparent quality). Mark a judge whose verdicts are free of item-level bias (`trusted: true` in a run's `judges:`, --trusted NAME to fit; docs/model.md §8).",
                 if identified.is_empty() { String::new() } else { format!("; identified {identified}") }
             )
         };
