@@ -45,7 +45,11 @@ fn plain_number_message(text: &str, msg: String) -> String {
     let found = location(&msg).and_then(|(line, col)| {
         let l = text.lines().nth(line.checked_sub(1)?)?;
         let rest: String = l.chars().skip(col.checked_sub(1)?).collect();
-        let v = rest.split(['#', ',', '}', ']']).next()?.trim().to_string();
+        // A quoted value is said as written inside its quotes (a `--set` value is written back
+        // quoted).
+        let v = rest.split(['#', ',', '}', ']']).next()?.trim();
+        let v = v.strip_prefix('"').and_then(|x| x.strip_suffix('"')).unwrap_or(v);
+        let v = v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')).unwrap_or(v).to_string();
         (!v.is_empty()).then_some(v)
     });
     let words = match found {
@@ -269,6 +273,8 @@ mod tests {
         assert_eq!(e, "missing field `k` at the top level of the document");
         let e = from_str::<B>("budget: {max_comparisons: 4, max_usd: abc}\n").unwrap_err().0;
         assert!(e.contains("(key `budget.max_usd`): expected a number, found \"abc\""), "{e}");
+        let e = from_str::<Outer>("k: \"three\"\n").unwrap_err().0;
+        assert!(e.contains("found \"three\""), "{e}");
     }
 
     #[derive(Debug, serde::Deserialize)]
