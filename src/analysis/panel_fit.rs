@@ -81,9 +81,7 @@ impl Families {
     /// name: a base whose id contains a judge's family, ignoring case, is of that family; the
     /// longest family wins).
     pub fn resolve(bases: &[String], judge: Vec<Option<String>>, given: Vec<Option<String>>) -> Self {
-        let mut known: Vec<&String> = judge.iter().flatten().collect();
-        known.sort_by_key(|f| std::cmp::Reverse(f.len()));
-        known.dedup();
+        let known = known_families(&judge);
         let base = given
             .into_iter()
             .zip(bases)
@@ -101,10 +99,7 @@ impl Families {
     /// with no base, or with every base, leaves its judges' "same family" coefficient to the
     /// prior (no verdict compares an answer of the family with one outside it).
     pub fn reach(&self) -> Vec<FamilyReach> {
-        let mut known: Vec<&String> = self.judge.iter().flatten().collect();
-        known.sort_by_key(|f| std::cmp::Reverse(f.len()));
-        known.dedup();
-        known
+        known_families(&self.judge)
             .into_iter()
             .map(|fam| FamilyReach {
                 family: fam.clone(),
@@ -136,6 +131,15 @@ impl Families {
             _ => 0.0,
         }
     }
+}
+
+/// The judges' families, each once, longest name first (then by name): the order a base's id is
+/// matched in, so "gpt-4" wins over "gpt".
+fn known_families(judge: &[Option<String>]) -> Vec<&String> {
+    let mut known: Vec<&String> = judge.iter().flatten().collect();
+    known.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    known.dedup();
+    known
 }
 
 /// One judges' family of [`Families::reach`]: its judges and its bases (indices).
@@ -666,5 +670,19 @@ mod tests {
         let p = fit_panel(&pool, &cov, &both, None, &Prior::default(), (2, 200), &mut rng).unwrap();
         assert!(p.judges[0].c_profile_nats[0].unwrap() >= PRIOR_SELECTED_NATS, "{:?}", p.judges[0].c_profile_nats);
         assert_eq!(prior_split_note(&pool, &cov, &p, 2), None);
+    }
+
+    #[test]
+    fn each_family_is_reached_once_and_the_longest_name_matches_first() {
+        let judge =
+            vec![Some("ab".to_string()), Some("cd".to_string()), Some("ab".to_string()), Some("abx".to_string())];
+        let bases: Vec<String> = ["ab-1", "abx-2", "cd-3", "ef-4"].iter().map(|s| s.to_string()).collect();
+        let f = Families::resolve(&bases, judge, vec![None; 4]);
+        assert_eq!(f.base, vec![Some("ab".into()), Some("abx".into()), Some("cd".into()), None]);
+        let r = f.reach();
+        let names: Vec<&str> = r.iter().map(|x| x.family.as_str()).collect();
+        assert_eq!(names, ["abx", "ab", "cd"]);
+        assert_eq!((r[1].judges.clone(), r[1].bases.clone()), (vec![0, 2], vec![0]));
+        assert_eq!(f.lines(&["j0", "j1", "j2", "j3"], &bases).len(), 3);
     }
 }
