@@ -37,8 +37,8 @@ fn summeval_panel_experiment_small_scale() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines[0], "pool,seed,arm,budget_usd,spend_usd,recall,queries_cheap,queries_frontier");
     // 5 checkpoints and their 5× (0.02, 0.045 and 0.1 are both): 7 budgets for the two judges
-    // alone and the gate, 5 for the panel, per pool.
-    assert_eq!(lines.len() - 1, 3 * (3 * 7 + 5), "{csv}");
+    // alone and the gate, 5 for the panel and 5 for the panel with carried priors, per pool.
+    assert_eq!(lines.len() - 1, 3 * (3 * 7 + 5 + 5), "{csv}");
     for l in &lines[1..] {
         let f: Vec<&str> = l.split(',').collect();
         let (budget, spend): (f64, f64) = (f[3].parse().unwrap(), f[4].parse().unwrap());
@@ -51,7 +51,16 @@ fn summeval_panel_experiment_small_scale() {
     assert!(o.join("recall_vs_spend.svg").exists());
     let md = std::fs::read_to_string(o.join("summary.md")).unwrap();
     assert!(md.contains("| 0.1000 | panel | "), "{md}");
-    assert!(md.contains("| B (USD) | judge | panel − alone at 5× B | panel − alone at B |"), "{md}");
+    assert!(md.contains("| B (USD) | panel arm | judge | panel − alone at 5× B | panel − alone at B |"), "{md}");
+    // 40 prior anchors of both judges over 3 pools cost more than the smallest checkpoint: the
+    // carried arm could not run there, and says so by its spend.
+    let carried: Vec<&str> = lines.iter().copied().filter(|l| l.contains(",panel+carried,")).collect();
+    assert_eq!(carried.len(), 3 * 5);
+    assert!(carried.iter().any(|l| {
+        let f: Vec<f64> = l.split(',').skip(3).take(2).map(|v| v.parse().unwrap()).collect();
+        f[1] > f[0]
+    }));
+    assert!(md.contains("## Carried judge priors (40 prior anchors per seed, every judge in both orders)"), "{md}");
 }
 
 /// A bad experiment file is refused with the key named, before anything runs.
@@ -64,7 +73,7 @@ fn a_panel_file_with_two_trusted_judges_is_refused() {
     assert!(text(&out).contains("panel.judges: at most one judge may be trusted"), "{}", text(&out));
 }
 
-/// The numbers of docs/experiments.md, "A judge panel" (SummEval, 1,000 runs, about 4 minutes
+/// The numbers of docs/experiments.md, "A judge panel" (SummEval, 1,000 runs, about 7 minutes
 /// in release): `cargo test --release --test integration panel:: -- --ignored`.
 #[test]
 #[ignore = "the full SummEval experiment; run with --ignored"]
@@ -78,8 +87,13 @@ fn summeval_panel_numbers_in_the_docs() {
         "| 0.0450 | panel | 0.822 ± 0.006 |",
         "| 0.1000 | panel | 0.882 ± 0.005 |",
         "| 0.5000 | alone:frontier | 0.890 ± 0.005 |",
-        "| 0.1000 | frontier | -0.008 ± 0.006 | +0.109 ± 0.007 |",
-        "| 0.0450 | frontier | -0.052 ± 0.007 | +0.306 ± 0.010 |",
+        "| 0.1000 | panel | frontier | -0.008 ± 0.006 | +0.109 ± 0.007 |",
+        "| 0.0450 | panel | frontier | -0.052 ± 0.007 | +0.306 ± 0.010 |",
+        "| 0.0200 | panel+carried | 0.780 ± 0.007 | 0.01918 | 159.7 | 1.1 |",
+        "| 0.0200 | panel+carried | frontier | +0.007 ± 0.009 | +0.420 ± 0.011 |",
+        "| 0.0450 | panel+carried | frontier | -0.047 ± 0.007 | +0.311 ± 0.010 |",
+        "| 0.1000 | panel+carried | frontier | -0.005 ± 0.006 | +0.112 ± 0.007 |",
+        "| cheap | 1.126 ± 0.116 | 0.419 ± 0.018 | 2.405 ± 0.471 | 1.897 ± 0.107 | 0.002 ± 0.000 |",
     ] {
         assert!(md.contains(row), "{row} not in\n{md}");
     }
@@ -100,9 +114,9 @@ fn summeval_panel_ceiling_numbers_in_the_docs() {
         "| 0.0450 | alone:cheap | 0.836 ± 0.006 | 0.02717 | 240.0 | 0.0 |",
         "| 0.0450 | panel | 0.843 ± 0.006 | 0.03901 | 188.9 | 10.7 |",
         "| 0.2250 | alone:frontier | 0.874 ± 0.005 |",
-        "| 0.0200 | frontier | -0.015 ± 0.010 |",
-        "| 0.0450 | frontier | -0.032 ± 0.007 |",
-        "| 0.1000 | frontier | -0.005 ± 0.006 |",
+        "| 0.0200 | panel | frontier | -0.015 ± 0.010 |",
+        "| 0.0450 | panel | frontier | -0.032 ± 0.007 |",
+        "| 0.1000 | panel | frontier | -0.005 ± 0.006 |",
     ] {
         assert!(md.contains(row), "{row} not in\n{md}");
     }

@@ -98,6 +98,11 @@ pub struct PanelSection {
     /// Panel spend is compared with a single judge's at this multiple of it (default 5).
     #[serde(default = "d_multiple")]
     pub compare_multiple: f64,
+    /// Pairs per seed, spread over all pools and asked of every judge in both orders, from
+    /// which each judge's κ_j and c_j are learned and carried into every pool's panel as its
+    /// prior (the "panel+carried" arm; their cost shared by the pools). 0 (default): no such arm.
+    #[serde(default)]
+    pub prior_anchors: usize,
 }
 
 fn d_anchors() -> usize {
@@ -227,6 +232,15 @@ impl PanelSweep {
         if !(s.panel.compare_multiple >= 1.0 && s.panel.compare_multiple.is_finite()) {
             return Err(bad("panel.compare_multiple", format!("{} must be ≥ 1", s.panel.compare_multiple)));
         }
+        if s.panel.prior_anchors > 0 && j.len() < 2 {
+            return Err(bad(
+                "panel.prior_anchors",
+                format!(
+                    "{} prior anchors need at least two judges: a judge's carried bias is learned against the others",
+                    s.panel.prior_anchors
+                ),
+            ));
+        }
         Ok(s)
     }
 
@@ -281,6 +295,13 @@ mod tests {
             ),
             (OK.replace("k: 2", "k: 8"), "k"),
             (OK.replace("seeds: [1]", "seeds: []"), "seeds: must list at least one seed"),
+            (
+                OK.replace(
+                    "    - {name: b, trusted: true, mock: {input_usd_per_mtok: 1.0}}\n",
+                    "  prior_anchors: 40\n",
+                ),
+                "panel.prior_anchors: 40 prior anchors need at least two judges",
+            ),
             (
                 OK.replace("{input_usd_per_mtok: 0.1}", "{input_usd_per_mtok: 0.1, temperature: 0}"),
                 "panel.judges[0].mock",

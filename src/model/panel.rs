@@ -144,6 +144,41 @@ impl Layout {
     }
 }
 
+/// A normal prior N(mean, sd²) on one parameter (its units: logits for κ_j and c_j).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Normal {
+    /// Prior mean.
+    pub mean: f64,
+    /// Prior sd (> 0).
+    pub sd: f64,
+}
+
+/// A judge's prior carried from earlier data (docs/model.md §8, "Carried judge priors"): its
+/// position effect κ_j and bias coefficients c_j as learned on other pools, each replacing the
+/// default zero-mean prior (λ_κ, λ_b of [`Prior`]) of that parameter. `c` has one entry per
+/// covariate (`None`: the default), or is empty.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JudgePrior {
+    /// κ_j ~ N(mean, sd²), logits.
+    pub kappa: Option<Normal>,
+    /// c_j,t ~ N(mean, sd²), logits per covariate unit.
+    pub c: Vec<Option<Normal>>,
+}
+
+/// The prior of one fit: mean and precision (diagonal) per parameter of β.
+#[derive(Debug, Clone, PartialEq)]
+struct PriorTerms {
+    mean: Vec<f64>,
+    lambda: Vec<f64>,
+}
+
+impl PriorTerms {
+    fn zero_mean(lambda: Vec<f64>) -> Self {
+        Self { mean: vec![0.0; lambda.len()], lambda }
+    }
+}
+
 /// The data of a panel fit.
 #[derive(Debug, Clone)]
 pub struct PanelDesign {
@@ -154,12 +189,63 @@ pub struct PanelDesign {
     /// x_a − x_b per observation, row-major Q×p (for a judge-specific covariate such as "same
     /// family", the value as that judge sees it).
     pub dx: Vec<f64>,
+    /// Carried priors per judge (empty, or one per judge: [`PanelDesign::carry`]).
+    pub carried: Vec<JudgePrior>,
 }
 
 impl PanelDesign {
     /// An empty design.
     pub fn new(m: usize, p: usize, roles: &[PanelRole]) -> Self {
-        Self { layout: Layout::new(m, p, roles), obs: Vec::new(), dx: Vec::new() }
+        Self { layout: Layout::new(m, p, roles), obs: Vec::new(), dx: Vec::new(), carried: Vec::new() }
+    }
+
+    /// Set judge j's carried prior (replaces the default prior of each parameter it names; a c
+    /// prior on a trusted judge, which has no c, is ignored).
+    ///
+    /// # Panics
+    /// If j is not a judge of the panel, `prior.c` is neither empty nor of length p, or an sd is
+    /// not finite and > 0.
+    pub fn carry(&mut self, j: usize, prior: JudgePrior) {
+        let l = &self.layout;
+        assert!(j < l.kappa.len(), "judge {j} is not in the panel");
+        assert!(prior.c.is_empty() || prior.c.len() == l.p, "a carried c prior has one entry per covariate");
+        for n in prior.kappa.iter().chain(prior.c.iter().flatten()) {
+            assert!(
+                n.sd.is_finite() && n.sd > 0.0 && n.mean.is_finite(),
+                "a carried prior needs a finite mean and sd > 0"
+            );
+        }
+        if self.carried.len() < l.kappa.len() {
+            self.carried.resize(l.kappa.len(), JudgePrior::default());
+        }
+        self.carried[j] = prior;
+    }
+
+    /// The fit's prior: [`Layout::prior_diagonal`] with zero mean, each carried prior in place.
+    fn prior_terms(&self, prior: &Prior) -> PriorTerms {
+        let mut t = PriorTerms::zero_mean(self.layout.prior_diagonal(prior));
+        self.apply_carried(&mut t);
+        t
+    }
+
+    fn apply_carried(&self, t: &mut PriorTerms) {
+        let l = &self.layout;
+        for (j, cp) in self.carried.iter().enumerate() {
+            let mut set = |r: usize, n: &Normal| {
+                t.mean[r] = n.mean;
+                t.lambda[r] = 1.0 / (n.sd * n.sd);
+            };
+            if let Some(n) = &cp.kappa {
+                set(l.kappa[j], n);
+            }
+            if let Some(c) = l.c[j] {
+                for (t, n) in cp.c.iter().enumerate() {
+                    if let Some(n) = n {
+                        set(c + t, n);
+                    }
+                }
+            }
+        }
     }
 
     /// Add one observation.
@@ -200,18 +286,20 @@ impl PanelDesign {
             .sum()
     }
 
-    fn neg_log_posterior(&self, beta: &[f64], lambda: &[f64]) -> f64 {
-        -self.log_likelihood(beta) + 0.5 * beta.iter().zip(lambda).map(|(b, l)| l * b * b).sum::<f64>()
+    fn neg_log_posterior(&self, beta: &[f64], prior: &PriorTerms) -> f64 {
+        -self.log_likelihood(beta)
+            + 0.5
+                * beta.iter().zip(&prior.lambda).zip(&prior.mean).map(|((b, l), m)| l * (b - m) * (b - m)).sum::<f64>()
     }
 
     /// Gradient and Hessian of the negative log posterior; `exact`: with the second derivatives
     /// of η in u_j (else Gauss–Newton).
-    fn derivatives(&self, beta: &[f64], lambda: &[f64], exact: bool) -> (Vec<f64>, Matrix) {
+    fn derivatives(&self, beta: &[f64], prior: &PriorTerms, exact: bool) -> (Vec<f64>, Matrix) {
         let l = &self.layout;
         let n = l.n;
-        let mut g: Vec<f64> = beta.iter().zip(lambda).map(|(b, l)| l * b).collect();
+        let mut g: Vec<f64> = beta.iter().zip(&prior.lambda).zip(&prior.mean).map(|((b, l), m)| l * (b - m)).collect();
         let mut h = Matrix::zeros(n, n);
-        for (r, v) in lambda.iter().enumerate() {
+        for (r, v) in prior.lambda.iter().enumerate() {
             h[(r, r)] += v;
         }
         for q in 0..self.obs.len() {
@@ -366,7 +454,7 @@ impl PanelFit {
 pub fn fit(d: &PanelDesign, prior: &Prior, start: Option<&[f64]>) -> Result<PanelFit, FitError> {
     d.validate()?;
     let n = d.layout.n;
-    let lambda = d.layout.prior_diagonal(prior);
+    let lambda = d.prior_terms(prior);
     let mut beta = start.filter(|s| s.len() == n).map_or_else(|| vec![0.0; n], <[f64]>::to_vec);
     let tol = 1e-9;
     let max_iter = 200;
@@ -416,13 +504,14 @@ pub fn fit(d: &PanelDesign, prior: &Prior, start: Option<&[f64]>) -> Result<Pane
 /// # Errors
 /// A failed inner fit.
 pub fn profile_range(d: &PanelDesign, fitted: &PanelFit, r: usize, prior: &Prior) -> Result<f64, FitError> {
-    let mut lambda = vec![super::profile::PROFILE_RIDGE; d.layout.n];
+    let mut lambda = PriorTerms::zero_mean(vec![super::profile::PROFILE_RIDGE; d.layout.n]);
     for j in 0..d.layout.kappa.len() {
-        lambda[d.layout.kappa[j]] = prior.lambda_kappa;
+        lambda.lambda[d.layout.kappa[j]] = prior.lambda_kappa;
         if let Some(u) = d.layout.u[j] {
-            lambda[u] = LAMBDA_LOG_SCALE;
+            lambda.lambda[u] = LAMBDA_LOG_SCALE;
         }
     }
+    d.apply_carried(&mut lambda);
     let center = fitted.beta[r];
     let mut lls = Vec::with_capacity(super::profile::GRID_POINTS);
     let mut warm = fitted.beta.clone();
@@ -438,7 +527,7 @@ pub fn profile_range(d: &PanelDesign, fitted: &PanelFit, r: usize, prior: &Prior
 
 /// The MAP under diagonal precision `lambda` with β_r fixed at `v` (Gauss–Newton steps with
 /// backtracking; the profile's inner fit).
-fn fit_fixed(d: &PanelDesign, lambda: &[f64], start: &[f64], r: usize, v: f64) -> Result<Vec<f64>, FitError> {
+fn fit_fixed(d: &PanelDesign, lambda: &PriorTerms, start: &[f64], r: usize, v: f64) -> Result<Vec<f64>, FitError> {
     let n = d.layout.n;
     let mut beta = start.to_vec();
     beta[r] = v;
@@ -578,7 +667,13 @@ mod tests {
         for (o, dx) in &data {
             d.push(*o, &[*dx]);
         }
-        let lambda = d.layout.prior_diagonal(&Prior::default());
+        // A carried prior off zero on the untrusted judge's κ and c.
+        d.carry(
+            1,
+            JudgePrior { kappa: Some(Normal { mean: 0.7, sd: 0.4 }), c: vec![Some(Normal { mean: -0.3, sd: 0.25 })] },
+        );
+        let lambda = d.prior_terms(&Prior::default());
+        assert_eq!((lambda.mean[7], lambda.lambda[7]), (-0.3, 16.0), "c of judge 1 at index 6 + 1");
         let beta: Vec<f64> = (0..d.layout.n).map(|r| 0.1 * (r as f64 + 1.0).sin()).collect();
         let (g, h) = d.derivatives(&beta, &lambda, true);
         let e = 1e-6;
@@ -596,6 +691,39 @@ mod tests {
                 assert!((fd2 - h[(c, r)]).abs() < 1e-4, "H[{c},{r}]: {fd2} vs {}", h[(c, r)]);
             }
         }
+    }
+
+    #[test]
+    fn a_carried_prior_is_the_default_when_it_says_the_same_and_pins_a_parameter_when_tight() {
+        let (theta, x) = pool(10, 7);
+        let data = simulate(&theta, &x, &[(1.0, 0.0, 0.3), (0.6, 0.8, 1.2)], 1, 8);
+        let roles = [PanelRole { trusted: true, reference: false }, PanelRole { trusted: false, reference: false }];
+        let mut d = PanelDesign::new(10, 1, &roles);
+        for (o, dx) in &data {
+            d.push(*o, &[*dx]);
+        }
+        let prior = Prior::default();
+        let plain = fit(&d, &prior, None).unwrap();
+        // N(0, 1/λ) is the default prior: the same MAP.
+        let mut same = d.clone();
+        let default_of = |lambda: f64| Some(Normal { mean: 0.0, sd: lambda.sqrt().recip() });
+        same.carry(1, JudgePrior { kappa: default_of(prior.lambda_kappa), c: vec![default_of(prior.lambda_b)] });
+        let f = fit(&same, &prior, None).unwrap();
+        for (a, b) in plain.beta.iter().zip(&f.beta) {
+            assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        }
+        // A tight prior holds ĉ near its mean whatever the data say, and its posterior sd is at
+        // most the prior's.
+        let mut tight = d.clone();
+        tight.carry(1, JudgePrior { kappa: None, c: vec![Some(Normal { mean: 2.5, sd: 1e-3 })] });
+        let t = fit(&tight, &prior, None).unwrap();
+        let c = t.c(1)[0];
+        assert!((c.value - 2.5).abs() < 1e-3 && c.sd < 1.01e-3, "{c:?}");
+        assert!((plain.c(1)[0].value - 2.5).abs() > 0.5, "the data alone say otherwise: {:?}", plain.c(1)[0]);
+        // A c prior on the trusted judge (no c) changes nothing.
+        let mut on_trusted = d.clone();
+        on_trusted.carry(0, JudgePrior { kappa: None, c: vec![Some(Normal { mean: 5.0, sd: 0.1 })] });
+        assert_eq!(fit(&on_trusted, &prior, None).unwrap().beta, plain.beta);
     }
 
     #[test]

@@ -7,7 +7,11 @@
 //!   per seed spread over all pools (both orders each, their cost shared by the pools), the sign
 //!   test choosing the corrected θ̂ or the apparent φ̂ ranking for every pool (docs/model.md §5);
 //! - the **panel**: every judge in one model (docs/model.md §8), each query routed to the judge
-//!   of the largest expected information per dollar ([`crate::acquire::panel`]), reporting θ̂.
+//!   of the largest expected information per dollar ([`crate::acquire::panel`]), reporting θ̂;
+//! - with `prior_anchors`, the **panel with carried judge priors**: `prior_anchors` pairs per
+//!   seed spread over all pools, asked of every judge in both orders (their cost shared by the
+//!   pools), one fit of them gives each judge's κ_j and c_j, and every pool's panel starts from
+//!   them as its prior (docs/model.md §8, "Carried judge priors").
 //!
 //! A run is followed to the largest checkpoint once and read at each smaller one (its picks do
 //! not depend on the budget left, except that a query is never bought past it).
@@ -25,7 +29,7 @@ use crate::domain::verdict::{Answer, ItemVerdict};
 use crate::judge::JudgeInfo;
 use crate::judge::mock::MockJudge;
 use crate::model::membership::point_topk;
-use crate::model::panel::{self, PanelDesign, PanelFit, PanelObs, PanelRole};
+use crate::model::panel::{self, JudgePrior, Normal, PanelDesign, PanelFit, PanelObs, PanelRole};
 use crate::report::sweep::MeanSe;
 use crate::run::sim::{PathInput, SimSettings, follow};
 use serde::Serialize;
@@ -40,7 +44,7 @@ pub struct PanelRow {
     pub pool: String,
     /// Replicate seed.
     pub seed: u64,
-    /// `alone:<judge>`, `gate:<judge>` or `panel`.
+    /// `alone:<judge>`, `gate:<judge>`, `panel` or `panel+carried`.
     pub arm: String,
     /// The checkpoint (USD per pool).
     pub budget_usd: f64,
@@ -83,6 +87,9 @@ pub struct PanelResult {
     pub rows: Vec<PanelRow>,
     /// Per-judge estimates of the panel at the largest checkpoint.
     pub estimates: Vec<JudgeEstimate>,
+    /// Per seed and judge, the priors the "panel+carried" arm carried (empty without
+    /// `prior_anchors`).
+    pub carried: Vec<CarriedEstimate>,
 }
 
 /// The pools of the experiment.
@@ -169,7 +176,164 @@ type PanelPoint = (f64, f64, Vec<f64>);
 struct JobOut {
     alone: Vec<Vec<AlonePoint>>,
     panel: Vec<PanelPoint>,
+    carried: Vec<PanelPoint>,
     estimates: Vec<JudgeEstimate>,
+}
+
+/// Each judge's κ_j and c_j learned on one seed's prior anchors (docs/model.md §8, "Carried
+/// judge priors"): `prior_anchors` pairs spread over the pools (a pool per pair in a shuffled
+/// round-robin, two answers of one prompt drawn at random), every judge in both orders, one panel
+/// fit over the anchors' answers with words in hundreds (raw, so that one c holds for every
+/// pool; each pool's prior is it times that pool's sd of words / 100, the pool's z-score unit).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CarriedEstimate {
+    /// Seed.
+    pub seed: u64,
+    /// Judge name.
+    pub judge: String,
+    /// κ̂_j and its Laplace sd (logits).
+    pub kappa: (f64, f64),
+    /// ĉ_j of words and sd (logits per 100 words); `None` for the trusted judge.
+    pub c_per_100_words: Option<(f64, f64)>,
+    /// USD per pool: every judge's anchor queries, shared by the pools.
+    pub share_usd: f64,
+}
+
+fn raw_words(pool: &Pool) -> Vec<f64> {
+    build_covariates(pool, &[CovariateSpec::parse("words:raw").expect("valid spec")])
+        .expect("words")
+        .x
+        .iter()
+        .map(|r| r[0])
+        .collect()
+}
+
+/// Answers per group of prior anchors (every pair of them is an anchor).
+const ANCHOR_GROUP: usize = 4;
+
+/// Prior precision on θ in the fit of the prior anchors (1/logit²; nearly flat). There θ is a
+/// nuisance seen on a few pairs per answer, and a prior that shrinks it leaves part of each
+/// quality difference unexplained, which attenuates the judges' κ and c towards 0 (logistic
+/// regression is not collapsible): with the runs' λ_θ = 1, ĉ came out at 0.6 of the truth on
+/// synthetic pools; at 0.01 its errors over 12 seeds averaged −0.25 sd.
+const ANCHOR_LAMBDA_THETA: f64 = 0.01;
+
+/// The prior anchors of one seed, their fit and its estimates per judge.
+fn calibrate(s: &PanelSweep, pools: &[Pool], seed: u64) -> Result<Vec<CarriedEstimate>, SweepError> {
+    use rand::RngExt as _;
+    use rand::seq::SliceRandom as _;
+    let judges = judges_for(s, seed);
+    let mut r = rng::stream(seed, "panel-prior-anchors", 0);
+    let mut order: Vec<usize> = (0..pools.len()).collect();
+    order.shuffle(&mut r);
+    let mut bases: std::collections::HashMap<(usize, usize), usize> = std::collections::HashMap::new();
+    let mut queries: Vec<(usize, usize, usize)> = Vec::new(); // (pool, a, b)
+    // Anchors come in groups: G answers of one prompt and all their pairs, so each answer's θ
+    // (a nuisance here) rests on G − 1 pairs, not one (with one pair per answer the judges'
+    // shared parameters inherit the incidental-parameter bias of a per-pair θ).
+    let group = ANCHOR_GROUP;
+    let mut seen = HashSet::new();
+    let mut visit = 0;
+    let mut stale = 0;
+    while queries.len() < s.panel.prior_anchors && stale < 4 * order.len() {
+        let p = order[visit % order.len()];
+        visit += 1;
+        let prompts: Vec<Vec<usize>> = pools[p].prompt_items().into_iter().filter(|v| v.len() >= 2).collect();
+        if prompts.is_empty() {
+            stale += 1;
+            continue;
+        }
+        let mut items = prompts[r.random_range(0..prompts.len())].clone();
+        items.shuffle(&mut r);
+        items.truncate(group);
+        let before = queries.len();
+        for x in 0..items.len() {
+            for y in x + 1..items.len() {
+                let (a, b) = (items[x], items[y]);
+                if queries.len() < s.panel.prior_anchors && seen.insert((p, a.min(b), a.max(b))) {
+                    queries.push((p, a, b));
+                }
+            }
+        }
+        if queries.len() == before {
+            stale += 1;
+        }
+    }
+    let mut base_of = |p: usize, item: usize| {
+        let key = (p, pools[p].item_base[item]);
+        let next = bases.len();
+        *bases.entry(key).or_insert(next)
+    };
+    let mut obs = Vec::new();
+    let mut usd_of = vec![0.0; judges.len()];
+    for &(p, a, b) in &queries {
+        let (ba, bb) = (base_of(p, a), base_of(p, b));
+        let words = raw_words(&pools[p]);
+        for (j, judge) in judges.iter().enumerate() {
+            for (x, y, bx, by) in [(a, b, ba, bb), (b, a, bb, ba)] {
+                usd_of[j] += judge.worst_case_usd(&pools[p], x, y);
+                let o = PanelObs { i: bx, j: by, judge: j, y: judge.outcome(&pools[p], x, y), w: 1.0 };
+                obs.push((o, (words[x] - words[y]) / 100.0));
+            }
+        }
+    }
+    // θ is in the logits of the cheapest judge (the reference, s = 1): the prior on θ then
+    // shrinks the quality differences least where a sharper judge's logits would spread them
+    // wider (docs/model.md §8).
+    let cheapest = (0..judges.len()).min_by(|&x, &y| usd_of[x].total_cmp(&usd_of[y])).expect("at least two judges");
+    let roles: Vec<PanelRole> = s
+        .panel
+        .judges
+        .iter()
+        .enumerate()
+        .map(|(j, spec)| PanelRole { trusted: spec.trusted, reference: j == cheapest })
+        .collect();
+    let mut d = PanelDesign::new(bases.len(), 1, &roles);
+    for (o, dx) in obs {
+        d.push(o, &[dx]);
+    }
+    let prior = crate::model::bt::Prior { lambda_theta: ANCHOR_LAMBDA_THETA, ..s.prior };
+    let f = panel::fit(&d, &prior, None).map_err(|source| SweepError::RecordedFit {
+        pool: "the prior anchors".into(),
+        seed,
+        strategy: "panel".into(),
+        model: "panel".into(),
+        comparisons: d.obs.len(),
+        source,
+    })?;
+    let share_usd = usd_of.iter().sum::<f64>() / pools.len() as f64;
+    Ok(s.panel
+        .judges
+        .iter()
+        .enumerate()
+        .map(|(j, spec)| {
+            let k = f.kappa(j);
+            CarriedEstimate {
+                seed,
+                judge: spec.name.clone(),
+                kappa: (k.value, k.sd),
+                c_per_100_words: f.c(j).first().map(|c| (c.value, c.sd)),
+                share_usd,
+            }
+        })
+        .collect())
+}
+
+/// One pool's carried priors from a seed's estimates: κ_j as learned, c_j of words in the pool's
+/// z-score unit (per 100 words × the pool's population sd of words / 100).
+fn carried_priors(pool: &Pool, est: &[CarriedEstimate]) -> Vec<JudgePrior> {
+    let w = raw_words(pool);
+    let mean = w.iter().sum::<f64>() / w.len() as f64;
+    let sd = (w.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / w.len() as f64).sqrt();
+    est.iter()
+        .map(|e| JudgePrior {
+            kappa: Some(Normal { mean: e.kappa.0, sd: e.kappa.1 }),
+            c: e.c_per_100_words
+                .filter(|_| sd > 1e-12 * mean.abs().max(1.0))
+                .map(|(m, v)| vec![Some(Normal { mean: m * sd / 100.0, sd: v * sd / 100.0 })])
+                .unwrap_or_default(),
+        })
+        .collect()
 }
 
 fn words_covariates(pool: &Pool) -> Covariates {
@@ -252,9 +416,9 @@ fn panel_path(
     s: &PanelSweep,
     pool: &Pool,
     judges: &[MockJudge],
-    seed: u64,
-    max_usd: f64,
+    (seed, max_usd): (u64, f64),
     gold: &[f64],
+    carried: &[JudgePrior],
 ) -> Result<(Vec<PanelPoint>, Vec<JudgeEstimate>), SweepError> {
     let cov = words_covariates(pool);
     let n = pool.n_items();
@@ -298,6 +462,9 @@ fn panel_path(
         }
         prev_reference = Some(reference);
         let mut d = PanelDesign::new(pool.n_bases(), cov.p(), &roles);
+        for (j, prior) in carried.iter().enumerate() {
+            d.carry(j, prior.clone());
+        }
         for &(a, b, j, y) in &obs {
             let dx: Vec<f64> = x[j][a].iter().zip(&x[j][b]).map(|(p, q)| p - q).collect();
             d.push(PanelObs { i: pool.item_base[a], j: pool.item_base[b], judge: j, y, w: 1.0 }, &dx);
@@ -381,17 +548,29 @@ pub fn run(
     let max_usd = *s.spend_usd.last().expect("checked non-empty");
     let alone_max = max_usd * s.panel.compare_multiple;
     let jobs: Vec<(usize, u64)> = s.seeds.iter().flat_map(|&seed| (0..pools.len()).map(move |p| (p, seed))).collect();
+    let calibration: Vec<Vec<CarriedEstimate>> = if s.panel.prior_anchors > 0 && s.panel.judges.len() > 1 {
+        s.seeds.iter().map(|&seed| calibrate(s, pools, seed)).collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
     let outs = super::parallel_jobs(&jobs, threads, on_done, |&(p, seed)| -> Result<JobOut, SweepError> {
         let pool = &pools[p];
         let gold = pool.base_quality().expect("checked");
         let judges = judges_for(s, seed);
         let alone = judges.iter().map(|j| alone(s, pool, j, seed, alone_max, &gold)).collect::<Result<Vec<_>, _>>()?;
         let (panel, estimates) = if judges.len() > 1 {
-            panel_path(s, pool, &judges, seed, max_usd, &gold)?
+            panel_path(s, pool, &judges, (seed, max_usd), &gold, &[])?
         } else {
             (Vec::new(), Vec::new())
         };
-        Ok(JobOut { alone, panel, estimates })
+        let carried = match s.seeds.iter().position(|&x| x == seed).and_then(|i| calibration.get(i)) {
+            Some(est) => {
+                let share = est[0].share_usd;
+                panel_path(s, pool, &judges, (seed, max_usd - share), &gold, &carried_priors(pool, est))?.0
+            }
+            None => Vec::new(),
+        };
+        Ok(JobOut { alone, panel, carried, estimates })
     })?;
     let nj = s.panel.judges.len();
     let trusted = s.panel.judges.iter().position(|j| j.trusted);
@@ -435,13 +614,30 @@ pub fn run(
                     queries: at.2.clone(),
                 });
             }
+            let est = s.seeds.iter().position(|&x| x == seed).and_then(|i| calibration.get(i));
+            if let Some(est) = est.filter(|_| b <= max_usd + 1e-12) {
+                // The carried arm at B: its path within B less its share of the prior anchors.
+                let share = est[0].share_usd;
+                let per_judge = 2.0 * s.panel.prior_anchors as f64 / pools.len() as f64;
+                // Below its share it could not have run: the random recall, the share spent.
+                let at = out.carried.iter().rev().find(|q| q.0 <= b - share + 1e-12);
+                rows.push(PanelRow {
+                    pool: pool.pool_id.clone(),
+                    seed,
+                    arm: "panel+carried".into(),
+                    budget_usd: b,
+                    spend_usd: at.map_or(0.0, |q| q.0) + share,
+                    recall: at.map_or_else(|| random_recall(pool), |q| q.1),
+                    queries: at.map_or_else(|| vec![0.0; nj], |q| q.2.clone()).iter().map(|q| q + per_judge).collect(),
+                });
+            }
         }
         estimates.extend(out.estimates.iter().cloned());
     }
     if let Some(t) = trusted {
         rows.extend(gate_rows(s, pools, &jobs, &outs, t, &budgets));
     }
-    Ok(PanelResult { rows, estimates })
+    Ok(PanelResult { rows, estimates, carried: calibration.into_iter().flatten().collect() })
 }
 
 /// The gate arms: per seed and checkpoint, anchors spread over the pools, one sign test.
@@ -582,12 +778,12 @@ pub fn summarise(rows: &[PanelRow]) -> Vec<ArmCell> {
     out
 }
 
-/// Paired difference (panel at B) − (arm at `multiple` × B), mean ± se over pools × seeds.
-pub fn paired_difference(rows: &[PanelRow], arm: &str, budget: f64, multiple: f64) -> Option<MeanSe> {
+/// Paired difference (`panel` arm at B) − (`arm` at `multiple` × B), mean ± se over pools × seeds.
+pub fn paired_difference(rows: &[PanelRow], panel: &str, arm: &str, budget: f64, multiple: f64) -> Option<MeanSe> {
     let other = budget * multiple;
     let d: Vec<f64> = rows
         .iter()
-        .filter(|r| r.arm == "panel" && r.budget_usd == budget)
+        .filter(|r| r.arm == panel && r.budget_usd == budget)
         .filter_map(|p| {
             rows.iter()
                 .find(|r| r.arm == arm && (r.budget_usd - other).abs() < 1e-12 && r.pool == p.pool && r.seed == p.seed)
@@ -717,15 +913,46 @@ pub fn markdown(s: &PanelSweep, result: &PanelResult, cells: &[ArmCell], pools: 
     let m = s.panel.compare_multiple;
     let _ = write!(
         md,
-        "\n## The panel at spend B against each judge alone at {m}× B and at B\n\nPaired over pools × seeds: (panel recall at B) − (the judge's recall at the other spend).\n\n| B (USD) | judge | panel − alone at {m}× B | panel − alone at B |\n| --- | --- | --- | --- |\n"
+        "\n## The panel at spend B against each judge alone at {m}× B and at B\n\nPaired over pools × seeds: (panel recall at B) − (the judge's recall at the other spend).\n\n| B (USD) | panel arm | judge | panel − alone at {m}× B | panel − alone at B |\n| --- | --- | --- | --- | --- |\n"
     );
+    let panel_arms: Vec<&str> =
+        ["panel", "panel+carried"].into_iter().filter(|a| result.rows.iter().any(|r| r.arm == *a)).collect();
     for &b in &s.spend_usd {
+        for panel in &panel_arms {
+            for n in &names {
+                let arm = format!("alone:{n}");
+                let far = paired_difference(&result.rows, panel, &arm, b, m);
+                let same = paired_difference(&result.rows, panel, &arm, b, 1.0);
+                let f = |x: Option<MeanSe>| x.map_or("–".to_owned(), |d| format!("{:+.3} ± {:.3}", d.mean, d.se));
+                let _ = writeln!(md, "| {} | {panel} | {n} | {} | {} |", fmt_usd(b), f(far), f(same));
+            }
+        }
+    }
+    if !result.carried.is_empty() {
+        let _ = write!(
+            md,
+            "\n## Carried judge priors ({} prior anchors per seed, every judge in both orders)\n\nMeans ± se over seeds of each judge's estimates on the anchors, carried into every pool's panel as its prior.\n\n| judge | κ̂ (logits) | sd κ̂ | ĉ words (logits per 100 words) | sd ĉ | share per pool (USD) |\n| --- | --- | --- | --- | --- | --- |\n",
+            s.panel.prior_anchors
+        );
         for n in &names {
-            let arm = format!("alone:{n}");
-            let far = paired_difference(&result.rows, &arm, b, m);
-            let same = paired_difference(&result.rows, &arm, b, 1.0);
-            let f = |x: Option<MeanSe>| x.map_or("–".to_owned(), |d| format!("{:+.3} ± {:.3}", d.mean, d.se));
-            let _ = writeln!(md, "| {} | {n} | {} | {} |", fmt_usd(b), f(far), f(same));
+            let e: Vec<&CarriedEstimate> = result.carried.iter().filter(|e| e.judge == *n).collect();
+            let ms = |v: Vec<f64>| {
+                if v.is_empty() {
+                    "–".to_owned()
+                } else {
+                    let m = MeanSe::of(&v);
+                    format!("{:.3} ± {:.3}", m.mean, m.se)
+                }
+            };
+            let _ = writeln!(
+                md,
+                "| {n} | {} | {} | {} | {} | {} |",
+                ms(e.iter().map(|x| x.kappa.0).collect()),
+                ms(e.iter().map(|x| x.kappa.1).collect()),
+                ms(e.iter().filter_map(|x| x.c_per_100_words.map(|c| c.0)).collect()),
+                ms(e.iter().filter_map(|x| x.c_per_100_words.map(|c| c.1)).collect()),
+                ms(e.iter().map(|x| x.share_usd).collect()),
+            );
         }
     }
     if !result.estimates.is_empty() {
@@ -799,6 +1026,61 @@ mod tests {
         assert!(r.estimates.iter().filter(|e| e.judge == "frontier").all(|e| e.c_words.is_none()));
         let again = run(&s, &pools, 2, &|_| {}).unwrap();
         assert_eq!(r.rows, again.rows, "same seed, same rows, whatever the threads");
+    }
+
+    #[test]
+    fn prior_anchors_recover_each_judges_bias_and_the_carried_arm_pays_its_share() {
+        // The cheap mock's verdict logit is (Δquality + 0.01 Δwords + 0.3) / 0.25: κ = 1.2 and
+        // c = 0.04 per word, 4 logits per 100 words; the trusted one has κ = 0.05 / 0.15 = 1/3.
+        let mut s = experiment(TWO);
+        s.panel.prior_anchors = 300;
+        let sp = SynthPanelPools { count: 30, ..s.pools.synthetic.clone().unwrap() };
+        let pools: Vec<Pool> = (0..30).map(|i| synthetic_pool(&sp, 100 + i)).collect();
+        let est = calibrate(&s, &pools, 7).unwrap();
+        let cheap = &est[0];
+        let (c, c_sd) = cheap.c_per_100_words.unwrap();
+        assert!((c - 4.0).abs() < 2.0 * c_sd && c_sd < 1.5, "ĉ = {c} ± {c_sd}, truth 4");
+        assert!((cheap.kappa.0 - 1.2).abs() < 2.0 * cheap.kappa.1, "κ̂ = {:?}, truth 1.2", cheap.kappa);
+        assert!(est[1].c_per_100_words.is_none(), "the trusted judge has no c");
+        // The near-deterministic trusted judge's Laplace sd is optimistic (its errors over 12
+        // seeds spread 1.8 sd): 3 sd.
+        assert!((est[1].kappa.0 - 1.0 / 3.0).abs() < 3.0 * est[1].kappa.1, "κ̂ = {:?}", est[1].kappa);
+        // Every judge both orders of every anchor, the cost shared by the pools.
+        // About 2 × 300 / 30 = 20 queries of each judge per pool, at the price of a typical pair.
+        let j = judges_for(&s, 7);
+        let typical = j[0].worst_case_usd(&pools[0], 0, 1) + j[1].worst_case_usd(&pools[0], 0, 1);
+        assert!((cheap.share_usd / (20.0 * typical) - 1.0).abs() < 0.15, "{} vs {}", cheap.share_usd, 20.0 * typical);
+        assert_eq!(cheap.share_usd, est[1].share_usd);
+        // The carried priors put c in each pool's z-score unit: per 100 words × sd(words) / 100.
+        let w = raw_words(&pools[0]);
+        let m = w.iter().sum::<f64>() / w.len() as f64;
+        let sd = (w.iter().map(|v| (v - m).powi(2)).sum::<f64>() / w.len() as f64).sqrt();
+        let pr = carried_priors(&pools[0], &est);
+        let n = pr[0].c[0].unwrap();
+        assert!((n.mean - c * sd / 100.0).abs() < 1e-12 && (n.sd - c_sd * sd / 100.0).abs() < 1e-12);
+        assert!(pr[1].c.is_empty());
+
+        // The arm: every row within its checkpoint, its spend including the anchors' share.
+        s.panel.prior_anchors = 6;
+        let small: Vec<Pool> = (0..3).map(|i| synthetic_pool(s.pools.synthetic.as_ref().unwrap(), 4 + i)).collect();
+        let r = run(&s, &small, 1, &|_| {}).unwrap();
+        let carried: Vec<&PanelRow> = r.rows.iter().filter(|x| x.arm == "panel+carried").collect();
+        assert_eq!(carried.len(), 3 * 2 * 2, "3 pools × 2 seeds × 2 checkpoints");
+        assert_eq!(r.carried.len(), 2 * 2, "2 seeds × 2 judges");
+        for row in &carried {
+            let share = r.carried.iter().find(|e| e.seed == row.seed).unwrap().share_usd;
+            // 6 anchors × 2 orders over 3 pools: 4 queries of each judge per pool.
+            assert!(row.queries.iter().all(|q| *q >= 4.0), "{row:?}");
+            if share <= row.budget_usd {
+                assert!(row.spend_usd >= share && row.spend_usd <= row.budget_usd + 1e-12, "{row:?} share {share}");
+            } else {
+                // The anchors alone cost more than B: no panel ran, the recall is chance.
+                assert_eq!((row.spend_usd, row.recall), (share, 2.0 / 8.0), "{row:?}");
+            }
+        }
+        let share_of = |seed: u64| r.carried.iter().find(|e| e.seed == seed).unwrap().share_usd;
+        assert!(carried.iter().any(|row| row.spend_usd > share_of(row.seed)), "a panel ran after the anchors");
+        assert_eq!(r.rows, run(&s, &small, 2, &|_| {}).unwrap().rows);
     }
 
     #[test]
