@@ -1032,3 +1032,101 @@ fn compare_refuses_runs_over_different_prompts_under_one_pool_name() {
     let out = run_bin(dir.path(), &["compare", "runs/first", "runs/again", "--out", "cmp"]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// A judge's carried prior (`judges[i].prior`, docs/model.md §8 "Carried judge priors"): a tight
+/// one holds the judge's κ̂ and ĉ at its means, the run says so, and `fit RUN --panel` fits the
+/// run's verdicts with it to the same estimates; priors that cannot apply are refused by key.
+#[test]
+fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped_panel(dir.path(), "carried", |y| {
+        y.replace("name: summeval-panel", "name: carried").replacen(
+            "  - name: cheap\n",
+            "  - name: cheap\n    prior: {kappa: {mean: 1.2, sd: 0.05}, words: {mean: 0.9, sd: 0.01}}\n",
+            1,
+        )
+    });
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let printed = stdout(&out);
+    assert!(
+        printed.contains(
+            "judge \"cheap\": carried prior κ ~ N(1.2, 0.05²), words ~ N(0.9, 0.01²) (logits; judges[0].prior): its estimates lean on verdicts of other pools"
+        ),
+        "{printed}"
+    );
+    let r = json(&dir.path().join("runs/carried/result.json"));
+    let cheap = &r["fit"]["judges"][0];
+    let (c, c_sd) = (cheap["c"][0]["value"].as_f64().unwrap(), cheap["c"][0]["sd"].as_f64().unwrap());
+    let (k, k_sd) = (cheap["kappa"]["value"].as_f64().unwrap(), cheap["kappa"]["sd"].as_f64().unwrap());
+    // The posterior sits within a few prior sds of the prior mean, never looser than the prior.
+    assert!((c - 0.9).abs() < 0.03 && c_sd <= 0.0101, "ĉ = {c} ± {c_sd}");
+    assert!((k - 1.2).abs() < 0.15 && k_sd <= 0.0501, "κ̂ = {k} ± {k_sd}");
+    // The same run without the prior estimates ĉ elsewhere (0.52 ± 0.21 in docs/model.md §8).
+    let plain = shipped_panel(dir.path(), "plain", |y| y);
+    assert!(run_bin(dir.path(), &["run", plain.to_str().unwrap(), "--quiet"]).status.success());
+    let p = json(&dir.path().join("runs/summeval-panel/result.json"));
+    let pc = p["fit"]["judges"][0]["c"][0]["value"].as_f64().unwrap();
+    assert!((pc - 0.9).abs() > 0.3, "without the prior ĉ = {pc}");
+    // fit RUN --panel: the run's prior, the run's numbers.
+    let fit = run_bin(dir.path(), &["fit", "runs/carried", "--panel", "--out", "fit.json"]);
+    assert!(fit.status.success(), "{}", text(&fit));
+    let f = json(&dir.path().join("fit.json"));
+    let fc = &f["judges"][0];
+    assert!((fc["c"][0]["value"].as_f64().unwrap() - c).abs() < 1e-9, "{fc}");
+    assert!((fc["kappa"]["value"].as_f64().unwrap() - k).abs() < 1e-9, "{fc}");
+    assert!(
+        f["notes"]
+            .to_string()
+            .contains("carried prior κ ~ N(1.2, 0.05²), words ~ N(0.9, 0.01²) (logits; the run's judges[i].prior)"),
+        "{}",
+        f["notes"]
+    );
+
+    let cases: &[(&str, &str)] = &[
+        (
+            "{wordz: {mean: 1, sd: 0.1}}",
+            "judges[0].prior.wordz: names no parameter of judge \"cheap\"; expected one of: kappa, words",
+        ),
+        (
+            "{words: {mean: 1, sd: 0}}",
+            "judges[0].prior.words: mean = 1, sd = 0: expected a finite mean and a finite sd > 0",
+        ),
+        ("{kappa: {mean: .nan, sd: 1}}", "judges[0].prior.kappa: mean = NaN"),
+        (
+            "{same_family: {mean: 1, sd: 1}}",
+            "judges[0].prior.same_family: names no parameter of judge \"cheap\"; expected one of: kappa, words",
+        ),
+        ("{words: {mean: 1, sdd: 1}}", "sdd"),
+    ];
+    for (prior, want) in cases {
+        let bad = shipped_panel(dir.path(), "bad", |y| {
+            y.replacen("  - name: cheap\n", &format!("  - name: cheap\n    prior: {prior}\n"), 1)
+        });
+        let out = run_bin(dir.path(), &["run", bad.to_str().unwrap(), "--dry-run"]);
+        assert!(!out.status.success() && text(&out).contains(want), "{prior}: want {want:?} in\n{}", text(&out));
+    }
+    let on_trusted = shipped_panel(dir.path(), "bad", |y| {
+        y.replacen("    trusted: true\n", "    trusted: true\n    prior: {words: {mean: 0.5, sd: 0.1}}\n", 1)
+    });
+    let out = run_bin(dir.path(), &["run", on_trusted.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        text(&out).contains("judges[1].prior.words: \"frontier\" is the trusted judge, taken as free of item-level bias: it has no bias coefficient, only `kappa`"),
+        "{}",
+        text(&out)
+    );
+    let one = shipped_panel(dir.path(), "bad", |y| {
+        let (head, _) = y.split_once("  - name: frontier").unwrap();
+        format!(
+            "{}model:{}",
+            head.replacen("  - name: cheap\n", "  - name: cheap\n    prior: {kappa: {mean: 1, sd: 1}}\n", 1),
+            y.split_once("\nmodel:").unwrap().1
+        )
+    });
+    let out = run_bin(dir.path(), &["run", one.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        text(&out).contains("judges[0].prior: a carried prior is a judge panel's (two or more judges"),
+        "{}",
+        text(&out)
+    );
+}

@@ -8,7 +8,7 @@ use crate::analysis::certify::{NO_SIGNAL_MIN_VERDICTS, NoSignal, no_signal};
 use crate::domain::pool::{Covariates, Pool};
 use crate::domain::rng::ChaCha8Rng;
 use crate::domain::verdict::ItemVerdict;
-use crate::model::panel::{self, Estimate, PanelDesign, PanelFit, PanelObs, PanelRole};
+use crate::model::panel::{self, Estimate, JudgePrior, Normal, PanelDesign, PanelFit, PanelObs, PanelRole};
 use crate::model::profile::PRIOR_SELECTED_NATS;
 use crate::model::{FitError, Prior};
 use serde::Serialize;
@@ -23,6 +23,52 @@ pub struct JudgeVerdicts {
     pub trusted: bool,
     /// Its valid verdicts.
     pub verdicts: Vec<ItemVerdict>,
+    /// Its carried prior (docs/model.md §8, "Carried judge priors"; default: none).
+    pub prior: JudgePrior,
+}
+
+/// The key of the "same family" column in a carried prior (`judges[i].prior.same_family`).
+pub const SAME_FAMILY_KEY: &str = "same_family";
+
+/// The note that judge `judge` starts from a carried prior, e.g. `judge "cheap": carried prior
+/// κ ~ N(1.2, 0.05²), words ~ N(0.9, 0.01²) (logits): its estimates lean on verdicts of other
+/// pools`; `source` says where it was given (`judges[i].prior`).
+pub fn carried_note(judge: &str, named: &BTreeMap<String, Normal>, source: &str) -> String {
+    let terms: Vec<String> = named
+        .iter()
+        .map(|(k, n)| format!("{} ~ N({}, {}²)", if k == "kappa" { "κ" } else { k }, n.mean, n.sd))
+        .collect();
+    format!(
+        "judge {judge:?}: carried prior {} (logits; {source}): its estimates lean on verdicts of other pools",
+        terms.join(", ")
+    )
+}
+
+/// A judge's carried prior as written (`kappa`, or a covariate's name, or `same_family`: a
+/// normal prior in logits, or logits per covariate unit) against the fit's covariates `names`
+/// and, with `family_column`, the "same family" column after them. Returns the prior and the
+/// keys that name no parameter of this fit.
+pub fn carried_prior(
+    named: &BTreeMap<String, Normal>,
+    names: &[String],
+    family_column: bool,
+) -> (JudgePrior, Vec<String>) {
+    let mut prior = JudgePrior::default();
+    let mut unused = Vec::new();
+    let p = names.len() + usize::from(family_column);
+    for (key, n) in named {
+        if key == "kappa" {
+            prior.kappa = Some(*n);
+        } else if let Some(t) =
+            names.iter().position(|x| x == key).or_else(|| (family_column && key == SAME_FAMILY_KEY).then_some(p - 1))
+        {
+            prior.c.resize(p, None);
+            prior.c[t] = Some(*n);
+        } else {
+            unused.push(key.clone());
+        }
+    }
+    (prior, unused)
 }
 
 /// One judge of a fitted panel.
@@ -209,6 +255,9 @@ pub fn design(pool: &Pool, cov: &Covariates, judges: &[JudgeVerdicts], families:
                 dx[p] = f.same(j, pool.item_base[v.a]) - f.same(j, pool.item_base[v.b]);
             }
             d.push(PanelObs { i: pool.item_base[v.a], j: pool.item_base[v.b], judge: j, y: v.y, w: v.w }, &dx);
+        }
+        if jv.prior != JudgePrior::default() {
+            d.carry(j, jv.prior.clone());
         }
     }
     d
@@ -570,6 +619,7 @@ mod tests {
     #[test]
     fn the_judge_with_most_verdicts_is_the_reference() {
         let jv = |name: &str, n: usize| JudgeVerdicts {
+            prior: JudgePrior::default(),
             name: name.into(),
             trusted: false,
             verdicts: (0..n).map(|i| v(i % 3, (i + 1) % 3, 1.0)).collect(),
@@ -607,8 +657,8 @@ mod tests {
             }
         }
         let judges = [
-            JudgeVerdicts { name: "sharp".into(), trusted: false, verdicts: sharp },
-            JudgeVerdicts { name: "coin".into(), trusted: false, verdicts: coin },
+            JudgeVerdicts { name: "sharp".into(), trusted: false, verdicts: sharp, prior: JudgePrior::default() },
+            JudgeVerdicts { name: "coin".into(), trusted: false, verdicts: coin, prior: JudgePrior::default() },
         ];
         let mut rng = crate::domain::rng::stream(0, "membership", 0);
         let mut p = fit_panel(&pool, &cov, &judges, None, &Prior::default(), (2, 200), &mut rng).unwrap();
@@ -648,6 +698,7 @@ mod tests {
             }
         }
         let jv = |name: &str, trusted: bool, verdicts: &Vec<ItemVerdict>| JudgeVerdicts {
+            prior: JudgePrior::default(),
             name: name.into(),
             trusted,
             verdicts: verdicts.clone(),

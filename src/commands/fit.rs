@@ -315,7 +315,12 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
             notes.push(format!("judge {name:?}: no valid verdict ({inv} invalid); left out of the panel"));
             continue;
         }
-        groups.push(JudgeVerdicts { name: name.clone(), trusted: is_trusted, verdicts });
+        groups.push(JudgeVerdicts {
+            name: name.clone(),
+            trusted: is_trusted,
+            verdicts,
+            prior: crate::model::panel::JudgePrior::default(),
+        });
     }
     if groups.len() == 1 {
         notes.push(
@@ -356,6 +361,27 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
             families(args, &pool, &groups, &counts, &vpath, run_families, (&mut notes, &mut warnings))?
         }
     };
+    // A panel run's folder: each judge's carried prior (judges[i].prior), as the run fitted it.
+    if let Some(r) = run_panel {
+        for g in &mut groups {
+            let Some(m) = r.cfg.raw.judges.iter().find(|m| m.name == g.name && !m.prior.is_empty()) else { continue };
+            let (prior, unused) = crate::analysis::panel_fit::carried_prior(&m.prior, &cov.names, families.is_some());
+            for k in unused {
+                notes.push(format!(
+                    "judge {:?}: its carried prior on {k} (the run's judges[i].prior) names no parameter of this fit: not applied",
+                    g.name
+                ));
+            }
+            if g.trusted && prior.c.iter().any(Option::is_some) {
+                notes.push(format!(
+                    "judge {:?} is trusted here: its carried bias prior (the run's) is left out",
+                    g.name
+                ));
+            }
+            notes.push(crate::analysis::panel_fit::carried_note(&g.name, &m.prior, "the run's judges[i].prior"));
+            g.prior = prior;
+        }
+    }
     let comparisons = groups.iter().map(|g| g.verdicts.len()).sum::<usize>();
     let mut rng = crate::domain::rng::stream(set.seed, "membership", comparisons as u64);
     let crate::analysis::panel_fit::PanelReport { panel, notes: more, not_certified, weak_anchor } =

@@ -505,6 +505,10 @@ pub struct PanelMemberConfig {
     /// 1 for an answer of a system of the family, and its coefficient is the judge's
     /// self-preference in logits (docs/model.md §8). Not for the trusted judge.
     pub family: Option<String>,
+    /// Its carried prior (docs/model.md §8, "Carried judge priors"): by parameter, `kappa` or a
+    /// covariate's name (or `same_family`), a normal prior `{mean, sd}` in logits (per covariate
+    /// unit for c) learned on other pools, in place of the default one.
+    pub prior: std::collections::BTreeMap<String, crate::model::panel::Normal>,
     /// The judge block, with its own price, concurrency and rate limit.
     pub judge: JudgeConfig,
 }
@@ -520,6 +524,8 @@ struct PanelMemberDoc {
     trusted: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     family: Option<String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    prior: std::collections::BTreeMap<String, crate::model::panel::Normal>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     mock: Option<crate::judge::mock::MockConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -545,7 +551,7 @@ impl TryFrom<PanelMemberDoc> for PanelMemberConfig {
                 blocks.len()
             ));
         }
-        Ok(Self { name: d.name, trusted: d.trusted, family: d.family, judge: blocks.remove(0) })
+        Ok(Self { name: d.name, trusted: d.trusted, family: d.family, prior: d.prior, judge: blocks.remove(0) })
     }
 }
 
@@ -555,6 +561,7 @@ impl From<PanelMemberConfig> for PanelMemberDoc {
             name: m.name,
             trusted: m.trusted,
             family: m.family,
+            prior: m.prior,
             mock: None,
             synthetic: None,
             openai: None,
@@ -647,6 +654,12 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
                 return Err(InvalidSetting::new(
                     "judges[0].family",
                     "a judge's family is a covariate of a panel (its self-preference is identified by the other judges' verdicts, docs/model.md §8); one judge's own verdicts cannot tell it from the quality of its family's systems",
+                ));
+            }
+            if !raw.judges[0].prior.is_empty() {
+                return Err(InvalidSetting::new(
+                    "judges[0].prior",
+                    "a carried prior is a judge panel's (two or more judges under `judges:`); a list of one judge runs the single-judge model, which has none",
                 ));
             }
             raw.judge = Some(raw.judges.remove(0).judge);
@@ -747,6 +760,8 @@ pub struct Config {
     /// A panel over systems with a judge's `family`: the families of the judges and the systems
     /// (the self-preference covariate, docs/model.md §8); `None` otherwise.
     pub families: Option<crate::analysis::panel_fit::Families>,
+    /// Per judge of a panel, its carried prior (`judges[i].prior`; empty when no judge has one).
+    pub carried: Vec<crate::model::panel::JudgePrior>,
     /// The command line's `--set` (and its shorthands such as `--name`) applied to the file, in
     /// order: the command that resumes the run repeats them.
     pub overrides: Vec<super::overrides::Override>,
@@ -880,6 +895,7 @@ impl Config {
             sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
         let families = families(&raw, &pool, &mut warnings).map_err(inv)?;
+        let carried = carried_priors(&raw, &covariates, families.as_ref()).map_err(inv)?;
         Ok(Self {
             raw,
             path: path.to_owned(),
@@ -889,6 +905,7 @@ impl Config {
             covariate_specs: specs,
             warnings,
             families,
+            carried,
             overrides: Vec::new(),
         })
     }
@@ -1052,6 +1069,57 @@ fn check_systems(raw: &RawConfig, pool: &Pool) -> Result<(), InvalidSetting> {
         return Err(InvalidSetting::new("design", "a run over many pools (pool.ids) supports design: single only"));
     }
     Ok(())
+}
+
+/// Each panel judge's carried prior (`judges[i].prior`, docs/model.md §8), checked against the
+/// run's covariates and families; empty when no judge has one.
+fn carried_priors(
+    raw: &RawConfig,
+    cov: &Covariates,
+    families: Option<&crate::analysis::panel_fit::Families>,
+) -> Result<Vec<crate::model::panel::JudgePrior>, InvalidSetting> {
+    use crate::analysis::panel_fit::{SAME_FAMILY_KEY, carried_prior};
+    if raw.judges.iter().all(|m| m.prior.is_empty()) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::with_capacity(raw.judges.len());
+    for (i, m) in raw.judges.iter().enumerate() {
+        let key = |k: &str| format!("judges[{i}].prior.{k}");
+        for (k, n) in &m.prior {
+            if !(n.mean.is_finite() && n.sd.is_finite() && n.sd > 0.0) {
+                return Err(InvalidSetting::new(
+                    key(k),
+                    format!("mean = {}, sd = {}: expected a finite mean and a finite sd > 0 (logits)", n.mean, n.sd),
+                ));
+            }
+            if m.trusted && k != "kappa" {
+                return Err(InvalidSetting::new(
+                    key(k),
+                    format!(
+                        "{:?} is the trusted judge, taken as free of item-level bias: it has no bias coefficient, only `kappa`",
+                        m.name
+                    ),
+                ));
+            }
+        }
+        let family_column = families.is_some_and(|f| f.judge.get(i).is_some_and(Option::is_some));
+        let (prior, unused) = carried_prior(&m.prior, &cov.names, families.is_some());
+        if let Some(k) = unused.first().or_else(|| m.prior.keys().find(|k| *k == SAME_FAMILY_KEY && !family_column)) {
+            let mut expected = vec!["kappa".to_string()];
+            if !m.trusted {
+                expected.extend(cov.names.iter().cloned());
+                if family_column {
+                    expected.push(SAME_FAMILY_KEY.into());
+                }
+            }
+            return Err(InvalidSetting::new(
+                key(k),
+                format!("names no parameter of judge {:?}; expected one of: {}", m.name, expected.join(", ")),
+            ));
+        }
+        out.push(prior);
+    }
+    Ok(out)
 }
 
 /// The families of a panel over systems (`judges[i].family`, `pool.families`, matched by name

@@ -278,10 +278,12 @@ fn groups(cfg: &Config, stored: &[Vec<StoredVerdict>], trusted: &[bool]) -> Vec<
         .iter()
         .zip(stored)
         .zip(trusted)
-        .map(|((m, s), &t)| JudgeVerdicts {
+        .enumerate()
+        .map(|(j, ((m, s), &t))| JudgeVerdicts {
             name: m.name.clone(),
             trusted: t,
             verdicts: s.iter().filter_map(StoredVerdict::verdict).collect::<Vec<ItemVerdict>>(),
+            prior: cfg.carried.get(j).cloned().unwrap_or_default(),
         })
         .collect()
 }
@@ -573,6 +575,9 @@ fn finish(
         &mut rng,
     )?;
     let mut notes = notes;
+    for (i, m) in cfg.raw.judges.iter().enumerate().filter(|(_, m)| !m.prior.is_empty()) {
+        notes.insert(0, crate::analysis::panel_fit::carried_note(&m.name, &m.prior, &format!("judges[{i}].prior")));
+    }
     if let Some(f) = &cfg.families {
         let names: Vec<&str> = cfg.raw.judges.iter().map(|m| m.name.as_str()).collect();
         notes.splice(0..0, f.lines(&names, &cfg.pool.bases));
