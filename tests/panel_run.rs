@@ -1046,6 +1046,14 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
             1,
         )
     });
+    let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        stdout(&dry).contains(
+            "judge \"cheap\": carried prior κ ~ N(1.2, 0.05²), words ~ N(0.9, 0.01²) (logits; judges[0].prior)"
+        ),
+        "{}",
+        text(&dry)
+    );
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let printed = stdout(&out);

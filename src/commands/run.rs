@@ -179,6 +179,10 @@ fn panel_dry_run_text(
             t.push_str(&format!("{line} (self-preference: the judge's \"same family\" coefficient)\n"));
         }
     }
+    for (i, m) in cfg.raw.judges.iter().enumerate().filter(|(_, m)| !m.prior.is_empty()) {
+        t.push_str(&crate::analysis::panel_fit::carried_note(&m.name, &m.prior, &format!("judges[{i}].prior")));
+        t.push('\n');
+    }
     t.push_str(&crate::report::dry_run::budget_line(b, " (for the panel as a whole)"));
     for m in &cfg.raw.judges {
         if let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge {

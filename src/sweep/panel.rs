@@ -1034,7 +1034,7 @@ mod tests {
         // c = 0.04 per word, 4 logits per 100 words; the trusted one has κ = 0.05 / 0.15 = 1/3.
         let mut s = experiment(TWO);
         s.panel.prior_anchors = 300;
-        let sp = SynthPanelPools { count: 30, ..s.pools.synthetic.clone().unwrap() };
+        let sp = SynthPanelPools { count: 30, ..s.pools.synthetic.unwrap() };
         let pools: Vec<Pool> = (0..30).map(|i| synthetic_pool(&sp, 100 + i)).collect();
         let est = calibrate(&s, &pools, 7).unwrap();
         let cheap = &est[0];
