@@ -61,6 +61,11 @@ fn summeval_panel_experiment_small_scale() {
         f[1] > f[0]
     }));
     assert!(md.contains("## Carried judge priors (40 prior anchors per seed, every judge in both orders)"), "{md}");
+    // One seed: each estimate as it is, no standard error; each seed's row in carried.csv.
+    assert!(md.lines().any(|l| l.starts_with("| frontier | ") && !l.contains('±') && l.ends_with("| – | – |")), "{md}");
+    let cc = std::fs::read_to_string(o.join("carried.csv")).unwrap();
+    assert_eq!(cc.lines().count(), 1 + 2, "{cc}");
+    assert!(cc.starts_with("seed,judge,kappa,kappa_sd,c_per_100_words,c_per_100_words_sd,share_usd\n1,cheap,"), "{cc}");
 }
 
 /// A bad experiment file is refused with the key named, before anything runs.
@@ -93,7 +98,7 @@ fn summeval_panel_numbers_in_the_docs() {
         "| 0.0200 | panel+carried | frontier | +0.007 ± 0.009 | +0.420 ± 0.011 |",
         "| 0.0450 | panel+carried | frontier | -0.047 ± 0.007 | +0.311 ± 0.010 |",
         "| 0.1000 | panel+carried | frontier | -0.005 ± 0.006 | +0.112 ± 0.007 |",
-        "| cheap | 1.126 ± 0.116 | 0.419 ± 0.018 | 2.405 ± 0.471 | 1.897 ± 0.107 | 0.002 ± 0.000 |",
+        "| cheap | 1.126 ± 0.116 | 0.419 ± 0.018 | 2.405 ± 0.471 | 1.897 ± 0.107 |",
     ] {
         assert!(md.contains(row), "{row} not in\n{md}");
     }

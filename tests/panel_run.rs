@@ -1090,6 +1090,21 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         "{}",
         f["notes"]
     );
+    // A fit in other units, or with the judge trusted, leaves those terms out and says so.
+    let raw = run_bin(dir.path(), &["fit", "runs/carried", "--panel", "--covariates", "words:raw"]);
+    assert!(raw.status.success(), "{}", text(&raw));
+    let said = text(&raw);
+    assert!(
+        said.contains("judge \"cheap\": the run's carried prior on words is not applied: this fit's words is raw, the run's zscore: the prior is in the run's unit")
+            && said.contains("judge \"cheap\": carried prior κ ~ N(1.2, 0.05²) (logits; the run's judges[i].prior)"),
+        "{said}"
+    );
+    let trusted = text(&run_bin(dir.path(), &["fit", "runs/carried", "--panel", "--trusted", "cheap"]));
+    assert!(
+        trusted.contains("the run's carried prior on words is not applied: judge \"cheap\" is trusted here (no c)")
+            && trusted.contains("carried prior κ ~ N(1.2, 0.05²) (logits"),
+        "{trusted}"
+    );
 
     let cases: &[(&str, &str)] = &[
         (
@@ -1098,9 +1113,13 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         ),
         (
             "{words: {mean: 1, sd: 0}}",
-            "judges[0].prior.words: mean = 1, sd = 0: expected a finite mean and a finite sd > 0",
+            "judges[0].prior.words: mean = 1e0, sd = 0e0: expected a mean within ±20 and an sd from 0.001 to 100 (logits)",
         ),
         ("{kappa: {mean: .nan, sd: 1}}", "judges[0].prior.kappa: mean = NaN"),
+        // Accepted at load once, then failed the fit after verdicts were bought.
+        ("{words: {mean: 0.5, sd: 1e-4}}", "judges[0].prior.words: mean = 5e-1, sd = 1e-4"),
+        ("{words: {mean: 1e6, sd: 1}}", "judges[0].prior.words: mean = 1e6, sd = 1e0"),
+        ("{kappa: {mean: 0, sd: 1e308}}", "judges[0].prior.kappa: mean = 0e0, sd = 1e308"),
         (
             "{same_family: {mean: 1, sd: 1}}",
             "judges[0].prior.same_family: names no parameter of judge \"cheap\"; expected one of: kappa, words",

@@ -361,25 +361,47 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
             families(args, &pool, &groups, &counts, &vpath, run_families, (&mut notes, &mut warnings))?
         }
     };
-    // A panel run's folder: each judge's carried prior (judges[i].prior), as the run fitted it.
+    // A panel run's folder: each judge's carried prior (judges[i].prior), as the run fitted it,
+    // term by term where this fit has the parameter in the run's units.
     if let Some(r) = run_panel {
+        let run_cov = &r.cfg.covariates;
         for g in &mut groups {
             let Some(m) = r.cfg.raw.judges.iter().find(|m| m.name == g.name && !m.prior.is_empty()) else { continue };
-            let (prior, unused) = crate::analysis::panel_fit::carried_prior(&m.prior, &cov.names, families.is_some());
-            for k in unused {
-                notes.push(format!(
-                    "judge {:?}: its carried prior on {k} (the run's judges[i].prior) names no parameter of this fit: not applied",
-                    g.name
-                ));
+            let mut applied = BTreeMap::new();
+            for (k, n) in &m.prior {
+                let why_not = if k == "kappa" {
+                    None
+                } else if g.trusted {
+                    Some(format!("judge {:?} is trusted here (no c)", g.name))
+                } else if k == crate::analysis::panel_fit::SAME_FAMILY_KEY {
+                    families.is_none().then(|| "this fit has no families".to_owned())
+                } else {
+                    let here = cov.names.iter().position(|x| x == k).map(|t| cov.transforms[t]);
+                    let there = run_cov.names.iter().position(|x| x == k).map(|t| run_cov.transforms[t]);
+                    match (here, there) {
+                        (None, _) => Some(format!("{k} is not a covariate of this fit")),
+                        (Some(h), Some(t)) if h != t => Some(format!(
+                            "this fit's {k} is {}, the run's {}: the prior is in the run's unit",
+                            format!("{h:?}").to_lowercase(),
+                            format!("{t:?}").to_lowercase()
+                        )),
+                        _ => None,
+                    }
+                };
+                match why_not {
+                    None => {
+                        applied.insert(k.clone(), *n);
+                    }
+                    Some(w) => {
+                        notes.push(format!("judge {:?}: the run's carried prior on {k} is not applied: {w}", g.name))
+                    }
+                }
             }
-            if g.trusted && prior.c.iter().any(Option::is_some) {
-                notes.push(format!(
-                    "judge {:?} is trusted here: its carried bias prior (the run's) is left out",
-                    g.name
-                ));
+            if applied.is_empty() {
+                continue;
             }
-            notes.push(crate::analysis::panel_fit::carried_note(&g.name, &m.prior, "the run's judges[i].prior"));
-            g.prior = prior;
+            g.prior = crate::analysis::panel_fit::carried_prior(&applied, &cov.names, families.is_some()).0;
+            notes.push(crate::analysis::panel_fit::carried_note(&g.name, &applied, "the run's judges[i].prior"));
         }
     }
     let comparisons = groups.iter().map(|g| g.verdicts.len()).sum::<usize>();

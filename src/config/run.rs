@@ -1086,10 +1086,15 @@ fn carried_priors(
     for (i, m) in raw.judges.iter().enumerate() {
         let key = |k: &str| format!("judges[{i}].prior.{k}");
         for (k, n) in &m.prior {
-            if !(n.mean.is_finite() && n.sd.is_finite() && n.sd > 0.0) {
+            use crate::model::panel::{CARRIED_MAX_MEAN, CARRIED_SD_RANGE};
+            let (lo, hi) = CARRIED_SD_RANGE;
+            if !(n.mean.is_finite() && n.mean.abs() <= CARRIED_MAX_MEAN && n.sd >= lo && n.sd <= hi) {
                 return Err(InvalidSetting::new(
                     key(k),
-                    format!("mean = {}, sd = {}: expected a finite mean and a finite sd > 0 (logits)", n.mean, n.sd),
+                    format!(
+                        "mean = {:e}, sd = {:e}: expected a mean within ±{CARRIED_MAX_MEAN} and an sd from {lo} to {hi} (logits)",
+                        n.mean, n.sd
+                    ),
                 ));
             }
             if m.trusted && k != "kappa" {

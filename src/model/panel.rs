@@ -154,6 +154,15 @@ pub struct Normal {
     pub sd: f64,
 }
 
+/// The range a carried prior's sd must be in (logits): tighter than 0.001 it fixes the
+/// parameter (the fit's precision 1/sd² then swamps its convergence test), looser than 100 it is
+/// flatter than the defaults and can leave the Hessian singular.
+pub const CARRIED_SD_RANGE: (f64, f64) = (1e-3, 100.0);
+
+/// The largest |mean| of a carried prior (logits): a position effect or bias of 20 logits already
+/// means a verdict decided by it with odds of 5·10⁸ to 1.
+pub const CARRIED_MAX_MEAN: f64 = 20.0;
+
 /// A judge's prior carried from earlier data (docs/model.md §8, "Carried judge priors"): its
 /// position effect κ_j and bias coefficients c_j as learned on other pools, each replacing the
 /// default zero-mean prior (λ_κ, λ_b of [`Prior`]) of that parameter. `c` has one entry per

@@ -842,6 +842,16 @@ pub fn write_outputs(s: &PanelSweep, result: &PanelResult, pools: usize, dir: &P
     }
     let path = dir.join("judges.csv");
     std::fs::write(&path, jc).map_err(|e| werr(&path, e.to_string()))?;
+    if !result.carried.is_empty() {
+        let mut cc = String::from("seed,judge,kappa,kappa_sd,c_per_100_words,c_per_100_words_sd,share_usd\n");
+        for e in &result.carried {
+            let (c, csd) =
+                e.c_per_100_words.map_or((String::new(), String::new()), |c| (c.0.to_string(), c.1.to_string()));
+            let _ = writeln!(cc, "{},{},{},{},{c},{csd},{}", e.seed, e.judge, e.kappa.0, e.kappa.1, e.share_usd);
+        }
+        let path = dir.join("carried.csv");
+        std::fs::write(&path, cc).map_err(|e| werr(&path, e.to_string()))?;
+    }
     let cells = summarise(&result.rows);
     let md = markdown(s, result, &cells, pools);
     let path = dir.join("summary.md");
@@ -929,16 +939,31 @@ pub fn markdown(s: &PanelSweep, result: &PanelResult, cells: &[ArmCell], pools: 
         }
     }
     if !result.carried.is_empty() {
+        let share = MeanSe::of(
+            &s.seeds
+                .iter()
+                .filter_map(|seed| result.carried.iter().find(|e| e.seed == *seed).map(|e| e.share_usd))
+                .collect::<Vec<_>>(),
+        )
+        .mean;
         let _ = write!(
             md,
-            "\n## Carried judge priors ({} prior anchors per seed, every judge in both orders)\n\nMeans ± se over seeds of each judge's estimates on the anchors, carried into every pool's panel as its prior.\n\n| judge | κ̂ (logits) | sd κ̂ | ĉ words (logits per 100 words) | sd ĉ | share per pool (USD) |\n| --- | --- | --- | --- | --- | --- |\n",
+            "\n## Carried judge priors ({} prior anchors per seed, every judge in both orders)\n\nMeans ± se over seeds of each judge's estimates on the anchors (carried.csv has each seed's), carried into every pool's panel as its prior; ĉ is per 100 words here, and each pool carries it × its sd of words / 100 (its z-score unit). The anchors cost ${share:.5} per pool (all judges, shared by the pools); at a checkpoint below that the panel+carried arm cannot run: its rows show that share as spend and the random recall k/N.\n\n| judge | κ̂ (logits) | sd κ̂ | ĉ words (logits per 100 words) | sd ĉ |\n| --- | --- | --- | --- | --- |\n",
             s.panel.prior_anchors
         );
+        if share > *s.spend_usd.last().expect("non-empty") {
+            let _ = writeln!(
+                md,
+                "**The anchors cost more than the largest checkpoint: the panel+carried arm ran at none.** Fewer `prior_anchors`, or more pools to share them.\n"
+            );
+        }
         for n in &names {
             let e: Vec<&CarriedEstimate> = result.carried.iter().filter(|e| e.judge == *n).collect();
             let ms = |v: Vec<f64>| {
                 if v.is_empty() {
                     "–".to_owned()
+                } else if v.len() == 1 {
+                    format!("{:.3}", v[0])
                 } else {
                     let m = MeanSe::of(&v);
                     format!("{:.3} ± {:.3}", m.mean, m.se)
@@ -946,12 +971,11 @@ pub fn markdown(s: &PanelSweep, result: &PanelResult, cells: &[ArmCell], pools: 
             };
             let _ = writeln!(
                 md,
-                "| {n} | {} | {} | {} | {} | {} |",
+                "| {n} | {} | {} | {} | {} |",
                 ms(e.iter().map(|x| x.kappa.0).collect()),
                 ms(e.iter().map(|x| x.kappa.1).collect()),
                 ms(e.iter().filter_map(|x| x.c_per_100_words.map(|c| c.0)).collect()),
                 ms(e.iter().filter_map(|x| x.c_per_100_words.map(|c| c.1)).collect()),
-                ms(e.iter().map(|x| x.share_usd).collect()),
             );
         }
     }
