@@ -65,9 +65,18 @@ fn missing_field(text: &str, msg: &str) -> String {
     let first = msg.lines().next().unwrap_or(msg);
     let Some(at) = first.find("missing field") else { return msg.to_string() };
     let what = first[at..].trim_end();
-    let mapping = location(msg).and_then(|(line, _)| key_path_at(text, line)).map(|p| match p.rsplit_once('.') {
-        Some((parent, _)) => format!(" in `{parent}`"),
-        None => " at the top level of the document".to_string(),
+    let mapping = location(msg).and_then(|(line, col)| {
+        let path = key_path_at(text, line)?;
+        // Inside a flow mapping (`prior: {kappa: {sd: 0.4}}`) the parser points at a key of the
+        // mapping that lacks the field: the innermost mapping open at that column.
+        if let Some(keys) = text.lines().nth(line - 1).and_then(|l| open_flow_keys(l, col)) {
+            let inner: String = keys.iter().map(|k| format!(".{k}")).collect();
+            return Some(format!(" in `{path}{inner}`"));
+        }
+        Some(match path.rsplit_once('.') {
+            Some((parent, _)) => format!(" in `{parent}`"),
+            None => " at the top level of the document".to_string(),
+        })
     });
     format!("{what}{}", mapping.unwrap_or_default())
 }
@@ -143,6 +152,41 @@ fn flow_key_before(line: &str, col: usize) -> Option<Vec<String>> {
     keys.push(last_key?);
     keys.retain(|k| !k.is_empty());
     (!keys.is_empty()).then_some(keys)
+}
+
+/// The keys of the flow mappings still open at 1-based column `col` of `line`, outermost first
+/// (`prior: {kappa: {sd: 0.4}}` at `sd` gives `["kappa"]`: the first `{` is the value of the
+/// line's block key); `None` when no flow mapping is open there.
+fn open_flow_keys(line: &str, col: usize) -> Option<Vec<String>> {
+    let chars: Vec<char> = line.chars().collect();
+    let end = col.checked_sub(1)?.min(chars.len());
+    let mut stack: Vec<Option<String>> = Vec::new();
+    let mut word = String::new();
+    let mut last_key: Option<String> = None;
+    for &c in &chars[..end] {
+        match c {
+            '#' if stack.is_empty() => break,
+            '{' => {
+                stack.push(last_key.take());
+                word.clear();
+            }
+            '}' => {
+                stack.pop();
+                last_key = None;
+                word.clear();
+            }
+            ':' if !stack.is_empty() => {
+                last_key = Some(word.trim().trim_matches(['"', '\'']).to_string());
+                word.clear();
+            }
+            ',' => {
+                last_key = None;
+                word.clear();
+            }
+            c => word.push(c),
+        }
+    }
+    (!stack.is_empty()).then(|| stack.into_iter().flatten().filter(|k| !k.is_empty()).collect())
 }
 
 /// The dotted key path of the block-mapping entry on 1-based line `line`, from indentation; an
@@ -288,6 +332,40 @@ mod tests {
     struct Outer {
         k: u64,
         model: Inner,
+    }
+
+    #[test]
+    fn a_missing_field_in_a_flow_mapping_names_that_mapping() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct N {
+            mean: f64,
+            sd: f64,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct J {
+            name: String,
+            prior: std::collections::BTreeMap<String, N>,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            judges: Vec<J>,
+            k: u64,
+        }
+        let e = |t: &str| from_str::<T>(t).unwrap_err().0;
+        // The issue's example: the `{sd: 0.4}` of kappa lacks its mean.
+        let flow = "judges:\n  - name: a\n    prior: {kappa: {sd: 0.4}}\nk: 3\n";
+        assert_eq!(e(flow), "missing field `mean` in `judges[0].prior.kappa`");
+        let second = "judges:\n  - name: a\n    prior: {kappa: {mean: 1, sd: 2}, words: {sd: 0.4}}\nk: 3\n";
+        assert_eq!(e(second), "missing field `mean` in `judges[0].prior.words`");
+        let mixed = "judges:\n  - name: a\n    prior:\n      kappa: {sd: 0.4}\nk: 3\n";
+        assert_eq!(e(mixed), "missing field `mean` in `judges[0].prior.kappa`");
+        let block = "judges:\n  - name: a\n    prior:\n      kappa:\n        sd: 0.4\nk: 3\n";
+        assert_eq!(e(block), "missing field `mean` in `judges[0].prior.kappa`");
+        let item = "judges:\n  - prior: {kappa: {sd: 0.4, mean: 2}}\nk: 3\n";
+        assert_eq!(e(item), "missing field `name` in `judges[0]`");
     }
 
     #[test]
