@@ -1106,6 +1106,18 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         "{trusted}"
     );
 
+    // Another carried prior in the same folder is another model: the run says its result is
+    // replaced (the prior is part of the run's identity and of panel_fits.jsonl's).
+    let changed = shipped_panel(dir.path(), "carried", |y| {
+        y.replace("name: summeval-panel", "name: carried").replacen(
+            "  - name: cheap\n",
+            "  - name: cheap\n    prior: {kappa: {mean: 1.2, sd: 0.05}, words: {mean: 0.5, sd: 0.01}}\n",
+            1,
+        )
+    });
+    let again = run_bin(dir.path(), &["run", changed.to_str().unwrap(), "--quiet"]);
+    assert!(text(&again).contains("holds a run with a different model, k, acquisition or pool"), "{}", text(&again));
+
     let cases: &[(&str, &str)] = &[
         (
             "{wordz: {mean: 1, sd: 0.1}}",

@@ -15,13 +15,19 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
-/// Hash of what determines the fit (model, covariates, k, acquisition, pool), for warm-start
-/// matching (fits.jsonl) and the run's identity.
+/// Hash of what determines the fit (model, covariates, k, acquisition, pool and, when a panel
+/// judge has one, the carried priors), for warm-start matching (fits.jsonl, panel_fits.jsonl)
+/// and the run's identity.
 pub fn config_hash(cfg: &Config) -> String {
-    let v = serde_json::json!({
+    let mut v = serde_json::json!({
         "model": cfg.raw.model, "covs": cfg.covariate_specs, "k": cfg.raw.k,
         "acq": cfg.raw.acquisition, "pool": cfg.pool.pool_id,
     });
+    // Only when set, so a run without carried priors keeps the hash it always had.
+    if cfg.raw.judges.iter().any(|m| !m.prior.is_empty()) {
+        let priors: Vec<_> = cfg.raw.judges.iter().map(|m| (&m.name, &m.prior)).collect();
+        v["carried"] = serde_json::json!(priors);
+    }
     rng::sha256_hex(&v.to_string())[..16].to_string()
 }
 
