@@ -80,7 +80,14 @@ fn yaml_name(cfg: &Path) -> Option<String> {
 #[test]
 fn panel_run_result_matches_its_schema() {
     let dir = tempfile::tempdir().unwrap();
-    let cfg = shipped(dir.path(), "panel.yaml", |y| y.replace("max_usd: 0.06", "max_usd: 0.03"));
+    // With a carried prior, so its field is checked too.
+    let cfg = shipped(dir.path(), "panel.yaml", |y| {
+        y.replace("max_usd: 0.06", "max_usd: 0.03").replacen(
+            "  - name: cheap\n",
+            "  - name: cheap\n    prior: {kappa: {mean: 1.1, sd: 0.4}}\n",
+            1,
+        )
+    });
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     let result = dir.path().join("runs/summeval-panel/result.json");
@@ -88,6 +95,10 @@ fn panel_run_result_matches_its_schema() {
     let fit = dir.path().join("fit.json");
     std::fs::write(&fit, json(&result)["fit"].to_string()).unwrap();
     check(&schema("fit-panel"), &fit);
+    assert_eq!(
+        json(&result)["fit"]["judges"][0]["carried_prior"],
+        serde_json::json!({"kappa": {"mean": 1.1, "sd": 0.4}})
+    );
 }
 
 /// `fit --panel --out` matches docs/schemas/fit-panel.schema.json, with and without a trusted

@@ -1065,6 +1065,19 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
     );
     let r = json(&dir.path().join("runs/carried/result.json"));
     let cheap = &r["fit"]["judges"][0];
+    assert_eq!(
+        cheap["carried_prior"],
+        serde_json::json!({"kappa": {"mean": 1.2, "sd": 0.05}, "c": [{"mean": 0.9, "sd": 0.01}]})
+    );
+    assert!(r["fit"]["judges"][1].get("carried_prior").is_none(), "{}", r["fit"]["judges"][1]);
+    assert!(!printed.contains("alone put"), "{printed}");
+    // The profile is curved by the prior as much as by the verdicts: said so.
+    assert!(
+        printed.contains(
+            "identification: every judge's c is identified by the verdicts with the carried prior of cheap, relative to frontier (trusted: no c)"
+        ),
+        "{printed}"
+    );
     let (c, c_sd) = (cheap["c"][0]["value"].as_f64().unwrap(), cheap["c"][0]["sd"].as_f64().unwrap());
     let (k, k_sd) = (cheap["kappa"]["value"].as_f64().unwrap(), cheap["kappa"]["sd"].as_f64().unwrap());
     // The posterior sits within a few prior sds of the prior mean, never looser than the prior.
@@ -1111,12 +1124,21 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
     let changed = shipped_panel(dir.path(), "carried", |y| {
         y.replace("name: summeval-panel", "name: carried").replacen(
             "  - name: cheap\n",
-            "  - name: cheap\n    prior: {kappa: {mean: 1.2, sd: 0.05}, words: {mean: 0.5, sd: 0.01}}\n",
+            "  - name: cheap\n    prior: {kappa: {mean: 1.2, sd: 0.05}, words: {mean: 3, sd: 0.05}}\n",
             1,
         )
     });
-    let again = run_bin(dir.path(), &["run", changed.to_str().unwrap(), "--quiet"]);
-    assert!(text(&again).contains("holds a run with a different model, k, acquisition or pool"), "{}", text(&again));
+    let again = run_bin(dir.path(), &["run", changed.to_str().unwrap()]);
+    let said = text(&again);
+    assert!(said.contains("holds a run with a different model, k, acquisition or pool"), "{said}");
+    // A prior 3 logits per sd of words off what these verdicts say (0.52 ± 0.21 without it) is
+    // flagged; κ's prior, where the verdicts agree, is not.
+    assert!(
+        said.contains("judge \"cheap\": this pool's verdicts alone put words at ")
+            && said.contains("sd from its carried prior N(3, 0.05²): the prior may not hold for this pool")
+            && !said.contains("alone put κ"),
+        "{said}"
+    );
 
     let cases: &[(&str, &str)] = &[
         (

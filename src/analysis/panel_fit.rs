@@ -109,6 +109,10 @@ pub struct JudgeSummary {
     /// One slot (or ties) won nearly every verdict of this judge: it carries no signal about
     /// the answers (the check of `run` and `fit`, docs/model.md §6).
     pub no_signal: Option<NoSignal>,
+    /// The carried prior this judge's κ_j and c_j started from (docs/model.md §8, "Carried judge
+    /// priors"; `c` aligned with [`JudgeSummary::c`]); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub carried_prior: Option<JudgePrior>,
 }
 
 /// Model families for the self-preference covariate (docs/model.md §8): the family of each
@@ -330,6 +334,7 @@ pub fn fit_panel(
             agreement_with_trusted,
             asked_with_trusted,
             no_signal: no_signal(&jv.verdicts),
+            carried_prior: (jv.prior != JudgePrior::default()).then(|| jv.prior.clone()),
         });
     }
     let mut covariates = cov.names.clone();
@@ -379,6 +384,7 @@ pub fn report(
     let panel = fit_panel(pool, cov, judges, families, prior, (k, draws), rng)?;
     let mut notes = judge_notes(&panel);
     notes.extend(prior_split_note(pool, cov, &panel, k));
+    notes.extend(prior_conflict_notes(pool, cov, judges, families, prior, &panel.covariates));
     let mut compared = vec![false; pool.n_bases()];
     for v in judges.iter().flat_map(|g| &g.verdicts) {
         compared[pool.item_base[v.a]] = true;
@@ -389,6 +395,65 @@ pub fn report(
         .or_else(|| (!never.is_empty()).then(|| crate::analysis::certify::prior_only_text(&never, pool.n_bases())));
     let weak_anchor = panel.judges.iter().find(|j| j.trusted).and_then(weak_anchor);
     Ok(PanelReport { panel, notes, not_certified, weak_anchor })
+}
+
+/// How far (in sd of the difference) a carried prior's mean may sit from what this pool's
+/// verdicts alone estimate before the two are said to disagree: |z| > 3 happens by chance about
+/// once in 370 terms when the prior holds.
+pub const PRIOR_CONFLICT_Z: f64 = 3.0;
+
+/// Where a judge's carried prior and this pool's verdicts disagree (docs/model.md §8, "Carried
+/// judge priors"): the panel fitted again without the carried priors (the default priors only)
+/// gives each carried term a data estimate β̂ ± sd; the prior N(μ, σ²) conflicts with it when
+/// |β̂ − μ| / √(sd² + σ²) > [`PRIOR_CONFLICT_Z`]. A c the verdicts alone do not inform (its
+/// profile likelihood in the plain fit < 1e-3 nats: the plain estimate is the default priors')
+/// is not checked. One note per conflicting term, e.g. `judge "cheap":
+/// this pool's verdicts alone put words at 0.52 ± 0.21 logits, 11.3 sd from its carried prior
+/// N(3, 0.05²)…`. Empty without carried priors, or when the plain fit fails.
+pub fn prior_conflict_notes(
+    pool: &Pool,
+    cov: &Covariates,
+    judges: &[JudgeVerdicts],
+    families: Option<&Families>,
+    prior: &Prior,
+    covariates: &[String],
+) -> Vec<String> {
+    if judges.iter().all(|j| j.prior == JudgePrior::default()) {
+        return Vec::new();
+    }
+    let plain: Vec<JudgeVerdicts> =
+        judges.iter().map(|j| JudgeVerdicts { prior: JudgePrior::default(), ..j.clone() }).collect();
+    let d = design(pool, cov, &plain, families);
+    let Ok(f) = panel::fit(&d, prior, None) else { return Vec::new() };
+    // A c the verdicts alone leave prior-selected (flat profile, e.g. without a trusted judge)
+    // has its plain estimate from the default priors, not from data: nothing to conflict with.
+    let informed = |r: usize| panel::profile_range(&d, &f, r, prior).is_ok_and(|nats| nats >= PRIOR_SELECTED_NATS);
+    let mut notes = Vec::new();
+    for (j, jv) in judges.iter().enumerate() {
+        let c = f.c(j);
+        let terms = jv.prior.kappa.map(|n| ("κ".to_string(), f.kappa(j), n)).into_iter().chain(
+            jv.prior.c.iter().enumerate().filter_map(|(t, n)| {
+                let n = (*n)?;
+                let r = f.layout.c[j]? + t;
+                informed(r).then(|| Some((covariates.get(t)?.clone(), *c.get(t)?, n))).flatten()
+            }),
+        );
+        for (what, est, n) in terms {
+            let z = (est.value - n.mean) / (est.sd.powi(2) + n.sd.powi(2)).sqrt();
+            if z.abs() > PRIOR_CONFLICT_Z {
+                notes.push(format!(
+                    "judge {:?}: this pool's verdicts alone put {what} at {:.3} ± {:.3} logits, {:.1} sd from its carried prior N({}, {}²): the prior may not hold for this pool (another judge version, prompt or kind of answer?) and the estimate leans on it; widen or drop that prior to let these verdicts speak",
+                    jv.name,
+                    est.value,
+                    est.sd,
+                    z.abs(),
+                    n.mean,
+                    n.sd
+                ));
+            }
+        }
+    }
+    notes
 }
 
 /// When no untrusted judge's c is identified on any of the pool's covariates (no trusted judge,
@@ -721,6 +786,68 @@ mod tests {
         let p = fit_panel(&pool, &cov, &both, None, &Prior::default(), (2, 200), &mut rng).unwrap();
         assert!(p.judges[0].c_profile_nats[0].unwrap() >= PRIOR_SELECTED_NATS, "{:?}", p.judges[0].c_profile_nats);
         assert_eq!(prior_split_note(&pool, &cov, &p, 2), None);
+    }
+
+    /// A carried prior is checked against the same verdicts fitted without it: the note gives
+    /// that plain fit's ĉ ± sd and fires past 3 sd of the difference, not before; a term the
+    /// verdicts do not inform (no trusted judge) is not checked, even with a prior 5 logits off.
+    #[test]
+    fn a_carried_prior_far_from_what_the_verdicts_alone_say_is_flagged() {
+        use crate::domain::pool::{CovariateSpec, Item, build_covariates};
+        let items: Vec<Item> = (0..6)
+            .map(|i| Item {
+                id: format!("i{i}"),
+                covariates: [("len".to_string(), f64::from(i))].into(),
+                ..Item::default()
+            })
+            .collect();
+        let pool = Pool::new("p".into(), "t".into(), items).unwrap();
+        let cov = build_covariates(&pool, &[CovariateSpec::parse("len").unwrap()]).unwrap();
+        let (mut long, mut frontier) = (Vec::new(), Vec::new());
+        for a in 0..6 {
+            for b in 0..6 {
+                if a != b {
+                    long.extend([v(a, b, if a > b { 1.0 } else { 0.0 }); 3]);
+                    long.push(v(a, b, if a > b { 0.0 } else { 1.0 }));
+                    frontier.extend([v(a, b, if a < b { 1.0 } else { 0.0 }); 2]);
+                    frontier.push(v(a, b, if a < b { 0.0 } else { 1.0 }));
+                }
+            }
+        }
+        let jv = |name: &str, trusted: bool, verdicts: &Vec<ItemVerdict>, prior: JudgePrior| JudgeVerdicts {
+            prior,
+            name: name.into(),
+            trusted,
+            verdicts: verdicts.clone(),
+        };
+        let plain =
+            [jv("long", false, &long, JudgePrior::default()), jv("frontier", true, &frontier, JudgePrior::default())];
+        let mut rng = crate::domain::rng::stream(0, "membership", 0);
+        let p = fit_panel(&pool, &cov, &plain, None, &Prior::default(), (2, 200), &mut rng).unwrap();
+        let est = p.judges[0].c[0];
+        let names = vec!["len".to_string()];
+        let at = |z: f64| {
+            let sd = 0.1;
+            let mean = est.value + z * (est.sd.powi(2) + sd * sd).sqrt();
+            let prior = JudgePrior { kappa: None, c: vec![Some(Normal { mean, sd })] };
+            let judges = [jv("long", false, &long, prior), jv("frontier", true, &frontier, JudgePrior::default())];
+            (mean, prior_conflict_notes(&pool, &cov, &judges, None, &Prior::default(), &names))
+        };
+        assert!(at(0.0).1.is_empty());
+        assert!(at(2.9).1.is_empty());
+        let (mean, notes) = at(-3.2);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let want = format!(
+            "judge \"long\": this pool's verdicts alone put len at {:.3} ± {:.3} logits, 3.2 sd from its carried prior N({mean}, 0.1²)",
+            est.value, est.sd
+        );
+        assert!(notes[0].starts_with(&want), "{} vs {want}", notes[0]);
+        // Without the trusted judge the verdicts do not inform c (its plain fit, 0.38 ± 0.25, is the
+        // default priors' split): not checked, even 17 sd away.
+        let prior = JudgePrior { kappa: None, c: vec![Some(Normal { mean: 5.0, sd: 0.1 })] };
+        let alone = [jv("long", false, &long, prior)];
+        let n = prior_conflict_notes(&pool, &cov, &alone, None, &Prior::default(), &names);
+        assert!(n.is_empty(), "{n:?}");
     }
 
     #[test]

@@ -167,11 +167,13 @@ pub const CARRIED_MAX_MEAN: f64 = 20.0;
 /// position effect κ_j and bias coefficients c_j as learned on other pools, each replacing the
 /// default zero-mean prior (λ_κ, λ_b of [`Prior`]) of that parameter. `c` has one entry per
 /// covariate (`None`: the default), or is empty.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct JudgePrior {
     /// κ_j ~ N(mean, sd²), logits.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kappa: Option<Normal>,
-    /// c_j,t ~ N(mean, sd²), logits per covariate unit.
+    /// c_j,t ~ N(mean, sd²), logits per covariate unit (`null`: the default prior).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub c: Vec<Option<Normal>>,
 }
 

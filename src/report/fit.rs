@@ -221,19 +221,35 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
         );
     } else if !entries.is_empty() {
         let relative = trusted.as_ref().map(|t| format!(", relative to {t} (trusted: no c)")).unwrap_or_default();
-        let line = if selected.is_empty() {
+        // A carried prior on a c holds it (and, through θ, the others') where the verdicts are
+        // silent: the profile is curved by it, not by this pool's verdicts alone.
+        let carriers: Vec<&str> = p
+            .judges
+            .iter()
+            .filter(|j| j.carried_prior.as_ref().is_some_and(|c| c.c.iter().any(Option::is_some)))
+            .map(|j| j.name.as_str())
+            .collect();
+        let by = if carriers.is_empty() {
+            "the verdicts".to_string()
+        } else {
             format!(
-                "identification: every judge's c is identified by the verdicts{relative}; profile likelihood: {identified}"
+                "the verdicts with the carried prior{} of {}",
+                if carriers.len() == 1 { "" } else { "s" },
+                carriers.join(", ")
             )
+        };
+        let line = if selected.is_empty() {
+            format!("identification: every judge's c is identified by {by}{relative}; profile likelihood: {identified}")
         } else if let Some(t) = &trusted {
             format!(
-                "identification: {t} is trusted (no c); identified: {}; prior-selected (the verdicts do not inform them): {selected}",
+                "identification: {t} is trusted (no c); identified{}: {}; prior-selected (the verdicts do not inform them): {selected}",
+                if carriers.is_empty() { String::new() } else { format!(" (by {by})") },
                 if identified.is_empty() { "none".to_string() } else { identified }
             )
         } else {
             format!(
                 "identification: no judge is trusted, so where a covariate moves with quality only the differences between the judges' c are identified: prior-selected {selected}{}; θ̂ splits quality from bias there by the prior (read it as apparent quality). Mark a judge whose verdicts are free of item-level bias (`trusted: true` in a run's `judges:`, --trusted NAME to fit; docs/model.md §8).",
-                if identified.is_empty() { String::new() } else { format!("; identified {identified}") }
+                if identified.is_empty() { String::new() } else { format!("; identified (by {by}) {identified}") }
             )
         };
         let _ = writeln!(text, "{line}");
