@@ -614,16 +614,10 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
                     *v = v.ln();
                 }
             }
-            Transform::Zscore => {
-                let mean = col.iter().sum::<f64>() / n as f64;
-                let var = col.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
-                let sd = var.sqrt();
-                if sd <= 1e-12 * mean.abs().max(1.0) {
-                    col.iter_mut().for_each(|v| *v = 0.0);
-                } else {
-                    col.iter_mut().for_each(|v| *v = (*v - mean) / sd);
-                }
-            }
+            Transform::Zscore => match zscore_scale(&col) {
+                Some((mean, sd)) => col.iter_mut().for_each(|v| *v = (*v - mean) / sd),
+                None => col.iter_mut().for_each(|v| *v = 0.0),
+            },
         }
         let (lo, hi) = col.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
         if hi - lo <= 0.0 {
@@ -636,6 +630,15 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
         transforms.push(t);
     }
     Ok(Covariates { names, transforms, x, no_variation })
+}
+
+/// The mean and population sd (ddof = 0) the `zscore` transform divides a column by; `None` for
+/// a column constant to 1e-12 of its scale (it becomes 0).
+pub fn zscore_scale(col: &[f64]) -> Option<(f64, f64)> {
+    let n = col.len() as f64;
+    let mean = col.iter().sum::<f64>() / n;
+    let sd = (col.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    (sd > 1e-12 * mean.abs().max(1.0)).then_some((mean, sd))
 }
 
 #[cfg(test)]

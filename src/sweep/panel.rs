@@ -266,9 +266,10 @@ fn calibrate(s: &PanelSweep, pools: &[Pool], seed: u64) -> Result<Vec<CarriedEst
     };
     let mut obs = Vec::new();
     let mut usd_of = vec![0.0; judges.len()];
+    let mut words_of: std::collections::HashMap<usize, Vec<f64>> = std::collections::HashMap::new();
     for &(p, a, b) in &queries {
         let (ba, bb) = (base_of(p, a), base_of(p, b));
-        let words = raw_words(&pools[p]);
+        let words = words_of.entry(p).or_insert_with(|| raw_words(&pools[p]));
         for (j, judge) in judges.iter().enumerate() {
             for (x, y, bx, by) in [(a, b, ba, bb), (b, a, bb, ba)] {
                 usd_of[j] += judge.worst_case_usd(&pools[p], x, y);
@@ -322,15 +323,13 @@ fn calibrate(s: &PanelSweep, pools: &[Pool], seed: u64) -> Result<Vec<CarriedEst
 /// One pool's carried priors from a seed's estimates: κ_j as learned, c_j of words in the pool's
 /// z-score unit (per 100 words × the pool's population sd of words / 100).
 fn carried_priors(pool: &Pool, est: &[CarriedEstimate]) -> Vec<JudgePrior> {
-    let w = raw_words(pool);
-    let mean = w.iter().sum::<f64>() / w.len() as f64;
-    let sd = (w.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / w.len() as f64).sqrt();
+    let sd = crate::domain::pool::zscore_scale(&raw_words(pool)).map(|(_, sd)| sd);
     est.iter()
         .map(|e| JudgePrior {
             kappa: Some(Normal { mean: e.kappa.0, sd: e.kappa.1 }),
             c: e.c_per_100_words
-                .filter(|_| sd > 1e-12 * mean.abs().max(1.0))
-                .map(|(m, v)| vec![Some(Normal { mean: m * sd / 100.0, sd: v * sd / 100.0 })])
+                .zip(sd)
+                .map(|((m, v), sd)| vec![Some(Normal { mean: m * sd / 100.0, sd: v * sd / 100.0 })])
                 .unwrap_or_default(),
         })
         .collect()
