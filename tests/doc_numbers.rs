@@ -14,15 +14,6 @@ fn doc(name: &str) -> String {
     std::fs::read_to_string(root().join("docs").join(name)).unwrap()
 }
 
-/// A shipped config with its paths made absolute and its outputs in `dir/runs`.
-fn shipped(dir: &Path, file: &str, edit: impl Fn(String) -> String) -> PathBuf {
-    let yaml = std::fs::read_to_string(root().join("configs").join(file))
-        .unwrap()
-        .replace("out_dir: ../runs", "out_dir: runs")
-        .replace("../data/", &format!("{}/", root().join("data").display()));
-    write(dir, file, &edit(yaml))
-}
-
 fn run_ok(dir: &Path, cfg: &Path) -> Value {
     let out = run_bin(dir, &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));

@@ -18,15 +18,6 @@ fn check(v: &jsonschema::Validator, file: &Path) {
     assert!(errors.is_empty(), "{} does not match its schema:\n{}", file.display(), errors.join("\n"));
 }
 
-/// A shipped config with its paths made absolute and its outputs in `dir/runs`.
-fn shipped(dir: &Path, file: &str, edit: impl Fn(String) -> String) -> std::path::PathBuf {
-    let yaml = std::fs::read_to_string(root().join("configs").join(file))
-        .unwrap()
-        .replace("out_dir: ../runs", "out_dir: runs")
-        .replace("../data/", &format!("{}/", root().join("data").display()));
-    write(dir, file, &edit(yaml))
-}
-
 fn run_ok(dir: &Path, cfg: &Path) {
     let out = run_bin(dir, &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));

@@ -622,11 +622,7 @@ fn compare_puts_a_panel_run_beside_single_judge_runs() {
 
 /// configs/panel.yaml in `dir` with `edit` applied, as `NAME.yaml`.
 fn shipped_panel(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
-    let yaml = std::fs::read_to_string(root().join("configs/panel.yaml"))
-        .unwrap()
-        .replace("out_dir: ../runs", "out_dir: runs")
-        .replace("../data/", &format!("{}/", root().join("data").display()));
-    write(dir, &format!("{name}.yaml"), &edit(yaml))
+    shipped_as(dir, "panel.yaml", &format!("{name}.yaml"), edit)
 }
 
 /// A judge that answers only some pairs (a replay of a sparse recording) is asked only those;

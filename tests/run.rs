@@ -782,6 +782,33 @@ fn a_damaged_run_folder_config_is_named_in_the_error_excerpt() {
 /// made `"zz9"`, key unchanged) is still that pair's verdict, through the key its intent line
 /// resolves: a resume asks nothing, and asks nothing again on the next resume (it re-asked the
 /// pair, and paid for it, on every resume).
+/// A budget lowered below what the folder already holds buys nothing, and the summary says so
+/// instead of leaving "stopped: max_usd … spend $0.0169" under max_usd $0.001 unexplained.
+#[test]
+fn a_resume_under_a_budget_already_used_up_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped(dir.path(), "cheap.yaml", |y| y);
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let r = json(&dir.path().join("runs/cheap/result.json"));
+    let spent = r["spend_usd"].as_f64().unwrap();
+    assert!(spent > 0.001, "{spent}");
+    let args = |extra: &[&'static str]| [&["run", cfg.to_str().unwrap(), "--quiet"][..], extra].concat();
+    let out = run_bin(dir.path(), &args(&["--max-comparisons", "50"]));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("resumed: 120 stored verdicts reused, 0 queries asked in this run: the stored verdicts already reach max_comparisons; raise it (budget.max_comparisons, --max-comparisons) to go on"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run_bin(dir.path(), &args(&["--max-usd", "0.001", "--max-comparisons", "500"]));
+    assert!(out.status.success(), "{}", text(&out));
+    let want = format!(
+        "resumed: 120 stored verdicts reused, 0 queries asked in this run: the run folder's books (${spent:.4}) already reach max_usd $0.0010; raise it (budget.max_usd, --max-usd) to go on"
+    );
+    assert!(stdout(&out).contains(&want), "{}\n{want}", stdout(&out));
+    assert_eq!(json(&dir.path().join("runs/cheap/result.json"))["spend_usd"].as_f64().unwrap(), spent);
+}
+
 #[test]
 fn a_verdict_line_with_an_unknown_item_id_is_matched_by_its_key_and_not_asked_again() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 //! ([`super::table::num`]), units for each coefficient, which ranking is reported and why, both
 //! rankings side by side, and the notes.
 
-use super::schema::{Reporting, RunResult};
+use super::schema::{Reporting, RunResult, StopReason};
 use super::table::{coef_unit, fmt_nats, name, ranking_table, usd};
 use crate::analysis::ranking::RankingKind;
 use crate::model::profile::Identifiability;
@@ -99,8 +99,35 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     if let Some(sess) = r.fit.reporting.session
         && sess.reused > 0
     {
-        let _ =
-            writeln!(s, "resumed: {} stored verdicts reused, {} queries asked in this run", sess.reused, sess.asked);
+        let _ = write!(s, "resumed: {} stored verdicts reused, {} queries asked in this run", sess.reused, sess.asked);
+        // A budget lowered below what the folder already holds buys nothing: say so, so the
+        // stop reason is not read as the run having gone past it.
+        if sess.asked == 0 {
+            let f = &r.folder_spend;
+            match (&r.stop_reason, f.max_usd) {
+                (StopReason::MaxComparisons, _) => s.push_str(
+                    ": the stored verdicts already reach max_comparisons; raise it (budget.max_comparisons, --max-comparisons) to go on",
+                ),
+                (StopReason::MaxUsd, Some(m)) if f.spend_usd >= m => {
+                    let _ = write!(
+                        s,
+                        ": the run folder's books ({}) already reach max_usd {}; raise it (budget.max_usd, --max-usd) to go on",
+                        usd(f.spend_usd),
+                        usd(m)
+                    );
+                }
+                (StopReason::MaxUsd, Some(m)) => {
+                    let _ = write!(
+                        s,
+                        ": the run folder's books ({}) leave less than the next query's worst-case cost under max_usd {}; raise it (budget.max_usd, --max-usd) to go on",
+                        usd(f.spend_usd),
+                        usd(m)
+                    );
+                }
+                _ => {}
+            }
+        }
+        s.push('\n');
     }
     if let Some(j) = &r.judge_stats {
         s.push_str(&crate::report::summary::stats_line(j));

@@ -42,6 +42,21 @@ pub fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
     p
 }
 
+/// A shipped config (`configs/FILE`) with its `../data/` paths made absolute and its outputs in
+/// `dir/runs`, edited by `edit` and written to `dir/FILE`.
+pub fn shipped(dir: &Path, file: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    shipped_as(dir, file, file, edit)
+}
+
+/// [`shipped`] written to `dir/AS`.
+pub fn shipped_as(dir: &Path, file: &str, r#as: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let yaml = std::fs::read_to_string(root().join("configs").join(file))
+        .unwrap()
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("../data/", &format!("{}/", root().join("data").display()));
+    write(dir, r#as, &edit(yaml))
+}
+
 /// A mock-judge config on the shipped SummEval pool, output into `dir/runs`.
 pub fn mock_config(dir: &Path, name: &str, max_comparisons: u64, extra: &str) -> PathBuf {
     let yaml = format!(
