@@ -442,6 +442,10 @@ fn fit_panel_family_flags_that_contradict_are_refused() {
         "{}",
         text(&out)
     );
+    // --system-family without any judge's family: nothing to be the same family as.
+    let out = fit(&["--system-family", "M2=gpt"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("--system-family needs the judges' families: --family JUDGE=FAMILY, or a panel run folder whose judges have a `family`"), "{}", text(&out));
     let out = fit(&["--report-ranking", "apparent"]);
     assert!(!out.status.success() && text(&out).contains("cannot be used with"), "{}", text(&out));
 }

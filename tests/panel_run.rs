@@ -983,6 +983,16 @@ fn the_shipped_systems_panel_prints_what_the_model_doc_shows() {
     let said =
         format!("({:.2} ± {:.2} logits, truly 1)", same["value"].as_f64().unwrap(), same["sd"].as_f64().unwrap());
     assert!(readme.contains(&said), "README should say {said}");
+    // fit RUN --panel --system-family alone: the run's judges' families, one system moved out of
+    // the run's family "acme" (before, clap asked for --family too).
+    let out = run_bin(dir.path(), &["fit", "runs/summeval-systems-panel", "--panel", "--system-family", "M5=other"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains("note: judges' families: the run's (judges[i].family); --family gives others")
+            && said.contains("note: family \"acme\": judge cheap; systems M12, M13\n"),
+        "{said}"
+    );
     // The cheap judge alone: `judge:` with its mock block, no families.
     let (head, rest) = yaml.split_once("judges:\n").unwrap();
     let mock = rest.split_once("    mock: ").unwrap().1.split_once("  - name: frontier").unwrap().0;

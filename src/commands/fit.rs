@@ -328,11 +328,13 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         );
     }
     let cov = covariates(&pool, args, cfg, &set, &mut warnings)?;
-    let families = match (args.families.is_empty(), run_panel.and_then(|r| r.cfg.families.as_ref().map(|f| (r, f)))) {
-        // The run's families, by judge and system name.
-        (true, Some((r, f))) if args.system_families.is_empty() => {
-            // A judge made --trusted here has no c, so no self-preference: its family is left out.
-            let judge = groups
+    // Without --family, a panel run's families of the judges fitted here, by name. A judge made
+    // --trusted here has no c, so no self-preference: its family is left out.
+    let run_judges: Option<Vec<Option<String>>> = run_panel
+        .and_then(|r| r.cfg.families.as_ref().map(|f| (r, f)))
+        .filter(|_| args.families.is_empty())
+        .map(|(r, f)| {
+            groups
                 .iter()
                 .map(|g| {
                     let family =
@@ -343,7 +345,12 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
                     }
                     family
                 })
-                .collect();
+                .collect()
+        });
+    let families = match (args.families.is_empty(), run_panel.and_then(|r| r.cfg.families.as_ref().map(|f| (r, f)))) {
+        // The run's families, by judge and system name.
+        (true, Some((r, f))) if args.system_families.is_empty() => {
+            let judge = run_judges.unwrap_or_default();
             let base = pool
                 .bases
                 .iter()
@@ -357,8 +364,11 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         }
         _ => {
             let none = BTreeMap::new();
-            let run_families = run_panel.map_or(&none, |r| &r.cfg.raw.pool.families);
-            families(args, &pool, &groups, &counts, &vpath, run_families, (&mut notes, &mut warnings))?
+            let run = RunFamilies {
+                judges: run_judges.filter(|j| j.iter().any(Option::is_some)),
+                systems: run_panel.map_or(&none, |r| &r.cfg.raw.pool.families),
+            };
+            families(args, &pool, &groups, &counts, &vpath, &run, (&mut notes, &mut warnings))?
         }
     };
     // A panel run's folder: each judge's carried prior (judges[i].prior), as the run fitted it,
@@ -472,25 +482,39 @@ fn name_family<'s>(flag: &str, s: &'s str, what: &str) -> Result<(&'s str, &'s s
     }
 }
 
-/// The model families of `--family` and `--system-family` (none without `--family`): each
-/// judge's, and each system's, given or matched by name (a system whose id contains a judge's
-/// family, ignoring case; the longest family wins).
+/// What a panel run's folder says of families: its judges' (per judge fitted here, `None`
+/// when none has one) and its systems' (`pool.families`).
+struct RunFamilies<'a> {
+    judges: Option<Vec<Option<String>>>,
+    systems: &'a BTreeMap<String, String>,
+}
+
+/// The model families of `--family` and `--system-family` (none without either): each judge's
+/// (`--family`, else a panel run's), and each system's, given or matched by name (a system whose
+/// id contains a judge's family, ignoring case; the longest family wins).
 fn families(
     args: &FitRequest<'_>,
     pool: &Pool,
     groups: &[JudgeVerdicts],
     counts: &BTreeMap<String, usize>,
     vpath: &str,
-    run_families: &BTreeMap<String, String>,
+    run: &RunFamilies<'_>,
     (notes, warnings): (&mut Vec<String>, &mut Vec<String>),
 ) -> Result<Option<crate::analysis::panel_fit::Families>, FitCommandError> {
+    let run_families = run.systems;
+    let mut judge: Vec<Option<String>> = vec![None; groups.len()];
     if args.families.is_empty() {
-        if !args.system_families.is_empty() {
-            return Err(FitCommandError::Invalid(
-                "--system-family needs --family JUDGE=FAMILY: the self-preference covariate is each judge's".into(),
-            ));
+        if args.system_families.is_empty() {
+            return Ok(None);
         }
-        return Ok(None);
+        // --system-family alone on a panel run whose judges have families: the run's judges.
+        let Some(of_run) = &run.judges else {
+            return Err(FitCommandError::Invalid(
+                "--system-family needs the judges' families: --family JUDGE=FAMILY, or a panel run folder whose judges have a `family`; the self-preference covariate is each judge's".into(),
+            ));
+        };
+        judge.clone_from(of_run);
+        notes.push("judges' families: the run's (judges[i].family); --family gives others".into());
     }
     if !pool.is_systems() {
         return Err(FitCommandError::Invalid(format!(
@@ -499,7 +523,6 @@ fn families(
             pool.pool_id
         )));
     }
-    let mut judge: Vec<Option<String>> = vec![None; groups.len()];
     for f in args.families {
         let (name, family) = name_family("--family", f, "JUDGE")?;
         let name = match_judge(counts, name, "--family", pool, vpath)?;
@@ -1096,8 +1119,9 @@ pub struct FitArgs {
     /// is the only coefficient of each judge.
     #[arg(long, requires = "panel", conflicts_with = "judge", value_delimiter = ',')]
     pub family: Vec<String>,
-    /// A system's family as SYSTEM=FAMILY, where its id does not contain it (with --family).
-    #[arg(long, requires = "family", value_delimiter = ',')]
+    /// A system's family as SYSTEM=FAMILY, where its id does not contain it (with --family, or on
+    /// a panel run folder whose judges have a family).
+    #[arg(long, requires = "panel", value_delimiter = ',')]
     pub system_family: Vec<String>,
 }
 
