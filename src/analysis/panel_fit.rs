@@ -737,8 +737,10 @@ mod tests {
         assert!(judge_notes(&p)[1].starts_with("the profile likelihood of the 2 bias coefficients is not computed"));
     }
 
-    #[test]
-    fn a_prior_split_is_said_with_the_judges_apparent_top_k_and_not_once_a_trusted_judge_identifies_it() {
+    /// Six answers whose `len` is their index, and two judges' verdicts on every ordered pair:
+    /// "long", the longer answer wins with one upset in four; "frontier", the shorter wins with one
+    /// in three (quality falls with the index here).
+    fn length_fixture() -> (Pool, Covariates, Vec<ItemVerdict>, Vec<ItemVerdict>) {
         use crate::domain::pool::{CovariateSpec, Item, build_covariates};
         let items: Vec<Item> = (0..6)
             .map(|i| Item {
@@ -749,8 +751,6 @@ mod tests {
             .collect();
         let pool = Pool::new("p".into(), "t".into(), items).unwrap();
         let cov = build_covariates(&pool, &[CovariateSpec::parse("len").unwrap()]).unwrap();
-        // "long": the longer answer wins, with one upset per pair; "frontier": the shorter wins
-        // (quality falls with the index here).
         let (mut long, mut frontier) = (Vec::new(), Vec::new());
         for a in 0..6 {
             for b in 0..6 {
@@ -762,6 +762,12 @@ mod tests {
                 }
             }
         }
+        (pool, cov, long, frontier)
+    }
+
+    #[test]
+    fn a_prior_split_is_said_with_the_judges_apparent_top_k_and_not_once_a_trusted_judge_identifies_it() {
+        let (pool, cov, long, frontier) = length_fixture();
         let jv = |name: &str, trusted: bool, verdicts: &Vec<ItemVerdict>| JudgeVerdicts {
             prior: JudgePrior::default(),
             name: name.into(),
@@ -793,27 +799,7 @@ mod tests {
     /// verdicts do not inform (no trusted judge) is not checked, even with a prior 5 logits off.
     #[test]
     fn a_carried_prior_far_from_what_the_verdicts_alone_say_is_flagged() {
-        use crate::domain::pool::{CovariateSpec, Item, build_covariates};
-        let items: Vec<Item> = (0..6)
-            .map(|i| Item {
-                id: format!("i{i}"),
-                covariates: [("len".to_string(), f64::from(i))].into(),
-                ..Item::default()
-            })
-            .collect();
-        let pool = Pool::new("p".into(), "t".into(), items).unwrap();
-        let cov = build_covariates(&pool, &[CovariateSpec::parse("len").unwrap()]).unwrap();
-        let (mut long, mut frontier) = (Vec::new(), Vec::new());
-        for a in 0..6 {
-            for b in 0..6 {
-                if a != b {
-                    long.extend([v(a, b, if a > b { 1.0 } else { 0.0 }); 3]);
-                    long.push(v(a, b, if a > b { 0.0 } else { 1.0 }));
-                    frontier.extend([v(a, b, if a < b { 1.0 } else { 0.0 }); 2]);
-                    frontier.push(v(a, b, if a < b { 0.0 } else { 1.0 }));
-                }
-            }
-        }
+        let (pool, cov, long, frontier) = length_fixture();
         let jv = |name: &str, trusted: bool, verdicts: &Vec<ItemVerdict>, prior: JudgePrior| JudgeVerdicts {
             prior,
             name: name.into(),

@@ -120,6 +120,24 @@ fn name_the_key(text: &str, msg: String) -> String {
 /// The keys of the flow mappings (`{a: {b: …}}`) that enclose 1-based column `col` of `line`,
 /// outermost first, ending with the key whose value is at `col`.
 fn flow_key_before(line: &str, col: usize) -> Option<Vec<String>> {
+    let (stack, last_key) = flow_scan(line, col)?;
+    let mut keys: Vec<String> = stack.into_iter().flatten().collect();
+    keys.push(last_key?);
+    keys.retain(|k| !k.is_empty());
+    (!keys.is_empty()).then_some(keys)
+}
+
+/// The keys of the flow mappings still open at 1-based column `col` of `line`, outermost first
+/// (`prior: {kappa: {sd: 0.4}}` at `sd` gives `["kappa"]`: the first `{` is the value of the
+/// line's block key); `None` when no flow mapping is open there.
+fn open_flow_keys(line: &str, col: usize) -> Option<Vec<String>> {
+    let (stack, _) = flow_scan(line, col)?;
+    (!stack.is_empty()).then(|| stack.into_iter().flatten().filter(|k| !k.is_empty()).collect())
+}
+
+/// Scan `line` from its first `{` up to 1-based column `col`: the key of each flow mapping still
+/// open there (`None` for one that is not a key's value), and the key whose value is at `col`.
+fn flow_scan(line: &str, col: usize) -> Option<(Vec<Option<String>>, Option<String>)> {
     let chars: Vec<char> = line.chars().collect();
     let end = col.checked_sub(1)?.min(chars.len());
     let open = chars[..end].iter().position(|&c| c == '{')?;
@@ -148,45 +166,7 @@ fn flow_key_before(line: &str, col: usize) -> Option<Vec<String>> {
             c => word.push(c),
         }
     }
-    let mut keys: Vec<String> = stack.into_iter().flatten().collect();
-    keys.push(last_key?);
-    keys.retain(|k| !k.is_empty());
-    (!keys.is_empty()).then_some(keys)
-}
-
-/// The keys of the flow mappings still open at 1-based column `col` of `line`, outermost first
-/// (`prior: {kappa: {sd: 0.4}}` at `sd` gives `["kappa"]`: the first `{` is the value of the
-/// line's block key); `None` when no flow mapping is open there.
-fn open_flow_keys(line: &str, col: usize) -> Option<Vec<String>> {
-    let chars: Vec<char> = line.chars().collect();
-    let end = col.checked_sub(1)?.min(chars.len());
-    let mut stack: Vec<Option<String>> = Vec::new();
-    let mut word = String::new();
-    let mut last_key: Option<String> = None;
-    for &c in &chars[..end] {
-        match c {
-            '#' if stack.is_empty() => break,
-            '{' => {
-                stack.push(last_key.take());
-                word.clear();
-            }
-            '}' => {
-                stack.pop();
-                last_key = None;
-                word.clear();
-            }
-            ':' if !stack.is_empty() => {
-                last_key = Some(word.trim().trim_matches(['"', '\'']).to_string());
-                word.clear();
-            }
-            ',' => {
-                last_key = None;
-                word.clear();
-            }
-            c => word.push(c),
-        }
-    }
-    (!stack.is_empty()).then(|| stack.into_iter().flatten().filter(|k| !k.is_empty()).collect())
+    Some((stack, last_key))
 }
 
 /// The dotted key path of the block-mapping entry on 1-based line `line`, from indentation; an
