@@ -1173,6 +1173,48 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         let out = run_bin(dir.path(), &["run", bad.to_str().unwrap(), "--dry-run"]);
         assert!(!out.status.success() && text(&out).contains(want), "{prior}: want {want:?} in\n{}", text(&out));
     }
+    // Without covariates (model: naive) a prior on words names nothing: said, not a panic (an
+    // index underflow once); a pool covariate named `kappa` is refused beside a carried prior.
+    let naive = shipped_panel(dir.path(), "bad", |y| {
+        let (head, tail) = y
+            .split_once("model:\n  kind: bias_aware\n  covariates:\n    - {name: words, transform: zscore}\n")
+            .unwrap();
+        format!("{head}model: {{kind: naive}}\n{tail}").replacen(
+            "  - name: cheap\n",
+            "  - name: cheap\n    prior: {words: {mean: 0.45, sd: 0.2}}\n",
+            1,
+        )
+    });
+    let out = run_bin(dir.path(), &["run", naive.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        !out.status.success()
+            && text(&out)
+                .contains("judges[0].prior.words: names no parameter of judge \"cheap\"; expected one of: kappa")
+            && !text(&out).contains("panicked"),
+        "{}",
+        text(&out)
+    );
+    let line = std::fs::read_to_string(root().join("data/summeval_pools.jsonl")).unwrap();
+    let mut pool: serde_json::Value =
+        serde_json::from_str(line.lines().find(|l| l.contains(POOL_ID)).unwrap()).unwrap();
+    for (i, it) in pool["items"].as_array_mut().unwrap().iter_mut().enumerate() {
+        it["covariates"] = serde_json::json!({"kappa": i % 3});
+    }
+    let pool_file = write(dir.path(), "kappa-pool.jsonl", &format!("{pool}\n"));
+    let named_kappa = shipped_panel(dir.path(), "bad", |y| {
+        y.replace(&root().join("data/summeval_pools.jsonl").display().to_string(), pool_file.to_str().unwrap())
+            .replace(
+                "    - {name: words, transform: zscore}\n",
+                "    - {name: words, transform: zscore}\n    - {name: kappa}\n",
+            )
+            .replacen("  - name: cheap\n", "  - name: cheap\n    prior: {kappa: {mean: 1, sd: 0.5}}\n", 1)
+    });
+    let out = run_bin(dir.path(), &["run", named_kappa.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        text(&out).contains("judges[0].prior: the model has a covariate named \"kappa\", which a carried prior's key `kappa` would mean too"),
+        "{}",
+        text(&out)
+    );
     let on_trusted = shipped_panel(dir.path(), "bad", |y| {
         y.replacen("    trusted: true\n", "    trusted: true\n    prior: {words: {mean: 0.5, sd: 0.1}}\n", 1)
     });

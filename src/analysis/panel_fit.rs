@@ -60,7 +60,7 @@ pub fn carried_prior(
         if key == "kappa" {
             prior.kappa = Some(*n);
         } else if let Some(t) =
-            names.iter().position(|x| x == key).or_else(|| (family_column && key == SAME_FAMILY_KEY).then_some(p - 1))
+            names.iter().position(|x| x == key).or_else(|| (family_column && key == SAME_FAMILY_KEY).then(|| p - 1))
         {
             prior.c.resize(p, None);
             prior.c[t] = Some(*n);
@@ -679,6 +679,23 @@ mod tests {
         assert!((trusted[&(1, 2)] - 0.8).abs() < 1e-12);
         // Shared and decided: {0,1} (agree) and {1,2} (disagree).
         assert_eq!(agreement(&judge, &trusted), (2, Some(0.5)));
+    }
+
+    #[test]
+    fn a_carried_prior_on_a_covariate_the_fit_lacks_is_named_not_a_panic() {
+        let named: BTreeMap<String, Normal> = [
+            ("kappa".to_string(), Normal { mean: 1.0, sd: 0.5 }),
+            ("words".to_string(), Normal { mean: 0.45, sd: 0.2 }),
+        ]
+        .into();
+        // No covariates (model: naive) and no family column: `words` names nothing.
+        let (prior, unused) = carried_prior(&named, &[], false);
+        assert_eq!(prior.kappa, Some(Normal { mean: 1.0, sd: 0.5 }));
+        assert!(prior.c.is_empty());
+        assert_eq!(unused, ["words"]);
+        let (prior, unused) = carried_prior(&named, &["words".to_string()], true);
+        assert_eq!(prior.c, vec![Some(Normal { mean: 0.45, sd: 0.2 }), None]);
+        assert!(unused.is_empty());
     }
 
     #[test]

@@ -1082,6 +1082,16 @@ fn carried_priors(
     if raw.judges.iter().all(|m| m.prior.is_empty()) {
         return Ok(Vec::new());
     }
+    // A covariate named like a prior's other keys could not be told apart from them.
+    if let Some(c) = cov.names.iter().find(|c| *c == "kappa" || *c == SAME_FAMILY_KEY) {
+        let i = raw.judges.iter().position(|m| !m.prior.is_empty()).unwrap_or(0);
+        return Err(InvalidSetting::new(
+            format!("judges[{i}].prior"),
+            format!(
+                "the model has a covariate named {c:?}, which a carried prior's key `{c}` would mean too (`kappa`: the position effect, `{SAME_FAMILY_KEY}`: the self-preference); rename that covariate in the pool to carry priors"
+            ),
+        ));
+    }
     let mut out = Vec::with_capacity(raw.judges.len());
     for (i, m) in raw.judges.iter().enumerate() {
         let key = |k: &str| format!("judges[{i}].prior.{k}");
