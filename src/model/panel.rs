@@ -188,6 +188,17 @@ impl PriorTerms {
     fn zero_mean(lambda: Vec<f64>) -> Self {
         Self { mean: vec![0.0; lambda.len()], lambda }
     }
+
+    /// Whether gradient `g` at `beta` is within `tol` of 0 in every component, beyond the
+    /// rounding floor of its prior term: λ_r(β_r − m_r) cannot be computed closer to 0 than
+    /// about λ_r·ε·max(|β_r|, |m_r|) (ε: f64's machine epsilon), which a tight carried prior
+    /// (sd 0.001, λ = 10⁶) at a mean of 20 logits puts at ~10⁻⁸, above a tolerance of 10⁻⁹.
+    fn converged(&self, g: &[f64], beta: &[f64], tol: f64) -> bool {
+        g.iter().zip(beta).enumerate().all(|(r, (gr, b))| {
+            let floor = 8.0 * f64::EPSILON * self.lambda[r] * b.abs().max(self.mean[r].abs());
+            gr.abs() < tol + floor
+        })
+    }
 }
 
 /// The data of a panel fit.
@@ -457,8 +468,9 @@ impl PanelFit {
     }
 }
 
-/// MAP of the panel model by Newton's method with backtracking (tolerance 1e-9 on ‖∇L‖∞, at
-/// most 200 iterations), and its Laplace posterior. `start`: a warm start (length n).
+/// MAP of the panel model by Newton's method with backtracking (tolerance 1e-9 on ‖∇L‖∞, above
+/// the rounding floor of a tight carried prior's term; at most 200 iterations), and its Laplace
+/// posterior. `start`: a warm start (length n).
 ///
 /// # Errors
 /// Invalid data, no convergence, or a Hessian that is not positive definite at the MAP.
@@ -473,7 +485,7 @@ pub fn fit(d: &PanelDesign, prior: &Prior, start: Option<&[f64]>) -> Result<Pane
     for it in 0..=max_iter {
         let (g, h) = d.derivatives(&beta, &lambda, true);
         let grad_inf = g.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        if grad_inf < tol {
+        if lambda.converged(&g, &beta, tol) {
             let chol = match Cholesky::factor(&h) {
                 Ok(c) => c,
                 Err(_) => Cholesky::factor(&d.derivatives(&beta, &lambda, false).1)
@@ -556,7 +568,7 @@ fn fit_fixed(d: &PanelDesign, lambda: &PriorTerms, start: &[f64], r: usize, v: f
         let (mut g, mut h) = d.derivatives(&beta, lambda, true);
         g[r] = 0.0;
         let grad_inf = g.iter().fold(0.0f64, |a, x| a.max(x.abs()));
-        if grad_inf < 1e-7 {
+        if lambda.converged(&g, &beta, 1e-7) {
             return Ok(beta);
         }
         if it == 400 {
@@ -731,6 +743,28 @@ mod tests {
         let c = t.c(1)[0];
         assert!((c.value - 2.5).abs() < 1e-3 && c.sd < 1.01e-3, "{c:?}");
         assert!((plain.c(1)[0].value - 2.5).abs() > 0.5, "the data alone say otherwise: {:?}", plain.c(1)[0]);
+        // The rounding floor: one ulp from a mean of 20 under λ = 10⁶ is a gradient of 3.6e-9,
+        // above the tolerance, and converged; a real gradient of 1e-7 is not.
+        let t = PriorTerms { mean: vec![20.0], lambda: vec![1e6] };
+        let b = 20.0 + 16.0 * f64::EPSILON;
+        let g = 1e6 * (b - 20.0);
+        assert!(g > 3e-9 && t.converged(&[g], &[b], 1e-9));
+        assert!(!t.converged(&[1e-7], &[b], 1e-9));
+        assert!(!PriorTerms::zero_mean(vec![1.0]).converged(&[2e-9], &[0.5], 1e-9));
+        // At the edge of what a config accepts (|mean| 20, sd 0.001: λ = 10⁶) the prior term's
+        // gradient cannot be computed below ~10⁻⁸; the fit converges anyway (it stopped at 200
+        // iterations with ‖∇L‖∞ = 1.4e-9 once, after the run had bought its verdicts).
+        for (mean, on_kappa) in [(-20.0, false), (20.0, true)] {
+            let n = Some(Normal { mean, sd: 1e-3 });
+            let mut edge = d.clone();
+            edge.carry(
+                1,
+                if on_kappa { JudgePrior { kappa: n, c: vec![] } } else { JudgePrior { kappa: None, c: vec![n] } },
+            );
+            let e = fit(&edge, &prior, None).unwrap();
+            let got = if on_kappa { e.kappa(1) } else { e.c(1)[0] };
+            assert!((got.value - mean).abs() < 1e-2 && got.sd < 1.01e-3, "{got:?}");
+        }
         // A c prior on the trusted judge (no c) changes nothing.
         let mut on_trusted = d.clone();
         on_trusted.carry(0, JudgePrior { kappa: None, c: vec![Some(Normal { mean: 5.0, sd: 0.1 })] });
