@@ -625,6 +625,36 @@ fn shipped_panel(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> Pat
     shipped_as(dir, "panel.yaml", &format!("{name}.yaml"), edit)
 }
 
+/// A panel resumed under a budget its folder already reaches says so rather than printing a
+/// spend above max_usd unexplained; a huge max_usd is printed in scientific notation.
+#[test]
+fn a_panel_resumed_under_a_used_up_budget_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped_panel(dir.path(), "panel", |y| y.replace("max_usd: 0.06", "max_usd: 0.02"));
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--max-usd", "0.01"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("  the run folder's books already reach max_usd $0.01: nothing was bought now; raise it (budget.max_usd, --max-usd) to go on\n"),
+        "{said}"
+    );
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--max-comparisons", "10", "--max-usd", "1e300"]);
+    let said = stdout(&out);
+    assert!(
+        said.contains("of max_usd $1e300\n  the stored verdicts already reach max_comparisons: nothing was asked now"),
+        "{said}"
+    );
+    let tiny = shipped_panel(dir.path(), "tiny", |y| {
+        y.replace("name: summeval-panel", "name: tiny").replace("max_usd: 0.06", "max_usd: 0.00001")
+    });
+    let said = stdout(&run_bin(dir.path(), &["run", tiny.to_str().unwrap()]));
+    assert!(
+        said.contains("  max_usd $0.00001 does not cover one query's worst-case cost of any judge: nothing was bought"),
+        "{said}"
+    );
+}
+
 /// A judge that answers only some pairs (a replay of a sparse recording) is asked only those;
 /// the other judge goes on with the rest, and the run ends when both have nothing left.
 #[test]

@@ -155,6 +155,9 @@ pub fn usd(x: f64) -> String {
         "$0".into()
     } else if x.abs() < 1e-4 {
         format!("${x:.1e}")
+    } else if x.abs() >= 1e6 {
+        // A budget of 1e300 is a way to say "no limit": not 300 digits.
+        format!("${x:.3e}")
     } else {
         format!("${x:.4}")
     }
@@ -227,5 +230,7 @@ mod tests {
         assert_eq!(usd(0.0), "$0");
         assert_eq!(usd(0.017), "$0.0170");
         assert_eq!(usd(2.4e-6), "$2.4e-6");
+        assert_eq!(usd(1e300), "$1.000e300");
+        assert_eq!(usd(999_999.5), "$999999.5000");
     }
 }

@@ -681,9 +681,35 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
         r.asked_now,
         r.reused,
         r.spend_usd,
-        r.max_usd.map(|m| format!(" of max_usd ${m}")).unwrap_or_default(),
+        r.max_usd
+            .map(|m| if m < 1e6 { format!(" of max_usd ${m}") } else { format!(" of max_usd ${m:e}") })
+            .unwrap_or_default(),
         if r.possibly_billed > 0 { format!(" ({} possibly billed)", r.possibly_billed) } else { String::new() }
     );
+    if r.comparisons == 0
+        && r.stop_reason == StopReason::MaxUsd
+        && let Some(m) = r.max_usd
+    {
+        t.push_str(&format!(
+            "  max_usd ${m} does not cover one query's worst-case cost of any judge: nothing was bought; `run --dry-run` shows the cost per query and how many the budget allows\n"
+        ));
+    }
+    // A budget lowered below what the folder already holds buys nothing: say so, so the spend
+    // above it is not read as the budget passed.
+    if r.asked_now == 0 && r.reused > 0 {
+        match (r.stop_reason, r.max_usd) {
+            (StopReason::MaxUsd, Some(m)) if r.spend_usd >= m => t.push_str(&format!(
+                "  the run folder's books already reach max_usd ${m}: nothing was bought now; raise it (budget.max_usd, --max-usd) to go on\n"
+            )),
+            (StopReason::MaxUsd, Some(m)) => t.push_str(&format!(
+                "  the run folder's books leave less than the next query's worst-case cost under max_usd ${m}: nothing was bought now; raise it (budget.max_usd, --max-usd) to go on\n"
+            )),
+            (StopReason::MaxComparisons, _) => t.push_str(
+                "  the stored verdicts already reach max_comparisons: nothing was asked now; raise it (budget.max_comparisons, --max-comparisons) to go on\n",
+            ),
+            _ => {}
+        }
+    }
     for j in &r.judges {
         t.push_str(&format!(
             "  {}{}: {} verdicts, ${:.6} ({})\n",
