@@ -43,6 +43,13 @@ fn a_panel_of_one_is_the_single_judge_run_bit_for_bit() {
     for cfg in [&single, &one] {
         let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
         assert!(out.status.success(), "{}", text(&out));
+        // `trusted` alone means nothing: said, not silently dropped.
+        assert_eq!(
+            text(&out).contains("judges[0].trusted: a list of one judge runs the single-judge model, which fits its bias coefficients as usual"),
+            cfg == &one,
+            "{}",
+            text(&out)
+        );
     }
     let (a, b) = (dir.path().join("runs/single"), dir.path().join("runs/one"));
     // Records are appended as replies arrive; the intents number the queries in the order sent.

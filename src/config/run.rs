@@ -670,6 +670,12 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
     let mut seen = std::collections::HashSet::new();
     for (i, m) in raw.judges.iter().enumerate() {
         let name = m.name.trim();
+        if m.name.is_empty() {
+            return Err(InvalidSetting::new(
+                format!("judges[{i}].name"),
+                "missing: every judge of a panel has a `name` (a plain folder name, e.g. `cheap`), which its outputs and `fit --panel --trusted NAME` use",
+            ));
+        }
         // The name is a folder of the run (its prompt is copied under it) and the prefix of its
         // cache keys: a plain folder name, as a run's.
         if name.is_empty()
@@ -838,6 +844,13 @@ impl Config {
         let run_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs").map_err(inv)?;
         check_model(&raw.model).map_err(inv)?;
         check_acquisition(&mut raw.acquisition).map_err(inv)?;
+        // A list of one runs the single-judge model, where `trusted` means nothing: said.
+        let solo_trusted = (raw.judges.len() == 1 && raw.judges[0].trusted).then(|| {
+            format!(
+                "judges[0].trusted: a list of one judge runs the single-judge model, which fits its bias coefficients as usual: `trusted` anchors the other judges of a panel (docs/model.md §8); judge {:?} is not taken as unbiased",
+                raw.judges[0].name
+            )
+        });
         check_judges(&mut raw).map_err(inv)?;
         if raw.acquisition.dispatch == Dispatch::Batch && !matches!(raw.judge(), JudgeConfig::Openai(_)) {
             return Err(inv(InvalidSetting::new(
@@ -894,6 +907,7 @@ impl Config {
         let mut warnings =
             sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
+        warnings.extend(solo_trusted);
         let families = families(&raw, &pool, &mut warnings).map_err(inv)?;
         let carried = carried_priors(&raw, &covariates, families.as_ref()).map_err(inv)?;
         Ok(Self {
@@ -1346,7 +1360,7 @@ mod tests {
             (
                 "judges:\n  - {name: a, mock: {}}\n  - {mock: {}}\n",
                 "",
-                "judges[1].name: \"\" must be a plain folder name",
+                "judges[1].name: missing: every judge of a panel has a `name`",
             ),
             // A name is a folder of the run: `..` would put a judge's prompt beside the run's own files.
             ("judges:\n  - {name: b, mock: {}}\n  - {name: \"..\", mock: {}}\n", "", "judges[1].name: \"..\" must be"),
