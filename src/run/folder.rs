@@ -41,7 +41,7 @@ struct RunIdentity {
 
 /// A warning when `dir` already holds a run made by another configuration (its `run.json`
 /// differs): that run's result.json and config.yaml are about to be replaced.
-fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
+fn other_run_warning(dir: &Path, id: &RunIdentity, fits: &str) -> Option<String> {
     let old: RunIdentity = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).ok()?).ok()?;
     let what = match (old.fit != id.fit, old.judge != id.judge) {
         (false, false) => return None,
@@ -50,7 +50,7 @@ fn other_run_warning(dir: &Path, id: &RunIdentity) -> Option<String> {
         (true, true) => "judge and model, k, acquisition or pool",
     };
     Some(format!(
-        "{} holds a run with a different {what}: its result.json and config.yaml are replaced and fits.jsonl gets a second history (stored verdicts are kept and reused only by the same judge); give this run its own `name` to keep both",
+        "{} holds a run with a different {what}: its result.json and config.yaml are replaced and {fits} gets a second history (stored verdicts are kept and reused only by the same judge); give this run its own `name` to keep both",
         dir.display()
     ))
 }
@@ -89,7 +89,7 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
             .map(|(a, b)| judge.cache_key(&cfg.pool, a, b))
             .unwrap_or_default(),
     };
-    let other_run = other_run_warning(dir, &identity);
+    let other_run = other_run_warning(dir, &identity, if cfg.is_panel() { "panel_fits.jsonl" } else { "fits.jsonl" });
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     // One process per run folder, from before anything is written until the run ends.
     let lock = RunLock::acquire(dir)?;
