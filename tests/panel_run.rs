@@ -1191,15 +1191,13 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
             "{wordz: {mean: 1, sd: 0.1}}",
             "judges[0].prior.wordz: names no parameter of judge \"cheap\"; expected one of: kappa, words",
         ),
-        (
-            "{words: {mean: 1, sd: 0}}",
-            "judges[0].prior.words: mean = 1e0, sd = 0e0: expected a mean within ±20 and an sd from 0.001 to 100 (logits)",
-        ),
-        ("{kappa: {mean: .nan, sd: 1}}", "judges[0].prior.kappa: mean = NaN"),
+        ("{words: {mean: 1, sd: 0}}", "judges[0].prior.words.sd: 0: expected an sd from 0.001 to 100 logits"),
+        ("{kappa: {mean: .nan, sd: 1}}", "judges[0].prior.kappa.mean: NaN: expected a number within ±20 logits"),
         // Accepted at load once, then failed the fit after verdicts were bought.
-        ("{words: {mean: 0.5, sd: 1e-4}}", "judges[0].prior.words: mean = 5e-1, sd = 1e-4"),
-        ("{words: {mean: 1e6, sd: 1}}", "judges[0].prior.words: mean = 1e6, sd = 1e0"),
-        ("{kappa: {mean: 0, sd: 1e308}}", "judges[0].prior.kappa: mean = 0e0, sd = 1e308"),
+        ("{words: {mean: 0.5, sd: 1e-4}}", "judges[0].prior.words.sd: 0.0001: expected an sd from 0.001"),
+        ("{words: {mean: 1e6, sd: 1}}", "judges[0].prior.words.mean: 1e6: expected a number within ±20"),
+        ("{kappa: {mean: 20.00001, sd: 1}}", "judges[0].prior.kappa.mean: 20.00001: expected"),
+        ("{kappa: {mean: 0, sd: 1e308}}", "judges[0].prior.kappa.sd: 1e308: expected an sd from 0.001 to 100"),
         (
             "{same_family: {mean: 1, sd: 1}}",
             "judges[0].prior.same_family: names no parameter of judge \"cheap\"; expected one of: kappa, words",

@@ -1112,12 +1112,24 @@ fn carried_priors(
         for (k, n) in &m.prior {
             use crate::model::panel::{CARRIED_MAX_MEAN, CARRIED_SD_RANGE};
             let (lo, hi) = CARRIED_SD_RANGE;
-            if !(n.mean.is_finite() && n.mean.abs() <= CARRIED_MAX_MEAN && n.sd >= lo && n.sd <= hi) {
+            // As written (20.00001 is not "20"), in scientific notation when very large or small.
+            let num =
+                |x: f64| if x == 0.0 || (1e-4..1e6).contains(&x.abs()) { x.to_string() } else { format!("{x:e}") };
+            if !(n.mean.is_finite() && n.mean.abs() <= CARRIED_MAX_MEAN) {
                 return Err(InvalidSetting::new(
-                    key(k),
+                    format!("{}.mean", key(k)),
                     format!(
-                        "mean = {:e}, sd = {:e}: expected a mean within ±{CARRIED_MAX_MEAN} and an sd from {lo} to {hi} (logits)",
-                        n.mean, n.sd
+                        "{}: expected a number within ±{CARRIED_MAX_MEAN} logits (a bias of 20 logits already decides a verdict with odds of 5·10⁸ to 1)",
+                        num(n.mean)
+                    ),
+                ));
+            }
+            if !(n.sd >= lo && n.sd <= hi) {
+                return Err(InvalidSetting::new(
+                    format!("{}.sd", key(k)),
+                    format!(
+                        "{}: expected an sd from {lo} to {hi} logits (tighter fixes the parameter, looser is flatter than the default prior)",
+                        num(n.sd)
                     ),
                 ));
             }
