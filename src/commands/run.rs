@@ -166,10 +166,10 @@ fn panel_dry_run_text(
             _ => String::new(),
         };
         t.push_str(&format!(
-            "  {}{}: {} verdicts stored; {worst}{allows}\n    {}\n",
+            "  {}{}: {} stored; {worst}{allows}\n    {}\n",
             m.name,
             if m.trusted { " (trusted)" } else { "" },
-            d.stored,
+            crate::domain::fmt::count(d.stored, "verdict"),
             named.judge.describe()
         ));
     }

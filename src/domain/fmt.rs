@@ -1,5 +1,11 @@
 //! The one number format of messages and terminal output, shared by every layer.
 
+/// `n` and its noun, singular for 1 (`1 verdict`, `0 verdicts`, `2 verdicts`); `noun` is the
+/// singular and takes an `s`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
 /// The one number format of terminal output for quantities that span many orders of magnitude
 /// (nats, p-values, differences of log-likelihoods): 0 as `0`; magnitudes in [1e-3, 1e5) with 4
 /// significant digits and no trailing zeros (`13.1`, `0.004812`, `272.9`); others in scientific
@@ -18,4 +24,16 @@ pub fn num(x: f64) -> String {
     let digits = (3 - a.log10().floor() as i32).max(0) as usize;
     let s = format!("{x:.digits$}");
     if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(count(1, "verdict"), "1 verdict");
+        assert_eq!(count(0, "verdict"), "0 verdicts");
+        assert_eq!(count(204, "verdict"), "204 verdicts");
+    }
 }

@@ -34,12 +34,12 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     let mut s = String::from("dry run: no query was sent and nothing was written.\n");
     s.push_str(&format!("judge: {}\n", judge.describe()));
     s.push_str(&format!(
-        "pool {}: {} items, {} bases, {} ordered pairs; {} verdicts already stored; spend booked ${:.6} (verdicts, paid failures, possibly billed requests)\n",
+        "pool {}: {} items, {} bases, {} ordered pairs; {} already stored; spend booked ${:.6} (verdicts, paid failures, possibly billed requests)\n",
         cfg.pool.pool_id,
         cfg.pool.n_items(),
         cfg.pool.n_bases(),
         d.pairs,
-        d.stored,
+        crate::domain::fmt::count(d.stored, "verdict"),
         d.spent_usd
     ));
     match &d.first {

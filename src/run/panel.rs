@@ -675,9 +675,9 @@ fn pico(usd: f64) -> f64 {
 /// prints it.
 pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
     let mut t = format!(
-        "judge panel run: stopped ({}), {} verdicts ({} asked now, {} reused), ${:.6} spent{}{}\n",
+        "judge panel run: stopped ({}), {} ({} asked now, {} reused), ${:.6} spent{}{}\n",
         serde_json::to_value(r.stop_reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
-        r.comparisons,
+        crate::domain::fmt::count(r.comparisons, "verdict"),
         r.asked_now,
         r.reused,
         r.spend_usd,
@@ -712,10 +712,10 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
     }
     for j in &r.judges {
         t.push_str(&format!(
-            "  {}{}: {} verdicts, ${:.6} ({})\n",
+            "  {}{}: {}, ${:.6} ({})\n",
             j.name,
             if j.trusted { " (trusted)" } else { "" },
-            j.queries,
+            crate::domain::fmt::count(j.queries, "verdict"),
             j.spend_usd,
             j.judge
         ));
