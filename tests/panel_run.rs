@@ -1146,6 +1146,16 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         "{}",
         f["notes"]
     );
+    // Without --panel, a panel run's folder is refitted as its panel (pooling the judges as one
+    // mixed their biases), and says so.
+    let plain_fit = run_bin(dir.path(), &["fit", "runs/carried", "--out", "fit-implied.json"]);
+    assert!(plain_fit.status.success(), "{}", text(&plain_fit));
+    assert_eq!(json(&dir.path().join("fit-implied.json"))["judges"], f["judges"]);
+    assert!(
+        text(&plain_fit).contains("note: runs/carried holds a judge panel's run: fitted as that panel (as --panel); --judge NAME fits one judge alone"),
+        "{}",
+        text(&plain_fit)
+    );
     // A fit in other units, or with the judge trusted, leaves those terms out and says so.
     let raw = run_bin(dir.path(), &["fit", "runs/carried", "--panel", "--covariates", "words:raw"]);
     assert!(raw.status.success(), "{}", text(&raw));
