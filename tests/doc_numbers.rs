@@ -115,3 +115,22 @@ fn audit_doc_shows_what_the_tutorial_audit_prints() {
     let shown: Vec<&str> = block.lines().filter(|l| !l.starts_with("outputs: ")).collect();
     assert_eq!(shown, printed, "docs/audit.md differs from what `audit` prints:\n{}", printed.join("\n"));
 }
+
+/// docs/outputs.md: κ̂ of the main job under flatter priors on θ, as `fit` prints them.
+#[test]
+fn outputs_doc_shows_the_position_effect_under_flatter_theta_priors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = main_job(dir.path(), "summeval-mock", "");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let d = doc("outputs.md");
+    let kappa = |lambda: &str| {
+        let out = run_bin(dir.path(), &["fit", "runs/summeval-mock", "--lambda-theta", lambda]);
+        assert!(out.status.success(), "{}", text(&out));
+        let s = stdout(&out);
+        let line = s.lines().find(|l| l.starts_with("position effect κ = ")).unwrap().to_string();
+        line["position effect κ = ".len()..].split(" logits").next().unwrap().to_string()
+    };
+    let (a, b) = (kappa("0.1"), kappa("0.01"));
+    let want = format!("--lambda-theta 0.1` gives\n  κ̂ = {a}, `--lambda-theta 0.01` {b} (docs/model.md");
+    assert!(d.contains(&want), "docs/outputs.md should hold:\n{want}");
+}

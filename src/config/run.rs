@@ -546,9 +546,15 @@ impl TryFrom<PanelMemberDoc> for PanelMemberConfig {
         blocks.extend(d.replay.map(JudgeConfig::Replay));
         if blocks.len() != 1 {
             return Err(format!(
-                "judge {:?} has {} judge blocks; give exactly one of `mock`, `openai`, `synthetic`, `replay` beside its `name`",
+                "judge {:?} has {} judge blocks; give exactly one of `mock`, `openai`, `synthetic`, `replay` beside its `name`{}",
                 d.name,
-                blocks.len()
+                blocks.len(),
+                // A block indented wrongly is often read as no block at all.
+                if blocks.is_empty() {
+                    " (indented under it: every key of a judge starts in the column of its `name`)"
+                } else {
+                    ""
+                }
             ));
         }
         Ok(Self { name: d.name, trusted: d.trusted, family: d.family, prior: d.prior, judge: blocks.remove(0) })
@@ -1406,6 +1412,12 @@ mod tests {
                 "has 2 judge blocks; give exactly one of `mock`, `openai`, `synthetic`, `replay`",
             ),
             ("judges:\n  - {name: a}\n", "", "has 0 judge blocks"),
+            // `prior:` outdented to the dash swallows the judge's block below it.
+            (
+                "judges:\n  - name: a\n  prior: {kappa: {mean: 1, sd: 0.5}}\n    mock: {}\n  - {name: b, mock: {}}\n",
+                "",
+                "(indented under it: every key of a judge starts in the column of its `name`)",
+            ),
             (
                 "judges:\n  - {name: a, family: x, mock: {}}\n",
                 "",
