@@ -698,10 +698,22 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
                 ),
             ));
         }
-        if !seen.insert(name) {
+        // A judge's name is a folder of the run: names that differ only by case are one folder
+        // on a case-insensitive file system.
+        if !seen.insert(name.to_lowercase()) {
+            let other = raw.judges[..i]
+                .iter()
+                .find(|o| o.name.to_lowercase() == name.to_lowercase())
+                .map_or(name, |o| o.name.as_str());
             return Err(InvalidSetting::new(
                 format!("judges[{i}].name"),
-                format!("{name:?} names two judges; give each its own name"),
+                if other == name {
+                    format!("{name:?} names two judges; give each its own name")
+                } else {
+                    format!(
+                        "{name:?} and {other:?} differ only by case, one folder where case is not told apart (macOS, Windows); give each its own name"
+                    )
+                },
             ));
         }
     }
@@ -1368,6 +1380,11 @@ mod tests {
                 "judges:\n  - {name: a, mock: {}}\n  - {name: a, mock: {}}\n",
                 "",
                 "judges[1].name: \"a\" names two judges",
+            ),
+            (
+                "judges:\n  - {name: cheap, mock: {}}\n  - {name: Cheap, mock: {}}\n",
+                "",
+                "judges[1].name: \"Cheap\" and \"cheap\" differ only by case",
             ),
             (
                 "judges:\n  - {name: \" a\", mock: {}}\n  - {name: b, mock: {}}\n",
