@@ -41,22 +41,41 @@ fn plain_number_message(text: &str, msg: String) -> String {
         ("invalid i32", "a whole number"),
         ("invalid f64", "a number"),
     ];
-    let Some((raw, expected)) = KINDS.iter().find(|(k, _)| msg.contains(k)) else { return msg };
-    let found = location(&msg).and_then(|(line, col)| {
-        let l = text.lines().nth(line.checked_sub(1)?)?;
-        let rest: String = l.chars().skip(col.checked_sub(1)?).collect();
-        // A quoted value is said as written inside its quotes (a `--set` value is written back
-        // quoted).
-        let v = rest.split(['#', ',', '}', ']']).next()?.trim();
-        let v = v.strip_prefix('"').and_then(|x| x.strip_suffix('"')).unwrap_or(v);
-        let v = v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')).unwrap_or(v).to_string();
-        (!v.is_empty()).then_some(v)
-    });
-    let words = match found {
+    let Some((raw, expected)) = KINDS.iter().find(|(k, _)| msg.contains(k)) else { return shape_message(text, msg) };
+    let words = match value_at(text, &msg) {
         Some(v) => format!("expected {expected}, found {v:?}"),
         None => format!("expected {expected}"),
     };
     msg.replace(raw, &words)
+}
+
+/// The parser's words for a value of the wrong shape ("expected mapping start", "expected
+/// sequence start", "invalid boolean") in the user's terms, with the value found.
+fn shape_message(text: &str, msg: String) -> String {
+    const SHAPES: [(&str, &str); 3] = [
+        ("expected mapping start", "a mapping of keys (`{key: value, …}`, or keys indented below)"),
+        ("expected sequence start", "a list (`- item` lines, or `[a, b]`)"),
+        ("invalid boolean", "true or false"),
+    ];
+    let Some((raw, expected)) = SHAPES.iter().find(|(k, _)| msg.contains(k)) else { return msg };
+    let words = match value_at(text, &msg) {
+        Some(v) if v.ends_with(':') || v.contains(": ") => format!("expected {expected}, found a mapping"),
+        Some(v) => format!("expected {expected}, found {v:?}"),
+        None => format!("expected {expected}"),
+    };
+    msg.replace(raw, &words)
+}
+
+/// The value written at the parser's "line N column M", as written inside its quotes (a `--set`
+/// value is written back quoted).
+fn value_at(text: &str, msg: &str) -> Option<String> {
+    let (line, col) = location(msg)?;
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let rest: String = l.chars().skip(col.checked_sub(1)?).collect();
+    let v = rest.split(['#', ',', '}', ']']).next()?.trim();
+    let v = v.strip_prefix('"').and_then(|x| x.strip_suffix('"')).unwrap_or(v);
+    let v = v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')).unwrap_or(v).to_string();
+    (!v.is_empty()).then_some(v)
 }
 
 /// "missing field `k` at the top level" / "… in `judge.openai`", without the parser's excerpt
@@ -346,6 +365,33 @@ mod tests {
         assert_eq!(e(block), "missing field `mean` in `judges[0].prior.kappa`");
         let item = "judges:\n  - prior: {kappa: {sd: 0.4, mean: 2}}\nk: 3\n";
         assert_eq!(e(item), "missing field `name` in `judges[0]`");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_shape_says_what_shape_was_expected() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct N {
+            mean: f64,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            prior: Option<std::collections::BTreeMap<String, N>>,
+            judges: Option<Vec<String>>,
+            trusted: Option<bool>,
+        }
+        let e = |t: &str| from_str::<T>(t).unwrap_err().0;
+        let m = e("prior: {kappa: 1.1}\n");
+        assert!(m.starts_with("line 1 column 16 (key `prior.kappa`): expected a mapping of keys (`{key: value, …}`, or keys indented below), found \"1.1\""), "{m}");
+        let m = e("judges:\n  cheap: x\n");
+        assert!(
+            m.contains("(key `judges.cheap`): expected a list (`- item` lines, or `[a, b]`), found a mapping"),
+            "{m}"
+        );
+        let m = e("trusted: 0\n");
+        assert!(m.starts_with("line 1 column 10 (key `trusted`): expected true or false, found \"0\""), "{m}");
+        assert!(!m.contains("invalid boolean"), "{m}");
     }
 
     #[test]
