@@ -66,6 +66,20 @@ pub enum RunError {
     /// The Bradley–Terry MAP fit failed (Newton did not converge, or the Hessian is not positive definite).
     #[error(transparent)]
     Fit(#[from] FitError),
+    /// A judge panel's fit at the end of its run failed: no result.json; the verdicts are kept.
+    #[error(
+        "the judge panel's fit of its {verdicts} stored verdicts failed, so no result.json was written; the verdicts are kept in {}, and `topk-judge fit {} --panel` refits them (e.g. after widening or dropping a judge's carried prior, judges[i].prior): {source}",
+        dir.join("verdicts.jsonl").display(),
+        dir.display()
+    )]
+    PanelFit {
+        /// Stored verdicts of the panel's judges.
+        verdicts: usize,
+        /// The run folder.
+        dir: PathBuf,
+        /// Why the fit failed.
+        source: FitError,
+    },
     /// The judge failed (endpoint not reachable, the same endpoint-wide error again, or rounds
     /// without any verdict); result.json was still written, with `stop_reason: judge_failing`.
     #[error("the judge is failing, so the run stopped (result.json holds the verdicts so far): {message}")]
@@ -130,5 +144,24 @@ fn conclude<R>(
     match failing {
         Some(message) => Err(RunError::JudgeFailing { message }),
         None => Ok(result),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panel whose last fit fails says what is kept and how to refit it, with the cause.
+    #[test]
+    fn a_failed_panel_fit_says_where_the_verdicts_are_and_how_to_refit_them() {
+        let e = RunError::PanelFit {
+            verdicts: 76,
+            dir: PathBuf::from("runs/summeval-panel"),
+            source: FitError::NotConverged { iterations: 200, grad_inf: 1.4e-9, tol: 1e-9 },
+        };
+        assert_eq!(
+            e.to_string(),
+            "the judge panel's fit of its 76 stored verdicts failed, so no result.json was written; the verdicts are kept in runs/summeval-panel/verdicts.jsonl, and `topk-judge fit runs/summeval-panel --panel` refits them (e.g. after widening or dropping a judge's carried prior, judges[i].prior): the MAP fit did not converge: 200 Newton iterations, ‖∇L‖∞ = 1.400e-9 (tolerance 1e-9); try larger priors (lambda_theta, lambda_b, lambda_kappa)"
+        );
     }
 }

@@ -573,7 +573,12 @@ fn finish(
         &cfg.raw.model.prior(),
         (cfg.raw.k, acq.mc_draws, cfg.raw.certify.epsilon),
         &mut rng,
-    )?;
+    )
+    .map_err(|source| RunError::PanelFit {
+        verdicts: stored.iter().map(Vec::len).sum(),
+        dir: dir.clone(),
+        source,
+    })?;
     let mut notes = notes;
     for (i, m) in cfg.raw.judges.iter().enumerate().filter(|(_, m)| !m.prior.is_empty()) {
         notes.insert(0, crate::analysis::panel_fit::carried_note(&m.name, &m.prior, &format!("judges[{i}].prior")));
