@@ -948,7 +948,7 @@ fn families_and_self_preferences_that_cannot_apply_are_refused_by_key() {
     let out = run_bin(dir.path(), &["run", with.to_str().unwrap(), "--dry-run", "--set", "judges.0.family=beta"]);
     assert!(
         text(&out).contains(
-            "with.yaml: pool.families.zeta-h: no judge is of family \"acme\" (the judges' families: beta, zeta)"
+            "with.yaml:3: pool.families.zeta-h: no judge is of family \"acme\" (the judges' families: beta, zeta)"
         ) && text(&out).contains("(in the file as changed by --set judges.0.family=beta)"),
         "{}",
         text(&out)
@@ -1281,8 +1281,11 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         y.replacen("    trusted: true\n", "    trusted: true\n    prior: {words: {mean: 0.5, sd: 0.1}}\n", 1)
     });
     let out = run_bin(dir.path(), &["run", on_trusted.to_str().unwrap(), "--dry-run"]);
+    // Named with the line the prior is written on.
+    let line =
+        1 + std::fs::read_to_string(&on_trusted).unwrap().lines().position(|l| l.contains("prior: {words")).unwrap();
     assert!(
-        text(&out).contains("judges[1].prior.words: \"frontier\" is the trusted judge, taken as free of item-level bias: it has no bias coefficient, only `kappa`"),
+        text(&out).contains(&format!("bad.yaml:{line}: judges[1].prior.words: \"frontier\" is the trusted judge, taken as free of item-level bias: it has no bias coefficient, only `kappa`")),
         "{}",
         text(&out)
     );

@@ -52,10 +52,13 @@ pub enum ConfigError {
         msg: String,
     },
     /// A value breaks a rule.
-    #[error("{path}: {key}: {msg}")]
+    #[error("{}{}: {key}: {msg}", path.display(), line.map(|n| format!(":{n}")).unwrap_or_default())]
     Invalid {
         /// The config file holding the bad value.
         path: PathBuf,
+        /// The 1-based line of the key (or of the nearest key above it that holds it) in the
+        /// file, when it is written there.
+        line: Option<usize>,
         /// Key path, e.g. `model.lambda_b`.
         key: String,
         /// Found vs expected.
@@ -88,7 +91,8 @@ pub enum ConfigError {
 impl ConfigError {
     /// A broken rule of the document at `path`: its dotted key and what was expected.
     pub fn invalid(path: &Path, e: InvalidSetting) -> Self {
-        ConfigError::Invalid { path: path.to_owned(), key: e.key, msg: e.message }
+        let line = std::fs::read_to_string(path).ok().and_then(|t| crate::store::yaml::line_of_key(&t, &e.key));
+        ConfigError::Invalid { path: path.to_owned(), line, key: e.key, msg: e.message }
     }
 }
 

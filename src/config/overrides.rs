@@ -301,7 +301,7 @@ fn strip_location(msg: &str) -> String {
 /// Rewrite a rule error about an overridden key to name the override as given.
 pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError {
     match e {
-        ConfigError::Invalid { key, msg, path } => {
+        ConfigError::Invalid { key, msg, path, line } => {
             // `judges: …, not both` on a panel file is the fault of a `--set judge.…`.
             // A list entry's key is written `judges[1].family`, an override's `judges.1.family`;
             // a fault of a judge's block (`judges[0].mock`) is the fault of a `--set` inside it.
@@ -320,12 +320,13 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
                 None if !overrides.is_empty() => {
                     let given: Vec<&str> = overrides.iter().map(|o| o.given.as_str()).collect();
                     ConfigError::Invalid {
+                        line,
                         key,
                         msg: format!("{msg} (in the file as changed by {})", given.join(", ")),
                         path,
                     }
                 }
-                None => ConfigError::Invalid { key, msg, path },
+                None => ConfigError::Invalid { key, msg, path, line },
             }
         }
         e => e,
@@ -471,6 +472,7 @@ mod tests {
     fn a_judge_section_set_on_a_panel_file_is_the_overrides_fault() {
         let e = ConfigError::Invalid {
             path: "panel.yaml".into(),
+            line: None,
             key: "judges".into(),
             msg: "give either `judge` (one judge) or `judges` (a panel), not both".into(),
         };

@@ -270,6 +270,32 @@ fn key_path_at(text: &str, line: usize) -> Option<String> {
     Some(path)
 }
 
+/// The 1-based line where dotted key path `key` (`judges[0].prior.kappa.mean`) is written in
+/// `text`: the line of its block key, or of the nearest enclosing block key when the rest is in
+/// a flow mapping (`prior: {kappa: {mean: 30, sd: 1}}`); `None` when no part of it is written.
+pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    let n = text.lines().count();
+    // The key itself is best, then the first key of the entry it names (`judges[1]` is where
+    // `judges[1].name` starts), then the longest key that holds it.
+    let mut best: Option<(usize, usize)> = None; // (score, line); the first line of a score wins
+    for line in 1..=n {
+        let Some(path) = key_path_at(text, line) else { continue };
+        let score = if key == path {
+            2 * key.len() + 2
+        } else if path.strip_prefix(key).is_some_and(|rest| rest.starts_with('.')) {
+            2 * key.len() + 1
+        } else if key.strip_prefix(path.as_str()).is_some_and(|rest| rest.starts_with(['.', '['])) {
+            2 * path.len()
+        } else {
+            continue;
+        };
+        if best.is_none_or(|(b, _)| score > b) {
+            best = Some((score, line));
+        }
+    }
+    best.map(|(_, line)| line)
+}
+
 /// Serialise to YAML.
 ///
 /// # Errors
@@ -392,6 +418,19 @@ mod tests {
         let m = e("trusted: 0\n");
         assert!(m.starts_with("line 1 column 10 (key `trusted`): expected true or false, found \"0\""), "{m}");
         assert!(!m.contains("invalid boolean"), "{m}");
+    }
+
+    #[test]
+    fn a_key_path_is_found_on_its_line() {
+        let t = "name: x\njudges:\n  - name: a\n    prior: {kappa: {mean: 30, sd: 1}}\n    mock: {}\n  - name: b\n    trusted: true\nbudget:\n  max_usd: -1\n";
+        assert_eq!(line_of_key(t, "budget.max_usd"), Some(9));
+        assert_eq!(line_of_key(t, "judges[0].prior.kappa.mean"), Some(4));
+        assert_eq!(line_of_key(t, "judges[1].trusted"), Some(7));
+        assert_eq!(line_of_key(t, "judges[1].name"), Some(6));
+        assert_eq!(line_of_key(t, "judges"), Some(2));
+        assert_eq!(line_of_key(t, "judges[1]"), Some(6));
+        assert_eq!(line_of_key(t, "judge"), None);
+        assert_eq!(line_of_key(t, "model.lambda_b"), None);
     }
 
     #[test]
