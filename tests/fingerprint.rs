@@ -161,3 +161,29 @@ fn a_judge_that_changed_behind_its_name_is_stopped_and_the_user_decides() {
     assert_eq!(lines(&d.join("c/fp/fingerprint.jsonl"))[0]["decision"], "accept");
     assert_eq!(json(&d.join("c/fp/result.json"))["comparisons"], 32);
 }
+
+/// A check stopped before it was recorded (a kill or Ctrl-C during it) left its replies in the
+/// fingerprint books: the next run's check takes them as its answers and does not ask those
+/// pairs again (a pair whose reply was recorded is never asked again).
+#[test]
+fn a_check_cut_short_is_not_asked_again() {
+    let flips: Flips = Arc::default();
+    let fake = server(&flips);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = config(d, "a", &fake.base_url);
+    assert!(run(d, &a, &["--max-comparisons", "24"]).status.success());
+    copy_dir(&d.join("a/fp"), &d.join("k/fp"));
+    // The check runs in `a` (8 re-asked), then the folder goes on to 32 comparisons.
+    assert!(run(d, &a, &[]).status.success());
+    // `k`: the state before that run plus the check's booked replies, without its record.
+    std::fs::copy(d.join("a/fp/fingerprint_verdicts.jsonl"), d.join("k/fp/fingerprint_verdicts.jsonl")).unwrap();
+    let before = fake.requests().len();
+    let out = run(d, &config(d, "k", &fake.base_url), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("judge fingerprint: 0 of 8 re-asked stored verdicts changed"), "{}", text(&out));
+    assert_eq!(fake.requests().len() - before, 8, "only the run's 8 new comparisons are sent");
+    assert_eq!(lines(&d.join("k/fp/fingerprint_verdicts.jsonl")).len(), 8);
+    let check = &lines(&d.join("k/fp/fingerprint.jsonl"))[0];
+    assert!((check["cost_usd"].as_f64().unwrap() - 8.0 * (100.0 + 2.0 * 3.0) / 1e6).abs() < 1e-12, "{check}");
+}

@@ -185,13 +185,19 @@ pub async fn check(cfg: &Config, judge: Arc<dyn Judge>, queries_wanted: usize) -
     let (mut budget, _) = Budget::for_folder(dir, None, max_usd, 0)?;
     let pool = Arc::new(cfg.pool.clone());
     let prefix = format!("fingerprint {session}: ");
+    // A check stopped before it was recorded (a kill, Ctrl-C) left its replies in the books
+    // under this session's keys: they are this check's answers, not asked again.
+    let key = |a: usize, b: usize| format!("{prefix}{}", judge.cache_key(&pool, a, b));
+    let mut cost_usd: f64 =
+        picks.iter().filter_map(|&(a, b)| books.log().get(&key(a, b))).map(|r| r.reply.cost_usd).sum();
+    let open: Vec<(usize, usize)> =
+        picks.iter().copied().filter(|&(a, b)| books.log().get(&key(a, b)).is_none()).collect();
     let mut disp: Dispatcher<()> = Dispatcher::new(judge.clone(), books);
-    let todo = picks.iter().map(|&(a, b)| (pool.clone(), a, b, ()));
+    let todo = open.iter().map(|&(a, b)| (pool.clone(), a, b, ()));
     let report = disp
         .dispatch_all_prefixed(todo, &mut budget, cfg.raw.acquisition.concurrency.max(1), &prefix, |_| Flow::Continue)
         .await?;
     let books = disp.close().await?;
-    let mut cost_usd = 0.0;
     for s in &report.settled {
         if let DispatchOutcome::Verdict { cost_usd: c, .. } = s.outcome {
             cost_usd += c;
@@ -201,7 +207,7 @@ pub async fn check(cfg: &Config, judge: Arc<dyn Judge>, queries_wanted: usize) -
         .iter()
         .map(|&(a, b)| {
             let before = stored[&(a, b)];
-            let after = books.log().get(&format!("{prefix}{}", judge.cache_key(&pool, a, b))).and_then(|r| r.reply.y);
+            let after = books.log().get(&key(a, b)).and_then(|r| r.reply.y);
             Reasked {
                 a: pool.items[a].id.clone(),
                 b: pool.items[b].id.clone(),
