@@ -360,11 +360,12 @@ impl OpenAiJudge {
                 )),
             };
         }
+        let earlier = earlier_attempt_billed(cost, &e);
         if let Some(f) = self.endpoint.classify(e.kind, e.status, &e.message) {
             return Err(JudgeError::Endpoint {
                 setting: f.setting,
                 message: format!(
-                    "{} (after {n_attempts} attempt{})",
+                    "{} (after {n_attempts} attempt{}{earlier})",
                     f.message,
                     if n_attempts == 1 { "" } else { "s" }
                 ),
@@ -375,7 +376,7 @@ impl OpenAiJudge {
         Err(JudgeError::Request {
             status: e.status,
             message: format!(
-                "{} (after {n_attempts} attempt{}{why})",
+                "{} (after {n_attempts} attempt{}{why}{earlier})",
                 e.message,
                 if n_attempts == 1 { "" } else { "s" }
             ),
@@ -924,5 +925,39 @@ impl Judge for OpenAiJudge {
 
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         Box::pin(self.judge_query(pool, a, b))
+    }
+}
+
+/// Why a failure that is never billed (a refused connection, say) still costs: an earlier
+/// attempt of the same query was sent and its reply lost, so it is booked at its worst case
+/// (the server died mid-request, then refused the retries).
+fn earlier_attempt_billed(cost_usd: f64, last: &CallError) -> &'static str {
+    if cost_usd > 0.0 && !last.kind.maybe_billed() && last.usage.is_none() {
+        "; an earlier attempt was sent and its reply lost, so it may have been billed: booked at its worst case"
+    } else {
+        ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_retry_after_a_lost_reply_says_why_it_costs() {
+        let refused = |usage: Option<Usage>| CallError {
+            kind: CallErrorKind::Connect,
+            status: None,
+            retry_after: None,
+            message: "connection refused".into(),
+            usage,
+        };
+        assert!(
+            earlier_attempt_billed(0.0057, &refused(None)).contains("an earlier attempt was sent and its reply lost")
+        );
+        // Nothing spent, a failure billed itself, or one that reports its usage: nothing to add.
+        assert_eq!(earlier_attempt_billed(0.0, &refused(None)), "");
+        assert_eq!(earlier_attempt_billed(0.0057, &CallError { kind: CallErrorKind::Transport, ..refused(None) }), "");
+        assert_eq!(earlier_attempt_billed(0.0057, &refused(Some(Usage::default()))), "");
     }
 }
