@@ -155,6 +155,9 @@ pub struct NoSignal {
     /// Verdicts whose ordered pair was also asked the other way round (both orders sent).
     #[serde(default)]
     pub both_orders: usize,
+    /// Soft verdicts among them (0 < y < 1, y ≠ ½: from logprobs): then logprobs are on already.
+    #[serde(default, skip_serializing)]
+    pub soft: usize,
 }
 
 impl NoSignal {
@@ -191,9 +194,14 @@ impl NoSignal {
             "most pairs were asked in one order only: send both (acquisition.orders: both) so a slot preference cancels out"
         };
         format!(
-            "the judge {what} in {n} of {} verdicts ({:.0} %): its verdicts carry no signal about the answers, so nothing is certified; {orders}; turn on logprobs for soft verdicts (judge.openai.logprobs), try another prompt, or use a stronger judge",
+            "the judge {what} in {n} of {} verdicts ({:.0} %): its verdicts carry no signal about the answers, so nothing is certified; {orders}; {}try another prompt, or use a stronger judge",
             self.verdicts,
-            100.0 * self.share()
+            100.0 * self.share(),
+            if self.soft > 0 {
+                "its verdicts are soft already (logprobs), and still lean one way: "
+            } else {
+                "turn on logprobs for soft verdicts (judge.openai.logprobs), "
+            }
         )
     }
 }
@@ -215,7 +223,8 @@ pub fn no_signal(verdicts: &[ItemVerdict]) -> Option<NoSignal> {
         .0;
     let asked: std::collections::HashSet<(usize, usize)> = verdicts.iter().map(|v| (v.a, v.b)).collect();
     let both_orders = verdicts.iter().filter(|v| asked.contains(&(v.b, v.a))).count();
-    Some(NoSignal { lean, verdicts: n, first_shown: first, second_shown: second, ties, both_orders })
+    let soft = verdicts.iter().filter(|v| v.y > 0.0 && v.y < 1.0 && v.y != 0.5).count();
+    Some(NoSignal { lean, verdicts: n, first_shown: first, second_shown: second, ties, both_orders, soft })
 }
 
 #[cfg(test)]
@@ -274,5 +283,15 @@ mod tests {
         assert_eq!(no_signal(&all_a[..9]), None, "too few verdicts to say");
         let ties: Vec<_> = (0..12).map(|_| v(0.5)).collect();
         assert_eq!(no_signal(&ties).unwrap().lean, Lean::Ties);
+        assert!(ns.text().contains("turn on logprobs for soft verdicts"), "{}", ns.text());
+        // Soft verdicts (logprobs on already) that all lean first: not told to turn logprobs on.
+        let soft: Vec<_> = (0..16).map(|i| v(0.8 + 0.01 * f64::from(i))).collect();
+        let ns = no_signal(&soft).unwrap();
+        assert_eq!(ns.soft, 16);
+        assert!(
+            !ns.text().contains("turn on logprobs") && ns.text().contains("its verdicts are soft already (logprobs)"),
+            "{}",
+            ns.text()
+        );
     }
 }
