@@ -869,6 +869,15 @@ fn a_live_config_needs_a_budget_or_says_unlimited() {
         "{s}"
     );
     assert!(!s.contains("only max_comparisons bounds the spend"), "{s}");
+    assert!(!s.contains("the budget allows no query"), "{s}");
+    // A budget below the cheapest query's worst case: the dry run warns that nothing would be sent.
+    let out =
+        run_bin(dir.path(), &["run", unlimited.to_str().unwrap(), "--dry-run", "--set", "budget={max_usd: 0.000001}"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    assert!(s.contains("queries the budget allows: 0\n"), "{s}");
+    assert!(s.contains("warning: the budget allows no query (the cheapest query's worst case is $"), "{s}");
+    assert!(s.contains("a real run would send nothing; raise budget.max_usd or budget.max_comparisons"), "{s}");
     let typo =
         write(dir.path(), "cfg/typo.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimted\n"));
     let out = run_bin(dir.path(), &["run", typo.to_str().unwrap(), "--dry-run"]);

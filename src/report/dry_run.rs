@@ -71,6 +71,16 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
         ));
     }
     s.push_str(&format!("worst-case cost of this run: ${:.6}\n", d.worst_total_usd));
+    // Open pairs, and a budget that buys none of them: the run would send nothing.
+    if d.allowed_at_most == 0 && d.pairs > d.stored {
+        let cheapest = d
+            .worst_per_query_usd
+            .map(|(lo, _, _)| format!(" (the cheapest query's worst case is ${lo:.6})"))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "warning: the budget allows no query{cheapest}: a real run would send nothing; raise budget.max_usd or budget.max_comparisons\n"
+        ));
+    }
     if b.max_usd.is_none() && judge.has_price() {
         s.push_str(if b.max_comparisons.is_some() {
             "note: no budget.max_usd is set; only max_comparisons bounds the spend\n"

@@ -81,6 +81,14 @@ impl Check {
             t.p_value,
             t.level,
             match self.decision {
+                // P(Bin(n, allowed) ≥ n) = allowedⁿ above the level: no count of changed pairs
+                // could stop the run, so passing says nothing.
+                Decision::Passed if t.pairs > 0 && t.allowed.powi(t.pairs as i32) > t.level => format!(
+                    "the check cannot tell: the judge's verdicts flip with the order it is shown them in ({:.0} % of its stored pairs), so even {} of {} changed would pass; its verdicts follow the slot, not the answers",
+                    100.0 * t.allowed,
+                    t.pairs,
+                    t.pairs
+                ),
                 Decision::Passed => "the judge answers as before".to_string(),
                 Decision::Stopped => format!("the judge changed ({})", self.changed_text()),
                 Decision::New => format!(
@@ -220,4 +228,27 @@ pub async fn check(cfg: &Config, judge: Arc<dyn Judge>, queries_wanted: usize) -
     let test = fingerprint::test(&pairs, allowed);
     let decision = if test.judge_changed { Decision::Stopped } else { Decision::Passed };
     Ok(Some(Check { session, judge: judge.describe(), pairs, test, decision, namespace: None, cost_usd }))
+}
+
+#[cfg(test)]
+mod line_tests {
+    use super::*;
+
+    #[test]
+    fn a_check_that_could_not_fail_says_so() {
+        let check = |allowed: f64| Check {
+            session: 2,
+            judge: "j".into(),
+            pairs: Vec::new(),
+            test: Test { pairs: 8, changed: 0, allowed, p_value: 1.0, level: 0.01, judge_changed: false },
+            decision: Decision::Passed,
+            namespace: None,
+            cost_usd: 0.0,
+        };
+        // A judge that follows the slot flips 99 % of its pairs with the order: 0.99⁸ = 0.92.
+        let l = check(0.99).line();
+        assert!(l.ends_with("the check cannot tell: the judge's verdicts flip with the order it is shown them in (99 % of its stored pairs), so even 8 of 8 changed would pass; its verdicts follow the slot, not the answers"), "{l}");
+        // At the floor 0.1: 0.1⁸ is far below the level; passing means something.
+        assert!(check(0.1).line().ends_with("the judge answers as before"));
+    }
 }
