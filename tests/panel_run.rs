@@ -643,13 +643,14 @@ fn a_panel_resumed_under_a_used_up_budget_says_so() {
     assert!(out.status.success(), "{}", text(&out));
     let said = stdout(&out);
     assert!(
-        said.contains("  the run folder's books already reach max_usd $0.01: nothing was bought now; raise it (budget.max_usd, --max-usd) to go on\n"),
+        said.contains("already reach max_usd $0.0100; raise it (budget.max_usd, --max-usd) to go on\n")
+            && said.contains("\n  the run folder's books ($0.0"),
         "{said}"
     );
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--max-comparisons", "10", "--max-usd", "1e300"]);
     let said = stdout(&out);
     assert!(
-        said.contains("of max_usd $1e300\n  the stored verdicts already reach max_comparisons: nothing was asked now"),
+        said.contains("of max_usd $1e300\n  the stored verdicts already reach max_comparisons; raise it (budget.max_comparisons, --max-comparisons) to go on\n"),
         "{said}"
     );
     let tiny = shipped_panel(dir.path(), "tiny", |y| {

@@ -14,6 +14,26 @@ use std::path::Path;
 /// The ranking table shows at most this many rows, or k + 10 when that is more.
 const TABLE_ROWS: usize = 50;
 
+/// Why a resumed run that asked nothing stopped at its budget (a budget lowered below what the
+/// run folder already holds buys nothing), so the stop is not read as the budget passed: which
+/// limit the stored verdicts or the folder's books (`spend_usd`, USD) already reach, and how to go
+/// on; `None` for another stop reason. Shared by the single-judge and the panel summaries.
+pub fn budget_reached(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) -> Option<String> {
+    match (stop, max_usd) {
+        (StopReason::MaxComparisons, _) => Some(
+            "the stored verdicts already reach max_comparisons; raise it (budget.max_comparisons, --max-comparisons) to go on"
+                .into(),
+        ),
+        (StopReason::MaxUsd, Some(m)) => Some(format!(
+            "the run folder's books ({}) {} max_usd {}; raise it (budget.max_usd, --max-usd) to go on",
+            usd(spend_usd),
+            if spend_usd >= m { "already reach" } else { "leave less than the next query's worst-case cost under" },
+            usd(m)
+        )),
+        _ => None,
+    }
+}
+
 /// The human-readable end-of-run summary.
 pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     let mut s = String::new();
@@ -100,32 +120,10 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         && sess.reused > 0
     {
         let _ = write!(s, "resumed: {} stored verdicts reused, {} queries asked in this run", sess.reused, sess.asked);
-        // A budget lowered below what the folder already holds buys nothing: say so, so the
-        // stop reason is not read as the run having gone past it.
-        if sess.asked == 0 {
-            let f = &r.folder_spend;
-            match (&r.stop_reason, f.max_usd) {
-                (StopReason::MaxComparisons, _) => s.push_str(
-                    ": the stored verdicts already reach max_comparisons; raise it (budget.max_comparisons, --max-comparisons) to go on",
-                ),
-                (StopReason::MaxUsd, Some(m)) if f.spend_usd >= m => {
-                    let _ = write!(
-                        s,
-                        ": the run folder's books ({}) already reach max_usd {}; raise it (budget.max_usd, --max-usd) to go on",
-                        usd(f.spend_usd),
-                        usd(m)
-                    );
-                }
-                (StopReason::MaxUsd, Some(m)) => {
-                    let _ = write!(
-                        s,
-                        ": the run folder's books ({}) leave less than the next query's worst-case cost under max_usd {}; raise it (budget.max_usd, --max-usd) to go on",
-                        usd(f.spend_usd),
-                        usd(m)
-                    );
-                }
-                _ => {}
-            }
+        if sess.asked == 0
+            && let Some(why) = budget_reached(r.stop_reason, r.folder_spend.spend_usd, r.folder_spend.max_usd)
+        {
+            let _ = write!(s, ": {why}");
         }
         s.push('\n');
     }

@@ -699,21 +699,11 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
             "  max_usd ${m} does not cover one query's worst-case cost of any judge: nothing was bought; `run --dry-run` shows the cost per query and how many the budget allows\n"
         ));
     }
-    // A budget lowered below what the folder already holds buys nothing: say so, so the spend
-    // above it is not read as the budget passed.
-    if r.asked_now == 0 && r.reused > 0 {
-        match (r.stop_reason, r.max_usd) {
-            (StopReason::MaxUsd, Some(m)) if r.spend_usd >= m => t.push_str(&format!(
-                "  the run folder's books already reach max_usd ${m}: nothing was bought now; raise it (budget.max_usd, --max-usd) to go on\n"
-            )),
-            (StopReason::MaxUsd, Some(m)) => t.push_str(&format!(
-                "  the run folder's books leave less than the next query's worst-case cost under max_usd ${m}: nothing was bought now; raise it (budget.max_usd, --max-usd) to go on\n"
-            )),
-            (StopReason::MaxComparisons, _) => t.push_str(
-                "  the stored verdicts already reach max_comparisons: nothing was asked now; raise it (budget.max_comparisons, --max-comparisons) to go on\n",
-            ),
-            _ => {}
-        }
+    if r.asked_now == 0
+        && r.reused > 0
+        && let Some(why) = crate::report::summary::budget_reached(r.stop_reason, r.spend_usd, r.max_usd)
+    {
+        t.push_str(&format!("  {why}\n"));
     }
     for j in &r.judges {
         t.push_str(&format!(
