@@ -1305,3 +1305,56 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         text(&out)
     );
 }
+
+/// A trusted API judge beside a cheap mock: the acquisition prices each judge's query at its
+/// expected cost (typical prompt tokens, one attempt) and corrects that by what the judge's
+/// replies have billed, not at the reservation's worst case (one token per byte, every re-ask).
+/// At 4 bytes per token and one re-ask, the worst case of the API judge is about 8 × its bill:
+/// priced so, a trusted judge 5 × dearer than the mock looked 40 × dearer.
+#[test]
+fn a_trusted_api_judge_is_priced_at_what_it_bills_not_at_its_worst_case() {
+    let frontier = FakeOpenAi::start_with(
+        Box::new(shorter_wins),
+        Box::new(|b: &Value| {
+            let p = typical_prompt_tokens(b);
+            Some(serde_json::json!({"prompt_tokens": p, "completion_tokens": 2, "total_tokens": p + 2}))
+        }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let member = format!(
+        "  - name: frontier\n    trusted: true\n    openai:\n      base_url: {url}\n      model: fake-frontier\n      fingerprint:\n        queries: 0\n      api_key_env: TOPK_PANEL_TEST_UNSET_KEY\n      api_key_required: false\n      prompt: prompts/test.j2\n      max_tokens: 8\n      backoff_min_s: 0.005\n      backoff_max_s: 0.02\n      price: {{input_usd_per_mtok: 0.75, output_usd_per_mtok: 3}}\n",
+        url = frontier.base_url
+    );
+    let yaml = format!(
+        "name: priced\nout_dir: runs\npool:\n  file: {pool}\n  id: {id}\nk: 3\njudges:\n  - name: cheap\n    mock: {{mode: stochastic, pos_bias: 0.3, verb_per_word: 0.01, temperature: 0.25, seed: 7, input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.60}}\n{member}model:\n  covariates:\n    - {{name: words, transform: zscore}}\nacquisition:\n  seed: 5\n  mc_draws: 200\nbudget:\n  max_usd: 0.06\n",
+        pool = summeval().display(),
+        id = POOL_ID,
+    );
+    let cfg = write(dir.path(), "priced.yaml", &yaml);
+    let out = run_to_end(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = json(&dir.path().join("runs/priced/result.json"));
+    let q = |j: usize| r["judges"][j]["queries"].as_u64().unwrap();
+    let spend = |j: usize| r["judges"][j]["spend_usd"].as_f64().unwrap();
+    // The server's bill is what the books hold for the trusted judge.
+    let billed: f64 =
+        frontier.requests().iter().map(|x| (typical_prompt_tokens(&x.body) as f64 * 0.75 + 2.0 * 3.0) / 1e6).sum();
+    assert!((spend(1) - billed).abs() < 1e-12, "{} vs {billed}", spend(1));
+    // Priced at its worst case (one token per byte, two attempts: about 8 × its bill) the
+    // trusted judge was first asked after 190 cheap verdicts and answered 27 queries (238 cheap);
+    // at its expected cost, after 110, and it answers 36 (226 cheap).
+    let order: Vec<bool> =
+        lines(&dir.path().join("runs/priced/verdicts.jsonl")).iter().map(|v| v["judge"] == "frontier").collect();
+    let first = order.iter().position(|&f| f).unwrap();
+    assert_eq!((first, q(0), q(1)), (110, 226, 36), "{}", stdout(&out));
+}
+
+/// A prompt's tokens at 4 bytes per token, with the chat overheads.
+fn typical_prompt_tokens(body: &Value) -> u64 {
+    let msgs = body["messages"].as_array().unwrap();
+    let bytes: usize = msgs.iter().map(|m| m["content"].as_str().unwrap().len()).sum();
+    bytes.div_ceil(4) as u64
+        + topk_judge::judge::openai::prompt::BASE_OVERHEAD_TOKENS
+        + topk_judge::judge::openai::prompt::PER_MESSAGE_OVERHEAD_TOKENS * msgs.len() as u64
+}

@@ -4,7 +4,7 @@
 //! not answered it; both presentation orders go to that judge. Its score is the top-k rule's
 //! expected information per dollar:
 //!
-//! score(a, b, j) = Σ_orders Δv_o / v_ik · (π_i(1 − π_i) + π_k(1 − π_k)) / Σ_orders cost_j(o),
+//! score(a, b, j) = Σ_orders Δv_o / v_ik · (π_i(1 − π_i) + π_k(1 − π_k)) / Σ_orders price_j(o),
 //!
 //! where v_ik = Var(θ_i − θ_k) under the panel's Laplace posterior Σ, and
 //! Δv_o = w_o (gᵀΣd_o)² / (1 + w_o d_oᵀΣd_o) is the reduction of that variance by one verdict of
@@ -38,9 +38,13 @@ pub struct PanelContext<'a> {
     pub membership: &'a [f64],
     /// Ordered pairs each judge has answered or has in flight.
     pub queried: &'a [HashSet<(usize, usize)>],
-    /// USD of one ordered query (judge, a first, b second).
+    /// Worst-case USD of one ordered query (judge, a first, b second): what the run reserves.
     pub cost: &'a (dyn Fn(usize, usize, usize) -> f64 + Sync),
-    /// USD left: a candidate costing more (both orders) is not considered.
+    /// Expected USD of one ordered query (judge, a first, b second): the score's denominator
+    /// ([`crate::judge::JudgeInfo::expected_usd`], scaled by what the judge's answered queries
+    /// have cost against that estimate).
+    pub price: &'a (dyn Fn(usize, usize, usize) -> f64 + Sync),
+    /// USD left: a candidate whose worst case (both orders) is more is not considered.
     pub remaining_usd: f64,
     /// Queries the fit has not seen (in flight, or answered after it started; a pipelined run):
     /// their expected information enters Σ (one Sherman–Morrison step each) before anything is
@@ -54,7 +58,10 @@ pub type PanelQuery = (usize, usize, usize);
 struct Unit {
     judge: usize,
     orders: Vec<(usize, usize)>,
+    /// Worst case of its orders (USD).
     cost: f64,
+    /// Expected cost of its orders (USD).
+    price: f64,
 }
 
 /// Up to `r` ordered queries, both orders of each chosen pair to one judge, by the score of the
@@ -83,7 +90,8 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
                     if cost > ctx.remaining_usd {
                         continue;
                     }
-                    units.push(Unit { judge: j, orders, cost });
+                    let price: f64 = orders.iter().map(|&(x, y)| (ctx.price)(j, x, y)).sum();
+                    units.push(Unit { judge: j, orders, cost, price });
                 }
             }
         }
@@ -110,7 +118,7 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
                     return f64::NEG_INFINITY;
                 }
                 let g = *known.entry(gain_key(ctx, u)).or_insert_with(|| gain(ctx, &sigma, u, &bw, &hot));
-                g / u.cost.max(f64::MIN_POSITIVE)
+                g / u.price.max(f64::MIN_POSITIVE)
             })
             .collect();
         let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -121,7 +129,7 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
             let cheap: Vec<f64> = units
                 .iter()
                 .zip(&scores)
-                .map(|(u, s)| if s.is_finite() { -u.cost } else { f64::NEG_INFINITY })
+                .map(|(u, s)| if s.is_finite() { -u.price } else { f64::NEG_INFINITY })
                 .collect();
             if cheap.iter().all(|c| !c.is_finite()) { None } else { argmax_tiebreak(&cheap, rng) }
         };
@@ -192,7 +200,7 @@ fn gain_key(ctx: &PanelContext<'_>, u: &Unit) -> GainKey {
 
 #[cfg(test)]
 fn score(ctx: &PanelContext<'_>, sigma: &Matrix, u: &Unit, bw: &[f64], hot: &[usize]) -> f64 {
-    gain(ctx, sigma, u, bw, hot) / u.cost.max(f64::MIN_POSITIVE)
+    gain(ctx, sigma, u, bw, hot) / u.price.max(f64::MIN_POSITIVE)
 }
 
 /// The expected reduction of the uncertain contrasts' variance by the unit's verdicts, Σ over
@@ -306,6 +314,7 @@ mod tests {
             membership: &pi,
             queried: &queried,
             cost: &cost,
+            price: &cost,
             remaining_usd: 2.5,
             pending: &[],
         };
@@ -316,6 +325,39 @@ mod tests {
         }
         let spent: f64 = picks.iter().map(|&(a, b, j)| cost(j, a, b)).sum();
         assert!(spent <= 2.5, "{spent}");
+    }
+
+    #[test]
+    fn queries_are_priced_at_their_expected_cost_and_reserved_at_their_worst_case() {
+        // Judge 0's worst case is 20 × its expected cost (an API judge: bound prompt tokens,
+        // retries), judge 1's is exact. Priced at the worst case, judge 0 is 10 × dearer and gets
+        // nothing; at its expected cost it is half the price and gets queries, while the worst
+        // cases of the picks stay within what is left.
+        let (f, x) = two_judges(1);
+        let base: Vec<usize> = (0..6).collect();
+        let pi = [0.9, 0.6, 0.5, 0.4, 0.3, 0.3];
+        let queried = vec![HashSet::new(), HashSet::new()];
+        let worst = |j: usize, _a: usize, _b: usize| if j == 0 { 1.0 } else { 0.1 };
+        let expected = |j: usize, _a: usize, _b: usize| if j == 0 { 0.05 } else { 0.1 };
+        let ctx = PanelContext {
+            fit: &f,
+            item_base: &base,
+            prompts: &[(0..6).collect()],
+            x: &x,
+            membership: &pi,
+            queried: &queried,
+            cost: &worst,
+            price: &worst,
+            remaining_usd: 3.0,
+            pending: &[],
+        };
+        let at_worst = select(&ctx, 8, &mut rng::stream(3, "t", 0));
+        assert!(at_worst.iter().all(|q| q.2 == 1), "{at_worst:?}");
+        let at_expected = select(&PanelContext { price: &expected, ..ctx }, 8, &mut rng::stream(3, "t", 0));
+        let to_0 = at_expected.iter().filter(|q| q.2 == 0).count();
+        assert!(to_0 > 0, "{at_expected:?}");
+        let reserved: f64 = at_expected.iter().map(|&(a, b, j)| worst(j, a, b)).sum();
+        assert!(reserved <= 3.0, "{reserved}");
     }
 
     #[test]
@@ -335,6 +377,7 @@ mod tests {
             membership: &pi,
             queried: &queried,
             cost: &cost,
+            price: &cost,
             remaining_usd: 100.0,
             pending: &[],
         };
@@ -363,13 +406,15 @@ mod tests {
         let w = p * (1.0 - p);
         assert!((w - weight(&ctx, &sigma, 1, 1, 2, &row_of(&ctx, 1, 1, 2))).abs() < 1e-12);
         let want = 0.5 * w * quad(&g, &d).powi(2) / (1.0 + w * quad(&d, &d)) / quad(&g, &g) / 0.3;
-        let got = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2)], cost: 0.3 }, &bw, &hot);
+        // The score divides by the expected cost, not the worst case.
+        let got = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2)], cost: 3.0, price: 0.3 }, &bw, &hot);
         assert!((got - want).abs() < 1e-12 * want.abs().max(1.0), "{got} vs {want}");
         // A price ten times lower scores ten times higher.
-        let cheap = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2)], cost: 0.03 }, &bw, &hot);
+        let cheap = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2)], cost: 3.0, price: 0.03 }, &bw, &hot);
         assert!((cheap / got - 10.0).abs() < 1e-9);
         // Both orders inform the contrast more than one.
-        let both = score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2), (2, 1)], cost: 0.3 }, &bw, &hot);
+        let both =
+            score(&ctx, &sigma, &Unit { judge: 1, orders: vec![(1, 2), (2, 1)], cost: 0.3, price: 0.3 }, &bw, &hot);
         assert!(both > got);
     }
 

@@ -10,6 +10,7 @@ use super::run_folder::RunFolderError;
 use crate::config::ConfigError;
 use crate::config::judge::make_judge;
 use crate::config::run::Config;
+use crate::judge::JudgeInfo;
 use crate::report::schema::StopReason;
 use crate::run::live;
 use crate::run::{RunError, RunOptions};
@@ -116,8 +117,23 @@ pub fn dry_run_text(
     Ok(text)
 }
 
-/// `run --dry-run` of a judge panel: per judge its stored verdicts and the worst case of one
-/// query, what the budget allows were every query sent to it, and each live judge's endpoint.
+/// The mean expected cost of one query of `judge` (USD, [`JudgeInfo::expected_usd`]) over both
+/// orders of each item and the next one of its prompt (a sample of 2 N ordered pairs that meets
+/// every item in both slots); `None` for a prompt of fewer than two items.
+fn expected_per_query(cfg: &Config, judge: &dyn JudgeInfo) -> Option<f64> {
+    let pool = &cfg.pool;
+    let usd: Vec<f64> = pool
+        .prompt_items()
+        .iter()
+        .filter(|g| g.len() > 1)
+        .flat_map(|g| (0..g.len()).flat_map(move |i| [(g[i], g[(i + 1) % g.len()]), (g[(i + 1) % g.len()], g[i])]))
+        .map(|(a, b)| judge.expected_usd(pool, a, b))
+        .collect();
+    (!usd.is_empty()).then(|| usd.iter().sum::<f64>() / usd.len() as f64)
+}
+
+/// `run --dry-run` of a judge panel: per judge its stored verdicts, the worst case of one
+/// query and, where it is lower, its expected cost, what the budget allows were every query sent to it, and each live judge's endpoint.
 /// Sends nothing, writes nothing.
 ///
 /// # Errors
@@ -156,6 +172,12 @@ fn panel_dry_run_text(
             None => "no open pair".into(),
         };
         let open = pairs.saturating_sub(d.stored);
+        let worst = match (d.worst_per_query_usd, expected_per_query(cfg, named)) {
+            (Some((_, _, mean)), Some(e)) if (e - mean).abs() > 0.01 * mean => {
+                format!("{worst}; expected ${e:.6} (what the router weighs its queries by)")
+            }
+            _ => worst,
+        };
         let allows = match (left, d.worst_per_query_usd) {
             (Some(l), Some((lo, hi, _))) if hi > 0.0 => {
                 let most = if lo > 0.0 { ((l / lo).floor() as usize).min(open) } else { open };

@@ -401,6 +401,15 @@ pub trait JudgeInfo: Send + Sync {
         0.0
     }
 
+    /// Expected cost of one query in USD: what a panel's acquisition divides a query's value by
+    /// (docs/model.md §8, "Acquisition over (pair, judge)"). The reservation stays
+    /// [`JudgeInfo::worst_case_usd`]; this is the typical bill, which for an API judge is well
+    /// below it (typical rather than bound prompt tokens, no retries). By default the worst case
+    /// (exact for the mock and replay judges, whose cost is known before the query).
+    fn expected_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.worst_case_usd(pool, a, b)
+    }
+
     /// The worst case of every query as one sum of per-item parts, when this judge's is one:
     /// [`JudgeInfo::worst_case_usd`] of (a, b) is a non-decreasing function of
     /// `first[a] + second[b]` (computed in that order), so the most and least expensive pairs

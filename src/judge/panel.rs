@@ -33,6 +33,9 @@ impl<J: JudgeInfo + ?Sized> JudgeInfo for Named<J> {
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.judge.worst_case_usd(pool, a, b)
     }
+    fn expected_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.judge.expected_usd(pool, a, b)
+    }
     fn worst_case_parts(&self, pool: &Pool) -> Option<WorstCaseParts> {
         self.judge.worst_case_parts(pool)
     }
@@ -98,6 +101,9 @@ impl JudgeInfo for PanelJudge {
     }
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.member(pool).worst_case_usd(pool, a, b)
+    }
+    fn expected_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.member(pool).expected_usd(pool, a, b)
     }
     fn has_price(&self) -> bool {
         self.members.iter().any(|m| m.has_price())

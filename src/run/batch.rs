@@ -534,6 +534,10 @@ impl JudgeInfo for BatchJudge {
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.inner.worst_case_usd(pool, a, b) * self.reserve
     }
+    /// The live judge's expected cost at the batch price.
+    fn expected_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.inner.expected_usd(pool, a, b) * self.factor
+    }
     fn worst_case_parts(&self, pool: &Pool) -> Option<crate::judge::WorstCaseParts> {
         self.inner.worst_case_parts(pool)
     }

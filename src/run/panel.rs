@@ -39,7 +39,7 @@ use crate::report::schema::StopReason;
 use crate::store::books::Books;
 use crate::store::budget::Budget;
 use serde::Serialize;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -225,6 +225,20 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
             b
         })
         .collect();
+    // Each open query's expected cost, once (the acquisition prices every candidate at every
+    // pick; an API judge's price of a query renders its prompt).
+    let prompts = cfg.pool.prompt_items();
+    let expected: Vec<HashMap<(usize, usize), f64>> = panel
+        .members()
+        .iter()
+        .map(|m| {
+            prompts
+                .iter()
+                .flat_map(|g| g.iter().flat_map(move |&a| g.iter().filter(move |&&b| b != a).map(move |&b| (a, b))))
+                .map(|(a, b)| ((a, b), m.expected_usd(&cfg.pool, a, b)))
+                .collect()
+        })
+        .collect();
     let judge: Arc<dyn Judge> = panel.clone();
     let mut disp: Dispatcher<usize> = Dispatcher::new(judge.clone(), books);
     disp.set_wire_limit(acq.concurrency);
@@ -243,6 +257,8 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
         out: InFlight::new(disp, interrupt),
         current: None,
         warm: None,
+        expected: Arc::new(expected),
+        price_scale: vec![1.0; members.len()],
         faults: Faults::new(acq.max_failed_queries_per_pair),
         fit_failed: None,
         progress,
@@ -288,6 +304,22 @@ fn groups(cfg: &Config, stored: &[Vec<StoredVerdict>], trusted: &[bool]) -> Vec<
         .collect()
 }
 
+/// Verdicts a judge must have answered before its bills correct its expected cost.
+const PRICE_SCALE_MIN: usize = 4;
+
+/// What a judge's answered queries cost over their expected cost
+/// ([`JudgeInfo::expected_usd`]), the factor the acquisition applies to that judge's expected
+/// cost: an API judge whose replies run longer than its estimate (a reasoning model) is priced
+/// at what it bills. 1 before [`PRICE_SCALE_MIN`] verdicts, for a judge that bills nothing, and
+/// for one whose bills match its estimate to 1e-9 (the mock judges).
+fn price_scale(stored: &[StoredVerdict], expected: &HashMap<(usize, usize), f64>) -> f64 {
+    let known: Vec<(f64, f64)> =
+        stored.iter().filter_map(|v| expected.get(&(v.a, v.b)).map(|&e| (v.cost_usd, e))).collect();
+    let (billed, estimate) = known.iter().fold((0.0, 0.0), |(b, e), &(x, y)| (b + x, e + y));
+    let r = billed / estimate;
+    if known.len() < PRICE_SCALE_MIN || billed <= 0.0 || !r.is_finite() || (r - 1.0).abs() < 1e-9 { 1.0 } else { r }
+}
+
 struct Driver<'a, F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> {
     cfg: &'a Config,
     panel: Arc<PanelJudge>,
@@ -301,6 +333,10 @@ struct Driver<'a, F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> {
     current: Option<Current>,
     /// β̂ of the last fit with its reference judge (a warm start while the reference stays).
     warm: Option<(usize, Vec<f64>)>,
+    /// Per judge, [`JudgeInfo::expected_usd`] of each ordered query (a, b).
+    expected: Arc<Vec<HashMap<(usize, usize), f64>>>,
+    /// Per judge, what its answered queries cost over their expected cost ([`price_scale`]).
+    price_scale: Vec<f64>,
     faults: Faults,
     fit_failed: Option<crate::model::FitError>,
     progress: Progress,
@@ -361,6 +397,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
         let cost = |j: usize, a: usize, b: usize| {
             priced.get(&(j, a, b)).copied().unwrap_or_else(|| members[j].worst_case_usd(pool, a, b))
         };
+        let expected = self.expected.clone();
         // Over many prompts the candidates are scored at equal covariates (docs/systems.md,
         // "Acquisition"): scored with ĉ, the queries would go to the answers whose length cancels
         // the quality gap, which tell about c rather than the ranking. The "same family"
@@ -387,6 +424,10 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
             let b = self.sched.budget();
             let remaining = b.max_usd().map_or(f64::INFINITY, |m| m - b.spent_usd() - b.reserved_usd());
             let current = self.current.as_ref();
+            let scale = self.price_scale.clone();
+            let price = |j: usize, a: usize, b: usize| {
+                scale[j] * expected[j].get(&(a, b)).copied().unwrap_or_else(|| members[j].expected_usd(pool, a, b))
+            };
             let picker = |queried: &HashSet<(usize, usize)>, unfitted: &[(usize, usize)], r: usize| {
                 let Some(c) = current else { return Vec::new() };
                 let pending: Vec<(usize, usize, usize)> = unfitted
@@ -409,6 +450,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                     membership: &c.membership,
                     queried: &per_judge,
                     cost: &cost,
+                    price: &price,
                     remaining_usd: remaining,
                     pending: &pending,
                 };
@@ -456,6 +498,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
         self.sched.fit_started();
         self.faults.note_failed_rounds(&self.sched);
         let stored = (self.stored_of)(&self.out.disp.books());
+        self.price_scale = stored.iter().zip(self.expected.iter()).map(|(s, e)| price_scale(s, e)).collect();
         let groups = groups(self.cfg, &stored, &self.trusted);
         let d = design(&self.cfg.pool, &self.cfg.covariates, &groups, self.cfg.families.as_ref());
         let reference = d.layout.reference;
@@ -737,4 +780,41 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
     t.push_str(&crate::report::fit::panel_text(&r.fit));
     t.push_str(&format!("\nresult: {}\n", dir.join("result.json").display()));
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::verdict::Usage;
+
+    fn answered(pairs: &[(usize, usize, f64)]) -> Vec<StoredVerdict> {
+        pairs
+            .iter()
+            .map(|&(a, b, cost_usd)| StoredVerdict {
+                a,
+                b,
+                y: Some(1.0),
+                cost_usd,
+                usage: Usage::default(),
+                weight: 1.0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_judge_is_priced_at_its_bills_over_its_estimates() {
+        let expected: HashMap<(usize, usize), f64> =
+            [((0, 1), 1.0), ((1, 0), 1.0), ((0, 2), 2.0), ((2, 0), 2.0), ((1, 2), 4.0)].into_iter().collect();
+        // Billed 3 + 3 + 6 + 6 = 18 against estimates of 1 + 1 + 2 + 2 = 6: three times the estimate.
+        let s = answered(&[(0, 1, 3.0), (1, 0, 3.0), (0, 2, 6.0), (2, 0, 6.0)]);
+        assert_eq!(price_scale(&s, &expected), 3.0);
+        // Fewer than four answered queries, a judge that bills nothing, a bill equal to its
+        // estimate: the estimate stands.
+        assert_eq!(price_scale(&s[..3], &expected), 1.0);
+        assert_eq!(price_scale(&answered(&[(0, 1, 0.0), (1, 0, 0.0), (0, 2, 0.0), (2, 0, 0.0)]), &expected), 1.0);
+        assert_eq!(price_scale(&answered(&[(0, 1, 1.0), (1, 0, 1.0), (0, 2, 2.0), (2, 0, 2.0)]), &expected), 1.0);
+        // A judge billing half its estimate (a cached prompt) is priced at half.
+        let half = answered(&[(0, 1, 0.5), (1, 0, 0.5), (0, 2, 1.0), (2, 0, 1.0), (1, 2, 2.0)]);
+        assert_eq!(price_scale(&half, &expected), 0.5);
+    }
 }

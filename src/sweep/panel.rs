@@ -431,6 +431,7 @@ fn panel_path(
     let mut rng = rng::stream(seed, "panel-acquisition", 0);
     let mut mc = rng::stream(seed, "panel-membership", 0);
     let cost = |j: usize, a: usize, b: usize| judges[j].worst_case_usd(pool, a, b);
+    let price = |j: usize, a: usize, b: usize| judges[j].expected_usd(pool, a, b);
     let mut curve = Vec::new();
     let mut warm: Option<Vec<f64>> = None;
     let prompts = pool.prompt_items();
@@ -484,6 +485,7 @@ fn panel_path(
             membership: &pi,
             queried: &queried,
             cost: &cost,
+            price: &price,
             remaining_usd: max_usd - spent,
             pending: &[],
         };

@@ -790,6 +790,20 @@ impl JudgeInfo for OpenAiInfo {
         }
     }
 
+    /// The prompt's typical tokens ([`RenderedPrompt::token_estimate`] at `bytes_per_token`) at
+    /// the input price plus `max_tokens` at the output price, one attempt.
+    fn expected_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        match self.render(pool, a, b) {
+            Ok(q) if q.over_context && self.cfg.on_context_overflow != OverflowPolicy::Fail => 0.0,
+            Ok(q) => {
+                (q.prompt.token_estimate(self.cfg.bytes_per_token) as f64 * self.price.input
+                    + f64::from(self.cfg.max_tokens) * self.price.output)
+                    / 1e6
+            }
+            Err(_) => 0.0,
+        }
+    }
+
     fn has_price(&self) -> bool {
         true
     }
@@ -859,6 +873,9 @@ impl JudgeInfo for OpenAiJudge {
     }
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.info.worst_case_usd(pool, a, b)
+    }
+    fn expected_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+        self.info.expected_usd(pool, a, b)
     }
     fn has_price(&self) -> bool {
         self.info.has_price()
