@@ -1358,3 +1358,48 @@ fn typical_prompt_tokens(body: &Value) -> u64 {
         + topk_judge::judge::openai::prompt::BASE_OVERHEAD_TOKENS
         + topk_judge::judge::openai::prompt::PER_MESSAGE_OVERHEAD_TOKENS * msgs.len() as u64
 }
+
+/// A panel member whose replies hold no verdict stops the panel at its `max_invalid_rate`, as a
+/// single judge does (exit 1, the judge named, result.json's `stop_message`), and a second
+/// invocation counts the stored replies and sends nothing.
+#[test]
+fn a_panel_member_with_too_many_invalid_replies_stops_the_panel() {
+    let cheap = FakeOpenAi::start_with(
+        Box::new(|_, _| "Both have merits and flaws.".into()),
+        Box::new(crate::common::fake_openai::fixed_usage),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let pool = pool8(dir.path());
+    let member = openai_member("cheap", &cheap, (0.1, 0.1), "").replace(
+        "      max_invalid_retries: 0\n",
+        "      max_invalid_retries: 0\n      max_invalid_rate: 0.5\n      invalid_rate_min_replies: 6\n",
+    );
+    let yaml = format!(
+        "name: garbled\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudges:\n{member}  - name: frontier\n    trusted: true\n    mock: {{mode: stochastic, pos_bias: 0.05, temperature: 0.15, seed: 8, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10}}\nmodel:\n  covariates:\n    - {{name: words, transform: zscore}}\nacquisition:\n  seed: 5\n  mc_draws: 200\nbudget:\n  max_usd: 1\n",
+        pool = pool.display(),
+    );
+    let cfg = write(dir.path(), "garbled.yaml", &yaml);
+    let out = run_to_end(dir.path(), &cfg);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    // The first round's 8 queries were out at once; the rule applied at the 6th reply.
+    assert_eq!(cheap.n_requests(), 8, "stopped after the round the rule applied in: {t}");
+    assert!(
+        t.contains("judge cheap: 6 of 6 replies were invalid (100%, above max_invalid_rate 0.5; no_verdict 6)")
+            && t.contains("likely cause: the parser finds no verdict in the replies"),
+        "{t}"
+    );
+    let r = json(&dir.path().join("runs/garbled/result.json"));
+    assert_eq!(r["stop_reason"], "max_invalid_rate");
+    assert!(r["stop_message"].as_str().unwrap().starts_with("judge cheap: 6 of 6 replies"), "{}", r["stop_message"]);
+    let again = run_to_end(dir.path(), &cfg);
+    let t = text(&again);
+    assert_eq!(again.status.code(), Some(1), "{t}");
+    assert_eq!(cheap.n_requests(), 8, "nothing more is sent: {t}");
+    assert!(
+        t.contains("judge cheap: 8 of 8 replies were invalid")
+            && t.contains("8 of these replies are behind verdicts stored by earlier invocations"),
+        "{t}"
+    );
+}

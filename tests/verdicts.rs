@@ -527,4 +527,20 @@ fn too_many_invalid_replies_stop_the_run_with_the_likely_cause() {
     assert_eq!(saved["invalid_by_reason"]["no_verdict"], json!({"count": 6, "rate": 1.0}));
     assert!(saved["stop_message"].as_str().unwrap().contains("likely cause"));
     assert_eq!(records(&cfg).len(), 6, "every paid reply is stored");
+    // Run again: the stored replies count, so it stops before sending anything, as the first
+    // run did, and says why.
+    let again = run_bin(dir.path(), &["run", p.to_str().unwrap(), "--quiet"]);
+    let t = text(&again);
+    assert!(!again.status.success(), "{t}");
+    assert_eq!(fake.n_requests(), 6, "nothing more is sent: {t}");
+    assert!(
+        t.contains("6 of 6 replies were invalid (100%, above max_invalid_rate 0.5; no_verdict 6)")
+            && t.contains("6 of these replies are behind verdicts stored by earlier invocations of this run"),
+        "{t}"
+    );
+    // A raised limit goes on with the same verdicts.
+    let raised =
+        run_bin(dir.path(), &["run", p.to_str().unwrap(), "--quiet", "--set", "judge.openai.max_invalid_rate=1"]);
+    assert!(raised.status.success(), "{}", text(&raised));
+    assert!(fake.n_requests() > 6, "{}", text(&raised));
 }

@@ -365,6 +365,13 @@ fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Resu
     let result = rt
         .block_on(crate::run::panel::run(cfg, panel, &opts))
         .map_err(|e| RunCommandError::During { config: args.config.clone(), source: Box::new(e.into()) })?;
+    if result.stop_reason == StopReason::MaxInvalidRate {
+        return Err(RunCommandError::InvalidRate(format!(
+            "{}; result.json and the paid verdicts are kept in {}",
+            result.stop_message.clone().unwrap_or_default(),
+            cfg.run_dir.display()
+        )));
+    }
     Ok(if result.stop_reason == StopReason::Interrupted {
         ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8)
     } else {

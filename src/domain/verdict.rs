@@ -231,6 +231,16 @@ impl InvalidNote {
         Self { reason: reason.into(), detail: Some(detail.into()) }
     }
 
+    /// How many times the query was asked before it was stored invalid: the N of a live
+    /// judge's `after N asks` detail, else 1.
+    pub fn asks(&self) -> u32 {
+        self.detail
+            .as_deref()
+            .and_then(|d| d.strip_prefix("after ")?.split_whitespace().next()?.parse::<u32>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(1)
+    }
+
     /// The note of a stored `reason: detail` text (`reason` alone: no detail; empty: `unknown`).
     pub fn parse(stored: &str) -> Self {
         let (head, detail) = match stored.split_once(':') {
@@ -404,6 +414,16 @@ impl StoredVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_invalid_note_says_how_often_its_query_was_asked() {
+        assert_eq!(InvalidNote::parse("no_verdict: after 2 asks").asks(), 2);
+        assert_eq!(InvalidNote::parse("truncated: after 1 asks").asks(), 1);
+        // No count (a recording's note, a context overflow not sent): one.
+        assert_eq!(InvalidNote::parse("refused").asks(), 1);
+        assert_eq!(InvalidNote::parse("context_overflow: HTTP 400: too long; not sent").asks(), 1);
+        assert_eq!(InvalidNote::parse("no_verdict: after 0 asks").asks(), 1);
+    }
 
     #[test]
     fn invalid_notes_read_back_as_written() {

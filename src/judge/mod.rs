@@ -183,6 +183,20 @@ pub struct JudgeStats {
     pub max_tokens: Option<u32>,
 }
 
+impl JudgeStats {
+    /// These counters with the replies, invalid replies and their reasons of `earlier` added
+    /// (the stored verdicts of earlier invocations of a resumed run).
+    pub fn with_earlier(&self, earlier: &JudgeStats) -> JudgeStats {
+        let mut s = self.clone();
+        s.replies += earlier.replies;
+        s.invalid_replies += earlier.invalid_replies;
+        for (k, v) in &earlier.invalid_by_reason {
+            *s.invalid_by_reason.entry(k.clone()).or_default() += v;
+        }
+        s
+    }
+}
+
 fn is_zero(x: &u64) -> bool {
     *x == 0
 }

@@ -14,7 +14,7 @@
 
 use super::dispatch::{DispatchOutcome, Settled};
 use super::schedule::{Dispatch, Scheduler};
-use crate::judge::{Judge, JudgeError};
+use crate::judge::{Judge, JudgeError, JudgeStats};
 use crate::report::progress::Progress;
 use std::collections::{BTreeMap, HashSet};
 
@@ -141,6 +141,10 @@ impl EndpointGuard {
     }
 }
 
+/// One judge's replies behind its stored records, its invalid-reply limit (`(max share, minimum
+/// replies)`; `None`: none) and, in a panel, its name.
+pub type EarlierReplies<'a> = (JudgeStats, Option<(f64, u64)>, Option<&'a str>);
+
 /// What a run's failed and invalid queries have done so far (docs/live.md, "Faults"): the
 /// failures counted, the pairs set aside, endpoint-wide errors, and the messages of the two stops
 /// they can cause (a failing judge, the invalid-reply rate). The decisions are the scheduler's
@@ -157,6 +161,10 @@ pub struct Faults {
     pub failing: Option<String>,
     /// Why the run stops for its invalid-reply rate (`judge.openai.max_invalid_rate`).
     pub invalid_stop: Option<String>,
+    /// Per judge (a panel's members in order; one for a single judge), the replies behind its
+    /// stored records at the start ([`super::queries::RunQueries::stored_replies`]): the
+    /// invalid-reply limit counts them with this invocation's.
+    earlier: Vec<JudgeStats>,
     /// Queries the judge has no verdict for (`JudgeError::Unavailable`): set aside, never re-picked.
     pub unavailable: HashSet<(usize, usize)>,
     /// A batch job left open (its first query's words): the run stops and a later run resumes it.
@@ -173,9 +181,52 @@ impl Faults {
             guard: EndpointGuard::new(),
             failing: None,
             invalid_stop: None,
+            earlier: Vec::new(),
             unavailable: HashSet::new(),
             batch_pending: None,
         }
+    }
+
+    /// Count the replies behind each judge's stored records (`earlier`, per judge in order, with
+    /// its limit and, in a panel, its name) in its invalid-reply limit; when they alone pass it,
+    /// the run stops before it sends anything, as it stopped before.
+    pub fn count_earlier(
+        &mut self,
+        earlier: Vec<EarlierReplies<'_>>,
+        sched: &mut Scheduler,
+        progress: &Progress,
+    ) {
+        for (st, limit, name) in &earlier {
+            if let Some(limit) = *limit
+                && self.invalid_stop.is_none()
+                && sched.judge_replies(st.replies, st.invalid_replies, limit)
+            {
+                self.stop_invalid(st, limit, st.replies, *name, progress);
+            }
+        }
+        self.earlier = earlier.into_iter().map(|(st, _, _)| st).collect();
+    }
+
+    fn stop_invalid(
+        &mut self,
+        st: &JudgeStats,
+        limit: (f64, u64),
+        earlier: u64,
+        name: Option<&str>,
+        progress: &Progress,
+    ) {
+        let mut m = crate::report::result::invalid_rate_message(st, Some(limit));
+        if earlier > 0 {
+            m.push_str(&format!(
+                "; {} of these replies are behind verdicts stored by earlier invocations of this run (raise max_invalid_rate to go on with this judge and prompt; a changed prompt starts its own verdicts)",
+                earlier
+            ));
+        }
+        if let Some(n) = name {
+            m = format!("judge {n}: {m}");
+        }
+        progress.println(&format!("stopping: {m}"));
+        self.invalid_stop = Some(m);
     }
 
     /// The judge failed before its first query (its endpoint check).
@@ -216,7 +267,7 @@ impl Faults {
         settled: Settled<T>,
         (a, b): (usize, usize),
         sched: &mut Scheduler,
-        judge: &dyn Judge,
+        (judge, member): (&dyn Judge, Option<(usize, &str)>),
         progress: &Progress,
     ) {
         let res = settled.reservation;
@@ -225,12 +276,14 @@ impl Faults {
             DispatchOutcome::Verdict { cost_usd, stored } => {
                 sched.stored_verdict(a, b, res, cost_usd, stored);
                 self.guard.succeeded();
-                if let Some(st) = judge.stats()
-                    && sched.judge_replies(st.replies, st.invalid_replies)
+                if let Some(limit) = judge.invalid_rate_limit()
+                    && let Some(now) = judge.stats()
                 {
-                    let m = crate::report::result::invalid_rate_message(&st, sched.settings().invalid_rate);
-                    progress.println(&format!("stopping: {m}"));
-                    self.invalid_stop = Some(m);
+                    let earlier = self.earlier.get(member.map_or(0, |m| m.0)).cloned().unwrap_or_default();
+                    let st = now.with_earlier(&earlier);
+                    if sched.judge_replies(st.replies, st.invalid_replies, limit) {
+                        self.stop_invalid(&st, limit, earlier.replies, member.map(|m| m.1), progress);
+                    }
                 }
             }
             // No verdict exists (a replay's recording lacks it): set aside, not a failure; or

@@ -28,6 +28,10 @@ pub(super) trait Lanes<T> {
     fn pair(&self, tag: &T, a: usize, b: usize) -> (usize, usize);
     /// The judge that answers a query labelled `tag` (its faults are counted against it).
     fn judge(&self, tag: &T) -> &dyn Judge;
+    /// A panel member's index and name for a query labelled `tag`; `None` for a single judge.
+    fn member(&self, _tag: &T) -> Option<(usize, &str)> {
+        None
+    }
 }
 
 /// What a wait brought.
@@ -207,8 +211,8 @@ impl<T: Clone + Send + 'static> InFlight<T> {
     ) {
         self.rate.resolved();
         let pair = lanes.pair(&s.tag, s.a, s.b);
-        let judge = lanes.judge(&s.tag);
-        faults.settle(s, pair, sched, judge, progress);
+        let (judge, member) = (lanes.judge(&s.tag), lanes.member(&s.tag));
+        faults.settle(s, pair, sched, (judge, member), progress);
     }
 
     /// The interrupt's grace period ended: book the replies that are in, take back what was

@@ -188,7 +188,6 @@ impl<'a> Driver<'a> {
         };
         let settings = ScheduleSettings {
             confidence: acq.confidence,
-            invalid_rate: judge.invalid_rate_limit(),
             ..ScheduleSettings::new(
                 every,
                 concurrency,
@@ -197,7 +196,10 @@ impl<'a> Driver<'a> {
             )
         };
         let pairs = stored.iter().map(|s| (s.a, s.b));
-        let sched = Scheduler::new(settings, queries.n_pairs(), pairs, queries.skipped().iter().copied(), budget);
+        let mut sched = Scheduler::new(settings, queries.n_pairs(), pairs, queries.skipped().iter().copied(), budget);
+        let mut faults = Faults::new(acq.max_failed_queries_per_pair);
+        let earlier = queries.stored_replies(books.log().records());
+        faults.count_earlier(vec![(earlier, judge.invalid_rate_limit(), None)], &mut sched, &progress);
         let mut disp = Dispatcher::new(judge.clone(), books);
         disp.set_wire_limit(concurrency);
         Ok(Self {
@@ -212,7 +214,7 @@ impl<'a> Driver<'a> {
             current: None,
             current_apparent: None,
             fit_task: None,
-            faults: Faults::new(acq.max_failed_queries_per_pair),
+            faults,
             fit_failed: None,
             reused: stored.len(),
             progress,

@@ -68,6 +68,10 @@ pub struct PanelRunResult {
     pub name: String,
     /// Why the run stopped.
     pub stop_reason: StopReason,
+    /// What stopped it, when `stop_reason` is `max_invalid_rate`: the judge, its share of
+    /// invalid replies and their reasons.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_message: Option<String>,
     /// The judges, in the order of `judges:`.
     pub judges: Vec<PanelJudgeSpend>,
     /// Stored verdicts of all judges (valid or not).
@@ -165,6 +169,9 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
             .collect()
     };
     let stored = stored_now(&books);
+    // The replies behind each judge's stored records, for its invalid-reply limit.
+    let earlier: Vec<crate::judge::JudgeStats> =
+        queries.iter().map(|q| q.stored_replies(books.log().records())).collect();
     // Verdicts of a judge's configuration from a single-judge run in this folder (`judge:` or a
     // list of one) carry the judge's own key, not the panel's: said, not reused.
     let mut warnings = warnings;
@@ -209,7 +216,7 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
         .enumerate()
         .flat_map(|(j, q)| q.skipped().iter().map(move |&(a, b)| encode(n, j, a, b)))
         .collect();
-    let sched = Scheduler::new(settings, total, stored_pairs, excluded, budget);
+    let mut sched = Scheduler::new(settings, total, stored_pairs, excluded, budget);
     // Per judge, the ordered pairs it is never asked: identical texts (unless sent on purpose)
     // and, for a judge that answers only some pairs (a replay of a sparse recording), the rest.
     let skipped = cfg.skipped_pairs();
@@ -247,6 +254,13 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     for w in warnings {
         progress.println(&format!("warning: {w}"));
     }
+    let mut faults = Faults::new(acq.max_failed_queries_per_pair);
+    let earlier = earlier
+        .into_iter()
+        .zip(&members)
+        .map(|(st, m)| (st, m.judge.invalid_rate_limit(), Some(m.name.as_str())))
+        .collect();
+    faults.count_earlier(earlier, &mut sched, &progress);
     let mut d = Driver {
         cfg,
         panel: panel.clone(),
@@ -259,7 +273,7 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
         warm: None,
         expected: Arc::new(expected),
         price_scale: vec![1.0; members.len()],
-        faults: Faults::new(acq.max_failed_queries_per_pair),
+        faults,
         fit_failed: None,
         progress,
         others_usd,
@@ -360,6 +374,10 @@ impl Lanes<usize> for Members<'_> {
 
     fn judge(&self, &j: &usize) -> &dyn Judge {
         self.members[j].judge.as_ref()
+    }
+
+    fn member(&self, &j: &usize) -> Option<(usize, &str)> {
+        Some((j, self.members[j].name.as_str()))
     }
 }
 
@@ -679,6 +697,7 @@ fn finish(
         gold_topk,
         certified,
         stop_reason: stop,
+        stop_message: faults.invalid_stop.clone().filter(|_| stop == StopReason::MaxInvalidRate),
         judges,
         comparisons: stored.iter().map(Vec::len).sum(),
         spend_usd: pico(folder.total_usd()),
@@ -747,6 +766,9 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
         && let Some(why) = crate::report::summary::budget_reached(r.stop_reason, r.spend_usd, r.max_usd)
     {
         t.push_str(&format!("  {why}\n"));
+    }
+    if let Some(m) = &r.stop_message {
+        t.push_str(&format!("  stopped because {m}\n"));
     }
     for j in &r.judges {
         t.push_str(&format!(

@@ -215,6 +215,26 @@ impl<'a> RunQueries<'a> {
             .collect()
     }
 
+    /// The replies behind this run's stored records, for the invalid-reply limit of a resumed run
+    /// (docs/live.md, "Faults"): a valid record is one reply; an invalid one is as many invalid
+    /// replies as its `invalid_reason` says it was asked (`no_verdict: after 2 asks`), else one.
+    /// A valid record whose first ask was invalid counts as one valid reply, so the share is a
+    /// lower bound.
+    pub fn stored_replies(&self, records: &[VerdictRecord]) -> crate::judge::JudgeStats {
+        let mut st = crate::judge::JudgeStats::default();
+        for (_, _, r) in self.stored(records) {
+            let Some(note) = &r.reply.invalid_reason else {
+                st.replies += 1;
+                continue;
+            };
+            let asks = u64::from(note.asks());
+            st.replies += asks;
+            st.invalid_replies += asks;
+            *st.invalid_by_reason.entry(note.reason.clone()).or_default() += asks;
+        }
+        st
+    }
+
     /// The valid verdicts among this run's records, each with the weight of its likelihood term
     /// (`strong_preference_weight` for a strong preference, else 1).
     pub fn verdicts(&self, records: &[VerdictRecord], strong_preference_weight: f64) -> Vec<ItemVerdict> {

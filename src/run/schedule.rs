@@ -44,15 +44,12 @@ pub struct ScheduleSettings {
     /// ε of the `confidence` stop (`acquisition.confidence`): stop once every π is ≤ ε or
     /// ≥ 1 − ε; `None`: off.
     pub confidence: Option<f64>,
-    /// The invalid-reply stop (`judge.openai.max_invalid_rate`): the largest share of invalid
-    /// replies, and the replies parsed before the rule applies; `None`: off.
-    pub invalid_rate: Option<(f64, u64)>,
 }
 
 impl ScheduleSettings {
-    /// Settings with the stop rules `confidence` and `invalid_rate` off.
+    /// Settings with the `confidence` stop off.
     pub fn new(refit_every: usize, concurrency: usize, dispatch: Dispatch, write_ahead: usize) -> Self {
-        Self { refit_every, concurrency, dispatch, write_ahead, confidence: None, invalid_rate: None }
+        Self { refit_every, concurrency, dispatch, write_ahead, confidence: None }
     }
 }
 
@@ -236,7 +233,7 @@ pub struct Scheduler {
     budget: Budget,
     /// A reservation failed (`max_usd`); tried again once a query settles.
     usd_blocked: bool,
-    /// The share of invalid replies passed its limit ([`ScheduleSettings::invalid_rate`]).
+    /// A judge's share of invalid replies passed its limit ([`Scheduler::judge_replies`]).
     invalid_stop: bool,
     /// Refits finished so far: which posterior a [`Prefetched`] belongs to.
     fits_done: u64,
@@ -475,11 +472,11 @@ impl Scheduler {
         (self.round_stored, self.round_failed)
     }
 
-    /// The judge's counts in this invocation: `replies` parsed, `invalid` of them without a
-    /// usable verdict. Returns true when this passes the invalid-reply limit
-    /// ([`ScheduleSettings::invalid_rate`]) for the first time: the run then stops sending.
-    pub fn judge_replies(&mut self, replies: u64, invalid: u64) -> bool {
-        let Some((max, min_replies)) = self.s.invalid_rate else { return false };
+    /// A judge's counts: `replies` parsed, `invalid` of them without a usable verdict, against
+    /// its `limit` (`judge.openai.max_invalid_rate`: the largest share of invalid replies, and
+    /// the replies parsed before the rule applies). Returns true when this passes the limit for
+    /// the first time (of any judge of the run): the run then stops sending.
+    pub fn judge_replies(&mut self, replies: u64, invalid: u64, (max, min_replies): (f64, u64)) -> bool {
         if self.invalid_stop || replies < min_replies.max(1) || (invalid as f64) <= max * replies as f64 {
             return false;
         }
@@ -1399,10 +1396,13 @@ mod tests {
         // The invalid-reply limit: 11 of 20 above 0.5 stops once 20 replies are in, not before,
         // and latches.
         let mut s = start(Dispatch::Pipelined);
-        s.s.invalid_rate = Some((0.5, 20));
-        assert!(!s.judge_replies(19, 11) && !s.judge_replies(20, 10), "before the minimum, or at the limit");
-        assert!(s.judge_replies(20, 11));
-        assert!(!s.judge_replies(30, 20), "reported once");
+        let limit = (0.5, 20);
+        assert!(
+            !s.judge_replies(19, 11, limit) && !s.judge_replies(20, 10, limit),
+            "before the minimum, or at the limit"
+        );
+        assert!(s.judge_replies(20, 11, limit));
+        assert!(!s.judge_replies(30, 20, limit), "reported once");
         assert!(matches!(
             s.next_action(&rule, Some(&fit), Signals::default()),
             Action::Stop(StopReason::MaxInvalidRate)

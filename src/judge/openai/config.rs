@@ -185,7 +185,8 @@ pub struct OpenAiConfig {
     /// naming the likely cause (default 0.5; 1 never stops).
     #[serde(default = "d_max_invalid_rate")]
     pub max_invalid_rate: f64,
-    /// Replies parsed in this invocation before `max_invalid_rate` applies (default 20).
+    /// Replies parsed (this invocation's and those behind the run's stored verdicts) before
+    /// `max_invalid_rate` applies (default 20).
     #[serde(default = "d_invalid_rate_min_replies")]
     pub invalid_rate_min_replies: u64,
 }
