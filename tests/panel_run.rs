@@ -1390,6 +1390,11 @@ fn a_panel_member_with_too_many_invalid_replies_stops_the_panel() {
             && t.contains("likely cause: the parser finds no verdict in the replies"),
         "{t}"
     );
+    // No table of the prior's zeros.
+    assert!(
+        t.contains("no ranking: no valid verdict, so every θ̂ is the prior's 0") && !t.contains("rank  base"),
+        "{t}"
+    );
     let r = json(&dir.path().join("runs/garbled/result.json"));
     assert_eq!(r["stop_reason"], "max_invalid_rate");
     assert!(r["stop_message"].as_str().unwrap().starts_with("judge cheap: 6 of 6 replies"), "{}", r["stop_message"]);

@@ -233,7 +233,10 @@ fn zero_valid_comparisons_claim_no_top_k_and_say_what_a_query_needs() {
     assert!(s.contains("\nno ranking: no valid comparison: the ranking is the prior"), "{s}");
     assert!(!s.contains(" rank  item"), "{s}");
     assert!(!s.contains("recall@"), "{s}");
-    assert!(s.contains("note: no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed; one query needs budget.max_comparisons ≥ 1"), "{s}");
+    assert!(s.contains("\nno ranking: no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed; one query needs budget.max_comparisons ≥ 1"), "{s}");
+    // Said once, not again as a note; and no note on a coefficient no comparison could inform.
+    assert_eq!(s.matches("no valid comparison: the ranking is the prior").count(), 1, "{s}");
+    assert!(!s.contains("is prior-selected (profile range"), "{s}");
     let r = json(&dir.path().join("runs/zero/result.json"));
     assert_eq!(r["topk"], serde_json::json!([]));
     assert!(r.get("recall_at_k").is_none(), "{r}");
@@ -710,7 +713,7 @@ fn zero_valid_comparisons_from_a_failing_judge_do_not_blame_the_budget() {
     assert!(out.status.success(), "{}", text(&out));
     let s = stdout(&out);
     assert!(s.contains("stopped: exhausted; 2 comparisons (0 valid, 2 invalid, 0 failed)"), "{s}");
-    assert!(s.contains("note: no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed; the judge gave no valid verdict (2 invalid, 0 failed queries: see invalid_by_reason in result.json and failed.jsonl), so the budget is not what is missing"), "{s}");
+    assert!(s.contains("no ranking: no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed; the judge gave no valid verdict (2 invalid, 0 failed queries: see invalid_by_reason in result.json and `raw` in verdicts.jsonl), so the budget is not what is missing"), "{s}");
     assert!(!s.contains("one query needs"), "{s}");
     // Every request failing (HTTP 500, no retry): 2 failed queries, the pair set aside.
     let fake = FakeOpenAi::start();

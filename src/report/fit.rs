@@ -276,8 +276,14 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
         }
     }
     let bw = out.bases.iter().map(|b| b.chars().count()).max().unwrap_or(4).max(4);
-    let _ = writeln!(text, "{:>4}  {:<bw$}  {:<16}  {:>6}  set", "rank", "base", "θ̂ (logits)", "π");
-    let shown = order.len().min(40);
+    // No table of the prior's zeros.
+    let shown = if out.comparisons == 0 {
+        let _ = writeln!(text, "no ranking: no valid verdict, so every θ̂ is the prior's 0");
+        0
+    } else {
+        let _ = writeln!(text, "{:>4}  {:<bw$}  {:<16}  {:>6}  set", "rank", "base", "θ̂ (logits)", "π");
+        order.len().min(40)
+    };
     for (r, &b) in order.iter().take(shown).enumerate() {
         let pi = p.membership[b];
         let set = if out.not_certified.is_some() {
@@ -298,7 +304,7 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
             pi
         );
     }
-    if order.len() > shown {
+    if order.len() > shown && shown > 0 {
         let _ = writeln!(text, "… {} bases in all (fit --out lists every one)", order.len());
     }
     for n in &out.notes {

@@ -226,9 +226,18 @@ fn systems_of_run(
 fn nothing_compared(pool: &Pool, judge: &dyn Judge, end: &RunEnd<'_>) -> String {
     let (invalid, failed) = (end.stored.len(), end.failed);
     if invalid > 0 || failed > 0 {
+        let mut see = Vec::new();
+        if invalid > 0 {
+            see.push("invalid_by_reason in result.json and `raw` in verdicts.jsonl".to_string());
+        }
+        let last = end.last_error.as_deref().or_else(|| end.quarantined.last().map(|q| q.3.as_str()));
+        if let Some(e) = last.filter(|_| failed > 0) {
+            see.push(format!("the last error: {e}"));
+        }
         format!(
-            "the judge gave no valid verdict ({invalid} invalid, {failed} failed quer{}: see invalid_by_reason in result.json and failed.jsonl), so the budget is not what is missing",
-            if failed == 1 { "y" } else { "ies" }
+            "the judge gave no valid verdict ({invalid} invalid, {failed} failed quer{}{}), so the budget is not what is missing",
+            if failed == 1 { "y" } else { "ies" },
+            if see.is_empty() { String::new() } else { format!(": see {}", see.join("; ")) }
         )
     } else if matches!(end.stop, StopReason::MaxComparisons | StopReason::MaxUsd) {
         super::outcome::one_query_text(pool, judge)

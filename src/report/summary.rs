@@ -193,7 +193,13 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         s.push('\n');
         s.push_str(&super::systems::summary_block(sys));
     }
-    for n in &r.fit.notes {
+    // The reason there is no ranking is printed once, above; with no valid comparison a
+    // coefficient is the prior's by construction, which needs no note.
+    let shown = no_ranking(r);
+    for n in r.fit.notes.iter().filter(|n| Some(*n) != shown.as_ref()) {
+        if r.valid == 0 && n.contains("is prior-selected") {
+            continue;
+        }
         let _ = writeln!(s, "note: {n}");
     }
     let _ = writeln!(s, "outputs: {}", dir.display());

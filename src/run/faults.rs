@@ -190,12 +190,7 @@ impl Faults {
     /// Count the replies behind each judge's stored records (`earlier`, per judge in order, with
     /// its limit and, in a panel, its name) in its invalid-reply limit; when they alone pass it,
     /// the run stops before it sends anything, as it stopped before.
-    pub fn count_earlier(
-        &mut self,
-        earlier: Vec<EarlierReplies<'_>>,
-        sched: &mut Scheduler,
-        progress: &Progress,
-    ) {
+    pub fn count_earlier(&mut self, earlier: Vec<EarlierReplies<'_>>, sched: &mut Scheduler, progress: &Progress) {
         for (st, limit, name) in &earlier {
             if let Some(limit) = *limit
                 && self.invalid_stop.is_none()
