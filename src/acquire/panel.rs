@@ -42,7 +42,7 @@ pub struct PanelContext<'a> {
     pub cost: &'a (dyn Fn(usize, usize, usize) -> f64 + Sync),
     /// Expected USD of one ordered query (judge, a first, b second): the score's denominator
     /// ([`crate::judge::JudgeInfo::expected_usd`], scaled by what the judge's answered queries
-    /// have cost against that estimate).
+    /// have cost against that estimate, per usable verdict); infinite: the judge is not asked.
     pub price: &'a (dyn Fn(usize, usize, usize) -> f64 + Sync),
     /// USD left: a candidate whose worst case (both orders) is more is not considered.
     pub remaining_usd: f64,
@@ -91,7 +91,10 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
                         continue;
                     }
                     let price: f64 = orders.iter().map(|&(x, y)| (ctx.price)(j, x, y)).sum();
-                    units.push(Unit { judge: j, orders, cost, price });
+                    // An infinite price: a judge not to be asked (no usable verdict).
+                    if price.is_finite() {
+                        units.push(Unit { judge: j, orders, cost, price });
+                    }
                 }
             }
         }

@@ -548,11 +548,23 @@ pub fn judge_notes(p: &PanelSummary) -> Vec<String> {
         }
         if let Some(ns) = &j.no_signal {
             let what = ns.what();
+            // Whether any other judge has a verdict θ̂ could rest on.
+            let others = p
+                .judges
+                .iter()
+                .filter(|o| o.name != j.name && o.no_signal.is_none())
+                .map(|o| o.verdicts)
+                .sum::<usize>();
             notes.push(format!(
-                "judge {:?} {what} in {:.0} % of its {} verdicts: they carry no signal about the answers; the panel's θ̂ rests on the other judges (leave it out, or fix its prompt)",
+                "judge {:?} {what} in {:.0} % of its {} verdicts: they carry no signal about the answers; {} (leave it out, or fix its prompt)",
                 j.name,
                 100.0 * ns.share(),
-                ns.verdicts
+                ns.verdicts,
+                if others > 0 {
+                    "the panel's θ̂ rests on the other judges"
+                } else {
+                    "no other judge has a verdict that does, so θ̂ is close to the prior's and no ranking should be read from it"
+                }
             ));
         }
         // Disagreement beyond chance: more than half the pairs by over 2 sd of Binomial(n, ½).

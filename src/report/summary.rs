@@ -370,6 +370,11 @@ pub fn ranking_block(
     }
     s.push('\n');
     let label = if both { format!(" ({}, reported)", reported.name()) } else { String::new() };
+    // A base never compared holds its place by the prior alone (θ̂ = 0; φ̂ = ĉ·x): marked.
+    let never = &rep.graph.never_compared;
+    let marked: Vec<String> =
+        topk.iter().map(|b| if never.contains(b) { format!("{b} (never compared)") } else { b.clone() }).collect();
+    let topk = &marked;
     if valid == 0 {
         let _ = writeln!(s, "point top-{k}{label}: none: no valid comparison, the ranking is the prior");
     } else if !rep.topk_tied.is_empty() {
@@ -383,6 +388,17 @@ pub fn ranking_block(
         );
     } else {
         let _ = writeln!(s, "point top-{k}{label}: {}", topk.join(", "));
+    }
+    let unplaced: Vec<&str> = marked.iter().filter_map(|m| m.strip_suffix(" (never compared)")).collect();
+    if valid > 0 && !unplaced.is_empty() {
+        let _ = writeln!(
+            s,
+            "  {} never compared: {} place in the top-{k} is the prior's (θ̂ = 0{}), not the verdicts'; a larger budget compares {}",
+            unplaced.join(", "),
+            if unplaced.len() == 1 { "its" } else { "their" },
+            if both && reported == RankingKind::Apparent { ", φ̂ = ĉ·x" } else { "" },
+            if unplaced.len() == 1 { "it" } else { "them" }
+        );
     }
     if let Some(rec) = recall {
         let _ = writeln!(s, "recall@{k} against gold: {rec:.2}");

@@ -321,17 +321,38 @@ fn groups(cfg: &Config, stored: &[Vec<StoredVerdict>], trusted: &[bool]) -> Vec<
 /// Verdicts a judge must have answered before its bills correct its expected cost.
 const PRICE_SCALE_MIN: usize = 4;
 
-/// What a judge's answered queries cost over their expected cost
+/// What a usable verdict of a judge costs over the expected cost of a query
 /// ([`JudgeInfo::expected_usd`]), the factor the acquisition applies to that judge's expected
-/// cost: an API judge whose replies run longer than its estimate (a reasoning model) is priced
-/// at what it bills. 1 before [`PRICE_SCALE_MIN`] verdicts, for a judge that bills nothing, and
-/// for one whose bills match its estimate to 1e-9 (the mock judges).
+/// cost (docs/model.md §8, "Acquisition over (pair, judge)"):
+/// - its bills over their estimates: an API judge whose replies run longer than its estimate (a
+///   reasoning model) is priced at what it bills; 1 for a judge that bills nothing, and for one
+///   whose bills match its estimate to 1e-9 (the mock judges);
+/// - divided by the share of its answered queries that gave a valid verdict. A judge without a
+///   usable verdict (none valid, or its valid verdicts carry no signal: one slot or ties winning
+///   ≥ 90 % of them, [`crate::analysis::certify::no_signal`]) gets an infinite price: it is not
+///   asked again in this run.
+///
+/// 1 before [`PRICE_SCALE_MIN`] answered queries.
 fn price_scale(stored: &[StoredVerdict], expected: &HashMap<(usize, usize), f64>) -> f64 {
+    if stored.len() < PRICE_SCALE_MIN {
+        return 1.0;
+    }
     let known: Vec<(f64, f64)> =
         stored.iter().filter_map(|v| expected.get(&(v.a, v.b)).map(|&e| (v.cost_usd, e))).collect();
     let (billed, estimate) = known.iter().fold((0.0, 0.0), |(b, e), &(x, y)| (b + x, e + y));
     let r = billed / estimate;
-    if known.len() < PRICE_SCALE_MIN || billed <= 0.0 || !r.is_finite() || (r - 1.0).abs() < 1e-9 { 1.0 } else { r }
+    let bills = if known.len() < PRICE_SCALE_MIN || billed <= 0.0 || !r.is_finite() || (r - 1.0).abs() < 1e-9 {
+        1.0
+    } else {
+        r
+    };
+    let valid: Vec<ItemVerdict> = stored.iter().filter_map(StoredVerdict::verdict).collect();
+    let usable = if crate::analysis::certify::no_signal(&valid).is_some() {
+        0.0
+    } else {
+        valid.len() as f64 / stored.len() as f64
+    };
+    if usable > 0.0 { bills / usable } else { f64::INFINITY }
 }
 
 struct Driver<'a, F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> {
@@ -838,5 +859,35 @@ mod tests {
         // A judge billing half its estimate (a cached prompt) is priced at half.
         let half = answered(&[(0, 1, 0.5), (1, 0, 0.5), (0, 2, 1.0), (2, 0, 1.0), (1, 2, 2.0)]);
         assert_eq!(price_scale(&half, &expected), 0.5);
+    }
+
+    #[test]
+    fn a_judge_is_priced_per_usable_verdict() {
+        let expected: HashMap<(usize, usize), f64> =
+            (0..6).flat_map(|a| (0..6).map(move |b| ((a, b), 1.0))).filter(|((a, b), _)| a != b).collect();
+        let at = |pairs: &[(usize, usize)], y: &dyn Fn(usize) -> Option<f64>| -> Vec<StoredVerdict> {
+            pairs
+                .iter()
+                .enumerate()
+                .map(|(i, &(a, b))| StoredVerdict {
+                    a,
+                    b,
+                    y: y(i),
+                    cost_usd: 1.0,
+                    usage: Usage::default(),
+                    weight: 1.0,
+                })
+                .collect()
+        };
+        let pairs: Vec<(usize, usize)> =
+            (0..6).flat_map(|a| (0..6).map(move |b| (a, b))).filter(|(a, b)| a != b).take(12).collect();
+        // Half of its replies invalid: twice the price of a query per valid verdict.
+        let half = at(&pairs, &|i| (i % 2 == 0).then_some(if i % 4 == 0 { 1.0 } else { 0.0 }));
+        assert_eq!(price_scale(&half, &expected), 2.0);
+        // No valid verdict, or every valid one for the first-shown answer: not asked again.
+        assert_eq!(price_scale(&at(&pairs, &|_| None), &expected), f64::INFINITY);
+        assert_eq!(price_scale(&at(&pairs, &|_| Some(0.6)), &expected), f64::INFINITY);
+        // Both slots winning: usable.
+        assert_eq!(price_scale(&at(&pairs, &|i| Some(if i % 3 == 0 { 0.0 } else { 1.0 })), &expected), 1.0);
     }
 }

@@ -285,18 +285,14 @@ impl BatchApi for OpenAiJudge {
                 latency_ms: t0.elapsed().as_millis() as u64,
                 detail,
             },
-            Err(inv) => {
-                self.counters.invalid_replies.fetch_add(1, Ordering::Relaxed);
-                *self.invalid_by_reason.lock().expect("not poisoned").entry(inv.into()).or_default() += 1;
-                self.invalid_reply(
-                    InvalidNote::new(inv, "in a batch (not re-asked)".to_owned()),
-                    raw,
-                    usage,
-                    cost,
-                    1,
-                    t0,
-                )
-            }
+            Err(inv) => self.invalid_reply(
+                InvalidNote::new(inv, "in a batch (not re-asked)".to_owned()),
+                raw,
+                usage,
+                cost,
+                1,
+                t0,
+            ),
         })
     }
 

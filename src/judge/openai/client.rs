@@ -291,7 +291,19 @@ impl OpenAiJudge {
     /// letter, else the hard value) and what the parser saw; or why the reply is invalid.
     /// Counts replies, soft verdicts and the reasons verdicts stayed hard.
     pub(super) fn read_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
+        let out = self.parse_verdict(reply, answers);
+        // The reply, and whether it was invalid, in one step under the reasons' lock: a snapshot
+        // ([`Judge::stats`]) never sees a reply without its outcome.
+        let mut reasons = self.invalid_by_reason.lock().expect("not poisoned");
         self.counters.replies.fetch_add(1, Ordering::Relaxed);
+        if let Err(inv) = &out {
+            self.counters.invalid_replies.fetch_add(1, Ordering::Relaxed);
+            *reasons.entry((*inv).into()).or_default() += 1;
+        }
+        out
+    }
+
+    fn parse_verdict(&self, reply: &ChatReply, answers: [&str; 2]) -> Result<(f64, VerdictDetail), Invalid> {
         let channels = parse::ReplyChannels {
             content: reply.content.as_deref(),
             finish_reason: reply.finish_reason.as_deref(),
@@ -534,8 +546,6 @@ impl OpenAiJudge {
                     });
                 }
                 Err(inv) => {
-                    self.counters.invalid_replies.fetch_add(1, Ordering::Relaxed);
-                    *self.invalid_by_reason.lock().expect("not poisoned").entry(inv.into()).or_default() += 1;
                     let raw = match (&raw, &reply.refusal) {
                         (None, Some(r)) => Some(self.redact(r)),
                         _ => raw,
@@ -903,6 +913,10 @@ impl Judge for OpenAiJudge {
         let c = &self.counters;
         let g = |x: &AtomicU64| x.load(Ordering::Relaxed);
         let in_flight = self.in_flight.stats();
+        // Replies, invalid replies and their reasons as one snapshot ([`OpenAiJudge::read_verdict`]).
+        let reasons = self.invalid_by_reason.lock().expect("not poisoned");
+        let (replies, invalid_replies, invalid_by_reason) = (g(&c.replies), g(&c.invalid_replies), reasons.clone());
+        drop(reasons);
         Some(JudgeStats {
             requests: g(&c.requests),
             retries: g(&c.retries),
@@ -912,14 +926,14 @@ impl Judge for OpenAiJudge {
             connect_errors: g(&c.connect_errors),
             malformed: g(&c.malformed),
             other_errors: g(&c.other_errors),
-            invalid_replies: g(&c.invalid_replies),
+            invalid_replies,
             reasks: g(&c.reasks),
-            invalid_by_reason: self.invalid_by_reason.lock().expect("not poisoned").clone(),
+            invalid_by_reason,
             context_overflows: g(&c.context_overflows),
             usage_missing: g(&c.usage_missing),
             soft_verdicts: g(&c.soft_verdicts),
             soft_fallbacks: self.soft_fallbacks.lock().expect("not poisoned").clone(),
-            replies: g(&c.replies),
+            replies,
             in_band_errors: g(&c.in_band_errors),
             broken_text_repairs: self.broken_text.load(Ordering::Relaxed),
             rate_limit_wait_ms: g(&c.rate_limit_wait_ms),
