@@ -68,6 +68,17 @@ struct Unit {
 /// module doc (ties broken by `rng`). When no candidate has a positive score, the cheapest open
 /// candidate is taken.
 pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<PanelQuery> {
+    select_units(ctx, r, rng, false)
+}
+
+/// One ordered query whose worst case fits in what is left, by the score of the module doc
+/// over single orders: what [`select`] cannot give when no pair's two orders fit, at the end of
+/// a budget. Empty when no open query fits.
+pub fn select_one_order(ctx: &PanelContext<'_>, rng: &mut ChaCha8Rng) -> Vec<PanelQuery> {
+    select_units(ctx, 1, rng, true)
+}
+
+fn select_units(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng, single: bool) -> Vec<PanelQuery> {
     let fit = ctx.fit;
     let l = &fit.layout;
     let judges = l.kappa.len();
@@ -81,19 +92,20 @@ pub fn select(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng) -> Vec<Pan
                     continue;
                 }
                 for j in 0..judges {
-                    let orders: Vec<(usize, usize)> =
+                    let open: Vec<(usize, usize)> =
                         [(a, b), (b, a)].into_iter().filter(|q| !ctx.queried[j].contains(q)).collect();
-                    if orders.is_empty() {
-                        continue;
-                    }
-                    let cost: f64 = orders.iter().map(|&(x, y)| (ctx.cost)(j, x, y)).sum();
-                    if cost > ctx.remaining_usd {
-                        continue;
-                    }
-                    let price: f64 = orders.iter().map(|&(x, y)| (ctx.price)(j, x, y)).sum();
-                    // An infinite price: a judge not to be asked (no usable verdict).
-                    if price.is_finite() {
-                        units.push(Unit { judge: j, orders, cost, price });
+                    let groups: Vec<Vec<(usize, usize)>> =
+                        if single { open.iter().map(|&q| vec![q]).collect() } else { vec![open] };
+                    for orders in groups.into_iter().filter(|o| !o.is_empty()) {
+                        let cost: f64 = orders.iter().map(|&(x, y)| (ctx.cost)(j, x, y)).sum();
+                        if cost > ctx.remaining_usd {
+                            continue;
+                        }
+                        let price: f64 = orders.iter().map(|&(x, y)| (ctx.price)(j, x, y)).sum();
+                        // An infinite price: a judge not to be asked (no usable verdict).
+                        if price.is_finite() {
+                            units.push(Unit { judge: j, orders, cost, price });
+                        }
                     }
                 }
             }
@@ -361,6 +373,34 @@ mod tests {
         assert!(to_0 > 0, "{at_expected:?}");
         let reserved: f64 = at_expected.iter().map(|&(a, b, j)| worst(j, a, b)).sum();
         assert!(reserved <= 3.0, "{reserved}");
+    }
+
+    #[test]
+    fn at_the_end_of_a_budget_one_order_that_fits_is_picked() {
+        // Judge 0: 0.1 a query (a pair 0.2); judge 1: 1.0 a query but cheaper to expect. With
+        // 0.15 left no pair fits: one order of judge 0 does, none of judge 1.
+        let (f, x) = two_judges(1);
+        let base: Vec<usize> = (0..6).collect();
+        let pi = [0.9, 0.6, 0.5, 0.4, 0.3, 0.3];
+        let queried = vec![HashSet::new(), HashSet::new()];
+        let worst = |j: usize, _a: usize, _b: usize| if j == 0 { 0.1 } else { 1.0 };
+        let expected = |j: usize, _a: usize, _b: usize| if j == 0 { 0.1 } else { 0.01 };
+        let ctx = PanelContext {
+            fit: &f,
+            item_base: &base,
+            prompts: &[(0..6).collect()],
+            x: &x,
+            membership: &pi,
+            queried: &queried,
+            cost: &worst,
+            price: &expected,
+            remaining_usd: 0.15,
+            pending: &[],
+        };
+        assert!(select(&ctx, 8, &mut rng::stream(3, "t", 0)).is_empty());
+        let one = select_one_order(&ctx, &mut rng::stream(3, "t", 0));
+        assert_eq!((one.len(), one[0].2), (1, 0), "{one:?}");
+        assert!(select_one_order(&PanelContext { remaining_usd: 0.05, ..ctx }, &mut rng::stream(3, "t", 0)).is_empty());
     }
 
     #[test]

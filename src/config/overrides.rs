@@ -186,7 +186,36 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
 
 /// A `judge.<kind>.…` override on a config whose judge is another kind: say so (the parser would
 /// only say that an enum variant has two keys).
+/// Also a `judge.…` override on a judge panel (`judges:`) and a `judges.…` one on a config of
+/// one judge: say which form the config takes (the parser would say a field is missing).
 fn check_judge_kind(doc: &serde_json::Value, o: &Override) -> Result<(), ConfigError> {
+    let (single, panel) = (doc.get("judge").is_some(), doc.get("judges").is_some());
+    let head = o.key.first().map(String::as_str);
+    if head == Some("judge") && panel && !single {
+        let n = doc.get("judges").and_then(serde_json::Value::as_array).map_or(0, Vec::len);
+        return Err(ConfigError::Set {
+            given: o.given.clone(),
+            msg: format!(
+                "this config is a judge panel (`judges:`, {n} judges): set a member's field with `--set judges.N.{}` (N = 0 to {}, in the order of `judges:`); --base-url, which sets judge.openai.base_url, applies to a config of one judge only",
+                if o.key.len() > 1 { o.key[1..].join(".") } else { "…".to_string() },
+                n.saturating_sub(1)
+            ),
+        });
+    }
+    if head == Some("judges") && single && !panel {
+        return Err(ConfigError::Set {
+            given: o.given.clone(),
+            msg: format!(
+                "this config has one judge (`judge:`), not a panel: set its field with `--set judge.{}`",
+                o.key
+                    .iter()
+                    .skip(if o.key.get(1).is_some_and(|k| k.parse::<usize>().is_ok()) { 2 } else { 1 })
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(".")
+            ),
+        });
+    }
     if o.key.len() < 2 || o.key[0] != "judge" {
         return Ok(());
     }
@@ -421,6 +450,26 @@ mod tests {
         assert_eq!(e, "judges is a list of 2 entries: its entries are named by their index, 0 to 1, not \"2\"");
         let e = Override::parse("judges.cheap.mock.seed=3").unwrap().apply(&mut doc).unwrap_err();
         assert!(e.contains("not \"cheap\""), "{e}");
+    }
+
+    #[test]
+    fn a_judge_override_names_the_form_the_config_takes() {
+        let panel = serde_json::json!({"judges": [{"name": "a", "mock": {}}, {"name": "b", "openai": {}}]});
+        let single = serde_json::json!({"judge": {"openai": {"model": "m"}}});
+        let msg = |doc: &serde_json::Value, arg: &str| match check_judge_kind(doc, &Override::parse(arg).unwrap()) {
+            Err(ConfigError::Set { msg, .. }) => msg,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            msg(&panel, "judge.openai.max_invalid_rate=1"),
+            "this config is a judge panel (`judges:`, 2 judges): set a member's field with `--set judges.N.openai.max_invalid_rate` (N = 0 to 1, in the order of `judges:`); --base-url, which sets judge.openai.base_url, applies to a config of one judge only"
+        );
+        assert_eq!(
+            msg(&single, "judges.0.openai.max_invalid_rate=1"),
+            "this config has one judge (`judge:`), not a panel: set its field with `--set judge.openai.max_invalid_rate`"
+        );
+        assert!(check_judge_kind(&panel, &Override::parse("judges.1.openai.model=x").unwrap()).is_ok());
+        assert!(check_judge_kind(&single, &Override::parse("judge.openai.model=x").unwrap()).is_ok());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use super::in_flight::{InFlight, Lanes, Woke};
 use super::queries::RunQueries;
 use super::schedule::{Action, Fitted, Pick, PickRule, ScheduleSettings, Scheduler, Signals};
 use super::{RunError, RunOptions};
-use crate::acquire::panel::{PanelContext, select};
+use crate::acquire::panel::{PanelContext, select, select_one_order};
 use crate::analysis::panel_fit::{JudgeVerdicts, PanelReport, design};
 use crate::config::run::{Config, Dispatch};
 use crate::domain::rng;
@@ -496,8 +496,12 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                 let mut r_rng = rng::stream(acq.seed, "panel-acquisition", queried.len() as u64);
                 let mut picks = select(&ctx, r, &mut r_rng);
                 if picks.is_empty() && remaining.is_finite() {
-                    // Nothing open fits in what is left: the cheapest open query goes to the
-                    // scheduler, whose reservation fails, so the run stops for `max_usd`.
+                    // No pair's two orders fit in what is left: one order that does.
+                    picks = select_one_order(&ctx, &mut r_rng);
+                }
+                if picks.is_empty() && remaining.is_finite() {
+                    // Nothing open fits in what is left: an open query goes to the scheduler,
+                    // whose reservation fails, so the run stops for `max_usd`.
                     picks = select(&PanelContext { remaining_usd: f64::INFINITY, ..ctx }, 1, &mut r_rng);
                 }
                 picks.into_iter().map(|(a, b, j)| encode(n, j, a, b)).collect::<Vec<_>>()
