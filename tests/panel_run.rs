@@ -505,7 +505,7 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));
     // A single-judge flag is refused by the dry run as by the run.
-    for flag in [&["--judge-changed", "accept"][..], &["--fail-on-undecided"][..]] {
+    for flag in [&["--detach"][..], &["--fail-on-undecided"][..]] {
         let mut a = vec!["run", cfg.to_str().unwrap(), "--dry-run"];
         a.extend_from_slice(flag);
         let out = run_bin(dir.path(), &a);
@@ -1443,4 +1443,54 @@ fn a_judge_without_signal_is_left_once_its_verdicts_show_it() {
             && said.contains("the panel's θ̂ rests on the other judges"),
         "{said}"
     );
+}
+
+/// A live panel member resuming its verdicts gets the judge fingerprint a single judge gets: one
+/// that now answers differently is stopped with its name, before anything else is sent;
+/// `--judge-changed accept` goes on (recorded); `new` is refused with what a panel does instead.
+#[test]
+fn a_panel_member_that_changed_behind_its_name_is_stopped_by_its_fingerprint() {
+    let cheap = server(longer_wins);
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let pool = pool8(dir.path());
+    let member = openai_member("cheap", &cheap, (0.1, 0.1), "").replace("        queries: 0\n", "        queries: 8\n");
+    let yaml = format!(
+        "name: fp\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudges:\n{member}  - name: frontier\n    trusted: true\n    mock: {{mode: stochastic, pos_bias: 0.05, temperature: 0.15, seed: 8, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10}}\nmodel:\n  covariates:\n    - {{name: words, transform: zscore}}\nacquisition:\n  seed: 5\n  mc_draws: 200\nbudget:\n  max_usd: 1\n  max_comparisons: 24\n",
+        pool = pool.display(),
+    );
+    let cfg = write(dir.path(), "fp.yaml", &yaml);
+    let out = run_to_end(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let stored = cheap.n_requests();
+    assert!(stored >= 8, "{}", text(&out));
+    // The same judge, resumed with room to go on: 8 of its verdicts asked again, none changed.
+    let more = |extra: &[&str]| {
+        let mut args = vec!["run", cfg.to_str().unwrap(), "--quiet"];
+        args.extend_from_slice(extra);
+        run_bin(dir.path(), &args)
+    };
+    let out = more(&["--max-comparisons", "40"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("judge fingerprint: 0 of 8 re-asked stored verdicts changed"), "{}", stdout(&out));
+    // Now it always answers B: half of its stored verdicts change, the run stops before any
+    // other query and names the judge.
+    cheap.set_always(Some(crate::common::fake_openai::Fault::Text("[[B]]".into())));
+    let before = cheap.n_requests();
+    let out = more(&["--max-comparisons", "56"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("the judge cheap: openai fake-cheap")
+            && t.contains("--judge-changed accept")
+            && t.contains("a new `name`"),
+        "{t}"
+    );
+    assert_eq!(cheap.n_requests() - before, 8, "only the fingerprint's queries: {t}");
+    let refused = more(&["--max-comparisons", "56", "--judge-changed", "new"]);
+    assert!(text(&refused).contains("--judge-changed: new applies to a single judge"), "{}", text(&refused));
+    let accepted = more(&["--max-comparisons", "56", "--judge-changed", "accept"]);
+    assert!(accepted.status.success(), "{}", text(&accepted));
+    let fp = lines(&dir.path().join("runs/fp/fingerprint.jsonl"));
+    assert_eq!(fp.last().unwrap()["decision"], "accept", "{fp:?}");
 }

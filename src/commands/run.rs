@@ -65,6 +65,11 @@ pub enum RunCommandError {
         "{0}; nothing more was sent. Re-run with --judge-changed new (its verdicts from now on go to a new cache namespace; the old ones are kept, not mixed) or --judge-changed accept (go on with the old verdicts); either is recorded in fingerprint.jsonl"
     )]
     JudgeChanged(String),
+    /// A member of a judge panel answers differently from its stored verdicts.
+    #[error(
+        "{0}; nothing more was sent. Re-run with --judge-changed accept (go on with its old verdicts; recorded in fingerprint.jsonl), or give the judge a new `name` in `judges:` (its verdicts start afresh under it; the old ones stay in the folder, counted against max_usd)"
+    )]
+    PanelJudgeChanged(String),
 }
 
 /// `run --dry-run`: the printable dry-run report of `config` (a warning line is added when a real
@@ -322,15 +327,10 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
 
 /// The flags of `run` given that apply to a single judge only.
 fn single_judge_flags(args: &RunArgs) -> Vec<&'static str> {
-    [
-        (args.gate.is_some(), "--gate"),
-        (args.detach, "--detach"),
-        (args.judge_changed.is_some(), "--judge-changed"),
-        (args.fail_on_undecided, "--fail-on-undecided"),
-    ]
-    .into_iter()
-    .filter_map(|(set, flag)| set.then_some(flag))
-    .collect()
+    [(args.gate.is_some(), "--gate"), (args.detach, "--detach"), (args.fail_on_undecided, "--fail-on-undecided")]
+        .into_iter()
+        .filter_map(|(set, flag)| set.then_some(flag))
+        .collect()
 }
 
 /// A judge panel's config refuses the single-judge `flags` (the first named), for a run and its
@@ -360,6 +360,7 @@ fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Resu
     for m in &cfg.raw.judges {
         members.push((m.name.clone(), make_judge(&m.judge).map_err(RunCommandError::Judge)?));
     }
+    panel_fingerprints(cfg, &members, rt, args.judge_changed)?;
     let panel = std::sync::Arc::new(crate::judge::panel::PanelJudge::new(&cfg.pool, members));
     let opts = RunOptions { progress: !args.quiet, print: true, handle_signals: true, detach: false };
     let result = rt
@@ -425,6 +426,55 @@ fn fingerprint_check(
     fingerprint::record(&cfg.run_dir, &check)?;
     print_out(&format!("{}\n", check.line()));
     Ok(rebuilt)
+}
+
+/// The judge fingerprint of each live member of a panel resuming its verdicts (docs/live.md,
+/// "Judge fingerprint"), member by member as for a single judge; a changed member stops the run
+/// unless `--judge-changed accept` says to go on. `--judge-changed new` is the single judge's:
+/// in a panel, a member given a new `name` starts verdicts of its own.
+///
+/// # Errors
+/// [`RunCommandError::JudgeChanged`] (naming the member), `--judge-changed new`, or the
+/// check's own failures.
+fn panel_fingerprints(
+    cfg: &Config,
+    members: &[(String, std::sync::Arc<dyn crate::judge::Judge>)],
+    rt: &tokio::runtime::Runtime,
+    decided: Option<JudgeChanged>,
+) -> Result<(), RunCommandError> {
+    use crate::run::fingerprint::{self, Decision};
+    if decided == Some(JudgeChanged::New) {
+        return Err(RunCommandError::Config(ConfigError::invalid(
+            &cfg.path,
+            crate::domain::invalid::InvalidSetting::new(
+                "--judge-changed",
+                "new applies to a single judge; in a judge panel, give the changed judge a new `name` in `judges:` (its verdicts start afresh under it), or accept",
+            ),
+        )));
+    }
+    for ((name, judge), m) in members.iter().zip(&cfg.raw.judges) {
+        let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge else { continue };
+        let named: std::sync::Arc<dyn crate::judge::Judge> =
+            std::sync::Arc::new(crate::judge::panel::Named { name: name.clone(), judge: judge.clone() });
+        let Some(mut check) = rt.block_on(fingerprint::check(cfg, named, oc.fingerprint.queries))? else { continue };
+        if check.test.judge_changed {
+            if decided != Some(JudgeChanged::Accept) {
+                fingerprint::record(&cfg.run_dir, &check)?;
+                print_out(&format!("{}\n", check.line()));
+                return Err(RunCommandError::PanelJudgeChanged(format!(
+                    "the judge {} answers differently from its stored verdicts ({} of {} changed: {})",
+                    check.judge,
+                    check.test.changed,
+                    check.test.pairs,
+                    check.changed_text()
+                )));
+            }
+            check.decision = Decision::Accept;
+        }
+        fingerprint::record(&cfg.run_dir, &check)?;
+        print_out(&format!("{}\n", check.line()));
+    }
+    Ok(())
 }
 
 /// A loaded config and its judge.

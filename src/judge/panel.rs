@@ -53,6 +53,23 @@ impl<J: JudgeInfo + ?Sized> JudgeInfo for Named<J> {
     }
 }
 
+/// A member alone as a judge (its name in front of every cache key, its name on its records):
+/// what a panel's fingerprint check asks (docs/live.md, "Judge fingerprint").
+impl Judge for Named {
+    fn preflight(&self) -> BoxFuture<'_, Result<Vec<String>, JudgeError>> {
+        self.judge.preflight()
+    }
+    fn stats(&self) -> Option<JudgeStats> {
+        self.judge.stats()
+    }
+    fn stop_sending(&self) {
+        self.judge.stop_sending();
+    }
+    fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+        self.judge.judge(pool, a, b)
+    }
+}
+
 /// The panel: its members and the pool each member's queries carry.
 pub struct PanelJudge {
     members: Vec<Arc<Named>>,
