@@ -1400,8 +1400,10 @@ fn a_panel_member_with_too_many_invalid_replies_stops_the_panel() {
         t.contains("no ranking: no valid verdict, so every θ̂ is the prior's 0") && !t.contains("rank  base"),
         "{t}"
     );
+    assert!(t.contains("  cheap: 8 verdicts (8 invalid), $"), "{t}");
     let r = json(&dir.path().join("runs/garbled/result.json"));
     assert_eq!(r["stop_reason"], "max_invalid_rate");
+    assert_eq!((r["judges"][0]["invalid"].as_u64(), r["judges"][1]["invalid"].as_u64()), (Some(8), Some(0)));
     assert!(
         r["stop_message"].as_str().unwrap().starts_with(&format!("judge cheap: {n} of {n} replies")),
         "{}",

@@ -211,12 +211,14 @@ fn panel_dry_run_text(
         t.push('\n');
     }
     t.push_str(&crate::report::dry_run::budget_line(b, " (for the panel as a whole)"));
-    for m in &cfg.raw.judges {
+    for (i, m) in cfg.raw.judges.iter().enumerate() {
         if let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge {
             let line = match make_judge(&m.judge) {
                 Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), &oc.base_url)),
                 Err(e) => format!("endpoint not probed: {e}"),
             };
+            // The member's settings as the panel's config names them.
+            let line = line.replace("judge.openai.", &format!("judges[{i}].openai."));
             t.push_str(&format!("judge {}: {line}\n", m.name));
         }
     }

@@ -373,7 +373,8 @@ pub struct Session {
 /// The request rate of one invocation of a run (docs/live.md, "Concurrency").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
-    /// Requests resolved in this invocation (verdicts, failures, no verdict).
+    /// Queries resolved in this invocation (verdicts, failures, no verdict), each once however
+    /// many HTTP requests it took.
     pub requests: u64,
     /// Seconds from the first request sent to the last reply.
     pub seconds: f64,
@@ -390,8 +391,10 @@ pub struct Throughput {
 impl Throughput {
     /// The summary line: requests, seconds, rate, and the share of the limit when there is one.
     pub fn line(&self) -> String {
+        // A query resolves once however many HTTP requests (re-asks, retries) it took: the
+        // judge line counts those.
         let mut s = format!(
-            "throughput: {} requests in {:.1} s = {:.0} requests/min",
+            "throughput: {} queries answered in {:.1} s = {:.0} queries/min",
             self.requests, self.seconds, self.requests_per_minute
         );
         if let (Some(l), Some(u)) = (self.rate_limit, self.rate_limit_used) {

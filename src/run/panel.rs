@@ -55,6 +55,8 @@ pub struct PanelJudgeSpend {
     pub trusted: bool,
     /// Its stored verdicts (valid or not).
     pub queries: usize,
+    /// Of them, invalid ones (no usable verdict; not fitted).
+    pub invalid: usize,
     /// What its books hold, USD (to 1e-12): verdicts, paid failures and possibly billed
     /// requests.
     pub spend_usd: f64,
@@ -700,6 +702,7 @@ fn finish(
             judge: m.judge.describe(),
             trusted: t,
             queries: s.len(),
+            invalid: s.iter().filter(|v| v.y.is_none()).count(),
             spend_usd: pico(usd),
         })
         .collect();
@@ -797,10 +800,11 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
     }
     for j in &r.judges {
         t.push_str(&format!(
-            "  {}{}: {}, ${:.6} ({})\n",
+            "  {}{}: {}{}, ${:.6} ({})\n",
             j.name,
             if j.trusted { " (trusted)" } else { "" },
             crate::domain::fmt::count(j.queries, "verdict"),
+            if j.invalid > 0 { format!(" ({} invalid)", j.invalid) } else { String::new() },
             j.spend_usd,
             j.judge
         ));
