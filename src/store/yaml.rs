@@ -84,20 +84,26 @@ fn missing_field(text: &str, msg: &str) -> String {
     let first = msg.lines().next().unwrap_or(msg);
     let Some(at) = first.find("missing field") else { return msg.to_string() };
     let what = first[at..].trim_end();
+    // The mapping that lacks the field (`None`: the top level) and the line it starts on.
     let mapping = location(msg).and_then(|(line, col)| {
         let path = key_path_at(text, line)?;
         // Inside a flow mapping (`prior: {kappa: {sd: 0.4}}`) the parser points at a key of the
-        // mapping that lacks the field: the innermost mapping open at that column.
+        // mapping that lacks the field: the innermost mapping open at that column, on this line.
         if let Some(keys) = text.lines().nth(line - 1).and_then(|l| open_flow_keys(l, col)) {
             let inner: String = keys.iter().map(|k| format!(".{k}")).collect();
-            return Some(format!(" in `{path}{inner}`"));
+            return Some((Some(format!("{path}{inner}")), Some(line)));
         }
         Some(match path.rsplit_once('.') {
-            Some((parent, _)) => format!(" in `{parent}`"),
-            None => " at the top level of the document".to_string(),
+            Some((parent, _)) => (Some(parent.to_string()), line_of_key(text, parent)),
+            None => (None, None),
         })
     });
-    format!("{what}{}", mapping.unwrap_or_default())
+    match mapping {
+        Some((Some(m), Some(line))) => format!("line {line}: {what} in `{m}`"),
+        Some((Some(m), None)) => format!("{what} in `{m}`"),
+        Some((None, _)) => format!("{what} at the top level of the document"),
+        None => what.to_string(),
+    }
 }
 
 /// "line N column M" at the start of a parser message.
@@ -382,15 +388,15 @@ mod tests {
         let e = |t: &str| from_str::<T>(t).unwrap_err().0;
         // The example: the `{sd: 0.4}` of kappa lacks its mean.
         let flow = "judges:\n  - name: a\n    prior: {kappa: {sd: 0.4}}\nk: 3\n";
-        assert_eq!(e(flow), "missing field `mean` in `judges[0].prior.kappa`");
+        assert_eq!(e(flow), "line 3: missing field `mean` in `judges[0].prior.kappa`");
         let second = "judges:\n  - name: a\n    prior: {kappa: {mean: 1, sd: 2}, words: {sd: 0.4}}\nk: 3\n";
-        assert_eq!(e(second), "missing field `mean` in `judges[0].prior.words`");
+        assert_eq!(e(second), "line 3: missing field `mean` in `judges[0].prior.words`");
         let mixed = "judges:\n  - name: a\n    prior:\n      kappa: {sd: 0.4}\nk: 3\n";
-        assert_eq!(e(mixed), "missing field `mean` in `judges[0].prior.kappa`");
+        assert_eq!(e(mixed), "line 4: missing field `mean` in `judges[0].prior.kappa`");
         let block = "judges:\n  - name: a\n    prior:\n      kappa:\n        sd: 0.4\nk: 3\n";
-        assert_eq!(e(block), "missing field `mean` in `judges[0].prior.kappa`");
+        assert_eq!(e(block), "line 4: missing field `mean` in `judges[0].prior.kappa`");
         let item = "judges:\n  - prior: {kappa: {sd: 0.4, mean: 2}}\nk: 3\n";
-        assert_eq!(e(item), "missing field `name` in `judges[0]`");
+        assert_eq!(e(item), "line 2: missing field `name` in `judges[0]`");
     }
 
     #[test]
