@@ -157,6 +157,8 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         (vec!["--set", "bogus.key=1"], "--set bogus.key=1: unknown field `bogus`"),
         (vec!["--set", "k=40"], "--set k=40: k: "),
         (vec!["--set", "budget.max_comparisons"], "--set budget.max_comparisons: expected KEY=VALUE"),
+        // A price whose worst case would overflow to infinity.
+        (vec!["--set", "judge.mock.input_usd_per_mtok=1e308"], "input_usd_per_mtok = 1e308 must be at most 1e6"),
         (
             vec!["--budget", "10"],
             "--budget 10: there is no --budget option: give --max-usd USD (dollars) or --max-comparisons N",

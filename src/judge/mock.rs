@@ -157,6 +157,13 @@ impl MockJudge {
             {
                 return Err(format!("{k} = {v} must be ≥ 0").into());
             }
+            if let Some(v) = v
+                && v > crate::judge::MAX_USD_PER_MTOK
+            {
+                return Err(
+                    format!("{k} = {v:e} must be at most 1e6 (USD per million tokens, $1 a token): a typo?").into()
+                );
+            }
         }
         Ok(Self { cfg })
     }

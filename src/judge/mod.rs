@@ -114,6 +114,10 @@ impl JudgeError {
     }
 }
 
+/// The largest price a judge's config takes, USD per million tokens ($1 a token; the dearest
+/// models cost well under $1,000): above it a worst case can overflow to infinity.
+pub const MAX_USD_PER_MTOK: f64 = 1e6;
+
 /// Counters of a live judge for one invocation (requests, retries, invalid replies, …);
 /// shown in the summary and result.json.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

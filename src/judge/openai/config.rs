@@ -252,6 +252,10 @@ impl OpenAiConfig {
                 Some(x) if !(x >= 0.0 && x.is_finite()) => {
                     Err(InvalidSetting::new(k(&format!(".{name}")), format!("{x} must be ≥ 0")))
                 }
+                Some(x) if x > crate::judge::MAX_USD_PER_MTOK => Err(InvalidSetting::new(
+                    k(&format!(".{name}")),
+                    format!("{x:e} must be at most 1e6 (USD per million tokens, $1 a token): a typo?"),
+                )),
                 v => Ok(v),
             }
         };
