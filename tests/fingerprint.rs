@@ -187,3 +187,35 @@ fn a_check_cut_short_is_not_asked_again() {
     let check = &lines(&d.join("k/fp/fingerprint.jsonl"))[0];
     assert!((check["cost_usd"].as_f64().unwrap() - 8.0 * (100.0 + 2.0 * 3.0) / 1e6).abs() < 1e-12, "{check}");
 }
+
+/// Ctrl-C during the check: nothing more is sent, the replies in flight are booked, the run does
+/// not start (exit 130, said on stderr), and the next run repeats the check from its booked
+/// replies without asking them again.
+#[test]
+fn ctrl_c_during_the_check_books_its_replies_and_the_next_run_repeats_it() {
+    let flips: Flips = Arc::default();
+    let fake = server(&flips);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = config(d, "a", &fake.base_url);
+    assert!(run(d, &a, &["--max-comparisons", "24"]).status.success());
+    let stored = fake.requests().len();
+    // The check's 8 requests go out at once (concurrency 8) and are held 1.5 s each.
+    fake.set_delay_ms(1500);
+    let child = crate::crash_safety::start(d, &a);
+    crate::crash_safety::wait_until("the check's requests", 30, || fake.requests().len() >= stored + 8);
+    crate::crash_safety::signal(&child, "-INT");
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{t}");
+    assert!(t.contains("interrupted during the judge fingerprint check of openai fake-judge"), "{t}");
+    assert_eq!(fake.requests().len(), stored + 8, "nothing but the check was sent: {t}");
+    assert_eq!(lines(&d.join("a/fp/fingerprint_verdicts.jsonl")).len(), 8, "its replies are booked");
+    assert!(!d.join("a/fp/fingerprint.jsonl").exists(), "the check is not recorded");
+    // The next run repeats the check from the booked replies, then goes on.
+    fake.set_delay_ms(0);
+    let out = run(d, &a, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("judge fingerprint: 0 of 8 re-asked stored verdicts changed"), "{}", text(&out));
+    assert_eq!(fake.requests().len(), stored + 8 + 8, "the run's 8 new comparisons only");
+}

@@ -291,8 +291,11 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     if cfg.is_panel() {
         return run_panel(args, &cfg, rt);
     }
-    if let Some((c, j)) = fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides)? {
-        (cfg, judge) = (c, j);
+    match fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides) {
+        Ok(Some((c, j))) => (cfg, judge) = (c, j),
+        Ok(None) => {}
+        Err(RunCommandError::Run(e @ RunError::Interrupted { .. })) => return Ok(interrupted_before_the_run(&e)),
+        Err(e) => return Err(e),
     }
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
     if args.detach && cfg.raw.acquisition.dispatch != crate::config::run::Dispatch::Batch {
@@ -362,7 +365,10 @@ fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Resu
     for m in &cfg.raw.judges {
         members.push((m.name.clone(), make_judge(&m.judge).map_err(RunCommandError::Judge)?));
     }
-    panel_fingerprints(cfg, &members, rt, args.judge_changed)?;
+    match panel_fingerprints(cfg, &members, rt, args.judge_changed) {
+        Err(RunCommandError::Run(e @ RunError::Interrupted { .. })) => return Ok(interrupted_before_the_run(&e)),
+        other => other?,
+    }
     let panel = std::sync::Arc::new(crate::judge::panel::PanelJudge::new(&cfg.pool, members));
     let opts = RunOptions { progress: !args.quiet, print: true, handle_signals: true, detach: false };
     let result = rt
@@ -400,7 +406,9 @@ fn fingerprint_check(
 ) -> Result<Option<Prepared>, RunCommandError> {
     use crate::run::fingerprint::{self, Decision};
     let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() else { return Ok(None) };
-    let Some(mut check) = rt.block_on(fingerprint::check(cfg, judge, oc.fingerprint.queries))? else { return Ok(None) };
+    let Some(mut check) = rt.block_on(fingerprint::check(cfg, judge, oc.fingerprint.queries, true))? else {
+        return Ok(None);
+    };
     let mut rebuilt = None;
     if check.test.judge_changed {
         match decided {
@@ -458,7 +466,9 @@ fn panel_fingerprints(
         let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge else { continue };
         let named: std::sync::Arc<dyn crate::judge::Judge> =
             std::sync::Arc::new(crate::judge::panel::Named { name: name.clone(), judge: judge.clone() });
-        let Some(mut check) = rt.block_on(fingerprint::check(cfg, named, oc.fingerprint.queries))? else { continue };
+        let Some(mut check) = rt.block_on(fingerprint::check(cfg, named, oc.fingerprint.queries, true))? else {
+            continue;
+        };
         if check.test.judge_changed {
             if decided != Some(JudgeChanged::Accept) {
                 fingerprint::record(&cfg.run_dir, &check)?;
@@ -477,6 +487,14 @@ fn panel_fingerprints(
         print_out(&format!("{}\n", check.line()));
     }
     Ok(())
+}
+
+/// Ctrl-C before the run began (during a judge fingerprint check): said on stderr, and the
+/// exit code of an interrupted run.
+fn interrupted_before_the_run(e: &RunError) -> ExitCode {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{e}");
+    ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8)
 }
 
 /// A loaded config and its judge.

@@ -142,7 +142,12 @@ pub fn record(dir: &std::path::Path, check: &Check) -> Result<(), RunError> {
 ///
 /// # Errors
 /// [`RunError`]: the folder's lock or books, a failed query of the check.
-pub async fn check(cfg: &Config, judge: Arc<dyn Judge>, queries_wanted: usize) -> Result<Option<Check>, RunError> {
+pub async fn check(
+    cfg: &Config,
+    judge: Arc<dyn Judge>,
+    queries_wanted: usize,
+    handle_signals: bool,
+) -> Result<Option<Check>, RunError> {
     let dir = &cfg.run_dir;
     if queries_wanted == 0 || !dir.join("verdicts.jsonl").exists() {
         return Ok(None);
@@ -200,12 +205,37 @@ pub async fn check(cfg: &Config, judge: Arc<dyn Judge>, queries_wanted: usize) -
         picks.iter().filter_map(|&(a, b)| books.log().get(&key(a, b))).map(|r| r.reply.cost_usd).sum();
     let open: Vec<(usize, usize)> =
         picks.iter().copied().filter(|&(a, b)| books.log().get(&key(a, b)).is_none()).collect();
+    // Ctrl-C: nothing more is sent, the replies in flight are booked (a second Ctrl-C quits at
+    // once, as in a run), and the check is not recorded: the next run repeats it.
+    let signals = if handle_signals {
+        Some(
+            crate::run::interrupt::Interrupt::install_scoped(std::time::Duration::from_secs_f64(
+                cfg.raw.interrupt_grace_s,
+            ))
+            .map_err(RunError::Signals)?,
+        )
+    } else {
+        None
+    };
+    if let Some((i, _)) = &signals {
+        i.set_in_flight(open.len().min(cfg.raw.acquisition.concurrency.max(1)));
+    }
+    let interrupted = || signals.as_ref().is_some_and(|(i, _)| i.requested());
     let mut disp: Dispatcher<()> = Dispatcher::new(judge.clone(), books);
     let todo = open.iter().map(|&(a, b)| (pool.clone(), a, b, ()));
     let report = disp
-        .dispatch_all_prefixed(todo, &mut budget, cfg.raw.acquisition.concurrency.max(1), &prefix, |_| Flow::Continue)
+        .dispatch_all_prefixed(todo, &mut budget, cfg.raw.acquisition.concurrency.max(1), &prefix, |_| {
+            if interrupted() { Flow::Stop } else { Flow::Continue }
+        })
         .await?;
     let books = disp.close().await?;
+    let cut = interrupted();
+    if let Some((_, listening)) = &signals {
+        listening.abort();
+    }
+    if cut {
+        return Err(RunError::Interrupted { during: format!("the judge fingerprint check of {}", judge.describe()) });
+    }
     for s in &report.settled {
         if let DispatchOutcome::Verdict { cost_usd: c, .. } = s.outcome {
             cost_usd += c;

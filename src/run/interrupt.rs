@@ -62,11 +62,23 @@ impl Interrupt {
     /// # Panics
     /// Outside a tokio runtime.
     pub fn install(grace: Duration) -> std::io::Result<Self> {
+        Self::install_scoped(grace).map(|(i, _)| i)
+    }
+
+    /// [`Interrupt::install`], with the handle that ends the listening (abort it when the part
+    /// of the work it guards is over, so a later [`Interrupt::install`] is the only listener).
+    ///
+    /// # Errors
+    /// When the signal handlers cannot be registered.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime.
+    pub fn install_scoped(grace: Duration) -> std::io::Result<(Self, tokio::task::AbortHandle)> {
         let (tx, rx) = watch::channel(false);
         let in_flight: Arc<AtomicUsize> = Arc::default();
         let mut signals = Signals::new()?;
         let n = in_flight.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             signals.recv().await;
             say(&format!(
                 "interrupted: no new requests; waiting up to {} s for the {} in flight so their verdicts are stored (press Ctrl-C again to quit at once: they are then booked as possibly billed when the run resumes)",
@@ -81,7 +93,7 @@ impl Interrupt {
             ));
             std::process::exit(EXIT_INTERRUPTED);
         });
-        Ok(Self { rx, grace, in_flight })
+        Ok((Self { rx, grace, in_flight }, task.abort_handle()))
     }
 
     /// Whether the run was asked to stop sending.

@@ -80,6 +80,14 @@ pub enum RunError {
         /// Why the fit failed.
         source: FitError,
     },
+    /// Ctrl-C (or SIGTERM) before the run began: the replies in flight were booked.
+    #[error(
+        "interrupted during {during}: nothing more was sent and the replies in flight are booked; run the same command again to go on (it repeats what was cut short, reusing the booked replies)"
+    )]
+    Interrupted {
+        /// What was cut short (`the judge fingerprint check of …`).
+        during: String,
+    },
     /// The judge failed (endpoint not reachable, the same endpoint-wide error again, or rounds
     /// without any verdict); result.json was still written, with `stop_reason: judge_failing`.
     #[error("the judge is failing, so the run stopped (result.json holds the verdicts so far): {message}")]
