@@ -43,6 +43,16 @@ impl Override {
     fn new(given: &str, arg: &str) -> Result<Self, String> {
         let (key, value) =
             arg.split_once('=').ok_or_else(|| format!("{given}: expected KEY=VALUE, e.g. budget.max_usd=0.5"))?;
+        if let Some(open) = key.find('[') {
+            // `judges[0].mock.seed`, as an error message writes a list entry: the key's form
+            // is `judges.0.mock.seed`.
+            let dotted = key.trim().replace(['[', ']'], ".").replace("..", ".");
+            return Err(format!(
+                "{given}: a list entry is named by its index as a dotted part: write `{}` (`[` at {} of the key)",
+                dotted.trim_end_matches('.'),
+                open + 1
+            ));
+        }
         let key: Vec<String> = key.trim().split('.').map(|k| k.trim().to_string()).collect();
         if key.iter().any(String::is_empty) {
             return Err(format!("{given}: the key has an empty part; expected a dotted key such as budget.max_usd"));
@@ -436,6 +446,10 @@ mod tests {
         assert_eq!(o.value, serde_json::json!({"mode": "deterministic", "pos_bias": 1}));
         assert!(Override::parse("budget.max_usd").unwrap_err().contains("--set budget.max_usd: expected KEY=VALUE"));
         assert!(Override::parse("budget..max_usd=1").unwrap_err().contains("empty part"));
+        assert_eq!(
+            Override::parse("judges[0].mock.seed=3").unwrap_err(),
+            "--set judges[0].mock.seed=3: a list entry is named by its index as a dotted part: write `judges.0.mock.seed` (`[` at 7 of the key)"
+        );
         let mut doc = serde_json::json!({"name": "x", "k": 3});
         Override::parse("budget.max_usd=2").unwrap().apply(&mut doc).unwrap();
         assert_eq!(doc["budget"]["max_usd"], serde_json::json!(2));

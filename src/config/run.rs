@@ -984,6 +984,12 @@ impl Config {
 /// `pool:`: exactly one of a file (one pool, `id`; or many, `ids`) and `synthetic`; the file
 /// resolved against the config's folder `dir`.
 fn check_pool_ref(p: &mut PoolRef, dir: &Path) -> Result<(), InvalidSetting> {
+    if p.synthetic.is_none() && path_is_empty(&p.file) {
+        return Err(InvalidSetting::new(
+            "pool.file",
+            "missing: the pool's JSON Lines file (relative to the config's folder), or `synthetic: {…}` for a generated pool",
+        ));
+    }
     if p.synthetic.is_none() {
         p.file = sections::resolve(dir, &p.file, "pool.file")?;
     } else if !path_is_empty(&p.file) {

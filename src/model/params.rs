@@ -55,20 +55,30 @@ pub fn check_refit_every(r: usize) -> Result<(), ParamError> {
     }
 }
 
+/// The most Monte-Carlo draws taken: the standard error of π is at most 0.5/√S, 5e-4 here;
+/// more would only cost memory and time (a draw holds a θ vector).
+pub const MAX_MC_DRAWS: usize = 1_000_000;
+
 /// Check S, the Monte-Carlo draws for top-k membership: at least 1 (with none, every π would be
-/// 0/0).
+/// 0/0), at most [`MAX_MC_DRAWS`].
 ///
 /// # Errors
-/// [`ParamError`] for 0.
+/// [`ParamError`] for 0 or more than [`MAX_MC_DRAWS`].
 pub fn check_mc_draws(s: usize) -> Result<(), ParamError> {
-    if s >= 1 {
-        Ok(())
-    } else {
+    if s == 0 {
         Err(ParamError {
             name: "mc_draws",
             value: s.to_string(),
             expected: "must be ≥ 1 (top-k membership is a Monte-Carlo average over the draws)",
         })
+    } else if s > MAX_MC_DRAWS {
+        Err(ParamError {
+            name: "mc_draws",
+            value: s.to_string(),
+            expected: "must be at most 1000000 (π's standard error is then at most 0.0005; each draw holds a θ vector in memory)",
+        })
+    } else {
+        Ok(())
     }
 }
 
@@ -132,6 +142,11 @@ mod tests {
             check_mc_draws(0).unwrap_err().to_string(),
             "0 must be ≥ 1 (top-k membership is a Monte-Carlo average over the draws)"
         );
+        assert_eq!(
+            check_mc_draws(1_000_001).unwrap_err().to_string(),
+            "1000001 must be at most 1000000 (π's standard error is then at most 0.0005; each draw holds a θ vector in memory)"
+        );
+        assert!(check_mc_draws(MAX_MC_DRAWS).is_ok());
         assert!(check_confidence(0.05).is_ok() && check_confidence(0.5).is_err() && check_confidence(0.0).is_err());
     }
 }
