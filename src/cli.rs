@@ -45,7 +45,8 @@ pub enum Command {
     /// cores; writes rows.csv, summary.md/json and SVG plots.
     Simulate(simulate::SimulateArgs),
     /// Build a pool file for ranking systems across many prompts (docs/systems.md) from model
-    /// outputs: AlpacaEval JSON, Arena-Hard answer JSON Lines, or CSV (prompt_id,prompt,system,text).
+    /// outputs: AlpacaEval JSON, Arena-Hard or MT-Bench answer JSON Lines, or CSV/TSV
+    /// (prompt_id,prompt,system,text).
     Import(import::ImportArgs),
     /// Compare runs of the same pool (e.g. a cheap and a frontier judge): spend, comparisons,
     /// recall@k, top-k agreement, position-flip rates, and recall against spend; or runs of

@@ -256,6 +256,12 @@ impl ComparisonGraph {
     /// The component sizes, largest first, a run of three or more equal sizes written once:
     /// `"6585, 34 of size 2, 3348 of size 1"`.
     pub fn sizes_text(&self) -> String {
+        if let [first, ..] = self.component_sizes.as_slice()
+            && self.component_sizes.len() >= 3
+            && self.component_sizes.iter().all(|s| s == first)
+        {
+            return format!("all of size {first}");
+        }
         let mut parts: Vec<String> = Vec::new();
         for run in self.component_sizes.chunk_by(|a, b| a == b) {
             if run.len() >= 3 {
@@ -265,6 +271,12 @@ impl ComparisonGraph {
             }
         }
         parts.join(", ")
+    }
+
+    /// The sizes in words: `sizes 50, 2, 2, 13 of size 1`, or `all of size 1`.
+    pub fn sizes_words(&self) -> String {
+        let t = self.sizes_text();
+        if t.starts_with("all ") { t } else { format!("sizes {t}") }
     }
 
     /// The never-compared bases: all of them up to eight, else the first eight and the count.
@@ -279,7 +291,7 @@ impl ComparisonGraph {
 
     /// One line for a disconnected graph: `"3 components (sizes 3, 2, 1); never compared: i6"`.
     pub fn summary_text(&self) -> String {
-        let mut s = format!("{} components (sizes {})", self.components, self.sizes_text());
+        let mut s = format!("{} components ({})", self.components, self.sizes_words());
         if !self.never_compared.is_empty() {
             s.push_str(&format!("; never compared: {}", self.never_compared_text()));
         }
@@ -337,9 +349,9 @@ pub fn graph_note(g: &ComparisonGraph) -> Option<String> {
         return None;
     }
     let mut s = format!(
-        "the comparison graph has {} components (sizes {}): bases in different components are ordered only by the prior",
+        "the comparison graph has {} components ({}): bases in different components are ordered only by the prior",
         g.components,
-        g.sizes_text()
+        g.sizes_words()
     );
     if !g.never_compared.is_empty() {
         let list = g.never_compared_text();
@@ -385,6 +397,8 @@ mod tests {
             never_compared: never,
         };
         assert_eq!(g.sizes_text(), "50, 2, 2, 13 of size 1");
+        let alone = ComparisonGraph { components: 16, component_sizes: vec![1; 16], ..Default::default() };
+        assert_eq!(alone.sizes_words(), "all of size 1");
         assert_eq!(
             g.summary_text(),
             "16 components (sizes 50, 2, 2, 13 of size 1); never compared: s0, s1, s2, s3, s4, s5, s6, s7, … (13 in all)"

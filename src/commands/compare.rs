@@ -118,7 +118,8 @@ pub struct CompareArgs {
     /// whose recordings carry no cost (docs/replay.md).
     #[arg(long)]
     pub prices: Option<PathBuf>,
-    /// Output folder for compare.md and recall_vs_spend.svg (default: the current folder).
+    /// Output folder for compare.md, compare.json and the plot (recall_vs_spend.svg, or
+    /// cost_vs_recall.svg for runs over several pools; default: the current folder).
     #[arg(long)]
     pub out: Option<PathBuf>,
 }

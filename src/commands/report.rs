@@ -60,7 +60,8 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
 /// `topk-judge report RUN_OR_CONFIG`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Run folder (result.json, fits.jsonl, verdicts.jsonl), or the run's config file.
+    /// Run folder (result.json, fits.jsonl or a panel's panel_fits.jsonl, verdicts.jsonl), or the
+    /// run's config file.
     pub run: PathBuf,
     /// Output folder (default: the run folder).
     #[arg(long)]

@@ -39,10 +39,10 @@ pub struct FitOutput {
 /// identifiability, which ranking is reported and why, both rankings, notes).
 pub fn fit_text(fit: &FitOutput) -> String {
     let mut text = format!(
-        "pool {}: {} model, {} valid verdicts{}{}\n",
+        "pool {}: {} model, {}{}{}\n",
         fit.pool_id,
         super::table::name(&fit.model),
-        fit.comparisons,
+        crate::domain::fmt::count(fit.comparisons, "valid verdict"),
         if fit.invalid > 0 { format!(" ({} invalid, not fitted)", fit.invalid) } else { String::new() },
         fit.judge.as_ref().map(|j| format!(", judge {j}")).unwrap_or_default()
     );
@@ -117,12 +117,12 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
     // The agreement column, when there is a trusted judge and another to compare with it.
     let trusted = p.judges.iter().find(|j| j.trusted).map(|j| j.name.clone()).filter(|_| p.judges.len() > 1);
     let mut text = format!(
-        "pool {}: judge panel of {} judge{} (shared θ; per judge κ, {}scale s; docs/model.md §8), {} valid verdicts{}\n",
+        "pool {}: judge panel of {} judge{} (shared θ; per judge κ, {}scale s; docs/model.md §8), {}{}\n",
         out.pool_id,
         p.judges.len(),
         if p.judges.len() == 1 { "" } else { "s" },
         if p.covariates.is_empty() { "" } else { "c, " },
-        out.comparisons,
+        crate::domain::fmt::count(out.comparisons, "valid verdict"),
         if out.invalid > 0 { format!(" ({} invalid, not fitted)", out.invalid) } else { String::new() },
     );
     // A value that rounds to 0 prints as 0.000, not -0.000.
