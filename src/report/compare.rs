@@ -69,8 +69,14 @@ impl RunDir {
     /// [`CompareError::Read`] naming the file.
     pub fn load(dir: &Path) -> Result<Self, CompareError> {
         let rp = dir.join("result.json");
-        let text =
-            std::fs::read_to_string(&rp).map_err(|e| CompareError::Read { path: rp.clone(), msg: e.to_string() })?;
+        let text = std::fs::read_to_string(&rp).map_err(|e| CompareError::Read {
+            path: rp.clone(),
+            msg: if e.kind() == std::io::ErrorKind::NotFound {
+                "not found: give a run folder (a run writes result.json there when it stops)".into()
+            } else {
+                e.to_string()
+            },
+        })?;
         // A judge panel's result (docs/model.md §8) is another document.
         if serde_json::from_str::<serde_json::Value>(&text)
             .is_ok_and(|v| v["judges"].is_array() && v["fit"]["judges"].is_array())
