@@ -860,3 +860,19 @@ fn a_torn_fits_line_is_cut_before_the_next_append() {
     let out = run_bin(dir.path(), &["report", dir.path().join("runs/torn").to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// A dry run of a finished run names the limit its stored verdicts reach, not a cost.
+#[test]
+fn a_dry_run_names_the_comparison_limit_the_stored_verdicts_reach() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "done", 8, "");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    let s = stdout(&out);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        s.contains("warning: the stored verdicts (8) already reach budget.max_comparisons: a real run would send nothing; raise it (--max-comparisons) to go on\n"),
+        "{s}"
+    );
+    assert!(!s.contains("the budget allows no query"), "{s}");
+}

@@ -73,13 +73,21 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     s.push_str(&format!("worst-case cost of this run: ${:.6}\n", d.worst_total_usd));
     // Open pairs, and a budget that buys none of them: the run would send nothing.
     if d.allowed_at_most == 0 && d.pairs > d.stored {
-        let cheapest = d
-            .worst_per_query_usd
-            .map(|(lo, _, _)| format!(" (the cheapest query's worst case is ${lo:.6})"))
-            .unwrap_or_default();
-        s.push_str(&format!(
-            "warning: the budget allows no query{cheapest}: a real run would send nothing; raise budget.max_usd or budget.max_comparisons\n"
-        ));
+        // The limit that binds: the stored verdicts reach max_comparisons, or max_usd is spent.
+        if b.max_comparisons.is_some_and(|m| d.stored as u64 >= m) {
+            s.push_str(&format!(
+                "warning: the stored verdicts ({}) already reach budget.max_comparisons: a real run would send nothing; raise it (--max-comparisons) to go on\n",
+                d.stored
+            ));
+        } else {
+            let cheapest = d
+                .worst_per_query_usd
+                .map(|(lo, _, _)| format!(" (the cheapest query's worst case is ${lo:.6})"))
+                .unwrap_or_default();
+            s.push_str(&format!(
+                "warning: the budget allows no query{cheapest}: a real run would send nothing; raise budget.max_usd or budget.max_comparisons\n"
+            ));
+        }
     }
     if b.max_usd.is_none() && judge.has_price() {
         s.push_str(if b.max_comparisons.is_some() {
