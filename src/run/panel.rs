@@ -234,20 +234,7 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
             b
         })
         .collect();
-    // Each open query's expected cost, once (the acquisition prices every candidate at every
-    // pick; an API judge's price of a query renders its prompt).
-    let prompts = cfg.pool.prompt_items();
-    let expected: Vec<HashMap<(usize, usize), f64>> = panel
-        .members()
-        .iter()
-        .map(|m| {
-            prompts
-                .iter()
-                .flat_map(|g| g.iter().flat_map(move |&a| g.iter().filter(move |&&b| b != a).map(move |&b| (a, b))))
-                .map(|(a, b)| ((a, b), m.expected_usd(&cfg.pool, a, b)))
-                .collect()
-        })
-        .collect();
+    let expected = per_query(panel.members(), &cfg.pool, |m, a, b| m.expected_usd(&cfg.pool, a, b));
     let judge: Arc<dyn Judge> = panel.clone();
     let mut disp: Dispatcher<usize> = Dispatcher::new(judge.clone(), books);
     disp.set_wire_limit(acq.concurrency);
@@ -316,6 +303,27 @@ fn groups(cfg: &Config, stored: &[Vec<StoredVerdict>], trusted: &[bool]) -> Vec<
             trusted: t,
             verdicts: s.iter().filter_map(StoredVerdict::verdict).collect::<Vec<ItemVerdict>>(),
             prior: cfg.carried.get(j).cloned().unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// Per judge, `usd` of each ordered query (a, b) of a prompt, once: the acquisition prices
+/// every candidate at every pick, and a judge's price of a query renders its prompt (a long
+/// article per prompt).
+fn per_query(
+    members: &[Arc<crate::judge::panel::Named>],
+    pool: &crate::domain::pool::Pool,
+    usd: impl Fn(&crate::judge::panel::Named, usize, usize) -> f64,
+) -> Vec<HashMap<(usize, usize), f64>> {
+    let prompts = pool.prompt_items();
+    members
+        .iter()
+        .map(|m| {
+            prompts
+                .iter()
+                .flat_map(|g| g.iter().flat_map(move |&a| g.iter().filter(move |&&b| b != a).map(move |&b| (a, b))))
+                .map(|(a, b)| ((a, b), usd(m, a, b)))
+                .collect()
         })
         .collect()
 }
@@ -424,19 +432,9 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
             members[j].worst_case_usd(pool, a, b)
         };
         let prompts = pool.prompt_items();
-        // Each open query's worst case, once: the acquisition prices every candidate at every
-        // pick, and a judge's price of a query reads its texts (a long article per prompt).
-        let priced: std::collections::HashMap<(usize, usize, usize), f64> = (0..members.len())
-            .flat_map(|j| {
-                let prompts = &prompts;
-                prompts.iter().flat_map(move |g| {
-                    g.iter().flat_map(move |&a| g.iter().filter(move |&&b| b != a).map(move |&b| (j, a, b)))
-                })
-            })
-            .map(|(j, a, b)| ((j, a, b), members[j].worst_case_usd(pool, a, b)))
-            .collect();
+        let priced = per_query(&members, pool, |m, a, b| m.worst_case_usd(pool, a, b));
         let cost = |j: usize, a: usize, b: usize| {
-            priced.get(&(j, a, b)).copied().unwrap_or_else(|| members[j].worst_case_usd(pool, a, b))
+            priced[j].get(&(a, b)).copied().unwrap_or_else(|| members[j].worst_case_usd(pool, a, b))
         };
         let expected = self.expected.clone();
         // Over many prompts the candidates are scored at equal covariates (docs/systems.md,
