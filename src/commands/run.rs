@@ -413,15 +413,8 @@ fn fingerprint_check(
     if check.test.judge_changed {
         match decided {
             None => {
-                fingerprint::record(&cfg.run_dir, &check)?;
-                print_out(&format!("{}\n", check.line()));
-                return Err(RunCommandError::JudgeChanged(format!(
-                    "the judge {} answers differently from its stored verdicts ({} of {} changed: {})",
-                    check.judge,
-                    check.test.changed,
-                    check.test.pairs,
-                    check.changed_text()
-                )));
+                record_and_show(cfg, &check)?;
+                return Err(RunCommandError::JudgeChanged(changed_message(&check)));
             }
             Some(JudgeChanged::Accept) => check.decision = Decision::Accept,
             Some(JudgeChanged::New) => {
@@ -433,8 +426,7 @@ fn fingerprint_check(
             }
         }
     }
-    fingerprint::record(&cfg.run_dir, &check)?;
-    print_out(&format!("{}\n", check.line()));
+    record_and_show(cfg, &check)?;
     Ok(rebuilt)
 }
 
@@ -471,22 +463,35 @@ fn panel_fingerprints(
         };
         if check.test.judge_changed {
             if decided != Some(JudgeChanged::Accept) {
-                fingerprint::record(&cfg.run_dir, &check)?;
-                print_out(&format!("{}\n", check.line()));
-                return Err(RunCommandError::PanelJudgeChanged(format!(
-                    "the judge {} answers differently from its stored verdicts ({} of {} changed: {})",
-                    check.judge,
-                    check.test.changed,
-                    check.test.pairs,
-                    check.changed_text()
-                )));
+                record_and_show(cfg, &check)?;
+                return Err(RunCommandError::PanelJudgeChanged(changed_message(&check)));
             }
             check.decision = Decision::Accept;
         }
-        fingerprint::record(&cfg.run_dir, &check)?;
-        print_out(&format!("{}\n", check.line()));
+        record_and_show(cfg, &check)?;
     }
     Ok(())
+}
+
+/// A fingerprint check recorded in the run folder's fingerprint.jsonl, and its line printed.
+///
+/// # Errors
+/// fingerprint.jsonl cannot be written.
+fn record_and_show(cfg: &Config, check: &crate::run::fingerprint::Check) -> Result<(), RunCommandError> {
+    crate::run::fingerprint::record(&cfg.run_dir, check)?;
+    print_out(&format!("{}\n", check.line()));
+    Ok(())
+}
+
+/// What a changed judge's fingerprint found, for the error that stops the run.
+fn changed_message(check: &crate::run::fingerprint::Check) -> String {
+    format!(
+        "the judge {} answers differently from its stored verdicts ({} of {} changed: {})",
+        check.judge,
+        check.test.changed,
+        check.test.pairs,
+        check.changed_text()
+    )
 }
 
 /// Ctrl-C before the run began (during a judge fingerprint check): said on stderr, and the
