@@ -544,8 +544,14 @@ fn duplicate_pool_ids_and_unknown_item_keys_are_errors() {
     let cfg = small_config(dir.path(), "typo", &pool, "");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(!out.status.success());
-    assert!(text(&out).contains("typo.jsonl:1: not a valid pool (unknown field `qualty`"), "{}", text(&out));
-    assert!(text(&out).contains("(in item \"x\")"), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "typo.jsonl:1: not a valid pool (at `items[0]`: unknown field `qualty`, expected one of `id`, `text`"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("(column 60, in item \"x\"))"), "{}", text(&out));
 }
 
 #[test]

@@ -51,7 +51,7 @@ fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Opt
             continue;
         }
         let bad = |msg: String| RunFolderError::Parse { path: path.to_owned(), line: ln + 1, msg };
-        let l: LabelLine = serde_json::from_str(line)
+        let l: LabelLine = crate::domain::json::from_str(line)
             .map_err(|e| bad(format!("{e}; expected {{\"a\": BASE, \"b\": BASE, \"better\": BASE or \"tie\"}}")))?;
         for id in [&l.a, &l.b] {
             if !pool.bases.contains(id) {

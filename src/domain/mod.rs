@@ -1,11 +1,13 @@
 //! The types every layer reads (docs/model.md §1, §4): pools, items, bases and covariates
 //! ([`pool`]), verdicts and why a reply is invalid ([`verdict`]), the error of an input that
 //! breaks a rule ([`invalid`]), seeded random streams ([`rng`]), paths as users write them
-//! (`~`, `${VAR}`; [`paths`]) and the number format of messages ([`fmt`]). Nothing here reads
+//! (`~`, `${VAR}`; [`paths`]), the number format of messages ([`fmt`]) and JSON text as users
+//! write it, parsed with the failing field named ([`json`]). Nothing here reads
 //! files, talks to a judge or imports another folder of the crate.
 
 pub mod fmt;
 pub mod invalid;
+pub mod json;
 pub mod paths;
 pub mod pool;
 pub mod rng;

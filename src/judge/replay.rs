@@ -252,7 +252,7 @@ impl Recording {
             if raw.trim().is_empty() {
                 continue;
             }
-            let l: Line = serde_json::from_str(raw).map_err(|e| bad(ln, e.to_string()))?;
+            let l: Line = crate::domain::json::from_str(raw).map_err(|e| bad(ln, e.to_string()))?;
             let y = l.y.ok_or_else(|| bad(ln, "missing field `y`".into()))?;
             if let Some(v) = y
                 && !(0.0..=1.0).contains(&v)
@@ -738,7 +738,7 @@ mod tests {
         assert!(e.contains("y = 2 is outside [0, 1]"), "{e}");
         let e =
             Recording::parse("{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":\"x\"}\n", p).unwrap_err().to_string();
-        assert!(e.contains(":1: invalid type: string"), "{e}");
+        assert!(e.contains(":1: at `y`: expected a number, found \"x\""), "{e}");
         // The same verdict twice is one verdict; another verdict is an error naming both lines.
         let one = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n";
         assert!(Recording::parse(&one.repeat(2), p).is_ok());

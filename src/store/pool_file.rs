@@ -99,18 +99,19 @@ pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolEr
             Some((t, turns)) => (std::borrow::Cow::Owned(t), turns),
             None => (std::borrow::Cow::Borrowed(text), Vec::new()),
         };
-        let raw: RawPool = serde_json::from_str(&parsed).map_err(|e| {
-            let mut end = e.column().min(parsed.len());
+        let raw: RawPool = crate::domain::json::from_str(&parsed).map_err(|e| {
+            let mut end = e.column.min(parsed.len());
             while !parsed.is_char_boundary(end) {
                 end -= 1;
             }
-            // serde_json counts lines inside this one-line pool: report the column only.
-            let what = e.to_string();
-            let what = match what.rfind(" at line ") {
-                Some(i) => format!("{} at column {}", &what[..i], e.column()),
-                None => what,
+            // "(column 12, in item "M2")": one parenthesis for both.
+            let near = item_near(&parsed[..end]);
+            let e = e.to_string();
+            let msg = match (near.strip_prefix(" ("), e.strip_suffix(')')) {
+                (Some(item), Some(head)) => format!("{head}, {item}"),
+                _ => format!("{e}{near}"),
             };
-            parse_err(line_no, format!("{what}{}", item_near(&parsed[..end])))
+            parse_err(line_no, msg)
         })?;
         if let Some((_, first, _)) = pools.iter().find(|(p, _, _)| p.pool_id == raw.pool_id) {
             return Err(parse_err(

@@ -52,18 +52,74 @@ fn plain_number_message(text: &str, msg: String) -> String {
 /// The parser's words for a value of the wrong shape ("expected mapping start", "expected
 /// sequence start", "invalid boolean") in the user's terms, with the value found.
 fn shape_message(text: &str, msg: String) -> String {
-    const SHAPES: [(&str, &str); 3] = [
+    const SHAPES: [(&str, &str); 6] = [
         ("expected mapping start", "a mapping of keys (`{key: value, …}`, or keys indented below)"),
         ("expected sequence start", "a list (`- item` lines, or `[a, b]`)"),
+        // The parser's message for the strict booleans ("invalid boolean (strict mode expects
+        // true/false)") starts with these words too.
+        ("invalid boolean (strict mode expects true/false)", "true or false"),
         ("invalid boolean", "true or false"),
+        ("expected string scalar", "a single value (a number, a word or a quoted text)"),
+        ("externally tagged enum expected scalar or mapping", "a name (or `name: {…}`)"),
     ];
+    if msg.contains("cannot deserialize null into string") {
+        return msg.replace(
+            "cannot deserialize null into string; use Option<String>",
+            "expected a text, found an empty value (null)",
+        );
+    }
+    if let Some(m) = serde_type_message(&msg) {
+        return m;
+    }
     let Some((raw, expected)) = SHAPES.iter().find(|(k, _)| msg.contains(k)) else { return msg };
-    let words = match value_at(text, &msg) {
-        Some(v) if v.ends_with(':') || v.contains(": ") => format!("expected {expected}, found a mapping"),
-        Some(v) => format!("expected {expected}, found {v:?}"),
+    // These two messages are given for a value that is not a single one: one that reads as a
+    // single value is the first item of a list on the lines below (where the parser points).
+    let not_single = raw.starts_with("expected string") || raw.starts_with("externally");
+    let words = match found_at(text, &msg) {
+        Some(found) if not_single && found.starts_with('"') => format!("expected {expected}, found a list"),
+        Some(found) => format!("expected {expected}, found {found}"),
         None => format!("expected {expected}"),
     };
     msg.replace(raw, &words)
+}
+
+/// Serde's "invalid type: sequence, expected …" (from a hand-written visitor) in the order and
+/// words of the other messages: "expected …, found a list".
+fn serde_type_message(msg: &str) -> Option<String> {
+    let (start, prefix) = ["invalid type: ", "invalid value: "].iter().find_map(|p| msg.find(p).map(|at| (at, *p)))?;
+    let rest = &msg[start + prefix.len()..];
+    let (found, tail) = rest.split_once(", expected ")?;
+    // The expectation runs to the end of the first line (the parser's excerpt follows).
+    let (expected, after) = tail.split_once('\n').map_or((tail, ""), |(e, a)| (e, a));
+    let found = match found {
+        "sequence" => "a list".to_string(),
+        "map" => "a mapping".to_string(),
+        "unit value" | "null" => "an empty value (null)".to_string(),
+        f => {
+            // `integer `7``, `floating point `1.5``, `boolean `true``, `string "x"`: the value.
+            let v = f.split_once(' ').map_or(f, |(_, v)| v);
+            let v = v.trim_matches('`');
+            if v.starts_with('"') { v.to_string() } else { format!("{v:?}") }
+        }
+    };
+    let sep = if after.is_empty() { "" } else { "\n" };
+    Some(format!("{}expected {expected}, found {found}{sep}{after}", &msg[..start]))
+}
+
+/// What is written at the parser's location, in words: "a list", "a mapping", or the value in
+/// quotes; a value on the lines below its key is a list when they start with `- `.
+fn found_at(text: &str, msg: &str) -> Option<String> {
+    match value_at(text, msg) {
+        Some(v) if v.starts_with('[') || v.starts_with("- ") || v == "-" => Some("a list".into()),
+        Some(v) if v.starts_with('{') || v.ends_with(':') || v.contains(": ") => Some("a mapping".into()),
+        Some(v) => Some(format!("{v:?}")),
+        None => {
+            let (line, _) = location(msg)?;
+            let next = text.lines().skip(line).find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))?;
+            let next = next.trim_start();
+            Some(if next.starts_with("- ") || next == "-" { "a list".into() } else { "a mapping".into() })
+        }
+    }
 }
 
 /// The value written at the parser's "line N column M", as written inside its quotes (a `--set`
@@ -467,5 +523,81 @@ mod tests {
         assert!(e.contains("duplicate") && !e.contains("DuplicateKeyPolicy"), "{e}");
         let e = from_file_text::<Outer>("k: x\n", std::path::Path::new("configs/a.yaml")).unwrap_err().0;
         assert!(e.contains("--> configs/a.yaml:1:4") && !e.contains("<input>"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod shape_words {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct J {
+        name: String,
+        mode: Option<Mode>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum Mode {
+        Fast,
+        Slow,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct T {
+        judges: Vec<J>,
+        k: Option<u64>,
+    }
+
+    fn e(t: &str) -> String {
+        from_str::<T>(t).unwrap_err().0
+    }
+
+    #[test]
+    fn parser_words_for_a_wrong_shape_are_said_in_the_files_terms() {
+        let m = e("judges:\n  - name: [1]\n");
+        assert!(m.starts_with("line 2 column 11 (key `judges[0].name`): expected a single value (a number, a word or a quoted text), found a list"), "{m}");
+        let m = e("judges:\n  - name: {a: 1}\n");
+        assert!(m.contains("found a mapping"), "{m}");
+        let m = e("judges:\n  - name:\n      - a\n");
+        assert!(m.contains("found a list"), "{m}");
+        // A list as the serialiser writes it (after a `--set judges.0.name=[1]`).
+        let m = e("judges:\n- name:\n  - 1\n");
+        assert!(m.contains("expected a single value (a number, a word or a quoted text), found a list"), "{m}");
+        let m = e("judges:\n  - name: null\n");
+        assert!(
+            m.starts_with("line 2 column 11 (key `judges[0].name`): expected a text, found an empty value (null)"),
+            "{m}"
+        );
+        let m = e("judges:\n  - name: a\n    mode: [fast]\n");
+        assert!(m.contains("(key `judges[0].mode`): expected a name (or `name: {…}`), found a list"), "{m}");
+        let m = e("judges:\n  - name: a\nk: [3]\n");
+        assert!(m.contains("(key `k`): expected a single value"), "{m}");
+        for m in [m, e("judges:\n  - name: null\n"), e("judges:\n  - name: a\n    mode: [fast]\n")] {
+            for leak in ["scalar", "Option<", "enum", "deserialize"] {
+                assert!(!m.contains(leak), "{leak} in {m}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_hand_written_visitors_type_error_reads_expected_then_found() {
+        assert_eq!(
+            serde_type_message("line 1 column 9: invalid type: sequence, expected a budget").as_deref(),
+            Some("line 1 column 9: expected a budget, found a list")
+        );
+        assert_eq!(
+            serde_type_message("invalid type: integer `7`, expected a budget\n --> x").as_deref(),
+            Some("expected a budget, found \"7\"\n --> x")
+        );
+        assert_eq!(
+            serde_type_message("invalid value: string \"x\", expected y").as_deref(),
+            Some("expected y, found \"x\"")
+        );
+        assert_eq!(serde_type_message("invalid type: map, expected y").as_deref(), Some("expected y, found a mapping"));
+        assert_eq!(serde_type_message("missing field `k`"), None);
     }
 }
