@@ -102,8 +102,41 @@ impl ConfigError {
 /// [`ConfigError::Io`] when unreadable; [`ConfigError::Yaml`] with line, column and key.
 pub fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
-    crate::store::yaml::from_file_text(crate::store::text::strip_bom_str(&text), path)
-        .map_err(|msg| ConfigError::Yaml { path: path.to_owned(), msg: one_setting_hint(msg.to_string()) })
+    let text = crate::store::text::strip_bom_str(&text);
+    crate::store::yaml::from_file_text(text, path).map_err(|msg| {
+        // A judge with two blocks fails on whichever block the parser reads first (a missing
+        // `base_url` of its `openai:`): name the cause instead.
+        let doc = crate::store::yaml::from_str::<serde_json::Value>(text).ok();
+        let msg = doc.and_then(|d| judge_blocks_message(&d, text)).unwrap_or_else(|| one_setting_hint(msg.to_string()));
+        ConfigError::Yaml { path: path.to_owned(), msg }
+    })
+}
+
+/// The kinds of judge block a judge section may hold, one of them.
+const JUDGE_KINDS: [&str; 4] = ["mock", "openai", "synthetic", "replay"];
+
+/// "line 9: `judge` has 2 judge blocks (`mock`, `openai`); …" for the first judge section of
+/// `doc` (`judge:` or an entry of `judges:`) that holds more than one of [`JUDGE_KINDS`]; the
+/// line is looked up in `text`, the document as written.
+pub(crate) fn judge_blocks_message(doc: &serde_json::Value, text: &str) -> Option<String> {
+    let mut sections: Vec<(String, &serde_json::Value)> = Vec::new();
+    sections.extend(doc.get("judge").map(|j| ("judge".to_string(), j)));
+    if let Some(list) = doc.get("judges").and_then(serde_json::Value::as_array) {
+        sections.extend(list.iter().enumerate().map(|(i, j)| (format!("judges[{i}]"), j)));
+    }
+    sections.into_iter().find_map(|(key, j)| {
+        let map = j.as_object()?;
+        let kinds: Vec<String> =
+            map.keys().filter(|k| JUDGE_KINDS.contains(&k.as_str())).map(|k| format!("`{k}`")).collect();
+        (kinds.len() > 1).then(|| {
+            let line = crate::store::yaml::line_of_key(text, &key).map(|l| format!("line {l}: ")).unwrap_or_default();
+            format!(
+                "{line}`{key}` has {} judge blocks ({}); give exactly one of `mock`, `openai`, `synthetic`, `replay`",
+                kinds.len(),
+                kinds.join(", ")
+            )
+        })
+    })
 }
 
 /// Lexically normalise a path: drop `.` and resolve `..` against preceding normal components

@@ -133,6 +133,15 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     for o in overrides {
         o.apply(&mut probe).map_err(|msg| ConfigError::Set { given: o.given.clone(), msg })?;
     }
+    let written = std::fs::read_to_string(path).unwrap_or_default();
+    if let Some(msg) = super::judge_blocks_message(&probe, &written) {
+        // The file's own fault, or the block an override added.
+        let added = overrides.iter().rev().find(|o| o.key.first().is_some_and(|k| k == "judge" || k == "judges"));
+        return Err(match (super::judge_blocks_message(&doc, &written), added) {
+            (None, Some(o)) => ConfigError::Set { given: o.given.clone(), msg: strip_location(&msg) },
+            _ => ConfigError::Yaml { path: path.to_owned(), msg },
+        });
+    }
     // Block-style keys are set in the text itself, so every other value keeps the text it was
     // written with (`id: 001` stays "001") and the new value is read for its key's type, as if
     // written there (`model: yes` is a name, not a boolean).

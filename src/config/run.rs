@@ -1467,6 +1467,43 @@ mod tests {
         assert_eq!((raw.judges[1].name.as_str(), raw.judges[1].trusted), ("frontier", true));
     }
 
+    /// A judge with two blocks is named as such, not by the first fault the parser meets in
+    /// one of them (an `openai:` without its `base_url`), also when an override adds a block.
+    #[test]
+    fn a_judge_with_two_blocks_is_named_before_the_faults_inside_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, judge: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, format!("name: x\npool: {{file: p.jsonl}}\nk: 2\n{judge}")).unwrap();
+            p
+        };
+        let one = write("one.yaml", "judge:\n  openai: {model: m}\n  mock: {}\n");
+        assert_eq!(
+            Config::load(&one).unwrap_err().to_string(),
+            format!(
+                "{}: line 4: `judge` has 2 judge blocks (`mock`, `openai`); give exactly one of `mock`, `openai`, `synthetic`, `replay`",
+                one.display()
+            )
+        );
+        let panel = write(
+            "panel.yaml",
+            "judges:\n  - {name: a, mock: {}}\n  - name: b\n    openai: {model: m}\n    mock: {}\n",
+        );
+        let e = Config::load(&panel).unwrap_err().to_string();
+        assert!(e.ends_with("line 6: `judges[1]` has 2 judge blocks (`mock`, `openai`); give exactly one of `mock`, `openai`, `synthetic`, `replay`"), "{e}");
+        // With an override: the file's own fault stays the file's; a block an override adds
+        // is the override's.
+        let set = |a: &str| super::super::overrides::Override::parse(a).unwrap();
+        let e = Config::load_with(&one, &[set("k=3")]).unwrap_err().to_string();
+        assert!(e.contains("line 4: `judge` has 2 judge blocks"), "{e}");
+        let good = write("good.yaml", "judges:\n  - {name: a, mock: {}}\n  - {name: b, mock: {}}\n");
+        let e = Config::load_with(&good, &[set("judges.1.replay={file: r.jsonl}")]).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--set judges.1.replay={file: r.jsonl}: `judges[1]` has 2 judge blocks (`mock`, `replay`); give exactly one of `mock`, `openai`, `synthetic`, `replay`"
+        );
+    }
+
     #[test]
     fn zero_in_flight_is_named_by_both_names_of_the_setting() {
         for key in ["batch_size", "concurrency"] {
