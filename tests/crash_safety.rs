@@ -571,6 +571,25 @@ fn torn_last_line_is_dropped_with_a_warning_on_resume() {
     }
 }
 
+/// A verdict torn by a crash of a free judge's run (its request's intent is on disk, its line
+/// is cut): the pair is asked again and nothing is said about money a free judge cannot bill.
+#[test]
+fn a_torn_verdict_of_a_free_judge_is_asked_again_without_a_possibly_billed_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = mock_config(dir.path(), "torn-free", 16, "");
+    assert!(run_bin(dir.path(), &["run", c.to_str().unwrap()]).status.success());
+    let v = dir.path().join("runs/torn-free/verdicts.jsonl");
+    let bytes = std::fs::read(&v).unwrap();
+    std::fs::write(&v, &bytes[..bytes.len() - 40]).unwrap();
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("dropped a torn last line"), "{}", text(&out));
+    assert!(text(&out).contains("resumed: 15 stored verdicts reused, 1 query asked in this run"), "{}", text(&out));
+    assert!(!text(&out).contains("possibly billed"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&v).unwrap().lines().count(), 16);
+    assert_eq!(result_json(&dir.path().join("runs/torn-free"))["spend_usd"].as_f64(), Some(0.0));
+}
+
 #[test]
 fn reusing_a_run_name_for_another_config_warns() {
     let dir = tempfile::tempdir().unwrap();

@@ -497,11 +497,7 @@ fn a_resumed_run_says_what_it_reused_and_a_half_pair_gets_its_other_order_first(
     let c81 = mock_config(dir.path(), "res", 80, "  # one more\n");
     let out = run_bin(dir.path(), &["run", c81.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        stdout(&out).contains("resumed: 79 stored verdicts reused, 1 queries asked in this run"),
-        "{}",
-        stdout(&out)
-    );
+    assert!(stdout(&out).contains("resumed: 79 stored verdicts reused, 1 query asked in this run"), "{}", stdout(&out));
     let after = std::fs::read_to_string(&path).unwrap();
     let new: Value = serde_json::from_str(after.lines().nth(79).unwrap()).unwrap();
     assert_eq!((new["a"].clone(), new["b"].clone()), (last["a"].clone(), last["b"].clone()));

@@ -308,8 +308,16 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
 pub fn resume_hint(config_path: &Path, overrides: &[crate::config::overrides::Override]) -> String {
     let mut line = format!("resume: topk-judge run {}", shell_word(&config_path.display().to_string()));
     for o in overrides {
-        line.push_str(" --set ");
-        line.push_str(&shell_word(&format!("{}={}", o.key.join("."), o.raw)));
+        match o.given.split_once(' ') {
+            // A shorthand as it was given (`--name presume2`, `--max-usd 0.5`).
+            Some((flag, value)) if flag.starts_with("--") && flag != "--set" => {
+                line.push_str(&format!(" {flag} {}", shell_word(value)));
+            }
+            _ => {
+                line.push_str(" --set ");
+                line.push_str(&shell_word(&format!("{}={}", o.key.join("."), o.raw)));
+            }
+        }
     }
     line + "\n"
 }
@@ -357,5 +365,15 @@ mod tests {
             "resume: topk-judge run configs/panel.yaml --set name=presume2 --set judges.0.mock.latency_ms=100 --set 'judge.openai.model=it'\\''s a model'\n"
         );
         assert_eq!(resume_hint(Path::new("my configs/a.yaml"), &[]), "resume: topk-judge run 'my configs/a.yaml'\n");
+        // Shorthands are repeated as given.
+        let short = [
+            Override::shorthand("--name", "name", "my run").unwrap(),
+            Override::shorthand("--max-usd", "budget.max_usd", "0.5").unwrap(),
+            o("k=4"),
+        ];
+        assert_eq!(
+            resume_hint(Path::new("c.yaml"), &short),
+            "resume: topk-judge run c.yaml --name 'my run' --max-usd 0.5 --set k=4\n"
+        );
     }
 }

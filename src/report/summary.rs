@@ -24,12 +24,15 @@ pub fn budget_reached(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) ->
             "the stored verdicts already reach max_comparisons; raise it (budget.max_comparisons, --max-comparisons) to go on"
                 .into(),
         ),
-        (StopReason::MaxUsd, Some(m)) => Some(format!(
-            "the run folder's books ({}) {} max_usd {}; raise it (budget.max_usd, --max-usd) to go on",
-            usd(spend_usd),
-            if spend_usd >= m { "already reach" } else { "leave less than the next query's worst-case cost under" },
-            usd(m)
-        )),
+        (StopReason::MaxUsd, Some(m)) => {
+            let (spent, max) = super::table::usd_distinct(spend_usd, m);
+            let left = if spend_usd >= m {
+                format!("already reach max_usd {max}")
+            } else {
+                format!("leave {} of max_usd {max}, less than the next query's worst-case cost", usd(m - spend_usd))
+            };
+            Some(format!("the run folder's books ({spent}) {left}; raise it (budget.max_usd, --max-usd) to go on"))
+        }
         _ => None,
     }
 }
@@ -56,7 +59,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         r.failed,
         usd(r.spend_usd)
     );
-    if r.possibly_billed > 0 {
+    if r.possibly_billed > 0 && r.possibly_billed_usd > 0.0 {
         let _ = write!(
             s,
             " (includes {} possibly billed, {} at their worst case)",
@@ -77,7 +80,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
             usd(f.spend_usd),
             f.max_usd.map(|m| format!(" of max_usd {}", usd(m))).unwrap_or_default(),
             usd(f.other_usd),
-            if f.possibly_billed > 0 {
+            if f.possibly_billed > 0 && f.possibly_billed_usd > 0.0 {
                 format!("; {} request(s) booked as possibly billed, {}", f.possibly_billed, usd(f.possibly_billed_usd))
             } else {
                 String::new()
@@ -119,7 +122,12 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     if let Some(sess) = r.fit.reporting.session
         && sess.reused > 0
     {
-        let _ = write!(s, "resumed: {} stored verdicts reused, {} queries asked in this run", sess.reused, sess.asked);
+        let asked = if sess.asked == 1 { "1 query".to_string() } else { format!("{} queries", sess.asked) };
+        let _ = write!(
+            s,
+            "resumed: {} reused, {asked} asked in this run",
+            crate::domain::fmt::count(sess.reused, "stored verdict")
+        );
         if sess.asked == 0
             && let Some(why) = budget_reached(r.stop_reason, r.folder_spend.spend_usd, r.folder_spend.max_usd)
         {
@@ -507,6 +515,21 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shipped panel resumed at its own budget: $0.059975 of $0.06 is not "$0.0600 of
+    /// $0.0600"; the amount left is said.
+    #[test]
+    fn a_budget_reached_by_a_fraction_of_a_cent_shows_both_amounts_apart() {
+        assert_eq!(
+            budget_reached(StopReason::MaxUsd, 0.059975, Some(0.06)).unwrap(),
+            "the run folder's books ($0.059975) leave $2.5e-5 of max_usd $0.060000, less than the next query's worst-case cost; raise it (budget.max_usd, --max-usd) to go on"
+        );
+        assert_eq!(
+            budget_reached(StopReason::MaxUsd, 0.0125, Some(0.01)).unwrap(),
+            "the run folder's books ($0.0125) already reach max_usd $0.0100; raise it (budget.max_usd, --max-usd) to go on"
+        );
+        assert_eq!(budget_reached(StopReason::MaxUsd, 0.01, None), None);
+    }
     use crate::domain::verdict::{InvalidReason, invalid_by_reason};
     use crate::judge::JudgeStats;
 

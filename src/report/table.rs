@@ -163,6 +163,18 @@ pub fn usd(x: f64) -> String {
     }
 }
 
+/// Two amounts in USD as [`usd`] writes them, with 6 decimals (up to 9) when they differ but
+/// [`usd`] writes them alike ($0.059975 and $0.06 both read "$0.0600").
+pub fn usd_distinct(a: f64, b: f64) -> (String, String) {
+    let (mut x, mut y) = (usd(a), usd(b));
+    let mut decimals = 6;
+    while x == y && a != b && decimals <= 9 {
+        (x, y) = (format!("${a:.decimals$}"), format!("${b:.decimals$}"));
+        decimals += 1;
+    }
+    (x, y)
+}
+
 /// The unit of a bias coefficient for a covariate transform.
 pub fn coef_unit(name: &str, t: Option<crate::domain::pool::Transform>) -> String {
     use crate::domain::pool::Transform;

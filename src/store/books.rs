@@ -147,8 +147,10 @@ impl Books {
         let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed_path);
         let (intents, recovery) = IntentLog::open_keeping(&dir.join(files.intents), &closed, max_id, keep)?;
         let mut warnings: Vec<String> = warning.into_iter().chain(failed_warning).chain(recovery.warning).collect();
-        if !recovery.booked.is_empty() {
-            let usd: f64 = recovery.booked.iter().map(|c| c.cost_usd).sum();
+        let usd: f64 = recovery.booked.iter().map(|c| c.cost_usd).sum();
+        // Requests of a judge that bills nothing (a mock, a local model without prices) cost
+        // nothing to lose: no warning about money.
+        if !recovery.booked.is_empty() && usd > 0.0 {
             warnings.push(format!(
                 "{}: {} request(s) were sent (or about to be) by a run that ended before their replies were recorded; booked as possibly billed at their worst case, ${usd:.6} in all, counted as spend and against max_usd",
                 intents.path().display(),
