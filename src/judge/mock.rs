@@ -251,8 +251,17 @@ impl JudgeInfo for MockJudge {
         }
     }
 
+    /// The settings that decide the verdict, and the ordered pair. The simulated latency and
+    /// prices are left out: they change what a verdict costs and when it comes, not what it
+    /// says, so editing them keeps the run's verdicts.
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
-        let cfg = serde_json::to_string(&self.cfg).expect("serialisable");
+        let mut cfg = serde_json::to_value(&self.cfg).expect("serialisable");
+        if let Some(m) = cfg.as_object_mut() {
+            for simulated in ["latency_ms", "input_usd_per_mtok", "output_usd_per_mtok"] {
+                m.remove(simulated);
+            }
+        }
+        let cfg = cfg.to_string();
         let (ia, ib) = (&pool.items[a], &pool.items[b]);
         let payload = serde_json::json!({"judge": "mock", "cfg": cfg, "pool": pool.prompt_id_of(a), "a": ia, "b": ib});
         rng::sha256_hex(&payload.to_string())
@@ -410,5 +419,38 @@ mod tests {
         // Its config is part of every cache key; without it the keys are the plain mock's.
         let pool = Pool::new("p".into(), "t".into(), vec![item("own"), item("other")]).unwrap();
         assert_ne!(j.cache_key(&pool, 0, 1), plain.cache_key(&pool, 0, 1));
+    }
+
+    /// Simulated latency and prices change what a verdict costs and when it comes: the same
+    /// cache key. What decides the verdict (seed, temperature, biases, mode) changes it.
+    #[test]
+    fn the_cache_key_holds_what_decides_the_verdict_not_latency_or_price() {
+        let item = |id: &str, q: f64| Item {
+            id: id.into(),
+            quality: Some(q),
+            text: Some("a b c".into()),
+            ..Default::default()
+        };
+        let pool = Pool::new("p".into(), "t".into(), vec![item("x", 3.0), item("y", 4.0)]).unwrap();
+        let base = MockConfig { mode: MockMode::Stochastic, seed: 7, ..Default::default() };
+        let key = |c: MockConfig| MockJudge::new(c).unwrap().cache_key(&pool, 0, 1);
+        let k0 = key(base.clone());
+        let simulated = MockConfig {
+            latency_ms: 100,
+            input_usd_per_mtok: Some(2.5),
+            output_usd_per_mtok: Some(10.0),
+            ..base.clone()
+        };
+        assert_eq!(key(simulated), k0);
+        for changed in [
+            MockConfig { seed: 8, ..base.clone() },
+            MockConfig { temperature: 0.3, ..base.clone() },
+            MockConfig { pos_bias: 0.0, ..base.clone() },
+            MockConfig { verb_per_word: 0.0, ..base.clone() },
+            MockConfig { mode: MockMode::Deterministic, ..base.clone() },
+        ] {
+            assert_ne!(key(changed), k0);
+        }
+        assert_ne!(MockJudge::new(base).unwrap().cache_key(&pool, 1, 0), k0, "an ordered pair");
     }
 }
