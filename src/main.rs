@@ -33,15 +33,23 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             use std::io::Write;
-            let top = e.to_string();
-            let mut err = std::io::stderr();
-            let _ = writeln!(err, "error: {top}");
-            for cause in e.chain().skip(1) {
-                let c = cause.to_string();
-                if !top.contains(&c) {
-                    let _ = writeln!(err, "  caused by: {c}");
+            // The context (the command and its input) and the error on one line, as the other
+            // errors read (`error: compare: runs/x/result.json: not found …`); deeper causes below.
+            // A cause already said by the messages above it is not repeated.
+            let mut said = e.to_string();
+            let mut lines = vec![format!("error: {said}")];
+            for c in e.chain().skip(1).map(|c| c.to_string()) {
+                if said.contains(c.as_str()) {
+                    continue;
                 }
+                if lines.len() == 1 {
+                    lines[0] = format!("{}: {c}", lines[0]);
+                } else {
+                    lines.push(format!("  caused by: {c}"));
+                }
+                said.push_str(&c);
             }
+            let _ = writeln!(std::io::stderr(), "{}", lines.join("\n"));
             ExitCode::FAILURE
         }
     }

@@ -433,3 +433,20 @@ fn the_report_page_renders_in_a_real_browser() {
     let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {}", text(&out)));
     assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "a screenshot of a drawn page: {} bytes", png.len());
 }
+
+/// A command's context and its error read as one line, as every other error does; a cause
+/// the line already says is not repeated below it.
+#[test]
+fn a_commands_error_is_one_line_with_its_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_bin(dir.path(), &["compare", "nope"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: compare: nope/result.json: not found: give a run folder (a run writes result.json there when it stops)\n"
+    );
+    let out = run_bin(dir.path(), &["simulate", "nope.yaml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: simulate nope.yaml: cannot read config nope.yaml: "), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
