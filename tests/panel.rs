@@ -560,7 +560,7 @@ fn fit_panel_guards_its_inputs_repeats_and_draws() {
     let out = run_bin(dir.path(), &["fit", p, vs, "--panel", "--trusted", "frontier", "--draws", "150"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        stdout(&out).contains("certified top-3: nothing certified: 150 Monte-Carlo draws cannot resolve π at ε = 0.05: at least 200 are needed"),
+        stdout(&out).contains("certified top-3 (ε = 0.05): nothing certified: 150 Monte-Carlo draws cannot resolve π at ε = 0.05: at least 200 are needed"),
         "{}",
         stdout(&out)
     );

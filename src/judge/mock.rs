@@ -252,16 +252,13 @@ impl JudgeInfo for MockJudge {
     }
 
     /// The settings that decide the verdict, and the ordered pair. The simulated latency and
-    /// prices are left out: they change what a verdict costs and when it comes, not what it
-    /// says, so editing them keeps the run's verdicts.
+    /// prices are set to their defaults first: they change what a verdict costs and when it
+    /// comes, not what it says, so editing them keeps the run's verdicts (and a mock without
+    /// them keeps the keys it always had).
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
-        let mut cfg = serde_json::to_value(&self.cfg).expect("serialisable");
-        if let Some(m) = cfg.as_object_mut() {
-            for simulated in ["latency_ms", "input_usd_per_mtok", "output_usd_per_mtok"] {
-                m.remove(simulated);
-            }
-        }
-        let cfg = cfg.to_string();
+        let decisive =
+            MockConfig { latency_ms: 0, input_usd_per_mtok: None, output_usd_per_mtok: None, ..self.cfg.clone() };
+        let cfg = serde_json::to_string(&decisive).expect("serialisable");
         let (ia, ib) = (&pool.items[a], &pool.items[b]);
         let payload = serde_json::json!({"judge": "mock", "cfg": cfg, "pool": pool.prompt_id_of(a), "a": ia, "b": ib});
         rng::sha256_hex(&payload.to_string())

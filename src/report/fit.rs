@@ -257,24 +257,32 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
     let eps = out.epsilon;
     let mut order: Vec<usize> = (0..p.theta.len()).collect();
     order.sort_by(|a, b| p.theta[*b].total_cmp(&p.theta[*a]).then(a.cmp(b)));
-    let inside: Vec<&str> =
-        order.iter().filter(|&&b| p.membership[b] >= 1.0 - eps).map(|&b| out.bases[b].as_str()).collect();
-    match &out.not_certified {
-        Some(why) => {
-            let _ = writeln!(text, "certified top-{}: nothing certified: {why}", out.k);
-        }
+    // The certified sets, worded as for a single judge (docs/model.md, "Certified top-k").
+    let ids = |b: &[usize]| b.iter().map(|&i| out.bases[i].clone()).collect::<Vec<_>>();
+    let cert = match &out.not_certified {
+        Some(why) => super::schema::CertifiedTopk {
+            epsilon: eps,
+            claimed: false,
+            inside: Vec::new(),
+            undecided: ids(&order),
+            outside: Vec::new(),
+            mc_draws: out.draws,
+            withheld: Some(why.clone()),
+        },
         None => {
-            let _ = writeln!(
-                text,
-                "certified top-{}: {} of {} in (π ≥ {}): {}",
-                out.k,
-                inside.len(),
-                out.k,
-                1.0 - eps,
-                if inside.is_empty() { "none".to_string() } else { inside.join(", ") }
-            );
+            let sets = crate::analysis::certify::sets(&p.membership, &order, eps);
+            super::schema::CertifiedTopk {
+                epsilon: eps,
+                claimed: sets.claimed(out.k),
+                inside: ids(&sets.inside),
+                undecided: ids(&sets.undecided),
+                outside: ids(&sets.outside),
+                mc_draws: out.draws,
+                withheld: None,
+            }
         }
-    }
+    };
+    text.push_str(&super::summary::certified_set_lines(out.k, &cert, None));
     let bw = out.bases.iter().map(|b| b.chars().count()).max().unwrap_or(4).max(4);
     // No table of the prior's zeros.
     let shown = if out.comparisons == 0 {

@@ -276,7 +276,16 @@ fn short_verdict(e: &Identifiability) -> &'static str {
 /// What the data certify about the top-k at ε (docs/model.md, "Certified top-k"): the in, out
 /// and undecided sets, or why nothing is certified. The summary leads with it.
 pub fn certified_lines(k: usize, rep: &Reporting) -> String {
-    let c = &rep.certified;
+    certified_set_lines(k, &rep.certified, rep.no_signal.as_ref())
+}
+
+/// The certified top-k at ε as [`certified_lines`] words it, for a single judge's or a panel's
+/// sets (`no_signal`: a judge without signal, warned below the sets).
+pub fn certified_set_lines(
+    k: usize,
+    c: &super::schema::CertifiedTopk,
+    no_signal: Option<&crate::analysis::certify::NoSignal>,
+) -> String {
     // Up to 6 decimals: ε = 0.49999 must not read as 0.5.
     let exact = |x: f64| {
         if x != 0.0 && x.abs() < 1e-3 {
@@ -325,7 +334,7 @@ pub fn certified_lines(k: usize, rep: &Reporting) -> String {
         c.outside.len(),
         if c.outside.is_empty() { String::new() } else { format!(" ({})", list_some(&c.outside, 8)) }
     );
-    if let Some(ns) = &rep.no_signal {
+    if let Some(ns) = no_signal {
         let _ = writeln!(s, "warning: {}", ns.text());
     }
     s

@@ -779,19 +779,20 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
             .unwrap_or_default(),
         if r.possibly_billed > 0 { format!(" ({} possibly billed)", r.possibly_billed) } else { String::new() }
     );
-    if r.comparisons == 0
+    // Nothing asked now: the folder's books (its verdicts, or those of earlier settings) already
+    // use the budget up, or an empty folder's budget does not cover one query.
+    let books_reached = (r.asked_now == 0 && (r.reused > 0 || r.spend_usd > 0.0))
+        .then(|| crate::report::summary::budget_reached(r.stop_reason, r.spend_usd, r.max_usd))
+        .flatten();
+    if let Some(why) = books_reached {
+        t.push_str(&format!("  {why}\n"));
+    } else if r.comparisons == 0
         && r.stop_reason == StopReason::MaxUsd
         && let Some(m) = r.max_usd
     {
         t.push_str(&format!(
             "  max_usd ${m} does not cover one query's worst-case cost of any judge: nothing was bought; `run --dry-run` shows the cost per query and how many the budget allows\n"
         ));
-    }
-    if r.asked_now == 0
-        && r.reused > 0
-        && let Some(why) = crate::report::summary::budget_reached(r.stop_reason, r.spend_usd, r.max_usd)
-    {
-        t.push_str(&format!("  {why}\n"));
     }
     if let Some(m) = &r.stop_message {
         t.push_str(&format!("  stopped because {m}\n"));
