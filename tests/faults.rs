@@ -838,3 +838,37 @@ fn an_interrupted_run_leaves_no_stale_result() {
     child.wait().unwrap();
     assert!(!result_path.exists(), "an older result.json was left looking current");
 }
+
+/// A reply may claim any token count: usage of 10¹⁹ tokens (as a float, or summed over the
+/// attempts of a query) is booked, saturating, and the run ends at its budget with its
+/// result.json instead of overflowing; an error body that claims such usage does the same.
+#[test]
+fn a_reply_claiming_absurd_usage_is_booked_and_the_run_ends_at_its_budget() {
+    let huge = |_: &Value| Some(json!({"prompt_tokens": 1e19, "completion_tokens": 18446744073709551615u64}));
+    let fake = FakeOpenAi::start_with(Box::new(crate::common::fake_openai::longer_wins), Box::new(huge));
+    let dir = tempfile::tempdir().unwrap();
+    let p = abc(dir.path());
+    let cfg = config(dir.path(), "absurd", &p, &fake.base_url, "", "budget:\n  max_usd: 0.05\n");
+    let out = run(dir.path(), &cfg, &[]);
+    let t = text(&out);
+    assert!(!t.contains("panicked"), "{t}");
+    assert!(out.status.success() && t.contains("overrun: 6 replies billed above max_tokens 8"), "{t}");
+    let r = result(dir.path(), "absurd");
+    assert!(r["spend_usd"].as_f64().unwrap() > 1e12, "{r}");
+    // The folder stays readable: a second run asks nothing and ends.
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fake.n_requests(), 6);
+
+    let fake = FakeOpenAi::start();
+    fake.set_always(Some(Fault::Status {
+        code: 500,
+        body: json!({"error": {"message": "upstream failed"}, "usage": {"prompt_tokens": 1e19, "completion_tokens": 1e19}})
+            .to_string(),
+    }));
+    let cfg = config(dir.path(), "absurd500", &p, &fake.base_url, "    max_retries: 2\n", "budget:\n  max_usd: 0.05\n");
+    let out = run(dir.path(), &cfg, &[]);
+    let t = text(&out);
+    assert!(!t.contains("panicked"), "{t}");
+    assert!(result(dir.path(), "absurd500")["spend_usd"].as_f64().unwrap() > 1e12, "{t}");
+}

@@ -35,12 +35,17 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Component-wise sum.
+    /// Component-wise sum, saturating at `u64::MAX` (a reply may claim any count).
     pub fn add(&mut self, o: &Usage) {
-        self.prompt_tokens += o.prompt_tokens;
-        self.completion_tokens += o.completion_tokens;
-        self.cached_tokens += o.cached_tokens;
-        self.reasoning_tokens += o.reasoning_tokens;
+        self.prompt_tokens = self.prompt_tokens.saturating_add(o.prompt_tokens);
+        self.completion_tokens = self.completion_tokens.saturating_add(o.completion_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(o.cached_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(o.reasoning_tokens);
+    }
+
+    /// Prompt plus completion tokens, saturating.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 }
 

@@ -123,8 +123,7 @@ impl PriceTable {
         let mut used = BTreeSet::new();
         for run in runs.iter_mut() {
             let Some((key, price)) = self.find(run).map(|(k, p)| (k.to_owned(), *p)) else { continue };
-            let tokens: u64 =
-                run.verdicts.iter().map(|v| v.reply.usage.prompt_tokens + v.reply.usage.completion_tokens).sum();
+            let tokens: u64 = run.verdicts.iter().map(|v| v.reply.usage.total()).fold(0u64, u64::saturating_add);
             if price.per_token() && price.usd_per_verdict.is_none() && tokens == 0 && !run.verdicts.is_empty() {
                 return Err(CompareError::Mismatch(format!(
                     "price table entry {key:?} prices tokens, but the verdicts of run {} record no token usage; give usd_per_verdict",

@@ -48,7 +48,7 @@ impl Price {
         let output = if u.reasoning_tokens <= u.completion_tokens {
             u.completion_tokens
         } else {
-            u.completion_tokens + u.reasoning_tokens
+            u.completion_tokens.saturating_add(u.reasoning_tokens)
         };
         (uncached as f64 * self.input + cached as f64 * self.cached_input + output as f64 * self.output) / 1e6
     }

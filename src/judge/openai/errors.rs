@@ -152,7 +152,7 @@ pub(super) fn usage_in_body(body: &str) -> Option<Usage> {
     let v: Value = serde_json::from_str(body).ok()?;
     let u = v.get("usage").or_else(|| v.get("error").and_then(|e| e.get("usage")))?;
     let u = super::reply::usage_of(u)?;
-    (u.prompt_tokens + u.completion_tokens > 0).then_some(u)
+    (u.total() > 0).then_some(u)
 }
 
 pub(super) fn clip(s: &str, n: usize) -> String {

@@ -102,7 +102,7 @@ impl ChatReply {
                 || if body.contains("rate") { CallErrorKind::RateLimited } else { CallErrorKind::Server },
                 |c| classify_http(c, &body),
             );
-            let billed = usage.is_some_and(|u| u.prompt_tokens + u.completion_tokens > 0);
+            let billed = usage.is_some_and(|u| u.total() > 0);
             if kind == CallErrorKind::Server && billed {
                 kind = CallErrorKind::UpstreamBilled;
             }
