@@ -215,3 +215,31 @@ fn swapped_fit_arguments_get_a_hint() {
         text(&out)
     );
 }
+
+/// A run folder whose judge was edited under the same name (another mock seed) holds two
+/// judges' verdicts under one description: `fit RUN` fits the run's judge as configured now,
+/// as the run did, with the same θ̂, and says how many records it left out.
+#[test]
+fn fit_of_a_run_folder_fits_the_verdicts_of_the_runs_judge_as_configured_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "mix", 48, "");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--set", "judge.mock.seed=8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run = result(dir.path(), "mix");
+    assert_eq!(std::fs::read_to_string(dir.path().join("runs/mix/verdicts.jsonl")).unwrap().lines().count(), 96);
+    let out_json = dir.path().join("fit.json");
+    let out = run_bin(dir.path(), &["fit", "runs/mix", "--out", out_json.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("bias_aware model, 48 valid verdicts"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("note: 48 of the 96 records of runs/mix/verdicts.jsonl are of another judge configuration under this run's name"),
+        "{}",
+        stdout(&out)
+    );
+    let fit: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    for (id, t) in run["theta"].as_object().unwrap() {
+        let f = fit["theta"][id].as_f64().unwrap();
+        assert!((f - t.as_f64().unwrap()).abs() < 1e-6, "{id}: {f} vs {t}");
+    }
+}

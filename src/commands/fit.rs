@@ -233,8 +233,24 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>)
 /// # Errors
 /// [`FitCommandError`] naming the file, line and item.
 pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandError> {
-    let Prepared { run, pool, set, sel, vpath } = prepare(args)?;
+    let Prepared { run, pool, set, mut sel, vpath } = prepare(args)?;
     let cfg = run.as_ref().map(|r| &r.cfg);
+    // A run folder of one judge: the verdicts of its judge as configured now, as the run fits
+    // them (a judge edited under the run's name leaves its older verdicts, another judge's).
+    if let Some(r) = run.as_ref().filter(|r| !r.cfg.is_panel() && args.verdicts_file.is_none() && args.judge.is_none())
+        && let Ok(judge) = crate::config::judge::judge_info(r.cfg.raw.judge())
+    {
+        let queries = crate::run::queries::RunQueries::new(&r.cfg, judge.as_ref());
+        queries.learn_folder(&r.dir);
+        let before = sel.mine.len();
+        sel.mine.retain(|l| l.key.as_deref().is_some_and(|k| queries.contains_key(k)));
+        if sel.mine.len() < before {
+            sel.notes.push(format!(
+                "{} of the {before} records of {vpath} are of another judge configuration under this run's name (an edited judge, seed or prompt): not fitted, as the run does not fit them",
+                before - sel.mine.len()
+            ));
+        }
+    }
     let (verdicts, invalid) = item_verdicts(&sel.mine, &pool, set.strong_preference_weight, &vpath)?;
     let fit = fit_output(&pool, args, cfg, &set, sel, verdicts, invalid)?;
     Ok((pool, fit))
