@@ -498,6 +498,28 @@ async fn a_lone_surrogate_in_the_body_is_decoded_and_the_verdict_kept() {
     assert_eq!(result_json(&cfg)["judge_stats"]["broken_text_repairs"], 1);
 }
 
+/// The invalid-reply limit passed by the reply that also uses up max_comparisons: the run
+/// stops for its invalid replies (exit 1), not as if its budget had simply run out.
+#[test]
+fn the_invalid_reply_limit_wins_over_a_budget_used_up_at_the_same_reply() {
+    tls();
+    let fake = FakeOpenAi::start_with(Box::new(|_, _| "Both have merits and flaws.".into()), Box::new(fixed_usage));
+    let dir = tempfile::tempdir().unwrap();
+    let p = config(
+        dir.path(),
+        "invalid-last",
+        &fake.base_url,
+        "    max_invalid_retries: 0\n    max_invalid_rate: 0.5\n    invalid_rate_min_replies: 6\n",
+        6,
+    );
+    let out = run_bin(dir.path(), &["run", p.to_str().unwrap(), "--quiet"]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert_eq!(fake.n_requests(), 6, "{t}");
+    assert!(t.contains("6 of 6 replies were invalid (100%, above max_invalid_rate 0.5; no_verdict 6)"), "{t}");
+    assert_eq!(result_json(&Config::load(&p).unwrap())["stop_reason"], "max_invalid_rate");
+}
+
 #[test]
 fn too_many_invalid_replies_stop_the_run_with_the_likely_cause() {
     tls();

@@ -510,11 +510,14 @@ impl Scheduler {
             || self.confident(fit)
     }
 
-    /// The stop rules at a quiet point, in order: a failing judge, no pair left to ask, a
-    /// confident fit, no comparison left, an interrupt, the invalid-reply limit.
+    /// The stop rules at a quiet point, in order: a failing judge, the invalid-reply limit (a
+    /// judge whose replies are unusable is the news, also when the budget ran out with them), no
+    /// pair left to ask, a confident fit, no comparison left, an interrupt.
     fn stop_reason(&self, fit: Option<&Fitted<'_>>, sig: Signals) -> Option<StopReason> {
         if sig.judge_failing || self.rounds_failing() {
             Some(StopReason::JudgeFailing)
+        } else if self.invalid_stop {
+            Some(StopReason::MaxInvalidRate)
         } else if self.all_asked() {
             Some(StopReason::Exhausted)
         } else if self.confident(fit) {
@@ -525,8 +528,6 @@ impl Scheduler {
             Some(StopReason::BatchPending)
         } else if sig.interrupted {
             Some(StopReason::Interrupted)
-        } else if self.invalid_stop {
-            Some(StopReason::MaxInvalidRate)
         } else {
             None
         }
@@ -536,8 +537,8 @@ impl Scheduler {
     /// (`None` before the first refit or after a failed one) and the outside `signals`:
     /// 1. a refit when one is due, also while stopping, so the final fit covers every verdict;
     /// 2. after a failed fit: stop once nothing is in flight;
-    /// 3. at a quiet point, the stop rules, in order: a failing judge, no pair left, a confident
-    ///    fit, no comparison left, an interrupt, the invalid-reply limit;
+    /// 3. at a quiet point, the stop rules, in order: a failing judge, the invalid-reply limit, no
+    ///    pair left, a confident fit, no comparison left, an interrupt;
     /// 4. while a stop rule holds, or a reservation failed: wait for what is in flight;
     /// 5. otherwise the next picks, each reserved at its worst case: sent, or, when not even one
     ///    fits in `max_usd` with nothing in flight, stop (`max_usd`); no pick at a quiet point
