@@ -449,3 +449,22 @@ fn gate_on_a_live_run_needs_no_key_for_the_runs_judge() {
     assert!(text(&out).contains("runs/summeval-openai: the run has no valid verdicts"), "{}", text(&out));
     assert!(!dir.path().join("runs/summeval-openai/gate.json").exists());
 }
+
+/// `run --gate FILE` with a file that cannot apply (missing, or not a gate.json) stops before
+/// the run spends anything.
+#[test]
+fn a_gate_file_that_cannot_apply_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "gated", 24, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--gate", "nope.json"]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("error: --gate nope.json: ") && t.contains("nope.json"), "{t}");
+    assert!(!t.contains("stopped:"), "{t}");
+    assert!(!dir.path().join("runs/gated/verdicts.jsonl").exists(), "{t}");
+    let not_gate = write(dir.path(), "result.json", "{\"k\": 3}\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--gate", not_gate.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("expected the gate.json written by `topk-judge gate`"), "{}", text(&out));
+    assert!(!dir.path().join("runs/gated/verdicts.jsonl").exists());
+}

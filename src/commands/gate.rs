@@ -381,6 +381,17 @@ pub async fn gate_for(
 /// # Errors
 /// [`RunFolderError`]: unreadable gate file, judge or covariate mismatch, fit failure.
 pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Result<String, RunFolderError> {
+    let g = read_gate(cfg, &result.judge, gate_file)?;
+    apply_report(cfg, result, &g, gate_file)
+}
+
+/// Read a gate.json for a run of `cfg` whose judge is described as `judge`: checked before a
+/// run spends anything (`run --gate FILE`), and again when applied.
+///
+/// # Errors
+/// [`RunFolderError`]: the file is unreadable or not a gate.json, or the gate was computed for
+/// another judge or other covariates.
+pub fn read_gate(cfg: &Config, judge: &str, gate_file: &Path) -> Result<GateReport, RunFolderError> {
     let text = std::fs::read_to_string(gate_file).map_err(io_err(gate_file))?;
     let g: GateReport = serde_json::from_str(&text).map_err(|e| RunFolderError::Parse {
         path: gate_file.to_owned(),
@@ -388,12 +399,12 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
         msg: format!("{e}; expected the gate.json written by `topk-judge gate`"),
     })?;
     // Descriptions written before the mock's mode was spelled as in the config differ in case.
-    if !g.judge.eq_ignore_ascii_case(&result.judge) {
+    if !g.judge.eq_ignore_ascii_case(judge) {
         return Err(RunFolderError::Invalid(format!(
             "{}: the gate was computed for judge {:?}, this run uses {:?}; the gate decides per (judge, covariate, task)",
             gate_file.display(),
             g.judge,
-            result.judge
+            judge
         )));
     }
     let cov = bias_covariates(cfg)?;
@@ -405,7 +416,7 @@ pub fn apply_gate(cfg: &Config, result: &mut RunResult, gate_file: &Path) -> Res
             cov.names
         )));
     }
-    apply_report(cfg, result, &g, gate_file)
+    Ok(g)
 }
 
 /// Apply a gate report to a run's result: the reported ranking follows the gate's decision

@@ -291,6 +291,13 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     if cfg.is_panel() {
         return run_panel(args, &cfg, rt);
     }
+    // A gate file that cannot apply is found before anything is spent.
+    if let Some(g) = &args.gate {
+        super::gate::read_gate(&cfg, &judge.describe(), g).map_err(|source| RunCommandError::Gate {
+            what: format!("--gate {}", g.display()),
+            source: Box::new(source),
+        })?;
+    }
     match fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides) {
         Ok(Some((c, j))) => (cfg, judge) = (c, j),
         Ok(None) => {}
