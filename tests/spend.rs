@@ -597,3 +597,32 @@ fn rankings_csv_never_holds_a_formula() {
     }
     assert!(t.contains("'+SUM(1") && t.contains("'@cmd") && t.contains("'-2+3"), "{t}");
 }
+
+/// The dry run counts the folder's books under other settings against max_usd, as the run
+/// does: after a run of another judge seed in the same folder, it says so, and the number of
+/// queries it allows is the number the run then buys.
+#[test]
+fn the_dry_run_counts_the_folders_other_books_against_max_usd_as_the_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "shared-books", 60, "");
+    let c = cfg.to_str().unwrap();
+    let priced = ["--set", "judge.mock.input_usd_per_mtok=0.15", "--set", "judge.mock.output_usd_per_mtok=0.6"];
+    let first = run_bin(dir.path(), &[&["run", c, "--quiet"][..], &priced].concat());
+    assert!(first.status.success(), "{}", text(&first));
+    let spent = json(&dir.path().join("runs/shared-books/result.json"))["spend_usd"].as_f64().unwrap();
+    let max = format!("{}", spent + 0.002);
+    let again = [&priced[..], &["--set", "judge.mock.seed=99", "--max-usd", &max, "--max-comparisons", "200"]].concat();
+    let dry = run_bin(dir.path(), &[&["run", c, "--dry-run"][..], &again].concat());
+    assert!(dry.status.success(), "{}", text(&dry));
+    let said = stdout(&dry);
+    assert!(said.contains(&format!("the run folder's books also hold ${spent:.6} under other settings")), "{said}");
+    let line = said.lines().find(|l| l.starts_with("queries the budget allows")).unwrap();
+    let allowed: Vec<usize> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    let (lo, hi) = (allowed[0], allowed[1]);
+    assert!(hi < 30, "{line}");
+    let run = run_bin(dir.path(), &[&["run", c, "--quiet"][..], &again].concat());
+    assert!(run.status.success(), "{}", text(&run));
+    let r = json(&dir.path().join("runs/shared-books/result.json"));
+    let bought = r["comparisons"].as_u64().unwrap() as usize;
+    assert!((lo..=hi).contains(&bought), "{bought} not in {lo}..={hi}: {line}");
+}

@@ -29,6 +29,8 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
     let mine = queries.stored(&records);
     // + 0.0: an empty f64 sum is −0.0, printed as "$-0.000000".
     let spent_usd: f64 = peek_spend(&cfg.run_dir, &|k: &str| queries.contains_key(k))?.total_usd() + 0.0;
+    // The run counts the whole folder's books against max_usd (also those of earlier settings).
+    let folder_usd: f64 = peek_spend(&cfg.run_dir, &|_: &str| true)?.total_usd() + 0.0;
     let asked: HashSet<(usize, usize)> =
         mine.iter().map(|&(a, b, _)| (a, b)).chain(queries.skipped().iter().copied()).collect();
     // Every asked pair is a run pair (stored records are matched to run pairs, skipped ones are).
@@ -69,7 +71,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
     };
     let (at_least, at_most, worst_total) = match cfg.raw.budget.max_usd {
         Some(max) => {
-            let left = (max - spent_usd).max(0.0);
+            let left = (max - folder_usd.max(spent_usd)).max(0.0);
             let lo = fit(&mut costs.desc.iter().copied(), left);
             let hi = fit(&mut costs.asc(), left);
             (lo, hi, costs.desc.iter().take(n).sum::<f64>().min(left))
@@ -80,6 +82,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
         pairs: queries.sendable(),
         stored: mine.len(),
         spent_usd,
+        other_usd: (folder_usd - spent_usd).max(0.0),
         first,
         worst_per_query_usd: per_query,
         mean_sampled: costs.mean_sampled,

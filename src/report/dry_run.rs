@@ -14,6 +14,9 @@ pub struct DryRun {
     /// Spend booked so far for this judge configuration, USD: stored verdicts, paid failures and
     /// possibly billed requests (intents still open count, as the next run books them).
     pub spent_usd: f64,
+    /// Spend booked in the run folder under other settings (earlier configurations, judges or
+    /// pools), USD: counted against `max_usd` as the run counts it.
+    pub other_usd: f64,
     /// The first query the run sends (item ids: shown first, second) and its rendered prompt.
     pub first: Option<(String, String, Option<String>)>,
     /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD.
@@ -42,6 +45,12 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
         crate::domain::fmt::count(d.stored, "verdict"),
         d.spent_usd
     ));
+    if d.other_usd > 0.0 {
+        s.push_str(&format!(
+            "the run folder's books also hold ${:.6} under other settings (earlier configurations, judges or pools, possibly billed requests), counted against max_usd as the run counts it\n",
+            d.other_usd
+        ));
+    }
     match &d.first {
         Some((a, b, Some(p))) => {
             s.push_str(&format!("\nfirst prompt ({a} shown first, {b} second):\n---\n{p}\n---\n\n"))
