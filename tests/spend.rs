@@ -405,7 +405,10 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
         fake.script([Fault::ServerError, Fault::EchoKeyInError]);
         let dir = tempfile::tempdir().unwrap();
         let url = format!("{}{}", fake.base_url.replace("http://", scheme), query);
-        let cfg = live(dir.path(), name, &url, "", "", "  max_comparisons: 4\n");
+        // With a key: the key also pasted into another setting (a request field); it is sent
+        // as given, and redacted in the run folder's config.yaml.
+        let pasted = if with_key.is_some() { format!("    extra_body: {{user: {key}}}\n") } else { String::new() };
+        let cfg = live(dir.path(), name, &url, &pasted, "", "  max_comparisons: 4\n");
         if with_key.is_some() {
             let yaml = std::fs::read_to_string(&cfg)
                 .unwrap()
@@ -430,6 +433,7 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
             assert!(q.uri.starts_with("/v1/chat/completions"), "{}", q.uri);
             if with_key.is_some() {
                 assert_eq!(q.uri, "/v1/chat/completions?api_key=qk3y-77-secret");
+                assert_eq!(q.body["user"], key);
                 assert_eq!(q.auth.as_deref(), Some(format!("Bearer {key}").as_str()));
             } else {
                 // base64("alice:pw-s3cr3t-91")
@@ -459,6 +463,10 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
         assert!(shown.contains("***@127.0.0.1") || shown.contains("api_key=***"), "{shown}");
         // The run folder's config.yaml holds the redacted URL: using it as is is refused, with why.
         let saved = dir.path().join("runs").join(name).join("config.yaml");
+        if with_key.is_some() {
+            let written = std::fs::read_to_string(&saved).unwrap();
+            assert!(written.contains("      user: redacted-api-key\n"), "{written}");
+        }
         let out = run_bin(dir.path(), &["run", saved.to_str().unwrap(), "--dry-run"]);
         assert!(!out.status.success() && text(&out).contains("redacted"), "{}", text(&out));
     }

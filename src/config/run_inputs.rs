@@ -65,8 +65,26 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
     }
     raw.out_dir = Some(PathBuf::from(".."));
     let path = dir.join("config.yaml");
-    let yaml = crate::store::yaml::to_string(&raw).unwrap_or_default();
+    let yaml = redact_keys(&raw, crate::store::yaml::to_string(&raw).unwrap_or_default());
     std::fs::write(&path, format!("{HEADER}{yaml}")).map_err(|e| (path.clone(), e))
+}
+
+/// `yaml` without the API key of any live judge of `raw` (its `api_key_env`'s value): a key
+/// pasted into another setting (`extra_body`, `headers`, a prompt variable) is written as
+/// `redacted-api-key`, so an API key never reaches the disk.
+fn redact_keys(raw: &super::run::RawConfig, yaml: String) -> String {
+    let judges = raw
+        .judge
+        .iter()
+        .chain(raw.judges.iter().map(|m| &m.judge))
+        .chain(raw.gate.iter().filter_map(|g| g.trusted.as_ref()));
+    judges.fold(yaml, |text, j| match j {
+        JudgeConfig::Openai(o) => match crate::judge::openai::secret::Secret::from_env(o.api_key_env.trim()) {
+            Some(key) => key.redact_as(&text, "redacted-api-key"),
+            None => text,
+        },
+        _ => text,
+    })
 }
 
 /// A pool copy at least this large (bytes) is kept once per output folder and hard-linked into

@@ -45,7 +45,13 @@ impl Secret {
     /// `text` with every occurrence of the secret replaced by [`REDACTED`]. Secrets shorter than
     /// 4 bytes are not searched for (they would redact ordinary words).
     pub fn redact(&self, text: &str) -> String {
-        if self.0.len() < 4 || !text.contains(&self.0) { text.to_owned() } else { text.replace(&self.0, REDACTED) }
+        self.redact_as(text, REDACTED)
+    }
+
+    /// [`Secret::redact`] with another `replacement` (a YAML file needs one that reads as a
+    /// plain string: `[redacted]` would be a list there).
+    pub fn redact_as(&self, text: &str, replacement: &str) -> String {
+        if self.0.len() < 4 || !text.contains(&self.0) { text.to_owned() } else { text.replace(&self.0, replacement) }
     }
 }
 
