@@ -21,11 +21,19 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     use std::io::IsTerminal;
     // Colour codes only on a terminal: a redirected stderr (a log file, CI) gets plain text.
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+    // Warnings read as the tool's other warnings (`warning: …`); RUST_LOG=debug adds the
+    // timestamped, module-named lines of a log.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into());
+    let verbose = filter.max_level_hint().is_some_and(|l| l > tracing::level_filters::LevelFilter::INFO);
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_ansi(std::io::stderr().is_terminal());
+    if verbose {
+        fmt.init()
+    } else {
+        fmt.event_format(PlainLines).init()
+    }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match tokio::runtime::Runtime::new().context("starting the tokio runtime").and_then(|rt| dispatch(cli.command, &rt))
@@ -49,7 +57,7 @@ fn main() -> ExitCode {
                 }
                 said.push_str(&c);
             }
-            let _ = writeln!(std::io::stderr(), "{}", lines.join("\n"));
+            let _ = writeln!(std::io::stderr(), "{}", topk_judge::domain::fmt::printable(&lines.join("\n")));
             ExitCode::FAILURE
         }
     }
@@ -78,4 +86,33 @@ fn dispatch(command: Command, rt: &tokio::runtime::Runtime) -> Result<ExitCode> 
         Command::Completions(a) => topk_judge::cli::completions(&a),
         Command::Man(a) => topk_judge::cli::man(&a).context("writing the man page")?,
     })
+}
+
+/// A log event as one line in the words of the tool's other messages: `warning: …`,
+/// `error: …`, `info: …`.
+struct PlainLines;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for PlainLines
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let level = match *event.metadata().level() {
+            tracing::Level::ERROR => "error",
+            tracing::Level::WARN => "warning",
+            tracing::Level::INFO => "info",
+            tracing::Level::DEBUG => "debug",
+            tracing::Level::TRACE => "trace",
+        };
+        // Control characters (from a server's reply quoted in the message) escaped.
+        let mut fields = String::new();
+        ctx.field_format().format_fields(tracing_subscriber::fmt::format::Writer::new(&mut fields), event)?;
+        writeln!(writer, "{level}: {}", topk_judge::domain::fmt::printable(&fields))
+    }
 }

@@ -872,3 +872,21 @@ fn a_reply_claiming_absurd_usage_is_booked_and_the_run_ends_at_its_budget() {
     assert!(!t.contains("panicked"), "{t}");
     assert!(result(dir.path(), "absurd500")["spend_usd"].as_f64().unwrap() > 1e12, "{t}");
 }
+
+/// A server's reply is shown, not obeyed: escape sequences and other control characters in a
+/// body quoted by a warning, the summary or the error reach the terminal escaped.
+#[test]
+fn control_characters_in_a_reply_reach_the_terminal_escaped() {
+    let fake = FakeOpenAi::start();
+    fake.set_always(Some(Fault::Status { code: 200, body: "\u{1b}[2J\u{1b}[31mgotcha\u{0}\u{7}".into() }));
+    let dir = tempfile::tempdir().unwrap();
+    let p = abc(dir.path());
+    let cfg = config(dir.path(), "ctl", &p, &fake.base_url, "    max_retries: 0\n", "budget:\n  max_comparisons: 4\n");
+    let out = run(dir.path(), &cfg, &[]);
+    let t = text(&out);
+    assert!(t.contains("gotcha"), "{t}");
+    for c in ['\u{1b}', '\u{0}', '\u{7}'] {
+        assert!(!t.contains(c), "{c:?} reached the terminal: {t:?}");
+    }
+    assert!(t.contains("\\u{1b}[31mgotcha"), "{t}");
+}

@@ -676,7 +676,8 @@ fn warnings_on_a_redirected_stderr_carry_no_colour_codes() {
     let out = run_bin(dir.path(), &["profile", "runs/torn"]);
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("WARN") && err.contains("torn last line"), "{err}");
+    assert!(err.contains("warning: ") && err.contains("torn last line"), "{err}");
+    assert!(!err.contains("topk_judge::"), "no module paths in a warning: {err}");
     assert!(!err.contains('\u{1b}'), "ANSI escape in redirected stderr: {err:?}");
     // profile, gate and fit each say it once (fit reads the file itself: no second warning).
     assert_eq!(err.matches("torn last line").count(), 1, "{err}");

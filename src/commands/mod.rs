@@ -20,12 +20,12 @@ pub mod values;
 /// Print to stdout, ignoring a closed pipe (`topk-judge … | head`).
 pub fn print_out(text: &str) {
     use std::io::Write;
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    let _ = std::io::stdout().write_all(crate::domain::fmt::printable(text).as_bytes());
 }
 
 /// A warning line on stderr, ignoring a closed stderr (a dropped ssh session), where
 /// `eprintln!` would panic.
 pub fn warn_line(w: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "warning: {w}");
+    let _ = writeln!(std::io::stderr(), "warning: {}", crate::domain::fmt::printable(w));
 }

@@ -505,7 +505,7 @@ fn changed_message(check: &crate::run::fingerprint::Check) -> String {
 /// exit code of an interrupted run.
 fn interrupted_before_the_run(e: &RunError) -> ExitCode {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{e}");
+    let _ = writeln!(std::io::stderr(), "{}", crate::domain::fmt::printable(&e.to_string()));
     ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8)
 }
 

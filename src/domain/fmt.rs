@@ -6,6 +6,28 @@ pub fn count(n: usize, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// `s` safe to print on a terminal: control characters other than newline and tab (an escape
+/// sequence, a NUL, a carriage return from a judge's reply or an error body) are written as
+/// `\u{1b}`, so text from a server cannot move the cursor or recolour the terminal.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .map(
+                |c| {
+                    if c.is_control() && c != '\n' && c != '\t' {
+                        c.escape_unicode().to_string()
+                    } else {
+                        c.to_string()
+                    }
+                },
+            )
+            .collect(),
+    )
+}
+
 /// The one number format of terminal output for quantities that span many orders of magnitude
 /// (nats, p-values, differences of log-likelihoods): 0 as `0`; magnitudes in [1e-3, 1e5) with 4
 /// significant digits and no trailing zeros (`13.1`, `0.004812`, `272.9`); others in scientific
@@ -29,6 +51,13 @@ pub fn num(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_for_the_terminal() {
+        assert_eq!(printable("plain\ttext\nline"), "plain\ttext\nline");
+        assert_eq!(printable("\u{1b}[31mred\u{0}\r"), "\\u{1b}[31mred\\u{0}\\u{d}");
+        assert!(matches!(printable("ok"), std::borrow::Cow::Borrowed(_)));
+    }
 
     #[test]
     fn a_count_of_one_is_singular() {

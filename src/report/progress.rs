@@ -60,6 +60,7 @@ impl Progress {
 
     /// Print a line without breaking the bar.
     pub fn println(&self, line: &str) {
+        let line = &*crate::domain::fmt::printable(line);
         if self.bar.is_hidden() {
             // Not `eprintln!`, which panics when stderr is gone (a dropped ssh session).
             let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{line}\n").as_bytes());

@@ -123,7 +123,7 @@ impl Interrupt {
 /// `eprintln!` would panic.
 fn say(line: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "{line}");
+    let _ = writeln!(std::io::stderr(), "{}", crate::domain::fmt::printable(line));
 }
 
 /// SIGINT, SIGTERM and SIGHUP, registered when created (a signal that arrives before the first `recv`

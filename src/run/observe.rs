@@ -192,7 +192,7 @@ fn cut_torn_tail(path: &Path) -> std::io::Result<Option<String>> {
 /// A warning line on stderr, as the run's other warnings.
 fn progress_warning(w: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "warning: {w}");
+    let _ = writeln!(std::io::stderr(), "warning: {}", crate::domain::fmt::printable(w));
 }
 
 /// The exact warm start of a resumed run: β̂ (`n_params` values) of the last full fits.jsonl
