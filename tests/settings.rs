@@ -197,3 +197,27 @@ fn completions_and_the_man_page_match_the_command_line() {
     let out = run_bin(dir.path(), &["audti"]);
     assert!(stderr(&out).contains("a similar subcommand exists: 'audit'"), "{}", text(&out));
 }
+
+/// A live judge's limits that cannot work are refused by name before anything is sent: a
+/// first backoff above the largest, a rate limit of 0 (not "no limit"), a token limit no
+/// request fits, a context window no larger than max_tokens (said as a number).
+#[test]
+fn live_judge_limits_that_cannot_work_are_named() {
+    let cases = [
+        ("judge.openai.backoff_min_s=5", "judge.openai.backoff_min_s: 5 must be ≤ backoff_max_s"),
+        (
+            "judge.openai.requests_per_minute=0",
+            "judge.openai.requests_per_minute: 0 must be ≥ 1 (leave it out for no limit)",
+        ),
+        ("judge.openai.tokens_per_minute=1", "judge.openai.tokens_per_minute: 1 must be above max_tokens"),
+        ("judge.openai.context_tokens=0", "judge.openai.context_tokens: 0 must be larger than max_tokens"),
+    ];
+    for (set, want) in cases {
+        let extra: &[&str] = if set.contains("backoff") { &["--set", "judge.openai.backoff_max_s=0.1"] } else { &[] };
+        let args = [&["run", "configs/openai.yaml", "--dry-run", "--set", set][..], extra].concat();
+        let out = run_bin(&root(), &args);
+        assert!(!out.status.success(), "{set}: {}", text(&out));
+        assert!(text(&out).contains(want), "{set}: {}", text(&out));
+        assert!(!text(&out).contains("Some("), "{set}: {}", text(&out));
+    }
+}

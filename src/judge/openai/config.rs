@@ -410,10 +410,30 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             "missing: on_context_overflow: truncate_answers needs the judge's context window in tokens to know how much to cut".into(),
         ));
     }
-    if cfg.context_tokens.is_some_and(|c| c <= u64::from(cfg.max_tokens)) {
+    if let Some(c) = cfg.context_tokens.filter(|c| *c <= u64::from(cfg.max_tokens)) {
+        return Err(e("context_tokens", format!("{c} must be larger than max_tokens ({})", cfg.max_tokens)));
+    }
+    if cfg.backoff_min_s > cfg.backoff_max_s {
         return Err(e(
-            "context_tokens",
-            format!("{:?} must be larger than max_tokens ({})", cfg.context_tokens, cfg.max_tokens),
+            "backoff_min_s",
+            format!(
+                "{} must be ≤ backoff_max_s ({}): the first delay cannot exceed the largest",
+                cfg.backoff_min_s, cfg.backoff_max_s
+            ),
+        ));
+    }
+    for (k, v) in [("requests_per_minute", cfg.requests_per_minute), ("tokens_per_minute", cfg.tokens_per_minute)] {
+        if v == Some(0) {
+            return Err(e(k, "0 must be ≥ 1 (leave it out for no limit)".into()));
+        }
+    }
+    if let Some(t) = cfg.tokens_per_minute.filter(|t| *t <= cfg.max_tokens) {
+        return Err(e(
+            "tokens_per_minute",
+            format!(
+                "{t} must be above max_tokens ({}): each request counts its prompt and max_tokens against it, so none would fit",
+                cfg.max_tokens
+            ),
         ));
     }
     for it in &pool.items {
