@@ -19,7 +19,10 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
         let m = e.to_string();
         let m = m.strip_prefix("error: ").map(str::to_owned).unwrap_or(m);
         // Advice addressed to programmers using the parser, not to users of the file.
-        let m = m.replace(", set DuplicateKeyPolicy in Options if acceptable", "");
+        let m = m.replace(", set DuplicateKeyPolicy in Options if acceptable", "").replace(
+            "multiple YAML documents detected; use from_str_multiple or from_str_multiple_with_options",
+            "a second YAML document starts here (a `---` line): this file holds one document; remove the `---` and merge what follows into the first",
+        );
         let m = plain_number_message(text, m);
         // A missing field is reported where the parser gave up (another key of the mapping that
         // lacks it): name that mapping instead of pointing at an unrelated line.
@@ -30,21 +33,28 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
 /// The parser says "invalid u64" (or i64, f64, …) for a value that is not a number of that
 /// kind: say what was expected and what was found, in words.
 fn plain_number_message(text: &str, msg: String) -> String {
-    const KINDS: [(&str, &str); 9] = [
-        ("invalid floating point", "a number"),
-        ("invalid u64", "a whole number ≥ 0"),
-        ("invalid u32", "a whole number ≥ 0"),
-        ("invalid u16", "a whole number ≥ 0"),
-        ("invalid u8", "a whole number ≥ 0"),
-        ("invalid usize", "a whole number ≥ 0"),
-        ("invalid i64", "a whole number"),
-        ("invalid i32", "a whole number"),
-        ("invalid f64", "a number"),
+    // (the parser's words, ours, the largest value of the type when it is a whole number)
+    const KINDS: [(&str, &str, Option<u64>); 9] = [
+        ("invalid floating point", "a number", None),
+        ("invalid u64", "a whole number ≥ 0", Some(u64::MAX)),
+        ("invalid u32", "a whole number ≥ 0", Some(u32::MAX as u64)),
+        ("invalid u16", "a whole number ≥ 0", Some(u16::MAX as u64)),
+        ("invalid u8", "a whole number ≥ 0", Some(u8::MAX as u64)),
+        ("invalid usize", "a whole number ≥ 0", Some(usize::MAX as u64)),
+        ("invalid i64", "a whole number", Some(i64::MAX as u64)),
+        ("invalid i32", "a whole number", Some(i32::MAX as u64)),
+        ("invalid f64", "a number", None),
     ];
-    let Some((raw, expected)) = KINDS.iter().find(|(k, _)| msg.contains(k)) else { return shape_message(text, msg) };
-    let words = match value_at(text, &msg) {
-        Some(v) => format!("expected {expected}, found {v:?}"),
-        None => format!("expected {expected}"),
+    let Some((raw, expected, max)) = KINDS.iter().find(|(k, _, _)| msg.contains(k)) else {
+        return shape_message(text, msg);
+    };
+    let words = match (value_at(text, &msg), max) {
+        // A whole number too large for the setting: say so, with the largest it takes.
+        (Some(v), Some(max)) if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) => {
+            format!("{v} is too large (at most {max})")
+        }
+        (Some(v), _) => format!("expected {expected}, found {v:?}"),
+        (None, _) => format!("expected {expected}"),
     };
     msg.replace(raw, &words)
 }
@@ -128,6 +138,13 @@ fn value_at(text: &str, msg: &str) -> Option<String> {
     let (line, col) = location(msg)?;
     let l = text.lines().nth(line.checked_sub(1)?)?;
     let rest: String = l.chars().skip(col.checked_sub(1)?).collect();
+    // A quoted value runs to its closing quote (a `#` or `,` inside it is text).
+    if let Some(q) = rest.chars().next().filter(|c| *c == '"' || *c == '\'')
+        && let Some(end) = rest[1..].find(q)
+    {
+        let v = rest[1..=end].to_string();
+        return (!v.is_empty()).then_some(v);
+    }
     let v = rest.split(['#', ',', '}', ']']).next()?.trim();
     let v = v.strip_prefix('"').and_then(|x| x.strip_suffix('"')).unwrap_or(v);
     let v = v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')).unwrap_or(v).to_string();
@@ -554,6 +571,39 @@ mod shape_words {
 
     fn e(t: &str) -> String {
         from_str::<T>(t).unwrap_err().0
+    }
+
+    #[test]
+    fn a_whole_number_too_large_says_so_and_a_quoted_value_is_shown_whole() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct K {
+            k: u64,
+            n: Option<u32>,
+        }
+        let e = |t: &str| from_str::<K>(t).unwrap_err().0;
+        assert!(
+            e("k: 99999999999999999999\n").starts_with(
+                "line 1 column 4 (key `k`): 99999999999999999999 is too large (at most 18446744073709551615)"
+            ),
+            "{}",
+            e("k: 99999999999999999999\n")
+        );
+        assert!(
+            e("k: 1\nn: 99999999999\n").contains("99999999999 is too large (at most 4294967295)"),
+            "{}",
+            e("k: 1\nn: 99999999999\n")
+        );
+        assert!(
+            e("k: \"3 # c\"\n").contains("expected a whole number ≥ 0, found \"3 # c\""),
+            "{}",
+            e("k: \"3 # c\"\n")
+        );
+        assert!(
+            e("k: 1\n---\nk: 2\n").contains("a second YAML document starts here (a `---` line)"),
+            "{}",
+            e("k: 1\n---\nk: 2\n")
+        );
     }
 
     #[test]
