@@ -243,3 +243,15 @@ fn fit_of_a_run_folder_fits_the_verdicts_of_the_runs_judge_as_configured_now() {
         assert!((f - t.as_f64().unwrap()).abs() < 1e-6, "{id}: {f} vs {t}");
     }
 }
+
+/// `fit` of a path that does not exist says so, instead of asking for a verdicts file.
+#[test]
+fn fit_of_a_missing_path_says_it_does_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_bin(dir.path(), &["fit", "runs/nope"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: runs/nope: no such file or folder; give a run folder (`topk-judge fit runs/NAME`) or `topk-judge fit POOL_FILE VERDICTS_FILE`\n"
+    );
+}

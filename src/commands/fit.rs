@@ -644,6 +644,12 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
         }
         (Some(v), _) => v.to_path_buf(),
         (None, Some(r)) => r.dir.join("verdicts.jsonl"),
+        (None, None) if !args.pool_file.exists() => {
+            return Err(FitCommandError::Invalid(format!(
+                "{}: no such file or folder; give a run folder (`topk-judge fit runs/NAME`) or `topk-judge fit POOL_FILE VERDICTS_FILE`",
+                args.pool_file.display()
+            )));
+        }
         (None, None) => {
             return Err(FitCommandError::Invalid(format!(
                 "no verdicts file: give `topk-judge fit POOL_FILE VERDICTS_FILE`, or a run folder instead of {}",

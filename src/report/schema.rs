@@ -394,7 +394,7 @@ impl Throughput {
         // A query resolves once however many HTTP requests (re-asks, retries) it took: the
         // judge line counts those.
         let mut s = format!(
-            "throughput: {} queries answered in {:.1} s = {:.0} queries/min",
+            "throughput: {} queries resolved (a verdict or a failure) in {:.1} s = {:.0} queries/min",
             self.requests, self.seconds, self.requests_per_minute
         );
         if let (Some(l), Some(u)) = (self.rate_limit, self.rate_limit_used) {

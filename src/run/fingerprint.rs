@@ -73,6 +73,10 @@ impl Check {
     /// One line for the summary.
     pub fn line(&self) -> String {
         let t = &self.test;
+        if t.pairs == 0 {
+            // Nothing was asked again (every re-ask failed, or none could be afforded).
+            return "judge fingerprint: no stored verdict could be asked again, so the check says nothing about whether the judge changed".into();
+        }
         format!(
             "judge fingerprint: {} of {} re-asked stored verdicts changed (the judge's noise allows {:.0} %; P = {:.2e}, level {}): {}",
             t.changed,
@@ -280,5 +284,12 @@ mod line_tests {
         assert!(l.ends_with("the check cannot tell: the judge's verdicts flip with the order it is shown them in (99 % of its stored pairs), so even 8 of 8 changed would pass; its verdicts follow the slot, not the answers"), "{l}");
         // At the floor 0.1: 0.1⁸ is far below the level; passing means something.
         assert!(check(0.1).line().ends_with("the judge answers as before"));
+        // Nothing asked again: no "0 of 0 changed … answers as before".
+        let mut none = check(0.1);
+        none.test.pairs = 0;
+        assert_eq!(
+            none.line(),
+            "judge fingerprint: no stored verdict could be asked again, so the check says nothing about whether the judge changed"
+        );
     }
 }
