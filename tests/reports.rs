@@ -450,3 +450,27 @@ fn a_commands_error_is_one_line_with_its_context() {
     assert!(err.starts_with("error: simulate nope.yaml: cannot read config nope.yaml: "), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// `compare --reference` a run that reports no top-k, and `check` with no valid verdict, have
+/// nothing to measure: each says so and fails, instead of printing NaN or empty sets.
+#[test]
+fn nothing_to_measure_against_is_an_error_not_nan_or_an_empty_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "a", 24, "");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let empty = mock_config(dir.path(), "t0", 0, "");
+    assert!(run_bin(dir.path(), &["run", empty.to_str().unwrap(), "--quiet"]).status.success());
+    let out = run_bin(dir.path(), &["compare", "runs/a", "--reference", "runs/t0"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("--reference runs/t0: that run reports no top-3 (0 of its bases named)"),
+        "{}",
+        text(&out)
+    );
+    assert!(!stdout(&out).contains("NaN"), "{}", stdout(&out));
+    let judgments = write(dir.path(), "none.jsonl", "");
+    let systems = root().join("data/summeval_systems.jsonl");
+    let out = run_bin(dir.path(), &["check", systems.to_str().unwrap(), judgments.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("none.jsonl: no valid verdict of these prompts"), "{}", text(&out));
+}

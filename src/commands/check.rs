@@ -144,6 +144,14 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         )));
     }
     let (pool, fit) = fit_file(&req)?;
+    if fit.comparisons == 0 {
+        return Err(FitCommandError::Invalid(format!(
+            "{}: no valid verdict of these prompts ({} invalid, {} of other pools): there is no ranking to check; give the judgments of this leaderboard (`topk-judge import` writes them)",
+            args.judgments.display(),
+            fit.invalid,
+            fit.other_pools.values().sum::<usize>()
+        )));
+    }
     let f = &fit.fit;
     let covariates: Vec<CovariateCheck> =
         f.c.iter()

@@ -434,6 +434,17 @@ pub fn compare_with_panels(
         }
     }
     let (target, target_topk) = match reference {
+        // A reference that reports no top-k (no verdict, or a withheld ranking) has nothing to
+        // measure recall against.
+        Some(r) if r.result.fit.topk.len() != r.result.k => {
+            return Err(CompareError::Mismatch(format!(
+                "--reference {}: that run reports no top-{} ({} of its bases named), so there is nothing to measure recall against; give a run with a ranking (its summary's point top-{})",
+                r.dir.display(),
+                r.result.k,
+                r.result.fit.topk.len(),
+                r.result.k
+            )));
+        }
         Some(r) => (Some(format!("reference {}", r.label())), Some(r.result.fit.topk.clone())),
         None => match runs
             .iter()
