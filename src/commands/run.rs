@@ -608,7 +608,7 @@ pub fn run_with_gate(
         }
     };
     if result.stop_reason == StopReason::MaxInvalidRate {
-        print_out(&format!("{}\n", crate::report::result::summary_text(&result, &cfg.run_dir)));
+        print_out(&crate::report::result::summary_text(&result, &cfg.run_dir));
         let m = result.verdicts_report.stop_message.clone().unwrap_or_default();
         return Err(RunCommandError::InvalidRate(format!(
             "{m}; result.json and the paid verdicts are kept in {}",
@@ -626,7 +626,7 @@ pub fn run_with_gate(
     if result.stop_reason == StopReason::Interrupted {
         text.push_str(&crate::report::result::resume_hint(&cfg.path, &cfg.overrides));
     }
-    print_out(&format!("{text}\n"));
+    print_out(&text);
     // The summary already holds the gate's decision line: what follows it is printed after.
     let (after_summary, gate_error) = match gated {
         Ok(s) => match (&result.gate, s.split_once('\n')) {

@@ -144,7 +144,7 @@ fn conclude<R>(
             text.push_str(&crate::report::result::resume_hint(&cfg.path, &cfg.overrides));
         }
         // A closed stdout (e.g. `| head`) must not turn a finished run into a panic.
-        let _ = writeln!(std::io::stdout(), "{text}");
+        let _ = write!(std::io::stdout(), "{text}");
     }
     if let Some(e) = fit_failed {
         return Err(e.into());
