@@ -197,3 +197,15 @@ fn fail_on_thresholds_give_the_exit_code() {
         text(&out)
     );
 }
+
+/// A run config given to `audit` is named as one, not by the first field the audit misses.
+#[test]
+fn a_run_config_given_to_audit_is_named_as_one() {
+    let out = run_bin(&root(), &["audit", "configs/mock.yaml"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("configs/mock.yaml: this is a run config (it has `k`, `model`, `acquisition`): `topk-judge audit` takes an audit config"),
+        "{}",
+        text(&out)
+    );
+}

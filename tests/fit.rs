@@ -255,3 +255,22 @@ fn fit_of_a_missing_path_says_it_does_not_exist() {
         "error: runs/nope: no such file or folder; give a run folder (`topk-judge fit runs/NAME`) or `topk-judge fit POOL_FILE VERDICTS_FILE`\n"
     );
 }
+
+/// A k that does not fit the pool names where it came from: the default, not a flag never given.
+#[test]
+fn a_default_k_too_large_for_the_pool_is_named_as_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = write(
+        dir.path(),
+        "two.jsonl",
+        "{\"pool_id\": \"two\", \"items\": [{\"id\": \"a\", \"text\": \"x\"}, {\"id\": \"b\", \"text\": \"y y\"}]}\n",
+    );
+    let v = write(dir.path(), "v.jsonl", "{\"a\": \"a\", \"b\": \"b\", \"y\": 1}\n");
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), v.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("k = 3 (the default; --k sets another) must satisfy 1 ≤ k < number of bases (2)"),
+        "{}",
+        text(&out)
+    );
+}

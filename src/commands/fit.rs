@@ -757,8 +757,14 @@ impl FitSettings {
     ) -> Result<Self, FitCommandError> {
         let k = args.k.or(cfg.map(|c| c.raw.k)).unwrap_or(3);
         if k == 0 || k >= pool.n_bases() {
+            // Name where k came from: the flag, the run's config, or the default.
+            let what = match (args.k, cfg) {
+                (Some(_), _) => format!("--k {k}"),
+                (None, Some(_)) => format!("k = {k} (the run's; --k sets another)"),
+                (None, None) => format!("k = {k} (the default; --k sets another)"),
+            };
             return Err(FitCommandError::Invalid(format!(
-                "--k {k} must satisfy 1 ≤ k < number of {} ({})",
+                "{what} must satisfy 1 ≤ k < number of {} ({})",
                 if pool.is_systems() { "systems" } else { "bases" },
                 pool.n_bases()
             )));

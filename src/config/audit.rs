@@ -125,6 +125,26 @@ pub struct AuditConfig {
     pub recording: Option<Recording>,
 }
 
+/// A run config given to `audit` (it has `k`, `model` or `acquisition`, which an audit config
+/// has not):
+/// say so, rather than the first field the audit's parse misses.
+fn run_config_given(path: &Path, e: ConfigError) -> ConfigError {
+    let Ok(text) = std::fs::read_to_string(path) else { return e };
+    let Ok(doc) = crate::store::yaml::from_str::<serde_json::Value>(&text) else { return e };
+    let run_keys = ["k", "model", "acquisition", "judges"];
+    let has: Vec<&str> = run_keys.iter().copied().filter(|k| doc.get(k).is_some()).collect();
+    if has.is_empty() {
+        return e;
+    }
+    ConfigError::Yaml {
+        path: path.to_owned(),
+        msg: format!(
+            "this is a run config (it has {}): `topk-judge audit` takes an audit config, with `pairs:` (a pairs file) or `pool:` and a transform (verbosity probes; docs/audit.md, e.g. configs/llmbar-audit.yaml); run this one with `topk-judge run`",
+            has.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
 impl AuditConfig {
     /// Read, parse and validate an audit config, then read the pairs file or build the probes.
     ///
@@ -140,7 +160,7 @@ impl AuditConfig {
     /// # Errors
     /// As [`AuditConfig::load`]; a fault an override brings names the override.
     pub fn load_with(path: &Path, overrides: &[super::overrides::Override]) -> Result<Self, ConfigError> {
-        let raw = super::overrides::read_document_with(path, overrides)?;
+        let raw = super::overrides::read_document_with(path, overrides).map_err(|e| run_config_given(path, e))?;
         Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))
     }
 
