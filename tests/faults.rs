@@ -890,3 +890,29 @@ fn control_characters_in_a_reply_reach_the_terminal_escaped() {
     }
     assert!(t.contains("\\u{1b}[31mgotcha"), "{t}");
 }
+
+/// A judge whose every reply is unusable (HTTP 200, not a completion) spends the budget on
+/// failed queries booked at their worst case: the run ends with exit 1, saying so, not as a
+/// successful run that merely reached max_usd.
+#[test]
+fn a_budget_spent_on_failed_queries_alone_is_a_failing_judge() {
+    let fake = FakeOpenAi::start();
+    fake.set_always(Some(Fault::MalformedJson));
+    let dir = tempfile::tempdir().unwrap();
+    let p = abc(dir.path());
+    let cfg = config(
+        dir.path(),
+        "garbage",
+        &p,
+        &fake.base_url,
+        "    max_retries: 0\n",
+        "acquisition:\n  max_failed_queries_per_pair: 5\nbudget:\n  max_usd: 0.0009\n",
+    );
+    let out = run(dir.path(), &cfg, &[]);
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(t.contains("failed queries and no valid verdict (last error: "), "{t}");
+    let r = result(dir.path(), "garbage");
+    assert_eq!((r["valid"].as_u64(), r["stop_reason"].as_str()), (Some(0), Some("max_usd")), "{r}");
+    assert!(r["failed"].as_u64().unwrap() > 0 && r["spend_usd"].as_f64().unwrap() <= 0.0009 + 1e-12, "{r}");
+}

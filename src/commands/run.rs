@@ -615,6 +615,20 @@ pub fn run_with_gate(
             cfg.run_dir.display()
         )));
     }
+    // The budget ran out on failed queries alone: the judge never answered usefully, which a
+    // script must not read as success (more budget would not help).
+    if result.valid == 0 && result.failed > 0 && result.stop_reason == StopReason::MaxUsd {
+        print_out(&crate::report::result::summary_text(&result, &cfg.run_dir));
+        return Err(RunError::JudgeFailing {
+            message: format!(
+                "the budget went to {} failed queries and no valid verdict (last error: {}); result.json and the books are kept in {}",
+                result.failed,
+                result.last_error.as_deref().unwrap_or("none recorded"),
+                cfg.run_dir.display()
+            ),
+        }
+        .into());
+    }
     let gated = match gate {
         Some(g) => super::gate::apply_gate(cfg, &mut result, g),
         None if cfg.raw.gate.is_some() && result.stop_reason != StopReason::Interrupted => {

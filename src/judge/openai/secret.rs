@@ -51,7 +51,23 @@ impl Secret {
     /// [`Secret::redact`] with another `replacement` (a YAML file needs one that reads as a
     /// plain string: `[redacted]` would be a list there).
     pub fn redact_as(&self, text: &str, replacement: &str) -> String {
-        if self.0.len() < 4 || !text.contains(&self.0) { text.to_owned() } else { text.replace(&self.0, replacement) }
+        if self.0.len() < 4 {
+            return text.to_owned();
+        }
+        let mut t = if text.contains(&self.0) { text.replace(&self.0, replacement) } else { text.to_owned() };
+        // A server may echo the key without its type prefix (`sk-`, `sk-proj-`, `sk-or-v1-`):
+        // the part after each `-` of the prefix is the key too, while at least 12 bytes long.
+        let mut rest = self.0.as_str();
+        while let Some((_, tail)) = rest.split_once('-') {
+            if tail.len() < 12 {
+                break;
+            }
+            if t.contains(tail) {
+                t = t.replace(tail, replacement);
+            }
+            rest = tail;
+        }
+        t
     }
 }
 
@@ -248,6 +264,16 @@ pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_key_echoed_without_its_prefix_is_redacted_too() {
+        let k = Secret::new("sk-test-SECRET999abcdef");
+        assert_eq!(k.redact("you sent test-SECRET999abcdef [[A]]"), "you sent [redacted] [[A]]");
+        assert_eq!(k.redact("you sent SECRET999abcdef"), "you sent [redacted]");
+        assert_eq!(k.redact("bearer sk-test-SECRET999abcdef."), "bearer [redacted].");
+        // A short tail is ordinary text, not the key.
+        assert_eq!(Secret::new("sk-abc-short").redact("a short word"), "a short word");
+    }
 
     #[test]
     fn credentials_in_a_base_url_are_redacted_and_a_plain_url_is_kept() {
