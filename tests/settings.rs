@@ -221,3 +221,35 @@ fn live_judge_limits_that_cannot_work_are_named() {
         assert!(!text(&out).contains("Some("), "{set}: {}", text(&out));
     }
 }
+
+/// A file given to the wrong command, or holding nothing, is named for what it is: an empty
+/// config, an audit config given to `run`, a pool file given to `run`, a run config given to
+/// `simulate`.
+#[test]
+fn a_file_given_to_the_wrong_command_is_named_for_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = write(dir.path(), "empty.yaml", "# nothing yet\n\n");
+    let out = run_bin(dir.path(), &["run", empty.to_str().unwrap()]);
+    assert!(
+        text(&out).contains("empty.yaml: the file holds no settings (it is empty, or only comments)"),
+        "{}",
+        text(&out)
+    );
+    let cases = [
+        (
+            "run",
+            "configs/llmbar-audit.yaml",
+            "`pairs:` is a setting of an audit config: run this file with `topk-judge audit`",
+        ),
+        (
+            "run",
+            "data/summeval_pools.jsonl",
+            "this looks like a pool file (JSON Lines, one pool per line), not a config",
+        ),
+        ("simulate", "configs/mock.yaml", "`pool:` is a setting of a run config: run this file with `topk-judge run`"),
+    ];
+    for (cmd, file, want) in cases {
+        let out = run_bin(&root(), &[cmd, file]);
+        assert!(!out.status.success() && text(&out).contains(want), "{cmd} {file}: {}", text(&out));
+    }
+}

@@ -83,7 +83,8 @@ pub fn prior_only_text(never_compared: &[String], bases: usize) -> String {
     let n = never_compared.len();
     let shown: Vec<&str> = never_compared.iter().take(3).map(String::as_str).collect();
     format!(
-        "{n} of {bases} bases have no valid verdict ({}{}): their places rest on the prior alone, so nothing is certified until every base has been compared",
+        "{n} of {bases} bases {} no valid verdict ({}{}): their places rest on the prior alone, so nothing is certified until every base has been compared",
+        if n == 1 { "has" } else { "have" },
         shown.join(", "),
         if n > shown.len() { ", …" } else { "" }
     )

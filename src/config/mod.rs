@@ -106,6 +106,12 @@ pub fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError>
     crate::store::yaml::from_file_text(text, path).map_err(|msg| {
         // A judge with two blocks fails on whichever block the parser reads first (a missing
         // `base_url` of its `openai:`): name the cause instead.
+        if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+            return ConfigError::Yaml {
+                path: path.to_owned(),
+                msg: "the file holds no settings (it is empty, or only comments)".into(),
+            };
+        }
         let doc = crate::store::yaml::from_str::<serde_json::Value>(text).ok();
         let msg = doc.and_then(|d| judge_blocks_message(&d, text)).unwrap_or_else(|| one_setting_hint(msg.to_string()));
         ConfigError::Yaml { path: path.to_owned(), msg }
@@ -168,11 +174,31 @@ fn pool_message(file: &Path, e: &PoolError) -> String {
 /// A duplicate `batch_size` is most often `concurrency` and `batch_size` both given: they are
 /// one setting, so say so instead of naming only the older spelling.
 pub(crate) fn one_setting_hint(msg: String) -> String {
+    let first = msg.lines().next().unwrap_or("");
     if msg.contains("duplicate field `batch_size`") || msg.contains("duplicate field `concurrency`") {
         format!(
             "{msg}; `acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"
         )
+    } else if first.contains("unknown field `pairs`") {
+        // An audit config given to `run` (or `simulate`).
+        with_hint(&msg, "`pairs:` is a setting of an audit config: run this file with `topk-judge audit`")
+    } else if first.contains("unknown field `pool_id`") || first.contains("unknown field `items`") {
+        with_hint(
+            &msg,
+            "this looks like a pool file (JSON Lines, one pool per line), not a config: name it in a config's `pool.file`",
+        )
+    } else if first.contains("unknown field `pool`,") && first.contains("pools") {
+        // A run config given to `simulate`.
+        with_hint(&msg, "`pool:` is a setting of a run config: run this file with `topk-judge run`")
     } else {
         msg
+    }
+}
+
+/// `msg` with `hint` after its first line (the parser's excerpt stays below).
+fn with_hint(msg: &str, hint: &str) -> String {
+    match msg.split_once('\n') {
+        Some((first, rest)) => format!("{first}; {hint}\n{rest}"),
+        None => format!("{msg}; {hint}"),
     }
 }
