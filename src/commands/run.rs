@@ -619,11 +619,12 @@ pub fn run_with_gate(
     // script must not read as success (more budget would not help).
     if result.valid == 0 && result.failed > 0 && result.stop_reason == StopReason::MaxUsd {
         print_out(&crate::report::result::summary_text(&result, &cfg.run_dir));
+        let last = result.last_error.as_deref().or_else(|| result.quarantined.last().map(|q| q.last_error.as_str()));
         return Err(RunError::JudgeFailing {
             message: format!(
-                "the budget went to {} failed queries and no valid verdict (last error: {}); result.json and the books are kept in {}",
+                "the budget went to {} failed queries and no valid verdict{}; result.json and the books are kept in {}",
                 result.failed,
-                result.last_error.as_deref().unwrap_or("none recorded"),
+                last.map(|e| format!(" (last error: {e})")).unwrap_or_default(),
                 cfg.run_dir.display()
             ),
         }
