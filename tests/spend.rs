@@ -155,6 +155,40 @@ fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
     );
 }
 
+/// Pipelined with picks written ahead: a reply billed far above its reservation holds the picks
+/// written ahead (they would leave from the task that received it, before its cost is booked),
+/// so no request leaves after the first overrun beyond the `concurrency` already on the wire.
+/// Measured before the hold: 2, 3 and 5 requests for concurrency 1, 2 and 4.
+#[test]
+fn a_reply_above_its_reservation_holds_the_picks_written_ahead() {
+    for c in [1u64, 2, 4] {
+        let fake = billing(200_000);
+        let dir = tempfile::tempdir().unwrap();
+        let acq = format!("  concurrency: {c}\n  dispatch: pipelined\n  write_ahead: {c}\n");
+        let cfg = live(dir.path(), "ahead", &fake.base_url, "", &acq, "  max_usd: 0.05\n");
+        let out = run(dir.path(), &cfg);
+        let runs = dir.path().join("runs/ahead");
+        let b = booked(&runs);
+        let r = json(&runs.join("result.json"));
+        println!(
+            "c={c}: {} requests, bill ${:.6}, books {b:?}, overrun {}",
+            fake.billed().len(),
+            bill(&fake),
+            r["overrun"]
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(fake.billed().len() as u64, c, "only the {c} on the wire at the first overrun are sent");
+        assert!((bill(&fake) - b.usd).abs() < 1e-12, "booked at the usage the replies report");
+        let per_reply = (100.0 * PRICE_IN + 200_000.0 * PRICE_OUT) / 1e6;
+        assert!((b.usd - c as f64 * per_reply).abs() < 1e-9, "{} replies at ${per_reply}: {}", c, b.usd);
+        assert!(r["stop_reason"].as_str() == Some("max_usd"), "{}", r["stop_reason"]);
+        let intents = lines(&runs.join("intents.jsonl"));
+        let taken_back =
+            intents.iter().filter(|l| l.to_string().contains("reserved again at the raised worst case")).count();
+        assert!(taken_back >= 1, "the picks written ahead are taken back unsent: {intents:?}");
+    }
+}
+
 /// An HTTP 500 whose body reports usage is booked at that usage, as the same failure inside a
 /// 200 is: the books equal the server's bill to the cent.
 #[test]

@@ -105,6 +105,9 @@ struct Sent<T> {
 pub struct Reply<T> {
     sent: Sent<T>,
     out: Result<JudgeReply, JudgeError>,
+    /// It cost more than its reservation ([`Reservation::exceeded_by`]): sending is held until
+    /// it is booked ([`Dispatcher::held`]).
+    over: bool,
 }
 
 impl<T> Reply<T> {
@@ -139,7 +142,7 @@ fn book_replies<T>(
 ) -> Result<Vec<Settled<T>>, BooksError> {
     let recs: Vec<_> = replies
         .iter()
-        .filter_map(|(Reply { sent, out }, _)| {
+        .filter_map(|(Reply { sent, out, .. }, _)| {
             let reply = out.as_ref().ok()?.clone();
             Some((
                 sent.intent,
@@ -167,7 +170,7 @@ fn book_replies<T>(
     };
     let mut stored_flags = stored_flags.into_iter();
     let mut settled = Vec::with_capacity(replies.len());
-    for (Reply { sent, out }, reservation) in replies {
+    for (Reply { sent, out, .. }, reservation) in replies {
         let Sent { tag, pool, a, b, key, intent } = sent;
         let outcome = match out {
             Ok(reply) => {
@@ -188,6 +191,10 @@ fn book_replies<T>(
     Ok(settled)
 }
 
+/// Why a query written ahead is taken back after an overrun ([`Dispatcher::held`]).
+pub const RESERVED_TOO_LOW: &str =
+    "not sent: a reply cost more than its reservation, so it is reserved again at the raised worst case";
+
 /// A query written ahead and withdrawn before it was sent ([`Dispatcher::withdraw`]).
 #[derive(Debug)]
 pub struct Unsent<T> {
@@ -197,6 +204,8 @@ pub struct Unsent<T> {
     pub a: usize,
     /// Item shown second.
     pub b: usize,
+    /// The pool of the query.
+    pub pool: Arc<Pool>,
     /// Its reservation, to settle at no cost.
     pub reservation: Reservation,
 }
@@ -278,6 +287,11 @@ struct Flying<T> {
     on_wire: usize,
     /// At most this many on the wire (the rest of a wave waits in `primed`).
     wire_limit: usize,
+    /// Replies that came back costing more than their reservations and are not booked yet.
+    overruns: usize,
+    /// Nothing leaves while set: a reply cost more than its reservation, so the queries written
+    /// ahead were reserved too low ([`Dispatcher::held`], [`Dispatcher::release`]).
+    held: bool,
     judge: Arc<dyn Judge>,
 }
 
@@ -285,6 +299,9 @@ impl<T: Send + 'static> Flying<T> {
     /// Send primed queries while the wire has room. Called with the lock held, by the task
     /// that wrote a wave and by every judge task whose reply has just come back.
     fn launch(&mut self, me: &Arc<Mutex<Flying<T>>>) {
+        if self.held {
+            return;
+        }
         if self.judge.batched() {
             return self.launch_round(me);
         }
@@ -295,12 +312,14 @@ impl<T: Send + 'static> Flying<T> {
             self.set.spawn(async move {
                 let out = judge.judge(&sent.pool, sent.a, sent.b).await;
                 // The slot is free: the next primed query leaves from here, not after a hop
-                // through the driver (docs/live.md, "Concurrency").
+                // through the driver (docs/live.md, "Concurrency"), unless this reply passed
+                // its reservation.
                 let mut f = me.lock().expect("flying lock");
                 f.on_wire -= 1;
+                let over = f.returned(&sent, &out);
                 f.launch(&me);
                 drop(f);
-                vec![Reply { sent, out }]
+                vec![Reply { sent, out, over }]
             });
             self.out += 1;
         }
@@ -325,10 +344,35 @@ impl<T: Send + 'static> Flying<T> {
             let outs = judge.judge_round(&queries).await;
             let mut f = me.lock().expect("flying lock");
             f.on_wire -= room;
+            let replies: Vec<Reply<T>> = wave
+                .into_iter()
+                .zip(outs)
+                .map(|(sent, out)| {
+                    let over = f.returned(&sent, &out);
+                    Reply { sent, out, over }
+                })
+                .collect();
             f.launch(&me);
             drop(f);
-            wave.into_iter().zip(outs).map(|(sent, out)| Reply { sent, out }).collect()
+            replies
         });
+    }
+
+    /// A reply to `sent` came back: whether it cost more than its reservation. If it did,
+    /// nothing more leaves until it is booked and the driver has taken back what was written
+    /// ahead at the old worst case ([`Dispatcher::release`]): one wave at most goes out past an
+    /// overrun, the one on the wire when it came back (docs/live.md, "Spend and budget").
+    fn returned(&mut self, sent: &Sent<T>, out: &Result<JudgeReply, JudgeError>) -> bool {
+        let cost = match out {
+            Ok(reply) => reply.cost_usd,
+            Err(e) => e.cost_usd(),
+        };
+        let over = self.reservations.get(&sent.intent).is_some_and(|r| r.exceeded_by(cost));
+        if over {
+            self.overruns += 1;
+            self.held = true;
+        }
+        over
     }
 }
 
@@ -365,7 +409,8 @@ fn write_and_send<T: Send + 'static>(
 /// What [`Dispatcher::event`] found ready first.
 enum Ready<T> {
     Sent(Result<(), BooksError>),
-    Booked(Result<Vec<Settled<T>>, BooksError>),
+    /// How many of the replies booked cost more than their reservations, and the booking.
+    Booked(usize, Result<Vec<Settled<T>>, BooksError>),
     Reply(Vec<Reply<T>>),
 }
 
@@ -376,8 +421,9 @@ pub struct Dispatcher<T> {
     books: Arc<Mutex<Books>>,
     flying: Arc<Mutex<Flying<T>>>,
     writing: VecDeque<Writing>,
-    /// The booking running now ([`Dispatcher::event`] books one batch of replies at a time).
-    booking: Option<BookingTask<T>>,
+    /// The booking running now ([`Dispatcher::event`] books one batch of replies at a time), and
+    /// how many of its replies cost more than their reservations.
+    booking: Option<(usize, BookingTask<T>)>,
     /// Replies that came in while a booking runs: booked together once it is done (one fsync of
     /// the verdict log for all of them, not one each next to the intents' fsyncs).
     to_book: Vec<Reply<T>>,
@@ -397,6 +443,8 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
             out: 0,
             on_wire: 0,
             wire_limit: usize::MAX,
+            overruns: 0,
+            held: false,
             judge: judge.clone(),
         };
         Self {
@@ -445,6 +493,28 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
     /// Queries written ahead and not sent yet.
     pub fn primed(&self) -> usize {
         self.flying().primed.len()
+    }
+
+    /// Whether sending is held: a reply cost more than its reservation, so the queries written
+    /// ahead were reserved at a worst case now known to be too low. Once
+    /// [`Dispatcher::overruns_booked`], the driver settles the bookings in its budget (which
+    /// raises the worst case), takes back what is written ahead ([`Dispatcher::withdraw`]) and
+    /// calls [`Dispatcher::release`].
+    pub fn held(&self) -> bool {
+        self.flying().held
+    }
+
+    /// Whether every reply that cost more than its reservation is booked.
+    pub fn overruns_booked(&self) -> bool {
+        self.flying().overruns == 0
+    }
+
+    /// Let queries leave again after a hold ([`Dispatcher::held`]): what is written ahead from
+    /// here on goes out as the wire has room.
+    pub fn release(&mut self) {
+        let mut f = self.flying();
+        f.held = false;
+        f.launch(&self.flying);
     }
 
     /// [`Dispatcher::in_flight`] without the queries written ahead: requests out or about to
@@ -585,11 +655,12 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
                 writing.pop_front();
                 return Poll::Ready(Ready::Sent(res.expect("intents task does not panic")));
             }
-            if let Some(task) = booking.as_mut()
+            if let Some((over, task)) = booking.as_mut()
                 && let Poll::Ready(res) = std::pin::Pin::new(task).poll(cx)
             {
+                let over = *over;
                 *booking = None;
-                return Poll::Ready(Ready::Booked(res.expect("books task does not panic")));
+                return Poll::Ready(Ready::Booked(over, res.expect("books task does not panic")));
             }
             match flying.lock().expect("flying lock").set.poll_join_next(cx) {
                 Poll::Ready(Some(r)) => Poll::Ready(Ready::Reply(r.expect("judge task does not panic"))),
@@ -600,7 +671,9 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
         .await;
         match ready {
             Ready::Sent(res) => Event::Sent(res),
-            Ready::Booked(res) => {
+            Ready::Booked(over, res) => {
+                // Handed to the driver now, which settles them before its next pick.
+                self.flying().overruns -= over;
                 self.book_waiting();
                 Event::Booked(res)
             }
@@ -654,15 +727,21 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
     /// [`BooksError`]: a record could not be written (the replies not booked keep their intents
     /// open, and the next open books them as possibly billed).
     pub async fn record(&mut self, replies: Vec<Reply<T>>) -> Result<Vec<Settled<T>>, BooksError> {
-        self.record_detached(replies).await.expect("books task does not panic")
+        let (over, task) = self.record_detached(replies);
+        let settled = task.await.expect("books task does not panic");
+        self.flying().overruns -= over;
+        settled
     }
 
     /// [`Dispatcher::record`] as a task of its own: the driver may write the next intents and
     /// send while the verdicts are fsynced (the verdict fsync holds no lock on the books, so the
     /// intents' fsync runs at the same time). Until the task resolves the replies' intents stay
-    /// open: a kill meanwhile books each as stored or possibly billed.
-    fn record_detached(&mut self, replies: Vec<Reply<T>>) -> BookingTask<T> {
+    /// open: a kill meanwhile books each as stored or possibly billed. Returns how many of the
+    /// replies cost more than their reservations: they hold sending until the caller has taken
+    /// the booking (and settled it), not merely until it is on disk.
+    fn record_detached(&mut self, replies: Vec<Reply<T>>) -> (usize, BookingTask<T>) {
         let mut f = self.flying();
+        let over = replies.iter().filter(|r| r.over).count();
         let with_reservations: Vec<(Reply<T>, Reservation)> = replies
             .into_iter()
             .map(|r| {
@@ -672,7 +751,7 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
             .collect();
         drop(f);
         let (books, judge) = (self.books.clone(), self.judge.clone());
-        tokio::task::spawn_blocking(move || book_replies(&books, judge.as_ref(), with_reservations))
+        (over, tokio::task::spawn_blocking(move || book_replies(&books, judge.as_ref(), with_reservations)))
     }
 
     /// Stop waiting: let the waves whose intents are being written leave first, book the
@@ -690,8 +769,10 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
             self.wave_sent().await?;
         }
         let mut settled = Vec::new();
-        if let Some(task) = self.booking.take() {
-            settled.extend(task.await.expect("books task does not panic")?);
+        if let Some((over, task)) = self.booking.take() {
+            let booked = task.await.expect("books task does not panic");
+            self.flying().overruns -= over;
+            settled.extend(booked?);
         }
         if !self.to_book.is_empty() {
             let replies = std::mem::take(&mut self.to_book);
@@ -731,7 +812,10 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
         }
         let ids: Vec<IntentId> = primed.iter().map(|(s, _)| s.intent).collect();
         self.books_io(move |bk| bk.close_unsent(&ids, reason)).await?;
-        Ok(primed.into_iter().map(|(s, reservation)| Unsent { tag: s.tag, a: s.a, b: s.b, reservation }).collect())
+        Ok(primed
+            .into_iter()
+            .map(|(s, reservation)| Unsent { tag: s.tag, a: s.a, b: s.b, pool: s.pool, reservation })
+            .collect())
     }
 
     /// Send every query of `todo` (pool, a shown first, b, tag) with at most `concurrency` in
@@ -766,6 +850,8 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
         mut each: impl FnMut(&Finished<T>) -> Flow,
     ) -> Result<DispatchReport<T>, BooksError> {
         let mut todo = todo.into_iter().peekable();
+        // Queries taken back after an overrun, reserved again at the raised worst case.
+        let mut retry: VecDeque<(Arc<Pool>, usize, usize, T)> = VecDeque::new();
         let mut report = DispatchReport { settled: Vec::new(), unsent: 0, budget_blocked: false };
         let mut sending = true;
         let mut first_error: Option<BooksError> = None;
@@ -773,14 +859,14 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
             if sending && first_error.is_none() {
                 let mut wave = Vec::new();
                 while self.in_flight() + wave.len() < concurrency.max(1) {
-                    let Some((pool, a, b, _)) = todo.peek() else { break };
+                    let Some((pool, a, b, _)) = retry.front().or_else(|| todo.peek()) else { break };
                     let worst = self.judge.worst_case_usd(pool, *a, *b);
                     let Some(reservation) = budget.try_reserve(worst) else {
                         report.budget_blocked = true;
                         sending = false;
                         break;
                     };
-                    let Some((pool, a, b, tag)) = todo.next() else { break };
+                    let Some((pool, a, b, tag)) = retry.pop_front().or_else(|| todo.next()) else { break };
                     let key = format!("{key_prefix}{}", self.judge.cache_key(&pool, a, b));
                     wave.push(Query { tag, pool, a, b, key, reservation });
                 }
@@ -803,8 +889,24 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
                     first_error.get_or_insert(e);
                 }
             }
+            // An overrun is settled in `budget`: what was written ahead at the old worst case
+            // goes back to be reserved again.
+            if self.held() && self.overruns_booked() {
+                match self.withdraw(RESERVED_TOO_LOW).await {
+                    Ok(unsent) => {
+                        for u in unsent {
+                            budget.settle(u.reservation, 0.0, false);
+                            retry.push_back((u.pool, u.a, u.b, u.tag));
+                        }
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert(e);
+                    }
+                }
+                self.release();
+            }
         }
-        report.unsent = todo.count();
+        report.unsent = todo.count() + retry.len();
         match first_error {
             Some(e) => Err(e),
             None => Ok(report),
@@ -945,6 +1047,62 @@ mod tests {
                 out
             })
         }
+    }
+
+    /// [`priced`] whose worst case is a tenth of what its replies cost (a provider that ignores
+    /// `max_tokens`), counting its calls.
+    struct Overbilling {
+        inner: Arc<dyn Judge>,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl JudgeInfo for Overbilling {
+        fn describe(&self) -> String {
+            self.inner.describe()
+        }
+        fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
+            self.inner.cache_key(pool, a, b)
+        }
+        fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
+            self.inner.worst_case_usd(pool, a, b) / 10.0
+        }
+    }
+
+    impl Judge for Overbilling {
+        fn judge<'a>(
+            &'a self,
+            pool: &'a Pool,
+            a: usize,
+            b: usize,
+        ) -> crate::judge::BoxFuture<'a, Result<JudgeReply, JudgeError>> {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            self.inner.judge(pool, a, b)
+        }
+    }
+
+    /// A wire of 1 with 3 queries written ahead: the first reply costs 10× its reservation, so
+    /// none of the 3 leaves from its task; once it is settled (worst case raised 10×) they are
+    /// taken back, closed as not billed, and reserved again, which `max_usd` (5 of the old worst
+    /// cases) no longer allows. One call in all (before the hold: the next one left at once).
+    #[tokio::test]
+    async fn a_reply_above_its_reservation_holds_what_is_written_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(6);
+        let over = Arc::new(Overbilling { inner: priced(5), calls: Default::default() });
+        let judge: Arc<dyn Judge> = over.clone();
+        let todo = all_pairs(&pool);
+        let worst = judge.worst_case_usd(&pool, 0, 1);
+        let mut budget = Budget::new(None, Some(5.0 * worst), 0, 0.0);
+        let mut disp = Dispatcher::new(judge, Books::open(dir.path()).unwrap().0);
+        disp.set_wire_limit(1);
+        let report = disp.dispatch_all(todo, &mut budget, 4, |_| Flow::Continue).await.unwrap();
+        assert_eq!(over.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(report.budget_blocked);
+        assert_eq!((report.settled.len(), report.unsent), (1, 29));
+        assert!((budget.spent_usd() - 10.0 * worst).abs() < 1e-12 * worst.max(1.0), "{budget:?}");
+        assert!(budget.reserved_usd().abs() < 1e-15 && budget.in_flight() == 0, "{budget:?}");
+        let books = disp.close().await.unwrap();
+        assert_eq!((books.log().records().len(), books.in_flight()), (1, 0));
     }
 
     /// Take events until `n` queries are booked (a wave that left is checked; every reply is

@@ -164,27 +164,37 @@ impl<T: Clone + Send + 'static> InFlight<T> {
                 else => Raw::Nothing,
             }
         };
-        match raw {
+        let woke = match raw {
             Raw::Fit(done) => {
                 *fit = None;
                 return Ok(Woke::Fit(done.expect("fit task does not panic")));
             }
-            Raw::Event(Event::Sent(sent)) => sent?,
+            Raw::Event(Event::Sent(sent)) => {
+                sent?;
+                Woke::Other
+            }
             Raw::Event(Event::Answered(queries)) => {
                 for (tag, a, b) in queries {
                     let (a, b) = lanes.pair(&tag, a, b);
                     sched.answered(a, b);
                 }
+                Woke::Other
             }
             Raw::Event(Event::Booked(booked)) => {
                 for s in booked? {
                     self.settle(s, sched, faults, lanes, progress);
                 }
-                return Ok(Woke::Settled);
+                Woke::Settled
             }
             // No request leaves from now on, retries waiting on a backoff included.
-            Raw::Signal => judge.stop_sending(),
-            Raw::Grace => self.give_up(sched, faults, lanes, progress).await?,
+            Raw::Signal => {
+                judge.stop_sending();
+                Woke::Other
+            }
+            Raw::Grace => {
+                self.give_up(sched, faults, lanes, progress).await?;
+                Woke::Other
+            }
             Raw::Nothing => {
                 // The scheduler waits only while something is in flight or a refit runs, and the
                 // dispatcher holds every query in flight: this cannot happen. If it did, the
@@ -195,9 +205,33 @@ impl<T: Clone + Send + 'static> InFlight<T> {
                 );
                 sched.gave_up(Vec::new());
                 sched.fit_ended_without_posterior();
+                Woke::Other
             }
+        };
+        self.after_overrun(sched, lanes).await?;
+        Ok(woke)
+    }
+
+    /// A reply cost more than its reservation ([`Dispatcher::held`]): once every such reply is
+    /// booked and settled (the scheduler's worst case is raised), the picks written ahead at the
+    /// old worst case go back to the scheduler, to be reserved again or not at all, and queries
+    /// may leave again once no wave reserved before is still being written.
+    ///
+    /// # Errors
+    /// The books could not be written.
+    async fn after_overrun(&mut self, sched: &mut Scheduler, lanes: &impl Lanes<T>) -> Result<(), RunError> {
+        if !self.disp.held() || !self.disp.overruns_booked() {
+            return Ok(());
         }
-        Ok(Woke::Other)
+        for u in self.disp.withdraw(super::dispatch::RESERVED_TOO_LOW).await? {
+            let (a, b) = lanes.pair(&u.tag, u.a, u.b);
+            sched.withdrawn(a, b, u.reservation);
+            self.asked -= 1;
+        }
+        if self.disp.waves_writing() == 0 {
+            self.disp.release();
+        }
+        Ok(())
     }
 
     /// One query's outcome into the scheduler's books and the faults.

@@ -67,6 +67,12 @@ impl Reservation {
     pub fn usd(&self) -> f64 {
         self.usd
     }
+
+    /// Whether a query that cost `actual_usd` passed this reservation (an overrun), with the
+    /// same tolerance as [`Budget::settle`].
+    pub fn exceeded_by(&self, actual_usd: f64) -> bool {
+        actual_usd > self.usd * (1.0 + 1e-9) + 1e-12
+    }
 }
 
 impl Budget {
@@ -175,7 +181,7 @@ impl Budget {
     /// cost above the reservation is an overrun: it raises the worst-case factor to the ratio
     /// observed.
     pub fn settle(&mut self, r: Reservation, actual_usd: f64, stored: bool) {
-        if actual_usd > r.usd * (1.0 + 1e-9) + 1e-12 {
+        if r.exceeded_by(actual_usd) {
             if self.overrun.replies == 0 {
                 self.overrun.in_flight_at_first = self.in_flight;
             }
