@@ -72,20 +72,10 @@ fn words(raw: &str) -> String {
             t => t.into(),
         }
     };
-    for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = raw.strip_prefix(prefix)
-            && let Some((found, expected)) = rest.split_once(", expected ")
-        {
-            let found = match found {
-                "sequence" => "an array".to_string(),
-                "map" => "an object".to_string(),
-                "null" | "unit value" => "null".to_string(),
-                f => f.split_once(' ').map_or(f, |(_, v)| v).trim_matches('`').to_string(),
-            };
-            return format!("expected {}, found {found}", named(expected));
-        }
+    match crate::domain::serde_words::invalid_type(raw, &crate::domain::serde_words::JSON) {
+        Some(t) if t.before.is_empty() => format!("expected {}, found {}", named(t.expected), t.found),
+        _ => raw.to_string(),
     }
-    raw.to_string()
 }
 
 #[cfg(test)]

@@ -96,24 +96,9 @@ fn shape_message(text: &str, msg: String) -> String {
 /// Serde's "invalid type: sequence, expected …" (from a hand-written visitor) in the order and
 /// words of the other messages: "expected …, found a list".
 fn serde_type_message(msg: &str) -> Option<String> {
-    let (start, prefix) = ["invalid type: ", "invalid value: "].iter().find_map(|p| msg.find(p).map(|at| (at, *p)))?;
-    let rest = &msg[start + prefix.len()..];
-    let (found, tail) = rest.split_once(", expected ")?;
-    // The expectation runs to the end of the first line (the parser's excerpt follows).
-    let (expected, after) = tail.split_once('\n').map_or((tail, ""), |(e, a)| (e, a));
-    let found = match found {
-        "sequence" => "a list".to_string(),
-        "map" => "a mapping".to_string(),
-        "unit value" | "null" => "an empty value (null)".to_string(),
-        f => {
-            // `integer `7``, `floating point `1.5``, `boolean `true``, `string "x"`: the value.
-            let v = f.split_once(' ').map_or(f, |(_, v)| v);
-            let v = v.trim_matches('`');
-            if v.starts_with('"') { v.to_string() } else { format!("{v:?}") }
-        }
-    };
-    let sep = if after.is_empty() { "" } else { "\n" };
-    Some(format!("{}expected {expected}, found {found}{sep}{after}", &msg[..start]))
+    let t = crate::domain::serde_words::invalid_type(msg, &crate::domain::serde_words::YAML)?;
+    let sep = if t.after.is_empty() { "" } else { "\n" };
+    Some(format!("{}expected {}, found {}{sep}{}", t.before, t.expected, t.found, t.after))
 }
 
 /// What is written at the parser's location, in words: "a list", "a mapping", or the value in
