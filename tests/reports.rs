@@ -205,6 +205,17 @@ fn compare_cli_writes_table_and_plot_and_rejects_other_pools() {
     let out = run_bin(dir.path(), &["compare", a.to_str().unwrap(), dir.path().join("C").to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out).contains("same pool"), "{}", text(&out));
+    // One run folder given twice, however spelled, is no comparison.
+    let a2 = dir.path().join(".").join(a.file_name().unwrap()).join("");
+    for (x, y, says) in [(&a, &a, format!("{} is given twice", a.display())), (&a, &a2, "are one run folder".into())] {
+        let out = run_bin(dir.path(), &["compare", x.to_str().unwrap(), y.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains(&says) && text(&out).contains("compare different runs, each once"),
+            "{}",
+            text(&out)
+        );
+    }
 }
 
 /// A 6-item pool with distinct qualities and texts of different lengths.

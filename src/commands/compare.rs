@@ -26,6 +26,7 @@ pub struct CompareOptions<'a> {
 /// # Errors
 /// [`CompareError`].
 pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -> Result<String, CompareError> {
+    given_once(runs)?;
     // Judge panels' runs (docs/model.md §8) go beside the single-judge ones, one pool only.
     let (panel_dirs, single_dirs): (Vec<&PathBuf>, Vec<&PathBuf>) = runs.iter().partition(|d| RunDir::is_panel(d));
     let panels = panel_dirs.iter().map(|d| PanelRunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
@@ -138,6 +139,27 @@ pub fn run(args: &CompareArgs) -> Result<std::process::ExitCode, CompareError> {
     let text = compare_command(&args.runs, opts, &out)?;
     super::print_out(&format!("{text}\n"));
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Each run folder is given once: a folder named twice (`runs/a runs/a`, `runs/a runs/./a/`)
+/// would be a row beside itself.
+///
+/// # Errors
+/// [`CompareError::Mismatch`] naming the folder and both spellings.
+fn given_once(runs: &[PathBuf]) -> Result<(), CompareError> {
+    let mut seen: std::collections::HashMap<PathBuf, &PathBuf> = Default::default();
+    for dir in runs {
+        let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+        if let Some(first) = seen.insert(key, dir) {
+            let spelled = if first.as_os_str() == dir.as_os_str() {
+                format!("{} is given twice", dir.display())
+            } else {
+                format!("{} and {} are one run folder", first.display(), dir.display())
+            };
+            return Err(CompareError::Mismatch(format!("{spelled}: compare different runs, each once")));
+        }
+    }
+    Ok(())
 }
 
 /// Runs whose pools have one name must hold one pool: a run over many prompts is named by their

@@ -206,6 +206,17 @@ mod tests {
         assert_eq!((e.kind, e.status), (CallErrorKind::RateLimited, Some(429)));
         let e = ChatReply::from_value(&json!({"choices":[]})).unwrap_err();
         assert_eq!(e.kind, CallErrorKind::Malformed);
+        // A content that is a number or an object is garbled, not empty; its usage is kept.
+        let usage = json!({"prompt_tokens": 10, "completion_tokens": 2});
+        for (content, says) in [(json!(5), "a number (5)"), (json!({"text": "A"}), "an object ({\"text\":\"A\"})")] {
+            let v = json!({"choices": [{"message": {"content": content}}], "usage": usage});
+            let e = ChatReply::from_value(&v).unwrap_err();
+            assert_eq!((e.kind, e.usage.map(|u| u.total())), (CallErrorKind::Malformed, Some(12)));
+            assert_eq!(e.message, format!("message.content is {says}; expected a text or a list of content parts"));
+        }
+        // A null content is an empty one (a tool call or a refusal may carry the verdict).
+        let v = json!({"choices": [{"message": {"content": null, "refusal": "no"}}]});
+        assert_eq!(ChatReply::from_value(&v).unwrap().refusal.as_deref(), Some("no"));
     }
 
     #[test]

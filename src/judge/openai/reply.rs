@@ -125,6 +125,27 @@ impl ChatReply {
             });
         };
         let msg = choice.get("message");
+        // A content that is neither text nor parts (a number, an object) is a garbled reply,
+        // not an empty one: say what was sent. Billed at the usage it reports.
+        if let Some(c) = msg.and_then(|m| m.get("content"))
+            && !matches!(c, Value::String(_) | Value::Array(_) | Value::Null)
+        {
+            let kind = match c {
+                Value::Bool(_) => "true or false",
+                Value::Number(_) => "a number",
+                _ => "an object",
+            };
+            return Err(CallError {
+                usage,
+                kind: CallErrorKind::Malformed,
+                status: None,
+                retry_after: None,
+                message: format!(
+                    "message.content is {kind} ({}); expected a text or a list of content parts",
+                    clip(&c.to_string(), 100)
+                ),
+            });
+        }
         let mut refusal = msg.and_then(|m| m.get("refusal")).and_then(Value::as_str).map(str::to_owned);
         let content = msg.and_then(|m| m.get("content")).and_then(|c| match c {
             Value::String(s) => Some(s.clone()),
