@@ -178,6 +178,10 @@ fn a_reply_above_its_reservation_holds_the_picks_written_ahead() {
         );
         assert!(out.status.success(), "{}", text(&out));
         assert_eq!(fake.billed().len() as u64, c, "only the {c} on the wire at the first overrun are sent");
+        // Reserved and not settled at the first overrun: the requests sent, and picks written
+        // ahead or being written then (taken back unsent): an upper bound on the requests.
+        let first = r["overrun"]["in_flight_at_first"].as_u64().unwrap();
+        assert!(first >= c, "{first}");
         assert!((bill(&fake) - b.usd).abs() < 1e-12, "booked at the usage the replies report");
         let per_reply = (100.0 * PRICE_IN + 200_000.0 * PRICE_OUT) / 1e6;
         assert!((b.usd - c as f64 * per_reply).abs() < 1e-9, "{} replies at ${per_reply}: {}", c, b.usd);
@@ -186,6 +190,56 @@ fn a_reply_above_its_reservation_holds_the_picks_written_ahead() {
         let taken_back =
             intents.iter().filter(|l| l.to_string().contains("reserved again at the raised worst case")).count();
         assert!(taken_back >= 1, "the picks written ahead are taken back unsent: {intents:?}");
+    }
+}
+
+/// Re-asks and retries are paid attempts of one query: once what a query has spent leaves less
+/// than one attempt's worst case of its reservation, it is not asked again. A provider billing
+/// 5,000 completion tokens (`max_tokens: 64`) per reply, `max_invalid_retries: 2`, 4 in flight,
+/// `max_usd: 0.05`: replies without a verdict, and HTTP 500s reporting that usage, are each sent
+/// once (before: 8 requests for 4 queries, the re-asks and retries leaving after the overrun was
+/// booked).
+#[test]
+fn a_query_past_its_reservation_is_not_asked_again() {
+    let per_reply = (100.0 * PRICE_IN + 5000.0 * PRICE_OUT) / 1e6;
+    for server_error in [false, true] {
+        let fake = FakeOpenAi::start_with(
+            Box::new(|_: &str, _: &str| "Both answers have merits.".to_string()),
+            Box::new(|_| Some(json!({"prompt_tokens": 100, "completion_tokens": 5000}))),
+        );
+        if server_error {
+            fake.script(vec![Fault::ServerErrorWithUsage; 4]);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = live(dir.path(), "reask", &fake.base_url, "", "  concurrency: 4\n", "  max_usd: 0.05\n");
+        let out = run_bin(
+            dir.path(),
+            &["run", cfg.to_str().unwrap(), "--quiet", "--set", "judge.openai.max_invalid_retries=2"],
+        );
+        let b = booked(&dir.path().join("runs/reask"));
+        println!("server_error={server_error}: {} requests, books {b:?}\n{}", fake.billed().len(), text(&out));
+        // One request per query; a fifth query may leave at the raised worst case when the
+        // first reply settled has the longest prompt (the smallest raise), never a re-ask.
+        let n = fake.billed().len();
+        assert_eq!(n, b.verdicts + b.failed, "one attempt per query");
+        assert!(n == 4 || n == 5, "{n}");
+        assert!((bill(&fake) - b.usd).abs() < 1e-12 && (b.usd - n as f64 * per_reply).abs() < 1e-9, "{b:?}");
+        if server_error {
+            assert!(
+                text(&out).contains("(after 1 attempt; not tried again: it cost more than its reservation)"),
+                "{}",
+                text(&out)
+            );
+        } else {
+            let recs = lines(&dir.path().join("runs/reask/verdicts.jsonl"));
+            assert!(
+                recs.iter().all(|r| r["invalid_reason"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("after 1 ask; not asked again: it cost more than its reservation")),
+                "{recs:?}"
+            );
+        }
     }
 }
 

@@ -875,22 +875,10 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
                 }
             }
             let Some(replies) = self.join().await else { break };
-            match self.record(replies).await {
-                Ok(done) => {
-                    for s in done {
-                        let f = s.settle_in(budget);
-                        if each(&f) == Flow::Stop {
-                            sending = false;
-                        }
-                        report.settled.push(f);
-                    }
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
-            // An overrun is settled in `budget`: what was written ahead at the old worst case
-            // goes back to be reserved again.
+            let booked = self.record(replies).await;
+            // An overrun booked: what was written ahead at the old worst case goes back (before
+            // the overrun is settled, so the budget counts only requests sent as in flight at
+            // it), to be reserved again at the raised worst case.
             if self.held() && self.overruns_booked() {
                 match self.withdraw(RESERVED_TOO_LOW).await {
                     Ok(unsent) => {
@@ -904,6 +892,20 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
                     }
                 }
                 self.release();
+            }
+            match booked {
+                Ok(done) => {
+                    for s in done {
+                        let f = s.settle_in(budget);
+                        if each(&f) == Flow::Stop {
+                            sending = false;
+                        }
+                        report.settled.push(f);
+                    }
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
             }
         }
         report.unsent = todo.count() + retry.len();

@@ -181,6 +181,9 @@ impl<T: Clone + Send + 'static> InFlight<T> {
                 Woke::Other
             }
             Raw::Event(Event::Booked(booked)) => {
+                // After an overrun, what was written ahead goes back first, so the budget counts
+                // as in flight at the overrun only the requests that were sent.
+                self.after_overrun(sched, lanes).await?;
                 for s in booked? {
                     self.settle(s, sched, faults, lanes, progress);
                 }

@@ -339,11 +339,12 @@ impl OpenAiJudge {
 
     /// The end of a query whose last call failed: a context overflow follows
     /// `on_context_overflow`; an endpoint-wide fault stops the run; any other failure is a
-    /// failed request carrying what was spent.
+    /// failed request carrying what was spent. `exhausted`: why the query has no attempt left
+    /// (`None`: it has, and the error is not retried).
     fn failed_query(
         &self,
         e: CallError,
-        exhausted: bool,
+        exhausted: Option<&str>,
         (ida, idb): (&str, &str),
         spent: Spent,
         t0: Instant,
@@ -384,7 +385,10 @@ impl OpenAiJudge {
                 cost_usd: cost,
             });
         }
-        let why = if exhausted && e.retryable() { "; no paid attempt left for this query" } else { "" };
+        let why = match exhausted {
+            Some(why) if e.retryable() => format!("; {why}"),
+            _ => String::new(),
+        };
         Err(JudgeError::Request {
             status: e.status,
             message: format!(
@@ -468,6 +472,12 @@ impl OpenAiJudge {
         // Paid attempts left: every reply and every possibly-billed failure takes one, so the
         // query never costs more than the (1 + max_invalid_retries) worst cases reserved for it.
         let slots = AtomicU64::new(1 + u64::from(self.info.cfg.max_invalid_retries));
+        // What the query reserved: no further attempt once what it has spent leaves less than
+        // one attempt's worst case of it (a reply billed above max_tokens, a failure reporting
+        // more usage than expected), so only an attempt already sent can pass the reservation.
+        let query_worst = (1 + self.info.cfg.max_invalid_retries) as f64 * attempt_worst;
+        let room_for_another = |spent: f64| spent + attempt_worst <= query_worst * (1.0 + 1e-9) + 1e-12;
+        let overran = std::sync::atomic::AtomicBool::new(false);
         let attempts = AtomicU64::new(0);
         // Failed attempts that cost (or may have cost) money: the usage they report, and their
         // booked cost (USD): at least that usage, and the attempt's worst case when the provider
@@ -482,6 +492,7 @@ impl OpenAiJudge {
                 self.counters.reasks.fetch_add(1, Ordering::Relaxed);
             }
             asks += 1;
+            let spent_before = cost;
             let res = crate::judge::openai::retry::retry(
                 &self.policy,
                 &self.stop,
@@ -502,6 +513,10 @@ impl OpenAiJudge {
                                     paid.0.add(u);
                                 }
                                 paid.1 += reported.max(worst);
+                                if !room_for_another(spent_before + paid.1) {
+                                    slots.store(0, Ordering::Relaxed);
+                                    overran.store(true, Ordering::Relaxed);
+                                }
                             }
                             Err(Attempt { exhausted: slots.load(Ordering::Relaxed) == 0, err })
                         }
@@ -521,7 +536,12 @@ impl OpenAiJudge {
                 Ok(r) => r,
                 Err(Attempt { err, exhausted }) => {
                     let spent = Spent { usage, cost_usd: cost, attempts: n_attempts };
-                    return self.failed_query(err, exhausted, (&ida, &idb), spent, t0);
+                    let left = match (exhausted, overran.load(Ordering::Relaxed)) {
+                        (_, true) => Some("not tried again: it cost more than its reservation"),
+                        (true, false) => Some("no paid attempt left for this query"),
+                        (false, false) => None,
+                    };
+                    return self.failed_query(err, left, (&ida, &idb), spent, t0);
                 }
             };
             let this_usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
@@ -531,6 +551,10 @@ impl OpenAiJudge {
             }
             usage.add(&this_usage);
             cost += self.info.price.cost_usd(&this_usage);
+            if !room_for_another(cost) && slots.load(Ordering::Relaxed) > 0 {
+                slots.store(0, Ordering::Relaxed);
+                overran.store(true, Ordering::Relaxed);
+            }
             let raw = self.raw_text(&reply);
             match self.read_verdict(&reply, answers) {
                 Ok((y, detail)) => {
@@ -558,8 +582,15 @@ impl OpenAiJudge {
         }
         let (inv, raw, channels) = last.expect("the loop ends after an invalid reply");
         let n = attempts.load(Ordering::Relaxed) as u32;
-        let mut reply =
-            self.invalid_reply(InvalidNote::new(inv, format!("after {asks} asks")), raw, usage, cost, n, t0);
+        let why = if overran.load(Ordering::Relaxed) {
+            format!(
+                "after {asks} ask{}; not asked again: it cost more than its reservation",
+                if asks == 1 { "" } else { "s" }
+            )
+        } else {
+            format!("after {asks} asks")
+        };
+        let mut reply = self.invalid_reply(InvalidNote::new(inv, why), raw, usage, cost, n, t0);
         reply.detail.raw_channels = Some(channels);
         Ok(reply)
     }
