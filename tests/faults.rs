@@ -371,6 +371,36 @@ fn the_dry_run_says_whether_the_endpoint_answers() {
     );
 }
 
+/// A `--base-url` (or `--set …base_url=`) holding credentials that the config refuses is named
+/// in the error with its credentials redacted, however the URL is spelled.
+#[test]
+fn a_refused_base_url_override_does_not_show_its_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(root().join("configs/local.yaml"))
+        .unwrap()
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("../prompts/", &format!("{}/prompts/", root().display()))
+        .replace("out_dir: ../runs", "out_dir: runs");
+    let cfg = write(dir.path(), "local.yaml", &yaml);
+    for args in [
+        vec!["--base-url", "http://user:s3cretpw@127.0.0.1:9/v1?api_key=QQSECRETQQ"],
+        vec!["--base-url", "htp://user:s3cretpw@127.0.0.1:9/v1"],
+        vec!["--set", "judge.openai.base_url=http://user:s3cretpw@127.0.0.1:9/v1?api_key=QQSECRETQQ"],
+    ] {
+        let out = std::process::Command::new(bin())
+            .current_dir(dir.path())
+            .args(["run", cfg.to_str().unwrap(), "--dry-run"])
+            .args(&args)
+            .env("LOCAL_LLM_API_KEY", "sk-local-0123456789abcdef")
+            .output()
+            .unwrap();
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{t}");
+        assert!(t.contains("http://***:***@127.0.0.1:9/v1") || t.contains("htp://***:***@"), "{t}");
+        assert!(!t.contains("s3cretpw") && !t.contains("QQSECRETQQ") && !t.contains("0123456789abcdef"), "{t}");
+    }
+}
+
 #[test]
 fn context_overflow_reported_by_the_server_follows_the_policy() {
     let long = format!("Answer C: {}", "costs fell again and again, said the report. ".repeat(140));

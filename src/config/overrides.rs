@@ -64,7 +64,9 @@ impl Override {
             crate::store::yaml::from_str::<serde_json::Value>(value)
                 .unwrap_or_else(|_| serde_json::Value::String(value.to_string()))
         };
-        Ok(Self { given: given.to_string(), key, value, raw })
+        // A base_url's credentials are not shown in any message that names the override.
+        let given = crate::judge::openai::secret::redact_urls_in(given);
+        Ok(Self { given, key, value, raw })
     }
 
     /// The dotted key.

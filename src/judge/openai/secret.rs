@@ -42,8 +42,10 @@ impl Secret {
         self.0.is_empty()
     }
 
-    /// `text` with every occurrence of the secret replaced by [`REDACTED`]. Secrets shorter than
-    /// 4 bytes are not searched for (they would redact ordinary words).
+    /// `text` with every occurrence of the secret replaced by [`REDACTED`]: the whole key, and
+    /// any stretch of [`MIN_FRAGMENT`] bytes of it or more (a server may echo the key without
+    /// its type prefix, cut short, or inside JSON with `/` written `\/`, `%2F` or `\u002f`).
+    /// Secrets shorter than 4 bytes are not searched for (they would redact ordinary words).
     pub fn redact(&self, text: &str) -> String {
         self.redact_as(text, REDACTED)
     }
@@ -51,24 +53,75 @@ impl Secret {
     /// [`Secret::redact`] with another `replacement` (a YAML file needs one that reads as a
     /// plain string: `[redacted]` would be a list there).
     pub fn redact_as(&self, text: &str, replacement: &str) -> String {
-        if self.0.len() < 4 {
+        let key = self.0.as_bytes();
+        if key.len() < 4 {
             return text.to_owned();
         }
-        let mut t = if text.contains(&self.0) { text.replace(&self.0, replacement) } else { text.to_owned() };
-        // A server may echo the key without its type prefix (`sk-`, `sk-proj-`, `sk-or-v1-`):
-        // the part after each `-` of the prefix is the key too, while at least 12 bytes long.
-        let mut rest = self.0.as_str();
-        while let Some((_, tail)) = rest.split_once('-') {
-            if tail.len() < 12 {
-                break;
-            }
-            if t.contains(tail) {
-                t = t.replace(tail, replacement);
-            }
-            rest = tail;
+        let min = key.len().min(MIN_FRAGMENT);
+        // Where in the key each byte occurs: a stretch starts at a byte of the key or an escape.
+        let mut at: Vec<Vec<usize>> = vec![Vec::new(); 256];
+        for (j, &c) in key.iter().enumerate() {
+            at[usize::from(c)].push(j);
         }
-        t
+        let escapes: Vec<usize> = (0..key.len()).filter(|&j| !key[j].is_ascii_alphanumeric()).collect();
+        let t = text.as_bytes();
+        let (mut out, mut last, mut i) = (String::with_capacity(text.len()), 0, 0);
+        while i < t.len() {
+            let candidates =
+                at[usize::from(t[i])].iter().chain(if matches!(t[i], b'\\' | b'%') { &escapes[..] } else { &[] });
+            let end = candidates
+                .filter_map(|&j| {
+                    let (n, end) = stretch(key, j, t, i);
+                    (n >= min && text.is_char_boundary(end)).then_some(end)
+                })
+                .max();
+            match end {
+                Some(end) if text.is_char_boundary(i) => {
+                    out.push_str(&text[last..i]);
+                    out.push_str(replacement);
+                    (last, i) = (end, end);
+                }
+                _ => i += 1,
+            }
+        }
+        out.push_str(&text[last..]);
+        out
     }
+}
+
+/// The shortest stretch of a key that is searched for in text from outside, bytes (a key
+/// shorter than this is searched for whole).
+pub const MIN_FRAGMENT: usize = 12;
+
+/// How many bytes of `key` from `j` on match `t` from `i` on, and where the match ends in `t`.
+/// A byte that is not a letter or digit may be written escaped: `\/` (JSON), `%2F` (URL) or
+/// `\u002F` (JSON), hex in either case.
+fn stretch(key: &[u8], j: usize, t: &[u8], i: usize) -> (usize, usize) {
+    let (mut k, mut p) = (j, i);
+    while k < key.len() && p < t.len() {
+        let c = key[k];
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let hex = [HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]];
+        let rest = &t[p..];
+        let step = if rest[0] == c {
+            1
+        } else if c.is_ascii_alphanumeric() {
+            0
+        } else if rest.len() >= 2 && rest[0] == b'\\' && rest[1] == c {
+            2
+        } else if rest.len() >= 3 && rest[0] == b'%' && rest[1..3].eq_ignore_ascii_case(&hex) {
+            3
+        } else if rest.len() >= 6 && rest[..4].eq_ignore_ascii_case(b"\\u00") && rest[4..6].eq_ignore_ascii_case(&hex) {
+            6
+        } else {
+            0
+        };
+        if step == 0 {
+            break;
+        }
+        (k, p) = (k + 1, p + step);
+    }
+    (k - j, p)
 }
 
 impl fmt::Debug for Secret {
@@ -252,6 +305,20 @@ pub fn redact_all(text: &str, secrets: &[String]) -> String {
     t
 }
 
+/// `text` with the credentials of every URL in it redacted ([`redact_url`]): a command-line
+/// argument that holds a `base_url`, shown in a message.
+pub fn redact_urls_in(text: &str) -> String {
+    let mut secrets = Vec::new();
+    for token in text.split(|c: char| c.is_whitespace() || "\"'{}[],".contains(c)) {
+        if let Some(at) = token.find("://") {
+            // The URL starts at its scheme (`key=http://…`).
+            let start = token[..at].rfind(|c: char| !c.is_ascii_alphanumeric()).map_or(0, |i| i + 1);
+            secrets.extend(url_secrets(&token[start..]));
+        }
+    }
+    redact_all(text, &secrets)
+}
+
 /// Serialise `base_url` redacted ([`redact_url`]): a config copied into a run folder never holds
 /// its credentials.
 ///
@@ -273,6 +340,23 @@ mod tests {
         assert_eq!(k.redact("bearer sk-test-SECRET999abcdef."), "bearer [redacted].");
         // A short tail is ordinary text, not the key.
         assert_eq!(Secret::new("sk-abc-short").redact("a short word"), "a short word");
+    }
+
+    #[test]
+    fn the_key_cut_short_or_json_or_url_escaped_is_redacted() {
+        let k = Secret::new("sk-test-LEAK/CHECK+12345/67890abcdef==");
+        // PHP's json_encode writes `/` as `\/`; a URL encodes it; `\u002f` is JSON too.
+        assert_eq!(
+            k.redact(r#"{"message":"bad key Bearer sk-test-LEAK\/CHECK+12345\/67890abcdef=="}"#),
+            r#"{"message":"bad key Bearer [redacted]"}"#
+        );
+        assert_eq!(k.redact("key=sk-test-LEAK%2FCHECK%2B12345%2f67890abcdef%3D%3D&x=1"), "key=[redacted]&x=1");
+        assert_eq!(k.redact(r"k: sk-test-LEAK\u002FCHECK+12345/67890abcdef=="), "k: [redacted]");
+        // Cut short by 3 bytes, or from its middle: a stretch of 12 bytes or more is the key.
+        assert_eq!(k.redact("bad key sk-test-LEAK/CHECK+12345/67890abcde!"), "bad key [redacted]!");
+        assert_eq!(k.redact("CHECK+12345/6 and CHECK+1234"), "[redacted] and CHECK+1234");
+        // Text around and between stays, also multi-byte text.
+        assert_eq!(k.redact("é LEAK/CHECK+12 é"), "é [redacted] é");
     }
 
     #[test]
@@ -306,6 +390,16 @@ mod tests {
         let red = redact_all(msg, &s);
         assert!(!red.contains("p%3Ass") && !red.contains("k1k1") && !red.contains("us%40er"), "{red}");
         assert_eq!(url_secrets("http://h/v1"), Vec::<String>::new());
+        // In a command-line argument, whatever surrounds the URL.
+        assert_eq!(
+            redact_urls_in("--base-url http://user:s3cretpw@127.0.0.1:9/v1?api_key=QQSECRETQQ"),
+            "--base-url http://***:***@127.0.0.1:9/v1?api_key=***"
+        );
+        assert_eq!(
+            redact_urls_in("--set judge.openai={base_url: 'htp://user:s3cretpw@h/v1', model: m}"),
+            "--set judge.openai={base_url: 'htp://***:***@h/v1', model: m}"
+        );
+        assert_eq!(redact_urls_in("--set k=3"), "--set k=3");
     }
 
     #[test]
