@@ -294,6 +294,11 @@ fn audit_and_gate_need_a_budget_and_audit_enforces_it_in_flight() {
     assert!((bill(&fake) - b.usd).abs() < 1e-12);
     assert_eq!(fake.billed().len(), 8, "no request after the 8 in flight at the first overrun");
     assert!(b.usd > max && b.usd <= max + 8.0 * per_reply, "past max_usd only by the 8 in flight: {}", b.usd);
+    // The counts add up, the overrun is named, and a probe the budget held back is not called failed.
+    let t = text(&out);
+    assert!(t.contains("queries: 40 (8 new, 0 cached, 0 failed, 32 not sent: budget.max_usd reached)"), "{t}");
+    assert!(t.contains("overrun: 8 replies cost $") && t.contains("and 32 queries were not sent"), "{t}");
+    assert!(t.contains("first: not sent, budget.max_usd has no room for it") && !t.contains("not queried"), "{t}");
     // The older spelling still works, once.
     let out = audit(&format!("max_usd: {max}\nbudget: {{max_usd: {max}}}\n"));
     assert!(text(&out).contains("older spelling of budget.max_usd"), "{}", text(&out));

@@ -304,10 +304,13 @@ pub async fn run_audit(
                         missing.push(format!("{first} first: {why}"));
                     }
                 }
-                None => {
-                    let why = failures.get(&(i, o)).map(String::as_str).unwrap_or("not queried");
-                    missing.push(format!("{first} first: query failed ({why}); re-run to retry"));
-                }
+                None => match failures.get(&(i, o)) {
+                    Some(why) => missing.push(format!("{first} first: query failed ({why}); re-run to retry")),
+                    None if sent.budget_blocked => missing.push(format!(
+                        "{first} first: not sent, budget.max_usd has no room for it; raise it and re-run"
+                    )),
+                    None => missing.push(format!("{first} first: not queried; re-run to ask")),
+                },
             }
         }
         obs.push(audit::BothOrders {
@@ -323,7 +326,19 @@ pub async fn run_audit(
         return Err(AuditError::JudgeFailing { failed: failures.len(), last });
     }
     let report = audit::analyse(&cfg.pairs, &obs, cfg.raw.level);
-    let notes = notes(cfg, &report, failures.len());
+    let mut notes = notes(cfg, &report, failures.len());
+    let o = budget.overrun();
+    if o.replies > 0 {
+        notes.push(format!(
+            "overrun: {} repl{} cost ${:.6} more than reserved (a provider billing above max_tokens); later reservations used {}× the worst case, and {} quer{} not sent",
+            o.replies,
+            if o.replies == 1 { "y" } else { "ies" },
+            o.excess_usd,
+            crate::domain::fmt::num(budget.worst_case_factor()),
+            sent.unsent,
+            if sent.unsent == 1 { "y was" } else { "ies were" }
+        ));
+    }
     let stored: Vec<&VerdictRecord> = keys.iter().flatten().filter_map(|k| log.get(k)).collect();
     let invalid_by_reason =
         crate::domain::verdict::invalid_by_reason(stored.len(), stored.iter().filter_map(|r| r.reply.why_invalid()));
@@ -341,7 +356,7 @@ pub async fn run_audit(
         name: cfg.raw.name.clone(),
         judge: judge.describe(),
         source: cfg.source.clone(),
-        queries: QueryCounts { total, cached, new, failed: failures.len() },
+        queries: QueryCounts { total, cached, new, failed: failures.len(), unsent: sent.unsent },
         spend_usd,
         usage,
         notes,
@@ -596,7 +611,7 @@ mod tests {
         let j = Arc::new(Counting { inner: mock, calls: AtomicUsize::new(0) });
         let out = run_audit(&cfg, j.clone(), false, false).await.unwrap();
         assert_eq!(j.calls.load(Ordering::SeqCst), 34);
-        assert_eq!(out.queries, QueryCounts { total: 34, cached: 0, new: 33, failed: 1 });
+        assert_eq!(out.queries, QueryCounts { total: 34, cached: 0, new: 33, failed: 1, unsent: 0 });
         // p03 is left out; a hard-verdict judge without scores averages outcomes.
         assert_eq!(out.report.excluded.len(), 1);
         assert!(out.report.excluded[0].reason.contains("query failed (judge request failed (HTTP 500): boom)"));
@@ -604,7 +619,7 @@ mod tests {
         // Re-run: only the failed query is sent again.
         let out = run_audit(&cfg, j.clone(), false, false).await.unwrap();
         assert_eq!(j.calls.load(Ordering::SeqCst), 35);
-        assert_eq!(out.queries, QueryCounts { total: 34, cached: 33, new: 0, failed: 1 });
+        assert_eq!(out.queries, QueryCounts { total: 34, cached: 33, new: 0, failed: 1, unsent: 0 });
         let lines = std::fs::read_to_string(cfg.run_dir.join("verdicts.jsonl")).unwrap().lines().count();
         assert_eq!(lines, 33);
         // Without the judge's scores, the flipped pairs become ties: ½ disagreement each for

@@ -197,6 +197,9 @@ pub struct QueryCounts {
     pub new: usize,
     /// Sent in this invocation and failed (nothing stored; re-run to retry).
     pub failed: usize,
+    /// Not sent: `budget.max_usd` had no room for them (after an overrun, at the raised worst
+    /// case); raise it and re-run.
+    pub unsent: usize,
 }
 
 /// audit.json: the audit's source, judge, cost and the full [`AuditReport`].
@@ -321,8 +324,15 @@ pub fn summary_text(o: &AuditOutput, dir: &Path) -> String {
     let n_probes = o.report.rows.len() - n_pairs;
     let q = &o.queries;
     let mut s = format!(
-        "audit {:?}: judge {}\n{n_pairs} pairs + {n_probes} probes from {src}\nqueries: {} ({} new, {} cached, {} failed), spend ${:.4}\n\n",
-        o.name, o.judge, q.total, q.new, q.cached, q.failed, o.spend_usd
+        "audit {:?}: judge {}\n{n_pairs} pairs + {n_probes} probes from {src}\nqueries: {} ({} new, {} cached, {} failed{}), spend ${:.4}\n\n",
+        o.name,
+        o.judge,
+        q.total,
+        q.new,
+        q.cached,
+        q.failed,
+        if q.unsent > 0 { format!(", {} not sent: budget.max_usd reached", q.unsent) } else { String::new() },
+        o.spend_usd
     );
     if !o.invalid_by_reason.is_empty() {
         s.push_str(&crate::report::summary::invalid_line(q.cached + q.new, &o.invalid_by_reason));
