@@ -163,6 +163,21 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
             vec!["--budget", "10"],
             "--budget 10: there is no --budget option: give --max-usd USD (dollars) or --max-comparisons N",
         ),
+        // A run name that a terminal would run, or not a plain folder name.
+        (
+            vec!["--name", "x\u{1b}[31mred"],
+            "name: \"x\\u{1b}[31mred\" is not a valid run name (expected a plain folder name",
+        ),
+        (vec!["--name", "a:b"], "name: \"a:b\" is not a valid run name"),
+        // Covariates the config lists wrongly are the config's fault, not the pool file's.
+        (
+            vec!["--set", "model.covariates=[{name: words}, {name: words}]"],
+            "model.covariates[1]: covariate \"words\" is listed twice (also at [0]); list each covariate once",
+        ),
+        (
+            vec!["--set", "model.covariates=[{name: markdown, transform: log}]"],
+            "model.covariates: item \"M0\": covariate \"markdown\" = 0 cannot take transform log (needs > 0) (pool \"dm-test-",
+        ),
     ] {
         let mut a = vec!["run", c, "--quiet"];
         a.extend(args.iter());
@@ -170,6 +185,17 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         assert!(!out.status.success(), "{args:?}: {}", text(&out));
         assert!(text(&out).contains(message), "{args:?}: expected {message:?} in\n{}", text(&out));
     }
+    // Covariates given to the naive model are not silently dropped.
+    let out = run_bin(
+        dir.path(),
+        &["run", c, "--quiet", "--name", "nv", "--max-comparisons", "2", "--set", "model.kind=naive"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("warning: model.covariates is ignored: model.kind naive fits no bias coefficients"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Shell completions and the man page come from the command line's definition: they list every

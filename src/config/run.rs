@@ -684,18 +684,10 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
         }
         // The name is a folder of the run (its prompt is copied under it) and the prefix of its
         // cache keys: a plain folder name, as a run's.
-        if name.is_empty()
-            || name != m.name
-            || name.starts_with('.')
-            || name.contains(['/', '\\', ':'])
-            || name.chars().any(char::is_control)
-        {
+        if !super::sections::is_plain_folder_name(&m.name) {
             return Err(InvalidSetting::new(
                 format!("judges[{i}].name"),
-                format!(
-                    "{:?} must be a plain folder name: not empty, not starting with '.', without surrounding spaces, '/', '\\', ':' or control characters",
-                    m.name
-                ),
+                format!("{:?} must be {}", m.name, super::sections::PLAIN_FOLDER_NAME),
             ));
         }
         // A judge's name is a folder of the run: names that differ only by case are one folder
@@ -918,13 +910,36 @@ impl Config {
             ModelKind::Naive => Vec::new(),
             ModelKind::BiasAware => raw.model.covariates.clone().unwrap_or_else(|| pool::default_covariates(&pool)),
         };
-        let covariates = pool::build_covariates(&pool, &specs)
-            .map_err(|source| sections::pool_error(path, &raw.pool.file, source))?;
+        if let Some(given) = &raw.model.covariates {
+            for (i, s) in given.iter().enumerate() {
+                if let Some(j) = given[..i].iter().position(|t| t.name == s.name) {
+                    return Err(inv(InvalidSetting::new(
+                        format!("model.covariates[{i}]"),
+                        format!("covariate {:?} is listed twice (also at [{j}]); list each covariate once", s.name),
+                    )));
+                }
+            }
+        }
+        let covariates = pool::build_covariates(&pool, &specs).map_err(|source| match source {
+            // Covariates the config asks for that this pool cannot give: the setting is named,
+            // with the pool.
+            PoolError::Invalid { msg, pool_id } if raw.model.covariates.is_some() => inv(InvalidSetting::new(
+                "model.covariates",
+                format!("{msg} (pool {pool_id:?} of pool.file {})", raw.pool.file.display()),
+            )),
+            source => sections::pool_error(path, &raw.pool.file, source),
+        })?;
         crate::analysis::design::validate(raw.design, &pool, &covariates)
             .map_err(|m| inv(InvalidSetting::new("design", m.to_string())))?;
         let mut warnings =
             sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
+        if raw.model.kind == ModelKind::Naive && raw.model.covariates.as_ref().is_some_and(|c| !c.is_empty()) {
+            warnings.push(
+                "model.covariates is ignored: model.kind naive fits no bias coefficients (kind: bias_aware fits them)"
+                    .into(),
+            );
+        }
         warnings.extend(solo_trusted);
         let families = families(&raw, &pool, &mut warnings).map_err(inv)?;
         let carried = carried_priors(&raw, &covariates, families.as_ref()).map_err(inv)?;

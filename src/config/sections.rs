@@ -14,17 +14,30 @@ use crate::model::Prior;
 use crate::model::params::{ParamError, check_mc_draws, check_refit_every};
 use std::path::{Path, PathBuf};
 
-/// A document's `name`: a plain folder name (no `/`, `\`, no leading `.`, not blank). `kind`
-/// names the document in the message (`run`, `audit`, `sweep`; empty for none).
+/// What a plain folder name may not be or hold (a run's or a panel judge's name: a folder of
+/// the output, shown in terminals).
+pub const PLAIN_FOLDER_NAME: &str = "a plain folder name: not empty, not starting with '.', without surrounding spaces, '/', '\\', ':' or control characters";
+
+/// Whether `name` is a plain folder name ([`PLAIN_FOLDER_NAME`]).
+pub fn is_plain_folder_name(name: &str) -> bool {
+    !(name.is_empty()
+        || name != name.trim()
+        || name.starts_with('.')
+        || name.contains(['/', '\\', ':'])
+        || name.chars().any(char::is_control))
+}
+
+/// A document's `name`: a plain folder name ([`PLAIN_FOLDER_NAME`]). `kind` names the document
+/// in the message (`run`, `audit`, `sweep`; empty for none).
 ///
 /// # Errors
 /// [`InvalidSetting`] at `name`.
 pub fn check_name(name: &str, kind: &str) -> Result<(), InvalidSetting> {
-    if name.trim().is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+    if !is_plain_folder_name(name) {
         let kind = if kind.is_empty() { String::new() } else { format!("{kind} ") };
         return Err(InvalidSetting::new(
             "name",
-            format!("{name:?} is not a valid {kind}name (expected a plain folder name)"),
+            format!("{name:?} is not a valid {kind}name (expected {PLAIN_FOLDER_NAME})"),
         ));
     }
     Ok(())
@@ -212,12 +225,20 @@ mod tests {
         assert!(check_k(4, 5, "x").is_ok());
         assert_eq!(
             check_name("a/b", "sweep").unwrap_err().to_string(),
-            "name: \"a/b\" is not a valid sweep name (expected a plain folder name)"
+            format!("name: \"a/b\" is not a valid sweep name (expected {PLAIN_FOLDER_NAME})")
         );
         assert_eq!(
             check_name(".x", "").unwrap_err().message,
-            "\".x\" is not a valid name (expected a plain folder name)"
+            format!("\".x\" is not a valid name (expected {PLAIN_FOLDER_NAME})")
         );
+        // Control characters (a terminal runs them), surrounding spaces and ':' too.
+        assert_eq!(
+            check_name("x\u{1b}[31mred", "run").unwrap_err().message,
+            format!("\"x\\u{{1b}}[31mred\" is not a valid run name (expected {PLAIN_FOLDER_NAME})")
+        );
+        for bad in [" x", "x ", "a:b", "", "a\tb"] {
+            assert!(check_name(bad, "run").is_err(), "{bad:?}");
+        }
         assert!(check_name("ok-name", "run").is_ok());
         assert_eq!(
             check_usd(Some(-1.0), "budget.max_usd").unwrap_err().to_string(),
