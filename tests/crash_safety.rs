@@ -610,7 +610,12 @@ fn reusing_a_run_name_for_another_config_warns() {
     let yaml = std::fs::read_to_string(&c).unwrap().replace("seed: 7", "seed: 8");
     std::fs::write(&c, yaml).unwrap();
     let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
-    assert!(text(&out).contains("holds a run with a different judge:"), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("holds a run with a different judge (or the items it reads: texts, a mock judge's qualities):"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A 30-item pool with distinct texts (item i has i + 3 words) as a pool file in `dir`.

@@ -178,6 +178,32 @@ fn a_pair_that_always_fails_is_set_aside_and_the_run_ends_normally() {
     assert!(t.contains("set aside") && (t.contains("B vs C") || t.contains("C vs B")), "{t}");
 }
 
+/// A reply body past 16 MiB is not read further: the attempt is a garbled reply (retried, booked
+/// at its worst case), and the next attempt's verdict is stored.
+#[test]
+fn a_reply_body_past_the_size_limit_is_not_read() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let p = abc(dir.path());
+    fake.script([Fault::Text(format!("{}[[A]]", "x".repeat(17 << 20)))]);
+    let cfg = config(
+        dir.path(),
+        "big",
+        &p,
+        &fake.base_url,
+        "    max_retries: 2\n",
+        "acquisition:\n  concurrency: 1\nbudget:\n  max_comparisons: 1\n",
+    );
+    let out = run(dir.path(), &cfg, &[]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert_eq!(fake.n_requests(), 2, "the oversized reply, then one retried: {t}");
+    let r = result(dir.path(), "big");
+    assert_eq!(r["valid"].as_u64(), Some(1), "{t}");
+    let stats = &r["judge_stats"];
+    assert_eq!(stats["malformed"].as_u64(), Some(1), "{stats}");
+}
+
 /// One endpoint-wide failure: the fake's replies, the setting the message must name, and how
 /// many chat requests may reach the server before the run stops.
 struct EndpointCase {

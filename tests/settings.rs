@@ -169,6 +169,9 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
             "name: \"x\\u{1b}[31mred\" is not a valid run name (expected a plain folder name",
         ),
         (vec!["--name", "a:b"], "name: \"a:b\" is not a valid run name"),
+        // An out_dir that is a file.
+        (vec!["--set", "out_dir=base.yaml"], "cannot create the run folder (out_dir/name): "),
+        (vec!["--set", "out_dir=base.yaml"], "base.yaml is a file, not a folder"),
         // Covariates the config lists wrongly are the config's fault, not the pool file's.
         (
             vec!["--set", "model.covariates=[{name: words}, {name: words}]"],

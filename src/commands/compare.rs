@@ -38,7 +38,8 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
     let w = |p: PathBuf, text: &str| {
         std::fs::write(&p, text).map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })
     };
-    std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
+    crate::store::files::create_folder(out)
+        .map_err(|m| CompareError::Read { path: out.to_owned(), msg: format!("--out: {m}") })?;
     let named: Vec<(&Path, &str)> = loaded
         .iter()
         .map(|r| (r.dir.as_path(), r.result.pool_id.as_str()))

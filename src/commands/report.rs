@@ -40,7 +40,8 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
         let ident = identifiability(&run);
         (content(&run, &ident), report_plots(&run)?)
     };
-    std::fs::create_dir_all(out).map_err(|e| CompareError::Read { path: out.to_owned(), msg: e.to_string() })?;
+    crate::store::files::create_folder(out)
+        .map_err(|m| CompareError::Read { path: out.to_owned(), msg: format!("--out: {m}") })?;
     let mut files = Vec::new();
     let mut w = |name: &str, text: &str| -> Result<(), CompareError> {
         let p = out.join(name);

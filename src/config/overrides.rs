@@ -78,7 +78,8 @@ impl Override {
     fn apply(&self, doc: &mut serde_json::Value) -> Result<(), String> {
         let mut at = doc;
         for (i, part) in self.key.iter().enumerate() {
-            if at.is_null() {
+            // `budget: unlimited` is the budget with no limit: a limit set on it starts one.
+            if at.is_null() || (i == 1 && self.key[0] == "budget" && at.as_str() == Some("unlimited")) {
                 *at = serde_json::Value::Object(serde_json::Map::new());
             }
             // A list entry by its index, from 0 (`judges.1.mock.seed`).
@@ -464,6 +465,10 @@ mod tests {
         let mut doc = serde_json::json!({"name": "x", "k": 3});
         Override::parse("budget.max_usd=2").unwrap().apply(&mut doc).unwrap();
         assert_eq!(doc["budget"]["max_usd"], serde_json::json!(2));
+        // A limit on an unlimited budget starts one.
+        let mut unlimited = serde_json::json!({"budget": "unlimited"});
+        Override::parse("budget.max_comparisons=5").unwrap().apply(&mut unlimited).unwrap();
+        assert_eq!(unlimited["budget"], serde_json::json!({"max_comparisons": 5}));
         let e = Override::parse("k.deep=1").unwrap().apply(&mut doc).unwrap_err();
         assert_eq!(e, "k is not a mapping in the config, so it has no key \"deep\"");
         // A panel's judge by its index.

@@ -173,6 +173,15 @@ impl Pool {
             {
                 return Err(bad(format!("item {:?}: quality {q} is not finite", it.id)));
             }
+            // Gold quality is compared, averaged and printed: the covariates' bound holds for it.
+            if let Some(q) = it.quality
+                && q.abs() > MAX_COVARIATE
+            {
+                return Err(bad(format!(
+                    "item {:?}: quality {q:e} is too large (|quality| ≤ 1e100; any real scale works, e.g. 1 to 5)",
+                    it.id
+                )));
+            }
             for (k, v) in &it.covariates {
                 if !v.is_finite() {
                     return Err(bad(format!("item {:?}: covariate {k:?} = {v} is not finite", it.id)));
@@ -715,6 +724,9 @@ mod tests {
         assert!(e.to_string().contains("duplicate item id \"a\""), "{e}");
         let e = Pool::new("p".into(), "t".into(), vec![]).unwrap_err();
         assert!(e.to_string().contains("no items"), "{e}");
+        let huge = Item { quality: Some(-1e308), ..item("b", "y") };
+        let e = Pool::new("p".into(), "t".into(), vec![item("a", "x"), huge]).unwrap_err();
+        assert!(e.to_string().contains("item \"b\": quality -1e308 is too large (|quality| ≤ 1e100"), "{e}");
     }
 
     #[test]

@@ -137,7 +137,7 @@ impl MockJudge {
     /// A message when temperature ≤ 0 or a number is not finite.
     pub fn new(cfg: MockConfig) -> Result<Self, crate::domain::invalid::InvalidInput> {
         if !(cfg.temperature > 0.0 && cfg.temperature.is_finite()) {
-            return Err(format!("temperature = {} must be > 0", cfg.temperature).into());
+            return Err(format!("temperature = {} must be a finite number > 0", cfg.temperature).into());
         }
         if !cfg.pos_bias.is_finite() || !cfg.verb_per_word.is_finite() {
             return Err("pos_bias and verb_per_word must be finite".into());

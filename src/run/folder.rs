@@ -46,8 +46,10 @@ fn other_run_warning(dir: &Path, id: &RunIdentity, fits: &str) -> Option<String>
     let what = match (old.fit != id.fit, old.judge != id.judge) {
         (false, false) => return None,
         (true, false) => "model, k, acquisition or pool",
-        (false, true) => "judge",
-        (true, true) => "judge and model, k, acquisition or pool",
+        // A judge's cache key holds what it reads of the items: their texts (a mock's also their
+        // gold qualities), so editing the pool's items changes it too.
+        (false, true) => "judge (or the items it reads: texts, a mock judge's qualities)",
+        (true, true) => "judge (or the items it reads) and model, k, acquisition or pool",
     };
     Some(format!(
         "{} holds a run with a different {what}: its result.json and config.yaml are replaced and {fits} gets a second history (stored verdicts are kept and reused only by the same judge); give this run its own `name` to keep both",
@@ -90,7 +92,10 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
             .unwrap_or_default(),
     };
     let other_run = other_run_warning(dir, &identity, if cfg.is_panel() { "panel_fits.jsonl" } else { "fits.jsonl" });
-    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    crate::store::files::create_folder(dir).map_err(|m| RunError::Io {
+        path: dir.to_owned(),
+        source: std::io::Error::other(format!("cannot create the run folder (out_dir/name): {m}")),
+    })?;
     // One process per run folder, from before anything is written until the run ends.
     let lock = RunLock::acquire(dir)?;
     let interrupt = if opts.handle_signals {

@@ -1,5 +1,5 @@
-//! Files as paths: whether two paths are one file, and whether an output file may be written
-//! before a command does its work.
+//! Files as paths: whether two paths are one file, whether an output file may be written
+//! before a command does its work, and output folders created with a plain reason.
 
 use std::path::Path;
 
@@ -15,6 +15,20 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     {
         matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
     }
+}
+
+/// Create the folder `dir` and its parents. When that fails, the reason in words: a part of the
+/// path that is a file (`README.md is a file, not a folder`), or the system's words.
+///
+/// # Errors
+/// What is wrong, in words (the caller names the setting or flag and the folder).
+pub fn create_folder(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        match dir.ancestors().find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir()) {
+            Some(file) => format!("{} is a file, not a folder", file.display()),
+            None => e.to_string(),
+        }
+    })
 }
 
 /// Check, before any work, that `out` can be written as the output file of a command whose
@@ -56,6 +70,17 @@ pub fn check_output_file(out: &Path, inputs: &[&Path]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folder_under_a_file_is_named_for_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("notes.md");
+        std::fs::write(&f, "x").unwrap();
+        assert_eq!(create_folder(&f.join("runs/a")), Err(format!("{} is a file, not a folder", f.display())));
+        assert_eq!(create_folder(&f), Err(format!("{} is a file, not a folder", f.display())));
+        assert_eq!(create_folder(&d.path().join("a/b")), Ok(()));
+        assert!(d.path().join("a/b").is_dir());
+    }
 
     #[test]
     fn an_output_file_that_is_an_input_or_has_no_folder_is_refused() {

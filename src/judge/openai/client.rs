@@ -636,14 +636,14 @@ async fn transport(
     let content_type =
         resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
     // Compressed bodies (gzip, deflate, brotli) are decoded by reqwest from Content-Encoding.
-    let mut bytes = resp.bytes().await.map_err(OpenAIError::Reqwest)?;
+    let mut bytes = read_body(resp, status.as_u16()).await?;
     if !status.is_success() {
         let body = String::from_utf8_lossy(&bytes).into_owned();
         return Err(OpenAIError::Boxed(Box::new(HttpFailure { status: status.as_u16(), retry_after, body })));
     }
     if sse::is_event_stream(content_type.as_deref(), &bytes) {
         match sse::completion(&bytes) {
-            Ok(v) => bytes = v.to_string().into_bytes().into(),
+            Ok(v) => bytes = v.to_string().into_bytes(),
             Err(message) => return Err(OpenAIError::Boxed(Box::new(StreamBody { message }))),
         }
     }
@@ -668,6 +668,20 @@ async fn transport(
     };
     let rebuilt = http::Response::builder().status(status).body(body).map_err(|e| OpenAIError::Boxed(Box::new(e)))?;
     Ok(reqwest::Response::from(rebuilt))
+}
+
+/// A response's body, at most [`MAX_BODY_BYTES`] of it: a larger one is an error, its rest not
+/// read (a server streaming megabytes would otherwise take the memory of every request in
+/// flight).
+async fn read_body(mut resp: reqwest::Response, status: u16) -> Result<Vec<u8>, OpenAIError> {
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(OpenAIError::Reqwest)? {
+        if buf.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(OpenAIError::Boxed(Box::new(OversizedBody { status })));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(buf)
 }
 
 impl OpenAiInfo {

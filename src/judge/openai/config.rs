@@ -358,7 +358,7 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
         return Err(e(
             "base_url",
             format!(
-                "{:?} must start with http:// or https:// and include /v1",
+                "{:?} must start with http:// or https:// (the API base, usually ending in /v1)",
                 super::secret::redact_url(&cfg.base_url)
             ),
         ));

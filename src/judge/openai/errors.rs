@@ -186,6 +186,27 @@ impl std::fmt::Display for StreamBody {
 }
 impl std::error::Error for StreamBody {}
 
+/// The most of a response body that is read, bytes: a chat completion is a few KB, an error
+/// page a few more; a body past this is not read further (its memory is not taken).
+pub const MAX_BODY_BYTES: usize = 16 << 20;
+
+/// A response whose body is larger than [`MAX_BODY_BYTES`].
+#[derive(Debug)]
+pub(super) struct OversizedBody {
+    pub(super) status: u16,
+}
+impl std::fmt::Display for OversizedBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "HTTP {} with a body larger than {} MiB (a chat completion is a few KB): not read further",
+            self.status,
+            MAX_BODY_BYTES >> 20
+        )
+    }
+}
+impl std::error::Error for OversizedBody {}
+
 /// A 2xx response whose body is not JSON.
 #[derive(Debug)]
 pub(super) struct MalformedBody {
@@ -238,6 +259,14 @@ pub(super) fn call_error(e: OpenAIError) -> CallError {
                     status: None,
                     retry_after: None,
                     message: s.message.clone(),
+                }
+            } else if let Some(m) = b.downcast_ref::<OversizedBody>() {
+                CallError {
+                    usage: None,
+                    kind: CallErrorKind::Malformed,
+                    status: Some(m.status),
+                    retry_after: None,
+                    message: m.to_string(),
                 }
             } else if let Some(m) = b.downcast_ref::<MalformedBody>() {
                 CallError {
