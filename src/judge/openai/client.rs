@@ -408,7 +408,13 @@ impl OpenAiJudge {
             Some(u) => u,
             None => {
                 self.counters.usage_missing.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("reply for {ida} vs {idb} has no usage; booking its worst case");
+                match &reply.usage_unreadable {
+                    Some(u) => tracing::warn!(
+                        "reply for {ida} vs {idb} reports a usage without token counts ({}); booking its worst case",
+                        self.redact(u)
+                    ),
+                    None => tracing::warn!("reply for {ida} vs {idb} has no usage; booking its worst case"),
+                }
                 Usage {
                     prompt_tokens: prompt.token_bound(),
                     completion_tokens: u64::from(self.info.cfg.max_tokens),

@@ -214,6 +214,15 @@ mod tests {
             assert_eq!((e.kind, e.usage.map(|u| u.total())), (CallErrorKind::Malformed, Some(12)));
             assert_eq!(e.message, format!("message.content is {says}; expected a text or a list of content parts"));
         }
+        // Fractions of a token count whole; a usage without token counts is named, not dropped.
+        let v = json!({"choices": [{"message": {"content": "A"}}], "usage": {"prompt_tokens": 1.5, "completion_tokens": 2.2}});
+        let r = ChatReply::from_value(&v).unwrap();
+        assert_eq!((r.usage.map(|u| (u.prompt_tokens, u.completion_tokens)), r.usage_unreadable), (Some((2, 3)), None));
+        let v = json!({"choices": [{"message": {"content": "A"}}], "usage": {"prompt_tokens": -1000000}});
+        let r = ChatReply::from_value(&v).unwrap();
+        assert_eq!((r.usage, r.usage_unreadable.as_deref()), (None, Some(r#"{"prompt_tokens":-1000000}"#)));
+        let r = ChatReply::from_value(&json!({"choices": [{"message": {"content": "A"}}]})).unwrap();
+        assert_eq!(r.usage_unreadable, None);
         // A null content is an empty one (a tool call or a refusal may carry the verdict).
         let v = json!({"choices": [{"message": {"content": null, "refusal": "no"}}]});
         assert_eq!(ChatReply::from_value(&v).unwrap().refusal.as_deref(), Some("no"));

@@ -17,6 +17,9 @@ pub struct ChatReply {
     pub finish_reason: Option<String>,
     /// `usage`, if reported.
     pub usage: Option<Usage>,
+    /// A `usage` that was sent but holds no token counts (negative, text, no prompt tokens), as
+    /// sent (clipped): booked like a missing one, and said so.
+    pub usage_unreadable: Option<String>,
     /// The content tokens with their log-probabilities (`logprobs.content`), when sent.
     pub logprobs: Option<Vec<TokenLogprob>>,
     /// Arguments of each tool call (`tool_calls[].function.arguments`, then a legacy
@@ -33,7 +36,8 @@ pub(super) fn u(v: &Value, path: &[&str]) -> Option<u64> {
     for p in path {
         x = x.get(p)?;
     }
-    x.as_u64().or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+    // A fraction of a token is counted as a whole one: booked never below what was reported.
+    x.as_u64().or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f.ceil() as u64))
 }
 
 /// The error a 200 reply reports instead of a completion: a top-level `error` object without
@@ -232,6 +236,8 @@ impl ChatReply {
                     .collect::<Vec<_>>()
             })
             .filter(|v| !v.is_empty());
-        Ok(Self { content, refusal, finish_reason, usage, logprobs, tool_arguments, channels })
+        let usage_unreadable =
+            v.get("usage").filter(|u| !u.is_null() && usage.is_none()).map(|u| clip(&u.to_string(), 120));
+        Ok(Self { content, refusal, finish_reason, usage, usage_unreadable, logprobs, tool_arguments, channels })
     }
 }
