@@ -459,7 +459,11 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
         assert!(md.contains(&row), "{row} not in\n{md}");
     }
     assert!(md.contains("- top-3 by θ̂: M12, M13, M0; recall@3 against the gold top-3 (M13, M12, M0): 1.00"), "{md}");
-    assert!(md.contains("- certified top-3: not claimed; in (π ≥ 0.95): M12, M13; undecided: M0, M22, M1"), "{md}");
+    // Certified sets in the words of the summary and of a single judge's report.
+    assert!(
+        md.contains("- top-3 not certified (ε = 0.05): 2 of 3 places decided (M12, M13, each π ≥ 0.95); M0, M22, M1 compete for the other 1 place\n- out (π ≤ 0.05): 11 (M14, M17, M5, M11, M23, M2, M8, M15, … and 3 more)"),
+        "{md}"
+    );
     let reports_doc = std::fs::read_to_string(root().join("docs/reports.md")).unwrap();
     let table: Vec<&str> = md.lines().skip_while(|l| !l.starts_with("| judge |")).take(4).collect();
     assert_eq!(table.len(), 4, "{md}");

@@ -127,16 +127,10 @@ fn content(r: &PanelResultDoc) -> Content {
         r.stop_reason
     )];
     let cert = &r.certified;
-    facts.push(match (&cert.withheld, cert.claimed) {
-        (Some(why), _) => format!("certified top-{k}: none ({why})"),
-        (None, true) => format!("certified top-{k} (π ≥ {}): {}", 1.0 - cert.epsilon, cert.inside.join(", ")),
-        (None, false) => format!(
-            "certified top-{k}: not claimed; in (π ≥ {}): {}; undecided: {}",
-            1.0 - cert.epsilon,
-            if cert.inside.is_empty() { "none".to_string() } else { cert.inside.join(", ") },
-            if cert.undecided.is_empty() { "none".to_string() } else { cert.undecided.join(", ") }
-        ),
-    });
+    // What the data certify, in the words of the summary and of a single judge's report.
+    facts.extend(
+        crate::report::summary::certified_set_lines(k, &r.certified, None).lines().map(|l| l.trim().to_owned()),
+    );
     let mut top = if r.comparisons == 0 || r.topk.is_empty() {
         format!("top-{k} by θ̂: none claimed (no verdict: the ranking is the prior)")
     } else {
