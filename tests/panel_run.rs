@@ -1505,3 +1505,40 @@ fn a_panel_member_that_changed_behind_its_name_is_stopped_by_its_fingerprint() {
     let fp = lines(&dir.path().join("runs/fp/fingerprint.jsonl"));
     assert_eq!(fp.last().unwrap()["decision"], "accept", "{fp:?}");
 }
+
+/// Two judges that always pick the answer shown first say nothing about quality: every θ̂ is
+/// tied, so the panel claims no top-k place and no recall (as a single judge's run), in its
+/// summary, result.json and report.
+#[test]
+fn a_panel_whose_theta_is_all_tied_claims_no_top_k() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped_panel(dir.path(), "tied", |y| {
+        y.replace(
+            "mode: stochastic, pos_bias: 0.3, verb_per_word: 0.01",
+            "mode: deterministic, pos_bias: 100, verb_per_word: 0.0",
+        )
+        .replace(
+            "mode: stochastic, pos_bias: 0.05, verb_per_word: 0.0",
+            "mode: deterministic, pos_bias: 100, verb_per_word: 0.0",
+        )
+    });
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = stdout(&out);
+    println!("{said}");
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("runs/summeval-panel/result.json")).unwrap())
+            .unwrap();
+    assert_eq!((r["topk"].as_array().map(Vec::len), r["recall_at_k"].is_null()), (Some(0), true), "{r}");
+    assert_eq!(r["topk_tied"].as_array().map(Vec::len), Some(16), "{r}");
+    assert!(
+        said.contains("top-3 by θ̂: 16 bases tied for the last 3 places (")
+            && said.contains("the data do not say which, so no recall is claimed"),
+        "{said}"
+    );
+    assert!(!said.contains("recall@3 against"), "{said}");
+    let rep = run_bin(dir.path(), &["report", dir.path().join("runs/summeval-panel").to_str().unwrap()]);
+    assert!(rep.status.success(), "{}", text(&rep));
+    let md = std::fs::read_to_string(dir.path().join("runs/summeval-panel/report.md")).unwrap();
+    assert!(md.contains("- top-3 by θ̂: 16 bases tied for the last 3 places ("), "{md}");
+}

@@ -26,6 +26,8 @@ struct PanelResultDoc {
     possibly_billed: usize,
     max_usd: Option<f64>,
     topk: Vec<String>,
+    #[serde(default)]
+    topk_tied: Vec<String>,
     recall_at_k: Option<f64>,
     gold_topk: Option<Vec<String>>,
     certified: CertifiedTopk,
@@ -131,7 +133,9 @@ fn content(r: &PanelResultDoc) -> Content {
     facts.extend(
         crate::report::summary::certified_set_lines(k, &r.certified, None).lines().map(|l| l.trim().to_owned()),
     );
-    let mut top = if r.comparisons == 0 || r.topk.is_empty() {
+    let mut top = if !r.topk_tied.is_empty() {
+        crate::report::summary::tied_line(k, &r.topk, &r.topk_tied)
+    } else if r.comparisons == 0 || r.topk.is_empty() {
         format!("top-{k} by θ̂: none claimed (no verdict: the ranking is the prior)")
     } else {
         format!("top-{k} by θ̂: {}", r.topk.join(", "))

@@ -340,6 +340,19 @@ pub fn certified_set_lines(
     s
 }
 
+/// "top-3 by θ̂: M12, then 4 bases tied for the last 2 places (…); the data do not say which,
+/// so no recall is claimed": a top-k with a tie at its k-th place.
+pub fn tied_line(k: usize, topk: &[String], tied: &[String]) -> String {
+    let open = k.saturating_sub(topk.len());
+    format!(
+        "top-{k} by θ̂: {}{} tied for the last {open} place{} ({}); the data do not say which, so no recall is claimed",
+        if topk.is_empty() { String::new() } else { format!("{}, then ", topk.join(", ")) },
+        crate::domain::fmt::count(tied.len(), "base"),
+        if open == 1 { "" } else { "s" },
+        tied.join(", ")
+    )
+}
+
 /// Up to `n` ids, then "… and N more".
 fn list_some(ids: &[String], n: usize) -> String {
     if ids.len() <= n { ids.join(", ") } else { format!("{}, … and {} more", ids[..n].join(", "), ids.len() - n) }

@@ -93,10 +93,15 @@ pub struct PanelRunResult {
     pub reused: usize,
     /// Failed queries in this invocation.
     pub failed: usize,
-    /// The top-k by θ̂ (base names, best first).
+    /// The top-k by θ̂ (base names, best first): the places the data decide; with a tie at the
+    /// k-th place, only the places above it.
     pub topk: Vec<String>,
-    /// Its recall@k against the pool's gold `quality` (a tie at the k-th place shares it), when
-    /// every item has one.
+    /// Bases tied in θ̂ at the k-th place, sharing the places `topk` leaves (empty when the
+    /// data decide every place; docs/model.md, "Ties").
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub topk_tied: Vec<String>,
+    /// Its recall@k against the pool's gold `quality`, when every item has one and no tie
+    /// decides a place.
     pub recall_at_k: Option<f64>,
     /// The top-k by gold quality (base names, best first), when every item has one.
     pub gold_topk: Option<Vec<String>>,
@@ -704,13 +709,17 @@ fn finish(
             spend_usd: pico(usd),
         })
         .collect();
-    // No valid verdict: the fit is the prior's, and no top-k is claimed.
-    let top =
-        if comparisons == 0 { Vec::new() } else { crate::model::membership::point_topk(&fit.panel.theta, cfg.raw.k) };
+    // No valid verdict: the fit is the prior's, and no top-k is claimed; a tie at the k-th
+    // place claims only the places above it, and no recall (as a single judge's run).
+    let crate::analysis::ranking::TopkWithTies { topk: top, tied } = if comparisons == 0 {
+        Default::default()
+    } else {
+        crate::analysis::ranking::topk_with_ties(&fit.panel.theta, cfg.raw.k)
+    };
     let gold = cfg.pool.base_quality();
     let recall_at_k = gold
         .as_ref()
-        .filter(|_| !top.is_empty())
+        .filter(|_| !top.is_empty() && tied.is_empty())
         .map(|g| crate::analysis::ranking::recall_with_ties(&top, g, cfg.raw.k));
     let names = |b: &[usize]| b.iter().map(|&i| cfg.pool.bases[i].clone()).collect::<Vec<_>>();
     let gold_topk = gold.as_ref().map(|g| names(&crate::model::membership::point_topk(g, cfg.raw.k)));
@@ -719,6 +728,7 @@ fn finish(
     let result = PanelRunResult {
         name: cfg.raw.name.clone(),
         topk: names(&top),
+        topk_tied: names(&tied),
         recall_at_k,
         gold_topk,
         certified,
@@ -817,7 +827,9 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
     if r.failed > 0 {
         t.push_str(&format!("  {} queries failed in this invocation\n", r.failed));
     }
-    if r.topk.is_empty() {
+    if !r.topk_tied.is_empty() {
+        t.push_str(&format!("{}\n", crate::report::summary::tied_line(r.fit.k, &r.topk, &r.topk_tied)));
+    } else if r.topk.is_empty() {
         t.push_str("no valid verdict: no top-k and no recall is claimed\n");
     } else {
         t.push_str(&format!("top-{} by θ̂: {}", r.topk.len(), r.topk.join(", ")));
