@@ -348,9 +348,7 @@ pub struct OverrunReport {
     pub excess_usd: f64,
     /// What the judge's worst cases were multiplied by afterwards (≥ 1).
     pub worst_case_factor: f64,
-    /// Queries reserved and not settled when the first was seen (it included): the requests
-    /// sent, and picks being written that the overrun holds back (an upper bound on the requests
-    /// in flight).
+    /// Requests sent and not settled when the first was seen (it included).
     pub in_flight_at_first: u64,
     /// Replies that reported more completion tokens than `max_tokens` (live judges).
     #[serde(default)]

@@ -98,7 +98,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         };
         let _ = writeln!(
             s,
-            "overrun: {tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the requests in flight at the first overrun, at most {}, billed above their reservations)",
+            "overrun: {tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} requests in flight at the first overrun billed above their reservations)",
             o.replies,
             if o.replies == 1 { "y" } else { "ies" },
             usd(o.excess_usd),

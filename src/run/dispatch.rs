@@ -423,7 +423,7 @@ pub struct Dispatcher<T> {
     writing: VecDeque<Writing>,
     /// The booking running now ([`Dispatcher::event`] books one batch of replies at a time), and
     /// how many of its replies cost more than their reservations.
-    booking: Option<(usize, BookingTask<T>)>,
+    booking: Option<(usize, usize, BookingTask<T>)>,
     /// Replies that came in while a booking runs: booked together once it is done (one fsync of
     /// the verdict log for all of them, not one each next to the intents' fsyncs).
     to_book: Vec<Reply<T>>,
@@ -502,6 +502,11 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
     /// calls [`Dispatcher::release`].
     pub fn held(&self) -> bool {
         self.flying().held
+    }
+
+    /// Requests sent whose outcome is not handed to the caller yet: out, in, or being booked.
+    pub fn requests_unsettled(&self) -> usize {
+        self.flying().out + self.to_book.len() + self.booking.as_ref().map_or(0, |(_, n, _)| *n)
     }
 
     /// Whether every reply that cost more than its reservation is booked.
@@ -655,7 +660,7 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
                 writing.pop_front();
                 return Poll::Ready(Ready::Sent(res.expect("intents task does not panic")));
             }
-            if let Some((over, task)) = booking.as_mut()
+            if let Some((over, _, task)) = booking.as_mut()
                 && let Poll::Ready(res) = std::pin::Pin::new(task).poll(cx)
             {
                 let over = *over;
@@ -699,7 +704,9 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
     fn book_waiting(&mut self) {
         if !self.to_book.is_empty() {
             let replies = std::mem::take(&mut self.to_book);
-            self.booking = Some(self.record_detached(replies));
+            let n = replies.len();
+            let (over, task) = self.record_detached(replies);
+            self.booking = Some((over, n, task));
         }
     }
 
@@ -769,7 +776,7 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
             self.wave_sent().await?;
         }
         let mut settled = Vec::new();
-        if let Some((over, task)) = self.booking.take() {
+        if let Some((over, _, task)) = self.booking.take() {
             let booked = task.await.expect("books task does not panic");
             self.flying().overruns -= over;
             settled.extend(booked?);

@@ -184,8 +184,16 @@ impl<T: Clone + Send + 'static> InFlight<T> {
                 // After an overrun, what was written ahead goes back first, so the budget counts
                 // as in flight at the overrun only the requests that were sent.
                 self.after_overrun(sched, lanes).await?;
-                for s in booked? {
+                let booked = booked?;
+                // Requests sent and not settled, for the first overrun's count (the budget's
+                // own counts reservations, also of picks written ahead and not sent).
+                let sent = self.disp.requests_unsettled() + booked.len();
+                for (i, s) in booked.into_iter().enumerate() {
+                    let first = sched.budget().overrun().replies == 0;
                     self.settle(s, sched, faults, lanes, progress);
+                    if first && sched.budget().overrun().replies > 0 {
+                        sched.budget_mut().first_overrun_seen_with((sent - i) as u64);
+                    }
                 }
                 Woke::Settled
             }

@@ -317,6 +317,11 @@ impl Scheduler {
     }
 
     /// The budget (limits, spend, reservations of the queries in flight).
+    pub fn budget_mut(&mut self) -> &mut Budget {
+        &mut self.budget
+    }
+
+    /// The budget, for reading.
     pub fn budget(&self) -> &Budget {
         &self.budget
     }

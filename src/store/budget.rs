@@ -202,6 +202,13 @@ impl Budget {
         }
     }
 
+    /// The first overrun was seen with `sent` requests sent and not settled (it included): its
+    /// count in [`Overrun::in_flight_at_first`] becomes that, when smaller (the reservations it
+    /// counted may include queries written ahead and taken back unsent).
+    pub fn first_overrun_seen_with(&mut self, sent: u64) {
+        self.overrun.in_flight_at_first = self.overrun.in_flight_at_first.min(sent);
+    }
+
     /// Settle a reservation at its worst case (a request that may have been billed and whose
     /// reply will never be recorded).
     pub fn settle_at_worst(&mut self, r: Reservation) {
