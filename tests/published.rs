@@ -425,6 +425,21 @@ fn check_names_what_it_cannot_use() {
     let o = run_bin(d, &["check", "pool.jsonl", "other.jsonl"]);
     assert!(!o.status.success());
     assert!(text(&o).contains("none of its records is for one of the 45 prompts of pool.jsonl"), "{}", text(&o));
+    // Trusted verdicts that name none of the pool's systems, and a gate of no anchor.
+    write(d, "anc_bad.jsonl", &"{\"pool_id\":\"nope\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n".repeat(3));
+    let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--anchors", "anc_bad.jsonl"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("--anchors anc_bad.jsonl: none of its 3 verdicts compares two systems of this pool (verdict 1 names \"x\", which is neither an item nor a system of it)"),
+        "{}",
+        text(&o)
+    );
+    let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--anchors", "rec.jsonl", "--max-anchors", "0"]);
+    assert!(
+        text(&o).contains("--max-anchors 0: the gate needs at least 1 anchor to test (default 40)"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// One pool of the shipped SummEval file, alone in a file.

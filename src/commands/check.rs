@@ -70,8 +70,17 @@ fn labels(
     };
     // (first, second) system → (Σ score of first, count).
     let mut score: HashMap<(usize, usize), (f64, usize)> = HashMap::new();
-    for l in &lines {
-        let (Some(y), Some(i), Some(j)) = (l.y, system_of(&l.pool_id, &l.a), system_of(&l.pool_id, &l.b)) else {
+    let mut unknown: Option<(usize, String)> = None;
+    let mut known = 0usize;
+    for (n, l) in lines.iter().enumerate() {
+        let (i, j) = (system_of(&l.pool_id, &l.a), system_of(&l.pool_id, &l.b));
+        if i.is_none() || j.is_none() {
+            let id = if i.is_none() { &l.a } else { &l.b };
+            unknown.get_or_insert((n + 1, id.clone()));
+            continue;
+        }
+        known += 1;
+        let (Some(y), Some(i), Some(j)) = (l.y, i, j) else {
             continue;
         };
         if i == j {
@@ -81,6 +90,17 @@ fn labels(
         let e = score.entry(key).or_default();
         e.0 += s;
         e.1 += 1;
+    }
+    // A file none of whose verdicts names this pool's systems is another pool's (or mistyped):
+    // its anchors would all go unlabelled without a word.
+    if known == 0
+        && let Some((n, id)) = unknown
+    {
+        return Err(FitCommandError::Invalid(format!(
+            "--anchors {}: none of its {} verdicts compares two systems of this pool (verdict {n} names {id:?}, which is neither an item nor a system of it)",
+            trusted.display(),
+            lines.len()
+        )));
     }
     let mut labelled = 0;
     let out = anchors
@@ -171,6 +191,11 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
     let corrected = f.reporting.corrected.topk.clone();
     let gate = match &args.anchors {
         None => None,
+        Some(_) if args.max_anchors == 0 => {
+            return Err(FitCommandError::Invalid(
+                "--max-anchors 0: the gate needs at least 1 anchor to test (default 40)".into(),
+            ));
+        }
         Some(trusted) => {
             let by_base = |m: &std::collections::BTreeMap<String, f64>| -> Vec<f64> {
                 pool.bases.iter().map(|b| m.get(b).copied().unwrap_or(0.0)).collect()

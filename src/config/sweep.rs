@@ -97,6 +97,9 @@ impl<'de> Deserialize<'de> for SweepBudget {
                 }
                 self.visit_u64(v as u64)
             }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SweepBudget, E> {
+                Err(E::custom(format!("budget {v}: expected a whole number of comparisons (≥ 1) or \"all\"")))
+            }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SweepBudget, E> {
                 if v == "all" {
                     Ok(SweepBudget::All)

@@ -47,8 +47,12 @@ pub fn invalid_type<'a>(msg: &'a str, words: &Vocabulary) -> Option<InvalidType<
         "map" => words.map.to_string(),
         "unit value" | "null" => words.null.to_string(),
         f => {
-            // `integer `7``, `floating point `1.5``, `boolean `true``, `string "x"`: the value.
-            let v = f.split_once(' ').map_or(f, |(_, v)| v).trim_matches('`');
+            // `integer `7``, `floating point `1.5``, `boolean `true``, `string "x"`: the value
+            // (between the backticks, or after the kind's one word).
+            let v = match (f.find('`'), f.rfind('`')) {
+                (Some(a), Some(b)) if b > a => &f[a + 1..b],
+                _ => f.split_once(' ').map_or(f, |(_, v)| v),
+            };
             if !words.quote_values || v.starts_with('"') { v.to_string() } else { format!("{v:?}") }
         }
     };
@@ -85,5 +89,9 @@ mod tests {
             "an empty value (null)"
         );
         assert_eq!(invalid_type("missing field `k`", &YAML), None);
+        // A kind of two words.
+        let m = "invalid type: floating point `2.5`, expected a positive number";
+        assert_eq!(invalid_type(m, &YAML).unwrap().found, "\"2.5\"");
+        assert_eq!(invalid_type(m, &JSON).unwrap().found, "2.5");
     }
 }
