@@ -341,16 +341,15 @@ fn sigkill_with_requests_in_flight_on_both_servers_books_them_and_resumes_within
 
 #[test]
 fn ctrl_c_waits_for_both_servers_stores_their_replies_and_resumes() {
+    ctrl_c_on_a_panel("  refit_every: 8\n  concurrency: 8\n");
+    // Pipelined with picks written ahead: those are taken back unsent, and not counted as asked.
+    ctrl_c_on_a_panel("  refit_every: 8\n  concurrency: 8\n  dispatch: pipelined\n  write_ahead: 4\n");
+}
+
+fn ctrl_c_on_a_panel(acq: &str) {
     let (cheap, frontier) = (server(longer_wins), server(shorter_wins));
     let dir = tempfile::tempdir().unwrap();
-    let cfg = panel_config(
-        dir.path(),
-        "intr",
-        &cheap,
-        &frontier,
-        "  refit_every: 8\n  concurrency: 8\n",
-        "  max_comparisons: 24\n",
-    );
+    let cfg = panel_config(dir.path(), "intr", &cheap, &frontier, acq, "  max_comparisons: 24\n");
     let run = dir.path().join("runs/intr");
     cheap.hold(9..=200);
     frontier.hold(1..=200);
@@ -373,6 +372,7 @@ fn ctrl_c_waits_for_both_servers_stores_their_replies_and_resumes() {
     assert!(b.verdicts[0] + b.verdicts[1] >= 8 + held.min(1), "{b:?}");
     let asked = cheap.n_requests() + frontier.n_requests();
     assert_eq!(asked, b.verdicts[0] + b.verdicts[1], "no request left after the Ctrl-C");
+    assert_eq!(json(&run.join("result.json"))["asked_now"].as_u64(), Some(asked as u64), "{acq}");
 
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));

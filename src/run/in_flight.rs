@@ -62,7 +62,8 @@ pub(super) struct InFlight<T> {
     pub(super) interrupt: Interrupt,
     grace_end: Option<tokio::time::Instant>,
     checked: bool,
-    /// Queries handed to the dispatcher this session, less those taken back unsent.
+    /// Queries handed to the dispatcher this session, less those taken back unsent and those
+    /// whose request never left (the run stopped sending first).
     pub(super) asked: usize,
     /// Replies per minute.
     pub(super) rate: Meter,
@@ -112,6 +113,12 @@ impl<T: Clone + Send + 'static> InFlight<T> {
             self.rate.sent();
         }
         self.disp.send_detached(wave);
+    }
+
+    /// Queries asked this session at the end of a run: [`InFlight::asked`] less the picks still
+    /// written ahead, which closing the dispatcher takes back unsent.
+    pub(super) fn asked_at_close(&self) -> usize {
+        self.asked.saturating_sub(self.disp.primed())
     }
 
     /// A stop: the picks written ahead are taken back unsent, their intents closed as not billed.
@@ -255,6 +262,10 @@ impl<T: Clone + Send + 'static> InFlight<T> {
         progress: &Progress,
     ) {
         self.rate.resolved();
+        // The run stopped sending before its request left: not asked.
+        if matches!(s.outcome, super::dispatch::DispatchOutcome::Failed(crate::judge::JudgeError::NotSent { .. })) {
+            self.asked = self.asked.saturating_sub(1);
+        }
         let pair = lanes.pair(&s.tag, s.a, s.b);
         let (judge, member) = (lanes.judge(&s.tag), lanes.member(&s.tag));
         faults.settle(s, pair, sched, (judge, member), progress);

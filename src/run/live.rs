@@ -388,7 +388,7 @@ impl<'a> Driver<'a> {
     /// with what the result needs.
     async fn end(self) -> (Result<Books, BooksError>, Ending) {
         self.out.interrupt.set_in_flight(0);
-        let session = Session { reused: self.reused, asked: self.out.asked };
+        let session = Session { reused: self.reused, asked: self.out.asked_at_close() };
         let rate = self.out.rate;
         let books = self.out.disp.close().await;
         self.progress.finish();

@@ -277,7 +277,7 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     let stop = d.drive().await;
     d.out.interrupt.set_in_flight(0);
     let Driver { out, faults, fit_failed, progress, .. } = d;
-    let asked = out.asked;
+    let asked = out.asked_at_close();
     let books = out.disp.close().await;
     progress.finish();
     let stop = stop?;
