@@ -57,6 +57,10 @@ pub struct Check {
     pub namespace: Option<String>,
     /// What the check cost, USD (booked in the fingerprint books).
     pub cost_usd: f64,
+    /// The judge's measured flip rate between the two orders of its stored pairs (the test's
+    /// `allowed` is it kept within [0.1, 0.99]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flip_rate: Option<f64>,
 }
 
 impl Check {
@@ -89,7 +93,7 @@ impl Check {
                 // could stop the run, so passing says nothing.
                 Decision::Passed if t.pairs > 0 && t.allowed.powi(t.pairs as i32) > t.level => format!(
                     "the check cannot tell: the judge's verdicts flip with the order it is shown them in ({:.0} % of its stored pairs), so even {} of {} changed would pass; its verdicts follow the slot, not the answers",
-                    100.0 * t.allowed,
+                    100.0 * self.flip_rate.unwrap_or(t.allowed),
                     t.pairs,
                     t.pairs
                 ),
@@ -261,7 +265,16 @@ pub async fn check(
         .collect();
     let test = fingerprint::test(&pairs, allowed);
     let decision = if test.judge_changed { Decision::Stopped } else { Decision::Passed };
-    Ok(Some(Check { session, judge: judge.describe(), pairs, test, decision, namespace: None, cost_usd }))
+    Ok(Some(Check {
+        session,
+        judge: judge.describe(),
+        pairs,
+        test,
+        decision,
+        namespace: None,
+        cost_usd,
+        flip_rate: Some(allowed),
+    }))
 }
 
 #[cfg(test)]
@@ -278,10 +291,20 @@ mod line_tests {
             decision: Decision::Passed,
             namespace: None,
             cost_usd: 0.0,
+            flip_rate: Some(allowed),
         };
         // A judge that follows the slot flips 99 % of its pairs with the order: 0.99⁸ = 0.92.
         let l = check(0.99).line();
         assert!(l.ends_with("the check cannot tell: the judge's verdicts flip with the order it is shown them in (99 % of its stored pairs), so even 8 of 8 changed would pass; its verdicts follow the slot, not the answers"), "{l}");
+        // One that flips every pair is said to, though the test caps what it allows at 99 %.
+        let mut all = check(0.99);
+        all.flip_rate = Some(1.0);
+        assert!(
+            all.line().contains("(the judge's noise allows 99 %; ")
+                && all.line().contains("(100 % of its stored pairs)"),
+            "{}",
+            all.line()
+        );
         // At the floor 0.1: 0.1⁸ is far below the level; passing means something.
         assert!(check(0.1).line().ends_with("the judge answers as before"));
         // Nothing asked again: no "0 of 0 changed … answers as before".
