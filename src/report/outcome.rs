@@ -13,7 +13,7 @@ use crate::analysis::ranking::{
 };
 use crate::domain::pool::{Covariates, Pool};
 use crate::domain::verdict::ItemVerdict;
-use crate::model::membership::{point_topk, recall_at_k};
+use crate::model::membership::point_topk;
 use crate::model::profile::Identifiability;
 use crate::model::summary::{Apparent, FitSummary, ModelKind, RankIntervals};
 use std::collections::BTreeMap;
@@ -112,8 +112,12 @@ pub fn rank(pool: &Pool, k: usize, v: &BaseValues, reported: RankingKind) -> Ran
     let gold_top = gold.as_ref().map(|g| point_topk(g, k));
     let view = |values: &[f64]| {
         let t = topk_with_ties(values, k);
-        let recall =
-            gold_top.as_ref().filter(|_| t.tied.is_empty() && !t.topk.is_empty()).map(|g| recall_at_k(&t.topk, g));
+        // A tie in the gold at its k-th place shares its places among the tied (any of them
+        // is as right as another), as a panel's recall does.
+        let recall = gold
+            .as_ref()
+            .filter(|_| t.tied.is_empty() && !t.topk.is_empty())
+            .map(|g| crate::analysis::ranking::recall_with_ties(&t.topk, g, k));
         (TopkView { topk: ids(&t.topk), tied: ids(&t.tied), recall_at_k: recall }, t)
     };
     let (corrected, tc) = view(&v.theta);
@@ -541,5 +545,70 @@ impl FittedRanking {
             identifiability,
             reporting: out.reporting,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::pool::Item;
+
+    /// Gold qualities tied at the k-th place share its places: with every gold quality equal,
+    /// any top-2 has recall 1 (before: 0.5 against an arbitrary gold top-2 i0, i1).
+    #[test]
+    fn a_gold_tie_at_the_boundary_shares_its_places() {
+        let items = (0..4)
+            .map(|i| Item {
+                id: format!("i{i}"),
+                text: Some(format!("t{i}")),
+                quality: Some(1.0),
+                ..Default::default()
+            })
+            .collect();
+        let pool = Pool::new("p".into(), "t".into(), items).unwrap();
+        let v = BaseValues {
+            theta: vec![0.1, 0.4, 0.3, 0.2],
+            phi: vec![0.1, 0.4, 0.3, 0.2],
+            sd: vec![1.0; 4],
+            phi_sd: vec![1.0; 4],
+            membership: vec![0.5; 4],
+            membership_apparent: vec![0.5; 4],
+            ranks: None,
+        };
+        let r = rank(&pool, 2, &v, RankingKind::Apparent);
+        assert_eq!((r.apparent.topk.clone(), r.apparent.recall_at_k), (vec!["i1".to_string(), "i2".into()], Some(1.0)));
+        // Distinct gold: recall as before.
+        let items = (0..4)
+            .map(|i| Item {
+                id: format!("i{i}"),
+                text: Some(format!("t{i}")),
+                quality: Some(i as f64),
+                ..Default::default()
+            })
+            .collect();
+        let pool = Pool::new("p".into(), "t".into(), items).unwrap();
+        assert_eq!(rank(&pool, 2, &v, RankingKind::Apparent).apparent.recall_at_k, Some(0.5));
+    }
+
+    /// With no place decided, the undecided compete for "the 2 places", not "the other 2".
+    #[test]
+    fn no_place_decided_names_the_places_without_other() {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let c = crate::report::schema::CertifiedTopk {
+            epsilon: 0.05,
+            undecided: ids(&["i2", "i3", "i1"]),
+            outside: ids(&["i0"]),
+            ..Default::default()
+        };
+        let s = crate::report::summary::certified_set_lines(2, &c, None);
+        assert!(
+            s.starts_with(
+                "top-2 not certified (ε = 0.05): 0 of 2 places decided; i2, i3, i1 compete for the 2 places\n"
+            ),
+            "{s}"
+        );
+        let c = crate::report::schema::CertifiedTopk { inside: ids(&["i2"]), undecided: ids(&["i3", "i1"]), ..c };
+        let s = crate::report::summary::certified_set_lines(2, &c, None);
+        assert!(s.contains("; i3, i1 compete for the other 1 place\n"), "{s}");
     }
 }

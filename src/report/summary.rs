@@ -306,7 +306,9 @@ pub fn certified_set_lines(
         let _ = writeln!(s, "certified top-{k} (ε = {eps}): {} ({} ≥ {lo})", c.inside.join(", "), each(&c.inside));
     } else {
         let open = k.saturating_sub(c.inside.len());
-        let places = if open == 1 { "the other 1 place".to_string() } else { format!("the other {open} places") };
+        // "the other" only when some places are decided.
+        let other = if c.inside.is_empty() { "" } else { "other " };
+        let places = if open == 1 { format!("the {other}1 place") } else { format!("the {other}{open} places") };
         let rest = match c.undecided.len() {
             // Every other item is out: the remaining places are spread thin over them.
             0 => format!(
