@@ -1356,7 +1356,9 @@ fn a_trusted_api_judge_is_priced_at_what_it_bills_not_at_its_worst_case() {
     let order: Vec<bool> =
         lines(&dir.path().join("runs/priced/verdicts.jsonl")).iter().map(|v| v["judge"] == "frontier").collect();
     let first = order.iter().position(|&f| f).unwrap();
-    assert_eq!((first, q(0), q(1)), (110, 226, 36), "{}", stdout(&out));
+    // Its round of 8 (verdicts 104–111): within a round the log holds replies in the order they
+    // came back, and the mock's come back before the server's, by however much the machine lags.
+    assert_eq!((first / 8, q(0), q(1)), (110 / 8, 226, 36), "first at {first}: {}", stdout(&out));
 }
 
 /// A prompt's tokens at 4 bytes per token, with the chat overheads.
