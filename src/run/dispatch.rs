@@ -1021,11 +1021,20 @@ mod tests {
         assert_eq!((books.log().records().len(), books.in_flight()), (2, 0));
     }
 
-    /// [`priced`] counting the judge calls running at once (its peak).
+    /// [`priced`] counting its calls and those running at once (their peak), with its worst
+    /// case divided by `underestimate` (> 1: a provider billing above `max_tokens`).
     struct Counting {
         inner: Arc<dyn Judge>,
+        underestimate: f64,
+        calls: std::sync::atomic::AtomicUsize,
         now: std::sync::atomic::AtomicUsize,
         peak: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Counting {
+        fn new(inner: Arc<dyn Judge>, underestimate: f64) -> Self {
+            Self { inner, underestimate, calls: Default::default(), now: Default::default(), peak: Default::default() }
+        }
     }
 
     impl JudgeInfo for Counting {
@@ -1036,7 +1045,7 @@ mod tests {
             self.inner.cache_key(pool, a, b)
         }
         fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
-            self.inner.worst_case_usd(pool, a, b)
+            self.inner.worst_case_usd(pool, a, b) / self.underestimate
         }
     }
 
@@ -1049,43 +1058,13 @@ mod tests {
         ) -> crate::judge::BoxFuture<'a, Result<JudgeReply, JudgeError>> {
             use std::sync::atomic::Ordering::SeqCst;
             Box::pin(async move {
+                self.calls.fetch_add(1, SeqCst);
                 let n = self.now.fetch_add(1, SeqCst) + 1;
                 self.peak.fetch_max(n, SeqCst);
                 let out = self.inner.judge(pool, a, b).await;
                 self.now.fetch_sub(1, SeqCst);
                 out
             })
-        }
-    }
-
-    /// [`priced`] whose worst case is a tenth of what its replies cost (a provider that ignores
-    /// `max_tokens`), counting its calls.
-    struct Overbilling {
-        inner: Arc<dyn Judge>,
-        calls: std::sync::atomic::AtomicUsize,
-    }
-
-    impl JudgeInfo for Overbilling {
-        fn describe(&self) -> String {
-            self.inner.describe()
-        }
-        fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
-            self.inner.cache_key(pool, a, b)
-        }
-        fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
-            self.inner.worst_case_usd(pool, a, b) / 10.0
-        }
-    }
-
-    impl Judge for Overbilling {
-        fn judge<'a>(
-            &'a self,
-            pool: &'a Pool,
-            a: usize,
-            b: usize,
-        ) -> crate::judge::BoxFuture<'a, Result<JudgeReply, JudgeError>> {
-            self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            self.inner.judge(pool, a, b)
         }
     }
 
@@ -1097,7 +1076,7 @@ mod tests {
     async fn a_reply_above_its_reservation_holds_what_is_written_ahead() {
         let dir = tempfile::tempdir().unwrap();
         let pool = pool(6);
-        let over = Arc::new(Overbilling { inner: priced(5), calls: Default::default() });
+        let over = Arc::new(Counting::new(priced(5), 10.0));
         let judge: Arc<dyn Judge> = over.clone();
         let todo = all_pairs(&pool);
         let worst = judge.worst_case_usd(&pool, 0, 1);
@@ -1136,7 +1115,7 @@ mod tests {
     async fn a_wave_wider_than_the_wire_is_written_ahead_sent_as_slots_free_or_withdrawn() {
         let dir = tempfile::tempdir().unwrap();
         let pool = pool(6);
-        let counting = Arc::new(Counting { inner: priced(20), now: Default::default(), peak: Default::default() });
+        let counting = Arc::new(Counting::new(priced(20), 1.0));
         let judge: Arc<dyn Judge> = counting.clone();
         let mut budget = Budget::new(None, None, 0, 0.0);
         let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), Books::open(dir.path()).unwrap().0);
