@@ -181,6 +181,18 @@ fn ctrl_c_cancels_the_open_job_and_books_what_it_ran() {
     let runs = dir.path().join("runs/c");
     let b = booked(&runs);
     assert_eq!((b.verdicts, b.open_intents, b.usd), (0, 0, 0.0), "nothing ran, nothing is billed: {b:?}");
+    // The queries the cancel kept from running were not asked: no failure, no pair set aside,
+    // no warning, and the signal said what happens to the job.
+    let r = json(&runs.join("result.json"));
+    assert_eq!((r["stop_reason"].as_str(), r["failed"].as_u64()), (Some("interrupted"), Some(0)), "{r}");
+    let stats = &r["judge_stats"];
+    assert_eq!((stats["batch_jobs"].as_u64(), stats["requests"].as_u64()), (Some(1), Some(0)), "{stats}");
+    assert!(stats["batch_api_requests"].as_u64().unwrap() >= 4, "upload, create, a poll, the cancel: {stats}");
+    let said = text(&out);
+    assert!(said.contains("cancelling the open batch job (8 queries)"), "{said}");
+    for never in ["failed:", "set aside", "waiting up to", "throughput: 8"] {
+        assert!(!said.contains(never), "{never}: {said}");
+    }
     fake.batch_script(BatchScript::default());
     let out = run(dir.path(), &cfg, &[]);
     assert!(out.status.success(), "{}", text(&out));
@@ -235,9 +247,18 @@ fn detach_submits_one_round_and_a_later_run_books_it() {
     let r = json(&runs.join("result.json"));
     assert_eq!(r["stop_reason"], "batch_pending");
     assert_eq!(booked(&runs).open_intents, 8, "the round's intents stay open");
-    // Counted at their reservations, under this config (not "other settings").
-    assert_eq!(r["possibly_billed"], 8, "{r}");
+    // Counted at their reservations, under this config (not "other settings"), and not as
+    // possibly billed: the job's files will tell what ran. Nothing is resolved yet.
+    let job = &r["in_open_batch_job"];
+    let reserved = job["reserved_usd"].as_f64().unwrap();
+    assert_eq!((job["queries"].as_u64(), r["possibly_billed"].as_u64()), (Some(8), Some(0)), "{r}");
+    assert!(reserved > 0.0 && (r["spend_usd"].as_f64().unwrap() - reserved).abs() < 1e-12, "{r}");
+    assert_eq!(r["folder_spend"]["in_open_batch_job"], *job, "{}", r["folder_spend"]);
     assert_eq!(r["folder_spend"]["other_usd"], 0.0, "{}", r["folder_spend"]);
+    assert!(r.get("throughput").is_none(), "{r}");
+    let said = "includes 8 queries in the open batch job, reserved at $";
+    assert!(stdout(&out).contains(said) && stdout(&out).contains("until its results are booked"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("possibly billed"), "{}", stdout(&out));
     let out = run(dir.path(), &cfg, &["--detach"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(stdout(&out).contains("batch job") || text(&out).contains("batch job"), "{}", text(&out));

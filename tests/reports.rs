@@ -30,6 +30,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         spend_usd: spend,
         possibly_billed: 0,
         possibly_billed_usd: 0.0,
+        in_open_batch_job: None,
         duplicate_records: 0,
         folder_spend: Default::default(),
         overrun: None,

@@ -185,6 +185,14 @@ pub struct JudgeStats {
     /// The judge's `max_tokens`, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Provider batch jobs created (`acquisition.dispatch: batch`; docs/live.md, "Batch
+    /// dispatch").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batch_jobs: u64,
+    /// Requests to the Files and Batches API (uploads, job creations, polls, cancels, listings,
+    /// result files): not queries, and not in `requests`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batch_api_requests: u64,
 }
 
 impl JudgeStats {

@@ -4,7 +4,8 @@
 //! summary, the resume hint).
 
 use super::schema::{
-    FolderSpend, OverrunReport, QuarantinedPair, RunResult, Session, StopReason, Throughput, VerdictsReport,
+    FolderSpend, OpenJobReserved, OverrunReport, QuarantinedPair, RunResult, Session, StopReason, Throughput,
+    VerdictsReport,
 };
 use crate::config::run::Config;
 use crate::domain::pool::Pool;
@@ -68,12 +69,14 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
     result.spend_usd = end.spend.total_usd();
     result.possibly_billed = end.spend.possibly_billed;
     result.possibly_billed_usd = end.spend.possibly_billed_usd;
+    result.in_open_batch_job = OpenJobReserved::of(end.spend.in_open_job, end.spend.in_open_job_usd);
     result.duplicate_records = end.spend.duplicates;
     result.folder_spend = FolderSpend {
         spend_usd: end.folder.total_usd(),
         other_usd: (end.folder.total_usd() - end.spend.total_usd()).max(0.0),
         possibly_billed: end.folder.possibly_billed,
         possibly_billed_usd: end.folder.possibly_billed_usd,
+        in_open_batch_job: OpenJobReserved::of(end.folder.in_open_job, end.folder.in_open_job_usd),
         max_usd: end.max_usd,
     };
     let (o, factor) = end.overrun;
@@ -176,6 +179,7 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         spend_usd: end.stored.iter().map(|r| r.cost_usd).sum(),
         possibly_billed: 0,
         possibly_billed_usd: 0.0,
+        in_open_batch_job: None,
         duplicate_records: 0,
         folder_spend: FolderSpend::default(),
         overrun: None,

@@ -91,6 +91,10 @@ pub struct RunResult {
     /// Their cost as booked: each request's reserved worst case, USD.
     #[serde(default)]
     pub possibly_billed_usd: f64,
+    /// Queries of a provider batch job still open (`run --detach`): not possibly billed (the
+    /// job's files will tell), but reserved; their reservations are in `spend_usd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_open_batch_job: Option<OpenJobReserved>,
     /// Verdict records whose key an earlier record holds (not fitted or counted; their cost is in
     /// `spend_usd`).
     #[serde(default)]
@@ -331,9 +335,31 @@ pub struct FolderSpend {
     pub possibly_billed: usize,
     /// Their cost as booked (reserved worst cases), USD.
     pub possibly_billed_usd: f64,
+    /// Queries of a provider batch job still open in the folder, reserved (in `spend_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_open_batch_job: Option<OpenJobReserved>,
     /// `budget.max_usd`, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_usd: Option<f64>,
+}
+
+/// Queries of a provider batch job still open: their intents stay open until the job's results
+/// are booked, and their reservations count against `max_usd` meanwhile (docs/live.md, "Batch
+/// dispatch").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenJobReserved {
+    /// Queries in the open job.
+    pub queries: usize,
+    /// Their reserved worst cases, USD.
+    pub reserved_usd: f64,
+}
+
+impl OpenJobReserved {
+    /// The reservation of `queries` queries costing `reserved_usd` in all, none when there are
+    /// no such queries.
+    pub fn of(queries: usize, reserved_usd: f64) -> Option<Self> {
+        (queries > 0).then_some(Self { queries, reserved_usd })
+    }
 }
 
 /// Replies billed above what was reserved for them (a provider that ignores `max_tokens`), in

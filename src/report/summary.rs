@@ -67,6 +67,15 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
             usd(r.possibly_billed_usd)
         );
     }
+    if let Some(j) = &r.in_open_batch_job {
+        let _ = write!(
+            s,
+            " (includes {} quer{} in the open batch job, reserved at {} until its results are booked)",
+            j.queries,
+            if j.queries == 1 { "y" } else { "ies" },
+            usd(j.reserved_usd)
+        );
+    }
     if r.duplicate_records > 0 {
         let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
     }
@@ -476,8 +485,18 @@ pub fn invalid_line(
 
 /// One summary line of a live judge's counters.
 pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
+    let batch = if j.batch_jobs + j.batch_api_requests > 0 {
+        format!(
+            "{} batch job{} ({} Files and Batches API requests: uploads, polls, results), ",
+            j.batch_jobs,
+            if j.batch_jobs == 1 { "" } else { "s" },
+            j.batch_api_requests
+        )
+    } else {
+        String::new()
+    };
     let mut s = format!(
-        "judge: {} requests, {} retries, failed attempts (429: {}, 5xx: {}, timeouts: {}, connection: {}, malformed: {}), {} other errors, {} invalid replies",
+        "judge: {batch}{} requests, {} retries, failed attempts (429: {}, 5xx: {}, timeouts: {}, connection: {}, malformed: {}), {} other errors, {} invalid replies",
         j.requests,
         j.retries,
         j.rate_limited,

@@ -294,6 +294,9 @@ impl BatchJudge {
                 results.entry(r.custom_id().to_owned()).or_insert(r);
             }
         }
+        // The run cancelled the job (Ctrl-C): what did not run was never asked, as for a live
+        // query whose request did not leave.
+        let cancelled_by_us = job.status == BatchJobStatus::Cancelled && self.stopped();
         let why_missing = match job.status {
             BatchJobStatus::Failed if !job.errors.is_empty() => {
                 format!("batch job {} failed before running it: {}", job.id, job.errors.join("; "))
@@ -309,6 +312,7 @@ impl BatchJudge {
                 Some(BatchResult::Error { code, message, .. }) => {
                     Err(not_run(format!("in batch job {}: {code}: {message}", job.id)))
                 }
+                None if cancelled_by_us => Err(JudgeError::NotSent { cost_usd: 0.0 }),
                 None => Err(not_run(why_missing.clone())),
             })
             .collect())

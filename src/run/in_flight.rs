@@ -72,6 +72,7 @@ pub(super) struct InFlight<T> {
 impl<T: Clone + Send + 'static> InFlight<T> {
     /// Nothing out yet, the endpoint not checked.
     pub(super) fn new(disp: Dispatcher<T>, interrupt: Interrupt) -> Self {
+        interrupt.set_batch_dispatch(disp.judge().batched());
         Self { disp, interrupt, grace_end: None, checked: false, asked: 0, rate: Meter::new() }
     }
 
@@ -261,10 +262,14 @@ impl<T: Clone + Send + 'static> InFlight<T> {
         lanes: &impl Lanes<T>,
         progress: &Progress,
     ) {
-        self.rate.resolved();
-        // The run stopped sending before its request left: not asked.
-        if matches!(s.outcome, super::dispatch::DispatchOutcome::Failed(crate::judge::JudgeError::NotSent { .. })) {
-            self.asked = self.asked.saturating_sub(1);
+        // The run stopped sending before its request left (or cancelled the batch job it was
+        // in before it ran): not asked, not resolved. In a batch job still open: asked, not
+        // resolved yet.
+        use crate::judge::JudgeError::{NotSent, Pending};
+        match &s.outcome {
+            super::dispatch::DispatchOutcome::Failed(NotSent { .. }) => self.asked = self.asked.saturating_sub(1),
+            super::dispatch::DispatchOutcome::Failed(Pending { .. }) => {}
+            _ => self.rate.resolved(),
         }
         let pair = lanes.pair(&s.tag, s.a, s.b);
         let (judge, member) = (lanes.judge(&s.tag), lanes.member(&s.tag));

@@ -13,7 +13,7 @@
 //! handling.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -26,6 +26,9 @@ pub struct Interrupt {
     rx: watch::Receiver<bool>,
     grace: Duration,
     in_flight: Arc<AtomicUsize>,
+    /// The queries go out in provider batch jobs: a signal cancels the open job and waits for
+    /// it to stop, with no grace period (docs/live.md, "Batch dispatch").
+    batch: Arc<AtomicBool>,
 }
 
 /// Fires an [`Interrupt`] made by [`Interrupt::manual`].
@@ -43,13 +46,13 @@ impl Interrupt {
     /// An interrupt that never fires.
     pub fn never() -> Self {
         let (_, rx) = watch::channel(false); // no sender: `wait` pends forever
-        Self { rx, grace: Duration::ZERO, in_flight: Arc::default() }
+        Self { rx, grace: Duration::ZERO, in_flight: Arc::default(), batch: Arc::default() }
     }
 
     /// An interrupt fired by hand (tests, embedding), with `grace` for requests in flight.
     pub fn manual(grace: Duration) -> (Self, Trigger) {
         let (tx, rx) = watch::channel(false);
-        (Self { rx, grace, in_flight: Arc::default() }, Trigger(tx))
+        (Self { rx, grace, in_flight: Arc::default(), batch: Arc::default() }, Trigger(tx))
     }
 
     /// Listen for SIGINT, SIGTERM and SIGHUP (Ctrl-C and Ctrl-Break on Windows) from now on. The first
@@ -76,24 +79,18 @@ impl Interrupt {
     pub fn install_scoped(grace: Duration) -> std::io::Result<(Self, tokio::task::AbortHandle)> {
         let (tx, rx) = watch::channel(false);
         let in_flight: Arc<AtomicUsize> = Arc::default();
+        let batch: Arc<AtomicBool> = Arc::default();
         let mut signals = Signals::new()?;
-        let n = in_flight.clone();
+        let (n, in_batch) = (in_flight.clone(), batch.clone());
         let task = tokio::spawn(async move {
             signals.recv().await;
-            say(&format!(
-                "interrupted: no new requests; waiting up to {} s for the {} in flight so their verdicts are stored (press Ctrl-C again to quit at once: they are then booked as possibly billed when the run resumes)",
-                grace.as_secs_f64(),
-                n.load(Ordering::SeqCst)
-            ));
+            say(&first_signal_line(grace, n.load(Ordering::SeqCst), in_batch.load(Ordering::SeqCst)));
             let _ = tx.send(true);
             signals.recv().await;
-            say(&format!(
-                "interrupted again: quitting now; the {} request(s) in flight are booked as possibly billed when the run resumes",
-                n.load(Ordering::SeqCst)
-            ));
+            say(&second_signal_line(n.load(Ordering::SeqCst), in_batch.load(Ordering::SeqCst)));
             std::process::exit(EXIT_INTERRUPTED);
         });
-        Ok((Self { rx, grace, in_flight }, task.abort_handle()))
+        Ok((Self { rx, grace, in_flight, batch }, task.abort_handle()))
     }
 
     /// Whether the run was asked to stop sending.
@@ -116,6 +113,39 @@ impl Interrupt {
     /// Tell the interrupt how many requests are in flight (shown when a signal arrives).
     pub fn set_in_flight(&self, n: usize) {
         self.in_flight.store(n, Ordering::SeqCst);
+    }
+
+    /// Tell the interrupt whether the queries go out in provider batch jobs (what a signal
+    /// then does is said differently: the open job is cancelled, not given a grace period).
+    pub fn set_batch_dispatch(&self, batch: bool) {
+        self.batch.store(batch, Ordering::SeqCst);
+    }
+}
+
+/// What the first signal says: what happens to the `n` queries in flight.
+fn first_signal_line(grace: Duration, n: usize, batch: bool) -> String {
+    if batch && n > 0 {
+        format!(
+            "interrupted: no new requests; cancelling the open batch job ({n} queries) and waiting for it to stop, so what it ran is booked (press Ctrl-C again to quit at once: the next run then books what the job ran)"
+        )
+    } else {
+        format!(
+            "interrupted: no new requests; waiting up to {} s for the {n} in flight so their verdicts are stored (press Ctrl-C again to quit at once: they are then booked as possibly billed when the run resumes)",
+            grace.as_secs_f64()
+        )
+    }
+}
+
+/// What the second signal says, with `n` queries in flight.
+fn second_signal_line(n: usize, batch: bool) -> String {
+    if batch && n > 0 {
+        format!(
+            "interrupted again: quitting now; the batch job's round ({n} queries) stays open and the next run of this config books what the job ran"
+        )
+    } else {
+        format!(
+            "interrupted again: quitting now; the {n} request(s) in flight are booked as possibly billed when the run resumes"
+        )
     }
 }
 

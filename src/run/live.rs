@@ -434,13 +434,9 @@ fn finish(
     let dir = &cfg.run_dir;
     let stored = queries.stored_verdicts(books.log().records(), cfg.raw.model.strong_preference_weight);
     let records: Vec<_> = queries.stored(books.log().records()).into_iter().map(|s| s.2).collect();
-    let mut spend = books.spend(&|k: &str| queries.contains_key(k));
     // An open batch job's queries may still be billed: counted at their reservations, as the
     // folder's total counts them.
-    for i in books.open_intents().iter().filter(|i| queries.contains_key(&i.key)) {
-        spend.possibly_billed += 1;
-        spend.possibly_billed_usd += i.reserved_usd;
-    }
+    let spend = books.spend_with_open_job(&|k: &str| queries.contains_key(k));
     let folder = crate::store::books::folder_spend(dir)?;
     let run_end = RunEnd {
         summary: &summary,

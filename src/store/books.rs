@@ -13,6 +13,7 @@
 //! provider may have billed is booked exactly once: as a verdict, a paid failure, or a possibly
 //! billed intent. [`Books::spend`] adds them up for one judge configuration.
 
+use crate::store::batches::{BatchLog, BatchLogError};
 use crate::store::intents::{Closure, Intent};
 use crate::store::intents::{IntentError, IntentId, IntentLog, StagedIntents};
 use crate::store::ledger::{self, Duplicate, LedgerError, ReadLog, StagedRecords, VerdictLog, VerdictRecord};
@@ -28,6 +29,9 @@ pub enum BooksError {
     /// Reading or appending the intent log (intents.jsonl: paid queries in flight) failed.
     #[error(transparent)]
     Intents(#[from] IntentError),
+    /// batches.jsonl (the provider batch jobs of the folder) cannot be read.
+    #[error(transparent)]
+    Batches(#[from] BatchLogError),
 }
 
 /// Spend booked for one judge configuration, USD (every part ≥ 0).
@@ -45,12 +49,17 @@ pub struct Spend {
     pub possibly_billed: usize,
     /// Their reserved worst case.
     pub possibly_billed_usd: f64,
+    /// Queries of a provider batch job still open (their intents stay open until its results
+    /// are booked; docs/live.md, "Batch dispatch"): not possibly billed, but reserved.
+    pub in_open_job: usize,
+    /// Their reserved worst case, USD: counted against `max_usd` until the job is booked.
+    pub in_open_job_usd: f64,
 }
 
 impl Spend {
-    /// Everything booked: what counts against `max_usd`.
+    /// Everything booked or reserved: what counts against `max_usd`.
     pub fn total_usd(&self) -> f64 {
-        self.verdicts_usd + self.duplicates_usd + self.failed_usd + self.possibly_billed_usd
+        self.verdicts_usd + self.duplicates_usd + self.failed_usd + self.possibly_billed_usd + self.in_open_job_usd
     }
 }
 
@@ -336,9 +345,33 @@ impl Books {
         self.intents.open_intents().count()
     }
 
-    /// Spend booked for the cache keys `mine` accepts (one judge configuration).
+    /// Spend booked for the cache keys `mine` accepts (one judge configuration); requests in
+    /// flight are not in it (the budget holds their reservations).
     pub fn spend(&self, mine: &dyn Fn(&str) -> bool) -> Spend {
-        spend(self.log.records(), self.log.duplicates(), &self.failed_path, self.intents.possibly_billed(), &[], mine)
+        spend(
+            self.log.records(),
+            self.log.duplicates(),
+            &self.failed_path,
+            self.intents.possibly_billed(),
+            (&[], &HashSet::new()),
+            mine,
+        )
+    }
+
+    /// [`Books::spend`] at the end of a run, with the intents left open (those of a provider
+    /// batch job still open: [`Books::open_keeping`]) counted at their reservations as
+    /// [`Spend::in_open_job`].
+    pub fn spend_with_open_job(&self, mine: &dyn Fn(&str) -> bool) -> Spend {
+        let open = self.open_intents();
+        let in_job: HashSet<String> = open.iter().map(|i| i.key.clone()).collect();
+        spend(
+            self.log.records(),
+            self.log.duplicates(),
+            &self.failed_path,
+            self.intents.possibly_billed(),
+            (&open, &in_job),
+            mine,
+        )
     }
 }
 
@@ -362,7 +395,9 @@ pub fn peek_spend_files(dir: &Path, files: &BookFiles, mine: &dyn Fn(&str) -> bo
     let failed_path = dir.join(files.failed);
     let (closed, _) = closed_by_records(&read.records, &read.duplicates, &failed_path);
     let (open, booked) = IntentLog::peek(&dir.join(files.intents), &closed)?;
-    Ok(spend(&read.records, &read.duplicates, &failed_path, &booked, &open, mine))
+    // Only the run's judge dispatches provider batch jobs.
+    let in_job = if files.intents == RUN_BOOKS.intents { BatchLog::open_keys(dir)? } else { HashSet::new() };
+    Ok(spend(&read.records, &read.duplicates, &failed_path, &booked, (&open, &in_job), mine))
 }
 
 /// The (cache key, intent id) pairs the verdict records (duplicates too) and failed.jsonl carry,
@@ -408,17 +443,20 @@ pub fn folder_spend(dir: &Path) -> Result<Spend, BooksError> {
         total.failed_usd += s.failed_usd;
         total.possibly_billed += s.possibly_billed;
         total.possibly_billed_usd += s.possibly_billed_usd;
+        total.in_open_job += s.in_open_job;
+        total.in_open_job_usd += s.in_open_job_usd;
     }
     Ok(total)
 }
 
-/// Add up the books for the keys `mine` accepts; `open` intents count as possibly billed.
+/// Add up the books for the keys `mine` accepts; `open` intents count as possibly billed, or as
+/// reserved in an open batch job when their key is in `in_job`.
 fn spend(
     records: &[VerdictRecord],
     duplicates: &[Duplicate],
     failed_path: &Path,
     booked: &[Closure],
-    open: &[Intent],
+    open: (&[Intent], &HashSet<String>),
     mine: &dyn Fn(&str) -> bool,
 ) -> Spend {
     let mut s = Spend::default();
@@ -434,9 +472,15 @@ fn spend(
         s.possibly_billed += 1;
         s.possibly_billed_usd += usd;
     }
-    for usd in open.iter().filter(|i| mine(&i.key)).map(|i| i.reserved_usd) {
-        s.possibly_billed += 1;
-        s.possibly_billed_usd += usd;
+    let (open, in_job) = open;
+    for i in open.iter().filter(|i| mine(&i.key)) {
+        if in_job.contains(&i.key) {
+            s.in_open_job += 1;
+            s.in_open_job_usd += i.reserved_usd;
+        } else {
+            s.possibly_billed += 1;
+            s.possibly_billed_usd += i.reserved_usd;
+        }
     }
     s
 }

@@ -303,7 +303,7 @@ impl BatchApi for OpenAiJudge {
                 .mime_str("application/jsonl")
                 .expect("a valid mime type");
             let form = reqwest::multipart::Form::new().text("purpose", "batch").part("file", part);
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "upload the batch input";
             let v: Value = self.api_json(what, self.api(reqwest::Method::POST, "/files").multipart(form)).await?;
             // async-openai's file object, or just its id (some providers send fewer fields).
@@ -323,16 +323,18 @@ impl BatchApi for OpenAiJudge {
             output_expires_after: None,
         };
         Box::pin(async move {
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "create the batch";
             let v: Value = self.api_json(what, self.api(reqwest::Method::POST, "/batches").json(&body)).await?;
-            job_from(&v).ok_or_else(|| self.unexpected(what, &v))
+            let job = job_from(&v).ok_or_else(|| self.unexpected(what, &v))?;
+            self.counters.batch_jobs.fetch_add(1, Ordering::Relaxed);
+            Ok(job)
         })
     }
 
     fn retrieve<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<BatchJob, JudgeError>> {
         Box::pin(async move {
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "read the batch";
             let v: Value = self.api_json(what, self.api(reqwest::Method::GET, &format!("/batches/{id}"))).await?;
             job_from(&v).ok_or_else(|| self.unexpected(what, &v))
@@ -349,7 +351,7 @@ impl BatchApi for OpenAiJudge {
                 if let Some(a) = &after {
                     req = req.query(&[("after", a.as_str())]);
                 }
-                self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
                 let v: Value = self.api_json("list the batches", req).await?;
                 let page: Vec<BatchJob> = match serde_json::from_value::<ListBatchesResponse>(v.clone()) {
                     Ok(p) => p.data.into_iter().map(job_of).collect(),
@@ -370,7 +372,7 @@ impl BatchApi for OpenAiJudge {
 
     fn cancel<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<BatchJob, JudgeError>> {
         Box::pin(async move {
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "cancel the batch";
             let v: Value =
                 self.api_json(what, self.api(reqwest::Method::POST, &format!("/batches/{id}/cancel"))).await?;
@@ -380,7 +382,7 @@ impl BatchApi for OpenAiJudge {
 
     fn content<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, Result<Vec<u8>, JudgeError>> {
         Box::pin(async move {
-            self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             self.api_bytes("read the batch", self.api(reqwest::Method::GET, &format!("/files/{file_id}/content"))).await
         })
     }

@@ -28,6 +28,8 @@ pub(super) struct Counters {
     pub(super) in_band_errors: AtomicU64,
     pub(super) above_max_tokens: AtomicU64,
     pub(super) most_completion_tokens: AtomicU64,
+    pub(super) batch_jobs: AtomicU64,
+    pub(super) batch_api_requests: AtomicU64,
 }
 
 /// What is known about an OpenAI-compatible judge without a query: its settings, price and prompt
@@ -994,6 +996,8 @@ impl Judge for OpenAiJudge {
             above_max_tokens: g(&c.above_max_tokens),
             most_completion_tokens: g(&c.most_completion_tokens),
             max_tokens: Some(self.info.cfg.max_tokens),
+            batch_jobs: g(&c.batch_jobs),
+            batch_api_requests: g(&c.batch_api_requests),
         })
     }
 
