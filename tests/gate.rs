@@ -205,6 +205,55 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
     assert_eq!(result["gate"]["chosen"], "corrected");
     assert_eq!(result["gate"]["topk"], g["corrected_topk"]);
     assert_eq!(result["gate"]["topk"], result["topk"]);
+    assert_eq!(g["transforms"], serde_json::json!({"x": "raw"}), "gate.json records the transforms");
+
+    // A gate applies to the settings it was computed for, and `gate` writes none for other
+    // settings into the run's folder: refused before anything runs or is written.
+    let verdicts = std::fs::read_to_string(run.join("verdicts.jsonl")).unwrap();
+    let gate_json = std::fs::read_to_string(run.join("gate.json")).unwrap();
+    // The same run without a `gate:` section (the file's last lines).
+    let yaml = std::fs::read_to_string(&cfg).unwrap();
+    let plain = write(dir.path(), "plain.yaml", yaml.split("gate:").next().unwrap());
+    let gated = |extra: &[&str]| {
+        let mut args = vec!["run", plain.to_str().unwrap(), "--quiet", "--gate", "runs/spur/gate.json"];
+        args.extend_from_slice(extra);
+        run_bin(dir.path(), &args)
+    };
+    for (set, says) in [
+        ("k=3", "the gate was computed with k = 5, this run uses k = 3"),
+        (
+            "model.covariates=[{name: x, transform: zscore}]",
+            "the gate was computed with covariate transforms [x: raw], this run uses covariate transforms [x: zscore]",
+        ),
+        ("model.kind=naive", "this run's model.kind is naive"),
+    ] {
+        let out = gated(&["--set", set]);
+        assert!(!out.status.success() && text(&out).contains(says), "{set}: {}", text(&out));
+        assert!(!text(&out).contains("stopped:"), "{set}: {}", text(&out));
+    }
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap(), "--set", "k=3"]);
+    let says = "runs/spur: the run there was made with k = 5, and this gate would use k = 3";
+    assert!(!out.status.success() && text(&out).contains(says), "{}", text(&out));
+    let out = run_bin(dir.path(), &["gate", "runs/spur", "--name", "other"]);
+    let says = "--name other: runs/spur is a run folder, which names its run";
+    assert!(!out.status.success() && text(&out).contains(says), "{}", text(&out));
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--set", "model.kind=naive"]);
+    let says = "gate: model.kind naive fits only the naive ranking";
+    assert!(!out.status.success() && text(&out).contains(says), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(run.join("verdicts.jsonl")).unwrap(), verdicts);
+    assert_eq!(std::fs::read_to_string(run.join("gate.json")).unwrap(), gate_json);
+}
+
+/// `gate` on a panel config says it takes a single judge (not that the config lacks `gate:`).
+#[test]
+fn gate_on_a_panel_says_it_takes_a_single_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "name: p\nout_dir: runs\npool:\n  synthetic: {n: 6, seed: 1}\nk: 2\njudges:\n  - {name: a, mock: {}, trusted: true}\n  - {name: b, mock: {}}\nbudget:\n  max_comparisons: 8\n";
+    let cfg = write(dir.path(), "panel.yaml", yaml);
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("a judge panel (`judges:`) — `gate` takes a single judge"), "{}", text(&out));
+    assert!(!text(&out).contains("no `gate:` section"), "{}", text(&out));
 }
 
 #[test]

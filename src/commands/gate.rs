@@ -212,12 +212,30 @@ pub async fn gate_command(
     arg: &Path,
     overrides: &[crate::config::overrides::Override],
 ) -> Result<(GateReport, String), RunFolderError> {
-    // A config without a `gate:` section is said so before looking for its run.
-    if arg.is_file() && Config::load_for_dry_run_with(arg, overrides)?.0.raw.gate.is_none() {
-        return Err(no_gate(arg));
+    // A panel, or a config without a `gate:` section, is said so before looking for its run.
+    if arg.is_file() {
+        let cfg = Config::load_for_dry_run_with(arg, overrides)?.0;
+        cfg.single_judge("gate").map_err(RunFolderError::Panel)?;
+        if cfg.raw.gate.is_none() {
+            return Err(no_gate(arg));
+        }
     }
     let run = super::run_folder::load_run_with(arg, overrides)?;
     run.cfg.single_judge("gate").map_err(RunFolderError::Panel)?;
+    if run.cfg.raw.gate.is_none() {
+        return Err(no_gate(&run.cfg.path));
+    }
+    // gate.json in the run's folder describes that run: a gate of other settings (an override
+    // of k, the judge or the covariates) is not written over it.
+    if let Some(made) = super::run_folder::read_result(&run.dir) {
+        let this = GateSettings::of(&run.cfg)?;
+        if let Some((was, now)) = GateSettings::of_result(&made).differs_from(&this) {
+            return Err(RunFolderError::Invalid(format!(
+                "{}: the run there was made with {was}, and this gate would use {now}; its gate.json would not describe the run: drop the override, or run the config with it first",
+                run.dir.display()
+            )));
+        }
+    }
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }
@@ -350,14 +368,13 @@ pub async fn gate_for(
         .collect();
     // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
     // here is an error, not an empty name.
-    let judge_desc = crate::config::judge::judge_info(cfg.raw.judge()).map(|j| j.describe()).map_err(|m| {
-        RunFolderError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display()))
-    })?;
+    let settings = GateSettings::of(cfg)?;
     let report = GateReport {
         run: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
-        judge: judge_desc,
-        covariates: cov.names.clone(),
+        judge: settings.judge,
+        covariates: settings.covariates,
+        transforms: settings.transforms,
         k,
         comparisons: verdicts.len(),
         anchors_requested: g.anchors,
@@ -398,25 +415,86 @@ pub fn read_gate(cfg: &Config, judge: &str, gate_file: &Path) -> Result<GateRepo
         line: e.line(),
         msg: format!("{e}; expected the gate.json written by `topk-judge gate`"),
     })?;
-    // Descriptions written before the mock's mode was spelled as in the config differ in case.
-    if !g.judge.eq_ignore_ascii_case(judge) {
+    if cfg.raw.model.kind == crate::model::summary::ModelKind::Naive {
         return Err(RunFolderError::Invalid(format!(
-            "{}: the gate was computed for judge {:?}, this run uses {:?}; the gate decides per (judge, covariate, task)",
-            gate_file.display(),
-            g.judge,
-            judge
+            "{}: this run's model.kind is naive, which fits only the naive ranking, so a gate (which chooses between it and the bias-corrected one) has nothing to choose; set model.kind: bias_aware",
+            gate_file.display()
         )));
     }
-    let cov = bias_covariates(cfg)?;
-    if g.covariates != cov.names {
+    let mut this = GateSettings::of(cfg)?;
+    this.judge = judge.to_owned();
+    // The transforms are checked when the file records them (older gate.json files do not).
+    let made = GateSettings {
+        judge: g.judge.clone(),
+        covariates: g.covariates.clone(),
+        transforms: if g.transforms.is_empty() { this.transforms.clone() } else { g.transforms.clone() },
+        k: g.k,
+    };
+    if let Some((was, now)) = made.differs_from(&this) {
         return Err(RunFolderError::Invalid(format!(
-            "{}: the gate tested covariates {:?}, this run corrects for {:?}",
-            gate_file.display(),
-            g.covariates,
-            cov.names
+            "{}: the gate was computed with {was}, this run uses {now}; a gate decides for one judge, covariates and their transforms, at the top-k boundary its anchors were chosen at",
+            gate_file.display()
         )));
     }
     Ok(g)
+}
+
+/// What a gate decides for: the judge (as described), the covariates and their transforms, k.
+#[derive(Debug, Clone, PartialEq)]
+struct GateSettings {
+    judge: String,
+    covariates: Vec<String>,
+    transforms: std::collections::BTreeMap<String, crate::domain::pool::Transform>,
+    k: usize,
+}
+
+impl GateSettings {
+    /// The settings of a run of `cfg`.
+    fn of(cfg: &Config) -> Result<Self, RunFolderError> {
+        let judge = crate::config::judge::judge_info(cfg.raw.judge()).map(|j| j.describe()).map_err(|m| {
+            RunFolderError::Invalid(format!("{}: the run's judge cannot be built: {m}", cfg.path.display()))
+        })?;
+        let cov = bias_covariates(cfg)?;
+        let transforms = cov.names.iter().cloned().zip(cov.transforms.iter().copied()).collect();
+        Ok(Self { judge, covariates: cov.names, transforms, k: cfg.raw.k })
+    }
+
+    /// The settings a run's result.json records.
+    fn of_result(r: &RunResult) -> Self {
+        Self {
+            judge: r.judge.clone(),
+            covariates: r.fit.reporting.transforms.keys().cloned().collect(),
+            transforms: r.fit.reporting.transforms.clone(),
+            k: r.k,
+        }
+    }
+
+    /// The first setting in which `self` differs from `other`, as (self's, other's) in words,
+    /// e.g. ("k = 5", "k = 3"); `None` when alike. Covariates compare as sets (a result lists
+    /// them sorted).
+    fn differs_from(&self, other: &Self) -> Option<(String, String)> {
+        // Descriptions written before the mock's mode was spelled as in the config differ in case.
+        if !self.judge.eq_ignore_ascii_case(&other.judge) {
+            return Some((format!("judge {:?}", self.judge), format!("judge {:?}", other.judge)));
+        }
+        let sorted = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.sort();
+            v
+        };
+        if sorted(&self.covariates) != sorted(&other.covariates) {
+            return Some((format!("covariates {:?}", self.covariates), format!("covariates {:?}", other.covariates)));
+        }
+        if self.transforms != other.transforms {
+            let show = |t: &std::collections::BTreeMap<String, crate::domain::pool::Transform>| {
+                let parts: Vec<String> =
+                    t.iter().map(|(n, t)| format!("{n}: {}", crate::report::table::name(t))).collect();
+                format!("covariate transforms [{}]", parts.join(", "))
+            };
+            return Some((show(&self.transforms), show(&other.transforms)));
+        }
+        (self.k != other.k).then(|| (format!("k = {}", self.k), format!("k = {}", other.k)))
+    }
 }
 
 /// Apply a gate report to a run's result: the reported ranking follows the gate's decision

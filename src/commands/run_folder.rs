@@ -99,6 +99,11 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, RunFolderError> {
     load_run_with(arg, &[])
 }
 
+/// The result.json of the single-judge run in `dir`, when there is one that reads as such.
+pub fn read_result(dir: &Path) -> Option<crate::report::schema::RunResult> {
+    std::fs::read(dir.join("result.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
+}
+
 /// [`load_run`] with command-line overrides of its config ([`crate::config::overrides`]).
 ///
 /// # Errors
@@ -108,6 +113,17 @@ pub fn load_run_with(
     overrides: &[crate::config::overrides::Override],
 ) -> Result<LoadedRun, RunFolderError> {
     let (mut cfg, dir) = if arg.is_dir() {
+        // The folder is the run: an override naming another folder would be ignored.
+        if let Some(o) =
+            overrides.iter().find(|o| matches!(o.key.first().map(String::as_str), Some("name" | "out_dir")))
+        {
+            return Err(RunFolderError::Invalid(format!(
+                "{}: {} is a run folder, which names its run; to work on another run, pass its folder, or a config file (where {} applies)",
+                o.given,
+                arg.display(),
+                o.key.join(".")
+            )));
+        }
         let path = arg.join("config.yaml");
         let text = std::fs::read_to_string(&path).map_err(|e| {
             RunFolderError::Invalid(format!(

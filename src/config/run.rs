@@ -934,6 +934,12 @@ impl Config {
         let mut warnings =
             sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
+        if raw.model.kind == ModelKind::Naive && raw.gate.is_some() {
+            return Err(inv(InvalidSetting::new(
+                "gate",
+                "model.kind naive fits only the naive ranking, so the gate (which chooses between it and the bias-corrected one) has nothing to choose; set model.kind: bias_aware, or remove `gate:`",
+            )));
+        }
         if raw.model.kind == ModelKind::Naive && raw.model.covariates.as_ref().is_some_and(|c| !c.is_empty()) {
             warnings.push(
                 "model.covariates is ignored: model.kind naive fits no bias coefficients (kind: bias_aware fits them)"

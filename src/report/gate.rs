@@ -62,6 +62,10 @@ pub struct GateReport {
     pub judge: String,
     /// The covariates the corrected model removes.
     pub covariates: Vec<String>,
+    /// How each covariate was transformed (docs/model.md §1); absent in gate.json files of
+    /// older versions.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub transforms: std::collections::BTreeMap<String, crate::domain::pool::Transform>,
     /// k of top-k.
     pub k: usize,
     /// Valid verdicts fitted.
