@@ -154,6 +154,10 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
     for (args, message) in [
         (vec!["--set", "k=three"], "--set k=three: expected a whole number ≥ 0, found \"three\""),
         (vec!["--max-usd", "abc"], "--max-usd abc: expected a number, found \"abc\""),
+        // A negative value reaches the check of its key (not clap's "unexpected argument").
+        (vec!["--max-usd", "-1"], "--max-usd -1: budget.max_usd: -1 must be a finite number ≥ 0 (USD)"),
+        (vec!["--max-comparisons", "-5"], "--max-comparisons -5: expected a whole number ≥ 0, found \"-5\""),
+        (vec!["--set", "judge.name=x"], "--set judge.name=x: `name` is a field of a panel member (`judges:`)"),
         (vec!["--set", "bogus.key=1"], "--set bogus.key=1: unknown field `bogus`"),
         (vec!["--set", "k=40"], "--set k=40: k: "),
         (vec!["--set", "budget.max_comparisons"], "--set budget.max_comparisons: expected KEY=VALUE"),

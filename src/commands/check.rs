@@ -23,7 +23,7 @@ pub struct CheckArgs {
     /// prompt, a and b = system ids; e.g. from `import --judgments`).
     pub judgments: PathBuf,
     /// k of the top-k compared.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
     pub k: usize,
     /// Use only the verdicts of this judge, when the file holds several.
     #[arg(long)]
@@ -34,10 +34,10 @@ pub struct CheckArgs {
     pub anchors: Option<PathBuf>,
     /// Anchors the gate looks at (the disagreements of the two rankings nearest the top-k
     /// boundary).
-    #[arg(long, default_value_t = 40)]
+    #[arg(long, default_value_t = 40, allow_negative_numbers = true)]
     pub max_anchors: usize,
     /// Significance level of the gate's sign test.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
     pub alpha: f64,
     /// Covariates as NAME or NAME:TRANSFORM, comma-separated (default: words:zscore).
     #[arg(long, value_delimiter = ',')]

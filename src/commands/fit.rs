@@ -1095,7 +1095,7 @@ pub struct FitArgs {
     #[arg(long, value_parser = super::values::model_kind())]
     pub model: Option<ModelKind>,
     /// k of top-k [default: 3, or the run's].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub k: Option<usize>,
     /// Which ranking to report: auto (the bias-corrected one only when the design
     /// identifies the correction), corrected or apparent [default: auto, or the run's].
@@ -1119,10 +1119,10 @@ pub struct FitArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub strong_preference_weight: Option<f64>,
     /// Monte-Carlo draws for top-k membership [default: 1000, or the run's mc_draws].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub draws: Option<usize>,
     /// Seed [default: 0, or the run's acquisition seed].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<u64>,
     /// Write the fit as JSON here.
     #[arg(long)]

@@ -95,7 +95,7 @@ pub struct SimulateArgs {
     /// Sweep file (YAML).
     pub sweep: PathBuf,
     /// Worker threads (default: the sweep's `threads`, 0 = all cores).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub threads: Option<usize>,
     /// Output folder (default: the sweep's `out_dir`/`name`).
     #[arg(long)]

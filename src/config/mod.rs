@@ -119,7 +119,7 @@ pub fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError>
 }
 
 /// The kinds of judge block a judge section may hold, one of them.
-const JUDGE_KINDS: [&str; 4] = ["mock", "openai", "synthetic", "replay"];
+pub(crate) const JUDGE_KINDS: [&str; 4] = ["mock", "openai", "synthetic", "replay"];
 
 /// "line 9: `judge` has 2 judge blocks (`mock`, `openai`); …" for the first judge section of
 /// `doc` (`judge:` or an entry of `judges:`) that holds more than one of [`JUDGE_KINDS`]; the

@@ -242,14 +242,29 @@ fn check_judge_kind(doc: &serde_json::Value, o: &Override) -> Result<(), ConfigE
         return Ok(());
     }
     let Some(serde_json::Value::Object(j)) = doc.get("judge") else { return Ok(()) };
+    let field = o.key[1].as_str();
     match j.keys().next() {
-        Some(kind) if j.len() == 1 && kind != &o.key[1] => Err(ConfigError::Set {
+        Some(kind) if j.len() == 1 && kind != field && super::JUDGE_KINDS.contains(&field) => Err(ConfigError::Set {
             given: o.given.clone(),
             msg: format!(
-                "this config's judge is `{kind}`; judge.{}.… settings (and --base-url, which sets judge.openai.base_url) apply only to a judge of that kind",
-                o.key[1]
+                "this config's judge is `{kind}`; judge.{field}.… settings (and --base-url, which sets judge.openai.base_url) apply only to a judge of that kind"
             ),
         }),
+        // `judge:` holds its kind only: its settings are one level down.
+        Some(kind) if j.len() == 1 && kind != field => {
+            let member = if matches!(field, "name" | "trusted" | "family" | "prior") {
+                format!("`{field}` is a field of a panel member (`judges:`), not of a single judge; ")
+            } else {
+                String::new()
+            };
+            Err(ConfigError::Set {
+                given: o.given.clone(),
+                msg: format!(
+                    "{member}`judge:` holds one key, the judge's kind (one of {}; here `{kind}`): set its settings with `--set judge.{kind}.FIELD`",
+                    super::JUDGE_KINDS.join(", ")
+                ),
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -393,10 +408,10 @@ pub struct OverrideArgs {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = Override::parse)]
     pub set: Vec<Override>,
     /// Shorthand for `--set budget.max_usd=USD`.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", allow_hyphen_values = true)]
     pub max_usd: Option<String>,
     /// Shorthand for `--set budget.max_comparisons=N`.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_comparisons: Option<String>,
     /// Shorthand for `--set judge.openai.base_url=URL` (e.g. http://127.0.0.1:8088/v1).
     #[arg(long, value_name = "URL")]
@@ -500,6 +515,19 @@ mod tests {
         );
         assert!(check_judge_kind(&panel, &Override::parse("judges.1.openai.model=x").unwrap()).is_ok());
         assert!(check_judge_kind(&single, &Override::parse("judge.openai.model=x").unwrap()).is_ok());
+        // Another kind, a panel member's field, or no field of a judge at all.
+        assert_eq!(
+            msg(&single, "judge.mock.seed=1"),
+            "this config's judge is `openai`; judge.mock.… settings (and --base-url, which sets judge.openai.base_url) apply only to a judge of that kind"
+        );
+        assert_eq!(
+            msg(&single, "judge.name=x"),
+            "`name` is a field of a panel member (`judges:`), not of a single judge; `judge:` holds one key, the judge's kind (one of mock, openai, synthetic, replay; here `openai`): set its settings with `--set judge.openai.FIELD`"
+        );
+        assert_eq!(
+            msg(&single, "judge.foo=1"),
+            "`judge:` holds one key, the judge's kind (one of mock, openai, synthetic, replay; here `openai`): set its settings with `--set judge.openai.FIELD`"
+        );
     }
 
     #[test]
