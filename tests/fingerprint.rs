@@ -110,6 +110,11 @@ fn a_judge_that_changed_behind_its_name_is_stopped_and_the_user_decides() {
         "{}",
         r["folder_spend"]
     );
+    // Named as the fingerprint's, not as spend under other settings.
+    assert!((r["folder_spend"]["fingerprint_usd"].as_f64().unwrap() - fp_cost).abs() < 1e-12, "{}", r["folder_spend"]);
+    let out = run_bin(d, &["run", a.to_str().unwrap(), "--dry-run"]);
+    let said = format!("(${fp_cost:.6} for the judge's fingerprint checks)");
+    assert!(stdout(&out).contains(&said) && !stdout(&out).contains("under other settings"), "{said}: {}", text(&out));
     // The pairs it re-asks, from the same stored state, are the same in the copies.
     let pairs: Vec<(String, String)> = checks[0]["pairs"]
         .as_array()

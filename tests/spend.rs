@@ -714,7 +714,11 @@ fn the_dry_run_counts_the_folders_other_books_against_max_usd_as_the_run_does() 
     let dry = run_bin(dir.path(), &[&["run", c, "--dry-run"][..], &again].concat());
     assert!(dry.status.success(), "{}", text(&dry));
     let said = stdout(&dry);
-    assert!(said.contains(&format!("the run folder's books also hold ${spent:.6} under other settings")), "{said}");
+    let other = format!("the run folder's books also hold ${spent:.6} ($");
+    assert!(
+        said.contains(&other) && said.contains(" under other settings (earlier configs, judges or pools))"),
+        "{said}"
+    );
     let line = said.lines().find(|l| l.starts_with("queries the budget allows")).unwrap();
     let allowed: Vec<usize> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
     let (lo, hi) = (allowed[0], allowed[1]);

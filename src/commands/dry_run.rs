@@ -29,8 +29,10 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
     let mine = queries.stored(&records);
     // + 0.0: an empty f64 sum is −0.0, printed as "$-0.000000".
     let spent_usd: f64 = peek_spend(&cfg.run_dir, &|k: &str| queries.contains_key(k))?.total_usd() + 0.0;
-    // The run counts the whole folder's books against max_usd (also those of earlier settings).
-    let folder_usd: f64 = peek_spend(&cfg.run_dir, &|_: &str| true)?.total_usd() + 0.0;
+    // The run counts the whole folder's books against max_usd (also those of earlier settings,
+    // a gate's trusted judge and the fingerprint checks).
+    let folder = crate::store::books::folder_books(&cfg.run_dir)?;
+    let folder_usd: f64 = folder.total().total_usd() + 0.0;
     let asked: HashSet<(usize, usize)> =
         mine.iter().map(|&(a, b, _)| (a, b)).chain(queries.skipped().iter().copied()).collect();
     // Every asked pair is a run pair (stored records are matched to run pairs, skipped ones are).
@@ -83,6 +85,8 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
         stored: mine.len(),
         spent_usd,
         other_usd: (folder_usd - spent_usd).max(0.0),
+        fingerprint_usd: folder.fingerprint.total_usd(),
+        gate_trusted_usd: folder.trusted.total_usd(),
         first,
         worst_per_query_usd: per_query,
         mean_sampled: costs.mean_sampled,

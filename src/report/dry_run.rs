@@ -17,6 +17,10 @@ pub struct DryRun {
     /// Spend booked in the run folder under other settings (earlier configurations, judges or
     /// pools), USD: counted against `max_usd` as the run counts it.
     pub other_usd: f64,
+    /// Of `other_usd`, the judge's fingerprint checks, USD.
+    pub fingerprint_usd: f64,
+    /// Of `other_usd`, a gate's trusted judge, USD.
+    pub gate_trusted_usd: f64,
     /// The first query the run sends (item ids: shown first, second) and its rendered prompt.
     pub first: Option<(String, String, Option<String>)>,
     /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD.
@@ -47,8 +51,14 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     ));
     if d.other_usd > 0.0 {
         s.push_str(&format!(
-            "the run folder's books also hold ${:.6} under other settings (earlier configurations, judges or pools, possibly billed requests), counted against max_usd as the run counts it\n",
-            d.other_usd
+            "the run folder's books also hold ${:.6} ({}), counted against max_usd as the run counts it\n",
+            d.other_usd,
+            crate::report::summary::other_spend_parts(
+                d.other_usd,
+                d.fingerprint_usd,
+                d.gate_trusted_usd,
+                &|x| format!("${x:.6}")
+            )
         ));
     }
     match &d.first {

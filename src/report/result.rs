@@ -13,7 +13,7 @@ use crate::domain::verdict::{InvalidReason, ItemVerdict, StoredVerdict, Usage, V
 use crate::judge::{Judge, JudgeStats};
 use crate::model::FitError;
 use crate::model::summary::FitSummary;
-use crate::store::books::Spend;
+use crate::store::books::{FolderBooks, Spend};
 use crate::store::budget::Overrun;
 use std::path::Path;
 
@@ -30,7 +30,7 @@ pub struct RunEnd<'a> {
     /// Everything booked for this judge (verdicts, paid failures, possibly billed requests).
     pub spend: &'a Spend,
     /// Everything the folder's books hold (every set, every key).
-    pub folder: &'a Spend,
+    pub folder: &'a FolderBooks,
     /// `budget.max_usd`.
     pub max_usd: Option<f64>,
     /// Replies that cost more than their reservations, and the worst-case factor they left.
@@ -71,12 +71,15 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
     result.possibly_billed_usd = end.spend.possibly_billed_usd;
     result.in_open_batch_job = OpenJobReserved::of(end.spend.in_open_job, end.spend.in_open_job_usd);
     result.duplicate_records = end.spend.duplicates;
+    let folder = end.folder.total();
     result.folder_spend = FolderSpend {
-        spend_usd: end.folder.total_usd(),
-        other_usd: (end.folder.total_usd() - end.spend.total_usd()).max(0.0),
-        possibly_billed: end.folder.possibly_billed,
-        possibly_billed_usd: end.folder.possibly_billed_usd,
-        in_open_batch_job: OpenJobReserved::of(end.folder.in_open_job, end.folder.in_open_job_usd),
+        spend_usd: folder.total_usd(),
+        other_usd: (folder.total_usd() - end.spend.total_usd()).max(0.0),
+        possibly_billed: folder.possibly_billed,
+        possibly_billed_usd: folder.possibly_billed_usd,
+        in_open_batch_job: OpenJobReserved::of(folder.in_open_job, folder.in_open_job_usd),
+        fingerprint_usd: end.folder.fingerprint.total_usd(),
+        gate_trusted_usd: end.folder.trusted.total_usd(),
         max_usd: end.max_usd,
     };
     let (o, factor) = end.overrun;

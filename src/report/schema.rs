@@ -338,9 +338,19 @@ pub struct FolderSpend {
     /// Queries of a provider batch job still open in the folder, reserved (in `spend_usd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_open_batch_job: Option<OpenJobReserved>,
+    /// Of `other_usd`, the judge's fingerprint checks (docs/live.md, "Judge fingerprint").
+    #[serde(default, skip_serializing_if = "is_zero_usd")]
+    pub fingerprint_usd: f64,
+    /// Of `other_usd`, a gate's trusted judge.
+    #[serde(default, skip_serializing_if = "is_zero_usd")]
+    pub gate_trusted_usd: f64,
     /// `budget.max_usd`, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_usd: Option<f64>,
+}
+
+fn is_zero_usd(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Queries of a provider batch job still open: their intents stay open until the job's results

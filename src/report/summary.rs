@@ -85,10 +85,11 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     if f.other_usd > 0.0 {
         let _ = writeln!(
             s,
-            "run folder: its books hold {} in all{} ({} of it under other settings: earlier configs, judges or pools, or a gate's trusted judge){}",
+            "run folder: its books hold {} in all{} ({} of it not for this run's verdicts: {}){}",
             usd(f.spend_usd),
             f.max_usd.map(|m| format!(" of max_usd {}", usd(m))).unwrap_or_default(),
             usd(f.other_usd),
+            other_spend_parts(f.other_usd, f.fingerprint_usd, f.gate_trusted_usd, &usd),
             if f.possibly_billed > 0 && f.possibly_billed_usd > 0.0 {
                 format!("; {} request(s) booked as possibly billed, {}", f.possibly_billed, usd(f.possibly_billed_usd))
             } else {
@@ -481,6 +482,28 @@ pub fn invalid_line(
         s.push_str(&format!(" ({})", parts.join(", ")));
     }
     s
+}
+
+/// What a run folder's books hold besides this run's verdicts (`other_usd` in all, USD), in
+/// words: the judge's fingerprint checks, a gate's trusted judge, and the rest (earlier
+/// configs, judges or pools); amounts written by `usd`.
+pub fn other_spend_parts(other_usd: f64, fingerprint_usd: f64, gate_usd: f64, usd: &dyn Fn(f64) -> String) -> String {
+    let rest = other_usd - fingerprint_usd - gate_usd;
+    let mut parts = Vec::new();
+    // Below a pico-dollar the rest is rounding of the sums, not spend.
+    if rest > 1e-12 {
+        parts.push(format!("{} under other settings (earlier configs, judges or pools)", usd(rest)));
+    }
+    if fingerprint_usd > 0.0 {
+        parts.push(format!("{} for the judge's fingerprint checks", usd(fingerprint_usd)));
+    }
+    if gate_usd > 0.0 {
+        parts.push(format!("{} for the gate's trusted judge", usd(gate_usd)));
+    }
+    if parts.is_empty() {
+        parts.push(format!("{} under other settings (earlier configs, judges or pools)", usd(other_usd)));
+    }
+    parts.join(", ")
 }
 
 /// One summary line of a live judge's counters.

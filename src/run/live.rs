@@ -437,7 +437,7 @@ fn finish(
     // An open batch job's queries may still be billed: counted at their reservations, as the
     // folder's total counts them.
     let spend = books.spend_with_open_job(&|k: &str| queries.contains_key(k));
-    let folder = crate::store::books::folder_spend(dir)?;
+    let folder = crate::store::books::folder_books(dir)?;
     let run_end = RunEnd {
         summary: &summary,
         stop,

@@ -434,19 +434,45 @@ pub const ALL_BOOKS: [BookFiles; 3] = [RUN_BOOKS, TRUSTED_BOOKS, FINGERPRINT_BOO
 /// # Errors
 /// [`BooksError`] naming a file that cannot be read.
 pub fn folder_spend(dir: &Path) -> Result<Spend, BooksError> {
-    let mut total = Spend::default();
-    for files in &ALL_BOOKS {
-        let s = peek_spend_files(dir, files, &|_| true)?;
-        total.verdicts_usd += s.verdicts_usd;
-        total.duplicates += s.duplicates;
-        total.duplicates_usd += s.duplicates_usd;
-        total.failed_usd += s.failed_usd;
-        total.possibly_billed += s.possibly_billed;
-        total.possibly_billed_usd += s.possibly_billed_usd;
-        total.in_open_job += s.in_open_job;
-        total.in_open_job_usd += s.in_open_job_usd;
+    Ok(folder_books(dir)?.total())
+}
+
+/// What each set of books of a run folder holds ([`ALL_BOOKS`]), every key.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FolderBooks {
+    /// The run's judge ([`RUN_BOOKS`]): this and earlier configs, judges and pools.
+    pub run: Spend,
+    /// A gate's trusted judge ([`TRUSTED_BOOKS`]).
+    pub trusted: Spend,
+    /// The judge's fingerprint checks ([`FINGERPRINT_BOOKS`]).
+    pub fingerprint: Spend,
+}
+
+impl FolderBooks {
+    /// The three sets added up: what `budget.max_usd` bounds.
+    pub fn total(&self) -> Spend {
+        let mut total = Spend::default();
+        for s in [&self.run, &self.trusted, &self.fingerprint] {
+            total.verdicts_usd += s.verdicts_usd;
+            total.duplicates += s.duplicates;
+            total.duplicates_usd += s.duplicates_usd;
+            total.failed_usd += s.failed_usd;
+            total.possibly_billed += s.possibly_billed;
+            total.possibly_billed_usd += s.possibly_billed_usd;
+            total.in_open_job += s.in_open_job;
+            total.in_open_job_usd += s.in_open_job_usd;
+        }
+        total
     }
-    Ok(total)
+}
+
+/// [`folder_spend`] set by set.
+///
+/// # Errors
+/// [`BooksError`] naming a file that cannot be read.
+pub fn folder_books(dir: &Path) -> Result<FolderBooks, BooksError> {
+    let all = |files: &BookFiles| peek_spend_files(dir, files, &|_| true);
+    Ok(FolderBooks { run: all(&RUN_BOOKS)?, trusted: all(&TRUSTED_BOOKS)?, fingerprint: all(&FINGERPRINT_BOOKS)? })
 }
 
 /// Add up the books for the keys `mine` accepts; `open` intents count as possibly billed, or as
