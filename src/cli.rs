@@ -20,7 +20,8 @@ pub struct Cli {
 pub const EXIT_CODES: &str = "Exit codes:
   0    success
   1    an error (the message says what and where), or a check failed: `audit --fail-on` passed a
-       threshold, `run --fail-on-undecided` found the top-k not certified
+       threshold, `run --fail-on-undecided` found the top-k not certified; also a run whose
+       provider billed above max_tokens past budget.max_usd (its result is written)
   2    the command line could not be read (unknown option, bad value)
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP): what was paid for is stored; re-running resumes";
 

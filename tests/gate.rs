@@ -431,7 +431,7 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert_eq!(r["gate"]["topk"], r["topk"]);
     // The prior-selected note no longer advises a gate: this run had one.
     let notes: Vec<String> = strs(&r["notes"]);
-    assert!(notes.iter().all(|n| !n.contains("test that with a `gate:`")), "{notes:?}");
+    assert!(notes.iter().all(|n| !n.contains("test that with a trusted-anchor gate")), "{notes:?}");
     assert!(
         notes.iter().any(|n| n.starts_with("c[words] is prior-selected")
             && n.ends_with("; the trusted-anchor gate of this run tested it (its decision is shown with the ranking)")),

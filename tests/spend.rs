@@ -131,7 +131,7 @@ fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
     let per_reply = (100.0 * PRICE_IN + 1280.0 * PRICE_OUT) / 1e6;
     assert!(per_reply > 4.0 * least, "the provider bills far above the worst case: {per_reply} vs {least}");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "the books end above max_usd: {}", text(&out));
     let runs = dir.path().join("runs/over");
     let b = booked(&runs);
     let r = json(&runs.join("result.json"));
@@ -176,7 +176,9 @@ fn a_reply_above_its_reservation_holds_the_picks_written_ahead() {
             bill(&fake),
             r["overrun"]
         );
-        assert!(out.status.success(), "{}", text(&out));
+        // The books end above max_usd: the run fails (exit code 1) after writing its result.
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("above budget.max_usd $0.0500"), "{}", text(&out));
         assert_eq!(fake.billed().len() as u64, c, "only the {c} on the wire at the first overrun are sent");
         // The requests sent and not settled at the first overrun, not the picks written ahead.
         assert_eq!(r["overrun"]["in_flight_at_first"].as_u64(), Some(c), "{}", r["overrun"]);

@@ -597,8 +597,9 @@ pub fn run_with_gate(
     let mut result = match rt.block_on(live::run(cfg, judge, &opts)) {
         Ok(r) => r,
         Err(e) => {
-            // A failed fit or a failing judge still wrote result.json: show it.
-            if matches!(e, RunError::Fit(_) | RunError::JudgeFailing { .. })
+            // A failed fit, a failing judge or a budget passed by an overrun still wrote
+            // result.json: show it (no gate runs after the budget was passed).
+            if matches!(e, RunError::Fit(_) | RunError::JudgeFailing { .. } | RunError::AboveMaxUsd { .. })
                 && let Ok(text) = std::fs::read_to_string(cfg.run_dir.join("result.json"))
                 && let Ok(r) = serde_json::from_str(&text)
             {

@@ -353,7 +353,7 @@ pub fn identifiability_notes(ident: &BTreeMap<String, Identifiability>, pool: &P
     for (name, e) in ident {
         match e.range_nats {
             Some(r) if !e.identified() => v.push(format!(
-                "c[{name}] is prior-selected (profile range {} nats < 0.001): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2); test that with a trusted-anchor gate (a `gate:` section in the config, run at the end of `run` or by `topk-judge gate`), or use paired renderings (design: paired)",
+                "c[{name}] is prior-selected (profile range {} nats < 0.001): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2){GATE_ADVICE} (a `gate:` section in the config, run at the end of `run` or by `topk-judge gate`), or use paired renderings (design: paired)",
                 crate::domain::fmt::num(r)
             )),
             Some(r) if pool.is_systems() => v.push(format!(
@@ -412,7 +412,7 @@ pub fn tie_note(k: usize, view: &TopkView, reported: RankingKind) -> Option<Stri
 
 /// The advice that ends a prior-selected coefficient's note
 /// ([`identifiability_notes`]); replaced once a gate has run.
-const GATE_ADVICE: &str = "; test that with a `gate:` in the config";
+const GATE_ADVICE: &str = "; test that with a trusted-anchor gate";
 
 /// Re-choose the reported ranking of a finished result (after a gate decided), from the
 /// values it holds; rewrites `topk`, `recall_at_k`, `ranking` and the reporting block, and

@@ -469,5 +469,8 @@ fn finish(
     if let Some(sys) = &result.fit.reporting.systems {
         crate::report::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;
     }
-    super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, faults.failing)
+    let after = faults.failing.map(|message| RunError::JudgeFailing { message }).or_else(|| {
+        RunError::above_max_usd(result.overrun.is_some(), result.folder_spend.spend_usd, cfg.raw.budget.max_usd)
+    });
+    super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, after)
 }

@@ -95,6 +95,29 @@ pub enum RunError {
         /// Why, naming the setting to change when there is one.
         message: String,
     },
+    /// Replies of this invocation were billed above their reservations (a provider that
+    /// ignores `max_tokens`) and the folder's books end above `budget.max_usd`; result.json
+    /// was still written (docs/live.md, "Budget").
+    #[error(
+        "the run folder's books hold {}, above budget.max_usd {}: replies were billed above what was reserved for them (see `overrun:` in the summary; the provider does not keep to max_tokens), so the budget was passed; result.json holds the run",
+        crate::report::table::usd(*books_usd),
+        crate::report::table::usd(*max_usd)
+    )]
+    AboveMaxUsd {
+        /// What the folder's books hold, USD.
+        books_usd: f64,
+        /// `budget.max_usd`, USD.
+        max_usd: f64,
+    },
+}
+
+impl RunError {
+    /// [`RunError::AboveMaxUsd`] when an invocation that had replies billed above their
+    /// reservations (`overrun`) ends with the folder's books (`books_usd`) above `max_usd`.
+    pub fn above_max_usd(overrun: bool, books_usd: f64, max_usd: Option<f64>) -> Option<Self> {
+        let max_usd = max_usd?;
+        (overrun && books_usd > max_usd + 1e-12).then_some(Self::AboveMaxUsd { books_usd, max_usd })
+    }
 }
 
 /// Options that are not part of the config.
@@ -124,11 +147,11 @@ fn write_result_json(dir: &Path, result: &impl serde::Serialize) -> Result<(), R
 }
 
 /// The end of a run once its result.json is written: the `summary` printed when asked (with the
-/// command that resumes after an interrupt), then the run's error when it stopped for one: a
-/// failed fit, or a failing judge (`failing`: why).
+/// command that resumes after an interrupt), then the run's error when it ended with one: a
+/// failed fit, or `after` (a failing judge, the budget passed by an overrun).
 ///
 /// # Errors
-/// [`RunError::Fit`], [`RunError::JudgeFailing`].
+/// [`RunError::Fit`], or `after`.
 fn conclude<R>(
     result: R,
     summary: impl FnOnce(&R) -> String,
@@ -136,7 +159,7 @@ fn conclude<R>(
     opts: &RunOptions,
     stop: StopReason,
     fit_failed: Option<FitError>,
-    failing: Option<String>,
+    after: Option<RunError>,
 ) -> Result<R, RunError> {
     if opts.print {
         let mut text = summary(&result);
@@ -149,8 +172,8 @@ fn conclude<R>(
     if let Some(e) = fit_failed {
         return Err(e.into());
     }
-    match failing {
-        Some(message) => Err(RunError::JudgeFailing { message }),
+    match after {
+        Some(e) => Err(e),
         None => Ok(result),
     }
 }
@@ -158,6 +181,20 @@ fn conclude<R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only an invocation with an overrun that ends above max_usd fails for it: books above a
+    /// max_usd lowered since (no overrun now), or an overrun within max_usd, do not.
+    #[test]
+    fn the_budget_passed_by_an_overrun_is_an_error() {
+        let e = RunError::above_max_usd(true, 4040.0, Some(0.05)).expect("passed");
+        assert_eq!(
+            e.to_string(),
+            "the run folder's books hold $4040.0000, above budget.max_usd $0.0500: replies were billed above what was reserved for them (see `overrun:` in the summary; the provider does not keep to max_tokens), so the budget was passed; result.json holds the run"
+        );
+        assert!(RunError::above_max_usd(false, 4040.0, Some(0.05)).is_none());
+        assert!(RunError::above_max_usd(true, 0.05, Some(0.05)).is_none());
+        assert!(RunError::above_max_usd(true, 4040.0, None).is_none());
+    }
 
     /// A panel whose last fit fails says what is kept and how to refit it, with the cause.
     #[test]

@@ -745,7 +745,12 @@ fn finish(
         fit,
     };
     super::write_result_json(dir, &result)?;
-    super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, faults.failing)
+    // Only replies billed above their reservations take the books past max_usd.
+    let after = faults
+        .failing
+        .map(|message| RunError::JudgeFailing { message })
+        .or_else(|| RunError::above_max_usd(result.asked_now > 0, result.spend_usd, cfg.raw.budget.max_usd));
+    super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, after)
 }
 
 /// The certified top-k of a panel fit: its π and θ̂ as the sets of docs/model.md, "Certified
