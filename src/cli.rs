@@ -22,7 +22,9 @@ pub const EXIT_CODES: &str = "Exit codes:
   1    an error (the message says what and where), or a check failed: `audit --fail-on` passed a
        threshold, `run --fail-on-undecided` found the top-k not certified; also a run whose
        provider billed above max_tokens past budget.max_usd (its result is written)
-  2    the command line could not be read (unknown option, bad value)
+  2    the command line could not be read (unknown option, a value not of the option's type);
+       a config value the checks refuse is 1, whether written in the file or given by --set or
+       a shorthand such as --max-usd
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP): what was paid for is stored; re-running resumes";
 
 /// The subcommands of `topk-judge`: run, inspect and compare top-k rankings.

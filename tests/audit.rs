@@ -62,6 +62,13 @@ fn tutorial_audit_reproduces_the_tutorial_and_reruns_for_free() {
     let again = audit_json(dir.path(), "tutorial");
     assert_eq!(again["rows"], j["rows"]);
     assert_eq!(again["averaging"], j["averaging"]);
+
+    // A comparison limit keeps the rest unsent, and the line names that limit.
+    let cfg = tutorial_config(dir.path(), "capped", 1.0, 0.02);
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap(), "--max-comparisons", "3"]);
+    let says = "queries: 34 (3 new, 0 cached, 0 failed, 31 not sent: budget.max_comparisons reached)";
+    assert!(text(&out).contains(says), "{}", text(&out));
+    assert_eq!(audit_json(dir.path(), "capped")["queries"]["unsent_because"], "budget.max_comparisons");
 }
 
 #[test]

@@ -356,7 +356,18 @@ pub async fn run_audit(
         name: cfg.raw.name.clone(),
         judge: judge.describe(),
         source: cfg.source.clone(),
-        queries: QueryCounts { total, cached, new, failed: failures.len(), unsent: sent.unsent },
+        queries: QueryCounts {
+            total,
+            cached,
+            new,
+            failed: failures.len(),
+            unsent: sent.unsent,
+            unsent_because: (sent.unsent > 0).then_some(if budget.comparisons_left() == 0 {
+                "budget.max_comparisons"
+            } else {
+                "budget.max_usd"
+            }),
+        },
         spend_usd,
         usage,
         notes,
@@ -611,7 +622,10 @@ mod tests {
         let j = Arc::new(Counting { inner: mock, calls: AtomicUsize::new(0) });
         let out = run_audit(&cfg, j.clone(), false, false).await.unwrap();
         assert_eq!(j.calls.load(Ordering::SeqCst), 34);
-        assert_eq!(out.queries, QueryCounts { total: 34, cached: 0, new: 33, failed: 1, unsent: 0 });
+        assert_eq!(
+            out.queries,
+            QueryCounts { total: 34, cached: 0, new: 33, failed: 1, unsent: 0, unsent_because: None }
+        );
         // p03 is left out; a hard-verdict judge without scores averages outcomes.
         assert_eq!(out.report.excluded.len(), 1);
         assert!(out.report.excluded[0].reason.contains("query failed (judge request failed (HTTP 500): boom)"));
@@ -619,7 +633,10 @@ mod tests {
         // Re-run: only the failed query is sent again.
         let out = run_audit(&cfg, j.clone(), false, false).await.unwrap();
         assert_eq!(j.calls.load(Ordering::SeqCst), 35);
-        assert_eq!(out.queries, QueryCounts { total: 34, cached: 33, new: 0, failed: 1, unsent: 0 });
+        assert_eq!(
+            out.queries,
+            QueryCounts { total: 34, cached: 33, new: 0, failed: 1, unsent: 0, unsent_because: None }
+        );
         let lines = std::fs::read_to_string(cfg.run_dir.join("verdicts.jsonl")).unwrap().lines().count();
         assert_eq!(lines, 33);
         // Without the judge's scores, the flipped pairs become ties: ½ disagreement each for

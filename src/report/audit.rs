@@ -197,9 +197,13 @@ pub struct QueryCounts {
     pub new: usize,
     /// Sent in this invocation and failed (nothing stored; re-run to retry).
     pub failed: usize,
-    /// Not sent: `budget.max_usd` had no room for them (after an overrun, at the raised worst
-    /// case); raise it and re-run.
+    /// Not sent: the budget had no room for them (`budget.max_comparisons` reached, or
+    /// `budget.max_usd`, after an overrun at the raised worst case); raise it and re-run.
     pub unsent: usize,
+    /// Which limit kept them: `budget.max_comparisons` or `budget.max_usd` (none when all
+    /// were sent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsent_because: Option<&'static str>,
 }
 
 /// audit.json: the audit's source, judge, cost and the full [`AuditReport`].
@@ -331,7 +335,10 @@ pub fn summary_text(o: &AuditOutput, dir: &Path) -> String {
         q.new,
         q.cached,
         q.failed,
-        if q.unsent > 0 { format!(", {} not sent: budget.max_usd reached", q.unsent) } else { String::new() },
+        match (q.unsent, q.unsent_because) {
+            (0, _) => String::new(),
+            (n, why) => format!(", {n} not sent: {} reached", why.unwrap_or("the budget")),
+        },
         o.spend_usd
     );
     if !o.invalid_by_reason.is_empty() {
