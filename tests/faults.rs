@@ -978,3 +978,22 @@ fn a_budget_spent_on_failed_queries_alone_is_a_failing_judge() {
     assert_eq!((r["valid"].as_u64(), r["stop_reason"].as_str()), (Some(0), Some("max_usd")), "{r}");
     assert!(r["failed"].as_u64().unwrap() > 0 && r["spend_usd"].as_f64().unwrap() <= 0.0009 + 1e-12, "{r}");
 }
+
+/// A query whose paid attempts are used up (garbled replies, each booked at its worst case)
+/// says so: it did not cost more than its reservation, it has no attempt left.
+#[test]
+fn a_query_out_of_paid_attempts_says_so_not_that_it_overran() {
+    let fake = FakeOpenAi::start();
+    fake.set_always(Some(Fault::MalformedJson));
+    let dir = tempfile::tempdir().unwrap();
+    let p = abc(dir.path());
+    let judge = "    max_retries: 5\n    max_invalid_retries: 1\n";
+    let cfg = config(dir.path(), "spent", &p, &fake.base_url, judge, "budget:\n  max_comparisons: 2\n");
+    let out = run(dir.path(), &cfg, &[]);
+    let t = text(&out);
+    assert!(t.contains("(after 2 attempts; no paid attempt left for this query)"), "{t}");
+    assert!(!t.contains("cost more than its reservation"), "{t}");
+    // Two paid attempts per query, (1 + max_invalid_retries), whatever max_retries allows.
+    let failed = std::fs::read_to_string(dir.path().join("runs/spent/failed.jsonl")).unwrap();
+    assert_eq!(fake.n_requests(), 2 * failed.lines().count(), "{failed}");
+}

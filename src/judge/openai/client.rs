@@ -521,7 +521,9 @@ impl OpenAiJudge {
                                     paid.0.add(u);
                                 }
                                 paid.1 += reported.max(worst);
-                                if !room_for_another(spent_before + paid.1) {
+                                // No room although paid attempts are left: it cost more than
+                                // what it reserved for the attempts so far (none left: used up).
+                                if !room_for_another(spent_before + paid.1) && slots.load(Ordering::Relaxed) > 0 {
                                     slots.store(0, Ordering::Relaxed);
                                     overran.store(true, Ordering::Relaxed);
                                 }
