@@ -30,7 +30,9 @@ pub enum FitError {
         tol: f64,
     },
     /// The Hessian was not positive definite (a prior λ is zero or negative, or values are not finite).
-    #[error("the Hessian is not positive definite (Cholesky pivot {pivot} of {dim}); every prior λ must be > 0")]
+    #[error(
+        "the Hessian is not positive definite (Cholesky pivot {pivot} of {dim}); every prior λ must be > 0, and large enough not to vanish beside the comparisons (≥ 1e-6)"
+    )]
     NotPositiveDefinite {
         /// Pivot index reported by the Cholesky factorisation.
         pivot: usize,

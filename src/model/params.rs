@@ -27,12 +27,24 @@ pub struct ParamError {
     pub expected: &'static str,
 }
 
-/// Check a prior precision: finite and > 0, which keeps every MAP fit finite.
+/// The smallest prior precision taken: a prior sd of 1000 logits. A smaller one vanishes in
+/// floating point beside the curvature the comparisons add (about 1e-16 of it), so the Hessian
+/// of a component compared only within itself stops being positive definite.
+pub const MIN_PRECISION: f64 = 1e-6;
+
+/// Check a prior precision: finite and ≥ [`MIN_PRECISION`], which keeps every MAP fit finite.
 ///
 /// # Errors
 /// [`ParamError`] naming `name`.
 pub fn check_precision(name: &'static str, v: f64) -> Result<(), ParamError> {
-    if v > 0.0 && v.is_finite() {
+    if v > 0.0 && v.is_finite() && v < MIN_PRECISION {
+        Err(ParamError {
+            name,
+            // `1e-300`, not 300 digits.
+            value: format!("{v:e}"),
+            expected: "must be ≥ 1e-6 (a prior sd of at most 1000 logits; a smaller precision vanishes in floating point beside the comparisons and the fit cannot be solved)",
+        })
+    } else if v > 0.0 && v.is_finite() {
         Ok(())
     } else {
         Err(ParamError {
@@ -136,6 +148,12 @@ mod tests {
             let e = check_precision("lambda_b", v).unwrap_err();
             assert_eq!((e.name, e.value.as_str()), ("lambda_b", v.to_string().as_str()));
         }
+        for (v, shown) in [(1e-300, "1e-300"), (9.9e-7, "9.9e-7")] {
+            let e = check_precision("lambda_b", v).unwrap_err();
+            assert_eq!((e.name, e.value.as_str()), ("lambda_b", shown));
+        }
+        assert_eq!(check_precision("lambda_theta", MIN_PRECISION), Ok(()));
+        assert!(check_precision("lambda_theta", 1e-300).unwrap_err().to_string().contains("must be ≥ 1e-6"));
         assert!(check_refit_every(DEFAULT_REFIT_EVERY).is_ok() && check_refit_every(0).is_err());
         assert!(check_mc_draws(DEFAULT_MC_DRAWS).is_ok());
         assert_eq!(

@@ -164,7 +164,17 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
     });
     out.reporting.systems = systems_of_run(cfg, s, &verdicts, end.fit_failed.is_none());
     if let Some(e) = end.fit_failed {
+        // The verdicts are there, the fit is not: the graph is theirs, and nothing is certified
+        // because the fit failed (not for want of a comparison).
+        out.notes.retain(|n| !n.starts_with("no valid comparison"));
         out.notes.insert(0, format!("the fit failed ({e}): no ranking is claimed; the verdicts are kept, fix the cause and re-run to fit them"));
+        out.reporting.graph = super::outcome::graph_of(pool, &verdicts);
+        let c = &mut out.reporting.certified;
+        c.claimed = false;
+        c.undecided = pool.bases.clone();
+        c.inside.clear();
+        c.outside.clear();
+        c.withheld = Some("the fit failed".into());
     }
     let fit = super::schema::FittedRanking::new(pool, &cfg.covariates, s, out, identifiability);
     RunResult {
