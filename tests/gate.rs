@@ -515,5 +515,9 @@ fn a_gate_file_that_cannot_apply_is_refused_before_the_run() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--gate", not_gate.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out).contains("expected the gate.json written by `topk-judge gate`"), "{}", text(&out));
+    let not_json = write(dir.path(), "notes.txt", "not json\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--gate", not_json.to_str().unwrap()]);
+    let says = "notes.txt:1: not JSON (expected ident at line 1 column 2); expected the gate.json written by `topk-judge gate`";
+    assert!(!out.status.success() && text(&out).contains(says), "{}", text(&out));
     assert!(!dir.path().join("runs/gated/verdicts.jsonl").exists());
 }

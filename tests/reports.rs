@@ -461,6 +461,17 @@ fn a_commands_error_is_one_line_with_its_context() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: simulate nope.yaml: cannot read config nope.yaml: "), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+    // `report` of nothing, and of a file that is no config: said once, with what it takes.
+    let out = run_bin(dir.path(), &["report", "nope"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: report nope: nope: no such file or folder; give a run folder or the run's config file\n"
+    );
+    std::fs::write(dir.path().join("pool.jsonl"), "{\"id\": \"p01\"}\n").unwrap();
+    let out = run_bin(dir.path(), &["report", "pool.jsonl"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let says = "error: report pool.jsonl: pool.jsonl: not a run folder, and not a run's config file (line 1 column 2: unknown field `id`";
+    assert!(err.starts_with(says), "{err}");
 }
 
 /// `compare --reference` a run that reports no top-k, and `check` with no valid verdict, have

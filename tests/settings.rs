@@ -158,6 +158,10 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         (vec!["--max-usd", "-1"], "--max-usd -1: budget.max_usd: -1 must be a finite number ≥ 0 (USD)"),
         (vec!["--max-comparisons", "-5"], "--max-comparisons -5: expected a whole number ≥ 0, found \"-5\""),
         (vec!["--set", "judge.name=x"], "--set judge.name=x: `name` is a field of a panel member (`judges:`)"),
+        (
+            vec!["--set", "out_dir="],
+            "--set out_dir=: out_dir: empty; expected a path (relative to the config file's folder)",
+        ),
         // A precision too small for floating point is refused where it is set, not by the fit.
         (vec!["--set", "model.lambda_theta=1e-300"], "model.lambda_theta: 1e-300 must be ≥ 1e-6"),
         (vec!["--set", "bogus.key=1"], "--set bogus.key=1: unknown field `bogus`"),

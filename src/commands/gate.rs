@@ -413,7 +413,11 @@ pub fn read_gate(cfg: &Config, judge: &str, gate_file: &Path) -> Result<GateRepo
     let g: GateReport = serde_json::from_str(&text).map_err(|e| RunFolderError::Parse {
         path: gate_file.to_owned(),
         line: e.line(),
-        msg: format!("{e}; expected the gate.json written by `topk-judge gate`"),
+        msg: if e.is_syntax() || e.is_eof() {
+            format!("not JSON ({e}); expected the gate.json written by `topk-judge gate`")
+        } else {
+            format!("{e}; expected the gate.json written by `topk-judge gate`")
+        },
     })?;
     if cfg.raw.model.kind == crate::model::summary::ModelKind::Naive {
         return Err(RunFolderError::Invalid(format!(

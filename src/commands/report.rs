@@ -13,9 +13,23 @@ use std::path::{Path, PathBuf};
 /// # Errors
 /// [`CompareError`] reading the run or writing a file.
 pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, CompareError> {
+    if !arg.exists() {
+        return Err(CompareError::Read {
+            path: arg.to_owned(),
+            msg: "no such file or folder; give a run folder or the run's config file".into(),
+        });
+    }
     let run_dir = if arg.is_file() {
         crate::config::run::Config::load_for_dry_run(arg)
-            .map_err(|e| CompareError::Read { path: arg.to_owned(), msg: e.to_string() })?
+            .map_err(|e| {
+                // The config error names the file already: said once.
+                let m = e.to_string();
+                let m = m.strip_prefix(&format!("{}: ", arg.display())).unwrap_or(&m).to_owned();
+                CompareError::Read {
+                    path: arg.to_owned(),
+                    msg: format!("not a run folder, and not a run's config file ({m})"),
+                }
+            })?
             .0
             .run_dir
     } else {

@@ -68,6 +68,9 @@ pub fn out_folder(
 /// # Errors
 /// The setting uses a variable that is not set (or `~user`).
 pub fn resolve(dir: &Path, p: &Path, field: &str) -> Result<PathBuf, InvalidSetting> {
+    if p.as_os_str().is_empty() {
+        return Err(InvalidSetting::new(field, "empty; expected a path (relative to the config file's folder)"));
+    }
     let expanded = crate::domain::paths::expand(p, field, |k| std::env::var(k).ok())
         .map_err(|m| InvalidSetting::new(field, m.trim_start_matches(&format!("{field}: ")).to_owned()))?;
     Ok(super::normalize(&dir.join(expanded)))
