@@ -44,7 +44,8 @@ impl Secret {
 
     /// `text` with every occurrence of the secret replaced by [`REDACTED`]: the whole key, and
     /// any stretch of [`MIN_FRAGMENT`] bytes of it or more (a server may echo the key without
-    /// its type prefix, cut short, or inside JSON with `/` written `\/`, `%2F` or `\u002f`).
+    /// its type prefix, cut short, upper- or lower-cased, or inside JSON with `/` written `\/`,
+    /// `%2F` or `\u002f`).
     /// Secrets shorter than 4 bytes are not searched for (they would redact ordinary words).
     pub fn redact(&self, text: &str) -> String {
         self.redact_as(text, REDACTED)
@@ -60,8 +61,12 @@ impl Secret {
         let min = key.len().min(MIN_FRAGMENT);
         // Where in the key each byte occurs: a stretch starts at a byte of the key or an escape.
         let mut at: Vec<Vec<usize>> = vec![Vec::new(); 256];
+        // Either case: a server may echo the key upper- or lower-cased.
         for (j, &c) in key.iter().enumerate() {
-            at[usize::from(c)].push(j);
+            at[usize::from(c.to_ascii_lowercase())].push(j);
+            if c.is_ascii_alphabetic() {
+                at[usize::from(c.to_ascii_uppercase())].push(j);
+            }
         }
         let escapes: Vec<usize> = (0..key.len()).filter(|&j| !key[j].is_ascii_alphanumeric()).collect();
         let t = text.as_bytes();
@@ -93,8 +98,8 @@ impl Secret {
 /// shorter than this is searched for whole).
 pub const MIN_FRAGMENT: usize = 12;
 
-/// How many bytes of `key` from `j` on match `t` from `i` on, and where the match ends in `t`.
-/// A byte that is not a letter or digit may be written escaped: `\/` (JSON), `%2F` (URL) or
+/// How many bytes of `key` from `j` on match `t` from `i` on (letters in either case), and
+/// where the match ends in `t`. A byte that is not a letter or digit may be written escaped: `\/` (JSON), `%2F` (URL) or
 /// `\u002F` (JSON), hex in either case.
 fn stretch(key: &[u8], j: usize, t: &[u8], i: usize) -> (usize, usize) {
     let (mut k, mut p) = (j, i);
@@ -103,7 +108,7 @@ fn stretch(key: &[u8], j: usize, t: &[u8], i: usize) -> (usize, usize) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let hex = [HEX[usize::from(c >> 4)], HEX[usize::from(c & 15)]];
         let rest = &t[p..];
-        let step = if rest[0] == c {
+        let step = if rest[0].eq_ignore_ascii_case(&c) {
             1
         } else if c.is_ascii_alphanumeric() {
             0
@@ -357,6 +362,9 @@ mod tests {
         assert_eq!(k.redact("CHECK+12345/6 and CHECK+1234"), "[redacted] and CHECK+1234");
         // Text around and between stays, also multi-byte text.
         assert_eq!(k.redact("é LEAK/CHECK+12 é"), "é [redacted] é");
+        // Upper- or lower-cased by the server.
+        assert_eq!(k.redact("key SK-TEST-LEAK/CHECK+12345/67890ABCDEF== [[A]]"), "key [redacted] [[A]]");
+        assert_eq!(k.redact("key sk-test-leak/check+12345/67890abcdef=="), "key [redacted]");
     }
 
     #[test]
