@@ -396,8 +396,7 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     let out = d.join("c.jsonl");
     let shown = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap();
     assert!(
-        shown
-            .starts_with(&format!("wrote {}: 3 ordered verdicts of judge J on 1 prompts × 3 systems\n", out.display())),
+        shown.starts_with(&format!("wrote {}: 3 ordered verdicts of judge J on 1 prompt × 3 systems\n", out.display())),
         "{shown}"
     );
     let rec = lines(&out);

@@ -76,17 +76,17 @@ impl CheckReport {
     pub fn text(&self) -> String {
         let num = crate::domain::fmt::num;
         let mut s = format!(
-            "leaderboard check: {} prompts × {} systems, {} verdicts{}{}\n",
-            self.prompts,
-            self.systems.len(),
-            self.verdicts,
+            "leaderboard check: {} × {}, {}{}{}\n",
+            crate::domain::fmt::count(self.prompts, "prompt"),
+            crate::domain::fmt::count(self.systems.len(), "system"),
+            crate::domain::fmt::count(self.verdicts, "verdict"),
             if self.invalid > 0 { format!(" ({} invalid, not fitted)", self.invalid) } else { String::new() },
             self.judge.as_ref().map(|j| format!(" of {j}")).unwrap_or_default()
         );
         if self.left_out > 0 {
             s.push_str(&format!(
-                "left out: {} verdicts on prompts the pool file does not have (fit --out lists them)\n",
-                self.left_out
+                "left out: {} on prompts the pool file does not have (fit --out lists them)\n",
+                crate::domain::fmt::count(self.left_out, "verdict")
             ));
         }
         s.push_str(&format!(

@@ -1,6 +1,7 @@
 //! What `topk-judge import` wrote, as it reports it (docs/systems.md): [`ImportSummary`] for a
 //! pool file, [`JudgmentSummary`] for a recording of judgments.
 
+use crate::domain::fmt::count;
 use std::path::Path;
 
 /// What `import --format` wrote.
@@ -22,17 +23,17 @@ impl ImportSummary {
     /// The lines `import` prints.
     pub fn text(&self, out: &Path) -> String {
         let mut s = format!(
-            "wrote {}: {} prompts × {} systems ({} answers: {})\n",
+            "wrote {}: {} × {} ({}: {})\n",
             out.display(),
-            self.prompts,
-            self.systems.len(),
-            self.answers,
+            count(self.prompts, "prompt"),
+            count(self.systems.len(), "system"),
+            count(self.answers, "answer"),
             self.systems.join(", ")
         );
         if self.skipped_prompts > 0 {
             s.push_str(&format!(
-                "left out {} prompts answered by fewer than 2 systems (nothing to compare)\n",
-                self.skipped_prompts
+                "left out {} answered by fewer than 2 systems (nothing to compare)\n",
+                count(self.skipped_prompts, "prompt")
             ));
         }
         for n in &self.notes {
@@ -69,13 +70,13 @@ impl JudgmentSummary {
         let judges: Vec<&str> = judges.collect();
         let skipped: Vec<String> = self.skipped.iter().map(|(n, what)| format!("{n} {what}")).collect();
         let mut s = format!(
-            "wrote {}: {} ordered verdicts of judge{} {} on {} prompts × {} systems",
+            "wrote {}: {} of judge{} {} on {} × {}",
             out.display(),
-            self.verdicts,
+            count(self.verdicts, "ordered verdict"),
             if judges.len() == 1 { "" } else { "s" },
             judges.join(", "),
-            self.prompts,
-            self.systems.len(),
+            count(self.prompts, "prompt"),
+            count(self.systems.len(), "system"),
         );
         if !skipped.is_empty() {
             s.push_str(&format!(" (skipped {})", skipped.join(", ")));
