@@ -256,6 +256,10 @@ fn detach_submits_one_round_and_a_later_run_books_it() {
     assert_eq!(r["folder_spend"]["in_open_batch_job"], *job, "{}", r["folder_spend"]);
     assert_eq!(r["folder_spend"]["other_usd"], 0.0, "{}", r["folder_spend"]);
     assert!(r.get("throughput").is_none(), "{r}");
+    // No valid comparison yet: that note alone, not one per coefficient the prior chose.
+    let notes: Vec<&str> = r["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.iter().any(|n| n.starts_with("no valid comparison")), "{notes:?}");
+    assert!(notes.iter().all(|n| !n.contains("prior-selected")), "{notes:?}");
     let said = "includes 8 queries in the open batch job, reserved at $";
     assert!(stdout(&out).contains(said) && stdout(&out).contains("until its results are booked"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("possibly billed"), "{}", stdout(&out));

@@ -244,7 +244,10 @@ pub fn outcome(i: &Inputs<'_>) -> Reported {
             "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0"
         ));
     }
-    notes.extend(identifiability_notes(i.identifiability, pool));
+    // With no valid comparison the note on it says all (every coefficient is the prior's).
+    if !i.verdicts.is_empty() {
+        notes.extend(identifiability_notes(i.identifiability, pool));
+    }
     let view = ranked.view(choice.reported).clone();
     notes.extend(undecided_notes(i.k, i.verdicts.is_empty(), &graph, &view, choice.reported, i.one_query.as_deref()));
     let reporting = Reporting {
