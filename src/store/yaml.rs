@@ -132,7 +132,21 @@ fn value_at(text: &str, msg: &str) -> Option<String> {
     }
     let v = rest.split(['#', ',', '}', ']']).next()?.trim();
     let v = v.strip_prefix('"').and_then(|x| x.strip_suffix('"')).unwrap_or(v);
-    let v = v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')).unwrap_or(v).to_string();
+    let mut v = v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')).unwrap_or(v).to_string();
+    // A plain value goes on over the lines indented further than its own (YAML folds them into
+    // it with spaces): `k: 3` above a mis-indented `  pool: 1` is the value "3 pool: 1".
+    if !v.is_empty() && !rest.starts_with(['"', '\'', '{', '[']) {
+        let indent = |s: &str| s.len() - s.trim_start().len();
+        let own = indent(l);
+        for next in text.lines().skip(line) {
+            let t = next.trim();
+            if t.is_empty() || t.starts_with('#') || indent(next) <= own {
+                break;
+            }
+            v.push(' ');
+            v.push_str(t.split(" #").next().unwrap_or(t).trim());
+        }
+    }
     (!v.is_empty()).then_some(v)
 }
 
@@ -578,6 +592,12 @@ mod shape_words {
             e("k: 1\nn: 99999999999\n").contains("99999999999 is too large (at most 4294967295)"),
             "{}",
             e("k: 1\nn: 99999999999\n")
+        );
+        // A mis-indented line below continues the value: named whole, not "3 is too large".
+        assert!(
+            e("k: 3\n  n: 1\n").starts_with("line 1 column 4 (key `k`): expected a whole number ≥ 0, found \"3 n: 1\""),
+            "{}",
+            e("k: 3\n  n: 1\n")
         );
         assert!(
             e("k: \"3 # c\"\n").contains("expected a whole number ≥ 0, found \"3 # c\""),
