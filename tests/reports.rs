@@ -497,3 +497,32 @@ fn nothing_to_measure_against_is_an_error_not_nan_or_an_empty_set() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("none.jsonl: no valid verdict of these prompts"), "{}", text(&out));
 }
+
+/// A run folder or its result.json given where a config or JSON Lines are expected: each
+/// command names what it takes and where that file is; `report` takes the result.json for its
+/// folder.
+#[test]
+fn a_run_folder_or_its_result_json_in_the_wrong_place_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = mock_run(dir.path(), "here", 0.0);
+    let err = |args: &[&str]| {
+        let out = run_bin(dir.path(), args);
+        assert!(!out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert_eq!(
+        err(&["run", "runs/here"]),
+        "error: runs/here: a folder, not a config file; this looks like a run folder: its config is runs/here/config.yaml (run that to resume the run)\n"
+    );
+    assert_eq!(
+        err(&["run", "runs/here/result.json"]),
+        "error: runs/here/result.json: a run's result.json (what a run wrote), not a config; the run's config is runs/here/config.yaml (run that to resume the run)\n"
+    );
+    let e = err(&["fit", "six.jsonl", "runs/here/result.json"]);
+    assert!(
+        e.contains("runs/here/result.json:1: this is a run's result.json (one JSON document), not JSON Lines; give what the run folder runs/here holds: its pool.jsonl or verdicts.jsonl"),
+        "{e}"
+    );
+    let out = run_bin(dir.path(), &["report", "runs/here/result.json"]);
+    assert!(out.status.success() && run.join("report.html").is_file(), "{}", text(&out));
+}

@@ -149,7 +149,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>)
             continue;
         }
         if let Some(m) = crate::store::text::not_json_lines(text) {
-            return Err(bad(line_no, m));
+            return Err(bad(line_no, crate::store::text::run_output_instead(path).unwrap_or(m)));
         }
         let v: serde_json::Value = match serde_json::from_str(text) {
             Ok(v) => v,

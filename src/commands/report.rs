@@ -19,6 +19,13 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
             msg: "no such file or folder; give a run folder or the run's config file".into(),
         });
     }
+    // A run's result.json stands for its folder.
+    let arg = match arg.parent() {
+        Some(dir) if arg.is_file() && arg.file_name().is_some_and(|n| n == "result.json") => {
+            if dir.as_os_str().is_empty() { Path::new(".") } else { dir }
+        }
+        _ => arg,
+    };
     let run_dir = if arg.is_file() {
         crate::config::run::Config::load_for_dry_run(arg)
             .map_err(|e| {

@@ -35,6 +35,14 @@ pub enum ConfigError {
         /// The I/O error from the operating system.
         source: std::io::Error,
     },
+    /// The path is a folder, or a run's output file, not a config file.
+    #[error("{path}: {msg}")]
+    Folder {
+        /// The folder given.
+        path: PathBuf,
+        /// What the command takes instead.
+        msg: String,
+    },
     /// YAML syntax, an unknown key or a wrong type (the message names line and column).
     #[error("{path}: {msg}")]
     Yaml {
@@ -96,12 +104,47 @@ impl ConfigError {
     }
 }
 
+/// The text of the config file `path`.
+///
+/// # Errors
+/// [`ConfigError::Folder`] for a folder or a run's output file such as result.json (naming the
+/// config a run folder holds);
+/// [`ConfigError::Io`] when unreadable.
+pub fn read_text(path: &Path) -> Result<String, ConfigError> {
+    if path.is_dir() {
+        let inside = path.join("config.yaml");
+        let msg = if inside.is_file() {
+            format!(
+                "a folder, not a config file; this looks like a run folder: its config is {} (run that to resume the run)",
+                inside.display()
+            )
+        } else {
+            "a folder, not a config file; give a config (YAML), e.g. configs/mock.yaml".to_string()
+        };
+        return Err(ConfigError::Folder { path: path.to_owned(), msg });
+    }
+    if let Some(name) = crate::store::text::run_output_name(path) {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let inside = dir.join("config.yaml");
+        let instead = if inside.is_file() {
+            format!("the run's config is {} (run that to resume the run)", inside.display())
+        } else {
+            "give a config (YAML), e.g. configs/mock.yaml".to_string()
+        };
+        return Err(ConfigError::Folder {
+            path: path.to_owned(),
+            msg: format!("a run's {name} (what a run wrote), not a config; {instead}"),
+        });
+    }
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })
+}
+
 /// Read a YAML document (a UTF-8 byte-order mark is dropped) into its raw shape `T`.
 ///
 /// # Errors
 /// [`ConfigError::Io`] when unreadable; [`ConfigError::Yaml`] with line, column and key.
 pub fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+    let text = read_text(path)?;
     let text = crate::store::text::strip_bom_str(&text);
     crate::store::yaml::from_file_text(text, path).map_err(|msg| {
         // A judge with two blocks fails on whichever block the parser reads first (a missing

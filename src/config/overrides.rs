@@ -148,7 +148,7 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     // Block-style keys are set in the text itself, so every other value keeps the text it was
     // written with (`id: 001` stays "001") and the new value is read for its key's type, as if
     // written there (`model: yes` is a name, not a boolean).
-    let original = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+    let original = super::read_text(path)?;
     let mut patched = Some(crate::store::text::strip_bom_str(&original).to_string());
     for o in overrides {
         patched = patched.and_then(|t| patch_text(&t, &o.key, &yaml_value(&o.raw)));

@@ -25,7 +25,7 @@ impl SimulateDocument {
     /// # Errors
     /// [`ConfigError`] naming the file, key or line and what was expected.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+        let text = super::read_text(path)?;
         if super::frozen::is_frozen(&text) {
             Ok(Self::Frozen(super::frozen::Frozen::load(path)?))
         } else if super::panel::is_panel(&text) {

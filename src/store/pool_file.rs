@@ -93,7 +93,7 @@ pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolEr
             continue;
         }
         if let Some(m) = super::text::not_json_lines(text) {
-            return Err(parse_err(line_no, m));
+            return Err(parse_err(line_no, super::text::run_output_instead(path).unwrap_or(m)));
         }
         let (parsed, item_turns) = match split_item_turns(text) {
             Some((t, turns)) => (std::borrow::Cow::Owned(t), turns),

@@ -2,6 +2,8 @@
 //! line ends and blank lines are accepted by the readers, and what cannot be read (UTF-16, a
 //! JSON array or a pretty-printed object where JSON Lines are expected) is named as such.
 
+use std::path::Path;
+
 /// The bytes without a leading UTF-8 byte-order mark.
 ///
 /// # Errors
@@ -22,6 +24,28 @@ pub fn strip_bom(bytes: &[u8]) -> Result<&[u8], crate::domain::invalid::InvalidI
 /// [`strip_bom`] for text already read as a string.
 pub fn strip_bom_str(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// The JSON documents a run folder holds (not configs, not JSON Lines).
+pub const RUN_OUTPUTS: [&str; 6] =
+    ["result.json", "gate.json", "audit.json", "fit.json", "profile.json", "compare.json"];
+
+/// The file name of `path` when it is one of [`RUN_OUTPUTS`].
+pub fn run_output_name(path: &Path) -> Option<&str> {
+    path.file_name()?.to_str().filter(|n| RUN_OUTPUTS.contains(n))
+}
+
+/// When `path` is a file a run folder holds that is one JSON document (result.json, gate.json,
+/// …), what to give instead of it where JSON Lines are expected.
+pub fn run_output_instead(path: &Path) -> Option<String> {
+    let name = run_output_name(path)?;
+    Some({
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        format!(
+            "this is a run's {name} (one JSON document), not JSON Lines; give what the run folder {} holds: its pool.jsonl or verdicts.jsonl (commands that take a run take the folder itself)",
+            dir.display()
+        )
+    })
 }
 
 /// When a JSON Lines line is clearly not one JSON object, what it is instead: the start of a
