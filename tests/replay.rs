@@ -211,6 +211,11 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     let t = text(&out);
     assert!(t.contains("has no verdict of mock (stochastic") && t.contains("(missing: fail)"), "{t}");
     assert!(t.contains("set `missing: unavailable`"), "{t}");
+    // The summary's "judge failing" line and the error name the same query (both orders of a
+    // pair fail in one round; the one that stopped the run is named in both).
+    let said = stdout(&out).lines().find_map(|l| l.strip_prefix("judge failing: ")).unwrap().to_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.trim_end().ends_with(&said), "summary: {said}\nerror: {err}");
     // … and still leaves a result: the 120 recorded verdicts, stopped for its judge.
     let r = result(&d.join("fail/orig"));
     assert_eq!((r.comparisons, r.failed, r.stop_reason), (120, 0, StopReason::JudgeFailing));

@@ -455,7 +455,8 @@ fn finish(
             .collect(),
         unavailable: faults.unavailable.len(),
         candidates: queries.allowed().map(crate::acquire::AllowedPairs::len),
-        last_error: faults.failing.as_ref().map(|_| faults.last_error.clone()),
+        // What made the judge count as failing: the words the run's error ends with too.
+        last_error: faults.failing.clone(),
         invalid_stop: faults.invalid_stop.clone(),
         batch_pending: faults.batch_pending.clone(),
         fit_failed: fit_failed.as_ref(),
