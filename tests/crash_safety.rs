@@ -394,6 +394,9 @@ fn second_ctrl_c_quits_at_once_and_its_requests_are_booked_on_resume() {
     assert!(t0.elapsed() < Duration::from_secs(3), "the second Ctrl-C exits at once");
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     assert!(text(&out).contains("interrupted again: quitting now"), "{}", text(&out));
+    // It still says how to go on.
+    let resume = format!("resume: topk-judge run {}", cfg.display());
+    assert!(text(&out).contains(&resume), "{resume}: {}", text(&out));
     fake.release_all();
     let before = booked(&run);
     assert_eq!((before.verdicts, before.open_intents), (4, 4), "{before:?}");

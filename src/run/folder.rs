@@ -103,6 +103,7 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     } else {
         Interrupt::never()
     };
+    interrupt.set_resume_hint(crate::report::result::resume_hint(&cfg.path, &cfg.overrides));
     // Open intents of a run that ended early are booked as possibly billed here; a book that
     // cannot be read stops the run before anything of the earlier run is touched.
     // The queries of a provider batch job still open stay open: the run books them from the

@@ -29,6 +29,8 @@ pub struct Interrupt {
     /// The queries go out in provider batch jobs: a signal cancels the open job and waits for
     /// it to stop, with no grace period (docs/live.md, "Batch dispatch").
     batch: Arc<AtomicBool>,
+    /// The line that tells how to resume the run (printed when a second signal quits at once).
+    resume: Arc<std::sync::Mutex<String>>,
 }
 
 /// Fires an [`Interrupt`] made by [`Interrupt::manual`].
@@ -46,13 +48,13 @@ impl Interrupt {
     /// An interrupt that never fires.
     pub fn never() -> Self {
         let (_, rx) = watch::channel(false); // no sender: `wait` pends forever
-        Self { rx, grace: Duration::ZERO, in_flight: Arc::default(), batch: Arc::default() }
+        Self { rx, grace: Duration::ZERO, in_flight: Arc::default(), batch: Arc::default(), resume: Arc::default() }
     }
 
     /// An interrupt fired by hand (tests, embedding), with `grace` for requests in flight.
     pub fn manual(grace: Duration) -> (Self, Trigger) {
         let (tx, rx) = watch::channel(false);
-        (Self { rx, grace, in_flight: Arc::default(), batch: Arc::default() }, Trigger(tx))
+        (Self { rx, grace, in_flight: Arc::default(), batch: Arc::default(), resume: Arc::default() }, Trigger(tx))
     }
 
     /// Listen for SIGINT, SIGTERM and SIGHUP (Ctrl-C and Ctrl-Break on Windows) from now on. The first
@@ -80,17 +82,22 @@ impl Interrupt {
         let (tx, rx) = watch::channel(false);
         let in_flight: Arc<AtomicUsize> = Arc::default();
         let batch: Arc<AtomicBool> = Arc::default();
+        let resume: Arc<std::sync::Mutex<String>> = Arc::default();
         let mut signals = Signals::new()?;
-        let (n, in_batch) = (in_flight.clone(), batch.clone());
+        let (n, in_batch, hint) = (in_flight.clone(), batch.clone(), resume.clone());
         let task = tokio::spawn(async move {
             signals.recv().await;
             say(&first_signal_line(grace, n.load(Ordering::SeqCst), in_batch.load(Ordering::SeqCst)));
             let _ = tx.send(true);
             signals.recv().await;
             say(&second_signal_line(n.load(Ordering::SeqCst), in_batch.load(Ordering::SeqCst)));
+            let hint = hint.lock().map(|h| h.clone()).unwrap_or_default();
+            if !hint.is_empty() {
+                say(hint.trim_end());
+            }
             std::process::exit(EXIT_INTERRUPTED);
         });
-        Ok((Self { rx, grace, in_flight, batch }, task.abort_handle()))
+        Ok((Self { rx, grace, in_flight, batch, resume }, task.abort_handle()))
     }
 
     /// Whether the run was asked to stop sending.
@@ -113,6 +120,14 @@ impl Interrupt {
     /// Tell the interrupt how many requests are in flight (shown when a signal arrives).
     pub fn set_in_flight(&self, n: usize) {
         self.in_flight.store(n, Ordering::SeqCst);
+    }
+
+    /// The line that tells how to resume the run (`resume: topk-judge run …`), printed after
+    /// a second signal's line when it quits at once.
+    pub fn set_resume_hint(&self, line: String) {
+        if let Ok(mut h) = self.resume.lock() {
+            *h = line;
+        }
     }
 
     /// Tell the interrupt whether the queries go out in provider batch jobs (what a signal
