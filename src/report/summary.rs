@@ -102,7 +102,12 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
             (n, Some(m)) if n > 0 => format!(
                 "{n} repl{} billed above max_tokens {m} (up to {} completion tokens); ",
                 if n == 1 { "y" } else { "ies" },
-                o.most_completion_tokens
+                // A count the books saturated at (a reply claiming 1e300 tokens) is not a count.
+                if o.most_completion_tokens == u64::MAX {
+                    "more than 1.8e19".to_string()
+                } else {
+                    o.most_completion_tokens.to_string()
+                }
             ),
             _ => String::new(),
         };
@@ -275,8 +280,16 @@ pub fn coefficient_lines(
 }
 
 /// A coefficient: 3 decimals, or [`super::table::num`] when that would print 0.000.
+/// A coefficient in logits: 3 decimals, a small one in significant digits, and below 1e-12
+/// (rounding of a value that is 0, e.g. `-4.8e-17`) as 0.
 fn fmt_coef(x: f64) -> String {
-    if x != 0.0 && x.abs() < 5e-4 { super::table::num(x) } else { format!("{x:.3}") }
+    if x.abs() < 1e-12 {
+        "0.000".into()
+    } else if x.abs() < 5e-4 {
+        super::table::num(x)
+    } else {
+        format!("{x:.3}")
+    }
 }
 
 fn short_verdict(e: &Identifiability) -> &'static str {
@@ -581,6 +594,16 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A coefficient that is 0 up to rounding reads 0; a small real one keeps its digits.
+    #[test]
+    fn coefficients_round_noise_to_zero_and_keep_small_values() {
+        assert_eq!(fmt_coef(-4.8e-17), "0.000");
+        assert_eq!(fmt_coef(0.0), "0.000");
+        assert_eq!(fmt_coef(0.658), "0.658");
+        assert_eq!(fmt_coef(2.4e-6), super::super::table::num(2.4e-6));
+        assert_ne!(fmt_coef(2.4e-6), "0.000");
+    }
 
     /// The shipped panel resumed at its own budget: $0.059975 of $0.06 is not "$0.0600 of
     /// $0.0600"; the amount left is said.
