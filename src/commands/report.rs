@@ -20,10 +20,8 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
         });
     }
     // A run's result.json stands for its folder.
-    let arg = match arg.parent() {
-        Some(dir) if arg.is_file() && arg.file_name().is_some_and(|n| n == "result.json") => {
-            if dir.as_os_str().is_empty() { Path::new(".") } else { dir }
-        }
+    let arg = match crate::store::text::run_output_name(arg) {
+        Some(("result.json", dir)) if arg.is_file() => dir,
         _ => arg,
     };
     let run_dir = if arg.is_file() {

@@ -123,8 +123,7 @@ pub fn read_text(path: &Path) -> Result<String, ConfigError> {
         };
         return Err(ConfigError::Folder { path: path.to_owned(), msg });
     }
-    if let Some(name) = crate::store::text::run_output_name(path) {
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Some((name, dir)) = crate::store::text::run_output_name(path) {
         let inside = dir.join("config.yaml");
         let instead = if inside.is_file() {
             format!("the run's config is {} (run that to resume the run)", inside.display())

@@ -57,6 +57,18 @@ pub struct Spend {
 }
 
 impl Spend {
+    /// Add `other`'s parts to these.
+    pub fn add(&mut self, other: &Spend) {
+        self.verdicts_usd += other.verdicts_usd;
+        self.duplicates += other.duplicates;
+        self.duplicates_usd += other.duplicates_usd;
+        self.failed_usd += other.failed_usd;
+        self.possibly_billed += other.possibly_billed;
+        self.possibly_billed_usd += other.possibly_billed_usd;
+        self.in_open_job += other.in_open_job;
+        self.in_open_job_usd += other.in_open_job_usd;
+    }
+
     /// Everything booked or reserved: what counts against `max_usd`.
     pub fn total_usd(&self) -> f64 {
         self.verdicts_usd + self.duplicates_usd + self.failed_usd + self.possibly_billed_usd + self.in_open_job_usd
@@ -348,30 +360,21 @@ impl Books {
     /// Spend booked for the cache keys `mine` accepts (one judge configuration); requests in
     /// flight are not in it (the budget holds their reservations).
     pub fn spend(&self, mine: &dyn Fn(&str) -> bool) -> Spend {
-        spend(
-            self.log.records(),
-            self.log.duplicates(),
-            &self.failed_path,
-            self.intents.possibly_billed(),
-            (&[], &HashSet::new()),
-            mine,
-        )
+        self.spend_with(&[], mine)
     }
 
     /// [`Books::spend`] at the end of a run, with the intents left open (those of a provider
     /// batch job still open: [`Books::open_keeping`]) counted at their reservations as
     /// [`Spend::in_open_job`].
     pub fn spend_with_open_job(&self, mine: &dyn Fn(&str) -> bool) -> Spend {
-        let open = self.open_intents();
-        let in_job: HashSet<String> = open.iter().map(|i| i.key.clone()).collect();
-        spend(
-            self.log.records(),
-            self.log.duplicates(),
-            &self.failed_path,
-            self.intents.possibly_billed(),
-            (&open, &in_job),
-            mine,
-        )
+        self.spend_with(&self.open_intents(), mine)
+    }
+
+    /// The spend of the books with the intents `in_job` counted as reserved in an open job.
+    fn spend_with(&self, in_job: &[Intent], mine: &dyn Fn(&str) -> bool) -> Spend {
+        let keys: HashSet<String> = in_job.iter().map(|i| i.key.clone()).collect();
+        let (records, duplicates) = (self.log.records(), self.log.duplicates());
+        spend(records, duplicates, &self.failed_path, self.intents.possibly_billed(), (in_job, &keys), mine)
     }
 }
 
@@ -453,14 +456,7 @@ impl FolderBooks {
     pub fn total(&self) -> Spend {
         let mut total = Spend::default();
         for s in [&self.run, &self.trusted, &self.fingerprint] {
-            total.verdicts_usd += s.verdicts_usd;
-            total.duplicates += s.duplicates;
-            total.duplicates_usd += s.duplicates_usd;
-            total.failed_usd += s.failed_usd;
-            total.possibly_billed += s.possibly_billed;
-            total.possibly_billed_usd += s.possibly_billed_usd;
-            total.in_open_job += s.in_open_job;
-            total.in_open_job_usd += s.in_open_job_usd;
+            total.add(s);
         }
         total
     }

@@ -30,17 +30,19 @@ pub fn strip_bom_str(text: &str) -> &str {
 pub const RUN_OUTPUTS: [&str; 6] =
     ["result.json", "gate.json", "audit.json", "fit.json", "profile.json", "compare.json"];
 
-/// The file name of `path` when it is one of [`RUN_OUTPUTS`].
-pub fn run_output_name(path: &Path) -> Option<&str> {
-    path.file_name()?.to_str().filter(|n| RUN_OUTPUTS.contains(n))
+/// The file name of `path` when it is one of [`RUN_OUTPUTS`], and the run folder holding it
+/// (`.` for a bare file name).
+pub fn run_output_name(path: &Path) -> Option<(&str, &Path)> {
+    let name = path.file_name()?.to_str().filter(|n| RUN_OUTPUTS.contains(n))?;
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    Some((name, dir))
 }
 
 /// When `path` is a file a run folder holds that is one JSON document (result.json, gate.json,
 /// …), what to give instead of it where JSON Lines are expected.
 pub fn run_output_instead(path: &Path) -> Option<String> {
-    let name = run_output_name(path)?;
+    let (name, dir) = run_output_name(path)?;
     Some({
-        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         format!(
             "this is a run's {name} (one JSON document), not JSON Lines; give what the run folder {} holds: its pool.jsonl or verdicts.jsonl (commands that take a run take the folder itself)",
             dir.display()
