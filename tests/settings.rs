@@ -152,7 +152,11 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         run_bin(dir.path(), &["run", c, "--dry-run", "--max-comparisons", "16", "--set", "budget.max_comparisons=24"]);
     assert!(out.status.success() && stdout(&out).contains("24"), "{}", text(&out));
     for (args, message) in [
-        (vec!["--set", "k=three"], "--set k=three: expected a whole number ≥ 0, found \"three\""),
+        (vec!["--set", "k=three"], "--set k=three: expected a whole number ≥ 1, found \"three\""),
+        // A count's type error names the count's rule (k ≥ 1), not the integer type's (≥ 0).
+        (vec!["--set", "k=-1"], "--set k=-1: expected a whole number ≥ 1, found \"-1\""),
+        (vec!["--set", "k=2.5"], "--set k=2.5: expected a whole number ≥ 1, found \"2.5\""),
+        (vec!["--set", "acquisition.concurrency=-8"], "expected a whole number ≥ 1, found \"-8\""),
         (vec!["--max-usd", "abc"], "--max-usd abc: expected a number, found \"abc\""),
         // A negative value reaches the check of its key (not clap's "unexpected argument").
         (vec!["--max-usd", "-1"], "--max-usd -1: budget.max_usd: -1 must be a finite number ≥ 0 (USD)"),

@@ -19,6 +19,7 @@ pub struct SynthPanelPools {
     /// Items per pool N (one per base).
     pub n: usize,
     /// Pools.
+    #[serde(deserialize_with = "super::sections::at_least_one")]
     pub count: usize,
     /// Seed of the first pool (pool i uses `seed + i`).
     #[serde(default)]
@@ -124,6 +125,7 @@ pub struct PanelSweep {
     /// Output root, relative to the file's folder.
     pub out_dir: PathBuf,
     /// k of top-k.
+    #[serde(deserialize_with = "super::sections::at_least_one")]
     pub k: usize,
     /// The pools.
     pub pools: PanelPools,
@@ -132,10 +134,10 @@ pub struct PanelSweep {
     /// Spend checkpoints per pool (USD), increasing.
     pub spend_usd: Vec<f64>,
     /// R: refit after this many verdicts (default 8).
-    #[serde(default = "d_refit")]
+    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_refit")]
     pub refit_every: usize,
     /// Monte-Carlo draws for top-k membership (default 1000).
-    #[serde(default = "d_mc")]
+    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_mc")]
     pub mc_draws: usize,
     /// Prior precisions.
     #[serde(default)]

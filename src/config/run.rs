@@ -237,11 +237,15 @@ pub struct AcquisitionConfig {
     #[serde(default)]
     pub orders: Orders,
     /// Queries selected per refit, R (default 8).
-    #[serde(default = "crate::model::params::default_refit_every")]
+    #[serde(deserialize_with = "super::sections::at_least_one", default = "crate::model::params::default_refit_every")]
     pub refit_every: usize,
     /// Queries in flight at most, C (default 8). Config key `concurrency`, or `batch_size`, its
     /// older name (the same setting; docs/live.md, "Concurrency").
-    #[serde(alias = "batch_size", default = "crate::model::params::default_concurrency")]
+    #[serde(
+        deserialize_with = "super::sections::at_least_one",
+        alias = "batch_size",
+        default = "crate::model::params::default_concurrency"
+    )]
     pub concurrency: usize,
     /// `wait_for_batch` (default: pick R = `refit_every`, send them, wait for all, refit;
     /// deterministic for a fixed seed) or `pipelined` (keep `concurrency` in flight, refit every R
@@ -257,7 +261,7 @@ pub struct AcquisitionConfig {
     pub write_ahead: Option<usize>,
     /// `dispatch: batch` only: queries per round, each round one provider batch job (default
     /// 64; docs/live.md, "Batch dispatch"). The model refits after every round.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "super::sections::opt_at_least_one", default, skip_serializing_if = "Option::is_none")]
     pub round_size: Option<usize>,
     /// `dispatch: batch` only: seconds before the first poll of a batch job (default 10); the
     /// wait doubles up to 10 minutes.
@@ -267,7 +271,7 @@ pub struct AcquisitionConfig {
     #[serde(default)]
     pub seed: u64,
     /// Monte-Carlo draws S for top-k membership (default 1000).
-    #[serde(default = "crate::model::params::default_mc_draws")]
+    #[serde(deserialize_with = "super::sections::at_least_one", default = "crate::model::params::default_mc_draws")]
     pub mc_draws: usize,
     /// Stop early when every π ≤ ε or ≥ 1 − ε (default: off).
     #[serde(default)]
@@ -275,7 +279,11 @@ pub struct AcquisitionConfig {
     /// Failed queries of one pair (both orders together) after which the pair is set aside for
     /// the rest of the run (default 2; docs/live.md). Not part of the fit: left out of the
     /// saved settings while it has its default, so older run folders keep matching.
-    #[serde(default = "d_max_failed", skip_serializing_if = "is_d_max_failed")]
+    #[serde(
+        deserialize_with = "super::sections::at_least_one",
+        default = "d_max_failed",
+        skip_serializing_if = "is_d_max_failed"
+    )]
     pub max_failed_queries_per_pair: u32,
     /// Pairs of items with identical text: `skip` (default: never sent, they carry no
     /// information about quality) or `send` (e.g. to measure position bias).
@@ -450,6 +458,7 @@ pub struct RawConfig {
     /// The pool.
     pub pool: PoolRef,
     /// k of top-k (1 ≤ k < number of bases).
+    #[serde(deserialize_with = "super::sections::at_least_one")]
     pub k: usize,
     /// The judge (one judge). Read it with [`RawConfig::judge`]; exactly one of `judge` and
     /// `judges` is given.
@@ -1308,7 +1317,7 @@ fn families(
 #[serde(deny_unknown_fields)]
 pub struct GateConfig {
     /// K, the number of anchors (default 10; the paper's gate never false-enabled at K ≥ 10).
-    #[serde(default = "d_anchors")]
+    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_anchors")]
     pub anchors: usize,
     /// α of the one-sided sign test (default 0.05).
     #[serde(default = "d_alpha")]

@@ -27,6 +27,64 @@ pub fn is_plain_folder_name(name: &str) -> bool {
         || name.chars().any(char::is_control))
 }
 
+/// Deserialize a count whose rule is ≥ 1 (k, anchors, queries in flight, draws, …): a value
+/// that is not a whole number ≥ 0 is refused in the rule's own words ("expected a whole number
+/// ≥ 1, found \"-1\""), not in the words of the integer type. 0 passes here and is refused by the
+/// setting's check, which names its full rule (for k, `1 ≤ k < number of bases`). Use with
+/// `#[serde(deserialize_with = …)]`.
+///
+/// # Errors
+/// A negative, fractional, text or too large value.
+pub fn at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<T, D::Error> {
+    d.deserialize_any(AtLeastOne(std::marker::PhantomData))
+}
+
+/// [`at_least_one`] for a setting that may be left out (`Option<usize>`, with
+/// `#[serde(default)]`).
+///
+/// # Errors
+/// As [`at_least_one`].
+pub fn opt_at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<Option<T>, D::Error> {
+    at_least_one(d).map(Some)
+}
+
+/// The unsigned integer types a count setting is held in.
+pub trait Count: TryFrom<u64> {
+    /// The largest value of the type.
+    const MAX: u64;
+}
+impl Count for usize {
+    const MAX: u64 = usize::MAX as u64;
+}
+impl Count for u32 {
+    const MAX: u64 = u32::MAX as u64;
+}
+
+struct AtLeastOne<T>(std::marker::PhantomData<T>);
+
+fn refuse<E: serde::de::Error>(found: &dyn std::fmt::Display) -> E {
+    E::custom(format!("expected a whole number ≥ 1, found \"{found}\""))
+}
+
+impl<T: Count> serde::de::Visitor<'_> for AtLeastOne<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a whole number ≥ 1")
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+        T::try_from(v).map_err(|_| E::custom(format!("{v} is too large (at most {})", T::MAX)))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+        u64::try_from(v).map_err(|_| refuse(&v)).and_then(|v| self.visit_u64(v))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
+        Err(refuse(&v))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
+        Err(refuse(&v))
+    }
+}
+
 /// A document's `name`: a plain folder name ([`PLAIN_FOLDER_NAME`]). `kind` names the document
 /// in the message (`run`, `audit`, `sweep`; empty for none).
 ///
@@ -220,6 +278,35 @@ pub fn scale_warnings(cov: &Covariates, lambda_b: f64, key: &str) -> Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Counts {
+        #[serde(deserialize_with = "at_least_one")]
+        k: usize,
+        #[serde(deserialize_with = "at_least_one", default)]
+        tries: u32,
+        #[serde(deserialize_with = "opt_at_least_one", default)]
+        round: Option<usize>,
+    }
+
+    #[test]
+    fn a_count_whose_rule_is_at_least_one_says_so() {
+        let e = |y: &str| crate::store::yaml::from_str::<Counts>(y).unwrap_err().to_string();
+        for (v, found) in [("-1", "-1"), ("2.5", "2.5"), ("abc", "abc"), ("'3'", "3")] {
+            let m = e(&format!("k: {v}\n"));
+            assert!(m.contains(&format!("expected a whole number ≥ 1, found \"{found}\"")), "{v}: {m}");
+            assert!(m.contains("line 1") && m.contains("`k`"), "{m}");
+        }
+        assert!(e("k: 1\ntries: -2\n").contains("expected a whole number ≥ 1, found \"-2\""));
+        assert!(e("k: 1\nround: 0.5\n").contains("expected a whole number ≥ 1, found \"0.5\""));
+        assert!(e("k: [1]\n").contains("expected a whole number ≥ 1, found a list"), "{}", e("k: [1]\n"));
+        assert!(e("k: 1\ntries: 4294967296\n").contains("4294967296 is too large (at most 4294967295)"));
+        // 0 is left to the setting's own check, which names the full rule.
+        let c: Counts = crate::store::yaml::from_str("k: 0\ntries: 7\nround: 64\n").unwrap();
+        assert_eq!((c.k, c.tries, c.round), (0, 7, Some(64)));
+        let c: Counts = crate::store::yaml::from_str("k: 3\n").unwrap();
+        assert_eq!((c.k, c.tries, c.round), (3, 0, None));
+    }
 
     #[test]
     fn shared_rules_name_the_key_and_the_bound() {
