@@ -405,7 +405,7 @@ fn check_names_what_it_cannot_use() {
     // A pool file of one pool: check is for systems over many prompts; fit is for one pool.
     let o = run_bin(d, &["check", summeval_one(d).to_str().unwrap(), "rec.jsonl"]);
     assert!(!o.status.success());
-    assert!(text(&o).contains("holds 1 pool(s): `check` compares systems across many prompts"), "{}", text(&o));
+    assert!(text(&o).contains("holds 1 pool: `check` compares systems across many prompts"), "{}", text(&o));
     assert!(text(&o).contains("use `topk-judge fit POOL VERDICTS`"), "{}", text(&o));
     // Five of the 45 prompts: the verdicts of the other 40 are left out, and said so.
     let five: String =

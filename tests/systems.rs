@@ -238,3 +238,70 @@ fn systems_experiment_table_in_the_docs_is_current() {
     let doc = std::fs::read_to_string(root().join("docs/experiments.md")).unwrap();
     assert!(doc.contains(&table), "docs/experiments.md lacks the current table:\n{table}");
 }
+
+/// `check` on sparse judgments: a top-k with a tie at its boundary names the tie (as `fit`
+/// does) instead of listing fewer than k systems, and systems never compared are marked with
+/// the comparison graph, since their places rest on the prior alone.
+#[test]
+fn check_names_a_tied_boundary_and_the_systems_never_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut csv = String::from("prompt_id,prompt,system,text\n");
+    for (p, prompt) in [("p1", "Say something"), ("p2", "Say more")] {
+        for (s, text) in [("s1", "one two three"), ("s2", "one two three four five"), ("s3", "one"), ("s4", "one two")]
+        {
+            csv.push_str(&format!("{p},{prompt},{s},{text}\n"));
+        }
+    }
+    write(d, "four.csv", &csv);
+    let o = run_bin(d, &["import", "--format", "csv", "four.csv", "--out", "four.jsonl"]);
+    assert!(o.status.success(), "{}", text(&o));
+    write(
+        d,
+        "v.jsonl",
+        "{\"pool_id\":\"p1\",\"a\":\"s1\",\"b\":\"s2\",\"y\":1}\n{\"pool_id\":\"p1\",\"a\":\"s2\",\"b\":\"s1\",\"y\":0}\n",
+    );
+    let o = run_bin(d, &["check", "four.jsonl", "v.jsonl", "--k", "2", "--out", "c.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let t = stdout(&o);
+    for line in [
+        "comparison graph: 3 components (sizes 2, 1, 1); never compared: s3, s4\n",
+        "raw top-2 (apparent φ̂): s3 (never compared), s4 (never compared)\n",
+        // s1 won both its verdicts; s3 and s4 share θ̂ = 0, the prior's, for the other place.
+        "corrected top-2 (θ̂): s1 + 1 of the tied s3 (never compared), s4 (never compared)\n",
+        "  s3, s4 never compared: their places rest on the prior alone (θ̂ = 0), not on the judgments\n",
+        "the correction changes the top-2: s1 in\n",
+        "style words: c = -1.772 ± 1.890 logits per sd of words; profile range 1.2e-6 nats → prior-selected",
+    ] {
+        assert!(t.contains(line), "{line:?} not in:\n{t}");
+    }
+    let c = json(d.join("c.json"));
+    assert_eq!(
+        (strs(&c["corrected_topk"]), strs(&c["corrected_tied"])),
+        (vec!["s1".to_string()], vec!["s3".to_string(), "s4".to_string()])
+    );
+    assert_eq!(strs(&c["raw_topk"]), ["s3", "s4"]);
+    assert_eq!(strs(&c["graph"]["never_compared"]), ["s3", "s4"]);
+    assert_eq!(c["changes_topk"], true);
+    // Trusted verdicts that label no anchor: a warning naming the anchor pairs; none at all: an
+    // error, not a gate that silently tested nothing.
+    write(d, "other.jsonl", "{\"pool_id\":\"p9\",\"a\":\"s1\",\"b\":\"s2\",\"y\":1}\n");
+    let o = run_bin(d, &["check", "four.jsonl", "v.jsonl", "--k", "2", "--anchors", "other.jsonl"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("warning: --anchors other.jsonl: none of its verdicts compares the two systems of an anchor (s1 vs s4, s1 vs s3), so the gate tested nothing"),
+        "{}",
+        text(&o)
+    );
+    write(d, "empty.jsonl", "");
+    let o = run_bin(d, &["check", "four.jsonl", "v.jsonl", "--k", "2", "--anchors", "empty.jsonl"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(stderr(&o).contains("--anchors empty.jsonl: holds no verdict"), "{}", text(&o));
+    // The two files swapped: the hint names `check`'s order, not `fit`'s.
+    let o = run_bin(d, &["check", "v.jsonl", "four.jsonl"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert_eq!(
+        stderr(&o),
+        "error: check v.jsonl four.jsonl: v.jsonl: not a pool file\n  hint: v.jsonl looks like a verdicts file and four.jsonl does not: the order is `topk-judge check POOL JUDGMENTS`\n"
+    );
+}

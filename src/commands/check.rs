@@ -91,8 +91,14 @@ fn labels(
         e.0 += s;
         e.1 += 1;
     }
-    // A file none of whose verdicts names this pool's systems is another pool's (or mistyped):
-    // its anchors would all go unlabelled without a word.
+    // A file without a verdict, or none of whose verdicts names this pool's systems (another
+    // pool's, or mistyped): its anchors would all go unlabelled without a word.
+    if lines.is_empty() {
+        return Err(FitCommandError::Invalid(format!(
+            "--anchors {}: holds no verdict; expected the trusted judge's verdicts (JSON Lines, one {{\"a\", \"b\", \"y\"}} per line) of anchor pairs",
+            trusted.display()
+        )));
+    }
     if known == 0
         && let Some((n, id)) = unknown
     {
@@ -136,6 +142,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
     }
     let covariates = parse_covariates(args.covariates.as_deref())?;
     let req = FitRequest {
+        usage: "check POOL JUDGMENTS",
         pool_file: &args.pool_file,
         verdicts_file: Some(&args.judgments),
         pool_id: None,
@@ -154,13 +161,16 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         families: &[],
         system_families: &[],
     };
+    if let Some(hint) = super::fit::swapped(&req, &args.judgments) {
+        return Err(FitCommandError::Invalid(format!("{}: not a pool file\n  hint: {hint}", args.pool_file.display())));
+    }
     let ids = crate::store::pool_file::pool_ids(&args.pool_file)
         .map_err(|e| FitCommandError::Invalid(format!("cannot read pool file {}: {e}", args.pool_file.display())))?;
     if ids.len() < 2 {
         return Err(FitCommandError::Invalid(format!(
-            "{} holds {} pool(s): `check` compares systems across many prompts (a pool file from `topk-judge import`, one line per prompt); for the verdicts of one pool use `topk-judge fit POOL VERDICTS`",
+            "{} holds {}: `check` compares systems across many prompts (a pool file from `topk-judge import`, one line per prompt); for the verdicts of one pool use `topk-judge fit POOL VERDICTS`",
             args.pool_file.display(),
-            ids.len()
+            crate::domain::fmt::count(ids.len(), "pool")
         )));
     }
     let (pool, fit) = fit_file(&req)?;
@@ -187,8 +197,8 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
                 }
             })
             .collect();
-    let raw = f.reporting.apparent.topk.clone();
-    let corrected = f.reporting.corrected.topk.clone();
+    let (raw, corrected) = (&f.reporting.apparent, &f.reporting.corrected);
+    let mut warnings = fit.warnings.clone();
     let gate = match &args.anchors {
         None => None,
         Some(_) if args.max_anchors == 0 => {
@@ -202,6 +212,19 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
             };
             let anchors = select_anchors(&by_base(&f.phi), &by_base(&f.theta), args.k, args.max_anchors);
             let (better, labelled) = labels(&pool, &anchors, trusted)?;
+            if labelled == 0 && !anchors.is_empty() {
+                let pairs: Vec<String> = anchors
+                    .iter()
+                    .take(4)
+                    .map(|a| format!("{} vs {}", pool.bases[a.corrected_prefers], pool.bases[a.naive_prefers]))
+                    .collect();
+                warnings.push(format!(
+                    "--anchors {}: none of its verdicts compares the two systems of an anchor ({}{}), so the gate tested nothing and keeps the raw ranking; give the trusted judge's verdicts of those pairs",
+                    trusted.display(),
+                    pairs.join(", "),
+                    if anchors.len() > 4 { format!(", … {} in all", anchors.len()) } else { String::new() }
+                ));
+            }
             let d = decide(&anchors, &better, args.alpha);
             Some(GateCheck { anchors: anchors.len(), labelled, decision: d })
         }
@@ -217,16 +240,21 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         kappa_sd: f.kappa_sd,
         covariates,
         changes_topk: {
-            let (mut a, mut b) = (raw.clone(), corrected.clone());
-            a.sort();
-            b.sort();
-            a != b
+            let sorted = |v: &[String]| {
+                let mut v = v.to_vec();
+                v.sort();
+                v
+            };
+            sorted(&raw.topk) != sorted(&corrected.topk) || sorted(&raw.tied) != sorted(&corrected.tied)
         },
-        raw_topk: raw,
-        corrected_topk: corrected,
+        raw_topk: raw.topk.clone(),
+        raw_tied: raw.tied.clone(),
+        corrected_topk: corrected.topk.clone(),
+        corrected_tied: corrected.tied.clone(),
+        graph: f.reporting.graph.clone(),
         gate,
         left_out: fit.other_pools.values().sum(),
-        warnings: fit.warnings.clone(),
+        warnings,
     })
 }
 

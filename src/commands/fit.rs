@@ -58,6 +58,9 @@ impl From<super::run_folder::RunFolderError> for FitCommandError {
 
 /// Arguments of `fit` (`None` = the run's setting with a run folder, else the default).
 pub struct FitRequest<'a> {
+    /// The command as a user types it with its two files (`fit POOL VERDICTS`, `check POOL
+    /// JUDGMENTS`), for the hint when they look swapped.
+    pub usage: &'static str,
     /// Pool file, or a run folder.
     pub pool_file: &'a Path,
     /// Verdicts file (default with a run folder: its verdicts.jsonl).
@@ -657,17 +660,9 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
             )));
         }
     };
-    let (lines, torn) = read_verdict_lines(&verdicts_path).map_err(|e| {
-        // `fit VERDICTS POOL`: say so when the arguments look swapped.
-        if run.is_none() && looks_like_verdicts(args.pool_file) && !looks_like_verdicts(&verdicts_path) {
-            FitCommandError::Invalid(format!(
-                "{e}\n  hint: {} looks like a verdicts file and {} does not: the order is `topk-judge fit POOL VERDICTS`",
-                args.pool_file.display(),
-                verdicts_path.display()
-            ))
-        } else {
-            e
-        }
+    let (lines, torn) = read_verdict_lines(&verdicts_path).map_err(|e| match swapped(args, &verdicts_path) {
+        Some(hint) if run.is_none() => FitCommandError::Invalid(format!("{e}\n  hint: {hint}")),
+        _ => e,
     })?;
     let systems = cfg.is_none() && (args.systems || (args.pool_id.is_none() && names_several_pools(&lines, args)));
     let pool = if systems {
@@ -711,19 +706,24 @@ fn fitted_pool(args: &FitRequest<'_>, cfg: Option<&crate::config::run::Config>) 
             Ok(c.pool.clone())
         }
         None => crate::store::pool_file::read_pool(args.pool_file, args.pool_id).map_err(|e| {
-            // `fit VERDICTS POOL`: say so when the arguments look swapped.
-            match args.verdicts_file {
-                Some(v) if looks_like_verdicts(args.pool_file) && !looks_like_verdicts(v) => FitCommandError::Invalid(
-                    format!(
-                        "{e}\n  hint: {} looks like a verdicts file and {} does not: the order is `topk-judge fit POOL VERDICTS`",
-                        args.pool_file.display(),
-                        v.display()
-                    ),
-                ),
-                _ => FitCommandError::Pool(e),
+            match args.verdicts_file.and_then(|v| swapped(args, v)) {
+                Some(hint) => FitCommandError::Invalid(format!("{e}\n  hint: {hint}")),
+                None => FitCommandError::Pool(e),
             }
         }),
     }
+}
+
+/// `fit VERDICTS POOL` (or `check JUDGMENTS POOL`): the hint when the two files look swapped.
+pub(crate) fn swapped(args: &FitRequest<'_>, verdicts: &Path) -> Option<String> {
+    (looks_like_verdicts(args.pool_file) && !looks_like_verdicts(verdicts)).then(|| {
+        format!(
+            "{} looks like a verdicts file and {} does not: the order is `topk-judge {}`",
+            args.pool_file.display(),
+            verdicts.display(),
+            args.usage
+        )
+    })
 }
 
 /// Whether the first line of `path` is a JSON object with verdict fields (`winner` or
@@ -1170,6 +1170,7 @@ pub fn parse_covariates(flag: Option<&[String]>) -> Result<Option<Vec<CovariateS
 pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
     let covariates = parse_covariates(args.covariates.as_deref())?;
     let req = FitRequest {
+        usage: "fit POOL VERDICTS",
         pool_file: &args.pool_file,
         verdicts_file: args.verdicts_file.as_deref(),
         pool_id: args.pool_id.as_deref(),

@@ -57,10 +57,20 @@ pub struct CheckReport {
     /// The raw top-k: by apparent quality φ̂ = θ̂ + ĉᵀx̄ (what the judge's verdicts say, style
     /// included), best first; fewer than k when a tie straddles the boundary.
     pub raw_topk: Vec<String>,
-    /// The corrected top-k: by θ̂ (style held equal), best first.
+    /// Systems tied at the raw top-k's boundary, sharing its remaining places.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub raw_tied: Vec<String>,
+    /// The corrected top-k: by θ̂ (style held equal), best first; fewer than k when a tie
+    /// straddles the boundary.
     pub corrected_topk: Vec<String>,
-    /// Whether the corrected top-k set differs from the raw one.
+    /// Systems tied at the corrected top-k's boundary, sharing its remaining places.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub corrected_tied: Vec<String>,
+    /// Whether the corrected top-k (its members or its tie) differs from the raw one.
     pub changes_topk: bool,
+    /// The comparison graph of the verdicts: its components and the systems never compared
+    /// (whose places rest on the prior alone).
+    pub graph: crate::analysis::ranking::ComparisonGraph,
     /// The gate's decision, when trusted verdicts were given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateCheck>,
@@ -74,7 +84,7 @@ pub struct CheckReport {
 impl CheckReport {
     /// The printed check.
     pub fn text(&self) -> String {
-        let num = crate::domain::fmt::num;
+        let num = crate::report::summary::fmt_coef;
         let mut s = format!(
             "leaderboard check: {} × {}, {}{}{}\n",
             crate::domain::fmt::count(self.prompts, "prompt"),
@@ -95,12 +105,13 @@ impl CheckReport {
             num(self.kappa_sd)
         ));
         for c in &self.covariates {
-            let range =
-                c.profile_range_nats.map_or("not profiled".to_string(), |r| format!("profile range {} nats", num(r)));
+            let range = c
+                .profile_range_nats
+                .map_or("not profiled".to_string(), |r| format!("profile range {}", crate::report::table::fmt_nats(r)));
             let verdict = if c.identified {
                 "identified by the design, if a system's quality does not change with it from prompt to prompt"
             } else {
-                "not identified: the correction would rest on the prior"
+                "prior-selected: the correction would rest on the prior"
             };
             s.push_str(&format!(
                 "style {}: c = {} ± {} {}; {range} → {verdict}\n",
@@ -110,19 +121,59 @@ impl CheckReport {
                 c.unit
             ));
         }
-        s.push_str(&format!("raw top-{} (apparent φ̂): {}\n", self.k, self.raw_topk.join(", ")));
-        s.push_str(&format!("corrected top-{} (θ̂): {}\n", self.k, self.corrected_topk.join(", ")));
-        if self.changes_topk {
-            let ins: Vec<&str> =
-                self.corrected_topk.iter().filter(|x| !self.raw_topk.contains(x)).map(String::as_str).collect();
-            let outs: Vec<&str> =
-                self.raw_topk.iter().filter(|x| !self.corrected_topk.contains(x)).map(String::as_str).collect();
+        if !self.graph.connected() {
+            s.push_str(&format!("comparison graph: {}\n", self.graph.summary_text()));
+        }
+        // A system never compared holds its place by the prior alone: marked, as in `fit`.
+        let never = &self.graph.never_compared;
+        let mark = |ids: &[String]| -> Vec<String> {
+            ids.iter().map(|b| if never.contains(b) { format!("{b} (never compared)") } else { b.clone() }).collect()
+        };
+        let members =
+            |topk: &[String], tied: &[String]| crate::report::summary::topk_members(self.k, &mark(topk), &mark(tied));
+        s.push_str(&format!("raw top-{} (apparent φ̂): {}\n", self.k, members(&self.raw_topk, &self.raw_tied)));
+        s.push_str(&format!("corrected top-{} (θ̂): {}\n", self.k, members(&self.corrected_topk, &self.corrected_tied)));
+        let listed: Vec<&str> = never
+            .iter()
+            .filter(|b| {
+                [&self.raw_topk, &self.raw_tied, &self.corrected_topk, &self.corrected_tied]
+                    .iter()
+                    .any(|l| l.contains(b))
+            })
+            .map(String::as_str)
+            .collect();
+        if !listed.is_empty() {
             s.push_str(&format!(
-                "the correction changes the top-{}: {} in, {} out\n",
-                self.k,
-                ins.join(", "),
-                outs.join(", ")
+                "  {} never compared: {} on the prior alone (θ̂ = 0), not on the judgments\n",
+                listed.join(", "),
+                if listed.len() == 1 { "its place rests" } else { "their places rest" }
             ));
+        }
+        if self.changes_topk {
+            // In: certainly in the corrected top-k, not even tied in the raw one; out: the reverse.
+            let not_in = |x: &&String, topk: &[String], tied: &[String]| !topk.contains(x) && !tied.contains(x);
+            let ins: Vec<&str> = self
+                .corrected_topk
+                .iter()
+                .filter(|x| not_in(x, &self.raw_topk, &self.raw_tied))
+                .map(String::as_str)
+                .collect();
+            let outs: Vec<&str> = self
+                .raw_topk
+                .iter()
+                .filter(|x| not_in(x, &self.corrected_topk, &self.corrected_tied))
+                .map(String::as_str)
+                .collect();
+            let parts: Vec<String> = [(ins, "in"), (outs, "out")]
+                .into_iter()
+                .filter(|(ids, _)| !ids.is_empty())
+                .map(|(ids, what)| format!("{} {what}", ids.join(", ")))
+                .collect();
+            if parts.is_empty() {
+                s.push_str(&format!("the correction changes which systems tie at the top-{} boundary\n", self.k));
+            } else {
+                s.push_str(&format!("the correction changes the top-{}: {}\n", self.k, parts.join(", ")));
+            }
         } else {
             s.push_str(&format!("the correction leaves the top-{} set as it is\n", self.k));
         }

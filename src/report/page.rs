@@ -275,16 +275,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
             l.push_str("none claimed (no valid comparison: the ranking is the prior)");
             return l;
         }
-        l.push_str(&v.topk.join(", "));
-        if !v.tied.is_empty() {
-            let _ = write!(
-                l,
-                "{}{} of the tied {}",
-                if v.topk.is_empty() { "" } else { " + " },
-                r.k - v.topk.len(),
-                v.tied.join(", ")
-            );
-        }
+        l.push_str(&super::summary::topk_members(r.k, &v.topk, &v.tied));
         if let Some(rec) = v.recall_at_k {
             let _ = write!(
                 l,

@@ -282,7 +282,7 @@ pub fn coefficient_lines(
 /// A coefficient: 3 decimals, or [`super::table::num`] when that would print 0.000.
 /// A coefficient in logits: 3 decimals, a small one in significant digits, and below 1e-12
 /// (rounding of a value that is 0, e.g. `-4.8e-17`) as 0.
-fn fmt_coef(x: f64) -> String {
+pub fn fmt_coef(x: f64) -> String {
     if x.abs() < 1e-12 {
         "0.000".into()
     } else if x.abs() < 5e-4 {
@@ -378,6 +378,22 @@ pub fn tied_line(k: usize, topk: &[String], tied: &[String]) -> String {
     )
 }
 
+/// A point top-k with a tie at its boundary: "s1, s2 + 1 of the tied s3, s4" (the bases
+/// certainly in, then how many of the tied bases share the remaining places); "s1, s2, s3"
+/// without a tie.
+pub fn topk_members(k: usize, topk: &[String], tied: &[String]) -> String {
+    if tied.is_empty() {
+        return topk.join(", ");
+    }
+    format!(
+        "{}{}{} of the tied {}",
+        topk.join(", "),
+        if topk.is_empty() { "" } else { " + " },
+        k.saturating_sub(topk.len()),
+        tied.join(", ")
+    )
+}
+
 /// Up to `n` ids, then "… and N more".
 fn list_some(ids: &[String], n: usize) -> String {
     if ids.len() <= n { ids.join(", ") } else { format!("{}, … and {} more", ids[..n].join(", "), ids.len() - n) }
@@ -432,17 +448,8 @@ pub fn ranking_block(
     let topk = &marked;
     if valid == 0 {
         let _ = writeln!(s, "point top-{k}{label}: none: no valid comparison, the ranking is the prior");
-    } else if !rep.topk_tied.is_empty() {
-        let open = k - topk.len();
-        let _ = writeln!(
-            s,
-            "point top-{k}{label}: {}{}{open} of the tied {}",
-            topk.join(", "),
-            if topk.is_empty() { "" } else { " + " },
-            rep.topk_tied.join(", ")
-        );
     } else {
-        let _ = writeln!(s, "point top-{k}{label}: {}", topk.join(", "));
+        let _ = writeln!(s, "point top-{k}{label}: {}", topk_members(k, topk, &rep.topk_tied));
     }
     let unplaced: Vec<&str> = marked.iter().filter_map(|m| m.strip_suffix(" (never compared)")).collect();
     if valid > 0 && !unplaced.is_empty() {
@@ -463,16 +470,7 @@ pub fn ranking_block(
             RankingKind::Apparent => ("bias-corrected", &rep.corrected),
             RankingKind::Corrected => ("apparent", &rep.apparent),
         };
-        let mut line = format!("{other} top-{k} (beside): {}", v.topk.join(", "));
-        if !v.tied.is_empty() {
-            let _ = write!(
-                line,
-                "{}{} of the tied {}",
-                if v.topk.is_empty() { "" } else { " + " },
-                k - v.topk.len(),
-                v.tied.join(", ")
-            );
-        }
+        let mut line = format!("{other} top-{k} (beside): {}", topk_members(k, &v.topk, &v.tied));
         if let Some(rc) = v.recall_at_k {
             let _ = write!(line, "; recall@{k} against gold {rc:.2}");
         }
