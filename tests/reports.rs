@@ -166,7 +166,7 @@ fn compare_two_runs_with_known_answers() {
     assert_eq!((c.rows[0].flips, c.rows[0].both_order_pairs), (0, 2));
     assert_eq!((c.rows[1].flips, c.rows[1].both_order_pairs), (2, 2));
     assert_eq!(c.rows[1].flip_rate, Some(1.0));
-    assert_eq!(c.agreement, vec![vec![1.0, 0.5], vec![0.5, 1.0]]);
+    assert_eq!(c.agreement, vec![vec![Some(1.0), Some(0.5)], vec![Some(0.5), Some(1.0)]]);
     assert_eq!(c.rows[1].spend_usd, 0.2);
     // Recall against spend: A's fit after 2 valid verdicts sits at 0.02 USD, the one after 4 at
     // 0.01·3 + 0.005·2 = 0.04 USD (the invalid verdict is paid for).
@@ -491,6 +491,15 @@ fn nothing_to_measure_against_is_an_error_not_nan_or_an_empty_set() {
         text(&out)
     );
     assert!(!stdout(&out).contains("NaN"), "{}", stdout(&out));
+    // Side by side, the run without a top-k has no recall and no agreement (not 0.00 or NaN).
+    let out = run_bin(dir.path(), &["compare", "runs/a", "runs/t0"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = stdout(&out);
+    let row = t.lines().find(|l| l.starts_with("| t0 |")).unwrap();
+    assert!(row.ends_with("| 0.0000 | 0 | 0 | – | no pair in both orders | none claimed |"), "{row}");
+    assert!(t.contains("\n| a | 1.00 | – |\n| t0 | – | – |\n"), "{t}");
+    assert!(t.contains("– : the run names fewer than 3 bases"), "{t}");
+    assert!(!t.contains("NaN"), "{t}");
     let judgments = write(dir.path(), "none.jsonl", "");
     let systems = root().join("data/summeval_systems.jsonl");
     let out = run_bin(dir.path(), &["check", systems.to_str().unwrap(), judgments.to_str().unwrap()]);

@@ -330,6 +330,13 @@ pub fn overlap(s: &[String], t: &[String]) -> f64 {
     s.iter().filter(|x| t.contains(x)).count() as f64 / t.len() as f64
 }
 
+/// Recall of a run's point top-k S against T (or the agreement of two runs), |S ∩ T| / k, when
+/// both name k bases; `None` when either names fewer (a tie shares its last places, or nothing
+/// was compared): that run claims no top-k, as its summary says, so none is measured.
+pub fn claimed_overlap(s: &[String], t: &[String], k: usize) -> Option<f64> {
+    (k > 0 && s.len() == k && t.len() == k).then(|| overlap(s, t))
+}
+
 /// Recall against `target` at every refit of a run, placed at its cumulative spend (USD) and
 /// comparisons: (spend, comparisons, recall).
 pub fn recall_curve(run: &RunDir, target: &[String]) -> RecallCurve {
@@ -347,10 +354,10 @@ pub fn recall_curve(run: &RunDir, target: &[String]) -> RecallCurve {
     let apparent = run.result.fit.reporting.reported == crate::analysis::ranking::RankingKind::Apparent;
     run.fits
         .iter()
-        .map(|f| {
+        .filter_map(|f| {
             let spend = at_valid.get(f.comparisons).copied().unwrap_or(cost);
             let topk = if apparent { f.topk_apparent.as_ref().unwrap_or(&f.topk) } else { &f.topk };
-            (spend, f.comparisons, overlap(topk, target))
+            claimed_overlap(topk, target, target.len()).map(|r| (spend, f.comparisons, r))
         })
         .collect()
 }
@@ -398,8 +405,9 @@ pub struct Comparison {
     pub target_topk: Option<Vec<String>>,
     /// One row per run.
     pub rows: Vec<CompareRow>,
-    /// `agreement[i][j]` = |S_i ∩ S_j| / k.
-    pub agreement: Vec<Vec<f64>>,
+    /// `agreement[i][j]` = |S_i ∩ S_j| / k; `None` when run i or j names fewer than k bases
+    /// (no top-k claimed).
+    pub agreement: Vec<Vec<Option<f64>>>,
 }
 
 /// Compare loaded runs (same pool and k), recall against `reference`'s top-k or the gold top-k.
@@ -465,7 +473,7 @@ pub fn compare_with_panels(
                 spend_usd: r.result.spend_usd,
                 comparisons: r.result.comparisons,
                 valid: r.result.valid,
-                recall: target_topk.as_ref().map(|t| overlap(&r.result.fit.topk, t)),
+                recall: target_topk.as_ref().and_then(|t| claimed_overlap(&r.result.fit.topk, t, first_k)),
                 topk: r.result.fit.topk.clone(),
                 certified: r.result.fit.reporting.certified.clone(),
                 flips: f,
@@ -488,7 +496,7 @@ pub fn compare_with_panels(
             spend_usd: p.spend_usd,
             comparisons: p.comparisons,
             valid: p.valid,
-            recall: target_topk.as_ref().map(|t| overlap(&p.topk, t)),
+            recall: target_topk.as_ref().and_then(|t| claimed_overlap(&p.topk, t, first_k)),
             topk: p.topk.clone(),
             certified: p.certified.clone(),
             flips: f,
@@ -497,7 +505,8 @@ pub fn compare_with_panels(
             cost: if p.spend_usd > 0.0 { CostSource::Recorded } else { CostSource::None },
         }
     }));
-    let agreement = rows.iter().map(|a| rows.iter().map(|b| overlap(&a.topk, &b.topk)).collect()).collect();
+    let agreement =
+        rows.iter().map(|a| rows.iter().map(|b| claimed_overlap(&a.topk, &b.topk, first_k)).collect()).collect();
     Ok(Comparison { pool_id: first_pool.to_owned(), k: first_k, target, target_topk, rows, agreement })
 }
 
@@ -538,7 +547,14 @@ pub fn markdown(c: &Comparison) -> String {
             r.flip_rate
                 .map(|v| format!("{}/{} = {v:.2}", r.flips, r.both_order_pairs))
                 .unwrap_or_else(|| "no pair in both orders".into()),
-            r.topk.iter().map(|x| md::text(x)).collect::<Vec<_>>().join(", ")
+            topk_cell(&r.topk, c.k)
+        );
+    }
+    if c.rows.iter().any(|r| r.topk.len() < c.k) {
+        let _ = writeln!(
+            s,
+            "\n– : the run names fewer than {} bases (a tie shares its last places, or nothing was compared), so it claims no top-{} to measure.",
+            c.k, c.k
         );
     }
     let priced: Vec<String> =
@@ -557,7 +573,7 @@ pub fn markdown(c: &Comparison) -> String {
     for (r, row) in c.rows.iter().zip(&c.agreement) {
         let _ = write!(s, "| {} |", md::text(&r.run));
         for v in row {
-            let _ = write!(s, " {v:.2} |");
+            let _ = write!(s, " {} |", v.map_or_else(|| "–".into(), |v| format!("{v:.2}")));
         }
         s.push('\n');
     }
@@ -569,6 +585,17 @@ pub fn markdown(c: &Comparison) -> String {
 }
 
 /// The certified column: `top-3 (0.05): A, B, C`, `2 of 3 (0.05): A, B`, or `none (0.05)`.
+/// A run's point top-k, with the places a tie leaves open, or "none claimed".
+fn topk_cell(topk: &[String], k: usize) -> String {
+    let ids: Vec<String> = topk.iter().map(|x| md::text(x)).collect();
+    match k.saturating_sub(topk.len()) {
+        0 => ids.join(", "),
+        _ if topk.is_empty() => "none claimed".into(),
+        1 => format!("{} + 1 place tied", ids.join(", ")),
+        open => format!("{} + {open} places tied", ids.join(", ")),
+    }
+}
+
 fn certified_cell(c: &crate::report::schema::CertifiedTopk, k: usize) -> String {
     let eps = crate::domain::fmt::num(c.epsilon);
     let ids = c.inside.iter().map(|x| md::text(x)).collect::<Vec<_>>().join(", ");
@@ -604,7 +631,11 @@ pub fn plot_with_panels(
     let Some(target) = &c.target_topk else { return Ok(None) };
     let mut curves: Vec<(String, RecallCurve)> = runs.iter().map(|r| (r.label(), recall_curve(r, target))).collect();
     curves.extend(panels.iter().map(|p| {
-        (p.label(), p.fits.iter().map(|(usd, n, topk)| (*usd, *n, overlap(topk, target))).collect::<RecallCurve>())
+        let curve = p
+            .fits
+            .iter()
+            .filter_map(|(usd, n, topk)| claimed_overlap(topk, target, target.len()).map(|r| (*usd, *n, r)));
+        (p.label(), curve.collect::<RecallCurve>())
     }));
     let priced = curves.iter().any(|(_, v)| v.iter().any(|p| p.0 > 0.0));
     let series = curves

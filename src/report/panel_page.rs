@@ -8,7 +8,7 @@
 //! It reads only the run folder: result.json (docs/schemas/panel-result.schema.json) and
 //! panel_fits.jsonl.
 
-use super::compare::{CompareError, PanelRunDir, overlap};
+use super::compare::{CompareError, PanelRunDir, claimed_overlap};
 use super::page::{Content, Plot};
 use super::plots::{self, Interval, LineChart, Series};
 use super::schema::CertifiedTopk;
@@ -302,7 +302,10 @@ fn plot(r: &PanelResultDoc, fits: &[(f64, usize, Vec<String>)]) -> Result<Vec<Pl
             y_label: format!("recall@{k} vs the gold top-{k}"),
             series: vec![Series {
                 name: "panel".into(),
-                points: fits.iter().map(|(usd, _, topk)| (*usd, overlap(topk, &gold))).collect(),
+                points: fits
+                    .iter()
+                    .filter_map(|(usd, _, topk)| claimed_overlap(topk, &gold, gold.len()).map(|r| (*usd, r)))
+                    .collect(),
                 err: None,
             }],
             hlines: vec![],
