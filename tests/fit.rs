@@ -274,3 +274,31 @@ fn a_default_k_too_large_for_the_pool_is_named_as_the_default() {
         text(&out)
     );
 }
+
+/// A pool file with answers that are empty or only whitespace (`import` refuses them, a pool
+/// written otherwise may hold them): `run` and `fit` say which items the judge sees as empty.
+#[test]
+fn items_with_an_empty_text_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pool = serde_json::json!({"pool_id": "blank", "task": "Pick.", "items": [
+        {"id": "a", "text": "", "quality": 1},
+        {"id": "b", "text": "  \n ", "quality": 2},
+        {"id": "c", "text": "a real answer", "quality": 3},
+        {"id": "d", "text": "another real answer", "quality": 4},
+    ]});
+    write(d, "blank.jsonl", &(pool.to_string() + "\n"));
+    write(d, "v.jsonl", "{\"a\": \"c\", \"b\": \"a\", \"y\": 1}\n{\"a\": \"d\", \"b\": \"b\", \"y\": 1}\n");
+    let warning = "warning: pool \"blank\": items \"a\", \"b\" have an empty text (or only whitespace): the judge is shown an empty answer for each\n";
+    let o = run_bin(d, &["fit", "blank.jsonl", "v.jsonl", "--k", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(stderr(&o).contains(warning), "{}", text(&o));
+    write(
+        d,
+        "r.yaml",
+        "name: r\nout_dir: runs\npool: {file: blank.jsonl}\nk: 1\njudge: {mock: {}}\nbudget: {max_comparisons: 4}\n",
+    );
+    let o = run_bin(d, &["run", "r.yaml", "--quiet"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(stderr(&o).contains(warning), "{}", text(&o));
+}

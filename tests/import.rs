@@ -223,6 +223,32 @@ fn bad_inputs_are_named_errors() {
         )),
         "{e}"
     );
+    // Ids written with surrounding spaces are one system and one prompt (as the header's names
+    // are trimmed); an id of spaces only is empty.
+    let ws = write(d, "ws.csv", "prompt_id,prompt,system,text\np1 ,hi,a ,x\n p1,hi, b,y\np2,yo,a,z\np2,yo,b ,w\n");
+    let shown = import(d, &["--format", "csv"], &[ws], &d.join("ws.jsonl")).unwrap();
+    assert!(shown.contains("2 prompts × 2 systems (4 answers: a, b)"), "{shown}");
+    let e = err(&["--format", "csv"], &[write(d, "sp.csv", "prompt_id,prompt,system,text\np1,hi,  ,x\n")]);
+    assert!(e.contains("D/sp.csv:2: empty system; expected a non-empty system"), "{e}");
+    let generators = write(
+        d,
+        "gen.json",
+        "[{\"instruction\": \"Hi.\", \"output\": \"x\", \"generator\": \"m1 \"}, {\"instruction\": \"Hi.\", \"output\": \"y\", \"generator\": \"m2\"}, {\"instruction\": \"Yo.\", \"output\": \"z\", \"generator\": \"m1\"}, {\"instruction\": \"Yo.\", \"output\": \"w\", \"generator\": \"m2\"}]\n",
+    );
+    let shown = import(d, &["--format", "alpaca_eval"], &[generators], &d.join("gen.jsonl")).unwrap();
+    assert!(shown.contains("× 2 systems (4 answers: m1, m2)"), "{shown}");
+    // A file that holds no record: an error naming it, whatever its kind (an empty questions
+    // file was reported as answers without question text; an empty array was dropped).
+    let empty = write(d, "empty.jsonl", "");
+    let e = err(
+        &["--format", "arena_hard", "--questions", &empty.display().to_string()],
+        &files("arena_bench_v1/model_answer", "jsonl"),
+    );
+    assert!(e.contains("D/empty.jsonl:1: the file holds no record (no line of JSON); expected"), "{e}");
+    let e = err(&["--format", "alpaca_eval"], &[write(d, "none.json", "[]\n")]);
+    assert!(e.contains("D/none.json:1: an empty JSON array (the file holds no record)"), "{e}");
+    let e = err(&["--format", "csv"], &[write(d, "head.csv", "prompt_id,prompt,system,text\n")]);
+    assert!(e.contains("D/head.csv:1: a header and no row (the file holds no answer)"), "{e}");
     // A blank prompt.
     let bp = write(d, "bp.csv", "prompt_id,prompt,system,text\np1,  ,s1,x\n");
     let e = err(&["--format", "csv"], &[bp]);

@@ -673,7 +673,7 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
     let set = FitSettings::resolve(args, cfg, &pool)?;
     let vpath = verdicts_path.display().to_string();
     let mut sel = Selection::of(lines, &pool, args, cfg, &vpath)?;
-    sel.warnings.splice(0..0, torn);
+    sel.warnings.splice(0..0, torn.into_iter().chain(crate::config::sections::blank_text_warnings(&pool)));
     sel.notes.splice(0..0, replaced);
     Ok(Prepared { run, pool, set, sel, vpath })
 }

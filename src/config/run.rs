@@ -940,8 +940,9 @@ impl Config {
         })?;
         crate::analysis::design::validate(raw.design, &pool, &covariates)
             .map_err(|m| inv(InvalidSetting::new("design", m.to_string())))?;
-        let mut warnings =
-            sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send);
+        let mut warnings = sections::blank_text_warnings(&pool);
+        warnings
+            .extend(sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send));
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
         if raw.model.kind == ModelKind::Naive && raw.gate.is_some() {
             return Err(inv(InvalidSetting::new(

@@ -215,6 +215,24 @@ pub fn pool_error(path: &Path, file: &Path, source: crate::domain::pool::PoolErr
     ConfigError::Pool { path: path.to_owned(), pool_file: file.to_owned(), source }
 }
 
+/// The warning for items whose text is empty or only whitespace: the judge is shown nothing as
+/// their answer (`import` refuses such answers; a pool file written otherwise may hold them).
+pub fn blank_text_warnings(pool: &Pool) -> Vec<String> {
+    let blank = pool.blank_texts();
+    if blank.is_empty() {
+        return Vec::new();
+    }
+    let ids: Vec<String> = blank.iter().take(8).map(|&i| format!("{:?}", pool.items[i].id)).collect();
+    let more = if blank.len() > 8 { format!(", … ({} in all)", blank.len()) } else { String::new() };
+    let (what, has) = if blank.len() == 1 { ("item", "has") } else { ("items", "have") };
+    vec![format!(
+        "pool {:?}: {what} {}{more} {has} an empty text (or only whitespace): the judge is shown an empty answer for {}",
+        pool.pool_id,
+        ids.join(", "),
+        if blank.len() == 1 { "it" } else { "each" }
+    )]
+}
+
 /// Warnings for items with identical text (by default their pairs are not sent; `send` when
 /// `acquisition.identical_texts: send`).
 pub fn identical_text_warnings(pool: &Pool, send: bool) -> Vec<String> {

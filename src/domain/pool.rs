@@ -407,6 +407,11 @@ impl Pool {
         groups
     }
 
+    /// Items (in file order) whose text is empty or only whitespace.
+    pub fn blank_texts(&self) -> Vec<usize> {
+        (0..self.items.len()).filter(|&i| self.items[i].text.as_deref().is_some_and(|t| t.trim().is_empty())).collect()
+    }
+
     /// Names of the extra covariates present on every item (sorted).
     pub fn covariate_keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self.items.iter().flat_map(|i| i.covariates.keys().cloned()).collect();

@@ -66,7 +66,8 @@ fn system_of(
             if s.trim().is_empty() {
                 return Err(row(path, line, format!("empty {k:?}; expected the name of the system that answered")));
             }
-            return Ok(s.clone());
+            // A name is an id: "gpt-4 " and "gpt-4" are one system.
+            return Ok(s.trim().to_owned());
         }
     }
     let names = keys.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(" or ");
@@ -157,7 +158,8 @@ fn blank_prompt(path: &Path, line: usize, id: &str) -> ImportError {
 }
 
 /// The elements of a file holding one JSON array, each with the 1-based line where it starts;
-/// a file that is not one is an error naming the line, with what was `expected`.
+/// a file that is not one, or an empty array, is an error naming the line, with what was
+/// `expected`.
 pub(super) fn json_array(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
     let text = std::fs::read_to_string(path).map_err(io(path))?;
     let text = crate::store::text::strip_bom_str(&text);
@@ -166,6 +168,13 @@ pub(super) fn json_array(path: &Path, expected: &str) -> Result<Vec<(usize, Valu
     let Value::Array(elems) = all else {
         return Err(row(path, 1, format!("the file is not a JSON array; {expected} in a JSON array")));
     };
+    if elems.is_empty() {
+        return Err(row(
+            path,
+            1,
+            format!("an empty JSON array (the file holds no record); {expected} in a JSON array"),
+        ));
+    }
     let lines = element_lines(text);
     Ok(elems.into_iter().enumerate().map(|(i, v)| (lines.get(i).copied().unwrap_or(1), v)).collect())
 }
@@ -209,7 +218,8 @@ fn element_lines(text: &str) -> Vec<usize> {
 }
 
 /// The JSON values of a JSON Lines file with their 1-based line numbers (blank lines skipped);
-/// a line that is not JSON is an error naming it, with what was `expected`.
+/// a line that is not JSON, or a file without a line of JSON, is an error naming it, with what
+/// was `expected`.
 pub(super) fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
     let text = std::fs::read_to_string(path).map_err(io(path))?;
     let mut out = Vec::new();
@@ -219,6 +229,9 @@ pub(super) fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Valu
         }
         let v = serde_json::from_str(l).map_err(|e| row(path, i + 1, format!("not valid JSON ({e}); {expected}")))?;
         out.push((i + 1, v));
+    }
+    if out.is_empty() {
+        return Err(row(path, 1, format!("the file holds no record (no line of JSON); {expected}")));
     }
     Ok(out)
 }
@@ -463,9 +476,10 @@ pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<Strin
         })?;
         let line = rec.position().map_or(0, |p| p.line() as usize);
         let get = |k: usize| rec.get(cols[k]).unwrap_or_default();
-        let (pid, prompt, system, text) = (get(0), get(1), get(2), get(3));
+        // The ids trimmed, as the header is: "a " and "a" are one system (or prompt).
+        let (pid, prompt, system, text) = (get(0).trim(), get(1), get(2).trim(), get(3));
         for (k, v) in [(0, pid), (2, system)] {
-            if v.trim().is_empty() {
+            if v.is_empty() {
                 let name = CSV_COLUMNS[k];
                 return Err(row(path, line, format!("empty {name}; expected a non-empty {name}")));
             }
@@ -474,6 +488,9 @@ pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<Strin
             return Err(blank_prompt(path, line, pid));
         }
         out.push(answer(pid.to_owned(), &[prompt.to_owned()], system.to_owned(), vec![text.to_owned()], path, line)?);
+    }
+    if out.is_empty() {
+        return Err(row(path, 1, format!("a header and no row (the file holds no answer); expected rows of {wanted}")));
     }
     Ok((out, ignored))
 }
