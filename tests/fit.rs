@@ -293,6 +293,11 @@ fn items_with_an_empty_text_are_named() {
     let o = run_bin(d, &["fit", "blank.jsonl", "v.jsonl", "--k", "1"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(stderr(&o).contains(warning), "{}", text(&o));
+    // A verdict line that gives "y" twice says two things: refused, not read last-wins.
+    write(d, "dup.jsonl", "{\"a\": \"c\", \"b\": \"a\", \"y\": 1, \"y\": 0}\n");
+    let o = run_bin(d, &["fit", "blank.jsonl", "dup.jsonl", "--k", "1"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(stderr(&o).contains("dup.jsonl:1: duplicate key \"y\": the object gives it twice"), "{}", text(&o));
     write(
         d,
         "r.yaml",

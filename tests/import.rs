@@ -249,6 +249,14 @@ fn bad_inputs_are_named_errors() {
     assert!(e.contains("D/none.json:1: an empty JSON array (the file holds no record)"), "{e}");
     let e = err(&["--format", "csv"], &[write(d, "head.csv", "prompt_id,prompt,system,text\n")]);
     assert!(e.contains("D/head.csv:1: a header and no row (the file holds no answer)"), "{e}");
+    // A key given twice in an answer: refused on its line, not read last-wins.
+    let two = write(
+        d,
+        "two.json",
+        "[{\"instruction\": \"Hi.\", \"output\": \"x\", \"generator\": \"m1\"},\n {\"instruction\": \"Hi.\", \"output\": \"y\", \"generator\": \"m2\", \"generator\": \"m3\"}]\n",
+    );
+    let e = err(&["--format", "alpaca_eval"], &[two]);
+    assert!(e.contains("D/two.json:2: at `[1]`: duplicate key \"generator\""), "{e}");
     // A blank prompt.
     let bp = write(d, "bp.csv", "prompt_id,prompt,system,text\np1,  ,s1,x\n");
     let e = err(&["--format", "csv"], &[bp]);

@@ -166,6 +166,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>)
             }
             Err(e) => return Err(bad(line_no, format!("not JSON ({e}); {EXPECTED}"))),
         };
+        crate::domain::json::unique_keys(text).map_err(|e| bad(line_no, e.to_string()))?;
         let first = *seen.entry(text.trim()).or_insert(line_no);
         if first != line_no {
             repeats.push((line_no, first));

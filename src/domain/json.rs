@@ -58,6 +58,69 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, JsonError> {
     Ok(v)
 }
 
+/// Check that no JSON object in `text` names a key twice. serde_json keeps the last value of a
+/// repeated key without a word (`{"y": 1, "y": 0}` reads as y = 0); a file that says two things
+/// is refused instead.
+///
+/// # Errors
+/// [`JsonError`] naming the object (`items[2]`, empty at the top), `duplicate key "y"` and the
+/// column; also when `text` is not JSON.
+pub fn unique_keys(text: &str) -> Result<(), JsonError> {
+    from_str::<UniqueKeys>(text).map(|_| ())
+}
+
+/// Any JSON value, read only to find a key repeated within an object ([`unique_keys`]).
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            if !seen.insert(k.clone()) {
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate key {k:?}: the object gives it twice (which value is meant?); expected each key once"
+                )));
+            }
+            map.next_value::<UniqueKeys>()?;
+        }
+        Ok(UniqueKeys)
+    }
+}
+
 /// serde's "invalid type: integer `3`, expected a string" as "expected a string, found 3", with
 /// Rust's type names in words (`f64` is a number).
 fn words(raw: &str) -> String {
@@ -81,6 +144,18 @@ fn words(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_given_twice_is_named_with_its_object() {
+        assert_eq!(unique_keys(r#"{"a": "x", "b": [1, {"c": null}], "y": 1}"#), Ok(()));
+        let e = unique_keys(r#"{"a": "x", "y": 1, "y": 0}"#).unwrap_err();
+        assert!(e.msg.starts_with("duplicate key \"y\""), "{e}");
+        assert_eq!((e.path.as_str(), e.column), ("", 22));
+        let e = unique_keys(r#"{"items": [{"id": "a"}, {"id": "b", "id": "c"}]}"#).unwrap_err();
+        assert_eq!(e.path, "items[1]", "{e}");
+        // The same key in two objects is not a repeat.
+        assert_eq!(unique_keys(r#"[{"id": 1}, {"id": 2}]"#), Ok(()));
+    }
 
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]

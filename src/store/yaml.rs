@@ -50,8 +50,18 @@ fn plain_number_message(text: &str, msg: String) -> String {
     };
     let words = match (value_at(text, &msg), max) {
         // A whole number too large for the setting: say so, with the largest it takes.
-        (Some(v), Some(max)) if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) => {
+        (Some(v), Some(max))
+            if !v.is_empty()
+                && v.chars().all(|c| c.is_ascii_digit())
+                && v.parse::<u128>().map_or(true, |n| n > u128::from(*max)) =>
+        {
             format!("{v} is too large (at most {max})")
+        }
+        // Digits the parser read as text (a `!!str` tag): say that it is text.
+        (Some(v), Some(_)) if !v.is_empty() && v.chars().all(|c| c.is_ascii_digit()) => {
+            format!(
+                "expected {expected}, found the text {v:?} (a tag such as `!!str` makes it text; write the number alone)"
+            )
         }
         (Some(v), _) => format!("expected {expected}, found {v:?}"),
         (None, _) => format!("expected {expected}"),
@@ -592,6 +602,12 @@ mod shape_words {
             e("k: 1\nn: 99999999999\n").contains("99999999999 is too large (at most 4294967295)"),
             "{}",
             e("k: 1\nn: 99999999999\n")
+        );
+        // Digits tagged as text are not "too large".
+        assert!(
+            e("k: !!str 3\n").contains("expected a whole number ≥ 0, found the text \"3\" (a tag such as `!!str`"),
+            "{}",
+            e("k: !!str 3\n")
         );
         // A mis-indented line below continues the value: named whole, not "3 is too large".
         assert!(

@@ -168,6 +168,12 @@ pub(super) fn json_array(path: &Path, expected: &str) -> Result<Vec<(usize, Valu
     let Value::Array(elems) = all else {
         return Err(row(path, 1, format!("the file is not a JSON array; {expected} in a JSON array")));
     };
+    let lines = element_lines(text);
+    if let Err(e) = crate::domain::json::unique_keys(text) {
+        // `[3].generator` → the element's line.
+        let at = e.path.strip_prefix('[').and_then(|p| p.split(']').next()).and_then(|i| i.parse::<usize>().ok());
+        return Err(row(path, at.and_then(|i| lines.get(i).copied()).unwrap_or(1), e.to_string()));
+    }
     if elems.is_empty() {
         return Err(row(
             path,
@@ -175,7 +181,6 @@ pub(super) fn json_array(path: &Path, expected: &str) -> Result<Vec<(usize, Valu
             format!("an empty JSON array (the file holds no record); {expected} in a JSON array"),
         ));
     }
-    let lines = element_lines(text);
     Ok(elems.into_iter().enumerate().map(|(i, v)| (lines.get(i).copied().unwrap_or(1), v)).collect())
 }
 
@@ -228,6 +233,7 @@ pub(super) fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Valu
             continue;
         }
         let v = serde_json::from_str(l).map_err(|e| row(path, i + 1, format!("not valid JSON ({e}); {expected}")))?;
+        crate::domain::json::unique_keys(l).map_err(|e| row(path, i + 1, e.to_string()))?;
         out.push((i + 1, v));
     }
     if out.is_empty() {
