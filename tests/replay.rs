@@ -263,7 +263,7 @@ fn replay_configs_name_what_is_wrong() {
         "{t}"
     );
     let t = run(cfg("k", &format!("judge: {{replay: {{file: {}, judge: K}}}}\n", rec.display())));
-    assert!(t.contains("K has no verdict for pool \"dm-test-2377") && t.contains("1 pool(s): other"), "{t}");
+    assert!(t.contains("K has no verdict for pool \"dm-test-2377") && t.contains("it has 1 pool: other"), "{t}");
     let bad = write(d, "bad.jsonl", "{\"pool_id\":\"p\",\"a\":\"M0\",\"b\":\"M1\",\"winner\":\"a\"}\n");
     let t = run(cfg("bad", &format!("judge: {{replay: {{file: {}}}}}\n", bad.display())));
     assert!(t.contains("bad.jsonl:1: missing field `y`") && t.contains("expected {\"pool_id\""), "{t}");

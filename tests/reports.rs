@@ -500,6 +500,12 @@ fn nothing_to_measure_against_is_an_error_not_nan_or_an_empty_set() {
     assert!(t.contains("\n| a | 1.00 | – |\n| t0 | – | – |\n"), "{t}");
     assert!(t.contains("– : the run names fewer than 3 bases"), "{t}");
     assert!(!t.contains("NaN"), "{t}");
+    // A run's result.json stands for its folder, as in `report`.
+    let out = run_bin(dir.path(), &["compare", "runs/a/result.json", "runs/t0", "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(stdout(&out), t);
+    let out = run_bin(dir.path(), &["compare", "runs/a", "runs/a/result.json"]);
+    assert_eq!(stderr(&out), "error: compare: runs/a is given twice: compare different runs, each once\n");
     let judgments = write(dir.path(), "none.jsonl", "");
     let systems = root().join("data/summeval_systems.jsonl");
     let out = run_bin(dir.path(), &["check", systems.to_str().unwrap(), judgments.to_str().unwrap()]);

@@ -53,8 +53,8 @@ fn fit_refuses_zero_draws_and_non_positive_priors_by_flag() {
     .map(String::from);
     for (extra, want) in [
         (&["--draws", "0"][..], "--draws 0 must be ≥ 1 (top-k membership is a Monte-Carlo average over the draws)"),
-        (&["--lambda-b", "0"][..], "--lambda-b 0 must be > 0"),
-        (&["--lambda-theta", "-1"][..], "--lambda-theta -1 must be > 0"),
+        (&["--lambda-b", "0"][..], "--lambda-b 0 must be a finite number > 0"),
+        (&["--lambda-theta", "-1"][..], "--lambda-theta -1 must be a finite number > 0"),
     ] {
         let mut args: Vec<String> = base.to_vec();
         args.extend(extra.iter().map(|s| s.to_string()));
@@ -78,7 +78,7 @@ fn configs_and_sweeps_name_the_key_of_a_bad_setting() {
     let cfg = mock_config(dir.path(), "r", 8, "model:\n  lambda_b: -0.5\n");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("model.lambda_b") && text(&out).contains("-0.5 must be > 0"), "{}", text(&out));
+    assert!(text(&out).contains("model.lambda_b") && text(&out).contains("-0.5 must be a finite number > 0"), "{}", text(&out));
     let sweep = write(
         dir.path(),
         "s.yaml",
@@ -86,7 +86,7 @@ fn configs_and_sweeps_name_the_key_of_a_bad_setting() {
     );
     let out = run_bin(dir.path(), &["simulate", sweep.to_str().unwrap(), "--quiet"]);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("prior.lambda_kappa") && text(&out).contains("must be > 0"), "{}", text(&out));
+    assert!(text(&out).contains("prior.lambda_kappa") && text(&out).contains("0 must be a finite number > 0"), "{}", text(&out));
 }
 
 #[test]

@@ -26,6 +26,10 @@ pub struct CompareOptions<'a> {
 /// # Errors
 /// [`CompareError`].
 pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -> Result<String, CompareError> {
+    // A run's result.json stands for its folder (then given twice if the folder is given too).
+    let runs: Vec<PathBuf> = runs.iter().map(|r| crate::store::text::run_folder_of(r).to_owned()).collect();
+    let runs = runs.as_slice();
+    let opts = CompareOptions { reference: opts.reference.map(crate::store::text::run_folder_of), ..opts };
     given_once(runs)?;
     // Judge panels' runs (docs/model.md §8) go beside the single-judge ones, one pool only.
     let (panel_dirs, single_dirs): (Vec<&PathBuf>, Vec<&PathBuf>) = runs.iter().partition(|d| RunDir::is_panel(d));

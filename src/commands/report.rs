@@ -19,11 +19,7 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
             msg: "no such file or folder; give a run folder or the run's config file".into(),
         });
     }
-    // A run's result.json stands for its folder.
-    let arg = match crate::store::text::run_output_name(arg) {
-        Some(("result.json", dir)) if arg.is_file() => dir,
-        _ => arg,
-    };
+    let arg = crate::store::text::run_folder_of(arg);
     let run_dir = if arg.is_file() {
         crate::config::run::Config::load_for_dry_run(arg)
             .map_err(|e| {

@@ -202,7 +202,7 @@ impl Frozen {
             .map_err(|m| inv(InvalidSetting::new("recorded.verdicts", m.to_string())))?;
         let mut out = Vec::with_capacity(pools.len());
         if src.systems {
-            let pool = Pool::systems(format!("{} prompts", pools.len()), pools)
+            let pool = Pool::systems(crate::domain::fmt::count(pools.len(), "prompt"), pools)
                 .map_err(|source| sections::pool_error(path, &raw.recorded.pools, source))?;
             out.push(recorded_systems(&raw, &rec, j, pool, path)?);
         } else {

@@ -158,7 +158,7 @@ pub fn select_pools(file: &Path, ids: &PoolIds) -> Result<Vec<(Pool, String)>, P
 /// As [`select_pools`] and [`Pool::systems`].
 pub fn load_systems_pool(file: &Path, ids: &PoolIds) -> Result<Pool, PoolError> {
     let pools: Vec<Pool> = select_pools(file, ids)?.into_iter().map(|(p, _)| p).collect();
-    Pool::systems(format!("{} prompts", pools.len()), pools)
+    Pool::systems(crate::domain::fmt::count(pools.len(), "prompt"), pools)
 }
 
 fn is_auto(r: &ReportRanking) -> bool {
@@ -688,7 +688,7 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
         if m.name.is_empty() {
             return Err(InvalidSetting::new(
                 format!("judges[{i}].name"),
-                "missing: every judge of a panel has a `name` (a plain folder name, e.g. `cheap`), which its outputs and `fit --panel --trusted NAME` use",
+                "missing or empty: every judge of a panel has a `name` (a plain folder name, e.g. `cheap`), which its outputs and `fit --panel --trusted NAME` use",
             ));
         }
         // The name is a folder of the run (its prompt is copied under it) and the prefix of its
@@ -1432,7 +1432,7 @@ mod tests {
             (
                 "judges:\n  - {name: a, mock: {}}\n  - {mock: {}}\n",
                 "",
-                "judges[1].name: missing: every judge of a panel has a `name`",
+                "judges[1].name: missing or empty: every judge of a panel has a `name`",
             ),
             // A name is a folder of the run: `..` would put a judge's prompt beside the run's own files.
             ("judges:\n  - {name: b, mock: {}}\n  - {name: \"..\", mock: {}}\n", "", "judges[1].name: \"..\" must be"),

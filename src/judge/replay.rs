@@ -119,7 +119,7 @@ pub enum ReplayError {
         listed: String,
     },
     /// The recorded judge has no verdict for the run's pool.
-    #[error("{path}: {judge} has no verdict for pool {pool_id:?}; it has {n_pools} pool(s): {shown}")]
+    #[error("{path}: {judge} has no verdict for pool {pool_id:?}; it has {}: {shown}", crate::domain::fmt::count(*n_pools, "pool"))]
     NoPool {
         /// The recording.
         path: PathBuf,
@@ -750,10 +750,7 @@ mod tests {
         assert_eq!(e, "rec.jsonl:1: item \"w\" is not in pool \"p\"");
         let rec = Recording::parse("{\"pool_id\":\"q\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n", p).unwrap();
         assert!(
-            rec.check_pool(0, &pool())
-                .unwrap_err()
-                .to_string()
-                .contains("no verdict for pool \"p\"; it has 1 pool(s): q")
+            rec.check_pool(0, &pool()).unwrap_err().to_string().contains("no verdict for pool \"p\"; it has 1 pool: q")
         );
     }
 

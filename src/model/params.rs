@@ -50,7 +50,7 @@ pub fn check_precision(name: &'static str, v: f64) -> Result<(), ParamError> {
         Err(ParamError {
             name,
             value: v.to_string(),
-            expected: "must be > 0 (a positive prior precision keeps every fit finite)",
+            expected: "must be a finite number > 0, e.g. 1 (a positive prior precision keeps every fit finite; it is 1 / the prior variance, logits⁻²)",
         })
     }
 }
@@ -154,6 +154,10 @@ mod tests {
         }
         assert_eq!(check_precision("lambda_theta", MIN_PRECISION), Ok(()));
         assert!(check_precision("lambda_theta", 1e-300).unwrap_err().to_string().contains("must be ≥ 1e-6"));
+        // Infinity is > 0 but not finite: the message says finite.
+        assert!(
+            check_precision("lambda_b", f64::INFINITY).unwrap_err().to_string().contains("must be a finite number > 0")
+        );
         assert!(check_refit_every(DEFAULT_REFIT_EVERY).is_ok() && check_refit_every(0).is_err());
         assert!(check_mc_draws(DEFAULT_MC_DRAWS).is_ok());
         assert_eq!(

@@ -328,9 +328,11 @@ pub fn summary_text(o: &AuditOutput, dir: &Path) -> String {
     let n_probes = o.report.rows.len() - n_pairs;
     let q = &o.queries;
     let mut s = format!(
-        "audit {:?}: judge {}\n{n_pairs} pairs + {n_probes} probes from {src}\nqueries: {} ({} new, {} cached, {} failed{}), spend ${:.4}\n\n",
+        "audit {:?}: judge {}\n{} + {} from {src}\nqueries: {} ({} new, {} cached, {} failed{}), spend ${:.4}\n\n",
         o.name,
         o.judge,
+        crate::domain::fmt::count(n_pairs, "pair"),
+        crate::domain::fmt::count(n_probes, "probe"),
         q.total,
         q.new,
         q.cached,

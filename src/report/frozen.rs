@@ -193,10 +193,10 @@ pub fn markdown(s: &FrozenSummary) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "# Frozen protocol \"{}\": {} on {} recorded pool(s), k = {}, seeds {:?}\n",
+        "# Frozen protocol \"{}\": {} on {}, k = {}, seeds {:?}\n",
         crate::report::md::text(&s.name),
         crate::report::md::text(&s.judge),
-        s.pools,
+        crate::domain::fmt::count(s.pools, "recorded pool"),
         s.k,
         s.seeds
     );

@@ -57,7 +57,7 @@ pub struct JudgmentSummary {
     pub prompts: usize,
     /// Systems named by the verdicts, in order of first appearance.
     pub systems: Vec<String>,
-    /// What was read but not written: (count, what), e.g. (45, "self-comparisons").
+    /// What was read but not written: (count, what in the singular), e.g. (45, "self-comparison").
     pub skipped: Vec<(usize, String)>,
     /// Further lines to print (how the shown order was known, where the verdicts come from).
     pub notes: Vec<String>,
@@ -68,7 +68,7 @@ impl JudgmentSummary {
     pub fn text(&self, out: &Path) -> String {
         let judges = self.judges.iter().map(|j| if j.is_empty() { "(unnamed)" } else { j.as_str() });
         let judges: Vec<&str> = judges.collect();
-        let skipped: Vec<String> = self.skipped.iter().map(|(n, what)| format!("{n} {what}")).collect();
+        let skipped: Vec<String> = self.skipped.iter().map(|(n, what)| count(*n, what)).collect();
         let mut s = format!(
             "wrote {}: {} of judge{} {} on {} × {}",
             out.display(),
@@ -84,7 +84,8 @@ impl JudgmentSummary {
         s.push('\n');
         s.push_str(&format!("systems: {}\n", self.systems.join(", ")));
         if self.invalid > 0 {
-            s.push_str(&format!("{} of the verdicts are invalid (y null)\n", self.invalid));
+            let are = if self.invalid == 1 { "is" } else { "are" };
+            s.push_str(&format!("{} of the verdicts {are} invalid (y null)\n", self.invalid));
         }
         for n in &self.notes {
             s.push_str(n);

@@ -38,6 +38,15 @@ pub fn run_output_name(path: &Path) -> Option<(&str, &Path)> {
     Some((name, dir))
 }
 
+/// The run folder a command that takes a run reads: a run's result.json stands for its folder;
+/// any other path is itself.
+pub fn run_folder_of(path: &Path) -> &Path {
+    match run_output_name(path) {
+        Some(("result.json", dir)) if path.is_file() => dir,
+        _ => path,
+    }
+}
+
 /// When `path` is a file a run folder holds that is one JSON document (result.json, gate.json,
 /// …), what to give instead of it where JSON Lines are expected.
 pub fn run_output_instead(path: &Path) -> Option<String> {

@@ -194,7 +194,7 @@ fn read_alpaca(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
         let g1 = field(v, "generator_1", path, line, EXPECTED)?;
         let g2 = field(v, "generator_2", path, line, EXPECTED)?;
         if g1 == g2 {
-            c.skip("self-comparisons");
+            c.skip("self-comparison");
             continue;
         }
         let pref = number_or_null(v, "preference", (1.0, 2.0), path, line, EXPECTED)?;
@@ -248,7 +248,7 @@ fn read_arena_hard(path: &Path, baseline: &str, c: &mut Collected) -> Result<(),
             _ => baseline,
         };
         if model == base {
-            c.skip("self-comparisons");
+            c.skip("self-comparison");
             continue;
         }
         let games = v
@@ -297,7 +297,7 @@ fn read_arena_bench(inputs: &[PathBuf], c: &mut Collected) -> Result<(), ImportE
             let qid = question_id(&v, &["question_id", "uid"], path, line, EXPECTED)?;
             let model = field(&v, "model", path, line, EXPECTED)?;
             let Some(score) = number_or_null(&v, "score", (1.0, 10.0), path, line, EXPECTED)? else {
-                c.skip("ungraded answers");
+                c.skip("ungraded answer");
                 continue;
             };
             let g = grades.entry(qid.clone()).or_insert_with(|| {
@@ -368,7 +368,7 @@ fn read_mt_bench(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             }
         };
         if m1 == m2 {
-            c.skip("self-comparisons");
+            c.skip("self-comparison");
             continue;
         }
         for (g, key, first, second) in [(1, "g1_winner", m1, m2), (2, "g2_winner", m2, m1)] {
@@ -448,7 +448,7 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             }
         }
         if sa == sb {
-            c.skip("self-comparisons");
+            c.skip("self-comparison");
             continue;
         }
         let a_first = match first {
@@ -522,7 +522,7 @@ fn write_verdicts(c: Collected, out: &Path) -> Result<JudgmentSummary, ImportErr
         }
     }
     if duplicates > 0 {
-        skipped.push((duplicates, "repeated verdicts".into()));
+        skipped.push((duplicates, "repeated verdict".into()));
     }
     if kept.is_empty() {
         return Err(ImportError::Empty("no verdict between two different systems was read".into()));
