@@ -254,6 +254,12 @@ fn gate_on_a_panel_says_it_takes_a_single_judge() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("a judge panel (`judges:`) — `gate` takes a single judge"), "{}", text(&out));
     assert!(!text(&out).contains("no `gate:` section"), "{}", text(&out));
+    // A comparison budget bounds nothing in the gate: refused, by the shorthand or by --set.
+    for args in [["--max-comparisons", "5"], ["--set", "budget.max_comparisons=5"]] {
+        let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap(), args[0], args[1]]);
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains(": the gate has no comparison budget: it asks its K anchors"), "{}", text(&out));
+    }
 }
 
 #[test]

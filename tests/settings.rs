@@ -78,7 +78,11 @@ fn configs_and_sweeps_name_the_key_of_a_bad_setting() {
     let cfg = mock_config(dir.path(), "r", 8, "model:\n  lambda_b: -0.5\n");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("model.lambda_b") && text(&out).contains("-0.5 must be a finite number > 0"), "{}", text(&out));
+    assert!(
+        text(&out).contains("model.lambda_b") && text(&out).contains("-0.5 must be a finite number > 0"),
+        "{}",
+        text(&out)
+    );
     let sweep = write(
         dir.path(),
         "s.yaml",
@@ -86,7 +90,11 @@ fn configs_and_sweeps_name_the_key_of_a_bad_setting() {
     );
     let out = run_bin(dir.path(), &["simulate", sweep.to_str().unwrap(), "--quiet"]);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("prior.lambda_kappa") && text(&out).contains("0 must be a finite number > 0"), "{}", text(&out));
+    assert!(
+        text(&out).contains("prior.lambda_kappa") && text(&out).contains("0 must be a finite number > 0"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

@@ -596,6 +596,14 @@ pub struct GateArgs {
 /// [`RunFolderError`].
 pub fn run(args: &GateArgs, rt: &tokio::runtime::Runtime) -> Result<std::process::ExitCode, RunFolderError> {
     let overrides = args.overrides.overrides()?;
+    // The gate's queries are its anchors, asked of the trusted judge in both orders: a count of
+    // comparisons would bound nothing here, so it is refused rather than silently ignored.
+    if let Some(o) = overrides.iter().find(|o| o.key == ["budget", "max_comparisons"]) {
+        return Err(RunFolderError::Invalid(format!(
+            "{}: the gate has no comparison budget: it asks its K anchors (gate.anchors) of the trusted judge in both orders, 2K queries; budget.max_usd bounds what it spends (--max-usd)",
+            o.given
+        )));
+    }
     let (_, text) = rt.block_on(gate_command(&args.run_or_config, &overrides))?;
     super::print_out(&text);
     Ok(std::process::ExitCode::SUCCESS)
