@@ -307,3 +307,31 @@ fn items_with_an_empty_text_are_named() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(stderr(&o).contains(warning), "{}", text(&o));
 }
+
+/// Verdicts that name no pool, fitted against a file of several pools, go to its first pool:
+/// said, with how to choose another, instead of silently leaving the others out.
+#[test]
+fn records_without_a_pool_id_on_a_file_of_several_pools_are_said_to_go_to_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pool = |id: &str| {
+        serde_json::json!({"pool_id": id, "task": "t", "items": [
+            {"id": "A", "text": "one two three"}, {"id": "B", "text": "one"}, {"id": "C", "text": "one two"},
+        ]})
+        .to_string()
+    };
+    write(d, "two.jsonl", &format!("{}\n{}\n", pool("q1"), pool("q2")));
+    write(d, "v.jsonl", "{\"a\": \"A\", \"b\": \"B\", \"y\": 1}\n{\"a\": \"C\", \"b\": \"B\", \"y\": 1}\n");
+    let o = run_bin(d, &["fit", "two.jsonl", "v.jsonl", "--k", "1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("warning: v.jsonl: 2 records name no pool (no \"pool_id\"): fitted as pool \"q1\", the first of the 2 pools of two.jsonl; give --pool-id"),
+        "{}",
+        text(&o)
+    );
+    assert!(stdout(&o).starts_with("pool q1: bias_aware model, 2 valid verdicts\n"), "{}", text(&o));
+    // Chosen with --pool-id: nothing to say.
+    let o = run_bin(d, &["fit", "two.jsonl", "v.jsonl", "--k", "1", "--pool-id", "q2"]);
+    assert!(o.status.success() && !stderr(&o).contains("name no pool"), "{}", text(&o));
+    assert!(stdout(&o).starts_with("pool q2: "), "{}", text(&o));
+}

@@ -446,6 +446,16 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         e.contains(&format!("{c}:3: judge \"\", prompt \"p1\", \"m1\" shown first vs \"m2\": y = 0 here but 1 at {c}:2; expected one verdict per judge, prompt and ordered pair")),
         "{e}"
     );
+    // Systems named A and B: a winner "A" when system_b is called "A" reads both ways; refused
+    // (it was read as side a, the opposite of what a user naming the system meant).
+    let c = write(d, "ab.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,B,A,a,A\n");
+    let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
+    assert!(e.contains(":2: winner is \"A\": side a by the format's letters, but system_b is also named \"A\""), "{e}");
+    // Named on its own side, the letter means the same either way: read.
+    let c = write(d, "ab2.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,A,B,a,A\np1,A,B,b,b\n");
+    import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &d.join("ab2.jsonl")).unwrap();
+    let rec = lines(&d.join("ab2.jsonl"));
+    assert_eq!((rec[0]["a"].as_str(), rec[0]["y"].as_f64()), (Some("A"), Some(1.0)));
 }
 
 /// A quote opened and never closed would take every following row into one field; valid RFC

@@ -838,6 +838,7 @@ impl Selection {
         // A run over many prompts: records keyed per prompt (pool_id = the prompt, a and b its
         // item ids) name the merged pool's items `<prompt>/<id>`.
         let prompts: std::collections::HashSet<&str> = pool.prompts.iter().map(|p| p.pool_id.as_str()).collect();
+        let unnamed = lines.iter().filter(|l| l.pool_id.is_none()).count();
         for mut l in lines {
             match &l.pool_id {
                 Some(p) if *p != pool.pool_id && prompts.contains(p.as_str()) => {
@@ -871,6 +872,19 @@ impl Selection {
                 args.pool_file.display(),
                 other_pools.iter().map(|(p, c)| format!("{p:?} ({c})")).collect::<Vec<_>>().join(", ")
             )));
+        }
+        // Records without a pool_id fitted to the file's first pool by default: said, when the
+        // file holds other pools the records may have meant.
+        if unnamed > 0 && cfg.is_none() && args.pool_id.is_none() && !pool.is_systems() {
+            let n_pools = crate::store::pool_file::pool_ids(args.pool_file).map_or(0, |ids| ids.len());
+            if n_pools > 1 {
+                warnings.push(format!(
+                    "{vpath}: {} name no pool (no \"pool_id\"): fitted as pool {:?}, the first of the {n_pools} pools of {}; give --pool-id to choose another, or --systems with each record's prompt as its pool_id to rank systems over the prompts",
+                    crate::domain::fmt::count(unnamed, "record"),
+                    pool.pool_id,
+                    args.pool_file.display()
+                ));
+            }
         }
         if !other_pools.is_empty() {
             let n: usize = other_pools.values().sum();

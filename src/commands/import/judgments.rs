@@ -451,6 +451,23 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             c.skip("self-comparison");
             continue;
         }
+        // A side letter that is also the name of the other side's system reads both ways
+        // (`system_b` named "A", winner "A"): which one was meant cannot be told.
+        for (col, v) in [("shown_first", first), ("winner", winner)] {
+            let side_a = v.eq_ignore_ascii_case("a");
+            let other = if side_a { sb } else { sa };
+            if (side_a || v.eq_ignore_ascii_case("b")) && v == other {
+                return Err(row(
+                    path,
+                    line,
+                    format!(
+                        "{col} is {v:?}: side {} by the format's letters, but {} is also named {v:?}; the letters a and b name the columns system_a and system_b, so rename that system",
+                        if side_a { "a" } else { "b" },
+                        if side_a { "system_b" } else { "system_a" }
+                    ),
+                ));
+            }
+        }
         let a_first = match first {
             "a" | "A" => true,
             "b" | "B" => false,
