@@ -107,7 +107,9 @@ fn audit_doc_shows_what_the_tutorial_audit_prints() {
     assert!(out.status.success(), "{}", text(&out));
     let data = format!("{}/", root().join("data").display());
     let printed = String::from_utf8_lossy(&out.stdout).replace(&data, "data/");
-    let printed: Vec<&str> = printed.trim_end().lines().filter(|l| !l.starts_with("outputs: ")).collect();
+    // Byte for byte: the output ends with the `outputs:` line and its newline, as the block does.
+    assert!(printed.ends_with("/tutorial\n") && !printed.ends_with("\n\n"), "{printed:?}");
+    let printed: Vec<&str> = printed.lines().filter(|l| !l.starts_with("outputs: ")).collect();
     let d = doc("audit.md");
     let block = &d[d.find("Output (verbatim)").expect("docs/audit.md: the tutorial output block")..];
     let block = &block[block.find("```\n").unwrap() + 4..];

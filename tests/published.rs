@@ -413,7 +413,8 @@ fn check_names_what_it_cannot_use() {
     write(d, "five.jsonl", &five);
     let o = run_bin(d, &["check", "five.jsonl", "rec.jsonl"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(stdout(&o).starts_with("leaderboard check: 5 prompts × 10 systems, 45 verdicts\nleft out: 360 verdicts on prompts the pool file does not have"), "{}", text(&o));
+    assert!(stdout(&o).starts_with("leaderboard check: 5 prompts × 10 systems, 45 verdicts\nleft out: 360 verdicts on prompts the pool file does not have: 40 prompts ("), "{}", text(&o));
+    assert!(stdout(&o).contains(", …; check --out lists them all)\n"), "{}", text(&o));
     // k out of range, and a trusted file that is not there, named by their flags.
     let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--k", "10"]);
     assert!(text(&o).contains("--k 10 must satisfy 1 ≤ k < number of systems (10)"), "{}", text(&o));

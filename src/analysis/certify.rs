@@ -83,10 +83,11 @@ pub fn prior_only_text(never_compared: &[String], bases: usize) -> String {
     let n = never_compared.len();
     let shown: Vec<&str> = never_compared.iter().take(3).map(String::as_str).collect();
     format!(
-        "{n} of {bases} bases {} no valid verdict ({}{}): their places rest on the prior alone, so nothing is certified until every base has been compared",
+        "{n} of {bases} bases {} no valid verdict ({}{}): {} on the prior alone, so nothing is certified until every base has been compared",
         if n == 1 { "has" } else { "have" },
         shown.join(", "),
-        if n > shown.len() { ", …" } else { "" }
+        if n > shown.len() { ", …" } else { "" },
+        if n == 1 { "its place rests" } else { "their places rest" }
     )
 }
 
@@ -244,6 +245,10 @@ mod tests {
         assert_eq!(
             prior_only_text(&ids, 9),
             "4 of 9 bases have no valid verdict (a, b, c, …): their places rest on the prior alone, so nothing is certified until every base has been compared"
+        );
+        assert_eq!(
+            prior_only_text(&ids[3..], 4),
+            "1 of 4 bases has no valid verdict (d): its place rests on the prior alone, so nothing is certified until every base has been compared"
         );
     }
 

@@ -380,9 +380,9 @@ pub async fn run_audit(
     let text = serde_json::to_string_pretty(&out).expect("serialisable");
     std::fs::write(&path, text + "\n").map_err(io_err(&path))?;
     if print {
-        // A closed stdout (e.g. `| head`) must not turn a finished audit into a panic.
-        use std::io::Write;
-        let _ = writeln!(std::io::stdout(), "{}", summary_text(&out, dir));
+        // A closed stdout (e.g. `| head`) must not turn a finished audit into a panic; the
+        // summary ends with its own newline.
+        super::print_out(&summary_text(&out, dir));
     }
     Ok(out)
 }

@@ -254,6 +254,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         graph: f.reporting.graph.clone(),
         gate,
         left_out: fit.other_pools.values().sum(),
+        left_out_prompts: fit.other_pools.keys().cloned().collect(),
         warnings,
     })
 }

@@ -76,6 +76,8 @@ pub struct CheckReport {
     pub gate: Option<GateCheck>,
     /// Verdicts on prompts the pool file does not have (left out of the fit).
     pub left_out: usize,
+    /// Those prompts' ids (the verdicts' `pool_id`), sorted.
+    pub left_out_prompts: Vec<String>,
     /// Warnings (printed to stderr).
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -95,8 +97,11 @@ impl CheckReport {
         );
         if self.left_out > 0 {
             s.push_str(&format!(
-                "left out: {} on prompts the pool file does not have (fit --out lists them)\n",
-                crate::domain::fmt::count(self.left_out, "verdict")
+                "left out: {} on prompts the pool file does not have: {} ({}{}; check --out lists them all)\n",
+                crate::domain::fmt::count(self.left_out, "verdict"),
+                crate::domain::fmt::count(self.left_out_prompts.len(), "prompt"),
+                self.left_out_prompts.iter().take(5).map(String::as_str).collect::<Vec<_>>().join(", "),
+                if self.left_out_prompts.len() > 5 { ", …" } else { "" }
             ));
         }
         s.push_str(&format!(
