@@ -335,3 +335,24 @@ fn records_without_a_pool_id_on_a_file_of_several_pools_are_said_to_go_to_the_fi
     assert!(o.status.success() && !stderr(&o).contains("name no pool"), "{}", text(&o));
     assert!(stdout(&o).starts_with("pool q2: "), "{}", text(&o));
 }
+
+/// A run's config file alone stands for its run folder (as in `report`); a folder that is not a
+/// run says so without an operating-system error.
+#[test]
+fn fit_takes_a_run_config_for_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = mock_config(d, "c", 24, "");
+    assert!(run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let by_folder = run_bin(d, &["fit", "runs/c"]);
+    assert!(by_folder.status.success(), "{}", text(&by_folder));
+    let by_config = run_bin(d, &["fit", cfg.to_str().unwrap()]);
+    assert!(by_config.status.success(), "{}", text(&by_config));
+    assert_eq!(stdout(&by_config), stdout(&by_folder));
+    std::fs::create_dir_all(d.join("other")).unwrap();
+    let o = run_bin(d, &["fit", "other"]);
+    assert_eq!(
+        stderr(&o),
+        "error: other: not a run folder (it holds no config.yaml); expected a folder written by `topk-judge run`, or a config file\n"
+    );
+}

@@ -634,7 +634,11 @@ struct Prepared {
 
 /// Read the verdicts and the pool, resolve the settings, select the records.
 fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
-    let run = if args.pool_file.is_dir() { Some(load_run(args.pool_file)?) } else { None };
+    // A run's config file alone stands for its run folder, as in `report`.
+    let config_alone = args.verdicts_file.is_none()
+        && args.pool_file.is_file()
+        && args.pool_file.extension().is_some_and(|e| e == "yaml" || e == "yml");
+    let run = if args.pool_file.is_dir() || config_alone { Some(load_run(args.pool_file)?) } else { None };
     let cfg = run.as_ref().map(|r| &r.cfg);
     let mut replaced = None;
     let verdicts_path: PathBuf = match (args.verdicts_file, &run) {
@@ -1095,9 +1099,10 @@ fn some_ids(pool: &Pool) -> String {
 /// `topk-judge fit POOL VERDICTS`, `topk-judge fit RUN`.
 #[derive(Debug, clap::Args)]
 pub struct FitArgs {
-    /// Pool file (JSON Lines), or a run folder (its pool, verdicts and settings).
+    /// Pool file (JSON Lines), or a run folder (its pool, verdicts and settings), or a run's
+    /// config file (its run folder).
     pub pool_file: std::path::PathBuf,
-    /// Verdicts file (JSON Lines with "a", "b", "y"); not needed with a run folder.
+    /// Verdicts file (JSON Lines with "a", "b", "y"); not needed with a run folder or config.
     pub verdicts_file: Option<std::path::PathBuf>,
     /// Pool id (default: the first pool in the file).
     #[arg(long)]

@@ -126,10 +126,14 @@ pub fn load_run_with(
         }
         let path = arg.join("config.yaml");
         let text = std::fs::read_to_string(&path).map_err(|e| {
+            let why = if e.kind() == std::io::ErrorKind::NotFound {
+                "it holds no config.yaml".to_string()
+            } else {
+                format!("{}: {e}", path.display())
+            };
             RunFolderError::Invalid(format!(
-                "{}: not a run folder ({}: {e}); expected a folder written by `topk-judge run`, or a config file",
-                arg.display(),
-                path.display()
+                "{}: not a run folder ({why}); expected a folder written by `topk-judge run`, or a config file",
+                arg.display()
             ))
         })?;
         let cfg = if text.starts_with("# The configuration this run folder was made with") {

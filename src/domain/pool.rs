@@ -256,7 +256,7 @@ impl Pool {
             for it in &p.items {
                 let Some(sys) = it.system.as_deref() else {
                     return Err(bad(format!(
-                        "item {:?} has no \"system\"; a run over many pools (pool.ids) ranks systems and needs the system of every answer",
+                        "item {:?} has no \"system\"; ranking systems over many prompts (`check`, `fit --systems`, a run's `pool.ids`) needs the system of every answer (a pool file from `topk-judge import` has them); for one pool's answers use `fit POOL VERDICTS --pool-id ID`",
                         it.id
                     )));
                 };
