@@ -451,6 +451,15 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     let c = write(d, "ab.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,B,A,a,A\n");
     let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
     assert!(e.contains(":2: winner is \"A\": side a by the format's letters, but system_b is also named \"A\""), "{e}");
+    // Nothing left to write: said in terms of verdicts, with what was skipped.
+    let c = write(d, "self.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,A,A,a,a\n");
+    let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
+    assert!(
+        e.contains(
+            "no verdict to write: the files hold no verdict between two different systems (skipped 1 self-comparison)"
+        ),
+        "{e}"
+    );
     // Named on its own side, the letter means the same either way: read.
     let c = write(d, "ab2.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,A,B,a,A\np1,A,B,b,b\n");
     import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &d.join("ab2.jsonl")).unwrap();

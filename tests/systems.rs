@@ -305,3 +305,20 @@ fn check_names_a_tied_boundary_and_the_systems_never_compared() {
         "error: check v.jsonl four.jsonl: v.jsonl: not a pool file\n  hint: v.jsonl looks like a verdicts file and four.jsonl does not: the order is `topk-judge check POOL JUDGMENTS`\n"
     );
 }
+
+/// k against a run over many prompts counts systems, and names the prompts (not a "pool
+/// \"3 prompts\"" of bases).
+#[test]
+fn k_of_a_systems_run_is_checked_against_its_systems() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = systems_config(
+        dir.path(),
+        "sk",
+        "[cnn-test-404f859482d47c127868964a9a39d1a7645dd2e9, cnn-test-4761dc6d8bdf56b9ada97104113dd1bcf4aed3f1]",
+        8,
+        "",
+    );
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--set", "k=16"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("k: 16 must satisfy 1 ≤ k < number of systems (16) over 2 prompts"), "{}", text(&out));
+}

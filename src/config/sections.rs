@@ -151,6 +151,10 @@ pub fn check_k(k: usize, bound: usize, of: &str) -> Result<(), InvalidSetting> {
 /// # Errors
 /// [`InvalidSetting`] at `k`.
 pub fn check_k_in_pool(k: usize, pool: &Pool) -> Result<(), InvalidSetting> {
+    if pool.is_systems() {
+        // Over many prompts the bases are the systems, and the pool is named by its prompts.
+        return check_k(k, pool.n_bases(), &format!("number of systems ({}) over {}", pool.n_bases(), pool.pool_id));
+    }
     check_k(k, pool.n_bases(), &format!("number of bases ({}) in pool {:?}", pool.n_bases(), pool.pool_id))
 }
 

@@ -542,7 +542,11 @@ fn write_verdicts(c: Collected, out: &Path) -> Result<JudgmentSummary, ImportErr
         skipped.push((duplicates, "repeated verdict".into()));
     }
     if kept.is_empty() {
-        return Err(ImportError::Empty("no verdict between two different systems was read".into()));
+        let skipped: Vec<String> = skipped.iter().map(|(n, what)| crate::domain::fmt::count(*n, what)).collect();
+        return Err(ImportError::NoVerdict(format!(
+            "the files hold no verdict between two different systems{}",
+            if skipped.is_empty() { String::new() } else { format!(" (skipped {})", skipped.join(", ")) }
+        )));
     }
     let mut text = String::new();
     let (mut judges, mut systems, mut prompts): (Vec<String>, Vec<String>, Vec<&str>) = Default::default();

@@ -110,6 +110,9 @@ pub enum ImportError {
     /// Nothing to compare: no prompt has answers of two systems.
     #[error("no prompt has answers of two or more systems; nothing to rank ({0})")]
     Empty(String),
+    /// Judgments of which no verdict between two systems is left to write.
+    #[error("no verdict to write: {0}")]
+    NoVerdict(String),
 }
 
 #[derive(Serialize)]
