@@ -248,7 +248,12 @@ impl PairSpec {
                     };
                     if by_q != Some(w) {
                         return Err(
-                            format!("winner {:?} contradicts x.quality = {a}, y.quality = {b}", w.name()).into()
+                            // As the file writes it (`"winner": "x"`).
+                            format!(
+                                "winner {:?} contradicts x.quality = {a}, y.quality = {b}",
+                                w.name().to_lowercase()
+                            )
+                            .into(),
                         );
                     }
                 }
@@ -1072,7 +1077,8 @@ mod tests {
         assert!(e.msg.contains("x.words = 3 but x.text has 2"), "{e}");
         let e = parse_pairs(r#"{"id":"a","x":{"quality":2,"words":1},"y":{"quality":1,"words":3},"winner":"y"}"#)
             .unwrap_err();
-        assert!(e.msg.contains("contradicts"), "{e}");
+        // The winner as the file writes it.
+        assert!(e.msg.contains("winner \"y\" contradicts x.quality = 2, y.quality = 1"), "{e}");
     }
 
     #[test]
