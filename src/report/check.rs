@@ -156,19 +156,11 @@ impl CheckReport {
         }
         if self.changes_topk {
             // In: certainly in the corrected top-k, not even tied in the raw one; out: the reverse.
-            let not_in = |x: &&String, topk: &[String], tied: &[String]| !topk.contains(x) && !tied.contains(x);
-            let ins: Vec<&str> = self
-                .corrected_topk
-                .iter()
-                .filter(|x| not_in(x, &self.raw_topk, &self.raw_tied))
-                .map(String::as_str)
-                .collect();
-            let outs: Vec<&str> = self
-                .raw_topk
-                .iter()
-                .filter(|x| not_in(x, &self.corrected_topk, &self.corrected_tied))
-                .map(String::as_str)
-                .collect();
+            fn moved<'a>(from: &'a [String], topk: &[String], tied: &[String]) -> Vec<&'a str> {
+                from.iter().filter(|x| !topk.contains(x) && !tied.contains(x)).map(String::as_str).collect()
+            }
+            let ins = moved(&self.corrected_topk, &self.raw_topk, &self.raw_tied);
+            let outs = moved(&self.raw_topk, &self.corrected_topk, &self.corrected_tied);
             let parts: Vec<String> = [(ins, "in"), (outs, "out")]
                 .into_iter()
                 .filter(|(ids, _)| !ids.is_empty())
