@@ -224,8 +224,8 @@ fn bad_inputs_are_named_errors() {
         "{e}"
     );
     // Ids written with surrounding spaces are one system and one prompt (as the header's names
-    // are trimmed); an id of spaces only is empty.
-    let ws = write(d, "ws.csv", "prompt_id,prompt,system,text\np1 ,hi,a ,x\n p1,hi, b,y\np2,yo,a,z\np2,yo,b ,w\n");
+    // are trimmed, and read in any case); an id of spaces only is empty.
+    let ws = write(d, "ws.csv", "Prompt_ID,Prompt,System,TEXT\np1 ,hi,a ,x\n p1,hi, b,y\np2,yo,a,z\np2,yo,b ,w\n");
     let shown = import(d, &["--format", "csv"], &[ws], &d.join("ws.jsonl")).unwrap();
     assert!(shown.contains("2 prompts × 2 systems (4 answers: a, b)"), "{shown}");
     let e = err(&["--format", "csv"], &[write(d, "sp.csv", "prompt_id,prompt,system,text\np1,hi,  ,x\n")]);

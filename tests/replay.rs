@@ -456,6 +456,14 @@ fn compare_prices_replayed_judges_over_pools() {
     assert!(md.contains("| cheap | 2 | 96 | 96 | 0.0960 | 0.0480 | price table |"), "{md}");
     assert!(md.contains("Price-table entries that matched no run: unused."), "{md}");
     assert!(d.join("cmp/cost_vs_recall.svg").exists());
+    // An empty price table prices nothing: refused, not taken as "no table".
+    write(d, "none.yaml", "");
+    let mut empty = args.clone();
+    let at = empty.iter().position(|a| a == "--prices").unwrap() + 1;
+    empty[at] = d.join("none.yaml").display().to_string();
+    let out = run_bin(d, &empty.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("none.yaml: holds no price; expected `JUDGE:"), "{}", text(&out));
     // A judge missing on one pool cannot be compared judge by judge.
     let out = run_bin(
         d,

@@ -82,6 +82,11 @@ impl PriceTable {
         let prices: BTreeMap<String, Price> = crate::store::yaml::from_file_text(&text, path).map_err(|m| {
             bad(format!("{m}; expected `JUDGE: {{usd_per_verdict, input_usd_per_mtok, output_usd_per_mtok}}`"))
         })?;
+        if prices.is_empty() {
+            return Err(bad(
+                "holds no price; expected `JUDGE: {usd_per_verdict, input_usd_per_mtok, output_usd_per_mtok}`, one line per judge".into(),
+            ));
+        }
         for (k, p) in &prices {
             if p.usd_per_verdict.is_none() && !p.per_token() {
                 return Err(bad(format!(

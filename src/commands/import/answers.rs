@@ -439,7 +439,8 @@ pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<Strin
         .headers()
         .map_err(|e| row(path, 1, format!("{e}; expected a {kind} header naming the columns {wanted}")))?
         .iter()
-        .map(|h| h.trim().to_owned())
+        // Column names in any case (`Prompt_ID`), as spreadsheets write them.
+        .map(|h| h.trim().to_ascii_lowercase())
         .collect();
     let mut cols = [usize::MAX; 4];
     let mut ignored = Vec::new();

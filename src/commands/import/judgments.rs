@@ -410,7 +410,8 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
         .headers()
         .map_err(|e| row(path, 1, format!("{e}; expected a CSV header naming the columns {wanted}")))?
         .iter()
-        .map(|h| h.trim().to_owned())
+        // Column names in any case (`Prompt_ID`), as spreadsheets write them.
+        .map(|h| h.trim().to_ascii_lowercase())
         .collect();
     let col = |name: &str| header.iter().position(|h| h == name);
     let missing: Vec<&str> = REQUIRED.iter().copied().filter(|n| col(n).is_none()).collect();
