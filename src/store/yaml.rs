@@ -591,40 +591,27 @@ mod shape_words {
             n: Option<u32>,
         }
         let e = |t: &str| from_str::<K>(t).unwrap_err().0;
-        assert!(
-            e("k: 99999999999999999999\n").starts_with(
-                "line 1 column 4 (key `k`): 99999999999999999999 is too large (at most 18446744073709551615)"
+        // (YAML, what its message starts with); the location is named first.
+        for (yaml, starts) in [
+            (
+                "k: 99999999999999999999\n",
+                "line 1 column 4 (key `k`): 99999999999999999999 is too large (at most 18446744073709551615)",
             ),
-            "{}",
-            e("k: 99999999999999999999\n")
-        );
-        assert!(
-            e("k: 1\nn: 99999999999\n").contains("99999999999 is too large (at most 4294967295)"),
-            "{}",
-            e("k: 1\nn: 99999999999\n")
-        );
-        // Digits tagged as text are not "too large".
-        assert!(
-            e("k: !!str 3\n").contains("expected a whole number ≥ 0, found the text \"3\" (a tag such as `!!str`"),
-            "{}",
-            e("k: !!str 3\n")
-        );
-        // A mis-indented line below continues the value: named whole, not "3 is too large".
-        assert!(
-            e("k: 3\n  n: 1\n").starts_with("line 1 column 4 (key `k`): expected a whole number ≥ 0, found \"3 n: 1\""),
-            "{}",
-            e("k: 3\n  n: 1\n")
-        );
-        assert!(
-            e("k: \"3 # c\"\n").contains("expected a whole number ≥ 0, found \"3 # c\""),
-            "{}",
-            e("k: \"3 # c\"\n")
-        );
-        assert!(
-            e("k: 1\n---\nk: 2\n").contains("a second YAML document starts here (a `---` line)"),
-            "{}",
-            e("k: 1\n---\nk: 2\n")
-        );
+            // A mis-indented line below continues the value: named whole, not "3 is too large".
+            ("k: 3\n  n: 1\n", "line 1 column 4 (key `k`): expected a whole number ≥ 0, found \"3 n: 1\""),
+        ] {
+            assert!(e(yaml).starts_with(starts), "{yaml:?}: {}", e(yaml));
+        }
+        // (YAML, what its message contains).
+        for (yaml, says) in [
+            ("k: 1\nn: 99999999999\n", "99999999999 is too large (at most 4294967295)"),
+            // Digits tagged as text are not "too large".
+            ("k: !!str 3\n", "expected a whole number ≥ 0, found the text \"3\" (a tag such as `!!str`"),
+            ("k: \"3 # c\"\n", "expected a whole number ≥ 0, found \"3 # c\""),
+            ("k: 1\n---\nk: 2\n", "a second YAML document starts here (a `---` line)"),
+        ] {
+            assert!(e(yaml).contains(says), "{yaml:?}: {}", e(yaml));
+        }
     }
 
     #[test]
