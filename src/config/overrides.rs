@@ -159,6 +159,8 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
             let named = overrides.iter().rev().find(|o| {
                 (1..=o.key.len()).any(|n| e.0.contains(&format!("(key `{}`)", o.key[..n].join("."))))
                     || e.0.contains(&format!("`{}`", o.dotted()))
+                    // A field missing in a block the override wrote (`in `judge.openai``).
+                    || e.0.contains(&format!("`{}.", o.dotted()))
                     || e.0.contains(&format!("field `{}`", o.key.last().map_or("", |k| k.as_str())))
             });
             match named {
@@ -573,6 +575,19 @@ mod tests {
         let v: serde_json::Value =
             read_document_with(&path, &[Override::parse("judges.0.mock.seed=7").unwrap()]).unwrap();
         assert_eq!(v["judges"][0]["mock"]["seed"], 7);
+    }
+
+    #[test]
+    fn a_field_missing_in_a_block_an_override_wrote_is_the_overrides_fault() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.yaml");
+        std::fs::write(&path, "name: x\npool: {file: p.jsonl}\nk: 1\njudge:\n  mock:\n    seed: 1\n").unwrap();
+        let e = read_document_with::<crate::config::run::RawConfig>(
+            &path,
+            &[Override::parse("judge={openai: {model: x}}").unwrap()],
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "--set judge={openai: {model: x}}: missing field `base_url` in `judge.openai`");
     }
 
     #[test]

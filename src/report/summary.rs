@@ -353,12 +353,12 @@ pub fn certified_set_lines(
             },
         );
     }
-    let _ = writeln!(
-        s,
-        "  out (π ≤ {eps}): {}{}",
-        c.outside.len(),
-        if c.outside.is_empty() { String::new() } else { format!(" ({})", list_some(&c.outside, 8)) }
-    );
+    let out = if c.outside.is_empty() {
+        "none".to_string()
+    } else {
+        format!("{} ({})", c.outside.len(), list_some(&c.outside, 8))
+    };
+    let _ = writeln!(s, "  out (π ≤ {eps}): {out}");
     if let Some(ns) = no_signal {
         let _ = writeln!(s, "warning: {}", ns.text());
     }
@@ -592,6 +592,26 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every item in or undecided: the "out" line says none, not a bare 0.
+    #[test]
+    fn an_empty_out_set_reads_none() {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let c = super::super::schema::CertifiedTopk {
+            epsilon: 0.05,
+            claimed: false,
+            inside: ids(&["a"]),
+            undecided: ids(&["b", "c"]),
+            outside: vec![],
+            ..Default::default()
+        };
+        assert_eq!(
+            certified_set_lines(2, &c, None),
+            "top-2 not certified (ε = 0.05): 1 of 2 places decided (a, π ≥ 0.95); b, c compete for the other 1 place\n  out (π ≤ 0.05): none\n"
+        );
+        let c = super::super::schema::CertifiedTopk { outside: ids(&["d"]), ..c };
+        assert!(certified_set_lines(2, &c, None).ends_with("  out (π ≤ 0.05): 1 (d)\n"));
+    }
 
     /// A coefficient that is 0 up to rounding reads 0; a small real one keeps its digits.
     #[test]
