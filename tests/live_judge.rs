@@ -522,6 +522,13 @@ fn config_errors_come_before_any_request() {
         assert!(!out.status.success(), "{}", text(&out));
         assert!(text(&out).contains("api_key_env"), "{}", text(&out));
         assert!(!text(&out).contains(key), "{key} echoed: {}", text(&out));
+        // The same key given with --set: the echoed argument hides it.
+        let good = live_config(dir.path(), "pasted3", &fake.base_url, no_key(), "", "  max_comparisons: 4\n");
+        let set = format!("judge.openai.api_key_env={key}");
+        let out = run_bin(dir.path(), &["run", good.to_str().unwrap(), "--set", &set]);
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("--set judge.openai.api_key_env=[redacted]"), "{}", text(&out));
+        assert!(!text(&out).contains(key), "{key} echoed: {}", text(&out));
     }
     // Invalid UTF-8 and a lone surrogate inside an item's text: the error names the item.
     let good = std::fs::read_to_string(summeval()).unwrap();

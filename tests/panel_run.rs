@@ -1431,6 +1431,41 @@ fn a_panel_member_with_too_many_invalid_replies_stops_the_panel() {
     );
 }
 
+/// A panel member none of whose answered queries gave a verdict is not asked again (the
+/// acquisition's price rule, docs/model.md §8); the run then stops as it would at the member's
+/// `max_invalid_rate`, before that limit's minimum of 20 replies: exit 1, the judge named with
+/// its queries, its replies and their likely cause. Before, the other judge went on alone and
+/// the run ended `exhausted`, exit 0.
+#[test]
+fn a_panel_judge_without_a_valid_verdict_stops_the_run() {
+    let live = FakeOpenAi::start_with(
+        Box::new(|_, _| "Both answers have merits; I cannot decide.".into()),
+        Box::new(crate::common::fake_openai::fixed_usage),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let pool = pool8(dir.path());
+    let member = openai_member("live", &live, (0.1, 0.1), "    trusted: true\n");
+    let yaml = format!(
+        "name: silent\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudges:\n  - name: cheap\n    mock: {{mode: stochastic, pos_bias: 0.3, temperature: 0.25, seed: 8, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10}}\n{member}model:\n  covariates:\n    - {{name: words, transform: zscore}}\nacquisition:\n  seed: 5\n  mc_draws: 200\nbudget:\n  max_usd: 1\n",
+        pool = pool.display(),
+    );
+    let cfg = write(dir.path(), "silent.yaml", &yaml);
+    let out = run_to_end(dir.path(), &cfg);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let r = json(&dir.path().join("runs/silent/result.json"));
+    assert_eq!(r["stop_reason"], "max_invalid_rate", "{t}");
+    let asked = r["judges"][1]["queries"].as_u64().unwrap();
+    assert!((4..20).contains(&asked), "stopped by the price rule, not at 20 replies: {asked}: {t}");
+    assert_eq!(r["judges"][1]["invalid"].as_u64(), Some(asked));
+    let said = format!(
+        "judge live: none of its {asked} answered queries gave a verdict ({asked} of {asked} replies invalid, re-asks included: no_verdict {asked}), so the panel would not ask it again"
+    );
+    assert!(r["stop_message"].as_str().unwrap().starts_with(&said), "{}", r["stop_message"]);
+    assert!(t.contains(&said) && t.contains("likely cause: the parser finds no verdict in the replies"), "{t}");
+}
+
 /// A cheap judge that always picks the first-shown answer carries no signal: once its verdicts
 /// show it (10 valid, ≥ 90 % one slot), the acquisition prices it per usable verdict and sends
 /// the rest of the budget to the judge that does; the summary says where θ̂ rests.
@@ -1455,6 +1490,13 @@ fn a_judge_without_signal_is_left_once_its_verdicts_show_it() {
         said.contains("judge \"cheap\" picked the first-shown answer in 100 % of its")
             && said.contains("the panel's θ̂ rests on the other judges"),
         "{said}"
+    );
+    // It was said when the run stopped asking it.
+    assert_eq!(
+        text(&out).matches("warning: judge cheap: its valid verdicts carry no signal (one slot or ties win ≥ 90 % of them), so it is not asked again in this run").count(),
+        1,
+        "{}",
+        text(&out)
     );
 }
 

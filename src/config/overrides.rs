@@ -12,8 +12,11 @@ use std::path::Path;
 /// `{mode: deterministic}`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Override {
-    /// As given on the command line (for messages), e.g. `--set budget.max_usd=0.5`.
+    /// As given on the command line (for messages), e.g. `--set budget.max_usd=0.5`, with
+    /// credentials and pasted keys redacted.
     pub given: String,
+    /// Whether `given` hides a credential or key of the argument.
+    pub redacted: bool,
     /// The key path, split at dots.
     pub key: Vec<String>,
     /// The value, parsed as YAML (text when it is not YAML).
@@ -41,6 +44,10 @@ impl Override {
     }
 
     fn new(given: &str, arg: &str) -> Result<Self, String> {
+        use crate::judge::openai::secret;
+        // A token that starts like a provider's key is not echoed, even in a malformed argument.
+        let original = given;
+        let given = &secret::redact_each(given, &secret::keys_in(given));
         let (key, value) =
             arg.split_once('=').ok_or_else(|| format!("{given}: expected KEY=VALUE, e.g. budget.max_usd=0.5"))?;
         if let Some(open) = key.find('[') {
@@ -64,9 +71,11 @@ impl Override {
             crate::store::yaml::from_str::<serde_json::Value>(value)
                 .unwrap_or_else(|_| serde_json::Value::String(value.to_string()))
         };
-        // A base_url's credentials are not shown in any message that names the override.
-        let given = crate::judge::openai::secret::redact_urls_in(given);
-        Ok(Self { given, key, value, raw })
+        // A base_url's credentials and a pasted key are not shown in any message that names the
+        // override, nor in the resume line.
+        let shown = secret::redact_each(&secret::redact_urls_in(given), &secret::override_secrets(&key, &value));
+        let redacted = shown != original;
+        Ok(Self { given: shown, key, value, raw, redacted })
     }
 
     /// The dotted key.
@@ -497,6 +506,33 @@ mod tests {
         assert_eq!(e, "judges is a list of 2 entries: its entries are named by their index, 0 to 1, not \"2\"");
         let e = Override::parse("judges.cheap.mock.seed=3").unwrap().apply(&mut doc).unwrap_err();
         assert!(e.contains("not \"cheap\""), "{e}");
+    }
+
+    #[test]
+    fn a_key_given_on_the_command_line_is_never_echoed() {
+        let key = "sk-proj-PASTEDSECRET123456789";
+        for arg in [
+            format!("judge.openai.api_key_env={key}"),
+            format!("judges.1.openai.api_key_env=gsk_{}", &key[8..]),
+            format!("judge.openai={{model: m, base_url: 'http://h/v1', api_key_env: {key}}}"),
+            format!("judge.openai.api_key={key}"),
+            // A key of no known shape under a credential's name, and a key anywhere else.
+            "judge.openai.api_key_env=0123456789abcdef0123456789abcdef".to_string(),
+            format!("judge.openai.model={key}"),
+        ] {
+            let o = Override::parse(&arg).unwrap();
+            assert!(o.redacted, "{arg}");
+            assert!(!o.given.contains("PASTEDSECRET") && !o.given.contains("0123456789abcdef"), "{}", o.given);
+            assert!(o.given.contains("[redacted]"), "{}", o.given);
+        }
+        // Malformed: no `=`.
+        let e = Override::parse(key).unwrap_err();
+        assert_eq!(e, "--set [redacted]: expected KEY=VALUE, e.g. budget.max_usd=0.5");
+        // A variable's name is shown; so is every other value.
+        for arg in ["judge.openai.api_key_env=OPENAI_API_KEY", "judge.openai.model=gpt-4o-mini-2024-07-18", "k=3"] {
+            let o = Override::parse(arg).unwrap();
+            assert_eq!((o.given.as_str(), o.redacted), (format!("--set {arg}").as_str(), false));
+        }
     }
 
     #[test]

@@ -296,6 +296,19 @@ pub fn verdict_shaped_items(pool: &Pool) -> Vec<VerdictShaped> {
 /// the most frequent one.
 pub fn invalid_rate_message(st: &JudgeStats, limit: Option<(f64, u64)>) -> String {
     let max = limit.map_or(0.0, |(m, _)| m);
+    let (parts, cause) = invalid_reasons(st);
+    format!(
+        "{} of {} replies were invalid ({:.0}%, above max_invalid_rate {}; {parts}); likely cause: {cause}",
+        st.invalid_replies,
+        st.replies,
+        100.0 * st.invalid_replies as f64 / st.replies.max(1) as f64,
+        max,
+    )
+}
+
+/// A judge's invalid replies by reason, most frequent first (`no_verdict 6, truncated 1`), and
+/// the likely cause of the most frequent one.
+pub fn invalid_reasons(st: &JudgeStats) -> (String, &'static str) {
     let mut reasons: Vec<(&InvalidReason, &u64)> = st.invalid_by_reason.iter().collect();
     reasons.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
     let parts: Vec<String> = reasons.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -306,14 +319,7 @@ pub fn invalid_rate_message(st: &JudgeStats, limit: Option<(f64, u64)>) -> Strin
             _ => None,
         })
         .map_or("see `raw` in verdicts.jsonl", |r| r.likely_cause());
-    format!(
-        "{} of {} replies were invalid ({:.0}%, above max_invalid_rate {}; {}); likely cause: {cause}",
-        st.invalid_replies,
-        st.replies,
-        100.0 * st.invalid_replies as f64 / st.replies.max(1) as f64,
-        max,
-        parts.join(", ")
-    )
+    (parts.join(", "), cause)
 }
 
 /// The human-readable end-of-run summary ([`super::summary::run_summary`]).
@@ -330,13 +336,24 @@ pub fn resume_hint(config_path: &Path, overrides: &[crate::config::overrides::Ov
             Some((flag, value)) if flag.starts_with("--") && flag != "--set" => {
                 line.push_str(&format!(" {flag} {}", shell_word(value)));
             }
+            // A value with a credential or key is repeated as redacted, never as given.
+            _ if o.redacted => {
+                line.push_str(" --set ");
+                line.push_str(&shell_word(o.given.strip_prefix("--set ").unwrap_or(&o.given)));
+            }
             _ => {
                 line.push_str(" --set ");
                 line.push_str(&shell_word(&format!("{}={}", o.key.join("."), o.raw)));
             }
         }
     }
-    line + "\n"
+    line.push('\n');
+    if overrides.iter().any(|o| o.redacted) {
+        line.push_str(
+            "  (credentials in the line above are shown as *** or [redacted]: put them back before you run it)\n",
+        );
+    }
+    line
 }
 
 /// `s` as one word of a POSIX shell command line: as it is when it holds only characters no
@@ -391,6 +408,15 @@ mod tests {
         assert_eq!(
             resume_hint(Path::new("c.yaml"), &short),
             "resume: topk-judge run c.yaml --name 'my run' --max-usd 0.5 --set k=4\n"
+        );
+        // Credentials are not repeated, and the line says so.
+        let secret = [
+            Override::shorthand("--base-url", "judge.openai.base_url", "http://user:pw1234@h/v1").unwrap(),
+            o("judge.openai.base_url=http://user2:pw5678@h/v1"),
+        ];
+        assert_eq!(
+            resume_hint(Path::new("c.yaml"), &secret),
+            "resume: topk-judge run c.yaml --base-url 'http://***:***@h/v1' --set 'judge.openai.base_url=http://***:***@h/v1'\n  (credentials in the line above are shown as *** or [redacted]: put them back before you run it)\n"
         );
     }
 }

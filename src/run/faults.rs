@@ -224,6 +224,41 @@ impl Faults {
         self.invalid_stop = Some(m);
     }
 
+    /// A panel member whose answered queries gave no valid verdict, so the panel's price rule
+    /// would not ask it again ([`super::panel`]): the run stops as a single judge's does at its
+    /// invalid-reply limit, naming the judge (`member`: its index, name and answered queries).
+    /// Its reply counts are this invocation's and those behind its stored records, re-asks
+    /// included.
+    pub fn stop_no_valid_verdict(
+        &mut self,
+        judge: &dyn Judge,
+        member: (usize, &str, usize),
+        sched: &mut Scheduler,
+        progress: &Progress,
+    ) {
+        if self.invalid_stop.is_some() {
+            return;
+        }
+        let earlier = self.earlier.get(member.0).cloned().unwrap_or_default();
+        let st = judge.stats().unwrap_or_default().with_earlier(&earlier);
+        if st.invalid_replies == 0 || !sched.judge_replies(st.replies, st.invalid_replies, (0.0, 1)) {
+            return;
+        }
+        let (parts, cause) = crate::report::result::invalid_reasons(&st);
+        let m = format!(
+            "judge {}: {} ({} of {} replies invalid, re-asks included: {parts}), so the panel would not ask it again; the run stops, as for a judge past its max_invalid_rate; likely cause: {cause}",
+            member.1,
+            match member.2 {
+                1 => "its 1 answered query gave no verdict".to_string(),
+                q => format!("none of its {q} answered queries gave a verdict"),
+            },
+            st.invalid_replies,
+            st.replies
+        );
+        progress.println(&format!("stopping: {m}"));
+        self.invalid_stop = Some(m);
+    }
+
     /// The judge failed before its first query (its endpoint check).
     pub fn judge_unreachable(&mut self, message: String) {
         self.last_error = message.clone();

@@ -546,7 +546,25 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
         self.sched.fit_started();
         self.faults.note_failed_rounds(&self.sched);
         let stored = (self.stored_of)(&self.out.disp.books());
-        self.price_scale = stored.iter().zip(self.expected.iter()).map(|(s, e)| price_scale(s, e)).collect();
+        let scales: Vec<f64> = stored.iter().zip(self.expected.iter()).map(|(s, e)| price_scale(s, e)).collect();
+        // A judge the price rule stops asking: one without a valid verdict (all its replies
+        // invalid) stops the run, as a single judge's would; one whose valid verdicts carry no
+        // signal is said, and the others go on.
+        for (j, m) in self.panel.members().iter().enumerate() {
+            if !scales[j].is_infinite() || self.price_scale[j].is_infinite() {
+                continue;
+            }
+            if stored[j].iter().all(|v| v.verdict().is_none()) {
+                let member = (j, m.name.as_str(), stored[j].len());
+                self.faults.stop_no_valid_verdict(m.judge.as_ref(), member, &mut self.sched, &self.progress);
+            } else {
+                self.progress.println(&format!(
+                    "warning: judge {}: its valid verdicts carry no signal (one slot or ties win ≥ 90 % of them), so it is not asked again in this run",
+                    m.name
+                ));
+            }
+        }
+        self.price_scale = scales;
         let groups = groups(self.cfg, &stored, &self.trusted);
         let d = design(&self.cfg.pool, &self.cfg.covariates, &groups, self.cfg.families.as_ref());
         let reference = d.layout.reference;

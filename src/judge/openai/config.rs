@@ -570,7 +570,7 @@ pub(super) fn check_key_env(cfg: &OpenAiConfig) -> Result<Option<Secret>, String
     let named = shown_var_name(var);
     // A long value that is no upper-case variable name is most likely a key pasted here (`gsk_…`,
     // hex, `hf_…`): refused even when no key is required, so it is never copied into a run folder.
-    let pasted = !looks_like_var_name(var) && var.chars().count() >= 20;
+    let pasted = !super::secret::looks_like_var_name(var) && var.chars().count() >= 20;
     if pasted || var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(format!(
             "the value ({} characters, not shown: it may be a pasted key) does not look like the name of an environment variable (letters, digits and _, such as OPENAI_API_KEY); put the key in an environment variable and write that variable's name here, e.g. OPENAI_API_KEY",
@@ -594,7 +594,7 @@ pub(super) fn check_key_env(cfg: &OpenAiConfig) -> Result<Option<Secret>, String
 /// digits), otherwise without the value, which may be a key pasted in the wrong place (`gsk_…`,
 /// `AIza…`, hex): such a value is never printed.
 fn shown_var_name(var: &str) -> String {
-    if looks_like_var_name(var) {
+    if super::secret::looks_like_var_name(var) {
         format!("environment variable {var}")
     } else {
         format!(
@@ -605,15 +605,6 @@ fn shown_var_name(var: &str) -> String {
 }
 
 /// Upper-case words joined by `_` (`OPENAI_API_KEY`), at most 48 characters, few digits.
-fn looks_like_var_name(var: &str) -> bool {
-    let words: Vec<&str> = var.split('_').collect();
-    let upper_words = words.len() >= 2
-        && words.iter().all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
-        && var.starts_with(|c: char| c.is_ascii_uppercase());
-    let digits = var.chars().filter(char::is_ascii_digit).count();
-    upper_words && var.len() <= 48 && digits * 4 < var.len()
-}
-
 pub(super) fn text(pool: &Pool, i: usize) -> &str {
     pool.items[i].text.as_deref().unwrap_or("")
 }

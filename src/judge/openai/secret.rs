@@ -324,6 +324,69 @@ pub fn redact_urls_in(text: &str) -> String {
     redact_all(text, &secrets)
 }
 
+/// Prefixes of provider API keys (OpenAI, Anthropic, Groq, Hugging Face, xAI, Google, Replicate,
+/// Perplexity, GitHub): a token that starts with one and is 20 characters or longer is taken for
+/// a key wherever it appears.
+const KEY_PREFIXES: [&str; 10] = ["sk-", "sk_", "gsk_", "hf_", "xai-", "AIza", "r8_", "pplx-", "ghp_", "github_pat_"];
+
+/// The values of a command-line override (`--set key=value`, `value` read as YAML) that may be
+/// secrets, to be kept out of every message that echoes the override: a text under a key named
+/// like a credential (`api_key_env`, `api_key`, `token`, `secret`, `password`, `authorization`)
+/// that is not the name of an environment variable (so a key pasted into `api_key_env` is not
+/// shown, while `OPENAI_API_KEY` is; docs/live.md), and anywhere a token that starts like a provider's key
+/// ([`KEY_PREFIXES`], 20 characters or more).
+pub fn override_secrets(key: &[String], value: &serde_json::Value) -> Vec<String> {
+    fn credential(name: &str) -> bool {
+        let n = name.to_ascii_lowercase();
+        ["key", "token", "secret", "password", "authorization"].iter().any(|w| n.contains(w))
+    }
+    fn walk(name: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => {
+                let s = s.trim();
+                if credential(name) && !s.is_empty() && !looks_like_var_name(s) {
+                    out.push(s.to_string());
+                }
+                out.extend(keys_in(s));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(name, x, out)),
+            serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| walk(k, x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(key.last().map_or("", String::as_str), value, &mut out);
+    out
+}
+
+/// Whether `var` reads as an environment variable's name (`OPENAI_API_KEY`: upper-case words
+/// joined by `_`, few digits), so messages may show it; anything else may be a pasted key.
+pub fn looks_like_var_name(var: &str) -> bool {
+    let words: Vec<&str> = var.split('_').collect();
+    let upper_words = words.len() >= 2
+        && words.iter().all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+        && var.starts_with(|c: char| c.is_ascii_uppercase());
+    let digits = var.chars().filter(char::is_ascii_digit).count();
+    upper_words && var.len() <= 48 && digits * 4 < var.len()
+}
+
+/// The tokens of `text` that start like a provider's API key ([`KEY_PREFIXES`]).
+pub fn keys_in(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || "\"'{}[],=:".contains(c))
+        .filter(|t| t.chars().count() >= 20 && KEY_PREFIXES.iter().any(|p| t.starts_with(p)))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `text` with each of `secrets` replaced by [`REDACTED`].
+pub fn redact_each(text: &str, secrets: &[String]) -> String {
+    let mut t = text.to_owned();
+    for s in secrets.iter().filter(|s| !s.is_empty()) {
+        t = t.replace(s.as_str(), REDACTED);
+    }
+    t
+}
+
 /// Serialise `base_url` redacted ([`redact_url`]): a config copied into a run folder never holds
 /// its credentials.
 ///
