@@ -155,6 +155,36 @@ fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
     );
 }
 
+/// A provider that reports 20,000 prompt tokens per reply for prompts of about 1,000 bytes (the
+/// reservation counts one token per byte) and keeps to max_tokens: the overrun is named as
+/// prompt tokens, in the summary and in the error, not as a provider ignoring max_tokens.
+#[test]
+fn replies_billed_above_the_prompts_bytes_are_named_as_prompt_tokens() {
+    let fake = FakeOpenAi::start_with(
+        Box::new(longer_wins),
+        Box::new(|_| Some(json!({"prompt_tokens": 20000, "completion_tokens": 1}))),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = live(dir.path(), "prompty", &fake.base_url, "", "  concurrency: 2\n", "  max_usd: 0.01\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "the books end above max_usd: {t}");
+    let r = json(&dir.path().join("runs/prompty/result.json"));
+    let o = &r["overrun"];
+    let n = o["replies"].as_u64().unwrap();
+    assert_eq!((o["above_prompt_bound"].as_u64(), o["most_prompt_tokens"].as_u64()), (Some(n), Some(20000)), "{o}");
+    assert_eq!(o["above_max_tokens"].as_u64(), Some(0), "{o}");
+    assert!(
+        t.contains(&format!("overrun: {n} repl{} billed more prompt tokens than the prompt has bytes (up to 20000 prompt tokens; the reservation counts one per byte); ", if n == 1 { "y" } else { "ies" })),
+        "{t}"
+    );
+    assert!(
+        t.contains("(see `overrun:` in the summary; the provider reported more prompt tokens than the prompt has bytes (tokens of its own added to the prompt)), so the budget was passed")
+            && !t.contains("does not keep to max_tokens"),
+        "{t}"
+    );
+}
+
 /// Pipelined with picks written ahead: a reply billed far above its reservation holds the picks
 /// written ahead (they would leave from the task that received it, before its cost is booked),
 /// so no request leaves after the first overrun beyond the `concurrency` already on the wire.

@@ -185,6 +185,14 @@ pub struct JudgeStats {
     /// The judge's `max_tokens`, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Replies that reported more prompt tokens than their prompt's bound (one token per byte
+    /// plus the per-message overhead, what the budget reserves; docs/live.md, "Budget"): a
+    /// provider that adds prompt tokens of its own; billed as reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub above_prompt_bound: u64,
+    /// The most prompt tokens one reply reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub most_prompt_tokens: u64,
     /// Provider batch jobs created (`acquisition.dispatch: batch`; docs/live.md, "Batch
     /// dispatch").
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -84,7 +84,7 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
     };
     let (o, factor) = end.overrun;
     let stats = result.judge_stats.as_ref();
-    if o.replies > 0 || stats.is_some_and(|s| s.above_max_tokens > 0) {
+    if o.replies > 0 || stats.is_some_and(|s| s.above_max_tokens > 0 || s.above_prompt_bound > 0) {
         result.overrun = Some(OverrunReport {
             replies: o.replies,
             excess_usd: o.excess_usd,
@@ -93,6 +93,8 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
             above_max_tokens: stats.map_or(0, |s| s.above_max_tokens),
             most_completion_tokens: stats.map_or(0, |s| s.most_completion_tokens),
             max_tokens: stats.and_then(|s| s.max_tokens),
+            above_prompt_bound: stats.map_or(0, |s| s.above_prompt_bound),
+            most_prompt_tokens: stats.map_or(0, |s| s.most_prompt_tokens),
         });
     }
     result.fit.reporting.session = Some(end.session);

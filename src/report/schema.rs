@@ -209,8 +209,8 @@ pub struct VerdictsReport {
     pub stop_message: Option<String>,
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
 }
 
 /// The certified top-k at ε (docs/model.md, "Certified top-k"): bases with reported top-k
@@ -395,6 +395,29 @@ pub struct OverrunReport {
     /// The judge's `max_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Replies that reported more prompt tokens than their prompt's bound (live judges; the
+    /// reservation counts one token per prompt byte).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub above_prompt_bound: u64,
+    /// The most prompt tokens one reply reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub most_prompt_tokens: u64,
+}
+
+impl OverrunReport {
+    /// Why replies cost more than reserved, as the provider's reports show it: more prompt
+    /// tokens than the prompt's bytes, more completion tokens than `max_tokens`, or neither
+    /// known (a judge without token counts).
+    pub fn cause(&self) -> String {
+        let mut c = Vec::new();
+        if self.above_prompt_bound > 0 {
+            c.push("the provider reported more prompt tokens than the prompt has bytes (tokens of its own added to the prompt)");
+        }
+        if self.above_max_tokens > 0 {
+            c.push("the provider does not keep to max_tokens");
+        }
+        if c.is_empty() { "the judge billed more than its worst case".to_string() } else { c.join("; ") }
+    }
 }
 
 /// Verdicts of one invocation of `run`.

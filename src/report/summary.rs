@@ -111,9 +111,21 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
             ),
             _ => String::new(),
         };
+        let prompt = match o.above_prompt_bound {
+            0 => String::new(),
+            n => format!(
+                "{n} repl{} billed more prompt tokens than the prompt has bytes (up to {} prompt tokens; the reservation counts one per byte); ",
+                if n == 1 { "y" } else { "ies" },
+                if o.most_prompt_tokens == u64::MAX {
+                    "more than 1.8e19".to_string()
+                } else {
+                    o.most_prompt_tokens.to_string()
+                }
+            ),
+        };
         let _ = writeln!(
             s,
-            "overrun: {tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} requests in flight at the first overrun billed above their reservations)",
+            "overrun: {prompt}{tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} requests in flight at the first overrun billed above their reservations)",
             o.replies,
             if o.replies == 1 { "y" } else { "ies" },
             usd(o.excess_usd),

@@ -471,7 +471,8 @@ fn finish(
         crate::report::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;
     }
     let after = faults.failing.map(|message| RunError::JudgeFailing { message }).or_else(|| {
-        RunError::above_max_usd(result.overrun.is_some(), result.folder_spend.spend_usd, cfg.raw.budget.max_usd)
+        let cause = result.overrun.as_ref().map(crate::report::schema::OverrunReport::cause);
+        RunError::above_max_usd(cause, result.folder_spend.spend_usd, cfg.raw.budget.max_usd)
     });
     super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, after)
 }

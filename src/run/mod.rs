@@ -96,10 +96,10 @@ pub enum RunError {
         message: String,
     },
     /// Replies of this invocation were billed above their reservations (a provider that
-    /// ignores `max_tokens`) and the folder's books end above `budget.max_usd`; result.json
-    /// was still written (docs/live.md, "Budget").
+    /// ignores `max_tokens`, or adds prompt tokens of its own) and the folder's books end above
+    /// `budget.max_usd`; result.json was still written (docs/live.md, "Budget").
     #[error(
-        "the run folder's books hold {}, above budget.max_usd {}: replies were billed above what was reserved for them (see `overrun:` in the summary; the provider does not keep to max_tokens), so the budget was passed; result.json holds the run",
+        "the run folder's books hold {}, above budget.max_usd {}: replies were billed above what was reserved for them (see `overrun:` in the summary; {cause}), so the budget was passed; result.json holds the run",
         crate::report::table::usd(*books_usd),
         crate::report::table::usd(*max_usd)
     )]
@@ -108,15 +108,18 @@ pub enum RunError {
         books_usd: f64,
         /// `budget.max_usd`, USD.
         max_usd: f64,
+        /// Why, as the replies' token counts show it ([`crate::report::schema::OverrunReport::cause`]).
+        cause: String,
     },
 }
 
 impl RunError {
     /// [`RunError::AboveMaxUsd`] when an invocation that had replies billed above their
-    /// reservations (`overrun`) ends with the folder's books (`books_usd`) above `max_usd`.
-    pub fn above_max_usd(overrun: bool, books_usd: f64, max_usd: Option<f64>) -> Option<Self> {
-        let max_usd = max_usd?;
-        (overrun && books_usd > max_usd + 1e-12).then_some(Self::AboveMaxUsd { books_usd, max_usd })
+    /// reservations (`overrun`: why, as its replies show it) ends with the folder's books
+    /// (`books_usd`) above `max_usd`.
+    pub fn above_max_usd(overrun: Option<String>, books_usd: f64, max_usd: Option<f64>) -> Option<Self> {
+        let (max_usd, cause) = (max_usd?, overrun?);
+        (books_usd > max_usd + 1e-12).then_some(Self::AboveMaxUsd { books_usd, max_usd, cause })
     }
 }
 
@@ -186,14 +189,31 @@ mod tests {
     /// max_usd lowered since (no overrun now), or an overrun within max_usd, do not.
     #[test]
     fn the_budget_passed_by_an_overrun_is_an_error() {
-        let e = RunError::above_max_usd(true, 4040.0, Some(0.05)).expect("passed");
+        let o = |prompt: u64, completion: u64| {
+            Some(
+                crate::report::schema::OverrunReport {
+                    above_prompt_bound: prompt,
+                    above_max_tokens: completion,
+                    ..Default::default()
+                }
+                .cause(),
+            )
+        };
+        let e = RunError::above_max_usd(o(0, 2), 4040.0, Some(0.05)).expect("passed");
         assert_eq!(
             e.to_string(),
             "the run folder's books hold $4040.0000, above budget.max_usd $0.0500: replies were billed above what was reserved for them (see `overrun:` in the summary; the provider does not keep to max_tokens), so the budget was passed; result.json holds the run"
         );
-        assert!(RunError::above_max_usd(false, 4040.0, Some(0.05)).is_none());
-        assert!(RunError::above_max_usd(true, 0.05, Some(0.05)).is_none());
-        assert!(RunError::above_max_usd(true, 4040.0, None).is_none());
+        // Prompt tokens above the prompt's bytes are named as the cause, not max_tokens.
+        let e = RunError::above_max_usd(o(2, 0), 0.04, Some(0.01)).expect("passed").to_string();
+        assert!(
+            e.contains("(see `overrun:` in the summary; the provider reported more prompt tokens than the prompt has bytes (tokens of its own added to the prompt)), so")
+                && !e.contains("max_tokens"),
+            "{e}"
+        );
+        assert!(RunError::above_max_usd(None, 4040.0, Some(0.05)).is_none());
+        assert!(RunError::above_max_usd(o(0, 0), 0.05, Some(0.05)).is_none());
+        assert!(RunError::above_max_usd(o(0, 0), 4040.0, None).is_none());
     }
 
     /// A panel whose last fit fails says what is kept and how to refit it, with the cause.

@@ -767,7 +767,11 @@ fn finish(
     let after = faults
         .failing
         .map(|message| RunError::JudgeFailing { message })
-        .or_else(|| RunError::above_max_usd(result.asked_now > 0, result.spend_usd, cfg.raw.budget.max_usd));
+        .or_else(|| {
+            // A panel keeps no per-judge token counts of its overruns.
+            let cause = (result.asked_now > 0).then(|| "a judge billed more than its worst case: more prompt tokens than the prompt has bytes, or more completion tokens than max_tokens".to_string());
+            RunError::above_max_usd(cause, result.spend_usd, cfg.raw.budget.max_usd)
+        });
     super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, after)
 }
 

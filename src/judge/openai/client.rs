@@ -28,6 +28,8 @@ pub(super) struct Counters {
     pub(super) in_band_errors: AtomicU64,
     pub(super) above_max_tokens: AtomicU64,
     pub(super) most_completion_tokens: AtomicU64,
+    pub(super) above_prompt_bound: AtomicU64,
+    pub(super) most_prompt_tokens: AtomicU64,
     pub(super) batch_jobs: AtomicU64,
     pub(super) batch_api_requests: AtomicU64,
 }
@@ -559,6 +561,10 @@ impl OpenAiJudge {
             if this_usage.completion_tokens > u64::from(self.info.cfg.max_tokens) {
                 self.counters.above_max_tokens.fetch_add(1, Ordering::Relaxed);
             }
+            self.counters.most_prompt_tokens.fetch_max(this_usage.prompt_tokens, Ordering::Relaxed);
+            if this_usage.prompt_tokens > q.prompt.token_bound() {
+                self.counters.above_prompt_bound.fetch_add(1, Ordering::Relaxed);
+            }
             usage.add(&this_usage);
             cost += self.info.price.cost_usd(&this_usage);
             if !room_for_another(cost) && slots.load(Ordering::Relaxed) > 0 {
@@ -998,6 +1004,8 @@ impl Judge for OpenAiJudge {
             above_max_tokens: g(&c.above_max_tokens),
             most_completion_tokens: g(&c.most_completion_tokens),
             max_tokens: Some(self.info.cfg.max_tokens),
+            above_prompt_bound: g(&c.above_prompt_bound),
+            most_prompt_tokens: g(&c.most_prompt_tokens),
             batch_jobs: g(&c.batch_jobs),
             batch_api_requests: g(&c.batch_api_requests),
         })

@@ -327,7 +327,8 @@ pub fn redact_urls_in(text: &str) -> String {
 /// Prefixes of provider API keys (OpenAI, Anthropic, Groq, Hugging Face, xAI, Google, Replicate,
 /// Perplexity, GitHub): a token that starts with one and is 20 characters or longer is taken for
 /// a key wherever it appears.
-pub const KEY_PREFIXES: [&str; 10] = ["sk-", "sk_", "gsk_", "hf_", "xai-", "AIza", "r8_", "pplx-", "ghp_", "github_pat_"];
+pub const KEY_PREFIXES: [&str; 10] =
+    ["sk-", "sk_", "gsk_", "hf_", "xai-", "AIza", "r8_", "pplx-", "ghp_", "github_pat_"];
 
 /// The values of a command-line override (`--set key=value`, `value` read as YAML) that may be
 /// secrets, to be kept out of every message that echoes the override: a text under a key named
