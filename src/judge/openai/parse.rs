@@ -38,7 +38,8 @@
 //! markers came before it;
 //! (2) otherwise the last strong marker; (3) otherwise the last weak one. Ambiguous (invalid):
 //! a strong marker with another outcome after the label (or on the verdict's line when
-//! unlabelled), e.g. `[[A]] or [[B]]`, or the verdict followed by `or B`/`and B`/`/B`.
+//! unlabelled), e.g. `[[A]] or [[B]]`, or the verdict followed by `or B`/`and B`/`/B`, or
+//! corrected later to the other outcome (`A, no wait, B.`).
 //!
 //! **Quotations do not count**: a marker inside double quotes or backticks together with other
 //! words (`"Final verdict: [[B]]"`) or alone in them before `if`/`for`/`when` (the format cited
@@ -209,6 +210,7 @@ struct Rx {
     bare_tie_line: Regex,
     bare_comparison: Regex,
     or_other: Regex,
+    correction: Regex,
     think: Regex,
     quoted: Regex,
     refusal: Regex,
@@ -256,6 +258,12 @@ static RX: LazyLock<Rx> = LazyLock::new(|| {
         bare_tie_line: Regex::new(&format!(r"^(?:(?i:(?:final\s+)?(?:verdict|answer|decision|winner))\s*[:=\-–]\s*)?(?:\[\[\s*)?(?P<t>{TIE})(?:\s*\]\])?$")).expect("valid"),
         bare_comparison: Regex::new(r"^\[*\s*(?P<x>[AB])\s*(?P<op>>>|>|=|<<|<)\s*(?P<y>[AB])\s*\]*$").expect("valid"),
         or_other: Regex::new(&format!(r"^\s*(?:\*\*)?\s*(?i:or|and|/|&)\s*{o}")).expect("valid"),
+        // A self-correction ending its sentence: `no wait, B.`, `Actually, A.`, `I mean
+        // Assistant B is better.`
+        correction: Regex::new(&format!(
+            r"(?m)\b(?i:no,?\s+wait|wait|actually|correction|i\s+mean|scratch\s+that|on\s+second\s+thought|make\s+that)\b[\s,:;.!—–-]*(?:(?i:it'?s|it\s+is|the\s+answer\s+is|rather)\s+)?{o}(?:\s+(?i:is\s+better|wins|is\s+the\s+winner))?\s*(?:\*\*)?\s*(?:[.!]|$)"
+        ))
+        .expect("valid"),
         think: Regex::new(r"(?s)<think>.*?(?:</think>|\z)|<thinking>.*?(?:</thinking>|\z)").expect("valid"),
         quoted: Regex::new("\"[^\"\\n]{1,500}\"|“[^”\\n]{1,500}”|`[^`\\n]{1,500}`").expect("valid"),
         refusal: Regex::new(r"(?i)\b(?:i'?m\s+sorry|i\s+am\s+sorry|i\s+apologi[sz]e|i\s+(?:can(?:no|')?t|won'?t|will\s+not|am\s+(?:unable|not\s+able)\s+to|must\s+decline)\s+(?:help|assist|comply|provide|choose|judge|evaluate|do\s+that|make|compare|determine)|as\s+an\s+ai\b)").expect("valid"),
@@ -616,6 +624,15 @@ pub fn parse_text(text: &str, answers: [&str; 2]) -> Result<Verdict, Invalid> {
         return Err(Invalid::Ambiguous);
     }
     if last.outcome != ParsedOutcome::Tie && RX.or_other.is_match(&text[last.end..]) {
+        return Err(Invalid::Ambiguous);
+    }
+    // The verdict corrected later to the other outcome (`A, no wait, B.`): which the judge
+    // meant is not the parser's to say.
+    let corrected = RX
+        .correction
+        .captures_iter(&text[last.end..])
+        .any(|c| letter_match(&c).is_some_and(|l| letter_outcome(l.as_str()) != last.outcome));
+    if corrected {
         return Err(Invalid::Ambiguous);
     }
     Ok(Verdict { outcome: last.outcome, strong: last.strong_pref, channel: Channel::Text, letter_at: last.letter_at })
@@ -1254,6 +1271,13 @@ mod tests {
             ("Neither summary is good.", NO, Bad(Invalid::NoVerdict)),
             ("Both have merits and flaws.", NO, Bad(Invalid::NoVerdict)),
             ("[[A]] or [[B]]", NO, Bad(Invalid::Ambiguous)),
+            // A verdict corrected to the other outcome; a correction that keeps it, or words
+            // about an answer after the verdict, are not.
+            ("The answer is A, no wait, B.", NO, Bad(Invalid::Ambiguous)),
+            ("B\n\nActually, A.", NO, Bad(Invalid::Ambiguous)),
+            ("My final verdict: [[A]]. On second thought, Assistant B is better.", NO, Bad(Invalid::Ambiguous)),
+            ("[[B]]\nActually, B.", NO, B),
+            ("Final verdict: [[A]]\nActually, B's summary also has a typo.", NO, A),
             ("Answer: A or B", NO, Bad(Invalid::Ambiguous)),
             ("The final answer is A/B.", NO, Bad(Invalid::Ambiguous)),
             ("My final verdict: [[A]] or [[B]], it is hard to say.", NO, Bad(Invalid::Ambiguous)),
