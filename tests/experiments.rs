@@ -204,6 +204,30 @@ fn sweep_errors_name_the_key() {
     let bad = write(dir.path(), "bad3.yaml", "name: b\nk: 30\nbudgets: [all]\n");
     let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap()]);
     assert!(text(&out).contains("k: 30 must satisfy"), "{}", text(&out));
+    // A repeated setting would be run twice and counted twice (smaller standard errors, two
+    // identical rows of the ρ table); before, ρ and seeds repeats ran, budgets were merged.
+    let repeat = "run once (a repeat would run it again and count those runs twice)";
+    for (file, yaml, key, value) in [
+        ("rho.yaml", "name: b\nbudgets: [40]\npools: {n: 30, rho: [0.0, 0.5, 0.0]}\n", "pools.rho", "0"),
+        ("budgets.yaml", "name: b\nbudgets: [10, 10]\n", "budgets", "10"),
+        ("strategies.yaml", "name: b\nbudgets: [10]\nstrategies: [topk, random, topk]\n", "strategies", "topk"),
+        (
+            "panel.yaml",
+            "name: b\nout_dir: runs\nk: 2\npools:\n  synthetic: {n: 8, count: 2}\nseeds: [1, 1]\nspend_usd: [0.01]\npanel:\n  judges:\n    - {name: a, mock: {input_usd_per_mtok: 0.1}}\n",
+            "seeds",
+            "1",
+        ),
+    ] {
+        let bad = write(dir.path(), file, yaml);
+        let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap()]);
+        assert!(!out.status.success(), "{file}: {}", text(&out));
+        assert!(
+            text(&out)
+                .contains(&format!("{key}: {value} is listed more than once: each value is one setting, {repeat}")),
+            "{file}: {}",
+            text(&out)
+        );
+    }
 }
 
 #[test]

@@ -137,7 +137,7 @@ pub struct RecordedPool {
 /// A validated frozen protocol with its pools and recording loaded.
 #[derive(Debug, Clone)]
 pub struct Frozen {
-    /// As written (budgets sorted and deduplicated).
+    /// As written (budgets and seeds sorted).
     pub raw: RawFrozen,
     /// The file.
     pub path: PathBuf,
@@ -186,10 +186,12 @@ impl Frozen {
         .map_err(inv)?;
         sections::check_cadence(raw.acquisition.refit_every, raw.acquisition.mc_draws, "acquisition").map_err(inv)?;
         sections::check_prior(&raw.prior, "prior").map_err(inv)?;
+        sections::check_distinct("strategies", &raw.strategies, sections::as_written).map_err(inv)?;
+        sections::check_distinct("models", &raw.models, sections::as_written).map_err(inv)?;
+        sections::check_distinct("budgets", &raw.budgets, ToString::to_string).map_err(inv)?;
+        sections::check_distinct("seeds", &raw.seeds, ToString::to_string).map_err(inv)?;
         raw.budgets.sort();
-        raw.budgets.dedup();
         raw.seeds.sort_unstable();
-        raw.seeds.dedup();
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let src = &mut raw.recorded;
         src.pools = sections::resolve(&dir, &src.pools, "recorded.pools").map_err(inv)?;

@@ -196,13 +196,15 @@ impl PanelSweep {
         if s.seeds.is_empty() {
             return Err(bad("seeds", "must list at least one seed".into()));
         }
+        super::sections::check_distinct("seeds", &s.seeds, ToString::to_string)
+            .map_err(|e| ConfigError::invalid(path, e))?;
         if s.spend_usd.is_empty()
             || s.spend_usd.iter().any(|v| !(*v > 0.0 && v.is_finite()))
             || s.spend_usd.windows(2).any(|w| w[0] >= w[1])
         {
             return Err(bad(
                 "spend_usd",
-                format!("{:?}: must list increasing amounts > 0 (USD per pool)", s.spend_usd),
+                format!("{:?}: must list increasing, finite amounts > 0 (USD per pool)", s.spend_usd),
             ));
         }
         let j = &s.panel.judges;

@@ -157,6 +157,7 @@ impl PipelineSweep {
         if s.budgets.is_empty() || s.budgets.contains(&0) {
             return Err(bad("budgets", "must list at least one budget, each ≥ 1"));
         }
+        sections::check_distinct("budgets", &s.budgets, ToString::to_string).map_err(inv)?;
         sections::check_cadence(s.refit_every, s.mc_draws, "").map_err(inv)?;
         let l = s.pipeline.latency;
         if !(l.mean_s > 0.0 && l.mean_s.is_finite() && l.sd_s >= 0.0 && l.sd_s.is_finite()) {

@@ -206,6 +206,38 @@ pub fn check_nonempty(lists: &[(&str, bool)]) -> Result<(), InvalidSetting> {
     }
 }
 
+/// A list of an experiment's settings (seeds, grid values, budgets) whose values must differ:
+/// a repeat would run the same setting again and count its runs twice (standard errors that
+/// look smaller than they are). `show` writes a value as the file does.
+///
+/// # Errors
+/// [`InvalidSetting`] at `key`, naming the first repeated value.
+pub fn check_distinct<T: PartialEq>(
+    key: &str,
+    values: &[T],
+    show: impl Fn(&T) -> String,
+) -> Result<(), InvalidSetting> {
+    match values.iter().enumerate().find(|(i, v)| values[..*i].contains(v)) {
+        Some((_, v)) => Err(InvalidSetting::new(
+            key,
+            format!(
+                "{} is listed more than once: each value is one setting, run once (a repeat would run it again and count those runs twice)",
+                show(v)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A value as a YAML file writes it (`topk`, `bias_aware`): its serde name.
+pub fn as_written<T: serde::Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
 /// Read pool `id` (the file's first pool when `None`) of `file`, named by the document at `path`.
 ///
 /// # Errors

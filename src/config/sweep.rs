@@ -288,8 +288,10 @@ impl Sweep {
         .map_err(inv)?;
         sections::check_cadence(raw.acquisition.refit_every, raw.acquisition.mc_draws, "acquisition").map_err(inv)?;
         sections::check_prior(&raw.prior, "prior").map_err(inv)?;
+        sections::check_distinct("strategies", &raw.strategies, sections::as_written).map_err(inv)?;
+        sections::check_distinct("models", &raw.models, sections::as_written).map_err(inv)?;
+        sections::check_distinct("budgets", &raw.budgets, ToString::to_string).map_err(inv)?;
         raw.budgets.sort();
-        raw.budgets.dedup();
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let out_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs/sweeps").map_err(inv)?;
         Ok(Self { raw, path: path.to_owned(), out_dir })
@@ -334,6 +336,15 @@ fn check_grid(g: &PoolGrid) -> Result<(), InvalidSetting> {
         ("pools.temperature", g.temperature.is_empty()),
         ("pools.paired", g.paired.is_empty()),
     ])?;
+    for (key, v) in [
+        ("pools.rho", &g.rho),
+        ("pools.c_star", &g.c_star),
+        ("pools.kappa_star", &g.kappa_star),
+        ("pools.temperature", &g.temperature),
+    ] {
+        sections::check_distinct(key, v, ToString::to_string)?;
+    }
+    sections::check_distinct("pools.paired", &g.paired, ToString::to_string)?;
     if let Some(r) = g.rho.iter().find(|r| r.is_nan() || r.abs() > 1.0) {
         return Err(InvalidSetting::new("pools.rho", format!("{r} must be in [-1, 1]")));
     }

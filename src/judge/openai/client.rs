@@ -34,6 +34,20 @@ pub(super) struct Counters {
     pub(super) batch_api_requests: AtomicU64,
 }
 
+/// The most bytes of a reply kept in a verdict's `raw` (64 KiB): a reply of megabytes would
+/// otherwise be stored whole in verdicts.jsonl, once per verdict.
+pub const RAW_MAX_BYTES: usize = 64 * 1024;
+
+/// `raw` cut to its first [`RAW_MAX_BYTES`] (at a character boundary), with a note of the
+/// reply's length: `… [cut: the reply holds 2000005 bytes; its first 65536 are kept]`.
+pub fn clip_raw(raw: String) -> String {
+    if raw.len() <= RAW_MAX_BYTES {
+        return raw;
+    }
+    let end = (0..=RAW_MAX_BYTES).rev().find(|&i| raw.is_char_boundary(i)).unwrap_or(0);
+    format!("{}… [cut: the reply holds {} bytes; its first {end} are kept]", &raw[..end], raw.len())
+}
+
 /// What is known about an OpenAI-compatible judge without a query: its settings, price and prompt
 /// template, from which a query's prompt, cache key and worst-case cost follow. Built without a
 /// key or an HTTP client.
@@ -429,14 +443,14 @@ impl OpenAiJudge {
     }
 
     /// The reply's text as stored in `raw` (redacted): its content, or the last tool call's
-    /// arguments when the content is empty.
+    /// arguments when the content is empty; at most [`RAW_MAX_BYTES`] of it ([`clip_raw`]).
     pub(super) fn raw_text(&self, reply: &ChatReply) -> Option<String> {
         reply
             .content
             .as_deref()
             .filter(|c| !c.trim().is_empty() || reply.tool_arguments.is_empty())
             .or(reply.tool_arguments.last().map(String::as_str))
-            .map(|c| self.redact(c))
+            .map(|c| clip_raw(self.redact(c)))
     }
 
     /// The ids of (a, b) and their rendered query; a prompt that cannot be rendered is
@@ -1038,6 +1052,30 @@ fn earlier_attempt_billed(cost_usd: f64, last: &CallError) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reply of 2 MB keeps its first 64 KiB in `raw`, cut at a character boundary, and says
+    /// how long it was; a reply within the limit is kept whole.
+    #[test]
+    fn a_huge_reply_is_kept_cut_with_its_length() {
+        let short = "A ".repeat(100);
+        assert_eq!(clip_raw(short.clone()), short);
+        let whole = "x".repeat(RAW_MAX_BYTES);
+        assert_eq!(clip_raw(whole.clone()), whole);
+        let huge = format!("A {}", "y".repeat(2_000_000));
+        let kept = clip_raw(huge);
+        assert_eq!(
+            kept.len(),
+            RAW_MAX_BYTES + "… [cut: the reply holds 2000002 bytes; its first 65536 are kept]".len()
+        );
+        assert!(
+            kept.ends_with("yyy… [cut: the reply holds 2000002 bytes; its first 65536 are kept]"),
+            "{}",
+            &kept[65000..]
+        );
+        // A two-byte character across the limit is left out whole.
+        let accented = format!("{}é{}", "z".repeat(RAW_MAX_BYTES - 1), "z".repeat(10));
+        assert!(clip_raw(accented).contains("its first 65535 are kept"));
+    }
 
     #[test]
     fn a_refused_retry_after_a_lost_reply_says_why_it_costs() {

@@ -114,6 +114,9 @@ impl Endpoint {
         if let (Some(p), Some(407 | 403)) = (&self.proxy, status) {
             return Some(self.proxy_fault(p, status.unwrap_or(0), message));
         }
+        // The server's text, for the messages that name the status themselves.
+        let prefix = status.map(|s| format!("HTTP {s}: ")).unwrap_or_default();
+        let body = message.strip_prefix(prefix.as_str()).unwrap_or(message);
         match (kind, status) {
             (CallErrorKind::Stream, _) => Some(fault(
                 "base_url",
@@ -125,11 +128,11 @@ impl Endpoint {
             )),
             (CallErrorKind::Quota, _) => Some(self.key_fault(
                 429,
-                message,
+                body,
                 "the account behind the key has no credit left; add credit, or use another key",
             )),
-            (_, Some(401)) => Some(self.key_fault(401, message, "the endpoint refused the key")),
-            (_, Some(403)) => Some(self.key_fault(403, message, "the key is not allowed to do this")),
+            (_, Some(401)) => Some(self.key_fault(401, body, "the endpoint refused the key")),
+            (_, Some(403)) => Some(self.key_fault(403, body, "the key is not allowed to do this")),
             (_, Some(404 | 400 | 422))
                 if lower.contains("model") && MODEL_UNKNOWN.iter().any(|h| lower.contains(h)) =>
             {
@@ -140,12 +143,10 @@ impl Endpoint {
                 format!(
                     "{}/chat/completions does not exist (HTTP 404: {}); judge.openai.base_url must be the API base including /v1 (e.g. http://127.0.0.1:8088/v1)",
                     self.base_url,
-                    clip(message.strip_prefix("HTTP 404: ").unwrap_or(message))
+                    clip(body)
                 ),
             )),
-            (_, Some(400 | 422)) if FIELD_REJECTED.iter().any(|h| lower.contains(h)) => {
-                self.field_fault(&lower, message)
-            }
+            (_, Some(400 | 422)) if FIELD_REJECTED.iter().any(|h| lower.contains(h)) => self.field_fault(&lower, body),
             _ => None,
         }
     }
@@ -413,6 +414,21 @@ mod tests {
         let f = ep("https://api.openai.com/v1").classify(CallErrorKind::Client, Some(400), body).unwrap();
         assert_eq!(f.setting, "max_tokens_field");
         assert!(f.message.contains("max_tokens_field: max_completion_tokens"), "{}", f.message);
+        // The client's message carries the status in front of the server's text: said once.
+        let f = ep("https://api.openai.com/v1")
+            .classify(CallErrorKind::Client, Some(400), &format!("HTTP 400: {body}"))
+            .unwrap();
+        assert!(
+            f.message.starts_with("the endpoint rejects the request field \"max_tokens\" (HTTP 400: {\"error\""),
+            "{}",
+            f.message
+        );
+        let f = ep("https://x.test/v1").classify(CallErrorKind::Auth, Some(401), "HTTP 401: bad key").unwrap();
+        assert!(
+            f.message.starts_with("HTTP 401 from https://x.test/v1: the endpoint refused the key (bad key);"),
+            "{}",
+            f.message
+        );
         // The other way round: a server that knows only max_tokens.
         let mut c = cfg("http://127.0.0.1:8000/v1");
         c.max_tokens_field = MaxTokensField::MaxCompletionTokens;
