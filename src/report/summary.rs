@@ -98,31 +98,31 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         );
     }
     if let Some(o) = &r.overrun {
-        let tokens = match (o.above_max_tokens, o.max_tokens) {
-            (n, Some(m)) if n > 0 => format!(
-                "{n} repl{} billed above max_tokens {m} (up to {} completion tokens); ",
-                if n == 1 { "y" } else { "ies" },
-                // A count the books saturated at (a reply claiming 1e300 tokens) is not a count.
-                if o.most_completion_tokens == u64::MAX {
-                    "more than 1.8e19".to_string()
-                } else {
-                    o.most_completion_tokens.to_string()
-                }
-            ),
-            _ => String::new(),
-        };
-        let prompt = match o.above_prompt_bound {
+        // "N replies billed …(up to T … tokens…); ", none when no reply did. A count the books
+        // saturated at (a reply claiming 1e300 tokens) is not a count.
+        let part = |n: u64, what: String, most: u64, kind: &str| match n {
             0 => String::new(),
             n => format!(
-                "{n} repl{} billed more prompt tokens than the prompt has bytes (up to {} prompt tokens; the reservation counts one per byte); ",
+                "{n} repl{} billed {what} (up to {} {kind}",
                 if n == 1 { "y" } else { "ies" },
-                if o.most_prompt_tokens == u64::MAX {
-                    "more than 1.8e19".to_string()
-                } else {
-                    o.most_prompt_tokens.to_string()
-                }
+                if most == u64::MAX { "more than 1.8e19".to_string() } else { most.to_string() }
             ),
         };
+        let tokens = match o.max_tokens {
+            Some(m) => part(
+                o.above_max_tokens,
+                format!("above max_tokens {m}"),
+                o.most_completion_tokens,
+                "completion tokens); ",
+            ),
+            None => String::new(),
+        };
+        let prompt = part(
+            o.above_prompt_bound,
+            "more prompt tokens than the prompt has bytes".into(),
+            o.most_prompt_tokens,
+            "prompt tokens; the reservation counts one per byte); ",
+        );
         let _ = writeln!(
             s,
             "overrun: {prompt}{tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} requests in flight at the first overrun billed above their reservations)",
