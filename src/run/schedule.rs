@@ -104,7 +104,8 @@ pub type PanelPicker<'a> =
 const TARGET_DRAWS: usize = 500;
 
 /// The posterior and membership the rule aims at: the fit's, or with [`PickRule::target_xbar`]
-/// those of the apparent quality φ (stream `apparent_target` keyed by `key`, the refits done).
+/// those of the apparent quality φ (stream `apparent_target` keyed by `key`, the pairs asked so
+/// far, as the acquisition's stream is: a resumed run draws what an uninterrupted one drew).
 fn aimed<'f>(rule: &PickRule<'_>, fit: &Fitted<'f>, key: u64) -> Option<(Posterior, Vec<f64>)> {
     let xbar = rule.target_xbar?;
     let mut r = rng::stream(rule.seed, "apparent_target", key);
@@ -426,7 +427,7 @@ impl Scheduler {
         {
             return;
         }
-        let aim = aimed(rule, fit, self.fits_done);
+        let aim = aimed(rule, fit, queried.len() as u64);
         let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
         let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
         let weights = pending_weights(rule, &ctx, &unfitted, queried.len());
@@ -666,7 +667,7 @@ impl Scheduler {
         if self.s.dispatch == Dispatch::Pipelined {
             return self.pick_filling(rule, fit, queried, unfitted, r);
         }
-        let aim = aimed(rule, fit, self.fits_done);
+        let aim = aimed(rule, fit, queried.len() as u64);
         let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
         let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
         let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
@@ -701,7 +702,7 @@ impl Scheduler {
         if picks.len() < r {
             queried.extend(&picks);
             unfitted.extend(&picks);
-            let aim = aimed(rule, fit, self.fits_done);
+            let aim = aimed(rule, fit, queried.len() as u64);
             let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
             let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
             let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
