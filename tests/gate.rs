@@ -311,6 +311,34 @@ fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
     assert!(text(&out).contains("labels.jsonl:1: better = \"i002\""), "{}", text(&out));
 }
 
+/// The paired run's within-base verdicts, resumed under `design: single`, are not fitted there:
+/// the run says how many and how to use them. Before, they were dropped without a word.
+#[test]
+fn within_base_verdicts_left_out_by_a_single_design_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(root().join("configs/paired.yaml"))
+        .unwrap()
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("max_comparisons: 240", "max_comparisons: 40");
+    let cfg = write(dir.path(), "paired.yaml", &yaml);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run_bin(
+        dir.path(),
+        &["run", cfg.to_str().unwrap(), "--quiet", "--set", "design=single", "--max-comparisons", "48"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("runs/summeval-paired holds 32 verdicts of this judge comparing two renderings of one base (asked under design: paired); design: single neither asks nor fits them"),
+        "{}",
+        text(&out)
+    );
+    // Under its own design nothing is said.
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--max-comparisons", "56"]);
+    assert!(!text(&out).contains("comparing two renderings of one base"), "{}", text(&out));
+}
+
 #[test]
 fn paired_summeval_run_queries_within_base_pairs_first_and_identifies_c() {
     let dir = tempfile::tempdir().unwrap();

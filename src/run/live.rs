@@ -167,6 +167,14 @@ impl<'a> Driver<'a> {
         for w in warnings {
             progress.println(&format!("warning: {w}"));
         }
+        let left_out = queries.within_base_left_out(books.log().records());
+        if left_out > 0 {
+            progress.println(&format!(
+                "warning: {} holds {} of this judge comparing two renderings of one base (asked under design: paired); design: single neither asks nor fits them (they are kept, and count against budget.max_usd): run with design: paired to fit them",
+                cfg.run_dir.display(),
+                crate::domain::fmt::count(left_out, "verdict")
+            ));
+        }
         let (fits, warm) = FitsLog::open(&cfg.run_dir, cfg).map_err(io_err(&cfg.run_dir.join("fits.jsonl")))?;
         let stored = queries.stored_verdicts(books.log().records(), cfg.raw.model.strong_preference_weight);
         // budget.max_usd bounds everything the folder's books hold: this judge's, earlier

@@ -193,6 +193,27 @@ impl<'a> RunQueries<'a> {
         self.pair_of(key).is_some()
     }
 
+    /// Records among `records` of this judge comparing two renderings of one base that this run
+    /// does not fit because its design is `single` (asked under `design: paired`): their count.
+    pub fn within_base_left_out(&self, records: &[VerdictRecord]) -> usize {
+        if self.paired {
+            return 0;
+        }
+        let pool = self.pool;
+        records
+            .iter()
+            .filter(|r| match (pool.item_index(&r.a), pool.item_index(&r.b)) {
+                (Some(a), Some(b)) => {
+                    a != b
+                        && pool.item_base[a] == pool.item_base[b]
+                        && pool.prompt_of(a) == pool.prompt_of(b)
+                        && self.judge.cache_key(pool, a, b) == r.key
+                }
+                _ => false,
+            })
+            .count()
+    }
+
     /// This run's records among `records` (matched by cache key: the key of the record's own
     /// item pair), with their ordered pairs.
     pub fn stored<'r>(&self, records: &'r [VerdictRecord]) -> Vec<(usize, usize, &'r VerdictRecord)> {
