@@ -390,8 +390,11 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
                     || d.starts_with(&format!("{dotted}."))
                     || (key == "judges" && o.key.first().is_some_and(|k| k == "judge"))
             };
-            match overrides.iter().rev().find(|o| names(o)) {
-                Some(o) => ConfigError::Set { given: o.given.clone(), msg: format!("{key}: {msg}") },
+            // Every override inside the key's block may be the cause (`judge.replay.file` and
+            // `judge.replay.missing` for a fault of `judge.replay`): all are named.
+            let named: Vec<&str> = overrides.iter().filter(|o| names(o)).map(|o| o.given.as_str()).collect();
+            match named.last() {
+                Some(_) => ConfigError::Set { given: named.join(", "), msg: format!("{key}: {msg}") },
                 // Another key's rule may fail because of an override (a judge's family that no
                 // longer matches pool.families): the config checked is the file with them.
                 None if !overrides.is_empty() => {
@@ -638,6 +641,21 @@ mod tests {
         assert_eq!(
             name_the_override(e, &[Override::parse("name=x").unwrap(), o]).to_string(),
             "--set judge.mock.seed=1: judges: give either `judge` (one judge) or `judges` (a panel), not both"
+        );
+        // A fault of a block two overrides set inside: both are named, not the last alone.
+        let e = ConfigError::Invalid {
+            path: "run.yaml".into(),
+            line: None,
+            key: "judge.replay".into(),
+            msg: "rec_other.jsonl: has no verdict for pool \"p\"".into(),
+        };
+        let set = [
+            Override::parse("judge.replay.file=rec_other.jsonl").unwrap(),
+            Override::parse("judge.replay.missing=unavailable").unwrap(),
+        ];
+        assert_eq!(
+            name_the_override(e, &set).to_string(),
+            "--set judge.replay.file=rec_other.jsonl, --set judge.replay.missing=unavailable: judge.replay: rec_other.jsonl: has no verdict for pool \"p\""
         );
     }
 }
