@@ -90,7 +90,15 @@ impl Check {
             t.level,
             match self.decision {
                 // P(Bin(n, allowed) ≥ n) = allowedⁿ above the level: no count of changed pairs
-                // could stop the run, so passing says nothing.
+                // could stop the run, so passing says nothing: for a judge that follows the
+                // slot, whatever the pairs; otherwise for want of pairs.
+                Decision::Passed if t.pairs > 0 && t.allowed.powi(t.pairs as i32) > t.level && t.allowed < 0.5 => {
+                    let needed = (t.level.ln() / t.allowed.ln()).floor() as usize + 1;
+                    format!(
+                        "the check cannot tell: with {} re-asked, even {} of {} changed would pass at level {}; it needs at least {needed} (fingerprint.queries, and a budget for them)",
+                        t.pairs, t.pairs, t.pairs, t.level
+                    )
+                }
                 Decision::Passed if t.pairs > 0 && t.allowed.powi(t.pairs as i32) > t.level => format!(
                     "the check cannot tell: the judge's verdicts flip with the order it is shown them in ({:.0} % of its stored pairs), so even {} of {} changed would pass; its verdicts follow the slot, not the answers",
                     100.0 * self.flip_rate.unwrap_or(t.allowed),
@@ -307,6 +315,16 @@ mod line_tests {
         );
         // At the floor 0.1: 0.1⁸ is far below the level; passing means something.
         assert!(check(0.1).line().ends_with("the judge answers as before"));
+        // A judge that does not flip, but only 2 pairs asked again: 0.1² = 0.01 is not below
+        // the level 0.01, and the line says it is the count, not the judge (0.1³ < 0.01).
+        let mut few = check(0.1);
+        few.test.pairs = 2;
+        few.flip_rate = Some(0.0);
+        assert!(
+            few.line().ends_with("the check cannot tell: with 2 re-asked, even 2 of 2 changed would pass at level 0.01; it needs at least 3 (fingerprint.queries, and a budget for them)"),
+            "{}",
+            few.line()
+        );
         // Nothing asked again: no "0 of 0 changed … answers as before".
         let mut none = check(0.1);
         none.test.pairs = 0;
