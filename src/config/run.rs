@@ -1293,7 +1293,7 @@ fn families(
     if judge.iter().all(Option::is_none) {
         return Ok(None);
     }
-    let f = crate::analysis::panel_fit::Families::resolve(&pool.bases, judge, given);
+    let f = crate::analysis::panel_fit::Families::resolve(&pool.bases, judge, given.clone());
     for r in f.reach() {
         let of: Vec<&str> = r.judges.iter().map(|&j| raw.judges[j].name.as_str()).collect();
         if r.bases.is_empty() {
@@ -1302,7 +1302,16 @@ fn families(
                 r.family,
                 of.join(", ")
             ));
-        } else if r.bases.len() == pool.n_bases() {
+        } else if let Some(longer) = numbered_matches(&r.family, &r.bases, &pool.bases, &given) {
+            // `M1` in `M10`: a number that goes on in the id is most likely another system.
+            warnings.push(format!(
+                "family {:?} (judge {}) is matched by name inside the longer numbers of {}; a system is of a family when its id contains the name: if they are not of it, name the family's systems in pool.families",
+                r.family,
+                of.join(", "),
+                longer.join(", ")
+            ));
+        }
+        if r.bases.len() == pool.n_bases() {
             warnings.push(format!(
                 "every system is of family {:?} (judge {}), so no verdict compares an answer of the family with one outside it and its same-family coefficient is the prior's; name the family's systems in pool.families",
                 r.family,
@@ -1311,6 +1320,28 @@ fn families(
         }
     }
     Ok(Some(f))
+}
+
+/// The systems of `bases` (indices into `ids`) matched to `family` by name (not in
+/// `pool.families`, `given`) where the name ends or starts with a digit that a digit of the id
+/// continues (`M1` in `M10`, `M11`); `None` when there is none.
+fn numbered_matches(family: &str, bases: &[usize], ids: &[String], given: &[Option<String>]) -> Option<Vec<String>> {
+    let f = family.to_lowercase();
+    let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+    let longer: Vec<String> = bases
+        .iter()
+        .filter(|&&b| given[b].is_none())
+        .map(|&b| &ids[b])
+        .filter(|id| {
+            let id_l = id.to_lowercase();
+            id_l.match_indices(&f).any(|(at, m)| {
+                let (before, after) = (id_l[..at].chars().next_back(), id_l[at + m.len()..].chars().next());
+                (digit(f.chars().next_back()) && digit(after)) || (digit(f.chars().next()) && digit(before))
+            })
+        })
+        .cloned()
+        .collect();
+    (!longer.is_empty()).then_some(longer)
 }
 
 /// `gate:` in a run config.
@@ -1385,6 +1416,25 @@ pub enum LabelSource<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A family whose number a system's id goes on with (`M1` in `M10`) is said; a name that
+    /// goes on with letters or a separator (`gpt-4` in `gpt-4o`, `llama3` in `llama3-70b`), a
+    /// system given in pool.families, and an exact id are not.
+    #[test]
+    fn a_family_matched_inside_a_longer_number_is_said() {
+        let ids: Vec<String> =
+            ["M1", "M10", "M11", "gpt-4o", "llama3-70b", "x2M1"].iter().map(|s| s.to_string()).collect();
+        let none = vec![None; ids.len()];
+        assert_eq!(numbered_matches("m1", &[0, 1, 2], &ids, &none), Some(vec!["M10".to_string(), "M11".to_string()]));
+        assert_eq!(numbered_matches("M1", &[0], &ids, &none), None);
+        assert_eq!(numbered_matches("gpt-4", &[3], &ids, &none), None);
+        assert_eq!(numbered_matches("llama3", &[4], &ids, &none), None);
+        assert_eq!(numbered_matches("1", &[5], &ids, &none), None, "1 after M, not after a digit");
+        assert_eq!(numbered_matches("2M1", &[5], &ids, &none), Some(vec!["x2M1".to_string()]).filter(|_| false));
+        let mut given = none.clone();
+        given[1] = Some("M1".into());
+        assert_eq!(numbered_matches("M1", &[0, 1, 2], &ids, &given), Some(vec!["M11".to_string()]));
+    }
     use crate::config::normalize;
 
     #[test]
