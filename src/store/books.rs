@@ -162,7 +162,9 @@ impl Books {
         files: &BookFiles,
         keep: &HashSet<String>,
     ) -> Result<(Self, Vec<String>), BooksError> {
-        let (log, warning) = VerdictLog::open(&dir.join(files.verdicts))?;
+        let verdicts = dir.join(files.verdicts);
+        let had_verdicts = verdicts.exists();
+        let (log, warning) = VerdictLog::open(&verdicts)?;
         let failed_path = dir.join(files.failed);
         let failed_warning = ledger::repair_failed(&failed_path)?;
         let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed_path);
@@ -172,8 +174,18 @@ impl Books {
         // Requests of a judge that bills nothing (a mock, a local model without prices) cost
         // nothing to lose: no warning about money.
         if !recovery.booked.is_empty() && usd > 0.0 {
+            // No verdict file at all beside intents that were sent: more likely moved or
+            // deleted than a run that never recorded a reply.
+            let missing = if had_verdicts {
+                String::new()
+            } else {
+                format!(
+                    "; {} is missing: if it was moved or deleted, put it back, and its verdicts are booked in place of these (once, at what they cost)",
+                    verdicts.display()
+                )
+            };
             warnings.push(format!(
-                "{}: {} request(s) were sent (or about to be) by a run that ended before their replies were recorded; booked as possibly billed at their worst case, ${usd:.6} in all, counted as spend and against max_usd",
+                "{}: {} request(s) were sent (or about to be) by a run that ended before their replies were recorded; booked as possibly billed at their worst case, ${usd:.6} in all, counted as spend and against max_usd{missing}",
                 intents.path().display(),
                 recovery.booked.len()
             ));
@@ -490,7 +502,15 @@ fn spend(
         s.duplicates_usd += d.record.reply.cost_usd;
     }
     s.failed_usd = ledger::failed_spend(failed_path, mine);
-    for usd in booked.iter().filter(|c| mine(&c.key)).map(|c| c.cost_usd) {
+    // An intent booked as possibly billed while its verdict line was missing (verdicts.jsonl
+    // moved away, then restored) is booked by that line: once, at what it cost.
+    let recorded: HashSet<(&str, IntentId)> = records
+        .iter()
+        .chain(duplicates.iter().map(|d| &d.record))
+        .filter_map(|r| r.intent.map(|id| (r.key.as_str(), id)))
+        .collect();
+    let booked = booked.iter().filter(|c| !recorded.contains(&(c.key.as_str(), c.closed)));
+    for usd in booked.filter(|c| mine(&c.key)).map(|c| c.cost_usd) {
         s.possibly_billed += 1;
         s.possibly_billed_usd += usd;
     }
@@ -564,6 +584,35 @@ mod tests {
         let (books, w) = Books::open(dir.path()).unwrap();
         assert!(w.is_empty(), "booked once: {w:?}");
         assert_eq!(books.spend(&all).total_usd(), 0.9375);
+    }
+
+    /// verdicts.jsonl moved away: its intents are booked as possibly billed, and the warning
+    /// says the file is missing; put back, each request is booked once, as its verdict. Before,
+    /// the restored verdicts were booked on top of the possibly billed ones.
+    #[test]
+    fn restored_verdicts_replace_what_was_booked_while_they_were_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = |_: &str| true;
+        {
+            let (mut books, _) = Books::open(dir.path()).unwrap();
+            let i1 = books.begin("k1", "a", "b", 0.5).unwrap();
+            assert!(books.record_reply(i1, rec("k1", 0.125)).unwrap());
+            let i2 = books.begin("k2", "b", "a", 0.5).unwrap();
+            assert!(books.record_reply(i2, rec("k2", 0.0625)).unwrap());
+        }
+        let (v, away) = (dir.path().join("verdicts.jsonl"), dir.path().join("away.jsonl"));
+        std::fs::rename(&v, &away).unwrap();
+        let (books, w) = Books::open(dir.path()).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("2 request(s)") && w[0].ends_with("verdicts.jsonl is missing: if it was moved or deleted, put it back, and its verdicts are booked in place of these (once, at what they cost)"), "{}", w[0]);
+        assert_eq!((books.spend(&all).possibly_billed, books.spend(&all).total_usd()), (2, 1.0));
+        drop(books);
+        std::fs::rename(&away, &v).unwrap();
+        let (books, w) = Books::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        let s = books.spend(&all);
+        assert_eq!((s.possibly_billed, s.verdicts_usd, s.total_usd()), (0, 0.1875, 0.1875));
+        assert_eq!(peek_spend(dir.path(), &all).unwrap().total_usd(), 0.1875);
     }
 
     #[test]
