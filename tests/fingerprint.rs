@@ -147,6 +147,19 @@ fn a_judge_that_changed_behind_its_name_is_stopped_and_the_user_decides() {
     assert!(e.contains("--judge-changed new") && e.contains("--judge-changed accept"), "{e}");
     assert_eq!(lines(&d.join("b/fp/verdicts.jsonl")).len(), before, "nothing new mixed into the cache");
     assert_eq!(lines(&d.join("b/fp/fingerprint.jsonl"))[0]["decision"], "stopped");
+    // Run again without a decision: the recorded finding stands, nothing is asked or paid
+    // again (before, each such run paid for 8 more fingerprint queries) and nothing recorded.
+    let asked = fake.n_requests();
+    let out = run(d, &b, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(fake.n_requests(), asked, "the check is not asked again");
+    assert!(
+        text(&out).contains("(the check of session 1 in fingerprint.jsonl, repeated without asking again; remove that line to check anew)")
+            && text(&out).contains("6 of 8 changed: "),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(lines(&d.join("b/fp/fingerprint.jsonl")).len(), 1);
     // --judge-changed new: a new namespace; the old verdicts are kept and not used.
     let out = run(d, &b, &["--judge-changed", "new"]);
     assert!(out.status.success(), "{}", text(&out));

@@ -485,7 +485,10 @@ fn panel_fingerprints(
 /// # Errors
 /// fingerprint.jsonl cannot be written.
 fn record_and_show(cfg: &Config, check: &crate::run::fingerprint::Check) -> Result<(), RunCommandError> {
-    crate::run::fingerprint::record(&cfg.run_dir, check)?;
+    // A repeated stop is on record already; a decision on it is recorded.
+    if check.repeats.is_none() || check.decision != crate::run::fingerprint::Decision::Stopped {
+        crate::run::fingerprint::record(&cfg.run_dir, check)?;
+    }
     print_out(&format!("{}\n", check.line()));
     Ok(())
 }

@@ -61,6 +61,11 @@ pub struct Check {
     /// `allowed` is it kept within [0.1, 0.99]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flip_rate: Option<f64>,
+    /// The session whose check this repeats without asking again: the last check found the
+    /// judge changed and stopped the run, and nothing was asked since (not recorded again
+    /// unless a `--judge-changed` decision follows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<usize>,
 }
 
 impl Check {
@@ -76,6 +81,16 @@ impl Check {
 
     /// One line for the summary.
     pub fn line(&self) -> String {
+        match self.repeats {
+            Some(s) => format!(
+                "{} (the check of session {s} in fingerprint.jsonl, repeated without asking again; remove that line to check anew)",
+                self.first_line()
+            ),
+            None => self.first_line(),
+        }
+    }
+
+    fn first_line(&self) -> String {
         let t = &self.test;
         if t.pairs == 0 {
             // Nothing was asked again (every re-ask failed, or none could be afforded).
@@ -132,6 +147,12 @@ fn pool_pi(pi: &(std::collections::BTreeMap<String, f64>, f64), base: &str) -> f
     pi.0.get(base).copied().unwrap_or(pi.1)
 }
 
+/// The last check `fingerprint.jsonl` holds, if it reads.
+fn last_check(dir: &std::path::Path) -> Option<Check> {
+    let text = std::fs::read_to_string(dir.join("fingerprint.jsonl")).ok()?;
+    serde_json::from_str(text.lines().rev().find(|l| !l.trim().is_empty())?).ok()
+}
+
 /// The number of the next check of the folder (1 + the checks `fingerprint.jsonl` holds).
 fn next_session(dir: &std::path::Path) -> usize {
     std::fs::read_to_string(dir.join("fingerprint.jsonl"))
@@ -182,6 +203,11 @@ pub async fn check(
         return Ok(None);
     }
     let session = next_session(dir);
+    // The last check of this judge stopped the run and nothing was asked since: its finding
+    // stands until a decision is given, and is not paid for again.
+    if let Some(last) = last_check(dir).filter(|c| c.decision == Decision::Stopped && c.judge == judge.describe()) {
+        return Ok(Some(Check { session, cost_usd: 0.0, repeats: Some(last.session), ..last }));
+    }
     // Both orders of a pair first, in a seeded order; then single orders.
     let mut both: Vec<(usize, usize)> =
         stored.keys().filter(|&&(a, b)| a < b && stored.contains_key(&(b, a))).copied().collect();
@@ -282,6 +308,7 @@ pub async fn check(
         namespace: None,
         cost_usd,
         flip_rate: Some(allowed),
+        repeats: None,
     }))
 }
 
@@ -300,6 +327,7 @@ mod line_tests {
             namespace: None,
             cost_usd: 0.0,
             flip_rate: Some(allowed),
+            repeats: None,
         };
         // A judge that follows the slot flips 99 % of its pairs with the order: 0.99⁸ = 0.92.
         let l = check(0.99).line();
