@@ -79,11 +79,12 @@ pub fn tiers(intervals: &[(usize, usize)], order: &[usize]) -> Vec<usize> {
 /// prior alone, and on adaptively chosen pairs the Laplace posterior then certifies too much
 /// (docs/experiments.md, "Certified top-k coverage": 4 of 19 certified-in bases wrong at
 /// ε = 0.05 after 40 comparisons of 30 bases before this rule, 0 of 0 after).
-pub fn prior_only_text(never_compared: &[String], bases: usize) -> String {
+/// `noun`: what the bases are called in the run (`base`, or `system` over many prompts).
+pub fn prior_only_text(never_compared: &[String], bases: usize, noun: &str) -> String {
     let n = never_compared.len();
     let shown: Vec<&str> = never_compared.iter().take(3).map(String::as_str).collect();
     format!(
-        "{n} of {bases} bases {} no valid verdict ({}{}): {} on the prior alone, so nothing is certified until every base has been compared",
+        "{n} of {bases} {noun}s {} no valid verdict ({}{}): {} on the prior alone, so nothing is certified until every {noun} has been compared",
         if n == 1 { "has" } else { "have" },
         shown.join(", "),
         if n > shown.len() { ", …" } else { "" },
@@ -243,12 +244,12 @@ mod tests {
         assert_eq!(false_in(&pi, &[3, 2, 1, 1, 0], &[0, 2], 0.05), (0, 0));
         let ids: Vec<String> = ["a", "b", "c", "d"].map(String::from).into();
         assert_eq!(
-            prior_only_text(&ids, 9),
+            prior_only_text(&ids, 9, "base"),
             "4 of 9 bases have no valid verdict (a, b, c, …): their places rest on the prior alone, so nothing is certified until every base has been compared"
         );
         assert_eq!(
-            prior_only_text(&ids[3..], 4),
-            "1 of 4 bases has no valid verdict (d): its place rests on the prior alone, so nothing is certified until every base has been compared"
+            prior_only_text(&ids[3..], 4, "system"),
+            "1 of 4 systems has no valid verdict (d): its place rests on the prior alone, so nothing is certified until every system has been compared"
         );
     }
 

@@ -391,8 +391,9 @@ pub fn report(
         compared[pool.item_base[v.b]] = true;
     }
     let never: Vec<String> = (0..pool.n_bases()).filter(|&b| !compared[b]).map(|b| pool.bases[b].clone()).collect();
-    let not_certified = crate::analysis::certify::too_few_draws(draws, epsilon)
-        .or_else(|| (!never.is_empty()).then(|| crate::analysis::certify::prior_only_text(&never, pool.n_bases())));
+    let not_certified = crate::analysis::certify::too_few_draws(draws, epsilon).or_else(|| {
+        (!never.is_empty()).then(|| crate::analysis::certify::prior_only_text(&never, pool.n_bases(), pool.base_noun()))
+    });
     let weak_anchor = panel.judges.iter().find(|j| j.trusted).and_then(weak_anchor);
     Ok(PanelReport { panel, notes, not_certified, weak_anchor })
 }

@@ -297,6 +297,11 @@ impl Pool {
         !self.prompts.is_empty()
     }
 
+    /// What a base is called in messages: `system` in a run over many prompts, else `base`.
+    pub fn base_noun(&self) -> &'static str {
+        if self.is_systems() { "system" } else { "base" }
+    }
+
     /// Number of prompts (1 for a single pool).
     pub fn n_prompts(&self) -> usize {
         self.prompts.len().max(1)

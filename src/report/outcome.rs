@@ -310,7 +310,7 @@ pub fn certified(
         // Before the uncompared bases: more comparisons will not help a judge without signal.
         Some(n.text())
     } else if !graph.never_compared.is_empty() {
-        Some(certify::prior_only_text(&graph.never_compared, pool.n_bases()))
+        Some(certify::prior_only_text(&graph.never_compared, pool.n_bases(), pool.base_noun()))
     } else {
         certify::too_few_draws(mc_draws, epsilon)
     };
