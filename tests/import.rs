@@ -152,7 +152,7 @@ fn mt_bench_keeps_both_turns_and_arena_bench_reads_string_turns() {
         shown,
         format!(
             "wrote {}: 4 prompts × 2 systems (8 answers: gpt-4o, gpt-4)\n\
-             left out 6 prompts answered by fewer than 2 systems (nothing to compare)\n\
+             left out 6 prompts answered by fewer than 2 systems (nothing to compare): 81, 89, 97, 137, 145, … (6 in all)\n\
              4 prompts keep their turns (task_turns on the pool line, turns on each answer)\n",
             out.display()
         )

@@ -11,8 +11,8 @@ pub struct ImportSummary {
     pub answers: usize,
     /// Prompts written (answered by ≥ 2 systems).
     pub prompts: usize,
-    /// Prompts left out (answered by fewer than 2 systems).
-    pub skipped_prompts: usize,
+    /// Prompts left out (answered by fewer than 2 systems): their ids.
+    pub skipped_prompts: Vec<String>,
     /// Systems, in order of first appearance.
     pub systems: Vec<String>,
     /// Further lines to print (ignored columns, prompts that keep their turns).
@@ -30,10 +30,14 @@ impl ImportSummary {
             count(self.answers, "answer"),
             self.systems.join(", ")
         );
-        if self.skipped_prompts > 0 {
+        if !self.skipped_prompts.is_empty() {
+            let n = self.skipped_prompts.len();
+            let shown: Vec<&str> = self.skipped_prompts.iter().take(5).map(String::as_str).collect();
             s.push_str(&format!(
-                "left out {} answered by fewer than 2 systems (nothing to compare)\n",
-                count(self.skipped_prompts, "prompt")
+                "left out {} answered by fewer than 2 systems (nothing to compare): {}{}\n",
+                count(n, "prompt"),
+                shown.join(", "),
+                if n > shown.len() { format!(", … ({n} in all)") } else { String::new() }
             ));
         }
         for n in &self.notes {

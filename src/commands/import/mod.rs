@@ -322,11 +322,12 @@ pub fn import_with(
     }
     let rank: BTreeMap<&str, usize> = systems.iter().enumerate().map(|(i, s)| (s.as_str(), i)).collect();
     let mut text = String::new();
-    let (mut prompts, mut skipped, mut multi_turn, mut written) = (0, 0, 0, 0);
+    let (mut prompts, mut multi_turn, mut written) = (0, 0, 0);
+    let mut skipped = Vec::new();
     for pid in &order {
         let (task, _, idx) = &by_prompt[pid];
         if idx.len() < 2 {
-            skipped += 1;
+            skipped.push(pid.clone());
             continue;
         }
         let mut idx = idx.clone();
@@ -353,6 +354,19 @@ pub fn import_with(
     if multi_turn > 0 {
         notes
             .push(format!("{multi_turn} prompts keep their turns (task_turns on the pool line, turns on each answer)"));
+    }
+    // Names one letter case apart (`llama`, `Llama`) are two systems: said, as they are
+    // more likely one system spelled twice.
+    let mut by_folded: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for s in &systems {
+        by_folded.entry(s.to_lowercase()).or_default().push(s);
+    }
+    for names in by_folded.values().filter(|v| v.len() > 1) {
+        notes.push(format!(
+            "warning: systems {} differ only in letter case: they are kept as {} systems; if they are one, give them one name",
+            names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(" and "),
+            names.len()
+        ));
     }
     Ok(ImportSummary { answers: written, prompts, skipped_prompts: skipped, systems, notes })
 }
@@ -434,7 +448,7 @@ mod tests {
             fixture("alpaca_eval/model_c.json"),
         ];
         let s = import(ImportFormat::AlpacaEval, &inputs, None, &out).unwrap();
-        assert_eq!((s.answers, s.prompts, s.skipped_prompts), (9, 3, 0));
+        assert_eq!((s.answers, s.prompts, s.skipped_prompts.len()), (9, 3, 0));
         assert_eq!(s.systems, ["model_a", "model_b", "model_c"]);
         let pools = read_out(&out);
         assert_eq!(pools.len(), 3);
@@ -457,13 +471,34 @@ mod tests {
         let q = fixture("arena_hard/question.jsonl");
         let s = import(ImportFormat::ArenaHard, &inputs, Some(&q), &out).unwrap();
         // q3 is answered by alpha only: left out (its answer is not written).
-        assert_eq!((s.answers, s.prompts, s.skipped_prompts), (4, 2, 1));
+        assert_eq!((s.answers, s.prompts, s.skipped_prompts.clone()), (4, 2, vec!["q3".to_string()]));
+        assert!(
+            s.text(&out).contains("left out 1 prompt answered by fewer than 2 systems (nothing to compare): q3\n"),
+            "{}",
+            s.text(&out)
+        );
         let pools = read_out(&out);
         assert_eq!(pools[0]["pool_id"], "q1");
         assert_eq!(pools[0]["task"], "Write a haiku about rust.");
         assert_eq!(pools[1]["items"][0]["text"], "First part.\n\nSecond part.");
         let e = import(ImportFormat::ArenaHard, &inputs, None, &out).unwrap_err();
         assert!(e.to_string().contains("--questions"), "{e}");
+    }
+
+    /// Systems one letter case apart are two systems, and the import says so.
+    #[test]
+    fn systems_one_letter_case_apart_are_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, out) = (dir.path().join("a.csv"), dir.path().join("pools.jsonl"));
+        std::fs::write(&p, "prompt_id,prompt,system,text\np1,Q,llama,x\np1,Q,Llama,y\np1,Q,gpt,z\n").unwrap();
+        let s = import(ImportFormat::Csv, std::slice::from_ref(&p), None, &out).unwrap();
+        assert_eq!(s.systems, ["llama", "Llama", "gpt"]);
+        assert_eq!(
+            s.notes,
+            [
+                "warning: systems \"llama\" and \"Llama\" differ only in letter case: they are kept as 2 systems; if they are one, give them one name"
+            ]
+        );
     }
 
     #[test]
