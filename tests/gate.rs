@@ -311,17 +311,23 @@ fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
     assert!(text(&out).contains("labels.jsonl:1: better = \"i002\""), "{}", text(&out));
 }
 
+/// configs/paired.yaml in `dir`, reading the shipped data, its runs under `dir/runs`, with a
+/// budget of `max` comparisons.
+fn shipped_paired(dir: &std::path::Path, max: usize) -> std::path::PathBuf {
+    let yaml = std::fs::read_to_string(root().join("configs/paired.yaml"))
+        .unwrap()
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("max_comparisons: 240", &format!("max_comparisons: {max}"));
+    write(dir, "paired.yaml", &yaml)
+}
+
 /// The paired run's within-base verdicts, resumed under `design: single`, are not fitted there:
 /// the run says how many and how to use them. Before, they were dropped without a word.
 #[test]
 fn within_base_verdicts_left_out_by_a_single_design_are_said() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = std::fs::read_to_string(root().join("configs/paired.yaml"))
-        .unwrap()
-        .replace("../data/", &format!("{}/data/", root().display()))
-        .replace("out_dir: ../runs", "out_dir: runs")
-        .replace("max_comparisons: 240", "max_comparisons: 40");
-    let cfg = write(dir.path(), "paired.yaml", &yaml);
+    let cfg = shipped_paired(dir.path(), 40);
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     let out = run_bin(
@@ -342,12 +348,7 @@ fn within_base_verdicts_left_out_by_a_single_design_are_said() {
 #[test]
 fn paired_summeval_run_queries_within_base_pairs_first_and_identifies_c() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = std::fs::read_to_string(root().join("configs/paired.yaml"))
-        .unwrap()
-        .replace("../data/", &format!("{}/data/", root().display()))
-        .replace("out_dir: ../runs", "out_dir: runs")
-        .replace("max_comparisons: 240", "max_comparisons: 160");
-    let cfg = write(dir.path(), "paired.yaml", &yaml);
+    let cfg = shipped_paired(dir.path(), 160);
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     let run = dir.path().join("runs/summeval-paired");
