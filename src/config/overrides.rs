@@ -393,11 +393,11 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
             // Every override inside the key's block may be the cause (`judge.replay.file` and
             // `judge.replay.missing` for a fault of `judge.replay`): all are named.
             let named: Vec<&str> = overrides.iter().filter(|o| names(o)).map(|o| o.given.as_str()).collect();
-            match named.last() {
-                Some(_) => ConfigError::Set { given: named.join(", "), msg: format!("{key}: {msg}") },
+            match (named.is_empty(), overrides.is_empty()) {
+                (false, _) => ConfigError::Set { given: named.join(", "), msg: format!("{key}: {msg}") },
                 // Another key's rule may fail because of an override (a judge's family that no
                 // longer matches pool.families): the config checked is the file with them.
-                None if !overrides.is_empty() => {
+                (true, false) => {
                     let given: Vec<&str> = overrides.iter().map(|o| o.given.as_str()).collect();
                     ConfigError::Invalid {
                         line,
@@ -406,7 +406,7 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
                         path,
                     }
                 }
-                None => ConfigError::Invalid { key, msg, path, line },
+                (true, true) => ConfigError::Invalid { key, msg, path, line },
             }
         }
         e => e,

@@ -301,10 +301,15 @@ fn percent_decode(s: &str) -> String {
 
 /// `text` with each of `secrets` (at least 3 bytes long) replaced by `***`.
 pub fn redact_all(text: &str, secrets: &[String]) -> String {
+    replace_each(text, secrets, 3, "***")
+}
+
+/// `text` with each of `secrets` of at least `min_len` bytes replaced by `replacement`.
+fn replace_each(text: &str, secrets: &[String], min_len: usize, replacement: &str) -> String {
     let mut t = text.to_owned();
-    for s in secrets.iter().filter(|s| s.len() >= 3) {
+    for s in secrets.iter().filter(|s| s.len() >= min_len.max(1)) {
         if t.contains(s.as_str()) {
-            t = t.replace(s.as_str(), "***");
+            t = t.replace(s.as_str(), replacement);
         }
     }
     t
@@ -381,11 +386,7 @@ pub fn keys_in(text: &str) -> Vec<String> {
 
 /// `text` with each of `secrets` replaced by [`REDACTED`].
 pub fn redact_each(text: &str, secrets: &[String]) -> String {
-    let mut t = text.to_owned();
-    for s in secrets.iter().filter(|s| !s.is_empty()) {
-        t = t.replace(s.as_str(), REDACTED);
-    }
-    t
+    replace_each(text, secrets, 1, REDACTED)
 }
 
 /// Serialise `base_url` redacted ([`redact_url`]): a config copied into a run folder never holds
