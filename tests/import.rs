@@ -465,6 +465,13 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &d.join("ab2.jsonl")).unwrap();
     let rec = lines(&d.join("ab2.jsonl"));
     assert_eq!((rec[0]["a"].as_str(), rec[0]["y"].as_f64()), (Some("A"), Some(1.0)));
+    // One system spelled in two Unicode forms (NFC and NFD `café`) stays two systems, said.
+    let c = write(d, "nf.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,caf\u{e9},cafe\u{301},a,a\n");
+    let shown = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &d.join("nf.jsonl")).unwrap();
+    assert!(
+        shown.contains("warning: systems \"caf\u{e9}\" and \"cafe\\u{301}\" differ only in Unicode form: they are kept as 2 systems; if they are one, give them one name\n"),
+        "{shown}"
+    );
 }
 
 /// A quote opened and never closed would take every following row into one field; valid RFC

@@ -506,7 +506,7 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
 
 /// Check one verdict per judge, prompt and ordered pair, then write the recording.
 fn write_verdicts(c: Collected, out: &Path) -> Result<JudgmentSummary, ImportError> {
-    let Collected { verdicts, mut skipped, notes, .. } = c;
+    let Collected { verdicts, mut skipped, mut notes, .. } = c;
     let mut seen: HashMap<(&str, &str, &str, &str), usize> = HashMap::new();
     let mut kept: Vec<&Verdict> = Vec::new();
     let mut duplicates = 0;
@@ -578,6 +578,7 @@ fn write_verdicts(c: Collected, out: &Path) -> Result<JudgmentSummary, ImportErr
         }
     }
     write_out(out, &text)?;
+    notes.extend(crate::domain::names::near_duplicates(systems.iter().map(String::as_str), "systems"));
     Ok(JudgmentSummary {
         verdicts: kept.len(),
         invalid: kept.iter().filter(|v| v.y.is_none()).count(),

@@ -355,19 +355,9 @@ pub fn import_with(
         notes
             .push(format!("{multi_turn} prompts keep their turns (task_turns on the pool line, turns on each answer)"));
     }
-    // Names one letter case apart (`llama`, `Llama`) are two systems: said, as they are
-    // more likely one system spelled twice.
-    let mut by_folded: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for s in &systems {
-        by_folded.entry(s.to_lowercase()).or_default().push(s);
-    }
-    for names in by_folded.values().filter(|v| v.len() > 1) {
-        notes.push(format!(
-            "warning: systems {} differ only in letter case: they are kept as {} systems; if they are one, give them one name",
-            names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(" and "),
-            names.len()
-        ));
-    }
+    // Names one letter case, Unicode form or space apart (`llama`, `Llama`) are two systems:
+    // said, as they are more likely one system spelled twice.
+    notes.extend(crate::domain::names::near_duplicates(systems.iter().map(String::as_str), "systems"));
     Ok(ImportSummary { answers: written, prompts, skipped_prompts: skipped, systems, notes })
 }
 

@@ -1,0 +1,78 @@
+//! Names as users write them (system names of imported answers and judgments, docs/systems.md):
+//! two spellings of one name are two systems, so what they differ in is said. The one place
+//! that reads Unicode normal forms (the `icu_normalizer` crate).
+
+use icu_normalizer::ComposingNormalizerBorrowed;
+use std::collections::BTreeMap;
+
+/// The key under which spellings of one name meet: compatibility-composed (NFKC, so `café`
+/// written with a combining accent and full-width letters meet their plain forms), without
+/// surrounding white space, in lower case.
+pub fn fold(name: &str) -> String {
+    ComposingNormalizerBorrowed::new_nfkc().normalize(name.trim()).to_lowercase()
+}
+
+/// One warning per group of `names` that [`fold`] to one key, naming what they differ in
+/// (letter case, Unicode form, surrounding spaces); `what` is the plural noun (`systems`).
+/// Empty when every name has its own key. Names are taken once each, in their order.
+pub fn near_duplicates<'a>(names: impl IntoIterator<Item = &'a str>, what: &str) -> Vec<String> {
+    let mut by_key: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for n in names {
+        let group = by_key.entry(fold(n)).or_default();
+        if !group.contains(&n) {
+            group.push(n);
+        }
+    }
+    let nf = |s: &str| ComposingNormalizerBorrowed::new_nfkc().normalize(s.trim()).into_owned();
+    by_key
+        .values()
+        .filter(|g| g.len() > 1)
+        .map(|g| {
+            let pairs = || g.iter().enumerate().flat_map(|(i, a)| g[i + 1..].iter().map(move |b| (*a, *b)));
+            let mut kinds = Vec::new();
+            if pairs().any(|(a, b)| nf(a) != nf(b)) {
+                kinds.push("letter case");
+            }
+            if pairs().any(|(a, b)| a.trim() != b.trim() && nf(a) == nf(b)) {
+                kinds.push("Unicode form");
+            }
+            if pairs().any(|(a, b)| a != b && a.trim() == b.trim()) {
+                kinds.push("surrounding spaces");
+            }
+            format!(
+                "warning: {what} {} differ only in {}: they are kept as {} {what}; if they are one, give them one name",
+                g.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(" and "),
+                kinds.join(" and "),
+                g.len()
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NFC `café` (U+00E9) and NFD `café` (e + U+0301) look alike and are two strings.
+    #[test]
+    fn spellings_of_one_name_are_said_with_what_they_differ_in() {
+        let (nfc, nfd) = ("caf\u{e9}", "cafe\u{301}");
+        assert_ne!(nfc, nfd);
+        assert_eq!(fold(nfc), fold(nfd));
+        assert_eq!(
+            near_duplicates([nfc, "gpt", nfd], "systems"),
+            [format!(
+                "warning: systems {nfc:?} and {nfd:?} differ only in Unicode form: they are kept as 2 systems; if they are one, give them one name"
+            )]
+        );
+        assert_eq!(
+            near_duplicates(["llama", "Llama", "llama "], "systems"),
+            [
+                "warning: systems \"llama\" and \"Llama\" and \"llama \" differ only in letter case and surrounding spaces: they are kept as 3 systems; if they are one, give them one name"
+            ]
+        );
+        // Full-width letters are a compatibility form of the plain ones.
+        assert_eq!(fold("\u{ff27}\u{ff30}\u{ff34}"), "gpt");
+        assert!(near_duplicates(["gpt", "gpt", "claude"], "systems").is_empty());
+    }
+}
