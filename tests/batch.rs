@@ -3,7 +3,7 @@
 //! In every case: no query is paid twice, every billed result ends in verdicts.jsonl once the
 //! folder is resumed, the books hold at least the bill, and `max_usd` holds.
 
-use crate::common::fake_openai::{BatchScript, BatchStep, FakeOpenAi, TEMPLATE};
+use crate::common::fake_openai::{BatchScript, BatchStep, FakeOpenAi, OutputFault, TEMPLATE};
 use crate::common::*;
 use crate::crash_safety::{booked, lines, signal, wait_until};
 use serde_json::{Value, json};
@@ -430,4 +430,77 @@ fn a_server_without_batch_jobs_is_named_at_the_first_round() {
     let b = booked(&runs);
     assert_eq!((b.verdicts, b.usd, b.open_intents), (0, 0.0, 0));
     assert_eq!(lines(&runs.join("intents.jsonl")).iter().filter(|l| l["intent"].is_u64()).count(), 8, "one round only");
+}
+
+/// A job's files that disagree with what ran (custom ids the round never had, one id repeated,
+/// half the lines missing, no output file, lines that are not JSON): every line ran and is
+/// billed, so the requests without a line are booked as possibly billed at their worst case,
+/// the round closes with a warning naming the disagreement, and the books hold the bill within
+/// `max_usd`.
+#[test]
+fn files_that_disagree_with_the_bill_are_booked_at_the_worst_case() {
+    for (fault, said) in [
+        (OutputFault::WrongIds, "8 lines with a custom_id no request of the round has"),
+        (OutputFault::RepeatFirst, "7 lines repeating a request's custom_id"),
+        (OutputFault::DropHalf, "request counts of 8 that ran against 4 lines of the round"),
+        (OutputFault::NoOutputFile, "request counts of 8 that ran against 0 lines of the round"),
+        (OutputFault::Garbage, "8 unreadable lines (file file-"),
+    ] {
+        let fake = FakeOpenAi::start();
+        fake.batch_script(BatchScript { output_fault: Some(fault), ..Default::default() });
+        let dir = tempfile::tempdir().unwrap();
+        let max = 0.01;
+        let cfg = config(dir.path(), "d", &fake.base_url, &format!("  max_comparisons: 16\n  max_usd: {max}\n"));
+        let out = run(dir.path(), &cfg, &[]);
+        let runs = dir.path().join("runs/d");
+        let all = text(&out);
+        assert!(all.contains("do not match the round") && all.contains(said), "{fault:?}: {all}");
+        let b = booked(&runs);
+        assert_eq!(b.open_intents, 0, "{fault:?}: the round is closed, not left pending: {b:?}");
+        let billed = bill(&fake);
+        assert!(billed > 0.0 && billed <= b.usd + 1e-12, "{fault:?}: the books (${}) hold the bill (${billed})", b.usd);
+        assert!(b.usd <= max + 1e-12, "{fault:?}: ${} within max_usd", b.usd);
+        let r = json(&runs.join("result.json"));
+        assert_ne!(r["stop_reason"], "batch_pending", "{fault:?}");
+    }
+}
+
+/// A provider's batch error texts are server text: the key they quote is redacted everywhere;
+/// a provider that spells job statuses in capitals is read as the API's statuses.
+#[test]
+fn batch_errors_never_show_the_key_and_capital_statuses_are_read() {
+    let key = "sk-proj-BATCHLEAK0123456789abcdefXYZ";
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript {
+        fail: true,
+        fail_message: Some(format!("bad input; key={key}")),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "s", &fake.base_url, "  max_comparisons: 16\n");
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", cfg.to_str().unwrap()])
+        .env("TOPK_BATCH_TEST_UNSET_KEY", key)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert!(all.contains("bad input; key=[redacted]"), "{all}");
+    assert!(!all.contains("BATCHLEAK"), "{all}");
+    for f in std::fs::read_dir(dir.path().join("runs/s")).unwrap() {
+        let f = f.unwrap().path();
+        let t = std::fs::read_to_string(&f).unwrap_or_default();
+        assert!(!t.contains("BATCHLEAK"), "the key is in {}", f.display());
+    }
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { status_upper: true, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "u", &fake.base_url, "  max_comparisons: 16\n");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fake.batch_jobs().len(), 2, "one job per round, none submitted twice");
+    let runs = dir.path().join("runs/u");
+    assert_eq!(booked(&runs).verdicts, 16);
+    check_books(&fake, &runs, None);
 }

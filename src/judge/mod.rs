@@ -391,11 +391,9 @@ pub trait BatchApi: Send + Sync {
     /// [`JudgeError::Request`] naming the step.
     fn content<'a>(&'a self, file_id: &'a str) -> BoxFuture<'a, Result<Vec<u8>, JudgeError>>;
 
-    /// Read an output or error file.
-    ///
-    /// # Errors
-    /// The line that is not a batch result line.
-    fn parse_results(&self, bytes: &[u8]) -> Result<Vec<BatchResult>, String>;
+    /// Read an output or error file: each non-blank line, or why it is not a batch result line
+    /// (`line N: …`, never containing the API key). A bad line does not hide the others.
+    fn parse_results(&self, bytes: &[u8]) -> Vec<Result<BatchResult, String>>;
 }
 
 /// Per-item parts of a judge's worst-case cost ([`JudgeInfo::worst_case_parts`]): the worst

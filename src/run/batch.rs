@@ -268,12 +268,21 @@ impl BatchJudge {
 
     /// The outcome of each query (custom id = cache key) from the ended `job`'s output and
     /// error files. `Err`: a file could not be read (the round is left open).
+    ///
+    /// A query without a line of its own is not billed when the job's files account for
+    /// everything that ran; it is booked as possibly billed, at its worst case, when they do not:
+    /// the job says `completed` (every request has a line then), its counts name more requests
+    /// than have lines, or its files hold lines that match no request of the round, repeat one,
+    /// or cannot be read. Response lines beyond the round's queries are booked too, at the worst
+    /// case, so `max_usd` holds against a provider whose files and bills disagree.
     async fn collect(
         &self,
         job: &BatchJob,
         queries: &[(&Pool, usize, usize, &str)],
     ) -> Result<Vec<Result<JudgeReply, JudgeError>>, String> {
+        let keys: std::collections::HashSet<&str> = queries.iter().map(|q| q.3).collect();
         let mut results: HashMap<String, BatchResult> = HashMap::new();
+        let (mut unmatched, mut repeated, mut unreadable) = (0usize, 0usize, Vec::new());
         for file in [&job.output_file_id, &job.error_file_id].into_iter().flatten() {
             let mut tries = 0;
             let bytes = loop {
@@ -288,11 +297,51 @@ impl BatchJudge {
                     }
                 }
             };
-            let lines =
-                self.api().parse_results(&bytes).map_err(|e| format!("file {file} of batch job {}: {e}", job.id))?;
-            for r in lines {
-                results.entry(r.custom_id().to_owned()).or_insert(r);
+            for line in self.api().parse_results(&bytes) {
+                match line {
+                    Err(e) => unreadable.push(format!("file {file}: {e}")),
+                    Ok(r) if !keys.contains(r.custom_id()) => unmatched += 1,
+                    Ok(r) if results.contains_key(r.custom_id()) => repeated += 1,
+                    Ok(r) => {
+                        results.insert(r.custom_id().to_owned(), r);
+                    }
+                }
             }
+        }
+        let ran = job.counts.map_or(0, |(c, f, _)| c as usize + f as usize);
+        let mut odd = Vec::new();
+        if unmatched > 0 {
+            odd.push(format!(
+                "{} with a custom_id no request of the round has",
+                crate::domain::fmt::count(unmatched, "line")
+            ));
+        }
+        if repeated > 0 {
+            odd.push(format!("{} repeating a request's custom_id", crate::domain::fmt::count(repeated, "line")));
+        }
+        if !unreadable.is_empty() {
+            odd.push(format!(
+                "{} ({})",
+                crate::domain::fmt::count(unreadable.len(), "unreadable line"),
+                unreadable.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+            ));
+        }
+        if ran > results.len() {
+            odd.push(format!("request counts of {ran} that ran against {} lines of the round", results.len()));
+        }
+        let missing = queries.iter().filter(|q| !results.contains_key(q.3)).count();
+        // Lines beyond the round's queries (and beyond those without a line, which are booked
+        // at their worst case below): booked at the round's largest worst case each.
+        let beyond = (unmatched + repeated + unreadable.len()).saturating_sub(missing);
+        let in_doubt = job.status == BatchJobStatus::Completed || !odd.is_empty();
+        if !odd.is_empty() {
+            tracing::warn!(
+                "batch job {} ended {} and its files do not match the round: {}; the {} without a line are booked as possibly billed at their worst case",
+                job.id,
+                job.status.as_str(),
+                odd.join(", "),
+                crate::domain::fmt::count(missing, "request")
+            );
         }
         // The run cancelled the job (Ctrl-C): what did not run was never asked, as for a live
         // query whose request did not leave.
@@ -303,7 +352,7 @@ impl BatchJudge {
             }
             s => format!("batch job {} ended {} before this request ran; not billed", job.id, s.as_str()),
         };
-        Ok(queries
+        let mut out: Vec<Result<JudgeReply, JudgeError>> = queries
             .iter()
             .map(|&(pool, a, b, key)| match results.remove(key) {
                 Some(BatchResult::Response { status, body, .. }) => {
@@ -312,10 +361,41 @@ impl BatchJudge {
                 Some(BatchResult::Error { code, message, .. }) => {
                     Err(not_run(format!("in batch job {}: {code}: {message}", job.id)))
                 }
+                None if in_doubt => Err(JudgeError::Request {
+                    status: None,
+                    message: format!(
+                        "batch job {} ended {} without a line for this request; booked as possibly billed at its worst case",
+                        job.id,
+                        job.status.as_str()
+                    ),
+                    retryable: true,
+                    cost_usd: self.worst_case_usd(pool, a, b),
+                }),
                 None if cancelled_by_us => Err(JudgeError::NotSent { cost_usd: 0.0 }),
                 None => Err(not_run(why_missing.clone())),
             })
-            .collect())
+            .collect();
+        if beyond > 0
+            && let Some(first) = out.first_mut()
+        {
+            let worst = queries.iter().map(|&(p, a, b, _)| self.worst_case_usd(p, a, b)).fold(0.0, f64::max);
+            let extra = worst * beyond as f64;
+            tracing::warn!(
+                "batch job {}: {} beyond the round's requests booked with its first query, at ${extra:.6} (the worst case of each)",
+                job.id,
+                crate::domain::fmt::count(beyond, "line")
+            );
+            match first {
+                Ok(reply) => reply.cost_usd += extra,
+                Err(
+                    JudgeError::Request { cost_usd, .. }
+                    | JudgeError::Endpoint { cost_usd, .. }
+                    | JudgeError::NotSent { cost_usd },
+                ) => *cost_usd += extra,
+                Err(_) => {}
+            }
+        }
+        Ok(out)
     }
 
     /// A live round (module docs): record its keys, upload, create, wait, read.

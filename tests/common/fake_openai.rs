@@ -758,6 +758,27 @@ pub struct BatchScript {
     pub error_lines: Vec<usize>,
     /// The job fails validation: nothing runs.
     pub fail: bool,
+    /// The message of a failed job's error (default: a plain one).
+    pub fail_message: Option<String>,
+    /// Job objects spell their status in capitals (`COMPLETED`), as some providers do.
+    pub status_upper: bool,
+    /// The output file disagrees with what ran (every line still ran and is billed).
+    pub output_fault: Option<OutputFault>,
+}
+
+/// How a job's output file disagrees with the lines that ran and were billed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFault {
+    /// Every line's custom_id is one the input never had.
+    WrongIds,
+    /// Every line carries the first line's custom_id.
+    RepeatFirst,
+    /// Only the first half of the lines are written (the counts name all).
+    DropHalf,
+    /// No output file at all (the counts name every line completed).
+    NoOutputFile,
+    /// The output file is not JSON lines.
+    Garbage,
 }
 
 #[derive(Debug, Clone)]
@@ -772,6 +793,8 @@ struct FakeJob {
     failed: usize,
     total: usize,
     fail: bool,
+    fail_message: Option<String>,
+    upper: bool,
 }
 
 #[derive(Default)]
@@ -856,8 +879,9 @@ fn new_id(s: &Shared, prefix: &str) -> String {
 fn job_json(j: &FakeJob) -> Value {
     json!({
         "id": j.id, "object": "batch", "endpoint": "/v1/chat/completions",
-        "errors": if j.fail { json!({"object": "list", "data": [{"code": "invalid_request", "message": "the input file is not valid for this model", "line": 1}]}) } else { Value::Null },
-        "input_file_id": j.input_file_id, "completion_window": "24h", "status": j.status,
+        "errors": if j.fail { json!({"object": "list", "data": [{"code": "invalid_request", "message": j.fail_message.as_deref().unwrap_or("the input file is not valid for this model"), "line": 1}]}) } else { Value::Null },
+        "input_file_id": j.input_file_id, "completion_window": "24h",
+        "status": if j.upper { j.status.to_uppercase() } else { j.status.clone() },
         "output_file_id": j.output_file_id, "error_file_id": j.error_file_id, "created_at": 1_795_980_776u64,
         "request_counts": {"total": j.total, "completed": j.completed, "failed": j.failed},
         "metadata": {},
@@ -935,6 +959,8 @@ async fn create_batch(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
         failed: 0,
         total: lines.len(),
         fail: script.fail,
+        fail_message: script.fail_message.clone(),
+        upper: script.status_upper,
     };
     let v = job_json(&job);
     let id = job.id.clone();
@@ -1000,6 +1026,15 @@ async fn run_job(s: Arc<Shared>, id: String, lines: Vec<Value>, script: BatchScr
         let rbytes = axum::body::to_bytes(reply.into_body(), usize::MAX).await.unwrap();
         let rbody: Value =
             serde_json::from_slice(&rbytes).unwrap_or(json!({"error": {"message": String::from_utf8_lossy(&rbytes)}}));
+        let custom_id = match script.output_fault {
+            Some(OutputFault::WrongIds) => format!("{custom_id}-not-asked"),
+            Some(OutputFault::RepeatFirst) => lines[0]["custom_id"].as_str().unwrap_or_default().to_owned(),
+            Some(OutputFault::DropHalf) if i >= lines.len() / 2 => {
+                with_job(&s, &id, |j| j.completed += 1);
+                continue;
+            }
+            _ => custom_id,
+        };
         out.push_str(
             &json!({"id": format!("req-{i}"), "custom_id": custom_id,
             "response": {"status_code": status, "request_id": format!("r{i}"), "body": rbody}, "error": null})
@@ -1009,13 +1044,16 @@ async fn run_job(s: Arc<Shared>, id: String, lines: Vec<Value>, script: BatchScr
         with_job(&s, &id, |j| j.completed += 1);
     }
     let (oid, eid) = (new_id(&s, "file"), new_id(&s, "file"));
+    if script.output_fault == Some(OutputFault::Garbage) {
+        out = "this is not json\n".repeat(lines.len());
+    }
     {
         let mut files = s.batch.files.lock().unwrap();
         files.insert(oid.clone(), out.into_bytes());
         files.insert(eid.clone(), err.into_bytes());
     }
     with_job(&s, &id, |j| {
-        j.output_file_id = Some(oid);
+        j.output_file_id = (script.output_fault != Some(OutputFault::NoOutputFile)).then_some(oid);
         j.error_file_id = Some(eid);
         j.status = end.into();
     });

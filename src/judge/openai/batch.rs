@@ -55,7 +55,8 @@ fn job_from(v: &Value) -> Option<BatchJob> {
     if let Ok(b) = serde_json::from_value::<Batch>(v.clone()) {
         return Some(job_of(b));
     }
-    let status = match v.get("status")?.as_str()? {
+    // Some providers that copy the API spell the status in capitals (`COMPLETED`).
+    let status = match v.get("status")?.as_str()?.to_ascii_lowercase().as_str() {
         "validating" => BatchJobStatus::Validating,
         "in_progress" => BatchJobStatus::InProgress,
         "finalizing" => BatchJobStatus::Finalizing,
@@ -140,23 +141,25 @@ fn result_from(line: &str) -> Result<BatchResult, String> {
     })
 }
 
-/// Read a batch output or error file (JSON lines of async-openai's `BatchRequestOutput`).
-///
-/// # Errors
-/// The line (1-based) that is not such an object, and what is wrong with it.
-pub fn parse_results(bytes: &[u8]) -> Result<Vec<BatchResult>, String> {
-    let text = String::from_utf8_lossy(bytes);
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        out.push(result_from(line).map_err(|e| format!("line {}: {e}", i + 1))?);
-    }
-    Ok(out)
+/// Read a batch output or error file (JSON lines of async-openai's `BatchRequestOutput`): each
+/// non-blank line, or the line (1-based) that is not such an object and what is wrong with it.
+pub fn parse_results(bytes: &[u8]) -> Vec<Result<BatchResult, String>> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| result_from(line).map_err(|e| format!("line {}: {e}", i + 1)))
+        .collect()
 }
 
 impl OpenAiJudge {
+    /// `job` with the provider's error texts redacted: they are server text, and a provider may
+    /// quote the request's key in them.
+    fn redacted(&self, mut job: BatchJob) -> BatchJob {
+        job.errors = job.errors.iter().map(|e| self.redact(e)).collect();
+        job
+    }
+
     /// A request to `{base_url}{path}` with the key and `base_url`'s credentials.
     fn api(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let mut req = self.http.request(method, self.target.url(path));
@@ -322,13 +325,34 @@ impl BatchApi for OpenAiJudge {
             metadata: Some(HashMap::from([("topk_judge_round".to_owned(), json!(round.to_string()))])),
             output_expires_after: None,
         };
+        let file = input_file_id.to_owned();
         Box::pin(async move {
             self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "create the batch";
             let v: Value = self.api_json(what, self.api(reqwest::Method::POST, "/batches").json(&body)).await?;
-            let job = job_from(&v).ok_or_else(|| self.unexpected(what, &v))?;
+            // A reply with the job's id made a job, whatever else it holds: taken as created (and
+            // polled), never as "not created", which would submit the round again.
+            let job = match (job_from(&v), v.get("id").and_then(Value::as_str)) {
+                (Some(job), _) => job,
+                (None, Some(id)) => {
+                    tracing::warn!(
+                        "{what}: batch job {id} was made, but its reply is not the expected object: {}",
+                        self.redact(&clip(&v.to_string(), 300))
+                    );
+                    BatchJob {
+                        id: id.to_owned(),
+                        status: BatchJobStatus::Validating,
+                        input_file_id: file,
+                        output_file_id: None,
+                        error_file_id: None,
+                        errors: Vec::new(),
+                        counts: None,
+                    }
+                }
+                (None, None) => return Err(self.unexpected(what, &v)),
+            };
             self.counters.batch_jobs.fetch_add(1, Ordering::Relaxed);
-            Ok(job)
+            Ok(self.redacted(job))
         })
     }
 
@@ -337,7 +361,7 @@ impl BatchApi for OpenAiJudge {
             self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "read the batch";
             let v: Value = self.api_json(what, self.api(reqwest::Method::GET, &format!("/batches/{id}"))).await?;
-            job_from(&v).ok_or_else(|| self.unexpected(what, &v))
+            job_from(&v).map(|j| self.redacted(j)).ok_or_else(|| self.unexpected(what, &v))
         })
     }
 
@@ -358,7 +382,7 @@ impl BatchApi for OpenAiJudge {
                     Err(_) => v["data"].as_array().map(|d| d.iter().filter_map(job_from).collect()).unwrap_or_default(),
                 };
                 if let Some(b) = page.iter().find(|b| b.input_file_id == input_file_id) {
-                    return Ok(Some(b.clone()));
+                    return Ok(Some(self.redacted(b.clone())));
                 }
                 let last = v["last_id"].as_str().map(str::to_owned).or_else(|| page.last().map(|b| b.id.clone()));
                 if v["has_more"].as_bool() != Some(true) || last.is_none() {
@@ -376,7 +400,7 @@ impl BatchApi for OpenAiJudge {
             let what = "cancel the batch";
             let v: Value =
                 self.api_json(what, self.api(reqwest::Method::POST, &format!("/batches/{id}/cancel"))).await?;
-            job_from(&v).ok_or_else(|| self.unexpected(what, &v))
+            job_from(&v).map(|j| self.redacted(j)).ok_or_else(|| self.unexpected(what, &v))
         })
     }
 
@@ -387,8 +411,8 @@ impl BatchApi for OpenAiJudge {
         })
     }
 
-    fn parse_results(&self, bytes: &[u8]) -> Result<Vec<BatchResult>, String> {
-        parse_results(bytes)
+    fn parse_results(&self, bytes: &[u8]) -> Vec<Result<BatchResult, String>> {
+        parse_results(bytes).into_iter().map(|r| r.map_err(|e| self.redact(&e))).collect()
     }
 }
 
@@ -401,7 +425,8 @@ mod tests {
         let full = r#"{"id": "r1", "custom_id": "k1", "response": {"status_code": 200, "request_id": "q", "body": {"x": 1}}, "error": null}"#;
         let bare = r#"{"custom_id": "k2", "response": {"body": {"x": 2}}}"#;
         let err = r#"{"custom_id": "k3", "error": {"code": "server_error", "message": "boom"}}"#;
-        let got = parse_results(format!("{full}\n\n{bare}\n{err}\n").as_bytes()).unwrap();
+        let got: Vec<BatchResult> =
+            parse_results(format!("{full}\n\n{bare}\n{err}\n").as_bytes()).into_iter().map(Result::unwrap).collect();
         assert_eq!(
             got,
             vec![
@@ -410,8 +435,13 @@ mod tests {
                 BatchResult::Error { custom_id: "k3".into(), code: "server_error".into(), message: "boom".into() },
             ]
         );
-        let e = parse_results(b"{\"custom_id\": \"k\"}\n{\"response\": {}}\n").unwrap_err();
-        assert!(e.starts_with("line 2: no custom_id"), "{e}");
+        // A bad line is named and does not hide the others.
+        let got = parse_results(b"{\"response\": {}}\n{\"custom_id\": \"k\"}\nnot json\n");
+        assert!(got[0].as_ref().unwrap_err().starts_with("line 1: no custom_id"), "{got:?}");
+        assert!(
+            matches!(&got[1], Ok(BatchResult::Error { custom_id, code, .. }) if custom_id == "k" && code == "no_response")
+        );
+        assert!(got[2].as_ref().unwrap_err().starts_with("line 3: not JSON"), "{got:?}");
     }
 
     #[test]
@@ -425,5 +455,7 @@ mod tests {
         );
         assert_eq!(job.counts, Some((3, 1, 4)));
         assert!(job_from(&json!({"id": "b1", "status": "sleeping"})).is_none(), "an unknown status is not guessed");
+        let caps = job_from(&json!({"id": "b1", "status": "COMPLETED", "input_file_id": "f1"})).unwrap();
+        assert_eq!(caps.status, BatchJobStatus::Completed);
     }
 }
