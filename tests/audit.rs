@@ -216,3 +216,25 @@ fn a_run_config_given_to_audit_is_named_as_one() {
         text(&out)
     );
 }
+
+/// A pairs file saved with a UTF-8 byte-order mark (as some editors do) is read like one without.
+#[test]
+fn a_pairs_file_with_a_byte_order_mark_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = std::fs::read_to_string(root().join("data/tutorial_pairs.jsonl")).unwrap();
+    let bom = write(dir.path(), "bom.jsonl", &format!("\u{feff}{plain}"));
+    let cfg = write(
+        dir.path(),
+        "b.yaml",
+        &format!(
+            "name: b\nout_dir: runs\njudge:\n  mock: {{mode: deterministic, pos_bias: 1.0, verb_per_word: 0.02}}\npairs: {}\n",
+            bom.display()
+        ),
+    );
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        audit_json(dir.path(), "b")["queries"]["total"],
+        plain.lines().filter(|l| !l.trim().is_empty()).count() * 2
+    );
+}

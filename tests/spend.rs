@@ -761,3 +761,45 @@ fn the_dry_run_counts_the_folders_other_books_against_max_usd_as_the_run_does() 
     let bought = r["comparisons"].as_u64().unwrap() as usize;
     assert!((lo..=hi).contains(&bought), "{bought} not in {lo}..={hi}: {line}");
 }
+
+/// `audit` against a provider that bills 1,280 completion tokens per reply with `max_tokens`
+/// 64: the books end above `max_usd`, so the audit (audit.json written, tables printed) exits 1
+/// with the error a run gives, naming the cause.
+#[test]
+fn an_audit_whose_overrun_passes_max_usd_exits_1() {
+    let fake = billing(1280);
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let pairs = write(
+        dir.path(),
+        "pairs.jsonl",
+        &(1..=6)
+            .map(|i| {
+                json!({"id": format!("p{i}"), "x": {"text": vec!["word"; i + 1].join(" ")}, "y": {"text": "a b"}})
+                    .to_string()
+                    + "\n"
+            })
+            .collect::<String>(),
+    );
+    let cfg = write(
+        dir.path(),
+        "aud.yaml",
+        &format!(
+            "name: aud\nout_dir: runs\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 64\n    max_invalid_retries: 0\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\npairs: {}\nbudget:\n  max_usd: 0.005\n",
+            fake.base_url,
+            pairs.display()
+        ),
+    );
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(dir.path().join("runs/aud/audit.json").exists());
+    let b = booked(&dir.path().join("runs/aud"));
+    assert!(b.usd > 0.005 && (bill(&fake) - b.usd).abs() < 1e-12, "books ${} = bill ${}", b.usd, bill(&fake));
+    assert!(
+        t.contains("error: audit ")
+            && t.contains("above budget.max_usd")
+            && t.contains("the provider does not keep to max_tokens"),
+        "{t}"
+    );
+}

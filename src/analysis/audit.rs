@@ -199,6 +199,9 @@ impl PairSpec {
                 if !(w >= 0.0 && w.is_finite()) {
                     return Err(format!("{k}.words = {w}; expected a number ≥ 0").into());
                 }
+                if w > crate::domain::pool::MAX_COVARIATE {
+                    return Err(format!("{k}.words = {w:e} is too large (≤ 1e100: the bias fit squares it)").into());
+                }
                 if let Some(t) = &s.text
                     && word_count(t) as f64 != w
                 {
@@ -358,6 +361,9 @@ pub fn parse_pairs(text: &str) -> Result<Vec<PairSpec>, PairsError> {
             ),
         })?;
         p.validate().map_err(|msg| PairsError { line: ln, msg: format!("pair {:?}: {msg}", p.id) })?;
+        // Each pair is judged as a pool of its two answers: refused here, by line, when it would
+        // not make one (a quality or word count beyond what the model holds).
+        p.to_pool().map_err(|e| PairsError { line: ln, msg: format!("pair {:?}: {e}", p.id) })?;
         if let Some(prev) = seen.insert(p.id.clone(), ln) {
             return Err(PairsError { line: ln, msg: format!("duplicate id {:?} (first on line {prev})", p.id) });
         }
@@ -1073,6 +1079,15 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.msg.contains("duplicate id \"a\" (first on line 1)"), "{e}");
+        // Numbers a pool refuses are refused by line, not left to a panic when the pair is judged.
+        let e = parse_pairs("{\"id\":\"a\",\"x\":{\"words\":1},\"y\":{\"words\":3}}\n{\"id\":\"p1\",\"x\":{\"quality\":1e308,\"words\":50},\"y\":{\"quality\":-1e308,\"words\":20}}").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(
+            e.msg.starts_with("pair \"p1\": ") && e.msg.contains("quality 1e308 is too large (|quality| ≤ 1e100"),
+            "{e}"
+        );
+        let e = parse_pairs(r#"{"id":"w","x":{"quality":1,"words":1e300},"y":{"quality":5,"words":20}}"#).unwrap_err();
+        assert_eq!(e.msg, "pair \"w\": x.words = 1e300 is too large (≤ 1e100: the bias fit squares it)");
         let e = parse_pairs(r#"{"id":"a","x":{"text":"one two","words":3},"y":{"words":3}}"#).unwrap_err();
         assert!(e.msg.contains("x.words = 3 but x.text has 2"), "{e}");
         let e = parse_pairs(r#"{"id":"a","x":{"quality":2,"words":1},"y":{"quality":1,"words":3},"winner":"y"}"#)

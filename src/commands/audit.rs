@@ -73,6 +73,10 @@ pub enum AuditError {
     /// read or appended.
     #[error(transparent)]
     Books(#[from] crate::store::books::BooksError),
+    /// Replies billed above their reservations took the audit folder's books past
+    /// `budget.max_usd` (audit.json is written and the tables printed first).
+    #[error(transparent)]
+    AboveMaxUsd(Box<crate::run::RunError>),
     /// Another process audits into the same folder.
     #[error(transparent)]
     Lock(#[from] crate::store::lock::LockError),
@@ -383,6 +387,12 @@ pub async fn run_audit(
         // A closed stdout (e.g. `| head`) must not turn a finished audit into a panic; the
         // summary ends with its own newline.
         super::print_out(&summary_text(&out, dir));
+    }
+    // As for a run: an overrun that took the folder's books past max_usd is an error (exit 1).
+    let cause = crate::report::result::overrun_report(o, budget.worst_case_factor(), out.judge_stats.as_ref())
+        .map(|r| r.cause());
+    if let Some(e) = crate::run::RunError::above_max_usd(cause, books.spend(&|_| true).total_usd(), max_usd) {
+        return Err(AuditError::AboveMaxUsd(Box::new(e)));
     }
     Ok(out)
 }

@@ -221,7 +221,12 @@ impl MockJudge {
 
     fn usage(&self, pool: &Pool, a: usize, b: usize) -> Usage {
         let words = word_count(pool.task_of(a)) as f64 + item_words(&pool.items[a]) + item_words(&pool.items[b]);
-        Usage { prompt_tokens: (1.3 * words).round() as u64 + 60, completion_tokens: 1, ..Default::default() }
+        // Saturating: a word count given as a number may be far beyond any real prompt.
+        Usage {
+            prompt_tokens: ((1.3 * words).round() as u64).saturating_add(60),
+            completion_tokens: 1,
+            ..Default::default()
+        }
     }
 
     fn cost(&self, u: &Usage) -> f64 {
@@ -371,6 +376,16 @@ mod tests {
         assert_eq!(j.p_first(&y, &x), 1.0);
         // Scores: X in A = 5 + 1 + 0.8 = 6.8; Y in B = 6.4.
         assert!((j.score(&x, true) - 6.8).abs() < 1e-12);
+    }
+
+    /// A word count far beyond any prompt (1e20, within what a pool holds) saturates the
+    /// token count instead of overflowing it.
+    #[test]
+    fn usage_of_huge_word_counts_saturates() {
+        let j = MockJudge::new(MockConfig::default()).unwrap();
+        let pool = Pool::new("p".into(), String::new(), vec![it("a", 1.0, 1e20), it("b", 2.0, 3.0)]).unwrap();
+        assert_eq!(j.usage(&pool, 0, 1).prompt_tokens, u64::MAX);
+        assert_eq!(j.usage(&pool, 1, 1).prompt_tokens, 60 + 8, "1.3 × (3 + 3) words, rounded, plus 60");
     }
 
     #[test]

@@ -83,20 +83,7 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
         max_usd: end.max_usd,
     };
     let (o, factor) = end.overrun;
-    let stats = result.judge_stats.as_ref();
-    if o.replies > 0 || stats.is_some_and(|s| s.above_max_tokens > 0 || s.above_prompt_bound > 0) {
-        result.overrun = Some(OverrunReport {
-            replies: o.replies,
-            excess_usd: o.excess_usd,
-            worst_case_factor: factor,
-            in_flight_at_first: o.in_flight_at_first,
-            above_max_tokens: stats.map_or(0, |s| s.above_max_tokens),
-            most_completion_tokens: stats.map_or(0, |s| s.most_completion_tokens),
-            max_tokens: stats.and_then(|s| s.max_tokens),
-            above_prompt_bound: stats.map_or(0, |s| s.above_prompt_bound),
-            most_prompt_tokens: stats.map_or(0, |s| s.most_prompt_tokens),
-        });
-    }
+    result.overrun = overrun_report(o, factor, result.judge_stats.as_ref());
     result.fit.reporting.session = Some(end.session);
     result.quarantined = end
         .quarantined
@@ -363,6 +350,29 @@ pub fn resume_hint(config_path: &Path, overrides: &[crate::config::overrides::Ov
 fn shell_word(s: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "._/=:,@+-%".contains(c);
     if !s.is_empty() && s.chars().all(plain) { s.to_string() } else { format!("'{}'", s.replace('\'', "'\\''")) }
+}
+
+/// The overrun of one invocation (`o`, the worst-case `factor` after it) with the judge's token
+/// counts (`stats`): `None` when no reply was billed above its reservation and no reply passed
+/// the prompt or `max_tokens` bound.
+pub fn overrun_report(
+    o: crate::store::budget::Overrun,
+    factor: f64,
+    stats: Option<&crate::judge::JudgeStats>,
+) -> Option<OverrunReport> {
+    (o.replies > 0 || stats.is_some_and(|s| s.above_max_tokens > 0 || s.above_prompt_bound > 0)).then(|| {
+        OverrunReport {
+            replies: o.replies,
+            excess_usd: o.excess_usd,
+            worst_case_factor: factor,
+            in_flight_at_first: o.in_flight_at_first,
+            above_max_tokens: stats.map_or(0, |s| s.above_max_tokens),
+            most_completion_tokens: stats.map_or(0, |s| s.most_completion_tokens),
+            max_tokens: stats.and_then(|s| s.max_tokens),
+            above_prompt_bound: stats.map_or(0, |s| s.above_prompt_bound),
+            most_prompt_tokens: stats.map_or(0, |s| s.most_prompt_tokens),
+        }
+    })
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@ const MAX_HEADER_DELAY: Duration = Duration::from_secs(86_400);
 pub fn retry_after_delay(value: &str, date: Option<&str>, now: SystemTime) -> Option<Duration> {
     let v = value.trim();
     let wait = if let Ok(secs) = v.parse::<f64>() {
-        (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs))?
+        // Capped before the conversion: a Duration holds at most ~1.8e19 s.
+        (secs.is_finite() && secs > 0.0).then(|| Duration::from_secs_f64(secs.min(MAX_HEADER_DELAY.as_secs_f64())))?
     } else {
         let until = httpdate::parse_http_date(v).ok()?;
         let from = date.and_then(|d| httpdate::parse_http_date(d.trim()).ok()).unwrap_or(now);
@@ -232,6 +233,9 @@ mod tests {
         assert_eq!(d("0", None), None, "zero is no hint: the backoff applies");
         assert_eq!(d("0.0", None), None);
         assert_eq!(d("999999999", None), Some(Duration::from_secs(86_400)), "at most a day");
+        // Beyond what a Duration holds (~1.8e19 s): still a day, not a panic.
+        assert_eq!(d("99999999999999999999999", None), Some(Duration::from_secs(86_400)));
+        assert_eq!(d("1e300", None), Some(Duration::from_secs(86_400)));
         // The three date forms of RFC 9110, 3 s after `now`.
         for v in ["Wed, 21 Oct 2015 07:28:03 GMT", "Wednesday, 21-Oct-15 07:28:03 GMT", "Wed Oct 21 07:28:03 2015"] {
             assert_eq!(d(v, None), Some(Duration::from_secs(3)), "{v}");
