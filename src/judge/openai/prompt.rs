@@ -44,6 +44,11 @@ pub enum PromptError {
     },
 }
 
+/// Answers of the check render at load: what is sent must contain both (short, and compared in
+/// lower case, so filters such as `upper` or `truncate` keep them).
+const PROBE_A: &str = "q7f3c";
+const PROBE_B: &str = "q9b1e";
+
 /// The template variables: `task`, `answer_a`, `answer_b` and the turn lists.
 const VARIABLES: [&str; 6] = ["task", "answer_a", "answer_b", "task_turns", "turns_a", "turns_b"];
 
@@ -160,7 +165,10 @@ impl PromptTemplate {
                 )));
             }
         }
-        let mut unknown: Vec<&String> = vars.iter().filter(|v| !VARIABLES.contains(&v.as_str())).collect();
+        // minijinja's global functions (`range`, `dict`, …) are not variables to fill.
+        let globals: std::collections::HashSet<&str> = env.globals().map(|(k, _)| k).collect();
+        let mut unknown: Vec<&String> =
+            vars.iter().filter(|v| !VARIABLES.contains(&v.as_str()) && !globals.contains(v.as_str())).collect();
         unknown.sort();
         if !unknown.is_empty() {
             return Err(err(format!(
@@ -182,7 +190,22 @@ impl PromptTemplate {
             (has("user")?, has("system")?)
         };
         let me = Self { path: path.to_owned(), env, has_user_block, has_system_block };
-        me.render("task", "answer a", "answer b")?;
+        // What the judge is sent must hold both answers: a name in the source is not enough
+        // (used after the `user` block, in an empty block, under a condition that is false).
+        let probe = me.render("task", PROBE_A, PROBE_B)?;
+        let sent = format!("{}\n{}", probe.system.as_deref().unwrap_or(""), probe.user).to_lowercase();
+        for (needed, marker) in [("answer_a", PROBE_A), ("answer_b", PROBE_B)] {
+            if !sent.contains(marker) {
+                return Err(err(format!(
+                    "the rendered prompt does not contain {{{{ {needed} }}}}: it is used where the messages sent do not reach ({}); the judge would not see that answer",
+                    if me.has_user_block {
+                        "only the `system` and `user` blocks are sent: outside them, or under a condition that is false"
+                    } else {
+                        "under a condition that is false, or in a block never rendered"
+                    }
+                )));
+            }
+        }
         Ok(me)
     }
 
@@ -363,6 +386,31 @@ mod tests {
         assert!(e.contains("question"), "{e}");
         let e = tmpl("{{ answer_a }} {{ answer_b }} {% if %}").unwrap_err().to_string();
         assert!(e.contains("t.j2") && e.contains("line 1"), "{e}");
+        // Named in the source but not in what is sent: after the `user` block, in an empty
+        // block, under a false condition.
+        for (src, missing, where_) in [
+            (
+                "{% block system %}Judge.{% endblock %}\n{% block user %}Task: {{ task }}\nWhich is better?{% endblock %}\nAnswer A: {{ answer_a }}\nAnswer B: {{ answer_b }}",
+                "answer_a",
+                "only the `system` and `user` blocks are sent",
+            ),
+            ("{% block user %}{% endblock %}{{ answer_a }} {{ answer_b }}", "answer_a", "only the `system` and `user`"),
+            (
+                "{% if false %}{{ answer_a }}{% endif %}{{ task }} {{ answer_b }}",
+                "answer_a",
+                "under a condition that is false",
+            ),
+            ("{{ answer_a }}{% if task == 'never' %}{{ answer_b }}{% endif %}", "answer_b", "under a condition"),
+        ] {
+            let e = tmpl(src).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("the rendered prompt does not contain {{{{ {missing} }}}}")) && e.contains(where_),
+                "{src}: {e}"
+            );
+        }
+        // A global function of the template language is not an unknown variable.
+        let t = tmpl("{{ answer_a }} {{ answer_b }}{% for i in range(2) %}.{% endfor %}").unwrap();
+        assert_eq!(t.render("t", "a", "b").unwrap().user, "a b..");
     }
 
     /// The shipped multi-turn template shows a 2-turn MT-Bench question turn by turn, and a
