@@ -486,6 +486,14 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     let nofits = dir.path().join("nofits");
     std::fs::create_dir_all(&nofits).unwrap();
     std::fs::write(nofits.join("result.json"), r.to_string()).unwrap();
+    // Without its verdicts too, the folder is refused: flips and spend would read as none.
+    let out = run_bin(dir.path(), &["report", "nofits"]);
+    assert!(
+        text(&out).contains("nofits/verdicts.jsonl: not found, while result.json counts 204 comparisons"),
+        "{}",
+        text(&out)
+    );
+    std::fs::copy(run.join("verdicts.jsonl"), nofits.join("verdicts.jsonl")).unwrap();
     let out = run_bin(dir.path(), &["report", "nofits"]);
     assert!(out.status.success(), "{}", text(&out));
     let md = std::fs::read_to_string(nofits.join("report.md")).unwrap();

@@ -540,4 +540,16 @@ fn a_run_folder_or_its_result_json_in_the_wrong_place_is_named() {
     );
     let out = run_bin(dir.path(), &["report", "runs/here/result.json"]);
     assert!(out.status.success() && run.join("report.html").is_file(), "{}", text(&out));
+    // A folder whose verdicts.jsonl is gone: its flips and spend would read as none.
+    let gone = mock_run(dir.path(), "gone", 0.0);
+    std::fs::remove_file(gone.join("verdicts.jsonl")).unwrap();
+    let n = json(&gone.join("result.json"))["comparisons"].as_u64().unwrap();
+    assert!(n > 0);
+    let said = format!(
+        "runs/gone/verdicts.jsonl: not found, while result.json counts {n} comparisons; put the run's verdicts.jsonl back"
+    );
+    for args in [&["compare", "runs/here", "runs/gone"][..], &["report", "runs/gone"]] {
+        let e = err(args);
+        assert!(e.contains(&said), "{args:?}: {e}");
+    }
 }

@@ -669,17 +669,19 @@ fn gpt2_byte_level_logprob_tokens_are_pooled() {
         Box::new(|a: &str, b: &str| if a.len() >= b.len() { "A".into() } else { "B".into() }),
         Box::new(|_| Some(json!({"prompt_tokens": 100, "completion_tokens": 1}))),
     );
-    fake.set_top_logprobs(vec![("ĠA".into(), 0.6f64.ln()), ("ĠB".into(), 0.3f64.ln()), ("ĠC".into(), 0.1f64.ln())]);
+    // The fake sends the first listed logprob as the chosen letter's too: with it (0.4) the
+    // alternatives sum to 1, as a distribution's do.
+    fake.set_top_logprobs(vec![("ĠA".into(), 0.4f64.ln()), ("ĠB".into(), 0.15f64.ln()), ("ĠC".into(), 0.05f64.ln())]);
     let dir = tempfile::tempdir().unwrap();
     let cfg = live(dir.path(), "lp", &fake.base_url, "    logprobs: true\n", "", "  max_comparisons: 2\n");
     let out = run(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));
     let recs = lines(&dir.path().join("runs/lp/verdicts.jsonl"));
     for r in recs {
-        // The chosen letter (the fake's verdict, at logprob ln 0.6) joins the alternatives:
-        // A-forms 0.6 (+ 0.6 when A was chosen), B-forms 0.3 (+ 0.6 when B was chosen).
+        // The chosen letter (the fake's verdict, at logprob ln 0.4) joins the alternatives:
+        // A-forms 0.4 (+ 0.4 when A was chosen), B-forms 0.15 (+ 0.4 when B was chosen).
         let y = r["y"].as_f64().unwrap();
-        let want = [1.2 / 1.5, 0.6 / 1.5];
+        let want = [0.8 / 0.95, 0.4 / 0.95];
         assert!(want.iter().any(|w| (y - w).abs() < 1e-9), "soft verdict {y}, expected one of {want:?}: {r}");
     }
 }

@@ -151,7 +151,7 @@ pub struct JudgeStats {
     /// Verdicts taken from log-probabilities (soft P(A)).
     pub soft_verdicts: u64,
     /// Verdicts that stayed hard although `logprobs` was on, by reason (`logprobs_missing`,
-    /// `not_a_letter`, `tokens_unaligned`, `token_not_letter`).
+    /// `not_a_letter`, `tokens_unaligned`, `token_not_letter`, `not_probabilities`).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub soft_fallbacks: std::collections::BTreeMap<String, u64>,
     /// Replies that reached the parser (valid and invalid, re-asks included).

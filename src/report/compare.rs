@@ -59,6 +59,21 @@ pub struct RunDir {
     pub priced: bool,
 }
 
+/// A run folder without its verdicts.jsonl is read only when its result.json counts no
+/// comparison: the flips, spend and refits read from the verdicts would otherwise be wrong
+/// (`no pair in both orders` for a run that has them).
+fn missing_verdicts(vp: &Path, comparisons: usize) -> Result<(), CompareError> {
+    if comparisons == 0 {
+        return Ok(());
+    }
+    Err(CompareError::Read {
+        path: vp.to_owned(),
+        msg: format!(
+            "not found, while result.json counts {comparisons} comparisons; put the run's verdicts.jsonl back (the flips and spend are read from it)"
+        ),
+    })
+}
+
 impl RunDir {
     /// Read result.json, verdicts.jsonl and fits.jsonl (the last two may be missing).
     ///
@@ -93,6 +108,7 @@ impl RunDir {
             let (recs, _, _) = read_records(&vp)?;
             recs.into_iter().filter(|r| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge)).collect()
         } else {
+            missing_verdicts(&vp, result.comparisons)?;
             Vec::new()
         };
         let fp = dir.join("fits.jsonl");
@@ -242,7 +258,12 @@ impl PanelRunDir {
         let certified =
             serde_json::from_value(field("/certified")?.clone()).map_err(|e| bad(format!("/certified: {e}")))?;
         let vp = dir.join("verdicts.jsonl");
-        let verdicts = if vp.exists() { read_records(&vp)?.0 } else { Vec::new() };
+        let verdicts = if vp.exists() {
+            read_records(&vp)?.0
+        } else {
+            missing_verdicts(&vp, v["comparisons"].as_u64().unwrap_or(0) as usize)?;
+            Vec::new()
+        };
         let mut lines = Vec::new();
         let fp = dir.join(crate::report::PANEL_FITS);
         if let Ok(t) = std::fs::read_to_string(&fp) {

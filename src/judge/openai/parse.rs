@@ -926,6 +926,9 @@ pub enum SoftMiss {
     Unaligned,
     /// The token at the verdict is not a form of the letter (e.g. `AB`).
     TokenNotLetter,
+    /// The log-probabilities at the verdict are not those of a distribution: one above 0 (a
+    /// probability above 1), not a number, or alternatives whose probabilities sum above 1.
+    NotProbabilities,
 }
 
 impl SoftMiss {
@@ -936,6 +939,7 @@ impl SoftMiss {
             SoftMiss::NotALetter => "not_a_letter",
             SoftMiss::Unaligned => "tokens_unaligned",
             SoftMiss::TokenNotLetter => "token_not_letter",
+            SoftMiss::NotProbabilities => "not_probabilities",
         }
     }
 }
@@ -1035,6 +1039,12 @@ pub fn soft_p_a(content: &str, tokens: &[TokenLogprob], letter_at: usize) -> Res
     let mut alts: Vec<(&str, f64)> = tok.top.iter().map(|(t, lp)| (t.as_str(), *lp)).collect();
     if !alts.iter().any(|(t, _)| *t == tok.token) {
         alts.push((&tok.token, tok.logprob));
+    }
+    // A server's numbers that no distribution has are not read as a preference (slack for
+    // rounding in the reply's decimals: 1e-6 per logprob, 1 % on the sum).
+    let total: f64 = alts.iter().map(|(_, lp)| lp.exp()).sum();
+    if alts.iter().any(|(_, lp)| lp.is_nan() || *lp > 1e-6) || total > 1.01 {
+        return Err(SoftMiss::NotProbabilities);
     }
     let (mut pa, mut pb) = (0.0f64, 0.0f64);
     for (t, lp) in alts {
@@ -1534,14 +1544,22 @@ mod tests {
         let toks = vec![
             TokenLogprob { token: "\u{FFFD}".into(), bytes: Some(vec![0xC3]), logprob: -0.1, top: vec![] },
             TokenLogprob { token: "\u{FFFD}".into(), bytes: Some(vec![0xA9]), logprob: -0.1, top: vec![] },
-            tok(" B", -0.1, &[(" A", -1.0)]),
+            tok(" B", -0.4, &[(" A", -1.2)]),
         ];
         let pa = soft_p_a("é B", &toks, 3).unwrap();
-        assert!((pa - (-1.0f64).exp() / ((-1.0f64).exp() + (-0.1f64).exp())).abs() < 1e-12);
+        assert!((pa - (-1.2f64).exp() / ((-1.2f64).exp() + (-0.4f64).exp())).abs() < 1e-12);
         assert_eq!(soft_p_a("A", &[], 0), Err(SoftMiss::Missing));
         assert_eq!(soft_p_a("A", &[tok("B", -0.1, &[])], 0), Err(SoftMiss::Unaligned));
         assert_eq!(soft_p_a("AB", &[tok("AB", -0.1, &[])], 0), Err(SoftMiss::TokenNotLetter));
         assert_eq!(soft_p_a("[[C]]", &[tok("[[C]]", -0.1, &[])], 2), Err(SoftMiss::NotALetter));
+        // Logprobs above 0 (probabilities above 1), or alternatives summing above 1.
+        assert_eq!(soft_p_a("A", &[tok("A", 0.5, &[("B", 0.3)])], 0), Err(SoftMiss::NotProbabilities));
+        assert_eq!(
+            soft_p_a("A", &[tok("A", -0.1, &[("A", -0.1), ("B", -0.3)])], 0),
+            Err(SoftMiss::NotProbabilities),
+            "e^-0.1 + e^-0.3 = 1.65"
+        );
+        assert_eq!(soft_p_a("A", &[tok("A", f64::NAN, &[])], 0), Err(SoftMiss::NotProbabilities));
     }
 
     /// Pieces judges' replies are made of: verdict markers, labels, comparison labels, slot
