@@ -148,6 +148,21 @@ fn bad_configs_name_the_key_or_line() {
     let t = text(&out);
     assert!(t.contains("bad3.yaml") && t.contains("pairs") && t.contains("cannot read the pairs file"), "{t}");
     assert!(t.contains("nope.jsonl"), "{t}");
+    // Probes of no item: the key and what was expected, not an empty reason.
+    let cfg = write(
+        dir.path(),
+        "bad4.yaml",
+        &format!(
+            "name: bad\njudge: {{mock: {{}}}}\npool: {{file: {}, transform: markdown, max_items: 0}}\n",
+            summeval().display()
+        ),
+    );
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap()]);
+    assert!(
+        text(&out).contains("pool.max_items: 0 takes no item; expected the number of items to probe (≥ 1)"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

@@ -55,6 +55,11 @@ fn fit_refuses_zero_draws_and_non_positive_priors_by_flag() {
         (&["--draws", "0"][..], "--draws 0 must be ≥ 1 (top-k membership is a Monte-Carlo average over the draws)"),
         (&["--lambda-b", "0"][..], "--lambda-b 0 must be a finite number > 0"),
         (&["--lambda-theta", "-1"][..], "--lambda-theta -1 must be a finite number > 0"),
+        // A weight whose curvature swamps the prior is refused by its flag, not blamed on λ.
+        (
+            &["--strong-preference-weight", "1e308"][..],
+            "--strong-preference-weight 1e308 must be a number > 0 and ≤ 1e6 (1 weighs a strong preference like any verdict)",
+        ),
     ] {
         let mut args: Vec<String> = base.to_vec();
         args.extend(extra.iter().map(|s| s.to_string()));
@@ -176,6 +181,10 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         ),
         // A precision too small for floating point is refused where it is set, not by the fit.
         (vec!["--set", "model.lambda_theta=1e-300"], "model.lambda_theta: 1e-300 must be ≥ 1e-6"),
+        (
+            vec!["--set", "model.strong_preference_weight=0"],
+            "model.strong_preference_weight: 0 must be a number > 0 and ≤ 1e6",
+        ),
         (vec!["--set", "bogus.key=1"], "--set bogus.key=1: unknown field `bogus`"),
         (vec!["--set", "k=40"], "--set k=40: k: "),
         (vec!["--set", "budget.max_comparisons"], "--set budget.max_comparisons: expected KEY=VALUE"),

@@ -791,11 +791,7 @@ impl FitSettings {
         };
         prior.check().map_err(flag)?;
         let sw = args.strong_preference_weight.or(cfg.map(|c| c.raw.model.strong_preference_weight)).unwrap_or(1.0);
-        if !(sw > 0.0 && sw.is_finite()) {
-            return Err(FitCommandError::Invalid(format!(
-                "--strong-preference-weight {sw} must be a finite number > 0"
-            )));
-        }
+        crate::model::params::check_strong_preference_weight(sw).map_err(flag)?;
         crate::model::params::check_mc_draws(draws).map_err(flag)?;
         Ok(Self {
             k,

@@ -265,6 +265,12 @@ fn probes(
     let inv = |e: InvalidSetting| ConfigError::invalid(path, e);
     p.file = sections::resolve(dir, &p.file, "pool.file").map_err(inv)?;
     let pool = sections::read_pool(path, &p.file, p.id.as_deref())?;
+    if p.max_items == Some(0) {
+        return Err(inv(InvalidSetting::new(
+            "pool.max_items",
+            "0 takes no item; expected the number of items to probe (≥ 1), or leave it out for all",
+        )));
+    }
     let (mut probes, notes) = audit::probes_from_pool(&pool, p.transform, p.max_items);
     if probes.is_empty() {
         return Err(inv(InvalidSetting::new(

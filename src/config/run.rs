@@ -1038,16 +1038,8 @@ fn check_pool_ref(p: &mut PoolRef, dir: &Path) -> Result<(), InvalidSetting> {
 /// `model:`: the prior and the strong-preference weight.
 fn check_model(m: &ModelConfig) -> Result<(), InvalidSetting> {
     sections::check_prior(&m.prior(), "model")?;
-    if !(m.strong_preference_weight > 0.0 && m.strong_preference_weight.is_finite()) {
-        return Err(InvalidSetting::new(
-            "model.strong_preference_weight",
-            format!(
-                "{} must be a finite number > 0 (1 weighs a strong preference like any verdict)",
-                m.strong_preference_weight
-            ),
-        ));
-    }
-    Ok(())
+    crate::model::params::check_strong_preference_weight(m.strong_preference_weight)
+        .map_err(|e| InvalidSetting::new("model.strong_preference_weight", e.to_string()))
 }
 
 /// `acquisition:`: the cadence, queries in flight, picks written ahead, failures per pair and

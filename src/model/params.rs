@@ -55,6 +55,27 @@ pub fn check_precision(name: &'static str, v: f64) -> Result<(), ParamError> {
     }
 }
 
+/// The largest weight of a strong-preference verdict (`[[A>>B]]`): a million ordinary verdicts.
+/// Beyond it the likelihood's curvature swamps the prior and the Hessian loses its precision.
+pub const MAX_STRONG_PREFERENCE_WEIGHT: f64 = 1e6;
+
+/// Check the weight of a strong-preference verdict's likelihood term: finite, > 0 and at most
+/// [`MAX_STRONG_PREFERENCE_WEIGHT`].
+///
+/// # Errors
+/// [`ParamError`] naming `strong_preference_weight`.
+pub fn check_strong_preference_weight(w: f64) -> Result<(), ParamError> {
+    if w > 0.0 && w <= MAX_STRONG_PREFERENCE_WEIGHT {
+        Ok(())
+    } else {
+        Err(ParamError {
+            name: "strong_preference_weight",
+            value: if w.is_finite() && w.abs() >= 1e7 { format!("{w:e}") } else { w.to_string() },
+            expected: "must be a number > 0 and ≤ 1e6 (1 weighs a strong preference like any verdict)",
+        })
+    }
+}
+
 /// Check R, the queries selected per refit: at least 1.
 ///
 /// # Errors

@@ -27,7 +27,9 @@ pub enum LedgerError {
         source: std::io::Error,
     },
     /// A complete line that is not a verdict record.
-    #[error("{path}:{line}: not a verdict record ({msg}); expected a JSON object with at least \"a\", \"b\" and \"y\"")]
+    #[error(
+        "{path}:{line}: not a verdict record ({msg}); expected a JSON object with at least \"a\", \"b\" and \"y\"; mend the line (e.g. from a backup), or delete it to go on without that verdict"
+    )]
     Parse {
         /// The verdict log holding the bad line.
         path: PathBuf,
@@ -666,8 +668,9 @@ mod tests {
         let path = dir.path().join("v.jsonl");
         std::fs::write(&path, "{\"a\":\"x\",\"b\":\"y\",\"y\":1}\nnot json\n{\"a\":\"x\",\"b\":\"y\",\"y\":0}\n")
             .unwrap();
-        let e = read_records(&path).err().unwrap();
-        assert!(e.to_string().contains(":2:"), "{e}");
+        let e = read_records(&path).err().unwrap().to_string();
+        assert!(e.contains(":2: not a verdict record ("), "{e}");
+        assert!(e.ends_with("; mend the line (e.g. from a backup), or delete it to go on without that verdict"), "{e}");
     }
 
     proptest::proptest! {
