@@ -52,46 +52,83 @@ impl Secret {
     }
 
     /// [`Secret::redact`] with another `replacement` (a YAML file needs one that reads as a
-    /// plain string: `[redacted]` would be a list there).
+    /// plain string: `[redacted]` would be a list there). The key's hex and base64 forms are
+    /// redacted too, as a server may echo the header it received encoded.
     pub fn redact_as(&self, text: &str, replacement: &str) -> String {
         let key = self.0.as_bytes();
         if key.len() < 4 {
             return text.to_owned();
         }
-        let min = key.len().min(MIN_FRAGMENT);
-        // Where in the key each byte occurs: a stretch starts at a byte of the key or an escape.
-        let mut at: Vec<Vec<usize>> = vec![Vec::new(); 256];
-        // Either case: a server may echo the key upper- or lower-cased.
-        for (j, &c) in key.iter().enumerate() {
-            at[usize::from(c.to_ascii_lowercase())].push(j);
-            if c.is_ascii_alphabetic() {
-                at[usize::from(c.to_ascii_uppercase())].push(j);
-            }
+        let mut out = redact_key(key, key.len().min(MIN_FRAGMENT), text, replacement);
+        for form in encoded_forms(key) {
+            out = redact_key(&form, form.len().min(MIN_ENCODED_FRAGMENT), &out, replacement);
         }
-        let escapes: Vec<usize> = (0..key.len()).filter(|&j| !key[j].is_ascii_alphanumeric()).collect();
-        let t = text.as_bytes();
-        let (mut out, mut last, mut i) = (String::with_capacity(text.len()), 0, 0);
-        while i < t.len() {
-            let candidates =
-                at[usize::from(t[i])].iter().chain(if matches!(t[i], b'\\' | b'%') { &escapes[..] } else { &[] });
-            let end = candidates
-                .filter_map(|&j| {
-                    let (n, end) = stretch(key, j, t, i);
-                    (n >= min && text.is_char_boundary(end)).then_some(end)
-                })
-                .max();
-            match end {
-                Some(end) if text.is_char_boundary(i) => {
-                    out.push_str(&text[last..i]);
-                    out.push_str(replacement);
-                    (last, i) = (end, end);
-                }
-                _ => i += 1,
-            }
-        }
-        out.push_str(&text[last..]);
         out
     }
+}
+
+/// The shortest stretch of an encoded form of the key that is searched for ([`encoded_forms`]):
+/// 16 characters of base64 hold 12 bytes of the key, as [`MIN_FRAGMENT`] does.
+const MIN_ENCODED_FRAGMENT: usize = 16;
+
+/// The key written in hex and in base64 (standard and URL-safe alphabets), the base64 forms
+/// once for each of the three alignments the key can have inside an encoded header (`Bearer
+/// <key>` encodes its key at another offset than the key alone), cut to the characters the
+/// key's bytes alone decide.
+fn encoded_forms(key: &[u8]) -> Vec<Vec<u8>> {
+    use base64::Engine;
+    let mut forms = vec![hex::encode(key).into_bytes()];
+    for skip in 0..3.min(key.len()) {
+        let rest = &key[skip..];
+        let whole = rest.len() / 3 * 4;
+        for engine in
+            [&base64::engine::general_purpose::STANDARD_NO_PAD, &base64::engine::general_purpose::URL_SAFE_NO_PAD]
+        {
+            let mut e = engine.encode(rest).into_bytes();
+            e.truncate(whole);
+            if e.len() >= 4 && !forms.contains(&e) {
+                forms.push(e);
+            }
+        }
+    }
+    forms
+}
+
+/// `text` with every stretch of `key` of at least `min` bytes replaced by `replacement` (letters
+/// in either case, punctuation also escaped: [`stretch`]).
+fn redact_key(key: &[u8], min: usize, text: &str, replacement: &str) -> String {
+    // Where in the key each byte occurs: a stretch starts at a byte of the key or an escape.
+    let mut at: Vec<Vec<usize>> = vec![Vec::new(); 256];
+    // Either case: a server may echo the key upper- or lower-cased.
+    for (j, &c) in key.iter().enumerate() {
+        at[usize::from(c.to_ascii_lowercase())].push(j);
+        if c.is_ascii_alphabetic() {
+            at[usize::from(c.to_ascii_uppercase())].push(j);
+        }
+    }
+    let escapes: Vec<usize> = (0..key.len()).filter(|&j| !key[j].is_ascii_alphanumeric()).collect();
+    let t = text.as_bytes();
+    let (mut out, mut last, mut i) = (String::with_capacity(text.len()), 0, 0);
+    while i < t.len() {
+        let candidates =
+            at[usize::from(t[i])].iter().chain(if matches!(t[i], b'\\' | b'%') { &escapes[..] } else { &[] });
+        let end = candidates
+            .filter_map(|&j| {
+                let (n, end) = stretch(key, j, t, i);
+                (n >= min && text.is_char_boundary(end)).then_some(end)
+            })
+            .max();
+        match end {
+            Some(end) if text.is_char_boundary(i) => {
+                out.push_str(&text[last..i]);
+                out.push_str(replacement);
+                (last, i) = (end, end);
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// The shortest stretch of a key that is searched for in text from outside, bytes (a key
@@ -410,6 +447,29 @@ mod tests {
         assert_eq!(k.redact("bearer sk-test-SECRET999abcdef."), "bearer [redacted].");
         // A short tail is ordinary text, not the key.
         assert_eq!(Secret::new("sk-abc-short").redact("a short word"), "a short word");
+    }
+
+    /// A server that echoes the header it received in hex or base64 (the key alone or `Bearer
+    /// <key>`, whose key sits at another offset of the encoding): redacted. The encodings were
+    /// made independently (python3: `base64.b64encode`, `bytes.hex`).
+    #[test]
+    fn the_key_echoed_in_hex_or_base64_is_redacted() {
+        let k = Secret::new("sk-proj-SECRETKEY1234567890abcdefghijXYZ");
+        for (echo, enc) in [
+            ("key b64: ", "c2stcHJvai1TRUNSRVRLRVkxMjM0NTY3ODkwYWJjZGVmZ2hpalhZWg=="),
+            ("auth b64: ", "QmVhcmVyIHNrLXByb2otU0VDUkVUS0VZMTIzNDU2Nzg5MGFiY2RlZmdoaWpYWVo="),
+            ("auth b64: ", "QXV0aG9yaXphdGlvbjogQmVhcmVyIHNrLXByb2otU0VDUkVUS0VZMTIzNDU2Nzg5MGFiY2RlZmdoaWpYWVo="),
+            ("key hex: ", "736b2d70726f6a2d5345435245544b4559313233343536373839306162636465666768696a58595a"),
+            ("key HEX: ", "736B2D70726F6A2D5345435245544B4559313233343536373839306162636465666768696A58595A"),
+        ] {
+            let got = k.redact(&format!("{echo}{enc} end"));
+            assert!(got.starts_with(echo) && got.contains("[redacted]") && got.ends_with(" end"), "{enc}: {got}");
+            for cut in [8, 16] {
+                assert!(!got.contains(&enc[enc.len() / 2 - cut / 2..enc.len() / 2 + cut / 2]), "{enc}: {got}");
+            }
+        }
+        // Ordinary base64 and hex text stays.
+        assert_eq!(k.redact("id c2FtcGxlIHRleHQgaGVyZQ== 0a1b2c3d4e5f"), "id c2FtcGxlIHRleHQgaGVyZQ== 0a1b2c3d4e5f");
     }
 
     #[test]
