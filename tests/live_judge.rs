@@ -420,6 +420,32 @@ fn api_key_appears_in_no_file_and_no_output() {
     assert!(saved.contains("TOPK_LEAK_TEST_KEY"), "the saved config names the variable");
     let verdicts = std::fs::read_to_string(run.join("verdicts.jsonl")).unwrap();
     assert!(verdicts.contains("[redacted]"), "the echoed key in a reply was redacted: {verdicts}");
+    // The key pasted into base_url's path (a provider that takes it there): the judge's name,
+    // the endpoint's messages and the dry run show the URL with the key redacted.
+    let url = format!("http://127.0.0.1:9/v1/{key}");
+    let path = live_config(
+        dir.path(),
+        "inurl",
+        &url,
+        "    api_key_env: TOPK_LEAK_TEST_KEY\n    max_retries: 0\n",
+        "  batch_size: 1\n",
+        "  max_comparisons: 2\n",
+    );
+    for extra in [&[][..], &["--dry-run"]] {
+        let out = std::process::Command::new(bin())
+            .current_dir(dir.path())
+            .args(["run", path.to_str().unwrap()])
+            .args(extra)
+            .env("TOPK_LEAK_TEST_KEY", &key)
+            .output()
+            .unwrap();
+        let all = text(&out);
+        assert!(!all.contains(&key), "{extra:?}: key in output: {all}");
+        assert!(all.contains("127.0.0.1:9/v1/[redacted]"), "{extra:?}: {all}");
+    }
+    for f in files_under(&dir.path().join("runs/inurl")) {
+        assert!(!String::from_utf8_lossy(&std::fs::read(&f).unwrap()).contains(&key), "key in {}", f.display());
+    }
 }
 
 #[test]

@@ -305,15 +305,15 @@ pub const PROBE_TIMEOUT_S: u64 = 5;
 /// Probe a live judge's endpoint for the dry run: its free preflight request (`GET
 /// {base_url}/models`, docs/live.md), within [`PROBE_TIMEOUT_S`]. One line saying whether it
 /// answered, with the URL (credentials redacted), the scheme and the port it used.
-pub async fn probe(judge: &dyn crate::judge::Judge, base_url: &str) -> String {
-    let shown = crate::judge::openai::secret::redact_url(base_url);
-    let how = crate::judge::openai::endpoint::scheme_and_port(base_url);
+pub async fn probe(judge: &dyn crate::judge::Judge, oc: &crate::judge::openai::OpenAiConfig) -> String {
+    let shown = oc.shown_base_url();
+    let how = crate::judge::openai::endpoint::scheme_and_port(&oc.base_url);
     let t0 = std::time::Instant::now();
     let r = tokio::time::timeout(std::time::Duration::from_secs(PROBE_TIMEOUT_S), judge.preflight()).await;
     let ms = t0.elapsed().as_millis();
     match r {
         Err(_) => {
-            let hint = if base_url.starts_with("https://") {
+            let hint = if oc.base_url.starts_with("https://") {
                 "; a local server usually speaks plain http: try http://"
             } else {
                 ""

@@ -837,7 +837,7 @@ impl JudgeInfo for OpenAiInfo {
 
     fn describe(&self) -> String {
         let file = self.cfg.prompt.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        format!("openai {} @ {} (prompt {file})", self.cfg.model, secret::redact_url(&self.cfg.base_url))
+        format!("openai {} @ {} (prompt {file})", self.cfg.model, self.cfg.shown_base_url())
     }
 
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
@@ -848,7 +848,7 @@ impl JudgeInfo for OpenAiInfo {
         let v = json!({
             "judge": "openai",
             // Without credentials: the key does not change when they do.
-            "base_url": secret::redact_url(&self.cfg.base_url),
+            "base_url": self.cfg.shown_base_url(),
             "model": self.cfg.model,
             "prompt": prompt_hash,
             "max_tokens": self.cfg.max_tokens,

@@ -232,6 +232,13 @@ pub(super) fn d_bpt() -> f64 {
 }
 
 impl OpenAiConfig {
+    /// `base_url` as messages, judge names and result files show it: its credentials (user,
+    /// password, secret query values; [`super::secret::redact_url`]) and the API key itself,
+    /// when `api_key_env` holds one and the URL carries it (a key pasted into the path),
+    /// redacted.
+    pub fn shown_base_url(&self) -> String {
+        shown_url(&self.base_url, &self.api_key_env)
+    }
     /// The validated price table.
     ///
     /// # Errors
@@ -330,7 +337,7 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             .map_err(|m| {
                 // The message quotes the URL: never with its credentials.
                 let raw = format!("{:?}", cfg.base_url.trim());
-                let shown = format!("{:?}", super::secret::redact_url(cfg.base_url.trim()));
+                let shown = format!("{:?}", shown_url(cfg.base_url.trim(), &cfg.api_key_env));
                 e("base_url", m.trim_start_matches("base_url: ").replace(&raw, &shown))
             })?;
     cfg.base_url = expanded.to_string_lossy().trim_end_matches('/').to_owned();
@@ -348,10 +355,7 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     if let Err(err) = reqwest::Url::parse(&cfg.base_url) {
         return Err(e(
             "base_url",
-            format!(
-                "{} is not a URL ({err}); expected e.g. http://127.0.0.1:8088/v1",
-                super::secret::redact_url(&cfg.base_url)
-            ),
+            format!("{} is not a URL ({err}); expected e.g. http://127.0.0.1:8088/v1", cfg.shown_base_url()),
         ));
     }
     if !(cfg.base_url.starts_with("http://") || cfg.base_url.starts_with("https://")) {
@@ -359,7 +363,7 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             "base_url",
             format!(
                 "{:?} must start with http:// or https:// (the API base, usually ending in /v1)",
-                super::secret::redact_url(&cfg.base_url)
+                cfg.shown_base_url()
             ),
         ));
     }
@@ -615,4 +619,10 @@ pub(super) fn longest_pair(pool: &Pool) -> (usize, usize) {
     idx.sort_by_key(|&i| std::cmp::Reverse(text(pool, i).len()));
     let (a, b) = (idx[0], idx[1]);
     (a.min(b), a.max(b))
+}
+
+/// `url` without its credentials and without the key `api_key_env` holds
+/// ([`OpenAiConfig::shown_base_url`]).
+fn shown_url(url: &str, api_key_env: &str) -> String {
+    super::secret::redact_opt(Secret::from_env(api_key_env.trim()).as_ref(), &super::secret::redact_url(url))
 }

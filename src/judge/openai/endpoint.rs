@@ -75,7 +75,7 @@ impl Endpoint {
         let loopback = host.parse::<std::net::IpAddr>().map(|a| a.is_loopback()).unwrap_or(false)
             || host.eq_ignore_ascii_case("localhost");
         Self {
-            base_url: super::secret::redact_url(&cfg.base_url),
+            base_url: cfg.shown_base_url(),
             models_url: super::secret::RequestTarget::of(&cfg.base_url).url("/models"),
             port: url.as_ref().and_then(|u| u.port_or_known_default()),
             proxy: url.as_ref().and_then(|u| proxies.route(u)).cloned(),
