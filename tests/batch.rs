@@ -445,6 +445,7 @@ fn files_that_disagree_with_the_bill_are_booked_at_the_worst_case() {
         (OutputFault::DropHalf, "request counts of 8 that ran against 4 lines of the round"),
         (OutputFault::NoOutputFile, "request counts of 8 that ran against 0 lines of the round"),
         (OutputFault::Garbage, "8 unreadable lines (file file-"),
+        (OutputFault::Extra, "20 lines with a custom_id no request of the round has"),
     ] {
         let fake = FakeOpenAi::start();
         fake.batch_script(BatchScript { output_fault: Some(fault), ..Default::default() });
@@ -462,7 +463,35 @@ fn files_that_disagree_with_the_bill_are_booked_at_the_worst_case() {
         assert!(b.usd <= max + 1e-12, "{fault:?}: ${} within max_usd", b.usd);
         let r = json(&runs.join("result.json"));
         assert_ne!(r["stop_reason"], "batch_pending", "{fault:?}");
+        if fault == OutputFault::Extra {
+            // Every query has its line: the extra lines are booked at the usage they report.
+            assert!((b.usd - billed).abs() < 1e-12, "books ${} = bill ${billed}", b.usd);
+            assert_eq!(b.verdicts, 16);
+        }
     }
+}
+
+/// A job that reports a status the Batches API does not have is polled, never submitted again,
+/// and left open with the way out said; the run exits 1 with an `error:` line.
+#[test]
+fn a_job_in_an_unknown_status_is_left_open_with_the_way_out() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { status_text: Some("exploded".into()), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "x", &fake.base_url, "  max_comparisons: 16\n");
+    let out = run(dir.path(), &cfg, &[]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert_eq!(fake.batch_jobs().len(), 1, "not submitted again: {t}");
+    assert!(
+        t.contains("reports the status \"exploded\", not one of the Batches API's")
+            && t.contains("cancel the job with the provider and run again"),
+        "{t}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("error: run ") && err.contains("a batch job is still open"), "{err}");
+    let b = booked(&dir.path().join("runs/x"));
+    assert_eq!((b.verdicts, b.open_intents), (0, 8), "the round stays open, reserved");
 }
 
 /// A provider's batch error texts are server text: the key they quote is redacted everywhere;

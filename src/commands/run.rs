@@ -110,7 +110,7 @@ pub fn dry_run_text(
     // A live judge: does its endpoint answer? (its free model-list request, within seconds)
     if let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() {
         let line = match make_judge(cfg.raw.judge()) {
-            Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), &oc.base_url)),
+            Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), oc)),
             Err(e) => format!("endpoint not probed: {e}"),
         };
         text.push_str(&line);
@@ -214,7 +214,7 @@ fn panel_dry_run_text(
     for (i, m) in cfg.raw.judges.iter().enumerate() {
         if let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge {
             let line = match make_judge(&m.judge) {
-                Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), &oc.base_url)),
+                Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), oc)),
                 Err(e) => format!("endpoint not probed: {e}"),
             };
             // The member's settings as the panel's config names them.
@@ -327,6 +327,12 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
         ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8)
     } else if outcome.stop == StopReason::BatchPending && !args.detach {
         // Not asked to detach: the job could not be read, or a create was not confirmed.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: run {}: a batch job is still open (`batch job open:` above says which and why); its queries stay reserved against max_usd until a run of this config books it",
+            args.config.display()
+        );
         ExitCode::FAILURE
     } else if args.fail_on_undecided && !outcome.certified {
         use std::io::Write;

@@ -270,11 +270,13 @@ impl BatchJudge {
     /// error files. `Err`: a file could not be read (the round is left open).
     ///
     /// A query without a line of its own is not billed when the job's files account for
-    /// everything that ran; it is booked as possibly billed, at its worst case, when they do not:
-    /// the job says `completed` (every request has a line then), its counts name more requests
-    /// than have lines, or its files hold lines that match no request of the round, repeat one,
-    /// or cannot be read. Response lines beyond the round's queries are booked too, at the worst
-    /// case, so `max_usd` holds against a provider whose files and bills disagree.
+    /// everything that ran; it is booked at its worst case (it may have been billed) when they
+    /// do not: the job says `completed` (every request has a line then), its counts name more
+    /// requests than have lines, or its files hold lines that match no request of the round,
+    /// repeat one, or cannot be read. What the lines beyond the round's queries cost (at the
+    /// usage they report, an unreadable line at the worst case) is booked too, as far as the
+    /// queries without a line do not already hold it, so the books hold what such a provider
+    /// bills.
     async fn collect(
         &self,
         job: &BatchJob,
@@ -283,6 +285,13 @@ impl BatchJudge {
         let keys: std::collections::HashSet<&str> = queries.iter().map(|q| q.3).collect();
         let mut results: HashMap<String, BatchResult> = HashMap::new();
         let (mut unmatched, mut repeated, mut unreadable) = (0usize, 0usize, Vec::new());
+        // Response lines that are no query's own: what the provider may bill beyond the round.
+        let mut beyond_lines: Vec<(u16, serde_json::Value)> = Vec::new();
+        let mut keep_beyond = |r: BatchResult| {
+            if let BatchResult::Response { status, body, .. } = r {
+                beyond_lines.push((status, body));
+            }
+        };
         for file in [&job.output_file_id, &job.error_file_id].into_iter().flatten() {
             let mut tries = 0;
             let bytes = loop {
@@ -300,8 +309,14 @@ impl BatchJudge {
             for line in self.api().parse_results(&bytes) {
                 match line {
                     Err(e) => unreadable.push(format!("file {file}: {e}")),
-                    Ok(r) if !keys.contains(r.custom_id()) => unmatched += 1,
-                    Ok(r) if results.contains_key(r.custom_id()) => repeated += 1,
+                    Ok(r) if !keys.contains(r.custom_id()) => {
+                        unmatched += 1;
+                        keep_beyond(r);
+                    }
+                    Ok(r) if results.contains_key(r.custom_id()) => {
+                        repeated += 1;
+                        keep_beyond(r);
+                    }
                     Ok(r) => {
                         results.insert(r.custom_id().to_owned(), r);
                     }
@@ -330,17 +345,24 @@ impl BatchJudge {
             odd.push(format!("request counts of {ran} that ran against {} lines of the round", results.len()));
         }
         let missing = queries.iter().filter(|q| !results.contains_key(q.3)).count();
-        // Lines beyond the round's queries (and beyond those without a line, which are booked
-        // at their worst case below): booked at the round's largest worst case each.
-        let beyond = (unmatched + repeated + unreadable.len()).saturating_sub(missing);
         let in_doubt = job.status == BatchJobStatus::Completed || !odd.is_empty();
         if !odd.is_empty() {
             tracing::warn!(
-                "batch job {} ended {} and its files do not match the round: {}; the {} without a line are booked as possibly billed at their worst case",
+                "batch job {} ended {} and its files do not match the round: {}{}",
                 job.id,
                 job.status.as_str(),
                 odd.join(", "),
-                crate::domain::fmt::count(missing, "request")
+                if missing > 0 {
+                    format!(
+                        "; {} without a line {} booked at {} worst case, as {} may have been billed",
+                        crate::domain::fmt::count(missing, "request"),
+                        if missing == 1 { "is" } else { "are" },
+                        if missing == 1 { "its" } else { "their" },
+                        if missing == 1 { "it" } else { "they" }
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         // The run cancelled the job (Ctrl-C): what did not run was never asked, as for a live
@@ -351,6 +373,16 @@ impl BatchJudge {
                 format!("batch job {} failed before running it: {}", job.id, job.errors.join("; "))
             }
             s => format!("batch job {} ended {} before this request ran; not billed", job.id, s.as_str()),
+        };
+        // What the queries without a line are booked at (below).
+        let held: f64 = if in_doubt {
+            queries
+                .iter()
+                .filter(|q| !results.contains_key(q.3))
+                .map(|&(p, a, b, _)| self.worst_case_usd(p, a, b))
+                .sum()
+        } else {
+            0.0
         };
         let mut out: Vec<Result<JudgeReply, JudgeError>> = queries
             .iter()
@@ -364,7 +396,7 @@ impl BatchJudge {
                 None if in_doubt => Err(JudgeError::Request {
                     status: None,
                     message: format!(
-                        "batch job {} ended {} without a line for this request; booked as possibly billed at its worst case",
+                        "batch job {} ended {} without a line for this request; booked at its worst case, as it may have been billed",
                         job.id,
                         job.status.as_str()
                     ),
@@ -375,15 +407,28 @@ impl BatchJudge {
                 None => Err(not_run(why_missing.clone())),
             })
             .collect();
-        if beyond > 0
+        // What the lines beyond the round cost, less what the queries without a line already
+        // hold (they are likely the same requests under other ids).
+        let worst = queries.iter().map(|&(p, a, b, _)| self.worst_case_usd(p, a, b)).fold(0.0, f64::max);
+        let beyond_usd: f64 = beyond_lines
+            .iter()
+            .map(|(status, body)| match queries.first() {
+                Some(&(p, a, b, _)) => match self.api().batch_reply(p, a, b, *status, body, self.factor) {
+                    Ok(reply) => reply.cost_usd,
+                    Err(e) => e.cost_usd(),
+                },
+                None => 0.0,
+            })
+            .sum::<f64>()
+            + worst * unreadable.len() as f64;
+        let extra = beyond_usd - held;
+        if extra > 1e-12
             && let Some(first) = out.first_mut()
         {
-            let worst = queries.iter().map(|&(p, a, b, _)| self.worst_case_usd(p, a, b)).fold(0.0, f64::max);
-            let extra = worst * beyond as f64;
             tracing::warn!(
-                "batch job {}: {} beyond the round's requests booked with its first query, at ${extra:.6} (the worst case of each)",
+                "batch job {}: {} beyond the round's requests booked with its first query, at ${extra:.6} beyond what the requests without a line hold",
                 job.id,
-                crate::domain::fmt::count(beyond, "line")
+                crate::domain::fmt::count(beyond_lines.len() + unreadable.len(), "line")
             );
             match first {
                 Ok(reply) => reply.cost_usd += extra,

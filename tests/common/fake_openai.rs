@@ -764,6 +764,8 @@ pub struct BatchScript {
     pub status_upper: bool,
     /// The output file disagrees with what ran (every line still ran and is billed).
     pub output_fault: Option<OutputFault>,
+    /// Job objects report this status, whatever the job's state (one the API does not have).
+    pub status_text: Option<String>,
 }
 
 /// How a job's output file disagrees with the lines that ran and were billed.
@@ -779,6 +781,8 @@ pub enum OutputFault {
     NoOutputFile,
     /// The output file is not JSON lines.
     Garbage,
+    /// 20 lines more than the input had, each with a custom_id of its own, run and billed.
+    Extra,
 }
 
 #[derive(Debug, Clone)]
@@ -795,6 +799,7 @@ struct FakeJob {
     fail: bool,
     fail_message: Option<String>,
     upper: bool,
+    status_text: Option<String>,
 }
 
 #[derive(Default)]
@@ -881,7 +886,7 @@ fn job_json(j: &FakeJob) -> Value {
         "id": j.id, "object": "batch", "endpoint": "/v1/chat/completions",
         "errors": if j.fail { json!({"object": "list", "data": [{"code": "invalid_request", "message": j.fail_message.as_deref().unwrap_or("the input file is not valid for this model"), "line": 1}]}) } else { Value::Null },
         "input_file_id": j.input_file_id, "completion_window": "24h",
-        "status": if j.upper { j.status.to_uppercase() } else { j.status.clone() },
+        "status": match &j.status_text { Some(t) => t.clone(), None if j.upper => j.status.to_uppercase(), None => j.status.clone() },
         "output_file_id": j.output_file_id, "error_file_id": j.error_file_id, "created_at": 1_795_980_776u64,
         "request_counts": {"total": j.total, "completed": j.completed, "failed": j.failed},
         "metadata": {},
@@ -961,6 +966,7 @@ async fn create_batch(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
         fail: script.fail,
         fail_message: script.fail_message.clone(),
         upper: script.status_upper,
+        status_text: script.status_text.clone(),
     };
     let v = job_json(&job);
     let id = job.id.clone();
@@ -986,6 +992,15 @@ async fn run_job(s: Arc<Shared>, id: String, lines: Vec<Value>, script: BatchScr
     });
     let (mut out, mut err) = (String::new(), String::new());
     let mut end = "completed";
+    let mut lines = lines;
+    if script.output_fault == Some(OutputFault::Extra) {
+        let first = lines[0].clone();
+        for k in 0..20 {
+            let mut l = first.clone();
+            l["custom_id"] = json!(format!("extra-{k}"));
+            lines.push(l);
+        }
+    }
     for (i, line) in lines.iter().enumerate() {
         if with_job(&s, &id, |j| j.cancel).unwrap_or(true) {
             end = "cancelled";

@@ -56,7 +56,7 @@ fn job_from(v: &Value) -> Option<BatchJob> {
         return Some(job_of(b));
     }
     // Some providers that copy the API spell the status in capitals (`COMPLETED`).
-    let status = match v.get("status")?.as_str()?.to_ascii_lowercase().as_str() {
+    let status = match v.get("status")?.as_str()?.trim().to_ascii_lowercase().as_str() {
         "validating" => BatchJobStatus::Validating,
         "in_progress" => BatchJobStatus::InProgress,
         "finalizing" => BatchJobStatus::Finalizing,
@@ -361,7 +361,20 @@ impl BatchApi for OpenAiJudge {
             self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "read the batch";
             let v: Value = self.api_json(what, self.api(reqwest::Method::GET, &format!("/batches/{id}"))).await?;
-            job_from(&v).map(|j| self.redacted(j)).ok_or_else(|| self.unexpected(what, &v))
+            match job_from(&v) {
+                Some(j) => Ok(self.redacted(j)),
+                // The job, in a status the API does not have: said as such, with the way out.
+                None if v.get("id").and_then(Value::as_str).is_some() => Err(JudgeError::Request {
+                    status: None,
+                    message: self.redact(&format!(
+                        "batch job {id} reports the status {}, not one of the Batches API's (validating, in_progress, finalizing, completed, failed, expired, cancelling, cancelled); if the provider never reports one, cancel the job with the provider and run again",
+                        clip(&v.get("status").map_or("(none)".to_owned(), Value::to_string), 80)
+                    )),
+                    retryable: true,
+                    cost_usd: 0.0,
+                }),
+                None => Err(self.unexpected(what, &v)),
+            }
         })
     }
 
