@@ -202,6 +202,7 @@ fn compare_cli_writes_table_and_plot_and_rejects_other_pools() {
     // Another pool cannot be compared.
     let mut other = result("C", &["a", "b"], 0.0);
     other.pool_id = "q".into();
+    other.comparisons = 0;
     write_run(&dir.path().join("C"), &other, &[], &[]);
     let out = run_bin(dir.path(), &["compare", a.to_str().unwrap(), dir.path().join("C").to_str().unwrap()]);
     assert!(!out.status.success());
@@ -551,5 +552,18 @@ fn a_run_folder_or_its_result_json_in_the_wrong_place_is_named() {
     for args in [&["compare", "runs/here", "runs/gone"][..], &["report", "runs/gone"]] {
         let e = err(args);
         assert!(e.contains(&said), "{args:?}: {e}");
+    }
+    // Emptied, cut to half, or another pool's: the same refusal, with what the file holds.
+    let v = std::fs::read_to_string(run.join("verdicts.jsonl")).unwrap();
+    let half: String = v.lines().take(v.lines().count() / 2).map(|l| format!("{l}\n")).collect();
+    let foreign = v.replace("\"pool_id\":\"six\"", "\"pool_id\":\"other\"");
+    assert_ne!(foreign, v);
+    for (text, holds) in [("", 0), (half.as_str(), v.lines().count() / 2), (foreign.as_str(), 0)] {
+        std::fs::write(gone.join("verdicts.jsonl"), text).unwrap();
+        let e = err(&["compare", "runs/here", "runs/gone"]);
+        assert!(
+            e.contains(&format!("runs/gone/verdicts.jsonl: holds {holds} verdicts of this run's judge and pool, while result.json counts {n} comparisons")),
+            "{e}"
+        );
     }
 }

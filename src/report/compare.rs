@@ -59,17 +59,23 @@ pub struct RunDir {
     pub priced: bool,
 }
 
-/// A run folder without its verdicts.jsonl is read only when its result.json counts no
-/// comparison: the flips, spend and refits read from the verdicts would otherwise be wrong
-/// (`no pair in both orders` for a run that has them).
-fn missing_verdicts(vp: &Path, comparisons: usize) -> Result<(), CompareError> {
-    if comparisons == 0 {
+/// A run folder's verdicts.jsonl must hold at least the `comparisons` its result.json counts
+/// (`found` records of the run's judge and pool): a missing, emptied, cut or foreign file would
+/// make the flips and spend read from it wrong (`no pair in both orders` for a run that has
+/// them).
+fn short_verdicts(vp: &Path, found: usize, comparisons: usize) -> Result<(), CompareError> {
+    if found >= comparisons {
         return Ok(());
     }
+    let what = if vp.exists() {
+        format!("holds {found} verdicts of this run's judge and pool")
+    } else {
+        "not found".to_owned()
+    };
     Err(CompareError::Read {
         path: vp.to_owned(),
         msg: format!(
-            "not found, while result.json counts {comparisons} comparisons; put the run's verdicts.jsonl back (the flips and spend are read from it)"
+            "{what}, while result.json counts {comparisons} comparisons; put the run's verdicts.jsonl back (the flips and spend are read from it)"
         ),
     })
 }
@@ -104,13 +110,18 @@ impl RunDir {
         let result: RunResult = serde_json::from_str(&text)
             .map_err(|e| CompareError::Read { path: rp.clone(), msg: format!("not a topk-judge result ({e})") })?;
         let vp = dir.join("verdicts.jsonl");
-        let verdicts = if vp.exists() {
+        let verdicts: Vec<VerdictRecord> = if vp.exists() {
             let (recs, _, _) = read_records(&vp)?;
-            recs.into_iter().filter(|r| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge)).collect()
+            // A run over one pool keys its records by that pool; over many prompts, by prompt.
+            let one_pool = result.fit.reporting.systems.is_none();
+            recs.into_iter()
+                .filter(|r| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge))
+                .filter(|r| !one_pool || r.pool_id.is_empty() || r.pool_id == result.pool_id)
+                .collect()
         } else {
-            missing_verdicts(&vp, result.comparisons)?;
             Vec::new()
         };
+        short_verdicts(&vp, verdicts.len(), result.comparisons)?;
         let fp = dir.join("fits.jsonl");
         let mut fits = Vec::new();
         if let Ok(text) = std::fs::read_to_string(&fp) {
@@ -258,12 +269,8 @@ impl PanelRunDir {
         let certified =
             serde_json::from_value(field("/certified")?.clone()).map_err(|e| bad(format!("/certified: {e}")))?;
         let vp = dir.join("verdicts.jsonl");
-        let verdicts = if vp.exists() {
-            read_records(&vp)?.0
-        } else {
-            missing_verdicts(&vp, v["comparisons"].as_u64().unwrap_or(0) as usize)?;
-            Vec::new()
-        };
+        let verdicts = if vp.exists() { read_records(&vp)?.0 } else { Vec::new() };
+        short_verdicts(&vp, verdicts.len(), v["comparisons"].as_u64().unwrap_or(0) as usize)?;
         let mut lines = Vec::new();
         let fp = dir.join(crate::report::PANEL_FITS);
         if let Ok(t) = std::fs::read_to_string(&fp) {
