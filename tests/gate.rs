@@ -309,6 +309,27 @@ fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
     write(dir.path(), "labels.jsonl", "{\"a\": \"i000\", \"b\": \"i001\", \"better\": \"i002\"}\n");
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
     assert!(text(&out).contains("labels.jsonl:1: better = \"i002\""), "{}", text(&out));
+    // One pair labelled twice, differently: refused (the last label silently won before); the
+    // same label twice, or a BOM before the first line, is read.
+    let first = labels.lines().next().unwrap().to_owned();
+    let v: serde_json::Value = serde_json::from_str(&first).unwrap();
+    let (a, b, better) = (v["a"].as_str().unwrap(), v["b"].as_str().unwrap(), v["better"].as_str().unwrap());
+    let other = if better == a { b } else { a };
+    write(
+        dir.path(),
+        "labels.jsonl",
+        &format!("\u{feff}{labels}{first}\n{{\"a\": \"{b}\", \"b\": \"{a}\", \"better\": \"{other}\"}}\n"),
+    );
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    assert!(
+        text(&out).contains(&format!("labels.jsonl:12: \"{lo}\" vs \"{hi}\" is labelled {other} here but {better} at line 1; expected one label per pair")),
+        "{}",
+        text(&out)
+    );
+    write(dir.path(), "labels.jsonl", &format!("\u{feff}{labels}{first}\n"));
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
 }
 
 /// configs/paired.yaml in `dir`, reading the shipped data, its runs under `dir/runs`, with a

@@ -46,7 +46,8 @@ pub fn check_labels_file(cfg: &Config) -> Result<(), RunFolderError> {
 fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Option<String>>, RunFolderError> {
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
     let mut out = HashMap::new();
-    for (ln, line) in text.lines().enumerate() {
+    let mut first_line: HashMap<(String, String), usize> = HashMap::new();
+    for (ln, line) in crate::store::text::strip_bom_str(&text).lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
@@ -64,7 +65,26 @@ fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Opt
             Some(w) => return Err(bad(format!("better = {w:?} must be {:?}, {:?} or \"tie\"", l.a, l.b))),
             None => return Err(bad("`better` is missing or null; expected a base id or \"tie\"".into())),
         };
+        if l.a == l.b {
+            return Err(bad(format!("a and b are both {:?}; expected two different bases", l.a)));
+        }
         let key = if l.a < l.b { (l.a, l.b) } else { (l.b, l.a) };
+        // One label per pair: a second, different one would silently replace the first.
+        if let Some(prev) = out.get(&key)
+            && *prev != better
+        {
+            let show =
+                |b: &Option<String>| b.as_deref().map_or("tie".to_owned(), |w| format!("{w:?}")).replace('"', "");
+            return Err(bad(format!(
+                "{:?} vs {:?} is labelled {} here but {} at line {}; expected one label per pair",
+                key.0,
+                key.1,
+                show(&better),
+                show(prev),
+                first_line[&key]
+            )));
+        }
+        first_line.entry(key.clone()).or_insert(ln + 1);
         out.insert(key, better);
     }
     Ok(out)

@@ -77,8 +77,15 @@ impl<T: Count> serde::de::Visitor<'_> for AtLeastOne<T> {
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
         u64::try_from(v).map_err(|_| refuse(&v)).and_then(|v| self.visit_u64(v))
     }
+    /// A whole number written as a float (`1e6`, `200.0`) is that number.
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
-        Err(refuse(&v))
+        if v >= 1.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
+            self.visit_u64(v as u64)
+        } else if v.is_finite() && v.fract() == 0.0 && v > 0.0 {
+            Err(E::custom(format!("{v:e} is too large (at most {})", T::MAX.min(1 << 53))))
+        } else {
+            Err(refuse(&v))
+        }
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
         Err(refuse(&v))
@@ -353,6 +360,14 @@ mod tests {
         }
         assert!(e("k: 1\ntries: -2\n").contains("expected a whole number ≥ 1, found \"-2\""));
         assert!(e("k: 1\nround: 0.5\n").contains("expected a whole number ≥ 1, found \"0.5\""));
+        // A whole number written as a float is that number; beyond 2^53 it is said too large.
+        assert!(
+            e("k: 1\ntries: 1e20\n").contains("1e20 is too large (at most 4294967295)"),
+            "{}",
+            e("k: 1\ntries: 1e20\n")
+        );
+        let c: Counts = crate::store::yaml::from_str("k: 1e3\ntries: 2.0\n").unwrap();
+        assert_eq!((c.k, c.tries), (1000, 2));
         assert!(e("k: [1]\n").contains("expected a whole number ≥ 1, found a list"), "{}", e("k: [1]\n"));
         assert!(e("k: 1\ntries: 4294967296\n").contains("4294967296 is too large (at most 4294967295)"));
         // 0 is left to the setting's own check, which names the full rule.

@@ -192,13 +192,25 @@ impl PromptTemplate {
         let me = Self { path: path.to_owned(), env, has_user_block, has_system_block };
         // What the judge is sent must hold both answers: a name in the source is not enough
         // (used after the `user` block, in an empty block, under a condition that is false).
-        let probe = me.render("task", PROBE_A, PROBE_B)?;
+        // Short and long answers both, as a condition may test an answer's length.
+        let pad = " word".repeat(1000);
+        for (a, b) in [(PROBE_A.to_owned(), PROBE_B.to_owned()), (format!("{PROBE_A}{pad}"), format!("{PROBE_B}{pad}"))]
+        {
+            me.check_probe(&a, &b, &err)?;
+        }
+        Ok(me)
+    }
+
+    /// Render with answers `a` and `b` (starting with [`PROBE_A`] and [`PROBE_B`]) and check that
+    /// what is sent holds both.
+    fn check_probe(&self, a: &str, b: &str, err: &dyn Fn(String) -> PromptError) -> Result<(), PromptError> {
+        let probe = self.render("task", a, b)?;
         let sent = format!("{}\n{}", probe.system.as_deref().unwrap_or(""), probe.user).to_lowercase();
         for (needed, marker) in [("answer_a", PROBE_A), ("answer_b", PROBE_B)] {
             if !sent.contains(marker) {
                 return Err(err(format!(
                     "the rendered prompt does not contain {{{{ {needed} }}}}: it is used where the messages sent do not reach ({}); the judge would not see that answer",
-                    if me.has_user_block {
+                    if self.has_user_block {
                         "only the `system` and `user` blocks are sent: outside them, or under a condition that is false"
                     } else {
                         "under a condition that is false, or in a block never rendered"
@@ -206,7 +218,7 @@ impl PromptTemplate {
                 )));
             }
         }
-        Ok(me)
+        Ok(())
     }
 
     /// The template file.
@@ -401,6 +413,8 @@ mod tests {
                 "under a condition that is false",
             ),
             ("{{ answer_a }}{% if task == 'never' %}{{ answer_b }}{% endif %}", "answer_b", "under a condition"),
+            // Only for short answers: the long probe finds it.
+            ("{% if answer_a|length < 30 %}{{ answer_a }}{% endif %} {{ answer_b }}", "answer_a", "under a condition"),
         ] {
             let e = tmpl(src).unwrap_err().to_string();
             assert!(
