@@ -441,6 +441,54 @@ fn check_names_what_it_cannot_use() {
         "{}",
         text(&o)
     );
+    // The judged file as its own anchors; anchors of two judges; anchors on prompts the pool
+    // does not have (their system names alone used to match).
+    let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--anchors", "./rec.jsonl"]);
+    assert!(
+        text(&o).contains(
+            "--anchors ./rec.jsonl: the judged verdicts themselves; expected another, trusted judge's verdicts"
+        ),
+        "{}",
+        text(&o)
+    );
+    let rec: Vec<serde_json::Value> = std::fs::read_to_string(d.join("rec.jsonl"))
+        .unwrap()
+        .lines()
+        .take(10)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let lines = |judge: &dyn Fn(usize) -> &'static str, pool: Option<&str>| -> String {
+        rec.iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut v = v.clone();
+                v["judge"] = judge(i).into();
+                if let Some(p) = pool {
+                    v["pool_id"] = p.into();
+                }
+                v.to_string() + "\n"
+            })
+            .collect()
+    };
+    write(d, "mixed.jsonl", &lines(&|i| if i == 9 { "another judge" } else { "human" }, None));
+    let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--anchors", "mixed.jsonl"]);
+    assert!(
+        text(&o).contains("--anchors mixed.jsonl: holds verdicts of 2 judges (another judge, human); expected one trusted judge's verdicts"),
+        "{}",
+        text(&o)
+    );
+    // Anchors compare systems: a trusted verdict of two systems on a prompt the pool does not
+    // have is evidence too (human labels of other instructions), read as the same pair.
+    write(d, "human.jsonl", &lines(&|_| "human", None));
+    write(d, "elsewhere.jsonl", &lines(&|_| "human", Some("nope")));
+    let gate = |f: &str| {
+        let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--anchors", f]);
+        assert!(o.status.success(), "{}", text(&o));
+        stdout(&o).lines().filter(|l| l.contains("anchor")).map(str::to_owned).collect::<Vec<_>>()
+    };
+    let here = gate("human.jsonl");
+    assert!(here.iter().any(|l| l.starts_with("gate: ") && l.contains(" with trusted verdicts")), "{here:?}");
+    assert_eq!(gate("elsewhere.jsonl"), here);
 }
 
 /// One pool of the shipped SummEval file, alone in a file.

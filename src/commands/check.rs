@@ -61,6 +61,18 @@ fn labels(
 ) -> Result<(Vec<Option<usize>>, usize), FitCommandError> {
     let (lines, _) = read_verdict_lines(trusted)
         .map_err(|e| FitCommandError::Invalid(format!("--anchors {}: {e}", trusted.display())))?;
+    // Anchors are one trusted judge's verdicts: several judges' would be mixed into one label.
+    let mut judges: Vec<&str> = lines.iter().filter_map(|l| l.judge.as_deref()).filter(|j| !j.is_empty()).collect();
+    judges.sort_unstable();
+    judges.dedup();
+    if judges.len() > 1 {
+        return Err(FitCommandError::Invalid(format!(
+            "--anchors {}: holds verdicts of {} judges ({}); expected one trusted judge's verdicts: keep that judge's lines",
+            trusted.display(),
+            judges.len(),
+            judges.join(", ")
+        )));
+    }
     let system_of = |pid: &Option<String>, id: &str| -> Option<usize> {
         let full = match pid {
             Some(p) if !pool.prompts.is_empty() => format!("{p}/{id}"),
@@ -199,12 +211,21 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
             .collect();
     let (raw, corrected) = (&f.reporting.apparent, &f.reporting.corrected);
     let mut warnings = fit.warnings.clone();
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        std::fs::canonicalize(a).ok().is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x))
+    };
     let gate = match &args.anchors {
         None => None,
         Some(_) if args.max_anchors == 0 => {
             return Err(FitCommandError::Invalid(
                 "--max-anchors 0: the gate needs at least 1 anchor to test (default 40)".into(),
             ));
+        }
+        Some(t) if same(t, &args.judgments) => {
+            return Err(FitCommandError::Invalid(format!(
+                "--anchors {}: the judged verdicts themselves; expected another, trusted judge's verdicts of the anchor pairs",
+                t.display()
+            )));
         }
         Some(trusted) => {
             let by_base = |m: &std::collections::BTreeMap<String, f64>| -> Vec<f64> {

@@ -900,8 +900,14 @@ impl Selection {
         }
         let judge = if args.panel { None } else { select_judge(&judges, pool, args, cfg, vpath)? };
         if judge.is_none() && judges.len() > 1 && !args.panel {
+            // `fit` offers a panel of them; `check` does not.
+            let panel = if args.usage.starts_with("fit") {
+                ", or --panel to fit them as a panel (shared θ, each judge its own κ, c and scale; docs/model.md §8)"
+            } else {
+                ""
+            };
             let m = format!(
-                "{vpath} holds verdicts of {} judges for pool {:?} ({}); they are fitted together as one judge — pass --judge to fit one, or --panel to fit them as a panel (shared θ, each judge its own κ, c and scale; docs/model.md §8)",
+                "{vpath} holds verdicts of {} judges for pool {:?} ({}); they are fitted together as one judge — pass --judge to fit one{panel}",
                 judges.len(),
                 pool.pool_id,
                 judge_list(&judges)
