@@ -48,6 +48,19 @@ enum Submission {
     Pending(String),
 }
 
+/// The lines of an ended job's files ([`BatchJudge::read_lines`]).
+struct JobLines {
+    /// Each query's own line, by custom id.
+    results: HashMap<String, BatchResult>,
+    /// Response lines that are no query's own (another custom id, or one repeated): what the
+    /// provider may bill beyond the round (HTTP status, body).
+    beyond_lines: Vec<(u16, serde_json::Value)>,
+    /// Lines that are not batch result lines.
+    unreadable: usize,
+    /// What in the files disagrees with the round, for the warning; empty when nothing does.
+    odd: Vec<String>,
+}
+
 /// What [`BatchJudge::resume`] did.
 #[derive(Debug, Default)]
 pub struct Resumed {
@@ -283,67 +296,7 @@ impl BatchJudge {
         queries: &[(&Pool, usize, usize, &str)],
     ) -> Result<Vec<Result<JudgeReply, JudgeError>>, String> {
         let keys: std::collections::HashSet<&str> = queries.iter().map(|q| q.3).collect();
-        let mut results: HashMap<String, BatchResult> = HashMap::new();
-        let (mut unmatched, mut repeated, mut unreadable) = (0usize, 0usize, Vec::new());
-        // Response lines that are no query's own: what the provider may bill beyond the round.
-        let mut beyond_lines: Vec<(u16, serde_json::Value)> = Vec::new();
-        let mut keep_beyond = |r: BatchResult| {
-            if let BatchResult::Response { status, body, .. } = r {
-                beyond_lines.push((status, body));
-            }
-        };
-        for file in [&job.output_file_id, &job.error_file_id].into_iter().flatten() {
-            let mut tries = 0;
-            let bytes = loop {
-                match self.api().content(file).await {
-                    Ok(b) => break b,
-                    Err(e) if tries + 1 >= MAX_READ_FAILURES => {
-                        return Err(format!("file {file} of batch job {} could not be read: {e}", job.id));
-                    }
-                    Err(_) => {
-                        tries += 1;
-                        tokio::time::sleep(self.poll_first.min(Duration::from_secs(5))).await;
-                    }
-                }
-            };
-            for line in self.api().parse_results(&bytes) {
-                match line {
-                    Err(e) => unreadable.push(format!("file {file}: {e}")),
-                    Ok(r) if !keys.contains(r.custom_id()) => {
-                        unmatched += 1;
-                        keep_beyond(r);
-                    }
-                    Ok(r) if results.contains_key(r.custom_id()) => {
-                        repeated += 1;
-                        keep_beyond(r);
-                    }
-                    Ok(r) => {
-                        results.insert(r.custom_id().to_owned(), r);
-                    }
-                }
-            }
-        }
-        let ran = job.counts.map_or(0, |(c, f, _)| c as usize + f as usize);
-        let mut odd = Vec::new();
-        if unmatched > 0 {
-            odd.push(format!(
-                "{} with a custom_id no request of the round has",
-                crate::domain::fmt::count(unmatched, "line")
-            ));
-        }
-        if repeated > 0 {
-            odd.push(format!("{} repeating a request's custom_id", crate::domain::fmt::count(repeated, "line")));
-        }
-        if !unreadable.is_empty() {
-            odd.push(format!(
-                "{} ({})",
-                crate::domain::fmt::count(unreadable.len(), "unreadable line"),
-                unreadable.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
-            ));
-        }
-        if ran > results.len() {
-            odd.push(format!("request counts of {ran} that ran against {} lines of the round", results.len()));
-        }
+        let JobLines { mut results, beyond_lines, unreadable, odd } = self.read_lines(job, &keys).await?;
         let missing = queries.iter().filter(|q| !results.contains_key(q.3)).count();
         let in_doubt = job.status == BatchJobStatus::Completed || !odd.is_empty();
         if !odd.is_empty() {
@@ -420,7 +373,7 @@ impl BatchJudge {
                 None => 0.0,
             })
             .sum::<f64>()
-            + worst * unreadable.len() as f64;
+            + worst * unreadable as f64;
         let extra = beyond_usd - held;
         if extra > 1e-12
             && let Some(first) = out.first_mut()
@@ -428,7 +381,7 @@ impl BatchJudge {
             tracing::warn!(
                 "batch job {}: {} beyond the round's requests booked with its first query, at ${extra:.6} beyond what the requests without a line hold",
                 job.id,
-                crate::domain::fmt::count(beyond_lines.len() + unreadable.len(), "line")
+                crate::domain::fmt::count(beyond_lines.len() + unreadable, "line")
             );
             match first {
                 Ok(reply) => reply.cost_usd += extra,
@@ -441,6 +394,71 @@ impl BatchJudge {
             }
         }
         Ok(out)
+    }
+
+    /// The lines of the ended `job`'s output and error files, each matched to a query of the
+    /// round by its custom id (`keys`), and what in them disagrees with the round. `Err`: a file
+    /// could not be read.
+    async fn read_lines(&self, job: &BatchJob, keys: &std::collections::HashSet<&str>) -> Result<JobLines, String> {
+        let mut results: HashMap<String, BatchResult> = HashMap::new();
+        let (mut unmatched, mut repeated, mut unreadable) = (0usize, 0usize, Vec::new());
+        let mut beyond_lines: Vec<(u16, serde_json::Value)> = Vec::new();
+        let mut keep_beyond = |r: BatchResult| {
+            if let BatchResult::Response { status, body, .. } = r {
+                beyond_lines.push((status, body));
+            }
+        };
+        for file in [&job.output_file_id, &job.error_file_id].into_iter().flatten() {
+            let mut tries = 0;
+            let bytes = loop {
+                match self.api().content(file).await {
+                    Ok(b) => break b,
+                    Err(e) if tries + 1 >= MAX_READ_FAILURES => {
+                        return Err(format!("file {file} of batch job {} could not be read: {e}", job.id));
+                    }
+                    Err(_) => {
+                        tries += 1;
+                        tokio::time::sleep(self.poll_first.min(Duration::from_secs(5))).await;
+                    }
+                }
+            };
+            for line in self.api().parse_results(&bytes) {
+                match line {
+                    Err(e) => unreadable.push(format!("file {file}: {e}")),
+                    Ok(r) if !keys.contains(r.custom_id()) => {
+                        unmatched += 1;
+                        keep_beyond(r);
+                    }
+                    Ok(r) if results.contains_key(r.custom_id()) => {
+                        repeated += 1;
+                        keep_beyond(r);
+                    }
+                    Ok(r) => {
+                        results.insert(r.custom_id().to_owned(), r);
+                    }
+                }
+            }
+        }
+        let count = crate::domain::fmt::count;
+        let mut odd = Vec::new();
+        if unmatched > 0 {
+            odd.push(format!("{} with a custom_id no request of the round has", count(unmatched, "line")));
+        }
+        if repeated > 0 {
+            odd.push(format!("{} repeating a request's custom_id", count(repeated, "line")));
+        }
+        if !unreadable.is_empty() {
+            odd.push(format!(
+                "{} ({})",
+                count(unreadable.len(), "unreadable line"),
+                unreadable.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+            ));
+        }
+        let ran = job.counts.map_or(0, |(c, f, _)| c as usize + f as usize);
+        if ran > results.len() {
+            odd.push(format!("request counts of {ran} that ran against {} lines of the round", results.len()));
+        }
+        Ok(JobLines { results, beyond_lines, unreadable: unreadable.len(), odd })
     }
 
     /// A live round (module docs): record its keys, upload, create, wait, read.
