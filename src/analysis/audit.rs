@@ -197,7 +197,7 @@ impl PairSpec {
             }
             if let Some(w) = s.words {
                 if !(w >= 0.0 && w.is_finite()) {
-                    return Err(format!("{k}.words = {w}; expected a number ≥ 0").into());
+                    return Err(format!("{k}.words = {}; expected a number ≥ 0", crate::domain::fmt::value(w)).into());
                 }
                 if w > crate::domain::pool::MAX_COVARIATE {
                     return Err(format!("{k}.words = {w:e} is too large (≤ 1e100: the bias fit squares it)").into());
@@ -1088,6 +1088,8 @@ mod tests {
         );
         let e = parse_pairs(r#"{"id":"w","x":{"quality":1,"words":1e300},"y":{"quality":5,"words":20}}"#).unwrap_err();
         assert_eq!(e.msg, "pair \"w\": x.words = 1e300 is too large (≤ 1e100: the bias fit squares it)");
+        let e = parse_pairs(r#"{"id":"n","x":{"words":-1e300},"y":{"words":20}}"#).unwrap_err();
+        assert_eq!(e.msg, "pair \"n\": x.words = -1e300; expected a number ≥ 0");
         let e = parse_pairs(r#"{"id":"a","x":{"text":"one two","words":3},"y":{"words":3}}"#).unwrap_err();
         assert!(e.msg.contains("x.words = 3 but x.text has 2"), "{e}");
         let e = parse_pairs(r#"{"id":"a","x":{"quality":2,"words":1},"y":{"quality":1,"words":3},"winner":"y"}"#)

@@ -1078,7 +1078,10 @@ fn check_acquisition(a: &mut AcquisitionConfig) -> Result<(), InvalidSetting> {
     {
         return Err(InvalidSetting::new(
             "acquisition.poll_s",
-            format!("{p} must be a number of seconds > 0 and ≤ 86400 (the wait before the first poll of a batch job)"),
+            format!(
+                "{} must be a number of seconds > 0 and ≤ 86400 (the wait before the first poll of a batch job)",
+                crate::domain::fmt::value(p)
+            ),
         ));
     }
     if a.max_failed_queries_per_pair == 0 {

@@ -28,6 +28,13 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// A value echoed in a message as the user wrote it: exact (the shortest form that reads back
+/// as the same number), in exponent form beyond 1e16 or below 1e-5 (`1e300`, not 301 digits).
+pub fn value(x: f64) -> String {
+    let a = x.abs();
+    if x.is_finite() && a != 0.0 && !(1e-5..1e16).contains(&a) { format!("{x:e}") } else { x.to_string() }
+}
+
 /// The one number format of terminal output for quantities that span many orders of magnitude
 /// (nats, p-values, differences of log-likelihoods): 0 as `0`; magnitudes in [1e-3, 1e5) with 4
 /// significant digits and no trailing zeros (`13.1`, `0.004812`, `272.9`); others in scientific
@@ -57,6 +64,19 @@ mod tests {
         assert_eq!(printable("plain\ttext\nline"), "plain\ttext\nline");
         assert_eq!(printable("\u{1b}[31mred\u{0}\r"), "\\u{1b}[31mred\\u{0}\\u{d}");
         assert!(matches!(printable("ok"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    /// Values echoed as written: exact, and in exponent form at the extremes.
+    #[test]
+    fn echoed_values_are_exact_and_short() {
+        assert_eq!(value(1e300), "1e300");
+        assert_eq!(value(-1e300), "-1e300");
+        assert_eq!(value(1e-300), "1e-300");
+        assert_eq!(value(0.25), "0.25");
+        assert_eq!(value(86400.5), "86400.5");
+        assert_eq!(value(0.0), "0");
+        assert_eq!(value(f64::NAN), "NaN");
+        assert_eq!(value(123456789012345.0), "123456789012345");
     }
 
     #[test]

@@ -249,7 +249,7 @@ fn read_all(path: &Path) -> Result<(Vec<NumberedRecord>, u64, Option<String>), L
                     return Err(LedgerError::Parse {
                         path: path.to_owned(),
                         line: line_no,
-                        msg: format!("y = {y} is outside [0, 1]"),
+                        msg: format!("y = {} is outside [0, 1]", crate::domain::fmt::value(y)),
                     });
                 }
                 out.push((line_no, r));

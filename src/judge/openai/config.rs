@@ -399,7 +399,10 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
         }
     }
     if !(0.0..=1.0).contains(&cfg.max_invalid_rate) {
-        return Err(e("max_invalid_rate", format!("{} must be in [0, 1] (a share of replies)", cfg.max_invalid_rate)));
+        return Err(e(
+            "max_invalid_rate",
+            format!("{} must be in [0, 1] (a share of replies)", crate::domain::fmt::value(cfg.max_invalid_rate)),
+        ));
     }
     check_verdict_format(cfg, &template)?;
     if cfg.logprobs && !(1..=20).contains(&cfg.top_logprobs) {
