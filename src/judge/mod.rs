@@ -17,11 +17,20 @@ use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::pin::Pin;
 
+/// ` (HTTP 500)` after "judge request failed", unless the message says the status itself
+/// (`HTTP 500: {…}`, `HTTP 200 body is not JSON`): said once.
+fn status_part(status: Option<u16>, message: &str) -> String {
+    match status {
+        Some(s) if !message.starts_with(&format!("HTTP {s}")) => format!(" (HTTP {s})"),
+        _ => String::new(),
+    }
+}
+
 /// A failed query (no verdict recorded).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum JudgeError {
     /// The endpoint failed; `retryable` says whether trying again may help.
-    #[error("judge request failed{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    #[error("judge request failed{}: {message}", status_part(*status, message))]
     Request {
         /// HTTP status, when there was one.
         status: Option<u16>,
@@ -543,4 +552,21 @@ pub trait Judge: JudgeInfo {
 
     /// Judge the ordered query (a first, b second).
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The status is said once: by the message when it names it, else after "failed".
+    #[test]
+    fn a_failed_request_names_its_status_once() {
+        let e = |status, message: &str| {
+            JudgeError::Request { status, message: message.into(), retryable: true, cost_usd: 0.0 }.to_string()
+        };
+        assert_eq!(e(Some(500), "HTTP 500: {\"error\": \"x\"}"), "judge request failed: HTTP 500: {\"error\": \"x\"}");
+        assert_eq!(e(Some(200), "HTTP 200 body is not JSON: {"), "judge request failed: HTTP 200 body is not JSON: {");
+        assert_eq!(e(Some(500), "boom"), "judge request failed (HTTP 500): boom");
+        assert_eq!(e(None, "reset"), "judge request failed: reset");
+    }
 }
