@@ -413,9 +413,11 @@ pub fn looks_like_var_name(var: &str) -> bool {
     upper_words && var.len() <= 48 && digits * 4 < var.len()
 }
 
-/// The tokens of `text` that start like a provider's API key ([`KEY_PREFIXES`]).
+/// The tokens of `text` that start like a provider's API key ([`KEY_PREFIXES`]). A token ends at
+/// white space, quotes, brackets and the separators of a URL (`@`, `/`, `?`, `&`, `#`), which
+/// no provider's key holds: a key in `http://u:KEY@host` is the key, not `KEY@host`.
 pub fn keys_in(text: &str) -> Vec<String> {
-    text.split(|c: char| c.is_whitespace() || "\"'{}[],=:".contains(c))
+    text.split(|c: char| c.is_whitespace() || "\"'{}[],=:@/?&#;".contains(c))
         .filter(|t| t.chars().count() >= 20 && KEY_PREFIXES.iter().any(|p| t.starts_with(p)))
         .map(str::to_string)
         .collect()
@@ -438,6 +440,18 @@ pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A provider-shaped key inside a URL is the key alone: the host after `@` stays readable.
+    #[test]
+    fn a_key_in_a_url_is_found_without_the_host() {
+        let k = "sk-proj-SECRETKEY1234567890abcdefghijXYZ";
+        assert_eq!(keys_in(&format!("--base-url http://u:{k}@127.0.0.1:18199/ok/v1")), [k]);
+        assert_eq!(keys_in(&format!("http://h/v1/{k}/x?key={k}&a=1")), [k, k]);
+        assert_eq!(
+            redact_each(&format!("http://u:{k}@127.0.0.1:18199/v1"), &keys_in(&format!("u:{k}@127.0.0.1"))),
+            "http://u:[redacted]@127.0.0.1:18199/v1"
+        );
+    }
 
     #[test]
     fn the_key_echoed_without_its_prefix_is_redacted_too() {
