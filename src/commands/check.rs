@@ -211,9 +211,6 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
             .collect();
     let (raw, corrected) = (&f.reporting.apparent, &f.reporting.corrected);
     let mut warnings = fit.warnings.clone();
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        std::fs::canonicalize(a).ok().is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x))
-    };
     let gate = match &args.anchors {
         None => None,
         Some(_) if args.max_anchors == 0 => {
@@ -221,7 +218,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
                 "--max-anchors 0: the gate needs at least 1 anchor to test (default 40)".into(),
             ));
         }
-        Some(t) if same(t, &args.judgments) => {
+        Some(t) if crate::store::files::same_file(t, &args.judgments) => {
             return Err(FitCommandError::Invalid(format!(
                 "--anchors {}: the judged verdicts themselves; expected another, trusted judge's verdicts of the anchor pairs",
                 t.display()
