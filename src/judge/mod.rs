@@ -114,6 +114,24 @@ impl JudgeError {
         }
     }
 
+    /// Add `usd` (USD, ≥ 0) to the cost this failure books, so no cost is dropped: a variant
+    /// that carries no cost becomes a non-retryable [`JudgeError::Request`] with the same message
+    /// and that cost.
+    pub fn add_cost(&mut self, usd: f64) {
+        match self {
+            JudgeError::Request { cost_usd, .. }
+            | JudgeError::Endpoint { cost_usd, .. }
+            | JudgeError::NotSent { cost_usd } => *cost_usd += usd,
+            JudgeError::Unjudgeable { .. }
+            | JudgeError::Unavailable { .. }
+            | JudgeError::Fatal { .. }
+            | JudgeError::Pending { .. } => {
+                *self =
+                    JudgeError::Request { status: None, message: self.to_string(), retryable: false, cost_usd: usd };
+            }
+        }
+    }
+
     /// The setting an endpoint-wide failure names (`None`: the failure may be the pair's own).
     pub fn setting(&self) -> Option<&str> {
         match self {
@@ -568,5 +586,26 @@ mod tests {
         assert_eq!(e(Some(200), "HTTP 200 body is not JSON: {"), "judge request failed: HTTP 200 body is not JSON: {");
         assert_eq!(e(Some(500), "boom"), "judge request failed (HTTP 500): boom");
         assert_eq!(e(None, "reset"), "judge request failed: reset");
+    }
+
+    /// Every variant keeps a cost added to it: the cost-carrying ones sum, the others become a
+    /// non-retryable request failure with their message and that cost.
+    #[test]
+    fn an_added_cost_is_kept_by_every_variant() {
+        let all = [
+            JudgeError::Request { status: Some(500), message: "m".into(), retryable: true, cost_usd: 0.25 },
+            JudgeError::Endpoint { setting: "model".into(), message: "m".into(), cost_usd: 0.25 },
+            JudgeError::NotSent { cost_usd: 0.25 },
+            JudgeError::Unjudgeable { a: "i1".into(), b: "i2".into(), message: "too long".into() },
+            JudgeError::Unavailable { message: "not recorded".into() },
+            JudgeError::Fatal { message: "gone".into() },
+            JudgeError::Pending { batch: "b1".into(), message: "open".into() },
+        ];
+        for mut e in all {
+            let before = (e.cost_usd(), e.to_string());
+            e.add_cost(0.5);
+            assert_eq!(e.cost_usd(), before.0 + 0.5, "{}", before.1);
+            assert!(e.to_string().contains(&before.1), "{} kept in {e}", before.1);
+        }
     }
 }

@@ -385,12 +385,7 @@ impl BatchJudge {
             );
             match first {
                 Ok(reply) => reply.cost_usd += extra,
-                Err(
-                    JudgeError::Request { cost_usd, .. }
-                    | JudgeError::Endpoint { cost_usd, .. }
-                    | JudgeError::NotSent { cost_usd },
-                ) => *cost_usd += extra,
-                Err(_) => {}
+                Err(e) => e.add_cost(extra),
             }
         }
         Ok(out)
