@@ -56,6 +56,8 @@ pub struct OpenAiInfo {
     pub(super) price: Price,
     /// The prompt template the queries are rendered from (`judge.openai.prompt`).
     pub(super) template: PromptTemplate,
+    /// `base_url` as names and cache keys show it ([`OpenAiConfig::shown_base_url`]), made once.
+    shown_base_url: String,
     task_limit: Mutex<HashMap<String, Option<usize>>>,
 }
 
@@ -723,7 +725,8 @@ impl OpenAiInfo {
         super::parse::prepare();
         let price = cfg.price_table().map_err(|e| InvalidInput(e.to_string()))?;
         let template = PromptTemplate::load(&cfg.prompt).map_err(|e| JudgeSetupError::Prompt(e.to_string()))?;
-        Ok(Self { cfg, price, template, task_limit: Mutex::new(HashMap::new()) })
+        let shown_base_url = cfg.shown_base_url();
+        Ok(Self { cfg, price, template, shown_base_url, task_limit: Mutex::new(HashMap::new()) })
     }
 
     /// Byte limit of the task text under `truncate_task` for this pool (None = no cut).
@@ -837,7 +840,7 @@ impl JudgeInfo for OpenAiInfo {
 
     fn describe(&self) -> String {
         let file = self.cfg.prompt.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
-        format!("openai {} @ {} (prompt {file})", self.cfg.model, self.cfg.shown_base_url())
+        format!("openai {} @ {} (prompt {file})", self.cfg.model, self.shown_base_url)
     }
 
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
@@ -848,7 +851,7 @@ impl JudgeInfo for OpenAiInfo {
         let v = json!({
             "judge": "openai",
             // Without credentials: the key does not change when they do.
-            "base_url": self.cfg.shown_base_url(),
+            "base_url": self.shown_base_url,
             "model": self.cfg.model,
             "prompt": prompt_hash,
             "max_tokens": self.cfg.max_tokens,
