@@ -541,6 +541,20 @@ fn a_run_folder_or_its_result_json_in_the_wrong_place_is_named() {
     );
     let out = run_bin(dir.path(), &["report", "runs/here/result.json"]);
     assert!(out.status.success() && run.join("report.html").is_file(), "{}", text(&out));
+    // A result.json that is a folder is not "not found".
+    let odd = mock_run(dir.path(), "odd", 0.0);
+    std::fs::remove_file(odd.join("result.json")).unwrap();
+    std::fs::create_dir(odd.join("result.json")).unwrap();
+    let e = err(&["report", "runs/odd"]);
+    assert_eq!(
+        e,
+        "error: report runs/odd: runs/odd/result.json: not a file (a run writes its result there as a file when it stops): give a run folder or the run's config file\n"
+    );
+    let e = err(&["compare", "runs/here", "runs/odd"]);
+    assert!(
+        e.contains("runs/odd/result.json: not a file (a run writes its result there as a file when it stops): give a run folder\n"),
+        "{e}"
+    );
     // A folder whose verdicts.jsonl is gone: its flips and spend would read as none.
     let gone = mock_run(dir.path(), "gone", 0.0);
     std::fs::remove_file(gone.join("verdicts.jsonl")).unwrap();

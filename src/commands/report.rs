@@ -36,13 +36,7 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
     } else {
         arg.to_path_buf()
     };
-    if !run_dir.join("result.json").is_file() {
-        return Err(CompareError::Read {
-            path: run_dir.join("result.json"),
-            msg: "not found: give a run folder (a run writes result.json there when it stops) or the run's config file"
-                .into(),
-        });
-    }
+    RunDir::read_result_json(&run_dir, " or the run's config file")?;
     let out = out.unwrap_or(&run_dir);
     if out.exists() && !out.is_dir() {
         return Err(CompareError::Read { path: out.to_owned(), msg: "--out: not a folder (it is a file)".into() });

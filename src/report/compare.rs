@@ -81,6 +81,31 @@ fn short_verdicts(vp: &Path, found: usize, comparisons: usize) -> Result<(), Com
 }
 
 impl RunDir {
+    /// The text of run folder `dir`'s result.json.
+    ///
+    /// # Errors
+    /// [`CompareError::Read`] naming the file: missing, not a file, or unreadable; a missing or
+    /// misplaced one asks for a run folder (`or_else`: what else the command takes, e.g. `" or
+    /// the run's config file"`).
+    pub fn read_result_json(dir: &Path, or_else: &str) -> Result<String, CompareError> {
+        let rp = dir.join("result.json");
+        let msg = match std::fs::metadata(&rp) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                format!("not found: give a run folder (a run writes result.json there when it stops){or_else}")
+            }
+            Ok(m) if !m.is_file() => {
+                format!(
+                    "not a file (a run writes its result there as a file when it stops): give a run folder{or_else}"
+                )
+            }
+            _ => match std::fs::read_to_string(&rp) {
+                Ok(text) => return Ok(text),
+                Err(e) => e.to_string(),
+            },
+        };
+        Err(CompareError::Read { path: rp, msg })
+    }
+
     /// Read result.json, verdicts.jsonl and fits.jsonl (the last two may be missing).
     ///
     /// Verdict records of another judge description than result.json's are skipped; fit lines
@@ -90,14 +115,7 @@ impl RunDir {
     /// [`CompareError::Read`] naming the file.
     pub fn load(dir: &Path) -> Result<Self, CompareError> {
         let rp = dir.join("result.json");
-        let text = std::fs::read_to_string(&rp).map_err(|e| CompareError::Read {
-            path: rp.clone(),
-            msg: if e.kind() == std::io::ErrorKind::NotFound {
-                "not found: give a run folder (a run writes result.json there when it stops)".into()
-            } else {
-                e.to_string()
-            },
-        })?;
+        let text = Self::read_result_json(dir, "")?;
         // A judge panel's result (docs/model.md §8) is another document.
         if serde_json::from_str::<serde_json::Value>(&text)
             .is_ok_and(|v| v["judges"].is_array() && v["fit"]["judges"].is_array())
