@@ -113,6 +113,41 @@ fn nothing_is_certified_while_a_base_has_no_verdict() {
     assert!(s.contains(why), "the summary gives the reason: {s}");
 }
 
+/// Two pairs of items compared 200 and 4 times and never with each other: their order across the
+/// pairs is the prior's (and the prior-selected ĉ[words]'s), so `fit` certifies nothing, though π
+/// of the first pair's winner reads 1.000; one more pair compared 40 times links them and the
+/// top-1 is certified. The same with the naive model.
+#[test]
+fn nothing_is_certified_while_the_comparison_graph_is_in_pieces() {
+    let dir = tempfile::tempdir().unwrap();
+    let items: Vec<String> =
+        (0..4).map(|i| format!(r#"{{"id": "I{i}", "text": "answer {i} {}"}}"#, "w ".repeat(i))).collect();
+    write(
+        dir.path(),
+        "p4.jsonl",
+        &format!("{{\"pool_id\": \"p\", \"task\": \"t\", \"items\": [{}]}}\n", items.join(", ")),
+    );
+    let both = |a: &str, b: &str, times: usize| {
+        (0..times)
+            .map(|n| format!("{{\"a\": \"{a}\", \"b\": \"{b}\", \"y\": 1, \"n\": {n}}}\n{{\"a\": \"{b}\", \"b\": \"{a}\", \"y\": 0, \"n\": {n}}}\n"))
+            .collect::<String>()
+    };
+    let pieces = both("I0", "I1", 100) + &both("I2", "I3", 2);
+    write(dir.path(), "pieces.jsonl", &pieces);
+    write(dir.path(), "linked.jsonl", &(pieces + &both("I0", "I2", 20)));
+    for model in ["bias_aware", "naive"] {
+        let out = run_bin(dir.path(), &["fit", "p4.jsonl", "pieces.jsonl", "--k", "1", "--model", model]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            stdout(&out).contains("certified top-1 (ε = 0.05): nothing certified: the comparison graph has 2 components (sizes 2, 2): bases in different components are ordered by the prior alone, so nothing is certified until verdicts connect them\n"),
+            "{model}: {}",
+            text(&out)
+        );
+        let out = run_bin(dir.path(), &["fit", "p4.jsonl", "linked.jsonl", "--k", "1", "--model", model]);
+        assert!(stdout(&out).contains("certified top-1 (ε = 0.05): I0 (π ≥ 0.95)\n"), "{model}: {}", text(&out));
+    }
+}
+
 /// `compare`: the recall curve of each run ends at the recall its table row reports (both use the
 /// reported ranking); `report`: the plots draw the reported values and colour the reported top-k.
 #[test]

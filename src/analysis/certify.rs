@@ -7,6 +7,7 @@
 //! "top-k" is claimed only when *in* has k members. The coverage of the claim under adaptive
 //! sampling is measured, not assumed (docs/experiments.md, "Certified top-k coverage").
 
+use crate::analysis::ranking::ComparisonGraph;
 use crate::domain::verdict::ItemVerdict;
 
 /// The default ε of `certify.epsilon`.
@@ -92,6 +93,26 @@ pub fn prior_only_text(never_compared: &[String], bases: usize, noun: &str) -> S
     )
 }
 
+/// Why nothing is certified on the comparison graph `graph` of the valid verdicts over
+/// `bases` bases (`None`: it is connected). A base without a verdict rests on the prior alone
+/// ([`prior_only_text`]); bases in different components are ordered by the prior (and by
+/// bias coefficients, which across components the verdicts do not test), so π near 0 or 1
+/// across components is the prior's, not the data's: the hunt that found it certified a top-1
+/// with π = 1.000 from two components compared 200 and 4 times (docs/model.md, "Certified
+/// top-k").
+pub fn graph_withholds(graph: &ComparisonGraph, bases: usize, noun: &str) -> Option<String> {
+    if !graph.never_compared.is_empty() {
+        return Some(prior_only_text(&graph.never_compared, bases, noun));
+    }
+    (!graph.connected()).then(|| {
+        format!(
+            "the comparison graph has {} components ({}): {noun}s in different components are ordered by the prior alone, so nothing is certified until verdicts connect them",
+            graph.components,
+            graph.sizes_words()
+        )
+    })
+}
+
 /// The fewest Monte-Carlo draws that resolve π at ε: ⌈10/ε⌉ (an estimate of π near 1 − ε then
 /// rests on at least 10 draws outside the top-k). With fewer, a π of 1 or 0 may be an artefact
 /// of too few draws, so nothing is certified.
@@ -110,19 +131,15 @@ pub fn too_few_draws(draws: usize, epsilon: f64) -> Option<String> {
     })
 }
 
-/// Whether the sets may be certified: every base has a valid verdict (counts per base).
-pub fn every_base_compared(verdicts_per_base: &[usize]) -> bool {
-    verdicts_per_base.iter().all(|&c| c > 0)
-}
-
 /// The ε of the coverage measurement (docs/experiments.md, "Certified top-k coverage").
 pub const COVERAGE_EPSILONS: [f64; 2] = [0.05, 0.1];
 
 /// Of the bases certified in at ε (π ≥ 1 − ε), how many there are and how many are not in
-/// `truth` (the true top-k): (certified in, wrongly certified in). Nothing is certified while a
-/// base has no valid verdict ([`every_base_compared`]), as in a run's result.
-pub fn false_in(pi: &[f64], verdicts_per_base: &[usize], truth: &[usize], epsilon: f64) -> (usize, usize) {
-    if !every_base_compared(verdicts_per_base) {
+/// `truth` (the true top-k): (certified in, wrongly certified in). Nothing is certified while
+/// the comparison graph of the valid verdicts is not connected ([`graph_withholds`]), as in a
+/// run's result.
+pub fn false_in(pi: &[f64], graph: &ComparisonGraph, truth: &[usize], epsilon: f64) -> (usize, usize) {
+    if !graph.connected() {
         return (0, 0);
     }
     let inside: Vec<usize> = (0..pi.len()).filter(|&b| pi[b] >= 1.0 - epsilon).collect();
@@ -237,11 +254,28 @@ mod tests {
     #[test]
     fn false_in_counts_wrong_members_and_nothing_while_a_base_is_uncompared() {
         let pi = [0.99, 0.97, 0.5, 0.93, 0.01];
+        let names: Vec<String> = ["b0", "b1", "b2", "b3", "b4"].map(String::from).into();
+        let graph =
+            |edges: &[(usize, usize)]| crate::analysis::ranking::comparison_graph(&names, edges.iter().copied());
+        let chain = graph(&[(0, 1), (1, 2), (2, 3), (3, 4)]);
         // Truth {0, 2}: at ε = 0.05 bases 0 and 1 are in, 1 wrongly; at ε = 0.1 also base 3.
-        assert_eq!(false_in(&pi, &[3, 2, 1, 1, 1], &[0, 2], 0.05), (2, 1));
-        assert_eq!(false_in(&pi, &[3, 2, 1, 1, 1], &[0, 2], 0.1), (3, 2));
+        assert_eq!(false_in(&pi, &chain, &[0, 2], 0.05), (2, 1));
+        assert_eq!(false_in(&pi, &chain, &[0, 2], 0.1), (3, 2));
+        assert_eq!(graph_withholds(&chain, 5, "base"), None);
         // Base 4 has no verdict: nothing is certified.
-        assert_eq!(false_in(&pi, &[3, 2, 1, 1, 0], &[0, 2], 0.05), (0, 0));
+        let uncompared = graph(&[(0, 1), (1, 2), (2, 3)]);
+        assert_eq!(false_in(&pi, &uncompared, &[0, 2], 0.05), (0, 0));
+        assert_eq!(
+            graph_withholds(&uncompared, 5, "base").unwrap(),
+            "1 of 5 bases has no valid verdict (b4): its place rests on the prior alone, so nothing is certified until every base has been compared"
+        );
+        // Every base compared, in two components: nothing is certified either.
+        let pieces = graph(&[(0, 1), (1, 2), (3, 4)]);
+        assert_eq!(false_in(&pi, &pieces, &[0, 2], 0.05), (0, 0));
+        assert_eq!(
+            graph_withholds(&pieces, 5, "system").unwrap(),
+            "the comparison graph has 2 components (sizes 3, 2): systems in different components are ordered by the prior alone, so nothing is certified until verdicts connect them"
+        );
         let ids: Vec<String> = ["a", "b", "c", "d"].map(String::from).into();
         assert_eq!(
             prior_only_text(&ids, 9, "base"),

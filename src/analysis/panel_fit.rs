@@ -385,15 +385,12 @@ pub fn report(
     let mut notes = judge_notes(&panel);
     notes.extend(prior_split_note(pool, cov, &panel, k));
     notes.extend(prior_conflict_notes(pool, cov, judges, families, prior, &panel.covariates));
-    let mut compared = vec![false; pool.n_bases()];
-    for v in judges.iter().flat_map(|g| &g.verdicts) {
-        compared[pool.item_base[v.a]] = true;
-        compared[pool.item_base[v.b]] = true;
-    }
-    let never: Vec<String> = (0..pool.n_bases()).filter(|&b| !compared[b]).map(|b| pool.bases[b].clone()).collect();
-    let not_certified = crate::analysis::certify::too_few_draws(draws, epsilon).or_else(|| {
-        (!never.is_empty()).then(|| crate::analysis::certify::prior_only_text(&never, pool.n_bases(), pool.base_noun()))
-    });
+    let graph = crate::analysis::ranking::comparison_graph(
+        &pool.bases,
+        judges.iter().flat_map(|g| &g.verdicts).map(|v| (pool.item_base[v.a], pool.item_base[v.b])),
+    );
+    let not_certified = crate::analysis::certify::too_few_draws(draws, epsilon)
+        .or_else(|| crate::analysis::certify::graph_withholds(&graph, pool.n_bases(), pool.base_noun()));
     let weak_anchor = panel.judges.iter().find(|j| j.trusted).and_then(weak_anchor);
     Ok(PanelReport { panel, notes, not_certified, weak_anchor })
 }

@@ -290,8 +290,9 @@ fn values_of(v: &BaseValues, kind: RankingKind) -> &[f64] {
 }
 
 /// The certified top-k at ε of a ranking with membership `pi` and point values `values`
-/// ([`certify::sets`]): nothing is certified without a comparison, while a base has no valid
-/// verdict ([`certify::prior_only_text`]) or from a judge without signal (every base is then
+/// ([`certify::sets`]): nothing is certified without a comparison, while the comparison graph
+/// is not connected (a base without a valid verdict, or components the verdicts do not link:
+/// [`certify::graph_withholds`]) or from a judge without signal (every base is then
 /// undecided).
 pub fn certified(
     pool: &Pool,
@@ -309,10 +310,9 @@ pub fn certified(
     } else if let Some(n) = no_signal {
         // Before the uncompared bases: more comparisons will not help a judge without signal.
         Some(n.text())
-    } else if !graph.never_compared.is_empty() {
-        Some(certify::prior_only_text(&graph.never_compared, pool.n_bases(), pool.base_noun()))
     } else {
-        certify::too_few_draws(mc_draws, epsilon)
+        certify::graph_withholds(graph, pool.n_bases(), pool.base_noun())
+            .or_else(|| certify::too_few_draws(mc_draws, epsilon))
     };
     // Nothing certified: every base undecided, with the reason.
     let withhold = |why: String| CertifiedTopk {

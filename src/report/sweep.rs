@@ -721,7 +721,7 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
         md.push_str(
             "\n## Certified top-k coverage\n\nOf the bases certified in the top-k at ε (π ≥ 1 − ε), how many are not in the true \
              top-k of the reported ranking (θ* for the bias-aware model on paired renderings, the apparent φ* = θ* + c*·x \
-             otherwise), summed over the pools; nothing is certified while a base has no valid verdict; the claim holds \
+             otherwise), summed over the pools; nothing is certified while the comparison graph is not connected (a base without a valid verdict, or components not linked); the claim holds \
              when the 95 % interval of that rate reaches ε (docs/experiments.md, \"Certified top-k coverage\").\n\n",
         );
         let cells_many = s.coverage.iter().any(|c| c.cell_index != Some(0));

@@ -179,8 +179,9 @@ pub struct Checkpoint {
     pub membership: Vec<f64>,
     /// π by the apparent quality φ (= `membership` without covariates).
     pub membership_apparent: Vec<f64>,
-    /// Valid verdicts per base (a verdict counts for both its bases).
-    pub verdicts_per_base: Vec<usize>,
+    /// The comparison graph of the valid verdicts over the bases (nothing is certified unless
+    /// it is connected, [`crate::analysis::certify::graph_withholds`]).
+    pub graph: crate::analysis::ranking::ComparisonGraph,
 }
 
 /// The model's covariates for a synthetic pool: the pool's `x` as is (already z-scored, or 0/1
@@ -232,8 +233,9 @@ pub struct PathPoint {
     pub topk_apparent: Vec<usize>,
     /// π by φ (= `membership` without covariates).
     pub membership_apparent: Vec<f64>,
-    /// Valid verdicts per base (a verdict counts for both its bases).
-    pub verdicts_per_base: Vec<usize>,
+    /// The comparison graph of the valid verdicts over the bases (nothing is certified unless
+    /// it is connected, [`crate::analysis::certify::graph_withholds`]).
+    pub graph: crate::analysis::ranking::ComparisonGraph,
 }
 
 /// One simulated path: its checkpoints, the comparisons in the order made, and the number of
@@ -417,7 +419,7 @@ pub fn run_path(
                 queries_by_rank: by_rank,
                 membership: p.membership,
                 membership_apparent: p.membership_apparent,
-                verdicts_per_base: p.verdicts_per_base,
+                graph: p.graph,
             }
         })
         .collect())
@@ -530,13 +532,12 @@ impl State {
         } else {
             s.membership.clone()
         };
-        let mut verdicts_per_base = vec![0; pool.n_bases()];
-        for v in &self.verdicts {
-            verdicts_per_base[pool.item_base[v.a]] += 1;
-            verdicts_per_base[pool.item_base[v.b]] += 1;
-        }
+        let graph = crate::analysis::ranking::comparison_graph(
+            &pool.bases,
+            self.verdicts.iter().map(|v| (pool.item_base[v.a], pool.item_base[v.b])),
+        );
         Ok(PathPoint {
-            verdicts_per_base,
+            graph,
             budget,
             comparisons: self.log.len(),
             topk_apparent: point_topk(&phi, settings.k),

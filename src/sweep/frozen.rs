@@ -191,7 +191,7 @@ fn job(
                         (&pt.topk, &full[mi].theta)
                     };
                     let [(in05, f05), (in10, f10)] = crate::analysis::certify::COVERAGE_EPSILONS
-                        .map(|e| crate::analysis::certify::false_in(pi, &pt.verdicts_per_base, &full[mi].reported, e));
+                        .map(|e| crate::analysis::certify::false_in(pi, &pt.graph, &full[mi].reported, e));
                     out.push(FrozenRow {
                         certified_in_05: in05,
                         false_in_05: f05,

@@ -200,7 +200,7 @@ fn run_pool(
                     &cp.membership
                 };
                 let [(in05, f05), (in10, f10)] = crate::analysis::certify::COVERAGE_EPSILONS
-                    .map(|e| crate::analysis::certify::false_in(pi, &cp.verdicts_per_base, truth, e));
+                    .map(|e| crate::analysis::certify::false_in(pi, &cp.graph, truth, e));
                 let row = Row {
                     certified_in_05: in05,
                     false_in_05: f05,
