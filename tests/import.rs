@@ -451,6 +451,24 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     let c = write(d, "ab.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,B,A,a,A\n");
     let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
     assert!(e.contains(":2: winner is \"A\": side a by the format's letters, but system_b is also named \"A\""), "{e}");
+    // A cost no query has (three of 1e308 summed to inf in a replay): refused by line, and an
+    // AlpacaEval price below 0 is refused as a CSV cost is, not dropped.
+    let c = write(d, "big.csv", "prompt_id,system_a,system_b,shown_first,winner,cost_usd\np1,x,y,a,a,1e308\n");
+    let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
+    assert!(
+        e.contains(&format!("{}:2: cost_usd is 1e308: expected a number of USD from 0 to 1000000, the most one query may cost, or empty", c.display())),
+        "{e}"
+    );
+    let a = write(
+        d,
+        "neg.json",
+        r#"[{"instruction": "Q", "generator_1": "x", "generator_2": "y", "preference": 1.5, "price_per_example": -1}]"#,
+    );
+    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&a), &out).unwrap_err();
+    assert!(
+        e.contains(&format!("{}:1: price_per_example is -1: expected a number of USD from 0 to 1000000, the most one query may cost, or null;", a.display())),
+        "{e}"
+    );
     // Nothing left to write: said in terms of verdicts, with what was skipped.
     let c = write(d, "self.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,A,A,a,a\n");
     let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();

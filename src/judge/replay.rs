@@ -266,9 +266,9 @@ impl Recording {
                 return Err(bad(ln, "pool_id, a and b must be non-empty".into()));
             }
             if let Some(c) = l.cost_usd
-                && !(c >= 0.0 && c.is_finite())
+                && let Err(m) = crate::domain::verdict::check_query_usd(c)
             {
-                return Err(bad(ln, format!("cost_usd = {c} must be ≥ 0")));
+                return Err(bad(ln, format!("cost_usd is {m}")));
             }
             let who = RecordedJudge { judge: l.judge.unwrap_or_default(), prompting: l.prompting };
             let j = *index.entry(who.clone()).or_insert_with(|| {
@@ -684,6 +684,15 @@ mod tests {
         let j2 = ReplayJudge::from_recording(other, cfg(MissingPolicy::Fail)).unwrap();
         assert_ne!(j.cache_key(&p, 0, 1), j2.cache_key(&p, 0, 1));
         assert_eq!(j.cache_key(&p, 0, 2), j2.cache_key(&p, 0, 2));
+        // A recorded cost no query has (1e308 USD: three of them summed to inf, and result.json
+        // then held null) or a negative one is refused by line.
+        for (cost, said) in [("1e308", "1e308"), ("-0.5", "-0.5")] {
+            let e = Recording::parse(&text.replace("0.25", cost), Path::new("rec.jsonl")).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("rec.jsonl:1: cost_usd is {said}: expected a number of USD from 0 to 1000000, the most one query may cost")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -75,7 +75,9 @@ pub struct Intent {
     pub b: String,
     /// 1 + the number of earlier intents for this key.
     pub attempt: u32,
-    /// Worst-case cost reserved for the query, USD.
+    /// Worst-case cost reserved for the query, USD (read checked by
+    /// [`crate::domain::verdict::booked_usd`]).
+    #[serde(deserialize_with = "crate::domain::verdict::booked_usd")]
     pub reserved_usd: f64,
     /// Unix time (seconds) when written.
     #[serde(default)]
@@ -91,7 +93,9 @@ pub struct Closure {
     pub key: String,
     /// Whether the provider may have billed the request (booked at `cost_usd`).
     pub possibly_billed: bool,
-    /// USD booked: the reserved worst case when possibly billed, else 0.
+    /// USD booked: the reserved worst case when possibly billed, else 0 (read checked by
+    /// [`crate::domain::verdict::booked_usd`]).
+    #[serde(deserialize_with = "crate::domain::verdict::booked_usd")]
     pub cost_usd: f64,
     /// Why the intent closed without a verdict: the judge's error, or that the process ended
     /// while the request was in flight.

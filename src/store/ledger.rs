@@ -508,7 +508,8 @@ pub fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["key"].as_str().is_some_and(&mine))
         .filter_map(|v| v["cost_usd"].as_f64())
-        .filter(|c| c.is_finite() && *c > 0.0)
+        .filter(|c| *c > 0.0)
+        .map(|c| c.min(crate::domain::verdict::MAX_BOOKED_USD))
         .sum()
 }
 
@@ -671,6 +672,20 @@ mod tests {
         let e = read_records(&path).err().unwrap().to_string();
         assert!(e.contains(":2: not a verdict record ("), "{e}");
         assert!(e.ends_with("; mend the line (e.g. from a backup), or delete it to go on without that verdict"), "{e}");
+        // A cost no reply can have (three such summed to inf, and result.json then held null):
+        // the line is named; the dearest reply the tool can book still reads.
+        std::fs::write(&path, "{\"a\":\"x\",\"b\":\"y\",\"y\":1,\"cost_usd\":5.5e19}\n{\"a\":\"y\",\"b\":\"x\",\"y\":1,\"cost_usd\":1e308}\n").unwrap();
+        let e = read_records(&path).err().unwrap().to_string();
+        assert!(
+            e.contains(":2: not a verdict record (1e308: expected a cost from 0 to 1e24 USD at line 1 column"),
+            "{e}"
+        );
+        // failed.jsonl's lines are summed with each at most that bound: never inf.
+        let failed = dir.path().join("failed.jsonl");
+        for _ in 0..3 {
+            append_failed(&failed, "k", "a", "b", 1e308, "boom").unwrap();
+        }
+        assert_eq!(failed_spend(&failed, |_| true), 3e24);
     }
 
     proptest::proptest! {

@@ -202,7 +202,20 @@ fn read_alpaca(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             Some(Value::String(s)) => s.clone(),
             _ => ALPACA_EVAL_JUDGE.to_owned(),
         };
-        let cost_usd = v.get("price_per_example").and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0);
+        let cost_usd = match v.get("price_per_example") {
+            None | Some(Value::Null) => None,
+            Some(p) => match p.as_f64().map(crate::domain::verdict::check_query_usd) {
+                Some(Ok(x)) => Some(x),
+                Some(Err(m)) => return Err(row(path, line, format!("price_per_example is {m}, or null; {EXPECTED}"))),
+                None => {
+                    return Err(row(
+                        path,
+                        line,
+                        format!("price_per_example is {p}: expected a number (USD) or null; {EXPECTED}"),
+                    ));
+                }
+            },
+        };
         let swapped = super::pyrandom::alpaca_eval_switched(instruction);
         c.swapped += usize::from(swapped);
         // Rounded to 12 decimals: the preferences have 10, the rest is floating-point noise.
@@ -483,9 +496,12 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
         };
         let cost_usd = match cost_col.map(|k| rec.get(k).unwrap_or_default().trim()) {
             None | Some("") => None,
-            Some(s) => match s.parse::<f64>() {
-                Ok(x) if x.is_finite() && x >= 0.0 => Some(x),
-                _ => return Err(row(path, line, format!("cost_usd is {s:?}; expected a number ≥ 0 (USD) or empty"))),
+            Some(s) => match s.parse::<f64>().ok().map(crate::domain::verdict::check_query_usd) {
+                Some(Ok(x)) => Some(x),
+                Some(Err(m)) => return Err(row(path, line, format!("cost_usd is {m}, or empty"))),
+                None => {
+                    return Err(row(path, line, format!("cost_usd is {s:?}; expected a number ≥ 0 (USD) or empty")));
+                }
             },
         };
         let (a, b, y) = if a_first { (sa, sb, y_a) } else { (sb, sa, y_a.map(|y| 1.0 - y)) };
