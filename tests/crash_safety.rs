@@ -621,6 +621,43 @@ fn reusing_a_run_name_for_another_config_warns() {
     );
 }
 
+/// An item edited in the pool file after a run (not one of the first pair, whose cache key names
+/// the judge in run.json): the next run under the same name says which items read otherwise, as
+/// their pairs are asked and paid again; an unchanged pool says nothing.
+#[test]
+fn an_item_edited_after_a_run_is_named_when_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = pool30(dir.path());
+    let cfg = |n: u64| {
+        write(
+            dir.path(),
+            "edit.yaml",
+            &format!(
+                "name: edit\nout_dir: runs\npool:\n  file: {}\nk: 5\njudge:\n  mock:\n    mode: stochastic\n    seed: 7\nacquisition:\n  seed: 42\n  mc_draws: 400\nbudget:\n  max_comparisons: {n}\n",
+                pool.display()
+            ),
+        )
+    };
+    let run = |n| {
+        let out = run_bin(dir.path(), &["run", cfg(n).to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+        text(&out)
+    };
+    let first = run(40);
+    assert!(!first.contains("read otherwise"), "{first}");
+    assert!(!run(48).contains("read otherwise"), "the same pool: nothing said");
+    let text0 = std::fs::read_to_string(&pool).unwrap();
+    let edited = text0.replace(&format!("\"{}\"", vec!["word"; 32].join(" ")), "\"an edited answer\"");
+    assert_ne!(edited, text0, "s29 has 32 words");
+    std::fs::write(&pool, edited.replace("\"quality\":3,", "\"quality\":3.5,")).unwrap();
+    let said = run(56);
+    assert!(
+        said.contains("runs/edit/pool.jsonl: 2 items read otherwise than in the folder's last run (text or other fields): s29, s3; the stored verdicts of their pairs are not reused, so the judge is asked (and paid) again for each, and fits.jsonl gets a second history; give this run its own `name` to keep both"),
+        "{said}"
+    );
+    assert!(!said.contains("holds a run with a different"), "the first pair is unchanged: {said}");
+}
+
 /// A 30-item pool with distinct texts (item i has i + 3 words) as a pool file in `dir`.
 fn pool30(dir: &Path) -> PathBuf {
     let items: Vec<Value> = (0..30)

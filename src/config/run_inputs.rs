@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 /// The header of a run folder's config.yaml.
 const HEADER: &str = "# The configuration this run folder was made with (written by `topk-judge run`).\n# Paths are relative to this folder: pool.jsonl and prompt/ are copies of the inputs.\n";
 
-/// Write the copies and the resolved config into `dir`.
+/// The text of the run folder's `pool.jsonl` for `cfg` (without its final newline): the pool's
+/// line as written in the pool file, the selected lines of a run over many pools, or a
+/// synthetic pool's line.
 ///
 /// # Errors
-/// The file that could not be read or written.
-pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> {
-    let mut raw = cfg.raw.clone();
-    let pool_line = match cfg.raw.pool.source() {
+/// The pool file that could not be read.
+pub fn pool_lines(cfg: &Config) -> Result<String, (PathBuf, std::io::Error)> {
+    Ok(match cfg.raw.pool.source() {
         // A run over many pools: the selected lines, in selection order.
         PoolSource::Systems { file, ids } => match super::run::select_pools(file, ids) {
             Ok(v) => v.into_iter().map(|(_, l)| l).collect::<Vec<_>>().join("\n"),
@@ -31,7 +32,15 @@ pub fn write(cfg: &Config, dir: &Path) -> Result<(), (PathBuf, std::io::Error)> 
             let p = &cfg.pool;
             serde_json::json!({"pool_id": p.pool_id, "task": p.task, "items": p.items}).to_string()
         }
-    };
+    })
+}
+
+/// Write the copies (`pool_line`: [`pool_lines`]) and the resolved config into `dir`.
+///
+/// # Errors
+/// The file that could not be read or written.
+pub fn write(cfg: &Config, dir: &Path, pool_line: String) -> Result<(), (PathBuf, std::io::Error)> {
+    let mut raw = cfg.raw.clone();
     let pool_path = dir.join("pool.jsonl");
     write_pool_copy(dir, &pool_path, pool_line + "\n")?;
     if raw.pool.synthetic.is_none() {

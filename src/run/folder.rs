@@ -12,6 +12,7 @@ use crate::judge::JudgeInfo;
 use crate::store::books::Books;
 use crate::store::lock::RunLock;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -57,6 +58,46 @@ fn other_run_warning(dir: &Path, id: &RunIdentity, fits: &str) -> Option<String>
     ))
 }
 
+/// The items of pool lines `text` (JSON Lines of pools), each under (pool id, item id); lines
+/// that do not read are left out.
+fn pool_items(text: &str) -> HashMap<(String, String), serde_json::Value> {
+    let mut out = HashMap::new();
+    for v in text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
+        let pool = v["pool_id"].as_str().unwrap_or_default().to_owned();
+        for item in v["items"].as_array().into_iter().flatten() {
+            if let Some(id) = item["id"].as_str() {
+                out.insert((pool.clone(), id.to_owned()), item.clone());
+            }
+        }
+    }
+    out
+}
+
+/// A warning when items of the folder's `pool.jsonl` (the last run's copy of its pool) read
+/// otherwise in `new` (the pool lines this run writes): another text, words or quality of the
+/// same item id. Their pairs' stored verdicts are not reused (the cache key holds what the judge
+/// reads), so the judge is asked, and paid, again for every pair of those items.
+fn changed_items_warning(dir: &Path, new: &str, fits: &str) -> Option<String> {
+    let old = pool_items(&std::fs::read_to_string(dir.join("pool.jsonl")).ok()?);
+    let new = pool_items(new);
+    let mut changed: Vec<&(String, String)> =
+        new.iter().filter(|(k, v)| old.get(*k).is_some_and(|o| o != *v)).map(|(k, _)| k).collect();
+    if changed.is_empty() {
+        return None;
+    }
+    changed.sort();
+    let several_pools = new.keys().any(|(p, _)| *p != changed[0].0);
+    let shown: Vec<String> =
+        changed.iter().take(8).map(|(p, i)| if several_pools { format!("{i} of {p}") } else { i.clone() }).collect();
+    Some(format!(
+        "{}: {} read otherwise than in the folder's last run (text or other fields): {}{}; the stored verdicts of their pairs are not reused, so the judge is asked (and paid) again for each, and {fits} gets a second history; give this run its own `name` to keep both",
+        dir.join("pool.jsonl").display(),
+        crate::domain::fmt::count(changed.len(), "item"),
+        shown.join(", "),
+        if changed.len() > shown.len() { format!(", … ({} in all)", changed.len()) } else { String::new() }
+    ))
+}
+
 /// A run folder opened for a run: its lock (held until the run ends), the signal handlers, the
 /// books, and warnings for the user (another run's folder, open intents booked).
 pub struct Folder {
@@ -91,7 +132,11 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
             .map(|(a, b)| judge.cache_key(&cfg.pool, a, b))
             .unwrap_or_default(),
     };
-    let other_run = other_run_warning(dir, &identity, if cfg.is_panel() { "panel_fits.jsonl" } else { "fits.jsonl" });
+    let fits = if cfg.is_panel() { "panel_fits.jsonl" } else { "fits.jsonl" };
+    let other_run = other_run_warning(dir, &identity, fits);
+    let pool_lines =
+        crate::config::run_inputs::pool_lines(cfg).map_err(|(path, source)| RunError::Io { path, source })?;
+    let changed_items = changed_items_warning(dir, &pool_lines, fits);
     crate::store::files::create_folder(dir).map_err(|m| RunError::Io {
         path: dir.to_owned(),
         source: std::io::Error::other(format!("cannot create the run folder (out_dir/name): {m}")),
@@ -126,7 +171,7 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     let id_path = dir.join("run.json");
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
-    crate::config::run_inputs::write(cfg, dir).map_err(|(path, source)| RunError::Io { path, source })?;
-    warnings.splice(0..0, other_run);
+    crate::config::run_inputs::write(cfg, dir, pool_lines).map_err(|(path, source)| RunError::Io { path, source })?;
+    warnings.splice(0..0, other_run.into_iter().chain(changed_items));
     Ok(Folder { lock, interrupt, books, warnings })
 }
