@@ -180,6 +180,11 @@ fn fit_and_check_rank_the_systems_of_a_recording() {
         t.contains("the correction changes the top-3: FuseChat-Llama-3.2-3B-Instruct in, gpt4_1106_preview out\n"),
         "{t}"
     );
+    // A point top-k is not a claim: the line below says what the verdicts decide.
+    assert!(
+        t.contains("\n  raw: top-3 not certified (ε = 0.05): 2 of 3 places decided (FuseChat-Gemma-2-9B-Instruct, FuseChat-Llama-3.1-8B-Instruct, each π ≥ 0.95); gpt4_1106_preview, FuseChat-Llama-3.2-3B-Instruct compete for the other 1 place\n"),
+        "{t}"
+    );
     let c = json(&d.join("check.json"));
     assert_eq!(c["covariates"][0]["name"], "words");
     assert_eq!(c["covariates"][0]["identified"], true);

@@ -295,6 +295,8 @@ fn check_names_a_tied_boundary_and_the_systems_never_compared() {
         "corrected top-2 (θ̂): s1 + 1 of the tied s3 (never compared), s4 (never compared)\n",
         "  s3, s4 never compared: their places rest on the prior alone (θ̂ = 0), not on the judgments\n",
         "the correction changes the top-2: s1 in\n",
+        // Neither top-2 is a claim: the verdicts decide nothing while two systems are uncompared.
+        "  raw: certified top-2 (ε = 0.05): nothing certified: 2 of 4 systems have no valid verdict (s3, s4): their places rest on the prior alone, so nothing is certified until every system has been compared\n",
         "style words: c = -1.772 ± 1.890 logits per sd of words; profile range 1.2e-6 nats → prior-selected",
     ] {
         assert!(t.contains(line), "{line:?} not in:\n{t}");
@@ -307,6 +309,19 @@ fn check_names_a_tied_boundary_and_the_systems_never_compared() {
     assert_eq!(strs(&c["raw_topk"]), ["s3", "s4"]);
     assert_eq!(strs(&c["graph"]["never_compared"]), ["s3", "s4"]);
     assert_eq!(c["changes_topk"], true);
+    assert_eq!((c["certified"]["claimed"].as_bool(), c["certified_ranking"].as_str()), (Some(false), Some("apparent")));
+    // Every system compared, in two components (s1–s2 and s3–s4): nothing is certified either.
+    write(
+        d,
+        "v2.jsonl",
+        "{\"pool_id\":\"p1\",\"a\":\"s1\",\"b\":\"s2\",\"y\":1}\n{\"pool_id\":\"p1\",\"a\":\"s2\",\"b\":\"s1\",\"y\":0}\n{\"pool_id\":\"p2\",\"a\":\"s3\",\"b\":\"s4\",\"y\":1}\n{\"pool_id\":\"p2\",\"a\":\"s4\",\"b\":\"s3\",\"y\":0}\n",
+    );
+    let o = run_bin(d, &["check", "four.jsonl", "v2.jsonl", "--k", "1"]);
+    assert!(
+        stdout(&o).contains("  raw: certified top-1 (ε = 0.05): nothing certified: the comparison graph has 2 components (sizes 2, 2): systems in different components are ordered by the prior alone, so nothing is certified until verdicts connect them\n"),
+        "{}",
+        text(&o)
+    );
     // Trusted verdicts that label no anchor: a warning naming the anchor pairs; none at all: an
     // error, not a gate that silently tested nothing.
     write(d, "other.jsonl", "{\"pool_id\":\"p9\",\"a\":\"s1\",\"b\":\"s2\",\"y\":1}\n");

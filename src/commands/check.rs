@@ -265,6 +265,9 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
             };
             sorted(&raw.topk) != sorted(&corrected.topk) || sorted(&raw.tied) != sorted(&corrected.tied)
         },
+        certified: f.reporting.certified.clone(),
+        certified_ranking: f.reporting.reported,
+        no_signal: f.reporting.no_signal.clone(),
         raw_topk: raw.topk.clone(),
         raw_tied: raw.tied.clone(),
         corrected_topk: corrected.topk.clone(),

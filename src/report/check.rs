@@ -68,6 +68,15 @@ pub struct CheckReport {
     pub corrected_tied: Vec<String>,
     /// Whether the corrected top-k (its members or its tie) differs from the raw one.
     pub changes_topk: bool,
+    /// What the data certify about the top-k of the ranking `fit` reports for these verdicts
+    /// (`certified_ranking`), at ε = 0.05 (docs/model.md, "Certified top-k"): a top-k printed
+    /// above is a point estimate, this says how much of it the verdicts decide.
+    pub certified: crate::report::schema::CertifiedTopk,
+    /// The ranking `certified` is of: the raw (apparent φ̂) or the corrected (θ̂) one.
+    pub certified_ranking: crate::analysis::ranking::RankingKind,
+    /// A judge without signal, when the verdicts show one (its counts are in the certified line).
+    #[serde(skip)]
+    pub no_signal: Option<crate::analysis::certify::NoSignal>,
     /// The comparison graph of the verdicts: its components and the systems never compared
     /// (whose places rest on the prior alone).
     pub graph: crate::analysis::ranking::ComparisonGraph,
@@ -154,6 +163,16 @@ impl CheckReport {
                 if listed.len() == 1 { "its place rests" } else { "their places rest" }
             ));
         }
+        let which = match self.certified_ranking {
+            crate::analysis::ranking::RankingKind::Apparent => "raw",
+            crate::analysis::ranking::RankingKind::Corrected => "corrected",
+        };
+        s.push_str(&format!(
+            "  {which}: {}",
+            crate::report::summary::certified_set_lines(self.k, &self.certified, self.no_signal.as_ref())
+                .replace('\n', "\n  ")
+                .trim_end_matches(' ')
+        ));
         if self.changes_topk {
             // In: certainly in the corrected top-k, not even tied in the raw one; out: the reverse.
             fn moved<'a>(from: &'a [String], topk: &[String], tied: &[String]) -> Vec<&'a str> {
