@@ -404,6 +404,20 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     );
     assert_eq!(rec[2]["strong_preference"], true);
     topk_judge::judge::replay::Recording::read(&out).unwrap();
+    // A game that is not an object, or has no score, is named by line (it was read as an invalid
+    // verdict); a null score stays an invalid verdict, as above.
+    for (games, said) in [
+        (r#"["B>A", "A>B"]"#, r#"game 1 is "B>A", not an object;"#),
+        (r#"[{"score": "A>B"}, {"judgment": "…"}]"#, r#"game 2 has no "score" (null when the judge gave none);"#),
+    ] {
+        let f = write(
+            d,
+            "ah_bad.jsonl",
+            &format!("{{\"question_id\": \"q1\", \"model\": \"m\", \"judge\": \"J\", \"games\": {games}}}\n"),
+        );
+        let e = import(d, &["--judgments", "arena_hard"], std::slice::from_ref(&f), &d.join("x.jsonl")).unwrap_err();
+        assert!(e.contains(&format!("{}:1: {said}", f.display())), "{e}");
+    }
     // MT-Bench pairwise: winners in model terms, judge per turn.
     let out = d.join("mt.jsonl");
     let shown =

@@ -272,8 +272,19 @@ fn read_arena_hard(path: &Path, baseline: &str, c: &mut Collected) -> Result<(),
         for (g, game) in games.iter().enumerate() {
             // Game 1 shows the baseline as A, game 2 the model.
             let (a, b) = if g == 0 { (base, model) } else { (model, base) };
+            if !game.is_object() {
+                return Err(row(path, line, format!("game {} is {game}, not an object; {EXPECTED}", g + 1)));
+            }
             let (y, strong) = match game.get("score") {
-                Some(Value::Null) | None => (None, false),
+                // The judge gave no verdict: an invalid one, kept as such.
+                Some(Value::Null) => (None, false),
+                None => {
+                    return Err(row(
+                        path,
+                        line,
+                        format!("game {} has no \"score\" (null when the judge gave none); {EXPECTED}", g + 1),
+                    ));
+                }
                 Some(Value::String(s)) => match arena_score(s) {
                     Some((y, strong)) => (Some(y), strong),
                     None => {
