@@ -207,6 +207,28 @@ fn fail_on_undecided_gives_the_exit_code() {
         "{}",
         text(&out)
     );
+    // One place: said in the singular.
+    let out = run_bin(
+        dir.path(),
+        &[
+            "run",
+            cfg.to_str().unwrap(),
+            "--quiet",
+            "--fail-on-undecided",
+            "--set",
+            "k=1",
+            "--set",
+            "name=k1",
+            "--set",
+            "budget.max_comparisons=60",
+        ],
+    );
+    assert!(
+        stderr(&out)
+            .contains("fail-on-undecided: the top-1 is not certified at ε = 0.05: 0 of 1 place decided, 2 undecided\n"),
+        "{}",
+        text(&out)
+    );
     let clear = write(
         dir.path(),
         "clear.yaml",

@@ -664,11 +664,11 @@ pub fn run_with_gate(
     let certified_line = match &c.withheld {
         Some(why) => format!("the top-{} is not certified: {why}", result.k),
         None => format!(
-            "the top-{} is not certified at ε = {}: {} of {} places decided, {} undecided",
+            "the top-{} is not certified at ε = {}: {} of {} decided, {} undecided",
             result.k,
             c.epsilon,
             c.inside.len(),
-            result.k,
+            crate::domain::fmt::count(result.k, "place"),
             c.undecided.len()
         ),
     };
