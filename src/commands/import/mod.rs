@@ -358,6 +358,22 @@ pub fn import_with(
     // Names one letter case, Unicode form or space apart (`llama`, `Llama`) are two systems:
     // said, as they are more likely one system spelled twice.
     notes.extend(crate::domain::names::near_duplicates(systems.iter().map(String::as_str), "systems"));
+    // Prompt texts that differ only in surrounding white space (`"Q2"`, `"Q2 "`) get two ids, so
+    // their answers are never compared and a prompt answered once each way is left out: said.
+    let mut by_trimmed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for pid in &order {
+        by_trimmed.entry(by_prompt[pid].0.trim()).or_default().push(pid);
+    }
+    for ids in by_trimmed.values().filter(|ids| ids.len() > 1) {
+        let texts: std::collections::BTreeSet<&str> = ids.iter().map(|p| by_prompt[*p].0.as_str()).collect();
+        if texts.len() > 1 {
+            notes.push(format!(
+                "warning: prompts {} have texts that differ only in surrounding white space: they are kept as {} prompts, whose answers are not compared with each other; if they are one prompt, give them one text",
+                ids.join(" and "),
+                ids.len()
+            ));
+        }
+    }
     Ok(ImportSummary { answers: written, prompts, skipped_prompts: skipped, systems, notes })
 }
 
@@ -488,6 +504,32 @@ mod tests {
             [
                 "warning: systems \"llama\" and \"Llama\" differ only in letter case: they are kept as 2 systems; if they are one, give them one name"
             ]
+        );
+    }
+
+    /// AlpacaEval instructions `"Q2"` and `"Q2 "` get two prompt ids (their answers are never
+    /// compared, and each, answered once, is left out): said, with the ids.
+    #[test]
+    fn prompts_one_white_space_apart_are_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (dir.path().join("a.json"), dir.path().join("b.json"), dir.path().join("pools.jsonl"));
+        let answers = |model: &str, q2: &str| {
+            serde_json::json!([
+                {"instruction": "Q1", "output": format!("{model} one"), "generator": model},
+                {"instruction": q2, "output": format!("{model} two"), "generator": model}
+            ])
+            .to_string()
+        };
+        std::fs::write(&a, answers("A", "Q2")).unwrap();
+        std::fs::write(&b, answers("B", "Q2 \r\n")).unwrap();
+        let s = import(ImportFormat::AlpacaEval, &[a, b], None, &out).unwrap();
+        let (q2, q2_spaced) = (instruction_id("Q2"), instruction_id("Q2 \r\n"));
+        assert_eq!(s.skipped_prompts, [q2.clone(), q2_spaced.clone()]);
+        assert_eq!(
+            s.notes,
+            [format!(
+                "warning: prompts {q2} and {q2_spaced} have texts that differ only in surrounding white space: they are kept as 2 prompts, whose answers are not compared with each other; if they are one prompt, give them one text"
+            )]
         );
     }
 
