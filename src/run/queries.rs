@@ -157,6 +157,11 @@ impl<'a> RunQueries<'a> {
             // for it again (the reply then lost to the stored line's key).
             return None;
         };
+        if a == b {
+            // An item against itself is no query of any run: a damaged line, as above (cached,
+            // it made its key's pair look unasked, and the run asked one past max_comparisons).
+            return None;
+        }
         let pair = (self.is_pair(a, b) && self.judge.cache_key(self.pool, a, b) == key).then_some((a, b));
         self.known.lock().expect("key table lock").insert(key.to_owned(), pair);
         pair
@@ -405,5 +410,27 @@ mod tests {
         assert!(!q.contains_key(&key(2, 3)));
         assert_eq!(q.key(2, 3), key(2, 3));
         assert_eq!(q.pair_of(&key(2, 3)), Some((2, 3)));
+    }
+
+    /// A verdicts.jsonl line edited to compare an item with itself keeps its key's pair, which its
+    /// intent's line names: it stays that pair's verdict (read before, it made the pair look
+    /// unasked, and the run asked it again and one query past max_comparisons).
+    #[test]
+    fn a_line_naming_an_item_against_itself_counts_as_its_keys_pair() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = four_items(dir.path());
+        let judge = crate::config::judge::make_judge(cfg.raw.judge()).unwrap();
+        let q = RunQueries::new(&cfg, judge.as_ref());
+        let key = judge.cache_key(&cfg.pool, 0, 3);
+        let damaged = record(&key, "x1", "x1");
+        std::fs::write(dir.path().join("verdicts.jsonl"), format!("{}\n", serde_json::to_string(&damaged).unwrap()))
+            .unwrap();
+        let intent =
+            serde_json::json!({"intent": 1, "key": key, "a": "x1", "b": "z1", "attempt": 1, "reserved_usd": 0.0});
+        std::fs::write(dir.path().join("intents.jsonl"), format!("{intent}\n")).unwrap();
+        q.learn_folder(dir.path());
+        assert_eq!(q.pair_of(&key), Some((0, 3)));
+        let got: Vec<(usize, usize)> = q.stored(&[damaged]).iter().map(|&(a, b, _)| (a, b)).collect();
+        assert_eq!(got, vec![(0, 3)]);
     }
 }
