@@ -300,6 +300,15 @@ fn alpaca_eval_annotations_become_405_ordered_verdicts_189_with_the_model_first(
         "{shown}"
     );
     assert!(shown.contains("189 of the 405 were shown with generator_2 (the model) first"), "{shown}");
+    // A repeated annotation is skipped, and the count of the switch is of the verdicts written
+    // (it said "of the 46" beside "45 ordered verdicts").
+    let one = bench("alpaca_eval/annotations/claude-2.json");
+    let mut ann: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(&one).unwrap()).unwrap();
+    ann.push(ann[0].clone());
+    let dup = write(d, "dup.json", &serde_json::to_string(&ann).unwrap());
+    let shown = import(d, &["--judgments", "alpaca_eval"], &[dup], &d.join("dup.jsonl")).unwrap();
+    assert!(shown.contains("45 ordered verdicts of judge weighted_alpaca_eval_gpt4_turbo on 45 prompts × 2 systems (skipped 1 repeated verdict)\n"), "{shown}");
+    assert!(shown.contains("\n21 of the 45 were shown with generator_2 (the model) first"), "{shown}");
     let rec = lines(&out);
     assert_eq!(rec.len(), 405);
     let reference = "gpt4_1106_preview";

@@ -75,6 +75,8 @@ struct Verdict {
     strong: bool,
     invalid_reason: Option<&'static str>,
     at: (PathBuf, usize),
+    /// AlpacaEval: shown with generator_2 first (alpaca_eval's seeded switch).
+    swapped: bool,
 }
 
 #[derive(Serialize)]
@@ -99,8 +101,8 @@ struct Collected {
     verdicts: Vec<Verdict>,
     skipped: Vec<(usize, String)>,
     notes: Vec<String>,
-    /// AlpacaEval records shown swapped (generator_2 first).
-    swapped: usize,
+    /// AlpacaEval annotations: the note on the seeded switch is due.
+    alpaca: bool,
 }
 
 impl Collected {
@@ -131,10 +133,8 @@ pub fn import_judgments(
             for p in inputs {
                 read_alpaca(p, &mut c)?;
             }
-            let (n, swapped) = (c.verdicts.len(), c.swapped);
-            c.notes.push(format!(
-                "{swapped} of the {n} were shown with generator_2 (the model) first: alpaca_eval's seeded switch, recomputed per instruction"
-            ));
+            // Said of the verdicts written (after repeats are skipped), by write_verdicts.
+            c.alpaca = true;
         }
         JudgmentFormat::ArenaHard => {
             for p in inputs {
@@ -217,7 +217,6 @@ fn read_alpaca(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             },
         };
         let swapped = super::pyrandom::alpaca_eval_switched(instruction);
-        c.swapped += usize::from(swapped);
         // Rounded to 12 decimals: the preferences have 10, the rest is floating-point noise.
         let round = |y: f64| (y * 1e12).round() / 1e12;
         let (a, b, y) =
@@ -232,6 +231,7 @@ fn read_alpaca(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             strong: false,
             invalid_reason: y.is_none().then_some("no preference"),
             at: (path.to_owned(), line),
+            swapped,
         });
     }
     Ok(())
@@ -303,6 +303,7 @@ fn read_arena_hard(path: &Path, baseline: &str, c: &mut Collected) -> Result<(),
                 strong,
                 invalid_reason: y.is_none().then_some("unparsed"),
                 at: (path.to_owned(), line),
+                swapped: false,
             });
         }
     }
@@ -365,6 +366,7 @@ fn read_arena_bench(inputs: &[PathBuf], c: &mut Collected) -> Result<(), ImportE
                     strong: false,
                     invalid_reason: None,
                     at: (pa.clone(), *la),
+                    swapped: false,
                 });
             }
         }
@@ -415,6 +417,7 @@ fn read_mt_bench(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
                 strong: false,
                 invalid_reason: y.is_none().then_some("error"),
                 at: (path.to_owned(), line),
+                swapped: false,
             });
         }
     }
@@ -526,6 +529,7 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             strong: false,
             invalid_reason: y.is_none().then_some("no winner"),
             at: (path.to_owned(), line),
+            swapped: false,
         });
     }
     Ok(())
@@ -533,7 +537,7 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
 
 /// Check one verdict per judge, prompt and ordered pair, then write the recording.
 fn write_verdicts(c: Collected, out: &Path) -> Result<JudgmentSummary, ImportError> {
-    let Collected { verdicts, mut skipped, mut notes, .. } = c;
+    let Collected { verdicts, mut skipped, mut notes, alpaca, .. } = c;
     let mut seen: HashMap<(&str, &str, &str, &str), usize> = HashMap::new();
     let mut kept: Vec<&Verdict> = Vec::new();
     let mut duplicates = 0;
@@ -568,6 +572,16 @@ fn write_verdicts(c: Collected, out: &Path) -> Result<JudgmentSummary, ImportErr
     }
     if duplicates > 0 {
         skipped.push((duplicates, "repeated verdict".into()));
+    }
+    if alpaca {
+        let swapped = kept.iter().filter(|v| v.swapped).count();
+        notes.insert(
+            0,
+            format!(
+                "{swapped} of the {} were shown with generator_2 (the model) first: alpaca_eval's seeded switch, recomputed per instruction",
+                kept.len()
+            ),
+        );
     }
     if kept.is_empty() {
         let skipped: Vec<String> = skipped.iter().map(|(n, what)| crate::domain::fmt::count(*n, what)).collect();
