@@ -652,7 +652,7 @@ fn an_item_edited_after_a_run_is_named_when_the_run_goes_on() {
     std::fs::write(&pool, edited.replace("\"quality\":3,", "\"quality\":3.5,")).unwrap();
     let said = run(56);
     assert!(
-        said.contains("runs/edit/pool.jsonl: 2 items read otherwise than in the folder's last run (text or other fields): s29, s3; the stored verdicts of their pairs are not reused, so the judge is asked (and paid) again for each, and fits.jsonl gets a second history; give this run its own `name` to keep both"),
+        said.contains("runs/edit/pool.jsonl: 2 items read otherwise than in the folder's last run (text or other fields): s29, s3; where the judge reads what changed, it is asked (and paid) again for their pairs, and fits.jsonl gets a second history; give this run its own `name` to keep both"),
         "{said}"
     );
     assert!(!said.contains("holds a run with a different"), "the first pair is unchanged: {said}");

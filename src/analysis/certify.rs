@@ -97,9 +97,9 @@ pub fn prior_only_text(never_compared: &[String], bases: usize, noun: &str) -> S
 /// `bases` bases (`None`: it is connected). A base without a verdict rests on the prior alone
 /// ([`prior_only_text`]); bases in different components are ordered by the prior (and by
 /// bias coefficients, which across components the verdicts do not test), so π near 0 or 1
-/// across components is the prior's, not the data's: the hunt that found it certified a top-1
-/// with π = 1.000 from two components compared 200 and 4 times (docs/model.md, "Certified
-/// top-k").
+/// across components is the prior's, not the data's: two pairs compared 200 and 4 times, and
+/// never with each other, gave the first pair's winner π = 1.000 to lead all four
+/// (docs/model.md, "Certified top-k").
 pub fn graph_withholds(graph: &ComparisonGraph, bases: usize, noun: &str) -> Option<String> {
     if !graph.never_compared.is_empty() {
         return Some(prior_only_text(&graph.never_compared, bases, noun));

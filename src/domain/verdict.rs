@@ -57,9 +57,9 @@ pub const MAX_QUERY_USD: f64 = 1e6;
 
 /// The most one query may have cost, USD, in a run folder's own records (verdicts.jsonl,
 /// intents.jsonl): above what any reply can cost at the highest price the tool accepts ($1 a
-/// token: prices are at most 1e6 USD per million tokens) with every token count at its 64-bit ceiling
-/// (≈ 5.5·10¹⁹ USD an attempt), with room for many attempts; a larger value is a damaged
-/// line, and no sum of 10¹² such costs overflows.
+/// token: prices are at most 1e6 USD per million tokens) with every token count at its 64-bit
+/// ceiling (≈ 5.5·10¹⁹ USD an attempt), with room for many attempts; a larger value is a
+/// damaged line, and no sum of 10¹² such costs overflows.
 pub const MAX_BOOKED_USD: f64 = 1e24;
 
 /// `usd` as the cost of one query: finite, ≥ 0 and at most [`MAX_QUERY_USD`].
@@ -76,30 +76,6 @@ pub fn check_query_usd(usd: f64) -> Result<f64, String> {
             crate::domain::fmt::value(usd),
             crate::domain::fmt::value(MAX_QUERY_USD)
         ))
-    }
-}
-
-#[cfg(test)]
-mod usd_tests {
-    use super::*;
-
-    #[test]
-    fn a_query_cost_is_finite_non_negative_and_at_most_the_bound() {
-        for ok in [0.0, 1e-9, 0.25, MAX_QUERY_USD] {
-            assert_eq!(check_query_usd(ok), Ok(ok));
-        }
-        for bad in [-1e-12, f64::NAN, f64::INFINITY, 1e308, MAX_QUERY_USD * 1.000001] {
-            assert!(check_query_usd(bad).is_err(), "{bad}");
-        }
-        // 10¹² queries at either bound sum to a finite number: the books never reach inf.
-        assert!((MAX_BOOKED_USD * 1e12).is_finite() && MAX_QUERY_USD < MAX_BOOKED_USD);
-        // The dearest reply the tool can book: every token count at its ceiling, $1 a token.
-        let ceiling = u64::MAX as f64 * 3.0 * 1e6 / 1e6;
-        assert!(ceiling * 1000.0 < MAX_BOOKED_USD, "{ceiling}");
-        let r: JudgeReply = serde_json::from_str(r#"{"y": 1, "cost_usd": 2e19}"#).unwrap();
-        assert_eq!(r.cost_usd, 2e19);
-        let e = serde_json::from_str::<JudgeReply>(r#"{"y": 1, "cost_usd": 1e308}"#).unwrap_err().to_string();
-        assert!(e.starts_with("1e308: expected a cost from 0 to 1e24 USD"), "{e}");
     }
 }
 
@@ -518,5 +494,29 @@ mod tests {
         assert_eq!((n.reason, n.detail.as_deref()), (Invalid::NoVerdict.into(), Some("after 2 asks")));
         assert_eq!(InvalidNote::parse("context_overflow: x").reason, InvalidReason::ContextOverflow);
         assert_eq!(InvalidNote::parse("").reason, InvalidReason::Recorded("unknown".into()));
+    }
+}
+
+#[cfg(test)]
+mod usd_tests {
+    use super::*;
+
+    #[test]
+    fn a_query_cost_is_finite_non_negative_and_at_most_the_bound() {
+        for ok in [0.0, 1e-9, 0.25, MAX_QUERY_USD] {
+            assert_eq!(check_query_usd(ok), Ok(ok));
+        }
+        for bad in [-1e-12, f64::NAN, f64::INFINITY, 1e308, MAX_QUERY_USD * 1.000001] {
+            assert!(check_query_usd(bad).is_err(), "{bad}");
+        }
+        // 10¹² queries at either bound sum to a finite number: the books never reach inf.
+        assert!((MAX_BOOKED_USD * 1e12).is_finite() && MAX_QUERY_USD < MAX_BOOKED_USD);
+        // The dearest reply the tool can book: every token count at its ceiling, $1 a token.
+        let ceiling = u64::MAX as f64 * 3.0 * 1e6 / 1e6;
+        assert!(ceiling * 1000.0 < MAX_BOOKED_USD, "{ceiling}");
+        let r: JudgeReply = serde_json::from_str(r#"{"y": 1, "cost_usd": 2e19}"#).unwrap();
+        assert_eq!(r.cost_usd, 2e19);
+        let e = serde_json::from_str::<JudgeReply>(r#"{"y": 1, "cost_usd": 1e308}"#).unwrap_err().to_string();
+        assert!(e.starts_with("1e308: expected a cost from 0 to 1e24 USD"), "{e}");
     }
 }

@@ -75,8 +75,8 @@ fn pool_items(text: &str) -> HashMap<(String, String), serde_json::Value> {
 
 /// A warning when items of the folder's `pool.jsonl` (the last run's copy of its pool) read
 /// otherwise in `new` (the pool lines this run writes): another text, words or quality of the
-/// same item id. Their pairs' stored verdicts are not reused (the cache key holds what the judge
-/// reads), so the judge is asked, and paid, again for every pair of those items.
+/// same item id. Where the judge reads what changed (a text; a mock judge's quality), its cache
+/// keys change, so the judge is asked, and paid, again for every pair of those items.
 fn changed_items_warning(dir: &Path, new: &str, fits: &str) -> Option<String> {
     let old = pool_items(&std::fs::read_to_string(dir.join("pool.jsonl")).ok()?);
     let new = pool_items(new);
@@ -90,7 +90,7 @@ fn changed_items_warning(dir: &Path, new: &str, fits: &str) -> Option<String> {
     let shown: Vec<String> =
         changed.iter().take(8).map(|(p, i)| if several_pools { format!("{i} of {p}") } else { i.clone() }).collect();
     Some(format!(
-        "{}: {} read otherwise than in the folder's last run (text or other fields): {}{}; the stored verdicts of their pairs are not reused, so the judge is asked (and paid) again for each, and {fits} gets a second history; give this run its own `name` to keep both",
+        "{}: {} read otherwise than in the folder's last run (text or other fields): {}{}; where the judge reads what changed, it is asked (and paid) again for their pairs, and {fits} gets a second history; give this run its own `name` to keep both",
         dir.join("pool.jsonl").display(),
         crate::domain::fmt::count(changed.len(), "item"),
         shown.join(", "),
