@@ -805,3 +805,50 @@ fn an_audit_whose_overrun_passes_max_usd_exits_1() {
         "{t}"
     );
 }
+
+/// `audit` keeps a run's stops: a judge whose every reply is invalid is stopped at its
+/// max_invalid_rate, one whose every request fails after three concurrency-fulls of failures in
+/// a row; both exit 1 and are not sent the rest of the 60 pairs' 120 queries (the audit sent
+/// and paid for all of them before).
+#[test]
+fn an_audit_stops_a_judge_as_a_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let pairs = write(
+        dir.path(),
+        "pairs.jsonl",
+        &(1..=60)
+            .map(|i| {
+                json!({"id": format!("p{i}"), "x": {"text": vec!["word"; i + 1].join(" ")}, "y": {"text": "a b"}})
+                    .to_string()
+                    + "\n"
+            })
+            .collect::<String>(),
+    );
+    for (name, fault, said) in [
+        ("invalid", Fault::Text("Neither of them.".into()), "replies were invalid (100%, above max_invalid_rate 0.5"),
+        ("failing", Fault::ServerError, "queries failed in a row without any verdict"),
+    ] {
+        let fake = FakeOpenAi::start();
+        fake.set_always(Some(fault));
+        let cfg = write(
+            dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "name: {name}\nout_dir: runs\nconcurrency: 4\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false\n    prompt: prompts/test.j2\n    max_tokens: 64\n    max_retries: 0\n    price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\npairs: {}\nbudget:\n  max_usd: 1\n",
+                fake.base_url,
+                pairs.display()
+            ),
+        );
+        let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap(), "--quiet"]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{name}: {t}");
+        assert!(t.contains(said), "{name}: {t}");
+        // Stopped early: at most the replies the limit needs, plus one concurrency-full in flight
+        // (each invalid reply asked once more).
+        assert!(fake.n_requests() <= 2 * (20 + 4), "{name}: {} requests: {t}", fake.n_requests());
+        // What was paid is booked.
+        let b = booked(&dir.path().join(format!("runs/{name}")));
+        assert!((bill(&fake) - b.usd).abs() < 1e-12, "{name}: books ${} = bill ${}", b.usd, bill(&fake));
+    }
+}

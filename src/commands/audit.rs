@@ -111,6 +111,19 @@ pub enum AuditError {
     /// Drawing flip_vs_accuracy.svg failed (plotters' error).
     #[error(transparent)]
     Plot(#[from] crate::report::plots::PlotError),
+    /// The judge was sent nothing more (a run's stops: its invalid-reply limit, or queries failing
+    /// in a row); what was paid is booked, re-running asks only what is not stored.
+    #[error(
+        "stopped: {why}; {unsent} queries were not sent (spend ${spend_usd:.6} booked); mend the judge (its prompt, max_tokens, endpoint) or raise judge.openai.max_invalid_rate, then re-run"
+    )]
+    Stopped {
+        /// Why (the invalid-reply message, or the failures in a row).
+        why: String,
+        /// Queries not sent.
+        unsent: usize,
+        /// USD booked for this audit's queries.
+        spend_usd: f64,
+    },
     /// Queries failed and no pair has both verdicts.
     #[error("{failed} queries failed and no pair has verdicts in both orders; nothing to measure; last error: {last}")]
     JudgeFailing {
@@ -262,11 +275,38 @@ pub async fn run_audit(
     let mut disp: Dispatcher<(usize, usize)> = Dispatcher::new(judge.clone(), books);
     let todo = pending.iter().map(|&(i, o)| (pools[i].clone(), ORDERS[o].0, ORDERS[o].1, (i, o)));
     let mut done = 0u64;
+    // The stops of a run (docs/live.md, "Faults"): a judge whose share of invalid replies passes
+    // its max_invalid_rate, or whose queries fail as many times in a row as a run's three failed
+    // rounds hold, is sent nothing more; what is in flight is booked.
+    let (limit, failing_after) =
+        (judge.invalid_rate_limit(), crate::run::schedule::FAILED_ROUNDS_STOP * cfg.raw.concurrency.max(1));
+    let mut streak = 0usize;
+    let mut stopped: Option<String> = None;
     let sent = disp
-        .dispatch_all(todo, &mut budget, cfg.raw.concurrency, |_| {
+        .dispatch_all(todo, &mut budget, cfg.raw.concurrency, |f| {
             done += 1;
             bar.set(done);
-            Flow::Continue
+            let last = match &f.outcome {
+                DispatchOutcome::Verdict { .. } => {
+                    streak = 0;
+                    None
+                }
+                DispatchOutcome::Failed(e) => {
+                    streak += 1;
+                    Some(e)
+                }
+            };
+            if stopped.is_none() {
+                if let Some(e) = last.filter(|_| streak >= failing_after) {
+                    stopped = Some(format!("{streak} queries failed in a row without any verdict; last error: {e}"));
+                } else if let (Some(st), Some((max, min))) = (judge.stats(), limit)
+                    && st.replies >= min.max(1)
+                    && st.invalid_replies as f64 > max * st.replies as f64
+                {
+                    stopped = Some(crate::report::result::invalid_rate_message(&st, limit));
+                }
+            }
+            if stopped.is_some() { Flow::Stop } else { Flow::Continue }
         })
         .await?;
     bar.finish();
@@ -324,6 +364,9 @@ pub async fn run_audit(
             margin_yfirst: judge.score_margin(pool, 1, 0),
             missing: (!missing.is_empty()).then(|| missing.join("; ")),
         });
+    }
+    if let Some(why) = stopped {
+        return Err(AuditError::Stopped { why, unsent: sent.unsent, spend_usd });
     }
     if !failures.is_empty() && obs.iter().all(|o| o.y_xfirst.is_none() || o.y_yfirst.is_none()) {
         let last = failures.values().next().cloned().unwrap_or_default();
