@@ -166,7 +166,8 @@ impl Books {
         let had_verdicts = verdicts.exists();
         let (log, warning) = VerdictLog::open(&verdicts)?;
         let failed_path = dir.join(files.failed);
-        let failed_warning = ledger::repair_failed(&failed_path)?;
+        let failed_warning =
+            ledger::repair_failed(&failed_path)?.into_iter().chain(ledger::read_failed(&failed_path).1);
         let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed_path);
         let (intents, recovery) = IntentLog::open_keeping(&dir.join(files.intents), &closed, max_id, keep)?;
         let mut warnings: Vec<String> = warning.into_iter().chain(failed_warning).chain(recovery.warning).collect();
@@ -584,6 +585,31 @@ mod tests {
         let (books, w) = Books::open(dir.path()).unwrap();
         assert!(w.is_empty(), "booked once: {w:?}");
         assert_eq!(books.spend(&all).total_usd(), 0.9375);
+    }
+
+    /// A failed.jsonl line whose cost does not read (negative, text, missing, above the bound)
+    /// closes no intent: its intent is booked at its reserved worst case, with a warning naming
+    /// the line. Before, it closed the intent at $0 without a word.
+    #[test]
+    fn a_damaged_failed_line_leaves_its_intent_booked_at_the_worst_case() {
+        for cost in ["-1", "\"0.3\"", "null", "1e308"] {
+            let dir = tempfile::tempdir().unwrap();
+            let all = |_: &str| true;
+            {
+                let (mut books, _) = Books::open(dir.path()).unwrap();
+                let i1 = books.begin("k1", "a", "b", 0.3).unwrap();
+                books.record_failure(i1, "k1", "a", "b", 0.3, "timeout").unwrap();
+                assert_eq!(books.spend(&all).total_usd(), 0.3);
+            }
+            let failed = dir.path().join("failed.jsonl");
+            let text =
+                std::fs::read_to_string(&failed).unwrap().replace("\"cost_usd\":0.3", &format!("\"cost_usd\":{cost}"));
+            std::fs::write(&failed, text).unwrap();
+            let (books, w) = Books::open(dir.path()).unwrap();
+            assert!(w.iter().any(|w| w.contains("failed.jsonl:1: not a failed-query record (")), "{cost}: {w:?}");
+            let s = books.spend(&all);
+            assert_eq!((s.failed_usd, s.possibly_billed, s.possibly_billed_usd), (0.0, 1, 0.3), "{cost}");
+        }
     }
 
     /// verdicts.jsonl moved away: its intents are booked as possibly billed, and the warning

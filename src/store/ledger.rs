@@ -500,27 +500,48 @@ pub fn repair_failed(path: &Path) -> Result<Option<String>, LedgerError> {
     )))
 }
 
-/// Total `cost_usd` of the lines of `failed.jsonl` whose key `mine` accepts (0 when the file is
-/// absent; unreadable or torn lines are skipped).
-pub fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
-    let Ok(text) = std::fs::read_to_string(path) else { return 0.0 };
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["key"].as_str().is_some_and(&mine))
-        .filter_map(|v| v["cost_usd"].as_f64())
-        .filter(|c| *c > 0.0)
-        .map(|c| c.min(crate::domain::verdict::MAX_BOOKED_USD))
-        .sum()
+/// One line of `failed.jsonl` as the books read it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct FailedLine {
+    /// Cache key of the query.
+    pub key: String,
+    /// What the failed query cost, USD (0 to [`crate::domain::verdict::MAX_BOOKED_USD`]).
+    #[serde(deserialize_with = "crate::domain::verdict::booked_usd")]
+    pub cost_usd: f64,
+    /// The intent the line closes, if any.
+    #[serde(default)]
+    pub intent: Option<u64>,
 }
 
-/// The (cache key, intent id) of every line of `failed.jsonl` that carries an intent (none
-/// when the file is absent; unreadable or torn lines are skipped).
+/// The lines of `failed.jsonl` that read as [`FailedLine`]s, and a warning for each other
+/// non-empty line (empty when the file is absent). A line that does not read closes no intent,
+/// so its intent stays open and is booked at its worst case: a damaged cost (negative, text,
+/// missing, above the bound) can only book more, never less.
+pub fn read_failed(path: &Path) -> (Vec<FailedLine>, Vec<String>) {
+    let Ok(text) = std::fs::read_to_string(path) else { return Default::default() };
+    let (mut lines, mut warnings) = (Vec::new(), Vec::new());
+    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        match serde_json::from_str::<FailedLine>(l) {
+            Ok(f) => lines.push(f),
+            Err(e) => warnings.push(format!(
+                "{}:{}: not a failed-query record ({e}); expected {{\"key\", \"cost_usd\", \"intent\"}}: the line is left out, and its query's intent, still open, is booked at its worst case",
+                path.display(),
+                i + 1
+            )),
+        }
+    }
+    (lines, warnings)
+}
+
+/// Total `cost_usd` of the lines of `failed.jsonl` whose key `mine` accepts ([`read_failed`]).
+pub fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
+    read_failed(path).0.iter().filter(|f| mine(&f.key)).map(|f| f.cost_usd).sum()
+}
+
+/// The (cache key, intent id) of every line of `failed.jsonl` that carries an intent
+/// ([`read_failed`]).
 pub fn failed_intents(path: &Path) -> Vec<(String, u64)> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| Some((v["key"].as_str()?.to_owned(), v["intent"].as_u64()?)))
-        .collect()
+    read_failed(path).0.into_iter().filter_map(|f| Some((f.key, f.intent?))).collect()
 }
 
 #[cfg(test)]
@@ -680,12 +701,21 @@ mod tests {
             e.contains(":2: not a verdict record (1e308: expected a cost from 0 to 1e24 USD at line 1 column"),
             "{e}"
         );
-        // failed.jsonl's lines are summed with each at most that bound: never inf.
+        // failed.jsonl's lines above that bound are left out, each named: never inf.
         let failed = dir.path().join("failed.jsonl");
         for _ in 0..3 {
             append_failed(&failed, "k", "a", "b", 1e308, "boom").unwrap();
         }
-        assert_eq!(failed_spend(&failed, |_| true), 3e24);
+        append_failed(&failed, "k", "a", "b", 0.5, "boom").unwrap();
+        assert_eq!(failed_spend(&failed, |_| true), 0.5);
+        let (lines, warnings) = read_failed(&failed);
+        assert_eq!((lines.len(), warnings.len()), (1, 3));
+        assert!(
+            warnings[0]
+                .contains("failed.jsonl:1: not a failed-query record (1e308: expected a cost from 0 to 1e24 USD"),
+            "{}",
+            warnings[0]
+        );
     }
 
     proptest::proptest! {
