@@ -656,6 +656,22 @@ fn an_item_edited_after_a_run_is_named_when_the_run_goes_on() {
         "{said}"
     );
     assert!(!said.contains("holds a run with a different"), "the first pair is unchanged: {said}");
+    // The folder's own pool.jsonl edited in place, the run resumed from the folder: no copy is
+    // left to compare, and run.json's hash of the pool says that it changed.
+    let copy = dir.path().join("runs/edit/pool.jsonl");
+    let text1 = std::fs::read_to_string(&copy).unwrap();
+    std::fs::write(&copy, text1.replace(&format!("\"{}\"", ["word"; 8].join(" ")), "\"edited in place\"")).unwrap();
+    assert_ne!(std::fs::read_to_string(&copy).unwrap(), text1, "s5 has 8 words");
+    let out = run_bin(dir.path(), &["run", "runs/edit/config.yaml", "--quiet", "--max-comparisons", "64"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("runs/edit/pool.jsonl: the pool reads otherwise than in the folder's last run (edited in place since?): where the judge reads what changed, it is asked (and paid) again for the pairs of those items, and fits.jsonl gets a second history"),
+        "{}",
+        text(&out)
+    );
+    // Unchanged since: nothing said.
+    let out = run_bin(dir.path(), &["run", "runs/edit/config.yaml", "--quiet", "--max-comparisons", "66"]);
+    assert!(!text(&out).contains("reads otherwise") && !text(&out).contains("read otherwise"), "{}", text(&out));
 }
 
 /// A 30-item pool with distinct texts (item i has i + 3 words) as a pool file in `dir`.

@@ -38,12 +38,21 @@ pub fn config_hash(cfg: &Config) -> String {
 struct RunIdentity {
     fit: String,
     judge: String,
+    /// SHA-256 (16 hex digits) of the pool lines the run read (its pool.jsonl); empty in folders
+    /// of older versions.
+    #[serde(default)]
+    pool: String,
+}
+
+/// The identity `dir`'s run.json holds, if it reads.
+fn old_identity(dir: &Path) -> Option<RunIdentity> {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).ok()?).ok()
 }
 
 /// A warning when `dir` already holds a run made by another configuration (its `run.json`
 /// differs): that run's result.json and config.yaml are about to be replaced.
-fn other_run_warning(dir: &Path, id: &RunIdentity, fits: &str) -> Option<String> {
-    let old: RunIdentity = serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).ok()?).ok()?;
+fn other_run_warning(dir: &Path, old: Option<&RunIdentity>, id: &RunIdentity, fits: &str) -> Option<String> {
+    let old = old?;
     let what = match (old.fit != id.fit, old.judge != id.judge) {
         (false, false) => return None,
         (true, false) => "model, k, acquisition or pool",
@@ -77,13 +86,29 @@ fn pool_items(text: &str) -> HashMap<(String, String), serde_json::Value> {
 /// otherwise in `new` (the pool lines this run writes): another text, words or quality of the
 /// same item id. Where the judge reads what changed (a text; a mock judge's quality), its cache
 /// keys change, so the judge is asked, and paid, again for every pair of those items.
-fn changed_items_warning(dir: &Path, new: &str, fits: &str) -> Option<String> {
-    let old = pool_items(&std::fs::read_to_string(dir.join("pool.jsonl")).ok()?);
-    let new = pool_items(new);
+///
+/// The folder's own pool.jsonl edited in place (the run resumed from the folder's config.yaml)
+/// leaves no copy to compare: then run.json's hash of the pool lines (`old`) says that the pool
+/// changed, though not which items.
+fn changed_items_warning(
+    dir: &Path,
+    new_lines: &str,
+    (old, id): (Option<&RunIdentity>, &RunIdentity),
+    fits: &str,
+) -> Option<String> {
+    let old_items = pool_items(&std::fs::read_to_string(dir.join("pool.jsonl")).unwrap_or_default());
+    let new = pool_items(new_lines);
     let mut changed: Vec<&(String, String)> =
-        new.iter().filter(|(k, v)| old.get(*k).is_some_and(|o| o != *v)).map(|(k, _)| k).collect();
+        new.iter().filter(|(k, v)| old_items.get(*k).is_some_and(|o| o != *v)).map(|(k, _)| k).collect();
     if changed.is_empty() {
-        return None;
+        let old = old?;
+        // Another pool (or model, k, acquisition) is the other warning's.
+        return (old.fit == id.fit && !old.pool.is_empty() && old.pool != id.pool).then(|| {
+            format!(
+                "{}: the pool reads otherwise than in the folder's last run (edited in place since?): where the judge reads what changed, it is asked (and paid) again for the pairs of those items, and {fits} gets a second history; give this run its own `name` to keep both",
+                dir.join("pool.jsonl").display()
+            )
+        });
     }
     changed.sort();
     let several_pools = new.keys().any(|(p, _)| *p != changed[0].0);
@@ -124,6 +149,8 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 /// installed, or the books cannot be read.
 pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Result<Folder, RunError> {
     let dir = &cfg.run_dir;
+    let pool_lines =
+        crate::config::run_inputs::pool_lines(cfg).map_err(|(path, source)| RunError::Io { path, source })?;
     let identity = RunIdentity {
         fit: config_hash(cfg),
         judge: (0..cfg.pool.n_items())
@@ -131,12 +158,12 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
             .find(|&(a, b)| a != b)
             .map(|(a, b)| judge.cache_key(&cfg.pool, a, b))
             .unwrap_or_default(),
+        pool: rng::sha256_hex(&pool_lines)[..16].to_string(),
     };
     let fits = if cfg.is_panel() { "panel_fits.jsonl" } else { "fits.jsonl" };
-    let other_run = other_run_warning(dir, &identity, fits);
-    let pool_lines =
-        crate::config::run_inputs::pool_lines(cfg).map_err(|(path, source)| RunError::Io { path, source })?;
-    let changed_items = changed_items_warning(dir, &pool_lines, fits);
+    let old = old_identity(dir);
+    let other_run = other_run_warning(dir, old.as_ref(), &identity, fits);
+    let changed_items = changed_items_warning(dir, &pool_lines, (old.as_ref(), &identity), fits);
     crate::store::files::create_folder(dir).map_err(|m| RunError::Io {
         path: dir.to_owned(),
         source: std::io::Error::other(format!("cannot create the run folder (out_dir/name): {m}")),
