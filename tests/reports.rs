@@ -242,6 +242,35 @@ fn mock_run(dir: &Path, name: &str, pos_bias: f64) -> std::path::PathBuf {
     dir.join("runs").join(name)
 }
 
+/// A run folder whose judge changed under one description (another mock seed): `compare` and
+/// `report` count flips over the current judge's verdicts (by cache key, as `fit RUN` does), the
+/// same as a folder of that judge alone; it counted the first verdict of each ordered pair over
+/// the whole file, mostly the earlier judge's.
+#[test]
+fn compare_counts_the_flips_of_the_current_judge_only() {
+    let dir = tempfile::tempdir().unwrap();
+    small_pool(dir.path());
+    let run = |name: &str, seed: u64| {
+        let yaml = format!(
+            "name: {name}\nout_dir: runs\npool: {{file: six.jsonl}}\nk: 2\njudge:\n  mock: {{mode: stochastic, seed: {seed}, pos_bias: 1.0, temperature: 1.0}}\nmodel: {{kind: naive}}\nacquisition: {{strategy: round_robin, mc_draws: 200}}\n"
+        );
+        let cfg = write(dir.path(), &format!("{name}-{seed}.yaml"), &yaml);
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    run("old", 1);
+    run("fresh", 5);
+    run("mixed", 1);
+    run("mixed", 5);
+    let out = run_bin(dir.path(), &["compare", "runs/old", "runs/fresh", "runs/mixed", "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let c = json(&dir.path().join("cmp/compare.json"));
+    let flips = |i: usize| (c["rows"][i]["flips"].as_u64(), c["rows"][i]["both_order_pairs"].as_u64());
+    assert_ne!(flips(0), flips(1), "the two seeds flip differently: {c}");
+    assert_eq!(flips(2), flips(1), "{c}");
+    assert_eq!(flips(2).1, Some(15));
+}
+
 #[test]
 fn compare_real_mock_runs_fair_and_slot_biased() {
     // Deterministic mocks over all 30 ordered pairs: the fair judge (no position bonus) never

@@ -34,7 +34,10 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
     // Judge panels' runs (docs/model.md §8) go beside the single-judge ones, one pool only.
     let (panel_dirs, single_dirs): (Vec<&PathBuf>, Vec<&PathBuf>) = runs.iter().partition(|d| RunDir::is_panel(d));
     let panels = panel_dirs.iter().map(|d| PanelRunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
-    let mut loaded = single_dirs.iter().map(|d| RunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
+    let mut loaded = single_dirs
+        .iter()
+        .map(|d| RunDir::load_picking(d, &|recs| super::run_folder::current_judge_records(d, recs)))
+        .collect::<Result<Vec<_>, _>>()?;
     let unused = match opts.prices {
         Some(p) => PriceTable::load(p)?.apply(&mut loaded)?,
         None => Vec::new(),
@@ -86,7 +89,7 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
                 p.display()
             )));
         }
-        (Some(p), None) => Some(RunDir::load(p)?),
+        (Some(p), None) => Some(RunDir::load_picking(p, &|recs| super::run_folder::current_judge_records(p, recs))?),
         (None, Some(j)) => Some(loaded.iter().find(|r| r.judge_label() == j).cloned().ok_or_else(|| {
             CompareError::Mismatch(format!(
                 "no run of reference judge {j:?}; the judges are {:?}",

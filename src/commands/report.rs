@@ -45,7 +45,7 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
     let (c, plots) = if RunDir::is_panel(&run_dir) {
         crate::report::panel_page::panel_report(&run_dir)?
     } else {
-        let run = RunDir::load(&run_dir)?;
+        let run = RunDir::load_picking(&run_dir, &|recs| super::run_folder::current_judge_records(&run_dir, recs))?;
         let ident = identifiability(&run);
         (content(&run, &ident), report_plots(&run)?)
     };

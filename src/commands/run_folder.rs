@@ -152,6 +152,24 @@ pub fn load_run_with(
     Ok(LoadedRun { cfg, dir, verdicts, torn_line })
 }
 
+/// Which of `records` (run folder `dir`'s verdicts.jsonl) are its current judge's: those whose
+/// cache key is the key of their own two items under the folder's config.yaml (as `run` and
+/// `fit RUN` match them), and records without a key. `None` when the folder's config or judge
+/// cannot be read here: then every record of the judge's description counts.
+pub fn current_judge_records(dir: &Path, records: &[crate::store::ledger::VerdictRecord]) -> Option<Vec<bool>> {
+    let path = dir.join("config.yaml");
+    let text = std::fs::read_to_string(&path).ok()?;
+    let mut cfg = if text.starts_with("# The configuration this run folder was made with") {
+        Config::load_for_dry_run_with(&path, &[]).ok()?.0
+    } else {
+        legacy_run_config(&path, &text).ok()?
+    };
+    cfg.run_dir = dir.to_owned();
+    let judge = crate::config::judge::judge_info(cfg.raw.judge.as_ref()?).ok()?;
+    let queries = crate::run::queries::RunQueries::new(&cfg, judge.as_ref());
+    Some(records.iter().map(|r| r.key.is_empty() || queries.learn(&r.key, &r.a, &r.b).is_some()).collect())
+}
+
 /// A run folder's config.yaml as older versions wrote it: paths relative to the directory the
 /// run was started from.
 fn legacy_run_config(path: &Path, text: &str) -> Result<Config, RunFolderError> {

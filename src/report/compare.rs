@@ -114,6 +114,20 @@ impl RunDir {
     /// # Errors
     /// [`CompareError::Read`] naming the file.
     pub fn load(dir: &Path) -> Result<Self, CompareError> {
+        Self::load_picking(dir, &|_| None)
+    }
+
+    /// [`RunDir::load`], the verdicts further picked by `pick` (one flag per record of the
+    /// judge's description, `None`: all of them): a command that can build the run's judge keeps
+    /// only the records of its cache keys, so verdicts of an earlier judge configuration under the
+    /// same description (another mock seed, an edited template) are left out.
+    ///
+    /// # Errors
+    /// As [`RunDir::load`].
+    pub fn load_picking(
+        dir: &Path,
+        pick: &dyn Fn(&[VerdictRecord]) -> Option<Vec<bool>>,
+    ) -> Result<Self, CompareError> {
         let rp = dir.join("result.json");
         let text = Self::read_result_json(dir, "")?;
         // A judge panel's result (docs/model.md §8) is another document.
@@ -132,10 +146,15 @@ impl RunDir {
             let (recs, _, _) = read_records(&vp)?;
             // A run over one pool keys its records by that pool; over many prompts, by prompt.
             let one_pool = result.fit.reporting.systems.is_none();
-            recs.into_iter()
+            let recs: Vec<VerdictRecord> = recs
+                .into_iter()
                 .filter(|r| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge))
                 .filter(|r| !one_pool || r.pool_id.is_empty() || r.pool_id == result.pool_id)
-                .collect()
+                .collect();
+            match pick(&recs) {
+                Some(keep) => recs.into_iter().zip(keep).filter_map(|(r, k)| k.then_some(r)).collect(),
+                None => recs,
+            }
         } else {
             Vec::new()
         };
