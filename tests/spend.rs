@@ -801,7 +801,8 @@ fn an_audit_whose_overrun_passes_max_usd_exits_1() {
     assert!(
         t.contains("error: audit ")
             && t.contains("above budget.max_usd")
-            && t.contains("the provider does not keep to max_tokens"),
+            && t.contains("the provider does not keep to max_tokens")
+            && t.contains("so the budget was passed; audit.json holds the audit\n"),
         "{t}"
     );
 }

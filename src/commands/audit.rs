@@ -434,7 +434,12 @@ pub async fn run_audit(
     // As for a run: an overrun that took the folder's books past max_usd is an error (exit 1).
     let cause = crate::report::result::overrun_report(o, budget.worst_case_factor(), out.judge_stats.as_ref())
         .map(|r| r.cause());
-    if let Some(e) = crate::run::RunError::above_max_usd(cause, books.spend(&|_| true).total_usd(), max_usd) {
+    if let Some(e) = crate::run::RunError::above_max_usd_of(
+        cause,
+        books.spend(&|_| true).total_usd(),
+        max_usd,
+        ("audit.json", "audit"),
+    ) {
         return Err(AuditError::AboveMaxUsd(Box::new(e)));
     }
     Ok(out)

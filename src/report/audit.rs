@@ -146,7 +146,12 @@ pub fn report_text(r: &AuditReport) -> String {
             let _ = writeln!(s, "  not fixed by order averaging: {}", names.join(", "));
             for v in &a.survivors {
                 let row = r.rows.iter().find(|x| x.id == v.id).expect("survivor row");
-                let why = if v.averaged == Winner::Tie {
+                let why = if v.averaged == Winner::Tie
+                    && row.verdict_xfirst == Some(Winner::Tie)
+                    && row.verdict_yfirst == Some(Winner::Tie)
+                {
+                    "the judge called it a tie in both orders".to_owned()
+                } else if v.averaged == Winner::Tie {
                     "the two orders disagree: a tie".to_owned()
                 } else if v.longer_won {
                     format!(
@@ -437,5 +442,25 @@ mod tests {
         assert!(text.contains("position-bias rate = flips / pairs = 7/12 = 0.58"), "{text}");
         assert!(text.contains("verbosity-bias rate = longer-wins / pairs = 5/5 = 1.00"), "{text}");
         assert!(text.contains("not fixed by order averaging: p11\n"), "{text}");
+    }
+
+    /// A judge that calls every pair a tie: the averaged tie is not "the two orders disagree".
+    #[test]
+    fn a_tie_in_both_orders_is_said_as_such() {
+        let pairs = crate::analysis::audit::parse_pairs(crate::analysis::audit::testutil::TUTORIAL).unwrap();
+        let tie = crate::analysis::audit::BothOrders {
+            y_xfirst: Some(0.5),
+            y_yfirst: Some(0.5),
+            margin_xfirst: None,
+            margin_yfirst: None,
+            missing: None,
+        };
+        let r = crate::analysis::audit::analyse(&pairs, &vec![tie; pairs.len()], 0.95);
+        let text = report_text(&r);
+        assert!(
+            text.contains(": averaged verdict tie, true winner Y; the judge called it a tie in both orders\n"),
+            "{text}"
+        );
+        assert!(!text.contains("the two orders disagree"), "{text}");
     }
 }

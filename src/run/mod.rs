@@ -99,7 +99,7 @@ pub enum RunError {
     /// ignores `max_tokens`, or adds prompt tokens of its own) and the folder's books end above
     /// `budget.max_usd`; result.json was still written (docs/live.md, "Budget").
     #[error(
-        "the run folder's books hold {}, above budget.max_usd {}: replies were billed above what was reserved for them (see `overrun:` in the summary; {cause}), so the budget was passed; result.json holds the run",
+        "the run folder's books hold {}, above budget.max_usd {}: replies were billed above what was reserved for them (see `overrun:` in the summary; {cause}), so the budget was passed; {written} holds the {what}",
         crate::report::table::usd(*books_usd),
         crate::report::table::usd(*max_usd)
     )]
@@ -110,6 +110,10 @@ pub enum RunError {
         max_usd: f64,
         /// Why, as the replies' token counts show it ([`crate::report::schema::OverrunReport::cause`]).
         cause: String,
+        /// The file written all the same (`result.json`, an audit's `audit.json`).
+        written: &'static str,
+        /// What it holds (`run`, `audit`).
+        what: &'static str,
     },
 }
 
@@ -118,8 +122,19 @@ impl RunError {
     /// reservations (`overrun`: why, as its replies show it) ends with the folder's books
     /// (`books_usd`) above `max_usd`.
     pub fn above_max_usd(overrun: Option<String>, books_usd: f64, max_usd: Option<f64>) -> Option<Self> {
+        Self::above_max_usd_of(overrun, books_usd, max_usd, ("result.json", "run"))
+    }
+
+    /// [`RunError::above_max_usd`] of a command that writes another file (`written`, holding the
+    /// `what`: `("audit.json", "audit")`).
+    pub fn above_max_usd_of(
+        overrun: Option<String>,
+        books_usd: f64,
+        max_usd: Option<f64>,
+        (written, what): (&'static str, &'static str),
+    ) -> Option<Self> {
         let (max_usd, cause) = (max_usd?, overrun?);
-        (books_usd > max_usd + 1e-12).then_some(Self::AboveMaxUsd { books_usd, max_usd, cause })
+        (books_usd > max_usd + 1e-12).then_some(Self::AboveMaxUsd { books_usd, max_usd, cause, written, what })
     }
 }
 
