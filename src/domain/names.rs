@@ -12,6 +12,14 @@ pub fn fold(name: &str) -> String {
     ComposingNormalizerBorrowed::new_nfkc().normalize(name.trim()).to_lowercase()
 }
 
+/// `text` as two prompts that are one would share it: NFKC form, without zero-width characters
+/// or byte-order marks (U+200B–U+200D, U+2060, U+FEFF), without surrounding white space.
+pub fn fold_text(text: &str) -> String {
+    let visible: String =
+        text.chars().filter(|c| !matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')).collect();
+    ComposingNormalizerBorrowed::new_nfkc().normalize(visible.trim()).trim().to_owned()
+}
+
 /// One warning per group of `names` that [`fold`] to one key, naming what they differ in
 /// (letter case, Unicode form, surrounding spaces); `what` is the plural noun (`systems`).
 /// Empty when every name has its own key. Names are taken once each, in their order.

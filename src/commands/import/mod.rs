@@ -358,17 +358,18 @@ pub fn import_with(
     // Names one letter case, Unicode form or space apart (`llama`, `Llama`) are two systems:
     // said, as they are more likely one system spelled twice.
     notes.extend(crate::domain::names::near_duplicates(systems.iter().map(String::as_str), "systems"));
-    // Prompt texts that differ only in surrounding white space (`"Q2"`, `"Q2 "`) get two ids, so
-    // their answers are never compared and a prompt answered once each way is left out: said.
-    let mut by_trimmed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    // Prompt texts that differ only in surrounding white space, invisible characters or Unicode
+    // form (`"Q2"`, `"Q2 "`, `"\u{feff}Q2"`) get two ids, so their answers are never compared and
+    // a prompt answered once each way is left out: said.
+    let mut by_trimmed: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for pid in &order {
-        by_trimmed.entry(by_prompt[pid].0.trim()).or_default().push(pid);
+        by_trimmed.entry(crate::domain::names::fold_text(&by_prompt[pid].0)).or_default().push(pid);
     }
     for ids in by_trimmed.values().filter(|ids| ids.len() > 1) {
         let texts: std::collections::BTreeSet<&str> = ids.iter().map(|p| by_prompt[*p].0.as_str()).collect();
         if texts.len() > 1 {
             notes.push(format!(
-                "warning: prompts {} have texts that differ only in surrounding white space: they are kept as {} prompts, whose answers are not compared with each other; if they are one prompt, give them one text",
+                "warning: prompts {} have texts that differ only in surrounding white space, invisible characters or Unicode form: they are kept as {} prompts, whose answers are not compared with each other; if they are one prompt, give them one text",
                 ids.join(" and "),
                 ids.len()
             ));
@@ -522,13 +523,28 @@ mod tests {
         };
         std::fs::write(&a, answers("A", "Q2")).unwrap();
         std::fs::write(&b, answers("B", "Q2 \r\n")).unwrap();
-        let s = import(ImportFormat::AlpacaEval, &[a, b], None, &out).unwrap();
+        let s = import(ImportFormat::AlpacaEval, &[a.clone(), b.clone()], None, &out).unwrap();
         let (q2, q2_spaced) = (instruction_id("Q2"), instruction_id("Q2 \r\n"));
         assert_eq!(s.skipped_prompts, [q2.clone(), q2_spaced.clone()]);
+        // A byte-order mark, a zero-width space, NFD against NFC: the same.
+        for other in ["\u{feff}Q2", "Q2\u{200b}", "Q2 caf\u{e9}"] {
+            let mine = if other.contains("caf") { "Q2 cafe\u{301}" } else { "Q2" };
+            std::fs::write(&a, answers("A", mine)).unwrap();
+            std::fs::write(&b, answers("B", other)).unwrap();
+            let s = import(ImportFormat::AlpacaEval, &[a.clone(), b.clone()], None, &out).unwrap();
+            assert!(
+                s.notes.iter().any(|n| n.contains("differ only in surrounding white space, invisible characters or Unicode form")),
+                "{other:?}: {:?}",
+                s.notes
+            );
+        }
+        std::fs::write(&a, answers("A", "Q2")).unwrap();
+        std::fs::write(&b, answers("B", "Q2 \r\n")).unwrap();
+        let s = import(ImportFormat::AlpacaEval, &[a, b], None, &out).unwrap();
         assert_eq!(
             s.notes,
             [format!(
-                "warning: prompts {q2} and {q2_spaced} have texts that differ only in surrounding white space: they are kept as 2 prompts, whose answers are not compared with each other; if they are one prompt, give them one text"
+                "warning: prompts {q2} and {q2_spaced} have texts that differ only in surrounding white space, invisible characters or Unicode form: they are kept as 2 prompts, whose answers are not compared with each other; if they are one prompt, give them one text"
             )]
         );
     }
