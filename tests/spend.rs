@@ -767,22 +767,27 @@ fn the_dry_run_counts_the_folders_other_books_against_max_usd_as_the_run_does() 
 /// `audit` against a provider that bills 1,280 completion tokens per reply with `max_tokens`
 /// 64: the books end above `max_usd`, so the audit (audit.json written, tables printed) exits 1
 /// with the error a run gives, naming the cause.
-#[test]
-fn an_audit_whose_overrun_passes_max_usd_exits_1() {
-    let fake = billing(1280);
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "prompts/test.j2", TEMPLATE);
-    let pairs = write(
-        dir.path(),
+/// An audit pairs file of `n` pairs: pair i's x has i + 1 words, its y 2.
+fn audit_pairs(dir: &Path, n: usize) -> PathBuf {
+    write(
+        dir,
         "pairs.jsonl",
-        &(1..=6)
+        &(1..=n)
             .map(|i| {
                 json!({"id": format!("p{i}"), "x": {"text": vec!["word"; i + 1].join(" ")}, "y": {"text": "a b"}})
                     .to_string()
                     + "\n"
             })
             .collect::<String>(),
-    );
+    )
+}
+
+#[test]
+fn an_audit_whose_overrun_passes_max_usd_exits_1() {
+    let fake = billing(1280);
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let pairs = audit_pairs(dir.path(), 6);
     let cfg = write(
         dir.path(),
         "aud.yaml",
@@ -815,17 +820,7 @@ fn an_audit_whose_overrun_passes_max_usd_exits_1() {
 fn an_audit_stops_a_judge_as_a_run_does() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "prompts/test.j2", TEMPLATE);
-    let pairs = write(
-        dir.path(),
-        "pairs.jsonl",
-        &(1..=60)
-            .map(|i| {
-                json!({"id": format!("p{i}"), "x": {"text": vec!["word"; i + 1].join(" ")}, "y": {"text": "a b"}})
-                    .to_string()
-                    + "\n"
-            })
-            .collect::<String>(),
-    );
+    let pairs = audit_pairs(dir.path(), 60);
     for (name, fault, said) in [
         ("invalid", Fault::Text("Neither of them.".into()), "replies were invalid (100%, above max_invalid_rate 0.5"),
         ("failing", Fault::ServerError, "queries failed in a row without any verdict"),

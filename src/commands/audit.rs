@@ -299,9 +299,8 @@ pub async fn run_audit(
             if stopped.is_none() {
                 if let Some(e) = last.filter(|_| streak >= failing_after) {
                     stopped = Some(format!("{streak} queries failed in a row without any verdict; last error: {e}"));
-                } else if let (Some(st), Some((max, min))) = (judge.stats(), limit)
-                    && st.replies >= min.max(1)
-                    && st.invalid_replies as f64 > max * st.replies as f64
+                } else if let (Some(st), Some(l)) = (judge.stats(), limit)
+                    && crate::run::schedule::past_invalid_limit(st.replies, st.invalid_replies, l)
                 {
                     stopped = Some(crate::report::result::invalid_rate_message(&st, limit));
                 }

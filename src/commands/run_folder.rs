@@ -124,24 +124,7 @@ pub fn load_run_with(
                 o.key.join(".")
             )));
         }
-        let path = arg.join("config.yaml");
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            let why = if e.kind() == std::io::ErrorKind::NotFound {
-                "it holds no config.yaml".to_string()
-            } else {
-                format!("{}: {e}", path.display())
-            };
-            RunFolderError::Invalid(format!(
-                "{}: not a run folder ({why}); expected a folder written by `topk-judge run`, or a config file",
-                arg.display()
-            ))
-        })?;
-        let cfg = if text.starts_with("# The configuration this run folder was made with") {
-            Config::load_for_dry_run_with(&path, overrides)?.0
-        } else {
-            legacy_run_config(&path, &text)?
-        };
-        (cfg, arg.to_path_buf())
+        (folder_config(arg, overrides)?, arg.to_path_buf())
     } else {
         let cfg = Config::load_for_dry_run_with(arg, overrides)?.0;
         let dir = cfg.run_dir.clone();
@@ -152,18 +135,37 @@ pub fn load_run_with(
     Ok(LoadedRun { cfg, dir, verdicts, torn_line })
 }
 
+/// The config of run folder `dir` (its config.yaml, as this version or an older one wrote it),
+/// with `overrides`.
+///
+/// # Errors
+/// [`RunFolderError`]: no config.yaml, or one that does not load.
+fn folder_config(dir: &Path, overrides: &[crate::config::overrides::Override]) -> Result<Config, RunFolderError> {
+    let path = dir.join("config.yaml");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            "it holds no config.yaml".to_string()
+        } else {
+            format!("{}: {e}", path.display())
+        };
+        RunFolderError::Invalid(format!(
+            "{}: not a run folder ({why}); expected a folder written by `topk-judge run`, or a config file",
+            dir.display()
+        ))
+    })?;
+    if text.starts_with("# The configuration this run folder was made with") {
+        Ok(Config::load_for_dry_run_with(&path, overrides)?.0)
+    } else {
+        legacy_run_config(&path, &text)
+    }
+}
+
 /// Which of `records` (run folder `dir`'s verdicts.jsonl) are its current judge's: those whose
 /// cache key is the key of their own two items under the folder's config.yaml (as `run` and
 /// `fit RUN` match them), and records without a key. `None` when the folder's config or judge
 /// cannot be read here: then every record of the judge's description counts.
 pub fn current_judge_records(dir: &Path, records: &[crate::store::ledger::VerdictRecord]) -> Option<Vec<bool>> {
-    let path = dir.join("config.yaml");
-    let text = std::fs::read_to_string(&path).ok()?;
-    let mut cfg = if text.starts_with("# The configuration this run folder was made with") {
-        Config::load_for_dry_run_with(&path, &[]).ok()?.0
-    } else {
-        legacy_run_config(&path, &text).ok()?
-    };
+    let mut cfg = folder_config(dir, &[]).ok()?;
     cfg.run_dir = dir.to_owned();
     let judge = crate::config::judge::judge_info(cfg.raw.judge.as_ref()?).ok()?;
     let queries = crate::run::queries::RunQueries::new(&cfg, judge.as_ref());

@@ -56,6 +56,13 @@ impl ScheduleSettings {
 /// Rounds in a row without any verdict after which the judge counts as failing.
 pub const FAILED_ROUNDS_STOP: usize = 3;
 
+/// Whether `invalid` of `replies` pass a judge's invalid-reply limit (`judge.openai.max_invalid_rate`:
+/// the largest share, and the replies parsed before the rule applies): the stop of a run
+/// ([`Scheduler::judge_replies`]) and of an audit.
+pub fn past_invalid_limit(replies: u64, invalid: u64, (max, min_replies): (f64, u64)) -> bool {
+    replies >= min_replies.max(1) && (invalid as f64) > max * replies as f64
+}
+
 /// What the acquisition rule needs besides the posterior: the pool and its covariates, the
 /// design, the strategy and the run seed (the acquisition stream is keyed by the number of
 /// pairs asked, pending or excluded, as in every version of the runner), and each query's
@@ -482,8 +489,8 @@ impl Scheduler {
     /// its `limit` (`judge.openai.max_invalid_rate`: the largest share of invalid replies, and
     /// the replies parsed before the rule applies). Returns true when this passes the limit for
     /// the first time (of any judge of the run): the run then stops sending.
-    pub fn judge_replies(&mut self, replies: u64, invalid: u64, (max, min_replies): (f64, u64)) -> bool {
-        if self.invalid_stop || replies < min_replies.max(1) || (invalid as f64) <= max * replies as f64 {
+    pub fn judge_replies(&mut self, replies: u64, invalid: u64, limit: (f64, u64)) -> bool {
+        if self.invalid_stop || !past_invalid_limit(replies, invalid, limit) {
             return false;
         }
         self.invalid_stop = true;
