@@ -242,6 +242,55 @@ fn fit_of_a_run_folder_fits_the_verdicts_of_the_runs_judge_as_configured_now() {
         let f = fit["theta"][id].as_f64().unwrap();
         assert!((f - t.as_f64().unwrap()).abs() < 1e-6, "{id}: {f} vs {t}");
     }
+    // The same file given as a verdicts file: each record's settings id tells the two seeds
+    // apart under their one description, and `--judge` picks the second, as `fit RUN` does.
+    let records: Vec<Value> = std::fs::read_to_string(dir.path().join("runs/mix/verdicts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (first, last) = (&records[0], &records[95]);
+    assert_eq!(first["judge"], last["judge"], "one description for both seeds");
+    let (id1, id8) = (first["judge_settings"].as_str().unwrap(), last["judge_settings"].as_str().unwrap());
+    assert_ne!(id1, id8);
+    assert_eq!(id8.len(), 12);
+    assert_eq!(records.iter().filter(|r| r["judge_settings"] == id8).count(), 48);
+    let pool = summeval();
+    let (pool, verdicts) = (pool.to_str().unwrap(), "runs/mix/verdicts.jsonl");
+    let out =
+        run_bin(dir.path(), &["fit", pool, verdicts, "--pool-id", "dm-test-2377095dda83df778e34304b7a09813808105d3b"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let desc = first["judge"].as_str().unwrap();
+    let (lo, hi) = if id1 < id8 { (id1, id8) } else { (id8, id1) };
+    assert!(
+        stderr(&out)
+            .contains(&format!("the judge {desc:?} has records of 2 settings ({lo}: 48 records, {hi}: 48 records)")),
+        "{}",
+        text(&out)
+    );
+    assert!(stderr(&out).contains("holds verdicts of 2 judges"), "{}", text(&out));
+    let out_json = dir.path().join("fit8.json");
+    let out = run_bin(
+        dir.path(),
+        &[
+            "fit",
+            pool,
+            verdicts,
+            "--pool-id",
+            "dm-test-2377095dda83df778e34304b7a09813808105d3b",
+            "--judge",
+            &format!("{desc} [settings {id8}]"),
+            "--out",
+            out_json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("bias_aware model, 48 valid verdicts"), "{}", stdout(&out));
+    let fit8 = json(&out_json);
+    for (id, t) in run["theta"].as_object().unwrap() {
+        let f = fit8["theta"][id].as_f64().unwrap();
+        assert!((f - t.as_f64().unwrap()).abs() < 1e-6, "{id}: {f} vs {t}");
+    }
 }
 
 /// `fit` of a path that does not exist says so, instead of asking for a verdicts file.

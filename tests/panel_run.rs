@@ -161,6 +161,8 @@ fn books(run: &Path) -> Books {
     let keys: HashSet<&str> = verdicts.iter().map(|r| r["key"].as_str().unwrap()).collect();
     assert_eq!(keys.len(), verdicts.len(), "no verdict key is stored twice");
     let mut b = Books::default();
+    // Each judge's records carry its one settings id, not the other's.
+    let mut settings: [HashSet<&str>; 2] = Default::default();
     for r in &verdicts {
         let (j, prefix) = match r["judge"].as_str().unwrap() {
             "cheap" => (0, "cheap:"),
@@ -168,8 +170,11 @@ fn books(run: &Path) -> Books {
             other => panic!("a record of judge {other:?}"),
         };
         assert!(r["key"].as_str().unwrap().starts_with(prefix), "{r}");
+        settings[j].insert(r["judge_settings"].as_str().unwrap());
         b.verdicts[j] += 1;
     }
+    assert!(settings.iter().all(|s| s.len() <= 1), "{settings:?}");
+    assert!(settings[0].is_disjoint(&settings[1]), "{settings:?}");
     let failed: Vec<Value> =
         lines(&run.join("failed.jsonl")).into_iter().filter(|f| f["cost_usd"].as_f64().unwrap() > 0.0).collect();
     let intents = lines(&run.join("intents.jsonl"));

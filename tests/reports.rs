@@ -86,6 +86,7 @@ fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecor
         a: a.into(),
         b: b.into(),
         judge: judge.into(),
+        judge_settings: None,
         ts: 0,
         intent: None,
         reply: topk_judge::domain::verdict::JudgeReply {

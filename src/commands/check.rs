@@ -7,7 +7,7 @@
 //! (`--anchors`, docs/model.md §5), and whether the length-corrected top-k differs from the raw
 //! (apparent) one.
 
-use super::fit::{FitCommandError, FitRequest, fit_file, parse_covariates, read_verdict_lines};
+use super::fit::{FitCommandError, FitRequest, fit_file, parse_covariates, read_verdict_lines, split_by_settings};
 use crate::analysis::gate::{Anchor, decide, select_anchors};
 use crate::domain::pool::Pool;
 use crate::report::check::{CheckReport, CovariateCheck, GateCheck};
@@ -59,9 +59,11 @@ fn labels(
     anchors: &[Anchor],
     trusted: &std::path::Path,
 ) -> Result<(Vec<Option<usize>>, usize), FitCommandError> {
-    let (lines, _) = read_verdict_lines(trusted)
+    let (mut lines, _) = read_verdict_lines(trusted)
         .map_err(|e| FitCommandError::Invalid(format!("--anchors {}: {e}", trusted.display())))?;
-    // Anchors are one trusted judge's verdicts: several judges' would be mixed into one label.
+    // Anchors are one trusted judge's verdicts: several judges' would be mixed into one label,
+    // also one name's records of two settings.
+    split_by_settings(&mut lines, &trusted.display().to_string());
     let mut judges: Vec<&str> = lines.iter().filter_map(|l| l.judge.as_deref()).filter(|j| !j.is_empty()).collect();
     judges.sort_unstable();
     judges.dedup();

@@ -117,6 +117,8 @@ pub struct VerdictLine {
     pub pool_id: Option<String>,
     /// Judge, when given.
     pub judge: Option<String>,
+    /// The judge's settings id, when given (`"judge_settings"`, a run folder's records).
+    pub judge_settings: Option<String>,
     /// Cache key, when given (a run folder's records).
     pub key: Option<String>,
     /// The judge stated a strong preference (`"strong_preference": true`, docs/live.md).
@@ -216,6 +218,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>)
             y,
             pool_id: opt("pool_id")?,
             judge: opt("judge")?,
+            judge_settings: opt("judge_settings")?,
             key: obj.get("key").and_then(|k| k.as_str()).map(str::to_owned),
             strong_preference,
         });
@@ -669,6 +672,12 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
         Some(hint) if run.is_none() => FitCommandError::Invalid(format!("{e}\n  hint: {hint}")),
         _ => e,
     })?;
+    let vpath = verdicts_path.display().to_string();
+    // A run folder's own verdicts are kept by its judges' cache keys below; other files are told
+    // apart by each record's settings id.
+    let mut lines = lines;
+    let split =
+        if run.is_some() && args.verdicts_file.is_none() { Vec::new() } else { split_by_settings(&mut lines, &vpath) };
     let systems = cfg.is_none() && (args.systems || (args.pool_id.is_none() && names_several_pools(&lines, args)));
     let pool = if systems {
         crate::config::run::load_systems_pool(args.pool_file, &crate::config::run::PoolIds::All)?
@@ -676,11 +685,44 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
         fitted_pool(args, cfg)?
     };
     let set = FitSettings::resolve(args, cfg, &pool)?;
-    let vpath = verdicts_path.display().to_string();
     let mut sel = Selection::of(lines, &pool, args, cfg, &vpath)?;
-    sel.warnings.splice(0..0, torn.into_iter().chain(crate::config::sections::blank_text_warnings(&pool)));
+    sel.warnings.splice(
+        0..0,
+        torn.into_iter().chain(crate::config::sections::blank_text_warnings(&pool)).chain(split.iter().cloned()),
+    );
+    sel.notes.splice(0..0, split);
     sel.notes.splice(0..0, replaced);
     Ok(Prepared { run, pool, set, sel, vpath })
+}
+
+/// Tell apart judges kept under one name through a change of settings: the records of one
+/// `"judge"` with two or more `"judge_settings"` ids (`judge::settings_id`) are renamed
+/// `NAME [settings ID]`, one judge per id, so they are counted, selected (`--judge`, which also
+/// takes a prefix) and fitted (`--panel`) as the judges they are; records without an id keep
+/// NAME. Returns one warning per such name, with the records of each id.
+pub fn split_by_settings(lines: &mut [VerdictLine], vpath: &str) -> Vec<String> {
+    let mut ids: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for l in lines.iter() {
+        if let Some(s) = &l.judge_settings {
+            *ids.entry(l.judge.clone().unwrap_or_default()).or_default().entry(s.clone()).or_default() += 1;
+        }
+    }
+    ids.retain(|_, per_id| per_id.len() > 1);
+    for l in lines.iter_mut() {
+        let name = l.judge.clone().unwrap_or_default();
+        if let Some(s) = l.judge_settings.as_ref().filter(|_| ids.contains_key(&name)) {
+            l.judge = Some(format!("{name} [settings {s}]"));
+        }
+    }
+    ids.iter()
+        .map(|(name, per_id)| {
+            format!(
+                "{vpath}: the judge {name:?} has records of {} settings ({}): its seed, model, template or temperature was changed under one name; each settings is a judge of its own here, named \"{name} [settings ID]\"",
+                per_id.len(),
+                per_id.iter().map(|(id, c)| format!("{id}: {}", crate::domain::fmt::count(*c, "record"))).collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect()
 }
 
 /// Whether the records name two or more pools of the pool file (then they rank systems over

@@ -465,4 +465,33 @@ mod tests {
         }
         assert_ne!(MockJudge::new(base).unwrap().cache_key(&pool, 1, 0), k0, "an ordered pair");
     }
+
+    /// The settings id on every verdict record follows the cache key: the same id for a
+    /// changed price or latency, another for a changed seed, temperature, bias or mode; the
+    /// same for every pair; 12 hex digits.
+    #[test]
+    fn the_settings_id_changes_with_what_decides_the_verdict_only() {
+        let base = MockConfig { mode: MockMode::Stochastic, seed: 7, ..Default::default() };
+        let id = |c: MockConfig| crate::judge::settings_id(&MockJudge::new(c).unwrap());
+        let id0 = id(base.clone());
+        assert_eq!(id0.len(), crate::judge::SETTINGS_ID_LEN);
+        assert!(id0.bytes().all(|b| b.is_ascii_hexdigit()), "{id0}");
+        let priced = MockConfig { latency_ms: 100, input_usd_per_mtok: Some(2.5), ..base.clone() };
+        assert_eq!(id(priced), id0);
+        let changed = [
+            MockConfig { seed: 8, ..base.clone() },
+            MockConfig { temperature: 0.3, ..base.clone() },
+            MockConfig { pos_bias: 0.0, ..base.clone() },
+            MockConfig { mode: MockMode::Deterministic, ..base.clone() },
+        ];
+        let mut ids: Vec<String> = changed.into_iter().map(id).chain([id0.clone()]).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), 5, "{ids:?}");
+        let item = |id: &str| Item { id: id.into(), text: Some("a b c".into()), ..Default::default() };
+        let pool = Pool::new("p".into(), "t".into(), vec![item("x"), item("y"), item("z")]).unwrap();
+        let judge = MockJudge::new(base).unwrap();
+        assert_eq!(judge.record_settings(&pool, 0, 1), id0);
+        assert_eq!(judge.record_settings(&pool, 2, 1), id0);
+    }
 }

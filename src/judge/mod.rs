@@ -434,6 +434,30 @@ pub struct WorstCaseParts {
     pub second: Vec<f64>,
 }
 
+/// Hex digits of a judge's settings id ([`settings_id`]).
+pub const SETTINGS_ID_LEN: usize = 12;
+
+/// A judge's settings id: the first [`SETTINGS_ID_LEN`] hex digits of the hash of its cache key
+/// for a fixed two-item reference pool. The cache key holds everything that decides a verdict
+/// (docs/model.md §1), so an edit that changes the judge's keys changes its id, and what the key
+/// leaves out (price, latency, credentials) does not: the id follows the key by construction,
+/// with no second list of settings to keep.
+pub fn settings_id<J: JudgeInfo + ?Sized>(judge: &J) -> String {
+    static REFERENCE: std::sync::LazyLock<Pool> = std::sync::LazyLock::new(|| {
+        let item = |id: &str| crate::domain::pool::Item {
+            id: id.into(),
+            text: Some(format!("reference answer {id}")),
+            ..Default::default()
+        };
+        Pool::new("judge-settings".into(), "reference task".into(), vec![item("a"), item("b")])
+            .expect("a valid two-item pool")
+    });
+    let key = judge.cache_key(&REFERENCE, 0, 1);
+    let mut id = crate::domain::rng::sha256_hex(&key);
+    id.truncate(SETTINGS_ID_LEN);
+    id
+}
+
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -449,6 +473,15 @@ pub trait JudgeInfo: Send + Sync {
     /// [`JudgeInfo::describe`]; a panel member's name in a panel ([`panel`]).
     fn record_judge(&self, _pool: &Pool, _a: usize, _b: usize) -> String {
         self.describe()
+    }
+
+    /// The `"judge_settings"` of the verdict record of the ordered query (a, b): a short hash of
+    /// everything that decides this judge's verdicts, but not the pair ([`settings_id`]). Two
+    /// records with one `"judge"` and two settings are of two judges (an edited seed, template or
+    /// temperature under one name); `fit` on a verdicts file tells them apart. A panel gives its
+    /// member's ([`panel`]).
+    fn record_settings(&self, _pool: &Pool, _a: usize, _b: usize) -> String {
+        settings_id(self)
     }
 
     /// Cache key of one ordered query: a hash of everything that determines the verdict (judge

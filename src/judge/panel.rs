@@ -116,6 +116,9 @@ impl JudgeInfo for PanelJudge {
     fn record_judge(&self, pool: &Pool, a: usize, b: usize) -> String {
         self.member(pool).record_judge(pool, a, b)
     }
+    fn record_settings(&self, pool: &Pool, a: usize, b: usize) -> String {
+        self.member(pool).record_settings(pool, a, b)
+    }
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.member(pool).worst_case_usd(pool, a, b)
     }
@@ -227,6 +230,12 @@ mod tests {
         assert_eq!(k0, format!("cheap:{}", same.cache_key(&p, 0, 1)));
         assert_eq!(k1, format!("frontier:{}", same.cache_key(&p, 0, 1)));
         assert_eq!(panel.record_judge(panel.pool(1), 0, 1), "frontier");
+        // Each member's settings: its name and its judge's (two names over one judge differ).
+        let (s0, s1) = (panel.record_settings(panel.pool(0), 0, 1), panel.record_settings(panel.pool(1), 2, 0));
+        assert_eq!(s0, crate::judge::settings_id(panel.members()[0].as_ref()));
+        assert_eq!(s1, crate::judge::settings_id(panel.members()[1].as_ref()));
+        assert_ne!(s0, s1);
+        assert_ne!(s0, crate::judge::settings_id(same.as_ref()));
         assert_eq!(panel.member_of(panel.pool(1)), Some(1));
         // The run's own pool (not a member's) routes nowhere.
         assert_eq!(panel.member_of(&p), None);

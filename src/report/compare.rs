@@ -747,6 +747,7 @@ mod tests {
             a: a.into(),
             b: b.into(),
             judge: String::new(),
+            judge_settings: None,
             ts: 0,
             intent: None,
             reply: JudgeReply { cost_usd: 0.0, ..JudgeReply::outcome(y) },

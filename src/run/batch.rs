@@ -607,11 +607,11 @@ impl BatchJudge {
                 }
             };
             let (mut verdicts, mut failed) = (0, 0);
-            let describe = self.describe();
+            let who = (self.describe(), crate::judge::settings_id(self));
             for (intent, (&(_, a, b, key), out)) in intents.iter().zip(qs.iter().zip(outs)) {
                 match out {
                     Ok(reply) => {
-                        let rec = VerdictRecord::from_reply(key.to_owned(), pool, a, b, describe.clone(), reply);
+                        let rec = VerdictRecord::from_reply(key.to_owned(), pool, (a, b), who.clone(), reply);
                         books.record_replies(vec![(intent.intent, rec)])?;
                         verdicts += 1;
                     }

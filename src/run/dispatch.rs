@@ -149,9 +149,8 @@ fn book_replies<T>(
                 VerdictRecord::from_reply(
                     sent.key.clone(),
                     &sent.pool,
-                    sent.a,
-                    sent.b,
-                    judge.record_judge(&sent.pool, sent.a, sent.b),
+                    (sent.a, sent.b),
+                    (judge.record_judge(&sent.pool, sent.a, sent.b), judge.record_settings(&sent.pool, sent.a, sent.b)),
                     reply,
                 ),
             ))

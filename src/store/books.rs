@@ -540,6 +540,7 @@ mod tests {
             a: "a".into(),
             b: "b".into(),
             judge: "j".into(),
+            judge_settings: None,
             ts: 1,
             intent: None,
             reply: JudgeReply { cost_usd: cost, ..JudgeReply::outcome(Some(1.0)) },

@@ -58,6 +58,11 @@ pub struct VerdictRecord {
     /// The judge's `describe()` text, e.g. `openai MODEL @ BASE_URL (prompt FILE)`; never secrets.
     #[serde(default)]
     pub judge: String,
+    /// The judge's settings id (`judge::settings_id`, 12 hex digits): two records with one
+    /// `judge` and two settings ids are of two judges (an edited seed, template or temperature
+    /// kept under one name). Absent in records of older versions and imported verdicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_settings: Option<String>,
     /// Unix time (seconds) when stored.
     #[serde(default)]
     pub ts: u64,
@@ -73,14 +78,25 @@ pub struct VerdictRecord {
 }
 
 impl VerdictRecord {
-    /// The record of a judge's reply to the ordered query (a first, b second) of `pool`.
-    pub fn from_reply(key: String, pool: &Pool, a: usize, b: usize, judge: String, reply: JudgeReply) -> Self {
+    /// The record of a judge's reply to the ordered query (a first, b second) of `pool`, by the
+    /// judge `(judge, settings)` ([`JudgeInfo::record_judge`], [`JudgeInfo::record_settings`]).
+    ///
+    /// [`JudgeInfo::record_judge`]: crate::judge::JudgeInfo::record_judge
+    /// [`JudgeInfo::record_settings`]: crate::judge::JudgeInfo::record_settings
+    pub fn from_reply(
+        key: String,
+        pool: &Pool,
+        (a, b): (usize, usize),
+        (judge, settings): (String, String),
+        reply: JudgeReply,
+    ) -> Self {
         Self {
             key,
             pool_id: pool.pool_id.clone(),
             a: pool.items[a].id.clone(),
             b: pool.items[b].id.clone(),
             judge,
+            judge_settings: Some(settings),
             ts: 0,
             intent: None,
             reply,
@@ -555,6 +571,7 @@ mod tests {
             a: a.into(),
             b: b.into(),
             judge: "mock".into(),
+            judge_settings: None,
             ts: 1,
             intent: None,
             reply: JudgeReply { cost_usd: 0.0, ..JudgeReply::outcome(Some(y)) },
