@@ -216,6 +216,9 @@ struct Line {
     usage: Option<Usage>,
     #[serde(default)]
     judge: Option<String>,
+    /// A run folder's settings id of the judge (docs/outputs.md).
+    #[serde(default)]
+    judge_settings: Option<String>,
     #[serde(default)]
     prompting: Option<String>,
     #[serde(default)]
@@ -247,12 +250,25 @@ impl Recording {
         let mut judges: Vec<RecordedJudge> = Vec::new();
         let mut index: HashMap<RecordedJudge, usize> = HashMap::new();
         let mut verdicts: Vec<PoolVerdicts> = Vec::new();
+        let mut lines = Vec::new();
         for (i, raw) in text.lines().enumerate() {
-            let ln = i + 1;
-            if raw.trim().is_empty() {
-                continue;
+            if !raw.trim().is_empty() {
+                let l: Line = crate::domain::json::from_str(raw).map_err(|e| bad(i + 1, e.to_string()))?;
+                lines.push((i + 1, l));
             }
-            let l: Line = crate::domain::json::from_str(raw).map_err(|e| bad(ln, e.to_string()))?;
+        }
+        // One name's records of two settings ids (a run folder's judge edited under its name)
+        // are two recorded judges, `NAME [settings ID]`, as `fit` names them.
+        let mut ids: HashMap<Option<String>, std::collections::BTreeSet<String>> = HashMap::new();
+        for (_, l) in &lines {
+            ids.entry(l.judge.clone()).or_default().extend(l.judge_settings.clone());
+        }
+        for (_, l) in &mut lines {
+            if let Some(s) = l.judge_settings.as_ref().filter(|_| ids[&l.judge].len() > 1) {
+                l.judge = Some(format!("{} [settings {s}]", l.judge.as_deref().unwrap_or_default()));
+            }
+        }
+        for (ln, l) in lines {
             let y = l.y.ok_or_else(|| bad(ln, "missing field `y`".into()))?;
             if let Some(v) = y
                 && !(0.0..=1.0).contains(&v)
@@ -639,6 +655,33 @@ mod tests {
 
     fn cfg(missing: MissingPolicy) -> ReplayConfig {
         ReplayConfig { file: "rec.jsonl".into(), judge: None, prompting: None, missing }
+    }
+
+    /// A run folder whose judge was edited under its one name (two settings ids): two recorded
+    /// judges, `NAME [settings ID]`, each replayed with its own verdicts; one settings id keeps
+    /// the plain name.
+    #[test]
+    fn one_names_records_of_two_settings_are_two_recorded_judges() {
+        let line = |y: u8, s: &str| {
+            format!(
+                "{{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":{y},\"judge\":\"mock\",\"judge_settings\":\"{s}\"}}\n"
+            )
+        };
+        let path = Path::new("rec.jsonl");
+        let one = Recording::parse(&(line(1, "aaa") + &line(1, "aaa")), path).unwrap();
+        assert_eq!(one.judges().iter().map(RecordedJudge::label).collect::<Vec<_>>(), ["mock"]);
+        let two = Recording::parse(&(line(1, "aaa") + &line(0, "bbb")), path).unwrap();
+        let labels: Vec<String> = two.judges().iter().map(RecordedJudge::label).collect();
+        assert_eq!(labels, ["mock [settings aaa]", "mock [settings bbb]"]);
+        let e = two.select_one(Some("mock"), None).unwrap_err().to_string();
+        assert!(e.contains("no recorded judge matches") && e.contains("mock [settings bbb]"), "{e}");
+        let p = pool();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        for (name, y) in [("mock [settings aaa]", 1.0), ("mock [settings bbb]", 0.0)] {
+            let c = ReplayConfig { judge: Some(name.into()), ..cfg(MissingPolicy::Fail) };
+            let j = ReplayJudge::from_recording(two.clone(), c).unwrap();
+            assert_eq!(rt.block_on(j.judge(&p, 0, 1)).unwrap().y, Some(y), "{name}");
+        }
     }
 
     #[test]
