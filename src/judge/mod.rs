@@ -438,10 +438,10 @@ pub struct WorstCaseParts {
 pub const SETTINGS_ID_LEN: usize = 12;
 
 /// A judge's settings id: the first [`SETTINGS_ID_LEN`] hex digits of the hash of its cache key
-/// for a fixed two-item reference pool. The cache key holds everything that decides a verdict
-/// (docs/model.md §1), so an edit that changes the judge's keys changes its id, and what the key
-/// leaves out (price, latency, credentials) does not: the id follows the key by construction,
-/// with no second list of settings to keep.
+/// for a fixed two-item reference pool, with [`JudgeInfo::settings_source`]. The cache key holds
+/// everything that decides a verdict (docs/model.md §1), so an edit that changes the judge's
+/// keys changes its id, and what the key leaves out (price, latency, credentials) does not: the
+/// id follows the key by construction, with no second list of settings to keep.
 pub fn settings_id<J: JudgeInfo + ?Sized>(judge: &J) -> String {
     static REFERENCE: std::sync::LazyLock<Pool> = std::sync::LazyLock::new(|| {
         let item = |id: &str| crate::domain::pool::Item {
@@ -452,8 +452,8 @@ pub fn settings_id<J: JudgeInfo + ?Sized>(judge: &J) -> String {
         Pool::new("judge-settings".into(), "reference task".into(), vec![item("a"), item("b")])
             .expect("a valid two-item pool")
     });
-    let key = judge.cache_key(&REFERENCE, 0, 1);
-    let mut id = crate::domain::rng::sha256_hex(&key);
+    let of = serde_json::json!([judge.cache_key(&REFERENCE, 0, 1), judge.settings_source()]);
+    let mut id = crate::domain::rng::sha256_hex(&of.to_string());
     id.truncate(SETTINGS_ID_LEN);
     id
 }
@@ -482,6 +482,14 @@ pub trait JudgeInfo: Send + Sync {
     /// member's ([`panel`]).
     fn record_settings(&self, _pool: &Pool, _a: usize, _b: usize) -> String {
         settings_id(self)
+    }
+
+    /// What decides this judge's verdicts that its key of the reference pair may not show
+    /// ([`settings_id`]): an API judge's prompt template text, whose branches the reference pair
+    /// may not render (a multi-turn branch, a test on an answer's length). Empty by default:
+    /// every other judge's key holds its settings whole. A wrapper of a judge passes its judge's.
+    fn settings_source(&self) -> String {
+        String::new()
     }
 
     /// Cache key of one ordered query: a hash of everything that determines the verdict (judge

@@ -30,6 +30,9 @@ impl<J: JudgeInfo + ?Sized> JudgeInfo for Named<J> {
     fn record_judge(&self, _pool: &Pool, _a: usize, _b: usize) -> String {
         self.name.clone()
     }
+    fn settings_source(&self) -> String {
+        self.judge.settings_source()
+    }
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.judge.worst_case_usd(pool, a, b)
     }

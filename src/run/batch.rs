@@ -647,6 +647,9 @@ impl<J: std::ops::Deref<Target = dyn JudgeInfo> + Send + Sync> JudgeInfo for Bat
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
         self.0.cache_key(pool, a, b)
     }
+    fn settings_source(&self) -> String {
+        self.0.settings_source()
+    }
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.0.worst_case_usd(pool, a, b) * self.1
     }
@@ -671,6 +674,9 @@ impl JudgeInfo for BatchJudge {
     }
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
         self.inner.cache_key(pool, a, b)
+    }
+    fn settings_source(&self) -> String {
+        self.inner.settings_source()
     }
     /// One attempt of the live worst case, at the batch price.
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {

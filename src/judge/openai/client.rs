@@ -843,6 +843,11 @@ impl JudgeInfo for OpenAiInfo {
         format!("openai {} @ {} (prompt {file})", self.cfg.model, self.shown_base_url)
     }
 
+    /// The template's text: its key holds only what the template renders for each pair.
+    fn settings_source(&self) -> String {
+        self.template.source().to_owned()
+    }
+
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
         let prompt_hash = match self.render(pool, a, b) {
             Ok(q) => q.prompt.hash(),
@@ -958,6 +963,9 @@ impl JudgeInfo for OpenAiJudge {
     }
     fn cache_key(&self, pool: &Pool, a: usize, b: usize) -> String {
         self.info.cache_key(pool, a, b)
+    }
+    fn settings_source(&self) -> String {
+        self.info.settings_source()
     }
     fn worst_case_usd(&self, pool: &Pool, a: usize, b: usize) -> f64 {
         self.info.worst_case_usd(pool, a, b)

@@ -109,6 +109,49 @@ mod tests {
         assert!(upper.worst_case_parts(&pool).is_none(), "a template that changes the bytes has no parts");
     }
 
+    /// The settings id of an API judge: its model and template change it, also an edit of a
+    /// template branch the reference pair does not render (here: the multi-turn branch, under
+    /// the same keys for every single-turn pair); its price and credentials do not.
+    #[test]
+    fn the_settings_id_of_an_api_judge_sees_its_whole_template() {
+        let dir = tempfile::tempdir().unwrap();
+        let info = |name: &str, template: &str, model: &str, price: f64, key_env: &str| {
+            let prompt = dir.path().join(name);
+            std::fs::write(&prompt, template).unwrap();
+            let cfg: OpenAiConfig = serde_json::from_value(json!({
+                "base_url": "http://127.0.0.1:9/v1", "model": model, "api_key_env": key_env, "prompt": prompt,
+                "max_tokens": 16, "price": {"input_usd_per_mtok": price, "output_usd_per_mtok": 4.5}
+            }))
+            .unwrap();
+            OpenAiInfo::new(cfg).unwrap()
+        };
+        let turns = |word: &str| {
+            format!(
+                "{{% if task_turns %}}{word}{{% else %}}{{{{ task }}}}{{% endif %}}\nA: {{{{ answer_a }}}}\nB: {{{{ answer_b }}}}"
+            )
+        };
+        let base = info("a.j2", &turns("Turns:"), "m", 0.75, "X");
+        let edited = info("b.j2", &turns("Dialogue:"), "m", 0.75, "X");
+        let pool = crate::domain::pool::Pool::new(
+            "p".into(),
+            "Which is better?".into(),
+            ["x", "y"]
+                .iter()
+                .map(|id| crate::domain::pool::Item {
+                    id: (*id).into(),
+                    text: Some("words".into()),
+                    ..Default::default()
+                })
+                .collect(),
+        )
+        .unwrap();
+        assert_eq!(base.cache_key(&pool, 0, 1), edited.cache_key(&pool, 0, 1), "single turn: one rendering");
+        let id = crate::judge::settings_id;
+        assert_ne!(id(&base), id(&edited));
+        assert_eq!(id(&info("c.j2", &turns("Turns:"), "m", 9.0, "OTHER_KEY")), id(&base));
+        assert_ne!(id(&info("d.j2", &turns("Turns:"), "m2", 0.75, "X")), id(&base));
+    }
+
     #[test]
     fn the_tools_request_fields_win_over_extra_body() {
         // A config that skipped `prepare` (which rejects these keys) still sends the tool's own

@@ -70,6 +70,7 @@ pub struct PromptTemplate {
     env: Environment<'static>,
     has_user_block: bool,
     has_system_block: bool,
+    source: String,
 }
 
 /// The messages of one rendered query.
@@ -130,6 +131,11 @@ impl RenderedPrompt {
 }
 
 impl PromptTemplate {
+    /// The template's source text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
     /// Load a template file.
     ///
     /// # Errors
@@ -156,7 +162,7 @@ impl PromptTemplate {
                 .build()
                 .map_err(|e| err(describe(&e)))?,
         );
-        env.add_template_owned("prompt", source).map_err(|e| err(describe(&e)))?;
+        env.add_template_owned("prompt", source.clone()).map_err(|e| err(describe(&e)))?;
         let vars = env.get_template("prompt").map_err(|e| err(describe(&e)))?.undeclared_variables(false);
         for needed in ["answer_a", "answer_b"] {
             if !vars.contains(needed) {
@@ -189,7 +195,7 @@ impl PromptTemplate {
             };
             (has("user")?, has("system")?)
         };
-        let me = Self { path: path.to_owned(), env, has_user_block, has_system_block };
+        let me = Self { path: path.to_owned(), env, has_user_block, has_system_block, source };
         // What the judge is sent must hold both answers: a name in the source is not enough
         // (used after the `user` block, in an empty block, under a condition that is false).
         // Short and long answers both, as a condition may test an answer's length.
