@@ -516,12 +516,36 @@ fn batch_errors_never_show_the_key_and_capital_statuses_are_read() {
         .unwrap();
     let all = text(&out);
     assert!(all.contains("bad input; key=[redacted]"), "{all}");
-    assert!(!all.contains("BATCHLEAK"), "{all}");
-    for f in std::fs::read_dir(dir.path().join("runs/s")).unwrap() {
-        let f = f.unwrap().path();
-        let t = std::fs::read_to_string(&f).unwrap_or_default();
-        assert!(!t.contains("BATCHLEAK"), "the key is in {}", f.display());
-    }
+    let no_key = |all: &str, run: &Path| {
+        assert!(!all.contains("BATCHLEAK"), "{all}");
+        for f in std::fs::read_dir(run).unwrap() {
+            let f = f.unwrap().path();
+            let t = std::fs::read_to_string(&f).unwrap_or_default();
+            assert!(!t.contains("BATCHLEAK"), "the key is in {}", f.display());
+        }
+    };
+    no_key(&all, &dir.path().join("runs/s"));
+    // The key in the `error` object (code and message) of a failed line of the error file: the
+    // file is redacted before any field of it is read.
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript {
+        error_lines: (0..8).collect(),
+        error_text: Some(format!("Incorrect API key provided: {key}")),
+        ..Default::default()
+    });
+    let cfg = config(dir.path(), "e", &fake.base_url, "  max_comparisons: 16\n");
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", cfg.to_str().unwrap()])
+        .env("TOPK_BATCH_TEST_UNSET_KEY", key)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert!(all.contains("Incorrect API key provided: [redacted]"), "{all}");
+    no_key(&all, &dir.path().join("runs/e"));
+    let out = run_bin(dir.path(), &["report", "runs/e"]);
+    no_key(&text(&out), &dir.path().join("runs/e"));
     let fake = FakeOpenAi::start();
     fake.batch_script(BatchScript { status_upper: true, ..Default::default() });
     let dir = tempfile::tempdir().unwrap();

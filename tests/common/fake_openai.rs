@@ -756,6 +756,8 @@ pub struct BatchScript {
     pub expire_after: Option<usize>,
     /// Input lines (0-based) answered in the error file instead of running.
     pub error_lines: Vec<usize>,
+    /// The `code` and `message` of those lines' `error` objects (default: a plain one).
+    pub error_text: Option<String>,
     /// The job fails validation: nothing runs.
     pub fail: bool,
     /// The message of a failed job's error (default: a plain one).
@@ -1014,7 +1016,8 @@ async fn run_job(s: Arc<Shared>, id: String, lines: Vec<Value>, script: BatchScr
         if script.error_lines.contains(&i) {
             err.push_str(
                 &json!({"id": format!("req-{i}"), "custom_id": custom_id, "response": null,
-                "error": {"code": "server_error", "message": "the request failed inside the batch"}})
+                "error": {"code": script.error_text.as_deref().unwrap_or("server_error"),
+                    "message": script.error_text.as_deref().unwrap_or("the request failed inside the batch")}})
                 .to_string(),
             );
             err.push('\n');

@@ -209,7 +209,9 @@ impl OpenAiJudge {
         what: &str,
         req: reqwest::RequestBuilder,
     ) -> Result<R, JudgeError> {
-        let bytes = self.api_bytes(what, req).await?;
+        // Redacted as text before it is read: no field of a provider's reply (a job's errors,
+        // status or ids) reaches a message or a record with the key in it.
+        let bytes = self.redact(&String::from_utf8_lossy(&self.api_bytes(what, req).await?)).into_bytes();
         serde_json::from_slice(&bytes).map_err(|e| JudgeError::Request {
             status: None,
             message: self.redact(&format!(
@@ -424,8 +426,12 @@ impl BatchApi for OpenAiJudge {
         })
     }
 
+    /// The file redacted as text before it is read: a provider may quote the request's key
+    /// anywhere in a line (an `error` object's code or message, a response body), and no field
+    /// of it reaches a message, a record or a log unredacted.
     fn parse_results(&self, bytes: &[u8]) -> Vec<Result<BatchResult, String>> {
-        parse_results(bytes).into_iter().map(|r| r.map_err(|e| self.redact(&e))).collect()
+        let text = self.redact(&String::from_utf8_lossy(bytes));
+        parse_results(text.as_bytes()).into_iter().map(|r| r.map_err(|e| self.redact(&e))).collect()
     }
 }
 
