@@ -275,6 +275,63 @@ fn detach_submits_one_round_and_a_later_run_books_it() {
     check_books(&fake, &runs, Some(0.01));
 }
 
+/// A round left open by `--detach` is booked by the next run of the folder whatever its
+/// dispatch: a pipelined run polls the job to its end, books its 8 results, then asks only
+/// queries the job did not hold. A judge that cannot read batch jobs is refused before anything
+/// is written, naming batches.jsonl.
+#[test]
+fn an_open_batch_job_is_booked_by_a_run_of_another_dispatch() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 800, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "sw", &fake.base_url, "  max_comparisons: 16\n");
+    let out = run(dir.path(), &cfg, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs = dir.path().join("runs/sw");
+    assert_eq!(booked(&runs).open_intents, 8);
+    let yaml = std::fs::read_to_string(&cfg).unwrap();
+    let live = yaml.replace("  dispatch: batch\n  round_size: 8\n  poll_s: 0.02\n", "");
+    assert_ne!(live, yaml);
+    let mock = live.replace(
+        &yaml[yaml.find("  openai:").unwrap()..yaml.find("acquisition:").unwrap()],
+        "  mock: {mode: deterministic}\n",
+    );
+    let mock = write(dir.path(), "sw-mock.yaml", &mock);
+    let before = std::fs::read_to_string(runs.join("intents.jsonl")).unwrap();
+    let out = run(dir.path(), &mock, &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("batches.jsonl: a provider batch job of an earlier run is still open (8 queries), and this judge cannot read batch jobs"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read_to_string(runs.join("intents.jsonl")).unwrap(), before, "nothing booked");
+    let live = write(dir.path(), "sw-live.yaml", &live);
+    wait_until("the job to end", 30, || fake.batch_jobs()[0].1 == "completed");
+    let out = run(dir.path(), &live, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("possibly billed"), "{}", text(&out));
+    assert_eq!(fake.batch_jobs().len(), 1, "the job is booked, not submitted again");
+    let b = booked(&runs);
+    assert_eq!(b.verdicts, 16);
+    let job: HashSet<(String, String)> = fake.batch_billed_lines().into_iter().collect();
+    assert_eq!(job.len(), 8);
+    // Every query the server ran (the job's lines and the live requests): 16, none twice.
+    let asked: Vec<(String, String)> = fake.requests().into_iter().filter_map(|r| r.answers).collect();
+    assert_eq!(asked.len(), 16, "{asked:?}");
+    assert_eq!(asked.iter().collect::<HashSet<_>>().len(), 16, "no query of the job is asked again live: {asked:?}");
+    // The job's records carry the judge that sent the round, as batches.jsonl names it.
+    let round = &lines(&runs.join("batches.jsonl"))[0];
+    let sent_by = &round["judge"];
+    assert_eq!(sent_by[1].as_str().unwrap().len(), 12, "{round}");
+    let keys: HashSet<&str> = round["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    let records = lines(&runs.join("verdicts.jsonl"));
+    let of_job: Vec<&Value> = records.iter().filter(|r| keys.contains(r["key"].as_str().unwrap())).collect();
+    assert_eq!(of_job.len(), 8);
+    assert!(of_job.iter().all(|r| r["judge"] == sent_by[0] && r["judge_settings"] == sent_by[1]), "{of_job:?}");
+    check_books(&fake, &runs, None);
+}
+
 /// `max_usd` bounds a round before it is submitted: the reservations at the batch price.
 #[test]
 fn max_usd_holds_across_rounds() {

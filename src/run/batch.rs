@@ -476,7 +476,12 @@ impl BatchJudge {
         let keys: Vec<String> = sent.iter().map(|&i| queries[i].key.clone()).collect();
         let outcome = if sent.is_empty() || self.stopped() {
             Submission::NotSubmitted("not sent: the run stopped sending".into())
-        } else if let Err(e) = self.record(BatchLine { round, keys: Some(keys), ..Default::default() }) {
+        } else if let Err(e) = self.record(BatchLine {
+            round,
+            keys: Some(keys),
+            judge: Some((self.describe(), crate::judge::settings_id(self))),
+            ..Default::default()
+        }) {
             Submission::NotSubmitted(format!("not sent: {e}"))
         } else {
             self.submit(round, input.into_bytes()).await
@@ -607,7 +612,8 @@ impl BatchJudge {
                 }
             };
             let (mut verdicts, mut failed) = (0, 0);
-            let who = (self.describe(), crate::judge::settings_id(self));
+            // The judge that sent the round (a later run may have another).
+            let who = r.judge.clone().unwrap_or_else(|| (self.describe(), crate::judge::settings_id(self)));
             for (intent, (&(_, a, b, key), out)) in intents.iter().zip(qs.iter().zip(outs)) {
                 match out {
                     Ok(reply) => {

@@ -179,15 +179,15 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     // Open intents of a run that ended early are booked as possibly billed here; a book that
     // cannot be read stops the run before anything of the earlier run is touched.
     // The queries of a provider batch job still open stay open: the run books them from the
-    // job's output (super::batch).
-    let keep = if cfg.raw.acquisition.dispatch == crate::config::run::Dispatch::Batch {
-        crate::store::batches::BatchLog::open_keys(dir).map_err(|e| RunError::Io {
-            path: dir.join(crate::store::batches::BATCHES_FILE),
-            source: std::io::Error::other(e.detail()),
-        })?
-    } else {
-        Default::default()
-    };
+    // job's output (super::batch), whatever its own dispatch; a judge that cannot read batch
+    // jobs stops here, before anything is written.
+    let batches = dir.join(crate::store::batches::BATCHES_FILE);
+    let keep = crate::store::batches::BatchLog::open_keys(dir)
+        .map_err(|e| RunError::Io { path: batches.clone(), source: std::io::Error::other(e.detail()) })?;
+    let reads_batches = !cfg.is_panel() && matches!(cfg.raw.judge(), crate::config::judge::JudgeConfig::Openai(_));
+    if !keep.is_empty() && !reads_batches {
+        return Err(RunError::BatchOpen { path: batches, queries: keep.len() });
+    }
     let (books, mut warnings) = Books::open_keeping(dir, &crate::store::books::RUN_BOOKS, &keep)?;
     // An earlier run's result is not this run's: gone until this run writes its own.
     let result_path = dir.join("result.json");

@@ -76,7 +76,11 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
 
 /// `dispatch: batch`: the judge wrapped to send each round as a provider batch job, after the
 /// rounds an earlier run left open are settled into the books (docs/live.md, "Batch dispatch").
-/// Other dispatches: the judge as it is.
+/// Other dispatches: the judge as it is, after the same settling when an earlier batch run left
+/// a round open (its job is polled to its end and booked: a paid job is never abandoned).
+///
+/// # Errors
+/// [`RunError::BatchOpen`] when a round is open and this judge cannot read batch jobs.
 async fn batch_judge(
     cfg: &Config,
     judge: Arc<dyn Judge>,
@@ -84,7 +88,10 @@ async fn batch_judge(
     folder: &mut Folder,
 ) -> Result<(Arc<dyn Judge>, Option<Arc<super::batch::BatchJudge>>, super::batch::Resumed), RunError> {
     let acq = &cfg.raw.acquisition;
-    if acq.dispatch != crate::config::run::Dispatch::Batch {
+    let batched = acq.dispatch == crate::config::run::Dispatch::Batch;
+    // Another dispatch with no round open (a judge that cannot read batch jobs and a round open
+    // stopped the run when its folder was opened).
+    if !batched && (judge.batch_api().is_none() || folder.books.open_intents().is_empty()) {
         return Ok((judge, None, Default::default()));
     }
     let factors = match cfg.raw.judge() {
@@ -93,9 +100,10 @@ async fn batch_judge(
     };
     let poll = std::time::Duration::from_secs_f64(acq.poll_s.unwrap_or(crate::config::run::DEFAULT_POLL_S));
     let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
-    let bj = super::batch::BatchJudge::new(judge, &cfg.run_dir, factors, poll, opts.detach)
+    let bj = super::batch::BatchJudge::new(judge.clone(), &cfg.run_dir, factors, poll, opts.detach)
         .map_err(|e| RunError::Io { path: path.clone(), source: std::io::Error::other(e.detail()) })?;
     let bj = Arc::new(bj);
+    let judge = if batched { bj.clone() as Arc<dyn Judge> } else { judge };
     // A Ctrl-C while an open round is resumed cancels its job (what it ran is still booked).
     let Folder { books, interrupt, .. } = folder;
     let resumed = {
@@ -112,7 +120,7 @@ async fn batch_judge(
             }
         }
     };
-    Ok((bj.clone(), Some(bj), resumed))
+    Ok((judge, Some(bj), resumed))
 }
 
 /// A live run in progress: the scheduler it executes, the dispatcher its queries go through,

@@ -88,6 +88,18 @@ pub enum RunError {
         /// What was cut short (`the judge fingerprint check of …`).
         during: String,
     },
+    /// The run folder holds a provider batch job still open (an earlier run with `dispatch:
+    /// batch` was detached or killed) and this run's judge cannot read batch jobs, so its paid
+    /// results could not be booked.
+    #[error(
+        "{path}: a provider batch job of an earlier run is still open ({queries} queries), and this judge cannot read batch jobs; run the config that submitted it (an openai judge; any dispatch) once to book its results, then this one"
+    )]
+    BatchOpen {
+        /// The folder's batches.jsonl.
+        path: std::path::PathBuf,
+        /// The queries of the open rounds.
+        queries: usize,
+    },
     /// The judge failed (endpoint not reachable, the same endpoint-wide error again, or rounds
     /// without any verdict); result.json was still written, with `stop_reason: judge_failing`.
     #[error("the judge is failing, so the run stopped (result.json holds the verdicts so far): {message}")]

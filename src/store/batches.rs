@@ -30,6 +30,10 @@ pub struct BatchLine {
     /// The round's queries (cache keys).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<Vec<String>>,
+    /// The judge that sent the round (its description and settings id, as on its verdict
+    /// records): a later run of another judge books the round as this judge's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<(String, String)>,
     /// The uploaded input file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_file_id: Option<String>,
@@ -51,6 +55,8 @@ pub struct Round {
     pub round: u64,
     /// Its queries (cache keys).
     pub keys: Vec<String>,
+    /// The judge that sent it (description, settings id); absent in older folders.
+    pub judge: Option<(String, String)>,
     /// The uploaded input file, once recorded.
     pub input_file_id: Option<String>,
     /// The batch job, once recorded.
@@ -145,6 +151,7 @@ fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64), BatchLogError> {
         if let Some(k) = l.keys {
             r.keys = k;
         }
+        r.judge = l.judge.or(r.judge.take());
         r.input_file_id = l.input_file_id.or(r.input_file_id.take());
         r.batch_id = l.batch_id.or(r.batch_id.take());
         r.ended = l.ended.or(r.ended.take());
@@ -269,6 +276,7 @@ mod tests {
             Round {
                 round: 2,
                 keys: vec!["k3".into()],
+                judge: None,
                 input_file_id: Some("file-2".into()),
                 batch_id: None,
                 ended: None
