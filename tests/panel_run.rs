@@ -736,6 +736,31 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
     for (x, y) in f["theta"].as_array().unwrap().iter().zip(r["fit"]["theta"].as_array().unwrap()) {
         assert!((x.as_f64().unwrap() - y.as_f64().unwrap()).abs() < 1e-9, "{x} vs {y}");
     }
+    // compare counts each judge's flips over its verdicts of its configuration now: the
+    // frontier's (unchanged) and the cheap judge's of its last settings id, counted here apart.
+    let records = lines(&run.join("verdicts.jsonl"));
+    let cheap_now = records.iter().rev().find(|v| v["judge"] == "cheap").unwrap()["judge_settings"].clone();
+    let mut flips = (0, 0);
+    for judge in ["cheap", "frontier"] {
+        let mine: Vec<&Value> = records
+            .iter()
+            .filter(|v| v["judge"] == judge && (judge == "frontier" || v["judge_settings"] == cheap_now))
+            .collect();
+        let y = |a: &Value, b: &Value| mine.iter().find(|v| v["a"] == *a && v["b"] == *b).and_then(|v| v["y"].as_f64());
+        for v in &mine {
+            if let (Some(y1), Some(y2)) = (v["y"].as_f64(), y(&v["b"], &v["a"]))
+                && v["a"].as_str() < v["b"].as_str()
+            {
+                flips.1 += 1;
+                flips.0 += usize::from((y1 > 0.5 && y2 > 0.5) || (y1 < 0.5 && y2 < 0.5));
+            }
+        }
+    }
+    assert!(records.len() > 60 && flips.1 > 0, "{} records, {flips:?}", records.len());
+    let out = run_bin(dir.path(), &["compare", run.to_str().unwrap(), "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let row = &json(&dir.path().join("cmp/compare.json"))["rows"][0];
+    assert_eq!((row["flips"].as_u64(), row["both_order_pairs"].as_u64()), (Some(flips.0 as u64), Some(flips.1 as u64)));
     // The same judges in the other order: the same panel, nothing asked again, no warning.
     let reordered = shipped_panel(dir.path(), "c", |y| {
         let y = y
@@ -767,6 +792,20 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
     });
     let out = run_bin(dir.path(), &["run", single.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
+    // A single-judge run in the panel's folder: `fit RUN --panel` fits the run's judge as
+    // configured now (one judge: no panel), not every earlier judge of the folder.
+    let alone = shipped_panel(dir.path(), "e2", |y| {
+        let y = y.replace("max_usd: 0.06", "max_comparisons: 8");
+        let (head, rest) = y.split_once("  - name: frontier\n").unwrap();
+        format!("{head}{}", &rest[rest.find("model:").unwrap()..])
+    });
+    let out = run_bin(dir.path(), &["run", alone.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let fit = run_bin(dir.path(), &["fit", run.to_str().unwrap(), "--panel"]);
+    assert!(fit.status.success(), "{}", text(&fit));
+    assert!(stdout(&fit).contains("judge panel of 1 judge (shared θ"), "{}", stdout(&fit));
+    assert!(stdout(&fit).contains(", 8 valid verdicts\n"), "{}", stdout(&fit));
+    assert!(text(&fit).contains("a panel of one judge is the model of docs/model.md §2"), "{}", text(&fit));
     let grown = shipped_panel(dir.path(), "f", |y| {
         y.replace("name: summeval-panel", "name: grow").replace("max_usd: 0.06", "max_comparisons: 16")
     });

@@ -33,7 +33,10 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
     given_once(runs)?;
     // Judge panels' runs (docs/model.md §8) go beside the single-judge ones, one pool only.
     let (panel_dirs, single_dirs): (Vec<&PathBuf>, Vec<&PathBuf>) = runs.iter().partition(|d| RunDir::is_panel(d));
-    let panels = panel_dirs.iter().map(|d| PanelRunDir::load(d)).collect::<Result<Vec<_>, _>>()?;
+    let panels = panel_dirs
+        .iter()
+        .map(|d| PanelRunDir::load_picking(d, &|recs| super::run_folder::current_judge_records(d, recs)))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut loaded = single_dirs
         .iter()
         .map(|d| RunDir::load_picking(d, &|recs| super::run_folder::current_judge_records(d, recs)))

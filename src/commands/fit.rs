@@ -275,8 +275,13 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
     let Selection { mut mine, judges: mut counts, other_pools, mut warnings, mut notes, .. } = sel;
     // A judge panel's run folder: each judge's verdicts of its configuration now (a judge edited
     // under the same name keeps its name on its older verdicts, which are another judge's).
-    if let Some(r) = run.as_ref().filter(|r| r.cfg.is_panel() && args.verdicts_file.is_none()) {
-        let keep = of_current_panel(r, &mine)?;
+    if let Some(r) = run.as_ref().filter(|_| args.verdicts_file.is_none()) {
+        let of: Vec<_> = mine
+            .iter()
+            .map(|l| (l.judge.as_deref(), l.key.as_deref().unwrap_or_default(), l.a.as_str(), l.b.as_str()))
+            .collect();
+        let keep = super::run_folder::of_current_judges(&r.cfg, &of)
+            .map_err(|e| FitCommandError::Invalid(format!("{}: {e}", r.dir.display())))?;
         let before = mine.len();
         let mut keep = keep.into_iter();
         mine.retain(|_| keep.next().unwrap_or(false));
@@ -466,35 +471,6 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
         notes,
         warnings,
     })
-}
-
-/// Which of `lines` are verdicts of a panel run's judges as configured now (the record's judge
-/// name and a cache key of that judge's configuration).
-///
-/// # Errors
-/// [`FitCommandError`]: a judge of the config that cannot be described.
-fn of_current_panel(r: &super::run_folder::LoadedRun, lines: &[VerdictLine]) -> Result<Vec<bool>, FitCommandError> {
-    let mut infos = Vec::new();
-    for m in &r.cfg.raw.judges {
-        let info = crate::config::judge::judge_info(&m.judge)
-            .map_err(|e| FitCommandError::Invalid(format!("{}: judge {:?}: {e}", r.dir.display(), m.name)))?;
-        infos.push(crate::judge::panel::Named { name: m.name.clone(), judge: info });
-    }
-    let queries: Vec<crate::run::queries::RunQueries<'_>> = infos
-        .iter()
-        .map(|n| {
-            let q = crate::run::queries::RunQueries::new(&r.cfg, n);
-            q.learn_folder(&r.dir);
-            q
-        })
-        .collect();
-    Ok(lines
-        .iter()
-        .map(|l| match (&l.judge, &l.key) {
-            (Some(j), Some(k)) => infos.iter().zip(&queries).any(|(n, q)| &n.name == j && q.contains_key(k)),
-            _ => false,
-        })
-        .collect())
 }
 
 /// `NAME=FAMILY` of `flag`.

@@ -167,9 +167,43 @@ fn folder_config(dir: &Path, overrides: &[crate::config::overrides::Override]) -
 pub fn current_judge_records(dir: &Path, records: &[crate::store::ledger::VerdictRecord]) -> Option<Vec<bool>> {
     let mut cfg = folder_config(dir, &[]).ok()?;
     cfg.run_dir = dir.to_owned();
-    let judge = crate::config::judge::judge_info(cfg.raw.judge.as_ref()?).ok()?;
-    let queries = crate::run::queries::RunQueries::new(&cfg, judge.as_ref());
-    Some(records.iter().map(|r| r.key.is_empty() || queries.learn(&r.key, &r.a, &r.b).is_some()).collect())
+    let of = records.iter().map(|r| (Some(r.judge.as_str()), r.key.as_str(), r.a.as_str(), r.b.as_str()));
+    let keep = of_current_judges(&cfg, &of.collect::<Vec<_>>()).ok()?;
+    Some(keep.into_iter().zip(records).map(|(k, r)| k || r.key.is_empty()).collect())
+}
+
+/// Which of `records` ((judge, cache key, first-shown id, second-shown id)) are of the judges of
+/// `cfg` as configured now: those whose key is the key of their own two items under the judge's
+/// settings (a panel's member's under its name), as `run` matches them. A record of an edited
+/// judge, of a judge no longer in the panel, or of the single judge of an earlier
+/// configuration is not.
+///
+/// # Errors
+/// A judge of `cfg` cannot be built (its name and why).
+pub fn of_current_judges(cfg: &Config, records: &[(Option<&str>, &str, &str, &str)]) -> Result<Vec<bool>, String> {
+    let info = |j| crate::config::judge::judge_info(j);
+    let members: Vec<(Option<&str>, std::sync::Arc<dyn crate::judge::JudgeInfo>)> = if cfg.is_panel() {
+        let mut v = Vec::new();
+        for m in &cfg.raw.judges {
+            let judge = info(&m.judge).map_err(|e| format!("judge {:?}: {e}", m.name))?;
+            v.push((
+                Some(m.name.as_str()),
+                std::sync::Arc::new(crate::judge::panel::Named { name: m.name.clone(), judge }) as _,
+            ));
+        }
+        v
+    } else {
+        vec![(None, info(cfg.raw.judge()).map_err(|e| e.to_string())?)]
+    };
+    let queries: Vec<_> = members.iter().map(|(_, j)| crate::run::queries::RunQueries::new(cfg, j.as_ref())).collect();
+    Ok(records
+        .iter()
+        .map(|&(judge, key, a, b)| {
+            members.iter().zip(&queries).any(|((name, _), q)| {
+                name.is_none_or(|n| judge == Some(n)) && !key.is_empty() && q.learn(key, a, b).is_some()
+            })
+        })
+        .collect())
 }
 
 /// A run folder's config.yaml as older versions wrote it: paths relative to the directory the

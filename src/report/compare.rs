@@ -291,6 +291,20 @@ impl PanelRunDir {
     /// # Errors
     /// [`CompareError::Read`] naming the file and the field.
     pub fn load(dir: &Path) -> Result<Self, CompareError> {
+        Self::load_picking(dir, &|_| None)
+    }
+
+    /// [`PanelRunDir::load`], the panel's verdicts further picked by `pick` (as
+    /// [`RunDir::load_picking`]): a command that can build the panel's judges keeps only the
+    /// records of their cache keys as configured now, so verdicts of a judge edited under its
+    /// name (another temperature, an edited template) are left out.
+    ///
+    /// # Errors
+    /// As [`PanelRunDir::load`].
+    pub fn load_picking(
+        dir: &Path,
+        pick: &dyn Fn(&[VerdictRecord]) -> Option<Vec<bool>>,
+    ) -> Result<Self, CompareError> {
         let rp = dir.join("result.json");
         let bad = |msg: String| CompareError::Read { path: rp.clone(), msg };
         let text = std::fs::read_to_string(&rp).map_err(|e| bad(e.to_string()))?;
@@ -331,10 +345,14 @@ impl PanelRunDir {
             .collect();
         // The panel's own verdicts: each judge's records carry its name and key prefix (a
         // single-judge run in the same folder has neither).
-        let verdicts = verdicts
+        let verdicts: Vec<VerdictRecord> = verdicts
             .into_iter()
             .filter(|r| names.contains(&r.judge) && r.key.starts_with(&format!("{}:", r.judge)))
             .collect();
+        let verdicts = match pick(&verdicts) {
+            Some(keep) => verdicts.into_iter().zip(keep).filter_map(|(r, k)| k.then_some(r)).collect(),
+            None => verdicts,
+        };
         let own_usd: f64 =
             field("/judges")?.as_array().map(|a| a.iter().filter_map(|j| j["spend_usd"].as_f64()).sum()).unwrap_or(0.0);
         let num = |ptr: &str| field(ptr).map(|x| x.as_f64().unwrap_or(0.0));
