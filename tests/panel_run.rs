@@ -622,7 +622,10 @@ fn compare_puts_a_panel_run_beside_single_judge_runs() {
     let c = json(&dir.path().join("cmp2/compare.json"));
     let r = json(&dir.path().join("runs/mixed/result.json"));
     let own: f64 = r["judges"].as_array().unwrap().iter().map(|j| j["spend_usd"].as_f64().unwrap()).sum();
-    assert!(r["spend_usd"].as_f64().unwrap() > own + 0.005, "the folder holds the single-judge run's spend too: {r}");
+    assert!((r["spend_usd"].as_f64().unwrap() - own).abs() < 1e-12, "{r}");
+    let folder = r["folder_spend"]["spend_usd"].as_f64().unwrap();
+    assert!(folder > own + 0.005, "the folder holds the single-judge run's spend too: {r}");
+    assert!((r["folder_spend"]["other_usd"].as_f64().unwrap() - (folder - own)).abs() < 1e-12, "{r}");
     let row = &c["rows"][1];
     assert!((row["spend_usd"].as_f64().unwrap() - own).abs() < 1e-12, "{row} against {own}");
     let both: u64 = r["fit"]["judges"].as_array().unwrap().iter().map(|j| j["both_orders"].as_u64().unwrap()).sum();
@@ -728,6 +731,15 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
     let run = dir.path().join("runs/summeval-panel");
     let r = json(&run.join("result.json"));
     assert_eq!(r["comparisons"], 40);
+    // spend_usd is the judges' as configured now (compare's figure); folder_spend holds all the
+    // books: every record's cost, the cheap judge's earlier seed's among them.
+    let judges_usd: f64 = r["judges"].as_array().unwrap().iter().map(|j| j["spend_usd"].as_f64().unwrap()).sum();
+    let books_usd: f64 = lines(&run.join("verdicts.jsonl")).iter().map(|v| v["cost_usd"].as_f64().unwrap()).sum();
+    let (spend, folder) = (r["spend_usd"].as_f64().unwrap(), &r["folder_spend"]);
+    assert!((spend - judges_usd).abs() < 1e-12, "{r}");
+    assert!((folder["spend_usd"].as_f64().unwrap() - books_usd).abs() < 1e-12, "{folder}");
+    assert!((folder["other_usd"].as_f64().unwrap() - (books_usd - spend)).abs() < 1e-12, "{folder}");
+    assert!(folder["other_usd"].as_f64().unwrap() > 0.0, "{folder}");
     let fit = run_bin(dir.path(), &["fit", run.to_str().unwrap(), "--panel", "--out", "f.json"]);
     assert!(fit.status.success(), "{}", text(&fit));
     assert!(text(&fit).contains("records of") && text(&fit).contains("earlier configurations"), "{}", text(&fit));
@@ -760,6 +772,19 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
     let out = run_bin(dir.path(), &["compare", run.to_str().unwrap(), "--out", "cmp"]);
     assert!(out.status.success(), "{}", text(&out));
     let row = &json(&dir.path().join("cmp/compare.json"))["rows"][0];
+    assert_eq!(row["spend_usd"], r["spend_usd"], "compare and result.json give one spend");
+    let out = run_bin(dir.path(), &["report", run.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    let said = format!(
+        "spend: ${:.6} by the panel's judges; the run folder's books hold ${:.6} (${:.6} of it",
+        r["spend_usd"].as_f64().unwrap(),
+        r["folder_spend"]["spend_usd"].as_f64().unwrap(),
+        r["folder_spend"]["other_usd"].as_f64().unwrap()
+    );
+    // Markdown writes `$` as `\$`.
+    let said = said.replace('$', "\\$");
+    assert!(md.contains(&said), "{said}\n{md}");
     assert_eq!((row["flips"].as_u64(), row["both_order_pairs"].as_u64()), (Some(flips.0 as u64), Some(flips.1 as u64)));
     // The same judges in the other order: the same panel, nothing asked again, no warning.
     let reordered = shipped_panel(dir.path(), "c", |y| {

@@ -24,6 +24,9 @@ struct PanelResultDoc {
     comparisons: usize,
     spend_usd: f64,
     possibly_billed: usize,
+    /// Absent in results of older versions (their `spend_usd` was the folder's).
+    #[serde(default)]
+    folder_spend: Option<FolderSpendDoc>,
     max_usd: Option<f64>,
     topk: Vec<String>,
     #[serde(default)]
@@ -32,6 +35,12 @@ struct PanelResultDoc {
     gold_topk: Option<Vec<String>>,
     certified: CertifiedTopk,
     fit: PanelFitDoc,
+}
+
+#[derive(Debug, Deserialize)]
+struct FolderSpendDoc {
+    spend_usd: f64,
+    other_usd: f64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,9 +165,13 @@ fn content(r: &PanelResultDoc) -> Content {
     });
     let reference = f.judges.iter().find(|j| j.reference).map_or("–", |j| j.name.as_str());
     facts.push(format!("θ̂ is in the logits of the scale reference `{reference}` (ŝ = 1)"));
-    let spend_line = match r.max_usd {
-        Some(m) => format!("spend: ${:.6} of max_usd ${m}", r.spend_usd),
-        None => format!("spend: ${:.6}", r.spend_usd),
+    let of_max = r.max_usd.map(|m| format!(" of max_usd ${m}")).unwrap_or_default();
+    let spend_line = match &r.folder_spend {
+        Some(f) if f.other_usd > 5e-13 => format!(
+            "spend: ${:.6} by the panel's judges; the run folder's books hold ${:.6}{of_max} (${:.6} of it earlier configurations' or renamed judges')",
+            r.spend_usd, f.spend_usd, f.other_usd
+        ),
+        _ => format!("spend: ${:.6}{of_max}", r.spend_usd),
     };
     facts.push(if r.possibly_billed > 0 {
         format!("{spend_line}, {} request(s) possibly billed counted at their worst case", r.possibly_billed)

@@ -78,13 +78,17 @@ pub struct PanelRunResult {
     pub judges: Vec<PanelJudgeSpend>,
     /// Stored verdicts of all judges (valid or not).
     pub comparisons: usize,
-    /// Everything the run folder's books hold, USD to 1e-12 (what `budget.max_usd` bounds): verdicts,
-    /// paid failures and requests booked as possibly billed.
+    /// What the panel's judges as configured now spent, USD to 1e-12: the sum of `judges[].spend_usd`
+    /// (their verdicts, paid failures and requests booked as possibly billed), as a single-judge
+    /// run's `spend_usd` is its judge's. `folder_spend` holds the whole folder.
     pub spend_usd: f64,
-    /// Requests booked as possibly billed (a reply that may have been billed was never read:
-    /// a kill, or the interrupt's grace period ran out), counted in `spend_usd` at their worst
-    /// case.
+    /// Of the judges' requests, those booked as possibly billed (a reply that may have been
+    /// billed was never read: a kill, or the interrupt's grace period ran out), counted in
+    /// `spend_usd` at their worst case.
     pub possibly_billed: usize,
+    /// Everything the run folder's books hold (what `budget.max_usd` bounds), and how much of it
+    /// is not the panel's: verdicts of judges' earlier configurations or of renamed judges.
+    pub folder_spend: crate::report::schema::FolderSpend,
     /// `budget.max_usd`, if set.
     pub max_usd: Option<f64>,
     /// Queries sent in this invocation.
@@ -285,11 +289,11 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     let trusted: Vec<bool> = cfg.raw.judges.iter().map(|m| m.trusted).collect();
     // Each judge's spend: its configuration's keys only (a judge edited under the same name
     // leaves its older verdicts to the folder's other books).
-    let spends: Vec<f64> = queries
+    let spends: Vec<crate::store::books::Spend> = queries
         .iter()
         .map(|q| {
             q.learn_folder(&cfg.run_dir);
-            books.spend(&|k: &str| q.contains_key(k)).total_usd()
+            books.spend(&|k: &str| q.contains_key(k))
         })
         .collect();
     finish(cfg, &panel, &trusted, opts, &spends, &stored_now(&books), stop, (asked, reused, faults, fit_failed))
@@ -663,7 +667,7 @@ fn finish(
     panel: &PanelJudge,
     trusted: &[bool],
     opts: &RunOptions,
-    spends: &[f64],
+    spends: &[crate::store::books::Spend],
     stored: &[Vec<StoredVerdict>],
     stop: StopReason,
     (asked, reused, faults, fit_failed): (usize, usize, Faults, Option<crate::model::FitError>),
@@ -718,13 +722,13 @@ fn finish(
         .zip(stored)
         .zip(trusted)
         .zip(spends)
-        .map(|(((m, s), &t), &usd)| PanelJudgeSpend {
+        .map(|(((m, s), &t), usd)| PanelJudgeSpend {
             name: m.name.clone(),
             judge: m.judge.describe(),
             trusted: t,
             queries: s.len(),
             invalid: s.iter().filter(|v| v.y.is_none()).count(),
-            spend_usd: pico(usd),
+            spend_usd: pico(usd.total_usd()),
         })
         .collect();
     // No valid verdict: the fit is the prior's, and no top-k is claimed; a tie at the k-th
@@ -754,8 +758,20 @@ fn finish(
         stop_message: faults.invalid_stop.clone().filter(|_| stop == StopReason::MaxInvalidRate),
         judges,
         comparisons: stored.iter().map(Vec::len).sum(),
-        spend_usd: pico(folder.total_usd()),
-        possibly_billed: folder.possibly_billed,
+        spend_usd: pico(spends.iter().map(crate::store::books::Spend::total_usd).sum()),
+        possibly_billed: spends.iter().map(|s| s.possibly_billed).sum(),
+        folder_spend: crate::report::schema::FolderSpend {
+            spend_usd: pico(folder.total_usd()),
+            other_usd: pico(
+                (folder.total_usd() - spends.iter().map(crate::store::books::Spend::total_usd).sum::<f64>()).max(0.0),
+            ),
+            possibly_billed: folder.possibly_billed,
+            possibly_billed_usd: folder.possibly_billed_usd,
+            in_open_batch_job: None,
+            fingerprint_usd: 0.0,
+            gate_trusted_usd: 0.0,
+            max_usd: cfg.raw.budget.max_usd,
+        },
         max_usd: cfg.raw.budget.max_usd,
         asked_now: asked,
         reused,
@@ -770,7 +786,7 @@ fn finish(
         .or_else(|| {
             // A panel keeps no per-judge token counts of its overruns.
             let cause = (result.asked_now > 0).then(|| "a judge billed more than its worst case: more prompt tokens than the prompt has bytes, or more completion tokens than max_tokens".to_string());
-            RunError::above_max_usd(cause, result.spend_usd, cfg.raw.budget.max_usd)
+            RunError::above_max_usd(cause, result.folder_spend.spend_usd, cfg.raw.budget.max_usd)
         });
     super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, after)
 }
@@ -804,6 +820,14 @@ fn pico(usd: f64) -> f64 {
 /// The printed summary of a panel run: the spend per judge, then the panel as `fit --panel`
 /// prints it.
 pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
+    let of_max = || {
+        r.max_usd
+            .map(|m| if m < 1e6 { format!(" of max_usd ${m}") } else { format!(" of max_usd ${m:e}") })
+            .unwrap_or_default()
+    };
+    // Other books in the folder: max_usd goes with the folder's total, on its own line.
+    let f = &r.folder_spend;
+    let others = f.other_usd > 5e-13;
     let mut t = format!(
         "judge panel run: stopped ({}), {} ({} asked now, {} reused), ${:.6} spent{}{}\n",
         serde_json::to_value(r.stop_reason).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
@@ -811,15 +835,13 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
         r.asked_now,
         r.reused,
         r.spend_usd,
-        r.max_usd
-            .map(|m| if m < 1e6 { format!(" of max_usd ${m}") } else { format!(" of max_usd ${m:e}") })
-            .unwrap_or_default(),
+        if others { String::new() } else { of_max() },
         if r.possibly_billed > 0 { format!(" ({} possibly billed)", r.possibly_billed) } else { String::new() }
     );
     // Nothing asked now: the folder's books (its verdicts, or those of earlier settings) already
     // use the budget up, or an empty folder's budget does not cover one query.
-    let books_reached = (r.asked_now == 0 && (r.reused > 0 || r.spend_usd > 0.0))
-        .then(|| crate::report::summary::budget_reached(r.stop_reason, r.spend_usd, r.max_usd))
+    let books_reached = (r.asked_now == 0 && (r.reused > 0 || r.folder_spend.spend_usd > 0.0))
+        .then(|| crate::report::summary::budget_reached(r.stop_reason, r.folder_spend.spend_usd, r.max_usd))
         .flatten();
     if let Some(why) = books_reached {
         t.push_str(&format!("  {why}\n"));
@@ -845,10 +867,12 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
             j.judge
         ));
     }
-    let other = r.spend_usd - r.judges.iter().map(|j| j.spend_usd).sum::<f64>();
-    if other > 5e-13 {
+    if others {
         t.push_str(&format!(
-            "  other books of this folder: ${other:.6} (verdicts of earlier configurations or renamed judges, a gate; counted against max_usd, not fitted)\n"
+            "  other books of this folder: ${:.6} (verdicts of earlier configurations or renamed judges, a gate; counted against max_usd, not fitted): ${:.6} in all{}\n",
+            f.other_usd,
+            f.spend_usd,
+            of_max()
         ));
     }
     if r.failed > 0 {
