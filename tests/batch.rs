@@ -233,6 +233,33 @@ fn expired_and_erroring_jobs_book_what_ran_and_name_the_rest() {
     }
 }
 
+/// Jobs the provider lets expire before running a line: their queries are not billed, not
+/// charged to their pairs (none is set aside), and asked again; three such rounds in a row
+/// stop the run, counting only the queries of those rounds.
+#[test]
+fn requests_an_expired_job_never_ran_are_no_fault_of_their_pairs() {
+    let fake = FakeOpenAi::start();
+    // Jobs 0 and 1 run 6 of their 8 lines; from job 2 on, none.
+    fake.batch_script(BatchScript { expire_after: Some(6), expire_from_job: Some(2), ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "x", &fake.base_url, "  max_comparisons: 56\n");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let jobs = fake.batch_jobs();
+    assert_eq!(jobs.iter().map(|j| j.1.as_str()).collect::<Vec<_>>(), ["expired"; 5]);
+    assert!(
+        text(&out).contains("24 queries failed in 3 consecutive rounds without any verdict; last error: batch job"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("ended expired before this request ran; not billed"), "{}", text(&out));
+    assert!(!text(&out).contains("set aside"), "{}", text(&out));
+    assert!(text(&out).contains("(12 valid, 0 invalid, 28 failed)"), "{}", text(&out));
+    let runs = dir.path().join("runs/x");
+    assert_eq!(booked(&runs).verdicts, 12);
+    check_books(&fake, &runs, None);
+}
+
 /// `--detach` submits one round and exits (`stop_reason: batch_pending`); a second `--detach`
 /// while the job runs books nothing and says where the job is; the next run books it.
 #[test]

@@ -75,6 +75,14 @@ pub enum JudgeError {
         /// Cost already incurred by earlier attempts of this query (USD).
         cost_usd: f64,
     },
+    /// The provider ended the query's batch job (expired, or cancelled on its side) before the
+    /// request ran: not billed, and no failure of the pair (it is not set aside for it); it
+    /// counts towards the run's rounds without any verdict.
+    #[error("{message}")]
+    NotRun {
+        /// Which job and how it ended.
+        message: String,
+    },
     /// The query went out in a provider batch job that has not ended in this invocation (`run
     /// --detach`, or a job that could not be read): nothing is booked for it now, its intent
     /// stays open, and the next run books it from the job's output (docs/live.md, "Batch
@@ -110,6 +118,7 @@ impl JudgeError {
             JudgeError::Unjudgeable { .. }
             | JudgeError::Unavailable { .. }
             | JudgeError::Fatal { .. }
+            | JudgeError::NotRun { .. }
             | JudgeError::Pending { .. } => 0.0,
         }
     }
@@ -125,6 +134,7 @@ impl JudgeError {
             JudgeError::Unjudgeable { .. }
             | JudgeError::Unavailable { .. }
             | JudgeError::Fatal { .. }
+            | JudgeError::NotRun { .. }
             | JudgeError::Pending { .. } => {
                 *self =
                     JudgeError::Request { status: None, message: self.to_string(), retryable: false, cost_usd: usd };

@@ -357,6 +357,10 @@ impl BatchJudge {
                     cost_usd: self.worst_case_usd(pool, a, b),
                 }),
                 None if cancelled_by_us => Err(JudgeError::NotSent { cost_usd: 0.0 }),
+                // The provider's window ran out (or it cancelled): the request never ran.
+                None if matches!(job.status, BatchJobStatus::Expired | BatchJobStatus::Cancelled) => {
+                    Err(JudgeError::NotRun { message: why_missing.clone() })
+                }
                 None => Err(not_run(why_missing.clone())),
             })
             .collect();

@@ -275,7 +275,7 @@ impl Faults {
         self.failing = Some(match s.dispatch {
             Dispatch::WaitForBatch | Dispatch::Batch => format!(
                 "{} queries failed in {} consecutive rounds without any verdict; last error: {}",
-                self.failed,
+                sched.failed_rounds_queries(),
                 sched.failed_rounds(),
                 self.last_error
             ),
@@ -341,7 +341,9 @@ impl Faults {
                 self.last_error = e.to_string();
                 tracing::warn!("query {ida} vs {idb} failed: {e}");
                 let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
-                if e.setting().is_none() && self.quarantine.failed(a, b, &self.last_error, unjudgeable) {
+                // A request the provider never ran (an expired batch job) is no fault of its pair.
+                let pairs_fault = e.setting().is_none() && !matches!(e, JudgeError::NotRun { .. });
+                if pairs_fault && self.quarantine.failed(a, b, &self.last_error, unjudgeable) {
                     tracing::warn!(
                         "{ida} vs {idb} set aside for the rest of this run after {} failed queries",
                         self.quarantine.failures(a, b)

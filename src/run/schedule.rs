@@ -236,6 +236,8 @@ pub struct Scheduler {
     /// Consecutive rounds (pipelined: stretches of R resolved queries) that failed without a
     /// verdict.
     failed_rounds: usize,
+    /// The failed queries of those rounds.
+    failed_rounds_queries: usize,
     /// Pipelined: failed queries since the last stored verdict.
     failed_streak: usize,
     budget: Budget,
@@ -300,6 +302,7 @@ impl Scheduler {
             round_stored: 0,
             round_failed: 0,
             failed_rounds: 0,
+            failed_rounds_queries: 0,
             failed_streak: 0,
             budget,
             usd_blocked: false,
@@ -458,8 +461,10 @@ impl Scheduler {
     fn end_round(&mut self) {
         if self.round_stored == 0 && self.round_failed > 0 {
             self.failed_rounds += 1;
+            self.failed_rounds_queries += self.round_failed;
         } else {
             self.failed_rounds = 0;
+            self.failed_rounds_queries = 0;
         }
         self.round_stored = 0;
         self.round_failed = 0;
@@ -473,6 +478,12 @@ impl Scheduler {
             Dispatch::WaitForBatch | Dispatch::Batch => self.failed_rounds,
             Dispatch::Pipelined => self.failed_streak / self.s.refit_every,
         }
+    }
+
+    /// Wait-for-batch and batch: the failed queries of the rounds [`Scheduler::failed_rounds`]
+    /// counts (not those of earlier rounds that also stored a verdict).
+    pub fn failed_rounds_queries(&self) -> usize {
+        self.failed_rounds_queries
     }
 
     /// Whether the judge counts as failing for its rounds without any verdict.

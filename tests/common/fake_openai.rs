@@ -754,6 +754,8 @@ pub struct BatchScript {
     pub delay_ms: u64,
     /// Run only this many lines, then the job expires (the rest are not run, not billed).
     pub expire_after: Option<usize>,
+    /// From the job of this number on (0-based), every job expires before running a line.
+    pub expire_from_job: Option<usize>,
     /// Input lines (0-based) answered in the error file instead of running.
     pub error_lines: Vec<usize>,
     /// The `code` and `message` of those lines' `error` objects (default: a plain one).
@@ -972,7 +974,14 @@ async fn create_batch(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
     };
     let v = job_json(&job);
     let id = job.id.clone();
-    s.batch.jobs.lock().unwrap().push(job);
+    let mut script = script;
+    {
+        let mut jobs = s.batch.jobs.lock().unwrap();
+        if script.expire_from_job.is_some_and(|n| jobs.len() >= n) {
+            script.expire_after = Some(0);
+        }
+        jobs.push(job);
+    }
     if !script.fail {
         tokio::spawn(run_job(s.clone(), id, lines, script));
     }
