@@ -381,6 +381,45 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A judge server that redirects: not followed (a POST could become a GET, or go to another
+/// host without its key); the run stops on the first query, naming the status and the target
+/// (its credentials and the key in its query redacted) and the setting to change.
+#[test]
+fn a_redirect_is_not_followed_and_is_named_with_its_target() {
+    let key = "sk-redirect-0123456789abcdefXYZ";
+    let fake = FakeOpenAi::start();
+    let target = format!("http://user:pw@127.0.0.1:9/v1/chat/completions?api_key={key}");
+    fake.set_always(Some(Fault::Redirect(target)));
+    let dir = tempfile::tempdir().unwrap();
+    let path = live_config(
+        dir.path(),
+        "redir",
+        &fake.base_url,
+        "    api_key_env: TOPK_REDIRECT_TEST_KEY\n",
+        "  batch_size: 1\n",
+        "  max_comparisons: 6\n",
+    );
+    let out = std::process::Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", path.to_str().unwrap()])
+        .env("TOPK_REDIRECT_TEST_KEY", key)
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains(&format!(
+            "{}/chat/completions answered HTTP 307 (a redirect to http://***@127.0.0.1:9/v1/chat/completions?api_key=***)",
+            fake.base_url
+        )),
+        "{all}"
+    );
+    assert!(all.contains("set judge.openai.base_url to the address it redirects to"), "{all}");
+    assert!(!all.contains(key) && !all.contains("user:pw"), "{all}");
+    assert!(all.contains("redirects to (after 1 attempt)"), "not retried: {all}");
+    assert!(fake.requests().len() <= 4, "stopped as an endpoint-wide fault: {}", fake.requests().len());
+}
+
 #[test]
 fn api_key_appears_in_no_file_and_no_output() {
     tls();

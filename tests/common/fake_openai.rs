@@ -94,6 +94,8 @@ pub enum Fault {
     /// The normal reply gzip-compressed with `Content-Encoding: gzip`, although the request
     /// asked for `identity`. Billed.
     Gzip,
+    /// HTTP 307 to this URL (`Location`).
+    Redirect(String),
 }
 
 /// Faults for the requests of one pair of answers (either order): `faults` in turn, then
@@ -631,6 +633,7 @@ async fn handle_inner(
             (StatusCode::from_u16(code).unwrap(), [("retry-after", "0")], body).into_response()
         }
         Some(Fault::Status { code, body }) => (StatusCode::from_u16(code).unwrap(), body).into_response(),
+        Some(Fault::Redirect(to)) => (StatusCode::TEMPORARY_REDIRECT, [("location", to)], "").into_response(),
         Some(Fault::Quota) => (
             StatusCode::TOO_MANY_REQUESTS,
             json!({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}}).to_string(),

@@ -128,6 +128,9 @@ impl OpenAiJudge {
         let http = proxies
             .apply(reqwest::Client::builder())
             .default_headers(headers)
+            // A judge API answers where it is asked: a redirect is an error naming its target
+            // (followed, a POST may turn into a GET, or go to another host without its key).
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(15)))
             .build()
@@ -280,7 +283,12 @@ impl OpenAiJudge {
             )]),
             Ok(resp) => {
                 let status = resp.status().as_u16();
-                let body = resp.text().await.unwrap_or_default();
+                let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok());
+                let to = to.map(|t| format!("a redirect to {}", secret::redact_url(t)));
+                let body = match to {
+                    Some(t) => t,
+                    None => resp.text().await.unwrap_or_default(),
+                };
                 self.endpoint.models_reply(status, &self.redact(&body)).map_err(stop)
             }
         }
@@ -667,6 +675,11 @@ async fn transport(
     let retry_after = retry_after(resp.headers());
     let content_type =
         resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if status.is_redirection() {
+        let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("nowhere");
+        let body = format!("a redirect to {}", secret::redact_url(to));
+        return Err(OpenAIError::Boxed(Box::new(HttpFailure { status: status.as_u16(), retry_after, body })));
+    }
     // Compressed bodies (gzip, deflate, brotli) are decoded by reqwest from Content-Encoding.
     let mut bytes = read_body(resp, status.as_u16()).await?;
     if !status.is_success() {

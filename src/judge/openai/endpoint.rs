@@ -138,6 +138,15 @@ impl Endpoint {
             {
                 Some(self.model_fault(message))
             }
+            (_, Some(300..=399)) => Some(fault(
+                "base_url",
+                format!(
+                    "{}/chat/completions answered HTTP {} ({}); a judge API answers where it is asked, and a followed redirect may drop the key or turn the POST into a GET, so none is followed: set judge.openai.base_url to the address it redirects to",
+                    self.base_url,
+                    status.unwrap_or(0),
+                    clip(body)
+                ),
+            )),
             (_, Some(404)) => Some(fault(
                 "base_url",
                 format!(
@@ -217,6 +226,11 @@ impl Endpoint {
                 self.models_url(),
                 clip(body),
                 self.model
+            )]),
+            300..=399 => Ok(vec![format!(
+                "{} answered HTTP {status} ({}); redirects are not followed: if the queries are redirected too, set judge.openai.base_url to the address it redirects to",
+                self.models_url(),
+                clip(body)
             )]),
             404 => Ok(vec![format!(
                 "{} answered HTTP 404; some servers have no model list, but if the queries fail with 404 too, judge.openai.base_url must be the API base including /v1",
