@@ -425,8 +425,12 @@ fn batch_settings_are_checked_and_named() {
     assert!(text(&out).contains("acquisition.dispatch") && text(&out).contains("OpenAI-compatible"), "{}", text(&out));
     let live =
         write(dir.path(), "live.yaml", &yaml.replace("  dispatch: batch\n  round_size: 8\n  poll_s: 0.02\n", ""));
-    let out = run(dir.path(), &live, &["--detach"]);
-    assert!(!out.status.success() && text(&out).contains("--detach"), "{}", text(&out));
+    // The run and its dry run refuse it alike.
+    for args in [&["--detach"][..], &["--detach", "--dry-run"][..]] {
+        let out = run(dir.path(), &live, args);
+        assert!(!out.status.success(), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("--detach: applies to `acquisition.dispatch: batch` only"), "{}", text(&out));
+    }
     assert_eq!(fake.n_requests() + fake.batch_jobs().len(), 0, "nothing was sent");
 }
 

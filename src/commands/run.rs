@@ -89,6 +89,7 @@ pub fn dry_run_text(
         refuse_for_panel(config, single_judge_flags)?;
         return panel_dry_run_text(&cfg, key_problem, rt);
     }
+    check_detach(config, &cfg, single_judge_flags.contains(&"--detach"))?;
     let mut judge = crate::config::judge::judge_info(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
     // Batch dispatch reserves and books at the batch price.
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
@@ -242,7 +243,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub gate: Option<PathBuf>,
     /// Render the first prompt, count the queries the budget allows and print the worst-case
-    /// cost; send nothing, write nothing.
+    /// cost; write nothing and send no query (an API judge's endpoint is asked for its model
+    /// list, `GET {base_url}/models`, which is free).
     #[arg(long)]
     pub dry_run: bool,
     /// Exit with code 1 when the top-k is not certified (fewer than k items in the *in* set at
@@ -305,15 +307,7 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
         Err(e) => return Err(e),
     }
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
-    if args.detach && cfg.raw.acquisition.dispatch != crate::config::run::Dispatch::Batch {
-        return Err(RunCommandError::Config(ConfigError::invalid(
-            &args.config,
-            crate::domain::invalid::InvalidSetting::new(
-                "--detach",
-                "applies to `acquisition.dispatch: batch` only (provider batch jobs; docs/live.md, \"Batch dispatch\")",
-            ),
-        )));
-    }
+    check_detach(&args.config, &cfg, args.detach)?;
     let outcome = run_with_gate(&cfg, judge, rt, args.quiet, args.detach, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {
         let what = match &args.gate {
@@ -341,6 +335,20 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--detach` on a config without `dispatch: batch` is refused, by the run and its dry run alike.
+fn check_detach(config: &Path, cfg: &Config, detach: bool) -> Result<(), RunCommandError> {
+    if detach && cfg.raw.acquisition.dispatch != crate::config::run::Dispatch::Batch {
+        return Err(RunCommandError::Config(ConfigError::invalid(
+            config,
+            crate::domain::invalid::InvalidSetting::new(
+                "--detach",
+                "applies to `acquisition.dispatch: batch` only (provider batch jobs; docs/live.md, \"Batch dispatch\")",
+            ),
+        )));
+    }
+    Ok(())
 }
 
 /// The flags of `run` given that apply to a single judge only.

@@ -725,10 +725,7 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
         ));
     }
     let refuse = |key: &str, why: &str| {
-        Err(InvalidSetting::new(
-            key,
-            format!("{why} (a judge panel, `judges:`, runs over one pool with design single; docs/model.md §8)"),
-        ))
+        Err(InvalidSetting::new(key, format!("{why}; docs/model.md §8 says what a judge panel (`judges:`) runs")))
     };
     if raw.acquisition.dispatch == Dispatch::Batch {
         return refuse(
