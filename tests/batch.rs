@@ -594,15 +594,19 @@ fn batch_errors_never_show_the_key_and_capital_statuses_are_read() {
         ..Default::default()
     });
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), "s", &fake.base_url, "  max_comparisons: 16\n");
-    let out = Command::new(bin())
-        .current_dir(dir.path())
-        .args(["run", cfg.to_str().unwrap()])
-        .env("TOPK_BATCH_TEST_UNSET_KEY", key)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let all = text(&out);
+    // A run of `name` against `fake` with the key set: all it printed.
+    let keyed_run = |name: &str, fake: &FakeOpenAi| {
+        let cfg = config(dir.path(), name, &fake.base_url, "  max_comparisons: 16\n");
+        let out = Command::new(bin())
+            .current_dir(dir.path())
+            .args(["run", cfg.to_str().unwrap()])
+            .env("TOPK_BATCH_TEST_UNSET_KEY", key)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        text(&out)
+    };
+    let all = keyed_run("s", &fake);
     assert!(all.contains("bad input; key=[redacted]"), "{all}");
     let no_key = |all: &str, run: &Path| {
         assert!(!all.contains("BATCHLEAK"), "{all}");
@@ -621,15 +625,7 @@ fn batch_errors_never_show_the_key_and_capital_statuses_are_read() {
         error_text: Some(format!("Incorrect API key provided: {key}")),
         ..Default::default()
     });
-    let cfg = config(dir.path(), "e", &fake.base_url, "  max_comparisons: 16\n");
-    let out = Command::new(bin())
-        .current_dir(dir.path())
-        .args(["run", cfg.to_str().unwrap()])
-        .env("TOPK_BATCH_TEST_UNSET_KEY", key)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let all = text(&out);
+    let all = keyed_run("e", &fake);
     assert!(all.contains("Incorrect API key provided: [redacted]"), "{all}");
     no_key(&all, &dir.path().join("runs/e"));
     let out = run_bin(dir.path(), &["report", "runs/e"]);
