@@ -338,6 +338,11 @@ fn an_open_batch_job_is_booked_by_a_run_of_another_dispatch() {
     let out = run(dir.path(), &live, &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(!text(&out).contains("possibly billed"), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("resumed: 0 stored verdicts reused, 8 verdicts booked from the batch job an earlier run left open, 8 queries asked in this run"),
+        "{}",
+        stdout(&out)
+    );
     assert_eq!(fake.batch_jobs().len(), 1, "the job is booked, not submitted again");
     let b = booked(&runs);
     assert_eq!(b.verdicts, 16);

@@ -425,6 +425,9 @@ impl OverrunReport {
 pub struct Session {
     /// Stored verdicts of this judge configuration found at the start (reused, not asked again).
     pub reused: usize,
+    /// Verdicts this invocation booked from a provider batch job an earlier run left open
+    /// (asked then, paid once, stored now).
+    pub from_open_job: usize,
     /// Queries sent in this invocation (stored or failed).
     pub asked: usize,
 }

@@ -147,12 +147,19 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = writeln!(s, "batch job open: {b}; run the same config again to book its results once it has ended");
     }
     if let Some(sess) = r.fit.reporting.session
-        && sess.reused > 0
+        && sess.reused + sess.from_open_job > 0
     {
         let asked = if sess.asked == 1 { "1 query".to_string() } else { format!("{} queries", sess.asked) };
+        let from_job = match sess.from_open_job {
+            0 => String::new(),
+            n => format!(
+                ", {} booked from the batch job an earlier run left open",
+                crate::domain::fmt::count(n, "verdict")
+            ),
+        };
         let _ = write!(
             s,
-            "resumed: {} reused, {asked} asked in this run",
+            "resumed: {} reused{from_job}, {asked} asked in this run",
             crate::domain::fmt::count(sess.reused, "stored verdict")
         );
         if sess.asked == 0

@@ -69,6 +69,8 @@ pub struct Resumed {
     /// A round still open (its job has not ended, or could not be read): the run books nothing
     /// new and stops (`stop_reason: batch_pending`).
     pub pending: Option<String>,
+    /// Verdicts booked from the settled rounds' jobs.
+    pub booked: usize,
 }
 
 /// An OpenAI-compatible judge whose queries go out as provider batch jobs (module docs).
@@ -636,6 +638,7 @@ impl BatchJudge {
                 ended: Some(job.status.as_str().into()),
                 ..Default::default()
             });
+            done.booked += verdicts;
             done.notes.push(format!(
                 "batch job {id} (round {}) {}: {verdicts} verdicts booked, {failed} queries without one",
                 r.round,

@@ -64,6 +64,9 @@ pub async fn run(cfg: &Config, judge: Arc<dyn Judge>, opts: &RunOptions) -> Resu
         driver.progress.println(&note);
     }
     driver.faults.batch_pending = resumed.pending;
+    // Verdicts booked from a job an earlier run left open were stored now, not reused.
+    driver.reused = driver.reused.saturating_sub(resumed.booked);
+    driver.from_open_job = resumed.booked;
     let stop = driver.drive().await;
     let (books, ending) = driver.end().await;
     let stop = stop?;
@@ -143,6 +146,8 @@ struct Driver<'a> {
     fit_failed: Option<FitError>,
     /// Verdicts reused from the books when the run started.
     reused: usize,
+    /// Of the stored verdicts at the start, those booked from an open batch job just now.
+    from_open_job: usize,
     progress: Progress,
     _lock: crate::store::lock::RunLock,
 }
@@ -233,6 +238,7 @@ impl<'a> Driver<'a> {
             faults,
             fit_failed: None,
             reused: stored.len(),
+            from_open_job: 0,
             progress,
             _lock: lock,
         })
@@ -404,7 +410,8 @@ impl<'a> Driver<'a> {
     /// with what the result needs.
     async fn end(self) -> (Result<Books, BooksError>, Ending) {
         self.out.interrupt.set_in_flight(0);
-        let session = Session { reused: self.reused, asked: self.out.asked_at_close() };
+        let session =
+            Session { reused: self.reused, from_open_job: self.from_open_job, asked: self.out.asked_at_close() };
         let rate = self.out.rate;
         let books = self.out.disp.close().await;
         self.progress.finish();
