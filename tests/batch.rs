@@ -556,6 +556,16 @@ fn files_that_disagree_with_the_bill_are_booked_at_the_worst_case() {
         assert!(b.usd <= max + 1e-12, "{fault:?}: ${} within max_usd", b.usd);
         let r = json(&runs.join("result.json"));
         assert_ne!(r["stop_reason"], "batch_pending", "{fault:?}");
+        // The queries without a line are booked as possibly billed, and said so.
+        assert_eq!(r["possibly_billed"].as_u64().unwrap() as usize, b.possibly_billed, "{fault:?}: {r}");
+        assert_eq!(r["folder_spend"]["possibly_billed"], r["possibly_billed"], "{fault:?}: {r}");
+        if fault != OutputFault::Extra {
+            assert!(b.possibly_billed > 0, "{fault:?}: {b:?}");
+            assert!(
+                stdout(&out).contains(&format!("(includes {} possibly billed", b.possibly_billed)),
+                "{fault:?}: {all}"
+            );
+        }
         if fault == OutputFault::Extra {
             // Every query has its line: the extra lines are booked at the usage they report.
             assert!((b.usd - billed).abs() < 1e-12, "books ${} = bill ${billed}", b.usd);

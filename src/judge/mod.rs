@@ -75,6 +75,16 @@ pub enum JudgeError {
         /// Cost already incurred by earlier attempts of this query (USD).
         cost_usd: f64,
     },
+    /// The request may have run and been billed, but nothing says what it answered or cost (a
+    /// provider batch job whose files have no line for it): booked as possibly billed at
+    /// `cost_usd`, its worst case, as a request cut off by a kill is.
+    #[error("{message}")]
+    PossiblyBilled {
+        /// Which job, and why its outcome is unknown.
+        message: String,
+        /// Its worst case, USD.
+        cost_usd: f64,
+    },
     /// The provider ended the query's batch job (expired, or cancelled on its side) before the
     /// request ran: not billed, and no failure of the pair (it is not set aside for it); it
     /// counts towards the run's rounds without any verdict.
@@ -114,6 +124,7 @@ impl JudgeError {
         match self {
             JudgeError::Request { cost_usd, .. }
             | JudgeError::Endpoint { cost_usd, .. }
+            | JudgeError::PossiblyBilled { cost_usd, .. }
             | JudgeError::NotSent { cost_usd } => *cost_usd,
             JudgeError::Unjudgeable { .. }
             | JudgeError::Unavailable { .. }
@@ -130,6 +141,7 @@ impl JudgeError {
         match self {
             JudgeError::Request { cost_usd, .. }
             | JudgeError::Endpoint { cost_usd, .. }
+            | JudgeError::PossiblyBilled { cost_usd, .. }
             | JudgeError::NotSent { cost_usd } => *cost_usd += usd,
             JudgeError::Unjudgeable { .. }
             | JudgeError::Unavailable { .. }

@@ -348,14 +348,12 @@ impl BatchJudge {
                 Some(BatchResult::Error { code, message, .. }) => {
                     Err(not_run(format!("in batch job {}: {code}: {message}", job.id)))
                 }
-                None if in_doubt => Err(JudgeError::Request {
-                    status: None,
+                None if in_doubt => Err(JudgeError::PossiblyBilled {
                     message: format!(
-                        "batch job {} ended {} without a line for this request; booked at its worst case, as it may have been billed",
+                        "batch job {} ended {} without a line for this request; booked as possibly billed at its worst case",
                         job.id,
                         job.status.as_str()
                     ),
-                    retryable: true,
                     cost_usd: self.worst_case_usd(pool, a, b),
                 }),
                 None if cancelled_by_us => Err(JudgeError::NotSent { cost_usd: 0.0 }),
@@ -626,6 +624,10 @@ impl BatchJudge {
                         let rec = VerdictRecord::from_reply(key.to_owned(), pool, (a, b), who.clone(), reply);
                         books.record_replies(vec![(intent.intent, rec)])?;
                         verdicts += 1;
+                    }
+                    Err(e @ JudgeError::PossiblyBilled { .. }) => {
+                        books.record_possibly_billed(intent.intent, e.cost_usd(), &e.to_string())?;
+                        failed += 1;
                     }
                     Err(e) => {
                         books.record_failure(intent.intent, key, &intent.a, &intent.b, e.cost_usd(), &e.to_string())?;

@@ -178,6 +178,10 @@ fn book_replies<T>(
             }
             // Its outcome is in a batch job still open: the intent stays open for the next run.
             Err(e @ JudgeError::Pending { .. }) => DispatchOutcome::Failed(e),
+            Err(e @ JudgeError::PossiblyBilled { .. }) => {
+                lock().record_possibly_billed(intent, e.cost_usd(), &e.to_string())?;
+                DispatchOutcome::Failed(e)
+            }
             Err(e) => {
                 let (cost, msg) = (e.cost_usd(), e.to_string());
                 let (ida, idb) = (pool.items[a].id.clone(), pool.items[b].id.clone());

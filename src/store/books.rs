@@ -341,6 +341,17 @@ impl Books {
         Ok(())
     }
 
+    /// Book the query of intent `id` as possibly billed at `cost_usd` (at least its reservation):
+    /// it may have run, and nothing says what it answered or cost
+    /// ([`crate::judge::JudgeError::PossiblyBilled`]).
+    ///
+    /// # Errors
+    /// [`BooksError::Intents`].
+    pub fn record_possibly_billed(&mut self, id: IntentId, cost_usd: f64, reason: &str) -> Result<(), BooksError> {
+        self.intents.book_possibly_billed_at(id, reason, Some(cost_usd))?;
+        Ok(())
+    }
+
     /// Close the intents `ids` of queries written ahead and never sent (not billed), with one
     /// fsync.
     ///

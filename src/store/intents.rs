@@ -463,12 +463,26 @@ impl IntentLog {
     /// # Panics
     /// If `id` is not open.
     pub fn book_possibly_billed(&mut self, id: IntentId, reason: &str) -> Result<Closure, IntentError> {
+        self.book_possibly_billed_at(id, reason, None)
+    }
+
+    /// [`IntentLog::book_possibly_billed`] at `usd` when given and above the reservation (a
+    /// worst case raised since the request was reserved), else at the reservation.
+    ///
+    /// # Errors
+    /// As [`IntentLog::book_possibly_billed`].
+    pub fn book_possibly_billed_at(
+        &mut self,
+        id: IntentId,
+        reason: &str,
+        usd: Option<f64>,
+    ) -> Result<Closure, IntentError> {
         let i = self.open.remove(&id).expect("only open intents are booked");
         let c = Closure {
             closed: id,
             key: i.key,
             possibly_billed: true,
-            cost_usd: i.reserved_usd,
+            cost_usd: usd.map_or(i.reserved_usd, |u| u.max(i.reserved_usd)),
             reason: reason.into(),
             ts: now_s(),
         };
