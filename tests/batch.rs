@@ -325,13 +325,15 @@ fn an_open_batch_job_is_booked_by_a_run_of_another_dispatch() {
     );
     let mock = write(dir.path(), "sw-mock.yaml", &mock);
     let before = std::fs::read_to_string(runs.join("intents.jsonl")).unwrap();
-    let out = run(dir.path(), &mock, &[]);
-    assert!(!out.status.success());
-    assert!(
-        text(&out).contains("batches.jsonl: a provider batch job of an earlier run is still open (8 queries), and this judge cannot read batch jobs"),
-        "{}",
-        text(&out)
-    );
+    for args in [&[][..], &["--dry-run"][..]] {
+        let out = run(dir.path(), &mock, args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out).contains("batches.jsonl: a provider batch job of an earlier run is still open (8 queries), and this judge cannot read batch jobs"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
     assert_eq!(std::fs::read_to_string(runs.join("intents.jsonl")).unwrap(), before, "nothing booked");
     let live = write(dir.path(), "sw-live.yaml", &live);
     wait_until("the job to end", 30, || fake.batch_jobs()[0].1 == "completed");
@@ -523,6 +525,26 @@ fn a_server_without_batch_jobs_is_named_at_the_first_round() {
     let b = booked(&runs);
     assert_eq!((b.verdicts, b.usd, b.open_intents), (0, 0.0, 0));
     assert_eq!(lines(&runs.join("intents.jsonl")).iter().filter(|l| l["intent"].is_u64()).count(), 8, "one round only");
+    // Files API redirected: not followed; the first round stops the run naming the target
+    // (its query values as ***) and base_url, and leaves no round open.
+    let fake = FakeOpenAi::start();
+    fake.move_files_api("http://127.0.0.1:9/v1/files?token=abc");
+    let cfg = config(dir.path(), "m", &fake.base_url, "  max_comparisons: 16\n");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(!out.status.success());
+    let runs = dir.path().join("runs/m");
+    let last = json(&runs.join("result.json"))["last_error"].as_str().unwrap().to_owned();
+    assert!(
+        last.contains(&format!(
+            "{}/files answered HTTP 307 (a redirect to http://127.0.0.1:9/v1/files?token=***)",
+            fake.base_url
+        )) && last.contains("set judge.openai.base_url"),
+        "{last}"
+    );
+    let b = booked(&runs);
+    assert_eq!((b.verdicts, b.usd, b.open_intents), (0, 0.0, 0));
+    assert_eq!(lines(&runs.join("intents.jsonl")).iter().filter(|l| l["intent"].is_u64()).count(), 8, "one round only");
+    assert!(lines(&runs.join("batches.jsonl")).iter().any(|l| l["ended"] == "not_submitted"));
 }
 
 /// A job's files that disagree with what ran (custom ids the round never had, one id repeated,
@@ -643,6 +665,18 @@ fn batch_errors_never_show_the_key_and_capital_statuses_are_read() {
     let all = keyed_run("e", &fake);
     assert!(all.contains("Incorrect API key provided: [redacted]"), "{all}");
     no_key(&all, &dir.path().join("runs/e"));
+    // The same with every character of the line's text written as a JSON \u escape: redacted
+    // in the strings as parsed.
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript {
+        error_lines: (0..8).collect(),
+        error_text: Some(format!("Incorrect API key provided: {key}")),
+        escape_error_text: true,
+        ..Default::default()
+    });
+    let all = keyed_run("x", &fake);
+    assert!(all.contains("Incorrect API key provided: [redacted]"), "{all}");
+    no_key(&all, &dir.path().join("runs/x"));
     let out = run_bin(dir.path(), &["report", "runs/e"]);
     no_key(&text(&out), &dir.path().join("runs/e"));
     let fake = FakeOpenAi::start();

@@ -85,6 +85,8 @@ pub fn dry_run_text(
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
+    // A folder with a batch job still open that this judge cannot book: refused as the run is.
+    crate::run::folder::open_batch_keys(&cfg)?;
     if cfg.is_panel() {
         refuse_for_panel(config, single_judge_flags)?;
         return panel_dry_run_text(&cfg, key_problem, rt);

@@ -44,6 +44,9 @@ enum Submission {
     NotSubmitted(String),
     /// The provider has no Files or Batches API (HTTP 404, 405 or 501): why.
     Unsupported(String),
+    /// A setting is wrong (a redirect: `base_url`): nothing was made; every query fails with it
+    /// and the run stops.
+    Refused(JudgeError),
     /// Submitted or possibly submitted, and not known which: left open for a later run.
     Pending(String),
 }
@@ -178,6 +181,7 @@ impl BatchJudge {
                     "the server has no Files API for batch jobs ({e}); use dispatch: wait_for_batch or pipelined with this judge"
                 ));
             }
+            Err(e @ JudgeError::Endpoint { .. }) => return Submission::Refused(e),
             Err(e) => return Submission::NotSubmitted(format!("the batch input was not uploaded: {e}")),
         };
         if let Err(e) = self.record(BatchLine { round, input_file_id: Some(file.clone()), ..Default::default() }) {
@@ -196,6 +200,8 @@ impl BatchJudge {
                     "the server has no Batches API ({e}); use dispatch: wait_for_batch or pipelined with this judge"
                 ));
             }
+            // Answered with a redirect (not followed): no job was made.
+            Err(e @ JudgeError::Endpoint { .. }) => return Submission::Refused(e),
             Err(e) => match self.api().find_by_input(file).await {
                 Ok(Some(job)) => job,
                 Ok(None) => return Submission::NotSubmitted(format!("the batch job was not created: {e}")),
@@ -515,6 +521,10 @@ impl BatchJudge {
                         })
                         .collect()
                 }
+                Submission::Refused(e) => {
+                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                    sent.iter().map(|_| Err(e.clone())).collect()
+                }
                 Submission::Pending(why) => {
                     sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
                 }
@@ -579,6 +589,11 @@ impl BatchJudge {
                 }
                 Submission::Pending(why) => {
                     done.pending = Some(format!("batch round {}: {why}", r.round));
+                    return Ok(done);
+                }
+                // (Not from adopting: it only reads.) Left open, as an unreadable job is.
+                Submission::Refused(e) => {
+                    done.pending = Some(format!("batch round {}: {e}", r.round));
                     return Ok(done);
                 }
                 Submission::Job(id) => id,

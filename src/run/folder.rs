@@ -140,6 +140,24 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.to_owned(), source }
 }
 
+/// The queries of the provider batch jobs still open in `cfg`'s run folder (none without
+/// batches.jsonl): the run books them from the jobs' output whatever its own dispatch.
+///
+/// # Errors
+/// [`RunError::BatchOpen`] when a job is open and the config's judge cannot read batch jobs (a
+/// mock, a panel): refused by the run and its dry run before anything is written;
+/// [`RunError::Io`] when batches.jsonl cannot be read.
+pub fn open_batch_keys(cfg: &Config) -> Result<std::collections::HashSet<String>, RunError> {
+    let batches = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
+    let keep = crate::store::batches::BatchLog::open_keys(&cfg.run_dir)
+        .map_err(|e| RunError::Io { path: batches.clone(), source: std::io::Error::other(e.detail()) })?;
+    let reads_batches = !cfg.is_panel() && matches!(cfg.raw.judge(), crate::config::judge::JudgeConfig::Openai(_));
+    if !keep.is_empty() && !reads_batches {
+        return Err(RunError::BatchOpen { path: batches, queries: keep.len() });
+    }
+    Ok(keep)
+}
+
 /// Open the run folder: take its lock, install the signal handlers, open the books (open intents
 /// of a run that ended early are booked as possibly billed), remove an earlier result.json, and
 /// write run.json and the run's inputs (config.yaml, pool.jsonl, prompt/).
@@ -181,13 +199,7 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     // The queries of a provider batch job still open stay open: the run books them from the
     // job's output (super::batch), whatever its own dispatch; a judge that cannot read batch
     // jobs stops here, before anything is written.
-    let batches = dir.join(crate::store::batches::BATCHES_FILE);
-    let keep = crate::store::batches::BatchLog::open_keys(dir)
-        .map_err(|e| RunError::Io { path: batches.clone(), source: std::io::Error::other(e.detail()) })?;
-    let reads_batches = !cfg.is_panel() && matches!(cfg.raw.judge(), crate::config::judge::JudgeConfig::Openai(_));
-    if !keep.is_empty() && !reads_batches {
-        return Err(RunError::BatchOpen { path: batches, queries: keep.len() });
-    }
+    let keep = open_batch_keys(cfg)?;
     let (books, mut warnings) = Books::open_keeping(dir, &crate::store::books::RUN_BOOKS, &keep)?;
     // An earlier run's result is not this run's: gone until this run writes its own.
     let result_path = dir.join("result.json");

@@ -763,6 +763,9 @@ pub struct BatchScript {
     pub error_lines: Vec<usize>,
     /// The `code` and `message` of those lines' `error` objects (default: a plain one).
     pub error_text: Option<String>,
+    /// Write `error_text` with every character as a JSON `\uXXXX` escape (valid JSON, the
+    /// same string once parsed).
+    pub escape_error_text: bool,
     /// The job fails validation: nothing runs.
     pub fail: bool,
     /// The message of a failed job's error (default: a plain one).
@@ -823,6 +826,8 @@ struct BatchState {
     billed_lines: Mutex<Vec<(String, String)>>,
     /// No Files API: uploads answer 404, as on a server without batch jobs.
     no_files: std::sync::atomic::AtomicBool,
+    /// Uploads answer HTTP 307 to this URL.
+    files_moved_to: Mutex<Option<String>>,
 }
 
 impl FakeOpenAi {
@@ -862,6 +867,11 @@ impl FakeOpenAi {
     /// Answer uploads with 404, as a server without the Files API does.
     pub fn without_files_api(&self) {
         self.shared.batch.no_files.store(true, Ordering::SeqCst);
+    }
+
+    /// Uploads answer HTTP 307 to `to`.
+    pub fn move_files_api(&self, to: &str) {
+        *self.shared.batch.files_moved_to.lock().unwrap() = Some(to.to_owned());
     }
 
     /// Files stored.
@@ -927,6 +937,9 @@ fn multipart_file(headers: &HeaderMap, body: &[u8]) -> Option<Vec<u8>> {
 async fn upload_file(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     if s.batch.no_files.load(Ordering::SeqCst) {
         return (StatusCode::NOT_FOUND, "File Not Found").into_response();
+    }
+    if let Some(to) = s.batch.files_moved_to.lock().unwrap().clone() {
+        return (StatusCode::TEMPORARY_REDIRECT, [("location", to)], "").into_response();
     }
     hold_batch_step(&s, BatchStep::UploadBeforeStore).await;
     let Some(content) = multipart_file(&headers, &body) else {
@@ -1026,12 +1039,15 @@ async fn run_job(s: Arc<Shared>, id: String, lines: Vec<Value>, script: BatchScr
         }
         let custom_id = line["custom_id"].as_str().unwrap_or_default().to_owned();
         if script.error_lines.contains(&i) {
-            err.push_str(
-                &json!({"id": format!("req-{i}"), "custom_id": custom_id, "response": null,
+            let mut line = json!({"id": format!("req-{i}"), "custom_id": custom_id, "response": null,
                 "error": {"code": script.error_text.as_deref().unwrap_or("server_error"),
                     "message": script.error_text.as_deref().unwrap_or("the request failed inside the batch")}})
-                .to_string(),
-            );
+            .to_string();
+            if let Some(t) = script.error_text.as_deref().filter(|_| script.escape_error_text) {
+                let escaped: String = t.encode_utf16().map(|u| format!("\\u{u:04x}")).collect();
+                line = line.replace(t, &escaped);
+            }
+            err.push_str(&line);
             err.push('\n');
             with_job(&s, &id, |j| j.failed += 1);
             continue;

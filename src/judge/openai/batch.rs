@@ -153,6 +153,39 @@ pub fn parse_results(bytes: &[u8]) -> Vec<Result<BatchResult, String>> {
 }
 
 impl OpenAiJudge {
+    /// JSON text (one document, or JSON Lines) from the provider with the key redacted in every
+    /// string as parsed, whatever its escapes (`\u0073k-…` is the key too), and in the text of
+    /// lines that are not JSON; each JSON line is written back compact.
+    fn redact_json_text(&self, bytes: &[u8]) -> String {
+        fn walk(v: &mut Value, redact: &dyn Fn(&str) -> String) {
+            match v {
+                Value::String(s) => *s = redact(s),
+                Value::Array(a) => a.iter_mut().for_each(|x| walk(x, redact)),
+                Value::Object(o) => {
+                    let taken = std::mem::take(o);
+                    for (k, mut x) in taken {
+                        walk(&mut x, redact);
+                        o.insert(redact(&k), x);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let text = String::from_utf8_lossy(bytes);
+        let redact = |s: &str| self.redact(s);
+        let one = |t: &str| match serde_json::from_str::<Value>(t) {
+            Ok(mut v) => {
+                walk(&mut v, &redact);
+                v.to_string()
+            }
+            Err(_) => self.redact(t),
+        };
+        if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
+            return one(&text);
+        }
+        text.lines().map(one).collect::<Vec<_>>().join("\n")
+    }
+
     /// `job` with the provider's error texts redacted: they are server text, and a provider may
     /// quote the request's key in them.
     fn redacted(&self, mut job: BatchJob) -> BatchJob {
@@ -185,6 +218,19 @@ impl OpenAiJudge {
         };
         let resp = req.send().await.map_err(|e| fail(None, reqwest_error(&e).message, true))?;
         let status = resp.status().as_u16();
+        if resp.status().is_redirection() {
+            // Not followed (the client's policy): a redirected upload or create made nothing.
+            let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("nowhere");
+            return Err(JudgeError::Endpoint {
+                setting: "base_url".into(),
+                message: self.redact(&format!(
+                    "{what}: {} answered HTTP {status} (a redirect to {}); redirects are not followed: set judge.openai.base_url to the address it redirects to",
+                    crate::judge::openai::secret::redact_url(resp.url().as_str()),
+                    crate::judge::openai::secret::redact_url(to)
+                )),
+                cost_usd: 0.0,
+            });
+        }
         let bytes = resp.bytes().await.map_err(|e| fail(Some(status), reqwest_error(&e).message, true))?;
         if !(200..300).contains(&status) {
             let body = String::from_utf8_lossy(&bytes);
@@ -211,7 +257,7 @@ impl OpenAiJudge {
     ) -> Result<R, JudgeError> {
         // Redacted as text before it is read: no field of a provider's reply (a job's errors,
         // status or ids) reaches a message or a record with the key in it.
-        let bytes = self.redact(&String::from_utf8_lossy(&self.api_bytes(what, req).await?)).into_bytes();
+        let bytes = self.redact_json_text(&self.api_bytes(what, req).await?).into_bytes();
         serde_json::from_slice(&bytes).map_err(|e| JudgeError::Request {
             status: None,
             message: self.redact(&format!(
@@ -430,7 +476,7 @@ impl BatchApi for OpenAiJudge {
     /// anywhere in a line (an `error` object's code or message, a response body), and no field
     /// of it reaches a message, a record or a log unredacted.
     fn parse_results(&self, bytes: &[u8]) -> Vec<Result<BatchResult, String>> {
-        let text = self.redact(&String::from_utf8_lossy(bytes));
+        let text = self.redact_json_text(bytes);
         parse_results(text.as_bytes()).into_iter().map(|r| r.map_err(|e| self.redact(&e))).collect()
     }
 }
