@@ -366,6 +366,29 @@ fn an_open_batch_job_is_booked_by_a_run_of_another_dispatch() {
     check_books(&fake, &runs, None);
 }
 
+/// An open round resumed by a config whose base_url changed: its job cannot be read there; the
+/// round stays open (booked at its reservation), and the message names the judge that sent it.
+#[test]
+fn an_open_round_resumed_at_another_base_url_names_the_judge_that_sent_it() {
+    let (first, other) = (FakeOpenAi::start(), FakeOpenAi::start());
+    first.batch_script(BatchScript { delay_ms: 60_000, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "mv", &first.base_url, "  max_comparisons: 8\n");
+    assert!(run(dir.path(), &cfg, &["--detach"]).status.success());
+    let moved = config(dir.path(), "mv", &other.base_url, "  max_comparisons: 8\n");
+    let out = run(dir.path(), &moved, &[]);
+    let said = text(&out);
+    assert!(
+        said.contains(&format!(
+            "round 1 was sent by judge `openai fake-judge @ {} (prompt test.j2)` and this config's judge is `openai fake-judge @ {} (prompt test.j2)`: if base_url changed, run the config that sent it to book the job",
+            first.base_url, other.base_url
+        )),
+        "{said}"
+    );
+    assert_eq!(booked(&dir.path().join("runs/mv")).open_intents, 8, "the round stays open");
+    assert_eq!(other.batch_jobs().len(), 0);
+}
+
 /// `max_usd` bounds a round before it is submitted: the reservations at the batch price.
 #[test]
 fn max_usd_holds_across_rounds() {

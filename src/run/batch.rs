@@ -112,6 +112,16 @@ pub fn reserve_factor(oc: &crate::judge::openai::OpenAiConfig) -> f64 {
     oc.batch_price_factor() / f64::from(1 + oc.max_invalid_retries)
 }
 
+impl Resumed {
+    /// `hint` added to the reason a round is left open.
+    fn pending_with(mut self, hint: &str) -> Self {
+        if let Some(p) = &mut self.pending {
+            p.push_str(hint);
+        }
+        self
+    }
+}
+
 impl BatchJudge {
     /// Wrap `inner` (a judge with [`Judge::batch_api`]) for the run folder `dir` (its
     /// batches.jsonl is opened here: hold the folder's lock).
@@ -572,6 +582,15 @@ impl BatchJudge {
                 continue;
             }
             let ids: Vec<_> = intents.iter().map(|i| i.intent).collect();
+            // A job that cannot be read by this config's judge may be another endpoint's.
+            let hint = match &r.judge {
+                Some((sent_by, _)) if *sent_by != self.describe() => format!(
+                    "; round {} was sent by judge `{sent_by}` and this config's judge is `{}`: if base_url changed, run the config that sent it to book the job",
+                    r.round,
+                    self.describe()
+                ),
+                _ => String::new(),
+            };
             let id = match self.adopt(&r).await {
                 Submission::NotSubmitted(why) | Submission::Unsupported(why) => {
                     books.close_unsent(&ids, &format!("round {}: {why}", r.round))?;
@@ -589,12 +608,12 @@ impl BatchJudge {
                 }
                 Submission::Pending(why) => {
                     done.pending = Some(format!("batch round {}: {why}", r.round));
-                    return Ok(done);
+                    return Ok(done.pending_with(&hint));
                 }
                 // (Not from adopting: it only reads.) Left open, as an unreadable job is.
                 Submission::Refused(e) => {
                     done.pending = Some(format!("batch round {}: {e}", r.round));
-                    return Ok(done);
+                    return Ok(done.pending_with(&hint));
                 }
                 Submission::Job(id) => id,
             };
@@ -606,11 +625,11 @@ impl BatchJudge {
                             job.counts.map(|(c, f, t)| format!(", {c} of {t} done, {f} failed")).unwrap_or_default();
                         done.pending =
                             Some(format!("batch job {id} (round {}) is {}{counts}", r.round, job.status.as_str()));
-                        return Ok(done);
+                        return Ok(done.pending_with(&hint));
                     }
                     Err(e) => {
                         done.pending = Some(format!("batch job {id} (round {}) could not be read: {e}", r.round));
-                        return Ok(done);
+                        return Ok(done.pending_with(&hint));
                     }
                 }
             }
@@ -618,7 +637,7 @@ impl BatchJudge {
                 Ok(job) => job,
                 Err(why) => {
                     done.pending = Some(why);
-                    return Ok(done);
+                    return Ok(done.pending_with(&hint));
                 }
             };
             let qs: Vec<(&Pool, usize, usize, &str)> =
@@ -627,7 +646,7 @@ impl BatchJudge {
                 Ok(o) => o,
                 Err(why) => {
                     done.pending = Some(why);
-                    return Ok(done);
+                    return Ok(done.pending_with(&hint));
                 }
             };
             let (mut verdicts, mut failed) = (0, 0);
