@@ -378,6 +378,8 @@ fn an_open_round_resumed_at_another_base_url_names_the_judge_that_sent_it() {
     let moved = config(dir.path(), "mv", &other.base_url, "  max_comparisons: 8\n");
     let out = run(dir.path(), &moved, &[]);
     let said = text(&out);
+    assert!(said.contains("batch job batch-"), "{said}");
+    assert!(said.contains(" is not found at this endpoint: "), "asked once, not polled: {said}");
     assert!(
         said.contains(&format!(
             "round 1 was sent by judge `openai fake-judge @ {} (prompt test.j2)` and this config's judge is `openai fake-judge @ {} (prompt test.j2)`: if base_url changed, run the config that sent it to book the job",

@@ -272,6 +272,10 @@ impl BatchJudge {
             match self.api().retrieve(id).await {
                 Ok(job) if job.status.is_final() => return Ok(job),
                 Ok(_) => failures = 0,
+                // The endpoint has no such job (another base_url's, or deleted): no wait helps.
+                Err(e @ JudgeError::Request { status: Some(404), .. }) => {
+                    return Err(format!("batch job {id} is not found at this endpoint: {e}"));
+                }
                 Err(e) => {
                     failures += 1;
                     if failures >= MAX_READ_FAILURES {
