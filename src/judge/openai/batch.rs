@@ -218,15 +218,13 @@ impl OpenAiJudge {
         };
         let resp = req.send().await.map_err(|e| fail(None, reqwest_error(&e).message, true))?;
         let status = resp.status().as_u16();
-        if resp.status().is_redirection() {
-            // Not followed (the client's policy): a redirected upload or create made nothing.
-            let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("nowhere");
+        // Not followed (the client's policy): a redirected upload or create made nothing.
+        if let Some(to) = super::errors::redirect_of(&resp) {
             return Err(JudgeError::Endpoint {
                 setting: "base_url".into(),
                 message: self.redact(&format!(
-                    "{what}: {} answered HTTP {status} (a redirect to {}); redirects are not followed: set judge.openai.base_url to the address it redirects to",
+                    "{what}: {} answered HTTP {status} ({to}); redirects are not followed: set judge.openai.base_url to the address it redirects to",
                     crate::judge::openai::secret::redact_url(resp.url().as_str()),
-                    crate::judge::openai::secret::redact_url(to)
                 )),
                 cost_usd: 0.0,
             });

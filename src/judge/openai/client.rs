@@ -283,9 +283,7 @@ impl OpenAiJudge {
             )]),
             Ok(resp) => {
                 let status = resp.status().as_u16();
-                let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok());
-                let to = to.map(|t| format!("a redirect to {}", secret::redact_url(t)));
-                let body = match to {
+                let body = match redirect_of(&resp) {
                     Some(t) => t,
                     None => resp.text().await.unwrap_or_default(),
                 };
@@ -675,9 +673,7 @@ async fn transport(
     let retry_after = retry_after(resp.headers());
     let content_type =
         resp.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    if status.is_redirection() {
-        let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("nowhere");
-        let body = format!("a redirect to {}", secret::redact_url(to));
+    if let Some(body) = redirect_of(&resp) {
         return Err(OpenAIError::Boxed(Box::new(HttpFailure { status: status.as_u16(), retry_after, body })));
     }
     // Compressed bodies (gzip, deflate, brotli) are decoded by reqwest from Content-Encoding.

@@ -160,6 +160,15 @@ pub(super) fn clip(s: &str, n: usize) -> String {
     if t.chars().count() <= n { t.to_owned() } else { format!("{}…", t.chars().take(n).collect::<String>()) }
 }
 
+/// `a redirect to TARGET` of a 3xx response (the client follows none), its credentials and
+/// query values as `***` ([`super::secret::redact_url`]); `None` for any other status.
+pub(super) fn redirect_of(resp: &reqwest::Response) -> Option<String> {
+    resp.status().is_redirection().then(|| {
+        let to = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("nowhere");
+        format!("a redirect to {}", super::secret::redact_url(to))
+    })
+}
+
 /// A non-2xx response seen by our transport (keeps the status async-openai would lose).
 #[derive(Debug)]
 pub(super) struct HttpFailure {
