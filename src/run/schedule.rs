@@ -342,6 +342,13 @@ impl Scheduler {
         self.budget.set_max_comparisons(max);
     }
 
+    /// Raise the USD limit (the next spend checkpoint of a simulated path): the pick a reservation
+    /// failed for may fit now.
+    pub fn set_max_usd(&mut self, max: Option<f64>) {
+        self.budget.set_max_usd(max);
+        self.usd_blocked = false;
+    }
+
     /// Every pair that is not a candidate: stored, excluded, in flight or waiting in the batch.
     pub fn unavailable_for_picking(&self) -> HashSet<(usize, usize)> {
         let mut q: HashSet<(usize, usize)> = self.stored_set.iter().chain(&self.excluded).copied().collect();

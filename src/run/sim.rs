@@ -38,7 +38,7 @@
 //!
 //! Shares are fractions of all queries made (within-base queries count as non-boundary).
 
-use super::schedule::{Action, Dispatch, Fitted, Pick, PickRule, ScheduleSettings, Scheduler, Signals, free};
+use super::schedule::{Action, Dispatch, Fitted, Pick, PickRule, ScheduleSettings, Scheduler, Signals};
 use crate::acquire::{Orders, StrategyKind};
 use crate::analysis::design::{self, DesignKind};
 use crate::analysis::synth::SynthPool;
@@ -271,6 +271,62 @@ pub fn follow(
 ) -> Result<Path, (usize, FitError)> {
     assert!(!budgets.is_empty(), "at least one budget");
     assert!(budgets.windows(2).all(|w| w[0] < w[1]), "budgets must be strictly increasing: {budgets:?}");
+    follow_to(input, strategy, Checkpoints::Comparisons(budgets), settings)
+}
+
+/// [`follow`] with spend checkpoints: each point is the scheduler's stop at `max_usd` = that
+/// checkpoint (USD), each query costing `cost(a, b)` (USD, reserved and booked at that figure),
+/// so the record at each checkpoint is the run `topk-judge run` makes with that `max_usd`: its
+/// last batch cut to the queries that still fit, in the order picked. A point's `budget` is its
+/// number of comparisons. A path that asks every pair before a checkpoint records its last fit
+/// there.
+///
+/// # Errors
+/// The valid verdicts at a failed fit, and the [`FitError`].
+///
+/// # Panics
+/// If `usd` is empty or not strictly increasing, or k is not in 1..M.
+pub fn follow_usd(
+    input: &PathInput<'_>,
+    strategy: StrategyKind,
+    usd: &[f64],
+    cost: &(dyn Fn(usize, usize) -> f64 + Sync),
+    settings: &SimSettings,
+) -> Result<Path, (usize, FitError)> {
+    assert!(!usd.is_empty(), "at least one checkpoint");
+    assert!(usd.windows(2).all(|w| w[0] < w[1]), "checkpoints must be strictly increasing: {usd:?}");
+    follow_to(input, strategy, Checkpoints::Usd { limits: usd, cost }, settings)
+}
+
+/// Where a simulated path records its fit: at numbers of comparisons, or at spend limits.
+enum Checkpoints<'a> {
+    Comparisons(&'a [usize]),
+    Usd { limits: &'a [f64], cost: &'a (dyn Fn(usize, usize) -> f64 + Sync) },
+}
+
+impl Checkpoints<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Checkpoints::Comparisons(b) => b.len(),
+            Checkpoints::Usd { limits, .. } => limits.len(),
+        }
+    }
+
+    /// What a query costs (USD): nothing on a comparison budget.
+    fn cost(&self, a: usize, b: usize) -> f64 {
+        match self {
+            Checkpoints::Comparisons(_) => 0.0,
+            Checkpoints::Usd { cost, .. } => cost(a, b),
+        }
+    }
+}
+
+fn follow_to(
+    input: &PathInput<'_>,
+    strategy: StrategyKind,
+    checkpoints: Checkpoints<'_>,
+    settings: &SimSettings,
+) -> Result<Path, (usize, FitError)> {
     let (pool, cov, seed) = (input.pool, input.covariates, input.seed);
     let (m, k) = (pool.n_bases(), settings.k);
     assert!(k >= 1 && k < m, "k = {k} must be in 1..M (M = {m})");
@@ -281,7 +337,12 @@ pub fn follow(
     };
     let limit = |b: usize| (b < total).then_some(b as u64);
     let sched_settings = ScheduleSettings::new(settings.refit_every, settings.refit_every, Dispatch::WaitForBatch, 0);
-    let mut sched = Scheduler::new(sched_settings, total, [], [], Budget::new(limit(budgets[0]), None, 0, 0.0));
+    let budget = match &checkpoints {
+        Checkpoints::Comparisons(b) => Budget::new(limit(b[0]), None, 0, 0.0),
+        Checkpoints::Usd { limits, .. } => Budget::new(None, Some(limits[0]), 0, 0.0),
+    };
+    let mut sched = Scheduler::new(sched_settings, total, [], [], budget);
+    let worst_usd = |a: usize, b: usize| checkpoints.cost(a, b);
     let x = super::schedule::acquisition_covariates(pool, &cov.x);
     // Systems: the apparent ranking is the one reported (docs/systems.md), so aimed at.
     let xbar = (pool.is_systems() && cov.p() > 0).then(|| crate::model::summary::base_means(pool, cov));
@@ -294,17 +355,25 @@ pub fn follow(
         strategy,
         orders: settings.orders,
         seed,
-        worst_usd: &free,
+        worst_usd: &worst_usd,
         allowed: input.allowed,
         target_xbar: xbar.as_deref(),
         panel: None,
     };
     let mut st = State { verdicts: Vec::new(), log: Vec::new(), unavailable: 0, fit: None };
-    let mut points = Vec::with_capacity(budgets.len());
+    let n_points = checkpoints.len();
+    let mut points = Vec::with_capacity(n_points);
+    let answer = |st: &mut State, sched: &mut Scheduler, p: Pick| {
+        let usd = checkpoints.cost(p.a, p.b);
+        st.answer(sched, input.judge, p, usd);
+    };
     loop {
-        let next = budgets[points.len()];
         // A budget of every ordered pair asks all that are left at once (module doc).
-        if next >= total && sched.quiet() {
+        let all_pairs = match &checkpoints {
+            Checkpoints::Comparisons(b) => b[points.len()] >= total,
+            Checkpoints::Usd { .. } => false,
+        };
+        if all_pairs && sched.quiet() {
             let asked = sched.unavailable_for_picking();
             let between = match input.allowed {
                 Some(al) => {
@@ -316,25 +385,40 @@ pub fn follow(
             };
             let left = within.iter().chain(&between).copied().filter(|q| !asked.contains(q));
             for pick in sched.send_chosen(left.collect::<Vec<_>>()) {
-                st.answer(&mut sched, input.judge, pick);
+                answer(&mut st, &mut sched, pick);
             }
         }
         let fitted =
             st.fit.as_ref().map(|f| Fitted { post: &f.post, membership: &f.summary.membership, apparent: None });
         match sched.next_action(&rule, fitted.as_ref(), Signals::default()) {
             Action::Refit => st.refit(&mut sched, pool, cov, seed, settings)?,
-            Action::Send(picks) => picks.into_iter().for_each(|p| st.answer(&mut sched, input.judge, p)),
+            Action::Send(picks) => picks.into_iter().for_each(|p| answer(&mut st, &mut sched, p)),
             Action::Wait { .. } => break,
-            Action::Stop(reason) => {
-                let exhausted = reason != StopReason::MaxComparisons;
-                while points.len() < budgets.len() && (exhausted || st.log.len() >= budgets[points.len()]) {
-                    points.push(st.point(budgets[points.len()], pool, cov, seed, settings)?);
+            Action::Stop(reason) => match &checkpoints {
+                Checkpoints::Comparisons(budgets) => {
+                    let exhausted = reason != StopReason::MaxComparisons;
+                    while points.len() < budgets.len() && (exhausted || st.log.len() >= budgets[points.len()]) {
+                        points.push(st.point(budgets[points.len()], pool, cov, seed, settings)?);
+                    }
+                    match budgets.get(points.len()) {
+                        Some(&b) if !exhausted => sched.set_max_comparisons(limit(b)),
+                        _ => break,
+                    }
                 }
-                match budgets.get(points.len()) {
-                    Some(&b) if !exhausted => sched.set_max_comparisons(limit(b)),
-                    _ => break,
+                Checkpoints::Usd { limits, .. } => {
+                    // At `max_usd` this checkpoint is done; any other stop ends the path, and
+                    // its last fit stands at every checkpoint left.
+                    let exhausted = reason != StopReason::MaxUsd;
+                    points.push(st.point(st.log.len(), pool, cov, seed, settings)?);
+                    while exhausted && points.len() < limits.len() {
+                        points.push(st.point(st.log.len(), pool, cov, seed, settings)?);
+                    }
+                    match limits.get(points.len()) {
+                        Some(&b) => sched.set_max_usd(Some(b)),
+                        None => break,
+                    }
                 }
-            }
+            },
         }
     }
     Ok(Path { points, log: st.log, unavailable: st.unavailable })
@@ -445,17 +529,18 @@ struct State {
 impl State {
     /// Ask the judge about `pick` and tell the scheduler: a verdict (valid or invalid) is a
     /// comparison; no verdict sets the pair aside, as the runner does.
-    fn answer(&mut self, sched: &mut Scheduler, judge: &(dyn Fn(usize, usize) -> Answer + Sync), pick: Pick) {
+    /// The verdict is booked at `usd`.
+    fn answer(&mut self, sched: &mut Scheduler, judge: &(dyn Fn(usize, usize) -> Answer + Sync), pick: Pick, usd: f64) {
         let Pick { a, b, reservation } = pick;
         match judge(a, b) {
             Answer::Verdict(y) => {
                 self.verdicts.push(ItemVerdict { a, b, y, w: 1.0 });
                 self.log.push((a, b));
-                sched.stored_verdict(a, b, reservation, 0.0, true);
+                sched.stored_verdict(a, b, reservation, usd, true);
             }
             Answer::Invalid => {
                 self.log.push((a, b));
-                sched.stored_verdict(a, b, reservation, 0.0, true);
+                sched.stored_verdict(a, b, reservation, usd, true);
             }
             Answer::Unavailable => {
                 self.unavailable += 1;
@@ -618,6 +703,41 @@ mod tests {
             let first16 = run_path(&sp, strategy, ModelKind::BiasAware, &[16], &settings(3)).unwrap();
             assert_eq!(chained[0], first16[0]);
         }
+    }
+
+    #[test]
+    fn a_spend_checkpoint_is_the_run_with_that_max_usd() {
+        let sp = pool(12, false, 4);
+        let cov = covariates(&sp, ModelKind::BiasAware);
+        let judge = |a: usize, b: usize| Answer::Verdict(sp.verdict(a, b));
+        let input = PathInput {
+            pool: &sp.pool,
+            covariates: &cov,
+            design: DesignKind::Single,
+            seed: 4,
+            judge: &judge,
+            allowed: None,
+        };
+        // At $0.01 a query, $0.125 buys 12: a batch of R = 8 and the 4 of the next that fit, as
+        // a run with max_comparisons 12 asks them.
+        let flat = |_: usize, _: usize| 0.01;
+        let usd = follow_usd(&input, StrategyKind::Topk, &[0.125, 0.3], &flat, &settings(3)).unwrap();
+        let by_count = follow(&input, StrategyKind::Topk, &[12], &settings(3)).unwrap();
+        assert_eq!(usd.points[0], by_count.points[0]);
+        assert_eq!(usd.log[..12], by_count.log[..]);
+        assert_eq!(usd.points[1].comparisons, 30);
+        let first = follow_usd(&input, StrategyKind::Topk, &[0.125], &flat, &settings(3)).unwrap();
+        assert_eq!(first.points[0], usd.points[0], "the chained checkpoint is the separate run");
+        // Prices that differ per query: no checkpoint is passed, and a path that runs out of
+        // pairs stands at every checkpoint after.
+        let priced = |a: usize, b: usize| 0.001 * (1 + a + 2 * b) as f64;
+        let p = follow_usd(&input, StrategyKind::Topk, &[0.05, 0.2, 100.0, 200.0], &priced, &settings(3)).unwrap();
+        for (pt, b) in p.points.iter().zip([0.05, 0.2, 100.0, 200.0]) {
+            let spent: f64 = p.log[..pt.comparisons].iter().map(|&(a, c)| priced(a, c)).sum();
+            assert!(spent <= b + 1e-12, "{spent} > {b}");
+        }
+        assert_eq!(p.points[2].comparisons, 132, "every ordered pair of 12");
+        assert_eq!(p.points[3], p.points[2]);
     }
 
     #[test]

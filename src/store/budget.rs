@@ -155,6 +155,11 @@ impl Budget {
         self.max_comparisons = max;
     }
 
+    /// Raise (or lower) the USD limit, e.g. to the next spend checkpoint of a simulated path.
+    pub fn set_max_usd(&mut self, max: Option<f64>) {
+        self.max_usd = max;
+    }
+
     /// Comparisons that may still be reserved.
     pub fn comparisons_left(&self) -> u64 {
         self.max_comparisons.map_or(u64::MAX, |m| m.saturating_sub(self.comparisons + self.in_flight))

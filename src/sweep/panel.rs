@@ -13,12 +13,13 @@
 //!   pools), one fit of them gives each judge's κ_j and c_j, and every pool's panel starts from
 //!   them as its prior (docs/model.md §8, "Carried judge priors").
 //!
-//! A run is followed to the largest checkpoint once and read at each smaller one (its picks do
-//! not depend on the budget left, except that a query is never bought past it).
+//! A run is followed to the largest checkpoint once and read at each smaller one: at each it
+//! buys what still fits, as a run with that `max_usd` ends (its picks do not depend on the budget
+//! left, except that a query is never bought past it), then goes on.
 
 use super::SweepError;
 use crate::acquire::StrategyKind;
-use crate::acquire::panel::{PanelContext, select};
+use crate::acquire::panel::{PanelContext, select, select_one_order};
 use crate::analysis::design::DesignKind;
 use crate::analysis::gate::{decide, order_averaged, select_anchors};
 use crate::analysis::ranking::recall_with_ties;
@@ -31,7 +32,7 @@ use crate::judge::mock::MockJudge;
 use crate::model::membership::point_topk;
 use crate::model::panel::{self, JudgePrior, Normal, PanelDesign, PanelFit, PanelObs, PanelRole};
 use crate::report::sweep::MeanSe;
-use crate::run::sim::{PathInput, SimSettings, follow};
+use crate::run::sim::{PathInput, SimSettings, follow_usd};
 use serde::Serialize;
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -160,7 +161,7 @@ fn judges_for(s: &PanelSweep, seed: u64) -> Vec<MockJudge> {
 }
 
 /// One single-judge path: (spend, reported recall, θ̂ naive, θ̂ corrected, corrected recall,
-/// queries) at every refit.
+/// queries) at each of its checkpoints.
 struct AlonePoint {
     spend: f64,
     recall: f64,
@@ -339,20 +340,17 @@ fn words_covariates(pool: &Pool) -> Covariates {
     build_covariates(pool, &[CovariateSpec::parse("words:zscore").expect("valid spec")]).expect("words")
 }
 
+/// One judge alone on one pool × seed, read at each of `checkpoints` (USD, increasing): the run
+/// `topk-judge run` makes with that `max_usd` ([`crate::run::sim::follow_usd`]).
 fn alone(
     s: &PanelSweep,
     pool: &Pool,
     judge: &MockJudge,
     seed: u64,
-    max_usd: f64,
+    checkpoints: &[f64],
     gold: &[f64],
 ) -> Result<Vec<AlonePoint>, SweepError> {
     let cov = words_covariates(pool);
-    let n = pool.n_items();
-    let total = n * (n - 1);
-    // Every refit point up to the last one within max_usd (or all pairs).
-    let step = s.refit_every;
-    let budgets: Vec<usize> = (1..=total.div_ceil(step)).map(|i| (i * step).min(total)).collect();
     let answer = |a: usize, b: usize| Answer::Verdict(judge.outcome(pool, a, b));
     let input = PathInput { pool, covariates: &cov, design: DesignKind::Single, seed, judge: &answer, allowed: None };
     let settings = SimSettings {
@@ -363,24 +361,18 @@ fn alone(
         mc_draws: s.mc_draws,
         profile: false,
     };
-    // Budgets beyond what max_usd buys are not needed: cut at the first whose cheapest
-    // completion exceeds it (the path's own spend decides below).
-    let min_cost = (0..n)
-        .flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b)))
-        .map(|(a, b)| judge.worst_case_usd(pool, a, b))
-        .fold(f64::INFINITY, f64::min);
-    let budgets: Vec<usize> =
-        budgets.into_iter().take_while(|&b| (b.saturating_sub(step)) as f64 * min_cost <= max_usd).collect();
-    let path = follow(&input, StrategyKind::Topk, &budgets, &settings).map_err(|(comparisons, source)| {
-        SweepError::RecordedFit {
-            pool: pool.pool_id.clone(),
-            seed,
-            strategy: "topk".into(),
-            model: "bias_aware".into(),
-            comparisons,
-            source,
-        }
-    })?;
+    let cost = |a: usize, b: usize| judge.worst_case_usd(pool, a, b);
+    let path =
+        follow_usd(&input, StrategyKind::Topk, checkpoints, &cost, &settings).map_err(|(comparisons, source)| {
+            SweepError::RecordedFit {
+                pool: pool.pool_id.clone(),
+                seed,
+                strategy: "topk".into(),
+                model: "bias_aware".into(),
+                comparisons,
+                source,
+            }
+        })?;
     let mut out = Vec::new();
     for p in &path.points {
         let log = &path.log[..p.comparisons];
@@ -404,18 +396,19 @@ fn alone(
             corrected,
             queries: p.comparisons,
         });
-        if spend > max_usd {
-            break;
-        }
     }
     Ok(out)
 }
 
+/// The panel on one pool × seed, followed through `stops` (USD, increasing): at each, the
+/// queries that still fit are bought (one order of a pair when no pair's two orders fit), as
+/// `topk-judge run` does with that `max_usd`, before the path goes on to the next. A point per
+/// refit: (spend, recall, queries per judge).
 fn panel_path(
     s: &PanelSweep,
     pool: &Pool,
     judges: &[MockJudge],
-    (seed, max_usd): (u64, f64),
+    (seed, stops): (u64, &[f64]),
     gold: &[f64],
     carried: &[JudgePrior],
 ) -> Result<(Vec<PanelPoint>, Vec<JudgeEstimate>), SweepError> {
@@ -444,6 +437,7 @@ fn panel_path(
         source,
     };
     let mut last: Option<PanelFit>;
+    let mut next_stop = 0;
     let mut prev_reference: Option<usize> = None;
     loop {
         // The reference (s = 1) is the judge with the most verdicts so far: θ is then in the
@@ -477,19 +471,29 @@ fn panel_path(
             recall_with_ties(&point_topk(f.theta(), s.k), gold, s.k),
             per_judge.iter().map(|&q| q as f64).collect(),
         ));
-        let ctx = PanelContext {
-            fit: &f,
-            item_base: &pool.item_base,
-            prompts: &prompts,
-            x: &x,
-            membership: &pi,
-            queried: &queried,
-            cost: &cost,
-            price: &price,
-            remaining_usd: max_usd - spent,
-            pending: &[],
-        };
-        let picks = if spent < max_usd { select(&ctx, s.refit_every, &mut rng) } else { Vec::new() };
+        let mut picks = Vec::new();
+        while let Some(&stop) = stops.get(next_stop) {
+            let ctx = PanelContext {
+                fit: &f,
+                item_base: &pool.item_base,
+                prompts: &prompts,
+                x: &x,
+                membership: &pi,
+                queried: &queried,
+                cost: &cost,
+                price: &price,
+                remaining_usd: stop - spent,
+                pending: &[],
+            };
+            picks = select(&ctx, s.refit_every, &mut rng);
+            if picks.is_empty() {
+                picks = select_one_order(&ctx, &mut rng);
+            }
+            if !picks.is_empty() {
+                break;
+            }
+            next_stop += 1;
+        }
         last = Some(f);
         if picks.is_empty() {
             break;
@@ -547,7 +551,29 @@ pub fn run(
     on_done: &(dyn Fn(usize) + Sync),
 ) -> Result<PanelResult, SweepError> {
     let max_usd = *s.spend_usd.last().expect("checked non-empty");
-    let alone_max = max_usd * s.panel.compare_multiple;
+    let mut budgets: Vec<f64> = s.spend_usd.clone();
+    for b in &s.spend_usd {
+        let m = b * s.panel.compare_multiple;
+        if !budgets.iter().any(|x| (x - m).abs() < 1e-12) {
+            budgets.push(m);
+        }
+    }
+    budgets.sort_by(f64::total_cmp);
+    let trusted = s.panel.judges.iter().position(|j| j.trusted);
+    // An untrusted judge alone is also read where the gate leaves it: at B less the gate
+    // anchors' expected share per pool.
+    let share_est = trusted.map(|t| gate_share(s, pools, t));
+    let checkpoints: Vec<Vec<f64>> = (0..s.panel.judges.len())
+        .map(|j| {
+            let mut c = budgets.clone();
+            if let Some(share) = share_est.filter(|_| Some(j) != trusted) {
+                c.extend(budgets.iter().map(|b| b - share).filter(|&b| b > 0.0));
+            }
+            c.sort_by(f64::total_cmp);
+            c.dedup_by(|x, y| (*x - *y).abs() < 1e-12);
+            c
+        })
+        .collect();
     let jobs: Vec<(usize, u64)> = s.seeds.iter().flat_map(|&seed| (0..pools.len()).map(move |p| (p, seed))).collect();
     let calibration: Vec<Vec<CarriedEstimate>> = if s.panel.prior_anchors > 0 && s.panel.judges.len() > 1 {
         s.seeds.iter().map(|&seed| calibrate(s, pools, seed)).collect::<Result<_, _>>()?
@@ -558,34 +584,30 @@ pub fn run(
         let pool = &pools[p];
         let gold = pool.base_quality().expect("checked");
         let judges = judges_for(s, seed);
-        let alone = judges.iter().map(|j| alone(s, pool, j, seed, alone_max, &gold)).collect::<Result<Vec<_>, _>>()?;
+        let alone = judges
+            .iter()
+            .zip(&checkpoints)
+            .map(|(j, c)| alone(s, pool, j, seed, c, &gold))
+            .collect::<Result<Vec<_>, _>>()?;
         let (panel, estimates) = if judges.len() > 1 {
-            panel_path(s, pool, &judges, (seed, max_usd), &gold, &[])?
+            panel_path(s, pool, &judges, (seed, &s.spend_usd), &gold, &[])?
         } else {
             (Vec::new(), Vec::new())
         };
         let carried = match s.seeds.iter().position(|&x| x == seed).and_then(|i| calibration.get(i)) {
             Some(est) => {
                 let share = est[0].share_usd;
-                panel_path(s, pool, &judges, (seed, max_usd - share), &gold, &carried_priors(pool, est))?.0
+                let stops: Vec<f64> = s.spend_usd.iter().map(|b| b - share).filter(|&b| b > 0.0).collect();
+                panel_path(s, pool, &judges, (seed, &stops), &gold, &carried_priors(pool, est))?.0
             }
             None => Vec::new(),
         };
         Ok(JobOut { alone, panel, carried, estimates })
     })?;
     let nj = s.panel.judges.len();
-    let trusted = s.panel.judges.iter().position(|j| j.trusted);
     let mut rows = Vec::new();
     let mut estimates = Vec::new();
     let random_recall = |pool: &Pool| s.k as f64 / pool.n_bases() as f64;
-    let mut budgets: Vec<f64> = s.spend_usd.clone();
-    for b in &s.spend_usd {
-        let m = b * s.panel.compare_multiple;
-        if !budgets.iter().any(|x| (x - m).abs() < 1e-12) {
-            budgets.push(m);
-        }
-    }
-    budgets.sort_by(f64::total_cmp);
     for (&(p, seed), out) in jobs.iter().zip(&outs) {
         let pool = &pools[p];
         for &b in &budgets {
@@ -635,10 +657,18 @@ pub fn run(
         }
         estimates.extend(out.estimates.iter().cloned());
     }
-    if let Some(t) = trusted {
-        rows.extend(gate_rows(s, pools, &jobs, &outs, t, &budgets));
+    if let (Some(t), Some(share)) = (trusted, share_est) {
+        rows.extend(gate_rows(s, pools, &jobs, &outs, (t, share), &budgets));
     }
     Ok(PanelResult { rows, estimates, carried: calibration.into_iter().flatten().collect() })
+}
+
+/// The gate anchors' expected share per pool (USD): both orders of `gate_anchors` queries of the
+/// trusted judge at the pools' mean price, spread over the pools.
+fn gate_share(s: &PanelSweep, pools: &[Pool], trusted: usize) -> f64 {
+    let judge = &judges_for(s, 0)[trusted];
+    let mean: f64 = pools.iter().map(|p| judge.worst_case_usd(p, 0, 1)).sum::<f64>() / pools.len() as f64;
+    2.0 * s.panel.gate_anchors as f64 * mean / pools.len() as f64
 }
 
 /// The gate arms: per seed and checkpoint, anchors spread over the pools, one sign test.
@@ -647,7 +677,7 @@ fn gate_rows(
     pools: &[Pool],
     jobs: &[(usize, u64)],
     outs: &[JobOut],
-    trusted: usize,
+    (trusted, share_est): (usize, f64),
     budgets: &[f64],
 ) -> Vec<PanelRow> {
     let nj = s.panel.judges.len();
@@ -657,12 +687,7 @@ fn gate_rows(
         let idx: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].1 == seed).collect();
         for j in (0..nj).filter(|&j| j != trusted) {
             for &b in budgets {
-                // Each pool's path at this spend less its expected share of the anchors (both
-                // orders of `gate_anchors` trusted queries at the pools' mean price).
-                let mean_trusted: f64 =
-                    idx.iter().map(|&i| judges[trusted].worst_case_usd(&pools[jobs[i].0], 0, 1)).sum::<f64>()
-                        / idx.len() as f64;
-                let share_est = 2.0 * s.panel.gate_anchors as f64 * mean_trusted / idx.len() as f64;
+                // Each pool's path at this spend less its expected share of the anchors.
                 let points: Vec<Option<&AlonePoint>> = idx
                     .iter()
                     .map(|&i| outs[i].alone[j].iter().rev().find(|q| q.spend <= b - share_est + 1e-12))
@@ -1038,15 +1063,24 @@ mod tests {
         // 3 pools × 2 seeds × (2 alone + 1 gate) × 4 checkpoints (0.001, 0.004 and their 5×),
         // and the panel at its 2 checkpoints.
         assert_eq!(r.rows.len(), 3 * 2 * (3 * 4 + 2));
+        // Each arm spends what its checkpoint allows: less than one more query short of it
+        // (the priciest), unless it asked every ordered pair (8 · 7 per judge).
+        let judges = judges_for(&s, 1);
+        let priciest =
+            pools.iter().flat_map(|p| judges.iter().map(move |j| j.worst_case_usd(p, 0, 1))).fold(0.0, f64::max);
         for row in &r.rows {
             if row.arm == "panel" || row.arm.starts_with("alone:") {
                 assert!(row.spend_usd <= row.budget_usd + 1e-12, "{row:?}");
+                let all = row.queries.iter().any(|&q| q >= 56.0);
+                assert!(all || row.budget_usd - row.spend_usd < priciest, "{row:?}");
             }
             assert!((0.0..=1.0).contains(&row.recall));
         }
-        // The panel asks both judges' questions in pairs of orders.
+        // The panel asks both orders of a pair of one judge, and one order only where no pair's
+        // two fit at the end of a checkpoint: here the cheap judge has every pair, and the
+        // frontier judge one order bought with what was left.
         let last: Vec<&PanelRow> = r.rows.iter().filter(|x| x.arm == "panel" && x.budget_usd == 0.004).collect();
-        assert!(last.iter().all(|x| x.queries.iter().all(|q| q % 2.0 == 0.0)), "{last:?}");
+        assert!(last.iter().all(|x| x.queries == [56.0, 1.0]), "{last:?}");
         assert_eq!(r.estimates.len(), 3 * 2 * 2);
         assert!(r.estimates.iter().filter(|e| e.judge == "frontier").all(|e| e.c_words.is_none()));
         let again = run(&s, &pools, 2, &|_| {}).unwrap();
