@@ -218,7 +218,9 @@ fn swapped_fit_arguments_get_a_hint() {
 
 /// A run folder whose judge was edited under the same name (another mock seed) holds two
 /// judges' verdicts under one description: `fit RUN` fits the run's judge as configured now,
-/// as the run did, with the same θ̂, and says how many records it left out.
+/// as the run did, with the same θ̂, and says how many records it left out. Given as a verdicts
+/// file, the records' settings ids split them; records without one (an older version's) are
+/// named in a warning.
 #[test]
 fn fit_of_a_run_folder_fits_the_verdicts_of_the_runs_judge_as_configured_now() {
     let dir = tempfile::tempdir().unwrap();
@@ -291,6 +293,34 @@ fn fit_of_a_run_folder_fits_the_verdicts_of_the_runs_judge_as_configured_now() {
         let f = fit8["theta"][id].as_f64().unwrap();
         assert!((f - t.as_f64().unwrap()).abs() < 1e-6, "{id}: {f} vs {t}");
     }
+    // Seed 8's records, 20 of them as an older version wrote them (no settings id): they cannot
+    // be told apart from the others, and the warning says so.
+    let older: Vec<String> = records
+        .iter()
+        .filter(|r| r["judge_settings"] == id8)
+        .enumerate()
+        .map(|(i, r)| {
+            let mut r = r.clone();
+            if i < 20 {
+                r.as_object_mut().unwrap().remove("judge_settings");
+            }
+            r.to_string()
+        })
+        .collect();
+    std::fs::write(dir.path().join("older.jsonl"), older.join("\n") + "\n").unwrap();
+    let out = run_bin(
+        dir.path(),
+        &["fit", pool, "older.jsonl", "--pool-id", "dm-test-2377095dda83df778e34304b7a09813808105d3b"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("bias_aware model, 48 valid verdicts"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "older.jsonl: the judge {desc:?} has 20 records without a settings id (written by an older topk-judge) beside 28 with one"
+        )),
+        "{}",
+        text(&out)
+    );
 }
 
 /// `fit` of a path that does not exist says so, instead of asking for a verdicts file.

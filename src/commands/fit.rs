@@ -675,14 +675,30 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
 /// `"judge"` with two or more `"judge_settings"` ids (`judge::settings_id`) are renamed
 /// `NAME [settings ID]`, one judge per id, so they are counted, selected (`--judge`, which also
 /// takes a prefix) and fitted (`--panel`) as the judges they are; records without an id keep
-/// NAME. Returns one warning per such name, with the records of each id.
+/// NAME. Returns one warning per such name, with the records of each id, and one per name whose
+/// records are partly without an id (written by a version that did not record it): those cannot
+/// be told apart from the others and are fitted under NAME.
 pub fn split_by_settings(lines: &mut [VerdictLine], vpath: &str) -> Vec<String> {
     let mut ids: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    let mut without: BTreeMap<String, usize> = BTreeMap::new();
     for l in lines.iter() {
-        if let Some(s) = &l.judge_settings {
-            *ids.entry(l.judge.clone().unwrap_or_default()).or_default().entry(s.clone()).or_default() += 1;
+        let name = l.judge.clone().unwrap_or_default();
+        match &l.judge_settings {
+            Some(s) => *ids.entry(name).or_default().entry(s.clone()).or_default() += 1,
+            None => *without.entry(name).or_default() += 1,
         }
     }
+    let unknown: Vec<String> = without
+        .iter()
+        .filter_map(|(name, &n)| {
+            let with: usize = ids.get(name)?.values().sum();
+            Some(format!(
+                "{vpath}: the judge {name:?} has {} without a settings id (written by an older topk-judge) beside {} with one: whether its settings changed between them cannot be told, and they are fitted as {name:?}",
+                crate::domain::fmt::count(n, "record"),
+                with
+            ))
+        })
+        .collect();
     ids.retain(|_, per_id| per_id.len() > 1);
     for l in lines.iter_mut() {
         let name = l.judge.clone().unwrap_or_default();
@@ -698,6 +714,7 @@ pub fn split_by_settings(lines: &mut [VerdictLine], vpath: &str) -> Vec<String> 
                 per_id.iter().map(|(id, c)| format!("{id}: {}", crate::domain::fmt::count(*c, "record"))).collect::<Vec<_>>().join(", ")
             )
         })
+        .chain(unknown)
         .collect()
 }
 
