@@ -503,3 +503,52 @@ fn the_shipped_record_and_frozen_configs_reproduce_the_docs_table() {
         assert!(summary.contains(r), "docs/replay.md row not in summary.md: {r}\n{summary}");
     }
 }
+
+/// Runs of one description on several pools are one judge only when its settings agree: a
+/// changed seed under the same description is another judge (named with its settings id), and
+/// a judge with a cost on one pool and none on another is refused, not averaged.
+#[test]
+fn compare_over_pools_keeps_judges_of_other_settings_and_costs_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) =
+        ("dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-b8b6e729fff27c4eef87887e61d3448de9c063f6");
+    let run = |name: &str, pool: &str, mock: &str| {
+        let y = format!(
+            "name: {name}\nout_dir: runs\npool: {{file: {}, id: {pool}}}\nk: 3\njudge: {{mock: {{mode: stochastic, {mock}}}}}\nacquisition: {{seed: 3, mc_draws: 300}}\nbudget: {{max_comparisons: 24}}\n",
+            summeval().display()
+        );
+        let c = write(d, &format!("{name}.yaml"), &y);
+        let out = run_bin(d, &["run", c.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+        format!("runs/{name}")
+    };
+    let priced = "input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6";
+    let cheap_a = run("cheap-a", a, &format!("seed: 7, {priced}"));
+    let cheap_b = run("cheap-b", b, &format!("seed: 7, {priced}"));
+    let other_b = run("other-b", b, &format!("seed: 99, {priced}"));
+    let free_b = run("free-b", b, "seed: 7");
+    // The same judge on both pools: one row, its cost the two runs' spend.
+    let out = run_bin(d, &["compare", &cheap_a, &cheap_b, "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let c = read_json(&d.join("cmp/compare.json"));
+    let rows = c["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    let spend = result(&d.join(&cheap_a)).spend_usd + result(&d.join(&cheap_b)).spend_usd;
+    assert!(spend > 0.0);
+    assert!((rows[0]["cost_usd"].as_f64().unwrap() - spend).abs() < 1e-12, "{}", rows[0]);
+    // Another seed under the same description: two judges, each on one pool.
+    let out = run_bin(d, &["compare", &cheap_a, &other_b]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains(" [settings ") && t.contains("compare judges on the same pools"), "{t}");
+    // No price on pool B: refused, naming both runs.
+    let out = run_bin(d, &["compare", &cheap_a, &free_b]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out)
+            .contains(&format!("has a cost on pool \"{a}\" (run {cheap_a}) but none on pool \"{b}\" (run {free_b})")),
+        "{}",
+        text(&out)
+    );
+}

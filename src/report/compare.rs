@@ -208,6 +208,12 @@ impl RunDir {
         }
     }
 
+    /// The settings id of the run's judge (`judge_settings` of its verdict records, the last
+    /// one; `None` for records of a version that did not write it).
+    pub fn judge_settings(&self) -> Option<&str> {
+        self.verdicts.iter().rev().find_map(|v| v.judge_settings.as_deref())
+    }
+
     /// Where the run's spend comes from.
     pub fn cost_source(&self) -> CostSource {
         if self.priced {

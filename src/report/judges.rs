@@ -18,7 +18,8 @@
 //! recorded cost.
 //!
 //! **Per judge** (runs of one judge on several pools, one run per pool; every judge on the same
-//! pools): comparisons, cost (total and per pool), recall@k against the target top-k on each pool
+//! pools; runs of one name whose judges' settings ids differ are judges of their own, and a
+//! judge's cost must be recorded or priced on all its pools or none): comparisons, cost (total and per pool), recall@k against the target top-k on each pool
 //! — gold, or the run of a reference judge on the same pool — as mean ± se over pools, and the
 //! position-flip rate over all its both-order pairs.
 
@@ -204,18 +205,39 @@ pub struct JudgeComparison {
     pub unused_prices: Vec<String>,
 }
 
-/// Compare judges over pools: group the runs by judge, check that every judge has exactly one run
-/// on each of the same pools with the same k, and measure each (module docs). Recall is against
-/// the runs of `reference_judge` on the same pools, else against gold.
+/// The judge of each run as `compare` names it: [`RunDir::judge_label`], with ` [settings ID]`
+/// added where runs of one label have judges of different settings (a seed, model, template or
+/// temperature changed under one description), so they are not taken for one judge.
+fn judge_names(runs: &[RunDir]) -> Vec<String> {
+    let mut ids: BTreeMap<String, BTreeSet<Option<&str>>> = BTreeMap::new();
+    for r in runs {
+        ids.entry(r.judge_label()).or_default().insert(r.judge_settings());
+    }
+    runs.iter()
+        .map(|r| {
+            let label = r.judge_label();
+            match r.judge_settings() {
+                Some(id) if ids[&label].len() > 1 => format!("{label} [settings {id}]"),
+                _ => label,
+            }
+        })
+        .collect()
+}
+
+/// Compare judges over pools: group the runs by judge (its description and settings id), check
+/// that every judge has exactly one run on each of the same pools with the same k, and that its
+/// cost is recorded or priced on all of them or none, and measure each (module docs). Recall is
+/// against the runs of `reference_judge` on the same pools, else against gold.
 ///
 /// # Errors
 /// [`CompareError::Mismatch`] naming the runs or judges that do not line up.
 pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<JudgeComparison, CompareError> {
     let first = runs.first().ok_or_else(|| CompareError::Mismatch("no runs to compare".into()))?;
     let k = first.result.k;
+    let names = judge_names(runs);
     let mut order: Vec<String> = Vec::new();
     let mut by_judge: BTreeMap<String, BTreeMap<String, &RunDir>> = BTreeMap::new();
-    for r in runs {
+    for (r, j) in runs.iter().zip(names) {
         if r.result.k != k {
             return Err(CompareError::Mismatch(format!(
                 "run {} has k = {}, but run {} has k = {k}; compare runs with the same k",
@@ -224,7 +246,6 @@ pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<
                 first.dir.display()
             )));
         }
-        let j = r.judge_label();
         if !order.contains(&j) {
             order.push(j.clone());
         }
@@ -257,6 +278,20 @@ pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<
         && !by_judge.contains_key(rj)
     {
         return Err(CompareError::Mismatch(format!("no run of reference judge {rj:?}; the judges are {order:?}")));
+    }
+    for j in &order {
+        // A cost on some pools and none on others would average a real cost with nothing.
+        let (costed, free): (Vec<&RunDir>, Vec<&RunDir>) =
+            by_judge[j].values().partition(|r| r.priced || r.result.spend_usd > 0.0);
+        if let (Some(c), Some(f)) = (costed.first(), free.iter().find(|r| r.result.comparisons > 0)) {
+            return Err(CompareError::Mismatch(format!(
+                "judge {j:?} has a cost on pool {:?} (run {}) but none on pool {:?} (run {}): its cost per pool would average the two; give its prices with --prices FILE",
+                c.result.pool_id,
+                c.dir.display(),
+                f.result.pool_id,
+                f.dir.display()
+            )));
+        }
     }
     let mut rows = Vec::new();
     for j in &order {
