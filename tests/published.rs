@@ -436,7 +436,7 @@ fn check_names_what_it_cannot_use() {
     let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--anchors", "anc_bad.jsonl"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
-        text(&o).contains("--anchors anc_bad.jsonl: none of its 3 verdicts compares two systems of this pool (verdict 1 names \"x\", which is neither an item nor a system of it)"),
+        text(&o).contains("--anchors anc_bad.jsonl: 3 of its 3 verdicts name a system this pool does not have (line 1: \"x\"; line 2: \"x\"; line 3: \"x\"); expected the trusted judge's verdicts between its systems: "),
         "{}",
         text(&o)
     );

@@ -333,6 +333,25 @@ fn check_names_a_tied_boundary_and_the_systems_never_compared() {
         text(&o)
     );
     write(d, "empty.jsonl", "");
+    assert!(
+        stderr(&o).contains("warning: --anchors other.jsonl: 1 verdict on prompts the pool does not have (line 1: \"p9\"); each is read as a label of its two systems"),
+        "{}",
+        text(&o)
+    );
+    // A misspelled system among usable labels: refused, naming the line, not a gate on fewer
+    // labels than given.
+    write(
+        d,
+        "typo.jsonl",
+        "{\"pool_id\":\"p1\",\"a\":\"s1\",\"b\":\"s4\",\"y\":1}\n{\"pool_id\":\"p1\",\"a\":\"s1\",\"b\":\"S3\",\"y\":1}\n",
+    );
+    let o = run_bin(d, &["check", "four.jsonl", "v.jsonl", "--k", "2", "--anchors", "typo.jsonl"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--anchors typo.jsonl: 1 of its 2 verdicts name a system this pool does not have (line 2: \"S3\"); expected the trusted judge's verdicts between its systems: \"s1\", \"s2\", \"s3\", \"s4\""),
+        "{}",
+        text(&o)
+    );
     let o = run_bin(d, &["check", "four.jsonl", "v.jsonl", "--k", "2", "--anchors", "empty.jsonl"]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(stderr(&o).contains("--anchors empty.jsonl: holds no verdict"), "{}", text(&o));

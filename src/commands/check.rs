@@ -7,7 +7,9 @@
 //! (`--anchors`, docs/model.md §5), and whether the length-corrected top-k differs from the raw
 //! (apparent) one.
 
-use super::fit::{FitCommandError, FitRequest, fit_file, parse_covariates, read_verdict_lines, split_by_settings};
+use super::fit::{
+    FitCommandError, FitRequest, VerdictLine, fit_file, parse_covariates, read_verdict_lines, split_by_settings,
+};
 use crate::analysis::gate::{Anchor, decide, select_anchors};
 use crate::domain::pool::Pool;
 use crate::report::check::{CheckReport, CovariateCheck, GateCheck};
@@ -53,11 +55,14 @@ pub struct CheckArgs {
 /// The trusted label of each anchor: the system the trusted verdicts prefer (mean over every
 /// trusted verdict between the two systems on any prompt, each read for the system shown
 /// first as y and for the other as 1 − y), `None` on a tie or without a trusted verdict; and
-/// how many anchors had any.
+/// how many anchors had any. A verdict naming a system the pool does not have is an error
+/// naming its line; verdicts on prompts the pool does not have are labels of their systems,
+/// counted in a warning.
 fn labels(
     pool: &Pool,
     anchors: &[Anchor],
     trusted: &std::path::Path,
+    warnings: &mut Vec<String>,
 ) -> Result<(Vec<Option<usize>>, usize), FitCommandError> {
     let (mut lines, _) = read_verdict_lines(trusted)
         .map_err(|e| FitCommandError::Invalid(format!("--anchors {}: {e}", trusted.display())))?;
@@ -82,19 +87,55 @@ fn labels(
         };
         pool.item_index(&full).or_else(|| pool.bases.iter().position(|b| b == id)).map(|i| pool.item_base[i])
     };
+    // Every record must name two of this pool's systems: one that does not (a misspelled name)
+    // is a label the user means to give and the gate would not count.
+    let unknown: Vec<String> = lines
+        .iter()
+        .filter_map(|l| {
+            let id = [&l.a, &l.b].into_iter().find(|id| system_of(&l.pool_id, id).is_none())?;
+            Some(format!("line {}: {id:?}", l.line))
+        })
+        .collect();
+    if let Some(first) = unknown.first() {
+        let more = match unknown.len() {
+            1 => String::new(),
+            n => format!(
+                "; {}{}",
+                unknown[1..].iter().take(4).cloned().collect::<Vec<_>>().join("; "),
+                if n > 5 { "; …" } else { "" }
+            ),
+        };
+        return Err(FitCommandError::Invalid(format!(
+            "--anchors {}: {} of its {} verdicts name a system this pool does not have ({first}{more}); expected the trusted judge's verdicts between its systems: {}",
+            trusted.display(),
+            unknown.len(),
+            lines.len(),
+            pool.bases.iter().take(6).map(|b| format!("{b:?}")).collect::<Vec<_>>().join(", ")
+                + if pool.bases.len() > 6 { ", …" } else { "" }
+        )));
+    }
+    // A verdict on a prompt the pool does not have still says which of its two systems the
+    // trusted judge prefers: read as a label, and counted.
+    let elsewhere: Vec<&VerdictLine> = lines
+        .iter()
+        .filter(|l| {
+            !pool.prompts.is_empty()
+                && l.pool_id.as_deref().is_some_and(|p| !pool.prompts.iter().any(|q| q.pool_id == p))
+        })
+        .collect();
+    if let Some(l) = elsewhere.first() {
+        warnings.push(format!(
+            "--anchors {}: {} on prompts the pool does not have (line {}: {:?}); each is read as a label of its two systems",
+            trusted.display(),
+            crate::domain::fmt::count(elsewhere.len(), "verdict"),
+            l.line,
+            l.pool_id.as_deref().unwrap_or_default()
+        ));
+    }
     // (first, second) system → (Σ score of first, count).
     let mut score: HashMap<(usize, usize), (f64, usize)> = HashMap::new();
-    let mut unknown: Option<(usize, String)> = None;
-    let mut known = 0usize;
-    for (n, l) in lines.iter().enumerate() {
-        let (i, j) = (system_of(&l.pool_id, &l.a), system_of(&l.pool_id, &l.b));
-        if i.is_none() || j.is_none() {
-            let id = if i.is_none() { &l.a } else { &l.b };
-            unknown.get_or_insert((n + 1, id.clone()));
-            continue;
-        }
-        known += 1;
-        let (Some(y), Some(i), Some(j)) = (l.y, i, j) else {
+    for l in &lines {
+        let (Some(y), Some(i), Some(j)) = (l.y, system_of(&l.pool_id, &l.a), system_of(&l.pool_id, &l.b)) else {
             continue;
         };
         if i == j {
@@ -111,15 +152,6 @@ fn labels(
         return Err(FitCommandError::Invalid(format!(
             "--anchors {}: holds no verdict; expected the trusted judge's verdicts (JSON Lines, one {{\"a\", \"b\", \"y\"}} per line) of anchor pairs",
             trusted.display()
-        )));
-    }
-    if known == 0
-        && let Some((n, id)) = unknown
-    {
-        return Err(FitCommandError::Invalid(format!(
-            "--anchors {}: none of its {} verdicts compares two systems of this pool (verdict {n} names {id:?}, which is neither an item nor a system of it)",
-            trusted.display(),
-            lines.len()
         )));
     }
     let mut labelled = 0;
@@ -231,7 +263,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
                 pool.bases.iter().map(|b| m.get(b).copied().unwrap_or(0.0)).collect()
             };
             let anchors = select_anchors(&by_base(&f.phi), &by_base(&f.theta), args.k, args.max_anchors);
-            let (better, labelled) = labels(&pool, &anchors, trusted)?;
+            let (better, labelled) = labels(&pool, &anchors, trusted, &mut warnings)?;
             if labelled == 0 && !anchors.is_empty() {
                 let pairs: Vec<String> = anchors
                     .iter()
