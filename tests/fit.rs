@@ -435,3 +435,37 @@ fn fit_takes_a_run_config_for_its_folder() {
         "error: other: not a run folder (it holds no config.yaml); expected a folder written by `topk-judge run`, or a config file\n"
     );
 }
+
+/// A pool file whose pool breaks a rule (not its syntax) is named with the line of that pool,
+/// in `fit` as in `run`; two prompts whose answers a `/` gives one id are named both.
+#[test]
+fn pool_rule_errors_name_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "pf.jsonl",
+        "{\"pool_id\":\"p1\",\"items\":[{\"id\":\"a\"},{\"id\":\"b\"}]}\n{\"pool_id\":\"p2\",\"items\":[{\"id\":\"a\"},{\"id\":\"a\"}]}\n",
+    );
+    write(d, "v.jsonl", "{\"a\":\"a\",\"b\":\"b\",\"y\":1}\n");
+    let out = run_bin(d, &["fit", "pf.jsonl", "v.jsonl", "--pool-id", "p1"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("error: pf.jsonl:2: pool \"p2\": duplicate item id \"a\""), "{}", text(&out));
+    write(
+        d,
+        "slash.jsonl",
+        "{\"pool_id\":\"a/b\",\"items\":[{\"id\":\"c\",\"system\":\"c\"},{\"id\":\"d\",\"system\":\"d\"}]}\n{\"pool_id\":\"a\",\"items\":[{\"id\":\"b/c\",\"system\":\"b/c\"},{\"id\":\"d\",\"system\":\"d\"}]}\n",
+    );
+    write(
+        d,
+        "v2.jsonl",
+        "{\"pool_id\":\"a/b\",\"a\":\"c\",\"b\":\"d\",\"y\":1}\n{\"pool_id\":\"a\",\"a\":\"b/c\",\"b\":\"d\",\"y\":0}\n",
+    );
+    let out = run_bin(d, &["fit", "slash.jsonl", "v2.jsonl"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("slash.jsonl:2: pool \"a\": its item \"b/c\" and item \"c\" of prompt \"a/b\" both become \"a/b/c\" (prompt id/item id)"),
+        "{}",
+        text(&out)
+    );
+}

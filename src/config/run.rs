@@ -158,7 +158,11 @@ pub fn select_pools(file: &Path, ids: &PoolIds) -> Result<Vec<(Pool, String)>, P
 /// As [`select_pools`] and [`Pool::systems`].
 pub fn load_systems_pool(file: &Path, ids: &PoolIds) -> Result<Pool, PoolError> {
     let pools: Vec<Pool> = select_pools(file, ids)?.into_iter().map(|(p, _)| p).collect();
-    Pool::systems(crate::domain::fmt::count(pools.len(), "prompt"), pools)
+    Pool::systems(crate::domain::fmt::count(pools.len(), "prompt"), pools).map_err(|e| {
+        // The line of the prompt the fault names (a rule of the merged pool names none).
+        let lines = crate::store::pool_file::read_pool_lines(file).unwrap_or_default();
+        e.in_file(file, |id| lines.iter().find(|(p, _, _)| p.pool_id == id).map(|(_, l, _)| *l))
+    })
 }
 
 fn is_auto(r: &ReportRanking) -> bool {

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Errors reading or validating a pool.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +55,32 @@ pub enum PoolError {
         /// What is wrong.
         msg: String,
     },
+    /// A pool of a pool file violates a rule: [`PoolError::Invalid`] with the file and, when one
+    /// line holds the fault, its line.
+    #[error("{}{}: pool {pool_id:?}: {msg}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
+    InvalidIn {
+        /// The pool file.
+        path: PathBuf,
+        /// 1-based line of the pool at fault.
+        line: Option<usize>,
+        /// Pool id.
+        pool_id: String,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+impl PoolError {
+    /// This error placed in pool file `path`: a rule violation gets the file and the line of
+    /// the pool it names (`line_of` its pool id); other errors already name the file.
+    pub fn in_file(self, path: &Path, line_of: impl Fn(&str) -> Option<usize>) -> Self {
+        match self {
+            PoolError::Invalid { pool_id, msg } => {
+                PoolError::InvalidIn { path: path.to_owned(), line: line_of(&pool_id), pool_id, msg }
+            }
+            e => e,
+        }
+    }
 }
 
 /// One candidate answer as written in the pool file (unknown keys are errors).
@@ -250,6 +276,23 @@ impl Pool {
         let mut prompts = Vec::with_capacity(pools.len());
         let mut item_prompt = Vec::new();
         let mut item_turns = Vec::new();
+        // `P/i` of two prompts may coincide when ids hold `/` (prompt `a/b`, item `c`; prompt `a`,
+        // item `b/c`): said with both, not as a duplicate id found in neither.
+        let mut merged: HashMap<String, (&str, &str)> = HashMap::new();
+        for p in &pools {
+            for it in &p.items {
+                let id = format!("{}/{}", p.pool_id, it.id);
+                if let Some((op, oi)) = merged.insert(id.clone(), (&p.pool_id, &it.id)) {
+                    return Err(PoolError::Invalid {
+                        pool_id: p.pool_id.clone(),
+                        msg: format!(
+                            "its item {:?} and item {oi:?} of prompt {op:?} both become {id:?} (prompt id/item id) when the prompts are ranked together; rename one so that a `/` does not make them equal",
+                            it.id
+                        ),
+                    });
+                }
+            }
+        }
         for (pi, p) in pools.into_iter().enumerate() {
             let bad = |msg: String| PoolError::Invalid { pool_id: p.pool_id.clone(), msg };
             let mut seen: HashMap<&str, &str> = HashMap::new();

@@ -79,8 +79,16 @@ pub fn read_pools(path: &Path) -> Result<Vec<Pool>, PoolError> {
 /// As [`read_pools`].
 pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolError> {
     let bytes = std::fs::read(path).map_err(|source| PoolError::Io { path: path.to_owned(), source })?;
+    parse_pool_lines(path, &bytes)
+}
+
+/// [`read_pool_lines`] of `bytes` read from (or to be written to) `path`, which messages name.
+///
+/// # Errors
+/// As [`read_pools`], I/O aside.
+pub fn parse_pool_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(Pool, usize, String)>, PoolError> {
     let parse_err = |line: usize, msg: String| PoolError::Parse { path: path.to_owned(), line, msg };
-    let bytes = super::text::strip_bom(&bytes).map_err(|m| parse_err(1, m.to_string()))?;
+    let bytes = super::text::strip_bom(bytes).map_err(|m| parse_err(1, m.to_string()))?;
     let mut pools: Vec<(Pool, usize, String)> = Vec::new();
     for (ln, line) in bytes.split(|b| *b == b'\n').enumerate() {
         let line_no = ln + 1;
@@ -123,7 +131,9 @@ pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolEr
             ));
         }
         let task = raw.task.unwrap_or_default();
-        let pool = Pool::new(raw.pool_id, task, raw.items)?.with_turns(raw.task_turns, item_turns)?;
+        let pool = Pool::new(raw.pool_id, task, raw.items)
+            .and_then(|p| p.with_turns(raw.task_turns, item_turns))
+            .map_err(|e| e.in_file(path, |_| Some(line_no)))?;
         pools.push((pool, line_no, text.to_owned()));
     }
     if pools.is_empty() {
