@@ -110,6 +110,15 @@ pub enum ImportError {
     /// Nothing to compare: no prompt has answers of two systems.
     #[error("no prompt has answers of two or more systems; nothing to rank ({0})")]
     Empty(String),
+    /// The pool file built would not load (a rule of the pool loader the rows did not meet);
+    /// nothing is written.
+    #[error("the pool file built from the inputs would not load, so {out} was not written: {msg}")]
+    Unloadable {
+        /// The file that was to be written.
+        out: PathBuf,
+        /// The loader's error.
+        msg: String,
+    },
     /// Judgments of which no verdict between two systems is left to write.
     #[error("no verdict to write: {0}")]
     NoVerdict(String),
@@ -284,7 +293,36 @@ pub fn import_with(
     type PromptAnswers = (String, (PathBuf, usize), Vec<usize>);
     let mut by_prompt: HashMap<String, PromptAnswers> = HashMap::new();
     let mut systems: Vec<String> = Vec::new();
+    // Prompt id and system make an answer's id `PROMPT/SYSTEM` where the prompts are ranked
+    // together (docs/systems.md): each must be an id the pool loader takes, and no two answers
+    // may get one id through a `/` in a name.
+    let mut full_ids: HashMap<String, usize> = HashMap::new();
     for (i, a) in answers.iter().enumerate() {
+        for (what, id) in [("prompt id", &a.prompt_id), ("system", &a.system)] {
+            if let Some(problem) = crate::domain::pool::id_problem(id) {
+                return Err(row(&a.at.0, a.at.1, format!("its {what} {problem}")));
+            }
+        }
+        let full = format!("{}/{}", a.prompt_id, a.system);
+        if let Some(&j) = full_ids.get(&full)
+            && (answers[j].prompt_id != a.prompt_id)
+        {
+            let b = &answers[j];
+            return Err(row(
+                &a.at.0,
+                a.at.1,
+                format!(
+                    "system {:?} on prompt {:?} and system {:?} on prompt {:?} (at {}:{}) both make the answer id {full:?} (prompt id/system); rename one so that a `/` does not make them equal",
+                    a.system,
+                    a.prompt_id,
+                    b.system,
+                    b.prompt_id,
+                    b.at.0.display(),
+                    b.at.1
+                ),
+            ));
+        }
+        full_ids.insert(full, i);
         if !systems.contains(&a.system) {
             systems.push(a.system.clone());
         }
@@ -350,6 +388,12 @@ pub fn import_with(
     if prompts == 0 {
         return Err(ImportError::Empty(format!("{} answers read", answers.len())));
     }
+    // By construction: what is written is what `run`, `fit` and `check` load.
+    crate::store::pool_file::parse_pool_lines(out, text.as_bytes())
+        .and_then(|lines| {
+            crate::domain::pool::Pool::systems("import".into(), lines.into_iter().map(|(p, _, _)| p).collect())
+        })
+        .map_err(|e| ImportError::Unloadable { out: out.to_owned(), msg: e.to_string() })?;
     write_out(out, &text)?;
     if multi_turn > 0 {
         notes
@@ -579,6 +623,25 @@ mod tests {
             "c.csv:1: the header \"prompt_id,prompt,model,text\" lacks the column system; expected the columns prompt_id, prompt, system, text in any order (other columns are ignored)"
         );
         assert!(bad("d.csv", "prompt_id,prompt,system,text\np1,Q,s1\n", ImportFormat::Csv).starts_with("d.csv:2: "));
+        // Names the pool loader refuses are refused here, with their row, and nothing is
+        // written: a line break (a quoted field), a text-direction override, and two answers
+        // that a `/` gives one id.
+        std::fs::remove_file(&out).unwrap();
+        assert_eq!(
+            bad("nl.csv", "prompt_id,prompt,system,text\np1,Q,good,x\np1,Q,\"evil\nname\",y\n", ImportFormat::Csv),
+            "nl.csv:3: its system \"evil\\nname\" holds the character U+000A (a control or text-direction character); ids are shown in terminals, plots and reports, so they may not hold such characters"
+        );
+        let rlo = bad("rlo.csv", "prompt_id,prompt,system,text\np\u{202e}1,Q,good,x\n", ImportFormat::Csv);
+        assert!(rlo.starts_with("rlo.csv:2: its prompt id \"p\\u{202e}1\" holds the character U+202E"), "{rlo}");
+        assert_eq!(
+            bad(
+                "slash.csv",
+                "prompt_id,prompt,system,text\na/b,Q1,c,x\na/b,Q1,d,y\na,Q2,b/c,x2\na,Q2,d,y2\n",
+                ImportFormat::Csv
+            ),
+            "slash.csv:4: system \"b/c\" on prompt \"a\" and system \"c\" on prompt \"a/b\" (at slash.csv:2) both make the answer id \"a/b/c\" (prompt id/system); rename one so that a `/` does not make them equal"
+        );
+        assert!(!out.exists(), "nothing written");
         // RFC 4180: a quoted field may hold lines shaped like rows; they are the field's text.
         let q = dir.path().join("q.csv");
         std::fs::write(&q, "prompt_id,prompt,system,text\np1,Q,s1,a\np1,Q,s2,\"quoted\np2,R,s1,c\"\n").unwrap();
