@@ -57,17 +57,9 @@ pub enum PoolError {
     },
     /// A pool of a pool file violates a rule: [`PoolError::Invalid`] with the file and, when one
     /// line holds the fault, its line.
-    #[error("{}{}: pool {pool_id:?}: {msg}", .path.display(), .line.map(|l| format!(":{l}")).unwrap_or_default())]
-    InvalidIn {
-        /// The pool file.
-        path: PathBuf,
-        /// 1-based line of the pool at fault.
-        line: Option<usize>,
-        /// Pool id.
-        pool_id: String,
-        /// What is wrong.
-        msg: String,
-    },
+    /// The message: `FILE[:LINE]: pool "ID": what is wrong`.
+    #[error("{0}")]
+    InvalidIn(String),
 }
 
 impl PoolError {
@@ -76,7 +68,8 @@ impl PoolError {
     pub fn in_file(self, path: &Path, line_of: impl Fn(&str) -> Option<usize>) -> Self {
         match self {
             PoolError::Invalid { pool_id, msg } => {
-                PoolError::InvalidIn { path: path.to_owned(), line: line_of(&pool_id), pool_id, msg }
+                let line = line_of(&pool_id).map(|l| format!(":{l}")).unwrap_or_default();
+                PoolError::InvalidIn(format!("{}{line}: pool {pool_id:?}: {msg}", path.display()))
             }
             e => e,
         }
