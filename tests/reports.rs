@@ -360,6 +360,25 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
     // Three tables (spend, ranking, bias): a header row each, 1 + N + 1 body rows.
     assert_eq!(html.matches("<tr>").count(), 3 + 1 + r.fit.ranking.len() + 1);
     assert!(html.contains(&format!("<td>{:.3}</td>", r.fit.ranking[0].theta)));
+    // `--out` another run's folder: refused, that run's report left as it was; its own folder
+    // (by another spelling) and a new folder are fine.
+    let cfg2 = mock_config(dir.path(), "other", 24, "");
+    assert!(run_bin(dir.path(), &["run", cfg2.to_str().unwrap(), "--quiet"]).status.success());
+    assert!(run_bin(dir.path(), &["report", "runs/other"]).status.success());
+    let theirs = std::fs::read_to_string(dir.path().join("runs/other/report.md")).unwrap();
+    let out = run_bin(dir.path(), &["report", "runs/rep", "--out", "runs/other"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "runs/other: --out: the folder of another run (it holds result.json), whose report this would overwrite"
+        ),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("runs/other/report.md")).unwrap(), theirs);
+    assert!(run_bin(dir.path(), &["report", "runs/rep", "--out", "runs/../runs/rep"]).status.success());
+    assert!(run_bin(dir.path(), &["report", "runs/rep", "--out", "rep-report"]).status.success());
+    assert!(dir.path().join("rep-report/report.html").exists());
 }
 
 #[test]

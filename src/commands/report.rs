@@ -41,6 +41,20 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
     if out.exists() && !out.is_dir() {
         return Err(CompareError::Read { path: out.to_owned(), msg: "--out: not a folder (it is a file)".into() });
     }
+    // Another run's folder holds that run's report.md, report.html and plots: not overwritten.
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if !same(out, &run_dir) && out.join("result.json").exists() {
+        return Err(CompareError::Read {
+            path: out.to_owned(),
+            msg: format!(
+                "--out: the folder of another run (it holds result.json), whose report this would overwrite; give a folder of its own for the report of {}",
+                run_dir.display()
+            ),
+        });
+    }
     // A judge panel's run (`judges:`) has its own result document and content.
     let (c, plots) = if RunDir::is_panel(&run_dir) {
         crate::report::panel_page::panel_report(&run_dir)?
