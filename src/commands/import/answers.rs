@@ -161,8 +161,8 @@ fn blank_prompt(path: &Path, line: usize, id: &str) -> ImportError {
 /// a file that is not one, or an empty array, is an error naming the line, with what was
 /// `expected`.
 pub(super) fn json_array(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
-    let text = crate::store::text::strip_bom_str(&text);
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    let text = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?;
     let all: Value = serde_json::from_str(text)
         .map_err(|e| row(path, e.line(), format!("not valid JSON ({e}); {expected} in a JSON array")))?;
     let Value::Array(elems) = all else {
@@ -226,9 +226,10 @@ fn element_lines(text: &str) -> Vec<usize> {
 /// a line that is not JSON, or a file without a line of JSON, is an error naming it, with what
 /// was `expected`.
 pub(super) fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
-    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    let text = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?;
     let mut out = Vec::new();
-    for (i, l) in crate::store::text::strip_bom_str(&text).lines().enumerate() {
+    for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {
             continue;
         }
@@ -405,6 +406,18 @@ pub(super) fn read_answers_jsonl(
             }
         };
         let q_turns: &[String] = match questions.get(&qid) {
+            // The answer's own question and the questions file's must be one text (up to white
+            // space and Unicode form): else the pool would pair answers with a prompt not asked.
+            Some(q) if !asked.is_empty() && fold(&asked) != fold(&q.turns) => {
+                return Err(row(
+                    path,
+                    line,
+                    format!(
+                        "its question (the user message{}) differs from question {qid:?} of the questions file (--questions); expected the questions the models answered: give the matching questions file, or none (the answers hold their questions)",
+                        if asked.len() > 1 { "s" } else { "" }
+                    ),
+                ));
+            }
             Some(q) => &q.turns,
             None if questions.is_empty() && !asked.is_empty() => &asked,
             None if questions.is_empty() => {
@@ -423,6 +436,11 @@ pub(super) fn read_answers_jsonl(
     Ok(out)
 }
 
+/// Turns as one text, compared up to white space, invisible characters and Unicode form.
+fn fold(turns: &[String]) -> Vec<String> {
+    turns.iter().map(|t| crate::domain::names::fold_text(t)).collect()
+}
+
 /// The columns of an answers CSV, in the order [`read_csv`] keeps them.
 pub(super) const CSV_COLUMNS: [&str; 4] = ["prompt_id", "prompt", "system", "text"];
 
@@ -431,7 +449,7 @@ pub(super) const CSV_COLUMNS: [&str; 4] = ["prompt_id", "prompt", "system", "tex
 pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<String>), ImportError> {
     let (kind, delim) = if tab { ("TSV", b'\t') } else { ("CSV", b',') };
     let bytes = std::fs::read(path).map_err(io(path))?;
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(&bytes);
+    let bytes = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?.as_bytes();
     super::check_quotes(path, bytes, delim)?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).flexible(false).delimiter(delim).from_reader(bytes);
     let wanted = CSV_COLUMNS.join(", ");
