@@ -21,6 +21,28 @@ pub fn strip_bom(bytes: &[u8]) -> Result<&[u8], crate::domain::invalid::InvalidI
     Ok(bytes)
 }
 
+/// `bytes` as UTF-8 text without a byte-order mark.
+///
+/// # Errors
+/// The 1-based line and a message: UTF-16 or UTF-32 text ([`strip_bom`]), or the first byte that
+/// is not UTF-8 (its line and byte in the line).
+pub fn utf8_text(bytes: &[u8]) -> Result<&str, (usize, String)> {
+    let bytes = strip_bom(bytes).map_err(|m| (1, m.to_string()))?;
+    std::str::from_utf8(bytes).map_err(|e| {
+        let before = &bytes[..e.valid_up_to()];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        (
+            line,
+            format!(
+                "invalid UTF-8 at byte {} of the line (byte 0x{:02X}); the file is in another encoding (Latin-1, Windows-1252?): save it as UTF-8",
+                e.valid_up_to() - start + 1,
+                bytes[e.valid_up_to()]
+            ),
+        )
+    })
+}
+
 /// [`strip_bom`] for text already read as a string.
 pub fn strip_bom_str(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)

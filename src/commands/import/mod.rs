@@ -534,6 +534,58 @@ mod tests {
         assert_eq!(pools[1]["items"][0]["text"], "First part.\n\nSecond part.");
         let e = import(ImportFormat::ArenaHard, &inputs, None, &out).unwrap_err();
         assert!(e.to_string().contains("--questions"), "{e}");
+        // The 2025 layout holds its questions: a questions file that agrees (up to white space)
+        // is fine, one that says another text for a uid is refused at the answer's line.
+        let (m1, m2, q) = (dir.path().join("m1.jsonl"), dir.path().join("m2.jsonl"), dir.path().join("q.jsonl"));
+        let answer = |model: &str, prompt: &str| {
+            format!(
+                "{{\"uid\":\"q1\",\"model\":\"{model}\",\"messages\":[{{\"role\":\"user\",\"content\":\"{prompt}\"}},{{\"role\":\"assistant\",\"content\":{{\"answer\":\"x\"}}}}]}}\n"
+            )
+        };
+        std::fs::write(&m1, answer("m1", "Prompt A")).unwrap();
+        std::fs::write(&m2, answer("m2", "Prompt A")).unwrap();
+        std::fs::write(&q, "{\"uid\":\"q1\",\"prompt\":\"Prompt A \"}\n").unwrap();
+        let two = [m1.clone(), m2.clone()];
+        assert!(import(ImportFormat::ArenaHard, &two, Some(&q), &out).is_ok());
+        std::fs::write(&q, "{\"uid\":\"q1\",\"prompt\":\"Prompt C\"}\n").unwrap();
+        let e = import(ImportFormat::ArenaHard, &two, Some(&q), &out).unwrap_err().to_string();
+        assert_eq!(
+            e.replace(&m1.display().to_string(), "m1.jsonl"),
+            "m1.jsonl:1: its question (the user message) differs from question \"q1\" of the questions file (--questions); expected the questions the models answered: give the matching questions file, or none (the answers hold their questions)"
+        );
+    }
+
+    /// Text in another encoding is named with its line and byte, in every reader: JSON, JSON
+    /// Lines, CSV, and UTF-16 by its byte-order mark.
+    #[test]
+    fn other_encodings_are_named_with_line_and_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("pools.jsonl");
+        let bad = |name: &str, bytes: &[u8], format: ImportFormat| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            import(format, std::slice::from_ref(&p), None, &out)
+                .unwrap_err()
+                .to_string()
+                .replace(&p.display().to_string(), name)
+        };
+        let latin1 = "the file is in another encoding (Latin-1, Windows-1252?): save it as UTF-8";
+        assert_eq!(
+            bad(
+                "a.json",
+                b"[{\"instruction\":\"Q\",\"output\":\"ok\",\"generator\":\"b\"},\n{\"output\":\"caf\xe9\"}]",
+                ImportFormat::AlpacaEval
+            ),
+            format!("a.json:2: invalid UTF-8 at byte 15 of the line (byte 0xE9); {latin1}")
+        );
+        assert_eq!(
+            bad("b.csv", b"prompt_id,prompt,system,text\np1,Q1,a,caf\xe9\n", ImportFormat::Csv),
+            format!("b.csv:2: invalid UTF-8 at byte 12 of the line (byte 0xE9); {latin1}")
+        );
+        assert_eq!(
+            bad("c.jsonl", b"\xff\xfe{\x00", ImportFormat::ArenaHard),
+            "c.jsonl:1: the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"
+        );
     }
 
     /// Systems one letter case apart are two systems, and the import says so.
