@@ -228,6 +228,47 @@ fn sweep_errors_name_the_key() {
             text(&out)
         );
     }
+    // Budgets of at least every ordered pair (30 at n = 6; paired, 6 · 2 renderings: 132) are
+    // one setting; below that in a paired grid they are not.
+    let bad = write(
+        dir.path(),
+        "all.yaml",
+        "name: b
+k: 2
+pools: {n: 6, count: 2}
+budgets: [30, 500, all]
+",
+    );
+    let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("budgets: 30 and 500 and all are one setting here: a budget of at least every ordered pair (30 at pools.n = 6) asks them all"),
+        "{}",
+        text(&out)
+    );
+    let bad = write(
+        dir.path(),
+        "paired.yaml",
+        "name: b
+k: 2
+pools: {n: 6, count: 2, paired: [true]}
+budgets: [132, all]
+",
+    );
+    let out = run_bin(dir.path(), &["simulate", bad.to_str().unwrap()]);
+    assert!(text(&out).contains("(132 at pools.n = 6, paired)"), "{}", text(&out));
+    let ok = write(
+        dir.path(),
+        "ok.yaml",
+        "name: b
+out_dir: o
+k: 2
+pools: {n: 6, count: 1, paired: [true]}
+budgets: [30, all]
+",
+    );
+    let out = run_bin(dir.path(), &["simulate", ok.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
 }
 
 #[test]

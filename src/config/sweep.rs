@@ -292,6 +292,21 @@ impl Sweep {
         sections::check_distinct("models", &raw.models, sections::as_written).map_err(inv)?;
         sections::check_distinct("budgets", &raw.budgets, ToString::to_string).map_err(inv)?;
         raw.budgets.sort();
+        // A budget of at least every ordered pair asks them all: two such are one setting.
+        let n = g.n;
+        let most = if g.paired.contains(&true) { 4 * n * n - 2 * n } else { n * (n - 1) };
+        let as_all: Vec<String> =
+            raw.budgets.iter().filter(|b| b.as_usize() >= most).map(ToString::to_string).collect();
+        if as_all.len() > 1 {
+            return Err(inv(InvalidSetting::new(
+                "budgets",
+                format!(
+                    "{} are one setting here: a budget of at least every ordered pair ({most} at pools.n = {n}{}) asks them all, so each would run the same runs and count them again; list one",
+                    as_all.join(" and "),
+                    if g.paired.contains(&true) { ", paired" } else { "" }
+                ),
+            )));
+        }
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let out_dir = sections::out_folder(&dir, raw.out_dir.as_deref(), &raw.name, "runs/sweeps").map_err(inv)?;
         Ok(Self { raw, path: path.to_owned(), out_dir })
