@@ -254,8 +254,13 @@ fn requests_an_expired_job_never_ran_are_no_fault_of_their_pairs() {
     );
     assert!(text(&out).contains("ended expired before this request ran; not billed"), "{}", text(&out));
     assert!(!text(&out).contains("set aside"), "{}", text(&out));
-    assert!(text(&out).contains("(12 valid, 0 invalid, 28 failed)"), "{}", text(&out));
+    assert!(
+        text(&out).contains("(12 valid, 0 invalid, 28 failed, 28 of them never run by their batch job)"),
+        "{}",
+        text(&out)
+    );
     let runs = dir.path().join("runs/x");
+    assert_eq!(json(&runs.join("result.json"))["not_run"], 28, "2 + 2 lines of jobs 0 and 1, 8 of each of 3 jobs");
     assert_eq!(booked(&runs).verdicts, 12);
     check_books(&fake, &runs, None);
 }

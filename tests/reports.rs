@@ -27,6 +27,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         valid: 4,
         invalid: 0,
         failed: 0,
+        not_run: 0,
         spend_usd: spend,
         possibly_billed: 0,
         possibly_billed_usd: 0.0,

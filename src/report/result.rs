@@ -37,6 +37,8 @@ pub struct RunEnd<'a> {
     pub overrun: (Overrun, f64),
     /// Failed queries in this invocation.
     pub failed: usize,
+    /// Of `failed`: requests a batch job ended without running.
+    pub not_run: usize,
     /// Pairs set aside after repeated failures (item indices, failures, last error).
     pub quarantined: Vec<(usize, usize, u32, String)>,
     /// Queries the judge had no verdict for.
@@ -178,6 +180,7 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         valid: end.stored.iter().filter(|r| r.y.is_some()).count(),
         invalid: end.stored.iter().filter(|r| r.y.is_none()).count(),
         failed: end.failed,
+        not_run: end.not_run,
         spend_usd: end.stored.iter().map(|r| r.cost_usd).sum(),
         possibly_billed: 0,
         possibly_billed_usd: 0.0,

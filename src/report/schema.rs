@@ -79,6 +79,10 @@ pub struct RunResult {
     pub invalid: usize,
     /// Failed queries in this invocation (nothing stored, may be asked again).
     pub failed: usize,
+    /// Of `failed`: requests a batch job ended without running (it expired or the provider
+    /// cancelled it; docs/live.md): not billed, and no fault of their pairs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_run: usize,
     /// Total spend booked for this judge configuration, USD: its stored verdicts (duplicate
     /// records included), failed queries that cost money (failed.jsonl) and requests booked as
     /// possibly billed (intents.jsonl). What counts against `max_usd`.

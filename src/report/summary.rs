@@ -51,12 +51,13 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     );
     let _ = write!(
         s,
-        "stopped: {}; {} comparisons ({} valid, {} invalid, {} failed), spend {}",
+        "stopped: {}; {} comparisons ({} valid, {} invalid, {} failed{}), spend {}",
         name(&r.stop_reason),
         r.comparisons,
         r.valid,
         r.invalid,
         r.failed,
+        if r.not_run > 0 { format!(", {} of them never run by their batch job", r.not_run) } else { String::new() },
         usd(r.spend_usd)
     );
     if r.possibly_billed > 0 && r.possibly_billed_usd > 0.0 {

@@ -152,6 +152,9 @@ pub type EarlierReplies<'a> = (JudgeStats, Option<(f64, u64)>, Option<&'a str>);
 pub struct Faults {
     /// Failed queries in this invocation.
     pub failed: usize,
+    /// Of `failed`: requests a batch job ended without running (expired, cancelled); not
+    /// billed, and no fault of their pairs.
+    pub not_run: usize,
     /// The last error of a failed query.
     pub last_error: String,
     /// Pairs set aside after repeated failures.
@@ -176,6 +179,7 @@ impl Faults {
     pub fn new(max_failed_queries_per_pair: u32) -> Self {
         Self {
             failed: 0,
+            not_run: 0,
             last_error: String::new(),
             quarantine: Quarantine::new(max_failed_queries_per_pair),
             guard: EndpointGuard::new(),
@@ -338,6 +342,7 @@ impl Faults {
             DispatchOutcome::Failed(e @ JudgeError::NotSent { .. }) => sched.failed(a, b, res, e.cost_usd(), false),
             DispatchOutcome::Failed(e) => {
                 self.failed += 1;
+                self.not_run += usize::from(matches!(e, JudgeError::NotRun { .. }));
                 self.last_error = e.to_string();
                 tracing::warn!("query {ida} vs {idb} failed: {e}");
                 let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });

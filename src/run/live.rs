@@ -470,6 +470,7 @@ fn finish(
         max_usd: cfg.raw.budget.max_usd,
         overrun,
         failed: faults.failed,
+        not_run: faults.not_run,
         quarantined: faults
             .quarantine
             .set_aside()
