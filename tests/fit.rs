@@ -469,3 +469,47 @@ fn pool_rule_errors_name_the_file_and_line() {
         text(&out)
     );
 }
+
+/// No command writes one of a run folder's own files: `fit --out` and `check --out` (another
+/// run's verdicts or result), `import --out` (its pool), and an audit named like the run.
+#[test]
+fn other_commands_never_write_a_run_folders_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for name in ["cheap", "other"] {
+        let cfg = mock_config(d, name, 16, "");
+        assert!(run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    }
+    let before = std::fs::read(d.join("runs/cheap/verdicts.jsonl")).unwrap();
+    for file in ["verdicts.jsonl", "result.json"] {
+        let out = run_bin(d, &["fit", "runs/other", "--out", &format!("runs/cheap/{file}")]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "--out: it is the {file} of the run folder runs/cheap: writing would overwrite that run's own file"
+            )),
+            "{}",
+            text(&out)
+        );
+    }
+    assert_eq!(std::fs::read(d.join("runs/cheap/verdicts.jsonl")).unwrap(), before);
+    let pairs = root().join("data/tutorial_pairs.jsonl");
+    let audit = write(
+        d,
+        "aud.yaml",
+        &format!("name: cheap\nout_dir: runs\njudge:\n  mock: {{mode: deterministic}}\npairs: {}\n", pairs.display()),
+    );
+    let out = run_bin(d, &["audit", audit.to_str().unwrap(), "--quiet"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("runs/cheap: the folder of a run (it holds its result.json), not of an audit"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read(d.join("runs/cheap/verdicts.jsonl")).unwrap(), before);
+    assert!(std::fs::read_to_string(d.join("runs/cheap/config.yaml")).unwrap().contains("max_comparisons: 16"));
+    write(d, "a.csv", "prompt_id,prompt,system,text\np1,Q,s1,x\np1,Q,s2,y\n");
+    let out = run_bin(d, &["import", "--format", "csv", "a.csv", "--out", "runs/cheap/pool.jsonl"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("it is the pool.jsonl of the run folder runs/cheap"), "{}", text(&out));
+}

@@ -58,6 +58,11 @@ pub enum AuditError {
     /// The audit config file could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The audit's folder (`out_dir`/`name`) holds a run (`topk-judge run`'s result or fits).
+    #[error(
+        "{0}: the folder of a run (it holds its {1}), not of an audit: the audit would write its config and verdicts into that run's; give the audit another `name` or `out_dir`"
+    )]
+    RunFolder(PathBuf, &'static str),
     /// Output files.
     #[error("{path}: {source}")]
     Io {
@@ -209,6 +214,15 @@ pub fn run(args: &AuditArgs, rt: &tokio::runtime::Runtime) -> Result<std::proces
 /// --fail-on-undecided` when the top-k is not certified).
 pub const EXIT_THRESHOLD: u8 = 1;
 
+/// An audit writes only into a folder of its own, never into a run's (which keeps a result,
+/// fits or its pool; an audit's folder keeps none of them).
+fn check_not_a_run(dir: &Path) -> Result<(), AuditError> {
+    match ["result.json", "fits.jsonl", "panel_fits.jsonl", "pool.jsonl"].into_iter().find(|f| dir.join(f).is_file()) {
+        Some(f) => Err(AuditError::RunFolder(dir.to_owned(), f)),
+        None => Ok(()),
+    }
+}
+
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> AuditError + '_ {
     move |source| AuditError::Io { path: path.to_owned(), source }
 }
@@ -229,6 +243,7 @@ pub async fn run_audit(
     progress: bool,
 ) -> Result<AuditOutput, AuditError> {
     let dir = &cfg.run_dir;
+    check_not_a_run(dir)?;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     // Paid verdicts are stored here: one process per folder (two would pay for each pair twice).
     let _lock = crate::store::lock::RunLock::acquire(dir)?;
@@ -457,6 +472,7 @@ pub fn run_recorded_audit(cfg: &AuditConfig, print: bool) -> Result<RecordedAudi
     let rec = cfg.recording.as_ref().expect("a replay judge's recording");
     let JudgeConfig::Replay(rc) = &cfg.raw.judge else { unreachable!("a recording comes from a replay judge") };
     let dir = &cfg.run_dir;
+    check_not_a_run(dir)?;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let saved = dir.join("config.yaml");
     std::fs::write(&saved, crate::store::yaml::to_string(&cfg.raw).unwrap_or_default()).map_err(io_err(&saved))?;

@@ -31,11 +31,37 @@ pub fn create_folder(dir: &Path) -> Result<(), String> {
     })
 }
 
+/// The files a run folder keeps (its books, its results, its inputs as run): no other command
+/// writes one of them there.
+pub const RUN_FOLDER_FILES: [&str; 16] = [
+    "config.yaml",
+    "pool.jsonl",
+    "verdicts.jsonl",
+    "intents.jsonl",
+    "failed.jsonl",
+    "batches.jsonl",
+    "fits.jsonl",
+    "panel_fits.jsonl",
+    "fingerprint.jsonl",
+    "result.json",
+    "run.json",
+    "gate.json",
+    "audit.json",
+    "rankings.csv",
+    "judges.csv",
+    ".lock",
+];
+
+/// Whether `dir` holds a run (its verdicts, intents or result).
+pub fn is_run_folder(dir: &Path) -> bool {
+    ["verdicts.jsonl", "intents.jsonl", "result.json"].iter().any(|f| dir.join(f).is_file())
+}
+
 /// Check, before any work, that `out` can be written as the output file of a command whose
 /// inputs are `inputs`: it is not a folder, its folder exists, it is none of the input files and
-/// not inside an input folder such as a run folder (writing would destroy one), and it opens for
-/// writing. An existing file is left as it is;
-/// one created by the check is removed again.
+/// not inside an input folder such as a run folder (writing would destroy one), it is not one of
+/// the files another run folder keeps ([`RUN_FOLDER_FILES`]), and it opens for writing. An
+/// existing file is left as it is; one created by the check is removed again.
 ///
 /// # Errors
 /// What is wrong, in words (the caller names the flag and the file).
@@ -59,6 +85,14 @@ pub fn check_output_file(out: &Path, inputs: &[&Path]) -> Result<(), String> {
             folder.display()
         ));
     }
+    if is_run_folder(parent)
+        && let Some(name) = out.file_name().and_then(|n| n.to_str()).filter(|n| RUN_FOLDER_FILES.contains(n))
+    {
+        return Err(format!(
+            "it is the {name} of the run folder {}: writing would overwrite that run's own file; give another file",
+            parent.display()
+        ));
+    }
     let existed = out.exists();
     std::fs::OpenOptions::new().append(true).create(true).open(out).map_err(|e| format!("cannot be written: {e}"))?;
     if !existed {
@@ -70,6 +104,29 @@ pub fn check_output_file(out: &Path, inputs: &[&Path]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_folders_own_files_are_not_an_output() {
+        let d = tempfile::tempdir().unwrap();
+        let run = d.path().join("runs/cheap");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("verdicts.jsonl"), "{}\n").unwrap();
+        for name in ["verdicts.jsonl", "result.json", "config.yaml"] {
+            let e = check_output_file(&run.join(name), &[]).unwrap_err();
+            assert_eq!(
+                e,
+                format!(
+                    "it is the {name} of the run folder {}: writing would overwrite that run's own file; give another file",
+                    run.display()
+                )
+            );
+        }
+        assert_eq!(std::fs::read_to_string(run.join("verdicts.jsonl")).unwrap(), "{}\n", "left as it was");
+        // Another name in a run folder, and the same names outside one, are fine.
+        assert_eq!(check_output_file(&run.join("fit-of-other.json"), &[]), Ok(()));
+        assert_eq!(check_output_file(&d.path().join("result.json"), &[]), Ok(()));
+        assert!(!d.path().join("result.json").exists(), "the check leaves no file");
+    }
 
     #[test]
     fn a_folder_under_a_file_is_named_for_the_file() {
