@@ -552,3 +552,66 @@ fn compare_over_pools_keeps_judges_of_other_settings_and_costs_apart() {
         text(&out)
     );
 }
+
+/// Replays of two recordings made under one description with other settings (seeds 7 and 99)
+/// are two judges in `compare`, as the live runs are; a recording with a cost on only some
+/// verdicts says its spend is partial, and `compare` refuses to average it.
+#[test]
+fn replayed_judges_keep_their_recorded_settings_and_partial_costs_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (a, b) =
+        ("dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-b8b6e729fff27c4eef87887e61d3448de9c063f6");
+    let run = |name: &str, pool: &str, judge: &str| {
+        let y = format!(
+            "name: {name}\nout_dir: runs\npool: {{file: {}, id: {pool}}}\nk: 3\njudge: {judge}\nacquisition: {{seed: 3, mc_draws: 300}}\nbudget: {{max_comparisons: 16}}\n",
+            summeval().display()
+        );
+        let c = write(d, &format!("{name}.yaml"), &y);
+        let out = run_bin(d, &["run", c.to_str().unwrap(), "--quiet"]);
+        assert!(out.status.success(), "{}", text(&out));
+        (format!("runs/{name}"), stdout(&out))
+    };
+    let priced = "input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6";
+    run("rec-a", a, &format!("{{mock: {{mode: stochastic, seed: 7, {priced}}}}}"));
+    run("rec-b", b, &format!("{{mock: {{mode: stochastic, seed: 99, {priced}}}}}"));
+    let replay = |file: &str| format!("{{replay: {{file: {}, missing: unavailable}}}}", d.join(file).display());
+    let (rep_a, _) = run("rep-a", a, &replay("runs/rec-a/verdicts.jsonl"));
+    let (rep_b, _) = run("rep-b", b, &replay("runs/rec-b/verdicts.jsonl"));
+    let settings = |r: &str| json(&d.join(r).join("result.json"))["replay"]["settings"].as_str().unwrap().to_owned();
+    assert_ne!(settings(&rep_a), settings(&rep_b));
+    let out = run_bin(d, &["compare", &rep_a, &rep_b]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains(" [settings ") && text(&out).contains("compare judges on the same pools"),
+        "{}",
+        text(&out)
+    );
+    // Seed 99 on both pools, half of its records without their cost.
+    run("rec-a99", a, &format!("{{mock: {{mode: stochastic, seed: 99, {priced}}}}}"));
+    let both = std::fs::read_to_string(d.join("runs/rec-b/verdicts.jsonl")).unwrap()
+        + &std::fs::read_to_string(d.join("runs/rec-a99/verdicts.jsonl")).unwrap();
+    let half: String = both
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if i % 2 == 0 {
+                v.as_object_mut().unwrap().remove("cost_usd");
+            }
+            v.to_string() + "\n"
+        })
+        .collect();
+    write(d, "half.jsonl", &half);
+    let (rep_hb, said) = run("rep-hb", b, &replay("half.jsonl"));
+    assert!(said.contains("partial: 16 of its 32 recorded verdicts have no cost_usd and count $0"), "{said}");
+    assert_eq!(json(&d.join(&rep_hb).join("result.json"))["replay"]["unpriced"], serde_json::json!([16, 32]));
+    let (rep_ha, _) = run("rep-ha", a, &replay("half.jsonl"));
+    let out = run_bin(d, &["compare", &rep_ha, &rep_hb]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("its recording records a cost on only some verdicts (16 of 32 have none; run runs/rep-hb): its cost would be partial; give its prices with --prices FILE"),
+        "{}",
+        text(&out)
+    );
+}

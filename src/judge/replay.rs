@@ -198,6 +198,9 @@ pub struct Recording {
     path: PathBuf,
     judges: Vec<RecordedJudge>,
     verdicts: Vec<PoolVerdicts>,
+    /// Per recorded judge, its settings id when every one of its records carries the same one
+    /// (a run folder's records, docs/outputs.md).
+    settings: Vec<Option<String>>,
 }
 
 /// One line as written (a run's verdicts.jsonl line parses too: unknown fields are ignored).
@@ -250,6 +253,8 @@ impl Recording {
         let mut judges: Vec<RecordedJudge> = Vec::new();
         let mut index: HashMap<RecordedJudge, usize> = HashMap::new();
         let mut verdicts: Vec<PoolVerdicts> = Vec::new();
+        // Per recorded judge: the settings ids of its records (`None` for a record without).
+        let mut settings: Vec<std::collections::BTreeSet<Option<String>>> = Vec::new();
         let mut lines = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             if !raw.trim().is_empty() {
@@ -290,8 +295,10 @@ impl Recording {
             let j = *index.entry(who.clone()).or_insert_with(|| {
                 judges.push(who);
                 verdicts.push(HashMap::new());
+                settings.push(Default::default());
                 judges.len() - 1
             });
+            settings[j].insert(l.judge_settings.clone());
             let entry = Entry {
                 y,
                 invalid_reason: l.invalid_reason,
@@ -325,7 +332,14 @@ impl Recording {
         if judges.is_empty() {
             return Err(bad(1, "the file holds no verdict".into()));
         }
-        Ok(Self { path: path.to_owned(), judges, verdicts })
+        let settings = settings
+            .into_iter()
+            .map(|s| match s.into_iter().collect::<Vec<_>>().as_slice() {
+                [Some(one)] => Some(one.clone()),
+                _ => None,
+            })
+            .collect();
+        Ok(Self { path: path.to_owned(), judges, verdicts, settings })
     }
 
     /// The file.
@@ -479,6 +493,14 @@ pub struct ReplayInfo {
     pub prompting: Option<String>,
     /// Whether the recording gives costs (spend is then the recorded cost of the replayed verdicts).
     pub recorded_cost: bool,
+    /// The recorded judge's settings id, when its records (a run folder's) carry one
+    /// (docs/outputs.md): judges of other settings under one name are told apart by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<String>,
+    /// With `recorded_cost`: the recorded judge's verdicts that record no cost (counted $0), of
+    /// `recorded` in all; the spend is then partial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpriced: Option<[usize; 2]>,
     /// The `missing` setting.
     pub missing: MissingPolicy,
     /// Queries of this invocation the recording lacked (set aside under `missing: unavailable`).
@@ -496,6 +518,7 @@ pub struct ReplayJudge {
     who: RecordedJudge,
     verdicts: PoolVerdicts,
     recorded_cost: bool,
+    settings: Option<String>,
 }
 
 impl ReplayJudge {
@@ -516,7 +539,15 @@ impl ReplayJudge {
         let j = rec.select_one(cfg.judge.as_deref(), cfg.prompting.as_deref())?;
         let verdicts = std::mem::take(&mut rec.verdicts[j]);
         let recorded_cost = verdicts.values().flat_map(|m| m.values()).any(|e| e.cost_usd.is_some_and(|c| c > 0.0));
-        Ok(Self { who: rec.judges[j].clone(), verdicts, recorded_cost, cfg })
+        Ok(Self { who: rec.judges[j].clone(), verdicts, recorded_cost, settings: rec.settings[j].clone(), cfg })
+    }
+
+    /// With a recorded cost: how many of the judge's verdicts record none, of how many, when
+    /// some do not (their queries count $0, so the spend is partial).
+    fn unpriced(&self) -> Option<[usize; 2]> {
+        let entries = || self.verdicts.values().flat_map(|m| m.values());
+        let none = entries().filter(|e| e.cost_usd.is_none()).count();
+        (self.recorded_cost && none > 0).then(|| [none, entries().count()])
     }
 
     /// Check the recording against a pool: at least one verdict for it, and only its items.
@@ -601,6 +632,8 @@ impl JudgeInfo for ReplayJudge {
             judge: self.who.judge.clone(),
             prompting: self.who.prompting.clone(),
             recorded_cost: self.recorded_cost,
+            settings: self.settings.clone(),
+            unpriced: self.unpriced(),
             missing: self.cfg.missing,
             unavailable: 0,
             candidates: None,

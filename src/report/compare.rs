@@ -208,10 +208,14 @@ impl RunDir {
         }
     }
 
-    /// The settings id of the run's judge (`judge_settings` of its verdict records, the last
-    /// one; `None` for records of a version that did not write it).
+    /// The settings id of the run's judge: a replayed judge's recorded one (when its recording
+    /// carries it), else `judge_settings` of the run's verdict records (the last one; `None` for
+    /// records of a version that did not write it).
     pub fn judge_settings(&self) -> Option<&str> {
-        self.verdicts.iter().rev().find_map(|v| v.judge_settings.as_deref())
+        match self.result.replay.as_ref().and_then(|r| r.settings.as_deref()) {
+            Some(s) => Some(s),
+            None => self.verdicts.iter().rev().find_map(|v| v.judge_settings.as_deref()),
+        }
     }
 
     /// Where the run's spend comes from.

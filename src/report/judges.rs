@@ -280,6 +280,16 @@ pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<
         return Err(CompareError::Mismatch(format!("no run of reference judge {rj:?}; the judges are {order:?}")));
     }
     for j in &order {
+        // A recording priced on only some verdicts gives a partial cost.
+        if let Some(r) =
+            by_judge[j].values().find(|r| !r.priced && r.result.replay.as_ref().is_some_and(|x| x.unpriced.is_some()))
+        {
+            let [none, all] = r.result.replay.as_ref().and_then(|x| x.unpriced).unwrap_or_default();
+            return Err(CompareError::Mismatch(format!(
+                "judge {j:?}: its recording records a cost on only some verdicts ({none} of {all} have none; run {}): its cost would be partial; give its prices with --prices FILE",
+                r.dir.display()
+            )));
+        }
         // A cost on some pools and none on others would average a real cost with nothing.
         let (costed, free): (Vec<&RunDir>, Vec<&RunDir>) =
             by_judge[j].values().partition(|r| r.priced || r.result.spend_usd > 0.0);

@@ -190,7 +190,13 @@ pub fn coef_unit(name: &str, t: Option<crate::domain::pool::Transform>) -> Strin
 /// queries the recording lacked.
 pub fn replay_line(r: &crate::judge::replay::ReplayInfo) -> String {
     let who = crate::judge::replay::RecordedJudge { judge: r.judge.clone(), prompting: r.prompting.clone() };
-    let cost = if r.recorded_cost { "spend = recorded cost of the replayed verdicts" } else { "no recorded cost" };
+    let cost = match (r.recorded_cost, r.unpriced) {
+        (true, Some([none, all])) => format!(
+            "spend = recorded cost of the replayed verdicts, partial: {none} of its {all} recorded verdicts have no cost_usd and count $0"
+        ),
+        (true, None) => "spend = recorded cost of the replayed verdicts".into(),
+        (false, _) => "no recorded cost".into(),
+    };
     let mut s = format!("replayed {} from {} ({cost})", who.label(), r.recording.display());
     if let Some(n) = r.candidates {
         s.push_str(&format!("; candidates: the {n} recorded ordered pairs (missing: unavailable)"));
