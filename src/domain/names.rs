@@ -5,19 +5,28 @@
 use icu_normalizer::ComposingNormalizerBorrowed;
 use std::collections::BTreeMap;
 
-/// The key under which spellings of one name meet: compatibility-composed (NFKC, so `café`
-/// written with a combining accent and full-width letters meet their plain forms), without
-/// surrounding white space, in lower case.
-pub fn fold(name: &str) -> String {
-    ComposingNormalizerBorrowed::new_nfkc().normalize(name.trim()).to_lowercase()
+/// Characters that print as nothing: the soft hyphen, zero-width spaces and joiners, word
+/// joiners and invisible operators, direction marks, byte-order marks.
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{ad}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
 }
 
-/// `text` as two prompts that are one would share it: NFKC form, without zero-width characters
-/// or byte-order marks (U+200B–U+200D, U+2060, U+FEFF), without surrounding white space.
+fn visible(s: &str) -> String {
+    s.chars().filter(|&c| !invisible(c)).collect()
+}
+
+/// The key under which spellings of one name meet: without characters that print as nothing,
+/// compatibility-composed (NFKC, so `café` written with a combining accent and full-width
+/// letters meet their plain forms), without surrounding white space, in lower case.
+pub fn fold(name: &str) -> String {
+    ComposingNormalizerBorrowed::new_nfkc().normalize(visible(name).trim()).to_lowercase()
+}
+
+/// `text` as two prompts that are one would share it: NFKC form, without characters that print
+/// as nothing (zero-width characters, the soft hyphen, byte-order marks, …), without
+/// surrounding white space.
 pub fn fold_text(text: &str) -> String {
-    let visible: String =
-        text.chars().filter(|c| !matches!(c, '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')).collect();
-    ComposingNormalizerBorrowed::new_nfkc().normalize(visible.trim()).trim().to_owned()
+    ComposingNormalizerBorrowed::new_nfkc().normalize(visible(text).trim()).trim().to_owned()
 }
 
 /// One warning per group of `names` that [`fold`] to one key, naming what they differ in
@@ -38,13 +47,17 @@ pub fn near_duplicates<'a>(names: impl IntoIterator<Item = &'a str>, what: &str)
         .map(|g| {
             let pairs = || g.iter().enumerate().flat_map(|(i, a)| g[i + 1..].iter().map(move |b| (*a, *b)));
             let mut kinds = Vec::new();
+            if g.iter().any(|n| visible(n) != *n) {
+                kinds.push("invisible characters");
+            }
+            let nf = |s: &str| nf(&visible(s));
             if pairs().any(|(a, b)| nf(a) != nf(b)) {
                 kinds.push("letter case");
             }
-            if pairs().any(|(a, b)| a.trim() != b.trim() && nf(a) == nf(b)) {
+            if pairs().any(|(a, b)| visible(a).trim() != visible(b).trim() && nf(a) == nf(b)) {
                 kinds.push("Unicode form");
             }
-            if pairs().any(|(a, b)| a != b && a.trim() == b.trim()) {
+            if pairs().any(|(a, b)| visible(a) != visible(b) && visible(a).trim() == visible(b).trim()) {
                 kinds.push("surrounding spaces");
             }
             format!(
@@ -77,6 +90,13 @@ mod tests {
             near_duplicates(["llama", "Llama", "llama "], "systems"),
             [
                 "warning: systems \"llama\" and \"Llama\" and \"llama \" differ only in letter case and surrounding spaces: they are kept as 3 systems; if they are one, give them one name"
+            ]
+        );
+        // Names that print alike: a zero-width space, a word joiner, a soft hyphen.
+        assert_eq!(
+            near_duplicates(["llama", "lla\u{200b}ma", "lla\u{2060}ma", "lla\u{ad}ma", "mistral"], "systems"),
+            [
+                "warning: systems \"llama\" and \"lla\\u{200b}ma\" and \"lla\\u{2060}ma\" and \"lla\\u{ad}ma\" differ only in invisible characters: they are kept as 4 systems; if they are one, give them one name"
             ]
         );
         // Full-width letters are a compatibility form of the plain ones.
