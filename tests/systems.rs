@@ -352,6 +352,18 @@ fn check_names_a_tied_boundary_and_the_systems_never_compared() {
         "{}",
         text(&o)
     );
+    write(
+        d,
+        "self.jsonl",
+        "{\"pool_id\":\"p1\",\"a\":\"s1\",\"b\":\"s4\",\"y\":1}\n{\"pool_id\":\"p1\",\"a\":\"s2\",\"b\":\"s2\",\"y\":1}\n",
+    );
+    let o = run_bin(d, &["check", "four.jsonl", "v.jsonl", "--k", "2", "--anchors", "self.jsonl"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--anchors self.jsonl:2: system \"s2\" is compared with itself; a trusted verdict needs two different systems"),
+        "{}",
+        text(&o)
+    );
     let o = run_bin(d, &["check", "four.jsonl", "v.jsonl", "--k", "2", "--anchors", "empty.jsonl"]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(stderr(&o).contains("--anchors empty.jsonl: holds no verdict"), "{}", text(&o));

@@ -114,6 +114,14 @@ fn labels(
                 + if pool.bases.len() > 6 { ", …" } else { "" }
         )));
     }
+    if let Some(l) = lines.iter().find(|l| system_of(&l.pool_id, &l.a) == system_of(&l.pool_id, &l.b)) {
+        return Err(FitCommandError::Invalid(format!(
+            "--anchors {}:{}: system {:?} is compared with itself; a trusted verdict needs two different systems",
+            trusted.display(),
+            l.line,
+            l.a
+        )));
+    }
     // A verdict on a prompt the pool does not have still says which of its two systems the
     // trusted judge prefers: read as a label, and counted.
     let elsewhere: Vec<&VerdictLine> = lines
