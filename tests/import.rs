@@ -563,3 +563,31 @@ fn arena_hard_2025_answers_carry_their_questions() {
         .unwrap_err();
     assert!(e.contains(":1: this answer holds no question text") && e.contains("--questions"), "{e}");
 }
+
+/// Judgments whose names the pool loader and the reports refuse (a line break, ESC, a
+/// text-direction override) are refused at their record, and nothing is written.
+#[test]
+fn judgment_names_that_would_not_load_are_refused_at_their_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let header = "prompt_id,system_a,system_b,shown_first,winner,judge\n";
+    for (name, row, want) in [
+        (
+            "esc.csv",
+            "p1,good,\"ev\u{1b}[31mil\",a,a,j\n",
+            "esc.csv:2: its system \"ev\\u{1b}[31mil\" holds the character U+001B",
+        ),
+        (
+            "rlo.csv",
+            "p\u{202e}1,good,bad,a,a,j\n",
+            "rlo.csv:2: its prompt id \"p\\u{202e}1\" holds the character U+202E",
+        ),
+        ("nl.csv", "p1,good,bad,a,a,\"jud\nge\"\n", "nl.csv:2: its judge \"jud\\nge\" holds the character U+000A"),
+    ] {
+        write(d, name, &format!("{header}{row}"));
+        let out = run_bin(d, &["import", "--judgments", "csv", name, "--out", "rec.jsonl"]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out));
+        assert!(text(&out).contains(want), "{name}: {}", text(&out));
+        assert!(!d.join("rec.jsonl").exists(), "{name}: nothing written");
+    }
+}

@@ -158,6 +158,15 @@ pub fn import_judgments(
             }
         }
     }
+    // Names the pool loader and the reports refuse (a line break, ESC, a text-direction
+    // override) are refused here, at their record, rather than written into the recording.
+    for v in &c.verdicts {
+        for (what, id) in [("prompt id", &v.pool_id), ("system", &v.a), ("system", &v.b), ("judge", &v.judge)] {
+            if let Some(problem) = crate::domain::pool::id_problem(id).filter(|_| !(what == "judge" && id.is_empty())) {
+                return Err(row(&v.at.0, v.at.1, format!("its {what} {problem}")));
+            }
+        }
+    }
     write_verdicts(c, out)
 }
 
