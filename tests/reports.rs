@@ -371,7 +371,7 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         text(&out).contains(
-            "runs/other: --out: the folder of another run (it holds result.json), whose report this would overwrite"
+            "runs/other: --out: the folder of another run (it holds its verdicts or result), whose report this would overwrite"
         ),
         "{}",
         text(&out)
@@ -512,6 +512,19 @@ fn a_commands_error_is_one_line_with_its_context() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: simulate nope.yaml: cannot read config nope.yaml: "), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+    // A config, a sweep file or a price table in another encoding: its line and byte.
+    std::fs::write(dir.path().join("latin1.yaml"), b"name: caf\xe9\nk: 3\n").unwrap();
+    for args in [&["run", "latin1.yaml"][..], &["simulate", "latin1.yaml"]] {
+        let out = run_bin(dir.path(), args);
+        assert!(
+            stderr(&out).contains("latin1.yaml: line 1: invalid UTF-8 at byte 10 of the line (byte 0xE9)"),
+            "{}",
+            text(&out)
+        );
+    }
+    std::fs::write(dir.path().join("u16.yaml"), b"\xff\xfen\x00").unwrap();
+    let out = run_bin(dir.path(), &["run", "u16.yaml"]);
+    assert!(stderr(&out).contains("u16.yaml: line 1: the file is UTF-16 text"), "{}", text(&out));
     // `report` of nothing, and of a file that is no config: said once, with what it takes.
     let out = run_bin(dir.path(), &["report", "nope"]);
     assert_eq!(

@@ -46,11 +46,11 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
     };
-    if !same(out, &run_dir) && out.join("result.json").exists() {
+    if !same(out, &run_dir) && crate::store::files::is_run_folder(out) {
         return Err(CompareError::Read {
             path: out.to_owned(),
             msg: format!(
-                "--out: the folder of another run (it holds result.json), whose report this would overwrite; give a folder of its own for the report of {}",
+                "--out: the folder of another run (it holds its verdicts or result), whose report this would overwrite; give a folder of its own for the report of {}",
                 run_dir.display()
             ),
         });

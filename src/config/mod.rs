@@ -135,7 +135,12 @@ pub fn read_text(path: &Path) -> Result<String, ConfigError> {
             msg: format!("a run's {name} (what a run wrote), not a config; {instead}"),
         });
     }
-    std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+    // Another encoding is named with its line and byte (a UTF-8 byte-order mark is kept for the
+    // YAML reader, which drops it).
+    crate::store::text::utf8_text(&bytes)
+        .map_err(|(line, m)| ConfigError::Yaml { path: path.to_owned(), msg: format!("line {line}: {m}") })?;
+    Ok(String::from_utf8(bytes).expect("checked as UTF-8"))
 }
 
 /// Read a YAML document (a UTF-8 byte-order mark is dropped) into its raw shape `T`.

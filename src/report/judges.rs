@@ -79,8 +79,9 @@ impl PriceTable {
     /// key, a negative price or an entry without any price.
     pub fn load(path: &Path) -> Result<Self, CompareError> {
         let bad = |msg: String| CompareError::Read { path: path.to_owned(), msg };
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
-        let prices: BTreeMap<String, Price> = crate::store::yaml::from_file_text(&text, path).map_err(|m| {
+        let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+        let text = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| bad(format!("line {line}: {m}")))?;
+        let prices: BTreeMap<String, Price> = crate::store::yaml::from_file_text(text, path).map_err(|m| {
             bad(format!("{m}; expected `JUDGE: {{usd_per_verdict, input_usd_per_mtok, output_usd_per_mtok}}`"))
         })?;
         if prices.is_empty() {
