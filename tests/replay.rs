@@ -504,6 +504,23 @@ fn the_shipped_record_and_frozen_configs_reproduce_the_docs_table() {
     }
 }
 
+/// The two SummEval pools of the tests over pools.
+const TWO_POOLS: (&str, &str) =
+    ("dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-b8b6e729fff27c4eef87887e61d3448de9c063f6");
+
+/// Run `name` on a SummEval `pool` with the `judge` block (YAML flow) and `budget`
+/// comparisons; its folder (relative to `d`) and stdout.
+fn run_on(d: &Path, name: &str, pool: &str, judge: &str, budget: u64) -> (String, String) {
+    let y = format!(
+        "name: {name}\nout_dir: runs\npool: {{file: {}, id: {pool}}}\nk: 3\njudge: {judge}\nacquisition: {{seed: 3, mc_draws: 300}}\nbudget: {{max_comparisons: {budget}}}\n",
+        summeval().display()
+    );
+    let c = write(d, &format!("{name}.yaml"), &y);
+    let out = run_bin(d, &["run", c.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    (format!("runs/{name}"), stdout(&out))
+}
+
 /// Runs of one description on several pools are one judge only when its settings agree: a
 /// changed seed under the same description is another judge (named with its settings id), and
 /// a judge with a cost on one pool and none on another is refused, not averaged.
@@ -511,17 +528,9 @@ fn the_shipped_record_and_frozen_configs_reproduce_the_docs_table() {
 fn compare_over_pools_keeps_judges_of_other_settings_and_costs_apart() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (a, b) =
-        ("dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-b8b6e729fff27c4eef87887e61d3448de9c063f6");
+    let (a, b) = TWO_POOLS;
     let run = |name: &str, pool: &str, mock: &str| {
-        let y = format!(
-            "name: {name}\nout_dir: runs\npool: {{file: {}, id: {pool}}}\nk: 3\njudge: {{mock: {{mode: stochastic, {mock}}}}}\nacquisition: {{seed: 3, mc_draws: 300}}\nbudget: {{max_comparisons: 24}}\n",
-            summeval().display()
-        );
-        let c = write(d, &format!("{name}.yaml"), &y);
-        let out = run_bin(d, &["run", c.to_str().unwrap(), "--quiet"]);
-        assert!(out.status.success(), "{}", text(&out));
-        format!("runs/{name}")
+        run_on(d, name, pool, &format!("{{mock: {{mode: stochastic, {mock}}}}}"), 24).0
     };
     let priced = "input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6";
     let cheap_a = run("cheap-a", a, &format!("seed: 7, {priced}"));
@@ -560,18 +569,8 @@ fn compare_over_pools_keeps_judges_of_other_settings_and_costs_apart() {
 fn replayed_judges_keep_their_recorded_settings_and_partial_costs_are_said() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (a, b) =
-        ("dm-test-2377095dda83df778e34304b7a09813808105d3b", "cnn-test-b8b6e729fff27c4eef87887e61d3448de9c063f6");
-    let run = |name: &str, pool: &str, judge: &str| {
-        let y = format!(
-            "name: {name}\nout_dir: runs\npool: {{file: {}, id: {pool}}}\nk: 3\njudge: {judge}\nacquisition: {{seed: 3, mc_draws: 300}}\nbudget: {{max_comparisons: 16}}\n",
-            summeval().display()
-        );
-        let c = write(d, &format!("{name}.yaml"), &y);
-        let out = run_bin(d, &["run", c.to_str().unwrap(), "--quiet"]);
-        assert!(out.status.success(), "{}", text(&out));
-        (format!("runs/{name}"), stdout(&out))
-    };
+    let (a, b) = TWO_POOLS;
+    let run = |name: &str, pool: &str, judge: &str| run_on(d, name, pool, judge, 16);
     let priced = "input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6";
     run("rec-a", a, &format!("{{mock: {{mode: stochastic, seed: 7, {priced}}}}}"));
     run("rec-b", b, &format!("{{mock: {{mode: stochastic, seed: 99, {priced}}}}}"));
