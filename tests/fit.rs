@@ -451,6 +451,15 @@ fn pool_rule_errors_name_the_file_and_line() {
     let out = run_bin(d, &["fit", "pf.jsonl", "v.jsonl", "--pool-id", "p1"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("error: pf.jsonl:2: pool \"p2\": duplicate item id \"a\""), "{}", text(&out));
+    // A covariate the pool's items lack: the pool's file and line.
+    write(
+        d,
+        "cov.jsonl",
+        "{\"pool_id\":\"q\",\"items\":[{\"id\":\"x\"},{\"id\":\"y\"}]}\n{\"pool_id\":\"p1\",\"items\":[{\"id\":\"a\"},{\"id\":\"b\"}]}\n",
+    );
+    let out = run_bin(d, &["fit", "cov.jsonl", "v.jsonl", "--pool-id", "p1", "--covariates", "len", "--k", "1"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("error: cov.jsonl:2: pool \"p1\": "), "{}", text(&out));
     write(
         d,
         "slash.jsonl",

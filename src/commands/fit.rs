@@ -1073,7 +1073,12 @@ fn covariates(
             .or_else(|| cfg.map(|c| c.covariate_specs.clone()).filter(|s| !s.is_empty()))
             .unwrap_or_else(|| pool::default_covariates(pool)),
     };
-    let cov = pool::build_covariates(pool, &specs)?;
+    let cov = pool::build_covariates(pool, &specs).map_err(|e| {
+        // Named with the pool file and the pool's line (a run folder's: its pool.jsonl).
+        let file = if args.pool_file.is_dir() { args.pool_file.join("pool.jsonl") } else { args.pool_file.to_owned() };
+        let lines = crate::store::pool_file::read_pool_lines(&file).unwrap_or_default();
+        e.in_file(&file, |id| lines.iter().find(|(p, _, _)| p.pool_id == id).map(|(_, l, _)| *l))
+    })?;
     warnings.extend(crate::config::sections::scale_warnings(&cov, set.prior.lambda_b, "--covariates"));
     Ok(cov)
 }
