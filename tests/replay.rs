@@ -396,16 +396,7 @@ fn compare_prices_replayed_judges_over_pools() {
         ("cheap", "mode: stochastic, seed: 7"),
         ("frontier", "mode: stochastic, seed: 7, pos_bias: 0.05, verb_per_word: 0, temperature: 0.1"),
     ];
-    let run_cfg = |name: &str, pool: &str, judge: &str, budget: u64| {
-        let y = format!(
-            "name: {name}\nout_dir: runs\npool: {{file: {}, id: {pool}}}\nk: 3\njudge: {judge}\nacquisition: {{seed: 3, mc_draws: 300}}\nbudget: {{max_comparisons: {budget}}}\n",
-            summeval().display()
-        );
-        let c = write(d, &format!("{name}.yaml"), &y);
-        let out = run_bin(d, &["run", c.to_str().unwrap(), "--quiet"]);
-        assert!(out.status.success(), "{}", text(&out));
-        d.join("runs").join(name)
-    };
+    let run_cfg = |name: &str, pool: &str, judge: &str, budget: u64| d.join(run_on(d, name, pool, judge, budget).0);
     let mut replays = Vec::new();
     for (jname, params) in judges {
         // The recording: plain JSON Lines {pool_id, a, b, y, judge}.
