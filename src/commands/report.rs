@@ -42,11 +42,7 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
         return Err(CompareError::Read { path: out.to_owned(), msg: "--out: not a folder (it is a file)".into() });
     }
     // Another run's folder holds that run's report.md, report.html and plots: not overwritten.
-    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    };
-    if !same(out, &run_dir) && crate::store::files::is_run_folder(out) {
+    if !crate::store::files::same_file(out, &run_dir) && crate::store::files::is_run_folder(out) {
         return Err(CompareError::Read {
             path: out.to_owned(),
             msg: format!(
