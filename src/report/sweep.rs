@@ -586,6 +586,34 @@ fn cell_label(c: &Cell) -> String {
     )
 }
 
+/// A note under the cell table when a design's rows at two or more budgets are the same runs: a
+/// budget of at least every ordered pair of that design asks them all (n(n−1) single-rendering,
+/// 4n² − 2n paired). The sweep file refuses two such budgets for the larger design; this names
+/// them for the smaller one, where they still differ for the other. Empty when none.
+fn same_runs_note(sweep: &Sweep) -> String {
+    let g = &sweep.raw.pools;
+    let mut designs = g.paired.clone();
+    designs.dedup();
+    let mut note = String::new();
+    for paired in designs {
+        let n = g.n;
+        let most = if paired { 4 * n * n - 2 * n } else { n * (n - 1) };
+        let as_all: Vec<String> =
+            sweep.raw.budgets.iter().filter(|b| b.as_usize() >= most).map(ToString::to_string).collect();
+        if as_all.len() > 1 {
+            let _ = writeln!(
+                note,
+                "\nThe {} rows at budgets {} are the same runs: a {} pool of n = {n} has {most} ordered pairs, \
+                 and each of these budgets asks them all.",
+                if paired { "paired" } else { "single-rendering" },
+                as_all.join(" and "),
+                if paired { "paired" } else { "single-rendering" },
+            );
+        }
+    }
+    note
+}
+
 /// summary.md: settings and every table of the summary (means ± standard errors over pools).
 pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
     let r = &sweep.raw;
@@ -644,6 +672,7 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
         }
         md.push('\n');
     }
+    md.push_str(&same_runs_note(sweep));
     if !s.benefits.is_empty() {
         let _ = writeln!(md, "\n## Correction benefit (bias-aware − naive recall@{})\n", r.k);
         md.push_str("| cell | strategy | budget | naive | bias-aware | benefit |\n|---|---|---|---|---|---|\n");
@@ -965,5 +994,30 @@ mod tests {
         assert!((c - (0.4 + 0.1 * 2.0 / 3.0)).abs() < 1e-12);
         assert_eq!(crossing_point(&[0.0, 0.5], &[0.1, 0.05]), None);
         assert_eq!(crossing_point(&[0.0, 0.5], &[0.1, 0.0]), Some(0.5));
+    }
+
+    /// configs/sweep-profile.yaml's grid: at n = 30 a single-rendering pool has 30·29 = 870
+    /// ordered pairs, so its rows at 1024 and 2048 are the same runs; a paired pool has
+    /// 4·900 − 60 = 3540, so none of its rows are.
+    #[test]
+    fn budgets_past_every_ordered_pair_of_one_design_are_named() {
+        let sweep = |budgets: &str| {
+            let text = format!(
+                "name: t\nk: 5\npools: {{n: 30, count: 2, paired: [false, true]}}\nstrategies: [round_robin]\n\
+                 models: [bias_aware]\nbudgets: {budgets}\n"
+            );
+            let raw = crate::store::yaml::from_str(&text).unwrap();
+            Sweep::from_raw(raw, std::path::Path::new("s.yaml")).unwrap()
+        };
+        assert_eq!(
+            same_runs_note(&sweep("[64, 1024, 2048]")),
+            "\nThe single-rendering rows at budgets 1024 and 2048 are the same runs: a single-rendering \
+             pool of n = 30 has 870 ordered pairs, and each of these budgets asks them all.\n"
+        );
+        assert_eq!(
+            same_runs_note(&sweep("[64, 870, 3539]")),
+            "\nThe single-rendering rows at budgets 870 and 3539 are the same runs: a single-rendering pool of n = 30 has 870 ordered pairs, and each of these budgets asks them all.\n"
+        );
+        assert_eq!(same_runs_note(&sweep("[64, 869, 1024]")), "");
     }
 }
