@@ -460,6 +460,22 @@ fn pool_rule_errors_name_the_file_and_line() {
     let out = run_bin(d, &["fit", "cov.jsonl", "v.jsonl", "--pool-id", "p1", "--covariates", "len", "--k", "1"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("error: cov.jsonl:2: pool \"p1\": "), "{}", text(&out));
+    // Over many prompts (systems): the prompt's line and the item as the file writes it, not the
+    // merged id `q2/B`.
+    write(
+        d,
+        "sys.jsonl",
+        "{\"pool_id\":\"q1\",\"items\":[{\"id\":\"A\",\"system\":\"A\",\"covariates\":{\"len\":1}},{\"id\":\"B\",\"system\":\"B\",\"covariates\":{\"len\":2}}]}\n\
+         {\"pool_id\":\"q2\",\"items\":[{\"id\":\"A\",\"system\":\"A\",\"covariates\":{\"len\":3}},{\"id\":\"B\",\"system\":\"B\"}]}\n",
+    );
+    write(d, "sv.jsonl", "{\"pool_id\":\"q1\",\"a\":\"A\",\"b\":\"B\",\"y\":1}\n{\"pool_id\":\"q2\",\"a\":\"B\",\"b\":\"A\",\"y\":0}\n");
+    let out = run_bin(d, &["fit", "sys.jsonl", "sv.jsonl", "--systems", "--covariates", "len", "--k", "1"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("error: sys.jsonl:2: pool \"q2\": item \"B\" has no covariate \"len\""),
+        "{}",
+        text(&out)
+    );
     write(
         d,
         "slash.jsonl",

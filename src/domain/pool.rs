@@ -328,6 +328,18 @@ impl Pool {
         Ok(pool)
     }
 
+    /// Where item `i` comes from, as its pool file writes it: (pool id, item id). Over many
+    /// prompts that is its prompt's pool and its own id, not the merged `prompt/item`.
+    pub fn origin(&self, i: usize) -> (&str, &str) {
+        match self.item_prompt.get(i).and_then(|&p| self.prompts.get(p)) {
+            Some(p) => {
+                let id = &self.items[i].id;
+                (&p.pool_id, id.strip_prefix(&format!("{}/", p.pool_id)).unwrap_or(id))
+            }
+            None => (&self.pool_id, &self.items[i].id),
+        }
+    }
+
     /// Whether this pool holds the answers of systems to many prompts ([`Pool::systems`]).
     pub fn is_systems(&self) -> bool {
         !self.prompts.is_empty()
@@ -620,6 +632,11 @@ pub const MAX_COVARIATE: f64 = 1e100;
 /// duplicate covariate name.
 pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariates, PoolError> {
     let bad = |msg: String| PoolError::Invalid { pool_id: pool.pool_id.clone(), msg };
+    // A fault of item i, named as its pool file writes it (its prompt's pool over many prompts).
+    let bad_item = |i: usize, msg: String| {
+        let (pool_id, id) = pool.origin(i);
+        PoolError::Invalid { pool_id: pool_id.to_owned(), msg: format!("item {id:?}{msg}") }
+    };
     let n = pool.n_items();
     let mut x = vec![Vec::with_capacity(specs.len()); n];
     let mut names = Vec::new();
@@ -630,16 +647,16 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
             return Err(bad(format!("covariate {:?} is listed twice", spec.name)));
         }
         let mut col = Vec::with_capacity(n);
-        for it in &pool.items {
+        for (i, it) in pool.items.iter().enumerate() {
             let v = match spec.name.as_str() {
                 "words" | "markdown" if !it.covariates.contains_key(&spec.name) => {
                     let t = it.text.as_deref().ok_or_else(|| {
-                        bad(format!("item {:?} has no text, needed for covariate {:?}", it.id, spec.name))
+                        bad_item(i, format!(" has no text, needed for covariate {:?}", spec.name))
                     })?;
                     if spec.name == "words" { word_count(t) as f64 } else { f64::from(u8::from(has_markdown(t))) }
                 }
                 name => *it.covariates.get(name).ok_or_else(|| {
-                    bad(format!("item {:?} has no covariate {name:?} (expected \"covariates\": {{{name:?}: number}}, or the built-ins words, markdown)", it.id))
+                    bad_item(i, format!(" has no covariate {name:?} (expected \"covariates\": {{{name:?}: number}}, or the built-ins words, markdown)"))
                 })?,
             };
             col.push(v);
@@ -649,22 +666,22 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
         // to the logarithm (checked below, after the transform).
         let t = spec.effective_transform();
         if t != Transform::Log
-            && let Some((v, it)) = col.iter().zip(&pool.items).find(|(v, _)| !v.is_finite() || v.abs() > MAX_COVARIATE)
+            && let Some((i, v)) = col.iter().enumerate().find(|(_, v)| !v.is_finite() || v.abs() > MAX_COVARIATE)
         {
-            return Err(bad(format!(
-                "item {:?}: covariate {:?} = {v:e} is too large for the model (|value| ≤ 1e100; its squares would overflow); rescale it, e.g. divide it by a power of ten, or use transform log for a positive quantity",
-                it.id, spec.name
+            return Err(bad_item(i, format!(
+                ": covariate {:?} = {v:e} is too large for the model (|value| ≤ 1e100; its squares would overflow); rescale it, e.g. divide it by a power of ten, or use transform log for a positive quantity",
+                spec.name
             )));
         }
         match t {
             Transform::Raw => {}
             Transform::Log => {
-                for (v, it) in col.iter_mut().zip(&pool.items) {
+                for (i, v) in col.iter_mut().enumerate() {
                     if *v <= 0.0 {
-                        return Err(bad(format!(
-                            "item {:?}: covariate {:?} = {} cannot take transform log (needs > 0)",
-                            it.id, spec.name, v
-                        )));
+                        return Err(bad_item(
+                            i,
+                            format!(": covariate {:?} = {} cannot take transform log (needs > 0)", spec.name, v),
+                        ));
                     }
                     *v = v.ln();
                 }
