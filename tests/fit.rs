@@ -468,7 +468,11 @@ fn pool_rule_errors_name_the_file_and_line() {
         "{\"pool_id\":\"q1\",\"items\":[{\"id\":\"A\",\"system\":\"A\",\"covariates\":{\"len\":1}},{\"id\":\"B\",\"system\":\"B\",\"covariates\":{\"len\":2}}]}\n\
          {\"pool_id\":\"q2\",\"items\":[{\"id\":\"A\",\"system\":\"A\",\"covariates\":{\"len\":3}},{\"id\":\"B\",\"system\":\"B\"}]}\n",
     );
-    write(d, "sv.jsonl", "{\"pool_id\":\"q1\",\"a\":\"A\",\"b\":\"B\",\"y\":1}\n{\"pool_id\":\"q2\",\"a\":\"B\",\"b\":\"A\",\"y\":0}\n");
+    write(
+        d,
+        "sv.jsonl",
+        "{\"pool_id\":\"q1\",\"a\":\"A\",\"b\":\"B\",\"y\":1}\n{\"pool_id\":\"q2\",\"a\":\"B\",\"b\":\"A\",\"y\":0}\n",
+    );
     let out = run_bin(d, &["fit", "sys.jsonl", "sv.jsonl", "--systems", "--covariates", "len", "--k", "1"]);
     assert!(!out.status.success());
     assert!(

@@ -27,7 +27,8 @@ pub struct CheckArgs {
     /// k of the top-k compared.
     #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
     pub k: usize,
-    /// Use only the verdicts of this judge, when the file holds several.
+    /// Use only the verdicts of this judge, when the file holds several (its exact name or a
+    /// prefix only it starts with).
     #[arg(long)]
     pub judge: Option<String>,
     /// Trusted verdicts (a recording of the same form, e.g. human preferences): the

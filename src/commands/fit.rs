@@ -988,11 +988,7 @@ fn match_judge(
     pool: &Pool,
     vpath: &str,
 ) -> Result<String, FitCommandError> {
-    let hits: Vec<&String> = if judges.contains_key(w) {
-        judges.keys().filter(|j| *j == w).collect()
-    } else {
-        judges.keys().filter(|j| j.starts_with(w)).collect()
-    };
+    let hits = crate::domain::names::exact_or_prefix(judges.keys().map(String::as_str), w);
     if w.trim().is_empty() {
         return Err(FitCommandError::Invalid(format!(
             "{flag} \"\": an empty judge name; the judges in {vpath}: {}",
@@ -1000,7 +996,7 @@ fn match_judge(
         )));
     }
     match hits.as_slice() {
-        [one] => Ok((*one).clone()),
+        [one] => Ok((*one).to_owned()),
         [] => Err(FitCommandError::Invalid(format!(
             "{flag} {w:?}: no verdict of pool {:?} in {vpath} comes from that judge; the judges there: {}",
             pool.pool_id,

@@ -29,6 +29,14 @@ pub fn fold_text(text: &str) -> String {
     ComposingNormalizerBorrowed::new_nfkc().normalize(visible(text).trim()).trim().to_owned()
 }
 
+/// The names a user's selection `wanted` picks: the one spelled exactly so, else every name that
+/// starts with it (a unique prefix picks one; several are the caller's error to say). The rule of
+/// `fit --judge` and of a replay config's `judge:` (docs/replay.md).
+pub fn exact_or_prefix<'a>(names: impl IntoIterator<Item = &'a str> + Clone, wanted: &str) -> Vec<&'a str> {
+    let exact: Vec<&str> = names.clone().into_iter().filter(|n| *n == wanted).collect();
+    if exact.is_empty() { names.into_iter().filter(|n| n.starts_with(wanted)).collect() } else { exact }
+}
+
 /// One warning per group of `names` that [`fold`] to one key, naming what they differ in
 /// (letter case, Unicode form, surrounding spaces); `what` is the plural noun (`systems`).
 /// Empty when every name has its own key. Names are taken once each, in their order.

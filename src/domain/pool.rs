@@ -668,10 +668,13 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
         if t != Transform::Log
             && let Some((i, v)) = col.iter().enumerate().find(|(_, v)| !v.is_finite() || v.abs() > MAX_COVARIATE)
         {
-            return Err(bad_item(i, format!(
-                ": covariate {:?} = {v:e} is too large for the model (|value| ≤ 1e100; its squares would overflow); rescale it, e.g. divide it by a power of ten, or use transform log for a positive quantity",
-                spec.name
-            )));
+            return Err(bad_item(
+                i,
+                format!(
+                    ": covariate {:?} = {v:e} is too large for the model (|value| ≤ 1e100; its squares would overflow); rescale it, e.g. divide it by a power of ten, or use transform log for a positive quantity",
+                    spec.name
+                ),
+            ));
         }
         match t {
             Transform::Raw => {}

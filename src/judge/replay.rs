@@ -362,14 +362,16 @@ impl Recording {
         self.verdicts[j].get(pool_id)?.get(&(a.to_owned(), b.to_owned()))
     }
 
-    /// Indices of the recorded judges matching `judge` and `prompting` (`None` matches any).
+    /// Indices of the recorded judges matching `judge` (its exact name, else a prefix of it, as
+    /// `fit --judge` takes it) and `prompting` (exact); `None` matches any.
     pub fn matching(&self, judge: Option<&str>, prompting: Option<&str>) -> Vec<usize> {
-        (0..self.judges.len())
-            .filter(|&j| {
-                judge.is_none_or(|w| self.judges[j].judge == w)
-                    && prompting.is_none_or(|p| self.judges[j].prompting.as_deref() == Some(p))
-            })
-            .collect()
+        let by_prompting: Vec<usize> = (0..self.judges.len())
+            .filter(|&j| prompting.is_none_or(|p| self.judges[j].prompting.as_deref() == Some(p)))
+            .collect();
+        let Some(w) = judge else { return by_prompting };
+        let names =
+            crate::domain::names::exact_or_prefix(by_prompting.iter().map(|&j| self.judges[j].judge.as_str()), w);
+        by_prompting.into_iter().filter(|&j| names.contains(&self.judges[j].judge.as_str())).collect()
     }
 
     /// The one recorded judge the selection names.
@@ -706,8 +708,10 @@ mod tests {
         let two = Recording::parse(&(line(1, "aaa") + &line(0, "bbb")), path).unwrap();
         let labels: Vec<String> = two.judges().iter().map(RecordedJudge::label).collect();
         assert_eq!(labels, ["mock [settings aaa]", "mock [settings bbb]"]);
+        // The plain name is a prefix of both: which one is asked.
         let e = two.select_one(Some("mock"), None).unwrap_err().to_string();
-        assert!(e.contains("no recorded judge matches") && e.contains("mock [settings bbb]"), "{e}");
+        assert!(e.contains("holds 2 recorded judges matching") && e.contains("mock [settings bbb]"), "{e}");
+        assert_eq!(two.select_one(Some("mock [settings b"), None), Ok(1));
         let p = pool();
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         for (name, y) in [("mock [settings aaa]", 1.0), ("mock [settings bbb]", 0.0)] {
@@ -855,6 +859,18 @@ mod tests {
         assert!(
             rec.select_one(Some("L"), None).unwrap_err().to_string().contains("no recorded judge matches judge \"L\"")
         );
+        // A prefix only one judge's name starts with picks it, as `fit --judge`; an exact name
+        // wins over longer names it begins.
+        let text2 = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1,\"judge\":\"gpt-4o\"}\n\
+                     {\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":0,\"judge\":\"gpt-4o-mini\"}\n\
+                     {\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":0,\"judge\":\"claude-3\"}\n";
+        let rec2 = Recording::parse(text2, Path::new("r")).unwrap();
+        let name = |j: usize| rec2.judges()[j].judge.clone();
+        assert_eq!(name(rec2.select_one(Some("cl"), None).unwrap()), "claude-3");
+        assert_eq!(name(rec2.select_one(Some("gpt-4o"), None).unwrap()), "gpt-4o");
+        assert_eq!(name(rec2.select_one(Some("gpt-4o-m"), None).unwrap()), "gpt-4o-mini");
+        let e = rec2.select_one(Some("gpt"), None).unwrap_err().to_string();
+        assert!(e.contains("holds 2 recorded judges matching"), "{e}");
         assert_eq!(rec.get(1, "p", "x", "y").unwrap().y, Some(0.0));
     }
 }
