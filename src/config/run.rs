@@ -609,6 +609,18 @@ impl RawConfig {
         }
     }
 
+    /// Whether this is a judge panel of two or more judges (`judges:`; docs/model.md §8).
+    pub fn is_panel(&self) -> bool {
+        self.judge.is_none() && self.judges.len() >= 2
+    }
+
+    /// Whether the run's judge can send and read provider batch jobs (docs/live.md, "Batch
+    /// dispatch"): one OpenAI-compatible judge, not a panel. The one answer to it: `dispatch:
+    /// batch` needs it, and a folder with a job still open is resumed only by such a judge.
+    pub fn reads_batch_jobs(&self) -> bool {
+        !self.is_panel() && matches!(self.judge(), JudgeConfig::Openai(_))
+    }
+
     /// [`RawConfig::judge`], mutable.
     ///
     /// # Panics
@@ -872,7 +884,7 @@ impl Config {
             )
         });
         check_judges(&mut raw).map_err(inv)?;
-        if raw.acquisition.dispatch == Dispatch::Batch && !matches!(raw.judge(), JudgeConfig::Openai(_)) {
+        if raw.acquisition.dispatch == Dispatch::Batch && !raw.reads_batch_jobs() {
             return Err(inv(InvalidSetting::new(
                 "acquisition.dispatch",
                 "`batch` sends provider batch jobs and needs an OpenAI-compatible judge (judge.openai); other judges answer at once, use wait_for_batch or pipelined",
@@ -976,7 +988,7 @@ impl Config {
 
     /// Whether this is a judge panel of two or more judges (`judges:`; docs/model.md §8).
     pub fn is_panel(&self) -> bool {
-        self.raw.judge.is_none() && self.raw.judges.len() >= 2
+        self.raw.is_panel()
     }
 
     /// Refuse a panel in a command that takes a single judge.

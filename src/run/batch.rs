@@ -135,7 +135,7 @@ impl BatchJudge {
         poll_first: Duration,
         detach: bool,
     ) -> Result<Self, crate::store::batches::BatchLogError> {
-        assert!(inner.batch_api().is_some(), "dispatch: batch is checked at config load to have an openai judge");
+        assert!(inner.batch_api().is_some(), "config::run::RawConfig::reads_batch_jobs holds for the run's judge");
         let log = BatchLog::open(dir)?;
         Ok(Self {
             inner,

@@ -151,8 +151,7 @@ pub fn open_batch_keys(cfg: &Config) -> Result<std::collections::HashSet<String>
     let batches = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
     let keep = crate::store::batches::BatchLog::open_keys(&cfg.run_dir)
         .map_err(|e| RunError::Io { path: batches.clone(), source: std::io::Error::other(e.detail()) })?;
-    let reads_batches = !cfg.is_panel() && matches!(cfg.raw.judge(), crate::config::judge::JudgeConfig::Openai(_));
-    if !keep.is_empty() && !reads_batches {
+    if !keep.is_empty() && !cfg.raw.reads_batch_jobs() {
         return Err(RunError::BatchOpen { path: batches, queries: keep.len() });
     }
     Ok(keep)

@@ -94,7 +94,7 @@ async fn batch_judge(
     let batched = acq.dispatch == crate::config::run::Dispatch::Batch;
     // Another dispatch with no round open (a judge that cannot read batch jobs and a round open
     // stopped the run when its folder was opened).
-    if !batched && (judge.batch_api().is_none() || folder.books.open_intents().is_empty()) {
+    if !batched && (!cfg.raw.reads_batch_jobs() || folder.books.open_intents().is_empty()) {
         return Ok((judge, None, Default::default()));
     }
     let factors = match cfg.raw.judge() {
