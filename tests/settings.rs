@@ -160,10 +160,22 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
     let saved = std::fs::read_to_string(dir.path().join("runs/quick/config.yaml")).unwrap();
     assert!(saved.contains("max_comparisons: 16") && saved.contains("strategy: round_robin"), "{saved}");
     assert!(!dir.path().join("runs/base").exists(), "--name chose the folder");
-    // A later --set of the same key wins over the shorthand.
+    // A shorthand and a --set of its key (or of a key holding it) are refused in either order:
+    // the command line's order of the two is not kept, and a dropped --max-usd is money.
+    for args in [
+        ["--max-comparisons", "16", "--set", "budget.max_comparisons=24"],
+        ["--set", "budget.max_comparisons=24", "--max-comparisons", "16"],
+    ] {
+        let out = run_bin(dir.path(), &[&["run", c, "--dry-run"][..], &args[..]].concat());
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert_eq!(
+            stderr(&out),
+            "error: --max-comparisons 16 and --set budget.max_comparisons=24: both set budget.max_comparisons, and neither may silently win; give one of them, or write the value into the --set\n"
+        );
+    }
     let out =
-        run_bin(dir.path(), &["run", c, "--dry-run", "--max-comparisons", "16", "--set", "budget.max_comparisons=24"]);
-    assert!(out.status.success() && stdout(&out).contains("24"), "{}", text(&out));
+        run_bin(dir.path(), &["run", c, "--dry-run", "--max-usd", "0.001", "--set", "budget={max_comparisons: 50}"]);
+    assert!(text(&out).contains("both set budget.max_usd (the --set replaces the whole of budget)"), "{}", text(&out));
     for (args, message) in [
         (vec!["--set", "k=three"], "--set k=three: expected a whole number ≥ 1, found \"three\""),
         // A count's type error names the count's rule (k ≥ 1), not the integer type's (≥ 0).

@@ -439,11 +439,13 @@ pub struct OverrideArgs {
 }
 
 impl OverrideArgs {
-    /// The overrides in order: shorthands first, then every `--set` (a `--set` of the same key
-    /// wins).
+    /// The overrides in order: shorthands first, then every `--set`. A shorthand and a `--set`
+    /// of the same key, or of a key that holds the other (`--max-usd` and `--set budget=…`), are
+    /// refused: clap does not keep their order on the command line, so neither may silently win
+    /// (a dropped `--max-usd` is money).
     ///
     /// # Errors
-    /// A shorthand whose value is not YAML.
+    /// A shorthand whose value is not YAML; a shorthand and a `--set` that touch one key.
     pub fn overrides(&self) -> Result<Vec<Override>, ConfigError> {
         if let Some(b) = &self.budget {
             return Err(ConfigError::Set {
@@ -470,6 +472,22 @@ impl OverrideArgs {
                 v.push(o);
             }
         }
+        for s in &v {
+            if let Some(o) = self.set.iter().find(|o| o.key.starts_with(&s.key) || s.key.starts_with(&o.key)) {
+                let whole = if o.key.len() < s.key.len() {
+                    format!(" (the --set replaces the whole of {})", o.dotted())
+                } else {
+                    String::new()
+                };
+                return Err(ConfigError::Set {
+                    given: format!("{} and {}", s.given, o.given),
+                    msg: format!(
+                        "both set {}{whole}, and neither may silently win; give one of them, or write the value into the --set",
+                        s.dotted()
+                    ),
+                });
+            }
+        }
         v.extend(self.set.iter().cloned());
         Ok(v)
     }
@@ -478,6 +496,31 @@ impl OverrideArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shorthand and a `--set` of its key (or of a key holding it) are refused whatever their
+    /// order: `--set budget.max_usd=5 --max-usd 0.001` once ran with a $5 cap.
+    #[test]
+    fn a_shorthand_and_a_set_of_one_key_are_refused() {
+        let args = |max_usd: Option<&str>, name: Option<&str>, set: &[&str]| OverrideArgs {
+            set: set.iter().map(|s| Override::parse(s).unwrap()).collect(),
+            max_usd: max_usd.map(str::to_owned),
+            name: name.map(str::to_owned),
+            ..Default::default()
+        };
+        let e = args(Some("0.001"), None, &["budget.max_usd=5"]).overrides().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--max-usd 0.001 and --set budget.max_usd=5: both set budget.max_usd, and neither may silently win; give one of them, or write the value into the --set"
+        );
+        let e = args(Some("0.001"), None, &["budget={max_comparisons: 50}"]).overrides().unwrap_err().to_string();
+        assert!(e.contains("both set budget.max_usd (the --set replaces the whole of budget)"), "{e}");
+        let e = args(None, Some("bbb"), &["k=3", "name=aaa"]).overrides().unwrap_err().to_string();
+        assert!(e.starts_with("--name bbb and --set name=aaa: both set name"), "{e}");
+        // Other keys go together: shorthands first, then the --set in their order.
+        let ok = args(Some("0.5"), None, &["budget.max_comparisons=8", "k=2"]).overrides().unwrap();
+        let keys: Vec<String> = ok.iter().map(Override::dotted).collect();
+        assert_eq!(keys, ["budget.max_usd", "budget.max_comparisons", "k"]);
+    }
 
     #[test]
     fn overrides_parse_values_as_yaml_and_name_bad_arguments() {
