@@ -134,10 +134,19 @@ const EXPECTED: &str = "expected one JSON object per line: {\"a\": item shown fi
 /// # Errors
 /// [`FitCommandError::Invalid`] naming the file, the first bad line and the expected fields.
 pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>), FitCommandError> {
+    read_verdict_lines_but(path, &std::collections::HashSet::new())
+}
+
+/// [`read_verdict_lines`] without the lines numbered in `skip` (1-based): a run folder's log
+/// read as the run reads it, without the records whose key an earlier line holds.
+fn read_verdict_lines_but(
+    path: &Path,
+    skip: &std::collections::HashSet<usize>,
+) -> Result<(Vec<VerdictLine>, Vec<String>), FitCommandError> {
     let raw = std::fs::read(path)
         .map_err(|e| FitCommandError::Invalid(format!("cannot read verdicts file {}: {e}", path.display())))?;
     let bad = |line: usize, msg: String| FitCommandError::Invalid(format!("{}:{line}: {msg}", path.display()));
-    let bytes = crate::store::text::strip_bom(&raw).map_err(|m| bad(1, m.to_string()))?;
+    let bytes = crate::domain::text::strip_bom(&raw).map_err(|m| bad(1, m.to_string()))?;
     let mut out = Vec::new();
     let mut warnings = Vec::new();
     // Each line's text → the first line that had it; repeats (a file written twice?).
@@ -150,7 +159,7 @@ pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>)
         let text = std::str::from_utf8(part)
             .map_err(|e| bad(line_no, format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
         let text = text.strip_suffix('\r').unwrap_or(text);
-        if text.trim().is_empty() {
+        if text.trim().is_empty() || skip.contains(&line_no) {
             continue;
         }
         if let Some(m) = crate::store::text::not_json_lines(text) {
@@ -644,10 +653,17 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
             )));
         }
     };
-    let (lines, torn) = read_verdict_lines(&verdicts_path).map_err(|e| match swapped(args, &verdicts_path) {
-        Some(hint) if run.is_none() => FitCommandError::Invalid(format!("{e}\n  hint: {hint}")),
-        _ => e,
-    })?;
+    // A run folder's own log is read as the run reads it (store::ledger): the first record of
+    // each key, the later ones said and not fitted.
+    let own_log = run.is_some() && args.verdicts_file.is_none();
+    let log = own_log.then(|| crate::store::ledger::read_log(&verdicts_path).ok()).flatten();
+    let skip = log.iter().flat_map(|l| l.duplicates.iter().map(|d| d.line)).collect();
+    let (lines, mut torn) =
+        read_verdict_lines_but(&verdicts_path, &skip).map_err(|e| match swapped(args, &verdicts_path) {
+            Some(hint) if run.is_none() => FitCommandError::Invalid(format!("{e}\n  hint: {hint}")),
+            _ => e,
+        })?;
+    torn.extend(log.and_then(|l| l.duplicates_warning(&verdicts_path)));
     let vpath = verdicts_path.display().to_string();
     // A run folder's own verdicts are kept by its judges' cache keys below; other files are told
     // apart by each record's settings id.

@@ -47,7 +47,7 @@ fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Opt
     let text = std::fs::read_to_string(path).map_err(io_err(path))?;
     let mut out = HashMap::new();
     let mut first_line: HashMap<(String, String), usize> = HashMap::new();
-    for (ln, line) in crate::store::text::strip_bom_str(&text).lines().enumerate() {
+    for (ln, line) in crate::domain::text::strip_bom_str(&text).lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }

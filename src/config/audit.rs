@@ -248,7 +248,7 @@ fn read_pairs(file: &Path, path: &Path) -> Result<Vec<PairSpec>, ConfigError> {
             ),
         )
     })?;
-    audit::parse_pairs(crate::store::text::strip_bom_str(&text)).map_err(|e| ConfigError::InputLine {
+    audit::parse_pairs(crate::domain::text::strip_bom_str(&text)).map_err(|e| ConfigError::InputLine {
         what: "pairs file",
         path: file.to_owned(),
         line: e.line,

@@ -138,7 +138,7 @@ pub fn read_text(path: &Path) -> Result<String, ConfigError> {
     let bytes = std::fs::read(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
     // Another encoding is named with its line and byte (a UTF-8 byte-order mark is kept for the
     // YAML reader, which drops it).
-    crate::store::text::utf8_text(&bytes)
+    crate::domain::text::utf8_text(&bytes)
         .map_err(|(line, m)| ConfigError::Yaml { path: path.to_owned(), msg: format!("line {line}: {m}") })?;
     Ok(String::from_utf8(bytes).expect("checked as UTF-8"))
 }
@@ -149,7 +149,7 @@ pub fn read_text(path: &Path) -> Result<String, ConfigError> {
 /// [`ConfigError::Io`] when unreadable; [`ConfigError::Yaml`] with line, column and key.
 pub fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
     let text = read_text(path)?;
-    let text = crate::store::text::strip_bom_str(&text);
+    let text = crate::domain::text::strip_bom_str(&text);
     crate::store::yaml::from_file_text(text, path).map_err(|msg| {
         // A judge with two blocks fails on whichever block the parser reads first (a missing
         // `base_url` of its `openai:`): name the cause instead.

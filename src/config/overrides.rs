@@ -158,7 +158,7 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     // written with (`id: 001` stays "001") and the new value is read for its key's type, as if
     // written there (`model: yes` is a name, not a boolean).
     let original = super::read_text(path)?;
-    let mut patched = Some(crate::store::text::strip_bom_str(&original).to_string());
+    let mut patched = Some(crate::domain::text::strip_bom_str(&original).to_string());
     for o in overrides {
         patched = patched.and_then(|t| patch_text(&t, &o.key, &yaml_value(&o.raw)));
     }

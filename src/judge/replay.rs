@@ -239,9 +239,15 @@ impl Recording {
     /// # Errors
     /// [`ReplayError`] naming the file, the line and what was expected.
     pub fn read(path: &Path) -> Result<Self, ReplayError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| ReplayError::Io { path: path.to_owned(), msg: e.to_string() })?;
-        Self::parse(&text, path)
+        let bytes = std::fs::read(path).map_err(|e| ReplayError::Io { path: path.to_owned(), msg: e.to_string() })?;
+        // A UTF-8 byte-order mark is skipped, as every other reader of verdicts does; another
+        // encoding is named at its line.
+        let text = crate::domain::text::utf8_text(&bytes).map_err(|(line, msg)| ReplayError::Line {
+            path: path.to_owned(),
+            line,
+            msg,
+        })?;
+        Self::parse(text, path)
     }
 
     /// Parse the text of a recording; `path` names it in errors.
@@ -841,6 +847,22 @@ mod tests {
         assert!(
             rec.check_pool(0, &pool()).unwrap_err().to_string().contains("no verdict for pool \"p\"; it has 1 pool: q")
         );
+    }
+
+    /// A recording saved with a UTF-8 byte-order mark reads as without one (as `fit` and pool
+    /// files read it); Latin-1 text is named at its line.
+    #[test]
+    fn a_recording_with_a_byte_order_mark_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n";
+        let bom = dir.path().join("bom.jsonl");
+        std::fs::write(&bom, [&[0xEF, 0xBB, 0xBF][..], line.as_bytes()].concat()).unwrap();
+        let rec = Recording::read(&bom).unwrap();
+        assert_eq!(rec.get(0, "p", "x", "y").unwrap().y, Some(1.0));
+        let latin = dir.path().join("latin.jsonl");
+        std::fs::write(&latin, [line.as_bytes(), b"{\"pool_id\":\"caf\xe9\"}\n"].concat()).unwrap();
+        let e = Recording::read(&latin).unwrap_err().to_string();
+        assert!(e.contains("latin.jsonl:2: invalid UTF-8 at byte 16 of the line (byte 0xE9)"), "{e}");
     }
 
     #[test]

@@ -80,7 +80,7 @@ impl PriceTable {
     pub fn load(path: &Path) -> Result<Self, CompareError> {
         let bad = |msg: String| CompareError::Read { path: path.to_owned(), msg };
         let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
-        let text = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| bad(format!("line {line}: {m}")))?;
+        let text = crate::domain::text::utf8_text(&bytes).map_err(|(line, m)| bad(format!("line {line}: {m}")))?;
         let prices: BTreeMap<String, Price> = crate::store::yaml::from_file_text(text, path).map_err(|m| {
             bad(format!("{m}; expected `JUDGE: {{usd_per_verdict, input_usd_per_mtok, output_usd_per_mtok}}`"))
         })?;

@@ -235,7 +235,7 @@ fn read_all(path: &Path) -> Result<(Vec<NumberedRecord>, u64, Option<String>), L
     let raw = std::fs::read(path).map_err(|source| LedgerError::Io { path: path.to_owned(), source })?;
     // A UTF-8 byte-order mark (as some editors write) is skipped; UTF-16 is named.
     let bom = if raw.starts_with(&[0xEF, 0xBB, 0xBF]) { 3 } else { 0 };
-    crate::store::text::strip_bom(&raw).map_err(|msg| LedgerError::Parse {
+    crate::domain::text::strip_bom(&raw).map_err(|msg| LedgerError::Parse {
         path: path.to_owned(),
         line: 1,
         msg: msg.to_string(),

@@ -88,7 +88,7 @@ pub fn read_pool_lines(path: &Path) -> Result<Vec<(Pool, usize, String)>, PoolEr
 /// As [`read_pools`], I/O aside.
 pub fn parse_pool_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(Pool, usize, String)>, PoolError> {
     let parse_err = |line: usize, msg: String| PoolError::Parse { path: path.to_owned(), line, msg };
-    let bytes = super::text::strip_bom(bytes).map_err(|m| parse_err(1, m.to_string()))?;
+    let bytes = crate::domain::text::strip_bom(bytes).map_err(|m| parse_err(1, m.to_string()))?;
     let mut pools: Vec<(Pool, usize, String)> = Vec::new();
     for (ln, line) in bytes.split(|b| *b == b'\n').enumerate() {
         let line_no = ln + 1;

@@ -1,52 +1,8 @@
-//! Input text as other tools and platforms write it: a UTF-8 byte-order mark is dropped, CRLF
-//! line ends and blank lines are accepted by the readers, and what cannot be read (UTF-16, a
-//! JSON array or a pretty-printed object where JSON Lines are expected) is named as such.
+//! Input files as other tools write them: what cannot be read as JSON Lines (a JSON array, a
+//! pretty-printed object, CSV, a run's JSON output given for its verdicts) is named as such.
+//! Bytes as text (byte-order marks, encodings) are [`crate::domain::text`].
 
 use std::path::Path;
-
-/// The bytes without a leading UTF-8 byte-order mark.
-///
-/// # Errors
-/// A message for UTF-16 or UTF-32 text (a byte-order mark of those encodings).
-pub fn strip_bom(bytes: &[u8]) -> Result<&[u8], crate::domain::invalid::InvalidInput> {
-    if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
-        return Ok(rest);
-    }
-    if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
-        return Err("the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8".into());
-    }
-    if bytes.starts_with(&[0x00, 0x00, 0xFE, 0xFF]) {
-        return Err("the file is UTF-32 text; save it as UTF-8".into());
-    }
-    Ok(bytes)
-}
-
-/// `bytes` as UTF-8 text without a byte-order mark.
-///
-/// # Errors
-/// The 1-based line and a message: UTF-16 or UTF-32 text ([`strip_bom`]), or the first byte that
-/// is not UTF-8 (its line and byte in the line).
-pub fn utf8_text(bytes: &[u8]) -> Result<&str, (usize, String)> {
-    let bytes = strip_bom(bytes).map_err(|m| (1, m.to_string()))?;
-    std::str::from_utf8(bytes).map_err(|e| {
-        let before = &bytes[..e.valid_up_to()];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        (
-            line,
-            format!(
-                "invalid UTF-8 at byte {} of the line (byte 0x{:02X}); the file is in another encoding (Latin-1, Windows-1252?): save it as UTF-8",
-                e.valid_up_to() - start + 1,
-                bytes[e.valid_up_to()]
-            ),
-        )
-    })
-}
-
-/// [`strip_bom`] for text already read as a string.
-pub fn strip_bom_str(text: &str) -> &str {
-    text.strip_prefix('\u{feff}').unwrap_or(text)
-}
 
 /// The JSON documents a run folder holds (not configs, not JSON Lines).
 pub const RUN_OUTPUTS: [&str; 6] =
@@ -109,11 +65,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn boms_and_shapes() {
-        assert_eq!(strip_bom(b"\xEF\xBB\xBF{}").unwrap(), b"{}");
-        assert_eq!(strip_bom(b"{}").unwrap(), b"{}");
-        assert!(strip_bom(b"\xFF\xFE{\0").unwrap_err().0.contains("UTF-16"));
-        assert_eq!(strip_bom_str("\u{feff}name: x"), "name: x");
+    fn shapes() {
         assert!(not_json_lines("[{\"a\": 1},").unwrap().contains("JSON array"));
         assert!(not_json_lines("{").unwrap().contains("pretty-printed"));
         assert!(not_json_lines("  \"pool_id\": \"p1\",").unwrap().contains("pretty-printed"));

@@ -162,7 +162,7 @@ fn blank_prompt(path: &Path, line: usize, id: &str) -> ImportError {
 /// `expected`.
 pub(super) fn json_array(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
     let bytes = std::fs::read(path).map_err(io(path))?;
-    let text = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?;
+    let text = crate::domain::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?;
     let all: Value = serde_json::from_str(text)
         .map_err(|e| row(path, e.line(), format!("not valid JSON ({e}); {expected} in a JSON array")))?;
     let Value::Array(elems) = all else {
@@ -227,7 +227,7 @@ fn element_lines(text: &str) -> Vec<usize> {
 /// was `expected`.
 pub(super) fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
     let bytes = std::fs::read(path).map_err(io(path))?;
-    let text = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?;
+    let text = crate::domain::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?;
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {
@@ -449,7 +449,7 @@ pub(super) const CSV_COLUMNS: [&str; 4] = ["prompt_id", "prompt", "system", "tex
 pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<String>), ImportError> {
     let (kind, delim) = if tab { ("TSV", b'\t') } else { ("CSV", b',') };
     let bytes = std::fs::read(path).map_err(io(path))?;
-    let bytes = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?.as_bytes();
+    let bytes = crate::domain::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?.as_bytes();
     super::check_quotes(path, bytes, delim)?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).flexible(false).delimiter(delim).from_reader(bytes);
     let wanted = CSV_COLUMNS.join(", ");

@@ -438,7 +438,7 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     const REQUIRED: [&str; 5] = ["prompt_id", "system_a", "system_b", "shown_first", "winner"];
     const OPTIONAL: [&str; 2] = ["judge", "cost_usd"];
     let bytes = std::fs::read(path).map_err(io(path))?;
-    let bytes = crate::store::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?.as_bytes();
+    let bytes = crate::domain::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?.as_bytes();
     super::check_quotes(path, bytes, b',')?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(bytes);
     let wanted = format!("{} (and optionally {})", REQUIRED.join(", "), OPTIONAL.join(", "));
