@@ -48,6 +48,13 @@ pub enum PromptError {
 /// lower case, so filters such as `upper` or `truncate` keep them).
 const PROBE_A: &str = "q7f3c";
 const PROBE_B: &str = "q9b1e";
+/// The task of the check render: what is sent must contain it when the template uses `task`.
+const PROBE_TASK: &str = "q4d2a";
+
+/// The work one render may do (minijinja fuel: about one unit per instruction and per 64 bytes
+/// of data). A prompt with two 100 kB answers uses a few thousand; a runaway loop in a template
+/// (`range(100000)` inside `range(100000)`) ends with an error instead of running for hours.
+const RENDER_FUEL: u64 = 10_000_000;
 
 /// The template variables: `task`, `answer_a`, `answer_b` and the turn lists.
 const VARIABLES: [&str; 6] = ["task", "answer_a", "answer_b", "task_turns", "turns_a", "turns_b"];
@@ -155,6 +162,7 @@ impl PromptTemplate {
         let err = |msg: String| PromptError::Template { path: path.to_owned(), msg };
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(RENDER_FUEL));
         env.set_syntax(
             minijinja::syntax::SyntaxConfig::builder()
                 .trim_blocks(true)
@@ -204,18 +212,25 @@ impl PromptTemplate {
         {
             me.check_probe(&a, &b, &err)?;
         }
+        if has_user_block {
+            me.check_outside_blocks(&err)?;
+        }
         Ok(me)
     }
 
     /// Render with answers `a` and `b` (starting with [`PROBE_A`] and [`PROBE_B`]) and check that
     /// what is sent holds both.
     fn check_probe(&self, a: &str, b: &str, err: &dyn Fn(String) -> PromptError) -> Result<(), PromptError> {
-        let probe = self.render("task", a, b)?;
+        let probe = self.render(PROBE_TASK, a, b)?;
         let sent = format!("{}\n{}", probe.system.as_deref().unwrap_or(""), probe.user).to_lowercase();
-        for (needed, marker) in [("answer_a", PROBE_A), ("answer_b", PROBE_B)] {
+        let uses_task =
+            self.env.get_template("prompt").map(|t| t.undeclared_variables(false).contains("task")).unwrap_or(false);
+        let needed = [("answer_a", PROBE_A, "that answer"), ("answer_b", PROBE_B, "that answer")];
+        let task = [("task", PROBE_TASK, "the task or source text")];
+        for (needed, marker, what) in needed.into_iter().chain(task.into_iter().filter(|_| uses_task)) {
             if !sent.contains(marker) {
                 return Err(err(format!(
-                    "the rendered prompt does not contain {{{{ {needed} }}}}: it is used where the messages sent do not reach ({}); the judge would not see that answer",
+                    "the rendered prompt does not contain {{{{ {needed} }}}}: it is used where the messages sent do not reach ({}); the judge would not see {what}",
                     if self.has_user_block {
                         "only the `system` and `user` blocks are sent: outside them, or under a condition that is false"
                     } else {
@@ -225,6 +240,30 @@ impl PromptTemplate {
             }
         }
         Ok(())
+    }
+
+    /// With a `user` block only the `system` and `user` blocks are sent: text written outside
+    /// them (an instruction, a heading) would be dropped without a word, so it is refused.
+    fn check_outside_blocks(&self, err: &dyn Fn(String) -> PromptError) -> Result<(), PromptError> {
+        let t = self.env.get_template("prompt").map_err(|e| err(describe(&e)))?;
+        let none: Vec<String> = Vec::new();
+        let ctx = context!(task => PROBE_TASK, answer_a => PROBE_A, answer_b => PROBE_B, task_turns => none.clone(), turns_a => none.clone(), turns_b => none);
+        let mut cap = t.render_captured(ctx).map_err(|e| err(describe(&e)))?;
+        let mut rest = cap.output().to_owned();
+        for block in ["system", "user"].into_iter().filter(|b| *b == "user" || self.has_system_block) {
+            let text = cap.with_state_mut(|s| s.render_block(block)).map_err(|e| err(describe(&e)))?;
+            rest = rest.replacen(&text, "", 1);
+        }
+        let rest = rest.trim();
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let shown: String = rest.chars().take(60).collect();
+        Err(err(format!(
+            "text outside the `system` and `user` blocks is never sent (with a `user` block only the two blocks are): {:?}{}; move it into the `user` block (or `system`), or drop the blocks to send the whole text as the user message",
+            shown,
+            if shown.len() < rest.len() { "…" } else { "" }
+        )))
     }
 
     /// The template file.
@@ -279,6 +318,12 @@ impl PromptTemplate {
 }
 
 fn describe(e: &minijinja::Error) -> String {
+    if e.kind() == minijinja::ErrorKind::OutOfFuel {
+        return format!(
+            "rendering the prompt took more than its budget of work ({RENDER_FUEL} steps; a loop that runs too long?){}",
+            e.line().map(|l| format!(" (line {l})")).unwrap_or_default()
+        );
+    }
     let mut s = e.to_string();
     if let Some(l) = e.line() {
         // minijinja names the line by its internal template name ("(in prompt:2)"): say it once,
@@ -431,6 +476,42 @@ mod tests {
         // A global function of the template language is not an unknown variable.
         let t = tmpl("{{ answer_a }} {{ answer_b }}{% for i in range(2) %}.{% endfor %}").unwrap();
         assert_eq!(t.render("t", "a", "b").unwrap().user, "a b..");
+    }
+
+    /// With a `user` block, the task and any text outside the blocks would be dropped without a
+    /// word (the judge once got two summaries with no article and no reply format): refused.
+    /// A runaway loop ends with an error instead of running for hours.
+    #[test]
+    fn what_a_user_block_leaves_out_is_refused() {
+        let e = tmpl(
+            "Source article:\n{{ task }}\nWhich summary is more faithful? Reply A or B.\n{% block user %}Summary A: {{ answer_a }}\nSummary B: {{ answer_b }}{% endblock %}",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("the rendered prompt does not contain {{ task }}") && e.contains("the task or source text"),
+            "{e}"
+        );
+        let e = tmpl("Reply A or B.\n{% block user %}{{ task }} A: {{ answer_a }} B: {{ answer_b }}{% endblock %}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("text outside the `system` and `user` blocks is never sent") && e.contains("\"Reply A or B.\""),
+            "{e}"
+        );
+        // `task` in a third block, never sent.
+        let e =
+            tmpl("{% block task %}{{ task }}{% endblock %}{% block user %}{{ answer_a }} {{ answer_b }}{% endblock %}")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("does not contain {{ task }}"), "{e}");
+        // Comments and white space between blocks are fine; so is a template that never names the task.
+        tmpl("{# note #}\n{% block system %}J.{% endblock %}\n\n{% block user %}{{ answer_a }} {{ answer_b }}{% endblock %}\n")
+            .unwrap();
+        let e = tmpl("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ answer_a }} {{ answer_b }}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rendering the prompt took more than its budget of work"), "{e}");
     }
 
     /// The shipped multi-turn template shows a 2-turn MT-Bench question turn by turn, and a
