@@ -1665,3 +1665,41 @@ fn a_panel_whose_theta_is_all_tied_claims_no_top_k() {
     let md = std::fs::read_to_string(dir.path().join("runs/summeval-panel/report.md")).unwrap();
     assert!(md.contains("- top-3 by θ̂: 16 bases tied for the last 3 places ("), "{md}");
 }
+
+/// A panel's folder resumed with one of its judges alone (a list of one, the single-judge run),
+/// or a single judge's folder with a panel: the stored verdicts are not reused (a member's
+/// cache keys begin with its name), and the run says so with their count before it pays again.
+#[test]
+fn switching_a_folder_between_a_panel_and_a_single_judge_says_what_is_bought_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let cheap = "    mock: {mode: stochastic, seed: 7, input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6}\n";
+    let frontier = "    mock: {mode: stochastic, seed: 8, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10}\n";
+    let two = main_job_with_judge(
+        dir.path(),
+        "p",
+        &format!("judges:\n  - name: cheap\n{cheap}  - name: frontier\n    trusted: true\n{frontier}"),
+    );
+    // Both configs name the folder p; each in a file of its own.
+    let two = write(dir.path(), "two.yaml", &std::fs::read_to_string(&two).unwrap());
+    let out = run_bin(dir.path(), &["run", two.to_str().unwrap(), "--quiet", "--max-comparisons", "24"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stored = lines(&dir.path().join("runs/p/verdicts.jsonl")).len();
+    assert_eq!(stored, 24);
+    let one = main_job_with_judge(dir.path(), "p", &format!("judges:\n  - name: cheap\n{cheap}"));
+    let out = run_bin(dir.path(), &["run", one.to_str().unwrap(), "--quiet", "--max-comparisons", "8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("holds 24 stored verdicts of a judge panel (cheap, frontier), and this run is a single judge"),
+        "{}",
+        text(&out)
+    );
+    // And back: the folder's last run was the single judge.
+    let out = run_bin(dir.path(), &["run", two.to_str().unwrap(), "--quiet", "--max-comparisons", "40"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("holds 32 stored verdicts of a single judge, and this run is a judge panel"),
+        "{}",
+        text(&out)
+    );
+}
