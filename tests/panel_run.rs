@@ -1694,12 +1694,14 @@ fn switching_a_folder_between_a_panel_and_a_single_judge_says_what_is_bought_aga
         "{}",
         text(&out)
     );
-    // And back: the folder's last run was the single judge.
+    // And back: the panel says it per judge, with the 8 verdicts of judge cheap's configuration
+    // the single-judge run stored.
     let out = run_bin(dir.path(), &["run", two.to_str().unwrap(), "--quiet", "--max-comparisons", "40"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        text(&out).contains("holds 32 stored verdicts of a single judge, and this run is a judge panel"),
+        text(&out).contains("holds 8 verdicts of judge \"cheap\"'s configuration from a single-judge run"),
         "{}",
         text(&out)
     );
+    assert!(!text(&out).contains("of a judge panel ("), "{}", text(&out));
 }

@@ -67,29 +67,25 @@ fn other_run_warning(dir: &Path, old: Option<&RunIdentity>, id: &RunIdentity, fi
     ))
 }
 
-/// A warning when the folder's last run (its config.yaml) was a judge panel and this run is not,
-/// or the other way round, and the folder holds `stored` verdicts: a panel member's cache keys
-/// begin with its name and a single judge's do not, so none of them is reused and the pairs
-/// asked before are asked, and paid, again, though a judge kept by name and settings is the same.
+/// A warning when the folder's last run (its config.yaml) was a judge panel and this run is a
+/// single judge (`judge:` or a list of one), and the folder holds `stored` verdicts: a panel
+/// member's cache keys begin with its name and a single judge's do not, so none of them is
+/// reused and the pairs asked before are asked, and paid, again, though a judge kept by name and
+/// settings is the same. (The other way round the panel run says it per judge: run::panel.)
 fn panel_switch_warning(dir: &Path, cfg: &Config, stored: usize) -> Option<String> {
     let text = std::fs::read_to_string(dir.join("config.yaml")).ok()?;
     let old: serde_json::Value = crate::store::yaml::from_str(&text).ok()?;
     let old_members: Vec<&str> =
         old["judges"].as_array().into_iter().flatten().filter_map(|j| j["name"].as_str()).collect();
     let was_panel = old["judge"].is_null() && old_members.len() >= 2;
-    if stored == 0 || was_panel == cfg.is_panel() {
+    if stored == 0 || !was_panel || cfg.is_panel() {
         return None;
     }
-    let (before, now) = if was_panel {
-        (format!("a judge panel ({})", old_members.join(", ")), "a single judge")
-    } else {
-        ("a single judge".to_owned(), "a judge panel")
-    };
     Some(format!(
-        "{} holds {} of {before}, and this run is {now}: a panel member's cache keys begin with its name and a single judge's do not, so none of them is reused here, even for a judge kept under its name and settings; the pairs asked before are asked, and paid, again. To go on with them, keep the folder's {}; to start afresh, give this run its own `name`",
+        "{} holds {} of a judge panel ({}), and this run is a single judge: a panel member's cache keys begin with its name and a single judge's do not, so none of them is reused here, even for a judge kept under its name and settings; the pairs asked before are asked, and paid, again (the stored ones still count against budget.max_usd). To go on with them, keep the panel (its judges may be given other prices or limits); to start afresh, give this run its own `name`",
         dir.display(),
         crate::domain::fmt::count(stored, "stored verdict"),
-        if was_panel { "panel (its judges may be given other prices or limits)" } else { "single judge" }
+        old_members.join(", ")
     ))
 }
 
