@@ -605,3 +605,41 @@ fn replayed_judges_keep_their_recorded_settings_and_partial_costs_are_said() {
         text(&out)
     );
 }
+
+/// A replay judge's verdicts are part of its cache keys: after a recorded verdict the run used is
+/// edited, `report` names that (the judge's configuration changed), not a missing
+/// verdicts.jsonl, which is whole.
+#[test]
+fn a_recording_edited_after_its_replay_run_is_named_as_the_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (pool, _) = TWO_POOLS;
+    let (orig, _) = run_on(d, "orig", pool, "{mock: {mode: stochastic, seed: 7}}", 40);
+    std::fs::copy(d.join(&orig).join("verdicts.jsonl"), d.join("rec.jsonl")).unwrap();
+    let (r, _) = run_on(d, "r", pool, "{replay: {file: rec.jsonl}}", 16);
+    let used = lines(&d.join(&r).join("verdicts.jsonl"));
+    assert_eq!(used.len(), 16);
+    let ok = run_bin(d, &["report", &r, "--out", "rep1"]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    // Flip the recorded verdict of the first pair the replay run asked.
+    let (a, b) = (used[0]["a"].as_str().unwrap(), used[0]["b"].as_str().unwrap());
+    let edited: String = std::fs::read_to_string(d.join("rec.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["a"] == a && v["b"] == b {
+                v["y"] = serde_json::json!(1.0 - v["y"].as_f64().unwrap());
+            }
+            v.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(d.join("rec.jsonl"), edited).unwrap();
+    let out = run_bin(d, &["report", &r, "--out", "rep2"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("holds 16 records of this run's judge, but only 15 have the cache keys of that judge as its config.yaml builds it now, while result.json counts 16 comparisons: the judge's configuration changed since the run"),
+        "{}",
+        text(&out)
+    );
+}

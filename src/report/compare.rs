@@ -63,9 +63,21 @@ pub struct RunDir {
 /// (`found` records of the run's judge and pool): a missing, emptied, cut or foreign file would
 /// make the flips and spend read from it wrong (`no pair in both orders` for a run that has
 /// them).
-fn short_verdicts(vp: &Path, found: usize, comparisons: usize) -> Result<(), CompareError> {
+///
+/// `named` is the count before the records were picked by the judge as configured now: when
+/// those suffice, the file is whole and what changed is the judge's configuration (an edited
+/// judge, or a replay judge's recording, whose verdicts are part of its keys), and that is said.
+fn short_verdicts(vp: &Path, found: usize, named: usize, comparisons: usize) -> Result<(), CompareError> {
     if found >= comparisons {
         return Ok(());
+    }
+    if named >= comparisons {
+        return Err(CompareError::Read {
+            path: vp.to_owned(),
+            msg: format!(
+                "holds {named} records of this run's judge, but only {found} have the cache keys of that judge as its config.yaml builds it now, while result.json counts {comparisons} comparisons: the judge's configuration changed since the run (an edited template or setting, or a replay judge's recording whose verdicts were edited: its verdicts are part of its keys); restore it, or run the config again"
+            ),
+        });
     }
     let what = if vp.exists() {
         format!("holds {found} verdicts of this run's judge and pool")
@@ -142,6 +154,7 @@ impl RunDir {
         let result: RunResult = serde_json::from_str(&text)
             .map_err(|e| CompareError::Read { path: rp.clone(), msg: format!("not a topk-judge result ({e})") })?;
         let vp = dir.join("verdicts.jsonl");
+        let mut named = 0;
         let verdicts: Vec<VerdictRecord> = if vp.exists() {
             let (recs, _, _) = read_records(&vp)?;
             // A run over one pool keys its records by that pool; over many prompts, by prompt.
@@ -151,6 +164,7 @@ impl RunDir {
                 .filter(|r| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge))
                 .filter(|r| !one_pool || r.pool_id.is_empty() || r.pool_id == result.pool_id)
                 .collect();
+            named = recs.len();
             match pick(&recs) {
                 Some(keep) => recs.into_iter().zip(keep).filter_map(|(r, k)| k.then_some(r)).collect(),
                 None => recs,
@@ -158,7 +172,7 @@ impl RunDir {
         } else {
             Vec::new()
         };
-        short_verdicts(&vp, verdicts.len(), result.comparisons)?;
+        short_verdicts(&vp, verdicts.len(), named, result.comparisons)?;
         let fp = dir.join("fits.jsonl");
         let mut fits = Vec::new();
         if let Ok(text) = std::fs::read_to_string(&fp) {
@@ -331,7 +345,7 @@ impl PanelRunDir {
             serde_json::from_value(field("/certified")?.clone()).map_err(|e| bad(format!("/certified: {e}")))?;
         let vp = dir.join("verdicts.jsonl");
         let verdicts = if vp.exists() { read_records(&vp)?.0 } else { Vec::new() };
-        short_verdicts(&vp, verdicts.len(), v["comparisons"].as_u64().unwrap_or(0) as usize)?;
+        short_verdicts(&vp, verdicts.len(), verdicts.len(), v["comparisons"].as_u64().unwrap_or(0) as usize)?;
         let mut lines = Vec::new();
         let fp = dir.join(crate::report::PANEL_FITS);
         if let Ok(t) = std::fs::read_to_string(&fp) {
