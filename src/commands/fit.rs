@@ -162,7 +162,7 @@ fn read_verdict_lines_but(
         if text.trim().is_empty() || skip.contains(&line_no) {
             continue;
         }
-        if let Some(m) = crate::store::text::not_json_lines(text) {
+        if let Some(m) = crate::domain::text::not_json_lines(text) {
             return Err(bad(line_no, crate::store::text::run_output_instead(path).unwrap_or(m)));
         }
         let v: serde_json::Value = match serde_json::from_str(text) {

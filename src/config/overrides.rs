@@ -258,7 +258,8 @@ fn check_judge_kind(doc: &serde_json::Value, o: &Override) -> Result<(), ConfigE
         Some(kind) if j.len() == 1 && kind != field && super::JUDGE_KINDS.contains(&field) => Err(ConfigError::Set {
             given: o.given.clone(),
             msg: format!(
-                "this config's judge is `{kind}`; judge.{field}.… settings (and --base-url, which sets judge.openai.base_url) apply only to a judge of that kind"
+                "this config's judge is `{kind}`; judge.{field}.… settings{} apply only to a judge of that kind",
+                if field == "openai" { " (and --base-url, which sets judge.openai.base_url)" } else { "" }
             ),
         }),
         // `judge:` holds its kind only: its settings are one level down.
@@ -602,7 +603,13 @@ mod tests {
         // Another kind, a panel member's field, or no field of a judge at all.
         assert_eq!(
             msg(&single, "judge.mock.seed=1"),
-            "this config's judge is `openai`; judge.mock.… settings (and --base-url, which sets judge.openai.base_url) apply only to a judge of that kind"
+            "this config's judge is `openai`; judge.mock.… settings apply only to a judge of that kind"
+        );
+        // --base-url is named where it is the setting: on a judge of another kind.
+        let mock = serde_json::json!({"judge": {"mock": {"seed": 1}}});
+        assert_eq!(
+            msg(&mock, "judge.openai.base_url=http://h/v1"),
+            "this config's judge is `mock`; judge.openai.… settings (and --base-url, which sets judge.openai.base_url) apply only to a judge of that kind"
         );
         assert_eq!(
             msg(&single, "judge.name=x"),

@@ -1,6 +1,7 @@
 //! Bytes as text, as other tools and platforms write it: a UTF-8 byte-order mark is dropped,
-//! and text in another encoding (UTF-16, UTF-32, Latin-1) is named as such with its line. Pure
-//! functions: the readers of each file call them.
+//! text in another encoding (UTF-16, UTF-32, Latin-1) is named as such with its line, and what
+//! cannot be read as JSON Lines (a JSON array, a pretty-printed object, CSV) is named as such.
+//! Pure functions: the readers of each file call them.
 
 /// The bytes without a leading UTF-8 byte-order mark.
 ///
@@ -46,6 +47,29 @@ pub fn strip_bom_str(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
+/// When a JSON Lines line is clearly not one JSON object, what it is instead: the start of a
+/// JSON array (`[`), a pretty-printed object (`{` alone, or a line starting with a key), or a
+/// CSV/TSV header.
+pub fn not_json_lines(line: &str) -> Option<String> {
+    let t = line.trim();
+    if t.starts_with('[') {
+        return Some(
+            "the file looks like one JSON array; expected JSON Lines: one JSON object per line, no enclosing [ ]"
+                .into(),
+        );
+    }
+    if t == "{" || (t.starts_with('"') && t.contains("\":") && !t.starts_with('{')) {
+        return Some(
+            "the file looks like pretty-printed JSON; expected JSON Lines: each object on one line (e.g. `jq -c .`)"
+                .into(),
+        );
+    }
+    if !t.starts_with('{') && (t.contains(',') || t.contains('\t')) && !t.contains('{') {
+        return Some("the line is not JSON (a CSV or TSV file?); expected JSON Lines: one JSON object per line".into());
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +84,14 @@ mod tests {
         let (line, msg) = utf8_text(b"ok\nna\xEFve").unwrap_err();
         assert_eq!(line, 2);
         assert!(msg.starts_with("invalid UTF-8 at byte 3 of the line (byte 0xEF)"), "{msg}");
+    }
+
+    #[test]
+    fn shapes_that_are_not_json_lines() {
+        assert!(not_json_lines("[{\"a\": 1},").unwrap().contains("JSON array"));
+        assert!(not_json_lines("{").unwrap().contains("pretty-printed"));
+        assert!(not_json_lines("  \"pool_id\": \"p1\",").unwrap().contains("pretty-printed"));
+        assert!(not_json_lines("a,b,y").unwrap().contains("CSV"));
+        assert!(not_json_lines("{\"a\": \"x\", \"b\": \"y\", \"y\": 1}").is_none());
     }
 }

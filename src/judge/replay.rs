@@ -84,7 +84,7 @@ pub enum ReplayError {
     },
     /// Two lines record different verdicts for one ordered pair of one judge.
     #[error(
-        "{path}:{line}: {query}: recorded again with another verdict (first on line {first_line}); a recording holds one verdict per ordered pair"
+        "{path}:{line}: {query}: recorded again with another {what} (first on line {first_line}); a recording holds one verdict per ordered pair"
     )]
     Duplicate {
         /// The recording that holds the ordered pair twice.
@@ -95,6 +95,8 @@ pub enum ReplayError {
         first_line: usize,
         /// The judge, pool and ordered pair.
         query: String,
+        /// What differs: `verdict`, or `cost_usd` when only the cost does.
+        what: &'static str,
     },
     /// No recorded judge matches the configured `judge:` / `prompting:`.
     #[error("{path}: no recorded judge matches{selection}; the file holds {listed}")]
@@ -264,6 +266,9 @@ impl Recording {
         let mut lines = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             if !raw.trim().is_empty() {
+                if let Some(m) = crate::domain::text::not_json_lines(raw) {
+                    return Err(bad(i + 1, m));
+                }
                 let l: Line = crate::domain::json::from_str(raw).map_err(|e| bad(i + 1, e.to_string()))?;
                 lines.push((i + 1, l));
             }
@@ -324,6 +329,7 @@ impl Recording {
                         path: path.to_owned(),
                         line: ln,
                         first_line: first.line,
+                        what: if first.y == entry.y { "cost_usd (the same verdict)" } else { "verdict" },
                         query: format!(
                             "{}, pool {:?}, {:?} shown first vs {:?}",
                             judges[j].label(),
@@ -863,6 +869,24 @@ mod tests {
         std::fs::write(&latin, [line.as_bytes(), b"{\"pool_id\":\"caf\xe9\"}\n"].concat()).unwrap();
         let e = Recording::read(&latin).unwrap_err().to_string();
         assert!(e.contains("latin.jsonl:2: invalid UTF-8 at byte 16 of the line (byte 0xE9)"), "{e}");
+    }
+
+    /// A second record of one ordered pair names what differs; a JSON array is named as one.
+    #[test]
+    fn a_pair_recorded_twice_and_an_array_are_named() {
+        let p = Path::new("r.jsonl");
+        let line =
+            |y: u8, cost: f64| format!("{{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":{y},\"cost_usd\":{cost}}}\n");
+        assert!(Recording::parse(&(line(1, 0.5) + &line(1, 0.5)), p).is_ok(), "the same line twice is one verdict");
+        let e = Recording::parse(&(line(1, 0.5) + &line(0, 0.5)), p).unwrap_err().to_string();
+        assert!(
+            e.contains("r.jsonl:2: ") && e.contains("recorded again with another verdict (first on line 1)"),
+            "{e}"
+        );
+        let e = Recording::parse(&(line(1, 0.5) + &line(1, 0.25)), p).unwrap_err().to_string();
+        assert!(e.contains("recorded again with another cost_usd (the same verdict) (first on line 1)"), "{e}");
+        let e = Recording::parse("[1, 2]\n", p).unwrap_err().to_string();
+        assert!(e.starts_with("r.jsonl:1: the file looks like one JSON array"), "{e}");
     }
 
     #[test]

@@ -100,7 +100,7 @@ pub fn parse_pool_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(Pool, usize, S
         if text.trim().is_empty() {
             continue;
         }
-        if let Some(m) = super::text::not_json_lines(text) {
+        if let Some(m) = crate::domain::text::not_json_lines(text) {
             return Err(parse_err(line_no, super::text::run_output_instead(path).unwrap_or(m)));
         }
         let (parsed, item_turns) = match split_item_turns(text) {

@@ -1,6 +1,6 @@
-//! Input files as other tools write them: what cannot be read as JSON Lines (a JSON array, a
-//! pretty-printed object, CSV, a run's JSON output given for its verdicts) is named as such.
-//! Bytes as text (byte-order marks, encodings) are [`crate::domain::text`].
+//! A run's JSON outputs given where JSON Lines are expected (its result.json for its verdicts)
+//! are named as such, with the file to give instead. Bytes as text (byte-order marks,
+//! encodings, shapes that are not JSON Lines) are [`crate::domain::text`].
 
 use std::path::Path;
 
@@ -35,41 +35,4 @@ pub fn run_output_instead(path: &Path) -> Option<String> {
             dir.display()
         )
     })
-}
-
-/// When a JSON Lines line is clearly not one JSON object, what it is instead: the start of a
-/// JSON array (`[`), a pretty-printed object (`{` alone, or a line starting with a key), or a
-/// CSV/TSV header.
-pub fn not_json_lines(line: &str) -> Option<String> {
-    let t = line.trim();
-    if t.starts_with('[') {
-        return Some(
-            "the file looks like one JSON array; expected JSON Lines: one JSON object per line, no enclosing [ ]"
-                .into(),
-        );
-    }
-    if t == "{" || (t.starts_with('"') && t.contains("\":") && !t.starts_with('{')) {
-        return Some(
-            "the file looks like pretty-printed JSON; expected JSON Lines: each object on one line (e.g. `jq -c .`)"
-                .into(),
-        );
-    }
-    if !t.starts_with('{') && (t.contains(',') || t.contains('\t')) && !t.contains('{') {
-        return Some("the line is not JSON (a CSV or TSV file?); expected JSON Lines: one JSON object per line".into());
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shapes() {
-        assert!(not_json_lines("[{\"a\": 1},").unwrap().contains("JSON array"));
-        assert!(not_json_lines("{").unwrap().contains("pretty-printed"));
-        assert!(not_json_lines("  \"pool_id\": \"p1\",").unwrap().contains("pretty-printed"));
-        assert!(not_json_lines("a,b,y").unwrap().contains("CSV"));
-        assert!(not_json_lines("{\"a\": \"x\", \"b\": \"y\", \"y\": 1}").is_none());
-    }
 }
