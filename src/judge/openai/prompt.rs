@@ -172,8 +172,10 @@ impl PromptTemplate {
         );
         env.add_template_owned("prompt", source.clone()).map_err(|e| err(describe(&e)))?;
         let vars = env.get_template("prompt").map_err(|e| err(describe(&e)))?.undeclared_variables(false);
+        // The name alone: the template language does not list a variable used only through a
+        // slice (`answer_a[:500]`) among its variables; what is sent is checked below anyway.
         for needed in ["answer_a", "answer_b"] {
-            if !vars.contains(needed) {
+            if !vars.contains(needed) && !source.contains(needed) {
                 return Err(err(format!(
                     "the template never uses {{{{ {needed} }}}}; the judge would not see that answer"
                 )));
@@ -473,6 +475,9 @@ mod tests {
                 "{src}: {e}"
             );
         }
+        // An answer used through a slice is used.
+        let t = tmpl("{{ task }} A: {{ answer_a[:500] }} B: {{ answer_b }}").unwrap();
+        assert_eq!(t.render("t", "abc", "d").unwrap().user, "t A: abc B: d");
         // A global function of the template language is not an unknown variable.
         let t = tmpl("{{ answer_a }} {{ answer_b }}{% for i in range(2) %}.{% endfor %}").unwrap();
         assert_eq!(t.render("t", "a", "b").unwrap().user, "a b..");
