@@ -262,7 +262,7 @@ pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandEr
         sel.mine.retain(|l| l.key.as_deref().is_some_and(|k| queries.contains_key(k)));
         if sel.mine.len() < before {
             sel.notes.push(format!(
-                "{} of the {before} records of {vpath} are of another judge configuration under this run's name (an edited judge, seed or prompt): not fitted, as the run does not fit them",
+                "{} of the {before} records of {vpath} are of another judge or judge configuration (another judge, or one edited under this run's name: seed, prompt, …): not fitted, as the run does not fit them",
                 before - sel.mine.len()
             ));
         }
@@ -949,8 +949,12 @@ impl Selection {
                 listed.join(", ")
             ));
         }
-        let judge = if args.panel { None } else { select_judge(&judges, pool, args, cfg, vpath)? };
-        if judge.is_none() && judges.len() > 1 && !args.panel {
+        // A single judge's run folder: its records are picked by the judge's cache keys as the
+        // run picks them (fit_file), whatever judge name they carry (a panel member's record of
+        // the same judge carries the member's name).
+        let by_keys = cfg.is_some_and(|c| !c.is_panel()) && args.verdicts_file.is_none() && args.judge.is_none();
+        let judge = if args.panel || by_keys { None } else { select_judge(&judges, pool, args, cfg, vpath)? };
+        if judge.is_none() && judges.len() > 1 && !args.panel && !by_keys {
             // `fit` offers a panel of them; `check` does not.
             let panel = if args.usage.starts_with("fit") {
                 ", or --panel to fit them as a panel (shared θ, each judge its own κ, c and scale; docs/model.md §8)"

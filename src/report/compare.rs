@@ -159,15 +159,16 @@ impl RunDir {
             let (recs, _, _) = read_records(&vp)?;
             // A run over one pool keys its records by that pool; over many prompts, by prompt.
             let one_pool = result.fit.reporting.systems.is_none();
-            let recs: Vec<VerdictRecord> = recs
-                .into_iter()
-                .filter(|r| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge))
-                .filter(|r| !one_pool || r.pool_id.is_empty() || r.pool_id == result.pool_id)
-                .collect();
-            named = recs.len();
+            let recs: Vec<VerdictRecord> =
+                recs.into_iter().filter(|r| !one_pool || r.pool_id.is_empty() || r.pool_id == result.pool_id).collect();
+            let of_judge = |r: &VerdictRecord| r.judge.is_empty() || r.judge.eq_ignore_ascii_case(&result.judge);
+            named = recs.iter().filter(|r| of_judge(r)).count();
+            // The judge as configured now picks its records by their keys, whatever judge name
+            // they carry (a panel member's record of the same judge is the member's name); without
+            // it, the records are those under the run's judge description.
             match pick(&recs) {
                 Some(keep) => recs.into_iter().zip(keep).filter_map(|(r, k)| k.then_some(r)).collect(),
-                None => recs,
+                None => recs.into_iter().filter(|r| of_judge(r)).collect(),
             }
         } else {
             Vec::new()

@@ -67,28 +67,6 @@ fn other_run_warning(dir: &Path, old: Option<&RunIdentity>, id: &RunIdentity, fi
     ))
 }
 
-/// A warning when the folder's last run (its config.yaml) was a judge panel and this run is a
-/// single judge (`judge:` or a list of one), and the folder holds `stored` verdicts: a panel
-/// member's cache keys begin with its name and a single judge's do not, so none of them is
-/// reused and the pairs asked before are asked, and paid, again, though a judge kept by name and
-/// settings is the same. (The other way round the panel run says it per judge: run::panel.)
-fn panel_switch_warning(dir: &Path, cfg: &Config, stored: usize) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("config.yaml")).ok()?;
-    let old: serde_json::Value = crate::store::yaml::from_str(&text).ok()?;
-    let old_members: Vec<&str> =
-        old["judges"].as_array().into_iter().flatten().filter_map(|j| j["name"].as_str()).collect();
-    let was_panel = old["judge"].is_null() && old_members.len() >= 2;
-    if stored == 0 || !was_panel || cfg.is_panel() {
-        return None;
-    }
-    Some(format!(
-        "{} holds {} of a judge panel ({}), and this run is a single judge: a panel member's cache keys begin with its name and a single judge's do not, so none of them is reused here, even for a judge kept under its name and settings; the pairs asked before are asked, and paid, again (the stored ones still count against budget.max_usd). To go on with them, keep the panel (its judges may be given other prices or limits); to start afresh, give this run its own `name`",
-        dir.display(),
-        crate::domain::fmt::count(stored, "stored verdict"),
-        old_members.join(", ")
-    ))
-}
-
 /// The items of pool lines `text` (JSON Lines of pools), each under (pool id, item id); lines
 /// that do not read are left out.
 fn pool_items(text: &str) -> HashMap<(String, String), serde_json::Value> {
@@ -222,7 +200,6 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     // jobs stops here, before anything is written.
     let keep = open_batch_keys(cfg)?;
     let (books, mut warnings) = Books::open_keeping(dir, &crate::store::books::RUN_BOOKS, &keep)?;
-    let switched = panel_switch_warning(dir, cfg, books.log().records().len());
     // An earlier run's result is not this run's: gone until this run writes its own.
     let result_path = dir.join("result.json");
     match std::fs::remove_file(&result_path) {
@@ -233,6 +210,6 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
     crate::config::run_inputs::write(cfg, dir, pool_lines).map_err(|(path, source)| RunError::Io { path, source })?;
-    warnings.splice(0..0, other_run.into_iter().chain(changed_items).chain(switched));
+    warnings.splice(0..0, other_run.into_iter().chain(changed_items));
     Ok(Folder { lock, interrupt, books, warnings })
 }

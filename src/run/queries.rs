@@ -42,6 +42,10 @@ pub struct RunQueries<'a> {
     /// Cache keys checked so far: the run's ordered pair they name, or `None` (another judge
     /// configuration, pool or item).
     known: Mutex<HashMap<String, Option<(usize, usize)>>>,
+    /// A single-judge run also takes a record stored by a judge panel's member of the same
+    /// configuration (key `NAME:KEY`, [`crate::judge::panel`]): the same judge's verdict, paid
+    /// for, so a panel's folder resumed with one of its judges alone does not buy it again.
+    member_keys: bool,
 }
 
 impl std::fmt::Debug for RunQueries<'_> {
@@ -75,6 +79,7 @@ impl<'a> RunQueries<'a> {
             skipped: HashSet::new(),
             allowed: None,
             known: Mutex::new(HashMap::new()),
+            member_keys: !cfg.is_panel(),
         };
         if let Some(pairs) = judge.answerable(pool) {
             let allowed = AllowedPairs::new(pairs.into_iter().filter(|&(a, b)| q.is_pair(a, b)));
@@ -162,9 +167,21 @@ impl<'a> RunQueries<'a> {
             // it made its key's pair look unasked, and the run asked one past max_comparisons).
             return None;
         }
-        let pair = (self.is_pair(a, b) && self.judge.cache_key(self.pool, a, b) == key).then_some((a, b));
+        let pair = (self.is_pair(a, b) && self.is_key_of(key, a, b)).then_some((a, b));
         self.known.lock().expect("key table lock").insert(key.to_owned(), pair);
         pair
+    }
+
+    /// Whether `key` is the judge's key of (a, b), or (a single-judge run) a panel member's key
+    /// of it: the member's name, `:`, the key (names hold no `:`, keys are hex digests).
+    fn is_key_of(&self, key: &str, a: usize, b: usize) -> bool {
+        let own = self.judge.cache_key(self.pool, a, b);
+        key == own
+            || (self.member_keys
+                && key
+                    .strip_suffix(own.as_str())
+                    .and_then(|p| p.strip_suffix(':'))
+                    .is_some_and(|name| !name.is_empty() && !name.contains(':')))
     }
 
     /// Check the cache keys of every line of the run folder `dir` that names its items
@@ -212,7 +229,7 @@ impl<'a> RunQueries<'a> {
                     a != b
                         && pool.item_base[a] == pool.item_base[b]
                         && pool.prompt_of(a) == pool.prompt_of(b)
-                        && self.judge.cache_key(pool, a, b) == r.key
+                        && self.is_key_of(&r.key, a, b)
                 }
                 _ => false,
             })
