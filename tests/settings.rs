@@ -282,6 +282,13 @@ fn live_judge_limits_that_cannot_work_are_named() {
             "judge.openai.requests_per_minute: 0 must be ≥ 1 (leave it out for no limit)",
         ),
         ("judge.openai.tokens_per_minute=1", "judge.openai.tokens_per_minute: 1 must be above max_tokens"),
+        // Above max_tokens (512) but below the template's own text with it: pairwise.j2 with an
+        // empty task and answers is about 630 bytes, 158 tokens at 4 bytes per token, + 80 of
+        // chat overhead (64 + 8 per message, two messages) + 512 = 750.
+        (
+            "judge.openai.tokens_per_minute=600",
+            "judge.openai.tokens_per_minute: 600 is below what one request needs before any task or answer: about 750 tokens",
+        ),
         ("judge.openai.context_tokens=0", "judge.openai.context_tokens: 0 must be larger than max_tokens"),
     ];
     for (set, want) in cases {

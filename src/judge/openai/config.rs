@@ -443,6 +443,21 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             ),
         ));
     }
+    // The prompt alone (empty task and answers) with max_tokens: a smaller limit fits no request.
+    if let Some(t) = cfg.tokens_per_minute
+        && let Ok(bare) = template.render("", "", "")
+    {
+        let need = bare.token_estimate(cfg.bytes_per_token) + u64::from(cfg.max_tokens);
+        if need > u64::from(t) {
+            return Err(e(
+                "tokens_per_minute",
+                format!(
+                    "{t} is below what one request needs before any task or answer: about {need} tokens (the prompt template's own text, at bytes_per_token {}, and max_tokens {}), so none would fit; raise it to your account's limit",
+                    cfg.bytes_per_token, cfg.max_tokens
+                ),
+            ));
+        }
+    }
     for it in &pool.items {
         if it.text.is_none() {
             return Err(InvalidSetting::new(
