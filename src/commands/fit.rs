@@ -260,10 +260,21 @@ pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandEr
         queries.learn_folder(&r.dir);
         let before = sel.mine.len();
         sel.mine.retain(|l| l.key.as_deref().is_some_and(|k| queries.contains_key(k)));
-        if sel.mine.len() < before {
+        // One record per ordered pair, as the run fits them (a pair stored under a panel
+        // member's name and under another, or its own key).
+        let mut seen = std::collections::HashSet::new();
+        let judged = sel.mine.len();
+        sel.mine.retain(|l| l.key.as_deref().and_then(|k| queries.pair_of(k)).is_some_and(|p| seen.insert(p)));
+        if sel.mine.len() < judged {
+            sel.notes.push(format!(
+                "{} of the records of {vpath} repeat an ordered pair another record of this judge holds (stored under two panel members' names, or one and its own key): the first is fitted, as the run fits it",
+                judged - sel.mine.len()
+            ));
+        }
+        if judged < before {
             sel.notes.push(format!(
                 "{} of the {before} records of {vpath} are of another judge or judge configuration (another judge, or one edited under this run's name: seed, prompt, …): not fitted, as the run does not fit them",
-                before - sel.mine.len()
+                before - judged
             ));
         }
     }

@@ -196,11 +196,16 @@ pub fn of_current_judges(cfg: &Config, records: &[(Option<&str>, &str, &str, &st
         vec![(None, info(cfg.raw.judge()).map_err(|e| e.to_string())?)]
     };
     let queries: Vec<_> = members.iter().map(|(_, j)| crate::run::queries::RunQueries::new(cfg, j.as_ref())).collect();
+    // One record per judge and ordered pair, as the run keeps them (a pair may be stored under
+    // two panel members' names of one judge).
+    let mut seen = std::collections::HashSet::new();
     Ok(records
         .iter()
         .map(|&(judge, key, a, b)| {
-            members.iter().zip(&queries).any(|((name, _), q)| {
-                name.is_none_or(|n| judge == Some(n)) && !key.is_empty() && q.learn(key, a, b).is_some()
+            members.iter().zip(&queries).enumerate().any(|(j, ((name, _), q))| {
+                name.is_none_or(|n| judge == Some(n))
+                    && !key.is_empty()
+                    && q.learn(key, a, b).is_some_and(|pair| seen.insert((j, pair)))
             })
         })
         .collect())

@@ -237,9 +237,15 @@ impl<'a> RunQueries<'a> {
     }
 
     /// This run's records among `records` (matched by cache key: the key of the record's own
-    /// item pair), with their ordered pairs.
+    /// item pair), with their ordered pairs: the first record of each pair, as a pair may be
+    /// stored under its own key and under panel members' names (a judge renamed in a panel).
     pub fn stored<'r>(&self, records: &'r [VerdictRecord]) -> Vec<(usize, usize, &'r VerdictRecord)> {
-        records.iter().filter_map(|r| self.learn(&r.key, &r.a, &r.b).map(|(a, b)| (a, b, r))).collect()
+        let mut seen = HashSet::new();
+        records
+            .iter()
+            .filter_map(|r| self.learn(&r.key, &r.a, &r.b).map(|(a, b)| (a, b, r)))
+            .filter(|&(a, b, _)| seen.insert((a, b)))
+            .collect()
     }
 
     /// This run's stored verdicts among `records`, in the order stored; `strong_preference_weight`
@@ -411,16 +417,20 @@ mod tests {
             record("", "x1", "y1"),         // imported: no key
             record(&key(0, 1), "x1", "x2"), // within one base: not a run pair
             record(&key(3, 1), "z1", "x2"),
-            record(&key(3, 1), "z1", "x2"), // a duplicate stays a record of the run
+            record(&key(3, 1), "z1", "x2"), // a second record of a pair is not fitted again
+            record(&format!("cheap:{}", key(1, 2)), "x2", "y1"), // a panel member's of this judge
+            record(&format!("cheap2:{}", key(1, 2)), "x2", "y1"), // the member renamed: one pair
+            record(&format!("a:b:{}", key(2, 1)), "y1", "x2"), // no member name holds `:`
         ];
         let got: Vec<(usize, usize)> = q.stored(&records).iter().map(|&(a, b, _)| (a, b)).collect();
-        assert_eq!(got, vec![(2, 0), (3, 1), (3, 1)]);
+        assert_eq!(got, vec![(2, 0), (3, 1), (1, 2)]);
         assert!(q.contains_key(&key(2, 0)) && !q.contains_key(&key(0, 2)) && !q.contains_key(&key(0, 1)));
         // A key met only in the run folder (an intent nothing closed) is known after learn_folder;
         // a key sent by the run is known once computed.
         let intent =
             serde_json::json!({"intent": 1, "key": key(1, 2), "a": "x2", "b": "y1", "attempt": 1, "reserved_usd": 0.0});
         std::fs::write(dir.path().join("intents.jsonl"), format!("{intent}\n")).unwrap();
+        let q = RunQueries::new(&cfg, judge.as_ref());
         assert!(!q.contains_key(&key(1, 2)));
         q.learn_folder(dir.path());
         assert_eq!(q.pair_of(&key(1, 2)), Some((1, 2)));

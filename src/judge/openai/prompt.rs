@@ -241,6 +241,14 @@ impl PromptTemplate {
                 )));
             }
         }
+        // The model's position effect κ is the first-shown answer's: `answer_a` must come first.
+        if let (Some(pa), Some(pb)) = (sent.find(PROBE_A), sent.find(PROBE_B))
+            && pb < pa
+        {
+            return Err(err(
+                "the rendered prompt shows {{ answer_b }} before {{ answer_a }}; answer_a is the answer shown first (the position effect κ and every verdict's `a` are read so), so write answer_a first".into(),
+            ));
+        }
         Ok(())
     }
 
@@ -475,6 +483,9 @@ mod tests {
                 "{src}: {e}"
             );
         }
+        // The second-shown answer written first would invert every position effect: refused.
+        let e = tmpl("{{ task }} B: {{ answer_b }} A: {{ answer_a }}").unwrap_err().to_string();
+        assert!(e.contains("the rendered prompt shows {{ answer_b }} before {{ answer_a }}"), "{e}");
         // An answer used through a slice is used.
         let t = tmpl("{{ task }} A: {{ answer_a[:500] }} B: {{ answer_b }}").unwrap();
         assert_eq!(t.render("t", "abc", "d").unwrap().user, "t A: abc B: d");
