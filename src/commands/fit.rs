@@ -157,7 +157,7 @@ fn read_verdict_lines_but(
         let line_no = ln + 1;
         let complete = ln + 1 < parts.len();
         let text = std::str::from_utf8(part)
-            .map_err(|e| bad(line_no, format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
+            .map_err(|e| bad(line_no, crate::domain::text::not_utf8(part, e.valid_up_to())))?;
         let text = text.strip_suffix('\r').unwrap_or(text);
         if text.trim().is_empty() || skip.contains(&line_no) {
             continue;

@@ -31,15 +31,23 @@ pub fn utf8_text(bytes: &[u8]) -> Result<&str, (usize, String)> {
         let before = &bytes[..e.valid_up_to()];
         let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
         let start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        (
-            line,
-            format!(
-                "invalid UTF-8 at byte {} of the line (byte 0x{:02X}); the file is in another encoding (Latin-1, Windows-1252?): save it as UTF-8",
-                e.valid_up_to() - start + 1,
-                bytes[e.valid_up_to()]
-            ),
-        )
+        (line, not_utf8(&bytes[start..], e.valid_up_to() - start))
     })
+}
+
+/// The message for a line whose byte at 0-based `at` is not UTF-8: its 1-based place in the
+/// line and its value, and what the file is likely to be (gzip-compressed, or another encoding).
+/// One wording for every reader of text files.
+pub fn not_utf8(line: &[u8], at: usize) -> String {
+    if line.starts_with(&[0x1F, 0x8B]) {
+        return "the file is gzip-compressed (it starts with the gzip magic bytes 1F 8B); decompress it first (gunzip)"
+            .into();
+    }
+    format!(
+        "invalid UTF-8 at byte {} of the line (byte 0x{:02X}); the file is in another encoding (Latin-1, Windows-1252?): save it as UTF-8",
+        at + 1,
+        line.get(at).copied().unwrap_or(0)
+    )
 }
 
 /// [`strip_bom`] for text already read as a string.
@@ -84,6 +92,8 @@ mod tests {
         let (line, msg) = utf8_text(b"ok\nna\xEFve").unwrap_err();
         assert_eq!(line, 2);
         assert!(msg.starts_with("invalid UTF-8 at byte 3 of the line (byte 0xEF)"), "{msg}");
+        let (line, msg) = utf8_text(b"\x1F\x8B\x08\x00\xFF").unwrap_err();
+        assert_eq!((line, msg.contains("gzip-compressed")), (1, true), "{msg}");
     }
 
     #[test]

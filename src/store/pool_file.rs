@@ -94,7 +94,7 @@ pub fn parse_pool_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(Pool, usize, S
         let line_no = ln + 1;
         let text = std::str::from_utf8(line).map_err(|e| {
             let prefix = std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or_default();
-            parse_err(line_no, format!("invalid UTF-8 at byte {} of the line{}", e.valid_up_to(), item_near(prefix)))
+            parse_err(line_no, format!("{}{}", crate::domain::text::not_utf8(line, e.valid_up_to()), item_near(prefix)))
         })?;
         let text = text.strip_suffix('\r').unwrap_or(text);
         if text.trim().is_empty() {

@@ -205,6 +205,13 @@ impl PromptTemplate {
             };
             (has("user")?, has("system")?)
         };
+        // Without a `user` block the whole text is the one user message, the `system` block's
+        // text with it: a system message the template means to send would not be one.
+        if has_system_block && !has_user_block {
+            return Err(err(
+                "a `system` block without a `user` block: the whole text would be sent as one user message, the system block's text inside it; put the rest of the prompt in `{% block user %}…{% endblock %}`".into(),
+            ));
+        }
         let me = Self { path: path.to_owned(), env, has_user_block, has_system_block, source };
         // What the judge is sent must hold both answers: a name in the source is not enough
         // (used after the `user` block, in an empty block, under a condition that is false).
@@ -483,6 +490,10 @@ mod tests {
                 "{src}: {e}"
             );
         }
+        let e = tmpl("{% block system %}Judge.{% endblock %}{{ task }} {{ answer_a }} {{ answer_b }}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a `system` block without a `user` block"), "{e}");
         // The second-shown answer written first would invert every position effect: refused.
         let e = tmpl("{{ task }} B: {{ answer_b }} A: {{ answer_a }}").unwrap_err().to_string();
         assert!(e.contains("the rendered prompt shows {{ answer_b }} before {{ answer_a }}"), "{e}");
