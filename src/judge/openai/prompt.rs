@@ -50,6 +50,9 @@ const PROBE_A: &str = "q7f3c";
 const PROBE_B: &str = "q9b1e";
 /// The task of the check render: what is sent must contain it when the template uses `task`.
 const PROBE_TASK: &str = "q4d2a";
+/// A second task of the same length sharing no character with [`PROBE_TASK`]: a template shows
+/// the task (in whole or in part) when its text changes with it.
+const OTHER_TASK: &str = "x8k6m";
 
 /// The work one render may do (minijinja fuel: about one unit per instruction and per 64 bytes
 /// of data). A prompt with two 100 kB answers uses a few thousand; a runaway loop in a template
@@ -149,9 +152,13 @@ impl PromptTemplate {
     /// [`PromptError`] when the file is unreadable, not UTF-8, has a syntax error, or does not use
     /// both `answer_a` and `answer_b`.
     pub fn load(path: &Path) -> Result<Self, PromptError> {
-        let source =
-            std::fs::read_to_string(path).map_err(|source| PromptError::Io { path: path.to_owned(), source })?;
-        Self::from_source(path, source)
+        let bytes = std::fs::read(path).map_err(|source| PromptError::Io { path: path.to_owned(), source })?;
+        // A byte-order mark is not prompt text: it would be sent before the first word.
+        let source = crate::domain::text::utf8_text(&bytes).map_err(|(line, msg)| PromptError::Template {
+            path: path.to_owned(),
+            msg: format!("line {line}: {msg}"),
+        })?;
+        Self::from_source(path, source.to_owned())
     }
 
     /// A template from its source text; `path` names it in messages.
@@ -193,9 +200,8 @@ impl PromptTemplate {
         }
         let (has_user_block, has_system_block) = {
             let t = env.get_template("prompt").map_err(|e| err(describe(&e)))?;
-            let none: Vec<String> = Vec::new();
-            let sample = context!(task => "t", answer_a => "a", answer_b => "b", task_turns => none.clone(), turns_a => none.clone(), turns_b => none);
-            let mut cap = t.render_captured(sample).map_err(|e| err(describe(&e)))?;
+            let mut cap =
+                t.render_captured(variables("t", "a", "b", &Turns::default())).map_err(|e| err(describe(&e)))?;
             let mut has = |name: &str| -> Result<bool, PromptError> {
                 match cap.with_state_mut(|s| s.render_block(name)) {
                     Ok(_) => Ok(true),
@@ -228,25 +234,35 @@ impl PromptTemplate {
     }
 
     /// Render with answers `a` and `b` (starting with [`PROBE_A`] and [`PROBE_B`]) and check that
-    /// what is sent holds both.
+    /// what is sent holds both, and the task when the template shows it.
     fn check_probe(&self, a: &str, b: &str, err: &dyn Fn(String) -> PromptError) -> Result<(), PromptError> {
-        let probe = self.render(PROBE_TASK, a, b)?;
-        let sent = format!("{}\n{}", probe.system.as_deref().unwrap_or(""), probe.user).to_lowercase();
-        let uses_task =
-            self.env.get_template("prompt").map(|t| t.undeclared_variables(false).contains("task")).unwrap_or(false);
-        let needed = [("answer_a", PROBE_A, "that answer"), ("answer_b", PROBE_B, "that answer")];
-        let task = [("task", PROBE_TASK, "the task or source text")];
-        for (needed, marker, what) in needed.into_iter().chain(task.into_iter().filter(|_| uses_task)) {
+        let sent_text = |(whole, p): (String, RenderedPrompt)| {
+            (whole.to_lowercase(), format!("{}\n{}", p.system.as_deref().unwrap_or(""), p.user).to_lowercase())
+        };
+        let no_turns = Turns::default();
+        let (whole, sent) = sent_text(self.render_whole(PROBE_TASK, a, b, &no_turns)?);
+        // Whether the template shows the task (in whole or in part, `task[:500]`): its text
+        // changes with the task. The template language's own list of variables misses a
+        // variable used only through a slice.
+        let (other_whole, other_sent) = sent_text(self.render_whole(OTHER_TASK, a, b, &no_turns)?);
+        let never_shown = "used only where its text is never shown (under a condition that is false, through a filter such as `length`, or in a block never rendered)";
+        let not_sent = if self.has_user_block {
+            "used where the messages sent do not reach: only the `system` and `user` blocks are sent (outside them, or under a condition that is false)"
+        } else {
+            "used under a condition that is false, or in a block never rendered"
+        };
+        for (needed, marker) in [("answer_a", PROBE_A), ("answer_b", PROBE_B)] {
             if !sent.contains(marker) {
                 return Err(err(format!(
-                    "the rendered prompt does not contain {{{{ {needed} }}}}: it is used where the messages sent do not reach ({}); the judge would not see {what}",
-                    if self.has_user_block {
-                        "only the `system` and `user` blocks are sent: outside them, or under a condition that is false"
-                    } else {
-                        "under a condition that is false, or in a block never rendered"
-                    }
+                    "the rendered prompt does not contain {{{{ {needed} }}}}: it is {}; the judge would not see that answer",
+                    if whole.contains(marker) { not_sent } else { never_shown }
                 )));
             }
+        }
+        if whole != other_whole && sent == other_sent {
+            return Err(err(format!(
+                "the rendered prompt does not contain {{{{ task }}}}: it is {not_sent}; the judge would not see the task or source text"
+            )));
         }
         // The model's position effect κ is the first-shown answer's: `answer_a` must come first.
         if let (Some(pa), Some(pb)) = (sent.find(PROBE_A), sent.find(PROBE_B))
@@ -262,14 +278,9 @@ impl PromptTemplate {
     /// With a `user` block only the `system` and `user` blocks are sent: text written outside
     /// them (an instruction, a heading) would be dropped without a word, so it is refused.
     fn check_outside_blocks(&self, err: &dyn Fn(String) -> PromptError) -> Result<(), PromptError> {
-        let t = self.env.get_template("prompt").map_err(|e| err(describe(&e)))?;
-        let none: Vec<String> = Vec::new();
-        let ctx = context!(task => PROBE_TASK, answer_a => PROBE_A, answer_b => PROBE_B, task_turns => none.clone(), turns_a => none.clone(), turns_b => none);
-        let mut cap = t.render_captured(ctx).map_err(|e| err(describe(&e)))?;
-        let mut rest = cap.output().to_owned();
-        for block in ["system", "user"].into_iter().filter(|b| *b == "user" || self.has_system_block) {
-            let text = cap.with_state_mut(|s| s.render_block(block)).map_err(|e| err(describe(&e)))?;
-            rest = rest.replacen(&text, "", 1);
+        let (mut rest, sent) = self.render_whole(PROBE_TASK, PROBE_A, PROBE_B, &Turns::default())?;
+        for text in sent.system.iter().chain([&sent.user]) {
+            rest = rest.replacen(text.as_str(), "", 1);
         }
         let rest = rest.trim();
         if rest.is_empty() {
@@ -308,19 +319,25 @@ impl PromptTemplate {
         answer_b: &str,
         turns: &Turns<'_>,
     ) -> Result<RenderedPrompt, PromptError> {
+        self.render_whole(task, answer_a, answer_b, turns).map(|(_, sent)| sent)
+    }
+
+    /// The whole rendered text (blocks in place, and what lies outside them) and the messages
+    /// sent: with a `user` block, the `system` and `user` blocks; else the whole text.
+    fn render_whole(
+        &self,
+        task: &str,
+        answer_a: &str,
+        answer_b: &str,
+        turns: &Turns<'_>,
+    ) -> Result<(String, RenderedPrompt), PromptError> {
         let err = |e: minijinja::Error| PromptError::Template { path: self.path.clone(), msg: describe(&e) };
         let t = self.env.get_template("prompt").map_err(err)?;
-        let ctx = context!(
-            task => task,
-            answer_a => answer_a,
-            answer_b => answer_b,
-            task_turns => turns.task.to_vec(),
-            turns_a => turns.a.to_vec(),
-            turns_b => turns.b.to_vec()
-        );
+        let ctx = variables(task, answer_a, answer_b, turns);
         if !self.has_user_block {
-            let user = t.render(ctx).map_err(err)?;
-            return Ok(RenderedPrompt { system: None, user: user.trim().to_owned() });
+            let whole = t.render(ctx).map_err(err)?;
+            let user = whole.trim().to_owned();
+            return Ok((whole, RenderedPrompt { system: None, user }));
         }
         let mut cap = t.render_captured(ctx).map_err(err)?;
         let user = cap.with_state_mut(|s| s.render_block("user")).map_err(err)?;
@@ -330,8 +347,21 @@ impl PromptTemplate {
         } else {
             None
         };
-        Ok(RenderedPrompt { system, user: user.trim().to_owned() })
+        Ok((cap.output().to_owned(), RenderedPrompt { system, user: user.trim().to_owned() }))
     }
+}
+
+/// The template's variables for one query (docs/model.md §4): the task, the answer shown first
+/// (`answer_a`) and second (`answer_b`), and the turn lists.
+fn variables(task: &str, answer_a: &str, answer_b: &str, turns: &Turns<'_>) -> minijinja::Value {
+    context!(
+        task => task,
+        answer_a => answer_a,
+        answer_b => answer_b,
+        task_turns => turns.task.to_vec(),
+        turns_a => turns.a.to_vec(),
+        turns_b => turns.b.to_vec()
+    )
 }
 
 fn describe(e: &minijinja::Error) -> String {
@@ -425,6 +455,19 @@ mod tests {
         PromptTemplate::from_source(Path::new("t.j2"), src.to_owned())
     }
 
+    /// A template file saved with a byte-order mark sends no mark; one in another encoding is
+    /// refused with its line and byte.
+    #[test]
+    fn a_template_file_is_utf8_text_without_its_byte_order_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bom.j2");
+        std::fs::write(&p, b"\xEF\xBB\xBFJudge: {{ answer_a }} | {{ answer_b }}").unwrap();
+        assert_eq!(PromptTemplate::load(&p).unwrap().render("t", "a", "b").unwrap().user, "Judge: a | b");
+        std::fs::write(&p, b"Judge.\nR\xE9sum\xE9 A: {{ answer_a }} B: {{ answer_b }}").unwrap();
+        let e = PromptTemplate::load(&p).unwrap_err().to_string();
+        assert!(e.contains("bom.j2: line 2: invalid UTF-8 at byte 2 of the line (byte 0xE9)"), "{e}");
+    }
+
     /// A syntax error names its line once, as a line of the user's file (not also as minijinja's
     /// "(in prompt:2)").
     #[test]
@@ -500,6 +543,20 @@ mod tests {
         // An answer used through a slice is used.
         let t = tmpl("{{ task }} A: {{ answer_a[:500] }} B: {{ answer_b }}").unwrap();
         assert_eq!(t.render("t", "abc", "d").unwrap().user, "t A: abc B: d");
+        // An answer shown only through a filter that drops its text is named as such.
+        let e = tmpl("{{ task }} A has {{ answer_a|length }} characters. B: {{ answer_b }}").unwrap_err().to_string();
+        assert!(
+            e.contains("does not contain {{ answer_a }}") && e.contains("through a filter such as `length`"),
+            "{e}"
+        );
+        // The task used through a slice is the task: where it is not sent, refused; where it
+        // is, rendered.
+        let e = tmpl("{{ task[:300] }}\n{% block user %}A: {{ answer_a }} B: {{ answer_b }}{% endblock %}")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("does not contain {{ task }}") && e.contains("the task or source text"), "{e}");
+        let t = tmpl("{% block user %}{{ task[:3] }}| A: {{ answer_a }} B: {{ answer_b }}{% endblock %}").unwrap();
+        assert_eq!(t.render("article", "a", "b").unwrap().user, "art| A: a B: b");
         // A global function of the template language is not an unknown variable.
         let t = tmpl("{{ answer_a }} {{ answer_b }}{% for i in range(2) %}.{% endfor %}").unwrap();
         assert_eq!(t.render("t", "a", "b").unwrap().user, "a b..");
