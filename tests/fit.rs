@@ -77,6 +77,16 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
     let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out).contains("bad.jsonl:3: item \"ZZ\" is not in pool"), "{}", text(&out));
+    // An item spelled alike (a trailing space) is named.
+    let bad = write(dir.path(), "spaced.jsonl", "{\"a\": \"M0\", \"b\": \"M1 \", \"y\": 1}\n");
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("spaced.jsonl:1: item \"M1 \" is not in pool")
+            && text(&out).contains("; the pool has \"M1\", spelled alike"),
+        "{}",
+        text(&out)
+    );
 
     // Two judges and another pool in one file (with a BOM and CRLF line ends).
     let mut v = String::from("\u{feff}");

@@ -506,6 +506,17 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &d.join("ab2.jsonl")).unwrap();
     let rec = lines(&d.join("ab2.jsonl"));
     assert_eq!((rec[0]["a"].as_str(), rec[0]["y"].as_f64()), (Some("A"), Some(1.0)));
+    // A system name is trimmed, as `import --format` trims it, so the two imports of one
+    // benchmark name one system alike (a kept "b " made `check` refuse the pair of files).
+    let m = write(
+        d,
+        "spaced.jsonl",
+        "{\"question_id\": 1, \"model_1\": \"a\", \"model_2\": \"b \", \"g1_winner\": \"model_1\", \"g2_winner\": \"model_2\", \"judge\": [\"gpt-4\", \"pair-v2\"], \"turn\": 1}\n",
+    );
+    let shown = import(d, &["--judgments", "mt_bench"], std::slice::from_ref(&m), &d.join("spaced_rec.jsonl")).unwrap();
+    let rec = lines(&d.join("spaced_rec.jsonl"));
+    let names: Vec<(&str, &str)> = rec.iter().map(|r| (r["a"].as_str().unwrap(), r["b"].as_str().unwrap())).collect();
+    assert_eq!(names, [("a", "b"), ("b", "a")], "{shown}");
     // One system spelled in two Unicode forms (NFC and NFD `café`) stays two systems, said.
     let c = write(d, "nf.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,caf\u{e9},cafe\u{301},a,a\n");
     let shown = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &d.join("nf.jsonl")).unwrap();

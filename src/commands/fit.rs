@@ -1056,10 +1056,11 @@ fn item_verdicts(
         let find = |id: &str| {
             pool.item_index(id).ok_or_else(|| {
                 FitCommandError::Invalid(format!(
-                    "{vpath}:{}: item {id:?} is not in pool {:?} (its items: {})",
+                    "{vpath}:{}: item {id:?} is not in pool {:?} (its items: {}){}",
                     l.line,
                     pool.pool_id,
-                    some_ids(pool)
+                    some_ids(pool),
+                    crate::domain::names::spelled_alike_hint(id, pool.items.iter().map(|i| i.id.as_str()), "the pool")
                 ))
             })
         };

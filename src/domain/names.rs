@@ -37,6 +37,22 @@ pub fn exact_or_prefix<'a>(names: impl IntoIterator<Item = &'a str> + Clone, wan
     if exact.is_empty() { names.into_iter().filter(|n| n.starts_with(wanted)).collect() } else { exact }
 }
 
+/// When `wanted` is not among `names`: a hint naming the one it is spelled like (one
+/// [`fold`] key: letter case, Unicode form, surrounding spaces, invisible characters), as
+/// `; … has "b", spelled alike (…)`; empty when none is. `whose` names the holder (`the pool`).
+pub fn spelled_alike_hint<'a>(wanted: &str, names: impl IntoIterator<Item = &'a str>, whose: &str) -> String {
+    let key = fold(wanted);
+    names
+        .into_iter()
+        .find(|n| *n != wanted && fold(n) == key)
+        .map(|n| {
+            format!(
+                "; {whose} has {n:?}, spelled alike (they differ only in letter case, surrounding spaces, Unicode form or invisible characters): give both files one spelling"
+            )
+        })
+        .unwrap_or_default()
+}
+
 /// One warning per group of `names` that [`fold`] to one key, naming what they differ in
 /// (letter case, Unicode form, surrounding spaces); `what` is the plural noun (`systems`).
 /// Empty when every name has its own key. Names are taken once each, in their order.
@@ -110,5 +126,17 @@ mod tests {
         // Full-width letters are a compatibility form of the plain ones.
         assert_eq!(fold("\u{ff27}\u{ff30}\u{ff34}"), "gpt");
         assert!(near_duplicates(["gpt", "gpt", "claude"], "systems").is_empty());
+    }
+
+    /// A name missing from a list is told which name of it is spelled alike, if one is.
+    #[test]
+    fn a_missing_name_is_told_its_spelling_alike() {
+        let pool = ["1/a", "1/b", "2/a"];
+        assert_eq!(
+            spelled_alike_hint("1/b ", pool, "the pool"),
+            "; the pool has \"1/b\", spelled alike (they differ only in letter case, surrounding spaces, Unicode form or invisible characters): give both files one spelling"
+        );
+        assert!(spelled_alike_hint("1/B", pool, "the pool").contains("has \"1/b\""));
+        assert_eq!(spelled_alike_hint("3/a", pool, "the pool"), "");
     }
 }

@@ -135,7 +135,7 @@ pub enum ReplayError {
         shown: String,
     },
     /// A recorded verdict names an item the pool does not have.
-    #[error("{path}:{line}: item {item:?} is not in pool {pool_id:?}")]
+    #[error("{path}:{line}: item {item:?} is not in pool {pool_id:?}{hint}")]
     ForeignItem {
         /// The recording.
         path: PathBuf,
@@ -145,6 +145,9 @@ pub enum ReplayError {
         item: String,
         /// The run's pool id.
         pool_id: String,
+        /// The pool's item of the same name spelled alike, if one is
+        /// ([`crate::domain::names::spelled_alike_hint`]); else empty.
+        hint: String,
     },
 }
 
@@ -452,11 +455,17 @@ fn check_pool_in(path: &Path, who: &RecordedJudge, verdicts: &PoolVerdicts, pool
                     Some(_) => pool.item_index(&format!("{pid}/{id}")).is_some(),
                 };
                 if !found {
+                    let ids = pool.items.iter().map(|i| i.id.as_str());
+                    let hint = match prompt {
+                        None => crate::domain::names::spelled_alike_hint(id, ids, "the pool"),
+                        Some(_) => crate::domain::names::spelled_alike_hint(&format!("{pid}/{id}"), ids, "the pool"),
+                    };
                     return Err(ReplayError::ForeignItem {
                         path: path.to_owned(),
                         line: e.line,
                         item: id.clone(),
                         pool_id: (*pid).to_owned(),
+                        hint,
                     });
                 }
             }

@@ -200,8 +200,9 @@ fn read_alpaca(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     for (line, v) in json_array(path, EXPECTED)? {
         let v = &v;
         let instruction = field(v, "instruction", path, line, EXPECTED)?;
-        let g1 = field(v, "generator_1", path, line, EXPECTED)?;
-        let g2 = field(v, "generator_2", path, line, EXPECTED)?;
+        // A system name is an id, trimmed as `import --format` trims it: "m1 " is "m1".
+        let g1 = field(v, "generator_1", path, line, EXPECTED)?.trim();
+        let g2 = field(v, "generator_2", path, line, EXPECTED)?.trim();
         if g1 == g2 {
             c.skip("self-comparison");
             continue;
@@ -263,10 +264,10 @@ fn read_arena_hard(path: &Path, baseline: &str, c: &mut Collected) -> Result<(),
     const EXPECTED: &str = "expected an Arena-Hard judgment {\"question_id\" | \"uid\", \"model\", \"judge\", \"games\": [{\"score\": \"A>>B\" | \"A>B\" | \"A=B\" | \"B>A\" | \"B>>A\" | null}, {…}]}";
     for (line, v) in json_lines(path, EXPECTED)? {
         let qid = question_id(&v, &["question_id", "uid"], path, line, EXPECTED)?;
-        let model = field(&v, "model", path, line, EXPECTED)?;
+        let model = field(&v, "model", path, line, EXPECTED)?.trim();
         let judge = field(&v, "judge", path, line, EXPECTED)?;
         let base = match v.get("baseline") {
-            Some(Value::String(b)) => b.as_str(),
+            Some(Value::String(b)) => b.trim(),
             _ => baseline,
         };
         if model == base {
@@ -329,7 +330,7 @@ fn read_arena_bench(inputs: &[PathBuf], c: &mut Collected) -> Result<(), ImportE
     for path in inputs {
         for (line, v) in json_lines(path, EXPECTED)? {
             let qid = question_id(&v, &["question_id", "uid"], path, line, EXPECTED)?;
-            let model = field(&v, "model", path, line, EXPECTED)?;
+            let model = field(&v, "model", path, line, EXPECTED)?.trim();
             let Some(score) = number_or_null(&v, "score", (1.0, 10.0), path, line, EXPECTED)? else {
                 c.skip("ungraded answer");
                 continue;
@@ -388,8 +389,8 @@ fn read_mt_bench(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     const EXPECTED: &str = "expected a FastChat pairwise judgment {\"question_id\", \"model_1\", \"model_2\", \"g1_winner\", \"g2_winner\": \"model_1\" | \"model_2\" | \"tie\" | \"error\", \"judge\": [name, template], \"turn\"}";
     for (line, v) in json_lines(path, EXPECTED)? {
         let qid = question_id(&v, &["question_id"], path, line, EXPECTED)?;
-        let m1 = field(&v, "model_1", path, line, EXPECTED)?;
-        let m2 = field(&v, "model_2", path, line, EXPECTED)?;
+        let m1 = field(&v, "model_1", path, line, EXPECTED)?.trim();
+        let m2 = field(&v, "model_2", path, line, EXPECTED)?.trim();
         let name = match v.get("judge") {
             Some(Value::Array(j)) if j.first().is_some_and(Value::is_string) => j[0].as_str().unwrap_or_default(),
             Some(Value::String(s)) => s.as_str(),

@@ -353,15 +353,18 @@ pub fn import_with(
         }
         if let Some(&j) = entry.2.iter().find(|&&j| answers[j].system == a.system) {
             let b = &answers[j];
+            // A one-line JSON array (AlpacaEval outputs) holds both on one line.
+            let also = if b.at == a.at {
+                "also on this line: two elements of its JSON array".to_owned()
+            } else {
+                format!("also at {}:{}", b.at.0.display(), b.at.1)
+            };
             return Err(row(
                 &a.at.0,
                 a.at.1,
                 format!(
-                    "system {:?} answers prompt {:?} twice (also at {}:{}); expected one answer per system and prompt",
-                    a.system,
-                    a.prompt_id,
-                    b.at.0.display(),
-                    b.at.1
+                    "system {:?} answers prompt {:?} twice ({also}); expected one answer per system and prompt",
+                    a.system, a.prompt_id,
                 ),
             ));
         }
@@ -674,6 +677,14 @@ mod tests {
         assert_eq!(
             bad("a.csv", "prompt_id,prompt,system,text\np1,Q,s1,x\np1,Q,s1,y\n", ImportFormat::Csv),
             "a.csv:3: system \"s1\" answers prompt \"p1\" twice (also at a.csv:2); expected one answer per system and prompt"
+        );
+        let one_line = r#"[{"instruction": "Q", "output": "x", "generator": "s1"}, {"instruction": "Q", "output": "y", "generator": "s1"}]"#;
+        assert_eq!(
+            bad("a.json", one_line, ImportFormat::AlpacaEval),
+            format!(
+                "a.json:1: system \"s1\" answers prompt {:?} twice (also on this line: two elements of its JSON array); expected one answer per system and prompt",
+                instruction_id("Q")
+            )
         );
         assert_eq!(
             bad("b.csv", "prompt_id,prompt,system,text\np1,Q,s1,x\np1,Q,,y\n", ImportFormat::Csv),
