@@ -200,7 +200,9 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
     // run --gate reports the chosen ranking.
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--gate", "runs/spur/gate.json"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("chosen (corrected) top-5"), "{}", text(&out));
+    // Once, in the summary: the gate's own lines do not repeat it after the `outputs:` line.
+    assert!(stdout(&out).contains("point top-5 (corrected, reported): "), "{}", text(&out));
+    assert!(!text(&out).contains("chosen (corrected) top-5"), "{}", text(&out));
     let result = json(&run.join("result.json"));
     assert_eq!(result["gate"]["chosen"], "corrected");
     assert_eq!(result["gate"]["topk"], g["corrected_topk"]);
@@ -496,7 +498,8 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     let s = stdout(&out);
     assert!(s.contains("/runs/gated/gate.json): P(Bin("), "{s}");
     assert_eq!(s.matches("P(Bin(").count(), 1, "the gate's decision is printed once: {s}");
-    assert!(s.contains("chosen (apparent) top-3: M12, M13, M0"), "{s}");
+    assert!(s.contains("point top-3 (apparent, reported): M12, M13, M0"), "{s}");
+    assert!(!s.contains("chosen (apparent)"), "{s}");
     // Re-running asks the trusted judge nothing new.
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));

@@ -209,6 +209,21 @@ fn compare_cli_writes_table_and_plot_and_rejects_other_pools() {
     let out = run_bin(dir.path(), &["compare", a.to_str().unwrap(), dir.path().join("C").to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out).contains("same pool"), "{}", text(&out));
+    // Two runs of one name in two folders are named by their folders.
+    let a3 = dir.path().join("again").join("A");
+    std::fs::create_dir_all(&a3).unwrap();
+    for f in std::fs::read_dir(&a).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, a3.join(f.file_name().unwrap())).unwrap();
+    }
+    let cmp = dir.path().join("cmp2");
+    let out =
+        run_bin(dir.path(), &["compare", a.to_str().unwrap(), a3.to_str().unwrap(), "--out", cmp.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cmp.join("compare.json")).unwrap()).unwrap();
+    let names: Vec<&str> = json["rows"].as_array().unwrap().iter().map(|r| r["run"].as_str().unwrap()).collect();
+    assert_eq!(names, [a.to_str().unwrap(), a3.to_str().unwrap()]);
     // One run folder given twice, however spelled, is no comparison.
     let a2 = dir.path().join(".").join(a.file_name().unwrap()).join("");
     for (x, y, says) in [(&a, &a, format!("{} is given twice", a.display())), (&a, &a2, "are one run folder".into())] {

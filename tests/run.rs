@@ -784,6 +784,25 @@ fn a_damaged_run_folder_config_is_named_in_the_error_excerpt() {
     assert!(!t.contains("<input>"), "{t}");
 }
 
+/// `profile` of a run whose config lists no covariates (`model.covariates: []`) says that the
+/// config chose none, not that the pool has no text.
+#[test]
+fn profile_of_a_run_without_covariates_names_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "nocov", 8, "model:\n  covariates: []\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run_bin(dir.path(), &["profile", "runs/nocov"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "error: profile runs/nocov: the run's config sets `model.covariates: []`, so the model has no bias coefficient to profile"
+        ),
+        "{}",
+        text(&out)
+    );
+}
+
 /// A stored verdict whose line names an item the pool does not have (hand-edited: `"a": "x0"`
 /// made `"zz9"`, key unchanged) is still that pair's verdict, through the key its intent line
 /// resolves: a resume asks nothing, and asks nothing again on the next resume (it re-asked the

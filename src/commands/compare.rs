@@ -33,7 +33,7 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
     given_once(runs)?;
     // Judge panels' runs (docs/model.md §8) go beside the single-judge ones, one pool only.
     let (panel_dirs, single_dirs): (Vec<&PathBuf>, Vec<&PathBuf>) = runs.iter().partition(|d| RunDir::is_panel(d));
-    let panels = panel_dirs
+    let mut panels = panel_dirs
         .iter()
         .map(|d| PanelRunDir::load_picking(d, &|recs| super::run_folder::current_judge_records(d, recs)))
         .collect::<Result<Vec<_>, _>>()?;
@@ -41,6 +41,7 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         .iter()
         .map(|d| RunDir::load_picking(d, &|recs| super::run_folder::current_judge_records(d, recs)))
         .collect::<Result<Vec<_>, _>>()?;
+    named_apart(&mut loaded, &mut panels);
     let unused = match opts.prices {
         Some(p) => PriceTable::load(p)?.apply(&mut loaded)?,
         None => Vec::new(),
@@ -157,6 +158,19 @@ pub fn run(args: &CompareArgs) -> Result<std::process::ExitCode, CompareError> {
 ///
 /// # Errors
 /// [`CompareError::Mismatch`] naming the folder and both spellings.
+/// Runs of one name in two folders (`runs/cheap`, `runs2/cheap`) are named by their folders,
+/// as given, so no two rows, columns or compare.json entries read alike.
+fn named_apart(runs: &mut [RunDir], panels: &mut [PanelRunDir]) {
+    let labels: Vec<String> = runs.iter().map(RunDir::label).chain(panels.iter().map(PanelRunDir::label)).collect();
+    let shared = |l: &String| labels.iter().filter(|x| *x == l).count() > 1;
+    for r in runs.iter_mut().filter(|r| shared(&r.label())) {
+        r.result.name = r.dir.display().to_string();
+    }
+    for p in panels.iter_mut().filter(|p| shared(&p.label())) {
+        p.name = p.dir.display().to_string();
+    }
+}
+
 fn given_once(runs: &[PathBuf]) -> Result<(), CompareError> {
     let mut seen: std::collections::HashMap<PathBuf, &PathBuf> = Default::default();
     for dir in runs {

@@ -30,10 +30,14 @@ pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), RunFolderE
     }
     let cov = bias_covariates(cfg)?;
     if cov.p() == 0 {
-        return Err(RunFolderError::Invalid(format!(
-            "pool {:?} has no covariate to profile (no text for `words` and no `covariates` on the items)",
-            cfg.pool.pool_id
-        )));
+        return Err(RunFolderError::Invalid(if cfg.raw.model.covariates.as_ref().is_some_and(Vec::is_empty) {
+            "the run's config sets `model.covariates: []`, so the model has no bias coefficient to profile; list the covariates to profile there (e.g. `[{name: words}]`) and run `profile` on that config".to_owned()
+        } else {
+            format!(
+                "pool {:?} has no covariate to profile (no text for `words` and no `covariates` on the items)",
+                cfg.pool.pool_id
+            )
+        }));
     }
     let design = build_design(&cfg.pool, &cov, &run.verdicts);
     let prior = cfg.raw.model.prior();

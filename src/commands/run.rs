@@ -662,10 +662,17 @@ pub fn run_with_gate(
         text.push_str(&crate::report::result::resume_hint(&cfg.path, &cfg.overrides));
     }
     print_out(&text);
-    // The summary already holds the gate's decision line: what follows it is printed after.
+    // The summary already holds the gate's decision line, and the chosen ranking's top-k and
+    // recall (its point top-k, reported): only the gate's notes are printed after it.
     let (after_summary, gate_error) = match gated {
         Ok(s) => match (&result.gate, s.split_once('\n')) {
-            (Some(_), Some((_, rest))) => (rest.to_string(), None),
+            (Some(_), Some((_, rest))) => (
+                rest.lines()
+                    .filter(|l| !l.starts_with("chosen (") && !l.contains(" of the chosen ranking against gold: "))
+                    .map(|l| format!("{l}\n"))
+                    .collect(),
+                None,
+            ),
             _ => (s, None),
         },
         Err(e) => (String::new(), Some(e)),

@@ -87,8 +87,14 @@ impl<T: Count> serde::de::Visitor<'_> for AtLeastOne<T> {
             Err(refuse(&v))
         }
     }
+    /// A number in quotes (`k: "3"`) is that number, as the parser takes it for every other
+    /// number of a config (`max_usd: "0.2"`).
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
-        Err(refuse(&v))
+        match (v.trim().parse::<u64>(), v.trim().parse::<f64>()) {
+            (Ok(n), _) => self.visit_u64(n),
+            (_, Ok(x)) if x.is_finite() => self.visit_f64(x),
+            _ => Err(refuse(&v)),
+        }
     }
 }
 
@@ -353,7 +359,7 @@ mod tests {
     #[test]
     fn a_count_whose_rule_is_at_least_one_says_so() {
         let e = |y: &str| crate::store::yaml::from_str::<Counts>(y).unwrap_err().to_string();
-        for (v, found) in [("-1", "-1"), ("2.5", "2.5"), ("abc", "abc"), ("'3'", "3")] {
+        for (v, found) in [("-1", "-1"), ("2.5", "2.5"), ("abc", "abc"), ("'2.5'", "2.5"), ("\"-1\"", "-1")] {
             let m = e(&format!("k: {v}\n"));
             assert!(m.contains(&format!("expected a whole number ≥ 1, found \"{found}\"")), "{v}: {m}");
             assert!(m.contains("line 1") && m.contains("`k`"), "{m}");
@@ -375,6 +381,9 @@ mod tests {
         assert_eq!((c.k, c.tries, c.round), (0, 7, Some(64)));
         let c: Counts = crate::store::yaml::from_str("k: 3\n").unwrap();
         assert_eq!((c.k, c.tries, c.round), (3, 0, None));
+        // In quotes, as every other number of a config is read.
+        let c: Counts = crate::store::yaml::from_str("k: '3'\ntries: \"2\"\nround: '1e2'\n").unwrap();
+        assert_eq!((c.k, c.tries, c.round), (3, 2, Some(100)));
     }
 
     #[test]

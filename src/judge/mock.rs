@@ -130,6 +130,10 @@ pub fn item_words(it: &Item) -> f64 {
     it.covariates.get("words").copied().unwrap_or_else(|| it.text.as_deref().map(word_count).unwrap_or(0) as f64)
 }
 
+/// The largest |pos_bias|, |verb_per_word|, temperature or self-preference bonus a mock judge
+/// takes (quality units).
+const MAX_QUALITY_UNITS: f64 = 1e6;
+
 impl MockJudge {
     /// A mock judge.
     ///
@@ -141,6 +145,19 @@ impl MockJudge {
         }
         if !cfg.pos_bias.is_finite() || !cfg.verb_per_word.is_finite() {
             return Err("pos_bias and verb_per_word must be finite".into());
+        }
+        // Quality units: SummEval's scale is 1–5; a value past a million is a typo, and would
+        // be shown digit by digit in every run's judge description.
+        let bonus = cfg.self_preference.as_ref().map_or(0.0, |sp| sp.bonus);
+        for (k, v) in [
+            ("pos_bias", cfg.pos_bias),
+            ("verb_per_word", cfg.verb_per_word),
+            ("temperature", cfg.temperature),
+            ("self_preference.bonus", bonus),
+        ] {
+            if v.abs() > MAX_QUALITY_UNITS {
+                return Err(format!("{k} = {v:e} must be within ±1e6 (quality units): a typo?").into());
+            }
         }
         if let Some(sp) = &cfg.self_preference {
             if !sp.bonus.is_finite() {
@@ -365,6 +382,21 @@ mod tests {
         let j = MockJudge::new(MockConfig { stand_in_quality: true, ..MockConfig::default() }).unwrap();
         let it = item("x", "s");
         assert_eq!(j.score(&it, false), stand_in_quality(&it) + 0.01 * 0.0);
+    }
+
+    /// Settings past a million quality units are refused as typos (1e308 was taken, and shown as
+    /// 309 digits in the judge's description); a million is taken.
+    #[test]
+    fn settings_past_a_million_quality_units_are_refused() {
+        for (cfg, says) in [
+            (MockConfig { pos_bias: 1e308, ..Default::default() }, "pos_bias = 1e308 must be within ±1e6"),
+            (MockConfig { verb_per_word: -2e6, ..Default::default() }, "verb_per_word = -2e6 must be within ±1e6"),
+            (MockConfig { temperature: 1e7, ..Default::default() }, "temperature = 1e7 must be within ±1e6"),
+        ] {
+            let e = MockJudge::new(cfg).err().map(|e| e.to_string());
+            assert_eq!(e.as_deref(), Some(format!("{says} (quality units): a typo?").as_str()));
+        }
+        assert!(MockJudge::new(MockConfig { pos_bias: 1e6, ..Default::default() }).is_ok());
     }
 
     #[test]

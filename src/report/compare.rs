@@ -473,7 +473,8 @@ pub fn recall_curve(run: &RunDir, target: &[String]) -> RecallCurve {
 /// One run's line of the comparison.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CompareRow {
-    /// The run's `name`, or its folder name when the result has none.
+    /// The run's `name`, or its folder name when the result has none; the folder as given
+    /// when another compared run has the same name.
     pub run: String,
     /// The judge's `describe()` text as stored in the run's result.json.
     pub judge: String,

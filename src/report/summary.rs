@@ -573,7 +573,10 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
         s.push_str(&format!(", {} over context", j.context_overflows));
     }
     if j.usage_missing > 0 {
-        s.push_str(&format!(", {} replies without usage (booked at worst case)", j.usage_missing));
+        s.push_str(&format!(
+            ", {} replies without usage or with unreadable token counts (booked at worst case)",
+            j.usage_missing
+        ));
     }
     if j.soft_verdicts > 0 {
         s.push_str(&format!(", {} soft verdicts", j.soft_verdicts));

@@ -23,11 +23,31 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
             "multiple YAML documents detected; use from_str_multiple or from_str_multiple_with_options",
             "a second YAML document starts here (a `---` line): this file holds one document; remove the `---` and merge what follows into the first",
         );
+        if let Some(tab) = tab_indent_message(text, &m) {
+            return YamlError(tab);
+        }
         let m = plain_number_message(text, m);
         // A missing field is reported where the parser gave up (another key of the mapping that
         // lacks it): name that mapping instead of pointing at an unrelated line.
         YamlError(if m.contains("missing field") { missing_field(text, &m) } else { name_the_key(text, m) })
     })
+}
+
+/// The parser's "found a tab" points where its scan stopped (the end of the line before, with
+/// that line's key); the fault is a line indented with a tab: name that line and what to do.
+fn tab_indent_message(text: &str, msg: &str) -> Option<String> {
+    if !msg.contains("found a tab") {
+        return None;
+    }
+    let from = location(msg).map_or(1, |(line, _)| line.max(1));
+    let lines: Vec<&str> = text.lines().collect();
+    let tabbed = |i: &usize| lines[*i].chars().take_while(|c| c.is_whitespace()).any(|c| c == '\t');
+    let i = (from - 1..lines.len()).find(tabbed).or_else(|| (0..lines.len()).find(tabbed))?;
+    Some(format!(
+        "line {}: a tab indents this line ({:?}); YAML indents with spaces only: replace the tab with spaces",
+        i + 1,
+        lines[i]
+    ))
 }
 
 /// The parser says "invalid u64" (or i64, f64, …) for a value that is not a number of that
@@ -506,6 +526,16 @@ mod tests {
         let m = e("trusted: 0\n");
         assert!(m.starts_with("line 1 column 10 (key `trusted`): expected true or false, found \"0\""), "{m}");
         assert!(!m.contains("invalid boolean"), "{m}");
+    }
+
+    #[test]
+    fn a_line_indented_with_a_tab_is_named() {
+        let text = "acquisition:\n  strategy: topk\n  concurrency: 8\n\tseed: 42\nbudget: {}\n";
+        let e = from_str::<serde_json::Value>(text).unwrap_err().0;
+        assert_eq!(
+            e,
+            "line 4: a tab indents this line (\"\\tseed: 42\"); YAML indents with spaces only: replace the tab with spaces"
+        );
     }
 
     #[test]

@@ -436,7 +436,7 @@ impl OpenAiJudge {
                 self.counters.usage_missing.fetch_add(1, Ordering::Relaxed);
                 match &reply.usage_unreadable {
                     Some(u) => tracing::warn!(
-                        "reply for {ida} vs {idb} reports a usage without token counts ({}); booking its worst case",
+                        "reply for {ida} vs {idb} reports a usage without readable token counts (expected whole numbers ≥ 0 in prompt_tokens and completion_tokens; found {}); booking its worst case",
                         self.redact(u)
                     ),
                     None => tracing::warn!("reply for {ida} vs {idb} has no usage; booking its worst case"),
