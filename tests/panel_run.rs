@@ -809,7 +809,7 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
     assert!(stdout(&out).contains("no valid verdict: no top-k and no recall is claimed"), "{}", stdout(&out));
     let r = json(&dir.path().join("runs/broke/result.json"));
     assert_eq!((r["topk"].as_array().unwrap().len(), &r["recall_at_k"]), (0, &Value::Null));
-    // A single-judge run of the cheap judge, then a panel in its folder: said, not reused.
+    // A single-judge run of the cheap judge, then a panel in its folder: taken over, said.
     let single = shipped_panel(dir.path(), "e", |y| {
         let y = y.replace("name: summeval-panel", "name: grow").replace("max_usd: 0.06", "max_comparisons: 16");
         let (head, rest) = y.split_once("  - name: frontier\n").unwrap();
@@ -847,7 +847,7 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
     let out = run_bin(dir.path(), &["run", grown.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        stderr(&out).contains("holds 16 verdicts of judge \"cheap\"'s configuration from a single-judge run"),
+        stderr(&out).contains("judge \"cheap\" takes over 16 verdicts its configuration stored in a single-judge run"),
         "{}",
         stderr(&out)
     );
@@ -1728,13 +1728,39 @@ fn a_panel_cut_to_one_judge_reuses_its_verdicts() {
     assert!(stdout(&fit).contains(&format!("{total} valid verdicts")), "{}", text(&fit));
     let rep = run_bin(dir.path(), &["report", "runs/p", "--out", "rep"]);
     assert!(rep.status.success(), "{}", text(&rep));
-    // And back: the panel says it per judge, with the 8 verdicts judge cheap's configuration
-    // stored as a single judge.
+    // And back: the panel takes over the 8 verdicts judge cheap's configuration stored as a
+    // single judge (they were bought again), as copies at $0 under its name; the dry run says
+    // so first.
+    let dry = run_bin(dir.path(), &["run", two.to_str().unwrap(), "--dry-run", "--max-comparisons", "40"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let says = "judge \"cheap\" takes over 8 verdicts its configuration stored in a single-judge run in ";
+    assert!(stdout(&dry).contains(says), "{}", text(&dry));
+    assert!(stdout(&dry).contains(&format!("  cheap: {total} verdicts stored;")), "{}", text(&dry));
     let out = run_bin(dir.path(), &["run", two.to_str().unwrap(), "--quiet", "--max-comparisons", "40"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("holds 8 verdicts of judge \"cheap\"'s configuration from a single-judge run"),
-        "{}",
-        text(&out)
-    );
+    assert!(text(&out).contains(says), "{}", text(&out));
+    let last = lines(&log);
+    let copies: Vec<&serde_json::Value> = last.iter().filter(|r| r["reused_from"].is_string()).collect();
+    assert_eq!(copies.len(), 8);
+    for c in &copies {
+        assert_eq!((c["judge"].as_str(), c["cost_usd"].as_f64()), (Some("cheap"), Some(0.0)));
+        let from = last.iter().find(|r| r["key"] == c["reused_from"]).unwrap();
+        assert_eq!((&from["a"], &from["b"], &from["y"]), (&c["a"], &c["b"], &c["y"]));
+        assert!(from["cost_usd"].as_f64().unwrap() > 0.0);
+    }
+    // No ordered pair of judge cheap's is bought twice: its own, the single run's and the copies.
+    let mut paid: Vec<(String, String)> = last
+        .iter()
+        .filter(|r| r["judge"] != "frontier" && !r["reused_from"].is_string())
+        .map(|r| (r["a"].as_str().unwrap().to_owned(), r["b"].as_str().unwrap().to_owned()))
+        .collect();
+    let n = paid.len();
+    paid.sort();
+    paid.dedup();
+    assert_eq!(paid.len(), n, "a pair of judge cheap's was bought twice");
+    // The panel's fit holds every verdict of judge cheap's: a resume takes over nothing more.
+    let fit = run_bin(dir.path(), &["fit", "runs/p", "--panel"]);
+    assert!(fit.status.success(), "{}", text(&fit));
+    let again = run_bin(dir.path(), &["run", two.to_str().unwrap(), "--dry-run", "--max-comparisons", "40"]);
+    assert!(!stdout(&again).contains("takes over"), "{}", text(&again));
 }

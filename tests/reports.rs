@@ -90,6 +90,7 @@ fn rec(judge: &str, a: &str, b: &str, y: Option<f64>, cost: f64) -> VerdictRecor
         judge_settings: None,
         ts: 0,
         intent: None,
+        reused_from: None,
         reply: topk_judge::domain::verdict::JudgeReply {
             cost_usd: cost,
             ..topk_judge::domain::verdict::JudgeReply::outcome(y)

@@ -159,6 +159,15 @@ fn panel_dry_run_text(
         let d = super::dry_run::dry_run(cfg, &named)?;
         rows.push((m, named, d));
     }
+    // A single-judge run's verdicts the members take over (as the run does).
+    let records =
+        crate::store::ledger::read_records(&cfg.run_dir.join("verdicts.jsonl")).map(|r| r.0).unwrap_or_default();
+    let infos: Vec<(&dyn JudgeInfo, &dyn JudgeInfo)> =
+        rows.iter().map(|(_, n, _)| (n as &dyn JudgeInfo, n.judge.as_ref())).collect();
+    let taken = crate::run::panel::takeovers(cfg, &infos, &records);
+    for ((_, _, d), t) in rows.iter_mut().zip(&taken) {
+        d.stored += t.len();
+    }
     let spent = crate::store::books::peek_spend(&cfg.run_dir, &|_: &str| true)?.total_usd() + 0.0;
     let pairs = rows.first().map_or(0, |r| r.2.pairs);
     let mut t = String::from("dry run: no query was sent and nothing was written.\n");
@@ -202,6 +211,11 @@ fn panel_dry_run_text(
             crate::domain::fmt::count(d.stored, "verdict"),
             named.judge.describe()
         ));
+    }
+    for ((m, _, _), over) in rows.iter().zip(&taken).filter(|(_, over)| !over.is_empty()) {
+        let usd: f64 = over.iter().map(|(_, _, r)| r.reply.cost_usd).sum();
+        t.push_str(&crate::run::panel::takeover_note(&m.name, over.len(), usd, &cfg.run_dir));
+        t.push('\n');
     }
     if let Some(f) = &cfg.families {
         let names: Vec<&str> = cfg.raw.judges.iter().map(|m| m.name.as_str()).collect();

@@ -794,6 +794,7 @@ mod tests {
             judge_settings: None,
             ts: 0,
             intent: None,
+            reused_from: None,
             reply: JudgeReply { cost_usd: 0.0, ..JudgeReply::outcome(y) },
         }
     }

@@ -38,6 +38,7 @@ use crate::report::progress::Progress;
 use crate::report::schema::StopReason;
 use crate::store::books::Books;
 use crate::store::budget::Budget;
+use crate::store::ledger::VerdictRecord;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -149,6 +150,80 @@ struct Current {
     membership: Vec<f64>,
 }
 
+/// A single-judge run's verdicts in a panel's folder (`judge:`, or a list of one) that the
+/// panel's members take over: the same judge's verdicts, paid for, stored under the judge's own
+/// key, which a member's key puts its name in front of. Each goes to the first member of that
+/// configuration (`members`: each member as named, and its judge) that lacks the pair. Per
+/// member, the ordered pairs and records.
+pub fn takeovers<'r>(
+    cfg: &Config,
+    members: &[(&dyn JudgeInfo, &dyn JudgeInfo)],
+    records: &'r [VerdictRecord],
+) -> Vec<Vec<(usize, usize, &'r VerdictRecord)>> {
+    let mut taken: HashSet<&str> = HashSet::new();
+    members
+        .iter()
+        .map(|&(named, judge)| {
+            let own: HashSet<(usize, usize)> =
+                RunQueries::new(cfg, named).stored(records).into_iter().map(|(a, b, _)| (a, b)).collect();
+            RunQueries::new(cfg, judge)
+                .stored(records)
+                .into_iter()
+                .filter(|&(a, b, r)| !own.contains(&(a, b)) && taken.insert(r.key.as_str()))
+                .collect()
+        })
+        .collect()
+}
+
+/// The note of a member that takes over `n` verdicts bought for `usd` ([`takeovers`]).
+pub fn takeover_note(name: &str, n: usize, usd: f64, dir: &Path) -> String {
+    format!(
+        "judge {name:?} takes over {n} verdicts its configuration stored in a single-judge run in {} (bought for ${usd:.6}, counted once in the folder's spend): none is bought again",
+        dir.display()
+    )
+}
+
+/// [`takeovers`] written: each as a copy under the member's key and name, at no cost
+/// (`reused_from` names the record, whose cost stays booked once in the folder's spend), so that
+/// every reader of the folder (`fit --panel`, `report`, `compare`) sees it as the member's.
+/// Returns one note per member that took any.
+///
+/// # Errors
+/// [`RunError`]: the verdict log cannot be written.
+fn adopt_single_judge_verdicts(
+    cfg: &Config,
+    members: &[Arc<crate::judge::panel::Named>],
+    queries: &[RunQueries<'_>],
+    books: &mut Books,
+) -> Result<Vec<String>, RunError> {
+    let infos: Vec<(&dyn JudgeInfo, &dyn JudgeInfo)> =
+        members.iter().map(|m| (m.as_ref() as &dyn JudgeInfo, m.judge.as_ref() as &dyn JudgeInfo)).collect();
+    let mut copies = Vec::new();
+    let mut notes = Vec::new();
+    for ((m, q), taken) in members.iter().zip(queries).zip(takeovers(cfg, &infos, books.log().records())) {
+        if taken.is_empty() {
+            continue;
+        }
+        let usd: f64 = taken.iter().map(|(_, _, r)| r.reply.cost_usd).sum();
+        notes.push(takeover_note(&m.name, taken.len(), usd, &cfg.run_dir));
+        for (a, b, r) in taken {
+            let mut copy = r.clone();
+            copy.key = q.key(a, b);
+            copy.judge = m.record_judge(&cfg.pool, a, b);
+            copy.judge_settings = Some(m.record_settings(&cfg.pool, a, b));
+            copy.intent = None;
+            copy.reused_from = Some(r.key.clone());
+            copy.reply.cost_usd = 0.0;
+            copy.reply.usage = Default::default();
+            copies.push(copy);
+        }
+    }
+    if !copies.is_empty() {
+        books.adopt(copies)?;
+    }
+    Ok(notes)
+}
+
 /// Run Algorithm 1 with a judge panel (`judges:` of two or more) for a validated config.
 /// Writes into `cfg.run_dir` the books as the run goes, then result.json
 /// ([`PanelRunResult`]).
@@ -159,12 +234,13 @@ struct Current {
 pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Result<PanelRunResult, RunError> {
     let members = panel.members().to_vec();
     let folder = open_folder(cfg, &Identity(&members), opts)?;
-    let Folder { lock: _lock, interrupt, books, warnings } = folder;
+    let Folder { lock: _lock, interrupt, mut books, mut warnings } = folder;
     let trusted: Vec<bool> = cfg.raw.judges.iter().map(|m| m.trusted).collect();
     let queries: Vec<RunQueries<'_>> = members.iter().map(|m| RunQueries::new(cfg, m.as_ref())).collect();
     for q in &queries {
         q.learn_folder(&cfg.run_dir);
     }
+    warnings.extend(adopt_single_judge_verdicts(cfg, &members, &queries, &mut books)?);
     let n = cfg.pool.n_items();
     let weight = cfg.raw.model.strong_preference_weight;
     // Each judge's verdicts by ordered pair, not in the order their replies arrived: the fits
@@ -185,18 +261,6 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
         queries.iter().map(|q| q.stored_replies(books.log().records())).collect();
     // Verdicts of a judge's configuration from a single-judge run in this folder (`judge:` or a
     // list of one) carry the judge's own key, not the panel's: said, not reused.
-    let mut warnings = warnings;
-    for m in &members {
-        let single = RunQueries::new(cfg, m.judge.as_ref());
-        let n_single = single.stored(books.log().records()).len();
-        if n_single > 0 {
-            warnings.push(format!(
-                "{} holds {n_single} verdicts of judge {:?}'s configuration from a single-judge run (`judge:` or a list of one judge); a panel keys each judge's verdicts by its name, so they are not reused here (they still count against budget.max_usd); give the panel run its own `name` to keep the two apart",
-                cfg.run_dir.display(),
-                m.name
-            ));
-        }
-    }
     let reused: usize = stored.iter().map(Vec::len).sum();
     let (budget, _) =
         Budget::for_folder(&cfg.run_dir, cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, reused as u64)?;

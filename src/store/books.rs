@@ -238,6 +238,17 @@ impl Books {
         self.intents.abandon(staged);
     }
 
+    /// Append records that close no intent and cost nothing: a judge panel's copies of verdicts
+    /// its member's configuration stored in a single-judge run (`reused_from`). Written with
+    /// one fsync; per record, whether it was written (`false`: its key is already stored).
+    ///
+    /// # Errors
+    /// [`BooksError::Ledger`].
+    pub fn adopt(&mut self, recs: Vec<VerdictRecord>) -> Result<Vec<bool>, BooksError> {
+        debug_assert!(recs.iter().all(|r| r.intent.is_none() && r.reply.cost_usd == 0.0 && r.reused_from.is_some()));
+        Ok(self.log.append_all(recs)?)
+    }
+
     /// Store the verdict of intent `id` (the record gets the intent's id). Returns `false` when
     /// its key was already stored: the reply's cost is then booked in failed.jsonl instead.
     ///
@@ -554,6 +565,7 @@ mod tests {
             judge_settings: None,
             ts: 1,
             intent: None,
+            reused_from: None,
             reply: JudgeReply { cost_usd: cost, ..JudgeReply::outcome(Some(1.0)) },
         }
     }

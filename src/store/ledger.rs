@@ -70,6 +70,10 @@ pub struct VerdictRecord {
     /// records of older versions and imported verdicts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent: Option<u64>,
+    /// A copy of another record of the same judge (its key), taken over at no cost: a judge
+    /// panel member's copy of a verdict its configuration stored in a single-judge run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_from: Option<String>,
     /// The reply: `y` (outcome in [0, 1]; `null` when invalid, excluded from the fit),
     /// `invalid_reason`, `raw`, `usage`, `cost_usd`, `attempts`, `latency_ms` and the parser's
     /// detail.
@@ -99,6 +103,7 @@ impl VerdictRecord {
             judge_settings: Some(settings),
             ts: 0,
             intent: None,
+            reused_from: None,
             reply,
         }
     }
@@ -574,6 +579,7 @@ mod tests {
             judge_settings: None,
             ts: 1,
             intent: None,
+            reused_from: None,
             reply: JudgeReply { cost_usd: 0.0, ..JudgeReply::outcome(Some(y)) },
         }
     }
