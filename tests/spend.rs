@@ -223,6 +223,27 @@ fn a_reply_above_its_reservation_holds_the_picks_written_ahead() {
     }
 }
 
+/// The judge's own `concurrency` below `acquisition.concurrency`: the queries waiting inside the
+/// judge for its one slot are not on the wire, so a reply billed far above its reservation holds
+/// them too, and they go back unsent to be reserved again. Measured before: all 5 left one after
+/// another, $0.2057 billed against max_usd $0.05.
+#[test]
+fn queries_waiting_for_the_judges_own_slot_are_held_after_an_overrun() {
+    let fake = billing(200_000);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg =
+        live(dir.path(), "slot", &fake.base_url, "    concurrency: 1\n", "  concurrency: 8\n", "  max_usd: 0.05\n");
+    let out = run(dir.path(), &cfg);
+    let runs = dir.path().join("runs/slot");
+    let b = booked(&runs);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(fake.max_in_flight(), 1, "the judge's own concurrency");
+    assert_eq!(fake.billed().len(), 1, "only the request on the wire at the first overrun is sent: {}", text(&out));
+    assert!((bill(&fake) - b.usd).abs() < 1e-12, "booked at the usage the replies report");
+    let r = json(&runs.join("result.json"));
+    assert_eq!(r["stop_reason"].as_str(), Some("max_usd"), "{}", r["stop_reason"]);
+}
+
 /// Re-asks and retries are paid attempts of one query: once what a query has spent leaves less
 /// than one attempt's worst case of its reservation, it is not asked again. A provider billing
 /// 5,000 completion tokens (`max_tokens: 64`) per reply, `max_invalid_retries: 2`, 4 in flight,

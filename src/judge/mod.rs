@@ -607,6 +607,26 @@ pub trait Judge: JudgeInfo {
     /// (judges that send nothing) does nothing.
     fn stop_sending(&self) {}
 
+    /// Hold (`true`) or release the calls not on the wire yet: while held, a call that gets its
+    /// slot (behind the judge's own `concurrency` or rate limits) ends unsent and unbilled
+    /// ([`JudgeError::NotSent`]), to be reserved again. The dispatcher holds from a reply that
+    /// cost more than its reservation until that reply is booked (docs/live.md, "Overruns"). The
+    /// default (judges that bill nothing beyond their reservations) does nothing.
+    fn hold_sending(&self, _held: bool) {}
+
+    /// The judge's own limits on requests in flight, one per lane (`None`: no limit): an API
+    /// judge's `concurrency`, a panel's per member. Empty (the default): one lane, no limit.
+    /// The dispatcher sends a query only while its lane has room, so that no query waits inside
+    /// the judge for a slot where an overrun could not hold it (docs/live.md, "Overruns").
+    fn lane_limits(&self) -> Vec<Option<usize>> {
+        Vec::new()
+    }
+
+    /// The lane of a query of `pool` ([`Judge::lane_limits`]); 0 by default.
+    fn lane(&self, _pool: &Pool) -> usize {
+        0
+    }
+
     /// The provider's batch jobs, for judges that have them (OpenAI-compatible servers;
     /// docs/live.md, "Batch dispatch"); `None` (the default) for the others.
     fn batch_api(&self) -> Option<&dyn BatchApi> {

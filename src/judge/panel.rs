@@ -68,6 +68,12 @@ impl Judge for Named {
     fn stop_sending(&self) {
         self.judge.stop_sending();
     }
+    fn hold_sending(&self, held: bool) {
+        self.judge.hold_sending(held);
+    }
+    fn lane_limits(&self) -> Vec<Option<usize>> {
+        self.judge.lane_limits()
+    }
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
         self.judge.judge(pool, a, b)
     }
@@ -167,6 +173,21 @@ impl Judge for PanelJudge {
         for m in &self.members {
             m.judge.stop_sending();
         }
+    }
+
+    fn hold_sending(&self, held: bool) {
+        for m in &self.members {
+            m.judge.hold_sending(held);
+        }
+    }
+
+    /// One lane per member: its own limit.
+    fn lane_limits(&self) -> Vec<Option<usize>> {
+        self.members.iter().map(|m| m.judge.lane_limits().first().copied().flatten()).collect()
+    }
+
+    fn lane(&self, pool: &Pool) -> usize {
+        self.member_of(pool).unwrap_or(0)
     }
 
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {

@@ -126,12 +126,12 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         );
         let _ = writeln!(
             s,
-            "overrun: {prompt}{tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} requests in flight at the first overrun billed above their reservations)",
+            "overrun: {prompt}{tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} in flight at the first overrun billed above their reservations)",
             o.replies,
             if o.replies == 1 { "y" } else { "ies" },
             usd(o.excess_usd),
             crate::domain::fmt::num(o.worst_case_factor),
-            o.in_flight_at_first
+            crate::domain::fmt::count(o.in_flight_at_first as usize, "request")
         );
     }
     if let Some(m) = &r.verdicts_report.stop_message {

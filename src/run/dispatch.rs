@@ -99,6 +99,8 @@ struct Sent<T> {
     b: usize,
     key: String,
     intent: IntentId,
+    /// The judge's lane it goes out on ([`Judge::lane`]).
+    lane: usize,
 }
 
 /// A reply that came back and is not yet booked ([`Dispatcher::join`] → [`Dispatcher::record`]).
@@ -170,7 +172,7 @@ fn book_replies<T>(
     let mut stored_flags = stored_flags.into_iter();
     let mut settled = Vec::with_capacity(replies.len());
     for (Reply { sent, out, .. }, reservation) in replies {
-        let Sent { tag, pool, a, b, key, intent } = sent;
+        let Sent { tag, pool, a, b, key, intent, .. } = sent;
         let outcome = match out {
             Ok(reply) => {
                 let stored = stored_flags.next().expect("one flag per verdict");
@@ -290,6 +292,8 @@ struct Flying<T> {
     on_wire: usize,
     /// At most this many on the wire (the rest of a wave waits in `primed`).
     wire_limit: usize,
+    /// Per lane of the judge ([`Judge::lane_limits`]): requests on the wire, and its limit.
+    lanes: Vec<(usize, Option<usize>)>,
     /// Replies that came back costing more than their reservations and are not booked yet.
     overruns: usize,
     /// Nothing leaves while set: a reply cost more than its reservation, so the queries written
@@ -309,8 +313,16 @@ impl<T: Send + 'static> Flying<T> {
             return self.launch_round(me);
         }
         while self.on_wire < self.wire_limit {
-            let Some(sent) = self.primed.pop_front() else { break };
+            // The first query written ahead whose lane of the judge has room: one that would
+            // wait inside the judge for its own slot could not be held there.
+            let lanes = &self.lanes;
+            let room = |l: usize| lanes.get(l).is_none_or(|&(on, limit)| limit.is_none_or(|m| on < m));
+            let Some(i) = self.primed.iter().position(|s| room(s.lane)) else { break };
+            let sent = self.primed.remove(i).expect("a position of the queue");
             self.on_wire += 1;
+            if let Some(l) = self.lanes.get_mut(sent.lane) {
+                l.0 += 1;
+            }
             let (judge, me) = (self.judge.clone(), me.clone());
             self.set.spawn(async move {
                 let out = judge.judge(&sent.pool, sent.a, sent.b).await;
@@ -319,6 +331,9 @@ impl<T: Send + 'static> Flying<T> {
                 // its reservation.
                 let mut f = me.lock().expect("flying lock");
                 f.on_wire -= 1;
+                if let Some(l) = f.lanes.get_mut(sent.lane) {
+                    l.0 -= 1;
+                }
                 let over = f.returned(&sent, &out);
                 f.launch(&me);
                 drop(f);
@@ -374,6 +389,8 @@ impl<T: Send + 'static> Flying<T> {
         if over {
             self.overruns += 1;
             self.held = true;
+            // And the calls waiting inside the judge for its own slot: not on the wire yet.
+            self.judge.hold_sending(true);
         }
         over
     }
@@ -403,7 +420,8 @@ fn write_and_send<T: Send + 'static>(
     let mut f = flying.lock().expect("flying lock");
     for (q, &intent) in queries.into_iter().zip(staged.ids()) {
         f.reservations.insert(intent, q.reservation);
-        f.primed.push_back(Sent { tag: q.tag, pool: q.pool, a: q.a, b: q.b, key: q.key, intent });
+        let lane = f.judge.lane(&q.pool);
+        f.primed.push_back(Sent { tag: q.tag, pool: q.pool, a: q.a, b: q.b, key: q.key, intent, lane });
     }
     f.launch(flying);
     Ok(())
@@ -446,6 +464,7 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
             out: 0,
             on_wire: 0,
             wire_limit: usize::MAX,
+            lanes: judge.lane_limits().into_iter().map(|l| (0, l)).collect(),
             overruns: 0,
             held: false,
             judge: judge.clone(),
@@ -522,6 +541,7 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
     pub fn release(&mut self) {
         let mut f = self.flying();
         f.held = false;
+        f.judge.hold_sending(false);
         f.launch(&self.flying);
     }
 

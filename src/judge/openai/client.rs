@@ -82,6 +82,8 @@ pub struct OpenAiJudge {
     broken_text: std::sync::Arc<AtomicU64>,
     /// Set by [`Judge::stop_sending`]: no call leaves after it.
     pub(super) stop: retry::StopSending,
+    /// Set while [`Judge::hold_sending`] holds: a call that gets its slot meanwhile leaves unsent.
+    hold: std::sync::atomic::AtomicBool,
     /// The credentials inside `base_url`, redacted from every message ([`secret::url_secrets`]).
     url_secrets: Vec<String>,
     /// Where requests go: `base_url` split into its bare URL, query and HTTP Basic credentials.
@@ -170,6 +172,7 @@ impl OpenAiJudge {
             soft_fallbacks: Mutex::new(BTreeMap::new()),
             broken_text,
             stop: retry::StopSending::default(),
+            hold: std::sync::atomic::AtomicBool::new(false),
             url_secrets: secret::url_secrets(&info.cfg.base_url),
             target,
             info,
@@ -212,14 +215,22 @@ impl OpenAiJudge {
             message: e.to_string(),
         })?;
         self.counters.rate_limit_wait_ms.fetch_add(waited.as_millis() as u64, Ordering::Relaxed);
-        if self.stop.stopped() {
+        // Checked once the slot and the rate limits are had, just before the request leaves: a
+        // call that waited for them (behind this judge's own `concurrency`) while a reply came
+        // back above its reservation was reserved too low, and goes back unsent.
+        let held = self.hold.load(Ordering::SeqCst);
+        if self.stop.stopped() || held {
             slot.finish(concurrency::CallOutcome::Other);
             return Err(CallError {
                 usage: None,
                 kind: CallErrorKind::NotSent,
                 status: None,
                 retry_after: None,
-                message: "not sent: the run stopped sending".into(),
+                message: if held {
+                    "not sent: a reply cost more than its reservation, so this query is reserved again".into()
+                } else {
+                    "not sent: the run stopped sending".into()
+                },
             });
         }
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -1051,6 +1062,14 @@ impl Judge for OpenAiJudge {
 
     fn stop_sending(&self) {
         self.stop.stop();
+    }
+
+    fn hold_sending(&self, held: bool) {
+        self.hold.store(held, Ordering::SeqCst);
+    }
+
+    fn lane_limits(&self) -> Vec<Option<usize>> {
+        vec![self.info.cfg.concurrency]
     }
 
     fn judge<'a>(&'a self, pool: &'a Pool, a: usize, b: usize) -> BoxFuture<'a, Result<JudgeReply, JudgeError>> {
