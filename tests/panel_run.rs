@@ -293,6 +293,38 @@ fn max_usd_binds_a_panel(acq: &str, delay_ms: u64) {
     }
 }
 
+/// A panel member billed far above `max_tokens`, with its own `concurrency: 1` under the
+/// panel's 8: only its request on the wire at the first overrun is sent (before: 4, $0.164
+/// against max_usd $0.05), and the summary and result.json name the overrun and the judge
+/// (before: the error pointed to an `overrun:` line the panel did not print).
+#[test]
+fn a_panel_members_overrun_holds_its_queue_and_is_named() {
+    let cheap = FakeOpenAi::start_with(
+        Box::new(longer_wins),
+        Box::new(|_: &Value| Some(serde_json::json!({"prompt_tokens": 100, "completion_tokens": 2_000_000}))),
+    );
+    let frontier = server(shorter_wins);
+    cheap.set_delay_ms(50);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = panel_config(dir.path(), "over", &cheap, &frontier, "  concurrency: 8\n", "  max_usd: 0.05\n");
+    let yaml = std::fs::read_to_string(&cfg).unwrap().replacen("      concurrency: 4\n", "      concurrency: 1\n", 1);
+    std::fs::write(&cfg, yaml).unwrap();
+    let out = run_to_end(dir.path(), &cfg);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(cheap.max_in_flight(), 1);
+    assert_eq!(cheap.n_requests(), 1, "{}", text(&out));
+    let r = json(&dir.path().join("runs/over/result.json"));
+    assert_eq!((r["overrun"]["replies"].as_u64(), r["overrun"]["above_max_tokens"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(r["overrun_judges"], serde_json::json!(["cheap"]));
+    assert!(
+        stdout(&out)
+            .contains("  overrun (judge cheap): 1 reply billed above max_tokens 8 (up to 2000000 completion tokens); "),
+        "{}",
+        stdout(&out)
+    );
+    assert!(text(&out).contains("the provider does not keep to max_tokens (cheap)"), "{}", text(&out));
+}
+
 /// SIGKILL with requests held on both servers, some answered and never read: every billed
 /// request is booked (as possibly billed), the resumed run ends within max_usd, and nothing is
 /// asked twice but the lost replies.
@@ -533,14 +565,17 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     assert!(d.contains("judge panel of 2 judges"), "{d}");
     assert!(d.contains("238 ordered pairs per judge; spend booked $0.059975"), "{d}");
     assert!(d.contains("  cheap: 190 verdicts stored;"), "{d}");
-    assert!(d.contains("the budget would buy 0 of its 48 open queries"), "{d}");
+    assert!(d.contains("the budget would buy at least 0 of its 48 open queries at worst-case cost"), "{d}");
     assert!(d.contains("  frontier (trusted): 14 verdicts stored;"), "{d}");
     assert!(d.contains("budget: max_comparisons none, max_usd $0.06 (for the panel as a whole)"), "{d}");
     // A fresh folder: the frontier judge's worst cases ($0.002227 – $0.002475 a query) fit 24 to
     // 26 times in $0.06.
     let fresh = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--set", "name=fresh"]);
     let f = stdout(&fresh);
-    assert!(f.contains("if every query went to it, the budget would buy 24 to 26 of its 238 open queries"), "{f}");
+    assert!(
+        f.contains("if every query went to it, the budget would buy at least 24 (up to 26 on the cheapest pairs) of its 238 open queries at worst-case cost (more when replies cost less)"),
+        "{f}"
+    );
     assert!(!dir.path().join("runs/fresh").exists(), "a dry run writes nothing");
     // `--set` names a judge of the panel by its index.
     let set = run_bin(
@@ -1616,7 +1651,20 @@ fn a_panel_member_that_changed_behind_its_name_is_stopped_by_its_fingerprint() {
     };
     let out = more(&["--max-comparisons", "40"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(stdout(&out).contains("judge fingerprint: 0 of 8 re-asked stored verdicts changed"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("judge fingerprint of cheap: 0 of 8 re-asked stored verdicts changed"),
+        "{}",
+        stdout(&out)
+    );
+    // Its cost is said as the fingerprint's, not as earlier configurations'.
+    let r = json(&dir.path().join("runs/fp/result.json"));
+    let fp_usd = r["folder_spend"]["fingerprint_usd"].as_f64().unwrap();
+    assert!(fp_usd > 0.0 && (fp_usd - r["folder_spend"]["other_usd"].as_f64().unwrap()).abs() < 1e-9, "{r}");
+    assert!(
+        stdout(&out).contains(&format!("(${fp_usd:.6} for the judge's fingerprint checks; counted against max_usd")),
+        "{}",
+        stdout(&out)
+    );
     // Now it always answers B: half of its stored verdicts change, the run stops before any
     // other query and names the judge.
     cheap.set_always(Some(crate::common::fake_openai::Fault::Text("[[B]]".into())));

@@ -199,8 +199,14 @@ fn panel_dry_run_text(
             (Some(l), Some((lo, hi, _))) if hi > 0.0 => {
                 let most = if lo > 0.0 { ((l / lo).floor() as usize).min(open) } else { open };
                 let least = ((l / hi).floor() as usize).min(open);
-                let n = if least == most { least.to_string() } else { format!("{least} to {most}") };
-                format!("; if every query went to it, the budget would buy {n} of its {open} open queries")
+                let n = if least == most {
+                    least.to_string()
+                } else {
+                    format!("{least} (up to {most} on the cheapest pairs)")
+                };
+                format!(
+                    "; if every query went to it, the budget would buy at least {n} of its {open} open queries at worst-case cost (more when replies cost less)"
+                )
             }
             _ => String::new(),
         };
@@ -450,7 +456,7 @@ fn fingerprint_check(
     if check.test.judge_changed {
         match decided {
             None => {
-                record_and_show(cfg, &check)?;
+                record_and_show(cfg, &check, None)?;
                 return Err(RunCommandError::JudgeChanged(changed_message(&check)));
             }
             Some(JudgeChanged::Accept) => check.decision = Decision::Accept,
@@ -463,7 +469,7 @@ fn fingerprint_check(
             }
         }
     }
-    record_and_show(cfg, &check)?;
+    record_and_show(cfg, &check, None)?;
     Ok(rebuilt)
 }
 
@@ -500,26 +506,36 @@ fn panel_fingerprints(
         };
         if check.test.judge_changed {
             if decided != Some(JudgeChanged::Accept) {
-                record_and_show(cfg, &check)?;
+                record_and_show(cfg, &check, Some(name))?;
                 return Err(RunCommandError::PanelJudgeChanged(changed_message(&check)));
             }
             check.decision = Decision::Accept;
         }
-        record_and_show(cfg, &check)?;
+        record_and_show(cfg, &check, Some(name))?;
     }
     Ok(())
 }
 
-/// A fingerprint check recorded in the run folder's fingerprint.jsonl, and its line printed.
+/// A fingerprint check recorded in the run folder's fingerprint.jsonl, and its line printed
+/// (naming the panel `member` it checked, if one).
 ///
 /// # Errors
 /// fingerprint.jsonl cannot be written.
-fn record_and_show(cfg: &Config, check: &crate::run::fingerprint::Check) -> Result<(), RunCommandError> {
+fn record_and_show(
+    cfg: &Config,
+    check: &crate::run::fingerprint::Check,
+    member: Option<&str>,
+) -> Result<(), RunCommandError> {
     // A repeated stop is on record already; a decision on it is recorded.
     if check.repeats.is_none() || check.decision != crate::run::fingerprint::Decision::Stopped {
         crate::run::fingerprint::record(&cfg.run_dir, check)?;
     }
-    print_out(&format!("{}\n", check.line()));
+    let line = check.line();
+    let line = match member {
+        Some(m) => line.replacen("judge fingerprint: ", &format!("judge fingerprint of {m}: "), 1),
+        None => line,
+    };
+    print_out(&format!("{line}\n"));
     Ok(())
 }
 

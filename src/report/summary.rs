@@ -99,40 +99,7 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         );
     }
     if let Some(o) = &r.overrun {
-        // "N replies billed …(up to T … tokens…); ", none when no reply did. A count the books
-        // saturated at (a reply claiming 1e300 tokens) is not a count.
-        let part = |n: u64, what: String, most: u64, kind: &str| match n {
-            0 => String::new(),
-            n => format!(
-                "{n} repl{} billed {what} (up to {} {kind}",
-                if n == 1 { "y" } else { "ies" },
-                if most == u64::MAX { "more than 1.8e19".to_string() } else { most.to_string() }
-            ),
-        };
-        let tokens = match o.max_tokens {
-            Some(m) => part(
-                o.above_max_tokens,
-                format!("above max_tokens {m}"),
-                o.most_completion_tokens,
-                "completion tokens); ",
-            ),
-            None => String::new(),
-        };
-        let prompt = part(
-            o.above_prompt_bound,
-            "more prompt tokens than the prompt has bytes".into(),
-            o.most_prompt_tokens,
-            "prompt tokens; the reservation counts one per byte); ",
-        );
-        let _ = writeln!(
-            s,
-            "overrun: {prompt}{tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} in flight at the first overrun billed above their reservations)",
-            o.replies,
-            if o.replies == 1 { "y" } else { "ies" },
-            usd(o.excess_usd),
-            crate::domain::fmt::num(o.worst_case_factor),
-            crate::domain::fmt::count(o.in_flight_at_first as usize, "request")
-        );
+        let _ = writeln!(s, "{}", overrun_line(o));
     }
     if let Some(m) = &r.verdicts_report.stop_message {
         let _ = writeln!(s, "stopped early: {m}");
@@ -610,6 +577,42 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
         ));
     }
     s
+}
+
+/// The summary's `overrun:` line (docs/live.md, "Overruns"): which bounds the replies passed
+/// (prompt tokens, `max_tokens`), what they cost above their reservations and the raised worst
+/// case.
+pub fn overrun_line(o: &crate::report::schema::OverrunReport) -> String {
+    // "N replies billed …(up to T … tokens…); ", none when no reply did. A count the books
+    // saturated at (a reply claiming 1e300 tokens) is not a count.
+    let part = |n: u64, what: String, most: u64, kind: &str| match n {
+        0 => String::new(),
+        n => format!(
+            "{n} repl{} billed {what} (up to {} {kind}",
+            if n == 1 { "y" } else { "ies" },
+            if most == u64::MAX { "more than 1.8e19".to_string() } else { most.to_string() }
+        ),
+    };
+    let tokens = match o.max_tokens {
+        Some(m) => {
+            part(o.above_max_tokens, format!("above max_tokens {m}"), o.most_completion_tokens, "completion tokens); ")
+        }
+        None => String::new(),
+    };
+    let prompt = part(
+        o.above_prompt_bound,
+        "more prompt tokens than the prompt has bytes".into(),
+        o.most_prompt_tokens,
+        "prompt tokens; the reservation counts one per byte); ",
+    );
+    format!(
+        "overrun: {prompt}{tokens}{} repl{} cost {} more than reserved; later reservations used {}× the worst case (the total may pass max_usd by what the {} in flight at the first overrun billed above their reservations)",
+        o.replies,
+        if o.replies == 1 { "y" } else { "ies" },
+        usd(o.excess_usd),
+        crate::domain::fmt::num(o.worst_case_factor),
+        crate::domain::fmt::count(o.in_flight_at_first as usize, "request")
+    )
 }
 
 #[cfg(test)]

@@ -115,6 +115,14 @@ pub struct PanelRunResult {
     /// The fitted panel (per judge κ̂, ĉ, ŝ with sd, flip rate, agreement with the trusted
     /// judge; θ̂, π and the certified top-k).
     pub fit: crate::report::fit::PanelFitOutput,
+    /// Replies billed above their reservations in this invocation (absent: none), as a
+    /// single-judge run's (docs/live.md, "Overruns"); `max_tokens` is given when the judges that
+    /// passed it share one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overrun: Option<crate::report::schema::OverrunReport>,
+    /// The judges whose replies passed their prompt or `max_tokens` bound (absent: none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overrun_judges: Vec<String>,
 }
 
 /// The panel as its run folder's identity (run.json): every judge's key of a pair, in name order,
@@ -344,7 +352,8 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     };
     let stop = d.drive().await;
     d.out.interrupt.set_in_flight(0);
-    let Driver { out, faults, fit_failed, progress, .. } = d;
+    let Driver { out, faults, fit_failed, progress, sched, .. } = d;
+    let overrun = (sched.budget().overrun(), sched.budget().worst_case_factor());
     let asked = out.asked_at_close();
     let books = out.disp.close().await;
     progress.finish();
@@ -360,7 +369,17 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
             books.spend(&|k: &str| q.contains_key(k))
         })
         .collect();
-    finish(cfg, &panel, &trusted, opts, &spends, &stored_now(&books), stop, (asked, reused, faults, fit_failed))
+    finish(
+        cfg,
+        &panel,
+        &trusted,
+        opts,
+        &spends,
+        &stored_now(&books),
+        stop,
+        (asked, reused, faults, fit_failed),
+        overrun,
+    )
 }
 
 /// The panel's verdicts as the fit takes them: per judge, its valid verdicts.
@@ -735,7 +754,32 @@ fn finish(
     stored: &[Vec<StoredVerdict>],
     stop: StopReason,
     (asked, reused, faults, fit_failed): (usize, usize, Faults, Option<crate::model::FitError>),
+    (overrun, factor): (crate::store::budget::Overrun, f64),
 ) -> Result<PanelRunResult, RunError> {
+    // The overrun of this invocation, with the token counts of the judges that passed a bound
+    // (each judge's own `max_tokens`: named when one judge did).
+    let over: Vec<(String, crate::judge::JudgeStats)> = panel
+        .member_stats()
+        .into_iter()
+        .filter_map(|(name, st)| st.map(|st| (name, st)))
+        .filter(|(_, st)| st.above_max_tokens > 0 || st.above_prompt_bound > 0)
+        .collect();
+    let merged = over.iter().map(|(_, st)| st).fold(None::<crate::judge::JudgeStats>, |acc, st| {
+        Some(match acc {
+            None => st.clone(),
+            Some(mut m) => {
+                m.above_max_tokens += st.above_max_tokens;
+                m.above_prompt_bound += st.above_prompt_bound;
+                m.most_completion_tokens = m.most_completion_tokens.max(st.most_completion_tokens);
+                m.most_prompt_tokens = m.most_prompt_tokens.max(st.most_prompt_tokens);
+                m.max_tokens = if m.max_tokens == st.max_tokens { m.max_tokens } else { None };
+                m
+            }
+        })
+    });
+    let overrun = crate::report::result::overrun_report(overrun, factor, merged.as_ref());
+    let overrun_judges: Vec<String> =
+        if overrun.is_some() { over.into_iter().map(|(name, _)| name).collect() } else { Vec::new() };
     let dir = &cfg.run_dir;
     let groups = groups(cfg, stored, trusted);
     let acq = &cfg.raw.acquisition;
@@ -810,8 +854,11 @@ fn finish(
     let names = |b: &[usize]| b.iter().map(|&i| cfg.pool.bases[i].clone()).collect::<Vec<_>>();
     let gold_topk = gold.as_ref().map(|g| names(&crate::model::membership::point_topk(g, cfg.raw.k)));
     let certified = certified_of(&fit, cfg.raw.k);
-    let folder = crate::store::books::folder_spend(dir)?;
+    let folder_books = crate::store::books::folder_books(dir)?;
+    let folder = folder_books.total();
     let result = PanelRunResult {
+        overrun,
+        overrun_judges,
         name: cfg.raw.name.clone(),
         topk: names(&top),
         topk_tied: names(&tied),
@@ -832,7 +879,7 @@ fn finish(
             possibly_billed: folder.possibly_billed,
             possibly_billed_usd: folder.possibly_billed_usd,
             in_open_batch_job: None,
-            fingerprint_usd: 0.0,
+            fingerprint_usd: folder_books.fingerprint.total_usd(),
             gate_trusted_usd: 0.0,
             max_usd: cfg.raw.budget.max_usd,
         },
@@ -848,8 +895,11 @@ fn finish(
         .failing
         .map(|message| RunError::JudgeFailing { message })
         .or_else(|| {
-            // A panel keeps no per-judge token counts of its overruns.
-            let cause = (result.asked_now > 0).then(|| "a judge billed more than its worst case: more prompt tokens than the prompt has bytes, or more completion tokens than max_tokens".to_string());
+            let cause = match (&result.overrun, result.overrun_judges.as_slice()) {
+                (Some(o), []) => Some(o.cause()),
+                (Some(o), names) => Some(format!("{} ({})", o.cause(), names.join(", "))),
+                (None, _) => (result.asked_now > 0).then(|| "a judge billed more than its worst case: more prompt tokens than the prompt has bytes, or more completion tokens than max_tokens".to_string()),
+            };
             RunError::above_max_usd(cause, result.folder_spend.spend_usd, cfg.raw.budget.max_usd)
         });
     super::conclude(result, |r| summary_text(r, dir), cfg, opts, stop, fit_failed, after)
@@ -920,6 +970,15 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
     if let Some(m) = &r.stop_message {
         t.push_str(&format!("  stopped because {m}\n"));
     }
+    if let Some(o) = &r.overrun {
+        let who = match r.overrun_judges.as_slice() {
+            [] => String::new(),
+            [one] => format!(" (judge {one})"),
+            many => format!(" (judges {})", many.join(", ")),
+        };
+        let line = crate::report::summary::overrun_line(o);
+        t.push_str(&format!("  {}\n", line.replacen("overrun: ", &format!("overrun{who}: "), 1)));
+    }
     for j in &r.judges {
         t.push_str(&format!(
             "  {}{}: {}{}, ${:.6} ({})\n",
@@ -932,8 +991,12 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
         ));
     }
     if others {
+        let parts =
+            crate::report::summary::other_spend_parts(f.other_usd, f.fingerprint_usd, f.gate_trusted_usd, &|x| {
+                format!("${x:.6}")
+            });
         t.push_str(&format!(
-            "  other books of this folder: ${:.6} (verdicts of earlier configurations or renamed judges, a gate; counted against max_usd, not fitted): ${:.6} in all{}\n",
+            "  other books of this folder: ${:.6} ({parts}; counted against max_usd, not fitted): ${:.6} in all{}\n",
             f.other_usd,
             f.spend_usd,
             of_max()

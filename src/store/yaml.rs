@@ -134,6 +134,21 @@ fn serde_type_message(msg: &str) -> Option<String> {
 /// What is written at the parser's location, in words: "a list", "a mapping", or the value in
 /// quotes; a value on the lines below its key is a list when they start with `- `.
 fn found_at(text: &str, msg: &str) -> Option<String> {
+    // `key:` alone on its line, with the lines below not indented further: its value is empty
+    // (the keys meant for it are its siblings), not the mapping those lines look like.
+    if let Some((line, _)) = location(msg)
+        && let Some(l) = text.lines().nth(line.saturating_sub(1))
+    {
+        let indent = |s: &str| s.len() - s.trim_start().len();
+        let bare = l.split(" #").next().unwrap_or(l).trim_end();
+        let next = text.lines().skip(line).find(|n| !n.trim().is_empty() && !n.trim_start().starts_with('#'));
+        if bare.ends_with(':') && !bare.trim_start().starts_with("- ") && next.is_none_or(|n| indent(n) <= indent(l)) {
+            return Some(format!(
+                "nothing: `{}` has no value (the lines below it are not indented further than it)",
+                bare.trim()
+            ));
+        }
+    }
     match value_at(text, msg) {
         Some(v) if v.starts_with('[') || v.starts_with("- ") || v == "-" => Some("a list".into()),
         Some(v) if v.starts_with('{') || v.ends_with(':') || v.contains(": ") => Some("a mapping".into()),
@@ -526,6 +541,32 @@ mod tests {
         let m = e("trusted: 0\n");
         assert!(m.starts_with("line 1 column 10 (key `trusted`): expected true or false, found \"0\""), "{m}");
         assert!(!m.contains("invalid boolean"), "{m}");
+    }
+
+    /// A key whose lines below are not indented under it has no value: said so, not "found a
+    /// mapping".
+    #[test]
+    fn a_key_without_its_indented_block_is_said_to_be_empty() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct O {
+            base_url: String,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct J {
+            openai: O,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct C {
+            judge: J,
+        }
+        let e = from_str::<C>("judge:\n    openai:\n    base_url: http://x\n").unwrap_err().0;
+        assert!(
+            e.contains("found nothing: `openai:` has no value (the lines below it are not indented further than it)"),
+            "{e}"
+        );
     }
 
     #[test]
