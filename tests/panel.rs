@@ -590,9 +590,14 @@ fn fit_panel_does_not_anchor_on_a_trusted_judge_without_signal() {
     assert!(out.status.success(), "{}", text(&out));
     let printed = stdout(&out);
     assert!(
-        printed.contains("identification: tier is marked trusted but cannot anchor the other judges' c: it called a tie in 100 % of its 48 verdicts (no signal)"),
+        printed.contains("identification: tier is marked trusted but cannot anchor the other judges' c: it called a tie in 100 % of its 48 verdicts (no signal); read the panel as one without a trusted judge: "),
         "{printed}"
     );
+    // Each c said by its own profile, as without a trusted judge (the line said "only the
+    // differences are identified" of c's whose profiles the verdicts curve).
+    let line = printed.lines().find(|l| l.starts_with("identification: tier")).unwrap();
+    assert!(line.contains("identified (by the verdicts) words of cheap ("), "{line}");
+    assert!(!line.contains("where only the differences"), "{line}");
     assert!(!printed.contains("prefers a different answer"), "{printed}");
 }
 

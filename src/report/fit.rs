@@ -214,10 +214,21 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
     let (identified, selected) = (listed(&|r| informed(r)), listed(&|r| !informed(r)));
     let weak = p.judges.iter().find(|j| j.trusted).zip(out.weak_anchor.as_ref()).map(|(j, why)| (j.name.clone(), why));
     if let (Some((t, why)), false) = (&weak, entries.is_empty()) {
+        // Read as a panel without a trusted judge: a c whose profile the verdicts curve (over
+        // systems, lengths that vary within a system) is identified all the same.
+        let mut parts = Vec::new();
+        if !identified.is_empty() {
+            parts.push(format!("identified (by the verdicts) {identified}"));
+        }
+        if !selected.is_empty() {
+            parts.push(format!(
+                "prior-selected, where only the differences between the judges' c are identified: {selected}"
+            ));
+        }
         let _ = writeln!(
             text,
-            "identification: {t} is marked trusted but cannot anchor the other judges' c: {why}; read the panel as one without a trusted judge, where only the differences between the judges' c are identified (profile likelihood: {})",
-            entries.iter().map(|(w, r)| format!("{w} {}", super::table::fmt_nats(*r))).collect::<Vec<_>>().join(", ")
+            "identification: {t} is marked trusted but cannot anchor the other judges' c: {why}; read the panel as one without a trusted judge: {}",
+            parts.join("; ")
         );
     } else if !entries.is_empty() {
         let relative = trusted.as_ref().map(|t| format!(", relative to {t} (trusted: no c)")).unwrap_or_default();

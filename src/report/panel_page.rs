@@ -159,9 +159,9 @@ fn content(r: &PanelResultDoc) -> Content {
             "identification: every other judge's ĉ is identified relative to the trusted judge `{t}` where its profile is curved (docs/model.md §8)"
         ),
         (Some(t), Some(why)) => format!(
-            "identification: the trusted judge `{t}` cannot anchor the other judges' ĉ ({why}); only differences between the judges' c are identified (docs/model.md §8)"
+            "identification: the trusted judge `{t}` cannot anchor the other judges' ĉ ({why}); where a covariate moves with quality only differences between the judges' c are identified; each judge's profile likelihood says which ĉ the verdicts inform (docs/model.md §8)"
         ),
-        (None, _) => "identification: no trusted judge, so only differences between the judges' c are identified, not each c (docs/model.md §8)".into(),
+        (None, _) => "identification: no trusted judge, so where a covariate moves with quality only differences between the judges' c are identified, not each c; each judge's profile likelihood says which ĉ the verdicts inform (docs/model.md §8)".into(),
     });
     let reference = f.judges.iter().find(|j| j.reference).map_or("–", |j| j.name.as_str());
     facts.push(format!("θ̂ is in the logits of the scale reference `{reference}` (ŝ = 1)"));
