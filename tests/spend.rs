@@ -244,6 +244,23 @@ fn queries_waiting_for_the_judges_own_slot_are_held_after_an_overrun() {
     assert_eq!(r["stop_reason"].as_str(), Some("max_usd"), "{}", r["stop_reason"]);
 }
 
+/// A query waiting for its rate limit (`requests_per_minute: 120`: one request every 0.5 s)
+/// when a reply comes back billed far above its reservation is not sent at its old reservation
+/// (before: it left once its turn came, 5 requests for $0.2057 against max_usd $0.05 in a user's
+/// try).
+#[test]
+fn a_query_waiting_for_its_rate_limit_is_not_sent_after_an_overrun() {
+    let fake = billing(200_000);
+    fake.set_delay_ms(50);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg =
+        live(dir.path(), "rpm", &fake.base_url, "    requests_per_minute: 120\n", "  concurrency: 8\n", "  max_usd: 0.05\n");
+    let out = run(dir.path(), &cfg);
+    let b = booked(&dir.path().join("runs/rpm"));
+    assert_eq!(fake.billed().len(), 1, "{}", text(&out));
+    assert!((bill(&fake) - b.usd).abs() < 1e-12, "booked at the usage the replies report");
+}
+
 /// Re-asks and retries are paid attempts of one query: once what a query has spent leaves less
 /// than one attempt's worst case of its reservation, it is not asked again. A provider billing
 /// 5,000 completion tokens (`max_tokens: 64`) per reply, `max_invalid_retries: 2`, 4 in flight,
@@ -343,12 +360,22 @@ fn audit_and_gate_need_a_budget_and_audit_enforces_it_in_flight() {
     let per_reply = (100.0 * PRICE_IN + 1280.0 * PRICE_OUT) / 1e6;
     println!("{}\nbill ${:.6}, books {b:?}", text(&out), bill(&fake));
     assert!((bill(&fake) - b.usd).abs() < 1e-12);
-    assert_eq!(fake.billed().len(), 8, "no request after the 8 in flight at the first overrun");
+    // At most the 8 in flight at the first overrun: one whose request had not left by then (a
+    // busy machine) goes back unsent, to be reserved again at the raised worst case.
+    let n = fake.billed().len();
+    assert!((1..=8).contains(&n), "no request after the 8 in flight at the first overrun: {n}");
     assert!(b.usd > max && b.usd <= max + 8.0 * per_reply, "past max_usd only by the 8 in flight: {}", b.usd);
     // The counts add up, the overrun is named, and a probe the budget held back is not called failed.
     let t = text(&out);
-    assert!(t.contains("queries: 40 (8 new, 0 cached, 0 failed, 32 not sent: budget.max_usd reached)"), "{t}");
-    assert!(t.contains("overrun: 8 replies cost $") && t.contains("and 32 queries were not sent"), "{t}");
+    assert!(
+        t.contains(&format!("queries: 40 ({n} new, 0 cached, 0 failed, {} not sent: budget.max_usd reached)", 40 - n)),
+        "{t}"
+    );
+    assert!(
+        t.contains(&format!("overrun: {n} repl{} cost $", if n == 1 { "y" } else { "ies" }))
+            && t.contains(&format!("and {} queries were not sent", 40 - n)),
+        "{t}"
+    );
     assert!(t.contains("first: not sent, budget.max_usd has no room for it") && !t.contains("not queried"), "{t}");
     // The older spelling still works, once.
     let out = audit(&format!("max_usd: {max}\nbudget: {{max_usd: {max}}}\n"));

@@ -607,12 +607,17 @@ pub trait Judge: JudgeInfo {
     /// (judges that send nothing) does nothing.
     fn stop_sending(&self) {}
 
-    /// Hold (`true`) or release the calls not on the wire yet: while held, a call that gets its
-    /// slot (behind the judge's own `concurrency` or rate limits) ends unsent and unbilled
-    /// ([`JudgeError::NotSent`]), to be reserved again. The dispatcher holds from a reply that
-    /// cost more than its reservation until that reply is booked (docs/live.md, "Overruns"). The
-    /// default (judges that bill nothing beyond their reservations) does nothing.
-    fn hold_sending(&self, _held: bool) {}
+    /// A reply cost more than its reservation, so every reservation made before is too low: a
+    /// query begun before this call does not send another request (one waiting for a rate
+    /// limit, a concurrency slot or a retry's backoff ends unsent, [`JudgeError::NotSent`], to
+    /// be reserved again at the raised worst case; docs/live.md, "Overruns"). The default
+    /// (judges that bill nothing beyond their reservations) does nothing.
+    fn reservations_raised(&self) {}
+
+    /// Whether [`Judge::stop_sending`] was called (a query it ends unsent is not asked again).
+    fn sending_stopped(&self) -> bool {
+        false
+    }
 
     /// The judge's own limits on requests in flight, one per lane (`None`: no limit): an API
     /// judge's `concurrency`, a panel's per member. Empty (the default): one lane, no limit.

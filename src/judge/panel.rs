@@ -68,8 +68,11 @@ impl Judge for Named {
     fn stop_sending(&self) {
         self.judge.stop_sending();
     }
-    fn hold_sending(&self, held: bool) {
-        self.judge.hold_sending(held);
+    fn reservations_raised(&self) {
+        self.judge.reservations_raised();
+    }
+    fn sending_stopped(&self) -> bool {
+        self.judge.sending_stopped()
     }
     fn lane_limits(&self) -> Vec<Option<usize>> {
         self.judge.lane_limits()
@@ -175,10 +178,14 @@ impl Judge for PanelJudge {
         }
     }
 
-    fn hold_sending(&self, held: bool) {
+    fn reservations_raised(&self) {
         for m in &self.members {
-            m.judge.hold_sending(held);
+            m.judge.reservations_raised();
         }
+    }
+
+    fn sending_stopped(&self) -> bool {
+        self.members.iter().any(|m| m.judge.sending_stopped())
     }
 
     /// One lane per member: its own limit.

@@ -389,8 +389,9 @@ impl<T: Send + 'static> Flying<T> {
         if over {
             self.overruns += 1;
             self.held = true;
-            // And the calls waiting inside the judge for its own slot: not on the wire yet.
-            self.judge.hold_sending(true);
+            // And the queries inside the judge not on the wire (waiting for a rate limit or a
+            // retry): reserved at the old worst case, they go back unsent.
+            self.judge.reservations_raised();
         }
         over
     }
@@ -541,7 +542,6 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
     pub fn release(&mut self) {
         let mut f = self.flying();
         f.held = false;
-        f.judge.hold_sending(false);
         f.launch(&self.flying);
     }
 
@@ -927,6 +927,15 @@ impl<T: Clone + Send + 'static> Dispatcher<T> {
                 Ok(done) => {
                     for s in done {
                         let f = s.settle_in(budget);
+                        // Not sent because an overrun raised its worst case while it waited (a
+                        // rate limit, a slot): reserved again, unless sending has stopped.
+                        if matches!(f.outcome, DispatchOutcome::Failed(crate::judge::JudgeError::NotSent { .. }))
+                            && sending
+                            && !self.judge.sending_stopped()
+                        {
+                            retry.push_back((f.pool, f.a, f.b, f.tag));
+                            continue;
+                        }
                         if each(&f) == Flow::Stop {
                             sending = false;
                         }

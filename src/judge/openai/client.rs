@@ -82,8 +82,14 @@ pub struct OpenAiJudge {
     broken_text: std::sync::Arc<AtomicU64>,
     /// Set by [`Judge::stop_sending`]: no call leaves after it.
     pub(super) stop: retry::StopSending,
-    /// Set while [`Judge::hold_sending`] holds: a call that gets its slot meanwhile leaves unsent.
-    hold: std::sync::atomic::AtomicBool,
+    /// Replies billed above their reservations so far ([`Judge::reservations_raised`], and
+    /// replies this judge saw cost more than any before relative to their worst case): a call of
+    /// a query begun before the last of them is not sent (its reservation is too low).
+    overruns: AtomicU64,
+    /// The highest cost of a reply relative to its attempt's worst case seen (f64 bits; 1 at
+    /// first): a reply above it is an overrun this judge tells its waiting calls of at once,
+    /// before its slot goes to the next call.
+    most_over: AtomicU64,
     /// The credentials inside `base_url`, redacted from every message ([`secret::url_secrets`]).
     url_secrets: Vec<String>,
     /// Where requests go: `base_url` split into its bare URL, query and HTTP Basic credentials.
@@ -172,7 +178,8 @@ impl OpenAiJudge {
             soft_fallbacks: Mutex::new(BTreeMap::new()),
             broken_text,
             stop: retry::StopSending::default(),
-            hold: std::sync::atomic::AtomicBool::new(false),
+            overruns: AtomicU64::new(0),
+            most_over: AtomicU64::new(1f64.to_bits()),
             url_secrets: secret::url_secrets(&info.cfg.base_url),
             target,
             info,
@@ -204,8 +211,15 @@ impl OpenAiJudge {
         ctr.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// One HTTP call: a slot among the requests in flight, the rate limits, the request.
-    async fn call(&self, body: &Value, est_tokens: u64) -> Result<ChatReply, CallError> {
+    /// One HTTP call: a slot among the requests in flight, the rate limits, the request. A query
+    /// begun at `overruns_at_start` ([`OpenAiJudge::overruns`]) whose reservation an overrun has
+    /// raised since is not sent.
+    async fn call(
+        &self,
+        body: &Value,
+        est_tokens: u64,
+        (overruns_at_start, attempt_worst): (u64, f64),
+    ) -> Result<ChatReply, CallError> {
         let slot = self.in_flight.acquire().await;
         let waited = self.limits.acquire(est_tokens).await.map_err(|e| CallError {
             usage: None,
@@ -216,9 +230,10 @@ impl OpenAiJudge {
         })?;
         self.counters.rate_limit_wait_ms.fetch_add(waited.as_millis() as u64, Ordering::Relaxed);
         // Checked once the slot and the rate limits are had, just before the request leaves: a
-        // call that waited for them (behind this judge's own `concurrency`) while a reply came
-        // back above its reservation was reserved too low, and goes back unsent.
-        let held = self.hold.load(Ordering::SeqCst);
+        // query that waited for them (a rate limit, a concurrency cut after 429s, a retry's
+        // backoff) while a reply came back above its reservation was reserved too low, and goes
+        // back unsent, to be reserved again at the raised worst case.
+        let held = self.overruns.load(Ordering::SeqCst) != overruns_at_start;
         if self.stop.stopped() || held {
             slot.finish(concurrency::CallOutcome::Other);
             return Err(CallError {
@@ -253,6 +268,27 @@ impl OpenAiJudge {
                 ChatReply::from_value(&v)
             }
         };
+        // A reply costing more than any before relative to its worst case raises the worst case
+        // of every reservation: the calls waiting for this slot (or a rate limit) must not leave
+        // at the old one, so they are told before the slot is released.
+        let usage = match &res {
+            Ok(r) => r.usage,
+            Err(e) => e.usage,
+        };
+        if let Some(u) = usage
+            && attempt_worst > 0.0
+        {
+            let ratio = self.info.price.cost_usd(&u) / attempt_worst;
+            let raised = self
+                .most_over
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |m| {
+                    (ratio > f64::from_bits(m) * (1.0 + 1e-9)).then(|| ratio.to_bits())
+                })
+                .is_ok();
+            if raised {
+                self.overruns.fetch_add(1, Ordering::SeqCst);
+            }
+        }
         slot.finish(match &res {
             Ok(_) => concurrency::CallOutcome::Success,
             Err(e) if e.kind == CallErrorKind::RateLimited => concurrency::CallOutcome::RateLimited,
@@ -484,6 +520,8 @@ impl OpenAiJudge {
 
     async fn judge_query(&self, pool: &Pool, a: usize, b: usize) -> Result<JudgeReply, JudgeError> {
         let t0 = Instant::now();
+        // Its reservation was made at the worst case as of now.
+        let overruns_at_start = self.overruns.load(Ordering::SeqCst);
         let (ida, idb, q) = self.rendered(pool, a, b)?;
         let est = q.prompt.token_estimate(self.info.cfg.bytes_per_token) + u64::from(self.info.cfg.max_tokens);
         if q.over_context {
@@ -541,7 +579,7 @@ impl OpenAiJudge {
                 &self.stop,
                 || async {
                     attempts.fetch_add(1, Ordering::Relaxed);
-                    match self.call(&body, est).await {
+                    match self.call(&body, est, (overruns_at_start, attempt_worst)).await {
                         Ok(r) => {
                             slots.fetch_sub(1, Ordering::Relaxed);
                             Ok(r)
@@ -1064,8 +1102,12 @@ impl Judge for OpenAiJudge {
         self.stop.stop();
     }
 
-    fn hold_sending(&self, held: bool) {
-        self.hold.store(held, Ordering::SeqCst);
+    fn sending_stopped(&self) -> bool {
+        self.stop.stopped()
+    }
+
+    fn reservations_raised(&self) {
+        self.overruns.fetch_add(1, Ordering::SeqCst);
     }
 
     fn lane_limits(&self) -> Vec<Option<usize>> {
