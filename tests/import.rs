@@ -413,6 +413,17 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     );
     assert_eq!(rec[2]["strong_preference"], true);
     topk_judge::judge::replay::Recording::read(&out).unwrap();
+    // A --baseline given with a surrounding space names the same system (as names in the lines
+    // are trimmed): the same recording.
+    let spaced = d.join("ah_spaced.jsonl");
+    import(
+        d,
+        &["--judgments", "arena_hard", "--baseline", "gpt-4-0314 "],
+        &[bench("arena_hard/judgments/gpt-4-0613.jsonl")],
+        &spaced,
+    )
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&spaced).unwrap(), std::fs::read_to_string(&out).unwrap());
     // A game that is not an object, or has no score, is named by line (it was read as an invalid
     // verdict); a null score stays an invalid verdict, as above.
     for (games, said) in [

@@ -253,8 +253,14 @@ fn a_query_waiting_for_its_rate_limit_is_not_sent_after_an_overrun() {
     let fake = billing(200_000);
     fake.set_delay_ms(50);
     let dir = tempfile::tempdir().unwrap();
-    let cfg =
-        live(dir.path(), "rpm", &fake.base_url, "    requests_per_minute: 120\n", "  concurrency: 8\n", "  max_usd: 0.05\n");
+    let cfg = live(
+        dir.path(),
+        "rpm",
+        &fake.base_url,
+        "    requests_per_minute: 120\n",
+        "  concurrency: 8\n",
+        "  max_usd: 0.05\n",
+    );
     let out = run(dir.path(), &cfg);
     let b = booked(&dir.path().join("runs/rpm"));
     assert_eq!(fake.billed().len(), 1, "{}", text(&out));

@@ -268,7 +268,7 @@ fn read_arena_hard(path: &Path, baseline: &str, c: &mut Collected) -> Result<(),
         let judge = field(&v, "judge", path, line, EXPECTED)?;
         let base = match v.get("baseline") {
             Some(Value::String(b)) => b.trim(),
-            _ => baseline,
+            _ => baseline.trim(),
         };
         if model == base {
             c.skip("self-comparison");

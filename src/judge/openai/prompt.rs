@@ -80,6 +80,9 @@ pub struct PromptTemplate {
     env: Environment<'static>,
     has_user_block: bool,
     has_system_block: bool,
+    /// Whether an expression or statement of the template names `task` (the template language's
+    /// own list of variables misses one used only through a slice).
+    names_task: bool,
     source: String,
 }
 
@@ -218,7 +221,8 @@ impl PromptTemplate {
                 "a `system` block without a `user` block: the whole text would be sent as one user message, the system block's text inside it; put the rest of the prompt in `{% block user %}…{% endblock %}`".into(),
             ));
         }
-        let me = Self { path: path.to_owned(), env, has_user_block, has_system_block, source };
+        let names_task = vars.contains("task") || tags_name(&source, "task");
+        let me = Self { path: path.to_owned(), env, has_user_block, has_system_block, names_task, source };
         // What the judge is sent must hold both answers: a name in the source is not enough
         // (used after the `user` block, in an empty block, under a condition that is false).
         // Short and long answers both, as a condition may test an answer's length.
@@ -259,9 +263,12 @@ impl PromptTemplate {
                 )));
             }
         }
-        if whole != other_whole && sent == other_sent {
+        // The template names the task (in an expression or a statement: a slice, a filter, a
+        // condition) but what is sent does not change with it: the judge would not see it.
+        if (whole != other_whole || self.names_task) && sent == other_sent {
             return Err(err(format!(
-                "the rendered prompt does not contain {{{{ task }}}}: it is {not_sent}; the judge would not see the task or source text"
+                "the rendered prompt does not contain {{{{ task }}}}: it is {}; the judge would not see the task or source text",
+                if whole != other_whole { not_sent } else { never_shown }
             )));
         }
         // The model's position effect κ is the first-shown answer's: `answer_a` must come first.
@@ -349,6 +356,31 @@ impl PromptTemplate {
         };
         Ok((cap.output().to_owned(), RenderedPrompt { system, user: user.trim().to_owned() }))
     }
+}
+
+/// Whether `name` stands as a word inside a `{{ … }}` or `{% … %}` tag of `source` (not in its
+/// plain text, nor in a comment).
+fn tags_name(source: &str, name: &str) -> bool {
+    let mut rest = source;
+    while let Some(open) = rest.find(['{']) {
+        let after = &rest[open + 1..];
+        let close = match after.chars().next() {
+            Some('{') => "}}",
+            Some('%') => "%}",
+            _ => {
+                rest = after;
+                continue;
+            }
+        };
+        let Some(end) = after[1..].find(close) else { return false };
+        let inside = &after[1..1 + end];
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        if inside.split(|c: char| !word(c)).any(|w| w == name) {
+            return true;
+        }
+        rest = &after[1 + end + close.len()..];
+    }
+    false
 }
 
 /// The template's variables for one query (docs/model.md §4): the task, the answer shown first
@@ -557,6 +589,17 @@ mod tests {
         assert!(e.contains("does not contain {{ task }}") && e.contains("the task or source text"), "{e}");
         let t = tmpl("{% block user %}{{ task[:3] }}| A: {{ answer_a }} B: {{ answer_b }}{% endblock %}").unwrap();
         assert_eq!(t.render("article", "a", "b").unwrap().user, "art| A: a B: b");
+        // The task named where its text is never shown (its length, an empty slice, a false
+        // condition): refused, as an answer is; the word "task" in plain text is not a use.
+        for src in [
+            "{{ task|length }} A: {{ answer_a }} B: {{ answer_b }}",
+            "{{ task[:0] }} A: {{ answer_a }} B: {{ answer_b }}",
+            "{% if false %}{{ task }}{% endif %} A: {{ answer_a }} B: {{ answer_b }}",
+        ] {
+            let e = tmpl(src).unwrap_err().to_string();
+            assert!(e.contains("does not contain {{ task }}") && e.contains("never shown"), "{src}: {e}");
+        }
+        tmpl("Do the task well. {# task #} A: {{ answer_a }} B: {{ answer_b }}").unwrap();
         // A global function of the template language is not an unknown variable.
         let t = tmpl("{{ answer_a }} {{ answer_b }}{% for i in range(2) %}.{% endfor %}").unwrap();
         assert_eq!(t.render("t", "a", "b").unwrap().user, "a b..");
