@@ -141,15 +141,21 @@ fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
     let first = o["in_flight_at_first"].as_u64().unwrap();
     assert_eq!(first, 16);
     assert!(b.usd <= max + first as f64 * (per_reply - least) + 1e-12, "the stated bound holds: {}", b.usd);
-    assert_eq!(fake.billed().len() as u64, first, "nothing was sent after the first overrun");
-    assert_eq!(o["replies"].as_u64(), Some(16));
+    // Nothing was sent after the first overrun: at most the 16 in flight (on a busy machine a
+    // request that had not left when the first reply came back goes back unsent).
+    let n = fake.billed().len() as u64;
+    assert!((1..=first).contains(&n), "{n} sent, {first} in flight at the first overrun");
+    assert_eq!(o["replies"].as_u64(), Some(n));
     assert_eq!(
         (o["above_max_tokens"].as_u64(), o["most_completion_tokens"].as_u64(), o["max_tokens"].as_u64()),
-        (Some(16), Some(1280), Some(64))
+        (Some(n), Some(1280), Some(64))
     );
     assert!(o["worst_case_factor"].as_f64().unwrap() > 4.0);
     assert!(
-        text(&out).contains("overrun: 16 replies billed above max_tokens 64 (up to 1280 completion tokens)"),
+        text(&out).contains(&format!(
+            "overrun: {n} repl{} billed above max_tokens 64 (up to 1280 completion tokens)",
+            if n == 1 { "y" } else { "ies" }
+        )),
         "{}",
         text(&out)
     );
@@ -209,12 +215,13 @@ fn a_reply_above_its_reservation_holds_the_picks_written_ahead() {
         // The books end above max_usd: the run fails (exit code 1) after writing its result.
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         assert!(text(&out).contains("above budget.max_usd $0.0500"), "{}", text(&out));
-        assert_eq!(fake.billed().len() as u64, c, "only the {c} on the wire at the first overrun are sent");
+        let n = fake.billed().len() as u64;
+        assert!((1..=c).contains(&n), "only the {c} on the wire at the first overrun are sent: {n}");
         // The requests sent and not settled at the first overrun, not the picks written ahead.
         assert_eq!(r["overrun"]["in_flight_at_first"].as_u64(), Some(c), "{}", r["overrun"]);
         assert!((bill(&fake) - b.usd).abs() < 1e-12, "booked at the usage the replies report");
         let per_reply = (100.0 * PRICE_IN + 200_000.0 * PRICE_OUT) / 1e6;
-        assert!((b.usd - c as f64 * per_reply).abs() < 1e-9, "{} replies at ${per_reply}: {}", c, b.usd);
+        assert!((b.usd - n as f64 * per_reply).abs() < 1e-9, "{n} replies at ${per_reply}: {}", b.usd);
         assert!(r["stop_reason"].as_str() == Some("max_usd"), "{}", r["stop_reason"]);
         let intents = lines(&runs.join("intents.jsonl"));
         let taken_back =
@@ -242,6 +249,29 @@ fn queries_waiting_for_the_judges_own_slot_are_held_after_an_overrun() {
     assert!((bill(&fake) - b.usd).abs() < 1e-12, "booked at the usage the replies report");
     let r = json(&runs.join("result.json"));
     assert_eq!(r["stop_reason"].as_str(), Some("max_usd"), "{}", r["stop_reason"]);
+}
+
+/// A resumed run reserves at the worst case its provider's stored replies have shown, its
+/// fingerprint check's re-asks too: they were reserved at the configured worst case and sent at
+/// once (the folder reached $0.4114 against `--max-usd 0.4` in a user's try).
+#[test]
+fn a_resume_reserves_at_the_worst_case_its_stored_replies_showed() {
+    let fake = billing(200_000);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = live(dir.path(), "carry", &fake.base_url, "", "  concurrency: 2\n", "  max_usd: 0.05\n");
+    let yaml = std::fs::read_to_string(&cfg).unwrap().replace("      queries: 0\n", "      queries: 4\n");
+    std::fs::write(&cfg, yaml).unwrap();
+    let out = run(dir.path(), &cfg);
+    assert_eq!(out.status.code(), Some(1), "the first run overruns: {}", text(&out));
+    let runs = dir.path().join("runs/carry");
+    let first = booked(&runs).usd;
+    // Room for 2.5 replies at what they cost: 4 re-asks at the configured worst case fit in it.
+    let per_reply = (100.0 * PRICE_IN + 200_000.0 * PRICE_OUT) / 1e6;
+    let max = first + 2.5 * per_reply;
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--max-usd", &format!("{max}")]);
+    // What the server billed over both runs (the fingerprint's re-asks included).
+    assert!(bill(&fake) <= max + 1e-12, "billed {} > max_usd {max}: {}", bill(&fake), text(&out));
+    assert!(text(&out).contains("re-asked stored verdicts changed"), "the check ran: {}", text(&out));
 }
 
 /// A query waiting for its rate limit (`requests_per_minute: 120`: one request every 0.5 s)
@@ -293,10 +323,11 @@ fn a_query_past_its_reservation_is_not_asked_again() {
         let b = booked(&dir.path().join("runs/reask"));
         println!("server_error={server_error}: {} requests, books {b:?}\n{}", fake.billed().len(), text(&out));
         // One request per query; a fifth query may leave at the raised worst case when the
-        // first reply settled has the longest prompt (the smallest raise), never a re-ask.
+        // first reply settled has the longest prompt (the smallest raise), never a re-ask; on a
+        // busy machine one of the 4 whose request had not left by the first overrun goes back.
         let n = fake.billed().len();
         assert_eq!(n, b.verdicts + b.failed, "one attempt per query");
-        assert!(n == 4 || n == 5, "{n}");
+        assert!((1..=5).contains(&n), "{n}");
         assert!((bill(&fake) - b.usd).abs() < 1e-12 && (b.usd - n as f64 * per_reply).abs() < 1e-9, "{b:?}");
         if server_error {
             assert!(
@@ -370,7 +401,7 @@ fn audit_and_gate_need_a_budget_and_audit_enforces_it_in_flight() {
     // busy machine) goes back unsent, to be reserved again at the raised worst case.
     let n = fake.billed().len();
     assert!((1..=8).contains(&n), "no request after the 8 in flight at the first overrun: {n}");
-    assert!(b.usd > max && b.usd <= max + 8.0 * per_reply, "past max_usd only by the 8 in flight: {}", b.usd);
+    assert!(b.usd <= max + 8.0 * per_reply, "past max_usd only by the 8 in flight: {}", b.usd);
     // The counts add up, the overrun is named, and a probe the budget held back is not called failed.
     let t = text(&out);
     assert!(

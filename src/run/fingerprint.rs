@@ -238,6 +238,8 @@ pub async fn check(
     }
     let max_usd = cfg.raw.budget.max_usd.filter(|_| judge.has_price());
     let (mut budget, _) = Budget::for_folder(dir, None, max_usd, 0)?;
+    // Re-asks reserved at the worst case the judge's stored replies have shown.
+    budget.carry_factor(queries.carried_factor(&records));
     let pool = Arc::new(cfg.pool.clone());
     let prefix = format!("fingerprint {session}: ");
     // A check stopped before it was recorded (a kill, Ctrl-C) left its replies in the books

@@ -192,12 +192,13 @@ impl<'a> Driver<'a> {
         let stored = queries.stored_verdicts(books.log().records(), cfg.raw.model.strong_preference_weight);
         // budget.max_usd bounds everything the folder's books hold: this judge's, earlier
         // configs' and a gate's trusted judge's.
-        let (budget, _) = Budget::for_folder(
+        let (mut budget, _) = Budget::for_folder(
             &cfg.run_dir,
             cfg.raw.budget.max_comparisons,
             cfg.raw.budget.max_usd,
             stored.len() as u64,
         )?;
+        budget.carry_factor(queries.carried_factor(books.log().records()));
         let acq = &cfg.raw.acquisition;
         // A batch round is a wait-for-batch round of `round_size`, all sent at once.
         let (every, concurrency) = match acq.dispatch {

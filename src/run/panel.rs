@@ -270,8 +270,9 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     // Verdicts of a judge's configuration from a single-judge run in this folder (`judge:` or a
     // list of one) carry the judge's own key, not the panel's: said, not reused.
     let reused: usize = stored.iter().map(Vec::len).sum();
-    let (budget, _) =
+    let (mut budget, _) =
         Budget::for_folder(&cfg.run_dir, cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, reused as u64)?;
+    budget.carry_factor(queries.iter().map(|q| q.carried_factor(books.log().records())).fold(1.0, f64::max));
     // The folder's other books (earlier configurations, a single-judge run): in the budget, not
     // in the panel's own spend that panel_fits.jsonl records.
     let own_at_start: f64 = queries.iter().map(|q| books.spend(&|k: &str| q.contains_key(k)).total_usd()).sum();

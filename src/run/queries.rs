@@ -248,6 +248,21 @@ impl<'a> RunQueries<'a> {
             .collect()
     }
 
+    /// The largest cost of this run's records among `records` relative to their queries' worst
+    /// case, at least 1: above 1 when its provider billed past the worst case in an earlier run
+    /// ([`crate::store::budget::Budget::carry_factor`]). Only a judge with a price has one.
+    pub fn carried_factor(&self, records: &[VerdictRecord]) -> f64 {
+        if !self.judge.has_price() {
+            return 1.0;
+        }
+        self.stored(records)
+            .into_iter()
+            .filter(|(_, _, r)| r.reply.cost_usd > 0.0)
+            .map(|(a, b, r)| r.reply.cost_usd / self.judge.worst_case_usd(self.pool, a, b))
+            .filter(|f| f.is_finite())
+            .fold(1.0, f64::max)
+    }
+
     /// This run's stored verdicts among `records`, in the order stored; `strong_preference_weight`
     /// weighs a strong preference's likelihood term.
     pub fn stored_verdicts(&self, records: &[VerdictRecord], strong_preference_weight: f64) -> Vec<StoredVerdict> {

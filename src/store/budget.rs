@@ -139,6 +139,15 @@ impl Budget {
         self.reserved_base_usd * self.factor
     }
 
+    /// Start from worst cases raised by `factor` (≥ 1): what the folder's stored replies cost
+    /// relative to their queries' worst cases, so a resumed run (and its fingerprint check) does
+    /// not reserve at a worst case its provider has already passed (docs/live.md, "Overruns").
+    pub fn carry_factor(&mut self, factor: f64) {
+        if factor.is_finite() && factor > self.factor {
+            self.factor = factor;
+        }
+    }
+
     /// What the judge's worst cases are multiplied by: 1 until a reply costs more than its
     /// reservation, then the largest ratio of a reply's cost to its query's worst case.
     pub fn worst_case_factor(&self) -> f64 {
