@@ -253,6 +253,18 @@ pub struct JudgeStats {
 }
 
 impl JudgeStats {
+    /// The token bounds passed by the replies of several judges (a panel's overrun): counts
+    /// added, largest token counts kept, `max_tokens` kept when every judge has the same one.
+    pub fn merge_bounds(&mut self, other: &JudgeStats) {
+        self.above_max_tokens += other.above_max_tokens;
+        self.above_prompt_bound += other.above_prompt_bound;
+        self.most_completion_tokens = self.most_completion_tokens.max(other.most_completion_tokens);
+        self.most_prompt_tokens = self.most_prompt_tokens.max(other.most_prompt_tokens);
+        if self.max_tokens != other.max_tokens {
+            self.max_tokens = None;
+        }
+    }
+
     /// These counters with the replies, invalid replies and their reasons of `earlier` added
     /// (the stored verdicts of earlier invocations of a resumed run).
     pub fn with_earlier(&self, earlier: &JudgeStats) -> JudgeStats {

@@ -765,18 +765,10 @@ fn finish(
         .filter_map(|(name, st)| st.map(|st| (name, st)))
         .filter(|(_, st)| st.above_max_tokens > 0 || st.above_prompt_bound > 0)
         .collect();
-    let merged = over.iter().map(|(_, st)| st).fold(None::<crate::judge::JudgeStats>, |acc, st| {
-        Some(match acc {
-            None => st.clone(),
-            Some(mut m) => {
-                m.above_max_tokens += st.above_max_tokens;
-                m.above_prompt_bound += st.above_prompt_bound;
-                m.most_completion_tokens = m.most_completion_tokens.max(st.most_completion_tokens);
-                m.most_prompt_tokens = m.most_prompt_tokens.max(st.most_prompt_tokens);
-                m.max_tokens = if m.max_tokens == st.max_tokens { m.max_tokens } else { None };
-                m
-            }
-        })
+    let merged = over.split_first().map(|((_, first), rest)| {
+        let mut m = first.clone();
+        rest.iter().for_each(|(_, st)| m.merge_bounds(st));
+        m
     });
     let overrun = crate::report::result::overrun_report(overrun, factor, merged.as_ref());
     let overrun_judges: Vec<String> =

@@ -221,7 +221,7 @@ impl PromptTemplate {
                 "a `system` block without a `user` block: the whole text would be sent as one user message, the system block's text inside it; put the rest of the prompt in `{% block user %}…{% endblock %}`".into(),
             ));
         }
-        let names_task = vars.contains("task") || tags_name(&source, "task");
+        let names_task = tags_name(&source, "task");
         let me = Self { path: path.to_owned(), env, has_user_block, has_system_block, names_task, source };
         // What the judge is sent must hold both answers: a name in the source is not enough
         // (used after the `user` block, in an empty block, under a condition that is false).
@@ -373,7 +373,8 @@ fn tags_name(source: &str, name: &str) -> bool {
             }
         };
         let Some(end) = after[1..].find(close) else { return false };
-        let inside = &after[1..1 + end];
+        // Outside string literals: `{{ "task" }}` names no variable.
+        let inside: String = after[1..1 + end].split(['"', '\'']).step_by(2).collect::<Vec<_>>().join(" ");
         let word = |c: char| c.is_alphanumeric() || c == '_';
         if inside.split(|c: char| !word(c)).any(|w| w == name) {
             return true;
@@ -600,6 +601,7 @@ mod tests {
             assert!(e.contains("does not contain {{ task }}") && e.contains("never shown"), "{src}: {e}");
         }
         tmpl("Do the task well. {# task #} A: {{ answer_a }} B: {{ answer_b }}").unwrap();
+        tmpl("{{ 'the task' }}: A: {{ answer_a }} B: {{ answer_b }}").unwrap();
         // A global function of the template language is not an unknown variable.
         let t = tmpl("{{ answer_a }} {{ answer_b }}{% for i in range(2) %}.{% endfor %}").unwrap();
         assert_eq!(t.render("t", "a", "b").unwrap().user, "a b..");
