@@ -646,10 +646,11 @@ fn compare_puts_a_panel_run_beside_single_judge_runs() {
         text(&refd)
     );
 
-    // A single-judge run and then a panel in one folder: the panel's row counts its own
-    // verdicts and spend, and its curve starts at its own $0.
-    for (c, name) in [("cheap.yaml", "mixed"), ("panel.yaml", "mixed")] {
-        let out = run_bin(dir.path(), &["run", c, "--quiet", "--set", &format!("name={name}")]);
+    // A single-judge run under other settings (another seed: no member takes its verdicts
+    // over) and then a panel in one folder: the panel's row counts its own verdicts and spend,
+    // and its curve starts at its own $0.
+    for (c, seed) in [("cheap.yaml", "judge.mock.seed=99"), ("panel.yaml", "judges.0.mock.seed=7")] {
+        let out = run_bin(dir.path(), &["run", c, "--quiet", "--set", "name=mixed", "--set", seed]);
         assert!(out.status.success(), "{}", text(&out));
     }
     let out = run_bin(dir.path(), &["compare", "runs/cheap", "runs/mixed", "--out", "cmp2"]);
@@ -1806,6 +1807,26 @@ fn a_panel_cut_to_one_judge_reuses_its_verdicts() {
     paid.sort();
     paid.dedup();
     assert_eq!(paid.len(), n, "a pair of judge cheap's was bought twice");
+    // What the copies' originals cost is judge cheap's spend, not "other settings": the panel's
+    // spend is the folder's, and each judge's is what its verdicts cost.
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("runs/p/result.json")).unwrap()).unwrap();
+    let cost_of = |judge_is_cheap: bool| -> f64 {
+        last.iter()
+            .filter(|r| (r["judge"] != "frontier") == judge_is_cheap)
+            .map(|r| r["cost_usd"].as_f64().unwrap())
+            .sum()
+    };
+    let judge_spend = |name: &str| {
+        result["judges"].as_array().unwrap().iter().find(|j| j["name"] == name).unwrap()["spend_usd"].as_f64().unwrap()
+    };
+    assert!((judge_spend("cheap") - cost_of(true)).abs() < 1e-9, "{result}");
+    assert!((judge_spend("frontier") - cost_of(false)).abs() < 1e-9, "{result}");
+    assert_eq!(result["folder_spend"]["other_usd"].as_f64(), Some(0.0), "{result}");
+    assert!(
+        (result["spend_usd"].as_f64().unwrap() - result["folder_spend"]["spend_usd"].as_f64().unwrap()).abs() < 1e-9
+    );
+    assert!(!text(&out).contains("under other settings"), "{}", text(&out));
     // The panel's fit holds every verdict of judge cheap's: a resume takes over nothing more.
     let fit = run_bin(dir.path(), &["fit", "runs/p", "--panel"]);
     assert!(fit.status.success(), "{}", text(&fit));

@@ -520,6 +520,15 @@ fn spend(
     for r in records.iter().filter(|r| mine(&r.key)) {
         s.verdicts_usd += r.reply.cost_usd;
     }
+    // A copy taken over at no cost (`reused_from`) carries its original's cost to the keys
+    // `mine` accepts, unless they hold the original too: the folder counts it once either way.
+    let copied: HashSet<&str> =
+        records.iter().filter(|r| mine(&r.key)).filter_map(|r| r.reused_from.as_deref()).collect();
+    if !copied.is_empty() {
+        for r in records.iter().filter(|r| copied.contains(r.key.as_str()) && !mine(&r.key)) {
+            s.verdicts_usd += r.reply.cost_usd;
+        }
+    }
     for d in duplicates.iter().filter(|d| mine(&d.record.key)) {
         s.duplicates += 1;
         s.duplicates_usd += d.record.reply.cost_usd;
