@@ -225,6 +225,27 @@ fn compare_cli_writes_table_and_plot_and_rejects_other_pools() {
         serde_json::from_str(&std::fs::read_to_string(cmp.join("compare.json")).unwrap()).unwrap();
     let names: Vec<&str> = json["rows"].as_array().unwrap().iter().map(|r| r["run"].as_str().unwrap()).collect();
     assert_eq!(names, [a.to_str().unwrap(), a3.to_str().unwrap()]);
+    // A reference of that name in a third folder is named by its folder too; a reference that is
+    // one of the compared runs, alone of its name, keeps its name.
+    let a4 = dir.path().join("third").join("A");
+    std::fs::create_dir_all(&a4).unwrap();
+    for f in std::fs::read_dir(&a).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, a4.join(f.file_name().unwrap())).unwrap();
+    }
+    for (runs, reference, target) in [
+        ([&a, &a3], &a4, format!("reference {}", a4.display())),
+        ([&a, &b], &a4, format!("reference {}", a4.display())),
+        ([&a, &b], &b, "reference B".to_string()),
+    ] {
+        let args = [runs[0].to_str().unwrap(), runs[1].to_str().unwrap(), "--reference", reference.to_str().unwrap()];
+        let out = run_bin(dir.path(), &[&["compare", "--out", cmp.to_str().unwrap()][..], &args].concat());
+        assert!(out.status.success(), "{}", text(&out));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(cmp.join("compare.json")).unwrap()).unwrap();
+        assert_eq!(json["target"].as_str(), Some(target.as_str()));
+        assert!(stdout(&out).contains(&format!("measured against the {target} top-2")), "{}", text(&out));
+    }
     // One run folder given twice, however spelled, is no comparison.
     let a2 = dir.path().join(".").join(a.file_name().unwrap()).join("");
     for (x, y, says) in [(&a, &a, format!("{} is given twice", a.display())), (&a, &a2, "are one run folder".into())] {

@@ -41,6 +41,12 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         .iter()
         .map(|d| RunDir::load_picking(d, &|recs| super::run_folder::current_judge_records(d, recs)))
         .collect::<Result<Vec<_>, _>>()?;
+    // Each compared run's name before same-named runs are named by their folders.
+    let given: Vec<(PathBuf, String)> = loaded
+        .iter()
+        .map(|r| (r.dir.clone(), r.label()))
+        .chain(panels.iter().map(|p| (p.dir.clone(), p.label())))
+        .collect();
     named_apart(&mut loaded, &mut panels);
     let unused = match opts.prices {
         Some(p) => PriceTable::load(p)?.apply(&mut loaded)?,
@@ -93,7 +99,11 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
                 p.display()
             )));
         }
-        (Some(p), None) => Some(RunDir::load_picking(p, &|recs| super::run_folder::current_judge_records(p, recs))?),
+        (Some(p), None) => {
+            let mut r = RunDir::load_picking(p, &|recs| super::run_folder::current_judge_records(p, recs))?;
+            reference_named_apart(&mut r, &given);
+            Some(r)
+        }
         (None, Some(j)) => Some(loaded.iter().find(|r| r.judge_label() == j).cloned().ok_or_else(|| {
             CompareError::Mismatch(format!(
                 "no run of reference judge {j:?}; the judges are {:?}",
@@ -168,6 +178,18 @@ fn named_apart(runs: &mut [RunDir], panels: &mut [PanelRunDir]) {
     }
     for p in panels.iter_mut().filter(|p| shared(&p.label())) {
         p.name = p.dir.display().to_string();
+    }
+}
+
+/// A `--reference` run that shares its name with a compared run in another folder, or with runs
+/// [`named_apart`] named by their folders, is named by its folder too ("reference y/runs/cheap").
+fn reference_named_apart(reference: &mut RunDir, given: &[(PathBuf, String)]) {
+    let label = reference.label();
+    let canonical = |d: &Path| std::fs::canonicalize(d).unwrap_or_else(|_| d.to_owned());
+    let at = canonical(&reference.dir);
+    let same: Vec<&PathBuf> = given.iter().filter(|(_, l)| *l == label).map(|(d, _)| d).collect();
+    if same.len() > 1 || same.iter().any(|d| canonical(d) != at) {
+        reference.result.name = reference.dir.display().to_string();
     }
 }
 
