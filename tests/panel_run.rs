@@ -669,6 +669,16 @@ fn compare_puts_a_panel_run_beside_single_judge_runs() {
     let fits = lines(&dir.path().join("runs/mixed/panel_fits.jsonl"));
     assert_eq!(fits[0]["spend_usd"], 0.0, "{}", fits[0]);
     assert!((fits.last().unwrap()["spend_usd"].as_f64().unwrap() - own).abs() < 1e-9);
+    // report.md says what the rest of the folder's spend is, in the run summary's words.
+    let rep = run_bin(dir.path(), &["report", "runs/mixed", "--out", "rep"]);
+    assert!(rep.status.success(), "{}", text(&rep));
+    let md = std::fs::read_to_string(dir.path().join("rep/report.md")).unwrap();
+    let other = r["folder_spend"]["other_usd"].as_f64().unwrap();
+    let says = format!(
+        "spend: ${own:.6} by the panel's judges; the run folder's books hold ${folder:.6} of max_usd $0.03 (of it ${other:.6} under other settings (earlier configs, judges or pools))"
+    );
+    // (report.md escapes `$` as `\$`)
+    assert!(md.contains(&says.replace('$', "\\$")), "{says}\n{md}");
     // The same folder run again with one judge edited: its lines are told apart, and only the
     // last configuration's are read.
     let out =

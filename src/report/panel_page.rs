@@ -41,6 +41,10 @@ struct PanelResultDoc {
 struct FolderSpendDoc {
     spend_usd: f64,
     other_usd: f64,
+    #[serde(default)]
+    fingerprint_usd: f64,
+    #[serde(default)]
+    gate_trusted_usd: f64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -168,8 +172,12 @@ fn content(r: &PanelResultDoc) -> Content {
     let of_max = r.max_usd.map(|m| format!(" of max_usd ${m}")).unwrap_or_default();
     let spend_line = match &r.folder_spend {
         Some(f) if f.other_usd > 5e-13 => format!(
-            "spend: ${:.6} by the panel's judges; the run folder's books hold ${:.6}{of_max} (${:.6} of it earlier configurations' or renamed judges')",
-            r.spend_usd, f.spend_usd, f.other_usd
+            "spend: ${:.6} by the panel's judges; the run folder's books hold ${:.6}{of_max} (of it {})",
+            r.spend_usd,
+            f.spend_usd,
+            crate::report::summary::other_spend_parts(f.other_usd, f.fingerprint_usd, f.gate_trusted_usd, &|x| {
+                format!("${x:.6}")
+            })
         ),
         _ => format!("spend: ${:.6}{of_max}", r.spend_usd),
     };
