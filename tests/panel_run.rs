@@ -823,7 +823,7 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
     assert!(out.status.success(), "{}", text(&out));
     let md = std::fs::read_to_string(run.join("report.md")).unwrap();
     let said = format!(
-        "spend: ${:.6} by the panel's judges; the run folder's books hold ${:.6} (${:.6} of it",
+        "spend: ${:.6} by the panel's judges; the run folder's books hold ${:.6} (of it ${:.6} under other settings",
         r["spend_usd"].as_f64().unwrap(),
         r["folder_spend"]["spend_usd"].as_f64().unwrap(),
         r["folder_spend"]["other_usd"].as_f64().unwrap()
