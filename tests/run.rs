@@ -356,16 +356,78 @@ fn confidence_stops_when_every_membership_is_settled() {
     assert_eq!(r["stop_reason"], "confident", "{r}");
     let n = r["comparisons"].as_u64().unwrap();
     assert!(n < 240, "stopped early: {n} comparisons");
-    for (id, p) in r["membership"].as_object().unwrap() {
-        let p = p.as_f64().unwrap();
-        assert!(p <= eps || p >= 1.0 - eps, "{id}: π = {p} is not within ε of 0 or 1");
-    }
+    certified_at(&r, eps, 3);
     // Without the stop the same run goes on to its budget.
     let cfg = mock_config(dir.path(), "noconf", 200, "model:\n  kind: naive\n");
     let t = std::fs::read_to_string(&cfg).unwrap().replace("mode: stochastic", "mode: deterministic");
     std::fs::write(&cfg, t).unwrap();
     assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
     assert_eq!(result(dir.path(), "noconf")["stop_reason"], "max_comparisons");
+}
+
+/// A result whose membership certifies the top-k at ε: k bases with π ≥ 1 − ε, every other ≤ ε.
+fn certified_at(r: &serde_json::Value, eps: f64, k: usize) {
+    let pi: Vec<f64> = r["membership"].as_object().unwrap().values().map(|p| p.as_f64().unwrap()).collect();
+    assert!(pi.iter().all(|&p| p <= eps || p >= 1.0 - eps), "a π is not within ε = {eps} of 0 or 1: {r}");
+    assert_eq!(pi.iter().filter(|&&p| p >= 1.0 - eps).count(), k, "{r}");
+}
+
+/// The `confidence` stop waits for a certified top-k: with k/N below ε every prior π is within ε
+/// of 0, and a place open among bases each below ε is not settled (it stopped there: at 0
+/// comparisons, and with the 3rd place spread over six bases at ε = 0.3).
+#[test]
+fn confidence_stops_only_at_a_certified_topk() {
+    let dir = tempfile::tempdir().unwrap();
+    let items: Vec<String> = (0..60)
+        .map(|j| {
+            serde_json::json!({"id": format!("i{j:02}"), "text": format!("answer {j}"), "quality": j as f64})
+                .to_string()
+        })
+        .collect();
+    std::fs::write(
+        dir.path().join("pool.jsonl"),
+        format!("{{\"pool_id\": \"p60\", \"task\": \"pick the best\", \"items\": [{}]}}\n", items.join(", ")),
+    )
+    .unwrap();
+    let cfg = write(
+        dir.path(),
+        "c.yaml",
+        "name: conf\nout_dir: runs\npool: {file: pool.jsonl}\nk: 1\njudge:\n  mock: {mode: stochastic, pos_bias: 0.3, verb_per_word: 0.01, temperature: 0.25, seed: 7}\n\
+         acquisition: {strategy: topk, seed: 42, confidence: 0.05}\nbudget: {max_comparisons: 400}\n",
+    );
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = result(dir.path(), "conf");
+    assert!(r["comparisons"].as_u64().unwrap() > 0, "{r}");
+    if r["stop_reason"] == "confident" {
+        certified_at(&r, 0.05, 1);
+    }
+    let shipped = root().join("configs/mock.yaml");
+    let out = run_bin(
+        dir.path(),
+        &[
+            "run",
+            shipped.to_str().unwrap(),
+            "--quiet",
+            "--name",
+            "conf03",
+            "--set",
+            &format!("out_dir={}", dir.path().join("runs").display()),
+            "--set",
+            "acquisition.confidence=0.3",
+            "--max-comparisons",
+            "400",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let r = result(dir.path(), "conf03");
+    assert_eq!(r["stop_reason"], "confident", "{r}");
+    certified_at(&r, 0.3, 3);
+    let apparent: Vec<f64> =
+        r["membership_apparent"].as_object().unwrap().values().map(|p| p.as_f64().unwrap()).collect();
+    assert!(apparent.iter().all(|&p| p <= 0.3 || p >= 0.7), "{r}");
+    assert_eq!(apparent.iter().filter(|&&p| p >= 0.7).count(), 3, "{r}");
+    assert!(r["comparisons"].as_u64().unwrap() > 80, "{r}");
 }
 
 #[test]

@@ -277,7 +277,8 @@ pub struct AcquisitionConfig {
     /// Monte-Carlo draws S for top-k membership (default 1000).
     #[serde(deserialize_with = "super::sections::at_least_one", default = "crate::model::params::default_mc_draws")]
     pub mc_draws: usize,
-    /// Stop early when every π ≤ ε or ≥ 1 − ε (default: off).
+    /// Stop early at a top-k certified at ε: k bases with π ≥ 1 − ε and every other ≤ ε, under
+    /// the certificate's conditions (docs/model.md, "Certified top-k"; default: off).
     #[serde(default)]
     pub confidence: Option<f64>,
     /// Failed queries of one pair (both orders together) after which the pair is set aside for

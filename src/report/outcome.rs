@@ -289,6 +289,22 @@ fn values_of(v: &BaseValues, kind: RankingKind) -> &[f64] {
     }
 }
 
+/// Whether the membership `pi` (per base) from a fit of the valid `verdicts` certifies the top-k
+/// at ε with nothing undecided: k bases with π ≥ 1 − ε and every other with π ≤ ε, under
+/// [`certified`]'s conditions (a comparison, a connected comparison graph, a judge with signal,
+/// enough draws). The `confidence` stop's test (docs/model.md, "Certified top-k").
+pub fn certifies(
+    pool: &Pool,
+    k: usize,
+    (epsilon, mc_draws): (f64, usize),
+    pi: &[f64],
+    verdicts: &[ItemVerdict],
+) -> bool {
+    let graph = graph_of(pool, verdicts);
+    let c = certified(pool, k, (epsilon, mc_draws), pi, pi, &certify::no_signal(verdicts), &graph);
+    c.claimed && c.undecided.is_empty()
+}
+
 /// The certified top-k at ε of a ranking with membership `pi` and point values `values`
 /// ([`certify::sets`]): nothing is certified without a comparison, while the comparison graph
 /// is not connected (a base without a valid verdict, or components the verdicts do not link:

@@ -141,6 +141,10 @@ struct Driver<'a> {
     current: Option<(FitSummary, Posterior)>,
     /// π by the apparent quality of the current fit (the `confidence` stop with covariates).
     current_apparent: Option<Vec<f64>>,
+    /// Whether the current fit certifies the top-k at the `confidence` stop's ε (None: off).
+    current_certified: Option<bool>,
+    /// The valid verdicts of the refit under way, kept for the `confidence` stop's test.
+    refit_verdicts: Option<Vec<ItemVerdict>>,
     fit_task: Option<tokio::task::JoinHandle<Result<FitOk, FitError>>>,
     faults: Faults,
     fit_failed: Option<FitError>,
@@ -235,6 +239,8 @@ impl<'a> Driver<'a> {
             warm,
             current: None,
             current_apparent: None,
+            current_certified: None,
+            refit_verdicts: None,
             fit_task: None,
             faults,
             fit_failed: None,
@@ -285,7 +291,7 @@ impl<'a> Driver<'a> {
             let fitted = self.current.as_ref().map(|(s, p)| Fitted {
                 post: p,
                 membership: &s.membership,
-                apparent: self.current_apparent.as_deref(),
+                certified: self.current_certified,
             });
             let action = self.sched.next_action(&rule, fitted.as_ref(), self.signals());
             match action {
@@ -311,7 +317,7 @@ impl<'a> Driver<'a> {
     /// top-k), so a reply's slot is refilled without them.
     fn prefetch(&mut self, rule: &PickRule<'_>) {
         if let Some((s, post)) = &self.current {
-            self.sched.prefetch(rule, &Fitted { post, membership: &s.membership, apparent: None });
+            self.sched.prefetch(rule, &Fitted { post, membership: &s.membership, certified: None });
         }
     }
 
@@ -324,6 +330,7 @@ impl<'a> Driver<'a> {
         let design = build_design(&self.pool, &self.cfg.covariates, &verdicts);
         let n_valid = verdicts.len();
         let acq = &self.cfg.raw.acquisition;
+        self.refit_verdicts = acq.confidence.map(|_| verdicts.clone());
         let input = FitInput {
             pool: self.pool.clone(),
             covs: self.cfg.covariates.clone(),
@@ -386,6 +393,15 @@ impl<'a> Driver<'a> {
                 }
                 self.warm = Some(ok.beta);
                 self.sched.fit_finished();
+                // The `confidence` stop: the fit certifies the top-k at its ε by θ and, when
+                // computed, by φ, as the result would report it.
+                let acq = &self.cfg.raw.acquisition;
+                self.current_certified = acq.confidence.zip(self.refit_verdicts.take()).map(|(eps, v)| {
+                    let certifies = |pi: &[f64]| {
+                        crate::report::outcome::certifies(&self.pool, self.cfg.raw.k, (eps, acq.mc_draws), pi, &v)
+                    };
+                    certifies(&ok.summary.membership) && ok.membership_apparent.as_deref().is_none_or(certifies)
+                });
                 self.current = Some((ok.summary, ok.post));
                 self.current_apparent = ok.membership_apparent;
                 self.show();
@@ -396,6 +412,7 @@ impl<'a> Driver<'a> {
                 self.fit_failed = Some(e);
                 self.current = None;
                 self.current_apparent = None;
+                self.current_certified = None;
             }
         }
         Ok(())

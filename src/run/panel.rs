@@ -613,7 +613,7 @@ impl<F: Fn(&Books) -> Vec<Vec<StoredVerdict>>> Driver<'_, F> {
                 target_xbar: None,
                 panel: Some(&picker),
             };
-            let fitted = current.map(|c| Fitted { post: &c.theta_post, membership: &c.membership, apparent: None });
+            let fitted = current.map(|c| Fitted { post: &c.theta_post, membership: &c.membership, certified: None });
             let action = self.sched.next_action(&rule, fitted.as_ref(), self.signals());
             match action {
                 Action::Refit => self.refit().await,

@@ -41,8 +41,8 @@ pub struct ScheduleSettings {
     /// before a slot frees; docs/live.md, "Concurrency"); [`Dispatch::write_ahead`]. Ignored for
     /// wait-for-batch.
     pub write_ahead: usize,
-    /// ε of the `confidence` stop (`acquisition.confidence`): stop once every π is ≤ ε or
-    /// ≥ 1 − ε; `None`: off.
+    /// ε of the `confidence` stop (`acquisition.confidence`): stop once the fit certifies the
+    /// top-k at ε ([`Fitted::certified`]); `None`: off.
     pub confidence: Option<f64>,
 }
 
@@ -159,9 +159,10 @@ pub struct Fitted<'a> {
     pub post: &'a Posterior,
     /// Top-k membership per base.
     pub membership: &'a [f64],
-    /// Top-k membership by the apparent quality φ (bias-aware model with covariates), computed
-    /// when the `confidence` stop is on: the stop waits until both rankings are decided.
-    pub apparent: Option<&'a [f64]>,
+    /// Whether this fit certifies the top-k at the `confidence` stop's ε, by θ and, with
+    /// covariates, by the apparent quality φ, under the reported certificate's conditions
+    /// ([`crate::report::outcome::certifies`]); `None` when the stop is off.
+    pub certified: Option<bool>,
 }
 
 /// What the driver knows that the scheduler does not: signals from outside the loop.
@@ -445,7 +446,7 @@ impl Scheduler {
             return;
         }
         let aim = aimed(rule, fit, queried.len() as u64);
-        let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
+        let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, certified: None });
         let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
         let weights = pending_weights(rule, &ctx, &unfitted, queried.len());
         self.prefetched = Some(Prefetched { fits_done: self.fits_done, unfitted, queried: queried.len(), weights });
@@ -515,17 +516,11 @@ impl Scheduler {
         true
     }
 
-    /// Whether the current fit decides every top-k membership within ε (the `confidence` stop):
-    /// by θ and, when given, by the apparent quality φ, so nothing is undecided whichever
+    /// Whether the current fit certifies the top-k at ε (the `confidence` stop): k bases in,
+    /// every other out, by θ and, with covariates, by φ, so nothing is undecided whichever
     /// ranking the result reports (docs/model.md, "Certified top-k").
     fn confident(&self, fit: Option<&Fitted<'_>>) -> bool {
-        match (self.s.confidence, fit) {
-            (Some(eps), Some(f)) => {
-                let decided = |pi: &[f64]| pi.iter().all(|p| *p <= eps || *p >= 1.0 - eps);
-                decided(f.membership) && f.apparent.is_none_or(decided)
-            }
-            _ => false,
-        }
+        self.s.confidence.is_some() && fit.is_some_and(|f| f.certified == Some(true))
     }
 
     /// Why nothing more may be sent, if a stop rule holds (the run then waits for what is in
@@ -693,7 +688,7 @@ impl Scheduler {
             return self.pick_filling(rule, fit, queried, unfitted, r);
         }
         let aim = aimed(rule, fit, queried.len() as u64);
-        let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
+        let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, certified: None });
         let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
         let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
         let mut picks = other_orders(&queried, rule, r);
@@ -728,7 +723,7 @@ impl Scheduler {
             queried.extend(&picks);
             unfitted.extend(&picks);
             let aim = aimed(rule, fit, queried.len() as u64);
-            let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, apparent: None });
+            let aimed_fit = aim.as_ref().map(|(post, pi)| Fitted { post, membership: pi, certified: None });
             let ctx = context(rule, aimed_fit.as_ref().unwrap_or(fit), &queried);
             let mut acq_rng = rng::stream(rule.seed, "acquire", queried.len() as u64);
             let cached = self.prefetched.as_ref().filter(|p| p.matches(self.fits_done, &unfitted, queried.len()));
@@ -937,7 +932,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let mut s =
             Scheduler::new(settings(6, 4, Dispatch::WaitForBatch), 90, f.queried.clone(), [], Budget::default());
         assert!(s.wants_fit());
@@ -978,7 +973,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let ahead = ScheduleSettings { write_ahead: 2, ..settings(4, 8, Dispatch::Pipelined) };
         let mut s = Scheduler::new(ahead, 90, f.queried.clone(), [], Budget::new(Some(60), None, 40, 0.0));
         s.fit_started();
@@ -1011,7 +1006,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let mut s = Scheduler::new(settings(4, 8, Dispatch::Pipelined), 90, f.queried.clone(), [], Budget::default());
         s.fit_started();
         s.fit_finished();
@@ -1066,7 +1061,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let mut stored = f.queried.clone();
         stored.insert((0, 5));
         let mut s = Scheduler::new(settings(8, 3, Dispatch::Pipelined), 90, stored.clone(), [], Budget::default());
@@ -1102,7 +1097,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let b = Budget::new(Some(44), None, 40, 0.0);
         let mut s = Scheduler::new(settings(8, 2, Dispatch::Pipelined), 90, f.queried.clone(), [], b);
         s.fit_started();
@@ -1138,7 +1133,7 @@ mod tests {
         let f = both_orders();
         let p = pool(10);
         let rule = topk_rule(&p, &f);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let mut s = Scheduler::new(settings(8, 4, Dispatch::Pipelined), 90, f.queried.clone(), [], Budget::default());
         s.fit_started();
         s.fit_finished();
@@ -1209,7 +1204,7 @@ mod tests {
             target_xbar: None,
             panel: None,
         };
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
             let b = Budget::new(Some(25), None, 0, 0.0);
             let mut s = Scheduler::new(settings(4, 8, dispatch), 30, [], [], b);
@@ -1330,7 +1325,7 @@ mod tests {
     fn next_action_refits_sends_and_stops_at_each_limit() {
         let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
         let p = pool(6);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let rule = uncertainty_rule(&p, &f, &free);
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
             let mut s = Scheduler::new(settings(4, 4, dispatch), 30, [], [], Budget::new(Some(10), None, 0, 0.0));
@@ -1360,7 +1355,7 @@ mod tests {
     fn a_failed_refit_stops_the_run_once_nothing_is_in_flight() {
         let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
         let p = pool(6);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let rule = uncertainty_rule(&p, &f, &free);
         let failed = Signals { fit_failed: true, ..Signals::default() };
         for dispatch in [Dispatch::WaitForBatch, Dispatch::Pipelined] {
@@ -1387,7 +1382,7 @@ mod tests {
     fn stop_signals_wait_for_the_queries_in_flight_then_stop_in_order() {
         let f = crate::acquire::testutil::from_posterior(vec![0.0; 7], crate::acquire::testutil::diag(&[1.0; 7]), 2);
         let p = pool(6);
-        let fit = Fitted { post: &f.post, membership: &f.membership, apparent: None };
+        let fit = Fitted { post: &f.post, membership: &f.membership, certified: None };
         let rule = uncertainty_rule(&p, &f, &free);
         let start = |dispatch| {
             let mut s = Scheduler::new(settings(4, 4, dispatch), 30, [], [], Budget::new(Some(30), None, 0, 0.0));
@@ -1415,9 +1410,8 @@ mod tests {
         let mut s = start(Dispatch::WaitForBatch);
         let both = Signals { interrupted: true, judge_failing: true, fit_failed: false, batch_pending: false };
         assert!(matches!(s.next_action(&rule, Some(&fit), both), Action::Stop(StopReason::JudgeFailing)));
-        // Confident (every π within ε of 0 or 1) stops; π = 0.5 does not.
-        let sure: Vec<f64> = (0..6).map(|b| if b < 2 { 1.0 } else { 0.0 }).collect();
-        let confident = Fitted { post: &f.post, membership: &sure, apparent: None };
+        // A fit that certifies the top-k stops; one that does not, or was not tested, does not.
+        let confident = Fitted { post: &f.post, membership: &f.membership, certified: Some(true) };
         let mut s = start(Dispatch::WaitForBatch);
         s.s.confidence = Some(0.05);
         assert!(matches!(
@@ -1425,6 +1419,10 @@ mod tests {
             Action::Stop(StopReason::Confident)
         ));
         assert!(matches!(s.next_action(&rule, Some(&fit), Signals::default()), Action::Send(_)));
+        let open = Fitted { post: &f.post, membership: &f.membership, certified: Some(false) };
+        let mut s = start(Dispatch::WaitForBatch);
+        s.s.confidence = Some(0.05);
+        assert!(matches!(s.next_action(&rule, Some(&open), Signals::default()), Action::Send(_)));
         // The invalid-reply limit: 11 of 20 above 0.5 stops once 20 replies are in, not before,
         // and latches.
         let mut s = start(Dispatch::Pipelined);

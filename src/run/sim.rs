@@ -389,7 +389,7 @@ fn follow_to(
             }
         }
         let fitted =
-            st.fit.as_ref().map(|f| Fitted { post: &f.post, membership: &f.summary.membership, apparent: None });
+            st.fit.as_ref().map(|f| Fitted { post: &f.post, membership: &f.summary.membership, certified: None });
         match sched.next_action(&rule, fitted.as_ref(), Signals::default()) {
             Action::Refit => st.refit(&mut sched, pool, cov, seed, settings)?,
             Action::Send(picks) => picks.into_iter().for_each(|p| answer(&mut st, &mut sched, p)),

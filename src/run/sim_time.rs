@@ -132,7 +132,7 @@ pub fn run_timed(
     let mut current: Option<(FitSummary, Posterior)> = None;
     let mut wire = Wire { heap: BinaryHeap::new(), primed: VecDeque::new(), now: 0.0, sent: 0 };
     loop {
-        let fitted = current.as_ref().map(|(s, p)| Fitted { post: p, membership: &s.membership, apparent: None });
+        let fitted = current.as_ref().map(|(s, p)| Fitted { post: p, membership: &s.membership, certified: None });
         match sched.next_action(&rule, fitted.as_ref(), Signals::default()) {
             Action::Refit => {
                 sched.fit_started();
