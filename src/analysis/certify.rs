@@ -20,6 +20,13 @@ pub const NO_SIGNAL_SHARE: f64 = 0.9;
 /// Fewest valid verdicts before the no-signal check applies.
 pub const NO_SIGNAL_MIN_VERDICTS: usize = 10;
 
+/// The equal-quality test's level: verdicts whose p-value is above it do not tell the bases
+/// apart ([`indistinct`]).
+pub const EQUAL_QUALITY_ALPHA: f64 = 0.05;
+
+/// Simulated verdict sets of the equal-quality test ([`indistinct`]).
+pub const EQUAL_QUALITY_DRAWS: usize = 199;
+
 /// The three sets (base indices, each in the reported order).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sets {
@@ -157,6 +164,9 @@ pub enum Lean {
     SecondShown,
     /// Every verdict is a tie.
     Ties,
+    /// Wins spread as a judge answering at random (with its position effect) spreads them: the
+    /// equal-quality test ([`indistinct`]) does not reject.
+    Indistinct,
 }
 
 /// A judge whose verdicts say nothing about the answers: counts over the valid verdicts.
@@ -178,6 +188,9 @@ pub struct NoSignal {
     /// Soft verdicts among them (0 < y < 1, y ≠ ½: from logprobs): then logprobs are on already.
     #[serde(default, skip_serializing)]
     pub soft: usize,
+    /// The equal-quality test's p-value ([`indistinct`]; lean `indistinct` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equal_quality_p: Option<f64>,
 }
 
 impl NoSignal {
@@ -187,6 +200,7 @@ impl NoSignal {
             Lean::FirstShown => self.first_shown,
             Lean::SecondShown => self.second_shown,
             Lean::Ties => self.ties,
+            Lean::Indistinct => self.verdicts,
         }
     }
 
@@ -201,11 +215,18 @@ impl NoSignal {
             Lean::FirstShown => "picked the first-shown answer",
             Lean::SecondShown => "picked the second-shown answer",
             Lean::Ties => "called a tie",
+            Lean::Indistinct => "spread its wins as a judge answering at random",
         }
     }
 
     /// In words, with what helps.
     pub fn text(&self) -> String {
+        if let Some(p) = self.equal_quality_p.filter(|_| self.lean == Lean::Indistinct) {
+            return format!(
+                "the judge's {} verdicts do not tell the answers apart: a judge answering at random, with the same position effect, would spread its wins as unevenly (equal-quality test over {EQUAL_QUALITY_DRAWS} simulated verdict sets: p = {p:.3} > {EQUAL_QUALITY_ALPHA}), so nothing is certified; more comparisons may show a difference, or use a stronger judge",
+                self.verdicts
+            );
+        }
         let what = self.what();
         let n = self.count();
         let orders = if 2 * self.both_orders >= self.verdicts {
@@ -244,12 +265,143 @@ pub fn no_signal(verdicts: &[ItemVerdict]) -> Option<NoSignal> {
     let asked: std::collections::HashSet<(usize, usize)> = verdicts.iter().map(|v| (v.a, v.b)).collect();
     let both_orders = verdicts.iter().filter(|v| asked.contains(&(v.b, v.a))).count();
     let soft = verdicts.iter().filter(|v| v.y > 0.0 && v.y < 1.0 && v.y != 0.5).count();
-    Some(NoSignal { lean, verdicts: n, first_shown: first, second_shown: second, ties, both_orders, soft })
+    Some(NoSignal {
+        lean,
+        verdicts: n,
+        first_shown: first,
+        second_shown: second,
+        ties,
+        both_orders,
+        soft,
+        equal_quality_p: None,
+    })
+}
+
+/// [`no_signal`], else [`indistinct`]: a judge whose verdicts say nothing about the bases, one
+/// way or the other. `item_base` maps each item of the verdicts to its base (of `bases`).
+pub fn signal_check(verdicts: &[ItemVerdict], item_base: &[usize], bases: usize) -> Option<NoSignal> {
+    no_signal(verdicts).or_else(|| indistinct(verdicts, item_base, bases))
+}
+
+/// The equal-quality test: do the verdicts tell the bases apart at all? Under equal quality a
+/// verdict's y is a coin with P(first wins) = p₀ (the position effect alone, estimated as the
+/// mean y). The statistic is T = Σ_m U_m² / n_m, with U_m the sum of a base's residuals
+/// (y − p₀ as the first shown, p₀ − y as the second) over its n_m verdicts (pairs of one base's
+/// items left out); its p-value is the share of [`EQUAL_QUALITY_DRAWS`] verdict sets drawn
+/// under equal quality (p₀ estimated again in each) with T as large, counting the observed one
+/// (a parametric bootstrap: exact in level for hard verdicts, conservative for soft ones and
+/// ties). Returns the no-signal record (lean `indistinct`) when p > [`EQUAL_QUALITY_ALPHA`], with
+/// at least [`NO_SIGNAL_MIN_VERDICTS`] verdicts; deterministic (a fixed random stream).
+pub fn indistinct(verdicts: &[ItemVerdict], item_base: &[usize], bases: usize) -> Option<NoSignal> {
+    let pairs: Vec<(usize, usize, f64)> =
+        verdicts.iter().map(|v| (item_base[v.a], item_base[v.b], v.y)).filter(|(a, b, _)| a != b).collect();
+    if pairs.len() < NO_SIGNAL_MIN_VERDICTS {
+        return None;
+    }
+    let p = equal_quality_p(&pairs, bases);
+    (p > EQUAL_QUALITY_ALPHA).then(|| {
+        let n = verdicts.len();
+        let first = verdicts.iter().filter(|v| v.y > 0.5).count();
+        let second = verdicts.iter().filter(|v| v.y < 0.5).count();
+        let asked: std::collections::HashSet<(usize, usize)> = verdicts.iter().map(|v| (v.a, v.b)).collect();
+        NoSignal {
+            lean: Lean::Indistinct,
+            verdicts: n,
+            first_shown: first,
+            second_shown: second,
+            ties: n - first - second,
+            both_orders: verdicts.iter().filter(|v| asked.contains(&(v.b, v.a))).count(),
+            soft: verdicts.iter().filter(|v| v.y > 0.0 && v.y < 1.0 && v.y != 0.5).count(),
+            equal_quality_p: Some(p),
+        }
+    })
+}
+
+/// The p-value of [`indistinct`]'s test over verdicts (first base, second base, y).
+fn equal_quality_p(pairs: &[(usize, usize, f64)], bases: usize) -> f64 {
+    let mut n_m = vec![0.0; bases];
+    for &(a, b, _) in pairs {
+        n_m[a] += 1.0;
+        n_m[b] += 1.0;
+    }
+    let mut u = vec![0.0; bases];
+    let mut statistic = |ys: &mut dyn Iterator<Item = f64>| -> f64 {
+        u.iter_mut().for_each(|x| *x = 0.0);
+        let ys: Vec<f64> = ys.collect();
+        let p0 = ys.iter().sum::<f64>() / ys.len() as f64;
+        for (&(a, b, _), y) in pairs.iter().zip(&ys) {
+            u[a] += y - p0;
+            u[b] -= y - p0;
+        }
+        u.iter().zip(&n_m).filter(|(_, n)| **n > 0.0).map(|(x, n)| x * x / n).sum()
+    };
+    let observed = statistic(&mut pairs.iter().map(|p| p.2));
+    let p0 = pairs.iter().map(|p| p.2).sum::<f64>() / pairs.len() as f64;
+    let mut rng = crate::domain::rng::stream(0, "equal-quality", pairs.len() as u64);
+    let mut as_large = 0;
+    for _ in 0..EQUAL_QUALITY_DRAWS {
+        use rand::RngExt;
+        let t = statistic(&mut (0..pairs.len()).map(|_| if rng.random::<f64>() < p0 { 1.0 } else { 0.0 }));
+        // A relative margin: equal statistics computed in another order are counted as equal.
+        as_large += usize::from(t >= observed * (1.0 - 1e-12));
+    }
+    (1 + as_large) as f64 / (1 + EQUAL_QUALITY_DRAWS) as f64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Verdicts of every ordered pair of `m` bases, `rounds` times, with P(first wins) =
+    /// σ(θ_a − θ_b + κ) drawn from `seed`.
+    fn drawn(theta: &[f64], kappa: f64, rounds: usize, seed: u64) -> Vec<ItemVerdict> {
+        use rand::RngExt;
+        let mut r = crate::domain::rng::stream(seed, "test", 0);
+        let mut v = Vec::new();
+        for _ in 0..rounds {
+            for a in 0..theta.len() {
+                for b in (0..theta.len()).filter(|&b| b != a) {
+                    let p = 1.0 / (1.0 + (-(theta[a] - theta[b] + kappa)).exp());
+                    v.push(ItemVerdict { a, b, y: if r.random::<f64>() < p { 1.0 } else { 0.0 }, w: 1.0 });
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn the_equal_quality_test_holds_its_level_and_finds_a_signal() {
+        let ident: Vec<usize> = (0..8).collect();
+        // A judge answering at random with a position effect: over 200 verdict sets the test
+        // rejects about 5 % of them (binomial(200, 0.05) is within 2..=20 with probability
+        // above 0.999).
+        let rejected = (0..200).filter(|&s| indistinct(&drawn(&[0.0; 8], 0.4, 2, s), &ident, 8).is_none()).count();
+        assert!((2..=20).contains(&rejected), "{rejected} of 200 rejected at level 0.05");
+        // A judge that sees a quality spread of 0.5 logits a step: rejected every time.
+        let theta: Vec<f64> = (0..8).map(|i| 0.5 * i as f64).collect();
+        assert!((0..20).all(|s| indistinct(&drawn(&theta, 0.4, 2, s), &ident, 8).is_none()));
+        // Perfectly consistent verdicts: no simulated set is as uneven, p = 1/200.
+        let sure: Vec<ItemVerdict> = drawn(&[0.0; 6], 0.0, 1, 0)
+            .into_iter()
+            .map(|v| ItemVerdict { y: if v.a < v.b { 1.0 } else { 0.0 }, ..v })
+            .collect();
+        let pairs: Vec<(usize, usize, f64)> = sure.iter().map(|v| (v.a, v.b, v.y)).collect();
+        assert_eq!(equal_quality_p(&pairs, 6), 1.0 / 200.0);
+        // The record of a random judge: its p-value, and what it says.
+        let ns = indistinct(&drawn(&[0.0; 8], 0.4, 2, 1), &ident, 8).unwrap();
+        assert_eq!(ns.lean, Lean::Indistinct);
+        assert_eq!(ns.verdicts, 112);
+        let p = ns.equal_quality_p.unwrap();
+        assert!(p > EQUAL_QUALITY_ALPHA && p <= 1.0);
+        assert!(ns.text().starts_with("the judge's 112 verdicts do not tell the answers apart"), "{}", ns.text());
+        // Items of one base (renderings) compared with each other carry no test; two items of a
+        // base are one base.
+        let two_items = [0, 0, 1, 1, 2, 2, 3, 3];
+        let within: Vec<ItemVerdict> =
+            (0..12).map(|i| ItemVerdict { a: 2 * (i % 4), b: 2 * (i % 4) + 1, y: 1.0, w: 1.0 }).collect();
+        assert!(indistinct(&within, &two_items, 4).is_none(), "no pair of two bases: nothing to test");
+        assert!(signal_check(&within, &two_items, 4).is_some(), "the first-shown answer always won");
+    }
 
     #[test]
     fn false_in_counts_wrong_members_and_nothing_while_a_base_is_uncompared() {

@@ -237,7 +237,7 @@ pub fn outcome(i: &Inputs<'_>) -> Reported {
     let values = BaseValues::new(i.summary, i.apparent);
     let ranked = rank(pool, i.k, &values, choice.reported);
     let graph = graph_of(pool, i.verdicts);
-    let no_signal = certify::no_signal(i.verdicts);
+    let no_signal = certify::signal_check(i.verdicts, &pool.item_base, pool.n_bases());
     let mut notes = Vec::new();
     for n in &i.cov.no_variation {
         notes.push(format!(
@@ -301,7 +301,8 @@ pub fn certifies(
     verdicts: &[ItemVerdict],
 ) -> bool {
     let graph = graph_of(pool, verdicts);
-    let c = certified(pool, k, (epsilon, mc_draws), pi, pi, &certify::no_signal(verdicts), &graph);
+    let no_signal = certify::signal_check(verdicts, &pool.item_base, pool.n_bases());
+    let c = certified(pool, k, (epsilon, mc_draws), pi, pi, &no_signal, &graph);
     c.claimed && c.undecided.is_empty()
 }
 
