@@ -185,6 +185,26 @@ fn fit_and_check_rank_the_systems_of_a_recording() {
         t.contains("\n  raw: top-3 not certified (ε = 0.05): 2 of 3 places decided (FuseChat-Gemma-2-9B-Instruct, FuseChat-Llama-3.1-8B-Instruct, each π ≥ 0.95); gpt4_1106_preview, FuseChat-Llama-3.2-3B-Instruct compete for the other 1 place\n"),
         "{t}"
     );
+    // The same recording with the first-shown answer winning every verdict: the two point top-3
+    // differ by noise (θ̂ gaps near 1e-3 logits, sd near 1), and check does not call that a change.
+    let all_first: String = std::fs::read_to_string(d.join("rec.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
+            r["y"] = 1.0.into();
+            r.to_string() + "\n"
+        })
+        .collect();
+    write(d, "first.jsonl", &all_first);
+    let o = run_bin(d, &["check", "pool.jsonl", "first.jsonl", "--k", "3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("the judgments carry no signal (the judge picked the first-shown answer), so neither top-3 is determined by them, nor whether the correction changes it\n")
+            && !stdout(&o).contains("the correction changes the top-3"),
+        "{}",
+        text(&o)
+    );
     let c = json(&d.join("check.json"));
     assert_eq!(c["covariates"][0]["name"], "words");
     assert_eq!(c["covariates"][0]["identified"], true);

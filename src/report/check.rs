@@ -66,7 +66,8 @@ pub struct CheckReport {
     /// Systems tied at the corrected top-k's boundary, sharing its remaining places.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corrected_tied: Vec<String>,
-    /// Whether the corrected top-k (its members or its tie) differs from the raw one.
+    /// Whether the corrected top-k (its members or its tie) differs from the raw one (point
+    /// sets: with `no_signal`, a difference the judgments do not determine).
     pub changes_topk: bool,
     /// What the data certify about the top-k of the ranking `fit` reports for these verdicts
     /// (`certified_ranking`), at ε = 0.05 (docs/model.md, "Certified top-k"): a top-k printed
@@ -173,7 +174,14 @@ impl CheckReport {
                 .replace('\n', "\n  ")
                 .trim_end_matches(' ')
         ));
-        if self.changes_topk {
+        if let Some(ns) = &self.no_signal {
+            // Neither point top-k rests on the judgments: their difference is noise.
+            s.push_str(&format!(
+                "the judgments carry no signal (the judge {}), so neither top-{} is determined by them, nor whether the correction changes it\n",
+                ns.what(),
+                self.k
+            ));
+        } else if self.changes_topk {
             // In: certainly in the corrected top-k, not even tied in the raw one; out: the reverse.
             fn moved<'a>(from: &'a [String], topk: &[String], tied: &[String]) -> Vec<&'a str> {
                 from.iter().filter(|x| !topk.contains(x) && !tied.contains(x)).map(String::as_str).collect()
