@@ -680,4 +680,19 @@ fn a_run_folder_or_its_result_json_in_the_wrong_place_is_named() {
             "{e}"
         );
     }
+    // A torn last line (a crash while writing it): the file is there, and what repairs it is said.
+    let torn = &v[..v.len() - 10];
+    std::fs::write(gone.join("verdicts.jsonl"), torn).unwrap();
+    for args in [&["compare", "runs/here", "runs/gone"][..], &["report", "runs/gone"]] {
+        let e = err(args);
+        let last = v.lines().count();
+        assert!(
+            e.contains(&format!("runs/gone/verdicts.jsonl: holds {} verdicts of this run's judge and pool, while result.json counts {n} comparisons: runs/gone/verdicts.jsonl:{last}: dropped a torn last line (", last - 1))
+                && e.contains("; run the run's config again to repair the folder (the torn line is cut, its pair asked again and result.json written anew)"),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(run_bin(dir.path(), &["run", "gone.yaml", "--quiet"]).status.success());
+    let out = run_bin(dir.path(), &["report", "runs/gone"]);
+    assert!(out.status.success(), "{}", text(&out));
 }

@@ -67,9 +67,23 @@ pub struct RunDir {
 /// `named` is the count before the records were picked by the judge as configured now: when
 /// those suffice, the file is whole and what changed is the judge's configuration (an edited
 /// judge, or a replay judge's recording, whose verdicts are part of its keys), and that is said.
-fn short_verdicts(vp: &Path, found: usize, named: usize, comparisons: usize) -> Result<(), CompareError> {
+fn short_verdicts(
+    vp: &Path,
+    (found, named): (usize, usize),
+    torn: Option<&str>,
+    comparisons: usize,
+) -> Result<(), CompareError> {
     if found >= comparisons {
         return Ok(());
+    }
+    // A crash while writing the last verdict: the file is there, cut short by one line.
+    if let Some(torn) = torn {
+        return Err(CompareError::Read {
+            path: vp.to_owned(),
+            msg: format!(
+                "holds {found} verdicts of this run's judge and pool, while result.json counts {comparisons} comparisons: {torn}; run the run's config again to repair the folder (the torn line is cut, its pair asked again and result.json written anew)"
+            ),
+        });
     }
     if named >= comparisons {
         return Err(CompareError::Read {
@@ -155,8 +169,10 @@ impl RunDir {
             .map_err(|e| CompareError::Read { path: rp.clone(), msg: format!("not a topk-judge result ({e})") })?;
         let vp = dir.join("verdicts.jsonl");
         let mut named = 0;
+        let mut torn = None;
         let verdicts: Vec<VerdictRecord> = if vp.exists() {
-            let (recs, _, _) = read_records(&vp)?;
+            let (recs, _, warning) = read_records(&vp)?;
+            torn = warning.filter(|w| w.contains("torn last line"));
             // A run over one pool keys its records by that pool; over many prompts, by prompt.
             let one_pool = result.fit.reporting.systems.is_none();
             let recs: Vec<VerdictRecord> =
@@ -173,7 +189,7 @@ impl RunDir {
         } else {
             Vec::new()
         };
-        short_verdicts(&vp, verdicts.len(), named, result.comparisons)?;
+        short_verdicts(&vp, (verdicts.len(), named), torn.as_deref(), result.comparisons)?;
         let fp = dir.join("fits.jsonl");
         let mut fits = Vec::new();
         if let Ok(text) = std::fs::read_to_string(&fp) {
@@ -345,8 +361,14 @@ impl PanelRunDir {
         let certified =
             serde_json::from_value(field("/certified")?.clone()).map_err(|e| bad(format!("/certified: {e}")))?;
         let vp = dir.join("verdicts.jsonl");
-        let verdicts = if vp.exists() { read_records(&vp)?.0 } else { Vec::new() };
-        short_verdicts(&vp, verdicts.len(), verdicts.len(), v["comparisons"].as_u64().unwrap_or(0) as usize)?;
+        let (verdicts, torn) = if vp.exists() {
+            let (recs, _, warning) = read_records(&vp)?;
+            (recs, warning.filter(|w| w.contains("torn last line")))
+        } else {
+            (Vec::new(), None)
+        };
+        let comparisons = v["comparisons"].as_u64().unwrap_or(0) as usize;
+        short_verdicts(&vp, (verdicts.len(), verdicts.len()), torn.as_deref(), comparisons)?;
         let mut lines = Vec::new();
         let fp = dir.join(crate::report::PANEL_FITS);
         if let Ok(t) = std::fs::read_to_string(&fp) {
