@@ -24,7 +24,7 @@ pub const EXIT_CODES: &str = "Exit codes:
        provider billed above max_tokens past budget.max_usd (its result is written)
   2    the command line could not be read (unknown option, a value not of the option's type);
        a config value the checks refuse is 1, whether written in the file or given by --set or
-       a shorthand such as --max-usd
+       a shorthand such as --max-usd (`--max-usd abc` too: it is read as the config's value)
   130  interrupted (Ctrl-C, SIGTERM, SIGHUP): what was paid for is stored; re-running resumes";
 
 /// The subcommands of `topk-judge`: run, inspect and compare top-k rankings.
@@ -59,7 +59,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(CompletionsArgs),
-    /// Print the man page (roff) to stdout: `topk-judge man > topk-judge.1`.
+    /// Print the man page (roff) to stdout: `topk-judge man > topk-judge.1`; with --dir DIR, write
+    /// it and one page per subcommand (topk-judge-run.1, …) into DIR.
     Man(ManArgs),
 }
 
@@ -72,7 +73,12 @@ pub struct CompletionsArgs {
 
 /// `topk-judge man`.
 #[derive(Debug, clap::Args)]
-pub struct ManArgs {}
+pub struct ManArgs {
+    /// Write topk-judge.1 and one page per subcommand (topk-judge-run.1, …: the pages the top
+    /// page refers to, with each subcommand's options) into this folder, created if missing.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+}
 
 /// Write the completion script for `shell` to stdout (e.g. `topk-judge completions bash >
 /// ~/.local/share/bash-completion/completions/topk-judge`).
@@ -100,11 +106,17 @@ pub fn man_page(out: &mut dyn std::io::Write) -> std::io::Result<()> {
     clap_mangen::Man::new(Cli::command()).render(out)
 }
 
-/// Write the man page to stdout (e.g. `topk-judge man > topk-judge.1; man ./topk-judge.1`).
+/// Write the man page to stdout (e.g. `topk-judge man > topk-judge.1; man ./topk-judge.1`), or
+/// with `--dir` every page into a folder.
 ///
 /// # Errors
-/// Writing to stdout (a closed pipe).
-pub fn man(_: &ManArgs) -> std::io::Result<std::process::ExitCode> {
+/// Writing to stdout (a closed pipe), or creating the folder or a page in it.
+pub fn man(args: &ManArgs) -> std::io::Result<std::process::ExitCode> {
+    if let Some(dir) = &args.dir {
+        std::fs::create_dir_all(dir)?;
+        clap_mangen::generate_to(Cli::command(), dir)?;
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     match man_page(&mut std::io::stdout()) {
         // `topk-judge man | head`: the reader has what it wanted.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}

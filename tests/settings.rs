@@ -265,6 +265,17 @@ fn completions_and_the_man_page_match_the_command_line() {
     assert!(man.starts_with(".ie \\n(.g .ds Aq") || man.contains(".TH topk-judge"), "{}", &man[..200.min(man.len())]);
     assert!(man.contains("topk\\-judge\\-run") || man.contains("run"), "lists the subcommands");
     assert!(man.contains("Exit codes:") && man.contains("130"), "states the exit codes");
+    // The pages the top page refers to, with each subcommand's options.
+    let out = run_bin(dir.path(), &["man", "--dir", "man1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let page = |name: &str| std::fs::read_to_string(dir.path().join("man1").join(name)).unwrap();
+    for sub in ["run", "profile", "gate", "audit", "fit", "check", "simulate", "import", "compare", "report"] {
+        let p = page(&format!("topk-judge-{sub}.1"));
+        assert!(p.contains(&format!(".TH topk-judge-{sub} 1")), "{sub}: {}", &p[..200.min(p.len())]);
+    }
+    let run = page("topk-judge-run.1");
+    assert!(run.contains("\\-\\-dry\\-run") && run.contains("\\-\\-max\\-usd"), "{run}");
+    assert!(page("topk-judge.1").contains("topk\\-judge\\-run(1)"));
     // A mistyped subcommand gets a suggestion.
     let out = run_bin(dir.path(), &["audti"]);
     assert!(stderr(&out).contains("a similar subcommand exists: 'audit'"), "{}", text(&out));
