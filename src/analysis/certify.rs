@@ -232,7 +232,7 @@ impl NoSignal {
         let orders = if 2 * self.both_orders >= self.verdicts {
             "both orders of each pair are sent already, so this is the judge"
         } else {
-            "most pairs were asked in one order only: send both (acquisition.orders: both) so a slot preference cancels out"
+            "most pairs were asked in one order only: ask both orders of each pair (a run's acquisition.orders: both) so a slot preference cancels out"
         };
         format!(
             "the judge {what} in {n} of {} verdicts ({:.0} %): its verdicts carry no signal about the answers, so nothing is certified; {orders}; {}try another prompt, or use a stronger judge",
@@ -241,7 +241,7 @@ impl NoSignal {
             if self.soft > 0 {
                 "its verdicts are soft already (logprobs), and still lean one way: "
             } else {
-                "turn on logprobs for soft verdicts (judge.openai.logprobs), "
+                "with a live judge, turn on logprobs for soft verdicts (judge.openai.logprobs), "
             }
         )
     }
