@@ -419,12 +419,22 @@ pub fn probes_from_pool(pool: &Pool, kind: RenderKind, max_items: Option<usize>)
 
 /// `n` distinct unordered pairs of a pool's items with text, drawn with `rng` (a seeded shuffle
 /// of all pairs, then the first n, listed in pool order). Id `<a>:<b>`; the true winner is the
-/// higher gold quality when the pool has it.
+/// higher gold quality when the pool has it. Pairs of items with identical text
+/// ([`Pool::identical_texts`]) are not drawn: no judge can tell them apart, so their verdicts
+/// show the position alone, as `run` does not send them.
 pub fn pairs_from_pool(pool: &Pool, n: usize, rng: &mut crate::domain::rng::ChaCha8Rng) -> Vec<PairSpec> {
     use rand::seq::SliceRandom;
     let idx: Vec<usize> = (0..pool.n_items()).filter(|i| pool.items[*i].text.is_some()).collect();
-    let mut all: Vec<(usize, usize)> =
-        idx.iter().flat_map(|&a| idx.iter().filter(move |&&b| b > a).map(move |&b| (a, b))).collect();
+    let same: std::collections::HashSet<(usize, usize)> = pool
+        .identical_texts()
+        .iter()
+        .flat_map(|g| g.iter().flat_map(move |&a| g.iter().filter(move |&&b| b > a).map(move |&b| (a, b))))
+        .collect();
+    let mut all: Vec<(usize, usize)> = idx
+        .iter()
+        .flat_map(|&a| idx.iter().filter(move |&&b| b > a).map(move |&b| (a, b)))
+        .filter(|p| !same.contains(p))
+        .collect();
     all.shuffle(rng);
     all.truncate(n);
     all.sort_unstable();
@@ -1138,6 +1148,12 @@ mod tests {
         assert_eq!(ids.len(), 10, "distinct pairs");
         let again = pairs_from_pool(&pool, 10, &mut crate::domain::rng::stream(3, "audit-pairs", 0));
         assert_eq!(pairs, again, "seeded");
+        // M1 and M2 of this pool have one text: of its 16 items' 120 pairs, 119 are drawn, not
+        // theirs.
+        assert_eq!(pool.identical_texts().len(), 1);
+        let all = pairs_from_pool(&pool, 200, &mut crate::domain::rng::stream(3, "audit-pairs", 0));
+        assert_eq!(all.len(), 119);
+        assert!(all.iter().all(|p| p.x.text != p.y.text), "a pair of identical texts was drawn");
         // A deterministic mock with only a verbosity term prefers every elaborated rendering.
         let j = MockJudge::new(MockConfig { pos_bias: 0.0, verb_per_word: 0.01, ..Default::default() }).unwrap();
         let r = analyse(&probes, &observe(&j, &probes), 0.95);

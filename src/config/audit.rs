@@ -283,12 +283,23 @@ fn probes(
         return Err(inv(InvalidSetting::new(
             "pool.pairs",
             format!(
-                "{} pairs asked, but pool {:?} has only {} pairs of items with text",
+                "{} pairs asked, but pool {:?} has only {} pairs of items with text{}",
                 p.pairs,
                 pool.pool_id,
-                pairs.len()
+                pairs.len(),
+                if pool.identical_texts().is_empty() { "" } else { " (pairs of items with identical text left out)" }
             ),
         )));
+    }
+    let mut notes = notes;
+    if p.pairs > 0 {
+        for g in pool.identical_texts() {
+            let ids: Vec<&str> = g.iter().map(|&i| pool.items[i].id.as_str()).collect();
+            notes.push(format!(
+                "items {} have identical text: pairs of them are not drawn (a judge cannot tell them apart; their verdicts would show the position alone)",
+                ids.join(", ")
+            ));
+        }
     }
     pairs.append(&mut probes);
     let source = AuditSource::Pool { file: p.file.clone(), pool_id: pool.pool_id.clone(), transform: p.transform };
