@@ -259,6 +259,38 @@ fn compare_cli_writes_table_and_plot_and_rejects_other_pools() {
     }
 }
 
+/// A config given for a run folder names the run it makes: `report` and `profile` refuse a
+/// folder whose run was made with another k (they reported the old k = 3 run for a k = 5
+/// config) or whose verdicts are all another judge configuration's ("no valid verdicts").
+#[test]
+fn a_config_given_for_a_run_folder_must_have_made_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    mock_run(dir.path(), "m", 0.0);
+    let base = std::fs::read_to_string(dir.path().join("m.yaml")).unwrap();
+    assert!(run_bin(dir.path(), &["report", "m.yaml"]).status.success());
+    let n = json(&dir.path().join("runs/m/result.json"))["comparisons"].as_u64().unwrap();
+    write(dir.path(), "k3.yaml", &base.replace("k: 2\n", "k: 3\n"));
+    write(dir.path(), "seed.yaml", &base.replace("pos_bias: 0", "pos_bias: 0.5"));
+    let out = run_bin(dir.path(), &["report", "k3.yaml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(
+        stderr(&out),
+        "error: report k3.yaml: runs/m: holds a run made with another model, k, acquisition or pool than k3.yaml configures (k = 2 there, 3 here): give the run folder itself for the run it holds, or run this config first\n"
+    );
+    for cmd in ["report", "profile"] {
+        let out = run_bin(dir.path(), &[cmd, "seed.yaml"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            stderr(&out).contains(&format!(
+                "runs/m: none of the {n} verdicts stored here is of the judge seed.yaml configures"
+            )),
+            "{}",
+            text(&out)
+        );
+    }
+    assert!(run_bin(dir.path(), &["profile", "runs/m"]).status.success(), "the folder itself");
+}
+
 /// A 6-item pool with distinct qualities and texts of different lengths.
 fn small_pool(dir: &Path) -> std::path::PathBuf {
     let quality = [3.0, 1.0, 5.0, 2.0, 4.0, 0.0];

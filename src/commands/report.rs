@@ -20,8 +20,8 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
         });
     }
     let arg = crate::store::text::run_folder_of(arg);
-    let run_dir = if arg.is_file() {
-        crate::config::run::Config::load_for_dry_run(arg)
+    let (run_dir, cfg) = if arg.is_file() {
+        let cfg = crate::config::run::Config::load_for_dry_run(arg)
             .map_err(|e| {
                 // The config error names the file already: said once.
                 let m = e.to_string();
@@ -31,12 +31,16 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
                     msg: format!("not a run folder, and not a run's config file ({m})"),
                 }
             })?
-            .0
-            .run_dir
+            .0;
+        (cfg.run_dir.clone(), Some(cfg))
     } else {
-        arg.to_path_buf()
+        (arg.to_path_buf(), None)
     };
     RunDir::read_result_json(&run_dir, " or the run's config file")?;
+    // A config names its run: the folder's run must be the one it makes, not an earlier one.
+    if let Some(cfg) = &cfg {
+        super::run_folder::made_by(cfg, &run_dir).map_err(|msg| CompareError::Read { path: run_dir.clone(), msg })?;
+    }
     let out = out.unwrap_or(&run_dir);
     if out.exists() && !out.is_dir() {
         return Err(CompareError::Read { path: out.to_owned(), msg: "--out: not a folder (it is a file)".into() });

@@ -99,6 +99,56 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, RunFolderError> {
     load_run_with(arg, &[])
 }
 
+/// Whether the run in folder `dir` was made by `cfg` (a config file given for a run folder): its
+/// run.json's fit settings (model, k, acquisition, pool: [`crate::run::folder::config_hash`])
+/// are `cfg`'s, and, for a single judge, some stored verdict of the pool is of `cfg`'s judge
+/// configuration. A folder without run.json or verdicts is not refused here.
+///
+/// # Errors
+/// What differs, naming the config (the caller names the folder).
+pub fn made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
+    let run_json: Option<serde_json::Value> =
+        std::fs::read_to_string(dir.join("run.json")).ok().and_then(|t| serde_json::from_str(&t).ok());
+    if let Some(fit) = run_json.as_ref().and_then(|v| v["fit"].as_str())
+        && fit != crate::run::folder::config_hash(cfg)
+    {
+        let k = read_result(dir)
+            .filter(|r| r.k != cfg.raw.k)
+            .map(|r| format!(" (k = {} there, {} here)", r.k, cfg.raw.k))
+            .unwrap_or_default();
+        return Err(format!(
+            "holds a run made with another model, k, acquisition or pool than {} configures{k}: give the run folder itself for the run it holds, or run this config first",
+            cfg.path.display()
+        ));
+    }
+    stored_by_judge(cfg, dir)
+}
+
+/// Whether, for a single judge, some stored verdict of `cfg`'s pool in folder `dir` is of `cfg`'s
+/// judge configuration (a folder without verdicts, and a judge that cannot be built here, are
+/// not refused).
+///
+/// # Errors
+/// How many verdicts the folder holds, none of them the judge's.
+pub fn stored_by_judge(cfg: &Config, dir: &Path) -> Result<(), String> {
+    let path = dir.join("verdicts.jsonl");
+    if cfg.is_panel() || !path.exists() {
+        return Ok(());
+    }
+    let records = read_records(&path).map_err(|e| e.to_string())?.0;
+    let of_pool = records.iter().filter(|r| r.pool_id == cfg.pool.pool_id || cfg.pool.is_systems()).count();
+    // A judge that cannot be built here (a live judge without its key) is not checked.
+    let Ok(judge) = crate::config::judge::judge_info(cfg.raw.judge()) else { return Ok(()) };
+    let mine = crate::run::queries::RunQueries::new(cfg, judge.as_ref()).stored(&records).len();
+    if of_pool > 0 && mine == 0 {
+        return Err(format!(
+            "none of the {of_pool} verdicts stored here is of the judge {} configures (another judge, or its settings changed: seed, model, prompt, …): give the run folder itself for the run it holds, or run this config first",
+            cfg.path.display()
+        ));
+    }
+    Ok(())
+}
+
 /// The result.json of the single-judge run in `dir`, when there is one that reads as such.
 pub fn read_result(dir: &Path) -> Option<crate::report::schema::RunResult> {
     std::fs::read(dir.join("result.json")).ok().and_then(|b| serde_json::from_slice(&b).ok())
