@@ -84,6 +84,15 @@ fn select_units(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng, single: 
     let judges = l.kappa.len();
     let bw: Vec<f64> = ctx.membership.iter().map(|q| q * (1.0 - q)).collect();
     let hot = hot_bases(&bw);
+    // A pair a judge has asked in one order only (an order taken back unsent, or one order at
+    // the end of a budget): its other order is that judge's, picked first, and no other judge
+    // takes the pair meanwhile, so both orders of a pair go to one judge.
+    let mut half: HashMap<(usize, usize), usize> = HashMap::new();
+    for (j, q) in ctx.queried.iter().enumerate() {
+        for &(a, b) in q.iter().filter(|&&(a, b)| !q.contains(&(b, a))) {
+            half.insert((a.min(b), a.max(b)), j);
+        }
+    }
     let mut units = Vec::new();
     for g in ctx.prompts {
         for (h, &a) in g.iter().enumerate() {
@@ -91,7 +100,8 @@ fn select_units(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng, single: 
                 if ctx.item_base[a] == ctx.item_base[b] {
                     continue;
                 }
-                for j in 0..judges {
+                let owner = half.get(&(a.min(b), a.max(b))).copied();
+                for j in (0..judges).filter(|&j| owner.is_none_or(|o| o == j)) {
                     let open: Vec<(usize, usize)> =
                         [(a, b), (b, a)].into_iter().filter(|q| !ctx.queried[j].contains(q)).collect();
                     let groups: Vec<Vec<(usize, usize)>> =
@@ -120,6 +130,19 @@ fn select_units(ctx: &PanelContext<'_>, r: usize, rng: &mut ChaCha8Rng, single: 
     let mut picked = Vec::new();
     let mut spent = 0.0;
     let mut taken = vec![false; units.len()];
+    // The missing other orders first, as a single judge's run sends them.
+    for (i, u) in units.iter().enumerate() {
+        let (x, y) = u.orders[0];
+        let missing = u.orders.len() == 1 && half.get(&(x.min(y), x.max(y))) == Some(&u.judge);
+        if missing && picked.len() < r && spent + u.cost <= ctx.remaining_usd {
+            taken[i] = true;
+            spent += u.cost;
+            picked.push((x, y, u.judge));
+            let d = row_of(ctx, u.judge, x, y);
+            let w = weight(ctx, &sigma, u.judge, x, y, &d);
+            sherman_morrison(&mut sigma, &d, w);
+        }
+    }
     while picked.len() < r {
         // A unit's information depends on its judge and on the bases and covariate differences
         // of its orders only: over many prompts the same system pair recurs on every prompt, so
@@ -340,6 +363,40 @@ mod tests {
         }
         let spent: f64 = picks.iter().map(|&(a, b, j)| cost(j, a, b)).sum();
         assert!(spent <= 2.5, "{spent}");
+    }
+
+    /// A pair a judge holds in one order only (an order of a write-ahead pick taken back
+    /// unsent): its other order goes to that judge first, and no other judge takes the pair
+    /// (a pipelined run under load sent (M9, M12) to one judge and (M12, M9) to the other).
+    #[test]
+    fn a_half_asked_pair_is_finished_by_its_judge_and_no_other() {
+        let (f, x) = two_judges(1);
+        let base: Vec<usize> = (0..6).collect();
+        let pi = [0.9, 0.6, 0.5, 0.4, 0.3, 0.3];
+        // Judge 1 holds (0, 1) alone; judge 0 is the cheaper, and would otherwise take any pair.
+        let queried = vec![HashSet::new(), HashSet::from([(0, 1)])];
+        let cost = |j: usize, _a: usize, _b: usize| if j == 0 { 0.01 } else { 1.0 };
+        let ctx = PanelContext {
+            fit: &f,
+            item_base: &base,
+            prompts: &[(0..6).collect()],
+            x: &x,
+            membership: &pi,
+            queried: &queried,
+            cost: &cost,
+            price: &cost,
+            remaining_usd: 100.0,
+            pending: &[],
+        };
+        for r in [1, 8, 30] {
+            let picks = select(&ctx, r, &mut rng::stream(3, "t", 0));
+            assert_eq!(picks[0], (1, 0, 1), "the missing order first: {picks:?}");
+            let pair: Vec<_> = picks.iter().filter(|&&(a, b, _)| a.min(b) == 0 && a.max(b) == 1).collect();
+            assert_eq!(pair, [&(1, 0, 1)], "{picks:?}");
+        }
+        // Without the budget for it, no one takes the pair.
+        let poor = select(&PanelContext { remaining_usd: 0.5, ..ctx }, 30, &mut rng::stream(3, "t", 0));
+        assert!(!poor.is_empty() && poor.iter().all(|&(a, b, _)| (a.min(b), a.max(b)) != (0, 1)), "{poor:?}");
     }
 
     #[test]
