@@ -512,7 +512,7 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert!(md.contains("reported (apparent) top-3: M12, M13, M0"), "{md}");
     assert!(md.contains("bias-corrected (beside) top-3: M13, M12, M22"), "{md}");
     assert!(md.contains("/runs/gated/gate.json`): P(Bin("), "{md}");
-    assert!(md.contains("keep the naive ranking"), "{md}");
+    assert!(md.contains("keep the apparent ranking"), "{md}");
 
     // The gate's spend counts in the run's budget: a priced trusted judge that does not fit in
     // what max_usd leaves is refused before any query is sent.

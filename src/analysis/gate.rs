@@ -142,7 +142,7 @@ impl GateDecision {
         if self.enable {
             format!("{test} ≤ α = {}: enable correction (report the bias-corrected ranking)", self.alpha)
         } else {
-            format!("{test} > α = {}: keep the naive ranking (correction not supported by the anchors)", self.alpha)
+            format!("{test} > α = {}: keep the apparent ranking (correction not supported by the anchors)", self.alpha)
         }
     }
 }
@@ -263,7 +263,7 @@ mod tests {
         let d = decide(&a, &labels, 0.05);
         assert_eq!((d.n10, d.n01, d.n_ties), (4, 1, 1));
         assert!((d.p_value - 6.0 / 32.0).abs() < 1e-15 && !d.enable);
-        assert!(d.text().contains("keep the naive ranking"), "{}", d.text());
+        assert!(d.text().contains("keep the apparent ranking"), "{}", d.text());
     }
 
     #[test]

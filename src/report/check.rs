@@ -98,11 +98,18 @@ impl CheckReport {
     pub fn text(&self) -> String {
         let num = crate::report::summary::fmt_coef;
         let mut s = format!(
-            "leaderboard check: {} × {}, {}{}{}\n",
+            "leaderboard check: {} × {}, {}{}\n",
             crate::domain::fmt::count(self.prompts, "prompt"),
             crate::domain::fmt::count(self.systems.len(), "system"),
-            crate::domain::fmt::count(self.verdicts, "verdict"),
-            if self.invalid > 0 { format!(" ({} invalid, not fitted)", self.invalid) } else { String::new() },
+            if self.invalid > 0 {
+                format!(
+                    "{} (and {} invalid, not fitted)",
+                    crate::domain::fmt::count(self.verdicts, "valid verdict"),
+                    self.invalid
+                )
+            } else {
+                crate::domain::fmt::count(self.verdicts, "verdict")
+            },
             self.judge.as_ref().map(|j| format!(" of {j}")).unwrap_or_default()
         );
         if self.left_out > 0 {

@@ -621,11 +621,11 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
     let _ = writeln!(md, "# Sweep {}\n", crate::report::md::code(&r.name, false));
     let _ = writeln!(
         md,
-        "k = {}, {} pools per cell (pool seeds {}…{}), orders {}, refit every {}, {} Monte-Carlo draws, \
+        "k = {}, {} per cell (pool seeds {}…{}), orders {}, refit every {}, {} Monte-Carlo draws, \
          λ_θ = {}, λ_b = {}, λ_κ = {}. Values are means ± standard errors over pools; differences \
          are paired by pool.\n",
         r.k,
-        r.pools.count,
+        crate::domain::fmt::count(r.pools.count, "pool"),
         r.pools.seed,
         r.pools.seed + r.pools.count as u64 - 1,
         name(&r.acquisition.orders),

@@ -398,7 +398,7 @@ pub fn import_with(
         prompts += 1;
     }
     if prompts == 0 {
-        return Err(ImportError::Empty(format!("{} answers read", answers.len())));
+        return Err(ImportError::Empty(format!("{} read", crate::domain::fmt::count(answers.len(), "answer"))));
     }
     // By construction: what is written is what `run`, `fit` and `check` load.
     crate::store::pool_file::parse_pool_lines(out, text.as_bytes())
