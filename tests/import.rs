@@ -438,6 +438,20 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         let e = import(d, &["--judgments", "arena_hard"], std::slice::from_ref(&f), &d.join("x.jsonl")).unwrap_err();
         assert!(e.contains(&format!("{}:1: {said}", f.display())), "{e}");
     }
+    // A line naming two questions (uid and question_id apart) is refused, not read as one of them.
+    let f = write(
+        d,
+        "ah_two.jsonl",
+        "{\"question_id\": \"q1\", \"uid\": \"q2\", \"model\": \"m\", \"judge\": \"J\", \"games\": [{\"score\": \"A>B\"}]}\n",
+    );
+    let e = import(d, &["--judgments", "arena_hard"], std::slice::from_ref(&f), &d.join("x.jsonl")).unwrap_err();
+    assert!(
+        e.contains(&format!(
+            "{}:1: fields \"question_id\" (\"q1\") and \"uid\" (\"q2\") name two questions; expected one id (or both the same)",
+            f.display()
+        )),
+        "{e}"
+    );
     // MT-Bench pairwise: winners in model terms, judge per turn.
     let out = d.join("mt.jsonl");
     let shown =

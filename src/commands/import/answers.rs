@@ -243,7 +243,8 @@ pub(super) fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Valu
     Ok(out)
 }
 
-/// A question id: the first of `keys` present, a string or a number written as text.
+/// A question id: the first of `keys` present, a string or a number written as text. Two of
+/// `keys` present with different ids are refused: which question the line is about is unclear.
 pub(super) fn question_id(
     v: &Value,
     keys: &[&str],
@@ -251,15 +252,29 @@ pub(super) fn question_id(
     line: usize,
     expected: &str,
 ) -> Result<String, ImportError> {
+    let mut found: Vec<(&str, String)> = Vec::new();
     for k in keys {
         match v.get(*k) {
-            Some(Value::String(s)) if !s.trim().is_empty() => return Ok(s.clone()),
-            Some(Value::Number(n)) => return Ok(n.to_string()),
+            Some(Value::String(s)) if !s.trim().is_empty() => found.push((k, s.clone())),
+            Some(Value::Number(n)) => found.push((k, n.to_string())),
             Some(other) => {
                 return Err(row(path, line, format!("field {k:?} is {other}, expected a non-empty id; {expected}")));
             }
             None => {}
         }
+    }
+    if let Some((k2, id2)) = found.iter().skip(1).find(|(_, id)| *id != found[0].1) {
+        let (k1, id1) = &found[0];
+        return Err(row(
+            path,
+            line,
+            format!(
+                "fields {k1:?} ({id1:?}) and {k2:?} ({id2:?}) name two questions; expected one id (or both the same)"
+            ),
+        ));
+    }
+    if let Some((_, id)) = found.into_iter().next() {
+        return Ok(id);
     }
     let names = keys.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(" or ");
     Err(row(path, line, format!("missing field {names}; {expected}")))
