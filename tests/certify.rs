@@ -247,17 +247,7 @@ fn fail_on_undecided_gives_the_exit_code() {
 #[test]
 fn a_judge_answering_at_random_gets_nothing_certified() {
     let dir = tempfile::tempdir().unwrap();
-    let items: Vec<String> = (0..25)
-        .map(|j| {
-            serde_json::json!({"id": format!("i{j:02}"), "text": format!("answer {j}"), "quality": j as f64})
-                .to_string()
-        })
-        .collect();
-    write(
-        dir.path(),
-        "pool.jsonl",
-        &format!("{{\"pool_id\": \"p25\", \"task\": \"pick the best\", \"items\": [{}]}}\n", items.join(", ")),
-    );
+    numbered_pool(dir.path(), "p25", 25);
     let cfg = write(
         dir.path(),
         "c.yaml",

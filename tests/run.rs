@@ -378,17 +378,7 @@ fn certified_at(r: &serde_json::Value, eps: f64, k: usize) {
 #[test]
 fn confidence_stops_only_at_a_certified_topk() {
     let dir = tempfile::tempdir().unwrap();
-    let items: Vec<String> = (0..60)
-        .map(|j| {
-            serde_json::json!({"id": format!("i{j:02}"), "text": format!("answer {j}"), "quality": j as f64})
-                .to_string()
-        })
-        .collect();
-    std::fs::write(
-        dir.path().join("pool.jsonl"),
-        format!("{{\"pool_id\": \"p60\", \"task\": \"pick the best\", \"items\": [{}]}}\n", items.join(", ")),
-    )
-    .unwrap();
+    numbered_pool(dir.path(), "p60", 60);
     let cfg = write(
         dir.path(),
         "c.yaml",

@@ -42,6 +42,20 @@ pub fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
     p
 }
 
+/// `dir/pool.jsonl`: one pool `pool_id` of `n` items i00, i01, … with texts "answer j" and gold
+/// quality j (the last is the best).
+pub fn numbered_pool(dir: &Path, pool_id: &str, n: usize) -> PathBuf {
+    let items: Vec<String> = (0..n)
+        .map(|j| {
+            serde_json::json!({"id": format!("i{j:02}"), "text": format!("answer {j}"), "quality": j as f64})
+                .to_string()
+        })
+        .collect();
+    let line =
+        format!("{{\"pool_id\": \"{pool_id}\", \"task\": \"pick the best\", \"items\": [{}]}}\n", items.join(", "));
+    write(dir, "pool.jsonl", &line)
+}
+
 /// A shipped config (`configs/FILE`) with its `../data/` paths made absolute and its outputs in
 /// `dir/runs`, edited by `edit` and written to `dir/FILE`.
 pub fn shipped(dir: &Path, file: &str, edit: impl Fn(String) -> String) -> PathBuf {
