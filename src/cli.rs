@@ -113,8 +113,11 @@ pub fn man_page(out: &mut dyn std::io::Write) -> std::io::Result<()> {
 /// Writing to stdout (a closed pipe), or creating the folder or a page in it.
 pub fn man(args: &ManArgs) -> std::io::Result<std::process::ExitCode> {
     if let Some(dir) = &args.dir {
-        std::fs::create_dir_all(dir)?;
-        clap_mangen::generate_to(Cli::command(), dir)?;
+        let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("--dir {}: {e}", dir.display()));
+        std::fs::create_dir_all(dir).map_err(named)?;
+        clap_mangen::generate_to(Cli::command(), dir).map_err(named)?;
+        let pages = Cli::command().get_subcommands().filter(|s| s.get_name() != "help").count() + 1;
+        println!("wrote {pages} man pages (topk-judge.1, topk-judge-run.1, …) into {}", dir.display());
         return Ok(std::process::ExitCode::SUCCESS);
     }
     match man_page(&mut std::io::stdout()) {

@@ -438,6 +438,30 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         let e = import(d, &["--judgments", "arena_hard"], std::slice::from_ref(&f), &d.join("x.jsonl")).unwrap_err();
         assert!(e.contains(&format!("{}:1: {said}", f.display())), "{e}");
     }
+    // Numeric ids: integers as their digits (7.0 and 1e2 as 7 and 100); a fractional one, or one
+    // too large to hold exactly (two of them could read as one id), is refused.
+    let f = write(
+        d,
+        "ah_num.jsonl",
+        "{\"question_id\": 7.0, \"model\": \"m\", \"judge\": \"J\", \"games\": [{\"score\": \"A>B\"}]}\n\
+         {\"question_id\": 1e2, \"model\": \"m\", \"judge\": \"J\", \"games\": [{\"score\": \"A>B\"}]}\n",
+    );
+    let out = d.join("num.jsonl");
+    import(d, &["--judgments", "arena_hard"], std::slice::from_ref(&f), &out).unwrap();
+    let ids: std::collections::BTreeSet<String> =
+        lines(&out).iter().map(|r| r["pool_id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(ids, ["100".to_owned(), "7".to_owned()].into());
+    for id in ["1.5", "123456789012345678901234"] {
+        let f = write(
+            d,
+            "ah_big.jsonl",
+            &format!(
+                "{{\"question_id\": {id}, \"model\": \"m\", \"judge\": \"J\", \"games\": [{{\"score\": \"A>B\"}}]}}\n"
+            ),
+        );
+        let e = import(d, &["--judgments", "arena_hard"], std::slice::from_ref(&f), &d.join("x.jsonl")).unwrap_err();
+        assert!(e.contains("a number that is not an integer id this reader can hold exactly"), "{id}: {e}");
+    }
     // A line naming two questions (uid and question_id apart) is refused, not read as one of them.
     let f = write(
         d,

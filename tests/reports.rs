@@ -275,20 +275,32 @@ fn a_config_given_for_a_run_folder_must_have_made_its_run() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(
         stderr(&out),
-        "error: report k3.yaml: runs/m: holds a run made with another model, k, acquisition or pool than k3.yaml configures (k = 2 there, 3 here): give the run folder itself for the run it holds, or run this config first\n"
+        "error: report k3.yaml: runs/m: holds a run made with other settings than k3.yaml configures: k (2 there, 3 here); give the run folder itself for the run it holds, or run this config first\n"
     );
-    for cmd in ["report", "profile"] {
+    // Every setting that differs is named with both values; a budget alone is no other run.
+    write(dir.path(), "draws.yaml", &base.replace("mc_draws: 200", "mc_draws: 300"));
+    let out = run_bin(dir.path(), &["report", "draws.yaml"]);
+    assert!(stderr(&out).contains("configures: acquisition.mc_draws (200 there, 300 here);"), "{}", text(&out));
+    write(dir.path(), "budget.yaml", &format!("{base}budget: {{max_comparisons: 7}}\n"));
+    assert!(run_bin(dir.path(), &["report", "budget.yaml"]).status.success());
+    // Another judge: every command that reads the run by this config says so (gate said "no
+    // valid verdicts" of a folder of them, fit printed an empty fit and exit 0).
+    for cmd in ["report", "profile", "fit"] {
         let out = run_bin(dir.path(), &[cmd, "seed.yaml"]);
-        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {}", text(&out));
         assert!(
             stderr(&out).contains(&format!(
                 "runs/m: none of the {n} verdicts stored here is of the judge seed.yaml configures"
             )),
-            "{}",
+            "{cmd}: {}",
             text(&out)
         );
     }
     assert!(run_bin(dir.path(), &["profile", "runs/m"]).status.success(), "the folder itself");
+    // A folder without run.json (an older version's) is read from its config.yaml all the same.
+    std::fs::remove_file(dir.path().join("runs/m/run.json")).unwrap();
+    let out = run_bin(dir.path(), &["report", "k3.yaml"]);
+    assert!(stderr(&out).contains("configures: k (2 there, 3 here);"), "{}", text(&out));
 }
 
 /// A 6-item pool with distinct qualities and texts of different lengths.

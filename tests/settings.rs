@@ -268,6 +268,12 @@ fn completions_and_the_man_page_match_the_command_line() {
     // The pages the top page refers to, with each subcommand's options.
     let out = run_bin(dir.path(), &["man", "--dir", "man1"]);
     assert!(out.status.success(), "{}", text(&out));
+    let pages = std::fs::read_dir(dir.path().join("man1")).unwrap().count();
+    assert_eq!(stdout(&out), format!("wrote {pages} man pages (topk-judge.1, topk-judge-run.1, …) into man1\n"));
+    // A file where the folder would go is named.
+    write(dir.path(), "afile", "");
+    let out = run_bin(dir.path(), &["man", "--dir", "afile/sub"]);
+    assert!(!out.status.success() && stderr(&out).contains("--dir afile/sub: "), "{}", text(&out));
     let page = |name: &str| std::fs::read_to_string(dir.path().join("man1").join(name)).unwrap();
     for sub in ["run", "profile", "gate", "audit", "fit", "check", "simulate", "import", "compare", "report"] {
         let p = page(&format!("topk-judge-{sub}.1"));

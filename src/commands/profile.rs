@@ -18,10 +18,6 @@ use std::path::Path;
 pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), RunFolderError> {
     let run = load_run(arg)?;
     run.cfg.single_judge("profile").map_err(RunFolderError::Panel)?;
-    if !arg.is_dir() {
-        super::run_folder::stored_by_judge(&run.cfg, &run.dir)
-            .map_err(|m| RunFolderError::Invalid(format!("{}: {m}", run.dir.display())))?;
-    }
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }

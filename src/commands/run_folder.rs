@@ -99,29 +99,67 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, RunFolderError> {
     load_run_with(arg, &[])
 }
 
-/// Whether the run in folder `dir` was made by `cfg` (a config file given for a run folder): its
-/// run.json's fit settings (model, k, acquisition, pool: [`crate::run::folder::config_hash`])
-/// are `cfg`'s, and, for a single judge, some stored verdict of the pool is of `cfg`'s judge
-/// configuration. A folder without run.json or verdicts is not refused here.
+/// Whether the run in folder `dir` was made by `cfg` (a config file given for a run folder): the
+/// fit settings of the folder's run (model, k, acquisition, pool: what
+/// [`crate::run::folder::config_hash`] hashes, read from its config.yaml, or its run.json's
+/// hash) are `cfg`'s, and, for a single judge, some stored verdict of the pool is of `cfg`'s
+/// judge configuration. A folder without config.yaml, run.json or verdicts is not refused here.
 ///
 /// # Errors
-/// What differs, naming the config (the caller names the folder).
+/// What differs (each setting by its key, with both values), naming the config (the caller
+/// names the folder).
 pub fn made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
-    let run_json: Option<serde_json::Value> =
-        std::fs::read_to_string(dir.join("run.json")).ok().and_then(|t| serde_json::from_str(&t).ok());
-    if let Some(fit) = run_json.as_ref().and_then(|v| v["fit"].as_str())
-        && fit != crate::run::folder::config_hash(cfg)
-    {
-        let k = read_result(dir)
-            .filter(|r| r.k != cfg.raw.k)
-            .map(|r| format!(" (k = {} there, {} here)", r.k, cfg.raw.k))
-            .unwrap_or_default();
+    let settings = |c: &Config| {
+        serde_json::json!({
+            "model": c.raw.model, "k": c.raw.k, "acquisition": c.raw.acquisition, "pool": {"id": c.pool.pool_id},
+        })
+    };
+    let differ = match folder_config(dir, &[]) {
+        Ok(stored) => {
+            let mut keys = Vec::new();
+            differing_keys(&settings(&stored), &settings(cfg), "", &mut keys);
+            keys
+        }
+        // No config.yaml that reads: the run.json hash alone says whether they differ.
+        Err(_) => {
+            let run_json: Option<serde_json::Value> =
+                std::fs::read_to_string(dir.join("run.json")).ok().and_then(|t| serde_json::from_str(&t).ok());
+            match run_json.as_ref().and_then(|v| v["fit"].as_str()) {
+                Some(fit) if fit != crate::run::folder::config_hash(cfg) => {
+                    vec!["model, k, acquisition or pool".to_owned()]
+                }
+                _ => Vec::new(),
+            }
+        }
+    };
+    if !differ.is_empty() {
         return Err(format!(
-            "holds a run made with another model, k, acquisition or pool than {} configures{k}: give the run folder itself for the run it holds, or run this config first",
-            cfg.path.display()
+            "holds a run made with other settings than {} configures: {}; give the run folder itself for the run it holds, or run this config first",
+            cfg.path.display(),
+            differ.join(", ")
         ));
     }
     stored_by_judge(cfg, dir)
+}
+
+/// The keys (dotted) whose values differ between `there` (the folder's run) and `here`, each
+/// with both values: "k (3 there, 5 here)".
+fn differing_keys(there: &serde_json::Value, here: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (there, here) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for k in keys {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                differing_keys(a.get(k).unwrap_or(&Value::Null), b.get(k).unwrap_or(&Value::Null), &key, out);
+            }
+        }
+        (a, b) if a != b => {
+            let show = |v: &Value| if v.is_null() { "unset".to_owned() } else { v.to_string() };
+            out.push(format!("{prefix} ({} there, {} here)", show(a), show(b)));
+        }
+        _ => {}
+    }
 }
 
 /// Whether, for a single judge, some stored verdict of `cfg`'s pool in folder `dir` is of `cfg`'s
@@ -182,6 +220,11 @@ pub fn load_run_with(
     };
     cfg.run_dir = dir.clone();
     let (verdicts, torn_line) = read_run_verdicts(&cfg, &dir)?;
+    // A config whose judge matches none of the folder's verdicts names a run not made yet: said
+    // so here, for every command that reads a run by its config (fit, profile, gate, …).
+    if verdicts.is_empty() && !arg.is_dir() {
+        stored_by_judge(&cfg, &dir).map_err(|m| RunFolderError::Invalid(format!("{}: {m}", dir.display())))?;
+    }
     Ok(LoadedRun { cfg, dir, verdicts, torn_line })
 }
 

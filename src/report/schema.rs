@@ -21,7 +21,7 @@ pub enum StopReason {
     MaxUsd,
     /// Every unqueried ordered pair has been queried.
     Exhausted,
-    /// Every π is within ε of 0 or 1.
+    /// The top-k is certified at the ε of `acquisition.confidence` (k bases in, every other out).
     Confident,
     /// The fit failed: result.json says so and claims no ranking; the verdicts are kept.
     FitFailed,

@@ -52,7 +52,13 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     let _ = write!(
         s,
         "stopped: {}; {} comparisons ({} valid, {} invalid, {} failed{}), spend {}",
-        name(&r.stop_reason),
+        if r.stop_reason == StopReason::Confident {
+            // The stop's ε is the config's; the sets below are at certify.epsilon.
+            "confident (the top-k certified at acquisition.confidence's ε; the sets below are at certify.epsilon)"
+                .to_owned()
+        } else {
+            name(&r.stop_reason)
+        },
         r.comparisons,
         r.valid,
         r.invalid,

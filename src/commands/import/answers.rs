@@ -256,7 +256,24 @@ pub(super) fn question_id(
     for k in keys {
         match v.get(*k) {
             Some(Value::String(s)) if !s.trim().is_empty() => found.push((k, s.clone())),
-            Some(Value::Number(n)) => found.push((k, n.to_string())),
+            // An integer id as its digits; one JSON can only give as a float (1e2, 7.0) as
+            // its integer when exact, else refused: two large ids could read as one.
+            Some(Value::Number(n)) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                (Some(i), _, _) => found.push((k, i.to_string())),
+                (_, Some(u), _) => found.push((k, u.to_string())),
+                (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9_007_199_254_740_992.0 => {
+                    found.push((k, format!("{f:.0}")))
+                }
+                _ => {
+                    return Err(row(
+                        path,
+                        line,
+                        format!(
+                            "field {k:?} is {n}, a number that is not an integer id this reader can hold exactly (fractional, or above 2^53); write the id as a string; {expected}"
+                        ),
+                    ));
+                }
+            },
             Some(other) => {
                 return Err(row(path, line, format!("field {k:?} is {other}, expected a non-empty id; {expected}")));
             }
