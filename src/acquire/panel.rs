@@ -337,25 +337,43 @@ mod tests {
         (f, xs)
     }
 
+    /// USD per query (judge, first item, second item).
+    type PerQuery = dyn Fn(usize, usize, usize) -> f64 + Sync;
+
+    /// One prompt of the six bases of [`two_judges`], one item each.
+    static SIX: std::sync::LazyLock<(Vec<usize>, Vec<Vec<usize>>)> =
+        std::sync::LazyLock::new(|| ((0..6).collect(), vec![(0..6).collect()]));
+
+    /// The context of a pick on [`two_judges`]'s fit: membership `pi`, each judge's `queried`,
+    /// (worst-case cost, expected price) per query, USD left, nothing pending.
+    fn six_bases<'a>(
+        (fit, x): (&'a PanelFit, &'a [Vec<Vec<f64>>]),
+        pi: &'a [f64],
+        queried: &'a [HashSet<(usize, usize)>],
+        (cost, price): (&'a PerQuery, &'a PerQuery),
+        remaining_usd: f64,
+    ) -> PanelContext<'a> {
+        PanelContext {
+            fit,
+            item_base: &SIX.0,
+            prompts: &SIX.1,
+            x,
+            membership: pi,
+            queried,
+            cost,
+            price,
+            remaining_usd,
+            pending: &[],
+        }
+    }
+
     #[test]
     fn both_orders_go_to_one_judge_and_the_budget_holds() {
         let (f, x) = two_judges(1);
-        let base: Vec<usize> = (0..6).collect();
         let pi = [0.9, 0.6, 0.5, 0.4, 0.3, 0.3];
         let queried = vec![HashSet::new(), HashSet::new()];
         let cost = |j: usize, _a: usize, _b: usize| if j == 0 { 1.0 } else { 0.1 };
-        let ctx = PanelContext {
-            fit: &f,
-            item_base: &base,
-            prompts: &[(0..6).collect()],
-            x: &x,
-            membership: &pi,
-            queried: &queried,
-            cost: &cost,
-            price: &cost,
-            remaining_usd: 2.5,
-            pending: &[],
-        };
+        let ctx = six_bases((&f, &x), &pi, &queried, (&cost, &cost), 2.5);
         let picks = select(&ctx, 8, &mut rng::stream(3, "t", 0));
         assert_eq!(picks.len() % 2, 0);
         for w in picks.chunks(2) {
@@ -371,23 +389,11 @@ mod tests {
     #[test]
     fn a_half_asked_pair_is_finished_by_its_judge_and_no_other() {
         let (f, x) = two_judges(1);
-        let base: Vec<usize> = (0..6).collect();
         let pi = [0.9, 0.6, 0.5, 0.4, 0.3, 0.3];
         // Judge 1 holds (0, 1) alone; judge 0 is the cheaper, and would otherwise take any pair.
         let queried = vec![HashSet::new(), HashSet::from([(0, 1)])];
         let cost = |j: usize, _a: usize, _b: usize| if j == 0 { 0.01 } else { 1.0 };
-        let ctx = PanelContext {
-            fit: &f,
-            item_base: &base,
-            prompts: &[(0..6).collect()],
-            x: &x,
-            membership: &pi,
-            queried: &queried,
-            cost: &cost,
-            price: &cost,
-            remaining_usd: 100.0,
-            pending: &[],
-        };
+        let ctx = six_bases((&f, &x), &pi, &queried, (&cost, &cost), 100.0);
         for r in [1, 8, 30] {
             let picks = select(&ctx, r, &mut rng::stream(3, "t", 0));
             assert_eq!(picks[0], (1, 0, 1), "the missing order first: {picks:?}");
@@ -406,23 +412,11 @@ mod tests {
         // nothing; at its expected cost it is half the price and gets queries, while the worst
         // cases of the picks stay within what is left.
         let (f, x) = two_judges(1);
-        let base: Vec<usize> = (0..6).collect();
         let pi = [0.9, 0.6, 0.5, 0.4, 0.3, 0.3];
         let queried = vec![HashSet::new(), HashSet::new()];
         let worst = |j: usize, _a: usize, _b: usize| if j == 0 { 1.0 } else { 0.1 };
         let expected = |j: usize, _a: usize, _b: usize| if j == 0 { 0.05 } else { 0.1 };
-        let ctx = PanelContext {
-            fit: &f,
-            item_base: &base,
-            prompts: &[(0..6).collect()],
-            x: &x,
-            membership: &pi,
-            queried: &queried,
-            cost: &worst,
-            price: &worst,
-            remaining_usd: 3.0,
-            pending: &[],
-        };
+        let ctx = six_bases((&f, &x), &pi, &queried, (&worst, &worst), 3.0);
         let at_worst = select(&ctx, 8, &mut rng::stream(3, "t", 0));
         assert!(at_worst.iter().all(|q| q.2 == 1), "{at_worst:?}");
         let at_expected = select(&PanelContext { price: &expected, ..ctx }, 8, &mut rng::stream(3, "t", 0));
@@ -437,23 +431,11 @@ mod tests {
         // Judge 0: 0.1 a query (a pair 0.2); judge 1: 1.0 a query but cheaper to expect. With
         // 0.15 left no pair fits: one order of judge 0 does, none of judge 1.
         let (f, x) = two_judges(1);
-        let base: Vec<usize> = (0..6).collect();
         let pi = [0.9, 0.6, 0.5, 0.4, 0.3, 0.3];
         let queried = vec![HashSet::new(), HashSet::new()];
         let worst = |j: usize, _a: usize, _b: usize| if j == 0 { 0.1 } else { 1.0 };
         let expected = |j: usize, _a: usize, _b: usize| if j == 0 { 0.1 } else { 0.01 };
-        let ctx = PanelContext {
-            fit: &f,
-            item_base: &base,
-            prompts: &[(0..6).collect()],
-            x: &x,
-            membership: &pi,
-            queried: &queried,
-            cost: &worst,
-            price: &expected,
-            remaining_usd: 0.15,
-            pending: &[],
-        };
+        let ctx = six_bases((&f, &x), &pi, &queried, (&worst, &expected), 0.15);
         assert!(select(&ctx, 8, &mut rng::stream(3, "t", 0)).is_empty());
         let one = select_one_order(&ctx, &mut rng::stream(3, "t", 0));
         assert_eq!((one.len(), one[0].2), (1, 0), "{one:?}");
@@ -465,22 +447,10 @@ mod tests {
         // Only bases 1 and 2 are uncertain (π = ½), so the score of one order (1, 2) by judge 1
         // is (¼ + ¼) · w (gᵀΣd)² / (1 + w dᵀΣd) / v_12 / cost, computed here from dense vectors.
         let (f, x) = two_judges(2);
-        let base: Vec<usize> = (0..6).collect();
         let pi = [1.0, 0.5, 0.5, 0.0, 0.0, 0.0];
         let queried = vec![HashSet::new(), HashSet::new()];
         let cost = |_j: usize, _a: usize, _b: usize| 1.0;
-        let ctx = PanelContext {
-            fit: &f,
-            item_base: &base,
-            prompts: &[(0..6).collect()],
-            x: &x,
-            membership: &pi,
-            queried: &queried,
-            cost: &cost,
-            price: &cost,
-            remaining_usd: 100.0,
-            pending: &[],
-        };
+        let ctx = six_bases((&f, &x), &pi, &queried, (&cost, &cost), 100.0);
         let sigma = f.cov.clone();
         let bw: Vec<f64> = pi.iter().map(|q| q * (1.0 - q)).collect();
         let hot = hot_bases(&bw);
