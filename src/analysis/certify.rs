@@ -262,19 +262,25 @@ pub fn no_signal(verdicts: &[ItemVerdict]) -> Option<NoSignal> {
         .into_iter()
         .find(|(_, c)| *c as f64 >= NO_SIGNAL_SHARE * n as f64)?
         .0;
+    Some(signal_record(verdicts, lean, None))
+}
+
+/// The no-signal record of `verdicts` leaning `lean`: its counts over them.
+fn signal_record(verdicts: &[ItemVerdict], lean: Lean, equal_quality_p: Option<f64>) -> NoSignal {
+    let n = verdicts.len();
+    let first = verdicts.iter().filter(|v| v.y > 0.5).count();
+    let second = verdicts.iter().filter(|v| v.y < 0.5).count();
     let asked: std::collections::HashSet<(usize, usize)> = verdicts.iter().map(|v| (v.a, v.b)).collect();
-    let both_orders = verdicts.iter().filter(|v| asked.contains(&(v.b, v.a))).count();
-    let soft = verdicts.iter().filter(|v| v.y > 0.0 && v.y < 1.0 && v.y != 0.5).count();
-    Some(NoSignal {
+    NoSignal {
         lean,
         verdicts: n,
         first_shown: first,
         second_shown: second,
-        ties,
-        both_orders,
-        soft,
-        equal_quality_p: None,
-    })
+        ties: n - first - second,
+        both_orders: verdicts.iter().filter(|v| asked.contains(&(v.b, v.a))).count(),
+        soft: verdicts.iter().filter(|v| v.y > 0.0 && v.y < 1.0 && v.y != 0.5).count(),
+        equal_quality_p,
+    }
 }
 
 /// [`no_signal`], else [`indistinct`]: a judge whose verdicts say nothing about the bases, one
@@ -299,22 +305,7 @@ pub fn indistinct(verdicts: &[ItemVerdict], item_base: &[usize], bases: usize) -
         return None;
     }
     let p = equal_quality_p(&pairs, bases);
-    (p > EQUAL_QUALITY_ALPHA).then(|| {
-        let n = verdicts.len();
-        let first = verdicts.iter().filter(|v| v.y > 0.5).count();
-        let second = verdicts.iter().filter(|v| v.y < 0.5).count();
-        let asked: std::collections::HashSet<(usize, usize)> = verdicts.iter().map(|v| (v.a, v.b)).collect();
-        NoSignal {
-            lean: Lean::Indistinct,
-            verdicts: n,
-            first_shown: first,
-            second_shown: second,
-            ties: n - first - second,
-            both_orders: verdicts.iter().filter(|v| asked.contains(&(v.b, v.a))).count(),
-            soft: verdicts.iter().filter(|v| v.y > 0.0 && v.y < 1.0 && v.y != 0.5).count(),
-            equal_quality_p: Some(p),
-        }
-    })
+    (p > EQUAL_QUALITY_ALPHA).then(|| signal_record(verdicts, Lean::Indistinct, Some(p)))
 }
 
 /// The p-value of [`indistinct`]'s test over verdicts (first base, second base, y).
