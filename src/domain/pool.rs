@@ -446,13 +446,15 @@ impl Pool {
         self.items.iter().all(|i| i.text.is_some())
     }
 
-    /// Groups (of two or more items, in file order) whose texts are identical after trimming
-    /// surrounding whitespace.
+    /// Groups (of two or more items of one prompt, in file order) whose texts are identical up to
+    /// whitespace: the same words, each run of spaces, tabs and line breaks read as one space
+    /// ("a  b" and "a b\n" are one text; "ab" and "a b" are not).
     pub fn identical_texts(&self) -> Vec<Vec<usize>> {
-        let mut by_text: BTreeMap<(usize, &str), Vec<usize>> = BTreeMap::new();
+        let mut by_text: BTreeMap<(usize, String), Vec<usize>> = BTreeMap::new();
         for (i, it) in self.items.iter().enumerate() {
             if let Some(t) = &it.text {
-                by_text.entry((self.prompt_of(i), t.trim())).or_default().push(i);
+                let words: Vec<&str> = t.split_whitespace().collect();
+                by_text.entry((self.prompt_of(i), words.join(" "))).or_default().push(i);
             }
         }
         let mut groups: Vec<Vec<usize>> = by_text.into_values().filter(|g| g.len() > 1).collect();
@@ -763,6 +765,27 @@ mod tests {
             human: None,
             system: None,
         }
+    }
+
+    /// Texts that differ only in whitespace (inside or around) are one text; a space that splits
+    /// a word is a difference; a text of another prompt is never the same answer.
+    #[test]
+    fn identical_texts_are_the_same_words_up_to_whitespace() {
+        let p = Pool::new(
+            "p".into(),
+            "t".into(),
+            vec![
+                item("a", "The cat  sat."),
+                item("b", " The cat sat.\n"),
+                item("c", "The\tcat\n\nsat."),
+                item("d", "Thecat sat."),
+                item("e", "the cat sat."),
+                item("f", "x y"),
+                item("g", "x\u{a0}y"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(p.identical_texts(), vec![vec![0, 1, 2], vec![5, 6]]);
     }
 
     #[test]
