@@ -396,6 +396,82 @@ fn an_open_round_resumed_at_another_base_url_names_the_judge_that_sent_it() {
     assert_eq!(other.batch_jobs().len(), 0);
 }
 
+/// A job of this judge that its endpoint no longer knows (HTTP 404: deleted, or lost by the
+/// provider) will never end: the next run closes its round, each query booked as possibly billed
+/// at its reservation (the spend stays what was reserved), says so, and goes on; the folder is
+/// not stuck on it. With `--detach` too.
+#[test]
+fn a_job_the_endpoint_no_longer_knows_is_closed_as_possibly_billed() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 60_000, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let max = 0.01;
+    let cfg = config(dir.path(), "lost", &fake.base_url, &format!("  max_comparisons: 16\n  max_usd: {max}\n"));
+    assert!(run(dir.path(), &cfg, &["--detach"]).status.success());
+    let runs = dir.path().join("runs/lost");
+    let reserved = json(&runs.join("result.json"))["in_open_batch_job"]["reserved_usd"].as_f64().unwrap();
+    assert!(reserved > 0.0);
+    fake.forget_batch_jobs();
+    fake.batch_script(BatchScript { delay_ms: 0, ..Default::default() });
+    let out = run(dir.path(), &cfg, &["--detach"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(" is not found at this endpoint: ")
+            && said.contains(&format!(
+                "the job was deleted or lost and will not end; round 1's 8 queries booked as possibly billed at their reservations (${reserved:.6}) and closed; their pairs may be asked again"
+            )),
+        "{said}"
+    );
+    // What is left open is the next round, not the lost one.
+    assert!(said.contains(": round 2 submitted with --detach; run the same config again"), "{said}");
+    let log = lines(&runs.join("batches.jsonl"));
+    assert!(log.iter().any(|l| l["round"] == 1 && l["ended"] == "gone"), "{log:?}");
+    // Round 2 is submitted with --detach; the next run books it.
+    assert_eq!(fake.batch_jobs().len(), 1, "{:?}", fake.batch_jobs());
+    wait_until("the job to end", 30, || fake.batch_jobs()[0].1 == "completed");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let b = booked(&runs);
+    let r = json(&runs.join("result.json"));
+    assert_eq!((b.open_intents, b.possibly_billed, r["possibly_billed"].as_u64()), (0, 8, Some(8)), "{r}");
+    assert!(b.usd <= max + 1e-12, "${} within max_usd", b.usd);
+    // The lost round's queries are held at their reservation, next to what was billed since.
+    assert!(
+        (b.usd - reserved - bill(&fake)).abs() < 1e-9,
+        "books ${} = reserved ${reserved} + bill ${}",
+        b.usd,
+        bill(&fake)
+    );
+    assert!(stdout(&out).contains("(includes 8 possibly billed"), "{}", stdout(&out));
+}
+
+/// The same, while a run waits for its own job: the round is closed as possibly billed and the
+/// run goes on with the next round, within `max_usd`.
+#[test]
+fn a_job_lost_while_polled_closes_its_round_and_the_run_goes_on() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 60_000, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let max = 0.01;
+    let cfg = config(dir.path(), "lost", &fake.base_url, &format!("  max_comparisons: 16\n  max_usd: {max}\n"));
+    let child = spawn_run(dir.path(), &cfg, Stdio::piped);
+    wait_until("the first job", 30, || fake.batch_jobs().len() == 1);
+    fake.batch_script(BatchScript { delay_ms: 0, ..Default::default() });
+    fake.forget_batch_jobs();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let runs = dir.path().join("runs/lost");
+    let b = booked(&runs);
+    // The lost round's pairs are asked again: 16 comparisons, as configured.
+    assert_eq!((b.open_intents, b.possibly_billed, b.verdicts), (0, 8, 16), "{b:?}");
+    assert!(b.usd <= max + 1e-12, "${} within max_usd", b.usd);
+    let log = lines(&runs.join("batches.jsonl"));
+    assert!(log.iter().any(|l| l["round"] == 1 && l["ended"] == "gone"), "{log:?}");
+    assert!(stdout(&out).contains("(includes 8 possibly billed"), "{}", stdout(&out));
+    assert!(text(&out).contains("the job was deleted or lost and will not end; round 1's 8 queries booked as possibly billed at their worst case"), "{}", text(&out));
+}
+
 /// `max_usd` bounds a round before it is submitted: the reservations at the batch price.
 #[test]
 fn max_usd_holds_across_rounds() {

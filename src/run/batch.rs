@@ -33,6 +33,9 @@ use std::time::Duration;
 /// The longest wait between two polls of a batch job.
 const MAX_POLL: Duration = Duration::from_secs(600);
 
+/// batches.jsonl's `ended` for a round whose job the endpoint no longer knows (HTTP 404).
+const GONE: &str = "gone";
+
 /// Failed reads of a job in a row after which the round is left open for a later run.
 const MAX_READ_FAILURES: u32 = 6;
 
@@ -49,6 +52,20 @@ enum Submission {
     Refused(JudgeError),
     /// Submitted or possibly submitted, and not known which: left open for a later run.
     Pending(String),
+}
+
+/// Why a job was not seen to end ([`BatchJudge::await_end`]).
+enum Unended {
+    /// The endpoint answers HTTP 404 for it: deleted, lost by the provider, or another
+    /// base_url's job. No wait helps.
+    Gone(String),
+    /// It could not be read, or a stop came first: left open for a later run.
+    Open(String),
+}
+
+/// Whether `e` says the endpoint has no such job.
+fn not_found(e: &JudgeError) -> bool {
+    matches!(e, JudgeError::Request { status: Some(404), .. })
 }
 
 /// The lines of an ended job's files ([`BatchJudge::read_lines`]).
@@ -257,8 +274,9 @@ impl BatchJudge {
     }
 
     /// Poll `id` until it ends (a stop cancels it first; its end is then waited for, so what it
-    /// ran is booked). `Err`: it could not be read [`MAX_READ_FAILURES`] times in a row.
-    async fn await_end(&self, id: &str) -> Result<BatchJob, String> {
+    /// ran is booked). `Err`: the endpoint has no such job, or it could not be read
+    /// [`MAX_READ_FAILURES`] times in a row.
+    async fn await_end(&self, id: &str) -> Result<BatchJob, Unended> {
         use backon::BackoffBuilder;
         let mut waits = backon::ExponentialBuilder::default()
             .with_min_delay(self.poll_first)
@@ -273,13 +291,15 @@ impl BatchJudge {
                 Ok(job) if job.status.is_final() => return Ok(job),
                 Ok(_) => failures = 0,
                 // The endpoint has no such job (another base_url's, or deleted): no wait helps.
-                Err(e @ JudgeError::Request { status: Some(404), .. }) => {
-                    return Err(format!("batch job {id} is not found at this endpoint: {e}"));
+                Err(e) if not_found(&e) => {
+                    return Err(Unended::Gone(format!("batch job {id} is not found at this endpoint: {e}")));
                 }
                 Err(e) => {
                     failures += 1;
                     if failures >= MAX_READ_FAILURES {
-                        return Err(format!("batch job {id} could not be read ({failures} times in a row): {e}"));
+                        return Err(Unended::Open(format!(
+                            "batch job {id} could not be read ({failures} times in a row): {e}"
+                        )));
                     }
                 }
             }
@@ -510,55 +530,73 @@ impl BatchJudge {
         } else {
             self.submit(round, input.into_bytes()).await
         };
-        let results: Vec<Result<JudgeReply, JudgeError>> =
-            match outcome {
-                Submission::NotSubmitted(why) => {
-                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
-                    // Stopped: nothing to count. Otherwise a failure of each query (counted, so a
-                    // provider that keeps refusing the upload ends the run as a failing judge).
-                    let stopped = self.stopped();
-                    sent.iter()
-                        .map(|_| {
+        let results: Vec<Result<JudgeReply, JudgeError>> = match outcome {
+            Submission::NotSubmitted(why) => {
+                let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                // Stopped: nothing to count. Otherwise a failure of each query (counted, so a
+                // provider that keeps refusing the upload ends the run as a failing judge).
+                let stopped = self.stopped();
+                sent.iter()
+                    .map(
+                        |_| {
                             if stopped { Err(JudgeError::NotSent { cost_usd: 0.0 }) } else { Err(not_run(why.clone())) }
+                        },
+                    )
+                    .collect()
+            }
+            Submission::Unsupported(message) => {
+                let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                sent.iter()
+                    .map(|_| {
+                        Err(JudgeError::Endpoint {
+                            setting: "acquisition.dispatch".into(),
+                            message: message.clone(),
+                            cost_usd: 0.0,
                         })
-                        .collect()
-                }
-                Submission::Unsupported(message) => {
-                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                    })
+                    .collect()
+            }
+            Submission::Refused(e) => {
+                let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                sent.iter().map(|_| Err(e.clone())).collect()
+            }
+            Submission::Pending(why) => {
+                sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
+            }
+            Submission::Job(id) if self.detach => {
+                sent.iter().map(|_| Err(pending(&id, format!("round {round} submitted with --detach")))).collect()
+            }
+            Submission::Job(id) => match self.await_end(&id).await {
+                Err(Unended::Open(why)) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
+                // The job this run made is gone: what it ran cannot be known.
+                Err(Unended::Gone(why)) => {
+                    tracing::warn!(
+                        "{why}: the job was deleted or lost and will not end; round {round}'s {} queries booked as possibly billed at their worst case; their pairs may be asked again",
+                        sent.len()
+                    );
+                    let _ = self.record(BatchLine { round, ended: Some(GONE.into()), ..Default::default() });
                     sent.iter()
-                        .map(|_| {
-                            Err(JudgeError::Endpoint {
-                                setting: "acquisition.dispatch".into(),
-                                message: message.clone(),
-                                cost_usd: 0.0,
+                        .map(|&i| {
+                            let q = &queries[i];
+                            Err(JudgeError::PossiblyBilled {
+                                message: format!("{why}; booked as possibly billed at its worst case"),
+                                cost_usd: self.worst_case_usd(&q.pool, q.a, q.b),
                             })
                         })
                         .collect()
                 }
-                Submission::Refused(e) => {
-                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
-                    sent.iter().map(|_| Err(e.clone())).collect()
-                }
-                Submission::Pending(why) => {
-                    sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
-                }
-                Submission::Job(id) if self.detach => {
-                    sent.iter().map(|_| Err(pending(&id, format!("round {round} submitted with --detach")))).collect()
-                }
-                Submission::Job(id) => match self.await_end(&id).await {
-                    Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
-                    Ok(job) => {
-                        let qs: Vec<(&Pool, usize, usize, &str)> = sent
-                            .iter()
-                            .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
-                            .collect();
-                        match self.collect(&job, &qs).await {
-                            Ok(r) => r,
-                            Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
-                        }
+                Ok(job) => {
+                    let qs: Vec<(&Pool, usize, usize, &str)> = sent
+                        .iter()
+                        .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
+                        .collect();
+                    match self.collect(&job, &qs).await {
+                        Ok(r) => r,
+                        Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
                     }
-                },
-            };
+                }
+            },
+        };
         for (&i, r) in sent.iter().zip(results) {
             out[i] = Some(r);
         }
@@ -621,6 +659,7 @@ impl BatchJudge {
                 }
                 Submission::Job(id) => id,
             };
+            let mut gone = None;
             if self.detach {
                 match self.api().retrieve(&id).await {
                     Ok(job) if job.status.is_final() => {}
@@ -631,17 +670,49 @@ impl BatchJudge {
                             Some(format!("batch job {id} (round {}) is {}{counts}", r.round, job.status.as_str()));
                         return Ok(done.pending_with(&hint));
                     }
+                    Err(e) if not_found(&e) => {
+                        gone = Some(format!("batch job {id} is not found at this endpoint: {e}"));
+                    }
                     Err(e) => {
                         done.pending = Some(format!("batch job {id} (round {}) could not be read: {e}", r.round));
                         return Ok(done.pending_with(&hint));
                     }
                 }
             }
-            let job = match self.await_end(&id).await {
+            let job = match gone {
+                Some(why) => Err(Unended::Gone(why)),
+                None => self.await_end(&id).await,
+            };
+            let job = match job {
                 Ok(job) => job,
-                Err(why) => {
+                // Sent by another judge (base_url changed): the config that sent it can read it.
+                Err(Unended::Gone(why) | Unended::Open(why)) if !hint.is_empty() => {
                     done.pending = Some(why);
                     return Ok(done.pending_with(&hint));
+                }
+                Err(Unended::Open(why)) => {
+                    done.pending = Some(why);
+                    return Ok(done.pending_with(&hint));
+                }
+                // Sent by this judge and gone (deleted, or lost by the provider): it will never
+                // end. What it ran cannot be known, so each query is booked as possibly billed
+                // at its reservation, and the round is closed: its pairs may be asked again.
+                Err(Unended::Gone(why)) => {
+                    for i in &intents {
+                        books.record_possibly_billed(
+                            i.intent,
+                            i.reserved_usd,
+                            &format!("{why}; booked as possibly billed at its reservation"),
+                        )?;
+                    }
+                    let _ = self.record(BatchLine { round: r.round, ended: Some(GONE.into()), ..Default::default() });
+                    let usd: f64 = intents.iter().map(|i| i.reserved_usd).sum();
+                    tracing::warn!(
+                        "{why}: the job was deleted or lost and will not end; round {}'s {} queries booked as possibly billed at their reservations (${usd:.6}) and closed; their pairs may be asked again",
+                        r.round,
+                        intents.len()
+                    );
+                    continue;
                 }
             };
             let qs: Vec<(&Pool, usize, usize, &str)> =

@@ -8,8 +8,9 @@
 //! 2. `{"round": r, "input_file_id": "file-…"}`: the uploaded input, written before the batch is
 //!    created (a batch made from it can then be found again by listing the batches);
 //! 3. `{"round": r, "batch_id": "batch_…"}`: the batch job;
-//! 4. `{"round": r, "ended": "completed" | "expired" | "failed" | "cancelled" | "not_submitted"}`:
-//!    every query of the round is booked (a verdict, a paid failure, or closed unbilled).
+//! 4. `{"round": r, "ended": "completed" | "expired" | "failed" | "cancelled" | "not_submitted" |
+//!    "gone"}`: every query of the round is booked (a verdict, a paid failure, closed unbilled,
+//!    or, for a job the endpoint no longer knows, possibly billed at its reservation).
 //!
 //! A torn last line (a kill while writing) is cut on open.
 

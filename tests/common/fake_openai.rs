@@ -864,6 +864,12 @@ impl FakeOpenAi {
         self.shared.batch.jobs.lock().unwrap().iter().map(|j| (j.id.clone(), j.status.clone())).collect()
     }
 
+    /// Forget every batch job made so far (retrieving one answers 404), as a provider that
+    /// deleted or lost them does.
+    pub fn forget_batch_jobs(&self) {
+        self.shared.batch.jobs.lock().unwrap().clear();
+    }
+
     /// Answer uploads with 404, as a server without the Files API does.
     pub fn without_files_api(&self) {
         self.shared.batch.no_files.store(true, Ordering::SeqCst);
