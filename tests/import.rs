@@ -518,6 +518,22 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         e.contains(&format!("{c}:3: judge \"\", prompt \"p1\", \"m1\" shown first vs \"m2\": y = 0 here but 1 at {c}:2; expected one verdict per judge, prompt and ordered pair")),
         "{e}"
     );
+    // Two verdict columns (winner and Winner: one name in any case) were read from the first,
+    // silently; refused as the answers CSV refuses a repeated column.
+    for head in ["winner,Winner", "winner,winner", "judge,JUDGE"] {
+        let c = write(d, "two.csv", &format!("prompt_id,system_a,system_b,shown_first,{head}\np1,m1,m2,a,a,b\n"));
+        let c = if head.starts_with("judge") {
+            write(d, "two.csv", &format!("prompt_id,system_a,system_b,shown_first,winner,{head}\np1,m1,m2,a,a,J,K\n"))
+        } else {
+            c
+        };
+        let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
+        let name = head.split(',').next().unwrap();
+        assert!(
+            e.contains(&format!("{}:1: the header names the column {name:?} twice; expected each of prompt_id, system_a, system_b, shown_first, winner (and optionally judge, cost_usd) once", c.display())),
+            "{head}: {e}"
+        );
+    }
     // Systems named A and B: a winner "A" when system_b is called "A" reads both ways; refused
     // (it was read as side a, the opposite of what a user naming the system meant).
     let c = write(d, "ab.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,B,A,a,A\n");

@@ -492,17 +492,13 @@ pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<Strin
         // Column names in any case (`Prompt_ID`), as spreadsheets write them.
         .map(|h| h.trim().to_ascii_lowercase())
         .collect();
+    if let Some(h) = super::repeated_column(&header, &CSV_COLUMNS) {
+        return Err(row(path, 1, format!("the header names the column {h:?} twice; expected each of {wanted} once")));
+    }
     let mut cols = [usize::MAX; 4];
     let mut ignored = Vec::new();
     for (i, h) in header.iter().enumerate() {
         match CSV_COLUMNS.iter().position(|c| c == h) {
-            Some(k) if cols[k] != usize::MAX => {
-                return Err(row(
-                    path,
-                    1,
-                    format!("the header names the column {h:?} twice; expected each of {wanted} once"),
-                ));
-            }
             Some(k) => cols[k] = i,
             None => ignored.push(h.clone()),
         }

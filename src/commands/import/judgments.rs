@@ -450,6 +450,11 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
         // Column names in any case (`Prompt_ID`), as spreadsheets write them.
         .map(|h| h.trim().to_ascii_lowercase())
         .collect();
+    let known: Vec<&str> = REQUIRED.iter().chain(&OPTIONAL).copied().collect();
+    if let Some(h) = super::repeated_column(&header, &known) {
+        // Two verdict columns (a judge's and a human's, say): which one is meant is not ours to guess.
+        return Err(row(path, 1, format!("the header names the column {h:?} twice; expected each of {wanted} once")));
+    }
     let col = |name: &str| header.iter().position(|h| h == name);
     let missing: Vec<&str> = REQUIRED.iter().copied().filter(|n| col(n).is_none()).collect();
     if !missing.is_empty() {

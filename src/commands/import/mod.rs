@@ -150,7 +150,6 @@ fn row(path: &Path, line: usize, msg: impl Into<String>) -> ImportError {
     ImportError::Row { path: path.to_owned(), line, msg: msg.into() }
 }
 
-/// The same file named twice (compared as canonical paths) is an error naming it.
 /// RFC 4180 quoting of a CSV/TSV file (`delim` between fields): a quoted field must end with
 /// its closing quote, followed by the delimiter, a line end or the end of the file, and a quote
 /// inside it must be doubled. A quote left open would make a reader take every following row
@@ -206,6 +205,7 @@ fn check_quotes(path: &Path, bytes: &[u8], delim: u8) -> Result<(), ImportError>
     Ok(())
 }
 
+/// The same file named twice (compared as canonical paths) is an error naming it.
 fn check_distinct(inputs: &[PathBuf]) -> Result<(), ImportError> {
     let mut seen = std::collections::HashSet::new();
     for p in inputs {
@@ -215,6 +215,16 @@ fn check_distinct(inputs: &[PathBuf]) -> Result<(), ImportError> {
         }
     }
     Ok(())
+}
+
+/// A CSV header's first column among `known` that it names twice (names compared as given:
+/// the readers lower-case them first, so `winner` and `Winner` are one column).
+fn repeated_column<'h>(header: &'h [String], known: &[&str]) -> Option<&'h str> {
+    header
+        .iter()
+        .enumerate()
+        .find(|(i, h)| known.contains(&h.as_str()) && header[..*i].contains(h))
+        .map(|(_, h)| h.as_str())
 }
 
 /// Write `text` to `out`, creating its folder.
