@@ -913,7 +913,7 @@ fn a_reply_claiming_absurd_usage_is_booked_and_the_run_ends_at_its_budget() {
     let n = fake.n_requests();
     let r = if n == 1 { "reply" } else { "replies" };
     assert!(
-        t.contains(&format!("overrun: {n} {r} billed more prompt tokens than the prompt has bytes (up to 10000000000000000000 prompt tokens; the reservation counts one per byte); {n} {r} billed above max_tokens 8 (up to more than 1.8e19 completion tokens)")),
+        t.contains(&format!("overrun: {n} {r} billed more prompt tokens than the prompt has bytes (up to 10000000000000000000 prompt tokens; the reservation counts one per byte); {n} {r} billed above max_tokens 8 (up to more than 1.8e19 output tokens, reasoning included)")),
         "{t}"
     );
     // The budget was passed: the run says so and fails (exit code 1), its result written.

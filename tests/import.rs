@@ -640,6 +640,43 @@ fn arena_hard_2025_answers_carry_their_questions() {
     assert!(e.contains(":1: this answer holds no question text") && e.contains("--questions"), "{e}");
 }
 
+/// Judgments in the other layout: a JSON Lines format given one JSON array (pandas `to_json`)
+/// says so, not "missing field"; an AlpacaEval array written on one line names the bad record by
+/// its place (every record starts on line 1), one pretty-printed by its line alone.
+#[test]
+fn judgments_in_the_other_layout_are_named_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("rec.jsonl");
+    let mt: Vec<Value> = std::fs::read_to_string(bench("mt_bench/model_judgment/gpt-4_pair.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let arr = write(d, "mt_array.jsonl", &(serde_json::to_string(&mt).unwrap() + "\n"));
+    let e = import(d, &["--judgments", "mt_bench"], std::slice::from_ref(&arr), &out).unwrap_err();
+    assert!(
+        e.contains(&format!("{}:1: a JSON array where JSON Lines (one object per line) is expected", arr.display())),
+        "{e}"
+    );
+    let al: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(bench("alpaca_eval/annotations/claude-2.json")).unwrap())
+            .unwrap();
+    let mut al: Vec<Value> = al.into_iter().take(6).collect();
+    al[4]["preference"] = serde_json::json!(5);
+    let flat = write(d, "al_flat.json", &serde_json::to_string(&al).unwrap());
+    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&flat), &out).unwrap_err();
+    assert!(
+        e.contains(&format!("{}:1: record 5 of the array: preference = 5 is outside [1, 2]", flat.display())),
+        "{e}"
+    );
+    let pretty = write(d, "al_pretty.json", &serde_json::to_string_pretty(&al).unwrap());
+    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&pretty), &out).unwrap_err();
+    assert!(e.contains("preference = 5 is outside [1, 2]") && !e.contains("record 5"), "{e}");
+    assert!(!out.exists(), "nothing written");
+}
+
 /// Judgments whose names the pool loader and the reports refuse (a line break, ESC, a
 /// text-direction override) are refused at their record, and nothing is written.
 #[test]

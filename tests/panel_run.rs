@@ -318,7 +318,7 @@ fn a_panel_members_overrun_holds_its_queue_and_is_named() {
     assert_eq!(r["overrun_judges"], serde_json::json!(["cheap"]));
     assert!(
         stdout(&out)
-            .contains("  overrun (judge cheap): 1 reply billed above max_tokens 8 (up to 2000000 completion tokens); "),
+            .contains("  overrun (judge cheap): 1 reply billed above max_tokens 8 (up to 2000000 output tokens, reasoning included); "),
         "{}",
         stdout(&out)
     );
@@ -1690,8 +1690,14 @@ fn a_panel_member_that_changed_behind_its_name_is_stopped_by_its_fingerprint() {
         "{t}"
     );
     assert_eq!(cheap.n_requests() - before, 8, "only the fingerprint's queries: {t}");
-    let refused = more(&["--max-comparisons", "56", "--judge-changed", "new"]);
-    assert!(text(&refused).contains("--judge-changed: new applies to a single judge"), "{}", text(&refused));
+    // Refused before anything is asked, and by the dry run alike (it said "no query was sent", exit 0).
+    let before = cheap.n_requests();
+    for extra in [&[][..], &["--dry-run"][..]] {
+        let refused = more(&[&["--max-comparisons", "56", "--judge-changed", "new"][..], extra].concat());
+        assert_eq!(refused.status.code(), Some(1), "{extra:?}: {}", text(&refused));
+        assert!(text(&refused).contains("--judge-changed: new applies to a single judge"), "{}", text(&refused));
+    }
+    assert_eq!(cheap.n_requests(), before);
     let accepted = more(&["--max-comparisons", "56", "--judge-changed", "accept"]);
     assert!(accepted.status.success(), "{}", text(&accepted));
     let fp = lines(&dir.path().join("runs/fp/fingerprint.jsonl"));

@@ -153,9 +153,47 @@ fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
     assert!(o["worst_case_factor"].as_f64().unwrap() > 4.0);
     assert!(
         text(&out).contains(&format!(
-            "overrun: {n} repl{} billed above max_tokens 64 (up to 1280 completion tokens)",
+            "overrun: {n} repl{} billed above max_tokens 64 (up to 1280 output tokens, reasoning included)",
             if n == 1 { "y" } else { "ies" }
         )),
+        "{}",
+        text(&out)
+    );
+}
+
+/// A provider that reports its reasoning tokens apart (1 completion token, 100 reasoning tokens,
+/// max_tokens 64) bills 101 output tokens per reply: priced so, and named as billed above
+/// max_tokens even while each reply stays within its reservation (it said "1 completion token",
+/// and nothing at all within the reservation).
+#[test]
+fn reasoning_tokens_counted_apart_are_output_above_max_tokens() {
+    let fake = FakeOpenAi::start_with(
+        Box::new(longer_wins),
+        Box::new(|_| {
+            Some(
+                json!({"prompt_tokens": 100, "completion_tokens": 1, "completion_tokens_details": {"reasoning_tokens": 100}}),
+            )
+        }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cfg =
+        live(dir.path(), "think", &fake.base_url, "", "  concurrency: 2\n", "  max_comparisons: 4\n  max_usd: 1\n");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let runs = dir.path().join("runs/think");
+    let r = json(&runs.join("result.json"));
+    let n = fake.billed().len() as u64;
+    let o = &r["overrun"];
+    assert_eq!(
+        (o["replies"].as_u64(), o["above_max_tokens"].as_u64(), o["most_completion_tokens"].as_u64()),
+        (Some(0), Some(n), Some(101)),
+        "{o}"
+    );
+    let b = booked(&runs);
+    assert!((b.usd - n as f64 * (100.0 * PRICE_IN + 101.0 * PRICE_OUT) / 1e6).abs() < 1e-12, "{b:?}");
+    assert!(
+        text(&out)
+            .contains(&format!("{n} replies billed above max_tokens 64 (up to 101 output tokens, reasoning included)")),
         "{}",
         text(&out)
     );

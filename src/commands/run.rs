@@ -375,16 +375,31 @@ fn check_detach(config: &Path, cfg: &Config, detach: bool) -> Result<(), RunComm
 
 /// The flags of `run` given that apply to a single judge only.
 fn single_judge_flags(args: &RunArgs) -> Vec<&'static str> {
-    [(args.gate.is_some(), "--gate"), (args.detach, "--detach"), (args.fail_on_undecided, "--fail-on-undecided")]
-        .into_iter()
-        .filter_map(|(set, flag)| set.then_some(flag))
-        .collect()
+    [
+        (args.gate.is_some(), "--gate"),
+        (args.detach, "--detach"),
+        (args.fail_on_undecided, "--fail-on-undecided"),
+        (args.judge_changed == Some(JudgeChanged::New), JUDGE_CHANGED_NEW),
+    ]
+    .into_iter()
+    .filter_map(|(set, flag)| set.then_some(flag))
+    .collect()
 }
+
+/// `--judge-changed new`, as [`single_judge_flags`] names it.
+const JUDGE_CHANGED_NEW: &str = "--judge-changed new";
 
 /// A judge panel's config refuses the single-judge `flags` (the first named), for a run and its
 /// dry run alike.
 fn refuse_for_panel(config: &Path, flags: &[&'static str]) -> Result<(), RunCommandError> {
     match flags.first() {
+        Some(&JUDGE_CHANGED_NEW) => Err(RunCommandError::Config(ConfigError::invalid(
+            config,
+            crate::domain::invalid::InvalidSetting::new(
+                "--judge-changed",
+                "new applies to a single judge; in a judge panel, give the changed judge a new `name` in `judges:` (its verdicts start afresh under it), or accept",
+            ),
+        ))),
         Some(flag) => Err(RunCommandError::Config(ConfigError::invalid(
             config,
             crate::domain::invalid::InvalidSetting::new(
@@ -475,12 +490,11 @@ fn fingerprint_check(
 
 /// The judge fingerprint of each live member of a panel resuming its verdicts (docs/live.md,
 /// "Judge fingerprint"), member by member as for a single judge; a changed member stops the run
-/// unless `--judge-changed accept` says to go on. `--judge-changed new` is the single judge's:
-/// in a panel, a member given a new `name` starts verdicts of its own.
+/// unless `--judge-changed accept` says to go on. `--judge-changed new` is the single judge's
+/// ([`refuse_for_panel`]): in a panel, a member given a new `name` starts verdicts of its own.
 ///
 /// # Errors
-/// [`RunCommandError::JudgeChanged`] (naming the member), `--judge-changed new`, or the
-/// check's own failures.
+/// [`RunCommandError::JudgeChanged`] (naming the member), or the check's own failures.
 fn panel_fingerprints(
     cfg: &Config,
     members: &[(String, std::sync::Arc<dyn crate::judge::Judge>)],
@@ -488,15 +502,6 @@ fn panel_fingerprints(
     decided: Option<JudgeChanged>,
 ) -> Result<(), RunCommandError> {
     use crate::run::fingerprint::{self, Decision};
-    if decided == Some(JudgeChanged::New) {
-        return Err(RunCommandError::Config(ConfigError::invalid(
-            &cfg.path,
-            crate::domain::invalid::InvalidSetting::new(
-                "--judge-changed",
-                "new applies to a single judge; in a judge panel, give the changed judge a new `name` in `judges:` (its verdicts start afresh under it), or accept",
-            ),
-        )));
-    }
     for ((name, judge), m) in members.iter().zip(&cfg.raw.judges) {
         let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge else { continue };
         let named: std::sync::Arc<dyn crate::judge::Judge> =

@@ -72,7 +72,7 @@ pub struct RawAuditConfig {
     #[serde(default)]
     pub pool: Option<AuditPoolRef>,
     /// Queries in flight at once (default 8).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_conc")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one", default = "d_conc")]
     pub concurrency: usize,
     /// The budget, as in `run`: `{max_usd, max_comparisons}` or `unlimited`; a live judge needs
     /// one. `max_usd` bounds everything the audit folder's books hold, enforced in flight.

@@ -82,7 +82,7 @@ pub struct RawFrozen {
     #[serde(default)]
     pub out_dir: Option<PathBuf>,
     /// k of top-k (1 ≤ k < the bases of every pool).
-    #[serde(deserialize_with = "super::sections::at_least_one")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub k: usize,
     /// The pools and their recording.
     pub recorded: RecordedSource,

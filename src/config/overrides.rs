@@ -150,7 +150,7 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
         // The file's own fault, or the block an override added.
         let added = overrides.iter().rev().find(|o| o.key.first().is_some_and(|k| k == "judge" || k == "judges"));
         return Err(match (super::judge_blocks_message(&doc, &written), added) {
-            (None, Some(o)) => ConfigError::Set { given: o.given.clone(), msg: strip_location(&msg) },
+            (None, Some(o)) => ConfigError::Set { given: o.given.clone(), msg: strip_location(&msg, o) },
             _ => ConfigError::Yaml { path: path.to_owned(), msg },
         });
     }
@@ -173,7 +173,7 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
                     || e.0.contains(&format!("field `{}`", o.key.last().map_or("", |k| k.as_str())))
             });
             match named {
-                Some(o) => ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0) },
+                Some(o) => ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0, o) },
                 None => ConfigError::Yaml {
                     path: path.to_owned(),
                     msg: e.0.replace("--> <input>:", &format!("--> {}:", path.display())),
@@ -195,7 +195,7 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
                 Err(file_error) => {
                     // The file alone is broken; unless an override repairs that part, report it.
                     if let Some(o) = overrides.iter().find(|o| e.0.contains(&format!("`{}`", o.dotted()))) {
-                        Err(ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0) })
+                        Err(ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0, o) })
                     } else {
                         Err(file_error)
                     }
@@ -207,10 +207,13 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
                         let text = crate::store::yaml::to_string(&doc)
                             .map_err(|e| ConfigError::Yaml { path: path.to_owned(), msg: e.0 })?;
                         if let Err(e) = crate::store::yaml::from_str::<T>(&text) {
-                            return Err(ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0) });
+                            return Err(ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0, o) });
                         }
                     }
-                    Err(ConfigError::Set { given: overrides[0].given.clone(), msg: strip_location(&e.0) })
+                    Err(ConfigError::Set {
+                        given: overrides[0].given.clone(),
+                        msg: strip_location(&e.0, &overrides[0]),
+                    })
                 }
             }
         }
@@ -229,7 +232,12 @@ fn check_judge_kind(doc: &serde_json::Value, o: &Override) -> Result<(), ConfigE
         return Err(ConfigError::Set {
             given: o.given.clone(),
             msg: format!(
-                "this config is a judge panel (`judges:`, {n} judges): set a member's field with `--set judges.N.{}` (N = 0 to {}, in the order of `judges:`); --base-url, which sets judge.openai.base_url, applies to a config of one judge only",
+                "this config is a judge panel (`judges:`, {n} judges){}: set a member's field with `--set judges.N.{}` (N = 0 to {}, in the order of `judges:`)",
+                if o.given.starts_with("--base-url") {
+                    "; --base-url sets judge.openai.base_url, of a config of one judge only"
+                } else {
+                    ""
+                },
                 if o.key.len() > 1 { o.key[1..].join(".") } else { "…".to_string() },
                 n.saturating_sub(1)
             ),
@@ -366,14 +374,20 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
 }
 
 /// The parser's message without its "line N column M" and excerpt (they point into the merged
-/// document, not into the file).
-fn strip_location(msg: &str) -> String {
+/// document, not into the file). The key it names is kept when it lies inside the value `o`
+/// set, below the override's key (`--set judges.1={…, openai: {concurrency: -3}}`: `judges[1].openai.concurrency: expected
+/// …`); the override's own key is already said by the `--set` it quotes.
+fn strip_location(msg: &str, o: &Override) -> String {
     let first = msg.lines().next().unwrap_or(msg);
-    let body = match first.strip_prefix("line ") {
-        Some(rest) => rest.split_once(':').map(|(_, m)| m.trim()).unwrap_or(rest),
-        None => first,
-    };
-    body.to_string()
+    let Some(rest) = first.strip_prefix("line ") else { return first.to_string() };
+    let Some((place, body)) = rest.split_once(": ") else { return rest.to_string() };
+    let key = place.split_once("(key `").and_then(|(_, k)| k.strip_suffix("`)"));
+    match key {
+        Some(k) if k.replace('[', ".").replace(']', "").starts_with(&format!("{}.", o.dotted())) => {
+            format!("{k}: {}", body.trim())
+        }
+        _ => body.trim().to_string(),
+    }
 }
 
 /// Rewrite a rule error about an overridden key to name the override as given.
@@ -592,8 +606,16 @@ mod tests {
         };
         assert_eq!(
             msg(&panel, "judge.openai.max_invalid_rate=1"),
-            "this config is a judge panel (`judges:`, 2 judges): set a member's field with `--set judges.N.openai.max_invalid_rate` (N = 0 to 1, in the order of `judges:`); --base-url, which sets judge.openai.base_url, applies to a config of one judge only"
+            "this config is a judge panel (`judges:`, 2 judges): set a member's field with `--set judges.N.openai.max_invalid_rate` (N = 0 to 1, in the order of `judges:`)"
         );
+        let base_url = Override::shorthand("--base-url", "judge.openai.base_url", "http://127.0.0.1:8088/v1").unwrap();
+        match check_judge_kind(&panel, &base_url) {
+            Err(ConfigError::Set { given, msg }) => assert_eq!(
+                format!("{given}: {msg}"),
+                "--base-url http://127.0.0.1:8088/v1: this config is a judge panel (`judges:`, 2 judges); --base-url sets judge.openai.base_url, of a config of one judge only: set a member's field with `--set judges.N.openai.base_url` (N = 0 to 1, in the order of `judges:`)"
+            ),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             msg(&single, "judges.0.openai.max_invalid_rate=1"),
             "this config has one judge (`judge:`), not a panel: set its field with `--set judge.openai.max_invalid_rate`"
@@ -677,6 +699,22 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.to_string(), "--set judge={openai: {model: x}}: missing field `base_url` in `judge.openai`");
+        // A key inside the value set is named; the override's own key is not said twice.
+        std::fs::write(&path, "name: x\npool: {file: p.jsonl}\nk: 1\njudge:\n  mock:\n    seed: 1\nacquisition: {}\n")
+            .unwrap();
+        let e = |arg: &str| {
+            read_document_with::<crate::config::run::RawConfig>(&path, &[Override::parse(arg).unwrap()])
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            e("acquisition={concurrency: -3}"),
+            "--set acquisition={concurrency: -3}: acquisition.concurrency: expected a whole number ≥ 1, found \"-3\""
+        );
+        assert_eq!(
+            e("acquisition.concurrency=-3"),
+            "--set acquisition.concurrency=-3: expected a whole number ≥ 1, found \"-3\""
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub struct SynthPanelPools {
     /// Items per pool N (one per base).
     pub n: usize,
     /// Pools.
-    #[serde(deserialize_with = "super::sections::at_least_one")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub count: usize,
     /// Seed of the first pool (pool i uses `seed + i`).
     #[serde(default)]
@@ -125,7 +125,7 @@ pub struct PanelSweep {
     /// Output root, relative to the file's folder.
     pub out_dir: PathBuf,
     /// k of top-k.
-    #[serde(deserialize_with = "super::sections::at_least_one")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub k: usize,
     /// The pools.
     pub pools: PanelPools,
@@ -134,10 +134,10 @@ pub struct PanelSweep {
     /// Spend checkpoints per pool (USD), increasing.
     pub spend_usd: Vec<f64>,
     /// R: refit after this many verdicts (default 8).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_refit")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one", default = "d_refit")]
     pub refit_every: usize,
     /// Monte-Carlo draws for top-k membership (default 1000).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_mc")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one", default = "d_mc")]
     pub mc_draws: usize,
     /// Prior precisions.
     #[serde(default)]

@@ -27,7 +27,7 @@ pub struct Pools {
     /// Bases per pool, N.
     pub n: usize,
     /// Pools; replicate i uses pool seed `seed + i`.
-    #[serde(deserialize_with = "super::sections::at_least_one")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub count: usize,
     /// Seed of the first pool.
     #[serde(default)]
@@ -45,13 +45,17 @@ pub struct Pools {
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     /// Queries in flight at most, C ≥ 1 (not set for `batch`, whose rounds go out whole).
-    #[serde(deserialize_with = "super::sections::at_least_one", default)]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one", default)]
     pub concurrency: usize,
     /// `wait_for_batch`, `pipelined`, or `batch` (rounds of `round_size` at the batch price,
     /// `pipeline.batch_discount`).
     pub dispatch: Dispatch,
     /// `batch`: queries per round (one provider batch job; the model refits after each).
-    #[serde(deserialize_with = "super::sections::opt_at_least_one", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        deserialize_with = "crate::domain::serde_words::opt_at_least_one",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub round_size: Option<usize>,
     /// Pipelined: picks made ahead of a free slot (default 0, at most `concurrency`, as in
     /// `topk-judge run`).
@@ -101,7 +105,7 @@ pub struct PipelineSweep {
     /// Output root, relative to the file's folder.
     pub out_dir: PathBuf,
     /// k of top-k.
-    #[serde(deserialize_with = "super::sections::at_least_one")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub k: usize,
     /// The pools.
     pub pools: Pools,
@@ -114,10 +118,10 @@ pub struct PipelineSweep {
     /// Budgets B (comparisons), each a separate run.
     pub budgets: Vec<usize>,
     /// R: refit after this many stored verdicts.
-    #[serde(deserialize_with = "super::sections::at_least_one")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub refit_every: usize,
     /// Monte-Carlo draws for top-k membership.
-    #[serde(deserialize_with = "super::sections::at_least_one")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub mc_draws: usize,
     /// Latency and dispatch settings.
     pub pipeline: PipelineSection,

@@ -241,12 +241,15 @@ pub struct AcquisitionConfig {
     #[serde(default)]
     pub orders: Orders,
     /// Queries selected per refit, R (default 8).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "crate::model::params::default_refit_every")]
+    #[serde(
+        deserialize_with = "crate::domain::serde_words::at_least_one",
+        default = "crate::model::params::default_refit_every"
+    )]
     pub refit_every: usize,
     /// Queries in flight at most, C (default 8). Config key `concurrency`, or `batch_size`, its
     /// older name (the same setting; docs/live.md, "Concurrency").
     #[serde(
-        deserialize_with = "super::sections::at_least_one",
+        deserialize_with = "crate::domain::serde_words::at_least_one",
         alias = "batch_size",
         default = "crate::model::params::default_concurrency"
     )]
@@ -265,7 +268,11 @@ pub struct AcquisitionConfig {
     pub write_ahead: Option<usize>,
     /// `dispatch: batch` only: queries per round, each round one provider batch job (default
     /// 64; docs/live.md, "Batch dispatch"). The model refits after every round.
-    #[serde(deserialize_with = "super::sections::opt_at_least_one", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        deserialize_with = "crate::domain::serde_words::opt_at_least_one",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub round_size: Option<usize>,
     /// `dispatch: batch` only: seconds before the first poll of a batch job (default 10); the
     /// wait doubles up to 10 minutes.
@@ -275,7 +282,10 @@ pub struct AcquisitionConfig {
     #[serde(default)]
     pub seed: u64,
     /// Monte-Carlo draws S for top-k membership (default 1000).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "crate::model::params::default_mc_draws")]
+    #[serde(
+        deserialize_with = "crate::domain::serde_words::at_least_one",
+        default = "crate::model::params::default_mc_draws"
+    )]
     pub mc_draws: usize,
     /// Stop early at a top-k certified at ε: k bases with π ≥ 1 − ε and every other ≤ ε, under
     /// the certificate's conditions (docs/model.md, "Certified top-k"; default: off).
@@ -285,7 +295,7 @@ pub struct AcquisitionConfig {
     /// the rest of the run (default 2; docs/live.md). Not part of the fit: left out of the
     /// saved settings while it has its default, so older run folders keep matching.
     #[serde(
-        deserialize_with = "super::sections::at_least_one",
+        deserialize_with = "crate::domain::serde_words::at_least_one",
         default = "d_max_failed",
         skip_serializing_if = "is_d_max_failed"
     )]
@@ -350,7 +360,11 @@ impl Dispatch {
     pub fn check_write_ahead(self, given: Option<usize>, concurrency: usize) -> Result<(), String> {
         match given {
             Some(w) if w > 0 && self != Dispatch::Pipelined => Err(format!(
-                "{w} applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked; 0 or no value here)"
+                "{w} applies to `dispatch: pipelined` only ({}; 0 or no value here)",
+                match self {
+                    Dispatch::Batch => "a provider batch job is made of the round as it is picked",
+                    _ => "wait-for-batch sends each batch as it is picked",
+                }
             )),
             Some(w) if w > concurrency => Err(format!(
                 "{w} must be at most `concurrency` ({concurrency}): each pick written ahead is booked as possibly billed after a kill, and is decided up to that many replies early"
@@ -463,7 +477,7 @@ pub struct RawConfig {
     /// The pool.
     pub pool: PoolRef,
     /// k of top-k (1 ≤ k < number of bases).
-    #[serde(deserialize_with = "super::sections::at_least_one")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub k: usize,
     /// The judge (one judge). Read it with [`RawConfig::judge`]; exactly one of `judge` and
     /// `judges` is given.
@@ -1358,7 +1372,7 @@ fn numbered_matches(family: &str, bases: &[usize], ids: &[String], given: &[Opti
 #[serde(deny_unknown_fields)]
 pub struct GateConfig {
     /// K, the number of anchors (default 10; the paper's gate never false-enabled at K ≥ 10).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_anchors")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one", default = "d_anchors")]
     pub anchors: usize,
     /// α of the one-sided sign test (default 0.05).
     #[serde(default = "d_alpha")]
@@ -1616,6 +1630,10 @@ mod tests {
         let raw = crate::store::yaml::from_str::<RawConfig>(y).expect("parses");
         let e = Config::from_raw(raw, Path::new("c.yaml")).expect_err("wait-for-batch").to_string();
         assert!(e.ends_with("acquisition.write_ahead: 4 applies to `dispatch: pipelined` only (wait-for-batch sends each batch as it is picked; 0 or no value here)"), "{e}");
+        assert_eq!(
+            Dispatch::Batch.check_write_ahead(Some(2), 8).unwrap_err(),
+            "2 applies to `dispatch: pipelined` only (a provider batch job is made of the round as it is picked; 0 or no value here)"
+        );
         // 0 is the default, also written out; it is stored as no value.
         let dir = tempfile::tempdir().unwrap();
         let items = r#"[{"id": "a", "text": "one", "quality": 1}, {"id": "b", "text": "two two", "quality": 2}, {"id": "c", "text": "three", "quality": 3}]"#;

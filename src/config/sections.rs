@@ -27,77 +27,6 @@ pub fn is_plain_folder_name(name: &str) -> bool {
         || name.chars().any(char::is_control))
 }
 
-/// Deserialize a count whose rule is ≥ 1 (k, anchors, queries in flight, draws, …): a value
-/// that is not a whole number ≥ 0 is refused in the rule's own words ("expected a whole number
-/// ≥ 1, found \"-1\""), not in the words of the integer type. 0 passes here and is refused by the
-/// setting's check, which names its full rule (for k, `1 ≤ k < number of bases`). Use with
-/// `#[serde(deserialize_with = …)]`.
-///
-/// # Errors
-/// A negative, fractional, text or too large value.
-pub fn at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<T, D::Error> {
-    d.deserialize_any(AtLeastOne(std::marker::PhantomData))
-}
-
-/// [`at_least_one`] for a setting that may be left out (`Option<usize>`, with
-/// `#[serde(default)]`).
-///
-/// # Errors
-/// As [`at_least_one`].
-pub fn opt_at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<Option<T>, D::Error> {
-    at_least_one(d).map(Some)
-}
-
-/// The unsigned integer types a count setting is held in.
-pub trait Count: TryFrom<u64> {
-    /// The largest value of the type.
-    const MAX: u64;
-}
-impl Count for usize {
-    const MAX: u64 = usize::MAX as u64;
-}
-impl Count for u32 {
-    const MAX: u64 = u32::MAX as u64;
-}
-
-struct AtLeastOne<T>(std::marker::PhantomData<T>);
-
-fn refuse<E: serde::de::Error>(found: &dyn std::fmt::Display) -> E {
-    E::custom(format!("expected a whole number ≥ 1, found \"{found}\""))
-}
-
-impl<T: Count> serde::de::Visitor<'_> for AtLeastOne<T> {
-    type Value = T;
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a whole number ≥ 1")
-    }
-    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
-        T::try_from(v).map_err(|_| E::custom(format!("{v} is too large (at most {})", T::MAX)))
-    }
-    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
-        u64::try_from(v).map_err(|_| refuse(&v)).and_then(|v| self.visit_u64(v))
-    }
-    /// A whole number written as a float (`1e6`, `200.0`) is that number.
-    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
-        if v >= 1.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
-            self.visit_u64(v as u64)
-        } else if v.is_finite() && v.fract() == 0.0 && v > 0.0 {
-            Err(E::custom(format!("{v:e} is too large (at most {})", T::MAX.min(1 << 53))))
-        } else {
-            Err(refuse(&v))
-        }
-    }
-    /// A number in quotes (`k: "3"`) is that number, as the parser takes it for every other
-    /// number of a config (`max_usd: "0.2"`).
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<T, E> {
-        match (v.trim().parse::<u64>(), v.trim().parse::<f64>()) {
-            (Ok(n), _) => self.visit_u64(n),
-            (_, Ok(x)) if x.is_finite() => self.visit_f64(x),
-            _ => Err(refuse(&v)),
-        }
-    }
-}
-
 /// A document's `name`: a plain folder name ([`PLAIN_FOLDER_NAME`]). `kind` names the document
 /// in the message (`run`, `audit`, `sweep`; empty for none).
 ///
@@ -345,7 +274,9 @@ pub fn scale_warnings(cov: &Covariates, lambda_b: f64, key: &str) -> Vec<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::serde_words::{at_least_one, opt_at_least_one};
 
+    /// The count deserializers of `domain::serde_words` as a config reads them.
     #[derive(Debug, serde::Deserialize)]
     struct Counts {
         #[serde(deserialize_with = "at_least_one")]
@@ -381,6 +312,10 @@ mod tests {
         assert_eq!((c.k, c.tries, c.round), (0, 7, Some(64)));
         let c: Counts = crate::store::yaml::from_str("k: 3\n").unwrap();
         assert_eq!((c.k, c.tries, c.round), (3, 0, None));
+        // A setting left out is written `null` in a resolved config: none, not an error.
+        let c: Counts = crate::store::yaml::from_str("k: 3\nround: null\n").unwrap();
+        assert_eq!(c.round, None);
+        assert!(e("k: 1\nround: -1\n").contains("expected a whole number ≥ 1, found \"-1\""));
         // In quotes, as every other number of a config is read.
         let c: Counts = crate::store::yaml::from_str("k: '3'\ntries: \"2\"\nround: '1e2'\n").unwrap();
         assert_eq!((c.k, c.tries, c.round), (3, 2, Some(100)));

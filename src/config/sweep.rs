@@ -122,7 +122,7 @@ pub struct PoolGrid {
     #[serde(default = "d_n")]
     pub n: usize,
     /// Pools per grid cell (default 200).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_count")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one", default = "d_count")]
     pub count: usize,
     /// Replicate i uses pool seed `seed + i` (default 0).
     #[serde(default)]
@@ -186,10 +186,16 @@ pub struct SweepAcquisition {
     #[serde(default)]
     pub orders: Orders,
     /// Queries per refit, R (default 8).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "crate::model::params::default_refit_every")]
+    #[serde(
+        deserialize_with = "crate::domain::serde_words::at_least_one",
+        default = "crate::model::params::default_refit_every"
+    )]
     pub refit_every: usize,
     /// Monte-Carlo draws for top-k membership (default 1000).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "crate::model::params::default_mc_draws")]
+    #[serde(
+        deserialize_with = "crate::domain::serde_words::at_least_one",
+        default = "crate::model::params::default_mc_draws"
+    )]
     pub mc_draws: usize,
 }
 
@@ -223,7 +229,7 @@ pub struct RawSweep {
     #[serde(default)]
     pub out_dir: Option<PathBuf>,
     /// k of top-k (default 5).
-    #[serde(deserialize_with = "super::sections::at_least_one", default = "d_k")]
+    #[serde(deserialize_with = "crate::domain::serde_words::at_least_one", default = "d_k")]
     pub k: usize,
     /// The pool grid.
     #[serde(default)]

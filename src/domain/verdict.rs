@@ -43,6 +43,17 @@ impl Usage {
         self.reasoning_tokens = self.reasoning_tokens.saturating_add(o.reasoning_tokens);
     }
 
+    /// The output tokens billed: the completion tokens, which include the reasoning ones (OpenAI's
+    /// convention); a provider that reports more reasoning than completion tokens counts them
+    /// apart, and both are billed (docs/live.md, "Prices").
+    pub fn output_tokens(&self) -> u64 {
+        if self.reasoning_tokens <= self.completion_tokens {
+            self.completion_tokens
+        } else {
+            self.completion_tokens.saturating_add(self.reasoning_tokens)
+        }
+    }
+
     /// Prompt plus completion tokens, saturating.
     pub fn total(&self) -> u64 {
         self.prompt_tokens.saturating_add(self.completion_tokens)

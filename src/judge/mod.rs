@@ -224,11 +224,12 @@ pub struct JudgeStats {
     /// The limit on requests in flight at the end (absent: not cut, or restored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight_limit_at_end: Option<u64>,
-    /// Replies that reported more completion tokens than `max_tokens` (a provider that ignores
-    /// the limit, e.g. with a reasoning parser); billed as reported.
+    /// Replies billed more output tokens than `max_tokens` (a provider that ignores the limit,
+    /// e.g. with a reasoning parser, or bills reasoning tokens apart); billed as reported.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub above_max_tokens: u64,
-    /// The most completion tokens one reply reported.
+    /// The most output tokens one reply was billed ([`crate::domain::verdict::Usage::output_tokens`]:
+    /// completion tokens, with reasoning tokens a provider counts apart added).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub most_completion_tokens: u64,
     /// The judge's `max_tokens`, when it has one.

@@ -390,10 +390,12 @@ pub struct OverrunReport {
     pub worst_case_factor: f64,
     /// Requests sent and not settled when the first was seen (it included).
     pub in_flight_at_first: u64,
-    /// Replies that reported more completion tokens than `max_tokens` (live judges).
+    /// Replies billed more output tokens than `max_tokens` (live judges; reasoning tokens a
+    /// provider counts apart included).
     #[serde(default)]
     pub above_max_tokens: u64,
-    /// The most completion tokens one reply reported.
+    /// The most output tokens one reply was billed (completion, with reasoning tokens counted
+    /// apart added).
     #[serde(default)]
     pub most_completion_tokens: u64,
     /// The judge's `max_tokens`.

@@ -514,7 +514,7 @@ pub fn other_spend_parts(other_usd: f64, fingerprint_usd: f64, gate_usd: f64, us
 pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
     let batch = if j.batch_jobs + j.batch_api_requests > 0 {
         format!(
-            "{} batch job{} ({} Files and Batches API requests: uploads, polls, results), ",
+            "{} batch job{} made, {} Files and Batches API requests (uploads, job reads, result files), ",
             j.batch_jobs,
             if j.batch_jobs == 1 { "" } else { "s" },
             j.batch_api_requests
@@ -600,9 +600,12 @@ pub fn overrun_line(o: &crate::report::schema::OverrunReport) -> String {
         ),
     };
     let tokens = match o.max_tokens {
-        Some(m) => {
-            part(o.above_max_tokens, format!("above max_tokens {m}"), o.most_completion_tokens, "completion tokens); ")
-        }
+        Some(m) => part(
+            o.above_max_tokens,
+            format!("above max_tokens {m}"),
+            o.most_completion_tokens,
+            "output tokens, reasoning included); ",
+        ),
         None => String::new(),
     };
     let prompt = part(
@@ -713,6 +716,12 @@ mod tests {
         );
         assert!(
             s.contains("1 errors inside 200 replies (handled as 5xx") && s.contains("1 replies with broken text"),
+            "{s}"
+        );
+        // A run that only read a job an earlier run made says it made none.
+        let s = stats_line(&JudgeStats { batch_api_requests: 2, ..Default::default() });
+        assert!(
+            s.starts_with("judge: 0 batch jobs made, 2 Files and Batches API requests (uploads, job reads, result files), "),
             "{s}"
         );
     }

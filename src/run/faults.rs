@@ -327,7 +327,7 @@ impl Faults {
                 if matches!(e, JudgeError::Unavailable { .. }) {
                     self.unavailable.insert((a, b));
                 } else {
-                    self.last_error = e.to_string();
+                    self.last_error = in_member(&e, member);
                     self.failing.get_or_insert(self.last_error.clone());
                 }
             }
@@ -343,7 +343,7 @@ impl Faults {
             DispatchOutcome::Failed(e) => {
                 self.failed += 1;
                 self.not_run += usize::from(matches!(e, JudgeError::NotRun { .. }));
-                self.last_error = e.to_string();
+                self.last_error = in_member(&e, member);
                 tracing::warn!("query {ida} vs {idb} failed: {e}");
                 let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
                 // A request the provider never ran (an expired batch job) is no fault of its pair.
@@ -367,9 +367,40 @@ impl Faults {
     }
 }
 
+/// A judge's error as a run of a panel says it: the member named (`the judge cheap: …`), and a
+/// setting of its block written as the panel's config holds it (`judges[0].replay: …`, not the
+/// single judge's `judge.replay: …`). A single judge's (`member` none) as it is.
+fn in_member(e: &JudgeError, member: Option<(usize, &str)>) -> String {
+    let said = e.to_string();
+    match member {
+        Some((j, name)) => {
+            let said = match said.strip_prefix("judge.") {
+                Some(rest) => format!("judges[{j}].{rest}"),
+                None => said,
+            };
+            format!("the judge {name}: {said}")
+        }
+        None => said,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A panel member's failure names the member and its block as `judges:` holds it.
+    #[test]
+    fn a_members_error_names_the_member_and_its_block() {
+        let e =
+            JudgeError::Fatal { message: "judge.replay: the recording r.jsonl has no verdict (missing: fail)".into() };
+        assert_eq!(
+            in_member(&e, Some((1, "rep"))),
+            "the judge rep: judges[1].replay: the recording r.jsonl has no verdict (missing: fail)"
+        );
+        assert_eq!(in_member(&e, None), "judge.replay: the recording r.jsonl has no verdict (missing: fail)");
+        let e = JudgeError::Unavailable { message: "HTTP 503".into() };
+        assert_eq!(in_member(&e, Some((0, "cheap"))), format!("the judge cheap: {e}"));
+    }
 
     #[test]
     fn a_pair_is_set_aside_after_its_limit_counting_both_orders() {

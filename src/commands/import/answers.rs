@@ -137,20 +137,39 @@ fn answer(
 /// AlpacaEval outputs: a JSON array of objects; each element's line is where it starts.
 pub(super) fn read_alpaca(path: &Path, from: SystemFrom) -> Result<Vec<Answer>, ImportError> {
     const EXPECTED: &str = "expected AlpacaEval model outputs {\"instruction\", \"output\", \"generator\"}";
-    json_array(path, EXPECTED)?
+    let records = json_array(path, EXPECTED)?;
+    records
         .iter()
-        .map(|(line, v)| {
+        .enumerate()
+        .map(|(i, (line, v))| {
             let line = *line;
-            let instruction = field(v, "instruction", path, line, EXPECTED)?;
-            let id = instruction_id(instruction);
-            if instruction.trim().is_empty() {
-                return Err(blank_prompt(path, line, &id));
-            }
-            let system = system_of(v, &["generator"], from, path, line, EXPECTED)?;
-            let output = field(v, "output", path, line, EXPECTED)?;
-            answer(id, &[instruction.to_owned()], system, vec![output.to_owned()], path, line)
+            let one = || {
+                let instruction = field(v, "instruction", path, line, EXPECTED)?;
+                let id = instruction_id(instruction);
+                if instruction.trim().is_empty() {
+                    return Err(blank_prompt(path, line, &id));
+                }
+                let system = system_of(v, &["generator"], from, path, line, EXPECTED)?;
+                let output = field(v, "output", path, line, EXPECTED)?;
+                answer(id, &[instruction.to_owned()], system, vec![output.to_owned()], path, line)
+            };
+            one().map_err(|e| in_record(&records, i, e))
         })
         .collect()
+}
+
+/// An error about element `i` of a JSON array (`records`, from [`json_array`]) that shares its
+/// line with another element (an array written on one line, as `json.dump` does): the element
+/// named by its place too (`record 5 of the array: …`), since the line alone does not tell it.
+pub(super) fn in_record(records: &[(usize, Value)], i: usize, e: ImportError) -> ImportError {
+    let line = records[i].0;
+    let shared = (i > 0 && records[i - 1].0 == line) || records.get(i + 1).is_some_and(|r| r.0 == line);
+    match e {
+        ImportError::Row { path, line, msg } if shared => {
+            ImportError::Row { path, line, msg: format!("record {} of the array: {msg}", i + 1) }
+        }
+        e => e,
+    }
 }
 
 fn blank_prompt(path: &Path, line: usize, id: &str) -> ImportError {
@@ -233,7 +252,18 @@ pub(super) fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Valu
         if l.trim().is_empty() {
             continue;
         }
-        let v = serde_json::from_str(l).map_err(|e| row(path, i + 1, format!("not valid JSON ({e}); {expected}")))?;
+        let v: Value =
+            serde_json::from_str(l).map_err(|e| row(path, i + 1, format!("not valid JSON ({e}); {expected}")))?;
+        if v.is_array() {
+            // A whole file written as one array (pandas `to_json` without `lines=True`).
+            return Err(row(
+                path,
+                i + 1,
+                format!(
+                    "a JSON array where JSON Lines (one object per line) is expected; write one record per line (pandas: to_json(orient=\"records\", lines=True)); {expected}"
+                ),
+            ));
+        }
         crate::domain::json::unique_keys(l).map_err(|e| row(path, i + 1, e.to_string()))?;
         out.push((i + 1, v));
     }

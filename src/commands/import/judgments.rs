@@ -194,57 +194,70 @@ fn number_or_null(
     }
 }
 
+/// What an AlpacaEval annotations file holds, for its messages.
+const ALPACA_EXPECTED: &str = "expected AlpacaEval annotations {\"instruction\", \"generator_1\", \"generator_2\", \"preference\": 1 + P(output_2 better) in [1, 2]}";
+
 /// AlpacaEval annotations: one JSON array per file.
 fn read_alpaca(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
-    const EXPECTED: &str = "expected AlpacaEval annotations {\"instruction\", \"generator_1\", \"generator_2\", \"preference\": 1 + P(output_2 better) in [1, 2]}";
-    for (line, v) in json_array(path, EXPECTED)? {
-        let v = &v;
-        let instruction = field(v, "instruction", path, line, EXPECTED)?;
-        // A system name is an id, trimmed as `import --format` trims it: "m1 " is "m1".
-        let g1 = field(v, "generator_1", path, line, EXPECTED)?.trim();
-        let g2 = field(v, "generator_2", path, line, EXPECTED)?.trim();
-        if g1 == g2 {
-            c.skip("self-comparison");
-            continue;
+    let records = json_array(path, ALPACA_EXPECTED)?;
+    for (i, (line, v)) in records.iter().enumerate() {
+        if let Some(verdict) =
+            alpaca_record(path, *line, v, c).map_err(|e| super::answers::in_record(&records, i, e))?
+        {
+            c.verdicts.push(verdict);
         }
-        let pref = number_or_null(v, "preference", (1.0, 2.0), path, line, EXPECTED)?;
-        let judge = match v.get("annotator") {
-            Some(Value::String(s)) => s.clone(),
-            _ => ALPACA_EVAL_JUDGE.to_owned(),
-        };
-        let cost_usd = match v.get("price_per_example") {
-            None | Some(Value::Null) => None,
-            Some(p) => match p.as_f64().map(crate::domain::verdict::check_query_usd) {
-                Some(Ok(x)) => Some(x),
-                Some(Err(m)) => return Err(row(path, line, format!("price_per_example is {m}, or null; {EXPECTED}"))),
-                None => {
-                    return Err(row(
-                        path,
-                        line,
-                        format!("price_per_example is {p}: expected a number (USD) or null; {EXPECTED}"),
-                    ));
-                }
-            },
-        };
-        let swapped = super::pyrandom::alpaca_eval_switched(instruction);
-        // Rounded to 12 decimals: the preferences have 10, the rest is floating-point noise.
-        let round = |y: f64| (y * 1e12).round() / 1e12;
-        let (a, b, y) =
-            if swapped { (g2, g1, pref.map(|p| round(p - 1.0))) } else { (g1, g2, pref.map(|p| round(2.0 - p))) };
-        c.verdicts.push(Verdict {
-            pool_id: instruction_id(instruction),
-            a: a.to_owned(),
-            b: b.to_owned(),
-            y,
-            judge,
-            cost_usd,
-            strong: false,
-            invalid_reason: y.is_none().then_some("no preference"),
-            at: (path.to_owned(), line),
-            swapped,
-        });
     }
     Ok(())
+}
+
+/// One AlpacaEval annotation (`v`, starting on `line`) as an ordered verdict; none for a
+/// self-comparison (counted as skipped in `c`).
+fn alpaca_record(path: &Path, line: usize, v: &Value, c: &mut Collected) -> Result<Option<Verdict>, ImportError> {
+    const EXPECTED: &str = ALPACA_EXPECTED;
+    let instruction = field(v, "instruction", path, line, EXPECTED)?;
+    // A system name is an id, trimmed as `import --format` trims it: "m1 " is "m1".
+    let g1 = field(v, "generator_1", path, line, EXPECTED)?.trim();
+    let g2 = field(v, "generator_2", path, line, EXPECTED)?.trim();
+    if g1 == g2 {
+        c.skip("self-comparison");
+        return Ok(None);
+    }
+    let pref = number_or_null(v, "preference", (1.0, 2.0), path, line, EXPECTED)?;
+    let judge = match v.get("annotator") {
+        Some(Value::String(s)) => s.clone(),
+        _ => ALPACA_EVAL_JUDGE.to_owned(),
+    };
+    let cost_usd = match v.get("price_per_example") {
+        None | Some(Value::Null) => None,
+        Some(p) => match p.as_f64().map(crate::domain::verdict::check_query_usd) {
+            Some(Ok(x)) => Some(x),
+            Some(Err(m)) => return Err(row(path, line, format!("price_per_example is {m}, or null; {EXPECTED}"))),
+            None => {
+                return Err(row(
+                    path,
+                    line,
+                    format!("price_per_example is {p}: expected a number (USD) or null; {EXPECTED}"),
+                ));
+            }
+        },
+    };
+    let swapped = super::pyrandom::alpaca_eval_switched(instruction);
+    // Rounded to 12 decimals: the preferences have 10, the rest is floating-point noise.
+    let round = |y: f64| (y * 1e12).round() / 1e12;
+    let (a, b, y) =
+        if swapped { (g2, g1, pref.map(|p| round(p - 1.0))) } else { (g1, g2, pref.map(|p| round(2.0 - p))) };
+    Ok(Some(Verdict {
+        pool_id: instruction_id(instruction),
+        a: a.to_owned(),
+        b: b.to_owned(),
+        y,
+        judge,
+        cost_usd,
+        strong: false,
+        invalid_reason: y.is_none().then_some("no preference"),
+        at: (path.to_owned(), line),
+        swapped,
+    }))
 }
 
 /// The outcome of an Arena-Hard score for the side shown as A: (y, strong).

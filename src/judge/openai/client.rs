@@ -628,8 +628,9 @@ impl OpenAiJudge {
                 }
             };
             let this_usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
-            self.counters.most_completion_tokens.fetch_max(this_usage.completion_tokens, Ordering::Relaxed);
-            if this_usage.completion_tokens > u64::from(self.info.cfg.max_tokens) {
+            // Billed output (reasoning counted apart included), as priced.
+            self.counters.most_completion_tokens.fetch_max(this_usage.output_tokens(), Ordering::Relaxed);
+            if this_usage.output_tokens() > u64::from(self.info.cfg.max_tokens) {
                 self.counters.above_max_tokens.fetch_add(1, Ordering::Relaxed);
             }
             self.counters.most_prompt_tokens.fetch_max(this_usage.prompt_tokens, Ordering::Relaxed);

@@ -45,11 +45,7 @@ impl Price {
         } else {
             (u.prompt_tokens, u.cached_tokens)
         };
-        let output = if u.reasoning_tokens <= u.completion_tokens {
-            u.completion_tokens
-        } else {
-            u.completion_tokens.saturating_add(u.reasoning_tokens)
-        };
+        let output = u.output_tokens();
         (uncached as f64 * self.input + cached as f64 * self.cached_input + output as f64 * self.output) / 1e6
     }
 }
@@ -108,7 +104,7 @@ pub struct OpenAiConfig {
     /// Prompt template file (minijinja), relative to the config file.
     pub prompt: PathBuf,
     /// Completion limit per reply, tokens (default 16).
-    #[serde(default = "d_max_tokens")]
+    #[serde(default = "d_max_tokens", deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub max_tokens: u32,
     /// Request field for the limit (default `max_tokens`).
     #[serde(default)]
@@ -136,13 +132,13 @@ pub struct OpenAiConfig {
     #[serde(default = "d_invalid")]
     pub max_invalid_retries: u32,
     /// Requests in flight for this judge (default: `acquisition.concurrency` alone limits it).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::opt_at_least_one")]
     pub concurrency: Option<usize>,
     /// Client-side request limit per minute (default none).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::opt_at_least_one")]
     pub requests_per_minute: Option<u32>,
     /// Client-side token limit per minute, prompt estimate + max_tokens (default none).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::opt_at_least_one")]
     pub tokens_per_minute: Option<u32>,
     /// Price table (required; zeros for a free local server).
     #[serde(default)]
