@@ -721,7 +721,9 @@ mod tests {
         // A run that only read a job an earlier run made says it made none.
         let s = stats_line(&JudgeStats { batch_api_requests: 2, ..Default::default() });
         assert!(
-            s.starts_with("judge: 0 batch jobs made, 2 Files and Batches API requests (uploads, job reads, result files), "),
+            s.starts_with(
+                "judge: 0 batch jobs made, 2 Files and Batches API requests (uploads, job reads, result files), "
+            ),
             "{s}"
         );
     }
