@@ -472,6 +472,33 @@ fn a_job_lost_while_polled_closes_its_round_and_the_run_goes_on() {
     assert!(text(&out).contains("the job was deleted or lost and will not end; round 1's 8 queries booked as possibly billed at their worst case"), "{}", text(&out));
 }
 
+/// Replies in a batch job's output go through the bounds a live reply does: 1 completion and
+/// 100 reasoning tokens counted apart (max_tokens 64) are 101 output tokens billed above
+/// max_tokens, named in result.json and the summary (it said 0 above max_tokens, 0 tokens most).
+#[test]
+fn batch_replies_billed_above_max_tokens_are_named() {
+    let fake = FakeOpenAi::start_with(
+        Box::new(crate::common::fake_openai::longer_wins),
+        Box::new(|_| {
+            Some(
+                json!({"prompt_tokens": 100, "completion_tokens": 1, "completion_tokens_details": {"reasoning_tokens": 100}}),
+            )
+        }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "think", &fake.base_url, "  max_comparisons: 8\n  max_usd: 1\n");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = json(&dir.path().join("runs/think/result.json"));
+    let o = &r["overrun"];
+    assert_eq!((o["above_max_tokens"].as_u64(), o["most_completion_tokens"].as_u64()), (Some(8), Some(101)), "{o}");
+    assert!(
+        text(&out).contains("8 replies billed above max_tokens 64 (up to 101 output tokens, reasoning included)"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// `max_usd` bounds a round before it is submitted: the reservations at the batch price.
 #[test]
 fn max_usd_holds_across_rounds() {
@@ -651,6 +678,22 @@ fn a_server_without_batch_jobs_is_named_at_the_first_round() {
     assert_eq!((b.verdicts, b.usd, b.open_intents), (0, 0.0, 0));
     assert_eq!(lines(&runs.join("intents.jsonl")).iter().filter(|l| l["intent"].is_u64()).count(), 8, "one round only");
     assert!(lines(&runs.join("batches.jsonl")).iter().any(|l| l["ended"] == "not_submitted"));
+    // A server answering the Files and Batches API's POSTs as chat completions (a proxy): no
+    // Batches API there. It was taken as a job made, then lost, and each round booked as
+    // possibly billed at its worst case; now the first round stops the run, nothing booked.
+    let fake = FakeOpenAi::start();
+    fake.answer_batch_posts_as_chat();
+    let cfg = config(dir.path(), "chat", &fake.base_url, "  max_comparisons: 16\n");
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(!out.status.success());
+    let runs = dir.path().join("runs/chat");
+    let last = json(&runs.join("result.json"))["last_error"].as_str().unwrap().to_owned();
+    assert!(
+        last.contains("upload the batch input: the server answered with a chat.completion object, not a file: it has no Files and Batches API; use dispatch: wait_for_batch or pipelined"),
+        "{last}"
+    );
+    let b = booked(&runs);
+    assert_eq!((b.verdicts, b.possibly_billed, b.usd, b.open_intents), (0, 0, 0.0, 0));
 }
 
 /// A job's files that disagree with what ran (custom ids the round never had, one id repeated,

@@ -232,6 +232,9 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
         let out = gated(&["--set", set]);
         assert!(!out.status.success() && text(&out).contains(says), "{set}: {}", text(&out));
         assert!(!text(&out).contains("stopped:"), "{set}: {}", text(&out));
+        // The dry run refuses it as the run does (it said "no query was sent", exit 0).
+        let out = gated(&["--set", set, "--dry-run"]);
+        assert!(!out.status.success() && text(&out).contains(says), "{set} --dry-run: {}", text(&out));
     }
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap(), "--set", "k=3"]);
     let says = "runs/spur: the run there was made with k = 5, and this gate would use k = 3";
@@ -579,4 +582,9 @@ fn a_gate_file_that_cannot_apply_is_refused_before_the_run() {
     let says = "notes.txt:1: not JSON (expected ident at line 1 column 2); expected the gate.json written by `topk-judge gate`";
     assert!(!out.status.success() && text(&out).contains(says), "{}", text(&out));
     assert!(!dir.path().join("runs/gated/verdicts.jsonl").exists());
+    // The dry run reads the file as the run does.
+    for (file, says) in [("nope.json", "error: --gate nope.json: "), (not_json.to_str().unwrap(), says)] {
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--gate", file, "--dry-run"]);
+        assert!(!out.status.success() && text(&out).contains(says), "{file}: {}", text(&out));
+    }
 }

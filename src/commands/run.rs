@@ -81,6 +81,7 @@ pub fn dry_run_text(
     config: &Path,
     overrides: &[crate::config::overrides::Override],
     single_judge_flags: &[&'static str],
+    gate: Option<&Path>,
     rt: &tokio::runtime::Runtime,
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
@@ -93,6 +94,13 @@ pub fn dry_run_text(
     }
     check_detach(config, &cfg, single_judge_flags.contains(&"--detach"))?;
     let mut judge = crate::config::judge::judge_info(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
+    // A gate file that cannot apply is refused as the run refuses it.
+    if let Some(g) = gate {
+        super::gate::read_gate(&cfg, &judge.describe(), g).map_err(|source| RunCommandError::Gate {
+            what: format!("--gate {}", g.display()),
+            source: Box::new(source),
+        })?;
+    }
     // Batch dispatch reserves and books at the batch price.
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
         (cfg.raw.acquisition.dispatch, cfg.raw.judge())
@@ -308,7 +316,7 @@ pub enum JudgeChanged {
 pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
     let overrides = args.overrides.overrides()?;
     if args.dry_run {
-        print_out(&dry_run_text(&args.config, &overrides, &single_judge_flags(args), rt)?);
+        print_out(&dry_run_text(&args.config, &overrides, &single_judge_flags(args), args.gate.as_deref(), rt)?);
         return Ok(ExitCode::SUCCESS);
     }
     let (mut cfg, mut judge) = prepare(&args.config, &overrides)?;

@@ -828,6 +828,9 @@ struct BatchState {
     no_files: std::sync::atomic::AtomicBool,
     /// Uploads answer HTTP 307 to this URL.
     files_moved_to: Mutex<Option<String>>,
+    /// Uploads and creates are answered as chat completions, as by a proxy that answers every
+    /// POST so.
+    posts_as_chat: std::sync::atomic::AtomicBool,
 }
 
 impl FakeOpenAi {
@@ -878,6 +881,11 @@ impl FakeOpenAi {
     /// Uploads answer HTTP 307 to `to`.
     pub fn move_files_api(&self, to: &str) {
         *self.shared.batch.files_moved_to.lock().unwrap() = Some(to.to_owned());
+    }
+
+    /// Answer uploads and batch creates as chat completions (no Files and Batches API).
+    pub fn answer_batch_posts_as_chat(&self) {
+        self.shared.batch.posts_as_chat.store(true, Ordering::SeqCst);
     }
 
     /// Files stored.
@@ -947,6 +955,9 @@ async fn upload_file(State(s): State<Arc<Shared>>, headers: HeaderMap, body: Byt
     if let Some(to) = s.batch.files_moved_to.lock().unwrap().clone() {
         return (StatusCode::TEMPORARY_REDIRECT, [("location", to)], "").into_response();
     }
+    if s.batch.posts_as_chat.load(Ordering::SeqCst) {
+        return chat_object("u1");
+    }
     hold_batch_step(&s, BatchStep::UploadBeforeStore).await;
     let Some(content) = multipart_file(&headers, &body) else {
         return (StatusCode::BAD_REQUEST, "no file part").into_response();
@@ -967,7 +978,17 @@ async fn file_content(State(s): State<Arc<Shared>>, axum::extract::Path(id): axu
     }
 }
 
+/// A chat completion object (id `id`), as a server without the Batches API answers a POST.
+fn chat_object(id: &str) -> Response {
+    let v = json!({"id": id, "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "[[A]]"}}], "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}});
+    (StatusCode::OK, [("content-type", "application/json")], v.to_string()).into_response()
+}
+
 async fn create_batch(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+    if s.batch.posts_as_chat.load(Ordering::SeqCst) {
+        return chat_object("c2");
+    }
     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let Some(input) = req["input_file_id"].as_str().map(str::to_owned) else {
         return (StatusCode::BAD_REQUEST, "no input_file_id").into_response();

@@ -268,6 +268,25 @@ impl OpenAiJudge {
     }
 }
 
+impl OpenAiJudge {
+    /// A reply that names itself another API's object (`"object": "chat.completion"` to a
+    /// create request: a server or proxy that answers every POST as a chat completion): the
+    /// endpoint has no Files or Batches API, nothing was made, and nothing of the round is
+    /// booked; an error naming `acquisition.dispatch`. A reply without `object` is read as the
+    /// API's (some providers send fewer fields).
+    fn not_the_api(&self, what: &str, v: &Value, object: &str) -> Option<JudgeError> {
+        let found = v.get("object").and_then(Value::as_str).filter(|o| *o != object)?;
+        Some(JudgeError::Endpoint {
+            setting: "acquisition.dispatch".into(),
+            message: self.redact(&format!(
+                "{what}: the server answered with a {} object, not a {object}: it has no Files and Batches API; use dispatch: wait_for_batch or pipelined with this judge",
+                clip(found, 60)
+            )),
+            cost_usd: 0.0,
+        })
+    }
+}
+
 impl BatchApi for OpenAiJudge {
     fn batch_line(&self, pool: &Pool, a: usize, b: usize, custom_id: &str) -> Result<String, JudgeError> {
         let (ida, idb, q) = self.rendered(pool, a, b)?;
@@ -320,6 +339,7 @@ impl BatchApi for OpenAiJudge {
             cost_usd: 0.0,
         })?;
         let usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
+        self.count_bounds(&usage, &q.prompt);
         let cost = cost_of(&usage);
         let raw = self.raw_text(&reply);
         let answers = [text(pool, a), text(pool, b)];
@@ -355,6 +375,9 @@ impl BatchApi for OpenAiJudge {
             self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "upload the batch input";
             let v: Value = self.api_json(what, self.api(reqwest::Method::POST, "/files").multipart(form)).await?;
+            if let Some(e) = self.not_the_api(what, &v, "file") {
+                return Err(e);
+            }
             // async-openai's file object, or just its id (some providers send fewer fields).
             match serde_json::from_value::<OpenAIFile>(v.clone()) {
                 Ok(f) => Ok(f.id),
@@ -376,6 +399,9 @@ impl BatchApi for OpenAiJudge {
             self.counters.batch_api_requests.fetch_add(1, Ordering::Relaxed);
             let what = "create the batch";
             let v: Value = self.api_json(what, self.api(reqwest::Method::POST, "/batches").json(&body)).await?;
+            if let Some(e) = self.not_the_api(what, &v, "batch") {
+                return Err(e);
+            }
             // A reply with the job's id made a job, whatever else it holds: taken as created (and
             // polled), never as "not created", which would submit the round again.
             let job = match (job_from(&v), v.get("id").and_then(Value::as_str)) {

@@ -476,6 +476,20 @@ impl OpenAiJudge {
 
     /// The tokens a reply is booked at: its `usage`, or its worst case (the prompt's token bound
     /// and `max_tokens`) when the server sent none.
+    /// Count a reply's usage against the reservation's bounds: billed output (reasoning counted
+    /// apart included, as priced) above `max_tokens`, prompt tokens above the prompt's bound.
+    /// Every reply a provider bills goes through it, live or from a batch job's file.
+    pub(super) fn count_bounds(&self, usage: &Usage, prompt: &RenderedPrompt) {
+        self.counters.most_completion_tokens.fetch_max(usage.output_tokens(), Ordering::Relaxed);
+        if usage.output_tokens() > u64::from(self.info.cfg.max_tokens) {
+            self.counters.above_max_tokens.fetch_add(1, Ordering::Relaxed);
+        }
+        self.counters.most_prompt_tokens.fetch_max(usage.prompt_tokens, Ordering::Relaxed);
+        if usage.prompt_tokens > prompt.token_bound() {
+            self.counters.above_prompt_bound.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     pub(super) fn booked_usage(&self, reply: &ChatReply, prompt: &RenderedPrompt, (ida, idb): (&str, &str)) -> Usage {
         match reply.usage {
             Some(u) => u,
@@ -628,15 +642,7 @@ impl OpenAiJudge {
                 }
             };
             let this_usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
-            // Billed output (reasoning counted apart included), as priced.
-            self.counters.most_completion_tokens.fetch_max(this_usage.output_tokens(), Ordering::Relaxed);
-            if this_usage.output_tokens() > u64::from(self.info.cfg.max_tokens) {
-                self.counters.above_max_tokens.fetch_add(1, Ordering::Relaxed);
-            }
-            self.counters.most_prompt_tokens.fetch_max(this_usage.prompt_tokens, Ordering::Relaxed);
-            if this_usage.prompt_tokens > q.prompt.token_bound() {
-                self.counters.above_prompt_bound.fetch_add(1, Ordering::Relaxed);
-            }
+            self.count_bounds(&this_usage, &q.prompt);
             usage.add(&this_usage);
             cost += self.info.price.cost_usd(&this_usage);
             if !room_for_another(cost) && slots.load(Ordering::Relaxed) > 0 {
