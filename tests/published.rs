@@ -205,6 +205,32 @@ fn fit_and_check_rank_the_systems_of_a_recording() {
         "{}",
         text(&o)
     );
+    // The verdicts among five systems only (every verdict has the baseline in it: five are left
+    // never compared): the order across components rests on the prior, and so does any
+    // difference of the two point top-3 (it said "the correction changes which systems tie at the
+    // top-1 boundary" of two groups compared apart).
+    let recs: Vec<serde_json::Value> = std::fs::read_to_string(d.join("rec.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut systems: Vec<String> = recs.iter().map(|r| r["a"].as_str().unwrap().to_owned()).collect();
+    systems.sort();
+    systems.dedup();
+    assert_eq!(systems.len(), 10);
+    let first_five = |s: &serde_json::Value| systems[..5].contains(&s.as_str().unwrap().to_owned());
+    let apart: String =
+        recs.iter().filter(|r| first_five(&r["a"]) == first_five(&r["b"])).map(|r| r.to_string() + "\n").collect();
+    write(d, "apart.jsonl", &apart);
+    let o = run_bin(d, &["check", "pool.jsonl", "apart.jsonl", "--k", "3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stdout(&o).contains("the judgments do not connect the systems (a comparison graph of 6 components), so the top-3 across them rests on the prior, not on the judgments, nor does whether the correction changes it\n")
+            && !stdout(&o).contains("the correction changes the top")
+            && !stdout(&o).contains("which systems tie"),
+        "{}",
+        text(&o)
+    );
     let c = json(&d.join("check.json"));
     assert_eq!(c["covariates"][0]["name"], "words");
     assert_eq!(c["covariates"][0]["identified"], true);

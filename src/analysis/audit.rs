@@ -417,6 +417,33 @@ pub fn probes_from_pool(pool: &Pool, kind: RenderKind, max_items: Option<usize>)
     (out, notes)
 }
 
+/// Notes for the pairs of a pairs file whose two texts are the same words
+/// ([`crate::domain::text::words_of`]): a judge cannot tell them apart, so their verdicts show
+/// the position alone (a flip whenever the judge keeps to a side) and a tie at best against
+/// their truth. They are kept, as the file gives them (identical texts are the purest swap
+/// test), and named.
+pub fn same_text_notes(pairs: &[PairSpec]) -> Vec<String> {
+    use crate::domain::text::words_of;
+    let ids: Vec<&str> = pairs
+        .iter()
+        .filter(|p| match (&p.x.text, &p.y.text) {
+            (Some(x), Some(y)) => words_of(x) == words_of(y),
+            _ => false,
+        })
+        .map(|p| p.id.as_str())
+        .collect();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "{} ({}) {} the same text in x and y, up to whitespace: a judge cannot tell them apart, so {} verdicts show the position alone",
+        crate::domain::fmt::count(ids.len(), "pair"),
+        ids.join(", "),
+        if ids.len() == 1 { "has" } else { "have" },
+        if ids.len() == 1 { "its" } else { "their" }
+    )]
+}
+
 /// `n` distinct unordered pairs of a pool's items with text, drawn with `rng` (a seeded shuffle
 /// of all pairs, then the first n, listed in pool order). Id `<a>:<b>`; the true winner is the
 /// higher gold quality when the pool has it. Pairs of items with identical text
@@ -590,6 +617,8 @@ fn fmt_count(c: f64) -> String {
 impl Rate {
     /// A rate with its Wilson interval at `level`.
     pub fn new(count: f64, n: usize, level: f64) -> Self {
+        // An empty float sum is −0 (IEEE's additive identity): no events is 0.
+        let count = count + 0.0;
         if n == 0 {
             return Rate { count, n, rate: None, lo: None, hi: None, level };
         }
@@ -1073,6 +1102,31 @@ mod tests {
         }
         // Nominal 95% (binomial sd ≈ 1.4 of 40): at least 34 of 40 seeds must cover.
         assert!(covered >= 34, "covered {covered}/{seeds}");
+    }
+
+    /// A pairs file's pairs of one text in both sides (up to whitespace) are named; an empty
+    /// count is 0, not −0 (an empty float sum).
+    #[test]
+    fn same_text_pairs_are_named_and_no_event_is_zero() {
+        let side = |t: &str| Side { text: Some(t.into()), ..Side::default() };
+        let pair = |id: &str, x: &str, y: &str| PairSpec {
+            id: id.into(),
+            task: None,
+            kind: PairKind::Pair,
+            x: side(x),
+            y: side(y),
+            winner: None,
+        };
+        let pairs = [pair("w1", "a b", " a  b\n"), pair("w2", "ab", "a b"), pair("w3", "x", "x")];
+        assert_eq!(
+            same_text_notes(&pairs),
+            [
+                "2 pairs (w1, w3) have the same text in x and y, up to whitespace: a judge cannot tell them apart, so their verdicts show the position alone"
+            ]
+        );
+        assert!(same_text_notes(&pairs[1..2]).is_empty());
+        let r = Rate::new(Vec::<f64>::new().iter().sum(), 0, 0.95);
+        assert_eq!((r.fraction(), r.count.is_sign_positive()), ("0/0 (none)".to_string(), true));
     }
 
     #[test]

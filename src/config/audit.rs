@@ -195,7 +195,9 @@ impl AuditConfig {
         let (pairs, source, build_notes) = match (&mut raw.pairs, &mut raw.pool) {
             (Some(file), None) => {
                 *file = sections::resolve(&dir, file, "pairs").map_err(inv)?;
-                (read_pairs(file, path)?, AuditSource::Pairs { file: file.clone() }, Vec::new())
+                let pairs = read_pairs(file, path)?;
+                let notes = audit::same_text_notes(&pairs);
+                (pairs, AuditSource::Pairs { file: file.clone() }, notes)
             }
             (None, Some(p)) => probes(p, path, &dir)?,
             _ => {

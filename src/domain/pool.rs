@@ -447,14 +447,12 @@ impl Pool {
     }
 
     /// Groups (of two or more items of one prompt, in file order) whose texts are identical up to
-    /// whitespace: the same words, each run of spaces, tabs and line breaks read as one space
-    /// ("a  b" and "a b\n" are one text; "ab" and "a b" are not).
+    /// whitespace: the same words ([`crate::domain::text::words_of`]).
     pub fn identical_texts(&self) -> Vec<Vec<usize>> {
         let mut by_text: BTreeMap<(usize, String), Vec<usize>> = BTreeMap::new();
         for (i, it) in self.items.iter().enumerate() {
             if let Some(t) = &it.text {
-                let words: Vec<&str> = t.split_whitespace().collect();
-                by_text.entry((self.prompt_of(i), words.join(" "))).or_default().push(i);
+                by_text.entry((self.prompt_of(i), crate::domain::text::words_of(t))).or_default().push(i);
             }
         }
         let mut groups: Vec<Vec<usize>> = by_text.into_values().filter(|g| g.len() > 1).collect();

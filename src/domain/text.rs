@@ -3,6 +3,14 @@
 //! cannot be read as JSON Lines (a JSON array, a pretty-printed object, CSV) is named as such.
 //! Pure functions: the readers of each file call them.
 
+/// An answer's words: each run of whitespace (spaces, tabs, line breaks, no-break spaces) read
+/// as one space, none at either end. Two answers with the same words are one text to a reader,
+/// so a judge shown both can only show its position bias ("a  b\n" and "a b" are one text; "ab"
+/// and "a b" are not).
+pub fn words_of(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The bytes without a leading UTF-8 byte-order mark.
 ///
 /// # Errors

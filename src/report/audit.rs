@@ -110,7 +110,11 @@ pub fn report_text(r: &AuditReport) -> String {
                 writeln!(s, "  rendering-bias rate = rendered-wins / pairs = {}   {}", rw.fraction(), rw.interval());
         }
         if v.equal_words > 0 {
-            let _ = writeln!(s, "  ({} probes with equal words left out of longer-wins)", v.equal_words);
+            let _ = writeln!(
+                s,
+                "  ({} with equal words left out of longer-wins)",
+                crate::domain::fmt::count(v.equal_words, "probe")
+            );
         }
     }
     let a = &r.averaging;

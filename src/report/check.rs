@@ -67,7 +67,8 @@ pub struct CheckReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub corrected_tied: Vec<String>,
     /// Whether the corrected top-k (its members or its tie) differs from the raw one (point
-    /// sets: with `no_signal`, a difference the judgments do not determine).
+    /// sets: with `no_signal`, or a comparison graph of several components (`graph`), a
+    /// difference the judgments do not determine).
     pub changes_topk: bool,
     /// What the data certify about the top-k of the ranking `fit` reports for these verdicts
     /// (`certified_ranking`), at ε = 0.05 (docs/model.md, "Certified top-k"): a top-k printed
@@ -186,6 +187,14 @@ impl CheckReport {
             s.push_str(&format!(
                 "the judgments carry no signal (the judge {}), so neither top-{} is determined by them, nor whether the correction changes it\n",
                 ns.what(),
+                self.k
+            ));
+        } else if !self.graph.connected() {
+            // Groups compared apart: their order against each other rests on the prior, and so
+            // does any difference between the two point top-k sets.
+            s.push_str(&format!(
+                "the judgments do not connect the systems (a comparison graph of {} components), so the top-{} across them rests on the prior, not on the judgments, nor does whether the correction changes it\n",
+                self.graph.components,
                 self.k
             ));
         } else if self.changes_topk {
