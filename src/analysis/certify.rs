@@ -299,8 +299,12 @@ pub fn signal_check(verdicts: &[ItemVerdict], item_base: &[usize], bases: usize)
 /// ties). Returns the no-signal record (lean `indistinct`) when p > [`EQUAL_QUALITY_ALPHA`], with
 /// at least [`NO_SIGNAL_MIN_VERDICTS`] verdicts; deterministic (a fixed random stream).
 pub fn indistinct(verdicts: &[ItemVerdict], item_base: &[usize], bases: usize) -> Option<NoSignal> {
-    let pairs: Vec<(usize, usize, f64)> =
+    let mut pairs: Vec<(usize, usize, f64)> =
         verdicts.iter().map(|v| (item_base[v.a], item_base[v.b], v.y)).filter(|(a, b, _)| a != b).collect();
+    // In one order whatever order the verdicts arrived in (a pipelined run stores them as they
+    // come back): the draws pair with the verdicts by position, so the p-value is a function
+    // of the verdict set alone.
+    pairs.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then(x.2.total_cmp(&y.2)));
     if pairs.len() < NO_SIGNAL_MIN_VERDICTS {
         return None;
     }
@@ -439,6 +443,29 @@ mod tests {
         assert!(sets(&pi, &order, 0.05).claimed(2) && !sets(&pi, &order, 0.05).claimed(3));
         let s = sets(&pi, &order, 0.2);
         assert_eq!((s.inside, s.undecided, s.outside), (vec![0, 2], vec![5], vec![1, 4, 3]));
+    }
+
+    /// The equal-quality test is a function of the verdict set: the same verdicts in another
+    /// order (a pipelined run stores them as they come back) give the same p-value.
+    #[test]
+    fn the_equal_quality_test_does_not_depend_on_the_verdicts_order() {
+        use rand::RngExt;
+        let mut rng = crate::domain::rng::stream(7, "test", 0);
+        let mut v: Vec<ItemVerdict> = (0..300)
+            .map(|_| {
+                let a = rng.random_range(0..25);
+                let b = (a + 1 + rng.random_range(0..24)) % 25;
+                ItemVerdict { a, b, y: if rng.random::<f64>() < 0.5 { 1.0 } else { 0.0 }, w: 1.0 }
+            })
+            .collect();
+        let base: Vec<usize> = (0..25).collect();
+        let p = |v: &[ItemVerdict]| indistinct(v, &base, 25).and_then(|ns| ns.equal_quality_p);
+        let first = p(&v);
+        assert!(first.is_some_and(|x| x > EQUAL_QUALITY_ALPHA), "{first:?}");
+        v.reverse();
+        assert_eq!(p(&v), first);
+        v.rotate_left(117);
+        assert_eq!(p(&v), first);
     }
 
     #[test]
