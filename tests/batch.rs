@@ -392,6 +392,8 @@ fn an_open_round_resumed_at_another_base_url_names_the_judge_that_sent_it() {
         )),
         "{said}"
     );
+    // One piece of advice: not also "run the same config again … once it has ended".
+    assert!(!said.contains("once it has ended"), "{said}");
     assert_eq!(booked(&dir.path().join("runs/mv")).open_intents, 8, "the round stays open");
     assert_eq!(other.batch_jobs().len(), 0);
 }

@@ -198,6 +198,13 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
             "model.strong_preference_weight: 0 must be a number > 0 and ≤ 1e6",
         ),
         (vec!["--set", "bogus.key=1"], "--set bogus.key=1: unknown field `bogus`"),
+        // A pool that the override names, not the file, cannot be read: the override's fault.
+        (vec!["--set", "pool.id=nope"], "error: --set pool.id=nope: pool.file: "),
+        // A key inside a block set whole is named.
+        (
+            vec!["--set", "acquisition={concurrency: -3}"],
+            "--set acquisition={concurrency: -3}: acquisition.concurrency: expected a whole number ≥ 1, found \"-3\"",
+        ),
         (vec!["--set", "k=40"], "--set k=40: k: "),
         (vec!["--set", "budget.max_comparisons"], "--set budget.max_comparisons: expected KEY=VALUE"),
         // A price whose worst case would overflow to infinity.

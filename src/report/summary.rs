@@ -118,7 +118,8 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = writeln!(s, "judge failing: {e}");
     }
     if let Some(b) = &r.batch_pending {
-        let _ = writeln!(s, "batch job open: {b}; run the same config again to book its results once it has ended");
+        // The message ends with its way out (run again, or run the config that sent the job).
+        let _ = writeln!(s, "batch job open: {b}");
     }
     if let Some(sess) = r.fit.reporting.session
         && sess.reused + sess.from_open_job > 0

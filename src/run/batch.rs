@@ -110,8 +110,12 @@ pub struct BatchJudge {
     wake: tokio::sync::Notify,
 }
 
+/// The way out of a round left open, unless its message gives its own.
+const RUN_AGAIN: &str = "run the same config again to book its results once it has ended";
+
+/// A query left in an open round: its message ends with the way out ([`RUN_AGAIN`]).
 fn pending(batch: &str, message: impl Into<String>) -> JudgeError {
-    JudgeError::Pending { batch: batch.to_owned(), message: message.into() }
+    JudgeError::Pending { batch: batch.to_owned(), message: format!("{}; {RUN_AGAIN}", message.into()) }
 }
 
 /// A reply saying the endpoint does not exist on this server.
@@ -131,9 +135,15 @@ pub fn reserve_factor(oc: &crate::judge::openai::OpenAiConfig) -> f64 {
 
 impl Resumed {
     /// `hint` added to the reason a round is left open.
+    /// The open round's message with its way out: `hint` (the judge that sent it, when this
+    /// config's cannot read it), or else to run again ([`RUN_AGAIN`]); one piece of advice.
     fn pending_with(mut self, hint: &str) -> Self {
         if let Some(p) = &mut self.pending {
-            p.push_str(hint);
+            if hint.is_empty() {
+                p.push_str(&format!("; {RUN_AGAIN}"));
+            } else {
+                p.push_str(hint);
+            }
         }
         self
     }
