@@ -660,6 +660,13 @@ fn judgments_in_the_other_layout_are_named_so() {
         e.contains(&format!("{}:1: a JSON array where JSON Lines (one object per line) is expected", arr.display())),
         "{e}"
     );
+    // Pretty-printed, the same file is named by its layout too.
+    let pretty = write(d, "mt_pretty.jsonl", &serde_json::to_string_pretty(&mt).unwrap());
+    let e = import(d, &["--judgments", "mt_bench"], std::slice::from_ref(&pretty), &out).unwrap_err();
+    assert!(
+        e.contains(&format!("{}:1: the file looks like one JSON array; expected JSON Lines", pretty.display())),
+        "{e}"
+    );
     let al: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(bench("alpaca_eval/annotations/claude-2.json")).unwrap())
             .unwrap();

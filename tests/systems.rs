@@ -285,6 +285,20 @@ fn check_names_a_tied_boundary_and_the_systems_never_compared() {
         "v.jsonl",
         "{\"pool_id\":\"p1\",\"a\":\"s1\",\"b\":\"s2\",\"y\":1}\n{\"pool_id\":\"p1\",\"a\":\"s2\",\"b\":\"s1\",\"y\":0}\n",
     );
+    // The pool file written as one JSON array is named so (it said "holds 0 pools").
+    let pools: Vec<serde_json::Value> = std::fs::read_to_string(d.join("four.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    write(d, "four_array.json", &serde_json::to_string(&pools).unwrap());
+    let o = run_bin(d, &["check", "four_array.json", "v.jsonl", "--k", "2"]);
+    assert!(
+        !o.status.success()
+            && text(&o).contains("four_array.json:1: not a valid pool (the file looks like one JSON array"),
+        "{}",
+        text(&o)
+    );
     let o = run_bin(d, &["check", "four.jsonl", "v.jsonl", "--k", "2", "--out", "c.json"]);
     assert!(o.status.success(), "{}", text(&o));
     let t = stdout(&o);

@@ -221,6 +221,12 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
     }
     let ids = crate::store::pool_file::pool_ids(&args.pool_file)
         .map_err(|e| FitCommandError::Invalid(format!("cannot read pool file {}: {e}", args.pool_file.display())))?;
+    if ids.is_empty() {
+        // No pool id read: the file's own fault (a JSON array, pretty-printed JSON) is named.
+        crate::store::pool_file::read_pools(&args.pool_file).map_err(|e| {
+            FitCommandError::Invalid(format!("cannot read pool file {}: {e}", args.pool_file.display()))
+        })?;
+    }
     if ids.len() < 2 {
         return Err(FitCommandError::Invalid(format!(
             "{} holds {}: `check` compares systems across many prompts (a pool file from `topk-judge import`, one line per prompt); for the verdicts of one pool use `topk-judge fit POOL VERDICTS`",

@@ -252,8 +252,11 @@ pub(super) fn json_lines(path: &Path, expected: &str) -> Result<Vec<(usize, Valu
         if l.trim().is_empty() {
             continue;
         }
-        let v: Value =
-            serde_json::from_str(l).map_err(|e| row(path, i + 1, format!("not valid JSON ({e}); {expected}")))?;
+        let v: Value = serde_json::from_str(l).map_err(|e| {
+            // A pretty-printed array or object, or a CSV, is named as such.
+            let what = crate::domain::text::not_json_lines(l).unwrap_or_else(|| format!("not valid JSON ({e})"));
+            row(path, i + 1, format!("{what}; {expected}"))
+        })?;
         if v.is_array() {
             // A whole file written as one array (pandas `to_json` without `lines=True`).
             return Err(row(
