@@ -681,6 +681,17 @@ fn judgments_in_the_other_layout_are_named_so() {
     let pretty = write(d, "al_pretty.json", &serde_json::to_string_pretty(&al).unwrap());
     let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&pretty), &out).unwrap_err();
     assert!(e.contains("preference = 5 is outside [1, 2]") && !e.contains("record 5"), "{e}");
+    // The AlpacaEval array written as JSON Lines (serde said "trailing characters at line 2").
+    let lines: String = al.iter().map(|v| serde_json::to_string(v).unwrap() + "\n").collect();
+    let jl = write(d, "al_lines.jsonl", &lines);
+    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&jl), &out).unwrap_err();
+    assert!(
+        e.contains(&format!(
+            "{}:2: the file looks like JSON Lines (one object per line); expected AlpacaEval annotations",
+            jl.display()
+        )) && e.contains("in one JSON array"),
+        "{e}"
+    );
     assert!(!out.exists(), "nothing written");
 }
 

@@ -357,7 +357,8 @@ pub fn parse_pairs(text: &str) -> Result<Vec<PairSpec>, PairsError> {
         let p: PairSpec = serde_json::from_str(line).map_err(|e| PairsError {
             line: ln,
             msg: format!(
-                "{e}; expected {{\"id\", \"task\"?, \"kind\"?: \"pair\"|\"probe\", \"x\": {{\"id\"?, \"text\"?, \"quality\"?, \"words\"?, \"rendering\"?}}, \"y\": {{...}}, \"winner\"?: \"x\"|\"y\"}}"
+                "{}; expected {{\"id\", \"task\"?, \"kind\"?: \"pair\"|\"probe\", \"x\": {{\"id\"?, \"text\"?, \"quality\"?, \"words\"?, \"rendering\"?}}, \"y\": {{...}}, \"winner\"?: \"x\"|\"y\"}}",
+                crate::domain::text::not_json_lines(line).unwrap_or_else(|| e.to_string())
             ),
         })?;
         p.validate().map_err(|msg| PairsError { line: ln, msg: format!("pair {:?}: {msg}", p.id) })?;
@@ -1143,6 +1144,15 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.msg.contains("duplicate id \"a\" (first on line 1)"), "{e}");
+        // A pairs file written as one JSON array, or pretty-printed, is named as such (serde said
+        // "invalid type: map, expected a string" and "EOF while parsing a list").
+        let e = parse_pairs("[{\"id\":\"a\",\"x\":{\"words\":1},\"y\":{\"words\":3}}]").unwrap_err();
+        assert!(e.msg.starts_with("the file looks like one JSON array; expected JSON Lines"), "{e}");
+        let e = parse_pairs("[\n  {\n    \"id\": \"a\",").unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(e.msg.starts_with("the file looks like one JSON array"), "{e}");
+        let e = parse_pairs("{\n  \"id\": \"a\",").unwrap_err();
+        assert!(e.msg.starts_with("the file looks like pretty-printed JSON"), "{e}");
         // Numbers a pool refuses are refused by line, not left to a panic when the pair is judged.
         let e = parse_pairs("{\"id\":\"a\",\"x\":{\"words\":1},\"y\":{\"words\":3}}\n{\"id\":\"p1\",\"x\":{\"quality\":1e308,\"words\":50},\"y\":{\"quality\":-1e308,\"words\":20}}").unwrap_err();
         assert_eq!(e.line, 2);

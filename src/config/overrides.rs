@@ -65,6 +65,9 @@ impl Override {
             return Err(format!("{given}: the key has an empty part; expected a dotted key such as budget.max_usd"));
         }
         let raw = value.to_string();
+        if let Some(msg) = repeated_key(&key, value) {
+            return Err(format!("{given}: {msg}"));
+        }
         let value = if value.trim().is_empty() {
             serde_json::Value::String(String::new())
         } else {
@@ -371,6 +374,29 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
         (start, end, parent_indent) = (i + 1, block_end, Some(ind));
     }
     None
+}
+
+/// A key written twice in a flow value (`{seed: 1, seed: 2}`), named by its path below the
+/// override's key (`judges[1].mock.seed: duplicate mapping key: seed`); in a file the parser
+/// says so with the line, and a value that does not parse is otherwise taken as text.
+fn repeated_key(key: &[String], value: &str) -> Option<String> {
+    let t = value.trim();
+    if !t.starts_with(['{', '[']) {
+        return None;
+    }
+    let e = crate::store::yaml::from_str::<serde_json::Value>(&format!("v: {t}")).err()?;
+    let first = e.0.lines().next().unwrap_or_default();
+    let (place, body) = first.split_once(": ")?;
+    if !body.starts_with("duplicate mapping key") {
+        return None;
+    }
+    let inner = place.split_once("(key `v").and_then(|(_, k)| k.strip_suffix("`)")).unwrap_or("");
+    let outer = key.iter().enumerate().fold(String::new(), |acc, (i, k)| match k.parse::<usize>() {
+        Ok(n) if i > 0 => format!("{acc}[{n}]"),
+        _ if i == 0 => k.clone(),
+        _ => format!("{acc}.{k}"),
+    });
+    Some(format!("{outer}{inner}: {body}"))
 }
 
 /// The parser's message without its "line N column M" and excerpt (they point into the merged
@@ -683,6 +709,40 @@ mod tests {
             (yaml_value("yes"), yaml_value(""), yaml_value("a #b")),
             ("yes".into(), "\"\"".into(), "\"a #b\"".into())
         );
+    }
+
+    /// A whole block set with `--set` names a repeated or unknown key inside it by its path, as a
+    /// file does by its line (it said "expected a mapping …, found a mapping", or the bare key).
+    #[test]
+    fn a_whole_block_names_its_repeated_and_unknown_keys() {
+        for (arg, msg) in [
+            ("judges.1={name: a, mock: {seed: 1, seed: 2}}", "judges[1].mock.seed: duplicate mapping key: seed"),
+            ("judges.1={name: a, name: b, mock: {}}", "judges[1].name: duplicate mapping key: name"),
+            ("judge={mock: {seed: 1, seed: 2}}", "judge.mock.seed: duplicate mapping key: seed"),
+            ("acquisition={seed: 1, seed: 2}", "acquisition.seed: duplicate mapping key: seed"),
+            (
+                "model={covariates: [{name: a}, {name: b, name: c}]}",
+                "model.covariates[1].name: duplicate mapping key: name",
+            ),
+        ] {
+            assert_eq!(Override::parse(arg).unwrap_err(), format!("--set {arg}: {msg}"));
+        }
+        // Text that is not YAML stays text (a prompt may start with a bracket).
+        assert_eq!(Override::parse("a=[INST] {x").unwrap().value, serde_json::json!("[INST] {x"));
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/mock.yaml");
+        for (arg, msg) in [
+            ("certify={eps: 0.1}", "certify.eps: unknown field `eps`, expected one of epsilon"),
+            (
+                "model={covariates: [{name: words, transform: zz}]}",
+                "model.covariates[0].transform: unknown variant `zz`, expected one of zscore, raw, log",
+            ),
+            ("judge={mock: {seed: 1, sed: 2}}", "judge.mock.sed: unknown field `sed`"),
+        ] {
+            let e = read_document_with::<crate::config::run::RawConfig>(&path, &[Override::parse(arg).unwrap()])
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("--set {arg}: {msg}")), "{e}");
+        }
     }
 
     #[test]

@@ -207,8 +207,7 @@ fn missing_field(text: &str, msg: &str) -> String {
         // Inside a flow mapping (`prior: {kappa: {sd: 0.4}}`) the parser points at a key of the
         // mapping that lacks the field: the innermost mapping open at that column, on this line.
         if let Some(keys) = text.lines().nth(line - 1).and_then(|l| open_flow_keys(l, col)) {
-            let inner: String = keys.iter().map(|k| format!(".{k}")).collect();
-            return Some((Some(format!("{path}{inner}")), Some(line)));
+            return Some((Some(below(&path, &keys)), Some(line)));
         }
         Some(match path.rsplit_once('.') {
             Some((parent, _)) => (Some(parent.to_string()), line_of_key(text, parent)),
@@ -248,10 +247,29 @@ fn name_the_key(text: &str, msg: String) -> String {
     let Some(mut path) = key_path_at(text, line) else { return msg };
     // Inside a flow mapping (`budget: {max_usd: 1e400}`) the key is the last `name:` before
     // the column the parser points at.
-    if let Some((_, col)) = location(&msg)
-        && let Some(inner) = text.lines().nth(line - 1).and_then(|l| flow_key_before(l, col))
-    {
-        path = format!("{path}.{}", inner.join("."));
+    // An unknown or repeated key is named in the mapping that holds it (the parser points at
+    // the key itself): `certify: {eps: 0.1}` → `certify.eps`.
+    let own_key = ["unknown field `", "duplicate mapping key: "]
+        .iter()
+        .find_map(|p| msg.find(p).map(|at| &msg[at + p.len()..]))
+        .map(|r| r.split(['`', '\n', ' ', ',']).next().unwrap_or("").to_string())
+        .filter(|k| !k.is_empty());
+    if let Some((_, col)) = location(&msg) {
+        let l = text.lines().nth(line - 1).unwrap_or("");
+        match &own_key {
+            // In block style the line's own key is the one named.
+            Some(k) if flow_scan(l, col).is_some() => {
+                let mut keys = open_flow_keys(l, col).unwrap_or_default();
+                keys.push(k.clone());
+                path = below(&path, &keys);
+            }
+            Some(_) => {}
+            None => {
+                if let Some(inner) = flow_key_before(l, col) {
+                    path = below(&path, &inner);
+                }
+            }
+        }
     }
     match msg.find(':') {
         Some(colon) => format!("{} (key `{path}`){}", &msg[..colon], &msg[colon..]),
@@ -263,8 +281,14 @@ fn name_the_key(text: &str, msg: String) -> String {
 /// outermost first, ending with the key whose value is at `col`.
 fn flow_key_before(line: &str, col: usize) -> Option<Vec<String>> {
     let (stack, last_key) = flow_scan(line, col)?;
-    let mut keys: Vec<String> = stack.into_iter().flatten().collect();
-    keys.push(last_key?);
+    // A value in a flow sequence is named by its index (`list[2]`).
+    let in_seq = matches!(stack.last(), Some(Flow::Seq(..)));
+    let mut keys = segments(stack);
+    match last_key {
+        Some(k) => keys.push(k),
+        None if in_seq => {}
+        None => return None,
+    }
     keys.retain(|k| !k.is_empty());
     (!keys.is_empty()).then_some(keys)
 }
@@ -274,25 +298,64 @@ fn flow_key_before(line: &str, col: usize) -> Option<Vec<String>> {
 /// line's block key); `None` when no flow mapping is open there.
 fn open_flow_keys(line: &str, col: usize) -> Option<Vec<String>> {
     let (stack, _) = flow_scan(line, col)?;
-    (!stack.is_empty()).then(|| stack.into_iter().flatten().filter(|k| !k.is_empty()).collect())
+    (!stack.is_empty()).then(|| segments(stack))
 }
 
-/// Scan `line` from its first `{` up to 1-based column `col`: the key of each flow mapping still
-/// open there (`None` for one that is not a key's value), and the key whose value is at `col`.
-fn flow_scan(line: &str, col: usize) -> Option<(Vec<Option<String>>, Option<String>)> {
+/// A flow collection open at a column: a mapping (the key it is the value of, `None` when it is
+/// not a key's value) or a sequence (its key, and the index of the entry the column is in).
+enum Flow {
+    Map(Option<String>),
+    Seq(Option<String>, usize),
+}
+
+/// The key path the open flow collections spell, outermost first: `{covariates: [{…`, at the
+/// second entry, gives `["covariates[1]"]`.
+fn segments(stack: Vec<Flow>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in stack {
+        let (k, i) = match f {
+            Flow::Map(k) => (k, None),
+            Flow::Seq(k, i) => (k, Some(i)),
+        };
+        match (k.filter(|k| !k.is_empty()), i) {
+            (Some(k), None) => out.push(k),
+            (None, None) => {}
+            (Some(k), Some(i)) => out.push(format!("{k}[{i}]")),
+            (None, Some(i)) => match out.last_mut() {
+                Some(last) => last.push_str(&format!("[{i}]")),
+                None => out.push(format!("[{i}]")),
+            },
+        }
+    }
+    out
+}
+
+/// `base` with the flow keys `inner` below it: `model` and `["[0]", "transform"]` give
+/// `model[0].transform`.
+fn below(base: &str, inner: &[String]) -> String {
+    inner.iter().fold(base.to_string(), |acc, k| if k.starts_with('[') { acc + k } else { format!("{acc}.{k}") })
+}
+
+/// Scan `line` from its first `{` or `[` up to 1-based column `col`: the flow collections still
+/// open there, and the key whose value is at `col`.
+fn flow_scan(line: &str, col: usize) -> Option<(Vec<Flow>, Option<String>)> {
     let chars: Vec<char> = line.chars().collect();
     let end = col.checked_sub(1)?.min(chars.len());
-    let open = chars[..end].iter().position(|&c| c == '{')?;
-    let mut stack: Vec<Option<String>> = Vec::new();
+    let open = chars[..end].iter().position(|&c| c == '{' || c == '[')?;
+    let mut stack: Vec<Flow> = Vec::new();
     let mut word = String::new();
     let mut last_key: Option<String> = None;
     for &c in &chars[open..end] {
         match c {
             '{' => {
-                stack.push(last_key.take());
+                stack.push(Flow::Map(last_key.take()));
                 word.clear();
             }
-            '}' => {
+            '[' => {
+                stack.push(Flow::Seq(last_key.take(), 0));
+                word.clear();
+            }
+            '}' | ']' => {
                 stack.pop();
                 last_key = None;
                 word.clear();
@@ -302,6 +365,9 @@ fn flow_scan(line: &str, col: usize) -> Option<(Vec<Option<String>>, Option<Stri
                 word.clear();
             }
             ',' => {
+                if let Some(Flow::Seq(_, i)) = stack.last_mut() {
+                    *i += 1;
+                }
                 last_key = None;
                 word.clear();
             }
@@ -430,6 +496,35 @@ pub fn to_string<T: Serialize>(v: &T) -> Result<String, YamlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key written twice or unknown inside a flow mapping is named by its own path, list
+    /// entries by their index (it named the block key only: `judges[0].mock`).
+    #[test]
+    fn a_repeated_or_unknown_key_in_flow_style_is_named_by_its_path() {
+        let e = from_str::<serde_json::Value>("judges:\n  - name: a\n    mock: {seed: 1, seed: 2}\n").unwrap_err().0;
+        assert!(e.starts_with("line 3 column 21 (key `judges[0].mock.seed`): duplicate mapping key: seed"), "{e}");
+        let e = from_str::<serde_json::Value>("m: {c: [{n: a}, {n: b, n: c}]}\n").unwrap_err().0;
+        assert!(e.starts_with("line 1 column 24 (key `m.c[1].n`): duplicate mapping key: n"), "{e}");
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct C {
+            epsilon: Option<f64>,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            certify: C,
+            list: Option<Vec<u32>>,
+        }
+        let e = from_str::<T>("certify: {eps: 0.1}\n").unwrap_err().0;
+        assert!(e.starts_with("line 1 column 11 (key `certify.eps`): unknown field `eps`"), "{e}");
+        // In block style the line's own key is the one named, once.
+        let e = from_str::<T>("certify:\n  eps: 0.1\n").unwrap_err().0;
+        assert!(e.starts_with("line 2 column 3 (key `certify.eps`): unknown field `eps`"), "{e}");
+        let e = from_str::<T>("certify: {}\nlist: [1, 2, x]\n").unwrap_err().0;
+        assert!(e.contains("(key `list[2]`)"), "{e}");
+    }
 
     #[test]
     fn a_value_that_is_not_a_number_is_named_with_what_was_expected() {

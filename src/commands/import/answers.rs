@@ -182,8 +182,19 @@ fn blank_prompt(path: &Path, line: usize, id: &str) -> ImportError {
 pub(super) fn json_array(path: &Path, expected: &str) -> Result<Vec<(usize, Value)>, ImportError> {
     let bytes = std::fs::read(path).map_err(io(path))?;
     let text = crate::domain::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?;
-    let all: Value = serde_json::from_str(text)
-        .map_err(|e| row(path, e.line(), format!("not valid JSON ({e}); {expected} in a JSON array")))?;
+    let all: Value = serde_json::from_str(text).map_err(|e| {
+        // One object per line: JSON Lines where one array is expected, named as such (serde said
+        // "trailing characters at line 2").
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        if matches!(serde_json::from_str::<Value>(first), Ok(Value::Object(_))) && e.line() > 1 {
+            return row(
+                path,
+                e.line(),
+                format!("the file looks like JSON Lines (one object per line); {expected} in one JSON array [ … ]"),
+            );
+        }
+        row(path, e.line(), format!("not valid JSON ({e}); {expected} in a JSON array"))
+    })?;
     let Value::Array(elems) = all else {
         return Err(row(path, 1, format!("the file is not a JSON array; {expected} in a JSON array")));
     };
