@@ -295,6 +295,12 @@ fn detach_submits_one_round_and_a_later_run_books_it() {
     let said = "includes 8 queries in the open batch job, reserved at $";
     assert!(stdout(&out).contains(said) && stdout(&out).contains("until its results are booked"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("possibly billed"), "{}", stdout(&out));
+    // The report says what its spend holds, as the summary does (it showed the reservation as
+    // plain spend beside 0 comparisons).
+    assert!(run_bin(dir.path(), &["report", runs.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(runs.join("report.md")).unwrap();
+    // (report.md writes a dollar as `\$`.)
+    assert!(md.contains(&format!("- spend \\${reserved:.4} includes 8 queries in the open batch job, reserved at \\${reserved:.4} until its results are booked")), "{md}");
     let out = run(dir.path(), &cfg, &["--detach"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(stdout(&out).contains("batch job") || text(&out).contains("batch job"), "{}", text(&out));
@@ -446,6 +452,14 @@ fn a_job_the_endpoint_no_longer_knows_is_closed_as_possibly_billed() {
         bill(&fake)
     );
     assert!(stdout(&out).contains("(includes 8 possibly billed"), "{}", stdout(&out));
+    assert!(run_bin(dir.path(), &["report", runs.to_str().unwrap()]).status.success());
+    for (page, dollar) in [("report.md", "\\$"), ("report.html", "$")] {
+        let t = std::fs::read_to_string(runs.join(page)).unwrap();
+        assert!(
+            t.contains(&format!("includes 8 possibly billed, {dollar}{reserved:.4} at their worst case")),
+            "{page}: {t}"
+        );
+    }
 }
 
 /// The same, while a run waits for its own job: the round is closed as possibly billed and the

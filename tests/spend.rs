@@ -197,6 +197,13 @@ fn reasoning_tokens_counted_apart_are_output_above_max_tokens() {
         "{}",
         text(&out)
     );
+    // The report's token columns explain the spend, and it names the overrun (it showed 1
+    // completion token per reply and said nothing of reasoning).
+    assert!(run_bin(dir.path(), &["report", runs.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(runs.join("report.md")).unwrap();
+    assert!(md.contains("| prompt tokens | output tokens (reasoning included) | of them reasoning |"), "{md}");
+    assert!(md.contains(&format!(" | {} | {} | {} |\n", 100 * n, 101 * n, 100 * n)), "{md}");
+    assert!(md.contains(&format!("{n} replies billed above max_tokens 64")), "{md}");
 }
 
 /// A provider that reports 20,000 prompt tokens per reply for prompts of about 1,000 bytes (the

@@ -312,11 +312,28 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         "position effect κ̂ = {:.3} ± {:.3} logits (> 0 favours the first-shown answer; identified by the order variation within pairs)",
         r.fit.kappa, r.fit.kappa_sd
     ));
+    // What the spend holds besides billed tokens, and replies billed above max_tokens: said as
+    // the summary says them, so the token columns need not explain the whole spend.
+    for part in crate::report::summary::spend_includes(r) {
+        facts.push(format!("spend {} includes {part}", crate::report::table::usd(r.spend_usd)));
+    }
+    if let Some(o) = &r.overrun {
+        facts.push(crate::report::summary::overrun_line(o));
+    }
     let spend = (
         "Spend".to_string(),
-        ["comparisons", "valid", "invalid", "failed", "spend (USD)", "prompt tokens", "completion tokens"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "comparisons",
+            "valid",
+            "invalid",
+            "failed",
+            "spend (USD)",
+            "prompt tokens",
+            "output tokens (reasoning included)",
+            "of them reasoning",
+        ]
+        .map(String::from)
+        .to_vec(),
         vec![vec![
             r.comparisons.to_string(),
             r.valid.to_string(),
@@ -324,7 +341,8 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
             r.failed.to_string(),
             format!("{:.4}", r.spend_usd),
             r.usage.prompt_tokens.to_string(),
-            r.usage.completion_tokens.to_string(),
+            r.usage.output_tokens().to_string(),
+            r.usage.reasoning_tokens.to_string(),
         ]],
     );
     let has_gold = r.fit.ranking.iter().any(|x| x.gold.is_some());

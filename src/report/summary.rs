@@ -37,6 +37,29 @@ pub fn budget_reached(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) ->
     }
 }
 
+/// What a run's spend holds besides the verdicts' billed tokens, one clause each: requests
+/// booked as possibly billed (at their worst case, USD) and queries in an open batch job (at
+/// their reservation, USD). The summary and report.md/report.html say the same.
+pub fn spend_includes(r: &RunResult) -> Vec<String> {
+    let mut parts = Vec::new();
+    if r.possibly_billed > 0 && r.possibly_billed_usd > 0.0 {
+        parts.push(format!(
+            "{} possibly billed, {} at their worst case",
+            r.possibly_billed,
+            usd(r.possibly_billed_usd)
+        ));
+    }
+    if let Some(j) = &r.in_open_batch_job {
+        parts.push(format!(
+            "{} quer{} in the open batch job, reserved at {} until its results are booked",
+            j.queries,
+            if j.queries == 1 { "y" } else { "ies" },
+            usd(j.reserved_usd)
+        ));
+    }
+    parts
+}
+
 /// The human-readable end-of-run summary.
 pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     let mut s = String::new();
@@ -66,22 +89,8 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         if r.not_run > 0 { format!(", {} of them never run by their batch job", r.not_run) } else { String::new() },
         usd(r.spend_usd)
     );
-    if r.possibly_billed > 0 && r.possibly_billed_usd > 0.0 {
-        let _ = write!(
-            s,
-            " (includes {} possibly billed, {} at their worst case)",
-            r.possibly_billed,
-            usd(r.possibly_billed_usd)
-        );
-    }
-    if let Some(j) = &r.in_open_batch_job {
-        let _ = write!(
-            s,
-            " (includes {} quer{} in the open batch job, reserved at {} until its results are booked)",
-            j.queries,
-            if j.queries == 1 { "y" } else { "ies" },
-            usd(j.reserved_usd)
-        );
+    for part in spend_includes(r) {
+        let _ = write!(s, " (includes {part})");
     }
     if r.duplicate_records > 0 {
         let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
