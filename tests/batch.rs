@@ -462,6 +462,68 @@ fn a_job_the_endpoint_no_longer_knows_is_closed_as_possibly_billed() {
     }
 }
 
+/// A job whose endpoint is gone for good (the server no longer answers) blocked the folder: the
+/// config that sent it cannot read it, and every other config was refused. `run --abandon-batch`
+/// closes its round from any config of the folder: each query booked as possibly billed at its
+/// reservation, the round recorded `ended: abandoned`, and the run goes on within `max_usd`.
+#[test]
+fn abandon_batch_closes_a_round_whose_endpoint_is_gone() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 60_000, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let max = 0.01;
+    let cfg = config(dir.path(), "gone", &fake.base_url, &format!("  max_comparisons: 16\n  max_usd: {max}\n"));
+    assert!(run(dir.path(), &cfg, &["--detach"]).status.success());
+    let runs = dir.path().join("runs/gone");
+    let reserved = json(&runs.join("result.json"))["in_open_batch_job"]["reserved_usd"].as_f64().unwrap();
+    drop(fake);
+    // Another config of the folder (a mock judge) is refused, and told the way out.
+    let yaml = std::fs::read_to_string(&cfg).unwrap();
+    let mock = yaml.replace(
+        &yaml[yaml.find("  openai:").unwrap()..yaml.find("acquisition:").unwrap()],
+        "  mock: {mode: deterministic}\n",
+    );
+    let mock =
+        write(dir.path(), "gone-mock.yaml", &mock.replace("  dispatch: batch\n  round_size: 8\n  poll_s: 0.02\n", ""));
+    let out = run(dir.path(), &mock, &[]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("run this one with --abandon-batch"), "{}", text(&out));
+    let out = run(dir.path(), &mock, &["--dry-run", "--abandon-batch"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("--abandon-batch: a real run would first close the open batch rounds without reading their jobs, booking their 8 queries as possibly billed at their reservations"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(booked(&runs).open_intents, 8, "the dry run books nothing");
+    let job =
+        lines(&runs.join("batches.jsonl")).iter().find_map(|l| l["batch_id"].as_str().map(str::to_owned)).unwrap();
+    let out = run(dir.path(), &mock, &["--abandon-batch"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "--abandon-batch: closed without reading its job: round 1 (batch job {job}): 8 queries booked as possibly billed at their reservations (${reserved:.6}); if the job still runs, the provider may bill them"
+        )),
+        "{said}"
+    );
+    let log = lines(&runs.join("batches.jsonl"));
+    assert!(log.iter().any(|l| l["round"] == 1 && l["ended"] == "abandoned"), "{log:?}");
+    let b = booked(&runs);
+    assert_eq!((b.open_intents, b.possibly_billed), (0, 8), "{b:?}");
+    // The mock is free: the books hold the abandoned round at its reservation, within max_usd.
+    assert!((b.usd - reserved).abs() < 1e-12 && b.usd <= max, "books ${} = reserved ${reserved}", b.usd);
+    assert_eq!(b.verdicts, 16, "the run went on: {b:?}");
+    // Nothing left to abandon: said, not an error.
+    let out = run(dir.path(), &mock, &["--abandon-batch"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("--abandon-batch: this run folder has no open batch round; nothing was abandoned"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// The same, while a run waits for its own job: the round is closed as possibly billed and the
 /// run goes on with the next round, within `max_usd`.
 #[test]

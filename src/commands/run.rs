@@ -82,15 +82,30 @@ pub fn dry_run_text(
     overrides: &[crate::config::overrides::Override],
     single_judge_flags: &[&'static str],
     gate: Option<&Path>,
+    abandon_batch: bool,
     rt: &tokio::runtime::Runtime,
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
-    // A folder with a batch job still open that this judge cannot book: refused as the run is.
-    crate::run::folder::open_batch_keys(&cfg)?;
+    // A folder with a batch job still open that this judge cannot book: refused as the run is,
+    // unless the run would abandon it.
+    let abandoned = if abandon_batch {
+        let n = crate::run::folder::open_keys(&cfg)?.len();
+        Some(match n {
+            0 => "--abandon-batch: this run folder has no open batch round; a real run would abandon nothing\n".into(),
+            n => format!(
+                "--abandon-batch: a real run would first close the open batch rounds without reading their jobs, booking their {n} quer{} as possibly billed at their reservations\n",
+                if n == 1 { "y" } else { "ies" }
+            ),
+        })
+    } else {
+        crate::run::folder::open_batch_keys(&cfg)?;
+        None
+    };
+    let with_abandoned = |t: String| t + abandoned.as_deref().unwrap_or_default();
     if cfg.is_panel() {
         refuse_for_panel(config, single_judge_flags)?;
-        return panel_dry_run_text(&cfg, key_problem, rt);
+        return panel_dry_run_text(&cfg, key_problem, rt).map(with_abandoned);
     }
     check_detach(config, &cfg, single_judge_flags.contains(&"--detach"))?;
     let mut judge = crate::config::judge::judge_info(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
@@ -130,7 +145,7 @@ pub fn dry_run_text(
     if let Some(m) = key_problem {
         text.push_str(&format!("warning: a real run would stop here: {m}\n"));
     }
-    Ok(text)
+    Ok(with_abandoned(text))
 }
 
 /// The mean expected cost of one query of `judge` (USD, [`JudgeInfo::expected_usd`]) over both
@@ -286,6 +301,12 @@ pub struct RunArgs {
     /// has ended (docs/live.md, "Batch dispatch").
     #[arg(long)]
     pub detach: bool,
+    /// Close the provider batch jobs this run folder holds open without reading them, for a
+    /// job whose endpoint is gone for good: each of their queries is booked as possibly billed
+    /// at its reservation (USD), their rounds are recorded as abandoned, and the run goes on
+    /// (any config of the folder; docs/live.md, "Batch dispatch").
+    #[arg(long)]
+    pub abandon_batch: bool,
     /// When the judge fingerprint finds that a live judge answers differently from its stored
     /// verdicts (docs/live.md, "Judge fingerprint"): `new` puts its verdicts from now on in a
     /// new cache namespace (the old ones are kept, not mixed); `accept` goes on with the old
@@ -316,7 +337,14 @@ pub enum JudgeChanged {
 pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
     let overrides = args.overrides.overrides()?;
     if args.dry_run {
-        print_out(&dry_run_text(&args.config, &overrides, &single_judge_flags(args), args.gate.as_deref(), rt)?);
+        print_out(&dry_run_text(
+            &args.config,
+            &overrides,
+            &single_judge_flags(args),
+            args.gate.as_deref(),
+            args.abandon_batch,
+            rt,
+        )?);
         return Ok(ExitCode::SUCCESS);
     }
     let (mut cfg, mut judge) = prepare(&args.config, &overrides)?;
@@ -338,7 +366,14 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     }
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
     check_detach(&args.config, &cfg, args.detach)?;
-    let outcome = run_with_gate(&cfg, judge, rt, args.quiet, args.detach, args.gate.as_deref()).map_err(during)?;
+    let opts = RunOptions {
+        progress: !args.quiet,
+        print: false,
+        handle_signals: true,
+        detach: args.detach,
+        abandon_batch: args.abandon_batch,
+    };
+    let outcome = run_with_gate(&cfg, judge, rt, &opts, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {
         let what = match &args.gate {
             Some(g) => format!("--gate {}", g.display()),
@@ -354,7 +389,7 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
         use std::io::Write;
         let _ = writeln!(
             std::io::stderr(),
-            "error: run {}: a batch job is still open (`batch job open:` above says which and why); its queries stay reserved against max_usd until a run of this config books it",
+            "error: run {}: a batch job is still open (`batch job open:` above says which and why); its queries stay reserved against max_usd until a run of this config books it (or a run with --abandon-batch closes it, booking them as possibly billed)",
             args.config.display()
         );
         ExitCode::FAILURE
@@ -436,7 +471,13 @@ fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Resu
         other => other?,
     }
     let panel = std::sync::Arc::new(crate::judge::panel::PanelJudge::new(&cfg.pool, members));
-    let opts = RunOptions { progress: !args.quiet, print: true, handle_signals: true, detach: false };
+    let opts = RunOptions {
+        progress: !args.quiet,
+        print: true,
+        handle_signals: true,
+        detach: false,
+        abandon_batch: args.abandon_batch,
+    };
     let result = rt
         .block_on(crate::run::panel::run(cfg, panel, &opts))
         .map_err(|e| RunCommandError::During { config: args.config.clone(), source: Box::new(e.into()) })?;
@@ -651,12 +692,10 @@ pub fn run_with_gate(
     cfg: &Config,
     judge: std::sync::Arc<dyn crate::judge::Judge>,
     rt: &tokio::runtime::Runtime,
-    quiet: bool,
-    detach: bool,
+    opts: &RunOptions,
     gate: Option<&Path>,
 ) -> Result<RunOutcome, RunCommandError> {
-    let opts = RunOptions { progress: !quiet, print: false, handle_signals: true, detach };
-    let mut result = match rt.block_on(live::run(cfg, judge, &opts)) {
+    let mut result = match rt.block_on(live::run(cfg, judge, opts)) {
         Ok(r) => r,
         Err(e) => {
             // A failed fit, a failing judge or a budget passed by an overrun still wrote

@@ -113,6 +113,10 @@ pub struct BatchJudge {
 /// The way out of a round left open, unless its message gives its own.
 const RUN_AGAIN: &str = "run the same config again to book its results once it has ended";
 
+/// The way out for a job that cannot be read, said beside [`RUN_AGAIN`]: an endpoint gone for
+/// good cannot book it.
+const OR_ABANDON: &str = "if its endpoint is gone for good, `run --abandon-batch` closes the round, booking its queries as possibly billed at their reservations";
+
 /// A query left in an open round: its message ends with the way out ([`RUN_AGAIN`]).
 fn pending(batch: &str, message: impl Into<String>) -> JudgeError {
     JudgeError::Pending { batch: batch.to_owned(), message: format!("{}; {RUN_AGAIN}", message.into()) }
@@ -308,7 +312,7 @@ impl BatchJudge {
                     failures += 1;
                     if failures >= MAX_READ_FAILURES {
                         return Err(Unended::Open(format!(
-                            "batch job {id} could not be read ({failures} times in a row): {e}"
+                            "batch job {id} could not be read ({failures} times in a row): {e} ({OR_ABANDON})"
                         )));
                     }
                 }
@@ -637,7 +641,7 @@ impl BatchJudge {
             // A job that cannot be read by this config's judge may be another endpoint's.
             let hint = match &r.judge {
                 Some((sent_by, _)) if *sent_by != self.describe() => format!(
-                    "; round {} was sent by judge `{sent_by}` and this config's judge is `{}`: if base_url changed, run the config that sent it to book the job",
+                    "; round {} was sent by judge `{sent_by}` and this config's judge is `{}`: if base_url changed, run the config that sent it to book the job ({OR_ABANDON})",
                     r.round,
                     self.describe()
                 ),
@@ -684,7 +688,8 @@ impl BatchJudge {
                         gone = Some(format!("batch job {id} is not found at this endpoint: {e}"));
                     }
                     Err(e) => {
-                        done.pending = Some(format!("batch job {id} (round {}) could not be read: {e}", r.round));
+                        done.pending =
+                            Some(format!("batch job {id} (round {}) could not be read: {e} ({OR_ABANDON})", r.round));
                         return Ok(done.pending_with(&hint));
                     }
                 }

@@ -148,13 +148,76 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 /// mock, a panel): refused by the run and its dry run before anything is written;
 /// [`RunError::Io`] when batches.jsonl cannot be read.
 pub fn open_batch_keys(cfg: &Config) -> Result<std::collections::HashSet<String>, RunError> {
-    let batches = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
-    let keep = crate::store::batches::BatchLog::open_keys(&cfg.run_dir)
-        .map_err(|e| RunError::Io { path: batches.clone(), source: std::io::Error::other(e.detail()) })?;
+    let keep = open_keys(cfg)?;
     if !keep.is_empty() && !cfg.raw.reads_batch_jobs() {
-        return Err(RunError::BatchOpen { path: batches, queries: keep.len() });
+        let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
+        return Err(RunError::BatchOpen { path, queries: keep.len() });
     }
     Ok(keep)
+}
+
+/// The queries of the open batch rounds of `cfg`'s run folder, whatever its judge.
+///
+/// # Errors
+/// [`RunError::Io`] when batches.jsonl cannot be read.
+pub fn open_keys(cfg: &Config) -> Result<std::collections::HashSet<String>, RunError> {
+    crate::store::batches::BatchLog::open_keys(&cfg.run_dir).map_err(batch_log_error(&cfg.run_dir))
+}
+
+fn batch_log_error(dir: &Path) -> impl Fn(crate::store::batches::BatchLogError) -> RunError + '_ {
+    move |e| RunError::Io {
+        path: dir.join(crate::store::batches::BATCHES_FILE),
+        source: std::io::Error::other(e.detail()),
+    }
+}
+
+/// `run --abandon-batch`: close every open round of the folder's batches.jsonl without reading
+/// its job (an endpoint gone for good, docs/live.md, "Batch dispatch"). Each query still open
+/// is booked as possibly billed at its reservation (what the job ran cannot be known), then the
+/// round is recorded `ended: abandoned`, in that order, so a kill between the two leaves the
+/// queries booked and the round closed by the next run. The job is neither read nor cancelled.
+/// Returns the warning that says what was closed.
+///
+/// # Errors
+/// [`RunError`]: the books or batches.jsonl cannot be read or written.
+fn abandon_open_rounds(dir: &Path, books: &mut Books) -> Result<String, RunError> {
+    let mut log = crate::store::batches::BatchLog::open(dir).map_err(batch_log_error(dir))?;
+    let rounds = log.open_rounds();
+    if rounds.is_empty() {
+        return Ok("--abandon-batch: this run folder has no open batch round; nothing was abandoned".into());
+    }
+    let open = books.open_intents();
+    let mut said = Vec::new();
+    for r in rounds {
+        let (mut n, mut usd) = (0, 0.0);
+        for i in open.iter().filter(|i| r.keys.contains(&i.key)) {
+            books.record_possibly_billed(
+                i.intent,
+                i.reserved_usd,
+                &format!(
+                    "batch round {} abandoned (run --abandon-batch): its job's results were not read; booked as possibly billed at its reservation",
+                    r.round
+                ),
+            )?;
+            (n, usd) = (n + 1, usd + i.reserved_usd);
+        }
+        log.append(crate::store::batches::BatchLine {
+            round: r.round,
+            ended: Some(crate::store::batches::ABANDONED.into()),
+            ..Default::default()
+        })
+        .map_err(batch_log_error(dir))?;
+        said.push(format!(
+            "round {}{}: {n} quer{} booked as possibly billed at their reservations (${usd:.6})",
+            r.round,
+            r.batch_id.as_deref().map(|b| format!(" (batch job {b})")).unwrap_or_default(),
+            if n == 1 { "y" } else { "ies" }
+        ));
+    }
+    Ok(format!(
+        "--abandon-batch: closed without reading its job: {}; if the job still runs, the provider may bill them; their pairs may be asked again",
+        said.join("; ")
+    ))
 }
 
 /// Open the run folder: take its lock, install the signal handlers, open the books (open intents
@@ -198,8 +261,12 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     // The queries of a provider batch job still open stay open: the run books them from the
     // job's output (super::batch), whatever its own dispatch; a judge that cannot read batch
     // jobs stops here, before anything is written.
-    let keep = open_batch_keys(cfg)?;
-    let (books, mut warnings) = Books::open_keeping(dir, &crate::store::books::RUN_BOOKS, &keep)?;
+    // `--abandon-batch` closes them instead, whatever this config's judge.
+    let keep = if opts.abandon_batch { open_keys(cfg)? } else { open_batch_keys(cfg)? };
+    let (mut books, mut warnings) = Books::open_keeping(dir, &crate::store::books::RUN_BOOKS, &keep)?;
+    if opts.abandon_batch {
+        warnings.push(abandon_open_rounds(dir, &mut books)?);
+    }
     // An earlier run's result is not this run's: gone until this run writes its own.
     let result_path = dir.join("result.json");
     match std::fs::remove_file(&result_path) {

@@ -92,7 +92,7 @@ pub enum RunError {
     /// batch` was detached or killed) and this run's judge cannot read batch jobs, so its paid
     /// results could not be booked.
     #[error(
-        "{path}: a provider batch job of an earlier run is still open ({queries} queries), and this judge cannot read batch jobs; run the config that submitted it (an openai judge; any dispatch) once to book its results, then this one"
+        "{path}: a provider batch job of an earlier run is still open ({queries} queries), and this judge cannot read batch jobs; run the config that submitted it (an openai judge; any dispatch) once to book its results, then this one (or, if that job's endpoint is gone for good, run this one with --abandon-batch: its queries are then booked as possibly billed at their reservations)"
     )]
     BatchOpen {
         /// The folder's batches.jsonl.
@@ -164,6 +164,10 @@ pub struct RunOptions {
     /// `dispatch: batch`: submit one round as a provider batch job and end the run without
     /// waiting for it (`run --detach`); a later run books it.
     pub detach: bool,
+    /// Close the provider batch jobs the folder holds open without reading them (`run
+    /// --abandon-batch`, for a job whose endpoint is gone for good): each of their queries is
+    /// booked as possibly billed at its reservation (USD) before the run starts.
+    pub abandon_batch: bool,
 }
 
 /// Write a run's result.json (pretty JSON and a newline) into `dir`.

@@ -9,8 +9,9 @@
 //!    created (a batch made from it can then be found again by listing the batches);
 //! 3. `{"round": r, "batch_id": "batch_…"}`: the batch job;
 //! 4. `{"round": r, "ended": "completed" | "expired" | "failed" | "cancelled" | "not_submitted" |
-//!    "gone"}`: every query of the round is booked (a verdict, a paid failure, closed unbilled,
-//!    or, for a job the endpoint no longer knows, possibly billed at its reservation).
+//!    "gone" | "abandoned"}`: every query of the round is booked (a verdict, a paid failure,
+//!    closed unbilled, or, for a job the endpoint no longer knows or one closed by `run
+//!    --abandon-batch`, possibly billed at its reservation).
 //!
 //! A torn last line (a kill while writing) is cut on open.
 
@@ -18,6 +19,9 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// `ended` of a round closed by `run --abandon-batch` (its job never read).
+pub const ABANDONED: &str = "abandoned";
 
 /// The file name in the run folder.
 pub const BATCHES_FILE: &str = "batches.jsonl";
