@@ -117,6 +117,16 @@ const RUN_AGAIN: &str = "run the same config again to book its results once it h
 /// good cannot book it.
 const OR_ABANDON: &str = "if its endpoint is gone for good, `run --abandon-batch` closes the round, booking its queries as possibly billed at their reservations";
 
+/// The warning for a round whose job the endpoint no longer knows, its queries booked as possibly
+/// billed at their reservations `usd` (USD each), live or on resume alike.
+fn lost_job_warning(why: &str, round: u64, usd: &[f64]) -> String {
+    format!(
+        "{why}: the job was deleted or lost and will not end; round {round}'s {} queries booked as possibly billed at their reservations (${:.6}) and closed; their pairs may be asked again",
+        usd.len(),
+        usd.iter().sum::<f64>()
+    )
+}
+
 /// A query left in an open round: its message ends with the way out ([`RUN_AGAIN`]).
 fn pending(batch: &str, message: impl Into<String>) -> JudgeError {
     JudgeError::Pending { batch: batch.to_owned(), message: format!("{}; {RUN_AGAIN}", message.into()) }
@@ -544,73 +554,73 @@ impl BatchJudge {
         } else {
             self.submit(round, input.into_bytes()).await
         };
-        let results: Vec<Result<JudgeReply, JudgeError>> = match outcome {
-            Submission::NotSubmitted(why) => {
-                let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
-                // Stopped: nothing to count. Otherwise a failure of each query (counted, so a
-                // provider that keeps refusing the upload ends the run as a failing judge).
-                let stopped = self.stopped();
-                sent.iter()
-                    .map(
-                        |_| {
-                            if stopped { Err(JudgeError::NotSent { cost_usd: 0.0 }) } else { Err(not_run(why.clone())) }
-                        },
-                    )
-                    .collect()
-            }
-            Submission::Unsupported(message) => {
-                let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
-                sent.iter()
-                    .map(|_| {
-                        Err(JudgeError::Endpoint {
-                            setting: "acquisition.dispatch".into(),
-                            message: message.clone(),
-                            cost_usd: 0.0,
-                        })
-                    })
-                    .collect()
-            }
-            Submission::Refused(e) => {
-                let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
-                sent.iter().map(|_| Err(e.clone())).collect()
-            }
-            Submission::Pending(why) => {
-                sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
-            }
-            Submission::Job(id) if self.detach => {
-                sent.iter().map(|_| Err(pending(&id, format!("round {round} submitted with --detach")))).collect()
-            }
-            Submission::Job(id) => match self.await_end(&id).await {
-                Err(Unended::Open(why)) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
-                // The job this run made is gone: what it ran cannot be known.
-                Err(Unended::Gone(why)) => {
-                    tracing::warn!(
-                        "{why}: the job was deleted or lost and will not end; round {round}'s {} queries booked as possibly billed at their worst case; their pairs may be asked again",
-                        sent.len()
-                    );
-                    let _ = self.record(BatchLine { round, ended: Some(GONE.into()), ..Default::default() });
+        let results: Vec<Result<JudgeReply, JudgeError>> =
+            match outcome {
+                Submission::NotSubmitted(why) => {
+                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                    // Stopped: nothing to count. Otherwise a failure of each query (counted, so a
+                    // provider that keeps refusing the upload ends the run as a failing judge).
+                    let stopped = self.stopped();
                     sent.iter()
-                        .map(|&i| {
-                            let q = &queries[i];
-                            Err(JudgeError::PossiblyBilled {
-                                message: format!("{why}; booked as possibly billed at its worst case"),
-                                cost_usd: self.worst_case_usd(&q.pool, q.a, q.b),
+                        .map(|_| {
+                            if stopped { Err(JudgeError::NotSent { cost_usd: 0.0 }) } else { Err(not_run(why.clone())) }
+                        })
+                        .collect()
+                }
+                Submission::Unsupported(message) => {
+                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                    sent.iter()
+                        .map(|_| {
+                            Err(JudgeError::Endpoint {
+                                setting: "acquisition.dispatch".into(),
+                                message: message.clone(),
+                                cost_usd: 0.0,
                             })
                         })
                         .collect()
                 }
-                Ok(job) => {
-                    let qs: Vec<(&Pool, usize, usize, &str)> = sent
-                        .iter()
-                        .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
-                        .collect();
-                    match self.collect(&job, &qs).await {
-                        Ok(r) => r,
-                        Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
-                    }
+                Submission::Refused(e) => {
+                    let _ = self.record(BatchLine { round, ended: Some("not_submitted".into()), ..Default::default() });
+                    sent.iter().map(|_| Err(e.clone())).collect()
                 }
-            },
-        };
+                Submission::Pending(why) => {
+                    sent.iter().map(|_| Err(pending(&format!("round {round}"), why.clone()))).collect()
+                }
+                Submission::Job(id) if self.detach => {
+                    sent.iter().map(|_| Err(pending(&id, format!("round {round} submitted with --detach")))).collect()
+                }
+                Submission::Job(id) => match self.await_end(&id).await {
+                    Err(Unended::Open(why)) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
+                    // The job this run made is gone: what it ran cannot be known.
+                    Err(Unended::Gone(why)) => {
+                        // Each query's reservation is its worst case at the batch price.
+                        let usd: Vec<f64> = sent
+                            .iter()
+                            .map(|&i| self.worst_case_usd(&queries[i].pool, queries[i].a, queries[i].b))
+                            .collect();
+                        tracing::warn!("{}", lost_job_warning(&why, round, &usd));
+                        let _ = self.record(BatchLine { round, ended: Some(GONE.into()), ..Default::default() });
+                        usd.into_iter()
+                            .map(|cost_usd| {
+                                Err(JudgeError::PossiblyBilled {
+                                    message: format!("{why}; booked as possibly billed at its reservation"),
+                                    cost_usd,
+                                })
+                            })
+                            .collect()
+                    }
+                    Ok(job) => {
+                        let qs: Vec<(&Pool, usize, usize, &str)> = sent
+                            .iter()
+                            .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
+                            .collect();
+                        match self.collect(&job, &qs).await {
+                            Ok(r) => r,
+                            Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
+                        }
+                    }
+                },
+            };
         for (&i, r) in sent.iter().zip(results) {
             out[i] = Some(r);
         }
@@ -721,12 +731,8 @@ impl BatchJudge {
                         )?;
                     }
                     let _ = self.record(BatchLine { round: r.round, ended: Some(GONE.into()), ..Default::default() });
-                    let usd: f64 = intents.iter().map(|i| i.reserved_usd).sum();
-                    tracing::warn!(
-                        "{why}: the job was deleted or lost and will not end; round {}'s {} queries booked as possibly billed at their reservations (${usd:.6}) and closed; their pairs may be asked again",
-                        r.round,
-                        intents.len()
-                    );
+                    let usd: Vec<f64> = intents.iter().map(|i| i.reserved_usd).collect();
+                    tracing::warn!("{}", lost_job_warning(&why, r.round, &usd));
                     continue;
                 }
             };
