@@ -498,9 +498,16 @@ fn abandon_batch_closes_a_round_whose_endpoint_is_gone() {
     assert_eq!(booked(&runs).open_intents, 8, "the dry run books nothing");
     let job =
         lines(&runs.join("batches.jsonl")).iter().find_map(|l| l["batch_id"].as_str().map(str::to_owned)).unwrap();
-    let out = run(dir.path(), &mock, &["--abandon-batch"]);
+    // Abandoned under a max_usd the round's reservation passes: the run stops at once, and says
+    // what the books hold (it said "one query needs budget.max_comparisons ≥ 1", which held).
+    let low = format!("{}", reserved / 2.0);
+    let out = run(dir.path(), &mock, &["--abandon-batch", "--max-usd", &low]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("the run folder's books already hold ${reserved:.4}, at or above budget.max_usd: a query of this free judge needs budget.max_usd above that")),
+        "{said}"
+    );
     assert!(
         said.contains(&format!(
             "--abandon-batch: closed without reading its job: round 1 (batch job {job}): 8 queries booked as possibly billed at their reservations (${reserved:.6}); if the job still runs, the provider may bill them"
@@ -509,6 +516,16 @@ fn abandon_batch_closes_a_round_whose_endpoint_is_gone() {
     );
     let log = lines(&runs.join("batches.jsonl"));
     assert!(log.iter().any(|l| l["round"] == 1 && l["ended"] == "abandoned"), "{log:?}");
+    // The dry run agrees: no query, though the mock is free (it said all 16 fit).
+    let out = run(dir.path(), &mock, &["--dry-run", "--max-usd", &low]);
+    assert!(stdout(&out).contains("queries the budget allows: 0\n"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("the run folder's books already hold ${reserved:.6} of max_usd ${low}")),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(dir.path(), &mock, &[]);
+    assert!(out.status.success(), "{}", text(&out));
     let b = booked(&runs);
     assert_eq!((b.open_intents, b.possibly_billed), (0, 8), "{b:?}");
     // The mock is free: the books hold the abandoned round at its reservation, within max_usd.

@@ -949,7 +949,9 @@ fn a_live_config_needs_a_budget_or_says_unlimited() {
     let s = stdout(&out);
     assert!(s.contains("queries the budget allows: 0\n"), "{s}");
     assert!(s.contains("warning: the budget allows no query (the cheapest query's worst case is $"), "{s}");
-    assert!(s.contains("a real run would send nothing; raise budget.max_usd or budget.max_comparisons"), "{s}");
+    assert!(s.contains("a real run would send nothing; raise budget.max_usd (--max-usd) to go on"), "{s}");
+    // Nothing can be sent, so nothing can be spent (it said the sum of worst cases up to max_usd).
+    assert!(s.contains("worst-case cost of this run: $0.000000\n"), "{s}");
     let typo =
         write(dir.path(), "cfg/typo.yaml", &openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget: unlimted\n"));
     let out = run_bin(dir.path(), &["run", typo.to_str().unwrap(), "--dry-run"]);

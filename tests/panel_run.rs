@@ -323,6 +323,14 @@ fn a_panel_members_overrun_holds_its_queue_and_is_named() {
         stdout(&out)
     );
     assert!(text(&out).contains("the provider does not keep to max_tokens (cheap)"), "{}", text(&out));
+    // The panel's report names it too (it showed the spend alone).
+    let run = dir.path().join("runs/over");
+    assert!(run_bin(dir.path(), &["report", run.to_str().unwrap()]).status.success());
+    let md = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(
+        md.contains("- overrun (judge cheap): 1 reply billed above max_tokens 8 (up to 2000000 output tokens"),
+        "{md}"
+    );
 }
 
 /// SIGKILL with requests held on both servers, some answered and never read: every billed

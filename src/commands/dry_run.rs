@@ -73,10 +73,14 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
     };
     let (at_least, at_most, worst_total) = match cfg.raw.budget.max_usd {
         Some(max) => {
-            let left = (max - folder_usd.max(spent_usd)).max(0.0);
+            // Not clamped at 0: books above max_usd allow no query, not even a free one (the
+            // run refuses a reservation that passes max_usd by more than 1e-12).
+            let left = max - folder_usd.max(spent_usd);
             let lo = fit(&mut costs.desc.iter().copied(), left);
             let hi = fit(&mut costs.asc(), left);
-            (lo, hi, costs.desc.iter().take(n).sum::<f64>().min(left))
+            // A budget that buys no query costs nothing.
+            let total = if hi == 0 { 0.0 } else { costs.desc.iter().take(n).sum::<f64>().min(left.max(0.0)) };
+            (lo, hi, total)
         }
         None => (n, n, costs.desc.iter().take(n).sum::<f64>()),
     };

@@ -103,8 +103,14 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
                 .worst_per_query_usd
                 .map(|(lo, _, _)| format!(" (the cheapest query's worst case is ${lo:.6})"))
                 .unwrap_or_default();
+            // max_comparisons leaves room (above), so max_usd is what binds.
+            let held = d.spent_usd + d.other_usd;
+            let books = match b.max_usd {
+                Some(m) if held > 0.0 => format!("; the run folder's books already hold ${held:.6} of max_usd ${m}"),
+                _ => String::new(),
+            };
             s.push_str(&format!(
-                "warning: the budget allows no query{cheapest}: a real run would send nothing; raise budget.max_usd or budget.max_comparisons\n"
+                "warning: the budget allows no query{cheapest}{books}: a real run would send nothing; raise budget.max_usd (--max-usd) to go on\n"
             ));
         }
     }

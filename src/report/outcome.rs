@@ -4,7 +4,7 @@
 //! the notes `run` and `fit` share.
 
 use super::RankRow;
-use super::schema::{CertifiedTopk, FittedRanking, Reporting, RunResult, TopkView};
+use super::schema::{CertifiedTopk, FittedRanking, Reporting, RunResult, StopReason, TopkView};
 use crate::analysis::certify;
 use crate::analysis::gate::GateDecision;
 use crate::analysis::ranking::{
@@ -519,21 +519,38 @@ pub fn identify_and_apparent(
     (ident, a)
 }
 
-/// What one query needs from the budget (said when nothing was compared): `max_comparisons ≥
-/// 1`, and for a priced judge `max_usd` at least the worst case of a query (the largest over
-/// the pool's neighbouring pairs in both orders).
-pub fn one_query_text(pool: &Pool, judge: &dyn crate::judge::JudgeInfo) -> String {
-    let mut s = "one query needs budget.max_comparisons ≥ 1".to_string();
-    if judge.has_price() {
+/// What one query needs from the budget (said when nothing was compared), for the limit that
+/// stopped the run (`stop`): `max_comparisons ≥ 1`, or `max_usd` at least what the run folder's
+/// books already hold (`held_usd`, USD) plus, for a priced judge, the worst case of a query (the
+/// largest over the pool's neighbouring pairs in both orders).
+pub fn one_query_text(pool: &Pool, judge: &dyn crate::judge::JudgeInfo, stop: StopReason, held_usd: f64) -> String {
+    if stop == StopReason::MaxComparisons {
+        return "one query needs budget.max_comparisons ≥ 1".into();
+    }
+    let usd = super::table::usd;
+    let worst = if judge.has_price() {
         let n = pool.n_items();
-        let worst = (0..n)
+        (0..n)
             .flat_map(|i| [(i, (i + 1) % n), ((i + 1) % n, i)])
             .filter(|(a, b)| a != b)
             .map(|(a, b)| judge.worst_case_usd(pool, a, b))
-            .fold(0.0f64, f64::max);
-        s.push_str(&format!(" and budget.max_usd ≥ {} (its worst-case cost)", super::table::usd(worst)));
+            .fold(0.0f64, f64::max)
+    } else {
+        0.0
+    };
+    match (held_usd > 0.0, worst > 0.0) {
+        (false, _) => format!("one query needs budget.max_usd ≥ {} (its worst-case cost)", usd(worst)),
+        (true, true) => format!(
+            "one query needs budget.max_usd ≥ {}: the run folder's books already hold {}, and one query's worst-case cost is {}",
+            usd(held_usd + worst),
+            usd(held_usd),
+            usd(worst)
+        ),
+        (true, false) => format!(
+            "the run folder's books already hold {}, at or above budget.max_usd: a query of this free judge needs budget.max_usd above that",
+            usd(held_usd)
+        ),
     }
-    s
 }
 
 impl FittedRanking {

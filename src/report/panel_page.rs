@@ -24,6 +24,10 @@ struct PanelResultDoc {
     comparisons: usize,
     spend_usd: f64,
     possibly_billed: usize,
+    #[serde(default)]
+    overrun: Option<crate::report::schema::OverrunReport>,
+    #[serde(default)]
+    overrun_judges: Vec<String>,
     /// Absent in results of older versions (their `spend_usd` was the folder's).
     #[serde(default)]
     folder_spend: Option<FolderSpendDoc>,
@@ -186,6 +190,10 @@ fn content(r: &PanelResultDoc) -> Content {
     } else {
         spend_line
     });
+    // Replies billed above their reservations, said as the run's summary says them.
+    if let Some(o) = &r.overrun {
+        facts.push(crate::report::summary::panel_overrun_line(o, &r.overrun_judges));
+    }
 
     let mut head: Vec<String> =
         ["judge", "trusted", "description", "queries", "spend (USD)", "κ̂ (logits)"].map(String::from).to_vec();

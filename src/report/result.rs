@@ -249,7 +249,7 @@ fn nothing_compared(pool: &Pool, judge: &dyn Judge, end: &RunEnd<'_>) -> String 
             if see.is_empty() { String::new() } else { format!(": see {}", see.join("; ")) }
         )
     } else if matches!(end.stop, StopReason::MaxComparisons | StopReason::MaxUsd) {
-        super::outcome::one_query_text(pool, judge)
+        super::outcome::one_query_text(pool, judge, end.stop, end.folder.total().total_usd() + 0.0)
     } else {
         let why = serde_json::to_value(end.stop).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         format!("no query was answered before the run stopped ({why}), so the budget is not what is missing")

@@ -89,8 +89,9 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         if r.not_run > 0 { format!(", {} of them never run by their batch job", r.not_run) } else { String::new() },
         usd(r.spend_usd)
     );
-    for part in spend_includes(r) {
-        let _ = write!(s, " (includes {part})");
+    let parts = spend_includes(r);
+    if !parts.is_empty() {
+        let _ = write!(s, " (includes {})", parts.join("; and "));
     }
     if r.duplicate_records > 0 {
         let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
@@ -593,6 +594,17 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
         ));
     }
     s
+}
+
+/// A judge panel's `overrun:` line: [`overrun_line`] naming the judges whose replies passed a
+/// bound (`overrun (judge live): …`).
+pub fn panel_overrun_line(o: &crate::report::schema::OverrunReport, judges: &[String]) -> String {
+    let who = match judges {
+        [] => String::new(),
+        [one] => format!(" (judge {one})"),
+        many => format!(" (judges {})", many.join(", ")),
+    };
+    overrun_line(o).replacen("overrun: ", &format!("overrun{who}: "), 1)
 }
 
 /// The summary's `overrun:` line (docs/live.md, "Overruns"): which bounds the replies passed

@@ -964,13 +964,7 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
         t.push_str(&format!("  stopped because {m}\n"));
     }
     if let Some(o) = &r.overrun {
-        let who = match r.overrun_judges.as_slice() {
-            [] => String::new(),
-            [one] => format!(" (judge {one})"),
-            many => format!(" (judges {})", many.join(", ")),
-        };
-        let line = crate::report::summary::overrun_line(o);
-        t.push_str(&format!("  {}\n", line.replacen("overrun: ", &format!("overrun{who}: "), 1)));
+        t.push_str(&format!("  {}\n", crate::report::summary::panel_overrun_line(o, &r.overrun_judges)));
     }
     for j in &r.judges {
         t.push_str(&format!(
