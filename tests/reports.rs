@@ -185,6 +185,20 @@ fn compare_two_runs_with_known_answers() {
     assert_eq!(c.rows[1].recall, Some(1.0));
 }
 
+/// A result.json saved with a byte-order mark (an editor's save) reads as the same result (it
+/// said "not a topk-judge result (expected value at line 1 column 1)").
+#[test]
+fn a_result_json_with_a_byte_order_mark_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = two_runs(dir.path());
+    let plain = RunDir::load(&a).unwrap();
+    let rp = a.join("result.json");
+    let text = std::fs::read_to_string(&rp).unwrap();
+    std::fs::write(&rp, format!("\u{feff}{text}")).unwrap();
+    let bom = RunDir::load(&a).unwrap();
+    assert_eq!((bom.result.spend_usd, bom.result.fit.topk.clone()), (plain.result.spend_usd, plain.result.fit.topk));
+}
+
 #[test]
 fn compare_cli_writes_table_and_plot_and_rejects_other_pools() {
     let dir = tempfile::tempdir().unwrap();

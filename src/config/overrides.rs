@@ -23,6 +23,9 @@ pub struct Override {
     pub value: serde_json::Value,
     /// The value as typed.
     pub raw: String,
+    /// A fault of the value found when it was read (a key written twice in it), said as a
+    /// config error (exit code 1) when the document is read.
+    fault: Option<String>,
 }
 
 impl Override {
@@ -64,10 +67,13 @@ impl Override {
         if key.iter().any(String::is_empty) {
             return Err(format!("{given}: the key has an empty part; expected a dotted key such as budget.max_usd"));
         }
-        let raw = value.to_string();
-        if let Some(msg) = repeated_key(&key, value) {
-            return Err(format!("{given}: {msg}"));
+        if key.iter().any(|k| k.contains(['"', '\''])) {
+            return Err(format!(
+                "{given}: a key is written without quotes (`k=3`, `budget.max_usd=0.5`); quote the value instead when it needs quotes"
+            ));
         }
+        let raw = value.to_string();
+        let fault = repeated_key(&key, value);
         let value = if value.trim().is_empty() {
             serde_json::Value::String(String::new())
         } else {
@@ -78,7 +84,7 @@ impl Override {
         // override, nor in the resume line.
         let shown = secret::redact_each(&secret::redact_urls_in(given), &secret::override_secrets(&key, &value));
         let redacted = shown != original;
-        Ok(Self { given: shown, key, value, raw, redacted })
+        Ok(Self { given: shown, key, value, raw, redacted, fault })
     }
 
     /// The dotted key.
@@ -137,6 +143,9 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     if overrides.is_empty() {
         return super::read_document(path);
     }
+    if let Some(o) = overrides.iter().find(|o| o.fault.is_some()) {
+        return Err(ConfigError::Set { given: o.given.clone(), msg: o.fault.clone().unwrap_or_default() });
+    }
     // The file must at least be YAML; its own faults are reported with their lines.
     let mut doc: serde_json::Value = super::read_document(path)?;
     for o in overrides {
@@ -166,14 +175,33 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
         patched = patched.and_then(|t| patch_text(&t, &o.key, &yaml_value(&o.raw)));
     }
     if let Some(text) = patched {
+        let original = crate::domain::text::strip_bom_str(&original);
         return crate::store::yaml::from_str::<T>(&text).map_err(|e| {
-            // The override whose key (or a prefix of it) the message names.
+            let in_key = message_key(&e.0);
+            // The override whose key (or a prefix of it) the message names, or whose value holds
+            // the key it names (`judges[1].mock.seed` of `--set judges=[…]`).
             let named = overrides.iter().rev().find(|o| {
                 (1..=o.key.len()).any(|n| e.0.contains(&format!("(key `{}`)", o.key[..n].join("."))))
+                    || in_key.as_deref().is_some_and(|k| k.starts_with(&format!("{}.", o.dotted())))
                     || e.0.contains(&format!("`{}`", o.dotted()))
                     // A field missing in a block the override wrote (`in `judge.openai``).
                     || e.0.contains(&format!("`{}.", o.dotted()))
                     || e.0.contains(&format!("field `{}`", o.key.last().map_or("", |k| k.as_str())))
+            });
+            // Else a line an override wrote (or added past the file's end) is the override's
+            // fault, not the file's: the last override whose key it holds, or the last one.
+            let at = e.0.strip_prefix("line ").and_then(|r| r.split_whitespace().next()?.parse::<usize>().ok());
+            let written = at.and_then(|n| {
+                let now = text.lines().nth(n.checked_sub(1)?)?;
+                (original.lines().nth(n - 1) != Some(now)).then_some(now)
+            });
+            let named = named.or_else(|| {
+                let now = written?;
+                overrides
+                    .iter()
+                    .rev()
+                    .find(|o| o.key.last().is_some_and(|k| now.contains(k.as_str())))
+                    .or(overrides.last())
             });
             match named {
                 Some(o) => ConfigError::Set { given: o.given.clone(), msg: strip_location(&e.0, o) },
@@ -299,7 +327,9 @@ fn yaml_value(raw: &str) -> String {
     if t.is_empty() {
         return "\"\"".into();
     }
-    if t.starts_with(['{', '[']) {
+    // A flow value as typed; one that is not YAML (`[INST] judge`) is text, as
+    // [`Override::parse`] reads it.
+    if t.starts_with(['{', '[']) && crate::store::yaml::from_str::<serde_json::Value>(t).is_ok() {
         return t.to_string();
     }
     if t.starts_with(['\'', '"']) {
@@ -308,7 +338,7 @@ fn yaml_value(raw: &str) -> String {
     }
     let indicator = t == "-"
         || t.starts_with("- ")
-        || t.starts_with(['?', ':', ',', ']', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`', '~']);
+        || t.starts_with(['?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`', '~']);
     if indicator || t.contains(": ") || t.contains(" #") || t != raw {
         serde_json::to_string(raw).expect("a string serialises")
     } else {
@@ -374,6 +404,14 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
         (start, end, parent_indent) = (i + 1, block_end, Some(ind));
     }
     None
+}
+
+/// The key a parser message names (`(key `judges[1].mock`)`), dotted as an override's key is
+/// (`judges.1.mock`).
+fn message_key(msg: &str) -> Option<String> {
+    let first = msg.lines().next()?;
+    let k = first.split_once("(key `")?.1.split_once("`)")?.0;
+    Some(k.replace('[', ".").replace(']', ""))
 }
 
 /// A key written twice in a flow value (`{seed: 1, seed: 2}`), named by its path below the
@@ -705,6 +743,8 @@ mod tests {
                 .contains("judge: {replay: {file: r}}\nbudget:")
         );
         assert_eq!(yaml_value("@cf/meta/llama"), "\"@cf/meta/llama\"");
+        assert_eq!(yaml_value("[INST] judge"), "\"[INST] judge\"");
+        assert_eq!(yaml_value("[1, 2]"), "[1, 2]");
         assert_eq!(
             (yaml_value("yes"), yaml_value(""), yaml_value("a #b")),
             ("yes".into(), "\"\"".into(), "\"a #b\"".into())
@@ -715,6 +755,7 @@ mod tests {
     /// file does by its line (it said "expected a mapping …, found a mapping", or the bare key).
     #[test]
     fn a_whole_block_names_its_repeated_and_unknown_keys() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/mock.yaml");
         for (arg, msg) in [
             ("judges.1={name: a, mock: {seed: 1, seed: 2}}", "judges[1].mock.seed: duplicate mapping key: seed"),
             ("judges.1={name: a, name: b, mock: {}}", "judges[1].name: duplicate mapping key: name"),
@@ -725,11 +766,16 @@ mod tests {
                 "model.covariates[1].name: duplicate mapping key: name",
             ),
         ] {
-            assert_eq!(Override::parse(arg).unwrap_err(), format!("--set {arg}: {msg}"));
+            // A config error (exit code 1) when the document is read, as other faults of a value.
+            let e = read_document_with::<serde_json::Value>(&path, &[Override::parse(arg).unwrap()]).unwrap_err();
+            assert_eq!(e.to_string(), format!("--set {arg}: {msg}"));
         }
+        assert_eq!(
+            Override::parse("\"k\"=3").unwrap_err(),
+            "--set \"k\"=3: a key is written without quotes (`k=3`, `budget.max_usd=0.5`); quote the value instead when it needs quotes"
+        );
         // Text that is not YAML stays text (a prompt may start with a bracket).
         assert_eq!(Override::parse("a=[INST] {x").unwrap().value, serde_json::json!("[INST] {x"));
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/mock.yaml");
         for (arg, msg) in [
             ("certify={eps: 0.1}", "certify.eps: unknown field `eps`, expected one of epsilon"),
             (
@@ -743,6 +789,27 @@ mod tests {
                 .to_string();
             assert!(e.starts_with(&format!("--set {arg}: {msg}")), "{e}");
         }
+        // A fault inside a list the override wrote is the override's, not a line of the file's
+        // (it said `configs/panel.yaml: line 14 column 61 (key judges[1].mock.seed)`).
+        let panel = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/panel.yaml");
+        for (arg, msg) in [
+            (
+                "judges=[{name: a, mock: {seed: 1}}, {name: b, mock: {seed: [1]}}]",
+                "judges[1].mock.seed: expected a single value",
+            ),
+            ("judges=[{name: a, mock: {seed: 1}}, [{name: b}]]", "judges[1]: expected a mapping of keys"),
+            // A list entry set whole: the key inside it, not the first key of the wrong value.
+            ("judges.1={name: a, mock: {seed: [1]}}", "judges[1].mock.seed: expected a single value"),
+            ("judges.1.mock={seed: {a: 1}}", "judges[1].mock.seed: expected a single value"),
+        ] {
+            let e = read_document_with::<crate::config::run::RawConfig>(&panel, &[Override::parse(arg).unwrap()])
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(&format!("--set {arg}: {msg}")), "{e}");
+        }
+        // A text value that is not YAML is text wherever it is set (it said "found a list").
+        let v: serde_json::Value = read_document_with(&path, &[Override::parse("name=[INST] judge").unwrap()]).unwrap();
+        assert_eq!(v["name"], "[INST] judge");
     }
 
     #[test]

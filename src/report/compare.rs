@@ -124,8 +124,9 @@ impl RunDir {
                     "not a file (a run writes its result there as a file when it stops): give a run folder{or_else}"
                 )
             }
+            // A byte-order mark (an editor's save) is not part of the JSON.
             _ => match std::fs::read_to_string(&rp) {
-                Ok(text) => return Ok(text),
+                Ok(text) => return Ok(crate::domain::text::strip_bom_str(&text).to_owned()),
                 Err(e) => e.to_string(),
             },
         };

@@ -103,9 +103,8 @@ struct Est {
 pub fn panel_report(dir: &Path) -> Result<(Content, Vec<Plot>), CompareError> {
     let rp = dir.join("result.json");
     let text = std::fs::read_to_string(&rp).map_err(|e| CompareError::Read { path: rp.clone(), msg: e.to_string() })?;
-    let r: PanelResultDoc = serde_json::from_str(&text).map_err(|e| CompareError::Read {
-        path: rp.clone(),
-        msg: format!("not the result of a judge panel run ({e})"),
+    let r: PanelResultDoc = serde_json::from_str(crate::domain::text::strip_bom_str(&text)).map_err(|e| {
+        CompareError::Read { path: rp.clone(), msg: format!("not the result of a judge panel run ({e})") }
     })?;
     let n = r.fit.bases.len();
     if r.fit.theta.len() != n || r.fit.sd.len() != n || r.fit.membership.len() != n {

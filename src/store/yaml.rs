@@ -264,11 +264,23 @@ fn name_the_key(text: &str, msg: String) -> String {
                 path = below(&path, &keys);
             }
             Some(_) => {}
-            None => {
-                if let Some(inner) = flow_key_before(l, col) {
-                    path = below(&path, &inner);
+            None => match flow_key_before(l, col) {
+                Some(inner) => path = below(&path, &inner),
+                // A block mapping or sequence where one value is expected: the parser points
+                // at its first entry, whose key (or index) is not the one at fault.
+                None if flow_scan(l, col).is_none()
+                    && !matches!(l.chars().nth(col.saturating_sub(1)), Some('{' | '['))
+                    && msg
+                        .lines()
+                        .next()
+                        .is_some_and(|f| f.ends_with("found a mapping") || f.ends_with("found a list")) =>
+                {
+                    if let Some(cut) = path.rfind(['.', '[']) {
+                        path.truncate(cut);
+                    }
                 }
-            }
+                None => {}
+            },
         }
     }
     match msg.find(':') {
@@ -402,9 +414,15 @@ fn key_path_at(text: &str, line: usize) -> Option<String> {
         let indent = l.len() - l.trim_start().len();
         (l.trim_start().starts_with("- ") || l.trim() == "-").then_some(indent)
     };
-    let (mut indent, key, mut dash) = key_of(lines.get(line.checked_sub(1)?)?)?;
+    let first = lines.get(line.checked_sub(1)?)?;
+    let (mut indent, key, mut dash) = match key_of(first) {
+        Some(k) => k,
+        // An item of a block sequence that is no `key:` line (`- {name: words}`, `- 1`): the
+        // item.
+        None => (dash_of(first)? + 2, String::new(), dash_of(first)),
+    };
     // From the entry up to the top: keys, and "[i]" for an item of a sequence.
-    let mut up = vec![key];
+    let mut up = if key.is_empty() { Vec::new() } else { vec![key] };
     let mut at = line - 1;
     loop {
         let parent = if let Some(d) = dash {
@@ -524,6 +542,41 @@ mod tests {
         assert!(e.starts_with("line 2 column 3 (key `certify.eps`): unknown field `eps`"), "{e}");
         let e = from_str::<T>("certify: {}\nlist: [1, 2, x]\n").unwrap_err().0;
         assert!(e.contains("(key `list[2]`)"), "{e}");
+        // A flow mapping that is an item of a block sequence (how configs/mock.yaml writes its
+        // covariates) is named by its index (it lost the whole path).
+        // A block mapping or list where one value is expected is named by its key (it named
+        // the first key inside: `seed.a`), and a block item by its index.
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct S {
+            mock: Seed,
+            list: Option<Vec<u32>>,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Seed {
+            seed: Option<u32>,
+        }
+        let e = from_str::<S>("mock:\n  seed:\n    a: 1\n").unwrap_err().0;
+        assert!(e.contains("(key `mock.seed`)") && e.contains("found a mapping"), "{e}");
+        let e = from_str::<S>("mock:\n  seed:\n    - 1\n").unwrap_err().0;
+        assert!(e.contains("(key `mock.seed`)") && e.contains("found a list"), "{e}");
+        let e = from_str::<S>("mock: {}\nlist:\n  - 1\n  - x\n").unwrap_err().0;
+        assert!(e.contains("(key `list[1]`)"), "{e}");
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct M {
+            model: Cov,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Cov {
+            covariates: Vec<C>,
+        }
+        let e = from_str::<M>("model:\n  covariates:\n    - {}\n    - {epsilon: 1, eps: 2}\n").unwrap_err().0;
+        assert!(e.starts_with("line 4 column 20 (key `model.covariates[1].eps`): unknown field `eps`"), "{e}");
+        let e = from_str::<M>("model:\n  covariates:\n    - {epsilon: x}\n").unwrap_err().0;
+        assert!(e.contains("(key `model.covariates[0].epsilon`)"), "{e}");
     }
 
     #[test]
@@ -629,10 +682,7 @@ mod tests {
         let m = e("prior: {kappa: 1.1}\n");
         assert!(m.starts_with("line 1 column 16 (key `prior.kappa`): expected a mapping of keys (`{key: value, …}`, or keys indented below), found \"1.1\""), "{m}");
         let m = e("judges:\n  cheap: x\n");
-        assert!(
-            m.contains("(key `judges.cheap`): expected a list (`- item` lines, or `[a, b]`), found a mapping"),
-            "{m}"
-        );
+        assert!(m.contains("(key `judges`): expected a list (`- item` lines, or `[a, b]`), found a mapping"), "{m}");
         let m = e("trusted: 0\n");
         assert!(m.starts_with("line 1 column 10 (key `trusted`): expected true or false, found \"0\""), "{m}");
         assert!(!m.contains("invalid boolean"), "{m}");
