@@ -116,6 +116,8 @@ fn max_usd_bounds_everything_the_folder_holds_across_config_edits() {
 #[test]
 fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
     let fake = billing(1280);
+    // Replies held long enough for all 16 to leave before the first comes back.
+    fake.set_delay_ms(200);
     let dir = tempfile::tempdir().unwrap();
     let max = 0.02;
     let acq = "  concurrency: 16\n  refit_every: 16\n";
@@ -139,7 +141,9 @@ fn replies_billed_above_max_tokens_raise_the_worst_case_and_bound_the_total() {
     println!("bill ${:.6}; books {b:?}; overrun {o}", bill(&fake));
     assert!((bill(&fake) - b.usd).abs() < 1e-12, "booked at the usage the replies report");
     let first = o["in_flight_at_first"].as_u64().unwrap();
-    assert_eq!(first, 16);
+    // 16 unless the machine is so busy that a request had not left after 200 ms (without the
+    // delay, a full test run once saw fewer): the bound below holds for the count there was.
+    assert!((1..=16).contains(&first), "{o}");
     assert!(b.usd <= max + first as f64 * (per_reply - least) + 1e-12, "the stated bound holds: {}", b.usd);
     // Nothing was sent after the first overrun: at most the 16 in flight (on a busy machine a
     // request that had not left when the first reply came back goes back unsent).
