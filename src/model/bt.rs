@@ -324,7 +324,7 @@ pub struct FitOptions {
 /// rows) instead of the dense one, and everything downstream (sd, membership, acquisition) works
 /// from that factor without forming H⁻¹ (docs/model.md §2, "Large pools"). Below it the dense
 /// factor and Σ = H⁻¹ are as fast or faster: `cargo bench --bench refit` measured both paths
-/// equal at N = 1000 (`refit_step` and `refit_step_dense`, README "Benchmarks").
+/// equal at N = 1000 (`refit_step` and `refit_step_dense`, docs/benchmarks.md).
 pub const LARGE_POOL_MIN_PARAMS: usize = 1000;
 
 impl Default for FitOptions {

@@ -85,7 +85,7 @@ fn plain_number_message(text: &str, msg: String) -> String {
         }
         // A number too large for a 64-bit float (`1e400`): say so, with the largest.
         (Some(v), None) if v.parse::<f64>().is_ok_and(f64::is_infinite) => {
-            format!("{v} is too large (a number between -1.7e308 and 1.7e308)")
+            format!("{v} is too large (a finite number, at most 1.7e308)")
         }
         (Some(v), _) => format!("expected {expected}, found {v:?}"),
         (None, _) => format!("expected {expected}"),
@@ -596,7 +596,7 @@ mod tests {
         let e = from_str::<T>("k: 3\nx: abc # note\n").unwrap_err().0;
         assert!(e.contains("expected a number, found \"abc\""), "{e}");
         let e = from_str::<T>("k: 3\nx: 1e400\n").unwrap_err().0;
-        assert!(e.contains("(key `x`): 1e400 is too large (a number between -1.7e308 and 1.7e308)"), "{e}");
+        assert!(e.contains("(key `x`): 1e400 is too large (a finite number, at most 1.7e308)"), "{e}");
         #[derive(Debug, serde::Deserialize)]
         #[allow(dead_code)]
         struct B {

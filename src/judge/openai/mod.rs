@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn replies_are_read_leniently() {
-        // llm-server README example (llama.cpp), trimmed.
+        // A llama.cpp server's reply, trimmed.
         let v: Value = serde_json::from_str(r#"{"choices":[{"finish_reason":"length","index":0,"message":{"role":"assistant","content":"A"},
             "logprobs":{"content":[{"id":32,"token":"A","bytes":[65],"logprob":-0.5170,"top_logprobs":[{"id":32,"token":"A","bytes":[65],"logprob":-0.5170},{"id":33,"token":"B","bytes":[66],"logprob":-0.9109}]}]}}],
             "created":1795980776,"model":"qwen2.5-coder-1.5b","object":"chat.completion",

@@ -1509,7 +1509,7 @@ mod tests {
 
     #[test]
     fn soft_verdict_token_forms_alignment_and_misses() {
-        // llm-server README example: A −0.5170, B −0.9109, C −8.1993.
+        // A llama.cpp server's reply: A −0.5170, B −0.9109, C −8.1993.
         let top = [("A", -0.5170), ("B", -0.9109), ("C", -8.1993)];
         let pa = soft_p_a("A", &[tok("A", -0.5170, &top)], 0).unwrap();
         let want = (-0.5170f64).exp() / ((-0.5170f64).exp() + (-0.9109f64).exp());
