@@ -336,6 +336,14 @@ fn components_and_never_compared_items_are_reported() {
     let line = stdout(&out).lines().find(|l| l.starts_with("comparison graph:")).unwrap_or_default().to_string();
     assert!(line.starts_with("comparison graph: 15 components (sizes 2, 14 of size 1); never compared: "), "{line}");
     assert!(line.ends_with(", … (14 in all)") && line.matches(", ").count() == 9, "{line}");
+    // Under the table: the rows it ranks without a verdict (a long answer never compared could
+    // head the apparent ranking on ĉ·x alone, with nothing said there).
+    assert!(
+        stdout(&out).contains("\nnever compared (14 of the 16 rows shown: ")
+            && stdout(&out).contains(", … and 9 more): their places are the prior's (θ̂ = 0, φ̂ = ĉ·x from their covariates alone), not the verdicts'"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

@@ -443,10 +443,22 @@ pub fn ranking_block(
     if shown < rows.len() {
         let _ = writeln!(s, "  … {} more rows (every item is in result.json)", rows.len() - shown);
     }
-    s.push('\n');
-    let label = if both { format!(" ({}, reported)", reported.name()) } else { String::new() };
-    // A base never compared holds its place by the prior alone (θ̂ = 0; φ̂ = ĉ·x): marked.
+    // A base never compared holds its place by the prior alone (θ̂ = 0; φ̂ = ĉ·x): said under
+    // the table, which may rank it high on its covariates.
     let never = &rep.graph.never_compared;
+    let unseen: Vec<String> = rows[..shown].iter().map(|r| r.id.clone()).filter(|id| never.contains(id)).collect();
+    s.push('\n');
+    if valid > 0 && !unseen.is_empty() {
+        let _ = writeln!(
+            s,
+            "never compared ({} of the {shown} rows shown: {}): their places are the prior's (θ̂ = 0{}), not the verdicts'",
+            unseen.len(),
+            list_some(&unseen, 5),
+            if both { ", φ̂ = ĉ·x from their covariates alone" } else { "" }
+        );
+    }
+    let label = if both { format!(" ({}, reported)", reported.name()) } else { String::new() };
+    // The top-k's never-compared bases are marked.
     let marked: Vec<String> =
         topk.iter().map(|b| if never.contains(b) { format!("{b} (never compared)") } else { b.clone() }).collect();
     let topk = &marked;
