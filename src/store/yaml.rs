@@ -546,8 +546,6 @@ mod tests {
         assert!(e.starts_with("line 2 column 3 (key `certify.eps`): unknown field `eps`"), "{e}");
         let e = from_str::<T>("certify: {}\nlist: [1, 2, x]\n").unwrap_err().0;
         assert!(e.contains("(key `list[2]`)"), "{e}");
-        // A flow mapping that is an item of a block sequence (how configs/mock.yaml writes its
-        // covariates) is named by its index (it lost the whole path).
         // A block mapping or list where one value is expected is named by its key (it named
         // the first key inside: `seed.a`), and a block item by its index.
         #[derive(Debug, serde::Deserialize)]
@@ -577,6 +575,8 @@ mod tests {
         struct Cov {
             covariates: Vec<C>,
         }
+        // A flow mapping that is an item of a block sequence (how configs/mock.yaml writes its
+        // covariates) is named by its index (it lost the whole path).
         let e = from_str::<M>("model:\n  covariates:\n    - {}\n    - {epsilon: 1, eps: 2}\n").unwrap_err().0;
         assert!(e.starts_with("line 4 column 20 (key `model.covariates[1].eps`): unknown field `eps`"), "{e}");
         let e = from_str::<M>("model:\n  covariates:\n    - {epsilon: x}\n").unwrap_err().0;
