@@ -654,15 +654,19 @@ fn judgments_in_the_other_layout_are_named_so() {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let arr = write(d, "mt_array.jsonl", &(serde_json::to_string(&mt).unwrap() + "\n"));
-    let e = import(d, &["--judgments", "mt_bench"], std::slice::from_ref(&arr), &out).unwrap_err();
+    // The file written, and import's refusal of it.
+    let refused = |name: &str, format: &str, body: String| {
+        let file = write(d, name, &body);
+        let e = import(d, &["--judgments", format], std::slice::from_ref(&file), &out).unwrap_err();
+        (file, e)
+    };
+    let (arr, e) = refused("mt_array.jsonl", "mt_bench", serde_json::to_string(&mt).unwrap() + "\n");
     assert!(
         e.contains(&format!("{}:1: a JSON array where JSON Lines (one object per line) is expected", arr.display())),
         "{e}"
     );
     // Pretty-printed, the same file is named by its layout too.
-    let pretty = write(d, "mt_pretty.jsonl", &serde_json::to_string_pretty(&mt).unwrap());
-    let e = import(d, &["--judgments", "mt_bench"], std::slice::from_ref(&pretty), &out).unwrap_err();
+    let (pretty, e) = refused("mt_pretty.jsonl", "mt_bench", serde_json::to_string_pretty(&mt).unwrap());
     assert!(
         e.contains(&format!("{}:1: the file looks like one JSON array; expected JSON Lines", pretty.display())),
         "{e}"
@@ -672,19 +676,16 @@ fn judgments_in_the_other_layout_are_named_so() {
             .unwrap();
     let mut al: Vec<Value> = al.into_iter().take(6).collect();
     al[4]["preference"] = serde_json::json!(5);
-    let flat = write(d, "al_flat.json", &serde_json::to_string(&al).unwrap());
-    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&flat), &out).unwrap_err();
+    let (flat, e) = refused("al_flat.json", "alpaca_eval", serde_json::to_string(&al).unwrap());
     assert!(
         e.contains(&format!("{}:1: record 5 of the array: preference = 5 is outside [1, 2]", flat.display())),
         "{e}"
     );
-    let pretty = write(d, "al_pretty.json", &serde_json::to_string_pretty(&al).unwrap());
-    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&pretty), &out).unwrap_err();
+    let (_, e) = refused("al_pretty.json", "alpaca_eval", serde_json::to_string_pretty(&al).unwrap());
     assert!(e.contains("preference = 5 is outside [1, 2]") && !e.contains("record 5"), "{e}");
     // The AlpacaEval array written as JSON Lines (serde said "trailing characters at line 2").
     let lines: String = al.iter().map(|v| serde_json::to_string(v).unwrap() + "\n").collect();
-    let jl = write(d, "al_lines.jsonl", &lines);
-    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&jl), &out).unwrap_err();
+    let (jl, e) = refused("al_lines.jsonl", "alpaca_eval", lines);
     assert!(
         e.contains(&format!(
             "{}:2: the file looks like JSON Lines (one object per line); expected AlpacaEval annotations",

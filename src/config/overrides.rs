@@ -177,7 +177,7 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     if let Some(text) = patched {
         let original = crate::domain::text::strip_bom_str(&original);
         return crate::store::yaml::from_str::<T>(&text).map_err(|e| {
-            let in_key = message_key(&e.0);
+            let in_key = message_key(&e.0).map(as_dotted);
             // The override whose key (or a prefix of it) the message names, or whose value holds
             // the key it names (`judges[1].mock.seed` of `--set judges=[…]`).
             let named = overrides.iter().rev().find(|o| {
@@ -406,12 +406,16 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
     None
 }
 
-/// The key a parser message names (`(key `judges[1].mock`)`), dotted as an override's key is
-/// (`judges.1.mock`).
-fn message_key(msg: &str) -> Option<String> {
+/// The key a parser message names, as written (`judges[1].mock` of "(key `judges[1].mock`)").
+fn message_key(msg: &str) -> Option<&str> {
     let first = msg.lines().next()?;
-    let k = first.split_once("(key `")?.1.split_once("`)")?.0;
-    Some(k.replace('[', ".").replace(']', ""))
+    Some(first.split_once("(key `")?.1.split_once("`)")?.0)
+}
+
+/// A key as written in a message (`judges[1].mock`), dotted as an override's key is
+/// (`judges.1.mock`).
+fn as_dotted(k: &str) -> String {
+    k.replace('[', ".").replace(']', "")
 }
 
 /// A key written twice in a flow value (`{seed: 1, seed: 2}`), named by its path below the
@@ -444,10 +448,9 @@ fn repeated_key(key: &[String], value: &str) -> Option<String> {
 fn strip_location(msg: &str, o: &Override) -> String {
     let first = msg.lines().next().unwrap_or(msg);
     let Some(rest) = first.strip_prefix("line ") else { return first.to_string() };
-    let Some((place, body)) = rest.split_once(": ") else { return rest.to_string() };
-    let key = place.split_once("(key `").and_then(|(_, k)| k.strip_suffix("`)"));
-    match key {
-        Some(k) if k.replace('[', ".").replace(']', "").starts_with(&format!("{}.", o.dotted())) => {
+    let Some((_, body)) = rest.split_once(": ") else { return rest.to_string() };
+    match message_key(first) {
+        Some(k) if as_dotted(k).starts_with(&format!("{}.", o.dotted())) => {
             format!("{k}: {}", body.trim())
         }
         _ => body.trim().to_string(),
@@ -461,7 +464,7 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
             // `judges: …, not both` on a panel file is the fault of a `--set judge.…`.
             // A list entry's key is written `judges[1].family`, an override's `judges.1.family`;
             // a fault of a judge's block (`judges[0].mock`) is the fault of a `--set` inside it.
-            let dotted = key.replace('[', ".").replace(']', "");
+            let dotted = as_dotted(&key);
             let names = |o: &Override| {
                 let d = o.dotted();
                 dotted == d
