@@ -16,8 +16,33 @@ pub struct YamlError(pub String);
 /// The parser's message.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
     serde_saphyr::from_str(text).map_err(|e| {
+        // A type error at a `[` or `{` comes before the parser reaches the end of that flow
+        // value: `k: [3` with no `]` reads as "found a list". The text is read once more for
+        // syntax alone, and a syntax fault there is the one reported.
+        let syntax = serde_saphyr::from_str::<serde::de::IgnoredAny>(text).err();
+        let e = match syntax {
+            Some(syntax) if opens_flow(text, &e.to_string()) && !syntax.to_string().contains("non-finite") => syntax,
+            _ => e,
+        };
         let m = e.to_string();
         let m = m.strip_prefix("error: ").map(str::to_owned).unwrap_or(m);
+        let m = within_text(text, m);
+        // A syntax fault on a line after a `[` or `{` never closed is that bracket's: the parser
+        // reads the lines below as part of the flow value and stops at the first that is not.
+        if let Some((line, col)) = location(&m)
+            && let Some((open, at_line, at_col)) = unclosed_bracket(text)
+            && at_line < line
+            && !m.contains("invalid type")
+        {
+            let stopped = m.lines().next().unwrap_or(&m).split_once(": ").map_or("", |(_, r)| r).to_string();
+            let close = if open == '{' { '}' } else { ']' };
+            return YamlError(name_the_key(
+                text,
+                format!(
+                    "line {at_line} column {at_col}: the `{open}` opened here is never closed (close it with `{close}`; the parser read on to line {line} column {col}: {stopped})"
+                ),
+            ));
+        }
         // Advice addressed to programmers using the parser, not to users of the file.
         let m = m.replace(", set DuplicateKeyPolicy in Options if acceptable", "").replace(
             "multiple YAML documents detected; use from_str_multiple or from_str_multiple_with_options",
@@ -29,8 +54,88 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
         let m = plain_number_message(text, m);
         // A missing field is reported where the parser gave up (another key of the mapping that
         // lacks it): name that mapping instead of pointing at an unrelated line.
-        YamlError(if m.contains("missing field") { missing_field(text, &m) } else { name_the_key(text, m) })
+        YamlError(if m.contains("missing field") { all_missing::<T>(text, &m) } else { name_the_key(text, m) })
     })
+}
+
+/// [`missing_field`] naming every field the mapping lacks: the parser names the first only, so
+/// the text is read again with a stand-in value written for each field named (`field: 0`, or
+/// `{}` or `[]` where the field holds a mapping or a list), until the mapping lacks no more or
+/// a stand-in does not fit. A user who writes a new block learns its required fields in one
+/// run, not one per run. Block mappings only; in a flow mapping the first field is named.
+fn all_missing<T: DeserializeOwned>(text: &str, msg: &str) -> String {
+    let said = missing_field(text, msg);
+    let field = |m: &str| Some(m.split("missing field `").nth(1)?.split('`').next()?.to_string());
+    let (Some(first), Some((path, line))) = (field(&said), missing_mapping(text, msg)) else { return said };
+    if path.is_some() && line.is_none() {
+        return said;
+    }
+    // Where the parser points: at the `{` of an empty flow mapping, which each stand-in is
+    // written just inside of.
+    let (mut fields, mut patched, at) = (vec![first.clone()], text.to_string(), location(msg));
+    'fields: while fields.len() < 64 {
+        let last = fields.last().cloned().unwrap_or_default();
+        for value in ["0", "{}", "[]"] {
+            let Some(next) = with_field(&patched, line, at, &last, value) else { break 'fields };
+            let again = match serde_saphyr::from_str::<T>(&next) {
+                Ok(_) => {
+                    break 'fields;
+                }
+                Err(e) => e.to_string(),
+            };
+            let again = again.strip_prefix("error: ").unwrap_or(&again);
+            // The same mapping (same message with one field name swapped) lacks another field.
+            let named = again.contains("missing field").then(|| missing_field(&next, again));
+            if let Some(named) = named
+                && let Some(other) = field(&named)
+                && !fields.contains(&other)
+                && named.replace(&format!("`{other}`"), &format!("`{first}`")) == said
+            {
+                fields.push(other);
+                patched = next;
+                continue 'fields;
+            }
+        }
+        break;
+    }
+    if fields.len() == 1 {
+        return said;
+    }
+    let list = fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    said.replacen(&format!("missing field `{first}`"), &format!("missing fields {list}"), 1)
+}
+
+/// `text` with `field: value` written into the mapping a "missing field" message names: at the
+/// top (`line` `None`), below a `key:` line, after the `- key: …` line that opens a list item,
+/// or inside the `{` the message points at (`at`, as line and column); `None` for another
+/// flow mapping.
+fn with_field(text: &str, line: Option<usize>, at: Option<(usize, usize)>, field: &str, value: &str) -> Option<String> {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    if let Some((l, c)) = at
+        && let Some(open) = lines.get_mut(l.wrapping_sub(1))
+        && open.chars().nth(c.wrapping_sub(1)) == Some('{')
+    {
+        let (head, tail): (String, String) = (open.chars().take(c).collect(), open.chars().skip(c).collect());
+        let sep = if tail.trim_start().starts_with('}') { "" } else { ", " };
+        *open = format!("{head}{field}: {value}{sep}{tail}");
+        return Some(lines.join("\n") + "\n");
+    }
+    let Some(line) = line else { return Some(format!("{field}: {value}\n{text}")) };
+    let lines: Vec<&str> = text.lines().collect();
+    let l = lines.get(line.checked_sub(1)?)?;
+    let indent = |s: &str| s.len() - s.trim_start().len();
+    let bare = l.split(" #").next().unwrap_or(l).trim_end();
+    let at = if bare.trim_start().starts_with("- ") && !bare.contains(['{', '[']) {
+        indent(l) + 2
+    } else if bare.ends_with(':') {
+        let next = lines[line..].iter().find(|n| !n.trim().is_empty() && !n.trim_start().starts_with('#'));
+        next.map(|n| indent(n)).filter(|i| *i > indent(l)).unwrap_or(indent(l) + 2)
+    } else {
+        return None;
+    };
+    let mut out: Vec<String> = lines.iter().map(|s| (*s).to_string()).collect();
+    out.insert(line, format!("{}{field}: {value}", " ".repeat(at)));
+    Some(out.join("\n") + "\n")
 }
 
 /// The parser's "found a tab" points where its scan stopped (the end of the line before, with
@@ -53,6 +158,20 @@ fn tab_indent_message(text: &str, msg: &str) -> Option<String> {
 /// The parser says "invalid u64" (or i64, f64, …) for a value that is not a number of that
 /// kind: say what was expected and what was found, in words.
 fn plain_number_message(text: &str, msg: String) -> String {
+    // `.nan`, `.inf` (YAML's words for them) are refused wherever a setting is read.
+    const NON_FINITE: &str = " rejected by the configured policy";
+    if let Some(at) = msg.find("non-finite float `")
+        && msg[at..].contains(NON_FINITE)
+    {
+        let v = msg[at + "non-finite float `".len()..].split('`').next().unwrap_or("").to_string();
+        let raw = format!("non-finite float `{v}`{NON_FINITE}");
+        let words = if v.parse::<f64>().is_ok_and(f64::is_infinite) && !v.contains(['i', 'I']) {
+            format!("{v} is too large (a finite number, at most 1.7e308)")
+        } else {
+            format!("expected a finite number, found {v} (not a number or infinite)")
+        };
+        return msg.replace(&raw, &words);
+    }
     // (the parser's words, ours, the largest value of the type when it is a whole number)
     const KINDS: [(&str, &str, Option<u64>); 9] = [
         ("invalid floating point", "a number", None),
@@ -205,25 +324,157 @@ fn missing_field(text: &str, msg: &str) -> String {
     let first = msg.lines().next().unwrap_or(msg);
     let Some(at) = first.find("missing field") else { return msg.to_string() };
     let what = first[at..].trim_end();
-    // The mapping that lacks the field (`None`: the top level) and the line it starts on.
-    let mapping = location(msg).and_then(|(line, col)| {
+    match missing_mapping(text, msg) {
+        Some((Some(m), Some(line))) => format!("line {line}: {what} in `{m}`"),
+        Some((Some(m), None)) => format!("{what} in `{m}`"),
+        Some((None, _)) => format!("{what} at the top level of the document"),
+        None => what.to_string(),
+    }
+}
+
+/// The mapping a "missing field" message is about (`None`: the top level) and the line it starts
+/// on, where known.
+fn missing_mapping(text: &str, msg: &str) -> Option<(Option<String>, Option<usize>)> {
+    location(msg).and_then(|(line, col)| {
         let path = key_path_at(text, line)?;
         // Inside a flow mapping (`prior: {kappa: {sd: 0.4}}`) the parser points at a key of the
         // mapping that lacks the field: the innermost mapping open at that column, on this line.
-        if let Some(keys) = text.lines().nth(line - 1).and_then(|l| open_flow_keys(l, col)) {
+        // An empty one (`price: {}`) is pointed at by its `{`.
+        let l = text.lines().nth(line - 1).unwrap_or("");
+        let col = if l.chars().nth(col - 1) == Some('{') { col + 1 } else { col };
+        if let Some(keys) = open_flow_keys(l, col) {
             return Some((Some(below(&path, &keys)), Some(line)));
         }
         Some(match path.rsplit_once('.') {
             Some((parent, _)) => (Some(parent.to_string()), line_of_key(text, parent)),
             None => (None, None),
         })
+    })
+}
+
+/// A message whose "line N column M" lies past the end of the text (where the parser stopped
+/// reading, after the last line) is given the location of its excerpt (`--> <input>:L:C`), the
+/// value it is about.
+fn within_text(text: &str, msg: String) -> String {
+    let Some((line, col)) = location(&msg) else { return msg };
+    let excerpt = msg.split("--> ").nth(1).and_then(|r| {
+        let mut parts = r.lines().next()?.rsplitn(3, ':');
+        let c: usize = parts.next()?.trim().parse().ok()?;
+        let l: usize = parts.next()?.trim().parse().ok()?;
+        Some((l, c))
     });
-    match mapping {
-        Some((Some(m), Some(line))) => format!("line {line}: {what} in `{m}`"),
-        Some((Some(m), None)) => format!("{what} in `{m}`"),
-        Some((None, _)) => format!("{what} at the top level of the document"),
-        None => what.to_string(),
+    // The excerpt marks the end of the value where the header gives the start of what follows.
+    let ends_a_line =
+        |(l, c): (usize, usize)| text.lines().nth(l.wrapping_sub(1)).is_some_and(|t| c > t.chars().count());
+    let (mut l, mut c) = match excerpt {
+        Some(at) if line > text.lines().count() || (at != (line, col) && ends_a_line(at)) => at,
+        _ => (line, col),
+    };
+    // A value of the wrong shape written on its key's line (`judge: mock`) is pointed at where
+    // the parser read on to: the start of the next key, at the same indent or less.
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |s: &str| s.len() - s.trim_start().len();
+    let meaningful = |s: &&str| !s.trim().is_empty() && !s.trim_start().starts_with('#');
+    if (msg.contains("expected mapping start") || msg.contains("expected sequence start"))
+        && let Some(here) = lines.get(l.wrapping_sub(1))
+        && c == indent(here) + 1
+        && let Some(p) = (0..l - 1).rev().find(|&i| meaningful(&lines[i]))
+        && indent(lines[p]) >= indent(here)
+        && let bare = lines[p].split(" #").next().unwrap_or("")
+        && let Some((key, value)) = bare.split_once(": ")
+        && !value.trim().is_empty()
+    {
+        let start = key.len() + 2 + value.len() - value.trim_start().len();
+        (l, c) = (p + 1, bare[..start].chars().count() + 1);
     }
+    let Some(text_line) = text.lines().nth(l.saturating_sub(1)) else { return msg };
+    // Past the end of its line (`judge: mock`, column 13 of 11): the value of the line's key.
+    let chars = text_line.chars().count();
+    let value = text_line.find(": ").map(|at| {
+        text_line[..at + 2].chars().count() + text_line[at + 2..].chars().take_while(|c| *c == ' ').count() + 1
+    });
+    let c = match value {
+        Some(v) if c > chars && v <= chars => v,
+        _ => c,
+    };
+    msg.replacen(&format!("line {line} column {col}"), &format!("line {l} column {c}"), 1)
+}
+
+/// The first flow bracket (`[` or `{`) of `text` that is never closed, with its 1-based line and
+/// column. A bracket opens a flow value where a value starts (after `key: `, `- `, or at the
+/// start of a line) or inside another flow value; quoted text and comments are skipped.
+fn unclosed_bracket(text: &str) -> Option<(char, usize, usize)> {
+    let indent = |s: &str| s.len() - s.trim_start().len();
+    let mut open: Vec<(char, usize, usize)> = Vec::new();
+    let mut quote: Option<char> = None;
+    // The indentation of a `key: |` (or `>`) line while its block scalar's lines are read.
+    let mut block_scalar: Option<usize> = None;
+    for (i, line) in text.lines().enumerate() {
+        if let Some(at) = block_scalar {
+            if line.trim().is_empty() || indent(line) > at {
+                continue;
+            }
+            block_scalar = None;
+        }
+        let chars: Vec<char> = line.chars().collect();
+        // Whether a value may start here: at the line's start, after `- `, `: `, or inside a
+        // flow value after `[`, `{` or `,`.
+        let mut value_start = true;
+        for (j, &c) in chars.iter().enumerate() {
+            if let Some(q) = quote {
+                let escaped = q == '"' && j > 0 && chars[j - 1] == '\\';
+                if c == q && !escaped {
+                    quote = None;
+                }
+                continue;
+            }
+            let in_flow = !open.is_empty();
+            match c {
+                '#' if j == 0 || chars[j - 1].is_whitespace() => break,
+                ' ' | '\t' => {}
+                '"' | '\'' if value_start => {
+                    quote = Some(c);
+                    value_start = false;
+                }
+                '[' | '{' if in_flow || value_start => {
+                    open.push((c, i + 1, j + 1));
+                    value_start = true;
+                }
+                ']' | '}' if in_flow => {
+                    open.pop();
+                    value_start = false;
+                }
+                ',' if in_flow => value_start = true,
+                // `- ` starts an item only where a value may start; `: ` and `? ` anywhere.
+                '-' if value_start && chars.get(j + 1).is_none_or(|n| n.is_whitespace()) => {}
+                ':' | '?' if chars.get(j + 1).is_none_or(|n| n.is_whitespace()) => value_start = true,
+                _ => value_start = false,
+            }
+        }
+        let bare = line.split(" #").next().unwrap_or(line).trim_end();
+        let bare = bare.trim_end_matches(['-', '+', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9']);
+        if open.is_empty()
+            && quote.is_none()
+            && (bare.ends_with(" |") || bare.ends_with(" >") || bare == "|" || bare == ">")
+        {
+            block_scalar = Some(indent(line));
+        }
+    }
+    open.first().copied()
+}
+
+/// Whether the value at a parser message's location opens a flow list or mapping (`[` or `{`,
+/// as the value itself or after the key the location names).
+fn opens_flow(text: &str, msg: &str) -> bool {
+    let m = msg.strip_prefix("error: ").unwrap_or(msg);
+    let Some((line, col)) = location(m) else { return false };
+    let Some(l) = text.lines().nth(line.saturating_sub(1)) else { return false };
+    let rest: String = l.chars().skip(col.saturating_sub(1)).collect();
+    let value = match rest.split_once(": ") {
+        Some((key, v)) if !rest.starts_with(['[', '{']) && !key.contains(['[', '{']) => v,
+        _ => &rest,
+    };
+    value.trim_start().trim_start_matches("- ").starts_with(['[', '{'])
 }
 
 /// "line N column M" at the start of a parser message.
@@ -288,8 +539,8 @@ fn name_the_key(text: &str, msg: String) -> String {
         }
     }
     match msg.find(':') {
-        Some(colon) => format!("{} (key `{path}`){}", &msg[..colon], &msg[colon..]),
-        None => msg,
+        Some(colon) if !path.is_empty() => format!("{} (key `{path}`){}", &msg[..colon], &msg[colon..]),
+        _ => msg,
     }
 }
 
@@ -597,6 +848,21 @@ mod tests {
         assert!(e.contains("expected a number, found \"abc\""), "{e}");
         let e = from_str::<T>("k: 3\nx: 1e400\n").unwrap_err().0;
         assert!(e.contains("(key `x`): 1e400 is too large (a finite number, at most 1.7e308)"), "{e}");
+        // YAML's words for a value that is not a finite number, where a count is expected.
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct C {
+            #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
+            k: usize,
+        }
+        for (yaml, want) in [
+            ("k: .nan\n", "(key `k`): expected a finite number, found .nan (not a number or infinite)"),
+            ("k: -.inf\n", "(key `k`): expected a finite number, found -.inf (not a number or infinite)"),
+            ("k: .NaN\n", "(key `k`): expected a finite number, found .NaN"),
+        ] {
+            let e = from_str::<C>(yaml).unwrap_err().0;
+            assert!(e.contains(want) && !e.contains("policy"), "{yaml:?} -> {e}");
+        }
         #[derive(Debug, serde::Deserialize)]
         #[allow(dead_code)]
         struct B {
@@ -634,6 +900,75 @@ mod tests {
     struct Outer {
         k: u64,
         model: Inner,
+    }
+
+    #[test]
+    fn every_field_a_block_mapping_lacks_is_named_at_once() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Price {
+            input: f64,
+            #[serde(default)]
+            output: f64,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Api {
+            base_url: String,
+            model: String,
+            api_key_env: String,
+            prompt: std::path::PathBuf,
+            #[serde(default)]
+            seed: u64,
+            tags: Vec<String>,
+            price: Price,
+            rate: u64,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct J {
+            name: String,
+            api: Api,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            k: u64,
+            judges: Vec<J>,
+            name: String,
+        }
+        let e = |t: &str| from_str::<T>(t).unwrap_err().0;
+        // An empty flow mapping lacks its own fields (the parser points at its `{`).
+        let empty = "k: 3\nname: x\njudges:\n  - name: a\n    api:\n      model: m\n      price: {}\n";
+        assert!(e(empty).starts_with("line 7: missing field `input` in `judges[0].api.price`"), "{}", e(empty));
+        // A hand-written block with one of its fields: the others, in the struct's order, with
+        // the line of the block; a list among them is named too. A mapping with required fields
+        // of its own ends the list (no stand-in fits it).
+        let block = "k: 3\nname: x\njudges:\n  - name: a\n    api:   # the judge\n      model: m\n";
+        assert_eq!(
+            e(block),
+            "line 5: missing fields `base_url`, `api_key_env`, `prompt`, `tags`, `price` in `judges[0].api`"
+        );
+        let priced = block.replace("model: m", "model: m\n      price: {input: 1}");
+        assert_eq!(
+            e(&priced),
+            "line 5: missing fields `base_url`, `api_key_env`, `prompt`, `tags`, `rate` in `judges[0].api`"
+        );
+        // A list item lacking fields of its own; the top level lacking two.
+        let item = "k: 3\nname: x\njudges:\n  - api: {base_url: u, model: m, api_key_env: K, prompt: p, price: {input: 1}, tags: [], rate: 1}\n";
+        assert_eq!(e(item), "line 4: missing field `name` in `judges[0]`");
+        let item = "k: 3\nname: x\njudges:\n  - seed: 1\n";
+        assert_eq!(e(item), "line 4: missing fields `name`, `api` in `judges[0]`");
+        assert_eq!(e("judges: []\n"), "missing fields `k`, `name` at the top level of the document");
+        // An empty flow mapping is filled the same way; inside another flow mapping the first
+        // field is named.
+        let empty = "k: 3\nname: x\njudges:\n  - name: a\n    api: {}\n";
+        assert_eq!(
+            e(empty),
+            "line 5: missing fields `base_url`, `model`, `api_key_env`, `prompt`, `tags`, `price` in `judges[0].api`"
+        );
+        let flow = "k: 3\nname: x\njudges:\n  - name: a\n    api: {model: m}\n";
+        assert_eq!(e(flow), "line 5: missing field `base_url` in `judges[0].api`");
     }
 
     #[test]
@@ -718,6 +1053,33 @@ mod tests {
             e.contains("found nothing: `openai:` has no value (the lines below it are not indented further than it)"),
             "{e}"
         );
+        // A word where a mapping is expected, on the last line: the parser stops past the end
+        // of the text; the line and the value are the last line's.
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct D {
+            judge: J,
+            k: Option<u64>,
+        }
+        for yaml in ["judge: mock\nk: 3\n", "judge:  mock  # é\n\n# c\nk: 3\n"] {
+            let e = from_str::<D>(yaml).unwrap_err().0;
+            let col = yaml.find("mock").unwrap_or(0) + 1;
+            let want = format!(
+                "line 1 column {col} (key `judge`): expected a mapping of keys (`{{key: value, …}}`, or keys indented below), found \"mock\""
+            );
+            assert!(e.starts_with(&want), "{yaml:?} -> {e}");
+        }
+        for yaml in ["judge: mock", "judge: mock\n", "# c\njudge: mock\n"] {
+            let e = from_str::<C>(yaml).unwrap_err().0;
+            let line = yaml.lines().count();
+            let want = format!(
+                "line {line} column 8 (key `judge`): expected a mapping of keys (`{{key: value, …}}`, or keys indented below), found \"mock\""
+            );
+            assert!(e.starts_with(&want), "{yaml:?} -> {e}");
+        }
+        // A document that is a list: no key is named (there is none).
+        let e = from_str::<C>("- a\n- b\n").unwrap_err().0;
+        assert!(e.starts_with("line 1 column 1: expected a mapping of keys"), "{e}");
     }
 
     #[test]
@@ -802,6 +1164,58 @@ mod shape_words {
 
     fn e(t: &str) -> String {
         from_str::<T>(t).unwrap_err().0
+    }
+
+    #[test]
+    fn an_unclosed_bracket_is_named_where_a_type_error_would_stop_first() {
+        // An opened `[` or `{` never closed: the parser meets the wrong type first ("found a
+        // list"), which is a consequence; the syntax fault is what the file must fix.
+        for (yaml, want) in [
+            ("judges: []\nk: [3\n", "unclosed bracket '['"),
+            ("judges: []\nk: {3\n", "unclosed bracket '{'"),
+            ("judges: [{name: a}\nk: 3\n", "illegal placement of ':' indicator"),
+            ("judges: [{name: a, mode: fast\n", "unclosed bracket '{'"),
+        ] {
+            let m = e(yaml);
+            assert!(m.contains(want), "{yaml:?} -> {m}");
+            assert!(!m.contains("found a"), "{yaml:?} -> {m}");
+        }
+        // A bracket never closed, with lines below it: the parser stops on a later line (at the
+        // next key, or at a `:` it cannot place); the bracket's line and key are named.
+        for (yaml, want) in [
+            (
+                "judges: [{name: a}\nk: 3\n",
+                "line 1 column 9 (key `judges`): the `[` opened here is never closed (close it with `]`; the parser read on to line 2",
+            ),
+            (
+                "k: 3\njudges: {a: 1\nx: 2\n",
+                "line 2 column 9 (key `judges`): the `{` opened here is never closed (close it with `}`;",
+            ),
+            (
+                "k: 3\njudges:\n  - name: a\n    mode: [fast\nq: 1\n",
+                "line 4 column 11 (key `judges[0].mode`): the `[` opened here is never closed",
+            ),
+        ] {
+            assert!(e(yaml).starts_with(want), "{yaml:?} -> {}", e(yaml));
+        }
+        // On its own line the parser's words say it already.
+        assert!(e("k: 3\njudges:\n  - {name: [a, b}\n").contains("mismatched bracket '[' closed by '}'"));
+        // Brackets that are text, or closed on a later line, are not blamed for another fault:
+        // a plain value, a quoted one, a comment, a block scalar, a flow value over two lines.
+        for yaml in [
+            "k: 3\njudges:\n  - name: a - [b {c\n    mode: x: y\n",
+            "k: 3\njudges:\n  - name: \"[b\"  # [c\n    mode: |\n      [x {y\n  - name: 'it''s [' \n    mode: fast\n  - x: : y\n",
+            "k: 3\njudges: [{name: a,\n  mode: fast}]\nk: 4\n",
+        ] {
+            assert!(!e(yaml).contains("never closed"), "{yaml:?} -> {}", e(yaml));
+        }
+        // A type error in a text that parses is still the type error, also for a list of
+        // numbers the parser refuses.
+        assert!(
+            e("judges: []\nk: [3]\n")
+                .contains("expected a single value (a number, a word or a quoted text), found a list")
+        );
+        assert!(e("judges: []\nk: [1e400]\n").contains("found a list"));
     }
 
     #[test]
