@@ -226,8 +226,9 @@ fn swapped_fit_arguments_get_a_hint() {
     );
 }
 
-/// A run folder whose judge was edited under the same name (another mock seed) holds two
-/// judges' verdicts under one description: `fit RUN` fits the run's judge as configured now,
+/// A run folder whose judge was edited under the same name (another seed of a deterministic
+/// mock, which its description leaves out as its verdicts do not depend on it; for a live judge,
+/// another template) holds two judges' verdicts under one description: `fit RUN` fits the run's judge as configured now,
 /// as the run did, with the same θ̂, and says how many records it left out. Given as a verdicts
 /// file, the records' settings ids split them; records without one (an older version's) are
 /// named in a warning.
@@ -235,8 +236,10 @@ fn swapped_fit_arguments_get_a_hint() {
 fn fit_of_a_run_folder_fits_the_verdicts_of_the_runs_judge_as_configured_now() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = mock_config(dir.path(), "mix", 48, "");
-    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
-    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--set", "judge.mock.seed=8"]);
+    let det = "judge.mock.mode=deterministic";
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--set", det]).status.success());
+    let out =
+        run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--set", det, "--set", "judge.mock.seed=8"]);
     assert!(out.status.success(), "{}", text(&out));
     let run = result(dir.path(), "mix");
     assert_eq!(std::fs::read_to_string(dir.path().join("runs/mix/verdicts.jsonl")).unwrap().lines().count(), 96);

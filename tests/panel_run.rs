@@ -591,7 +591,7 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
         &["run", cfg.to_str().unwrap(), "--dry-run", "--set", "name=fresh", "--set", "judges.0.mock.temperature=0.5"],
     );
     assert!(
-        stdout(&set).contains("mock (stochastic, pos_bias 0.3, verb_per_word 0.01, temperature 0.5)"),
+        stdout(&set).contains("mock (stochastic, pos_bias 0.3, verb_per_word 0.01, temperature 0.5, seed 7)"),
         "{}",
         text(&set)
     );

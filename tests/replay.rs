@@ -513,7 +513,8 @@ fn run_on(d: &Path, name: &str, pool: &str, judge: &str, budget: u64) -> (String
 }
 
 /// Runs of one description on several pools are one judge only when its settings agree: a
-/// changed seed under the same description is another judge (named with its settings id), and
+/// changed seed under the same description (a deterministic mock's, which its description leaves
+/// out) is another judge (named with its settings id), and
 /// a judge with a cost on one pool and none on another is refused, not averaged.
 #[test]
 fn compare_over_pools_keeps_judges_of_other_settings_and_costs_apart() {
@@ -521,7 +522,7 @@ fn compare_over_pools_keeps_judges_of_other_settings_and_costs_apart() {
     let d = dir.path();
     let (a, b) = TWO_POOLS;
     let run = |name: &str, pool: &str, mock: &str| {
-        run_on(d, name, pool, &format!("{{mock: {{mode: stochastic, {mock}}}}}"), 24).0
+        run_on(d, name, pool, &format!("{{mock: {{mode: deterministic, {mock}}}}}"), 24).0
     };
     let priced = "input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6";
     let cheap_a = run("cheap-a", a, &format!("seed: 7, {priced}"));
@@ -553,7 +554,8 @@ fn compare_over_pools_keeps_judges_of_other_settings_and_costs_apart() {
     );
 }
 
-/// Replays of two recordings made under one description with other settings (seeds 7 and 99)
+/// Replays of two recordings made under one description with other settings (seeds 7 and 99 of
+/// a deterministic mock)
 /// are two judges in `compare`, as the live runs are; a recording with a cost on only some
 /// verdicts says its spend is partial, and `compare` refuses to average it.
 #[test]
@@ -563,8 +565,8 @@ fn replayed_judges_keep_their_recorded_settings_and_partial_costs_are_said() {
     let (a, b) = TWO_POOLS;
     let run = |name: &str, pool: &str, judge: &str| run_on(d, name, pool, judge, 16);
     let priced = "input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6";
-    run("rec-a", a, &format!("{{mock: {{mode: stochastic, seed: 7, {priced}}}}}"));
-    run("rec-b", b, &format!("{{mock: {{mode: stochastic, seed: 99, {priced}}}}}"));
+    run("rec-a", a, &format!("{{mock: {{mode: deterministic, seed: 7, {priced}}}}}"));
+    run("rec-b", b, &format!("{{mock: {{mode: deterministic, seed: 99, {priced}}}}}"));
     let replay = |file: &str| format!("{{replay: {{file: {}, missing: unavailable}}}}", d.join(file).display());
     let (rep_a, _) = run("rep-a", a, &replay("runs/rec-a/verdicts.jsonl"));
     let (rep_b, _) = run("rep-b", b, &replay("runs/rec-b/verdicts.jsonl"));
@@ -578,7 +580,7 @@ fn replayed_judges_keep_their_recorded_settings_and_partial_costs_are_said() {
         text(&out)
     );
     // Seed 99 on both pools, half of its records without their cost.
-    run("rec-a99", a, &format!("{{mock: {{mode: stochastic, seed: 99, {priced}}}}}"));
+    run("rec-a99", a, &format!("{{mock: {{mode: deterministic, seed: 99, {priced}}}}}"));
     let both = std::fs::read_to_string(d.join("runs/rec-b/verdicts.jsonl")).unwrap()
         + &std::fs::read_to_string(d.join("runs/rec-a99/verdicts.jsonl")).unwrap();
     let half: String = both

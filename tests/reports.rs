@@ -662,9 +662,29 @@ fn nothing_to_measure_against_is_an_error_not_nan_or_an_empty_set() {
     // A run's result.json stands for its folder, as in `report`.
     let out = run_bin(dir.path(), &["compare", "runs/a/result.json", "runs/t0", "--out", "cmp"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(stdout(&out), t);
+    // The same table; each says which files it wrote, where.
+    let table = |s: &str| s.lines().filter(|l| !l.starts_with("wrote ")).collect::<Vec<_>>().join("\n");
+    assert_eq!(table(&stdout(&out)), table(&t));
+    assert!(t.ends_with("\nwrote ./compare.md\nwrote ./compare.json\nwrote ./recall_vs_spend.svg\n"), "{t}");
+    assert!(stdout(&out).ends_with("\nwrote cmp/compare.md\nwrote cmp/compare.json\nwrote cmp/recall_vs_spend.svg\n"));
+    assert!(dir.path().join("cmp/recall_vs_spend.svg").exists() && dir.path().join("compare.md").exists());
     let out = run_bin(dir.path(), &["compare", "runs/a", "runs/a/result.json"]);
     assert_eq!(stderr(&out), "error: compare: runs/a is given twice: compare different runs, each once\n");
+    // --reference-judge names one judge; two runs of it are not told apart silently, and an
+    // unknown name lists the judges in words.
+    let b = mock_config(dir.path(), "b", 24, "");
+    assert!(run_bin(dir.path(), &["run", b.to_str().unwrap(), "--quiet"]).status.success());
+    let judge = "mock (stochastic, pos_bias 0.3, verb_per_word 0.01, temperature 0.25, seed 7)";
+    let out = run_bin(dir.path(), &["compare", "runs/a", "runs/b", "--reference-judge", judge]);
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: compare: reference judge {judge:?} judged 2 of these runs (runs/a, runs/b): give --reference RUN_FOLDER to say which is the reference\n"
+        )
+    );
+    let out = run_bin(dir.path(), &["compare", "runs/a", "runs/b", "--reference-judge", "nope"]);
+    assert_eq!(stderr(&out), format!("error: compare: no run of reference judge \"nope\"; the judges are: {judge}\n"));
     let judgments = write(dir.path(), "none.jsonl", "");
     let systems = root().join("data/summeval_systems.jsonl");
     let out = run_bin(dir.path(), &["check", systems.to_str().unwrap(), judgments.to_str().unwrap()]);

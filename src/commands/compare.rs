@@ -25,7 +25,7 @@ pub struct CompareOptions<'a> {
 ///
 /// # Errors
 /// [`CompareError`].
-pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -> Result<String, CompareError> {
+pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -> Result<Compared, CompareError> {
     // A run's result.json stands for its folder (then given twice if the folder is given too).
     let runs: Vec<PathBuf> = runs.iter().map(|r| crate::store::text::run_folder_of(r).to_owned()).collect();
     let runs = runs.as_slice();
@@ -52,8 +52,12 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         Some(p) => PriceTable::load(p)?.apply(&mut loaded)?,
         None => Vec::new(),
     };
+    let written = std::cell::RefCell::new(Vec::new());
     let w = |p: PathBuf, text: &str| {
-        std::fs::write(&p, text).map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })
+        std::fs::write(&p, text)
+            .map_err(|e| CompareError::Read { path: p.clone(), msg: format!("cannot write: {e}") })?;
+        written.borrow_mut().push(p);
+        Ok::<(), CompareError>(())
     };
     crate::store::files::create_folder(out)
         .map_err(|m| CompareError::Read { path: out.to_owned(), msg: format!("--out: {m}") })?;
@@ -87,7 +91,7 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         if let Some(svg) = judges::plot(&c)? {
             w(out.join("cost_vs_recall.svg"), &svg)?;
         }
-        return Ok(md);
+        return Ok(Compared { markdown: md, written: written.take() });
     }
     let reference = match (opts.reference, opts.reference_judge) {
         (Some(_), Some(_)) => {
@@ -104,12 +108,28 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
             reference_named_apart(&mut r, &given);
             Some(r)
         }
-        (None, Some(j)) => Some(loaded.iter().find(|r| r.judge_label() == j).cloned().ok_or_else(|| {
-            CompareError::Mismatch(format!(
-                "no run of reference judge {j:?}; the judges are {:?}",
-                loaded.iter().map(RunDir::judge_label).collect::<Vec<_>>()
-            ))
-        })?),
+        (None, Some(j)) => {
+            let of: Vec<&RunDir> = loaded.iter().filter(|r| r.judge_label() == j).collect();
+            match of.as_slice() {
+                [one] => Some((*one).clone()),
+                [] => {
+                    let mut judges: Vec<String> = loaded.iter().map(RunDir::judge_label).collect();
+                    judges.sort();
+                    judges.dedup();
+                    return Err(CompareError::Mismatch(format!(
+                        "no run of reference judge {j:?}; the judges are: {}",
+                        judges.join("; ")
+                    )));
+                }
+                several => {
+                    return Err(CompareError::Mismatch(format!(
+                        "reference judge {j:?} judged {} of these runs ({}): give --reference RUN_FOLDER to say which is the reference",
+                        several.len(),
+                        several.iter().map(|r| r.dir.display().to_string()).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+            }
+        }
         (None, None) => None,
     };
     let c = compare_with_panels(&loaded, &panels, reference.as_ref())?;
@@ -122,7 +142,16 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
     if let Some(svg) = plot_with_panels(&loaded, &panels, &c)? {
         w(out.join("recall_vs_spend.svg"), &svg)?;
     }
-    Ok(md)
+    Ok(Compared { markdown: md, written: written.take() })
+}
+
+/// What `compare` made: the comparison in markdown, and the files it wrote (in order).
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// compare.md's text.
+    pub markdown: String,
+    /// The files written: compare.md, compare.json, and the plot when there is one.
+    pub written: Vec<PathBuf>,
 }
 
 /// `topk-judge compare RUN…`.
@@ -158,8 +187,9 @@ pub fn run(args: &CompareArgs) -> Result<std::process::ExitCode, CompareError> {
         reference_judge: args.reference_judge.as_deref(),
         prices: args.prices.as_deref(),
     };
-    let text = compare_command(&args.runs, opts, &out)?;
-    super::print_out(&format!("{text}\n"));
+    let done = compare_command(&args.runs, opts, &out)?;
+    let wrote: String = done.written.iter().map(|p| format!("wrote {}\n", p.display())).collect();
+    super::print_out(&format!("{}\n{wrote}", done.markdown));
     Ok(std::process::ExitCode::SUCCESS)
 }
 

@@ -263,7 +263,7 @@ impl JudgeInfo for MockJudge {
             self.cfg.pos_bias,
             self.cfg.verb_per_word,
             if self.cfg.mode == MockMode::Stochastic {
-                format!(", temperature {}", self.cfg.temperature)
+                format!(", temperature {}, seed {}", self.cfg.temperature, self.cfg.seed)
             } else {
                 String::new()
             }
