@@ -711,6 +711,9 @@ pub struct PositionResult {
     pub on: PairKind,
     /// Flips / pairs with both verdicts.
     pub flips: Rate,
+    /// Verdicts won by the answer shown first / verdicts that name a winner, over both orders
+    /// of the entries the swap test ran on (ties and invalid verdicts left out).
+    pub first_shown: Rate,
 }
 
 /// Verbosity / rendering bias (probes, order-averaged verdicts).
@@ -858,7 +861,17 @@ pub fn analyse(pairs: &[PairSpec], obs: &[BothOrders], level: f64) -> AuditRepor
             equal_words: probes.iter().filter(|r| r.longer.is_none()).count(),
         }
     });
-    AuditReport { level, position: PositionResult { on, flips }, verbosity, averaging, excluded, rows }
+    let (mut first, mut decided) = (0usize, 0usize);
+    for r in rows.iter().filter(|r| r.kind == on) {
+        for (verdict, first_side) in [(r.verdict_xfirst, Winner::X), (r.verdict_yfirst, Winner::Y)] {
+            if let Some(w) = verdict.filter(|w| *w != Winner::Tie) {
+                decided += 1;
+                first += usize::from(w == first_side);
+            }
+        }
+    }
+    let first_shown = Rate::new(first as f64, decided, level);
+    AuditReport { level, position: PositionResult { on, flips, first_shown }, verbosity, averaging, excluded, rows }
 }
 
 #[cfg(test)]

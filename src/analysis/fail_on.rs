@@ -10,7 +10,7 @@
 //! - `naive_disagreement`, `averaged_disagreement`: disagreement with the true winner of the
 //!   X-first verdict and of the order-averaged verdict.
 
-use super::audit::{AuditReport, Winner};
+use super::audit::AuditReport;
 
 /// The metric names `--fail-on` accepts.
 pub const METRICS: [&str; 5] =
@@ -122,21 +122,7 @@ pub fn parse(text: &str) -> Result<Vec<Threshold>, String> {
 pub fn value(report: &AuditReport, metric: &str) -> Option<f64> {
     match metric {
         "flip_rate" => report.position.flips.rate,
-        "first_shown" => {
-            let (mut first, mut decided) = (0usize, 0usize);
-            for r in report.rows.iter().filter(|r| r.kind == report.position.on) {
-                for (verdict, first_side) in [(r.verdict_xfirst, Winner::X), (r.verdict_yfirst, Winner::Y)] {
-                    match verdict {
-                        Some(Winner::Tie) | None => {}
-                        Some(w) => {
-                            decided += 1;
-                            first += usize::from(w == first_side);
-                        }
-                    }
-                }
-            }
-            (decided > 0).then(|| first as f64 / decided as f64)
-        }
+        "first_shown" => report.position.first_shown.rate,
         "longer_wins" => report.verbosity.as_ref().and_then(|v| v.longer_wins.rate),
         "naive_disagreement" => report.averaging.naive_disagreement.rate,
         "averaged_disagreement" => report.averaging.averaged_disagreement.rate,

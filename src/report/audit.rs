@@ -100,6 +100,13 @@ pub fn report_text(r: &AuditReport) -> String {
     s.push_str(&swap_table(r));
     let f = &r.position.flips;
     let _ = writeln!(s, "\n  position-bias rate = flips / pairs = {}   {}", f.fraction(), f.interval());
+    let w = &r.position.first_shown;
+    let _ = writeln!(
+        s,
+        "  first-shown wins = verdicts won by the answer shown first / verdicts naming a winner = {}   {}",
+        w.fraction(),
+        w.interval()
+    );
     if let Some(v) = &r.verbosity {
         let _ = writeln!(s, "\nVerbosity bias: equal-quality probes, order-averaged verdict\n");
         s.push_str(&probe_table(r));

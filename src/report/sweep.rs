@@ -99,6 +99,10 @@ pub struct CoverageStats {
     pub interval: Option<(f64, f64)>,
     /// Whether the claim holds: the interval reaches down to ε or below (or nothing is claimed).
     pub holds: bool,
+    /// Whether the data confirm it: something was certified and the whole interval lies at or
+    /// below ε. A row that holds without being confirmed has too few certified bases to tell.
+    #[serde(default)]
+    pub confirmed: bool,
 }
 
 impl CoverageStats {
@@ -123,6 +127,7 @@ impl CoverageStats {
             rate,
             interval,
             holds: interval.is_none_or(|(lo, _)| lo <= epsilon),
+            confirmed: interval.is_some_and(|(_, hi)| hi <= epsilon),
         }
     }
 }
@@ -139,9 +144,15 @@ pub fn coverage_markdown(rows: &[CoverageStats]) -> String {
             (Some(r), Some((lo, hi))) => format!("{r:.4} [{lo:.4}, {hi:.4}]"),
             _ => "– (nothing certified)".into(),
         };
+        let holds = match c.interval {
+            None => "untested (nothing certified)".to_string(),
+            Some(_) if !c.holds => "**no**".into(),
+            Some(_) if c.confirmed => "yes".into(),
+            Some((_, hi)) => format!("not refuted (too few to tell: the interval reaches {hi:.2} > ε)"),
+        };
         let _ = writeln!(
             t,
-            "| {} | {} | {} | {} | {} | {} | {} | {rate} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {rate} | {holds} |",
             name(&c.strategy),
             name(&c.model),
             c.budget,
@@ -149,7 +160,6 @@ pub fn coverage_markdown(rows: &[CoverageStats]) -> String {
             c.runs,
             c.certified_in,
             c.false_in,
-            if c.holds { "yes" } else { "**no**" }
         );
     }
     t
@@ -751,7 +761,8 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
             "\n## Certified top-k coverage\n\nOf the bases certified in the top-k at ε (π ≥ 1 − ε), how many are not in the true \
              top-k of the reported ranking (θ* for the bias-aware model on paired renderings, the apparent φ* = θ* + c*·x \
              otherwise), summed over the pools; nothing is certified while the comparison graph is not connected (a base without a valid verdict, or components not linked); the claim holds \
-             when the 95 % interval of that rate reaches ε (docs/experiments.md, \"Certified top-k coverage\").\n\n",
+             (yes) when the whole 95 % interval of that rate lies at or below ε, fails (**no**) when it lies above, and is \
+             not refuted when it spans ε: too few bases were certified to tell (docs/experiments.md, \"Certified top-k coverage\").\n\n",
         );
         let cells_many = s.coverage.iter().any(|c| c.cell_index != Some(0));
         if cells_many {
@@ -976,6 +987,35 @@ mod tests {
         assert_eq!(share_ratio(0.003 / 0.002), "1.50×");
         assert_eq!(share_ratio(f64::NAN), "0 / 0");
         assert_eq!(share_ratio(f64::INFINITY), "> 0 / 0");
+    }
+
+    /// A coverage row is confirmed only when its whole 95 % Wilson interval lies at or below ε:
+    /// nothing certified is untested, and one certified base (interval [0, 0.79]) is too few to
+    /// tell. Wilson's upper end for 0 of n at z = 1.96 is z²/(n + z²).
+    #[test]
+    fn a_coverage_row_says_yes_only_when_the_interval_lies_below_epsilon() {
+        let key = (Some(0), StrategyKind::Topk, ModelKind::BiasAware, SweepBudget::Comparisons(40));
+        let row = |certified: usize, wrong: usize| {
+            let runs: Vec<(usize, usize)> = vec![(certified, wrong)];
+            CoverageStats::of(key, 0.05, &runs)
+        };
+        let z2 = 1.959_963_984_540_054_f64.powi(2);
+        for (certified, wrong, holds, confirmed, says) in [
+            (0, 0, true, false, "untested (nothing certified)"),
+            (1, 0, true, false, "not refuted (too few to tell: the interval reaches 0.79 > ε)"),
+            (19, 0, true, false, "not refuted (too few to tell: the interval reaches 0.17 > ε)"),
+            (155, 0, true, true, "yes"),
+            (19, 10, false, false, "**no**"),
+        ] {
+            let r = row(certified, wrong);
+            assert_eq!((r.holds, r.confirmed), (holds, confirmed), "{certified} / {wrong}");
+            if wrong == 0 && certified > 0 {
+                let hi = r.interval.unwrap().1;
+                assert!((hi - z2 / (certified as f64 + z2)).abs() < 1e-4, "{hi}");
+            }
+            let md = coverage_markdown(&[r]);
+            assert!(md.lines().nth(2).unwrap().ends_with(&format!("| {says} |")), "{md}");
+        }
     }
 
     #[test]
