@@ -57,7 +57,8 @@ fn main() -> ExitCode {
                 }
                 said.push_str(&c);
             }
-            let _ = writeln!(std::io::stderr(), "{}", topk_judge::domain::fmt::printable(&lines.join("\n")));
+            let text = topk_judge::domain::fmt::without_os_error_numbers(&lines.join("\n"));
+            let _ = writeln!(std::io::stderr(), "{}", topk_judge::domain::fmt::printable(&text));
             ExitCode::FAILURE
         }
     }

@@ -134,7 +134,14 @@ fn bad_inputs_fail_clearly_without_touching_earlier_verdicts() {
         )
     };
     let cases: Vec<(&str, String, &str)> = vec![
-        ("missing.yaml", cfg("nope.jsonl", 2, ""), "cannot read pool file"),
+        // The key at fault and its line; the words of the system's error without its number.
+        ("missing.yaml", cfg("nope.jsonl", 2, ""), "missing.yaml:3: pool.file: cannot read pool file"),
+        (
+            "noid.yaml",
+            cfg("three.jsonl\n  id: nope", 2, "")
+                .replace("{file: three.jsonl\n  id: nope}", "\n  file: three.jsonl\n  id: nope"),
+            "noid.yaml:5: pool.id:",
+        ),
         ("empty.yaml", cfg("empty.jsonl", 2, ""), "no items"),
         ("dup.yaml", cfg("dup.jsonl", 2, ""), "duplicate item id \"a\""),
         ("bigk.yaml", cfg("three.jsonl", 3, ""), "k: 3 must satisfy 1 ≤ k < number of bases (3)"),
@@ -147,6 +154,7 @@ fn bad_inputs_fail_clearly_without_touching_earlier_verdicts() {
         assert!(!out.status.success(), "{name} should fail");
         assert!(t.contains(expect), "{name}: expected {expect:?} in\n{t}");
         assert!(t.contains(name), "{name}: the message names the config file\n{t}");
+        assert!(!t.contains("os error"), "{t}");
         assert_eq!(std::fs::read(&verdicts).unwrap(), before, "{name} touched the earlier verdicts");
     }
     // The unknown key error names the line.
@@ -608,6 +616,22 @@ fn duplicate_pool_ids_and_unknown_item_keys_are_errors() {
         text(&out)
     );
     assert!(text(&out).contains("(column 60, in item \"x\"))"), "{}", text(&out));
+    // A missing field is found at the end of the object that lacks it: the error's path names
+    // it, not the item before (whose id is the last one written); a top-level one is said so.
+    for (line, says) in [
+        (
+            "{\"pool_id\": \"p\", \"items\": [{\"id\": \"x\", \"text\": \"a\"}, {\"text\": \"b\"}]}\n",
+            "not a valid pool (at `items[1]`: missing field `id` (column 66)); expected",
+        ),
+        (
+            "{\"items\": [{\"id\": \"x\", \"text\": \"a\"}, {\"id\": \"y\", \"text\": \"b\"}]}\n",
+            "not a valid pool (missing field `pool_id` at column 63 (in the pool's top-level object)); expected",
+        ),
+    ] {
+        write(dir.path(), "typo.jsonl", line);
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(text(&out).contains(says) && !text(&out).contains("in item"), "{}", text(&out));
+    }
 }
 
 #[test]

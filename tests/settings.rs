@@ -199,7 +199,7 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         ),
         (vec!["--set", "bogus.key=1"], "--set bogus.key=1: unknown field `bogus`"),
         // A pool that the override names, not the file, cannot be read: the override's fault.
-        (vec!["--set", "pool.id=nope"], "error: --set pool.id=nope: pool.file: "),
+        (vec!["--set", "pool.id=nope"], "error: --set pool.id=nope: pool.id: "),
         // A key inside a block set whole is named.
         (
             vec!["--set", "acquisition={concurrency: -3}"],

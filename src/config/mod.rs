@@ -85,14 +85,19 @@ pub enum ConfigError {
         msg: String,
     },
     /// The pool named by the config is bad.
-    #[error("{path}: pool.file: {}", pool_message(pool_file, source))]
+    #[error("{}{}: {key}: {}", path.display(), line.map(|n| format!(":{n}")).unwrap_or_default(), pool_message(pool_file, source))]
     Pool {
         /// Config file.
         path: PathBuf,
+        /// The key at fault: `pool.id` (or `pool.ids`) for an id the file does not hold,
+        /// `pool.file` otherwise.
+        key: String,
+        /// Its 1-based line in the config file, when it is written there.
+        line: Option<usize>,
         /// Pool file.
         pool_file: PathBuf,
         /// What is wrong with the pool file (unreadable, bad line, duplicate id, …).
-        source: PoolError,
+        source: Box<PoolError>,
     },
 }
 

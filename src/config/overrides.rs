@@ -492,18 +492,18 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
             }
         }
         // A pool that cannot be read as the overrides of `pool.…` name it is their fault.
-        ConfigError::Pool { path, pool_file, source } => {
+        ConfigError::Pool { path, key, line, pool_file, source } => {
             let named: Vec<&str> = overrides
                 .iter()
                 .filter(|o| o.key.first().is_some_and(|k| k == "pool"))
                 .map(|o| o.given.as_str())
                 .collect();
             if named.is_empty() {
-                ConfigError::Pool { path, pool_file, source }
+                ConfigError::Pool { path, key, line, pool_file, source }
             } else {
                 ConfigError::Set {
                     given: named.join(", "),
-                    msg: format!("pool.file: {}", super::pool_message(&pool_file, &source)),
+                    msg: format!("{key}: {}", super::pool_message(&pool_file, &source)),
                 }
             }
         }

@@ -190,7 +190,23 @@ pub fn read_pool(path: &Path, file: &Path, id: Option<&str>) -> Result<Pool, Con
 
 /// A pool error of `file`, named by the document at `path`.
 pub fn pool_error(path: &Path, file: &Path, source: crate::domain::pool::PoolError) -> ConfigError {
-    ConfigError::Pool { path: path.to_owned(), pool_file: file.to_owned(), source }
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let keys: &[&str] = match source {
+        crate::domain::pool::PoolError::NotFound { .. } => &["pool.id", "pool.ids", "pool"],
+        _ => &["pool.file", "pool"],
+    };
+    let found = keys.iter().find_map(|k| crate::store::yaml::line_of_key(&text, k).map(|n| (*k, n)));
+    let key = match found {
+        Some(("pool", _)) | None => keys[0],
+        Some((k, _)) => k,
+    };
+    ConfigError::Pool {
+        path: path.to_owned(),
+        key: key.to_string(),
+        line: found.map(|(_, n)| n),
+        pool_file: file.to_owned(),
+        source: Box::new(source),
+    }
 }
 
 /// The warning for items whose text is empty or only whitespace: the judge is shown nothing as

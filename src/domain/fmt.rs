@@ -28,6 +28,26 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// `s` without the operating system's error numbers that follow its words (`No such file or
+/// directory (os error 2)` reads `No such file or directory`): the words say it to a user.
+pub fn without_os_error_numbers(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find(" (os error ") {
+        let tail = &rest[at + " (os error ".len()..];
+        let digits = tail.chars().take_while(char::is_ascii_digit).count();
+        out.push_str(&rest[..at]);
+        if digits > 0 && tail[digits..].starts_with(')') {
+            rest = &tail[digits + 1..];
+        } else {
+            out.push_str(" (os error ");
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A value echoed in a message as the user wrote it: exact (the shortest form that reads back
 /// as the same number), in exponent form beyond 1e16 or below 1e-5 (`1e300`, not 301 digits).
 pub fn value(x: f64) -> String {
@@ -58,6 +78,17 @@ pub fn num(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn os_error_numbers_are_left_out_and_other_text_kept() {
+        assert_eq!(
+            without_os_error_numbers(
+                "cannot read pool file a: No such file or directory (os error 2); b: Is a directory (os error 21)"
+            ),
+            "cannot read pool file a: No such file or directory; b: Is a directory"
+        );
+        assert_eq!(without_os_error_numbers("x (os error two) (os error 7"), "x (os error two) (os error 7");
+    }
 
     #[test]
     fn control_characters_are_escaped_for_the_terminal() {

@@ -112,9 +112,17 @@ pub fn parse_pool_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(Pool, usize, S
             while !parsed.is_char_boundary(end) {
                 end -= 1;
             }
-            // "(column 12, in item "M2")": one parenthesis for both.
-            let near = item_near(&parsed[..end]);
+            // "(column 12, in item "M2")": one parenthesis for both. A missing field is found at
+            // the end of the object that lacks it, past the last id written (another item's, or
+            // none): the error's path names that object, or it is the line's top level.
             let e = e.to_string();
+            let near = if !e.contains("missing field") {
+                item_near(&parsed[..end])
+            } else if e.starts_with("at `") {
+                String::new()
+            } else {
+                " (in the pool's top-level object)".to_string()
+            };
             let msg = match (near.strip_prefix(" ("), e.strip_suffix(')')) {
                 (Some(item), Some(head)) => format!("{head}, {item}"),
                 _ => format!("{e}{near}"),
