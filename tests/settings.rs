@@ -238,6 +238,16 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         assert!(!out.status.success(), "{args:?}: {}", text(&out));
         assert!(text(&out).contains(message), "{args:?}: expected {message:?} in\n{}", text(&out));
     }
+    // The dry run refuses a run folder under a file as the run does (it read a file below it).
+    let out = run_bin(dir.path(), &["run", c, "--dry-run", "--set", "out_dir=base.yaml"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("cannot create the run folder (out_dir/name): ")
+            && text(&out).contains("base.yaml is a file, not a folder")
+            && !text(&out).contains("batches.jsonl"),
+        "{}",
+        text(&out)
+    );
     // Covariates given to the naive model are not silently dropped.
     let out = run_bin(
         dir.path(),

@@ -479,7 +479,13 @@ pub fn ranking_block(
         );
     }
     if let Some(rec) = recall {
-        let _ = writeln!(s, "recall@{k} against gold: {rec:.2}");
+        // A top-k holding bases never compared measures the prior's guess as much as the data.
+        let of_prior = match unplaced.len() {
+            0 => String::new(),
+            n if n == topk.len() => format!(" (none of the top-{k} was compared: the prior's guess, not a result)"),
+            n => format!(" ({n} of the top-{k} never compared: partly the prior's guess)"),
+        };
+        let _ = writeln!(s, "recall@{k} against gold: {rec:.2}{of_prior}");
     }
     if both && valid > 0 {
         let (other, v) = match reported {

@@ -23,12 +23,15 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 /// # Errors
 /// What is wrong, in words (the caller names the setting or flag and the folder).
 pub fn create_folder(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        match dir.ancestors().find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir()) {
-            Some(file) => format!("{} is a file, not a folder", file.display()),
-            None => e.to_string(),
-        }
-    })
+    std::fs::create_dir_all(dir).map_err(|e| folder_cannot_be_made(dir).unwrap_or_else(|| e.to_string()))
+}
+
+/// Why `dir` cannot be made, when one of its ancestors is a file (`x.jsonl is a file, not a
+/// folder`); `None` otherwise. Checks only: nothing is created (a dry run asks this).
+pub fn folder_cannot_be_made(dir: &Path) -> Option<String> {
+    dir.ancestors()
+        .find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir())
+        .map(|file| format!("{} is a file, not a folder", file.display()))
 }
 
 /// The files a run folder keeps (its books, its results, its inputs as run): no other command
