@@ -820,6 +820,16 @@ fn zero_valid_comparisons_from_a_failing_judge_do_not_blame_the_budget() {
     assert!(s.contains("stopped: exhausted; 2 comparisons (0 valid, 2 invalid, 0 failed)"), "{s}");
     assert!(s.contains("no ranking: no valid comparison: the ranking is the prior (every θ̂ and φ̂ is 0), so no top-k and no recall is claimed; the judge gave no valid verdict (2 invalid, 0 failed queries: see invalid_by_reason in result.json and `raw` in verdicts.jsonl), so the budget is not what is missing"), "{s}");
     assert!(!s.contains("one query needs"), "{s}");
+    // The same stopped by its budget: the budget went on invalid replies, and more buys more.
+    let out =
+        run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--name", "inv1", "--max-comparisons", "1"]);
+    let s = stdout(&out);
+    assert!(
+        s.contains("stopped: max_comparisons; 1 comparison") && s.contains(" (0 valid, 1 invalid, 0 failed)"),
+        "{s}"
+    );
+    assert!(s.contains("the judge gave no valid verdict (1 invalid, 0 failed queries: see invalid_by_reason in result.json and `raw` in verdicts.jsonl); the budget went on those replies, and a larger one buys more of them until the judge's fault is mended"), "{s}");
+    assert!(!s.contains("not what is missing"), "{s}");
     // Every request failing (HTTP 500, no retry): 2 failed queries, the pair set aside.
     let fake = FakeOpenAi::start();
     fake.set_always(Some(Fault::ServerError));

@@ -243,8 +243,14 @@ fn nothing_compared(pool: &Pool, judge: &dyn Judge, end: &RunEnd<'_>) -> String 
         if let Some(e) = last.filter(|_| failed > 0) {
             see.push(format!("the last error: {e}"));
         }
+        // The run may still have stopped at its budget, spent on those replies.
+        let budget = if matches!(end.stop, StopReason::MaxComparisons | StopReason::MaxUsd) {
+            "; the budget went on those replies, and a larger one buys more of them until the judge's fault is mended"
+        } else {
+            ", so the budget is not what is missing"
+        };
         format!(
-            "the judge gave no valid verdict ({invalid} invalid, {failed} failed quer{}{}), so the budget is not what is missing",
+            "the judge gave no valid verdict ({invalid} invalid, {failed} failed quer{}{}){budget}",
             if failed == 1 { "y" } else { "ies" },
             if see.is_empty() { String::new() } else { format!(": see {}", see.join("; ")) }
         )
