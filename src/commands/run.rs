@@ -89,10 +89,7 @@ pub fn dry_run_text(
     print_warnings(&cfg);
     // A run folder that could not be made (out_dir under a file) is refused as the run refuses it.
     if let Some(m) = crate::store::files::folder_cannot_be_made(&cfg.run_dir) {
-        return Err(RunCommandError::Run(RunError::Io {
-            path: cfg.run_dir.clone(),
-            source: std::io::Error::other(format!("cannot create the run folder (out_dir/name): {m}")),
-        }));
+        return Err(RunCommandError::Run(crate::run::folder::cannot_create(&cfg.run_dir, &m)));
     }
     // A folder with a batch job still open that this judge cannot book: refused as the run is,
     // unless the run would abandon it.

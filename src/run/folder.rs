@@ -244,10 +244,7 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     let old = old_identity(dir);
     let other_run = other_run_warning(dir, old.as_ref(), &identity, fits);
     let changed_items = changed_items_warning(dir, &pool_lines, (old.as_ref(), &identity), fits);
-    crate::store::files::create_folder(dir).map_err(|m| RunError::Io {
-        path: dir.to_owned(),
-        source: std::io::Error::other(format!("cannot create the run folder (out_dir/name): {m}")),
-    })?;
+    crate::store::files::create_folder(dir).map_err(|m| cannot_create(dir, &m))?;
     // One process per run folder, from before anything is written until the run ends.
     let lock = RunLock::acquire(dir)?;
     let interrupt = if opts.handle_signals {
@@ -279,4 +276,13 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     crate::config::run_inputs::write(cfg, dir, pool_lines).map_err(|(path, source)| RunError::Io { path, source })?;
     warnings.splice(0..0, other_run.into_iter().chain(changed_items));
     Ok(Folder { lock, interrupt, books, warnings })
+}
+
+/// The run folder `dir` cannot be made: `why` (`x.jsonl is a file, not a folder`), in the
+/// words of the run and of its dry run.
+pub fn cannot_create(dir: &Path, why: &str) -> RunError {
+    RunError::Io {
+        path: dir.to_owned(),
+        source: std::io::Error::other(format!("cannot create the run folder (out_dir/name): {why}")),
+    }
 }

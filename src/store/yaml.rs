@@ -62,7 +62,8 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
 /// the text is read again with a stand-in value written for each field named (`field: 0`, or
 /// `{}` or `[]` where the field holds a mapping or a list), until the mapping lacks no more or
 /// a stand-in does not fit. A user who writes a new block learns its required fields in one
-/// run, not one per run. Block mappings only; in a flow mapping the first field is named.
+/// run, not one per run. Block mappings and an empty flow mapping (`{}`); inside another flow
+/// mapping the first field is named.
 fn all_missing<T: DeserializeOwned>(text: &str, msg: &str) -> String {
     let said = missing_field(text, msg);
     let field = |m: &str| Some(m.split("missing field `").nth(1)?.split('`').next()?.to_string());
@@ -341,7 +342,7 @@ fn missing_mapping(text: &str, msg: &str) -> Option<(Option<String>, Option<usiz
         // mapping that lacks the field: the innermost mapping open at that column, on this line.
         // An empty one (`price: {}`) is pointed at by its `{`.
         let l = text.lines().nth(line - 1).unwrap_or("");
-        let col = if l.chars().nth(col - 1) == Some('{') { col + 1 } else { col };
+        let col = if l.chars().nth(col.saturating_sub(1)) == Some('{') { col + 1 } else { col };
         if let Some(keys) = open_flow_keys(l, col) {
             return Some((Some(below(&path, &keys)), Some(line)));
         }
@@ -352,9 +353,10 @@ fn missing_mapping(text: &str, msg: &str) -> Option<(Option<String>, Option<usiz
     })
 }
 
-/// A message whose "line N column M" lies past the end of the text (where the parser stopped
-/// reading, after the last line) is given the location of its excerpt (`--> <input>:L:C`), the
-/// value it is about.
+/// The message's "line N column M" moved to the value it is about: past the end of the text
+/// (where the parser stopped, after the last line) or of its line, the location of its excerpt
+/// (`--> <input>:L:C`) or the value of the line's key; for a value of the wrong shape written on
+/// its key's line, that value rather than the next key, where the parser read on to.
 fn within_text(text: &str, msg: String) -> String {
     let Some((line, col)) = location(&msg) else { return msg };
     let excerpt = msg.split("--> ").nth(1).and_then(|r| {
