@@ -130,6 +130,30 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
     let out = run_bin(dir.path(), &[&args[..], &["--judge", "judge C"]].concat());
     assert!(!out.status.success());
     assert!(text(&out).contains("--judge \"judge C\": no verdict of pool"), "{}", text(&out));
+    // A verdicts file without one valid verdict of the pool fails as `check` does (it exited 0
+    // with a prior's ranking): empty, and only invalid verdicts; `--panel` alike.
+    let empty = write(dir.path(), "empty.jsonl", "");
+    let invalid = write(dir.path(), "invalid.jsonl", "{\"judge\": \"j\", \"a\": \"M0\", \"b\": \"M1\", \"y\": null}\n");
+    for (file, counts) in [(&empty, "(0 invalid, 0 of other pools)"), (&invalid, "(1 invalid, 0 of other pools)")] {
+        for panel in [false, true] {
+            let mut a = vec!["fit", pool.to_str().unwrap(), file.to_str().unwrap()];
+            if panel {
+                a.push("--panel");
+            }
+            let out = run_bin(dir.path(), &a);
+            assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+            let says = if panel && counts.starts_with("(0") {
+                format!("error: {}: no record of pool \"{POOL_ID}\" to fit", file.display())
+            } else {
+                format!(
+                    "error: {}: no valid verdict of pool \"{POOL_ID}\" {counts}: there is no ranking to fit",
+                    file.display()
+                )
+            };
+            assert!(stderr(&out).starts_with(&says), "{}", text(&out));
+            assert!(stdout(&out).is_empty(), "{}", text(&out));
+        }
+    }
 }
 
 #[test]
@@ -506,7 +530,8 @@ fn pool_rule_errors_name_the_file_and_line() {
     let out = run_bin(d, &["fit", "pf.jsonl", "v.jsonl", "--pool-id", "p1"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("error: pf.jsonl:2: pool \"p2\": duplicate item id \"a\""), "{}", text(&out));
-    // A covariate the pool's items lack: the pool's file and line.
+    // A covariate the pool's items lack, named by `--covariates`: the flag first, then the pool's
+    // file and line.
     write(
         d,
         "cov.jsonl",
@@ -514,7 +539,11 @@ fn pool_rule_errors_name_the_file_and_line() {
     );
     let out = run_bin(d, &["fit", "cov.jsonl", "v.jsonl", "--pool-id", "p1", "--covariates", "len", "--k", "1"]);
     assert!(!out.status.success());
-    assert!(text(&out).contains("error: cov.jsonl:2: pool \"p1\": "), "{}", text(&out));
+    assert!(
+        text(&out).contains("error: --covariates len: cov.jsonl:2: pool \"p1\": item \"a\" has no covariate \"len\""),
+        "{}",
+        text(&out)
+    );
     // Over many prompts (systems): the prompt's line and the item as the file writes it, not the
     // merged id `q2/B`.
     write(
@@ -531,7 +560,7 @@ fn pool_rule_errors_name_the_file_and_line() {
     let out = run_bin(d, &["fit", "sys.jsonl", "sv.jsonl", "--systems", "--covariates", "len", "--k", "1"]);
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("error: sys.jsonl:2: pool \"q2\": item \"B\" has no covariate \"len\""),
+        text(&out).contains("error: --covariates len: sys.jsonl:2: pool \"q2\": item \"B\" has no covariate \"len\""),
         "{}",
         text(&out)
     );

@@ -466,6 +466,27 @@ fn check_names_what_it_cannot_use() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(stdout(&o).starts_with("leaderboard check: 5 prompts × 10 systems, 45 verdicts\nleft out: 360 verdicts on prompts the pool file does not have: 40 prompts ("), "{}", text(&o));
     assert!(stdout(&o).contains(", …; check --out lists them all)\n"), "{}", text(&o));
+    // The verdicts of one prompt of the 45: the header says the ranking rests on it alone.
+    let rec = std::fs::read_to_string(d.join("rec.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(rec.lines().next().unwrap()).unwrap();
+    let one: String = rec
+        .lines()
+        .filter(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["pool_id"] == first["pool_id"])
+        .map(|l| format!("{l}\n"))
+        .collect();
+    write(d, "one.jsonl", &one);
+    let o = run_bin(d, &["check", "pool.jsonl", "one.jsonl", "--out", "one-check.json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stdout(&o).starts_with(
+            "leaderboard check: 45 prompts (1 judged: the ranking rests on it alone) × 10 systems, 9 verdicts\n"
+        ),
+        "{}",
+        text(&o)
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("one-check.json")).unwrap()).unwrap();
+    assert_eq!((j["prompts"].as_u64(), j["judged_prompts"].as_u64()), (Some(45), Some(1)));
     // k out of range, and a trusted file that is not there, named by their flags.
     let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--k", "10"]);
     assert!(text(&o).contains("--k 10 must satisfy 1 ≤ k < number of systems (10)"), "{}", text(&o));

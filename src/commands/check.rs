@@ -298,6 +298,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
     };
     Ok(CheckReport {
         prompts: pool.prompts.len().max(1),
+        judged_prompts: fit.judged_prompts,
         systems: pool.bases.clone(),
         verdicts: fit.comparisons,
         invalid: fit.invalid,

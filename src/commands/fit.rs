@@ -370,6 +370,14 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
             prior: crate::model::panel::JudgePrior::default(),
         });
     }
+    if groups.is_empty() {
+        // Every judge's records are invalid (the panel model needs one judge with verdicts).
+        return Err(FitCommandError::Invalid(format!(
+            "{vpath}: no valid verdict of pool {:?} ({invalid} invalid, {} of other pools): there is no ranking to fit",
+            pool.pool_id,
+            other_pools.values().sum::<usize>()
+        )));
+    }
     if groups.len() == 1 {
         notes.push(
             "a panel of one judge is the model of docs/model.md §2: fit without --panel reports it with both rankings and which one the data support".into(),
@@ -1101,11 +1109,22 @@ fn covariates(
             .or_else(|| cfg.map(|c| c.covariate_specs.clone()).filter(|s| !s.is_empty()))
             .unwrap_or_else(|| pool::default_covariates(pool)),
     };
+    let from_flag = set.model == ModelKind::BiasAware && args.covariates.is_some();
     let cov = pool::build_covariates(pool, &specs).map_err(|e| {
-        // Named with the pool file and the pool's line (a run folder's: its pool.jsonl).
+        // Named with the pool file and the pool's line (a run folder's: its pool.jsonl); when
+        // `--covariates` chose the covariate, the flag is what to fix, so it leads.
         let file = if args.pool_file.is_dir() { args.pool_file.join("pool.jsonl") } else { args.pool_file.to_owned() };
         let lines = crate::store::pool_file::read_pool_lines(&file).unwrap_or_default();
-        e.in_file(&file, |id| lines.iter().find(|(p, _, _)| p.pool_id == id).map(|(_, l, _)| *l))
+        let e = e.in_file(&file, |id| lines.iter().find(|(p, _, _)| p.pool_id == id).map(|(_, l, _)| *l));
+        if from_flag {
+            let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+            FitCommandError::Invalid(format!(
+                "--covariates {}: {e} (each covariate the flag names must be on every item of the pool)",
+                names.join(",")
+            ))
+        } else {
+            FitCommandError::Pool(e)
+        }
     })?;
     warnings.extend(crate::config::sections::scale_warnings(&cov, set.prior.lambda_b, "--covariates"));
     Ok(cov)
@@ -1155,6 +1174,13 @@ fn fit_output(
         judge,
         judges,
         other_pools,
+        judged_prompts: verdicts
+            .iter()
+            .flat_map(|v| [v.a, v.b])
+            .filter_map(|i| pool.item_prompt.get(i))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            .max(usize::from(!verdicts.is_empty())),
         fit: FittedRanking::new(pool, &cov, &s, out, identifiability),
         warnings,
     })
@@ -1243,6 +1269,25 @@ pub struct FitArgs {
     pub system_family: Vec<String>,
 }
 
+/// A verdicts file given without one valid verdict of the pool fitted is an error, as in `check`
+/// (a run folder without verdicts yet prints its prior and says there is no ranking).
+fn nothing_to_fit(
+    args: &FitArgs,
+    pool_id: &str,
+    comparisons: usize,
+    invalid: usize,
+    other_pools: &std::collections::BTreeMap<String, usize>,
+) -> Result<(), FitCommandError> {
+    match &args.verdicts_file {
+        Some(v) if comparisons == 0 => Err(FitCommandError::Invalid(format!(
+            "{}: no valid verdict of pool {pool_id:?} ({invalid} invalid, {} of other pools): there is no ranking to fit; give the verdicts of this pool (one JSON object per line: {{\"a\": ID, \"b\": ID, \"y\": 1 | 0 | 0.5}}, docs/config.md, \"File formats\")",
+            v.display(),
+            other_pools.values().sum::<usize>()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `--covariates NAME[:TRANSFORM],…` as covariate specs (`None` when the flag is not given).
 ///
 /// # Errors
@@ -1298,6 +1343,7 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
     if args.panel || panel_folder {
         let req = FitRequest { panel: true, ..req };
         let mut out = fit_panel_file(&req)?;
+        nothing_to_fit(args, &out.pool_id, out.comparisons, out.invalid, &out.other_pools)?;
         if panel_folder {
             out.notes.insert(
                 0,
@@ -1319,6 +1365,7 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
         return Ok(std::process::ExitCode::SUCCESS);
     }
     let (_pool, fit) = fit_file(&req)?;
+    nothing_to_fit(args, &fit.pool_id, fit.comparisons, fit.invalid, &fit.other_pools)?;
     for w in &fit.warnings {
         super::warn_line(w);
     }

@@ -37,6 +37,9 @@ pub struct GateCheck {
 pub struct CheckReport {
     /// Prompts of the pool file.
     pub prompts: usize,
+    /// Prompts with at least one fitted verdict (fewer than `prompts`: the systems are ranked
+    /// on those prompts alone).
+    pub judged_prompts: usize,
     /// Systems, in order of first appearance.
     pub systems: Vec<String>,
     /// Valid verdicts fitted.
@@ -99,8 +102,17 @@ impl CheckReport {
     pub fn text(&self) -> String {
         let num = crate::report::summary::fmt_coef;
         let mut s = format!(
-            "leaderboard check: {} × {}, {}{}\n",
+            "leaderboard check: {}{} × {}, {}{}\n",
             crate::domain::fmt::count(self.prompts, "prompt"),
+            if self.judged_prompts < self.prompts {
+                format!(
+                    " ({} judged: the ranking rests on {} alone)",
+                    self.judged_prompts,
+                    if self.judged_prompts == 1 { "it" } else { "them" }
+                )
+            } else {
+                String::new()
+            },
             crate::domain::fmt::count(self.systems.len(), "system"),
             if self.invalid > 0 {
                 format!(

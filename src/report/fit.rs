@@ -27,6 +27,10 @@ pub struct FitOutput {
     pub judges: BTreeMap<String, usize>,
     /// Records of other pools, per pool id (skipped).
     pub other_pools: BTreeMap<String, usize>,
+    /// Prompts with at least one fitted verdict (a pool over many prompts; 1 for one pool with
+    /// verdicts, 0 with none).
+    #[serde(skip)]
+    pub judged_prompts: usize,
     /// The fitted ranking (as in result.json).
     #[serde(flatten)]
     pub fit: FittedRanking,
