@@ -159,6 +159,10 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
     assert_eq!((r["comparisons"].as_u64(), r["strategy"].as_str()), (Some(16), Some("round_robin")));
     let saved = std::fs::read_to_string(dir.path().join("runs/quick/config.yaml")).unwrap();
     assert!(saved.contains("max_comparisons: 16") && saved.contains("strategy: round_robin"), "{saved}");
+    // The older name of a setting the file writes under its new name sets it (it was refused as
+    // a duplicate field `concurrency`).
+    let out = run_bin(dir.path(), &["run", c, "--dry-run", "--set", "acquisition.batch_size=3"]);
+    assert!(out.status.success(), "{}", text(&out));
     assert!(!dir.path().join("runs/base").exists(), "--name chose the folder");
     // A shorthand and a --set of its key (or of a key holding it) are refused in either order:
     // the command line's order of the two is not kept, and a dropped --max-usd is money.
@@ -182,6 +186,20 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         (vec!["--set", "k=-1"], "--set k=-1: expected a whole number ≥ 1, found \"-1\""),
         (vec!["--set", "k=2.5"], "--set k=2.5: expected a whole number ≥ 1, found \"2.5\""),
         (vec!["--set", "acquisition.concurrency=-8"], "expected a whole number ≥ 1, found \"-8\""),
+        // A rule's fault of an overridden key names the override (not the file's line), under
+        // either name of the setting; the older name replaces the file's `concurrency:` line.
+        (
+            vec!["--set", "acquisition.concurrency=0"],
+            "error: --set acquisition.concurrency=0: acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1",
+        ),
+        (
+            vec!["--set", "acquisition.batch_size=0"],
+            "error: --set acquisition.batch_size=0: acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1",
+        ),
+        (
+            vec!["--set", "acquisition={batch_size: 0}"],
+            "error: --set acquisition={batch_size: 0}: acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1",
+        ),
         (vec!["--max-usd", "abc"], "--max-usd abc: expected a number, found \"abc\""),
         // A negative value reaches the check of its key (not clap's "unexpected argument").
         (vec!["--max-usd", "-1"], "--max-usd -1: budget.max_usd: -1 must be a finite number ≥ 0 (USD)"),
@@ -324,6 +342,11 @@ fn live_judge_limits_that_cannot_work_are_named() {
             "judge.openai.tokens_per_minute: 600 is below what one request needs before any task or answer: about 750 tokens",
         ),
         ("judge.openai.context_tokens=0", "judge.openai.context_tokens: 0 must be larger than max_tokens"),
+        // A bare scheme is quoted as written (it was `http:`, its slashes trimmed).
+        (
+            "judge.openai.base_url=http://",
+            "judge.openai.base_url: http:// is not a URL (empty host); expected e.g. http://127.0.0.1:8088/v1",
+        ),
     ];
     for (set, want) in cases {
         let extra: &[&str] = if set.contains("backoff") { &["--set", "judge.openai.backoff_max_s=0.1"] } else { &[] };

@@ -329,7 +329,10 @@ pub async fn probe(judge: &dyn crate::judge::Judge, oc: &crate::judge::openai::O
             format!("endpoint {shown} ({how}): {}", warnings.join("; "))
         }
         Ok(Ok(warnings)) => {
-            let mut line = format!("endpoint {shown} ({how}): answers (GET /models in {ms} ms)");
+            // A reply that is not JSON is a server, not necessarily the API.
+            let who =
+                if warnings.iter().any(|w| w.contains("but not with JSON")) { "a server answers" } else { "answers" };
+            let mut line = format!("endpoint {shown} ({how}): {who} (GET /models in {ms} ms)");
             for w in warnings {
                 line.push_str(&format!("; {w}"));
             }

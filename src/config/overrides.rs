@@ -124,6 +124,11 @@ impl Override {
                 ));
             };
             if i + 1 == self.key.len() {
+                // The value replaces the setting under any of its names (`batch_size` is
+                // `concurrency`): both in one mapping would be a duplicate field.
+                for name in synonyms(&self.key[..i], part) {
+                    map.remove(&name);
+                }
                 map.insert(part.clone(), self.value.clone());
                 return Ok(());
             }
@@ -320,6 +325,22 @@ fn check_judge_kind(doc: &serde_json::Value, o: &Override) -> Result<(), ConfigE
     }
 }
 
+/// Settings read under more than one name: the parent key and the names (serde aliases of the
+/// config's fields, docs/config.md).
+const ALIASES: &[(&str, &[&str])] = &[("acquisition", &["concurrency", "batch_size"])];
+
+/// The names of the setting `k` under the mapping `parent` (`k` itself first, then its other
+/// names: `acquisition.batch_size` is also `acquisition.concurrency`).
+fn synonyms(parent: &[String], k: &str) -> Vec<String> {
+    let mut names = vec![k.to_string()];
+    for (p, alias) in ALIASES {
+        if parent.len() == 1 && parent[0] == *p && alias.contains(&k) {
+            names.extend(alias.iter().filter(|a| **a != k).map(|a| (*a).to_string()));
+        }
+    }
+    names
+}
+
 /// The YAML text of an override's value: as typed when it reads as a plain scalar, a flow
 /// mapping or a sequence; else quoted (an `@` or `*` at the start, `: ` or ` #` inside).
 fn yaml_value(raw: &str) -> String {
@@ -367,7 +388,10 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
                 let l = &lines[i];
                 meaningful(l) && indent_of(l) == ci && {
                     let body = l.trim_start();
-                    body.strip_prefix(k.as_str()).is_some_and(|r| r.starts_with(':'))
+                    // The key, or an older name of the same setting (its line is rewritten).
+                    synonyms(&key[..depth], k)
+                        .iter()
+                        .any(|name| body.strip_prefix(name).is_some_and(|r| r.starts_with(':')))
                 }
             })
         });
@@ -464,13 +488,20 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
             // `judges: …, not both` on a panel file is the fault of a `--set judge.…`.
             // A list entry's key is written `judges[1].family`, an override's `judges.1.family`;
             // a fault of a judge's block (`judges[0].mock`) is the fault of a `--set` inside it.
-            let dotted = as_dotted(&key);
+            // A rule's key may say more after the dotted key (`acquisition.concurrency (or
+            // batch_size, its older name)`): the dotted key and the setting's other names count.
+            let head = key.split_whitespace().next().unwrap_or(&key);
+            let parts: Vec<String> = as_dotted(head).split('.').map(str::to_string).collect();
+            let (parent, last) = parts.split_at(parts.len().saturating_sub(1));
+            let keys: Vec<String> = last
+                .first()
+                .map(|k| synonyms(parent, k).into_iter().map(|n| [parent, &[n]].concat().join(".")).collect())
+                .unwrap_or_default();
             let names = |o: &Override| {
                 let d = o.dotted();
-                dotted == d
-                    || dotted.starts_with(&format!("{d}."))
-                    || d.starts_with(&format!("{dotted}."))
-                    || (key == "judges" && o.key.first().is_some_and(|k| k == "judge"))
+                keys.iter().any(|dotted| {
+                    *dotted == d || dotted.starts_with(&format!("{d}.")) || d.starts_with(&format!("{dotted}."))
+                }) || (key == "judges" && o.key.first().is_some_and(|k| k == "judge"))
             };
             // Every override inside the key's block may be the cause (`judge.replay.file` and
             // `judge.replay.missing` for a fault of `judge.replay`): all are named.

@@ -336,7 +336,11 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
                 let shown = format!("{:?}", shown_url(cfg.base_url.trim(), &cfg.api_key_env));
                 e("base_url", m.trim_start_matches("base_url: ").replace(&raw, &shown))
             })?;
-    cfg.base_url = expanded.to_string_lossy().trim_end_matches('/').to_owned();
+    // Trailing slashes go (`…/v1/` is `…/v1`), but not those of a bare scheme (`http://` is named
+    // as written, not as `http:`).
+    let full = expanded.to_string_lossy();
+    let trimmed = full.trim_end_matches('/');
+    cfg.base_url = if trimmed.ends_with(':') { full.trim().to_owned() } else { trimmed.to_owned() };
     if let Some(m) = super::secret::base_url_problem(&cfg.base_url) {
         return Err(e("base_url", m));
     }

@@ -237,8 +237,20 @@ impl Endpoint {
                 self.models_url()
             )]),
             200..=299 => {
-                let ids: Vec<String> = serde_json::from_str::<Value>(body)
-                    .ok()
+                let Ok(reply) = serde_json::from_str::<Value>(body) else {
+                    // A web page (a base_url without /v1 on a server with a UI) or a proxy's page.
+                    let first: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+                    let first = if first.chars().count() > 80 {
+                        format!("{}…", first.chars().take(80).collect::<String>())
+                    } else {
+                        first
+                    };
+                    return Ok(vec![format!(
+                        "{} answered HTTP {status} but not with JSON ({first:?}): that is not an OpenAI-compatible API; if the queries fail too, judge.openai.base_url must be the API base (often ending in /v1)",
+                        self.models_url()
+                    )]);
+                };
+                let ids: Vec<String> = Some(reply)
                     .and_then(|v| v.get("data").and_then(Value::as_array).cloned())
                     .unwrap_or_default()
                     .iter()
@@ -493,6 +505,20 @@ mod tests {
         assert_eq!(e.classify(CallErrorKind::Server, Some(500), "model does not exist"), None);
     }
 
+    /// A 200 that is not JSON (a web page) is said, not taken for an API.
+    #[test]
+    fn a_models_reply_that_is_not_json_is_named() {
+        let e = ep("http://127.0.0.1:8080");
+        let w = e.models_reply(200, "<!DOCTYPE html>\n<html>\n  <head><title>llama.cpp</title></head></html>").unwrap();
+        assert_eq!(
+            w,
+            [
+                "http://127.0.0.1:8080/models answered HTTP 200 but not with JSON (\"<!DOCTYPE html> <html> <head><title>llama.cpp</title></head></html>\"): that is not an OpenAI-compatible API; if the queries fail too, judge.openai.base_url must be the API base (often ending in /v1)"
+            ]
+        );
+        assert_eq!(e.models_reply(200, r#"{"data": [{"id": "gpt-x"}]}"#).unwrap(), Vec::<String>::new());
+    }
+
     #[test]
     fn connection_failures_say_what_to_start() {
         let f = ep("http://127.0.0.1:8000/v1").connect_fault("tcp connect error: Connection refused (os error 111)");
@@ -535,7 +561,8 @@ mod tests {
         assert_eq!(e.models_reply(200, r#"{"object":"list","data":[{"id":"gpt-x"}]}"#), Ok(vec![]));
         let w = e.models_reply(200, r#"{"data":[{"id":"a"},{"id":"b"}]}"#).unwrap();
         assert!(w[0].contains("\"gpt-x\" is not among the 2 model(s)") && w[0].contains("a, b"), "{w:?}");
-        assert_eq!(e.models_reply(200, "not json"), Ok(vec![]));
+        // Not JSON: a warning (some servers list no models, but a web page is not the API).
+        assert_eq!(e.models_reply(200, "not json").unwrap().len(), 1);
         assert_eq!(e.models_reply(401, "bad key").unwrap_err().setting, "api_key_env");
         assert_eq!(e.models_reply(404, "").unwrap().len(), 1);
         assert_eq!(e.models_reply(403, "").unwrap().len(), 1, "a key may lack the list permission");
