@@ -1643,6 +1643,49 @@ fn a_judge_without_signal_is_left_once_its_verdicts_show_it() {
     );
 }
 
+/// Two judges answering at random: the panel certifies nothing (the single judge's equal-quality
+/// test, over each judge and over all verdicts), where it once certified 6 bases out of noise;
+/// `fit --panel` of its folder says the same. The shipped panel (judges with signal) certifies.
+#[test]
+fn a_panel_of_judges_answering_at_random_certifies_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let noise = |y: String| {
+        y.replace(
+            "pos_bias: 0.3, verb_per_word: 0.01, temperature: 0.25",
+            "pos_bias: 0, verb_per_word: 0, temperature: 1000",
+        )
+        .replace(
+            "pos_bias: 0.05, verb_per_word: 0.0, temperature: 0.15",
+            "pos_bias: 0, verb_per_word: 0, temperature: 1000",
+        )
+    };
+    let cfg = shipped_panel(dir.path(), "noise", noise);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let says =
+        "certified top-3 (ε = 0.05): nothing certified: no judge's verdicts tell the answers apart, and the panel's ";
+    assert!(stdout(&out).contains(says), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "verdicts together spread their wins as judges answering at random would (equal-quality test: p = "
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let r = json(&dir.path().join("runs/summeval-panel/result.json"));
+    let c = &r["certified"];
+    assert_eq!((c["in"].as_array().unwrap().len(), c["out"].as_array().unwrap().len()), (0, 0), "{c}");
+    assert_eq!(c["undecided"].as_array().unwrap().len(), 16);
+    let out = run_bin(dir.path(), &["fit", "runs/summeval-panel"]);
+    assert!(stdout(&out).contains("nothing certified: no judge's verdicts tell the answers apart"), "{}", text(&out));
+    // The shipped panel's judges see quality: bases are certified out.
+    let cfg = shipped_panel(dir.path(), "signal", |y| y.replace("name: summeval-panel", "name: signal"));
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = json(&dir.path().join("runs/signal/result.json"));
+    assert!(r["certified"]["out"].as_array().unwrap().len() >= 8, "{}", r["certified"]);
+}
+
 /// A live panel member resuming its verdicts gets the judge fingerprint a single judge gets: one
 /// that now answers differently is stopped with its name, before anything else is sent;
 /// `--judge-changed accept` goes on (recorded); `new` is refused with what a panel does instead.

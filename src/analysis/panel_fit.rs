@@ -4,7 +4,7 @@
 //! the position (flip rate), how often it agrees with the trusted judge, and whether its c_j is
 //! identified (profile likelihood, nats). Pure: data in, values out.
 
-use crate::analysis::certify::{NO_SIGNAL_MIN_VERDICTS, NoSignal, no_signal};
+use crate::analysis::certify::{Lean, NO_SIGNAL_MIN_VERDICTS, NoSignal, no_signal, signal_check};
 use crate::domain::pool::{Covariates, Pool};
 use crate::domain::rng::ChaCha8Rng;
 use crate::domain::verdict::ItemVerdict;
@@ -107,7 +107,8 @@ pub struct JudgeSummary {
     /// Unordered pairs this judge and the trusted judge both asked, decided or not.
     pub asked_with_trusted: usize,
     /// One slot (or ties) won nearly every verdict of this judge: it carries no signal about
-    /// the answers (the check of `run` and `fit`, docs/model.md §6).
+    /// the answers (the check of `run` and `fit`, docs/model.md §6). Whether the panel as a
+    /// whole tells the answers apart is [`PanelReport::not_certified`]'s test.
     pub no_signal: Option<NoSignal>,
     /// The carried prior this judge's κ_j and c_j started from (docs/model.md §8, "Carried judge
     /// priors"; `c` aligned with [`JudgeSummary::c`]); absent without one.
@@ -390,7 +391,8 @@ pub fn report(
         judges.iter().flat_map(|g| &g.verdicts).map(|v| (pool.item_base[v.a], pool.item_base[v.b])),
     );
     let not_certified = crate::analysis::certify::too_few_draws(draws, epsilon)
-        .or_else(|| crate::analysis::certify::graph_withholds(&graph, pool.n_bases(), pool.base_noun()));
+        .or_else(|| crate::analysis::certify::graph_withholds(&graph, pool.n_bases(), pool.base_noun()))
+        .or_else(|| panel_without_signal(pool, judges));
     let weak_anchor = panel.judges.iter().find(|j| j.trusted).and_then(weak_anchor);
     Ok(PanelReport { panel, notes, not_certified, weak_anchor })
 }
@@ -498,12 +500,46 @@ pub fn prior_split_note(pool: &Pool, cov: &Covariates, p: &PanelSummary, k: usiz
     ))
 }
 
+/// What a judge without signal did, in words: "picked the first-shown answer in 97 % of its 40
+/// verdicts", or "spread its wins as a judge answering at random would (equal-quality test over
+/// its 238 verdicts: p = 0.830)".
+pub fn no_signal_phrase(ns: &NoSignal) -> String {
+    match (ns.lean, ns.equal_quality_p) {
+        (Lean::Indistinct, Some(p)) => format!(
+            "spread its wins as a judge answering at random would (equal-quality test over its {} verdicts: p = {p:.3})",
+            ns.verdicts
+        ),
+        _ => format!("{} in {:.0} % of its {} verdicts", ns.what(), 100.0 * ns.share(), ns.verdicts),
+    }
+}
+
+/// Why nothing is certified when no judge of the panel tells the answers apart: every judge
+/// without signal (or with too few verdicts to test), and all their verdicts together
+/// indistinguishable from a judge answering at random ([`signal_check`], docs/model.md §6), as
+/// a single judge's fit says; `None` when a judge has signal.
+fn panel_without_signal(pool: &Pool, judges: &[JudgeVerdicts]) -> Option<String> {
+    let tested = |v: &[ItemVerdict]| signal_check(v, &pool.item_base, pool.n_bases());
+    if judges.iter().any(|g| g.verdicts.len() >= NO_SIGNAL_MIN_VERDICTS && tested(&g.verdicts).is_none()) {
+        return None;
+    }
+    let all: Vec<ItemVerdict> = judges.iter().flat_map(|g| g.verdicts.iter().copied()).collect();
+    let pooled = tested(&all)?;
+    Some(format!(
+        "no judge's verdicts tell the answers apart, and the panel's {} verdicts together {}; more comparisons may show a difference, or use a stronger judge",
+        all.len(),
+        match (pooled.lean, pooled.equal_quality_p) {
+            (Lean::Indistinct, Some(p)) =>
+                format!("spread their wins as judges answering at random would (equal-quality test: p = {p:.3})"),
+            _ => format!("{} in {:.0} % of them", pooled.what(), 100.0 * pooled.share()),
+        }
+    ))
+}
+
 /// Why a trusted judge cannot anchor the other judges' c (no signal, a scale near 0, or fewer
 /// than 10 verdicts), if so.
 pub fn weak_anchor(j: &JudgeSummary) -> Option<String> {
     if let Some(ns) = &j.no_signal {
-        let what = ns.what();
-        return Some(format!("it {what} in {:.0} % of its {} verdicts (no signal)", 100.0 * ns.share(), ns.verdicts));
+        return Some(format!("it {} (no signal)", no_signal_phrase(ns)));
     }
     if !j.reference && j.scale.value + 2.0 * j.scale.sd < 0.25 {
         return Some(format!(
@@ -545,7 +581,6 @@ pub fn judge_notes(p: &PanelSummary) -> Vec<String> {
             ));
         }
         if let Some(ns) = &j.no_signal {
-            let what = ns.what();
             // Whether any other judge has a verdict θ̂ could rest on.
             let others = p
                 .judges
@@ -554,10 +589,9 @@ pub fn judge_notes(p: &PanelSummary) -> Vec<String> {
                 .map(|o| o.verdicts)
                 .sum::<usize>();
             notes.push(format!(
-                "judge {:?} {what} in {:.0} % of its {} verdicts: they carry no signal about the answers; {} (leave it out, or fix its prompt)",
+                "judge {:?} {}: they carry no signal about the answers; {} (leave it out, or fix its prompt)",
                 j.name,
-                100.0 * ns.share(),
-                ns.verdicts,
+                no_signal_phrase(ns),
                 if others > 0 {
                     "the panel's θ̂ rests on the other judges"
                 } else {
