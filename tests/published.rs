@@ -487,6 +487,56 @@ fn check_names_what_it_cannot_use() {
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("one-check.json")).unwrap()).unwrap();
     assert_eq!((j["prompts"].as_u64(), j["judged_prompts"].as_u64()), (Some(45), Some(1)));
+    // The judgments are a recording (docs/replay.md): a repeated line counts once (it was fitted
+    // twice, and raised the profile from 5.445 to 6.566 nats with 50 repeats), another verdict
+    // for a recorded ordered pair names both lines, and a record without its prompt says so.
+    let first_50: String = rec.lines().take(50).map(|l| format!("{l}\n")).collect();
+    write(d, "dup.jsonl", &format!("{rec}{first_50}"));
+    let once = run_bin(d, &["check", "pool.jsonl", "rec.jsonl"]);
+    let twice = run_bin(d, &["check", "pool.jsonl", "dup.jsonl"]);
+    assert!(twice.status.success(), "{}", text(&twice));
+    assert_eq!(stdout(&twice), stdout(&once));
+    assert!(
+        stderr(&twice).contains("dup.jsonl: 50 lines repeat the verdict of an earlier line for the same judge, prompt and ordered pair (line 406 repeats line 1); each is counted once"),
+        "{}",
+        text(&twice)
+    );
+    let line1: serde_json::Value = serde_json::from_str(rec.lines().next().unwrap()).unwrap();
+    let mut flipped = line1.clone();
+    flipped["y"] = serde_json::json!(1.0 - line1["y"].as_f64().unwrap());
+    write(d, "conflict.jsonl", &format!("{rec}{flipped}\n"));
+    let o = run_bin(d, &["check", "pool.jsonl", "conflict.jsonl"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "conflict.jsonl:406: judge {}, pool {}, {} shown first vs {}: recorded again with another verdict (first on line 1)",
+            line1["judge"], line1["pool_id"], line1["a"], line1["b"]
+        )),
+        "{}",
+        text(&o)
+    );
+    let mut no_prompt = line1.clone();
+    no_prompt.as_object_mut().unwrap().remove("pool_id");
+    write(d, "noprompt.jsonl", &format!("{no_prompt}\n{rec}"));
+    let o = run_bin(d, &["check", "pool.jsonl", "noprompt.jsonl"]);
+    assert!(
+        stderr(&o).contains("noprompt.jsonl:1: no \"pool_id\": the judgments of a leaderboard are keyed per prompt"),
+        "{}",
+        text(&o)
+    );
+    // A system a prompt lacks is named as that prompt's answer, with the answers it has.
+    let mut unknown = line1.clone();
+    unknown["a"] = serde_json::json!("nosuch");
+    write(d, "unknown.jsonl", &format!("{unknown}\n"));
+    let o = run_bin(d, &["check", "pool.jsonl", "unknown.jsonl"]);
+    assert!(
+        stderr(&o).contains(&format!(
+            "unknown.jsonl:1: item \"nosuch\" is not among the answers to prompt {} in the pool file (its answers: ",
+            line1["pool_id"]
+        )),
+        "{}",
+        text(&o)
+    );
     // k out of range, and a trusted file that is not there, named by their flags.
     let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--k", "10"]);
     assert!(text(&o).contains("--k 10 must satisfy 1 ≤ k < number of systems (10)"), "{}", text(&o));

@@ -212,6 +212,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         seed: args.seed,
         systems: true,
         panel: false,
+        recording: true,
         trusted: None,
         families: &[],
         system_families: &[],

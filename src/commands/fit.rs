@@ -92,6 +92,11 @@ pub struct FitRequest<'a> {
     /// `--panel`: fit the judges of the file as one panel (docs/model.md §8) instead of as one
     /// judge.
     pub panel: bool,
+    /// The verdicts file is a recording (docs/replay.md, `check`'s JUDGMENTS): every record
+    /// names its `pool_id`, a line repeating the verdict of an earlier one (same judge, settings,
+    /// prompt and ordered pair) is counted once, and one with another verdict is an error
+    /// naming both lines.
+    pub recording: bool,
     /// `--trusted`: with `--panel`, the judge whose verdicts are taken as free of item-level
     /// bias (exact name or a unique prefix).
     pub trusted: Option<&'a str>,
@@ -134,14 +139,17 @@ const EXPECTED: &str = "expected one JSON object per line: {\"a\": item shown fi
 /// # Errors
 /// [`FitCommandError::Invalid`] naming the file, the first bad line and the expected fields.
 pub fn read_verdict_lines(path: &Path) -> Result<(Vec<VerdictLine>, Vec<String>), FitCommandError> {
-    read_verdict_lines_but(path, &std::collections::HashSet::new())
+    read_verdict_lines_but(path, &std::collections::HashSet::new(), true)
 }
 
 /// [`read_verdict_lines`] without the lines numbered in `skip` (1-based): a run folder's log
 /// read as the run reads it, without the records whose key an earlier line holds.
+/// `repeats_fitted`: whether lines repeating an earlier line exactly are fitted each (and said
+/// in a warning); a recording counts them once and says so itself ([`one_per_ordered_pair`]).
 fn read_verdict_lines_but(
     path: &Path,
     skip: &std::collections::HashSet<usize>,
+    repeats_fitted: bool,
 ) -> Result<(Vec<VerdictLine>, Vec<String>), FitCommandError> {
     let raw = std::fs::read(path)
         .map_err(|e| FitCommandError::Invalid(format!("cannot read verdicts file {}: {e}", path.display())))?;
@@ -232,7 +240,7 @@ fn read_verdict_lines_but(
             strong_preference,
         });
     }
-    if let Some((line, first)) = repeats.first() {
+    if let Some((line, first)) = repeats.first().filter(|_| repeats_fitted) {
         warnings.push(format!(
             "{}: {} line{} repeat{} an earlier line exactly (line {line} repeats line {first}); each is fitted as a verdict of its own: if the file holds some verdicts twice (written or concatenated twice), remove the repeats; repeated samples of one query are fine",
             path.display(),
@@ -678,10 +686,13 @@ fn prepare(args: &FitRequest<'_>) -> Result<Prepared, FitCommandError> {
     let log = own_log.then(|| crate::store::ledger::read_log(&verdicts_path).ok()).flatten();
     let skip = log.iter().flat_map(|l| l.duplicates.iter().map(|d| d.line)).collect();
     let (lines, mut torn) =
-        read_verdict_lines_but(&verdicts_path, &skip).map_err(|e| match swapped(args, &verdicts_path) {
-            Some(hint) if run.is_none() => FitCommandError::Invalid(format!("{e}\n  hint: {hint}")),
-            _ => e,
+        read_verdict_lines_but(&verdicts_path, &skip, !args.recording).map_err(|e| {
+            match swapped(args, &verdicts_path) {
+                Some(hint) if run.is_none() => FitCommandError::Invalid(format!("{e}\n  hint: {hint}")),
+                _ => e,
+            }
         })?;
+    let lines = if args.recording { one_per_ordered_pair(lines, &verdicts_path, &mut torn)? } else { lines };
     torn.extend(log.and_then(|l| l.duplicates_warning(&verdicts_path)));
     let vpath = verdicts_path.display().to_string();
     // A run folder's own verdicts are kept by its judges' cache keys below; other files are told
@@ -1063,6 +1074,27 @@ fn item_verdicts(
     for l in mine {
         let find = |id: &str| {
             pool.item_index(id).ok_or_else(|| {
+                // Over many prompts an item is `PROMPT/SYSTEM`: the system the prompt lacks is named.
+                let prompt = pool
+                    .prompts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| id.strip_prefix(p.pool_id.as_str()).is_some_and(|r| r.starts_with('/')))
+                    .max_by_key(|(_, p)| p.pool_id.len());
+                if let Some((pi, p)) = prompt {
+                    let item = &id[p.pool_id.len() + 1..];
+                    let answers: Vec<&str> = (0..pool.n_items())
+                        .filter(|&i| pool.item_prompt.get(i) == Some(&pi))
+                        .map(|i| pool.origin(i).1)
+                        .collect();
+                    return FitCommandError::Invalid(format!(
+                        "{vpath}:{}: item {item:?} is not among the answers to prompt {:?} in the pool file (its answers: {}){}",
+                        l.line,
+                        p.pool_id,
+                        answers.join(", "),
+                        crate::domain::names::spelled_alike_hint(item, answers.iter().copied(), "the prompt")
+                    ));
+                }
                 FitCommandError::Invalid(format!(
                     "{vpath}:{}: item {id:?} is not in pool {:?} (its items: {}){}",
                     l.line,
@@ -1269,6 +1301,62 @@ pub struct FitArgs {
     pub system_family: Vec<String>,
 }
 
+/// A recording's lines as the replay judge reads them (docs/replay.md): each names its prompt
+/// (`pool_id`); of the lines of one judge, settings id, prompt and ordered pair the first is
+/// kept and a repeat of its verdict is counted once (said in a warning, pushed to `warnings`).
+///
+/// # Errors
+/// [`FitCommandError::Invalid`] naming the line without a `pool_id`, or the two lines that give
+/// one ordered pair two verdicts.
+fn one_per_ordered_pair(
+    lines: Vec<VerdictLine>,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<VerdictLine>, FitCommandError> {
+    type Query = (Option<String>, Option<String>, String, String, String);
+    let mut first: std::collections::HashMap<Query, (usize, Option<f64>)> = std::collections::HashMap::new();
+    let mut repeats: Vec<(usize, usize)> = Vec::new();
+    let mut kept = Vec::with_capacity(lines.len());
+    for l in lines {
+        let Some(pool_id) = l.pool_id.clone() else {
+            return Err(FitCommandError::Invalid(format!(
+                "{}:{}: no \"pool_id\": the judgments of a leaderboard are keyed per prompt: {{\"pool_id\": the prompt's id, \"a\": system shown first, \"b\": system shown second, \"y\": …}} (as `topk-judge import --judgments` writes them, docs/replay.md)",
+                path.display(),
+                l.line
+            )));
+        };
+        let q: Query = (l.judge.clone(), l.judge_settings.clone(), pool_id, l.a.clone(), l.b.clone());
+        match first.get(&q) {
+            None => {
+                first.insert(q, (l.line, l.y));
+                kept.push(l);
+            }
+            Some(&(line, y)) if y.map(f64::to_bits) == l.y.map(f64::to_bits) => repeats.push((l.line, line)),
+            Some(&(line, _)) => {
+                return Err(FitCommandError::Invalid(format!(
+                    "{}:{}: {}pool {:?}, {:?} shown first vs {:?}: recorded again with another verdict (first on line {line}); a recording holds one verdict per judge, prompt and ordered pair",
+                    path.display(),
+                    l.line,
+                    l.judge.as_deref().map(|j| format!("judge {j:?}, ")).unwrap_or_default(),
+                    q.2,
+                    q.3,
+                    q.4
+                )));
+            }
+        }
+    }
+    if let Some((line, of)) = repeats.first() {
+        warnings.push(format!(
+            "{}: {} line{} repeat{} the verdict of an earlier line for the same judge, prompt and ordered pair (line {line} repeats line {of}); each is counted once, as a recording holds one verdict per ordered pair",
+            path.display(),
+            repeats.len(),
+            if repeats.len() == 1 { "" } else { "s" },
+            if repeats.len() == 1 { "s" } else { "" }
+        ));
+    }
+    Ok(kept)
+}
+
 /// A verdicts file given without one valid verdict of the pool fitted is an error, as in `check`
 /// (a run folder without verdicts yet prints its prior and says there is no ranking).
 fn nothing_to_fit(
@@ -1320,6 +1408,7 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
         seed: args.seed,
         systems: args.systems,
         panel: args.panel,
+        recording: false,
         trusted: args.trusted.as_deref(),
         families: &args.family,
         system_families: &args.system_family,
