@@ -921,6 +921,22 @@ fn a_reply_claiming_absurd_usage_is_booked_and_the_run_ends_at_its_budget() {
     assert!(t.contains("above budget.max_usd $0.0500: replies were billed above what was reserved for them"), "{t}");
     let r = result(dir.path(), "absurd");
     assert!(r["spend_usd"].as_f64().unwrap() > 1e12, "{r}");
+    // Its report and `compare` say so too (they gave the spend and `stopped: max_usd` alone).
+    let out = run_bin(dir.path(), &["report", "runs/absurd"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(dir.path().join("runs/absurd/report.md")).unwrap();
+    assert!(
+        md.contains("- budget passed: the run folder's books hold \\$")
+            && md.contains("above budget.max_usd \\$0.0500 ("),
+        "{md}"
+    );
+    let out = run_bin(dir.path(), &["compare", "runs/absurd"]);
+    assert!(
+        stdout(&out).contains("\nabsurd: budget passed: the run folder's books hold $")
+            && stdout(&out).contains("above budget.max_usd $0.0500 ("),
+        "{}",
+        text(&out)
+    );
     // The folder stays readable: a second run asks nothing and ends.
     let out = run(dir.path(), &cfg, &[]);
     assert!(out.status.success(), "{}", text(&out));

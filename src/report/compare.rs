@@ -325,6 +325,8 @@ pub struct PanelRunDir {
     pub verdicts: Vec<VerdictRecord>,
     /// Refits: (spend USD, valid verdicts, top-k).
     pub fits: Vec<(f64, usize, Vec<String>)>,
+    /// The run folder's books and `budget.max_usd` (USD), when the books passed it.
+    pub budget_passed: Option<(f64, f64)>,
 }
 
 impl PanelRunDir {
@@ -412,6 +414,10 @@ impl PanelRunDir {
             judges: format!("panel ({})", names.join(", ")),
             spend_usd: own_usd,
             comparisons: num("/comparisons")? as usize,
+            budget_passed: {
+                let books = v.pointer("/folder_spend/spend_usd").and_then(serde_json::Value::as_f64).unwrap_or(own_usd);
+                v["max_usd"].as_f64().filter(|&m| books > m + 1e-9).map(|m| (books, m))
+            },
             valid: num("/fit/comparisons")? as usize,
             topk: strs(field("/topk")?),
             gold_topk: v.get("gold_topk").filter(|g| g.is_array()).map(strs),
@@ -522,6 +528,10 @@ pub struct CompareRow {
     pub flip_rate: Option<f64>,
     /// Where `spend_usd` comes from.
     pub cost: CostSource,
+    /// The run folder's books and `budget.max_usd` (USD), when the books passed it (replies
+    /// billed above what was reserved for them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_passed: Option<(f64, f64)>,
 }
 
 /// The whole comparison.
@@ -612,6 +622,12 @@ pub fn compare_with_panels(
                 both_order_pairs: n,
                 flip_rate: (n > 0).then(|| f as f64 / n as f64),
                 cost: r.cost_source(),
+                budget_passed: r
+                    .result
+                    .folder_spend
+                    .max_usd
+                    .filter(|&m| r.result.folder_spend.spend_usd > m + 1e-9)
+                    .map(|m| (r.result.folder_spend.spend_usd, m)),
             }
         })
         .collect();
@@ -635,6 +651,7 @@ pub fn compare_with_panels(
             both_order_pairs: n,
             flip_rate: (n > 0).then(|| f as f64 / n as f64),
             cost: if p.spend_usd > 0.0 { CostSource::Recorded } else { CostSource::None },
+            budget_passed: p.budget_passed,
         }
     }));
     let agreement =
@@ -688,6 +705,16 @@ pub fn markdown(c: &Comparison) -> String {
             "\n– : the run names fewer than {} bases (a tie shares its last places, or nothing was compared), so it claims no top-{} to measure.",
             c.k, c.k
         );
+    }
+    for r in &c.rows {
+        if let Some((books, m)) = r.budget_passed {
+            let _ = writeln!(
+                s,
+                "\n{}: {}.",
+                md::text(&r.run),
+                crate::report::summary::budget_passed(books, Some(m)).unwrap_or_default()
+            );
+        }
     }
     let priced: Vec<String> =
         c.rows.iter().filter(|r| r.cost == CostSource::PriceTable).map(|r| md::text(&r.run)).collect();

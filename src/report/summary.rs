@@ -614,6 +614,20 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
     s
 }
 
+/// The line of a run whose folder's books passed `budget.max_usd` (replies billed above what was
+/// reserved for them), as `run` says it when it exits 1: `None` within the budget or without one.
+pub fn budget_passed(books_usd: f64, max_usd: Option<f64>) -> Option<String> {
+    let m = max_usd?;
+    (books_usd > m + 1e-9).then(|| {
+        format!(
+            "budget passed: the run folder's books hold {}, above budget.max_usd {}{}: replies were billed above what was reserved for them (the run's `overrun:` line says which)",
+            crate::report::table::usd(books_usd),
+            crate::report::table::usd(m),
+            if m > 0.0 { format!(" ({:.1}×)", books_usd / m) } else { String::new() }
+        )
+    })
+}
+
 /// A judge panel's `overrun:` line: [`overrun_line`] naming the judges whose replies passed a
 /// bound (`overrun (judge live): …`).
 pub fn panel_overrun_line(o: &crate::report::schema::OverrunReport, judges: &[String]) -> String {
