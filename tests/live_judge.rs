@@ -975,3 +975,35 @@ fn a_live_run_folder_keeps_its_prompt_template() {
     let out = run_bin(cwd.path(), &["fit", run.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// The dry run's count of queries is exact only when a count binds (max_comparisons, the open
+/// pairs) or none fits; when money binds it is a floor at worst-case cost, also when every
+/// query's worst case is the same (it printed a bare 2, and the run then sent 16).
+#[test]
+fn the_dry_runs_count_is_a_floor_when_money_binds() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "cfg/prompt.j2", crate::common::fake_openai::TEMPLATE);
+    let items: Vec<String> = ["aaaa", "bbbb", "cccc", "dddd"]
+        .iter()
+        .map(|t| format!("{{\"id\": \"{}\", \"text\": \"{t} {t}\"}}", &t[..1]))
+        .collect();
+    let pool = write(dir.path(), "eq.jsonl", &format!("{{\"pool_id\": \"eq\", \"items\": [{}]}}\n", items.join(", ")));
+    let yaml = openai_yaml("http://127.0.0.1:9/v1", "prompt.j2", "budget:\n  max_usd: 1\n")
+        .replace(&summeval().display().to_string(), &pool.display().to_string())
+        .replace(POOL_ID, "eq");
+    let cfg = write(dir.path(), "cfg/eq.yaml", &yaml);
+    let c = cfg.to_str().unwrap();
+    let s = stdout(&run_bin(dir.path(), &["run", c, "--dry-run"]));
+    let per = s.lines().find_map(|l| l.strip_prefix("worst-case cost per query: $")).unwrap_or_else(|| panic!("{s}"));
+    let (lo, rest) = per.split_once(" – $").unwrap();
+    assert_eq!(lo, rest.split_whitespace().next().unwrap(), "every query costs the same: {s}");
+    assert!(s.contains("queries the budget allows: 12\n"), "all 12 ordered pairs fit in $1: {s}");
+    let two = format!("{}", 2.5 * lo.parse::<f64>().unwrap());
+    let s = stdout(&run_bin(dir.path(), &["run", c, "--dry-run", "--max-usd", &two]));
+    assert!(
+        s.contains("queries the budget allows: at least 2 at worst-case cost (more when replies cost less than their worst case)\n"),
+        "{s}"
+    );
+    let s = stdout(&run_bin(dir.path(), &["run", c, "--dry-run", "--set", "budget.max_comparisons=2"]));
+    assert!(s.contains("queries the budget allows: 2\n"), "{s}");
+}

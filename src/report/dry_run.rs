@@ -81,8 +81,22 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
             "queries the budget allows: all {} ordered pairs not yet judged (no limit)\n",
             d.allowed_at_least
         ));
-    } else if d.allowed_at_least == d.allowed_at_most {
+    } else if d.allowed_at_least == d.allowed_at_most
+        && (b.max_usd.is_none()
+            || d.allowed_at_least == 0
+            || d.allowed_at_least as u64
+                == b.max_comparisons
+                    .map_or(u64::MAX, |m| m.saturating_sub(d.stored as u64))
+                    .min(d.pairs.saturating_sub(d.stored) as u64))
+    {
+        // The count is exact: max_comparisons or the open pairs bind, not money (or no query's
+        // worst case fits: the run reserves it before sending, so it sends none).
         s.push_str(&format!("queries the budget allows: {}\n", d.allowed_at_least));
+    } else if d.allowed_at_least == d.allowed_at_most {
+        s.push_str(&format!(
+            "queries the budget allows: at least {} at worst-case cost (more when replies cost less than their worst case)\n",
+            d.allowed_at_least
+        ));
     } else {
         s.push_str(&format!(
             "queries the budget allows: at least {} at worst-case cost (up to {} on the cheapest pairs; more when replies cost less than their worst case)\n",
