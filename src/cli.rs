@@ -35,6 +35,8 @@ pub enum Command {
     /// Profile log-likelihood of each bias coefficient (docs/model.md §5): is c identified or prior-selected?
     Profile(profile::ProfileArgs),
     /// Trusted-anchor gate (docs/model.md §5): should the bias-corrected ranking be reported?
+    // The gate has no comparison budget (it refuses --max-comparisons, saying why): not listed.
+    #[command(mut_arg("max_comparisons", |a| a.hide(true)))]
     Gate(gate::GateArgs),
     /// Audit a judge for position and verbosity bias (swap test, probes, order averaging) on a
     /// pairs file or on probes built from a pool; verdicts are cached, so re-running is free.

@@ -265,6 +265,10 @@ fn gate_on_a_panel_says_it_takes_a_single_judge() {
         assert!(!out.status.success(), "{}", text(&out));
         assert!(text(&out).contains(": the gate has no comparison budget: it asks its K anchors"), "{}", text(&out));
     }
+    // So `gate --help` does not offer the shorthand (`run --help` does).
+    let help = stdout(&run_bin(dir.path(), &["gate", "--help"]));
+    assert!(help.contains("--max-usd <USD>") && !help.contains("--max-comparisons"), "{help}");
+    assert!(stdout(&run_bin(dir.path(), &["run", "--help"])).contains("--max-comparisons <N>"));
 }
 
 #[test]

@@ -209,6 +209,32 @@ fn bad_inputs_are_named_errors() {
         ),
         "{e}"
     );
+    // An answer of two turns to a question of one is joined into one text and said (it was
+    // silent); to a question of two, a count of turns that differs is refused.
+    let q1 = write(d, "mtq.jsonl", "{\"question_id\": 1, \"turns\": [\"q1\"]}\n");
+    let a2 = write(
+        d,
+        "mta.jsonl",
+        "{\"question_id\": 1, \"model_id\": \"a\", \"choices\": [{\"index\": 0, \"turns\": [\"x\", \"y\"]}]}\n{\"question_id\": 1, \"model_id\": \"b\", \"choices\": [{\"index\": 0, \"turns\": [\"x\"]}]}\n",
+    );
+    let shown = import(d, &["--format", "mt_bench", "--questions", q1.to_str().unwrap()], &[a2], &d.join("mt1.jsonl"))
+        .unwrap()
+        .replace(&d.display().to_string(), "D");
+    assert!(
+        shown.contains("1 answer to a prompt of one turn has several turns, joined into one text with a blank line between them (first: system \"a\", prompt \"1\", 2 turns, D/mta.jsonl:1)"),
+        "{shown}"
+    );
+    let q2 = write(d, "mtq2.jsonl", "{\"question_id\": 1, \"turns\": [\"q1\", \"q2\"]}\n");
+    let a3 = write(
+        d,
+        "mta3.jsonl",
+        "{\"question_id\": 1, \"model_id\": \"a\", \"choices\": [{\"index\": 0, \"turns\": [\"x\", \"y\", \"z\"]}]}\n",
+    );
+    let e = err(&["--format", "mt_bench", "--questions", q2.to_str().unwrap()], &[a3]);
+    assert!(
+        e.contains("D/mta3.jsonl:1: system \"a\" answers 3 turns of prompt \"1\", which has 2 turns; expected one answer per turn"),
+        "{e}"
+    );
     // A blank answer.
     let blank = write(
         d,

@@ -205,6 +205,11 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         (vec!["--max-usd", "-1"], "--max-usd -1: budget.max_usd: -1 must be a finite number ≥ 0 (USD)"),
         (vec!["--max-comparisons", "-5"], "--max-comparisons -5: expected a whole number ≥ 0, found \"-5\""),
         (vec!["--set", "judge.name=x"], "--set judge.name=x: `name` is a field of a panel member (`judges:`)"),
+        // A panel member's field of a single judge points to no key that is refused in turn.
+        (
+            vec!["--set", "judges.0.name=x"],
+            "--set judges.0.name=x: this config has one judge (`judge:`), not a panel, and `name` is a field of a panel member only",
+        ),
         (
             vec!["--set", "out_dir="],
             "--set out_dir=: out_dir: empty; expected a path (relative to the config file's folder)",

@@ -280,6 +280,16 @@ fn check_judge_kind(doc: &serde_json::Value, o: &Override) -> Result<(), ConfigE
         });
     }
     if head == Some("judges") && single && !panel {
+        // A panel member's own field (`judges.0.name`) has no single-judge form to point to.
+        let rest = &o.key[if o.key.get(1).is_some_and(|k| k.parse::<usize>().is_ok()) { 2 } else { 1 }..];
+        if let Some(field) = rest.first().filter(|f| matches!(f.as_str(), "name" | "trusted" | "family" | "prior")) {
+            return Err(ConfigError::Set {
+                given: o.given.clone(),
+                msg: format!(
+                    "this config has one judge (`judge:`), not a panel, and `{field}` is a field of a panel member only: a single judge has no {field}; to make a panel, write `judges:` in the file (docs/config.md, \"A judge panel\", and configs/panel.yaml)"
+                ),
+            });
+        }
         return Err(ConfigError::Set {
             given: o.given.clone(),
             msg: format!(

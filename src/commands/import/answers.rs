@@ -21,6 +21,8 @@ pub(super) struct Answer {
     pub turns: Vec<String>,
     /// Where it was read (file, line), for errors.
     pub at: (PathBuf, usize),
+    /// Turns joined into `text` to a question of one turn (0 when nothing was joined).
+    pub joined: usize,
 }
 
 /// A question of Arena-Hard or MT-Bench: its turns and where it was read.
@@ -79,8 +81,9 @@ pub(super) fn file_stem(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// The answer to one prompt as the pool stores it: single-turn questions get the answer's
-/// turns joined, multi-turn questions keep them (the same number as the question's).
+/// The answer to one prompt as the pool stores it: multi-turn questions keep the answer's turns
+/// (the same number as the question's); to a question of one turn, an answer's turns are joined
+/// (and counted: [`Answer::joined`]).
 fn answer(
     prompt_id: String,
     question: &[String],
@@ -90,6 +93,7 @@ fn answer(
     line: usize,
 ) -> Result<Answer, ImportError> {
     let text = answer_turns.join("\n\n");
+    let joined = if question.len() < 2 && answer_turns.len() > 1 { answer_turns.len() } else { 0 };
     if text.trim().is_empty() {
         return Err(row(
             path,
@@ -97,18 +101,21 @@ fn answer(
             format!("empty answer of system {system:?} to prompt {prompt_id:?}; expected a non-empty answer"),
         ));
     }
+    // An answer of several turns to a question of one (published so in arena-bench-v1) is
+    // joined into one text and counted in a note; otherwise one answer per turn.
+    if question.len() >= 2 && answer_turns.len() != question.len() {
+        return Err(row(
+            path,
+            line,
+            format!(
+                "system {system:?} answers {} turns of prompt {prompt_id:?}, which has {} turn{}; expected one answer per turn",
+                answer_turns.len(),
+                question.len(),
+                if question.len() == 1 { "" } else { "s" }
+            ),
+        ));
+    }
     let (prompt_turns, turns) = if question.len() >= 2 {
-        if answer_turns.len() != question.len() {
-            return Err(row(
-                path,
-                line,
-                format!(
-                    "system {system:?} answers {} turns of prompt {prompt_id:?}, which has {} turns; expected one answer per turn",
-                    answer_turns.len(),
-                    question.len()
-                ),
-            ));
-        }
         if let Some(k) = answer_turns.iter().position(|t| t.trim().is_empty()) {
             return Err(row(
                 path,
@@ -131,6 +138,7 @@ fn answer(
         text,
         turns,
         at: (path.to_owned(), line),
+        joined,
     })
 }
 

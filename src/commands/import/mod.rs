@@ -421,6 +421,19 @@ pub fn import_with(
         notes
             .push(format!("{multi_turn} prompts keep their turns (task_turns on the pool line, turns on each answer)"));
     }
+    if let Some(first) = answers.iter().find(|a| a.joined > 1) {
+        let n = answers.iter().filter(|a| a.joined > 1).count();
+        notes.push(format!(
+            "{} to a prompt of one turn {} several turns, joined into one text with a blank line between them (first: system {:?}, prompt {:?}, {} turns, {}:{}); the judge reads them as one answer",
+            crate::domain::fmt::count(n, "answer"),
+            if n == 1 { "has" } else { "have" },
+            first.system,
+            first.prompt_id,
+            first.joined,
+            first.at.0.display(),
+            first.at.1
+        ));
+    }
     // Names one letter case, Unicode form or space apart (`llama`, `Llama`) are two systems:
     // said, as they are more likely one system spelled twice.
     notes.extend(crate::domain::names::near_duplicates(systems.iter().map(String::as_str), "systems"));
