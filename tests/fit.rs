@@ -130,6 +130,14 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
     let out = run_bin(dir.path(), &[&args[..], &["--judge", "judge C"]].concat());
     assert!(!out.status.success());
     assert!(text(&out).contains("--judge \"judge C\": no verdict of pool"), "{}", text(&out));
+    // Records without a judge are named so (they were listed as `"": 2`).
+    let unnamed = write(
+        dir.path(),
+        "unnamed.jsonl",
+        "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n{\"a\": \"M1\", \"b\": \"M0\", \"y\": 0}\n",
+    );
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), unnamed.to_str().unwrap(), "--judge", "nope"]);
+    assert!(text(&out).contains("the judges there: (no \"judge\" field): 2"), "{}", text(&out));
     // A verdicts file without one valid verdict of the pool fails as `check` does (it exited 0
     // with a prior's ranking): empty, and only invalid verdicts; `--panel` alike.
     let empty = write(dir.path(), "empty.jsonl", "");
@@ -625,4 +633,44 @@ fn other_commands_never_write_a_run_folders_own_files() {
     let out = run_bin(d, &["import", "--format", "csv", "a.csv", "--out", "runs/cheap/pool.jsonl"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("it is the pool.jsonl of the run folder runs/cheap"), "{}", text(&out));
+}
+
+/// A tie in gold quality at the top-k boundary: its members share the remaining places, so the
+/// gold column marks each of them `=` (it starred one of them, the first by index) and says so
+/// under the table, as recall@k counts either; `--out` rows carry `gold_tied`.
+#[test]
+fn a_gold_tie_at_the_boundary_is_marked_on_each_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let q = [5.0, 4.0, 3.0, 3.0, 1.0];
+    let items: Vec<String> =
+        q.iter().enumerate().map(|(i, g)| format!("{{\"id\": \"i{i}\", \"quality\": {g}}}")).collect();
+    write(d, "tie.jsonl", &format!("{{\"pool_id\": \"t\", \"items\": [{}]}}\n", items.join(", ")));
+    // Every ordered pair, won by the better gold (i3 over i2 in both orders).
+    let mut v = String::new();
+    for a in 0..5 {
+        for b in (0..5).filter(|&b| b != a) {
+            let better = q[a] > q[b] || (q[a] == q[b] && a == 3);
+            v.push_str(&format!("{{\"a\": \"i{a}\", \"b\": \"i{b}\", \"y\": {}}}\n", u8::from(better)));
+        }
+    }
+    write(d, "v.jsonl", &v);
+    let out = run_bin(d, &["fit", "tie.jsonl", "v.jsonl", "--k", "3", "--model", "naive", "--out", "f.json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = stdout(&out);
+    let mark = |id: &str| {
+        s.lines().find(|l| l.split_whitespace().nth(1) == Some(id)).unwrap().trim_end().chars().last().unwrap()
+    };
+    assert_eq!([mark("i0"), mark("i1"), mark("i2"), mark("i3")], ['*', '*', '=', '='], "{s}");
+    assert!(s.contains("gold top-3: = marks a tie in gold quality at its boundary: i3, i2 share 1 place (recall@3 counts any of them)\n"), "{s}");
+    assert!(s.contains("recall@3 against gold: 1.00"), "{s}");
+    let f = json(&d.join("f.json"));
+    let tied: Vec<&str> = f["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["gold_tied"] == true)
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(tied, ["i3", "i2"]);
 }

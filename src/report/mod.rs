@@ -138,9 +138,14 @@ pub struct RankRow {
     /// Gold quality, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gold: Option<f64>,
-    /// In the gold top-k, when known.
+    /// In the gold top-k, when known (of a gold tie at the k-th place, the members the point
+    /// top-k takes: `gold_tied` marks the whole tie).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gold_topk: Option<bool>,
+    /// A member of a gold tie at the top-k boundary: the tied bases share its remaining places,
+    /// and recall@k counts any of them (docs/outputs.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gold_tied: bool,
     /// The central 90 % interval of the reported rank under the Laplace posterior, [lower,
     /// upper] (1 = best; absent when not drawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]

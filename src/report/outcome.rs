@@ -110,6 +110,7 @@ pub fn rank(pool: &Pool, k: usize, v: &BaseValues, reported: RankingKind) -> Ran
     let ids = |b: &[usize]| b.iter().map(|&i| pool.bases[i].clone()).collect::<Vec<_>>();
     let gold = pool.base_quality();
     let gold_top = gold.as_ref().map(|g| point_topk(g, k));
+    let gold_tie = gold.as_ref().map(|g| topk_with_ties(g, k).tied).unwrap_or_default();
     let view = |values: &[f64]| {
         let t = topk_with_ties(values, k);
         // A tie in the gold at its k-th place shares its places among the tied (any of them
@@ -164,6 +165,7 @@ pub fn rank(pool: &Pool, k: usize, v: &BaseValues, reported: RankingKind) -> Ran
             in_apparent_topk: ta.topk.contains(&b),
             gold: gold.as_ref().map(|g| g[b]),
             gold_topk: gold_top.as_ref().map(|t| t.contains(&b)),
+            gold_tied: gold_tie.contains(&b),
         })
         .collect();
     Ranked { rows, corrected, apparent }

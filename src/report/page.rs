@@ -397,7 +397,14 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
             v.extend(second);
             if has_gold {
                 v.push(fmt_opt(x.gold, 3));
-                v.push(if x.gold_topk == Some(true) { "✓".into() } else { String::new() });
+                // `=`: a gold tie at the boundary, whose members share its remaining places.
+                v.push(if x.gold_tied {
+                    "= (tie)".into()
+                } else if x.gold_topk == Some(true) {
+                    "✓".into()
+                } else {
+                    String::new()
+                });
             }
             v
         })

@@ -100,11 +100,24 @@ pub fn ranking_table(
             );
         }
         if let (Some(g), Some(t)) = (r.gold, r.gold_topk) {
-            let _ = write!(s, "  {:>6.3}  {:^w2$}", g, mark(t), w2 = 5 + tw);
+            // `=`: a gold tie at the k-th place, whose members share its remaining places.
+            let m = if r.gold_tied { "=" } else { mark(t) };
+            let _ = write!(s, "  {:>6.3}  {:^w2$}", g, m, w2 = 5 + tw);
         }
         let line = s.trim_end().len();
         s.truncate(line);
         s.push('\n');
+    }
+    let tie: Vec<&str> = rows.iter().filter(|r| r.gold_tied).map(|r| r.id.as_str()).collect();
+    if has_gold && !tie.is_empty() {
+        let certain = rows.iter().filter(|r| r.gold_topk == Some(true) && !r.gold_tied).count();
+        let _ = writeln!(
+            s,
+            "gold {top}: = marks a tie in gold quality at its boundary: {} share{} {} (recall@{k} counts any of them)",
+            tie.join(", "),
+            if tie.len() == 1 { "s" } else { "" },
+            crate::domain::fmt::count(k.saturating_sub(certain), "place")
+        );
     }
     s
 }
