@@ -275,6 +275,8 @@ fn bad_inputs_are_named_errors() {
     assert!(e.contains("D/none.json:1: an empty JSON array (the file holds no record)"), "{e}");
     let e = err(&["--format", "csv"], &[write(d, "head.csv", "prompt_id,prompt,system,text\n")]);
     assert!(e.contains("D/head.csv:1: a header and no row (the file holds no answer)"), "{e}");
+    let e = err(&["--format", "csv"], &[write(d, "nothing.csv", "")]);
+    assert!(e.contains("D/nothing.csv:1: the file is empty; expected a CSV header naming the columns prompt_id, prompt, system, text"), "{e}");
     // A key given twice in an answer: refused on its line, not read last-wins.
     let two = write(
         d,

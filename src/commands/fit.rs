@@ -1009,7 +1009,11 @@ impl Selection {
 
 /// `"judge": count` for each judge, for messages.
 fn judge_list(judges: &BTreeMap<String, usize>) -> String {
-    judges.iter().map(|(j, c)| format!("{j:?}: {c}")).collect::<Vec<_>>().join(", ")
+    judges
+        .iter()
+        .map(|(j, c)| if j.is_empty() { format!("(no \"judge\" field): {c}") } else { format!("{j:?}: {c}") })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The judge asked for (`--judge`, exact or a unique prefix; with a run folder and several

@@ -342,6 +342,13 @@ pub fn certified_set_lines(
                 "no item is undecided: {places} {} spread over items each with π ≤ {eps}",
                 if open == 1 { "is" } else { "are" }
             ),
+            // As many undecided as open places: each is the likeliest, its π still below 1 − ε
+            // (the items out share what is left of π, each at most ε).
+            n if n == open => format!(
+                "{} {} likely to take {places} but not certain (π < {lo}: the items out together still hold the rest of π)",
+                list_some(&c.undecided, 12),
+                if n == 1 { "is" } else { "are" }
+            ),
             1 => format!("{} competes for {places}", c.undecided[0]),
             _ => format!("{} compete for {places}", list_some(&c.undecided, 12)),
         };
@@ -700,6 +707,12 @@ mod tests {
         );
         let c = super::super::schema::CertifiedTopk { outside: ids(&["d"]), ..c };
         assert!(certified_set_lines(2, &c, None).ends_with("  out (π ≤ 0.05): 1 (d)\n"));
+        // One undecided item for the one open place: it does not "compete" alone.
+        let c = super::super::schema::CertifiedTopk { undecided: ids(&["b"]), outside: ids(&["c", "d"]), ..c };
+        assert_eq!(
+            certified_set_lines(2, &c, None),
+            "top-2 not certified (ε = 0.05): 1 of 2 places decided (a, π ≥ 0.95); b is likely to take the other 1 place but not certain (π < 0.95: the items out together still hold the rest of π)\n  out (π ≤ 0.05): 2 (c, d)\n"
+        );
     }
 
     /// A coefficient that is 0 up to rounding reads 0; a small real one keeps its digits.

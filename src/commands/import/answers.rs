@@ -534,9 +534,16 @@ pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<Strin
     let (kind, delim) = if tab { ("TSV", b'\t') } else { ("CSV", b',') };
     let bytes = std::fs::read(path).map_err(io(path))?;
     let bytes = crate::domain::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?.as_bytes();
+    let wanted = CSV_COLUMNS.join(", ");
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(row(
+            path,
+            1,
+            format!("the file is empty; expected a {kind} header naming the columns {wanted}, then one answer per row"),
+        ));
+    }
     super::check_quotes(path, bytes, delim)?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).flexible(false).delimiter(delim).from_reader(bytes);
-    let wanted = CSV_COLUMNS.join(", ");
     let header: Vec<String> = rd
         .headers()
         .map_err(|e| row(path, 1, format!("{e}; expected a {kind} header naming the columns {wanted}")))?
