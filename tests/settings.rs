@@ -261,6 +261,16 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         assert!(!out.status.success(), "{args:?}: {}", text(&out));
         assert!(text(&out).contains(message), "{args:?}: expected {message:?} in\n{}", text(&out));
     }
+    // A pool.file given by --set is relative to the config's folder; one found from the shell's
+    // folder instead is pointed out.
+    std::fs::copy(summeval(), dir.path().join("here.jsonl")).unwrap();
+    let sub = write(dir.path(), "sub/c.yaml", &std::fs::read_to_string(&cfg).unwrap());
+    let out = run_bin(dir.path(), &["run", sub.to_str().unwrap(), "--dry-run", "--set", "pool.file=here.jsonl"]);
+    assert!(
+        text(&out).contains("(a pool.file given by --set is relative to the config file's folder, as in the file; here.jsonl exists from here: give it as an absolute path)"),
+        "{}",
+        text(&out)
+    );
     // The dry run refuses a run folder under a file as the run does (it read a file below it).
     let out = run_bin(dir.path(), &["run", c, "--dry-run", "--set", "out_dir=base.yaml"]);
     assert!(!out.status.success());

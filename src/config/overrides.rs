@@ -542,9 +542,26 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
             if named.is_empty() {
                 ConfigError::Pool { path, key, line, pool_file, source }
             } else {
+                // A path given on the command line is read, as the file's own, relative to the
+                // config's folder: when it names a file from the shell's folder instead, say so.
+                let typed = overrides
+                    .iter()
+                    .rev()
+                    .find(|o| o.key == ["pool", "file"])
+                    .and_then(|o| o.value.as_str())
+                    .map(std::path::PathBuf::from)
+                    .filter(|p| p.is_relative() && !pool_file.exists() && p.is_file());
+                let hint = typed
+                    .map(|p| {
+                        format!(
+                            " (a pool.file given by --set is relative to the config file's folder, as in the file; {} exists from here: give it as an absolute path)",
+                            p.display()
+                        )
+                    })
+                    .unwrap_or_default();
                 ConfigError::Set {
                     given: named.join(", "),
-                    msg: format!("{key}: {}", super::pool_message(&pool_file, &source)),
+                    msg: format!("{key}: {}{hint}", super::pool_message(&pool_file, &source)),
                 }
             }
         }
