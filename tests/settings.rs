@@ -216,6 +216,16 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         ),
         // A precision too small for floating point is refused where it is set, not by the fit.
         (vec!["--set", "model.lambda_theta=1e-300"], "model.lambda_theta: 1e-300 must be ≥ 1e-6"),
+        // A simulated latency that would hold the run for hours.
+        (
+            vec!["--set", "judge.mock.latency_ms=99999999999"],
+            "judge.mock: latency_ms = 99999999999 must be at most 60000",
+        ),
+        // One so large that the prior alone decides (the run ranked by the prior: 0 places decided).
+        (
+            vec!["--set", "model.lambda_theta=1e300"],
+            "model.lambda_theta: 1e300 must be ≤ 1e6 (a prior sd of at least 0.001 logits",
+        ),
         (
             vec!["--set", "model.strong_preference_weight=0"],
             "model.strong_preference_weight: 0 must be a number > 0 and ≤ 1e6",

@@ -33,7 +33,7 @@ pub struct MockConfig {
     /// Seed of the keyed Bernoulli draws.
     #[serde(default)]
     pub seed: u64,
-    /// Simulated latency per verdict, milliseconds.
+    /// Simulated latency per verdict, milliseconds (at most [`MAX_LATENCY_MS`], a minute).
     #[serde(default)]
     pub latency_ms: u64,
     /// Simulated price in USD per million prompt tokens (simulated usage: 1.3 tokens per word of
@@ -134,6 +134,10 @@ pub fn item_words(it: &Item) -> f64 {
 /// takes (quality units).
 const MAX_QUALITY_UNITS: f64 = 1e6;
 
+/// The longest simulated latency of one verdict, milliseconds: a minute (a larger one, a typo,
+/// would hold a run for hours).
+pub const MAX_LATENCY_MS: u64 = 60_000;
+
 impl MockJudge {
     /// A mock judge.
     ///
@@ -158,6 +162,13 @@ impl MockJudge {
             if v.abs() > MAX_QUALITY_UNITS {
                 return Err(format!("{k} = {v:e} must be within ±1e6 (quality units): a typo?").into());
             }
+        }
+        if cfg.latency_ms > MAX_LATENCY_MS {
+            return Err(format!(
+                "latency_ms = {} must be at most {MAX_LATENCY_MS} (a minute per verdict; a slow live judge takes seconds): a typo?",
+                cfg.latency_ms
+            )
+            .into());
         }
         if let Some(sp) = &cfg.self_preference {
             if !sp.bonus.is_finite() {

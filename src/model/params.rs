@@ -32,7 +32,12 @@ pub struct ParamError {
 /// of a component compared only within itself stops being positive definite.
 pub const MIN_PRECISION: f64 = 1e-6;
 
-/// Check a prior precision: finite and ≥ [`MIN_PRECISION`], which keeps every MAP fit finite.
+/// The largest prior precision a config may set: a prior sd of 0.001 logits. Above it the prior
+/// alone decides (θ̂, ĉ or κ̂ stays at 0 whatever the verdicts say), which is a typo, not a model.
+pub const MAX_PRECISION: f64 = 1e6;
+
+/// Check a prior precision: finite, ≥ [`MIN_PRECISION`] (which keeps every MAP fit finite) and
+/// ≤ [`MAX_PRECISION`].
 ///
 /// # Errors
 /// [`ParamError`] naming `name`.
@@ -43,6 +48,12 @@ pub fn check_precision(name: &'static str, v: f64) -> Result<(), ParamError> {
             // `1e-300`, not 300 digits.
             value: format!("{v:e}"),
             expected: "must be ≥ 1e-6 (a prior sd of at most 1000 logits; a smaller precision vanishes in floating point beside the comparisons and the fit cannot be solved)",
+        })
+    } else if v > MAX_PRECISION && v.is_finite() {
+        Err(ParamError {
+            name,
+            value: format!("{v:e}"),
+            expected: "must be ≤ 1e6 (a prior sd of at least 0.001 logits; above it the prior alone decides and the verdicts move nothing): a typo?",
         })
     } else if v > 0.0 && v.is_finite() {
         Ok(())
@@ -175,6 +186,11 @@ mod tests {
         }
         assert_eq!(check_precision("lambda_theta", MIN_PRECISION), Ok(()));
         assert!(check_precision("lambda_theta", 1e-300).unwrap_err().to_string().contains("must be ≥ 1e-6"));
+        assert_eq!(check_precision("lambda_theta", MAX_PRECISION), Ok(()));
+        assert_eq!(
+            check_precision("lambda_theta", 1e300).unwrap_err().to_string(),
+            "1e300 must be ≤ 1e6 (a prior sd of at least 0.001 logits; above it the prior alone decides and the verdicts move nothing): a typo?"
+        );
         // Infinity is > 0 but not finite: the message says finite.
         assert!(
             check_precision("lambda_b", f64::INFINITY).unwrap_err().to_string().contains("must be a finite number > 0")
