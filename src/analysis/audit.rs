@@ -354,7 +354,9 @@ pub fn parse_pairs(text: &str) -> Result<Vec<PairSpec>, PairsError> {
         if line.trim().is_empty() {
             continue;
         }
-        let p: PairSpec = serde_json::from_str(line).map_err(|e| PairsError {
+        // The shared reader: the failing field and its column (serde's own text added a second
+        // "line 1" beside the file's line).
+        let p: PairSpec = crate::domain::json::from_str(line).map_err(|e| PairsError {
             line: ln,
             msg: format!(
                 "{}; expected {{\"id\", \"task\"?, \"kind\"?: \"pair\"|\"probe\", \"x\": {{\"id\"?, \"text\"?, \"quality\"?, \"words\"?, \"rendering\"?}}, \"y\": {{...}}, \"winner\"?: \"x\"|\"y\"}}",
@@ -1150,6 +1152,12 @@ mod tests {
         assert!(e.msg.contains("x: needs \"text\" or \"words\""), "{e}");
         let e = parse_pairs(r#"{"id":"a","x":{"words":1},"y":{"words":3},"colour":1}"#).unwrap_err();
         assert!(e.msg.contains("colour"), "{e}");
+        // The file's line alone, the column within it and the field in words (serde said "at
+        // line 1 column 62" beside the file's line 4, and "unknown variant").
+        let e = parse_pairs("{\"id\":\"a\",\"x\":{\"words\":1},\"y\":{\"words\":3").unwrap_err();
+        assert!(e.msg.starts_with("not valid JSON: EOF while parsing an object at column 40; expected {"), "{e}");
+        let e = parse_pairs(r#"{"id":"a","kind":"pear","x":{"words":1},"y":{"words":3}}"#).unwrap_err();
+        assert!(e.msg.starts_with("at `kind`: unknown value `pear`, expected `pair` or `probe` (column 23)"), "{e}");
         let e = parse_pairs(r#"{"id":"q","kind":"probe","x":{"quality":1,"words":1},"y":{"quality":2,"words":3}}"#)
             .unwrap_err();
         assert!(e.msg.contains("probes must have equal quality"), "{e}");

@@ -841,7 +841,7 @@ mod tests {
             ("certify={eps: 0.1}", "certify.eps: unknown field `eps`, expected one of epsilon"),
             (
                 "model={covariates: [{name: words, transform: zz}]}",
-                "model.covariates[0].transform: unknown variant `zz`, expected one of zscore, raw, log",
+                "model.covariates[0].transform: unknown value `zz`, expected one of zscore, raw, log",
             ),
             ("judge={mock: {seed: 1, sed: 2}}", "judge.mock.sed: unknown field `sed`"),
         ] {

@@ -137,7 +137,8 @@ fn words(raw: &str) -> String {
     };
     match crate::domain::serde_words::invalid_type(raw, &crate::domain::serde_words::JSON) {
         Some(t) if t.before.is_empty() => format!("expected {}, found {}", named(t.expected), t.found),
-        _ => raw.to_string(),
+        // serde's word for one of a field's named values.
+        _ => raw.replace("unknown variant `", "unknown value `"),
     }
 }
 

@@ -157,7 +157,8 @@ pub fn plotted(run: &RunDir) -> (Vec<Interval>, Vec<(String, f64, bool)>) {
                 lo: v - 2.0 * sd,
                 hi: v + 2.0 * sd,
                 highlight: row.in_topk,
-                marked: row.gold_topk == Some(true),
+                // A gold tie at the boundary: each member shares its places, so each is boxed.
+                marked: row.gold_topk == Some(true) || row.gold_tied,
             }
         })
         .collect();

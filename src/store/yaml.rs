@@ -44,10 +44,14 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
             ));
         }
         // Advice addressed to programmers using the parser, not to users of the file.
-        let m = m.replace(", set DuplicateKeyPolicy in Options if acceptable", "").replace(
-            "multiple YAML documents detected; use from_str_multiple or from_str_multiple_with_options",
-            "a second YAML document starts here (a `---` line): this file holds one document; remove the `---` and merge what follows into the first",
-        );
+        let m = m
+            .replace(", set DuplicateKeyPolicy in Options if acceptable", "")
+            .replace(
+                "multiple YAML documents detected; use from_str_multiple or from_str_multiple_with_options",
+                "a second YAML document starts here (a `---` line): this file holds one document; remove the `---` and merge what follows into the first",
+            )
+            // serde's word for one of a setting's named values.
+            .replace("unknown variant `", "unknown value `");
         if let Some(tab) = tab_indent_message(text, &m) {
             return YamlError(tab);
         }
