@@ -721,6 +721,13 @@ fn a_panel_resumed_under_a_used_up_budget_says_so() {
             && said.contains("\n  the run folder's books ($0.0"),
         "{said}"
     );
+    // Its report says the budget was lowered below the books (no reply passed a reservation).
+    assert!(run_bin(dir.path(), &["report", "runs/summeval-panel"]).status.success());
+    let md = std::fs::read_to_string(dir.path().join("runs/summeval-panel/report.md")).unwrap();
+    assert!(
+        md.contains("above budget.max_usd \\$0.0100 (") && md.contains("spent before budget.max_usd was lowered to it"),
+        "{md}"
+    );
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--max-comparisons", "10", "--max-usd", "1e300"]);
     let said = stdout(&out);
     assert!(
@@ -1662,12 +1669,11 @@ fn a_panel_of_judges_answering_at_random_certifies_nothing() {
     let cfg = shipped_panel(dir.path(), "noise", noise);
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    let says =
-        "certified top-3 (ε = 0.05): nothing certified: no judge's verdicts tell the answers apart, and the panel's ";
+    let says = "certified top-3 (ε = 0.05): nothing certified: the panel's ";
     assert!(stdout(&out).contains(says), "{}", stdout(&out));
     assert!(
         stdout(&out).contains(
-            "verdicts together spread their wins as judges answering at random would (equal-quality test: p = "
+            "verdicts do not tell the answers apart: they spread their wins as judges answering at random would (equal-quality test: p = "
         ),
         "{}",
         stdout(&out)
@@ -1677,7 +1683,25 @@ fn a_panel_of_judges_answering_at_random_certifies_nothing() {
     assert_eq!((c["in"].as_array().unwrap().len(), c["out"].as_array().unwrap().len()), (0, 0), "{c}");
     assert_eq!(c["undecided"].as_array().unwrap().len(), 16);
     let out = run_bin(dir.path(), &["fit", "runs/summeval-panel"]);
-    assert!(stdout(&out).contains("nothing certified: no judge's verdicts tell the answers apart"), "{}", text(&out));
+    assert!(stdout(&out).contains("verdicts do not tell the answers apart: they spread their wins"), "{}", text(&out));
+    // Five judges answering at random, one of which passes its own test by chance (j0, 212
+    // verdicts): one test over all verdicts, so still nothing (4 bases were certified out).
+    let judges: String = (0..5)
+        .map(|j| format!("  - {{name: j{j}, mock: {{mode: stochastic, pos_bias: 0, verb_per_word: 0, temperature: 1000, seed: {}, input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6}}}}\n", 40 + j))
+        .collect();
+    let five = write(
+        dir.path(),
+        "five.yaml",
+        &format!(
+            "name: five\nout_dir: runs\npool: {{file: {}}}\nk: 3\njudges:\n{judges}model: {{kind: bias_aware, covariates: [{{name: words, transform: zscore}}]}}\nacquisition: {{refit_every: 8, concurrency: 8, seed: 42, mc_draws: 1000}}\nbudget: {{max_comparisons: 500}}\n",
+            summeval().display()
+        ),
+    );
+    let out = run_bin(dir.path(), &["run", five.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains(says), "{}", stdout(&out));
+    let r = json(&dir.path().join("runs/five/result.json"));
+    assert_eq!(r["certified"]["out"].as_array().unwrap().len(), 0, "{}", r["certified"]);
     // The shipped panel's judges see quality: bases are certified out.
     let cfg = shipped_panel(dir.path(), "signal", |y| y.replace("name: summeval-panel", "name: signal"));
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);

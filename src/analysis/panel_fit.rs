@@ -513,19 +513,16 @@ pub fn no_signal_phrase(ns: &NoSignal) -> String {
     }
 }
 
-/// Why nothing is certified when no judge of the panel tells the answers apart: every judge
-/// without signal (or with too few verdicts to test), and all their verdicts together
-/// indistinguishable from a judge answering at random ([`signal_check`], docs/model.md §6), as
-/// a single judge's fit says; `None` when a judge has signal.
+/// Why nothing is certified when the panel's verdicts do not tell the answers apart: all of
+/// them together indistinguishable from judges answering at random ([`signal_check`] over every
+/// judge's verdicts, docs/model.md §6), as a single judge's fit says of its own; `None` when
+/// they show a signal. One test over all verdicts keeps its 5 % level however many judges the
+/// panel has (a judge passing its own test by chance would otherwise let noise through).
 fn panel_without_signal(pool: &Pool, judges: &[JudgeVerdicts]) -> Option<String> {
-    let tested = |v: &[ItemVerdict]| signal_check(v, &pool.item_base, pool.n_bases());
-    if judges.iter().any(|g| g.verdicts.len() >= NO_SIGNAL_MIN_VERDICTS && tested(&g.verdicts).is_none()) {
-        return None;
-    }
     let all: Vec<ItemVerdict> = judges.iter().flat_map(|g| g.verdicts.iter().copied()).collect();
-    let pooled = tested(&all)?;
+    let pooled = signal_check(&all, &pool.item_base, pool.n_bases())?;
     Some(format!(
-        "no judge's verdicts tell the answers apart, and the panel's {} verdicts together {}; more comparisons may show a difference, or use a stronger judge",
+        "the panel's {} verdicts do not tell the answers apart: they {}; more comparisons may show a difference, or use a stronger judge",
         all.len(),
         match (pooled.lean, pooled.equal_quality_p) {
             (Lean::Indistinct, Some(p)) =>
