@@ -515,6 +515,22 @@ fn check_names_what_it_cannot_use() {
         "{}",
         text(&o)
     );
+    // Two prompting strategies of one judge are two recorded judges (as the replay judge reads
+    // them), not a conflict; another cost for one verdict is.
+    let mut plain = flipped.clone();
+    plain["prompting"] = serde_json::json!("plain");
+    write(d, "prompting.jsonl", &format!("{rec}{plain}\n"));
+    let o = run_bin(d, &["check", "pool.jsonl", "prompting.jsonl"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let mut dearer = line1.clone();
+    dearer["cost_usd"] = serde_json::json!(line1["cost_usd"].as_f64().unwrap_or(0.0) + 1.0);
+    write(d, "cost.jsonl", &format!("{rec}{dearer}\n"));
+    let o = run_bin(d, &["check", "pool.jsonl", "cost.jsonl"]);
+    assert!(
+        stderr(&o).contains("recorded again with another cost_usd (the same verdict) (first on line 1)"),
+        "{}",
+        text(&o)
+    );
     let mut no_prompt = line1.clone();
     no_prompt.as_object_mut().unwrap().remove("pool_id");
     write(d, "noprompt.jsonl", &format!("{no_prompt}\n{rec}"));

@@ -128,6 +128,10 @@ pub struct VerdictLine {
     pub key: Option<String>,
     /// The judge stated a strong preference (`"strong_preference": true`, docs/live.md).
     pub strong_preference: bool,
+    /// The prompting strategy, when given (`"prompting"`, a recording's: docs/replay.md).
+    pub prompting: Option<String>,
+    /// The recorded cost in USD, when given and a number.
+    pub cost_usd: Option<f64>,
 }
 
 const EXPECTED: &str = "expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\": 1 if a won, 0 if b won, 0.5 for a tie, or null for an invalid verdict}";
@@ -238,6 +242,8 @@ fn read_verdict_lines_but(
             judge_settings: opt("judge_settings")?,
             key: obj.get("key").and_then(|k| k.as_str()).map(str::to_owned),
             strong_preference,
+            prompting: opt("prompting")?,
+            cost_usd: obj.get("cost_usd").and_then(serde_json::Value::as_f64),
         });
     }
     if let Some((line, first)) = repeats.first().filter(|_| repeats_fitted) {
@@ -1306,8 +1312,9 @@ pub struct FitArgs {
 }
 
 /// A recording's lines as the replay judge reads them (docs/replay.md): each names its prompt
-/// (`pool_id`); of the lines of one judge, settings id, prompt and ordered pair the first is
-/// kept and a repeat of its verdict is counted once (said in a warning, pushed to `warnings`).
+/// (`pool_id`); of the lines of one judge, settings id, prompting strategy, prompt and ordered
+/// pair the first is kept and a repeat of its verdict and cost is counted once (said in a
+/// warning, pushed to `warnings`).
 ///
 /// # Errors
 /// [`FitCommandError::Invalid`] naming the line without a `pool_id`, or the two lines that give
@@ -1317,8 +1324,11 @@ fn one_per_ordered_pair(
     path: &Path,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<VerdictLine>, FitCommandError> {
-    type Query = (Option<String>, Option<String>, String, String, String);
-    let mut first: std::collections::HashMap<Query, (usize, Option<f64>)> = std::collections::HashMap::new();
+    // A recorded judge is its name, settings id and prompting strategy (as the replay judge
+    // tells them apart).
+    type Query = (Option<String>, Option<String>, Option<String>, String, String, String);
+    type Recorded = (usize, Option<f64>, Option<f64>);
+    let mut first: std::collections::HashMap<Query, Recorded> = std::collections::HashMap::new();
     let mut repeats: Vec<(usize, usize)> = Vec::new();
     let mut kept = Vec::with_capacity(lines.len());
     for l in lines {
@@ -1329,22 +1339,28 @@ fn one_per_ordered_pair(
                 l.line
             )));
         };
-        let q: Query = (l.judge.clone(), l.judge_settings.clone(), pool_id, l.a.clone(), l.b.clone());
+        let q: Query =
+            (l.judge.clone(), l.judge_settings.clone(), l.prompting.clone(), pool_id, l.a.clone(), l.b.clone());
+        let bits = |x: Option<f64>| x.map(f64::to_bits);
         match first.get(&q) {
             None => {
-                first.insert(q, (l.line, l.y));
+                first.insert(q, (l.line, l.y, l.cost_usd));
                 kept.push(l);
             }
-            Some(&(line, y)) if y.map(f64::to_bits) == l.y.map(f64::to_bits) => repeats.push((l.line, line)),
-            Some(&(line, _)) => {
+            Some(&(line, y, cost)) if bits(y) == bits(l.y) && bits(cost) == bits(l.cost_usd) => {
+                repeats.push((l.line, line));
+            }
+            Some(&(line, y, _)) => {
                 return Err(FitCommandError::Invalid(format!(
-                    "{}:{}: {}pool {:?}, {:?} shown first vs {:?}: recorded again with another verdict (first on line {line}); a recording holds one verdict per judge, prompt and ordered pair",
+                    "{}:{}: {}{}pool {:?}, {:?} shown first vs {:?}: recorded again with another {} (first on line {line}); a recording holds one verdict per judge, prompt and ordered pair",
                     path.display(),
                     l.line,
                     l.judge.as_deref().map(|j| format!("judge {j:?}, ")).unwrap_or_default(),
-                    q.2,
+                    l.prompting.as_deref().map(|p| format!("prompting {p:?}, ")).unwrap_or_default(),
                     q.3,
-                    q.4
+                    q.4,
+                    q.5,
+                    if bits(y) == bits(l.y) { "cost_usd (the same verdict)" } else { "verdict" }
                 )));
             }
         }

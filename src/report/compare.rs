@@ -325,8 +325,9 @@ pub struct PanelRunDir {
     pub verdicts: Vec<VerdictRecord>,
     /// Refits: (spend USD, valid verdicts, top-k).
     pub fits: Vec<(f64, usize, Vec<String>)>,
-    /// The run folder's books and `budget.max_usd` (USD), when the books passed it.
-    pub budget_passed: Option<(f64, f64)>,
+    /// The run folder's books and `budget.max_usd` (USD), when the books passed it, and whether
+    /// by an overrun.
+    pub budget_passed: Option<(f64, f64, bool)>,
 }
 
 impl PanelRunDir {
@@ -416,7 +417,8 @@ impl PanelRunDir {
             comparisons: num("/comparisons")? as usize,
             budget_passed: {
                 let books = v.pointer("/folder_spend/spend_usd").and_then(serde_json::Value::as_f64).unwrap_or(own_usd);
-                v["max_usd"].as_f64().filter(|&m| books > m + 1e-9).map(|m| (books, m))
+                let overrun = v.get("overrun").is_some_and(|o| !o.is_null());
+                v["max_usd"].as_f64().filter(|&m| books > m + 1e-9).map(|m| (books, m, overrun))
             },
             valid: num("/fit/comparisons")? as usize,
             topk: strs(field("/topk")?),
@@ -528,10 +530,10 @@ pub struct CompareRow {
     pub flip_rate: Option<f64>,
     /// Where `spend_usd` comes from.
     pub cost: CostSource,
-    /// The run folder's books and `budget.max_usd` (USD), when the books passed it (replies
-    /// billed above what was reserved for them).
+    /// The run folder's books and `budget.max_usd` (USD), when the books passed it, and whether
+    /// replies were billed above their reservations (else the budget was lowered below the books).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub budget_passed: Option<(f64, f64)>,
+    pub budget_passed: Option<(f64, f64, bool)>,
 }
 
 /// The whole comparison.
@@ -627,7 +629,7 @@ pub fn compare_with_panels(
                     .folder_spend
                     .max_usd
                     .filter(|&m| r.result.folder_spend.spend_usd > m + 1e-9)
-                    .map(|m| (r.result.folder_spend.spend_usd, m)),
+                    .map(|m| (r.result.folder_spend.spend_usd, m, r.result.overrun.is_some())),
             }
         })
         .collect();
@@ -707,12 +709,12 @@ pub fn markdown(c: &Comparison) -> String {
         );
     }
     for r in &c.rows {
-        if let Some((books, m)) = r.budget_passed {
+        if let Some((books, m, overrun)) = r.budget_passed {
             let _ = writeln!(
                 s,
                 "\n{}: {}.",
                 md::text(&r.run),
-                crate::report::summary::budget_passed(books, Some(m)).unwrap_or_default()
+                crate::report::summary::budget_passed(books, Some(m), overrun).unwrap_or_default()
             );
         }
     }

@@ -318,7 +318,11 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     for part in crate::report::summary::spend_includes(r) {
         facts.push(format!("spend {} includes {part}", crate::report::table::usd(r.spend_usd)));
     }
-    facts.extend(crate::report::summary::budget_passed(r.folder_spend.spend_usd, r.folder_spend.max_usd));
+    facts.extend(crate::report::summary::budget_passed(
+        r.folder_spend.spend_usd,
+        r.folder_spend.max_usd,
+        r.overrun.is_some(),
+    ));
     if let Some(o) = &r.overrun {
         facts.push(crate::report::summary::overrun_line(o));
     }

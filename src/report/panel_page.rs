@@ -190,7 +190,7 @@ fn content(r: &PanelResultDoc) -> Content {
         spend_line
     });
     let books = r.folder_spend.as_ref().map_or(r.spend_usd, |f| f.spend_usd);
-    facts.extend(crate::report::summary::budget_passed(books, r.max_usd));
+    facts.extend(crate::report::summary::budget_passed(books, r.max_usd, r.overrun.is_some()));
     // Replies billed above their reservations, said as the run's summary says them.
     if let Some(o) = &r.overrun {
         facts.push(crate::report::summary::panel_overrun_line(o, &r.overrun_judges));

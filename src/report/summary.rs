@@ -623,14 +623,21 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
 
 /// The line of a run whose folder's books passed `budget.max_usd` (replies billed above what was
 /// reserved for them), as `run` says it when it exits 1: `None` within the budget or without one.
-pub fn budget_passed(books_usd: f64, max_usd: Option<f64>) -> Option<String> {
+/// `overrun`: whether replies of the run were billed above their reservations; without one,
+/// the books passed a `max_usd` lowered below what the folder had spent before.
+pub fn budget_passed(books_usd: f64, max_usd: Option<f64>, overrun: bool) -> Option<String> {
     let m = max_usd?;
     (books_usd > m + 1e-9).then(|| {
         format!(
-            "budget passed: the run folder's books hold {}, above budget.max_usd {}{}: replies were billed above what was reserved for them (the run's `overrun:` line says which)",
+            "budget passed: the run folder's books hold {}, above budget.max_usd {}{}: {}",
             crate::report::table::usd(books_usd),
             crate::report::table::usd(m),
-            if m > 0.0 { format!(" ({:.1}×)", books_usd / m) } else { String::new() }
+            if m > 0.0 { format!(" ({:.1}×)", books_usd / m) } else { String::new() },
+            if overrun {
+                "replies were billed above what was reserved for them (the run's `overrun:` line says which)"
+            } else {
+                "spent before budget.max_usd was lowered to it (a run sends nothing once its books reach max_usd)"
+            }
         )
     })
 }

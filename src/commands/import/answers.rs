@@ -108,10 +108,9 @@ fn answer(
             path,
             line,
             format!(
-                "system {system:?} answers {} turns of prompt {prompt_id:?}, which has {} turn{}; expected one answer per turn",
-                answer_turns.len(),
-                question.len(),
-                if question.len() == 1 { "" } else { "s" }
+                "system {system:?} answers {} of prompt {prompt_id:?}, which has {}; expected one answer per turn",
+                crate::domain::fmt::count(answer_turns.len(), "turn"),
+                crate::domain::fmt::count(question.len(), "turn")
             ),
         ));
     }
