@@ -774,3 +774,36 @@ fn a_run_folder_or_its_result_json_in_the_wrong_place_is_named() {
     let out = run_bin(dir.path(), &["report", "runs/gone"]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// A gold tie at the top-k boundary: report.md names the gold top-k as the members it is sure
+/// of, then the tie sharing its places (it named one arbitrary set, i0, i1, i2).
+#[test]
+fn a_reports_gold_top_k_names_a_tie_at_its_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let long: Vec<&str> = std::iter::repeat_n("w", 52).collect();
+    write(
+        d,
+        "tie.jsonl",
+        &format!(
+            "{{\"pool_id\": \"t\", \"items\": [{{\"id\": \"i0\", \"quality\": 5, \"text\": \"x\"}}, {{\"id\": \"i1\", \"quality\": 4, \"text\": \"x y\"}}, {{\"id\": \"i2\", \"quality\": 3, \"text\": \"a b c\"}}, {{\"id\": \"i3\", \"quality\": 3, \"text\": \"{}\"}}, {{\"id\": \"i4\", \"quality\": 1, \"text\": \"z\"}}]}}\n",
+            long.join(" ")
+        ),
+    );
+    let cfg = write(
+        d,
+        "tie.yaml",
+        "name: tie\nout_dir: runs\npool: {file: tie.jsonl}\nk: 3\njudge: {mock: {seed: 3}}\nmodel: {kind: naive}\nbudget: {max_comparisons: 20}\n",
+    );
+    let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("point top-3: i0, i1, i3\nrecall@3 against gold: 1.00\n"), "{}", stdout(&out));
+    assert!(run_bin(d, &["report", "runs/tie"]).status.success());
+    let md = std::fs::read_to_string(d.join("runs/tie/report.md")).unwrap();
+    assert!(
+        md.contains(
+            "- top-3: i0, i1, i3; recall@3 against the gold top-3 (i0, i1, then i3 = i2 sharing 1 place): 1.00"
+        ),
+        "{md}"
+    );
+}

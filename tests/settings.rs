@@ -100,6 +100,25 @@ fn configs_and_sweeps_name_the_key_of_a_bad_setting() {
         "{}",
         text(&out)
     );
+    // A pipeline sweep's simulated latency: named by its field and value (it was a Rust dump of
+    // the whole setting), and bounded (1e308 s made the virtual wall time infinite).
+    let shipped = std::fs::read_to_string(root().join("configs/sweep-pipeline.yaml")).unwrap();
+    let latency = shipped.lines().find(|l| l.trim_start().starts_with("latency:")).expect("a latency line").to_string();
+    for (value, says) in [
+        (
+            "{mean_s: -1, sd_s: 0.2}",
+            "pipeline.latency.mean_s: -1 must be > 0 and at most 3600 (seconds per request; an hour): a typo?",
+        ),
+        ("{mean_s: 1e308, sd_s: 0.2}", "pipeline.latency.mean_s: 1e308 must be > 0 and at most 3600"),
+        ("{mean_s: 1, sd_s: 1e308}", "pipeline.latency.sd_s: 1e308 must be ≥ 0 and at most 3600"),
+    ] {
+        let indent = &latency[..latency.len() - latency.trim_start().len()];
+        let yaml = shipped.replace(&latency, &format!("{indent}latency: {value}"));
+        let cfg = write(dir.path(), "lat.yaml", &yaml);
+        let out = run_bin(dir.path(), &["simulate", cfg.to_str().unwrap(), "--quiet"]);
+        assert!(!out.status.success(), "{value}: {}", text(&out));
+        assert!(text(&out).contains(says) && !text(&out).contains("Latency {"), "{value}: {}", text(&out));
+    }
 }
 
 #[test]

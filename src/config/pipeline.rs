@@ -10,6 +10,9 @@ use crate::model::summary::ModelKind;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+/// The longest simulated latency of one request (mean or sd), seconds: an hour.
+pub const MAX_LATENCY_S: f64 = 3600.0;
+
 /// A judge's reply latency, seconds: normal with this mean and standard deviation, cut at 0.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -163,12 +166,22 @@ impl PipelineSweep {
         }
         sections::check_distinct("budgets", &s.budgets, ToString::to_string).map_err(inv)?;
         sections::check_cadence(s.refit_every, s.mc_draws, "").map_err(inv)?;
+        // Seconds per simulated request: positive, finite and at most an hour (a larger one is
+        // a typo, and made the virtual wall time infinite).
         let l = s.pipeline.latency;
-        if !(l.mean_s > 0.0 && l.mean_s.is_finite() && l.sd_s >= 0.0 && l.sd_s.is_finite()) {
-            return Err(inv(InvalidSetting::new(
-                "pipeline.latency",
-                format!("{l:?}: mean_s must be > 0 and sd_s ≥ 0"),
-            )));
+        for (key, v, ok) in
+            [("pipeline.latency.mean_s", l.mean_s, l.mean_s > 0.0), ("pipeline.latency.sd_s", l.sd_s, l.sd_s >= 0.0)]
+        {
+            if !(ok && v.is_finite() && v <= MAX_LATENCY_S) {
+                return Err(inv(InvalidSetting::new(
+                    key,
+                    format!(
+                        "{} must be {} and at most {MAX_LATENCY_S} (seconds per request; an hour): a typo?",
+                        if v.abs() >= 1e6 { format!("{v:e}") } else { v.to_string() },
+                        if key.ends_with("mean_s") { "> 0" } else { "≥ 0" }
+                    ),
+                )));
+            }
         }
         if s.pipeline.runs.is_empty() {
             return Err(bad("pipeline.runs", "must list at least one run"));
