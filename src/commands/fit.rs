@@ -248,11 +248,9 @@ fn read_verdict_lines_but(
     }
     if let Some((line, first)) = repeats.first().filter(|_| repeats_fitted) {
         warnings.push(format!(
-            "{}: {} line{} repeat{} an earlier line exactly (line {line} repeats line {first}); each is fitted as a verdict of its own: if the file holds some verdicts twice (written or concatenated twice), remove the repeats; repeated samples of one query are fine",
+            "{}: {} an earlier line exactly (line {line} repeats line {first}); each is fitted as a verdict of its own: if the file holds some verdicts twice (written or concatenated twice), remove the repeats; repeated samples of one query are fine",
             path.display(),
-            repeats.len(),
-            if repeats.len() == 1 { "" } else { "s" },
-            if repeats.len() == 1 { "s" } else { "" }
+            lines_repeat(repeats.len())
         ));
     }
     Ok((out, warnings))
@@ -1311,6 +1309,11 @@ pub struct FitArgs {
     pub system_family: Vec<String>,
 }
 
+/// `1 line repeats`, `3 lines repeat`.
+fn lines_repeat(n: usize) -> String {
+    format!("{} repeat{}", crate::domain::fmt::count(n, "line"), if n == 1 { "s" } else { "" })
+}
+
 /// A recording's lines as the replay judge reads them (docs/replay.md): each names its prompt
 /// (`pool_id`); of the lines of one judge, settings id, prompting strategy, prompt and ordered
 /// pair the first is kept and a repeat of its verdict and cost is counted once (said in a
@@ -1367,11 +1370,9 @@ fn one_per_ordered_pair(
     }
     if let Some((line, of)) = repeats.first() {
         warnings.push(format!(
-            "{}: {} line{} repeat{} the verdict of an earlier line for the same judge, prompt and ordered pair (line {line} repeats line {of}); each is counted once, as a recording holds one verdict per ordered pair",
+            "{}: {} the verdict of an earlier line for the same judge, prompt and ordered pair (line {line} repeats line {of}); each is counted once, as a recording holds one verdict per ordered pair",
             path.display(),
-            repeats.len(),
-            if repeats.len() == 1 { "" } else { "s" },
-            if repeats.len() == 1 { "s" } else { "" }
+            lines_repeat(repeats.len())
         ));
     }
     Ok(kept)
