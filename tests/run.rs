@@ -264,8 +264,6 @@ fn zero_valid_comparisons_claim_no_top_k_and_say_what_a_query_needs() {
     );
 }
 
-/// A 4-item pool: a beats b and c, b and c each beat d, in both orders: b and c are tied for
-/// the second place of a top-2.
 /// Two comparisons of the main job: the point top-3 is three answers never compared (ranked on
 /// ĉ·x), so its recall is said to be the prior's guess, not a result.
 #[test]
@@ -284,6 +282,8 @@ fn the_recall_of_a_top_k_never_compared_is_said_to_be_the_priors() {
     );
 }
 
+/// A 4-item pool: a beats b and c, b and c each beat d, in both orders: b and c are tied for
+/// the second place of a top-2.
 #[test]
 fn ties_that_decide_the_top_k_are_reported_as_ties() {
     let dir = tempfile::tempdir().unwrap();
