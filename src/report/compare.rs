@@ -325,9 +325,8 @@ pub struct PanelRunDir {
     pub verdicts: Vec<VerdictRecord>,
     /// Refits: (spend USD, valid verdicts, top-k).
     pub fits: Vec<(f64, usize, Vec<String>)>,
-    /// The run folder's books and `budget.max_usd` (USD), when the books passed it, and whether
-    /// by an overrun.
-    pub budget_passed: Option<(f64, f64, bool)>,
+    /// The run folder's books against `budget.max_usd`, when the books passed it.
+    pub budget_passed: Option<crate::report::summary::BudgetPassed>,
 }
 
 impl PanelRunDir {
@@ -418,7 +417,7 @@ impl PanelRunDir {
             budget_passed: {
                 let books = v.pointer("/folder_spend/spend_usd").and_then(serde_json::Value::as_f64).unwrap_or(own_usd);
                 let overrun = v.get("overrun").is_some_and(|o| !o.is_null());
-                v["max_usd"].as_f64().filter(|&m| books > m + 1e-9).map(|m| (books, m, overrun))
+                crate::report::summary::BudgetPassed::of(books, v["max_usd"].as_f64(), overrun)
             },
             valid: num("/fit/comparisons")? as usize,
             topk: strs(field("/topk")?),
@@ -530,10 +529,9 @@ pub struct CompareRow {
     pub flip_rate: Option<f64>,
     /// Where `spend_usd` comes from.
     pub cost: CostSource,
-    /// The run folder's books and `budget.max_usd` (USD), when the books passed it, and whether
-    /// replies were billed above their reservations (else the budget was lowered below the books).
+    /// The run folder's books against `budget.max_usd`, when the books passed it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub budget_passed: Option<(f64, f64, bool)>,
+    pub budget_passed: Option<crate::report::summary::BudgetPassed>,
 }
 
 /// The whole comparison.
@@ -624,12 +622,11 @@ pub fn compare_with_panels(
                 both_order_pairs: n,
                 flip_rate: (n > 0).then(|| f as f64 / n as f64),
                 cost: r.cost_source(),
-                budget_passed: r
-                    .result
-                    .folder_spend
-                    .max_usd
-                    .filter(|&m| r.result.folder_spend.spend_usd > m + 1e-9)
-                    .map(|m| (r.result.folder_spend.spend_usd, m, r.result.overrun.is_some())),
+                budget_passed: crate::report::summary::BudgetPassed::of(
+                    r.result.folder_spend.spend_usd,
+                    r.result.folder_spend.max_usd,
+                    r.result.overrun.is_some(),
+                ),
             }
         })
         .collect();
@@ -709,13 +706,8 @@ pub fn markdown(c: &Comparison) -> String {
         );
     }
     for r in &c.rows {
-        if let Some((books, m, overrun)) = r.budget_passed {
-            let _ = writeln!(
-                s,
-                "\n{}: {}.",
-                md::text(&r.run),
-                crate::report::summary::budget_passed(books, Some(m), overrun).unwrap_or_default()
-            );
+        if let Some(b) = r.budget_passed {
+            let _ = writeln!(s, "\n{}: {}.", md::text(&r.run), b.line());
         }
     }
     let priced: Vec<String> =

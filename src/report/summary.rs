@@ -621,25 +621,46 @@ pub fn stats_line(j: &crate::judge::JudgeStats) -> String {
     s
 }
 
-/// The line of a run whose folder's books passed `budget.max_usd` (replies billed above what was
-/// reserved for them), as `run` says it when it exits 1: `None` within the budget or without one.
-/// `overrun`: whether replies of the run were billed above their reservations; without one,
-/// the books passed a `max_usd` lowered below what the folder had spent before.
-pub fn budget_passed(books_usd: f64, max_usd: Option<f64>, overrun: bool) -> Option<String> {
-    let m = max_usd?;
-    (books_usd > m + 1e-9).then(|| {
+/// A run folder whose books passed `budget.max_usd`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct BudgetPassed {
+    /// What the folder's books hold (USD).
+    pub books_usd: f64,
+    /// The run's `budget.max_usd` (USD).
+    pub max_usd: f64,
+    /// Whether replies of the run were billed above their reservations; without one, the books
+    /// passed a `max_usd` lowered below what the folder had spent before.
+    pub overrun: bool,
+}
+
+impl BudgetPassed {
+    /// The books against the budget: `None` within it (to 1e-9 USD) or without one.
+    pub fn of(books_usd: f64, max_usd: Option<f64>, overrun: bool) -> Option<Self> {
+        let max_usd = max_usd?;
+        (books_usd > max_usd + 1e-9).then_some(Self { books_usd, max_usd, overrun })
+    }
+
+    /// The line, as `run` says it when it exits 1.
+    pub fn line(&self) -> String {
+        let (books, m) = (self.books_usd, self.max_usd);
         format!(
             "budget passed: the run folder's books hold {}, above budget.max_usd {}{}: {}",
-            crate::report::table::usd(books_usd),
+            crate::report::table::usd(books),
             crate::report::table::usd(m),
-            if m > 0.0 { format!(" ({:.1}×)", books_usd / m) } else { String::new() },
-            if overrun {
+            if m > 0.0 { format!(" ({:.1}×)", books / m) } else { String::new() },
+            if self.overrun {
                 "replies were billed above what was reserved for them (the run's `overrun:` line says which)"
             } else {
                 "spent before budget.max_usd was lowered to it (a run sends nothing once its books reach max_usd)"
             }
         )
-    })
+    }
+}
+
+/// The line of a run whose folder's books passed `budget.max_usd` ([`BudgetPassed::line`]):
+/// `None` within the budget or without one.
+pub fn budget_passed(books_usd: f64, max_usd: Option<f64>, overrun: bool) -> Option<String> {
+    BudgetPassed::of(books_usd, max_usd, overrun).map(|b| b.line())
 }
 
 /// A judge panel's `overrun:` line: [`overrun_line`] naming the judges whose replies passed a
