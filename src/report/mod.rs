@@ -91,6 +91,30 @@ pub fn by_cov(cov: &Covariates, v: &[f64]) -> BTreeMap<String, f64> {
     cov.names.iter().cloned().zip(v.iter().copied()).collect()
 }
 
+/// A gold tie at the top-k boundary, read from the ranking rows' `gold_tied` marks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GoldTie<'a> {
+    /// The gold top-k members outside the tie, in row order.
+    pub sure: Vec<&'a str>,
+    /// The tied bases, in row order.
+    pub tied: Vec<&'a str>,
+    /// The places of the top-k the tied bases share: k − |sure|.
+    pub places: usize,
+}
+
+impl<'a> GoldTie<'a> {
+    /// The tie of `rows` at the top-`k` boundary, or `None` without one.
+    pub fn of(rows: &'a [RankRow], k: usize) -> Option<Self> {
+        let tied: Vec<&str> = rows.iter().filter(|r| r.gold_tied).map(|r| r.id.as_str()).collect();
+        if tied.is_empty() {
+            return None;
+        }
+        let sure: Vec<&str> =
+            rows.iter().filter(|r| r.gold_topk == Some(true) && !r.gold_tied).map(|r| r.id.as_str()).collect();
+        Some(Self { places: k.saturating_sub(sure.len()), sure, tied })
+    }
+}
+
 /// One row of the ranking.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RankRow {
@@ -159,4 +183,23 @@ pub struct RankRow {
     /// The 90 % rank interval by φ (apparent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank_interval_apparent: Option<(usize, usize)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, gold_topk: bool, gold_tied: bool) -> RankRow {
+        RankRow { id: id.into(), gold_topk: Some(gold_topk), gold_tied, ..RankRow::default() }
+    }
+
+    #[test]
+    fn a_gold_tie_shares_the_places_its_sure_members_leave() {
+        // Top-3 with gold a > b = c = d: a is sure, b, c, d share 2 places (the point top-k
+        // takes b and c, but the tie marks all three).
+        let rows = [row("a", true, false), row("b", true, true), row("c", true, true), row("d", false, true)];
+        let t = GoldTie::of(&rows, 3).expect("a tie");
+        assert_eq!(t, GoldTie { sure: vec!["a"], tied: vec!["b", "c", "d"], places: 2 });
+        assert_eq!(GoldTie::of(&rows[..1], 3), None);
+    }
 }

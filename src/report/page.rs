@@ -280,20 +280,13 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         if let Some(rec) = v.recall_at_k {
             // A gold tie at the boundary shares its places: its members are named as such, not
             // the ones the point gold top-k happens to take.
-            let tie: Vec<&str> = r.fit.ranking.iter().filter(|x| x.gold_tied).map(|x| x.id.as_str()).collect();
-            let gold = if tie.is_empty() {
-                r.fit.gold_topk.clone().unwrap_or_default().join(", ")
-            } else {
-                let sure: Vec<&str> = r
-                    .fit
-                    .ranking
-                    .iter()
-                    .filter(|x| x.gold_topk == Some(true) && !x.gold_tied)
-                    .map(|x| x.id.as_str())
-                    .collect();
-                let places = r.k.saturating_sub(sure.len());
-                let shared = format!("{} sharing {}", tie.join(" = "), crate::domain::fmt::count(places, "place"));
-                if sure.is_empty() { shared } else { format!("{}, then {shared}", sure.join(", ")) }
+            let gold = match crate::report::GoldTie::of(&r.fit.ranking, r.k) {
+                None => r.fit.gold_topk.clone().unwrap_or_default().join(", "),
+                Some(t) => {
+                    let shared =
+                        format!("{} sharing {}", t.tied.join(" = "), crate::domain::fmt::count(t.places, "place"));
+                    if t.sure.is_empty() { shared } else { format!("{}, then {shared}", t.sure.join(", ")) }
+                }
             };
             let _ = write!(l, "; recall@{} against the gold top-{} ({gold}): {rec:.2}", r.k, r.k);
         }

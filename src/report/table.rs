@@ -108,15 +108,13 @@ pub fn ranking_table(
         s.truncate(line);
         s.push('\n');
     }
-    let tie: Vec<&str> = rows.iter().filter(|r| r.gold_tied).map(|r| r.id.as_str()).collect();
-    if has_gold && !tie.is_empty() {
-        let certain = rows.iter().filter(|r| r.gold_topk == Some(true) && !r.gold_tied).count();
+    if let Some(t) = crate::report::GoldTie::of(rows, k).filter(|_| has_gold) {
         let _ = writeln!(
             s,
             "gold {top}: = marks a tie in gold quality at its boundary: {} share{} {} (recall@{k} counts any of them)",
-            tie.join(", "),
-            if tie.len() == 1 { "s" } else { "" },
-            crate::domain::fmt::count(k.saturating_sub(certain), "place")
+            t.tied.join(", "),
+            if t.tied.len() == 1 { "s" } else { "" },
+            crate::domain::fmt::count(t.places, "place")
         );
     }
     s
