@@ -180,6 +180,29 @@ fn a_judge_that_changed_behind_its_name_is_stopped_and_the_user_decides() {
     assert_eq!(json(&d.join("c/fp/result.json"))["comparisons"], 32);
 }
 
+/// A run that has asked every pair it may send (the pool's two identical texts are never sent,
+/// so 238 of its 240 ordered pairs) asks nothing on resume, and pays for no check: before, its
+/// check compared the stored verdicts with all 240 pairs and re-asked 8 on every re-run.
+#[test]
+fn a_resumed_run_with_nothing_left_to_ask_pays_for_no_check() {
+    let flips: Flips = Arc::default();
+    let fake = server(&flips);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = config(d, "a", &fake.base_url);
+    let out = run(d, &a, &["--max-comparisons", "1000"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(json(&d.join("a/fp/result.json"))["comparisons"], 238);
+    let asked = fake.n_requests();
+    for _ in 0..2 {
+        let out = run(d, &a, &["--max-comparisons", "1000"]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(!stdout(&out).contains("judge fingerprint"), "{}", text(&out));
+    }
+    assert_eq!(fake.n_requests(), asked, "nothing sent on resume");
+    assert!(!d.join("a/fp/fingerprint_verdicts.jsonl").exists());
+}
+
 /// A check stopped before it was recorded (a kill or Ctrl-C during it) left its replies in the
 /// fingerprint books: the next run's check takes them as its answers and does not ask those
 /// pairs again (a pair whose reply was recorded is never asked again).

@@ -193,9 +193,8 @@ pub async fn check(
     let (records, _, _) = crate::store::ledger::read_records(&dir.join("verdicts.jsonl"))?;
     let queries = RunQueries::new(cfg, judge.as_ref());
     let all = queries.stored_verdicts(&records, 1.0);
-    // A run with nothing left to ask (its comparisons all stored) asks nothing, so nothing
-    // would be mixed: no check.
-    if cfg.raw.budget.max_comparisons.is_some_and(|m| all.len() as u64 >= m) || all.len() >= queries.n_pairs() {
+    // A run with nothing left to ask asks nothing, so nothing would be mixed: no check.
+    if !could_ask(cfg, judge.as_ref(), &queries, &records, &all)? {
         return Ok(None);
     }
     let stored: HashMap<(usize, usize), f64> = all.into_iter().filter_map(|v| v.y.map(|y| ((v.a, v.b), y))).collect();
@@ -312,6 +311,47 @@ pub async fn check(
         flip_rate: Some(allowed),
         repeats: None,
     }))
+}
+
+/// Open pairs priced one by one before a check gives up looking for one the budget allows
+/// (and checks, as a run with queries left would).
+const AFFORDABLE_SCAN_MAX: usize = 100_000;
+
+/// Whether the judge has a query left to ask: an ordered pair it may send (not stored, not
+/// skipped as identical texts) within `budget.max_comparisons`, whose worst-case cost (raised by
+/// the factor its stored replies have shown) fits in what the folder's books leave of
+/// `budget.max_usd`.
+///
+/// # Errors
+/// [`RunError`]: the folder's books cannot be read.
+fn could_ask(
+    cfg: &Config,
+    judge: &dyn Judge,
+    queries: &RunQueries,
+    records: &[crate::store::ledger::VerdictRecord],
+    stored: &[crate::domain::verdict::StoredVerdict],
+) -> Result<bool, RunError> {
+    if cfg.raw.budget.max_comparisons.is_some_and(|m| stored.len() as u64 >= m) {
+        return Ok(false);
+    }
+    let asked: std::collections::HashSet<(usize, usize)> = stored.iter().map(|v| (v.a, v.b)).collect();
+    let mut open = queries.iter().filter(|p| !asked.contains(p) && !queries.skipped().contains(p));
+    let Some(max_usd) = cfg.raw.budget.max_usd.filter(|_| judge.has_price()) else {
+        return Ok(open.next().is_some());
+    };
+    let left = max_usd - crate::store::books::folder_books(&cfg.run_dir)?.total().total_usd();
+    let factor = queries.carried_factor(records);
+    let mut scanned = 0;
+    for (a, b) in open {
+        if judge.worst_case_usd(&cfg.pool, a, b) * factor <= left + 1e-12 {
+            return Ok(true);
+        }
+        scanned += 1;
+        if scanned >= AFFORDABLE_SCAN_MAX {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]
