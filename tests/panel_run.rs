@@ -585,6 +585,38 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
         "{f}"
     );
     assert!(!dir.path().join("runs/fresh").exists(), "a dry run writes nothing");
+    // max_comparisons binds before money: 20 of the 24 the frontier judge's worst cases allow,
+    // exactly (the count, not the cost, decides it).
+    let capped = run_bin(
+        dir.path(),
+        &["run", cfg.to_str().unwrap(), "--dry-run", "--set", "name=fresh", "--max-comparisons", "20"],
+    );
+    assert!(
+        stdout(&capped).contains("  frontier (trusted): 0 verdicts stored; worst case per query $0.002227 – $0.002475 (mean $0.002357); if every query went to it, the budget would buy 20 of its 238 open queries (budget.max_comparisons leaves the panel 20 queries)\n"),
+        "{}",
+        text(&capped)
+    );
+    // The folder's 204 stored verdicts of both judges count against it.
+    let spent =
+        run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--max-comparisons", "205", "--max-usd", "1"]);
+    assert!(
+        stdout(&spent).contains(
+            "the budget would buy 1 of its 48 open queries (budget.max_comparisons leaves the panel 1 query)"
+        ),
+        "{}",
+        text(&spent)
+    );
+    // A fingerprint check's books count against max_usd, as the run counts them: $0.0603 less
+    // the judges' $0.059975 would buy 2 cheap queries, less the check's $0.000504 too none.
+    let record = r#"{"key":"fingerprint 1: cheap:95af","pool_id":"dm-test-2377095dda83df778e34304b7a09813808105d3b","a":"M9","b":"M17","judge":"cheap","judge_settings":"a0b7","ts":1796585429,"y":0.0,"raw":"B","usage":{"prompt_tokens":500,"completion_tokens":1,"cached_tokens":0,"reasoning_tokens":0},"cost_usd":0.000504,"attempts":1,"latency_ms":6}"#;
+    std::fs::write(dir.path().join("runs/summeval-panel/fingerprint_verdicts.jsonl"), format!("{record}\n")).unwrap();
+    let fp = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--max-usd", "0.0603"]);
+    let f = stdout(&fp);
+    assert!(
+        f.contains("the run folder's books also hold $0.000504 ($0.000504 for the judge's fingerprint checks), counted against max_usd as the run counts it\n"),
+        "{f}"
+    );
+    assert!(f.contains("the budget would buy at least 0 of its 48 open queries at worst-case cost"), "{f}");
     // `--set` names a judge of the panel by its index.
     let set = run_bin(
         dir.path(),

@@ -195,7 +195,11 @@ fn panel_dry_run_text(
     for ((_, _, d), t) in rows.iter_mut().zip(&taken) {
         d.stored += t.len();
     }
-    let spent = crate::store::books::peek_spend(&cfg.run_dir, &|_: &str| true)?.total_usd() + 0.0;
+    // The whole folder's books count against max_usd, as the run counts them: the judges' and
+    // also a gate's trusted judge and the fingerprint checks.
+    let folder = crate::store::books::folder_books(&cfg.run_dir)?;
+    let judged = folder.run.total_usd() + 0.0;
+    let spent = folder.total().total_usd() + 0.0;
     let pairs = rows.first().map_or(0, |r| r.2.pairs);
     let mut t = String::from("dry run: no query was sent and nothing was written.\n");
     t.push_str(&format!(
@@ -203,13 +207,26 @@ fn panel_dry_run_text(
         rows.len()
     ));
     t.push_str(&format!(
-        "pool {}: {} items, {} bases, {pairs} ordered pairs per judge; spend booked ${spent:.6} (all judges: verdicts, paid failures, possibly billed requests)\n",
+        "pool {}: {} items, {} bases, {pairs} ordered pairs per judge; spend booked ${judged:.6} (all judges: verdicts, paid failures, possibly billed requests)\n",
         cfg.pool.pool_id,
         cfg.pool.n_items(),
         cfg.pool.n_bases()
     ));
+    let (fingerprint, trusted) = (folder.fingerprint.total_usd(), folder.trusted.total_usd());
+    if fingerprint + trusted > 0.0 {
+        t.push_str(&format!(
+            "the run folder's books also hold ${:.6} ({}), counted against max_usd as the run counts it\n",
+            fingerprint + trusted,
+            crate::report::summary::other_spend_parts(fingerprint + trusted, fingerprint, trusted, &|x| format!(
+                "${x:.6}"
+            ))
+        ));
+    }
     let b = &cfg.raw.budget;
     let left = b.max_usd.map(|m| (m - spent).max(0.0));
+    // max_comparisons counts the panel's verdicts of every judge (and those it takes over).
+    let stored_all: usize = rows.iter().map(|r| r.2.stored).sum();
+    let cmp_left = b.max_comparisons.map(|m| m.saturating_sub(stored_all as u64).min(usize::MAX as u64) as usize);
     for (m, named, d) in &rows {
         let worst = match d.worst_per_query_usd {
             Some((lo, hi, mean)) => format!("worst case per query ${lo:.6} – ${hi:.6} (mean ${mean:.6})"),
@@ -222,19 +239,36 @@ fn panel_dry_run_text(
             }
             _ => worst,
         };
+        let cap = cmp_left.map_or(open, |c| c.min(open));
+        let count_note = match cmp_left {
+            Some(c) if c < open => {
+                format!(" (budget.max_comparisons leaves the panel {c} {})", if c == 1 { "query" } else { "queries" })
+            }
+            _ => String::new(),
+        };
         let allows = match (left, d.worst_per_query_usd) {
             (Some(l), Some((lo, hi, _))) if hi > 0.0 => {
-                let most = if lo > 0.0 { ((l / lo).floor() as usize).min(open) } else { open };
-                let least = ((l / hi).floor() as usize).min(open);
-                let n = if least == most {
-                    least.to_string()
+                let most = if lo > 0.0 { ((l / lo).floor() as usize).min(cap) } else { cap };
+                let least = ((l / hi).floor() as usize).min(cap);
+                if least == cap {
+                    // The count binds, not money: exact.
+                    format!(
+                        "; if every query went to it, the budget would buy {least} of its {open} open queries{count_note}"
+                    )
                 } else {
-                    format!("{least} (up to {most} on the cheapest pairs)")
-                };
-                format!(
-                    "; if every query went to it, the budget would buy at least {n} of its {open} open queries at worst-case cost (more when replies cost less)"
-                )
+                    let n = if least == most {
+                        least.to_string()
+                    } else {
+                        format!("{least} (up to {most} on the cheapest pairs)")
+                    };
+                    format!(
+                        "; if every query went to it, the budget would buy at least {n} of its {open} open queries at worst-case cost (more when replies cost less)"
+                    )
+                }
             }
+            _ if cap < open => format!(
+                "; if every query went to it, the budget would buy {cap} of its {open} open queries{count_note}"
+            ),
             _ => String::new(),
         };
         t.push_str(&format!(
