@@ -158,7 +158,7 @@ fn every_picture_shows_the_reported_ranking() {
     let runs: Vec<RunDir> =
         ["runs/cheap", "runs/frontier"].iter().map(|p| RunDir::load(&dir.path().join(p)).unwrap()).collect();
     let c = compare(&runs, None).unwrap();
-    let target = c.target_topk.clone().expect("gold top-3");
+    let target = c.recall_target().expect("gold top-3");
     for (run, row) in runs.iter().zip(&c.rows) {
         assert_eq!(run.result.fit.reporting.reported, topk_judge::analysis::ranking::RankingKind::Apparent);
         let curve = recall_curve(run, &target);

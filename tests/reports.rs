@@ -173,7 +173,7 @@ fn compare_two_runs_with_known_answers() {
     assert_eq!(c.rows[1].spend_usd, 0.2);
     // Recall against spend: A's fit after 2 valid verdicts sits at 0.02 USD, the one after 4 at
     // 0.01·3 + 0.005·2 = 0.04 USD (the invalid verdict is paid for).
-    let curve = recall_curve(&ra, &["a".to_string(), "b".to_string()]);
+    let curve = recall_curve(&ra, &topk_judge::report::RecallTarget::exact(vec!["a".to_string(), "b".to_string()]));
     let want = [(0.0, 0, 0.5), (0.02, 2, 0.5), (0.04, 4, 1.0)];
     for (g, w) in curve.iter().zip(want) {
         assert!((g.0 - w.0).abs() < 1e-12 && g.1 == w.1 && g.2 == w.2, "{curve:?}");
@@ -806,4 +806,57 @@ fn a_reports_gold_top_k_names_a_tie_at_its_boundary() {
         ),
         "{md}"
     );
+}
+
+/// A gold tie at the top-k boundary (qualities 5, 3, 3, 3, 1 with k = 3: i1, i2, i3 share 2
+/// places) counts alike for a single judge and a panel, in `run`, result.json, report.md and
+/// `compare`: both runs' top-3 hold i0 and two of the tie, so recall@3 = 1. Before, `compare`
+/// measured 2/3 against the point gold top-3 (i0, i1, i2), and the panel named that point
+/// top-3 as the gold one, with no tie marked.
+#[test]
+fn a_gold_tie_counts_alike_for_a_judge_and_a_panel_in_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let item = |i: usize, q: u32| format!(r#"{{"id": "i{i}", "text": "{}", "quality": {q}}}"#, "word ".repeat(5 + i));
+    let items: Vec<String> = [5, 3, 3, 3, 1].iter().enumerate().map(|(i, &q)| item(i, q)).collect();
+    write(d, "tie.jsonl", &format!(r#"{{"pool_id": "p1", "task": "t", "items": [{}]}}"#, items.join(", ")));
+    write(
+        d,
+        "single.yaml",
+        "name: single\npool: {file: tie.jsonl}\nk: 3\njudge: {mock: {mode: stochastic, pos_bias: 0.1, verb_per_word: 0, temperature: 0.5, seed: 1}}\nmodel: {kind: bias_aware}\nbudget: {max_comparisons: 40}\nreport_ranking: corrected\n",
+    );
+    write(
+        d,
+        "panel.yaml",
+        "name: panel\npool: {file: tie.jsonl}\nk: 3\njudges:\n  - name: a\n    mock: {mode: stochastic, seed: 2, input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.60}\n  - name: b\n    trusted: true\n    mock: {mode: stochastic, seed: 52, pos_bias: 0, verb_per_word: 0, temperature: 0.15, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10}\nbudget: {max_comparisons: 40}\n",
+    );
+    let single = run_bin(d, &["run", "single.yaml"]);
+    assert!(single.status.success(), "{}", text(&single));
+    assert!(stdout(&single).contains("point top-3 (corrected, reported): i3, i0, i2\n"), "{}", text(&single));
+    assert!(stdout(&single).contains("recall@3 against gold: 1.00"), "{}", text(&single));
+    let panel = run_bin(d, &["run", "panel.yaml"]);
+    assert!(panel.status.success(), "{}", text(&panel));
+    let p = stdout(&panel);
+    assert!(p.contains("top-3 by θ̂: i0, i3, i2; recall@3 against the pool's gold quality 1.00\n"), "{p}");
+    assert!(
+        p.contains("gold top-3: i0, then i1 = i2 = i3 sharing 2 places (a tie in gold quality at its boundary: recall@3 counts any of them)\n"),
+        "{p}"
+    );
+    let r = json(&d.join("runs/panel/result.json"));
+    assert_eq!(strs(&r["gold_tied"]), ["i1", "i2", "i3"]);
+    assert_eq!(r["recall_at_k"], 1.0);
+    // The panel's report names the tie and marks each member.
+    let rep = run_bin(d, &["report", "runs/panel"]);
+    assert!(rep.status.success(), "{}", text(&rep));
+    let md = std::fs::read_to_string(d.join("runs/panel/report.md")).unwrap();
+    assert!(md.contains("against the gold top-3 (i0, then i1 = i2 = i3 sharing 2 places): 1.00"), "{md}");
+    assert_eq!(md.lines().filter(|l| l.starts_with("| ") && l.ends_with(" | = |")).count(), 3, "{md}");
+    // compare: both rows at 1.00, against the tie.
+    let cmp = run_bin(d, &["compare", "runs/single", "runs/panel", "--out", "cmp"]);
+    assert!(cmp.status.success(), "{}", text(&cmp));
+    let c = json(&d.join("cmp/compare.json"));
+    assert_eq!((c["rows"][0]["recall"].as_f64(), c["rows"][1]["recall"].as_f64()), (Some(1.0), Some(1.0)), "{c}");
+    assert_eq!(strs(&c["target_tied"]).len(), 3, "{c}");
+    let md = std::fs::read_to_string(d.join("cmp/compare.md")).unwrap();
+    assert!(md.contains("Recall@3 is measured against the gold top-3: i0, then i3 = i2 = i1 sharing 2 places (a tie in gold quality: any of them counts).\n"), "{md}");
 }

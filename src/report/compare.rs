@@ -13,6 +13,7 @@
 //! verdict log up to the n-th valid verdict (invalid verdicts in between cost too).
 
 use super::FitLine;
+use super::RecallTarget;
 use super::md;
 use super::plots::{self, LineChart, Series};
 use crate::report::schema::RunResult;
@@ -317,8 +318,8 @@ pub struct PanelRunDir {
     pub valid: usize,
     /// Top-k by θ̂.
     pub topk: Vec<String>,
-    /// The gold top-k, when the pool has gold quality.
-    pub gold_topk: Option<Vec<String>>,
+    /// The gold top-k (and a gold tie at its boundary), when the pool has gold quality.
+    pub gold: Option<RecallTarget>,
     /// The certified top-k.
     pub certified: crate::report::schema::CertifiedTopk,
     /// Every verdict record (both orders of a pair go to one judge, so flips are a judge's).
@@ -421,7 +422,10 @@ impl PanelRunDir {
             },
             valid: num("/fit/comparisons")? as usize,
             topk: strs(field("/topk")?),
-            gold_topk: v.get("gold_topk").filter(|g| g.is_array()).map(strs),
+            gold: v.get("gold_topk").filter(|g| g.is_array()).map(|g| RecallTarget {
+                topk: strs(g),
+                tied: v.get("gold_tied").filter(|t| t.is_array()).map(strs).unwrap_or_default(),
+            }),
             certified,
             verdicts,
             fits,
@@ -477,7 +481,7 @@ pub fn claimed_overlap(s: &[String], t: &[String], k: usize) -> Option<f64> {
 
 /// Recall against `target` at every refit of a run, placed at its cumulative spend (USD) and
 /// comparisons: (spend, comparisons, recall).
-pub fn recall_curve(run: &RunDir, target: &[String]) -> RecallCurve {
+pub fn recall_curve(run: &RunDir, target: &RecallTarget) -> RecallCurve {
     // Cumulative cost at the n-th valid verdict.
     let mut at_valid = vec![0.0];
     let mut cost = 0.0;
@@ -495,7 +499,7 @@ pub fn recall_curve(run: &RunDir, target: &[String]) -> RecallCurve {
         .filter_map(|f| {
             let spend = at_valid.get(f.comparisons).copied().unwrap_or(cost);
             let topk = if apparent { f.topk_apparent.as_ref().unwrap_or(&f.topk) } else { &f.topk };
-            claimed_overlap(topk, target, target.len()).map(|r| (spend, f.comparisons, r))
+            target.recall(topk, target.topk.len()).map(|r| (spend, f.comparisons, r))
         })
         .collect()
 }
@@ -545,6 +549,10 @@ pub struct Comparison {
     pub target: Option<String>,
     /// The base ids of the target top-k (gold or the reference run's), best first.
     pub target_topk: Option<Vec<String>>,
+    /// The bases of a gold tie at the target's k-th place, which share the places the rest of
+    /// `target_topk` leaves (recall counts any of them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub target_tied: Vec<String>,
     /// One row per run.
     pub rows: Vec<CompareRow>,
     /// `agreement[i][j]` = |S_i ∩ S_j| / k; `None` when run i or j names fewer than k bases
@@ -595,11 +603,11 @@ pub fn compare_with_panels(
                 r.result.k
             )));
         }
-        Some(r) => (Some(format!("reference {}", r.label())), Some(r.result.fit.topk.clone())),
+        Some(r) => (Some(format!("reference {}", r.label())), Some(RecallTarget::exact(r.result.fit.topk.clone()))),
         None => match runs
             .iter()
-            .find_map(|r| r.result.fit.gold_topk.clone())
-            .or_else(|| panels.iter().find_map(|p| p.gold_topk.clone()))
+            .find_map(|r| RecallTarget::gold(&r.result.fit))
+            .or_else(|| panels.iter().find_map(|p| p.gold.clone()))
         {
             Some(g) => (Some("gold".to_string()), Some(g)),
             None => (None, None),
@@ -615,7 +623,7 @@ pub fn compare_with_panels(
                 spend_usd: r.result.spend_usd,
                 comparisons: r.result.comparisons,
                 valid: r.result.valid,
-                recall: target_topk.as_ref().and_then(|t| claimed_overlap(&r.result.fit.topk, t, first_k)),
+                recall: target_topk.as_ref().and_then(|t| t.recall(&r.result.fit.topk, first_k)),
                 topk: r.result.fit.topk.clone(),
                 certified: r.result.fit.reporting.certified.clone(),
                 flips: f,
@@ -643,7 +651,7 @@ pub fn compare_with_panels(
             spend_usd: p.spend_usd,
             comparisons: p.comparisons,
             valid: p.valid,
-            recall: target_topk.as_ref().and_then(|t| claimed_overlap(&p.topk, t, first_k)),
+            recall: target_topk.as_ref().and_then(|t| t.recall(&p.topk, first_k)),
             topk: p.topk.clone(),
             certified: p.certified.clone(),
             flips: f,
@@ -655,23 +663,31 @@ pub fn compare_with_panels(
     }));
     let agreement =
         rows.iter().map(|a| rows.iter().map(|b| claimed_overlap(&a.topk, &b.topk, first_k)).collect()).collect();
-    Ok(Comparison { pool_id: first_pool.to_owned(), k: first_k, target, target_topk, rows, agreement })
+    let (target_topk, target_tied) = target_topk.map_or((None, Vec::new()), |t| (Some(t.topk), t.tied));
+    Ok(Comparison { pool_id: first_pool.to_owned(), k: first_k, target, target_topk, target_tied, rows, agreement })
+}
+
+impl Comparison {
+    /// What recall is measured against, when anything.
+    pub fn recall_target(&self) -> Option<RecallTarget> {
+        self.target_topk.clone().map(|topk| RecallTarget { topk, tied: self.target_tied.clone() })
+    }
 }
 
 /// compare.md text.
 pub fn markdown(c: &Comparison) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Comparison on pool {} (k = {})\n", md::code(&c.pool_id, false), c.k);
-    match (&c.target, &c.target_topk) {
+    match (&c.target, c.recall_target()) {
         (Some(t), Some(tk)) => {
-            let ids: Vec<String> = tk.iter().map(|x| md::text(x)).collect();
             let _ = writeln!(
                 s,
-                "Recall@{} is measured against the {} top-{}: {}.\n",
+                "Recall@{} is measured against the {} top-{}: {}{}.\n",
                 c.k,
                 md::text(t),
                 c.k,
-                ids.join(", ")
+                md::text(&tk.describe()),
+                if tk.tied.is_empty() { "" } else { " (a tie in gold quality: any of them counts)" }
             );
         }
         _ => s.push_str("No gold quality and no reference run: recall is not available.\n\n"),
@@ -781,13 +797,11 @@ pub fn plot_with_panels(
     panels: &[PanelRunDir],
     c: &Comparison,
 ) -> Result<Option<String>, CompareError> {
-    let Some(target) = &c.target_topk else { return Ok(None) };
+    let Some(target) = &c.recall_target() else { return Ok(None) };
     let mut curves: Vec<(String, RecallCurve)> = runs.iter().map(|r| (r.label(), recall_curve(r, target))).collect();
     curves.extend(panels.iter().map(|p| {
-        let curve = p
-            .fits
-            .iter()
-            .filter_map(|(usd, n, topk)| claimed_overlap(topk, target, target.len()).map(|r| (*usd, *n, r)));
+        let curve =
+            p.fits.iter().filter_map(|(usd, n, topk)| target.recall(topk, target.topk.len()).map(|r| (*usd, *n, r)));
         (p.label(), curve.collect::<RecallCurve>())
     }));
     let priced = curves.iter().any(|(_, v)| v.iter().any(|p| p.0 > 0.0));

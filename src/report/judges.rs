@@ -23,7 +23,7 @@
 //! — gold, or the run of a reference judge on the same pool — as mean ± se over pools, and the
 //! position-flip rate over all its both-order pairs.
 
-use super::compare::{CompareError, CostSource, RunDir, flips, overlap};
+use super::compare::{CompareError, CostSource, RunDir, flips};
 use super::md;
 use super::plots::{self, LineChart, Series};
 use serde::{Deserialize, Serialize};
@@ -269,10 +269,15 @@ pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<
             )));
         }
     }
-    let target_of = |pool: &str| -> Option<Vec<String>> {
+    let target_of = |pool: &str| -> Option<crate::report::RecallTarget> {
         match reference_judge {
-            Some(rj) => by_judge.get(rj).and_then(|m| m.get(pool)).map(|r| r.result.fit.topk.clone()),
-            None => by_judge.values().find_map(|m| m.get(pool).and_then(|r| r.result.fit.gold_topk.clone())),
+            Some(rj) => by_judge
+                .get(rj)
+                .and_then(|m| m.get(pool))
+                .map(|r| crate::report::RecallTarget::exact(r.result.fit.topk.clone())),
+            None => by_judge
+                .values()
+                .find_map(|m| m.get(pool).and_then(|r| crate::report::RecallTarget::gold(&r.result.fit))),
         }
     };
     if let Some(rj) = reference_judge
@@ -319,7 +324,7 @@ pub fn compare_judges(runs: &[RunDir], reference_judge: Option<&str>) -> Result<
             f += rf;
             n += rn;
             if let Some(t) = target_of(pool) {
-                recall_by_pool.insert(pool.clone(), overlap(&r.result.fit.topk, &t));
+                recall_by_pool.insert(pool.clone(), t.overlap(&r.result.fit.topk));
             }
         }
         let recalls: Vec<f64> = recall_by_pool.values().copied().collect();

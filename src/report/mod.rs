@@ -91,27 +91,77 @@ pub fn by_cov(cov: &Covariates, v: &[f64]) -> BTreeMap<String, f64> {
     cov.names.iter().cloned().zip(v.iter().copied()).collect()
 }
 
-/// A gold tie at the top-k boundary, read from the ranking rows' `gold_tied` marks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GoldTie<'a> {
-    /// The gold top-k members outside the tie, in row order.
-    pub sure: Vec<&'a str>,
-    /// The tied bases, in row order.
-    pub tied: Vec<&'a str>,
-    /// The places of the top-k the tied bases share: k − |sure|.
-    pub places: usize,
+/// What recall@k is measured against: a top-k (the gold one, or a reference run's), and the
+/// bases of a gold tie at its boundary, which share the places its sure members leave
+/// (docs/outputs.md: recall@k counts any of them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecallTarget {
+    /// The point top-k, best first (of a tie, the members the point top-k takes).
+    pub topk: Vec<String>,
+    /// The bases of a tie at the k-th place (empty without one), in row order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tied: Vec<String>,
 }
 
-impl<'a> GoldTie<'a> {
-    /// The tie of `rows` at the top-`k` boundary, or `None` without one.
-    pub fn of(rows: &'a [RankRow], k: usize) -> Option<Self> {
-        let tied: Vec<&str> = rows.iter().filter(|r| r.gold_tied).map(|r| r.id.as_str()).collect();
-        if tied.is_empty() {
-            return None;
+impl RecallTarget {
+    /// A top-k with no tie.
+    pub fn exact(topk: Vec<String>) -> Self {
+        Self { topk, tied: Vec::new() }
+    }
+
+    /// The gold top-k of ranking rows, in row order: the members `gold_topk` marks, and those
+    /// `gold_tied` marks.
+    pub fn of_rows(rows: &[RankRow]) -> Option<Self> {
+        rows.iter().any(|r| r.gold_topk.is_some()).then(|| Self {
+            topk: rows.iter().filter(|r| r.gold_topk == Some(true)).map(|r| r.id.clone()).collect(),
+            tied: Self::tied_of(rows),
+        })
+    }
+
+    /// The gold top-k of a fit (best first by gold), with the tie its ranking rows mark.
+    pub fn gold(fit: &schema::FittedRanking) -> Option<Self> {
+        fit.gold_topk.clone().map(|topk| Self { topk, tied: Self::tied_of(&fit.ranking) })
+    }
+
+    fn tied_of(rows: &[RankRow]) -> Vec<String> {
+        rows.iter().filter(|r| r.gold_tied).map(|r| r.id.clone()).collect()
+    }
+
+    /// The members outside the tie.
+    pub fn sure(&self) -> Vec<&str> {
+        self.topk.iter().filter(|x| !self.tied.contains(x)).map(String::as_str).collect()
+    }
+
+    /// The places the tied bases share: k − |sure|.
+    pub fn shared_places(&self) -> usize {
+        self.topk.len().saturating_sub(self.sure().len())
+    }
+
+    /// Recall@k of a claimed top-k `s`: (|s ∩ sure| + min(|s ∩ tied|, shared places)) / k, when
+    /// `s` and the target both name k bases (`None` otherwise: a run that claims no top-k is
+    /// measured against nothing).
+    pub fn recall(&self, s: &[String], k: usize) -> Option<f64> {
+        (k > 0 && s.len() == k && self.topk.len() == k).then(|| self.overlap(s))
+    }
+
+    /// (|s ∩ sure| + min(|s ∩ tied|, shared places)) / |topk| for any `s` (NaN for an empty
+    /// target).
+    pub fn overlap(&self, s: &[String]) -> f64 {
+        let sure = self.sure();
+        let hit = s.iter().filter(|x| sure.contains(&x.as_str())).count();
+        let shared = s.iter().filter(|x| self.tied.contains(x)).count().min(self.shared_places());
+        (hit + shared) as f64 / self.topk.len() as f64
+    }
+
+    /// `a, b` without a tie; `a, then b = c = d sharing 2 places` with one.
+    pub fn describe(&self) -> String {
+        if self.tied.is_empty() {
+            return self.topk.join(", ");
         }
-        let sure: Vec<&str> =
-            rows.iter().filter(|r| r.gold_topk == Some(true) && !r.gold_tied).map(|r| r.id.as_str()).collect();
-        Some(Self { places: k.saturating_sub(sure.len()), sure, tied })
+        let shared =
+            format!("{} sharing {}", self.tied.join(" = "), crate::domain::fmt::count(self.shared_places(), "place"));
+        let sure = self.sure();
+        if sure.is_empty() { shared } else { format!("{}, then {shared}", sure.join(", ")) }
     }
 }
 
@@ -198,8 +248,21 @@ mod tests {
         // Top-3 with gold a > b = c = d: a is sure, b, c, d share 2 places (the point top-k
         // takes b and c, but the tie marks all three).
         let rows = [row("a", true, false), row("b", true, true), row("c", true, true), row("d", false, true)];
-        let t = GoldTie::of(&rows, 3).expect("a tie");
-        assert_eq!(t, GoldTie { sure: vec!["a"], tied: vec!["b", "c", "d"], places: 2 });
-        assert_eq!(GoldTie::of(&rows[..1], 3), None);
+        let t = RecallTarget::of_rows(&rows).expect("gold");
+        assert_eq!(
+            (t.sure(), t.tied.clone(), t.shared_places()),
+            (vec!["a"], vec!["b".into(), "c".into(), "d".into()], 2)
+        );
+        assert_eq!(t.describe(), "a, then b = c = d sharing 2 places");
+        let ids = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        // Any two of the tie fill its places; a third adds nothing.
+        assert_eq!(t.recall(&ids(&["a", "d", "c"]), 3), Some(1.0));
+        assert_eq!(t.recall(&ids(&["d", "c", "b"]), 3), Some(2.0 / 3.0));
+        assert_eq!(t.recall(&ids(&["a", "d"]), 3), None);
+        // Without a tie, the plain overlap.
+        let exact = RecallTarget::exact(ids(&["a", "b", "c"]));
+        assert_eq!(exact.recall(&ids(&["a", "d", "c"]), 3), Some(2.0 / 3.0));
+        assert_eq!(exact.describe(), "a, b, c");
+        assert_eq!(RecallTarget::of_rows(&[]), None);
     }
 }

@@ -280,14 +280,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
         if let Some(rec) = v.recall_at_k {
             // A gold tie at the boundary shares its places: its members are named as such, not
             // the ones the point gold top-k happens to take.
-            let gold = match crate::report::GoldTie::of(&r.fit.ranking, r.k) {
-                None => r.fit.gold_topk.clone().unwrap_or_default().join(", "),
-                Some(t) => {
-                    let shared =
-                        format!("{} sharing {}", t.tied.join(" = "), crate::domain::fmt::count(t.places, "place"));
-                    if t.sure.is_empty() { shared } else { format!("{}, then {shared}", t.sure.join(", ")) }
-                }
-            };
+            let gold = crate::report::RecallTarget::gold(&r.fit).map(|t| t.describe()).unwrap_or_default();
             let _ = write!(l, "; recall@{} against the gold top-{} ({gold}): {rec:.2}", r.k, r.k);
         }
         l

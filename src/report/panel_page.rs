@@ -8,7 +8,7 @@
 //! It reads only the run folder: result.json (docs/schemas/panel-result.schema.json) and
 //! panel_fits.jsonl.
 
-use super::compare::{CompareError, PanelRunDir, claimed_overlap};
+use super::compare::{CompareError, PanelRunDir};
 use super::page::{Content, Plot};
 use super::plots::{self, Interval, LineChart, Series};
 use super::schema::CertifiedTopk;
@@ -37,8 +37,17 @@ struct PanelResultDoc {
     topk_tied: Vec<String>,
     recall_at_k: Option<f64>,
     gold_topk: Option<Vec<String>>,
+    #[serde(default)]
+    gold_tied: Vec<String>,
     certified: CertifiedTopk,
     fit: PanelFitDoc,
+}
+
+impl PanelResultDoc {
+    /// The gold top-k with its tie, when the pool has gold quality.
+    fn gold(&self) -> Option<crate::report::RecallTarget> {
+        self.gold_topk.clone().map(|topk| crate::report::RecallTarget { topk, tied: self.gold_tied.clone() })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,8 +165,8 @@ fn content(r: &PanelResultDoc) -> Content {
     } else {
         format!("top-{k} by θ̂: {}", r.topk.join(", "))
     };
-    if let (Some(rec), Some(g)) = (r.recall_at_k, &r.gold_topk) {
-        top.push_str(&format!("; recall@{k} against the gold top-{k} ({}): {rec:.2}", g.join(", ")));
+    if let (Some(rec), Some(g)) = (r.recall_at_k, r.gold()) {
+        top.push_str(&format!("; recall@{k} against the gold top-{k} ({}): {rec:.2}", g.describe()));
     }
     facts.push(top);
     let trusted = r.judges.iter().find(|j| j.trusted).map(|j| j.name.as_str());
@@ -276,7 +285,8 @@ fn content(r: &PanelResultDoc) -> Content {
                 set_of(id).to_string(),
             ];
             if let Some(g) = gold {
-                row.push(tick(g.contains(id)));
+                // `=`: a gold tie at the k-th place, whose members share its remaining places.
+                row.push(if r.gold_tied.contains(id) { "=".into() } else { tick(g.contains(id)) });
             }
             row
         })
@@ -295,7 +305,7 @@ fn content(r: &PanelResultDoc) -> Content {
 fn plot(r: &PanelResultDoc, fits: &[(f64, usize, Vec<String>)]) -> Result<Vec<Plot>, CompareError> {
     let f = &r.fit;
     let k = f.k;
-    let gold = r.gold_topk.clone().unwrap_or_default();
+    let gold = r.gold().unwrap_or_default();
     let o = order(r);
     let items: Vec<Interval> = o
         .iter()
@@ -305,7 +315,7 @@ fn plot(r: &PanelResultDoc, fits: &[(f64, usize, Vec<String>)]) -> Result<Vec<Pl
             lo: f.theta[b] - 2.0 * f.sd[b],
             hi: f.theta[b] + 2.0 * f.sd[b],
             highlight: r.topk.contains(&f.bases[b]),
-            marked: gold.contains(&f.bases[b]),
+            marked: gold.topk.contains(&f.bases[b]) || gold.tied.contains(&f.bases[b]),
         })
         .collect();
     let mut out = vec![(
@@ -325,7 +335,7 @@ fn plot(r: &PanelResultDoc, fits: &[(f64, usize, Vec<String>)]) -> Result<Vec<Pl
         format!("π by base, bases by rank; the top-{k} in colour"),
         plots::bar_chart(&format!("top-{k} membership π by base (judge panel)"), "π = P(in top-k)", &bars)?,
     ));
-    if !gold.is_empty() && !fits.is_empty() {
+    if !gold.topk.is_empty() && !fits.is_empty() {
         let chart = LineChart {
             title: format!("recall@{k} of the top-{k} by θ̂ at every refit against spend"),
             x_label: "cumulative spend (USD)".into(),
@@ -334,7 +344,7 @@ fn plot(r: &PanelResultDoc, fits: &[(f64, usize, Vec<String>)]) -> Result<Vec<Pl
                 name: "panel".into(),
                 points: fits
                     .iter()
-                    .filter_map(|(usd, _, topk)| claimed_overlap(topk, &gold, gold.len()).map(|r| (*usd, r)))
+                    .filter_map(|(usd, _, topk)| gold.recall(topk, gold.topk.len()).map(|r| (*usd, r)))
                     .collect(),
                 err: None,
             }],

@@ -108,13 +108,13 @@ pub fn ranking_table(
         s.truncate(line);
         s.push('\n');
     }
-    if let Some(t) = crate::report::GoldTie::of(rows, k).filter(|_| has_gold) {
+    if let Some(t) = crate::report::RecallTarget::of_rows(rows).filter(|t| !t.tied.is_empty()) {
         let _ = writeln!(
             s,
             "gold {top}: = marks a tie in gold quality at its boundary: {} share{} {} (recall@{k} counts any of them)",
             t.tied.join(", "),
             if t.tied.len() == 1 { "s" } else { "" },
-            crate::domain::fmt::count(t.places, "place")
+            crate::domain::fmt::count(t.shared_places(), "place")
         );
     }
     s

@@ -110,6 +110,10 @@ pub struct PanelRunResult {
     pub recall_at_k: Option<f64>,
     /// The top-k by gold quality (base names, best first), when every item has one.
     pub gold_topk: Option<Vec<String>>,
+    /// Bases tied in gold quality at the k-th place: they share the places the rest of
+    /// `gold_topk` leaves, and recall@k counts any of them (empty without such a tie).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gold_tied: Vec<String>,
     /// The certified top-k at ε (docs/model.md, "Certified top-k"): π of the panel's θ.
     pub certified: crate::report::schema::CertifiedTopk,
     /// The fitted panel (per judge κ̂, ĉ, ŝ with sd, flip rate, agreement with the trusted
@@ -846,6 +850,8 @@ fn finish(
         .map(|g| crate::analysis::ranking::recall_with_ties(&top, g, cfg.raw.k));
     let names = |b: &[usize]| b.iter().map(|&i| cfg.pool.bases[i].clone()).collect::<Vec<_>>();
     let gold_topk = gold.as_ref().map(|g| names(&crate::model::membership::point_topk(g, cfg.raw.k)));
+    let gold_tied =
+        gold.as_ref().map(|g| names(&crate::analysis::ranking::topk_with_ties(g, cfg.raw.k).tied)).unwrap_or_default();
     let certified = certified_of(&fit, cfg.raw.k);
     let folder_books = crate::store::books::folder_books(dir)?;
     let folder = folder_books.total();
@@ -857,6 +863,7 @@ fn finish(
         topk_tied: names(&tied),
         recall_at_k,
         gold_topk,
+        gold_tied,
         certified,
         stop_reason: stop,
         stop_message: faults.invalid_stop.clone().filter(|_| stop == StopReason::MaxInvalidRate),
@@ -1002,6 +1009,15 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
             t.push_str(&format!("; recall@{} against the pool's gold quality {rc:.2}", r.topk.len()));
         }
         t.push('\n');
+        if let Some(g) = r.gold_topk.clone().filter(|_| !r.gold_tied.is_empty()) {
+            let tie = crate::report::RecallTarget { topk: g, tied: r.gold_tied.clone() };
+            t.push_str(&format!(
+                "gold top-{}: {} (a tie in gold quality at its boundary: recall@{} counts any of them)\n",
+                r.fit.k,
+                tie.describe(),
+                r.fit.k
+            ));
+        }
     }
     t.push('\n');
     t.push_str(&crate::report::fit::panel_text(&r.fit));
