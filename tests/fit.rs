@@ -633,6 +633,46 @@ fn other_commands_never_write_a_run_folders_own_files() {
     let out = run_bin(d, &["import", "--format", "csv", "a.csv", "--out", "runs/cheap/pool.jsonl"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("it is the pool.jsonl of the run folder runs/cheap"), "{}", text(&out));
+    // What `report` writes beside the books is the run's too: its pages and plots.
+    for file in ["report.md", "theta.svg"] {
+        let out = run_bin(d, &["fit", "runs/other", "--out", &format!("runs/cheap/{file}")]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains(&format!("it is the {file} of the run folder runs/cheap")), "{}", text(&out));
+    }
+    let out = run_bin(d, &["import", "--format", "csv", "a.csv", "--out", "runs/cheap/report.html"]);
+    assert!(text(&out).contains("it is the report.html of the run folder runs/cheap"), "{}", text(&out));
+    // `compare --out` a run's folder would replace its recall_vs_spend.svg: refused, as `report
+    // --out` another run's folder is.
+    let out = run_bin(d, &["compare", "runs/cheap", "runs/other", "--out", "runs/other"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("runs/other: --out: the folder of a run (it holds its verdicts or result), whose report and plots this would overwrite"), "{}", text(&out));
+    assert!(!d.join("runs/other/compare.md").exists());
+    // A run named like an audit: refused (it overwrote the audit's config.yaml and appended its
+    // verdicts to the audit's), in the dry run as in the run.
+    let audit = write(
+        d,
+        "aud2.yaml",
+        &format!("name: aud\nout_dir: runs\njudge:\n  mock: {{mode: deterministic}}\npairs: {}\n", pairs.display()),
+    );
+    assert!(run_bin(d, &["audit", audit.to_str().unwrap(), "--quiet"]).status.success());
+    let config = std::fs::read(d.join("runs/aud/config.yaml")).unwrap();
+    let verdicts = std::fs::read(d.join("runs/aud/verdicts.jsonl")).unwrap();
+    let cfg = mock_config(d, "aud", 16, "");
+    for dry in [false, true] {
+        let mut args = vec!["run", cfg.to_str().unwrap(), "--quiet"];
+        if dry {
+            args.push("--dry-run");
+        }
+        let out = run_bin(d, &args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains("cannot create the run folder (out_dir/name): the folder of an audit (it holds its audit.json), not of a run: the run would write its config and verdicts into that audit's; give the run another `name` or `out_dir`"),
+            "{}",
+            text(&out)
+        );
+    }
+    assert_eq!(std::fs::read(d.join("runs/aud/config.yaml")).unwrap(), config);
+    assert_eq!(std::fs::read(d.join("runs/aud/verdicts.jsonl")).unwrap(), verdicts);
 }
 
 /// A tie in gold quality at the top-k boundary: its members share the remaining places, so the

@@ -59,6 +59,13 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         written.borrow_mut().push(p);
         Ok::<(), CompareError>(())
     };
+    // A run's folder holds that run's report and plots (its recall_vs_spend.svg among them).
+    if crate::store::files::is_run_folder(out) {
+        return Err(CompareError::Read {
+            path: out.to_owned(),
+            msg: "--out: the folder of a run (it holds its verdicts or result), whose report and plots this would overwrite; give a folder of its own for the comparison".into(),
+        });
+    }
     crate::store::files::create_folder(out)
         .map_err(|m| CompareError::Read { path: out.to_owned(), msg: format!("--out: {m}") })?;
     let named: Vec<(&Path, &str)> = loaded

@@ -88,7 +88,9 @@ pub fn dry_run_text(
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
     // A run folder that could not be made (out_dir under a file) is refused as the run refuses it.
-    if let Some(m) = crate::store::files::folder_cannot_be_made(&cfg.run_dir) {
+    if let Some(m) = crate::store::files::folder_cannot_be_made(&cfg.run_dir)
+        .or_else(|| crate::run::folder::audit_folder(&cfg.run_dir))
+    {
         return Err(RunCommandError::Run(crate::run::folder::cannot_create(&cfg.run_dir, &m)));
     }
     // A folder with a batch job still open that this judge cannot book: refused as the run is,

@@ -244,6 +244,9 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     let old = old_identity(dir);
     let other_run = other_run_warning(dir, old.as_ref(), &identity, fits);
     let changed_items = changed_items_warning(dir, &pool_lines, (old.as_ref(), &identity), fits);
+    if let Some(m) = audit_folder(dir) {
+        return Err(cannot_create(dir, &m));
+    }
     crate::store::files::create_folder(dir).map_err(|m| cannot_create(dir, &m))?;
     // One process per run folder, from before anything is written until the run ends.
     let lock = RunLock::acquire(dir)?;
@@ -276,6 +279,16 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     crate::config::run_inputs::write(cfg, dir, pool_lines).map_err(|(path, source)| RunError::Io { path, source })?;
     warnings.splice(0..0, other_run.into_iter().chain(changed_items));
     Ok(Folder { lock, interrupt, books, warnings })
+}
+
+/// Why `dir` is an audit's folder (`topk-judge audit` writes audit.json and audit.md beside its
+/// books), which a run must not write its config and verdicts into; `None` otherwise.
+pub fn audit_folder(dir: &Path) -> Option<String> {
+    ["audit.json", "audit.md"].into_iter().find(|f| dir.join(f).is_file()).map(|f| {
+        format!(
+            "the folder of an audit (it holds its {f}), not of a run: the run would write its config and verdicts into that audit's; give the run another `name` or `out_dir`"
+        )
+    })
 }
 
 /// The run folder `dir` cannot be made: `why` (`x.jsonl is a file, not a folder`), in the

@@ -55,6 +55,16 @@ pub const RUN_FOLDER_FILES: [&str; 16] = [
     ".lock",
 ];
 
+/// Whether a file named `name` in a run folder is the run's own: one of [`RUN_FOLDER_FILES`], the
+/// books of its fingerprint checks or gate (`fingerprint_*.jsonl`, `trusted_*.jsonl`), or what
+/// `report` writes beside them (report.md, report.html and its plots, `*.svg`).
+pub fn is_run_folder_file(name: &str) -> bool {
+    RUN_FOLDER_FILES.contains(&name)
+        || ((name.starts_with("fingerprint_") || name.starts_with("trusted_")) && name.ends_with(".jsonl"))
+        || ["report.md", "report.html", "judge_namespaces.json"].contains(&name)
+        || name.ends_with(".svg")
+}
+
 /// Whether `dir` holds a run (its verdicts, intents or result).
 pub fn is_run_folder(dir: &Path) -> bool {
     ["verdicts.jsonl", "intents.jsonl", "result.json"].iter().any(|f| dir.join(f).is_file())
@@ -89,7 +99,7 @@ pub fn check_output_file(out: &Path, inputs: &[&Path]) -> Result<(), String> {
         ));
     }
     if is_run_folder(parent)
-        && let Some(name) = out.file_name().and_then(|n| n.to_str()).filter(|n| RUN_FOLDER_FILES.contains(n))
+        && let Some(name) = out.file_name().and_then(|n| n.to_str()).filter(|n| is_run_folder_file(n))
     {
         return Err(format!(
             "it is the {name} of the run folder {}: writing would overwrite that run's own file; give another file",
@@ -114,7 +124,9 @@ mod tests {
         let run = d.path().join("runs/cheap");
         std::fs::create_dir_all(&run).unwrap();
         std::fs::write(run.join("verdicts.jsonl"), "{}\n").unwrap();
-        for name in ["verdicts.jsonl", "result.json", "config.yaml"] {
+        for name in
+            ["verdicts.jsonl", "result.json", "config.yaml", "report.md", "theta.svg", "fingerprint_verdicts.jsonl"]
+        {
             let e = check_output_file(&run.join(name), &[]).unwrap_err();
             assert_eq!(
                 e,

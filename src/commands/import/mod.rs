@@ -233,7 +233,7 @@ fn write_out(out: &Path, text: &str) -> Result<(), ImportError> {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
         // A run folder's own files (its pool, its verdicts) are that run's books.
         let name = out.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        if crate::store::files::is_run_folder(parent) && crate::store::files::RUN_FOLDER_FILES.contains(&name) {
+        if crate::store::files::is_run_folder(parent) && crate::store::files::is_run_folder_file(name) {
             return Err(ImportError::Usage(format!(
                 "--out {}: it is the {name} of the run folder {}: writing would overwrite that run's own file; give another file",
                 out.display(),
