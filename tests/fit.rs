@@ -68,6 +68,25 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
         t.contains("expected one JSON object per line: {\"a\": item shown first, \"b\": item shown second, \"y\":"),
         "{t}"
     );
+    // A strong preference that is not a JSON boolean ("true", 1) was read as none: an error.
+    for (i, sp) in ["\"true\"", "1", "\"yes\""].iter().enumerate() {
+        let f = write(
+            dir.path(),
+            &format!("sp{i}.jsonl"),
+            &format!(
+                "{{\"a\": \"M0\", \"b\": \"M2\", \"y\": 1}}\n{{\"a\": \"M0\", \"b\": \"M3\", \"y\": 1, \"strong_preference\": {sp}}}\n"
+            ),
+        );
+        let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), f.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!(
+                "sp{i}.jsonl:2: \"strong_preference\" = {sp} is not true or false (a JSON boolean)"
+            )),
+            "{}",
+            text(&out)
+        );
+    }
     // Lookup errors name the line.
     let bad = write(
         dir.path(),

@@ -231,7 +231,16 @@ fn read_verdict_lines_but(
                 Some(other) => Err(bad(line_no, format!("\"{k}\" = {other} is not a name (a string); {EXPECTED}"))),
             }
         };
-        let strong_preference = y.is_some() && obj.get("strong_preference").and_then(|v| v.as_bool()) == Some(true);
+        let strong_preference = match obj.get("strong_preference") {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::Bool(s)) => y.is_some() && *s,
+            Some(other) => {
+                return Err(bad(
+                    line_no,
+                    format!("\"strong_preference\" = {other} is not true or false (a JSON boolean); {EXPECTED}"),
+                ));
+            }
+        };
         out.push(VerdictLine {
             line: line_no,
             a,
