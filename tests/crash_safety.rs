@@ -603,9 +603,18 @@ fn reusing_a_run_name_for_another_config_warns() {
     let c = mock_config(dir.path(), "shared", 24, "");
     let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
     assert!(out.status.success() && !text(&out).contains("holds a run"), "{}", text(&out));
-    // Another k under the same name: warned, naming what differs.
+    // Another k under the same name: warned, naming what differs; its dry run says so first
+    // (and the same config's does not).
+    let dry = run_bin(dir.path(), &["run", c.to_str().unwrap(), "--dry-run"]);
+    assert!(dry.status.success() && !text(&dry).contains("holds a run"), "{}", text(&dry));
     let yaml = std::fs::read_to_string(&c).unwrap().replace("k: 3", "k: 4");
     std::fs::write(&c, yaml).unwrap();
+    let dry = run_bin(dir.path(), &["run", c.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        stderr(&dry).contains("runs/shared holds a run with a different model, k, acquisition or pool: its result.json and config.yaml are replaced"),
+        "{}",
+        text(&dry)
+    );
     let out = run_bin(dir.path(), &["run", c.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("holds a run with a different model, k, acquisition or pool"), "{}", text(&out));

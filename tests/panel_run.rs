@@ -817,6 +817,10 @@ fn edited_renamed_and_reordered_panels_keep_their_verdicts_apart() {
         y.replace("max_usd: 0.06", "max_comparisons: 40")
             .replace("temperature: 0.25, seed: 7", "temperature: 0.25, seed: 9")
     });
+    let dry = run_bin(dir.path(), &["run", edited.to_str().unwrap(), "--dry-run"]);
+    assert!(stderr(&dry).contains("holds a run with a different judge"), "the dry run says it too: {}", text(&dry));
+    let dry = run_bin(dir.path(), &["run", first.to_str().unwrap(), "--dry-run"]);
+    assert!(!stderr(&dry).contains("holds a run"), "{}", text(&dry));
     let out = run_bin(dir.path(), &["run", edited.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(stderr(&out).contains("holds a run with a different judge"), "{}", stderr(&out));

@@ -115,6 +115,10 @@ pub fn dry_run_text(
     }
     check_detach(config, &cfg, single_judge_flags.contains(&"--detach"))?;
     let mut judge = crate::config::judge::judge_info(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
+    // Another configuration's run in the folder: said as the run says it.
+    for w in crate::run::folder::replaced_run_warnings(&cfg, judge.as_ref()).map_err(RunCommandError::Run)? {
+        super::warn_line(&w);
+    }
     // A gate file that cannot apply is refused as the run refuses it.
     if let Some(g) = gate {
         super::gate::read_gate(&cfg, &judge.describe(), g).map_err(|source| RunCommandError::Gate {
@@ -188,6 +192,11 @@ fn panel_dry_run_text(
         let d = super::dry_run::dry_run(cfg, &named)?;
         rows.push((m, named, d));
     }
+    let identity = crate::run::folder::PanelIdentity(rows.iter().map(|r| &r.1 as &dyn JudgeInfo).collect());
+    for w in crate::run::folder::replaced_run_warnings(cfg, &identity).map_err(RunCommandError::Run)? {
+        super::warn_line(&w);
+    }
+    drop(identity);
     // A single-judge run's verdicts the members take over (as the run does).
     let records =
         crate::store::ledger::read_records(&cfg.run_dir.join("verdicts.jsonl")).map(|r| r.0).unwrap_or_default();

@@ -229,21 +229,8 @@ fn abandon_open_rounds(dir: &Path, books: &mut Books) -> Result<String, RunError
 /// installed, or the books cannot be read.
 pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Result<Folder, RunError> {
     let dir = &cfg.run_dir;
-    let pool_lines =
-        crate::config::run_inputs::pool_lines(cfg).map_err(|(path, source)| RunError::Io { path, source })?;
-    let identity = RunIdentity {
-        fit: config_hash(cfg),
-        judge: (0..cfg.pool.n_items())
-            .flat_map(|a| (0..cfg.pool.n_items()).map(move |b| (a, b)))
-            .find(|&(a, b)| a != b)
-            .map(|(a, b)| judge.cache_key(&cfg.pool, a, b))
-            .unwrap_or_default(),
-        pool: rng::sha256_hex(&pool_lines)[..16].to_string(),
-    };
-    let fits = if cfg.is_panel() { "panel_fits.jsonl" } else { "fits.jsonl" };
-    let old = old_identity(dir);
-    let other_run = other_run_warning(dir, old.as_ref(), &identity, fits);
-    let changed_items = changed_items_warning(dir, &pool_lines, (old.as_ref(), &identity), fits);
+    let (pool_lines, identity) = identity(cfg, judge)?;
+    let replaced = replaced_warnings(cfg, &pool_lines, &identity);
     if let Some(m) = audit_folder(dir) {
         return Err(cannot_create(dir, &m));
     }
@@ -277,8 +264,62 @@ pub fn open_folder(cfg: &Config, judge: &dyn JudgeInfo, opts: &RunOptions) -> Re
     std::fs::write(&id_path, serde_json::to_string(&identity).expect("serialisable")).map_err(io_err(&id_path))?;
     // config.yaml, pool.jsonl and prompt/: the run folder can be re-read from anywhere.
     crate::config::run_inputs::write(cfg, dir, pool_lines).map_err(|(path, source)| RunError::Io { path, source })?;
-    warnings.splice(0..0, other_run.into_iter().chain(changed_items));
+    warnings.splice(0..0, replaced);
     Ok(Folder { lock, interrupt, books, warnings })
+}
+
+/// The pool lines the run reads, and the identity its run.json will hold.
+fn identity(cfg: &Config, judge: &dyn JudgeInfo) -> Result<(String, RunIdentity), RunError> {
+    let pool_lines =
+        crate::config::run_inputs::pool_lines(cfg).map_err(|(path, source)| RunError::Io { path, source })?;
+    let identity = RunIdentity {
+        fit: config_hash(cfg),
+        judge: (0..cfg.pool.n_items())
+            .flat_map(|a| (0..cfg.pool.n_items()).map(move |b| (a, b)))
+            .find(|&(a, b)| a != b)
+            .map(|(a, b)| judge.cache_key(&cfg.pool, a, b))
+            .unwrap_or_default(),
+        pool: rng::sha256_hex(&pool_lines)[..16].to_string(),
+    };
+    Ok((pool_lines, identity))
+}
+
+/// What the folder's earlier run loses to this one: its result and config when another
+/// configuration made it, and the items whose texts or qualities changed under it.
+fn replaced_warnings(cfg: &Config, pool_lines: &str, identity: &RunIdentity) -> Vec<String> {
+    let dir = &cfg.run_dir;
+    let fits = if cfg.is_panel() { "panel_fits.jsonl" } else { "fits.jsonl" };
+    let old = old_identity(dir);
+    let other_run = other_run_warning(dir, old.as_ref(), identity, fits);
+    let changed_items = changed_items_warning(dir, pool_lines, (old.as_ref(), identity), fits);
+    other_run.into_iter().chain(changed_items).collect()
+}
+
+/// The warnings a run of `cfg` would give on opening its folder when another configuration's
+/// run is there (what its dry run says too; nothing is written). `judge`: the run's judge, or a
+/// panel's [`PanelIdentity`].
+///
+/// # Errors
+/// [`RunError::Io`]: the pool file cannot be read.
+pub fn replaced_run_warnings(cfg: &Config, judge: &dyn JudgeInfo) -> Result<Vec<String>, RunError> {
+    let (pool_lines, identity) = identity(cfg, judge)?;
+    Ok(replaced_warnings(cfg, &pool_lines, &identity))
+}
+
+/// A judge panel as its run folder's identity (run.json): every judge's key of a pair, in name
+/// order, so another judge, a renamed or an edited one is told apart and an order of the list
+/// is not.
+pub struct PanelIdentity<'a>(pub Vec<&'a dyn JudgeInfo>);
+
+impl JudgeInfo for PanelIdentity<'_> {
+    fn describe(&self) -> String {
+        self.0.iter().map(|m| m.describe()).collect::<Vec<_>>().join("; ")
+    }
+    fn cache_key(&self, pool: &crate::domain::pool::Pool, a: usize, b: usize) -> String {
+        let mut keys: Vec<String> = self.0.iter().map(|m| m.cache_key(pool, a, b)).collect();
+        keys.sort();
+        keys.join(",")
+    }
 }
 
 /// Why `dir` is an audit's folder (`topk-judge audit` writes audit.json and audit.md beside its

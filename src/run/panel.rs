@@ -129,21 +129,6 @@ pub struct PanelRunResult {
     pub overrun_judges: Vec<String>,
 }
 
-/// The panel as its run folder's identity (run.json): every judge's key of a pair, in name order,
-/// so another judge, a renamed or an edited one is told apart and an order of the list is not.
-struct Identity<'a>(&'a [Arc<crate::judge::panel::Named>]);
-
-impl JudgeInfo for Identity<'_> {
-    fn describe(&self) -> String {
-        self.0.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ")
-    }
-    fn cache_key(&self, pool: &crate::domain::pool::Pool, a: usize, b: usize) -> String {
-        let mut keys: Vec<String> = self.0.iter().map(|m| m.cache_key(pool, a, b)).collect();
-        keys.sort();
-        keys.join(",")
-    }
-}
-
 /// The scheduler's pair of judge `j`'s ordered pair (a, b) in a pool of `n` items.
 fn encode(n: usize, j: usize, a: usize, b: usize) -> (usize, usize) {
     (j * n + a, j * n + b)
@@ -245,7 +230,8 @@ fn adopt_single_judge_verdicts(
 /// result.json is written.
 pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Result<PanelRunResult, RunError> {
     let members = panel.members().to_vec();
-    let folder = open_folder(cfg, &Identity(&members), opts)?;
+    let identity = crate::run::folder::PanelIdentity(members.iter().map(|m| m.as_ref() as &dyn JudgeInfo).collect());
+    let folder = open_folder(cfg, &identity, opts)?;
     let Folder { lock: _lock, interrupt, mut books, mut warnings } = folder;
     let trusted: Vec<bool> = cfg.raw.judges.iter().map(|m| m.trusted).collect();
     let queries: Vec<RunQueries<'_>> = members.iter().map(|m| RunQueries::new(cfg, m.as_ref())).collect();
@@ -282,12 +268,9 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     let own_at_start: f64 = queries.iter().map(|q| books.spend(&|k: &str| q.contains_key(k)).total_usd()).sum();
     let others_usd = (budget.spent_usd() - own_at_start).max(0.0);
     // The panel's refits are told apart from another configuration's in the same folder.
-    let fits_id = rng::sha256_hex(&format!(
-        "{}|{}",
-        super::folder::config_hash(cfg),
-        Identity(&members).cache_key(&cfg.pool, 0, 1)
-    ))[..16]
-        .to_string();
+    let fits_id =
+        rng::sha256_hex(&format!("{}|{}", super::folder::config_hash(cfg), identity.cache_key(&cfg.pool, 0, 1)))[..16]
+            .to_string();
     let acq = &cfg.raw.acquisition;
     debug_assert_ne!(acq.dispatch, Dispatch::Batch, "the config refuses provider batch jobs for a panel");
     let settings = ScheduleSettings::new(
