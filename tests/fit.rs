@@ -692,6 +692,23 @@ fn other_commands_never_write_a_run_folders_own_files() {
     }
     assert_eq!(std::fs::read(d.join("runs/aud/config.yaml")).unwrap(), config);
     assert_eq!(std::fs::read(d.join("runs/aud/verdicts.jsonl")).unwrap(), verdicts);
+    // Commands that read a run's folder name an audit's folder as such (they said "unknown
+    // field `pairs`").
+    for cmd in ["gate", "profile", "fit"] {
+        let out = run_bin(d, &[cmd, "runs/aud"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains("runs/aud: the folder of an audit (it holds its audit.json), not of a run"),
+            "{cmd}: {}",
+            text(&out)
+        );
+    }
+    let out = run_bin(d, &["run", "runs/aud"]);
+    assert!(
+        text(&out).contains("this looks like an audit's folder: its config is runs/aud/config.yaml (`topk-judge audit runs/aud/config.yaml` repeats the audit)"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// A tie in gold quality at the top-k boundary: its members share the remaining places, so the

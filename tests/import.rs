@@ -575,6 +575,10 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         e.contains(&format!("{}:2: cost_usd is 1e308: expected a number of USD from 0 to 1000000, the most one query may cost, or empty", c.display())),
         "{e}"
     );
+    // Named as written: 1e400 is read as infinity, and was shown as "inf".
+    let c = write(d, "inf.csv", "prompt_id,system_a,system_b,shown_first,winner,cost_usd\np1,x,y,a,a,1e400\n");
+    let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
+    assert!(e.contains(":2: cost_usd is 1e400: expected a number of USD from 0 to 1000000"), "{e}");
     let a = write(
         d,
         "neg.json",

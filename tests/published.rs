@@ -556,6 +556,23 @@ fn check_names_what_it_cannot_use() {
     // k out of range, and a trusted file that is not there, named by their flags.
     let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--k", "10"]);
     assert!(text(&o).contains("--k 10 must satisfy 1 ≤ k < number of systems (10)"), "{}", text(&o));
+    // Without --k, the default is named as such (it read "--k 3", a flag not given).
+    write(
+        d,
+        "two.jsonl",
+        "{\"pool_id\":\"p1\",\"task\":\"q\",\"items\":[{\"id\":\"alpha\",\"system\":\"alpha\",\"text\":\"aa\"},{\"id\":\"beta\",\"system\":\"beta\",\"text\":\"bb bb\"}]}\n{\"pool_id\":\"p2\",\"task\":\"q2\",\"items\":[{\"id\":\"alpha\",\"system\":\"alpha\",\"text\":\"x\"},{\"id\":\"beta\",\"system\":\"beta\",\"text\":\"y y\"}]}\n",
+    );
+    write(
+        d,
+        "two_v.jsonl",
+        "{\"pool_id\":\"p1\",\"a\":\"alpha\",\"b\":\"beta\",\"y\":1}\n{\"pool_id\":\"p2\",\"a\":\"beta\",\"b\":\"alpha\",\"y\":0}\n",
+    );
+    let o = run_bin(d, &["check", "two.jsonl", "two_v.jsonl"]);
+    assert!(
+        text(&o).contains("k = 3 (the default; --k sets another) must satisfy 1 ≤ k < number of systems (2)"),
+        "{}",
+        text(&o)
+    );
     let o = run_bin(d, &["check", "pool.jsonl", "rec.jsonl", "--anchors", "nope.jsonl"]);
     assert!(text(&o).contains("--anchors nope.jsonl: cannot read verdicts file nope.jsonl"), "{}", text(&o));
     // A recording of other prompts altogether.

@@ -706,11 +706,11 @@ fn a_run_folder_or_its_result_json_in_the_wrong_place_is_named() {
     };
     assert_eq!(
         err(&["run", "runs/here"]),
-        "error: runs/here: a folder, not a config file; this looks like a run folder: its config is runs/here/config.yaml (run that to resume the run)\n"
+        "error: runs/here: a folder, not a config file; this looks like a run folder: its config is runs/here/config.yaml (`topk-judge run runs/here/config.yaml` resumes the run)\n"
     );
     assert_eq!(
         err(&["run", "runs/here/result.json"]),
-        "error: runs/here/result.json: a run's result.json (what a run wrote), not a config; the run's config is runs/here/config.yaml (run that to resume the run)\n"
+        "error: runs/here/result.json: a run's result.json (what a run wrote), not a config; the run's config is runs/here/config.yaml (`topk-judge run runs/here/config.yaml` resumes the run)\n"
     );
     let e = err(&["fit", "six.jsonl", "runs/here/result.json"]);
     assert!(

@@ -24,9 +24,9 @@ pub struct CheckArgs {
     /// The judge's recorded verdicts (JSON Lines, docs/replay.md; keyed per prompt: pool_id =
     /// prompt, a and b = system ids; e.g. from `import --judgments`).
     pub judgments: PathBuf,
-    /// k of the top-k compared.
-    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
-    pub k: usize,
+    /// k of the top-k compared [default: 3].
+    #[arg(long, allow_negative_numbers = true)]
+    pub k: Option<usize>,
     /// Use only the verdicts of this judge, when the file holds several (its exact name or a
     /// prefix only it starts with).
     #[arg(long)]
@@ -196,6 +196,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         return Err(FitCommandError::Invalid(format!("--alpha {} must be in (0, 1)", args.alpha)));
     }
     let covariates = parse_covariates(args.covariates.as_deref())?;
+    let k = args.k.unwrap_or(3);
     let req = FitRequest {
         usage: "check POOL JUDGMENTS",
         pool_file: &args.pool_file,
@@ -203,7 +204,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         pool_id: None,
         judge: args.judge.as_deref(),
         model: None,
-        k: Some(args.k),
+        k: args.k,
         report_ranking: None,
         covariates,
         lambda: [None; 3],
@@ -278,7 +279,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
             let by_base = |m: &std::collections::BTreeMap<String, f64>| -> Vec<f64> {
                 pool.bases.iter().map(|b| m.get(b).copied().unwrap_or(0.0)).collect()
             };
-            let anchors = select_anchors(&by_base(&f.phi), &by_base(&f.theta), args.k, args.max_anchors);
+            let anchors = select_anchors(&by_base(&f.phi), &by_base(&f.theta), k, args.max_anchors);
             let (better, labelled) = labels(&pool, &anchors, trusted, &mut warnings)?;
             if labelled == 0 && !anchors.is_empty() {
                 let pairs: Vec<String> = anchors
@@ -304,7 +305,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckReport, FitCommandError> {
         verdicts: fit.comparisons,
         invalid: fit.invalid,
         judge: fit.judge.clone(),
-        k: args.k,
+        k,
         kappa: f.kappa,
         kappa_sd: f.kappa_sd,
         covariates,

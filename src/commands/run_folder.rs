@@ -234,6 +234,13 @@ pub fn load_run_with(
 /// # Errors
 /// [`RunFolderError`]: no config.yaml, or one that does not load.
 fn folder_config(dir: &Path, overrides: &[crate::config::overrides::Override]) -> Result<Config, RunFolderError> {
+    // An audit's folder holds its config and verdicts too, but no run.
+    if dir.join("audit.json").is_file() && !dir.join("result.json").is_file() {
+        return Err(RunFolderError::Invalid(format!(
+            "{}: the folder of an audit (it holds its audit.json), not of a run: this command reads a run's folder (written by `topk-judge run`); the audit's findings are in its audit.json and audit.md",
+            dir.display()
+        )));
+    }
     let path = dir.join("config.yaml");
     let text = std::fs::read_to_string(&path).map_err(|e| {
         let why = if e.kind() == std::io::ErrorKind::NotFound {

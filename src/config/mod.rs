@@ -118,9 +118,14 @@ impl ConfigError {
 pub fn read_text(path: &Path) -> Result<String, ConfigError> {
     if path.is_dir() {
         let inside = path.join("config.yaml");
-        let msg = if inside.is_file() {
+        let msg = if inside.is_file() && path.join("audit.json").is_file() && !path.join("result.json").is_file() {
             format!(
-                "a folder, not a config file; this looks like a run folder: its config is {} (run that to resume the run)",
+                "a folder, not a config file; this looks like an audit's folder: its config is {0} (`topk-judge audit {0}` repeats the audit)",
+                inside.display()
+            )
+        } else if inside.is_file() {
+            format!(
+                "a folder, not a config file; this looks like a run folder: its config is {0} (`topk-judge run {0}` resumes the run)",
                 inside.display()
             )
         } else {
@@ -131,7 +136,7 @@ pub fn read_text(path: &Path) -> Result<String, ConfigError> {
     if let Some((name, dir)) = crate::store::text::run_output_name(path) {
         let inside = dir.join("config.yaml");
         let instead = if inside.is_file() {
-            format!("the run's config is {} (run that to resume the run)", inside.display())
+            format!("the run's config is {0} (`topk-judge run {0}` resumes the run)", inside.display())
         } else {
             "give a config (YAML), e.g. configs/mock.yaml".to_string()
         };

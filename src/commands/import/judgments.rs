@@ -540,7 +540,11 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             None | Some("") => None,
             Some(s) => match s.parse::<f64>().ok().map(crate::domain::verdict::check_query_usd) {
                 Some(Ok(x)) => Some(x),
-                Some(Err(m)) => return Err(row(path, line, format!("cost_usd is {m}, or empty"))),
+                // The value as written (1e400 reads as inf).
+                Some(Err(m)) => {
+                    let m = m.split_once(':').map_or(m.clone(), |(_, why)| format!("{s}:{why}"));
+                    return Err(row(path, line, format!("cost_usd is {m}, or empty")));
+                }
                 None => {
                     return Err(row(path, line, format!("cost_usd is {s:?}; expected a number ≥ 0 (USD) or empty")));
                 }
