@@ -294,12 +294,26 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
     // folder instead is pointed out.
     std::fs::copy(summeval(), dir.path().join("here.jsonl")).unwrap();
     let sub = write(dir.path(), "sub/c.yaml", &std::fs::read_to_string(&cfg).unwrap());
-    let out = run_bin(dir.path(), &["run", sub.to_str().unwrap(), "--dry-run", "--set", "pool.file=here.jsonl"]);
-    assert!(
-        text(&out).contains("(a pool.file given by --set is relative to the config file's folder, as in the file; here.jsonl exists from here: give it as an absolute path)"),
-        "{}",
-        text(&out)
-    );
+    // Every path key alike: in a block, a recording, a prompt template (they had no hint).
+    write(dir.path(), "tpl.j2", "{{ a }} {{ b }}");
+    let hint = |p: &str| {
+        format!(
+            "(a path given by --set is relative to the config file's folder, as in the file; {p} exists from here: give it as an absolute path)"
+        )
+    };
+    for (set, p) in [
+        ("pool.file=here.jsonl", "here.jsonl"),
+        ("pool={file: here.jsonl}", "here.jsonl"),
+        ("judge={replay: {file: here.jsonl}}", "here.jsonl"),
+        (
+            "judge={openai: {base_url: 'http://127.0.0.1:9/v1', model: m, prompt: tpl.j2, api_key_env: TOPK_NO_KEY, api_key_required: false, price: {input_usd_per_mtok: 0, output_usd_per_mtok: 0}}}",
+            "tpl.j2",
+        ),
+    ] {
+        let out = run_bin(dir.path(), &["run", sub.to_str().unwrap(), "--dry-run", "--set", set]);
+        assert!(!out.status.success(), "{set}: {}", text(&out));
+        assert!(text(&out).contains(&hint(p)), "{set}: {}", text(&out));
+    }
     // The dry run refuses a run folder under a file as the run does (it read a file below it).
     let out = run_bin(dir.path(), &["run", c, "--dry-run", "--set", "out_dir=base.yaml"]);
     assert!(!out.status.success());

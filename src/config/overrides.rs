@@ -290,17 +290,25 @@ fn check_judge_kind(doc: &serde_json::Value, o: &Override) -> Result<(), ConfigE
                 ),
             });
         }
+        // The single judge's form of the key, when it names a setting of this judge's kind;
+        // otherwise the form its settings take (a blind rewrite suggested keys refused in turn).
+        let kind = match doc.get("judge") {
+            Some(serde_json::Value::Object(j)) => j.keys().find(|k| super::JUDGE_KINDS.contains(&k.as_str())).cloned(),
+            _ => None,
+        };
+        let how = match (rest.first().map(String::as_str), kind.as_deref()) {
+            (Some(k), Some(mine)) if k == mine && rest.len() > 1 => {
+                format!("set its field with `--set judge.{}`", rest.join("."))
+            }
+            (Some(k), Some(mine)) if super::JUDGE_KINDS.contains(&k) && k != mine => {
+                format!("its judge is `{mine}`, not `{k}`: set its settings with `--set judge.{mine}.FIELD`")
+            }
+            (_, Some(mine)) => format!("set its settings with `--set judge.{mine}.FIELD` (docs/config.md lists them)"),
+            (_, None) => "set its judge's settings with `--set judge.KIND.FIELD`".to_string(),
+        };
         return Err(ConfigError::Set {
             given: o.given.clone(),
-            msg: format!(
-                "this config has one judge (`judge:`), not a panel: set its field with `--set judge.{}`",
-                o.key
-                    .iter()
-                    .skip(if o.key.get(1).is_some_and(|k| k.parse::<usize>().is_ok()) { 2 } else { 1 })
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(".")
-            ),
+            msg: format!("this config has one judge (`judge:`), not a panel: {how}"),
         });
     }
     if o.key.len() < 2 || o.key[0] != "judge" {
@@ -491,8 +499,47 @@ fn strip_location(msg: &str, o: &Override) -> String {
     }
 }
 
-/// Rewrite a rule error about an overridden key to name the override as given.
+/// Rewrite a rule error about an overridden key to name the override as given; a file the
+/// config's folder lacks that a `--set` path names from the shell's folder gets a hint.
 pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError {
+    match named_override(e, overrides) {
+        ConfigError::Set { given, msg } => {
+            let hint = shell_relative_path(&msg, overrides)
+                .map(|p| {
+                    format!(
+                        " (a path given by --set is relative to the config file's folder, as in the file; {p} exists from here: give it as an absolute path)"
+                    )
+                })
+                .unwrap_or_default();
+            ConfigError::Set { given, msg: format!("{msg}{hint}") }
+        }
+        e => e,
+    }
+}
+
+/// A relative path among the values `overrides` set (at any depth: `pool={file: …}`) that `msg`
+/// says cannot be read under the config's folder while it names a file from the shell's folder.
+fn shell_relative_path(msg: &str, overrides: &[Override]) -> Option<String> {
+    fn strings<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            serde_json::Value::Object(m) => m.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    if !msg.contains("No such file") && !msg.contains("not found") {
+        return None;
+    }
+    let mut all = Vec::new();
+    overrides.iter().for_each(|o| strings(&o.value, &mut all));
+    all.into_iter()
+        .filter(|s| !s.is_empty() && Path::new(s).is_relative() && Path::new(s).is_file())
+        .find(|s| msg.contains(&format!("/{s}")) || msg.contains(&format!("\\{s}")))
+        .map(str::to_owned)
+}
+
+fn named_override(e: ConfigError, overrides: &[Override]) -> ConfigError {
     match e {
         ConfigError::Invalid { key, msg, path, line } => {
             // `judges: …, not both` on a panel file is the fault of a `--set judge.…`.
@@ -542,26 +589,11 @@ pub fn name_the_override(e: ConfigError, overrides: &[Override]) -> ConfigError 
             if named.is_empty() {
                 ConfigError::Pool { path, key, line, pool_file, source }
             } else {
-                // A path given on the command line is read, as the file's own, relative to the
-                // config's folder: when it names a file from the shell's folder instead, say so.
-                let typed = overrides
-                    .iter()
-                    .rev()
-                    .find(|o| o.key == ["pool", "file"])
-                    .and_then(|o| o.value.as_str())
-                    .map(std::path::PathBuf::from)
-                    .filter(|p| p.is_relative() && !pool_file.exists() && p.is_file());
-                let hint = typed
-                    .map(|p| {
-                        format!(
-                            " (a pool.file given by --set is relative to the config file's folder, as in the file; {} exists from here: give it as an absolute path)",
-                            p.display()
-                        )
-                    })
-                    .unwrap_or_default();
+                // (A path given on the command line that names a file from the shell's folder
+                // gets its hint in name_the_override.)
                 ConfigError::Set {
                     given: named.join(", "),
-                    msg: format!("{key}: {}{hint}", super::pool_message(&pool_file, &source)),
+                    msg: format!("{key}: {}", super::pool_message(&pool_file, &source)),
                 }
             }
         }
@@ -760,6 +792,20 @@ mod tests {
         assert_eq!(
             msg(&single, "judges.0.openai.max_invalid_rate=1"),
             "this config has one judge (`judge:`), not a panel: set its field with `--set judge.openai.max_invalid_rate`"
+        );
+        // A key of no judge kind, or of another kind, is not rewritten into one that is refused
+        // in turn (`judge.concurrency`, `judge.mock.…` of an openai judge).
+        assert_eq!(
+            msg(&single, "judges.0.concurrency=2"),
+            "this config has one judge (`judge:`), not a panel: set its settings with `--set judge.openai.FIELD` (docs/config.md lists them)"
+        );
+        assert_eq!(
+            msg(&single, "judges.0.mock.seed=2"),
+            "this config has one judge (`judge:`), not a panel: its judge is `openai`, not `mock`: set its settings with `--set judge.openai.FIELD`"
+        );
+        assert_eq!(
+            msg(&single, "judges.0=x"),
+            "this config has one judge (`judge:`), not a panel: set its settings with `--set judge.openai.FIELD` (docs/config.md lists them)"
         );
         assert!(check_judge_kind(&panel, &Override::parse("judges.1.openai.model=x").unwrap()).is_ok());
         assert!(check_judge_kind(&single, &Override::parse("judge.openai.model=x").unwrap()).is_ok());
