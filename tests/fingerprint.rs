@@ -203,6 +203,39 @@ fn a_resumed_run_with_nothing_left_to_ask_pays_for_no_check() {
     assert!(!d.join("a/fp/fingerprint_verdicts.jsonl").exists());
 }
 
+/// A budget with room for one more query but not for a check besides: the check is not run, and
+/// the run buys that query (before, the check took its money and said it "cannot tell").
+#[test]
+fn a_check_the_budget_cannot_pay_beside_one_query_is_not_run() {
+    let flips: Flips = Arc::default();
+    let fake = server(&flips);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = config(d, "a", &fake.base_url);
+    assert!(run(d, &a, &["--max-comparisons", "24"]).status.success());
+    let books = json(&d.join("a/fp/result.json"))["folder_spend"]["spend_usd"].as_f64().unwrap();
+    // The dearest query's worst case, from the dry run: "worst-case cost per query: $lo – $hi".
+    let dry = stdout(&run_bin(d, &["run", a.to_str().unwrap(), "--dry-run"]));
+    let hi: f64 = dry
+        .lines()
+        .find_map(|l| l.strip_prefix("worst-case cost per query: $"))
+        .and_then(|l| l.split(" – $").nth(1))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{dry}"));
+    let max_usd = format!("{:.9}", books + 1.5 * hi);
+    let before = fake.n_requests();
+    let out = run(d, &a, &["--max-usd", &max_usd]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!stdout(&out).contains("judge fingerprint"), "{}", text(&out));
+    // Replies cost less than their worst case, so the money buys a few queries: all of the
+    // run's, none for a check.
+    let bought = json(&d.join("a/fp/result.json"))["comparisons"].as_u64().unwrap() - 24;
+    assert!(bought >= 1, "{}", text(&out));
+    assert_eq!((fake.n_requests() - before) as u64, bought, "the run's queries only, no check");
+    assert!(lines(&d.join("a/fp/fingerprint_verdicts.jsonl")).is_empty());
+}
+
 /// A check stopped before it was recorded (a kill or Ctrl-C during it) left its replies in the
 /// fingerprint books: the next run's check takes them as its answers and does not ask those
 /// pairs again (a pair whose reply was recorded is never asked again).

@@ -302,7 +302,9 @@ fn queries_waiting_for_the_judges_own_slot_are_held_after_an_overrun() {
 
 /// A resumed run reserves at the worst case its provider's stored replies have shown, its
 /// fingerprint check's re-asks too: they were reserved at the configured worst case and sent at
-/// once (the folder reached $0.4114 against `--max-usd 0.4` in a user's try).
+/// once (the folder reached $0.4114 against `--max-usd 0.4` in a user's try). The check is paid
+/// only from what the budget leaves beyond one query of the run (docs/live.md, "Judge
+/// fingerprint"): with room for 2.5 replies it is not run at all, with room for 4.5 it is.
 #[test]
 fn a_resume_reserves_at_the_worst_case_its_stored_replies_showed() {
     let fake = billing(200_000);
@@ -314,13 +316,33 @@ fn a_resume_reserves_at_the_worst_case_its_stored_replies_showed() {
     assert_eq!(out.status.code(), Some(1), "the first run overruns: {}", text(&out));
     let runs = dir.path().join("runs/carry");
     let first = booked(&runs).usd;
-    // Room for 2.5 replies at what they cost: 4 re-asks at the configured worst case fit in it.
+    // Room for 2.5 replies at what they cost: 4 re-asks at the configured worst case fit in it,
+    // but beside one query of the run fewer than the check needs at the raised worst case.
     let per_reply = (100.0 * PRICE_IN + 200_000.0 * PRICE_OUT) / 1e6;
-    let max = first + 2.5 * per_reply;
-    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--max-usd", &format!("{max}")]);
-    // What the server billed over both runs (the fingerprint's re-asks included).
-    assert!(bill(&fake) <= max + 1e-12, "billed {} > max_usd {max}: {}", bill(&fake), text(&out));
-    assert!(text(&out).contains("re-asked stored verdicts changed"), "the check ran: {}", text(&out));
+    for (room, check) in [(2.5, false), (4.5, true)] {
+        // Each from the first run's folder, copied.
+        let copy = format!("copy-{room}/runs");
+        std::fs::create_dir_all(dir.path().join(&copy)).unwrap();
+        let cp = std::process::Command::new("cp").arg("-r").arg(&runs).arg(dir.path().join(&copy)).status().unwrap();
+        assert!(cp.success());
+        let billed = bill(&fake);
+        let max = first + room * per_reply;
+        let out = run_bin(
+            dir.path(),
+            &[
+                "run",
+                cfg.to_str().unwrap(),
+                "--quiet",
+                "--max-usd",
+                &format!("{max}"),
+                "--set",
+                &format!("out_dir={copy}"),
+            ],
+        );
+        // What the server billed in this resume (the fingerprint's re-asks included).
+        assert!(first + bill(&fake) - billed <= max + 1e-12, "billed {} > max_usd {max}: {}", bill(&fake), text(&out));
+        assert_eq!(text(&out).contains("re-asked stored verdicts changed"), check, "room {room}: {}", text(&out));
+    }
 }
 
 /// A query waiting for its rate limit (`requests_per_minute: 120`: one request every 0.5 s)

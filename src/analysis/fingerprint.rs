@@ -91,6 +91,13 @@ pub fn test(reasked: &[Reasked], allowed: f64) -> Test {
     Test { pairs: n, changed: k, allowed, p_value, level: LEVEL, judge_changed: n > 0 && p_value <= LEVEL }
 }
 
+/// The fewest re-asked pairs with which a check against the noise share `allowed` can stop a
+/// run: the least n with allowedⁿ ≤ [`LEVEL`] (all n changed then has P ≤ the level).
+pub fn pairs_needed(allowed: f64) -> usize {
+    let allowed = allowed.clamp(MIN_ALLOWED, 0.99);
+    (LEVEL.ln() / allowed.ln()).floor() as usize + 1
+}
+
 /// The judge's flip rate between the two orders of its stored pairs: of the pairs stored in
 /// both orders with decided verdicts, the share whose two verdicts name different items
 /// (`pairs`: (y with a first, y with b first)).

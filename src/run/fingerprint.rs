@@ -108,7 +108,7 @@ impl Check {
                 // could stop the run, so passing says nothing: for a judge that follows the
                 // slot, whatever the pairs; otherwise for want of pairs.
                 Decision::Passed if t.pairs > 0 && t.allowed.powi(t.pairs as i32) > t.level && t.allowed < 0.5 => {
-                    let needed = (t.level.ln() / t.allowed.ln()).floor() as usize + 1;
+                    let needed = fingerprint::pairs_needed(t.allowed);
                     format!(
                         "the check cannot tell: with {} re-asked, even {} of {} changed would pass at level {}; it needs at least {needed} (fingerprint.queries, and a budget for them)",
                         t.pairs, t.pairs, t.pairs, t.level
@@ -194,9 +194,9 @@ pub async fn check(
     let queries = RunQueries::new(cfg, judge.as_ref());
     let all = queries.stored_verdicts(&records, 1.0);
     // A run with nothing left to ask asks nothing, so nothing would be mixed: no check.
-    if !could_ask(cfg, judge.as_ref(), &queries, &records, &all)? {
+    let Some(spare_usd) = could_ask(cfg, judge.as_ref(), &queries, &records, &all)? else {
         return Ok(None);
-    }
+    };
     let stored: HashMap<(usize, usize), f64> = all.into_iter().filter_map(|v| v.y.map(|y| ((v.a, v.b), y))).collect();
     if stored.is_empty() {
         return Ok(None);
@@ -246,8 +246,26 @@ pub async fn check(
     let key = |a: usize, b: usize| format!("{prefix}{}", judge.cache_key(&pool, a, b));
     let mut cost_usd: f64 =
         picks.iter().filter_map(|&(a, b)| books.log().get(&key(a, b))).map(|r| r.reply.cost_usd).sum();
-    let open: Vec<(usize, usize)> =
+    let mut open: Vec<(usize, usize)> =
         picks.iter().copied().filter(|&(a, b)| books.log().get(&key(a, b)).is_none()).collect();
+    // The check is paid from what the budget leaves beyond one more query of the run: re-asks
+    // past that are not sent, and a check left with fewer than it needs to stop anything is
+    // not run at all (it would take the run's last query for a "cannot tell").
+    let factor = queries.carried_factor(&records);
+    let mut sum = 0.0;
+    let affordable = open
+        .iter()
+        .take_while(|&&(a, b)| {
+            sum += judge.worst_case_usd(&pool, a, b) * factor;
+            sum <= spare_usd + 1e-12
+        })
+        .count();
+    if affordable < open.len() {
+        if picks.len() - open.len() + affordable < fingerprint::pairs_needed(allowed) {
+            return Ok(None);
+        }
+        open.truncate(affordable);
+    }
     // Ctrl-C: nothing more is sent, the replies in flight are booked (a second Ctrl-C quits at
     // once, as in a run), and the check is not recorded: the next run repeats it.
     let signals = if handle_signals {
@@ -313,14 +331,14 @@ pub async fn check(
     }))
 }
 
-/// Open pairs priced one by one before a check gives up looking for one the budget allows
-/// (and checks, as a run with queries left would).
+/// Open pairs priced to find the cheapest one the budget leaves room for.
 const AFFORDABLE_SCAN_MAX: usize = 100_000;
 
 /// Whether the judge has a query left to ask: an ordered pair it may send (not stored, not
 /// skipped as identical texts) within `budget.max_comparisons`, whose worst-case cost (raised by
 /// the factor its stored replies have shown) fits in what the folder's books leave of
-/// `budget.max_usd`.
+/// `budget.max_usd`. `Some(spare)`: what the books leave beyond the cheapest such query (USD;
+/// infinite without a money limit), `None`: no query left.
 ///
 /// # Errors
 /// [`RunError`]: the folder's books cannot be read.
@@ -330,28 +348,23 @@ fn could_ask(
     queries: &RunQueries,
     records: &[crate::store::ledger::VerdictRecord],
     stored: &[crate::domain::verdict::StoredVerdict],
-) -> Result<bool, RunError> {
+) -> Result<Option<f64>, RunError> {
     if cfg.raw.budget.max_comparisons.is_some_and(|m| stored.len() as u64 >= m) {
-        return Ok(false);
+        return Ok(None);
     }
     let asked: std::collections::HashSet<(usize, usize)> = stored.iter().map(|v| (v.a, v.b)).collect();
     let mut open = queries.iter().filter(|p| !asked.contains(p) && !queries.skipped().contains(p));
     let Some(max_usd) = cfg.raw.budget.max_usd.filter(|_| judge.has_price()) else {
-        return Ok(open.next().is_some());
+        return Ok(open.next().map(|_| f64::INFINITY));
     };
     let left = max_usd - crate::store::books::folder_books(&cfg.run_dir)?.total().total_usd();
     let factor = queries.carried_factor(records);
-    let mut scanned = 0;
-    for (a, b) in open {
-        if judge.worst_case_usd(&cfg.pool, a, b) * factor <= left + 1e-12 {
-            return Ok(true);
-        }
-        scanned += 1;
-        if scanned >= AFFORDABLE_SCAN_MAX {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+    // The cheapest open query (of the first AFFORDABLE_SCAN_MAX, on a very large pool).
+    let cheapest = open
+        .take(AFFORDABLE_SCAN_MAX)
+        .map(|(a, b)| judge.worst_case_usd(&cfg.pool, a, b) * factor)
+        .min_by(f64::total_cmp);
+    Ok(cheapest.filter(|&c| c <= left + 1e-12).map(|c| left - c))
 }
 
 #[cfg(test)]
