@@ -666,6 +666,14 @@ fn other_commands_never_write_a_run_folders_own_files() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("runs/other: --out: the folder of a run (it holds its verdicts or result), whose report and plots this would overwrite"), "{}", text(&out));
     assert!(!d.join("runs/other/compare.md").exists());
+    // `simulate --out` alike, for every kind of sweep file.
+    for sweep in ["sweep-rho.yaml", "sweep-pipeline.yaml", "sweep-panel-synthetic.yaml"] {
+        let file = root().join("configs").join(sweep);
+        let out = run_bin(d, &["simulate", file.to_str().unwrap(), "--out", "runs/other", "--quiet"]);
+        assert_eq!(out.status.code(), Some(1), "{sweep}: {}", text(&out));
+        assert!(text(&out).contains("runs/other: the folder of a run (it holds its verdicts or result), whose report and plots the sweep's outputs would overwrite"), "{sweep}: {}", text(&out));
+    }
+    assert!(!d.join("runs/other/summary.md").exists());
     // A run named like an audit: refused (it overwrote the audit's config.yaml and appended its
     // verdicts to the audit's), in the dry run as in the run.
     let audit = write(
@@ -703,6 +711,14 @@ fn other_commands_never_write_a_run_folders_own_files() {
             text(&out)
         );
     }
+    let out = run_bin(d, &["report", "runs/aud"]);
+    assert!(
+        text(&out).contains(
+            "runs/aud is the folder of an audit (it holds its audit.json, where its findings are), not of a run"
+        ),
+        "{}",
+        text(&out)
+    );
     let out = run_bin(d, &["run", "runs/aud"]);
     assert!(
         text(&out).contains("this looks like an audit's folder: its config is runs/aud/config.yaml (`topk-judge audit runs/aud/config.yaml` repeats the audit)"),

@@ -52,6 +52,22 @@ fn result_fit_and_gate_json_match_their_schemas() {
     let out = run_bin(d, &["fit", "runs/summeval-systems", "--out", "fit-systems.json"]);
     assert!(out.status.success(), "{}", text(&out));
     check(&fit, &d.join("fit-systems.json"));
+    // The systems run's report gives the caveat of what identifies c there (a system's answers
+    // across prompts), not the paired design's renderings; the paired run's keeps its own.
+    for (run, caveat, other) in [
+        (
+            "summeval-systems",
+            "valid only if a system's quality does not change with words from prompt to prompt",
+            "renderings",
+        ),
+        ("summeval-paired", "valid only if the renderings of a base really share quality", "from prompt to prompt"),
+    ] {
+        let out = run_bin(d, &["report", &format!("runs/{run}")]);
+        assert!(out.status.success(), "{}", text(&out));
+        let md = std::fs::read_to_string(d.join("runs").join(run).join("report.md")).unwrap();
+        let row = md.lines().find(|l| l.starts_with("| words |")).unwrap_or_else(|| panic!("{md}"));
+        assert!(row.contains(caveat) && !row.contains(other), "{run}: {row}");
+    }
     // gate.json of the synthetic run's gate.
     check(&schema("gate"), &d.join("runs/synthetic-spurious/gate.json"));
     // The schemas are strict: an unknown field fails.

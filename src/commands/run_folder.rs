@@ -237,7 +237,7 @@ fn folder_config(dir: &Path, overrides: &[crate::config::overrides::Override]) -
     // An audit's folder holds its config and verdicts too, but no run.
     if dir.join("audit.json").is_file() && !dir.join("result.json").is_file() {
         return Err(RunFolderError::Invalid(format!(
-            "{}: the folder of an audit (it holds its audit.json), not of a run: this command reads a run's folder (written by `topk-judge run`); the audit's findings are in its audit.json and audit.md",
+            "{}: the folder of an audit (it holds its audit.json), not of a run: this command reads a run's folder (written by `topk-judge run`); the audit's findings are in its audit.json",
             dir.display()
         )));
     }

@@ -29,6 +29,7 @@ pub fn simulate_command(
         SimulateDocument::Sweep(s) => s,
     };
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| sweep.out_dir.clone());
+    not_a_run_folder(&dir)?;
     let total = sweep.cells().len() * sweep.raw.pools.count;
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "pools");
     let result = sweep::run(&sweep, threads.unwrap_or(sweep.raw.threads), &|done| bar.set(done as u64))?;
@@ -36,6 +37,21 @@ pub fn simulate_command(
     let s = sweep::write_outputs(&sweep, &result, &dir)?;
     let runs: usize = s.cells.iter().map(|c| c.recall.n).sum();
     Ok((dir, summary::markdown(&sweep, &s), runs))
+}
+
+/// A run's folder holds that run's books, report and plots (its recall_vs_spend.svg among
+/// them): a sweep writes its outputs elsewhere.
+///
+/// # Errors
+/// [`SweepError::Write`] naming the folder.
+fn not_a_run_folder(dir: &Path) -> Result<(), SweepError> {
+    if crate::store::files::is_run_folder(dir) {
+        return Err(SweepError::Write {
+            path: dir.to_owned(),
+            msg: "the folder of a run (it holds its verdicts or result), whose report and plots the sweep's outputs would overwrite; give the sweep a folder of its own (--out, or its `out_dir`/`name`)".into(),
+        });
+    }
+    Ok(())
 }
 
 /// The frozen protocol on a recording ([`crate::sweep::frozen`]).
@@ -46,6 +62,7 @@ fn frozen_command(
     progress: bool,
 ) -> Result<(PathBuf, String, usize), SweepError> {
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| f.out_dir.clone());
+    not_a_run_folder(&dir)?;
     let total = f.pools.len() * f.raw.seeds.len();
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "pool × seed runs");
     let rows = frozen::run(f, threads.unwrap_or(f.raw.threads), &|done| bar.set(done as u64))?;
@@ -63,6 +80,7 @@ fn pipeline_command(
     progress: bool,
 ) -> Result<(PathBuf, String, usize), SweepError> {
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| s.out_folder(path));
+    not_a_run_folder(&dir)?;
     let total = s.pools.count * s.budgets.len() * s.pipeline.runs.len();
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "simulated runs");
     let rows = sweep::pipeline::run(s, threads.unwrap_or(s.threads), &|done| bar.set(done as u64))?;
@@ -80,6 +98,7 @@ fn panel_command(
     progress: bool,
 ) -> Result<(PathBuf, String, usize), SweepError> {
     let dir = out.map(Path::to_path_buf).unwrap_or_else(|| s.out_folder(path));
+    not_a_run_folder(&dir)?;
     let pools = sweep::panel::pools(s, path)?;
     let total = pools.len() * s.seeds.len();
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "pool × seed runs");

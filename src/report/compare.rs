@@ -117,6 +117,12 @@ impl RunDir {
     pub fn read_result_json(dir: &Path, or_else: &str) -> Result<String, CompareError> {
         let rp = dir.join("result.json");
         let msg = match std::fs::metadata(&rp) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.join("audit.json").is_file() => {
+                format!(
+                    "not found: {} is the folder of an audit (it holds its audit.json, where its findings are), not of a run; give a run folder{or_else}",
+                    dir.display()
+                )
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 format!("not found: give a run folder (a run writes result.json there when it stops){or_else}")
             }

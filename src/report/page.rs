@@ -50,6 +50,12 @@ pub fn identifiability(run: &RunDir) -> Vec<IdentRow> {
                 "no variation in this pool: its column is zero and ĉ is the prior mean 0".to_string()
             } else {
                 match e {
+                    // The caveat of what identifies it: a system's answers across prompts, or the
+                    // renderings of a base (as the run's notes say it).
+                    Some(e) if e.identified() && r.fit.reporting.systems.is_some() => format!(
+                        "{}; valid only if a system's quality does not change with {name} from prompt to prompt (docs/systems.md)",
+                        e.verdict_text()
+                    ),
                     Some(e) if e.identified() => {
                         format!(
                             "{}; valid only if the renderings of a base really share quality (docs/model.md §6)",
