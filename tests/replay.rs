@@ -233,6 +233,25 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     assert!(text(&out).contains("candidates: the 120 recorded ordered pairs (missing: unavailable)"), "{}", text(&out));
     let intents = std::fs::read_to_string(d.join("unavailable/orig/intents.jsonl")).unwrap_or_default();
     assert!(!intents.contains("unavailable") && intents.lines().count() <= 2 * 120, "{intents}");
+    // A recorded pair of the two identical texts is never sent: not a candidate (it was counted,
+    // "121 recorded ordered pairs" where 120 can be asked).
+    let mut rec = String::new();
+    for r in lines(&d.join("runs/orig/verdicts.jsonl")) {
+        let keep = serde_json::json!({"pool_id": r["pool_id"], "a": r["a"], "b": r["b"], "y": r["y"]});
+        rec.push_str(&format!("{keep}\n"));
+    }
+    rec.push_str(
+        "{\"pool_id\": \"dm-test-2377095dda83df778e34304b7a09813808105d3b\", \"a\": \"M1\", \"b\": \"M2\", \"y\": 1}\n",
+    );
+    write(d, "m12.jsonl", &rec);
+    let cfg = replay_cfg("m12", "    missing: unavailable\n", 500);
+    let yaml = std::fs::read_to_string(&cfg).unwrap().replace("file: runs/orig/verdicts.jsonl", "file: m12.jsonl");
+    std::fs::write(&cfg, yaml).unwrap();
+    let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = result(&d.join("m12/orig"));
+    assert_eq!((r.comparisons, r.replay.as_ref().unwrap().candidates), (120, Some(120)));
+    assert!(text(&out).contains("candidates: the 120 recorded ordered pairs (missing: unavailable)"), "{}", text(&out));
     // The same 120 verdicts, at the recorded cost.
     let spend =
         |p: &Path| lines(&p.join("verdicts.jsonl")).iter().map(|v| v["cost_usd"].as_f64().unwrap()).sum::<f64>();

@@ -496,7 +496,8 @@ fn finish(
             .map(|q| (q.a, q.b, q.failed_queries, q.last_error))
             .collect(),
         unavailable: faults.unavailable.len(),
-        candidates: queries.allowed().map(crate::acquire::AllowedPairs::len),
+        // The recorded pairs that may be sent (a pair of identical texts never is).
+        candidates: queries.allowed().map(|p| p.ordered().filter(|q| !queries.skipped().contains(q)).count()),
         // What made the judge count as failing: the words the run's error ends with too.
         last_error: faults.failing.clone(),
         invalid_stop: faults.invalid_stop.clone(),
