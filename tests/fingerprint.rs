@@ -64,6 +64,17 @@ fn run(dir: &Path, cfg: &Path, extra: &[&str]) -> std::process::Output {
     run_bin(dir, &args)
 }
 
+/// A judge that never flips, a temporary folder, and a first run there of at most
+/// `max_comparisons` (its config returned).
+fn first_run(max_comparisons: &str) -> (FakeOpenAi, tempfile::TempDir, PathBuf) {
+    let fake = server(&Flips::default());
+    let dir = tempfile::tempdir().unwrap();
+    let a = config(dir.path(), "a", &fake.base_url);
+    let out = run(dir.path(), &a, &["--max-comparisons", max_comparisons]);
+    assert!(out.status.success(), "{}", text(&out));
+    (fake, dir, a)
+}
+
 /// The texts of an item of the pool.
 fn texts() -> std::collections::HashMap<String, String> {
     let text = std::fs::read_to_string(summeval()).unwrap();
@@ -185,13 +196,8 @@ fn a_judge_that_changed_behind_its_name_is_stopped_and_the_user_decides() {
 /// check compared the stored verdicts with all 240 pairs and re-asked 8 on every re-run.
 #[test]
 fn a_resumed_run_with_nothing_left_to_ask_pays_for_no_check() {
-    let flips: Flips = Arc::default();
-    let fake = server(&flips);
-    let dir = tempfile::tempdir().unwrap();
+    let (fake, dir, a) = first_run("1000");
     let d = dir.path();
-    let a = config(d, "a", &fake.base_url);
-    let out = run(d, &a, &["--max-comparisons", "1000"]);
-    assert!(out.status.success(), "{}", text(&out));
     assert_eq!(json(&d.join("a/fp/result.json"))["comparisons"], 238);
     let asked = fake.n_requests();
     for _ in 0..2 {
@@ -207,12 +213,8 @@ fn a_resumed_run_with_nothing_left_to_ask_pays_for_no_check() {
 /// the run buys that query (before, the check took its money and said it "cannot tell").
 #[test]
 fn a_check_the_budget_cannot_pay_beside_one_query_is_not_run() {
-    let flips: Flips = Arc::default();
-    let fake = server(&flips);
-    let dir = tempfile::tempdir().unwrap();
+    let (fake, dir, a) = first_run("24");
     let d = dir.path();
-    let a = config(d, "a", &fake.base_url);
-    assert!(run(d, &a, &["--max-comparisons", "24"]).status.success());
     let books = json(&d.join("a/fp/result.json"))["folder_spend"]["spend_usd"].as_f64().unwrap();
     // The dearest query's worst case, from the dry run: "worst-case cost per query: $lo – $hi".
     let dry = stdout(&run_bin(d, &["run", a.to_str().unwrap(), "--dry-run"]));
@@ -241,12 +243,8 @@ fn a_check_the_budget_cannot_pay_beside_one_query_is_not_run() {
 /// pairs again (a pair whose reply was recorded is never asked again).
 #[test]
 fn a_check_cut_short_is_not_asked_again() {
-    let flips: Flips = Arc::default();
-    let fake = server(&flips);
-    let dir = tempfile::tempdir().unwrap();
+    let (fake, dir, a) = first_run("24");
     let d = dir.path();
-    let a = config(d, "a", &fake.base_url);
-    assert!(run(d, &a, &["--max-comparisons", "24"]).status.success());
     copy_dir(&d.join("a/fp"), &d.join("k/fp"));
     // The check runs in `a` (8 re-asked), then the folder goes on to 32 comparisons.
     assert!(run(d, &a, &[]).status.success());
@@ -267,12 +265,8 @@ fn a_check_cut_short_is_not_asked_again() {
 /// replies without asking them again.
 #[test]
 fn ctrl_c_during_the_check_books_its_replies_and_the_next_run_repeats_it() {
-    let flips: Flips = Arc::default();
-    let fake = server(&flips);
-    let dir = tempfile::tempdir().unwrap();
+    let (fake, dir, a) = first_run("24");
     let d = dir.path();
-    let a = config(d, "a", &fake.base_url);
-    assert!(run(d, &a, &["--max-comparisons", "24"]).status.success());
     let stored = fake.requests().len();
     // The check's 8 requests go out at once (concurrency 8) and are held 1.5 s each.
     fake.set_delay_ms(1500);
