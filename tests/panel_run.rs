@@ -1746,6 +1746,49 @@ fn a_panel_of_judges_answering_at_random_certifies_nothing() {
     assert!(r["certified"]["out"].as_array().unwrap().len() >= 8, "{}", r["certified"]);
 }
 
+/// A panel of a live judge `cheap` that re-asks 8 stored verdicts when resumed and a trusted
+/// frontier mock 25 times its price, over the 8-item pool, at most 24 comparisons.
+fn fingerprinted_panel(dir: &Path, cheap: &FakeOpenAi) -> PathBuf {
+    write(dir, "prompts/test.j2", TEMPLATE);
+    let pool = pool8(dir);
+    let member = openai_member("cheap", cheap, (0.1, 0.1), "").replace("        queries: 0\n", "        queries: 8\n");
+    let yaml = format!(
+        "name: fp\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudges:\n{member}  - name: frontier\n    trusted: true\n    mock: {{mode: stochastic, pos_bias: 0.05, temperature: 0.15, seed: 8, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10}}\nmodel:\n  covariates:\n    - {{name: words, transform: zscore}}\nacquisition:\n  seed: 5\n  mc_draws: 200\nbudget:\n  max_usd: 1\n  max_comparisons: 24\n",
+        pool = pool.display(),
+    );
+    write(dir, "fp.yaml", &yaml)
+}
+
+/// max_comparisons counts a panel's verdicts, all judges': a member whose own verdicts are
+/// fewer, resumed under a max_comparisons the panel has reached, asks nothing, so its
+/// fingerprint check is not paid for (it compared the member's own count and re-asked 8).
+#[test]
+fn a_panel_at_max_comparisons_pays_for_no_fingerprint_check() {
+    let cheap = server(longer_wins);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = fingerprinted_panel(d, &cheap);
+    let run = |extra: &[&str]| run_bin(d, &[&["run", cfg.to_str().unwrap(), "--quiet"][..], extra].concat());
+    let out = run(&["--max-comparisons", "8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // The frontier judge made cheap (it has no verdicts yet, so its price is its own): the next
+    // 16 are its.
+    let cheaper =
+        ["--set", "judges.1.mock.input_usd_per_mtok=0.001", "--set", "judges.1.mock.output_usd_per_mtok=0.001"];
+    let out = run(&cheaper);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = json(&d.join("runs/fp/result.json"));
+    let verdicts = |j: usize| r["fit"]["judges"][j]["verdicts"].as_u64().unwrap();
+    assert_eq!((verdicts(0), verdicts(0) + verdicts(1)), (8, 24), "{r}");
+    let asked = cheap.n_requests();
+    for _ in 0..2 {
+        let out = run(&cheaper);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(!stdout(&out).contains("judge fingerprint"), "{}", stdout(&out));
+    }
+    assert_eq!(cheap.n_requests(), asked, "nothing sent");
+}
+
 /// A live panel member resuming its verdicts gets the judge fingerprint a single judge gets: one
 /// that now answers differently is stopped with its name, before anything else is sent;
 /// `--judge-changed accept` goes on (recorded); `new` is refused with what a panel does instead.
@@ -1753,24 +1796,17 @@ fn a_panel_of_judges_answering_at_random_certifies_nothing() {
 fn a_panel_member_that_changed_behind_its_name_is_stopped_by_its_fingerprint() {
     let cheap = server(longer_wins);
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "prompts/test.j2", TEMPLATE);
-    let pool = pool8(dir.path());
-    let member = openai_member("cheap", &cheap, (0.1, 0.1), "").replace("        queries: 0\n", "        queries: 8\n");
-    let yaml = format!(
-        "name: fp\nout_dir: runs\npool:\n  file: {pool}\nk: 2\njudges:\n{member}  - name: frontier\n    trusted: true\n    mock: {{mode: stochastic, pos_bias: 0.05, temperature: 0.15, seed: 8, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10}}\nmodel:\n  covariates:\n    - {{name: words, transform: zscore}}\nacquisition:\n  seed: 5\n  mc_draws: 200\nbudget:\n  max_usd: 1\n  max_comparisons: 24\n",
-        pool = pool.display(),
-    );
-    let cfg = write(dir.path(), "fp.yaml", &yaml);
+    let cfg = fingerprinted_panel(dir.path(), &cheap);
     let out = run_to_end(dir.path(), &cfg);
     assert!(out.status.success(), "{}", text(&out));
     let stored = cheap.n_requests();
     assert!(stored >= 8, "{}", text(&out));
-    // The same judge, resumed with room to go on: 8 of its verdicts asked again, none changed.
     let more = |extra: &[&str]| {
         let mut args = vec!["run", cfg.to_str().unwrap(), "--quiet"];
         args.extend_from_slice(extra);
         run_bin(dir.path(), &args)
     };
+    // The same judge, resumed with room to go on: 8 of its verdicts asked again, none changed.
     let out = more(&["--max-comparisons", "40"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(

@@ -562,7 +562,8 @@ fn fingerprint_check(
 ) -> Result<Option<Prepared>, RunCommandError> {
     use crate::run::fingerprint::{self, Decision};
     let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() else { return Ok(None) };
-    let Some(mut check) = rt.block_on(fingerprint::check(cfg, judge, oc.fingerprint.queries, true))? else {
+    let counted = [judge.clone()];
+    let Some(mut check) = rt.block_on(fingerprint::check(cfg, judge, &counted, oc.fingerprint.queries, true))? else {
         return Ok(None);
     };
     let mut rebuilt = None;
@@ -600,11 +601,18 @@ fn panel_fingerprints(
     decided: Option<JudgeChanged>,
 ) -> Result<(), RunCommandError> {
     use crate::run::fingerprint::{self, Decision};
-    for ((name, judge), m) in members.iter().zip(&cfg.raw.judges) {
+    // max_comparisons counts the whole panel's verdicts.
+    let named: Vec<std::sync::Arc<dyn crate::judge::Judge>> = members
+        .iter()
+        .map(|(name, judge)| {
+            std::sync::Arc::new(crate::judge::panel::Named { name: name.clone(), judge: judge.clone() }) as _
+        })
+        .collect();
+    for ((name, member), m) in members.iter().map(|(n, _)| n).zip(&named).zip(&cfg.raw.judges) {
         let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge else { continue };
-        let named: std::sync::Arc<dyn crate::judge::Judge> =
-            std::sync::Arc::new(crate::judge::panel::Named { name: name.clone(), judge: judge.clone() });
-        let Some(mut check) = rt.block_on(fingerprint::check(cfg, named, oc.fingerprint.queries, true))? else {
+        let Some(mut check) =
+            rt.block_on(fingerprint::check(cfg, member.clone(), &named, oc.fingerprint.queries, true))?
+        else {
             continue;
         };
         if check.test.judge_changed {

@@ -175,13 +175,15 @@ pub fn record(dir: &std::path::Path, check: &Check) -> Result<(), RunError> {
 /// Run the check for a live judge with `fingerprint.queries` > 0 whose run folder holds its
 /// verdicts; `None` when there is nothing to check (a fresh run: its verdicts become the
 /// reference a later run checks against). The decision is `Passed` or `Stopped`; the caller
-/// applies `--judge-changed` and records the check.
+/// applies `--judge-changed` and records the check. `counted`: the judges whose stored verdicts
+/// count against `budget.max_comparisons` (the judge itself, or every member of a panel).
 ///
 /// # Errors
 /// [`RunError`]: the folder's lock or books, a failed query of the check.
 pub async fn check(
     cfg: &Config,
     judge: Arc<dyn Judge>,
+    counted: &[Arc<dyn Judge>],
     queries_wanted: usize,
     handle_signals: bool,
 ) -> Result<Option<Check>, RunError> {
@@ -193,8 +195,10 @@ pub async fn check(
     let (records, _, _) = crate::store::ledger::read_records(&dir.join("verdicts.jsonl"))?;
     let queries = RunQueries::new(cfg, judge.as_ref());
     let all = queries.stored_verdicts(&records, 1.0);
+    let comparisons: usize =
+        counted.iter().map(|j| RunQueries::new(cfg, j.as_ref()).stored_verdicts(&records, 1.0).len()).sum();
     // A run with nothing left to ask asks nothing, so nothing would be mixed: no check.
-    let Some(spare_usd) = could_ask(cfg, judge.as_ref(), &queries, &records, &all)? else {
+    let Some(spare_usd) = could_ask(cfg, judge.as_ref(), &queries, &records, &all, comparisons)? else {
         return Ok(None);
     };
     let stored: HashMap<(usize, usize), f64> = all.into_iter().filter_map(|v| v.y.map(|y| ((v.a, v.b), y))).collect();
@@ -335,7 +339,8 @@ pub async fn check(
 const AFFORDABLE_SCAN_MAX: usize = 100_000;
 
 /// Whether the judge has a query left to ask: an ordered pair it may send (not stored, not
-/// skipped as identical texts) within `budget.max_comparisons`, whose worst-case cost (raised by
+/// skipped as identical texts) within `budget.max_comparisons` (which the `comparisons` stored
+/// by the run's judges, a panel's all members, count against), whose worst-case cost (raised by
 /// the factor its stored replies have shown) fits in what the folder's books leave of
 /// `budget.max_usd`. `Some(spare)`: what the books leave beyond the cheapest such query (USD;
 /// infinite without a money limit), `None`: no query left.
@@ -348,8 +353,9 @@ fn could_ask(
     queries: &RunQueries,
     records: &[crate::store::ledger::VerdictRecord],
     stored: &[crate::domain::verdict::StoredVerdict],
+    comparisons: usize,
 ) -> Result<Option<f64>, RunError> {
-    if cfg.raw.budget.max_comparisons.is_some_and(|m| stored.len() as u64 >= m) {
+    if cfg.raw.budget.max_comparisons.is_some_and(|m| comparisons as u64 >= m) {
         return Ok(None);
     }
     let asked: std::collections::HashSet<(usize, usize)> = stored.iter().map(|v| (v.a, v.b)).collect();
