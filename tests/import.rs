@@ -235,6 +235,24 @@ fn bad_inputs_are_named_errors() {
         e.contains("D/mta3.jsonl:1: system \"a\" answers 3 turns of prompt \"1\", which has 2 turns; expected one answer per turn"),
         "{e}"
     );
+    // FastChat's samples (--num-choices 2): the first choice is imported and the rest is said (it
+    // was left out silently); one prompt that keeps its turns is "1 prompt keeps" ("1 prompts keep").
+    let two = write(
+        d,
+        "mta2c.jsonl",
+        "{\"question_id\": 1, \"model_id\": \"a\", \"choices\": [{\"index\": 0, \"turns\": [\"x\", \"y\"]}, {\"index\": 1, \"turns\": [\"X\", \"Y\"]}]}\n{\"question_id\": 1, \"model_id\": \"b\", \"choices\": [{\"index\": 0, \"turns\": [\"u\", \"v\"]}]}\n",
+    );
+    let mt2 = d.join("mt2.jsonl");
+    let shown = import(d, &["--format", "mt_bench", "--questions", q2.to_str().unwrap()], &[two], &mt2)
+        .unwrap()
+        .replace(&d.display().to_string(), "D");
+    assert!(
+        shown.contains("1 answer holds several choices (samples); the first, \"choices\"[0], is imported and the others are left out (first: system \"a\", prompt \"1\", 2 choices, D/mta2c.jsonl:1)")
+            && shown.contains("1 prompt keeps its turns")
+            && !shown.contains("1 prompts"),
+        "{shown}"
+    );
+    assert_eq!(lines(&mt2)[0]["items"][0]["turns"], serde_json::json!(["x", "y"]));
     // A blank answer.
     let blank = write(
         d,

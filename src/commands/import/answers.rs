@@ -23,6 +23,9 @@ pub(super) struct Answer {
     pub at: (PathBuf, usize),
     /// Turns joined into `text` to a question of one turn (0 when nothing was joined).
     pub joined: usize,
+    /// The choices (samples) the answer's line holds; the first is imported (1 for a layout
+    /// without choices).
+    pub choices: usize,
 }
 
 /// A question of Arena-Hard or MT-Bench: its turns and where it was read.
@@ -138,6 +141,7 @@ fn answer(
         turns,
         at: (path.to_owned(), line),
         joined,
+        choices: 1,
     })
 }
 
@@ -440,6 +444,7 @@ pub(super) fn read_answers_jsonl(
     for (line, v) in json_lines(path, expected)? {
         // The 2025 layout carries the question too (its user messages): enough without --questions.
         let mut asked: Vec<String> = Vec::new();
+        let choices = v.get("choices").and_then(Value::as_array).map_or(1, Vec::len);
         let (qid, system, turns) = match v.get("messages") {
             Some(Value::Array(msgs)) if !fastchat => {
                 asked = msgs
@@ -514,7 +519,7 @@ pub(super) fn read_answers_jsonl(
                 return Err(row(path, line, format!("question id {qid:?} is not in the questions file (--questions)")));
             }
         };
-        out.push(answer(qid, q_turns, system, turns, path, line)?);
+        out.push(Answer { choices, ..answer(qid, q_turns, system, turns, path, line)? });
     }
     Ok(out)
 }

@@ -418,8 +418,11 @@ pub fn import_with(
         .map_err(|e| ImportError::Unloadable { out: out.to_owned(), msg: e.to_string() })?;
     write_out(out, &text)?;
     if multi_turn > 0 {
-        notes
-            .push(format!("{multi_turn} prompts keep their turns (task_turns on the pool line, turns on each answer)"));
+        notes.push(format!(
+            "{} {} turns (task_turns on the pool line, turns on each answer)",
+            crate::domain::fmt::count(multi_turn, "prompt"),
+            if multi_turn == 1 { "keeps its" } else { "keep their" }
+        ));
     }
     if let Some(first) = answers.iter().find(|a| a.joined > 1) {
         let n = answers.iter().filter(|a| a.joined > 1).count();
@@ -430,6 +433,20 @@ pub fn import_with(
             first.system,
             first.prompt_id,
             first.joined,
+            first.at.0.display(),
+            first.at.1
+        ));
+    }
+    // FastChat writes one choice per sample (`--num-choices`); one answer per system is imported.
+    if let Some(first) = answers.iter().find(|a| a.choices > 1) {
+        let n = answers.iter().filter(|a| a.choices > 1).count();
+        notes.push(format!(
+            "{} {} several choices (samples); the first, \"choices\"[0], is imported and the others are left out (first: system {:?}, prompt {:?}, {} choices, {}:{})",
+            crate::domain::fmt::count(n, "answer"),
+            if n == 1 { "holds" } else { "hold" },
+            first.system,
+            first.prompt_id,
+            first.choices,
             first.at.0.display(),
             first.at.1
         ));
