@@ -403,7 +403,12 @@ fn live_judge_limits_that_cannot_work_are_named() {
         // A bare scheme is quoted as written (it was `http:`, its slashes trimmed).
         (
             "judge.openai.base_url=http://",
-            "judge.openai.base_url: http:// is not a URL (empty host); expected e.g. http://127.0.0.1:8088/v1",
+            "judge.openai.base_url: \"http://\" is not a URL (empty host); expected e.g. http://127.0.0.1:8088/v1",
+        ),
+        // An empty one is quoted (it read `base_url:  is not a URL`).
+        (
+            "judge.openai.base_url=",
+            "judge.openai.base_url: \"\" is not a URL (relative URL without a base); expected e.g. http://127.0.0.1:8088/v1",
         ),
     ];
     for (set, want) in cases {

@@ -43,7 +43,9 @@ impl Override {
     /// # Errors
     /// As [`Override::parse`].
     pub fn shorthand(flag: &str, key: &str, value: &str) -> Result<Self, String> {
-        Self::new(&format!("{flag} {value}"), &format!("{key}={value}"))
+        // An empty value is shown as the shell takes it (`--base-url ''`), not as `--base-url `.
+        let shown = if value.is_empty() { "''" } else { value };
+        Self::new(&format!("{flag} {shown}"), &format!("{key}={value}"))
     }
 
     fn new(given: &str, arg: &str) -> Result<Self, String> {

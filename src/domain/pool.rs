@@ -524,15 +524,23 @@ pub struct CovariateSpec {
 }
 
 impl CovariateSpec {
-    /// Parse `NAME[:TRANSFORM]`.
+    /// Parse `NAME[:TRANSFORM]` (white space around either part is dropped, as in
+    /// `words, markdown`).
     ///
     /// # Errors
-    /// Unknown transform.
+    /// An empty name, an unknown transform.
     pub fn parse(s: &str) -> Result<Self, crate::domain::invalid::InvalidInput> {
-        match s.split_once(':') {
-            None => Ok(Self { name: s.to_owned(), transform: None }),
-            Some((n, t)) => Ok(Self { name: n.to_owned(), transform: Some(t.parse()?) }),
+        let (name, transform) = match s.split_once(':') {
+            None => (s.trim(), None),
+            Some((n, t)) => (n.trim(), Some(t.trim().parse()?)),
+        };
+        if name.is_empty() {
+            return Err(format!(
+                "empty covariate name in {s:?}; expected NAME or NAME:TRANSFORM (words, markdown or a key of the items' covariates); a fit without covariates is --model naive"
+            )
+            .into());
         }
+        Ok(Self { name: name.to_owned(), transform })
     }
 
     /// The transform in force (default `zscore` for `words`, else `raw`).
@@ -726,6 +734,22 @@ mod tests {
         assert!(id_problem("M\u{1b}[31m").unwrap().contains("U+001B"));
         assert!(id_problem("a\u{202e}b").unwrap().contains("U+202E"));
         assert!(id_problem("M`1").unwrap().contains("holds a backtick"));
+    }
+
+    /// `--covariates ''` named no covariate `""` of an item; `words, markdown` read `" markdown"`.
+    #[test]
+    fn a_covariate_flag_is_read_without_its_spaces_and_an_empty_name_is_refused() {
+        let spec = |n: &str, t| CovariateSpec { name: n.into(), transform: t };
+        assert_eq!(CovariateSpec::parse(" markdown").unwrap(), spec("markdown", None));
+        assert_eq!(CovariateSpec::parse("words : log").unwrap(), spec("words", Some(Transform::Log)));
+        for empty in ["", " ", ":raw"] {
+            assert_eq!(
+                CovariateSpec::parse(empty).unwrap_err().0,
+                format!(
+                    "empty covariate name in {empty:?}; expected NAME or NAME:TRANSFORM (words, markdown or a key of the items' covariates); a fit without covariates is --model naive"
+                )
+            );
+        }
     }
 
     /// A multi-turn prompt keeps its turns through [`Pool::systems`]; a single-turn one has none.

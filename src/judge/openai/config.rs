@@ -355,7 +355,7 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     if let Err(err) = reqwest::Url::parse(&cfg.base_url) {
         return Err(e(
             "base_url",
-            format!("{} is not a URL ({err}); expected e.g. http://127.0.0.1:8088/v1", cfg.shown_base_url()),
+            format!("{:?} is not a URL ({err}); expected e.g. http://127.0.0.1:8088/v1", cfg.shown_base_url()),
         ));
     }
     if !(cfg.base_url.starts_with("http://") || cfg.base_url.starts_with("https://")) {
