@@ -258,6 +258,12 @@ pub fn redact_url(url: &str) -> String {
                     .collect();
                 u.query_pairs_mut().clear().extend_pairs(pairs);
             }
+            // A secret of the userinfo or query written into the path too (a gateway's token in
+            // both places) is not shown there either.
+            let path = redact_all(u.path(), &secrets);
+            if path != u.path() {
+                u.set_path(&path);
+            }
             let shown = u.to_string();
             // Url adds a `/` to an empty path; keep the form as written.
             if !url.ends_with('/') && shown.ends_with('/') && u.path() == "/" {
@@ -519,6 +525,12 @@ mod tests {
             redact_url("https://h/v1?api_key=abc123&api-version=1&X-Access-Token=q%2Fz&jwt=e.y.j&k=z9"),
             "https://h/v1?api_key=***&api-version=1&X-Access-Token=***&jwt=***&k=***"
         );
+        // The query's secret written into the path too was shown there, and stored in config.yaml.
+        assert_eq!(
+            redact_url("http://127.0.0.1:9/HUNTSECRET999GW/v1?k=HUNTSECRET999GW"),
+            "http://127.0.0.1:9/***/v1?k=***"
+        );
+        assert_eq!(redact_url("http://gw:tok3n@h/tok3n/v1"), "http://***@h/***/v1");
         let e = RequestTarget::of("http://us%40er:p%3Ass@h:9/v1?key=k1&api-version=2");
         assert_eq!(
             (e.base.as_str(), e.url("/chat/completions")),
