@@ -239,6 +239,18 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap(), "--set", "k=3"]);
     let says = "runs/spur: the run there was made with k = 5, and this gate would use k = 3";
     assert!(!out.status.success() && text(&out).contains(says), "{}", text(&out));
+    // Another prior picks other anchors and another corrected top-5 (it wrote its gate.json over
+    // the run's, which `run --gate` then cited): refused, as `profile` of a config with it is.
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap(), "--set", "model.lambda_b=100"]);
+    let says = "D/runs/spur: holds a run made with other settings than D/spur.yaml configures: model.lambda_b (0.1 there, 100.0 here)";
+    let shown = |out: &std::process::Output| text(out).replace(&dir.path().display().to_string(), "D");
+    assert!(!out.status.success() && shown(&out).contains(says), "{}", text(&out));
+    let profile = std::fs::read_to_string(run.join("profile.json")).unwrap();
+    let other = write(dir.path(), "other.yaml", &format!("{yaml}model:\n  lambda_theta: 1000\n"));
+    let out = run_bin(dir.path(), &["profile", other.to_str().unwrap()]);
+    let says = "D/runs/spur: holds a run made with other settings than D/other.yaml configures: model.lambda_theta (1.0 there, 1000.0 here)";
+    assert!(!out.status.success() && shown(&out).contains(says), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(run.join("profile.json")).unwrap(), profile);
     let out = run_bin(dir.path(), &["gate", "runs/spur", "--name", "other"]);
     let says = "--name other: runs/spur is a run folder, which names its run";
     assert!(!out.status.success() && text(&out).contains(says), "{}", text(&out));

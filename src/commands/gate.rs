@@ -246,7 +246,7 @@ pub async fn gate_command(
         return Err(no_gate(&run.cfg.path));
     }
     // gate.json in the run's folder describes that run: a gate of other settings (an override
-    // of k, the judge or the covariates) is not written over it.
+    // of k, the judge, the covariates or the prior) is not written over it.
     if let Some(made) = super::run_folder::read_result(&run.dir) {
         let this = GateSettings::of(&run.cfg)?;
         if let Some((was, now)) = GateSettings::of_result(&made).differs_from(&this) {
@@ -256,6 +256,8 @@ pub async fn gate_command(
             )));
         }
     }
+    super::run_folder::made_by(&run.cfg, &run.dir)
+        .map_err(|msg| RunFolderError::Invalid(format!("{}: {msg}", run.dir.display())))?;
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }

@@ -18,6 +18,10 @@ use std::path::Path;
 pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), RunFolderError> {
     let run = load_run(arg)?;
     run.cfg.single_judge("profile").map_err(RunFolderError::Panel)?;
+    // profile.json in the run's folder describes that run: a config of other settings (another
+    // prior, other covariates) naming the folder does not write over it.
+    super::run_folder::made_by(&run.cfg, &run.dir)
+        .map_err(|msg| RunFolderError::Invalid(format!("{}: {msg}", run.dir.display())))?;
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }
