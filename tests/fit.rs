@@ -479,6 +479,21 @@ fn records_without_a_pool_id_on_a_file_of_several_pools_are_said_to_go_to_the_fi
     let o = run_bin(d, &["fit", "two.jsonl", "v.jsonl", "--k", "1", "--pool-id", "q2"]);
     assert!(o.status.success() && !stderr(&o).contains("name no pool"), "{}", text(&o));
     assert!(stdout(&o).starts_with("pool q2: "), "{}", text(&o));
+    // Beside records that name their pool, --pool-id does not say where the others belong: they
+    // are fitted as its pool, and said (it fitted 3 with no word).
+    write(
+        d,
+        "mixed.jsonl",
+        "{\"a\": \"A\", \"b\": \"B\", \"y\": 1}\n{\"a\": \"C\", \"b\": \"B\", \"y\": 1}\n{\"pool_id\": \"q2\", \"a\": \"A\", \"b\": \"C\", \"y\": 1}\n",
+    );
+    let o = run_bin(d, &["fit", "two.jsonl", "mixed.jsonl", "--k", "1", "--pool-id", "q2"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("warning: mixed.jsonl: 2 records name no pool (no \"pool_id\") while 1 names its: fitted as pool \"q2\" (--pool-id), which they may not be of; give each record its pool_id"),
+        "{}",
+        text(&o)
+    );
+    assert!(stdout(&o).starts_with("pool q2: bias_aware model, 3 valid verdicts\n"), "{}", text(&o));
 }
 
 /// A run folder's log with records of one key on two lines (merged by hand, or two writers) is

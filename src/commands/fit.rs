@@ -933,6 +933,7 @@ impl Selection {
         // item ids) name the merged pool's items `<prompt>/<id>`.
         let prompts: std::collections::HashSet<&str> = pool.prompts.iter().map(|p| p.pool_id.as_str()).collect();
         let unnamed = lines.iter().filter(|l| l.pool_id.is_none()).count();
+        let named = lines.len() - unnamed;
         for mut l in lines {
             match &l.pool_id {
                 Some(p) if *p != pool.pool_id && prompts.contains(p.as_str()) => {
@@ -979,6 +980,18 @@ impl Selection {
                     args.pool_file.display()
                 ));
             }
+        }
+        // Records without a pool_id beside records that name theirs, fitted to the pool named by
+        // --pool-id: said, as the others show the file mixes pools.
+        if unnamed > 0 && named > 0 && cfg.is_none() && args.pool_id.is_some() && !pool.is_systems() {
+            warnings.push(format!(
+                "{vpath}: {} {} no pool (no \"pool_id\") while {named} {}: fitted as pool {:?} (--pool-id), which {} may not be of; give each record its pool_id",
+                crate::domain::fmt::count(unnamed, "record"),
+                if unnamed == 1 { "names" } else { "name" },
+                if named == 1 { "names its" } else { "name theirs" },
+                pool.pool_id,
+                if unnamed == 1 { "it" } else { "they" },
+            ));
         }
         if !other_pools.is_empty() {
             let n: usize = other_pools.values().sum();
