@@ -475,6 +475,36 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             })?;
         }
     }
+    // A context no query fits in: with `skip` (or a cut that cannot shorten the template's own
+    // text) every query would be stored as invalid and none sent, the budget spent on nothing.
+    if let Some(ctx) = cfg.context_tokens {
+        let shortest_task = (0..n).map(|i| pool.task_of(i)).min_by_key(|t| t.len()).unwrap_or("");
+        let (a, b) = shortest_pair(pool);
+        let (what, texts) = match cfg.on_context_overflow {
+            OverflowPolicy::Skip => (
+                format!(
+                    "the shortest query of the pool (items {:?} and {:?}, with the shortest task)",
+                    pool.items[a].id, pool.items[b].id
+                ),
+                (shortest_task, text(pool, a), text(pool, b)),
+            ),
+            _ => ("one request before any task or answer (the prompt template's own text)".to_owned(), ("", "", "")),
+        };
+        if let Ok(r) = template.render(texts.0, texts.1, texts.2) {
+            let need = r.token_estimate(cfg.bytes_per_token) + u64::from(cfg.max_tokens);
+            if need > ctx {
+                return Err(e(
+                    "context_tokens",
+                    format!(
+                        "{ctx} is below what {what} needs: about {need} tokens (estimate: {} bytes / {} bytes per token + max_tokens {}), so every query would be over it, stored as invalid and none sent; raise context_tokens to the judge's context window",
+                        r.bytes(),
+                        cfg.bytes_per_token,
+                        cfg.max_tokens
+                    ),
+                ));
+            }
+        }
+    }
     if let (Some(ctx), OverflowPolicy::Fail) = (cfg.context_tokens, cfg.on_context_overflow) {
         let (a, b) = longest_pair(pool);
         let r =
@@ -629,6 +659,14 @@ fn shown_var_name(var: &str) -> String {
 /// Upper-case words joined by `_` (`OPENAI_API_KEY`), at most 48 characters, few digits.
 pub(super) fn text(pool: &Pool, i: usize) -> &str {
     pool.items[i].text.as_deref().unwrap_or("")
+}
+
+/// The two items with the shortest texts (bytes), in pool order.
+fn shortest_pair(pool: &Pool) -> (usize, usize) {
+    let mut idx: Vec<usize> = (0..pool.n_items()).collect();
+    idx.sort_by_key(|&i| text(pool, i).len());
+    let (a, b) = (idx[0], idx[1]);
+    (a.min(b), a.max(b))
 }
 
 /// The two items with the longest texts (bytes), in pool order.
