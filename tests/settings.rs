@@ -324,14 +324,37 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         "{}",
         text(&out)
     );
-    // Covariates given to the naive model are not silently dropped.
+    // Covariates given to the naive model are not silently dropped, nor a corrected ranking asked
+    // of it (it reported the apparent one without a word).
     let out = run_bin(
         dir.path(),
-        &["run", c, "--quiet", "--name", "nv", "--max-comparisons", "2", "--set", "model.kind=naive"],
+        &[
+            "run",
+            c,
+            "--quiet",
+            "--name",
+            "nv",
+            "--max-comparisons",
+            "2",
+            "--set",
+            "model.kind=naive",
+            "--set",
+            "report_ranking=corrected",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        text(&out).contains("warning: model.covariates is ignored: model.kind naive fits no bias coefficients"),
+        text(&out).contains("warning: model.covariates is ignored: model.kind naive fits no bias coefficients")
+            && text(&out).contains("warning: report_ranking: corrected is not applied: model.kind naive fits no bias-corrected ranking, so the apparent one is reported (kind: bias_aware fits it)"),
+        "{}",
+        text(&out)
+    );
+    // And `fit`'s flags alike.
+    let out = run_bin(dir.path(), &["fit", "runs/nv", "--covariates", "words", "--report-ranking", "corrected"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("warning: --covariates is ignored: the naive model fits no bias coefficients (--model bias_aware fits them)")
+            && stderr(&out).contains("warning: --report-ranking corrected is not applied: the naive model fits no bias-corrected ranking, so the apparent one is reported (--model bias_aware fits it)"),
         "{}",
         text(&out)
     );
@@ -430,10 +453,35 @@ fn a_file_given_to_the_wrong_command_is_named_for_what_it_is() {
     let empty = write(dir.path(), "empty.yaml", "# nothing yet\n\n");
     let out = run_bin(dir.path(), &["run", empty.to_str().unwrap()]);
     assert!(
-        text(&out).contains("empty.yaml: the file holds no settings (it is empty, or only comments)"),
+        text(&out).contains("empty.yaml: the file holds no settings (it is empty, or only comments and `---` lines)"),
         "{}",
         text(&out)
     );
+    // Empty values and documents in words, not the parser's ("expected string key for externally
+    // tagged enum", "expected a mapping …, found a mapping", "unknown value `~`").
+    let head = "name: t\nout_dir: runs\npool:\n  file: p.jsonl\nk: 3\n";
+    for (name, yaml, says) in [
+        ("dashes.yaml", "---\n---\n".to_owned(), "dashes.yaml: the file holds no settings (it is empty, or only comments and `---` lines)".to_owned()),
+        (
+            "nojudge.yaml",
+            format!("{head}judge:\n  {{}}\n"),
+            "nojudge.yaml: line 7 column 4: expected one kind named as its key (`name: {…}`)".to_owned(),
+        ),
+        (
+            "nomock.yaml",
+            format!("{head}judge: {{mock: }}\n"),
+            "nomock.yaml: line 6 column 13 (key `judge`): expected a mapping of keys (`{key: value, …}`, or keys indented below), found nothing: the key before it has no value".to_owned(),
+        ),
+        (
+            "nokind.yaml",
+            format!("{head}judge: {{mock: {{}}}}\nmodel: {{kind: }}\n"),
+            "nokind.yaml: line 7 column 13 (key `model`): an empty value, expected one of naive, bias_aware".to_owned(),
+        ),
+    ] {
+        let f = write(dir.path(), name, &yaml);
+        let out = run_bin(dir.path(), &["run", f.to_str().unwrap(), "--dry-run"]);
+        assert!(!out.status.success() && text(&out).contains(&says), "{name}: {}", text(&out));
+    }
     let cases = [
         (
             "run",

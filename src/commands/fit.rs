@@ -1163,6 +1163,18 @@ fn covariates(
     set: &FitSettings,
     warnings: &mut Vec<String>,
 ) -> Result<pool::Covariates, FitCommandError> {
+    if set.model == ModelKind::Naive {
+        // Flags the naive model has no use for: said, not dropped silently.
+        if args.covariates.is_some() {
+            warnings.push(
+                "--covariates is ignored: the naive model fits no bias coefficients (--model bias_aware fits them)"
+                    .into(),
+            );
+        }
+        if args.report_ranking == Some(ReportRanking::Corrected) {
+            warnings.push("--report-ranking corrected is not applied: the naive model fits no bias-corrected ranking, so the apparent one is reported (--model bias_aware fits it)".into());
+        }
+    }
     let specs = match set.model {
         ModelKind::Naive => Vec::new(),
         ModelKind::BiasAware => args

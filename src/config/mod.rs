@@ -163,10 +163,15 @@ pub fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError>
     crate::store::yaml::from_file_text(text, path).map_err(|msg| {
         // A judge with two blocks fails on whichever block the parser reads first (a missing
         // `base_url` of its `openai:`): name the cause instead.
-        if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+        // `---` and `...` lines mark where a document starts and ends: they hold no setting.
+        let holds_nothing = |l: &str| {
+            let l = l.split(" #").next().unwrap_or(l).trim();
+            l.is_empty() || l.starts_with('#') || l == "---" || l == "..."
+        };
+        if text.lines().all(holds_nothing) {
             return ConfigError::Yaml {
                 path: path.to_owned(),
-                msg: "the file holds no settings (it is empty, or only comments)".into(),
+                msg: "the file holds no settings (it is empty, or only comments and `---` lines)".into(),
             };
         }
         let doc = crate::store::yaml::from_str::<serde_json::Value>(text).ok();

@@ -984,6 +984,11 @@ impl Config {
                     .into(),
             );
         }
+        if raw.model.kind == ModelKind::Naive
+            && raw.report_ranking == crate::analysis::ranking::ReportRanking::Corrected
+        {
+            warnings.push("report_ranking: corrected is not applied: model.kind naive fits no bias-corrected ranking, so the apparent one is reported (kind: bias_aware fits it)".into());
+        }
         warnings.extend(solo_trusted);
         let families = families(&raw, &pool, &mut warnings).map_err(inv)?;
         let carried = carried_priors(&raw, &covariates, families.as_ref()).map_err(inv)?;

@@ -50,7 +50,9 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
                 "multiple YAML documents detected; use from_str_multiple or from_str_multiple_with_options",
                 "a second YAML document starts here (a `---` line): this file holds one document; remove the `---` and merge what follows into the first",
             )
-            // serde's word for one of a setting's named values.
+            // serde's word for one of a setting's named values; `~` is YAML's own spelling of
+            // the empty value.
+            .replace("unknown variant `~`", "an empty value")
             .replace("unknown variant `", "unknown value `");
         if let Some(tab) = tab_indent_message(text, &m) {
             return YamlError(tab);
@@ -220,7 +222,7 @@ fn plain_number_message(text: &str, msg: String) -> String {
 /// The parser's words for a value of the wrong shape ("expected mapping start", "expected
 /// sequence start", "invalid boolean") in the user's terms, with the value found.
 fn shape_message(text: &str, msg: String) -> String {
-    const SHAPES: [(&str, &str); 6] = [
+    const SHAPES: [(&str, &str); 7] = [
         ("expected mapping start", "a mapping of keys (`{key: value, …}`, or keys indented below)"),
         ("expected sequence start", "a list (`- item` lines, or `[a, b]`)"),
         // The parser's message for the strict booleans ("invalid boolean (strict mode expects
@@ -229,6 +231,7 @@ fn shape_message(text: &str, msg: String) -> String {
         ("invalid boolean", "true or false"),
         ("expected string scalar", "a single value (a number, a word or a quoted text)"),
         ("externally tagged enum expected scalar or mapping", "a name (or `name: {…}`)"),
+        ("expected string key for externally tagged enum", "one kind named as its key (`name: {…}`)"),
     ];
     if msg.contains("cannot deserialize null into string") {
         return msg.replace(
@@ -278,6 +281,9 @@ fn found_at(text: &str, msg: &str) -> Option<String> {
         }
     }
     match value_at(text, msg) {
+        // The parser stops at the `:` or closing brace after a key of a flow mapping without a
+        // value (`{mock: }`).
+        Some(v) if v.starts_with([':', '}', ',']) => Some("nothing: the key before it has no value".into()),
         Some(v) if v.starts_with('[') || v.starts_with("- ") || v == "-" => Some("a list".into()),
         Some(v) if v.starts_with('{') || v.ends_with(':') || v.contains(": ") => Some("a mapping".into()),
         Some(v) => Some(format!("{v:?}")),
