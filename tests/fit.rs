@@ -582,7 +582,21 @@ fn pool_rule_errors_name_the_file_and_line() {
     let out = run_bin(d, &["fit", "cov.jsonl", "v.jsonl", "--pool-id", "p1", "--covariates", "len", "--k", "1"]);
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("error: --covariates len: cov.jsonl:2: pool \"p1\": item \"a\" has no covariate \"len\""),
+        text(&out).contains("error: --covariates len: cov.jsonl:2: pool \"p1\": item \"a\" has no covariate \"len\"")
+            && text(&out).contains("(each covariate the flag names must be on every item of the pool)"),
+        "{}",
+        text(&out)
+    );
+    // A value its transform cannot take is not an item lacking the covariate: no such hint.
+    write(
+        d,
+        "neg.jsonl",
+        "{\"pool_id\":\"p1\",\"items\":[{\"id\":\"a\",\"covariates\":{\"len\":-1e300}},{\"id\":\"b\",\"covariates\":{\"len\":2}}]}\n",
+    );
+    let out = run_bin(d, &["fit", "neg.jsonl", "v.jsonl", "--covariates", "len:log", "--k", "1"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("error: --covariates len: neg.jsonl:1: pool \"p1\": item \"a\": covariate \"len\" = -1e300 cannot take transform log (needs > 0)\n"),
         "{}",
         text(&out)
     );

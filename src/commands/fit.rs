@@ -1192,10 +1192,14 @@ fn covariates(
         let e = e.in_file(&file, |id| lines.iter().find(|(p, _, _)| p.pool_id == id).map(|(_, l, _)| *l));
         if from_flag {
             let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-            FitCommandError::Invalid(format!(
-                "--covariates {}: {e} (each covariate the flag names must be on every item of the pool)",
-                names.join(",")
-            ))
+            let e = e.to_string();
+            // Said only of a covariate an item lacks, not of a value a transform cannot take.
+            let why = if e.contains("has no covariate") {
+                " (each covariate the flag names must be on every item of the pool)"
+            } else {
+                ""
+            };
+            FitCommandError::Invalid(format!("--covariates {}: {e}{why}", names.join(",")))
         } else {
             FitCommandError::Pool(e)
         }

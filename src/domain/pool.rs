@@ -691,7 +691,11 @@ pub fn build_covariates(pool: &Pool, specs: &[CovariateSpec]) -> Result<Covariat
                     if *v <= 0.0 {
                         return Err(bad_item(
                             i,
-                            format!(": covariate {:?} = {} cannot take transform log (needs > 0)", spec.name, v),
+                            format!(
+                                ": covariate {:?} = {} cannot take transform log (needs > 0)",
+                                spec.name,
+                                crate::domain::fmt::value(*v)
+                            ),
                         ));
                     }
                     *v = v.ln();
@@ -857,6 +861,14 @@ mod tests {
         b.covariates.insert("len".into(), 2.0);
         let p = Pool::new("p".into(), "t".into(), vec![a, b]).unwrap();
         let e = build_covariates(&p, &[CovariateSpec::parse("len:log").unwrap()]).unwrap_err();
-        assert!(e.to_string().contains("needs > 0"), "{e}");
+        assert!(e.to_string().contains("covariate \"len\" = 0 cannot take transform log (needs > 0)"), "{e}");
+        // A huge value is echoed as written, not as its 301 digits.
+        let mut c = item("c", "z");
+        c.covariates.insert("len".into(), -1e300);
+        let mut d = item("d", "w");
+        d.covariates.insert("len".into(), 2.0);
+        let p = Pool::new("p".into(), "t".into(), vec![c, d]).unwrap();
+        let e = build_covariates(&p, &[CovariateSpec::parse("len:log").unwrap()]).unwrap_err();
+        assert!(e.to_string().contains("covariate \"len\" = -1e300 cannot take transform log (needs > 0)"), "{e}");
     }
 }
