@@ -116,7 +116,8 @@ pub fn man_page(out: &mut dyn std::io::Write) -> std::io::Result<()> {
 pub fn man(args: &ManArgs) -> std::io::Result<std::process::ExitCode> {
     if let Some(dir) = &args.dir {
         let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("--dir {}: {e}", dir.display()));
-        std::fs::create_dir_all(dir).map_err(named)?;
+        crate::store::files::create_folder(dir)
+            .map_err(|why| std::io::Error::other(format!("--dir {}: {why}", dir.display())))?;
         clap_mangen::generate_to(Cli::command(), dir).map_err(named)?;
         let pages = Cli::command().get_subcommands().filter(|s| s.get_name() != "help").count() + 1;
         println!("wrote {pages} man pages (topk-judge.1, topk-judge-run.1, …) into {}", dir.display());

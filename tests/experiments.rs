@@ -189,6 +189,32 @@ fn simulate_writes_rows_summary_and_plots() {
     let svg = std::fs::read_to_string(o.join("benefit_vs_rho_topk.svg")).unwrap();
     assert!(svg.contains("correction benefit vs ρ"));
     assert!(text(&out).contains("## Correction benefit"), "{}", text(&out));
+    assert!(!text(&out).contains("No recall_vs_budget plot"), "{}", text(&out));
+    // One numbered budget and `all`: no recall-against-budget plot, and the summary says why (it
+    // was left out without a word).
+    let one = write(
+        dir.path(),
+        "one.yaml",
+        "name: one\nout_dir: out\nk: 3\npools: {n: 10, count: 2, seed: 5}\nbudgets: [16, all]\nacquisition: {mc_draws: 100}\n",
+    );
+    let out = run_bin(dir.path(), &["simulate", one.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let says = "No recall_vs_budget plot: it needs two or more numbered budgets, and `budgets` lists 1 (`all` is not a number of comparisons).";
+    assert!(text(&out).contains(says), "{}", text(&out));
+    assert!(std::fs::read_to_string(dir.path().join("out/one/summary.md")).unwrap().contains(says));
+    let drawn = std::fs::read_dir(dir.path().join("out/one")).unwrap().filter_map(|e| e.ok());
+    assert!(!drawn.into_iter().any(|e| e.file_name().to_string_lossy().starts_with("recall_vs_budget")));
+    // An output folder that is a file is named so (it said "File exists"), for `man --dir` too.
+    for args in
+        [&["simulate", one.to_str().unwrap(), "--quiet", "--out", "tiny.yaml"][..], &["man", "--dir", "tiny.yaml"]]
+    {
+        let out = run_bin(dir.path(), args);
+        assert!(
+            !out.status.success() && text(&out).contains("tiny.yaml is a file, not a folder"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
 }
 
 #[test]

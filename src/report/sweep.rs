@@ -776,6 +776,15 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
             md.push_str(&coverage_markdown(&s.coverage));
         }
     }
+    // plots() draws recall against budget from two numbered budgets on: said when it does not.
+    let numbered = r.budgets.iter().filter(|b| matches!(b, SweepBudget::Comparisons(_))).count();
+    if numbered < 2 {
+        let all = if numbered < r.budgets.len() { " (`all` is not a number of comparisons)" } else { "" };
+        let _ = writeln!(
+            md,
+            "\nNo recall_vs_budget plot: it needs two or more numbered budgets, and `budgets` lists {numbered}{all}.",
+        );
+    }
     md
 }
 

@@ -220,7 +220,7 @@ fn job(
 /// [`SweepError::Write`] naming the file.
 pub fn write_outputs(f: &Frozen, rows: &[FrozenRow], dir: &Path) -> Result<FrozenSummary, SweepError> {
     let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
-    std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
+    crate::store::files::create_folder(dir).map_err(|e| werr(dir, e))?;
     let rows_path = dir.join("rows.csv");
     let mut w = csv::Writer::from_path(&rows_path).map_err(|e| werr(&rows_path, e.to_string()))?;
     for r in rows {

@@ -241,7 +241,7 @@ fn run_pool(
 /// [`SweepError::Write`] naming the file.
 pub fn write_outputs(sweep: &Sweep, result: &SweepResult, dir: &Path) -> Result<summary::Summary, SweepError> {
     let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
-    std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
+    crate::store::files::create_folder(dir).map_err(|e| werr(dir, e))?;
     let rows_path = dir.join("rows.csv");
     let mut w = csv::Writer::from_path(&rows_path).map_err(|e| werr(&rows_path, e.to_string()))?;
     for r in &result.rows {

@@ -825,7 +825,7 @@ pub fn paired_difference(rows: &[PanelRow], panel: &str, arm: &str, budget: f64,
 /// [`SweepError::Write`] naming the file.
 pub fn write_outputs(s: &PanelSweep, result: &PanelResult, pools: usize, dir: &Path) -> Result<String, SweepError> {
     let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
-    std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
+    crate::store::files::create_folder(dir).map_err(|e| werr(dir, e))?;
     let names: Vec<&str> = s.panel.judges.iter().map(|j| j.name.as_str()).collect();
     let mut csv = format!(
         "pool,seed,arm,budget_usd,spend_usd,recall,{}\n",

@@ -75,7 +75,7 @@ pub fn run(s: &PipelineSweep, threads: usize, on_done: &(dyn Fn(usize) + Sync)) 
 /// [`SweepError::Write`].
 pub fn write_outputs(s: &PipelineSweep, rows: &[Row], dir: &Path) -> Result<String, SweepError> {
     let werr = |path: &Path, msg: String| SweepError::Write { path: path.to_owned(), msg };
-    std::fs::create_dir_all(dir).map_err(|e| werr(dir, e.to_string()))?;
+    crate::store::files::create_folder(dir).map_err(|e| werr(dir, e))?;
     let csv_path = dir.join("rows.csv");
     let mut csv = String::from("pool_seed,budget,concurrency,dispatch,write_ahead,comparisons,spend,recall,wall_s\n");
     for r in rows {
