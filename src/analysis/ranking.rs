@@ -254,7 +254,8 @@ impl ComparisonGraph {
     }
 
     /// The component sizes, largest first, a run of three or more equal sizes written once:
-    /// `"6585, 34 of size 2, 3348 of size 1"`.
+    /// `"6585 plus 34 of size 2 plus 3348 of size 1"` (not `6585, 34 of size 2, …`, which reads as
+    /// a size 34).
     pub fn sizes_text(&self) -> String {
         if let [first, ..] = self.component_sizes.as_slice()
             && self.component_sizes.len() >= 3
@@ -262,18 +263,27 @@ impl ComparisonGraph {
         {
             return format!("all of size {first}");
         }
-        let mut parts: Vec<String> = Vec::new();
+        let mut text = String::new();
+        let mut after_run = false;
         for run in self.component_sizes.chunk_by(|a, b| a == b) {
-            if run.len() >= 3 {
-                parts.push(format!("{} of size {}", run.len(), run[0]));
+            let is_run = run.len() >= 3;
+            let parts = if is_run {
+                vec![format!("{} of size {}", run.len(), run[0])]
             } else {
-                parts.extend(run.iter().map(ToString::to_string));
+                run.iter().map(ToString::to_string).collect()
+            };
+            for p in parts {
+                if !text.is_empty() {
+                    text.push_str(if is_run || after_run { " plus " } else { ", " });
+                }
+                text.push_str(&p);
+                after_run = is_run;
             }
         }
-        parts.join(", ")
+        text
     }
 
-    /// The sizes in words: `sizes 50, 2, 2, 13 of size 1`, or `all of size 1`.
+    /// The sizes in words: `sizes 50, 2, 2 plus 13 of size 1`, or `all of size 1`.
     pub fn sizes_words(&self) -> String {
         let t = self.sizes_text();
         if t.starts_with("all ") { t } else { format!("sizes {t}") }
@@ -396,12 +406,14 @@ mod tests {
             groups: Vec::new(),
             never_compared: never,
         };
-        assert_eq!(g.sizes_text(), "50, 2, 2, 13 of size 1");
+        assert_eq!(g.sizes_text(), "50, 2, 2 plus 13 of size 1");
+        let runs = ComparisonGraph { component_sizes: vec![5, 5, 5, 2, 1, 1, 1], ..Default::default() };
+        assert_eq!(runs.sizes_text(), "3 of size 5 plus 2 plus 3 of size 1");
         let alone = ComparisonGraph { components: 16, component_sizes: vec![1; 16], ..Default::default() };
         assert_eq!(alone.sizes_words(), "all of size 1");
         assert_eq!(
             g.summary_text(),
-            "16 components (sizes 50, 2, 2, 13 of size 1); never compared: s0, s1, s2, s3, s4, s5, s6, s7, … (13 in all)"
+            "16 components (sizes 50, 2, 2 plus 13 of size 1); never compared: s0, s1, s2, s3, s4, s5, s6, s7, … (13 in all)"
         );
         let small = ComparisonGraph {
             components: 3,
