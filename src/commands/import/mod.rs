@@ -424,31 +424,36 @@ pub fn import_with(
             if multi_turn == 1 { "keeps its" } else { "keep their" }
         ));
     }
-    if let Some(first) = answers.iter().find(|a| a.joined > 1) {
-        let n = answers.iter().filter(|a| a.joined > 1).count();
+    // The answers with more than one of `what` (their count by `of`), counted, with the first
+    // named: "(first: system "a", prompt "1", 2 turns, file:line)".
+    let several = |of: fn(&Answer) -> usize, what: &str| -> Option<(usize, String)> {
+        let first = answers.iter().find(|a| of(a) > 1)?;
+        let n = answers.iter().filter(|a| of(a) > 1).count();
+        let (file, line) = &first.at;
+        Some((
+            n,
+            format!(
+                "(first: system {:?}, prompt {:?}, {} {what}, {}:{line})",
+                first.system,
+                first.prompt_id,
+                of(first),
+                file.display()
+            ),
+        ))
+    };
+    if let Some((n, first)) = several(|a| a.joined, "turns") {
         notes.push(format!(
-            "{} to a prompt of one turn {} several turns, joined into one text with a blank line between them (first: system {:?}, prompt {:?}, {} turns, {}:{}); the judge reads them as one answer",
+            "{} to a prompt of one turn {} several turns, joined into one text with a blank line between them {first}; the judge reads them as one answer",
             crate::domain::fmt::count(n, "answer"),
             if n == 1 { "has" } else { "have" },
-            first.system,
-            first.prompt_id,
-            first.joined,
-            first.at.0.display(),
-            first.at.1
         ));
     }
     // FastChat writes one choice per sample (`--num-choices`); one answer per system is imported.
-    if let Some(first) = answers.iter().find(|a| a.choices > 1) {
-        let n = answers.iter().filter(|a| a.choices > 1).count();
+    if let Some((n, first)) = several(|a| a.choices, "choices") {
         notes.push(format!(
-            "{} {} several choices (samples); the first, \"choices\"[0], is imported and the others are left out (first: system {:?}, prompt {:?}, {} choices, {}:{})",
+            "{} {} several choices (samples); the first, \"choices\"[0], is imported and the others are left out {first}",
             crate::domain::fmt::count(n, "answer"),
             if n == 1 { "holds" } else { "hold" },
-            first.system,
-            first.prompt_id,
-            first.choices,
-            first.at.0.display(),
-            first.at.1
         ));
     }
     // Names one letter case, Unicode form or space apart (`llama`, `Llama`) are two systems:

@@ -475,6 +475,19 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             })?;
         }
     }
+    // The tokens a prompt of (task, answer A, answer B) needs with max_tokens, and how that was
+    // estimated.
+    let need = |task: &str, x: &str, y: &str| {
+        template.render(task, x, y).map_err(|m| e("prompt", m.to_string())).map(|r| {
+            let how = format!(
+                "estimate: {} bytes / {} bytes per token + max_tokens {}",
+                r.bytes(),
+                cfg.bytes_per_token,
+                cfg.max_tokens
+            );
+            (r.token_estimate(cfg.bytes_per_token) + u64::from(cfg.max_tokens), how)
+        })
+    };
     // A context no query fits in: with `skip` (or a cut that cannot shorten the template's own
     // text) every query would be stored as invalid and none sent, the budget spent on nothing.
     if let Some(ctx) = cfg.context_tokens {
@@ -490,36 +503,27 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             ),
             _ => ("one request before any task or answer (the prompt template's own text)".to_owned(), ("", "", "")),
         };
-        if let Ok(r) = template.render(texts.0, texts.1, texts.2) {
-            let need = r.token_estimate(cfg.bytes_per_token) + u64::from(cfg.max_tokens);
-            if need > ctx {
-                return Err(e(
-                    "context_tokens",
-                    format!(
-                        "{ctx} is below what {what} needs: about {need} tokens (estimate: {} bytes / {} bytes per token + max_tokens {}), so every query would be over it, stored as invalid and none sent; raise context_tokens to the judge's context window",
-                        r.bytes(),
-                        cfg.bytes_per_token,
-                        cfg.max_tokens
-                    ),
-                ));
-            }
+        // A template that refuses empty texts is checked by the pairs above instead.
+        if let Ok((tokens, how)) = need(texts.0, texts.1, texts.2)
+            && tokens > ctx
+        {
+            return Err(e(
+                "context_tokens",
+                format!(
+                    "{ctx} is below what {what} needs: about {tokens} tokens ({how}), so every query would be over it, stored as invalid and none sent; raise context_tokens to the judge's context window"
+                ),
+            ));
         }
     }
     if let (Some(ctx), OverflowPolicy::Fail) = (cfg.context_tokens, cfg.on_context_overflow) {
         let (a, b) = longest_pair(pool);
-        let r =
-            template.render(pool.task_of(a), text(pool, a), text(pool, b)).map_err(|x| e("prompt", x.to_string()))?;
-        let need = r.token_estimate(cfg.bytes_per_token) + u64::from(cfg.max_tokens);
-        if need > ctx {
+        let (tokens, how) = need(pool.task_of(a), text(pool, a), text(pool, b))?;
+        if tokens > ctx {
             return Err(e(
                 "context_tokens",
                 format!(
-                    "the prompt for items {:?} vs {:?} needs about {need} tokens (estimate: {} bytes / {} bytes per token + max_tokens {}) but the context is {ctx}; raise context_tokens, or set on_context_overflow: skip or truncate_task",
-                    pool.items[a].id,
-                    pool.items[b].id,
-                    r.bytes(),
-                    cfg.bytes_per_token,
-                    cfg.max_tokens
+                    "the prompt for items {:?} vs {:?} needs about {tokens} tokens ({how}) but the context is {ctx}; raise context_tokens, or set on_context_overflow: skip or truncate_task",
+                    pool.items[a].id, pool.items[b].id,
                 ),
             ));
         }
