@@ -572,6 +572,14 @@ fn pool_rule_errors_name_the_file_and_line() {
     let out = run_bin(d, &["fit", "pf.jsonl", "v.jsonl", "--pool-id", "p1"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("error: pf.jsonl:2: pool \"p2\": duplicate item id \"a\""), "{}", text(&out));
+    // A pool file of blank lines has no line to name (it named line 1 of an empty file).
+    write(d, "blank.jsonl", "\n\n");
+    let out = run_bin(d, &["fit", "blank.jsonl", "v.jsonl"]);
+    assert!(
+        !out.status.success() && text(&out).contains("error: blank.jsonl: the file holds no pool (it is empty, or only blank lines); expected one pool per line"),
+        "{}",
+        text(&out)
+    );
     // A covariate the pool's items lack, named by `--covariates`: the flag first, then the pool's
     // file and line.
     write(

@@ -145,7 +145,11 @@ pub fn parse_pool_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(Pool, usize, S
         pools.push((pool, line_no, text.to_owned()));
     }
     if pools.is_empty() {
-        return Err(parse_err(1, "the file holds no pool".into()));
+        // No line to name: the file as a whole.
+        return Err(PoolError::InvalidIn(format!(
+            "{}: the file holds no pool (it is empty, or only blank lines); expected one pool per line: {{\"pool_id\", \"task\", \"items\": [{{\"id\", \"text\", ...}}]}}",
+            path.display()
+        )));
     }
     Ok(pools)
 }
