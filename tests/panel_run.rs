@@ -555,6 +555,25 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     std::fs::write(dir.path().join("notes.md"), "mine\n").unwrap();
     let out = run_bin(dir.path(), &["report", "runs/summeval-panel", "--out", "notes.md"]);
     assert!(!out.status.success() && text(&out).contains("notes.md: --out: not a folder"), "{}", text(&out));
+    // By its config, a panel's report is of the judges that made it: one renamed, or its trust
+    // dropped, is another panel (the folder's report was written for it without a word).
+    assert!(run_bin(dir.path(), &["report", cfg.to_str().unwrap(), "--out", "by-config"]).status.success());
+    for (edited, shows) in [
+        (
+            yaml.replace("name: frontier", "name: gold"),
+            "[cheap, frontier (trusted)] there, [cheap, gold (trusted)] here",
+        ),
+        (yaml.replace("trusted: true", "trusted: false"), "[cheap, frontier (trusted)] there, [cheap, frontier] here"),
+    ] {
+        let other = write(dir.path(), "panel.yaml", &edited);
+        let out = run_bin(dir.path(), &["report", other.to_str().unwrap(), "--out", "by-config"]);
+        assert!(
+            !out.status.success() && text(&out).contains(&format!("configures: judges ({shows}, or their settings)")),
+            "{}",
+            text(&out)
+        );
+    }
+    write(dir.path(), "panel.yaml", &yaml);
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.md")).unwrap(), "mine\n");
     let prof = run_bin(dir.path(), &["profile", "runs/summeval-panel"]);
     assert!(!prof.status.success() && text(&prof).contains("`profile` takes a single judge"), "{}", text(&prof));
@@ -1351,6 +1370,15 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         text(&plain_fit).contains("note: runs/carried holds a judge panel's run: fitted as that panel (as --panel); --judge NAME fits one judge alone"),
         "{}",
         text(&plain_fit)
+    );
+    // Its config alike (it fitted the two judges' verdicts pooled as one judge's).
+    let by_config = run_bin(dir.path(), &["fit", cfg.to_str().unwrap(), "--out", "fit-config.json"]);
+    assert!(by_config.status.success(), "{}", text(&by_config));
+    assert_eq!(json(&dir.path().join("fit-config.json"))["judges"], f["judges"]);
+    assert!(
+        text(&by_config).contains("carried.yaml configures a judge panel's run: fitted as that panel (as --panel)"),
+        "{}",
+        text(&by_config)
     );
     // A fit in other units, or with the judge trusted, leaves those terms out and says so.
     let raw = run_bin(dir.path(), &["fit", "runs/carried", "--panel", "--covariates", "words:raw"]);

@@ -1480,13 +1480,12 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
             source: std::io::Error::other(format!("--out: {why}")),
         })?;
     }
-    // A panel run's folder is refitted as the panel it ran (pooling its judges as one would mix
-    // their biases); --judge fits one of them alone.
+    // A panel run (its folder or its config) is refitted as the panel it ran (pooling its judges
+    // as one would mix their biases); --judge fits one of them alone.
     let panel_folder = !args.panel
         && args.judge.is_none()
         && args.report_ranking.is_none()
         && args.verdicts_file.is_none()
-        && args.pool_file.is_dir()
         && super::run_folder::load_run(&args.pool_file).is_ok_and(|r| r.cfg.is_panel());
     if args.panel || panel_folder {
         let req = FitRequest { panel: true, ..req };
@@ -1496,8 +1495,9 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
             out.notes.insert(
                 0,
                 format!(
-                    "{} holds a judge panel's run: fitted as that panel (as --panel); --judge NAME fits one judge alone",
-                    args.pool_file.display()
+                    "{} {} a judge panel's run: fitted as that panel (as --panel); --judge NAME fits one judge alone",
+                    args.pool_file.display(),
+                    if args.pool_file.is_dir() { "holds" } else { "configures" }
                 ),
             );
         }
