@@ -282,12 +282,21 @@ pub fn redact_url(url: &str) -> String {
 pub fn url_secrets(url: &str) -> Vec<String> {
     let mut out = Vec::new();
     let Ok(u) = reqwest::Url::parse(url) else {
-        // Not a URL the client could use; still, whatever sits between `//` and `@` is userinfo.
+        // Not a URL the client could use (a bad port, no scheme); still, whatever sits between
+        // `//` and `@` is userinfo, and the query after `?` holds its parameters.
         if let Some(rest) = url.split_once("//").map(|(_, r)| r)
             && let Some((info, _)) = rest.split_once('@')
             && !info.contains('/')
         {
             out.extend(info.split(':').filter(|p| !p.is_empty()).map(str::to_owned));
+        }
+        if let Some((_, query)) = url.split_once('?') {
+            for (k, v) in query.split(['&', '#']).filter_map(|p| p.split_once('=')) {
+                if secret_param(&percent_decode(k)) && !v.is_empty() {
+                    out.push(v.to_owned());
+                    out.push(percent_decode(v));
+                }
+            }
         }
         return out;
     };
@@ -531,6 +540,13 @@ mod tests {
             "http://127.0.0.1:9/***/v1?k=***"
         );
         assert_eq!(redact_url("http://gw:tok3n@h/tok3n/v1"), "http://***@h/***/v1");
+        // A URL that does not parse (a bad port, no scheme) keeps its secrets out of the error
+        // that quotes it.
+        assert_eq!(
+            redact_url("http://u:pw9@127.0.0.1:99999/v1?token=HUNTSECRET999GW&api-version=2"),
+            "http://u:***@127.0.0.1:99999/v1?token=***&api-version=2"
+        );
+        assert_eq!(redact_url("127.0.0.1:9/v1?api_key=HUNTSECRET999GW"), "127.0.0.1:9/v1?api_key=***");
         let e = RequestTarget::of("http://us%40er:p%3Ass@h:9/v1?key=k1&api-version=2");
         assert_eq!(
             (e.base.as_str(), e.url("/chat/completions")),
