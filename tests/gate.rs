@@ -245,6 +245,19 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
     let says = "D/runs/spur: holds a run made with other settings than D/spur.yaml configures: model.lambda_b (0.1 there, 100.0 here)";
     let shown = |out: &std::process::Output| text(out).replace(&dir.path().display().to_string(), "D");
     assert!(!out.status.success() && shown(&out).contains(says), "{}", text(&out));
+    // The gate's own settings decide what result.json records of it: another α, K or trusted
+    // judge is refused as well (it wrote a gate.json result.json and the report contradicted).
+    for (set, differs) in [
+        ("gate.alpha=0.001", "gate.alpha (0.05 there, 0.001 here)"),
+        ("gate.trusted.synthetic.temperature=5", "gate.trusted.synthetic.temperature (0.25 there, 5.0 here)"),
+    ] {
+        let out = run_bin(dir.path(), &["gate", "runs/spur", "--set", set]);
+        let says = format!(
+            "runs/spur: the run there was made with other gate settings: {differs}; its gate.json would not describe the run"
+        );
+        assert!(!out.status.success() && text(&out).contains(&says), "{set}: {}", text(&out));
+    }
+    assert_eq!(std::fs::read_to_string(&trusted).unwrap().lines().count(), 80, "no other judge's verdicts");
     let profile = std::fs::read_to_string(run.join("profile.json")).unwrap();
     let other = write(dir.path(), "other.yaml", &format!("{yaml}model:\n  lambda_theta: 1000\n"));
     let out = run_bin(dir.path(), &["profile", other.to_str().unwrap()]);

@@ -297,6 +297,17 @@ fn a_config_given_for_a_run_folder_must_have_made_its_run() {
     assert!(stderr(&out).contains("configures: acquisition.mc_draws (200 there, 300 here);"), "{}", text(&out));
     write(dir.path(), "budget.yaml", &format!("{base}budget: {{max_comparisons: 7}}\n"));
     assert!(run_bin(dir.path(), &["report", "budget.yaml"]).status.success());
+    // What a run reports by is a setting of the run too (the folder's `auto` report was written
+    // for a config that asks for the corrected ranking, or another ε, without a word).
+    write(dir.path(), "rr.yaml", &format!("{base}report_ranking: corrected\ncertify: {{epsilon: 0.2}}\n"));
+    let out = run_bin(dir.path(), &["report", "rr.yaml"]);
+    assert!(
+        stderr(&out).contains(
+            "configures: certify.epsilon (0.05 there, 0.2 here), report_ranking (\"auto\" there, \"corrected\" here);"
+        ),
+        "{}",
+        text(&out)
+    );
     // Another judge: every command that reads the run by this config says so (gate said "no
     // valid verdicts" of a folder of them, fit printed an empty fit and exit 0).
     for cmd in ["report", "profile", "fit"] {

@@ -257,6 +257,7 @@ pub async fn gate_command(
         }
     }
     super::run_folder::made_by(&run.cfg, &run.dir)
+        .and_then(|()| super::run_folder::gate_made_by(&run.cfg, &run.dir))
         .map_err(|msg| RunFolderError::Invalid(format!("{}: {msg}", run.dir.display())))?;
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");

@@ -102,8 +102,10 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, RunFolderError> {
 /// Whether the run in folder `dir` was made by `cfg` (a config file given for a run folder): the
 /// fit settings of the folder's run (model, k, acquisition, pool: what
 /// [`crate::run::folder::config_hash`] hashes, read from its config.yaml, or its run.json's
-/// hash) are `cfg`'s, and, for a single judge, some stored verdict of the pool is of `cfg`'s
-/// judge configuration. A folder without config.yaml, run.json or verdicts is not refused here.
+/// hash) and what it reports (`certify`, `report_ranking`; a panel's judges by name, trust and
+/// description) are `cfg`'s, and, for a single judge, some stored verdict of the pool is of
+/// `cfg`'s judge configuration. A folder without config.yaml, run.json or verdicts is not
+/// refused here.
 ///
 /// # Errors
 /// What differs (each setting by its key, with both values), naming the config (the caller
@@ -112,12 +114,39 @@ pub fn made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
     let settings = |c: &Config| {
         serde_json::json!({
             "model": c.raw.model, "k": c.raw.k, "acquisition": c.raw.acquisition, "pool": {"id": c.pool.pool_id},
+            "certify": c.raw.certify, "report_ranking": c.raw.report_ranking,
         })
+    };
+    // A panel's members as their runs tell them apart: name, trust and description (which shows
+    // no credential; a judge that cannot be described here is compared by name and trust).
+    let members = |c: &Config| -> Vec<(String, bool, Option<String>)> {
+        c.raw
+            .judges
+            .iter()
+            .map(|m| {
+                let judge = crate::config::judge::judge_info(&m.judge).ok().map(|j| j.describe());
+                (m.name.clone(), m.trusted, judge)
+            })
+            .collect()
     };
     let differ = match folder_config(dir, &[]) {
         Ok(stored) => {
             let mut keys = Vec::new();
             differing_keys(&settings(&stored), &settings(cfg), "", &mut keys);
+            let (there, here) = (members(&stored), members(cfg));
+            let alike = there.len() == here.len()
+                && there
+                    .iter()
+                    .zip(&here)
+                    .all(|(a, b)| a.0 == b.0 && a.1 == b.1 && (a.2.is_none() || b.2.is_none() || a.2 == b.2));
+            if !alike {
+                let show = |m: &[(String, bool, Option<String>)]| {
+                    let names: Vec<String> =
+                        m.iter().map(|(n, t, _)| if *t { format!("{n} (trusted)") } else { n.clone() }).collect();
+                    format!("[{}]", names.join(", "))
+                };
+                keys.push(format!("judges ({} there, {} here, or their settings)", show(&there), show(&here)));
+            }
             keys
         }
         // No config.yaml that reads: the run.json hash alone says whether they differ.
@@ -140,6 +169,28 @@ pub fn made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
         ));
     }
     stored_by_judge(cfg, dir)
+}
+
+/// Whether the gate settings of `cfg` are those of the run in folder `dir`, when its config has
+/// a `gate:` section: the run's result and its gate.json follow from them.
+///
+/// # Errors
+/// What differs (each setting by its key, with both values).
+pub fn gate_made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
+    let Ok(stored) = folder_config(dir, &[]) else { return Ok(()) };
+    if stored.raw.gate.is_none() {
+        return Ok(());
+    }
+    let gate = |c: &Config| serde_json::json!({ "gate": c.raw.gate });
+    let mut keys = Vec::new();
+    differing_keys(&gate(&stored), &gate(cfg), "", &mut keys);
+    if keys.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the run there was made with other gate settings: {}; its gate.json would not describe the run: drop the override, or run the config with it first",
+        keys.join(", ")
+    ))
 }
 
 /// The keys (dotted) whose values differ between `there` (the folder's run) and `here`, each
