@@ -659,6 +659,23 @@ async fn context_overflow_policies() {
     let e = Config::load(&skip(600)).unwrap_err().to_string();
     assert!(e.contains("judge.openai.context_tokens: 600 is below what the shortest query of the pool (items "), "{e}");
     assert!(e.contains("so every query would be over it, stored as invalid and none sent"), "{e}");
+    // So with the cutting policies, below what a query cut to its least needs (they stored
+    // every query invalid, as skip did).
+    for (policy, least) in [
+        ("truncate_task", "the shortest query of the pool with its task cut to nothing"),
+        ("truncate_answers", "the shortest task with both answers cut to nothing"),
+    ] {
+        let p = live_config(
+            dir.path(),
+            "ctxleast",
+            &fake.base_url,
+            &format!("{}    context_tokens: 250\n    on_context_overflow: {policy}\n", no_key()),
+            "",
+            "  max_comparisons: 8\n",
+        );
+        let e = Config::load(&p).unwrap_err().to_string();
+        assert!(e.contains(&format!("judge.openai.context_tokens: 250 is below what {least}")), "{e}");
+    }
     let shortest = needs(&e, "needs: about ");
     assert!(shortest < longest, "{shortest} {longest}");
     // skip, with a context some queries fit in: those are sent, the others are stored invalid

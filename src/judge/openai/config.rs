@@ -488,20 +488,33 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
             (r.token_estimate(cfg.bytes_per_token) + u64::from(cfg.max_tokens), how)
         })
     };
-    // A context no query fits in: with `skip` (or a cut that cannot shorten the template's own
-    // text) every query would be stored as invalid and none sent, the budget spent on nothing.
+    // A context no query fits in, even cut as the policy cuts: every query would be stored as
+    // invalid and none sent, the budget spent on nothing. The least a query can need: the
+    // shortest task with the two shortest answers (skip), the answers without the task
+    // (truncate_task), the task without the answers (truncate_answers), the template's own text
+    // (fail, whose longest pair is checked below).
     if let Some(ctx) = cfg.context_tokens {
         let shortest_task = (0..n).map(|i| pool.task_of(i)).min_by_key(|t| t.len()).unwrap_or("");
         let (a, b) = shortest_pair(pool);
+        let pair = format!("items {:?} and {:?}", pool.items[a].id, pool.items[b].id);
         let (what, texts) = match cfg.on_context_overflow {
             OverflowPolicy::Skip => (
-                format!(
-                    "the shortest query of the pool (items {:?} and {:?}, with the shortest task)",
-                    pool.items[a].id, pool.items[b].id
-                ),
+                format!("the shortest query of the pool ({pair}, with the shortest task)"),
                 (shortest_task, text(pool, a), text(pool, b)),
             ),
-            _ => ("one request before any task or answer (the prompt template's own text)".to_owned(), ("", "", "")),
+            OverflowPolicy::TruncateTask => (
+                format!(
+                    "the shortest query of the pool with its task cut to nothing ({pair}; on_context_overflow: truncate_task)"
+                ),
+                ("", text(pool, a), text(pool, b)),
+            ),
+            OverflowPolicy::TruncateAnswers => (
+                "the shortest task with both answers cut to nothing (on_context_overflow: truncate_answers)".to_owned(),
+                (shortest_task, "", ""),
+            ),
+            OverflowPolicy::Fail => {
+                ("one request before any task or answer (the prompt template's own text)".to_owned(), ("", "", ""))
+            }
         };
         // A template that refuses empty texts is checked by the pairs above instead.
         if let Ok((tokens, how)) = need(texts.0, texts.1, texts.2)
