@@ -283,10 +283,13 @@ impl ComparisonGraph {
         text
     }
 
-    /// The sizes in words: `sizes 50, 2, 2 plus 13 of size 1`, or `all of size 1`.
+    /// The sizes in words: `sizes 50, 2, 2 plus 13 of size 1`, `6 of size 2 plus 4 of size 1`,
+    /// or `all of size 1`.
     pub fn sizes_words(&self) -> String {
         let t = self.sizes_text();
-        if t.starts_with("all ") { t } else { format!("sizes {t}") }
+        let first_is_run =
+            self.component_sizes.len() >= 3 && self.component_sizes[..3].iter().all(|s| *s == self.component_sizes[0]);
+        if t.starts_with("all ") || first_is_run { t } else { format!("sizes {t}") }
     }
 
     /// The never-compared bases: all of them up to eight, else the first eight and the count.
@@ -409,6 +412,8 @@ mod tests {
         assert_eq!(g.sizes_text(), "50, 2, 2 plus 13 of size 1");
         let runs = ComparisonGraph { component_sizes: vec![5, 5, 5, 2, 1, 1, 1], ..Default::default() };
         assert_eq!(runs.sizes_text(), "3 of size 5 plus 2 plus 3 of size 1");
+        assert_eq!(runs.sizes_words(), "3 of size 5 plus 2 plus 3 of size 1");
+        assert_eq!(g.sizes_words(), "sizes 50, 2, 2 plus 13 of size 1");
         let alone = ComparisonGraph { components: 16, component_sizes: vec![1; 16], ..Default::default() };
         assert_eq!(alone.sizes_words(), "all of size 1");
         assert_eq!(
