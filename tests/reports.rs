@@ -614,6 +614,13 @@ fn a_commands_error_is_one_line_with_its_context() {
         String::from_utf8_lossy(&out.stderr),
         "error: compare: nope/result.json: not found: give a run folder (a run writes result.json there when it stops)\n"
     );
+    // A folder with a run's books but no result yet: a run stopped before its end (or running).
+    write(dir.path(), "unfinished/verdicts.jsonl", "");
+    let out = run_bin(dir.path(), &["compare", "unfinished"]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: compare: unfinished/result.json: not found: the run in unfinished has not finished (it was stopped before writing it, or is still running); run its config again to resume it, and it writes result.json when it stops\n"
+    );
     let out = run_bin(dir.path(), &["simulate", "nope.yaml"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: simulate nope.yaml: cannot read config nope.yaml: "), "{err}");

@@ -123,6 +123,13 @@ impl RunDir {
                     dir.display()
                 )
             }
+            // A run's books without its result: a run that has not stopped (killed, or running).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.join("verdicts.jsonl").is_file() => {
+                format!(
+                    "not found: the run in {} has not finished (it was stopped before writing it, or is still running); run its config again to resume it, and it writes result.json when it stops",
+                    dir.display()
+                )
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 format!("not found: give a run folder (a run writes result.json there when it stops){or_else}")
             }
