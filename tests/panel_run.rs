@@ -757,6 +757,24 @@ fn shipped_panel(dir: &Path, name: &str, edit: impl Fn(String) -> String) -> Pat
     shipped_as(dir, "panel.yaml", &format!("{name}.yaml"), edit)
 }
 
+/// A panel run stopped before its trusted judge was asked: `fit` on it says the config marks
+/// that judge trusted (it advised marking one, as if none were).
+#[test]
+fn fit_names_a_trusted_judge_without_verdicts_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped_panel(dir.path(), "early", |y| y);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--max-comparisons", "6"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = json(&dir.path().join("runs/summeval-panel/result.json"));
+    assert_eq!(r["fit"]["judges"][1]["verdicts"], 0, "{r}");
+    let out = run_bin(dir.path(), &["fit", "runs/summeval-panel"]);
+    assert!(
+        out.status.success() && text(&out).contains("note: judge \"frontier\" is marked trusted in the run's config but has no verdict here yet, so it cannot anchor the other judges' c"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// A panel resumed under a budget its folder already reaches says so rather than printing a
 /// spend above max_usd unexplained; a huge max_usd is printed in scientific notation.
 #[test]

@@ -350,10 +350,14 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         text(&out)
     );
     // And `fit`'s flags alike.
-    let out = run_bin(dir.path(), &["fit", "runs/nv", "--covariates", "words", "--report-ranking", "corrected"]);
+    let out = run_bin(
+        dir.path(),
+        &["fit", "runs/nv", "--covariates", "words", "--report-ranking", "corrected", "--lambda-b", "5"],
+    );
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         stderr(&out).contains("warning: --covariates is ignored: the naive model fits no bias coefficients (--model bias_aware fits them)")
+            && stderr(&out).contains("warning: --lambda-b is ignored: the naive model fits no bias coefficients")
             && stderr(&out).contains("warning: --report-ranking corrected is not applied: the naive model fits no bias-corrected ranking, so the apparent one is reported (--model bias_aware fits it)"),
         "{}",
         text(&out)

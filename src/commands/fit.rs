@@ -353,10 +353,15 @@ pub fn fit_panel_file(args: &FitRequest<'_>) -> Result<PanelFitOutput, FitComman
     // A panel run's folder: its trusted judge and families are the defaults, so the fit is the
     // run's (result.json) unless a flag says otherwise.
     let run_panel = run.as_ref().filter(|r| r.cfg.is_panel() && args.verdicts_file.is_none());
-    let run_trusted = run_panel
-        .and_then(|r| r.cfg.raw.judges.iter().find(|m| m.trusted))
-        .map(|m| m.name.clone())
-        .filter(|name| counts.contains_key(name));
+    let marked = run_panel.and_then(|r| r.cfg.raw.judges.iter().find(|m| m.trusted)).map(|m| m.name.clone());
+    // The run's trusted judge without a record here (a run stopped before it was asked) cannot
+    // anchor the others: said, so "no judge is trusted" below is not read as the config's.
+    if let Some(t) = marked.as_ref().filter(|t| args.trusted.is_none() && !counts.contains_key(*t)) {
+        notes.push(format!(
+            "judge {t:?} is marked trusted in the run's config but has no verdict here yet, so it cannot anchor the other judges' c: the fit reads the panel as one without a trusted judge until {t} has verdicts"
+        ));
+    }
+    let run_trusted = marked.filter(|name| counts.contains_key(name));
     let trusted = match args.trusted {
         Some(t) => Some(match_judge(&counts, t, "--trusted", &pool, &vpath)?),
         None => {
@@ -1168,6 +1173,12 @@ fn covariates(
         if args.covariates.is_some() {
             warnings.push(
                 "--covariates is ignored: the naive model fits no bias coefficients (--model bias_aware fits them)"
+                    .into(),
+            );
+        }
+        if args.lambda[1].is_some() {
+            warnings.push(
+                "--lambda-b is ignored: the naive model fits no bias coefficients to put the prior on (--model bias_aware fits them)"
                     .into(),
             );
         }
