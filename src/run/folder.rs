@@ -62,7 +62,7 @@ fn other_run_warning(dir: &Path, old: Option<&RunIdentity>, id: &RunIdentity, fi
         (true, true) => "judge (or the items it reads) and model, k, acquisition or pool",
     };
     Some(format!(
-        "{} holds a run with a different {what}: its result.json and config.yaml are replaced and {fits} gets a second history (stored verdicts are kept, and reused by a judge of the same settings: a single judge and a panel's member alike); give this run its own `name` to keep both",
+        "{} holds a run with a different {what}: its result.json and config.yaml are replaced and {fits} gets a second history (stored verdicts are kept, and reused by a judge of the same settings and name: a single judge and a panel's member alike; a member given another name asks again); give this run its own `name` to keep both",
         dir.display()
     ))
 }
