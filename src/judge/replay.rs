@@ -267,12 +267,26 @@ impl Recording {
         // Per recorded judge: the settings ids of its records (`None` for a record without).
         let mut settings: Vec<std::collections::BTreeSet<Option<String>>> = Vec::new();
         let mut lines = Vec::new();
+        let n_lines = text.lines().count();
         for (i, raw) in text.lines().enumerate() {
             if !raw.trim().is_empty() {
                 if let Some(m) = crate::domain::text::not_json_lines(raw) {
                     return Err(bad(i + 1, m));
                 }
-                let l: Line = crate::domain::json::from_str(raw).map_err(|e| bad(i + 1, e.to_string()))?;
+                let l: Line = match crate::domain::json::from_str(raw) {
+                    Ok(l) => l,
+                    // A last line without its newline that does not parse is one a run was
+                    // writing when it stopped: dropped with a warning, as the run and `fit` do.
+                    Err(e) if i + 1 == n_lines && !text.ends_with('\n') => {
+                        tracing::warn!(
+                            "{}:{}: dropped a torn last line (a run stopped while writing it: {e}); the recording is read without it",
+                            path.display(),
+                            i + 1
+                        );
+                        continue;
+                    }
+                    Err(e) => return Err(bad(i + 1, e.to_string())),
+                };
                 lines.push((i + 1, l));
             }
         }
@@ -740,6 +754,22 @@ mod tests {
             let j = ReplayJudge::from_recording(two.clone(), c).unwrap();
             assert_eq!(rt.block_on(j.judge(&p, 0, 1)).unwrap().y, Some(y), "{name}");
         }
+    }
+
+    /// The verdicts.jsonl of a run stopped while writing (its last line cut, no newline) is a
+    /// recording without that line, as the run and `fit` read it (it was refused); a bad line
+    /// with its newline, or before others, is still an error naming it.
+    #[test]
+    fn a_torn_last_line_is_dropped_and_other_bad_lines_are_refused() {
+        let path = Path::new("rec.jsonl");
+        let good = "{\"pool_id\":\"p\",\"a\":\"x\",\"b\":\"y\",\"y\":1}\n";
+        let torn = "{\"pool_id\":\"p\",\"a\":\"y\",\"b\":\"x\",\"y";
+        let rec = Recording::parse(&format!("{good}{torn}"), path).unwrap();
+        assert_eq!(rec.verdicts[0]["p"].len(), 1);
+        let e = Recording::parse(&format!("{good}{torn}\n"), path).unwrap_err().to_string();
+        assert!(e.starts_with("rec.jsonl:2: "), "{e}");
+        let e = Recording::parse(&format!("{torn}\n{good}"), path).unwrap_err().to_string();
+        assert!(e.starts_with("rec.jsonl:1: "), "{e}");
     }
 
     #[test]
