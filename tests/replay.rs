@@ -216,9 +216,12 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     let said = stdout(&out).lines().find_map(|l| l.strip_prefix("judge failing: ")).unwrap().to_owned();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.trim_end().ends_with(&said), "summary: {said}\nerror: {err}");
-    // … and still leaves a result: the 120 recorded verdicts, stopped for its judge.
+    // … and still leaves a result: the 120 recorded verdicts, stopped for its judge; the round's
+    // 8 queries the recording lacks were asked and gave no verdict: failed (they were counted
+    // nowhere, so a panel said "8 asked now" beside 2 new verdicts and 0 failed).
     let r = result(&d.join("fail/orig"));
-    assert_eq!((r.comparisons, r.failed, r.stop_reason), (120, 0, StopReason::JudgeFailing));
+    assert_eq!((r.comparisons, r.failed, r.stop_reason), (120, 8, StopReason::JudgeFailing));
+    assert!(stdout(&out).contains("8 failed"), "{}", stdout(&out));
     // … `missing: unavailable` makes the recorded ordered pairs the only candidates: the 118
     // unrecorded ones (240 ordered pairs, less the 2 of M1 and M2, whose texts are identical
     // and are never sent, less the 120 recorded) are never opened nor set aside, and the run

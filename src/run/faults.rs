@@ -327,6 +327,9 @@ impl Faults {
                 if matches!(e, JudgeError::Unavailable { .. }) {
                     self.unavailable.insert((a, b));
                 } else {
+                    // Asked and left without a verdict: a failed query, counted with the others
+                    // (a panel said "8 asked now" and stored 6 with 0 failed).
+                    self.failed += 1;
                     self.last_error = in_member(&e, member);
                     self.failing.get_or_insert(self.last_error.clone());
                 }
