@@ -773,6 +773,25 @@ fn fit_names_a_trusted_judge_without_verdicts_yet() {
         "{}",
         text(&out)
     );
+    // Its trusted judge is part of the panel's model: dropping it is another run of the folder,
+    // said (it was not, and panel_fits.jsonl kept one config hash for both models).
+    let hash = |d: &Path| {
+        let fits = std::fs::read_to_string(d.join("runs/summeval-panel/panel_fits.jsonl")).unwrap();
+        let last: Value = serde_json::from_str(fits.lines().last().unwrap()).unwrap();
+        last["config"].as_str().unwrap().to_owned()
+    };
+    let before = hash(dir.path());
+    let out = run_bin(
+        dir.path(),
+        &["run", cfg.to_str().unwrap(), "--quiet", "--max-comparisons", "8", "--set", "judges.1.trusted=false"],
+    );
+    assert!(
+        out.status.success()
+            && text(&out).contains("runs/summeval-panel holds a run with a different model, k, acquisition or pool"),
+        "{}",
+        text(&out)
+    );
+    assert_ne!(hash(dir.path()), before);
 }
 
 /// A panel resumed under a budget its folder already reaches says so rather than printing a

@@ -29,6 +29,16 @@ pub fn config_hash(cfg: &Config) -> String {
         let priors: Vec<_> = cfg.raw.judges.iter().map(|m| (&m.name, &m.prior)).collect();
         v["carried"] = serde_json::json!(priors);
     }
+    // A panel's model also follows its trusted judge (no c) and the families behind each judge's
+    // self-preference covariate: another of either is another model (it kept the hash, so its
+    // history read as one curve, and no warning said the run was replaced).
+    if cfg.raw.judges.len() > 1 {
+        let trusted: Vec<&str> = cfg.raw.judges.iter().filter(|m| m.trusted).map(|m| m.name.as_str()).collect();
+        v["trusted"] = serde_json::json!(trusted);
+        if let Some(f) = &cfg.families {
+            v["families"] = serde_json::json!({"judge": f.judge, "base": f.base});
+        }
+    }
     rng::sha256_hex(&v.to_string())[..16].to_string()
 }
 
