@@ -539,6 +539,18 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         (Some("gpt-4 turn 2"), Some("gpt-4o"), Some(0.0))
     );
     assert_eq!((rec[5]["a"].as_str(), rec[5]["y"].as_f64()), (Some("gpt-4"), Some(1.0)));
+    // A judgment without "turn" among ones with it is a judge of its own: said (it was silent).
+    let text = std::fs::read_to_string(bench("mt_bench/model_judgment/gpt-4_pair.jsonl")).unwrap();
+    let first = text.lines().next().unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(first).unwrap();
+    v.as_object_mut().unwrap().remove("turn");
+    let mixed = write(d, "mixed_turns.jsonl", &format!("{text}{v}\n"));
+    let shown = import(d, &["--judgments", "mt_bench"], std::slice::from_ref(&mixed), &d.join("mt2.jsonl")).unwrap();
+    let n = text.lines().count();
+    assert!(
+        shown.contains(&format!("mixed_turns.jsonl: 1 judgment carries no \"turn\" beside {n} that do (first: line {}): their judge is named without a turn", n + 1)),
+        "{shown}"
+    );
     // CSV: any column order; y for the first-shown; a conflicting repeat names both lines.
     let c = write(
         d,
@@ -562,6 +574,21 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     let c = c.display();
     assert!(
         e.contains(&format!("{c}:3: judge \"\", prompt \"p1\", \"m1\" shown first vs \"m2\": y = 0 here but 1 at {c}:2; expected one verdict per judge, prompt and ordered pair")),
+        "{e}"
+    );
+    // An AlpacaEval array on one line (as json.dump writes it): the two records are named by
+    // their places (both read `:1`).
+    let rec = |p: f64| {
+        format!(
+            "{{\"instruction\": \"Say hi.\", \"generator_1\": \"m1\", \"generator_2\": \"m2\", \"preference\": {p}}}"
+        )
+    };
+    let a = write(d, "dup.json", &format!("[{}, {}, {}]\n", rec(1.1), rec(1.5), rec(1.9)));
+    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&a), &out).unwrap_err();
+    let a = a.display();
+    assert!(
+        e.contains(&format!("{a}:1: record 2 of the array: judge "))
+            && e.contains(&format!(" at {a}:1 (record 1 of the array); expected one verdict per judge")),
         "{e}"
     );
     // Two verdict columns (winner and Winner: one name in any case) were read from the first,

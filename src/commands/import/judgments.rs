@@ -75,6 +75,9 @@ struct Verdict {
     strong: bool,
     invalid_reason: Option<&'static str>,
     at: (PathBuf, usize),
+    /// Its place in a JSON array, when it shares its line with another record (an array written
+    /// on one line names no record by its line).
+    record: Option<usize>,
     /// AlpacaEval: shown with generator_2 first (alpaca_eval's seeded switch).
     swapped: bool,
 }
@@ -201,9 +204,11 @@ const ALPACA_EXPECTED: &str = "expected AlpacaEval annotations {\"instruction\",
 fn read_alpaca(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     let records = json_array(path, ALPACA_EXPECTED)?;
     for (i, (line, v)) in records.iter().enumerate() {
-        if let Some(verdict) =
+        if let Some(mut verdict) =
             alpaca_record(path, *line, v, c).map_err(|e| super::answers::in_record(&records, i, e))?
         {
+            let shared = (i > 0 && records[i - 1].0 == *line) || records.get(i + 1).is_some_and(|r| r.0 == *line);
+            verdict.record = shared.then_some(i + 1);
             c.verdicts.push(verdict);
         }
     }
@@ -256,6 +261,7 @@ fn alpaca_record(path: &Path, line: usize, v: &Value, c: &mut Collected) -> Resu
         strong: false,
         invalid_reason: y.is_none().then_some("no preference"),
         at: (path.to_owned(), line),
+        record: None,
         swapped,
     }))
 }
@@ -326,6 +332,7 @@ fn read_arena_hard(path: &Path, baseline: &str, c: &mut Collected) -> Result<(),
                 strong,
                 invalid_reason: y.is_none().then_some("unparsed"),
                 at: (path.to_owned(), line),
+                record: None,
                 swapped: false,
             });
         }
@@ -389,6 +396,7 @@ fn read_arena_bench(inputs: &[PathBuf], c: &mut Collected) -> Result<(), ImportE
                     strong: false,
                     invalid_reason: None,
                     at: (pa.clone(), *la),
+                    record: None,
                     swapped: false,
                 });
             }
@@ -400,6 +408,9 @@ fn read_arena_bench(inputs: &[PathBuf], c: &mut Collected) -> Result<(), ImportE
 /// FastChat pairwise judgments (MT-Bench): JSON Lines, two games per line.
 fn read_mt_bench(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     const EXPECTED: &str = "expected a FastChat pairwise judgment {\"question_id\", \"model_1\", \"model_2\", \"g1_winner\", \"g2_winner\": \"model_1\" | \"model_2\" | \"tie\" | \"error\", \"judge\": [name, template], \"turn\"}";
+    // Lines without "turn" beside lines with it: their judge is the bare name, apart from the
+    // per-turn ones (said below).
+    let (mut with_turn, mut without) = (0usize, Vec::new());
     for (line, v) in json_lines(path, EXPECTED)? {
         let qid = question_id(&v, &["question_id"], path, line, EXPECTED)?;
         let m1 = field(&v, "model_1", path, line, EXPECTED)?.trim();
@@ -410,8 +421,14 @@ fn read_mt_bench(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             _ => return Err(row(path, line, format!("missing \"judge\": [name, template]; {EXPECTED}"))),
         };
         let judge = match v.get("turn") {
-            Some(Value::Number(t)) => format!("{name} turn {t}"),
-            None => name.to_owned(),
+            Some(Value::Number(t)) => {
+                with_turn += 1;
+                format!("{name} turn {t}")
+            }
+            None => {
+                without.push(line);
+                name.to_owned()
+            }
             Some(other) => {
                 return Err(row(path, line, format!("field \"turn\" is {other}, expected 1 or 2; {EXPECTED}")));
             }
@@ -440,9 +457,18 @@ fn read_mt_bench(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
                 strong: false,
                 invalid_reason: y.is_none().then_some("error"),
                 at: (path.to_owned(), line),
+                record: None,
                 swapped: false,
             });
         }
+    }
+    if let (true, Some(first)) = (with_turn > 0, without.first()) {
+        c.notes.push(format!(
+            "{}: {} {} no \"turn\" beside {with_turn} that do (first: line {first}): their judge is named without a turn, apart from the judge's \"… turn N\" verdicts",
+            path.display(),
+            crate::domain::fmt::count(without.len(), "judgment"),
+            if without.len() == 1 { "carries" } else { "carry" },
+        ));
     }
     Ok(())
 }
@@ -561,6 +587,7 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             strong: false,
             invalid_reason: y.is_none().then_some("no winner"),
             at: (path.to_owned(), line),
+            record: None,
             swapped: false,
         });
     }
@@ -584,19 +611,23 @@ fn write_verdicts(c: Collected, out: &Path) -> Result<JudgmentSummary, ImportErr
             Some(&k) => {
                 let first = kept[k];
                 let show = |y: Option<f64>| y.map_or("null".to_owned(), |y| y.to_string());
+                let record = |r: Option<usize>| r.map(|r| format!("record {r} of the array")).unwrap_or_default();
+                let there = match first.record {
+                    Some(r) => format!("{}:{} ({})", first.at.0.display(), first.at.1, record(Some(r))),
+                    None => format!("{}:{}", first.at.0.display(), first.at.1),
+                };
+                let here = if v.record.is_some() { format!("{}: ", record(v.record)) } else { String::new() };
                 return Err(row(
                     &v.at.0,
                     v.at.1,
                     format!(
-                        "judge {:?}, prompt {:?}, {:?} shown first vs {:?}: y = {} here but {} at {}:{}; expected one verdict per judge, prompt and ordered pair",
+                        "{here}judge {:?}, prompt {:?}, {:?} shown first vs {:?}: y = {} here but {} at {there}; expected one verdict per judge, prompt and ordered pair",
                         v.judge,
                         v.pool_id,
                         v.a,
                         v.b,
                         show(v.y),
                         show(first.y),
-                        first.at.0.display(),
-                        first.at.1
                     ),
                 ));
             }
