@@ -249,7 +249,10 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
     // judge is refused as well (it wrote a gate.json result.json and the report contradicted).
     for (set, differs) in [
         ("gate.alpha=0.001", "gate.alpha (0.05 there, 0.001 here)"),
-        ("gate.trusted.synthetic.temperature=5", "gate.trusted.synthetic.temperature (0.25 there, 5.0 here)"),
+        (
+            "gate.trusted.synthetic.temperature=5",
+            "gate.trusted (\"synthetic (c* 0, κ* 0, temperature 0.25, seed 99)\" there, \"synthetic (c* 0, κ* 0, temperature 5, seed 99)\" here)",
+        ),
     ] {
         let out = run_bin(dir.path(), &["gate", "runs/spur", "--set", set]);
         let says = format!(
@@ -588,6 +591,27 @@ fn gate_on_a_live_run_needs_no_key_for_the_runs_judge() {
     assert!(!text(&out).contains("OPENAI_API_KEY"), "the run's judge needs no key here: {}", text(&out));
     assert!(text(&out).contains("runs/summeval-openai: the run has no valid verdicts"), "{}", text(&out));
     assert!(!dir.path().join("runs/summeval-openai/gate.json").exists());
+}
+
+/// A gate whose trusted judge has a prompt template: the run folder's config names the folder's
+/// copy, the config its own path, and that is one judge (`gate CONFIG` was refused as "made with
+/// other gate settings"); another model is another judge.
+#[test]
+fn a_trusted_judges_template_copied_into_the_folder_is_the_same_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prompts/test.j2", crate::common::fake_openai::TEMPLATE);
+    let gate = "budget:\n  max_comparisons: 40\n  max_usd: 0.001\ngate:\n  anchors: 4\n  trusted:\n    openai:\n      base_url: http://127.0.0.1:9/v1\n      model: m\n      api_key_env: TOPK_GATE_NO_KEY\n      api_key_required: false\n      prompt: prompts/test.j2\n      max_tokens: 4\n      price: {input_usd_per_mtok: 1, output_usd_per_mtok: 1}\n";
+    let cfg = main_job(dir.path(), "gl", "");
+    let yaml = std::fs::read_to_string(&cfg).unwrap();
+    let yaml = yaml.split("budget:").next().unwrap().to_owned() + gate;
+    let cfg = write(dir.path(), "gl.yaml", &yaml);
+    let _ = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(dir.path().join("runs/gl/config.yaml").exists());
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(!text(&out).contains("other gate settings"), "{}", text(&out));
+    assert!(text(&out).contains("the run's budget (budget.max_usd) has"), "{}", text(&out));
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap(), "--set", "gate.trusted.openai.model=other"]);
+    assert!(text(&out).contains("other gate settings: gate.trusted (\"openai m @ "), "{}", text(&out));
 }
 
 /// `run --gate FILE` with a file that cannot apply (missing, or not a gate.json) stops before

@@ -181,7 +181,16 @@ pub fn gate_made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
     if stored.raw.gate.is_none() {
         return Ok(());
     }
-    let gate = |c: &Config| serde_json::json!({ "gate": c.raw.gate });
+    // The trusted judge as its description (the folder's config names its prompt by the folder's
+    // copy, the config by its own path: one template either way).
+    let gate = |c: &Config| {
+        let mut v = serde_json::json!({ "gate": c.raw.gate });
+        if let Some(j) = c.raw.gate.as_ref().and_then(|g| g.trusted.as_ref()) {
+            v["gate"]["trusted"] = crate::config::judge::judge_info(j)
+                .map_or(serde_json::Value::Null, |j| serde_json::Value::String(j.describe()));
+        }
+        v
+    };
     let mut keys = Vec::new();
     differing_keys(&gate(&stored), &gate(cfg), "", &mut keys);
     if keys.is_empty() {
