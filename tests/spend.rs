@@ -751,6 +751,35 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
     }
 }
 
+/// A base_url that does not parse (a bad port), holding the key its judge names (in the path,
+/// shorter than a provider's key) or a secret in a `#` fragment: the error that echoes the
+/// argument and quotes the URL shows neither (the argument showed the key, the URL the
+/// fragment's token).
+#[test]
+fn an_unparseable_base_url_echoes_no_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = live(dir.path(), "bad", "http://127.0.0.1:9/v1", "", "", "  max_comparisons: 4\n");
+    let yaml = std::fs::read_to_string(&cfg).unwrap().replace("TOPK_SPEND_TEST_UNSET_KEY", "TOPK_SPEND_TEST_KEY");
+    std::fs::write(&cfg, yaml).unwrap();
+    let key = "sk-HUNT33SECRETKEY9";
+    for url in
+        [format!("http://127.0.0.1:99999/{key}/v1"), "http://127.0.0.1:99999/v1#access_token=FRAGSECRET77".into()]
+    {
+        for how in [["--base-url", url.as_str()], ["--set", &format!("judge.openai.base_url={url}")]] {
+            let out = Command::new(bin())
+                .current_dir(dir.path())
+                .args(["run", cfg.to_str().unwrap(), "--dry-run"])
+                .args(how)
+                .env("TOPK_SPEND_TEST_KEY", key)
+                .output()
+                .unwrap();
+            let t = text(&out);
+            assert!(!out.status.success() && t.contains("is not a URL"), "{t}");
+            assert!(!t.contains(key) && !t.contains("FRAGSECRET77"), "{t}");
+        }
+    }
+}
+
 /// Ids that are Markdown or HTML (`<script>`, a link, a table pipe) are escaped in report.md.
 #[test]
 fn ids_are_escaped_in_markdown_reports() {

@@ -52,7 +52,8 @@ impl Override {
         use crate::judge::openai::secret;
         // A token that starts like a provider's key is not echoed, even in a malformed argument.
         let original = given;
-        let given = &secret::redact_each(given, &secret::keys_in(given));
+        // So is a credential an environment variable holds (a key pasted from LOCAL_LLM_API_KEY).
+        let given = &secret::redact_each(given, &[secret::keys_in(given), secret::env_secrets()].concat());
         let (key, value) =
             arg.split_once('=').ok_or_else(|| format!("{given}: expected KEY=VALUE, e.g. budget.max_usd=0.5"))?;
         if let Some(open) = key.find('[') {

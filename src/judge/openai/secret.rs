@@ -290,8 +290,9 @@ pub fn url_secrets(url: &str) -> Vec<String> {
         {
             out.extend(info.split(':').filter(|p| !p.is_empty()).map(str::to_owned));
         }
-        if let Some((_, query)) = url.split_once('?') {
-            for (k, v) in query.split(['&', '#']).filter_map(|p| p.split_once('=')) {
+        // The query after `?` and a fragment after `#` (`#access_token=…`, as some gateways write).
+        for query in url.split(['?', '#']).skip(1) {
+            for (k, v) in query.split('&').filter_map(|p| p.split_once('=')) {
                 if secret_param(&percent_decode(k)) && !v.is_empty() {
                     out.push(v.to_owned());
                     out.push(percent_decode(v));
@@ -438,6 +439,20 @@ pub fn keys_in(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The values of environment variables named like a credential (`…KEY…`, `…TOKEN…`,
+/// `…SECRET…`, `…PASSWORD…`), 8 bytes or longer: an argument that holds one pasted in (a key in a
+/// base_url's path) does not echo it, whichever variable a judge names.
+pub fn env_secrets() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .filter(|(k, v)| {
+            let k = k.to_ascii_uppercase();
+            ["KEY", "TOKEN", "SECRET", "PASSWORD"].iter().any(|w| k.contains(w)) && v.trim().len() >= 8
+        })
+        .map(|(_, v)| v.trim().to_owned())
+        .collect()
+}
+
 /// `text` with each of `secrets` replaced by [`REDACTED`].
 pub fn redact_each(text: &str, secrets: &[String]) -> String {
     replace_each(text, secrets, 1, REDACTED)
@@ -547,6 +562,7 @@ mod tests {
             "http://u:***@127.0.0.1:99999/v1?token=***&api-version=2"
         );
         assert_eq!(redact_url("127.0.0.1:9/v1?api_key=HUNTSECRET999GW"), "127.0.0.1:9/v1?api_key=***");
+        assert_eq!(redact_url("http://h:99999/v1#access_token=HUNTSECRET999GW"), "http://h:99999/v1#access_token=***");
         let e = RequestTarget::of("http://us%40er:p%3Ass@h:9/v1?key=k1&api-version=2");
         assert_eq!(
             (e.base.as_str(), e.url("/chat/completions")),
