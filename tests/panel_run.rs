@@ -561,18 +561,33 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     for (edited, shows) in [
         (
             yaml.replace("name: frontier", "name: gold"),
-            "[cheap, frontier (trusted)] there, [cheap, gold (trusted)] here",
+            "judges ([cheap, frontier (trusted)] there, [cheap, gold (trusted)] here)",
         ),
-        (yaml.replace("trusted: true", "trusted: false"), "[cheap, frontier (trusted)] there, [cheap, frontier] here"),
+        (
+            yaml.replace("trusted: true", "trusted: false"),
+            "judges ([cheap, frontier (trusted)] there, [cheap, frontier] here)",
+        ),
+        (
+            yaml.replace("seed: 8", "seed: 9"),
+            "judge \"frontier\" (\"mock (stochastic, pos_bias 0.05, verb_per_word 0, temperature 0.15, seed 8)\" there, \"mock (stochastic, pos_bias 0.05, verb_per_word 0, temperature 0.15, seed 9)\" here)",
+        ),
     ] {
         let other = write(dir.path(), "panel.yaml", &edited);
         let out = run_bin(dir.path(), &["report", other.to_str().unwrap(), "--out", "by-config"]);
-        assert!(
-            !out.status.success() && text(&out).contains(&format!("configures: judges ({shows}, or their settings)")),
-            "{}",
-            text(&out)
-        );
+        assert!(!out.status.success() && text(&out).contains(&format!("configures: {shows};")), "{}", text(&out));
     }
+    // Listed in another order, or run at another concurrency, it is the same panel and run.
+    let (a, b) = yaml.split_once("  - name: frontier").unwrap();
+    let (head, cheap) = a.split_once("judges:\n").unwrap();
+    let (frontier, tail) = b.split_once("model:").unwrap();
+    let reordered = format!("{head}judges:\n  - name: frontier{frontier}{cheap}model:{tail}")
+        .replace("  concurrency: 8\n  seed: 42", "  concurrency: 2\n  seed: 42");
+    assert!(
+        reordered.contains("  concurrency: 2\n") && reordered.find("name: frontier") < reordered.find("name: cheap")
+    );
+    let other = write(dir.path(), "panel.yaml", &reordered);
+    let out = run_bin(dir.path(), &["report", other.to_str().unwrap(), "--out", "by-config"]);
+    assert!(out.status.success(), "{}", text(&out));
     write(dir.path(), "panel.yaml", &yaml);
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.md")).unwrap(), "mine\n");
     let prof = run_bin(dir.path(), &["profile", "runs/summeval-panel"]);
@@ -769,7 +784,11 @@ fn fit_names_a_trusted_judge_without_verdicts_yet() {
     assert_eq!(r["fit"]["judges"][1]["verdicts"], 0, "{r}");
     let out = run_bin(dir.path(), &["fit", "runs/summeval-panel"]);
     assert!(
-        out.status.success() && text(&out).contains("note: judge \"frontier\" is marked trusted in the run's config but has no verdict here yet, so it cannot anchor the other judges' c"),
+        out.status.success()
+            && text(&out).contains("note: judge \"frontier\" is marked trusted in the run's config but has no verdict here yet, so it cannot anchor the other judges' c")
+            && text(&out).contains("identification: no judge with verdicts here is trusted")
+            && text(&out).contains("The run's trusted judge has none yet (below): its verdicts identify the split.")
+            && !text(&out).contains("Mark a judge"),
         "{}",
         text(&out)
     );

@@ -112,22 +112,34 @@ pub fn load_run(arg: &Path) -> Result<LoadedRun, RunFolderError> {
 /// names the folder).
 pub fn made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
     let settings = |c: &Config| {
-        serde_json::json!({
+        let mut v = serde_json::json!({
             "model": c.raw.model, "k": c.raw.k, "acquisition": c.raw.acquisition, "pool": {"id": c.pool.pool_id},
             "certify": c.raw.certify, "report_ranking": c.raw.report_ranking,
-        })
+        });
+        // Under wait_for_batch, how many queries are in flight is how fast, not what: each
+        // refit picks refit_every queries whatever the concurrency (docs/live.md, "dispatch").
+        if c.raw.acquisition.dispatch == crate::config::run::Dispatch::WaitForBatch
+            && let Some(a) = v["acquisition"].as_object_mut()
+        {
+            a.remove("concurrency");
+        }
+        v
     };
     // A panel's members as their runs tell them apart: name, trust and description (which shows
     // no credential; a judge that cannot be described here is compared by name and trust).
+    // In name order: the order of `judges:` is not the run's (docs/model.md §8).
     let members = |c: &Config| -> Vec<(String, bool, Option<String>)> {
-        c.raw
+        let mut m: Vec<_> = c
+            .raw
             .judges
             .iter()
             .map(|m| {
                 let judge = crate::config::judge::judge_info(&m.judge).ok().map(|j| j.describe());
                 (m.name.clone(), m.trusted, judge)
             })
-            .collect()
+            .collect();
+        m.sort_by(|a, b| a.0.cmp(&b.0));
+        m
     };
     let differ = match folder_config(dir, &[]) {
         Ok(stored) => {
@@ -139,13 +151,23 @@ pub fn made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
                     .iter()
                     .zip(&here)
                     .all(|(a, b)| a.0 == b.0 && a.1 == b.1 && (a.2.is_none() || b.2.is_none() || a.2 == b.2));
-            if !alike {
-                let show = |m: &[(String, bool, Option<String>)]| {
-                    let names: Vec<String> =
-                        m.iter().map(|(n, t, _)| if *t { format!("{n} (trusted)") } else { n.clone() }).collect();
-                    format!("[{}]", names.join(", "))
-                };
-                keys.push(format!("judges ({} there, {} here, or their settings)", show(&there), show(&here)));
+            let show = |m: &[(String, bool, Option<String>)]| {
+                let names: Vec<String> =
+                    m.iter().map(|(n, t, _)| if *t { format!("{n} (trusted)") } else { n.clone() }).collect();
+                format!("[{}]", names.join(", "))
+            };
+            if !alike && show(&there) != show(&here) {
+                keys.push(format!("judges ({} there, {} here)", show(&there), show(&here)));
+            } else if !alike {
+                // The same names and trust: the members whose settings differ, by description.
+                for (a, b) in there.iter().zip(&here).filter(|(a, b)| a.2.is_some() && b.2.is_some() && a.2 != b.2) {
+                    keys.push(format!(
+                        "judge {:?} ({:?} there, {:?} here)",
+                        a.0,
+                        a.2.as_deref().unwrap_or_default(),
+                        b.2.as_deref().unwrap_or_default()
+                    ));
+                }
             }
             keys
         }

@@ -262,9 +262,19 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
                 if identified.is_empty() { "none".to_string() } else { identified }
             )
         } else {
+            // The run marks a judge trusted that has no verdict here yet (a note says which):
+            // its verdicts are what is missing, not a mark.
+            let marked =
+                out.notes.iter().any(|n| n.contains("is marked trusted in the run's config but has no verdict"));
             format!(
-                "identification: no judge is trusted, so where a covariate moves with quality only the differences between the judges' c are identified: prior-selected {selected}{}; θ̂ splits quality from bias there by the prior (read it as apparent quality). Mark a judge whose verdicts are free of item-level bias (`trusted: true` in a run's `judges:`, --trusted NAME to fit; docs/model.md §8).",
-                if identified.is_empty() { String::new() } else { format!("; identified (by {by}) {identified}") }
+                "identification: no judge {}is trusted, so where a covariate moves with quality only the differences between the judges' c are identified: prior-selected {selected}{}; θ̂ splits quality from bias there by the prior (read it as apparent quality). {}",
+                if marked { "with verdicts here " } else { "" },
+                if identified.is_empty() { String::new() } else { format!("; identified (by {by}) {identified}") },
+                if marked {
+                    "The run's trusted judge has none yet (below): its verdicts identify the split."
+                } else {
+                    "Mark a judge whose verdicts are free of item-level bias (`trusted: true` in a run's `judges:`, --trusted NAME to fit; docs/model.md §8)."
+                }
             )
         };
         let _ = writeln!(text, "{line}");
