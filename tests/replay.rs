@@ -259,6 +259,18 @@ fn a_replayed_run_makes_the_same_picks_and_result() {
     let spend =
         |p: &Path| lines(&p.join("verdicts.jsonl")).iter().map(|v| v["cost_usd"].as_f64().unwrap()).sum::<f64>();
     assert!((spend(&d.join("unavailable/orig")) - spend(&a)).abs() < 1e-12);
+    // The log of a run stopped while writing (its last line cut, no newline) replays without
+    // that line, said once (it was refused; then said once per reading).
+    let log = std::fs::read_to_string(a.join("verdicts.jsonl")).unwrap();
+    let last = log.trim_end().rfind('\n').unwrap();
+    write(d, "torn.jsonl", &log[..last + 40]);
+    let cfg = replay_cfg("torn", "    missing: unavailable\n", 500);
+    let yaml = std::fs::read_to_string(&cfg).unwrap().replace("file: runs/orig/verdicts.jsonl", "file: torn.jsonl");
+    std::fs::write(&cfg, yaml).unwrap();
+    let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(text(&out).matches("torn.jsonl:120: dropped a torn last line").count(), 1, "{}", text(&out));
+    assert_eq!(result(&d.join("torn/orig")).comparisons, 119);
 }
 
 #[test]

@@ -278,11 +278,18 @@ impl Recording {
                     // A last line without its newline that does not parse is one a run was
                     // writing when it stopped: dropped with a warning, as the run and `fit` do.
                     Err(e) if i + 1 == n_lines && !text.ends_with('\n') => {
-                        tracing::warn!(
-                            "{}:{}: dropped a torn last line (a run stopped while writing it: {e}); the recording is read without it",
-                            path.display(),
-                            i + 1
-                        );
+                        // Once per file and process (a recording is read when the config is
+                        // checked and again when its judge is made).
+                        static SAID: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+                        let mut said = SAID.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if !said.iter().any(|p| p == path) {
+                            said.push(path.to_owned());
+                            tracing::warn!(
+                                "{}:{}: dropped a torn last line (a run stopped while writing it: {e}); the recording is read without it",
+                                path.display(),
+                                i + 1
+                            );
+                        }
                         continue;
                     }
                     Err(e) => return Err(bad(i + 1, e.to_string())),
