@@ -628,32 +628,26 @@ async fn context_overflow_policies() {
     tls();
     let fake = FakeOpenAi::start();
     let dir = tempfile::tempdir().unwrap();
-    // fail (default): the config is rejected before anything runs.
-    let p = live_config(
-        dir.path(),
-        "ctxfail",
-        &fake.base_url,
-        &format!("{}    context_tokens: 600\n", no_key()),
-        "",
-        "  max_comparisons: 4\n",
-    );
-    let e = Config::load(&p).unwrap_err().to_string();
+    // A config of this context and on_context_overflow policy, 8 comparisons.
+    let with_context = |ctx: u64, policy: &str| {
+        live_config(
+            dir.path(),
+            &format!("ctx{policy}"),
+            &fake.base_url,
+            &format!("{}    context_tokens: {ctx}\n    on_context_overflow: {policy}\n", no_key()),
+            "",
+            "  max_comparisons: 8\n",
+        )
+    };
+    // fail (the default): the config is rejected before anything runs.
+    let e = Config::load(&with_context(600, "fail")).unwrap_err().to_string();
     assert!(e.contains("judge.openai.context_tokens") && e.contains("600"), "{e}");
     let needs = |e: &str, before: &str| -> u64 {
         let at = e.find(before).unwrap_or_else(|| panic!("{e}")) + before.len();
         e[at..].split_whitespace().next().unwrap().parse().unwrap()
     };
     let longest = needs(&e, "needs about ");
-    let skip = |ctx: u64| {
-        live_config(
-            dir.path(),
-            "ctxskip",
-            &fake.base_url,
-            &format!("{}    context_tokens: {ctx}\n    on_context_overflow: skip\n", no_key()),
-            "",
-            "  max_comparisons: 8\n",
-        )
-    };
+    let skip = |ctx: u64| with_context(ctx, "skip");
     // skip, with a context no query fits in: refused, naming the shortest query (it stored every
     // query as invalid, sent nothing and spent the budget's comparisons on them).
     let e = Config::load(&skip(600)).unwrap_err().to_string();
@@ -665,15 +659,7 @@ async fn context_overflow_policies() {
         ("truncate_task", "the shortest query of the pool with its task cut to nothing"),
         ("truncate_answers", "the shortest task with both answers cut to nothing"),
     ] {
-        let p = live_config(
-            dir.path(),
-            "ctxleast",
-            &fake.base_url,
-            &format!("{}    context_tokens: 250\n    on_context_overflow: {policy}\n", no_key()),
-            "",
-            "  max_comparisons: 8\n",
-        );
-        let e = Config::load(&p).unwrap_err().to_string();
+        let e = Config::load(&with_context(250, policy)).unwrap_err().to_string();
         assert!(e.contains(&format!("judge.openai.context_tokens: 250 is below what {least}")), "{e}");
     }
     let shortest = needs(&e, "needs: about ");
@@ -692,15 +678,7 @@ async fn context_overflow_policies() {
     assert_eq!(over, 8 - sent);
     assert_eq!(res.judge_stats.unwrap().context_overflows, (8 - sent) as u64);
     // truncate_task: the article is cut (same cut for every pair) so every prompt fits.
-    let p = live_config(
-        dir.path(),
-        "ctxcut",
-        &fake.base_url,
-        &format!("{}    context_tokens: 700\n    on_context_overflow: truncate_task\n", no_key()),
-        "",
-        "  max_comparisons: 8\n",
-    );
-    let cfg = Config::load(&p).unwrap();
+    let cfg = Config::load(&with_context(700, "truncate_task")).unwrap();
     let (res, judge) = run_inproc(&cfg, "sk-x-000").await;
     assert_eq!(res.valid, 8);
     let reqs = fake.requests()[sent..].to_vec();

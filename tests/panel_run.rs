@@ -1418,24 +1418,19 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
         f["notes"]
     );
     // Without --panel, a panel run's folder is refitted as its panel (pooling the judges as one
-    // mixed their biases), and says so.
-    let plain_fit = run_bin(dir.path(), &["fit", "runs/carried", "--out", "fit-implied.json"]);
-    assert!(plain_fit.status.success(), "{}", text(&plain_fit));
-    assert_eq!(json(&dir.path().join("fit-implied.json"))["judges"], f["judges"]);
-    assert!(
-        text(&plain_fit).contains("note: runs/carried holds a judge panel's run: fitted as that panel (as --panel); --judge NAME fits one judge alone"),
-        "{}",
-        text(&plain_fit)
-    );
-    // Its config alike (it fitted the two judges' verdicts pooled as one judge's).
-    let by_config = run_bin(dir.path(), &["fit", cfg.to_str().unwrap(), "--out", "fit-config.json"]);
-    assert!(by_config.status.success(), "{}", text(&by_config));
-    assert_eq!(json(&dir.path().join("fit-config.json"))["judges"], f["judges"]);
-    assert!(
-        text(&by_config).contains("carried.yaml configures a judge panel's run: fitted as that panel (as --panel)"),
-        "{}",
-        text(&by_config)
-    );
+    // mixed their biases), and says so; its config alike (it fitted the two judges' verdicts
+    // pooled as one judge's).
+    for (run, says) in [
+        (
+            "runs/carried",
+            "note: runs/carried holds a judge panel's run: fitted as that panel (as --panel); --judge NAME fits one judge alone",
+        ),
+        (cfg.to_str().unwrap(), "carried.yaml configures a judge panel's run: fitted as that panel (as --panel)"),
+    ] {
+        let plain_fit = run_bin(dir.path(), &["fit", run, "--out", "fit-implied.json"]);
+        assert!(plain_fit.status.success() && text(&plain_fit).contains(says), "{}", text(&plain_fit));
+        assert_eq!(json(&dir.path().join("fit-implied.json"))["judges"], f["judges"]);
+    }
     // A fit in other units, or with the judge trusted, leaves those terms out and says so.
     let raw = run_bin(dir.path(), &["fit", "runs/carried", "--panel", "--covariates", "words:raw"]);
     assert!(raw.status.success(), "{}", text(&raw));
