@@ -762,9 +762,12 @@ fn an_unparseable_base_url_echoes_no_secret() {
     let yaml = std::fs::read_to_string(&cfg).unwrap().replace("TOPK_SPEND_TEST_UNSET_KEY", "TOPK_SPEND_TEST_KEY");
     std::fs::write(&cfg, yaml).unwrap();
     let key = "sk-HUNT33SECRETKEY9";
-    for url in
-        [format!("http://127.0.0.1:99999/{key}/v1"), "http://127.0.0.1:99999/v1#access_token=FRAGSECRET77".into()]
-    {
+    for url in [
+        format!("http://127.0.0.1:99999/{key}/v1"),
+        "http://127.0.0.1:99999/v1#access_token=FRAGSECRET77".into(),
+        // Both: the key redacted first split the URL where its query's token was looked for.
+        format!("http://127.0.0.1:99999/{key}/v1?token=FRAGSECRET77"),
+    ] {
         for how in [["--base-url", url.as_str()], ["--set", &format!("judge.openai.base_url={url}")]] {
             let out = Command::new(bin())
                 .current_dir(dir.path())

@@ -53,7 +53,12 @@ impl Override {
         // A token that starts like a provider's key is not echoed, even in a malformed argument.
         let original = given;
         // So is a credential an environment variable holds (a key pasted from LOCAL_LLM_API_KEY).
-        let given = &secret::redact_each(given, &[secret::keys_in(given), secret::env_secrets()].concat());
+        // URLs first: a key redacted inside one (`[redacted]`) would split it where messages look
+        // for its query's secrets.
+        let given = &secret::redact_each(
+            &secret::redact_urls_in(given),
+            &[secret::keys_in(given), secret::env_secrets()].concat(),
+        );
         let (key, value) =
             arg.split_once('=').ok_or_else(|| format!("{given}: expected KEY=VALUE, e.g. budget.max_usd=0.5"))?;
         if let Some(open) = key.find('[') {
