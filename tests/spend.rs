@@ -740,14 +740,39 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
         let r = json(&dir.path().join("runs").join(name).join("result.json"));
         let shown = r["judge"].as_str().unwrap();
         assert!(shown.contains("***@127.0.0.1") || shown.contains("api_key=***"), "{shown}");
-        // The run folder's config.yaml holds the redacted URL: using it as is is refused, with why.
+        // The run folder's config.yaml holds the redacted URL: a run of it is refused, naming the
+        // file, line and why, and sends nothing; a dry run says a real run would stop there.
         let saved = dir.path().join("runs").join(name).join("config.yaml");
         if with_key.is_some() {
             let written = std::fs::read_to_string(&saved).unwrap();
             assert!(written.contains("      user: redacted-api-key\n"), "{written}");
         }
+        let sent = fake.requests().len();
+        let out = run_bin(dir.path(), &["run", saved.to_str().unwrap()]);
+        let t = text(&out);
+        assert!(!out.status.success() && t.contains("config.yaml:") && t.contains("base_url: holds `***`"), "{t}");
         let out = run_bin(dir.path(), &["run", saved.to_str().unwrap(), "--dry-run"]);
-        assert!(!out.status.success() && text(&out).contains("redacted"), "{}", text(&out));
+        let t = text(&out);
+        assert!(out.status.success(), "{t}");
+        assert!(t.contains("a real run would stop here: judge.openai.base_url: holds `***`"), "{t}");
+        assert_eq!(fake.requests().len(), sent, "nothing sent with a redacted base_url");
+        // Reading the run back sends nothing and needs no credentials: fit and profile of the
+        // folder work and fit the folder's verdicts as fitting the original config does.
+        let folder = format!("runs/{name}");
+        let by_folder = run_bin(dir.path(), &["fit", &folder]);
+        // (The original config, with the key in its environment, as its run had it.)
+        let mut c = Command::new(bin());
+        c.current_dir(dir.path()).args(["fit", cfg.to_str().unwrap()]);
+        if let Some(k) = with_key {
+            c.env("TOPK_SPEND_TEST_KEY", k);
+        }
+        let by_config = c.output().unwrap();
+        assert!(by_folder.status.success() && by_config.status.success(), "{}\n{}", text(&by_folder), text(&by_config));
+        assert!(text(&by_folder).contains("4 valid verdicts"), "{}", text(&by_folder));
+        assert_eq!(String::from_utf8_lossy(&by_folder.stdout), String::from_utf8_lossy(&by_config.stdout));
+        let out = run_bin(dir.path(), &["profile", &folder]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert_eq!(fake.requests().len(), sent);
     }
 }
 

@@ -840,11 +840,14 @@ impl Config {
         Ok(Self { overrides: overrides.to_vec(), ..cfg })
     }
 
-    /// Load for `run --dry-run`, which sends nothing: an unset API key variable of the judge is
-    /// not an error; the second value is the message a real run would stop with.
+    /// Load for `run --dry-run`, or to read a run back (`fit`, `profile`, `report`, `gate` on a
+    /// run folder), which sends nothing from the config: an unset API key variable, and a
+    /// base_url whose credentials a run folder's copy holds as `***`, are not errors here (the
+    /// client refuses them when it is built); the second value is the message a real run would
+    /// stop with.
     ///
     /// # Errors
-    /// As [`Config::load`], apart from the missing key.
+    /// As [`Config::load`], apart from the missing key and the redacted base_url.
     pub fn load_for_dry_run(path: &Path) -> Result<(Self, Option<String>), ConfigError> {
         Self::load_for_dry_run_with(path, &[])
     }
@@ -859,17 +862,31 @@ impl Config {
     ) -> Result<(Self, Option<String>), ConfigError> {
         let mut raw: RawConfig = super::overrides::read_document_with(path, overrides)?;
         let mut problem = None;
-        let panel = raw.judge.is_none();
-        for (i, j) in raw.judge_blocks_mut().into_iter().enumerate() {
-            if let JudgeConfig::Openai(oc) = j
-                && oc.api_key_required
+        let mut blocks: Vec<(String, &mut JudgeConfig)> = match &mut raw.judge {
+            Some(j) => vec![("judge".into(), j)],
+            None => raw.judges.iter_mut().enumerate().map(|(i, m)| (format!("judges[{i}]"), &mut m.judge)).collect(),
+        };
+        let n_run_judges = blocks.len();
+        if let Some(t) = raw.gate.as_mut().and_then(|g| g.trusted.as_mut()) {
+            blocks.push(("gate.trusted".into(), t));
+        }
+        for (i, (key, j)) in blocks.into_iter().enumerate() {
+            let JudgeConfig::Openai(oc) = j else { continue };
+            // Nothing is sent from here: what only a request needs (its credentials, the key) is
+            // said as what a real run would stop with, and the client refuses it when it is built
+            // (`gate` asks its trusted judge).
+            oc.read_back = true;
+            if let Some(m) = crate::judge::openai::secret::base_url_problem(&oc.base_url)
+                && oc.base_url.contains("***")
             {
-                let key =
-                    if panel { format!("judges[{i}].openai.api_key_env") } else { "judge.openai.api_key_env".into() };
-                let p = crate::judge::openai::key_problem(oc).map(|m| format!("{key}: {m}"));
-                if p.is_some() {
+                problem.get_or_insert(format!("{key}.openai.base_url: {m}"));
+            }
+            if let Some(m) = crate::judge::openai::key_problem(oc).filter(|_| oc.api_key_required) {
+                problem.get_or_insert(format!("{key}.openai.api_key_env: {m}"));
+                // The run's judges are probed without a key by a dry run (a free request); the
+                // gate's trusted judge is asked by `gate`, which needs its key.
+                if i < n_run_judges {
                     oc.api_key_required = false;
-                    problem.get_or_insert(p.unwrap_or_default());
                 }
             }
         }

@@ -15,6 +15,10 @@ pub enum JudgeSetupError {
     /// allowed in an HTTP header. The key itself is never part of the message.
     #[error("judge.openai.api_key_env: {0}")]
     ApiKey(String),
+    /// The base_url cannot be sent to: it holds the `***` of a run folder's copy of the config,
+    /// or a `#fragment`.
+    #[error("judge.openai.base_url: {0}")]
+    BaseUrl(String),
     /// The prompt template cannot be read or rendered.
     #[error("judge.openai.prompt: {0}")]
     Prompt(String),

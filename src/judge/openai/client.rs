@@ -58,6 +58,10 @@ pub struct OpenAiInfo {
     pub(super) template: PromptTemplate,
     /// `base_url` as names and cache keys show it ([`OpenAiConfig::shown_base_url`]), made once.
     shown_base_url: String,
+    /// `extra_body` as cache keys hold it: the API key pasted into it (sent as given) written
+    /// `redacted-api-key`, as the run folder's config.yaml holds it, so the folder's copy of the
+    /// config finds its verdicts.
+    keyed_extra_body: Option<serde_json::Value>,
     task_limit: Mutex<HashMap<String, Option<usize>>>,
 }
 
@@ -119,6 +123,10 @@ impl OpenAiJudge {
     /// A message naming the key.
     pub fn new(cfg: OpenAiConfig, key: Option<Secret>) -> Result<Self, JudgeSetupError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // A folder's copy of the config (`***` for its credentials) can be read back, not sent.
+        if let Some(m) = super::secret::base_url_problem(&cfg.base_url) {
+            return Err(JudgeSetupError::BaseUrl(m));
+        }
         let info = OpenAiInfo::new(cfg)?;
         let cfg = &info.cfg;
         if let Some(k) = &key
@@ -791,7 +799,14 @@ impl OpenAiInfo {
         let price = cfg.price_table().map_err(|e| InvalidInput(e.to_string()))?;
         let template = PromptTemplate::load(&cfg.prompt).map_err(|e| JudgeSetupError::Prompt(e.to_string()))?;
         let shown_base_url = cfg.shown_base_url();
-        Ok(Self { cfg, price, template, shown_base_url, task_limit: Mutex::new(HashMap::new()) })
+        let keyed_extra_body = cfg.extra_body.as_ref().map(|m| {
+            let text = serde_json::Value::Object(m.clone()).to_string();
+            match Secret::from_env(cfg.api_key_env.trim()).map(|k| k.redact_as(&text, "redacted-api-key")) {
+                Some(r) if r != text => serde_json::from_str(&r).unwrap_or(serde_json::Value::String(r)),
+                _ => serde_json::Value::Object(m.clone()),
+            }
+        });
+        Ok(Self { cfg, price, template, shown_base_url, keyed_extra_body, task_limit: Mutex::new(HashMap::new()) })
     }
 
     /// Byte limit of the task text under `truncate_task` for this pool (None = no cut).
@@ -928,7 +943,8 @@ impl JudgeInfo for OpenAiInfo {
             "max_tokens_field": self.cfg.max_tokens_field,
             "temperature": self.cfg.temperature,
             "logprobs": self.cfg.logprobs.then_some(self.cfg.top_logprobs),
-            "extra_body": self.cfg.extra_body,
+            // Without the key pasted into it, as base_url without its credentials.
+            "extra_body": self.keyed_extra_body,
             "pool": pool.pool_id,
             "a": pool.items[a].id,
             "b": pool.items[b].id,

@@ -101,6 +101,13 @@ pub struct OpenAiConfig {
     /// Whether a missing key is an error (default true; `false` for local servers).
     #[serde(default = "yes")]
     pub api_key_required: bool,
+    /// Loaded to be read back, not to send (`run --dry-run`, and `fit`, `profile`, `report` on a
+    /// run folder): a base_url whose credentials were redacted when the config was copied into
+    /// the run folder (`***`) is then no error, since the cache keys and the judge's description
+    /// hold the redacted URL anyway. Building the client ([`super::OpenAiJudge::new`]) still
+    /// refuses it. Never read from or written to a file.
+    #[serde(skip)]
+    pub read_back: bool,
     /// Prompt template file (minijinja), relative to the config file.
     pub prompt: PathBuf,
     /// Completion limit per reply, tokens (default 16).
@@ -341,10 +348,15 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     let full = expanded.to_string_lossy();
     let trimmed = full.trim_end_matches('/');
     cfg.base_url = if trimmed.ends_with(':') { full.trim().to_owned() } else { trimmed.to_owned() };
-    if let Some(m) = super::secret::base_url_problem(&cfg.base_url) {
+    let redacted = cfg.base_url.contains("***");
+    if let Some(m) = super::secret::base_url_problem(&cfg.base_url)
+        && !(cfg.read_back && redacted)
+    {
         return Err(e("base_url", m));
     }
-    if super::secret::RequestTarget::of(&cfg.base_url).basic.is_some()
+    // Which credential a request carries matters only to a request: not to a redacted copy.
+    if !(cfg.read_back && redacted)
+        && super::secret::RequestTarget::of(&cfg.base_url).basic.is_some()
         && Secret::from_env(cfg.api_key_env.trim()).is_some()
     {
         return Err(e(
@@ -370,7 +382,9 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     if cfg.model.trim().is_empty() {
         return Err(e("model", "must not be empty".into()));
     }
-    check_key_env(cfg).map_err(|m| e("api_key_env", m))?;
+    // Read back, a key not set now is no error (a pasted key still is: it is never stored).
+    let keyless = OpenAiConfig { api_key_required: false, ..cfg.clone() };
+    check_key_env(if cfg.read_back { &keyless } else { cfg }).map_err(|m| e("api_key_env", m))?;
     cfg.price_table()?;
     let prompt = crate::domain::paths::expand(&cfg.prompt, "judge.openai.prompt", |k| std::env::var(k).ok())
         .map_err(|m| e("prompt", m.trim_start_matches("judge.openai.prompt: ").to_owned()))?;

@@ -172,6 +172,29 @@ mod tests {
         assert_eq!(body["cache_prompt"], false, "vendor fields still pass");
     }
 
+    /// A run folder's copy of the config (its credentials `***`) is read back (its judge's
+    /// description and cache keys), but no client is built on it: nothing is sent there.
+    #[test]
+    fn a_redacted_base_url_is_read_back_but_never_sent_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompt = dir.path().join("t.j2");
+        std::fs::write(&prompt, "{{ task }}\nA: {{ answer_a }}\nB: {{ answer_b }}").unwrap();
+        let cfg = |url: &str| -> OpenAiConfig {
+            serde_json::from_value(json!({
+                "base_url": url, "model": "m", "api_key_env": "X", "prompt": prompt,
+                "price": {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 2.0}
+            }))
+            .unwrap()
+        };
+        let real = cfg("http://u:pw-91@127.0.0.1:9/v1?token=t0k3n");
+        let stored = cfg("http://***:***@127.0.0.1:9/v1?token=***");
+        let (a, b) = (OpenAiInfo::new(real.clone()).unwrap(), OpenAiInfo::new(stored.clone()).unwrap());
+        assert_eq!(a.describe(), b.describe());
+        assert!(OpenAiJudge::new(real, None).is_ok());
+        let e = OpenAiJudge::new(stored, None).err().unwrap().to_string();
+        assert!(e.starts_with("judge.openai.base_url: holds `***`"), "{e}");
+    }
+
     #[test]
     fn price_books_cached_and_reasoning_once() {
         let p = Price { input: 2.0, cached_input: 0.5, output: 8.0 };
