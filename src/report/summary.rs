@@ -37,6 +37,20 @@ pub fn budget_reached(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) ->
     }
 }
 
+/// Why a run that asked queries stopped at max_usd with money left (`spend_usd`, the folder's
+/// books, USD): every query still to ask is reserved at its worst-case cost before it is sent,
+/// and none fits in what is left (a panel's dearer judge can leave much of the budget). `None`
+/// for another stop, or when the books are within 1 % of max_usd (the usual last query's worth,
+/// which the spend beside max_usd shows).
+pub fn budget_left(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) -> Option<String> {
+    let m = max_usd.filter(|&m| stop == StopReason::MaxUsd && spend_usd < 0.99 * m)?;
+    let (spent, max) = super::table::usd_distinct(spend_usd, m);
+    Some(format!(
+        "{} of max_usd {max} left ({spent} booked): less than the worst-case cost of any query still to ask, which is reserved before sending; `run --dry-run` shows the cost per query",
+        usd(m - spend_usd)
+    ))
+}
+
 /// What a run's spend holds besides the verdicts' billed tokens, one clause each: requests
 /// booked as possibly billed (at their worst case, USD) and queries in an open batch job (at
 /// their reservation, USD). The summary and report.md/report.html say the same.
@@ -97,6 +111,11 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = write!(s, "; {} duplicate records not counted (their cost is)", r.duplicate_records);
     }
     s.push('\n');
+    // (A resumed run that asked nothing says why on its `resumed:` line.)
+    let asked_now = r.fit.reporting.session.is_none_or(|sess| sess.asked > 0);
+    if asked_now && let Some(why) = budget_left(r.stop_reason, r.folder_spend.spend_usd, r.folder_spend.max_usd) {
+        let _ = writeln!(s, "stopped at the budget: {why}");
+    }
     s.push_str(&certified_lines(r.k, &r.fit.reporting));
     let f = &r.folder_spend;
     if f.other_usd > 0.0 {
@@ -766,6 +785,20 @@ mod tests {
             "the run folder's books ($0.0125) already reach max_usd $0.0100; raise it (budget.max_usd, --max-usd) to go on"
         );
         assert_eq!(budget_reached(StopReason::MaxUsd, 0.01, None), None);
+    }
+
+    /// A panel whose API member's worst case ($0.021) is more than the $0.019261 left stopped
+    /// with a third of its budget and said nothing of why.
+    #[test]
+    fn a_stop_at_max_usd_with_money_left_says_why() {
+        assert_eq!(
+            budget_left(StopReason::MaxUsd, 0.040739, Some(0.06)).unwrap(),
+            "$0.0193 of max_usd $0.0600 left ($0.0407 booked): less than the worst-case cost of any query still to ask, which is reserved before sending; `run --dry-run` shows the cost per query"
+        );
+        assert_eq!(budget_left(StopReason::MaxUsd, 0.06, Some(0.06)), None, "nothing left");
+        assert_eq!(budget_left(StopReason::MaxUsd, 0.059975, Some(0.06)), None, "a query's worth left");
+        assert_eq!(budget_left(StopReason::MaxComparisons, 0.01, Some(0.06)), None);
+        assert_eq!(budget_left(StopReason::MaxUsd, 0.01, None), None);
     }
     use crate::domain::verdict::{InvalidReason, invalid_by_reason};
     use crate::judge::JudgeStats;

@@ -949,6 +949,8 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
         t.push_str(&format!(
             "  max_usd ${m} does not cover one query's worst-case cost of any judge: nothing was bought; `run --dry-run` shows the cost per query and how many the budget allows\n"
         ));
+    } else if let Some(why) = crate::report::summary::budget_left(r.stop_reason, r.folder_spend.spend_usd, r.max_usd) {
+        t.push_str(&format!("  {why}\n"));
     }
     if let Some(m) = &r.stop_message {
         t.push_str(&format!("  stopped because {m}\n"));
