@@ -562,6 +562,24 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
             || std::fs::read_to_string(dir.path().join("runs/priced/trusted_verdicts.jsonl")).unwrap().is_empty()
     );
     assert_eq!(json(&dir.path().join("runs/priced/result.json"))["reported"], "apparent");
+
+    // A gate that pays its trusted judge at the end of the run: the result.json and summary of
+    // that same run hold its spend in the folder's books (they held the run's verdicts alone
+    // until the next invocation).
+    let paid = "  max_usd: 1.0\ngate:\n  anchors: 4\n  trusted:\n    mock: {pos_bias: 0.0, verb_per_word: 0.0, input_usd_per_mtok: 1.0, output_usd_per_mtok: 1.0}\n";
+    let cfg = mock_config(dir.path(), "paid", 24, paid);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (r, g) = (json(&dir.path().join("runs/paid/result.json")), json(&dir.path().join("runs/paid/gate.json")));
+    let trusted = g["trusted_spend_usd"].as_f64().unwrap();
+    assert!(trusted > 0.0, "{g}");
+    let f = &r["folder_spend"];
+    assert_eq!(f["gate_trusted_usd"].as_f64(), Some(trusted), "{f}");
+    let run_usd = r["spend_usd"].as_f64().unwrap();
+    assert!((f["spend_usd"].as_f64().unwrap() - (run_usd + trusted)).abs() < 1e-12, "{f}");
+    assert!((f["other_usd"].as_f64().unwrap() - trusted).abs() < 1e-12, "{f}");
+    assert!(text(&out).contains("of it not for this run's verdicts: $"), "{}", text(&out));
+    assert!(text(&out).contains(" for the gate's trusted judge)"), "{}", text(&out));
 }
 
 #[test]

@@ -600,6 +600,11 @@ pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<Stri
     let _lock = crate::store::lock::RunLock::acquire(&cfg.run_dir)?;
     let report = gate_for(cfg, &cfg.run_dir, &verdicts).await?;
     let path = write_gate(&cfg.run_dir, &report)?;
+    // What the trusted judge just paid is in the folder's books: result.json's folder_spend
+    // (written by apply_report) holds it.
+    let books = crate::store::books::folder_books(&cfg.run_dir)
+        .map_err(|e| RunFolderError::Invalid(format!("{}: {e}", cfg.run_dir.display())))?;
+    result.folder_spend = crate::report::result::folder_spend(&books, result.spend_usd, result.folder_spend.max_usd);
     apply_report(cfg, result, &report, &path)
 }
 

@@ -64,6 +64,23 @@ pub struct RunEnd<'a> {
     pub strong_preferences: usize,
 }
 
+/// What the folder's books hold (`folder`), of which `run_usd` (USD) is this run's verdicts,
+/// against `max_usd`: result.json's `folder_spend`, also after a gate at the end of the run
+/// has booked its trusted judge.
+pub fn folder_spend(folder: &crate::store::books::FolderBooks, run_usd: f64, max_usd: Option<f64>) -> FolderSpend {
+    let all = folder.total();
+    FolderSpend {
+        spend_usd: all.total_usd(),
+        other_usd: (all.total_usd() - run_usd).max(0.0),
+        possibly_billed: all.possibly_billed,
+        possibly_billed_usd: all.possibly_billed_usd,
+        in_open_batch_job: OpenJobReserved::of(all.in_open_job, all.in_open_job_usd),
+        fingerprint_usd: folder.fingerprint.total_usd(),
+        gate_trusted_usd: folder.trusted.total_usd(),
+        max_usd,
+    }
+}
+
 /// result.json of a run of `cfg` with `judge`, from how its loop ended.
 pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResult {
     let pool = &cfg.pool;
@@ -73,17 +90,7 @@ pub fn build_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunRes
     result.possibly_billed_usd = end.spend.possibly_billed_usd;
     result.in_open_batch_job = OpenJobReserved::of(end.spend.in_open_job, end.spend.in_open_job_usd);
     result.duplicate_records = end.spend.duplicates;
-    let folder = end.folder.total();
-    result.folder_spend = FolderSpend {
-        spend_usd: folder.total_usd(),
-        other_usd: (folder.total_usd() - end.spend.total_usd()).max(0.0),
-        possibly_billed: folder.possibly_billed,
-        possibly_billed_usd: folder.possibly_billed_usd,
-        in_open_batch_job: OpenJobReserved::of(folder.in_open_job, folder.in_open_job_usd),
-        fingerprint_usd: end.folder.fingerprint.total_usd(),
-        gate_trusted_usd: end.folder.trusted.total_usd(),
-        max_usd: end.max_usd,
-    };
+    result.folder_spend = folder_spend(end.folder, end.spend.total_usd(), end.max_usd);
     let (o, factor) = end.overrun;
     result.overrun = overrun_report(o, factor, result.judge_stats.as_ref());
     result.fit.reporting.session = Some(end.session);
