@@ -776,6 +776,60 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
     }
 }
 
+/// A gateway's token expanded into the base_url's path from an environment variable named like
+/// a credential (`${GW_TOKEN}`), and the API key itself in the path: neither is shown or written
+/// (the path was shown and stored as given), and the run folder's config.yaml (`/***/v1`) still
+/// finds its verdicts (the key's fragments were written `redacted-api-key` into it, which broke
+/// `fit RUN`); a token sharing a stretch with the key is redacted whole.
+#[test]
+fn a_token_or_key_in_the_base_url_path_is_never_written_or_shown() {
+    let key = "sk-PATH34SECRETKEY0123";
+    for (name, token) in [("tok", "zzPATHTOKEN777qq"), ("overlap", "tokPATH34SECRETTOKEN99"), ("key", key)] {
+        let fake = billing(3);
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("{}/${{GW_TOKEN}}/v1", fake.base_url.trim_end_matches("/v1"));
+        let cfg = live(dir.path(), name, &url, "", "", "  max_comparisons: 4\n");
+        let yaml = std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false", "TOPK_SPEND_TEST_KEY");
+        std::fs::write(&cfg, yaml).unwrap();
+        let run = |args: &[&str]| {
+            Command::new(bin())
+                .current_dir(dir.path())
+                .args(args)
+                .env("TOPK_SPEND_TEST_KEY", key)
+                .env("GW_TOKEN", token)
+                .output()
+                .unwrap()
+        };
+        let out = run(&["run", cfg.to_str().unwrap()]);
+        assert!(out.status.success(), "{name}: {}", text(&out));
+        assert!(fake.requests().iter().all(|q| q.uri == format!("/{token}/v1/chat/completions")), "sent as given");
+        let folder = dir.path().join("runs").join(name);
+        let saved = std::fs::read_to_string(folder.join("config.yaml")).unwrap();
+        assert!(saved.contains("/***/v1\n"), "{saved}");
+        let mut outs = vec![text(&out)];
+        for args in [vec!["fit", folder.to_str().unwrap()], vec!["report", folder.to_str().unwrap()]] {
+            let o = run(&args);
+            assert!(o.status.success(), "{name} {args:?}: {}", text(&o));
+            outs.push(text(&o));
+        }
+        assert!(outs[1].contains("4 valid verdicts"), "{name}: the folder finds its verdicts: {}", outs[1]);
+        for secret in [token, key, "PATH34SECRET", "TOKEN777", "TOKEN99"] {
+            for o in &outs {
+                assert!(!o.contains(secret), "{name}: {secret} shown: {o}");
+            }
+            for e in std::fs::read_dir(&folder).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_file() {
+                    let t = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+                    assert!(!t.contains(secret), "{name}: {secret} in {}", p.display());
+                }
+            }
+        }
+    }
+}
+
 /// A base_url that does not parse (a bad port), holding the key its judge names (in the path,
 /// shorter than a provider's key) or a secret in a `#` fragment: the error that echoes the
 /// argument and quotes the URL shows neither (the argument showed the key, the URL the

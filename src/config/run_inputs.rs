@@ -73,6 +73,18 @@ pub fn write(cfg: &Config, dir: &Path, pool_line: String) -> Result<(), (PathBuf
         }
     }
     raw.out_dir = Some(PathBuf::from(".."));
+    // A base_url as its judge's description and cache keys show it (no credential, no key, no
+    // token from the environment), so the folder's copy finds the verdicts it made.
+    for j in raw
+        .judge
+        .iter_mut()
+        .chain(raw.judges.iter_mut().map(|m| &mut m.judge))
+        .chain(raw.gate.iter_mut().filter_map(|g| g.trusted.as_mut()))
+    {
+        if let JudgeConfig::Openai(o) = j {
+            o.base_url = o.shown_base_url();
+        }
+    }
     let path = dir.join("config.yaml");
     let yaml = redact_keys(&raw, crate::store::yaml::to_string(&raw).unwrap_or_default());
     std::fs::write(&path, format!("{HEADER}{yaml}")).map_err(|e| (path.clone(), e))

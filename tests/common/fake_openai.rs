@@ -241,6 +241,9 @@ impl FakeOpenAi {
                     .route("/v1/batches", post(create_batch).get(list_batches))
                     .route("/v1/batches/{id}", get(retrieve_batch))
                     .route("/v1/batches/{id}/cancel", post(cancel_batch))
+                    // A gateway that takes its token in the path (`/<token>/v1`).
+                    .route("/{token}/v1/chat/completions", post(handle_counted))
+                    .route("/{token}/v1/models", get(models))
                     .with_state(s2);
                 tokio::select! {
                     r = axum::serve(listener, app) => { r.unwrap(); }

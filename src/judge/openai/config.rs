@@ -708,8 +708,16 @@ pub(super) fn longest_pair(pool: &Pool) -> (usize, usize) {
     (a.min(b), a.max(b))
 }
 
-/// `url` without its credentials and without the key `api_key_env` holds
-/// ([`OpenAiConfig::shown_base_url`]).
+/// `url` without its credentials, without the key `api_key_env` holds and without the value of
+/// any environment variable named like a credential ([`super::secret::env_secrets`]: a
+/// gateway's token expanded into the path from `${…_TOKEN}`), each written `***`
+/// ([`OpenAiConfig::shown_base_url`]). Shown again it is the same: a run folder's copy of the
+/// config builds the cache keys of its verdicts.
 fn shown_url(url: &str, api_key_env: &str) -> String {
-    super::secret::redact_opt(Secret::from_env(api_key_env.trim()).as_ref(), &super::secret::redact_url(url))
+    // Whole values first: a token that shares a stretch with the key is not cut by the key's.
+    let shown = super::secret::redact_all(&super::secret::redact_url(url), &super::secret::env_secrets());
+    match Secret::from_env(api_key_env.trim()) {
+        Some(key) => key.redact_as(&shown, "***"),
+        None => shown,
+    }
 }
