@@ -534,6 +534,24 @@ fn fit_of_a_run_folder_keeps_the_first_record_of_each_key() {
         "{}",
         stderr(&dup)
     );
+    // The same log given as a verdicts file: every record is fitted (samples of merged runs may
+    // repeat a query), and the five that answer a key again otherwise are said (they were fitted
+    // silently and changed the certified set); the ten exact repeats are said as before.
+    let as_file = run_bin(d, &["fit", summeval().to_str().unwrap(), log.to_str().unwrap()]);
+    assert!(as_file.status.success(), "{}", text(&as_file));
+    assert!(stdout(&as_file).contains("55 valid verdicts"), "{}", stdout(&as_file));
+    assert!(
+        stderr(&as_file).contains(
+            "verdicts.jsonl: 5 records repeat the cache key of an earlier line with another verdict (line 51, key of line 11)"
+        ),
+        "{}",
+        stderr(&as_file)
+    );
+    assert!(
+        stderr(&as_file).contains("10 lines repeat an earlier line exactly (line 41 repeats line 1)"),
+        "{}",
+        stderr(&as_file)
+    );
 }
 
 /// A run's config file alone stands for its run folder (as in `report`); a folder that is not a
@@ -572,6 +590,28 @@ fn pool_rule_errors_name_the_file_and_line() {
     let out = run_bin(d, &["fit", "pf.jsonl", "v.jsonl", "--pool-id", "p1"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("error: pf.jsonl:2: pool \"p2\": duplicate item id \"a\""), "{}", text(&out));
+    // An id of 65,536 characters panicked the ranking table (a width it cannot format), after
+    // result.json was written: refused at load, in `run` as in `fit`.
+    let long = "x".repeat(65_536);
+    write(
+        d,
+        "long.jsonl",
+        &format!(
+            "{{\"pool_id\":\"p\",\"items\":[{{\"id\":\"{long}\",\"quality\":1}},{{\"id\":\"b\",\"quality\":2}},{{\"id\":\"c\",\"quality\":3}}]}}\n"
+        ),
+    );
+    write(
+        d,
+        "long.yaml",
+        "name: long\nout_dir: runs\npool: {file: long.jsonl}\nk: 1\njudge: {mock: {}}\nbudget: {max_comparisons: 12}\n",
+    );
+    let want = "long.jsonl:1: pool \"p\": item #1: its id \"xxxxxxxxxxxxxxxxxxxxxxxx\"… is 65536 characters long; ids are columns of the tables and names in the reports: at most 1000 characters";
+    for args in [&["fit", "long.jsonl", "v.jsonl"][..], &["run", "long.yaml"]] {
+        let out = run_bin(d, args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains(want), "{}", text(&out));
+    }
+    assert!(!d.join("runs/long").exists());
     // A pool file of blank lines has no line to name (it named line 1 of an empty file).
     write(d, "blank.jsonl", "\n\n");
     let out = run_bin(d, &["fit", "blank.jsonl", "v.jsonl"]);

@@ -164,6 +164,9 @@ fn read_verdict_lines_but(
     // Each line's text → the first line that had it; repeats (a file written twice?).
     let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     let mut repeats: Vec<(usize, usize)> = Vec::new();
+    // Each cache key → its first line and verdict; later records of the key with another verdict.
+    let mut keyed: std::collections::HashMap<String, (usize, Option<u64>)> = std::collections::HashMap::new();
+    let mut conflicts: Vec<(usize, usize)> = Vec::new();
     let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     for (ln, part) in parts.iter().enumerate() {
         let line_no = ln + 1;
@@ -241,6 +244,13 @@ fn read_verdict_lines_but(
                 ));
             }
         };
+        let key = obj.get("key").and_then(|k| k.as_str()).filter(|k| !k.is_empty());
+        if let Some(k) = key {
+            let (first, y0) = *keyed.entry(k.to_owned()).or_insert((line_no, y.map(f64::to_bits)));
+            if first != line_no && y0 != y.map(f64::to_bits) {
+                conflicts.push((line_no, first));
+            }
+        }
         out.push(VerdictLine {
             line: line_no,
             a,
@@ -260,6 +270,18 @@ fn read_verdict_lines_but(
             "{}: {} an earlier line exactly (line {line} repeats line {first}); each is fitted as a verdict of its own: if the file holds some verdicts twice (written or concatenated twice), remove the repeats; repeated samples of one query are fine",
             path.display(),
             lines_repeat(repeats.len())
+        ));
+    }
+    // A cache key is one query, of which a run stores one verdict (and `fit RUN` fits the first
+    // record of each key): other verdicts under one key are said, not fitted silently.
+    if let Some((line, first)) = conflicts.first().filter(|_| repeats_fitted) {
+        warnings.push(format!(
+            "{}: {} the cache key of an earlier line with another verdict (line {line}, key of line {first}): one query answered twice (samples of merged runs?); each is fitted as a verdict of its own, where a run folder fits the first record of each key",
+            path.display(),
+            match conflicts.len() {
+                1 => "1 record repeats".to_owned(),
+                n => format!("{n} records repeat"),
+            }
         ));
     }
     Ok((out, warnings))

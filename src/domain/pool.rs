@@ -612,8 +612,16 @@ impl Covariates {
 /// What is wrong with an id (pool, item, base, system) that would reach a terminal, an SVG or a
 /// report: control characters (ESC, BEL, CR, …, which a terminal runs) or bidirectional
 /// overrides (U+202A–U+202E, U+2066–U+2069, which reorder what is shown), or a backtick (which
-/// ends the code spans ids are written in, in the Markdown reports). `None` for a fine id.
+/// ends the code spans ids are written in, in the Markdown reports), or more than
+/// [`MAX_ID_CHARS`] characters. `None` for a fine id.
 pub fn id_problem(id: &str) -> Option<String> {
+    let n = id.chars().count();
+    if n > MAX_ID_CHARS {
+        let head: String = id.chars().take(24).collect();
+        return Some(format!(
+            "{head:?}… is {n} characters long; ids are columns of the tables and names in the reports: at most {MAX_ID_CHARS} characters (a text pasted as the id?)"
+        ));
+    }
     if id.contains('`') {
         return Some(format!(
             "{id:?} holds a backtick (`); ids are written as code in the Markdown reports, where a backtick would end them: rename the item"
@@ -628,6 +636,10 @@ pub fn id_problem(id: &str) -> Option<String> {
         u32::from(bad)
     ))
 }
+
+/// The longest id (item, base, system or pool), in characters: ids are table columns, padded to
+/// the longest (a width of 65,536 or more cannot be formatted).
+pub const MAX_ID_CHARS: usize = 1000;
 
 /// The largest covariate magnitude the model takes (before its transform).
 pub const MAX_COVARIATE: f64 = 1e100;
@@ -738,6 +750,8 @@ mod tests {
         assert!(id_problem("M\u{1b}[31m").unwrap().contains("U+001B"));
         assert!(id_problem("a\u{202e}b").unwrap().contains("U+202E"));
         assert!(id_problem("M`1").unwrap().contains("holds a backtick"));
+        assert_eq!(id_problem(&"é".repeat(MAX_ID_CHARS)), None, "characters, not bytes");
+        assert!(id_problem(&"x".repeat(MAX_ID_CHARS + 1)).unwrap().contains("is 1001 characters long"));
     }
 
     /// `--covariates ''` named no covariate `""` of an item; `words, markdown` read `" markdown"`.
