@@ -56,6 +56,14 @@ fn a_systems_run_compares_within_prompts_both_orders_and_reports_systems() {
     for (p, n) in &per_prompt {
         assert_eq!(*n as usize, pairs.iter().filter(|(a, _)| &split(a).0 == p).count(), "{p}");
     }
+    // The rows rank as the run reports (they ranked by θ̂ where the run reported φ̂): the first
+    // k are its top-k, and each row's rank, φ̂ and π are those of the reported ranking.
+    assert_eq!(sys["ranked_by"], r["reported"]);
+    let first: Vec<&serde_json::Value> = rows[..3].iter().map(|x| &x["system"]).collect();
+    assert_eq!(first, r["topk"].as_array().unwrap().iter().collect::<Vec<_>>());
+    for (x, shown) in rows.iter().zip(r["ranking"].as_array().unwrap()) {
+        assert_eq!((&x["system"], &x["rank"], &x["phi"]), (&shown["id"], &shown["rank"], &shown["phi"]));
+    }
     // θ̂, sd, π of a row are the run's; the gold is the mean expert score over the 100 articles.
     for x in rows {
         let id = x["system"].as_str().unwrap();
@@ -81,7 +89,10 @@ fn a_systems_run_compares_within_prompts_both_orders_and_reports_systems() {
     }
     // The summary prints the system table.
     let shown = text(&out);
-    assert!(shown.contains("systems over 100 prompts (win rate against M0"), "{shown}");
+    assert!(
+        shown.contains("systems over 100 prompts, in the reported ranking by apparent quality φ̂ (win rate against M0"),
+        "{shown}"
+    );
     // The run folder re-reads: `fit RUN` refits the same verdicts to the same θ̂.
     let refit = run_bin(dir.path(), &["fit", run.to_str().unwrap(), "--out", "refit.json"]);
     assert!(refit.status.success(), "{}", text(&refit));
@@ -237,12 +248,18 @@ fn the_readme_import_path_works() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "rank,system,theta,sd,pi,win_rate_vs_model_a,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold"
+        "rank,system,theta,sd,pi,win_rate_vs_model_a,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold,phi,pi_apparent,ranked_by"
     );
     assert_eq!(lines.len(), 4);
-    // The longer answer wins at the test server: model_b (longest on 2 of 3 prompts) is first.
-    assert!(lines[1].starts_with("1,model_b,"), "{csv}");
-    assert!(lines.iter().skip(1).all(|l| l.contains(",12,") && l.ends_with(",3,")), "{csv}");
+    // The longer answer wins at the test server. The run reports the apparent ranking, where
+    // model_a's long answers lift it first (its mean words); by θ̂ model_b (longest on 2 of 3
+    // prompts) is first. rankings.csv ranks as the run reports, and says so.
+    let r = json(dir.path().join("runs/import-systems/result.json"));
+    assert_eq!((r["reported"].as_str(), r["topk"][0].as_str()), (Some("apparent"), Some("model_a")));
+    assert!(lines[1].starts_with("1,model_a,") && lines[1].ends_with(",apparent"), "{csv}");
+    let by_theta = |l: &&str| l.split(',').nth(2).unwrap().parse::<f64>().unwrap();
+    assert!(lines[1..].iter().all(|l| by_theta(l) <= by_theta(&lines[2])), "model_b has the largest θ̂: {csv}");
+    assert!(lines.iter().skip(1).all(|l| l.contains(",12,") && l.contains(",3,,")), "{csv}");
 }
 
 /// The systems table of docs/experiments.md is what the experiment gives now (150 paths: about

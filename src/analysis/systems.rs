@@ -30,7 +30,8 @@ pub const Z95: f64 = 1.959_963_984_540_054;
 /// One system's row of a system ranking.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SystemRow {
-    /// Rank by θ̂ (1 = best).
+    /// Rank in the ranking the run reports (1 = best; [`SystemsReport::ranked_by`]), by θ̂ until
+    /// the run has chosen.
     pub rank: usize,
     /// System id.
     pub system: String,
@@ -57,16 +58,29 @@ pub struct SystemRow {
     /// Gold quality (mean over the system's answers), when every answer has `quality`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gold: Option<f64>,
+    /// Apparent quality φ̂ = θ̂ + ĉᵀx̄ (logits) and its top-k membership, once the run has ranked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phi: Option<f64>,
+    /// Posterior sd of φ (logits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phi_sd: Option<f64>,
+    /// P(φ among the k largest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub membership_apparent: Option<f64>,
 }
 
 /// What a run over many prompts reports per system and per prompt (result.json `systems`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SystemsReport {
+    /// Which ranking `rows` follow (their order and `rank`): the one the run reports, `None`
+    /// before it has chosen (θ̂).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranked_by: Option<crate::analysis::ranking::RankingKind>,
     /// The reference system of `win_rate` (`pool.reference`, default the first system).
     pub reference: String,
     /// Prompts in the run.
     pub prompts: usize,
-    /// One row per system, best θ̂ first.
+    /// One row per system, best first in the reported ranking (`ranked_by`).
     pub rows: Vec<SystemRow>,
     /// Valid verdicts per prompt (prompt = the pool id in the pool file), every prompt listed.
     pub per_prompt: BTreeMap<String, usize>,
@@ -152,10 +166,13 @@ pub fn report(
                 wins: wins[s],
                 prompts: seen[s].len(),
                 gold: gold.as_ref().map(|g| g[s]),
+                phi: None,
+                phi_sd: None,
+                membership_apparent: None,
             }
         })
         .collect();
-    Ok(SystemsReport { reference: pool.bases[r].clone(), prompts: pool.n_prompts(), rows, per_prompt })
+    Ok(SystemsReport { ranked_by: None, reference: pool.bases[r].clone(), prompts: pool.n_prompts(), rows, per_prompt })
 }
 
 fn prompt_name(pool: &Pool, p: usize) -> String {

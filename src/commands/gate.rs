@@ -582,6 +582,10 @@ pub fn apply_report(
     let path = cfg.run_dir.join("result.json");
     let json = serde_json::to_string_pretty(result).expect("serialisable");
     std::fs::write(&path, json + "\n").map_err(io_err(&path))?;
+    // rankings.csv ranks as result.json does, after the gate's choice.
+    if let Some(sys) = &result.fit.reporting.systems {
+        crate::report::systems::write_rankings(&cfg.run_dir, sys).map_err(io_err(&cfg.run_dir.join("rankings.csv")))?;
+    }
     Ok(s)
 }
 

@@ -492,6 +492,9 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
     r.fit.topk = view.topk;
     r.fit.recall_at_k = view.recall_at_k;
     r.fit.ranking = ranked.rows;
+    if let Some(sys) = &mut r.fit.reporting.systems {
+        super::systems::follow_reported(sys, &r.fit.ranking, choice.reported);
+    }
 }
 
 /// The identifiability of every covariate at a fit ([`crate::analysis::identifiability`]) and

@@ -161,6 +161,9 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         mc_draws: cfg.raw.acquisition.mc_draws,
     });
     out.reporting.systems = systems_of_run(cfg, s, &verdicts, end.fit_failed.is_none());
+    if let Some(sys) = &mut out.reporting.systems {
+        super::systems::follow_reported(sys, &out.ranking, out.reporting.reported);
+    }
     if let Some(e) = end.fit_failed {
         // The verdicts are there, the fit is not: the graph is theirs, and nothing is certified
         // because the fit failed (not for want of a comparison).

@@ -5,10 +5,35 @@ use crate::acquire::StrategyKind;
 use crate::analysis::systems::SystemsReport;
 use std::path::Path;
 
-/// The rankings CSV: a header line, then one line per system, best first:
-/// `rank,system,theta,sd,pi,win_rate_vs_<REF>,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold`.
-/// Written with the csv crate (quoting), and a system name that a spreadsheet would read as a
-/// formula is neutralised ([`text_cell`]).
+/// Order the system rows as the ranking the run reports (`ranking`, one row per system, best
+/// first; `reported` names it): their `rank` is the reported rank, and each row gets φ̂ and its
+/// top-k membership beside θ̂ and π. rankings.csv and result.json's `systems` then rank as the
+/// run does (they ranked by θ̂ when the run reported φ̂).
+pub fn follow_reported(
+    sys: &mut SystemsReport,
+    ranking: &[super::RankRow],
+    reported: crate::analysis::ranking::RankingKind,
+) {
+    let at: std::collections::HashMap<&str, (usize, &super::RankRow)> =
+        ranking.iter().enumerate().map(|(i, r)| (r.id.as_str(), (i, r))).collect();
+    for row in &mut sys.rows {
+        if let Some((_, r)) = at.get(row.system.as_str()) {
+            row.rank = r.rank;
+            row.phi = Some(r.phi);
+            row.phi_sd = Some(r.phi_sd);
+            row.membership_apparent = Some(r.membership_apparent);
+        }
+    }
+    sys.rows.sort_by_key(|row| at.get(row.system.as_str()).map_or(usize::MAX, |(i, _)| *i));
+    sys.ranked_by = Some(reported);
+}
+
+/// The rankings CSV: a header line, then one line per system, best first in the reported
+/// ranking:
+/// `rank,system,theta,sd,pi,win_rate_vs_<REF>,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold,phi,pi_apparent,ranked_by`
+/// (`rank`: in the ranking `ranked_by` names, `apparent` (φ̂) or `corrected` (θ̂)). Written with
+/// the csv crate (quoting), and a system name that a spreadsheet would read as a formula is
+/// neutralised ([`text_cell`]).
 pub fn rankings_csv(r: &SystemsReport) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let reference = format!("win_rate_vs_{}", r.reference);
@@ -25,7 +50,14 @@ pub fn rankings_csv(r: &SystemsReport) -> String {
         "wins",
         "prompts",
         "gold",
+        "phi",
+        "pi_apparent",
+        "ranked_by",
     ];
+    let ranked_by = match r.ranked_by {
+        Some(k) => super::table::name(&k),
+        None => "corrected".into(),
+    };
     let mut rows = vec![header.iter().map(|h| text_cell(h)).collect::<Vec<_>>()];
     for x in &r.rows {
         rows.push(vec![
@@ -41,6 +73,9 @@ pub fn rankings_csv(r: &SystemsReport) -> String {
             x.wins.to_string(),
             x.prompts.to_string(),
             x.gold.map(|g| format!("{g:.6}")).unwrap_or_default(),
+            x.phi.map(|g| format!("{g:.6}")).unwrap_or_default(),
+            x.membership_apparent.map(|g| format!("{g:.6}")).unwrap_or_default(),
+            ranked_by.clone(),
         ]);
     }
     for row in rows {
@@ -64,29 +99,44 @@ pub fn write_rankings(dir: &Path, r: &SystemsReport) -> std::io::Result<()> {
     std::fs::write(dir.join("rankings.csv"), rankings_csv(r))
 }
 
-/// The summary block of a system ranking: one line per system (θ̂ ± sd, π, win rate against the
-/// reference with its interval, comparisons, prompts, gold) and the spread of comparisons over
-/// prompts.
+/// The summary block of a system ranking: one line per system in the reported ranking (its
+/// value ± sd and π: φ̂ when the run reports the apparent ranking, θ̂ otherwise; the win rate
+/// against the reference at equal covariates with its interval, comparisons, prompts, gold) and
+/// the spread of comparisons over prompts.
 pub fn summary_block(r: &SystemsReport) -> String {
+    let apparent = r.ranked_by == Some(crate::analysis::ranking::RankingKind::Apparent);
     let mut s = format!(
-        "systems over {} prompts (win rate against {} at equal covariates, 95 % interval):\n",
-        r.prompts, r.reference
+        "systems over {} prompts, {} (win rate against {} at equal covariates, from θ̂, 95 % interval):\n",
+        r.prompts,
+        if apparent { "in the reported ranking by apparent quality φ̂" } else { "by bias-corrected θ̂" },
+        r.reference
     );
     // The name column is as wide as the longest name (at least 10), so long names keep the
     // columns aligned.
     let w = r.rows.iter().map(|x| x.system.chars().count()).max().unwrap_or(0).max(10);
     s.push_str(&format!(
         " rank  {:<w$} {:>7} {:>7} {:>6}  {:>21}  {:>5} {:>7} {:>7}\n",
-        "system", "theta", "sd", "pi", "win rate [95 %]", "comp", "prompts", "gold"
+        "system",
+        if apparent { "phi" } else { "theta" },
+        "sd",
+        "pi",
+        "win rate [95 %]",
+        "comp",
+        "prompts",
+        "gold"
     ));
     for x in &r.rows {
+        let (value, sd, pi) = match (apparent, x.phi, x.phi_sd, x.membership_apparent) {
+            (true, Some(v), Some(sd), Some(pi)) => (v, sd, pi),
+            _ => (x.theta, x.sd, x.membership),
+        };
         s.push_str(&format!(
             " {:>4}  {:<w$} {:>7.3} {:>7.3} {:>6.3}  {:>5.3} [{:.3}, {:.3}]  {:>5} {:>7} {:>7}\n",
             x.rank,
             x.system,
-            x.theta,
-            x.sd,
-            x.membership,
+            value,
+            sd,
+            pi,
             x.win_rate,
             x.win_rate_lo,
             x.win_rate_hi,
@@ -196,8 +246,12 @@ mod tests {
             wins: 2.0,
             prompts: 1,
             gold,
+            phi: gold.map(|g| g / 4.0),
+            phi_sd: gold.map(|_| 0.1),
+            membership_apparent: gold.map(|_| 0.5),
         };
         let r = SystemsReport {
+            ranked_by: Some(crate::analysis::ranking::RankingKind::Apparent),
             reference: "s0".into(),
             prompts: 3,
             rows: vec![row(1, "s2", Some(2.0)), row(2, "gpt, 4", None)],
@@ -207,10 +261,13 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "rank,system,theta,sd,pi,win_rate_vs_s0,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold"
+            "rank,system,theta,sd,pi,win_rate_vs_s0,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold,phi,pi_apparent,ranked_by"
         );
-        assert_eq!(lines[1], "1,s2,0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,2.000000");
-        assert_eq!(lines[2], "2,\"gpt, 4\",0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,");
+        assert_eq!(
+            lines[1],
+            "1,s2,0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,2.000000,0.500000,0.500000,apparent"
+        );
+        assert_eq!(lines[2], "2,\"gpt, 4\",0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,,,,apparent");
         // Names a spreadsheet would run as formulas are text.
         let r = SystemsReport {
             reference: "=cmd".into(),
