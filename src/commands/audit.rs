@@ -682,6 +682,24 @@ mod tests {
         }
     }
 
+    /// `--max-usd` (`--set budget.max_usd=…`) on an audit config that spells it `max_usd:` as
+    /// docs/audit.md shows it, and `--set max_usd=…` on one that spells it `budget.max_usd`: the
+    /// override replaces the file's line (it was refused as the older spelling beside the new).
+    #[test]
+    fn a_max_usd_override_replaces_the_file_s_line_under_its_other_name() {
+        use crate::config::overrides::Override;
+        let dir = tempfile::tempdir().unwrap();
+        for (file, set) in [("max_usd: 0.5\n", "budget.max_usd=2"), ("budget:\n  max_usd: 0.5\n", "max_usd=2")] {
+            let p = tutorial_cfg(dir.path(), file);
+            let cfg = AuditConfig::load_with(&p, &[Override::parse(set).unwrap()]).unwrap();
+            assert_eq!(cfg.raw.budget.max_usd, Some(2.0), "{file:?} with {set}");
+        }
+        // Both spellings in the file stay a fault of the file.
+        let p = tutorial_cfg(dir.path(), "max_usd: 0.5\nbudget:\n  max_usd: 0.5\n");
+        let e = AuditConfig::load_with(&p, &[Override::parse("budget.max_usd=2").unwrap()]).unwrap_err().to_string();
+        assert!(e.contains("is the older spelling of budget.max_usd"), "{e}");
+    }
+
     #[tokio::test]
     async fn cache_makes_reruns_free_and_failures_are_named() {
         let dir = tempfile::tempdir().unwrap();

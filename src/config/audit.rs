@@ -160,6 +160,24 @@ impl AuditConfig {
     /// # Errors
     /// As [`AuditConfig::load`]; a fault an override brings names the override.
     pub fn load_with(path: &Path, overrides: &[super::overrides::Override]) -> Result<Self, ConfigError> {
+        // `max_usd` is the older spelling of `budget.max_usd`: an override under one name sets
+        // the file's line under the other (as `acquisition.batch_size` replaces `concurrency`).
+        let spelled = |doc: &serde_json::Value, old: bool| {
+            if old { doc.get("max_usd").is_some() } else { doc.get("budget").and_then(|b| b.get("max_usd")).is_some() }
+        };
+        let mut overrides = overrides.to_vec();
+        if overrides.iter().any(|o| o.key == ["max_usd"] || o.key == ["budget", "max_usd"])
+            && let Ok(doc) = super::read_document::<serde_json::Value>(path)
+        {
+            for o in &mut overrides {
+                if o.key == ["budget", "max_usd"] && spelled(&doc, true) && !spelled(&doc, false) {
+                    o.key = vec!["max_usd".into()];
+                } else if o.key == ["max_usd"] && spelled(&doc, false) && !spelled(&doc, true) {
+                    o.key = vec!["budget".into(), "max_usd".into()];
+                }
+            }
+        }
+        let overrides = &overrides[..];
         let raw = super::overrides::read_document_with(path, overrides).map_err(|e| run_config_given(path, e))?;
         Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))
     }
