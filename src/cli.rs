@@ -105,7 +105,8 @@ pub fn completions(args: &CompletionsArgs) -> std::process::ExitCode {
 /// # Errors
 /// Writing to `out`.
 pub fn man_page(out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    clap_mangen::Man::new(Cli::command()).render(out)
+    // As `man --dir` writes it: no `help` subcommand, which has no page of its own.
+    clap_mangen::Man::new(Cli::command().disable_help_subcommand(true)).render(out)
 }
 
 /// Write the man page to stdout (e.g. `topk-judge man > topk-judge.1; man ./topk-judge.1`), or

@@ -390,6 +390,11 @@ fn completions_and_the_man_page_match_the_command_line() {
     assert!(out.status.success(), "{}", text(&out));
     let pages = std::fs::read_dir(dir.path().join("man1")).unwrap().count();
     assert_eq!(stdout(&out), format!("wrote {pages} man pages (topk-judge.1, topk-judge-run.1, …) into man1\n"));
+    // The top page on stdout is the folder's: it named a topk-judge-help(1) no folder holds.
+    assert_eq!(std::fs::read_to_string(dir.path().join("man1/topk-judge.1")).unwrap(), man);
+    for page in man.split("topk\\-judge\\-").skip(1).filter_map(|s| s.split_once("(1)")).map(|(name, _)| name) {
+        assert!(dir.path().join(format!("man1/topk-judge-{page}.1")).is_file(), "topk-judge-{page}(1) has no page");
+    }
     // A file where the folder would go is named.
     write(dir.path(), "afile", "");
     let out = run_bin(dir.path(), &["man", "--dir", "afile/sub"]);
