@@ -311,7 +311,11 @@ pub const PROBE_TIMEOUT_S: u64 = 5;
 /// answered, with the URL (credentials redacted), the scheme and the port it used.
 pub async fn probe(judge: &dyn crate::judge::Judge, oc: &crate::judge::openai::OpenAiConfig) -> String {
     let shown = oc.shown_base_url();
-    let how = crate::judge::openai::endpoint::scheme_and_port(&oc.base_url);
+    let mut how = crate::judge::openai::endpoint::scheme_and_port(&oc.base_url);
+    // Through a proxy, the connection goes to the proxy's port (docs/live.md, "Proxies").
+    if let Some(p) = crate::judge::openai::proxy::ProxyEnv::from_env().shown_route(&oc.base_url) {
+        how.push_str(&format!(", through {p}"));
+    }
     let t0 = std::time::Instant::now();
     let r = tokio::time::timeout(std::time::Duration::from_secs(PROBE_TIMEOUT_S), judge.preflight()).await;
     let ms = t0.elapsed().as_millis();

@@ -280,10 +280,18 @@ impl Endpoint {
         } else {
             format!("no key was sent, as ${var} is not set")
         };
+        // Through a proxy, the refusal may be the proxy's (docs/live.md, "Proxies").
+        let via = match &self.proxy {
+            Some(p) => format!(
+                " (through {p}: if the key is right, the proxy may be the one refusing; add {} to NO_PROXY to connect directly)",
+                self.host
+            ),
+            None => String::new(),
+        };
         fault(
             "api_key_env",
             format!(
-                "HTTP {status} from {}: {what} ({}); {sent}: check judge.openai.api_key_env and that the key is valid for this endpoint and model {:?}",
+                "HTTP {status} from {}{via}: {what} ({}); {sent}: check judge.openai.api_key_env and that the key is valid for this endpoint and model {:?}",
                 self.base_url,
                 clip(message),
                 self.model
@@ -549,6 +557,19 @@ mod tests {
         assert!(!f.message.contains("pw") && !f.message.contains("api_key_env"), "{}", f.message);
         assert_eq!(e.models_reply(403, "denied").unwrap_err().setting, "HTTP_PROXY");
         assert!(e.connect_fault("Connection refused").message.contains("through proxy http://10.9.8.7:3128"));
+        // A 401 through it is the key's fault first, and the proxy is named (it was not).
+        for f in [
+            e.classify(CallErrorKind::Auth, Some(401), "bad key").unwrap(),
+            e.models_reply(401, "bad key").unwrap_err(),
+        ] {
+            assert_eq!(f.setting, "api_key_env");
+            assert!(
+                f.message.starts_with("HTTP 401 from http://judge.example.test/v1 (through proxy http://10.9.8.7:3128 (from HTTP_PROXY): if the key is right, the proxy may be the one refusing; add judge.example.test to NO_PROXY"),
+                "{}",
+                f.message
+            );
+            assert!(!f.message.contains("pw"), "{}", f.message);
+        }
         // A loopback judge never goes through it.
         let direct = Endpoint::new(&cfg("http://127.0.0.1:9/v1"), false, &proxies);
         assert!(direct.proxy().is_none());

@@ -75,6 +75,13 @@ impl ProxyEnv {
         self.http.is_some() || self.https.is_some()
     }
 
+    /// [`ProxyEnv::route`] of a URL string, as messages name it (`proxy http://host:port (from
+    /// HTTP_PROXY)`, without its credentials); `None` when the request goes direct, or for a URL
+    /// that does not parse.
+    pub fn shown_route(&self, url: &str) -> Option<String> {
+        reqwest::Url::parse(url).ok().and_then(|u| self.route(&u).map(ToString::to_string))
+    }
+
     /// The proxy a request to `url` goes through, or `None` when it goes direct (no proxy for
     /// its scheme, a loopback host, or a `NO_PROXY` match).
     pub fn route(&self, url: &reqwest::Url) -> Option<&ProxyRoute> {
