@@ -310,6 +310,21 @@ fn fit_of_a_run_folder_fits_the_verdicts_of_the_runs_judge_as_configured_now() {
         let f = fit["theta"][id].as_f64().unwrap();
         assert!((f - t.as_f64().unwrap()).abs() < 1e-6, "{id}: {f} vs {t}");
     }
+    // A folder whose config.yaml was edited to a judge none of its records are of: refused
+    // (it printed "no ranking" and succeeded, as for an empty run).
+    let saved = dir.path().join("runs/mix/config.yaml");
+    let yaml = std::fs::read_to_string(&saved).unwrap();
+    std::fs::write(&saved, yaml.replace("seed: 8", "seed: 9")).unwrap();
+    let out = run_bin(dir.path(), &["fit", "runs/mix"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains(
+            "runs/mix: none of the 96 records of runs/mix/verdicts.jsonl is of the judge its config.yaml configures now"
+        ),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(&saved, yaml).unwrap();
     // The same file given as a verdicts file: each record's settings id tells the two seeds
     // apart under their one description, and `--judge` picks the second, as `fit RUN` does.
     let records: Vec<Value> = std::fs::read_to_string(dir.path().join("runs/mix/verdicts.jsonl"))

@@ -303,6 +303,15 @@ pub fn fit_file(args: &FitRequest<'_>) -> Result<(Pool, FitOutput), FitCommandEr
         queries.learn_folder(&r.dir);
         let before = sel.mine.len();
         sel.mine.retain(|l| l.key.as_deref().is_some_and(|k| queries.contains_key(k)));
+        // Records, none of them the judge's as its config.yaml builds it now: a folder whose
+        // config was edited after the run. "No ranking" with success would read as an empty run.
+        if sel.mine.is_empty() && before > 0 {
+            return Err(FitCommandError::Invalid(format!(
+                "{}: none of the {before} records of {vpath} is of the judge its config.yaml configures now (its settings changed since the run: seed, model, prompt, …?), so nothing would be fitted; restore config.yaml, or fit the records as a file: `topk-judge fit {} {vpath}`",
+                r.dir.display(),
+                r.dir.join("pool.jsonl").display()
+            )));
+        }
         // One record per ordered pair, as the run fits them (a pair stored under a panel
         // member's name and under another, or its own key).
         let mut seen = std::collections::HashSet::new();
