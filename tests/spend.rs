@@ -784,11 +784,24 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
 #[test]
 fn a_token_or_key_in_the_base_url_path_is_never_written_or_shown() {
     let key = "sk-PATH34SECRETKEY0123";
-    for (name, token) in [("tok", "zzPATHTOKEN777qq"), ("overlap", "tokPATH34SECRETTOKEN99"), ("key", key)] {
+    // (name, token, how the path holds it; a second token sharing bytes with the first)
+    let cases = [
+        ("tok", "zzPATHTOKEN777qq", "${GW_TOKEN}", ""),
+        ("overlap", "tokPATH34SECRETTOKEN99", "${GW_TOKEN}", ""),
+        ("key", key, "${GW_TOKEN}", ""),
+        // Percent-encoded: a `/` in a token must be; any byte may be.
+        ("pct2f", "abc/defgh12345", "abc%2Fdefgh12345", ""),
+        ("pct61", "abcdefgh12345", "%61bcdefgh12345", ""),
+        // Two tokens sharing four bytes: the second's tail was left (`***wxyz5678`).
+        ("two", "abcdefgh1234", "abcdefgh1234wxyz5678", "1234wxyz5678"),
+    ];
+    for (name, token, in_path, other) in cases {
         let fake = billing(3);
         let dir = tempfile::tempdir().unwrap();
-        let url = format!("{}/${{GW_TOKEN}}/v1", fake.base_url.trim_end_matches("/v1"));
-        let cfg = live(dir.path(), name, &url, "", "", "  max_comparisons: 4\n");
+        let url = format!("{}/{in_path}/v1", fake.base_url.trim_end_matches("/v1"));
+        // The token pasted into a request field too.
+        let body = format!("    extra_body: {{gateway_token: \"{token}\"}}\n");
+        let cfg = live(dir.path(), name, &url, &body, "", "  max_comparisons: 4\n");
         let yaml = std::fs::read_to_string(&cfg)
             .unwrap()
             .replace("TOPK_SPEND_TEST_UNSET_KEY\n    api_key_required: false", "TOPK_SPEND_TEST_KEY");
@@ -799,12 +812,15 @@ fn a_token_or_key_in_the_base_url_path_is_never_written_or_shown() {
                 .args(args)
                 .env("TOPK_SPEND_TEST_KEY", key)
                 .env("GW_TOKEN", token)
+                .env("GW_OTHER_TOKEN", other)
                 .output()
                 .unwrap()
         };
         let out = run(&["run", cfg.to_str().unwrap()]);
         assert!(out.status.success(), "{name}: {}", text(&out));
-        assert!(fake.requests().iter().all(|q| q.uri == format!("/{token}/v1/chat/completions")), "sent as given");
+        let sent = format!("/{}/v1/chat/completions", in_path.replace("${GW_TOKEN}", token));
+        assert!(fake.requests().iter().all(|q| q.uri == sent), "{name}: sent as given");
+        assert!(fake.requests().iter().all(|q| q.body["gateway_token"] == token), "sent as given");
         let folder = dir.path().join("runs").join(name);
         let saved = std::fs::read_to_string(folder.join("config.yaml")).unwrap();
         assert!(saved.contains("/***/v1\n"), "{saved}");
@@ -815,7 +831,7 @@ fn a_token_or_key_in_the_base_url_path_is_never_written_or_shown() {
             outs.push(text(&o));
         }
         assert!(outs[1].contains("4 valid verdicts"), "{name}: the folder finds its verdicts: {}", outs[1]);
-        for secret in [token, key, "PATH34SECRET", "TOKEN777", "TOKEN99"] {
+        for secret in [token, key, "PATH34SECRET", "TOKEN777", "TOKEN99", "defgh12345", "wxyz5678"] {
             for o in &outs {
                 assert!(!o.contains(secret), "{name}: {secret} shown: {o}");
             }
@@ -827,6 +843,26 @@ fn a_token_or_key_in_the_base_url_path_is_never_written_or_shown() {
                 }
             }
         }
+    }
+    // A token as a host label (mixed case; the URL parser lower-cases a host): the resolver's
+    // error quoted the host, in the dry run, on stderr and in result.json's last_error.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = live(dir.path(), "host", "http://${GW_TOKEN}.invalid:9/v1", "", "", "  max_comparisons: 2\n");
+    for extra in [&["--dry-run"][..], &[]] {
+        let out = Command::new(bin())
+            .current_dir(dir.path())
+            .args(["run", cfg.to_str().unwrap()])
+            .args(extra)
+            .env("GW_TOKEN", "GwTok12345678")
+            .output()
+            .unwrap();
+        let t = text(&out);
+        assert!(t.contains("***.invalid"), "{extra:?}: {t}");
+        assert!(!t.to_lowercase().contains("gwtok12345678"), "{extra:?}: {t}");
+    }
+    for e in std::fs::read_dir(dir.path().join("runs/host")).unwrap() {
+        let t = std::fs::read_to_string(e.unwrap().path()).unwrap_or_default().to_lowercase();
+        assert!(!t.contains("gwtok12345678"), "{t}");
     }
 }
 

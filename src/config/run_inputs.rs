@@ -73,8 +73,9 @@ pub fn write(cfg: &Config, dir: &Path, pool_line: String) -> Result<(), (PathBuf
         }
     }
     raw.out_dir = Some(PathBuf::from(".."));
-    // A base_url as its judge's description and cache keys show it (no credential, no key, no
-    // token from the environment), so the folder's copy finds the verdicts it made.
+    // A base_url and an extra_body as the judge's description and cache keys hold them (no
+    // credential, no key, no token from the environment), so the folder's copy finds the
+    // verdicts it made.
     for j in raw
         .judge
         .iter_mut()
@@ -83,6 +84,7 @@ pub fn write(cfg: &Config, dir: &Path, pool_line: String) -> Result<(), (PathBuf
     {
         if let JudgeConfig::Openai(o) = j {
             o.base_url = o.shown_base_url();
+            o.extra_body = o.stored_extra_body();
         }
     }
     let path = dir.join("config.yaml");

@@ -58,9 +58,9 @@ pub struct OpenAiInfo {
     pub(super) template: PromptTemplate,
     /// `base_url` as names and cache keys show it ([`OpenAiConfig::shown_base_url`]), made once.
     shown_base_url: String,
-    /// `extra_body` as cache keys hold it: the API key pasted into it (sent as given) written
-    /// `redacted-api-key`, as the run folder's config.yaml holds it, so the folder's copy of the
-    /// config finds its verdicts.
+    /// `extra_body` as cache keys hold it ([`OpenAiConfig::stored_extra_body`]: without the API key
+    /// or a credential pasted into it), as the run folder's config.yaml holds it, so the folder's
+    /// copy of the config finds its verdicts.
     keyed_extra_body: Option<serde_json::Value>,
     task_limit: Mutex<HashMap<String, Option<usize>>>,
 }
@@ -96,6 +96,10 @@ pub struct OpenAiJudge {
     most_over: AtomicU64,
     /// The credentials inside `base_url`, redacted from every message ([`secret::url_secrets`]).
     url_secrets: Vec<String>,
+    /// The API key and the values of credential-named environment variables
+    /// ([`secret::env_secrets`]: a gateway token in the URL's host or path), redacted from every
+    /// message. Not `Debug`.
+    secrets: Vec<String>,
     /// Where requests go: `base_url` split into its bare URL, query and HTTP Basic credentials.
     pub(super) target: secret::RequestTarget,
 }
@@ -173,6 +177,7 @@ impl OpenAiJudge {
         // Client::build installs async-openai's retrying executor; with_http_service replaces it
         // with ours (no retry layer), so only crate::judge::openai::retry retries (async-openai's default client retries on its own).
         let client = Client::build(http.clone(), oa).with_http_service(svc);
+        let secrets = key.iter().map(|k| k.expose().to_owned()).chain(secret::env_secrets()).collect();
         Ok(Self {
             limits: RateLimits::new(cfg.requests_per_minute, cfg.tokens_per_minute),
             in_flight: InFlightLimit::new(cfg.concurrency),
@@ -189,6 +194,7 @@ impl OpenAiJudge {
             overruns: AtomicU64::new(0),
             most_over: AtomicU64::new(1f64.to_bits()),
             url_secrets: secret::url_secrets(&info.cfg.base_url),
+            secrets,
             target,
             info,
         })
@@ -199,10 +205,12 @@ impl OpenAiJudge {
         &self.info.cfg
     }
 
-    /// `s` without the API key and without the credentials of `base_url`
-    /// ([`secret::url_secrets`]), for any text from outside or about a request.
+    /// `s` without the API key, the values of credential-named environment variables and the
+    /// credentials of `base_url` ([`secret::url_secrets`]), for any text from outside or about a
+    /// request.
     pub(super) fn redact(&self, s: &str) -> String {
-        secret::redact_all(&secret::redact_opt(self.key.as_ref(), s), &self.url_secrets)
+        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        secret::redact_all(&secret::redact_secrets(s, &secrets, secret::REDACTED), &self.url_secrets)
     }
 
     fn count_error(&self, e: &CallError) {
@@ -799,13 +807,7 @@ impl OpenAiInfo {
         let price = cfg.price_table().map_err(|e| InvalidInput(e.to_string()))?;
         let template = PromptTemplate::load(&cfg.prompt).map_err(|e| JudgeSetupError::Prompt(e.to_string()))?;
         let shown_base_url = cfg.shown_base_url();
-        let keyed_extra_body = cfg.extra_body.as_ref().map(|m| {
-            let text = serde_json::Value::Object(m.clone()).to_string();
-            match Secret::from_env(cfg.api_key_env.trim()).map(|k| k.redact_as(&text, "redacted-api-key")) {
-                Some(r) if r != text => serde_json::from_str(&r).unwrap_or(serde_json::Value::String(r)),
-                _ => serde_json::Value::Object(m.clone()),
-            }
-        });
+        let keyed_extra_body = cfg.stored_extra_body().map(serde_json::Value::Object);
         Ok(Self { cfg, price, template, shown_base_url, keyed_extra_body, task_limit: Mutex::new(HashMap::new()) })
     }
 

@@ -242,6 +242,25 @@ impl OpenAiConfig {
     pub fn shown_base_url(&self) -> String {
         shown_url(&self.base_url, &self.api_key_env)
     }
+
+    /// `extra_body` as a run folder stores it and cache keys hold it: the API key and the value
+    /// of any credential-named environment variable pasted into it (sent as given) written
+    /// `redacted-api-key` ([`super::secret::for_disk`]). Read back, it is the same.
+    pub fn stored_extra_body(&self) -> Option<Map<String, Value>> {
+        let m = self.extra_body.as_ref()?;
+        let text = Value::Object(m.clone()).to_string();
+        let stored = super::secret::for_disk(&text, Secret::from_env(self.api_key_env.trim()).as_ref());
+        if stored == text {
+            return Some(m.clone());
+        }
+        // A secret across a quote (in a field's name) leaves no JSON: the body is stored as that.
+        Some(
+            serde_json::from_str(&stored).unwrap_or_else(|_| {
+                Map::from_iter([("redacted".to_owned(), Value::String("redacted-api-key".into()))])
+            }),
+        )
+    }
+
     /// The validated price table.
     ///
     /// # Errors
@@ -714,10 +733,8 @@ pub(super) fn longest_pair(pool: &Pool) -> (usize, usize) {
 /// ([`OpenAiConfig::shown_base_url`]). Shown again it is the same: a run folder's copy of the
 /// config builds the cache keys of its verdicts.
 fn shown_url(url: &str, api_key_env: &str) -> String {
-    // Whole values first: a token that shares a stretch with the key is not cut by the key's.
-    let shown = super::secret::redact_all(&super::secret::redact_url(url), &super::secret::env_secrets());
-    match Secret::from_env(api_key_env.trim()) {
-        Some(key) => key.redact_as(&shown, "***"),
-        None => shown,
-    }
+    let key = Secret::from_env(api_key_env.trim());
+    let env = super::secret::env_secrets();
+    let secrets: Vec<&str> = key.iter().map(Secret::expose).chain(env.iter().map(String::as_str)).collect();
+    super::secret::redact_secrets(&super::secret::redact_url(url), &secrets, "***")
 }

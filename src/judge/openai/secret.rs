@@ -55,16 +55,51 @@ impl Secret {
     /// plain string: `[redacted]` would be a list there). The key's hex and base64 forms are
     /// redacted too, as a server may echo the header it received encoded.
     pub fn redact_as(&self, text: &str, replacement: &str) -> String {
-        let key = self.0.as_bytes();
-        if key.len() < 4 {
-            return text.to_owned();
-        }
-        let mut out = redact_key(key, key.len().min(MIN_FRAGMENT), text, replacement);
-        for form in encoded_forms(key) {
-            out = redact_key(&form, form.len().min(MIN_ENCODED_FRAGMENT), &out, replacement);
-        }
-        out
+        redact_secrets(text, &[self.0.as_str()], replacement)
     }
+}
+
+/// `text` as a run folder stores it: the API key (`key`) and the values of credential-named
+/// environment variables ([`env_secrets`]) written `redacted-api-key` ([`redact_secrets`]).
+pub fn for_disk(text: &str, key: Option<&Secret>) -> String {
+    let env = env_secrets();
+    let secrets: Vec<&str> = key.iter().map(|k| k.expose()).chain(env.iter().map(String::as_str)).collect();
+    redact_secrets(text, &secrets, "redacted-api-key")
+}
+
+/// `text` with every stretch of each of `secrets` that [`Secret::redact`] finds (whole, a
+/// [`MIN_FRAGMENT`]-byte piece or more, either case, escaped, hex or base64) replaced by
+/// `replacement`, the stretches of all of them found in `text` as given and merged where they
+/// overlap or touch: no part of one secret survives because another, replaced first, cut it
+/// (two tokens sharing bytes, a key and a token beside it). Secrets shorter than 4 bytes are not
+/// searched for.
+pub fn redact_secrets(text: &str, secrets: &[&str], replacement: &str) -> String {
+    let mut ranges = Vec::new();
+    for s in secrets.iter().map(|s| s.as_bytes()).filter(|s| s.len() >= 4) {
+        ranges.extend(key_ranges(s, s.len().min(MIN_FRAGMENT), text));
+        for form in encoded_forms(s) {
+            ranges.extend(key_ranges(&form, form.len().min(MIN_ENCODED_FRAGMENT), text));
+        }
+    }
+    if ranges.is_empty() {
+        return text.to_owned();
+    }
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in ranges {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    let (mut out, mut last) = (String::with_capacity(text.len()), 0);
+    for (a, b) in merged {
+        out.push_str(&text[last..a]);
+        out.push_str(replacement);
+        last = b;
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 /// The shortest stretch of an encoded form of the key that is searched for ([`encoded_forms`]):
@@ -94,9 +129,10 @@ fn encoded_forms(key: &[u8]) -> Vec<Vec<u8>> {
     forms
 }
 
-/// `text` with every stretch of `key` of at least `min` bytes replaced by `replacement` (letters
-/// in either case, punctuation also escaped: [`stretch`]).
-fn redact_key(key: &[u8], min: usize, text: &str, replacement: &str) -> String {
+/// Where in `text` a stretch of `key` of at least `min` bytes stands (letters in either case, any
+/// byte also `%`-escaped, punctuation also JSON-escaped: [`stretch`]), as byte ranges on char
+/// boundaries, the longest from each start, not overlapping one another.
+fn key_ranges(key: &[u8], min: usize, text: &str) -> Vec<(usize, usize)> {
     // Where in the key each byte occurs: a stretch starts at a byte of the key or an escape.
     let mut at: Vec<Vec<usize>> = vec![Vec::new(); 256];
     // Either case: a server may echo the key upper- or lower-cased.
@@ -107,11 +143,17 @@ fn redact_key(key: &[u8], min: usize, text: &str, replacement: &str) -> String {
         }
     }
     let escapes: Vec<usize> = (0..key.len()).filter(|&j| !key[j].is_ascii_alphanumeric()).collect();
+    // `%XX` may stand for any byte of the key (a URL path writes `a` as `%61` if it likes).
+    let every: Vec<usize> = (0..key.len()).collect();
     let t = text.as_bytes();
-    let (mut out, mut last, mut i) = (String::with_capacity(text.len()), 0, 0);
+    let (mut out, mut i) = (Vec::new(), 0);
     while i < t.len() {
-        let candidates =
-            at[usize::from(t[i])].iter().chain(if matches!(t[i], b'\\' | b'%') { &escapes[..] } else { &[] });
+        let escaped: &[usize] = match t[i] {
+            b'%' => &every,
+            b'\\' => &escapes,
+            _ => &[],
+        };
+        let candidates = at[usize::from(t[i])].iter().chain(escaped);
         let end = candidates
             .filter_map(|&j| {
                 let (n, end) = stretch(key, j, t, i);
@@ -120,14 +162,12 @@ fn redact_key(key: &[u8], min: usize, text: &str, replacement: &str) -> String {
             .max();
         match end {
             Some(end) if text.is_char_boundary(i) => {
-                out.push_str(&text[last..i]);
-                out.push_str(replacement);
-                (last, i) = (end, end);
+                out.push((i, end));
+                i = end;
             }
             _ => i += 1,
         }
     }
-    out.push_str(&text[last..]);
     out
 }
 
@@ -136,8 +176,8 @@ fn redact_key(key: &[u8], min: usize, text: &str, replacement: &str) -> String {
 pub const MIN_FRAGMENT: usize = 12;
 
 /// How many bytes of `key` from `j` on match `t` from `i` on (letters in either case), and
-/// where the match ends in `t`. A byte that is not a letter or digit may be written escaped: `\/` (JSON), `%2F` (URL) or
-/// `\u002F` (JSON), hex in either case.
+/// where the match ends in `t`. Any byte may be written `%XX` (URL: `%2F`, `%61`); a byte that
+/// is not a letter or digit also `\/` or `\u002F` (JSON); hex in either case.
 fn stretch(key: &[u8], j: usize, t: &[u8], i: usize) -> (usize, usize) {
     let (mut k, mut p) = (j, i);
     while k < key.len() && p < t.len() {
@@ -147,12 +187,12 @@ fn stretch(key: &[u8], j: usize, t: &[u8], i: usize) -> (usize, usize) {
         let rest = &t[p..];
         let step = if rest[0].eq_ignore_ascii_case(&c) {
             1
+        } else if rest.len() >= 3 && rest[0] == b'%' && rest[1..3].eq_ignore_ascii_case(&hex) {
+            3
         } else if c.is_ascii_alphanumeric() {
             0
         } else if rest.len() >= 2 && rest[0] == b'\\' && rest[1] == c {
             2
-        } else if rest.len() >= 3 && rest[0] == b'%' && rest[1..3].eq_ignore_ascii_case(&hex) {
-            3
         } else if rest.len() >= 6 && rest[..4].eq_ignore_ascii_case(b"\\u00") && rest[4..6].eq_ignore_ascii_case(&hex) {
             6
         } else {
@@ -470,6 +510,19 @@ pub fn serialize_redacted_url<S: serde::Serializer>(url: &str, s: S) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Overlapping secrets are redacted as one stretch whatever their order (the second's tail
+    /// was left when the first was replaced before it was looked for), `%XX` of any byte too.
+    #[test]
+    fn overlapping_secrets_leave_nothing_in_either_order() {
+        let text = "http://h/sk-test-abcdefghijklmnop1234extratoken/v1 and /%61bcdefgh12345/";
+        let (key, tok, other) = ("sk-test-abcdefghijklmnop1234", "1234extratoken", "abcdefgh12345");
+        for order in [[key, tok, other], [tok, other, key], [other, key, tok]] {
+            assert_eq!(redact_secrets(text, &order, "***"), "http://h/***/v1 and /***/");
+        }
+        assert_eq!(redact_secrets("abcdefgh1234wxyz5678", &["abcdefgh1234", "1234wxyz5678"], "*"), "*");
+        assert_eq!(redact_secrets("no secret here", &["abcdefgh1234"], "*"), "no secret here");
+    }
 
     /// A provider-shaped key inside a URL is the key alone: the host after `@` stays readable.
     #[test]
