@@ -89,10 +89,19 @@ fn a_star_shaped_recording_replays_at_the_cost_of_what_is_recorded() {
     let md = std::fs::read_to_string(d.join("runs/ae/report.md")).unwrap();
     assert!(
         md.contains(
-            "## Systems over 45 prompts (θ̂ at equal covariates; win rate against gpt4_1106_preview, 95 % interval)"
+            "## Systems over 45 prompts, in the reported ranking by apparent quality φ̂ (θ̂ at equal covariates; win rate against gpt4_1106_preview, 95 % interval)"
         ),
         "{md}"
     );
+    // Its rows in the reported order show the reported values: φ̂ never rises down the table
+    // (it showed θ̂ in φ̂'s order, rank 4 above rank 3).
+    let phis: Vec<f64> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## Systems"))
+        .filter(|l| l.starts_with("| ") && l.split('|').nth(1).is_some_and(|c| c.trim().parse::<usize>().is_ok()))
+        .map(|l| l.split('|').nth(3).unwrap().trim().parse().unwrap())
+        .collect();
+    assert!(phis.len() > 3 && phis.windows(2).all(|w| w[0] >= w[1]), "{phis:?}");
     assert!(md.contains("| gpt4_1106_preview | ") && md.contains("| 0.500 | \\[0.500, 0.500\\] |"), "{md}");
 }
 

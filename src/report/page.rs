@@ -215,19 +215,27 @@ impl Content {
     }
 }
 
-/// The systems block of a run over many prompts (docs/systems.md "Results"): θ̂ ± sd, π, the
-/// win rate against the reference with its 95 % interval, and the counts, best θ̂ first.
+/// The systems block of a run over many prompts (docs/systems.md "Results"), in the ranking the
+/// run reports (`ranked_by`): φ̂ ± sd and its π when that is the apparent ranking, then θ̂ ± sd,
+/// π, the win rate against the reference (at equal covariates, from θ̂) with its 95 % interval,
+/// and the counts.
 fn systems_table(sys: &crate::analysis::systems::SystemsReport) -> (String, Vec<String>, Vec<Vec<String>>) {
-    let head = ["rank", "system", "θ̂", "sd", "π", "win rate", "95 % interval", "comparisons", "prompts", "gold"]
-        .map(String::from)
-        .to_vec();
+    let apparent = sys.ranked_by == Some(crate::analysis::ranking::RankingKind::Apparent);
+    let lead: &[&str] = if apparent { &["rank", "system", "φ̂", "sd (φ)", "π (φ)"] } else { &["rank", "system"] };
+    let head = lead
+        .iter()
+        .chain(&["θ̂", "sd", "π", "win rate", "95 % interval", "comparisons", "prompts", "gold"])
+        .map(|s| (*s).to_owned())
+        .collect();
     let rows = sys
         .rows
         .iter()
         .map(|x| {
-            vec![
-                x.rank.to_string(),
-                x.system.clone(),
+            let mut row = vec![x.rank.to_string(), x.system.clone()];
+            if apparent {
+                row.extend([fmt_opt(x.phi, 3), fmt_opt(x.phi_sd, 3), fmt_opt(x.membership_apparent, 3)]);
+            }
+            row.extend([
                 format!("{:.3}", x.theta),
                 format!("{:.3}", x.sd),
                 format!("{:.3}", x.membership),
@@ -236,13 +244,16 @@ fn systems_table(sys: &crate::analysis::systems::SystemsReport) -> (String, Vec<
                 x.comparisons.to_string(),
                 x.prompts.to_string(),
                 fmt_opt(x.gold, 3),
-            ]
+            ]);
+            row
         })
         .collect();
     (
         format!(
-            "Systems over {} prompts (θ̂ at equal covariates; win rate against {}, 95 % interval)",
-            sys.prompts, sys.reference
+            "Systems over {} prompts, {} (θ̂ at equal covariates; win rate against {}, 95 % interval)",
+            sys.prompts,
+            if apparent { "in the reported ranking by apparent quality φ̂" } else { "by bias-corrected θ̂" },
+            sys.reference
         ),
         head,
         rows,
