@@ -627,6 +627,35 @@ fn pool_rule_errors_name_the_file_and_line() {
         assert!(text(&out).contains(want), "{}", text(&out));
     }
     assert!(!d.join("runs/long").exists());
+    // A long pool id is shortened in every mention (the `pool "…":` prefix held all of it).
+    let id = "P".repeat(65_536);
+    write(d, "longpool.jsonl", &format!("{{\"pool_id\":\"{id}\",\"items\":[{{\"id\":\"a\"}},{{\"id\":\"b\"}}]}}\n"));
+    let out = run_bin(d, &["fit", "longpool.jsonl", "v.jsonl"]);
+    let t = text(&out);
+    assert!(!out.status.success() && t.contains("is 65536 characters long") && t.len() < 1000, "{}", t.len());
+    // A covariate's name and a verdict's judge are columns and names too: refused as long ids.
+    let name = "L".repeat(1001);
+    write(
+        d,
+        "longcov.jsonl",
+        &format!(
+            "{{\"pool_id\":\"p\",\"items\":[{{\"id\":\"a\",\"covariates\":{{\"{name}\":1}}}},{{\"id\":\"b\",\"covariates\":{{\"{name}\":2}}}}]}}\n"
+        ),
+    );
+    let out = run_bin(d, &["fit", "longcov.jsonl", "v.jsonl"]);
+    assert!(
+        !out.status.success()
+            && text(&out).contains("its covariate name \"LLLLLLLLLLLLLLLLLLLLLLLL\"… is 1001 characters long"),
+        "{}",
+        text(&out)
+    );
+    write(d, "longjudge.jsonl", &format!("{{\"a\":\"a\",\"b\":\"b\",\"y\":1,\"judge\":\"{name}\"}}\n"));
+    let out = run_bin(d, &["fit", "pf.jsonl", "longjudge.jsonl", "--pool-id", "p1"]);
+    assert!(
+        !out.status.success() && text(&out).contains("longjudge.jsonl:1: \"judge\": the name \"LLLL"),
+        "{}",
+        text(&out)
+    );
     // A pool file of blank lines has no line to name (it named line 1 of an empty file).
     write(d, "blank.jsonl", "\n\n");
     let out = run_bin(d, &["fit", "blank.jsonl", "v.jsonl"]);

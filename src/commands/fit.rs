@@ -257,7 +257,13 @@ fn read_verdict_lines_but(
             b,
             y,
             pool_id: opt("pool_id")?,
-            judge: opt("judge")?,
+            judge: match opt("judge")? {
+                // A judge's name is a column of the tables, as an id is.
+                Some(j) if let Some(p) = crate::domain::pool::id_problem(&j) => {
+                    return Err(bad(line_no, format!("\"judge\": the name {p}")));
+                }
+                j => j,
+            },
             judge_settings: opt("judge_settings")?,
             key: obj.get("key").and_then(|k| k.as_str()).map(str::to_owned),
             strong_preference,

@@ -727,7 +727,7 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
         if !super::sections::is_plain_folder_name(&m.name) {
             return Err(InvalidSetting::new(
                 format!("judges[{i}].name"),
-                format!("{:?} must be {}", m.name, super::sections::PLAIN_FOLDER_NAME),
+                format!("{} must be {}", super::sections::shown_name(&m.name), super::sections::PLAIN_FOLDER_NAME),
             ));
         }
         // A judge's name is a folder of the run: names that differ only by case are one folder

@@ -16,11 +16,18 @@ use std::path::{Path, PathBuf};
 
 /// What a plain folder name may not be or hold (a run's or a panel judge's name: a folder of
 /// the output, shown in terminals).
-pub const PLAIN_FOLDER_NAME: &str = "a plain folder name: not empty, not starting with '.', without surrounding spaces, '/', '\\', ':' or control characters";
+pub const PLAIN_FOLDER_NAME: &str = "a plain folder name: not empty, at most 200 bytes, not starting with '.', without surrounding spaces, '/', '\\', ':' or control characters";
+
+/// A name as a message quotes it: whole, or its first 24 characters and `…` past 200 bytes.
+pub fn shown_name(name: &str) -> String {
+    if name.len() > 200 { format!("{:?}…", name.chars().take(24).collect::<String>()) } else { format!("{name:?}") }
+}
 
 /// Whether `name` is a plain folder name ([`PLAIN_FOLDER_NAME`]).
 pub fn is_plain_folder_name(name: &str) -> bool {
+    // (A file system takes 255 bytes per name; files are named after it, e.g. `NAME.jsonl`.)
     !(name.is_empty()
+        || name.len() > 200
         || name != name.trim()
         || name.starts_with('.')
         || name.contains(['/', '\\', ':'])
@@ -37,7 +44,7 @@ pub fn check_name(name: &str, kind: &str) -> Result<(), InvalidSetting> {
         let kind = if kind.is_empty() { String::new() } else { format!("{kind} ") };
         return Err(InvalidSetting::new(
             "name",
-            format!("{name:?} is not a valid {kind}name (expected {PLAIN_FOLDER_NAME})"),
+            format!("{} is not a valid {kind}name (expected {PLAIN_FOLDER_NAME})", shown_name(name)),
         ));
     }
     Ok(())
@@ -291,6 +298,16 @@ pub fn scale_warnings(cov: &Covariates, lambda_b: f64, key: &str) -> Vec<String>
 mod tests {
     use super::*;
     use crate::domain::serde_words::{at_least_one, opt_at_least_one};
+
+    /// A run's, audit's or panel judge's name is a folder: a name of 1,001 characters was taken
+    /// (and printed whole in the judge tables).
+    #[test]
+    fn a_plain_folder_name_fits_a_file_system() {
+        assert!(is_plain_folder_name("cheap") && is_plain_folder_name(&"é".repeat(100)));
+        assert!(!is_plain_folder_name(&"J".repeat(201)) && !is_plain_folder_name(&"é".repeat(101)));
+        let e = check_name(&"J".repeat(1001), "run").unwrap_err().to_string();
+        assert!(e.contains("at most 200 bytes"), "{e}");
+    }
 
     /// The count deserializers of `domain::serde_words` as a config reads them.
     #[derive(Debug, serde::Deserialize)]

@@ -48,7 +48,7 @@ pub enum PoolError {
         available: String,
     },
     /// The pool violates a rule (empty, duplicate ids, bad covariate...).
-    #[error("pool {pool_id:?}: {msg}")]
+    #[error("pool {}: {msg}", shown_id(pool_id))]
     Invalid {
         /// Pool id.
         pool_id: String,
@@ -69,7 +69,7 @@ impl PoolError {
         match self {
             PoolError::Invalid { pool_id, msg } => {
                 let line = line_of(&pool_id).map(|l| format!(":{l}")).unwrap_or_default();
-                PoolError::InvalidIn(format!("{}{line}: pool {pool_id:?}: {msg}", path.display()))
+                PoolError::InvalidIn(format!("{}{line}: pool {}: {msg}", path.display(), shown_id(&pool_id)))
             }
             e => e,
         }
@@ -202,6 +202,9 @@ impl Pool {
                 )));
             }
             for (k, v) in &it.covariates {
+                if let Some(p) = id_problem(k) {
+                    return Err(bad(format!("item {:?}: its covariate name {p}", it.id)));
+                }
                 if !v.is_finite() {
                     return Err(bad(format!("item {:?}: covariate {k:?} = {v} is not finite", it.id)));
                 }
@@ -617,9 +620,9 @@ impl Covariates {
 pub fn id_problem(id: &str) -> Option<String> {
     let n = id.chars().count();
     if n > MAX_ID_CHARS {
-        let head: String = id.chars().take(24).collect();
         return Some(format!(
-            "{head:?}… is {n} characters long; ids are columns of the tables and names in the reports: at most {MAX_ID_CHARS} characters (a text pasted as the id?)"
+            "{} is {n} characters long; ids are columns of the tables and names in the reports: at most {MAX_ID_CHARS} characters (a text pasted as the id?)",
+            shown_id(id)
         ));
     }
     if id.contains('`') {
@@ -635,6 +638,16 @@ pub fn id_problem(id: &str) -> Option<String> {
         id,
         u32::from(bad)
     ))
+}
+
+/// An id as messages quote it: whole (`"M12"`), or its first 24 characters and `…` for an id
+/// longer than [`MAX_ID_CHARS`] (one that is refused for that, and would fill the terminal).
+pub fn shown_id(id: &str) -> String {
+    if id.chars().count() > MAX_ID_CHARS {
+        format!("{:?}…", id.chars().take(24).collect::<String>())
+    } else {
+        format!("{id:?}")
+    }
 }
 
 /// The longest id (item, base, system or pool), in characters: ids are table columns, padded to
