@@ -69,6 +69,22 @@ fn tutorial_audit_reproduces_the_tutorial_and_reruns_for_free() {
     let says = "queries: 34 (3 new, 0 cached, 0 failed, 31 not sent: budget.max_comparisons reached)";
     assert!(text(&out).contains(says), "{}", text(&out));
     assert_eq!(audit_json(dir.path(), "capped")["queries"]["unsent_because"], "budget.max_comparisons");
+
+    // A priced judge whose books pass a lowered max_usd: the cached audit is read, as it costs
+    // nothing (it was refused: "needs 0 new queries with a worst-case cost of $-0.0000").
+    let priced = write(
+        dir.path(),
+        "priced.yaml",
+        &format!(
+            "name: priced\nout_dir: runs\njudge:\n  mock: {{mode: deterministic, pos_bias: 1.0, verb_per_word: 0.02, input_usd_per_mtok: 100, output_usd_per_mtok: 100}}\npairs: {}\n",
+            root().join("data/tutorial_pairs.jsonl").display()
+        ),
+    );
+    let out = run_bin(dir.path(), &["audit", priced.to_str().unwrap(), "--max-usd", "1"]);
+    assert!(out.status.success() && text(&out).contains("(34 new, 0 cached, 0 failed)"), "{}", text(&out));
+    let out = run_bin(dir.path(), &["audit", priced.to_str().unwrap(), "--max-usd", "0.001"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("queries: 34 (0 new, 34 cached, 0 failed)"), "{}", text(&out));
 }
 
 #[test]

@@ -581,6 +581,11 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert!((f["other_usd"].as_f64().unwrap() - trusted).abs() < 1e-12, "{f}");
     assert!(text(&out).contains("of it not for this run's verdicts: $"), "{}", text(&out));
     assert!(text(&out).contains(" for the gate's trusted judge)"), "{}", text(&out));
+    // Again below what the books hold: the gate's trusted verdicts are all cached, so it runs
+    // (it was refused: "the gate's 0 trusted queries could cost up to $0 … has $0 left").
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--max-usd", "0.001"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(json(&dir.path().join("runs/paid/gate.json"))["trusted_spend_usd"], g["trusted_spend_usd"]);
 }
 
 #[test]
