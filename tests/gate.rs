@@ -581,6 +581,11 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert!((f["other_usd"].as_f64().unwrap() - trusted).abs() < 1e-12, "{f}");
     assert!(text(&out).contains("of it not for this run's verdicts: $"), "{}", text(&out));
     assert!(text(&out).contains(" for the gate's trusted judge)"), "{}", text(&out));
+    // report.md says it as the summary does (it held the run's verdicts' spend alone).
+    let line = text(&out).lines().find(|l| l.starts_with("run folder: its books hold")).unwrap().to_owned();
+    assert!(run_bin(dir.path(), &["report", "runs/paid"]).status.success());
+    let md = std::fs::read_to_string(dir.path().join("runs/paid/report.md")).unwrap();
+    assert!(md.contains(&line.replace('$', "\\$")) || md.contains(&line), "{line}\n{md}");
     // Again below what the books hold: the gate's trusted verdicts are all cached, so it runs
     // (it was refused: "the gate's 0 trusted queries could cost up to $0 … has $0 left").
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--max-usd", "0.001"]);

@@ -332,6 +332,9 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     for part in crate::report::summary::spend_includes(r) {
         facts.push(format!("spend {} includes {part}", crate::report::table::usd(r.spend_usd)));
     }
+    // What the folder's books hold beside the run's verdicts (a gate's trusted judge: often
+    // most of the money), as the summary says it.
+    facts.extend(crate::report::summary::folder_line(&r.folder_spend));
     facts.extend(crate::report::summary::budget_passed(
         r.folder_spend.spend_usd,
         r.folder_spend.max_usd,

@@ -51,6 +51,26 @@ pub fn budget_left(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) -> Op
     ))
 }
 
+/// What the run folder's books hold beside this run's verdicts (a gate's trusted judge, the
+/// fingerprint checks, earlier settings), against max_usd; `None` when they hold nothing else.
+/// The summary and report.md/report.html say the same.
+pub fn folder_line(f: &super::schema::FolderSpend) -> Option<String> {
+    (f.other_usd > 0.0).then(|| {
+        format!(
+            "run folder: its books hold {} in all{} ({} of it not for this run's verdicts: {}){}",
+            usd(f.spend_usd),
+            f.max_usd.map(|m| format!(" of max_usd {}", usd(m))).unwrap_or_default(),
+            usd(f.other_usd),
+            other_spend_parts(f.other_usd, f.fingerprint_usd, f.gate_trusted_usd, &usd),
+            if f.possibly_billed > 0 && f.possibly_billed_usd > 0.0 {
+                format!("; {} request(s) booked as possibly billed, {}", f.possibly_billed, usd(f.possibly_billed_usd))
+            } else {
+                String::new()
+            }
+        )
+    })
+}
+
 /// What a run's spend holds besides the verdicts' billed tokens, one clause each: requests
 /// booked as possibly billed (at their worst case, USD) and queries in an open batch job (at
 /// their reservation, USD). The summary and report.md/report.html say the same.
@@ -117,21 +137,8 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
         let _ = writeln!(s, "stopped at the budget: {why}");
     }
     s.push_str(&certified_lines(r.k, &r.fit.reporting));
-    let f = &r.folder_spend;
-    if f.other_usd > 0.0 {
-        let _ = writeln!(
-            s,
-            "run folder: its books hold {} in all{} ({} of it not for this run's verdicts: {}){}",
-            usd(f.spend_usd),
-            f.max_usd.map(|m| format!(" of max_usd {}", usd(m))).unwrap_or_default(),
-            usd(f.other_usd),
-            other_spend_parts(f.other_usd, f.fingerprint_usd, f.gate_trusted_usd, &usd),
-            if f.possibly_billed > 0 && f.possibly_billed_usd > 0.0 {
-                format!("; {} request(s) booked as possibly billed, {}", f.possibly_billed, usd(f.possibly_billed_usd))
-            } else {
-                String::new()
-            }
-        );
+    if let Some(line) = folder_line(&r.folder_spend) {
+        let _ = writeln!(s, "{line}");
     }
     if let Some(o) = &r.overrun {
         let _ = writeln!(s, "{}", overrun_line(o));
