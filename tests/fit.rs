@@ -557,7 +557,7 @@ fn fit_of_a_run_folder_keeps_the_first_record_of_each_key() {
     assert!(stdout(&as_file).contains("55 valid verdicts"), "{}", stdout(&as_file));
     assert!(
         stderr(&as_file).contains(
-            "verdicts.jsonl: 5 records repeat the cache key of an earlier line with another verdict (line 51, key of line 11)"
+            "verdicts.jsonl: 5 records of judge \"mock (stochastic, pos_bias 0.3, verb_per_word 0.01, temperature 0.25, seed 7)\" repeat the cache key of an earlier line with another verdict (line 51, key of line 11)"
         ),
         "{}",
         stderr(&as_file)

@@ -166,7 +166,7 @@ fn read_verdict_lines_but(
     let mut repeats: Vec<(usize, usize)> = Vec::new();
     // Each cache key → its first line and verdict; later records of the key with another verdict.
     let mut keyed: std::collections::HashMap<String, (usize, Option<u64>)> = std::collections::HashMap::new();
-    let mut conflicts: Vec<(usize, usize)> = Vec::new();
+    let mut conflicts: Vec<(usize, usize, Option<String>)> = Vec::new();
     let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     for (ln, part) in parts.iter().enumerate() {
         let line_no = ln + 1;
@@ -248,7 +248,8 @@ fn read_verdict_lines_but(
         if let Some(k) = key {
             let (first, y0) = *keyed.entry(k.to_owned()).or_insert((line_no, y.map(f64::to_bits)));
             if first != line_no && y0 != y.map(f64::to_bits) {
-                conflicts.push((line_no, first));
+                let judge = obj.get("judge").and_then(|j| j.as_str()).map(str::to_owned);
+                conflicts.push((line_no, first, judge));
             }
         }
         out.push(VerdictLine {
@@ -280,14 +281,14 @@ fn read_verdict_lines_but(
     }
     // A cache key is one query, of which a run stores one verdict (and `fit RUN` fits the first
     // record of each key): other verdicts under one key are said, not fitted silently.
-    if let Some((line, first)) = conflicts.first().filter(|_| repeats_fitted) {
+    if let Some((line, first, judge)) = conflicts.first().filter(|_| repeats_fitted) {
+        // Named by judge: with --judge, another judge's records are not fitted at all.
+        let of = judge.as_deref().map(|j| format!(" of judge {j:?}")).unwrap_or_default();
         warnings.push(format!(
-            "{}: {} the cache key of an earlier line with another verdict (line {line}, key of line {first}): one query answered twice (samples of merged runs?); each is fitted as a verdict of its own, where a run folder fits the first record of each key",
+            "{}: {}{of} {} the cache key of an earlier line with another verdict (line {line}, key of line {first}): one query answered twice (samples of merged runs?); where that judge is fitted, each is fitted as a verdict of its own, where a run folder fits the first record of each key",
             path.display(),
-            match conflicts.len() {
-                1 => "1 record repeats".to_owned(),
-                n => format!("{n} records repeat"),
-            }
+            crate::domain::fmt::count(conflicts.len(), "record"),
+            if conflicts.len() == 1 { "repeats" } else { "repeat" }
         ));
     }
     Ok((out, warnings))

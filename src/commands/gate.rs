@@ -552,7 +552,7 @@ pub fn apply_report(
     }
     if g.trusted_spend_usd > 0.0 {
         notes.push(format!(
-            "the gate's trusted judge has cost {} (counted in the run's budget.max_usd)",
+            "the trusted verdicts this gate used cost {} (paid by this gate or an earlier one of the run; the folder's books count each once against budget.max_usd)",
             crate::report::table::usd(g.trusted_spend_usd)
         ));
     }
