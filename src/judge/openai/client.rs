@@ -177,7 +177,7 @@ impl OpenAiJudge {
         // Client::build installs async-openai's retrying executor; with_http_service replaces it
         // with ours (no retry layer), so only crate::judge::openai::retry retries (async-openai's default client retries on its own).
         let client = Client::build(http.clone(), oa).with_http_service(svc);
-        let secrets = key.iter().map(|k| k.expose().to_owned()).chain(secret::env_secrets()).collect();
+        let secrets = secret::credentials(key.as_ref());
         Ok(Self {
             limits: RateLimits::new(cfg.requests_per_minute, cfg.tokens_per_minute),
             in_flight: InFlightLimit::new(cfg.concurrency),

@@ -734,7 +734,5 @@ pub(super) fn longest_pair(pool: &Pool) -> (usize, usize) {
 /// config builds the cache keys of its verdicts.
 fn shown_url(url: &str, api_key_env: &str) -> String {
     let key = Secret::from_env(api_key_env.trim());
-    let env = super::secret::env_secrets();
-    let secrets: Vec<&str> = key.iter().map(Secret::expose).chain(env.iter().map(String::as_str)).collect();
-    super::secret::redact_secrets(&super::secret::redact_url(url), &secrets, "***")
+    super::secret::redact_credentials(&super::secret::redact_url(url), key.as_ref(), "***")
 }

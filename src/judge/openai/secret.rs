@@ -62,9 +62,19 @@ impl Secret {
 /// `text` as a run folder stores it: the API key (`key`) and the values of credential-named
 /// environment variables ([`env_secrets`]) written `redacted-api-key` ([`redact_secrets`]).
 pub fn for_disk(text: &str, key: Option<&Secret>) -> String {
-    let env = env_secrets();
-    let secrets: Vec<&str> = key.iter().map(|k| k.expose()).chain(env.iter().map(String::as_str)).collect();
-    redact_secrets(text, &secrets, "redacted-api-key")
+    redact_credentials(text, key, "redacted-api-key")
+}
+
+/// The credentials a judge's texts are kept free of: its API key (`key`) and the values of
+/// credential-named environment variables ([`env_secrets`]). Not to be shown or stored.
+pub fn credentials(key: Option<&Secret>) -> Vec<String> {
+    key.iter().map(|k| k.expose().to_owned()).chain(env_secrets()).collect()
+}
+
+/// `text` with the [`credentials`] of `key` replaced by `replacement` ([`redact_secrets`]).
+pub fn redact_credentials(text: &str, key: Option<&Secret>, replacement: &str) -> String {
+    let all = credentials(key);
+    redact_secrets(text, &all.iter().map(String::as_str).collect::<Vec<_>>(), replacement)
 }
 
 /// `text` with every stretch of each of `secrets` that [`Secret::redact`] finds (whole, a
