@@ -776,6 +776,46 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
     }
 }
 
+/// A run folder whose gate's trusted judge has credentials in its base_url (stored `***`): `gate
+/// RUN` decides again from the cached trusted verdicts, sending nothing (it was refused, as if a
+/// query were needed); once one of them is missing it is refused, naming the redacted URL, and
+/// still sends nothing.
+#[test]
+fn a_gate_of_a_folder_with_a_redacted_trusted_url_runs_on_its_cached_verdicts() {
+    let fake = billing(3);
+    let dir = tempfile::tempdir().unwrap();
+    let trusted = fake.base_url.replace("http://", "http://alice:pw-gate-s3cr3t-5@");
+    let gate = format!(
+        "gate:\n  anchors: 2\n  trusted:\n    openai:\n      base_url: {trusted}\n      model: fake-trusted\n      fingerprint:\n        queries: 0\n      api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n      api_key_required: false\n      prompt: prompts/test.j2\n      max_tokens: 64\n      price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\n"
+    );
+    let cfg = live(dir.path(), "gated", &fake.base_url, "", "", "  max_comparisons: 12\n  max_usd: 1\n");
+    let yaml = std::fs::read_to_string(&cfg).unwrap() + &gate;
+    std::fs::write(&cfg, yaml).unwrap();
+    let out = run(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let folder = dir.path().join("runs/gated");
+    let trusted_file = folder.join("trusted_verdicts.jsonl");
+    assert_eq!(lines(&trusted_file).len(), 4, "2 anchors in both orders");
+    let first = json(&folder.join("gate.json"));
+    let saved = std::fs::read_to_string(folder.join("config.yaml")).unwrap();
+    assert!(saved.contains("base_url: http://***@127.0.0.1:") && !saved.contains("pw-gate-s3cr3t-5"), "{saved}");
+    let sent = fake.requests().len();
+    let out = run_bin(dir.path(), &["gate", "runs/gated"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(fake.requests().len(), sent, "every trusted verdict is cached: nothing sent");
+    let again = json(&folder.join("gate.json"));
+    assert_eq!(again["decision"], first["decision"]);
+    assert_eq!(again["anchors"], first["anchors"]);
+    assert!(!text(&out).contains("pw-gate-s3cr3t-5"), "{}", text(&out));
+    // One trusted verdict gone: a query is needed, and a `***` URL is never sent to.
+    let kept: Vec<String> = lines(&trusted_file)[1..].iter().map(Value::to_string).collect();
+    std::fs::write(&trusted_file, kept.join("\n") + "\n").unwrap();
+    let out = run_bin(dir.path(), &["gate", "runs/gated"]);
+    let t = text(&out);
+    assert!(!out.status.success() && t.contains("gate.trusted: judge.openai.base_url: holds `***`"), "{t}");
+    assert_eq!(fake.requests().len(), sent);
+}
+
 /// A gateway's token expanded into the base_url's path from an environment variable named like
 /// a credential (`${GW_TOKEN}`), and the API key itself in the path: neither is shown or written
 /// (the path was shown and stored as given), and the run folder's config.yaml (`/***/v1`) still

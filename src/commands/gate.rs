@@ -5,7 +5,7 @@
 
 use super::run_folder::{RunFolderError, bias_covariates, io_err, run_verdicts};
 use crate::analysis::gate::{self, Anchor, fit_naive_and_corrected};
-use crate::config::judge::make_judge;
+use crate::config::judge::{judge_info, make_judge};
 use crate::config::run::{Config, GateConfig, LabelSource};
 use crate::domain::pool::Pool;
 use crate::judge::Judge;
@@ -107,13 +107,16 @@ fn first_items(pool: &Pool) -> Vec<usize> {
 /// `trusted_intents.jsonl` in `dir`, and `max_usd` (the run's `budget.max_usd`) bounds everything
 /// the folder's books hold, the run's and the trusted judge's together, enforced in flight.
 /// Returns, per anchor, (y with corrected_prefers first, y with naive_prefers first) and the
-/// total spend of these verdicts.
+/// total spend of these verdicts. `info` gives the cache keys and worst cases; the judge itself
+/// (its HTTP client) is built by `make` only when a query is to be sent, so a gate whose trusted
+/// verdicts are all cached runs from a run folder's copy of the config (its URL credentials `***`).
 ///
 /// # Errors
 /// [`RunFolderError::Judge`] for the first failed query: nothing more is sent, and the requests in
-/// flight are waited for and booked first.
+/// flight are waited for and booked first. What `make` returns when the judge cannot be built.
 async fn trusted_verdicts(
-    judge: Arc<dyn Judge>,
+    info: Arc<dyn crate::judge::JudgeInfo>,
+    make: impl FnOnce() -> Result<Arc<dyn Judge>, RunFolderError>,
     pool: &Pool,
     anchors: &[Anchor],
     dir: &Path,
@@ -124,7 +127,7 @@ async fn trusted_verdicts(
     // human preferences over many prompts): each anchor is asked on the first prompt where its
     // two systems have a recorded verdict, in the recorded orders only.
     let answerable: Option<std::collections::HashSet<(usize, usize)>> =
-        judge.answerable(pool).map(|v| v.into_iter().collect());
+        info.answerable(pool).map(|v| v.into_iter().collect());
     let pick = |c: usize, n: usize| -> (usize, usize) {
         let Some(rec) = &answerable else { return (first[c], first[n]) };
         let mut hits: Vec<(usize, usize)> = rec
@@ -160,13 +163,13 @@ async fn trusted_verdicts(
     let pending: Vec<(usize, usize)> = queries
         .iter()
         .copied()
-        .filter(|&(a, b)| asked(a, b) && books.log().get(&judge.cache_key(&pool, a, b)).is_none())
+        .filter(|&(a, b)| asked(a, b) && books.log().get(&info.cache_key(&pool, a, b)).is_none())
         .collect();
-    let max_usd = max_usd.filter(|_| judge.has_price());
+    let max_usd = max_usd.filter(|_| info.has_price());
     let (mut budget, folder) = Budget::for_folder(dir, None, max_usd, 0)?;
     if let Some(max) = max_usd {
         let left = max - folder.total_usd();
-        let worst: f64 = pending.iter().map(|&(a, b)| judge.worst_case_usd(&pool, a, b)).sum();
+        let worst: f64 = pending.iter().map(|&(a, b)| info.worst_case_usd(&pool, a, b)).sum();
         // Nothing to send costs nothing: a gate of cached trusted verdicts runs whatever is left.
         if !pending.is_empty() && worst > left + 1e-12 {
             return Err(RunFolderError::Invalid(format!(
@@ -177,24 +180,28 @@ async fn trusted_verdicts(
             )));
         }
     }
-    let mut disp: Dispatcher<()> = Dispatcher::new(judge.clone(), books);
-    let todo = pending.into_iter().map(|(a, b)| (pool.clone(), a, b, ()));
-    let report = disp
-        .dispatch_all(todo, &mut budget, 8, |s| match s.outcome {
-            DispatchOutcome::Failed(_) => Flow::Stop,
-            DispatchOutcome::Verdict { .. } => Flow::Continue,
-        })
-        .await?;
-    let bought = report.settled.len();
-    if let Some(s) = report.settled.into_iter().find(|s| matches!(s.outcome, DispatchOutcome::Failed(_))) {
-        let DispatchOutcome::Failed(source) = s.outcome else { unreachable!("matched above") };
-        return Err(RunFolderError::Judge { a: pool.items[s.a].id.clone(), b: pool.items[s.b].id.clone(), source });
-    }
-    let books = disp.close().await?;
+    let (books, bought) = if pending.is_empty() {
+        (books, 0)
+    } else {
+        let mut disp: Dispatcher<()> = Dispatcher::new(make()?, books);
+        let todo = pending.into_iter().map(|(a, b)| (pool.clone(), a, b, ()));
+        let report = disp
+            .dispatch_all(todo, &mut budget, 8, |s| match s.outcome {
+                DispatchOutcome::Failed(_) => Flow::Stop,
+                DispatchOutcome::Verdict { .. } => Flow::Continue,
+            })
+            .await?;
+        let bought = report.settled.len();
+        if let Some(s) = report.settled.into_iter().find(|s| matches!(s.outcome, DispatchOutcome::Failed(_))) {
+            let DispatchOutcome::Failed(source) = s.outcome else { unreachable!("matched above") };
+            return Err(RunFolderError::Judge { a: pool.items[s.a].id.clone(), b: pool.items[s.b].id.clone(), source });
+        }
+        (disp.close().await?, bought)
+    };
     let log = books.log();
     let mut spend = 0.0;
     let mut ys = Vec::with_capacity(anchors.len());
-    let get = |(a, b): (usize, usize)| log.get(&judge.cache_key(&pool, a, b)).cloned();
+    let get = |(a, b): (usize, usize)| log.get(&info.cache_key(&pool, a, b)).cloned();
     for pair in queries.chunks(2) {
         // An order the trusted judge cannot answer (unrecorded) has no verdict; the other one
         // labels the anchor alone.
@@ -316,9 +323,11 @@ pub async fn gate_for(
     let source = g.source().map_err(|e| RunFolderError::Invalid(e.to_string()))?;
     let (probs, label_source, spend): (Vec<Option<f64>>, String, f64) = match source {
         LabelSource::Trusted(t) => {
-            let judge = make_judge(t).map_err(|m| RunFolderError::Invalid(format!("gate.trusted: {m}")))?;
-            let desc = judge.describe();
-            let (ys, spend) = trusted_verdicts(judge, pool, &anchors, &dir, cfg.raw.budget.max_usd).await?;
+            let setup = |m: crate::judge::setup::JudgeSetupError| RunFolderError::Invalid(format!("gate.trusted: {m}"));
+            let info = judge_info(t).map_err(setup)?;
+            let desc = info.describe();
+            let make = || make_judge(t).map_err(setup);
+            let (ys, spend) = trusted_verdicts(info, make, pool, &anchors, &dir, cfg.raw.budget.max_usd).await?;
             let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
             (probs, format!("trusted judge {desc}, both orders"), spend)
         }
