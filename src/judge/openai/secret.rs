@@ -419,10 +419,25 @@ fn replace_each(text: &str, secrets: &[String], min_len: usize, replacement: &st
 }
 
 /// `text` with the credentials of every URL in it redacted ([`redact_url`]): a command-line
-/// argument that holds a `base_url`, shown in a message.
+/// argument that holds a `base_url`, shown in a message. A URL ends at white space, quotes,
+/// brackets and commas, but not at the braces of an environment reference (`${GW_TOKEN}`).
 pub fn redact_urls_in(text: &str) -> String {
+    let mut tokens = Vec::new();
+    let (mut start, mut in_var, mut prev) = (0, false, '\0');
+    for (i, c) in text.char_indices() {
+        if c == '{' && prev == '$' {
+            in_var = true;
+        } else if c == '}' && in_var {
+            in_var = false;
+        } else if c.is_whitespace() || "\"'{}[],".contains(c) {
+            tokens.push(&text[start..i]);
+            start = i + c.len_utf8();
+        }
+        prev = c;
+    }
+    tokens.push(&text[start..]);
     let mut secrets = Vec::new();
-    for token in text.split(|c: char| c.is_whitespace() || "\"'{}[],".contains(c)) {
+    for token in tokens {
         if let Some(at) = token.find("://") {
             // The URL starts at its scheme (`key=http://…`).
             let start = token[..at].rfind(|c: char| !c.is_ascii_alphanumeric()).map_or(0, |i| i + 1);
@@ -654,6 +669,15 @@ mod tests {
             "--set judge.openai={base_url: 'htp://***:***@h/v1', model: m}"
         );
         assert_eq!(redact_urls_in("--set k=3"), "--set k=3");
+        // An environment reference in a credential's value is part of it (`***{GW}` was shown).
+        assert_eq!(
+            redact_urls_in("--base-url http://127.0.0.1:65536/v1?Authorization=Bearer%20${GW}"),
+            "--base-url http://127.0.0.1:65536/v1?Authorization=***"
+        );
+        assert_eq!(
+            redact_urls_in("--set judge.openai={base_url: 'http://h/${GW}/v1?token=t0k3n', model: m}"),
+            "--set judge.openai={base_url: 'http://h/${GW}/v1?token=***', model: m}"
+        );
     }
 
     #[test]
