@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 #[serde(deny_unknown_fields)]
 pub struct SynthSpec {
     /// Number of bases N (items: N, or 2N when paired).
+    #[serde(deserialize_with = "crate::domain::serde_words::whole")]
     pub n: usize,
     /// ρ = corr(θ, x) before z-scoring (unpaired pools).
     #[serde(default)]
@@ -38,7 +39,7 @@ pub struct SynthSpec {
     #[serde(default)]
     pub paired: bool,
     /// Seed of θ, x and the verdict draws.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub seed: u64,
 }
 

@@ -36,14 +36,14 @@ pub struct AuditPoolRef {
     /// The content-free rendering each answer is probed against (`elaborated` or `markdown`).
     pub transform: RenderKind,
     /// Probe at most this many items, in pool order (default: all).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::opt_whole")]
     pub max_items: Option<usize>,
     /// Also draw this many item pairs for the swap test and order averaging (default 0: the swap
     /// test then runs on the probes).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub pairs: usize,
     /// Seed of the pair draw.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub seed: u64,
 }
 

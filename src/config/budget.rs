@@ -12,7 +12,11 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct BudgetConfig {
     /// Maximum verdicts stored.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::domain::serde_words::opt_whole"
+    )]
     pub max_comparisons: Option<u64>,
     /// Maximum spend in USD.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -111,7 +111,7 @@ pub struct RawFrozen {
     #[serde(default)]
     pub design: DesignKind,
     /// Worker threads (0 = all cores).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub threads: usize,
 }
 

@@ -910,12 +910,17 @@ mod tests {
         for (arg, msg) in [
             (
                 "judges=[{name: a, mock: {seed: 1}}, {name: b, mock: {seed: [1]}}]",
-                "judges[1].mock.seed: expected a single value",
+                "judges[1].mock.seed: expected a whole number ≥ 0, found a list",
             ),
             ("judges=[{name: a, mock: {seed: 1}}, [{name: b}]]", "judges[1]: expected a mapping of keys"),
             // A list entry set whole: the key inside it, not the first key of the wrong value.
-            ("judges.1={name: a, mock: {seed: [1]}}", "judges[1].mock.seed: expected a single value"),
-            ("judges.1.mock={seed: {a: 1}}", "judges[1].mock.seed: expected a single value"),
+            ("judges.1={name: a, mock: {seed: [1]}}", "judges[1].mock.seed: expected a whole number ≥ 0, found a list"),
+            ("judges.1.mock={seed: {a: 1}}", "judges[1].mock.seed: expected a whole number ≥ 0, found a mapping"),
+            // A count read by its own visitor: the parser points at its key, not its value.
+            (
+                "judges.1.mock={temperature: 0.2, seed: [1]}",
+                "judges[1].mock.seed: expected a whole number ≥ 0, found a list",
+            ),
         ] {
             let e = read_document_with::<crate::config::run::RawConfig>(&panel, &[Override::parse(arg).unwrap()])
                 .unwrap_err()

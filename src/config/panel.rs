@@ -17,12 +17,13 @@ use std::path::{Path, PathBuf};
 #[serde(deny_unknown_fields)]
 pub struct SynthPanelPools {
     /// Items per pool N (one per base).
+    #[serde(deserialize_with = "crate::domain::serde_words::whole")]
     pub n: usize,
     /// Pools.
     #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub count: usize,
     /// Seed of the first pool (pool i uses `seed + i`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub seed: u64,
     /// corr(θ, words) before z-scoring.
     #[serde(default)]
@@ -37,7 +38,7 @@ pub struct SynthPanelPools {
     #[serde(default = "d_words_sd")]
     pub words_sd: f64,
     /// Words of the task every query shows (default 400).
-    #[serde(default = "d_task_words")]
+    #[serde(default = "d_task_words", deserialize_with = "crate::domain::serde_words::whole")]
     pub task_words: usize,
 }
 
@@ -63,7 +64,11 @@ pub struct PanelPools {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
     /// Use the first this many pools of the file (default all).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::domain::serde_words::opt_whole"
+    )]
     pub limit: Option<usize>,
     /// Synthetic pools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,7 +96,7 @@ pub struct PanelSection {
     /// The judges, at least two names, at most one trusted.
     pub judges: Vec<PanelJudgeSpec>,
     /// Trusted anchors of the "gate" arm per seed, spread over all pools (default 40).
-    #[serde(default = "d_anchors")]
+    #[serde(default = "d_anchors", deserialize_with = "crate::domain::serde_words::whole")]
     pub gate_anchors: usize,
     /// Level α of the gate's sign test (default 0.05).
     #[serde(default = "d_alpha")]
@@ -102,7 +107,7 @@ pub struct PanelSection {
     /// Pairs per seed, spread over all pools and asked of every judge in both orders, from
     /// which each judge's κ_j and c_j are learned and carried into every pool's panel as its
     /// prior (the "panel+carried" arm; their cost shared by the pools). 0 (default): no such arm.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub prior_anchors: usize,
 }
 
@@ -145,7 +150,7 @@ pub struct PanelSweep {
     /// The panel.
     pub panel: PanelSection,
     /// Worker threads (0 = all cores).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub threads: usize,
 }
 

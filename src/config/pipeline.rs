@@ -28,12 +28,13 @@ pub struct Latency {
 #[serde(deny_unknown_fields)]
 pub struct Pools {
     /// Bases per pool, N.
+    #[serde(deserialize_with = "crate::domain::serde_words::whole")]
     pub n: usize,
     /// Pools; replicate i uses pool seed `seed + i`.
     #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
     pub count: usize,
     /// Seed of the first pool.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub seed: u64,
     /// corr(θ, x).
     pub rho: f64,
@@ -62,7 +63,11 @@ pub struct Variant {
     pub round_size: Option<usize>,
     /// Pipelined: picks made ahead of a free slot (default 0, at most `concurrency`, as in
     /// `topk-judge run`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::domain::serde_words::opt_whole"
+    )]
     pub write_ahead: Option<usize>,
 }
 
@@ -129,7 +134,7 @@ pub struct PipelineSweep {
     /// Latency and dispatch settings.
     pub pipeline: PipelineSection,
     /// Worker threads (0 = all cores).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub threads: usize,
 }
 

@@ -264,7 +264,11 @@ pub struct AcquisitionConfig {
     /// their intents are fsynced before a slot frees, and each is sent the moment a reply comes
     /// back. After a kill they are booked as possibly billed like the requests in flight
     /// (docs/live.md, "Concurrency").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::domain::serde_words::opt_whole"
+    )]
     pub write_ahead: Option<usize>,
     /// `dispatch: batch` only: queries per round, each round one provider batch job (default
     /// 64; docs/live.md, "Batch dispatch"). The model refits after every round.
@@ -279,7 +283,7 @@ pub struct AcquisitionConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub poll_s: Option<f64>,
     /// Seed of every random choice (tie-breaks, Monte Carlo, shuffles).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub seed: u64,
     /// Monte-Carlo draws S for top-k membership (default 1000).
     #[serde(

@@ -119,13 +119,13 @@ impl<'de> Deserialize<'de> for SweepBudget {
 #[serde(deny_unknown_fields)]
 pub struct PoolGrid {
     /// Bases per pool, N (default 30).
-    #[serde(default = "d_n")]
+    #[serde(default = "d_n", deserialize_with = "crate::domain::serde_words::whole")]
     pub n: usize,
     /// Pools per grid cell (default 200).
     #[serde(deserialize_with = "crate::domain::serde_words::at_least_one", default = "d_count")]
     pub count: usize,
     /// Replicate i uses pool seed `seed + i` (default 0).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub seed: u64,
     /// corr(θ, x) values (default `[0]`).
     #[serde(default = "d_rho")]
@@ -252,7 +252,7 @@ pub struct RawSweep {
     #[serde(default)]
     pub profile: bool,
     /// Worker threads (0 = all cores).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub threads: usize,
 }
 
@@ -384,6 +384,7 @@ fn check_grid(g: &PoolGrid) -> Result<(), InvalidSetting> {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     /// Number of bases M per synthetic pool.
+    #[serde(deserialize_with = "crate::domain::serde_words::whole")]
     pub n: usize,
     /// corr(θ, x).
     pub rho: f64,

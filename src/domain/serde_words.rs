@@ -68,7 +68,34 @@ pub fn invalid_type<'a>(msg: &'a str, words: &Vocabulary) -> Option<InvalidType<
 /// # Errors
 /// A negative, fractional, text or too large value.
 pub fn at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<T, D::Error> {
-    d.deserialize_any(AtLeastOne(std::marker::PhantomData))
+    d.deserialize_any(WholeNumber { rule: 1, _type: std::marker::PhantomData })
+}
+
+/// Deserialize a count or a seed that may be 0 (a number of retries, a seed, `max_comparisons`):
+/// written as every other number of a config may be (`120.0`, `1e3`, `"120"`), and refused in
+/// the tool's words ("expected a whole number ≥ 0, found \"-1\""). Use with
+/// `#[serde(deserialize_with = …)]`.
+///
+/// # Errors
+/// A negative, fractional, text or too large value.
+pub fn whole<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<T, D::Error> {
+    d.deserialize_any(WholeNumber { rule: 0, _type: std::marker::PhantomData })
+}
+
+/// [`whole`] for a setting that may be left out or null (`Option<u64>`, with
+/// `#[serde(default)]`).
+///
+/// # Errors
+/// As [`whole`].
+pub fn opt_whole<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<Option<T>, D::Error> {
+    /// One count, read by [`whole`].
+    struct One<T>(T);
+    impl<'de, T: Count> serde::Deserialize<'de> for One<T> {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            whole(d).map(One)
+        }
+    }
+    Ok(<Option<One<T>> as serde::Deserialize>::deserialize(d)?.map(|o| o.0))
 }
 
 /// [`at_least_one`] for a setting that may be left out (`Option<usize>`, with
@@ -99,32 +126,45 @@ impl Count for usize {
 impl Count for u32 {
     const MAX: u64 = u32::MAX as u64;
 }
-
-struct AtLeastOne<T>(std::marker::PhantomData<T>);
-
-fn refuse<E: serde::de::Error>(found: &dyn std::fmt::Display) -> E {
-    E::custom(format!("expected a whole number ≥ 1, found \"{found}\""))
+impl Count for u64 {
+    const MAX: u64 = u64::MAX;
+}
+impl Count for u8 {
+    const MAX: u64 = u8::MAX as u64;
 }
 
-impl<T: Count> serde::de::Visitor<'_> for AtLeastOne<T> {
+/// Reads a whole number ≥ 0 of type `T`; `rule` is the least value the setting takes (0 or 1),
+/// said in the message of a value refused (a 0 under a rule of 1 is left to the setting's check).
+struct WholeNumber<T> {
+    rule: u64,
+    _type: std::marker::PhantomData<T>,
+}
+
+impl<T> WholeNumber<T> {
+    fn refuse<E: serde::de::Error>(&self, found: &dyn std::fmt::Display) -> E {
+        E::custom(format!("expected a whole number ≥ {}, found \"{found}\"", self.rule))
+    }
+}
+
+impl<T: Count> serde::de::Visitor<'_> for WholeNumber<T> {
     type Value = T;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a whole number ≥ 1")
+        write!(f, "a whole number ≥ {}", self.rule)
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
         T::try_from(v).map_err(|_| E::custom(format!("{v} is too large (at most {})", T::MAX)))
     }
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
-        u64::try_from(v).map_err(|_| refuse(&v)).and_then(|v| self.visit_u64(v))
+        u64::try_from(v).map_err(|_| self.refuse(&v)).and_then(|v| self.visit_u64(v))
     }
     /// A whole number written as a float (`1e6`, `200.0`) is that number.
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
-        if v >= 1.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
+        if v >= 0.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
             self.visit_u64(v as u64)
         } else if v.is_finite() && v.fract() == 0.0 && v > 0.0 {
             Err(E::custom(format!("{v:e} is too large (at most {})", T::MAX.min(1 << 53))))
         } else {
-            Err(refuse(&v))
+            Err(self.refuse(&v))
         }
     }
     /// A number in quotes (`k: "3"`) is that number, as the parser takes it for every other
@@ -133,7 +173,7 @@ impl<T: Count> serde::de::Visitor<'_> for AtLeastOne<T> {
         match (v.trim().parse::<u64>(), v.trim().parse::<f64>()) {
             (Ok(n), _) => self.visit_u64(n),
             (_, Ok(x)) if x.is_finite() => self.visit_f64(x),
-            _ => Err(refuse(&v)),
+            _ => Err(self.refuse(&v)),
         }
     }
 }

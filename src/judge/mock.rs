@@ -31,10 +31,10 @@ pub struct MockConfig {
     #[serde(default = "d_temp")]
     pub temperature: f64,
     /// Seed of the keyed Bernoulli draws.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub seed: u64,
     /// Simulated latency per verdict, milliseconds (at most [`MAX_LATENCY_MS`], a minute).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::whole")]
     pub latency_ms: u64,
     /// Simulated price in USD per million prompt tokens (simulated usage: 1.3 tokens per word of
     /// task and answers, plus 60). Unset = free.

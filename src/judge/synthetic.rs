@@ -30,7 +30,11 @@ pub struct SyntheticJudgeConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     /// Seed of the keyed draws.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::domain::serde_words::opt_whole"
+    )]
     pub seed: Option<u64>,
     /// Covariate key read from the items (default `x`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

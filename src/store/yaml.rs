@@ -523,6 +523,7 @@ fn name_the_key(text: &str, msg: String) -> String {
         .filter(|k| !k.is_empty());
     if let Some((_, col)) = location(&msg) {
         let l = text.lines().nth(line - 1).unwrap_or("");
+        let col = if own_key.is_none() { flow_value_of_key_at(l, col).unwrap_or(col) } else { col };
         match &own_key {
             // In block style the line's own key is the one named.
             Some(k) if flow_scan(l, col).is_some() => {
@@ -537,6 +538,7 @@ fn name_the_key(text: &str, msg: String) -> String {
                 // at its first entry, whose key (or index) is not the one at fault.
                 None if flow_scan(l, col).is_none()
                     && !matches!(l.chars().nth(col.saturating_sub(1)), Some('{' | '['))
+                    && !key_of_block_list(text, line, &msg)
                     && msg
                         .lines()
                         .next()
@@ -554,6 +556,38 @@ fn name_the_key(text: &str, msg: String) -> String {
         Some(colon) if !path.is_empty() => format!("{} (key `{path}`){}", &msg[..colon], &msg[colon..]),
         _ => msg,
     }
+}
+
+/// Whether 1-based line `line` of `text` is a key alone on its line with a block list below
+/// (`refit_every:` then `- 1`) and `msg` says a list was found: a parser reading the value with
+/// its own visitor points at that key, which is the one at fault (its own reader points at the
+/// list's first entry).
+fn key_of_block_list(text: &str, line: usize, msg: &str) -> bool {
+    let Some(l) = text.lines().nth(line.saturating_sub(1)) else { return false };
+    let bare = l.split(" #").next().unwrap_or(l).trim();
+    let bare = bare.strip_prefix("- ").unwrap_or(bare);
+    let next = text.lines().skip(line).find(|n| !n.trim().is_empty() && !n.trim_start().starts_with('#'));
+    msg.lines().next().is_some_and(|f| f.ends_with("found a list"))
+        && bare.ends_with(':')
+        && !bare.contains(": ")
+        && next.is_some_and(|n| n.trim_start().starts_with("- ") || n.trim() == "-")
+}
+
+/// When 1-based column `col` of `line` starts a key whose value is a flow list or mapping on the
+/// same line (`seed: [1]`, `{refit_every: [1]}`), the column of that value: a parser reading the
+/// value with its own visitor points at the key, and the value is what is at fault.
+fn flow_value_of_key_at(line: &str, col: usize) -> Option<usize> {
+    let chars: Vec<char> = line.chars().collect();
+    let start = col.checked_sub(1)?;
+    let mut i = start;
+    while i < chars.len() && !matches!(chars[i], ':' | ' ' | '{' | '[' | ',' | '}' | ']') {
+        i += 1;
+    }
+    if i == start || chars.get(i) != Some(&':') {
+        return None;
+    }
+    let value = (i + 1..chars.len()).find(|&j| chars[j] != ' ')?;
+    matches!(chars[value], '[' | '{').then_some(value + 1)
 }
 
 /// The keys of the flow mappings (`{a: {b: …}}`) that enclose 1-based column `col` of `line`,
@@ -1228,6 +1262,58 @@ mod shape_words {
                 .contains("expected a single value (a number, a word or a quoted text), found a list")
         );
         assert!(e("judges: []\nk: [1e400]\n").contains("found a list"));
+    }
+
+    /// A count that may be 0 reads as every count of a config does: `120.0`, `1.2e2` and `"120"`
+    /// are 120 (`max_comparisons: 120.0` was refused while `k: 3.0` was taken), and a list in
+    /// its place names its own key (the key above it was named).
+    #[test]
+    fn a_count_that_may_be_zero_is_read_as_every_count_is() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Budget {
+            #[serde(default, deserialize_with = "crate::domain::serde_words::opt_whole")]
+            max_comparisons: Option<u64>,
+        }
+        #[derive(Debug, serde::Deserialize)]
+        struct Doc {
+            #[serde(deserialize_with = "crate::domain::serde_words::whole")]
+            seed: u64,
+            budget: Budget,
+        }
+        for v in ["120", "120.0", "1.2e2", "\"120\"", "'120'"] {
+            let d: Doc = from_str(&format!("seed: 0.0\nbudget:\n  max_comparisons: {v}\n")).unwrap();
+            assert_eq!((d.seed, d.budget.max_comparisons), (0, Some(120)), "{v}");
+        }
+        let d: Doc = from_str("seed: 7\nbudget:\n  max_comparisons: null\n").unwrap();
+        assert_eq!(d.budget.max_comparisons, None);
+        let e = |t: &str| from_str::<Doc>(t).unwrap_err().to_string();
+        // (The parser points at a scalar, and at the key of a list.)
+        for (v, col, found) in
+            [("-1", 20, "\"-1\""), ("12.5", 20, "\"12.5\""), ("abc", 20, "\"abc\""), ("[1]", 3, "a list")]
+        {
+            let m = e(&format!("seed: 1\nbudget:\n  max_comparisons: {v}\n"));
+            let want = format!(
+                "line 3 column {col} (key `budget.max_comparisons`): expected a whole number ≥ 0, found {found}"
+            );
+            assert!(m.starts_with(&want), "{v}: {m}");
+        }
+        // A list in block style, under its key: that key is named, not the one above it.
+        let m = e("seed: 1\nbudget:\n  max_comparisons:\n    - 1\n");
+        assert!(
+            m.starts_with("line 3 column 3 (key `budget.max_comparisons`): expected a whole number ≥ 0, found a list"),
+            "{m}"
+        );
+        let m = e("seed: 1\nbudget:\n  max_comparisons:\n    a: 1\n");
+        assert!(
+            m.starts_with(
+                "line 4 column 5 (key `budget.max_comparisons`): expected a whole number ≥ 0, found a mapping"
+            ),
+            "{m}"
+        );
+        let m = e("seed: [1]\nbudget: {}\n");
+        assert!(m.contains("(key `seed`): expected a whole number ≥ 0, found a list"), "{m}");
+        let m = e("seed: 1\nbudget:\n  max_comparisons: 1e30\n");
+        assert!(m.contains("1e30 is too large (at most 9007199254740992)"), "{m}");
     }
 
     #[test]

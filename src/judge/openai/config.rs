@@ -123,7 +123,7 @@ pub struct OpenAiConfig {
     #[serde(default = "d_timeout")]
     pub timeout_s: f64,
     /// Retries of one request on 429, 5xx, timeouts and connection errors (default 4).
-    #[serde(default = "d_retries")]
+    #[serde(default = "d_retries", deserialize_with = "crate::domain::serde_words::whole")]
     pub max_retries: usize,
     /// First backoff delay, seconds (default 0.5); doubles per retry, with full jitter.
     #[serde(default = "d_backoff_min")]
@@ -136,7 +136,7 @@ pub struct OpenAiConfig {
     pub retry_after_max_s: f64,
     /// Re-asks of an invalid reply (empty, refused, ambiguous, truncated, filtered) before it is
     /// stored as invalid (default 1).
-    #[serde(default = "d_invalid")]
+    #[serde(default = "d_invalid", deserialize_with = "crate::domain::serde_words::whole")]
     pub max_invalid_retries: u32,
     /// Requests in flight for this judge (default: `acquisition.concurrency` alone limits it).
     #[serde(default, deserialize_with = "crate::domain::serde_words::opt_at_least_one")]
@@ -162,10 +162,10 @@ pub struct OpenAiConfig {
     #[serde(default)]
     pub logprobs: bool,
     /// Alternatives per token when `logprobs` is on (1–20, default 5).
-    #[serde(default = "d_top")]
+    #[serde(default = "d_top", deserialize_with = "crate::domain::serde_words::whole")]
     pub top_logprobs: u8,
     /// Context window of the judge, tokens (default: unknown, only server errors detect overflow).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::domain::serde_words::opt_whole")]
     pub context_tokens: Option<u64>,
     /// Policy for prompts longer than the context (default `fail`).
     #[serde(default)]
@@ -190,7 +190,7 @@ pub struct OpenAiConfig {
     pub max_invalid_rate: f64,
     /// Replies parsed (this invocation's and those behind the run's stored verdicts) before
     /// `max_invalid_rate` applies (default 20).
-    #[serde(default = "d_invalid_rate_min_replies")]
+    #[serde(default = "d_invalid_rate_min_replies", deserialize_with = "crate::domain::serde_words::whole")]
     pub invalid_rate_min_replies: u64,
 }
 
@@ -325,7 +325,7 @@ impl OpenAiConfig {
 #[serde(deny_unknown_fields)]
 pub struct FingerprintConfig {
     /// Ordered pairs re-asked at the start of a resumed run (default 8; 0 = off; at most 64).
-    #[serde(default = "d_fingerprint")]
+    #[serde(default = "d_fingerprint", deserialize_with = "crate::domain::serde_words::whole")]
     pub queries: usize,
 }
 
