@@ -557,6 +557,13 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("the gate's 8 trusted queries could cost up to $"), "{}", text(&out));
     assert!(text(&out).contains("has $0 left"), "{}", text(&out));
+    // Said before the run: the gate cannot fit in max_usd.
+    assert!(
+        text(&out).contains("warning: the gate's trusted judge may cost up to $")
+            && text(&out).contains("more than max_usd $0 leaves ($0.000000): the gate will be refused"),
+        "{}",
+        text(&out)
+    );
     assert!(
         !dir.path().join("runs/priced/trusted_verdicts.jsonl").exists()
             || std::fs::read_to_string(dir.path().join("runs/priced/trusted_verdicts.jsonl")).unwrap().is_empty()

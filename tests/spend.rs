@@ -816,6 +816,51 @@ fn a_gate_of_a_folder_with_a_redacted_trusted_url_runs_on_its_cached_verdicts() 
     assert_eq!(fake.requests().len(), sent);
 }
 
+/// A run whose config has a gate with a priced trusted judge holds the gate's worst case back
+/// from the start: its judge stops at max_usd less the hold, and the gate then runs (the run
+/// spent the whole budget, and the gate was refused for want of money). The dry run says so.
+#[test]
+fn a_runs_gate_is_held_back_from_its_budget() {
+    let fake = billing(3);
+    let dir = tempfile::tempdir().unwrap();
+    let gate = format!(
+        "gate:\n  anchors: 2\n  trusted:\n    openai:\n      base_url: {}\n      model: fake-trusted\n      fingerprint:\n        queries: 0\n      api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n      api_key_required: false\n      prompt: prompts/test.j2\n      max_tokens: 64\n      price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\n",
+        fake.base_url
+    );
+    let max = 0.008;
+    let cfg = live(dir.path(), "held", &fake.base_url, "", "", &format!("  max_usd: {max}\n"));
+    let yaml = std::fs::read_to_string(&cfg).unwrap() + &gate;
+    std::fs::write(&cfg, yaml).unwrap();
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let line = t.lines().find(|l| l.starts_with("held for the gate: $")).unwrap_or_else(|| panic!("{t}"));
+    assert!(line.contains(" of max_usd, its trusted judge's 4 queries still to ask at their worst case"), "{line}");
+    let held: f64 = line["held for the gate: $".len()..].split_whitespace().next().unwrap().parse().unwrap();
+    assert!(held > 4.0 * 0.000106 && held < max / 2.0, "{held}");
+    let out = run(dir.path(), &cfg);
+    assert!(out.status.success(), "{}", text(&out));
+    let folder = dir.path().join("runs/held");
+    assert!(folder.join("gate.json").exists(), "the gate ran: {}", text(&out));
+    let r = json(&folder.join("result.json"));
+    assert_eq!(r["stop_reason"], "max_usd", "{r}");
+    let f = &r["folder_spend"];
+    assert!((f["held_for_gate_usd"].as_f64().unwrap() - held).abs() < 1e-6, "{f}");
+    // The run's judge spent within max_usd less the hold; everything within max_usd.
+    let run_usd = r["spend_usd"].as_f64().unwrap();
+    assert!(run_usd <= max - held + 1e-9, "{run_usd} + {held} > {max}");
+    assert!(f["spend_usd"].as_f64().unwrap() <= max + 1e-12, "{f}");
+    assert!(bill(&fake) <= max + 1e-12);
+    // What the run left covers the gate's worst case, whatever anchors it picks.
+    let trusted = f["gate_trusted_usd"].as_f64().unwrap_or(0.0);
+    assert!(max - (f["spend_usd"].as_f64().unwrap() - trusted) >= held - 1e-9, "{f}");
+    assert!(
+        text(&out).contains("the run's judge left $0.0033 of max_usd to the gate's trusted judge"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// A gateway's token expanded into the base_url's path from an environment variable named like
 /// a credential (`${GW_TOKEN}`), and the API key itself in the path: neither is shown or written
 /// (the path was shown and stored as given), and the run folder's config.yaml (`/***/v1`) still

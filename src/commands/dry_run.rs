@@ -61,6 +61,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
         }
     };
     let per_query = costs.per_query;
+    let held = super::gate::gate_hold_usd(cfg);
     let fit = |costs: &mut dyn Iterator<Item = f64>, left: f64| -> usize {
         let mut sum = 0.0;
         costs
@@ -74,8 +75,9 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
     let (at_least, at_most, worst_total) = match cfg.raw.budget.max_usd {
         Some(max) => {
             // Not clamped at 0: books above max_usd allow no query, not even a free one (the
-            // run refuses a reservation that passes max_usd by more than 1e-12).
-            let left = max - folder_usd.max(spent_usd);
+            // run refuses a reservation that passes max_usd by more than 1e-12). The config's
+            // gate is held back, as the run holds it.
+            let left = max - folder_usd.max(spent_usd) - held.0;
             let lo = fit(&mut costs.desc.iter().copied(), left);
             let hi = fit(&mut costs.asc(), left);
             // A budget that buys no query costs nothing.
@@ -91,6 +93,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
         other_usd: (folder_usd - spent_usd).max(0.0),
         fingerprint_usd: folder.fingerprint.total_usd(),
         gate_trusted_usd: folder.trusted.total_usd(),
+        held_for_gate: held,
         first,
         worst_per_query_usd: per_query,
         mean_sampled: costs.mean_sampled,

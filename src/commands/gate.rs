@@ -599,6 +599,40 @@ pub fn apply_report(
     Ok(s)
 }
 
+/// What a run of `cfg` holds back of `budget.max_usd` for its `gate:` section's trusted judge,
+/// asked after the run on the same books (docs/live.md, "Budget"): its `2 × gate.anchors`
+/// queries, less the trusted verdicts the folder holds, each at the worst case of the dearest
+/// ordered pair of two bases' first renderings (an upper bound: the anchors are chosen after
+/// the run). Returns (USD, queries); (0, 0) without a trusted judge, a price or max_usd.
+pub fn gate_hold_usd(cfg: &Config) -> (f64, usize) {
+    let Some(g) = &cfg.raw.gate else { return (0.0, 0) };
+    let (Ok(LabelSource::Trusted(t)), Some(_)) = (g.source(), cfg.raw.budget.max_usd) else { return (0.0, 0) };
+    let Ok(info) = judge_info(t) else { return (0.0, 0) };
+    let pool = &cfg.pool;
+    if !info.has_price() || pool.n_bases() < 2 {
+        return (0.0, 0);
+    }
+    let cached = crate::store::ledger::read_records(&cfg.run_dir.join(TRUSTED_BOOKS.verdicts))
+        .map_or(0, |(records, _, _)| records.len());
+    let queries = (2 * g.anchors).saturating_sub(cached);
+    if queries == 0 {
+        return (0.0, 0);
+    }
+    let first = first_items(pool);
+    // The dearest ordered pair: among the bases whose first renderings are longest (a query's
+    // worst case grows with its two answers' lengths), every ordered pair priced exactly.
+    let mut by_len: Vec<usize> = first.clone();
+    let len = |i: usize| pool.items[i].text.as_deref().map_or(0, str::len);
+    by_len.sort_by_key(|&i| std::cmp::Reverse(len(i)));
+    by_len.truncate(64);
+    let worst = by_len
+        .iter()
+        .flat_map(|&a| by_len.iter().filter(move |&&b| b != a).map(move |&b| (a, b)))
+        .map(|(a, b)| info.worst_case_usd(pool, a, b))
+        .fold(0.0_f64, f64::max);
+    (worst * queries as f64, queries)
+}
+
 /// The gate of a run config's `gate:` section, at the end of `run`: run on the run's verdicts
 /// (trusted verdicts cached like any verdict; their worst case must fit in what is left of
 /// `budget.max_usd`), write gate.json and apply the decision to the result.
@@ -618,7 +652,10 @@ pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<Stri
     // (written by apply_report) holds it.
     let books = crate::store::books::folder_books(&cfg.run_dir)
         .map_err(|e| RunFolderError::Invalid(format!("{}: {e}", cfg.run_dir.display())))?;
-    result.folder_spend = crate::report::result::folder_spend(&books, result.spend_usd, result.folder_spend.max_usd);
+    result.folder_spend = crate::report::schema::FolderSpend {
+        held_for_gate_usd: result.folder_spend.held_for_gate_usd,
+        ..crate::report::result::folder_spend(&books, result.spend_usd, result.folder_spend.max_usd)
+    };
     apply_report(cfg, result, &report, &path)
 }
 

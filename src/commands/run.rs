@@ -421,6 +421,9 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
         handle_signals: true,
         detach: args.detach,
         abandon_batch: args.abandon_batch,
+        // The config's gate asks its trusted judge after the run, on the same max_usd: its
+        // worst case is held from the start (a `--gate FILE` asks nothing).
+        hold_usd: if args.gate.is_none() { super::gate::gate_hold_usd(&cfg).0 } else { 0.0 },
     };
     let outcome = run_with_gate(&cfg, judge, rt, &opts, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {
@@ -526,6 +529,7 @@ fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Resu
         handle_signals: true,
         detach: false,
         abandon_batch: args.abandon_batch,
+        hold_usd: 0.0,
     };
     let result = rt
         .block_on(crate::run::panel::run(cfg, panel, &opts))

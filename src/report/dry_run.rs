@@ -21,6 +21,9 @@ pub struct DryRun {
     pub fingerprint_usd: f64,
     /// Of `other_usd`, a gate's trusted judge, USD.
     pub gate_trusted_usd: f64,
+    /// What the run's judge leaves of `max_usd` for the config's gate (USD, its trusted judge's
+    /// queries at their worst case) and how many queries that is.
+    pub held_for_gate: (f64, usize),
     /// The first query the run sends (item ids: shown first, second) and its rendered prompt.
     pub first: Option<(String, String, Option<String>)>,
     /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD.
@@ -76,6 +79,12 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     }
     let b = &cfg.raw.budget;
     s.push_str(&budget_line(b, ""));
+    if d.held_for_gate.0 > 0.0 {
+        s.push_str(&format!(
+            "held for the gate: ${:.6} of max_usd, its trusted judge's {} queries still to ask at their worst case (asked after the run; the run's judge does not spend it)\n",
+            d.held_for_gate.0, d.held_for_gate.1
+        ));
+    }
     if b.max_comparisons.is_none() && b.max_usd.is_none() {
         s.push_str(&format!(
             "queries the budget allows: all {} ordered pairs not yet judged (no limit)\n",

@@ -77,6 +77,7 @@ pub fn folder_spend(folder: &crate::store::books::FolderBooks, run_usd: f64, max
         in_open_batch_job: OpenJobReserved::of(all.in_open_job, all.in_open_job_usd),
         fingerprint_usd: folder.fingerprint.total_usd(),
         gate_trusted_usd: folder.trusted.total_usd(),
+        held_for_gate_usd: 0.0,
         max_usd,
     }
 }

@@ -348,6 +348,10 @@ pub struct FolderSpend {
     /// Of `other_usd`, a gate's trusted judge.
     #[serde(default, skip_serializing_if = "is_zero_usd")]
     pub gate_trusted_usd: f64,
+    /// What the run's judge left of `max_usd` for the config's gate, asked after it: its trusted
+    /// judge's queries still to ask, at their worst case (docs/live.md, "Budget").
+    #[serde(default, skip_serializing_if = "is_zero_usd")]
+    pub held_for_gate_usd: f64,
     /// `budget.max_usd`, when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_usd: Option<f64>,

@@ -41,12 +41,21 @@ pub fn budget_reached(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) ->
 /// books, USD): every query still to ask is reserved at its worst-case cost before it is sent,
 /// and none fits in what is left (a panel's dearer judge can leave much of the budget). `None`
 /// for another stop, or when the books are within 1 % of max_usd (the usual last query's worth,
-/// which the spend beside max_usd shows).
-pub fn budget_left(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) -> Option<String> {
+/// which the spend beside max_usd shows). `held_usd`: what the run's judge left for the config's
+/// gate (asked after the run, its spend in `spend_usd` once it ran).
+pub fn budget_left(stop: StopReason, spend_usd: f64, max_usd: Option<f64>, held_usd: f64) -> Option<String> {
     let m = max_usd.filter(|&m| stop == StopReason::MaxUsd && spend_usd < 0.99 * m)?;
     let (spent, max) = super::table::usd_distinct(spend_usd, m);
+    let held = if held_usd > 0.0 {
+        format!(
+            "; the run's judge left {} of max_usd to the gate's trusted judge (its queries at their worst case, asked after the run)",
+            usd(held_usd)
+        )
+    } else {
+        String::new()
+    };
     Some(format!(
-        "{} of max_usd {max} left ({spent} booked): less than the worst-case cost of any query still to ask, which is reserved before sending; `run --dry-run` shows the cost per query",
+        "{} of max_usd {max} left ({spent} booked): less than the worst-case cost of any query still to ask, which is reserved before sending{held}; `run --dry-run` shows the cost per query",
         usd(m - spend_usd)
     ))
 }
@@ -133,7 +142,14 @@ pub fn run_summary(r: &RunResult, dir: &Path) -> String {
     s.push('\n');
     // (A resumed run that asked nothing says why on its `resumed:` line.)
     let asked_now = r.fit.reporting.session.is_none_or(|sess| sess.asked > 0);
-    if asked_now && let Some(why) = budget_left(r.stop_reason, r.folder_spend.spend_usd, r.folder_spend.max_usd) {
+    if asked_now
+        && let Some(why) = budget_left(
+            r.stop_reason,
+            r.folder_spend.spend_usd,
+            r.folder_spend.max_usd,
+            r.folder_spend.held_for_gate_usd,
+        )
+    {
         let _ = writeln!(s, "stopped at the budget: {why}");
     }
     s.push_str(&certified_lines(r.k, &r.fit.reporting));
@@ -799,13 +815,19 @@ mod tests {
     #[test]
     fn a_stop_at_max_usd_with_money_left_says_why() {
         assert_eq!(
-            budget_left(StopReason::MaxUsd, 0.040739, Some(0.06)).unwrap(),
+            budget_left(StopReason::MaxUsd, 0.040739, Some(0.06), 0.0).unwrap(),
             "$0.0193 of max_usd $0.0600 left ($0.0407 booked): less than the worst-case cost of any query still to ask, which is reserved before sending; `run --dry-run` shows the cost per query"
         );
-        assert_eq!(budget_left(StopReason::MaxUsd, 0.06, Some(0.06)), None, "nothing left");
-        assert_eq!(budget_left(StopReason::MaxUsd, 0.059975, Some(0.06)), None, "a query's worth left");
-        assert_eq!(budget_left(StopReason::MaxComparisons, 0.01, Some(0.06)), None);
-        assert_eq!(budget_left(StopReason::MaxUsd, 0.01, None), None);
+        assert_eq!(budget_left(StopReason::MaxUsd, 0.06, Some(0.06), 0.0), None, "nothing left");
+        assert_eq!(budget_left(StopReason::MaxUsd, 0.059975, Some(0.06), 0.0), None, "a query's worth left");
+        assert_eq!(budget_left(StopReason::MaxComparisons, 0.01, Some(0.06), 0.0), None);
+        assert_eq!(budget_left(StopReason::MaxUsd, 0.01, None, 0.0), None);
+        // A gate's hold is said with the money left.
+        assert!(
+            budget_left(StopReason::MaxUsd, 0.03, Some(0.05), 0.0215).unwrap().contains(
+                "reserved before sending; the run's judge left $0.0215 of max_usd to the gate's trusted judge"
+            ),
+        );
     }
     use crate::domain::verdict::{InvalidReason, invalid_by_reason};
     use crate::judge::JudgeStats;

@@ -203,6 +203,16 @@ impl<'a> Driver<'a> {
             stored.len() as u64,
         )?;
         budget.carry_factor(queries.carried_factor(books.log().records()));
+        budget.hold(opts.hold_usd);
+        if let Some(max) = cfg.raw.budget.max_usd
+            && opts.hold_usd > max - budget.spent_usd() + 1e-12
+        {
+            progress.println(&format!(
+                "warning: the gate's trusted judge may cost up to ${:.6} (its queries at their worst case), more than max_usd ${max} leaves (${:.6}): the gate will be refused unless its anchors cost less; raise budget.max_usd or lower gate.anchors",
+                opts.hold_usd,
+                (max - budget.spent_usd()).max(0.0)
+            ));
+        }
         let acq = &cfg.raw.acquisition;
         // A batch round is a wait-for-batch round of `round_size`, all sent at once.
         let (every, concurrency) = match acq.dispatch {
@@ -508,7 +518,8 @@ fn finish(
         invalid_reasons: records.iter().filter_map(|r| r.reply.why_invalid()).collect(),
         strong_preferences: records.iter().filter(|r| r.reply.y.is_some() && r.reply.detail.strong_preference).count(),
     };
-    let result = build_result(cfg, judge, &run_end);
+    let mut result = build_result(cfg, judge, &run_end);
+    result.folder_spend.held_for_gate_usd = opts.hold_usd;
     super::write_result_json(dir, &result)?;
     if let Some(sys) = &result.fit.reporting.systems {
         crate::report::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;

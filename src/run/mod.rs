@@ -168,6 +168,9 @@ pub struct RunOptions {
     /// --abandon-batch`, for a job whose endpoint is gone for good): each of their queries is
     /// booked as possibly billed at its reservation (USD) before the run starts.
     pub abandon_batch: bool,
+    /// USD of `budget.max_usd` the run's judge leaves for the config's gate, asked after the
+    /// run (its trusted judge's queries at their worst case; 0: none held).
+    pub hold_usd: f64,
 }
 
 /// Write a run's result.json (pretty JSON and a newline) into `dir`.

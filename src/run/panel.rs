@@ -864,6 +864,7 @@ fn finish(
             in_open_batch_job: None,
             fingerprint_usd: folder_books.fingerprint.total_usd(),
             gate_trusted_usd: 0.0,
+            held_for_gate_usd: 0.0,
             max_usd: cfg.raw.budget.max_usd,
         },
         max_usd: cfg.raw.budget.max_usd,
@@ -949,7 +950,9 @@ pub fn summary_text(r: &PanelRunResult, dir: &Path) -> String {
         t.push_str(&format!(
             "  max_usd ${m} does not cover one query's worst-case cost of any judge: nothing was bought; `run --dry-run` shows the cost per query and how many the budget allows\n"
         ));
-    } else if let Some(why) = crate::report::summary::budget_left(r.stop_reason, r.folder_spend.spend_usd, r.max_usd) {
+    } else if let Some(why) =
+        crate::report::summary::budget_left(r.stop_reason, r.folder_spend.spend_usd, r.max_usd, 0.0)
+    {
         t.push_str(&format!("  {why}\n"));
     }
     if let Some(m) = &r.stop_message {
