@@ -3,7 +3,7 @@
 //! In every case: no query is paid twice, every billed result ends in verdicts.jsonl once the
 //! folder is resumed, the books hold at least the bill, and `max_usd` holds.
 
-use crate::common::fake_openai::{BatchScript, BatchStep, FakeOpenAi, OutputFault, TEMPLATE};
+use crate::common::fake_openai::{BatchScript, BatchStep, FakeOpenAi, Fault, OutputFault, TEMPLATE};
 use crate::common::*;
 use crate::crash_safety::{booked, lines, signal, wait_until};
 use serde_json::{Value, json};
@@ -103,6 +103,38 @@ fn each_round_is_one_batch_job_booked_at_the_batch_price() {
     assert_eq!(live, 0);
     assert_eq!(json(&runs.join("result.json"))["stop_reason"], "max_comparisons");
     check_books(&fake, &runs, None);
+}
+
+/// A batch line answered 200 whose body is no chat completion (no choices; a content that is a
+/// number) may have been billed, as on live dispatch: booked at least at the usage it reports,
+/// at its worst case, never at $0 (the provider billed 1.8 × max_usd over re-runs while the
+/// books held $0); so is a 500 whose body reports its usage.
+#[test]
+fn a_batch_line_answered_without_a_completion_is_booked_as_billed() {
+    let number = json!({"index": 0, "message": {"role": "assistant", "content": 12345}, "finish_reason": "stop"});
+    for fault in [Fault::NoChoices, Fault::Choice(number), Fault::ServerErrorWithUsage] {
+        let fake = FakeOpenAi::start();
+        fake.set_always(Some(fault.clone()));
+        let dir = tempfile::tempdir().unwrap();
+        let max = 0.02;
+        let cfg = config(dir.path(), "nc", &fake.base_url, &format!("  max_comparisons: 200\n  max_usd: {max}\n"));
+        for _ in 0..3 {
+            let out = run(dir.path(), &cfg, &[]);
+            assert!(!out.status.success(), "{fault:?}: no verdict: the judge is failing: {}", text(&out));
+        }
+        let runs = dir.path().join("runs/nc");
+        let b = booked(&runs);
+        assert!(bill(&fake) > 0.0 && fake.batch_billed_lines().len() >= 24, "{fault:?}");
+        assert!(
+            bill(&fake) <= b.usd + 1e-12,
+            "{fault:?}: the books (${}) hold at least the bill (${})",
+            b.usd,
+            bill(&fake)
+        );
+        assert!(b.usd <= max + 1e-12, "{fault:?}: the books (${}) stay within max_usd", b.usd);
+        let failed = lines(&runs.join("failed.jsonl"));
+        assert!(failed.iter().all(|f| f["cost_usd"].as_f64().unwrap() > 0.0), "{fault:?}: {failed:?}");
+    }
 }
 
 /// A kill at every step of a round (SIGKILL while the server holds the request of that step),

@@ -69,6 +69,8 @@ pub enum Fault {
     },
     /// HTTP 200: the normal envelope (id, model, usage) with this value as `choices[0]`.
     Choice(Value),
+    /// HTTP 200: the normal envelope (id, model, usage) with an empty `choices` list. Billed.
+    NoChoices,
     /// Any status with this body (JSON or text).
     Status {
         /// HTTP status.
@@ -562,6 +564,7 @@ fn billed_fault(f: Option<&Fault>) -> bool {
                 | Fault::EchoKeyInReply
                 | Fault::Hang { .. }
                 | Fault::Choice(_)
+                | Fault::NoChoices
                 | Fault::ServerErrorWithUsage
                 | Fault::Sse { .. }
                 | Fault::Gzip
@@ -671,6 +674,11 @@ async fn handle_inner(
         Some(Fault::Choice(c)) => {
             let mut v = completion(json!(""), "stop", usage, None, None);
             v["choices"] = json!([c]);
+            json_reply(v)
+        }
+        Some(Fault::NoChoices) => {
+            let mut v = completion(json!(""), "stop", usage, None, None);
+            v["choices"] = json!([]);
             json_reply(v)
         }
         Some(Fault::Ok) | None => {

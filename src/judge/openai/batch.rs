@@ -320,8 +320,9 @@ impl BatchApi for OpenAiJudge {
     ) -> Result<JudgeReply, JudgeError> {
         let t0 = Instant::now();
         let (ida, idb, q) = self.rendered(pool, a, b)?;
-        // A failed request inside a batch is billed only for the usage it reports.
-        let reported = ChatReply::from_value(body).ok().and_then(|r| r.usage);
+        // A failed request inside a batch is billed only for the usage it reports, whatever
+        // its status (an error body may report it too).
+        let reported = body.get("usage").and_then(super::reply::usage_of);
         let cost_of = |u: &Usage| self.info.price.cost_usd(u) * price_factor;
         if !(200..300).contains(&status) {
             let message = clip(&in_band_error(body).unwrap_or_else(|| body.clone()).to_string(), 300);
@@ -332,11 +333,17 @@ impl BatchApi for OpenAiJudge {
                 cost_usd: reported.as_ref().map_or(0.0, cost_of),
             });
         }
-        let reply = ChatReply::from_value(body).map_err(|e| JudgeError::Request {
-            status: Some(status),
-            message: self.redact(&format!("in the batch: {}", e.message)),
-            retryable: false,
-            cost_usd: 0.0,
+        // A 2xx body that is no chat completion (no choices, a garbled content, not JSON) may
+        // have been billed, as on live dispatch (docs/live.md, "Spend and budget"): at least the
+        // usage it reports, and the attempt's worst case when it may have run.
+        let reply = ChatReply::from_value(body).map_err(|e| {
+            let worst = if e.kind.maybe_billed() { self.info.attempt_worst_usd(&q.prompt) * price_factor } else { 0.0 };
+            JudgeError::Request {
+                status: Some(status),
+                message: self.redact(&format!("in the batch: {}", e.message)),
+                retryable: false,
+                cost_usd: e.usage.or(reported).as_ref().map_or(0.0, cost_of).max(worst),
+            }
         })?;
         let usage = self.booked_usage(&reply, &q.prompt, (&ida, &idb));
         self.count_bounds(&usage, &q.prompt);

@@ -908,7 +908,7 @@ impl OpenAiInfo {
     }
 
     /// Worst-case cost of one HTTP reply for a prompt (USD).
-    fn attempt_worst_usd(&self, prompt: &RenderedPrompt) -> f64 {
+    pub(super) fn attempt_worst_usd(&self, prompt: &RenderedPrompt) -> f64 {
         (prompt.token_bound() as f64 * self.price.input.max(self.price.cached_input)
             + f64::from(self.cfg.max_tokens) * self.price.output)
             / 1e6

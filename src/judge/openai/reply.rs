@@ -120,8 +120,9 @@ impl ChatReply {
         }
         let choices = v.get("choices").and_then(Value::as_array).filter(|c| !c.is_empty());
         let Some(choice) = choices.and_then(|c| c.first()) else {
+            // Billed at the usage it reports (at least).
             return Err(CallError {
-                usage: None,
+                usage,
                 kind: CallErrorKind::Malformed,
                 status: None,
                 retry_after: None,
