@@ -670,6 +670,39 @@ fn the_dry_run_prices_queries_at_the_batch_price() {
     assert_eq!(fake.batch_jobs().len(), 0, "a dry run sends nothing");
 }
 
+/// The dry run of a folder with an open batch job says so, leaves the job's queries out of the
+/// counts (max_comparisons 16, 8 in the job: 8 more) and never shows one of them as the first
+/// prompt (it showed the job's first pair, counted 16 and called the reservation "verdicts, paid
+/// failures, possibly billed requests").
+#[test]
+fn the_dry_run_leaves_out_the_queries_of_an_open_batch_job() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 60_000, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "o", &fake.base_url, "  max_comparisons: 16\n");
+    assert!(run(dir.path(), &cfg, &["--detach"]).status.success());
+    let runs = dir.path().join("runs/o");
+    let reserved = json(&runs.join("result.json"))["in_open_batch_job"]["reserved_usd"].as_f64().unwrap();
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    let t = stdout(&out);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        t.contains(&format!("an open batch job holds 8 queries (in the spend booked at their reservations, ${reserved:.6}, until its results are booked): a real run first waits for the job")),
+        "{t}"
+    );
+    assert!(t.contains("queries the budget allows: 8\n"), "{t}");
+    let first = t.lines().find(|l| l.starts_with("first prompt (")).unwrap_or_else(|| panic!("{t}"));
+    let (a, b) = first["first prompt (".len()..].split_once(" shown first, ").unwrap();
+    let b = b.split(' ').next().unwrap();
+    let in_job: Vec<(String, String)> = lines(&runs.join("intents.jsonl"))
+        .iter()
+        .filter_map(|i| Some((i["a"].as_str()?.to_owned(), i["b"].as_str()?.to_owned())))
+        .collect();
+    assert_eq!(in_job.len(), 8);
+    assert!(!in_job.contains(&(a.to_owned(), b.to_owned())), "{first} is in the job: {in_job:?}");
+    assert_eq!(fake.batch_jobs().len(), 1, "a dry run sends nothing");
+}
+
 /// Batch settings are checked where they are written.
 #[test]
 fn batch_settings_are_checked_and_named() {

@@ -28,16 +28,29 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
     queries.learn_folder(&cfg.run_dir);
     let mine = queries.stored(&records);
     // + 0.0: an empty f64 sum is −0.0, printed as "$-0.000000".
-    let spent_usd: f64 = peek_spend(&cfg.run_dir, &|k: &str| queries.contains_key(k))?.total_usd() + 0.0;
+    let spend = peek_spend(&cfg.run_dir, &|k: &str| queries.contains_key(k))?;
+    let spent_usd: f64 = spend.total_usd() + 0.0;
+    // The queries of an open provider batch job: a real run books the job's results first, so
+    // they are neither picked again nor left to the budget.
+    let in_job: Vec<(usize, usize)> =
+        crate::store::batches::BatchLog::open_keys(&cfg.run_dir)?.iter().filter_map(|k| queries.pair_of(k)).collect();
     // The run counts the whole folder's books against max_usd (also those of earlier settings,
     // a gate's trusted judge and the fingerprint checks).
     let folder = crate::store::books::folder_books(&cfg.run_dir)?;
     let folder_usd: f64 = folder.total().total_usd() + 0.0;
-    let asked: HashSet<(usize, usize)> =
-        mine.iter().map(|&(a, b, _)| (a, b)).chain(queries.skipped().iter().copied()).collect();
+    let asked: HashSet<(usize, usize)> = mine
+        .iter()
+        .map(|&(a, b, _)| (a, b))
+        .chain(queries.skipped().iter().copied())
+        .chain(in_job.iter().copied())
+        .collect();
     // Every asked pair is a run pair (stored records are matched to run pairs, skipped ones are).
     let n_open = queries.n_pairs() - asked.len();
-    let cmp_left = cfg.raw.budget.max_comparisons.map_or(usize::MAX, |m| m.saturating_sub(mine.len() as u64) as usize);
+    let cmp_left = cfg
+        .raw
+        .budget
+        .max_comparisons
+        .map_or(usize::MAX, |m| m.saturating_sub((mine.len() + in_job.len()) as u64) as usize);
     let first = first_pick(cfg, &queries, &records, &asked, cmp_left)
         .map(|(a, b)| (pool.items[a].id.clone(), pool.items[b].id.clone(), judge.preview(pool, a, b)));
     let n = n_open.min(cmp_left);
@@ -94,6 +107,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
         fingerprint_usd: folder.fingerprint.total_usd(),
         gate_trusted_usd: folder.trusted.total_usd(),
         held_for_gate: held,
+        in_open_job: (spend.in_open_job > 0).then_some((spend.in_open_job, spend.in_open_job_usd)),
         first,
         worst_per_query_usd: per_query,
         mean_sampled: costs.mean_sampled,

@@ -24,6 +24,9 @@ pub struct DryRun {
     /// What the run's judge leaves of `max_usd` for the config's gate (USD, its trusted judge's
     /// queries at their worst case) and how many queries that is.
     pub held_for_gate: (f64, usize),
+    /// Queries of an open provider batch job and their reservations (USD, in `spent_usd`): a
+    /// real run books the job's results before it picks anything.
+    pub in_open_job: Option<(usize, f64)>,
     /// The first query the run sends (item ids: shown first, second) and its rendered prompt.
     pub first: Option<(String, String, Option<String>)>,
     /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD.
@@ -52,6 +55,12 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
         crate::domain::fmt::count(d.stored, "verdict"),
         d.spent_usd
     ));
+    if let Some((n, usd)) = d.in_open_job {
+        s.push_str(&format!(
+            "an open batch job holds {n} quer{} (in the spend booked at their reservations, ${usd:.6}, until its results are booked): a real run first waits for the job and books its results; the counts below leave them out\n",
+            if n == 1 { "y" } else { "ies" }
+        ));
+    }
     if d.other_usd > 0.0 {
         s.push_str(&format!(
             "the run folder's books also hold ${:.6} ({}), counted against max_usd as the run counts it\n",
