@@ -67,12 +67,25 @@ fn system_of(
         return Ok(file_stem(path));
     }
     for k in keys {
-        if let Some(Value::String(s)) = v.get(*k) {
-            if s.trim().is_empty() {
-                return Err(row(path, line, format!("empty {k:?}; expected the name of the system that answered")));
+        match v.get(*k) {
+            Some(Value::String(s)) => {
+                if s.trim().is_empty() {
+                    return Err(row(path, line, format!("empty {k:?}; expected the name of the system that answered")));
+                }
+                // A name is an id: "gpt-4 " and "gpt-4" are one system.
+                return Ok(s.trim().to_owned());
             }
-            // A name is an id: "gpt-4 " and "gpt-4" are one system.
-            return Ok(s.trim().to_owned());
+            // Present but not a name (`"generator": 7`): said as what it is, not as missing.
+            Some(other) if !other.is_null() => {
+                return Err(row(
+                    path,
+                    line,
+                    format!(
+                        "field {k:?} is {other}, expected a string (the name of the system that answered); {expected}"
+                    ),
+                ));
+            }
+            _ => {}
         }
     }
     let names = keys.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(" or ");

@@ -781,6 +781,11 @@ mod tests {
             ),
             "f.json:3: missing field \"generator\" (or give --system-from file); expected AlpacaEval model outputs {\"instruction\", \"output\", \"generator\"}"
         );
+        // Present with another type: said so (it read "missing field").
+        assert_eq!(
+            bad("f.json", "[{\"instruction\": \"x\", \"output\": \"o\", \"generator\": 7}]", ImportFormat::AlpacaEval),
+            "f.json:1: field \"generator\" is 7, expected a string (the name of the system that answered); expected AlpacaEval model outputs {\"instruction\", \"output\", \"generator\"}"
+        );
         let q = dir.path().join("q.jsonl");
         std::fs::write(&q, "{\"question_id\": \"q1\", \"prompt\": \"Q\"}\n").unwrap();
         let g = dir.path().join("g.jsonl");
