@@ -918,10 +918,6 @@ fn profile_of_a_run_without_covariates_names_the_config() {
     );
 }
 
-/// A stored verdict whose line names an item the pool does not have (hand-edited: `"a": "x0"`
-/// made `"zz9"`, key unchanged) is still that pair's verdict, through the key its intent line
-/// resolves: a resume asks nothing, and asks nothing again on the next resume (it re-asked the
-/// pair, and paid for it, on every resume).
 /// A budget lowered below what the folder already holds buys nothing, and the summary says so
 /// instead of leaving "stopped: max_usd … spend $0.0169" under max_usd $0.001 unexplained.
 #[test]
@@ -949,6 +945,11 @@ fn a_resume_under_a_budget_already_used_up_says_so() {
     assert_eq!(json(&dir.path().join("runs/cheap/result.json"))["spend_usd"].as_f64().unwrap(), spent);
 }
 
+/// A stored verdict whose line names an item the pool does not have (hand-edited: `"a": "x0"`
+/// made `"zz9"`, key unchanged) is still that pair's verdict, through the key its intent line
+/// resolves: a resume asks nothing, and asks nothing again on the next resume (it re-asked the
+/// pair, and paid for it, on every resume). The resume says so, naming the line's ids and its
+/// key's, since `fit` of the folder refuses the line (it said nothing).
 #[test]
 fn a_verdict_line_with_an_unknown_item_id_is_matched_by_its_key_and_not_asked_again() {
     let dir = tempfile::tempdir().unwrap();
@@ -966,7 +967,19 @@ fn a_verdict_line_with_an_unknown_item_id_is_matched_by_its_key_and_not_asked_ag
         let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
         assert!(out.status.success(), "{}", text(&out));
         assert!(text(&out).contains("resumed: 30 stored verdicts reused, 0 queries asked"), "{}", text(&out));
+        let written: serde_json::Value = serde_json::from_str(verdicts.lines().nth(4).unwrap()).unwrap();
+        let (was, b) = (&written["a"], &written["b"]);
+        let want = format!(
+            "runs/unk/verdicts.jsonl holds 1 record whose item ids disagree with the query of its cache key (the first names \"zz9\" vs {b} for {was} vs {b}): this run counts each as its key's query, but `fit` and `report` of the folder read the ids and refuse it"
+        );
+        assert!(text(&out).contains(&want), "{}\n{want}", text(&out));
     }
+    let out = run_bin(dir.path(), &["fit", "runs/unk"]);
+    assert!(
+        !out.status.success() && text(&out).contains("verdicts.jsonl:5: item \"zz9\" is not in pool"),
+        "{}",
+        text(&out)
+    );
     let intents_after = std::fs::read_to_string(run.join("intents.jsonl")).unwrap().lines().count();
     assert_eq!(intents_after, intents_before, "no request was sent");
 }

@@ -184,6 +184,14 @@ impl<'a> Driver<'a> {
         for w in warnings {
             progress.println(&format!("warning: {w}"));
         }
+        let mislabelled = queries.mislabelled(books.log().records());
+        if let Some(((qa, qb), (ra, rb))) = mislabelled.first() {
+            progress.println(&format!(
+                "warning: {} holds {} whose item ids disagree with the query of its cache key (the first names {ra:?} vs {rb:?} for {qa:?} vs {qb:?}): this run counts each as its key's query, but `fit` and `report` of the folder read the ids and refuse it; write the key's ids back into the line (or delete the line: its query is then asked again)",
+                cfg.run_dir.join("verdicts.jsonl").display(),
+                crate::domain::fmt::count(mislabelled.len(), "record")
+            ));
+        }
         let left_out = queries.within_base_left_out(books.log().records());
         if left_out > 0 {
             progress.println(&format!(

@@ -248,6 +248,19 @@ impl<'a> RunQueries<'a> {
             .collect()
     }
 
+    /// This run's records among `records` whose item ids disagree with the query their cache key
+    /// names (a hand-edited line: an id the pool lacks, an item against itself, another pair):
+    /// (the key's query as item ids, the ids the record names). The run counts each by its key
+    /// ([`Self::stored`]); `fit` and `report` of the folder read the ids and refuse them.
+    pub fn mislabelled(&self, records: &[VerdictRecord]) -> Vec<((String, String), (String, String))> {
+        let pool = self.pool;
+        self.stored(records)
+            .into_iter()
+            .filter(|&(a, b, r)| (pool.item_index(&r.a), pool.item_index(&r.b)) != (Some(a), Some(b)))
+            .map(|(a, b, r)| ((pool.items[a].id.clone(), pool.items[b].id.clone()), (r.a.clone(), r.b.clone())))
+            .collect()
+    }
+
     /// The largest cost of this run's records among `records` relative to their queries' worst
     /// case, at least 1: above 1 when its provider billed past the worst case in an earlier run
     /// ([`crate::store::budget::Budget::carry_factor`]). Only a judge with a price has one.
