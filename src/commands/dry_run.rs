@@ -16,11 +16,12 @@ use crate::store::ledger::VerdictRecord;
 use crate::store::ledger::read_records;
 use std::collections::HashSet;
 
-/// Compute the dry run.
+/// Compute the dry run; `held` is what the run holds back of `max_usd` for its gate (USD,
+/// queries: [`super::gate::gate_hold_usd`]).
 ///
 /// # Errors
 /// [`BooksError`] when an existing verdicts.jsonl or intents.jsonl cannot be read.
-pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError> {
+pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: (f64, usize)) -> Result<DryRun, BooksError> {
     let pool = &cfg.pool;
     let log = cfg.run_dir.join("verdicts.jsonl");
     let records = if log.exists() { read_records(&log)?.0 } else { Vec::new() };
@@ -74,7 +75,6 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo) -> Result<DryRun, BooksError
         }
     };
     let per_query = costs.per_query;
-    let held = super::gate::gate_hold_usd(cfg);
     let fit = |costs: &mut dyn Iterator<Item = f64>, left: f64| -> usize {
         let mut sum = 0.0;
         costs

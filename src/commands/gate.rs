@@ -618,10 +618,9 @@ pub fn gate_hold_usd(cfg: &Config) -> (f64, usize) {
     if queries == 0 {
         return (0.0, 0);
     }
-    let first = first_items(pool);
     // The dearest ordered pair: among the bases whose first renderings are longest (a query's
     // worst case grows with its two answers' lengths), every ordered pair priced exactly.
-    let mut by_len: Vec<usize> = first.clone();
+    let mut by_len: Vec<usize> = first_items(pool);
     let len = |i: usize| pool.items[i].text.as_deref().map_or(0, str::len);
     by_len.sort_by_key(|&i| std::cmp::Reverse(len(i)));
     by_len.truncate(64);

@@ -132,7 +132,9 @@ pub fn dry_run_text(
     {
         judge = std::sync::Arc::new(crate::run::batch::BatchPriced(judge, crate::run::batch::reserve_factor(oc)));
     }
-    let d = super::dry_run::dry_run(&cfg, judge.as_ref())?;
+    // The config's gate is held back from max_usd, as the run holds it (a `--gate FILE` asks nothing).
+    let held = if gate.is_none() { super::gate::gate_hold_usd(&cfg) } else { (0.0, 0) };
+    let d = super::dry_run::dry_run(&cfg, judge.as_ref(), held)?;
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
         (cfg.raw.acquisition.dispatch, cfg.raw.judge())
@@ -189,7 +191,7 @@ fn panel_dry_run_text(
     for m in &cfg.raw.judges {
         let info = crate::config::judge::judge_info(&m.judge).map_err(RunCommandError::Judge)?;
         let named = Named { name: m.name.clone(), judge: info };
-        let d = super::dry_run::dry_run(cfg, &named)?;
+        let d = super::dry_run::dry_run(cfg, &named, (0.0, 0))?;
         rows.push((m, named, d));
     }
     let identity = crate::run::folder::PanelIdentity(rows.iter().map(|r| &r.1 as &dyn JudgeInfo).collect());

@@ -88,14 +88,16 @@ pub fn whole<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<T, D::E
 /// # Errors
 /// As [`whole`].
 pub fn opt_whole<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<Option<T>, D::Error> {
-    /// One count, read by [`whole`].
-    struct One<T>(T);
-    impl<'de, T: Count> serde::Deserialize<'de> for One<T> {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            whole(d).map(One)
-        }
+    Ok(<Option<One<T, 0>> as serde::Deserialize>::deserialize(d)?.map(|o| o.0))
+}
+
+/// One count of an optional setting, read by [`WholeNumber`] under the rule `RULE` (0 or 1).
+struct One<T, const RULE: u64>(T);
+
+impl<'de, T: Count, const RULE: u64> serde::Deserialize<'de> for One<T, RULE> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(WholeNumber { rule: RULE, _type: std::marker::PhantomData }).map(One)
     }
-    Ok(<Option<One<T>> as serde::Deserialize>::deserialize(d)?.map(|o| o.0))
 }
 
 /// [`at_least_one`] for a setting that may be left out (`Option<usize>`, with
@@ -104,15 +106,8 @@ pub fn opt_whole<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<Opt
 /// # Errors
 /// As [`at_least_one`].
 pub fn opt_at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<Option<T>, D::Error> {
-    /// One count, read by [`at_least_one`].
-    struct One<T>(T);
-    impl<'de, T: Count> serde::Deserialize<'de> for One<T> {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            at_least_one(d).map(One)
-        }
-    }
     // A null (`concurrency: null`, as a resolved config.yaml writes a setting left out) is none.
-    Ok(<Option<One<T>> as serde::Deserialize>::deserialize(d)?.map(|o| o.0))
+    Ok(<Option<One<T, 1>> as serde::Deserialize>::deserialize(d)?.map(|o| o.0))
 }
 
 /// The unsigned integer types a count setting is held in.
