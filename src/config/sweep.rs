@@ -97,14 +97,21 @@ impl<'de> Deserialize<'de> for SweepBudget {
                 }
                 self.visit_u64(v as u64)
             }
+            /// A whole number written as a float (`20.0`, `2e1`) is that number, as for every
+            /// count of a config.
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SweepBudget, E> {
+                if v >= 1.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
+                    return self.visit_u64(v as u64);
+                }
                 Err(E::custom(format!("budget {v}: expected a whole number of comparisons (≥ 1) or \"all\"")))
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SweepBudget, E> {
                 if v == "all" {
                     Ok(SweepBudget::All)
-                } else if let Ok(n) = v.parse::<u64>() {
+                } else if let Ok(n) = v.trim().parse::<u64>() {
                     self.visit_u64(n)
+                } else if let Some(x) = v.trim().parse::<f64>().ok().filter(|x| x.is_finite()) {
+                    self.visit_f64(x)
                 } else {
                     Err(E::custom(format!("budget {v:?}: expected a positive number of comparisons or \"all\"")))
                 }
@@ -409,6 +416,25 @@ impl Cell {
             temperature: self.temperature,
             paired: self.paired,
             seed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SweepBudget;
+
+    /// A budget of a sweep is read as every count of a config is: `20.0`, `2e1` and `"20"` are
+    /// 20 comparisons (`20.0` was refused as "budget 20: expected a whole number").
+    #[test]
+    fn a_budget_written_as_a_whole_float_is_that_number() {
+        let read = |y: &str| crate::store::yaml::from_str::<Vec<SweepBudget>>(y);
+        let b = read("[20, 20.0, 2e1, \"20\", '2e1', all]").unwrap();
+        assert_eq!(&b[..5], &[SweepBudget::Comparisons(20); 5]);
+        assert_eq!(b[5], SweepBudget::All);
+        for (v, found) in [("2.5", "budget 2.5"), ("0", "budget 0"), ("-3", "budget -3"), ("0.0", "budget 0")] {
+            let e = read(&format!("[{v}]")).unwrap_err().to_string();
+            assert!(e.contains(found), "{v}: {e}");
         }
     }
 }

@@ -1313,7 +1313,10 @@ mod shape_words {
         let m = e("seed: [1]\nbudget: {}\n");
         assert!(m.contains("(key `seed`): expected a whole number ≥ 0, found a list"), "{m}");
         let m = e("seed: 1\nbudget:\n  max_comparisons: 1e30\n");
-        assert!(m.contains("1e30 is too large (at most 9007199254740992)"), "{m}");
+        assert!(
+            m.contains("1e30 is too large for a number written with a point or an exponent (at most 9007199254740992); write it in digits (at most 18446744073709551615)"),
+            "{m}"
+        );
     }
 
     #[test]
