@@ -557,10 +557,10 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("the gate's 8 trusted queries could cost up to $"), "{}", text(&out));
     assert!(text(&out).contains("has $0 left"), "{}", text(&out));
-    // Said before the run: the gate cannot fit in max_usd.
+    // Said before the run: the gate cannot fit in max_usd, so nothing is held for it.
     assert!(
         text(&out).contains("warning: the gate's trusted judge may cost up to $")
-            && text(&out).contains("more than max_usd $0 leaves ($0.000000): the gate will be refused"),
+            && text(&out).contains("more than max_usd $0 leaves ($0.000000): nothing is held for it, so the run's judge may spend the budget"),
         "{}",
         text(&out)
     );
@@ -598,6 +598,23 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--max-usd", "0.001"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(json(&dir.path().join("runs/paid/gate.json"))["trusted_spend_usd"], g["trusted_spend_usd"]);
+    // A run that took another folder's gate.json (`--gate FILE`), then `topk-judge gate` of its
+    // folder, which pays the trusted judge: result.json and report.md say what the books hold
+    // now (they left the gate's spend out until the next run).
+    let cfg = mock_config(dir.path(), "later", 24, paid);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--gate", "runs/paid/gate.json", "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // (Its trusted verdicts were paid from that folder's books, not this one's.)
+    assert!(text(&out).contains(", paid from the books of runs/paid (not from this run's folder)"), "{}", text(&out));
+    assert!(json(&dir.path().join("runs/later/result.json"))["folder_spend"].get("gate_trusted_usd").is_none());
+    let out = run_bin(dir.path(), &["gate", "runs/later"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let trusted = json(&dir.path().join("runs/later/gate.json"))["trusted_spend_usd"].as_f64().unwrap();
+    let f = json(&dir.path().join("runs/later/result.json"))["folder_spend"].clone();
+    assert!(trusted > 0.0 && (f["gate_trusted_usd"].as_f64().unwrap() - trusted).abs() < 1e-12, "{f}");
+    assert!(run_bin(dir.path(), &["report", "runs/later"]).status.success());
+    let md = std::fs::read_to_string(dir.path().join("runs/later/report.md")).unwrap();
+    assert!(md.contains("for the gate's trusted judge)"), "{md}");
 }
 
 #[test]

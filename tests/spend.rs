@@ -859,6 +859,18 @@ fn a_runs_gate_is_held_back_from_its_budget() {
         "{}",
         text(&out)
     );
+    // A resume holds the gate's whole worst case again: its cached trusted verdicts may not be
+    // the next anchors' (the hold counted them off, and the gate was then refused for want of
+    // money once the anchors moved).
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--max-usd", "0.02"]);
+    let want = format!("held for the gate: ${held:.6} of max_usd, its trusted judge's 4 queries");
+    assert!(stdout(&out).contains(&want), "{}", text(&out));
+    // A gate that cannot fit in what max_usd leaves is not held (the run's judge would buy
+    // nothing, and the summary blamed max_usd): said before the run.
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--max-usd", "0.007"]);
+    let t = text(&out);
+    assert!(!t.contains("held for the gate: $"), "{t}");
+    assert!(t.contains("nothing is held for it, so the run's judge may spend the budget"), "{t}");
 }
 
 /// A gateway's token expanded into the base_url's path from an environment variable named like

@@ -16,12 +16,12 @@ use crate::store::ledger::VerdictRecord;
 use crate::store::ledger::read_records;
 use std::collections::HashSet;
 
-/// Compute the dry run; `held` is what the run holds back of `max_usd` for its gate (USD,
-/// queries: [`super::gate::gate_hold_usd`]).
+/// Compute the dry run; `held` is what the run holds back of `max_usd` for its gate
+/// ([`super::gate::gate_hold`]).
 ///
 /// # Errors
 /// [`BooksError`] when an existing verdicts.jsonl or intents.jsonl cannot be read.
-pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: (f64, usize)) -> Result<DryRun, BooksError> {
+pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: &super::gate::GateHold) -> Result<DryRun, BooksError> {
     let pool = &cfg.pool;
     let log = cfg.run_dir.join("verdicts.jsonl");
     let records = if log.exists() { read_records(&log)?.0 } else { Vec::new() };
@@ -90,7 +90,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: (f64, usize)) -> Resul
             // Not clamped at 0: books above max_usd allow no query, not even a free one (the
             // run refuses a reservation that passes max_usd by more than 1e-12). The config's
             // gate is held back, as the run holds it.
-            let left = max - folder_usd.max(spent_usd) - held.0;
+            let left = max - folder_usd.max(spent_usd) - held.usd;
             let lo = fit(&mut costs.desc.iter().copied(), left);
             let hi = fit(&mut costs.asc(), left);
             // A budget that buys no query costs nothing.
@@ -106,7 +106,8 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: (f64, usize)) -> Resul
         other_usd: (folder_usd - spent_usd).max(0.0),
         fingerprint_usd: folder.fingerprint.total_usd(),
         gate_trusted_usd: folder.trusted.total_usd(),
-        held_for_gate: held,
+        held_for_gate: (held.usd, held.queries),
+        gate_not_held: held.warning.clone(),
         in_open_job: (spend.in_open_job > 0).then_some((spend.in_open_job, spend.in_open_job_usd)),
         first,
         worst_per_query_usd: per_query,

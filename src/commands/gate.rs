@@ -274,6 +274,14 @@ pub async fn gate_command(
     let _lock = crate::store::lock::RunLock::acquire(&run.dir)?;
     let report = gate_for(&run.cfg, &run.dir, &run.verdicts).await?;
     let path = write_gate(&run.dir, &report)?;
+    // The trusted judge may just have paid into the folder's books: the run's result.json says
+    // what they hold (its folder_spend, read by `report` and `compare`).
+    if let Some(mut made) = super::run_folder::read_result(&run.dir) {
+        refresh_folder_spend(&run.dir, &mut made)?;
+        let file = run.dir.join("result.json");
+        let text = serde_json::to_string_pretty(&made).expect("serialisable") + "\n";
+        std::fs::write(&file, text).map_err(io_err(&file))?;
+    }
     let text = gate_text(&report, &path);
     Ok((report, text))
 }
@@ -560,10 +568,21 @@ pub fn apply_report(
         ));
     }
     if g.trusted_spend_usd > 0.0 {
-        notes.push(format!(
-            "the trusted verdicts this gate used cost {} (paid by this gate or an earlier one of the run; the folder's books count each once against budget.max_usd)",
-            crate::report::table::usd(g.trusted_spend_usd)
-        ));
+        // A gate.json of another folder (`run --gate FILE`) was paid from that folder's books.
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+        let here = gate_file.parent().is_some_and(|d| canon(d) == canon(&cfg.run_dir));
+        notes.push(if here {
+            format!(
+                "the trusted verdicts this gate used cost {} (paid by this gate or an earlier one of the run; the folder's books count each once against budget.max_usd)",
+                crate::report::table::usd(g.trusted_spend_usd)
+            )
+        } else {
+            format!(
+                "the trusted verdicts this gate used cost {}, paid from the books of {} (not from this run's folder)",
+                crate::report::table::usd(g.trusted_spend_usd),
+                gate_file.parent().map_or_else(|| ".".into(), |d| d.display().to_string())
+            )
+        });
     }
     crate::report::outcome::rechoose(result, &cfg.pool, Some(&g.decision));
     let choice = GateChoice {
@@ -599,12 +618,45 @@ pub fn apply_report(
     Ok(s)
 }
 
+/// What a run holds back of `budget.max_usd` for its config's gate ([`gate_hold`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GateHold {
+    /// USD held: the run's judge leaves it unspent.
+    pub usd: f64,
+    /// The trusted judge's queries it covers (2 × `gate.anchors`).
+    pub queries: usize,
+    /// When the gate's worst case is more than what max_usd leaves, nothing is held (the run's
+    /// judge would buy nothing) and this says so.
+    pub warning: Option<String>,
+}
+
 /// What a run of `cfg` holds back of `budget.max_usd` for its `gate:` section's trusted judge,
 /// asked after the run on the same books (docs/live.md, "Budget"): its `2 × gate.anchors`
-/// queries, less the trusted verdicts the folder holds, each at the worst case of the dearest
-/// ordered pair of two bases' first renderings (an upper bound: the anchors are chosen after
-/// the run). Returns (USD, queries); (0, 0) without a trusted judge, a price or max_usd.
-pub fn gate_hold_usd(cfg: &Config) -> (f64, usize) {
+/// queries, each at the worst case of the dearest ordered pair of two bases' first renderings.
+/// An upper bound: the anchors are chosen after the run, so the trusted verdicts the folder
+/// already holds may not be theirs (they moved, or the trusted judge changed), and none is
+/// subtracted. Nothing is held without a trusted judge, a price or max_usd, nor when the worst
+/// case is more than max_usd leaves of the folder's books (`warning` then says so).
+pub fn gate_hold(cfg: &Config) -> GateHold {
+    let (usd, queries) = gate_worst_case(cfg);
+    let Some(max) = cfg.raw.budget.max_usd.filter(|_| usd > 0.0) else { return GateHold::default() };
+    let books = crate::store::books::folder_books(&cfg.run_dir).map_or(0.0, |b| b.total().total_usd());
+    let left = max - books;
+    if usd <= left + 1e-12 {
+        return GateHold { usd, queries, warning: None };
+    }
+    GateHold {
+        usd: 0.0,
+        queries,
+        warning: Some(format!(
+            "the gate's trusted judge may cost up to ${usd:.6} (its {queries} queries at their worst case), more than max_usd ${max} leaves (${:.6}): nothing is held for it, so the run's judge may spend the budget, and the gate runs only if what is left then covers its anchors; raise budget.max_usd or lower gate.anchors",
+            left.max(0.0)
+        )),
+    }
+}
+
+/// The worst case of the gate's trusted queries (USD, queries), as [`gate_hold`] holds it.
+fn gate_worst_case(cfg: &Config) -> (f64, usize) {
     let Some(g) = &cfg.raw.gate else { return (0.0, 0) };
     let (Ok(LabelSource::Trusted(t)), Some(_)) = (g.source(), cfg.raw.budget.max_usd) else { return (0.0, 0) };
     let Ok(info) = judge_info(t) else { return (0.0, 0) };
@@ -612,12 +664,7 @@ pub fn gate_hold_usd(cfg: &Config) -> (f64, usize) {
     if !info.has_price() || pool.n_bases() < 2 {
         return (0.0, 0);
     }
-    let cached = crate::store::ledger::read_records(&cfg.run_dir.join(TRUSTED_BOOKS.verdicts))
-        .map_or(0, |(records, _, _)| records.len());
-    let queries = (2 * g.anchors).saturating_sub(cached);
-    if queries == 0 {
-        return (0.0, 0);
-    }
+    let queries = 2 * g.anchors;
     // The dearest ordered pair: among the bases whose first renderings are longest (a query's
     // worst case grows with its two answers' lengths), every ordered pair priced exactly.
     let mut by_len: Vec<usize> = first_items(pool);
@@ -649,13 +696,23 @@ pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<Stri
     let path = write_gate(&cfg.run_dir, &report)?;
     // What the trusted judge just paid is in the folder's books: result.json's folder_spend
     // (written by apply_report) holds it.
-    let books = crate::store::books::folder_books(&cfg.run_dir)
-        .map_err(|e| RunFolderError::Invalid(format!("{}: {e}", cfg.run_dir.display())))?;
+    refresh_folder_spend(&cfg.run_dir, result)?;
+    apply_report(cfg, result, &report, &path)
+}
+
+/// `result.folder_spend` as the books of the run folder `dir` hold it now (a gate's trusted judge
+/// paid into them after the run), with the run's own hold for its gate kept.
+///
+/// # Errors
+/// [`RunFolderError::Invalid`] naming the folder whose books cannot be read.
+fn refresh_folder_spend(dir: &Path, result: &mut RunResult) -> Result<(), RunFolderError> {
+    let books = crate::store::books::folder_books(dir)
+        .map_err(|e| RunFolderError::Invalid(format!("{}: {e}", dir.display())))?;
     result.folder_spend = crate::report::schema::FolderSpend {
         held_for_gate_usd: result.folder_spend.held_for_gate_usd,
         ..crate::report::result::folder_spend(&books, result.spend_usd, result.folder_spend.max_usd)
     };
-    apply_report(cfg, result, &report, &path)
+    Ok(())
 }
 
 /// `topk-judge gate RUN_OR_CONFIG`.

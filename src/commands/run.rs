@@ -133,8 +133,8 @@ pub fn dry_run_text(
         judge = std::sync::Arc::new(crate::run::batch::BatchPriced(judge, crate::run::batch::reserve_factor(oc)));
     }
     // The config's gate is held back from max_usd, as the run holds it (a `--gate FILE` asks nothing).
-    let held = if gate.is_none() { super::gate::gate_hold_usd(&cfg) } else { (0.0, 0) };
-    let d = super::dry_run::dry_run(&cfg, judge.as_ref(), held)?;
+    let held = if gate.is_none() { super::gate::gate_hold(&cfg) } else { super::gate::GateHold::default() };
+    let d = super::dry_run::dry_run(&cfg, judge.as_ref(), &held)?;
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
         (cfg.raw.acquisition.dispatch, cfg.raw.judge())
@@ -191,7 +191,7 @@ fn panel_dry_run_text(
     for m in &cfg.raw.judges {
         let info = crate::config::judge::judge_info(&m.judge).map_err(RunCommandError::Judge)?;
         let named = Named { name: m.name.clone(), judge: info };
-        let d = super::dry_run::dry_run(cfg, &named, (0.0, 0))?;
+        let d = super::dry_run::dry_run(cfg, &named, &super::gate::GateHold::default())?;
         rows.push((m, named, d));
     }
     let identity = crate::run::folder::PanelIdentity(rows.iter().map(|r| &r.1 as &dyn JudgeInfo).collect());
@@ -417,15 +417,19 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     }
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
     check_detach(&args.config, &cfg, args.detach)?;
+    // The config's gate asks its trusted judge after the run, on the same max_usd: its worst
+    // case is held from the start (a `--gate FILE` asks nothing).
+    let hold = if args.gate.is_none() { super::gate::gate_hold(&cfg) } else { super::gate::GateHold::default() };
+    if let Some(w) = &hold.warning {
+        super::warn_line(&format!("warning: {w}"));
+    }
     let opts = RunOptions {
         progress: !args.quiet,
         print: false,
         handle_signals: true,
         detach: args.detach,
         abandon_batch: args.abandon_batch,
-        // The config's gate asks its trusted judge after the run, on the same max_usd: its
-        // worst case is held from the start (a `--gate FILE` asks nothing).
-        hold_usd: if args.gate.is_none() { super::gate::gate_hold_usd(&cfg).0 } else { 0.0 },
+        hold_usd: hold.usd,
     };
     let outcome = run_with_gate(&cfg, judge, rt, &opts, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {

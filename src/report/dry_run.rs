@@ -24,6 +24,8 @@ pub struct DryRun {
     /// What the run's judge leaves of `max_usd` for the config's gate (USD, its trusted judge's
     /// queries at their worst case) and how many queries that is.
     pub held_for_gate: (f64, usize),
+    /// Why nothing is held for the gate although it has a priced trusted judge.
+    pub gate_not_held: Option<String>,
     /// Queries of an open provider batch job and their reservations (USD, in `spent_usd`): a
     /// real run books the job's results before it picks anything.
     pub in_open_job: Option<(usize, f64)>,
@@ -93,6 +95,9 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
             "held for the gate: ${:.6} of max_usd, its trusted judge's {} queries still to ask at their worst case (asked after the run; the run's judge does not spend it)\n",
             d.held_for_gate.0, d.held_for_gate.1
         ));
+    }
+    if let Some(w) = &d.gate_not_held {
+        s.push_str(&format!("warning: {w}\n"));
     }
     if b.max_comparisons.is_none() && b.max_usd.is_none() {
         s.push_str(&format!(

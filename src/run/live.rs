@@ -212,15 +212,6 @@ impl<'a> Driver<'a> {
         )?;
         budget.carry_factor(queries.carried_factor(books.log().records()));
         budget.hold(opts.hold_usd);
-        if let Some(max) = cfg.raw.budget.max_usd
-            && opts.hold_usd > max - budget.spent_usd() + 1e-12
-        {
-            progress.println(&format!(
-                "warning: the gate's trusted judge may cost up to ${:.6} (its queries at their worst case), more than max_usd ${max} leaves (${:.6}): the gate will be refused unless its anchors cost less; raise budget.max_usd or lower gate.anchors",
-                opts.hold_usd,
-                (max - budget.spent_usd()).max(0.0)
-            ));
-        }
         let acq = &cfg.raw.acquisition;
         // A batch round is a wait-for-batch round of `round_size`, all sent at once.
         let (every, concurrency) = match acq.dispatch {
