@@ -558,6 +558,7 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert!(text(&out).contains("the gate's 8 trusted queries could cost up to $"), "{}", text(&out));
     assert!(text(&out).contains("has $0 left"), "{}", text(&out));
     // Said before the run: the gate cannot fit in max_usd, so nothing is held for it.
+    assert!(!text(&out).contains("warning: warning:"), "{}", text(&out));
     assert!(
         text(&out).contains("warning: the gate's trusted judge may cost up to $")
             && text(&out).contains("more than max_usd $0 leaves ($0.000000): nothing is held for it, so the run's judge may spend the budget"),
@@ -605,7 +606,11 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--gate", "runs/paid/gate.json", "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     // (Its trusted verdicts were paid from that folder's books, not this one's.)
-    assert!(text(&out).contains(", paid from the books of runs/paid (not from this run's folder)"), "{}", text(&out));
+    assert!(
+        text(&out).contains(", paid by the gate of run \"paid\" from its folder's books (not from this run's folder)"),
+        "{}",
+        text(&out)
+    );
     assert!(json(&dir.path().join("runs/later/result.json"))["folder_spend"].get("gate_trusted_usd").is_none());
     let out = run_bin(dir.path(), &["gate", "runs/later"]);
     assert!(out.status.success(), "{}", text(&out));

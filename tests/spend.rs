@@ -835,7 +835,7 @@ fn a_runs_gate_is_held_back_from_its_budget() {
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     let line = t.lines().find(|l| l.starts_with("held for the gate: $")).unwrap_or_else(|| panic!("{t}"));
-    assert!(line.contains(" of max_usd, its trusted judge's 4 queries still to ask at their worst case"), "{line}");
+    assert!(line.contains(" of max_usd, its trusted judge's 4 queries (2 × gate.anchors, cached or not"), "{line}");
     let held: f64 = line["held for the gate: $".len()..].split_whitespace().next().unwrap().parse().unwrap();
     assert!(held > 4.0 * 0.000106 && held < max / 2.0, "{held}");
     let out = run(dir.path(), &cfg);
@@ -855,7 +855,7 @@ fn a_runs_gate_is_held_back_from_its_budget() {
     let trusted = f["gate_trusted_usd"].as_f64().unwrap_or(0.0);
     assert!(max - (f["spend_usd"].as_f64().unwrap() - trusted) >= held - 1e-9, "{f}");
     assert!(
-        text(&out).contains("the run's judge left $0.0033 of max_usd to the gate's trusted judge"),
+        text(&out).contains("the run's judge held $0.0033 of max_usd back for the gate's trusted judge"),
         "{}",
         text(&out)
     );
@@ -863,7 +863,7 @@ fn a_runs_gate_is_held_back_from_its_budget() {
     // the next anchors' (the hold counted them off, and the gate was then refused for want of
     // money once the anchors moved).
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--max-usd", "0.02"]);
-    let want = format!("held for the gate: ${held:.6} of max_usd, its trusted judge's 4 queries");
+    let want = format!("held for the gate: ${held:.6} of max_usd, its trusted judge's 4 queries (");
     assert!(stdout(&out).contains(&want), "{}", text(&out));
     // A gate that cannot fit in what max_usd leaves is not held (the run's judge would buy
     // nothing, and the summary blamed max_usd): said before the run.

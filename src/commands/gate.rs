@@ -578,9 +578,9 @@ pub fn apply_report(
             )
         } else {
             format!(
-                "the trusted verdicts this gate used cost {}, paid from the books of {} (not from this run's folder)",
+                "the trusted verdicts this gate used cost {}, paid by the gate of run {:?} from its folder's books (not from this run's folder)",
                 crate::report::table::usd(g.trusted_spend_usd),
-                gate_file.parent().map_or_else(|| ".".into(), |d| d.display().to_string())
+                g.run
             )
         });
     }

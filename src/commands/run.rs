@@ -421,7 +421,7 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     // case is held from the start (a `--gate FILE` asks nothing).
     let hold = if args.gate.is_none() { super::gate::gate_hold(&cfg) } else { super::gate::GateHold::default() };
     if let Some(w) = &hold.warning {
-        super::warn_line(&format!("warning: {w}"));
+        super::warn_line(w);
     }
     let opts = RunOptions {
         progress: !args.quiet,

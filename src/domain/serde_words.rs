@@ -157,12 +157,12 @@ impl<T: Count> serde::de::Visitor<'_> for WholeNumber<T> {
         if v >= 0.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
             self.visit_u64(v as u64)
         } else if v.is_finite() && v.fract() == 0.0 && v > 0.0 && T::MAX > 1 << 53 {
-            // Past 2^53 a float is no longer every whole number: such a value is taken written
-            // in digits only.
+            // Past 2^53 a float is no longer every whole number; digits past the type's largest
+            // value arrive as a float too.
             Err(E::custom(format!(
-                "{v:e} is too large for a number written with a point or an exponent (at most {}); write it in digits (at most {})",
-                1u64 << 53,
-                T::MAX
+                "{v:e} is too large (at most {} written in digits, {} with a point or an exponent)",
+                T::MAX,
+                1u64 << 53
             )))
         } else if v.is_finite() && v.fract() == 0.0 && v > 0.0 {
             Err(E::custom(format!("{v:e} is too large (at most {})", T::MAX)))

@@ -92,7 +92,7 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     s.push_str(&budget_line(b, ""));
     if d.held_for_gate.0 > 0.0 {
         s.push_str(&format!(
-            "held for the gate: ${:.6} of max_usd, its trusted judge's {} queries still to ask at their worst case (asked after the run; the run's judge does not spend it)\n",
+            "held for the gate: ${:.6} of max_usd, its trusted judge's {} queries (2 × gate.anchors, cached or not: the anchors are picked after the run) at their worst case (asked after the run; the run's judge does not spend it)\n",
             d.held_for_gate.0, d.held_for_gate.1
         ));
     }

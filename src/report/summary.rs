@@ -46,16 +46,16 @@ pub fn budget_reached(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) ->
 pub fn budget_left(stop: StopReason, spend_usd: f64, max_usd: Option<f64>, held_usd: f64) -> Option<String> {
     let m = max_usd.filter(|&m| stop == StopReason::MaxUsd && spend_usd < 0.99 * m)?;
     let (spent, max) = super::table::usd_distinct(spend_usd, m);
-    let held = if held_usd > 0.0 {
-        format!(
-            "; the run's judge left {} of max_usd to the gate's trusted judge (its queries at their worst case, asked after the run)",
+    if held_usd > 0.0 {
+        // The books may hold the gate's spend by now: what was left at the stop is not said.
+        return Some(format!(
+            "{} of max_usd {max} left ({spent} booked, a gate's trusted judge included): the run's judge held {} of max_usd back for the gate's trusted judge (its queries at their worst case, asked after the run), and no query still to ask fit in the rest at its worst-case cost, which is reserved before sending; `run --dry-run` shows the cost per query",
+            usd(m - spend_usd),
             usd(held_usd)
-        )
-    } else {
-        String::new()
-    };
+        ));
+    }
     Some(format!(
-        "{} of max_usd {max} left ({spent} booked): less than the worst-case cost of any query still to ask, which is reserved before sending{held}; `run --dry-run` shows the cost per query",
+        "{} of max_usd {max} left ({spent} booked): less than the worst-case cost of any query still to ask, which is reserved before sending; `run --dry-run` shows the cost per query",
         usd(m - spend_usd)
     ))
 }
@@ -825,7 +825,7 @@ mod tests {
         // A gate's hold is said with the money left.
         assert!(
             budget_left(StopReason::MaxUsd, 0.03, Some(0.05), 0.0215).unwrap().contains(
-                "reserved before sending; the run's judge left $0.0215 of max_usd to the gate's trusted judge"
+                "($0.0300 booked, a gate's trusted judge included): the run's judge held $0.0215 of max_usd back for the gate's trusted judge"
             ),
         );
     }
