@@ -620,6 +620,18 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
     assert!(run_bin(dir.path(), &["report", "runs/later"]).status.success());
     let md = std::fs::read_to_string(dir.path().join("runs/later/report.md")).unwrap();
     assert!(md.contains("for the gate's trusted judge)"), "{md}");
+    // compare puts the gate's cost beside the run's (a gated run cost both; it showed the
+    // judge's alone).
+    let out = run_bin(dir.path(), &["compare", "runs/paid", "runs/later", "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(dir.path().join("cmp/compare.md")).unwrap();
+    let r = json(&dir.path().join("runs/later/result.json"));
+    let own = r["spend_usd"].as_f64().unwrap();
+    let want = format!(
+        "later: its gate's trusted judge cost {trusted:.4} more (in the run folder's books, not in the spend column): {:.4} in all.",
+        own + trusted
+    );
+    assert!(md.contains(&want), "{want}\n{md}");
 }
 
 #[test]

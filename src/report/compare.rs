@@ -549,6 +549,14 @@ pub struct CompareRow {
     /// The run folder's books against `budget.max_usd`, when the books passed it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget_passed: Option<crate::report::summary::BudgetPassed>,
+    /// What a gate's trusted judge cost in the run's folder (USD, beside `spend_usd`: a gated
+    /// run's cost is both).
+    #[serde(skip_serializing_if = "crate::report::compare::is_zero")]
+    pub gate_usd: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The whole comparison.
@@ -648,6 +656,7 @@ pub fn compare_with_panels(
                     r.result.folder_spend.max_usd,
                     r.result.overrun.is_some(),
                 ),
+                gate_usd: r.result.folder_spend.gate_trusted_usd,
             }
         })
         .collect();
@@ -672,6 +681,7 @@ pub fn compare_with_panels(
             flip_rate: (n > 0).then(|| f as f64 / n as f64),
             cost: if p.spend_usd > 0.0 { CostSource::Recorded } else { CostSource::None },
             budget_passed: p.budget_passed,
+            gate_usd: 0.0,
         }
     }));
     let agreement =
@@ -738,6 +748,16 @@ pub fn markdown(c: &Comparison) -> String {
         if let Some(b) = r.budget_passed {
             let _ = writeln!(s, "\n{}: {}.", md::text(&r.run), b.line());
         }
+    }
+    // A gated run's cost is its judge's and its gate's (the paper's amortised anchors).
+    for r in c.rows.iter().filter(|r| r.gate_usd > 0.0) {
+        let _ = writeln!(
+            s,
+            "\n{}: its gate's trusted judge cost {:.4} more (in the run folder's books, not in the spend column): {:.4} in all.",
+            md::text(&r.run),
+            r.gate_usd,
+            r.spend_usd + r.gate_usd
+        );
     }
     let priced: Vec<String> =
         c.rows.iter().filter(|r| r.cost == CostSource::PriceTable).map(|r| md::text(&r.run)).collect();
