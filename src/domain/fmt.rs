@@ -6,6 +6,26 @@ pub fn count(n: usize, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// The columns `s` takes on a terminal: a CJK character two, a combining mark none (Rust's
+/// `{:<w$}` counts characters).
+pub fn display_width(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// A text in a fixed-width terminal column: `{:<w$}` / `{:>w$}` pad it to `w` display columns
+/// ([`display_width`]), so ids in CJK or with combining marks keep a table aligned.
+pub struct Col<'a>(pub &'a str);
+
+impl std::fmt::Display for Col<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pad = " ".repeat(f.width().unwrap_or(0).saturating_sub(display_width(self.0)));
+        match f.align() {
+            Some(std::fmt::Alignment::Right) => write!(f, "{pad}{}", self.0),
+            _ => write!(f, "{}{pad}", self.0),
+        }
+    }
+}
+
 /// `s` safe to print on a terminal: control characters other than newline and tab (an escape
 /// sequence, a NUL, a carriage return from a judge's reply or an error body) are written as
 /// `\u{1b}`, so text from a server cannot move the cursor or recolour the terminal.
@@ -115,5 +135,21 @@ mod tests {
         assert_eq!(count(1, "verdict"), "1 verdict");
         assert_eq!(count(0, "verdict"), "0 verdicts");
         assert_eq!(count(204, "verdict"), "204 verdicts");
+    }
+}
+
+#[cfg(test)]
+mod width_tests {
+    use super::{Col, display_width};
+
+    /// Ids in CJK or with a combining mark keep a table's columns: padded by display columns.
+    #[test]
+    fn a_column_pads_by_display_width() {
+        assert_eq!((display_width("abc"), display_width("模型"), display_width("e\u{301}")), (3, 4, 1));
+        assert_eq!(format!("[{:<6}]", Col("模型")), "[模型  ]");
+        assert_eq!(format!("[{:>6}]", Col("模型")), "[  模型]");
+        assert_eq!(format!("[{:<4}]", Col("e\u{301}")), "[e\u{301}   ]");
+        assert_eq!(format!("[{:<2}]", Col("long")), "[long]");
+        assert_eq!(format!("[{}]", Col("x")), "[x]");
     }
 }

@@ -28,7 +28,7 @@ fn truth_name(r: &PairRow) -> &'static str {
 /// entries the swap test ran on.
 pub fn swap_table(r: &AuditReport) -> String {
     let rows: Vec<&PairRow> = r.rows.iter().filter(|x| x.kind == r.position.on).collect();
-    let w = rows.iter().map(|x| x.id.chars().count()).max().unwrap_or(4).max(4);
+    let w = rows.iter().map(|x| crate::domain::fmt::display_width(&x.id)).max().unwrap_or(4).max(4);
     let sw = rows.iter().map(|x| fmt_side(&x.x).len().max(fmt_side(&x.y).len())).max().unwrap_or(12).max(12);
     let mut s = String::new();
     let _ = writeln!(
@@ -45,7 +45,7 @@ pub fn swap_table(r: &AuditReport) -> String {
         let _ = writeln!(
             s,
             "{:>w$} {:>sw$} {:>sw$} {:>6} {:>6} {:>5} {:>5}",
-            x.id,
+            crate::domain::fmt::Col(&x.id),
             fmt_side(&x.x),
             fmt_side(&x.y),
             w_name(x.verdict_xfirst),
@@ -61,7 +61,7 @@ pub fn swap_table(r: &AuditReport) -> String {
 /// `rendered` column when probes carry renderings.
 pub fn probe_table(r: &AuditReport) -> String {
     let rows: Vec<&PairRow> = r.rows.iter().filter(|x| x.kind == PairKind::Probe).collect();
-    let w = rows.iter().map(|x| x.id.chars().count()).max().unwrap_or(7).max(7);
+    let w = rows.iter().map(|x| crate::domain::fmt::display_width(&x.id)).max().unwrap_or(7).max(7);
     let rend = rows.iter().any(|x| x.rendered.is_some());
     let mut s = String::new();
     let _ = write!(s, "{:>w$}{:>9}{:>9}{:>8}{:>8}", "pair", "X words", "Y words", "longer", "winner");
@@ -73,7 +73,7 @@ pub fn probe_table(r: &AuditReport) -> String {
         let _ = write!(
             s,
             "{:>w$}{:>9}{:>9}{:>8}{:>8}",
-            x.id,
+            crate::domain::fmt::Col(&x.id),
             fmt_num(x.x.words),
             fmt_num(x.y.words),
             x.longer.map(Label::name).unwrap_or("="),

@@ -107,7 +107,9 @@ pub fn gate_text(r: &GateReport, path: &Path) -> String {
             d.n_anchors, r.anchors_requested
         ));
     }
-    let w = r.anchors.iter().map(|a| a.corrected_prefers.len().max(a.naive_prefers.len())).max().unwrap_or(4).max(9);
+    let width = crate::domain::fmt::display_width;
+    let w =
+        r.anchors.iter().map(|a| width(&a.corrected_prefers).max(width(&a.naive_prefers))).max().unwrap_or(4).max(9);
     s.push_str(&format!(
         "\n{:>3}  {:<w$}  {:<w$}  {:>11}  {:>11}  {:>6}  label\n",
         "#", "corrected", "naive", "naive ranks", "corr. ranks", "P(c)"
@@ -116,8 +118,8 @@ pub fn gate_text(r: &GateReport, path: &Path) -> String {
         s.push_str(&format!(
             "{:>3}  {:<w$}  {:<w$}  {:>5},{:<5}  {:>5},{:<5}  {:>6}  {}\n",
             i + 1,
-            a.corrected_prefers,
-            a.naive_prefers,
+            crate::domain::fmt::Col(&a.corrected_prefers),
+            crate::domain::fmt::Col(&a.naive_prefers),
             a.naive_ranks[0],
             a.naive_ranks[1],
             a.corrected_ranks[0],

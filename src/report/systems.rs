@@ -113,7 +113,7 @@ pub fn summary_block(r: &SystemsReport) -> String {
     );
     // The name column is as wide as the longest name (at least 10), so long names keep the
     // columns aligned.
-    let w = r.rows.iter().map(|x| x.system.chars().count()).max().unwrap_or(0).max(10);
+    let w = r.rows.iter().map(|x| crate::domain::fmt::display_width(&x.system)).max().unwrap_or(0).max(10);
     s.push_str(&format!(
         " rank  {:<w$} {:>7} {:>7} {:>6}  {:>21}  {:>5} {:>7} {:>7}\n",
         "system",
@@ -133,7 +133,7 @@ pub fn summary_block(r: &SystemsReport) -> String {
         s.push_str(&format!(
             " {:>4}  {:<w$} {:>7.3} {:>7.3} {:>6.3}  {:>5.3} [{:.3}, {:.3}]  {:>5} {:>7} {:>7}\n",
             x.rank,
-            x.system,
+            crate::domain::fmt::Col(&x.system),
             value,
             sd,
             pi,

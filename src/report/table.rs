@@ -14,7 +14,7 @@ pub fn ranking_table(
     both: bool,
     certified: &crate::report::schema::CertifiedTopk,
 ) -> String {
-    let w = rows.iter().map(|r| r.id.chars().count()).max().unwrap_or(2).max(4);
+    let w = rows.iter().map(|r| crate::domain::fmt::display_width(&r.id)).max().unwrap_or(2).max(4);
     let has_gold = rows.iter().any(|r| r.gold.is_some());
     let has_ranks = rows.iter().any(|r| r.rank_interval.is_some());
     let set = |id: &str| {
@@ -79,7 +79,7 @@ pub fn ranking_table(
             s,
             "{:>5}  {:<w$}  {:>8.3}  {:>6.3}  {:>6.3}  {:<3}",
             rank(r.rank, r.tied),
-            r.id,
+            crate::domain::fmt::Col(&r.id),
             v,
             sd,
             pi,
