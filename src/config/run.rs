@@ -993,6 +993,13 @@ impl Config {
         warnings
             .extend(sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send));
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));
+        // Ids that print alike (another Unicode form, letter case, invisible characters) are
+        // two items, shown as one in every table.
+        warnings.extend(
+            crate::domain::names::near_duplicates(pool.items.iter().map(|i| i.id.as_str()), "items")
+                .into_iter()
+                .map(|w| format!("pool {:?}: {}", pool.pool_id, w.trim_start_matches("warning: "))),
+        );
         if raw.model.kind == ModelKind::Naive && raw.gate.is_some() {
             return Err(inv(InvalidSetting::new(
                 "gate",
