@@ -658,7 +658,7 @@ pub fn gate_hold(cfg: &Config) -> GateHold {
 /// The worst case of the gate's trusted queries (USD, queries), as [`gate_hold`] holds it.
 fn gate_worst_case(cfg: &Config) -> (f64, usize) {
     let Some(g) = &cfg.raw.gate else { return (0.0, 0) };
-    let (Ok(LabelSource::Trusted(t)), Some(_)) = (g.source(), cfg.raw.budget.max_usd) else { return (0.0, 0) };
+    let Ok(LabelSource::Trusted(t)) = g.source() else { return (0.0, 0) };
     let Ok(info) = judge_info(t) else { return (0.0, 0) };
     let pool = &cfg.pool;
     if !info.has_price() || pool.n_bases() < 2 {

@@ -100,8 +100,8 @@ impl<'de> Deserialize<'de> for SweepBudget {
             /// A whole number written as a float (`20.0`, `2e1`) is that number, as for every
             /// count of a config.
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SweepBudget, E> {
-                if v >= 1.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
-                    return self.visit_u64(v as u64);
+                if let Some(n) = crate::domain::serde_words::whole_float(v).filter(|&n| n >= 1) {
+                    return self.visit_u64(n);
                 }
                 Err(E::custom(format!("budget {v}: expected a whole number of comparisons (≥ 1) or \"all\"")))
             }

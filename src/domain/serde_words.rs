@@ -110,6 +110,12 @@ pub fn opt_at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Res
     Ok(<Option<One<T, 1>> as serde::Deserialize>::deserialize(d)?.map(|o| o.0))
 }
 
+/// A float that is a whole number ≥ 0 read exactly (at most 2^53): `200.0`, `1e6`; `None` for a
+/// fraction, a negative, a non-finite value or one past 2^53.
+pub fn whole_float(v: f64) -> Option<u64> {
+    (v >= 0.0 && v.fract() == 0.0 && v <= 2f64.powi(53)).then_some(v as u64)
+}
+
 /// The unsigned integer types a count setting is held in.
 pub trait Count: TryFrom<u64> {
     /// The largest value of the type.
@@ -154,8 +160,8 @@ impl<T: Count> serde::de::Visitor<'_> for WholeNumber<T> {
     }
     /// A whole number written as a float (`1e6`, `200.0`) is that number.
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<T, E> {
-        if v >= 0.0 && v.fract() == 0.0 && v <= 2f64.powi(53) {
-            self.visit_u64(v as u64)
+        if let Some(n) = whole_float(v) {
+            self.visit_u64(n)
         } else if v.is_finite() && v.fract() == 0.0 && v > 0.0 && T::MAX > 1 << 53 {
             // Past 2^53 a float is no longer every whole number; digits past the type's largest
             // value arrive as a float too.

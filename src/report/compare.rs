@@ -551,12 +551,8 @@ pub struct CompareRow {
     pub budget_passed: Option<crate::report::summary::BudgetPassed>,
     /// What a gate's trusted judge cost in the run's folder (USD, beside `spend_usd`: a gated
     /// run's cost is both).
-    #[serde(skip_serializing_if = "crate::report::compare::is_zero")]
+    #[serde(skip_serializing_if = "crate::report::schema::is_zero_usd")]
     pub gate_usd: f64,
-}
-
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
 }
 
 /// The whole comparison.

@@ -357,7 +357,8 @@ pub struct FolderSpend {
     pub max_usd: Option<f64>,
 }
 
-fn is_zero_usd(x: &f64) -> bool {
+/// Whether a USD amount is 0 (a field left out of the JSON when so).
+pub(crate) fn is_zero_usd(x: &f64) -> bool {
     *x == 0.0
 }
 
