@@ -632,6 +632,12 @@ fn a_gate_in_the_config_runs_after_the_run_and_decides_what_is_reported() {
         own + trusted
     );
     assert!(md.contains(&want), "{want}\n{md}");
+    // And the plot draws the gated run at that cost, not at its judge's alone.
+    let svg = std::fs::read_to_string(dir.path().join("cmp/recall_vs_spend.svg")).unwrap();
+    assert!(
+        svg.contains("later (last point: with its gate)") && svg.contains("paid (last point: with its gate)"),
+        "{svg}"
+    );
 }
 
 #[test]

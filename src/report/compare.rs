@@ -809,7 +809,8 @@ fn certified_cell(c: &crate::report::schema::CertifiedTopk, k: usize) -> String 
 /// A run's recall curve: (spend USD, comparisons, recall@k) at each refit.
 pub type RecallCurve = Vec<(f64, usize, f64)>;
 
-/// The recall-against-spend plot (against comparisons when no run has a cost).
+/// The recall-against-spend plot (against comparisons when no run has a cost). A gated run's
+/// line ends at its judge's spend plus its gate's trusted judge's (USD), at its reported recall.
 ///
 /// # Errors
 /// [`CompareError::Plot`].
@@ -827,7 +828,22 @@ pub fn plot_with_panels(
     c: &Comparison,
 ) -> Result<Option<String>, CompareError> {
     let Some(target) = &c.recall_target() else { return Ok(None) };
-    let mut curves: Vec<(String, RecallCurve)> = runs.iter().map(|r| (r.label(), recall_curve(r, target))).collect();
+    // A gated run cost its judge's spend and its gate's: its curve ends at both, with the recall
+    // its summary reports (the gate's choice of ranking), so it is not drawn cheaper than it was.
+    let mut curves: Vec<(String, RecallCurve)> = runs
+        .iter()
+        .zip(&c.rows)
+        .map(|(r, row)| {
+            let mut curve = recall_curve(r, target);
+            match row.recall {
+                Some(recall) if row.gate_usd > 0.0 => {
+                    curve.push((row.spend_usd + row.gate_usd, row.comparisons, recall));
+                    (format!("{} (last point: with its gate)", r.label()), curve)
+                }
+                _ => (r.label(), curve),
+            }
+        })
+        .collect();
     curves.extend(panels.iter().map(|p| {
         let curve =
             p.fits.iter().filter_map(|(usd, n, topk)| target.recall(topk, target.topk.len()).map(|r| (*usd, *n, r)));
