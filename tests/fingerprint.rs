@@ -210,7 +210,9 @@ fn a_resumed_run_with_nothing_left_to_ask_pays_for_no_check() {
 }
 
 /// A budget with room for one more query but not for a check besides: the check is not run, and
-/// the run buys that query (before, the check took its money and said it "cannot tell").
+/// the run buys that query (before, the check took its money and said it "cannot tell"). The
+/// run says the check was not run and why, and result.json and fingerprint.jsonl keep it (it
+/// was skipped without a word, so a judge changed behind its name went unnoticed: hunt 39).
 #[test]
 fn a_check_the_budget_cannot_pay_beside_one_query_is_not_run() {
     let (fake, dir, a) = first_run("24");
@@ -229,13 +231,92 @@ fn a_check_the_budget_cannot_pay_beside_one_query_is_not_run() {
     let before = fake.n_requests();
     let out = run(d, &a, &["--max-usd", &max_usd]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(!stdout(&out).contains("judge fingerprint"), "{}", text(&out));
+    let line = stdout(&out)
+        .lines()
+        .find(|l| l.starts_with("judge fingerprint"))
+        .unwrap_or_else(|| panic!("{}", text(&out)))
+        .to_owned();
+    // allowed 0.1 (this judge never flips): 0.1ⁿ ≤ 0.01 takes n = 3 re-asks.
+    assert!(line.starts_with("judge fingerprint: not run, nothing asked: max_usd leaves $"), "{line}");
+    assert!(line.contains(" beyond the run's next query, enough for 0 of the 3 re-asks a check needs to stop a run (at their worst case, $"), "{line}");
+    assert!(line.ends_with(" to run it; a judge changed behind its name would go unnoticed in this run"), "{line}");
+    assert_eq!(json(&d.join("a/fp/result.json"))["fingerprint"], serde_json::json!([line]));
+    let check = lines(&d.join("a/fp/fingerprint.jsonl")).pop().unwrap();
+    assert_eq!((check["decision"].as_str(), check["cost_usd"].as_f64()), (Some("not_run"), Some(0.0)), "{check}");
     // Replies cost less than their worst case, so the money buys a few queries: all of the
     // run's, none for a check.
     let bought = json(&d.join("a/fp/result.json"))["comparisons"].as_u64().unwrap() - 24;
     assert!(bought >= 1, "{}", text(&out));
     assert_eq!((fake.n_requests() - before) as u64, bought, "the run's queries only, no check");
     assert!(lines(&d.join("a/fp/fingerprint_verdicts.jsonl")).is_empty());
+}
+
+/// A judge whose stored verdicts follow the slot (it always answers "A": all of its pairs flip
+/// with the order) gives a check that cannot tell whatever its re-asks answer (0.99ⁿ ≤ 0.01
+/// takes n = 459): it is not run and nothing is paid for it (it bought 8 re-asks, then said it
+/// "cannot tell": hunt 39).
+#[test]
+fn a_check_that_cannot_tell_is_said_and_not_paid_for() {
+    let fake = FakeOpenAi::start_with(Box::new(|_: &str, _: &str| "[[A]]".to_string()), Box::new(fixed_usage));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = config(d, "a", &fake.base_url);
+    assert!(run(d, &a, &["--max-comparisons", "24"]).status.success());
+    let (books, asked) =
+        (json(&d.join("a/fp/result.json"))["folder_spend"]["spend_usd"].as_f64().unwrap(), fake.n_requests());
+    let out = run(d, &a, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let want = "judge fingerprint: not run, nothing asked: the check cannot tell: the judge's verdicts flip with the order it is shown them in (100 % of its stored pairs), so even 8 of 8 re-asked changed would pass (it needs 459); its verdicts follow the slot, not the answers; a judge changed behind its name would go unnoticed in this run";
+    assert!(stdout(&out).lines().any(|l| l == want), "{}", text(&out));
+    // The run's 8 queries only; the folder's books grew by them alone.
+    let r = json(&d.join("a/fp/result.json"));
+    assert_eq!((fake.n_requests() - asked, r["comparisons"].as_u64()), (8, Some(32)), "{}", text(&out));
+    assert_eq!(r["fingerprint"], serde_json::json!([want]));
+    assert_eq!(r["folder_spend"].get("fingerprint_usd"), None, "{r}");
+    assert!(
+        (r["folder_spend"]["spend_usd"].as_f64().unwrap() - books - 8.0 * (100.0 + 2.0 * 3.0) / 1e6).abs() < 1e-9,
+        "{r}"
+    );
+    let check = lines(&d.join("a/fp/fingerprint.jsonl")).pop().unwrap();
+    assert_eq!((check["decision"].as_str(), check["flip_rate"].as_f64()), (Some("not_run"), Some(1.0)), "{check}");
+}
+
+/// A run whose config has a gate holds its trusted judge's worst case back from max_usd; the
+/// fingerprint check before the run leaves it too (it took what the budget left, the gate's
+/// hold included, and the gate could then be refused for want of money: hunt 39 review).
+#[test]
+fn the_check_leaves_what_the_run_holds_for_its_gate() {
+    let fake = server(&Flips::default());
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = config(d, "a", &fake.base_url);
+    let gate = "gate:\n  anchors: 4\n  trusted:\n    mock: {pos_bias: 0.0, verb_per_word: 0.0, input_usd_per_mtok: 10.0, output_usd_per_mtok: 10.0}\n";
+    std::fs::write(&a, std::fs::read_to_string(&a).unwrap() + gate).unwrap();
+    assert!(run(d, &a, &["--max-comparisons", "24"]).status.success());
+    let books = json(&d.join("a/fp/result.json"))["folder_spend"]["spend_usd"].as_f64().unwrap();
+    let dry = stdout(&run_bin(d, &["run", a.to_str().unwrap(), "--dry-run"]));
+    let number = |prefix: &str, sep: Option<&str>| -> f64 {
+        let rest = dry.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_else(|| panic!("{dry}"));
+        let rest = sep.map_or(rest, |s| rest.split(s).nth(1).unwrap());
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (held, hi) = (number("held for the gate: $", None), number("worst-case cost per query: $", Some(" – $")));
+    // Without the hold the check would have the held money besides 2.5 queries: enough for the
+    // 3 re-asks it needs (allowed 0.1).
+    assert!(held > 3.0 * hi, "{dry}");
+    let max_usd = format!("{:.9}", books + held + 2.5 * hi);
+    let out = run(d, &a, &["--max-usd", &max_usd]);
+    assert!(out.status.success(), "{}", text(&out));
+    let want = format!(" (after ${held:.6} held for the gate) beyond the run's next query, enough for ");
+    let line = stdout(&out).lines().find(|l| l.starts_with("judge fingerprint")).unwrap_or_default().to_owned();
+    assert!(
+        line.starts_with("judge fingerprint: not run, nothing asked: max_usd leaves $") && line.contains(&want),
+        "{}",
+        text(&out)
+    );
+    assert!(lines(&d.join("a/fp/fingerprint_verdicts.jsonl")).is_empty());
+    let f = &json(&d.join("a/fp/result.json"))["folder_spend"];
+    assert!(f["spend_usd"].as_f64().unwrap() <= f["max_usd"].as_f64().unwrap() + 1e-12, "{f}");
 }
 
 /// A check stopped before it was recorded (a kill or Ctrl-C during it) left its replies in the

@@ -76,6 +76,7 @@ fn result(name: &str, topk: &[&str], spend: f64) -> RunResult {
         batch_pending: None,
         verdicts_report: Default::default(),
         replay: None,
+        fingerprint: Vec::new(),
         throughput: None,
     }
 }

@@ -304,12 +304,15 @@ fn queries_waiting_for_the_judges_own_slot_are_held_after_an_overrun() {
 /// fingerprint check's re-asks too: they were reserved at the configured worst case and sent at
 /// once (the folder reached $0.4114 against `--max-usd 0.4` in a user's try). The check is paid
 /// only from what the budget leaves beyond one query of the run (docs/live.md, "Judge
-/// fingerprint"): with room for 2.5 replies it is not run at all, with room for 4.5 it is.
+/// fingerprint"): with room for 2.5 replies it is not run at all (and says so), with room for 4.5
+/// it is.
 #[test]
 fn a_resume_reserves_at_the_worst_case_its_stored_replies_showed() {
     let fake = billing(200_000);
     let dir = tempfile::tempdir().unwrap();
-    let cfg = live(dir.path(), "carry", &fake.base_url, "", "  concurrency: 2\n", "  max_usd: 0.05\n");
+    // Four queries in flight, so the first run stores four verdicts: a check of fewer than the 3
+    // re-asks it needs could not stop a run, and is not run whatever the budget.
+    let cfg = live(dir.path(), "carry", &fake.base_url, "", "  concurrency: 4\n", "  max_usd: 0.05\n");
     let yaml = std::fs::read_to_string(&cfg).unwrap().replace("      queries: 0\n", "      queries: 4\n");
     std::fs::write(&cfg, yaml).unwrap();
     let out = run(dir.path(), &cfg);
@@ -342,6 +345,8 @@ fn a_resume_reserves_at_the_worst_case_its_stored_replies_showed() {
         // What the server billed in this resume (the fingerprint's re-asks included).
         assert!(first + bill(&fake) - billed <= max + 1e-12, "billed {} > max_usd {max}: {}", bill(&fake), text(&out));
         assert_eq!(text(&out).contains("re-asked stored verdicts changed"), check, "room {room}: {}", text(&out));
+        let skipped = "judge fingerprint: not run, nothing asked: max_usd leaves $";
+        assert_eq!(text(&out).contains(skipped), !check, "room {room}: {}", text(&out));
     }
 }
 

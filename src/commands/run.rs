@@ -409,17 +409,23 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
             source: Box::new(source),
         })?;
     }
-    match fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides) {
-        Ok(Some((c, j))) => (cfg, judge) = (c, j),
-        Ok(None) => {}
-        Err(RunCommandError::Run(e @ RunError::Interrupted { .. })) => return Ok(interrupted_before_the_run(&e)),
-        Err(e) => return Err(e),
-    }
+    // The config's gate asks its trusted judge after the run, on the same max_usd: its worst
+    // case is held from the start (a `--gate FILE` asks nothing), the fingerprint check's
+    // re-asks included.
+    let hold = if args.gate.is_none() { super::gate::gate_hold(&cfg) } else { super::gate::GateHold::default() };
+    let fingerprint =
+        match fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides, hold.usd) {
+            Ok((rebuilt, line)) => {
+                if let Some((c, j)) = rebuilt {
+                    (cfg, judge) = (c, j);
+                }
+                line.into_iter().collect()
+            }
+            Err(RunCommandError::Run(e @ RunError::Interrupted { .. })) => return Ok(interrupted_before_the_run(&e)),
+            Err(e) => return Err(e),
+        };
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
     check_detach(&args.config, &cfg, args.detach)?;
-    // The config's gate asks its trusted judge after the run, on the same max_usd: its worst
-    // case is held from the start (a `--gate FILE` asks nothing).
-    let hold = if args.gate.is_none() { super::gate::gate_hold(&cfg) } else { super::gate::GateHold::default() };
     if let Some(w) = &hold.warning {
         super::warn_line(w);
     }
@@ -430,6 +436,7 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
         detach: args.detach,
         abandon_batch: args.abandon_batch,
         hold_usd: hold.usd,
+        fingerprint,
     };
     let outcome = run_with_gate(&cfg, judge, rt, &opts, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {
@@ -524,10 +531,10 @@ fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Resu
     for m in &cfg.raw.judges {
         members.push((m.name.clone(), make_judge(&m.judge).map_err(RunCommandError::Judge)?));
     }
-    match panel_fingerprints(cfg, &members, rt, args.judge_changed) {
+    let fingerprint = match panel_fingerprints(cfg, &members, rt, args.judge_changed) {
         Err(RunCommandError::Run(e @ RunError::Interrupted { .. })) => return Ok(interrupted_before_the_run(&e)),
         other => other?,
-    }
+    };
     let panel = std::sync::Arc::new(crate::judge::panel::PanelJudge::new(&cfg.pool, members));
     let opts = RunOptions {
         progress: !args.quiet,
@@ -536,6 +543,7 @@ fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Resu
         detach: false,
         abandon_batch: args.abandon_batch,
         hold_usd: 0.0,
+        fingerprint,
     };
     let result = rt
         .block_on(crate::run::panel::run(cfg, panel, &opts))
@@ -558,7 +566,8 @@ fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Resu
 /// fingerprint"): the check's line is printed and recorded; a changed judge stops the run
 /// unless `--judge-changed` says what to do. With `new`, the run folder's
 /// judge_namespaces.json names the judge's new namespace and the config and judge are built
-/// again under it (returned).
+/// again under it (returned). Also returned: the check's line as printed (None: no check).
+/// `hold_usd`: what the run holds back of max_usd for its gate, which the check leaves too.
 ///
 /// # Errors
 /// [`RunCommandError::JudgeChanged`], or the check's own failures.
@@ -569,12 +578,15 @@ fn fingerprint_check(
     decided: Option<JudgeChanged>,
     config: &Path,
     overrides: &[crate::config::overrides::Override],
-) -> Result<Option<Prepared>, RunCommandError> {
+    hold_usd: f64,
+) -> Result<(Option<Prepared>, Option<String>), RunCommandError> {
     use crate::run::fingerprint::{self, Decision};
-    let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() else { return Ok(None) };
+    let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() else { return Ok((None, None)) };
     let counted = [judge.clone()];
-    let Some(mut check) = rt.block_on(fingerprint::check(cfg, judge, &counted, oc.fingerprint.queries, true))? else {
-        return Ok(None);
+    let Some(mut check) =
+        rt.block_on(fingerprint::check(cfg, judge, &counted, oc.fingerprint.queries, hold_usd, true))?
+    else {
+        return Ok((None, None));
     };
     let mut rebuilt = None;
     if check.test.judge_changed {
@@ -593,14 +605,15 @@ fn fingerprint_check(
             }
         }
     }
-    record_and_show(cfg, &check, None)?;
-    Ok(rebuilt)
+    let line = record_and_show(cfg, &check, None)?;
+    Ok((rebuilt, Some(line)))
 }
 
 /// The judge fingerprint of each live member of a panel resuming its verdicts (docs/live.md,
 /// "Judge fingerprint"), member by member as for a single judge; a changed member stops the run
 /// unless `--judge-changed accept` says to go on. `--judge-changed new` is the single judge's
 /// ([`refuse_for_panel`]): in a panel, a member given a new `name` starts verdicts of its own.
+/// Returns the checks' lines as printed.
 ///
 /// # Errors
 /// [`RunCommandError::JudgeChanged`] (naming the member), or the check's own failures.
@@ -609,7 +622,8 @@ fn panel_fingerprints(
     members: &[(String, std::sync::Arc<dyn crate::judge::Judge>)],
     rt: &tokio::runtime::Runtime,
     decided: Option<JudgeChanged>,
-) -> Result<(), RunCommandError> {
+) -> Result<Vec<String>, RunCommandError> {
+    let mut lines = Vec::new();
     use crate::run::fingerprint::{self, Decision};
     // max_comparisons counts the whole panel's verdicts.
     let named: Vec<std::sync::Arc<dyn crate::judge::Judge>> = members
@@ -621,7 +635,7 @@ fn panel_fingerprints(
     for ((name, member), m) in members.iter().map(|(n, _)| n).zip(&named).zip(&cfg.raw.judges) {
         let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge else { continue };
         let Some(mut check) =
-            rt.block_on(fingerprint::check(cfg, member.clone(), &named, oc.fingerprint.queries, true))?
+            rt.block_on(fingerprint::check(cfg, member.clone(), &named, oc.fingerprint.queries, 0.0, true))?
         else {
             continue;
         };
@@ -632,13 +646,13 @@ fn panel_fingerprints(
             }
             check.decision = Decision::Accept;
         }
-        record_and_show(cfg, &check, Some(name))?;
+        lines.push(record_and_show(cfg, &check, Some(name))?);
     }
-    Ok(())
+    Ok(lines)
 }
 
 /// A fingerprint check recorded in the run folder's fingerprint.jsonl, and its line printed
-/// (naming the panel `member` it checked, if one).
+/// (naming the panel `member` it checked, if one) and returned.
 ///
 /// # Errors
 /// fingerprint.jsonl cannot be written.
@@ -646,7 +660,7 @@ fn record_and_show(
     cfg: &Config,
     check: &crate::run::fingerprint::Check,
     member: Option<&str>,
-) -> Result<(), RunCommandError> {
+) -> Result<String, RunCommandError> {
     // A repeated stop is on record already; a decision on it is recorded.
     if check.repeats.is_none() || check.decision != crate::run::fingerprint::Decision::Stopped {
         crate::run::fingerprint::record(&cfg.run_dir, check)?;
@@ -657,7 +671,7 @@ fn record_and_show(
         None => line,
     };
     print_out(&format!("{line}\n"));
-    Ok(())
+    Ok(line)
 }
 
 /// What a changed judge's fingerprint found, for the error that stops the run.

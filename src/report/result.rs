@@ -209,6 +209,7 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         batch_pending: None,
         verdicts_report: VerdictsReport::default(),
         replay: judge.replay(),
+        fingerprint: Vec::new(),
         throughput: None,
     }
 }

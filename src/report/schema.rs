@@ -137,6 +137,10 @@ pub struct RunResult {
     /// What a replay judge replayed (recording, recorded judge, queries it lacked).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::judge::replay::ReplayInfo>,
+    /// This invocation's judge fingerprint checks, one line each as printed, a check not run
+    /// among them with its reason (docs/live.md, "Judge fingerprint"; absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fingerprint: Vec<String>,
     /// The request rate this invocation achieved (live judges that sent requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput: Option<Throughput>,

@@ -37,6 +37,9 @@ pub enum Decision {
     New,
     /// The judge changed: the run goes on with the old verdicts (the user accepted).
     Accept,
+    /// The check was not run (`not_run` says why: no answer it could get would stop the run, or
+    /// the budget leaves too few re-asks for one that could): nothing was asked or paid.
+    NotRun,
 }
 
 /// One check, as appended to `fingerprint.jsonl`.
@@ -66,6 +69,10 @@ pub struct Check {
     /// unless a `--judge-changed` decision follows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<usize>,
+    /// Why the check was not run (`decision: not_run`): a judge that changed behind its name
+    /// goes unnoticed in this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_run: Option<String>,
 }
 
 impl Check {
@@ -92,6 +99,11 @@ impl Check {
 
     fn first_line(&self) -> String {
         let t = &self.test;
+        if let Some(why) = &self.not_run {
+            return format!(
+                "judge fingerprint: not run, nothing asked: {why}; a judge changed behind its name would go unnoticed in this run"
+            );
+        }
         if t.pairs == 0 {
             // Nothing was asked again (every re-ask failed, or none could be afforded).
             return "judge fingerprint: no stored verdict could be asked again, so the check says nothing about whether the judge changed".into();
@@ -128,6 +140,7 @@ impl Check {
                 ),
                 Decision::Accept =>
                     "the judge changed; accepted (--judge-changed accept): the run goes on with the old verdicts".into(),
+                Decision::NotRun => "not run".into(),
             }
         )
     }
@@ -177,6 +190,8 @@ pub fn record(dir: &std::path::Path, check: &Check) -> Result<(), RunError> {
 /// reference a later run checks against). The decision is `Passed` or `Stopped`; the caller
 /// applies `--judge-changed` and records the check. `counted`: the judges whose stored verdicts
 /// count against `budget.max_comparisons` (the judge itself, or every member of a panel).
+/// `hold_usd`: USD of `budget.max_usd` the run holds back for its gate, asked after it
+/// (docs/live.md, "Budget"): the check leaves it too.
 ///
 /// # Errors
 /// [`RunError`]: the folder's lock or books, a failed query of the check.
@@ -185,6 +200,7 @@ pub async fn check(
     judge: Arc<dyn Judge>,
     counted: &[Arc<dyn Judge>],
     queries_wanted: usize,
+    hold_usd: f64,
     handle_signals: bool,
 ) -> Result<Option<Check>, RunError> {
     let dir = &cfg.run_dir;
@@ -198,7 +214,7 @@ pub async fn check(
     let comparisons: usize =
         counted.iter().map(|j| RunQueries::new(cfg, j.as_ref()).stored_verdicts(&records, 1.0).len()).sum();
     // A run with nothing left to ask asks nothing, so nothing would be mixed: no check.
-    let Some(spare_usd) = could_ask(cfg, judge.as_ref(), &queries, &records, &all, comparisons)? else {
+    let Some(spare_usd) = could_ask(cfg, judge.as_ref(), &queries, &records, &all, comparisons, hold_usd)? else {
         return Ok(None);
     };
     let stored: HashMap<(usize, usize), f64> = all.into_iter().filter_map(|v| v.y.map(|y| ((v.a, v.b), y))).collect();
@@ -235,12 +251,43 @@ pub async fn check(
     let allowed =
         fingerprint::flip_rate(&both.iter().map(|&(a, b)| (stored[&(a, b)], stored[&(b, a)])).collect::<Vec<_>>())
             .unwrap_or(0.0);
+    let needed = fingerprint::pairs_needed(allowed);
+    let not_run = |why: String| Check {
+        session,
+        judge: judge.describe(),
+        pairs: Vec::new(),
+        test: fingerprint::test(&[], allowed),
+        decision: Decision::NotRun,
+        namespace: None,
+        cost_usd: 0.0,
+        flip_rate: Some(allowed),
+        repeats: None,
+        not_run: Some(why),
+    };
+    // Known before anything is sent: no answers could stop the run, so none are bought.
+    if picks.len() < needed {
+        let why = if allowed >= 0.5 {
+            format!(
+                "the check cannot tell: the judge's verdicts flip with the order it is shown them in ({:.0} % of its stored pairs), so even {n} of {n} re-asked changed would pass (it needs {needed}); its verdicts follow the slot, not the answers",
+                100.0 * allowed,
+                n = picks.len(),
+            )
+        } else {
+            format!(
+                "the check cannot tell: with {n} stored verdicts to ask again, even {n} of {n} changed would pass at level {}; it needs at least {needed} (fingerprint.queries, and stored verdicts to ask)",
+                fingerprint::LEVEL,
+                n = picks.len(),
+            )
+        };
+        return Ok(Some(not_run(why)));
+    }
     let (books, warnings) = Books::open_files(dir, &FINGERPRINT_BOOKS)?;
     for w in warnings {
         tracing::warn!("{w}");
     }
     let max_usd = cfg.raw.budget.max_usd.filter(|_| judge.has_price());
     let (mut budget, _) = Budget::for_folder(dir, None, max_usd, 0)?;
+    budget.hold(hold_usd);
     // Re-asks reserved at the worst case the judge's stored replies have shown.
     budget.carry_factor(queries.carried_factor(&records));
     let pool = Arc::new(cfg.pool.clone());
@@ -265,8 +312,23 @@ pub async fn check(
         })
         .count();
     if affordable < open.len() {
-        if picks.len() - open.len() + affordable < fingerprint::pairs_needed(allowed) {
-            return Ok(None);
+        let have = picks.len() - open.len() + affordable;
+        if have < needed {
+            // What the re-asks it needs would take at their worst case, beyond what max_usd
+            // leaves past the run's next query.
+            let want: f64 = open
+                .iter()
+                .take(needed - (picks.len() - open.len()))
+                .map(|&(a, b)| judge.worst_case_usd(&pool, a, b) * factor)
+                .sum();
+            let usd = |x: f64| format!("${x:.6}");
+            return Ok(Some(not_run(format!(
+                "max_usd leaves {}{} beyond the run's next query, enough for {have} of the {needed} re-asks a check needs to stop a run (at their worst case, {} for {needed}); raise max_usd by {} to run it",
+                usd(spare_usd),
+                if hold_usd > 0.0 { format!(" (after {} held for the gate)", usd(hold_usd)) } else { String::new() },
+                usd(want),
+                usd((want - spare_usd).max(0.0)),
+            ))));
         }
         open.truncate(affordable);
     }
@@ -332,6 +394,7 @@ pub async fn check(
         cost_usd,
         flip_rate: Some(allowed),
         repeats: None,
+        not_run: None,
     }))
 }
 
@@ -342,8 +405,8 @@ const AFFORDABLE_SCAN_MAX: usize = 100_000;
 /// skipped as identical texts) within `budget.max_comparisons` (which the `comparisons` stored
 /// by the run's judges, a panel's all members, count against), whose worst-case cost (raised by
 /// the factor its stored replies have shown) fits in what the folder's books leave of
-/// `budget.max_usd`. `Some(spare)`: what the books leave beyond the cheapest such query (USD;
-/// infinite without a money limit), `None`: no query left.
+/// `budget.max_usd` less `hold_usd` (held for the run's gate). `Some(spare)`: what that leaves
+/// beyond the cheapest such query (USD; infinite without a money limit), `None`: no query left.
 ///
 /// # Errors
 /// [`RunError`]: the folder's books cannot be read.
@@ -354,6 +417,7 @@ fn could_ask(
     records: &[crate::store::ledger::VerdictRecord],
     stored: &[crate::domain::verdict::StoredVerdict],
     comparisons: usize,
+    hold_usd: f64,
 ) -> Result<Option<f64>, RunError> {
     if cfg.raw.budget.max_comparisons.is_some_and(|m| comparisons as u64 >= m) {
         return Ok(None);
@@ -363,7 +427,7 @@ fn could_ask(
     let Some(max_usd) = cfg.raw.budget.max_usd.filter(|_| judge.has_price()) else {
         return Ok(open.next().map(|_| f64::INFINITY));
     };
-    let left = max_usd - crate::store::books::folder_books(&cfg.run_dir)?.total().total_usd();
+    let left = max_usd - crate::store::books::folder_books(&cfg.run_dir)?.total().total_usd() - hold_usd;
     let factor = queries.carried_factor(records);
     // The cheapest open query (of the first AFFORDABLE_SCAN_MAX, on a very large pool).
     let cheapest = open
@@ -389,6 +453,7 @@ mod line_tests {
             cost_usd: 0.0,
             flip_rate: Some(allowed),
             repeats: None,
+            not_run: None,
         };
         // A judge that follows the slot flips 99 % of its pairs with the order: 0.99⁸ = 0.92.
         let l = check(0.99).line();

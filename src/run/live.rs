@@ -519,6 +519,7 @@ fn finish(
     };
     let mut result = build_result(cfg, judge, &run_end);
     result.folder_spend.held_for_gate_usd = opts.hold_usd;
+    result.fingerprint.clone_from(&opts.fingerprint);
     super::write_result_json(dir, &result)?;
     if let Some(sys) = &result.fit.reporting.systems {
         crate::report::systems::write_rankings(dir, sys).map_err(io_err(&dir.join("rankings.csv")))?;

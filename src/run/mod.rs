@@ -171,6 +171,9 @@ pub struct RunOptions {
     /// USD of `budget.max_usd` the run's judge leaves for the config's gate, asked after the
     /// run (its trusted judge's queries at their worst case; 0: none held).
     pub hold_usd: f64,
+    /// The judge fingerprint checks made before the run (docs/live.md, "Judge fingerprint"),
+    /// one line each as printed: kept in result.json's `fingerprint`.
+    pub fingerprint: Vec<String>,
 }
 
 /// Write a run's result.json (pretty JSON and a newline) into `dir`.

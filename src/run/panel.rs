@@ -127,6 +127,10 @@ pub struct PanelRunResult {
     /// The judges whose replies passed their prompt or `max_tokens` bound (absent: none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overrun_judges: Vec<String>,
+    /// This invocation's judge fingerprint checks of the live members, one line each as
+    /// printed (docs/live.md, "Judge fingerprint"; absent: none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fingerprint: Vec<String>,
 }
 
 /// The scheduler's pair of judge `j`'s ordered pair (a, b) in a pool of `n` items.
@@ -841,6 +845,7 @@ fn finish(
     let result = PanelRunResult {
         overrun,
         overrun_judges,
+        fingerprint: opts.fingerprint.clone(),
         name: cfg.raw.name.clone(),
         topk: names(&top),
         topk_tied: names(&tied),
