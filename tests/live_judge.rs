@@ -252,7 +252,12 @@ async fn budget_holds_with_32_requests_in_flight() {
     let cfg = Config::load(&path).unwrap();
     let (res, _judge) = run_inproc(&cfg, "sk-budget-0000").await;
     let recs = records(&cfg);
-    let failed = topk_judge::store::ledger::failed_spend(&cfg.run_dir.join("failed.jsonl"), |_| true);
+    let failed = topk_judge::store::ledger::read_failed(&cfg.run_dir.join("failed.jsonl"))
+        .unwrap()
+        .0
+        .iter()
+        .map(|f| f.cost_usd)
+        .sum::<f64>();
     let logged: f64 = recs.iter().map(|r| r.reply.cost_usd).sum::<f64>() + failed;
     let server_total: f64 = fake
         .requests()
@@ -298,7 +303,12 @@ async fn a_timed_out_paid_call_is_booked_and_survives_resume() {
     let (fa, fb) = pair_of(&cfg.pool, &first);
     let (ia, ib) = (cfg.pool.item_index(&fa).unwrap(), cfg.pool.item_index(&fb).unwrap());
     let w = judge.worst_case_usd(&cfg.pool, ia, ib);
-    let booked = topk_judge::store::ledger::failed_spend(&cfg.run_dir.join("failed.jsonl"), |_| true);
+    let booked = topk_judge::store::ledger::read_failed(&cfg.run_dir.join("failed.jsonl"))
+        .unwrap()
+        .0
+        .iter()
+        .map(|f| f.cost_usd)
+        .sum::<f64>();
     assert!((booked - w).abs() < 1e-15, "the timed-out call is booked at its worst case");
     let logged: f64 = recs.iter().map(|r| r.reply.cost_usd).sum();
     assert!((res.spend_usd - (logged + w)).abs() < 1e-12);

@@ -16,7 +16,9 @@
 use crate::store::batches::{BatchLog, BatchLogError};
 use crate::store::intents::{Closure, Intent};
 use crate::store::intents::{IntentError, IntentId, IntentLog, StagedIntents};
-use crate::store::ledger::{self, Duplicate, LedgerError, ReadLog, StagedRecords, VerdictLog, VerdictRecord};
+use crate::store::ledger::{
+    self, Duplicate, FailedLine, LedgerError, ReadLog, StagedRecords, VerdictLog, VerdictRecord,
+};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -131,6 +133,8 @@ pub struct Books {
     log: VerdictLog,
     intents: IntentLog,
     failed_path: PathBuf,
+    /// The lines of failed.jsonl: read at open, then appended with the file.
+    failed: Vec<FailedLine>,
 }
 
 impl Books {
@@ -166,9 +170,10 @@ impl Books {
         let had_verdicts = verdicts.exists();
         let (log, warning) = VerdictLog::open(&verdicts)?;
         let failed_path = dir.join(files.failed);
-        let failed_warning =
-            ledger::repair_failed(&failed_path)?.into_iter().chain(ledger::read_failed(&failed_path).1);
-        let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed_path);
+        let repaired = ledger::repair_failed(&failed_path)?;
+        let (failed, failed_warnings) = ledger::read_failed(&failed_path)?;
+        let failed_warning = repaired.into_iter().chain(failed_warnings);
+        let (closed, max_id) = closed_by_records(log.records(), log.duplicates(), &failed);
         let (intents, recovery) = IntentLog::open_keeping(&dir.join(files.intents), &closed, max_id, keep)?;
         let mut warnings: Vec<String> = warning.into_iter().chain(failed_warning).chain(recovery.warning).collect();
         let usd: f64 = recovery.booked.iter().map(|c| c.cost_usd).sum();
@@ -191,7 +196,7 @@ impl Books {
                 recovery.booked.len()
             ));
         }
-        Ok((Self { log, intents, failed_path }, warnings))
+        Ok((Self { log, intents, failed_path, failed }, warnings))
     }
 
     /// The intents written and not closed: requests in flight, or in a provider batch job
@@ -345,6 +350,7 @@ impl Books {
     ) -> Result<(), BooksError> {
         if cost_usd > 0.0 {
             ledger::append_failed_intent(&self.failed_path, key, a, b, cost_usd, error, Some(id))?;
+            self.failed.push(FailedLine { key: key.to_owned(), cost_usd, intent: Some(id) });
             self.intents.closed_by_record(id);
         } else {
             self.intents.close_unbilled(id, error)?;
@@ -409,7 +415,7 @@ impl Books {
     fn spend_with(&self, in_job: &[Intent], mine: &dyn Fn(&str) -> bool) -> Spend {
         let keys: HashSet<String> = in_job.iter().map(|i| i.key.clone()).collect();
         let (records, duplicates) = (self.log.records(), self.log.duplicates());
-        spend(records, duplicates, &self.failed_path, self.intents.possibly_billed(), (in_job, &keys), mine)
+        spend(records, duplicates, &self.failed, self.intents.possibly_billed(), (in_job, &keys), mine)
     }
 }
 
@@ -430,20 +436,20 @@ pub fn peek_spend(dir: &Path, mine: &dyn Fn(&str) -> bool) -> Result<Spend, Book
 pub fn peek_spend_files(dir: &Path, files: &BookFiles, mine: &dyn Fn(&str) -> bool) -> Result<Spend, BooksError> {
     let verdicts = dir.join(files.verdicts);
     let read = if verdicts.exists() { ledger::read_log(&verdicts)? } else { ReadLog::default() };
-    let failed_path = dir.join(files.failed);
-    let (closed, _) = closed_by_records(&read.records, &read.duplicates, &failed_path);
+    let (failed, _) = ledger::read_failed(&dir.join(files.failed))?;
+    let (closed, _) = closed_by_records(&read.records, &read.duplicates, &failed);
     let (open, booked) = IntentLog::peek(&dir.join(files.intents), &closed)?;
     // Only the run's judge dispatches provider batch jobs.
     let in_job = if files.intents == RUN_BOOKS.intents { BatchLog::open_keys(dir)? } else { HashSet::new() };
-    Ok(spend(&read.records, &read.duplicates, &failed_path, &booked, (&open, &in_job), mine))
+    Ok(spend(&read.records, &read.duplicates, &failed, &booked, (&open, &in_job), mine))
 }
 
-/// The (cache key, intent id) pairs the verdict records (duplicates too) and failed.jsonl carry,
-/// and the largest id among them.
+/// The (cache key, intent id) pairs the verdict records (duplicates too) and failed.jsonl's
+/// lines carry, and the largest id among them.
 fn closed_by_records(
     records: &[VerdictRecord],
     duplicates: &[Duplicate],
-    failed_path: &Path,
+    failed: &[FailedLine],
 ) -> (HashSet<(String, IntentId)>, IntentId) {
     let mut closed = HashSet::new();
     let mut max_id = 0;
@@ -453,7 +459,7 @@ fn closed_by_records(
             max_id = max_id.max(id);
         }
     }
-    for (key, id) in ledger::failed_intents(failed_path) {
+    for (key, id) in failed.iter().filter_map(|f| Some((f.key.clone(), f.intent?))) {
         max_id = max_id.max(id);
         closed.insert((key, id));
     }
@@ -511,7 +517,7 @@ pub fn folder_books(dir: &Path) -> Result<FolderBooks, BooksError> {
 fn spend(
     records: &[VerdictRecord],
     duplicates: &[Duplicate],
-    failed_path: &Path,
+    failed: &[FailedLine],
     booked: &[Closure],
     open: (&[Intent], &HashSet<String>),
     mine: &dyn Fn(&str) -> bool,
@@ -533,7 +539,7 @@ fn spend(
         s.duplicates += 1;
         s.duplicates_usd += d.record.reply.cost_usd;
     }
-    s.failed_usd = ledger::failed_spend(failed_path, mine);
+    s.failed_usd = failed.iter().filter(|f| mine(&f.key)).map(|f| f.cost_usd).sum();
     // An intent booked as possibly billed while its verdict line was missing (verdicts.jsonl
     // moved away, then restored) is booked by that line: once, at what it cost.
     let recorded: HashSet<(&str, IntentId)> = records

@@ -535,14 +535,25 @@ pub struct FailedLine {
 }
 
 /// The lines of `failed.jsonl` that read as [`FailedLine`]s, and a warning for each other
-/// non-empty line (empty when the file is absent). A line that does not read closes no intent,
-/// so its intent stays open and is booked at its worst case: a damaged cost (negative, text,
-/// missing, above the bound) can only book more, never less.
-pub fn read_failed(path: &Path) -> (Vec<FailedLine>, Vec<String>) {
-    let Ok(text) = std::fs::read_to_string(path) else { return Default::default() };
+/// non-empty line (empty when the file is absent). A line that does not read (bad JSON, or
+/// bytes that are not UTF-8) closes no intent, so its intent stays open and is booked at its
+/// worst case: a damaged cost (negative, text, missing, above the bound) can only book more,
+/// never less; the other lines still count.
+///
+/// # Errors
+/// [`LedgerError::Io`] naming the file, when it exists but cannot be read (its paid failures
+/// would otherwise go uncounted against `budget.max_usd`).
+pub fn read_failed(path: &Path) -> Result<(Vec<FailedLine>, Vec<String>), LedgerError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+        Err(source) => return Err(LedgerError::Io { path: path.to_owned(), source }),
+    };
     let (mut lines, mut warnings) = (Vec::new(), Vec::new());
-    for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        match serde_json::from_str::<FailedLine>(l) {
+    for (i, l) in bytes.split(|b| *b == b'\n').enumerate().filter(|(_, l)| !l.trim_ascii().is_empty()) {
+        match std::str::from_utf8(l).map_err(|e| e.to_string()).and_then(|l| {
+            serde_json::from_str::<FailedLine>(l).map_err(|e| e.to_string())
+        }) {
             Ok(f) => lines.push(f),
             Err(e) => warnings.push(format!(
                 "{}:{}: not a failed-query record ({e}); expected {{\"key\", \"cost_usd\", \"intent\"}}: the line is left out, and its query's intent, still open, is booked at its worst case",
@@ -551,18 +562,7 @@ pub fn read_failed(path: &Path) -> (Vec<FailedLine>, Vec<String>) {
             )),
         }
     }
-    (lines, warnings)
-}
-
-/// Total `cost_usd` of the lines of `failed.jsonl` whose key `mine` accepts ([`read_failed`]).
-pub fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
-    read_failed(path).0.iter().filter(|f| mine(&f.key)).map(|f| f.cost_usd).sum()
-}
-
-/// The (cache key, intent id) of every line of `failed.jsonl` that carries an intent
-/// ([`read_failed`]).
-pub fn failed_intents(path: &Path) -> Vec<(String, u64)> {
-    read_failed(path).0.into_iter().filter_map(|f| Some((f.key, f.intent?))).collect()
+    Ok((lines, warnings))
 }
 
 #[cfg(test)]
@@ -635,6 +635,36 @@ mod tests {
         assert_eq!(log.get("k2").unwrap().reply.y, Some(0.5));
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.ends_with('\n') && text.lines().count() == 2, "torn bytes cut off: {text:?}");
+    }
+
+    /// Total `cost_usd` of failed.jsonl's lines whose key `mine` accepts.
+    fn failed_spend(path: &Path, mine: impl Fn(&str) -> bool) -> f64 {
+        read_failed(path).unwrap().0.iter().filter(|f| mine(&f.key)).map(|f| f.cost_usd).sum()
+    }
+
+    fn failed_intents(path: &Path) -> Vec<(String, u64)> {
+        read_failed(path).unwrap().0.into_iter().filter_map(|f| Some((f.key, f.intent?))).collect()
+    }
+
+    /// A byte that is not UTF-8 damages its line only: the other paid failures still count
+    /// against max_usd, and the line is named (the whole file read as empty, without a word).
+    #[test]
+    fn a_failed_line_that_is_not_utf8_leaves_the_others_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("failed.jsonl");
+        append_failed(&path, "k1", "a", "b", 0.25, "timeout").unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"{\"key\": \"k2\", \"cost_usd\": 0.5, \"error\": \"\xff\"}\n");
+        std::fs::write(&path, &bytes).unwrap();
+        append_failed_intent(&path, "k3", "a", "c", 0.125, "timeout", Some(4)).unwrap();
+        let (lines, warnings) = read_failed(&path).unwrap();
+        assert_eq!(lines.iter().map(|f| f.cost_usd).sum::<f64>(), 0.375);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("failed.jsonl:2: not a failed-query record (invalid utf-8"), "{}", warnings[0]);
+        assert_eq!(failed_intents(&path), vec![("k3".to_string(), 4)]);
+        // A folder in its place cannot be read: an error naming it, not $0 of paid failures.
+        let e = read_failed(dir.path()).unwrap_err().to_string();
+        assert!(e.contains(&dir.path().display().to_string()), "{e}");
     }
 
     #[test]
@@ -731,7 +761,7 @@ mod tests {
         }
         append_failed(&failed, "k", "a", "b", 0.5, "boom").unwrap();
         assert_eq!(failed_spend(&failed, |_| true), 0.5);
-        let (lines, warnings) = read_failed(&failed);
+        let (lines, warnings) = read_failed(&failed).unwrap();
         assert_eq!((lines.len(), warnings.len()), (1, 3));
         assert!(
             warnings[0]
