@@ -136,3 +136,122 @@ fn outputs_doc_shows_the_position_effect_under_flatter_theta_priors() {
     let want = format!("--lambda-theta 0.1` gives\n  κ̂ = {a}, `--lambda-theta 0.01` {b} (docs/model.md");
     assert!(d.contains(&want), "docs/outputs.md should hold:\n{want}");
 }
+
+/// A count as the audit prints it: `6`, `10.5`.
+fn count(x: &Value) -> String {
+    let c = x.as_f64().unwrap();
+    if c.fract() == 0.0 { format!("{}", c as i64) } else { format!("{c}") }
+}
+
+/// A rate as docs/audit.md quotes it: `6/24 = 0.25 [0.12, 0.45]`.
+fn rate(r: &Value) -> String {
+    format!(
+        "{}/{} = {:.2} [{:.2}, {:.2}]",
+        count(&r["count"]),
+        r["n"],
+        r["rate"].as_f64().unwrap(),
+        r["lo"].as_f64().unwrap(),
+        r["hi"].as_f64().unwrap()
+    )
+}
+
+/// docs/audit.md, "Probes for live judges": the numbers of `audit configs/summeval-probes.yaml`
+/// and the pairs order averaging ties (they were stale: 8/24 flips where the audit found 6).
+#[test]
+fn audit_doc_shows_the_summeval_probe_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped(dir.path(), "summeval-probes.yaml", |y| y);
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let a = json(&dir.path().join("runs/summeval-probes/audit.json"));
+    let av = &a["averaging"];
+    let ids = |wrong: bool| -> String {
+        let s = av["survivors"].as_array().unwrap();
+        s.iter().filter(|s| s["naive_wrong"] == wrong).map(|s| s["id"].as_str().unwrap()).collect::<Vec<_>>().join(", ")
+    };
+    let want = [
+        format!("flips {}", rate(&a["position"]["flips"])),
+        format!("elaborated rendering wins {}", rate(&a["verbosity"]["rendered_wins"])),
+        format!(
+            "naive disagreement {}, order-averaged {}",
+            rate(&av["naive_disagreement"]),
+            rate(&av["averaged_disagreement"])
+        ),
+        format!("order-averaged flips {}/{}", count(&av["averaged_flips"]["count"]), av["averaged_flips"]["n"]),
+        format!("({}) and wrong on", ids(false)),
+        format!("({})", ids(true)),
+    ];
+    let d = doc("audit.md").split_whitespace().collect::<Vec<_>>().join(" ");
+    let missing: Vec<&String> = want.iter().filter(|w| !d.contains(w.as_str())).collect();
+    assert!(missing.is_empty(), "docs/audit.md lacks what the audit prints: {missing:#?}");
+}
+
+/// docs/replay.md, "Which judge to pay for": its recipe, run as written (two mock judges record
+/// four pools, each recording replayed at 48 comparisons, priced by configs/prices-mock.yaml),
+/// prints the table the doc shows.
+#[test]
+fn replay_doc_shows_what_its_price_table_recipe_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let record = shipped(d, "record-summeval.yaml", |y| y);
+    let replay = shipped(d, "replay.yaml", |y| y);
+    let ok = |args: &[&str]| {
+        let out = run_bin(d, args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        out
+    };
+    let frontier = [
+        "--set",
+        "judge.mock.pos_bias=0.05",
+        "--set",
+        "judge.mock.verb_per_word=0",
+        "--set",
+        "judge.mock.temperature=0.15",
+    ];
+    let doc_text = doc("replay.md");
+    let pools: Vec<&str> = doc_text
+        .split_whitespace()
+        .filter(|w| w.starts_with("dm-test-") || w.starts_with("cnn-test-"))
+        .take(4)
+        .map(|w| w.trim_end_matches(';'))
+        .collect();
+    assert_eq!(pools.len(), 4, "the recipe's four pools");
+    for pool in &pools {
+        let (set_pool, cheap, front) =
+            (format!("pool.id={pool}"), format!("rec-cheap-{pool}"), format!("rec-frontier-{pool}"));
+        ok(&["run", record.to_str().unwrap(), "--quiet", "--set", &set_pool, "--name", &cheap]);
+        let mut args = vec!["run", record.to_str().unwrap(), "--quiet", "--set", &set_pool, "--name", &front];
+        args.extend(frontier);
+        ok(&args);
+        for j in ["cheap", "frontier"] {
+            let (name, file) = (format!("{j}-{pool}"), format!("judge.replay.file=runs/rec-{j}-{pool}/verdicts.jsonl"));
+            let r = replay.to_str().unwrap();
+            ok(&[
+                "run",
+                r,
+                "--quiet",
+                "--set",
+                &set_pool,
+                "--name",
+                &name,
+                "--set",
+                &file,
+                "--set",
+                "acquisition.seed=1",
+                "--max-comparisons",
+                "48",
+            ]);
+        }
+    }
+    let mut args = vec!["compare".to_string()];
+    for j in ["cheap", "frontier"] {
+        args.extend(pools.iter().map(|p| format!("runs/{j}-{p}")));
+    }
+    let prices = root().join("configs/prices-mock.yaml");
+    args.extend(["--prices".into(), prices.display().to_string(), "--out".into(), "runs/which-judge".into()]);
+    let out = ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let rows: Vec<String> = stdout(&out).lines().filter(|l| l.starts_with("| ")).map(str::to_owned).collect();
+    assert_eq!(rows.len(), 3, "{}", stdout(&out));
+    let missing: Vec<&String> = rows.iter().filter(|r| !doc_text.lines().any(|l| l == r.as_str())).collect();
+    assert!(missing.is_empty(), "docs/replay.md lacks what compare prints:\n{}", rows.join("\n"));
+}

@@ -119,7 +119,8 @@ fn every_documented_command_parses() {
     let mut checked = 0;
     let mut bad = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
+        // A line ending in `\` goes on on the next one, as in the shell.
+        let text = std::fs::read_to_string(&f).unwrap().replace("\\\n", " ");
         let mut in_sh = false;
         for line in text.lines() {
             let t = line.trim_start();
