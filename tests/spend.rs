@@ -330,6 +330,24 @@ fn a_resume_reserves_at_the_worst_case_its_stored_replies_showed() {
         assert!(cp.success());
         let billed = bill(&fake);
         let max = first + room * per_reply;
+        // The dry run prices queries as the run reserves them: at the worst case the stored
+        // replies showed, 1018 times the configured one here (it priced them at the configured
+        // one, and its "at least" was not what the run could buy).
+        let dry = stdout(&run_bin(
+            dir.path(),
+            &[
+                "run",
+                cfg.to_str().unwrap(),
+                "--dry-run",
+                "--max-usd",
+                &format!("{max}"),
+                "--set",
+                &format!("out_dir={copy}"),
+            ],
+        ));
+        assert!(dry.contains("reserved before sending (the judge's own worst case × 1018, since a stored reply cost 1018 times its worst case;"), "{dry}");
+        let at_least = if check { 4 } else { 2 };
+        assert!(dry.contains(&format!("queries the budget allows: at least {at_least} at worst-case cost")), "{dry}");
         let out = run_bin(
             dir.path(),
             &[

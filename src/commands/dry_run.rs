@@ -4,7 +4,8 @@
 //! Queries allowed = min(comparisons left, unqueried ordered pairs, queries whose worst-case
 //! costs fit `max_usd` − spent). "At least" takes the most expensive pairs first (the
 //! guarantee); "at most" the cheapest first. The worst case of a query is what the runner
-//! reserves before sending it ([`JudgeInfo::worst_case_usd`]).
+//! reserves before sending it: [`JudgeInfo::worst_case_usd`], times the factor the folder's
+//! stored replies have shown when its provider billed above it ([`RunQueries::carried_factor`]).
 
 use crate::config::run::Config;
 use crate::judge::JudgeInfo;
@@ -55,6 +56,9 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: &super::gate::GateHold
     let first = first_pick(cfg, &queries, &records, &asked, cmp_left)
         .map(|(a, b)| (pool.items[a].id.clone(), pool.items[b].id.clone(), judge.preview(pool, a, b)));
     let n = n_open.min(cmp_left);
+    // A provider that billed above the worst case raised it for every later reservation.
+    let factor = queries.carried_factor(&records);
+    let worst = |a: usize, b: usize| judge.worst_case_usd(pool, a, b) * factor;
     let single_prompt = (0..pool.n_items()).all(|a| pool.prompt_of(a) == pool.prompt_of(0));
     let parts =
         (n_open > FULL_SORT_MAX_PAIRS && n <= FULL_SORT_MAX_PAIRS && single_prompt && queries.allowed().is_none())
@@ -64,13 +68,10 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: &super::gate::GateHold
         // A large pool: the n most and least expensive open pairs from the sorted per-item
         // parts, priced exactly; no pass over every pair.
         Some(parts) => {
-            WorstCosts::of_parts(&parts, n, &|a, b| queries.is_pair(a, b) && !asked.contains(&(a, b)), &|a, b| {
-                judge.worst_case_usd(pool, a, b)
-            })
+            WorstCosts::of_parts(&parts, n, &|a, b| queries.is_pair(a, b) && !asked.contains(&(a, b)), &worst)
         }
         None => {
-            let open_costs =
-                queries.iter().filter(|p| !asked.contains(p)).map(|(a, b)| judge.worst_case_usd(pool, a, b));
+            let open_costs = queries.iter().filter(|p| !asked.contains(p)).map(|(a, b)| worst(a, b));
             WorstCosts::of(open_costs, n_open, n)
         }
     };
@@ -111,6 +112,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: &super::gate::GateHold
         in_open_job: (spend.in_open_job > 0).then_some((spend.in_open_job, spend.in_open_job_usd)),
         first,
         worst_per_query_usd: per_query,
+        carried_factor: factor,
         mean_sampled: costs.mean_sampled,
         allowed_at_least: at_least,
         allowed_at_most: at_most,

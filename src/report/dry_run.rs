@@ -31,8 +31,13 @@ pub struct DryRun {
     pub in_open_job: Option<(usize, f64)>,
     /// The first query the run sends (item ids: shown first, second) and its rendered prompt.
     pub first: Option<(String, String, Option<String>)>,
-    /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD.
+    /// Worst-case cost per query over the unqueried pairs: (min, max, mean), USD, as the run
+    /// reserves it (times `carried_factor`).
     pub worst_per_query_usd: Option<(f64, f64, f64)>,
+    /// The factor the run reserves above the judge's worst case (≥ 1): the largest cost of a
+    /// stored reply relative to its query's worst case, above 1 when the provider billed past it
+    /// (docs/live.md, "Overruns").
+    pub carried_factor: f64,
     /// The mean of `worst_per_query_usd` is that of a seeded sample of open pairs (a large
     /// pool, whose extremes come from the judge's per-item parts), not of every pair.
     pub mean_sampled: bool,
@@ -84,8 +89,16 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     }
     if let Some((lo, hi, mean)) = d.worst_per_query_usd {
         s.push_str(&format!(
-            "worst-case cost per query: ${lo:.6} – ${hi:.6} (mean ${mean:.6}{}), reserved before sending\n",
-            if d.mean_sampled { " over a sample of open pairs" } else { "" }
+            "worst-case cost per query: ${lo:.6} – ${hi:.6} (mean ${mean:.6}{}), reserved before sending{}\n",
+            if d.mean_sampled { " over a sample of open pairs" } else { "" },
+            if d.carried_factor > 1.0 {
+                format!(
+                    " (the judge's own worst case × {f}, since a stored reply cost {f} times its worst case; docs/live.md, \"Overruns\")",
+                    f = crate::domain::fmt::num(d.carried_factor)
+                )
+            } else {
+                String::new()
+            }
         ));
     }
     let b = &cfg.raw.budget;
