@@ -15,6 +15,7 @@
 //!
 //! A torn last line (a kill while writing) is cut on open.
 
+use crate::store::jsonl::{self, now_s};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -115,37 +116,19 @@ pub struct BatchLog {
     rounds: Vec<Round>,
 }
 
-fn now_s() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// The rounds recorded in `bytes` (the file at `path`) and the length of its whole lines.
-fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64), BatchLogError> {
-    let text = String::from_utf8_lossy(bytes);
+/// The rounds recorded in `bytes` (the file at `path`), the length of its lines read whole, and
+/// whether a torn last line was dropped ([`jsonl::scan`]: a whole last line without its
+/// newline is kept, as the other books keep theirs).
+fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64, bool), BatchLogError> {
+    let read = jsonl::scan(bytes, |line| Ok(serde_json::from_slice::<BatchLine>(line)?)).map_err(|(line, e)| {
+        BatchLogError::Malformed {
+            path: path.to_owned(),
+            line,
+            msg: format!("not a batch line {{\"round\": N, and keys, input_file_id, batch_id or ended}} ({e})"),
+        }
+    })?;
     let mut rounds: Vec<Round> = Vec::new();
-    let mut good = 0u64;
-    let n_lines = text.split_inclusive('\n').count();
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let torn = !line.ends_with('\n');
-        if line.trim().is_empty() {
-            good += line.len() as u64;
-            continue;
-        }
-        let l: BatchLine = match serde_json::from_str(line.trim_end()) {
-            Ok(l) => l,
-            Err(_) if torn && i + 1 == n_lines => break,
-            Err(e) => {
-                return Err(BatchLogError::Malformed {
-                    path: path.to_owned(),
-                    line: i + 1,
-                    msg: format!("not a batch line {{\"round\": N, and keys, input_file_id, batch_id or ended}} ({e})"),
-                });
-            }
-        };
-        if torn {
-            break;
-        }
-        good += line.len() as u64;
+    for (_, l) in read.records {
         let r = match rounds.iter_mut().find(|r| r.round == l.round) {
             Some(r) => r,
             None => {
@@ -161,7 +144,7 @@ fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64), BatchLogError> {
         r.batch_id = l.batch_id.or(r.batch_id.take());
         r.ended = l.ended.or(r.ended.take());
     }
-    Ok((rounds, good))
+    Ok((rounds, read.good_len, read.torn.is_some()))
 }
 
 impl BatchLog {
@@ -177,12 +160,9 @@ impl BatchLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(io(e)),
         };
-        let (rounds, good) = read(&path, &bytes)?;
-        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
-        if good < bytes.len() as u64 {
-            file.set_len(good).map_err(io)?;
-            file.sync_all().map_err(io)?;
-        }
+        let (rounds, good, torn) = read(&path, &bytes)?;
+        let mut file = OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
+        jsonl::end_or_cut(&mut file, good, torn, bytes.last().copied()).map_err(io)?;
         Ok(Self { path, file, rounds })
     }
 
@@ -198,7 +178,7 @@ impl BatchLog {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
             Err(source) => return Err(BatchLogError::Io { path, source }),
         };
-        let (rounds, _) = read(&path, &bytes)?;
+        let (rounds, _, _) = read(&path, &bytes)?;
         Ok(rounds.into_iter().filter(|r| r.ended.is_none()).flat_map(|r| r.keys).collect())
     }
 
@@ -289,6 +269,25 @@ mod tests {
         );
         assert_eq!(log.next_round(), 3);
         assert!(std::fs::read_to_string(&path).unwrap().ends_with('\n'));
+    }
+
+    /// A whole last line without its newline (a crash between the record and its newline) is
+    /// kept, and its line ended before the next append: it was cut off as torn, and with it the
+    /// provider job's id, which the other books would have kept (review 39 A4).
+    #[test]
+    fn a_whole_last_line_without_its_newline_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(BATCHES_FILE);
+        std::fs::write(&path, "{\"round\": 1, \"keys\": [\"k1\"]}\n{\"round\": 1, \"batch_id\": \"batch_9\"}").unwrap();
+        assert_eq!(BatchLog::open_keys(dir.path()).unwrap(), ["k1".to_owned()].into_iter().collect());
+        let mut log = BatchLog::open(dir.path()).unwrap();
+        assert_eq!(log.open_rounds()[0].batch_id.as_deref(), Some("batch_9"));
+        log.append(BatchLine { round: 1, ended: Some("completed".into()), ..Default::default() }).unwrap();
+        drop(log);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        let log = BatchLog::open(dir.path()).unwrap();
+        assert_eq!((log.rounds()[0].batch_id.as_deref(), log.open_rounds().len()), (Some("batch_9"), 0));
     }
 
     #[test]

@@ -150,9 +150,7 @@ impl StagedIntents {
     }
 }
 
-fn now_s() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
+use crate::store::jsonl::{self, now_s};
 
 enum Line {
     Intent(Intent),
@@ -161,46 +159,29 @@ enum Line {
 
 /// Parse the lines of an intent log: (lines, byte length of the good prefix, torn-line warning).
 fn read_lines(path: &Path, bytes: &[u8]) -> Result<(Vec<Line>, u64, Option<String>), IntentError> {
-    let mut out = Vec::new();
-    let mut start = 0usize;
-    let mut line_no = 0usize;
-    let parse_err = |line: usize, msg: String| IntentError::Parse { path: path.to_owned(), line, msg };
-    while start < bytes.len() {
-        line_no += 1;
-        let end = bytes[start..].iter().position(|b| *b == b'\n').map(|p| start + p);
-        let next = end.map_or(bytes.len(), |e| e + 1);
-        let line = &bytes[start..end.unwrap_or(bytes.len())];
-        let rest_blank = bytes[next..].iter().all(u8::is_ascii_whitespace);
-        let torn = |why: &str| {
-            format!(
-                "{}:{line_no}: dropped a torn last line ({why}; a crash while writing an intent, before its request was sent)",
-                path.display()
-            )
-        };
-        if line.iter().all(u8::is_ascii_whitespace) {
-            start = next;
-            continue;
-        }
-        let value = match serde_json::from_slice::<Value>(line) {
-            Ok(v) => v,
-            Err(e) if (end.is_none() || (rest_blank && e.is_eof())) => {
-                return Ok((out, start as u64, Some(torn(&e.to_string()))));
-            }
-            Err(e) => return Err(parse_err(line_no, e.to_string())),
-        };
-        // Complete JSON without its newline is kept (booking it errs on the side of spend);
-        // `open` then ends the line so the next append starts a new one.
-        let parsed = if value.get("intent").is_some() {
-            serde_json::from_value::<Intent>(value).map(Line::Intent)
+    // Complete JSON without its newline is kept (booking it errs on the side of spend); `open`
+    // then ends the line so the next append starts a new one.
+    let read = jsonl::scan(bytes, |line| {
+        let value = serde_json::from_slice::<Value>(line)?;
+        let bad = |e: serde_json::Error| jsonl::LineError::Bad(e.to_string());
+        if value.get("intent").is_some() {
+            serde_json::from_value::<Intent>(value).map(Line::Intent).map_err(bad)
         } else if value.get("closed").is_some() {
-            serde_json::from_value::<Closure>(value).map(Line::Closure)
+            serde_json::from_value::<Closure>(value).map(Line::Closure).map_err(bad)
         } else {
-            return Err(parse_err(line_no, "neither \"intent\" nor \"closed\" is present".into()));
-        };
-        out.push(parsed.map_err(|e| parse_err(line_no, e.to_string()))?);
-        start = next;
-    }
-    Ok((out, bytes.len() as u64, None))
+            Err(jsonl::LineError::Bad("neither \"intent\" nor \"closed\" is present".into()))
+        }
+    })
+    .map_err(|(line, msg)| IntentError::Parse { path: path.to_owned(), line, msg })?;
+    let warning = read.torn.map(|t| {
+        format!(
+            "{}:{}: dropped a torn last line ({}; a crash while writing an intent, before its request was sent)",
+            path.display(),
+            t.line,
+            t.error
+        )
+    });
+    Ok((read.records.into_iter().map(|(_, l)| l).collect(), read.good_len, warning))
 }
 
 /// The state a log's lines describe.
@@ -279,13 +260,7 @@ impl IntentLog {
         };
         let (lines, good_len, warning) = read_lines(path, &bytes)?;
         let mut file = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
-        if warning.is_some() {
-            file.set_len(good_len).map_err(io)?;
-            file.sync_all().map_err(io)?;
-        } else if bytes.last().is_some_and(|b| *b != b'\n') {
-            file.write_all(b"\n").map_err(io)?;
-            file.sync_data().map_err(io)?;
-        }
+        jsonl::end_or_cut(&mut file, good_len, warning.is_some(), bytes.last().copied()).map_err(io)?;
         let r = replay(lines, closed_by_records, max_record_id);
         let mut log = Self {
             path: path.to_owned(),

@@ -9,6 +9,7 @@
 
 use crate::domain::pool::Pool;
 use crate::domain::verdict::JudgeReply;
+use crate::store::jsonl;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -245,60 +246,27 @@ fn read_all(path: &Path) -> Result<(Vec<NumberedRecord>, u64, Option<String>), L
         line: 1,
         msg: msg.to_string(),
     })?;
-    let bytes = &raw[bom..];
-    let mut out = Vec::new();
-    let mut good_len = 0u64;
-    let mut warning = None;
-    let mut start = 0usize;
-    let mut line_no = 0usize;
-    while start < bytes.len() {
-        line_no += 1;
-        let end = bytes[start..].iter().position(|b| *b == b'\n').map(|p| start + p);
-        let (line, complete) = match end {
-            Some(e) => (&bytes[start..e], true),
-            None => (&bytes[start..], false),
-        };
-        let next = end.map(|e| e + 1).unwrap_or(bytes.len());
-        let text = std::str::from_utf8(line).ok();
-        let parsed = text.filter(|t| !t.trim().is_empty()).map(serde_json::from_str::<VerdictRecord>);
-        match (parsed, complete) {
-            (None, true) if text.is_some() => {} // blank line
-            (Some(Ok(r)), _) => {
-                if let Some(y) = r.reply.y
-                    && !(0.0..=1.0).contains(&y)
-                {
-                    return Err(LedgerError::Parse {
-                        path: path.to_owned(),
-                        line: line_no,
-                        msg: format!("y = {} is outside [0, 1]", crate::domain::fmt::value(y)),
-                    });
-                }
-                out.push((line_no, r));
+    let read = jsonl::scan(&raw[bom..], |line| {
+        let text = std::str::from_utf8(line).map_err(|_| jsonl::LineError::Unreadable("invalid UTF-8".into()))?;
+        let r: VerdictRecord = serde_json::from_str(text)?;
+        match r.reply.y {
+            Some(y) if !(0.0..=1.0).contains(&y) => {
+                Err(jsonl::LineError::Bad(format!("y = {} is outside [0, 1]", crate::domain::fmt::value(y))))
             }
-            (_, false) => {
-                warning = Some(format!(
-                    "{}:{line_no}: dropped a torn last line ({} bytes, no newline; a crash while writing?)",
-                    path.display(),
-                    line.len()
-                ));
-                break;
-            }
-            (Some(Err(e)), true) => {
-                // A torn line followed only by whitespace is still the last line.
-                if bytes[next..].iter().all(|b| b.is_ascii_whitespace()) && e.is_eof() {
-                    warning = Some(format!("{}:{line_no}: dropped a torn last line ({e})", path.display()));
-                    break;
-                }
-                return Err(LedgerError::Parse { path: path.to_owned(), line: line_no, msg: e.to_string() });
-            }
-            (None, true) => {
-                return Err(LedgerError::Parse { path: path.to_owned(), line: line_no, msg: "invalid UTF-8".into() });
-            }
+            _ => Ok(r),
         }
-        good_len = next as u64;
-        start = next;
-    }
-    Ok((out, good_len + bom as u64, warning))
+    })
+    .map_err(|(line, msg)| LedgerError::Parse { path: path.to_owned(), line, msg })?;
+    let warning = read.torn.map(|t| match t.terminated {
+        false => format!(
+            "{}:{}: dropped a torn last line ({} bytes, no newline; a crash while writing?)",
+            path.display(),
+            t.line,
+            t.bytes
+        ),
+        true => format!("{}:{}: dropped a torn last line ({})", path.display(), t.line, t.error),
+    });
+    Ok((read.records, read.good_len + bom as u64, warning))
 }
 
 /// The byte at `len - 1` of `file` (`len` ≥ 1).
@@ -323,14 +291,13 @@ impl VerdictLog {
         let read = if path.exists() { read_log(path)? } else { ReadLog::default() };
         let warning = read.warning(path);
         let mut file = OpenOptions::new().create(true).append(true).read(true).open(path).map_err(io)?;
-        if read.torn.is_some() {
-            file.set_len(read.good_len).map_err(io)?;
-            file.sync_all().map_err(io)?;
-        } else if read.good_len > 0 && last_byte(&mut file, read.good_len).map_err(io)? != b'\n' {
-            // A complete last record without its newline: end the line before appending.
-            file.write_all(b"\n").map_err(io)?;
-            file.sync_data().map_err(io)?;
-        }
+        // A torn tail is cut; a complete last record without its newline gets one.
+        let last = if read.torn.is_none() && read.good_len > 0 {
+            Some(last_byte(&mut file, read.good_len).map_err(io)?)
+        } else {
+            None
+        };
+        jsonl::end_or_cut(&mut file, read.good_len, read.torn.is_some(), last).map_err(io)?;
         let ReadLog { records, duplicates, .. } = read;
         let mut by_key = HashMap::new();
         for (i, r) in records.iter().enumerate() {
@@ -376,8 +343,7 @@ impl VerdictLog {
     /// # Errors
     /// [`LedgerError::Io`]: then none of them counts as written.
     pub fn stage_all(&mut self, recs: Vec<VerdictRecord>) -> Result<(Vec<bool>, StagedRecords), LedgerError> {
-        let now =
-            || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let now = jsonl::now_s;
         let mut text = String::new();
         let mut fresh: Vec<VerdictRecord> = Vec::with_capacity(recs.len());
         let mut written = Vec::with_capacity(recs.len());
@@ -475,7 +441,7 @@ pub fn append_failed_intent(
     intent: Option<u64>,
 ) -> Result<(), LedgerError> {
     let io = |source| LedgerError::Io { path: path.to_owned(), source };
-    let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let ts = jsonl::now_s();
     let mut v = serde_json::json!({"key": key, "a": a, "b": b, "cost_usd": cost_usd, "error": error, "ts": ts});
     if let Some(i) = intent {
         v["intent"] = i.into();
@@ -506,13 +472,11 @@ pub fn repair_failed(path: &Path) -> Result<Option<String>, LedgerError> {
     }
     let start = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     let mut f = OpenOptions::new().append(true).open(path).map_err(io)?;
-    if serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&bytes[start..]).is_ok() {
-        f.write_all(b"\n").map_err(io)?;
-        f.sync_data().map_err(io)?;
+    let torn = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&bytes[start..]).is_err();
+    jsonl::end_or_cut(&mut f, start as u64, torn, bytes.last().copied()).map_err(io)?;
+    if !torn {
         return Ok(None);
     }
-    f.set_len(start as u64).map_err(io)?;
-    f.sync_all().map_err(io)?;
     let line_no = bytes[..start].iter().filter(|b| **b == b'\n').count() + 1;
     Ok(Some(format!(
         "{}:{line_no}: dropped a torn last line ({} bytes, no newline; a crash while writing?)",
