@@ -481,6 +481,14 @@ fn errors_name_the_key_and_what_to_do() {
     let cfg = synthetic_config(dir.path(), "nogate", "");
     let out = run_bin(dir.path(), &["profile", cfg.to_str().unwrap()]);
     assert!(text(&out).contains("no verdicts at") && text(&out).contains("topk-judge run"), "{}", text(&out));
+    // The command it names is the one that fills that folder: with the same --name and --set
+    // (it dropped them, and the run it named went to another folder: hunt 39 F7).
+    write(dir.path(), "labels.jsonl", "");
+    let labelled = synthetic_config(dir.path(), "labelled", "gate:\n  anchors: 5\n  labels: labels.jsonl\n");
+    let out = run_bin(dir.path(), &["gate", labelled.to_str().unwrap(), "--name", "foo", "--set", "k=4"]);
+    let want =
+        format!("runs/foo/verdicts.jsonl: run `topk-judge run {} --name foo --set k=4` first", labelled.display());
+    assert!(text(&out).contains(&want), "{want}\n{}", text(&out));
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
     assert!(text(&out).contains("no `gate:` section"), "{}", text(&out));
     let cfg = synthetic_config(dir.path(), "nosrc", "gate:\n  anchors: 5\n");

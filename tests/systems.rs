@@ -248,7 +248,7 @@ fn the_readme_import_path_works() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "rank,system,theta,sd,pi,win_rate_vs_model_a,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold,phi,pi_apparent,ranked_by"
+        "rank,system,theta,sd,pi,win_rate_vs_model_a,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold,phi,phi_sd,pi_apparent,ranked_by"
     );
     assert_eq!(lines.len(), 4);
     // The longer answer wins at the test server. The run reports the apparent ranking, where

@@ -139,18 +139,20 @@ pub fn choose(i: &ChoiceInput<'_>) -> Choice {
             Some(g) if g.enable => c(
                 RankingKind::Corrected,
                 format!(
-                    "the trusted-anchor gate enabled the correction ({} of {} anchors, p = {})",
+                    "the trusted-anchor gate enabled the correction (corrected right on {} of {} anchors{}, p = {})",
                     g.n10,
                     g.n10 + g.n01,
+                    ties_of(g),
                     fmt_p(g.p_value)
                 ),
             ),
             Some(g) => c(
                 RankingKind::Apparent,
                 format!(
-                    "the trusted-anchor gate kept the apparent ranking (corrected right on {} of {} anchors, p = {} > α = {})",
+                    "the trusted-anchor gate kept the apparent ranking (corrected right on {} of {} anchors{}, p = {} > α = {})",
                     g.n10,
                     g.n10 + g.n01,
+                    ties_of(g),
                     fmt_p(g.p_value),
                     g.alpha
                 ),
@@ -169,6 +171,12 @@ pub fn choose(i: &ChoiceInput<'_>) -> Choice {
             ),
         },
     }
+}
+
+/// `, 3 more tied or unlabelled` for a gate whose anchors count for neither ranking (empty
+/// when none).
+fn ties_of(g: &GateDecision) -> String {
+    if g.n_ties == 0 { String::new() } else { format!(", {} more tied or unlabelled", g.n_ties) }
 }
 
 /// A p-value for text: 4 decimals, or 2 significant digits below 1e-4.
@@ -523,7 +531,17 @@ mod tests {
         assert_eq!(systems(Some(&on)).reported, RankingKind::Corrected);
         let g = base(&prior_selected, false, Some(&on));
         assert_eq!(g.reported, RankingKind::Corrected);
-        assert_eq!(g.reason, "the trusted-anchor gate enabled the correction (9 of 10 anchors, p = 0.0107)");
+        assert_eq!(
+            g.reason,
+            "the trusted-anchor gate enabled the correction (corrected right on 9 of 10 anchors, p = 0.0107)"
+        );
+        // Ties count for neither ranking: said, so "of 10" does not read as all the anchors
+        // (it read "22 of 31 anchors" of 40: hunt 39 F7).
+        let tied = GateDecision { n_anchors: 13, n_ties: 3, ..on };
+        assert_eq!(
+            base(&prior_selected, false, Some(&tied)).reason,
+            "the trusted-anchor gate enabled the correction (corrected right on 9 of 10 anchors, 3 more tied or unlabelled, p = 0.0107)"
+        );
         let g = base(&identified, true, Some(&off));
         assert_eq!(g.reported, RankingKind::Apparent);
         assert!(g.reason.contains("p = 0.9453 > α = 0.05"), "{}", g.reason);

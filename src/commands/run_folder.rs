@@ -454,9 +454,9 @@ pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, 
     let path = dir.join("verdicts.jsonl");
     if !path.exists() {
         return Err(RunFolderError::Invalid(format!(
-            "no verdicts at {}: run `topk-judge run {}` first",
+            "no verdicts at {}: run `{}` first",
             path.display(),
-            cfg.path.display()
+            crate::report::result::run_command(&cfg.path, &cfg.overrides)
         )));
     }
     let (records, _, torn_line) = read_records(&path)?;

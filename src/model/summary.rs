@@ -48,15 +48,16 @@ pub struct FitSummary {
     pub sd: Vec<f64>,
     /// Top-k membership π per base.
     pub membership: Vec<f64>,
-    /// Apparent quality φ̂_m = θ̂_m + ĉᵀx̄_m per base (x̄_m = mean covariates of the base's items).
+    /// Apparent quality φ̂_m = θ̂_m + ĉᵀx̄_m per base (logits; x̄_m = mean covariates of the
+    /// base's items).
     pub phi: Vec<f64>,
     /// ĉ per covariate (logits per covariate unit; empty for the naive model).
     pub c: Vec<f64>,
-    /// Posterior sd of c.
+    /// Posterior sd of c (logits per covariate unit).
     pub c_sd: Vec<f64>,
     /// κ̂, the position effect (logits; > 0 favours the first-shown answer).
     pub kappa: f64,
-    /// Posterior sd of κ.
+    /// Posterior sd of κ (logits).
     pub kappa_sd: f64,
     /// Point top-k: base indices of the k largest θ̂, best first.
     pub topk: Vec<usize>,

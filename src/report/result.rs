@@ -339,7 +339,20 @@ pub fn summary_text(r: &RunResult, dir: &Path) -> String {
 
 /// The line telling how to resume an interrupted run of the config at `config_path`.
 pub fn resume_hint(config_path: &Path, overrides: &[crate::config::overrides::Override]) -> String {
-    let mut line = format!("resume: topk-judge run {}", shell_word(&config_path.display().to_string()));
+    let mut line = format!("resume: {}\n", run_command(config_path, overrides));
+    if overrides.iter().any(|o| o.redacted) {
+        line.push_str(
+            "  (credentials in the line above are shown as *** or [redacted]: put them back before you run it)\n",
+        );
+    }
+    line
+}
+
+/// `topk-judge run CONFIG` with the command line's overrides as given (shorthands as flags,
+/// the rest as `--set`; a value with a credential as redacted), as one shell line: the command
+/// that runs (or resumes) the run in the folder these settings name.
+pub fn run_command(config_path: &Path, overrides: &[crate::config::overrides::Override]) -> String {
+    let mut line = format!("topk-judge run {}", shell_word(&config_path.display().to_string()));
     for o in overrides {
         match o.given.split_once(' ') {
             // A shorthand as it was given (`--name presume2`, `--max-usd 0.5`).
@@ -356,12 +369,6 @@ pub fn resume_hint(config_path: &Path, overrides: &[crate::config::overrides::Ov
                 line.push_str(&shell_word(&format!("{}={}", o.key.join("."), o.raw)));
             }
         }
-    }
-    line.push('\n');
-    if overrides.iter().any(|o| o.redacted) {
-        line.push_str(
-            "  (credentials in the line above are shown as *** or [redacted]: put them back before you run it)\n",
-        );
     }
     line
 }

@@ -164,15 +164,15 @@ pub struct FittedRanking {
     pub sd: BTreeMap<String, f64>,
     /// Top-k membership π per base in the bias-corrected ranking (P(θ among the k largest)).
     pub membership: BTreeMap<String, f64>,
-    /// Apparent quality φ̂ per base.
+    /// Apparent quality φ̂ per base (logits).
     pub phi: BTreeMap<String, f64>,
     /// ĉ per covariate (logits per covariate unit).
     pub c: BTreeMap<String, f64>,
-    /// Posterior sd of ĉ.
+    /// Posterior sd of ĉ (logits per covariate unit, as `c`).
     pub c_sd: BTreeMap<String, f64>,
     /// κ̂ (logits).
     pub kappa: f64,
-    /// Posterior sd of κ.
+    /// Posterior sd of κ (logits).
     pub kappa_sd: f64,
     /// Gold top-k (when the pool has quality).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -333,8 +333,9 @@ pub struct Reporting {
 /// The spend a run folder's books hold (all of them), USD.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FolderSpend {
-    /// Everything booked: verdicts (duplicates included), paid failures and requests booked as
-    /// possibly billed, of every judge and config that wrote into the folder.
+    /// Everything booked: verdicts (duplicates included), paid failures, requests booked as
+    /// possibly billed and the reservations of the queries in a provider batch job still open,
+    /// of every judge and config that wrote into the folder.
     pub spend_usd: f64,
     /// Of it, spent under other settings than this run's judge and pool (earlier configs, a
     /// gate's trusted judge).

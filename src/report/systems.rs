@@ -51,6 +51,7 @@ pub fn rankings_csv(r: &SystemsReport) -> String {
         "prompts",
         "gold",
         "phi",
+        "phi_sd",
         "pi_apparent",
         "ranked_by",
     ];
@@ -70,10 +71,12 @@ pub fn rankings_csv(r: &SystemsReport) -> String {
             format!("{:.6}", x.win_rate_lo),
             format!("{:.6}", x.win_rate_hi),
             x.comparisons.to_string(),
-            x.wins.to_string(),
+            // Soft verdicts (logprobs) win fractions: 6 decimals, as the other numbers.
+            if x.wins.fract() == 0.0 { x.wins.to_string() } else { format!("{:.6}", x.wins) },
             x.prompts.to_string(),
             x.gold.map(|g| format!("{g:.6}")).unwrap_or_default(),
             x.phi.map(|g| format!("{g:.6}")).unwrap_or_default(),
+            x.phi_sd.map(|g| format!("{g:.6}")).unwrap_or_default(),
             x.membership_apparent.map(|g| format!("{g:.6}")).unwrap_or_default(),
             ranked_by.clone(),
         ]);
@@ -261,13 +264,17 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(
             lines[0],
-            "rank,system,theta,sd,pi,win_rate_vs_s0,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold,phi,pi_apparent,ranked_by"
+            "rank,system,theta,sd,pi,win_rate_vs_s0,win_rate_lo,win_rate_hi,comparisons,wins,prompts,gold,phi,phi_sd,pi_apparent,ranked_by"
         );
         assert_eq!(
             lines[1],
-            "1,s2,0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,2.000000,0.500000,0.500000,apparent"
+            "1,s2,0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,2.000000,0.500000,0.100000,0.500000,apparent"
         );
-        assert_eq!(lines[2], "2,\"gpt, 4\",0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,,,,apparent");
+        assert_eq!(lines[2], "2,\"gpt, 4\",0.500000,0.250000,0.750000,0.600000,0.400000,0.800000,2,2,1,,,,,apparent");
+        // Soft verdicts win fractions of a comparison (it was 6.173078302046714).
+        let soft =
+            SystemsReport { rows: vec![SystemRow { wins: 6.173078302046714, ..row(1, "s2", None) }], ..r.clone() };
+        assert!(rankings_csv(&soft).lines().nth(1).unwrap().contains(",2,6.173078,1,"), "{}", rankings_csv(&soft));
         // Names a spreadsheet would run as formulas are text.
         let r = SystemsReport {
             reference: "=cmd".into(),

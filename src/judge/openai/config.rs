@@ -122,7 +122,8 @@ pub struct OpenAiConfig {
     /// Per-request timeout, seconds (default 60).
     #[serde(default = "d_timeout")]
     pub timeout_s: f64,
-    /// Retries of one request on 429, 5xx, timeouts and connection errors (default 4).
+    /// Retries of one request on 429, 5xx, timeouts, connection errors and malformed (or
+    /// in-band errored) replies (default 4).
     #[serde(default = "d_retries", deserialize_with = "crate::domain::serde_words::whole")]
     pub max_retries: usize,
     /// First backoff delay, seconds (default 0.5); doubles per retry, with full jitter.
