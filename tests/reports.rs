@@ -461,6 +461,9 @@ fn report_files_exist_parse_and_hold_the_runs_numbers() {
         assert!(run.join(f).exists(), "{f}");
         assert!(md.contains(&format!("]({f})")));
     }
+    // The boundary plot follows θ̂ (fits.jsonl keeps its π): its caption says so beside the
+    // reported apparent ranking, whose π it does not show (it read as if it did: hunt 39 F1).
+    assert!(md.contains("π by θ̂ of the items around the top-k boundary of the bias-corrected ranking"), "{md}");
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
     assert_eq!(html.matches("<svg").count(), 3, "plots inlined");

@@ -368,7 +368,7 @@ fn components_and_never_compared_items_are_reported() {
     // Under the table: the rows it ranks without a verdict (a long answer never compared could
     // head the apparent ranking on ĉ·x alone, with nothing said there).
     assert!(
-        stdout(&out).contains("\nnever compared (14 of the 16 rows shown: ")
+        stdout(&out).contains("\nnever compared (14 of the 16 rows: ")
             && stdout(&out).contains(", … and 9 more): their places are the prior's (θ̂ = 0, φ̂ = ĉ·x from their covariates alone), not the verdicts'"),
         "{}",
         stdout(&out)

@@ -263,7 +263,8 @@ impl ComparisonGraph {
 
     /// The component sizes, largest first, a run of three or more equal sizes written once:
     /// `"6585 plus 34 of size 2 plus 3348 of size 1"` (not `6585, 34 of size 2, …`, which reads as
-    /// a size 34).
+    /// a size 34). Beside such a run, two equal sizes are written so too (`4 plus 5 of size 2
+    /// plus 2 of size 1`, not `… plus 1, 1`).
     pub fn sizes_text(&self) -> String {
         if let [first, ..] = self.component_sizes.as_slice()
             && self.component_sizes.len() >= 3
@@ -273,8 +274,9 @@ impl ComparisonGraph {
         }
         let mut text = String::new();
         let mut after_run = false;
+        let any_run = self.component_sizes.chunk_by(|a, b| a == b).any(|r| r.len() >= 3);
         for run in self.component_sizes.chunk_by(|a, b| a == b) {
-            let is_run = run.len() >= 3;
+            let is_run = run.len() >= 3 || (any_run && run.len() == 2);
             let parts = if is_run {
                 vec![format!("{} of size {}", run.len(), run[0])]
             } else {
@@ -417,16 +419,22 @@ mod tests {
             groups: Vec::new(),
             never_compared: never,
         };
-        assert_eq!(g.sizes_text(), "50, 2, 2 plus 13 of size 1");
+        assert_eq!(g.sizes_text(), "50 plus 2 of size 2 plus 13 of size 1");
+        // Two equal sizes after a run read as a run too (it read "4 plus 5 of size 2 plus 1, 1":
+        // hunt 39 F10); without a run they stay a list.
+        let live = ComparisonGraph { component_sizes: vec![4, 2, 2, 2, 2, 2, 1, 1], ..Default::default() };
+        assert_eq!(live.sizes_words(), "sizes 4 plus 5 of size 2 plus 2 of size 1");
+        let few = ComparisonGraph { component_sizes: vec![3, 2, 2, 1], ..Default::default() };
+        assert_eq!(few.sizes_words(), "sizes 3, 2, 2, 1");
         let runs = ComparisonGraph { component_sizes: vec![5, 5, 5, 2, 1, 1, 1], ..Default::default() };
         assert_eq!(runs.sizes_text(), "3 of size 5 plus 2 plus 3 of size 1");
         assert_eq!(runs.sizes_words(), "3 of size 5 plus 2 plus 3 of size 1");
-        assert_eq!(g.sizes_words(), "sizes 50, 2, 2 plus 13 of size 1");
+        assert_eq!(g.sizes_words(), "sizes 50 plus 2 of size 2 plus 13 of size 1");
         let alone = ComparisonGraph { components: 16, component_sizes: vec![1; 16], ..Default::default() };
         assert_eq!(alone.sizes_words(), "all of size 1");
         assert_eq!(
             g.summary_text(),
-            "16 components (sizes 50, 2, 2 plus 13 of size 1); never compared: s0, s1, s2, s3, s4, s5, s6, s7, … (13 in all)"
+            "16 components (sizes 50 plus 2 of size 2 plus 13 of size 1); never compared: s0, s1, s2, s3, s4, s5, s6, s7, … (13 in all)"
         );
         let small = ComparisonGraph {
             components: 3,

@@ -136,11 +136,14 @@ pub fn report_plots(run: &RunDir) -> Result<Vec<(String, String, String)>, Compa
             y_range: Some((0.0, 1.0)),
             legend_upper: false,
         };
-        out.push((
-            "boundary_pi.svg".into(),
-            "π of the items around the top-k boundary at every refit".into(),
-            plots::line_chart(&chart)?,
-        ));
+        // fits.jsonl keeps π of θ̂ at each refit, not of φ̂: with the apparent ranking reported,
+        // the caption says the plot is of the other ranking, as its title does.
+        let caption = if apparent {
+            "π by θ̂ of the items around the top-k boundary of the bias-corrected ranking (shown beside the reported apparent one) at every refit: fits.jsonl keeps π of θ̂ only, so these π differ from the table's"
+        } else {
+            "π of the items around the top-k boundary at every refit"
+        };
+        out.push(("boundary_pi.svg".into(), caption.into(), plots::line_chart(&chart)?));
     }
     Ok(out)
 }

@@ -500,8 +500,9 @@ pub fn ranking_block(
     if valid > 0 && !unseen.is_empty() {
         let _ = writeln!(
             s,
-            "never compared ({} of the {shown} rows shown: {}): their places are the prior's (θ̂ = 0{}), not the verdicts'",
+            "never compared ({} of the {shown} {}: {}): their places are the prior's (θ̂ = 0{}), not the verdicts'",
             unseen.len(),
+            if shown < rows.len() { "rows shown" } else { "rows" },
             list_some(&unseen, 5),
             if both { ", φ̂ = ĉ·x from their covariates alone" } else { "" }
         );
