@@ -637,22 +637,24 @@ pub struct GateHold {
 /// already holds may not be theirs (they moved, or the trusted judge changed), and none is
 /// subtracted. Nothing is held without a trusted judge, a price or max_usd, nor when the worst
 /// case is more than max_usd leaves of the folder's books (`warning` then says so).
-pub fn gate_hold(cfg: &Config) -> GateHold {
+///
+/// # Errors
+/// [`BooksError`]: the folder's books cannot be read (they were taken as $0 spent).
+pub fn gate_hold(cfg: &Config) -> Result<GateHold, crate::store::books::BooksError> {
     let (usd, queries) = gate_worst_case(cfg);
-    let Some(max) = cfg.raw.budget.max_usd.filter(|_| usd > 0.0) else { return GateHold::default() };
-    let books = crate::store::books::folder_books(&cfg.run_dir).map_or(0.0, |b| b.total().total_usd());
-    let left = max - books;
+    let Some(max) = cfg.raw.budget.max_usd.filter(|_| usd > 0.0) else { return Ok(GateHold::default()) };
+    let left = max - crate::store::books::folder_books(&cfg.run_dir)?.total().total_usd();
     if usd <= left + 1e-12 {
-        return GateHold { usd, queries, warning: None };
+        return Ok(GateHold { usd, queries, warning: None });
     }
-    GateHold {
+    Ok(GateHold {
         usd: 0.0,
         queries,
         warning: Some(format!(
             "the gate's trusted judge may cost up to ${usd:.6} (its {queries} queries at their worst case), more than max_usd ${max} leaves (${:.6}): nothing is held for it, so the run's judge may spend the budget, and the gate runs only if what is left then covers its anchors; raise budget.max_usd or lower gate.anchors",
             left.max(0.0)
         )),
-    }
+    })
 }
 
 /// The worst case of the gate's trusted queries (USD, queries), as [`gate_hold`] holds it.

@@ -133,7 +133,7 @@ pub fn dry_run_text(
         judge = std::sync::Arc::new(crate::run::batch::BatchPriced(judge, crate::run::batch::reserve_factor(oc)));
     }
     // The config's gate is held back from max_usd, as the run holds it (a `--gate FILE` asks nothing).
-    let held = if gate.is_none() { super::gate::gate_hold(&cfg) } else { super::gate::GateHold::default() };
+    let held = if gate.is_none() { super::gate::gate_hold(&cfg)? } else { super::gate::GateHold::default() };
     let d = super::dry_run::dry_run(&cfg, judge.as_ref(), &held)?;
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
@@ -412,7 +412,7 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     // The config's gate asks its trusted judge after the run, on the same max_usd: its worst
     // case is held from the start (a `--gate FILE` asks nothing), the fingerprint check's
     // re-asks included.
-    let hold = if args.gate.is_none() { super::gate::gate_hold(&cfg) } else { super::gate::GateHold::default() };
+    let hold = if args.gate.is_none() { super::gate::gate_hold(&cfg)? } else { super::gate::GateHold::default() };
     let fingerprint =
         match fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides, hold.usd) {
             Ok((rebuilt, line)) => {
