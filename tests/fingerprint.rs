@@ -228,6 +228,8 @@ fn a_check_the_budget_cannot_pay_beside_one_query_is_not_run() {
         .and_then(|x| x.parse().ok())
         .unwrap_or_else(|| panic!("{dry}"));
     let max_usd = format!("{:.9}", books + 1.5 * hi);
+    // The same folder, kept to try the raise the line names.
+    copy_dir(&d.join("a/fp"), &d.join("b/fp"));
     let before = fake.n_requests();
     let out = run(d, &a, &["--max-usd", &max_usd]);
     assert!(out.status.success(), "{}", text(&out));
@@ -239,6 +241,7 @@ fn a_check_the_budget_cannot_pay_beside_one_query_is_not_run() {
     // allowed 0.1 (this judge never flips): 0.1ⁿ ≤ 0.01 takes n = 3 re-asks.
     assert!(line.starts_with("judge fingerprint: not run, nothing asked: max_usd leaves $"), "{line}");
     assert!(line.contains(" beyond the run's next query, enough for 0 of the 3 re-asks a check needs to stop a run (at their worst case, $"), "{line}");
+    assert!(line.contains(" for the 3 to ask); raise max_usd by $"), "{line}");
     assert!(line.ends_with(" to run it; a judge changed behind its name would go unnoticed in this run"), "{line}");
     assert_eq!(json(&d.join("a/fp/result.json"))["fingerprint"], serde_json::json!([line]));
     let check = lines(&d.join("a/fp/fingerprint.jsonl")).pop().unwrap();
@@ -248,6 +251,12 @@ fn a_check_the_budget_cannot_pay_beside_one_query_is_not_run() {
     let bought = json(&d.join("a/fp/result.json"))["comparisons"].as_u64().unwrap() - 24;
     assert!(bought >= 1, "{}", text(&out));
     assert_eq!((fake.n_requests() - before) as u64, bought, "the run's queries only, no check");
+    // Raised by what the line says, the same folder runs the check.
+    let raise: f64 =
+        line.split("raise max_usd by $").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    let raised = format!("{:.9}", max_usd.parse::<f64>().unwrap() + raise);
+    let out = run(d, &config(d, "b", &fake.base_url), &["--max-usd", &raised]);
+    assert!(stdout(&out).contains("judge fingerprint: 0 of 3 re-asked stored verdicts changed"), "{}", text(&out));
     assert!(lines(&d.join("a/fp/fingerprint_verdicts.jsonl")).is_empty());
 }
 

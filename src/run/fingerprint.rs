@@ -187,8 +187,9 @@ pub fn record(dir: &std::path::Path, check: &Check) -> Result<(), RunError> {
 
 /// Run the check for a live judge with `fingerprint.queries` > 0 whose run folder holds its
 /// verdicts; `None` when there is nothing to check (a fresh run: its verdicts become the
-/// reference a later run checks against). The decision is `Passed` or `Stopped`; the caller
-/// applies `--judge-changed` and records the check. `counted`: the judges whose stored verdicts
+/// reference a later run checks against). The decision is `Passed` or `Stopped`, or `NotRun`
+/// when no answers could stop the run or the budget leaves too few re-asks for a check that
+/// could (nothing is asked then); the caller applies `--judge-changed` and records the check. `counted`: the judges whose stored verdicts
 /// count against `budget.max_comparisons` (the judge itself, or every member of a panel).
 /// `hold_usd`: USD of `budget.max_usd` the run holds back for its gate, asked after it
 /// (docs/live.md, "Budget"): the check leaves it too.
@@ -314,20 +315,19 @@ pub async fn check(
     if affordable < open.len() {
         let have = picks.len() - open.len() + affordable;
         if have < needed {
-            // What the re-asks it needs would take at their worst case, beyond what max_usd
-            // leaves past the run's next query.
-            let want: f64 = open
-                .iter()
-                .take(needed - (picks.len() - open.len()))
-                .map(|&(a, b)| judge.worst_case_usd(&pool, a, b) * factor)
-                .sum();
+            // What the re-asks it still needs would take at their worst case (a check cut short
+            // has some answered already), beyond what max_usd leaves past the run's next query;
+            // the raise is rounded up to the micro-dollar shown, so raising by it is enough.
+            let ask = needed - (picks.len() - open.len());
+            let want: f64 = open.iter().take(ask).map(|&(a, b)| judge.worst_case_usd(&pool, a, b) * factor).sum();
             let usd = |x: f64| format!("${x:.6}");
+            let raise = ((want - spare_usd).max(0.0) * 1e6).ceil() / 1e6;
             return Ok(Some(not_run(format!(
-                "max_usd leaves {}{} beyond the run's next query, enough for {have} of the {needed} re-asks a check needs to stop a run (at their worst case, {} for {needed}); raise max_usd by {} to run it",
+                "max_usd leaves {}{} beyond the run's next query, enough for {have} of the {needed} re-asks a check needs to stop a run (at their worst case, {} for the {ask} to ask); raise max_usd by {} to run it",
                 usd(spare_usd),
                 if hold_usd > 0.0 { format!(" (after {} held for the gate)", usd(hold_usd)) } else { String::new() },
                 usd(want),
-                usd((want - spare_usd).max(0.0)),
+                usd(raise),
             ))));
         }
         open.truncate(affordable);
