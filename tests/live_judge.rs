@@ -514,7 +514,7 @@ fn dry_run_sends_nothing_and_prices_the_budget() {
     // per worst-case query (≈ 2–3 KB prompts at $1/Mtok, 8 × $2/Mtok out, × 2 asks).
     let cfg = Config::load(&path).unwrap();
     let judge = OpenAiJudge::new(openai_cfg(&cfg), None).unwrap();
-    let d = topk_judge::commands::dry_run::dry_run(&cfg, &judge, &Default::default()).unwrap();
+    let d = topk_judge::commands::dry_run::dry_run(&cfg, &judge, &Default::default(), 0.0).unwrap();
     let mut w: Vec<f64> = (0..16)
         .flat_map(|a| (0..16).map(move |b| (a, b)))
         // Items with identical texts (M1, M2) are never sent.

@@ -18,11 +18,17 @@ use crate::store::ledger::read_records;
 use std::collections::HashSet;
 
 /// Compute the dry run; `held` is what the run holds back of `max_usd` for its gate
-/// ([`super::gate::gate_hold`]).
+/// ([`super::gate::gate_hold`]), `check_usd` what the judge fingerprint check before the run
+/// reserves (USD, [`crate::run::fingerprint::plan`]).
 ///
 /// # Errors
 /// [`BooksError`] when an existing verdicts.jsonl or intents.jsonl cannot be read.
-pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: &super::gate::GateHold) -> Result<DryRun, BooksError> {
+pub fn dry_run(
+    cfg: &Config,
+    judge: &dyn JudgeInfo,
+    held: &super::gate::GateHold,
+    check_usd: f64,
+) -> Result<DryRun, BooksError> {
     let pool = &cfg.pool;
     let log = cfg.run_dir.join("verdicts.jsonl");
     let records = if log.exists() { read_records(&log)?.0 } else { Vec::new() };
@@ -91,7 +97,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: &super::gate::GateHold
             // Not clamped at 0: books above max_usd allow no query, not even a free one (the
             // run refuses a reservation that passes max_usd by more than 1e-12). The config's
             // gate is held back, as the run holds it.
-            let left = max - folder_usd.max(spent_usd) - held.usd;
+            let left = max - folder_usd.max(spent_usd) - held.usd - check_usd;
             let lo = fit(&mut costs.desc.iter().copied(), left);
             let hi = fit(&mut costs.asc(), left);
             // A budget that buys no query costs nothing.
@@ -117,6 +123,7 @@ pub fn dry_run(cfg: &Config, judge: &dyn JudgeInfo, held: &super::gate::GateHold
         allowed_at_least: at_least,
         allowed_at_most: at_most,
         worst_total_usd: worst_total + 0.0,
+        fingerprint: None,
     })
 }
 

@@ -126,15 +126,35 @@ pub fn dry_run_text(
             source: Box::new(source),
         })?;
     }
+    // The config's gate is held back from max_usd, as the run holds it (a `--gate FILE` asks nothing).
+    let held = if gate.is_none() { super::gate::gate_hold(&cfg)? } else { super::gate::GateHold::default() };
+    // A live judge resuming its verdicts is fingerprinted first, at the live price, from what
+    // the budget leaves: planned as the run plans it.
+    let fingerprint = fingerprint_plan(&cfg, judge.as_ref(), held.usd)?;
     // Batch dispatch reserves and books at the batch price.
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
         (cfg.raw.acquisition.dispatch, cfg.raw.judge())
     {
         judge = std::sync::Arc::new(crate::run::batch::BatchPriced(judge, crate::run::batch::reserve_factor(oc)));
     }
-    // The config's gate is held back from max_usd, as the run holds it (a `--gate FILE` asks nothing).
-    let held = if gate.is_none() { super::gate::gate_hold(&cfg)? } else { super::gate::GateHold::default() };
-    let d = super::dry_run::dry_run(&cfg, judge.as_ref(), &held)?;
+    let check_usd = match &fingerprint {
+        Some(crate::run::fingerprint::Plan::Ask(a)) => a.reserve_usd,
+        _ => 0.0,
+    };
+    let mut d = super::dry_run::dry_run(&cfg, judge.as_ref(), &held, check_usd)?;
+    d.fingerprint = fingerprint.and_then(|p| match p {
+        crate::run::fingerprint::Plan::Skip => None,
+        crate::run::fingerprint::Plan::Decided(c) => Some(format!("a real run first says: {}", c.line())),
+        crate::run::fingerprint::Plan::Ask(a) => Some(format!(
+            "judge fingerprint: a real run first asks {} stored verdicts again{}, reserved at their worst case ${:.6} (docs/live.md, \"Judge fingerprint\"); the counts below leave that out",
+            a.open.len(),
+            match a.answered {
+                0 => String::new(),
+                n => format!(" ({n} more answered by a check cut short)"),
+            },
+            a.reserve_usd
+        )),
+    });
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
         (cfg.raw.acquisition.dispatch, cfg.raw.judge())
@@ -158,6 +178,28 @@ pub fn dry_run_text(
         text.push_str(&format!("warning: a real run would stop here: {m}\n"));
     }
     Ok(with_abandoned(text))
+}
+
+/// The judge fingerprint check a real run of `cfg` would make before it starts (a live judge
+/// resuming its verdicts, docs/live.md), planned from the folder without writing: `None` for a
+/// judge that is not live or a check turned off.
+///
+/// # Errors
+/// [`RunCommandError`]: the folder's books cannot be read.
+fn fingerprint_plan(
+    cfg: &Config,
+    judge: &dyn JudgeInfo,
+    held_usd: f64,
+) -> Result<Option<crate::run::fingerprint::Plan>, RunCommandError> {
+    let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() else { return Ok(None) };
+    if oc.fingerprint.queries == 0 {
+        return Ok(None);
+    }
+    let answered = crate::run::fingerprint::answered_replies(&cfg.run_dir)?;
+    let plan = crate::run::fingerprint::plan(cfg, judge, &[judge], oc.fingerprint.queries, held_usd, &|k| {
+        answered.get(k).copied()
+    })?;
+    Ok(Some(plan))
 }
 
 /// The mean expected cost of one query of `judge` (USD, [`JudgeInfo::expected_usd`]) over both
@@ -191,7 +233,7 @@ fn panel_dry_run_text(
     for m in &cfg.raw.judges {
         let info = crate::config::judge::judge_info(&m.judge).map_err(RunCommandError::Judge)?;
         let named = Named { name: m.name.clone(), judge: info };
-        let d = super::dry_run::dry_run(cfg, &named, &super::gate::GateHold::default())?;
+        let d = super::dry_run::dry_run(cfg, &named, &super::gate::GateHold::default(), 0.0)?;
         rows.push((m, named, d));
     }
     let identity = crate::run::folder::PanelIdentity(rows.iter().map(|r| &r.1 as &dyn JudgeInfo).collect());

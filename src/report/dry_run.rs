@@ -47,6 +47,9 @@ pub struct DryRun {
     pub allowed_at_most: usize,
     /// Worst-case spend of the queries that may be sent, USD (never above `max_usd` − spent).
     pub worst_total_usd: f64,
+    /// What the judge fingerprint check before the run does (docs/live.md): the re-asks and
+    /// what they reserve, or the line a check decided without asking prints.
+    pub fingerprint: Option<String>,
 }
 
 /// The dry run as text for the terminal.
@@ -111,6 +114,9 @@ pub fn render(cfg: &Config, judge: &dyn JudgeInfo, d: &DryRun) -> String {
     }
     if let Some(w) = &d.gate_not_held {
         s.push_str(&format!("warning: {w}\n"));
+    }
+    if let Some(f) = &d.fingerprint {
+        s.push_str(&format!("{f}\n"));
     }
     if b.max_comparisons.is_none() && b.max_usd.is_none() {
         s.push_str(&format!(

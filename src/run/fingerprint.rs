@@ -12,7 +12,7 @@
 
 use crate::analysis::fingerprint::{self, Reasked, Test};
 use crate::config::run::Config;
-use crate::judge::Judge;
+use crate::judge::{Judge, JudgeInfo};
 use crate::run::RunError;
 use crate::run::dispatch::{DispatchOutcome, Dispatcher, Flow};
 use crate::run::queries::RunQueries;
@@ -185,48 +185,81 @@ pub fn record(dir: &std::path::Path, check: &Check) -> Result<(), RunError> {
     f.write_all(line.as_bytes()).and_then(|()| f.sync_data()).map_err(io)
 }
 
-/// Run the check for a live judge with `fingerprint.queries` > 0 whose run folder holds its
-/// verdicts; `None` when there is nothing to check (a fresh run: its verdicts become the
-/// reference a later run checks against). The decision is `Passed` or `Stopped`, or `NotRun`
-/// when no answers could stop the run or the budget leaves too few re-asks for a check that
-/// could (nothing is asked then); the caller applies `--judge-changed` and records the check. `counted`: the judges whose stored verdicts
-/// count against `budget.max_comparisons` (the judge itself, or every member of a panel).
-/// `hold_usd`: USD of `budget.max_usd` the run holds back for its gate, asked after it
-/// (docs/live.md, "Budget"): the check leaves it too.
+/// What a check of a judge resuming its verdicts would do, found without sending or writing
+/// anything ([`plan`]): what `run` then does ([`check`]) and `run --dry-run` says.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// No check: a fresh run (its verdicts become the reference a later run checks against),
+    /// nothing left to ask, or no stored valid verdict.
+    Skip,
+    /// Decided without asking: the last check's stop repeated, or a check not run (its reason
+    /// in [`Check::not_run`]).
+    Decided(Check),
+    /// Stored verdicts to ask again.
+    Ask(Asking),
+}
+
+/// The re-asks of a check that runs ([`Plan::Ask`]).
+#[derive(Debug, Clone)]
+pub struct Asking {
+    /// The check's number in the folder.
+    pub session: usize,
+    /// The ordered pairs asked again, in order, and their stored verdicts.
+    pub picks: Vec<(usize, usize)>,
+    stored: HashMap<(usize, usize), f64>,
+    /// Of `picks`, those to send: not answered yet (a check cut short has some answered
+    /// already), as many as the budget leaves room for.
+    pub open: Vec<(usize, usize)>,
+    /// Of `picks`, those a check cut short answered already.
+    pub answered: usize,
+    /// The judge's flip rate between the two orders of its stored pairs.
+    pub allowed: f64,
+    /// What the answered ones cost, USD.
+    pub answered_usd: f64,
+    /// What `open` is reserved at: their worst case, raised by the factor the judge's stored
+    /// replies have shown, USD.
+    pub reserve_usd: f64,
+}
+
+/// Plan the check for a live judge with `fingerprint.queries` > 0 whose run folder holds its
+/// verdicts (module docs). `counted`: the judges whose stored verdicts count against
+/// `budget.max_comparisons` (the judge itself, or every member of a panel). `hold_usd`: USD of
+/// `budget.max_usd` the run holds back for its gate, asked after it (docs/live.md, "Budget"):
+/// the check leaves it too. `answered`: the cost of a reply the fingerprint books hold under a
+/// key, if they hold one.
 ///
 /// # Errors
-/// [`RunError`]: the folder's lock or books, a failed query of the check.
-pub async fn check(
+/// [`RunError`]: the folder's books cannot be read.
+pub fn plan(
     cfg: &Config,
-    judge: Arc<dyn Judge>,
-    counted: &[Arc<dyn Judge>],
+    judge: &dyn JudgeInfo,
+    counted: &[&dyn JudgeInfo],
     queries_wanted: usize,
     hold_usd: f64,
-    handle_signals: bool,
-) -> Result<Option<Check>, RunError> {
+    answered: &dyn Fn(&str) -> Option<f64>,
+) -> Result<Plan, RunError> {
     let dir = &cfg.run_dir;
     if queries_wanted == 0 || !dir.join("verdicts.jsonl").exists() {
-        return Ok(None);
+        return Ok(Plan::Skip);
     }
-    let _lock = crate::store::lock::RunLock::acquire(dir)?;
     let (records, _, _) = crate::store::ledger::read_records(&dir.join("verdicts.jsonl"))?;
-    let queries = RunQueries::new(cfg, judge.as_ref());
+    let queries = RunQueries::new(cfg, judge);
     let all = queries.stored_verdicts(&records, 1.0);
     let comparisons: usize =
-        counted.iter().map(|j| RunQueries::new(cfg, j.as_ref()).stored_verdicts(&records, 1.0).len()).sum();
+        counted.iter().map(|j| RunQueries::new(cfg, *j).stored_verdicts(&records, 1.0).len()).sum();
     // A run with nothing left to ask asks nothing, so nothing would be mixed: no check.
-    let Some(spare_usd) = could_ask(cfg, judge.as_ref(), &queries, &records, &all, comparisons, hold_usd)? else {
-        return Ok(None);
+    let Some(spare_usd) = could_ask(cfg, judge, &queries, &records, &all, comparisons, hold_usd)? else {
+        return Ok(Plan::Skip);
     };
     let stored: HashMap<(usize, usize), f64> = all.into_iter().filter_map(|v| v.y.map(|y| ((v.a, v.b), y))).collect();
     if stored.is_empty() {
-        return Ok(None);
+        return Ok(Plan::Skip);
     }
     let session = next_session(dir);
     // The last check of this judge stopped the run and nothing was asked since: its finding
     // stands until a decision is given, and is not paid for again.
     if let Some(last) = last_check(dir).filter(|c| c.decision == Decision::Stopped && c.judge == judge.describe()) {
-        return Ok(Some(Check { session, cost_usd: 0.0, repeats: Some(last.session), ..last }));
+        return Ok(Plan::Decided(Check { session, cost_usd: 0.0, repeats: Some(last.session), ..last }));
     }
     // Both orders of a pair first, in a seeded order; then single orders.
     let mut both: Vec<(usize, usize)> =
@@ -253,17 +286,19 @@ pub async fn check(
         fingerprint::flip_rate(&both.iter().map(|&(a, b)| (stored[&(a, b)], stored[&(b, a)])).collect::<Vec<_>>())
             .unwrap_or(0.0);
     let needed = fingerprint::pairs_needed(allowed);
-    let not_run = |why: String| Check {
-        session,
-        judge: judge.describe(),
-        pairs: Vec::new(),
-        test: fingerprint::test(&[], allowed),
-        decision: Decision::NotRun,
-        namespace: None,
-        cost_usd: 0.0,
-        flip_rate: Some(allowed),
-        repeats: None,
-        not_run: Some(why),
+    let not_run = |why: String| {
+        Plan::Decided(Check {
+            session,
+            judge: judge.describe(),
+            pairs: Vec::new(),
+            test: fingerprint::test(&[], allowed),
+            decision: Decision::NotRun,
+            namespace: None,
+            cost_usd: 0.0,
+            flip_rate: Some(allowed),
+            repeats: None,
+            not_run: Some(why),
+        })
     };
     // Known before anything is sent: no answers could stop the run, so none are bought.
     if picks.len() < needed {
@@ -280,12 +315,101 @@ pub async fn check(
                 n = picks.len(),
             )
         };
-        return Ok(Some(not_run(why)));
+        return Ok(not_run(why));
     }
+    // A check stopped before it was recorded (a kill, Ctrl-C) left its replies in the books
+    // under this session's keys: they are this check's answers, not asked again.
+    let prefix = format!("fingerprint {session}: ");
+    let key = |&(a, b): &(usize, usize)| format!("{prefix}{}", judge.cache_key(&cfg.pool, a, b));
+    let answered_usd: f64 = picks.iter().filter_map(|p| answered(&key(p))).sum();
+    let mut open: Vec<(usize, usize)> = picks.iter().copied().filter(|p| answered(&key(p)).is_none()).collect();
+    let n_answered = picks.len() - open.len();
+    // The check is paid from what the budget leaves beyond one more query of the run: re-asks
+    // past that are not sent, and a check left with fewer than it needs to stop anything is
+    // not run at all (it would take the run's last query for a "cannot tell").
+    let factor = queries.carried_factor(&records);
+    let worst = |&(a, b): &(usize, usize)| judge.worst_case_usd(&cfg.pool, a, b) * factor;
+    let mut sum = 0.0;
+    let affordable = open
+        .iter()
+        .take_while(|p| {
+            sum += worst(p);
+            sum <= spare_usd + 1e-12
+        })
+        .count();
+    if affordable < open.len() {
+        let have = picks.len() - open.len() + affordable;
+        if have < needed {
+            // What the re-asks it still needs would take at their worst case, beyond what
+            // max_usd leaves past the run's next query; the raise is rounded up to the
+            // micro-dollar shown, so raising by it is enough.
+            let ask = needed - (picks.len() - open.len());
+            let want: f64 = open.iter().take(ask).map(worst).sum();
+            let usd = |x: f64| format!("${x:.6}");
+            let raise = ((want - spare_usd).max(0.0) * 1e6).ceil() / 1e6;
+            return Ok(not_run(format!(
+                "max_usd leaves {}{} beyond the run's next query, enough for {have} of the {needed} re-asks a check needs to stop a run (at their worst case, {} for the {ask} to ask); raise max_usd by {} to run it",
+                usd(spare_usd),
+                if hold_usd > 0.0 { format!(" (after {} held for the gate)", usd(hold_usd)) } else { String::new() },
+                usd(want),
+                usd(raise),
+            )));
+        }
+        open.truncate(affordable);
+    }
+    let reserve_usd = open.iter().map(worst).sum();
+    Ok(Plan::Ask(Asking { session, picks, stored, open, answered: n_answered, allowed, answered_usd, reserve_usd }))
+}
+
+/// The replies the fingerprint books of the folder `dir` hold: cache key → cost (USD), read
+/// without writing (a torn last line left out, as opening the books cuts it).
+///
+/// # Errors
+/// [`RunError`]: fingerprint_verdicts.jsonl cannot be read.
+pub fn answered_replies(dir: &std::path::Path) -> Result<HashMap<String, f64>, RunError> {
+    let path = dir.join(FINGERPRINT_BOOKS.verdicts);
+    if !path.exists() {
+        return Ok(HashMap::new());
+    }
+    let log = crate::store::ledger::read_log(&path).map_err(crate::store::books::BooksError::from)?;
+    Ok(log.records.into_iter().map(|r| (r.key, r.reply.cost_usd)).collect())
+}
+
+/// Run the check for a live judge with `fingerprint.queries` > 0 whose run folder holds its
+/// verdicts, as [`plan`] plans it; `None` when there is nothing to check. The decision is
+/// `Passed` or `Stopped`, or `NotRun` when no answers could stop the run or the budget leaves
+/// too few re-asks for a check that could (nothing is asked then); the caller applies
+/// `--judge-changed` and records the check.
+///
+/// # Errors
+/// [`RunError`]: the folder's lock or books, a failed query of the check.
+pub async fn check(
+    cfg: &Config,
+    judge: Arc<dyn Judge>,
+    counted: &[Arc<dyn Judge>],
+    queries_wanted: usize,
+    hold_usd: f64,
+    handle_signals: bool,
+) -> Result<Option<Check>, RunError> {
+    let dir = &cfg.run_dir;
+    if queries_wanted == 0 || !dir.join("verdicts.jsonl").exists() {
+        return Ok(None);
+    }
+    let _lock = crate::store::lock::RunLock::acquire(dir)?;
+    let counted: Vec<&dyn JudgeInfo> = counted.iter().map(|j| j.as_ref() as &dyn JudgeInfo).collect();
+    let answered = answered_replies(dir)?;
+    let Asking { session, picks, stored, open, allowed, answered_usd: mut cost_usd, .. } =
+        match plan(cfg, judge.as_ref(), &counted, queries_wanted, hold_usd, &|k| answered.get(k).copied())? {
+            Plan::Skip => return Ok(None),
+            Plan::Decided(c) => return Ok(Some(c)),
+            Plan::Ask(a) => a,
+        };
     let (books, warnings) = Books::open_files(dir, &FINGERPRINT_BOOKS)?;
     for w in warnings {
         tracing::warn!("{w}");
     }
+    let (records, _, _) = crate::store::ledger::read_records(&dir.join("verdicts.jsonl"))?;
+    let queries = RunQueries::new(cfg, judge.as_ref());
     let max_usd = cfg.raw.budget.max_usd.filter(|_| judge.has_price());
     let (mut budget, _) = Budget::for_folder(dir, None, max_usd, 0)?;
     budget.hold(hold_usd);
@@ -293,45 +417,7 @@ pub async fn check(
     budget.carry_factor(queries.carried_factor(&records));
     let pool = Arc::new(cfg.pool.clone());
     let prefix = format!("fingerprint {session}: ");
-    // A check stopped before it was recorded (a kill, Ctrl-C) left its replies in the books
-    // under this session's keys: they are this check's answers, not asked again.
     let key = |a: usize, b: usize| format!("{prefix}{}", judge.cache_key(&pool, a, b));
-    let mut cost_usd: f64 =
-        picks.iter().filter_map(|&(a, b)| books.log().get(&key(a, b))).map(|r| r.reply.cost_usd).sum();
-    let mut open: Vec<(usize, usize)> =
-        picks.iter().copied().filter(|&(a, b)| books.log().get(&key(a, b)).is_none()).collect();
-    // The check is paid from what the budget leaves beyond one more query of the run: re-asks
-    // past that are not sent, and a check left with fewer than it needs to stop anything is
-    // not run at all (it would take the run's last query for a "cannot tell").
-    let factor = queries.carried_factor(&records);
-    let mut sum = 0.0;
-    let affordable = open
-        .iter()
-        .take_while(|&&(a, b)| {
-            sum += judge.worst_case_usd(&pool, a, b) * factor;
-            sum <= spare_usd + 1e-12
-        })
-        .count();
-    if affordable < open.len() {
-        let have = picks.len() - open.len() + affordable;
-        if have < needed {
-            // What the re-asks it still needs would take at their worst case (a check cut short
-            // has some answered already), beyond what max_usd leaves past the run's next query;
-            // the raise is rounded up to the micro-dollar shown, so raising by it is enough.
-            let ask = needed - (picks.len() - open.len());
-            let want: f64 = open.iter().take(ask).map(|&(a, b)| judge.worst_case_usd(&pool, a, b) * factor).sum();
-            let usd = |x: f64| format!("${x:.6}");
-            let raise = ((want - spare_usd).max(0.0) * 1e6).ceil() / 1e6;
-            return Ok(Some(not_run(format!(
-                "max_usd leaves {}{} beyond the run's next query, enough for {have} of the {needed} re-asks a check needs to stop a run (at their worst case, {} for the {ask} to ask); raise max_usd by {} to run it",
-                usd(spare_usd),
-                if hold_usd > 0.0 { format!(" (after {} held for the gate)", usd(hold_usd)) } else { String::new() },
-                usd(want),
-                usd(raise),
-            ))));
-        }
-        open.truncate(affordable);
-    }
     // Ctrl-C: nothing more is sent, the replies in flight are booked (a second Ctrl-C quits at
     // once, as in a run), and the check is not recorded: the next run repeats it.
     let signals = if handle_signals {
@@ -412,7 +498,7 @@ const AFFORDABLE_SCAN_MAX: usize = 100_000;
 /// [`RunError`]: the folder's books cannot be read.
 fn could_ask(
     cfg: &Config,
-    judge: &dyn Judge,
+    judge: &dyn JudgeInfo,
     queries: &RunQueries,
     records: &[crate::store::ledger::VerdictRecord],
     stored: &[crate::domain::verdict::StoredVerdict],
