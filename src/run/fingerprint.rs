@@ -348,11 +348,14 @@ pub fn plan(
             let usd = |x: f64| format!("${x:.6}");
             let raise = ((want - spare_usd).max(0.0) * 1e6).ceil() / 1e6;
             return Ok(not_run(format!(
-                "max_usd leaves {}{} beyond the run's next query, enough for {have} of the {needed} re-asks a check needs to stop a run (at their worst case, {} for the {ask} to ask); raise max_usd by {} to run it",
+                "max_usd leaves {}{} beyond the run's next query, enough for {have} of the {needed} re-asks a check needs to stop a run (at their worst case, {} for the {ask} to ask); raise max_usd by {}{} to run it{}",
                 usd(spare_usd),
                 if hold_usd > 0.0 { format!(" (after {} held for the gate)", usd(hold_usd)) } else { String::new() },
                 usd(want),
+                if counted.len() > 1 { "at least " } else { "" },
                 usd(raise),
+                // In a panel, the members checked before this one may take more of a raise.
+                if counted.len() > 1 { " (the checks of the members before it may take more of a raise)" } else { "" },
             )));
         }
         open.truncate(affordable);

@@ -21,7 +21,14 @@ pub enum LineError {
 
 impl From<serde_json::Error> for LineError {
     fn from(e: serde_json::Error) -> Self {
-        if e.is_eof() { Self::Ended(e.to_string()) } else { Self::Unreadable(e.to_string()) }
+        // Each line is parsed alone: serde_json's "at line 1 column N" would read as a second
+        // line number beside the file's; its column is kept.
+        let text = e.to_string();
+        let text = match text.rfind(" at line ") {
+            Some(i) if e.line() > 0 => format!("{} at column {}", &text[..i], e.column()),
+            _ => text,
+        };
+        if e.is_eof() { Self::Ended(text) } else { Self::Unreadable(text) }
     }
 }
 
@@ -137,6 +144,10 @@ mod tests {
         // Bytes that are not UTF-8 at the end, without a newline: torn; in the middle: an error.
         assert!(scan(b"{\"n\":1}\n{\"n\":\xff", num).unwrap().torn.is_some());
         assert_eq!(scan(b"{\"n\":\xff}\n{\"n\":1}\n", num).unwrap_err().0, 1);
+        // A message names the line once, by the file's count, and the column within it (it read
+        // "intents.jsonl:5: … at line 1 column 91": hunt 40 F4).
+        let (line, msg) = scan(b"{\"n\":1}\n\n{\"n\": \"\xff\"}\n", num).unwrap_err();
+        assert_eq!((line, msg.as_str()), (3, "invalid unicode code point at column 8"));
     }
 
     #[test]
