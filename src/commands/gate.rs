@@ -639,7 +639,7 @@ pub struct GateHold {
 /// case is more than max_usd leaves of the folder's books (`warning` then says so).
 ///
 /// # Errors
-/// [`BooksError`]: the folder's books cannot be read (they were taken as $0 spent).
+/// [`crate::store::books::BooksError`]: the folder's books cannot be read (they were taken as $0 spent).
 pub fn gate_hold(cfg: &Config) -> Result<GateHold, crate::store::books::BooksError> {
     let (usd, queries) = gate_worst_case(cfg);
     let Some(max) = cfg.raw.budget.max_usd.filter(|_| usd > 0.0) else { return Ok(GateHold::default()) };
