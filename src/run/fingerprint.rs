@@ -216,9 +216,11 @@ pub struct Asking {
     pub allowed: f64,
     /// What the answered ones cost, USD.
     pub answered_usd: f64,
-    /// What `open` is reserved at: their worst case, raised by the factor the judge's stored
-    /// replies have shown, USD.
+    /// What `open` is reserved at: their worst case, raised by `factor`, USD.
     pub reserve_usd: f64,
+    /// The factor the judge's stored replies have shown above their worst case (≥ 1), which
+    /// the re-asks are reserved at.
+    pub factor: f64,
 }
 
 /// Plan the check for a live judge with `fingerprint.queries` > 0 whose run folder holds its
@@ -361,7 +363,17 @@ pub fn plan(
         open.truncate(affordable);
     }
     let reserve_usd = open.iter().map(worst).sum();
-    Ok(Plan::Ask(Asking { session, picks, stored, open, answered: n_answered, allowed, answered_usd, reserve_usd }))
+    Ok(Plan::Ask(Asking {
+        session,
+        picks,
+        stored,
+        open,
+        answered: n_answered,
+        allowed,
+        answered_usd,
+        reserve_usd,
+        factor,
+    }))
 }
 
 /// The replies the fingerprint books of the folder `dir` hold: cache key → cost (USD), read
@@ -401,7 +413,7 @@ pub async fn check(
     let _lock = crate::store::lock::RunLock::acquire(dir)?;
     let counted: Vec<&dyn JudgeInfo> = counted.iter().map(|j| j.as_ref() as &dyn JudgeInfo).collect();
     let answered = answered_replies(dir)?;
-    let Asking { session, picks, stored, open, allowed, answered_usd: mut cost_usd, .. } =
+    let Asking { session, picks, stored, open, allowed, answered_usd: mut cost_usd, factor, .. } =
         match plan(cfg, judge.as_ref(), &counted, queries_wanted, hold_usd, &|k| answered.get(k).copied())? {
             Plan::Skip => return Ok(None),
             Plan::Decided(c) => return Ok(Some(c)),
@@ -411,13 +423,11 @@ pub async fn check(
     for w in warnings {
         tracing::warn!("{w}");
     }
-    let (records, _, _) = crate::store::ledger::read_records(&dir.join("verdicts.jsonl"))?;
-    let queries = RunQueries::new(cfg, judge.as_ref());
     let max_usd = cfg.raw.budget.max_usd.filter(|_| judge.has_price());
     let (mut budget, _) = Budget::for_folder(dir, None, max_usd, 0)?;
     budget.hold(hold_usd);
     // Re-asks reserved at the worst case the judge's stored replies have shown.
-    budget.carry_factor(queries.carried_factor(&records));
+    budget.carry_factor(factor);
     let pool = Arc::new(cfg.pool.clone());
     let prefix = format!("fingerprint {session}: ");
     let key = |a: usize, b: usize| format!("{prefix}{}", judge.cache_key(&pool, a, b));
