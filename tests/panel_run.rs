@@ -1838,6 +1838,31 @@ fn fingerprinted_panel(dir: &Path, cheap: &FakeOpenAi) -> PathBuf {
     write(dir, "fp.yaml", &yaml)
 }
 
+/// A panel member that takes over a single-judge run's verdicts of its live configuration is
+/// fingerprinted on them before the panel goes on, as when resuming its own (hunt 41: the check
+/// read the member's own verdicts only, found none, and said nothing).
+#[test]
+fn a_member_taking_over_a_single_judge_runs_verdicts_is_fingerprinted_on_them() {
+    let cheap = server(longer_wins);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = fingerprinted_panel(d, &cheap);
+    let panel = std::fs::read_to_string(&cfg).unwrap();
+    let frontier = panel.find("  - name: frontier\n").unwrap();
+    let end = frontier + panel[frontier..].find("model:\n").unwrap();
+    let one = write(d, "one.yaml", &format!("{}{}", &panel[..frontier], &panel[end..]));
+    let out = run_bin(d, &["run", one.to_str().unwrap(), "--quiet", "--max-comparisons", "8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(cheap.n_requests(), 8);
+    let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("judge \"cheap\" takes over 8 verdicts"), "{}", text(&out));
+    let line = "judge fingerprint of cheap: 0 of 8 re-asked stored verdicts changed";
+    assert!(stdout(&out).contains(line), "{}", text(&out));
+    let r = json(&d.join("runs/fp/result.json"));
+    assert!(r["fingerprint"][0].as_str().is_some_and(|l| l.starts_with(line)), "{r}");
+}
+
 /// max_comparisons counts a panel's verdicts, all judges': a member whose own verdicts are
 /// fewer, resumed under a max_comparisons the panel has reached, asks nothing, so its
 /// fingerprint check is not paid for (it compared the member's own count and re-asked 8).

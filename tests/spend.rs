@@ -704,6 +704,44 @@ fn a_torn_line_in_failed_jsonl_is_cut_before_the_next_append() {
     assert!(bill(&fake) <= b.usd + 1e-12);
 }
 
+/// Damage in the books of the judge's fingerprint checks is said by a run whose judge is not
+/// checked (a mock: nothing opens those books) and by the dry run, file:line, as the run's own
+/// books' damage is; the intent a damaged line would close is booked at its reservation
+/// (hunt 40 F3: it was booked without a word).
+#[test]
+fn damage_in_books_no_check_opens_is_said_by_the_run_and_its_dry_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "fpdmg", 8, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let run_dir = dir.path().join("runs/fpdmg");
+    let intent = |id: u64, usd: f64| {
+        format!(
+            "{{\"intent\":{id},\"key\":\"fingerprint s1: k{id}\",\"a\":\"x\",\"b\":\"y\",\"attempt\":1,\"reserved_usd\":{usd},\"ts\":1}}\n"
+        )
+    };
+    std::fs::write(run_dir.join("fingerprint_intents.jsonl"), intent(1, 0.25) + &intent(2, 0.5)).unwrap();
+    // Intent 1's paid failure, with a byte that is not UTF-8 in its key; intent 2's verdict,
+    // torn by a crash.
+    let mut failed = b"{\"key\":\"fingerprint s1: k1\xff\",\"cost_usd\":0.125,\"intent\":1}\n".to_vec();
+    failed.extend_from_slice(b"{\"key\":\"fingerprint s1: k2\",\"cost_usd\":0.0625,\"int");
+    std::fs::write(run_dir.join("fingerprint_failed.jsonl"), failed).unwrap();
+    for extra in [&["--dry-run"][..], &["--max-comparisons", "12", "--quiet"][..]] {
+        let out = run_bin(dir.path(), &[&["run", cfg.to_str().unwrap()][..], extra].concat());
+        assert!(out.status.success(), "{extra:?}: {}", text(&out));
+        let err = stderr(&out);
+        for said in [
+            "fingerprint_failed.jsonl:1: not a failed-query record (invalid utf-8",
+            "fingerprint_failed.jsonl:2: not a failed-query record (EOF",
+        ] {
+            assert_eq!(err.matches(said).count(), 1, "{extra:?}: {said}: {err}");
+        }
+    }
+    // Both intents stay open: booked as possibly billed at their reservations, 0.25 + 0.5.
+    let f = &json(&run_dir.join("result.json"))["folder_spend"];
+    assert_eq!(f["fingerprint_usd"].as_f64(), Some(0.75), "{f}");
+}
+
 /// Credentials in `base_url` (user and password, sent as HTTP Basic; a query parameter, sent
 /// with every request) and the API key itself appear nowhere: not in any file of the run
 /// folder, not on stdout or stderr, also when a request fails and the server echoes them.

@@ -109,6 +109,8 @@ pub fn dry_run_text(
         None
     };
     let with_abandoned = |t: String| t + abandoned.as_deref().unwrap_or_default();
+    // The dry run opens no books: each set's damage is said here, as a real run would say it.
+    warn_damaged_books(&cfg, |w| [w.run, w.trusted, w.fingerprint].concat())?;
     if cfg.is_panel() {
         refuse_for_panel(config, single_judge_flags)?;
         return panel_dry_run_text(&cfg, key_problem, rt).map(with_abandoned);
@@ -180,6 +182,29 @@ pub fn dry_run_text(
     Ok(with_abandoned(text))
 }
 
+/// Say (stderr) the damaged lines of the books of `cfg`'s run folder in the sets `which` picks
+/// ([`crate::store::books::FolderWarnings`]): those this invocation does not open itself. Their
+/// spend counts against `budget.max_usd` all the same, a damaged line's intent as possibly
+/// billed, so their damage is said whether or not anything opens them (a fingerprint check that
+/// asks nothing, a dry run).
+///
+/// # Errors
+/// [`RunCommandError`]: a book that cannot be read.
+fn warn_damaged_books(
+    cfg: &Config,
+    which: impl FnOnce(crate::store::books::FolderWarnings) -> Vec<String>,
+) -> Result<(), RunCommandError> {
+    // No folder yet (or a file in its place, which the run refuses in its own words): no books.
+    if !cfg.run_dir.is_dir() {
+        return Ok(());
+    }
+    let (_, warnings) = crate::store::books::folder_books_warned(&cfg.run_dir)?;
+    for w in which(warnings) {
+        super::warn_line(&w);
+    }
+    Ok(())
+}
+
 /// The judge fingerprint check a real run of `cfg` would make before it starts (a live judge
 /// resuming its verdicts, docs/live.md), planned from the folder without writing: `None` for a
 /// judge that is not live or a check turned off.
@@ -196,7 +221,7 @@ fn fingerprint_plan(
         return Ok(None);
     }
     let answered = crate::run::fingerprint::answered_replies(&cfg.run_dir)?;
-    let plan = crate::run::fingerprint::plan(cfg, judge, &[judge], oc.fingerprint.queries, held_usd, &|k| {
+    let plan = crate::run::fingerprint::plan(cfg, judge, &[judge], &[], oc.fingerprint.queries, held_usd, &|k| {
         answered.get(k).copied()
     })?;
     Ok(Some(plan))
@@ -455,6 +480,9 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     // case is held from the start (a `--gate FILE` asks nothing), the fingerprint check's
     // re-asks included.
     let hold = if args.gate.is_none() { super::gate::gate_hold(&cfg)? } else { super::gate::GateHold::default() };
+    // The run opens its own books; the gate run after it opens its trusted judge's.
+    let gate_runs = args.gate.is_none() && cfg.raw.gate.is_some();
+    warn_damaged_books(&cfg, |w| if gate_runs { w.fingerprint } else { [w.trusted, w.fingerprint].concat() })?;
     let fingerprint =
         match fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides, hold.usd) {
             Ok((rebuilt, line)) => {
@@ -569,6 +597,8 @@ fn refuse_for_panel(config: &Path, flags: &[&'static str]) -> Result<(), RunComm
 /// built, or the run itself (within [`RunCommandError::During`]).
 fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
     refuse_for_panel(&args.config, &single_judge_flags(args))?;
+    // The run opens its own books (a panel has no gate).
+    warn_damaged_books(cfg, |w| [w.trusted, w.fingerprint].concat())?;
     let mut members = Vec::with_capacity(cfg.raw.judges.len());
     for m in &cfg.raw.judges {
         members.push((m.name.clone(), make_judge(&m.judge).map_err(RunCommandError::Judge)?));
@@ -626,7 +656,7 @@ fn fingerprint_check(
     let crate::config::judge::JudgeConfig::Openai(oc) = cfg.raw.judge() else { return Ok((None, None)) };
     let counted = [judge.clone()];
     let Some(mut check) =
-        rt.block_on(fingerprint::check(cfg, judge, &counted, oc.fingerprint.queries, hold_usd, true))?
+        rt.block_on(fingerprint::check(cfg, judge, &counted, &[], oc.fingerprint.queries, hold_usd, true))?
     else {
         return Ok((None, None));
     };
@@ -674,10 +704,16 @@ fn panel_fingerprints(
             std::sync::Arc::new(crate::judge::panel::Named { name: name.clone(), judge: judge.clone() }) as _
         })
         .collect();
+    // A member's verdicts include those it takes over from a single-judge run of its configuration.
+    let panel: Vec<(&dyn JudgeInfo, &dyn JudgeInfo)> = named
+        .iter()
+        .zip(members)
+        .map(|(n, (_, j))| (n.as_ref() as &dyn JudgeInfo, j.as_ref() as &dyn JudgeInfo))
+        .collect();
     for ((name, member), m) in members.iter().map(|(n, _)| n).zip(&named).zip(&cfg.raw.judges) {
         let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge else { continue };
         let Some(mut check) =
-            rt.block_on(fingerprint::check(cfg, member.clone(), &named, oc.fingerprint.queries, 0.0, true))?
+            rt.block_on(fingerprint::check(cfg, member.clone(), &named, &panel, oc.fingerprint.queries, 0.0, true))?
         else {
             continue;
         };

@@ -228,7 +228,9 @@ pub struct Asking {
 /// `budget.max_comparisons` (the judge itself, or every member of a panel). `hold_usd`: USD of
 /// `budget.max_usd` the run holds back for its gate, asked after it (docs/live.md, "Budget"):
 /// the check leaves it too. `answered`: the cost of a reply the fingerprint books hold under a
-/// key, if they hold one.
+/// key, if they hold one. `panel`: a panel's members as named and their own judges (empty for a
+/// single judge); a member's stored verdicts include those it takes over from a single-judge run
+/// in the folder ([`crate::run::panel::takeover_copies`]), since the run fits them as its own.
 ///
 /// # Errors
 /// [`RunError`]: the folder's books cannot be read.
@@ -236,6 +238,7 @@ pub fn plan(
     cfg: &Config,
     judge: &dyn JudgeInfo,
     counted: &[&dyn JudgeInfo],
+    panel: &[(&dyn JudgeInfo, &dyn JudgeInfo)],
     queries_wanted: usize,
     hold_usd: f64,
     answered: &dyn Fn(&str) -> Option<f64>,
@@ -244,7 +247,10 @@ pub fn plan(
     if queries_wanted == 0 || !dir.join("verdicts.jsonl").exists() {
         return Ok(Plan::Skip);
     }
-    let (records, _, _) = crate::store::ledger::read_records(&dir.join("verdicts.jsonl"))?;
+    let (mut records, _, _) = crate::store::ledger::read_records(&dir.join("verdicts.jsonl"))?;
+    let taken: Vec<_> =
+        crate::run::panel::takeover_copies(cfg, panel, &records).into_iter().flat_map(|(copies, _)| copies).collect();
+    records.extend(taken);
     let queries = RunQueries::new(cfg, judge);
     let all = queries.stored_verdicts(&records, 1.0);
     let comparisons: usize =
@@ -402,6 +408,7 @@ pub async fn check(
     cfg: &Config,
     judge: Arc<dyn Judge>,
     counted: &[Arc<dyn Judge>],
+    panel: &[(&dyn JudgeInfo, &dyn JudgeInfo)],
     queries_wanted: usize,
     hold_usd: f64,
     handle_signals: bool,
@@ -414,15 +421,14 @@ pub async fn check(
     let counted: Vec<&dyn JudgeInfo> = counted.iter().map(|j| j.as_ref() as &dyn JudgeInfo).collect();
     let answered = answered_replies(dir)?;
     let Asking { session, picks, stored, open, allowed, answered_usd: mut cost_usd, factor, .. } =
-        match plan(cfg, judge.as_ref(), &counted, queries_wanted, hold_usd, &|k| answered.get(k).copied())? {
+        match plan(cfg, judge.as_ref(), &counted, panel, queries_wanted, hold_usd, &|k| answered.get(k).copied())? {
             Plan::Skip => return Ok(None),
             Plan::Decided(c) => return Ok(Some(c)),
             Plan::Ask(a) => a,
         };
-    let (books, warnings) = Books::open_files(dir, &FINGERPRINT_BOOKS)?;
-    for w in warnings {
-        tracing::warn!("{w}");
-    }
+    // Their damaged lines were said before the check (commands::run, from a read of every set
+    // of books of the folder), in the words of a read that writes nothing.
+    let (books, _) = Books::open_files(dir, &FINGERPRINT_BOOKS)?;
     let max_usd = cfg.raw.budget.max_usd.filter(|_| judge.has_price());
     let (mut budget, _) = Budget::for_folder(dir, None, max_usd, 0)?;
     budget.hold(hold_usd);

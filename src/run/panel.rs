@@ -194,35 +194,57 @@ pub fn takeover_note(name: &str, n: usize, usd: f64, dir: &Path) -> String {
 fn adopt_single_judge_verdicts(
     cfg: &Config,
     members: &[Arc<crate::judge::panel::Named>],
-    queries: &[RunQueries<'_>],
     books: &mut Books,
 ) -> Result<Vec<String>, RunError> {
     let infos: Vec<(&dyn JudgeInfo, &dyn JudgeInfo)> =
         members.iter().map(|m| (m.as_ref() as &dyn JudgeInfo, m.judge.as_ref() as &dyn JudgeInfo)).collect();
-    let mut copies = Vec::new();
+    let mut all = Vec::new();
     let mut notes = Vec::new();
-    for ((m, q), taken) in members.iter().zip(queries).zip(takeovers(cfg, &infos, books.log().records())) {
-        if taken.is_empty() {
-            continue;
-        }
-        let usd: f64 = taken.iter().map(|(_, _, r)| r.reply.cost_usd).sum();
-        notes.push(takeover_note(&m.name, taken.len(), usd, &cfg.run_dir));
-        for (a, b, r) in taken {
-            let mut copy = r.clone();
-            copy.key = q.key(a, b);
-            copy.judge = m.record_judge(&cfg.pool, a, b);
-            copy.judge_settings = Some(m.record_settings(&cfg.pool, a, b));
-            copy.intent = None;
-            copy.reused_from = Some(r.key.clone());
-            copy.reply.cost_usd = 0.0;
-            copy.reply.usage = Default::default();
-            copies.push(copy);
+    for (m, (copies, usd)) in members.iter().zip(takeover_copies(cfg, &infos, books.log().records())) {
+        if !copies.is_empty() {
+            notes.push(takeover_note(&m.name, copies.len(), usd, &cfg.run_dir));
+            all.extend(copies);
         }
     }
-    if !copies.is_empty() {
-        books.adopt(copies)?;
+    if !all.is_empty() {
+        books.adopt(all)?;
     }
     Ok(notes)
+}
+
+/// [`takeovers`] as the records a panel run writes for them, per member (`members`: each as
+/// named, and its judge): each a copy under the member's key and name, at no cost, naming its
+/// original in `reused_from`; and what the originals cost, USD. The judge fingerprint check of a
+/// member reads its stored verdicts with these (docs/live.md, "Judge fingerprint"), as the run
+/// will fit them.
+pub fn takeover_copies(
+    cfg: &Config,
+    members: &[(&dyn JudgeInfo, &dyn JudgeInfo)],
+    records: &[VerdictRecord],
+) -> Vec<(Vec<VerdictRecord>, f64)> {
+    members
+        .iter()
+        .zip(takeovers(cfg, members, records))
+        .map(|(&(named, _), taken)| {
+            let q = RunQueries::new(cfg, named);
+            let usd: f64 = taken.iter().map(|(_, _, r)| r.reply.cost_usd).sum();
+            let copies = taken
+                .into_iter()
+                .map(|(a, b, r)| {
+                    let mut copy = r.clone();
+                    copy.key = q.key(a, b);
+                    copy.judge = named.record_judge(&cfg.pool, a, b);
+                    copy.judge_settings = Some(named.record_settings(&cfg.pool, a, b));
+                    copy.intent = None;
+                    copy.reused_from = Some(r.key.clone());
+                    copy.reply.cost_usd = 0.0;
+                    copy.reply.usage = Default::default();
+                    copy
+                })
+                .collect();
+            (copies, usd)
+        })
+        .collect()
 }
 
 /// Run Algorithm 1 with a judge panel (`judges:` of two or more) for a validated config.
@@ -242,7 +264,7 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     for q in &queries {
         q.learn_folder(&cfg.run_dir);
     }
-    warnings.extend(adopt_single_judge_verdicts(cfg, &members, &queries, &mut books)?);
+    warnings.extend(adopt_single_judge_verdicts(cfg, &members, &mut books)?);
     let n = cfg.pool.n_items();
     let weight = cfg.raw.model.strong_preference_weight;
     // Each judge's verdicts by ordered pair, not in the order their replies arrived: the fits

@@ -434,14 +434,26 @@ pub fn peek_spend(dir: &Path, mine: &dyn Fn(&str) -> bool) -> Result<Spend, Book
 /// # Errors
 /// [`BooksError`] naming the file (and line).
 pub fn peek_spend_files(dir: &Path, files: &BookFiles, mine: &dyn Fn(&str) -> bool) -> Result<Spend, BooksError> {
+    Ok(peek_files(dir, files, mine)?.0)
+}
+
+/// [`peek_spend_files`], with a warning for each damaged line the books hold (file:line): a
+/// torn last line, a duplicate key, a failed.jsonl line that does not read. What it says is
+/// what [`Books::open_files`] says, and what a damaged line counts as is what the next run
+/// books: an intent such a line would close stays open, booked as possibly billed.
+///
+/// # Errors
+/// [`BooksError`] naming the file (and line).
+fn peek_files(dir: &Path, files: &BookFiles, mine: &dyn Fn(&str) -> bool) -> Result<(Spend, Vec<String>), BooksError> {
     let verdicts = dir.join(files.verdicts);
     let read = if verdicts.exists() { ledger::read_log(&verdicts)? } else { ReadLog::default() };
-    let (failed, _) = ledger::read_failed(&dir.join(files.failed))?;
+    let (failed, failed_warnings) = ledger::read_failed(&dir.join(files.failed))?;
     let (closed, _) = closed_by_records(&read.records, &read.duplicates, &failed);
-    let (open, booked) = IntentLog::peek(&dir.join(files.intents), &closed)?;
+    let crate::store::intents::Peeked { open, booked, torn } = IntentLog::peek(&dir.join(files.intents), &closed)?;
     // Only the run's judge dispatches provider batch jobs.
     let in_job = if files.intents == RUN_BOOKS.intents { BatchLog::open_keys(dir)? } else { HashSet::new() };
-    Ok(spend(&read.records, &read.duplicates, &failed, &booked, (&open, &in_job), mine))
+    let warnings = read.warning(&verdicts).into_iter().chain(failed_warnings).chain(torn).collect();
+    Ok((spend(&read.records, &read.duplicates, &failed, &booked, (&open, &in_job), mine), warnings))
 }
 
 /// The (cache key, intent id) pairs the verdict records (duplicates too) and failed.jsonl's
@@ -508,8 +520,35 @@ impl FolderBooks {
 /// # Errors
 /// [`BooksError`] naming a file that cannot be read.
 pub fn folder_books(dir: &Path) -> Result<FolderBooks, BooksError> {
-    let all = |files: &BookFiles| peek_spend_files(dir, files, &|_| true);
-    Ok(FolderBooks { run: all(&RUN_BOOKS)?, trusted: all(&TRUSTED_BOOKS)?, fingerprint: all(&FINGERPRINT_BOOKS)? })
+    Ok(folder_books_warned(dir)?.0)
+}
+
+/// The warnings of a read of each set of books of a run folder ([`FolderBooks`]'s sets): one
+/// per damaged line, naming file:line and what it is counted as.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FolderWarnings {
+    /// The run's judge ([`RUN_BOOKS`]).
+    pub run: Vec<String>,
+    /// A gate's trusted judge ([`TRUSTED_BOOKS`]).
+    pub trusted: Vec<String>,
+    /// The judge's fingerprint checks ([`FINGERPRINT_BOOKS`]).
+    pub fingerprint: Vec<String>,
+}
+
+/// [`folder_books`], with the warnings each set's damaged lines give. A command that does not
+/// open a set of books itself (a run whose fingerprint check asks nothing, a dry run) says these,
+/// since the set's spend counts against `budget.max_usd` all the same.
+///
+/// # Errors
+/// [`BooksError`] naming a file that cannot be read.
+pub fn folder_books_warned(dir: &Path) -> Result<(FolderBooks, FolderWarnings), BooksError> {
+    let all = |files: &BookFiles| peek_files(dir, files, &|_| true);
+    let ((run, run_w), (trusted, trusted_w)) = (all(&RUN_BOOKS)?, all(&TRUSTED_BOOKS)?);
+    let (fingerprint, fingerprint_w) = all(&FINGERPRINT_BOOKS)?;
+    Ok((
+        FolderBooks { run, trusted, fingerprint },
+        FolderWarnings { run: run_w, trusted: trusted_w, fingerprint: fingerprint_w },
+    ))
 }
 
 /// Add up the books for the keys `mine` accepts; `open` intents count as possibly billed, or as

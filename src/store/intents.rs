@@ -184,6 +184,17 @@ fn read_lines(path: &Path, bytes: &[u8]) -> Result<(Vec<Line>, u64, Option<Strin
     Ok((read.records.into_iter().map(|(_, l)| l).collect(), read.good_len, warning))
 }
 
+/// An intent log read without writing ([`IntentLog::peek`]).
+#[derive(Debug, Clone, Default)]
+pub struct Peeked {
+    /// The intents nothing closes yet.
+    pub open: Vec<Intent>,
+    /// The requests already booked as possibly billed.
+    pub booked: Vec<Closure>,
+    /// The warning naming a torn last line (file:line), if there is one.
+    pub torn: Option<String>,
+}
+
 /// The state a log's lines describe.
 struct Replayed {
     next_id: IntentId,
@@ -282,23 +293,20 @@ impl IntentLog {
     }
 
     /// Read the log at `path` without writing anything (a missing file is empty, a torn last
-    /// line is ignored): the intents nothing closes yet, and the requests already booked as
-    /// possibly billed.
+    /// line is ignored): the intents nothing closes yet, the requests already booked as
+    /// possibly billed, and the warning naming a torn last line (file:line), if there is one.
     ///
     /// # Errors
     /// [`IntentError`]: unreadable file or a malformed line other than a torn last one.
-    pub fn peek(
-        path: &Path,
-        closed_by_records: &HashSet<(String, IntentId)>,
-    ) -> Result<(Vec<Intent>, Vec<Closure>), IntentError> {
+    pub fn peek(path: &Path, closed_by_records: &HashSet<(String, IntentId)>) -> Result<Peeked, IntentError> {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(source) => return Err(IntentError::Io { path: path.to_owned(), source }),
         };
-        let (lines, _, _) = read_lines(path, &bytes)?;
+        let (lines, _, torn) = read_lines(path, &bytes)?;
         let r = replay(lines, closed_by_records, 0);
-        Ok((r.open.into_values().collect(), r.possibly_billed))
+        Ok(Peeked { open: r.open.into_values().collect(), booked: r.possibly_billed, torn })
     }
 
     fn append(&mut self, line: &str) -> Result<(), IntentError> {
@@ -509,7 +517,8 @@ mod tests {
         // (the crash came between the verdict and nothing else).
         let closed: HashSet<(String, IntentId)> = [("k1".to_string(), 1), ("k4".to_string(), 4)].into();
         let before = std::fs::read(&path).unwrap();
-        let (open, pb) = IntentLog::peek(&path, &closed).unwrap();
+        let Peeked { open, booked: pb, torn } = IntentLog::peek(&path, &closed).unwrap();
+        assert_eq!(torn, None);
         assert_eq!((open.iter().map(|i| i.intent).collect::<Vec<_>>(), pb.len()), (vec![2], 0));
         assert_eq!(std::fs::read(&path).unwrap(), before, "peek writes nothing");
         let (log, rec) = IntentLog::open(&path, &closed, 0).unwrap();
