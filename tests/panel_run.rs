@@ -607,7 +607,12 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
     assert!(d.contains("judge panel of 2 judges"), "{d}");
     assert!(d.contains("238 ordered pairs per judge; spend booked $0.059975"), "{d}");
     assert!(d.contains("  cheap: 190 verdicts stored;"), "{d}");
-    assert!(d.contains("the budget would buy at least 0 of its 48 open queries at worst-case cost"), "{d}");
+    // $0.000025 left, below every query's worst case: said, not "at least 0".
+    assert!(d.contains("the budget buys none of its 48 open queries (below)"), "{d}");
+    assert!(
+        d.contains("warning: the budget allows no query of any judge (the cheapest worst case is $0.000135): a real run would send nothing"),
+        "{d}"
+    );
     assert!(d.contains("  frontier (trusted): 14 verdicts stored;"), "{d}");
     assert!(d.contains("budget: max_comparisons none, max_usd $0.06 (for the panel as a whole)"), "{d}");
     // A fresh folder: the frontier judge's worst cases ($0.002227 – $0.002475 a query) fit 24 to
@@ -650,7 +655,7 @@ fn model_doc_shows_what_the_shipped_panel_run_prints_and_runs_repeat() {
         f.contains("the run folder's books also hold $0.000504 ($0.000504 for the judge's fingerprint checks), counted against max_usd as the run counts it\n"),
         "{f}"
     );
-    assert!(f.contains("the budget would buy at least 0 of its 48 open queries at worst-case cost"), "{f}");
+    assert!(f.contains("the budget buys none of its 48 open queries (below)"), "{f}");
     // `--set` names a judge of the panel by its index.
     let set = run_bin(
         dir.path(),
@@ -849,6 +854,43 @@ fn a_panel_resumed_under_a_used_up_budget_says_so() {
         said.contains("  max_usd $0.00001 does not cover one query's worst-case cost of any judge: nothing was bought"),
         "{said}"
     );
+}
+
+/// A member whose cheapest query's worst case is above what max_usd leaves is asked nothing: the
+/// run and its dry run say so, naming it and what it costs the panel (hunt 41: the dry run said
+/// "at least 0 … (more when replies cost less)", the run nothing).
+#[test]
+fn a_member_the_budget_cannot_reserve_one_query_of_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = shipped_panel(dir.path(), "panel", |y| {
+        y.replace(
+            "input_usd_per_mtok: 2.50, output_usd_per_mtok: 10.0",
+            "input_usd_per_mtok: 250, output_usd_per_mtok: 10.0",
+        )
+    });
+    let warned = "judge frontier: the cheapest worst case of its open queries, $";
+    let trusted = "is asked nothing in this run (as the trusted judge, it anchors no other judge's bias c); raise budget.max_usd (--max-usd) by at least $";
+    let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    let said = stdout(&dry);
+    assert!(said.contains(warned) && said.contains(trusted), "{said}");
+    assert!(
+        said.contains("the budget buys none of its 238 open queries (below)") && !said.contains("at least 0"),
+        "{said}"
+    );
+    // The raise is the cheapest worst case (the one the member's line gives) less the $0.06 left.
+    let cheapest: f64 = said.split("frontier (trusted): 0 verdicts stored; worst case per query $").nth(1).unwrap()
+        [..8]
+        .parse()
+        .unwrap();
+    assert!(said.contains(&format!("open queries, ${cheapest:.6}, is above the $0.060000")), "{said}");
+    assert!(said.contains(&format!("by at least ${:.6} to ask it", cheapest - 0.06)), "{said}");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(text(&out).matches(warned).count(), 1, "{}", text(&out));
+    let r = json(&dir.path().join("runs/summeval-panel/result.json"));
+    assert_eq!(r["fit"]["judges"][1]["verdicts"].as_u64(), Some(0), "{r}");
+    assert!(r["fit"]["judges"][0]["verdicts"].as_u64().unwrap() > 0, "{r}");
 }
 
 /// A judge that answers only some pairs (a replay of a sparse recording) is asked only those;
@@ -1854,9 +1896,28 @@ fn a_member_taking_over_a_single_judge_runs_verdicts_is_fingerprinted_on_them() 
     let out = run_bin(d, &["run", one.to_str().unwrap(), "--quiet", "--max-comparisons", "8"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(cheap.n_requests(), 8);
+    // The dry run plans the check as the run makes it, and sends nothing.
+    let dry = run_bin(d, &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        stdout(&dry).contains(
+            "judge fingerprint of cheap: a real run first asks 8 stored verdicts again, reserved at their worst case $"
+        ),
+        "{}",
+        text(&dry)
+    );
+    assert_eq!(cheap.n_requests(), 8, "the dry run asks nothing");
     let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("judge \"cheap\" takes over 8 verdicts"), "{}", text(&out));
+    // The member's model, not among those the server lists, is named by its key in the panel's
+    // config (hunt 41: it read `judge.openai.model`, a key a panel does not have).
+    assert!(
+        text(&out).contains("judge cheap: judges[0].openai.model \"fake-cheap\" is not among the 1 model(s)")
+            && !text(&out).contains("judge.openai."),
+        "{}",
+        text(&out)
+    );
     let line = "judge fingerprint of cheap: 0 of 8 re-asked stored verdicts changed";
     assert!(stdout(&out).contains(line), "{}", text(&out));
     let r = json(&d.join("runs/fp/result.json"));

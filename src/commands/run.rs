@@ -144,19 +144,7 @@ pub fn dry_run_text(
         _ => 0.0,
     };
     let mut d = super::dry_run::dry_run(&cfg, judge.as_ref(), &held, check_usd)?;
-    d.fingerprint = fingerprint.and_then(|p| match p {
-        crate::run::fingerprint::Plan::Skip => None,
-        crate::run::fingerprint::Plan::Decided(c) => Some(format!("a real run first says: {}", c.line())),
-        crate::run::fingerprint::Plan::Ask(a) => Some(format!(
-            "judge fingerprint: a real run first asks {} stored verdicts again{}, reserved at their worst case ${:.6} (docs/live.md, \"Judge fingerprint\"); the counts below leave that out",
-            a.open.len(),
-            match a.answered {
-                0 => String::new(),
-                n => format!(" ({n} more answered by a check cut short)"),
-            },
-            a.reserve_usd
-        )),
-    });
+    d.fingerprint = fingerprint.and_then(|p| planned_line(p, None));
     let mut text = crate::report::dry_run::render(&cfg, judge.as_ref(), &d);
     if let (crate::config::run::Dispatch::Batch, crate::config::judge::JudgeConfig::Openai(oc)) =
         (cfg.raw.acquisition.dispatch, cfg.raw.judge())
@@ -225,6 +213,28 @@ fn fingerprint_plan(
         answered.get(k).copied()
     })?;
     Ok(Some(plan))
+}
+
+/// What a dry run says of a planned fingerprint check (of the panel `member`, if one): `None`
+/// when there is none to make.
+fn planned_line(plan: crate::run::fingerprint::Plan, member: Option<&str>) -> Option<String> {
+    let of = member.map(|m| format!(" of {m}")).unwrap_or_default();
+    match plan {
+        crate::run::fingerprint::Plan::Skip => None,
+        crate::run::fingerprint::Plan::Decided(c) => Some(format!(
+            "a real run first says: {}",
+            c.line().replacen("judge fingerprint: ", &format!("judge fingerprint{of}: "), 1)
+        )),
+        crate::run::fingerprint::Plan::Ask(a) => Some(format!(
+            "judge fingerprint{of}: a real run first asks {} stored verdicts again{}, reserved at their worst case ${:.6} (docs/live.md, \"Judge fingerprint\"); the counts below leave that out",
+            a.open.len(),
+            match a.answered {
+                0 => String::new(),
+                n => format!(" ({n} more answered by a check cut short)"),
+            },
+            a.reserve_usd
+        )),
+    }
 }
 
 /// The mean expected cost of one query of `judge` (USD, [`JudgeInfo::expected_usd`]) over both
@@ -302,8 +312,32 @@ fn panel_dry_run_text(
             ))
         ));
     }
+    // Each live member resuming its verdicts is fingerprinted first, member by member, as the
+    // run plans it (each plan from the folder as it is now); the counts below leave their
+    // reserves out.
+    let answered = crate::run::fingerprint::answered_replies(&cfg.run_dir)?;
+    let counted: Vec<&dyn JudgeInfo> = rows.iter().map(|r| &r.1 as &dyn JudgeInfo).collect();
+    let members: Vec<(&dyn JudgeInfo, &dyn JudgeInfo)> =
+        rows.iter().map(|(_, n, _)| (n as &dyn JudgeInfo, n.judge.as_ref())).collect();
+    let mut check_usd = 0.0;
+    for (m, named, _) in &rows {
+        let crate::config::judge::JudgeConfig::Openai(oc) = &m.judge else { continue };
+        if oc.fingerprint.queries == 0 {
+            continue;
+        }
+        let plan = crate::run::fingerprint::plan(cfg, named, &counted, &members, oc.fingerprint.queries, 0.0, &|k| {
+            answered.get(k).copied()
+        })?;
+        if let crate::run::fingerprint::Plan::Ask(a) = &plan {
+            check_usd += a.reserve_usd;
+        }
+        if let Some(line) = planned_line(plan, Some(&m.name)) {
+            t.push_str(&line);
+            t.push('\n');
+        }
+    }
     let b = &cfg.raw.budget;
-    let left = b.max_usd.map(|m| (m - spent).max(0.0));
+    let left = b.max_usd.map(|m| (m - spent - check_usd).max(0.0));
     // max_comparisons counts the panel's verdicts of every judge (and those it takes over).
     let stored_all: usize = rows.iter().map(|r| r.2.stored).sum();
     let cmp_left = b.max_comparisons.map(|m| m.saturating_sub(stored_all as u64).min(usize::MAX as u64) as usize);
@@ -327,6 +361,10 @@ fn panel_dry_run_text(
             _ => String::new(),
         };
         let allows = match (left, d.worst_per_query_usd) {
+            // Reserved at its worst case before it is sent: none fits (the warning below).
+            (Some(l), Some((lo, _, _))) if lo > l + 1e-12 => {
+                format!("; the budget buys none of its {open} open queries (below)")
+            }
             (Some(l), Some((lo, hi, _))) if hi > 0.0 => {
                 let most = if lo > 0.0 { ((l / lo).floor() as usize).min(cap) } else { cap };
                 let least = ((l / hi).floor() as usize).min(cap);
@@ -384,6 +422,18 @@ fn panel_dry_run_text(
             // The member's settings as the panel's config names them.
             let line = line.replace("judge.openai.", &format!("judges[{i}].openai."));
             t.push_str(&format!("judge {}: {line}\n", m.name));
+        }
+    }
+    if let Some(l) = left {
+        let cheapest: Vec<Option<f64>> = rows.iter().map(|r| r.2.worst_per_query_usd.map(|w| w.0)).collect();
+        for w in crate::run::panel::unaffordable_notes(&cfg.raw.judges, &cheapest, l) {
+            t.push_str(&format!("warning: {w}\n"));
+        }
+        if cheapest.iter().flatten().all(|&c| c > l + 1e-12) && cheapest.iter().any(Option::is_some) {
+            t.push_str(&format!(
+                "warning: the budget allows no query of any judge (the cheapest worst case is ${:.6}): a real run would send nothing; raise budget.max_usd (--max-usd) to go on\n",
+                cheapest.iter().flatten().copied().fold(f64::INFINITY, f64::min)
+            ));
         }
     }
     if let Some(m) = key_problem {

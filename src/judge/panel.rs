@@ -149,7 +149,10 @@ impl Judge for PanelJudge {
             let mut warnings = Vec::new();
             for (j, m) in self.members.iter().enumerate() {
                 match m.judge.preflight().await {
-                    Ok(w) => warnings.extend(w.into_iter().map(|w| format!("judge {}: {w}", m.name))),
+                    // The member's settings as the panel's config names them.
+                    Ok(w) => warnings.extend(w.into_iter().map(|w| {
+                        format!("judge {}: {}", m.name, w.replace("judge.openai.", &format!("judges[{j}].openai.")))
+                    })),
                     Err(e @ JudgeError::Endpoint { .. }) => {
                         return Err(match in_panel(e, j) {
                             JudgeError::Endpoint { setting, message, cost_usd } => JudgeError::Endpoint {

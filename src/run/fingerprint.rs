@@ -503,9 +503,6 @@ pub async fn check(
     }))
 }
 
-/// Open pairs priced to find the cheapest one the budget leaves room for.
-const AFFORDABLE_SCAN_MAX: usize = 100_000;
-
 /// Whether the judge has a query left to ask: an ordered pair it may send (not stored, not
 /// skipped as identical texts) within `budget.max_comparisons` (which the `comparisons` stored
 /// by the run's judges, a panel's all members, count against), whose worst-case cost (raised by
@@ -536,7 +533,7 @@ fn could_ask(
     let factor = queries.carried_factor(records);
     // The cheapest open query (of the first AFFORDABLE_SCAN_MAX, on a very large pool).
     let cheapest = open
-        .take(AFFORDABLE_SCAN_MAX)
+        .take(crate::run::queries::AFFORDABLE_SCAN_MAX)
         .map(|(a, b)| judge.worst_case_usd(&cfg.pool, a, b) * factor)
         .min_by(f64::total_cmp);
     Ok(cheapest.filter(|&c| c <= left + 1e-12).map(|c| left - c))

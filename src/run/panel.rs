@@ -176,6 +176,38 @@ pub fn takeovers<'r>(
         .collect()
 }
 
+/// A warning for each member (`members`, in the config's order) whose cheapest open query costs
+/// more at its worst case (`cheapest`, USD; `None`: no open query) than the `left_usd` of
+/// `budget.max_usd` the folder's books leave, while another member's fits: the budget reserves
+/// a query's worst case before it is sent, so the run sends that member nothing. When no member
+/// fits, the run's summary says so instead.
+pub fn unaffordable_notes(
+    members: &[crate::config::run::PanelMemberConfig],
+    cheapest: &[Option<f64>],
+    left_usd: f64,
+) -> Vec<String> {
+    let fits = |c: &Option<f64>| c.is_some_and(|c| c <= left_usd + 1e-12);
+    if !cheapest.iter().any(fits) {
+        return Vec::new();
+    }
+    members
+        .iter()
+        .zip(cheapest)
+        .filter_map(|(m, c)| c.filter(|_| !fits(c)).map(|c| (m, c)))
+        .map(|(m, c)| {
+            // Rounded up to the micro-dollar (less a rounding error's worth), so that raising by
+            // it lets the query fit.
+            let raise = ((c - left_usd.max(0.0)) * 1e6 - 1e-6).ceil() / 1e6;
+            format!(
+                "judge {}: the cheapest worst case of its open queries, ${c:.6}, is above the ${:.6} that budget.max_usd leaves, and a query is reserved at its worst case before it is sent: it is asked nothing in this run{}; raise budget.max_usd (--max-usd) by at least ${raise:.6} to ask it",
+                m.name,
+                left_usd.max(0.0),
+                if m.trusted { " (as the trusted judge, it anchors no other judge's bias c)" } else { "" }
+            )
+        })
+        .collect()
+}
+
 /// The note of a member that takes over `n` verdicts bought for `usd` ([`takeovers`]).
 pub fn takeover_note(name: &str, n: usize, usd: f64, dir: &Path) -> String {
     format!(
@@ -289,6 +321,24 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     let (mut budget, _) =
         Budget::for_folder(&cfg.run_dir, cfg.raw.budget.max_comparisons, cfg.raw.budget.max_usd, reused as u64)?;
     budget.carry_factor(queries.iter().map(|q| q.carried_factor(books.log().records())).fold(1.0, f64::max));
+    if let Some(max) = budget.max_usd() {
+        // The cheapest open query of each member (of the first AFFORDABLE_SCAN_MAX), at the
+        // worst case the budget reserves it at.
+        let cheapest: Vec<Option<f64>> = members
+            .iter()
+            .zip(&queries)
+            .zip(&stored)
+            .map(|((m, q), s)| {
+                let asked: HashSet<(usize, usize)> = s.iter().map(|v| (v.a, v.b)).collect();
+                q.iter()
+                    .filter(|p| !asked.contains(p) && !q.skipped().contains(p))
+                    .take(super::queries::AFFORDABLE_SCAN_MAX)
+                    .map(|(a, b)| m.worst_case_usd(&cfg.pool, a, b) * budget.worst_case_factor())
+                    .min_by(f64::total_cmp)
+            })
+            .collect();
+        warnings.extend(unaffordable_notes(&cfg.raw.judges, &cheapest, max - budget.spent_usd()));
+    }
     // The folder's other books (earlier configurations, a single-judge run): in the budget, not
     // in the panel's own spend that panel_fits.jsonl records.
     let own_at_start: f64 = queries.iter().map(|q| books.spend(&|k: &str| q.contains_key(k)).total_usd()).sum();

@@ -22,6 +22,10 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
 
+/// Open pairs priced to find the cheapest one the budget leaves room for (the first this many,
+/// on a very large pool).
+pub const AFFORDABLE_SCAN_MAX: usize = 100_000;
+
 /// The ordered pairs of a run and their cache keys (one judge configuration).
 ///
 /// Nothing of size N(N − 1) is built: the ordered pairs are enumerated on demand
