@@ -177,7 +177,10 @@ impl BatchJudge {
         detach: bool,
     ) -> Result<Self, crate::store::batches::BatchLogError> {
         assert!(inner.batch_api().is_some(), "config::run::RawConfig::reads_batch_jobs holds for the run's judge");
-        let log = BatchLog::open(dir)?;
+        let mut log = BatchLog::open(dir)?;
+        if let Some(w) = log.take_warning() {
+            tracing::warn!("{w}");
+        }
         Ok(Self {
             inner,
             log: Mutex::new(log),

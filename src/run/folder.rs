@@ -192,6 +192,9 @@ fn batch_log_error(dir: &Path) -> impl Fn(crate::store::batches::BatchLogError) 
 /// [`RunError`]: the books or batches.jsonl cannot be read or written.
 fn abandon_open_rounds(dir: &Path, books: &mut Books) -> Result<String, RunError> {
     let mut log = crate::store::batches::BatchLog::open(dir).map_err(batch_log_error(dir))?;
+    if let Some(w) = log.take_warning() {
+        tracing::warn!("{w}");
+    }
     let rounds = log.open_rounds();
     if rounds.is_empty() {
         return Ok("--abandon-batch: this run folder has no open batch round; nothing was abandoned".into());

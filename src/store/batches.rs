@@ -83,8 +83,9 @@ pub enum BatchLogError {
         #[source]
         source: std::io::Error,
     },
-    /// A line other than a torn last one is not a batch line.
-    #[error("{path}:{line}: {msg}")]
+    /// A line other than a torn last one is not a batch line, or records another job or input
+    /// file for a round that has one.
+    #[error("{path}:{line}: {msg}; {FIX_HINT}")]
     Malformed {
         /// The file.
         path: PathBuf,
@@ -101,12 +102,14 @@ impl BatchLogError {
     pub fn detail(&self) -> String {
         match self {
             Self::Io { source, .. } => source.to_string(),
-            Self::Malformed { line, msg, .. } => format!(
-                "line {line}: {msg}; fix or remove that line (the queries of a round no longer recorded are booked as possibly billed)"
-            ),
+            Self::Malformed { line, msg, .. } => format!("line {line}: {msg}; {FIX_HINT}"),
         }
     }
 }
+
+/// What to do about a malformed line of batches.jsonl.
+const FIX_HINT: &str =
+    "fix or remove that line (the queries of a round no longer recorded are booked as possibly billed)";
 
 /// batches.jsonl, open for appending (hold the run-folder lock).
 #[derive(Debug)]
@@ -114,12 +117,46 @@ pub struct BatchLog {
     path: PathBuf,
     file: File,
     rounds: Vec<Round>,
+    torn: Option<String>,
+}
+
+/// Apply one line to the rounds `rounds` (the round made when it is new). A job or input file
+/// recorded again for the same round must be the same one: two different jobs for one round
+/// cannot both be booked, and which one holds the round's queries only the provider knows.
+fn apply(rounds: &mut Vec<Round>, l: BatchLine) -> Result<(), String> {
+    let r = match rounds.iter().position(|r| r.round == l.round) {
+        Some(i) => &mut rounds[i],
+        None => {
+            rounds.push(Round { round: l.round, ..Round::default() });
+            rounds.last_mut().expect("just pushed")
+        }
+    };
+    for (what, had, new) in
+        [("batch_id", &r.batch_id, &l.batch_id), ("input_file_id", &r.input_file_id, &l.input_file_id)]
+    {
+        if let (Some(had), Some(new)) = (had, new)
+            && had != new
+        {
+            return Err(format!(
+                "round {} has {what} {had:?} already, and this line records {new:?}: one round is one provider job (the provider's list of batch jobs shows which holds the round's queries; keep that line)",
+                l.round
+            ));
+        }
+    }
+    if let Some(k) = l.keys {
+        r.keys = k;
+    }
+    r.judge = l.judge.or(r.judge.take());
+    r.input_file_id = l.input_file_id.or(r.input_file_id.take());
+    r.batch_id = l.batch_id.or(r.batch_id.take());
+    r.ended = l.ended.or(r.ended.take());
+    Ok(())
 }
 
 /// The rounds recorded in `bytes` (the file at `path`), the length of its lines read whole, and
-/// whether a torn last line was dropped ([`jsonl::scan`]: a whole last line without its
-/// newline is kept, as the other books keep theirs).
-fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64, bool), BatchLogError> {
+/// the warning naming a torn last line if one was dropped ([`jsonl::scan`]: a whole last line
+/// without its newline is kept, as the other books keep theirs).
+fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64, Option<String>), BatchLogError> {
     let read = jsonl::scan(bytes, |line| Ok(serde_json::from_slice::<BatchLine>(line)?)).map_err(|(line, e)| {
         BatchLogError::Malformed {
             path: path.to_owned(),
@@ -128,23 +165,18 @@ fn read(path: &Path, bytes: &[u8]) -> Result<(Vec<Round>, u64, bool), BatchLogEr
         }
     })?;
     let mut rounds: Vec<Round> = Vec::new();
-    for (_, l) in read.records {
-        let r = match rounds.iter_mut().find(|r| r.round == l.round) {
-            Some(r) => r,
-            None => {
-                rounds.push(Round { round: l.round, ..Round::default() });
-                rounds.last_mut().expect("just pushed")
-            }
-        };
-        if let Some(k) = l.keys {
-            r.keys = k;
-        }
-        r.judge = l.judge.or(r.judge.take());
-        r.input_file_id = l.input_file_id.or(r.input_file_id.take());
-        r.batch_id = l.batch_id.or(r.batch_id.take());
-        r.ended = l.ended.or(r.ended.take());
+    for (line, l) in read.records {
+        apply(&mut rounds, l).map_err(|msg| BatchLogError::Malformed { path: path.to_owned(), line, msg })?;
     }
-    Ok((rounds, read.good_len, read.torn.is_some()))
+    let torn = read.torn.map(|t| {
+        format!(
+            "{}:{}: dropped a torn last line ({}; a crash while recording a batch step, which is then taken again or its queries booked as possibly billed)",
+            path.display(),
+            t.line,
+            t.error
+        )
+    });
+    Ok((rounds, read.good_len, torn))
 }
 
 impl BatchLog {
@@ -162,8 +194,13 @@ impl BatchLog {
         };
         let (rounds, good, torn) = read(&path, &bytes)?;
         let mut file = OpenOptions::new().create(true).append(true).open(&path).map_err(io)?;
-        jsonl::end_or_cut(&mut file, good, torn, bytes.last().copied()).map_err(io)?;
-        Ok(Self { path, file, rounds })
+        jsonl::end_or_cut(&mut file, good, torn.is_some(), bytes.last().copied()).map_err(io)?;
+        Ok(Self { path, file, rounds, torn })
+    }
+
+    /// The warning naming the torn last line [`BatchLog::open`] cut, once.
+    pub fn take_warning(&mut self) -> Option<String> {
+        self.torn.take()
     }
 
     /// The keys of the queries of the open rounds in `dir` (none when there is no file), for
@@ -205,28 +242,20 @@ impl BatchLog {
     /// Append `line` (flushed and fsynced) and apply it.
     ///
     /// # Errors
-    /// [`BatchLogError::Io`]: then the step it records must not be taken.
+    /// [`BatchLogError::Io`]: then the step it records must not be taken (also for a line that
+    /// records another job or input file for a round that has one, which is not written).
     pub fn append(&mut self, mut line: BatchLine) -> Result<(), BatchLogError> {
         line.ts = now_s();
         let io = |source| BatchLogError::Io { path: self.path.clone(), source };
+        // A line the next open would refuse is not written.
+        let mut rounds = self.rounds.clone();
+        apply(&mut rounds, line.clone()).map_err(|msg| io(std::io::Error::other(msg)))?;
         let mut text = serde_json::to_string(&line).expect("batch lines serialise");
         text.push('\n');
         self.file.write_all(text.as_bytes()).map_err(io)?;
         self.file.flush().map_err(io)?;
         self.file.sync_data().map_err(io)?;
-        let r = match self.rounds.iter_mut().find(|r| r.round == line.round) {
-            Some(r) => r,
-            None => {
-                self.rounds.push(Round { round: line.round, ..Round::default() });
-                self.rounds.last_mut().expect("just pushed")
-            }
-        };
-        if let Some(k) = line.keys {
-            r.keys = k;
-        }
-        r.input_file_id = line.input_file_id.or(r.input_file_id.take());
-        r.batch_id = line.batch_id.or(r.batch_id.take());
-        r.ended = line.ended.or(r.ended.take());
+        self.rounds = rounds;
         Ok(())
     }
 }
@@ -296,6 +325,44 @@ mod tests {
         std::fs::write(dir.path().join(BATCHES_FILE), "{\"round\": 1, \"keys\": []}\nnot json\n{\"round\": 2}\n")
             .unwrap();
         let e = BatchLog::open(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("batches.jsonl:2:"), "{e}");
+        assert!(e.contains("batches.jsonl:2:") && e.contains("; fix or remove that line"), "{e}");
+    }
+
+    /// A second, different job (or input file) recorded for one round is refused naming its
+    /// line: the last one no longer wins silently, leaving the round's real job unread and its
+    /// queries booked as possibly billed (hunt 41). The same id again is only a repeat.
+    #[test]
+    fn two_jobs_recorded_for_one_round_are_refused_by_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(BATCHES_FILE);
+        let base = "{\"round\": 1, \"keys\": [\"k1\"]}\n{\"round\": 1, \"batch_id\": \"batch-2\"}\n";
+        std::fs::write(&path, format!("{base}{{\"round\": 1, \"batch_id\": \"batch-2\"}}\n")).unwrap();
+        assert_eq!(BatchLog::open(dir.path()).unwrap().open_rounds()[0].batch_id.as_deref(), Some("batch-2"));
+        std::fs::write(&path, format!("{base}{{\"round\": 1, \"batch_id\": \"batch-999\"}}\n")).unwrap();
+        let e = BatchLog::open(dir.path()).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "batches.jsonl:3: round 1 has batch_id \"batch-2\" already, and this line records \"batch-999\""
+            ) && e.contains("fix or remove that line"),
+            "{e}"
+        );
+        assert!(BatchLog::open_keys(dir.path()).is_err(), "the dry run refuses it alike");
+        // The run itself never writes one: refused before it is written.
+        std::fs::write(&path, base).unwrap();
+        let mut log = BatchLog::open(dir.path()).unwrap();
+        assert!(log.append(BatchLine { round: 1, batch_id: Some("batch-3".into()), ..Default::default() }).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), base);
+    }
+
+    /// A torn last line is cut and said once, naming file:line (hunt 41: dropped without a word).
+    #[test]
+    fn a_torn_last_line_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(BATCHES_FILE);
+        std::fs::write(&path, "{\"round\": 1, \"keys\": [\"k1\"]}\n{\"round\": 1, \"batch_").unwrap();
+        let mut log = BatchLog::open(dir.path()).unwrap();
+        let w = log.take_warning().unwrap();
+        assert!(w.contains("batches.jsonl:2: dropped a torn last line"), "{w}");
+        assert_eq!(log.take_warning(), None);
     }
 }
