@@ -293,6 +293,11 @@ fn bad_inputs_are_named_errors() {
     assert!(e.contains("D/none.json:1: an empty JSON array (the file holds no record)"), "{e}");
     let e = err(&["--format", "csv"], &[write(d, "head.csv", "prompt_id,prompt,system,text\n")]);
     assert!(e.contains("D/head.csv:1: a header and no row (the file holds no answer)"), "{e}");
+    // A row of another length than the header's, said as the tool's other faults are (it read
+    // "CSV error: record 1 (line: 2, byte: 29): found record with 5 fields, but the previous
+    // record has 4 fields; expected 4 fields, as in the header").
+    let e = err(&["--format", "csv"], &[write(d, "extra.csv", "prompt_id,prompt,system,text\np1,hi,a,x,y\n")]);
+    assert!(e.contains("D/extra.csv:2: 5 fields; expected 4, as in the header") && !e.contains("CSV error"), "{e}");
     let e = err(&["--format", "csv"], &[write(d, "nothing.csv", "")]);
     assert!(e.contains("D/nothing.csv:1: the file is empty; expected a CSV header naming the columns prompt_id, prompt, system, text"), "{e}");
     // A key given twice in an answer: refused on its line, not read last-wins.
@@ -606,6 +611,32 @@ fn arena_hard_mt_bench_and_csv_judgments() {
             e.contains(&format!("{}:1: the header names the column {name:?} twice; expected each of prompt_id, system_a, system_b, shown_first, winner (and optionally judge, cost_usd) once", c.display())),
             "{head}: {e}"
         );
+    }
+    // An empty file, a header without rows, a ragged row: said as the answers CSV says them
+    // (hunt 41: "the header \"\" lacks the columns …", and "no verdict to write" naming no file).
+    let wanted = "prompt_id, system_a, system_b, shown_first, winner (and optionally judge, cost_usd)";
+    for (name, text, said) in [
+        (
+            "e.csv",
+            "",
+            format!(
+                ":1: the file is empty; expected a CSV header naming the columns {wanted}, then one verdict per row"
+            ),
+        ),
+        (
+            "h.csv",
+            "prompt_id,system_a,system_b,shown_first,winner\n",
+            format!(":1: a header and no row (the file holds no verdict); expected rows of {wanted}"),
+        ),
+        (
+            "r.csv",
+            "prompt_id,system_a,system_b,shown_first,winner\np1,x,y,a\n",
+            ":2: 4 fields; expected 5, as in the header".to_string(),
+        ),
+    ] {
+        let c = write(d, name, text);
+        let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
+        assert!(e.contains(&format!("{}{said}", c.display())), "{name}: {e}");
     }
     // Systems named A and B: a winner "A" when system_b is called "A" reads both ways; refused
     // (it was read as side a, the opposite of what a user naming the system meant).

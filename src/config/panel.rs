@@ -185,6 +185,7 @@ impl PanelSweep {
                 if sp.count == 0 {
                     return Err(bad("pools.synthetic.count", "0 must be ≥ 1".into()));
                 }
+                sections::check_seed_range(sp.seed, sp.count, "pools.synthetic.seed").map_err(inv)?;
                 sections::check_k(s.k, sp.n, &format!("pools.synthetic.n ({})", sp.n)).map_err(inv)?;
                 if sp.rho.is_nan() || sp.rho.abs() >= 1.0 {
                     return Err(bad("pools.synthetic.rho", format!("{} must be in (−1, 1)", sp.rho)));
@@ -304,6 +305,11 @@ mod tests {
             ),
             (OK.replace("k: 2", "k: 8"), "k"),
             (OK.replace("seeds: [1]", "seeds: []"), "seeds: must list at least one seed"),
+            // Pool seeds that would wrap round past the largest (hunt 41: "pool seeds 18446744073709551615…1").
+            (
+                OK.replace("{n: 8, count: 2}", "{n: 8, count: 2, seed: 18446744073709551615}"),
+                "pools.synthetic.seed: 18446744073709551615 + 1 more pools passes the largest seed (18446744073709551615): pool i uses seed pools.synthetic.seed + i; lower it to at most 18446744073709551614",
+            ),
             (
                 OK.replace(
                     "    - {name: b, trusted: true, mock: {input_usd_per_mtok: 1.0}}\n",

@@ -166,6 +166,7 @@ impl PipelineSweep {
         if s.pools.count == 0 {
             return Err(bad("pools.count", "0 must be ≥ 1"));
         }
+        sections::check_seed_range(s.pools.seed, s.pools.count, "pools.seed").map_err(inv)?;
         if s.budgets.is_empty() || s.budgets.contains(&0) {
             return Err(bad("budgets", "must list at least one budget, each ≥ 1"));
         }

@@ -83,6 +83,26 @@ pub fn resolve(dir: &Path, p: &Path, field: &str) -> Result<PathBuf, InvalidSett
     Ok(super::normalize(&dir.join(expanded)))
 }
 
+/// `count` replicates, pool i of seed `seed + i`, under `key` (the seeds key, e.g.
+/// `pools.seed`): the last seed must not pass the largest one (2⁶⁴ − 1) rather than wrap round to
+/// 0 (a sweep run twice with seeds that wrapped would reuse pools silently).
+///
+/// # Errors
+/// [`InvalidSetting`] naming `key`.
+pub fn check_seed_range(seed: u64, count: usize, key: &str) -> Result<(), InvalidSetting> {
+    match seed.checked_add(count.saturating_sub(1) as u64) {
+        Some(_) => Ok(()),
+        None => Err(InvalidSetting::new(
+            key,
+            format!(
+                "{seed} + {} more pools passes the largest seed (18446744073709551615): pool i uses seed {key} + i; lower it to at most {}",
+                count - 1,
+                u64::MAX - (count - 1) as u64
+            ),
+        )),
+    }
+}
+
 /// k of top-k: 1 ≤ k < `bound`, where `of` says what the bound is (`number of bases (16) in
 /// pool "p"`, `pools.n (30)`).
 ///

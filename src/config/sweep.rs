@@ -357,6 +357,7 @@ fn check_grid(g: &PoolGrid) -> Result<(), InvalidSetting> {
     if g.count == 0 {
         return Err(InvalidSetting::new("pools.count", "0 must be ≥ 1"));
     }
+    sections::check_seed_range(g.seed, g.count, "pools.seed")?;
     sections::check_nonempty(&[
         ("pools.rho", g.rho.is_empty()),
         ("pools.c_star", g.c_star.is_empty()),
@@ -423,6 +424,20 @@ impl Cell {
 #[cfg(test)]
 mod tests {
     use super::SweepBudget;
+
+    /// The last pool seed is at most 2⁶⁴ − 1: one past it is refused, at it is fine.
+    #[test]
+    fn pool_seeds_do_not_wrap_round() {
+        let check = crate::config::sections::check_seed_range;
+        assert!(check(u64::MAX - 2, 3, "pools.seed").is_ok());
+        let e = check(u64::MAX - 1, 3, "pools.seed").unwrap_err().to_string();
+        assert!(
+            e.contains("pools.seed: 18446744073709551614 + 2 more pools passes the largest seed")
+                && e.contains("at most 18446744073709551613"),
+            "{e}"
+        );
+        assert!(check(u64::MAX, 1, "pools.seed").is_ok());
+    }
 
     /// A budget of a sweep is read as every count of a config is: `20.0`, `2e1` and `"20"` are
     /// 20 comparisons (`20.0` was refused as "budget 20: expected a whole number").

@@ -599,10 +599,7 @@ pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<Strin
     }
     let mut out = Vec::new();
     for rec in rd.records() {
-        let rec = rec.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line() as usize);
-            row(path, line, format!("{e}; expected {} fields, as in the header", header.len()))
-        })?;
+        let rec = rec.map_err(|e| super::csv_row_error(path, &e, header.len()))?;
         let line = rec.position().map_or(0, |p| p.line() as usize);
         let get = |k: usize| rec.get(cols[k]).unwrap_or_default();
         // The ids trimmed, as the header is: "a " and "a" are one system (or prompt).

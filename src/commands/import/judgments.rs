@@ -479,9 +479,17 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     const OPTIONAL: [&str; 2] = ["judge", "cost_usd"];
     let bytes = std::fs::read(path).map_err(io(path))?;
     let bytes = crate::domain::text::utf8_text(&bytes).map_err(|(line, m)| row(path, line, m))?.as_bytes();
+    let wanted = format!("{} (and optionally {})", REQUIRED.join(", "), OPTIONAL.join(", "));
+    // As an answers file is read (`import --format csv`).
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(row(
+            path,
+            1,
+            format!("the file is empty; expected a CSV header naming the columns {wanted}, then one verdict per row"),
+        ));
+    }
     super::check_quotes(path, bytes, b',')?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).flexible(false).from_reader(bytes);
-    let wanted = format!("{} (and optionally {})", REQUIRED.join(", "), OPTIONAL.join(", "));
     let header: Vec<String> = rd
         .headers()
         .map_err(|e| row(path, 1, format!("{e}; expected a CSV header naming the columns {wanted}")))?
@@ -516,11 +524,10 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     }
     let idx: Vec<usize> = REQUIRED.iter().map(|n| col(n).unwrap_or_default()).collect();
     let (judge_col, cost_col) = (col("judge"), col("cost_usd"));
+    let mut rows = 0;
     for rec in rd.records() {
-        let rec = rec.map_err(|e| {
-            let line = e.position().map_or(0, |p| p.line() as usize);
-            row(path, line, format!("{e}; expected {} fields, as in the header", header.len()))
-        })?;
+        let rec = rec.map_err(|e| super::csv_row_error(path, &e, header.len()))?;
+        rows += 1;
         let line = rec.position().map_or(0, |p| p.line() as usize);
         let get = |k: usize| rec.get(idx[k]).unwrap_or_default().trim();
         let (pid, sa, sb, first, winner) = (get(0), get(1), get(2), get(3), get(4));
@@ -590,6 +597,13 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
             record: None,
             swapped: false,
         });
+    }
+    if rows == 0 {
+        return Err(row(
+            path,
+            1,
+            format!("a header and no row (the file holds no verdict); expected rows of {wanted}"),
+        ));
     }
     Ok(())
 }

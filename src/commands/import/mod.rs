@@ -150,6 +150,19 @@ fn row(path: &Path, line: usize, msg: impl Into<String>) -> ImportError {
     ImportError::Row { path: path.to_owned(), line, msg: msg.into() }
 }
 
+/// A CSV row the reader refused (`e`), as the file's other faults are said: at its line, a row
+/// of another length than the header's `header_len` fields by its count, anything else in the
+/// reader's words.
+fn csv_row_error(path: &Path, e: &csv::Error, header_len: usize) -> ImportError {
+    let line = e.position().map_or(0, |p| p.line() as usize);
+    match e.kind() {
+        csv::ErrorKind::UnequalLengths { len, .. } => {
+            row(path, line, format!("{len} fields; expected {header_len}, as in the header"))
+        }
+        _ => row(path, line, format!("{e}; expected {header_len} fields, as in the header")),
+    }
+}
+
 /// RFC 4180 quoting of a CSV/TSV file (`delim` between fields): a quoted field must end with
 /// its closing quote, followed by the delimiter, a line end or the end of the file, and a quote
 /// inside it must be doubled. A quote left open would make a reader take every following row
