@@ -489,6 +489,21 @@ fn errors_name_the_key_and_what_to_do() {
     let want =
         format!("runs/foo/verdicts.jsonl: run `topk-judge run {} --name foo --set k=4` first", labelled.display());
     assert!(text(&out).contains(&want), "{want}\n{}", text(&out));
+    // A run folder copied under another name keeps its config's name: the command it names
+    // fills the copy, with --name (it named one that filled the original: hunt 40 F5).
+    let made = mock_config(dir.path(), "orig", 8, "");
+    assert!(run_bin(dir.path(), &["run", made.to_str().unwrap(), "--quiet"]).status.success());
+    let (orig, copy) = (dir.path().join("runs/orig"), dir.path().join("runs/copy"));
+    assert!(std::process::Command::new("cp").arg("-r").arg(&orig).arg(&copy).status().unwrap().success());
+    std::fs::remove_file(copy.join("verdicts.jsonl")).unwrap();
+    for what in ["profile", "gate"] {
+        let out = run_bin(dir.path(), &[what, "runs/copy"]);
+        assert!(
+            text(&out).contains("runs/copy/verdicts.jsonl: run `topk-judge run runs/copy/config.yaml --name copy` first (the config names its folder orig, so without --name it fills runs/orig)"),
+            "{what}: {}",
+            text(&out)
+        );
+    }
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
     assert!(text(&out).contains("no `gate:` section"), "{}", text(&out));
     let cfg = synthetic_config(dir.path(), "nosrc", "gate:\n  anchors: 5\n");

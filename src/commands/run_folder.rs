@@ -446,6 +446,34 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, RunFol
     Ok(verdicts)
 }
 
+/// What fills the run folder `dir` of `cfg` (its stored config.yaml, say): the command that runs
+/// the config, with `--name` when the config's own name would fill another folder beside it (a
+/// folder copied or renamed keeps the name it was made with), or where the config writes when
+/// that is elsewhere.
+fn fill_hint(cfg: &Config, dir: &Path) -> String {
+    let cmd = crate::report::result::run_command(&cfg.path, &cfg.overrides);
+    let parent = |p: &Path| p.parent().and_then(|q| q.canonicalize().ok());
+    // Where running the config file fills (a run folder's loaded config holds that folder).
+    let base = cfg.path.parent().unwrap_or(Path::new("."));
+    let Ok(to) = crate::config::sections::out_folder(base, cfg.raw.out_dir.as_deref(), &cfg.raw.name, "runs") else {
+        return format!("run `{cmd}` first");
+    };
+    let (to, here) = (&to, dir);
+    if to.file_name() == here.file_name() && parent(to) == parent(here) {
+        return format!("run `{cmd}` first");
+    }
+    match here.file_name().map(|n| n.to_string_lossy().into_owned()) {
+        Some(name) if parent(to) == parent(here) && crate::config::sections::check_name(&name, "run").is_ok() => {
+            format!(
+                "run `{cmd} --name {name}` first (the config names its folder {}, so without --name it fills {})",
+                to.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                to.display()
+            )
+        }
+        _ => format!("run `{cmd}` fills {}, not this folder", to.display()),
+    }
+}
+
 /// [`run_verdicts`] without logging: the verdicts and the torn-last-line warning, if any.
 ///
 /// # Errors
@@ -453,11 +481,7 @@ pub fn run_verdicts(cfg: &Config, dir: &Path) -> Result<Vec<ItemVerdict>, RunFol
 pub fn read_run_verdicts(cfg: &Config, dir: &Path) -> Result<(Vec<ItemVerdict>, Option<String>), RunFolderError> {
     let path = dir.join("verdicts.jsonl");
     if !path.exists() {
-        return Err(RunFolderError::Invalid(format!(
-            "no verdicts at {}: run `{}` first",
-            path.display(),
-            crate::report::result::run_command(&cfg.path, &cfg.overrides)
-        )));
+        return Err(RunFolderError::Invalid(format!("no verdicts at {}: {}", path.display(), fill_hint(cfg, dir))));
     }
     let (records, _, torn_line) = read_records(&path)?;
     let pool = &cfg.pool;
