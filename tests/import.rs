@@ -298,6 +298,11 @@ fn bad_inputs_are_named_errors() {
     // record has 4 fields; expected 4 fields, as in the header").
     let e = err(&["--format", "csv"], &[write(d, "extra.csv", "prompt_id,prompt,system,text\np1,hi,a,x,y\n")]);
     assert!(e.contains("D/extra.csv:2: 5 fields; expected 4, as in the header") && !e.contains("CSV error"), "{e}");
+    // The physical line, with CRLF ends and a blank line before the row (the reader's own count
+    // said 2 for this row on line 4: hunt 42).
+    let crlf = write(d, "crlf.csv", "prompt_id,prompt,system,text\r\ncap,Q?,s1,Berlin.\r\n\r\ncap,Q?,s2\r\n");
+    let e = err(&["--format", "csv"], &[crlf]);
+    assert!(e.contains("D/crlf.csv:4: 3 fields; expected 4, as in the header"), "{e}");
     let e = err(&["--format", "csv"], &[write(d, "nothing.csv", "")]);
     assert!(e.contains("D/nothing.csv:1: the file is empty; expected a CSV header naming the columns prompt_id, prompt, system, text"), "{e}");
     // A key given twice in an answer: refused on its line, not read last-wins.
@@ -638,6 +643,10 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
         assert!(e.contains(&format!("{}{said}", c.display())), "{name}: {e}");
     }
+    let c =
+        write(d, "jcrlf.csv", "prompt_id,system_a,system_b,shown_first,winner\r\np1,s1,s2,a,a\r\n\r\np1,s1,s4,a,q\r\n");
+    let e = import(d, &["--judgments", "csv"], std::slice::from_ref(&c), &out).unwrap_err();
+    assert!(e.contains(&format!("{}:4: winner is \"q\"", c.display())), "{e}");
     // Systems named A and B: a winner "A" when system_b is called "A" reads both ways; refused
     // (it was read as side a, the opposite of what a user naming the system meant).
     let c = write(d, "ab.csv", "prompt_id,system_a,system_b,shown_first,winner\np1,B,A,a,A\n");

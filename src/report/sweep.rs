@@ -637,7 +637,8 @@ pub fn markdown(sweep: &Sweep, s: &Summary) -> String {
         r.k,
         crate::domain::fmt::count(r.pools.count, "pool"),
         r.pools.seed,
-        r.pools.seed + r.pools.count as u64 - 1,
+        // The config keeps the last seed within u64 (config::sections::check_seed_range).
+        r.pools.seed + (r.pools.count as u64 - 1),
         name(&r.acquisition.orders),
         r.acquisition.refit_every,
         r.acquisition.mc_draws,

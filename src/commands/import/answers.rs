@@ -599,8 +599,8 @@ pub(super) fn read_csv(path: &Path, tab: bool) -> Result<(Vec<Answer>, Vec<Strin
     }
     let mut out = Vec::new();
     for rec in rd.records() {
-        let rec = rec.map_err(|e| super::csv_row_error(path, &e, header.len()))?;
-        let line = rec.position().map_or(0, |p| p.line() as usize);
+        let rec = rec.map_err(|e| super::csv_row_error(path, bytes, &e, header.len()))?;
+        let line = super::line_at(bytes, rec.position());
         let get = |k: usize| rec.get(cols[k]).unwrap_or_default();
         // The ids trimmed, as the header is: "a " and "a" are one system (or prompt).
         let (pid, prompt, system, text) = (get(0).trim(), get(1), get(2).trim(), get(3));

@@ -526,9 +526,9 @@ fn read_csv(path: &Path, c: &mut Collected) -> Result<(), ImportError> {
     let (judge_col, cost_col) = (col("judge"), col("cost_usd"));
     let mut rows = 0;
     for rec in rd.records() {
-        let rec = rec.map_err(|e| super::csv_row_error(path, &e, header.len()))?;
+        let rec = rec.map_err(|e| super::csv_row_error(path, bytes, &e, header.len()))?;
         rows += 1;
-        let line = rec.position().map_or(0, |p| p.line() as usize);
+        let line = super::line_at(bytes, rec.position());
         let get = |k: usize| rec.get(idx[k]).unwrap_or_default().trim();
         let (pid, sa, sb, first, winner) = (get(0), get(1), get(2), get(3), get(4));
         for (k, v) in [(0, pid), (1, sa), (2, sb)] {

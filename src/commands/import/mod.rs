@@ -150,11 +150,25 @@ fn row(path: &Path, line: usize, msg: impl Into<String>) -> ImportError {
     ImportError::Row { path: path.to_owned(), line, msg: msg.into() }
 }
 
+/// The physical line (1-based) of `bytes` at which a CSV record read from them begins (0 when
+/// the reader gives no position). The reader's own line count misses a line for each CRLF end
+/// before the record and each blank line it skips, and its byte offset can point at the line
+/// ends before the record (the `\n` of a CRLF, blank lines): those are stepped over.
+fn line_at(bytes: &[u8], pos: Option<&csv::Position>) -> usize {
+    pos.map_or(0, |p| {
+        let mut at = usize::try_from(p.byte()).unwrap_or(usize::MAX).min(bytes.len());
+        while at < bytes.len() && matches!(bytes[at], b'\r' | b'\n') {
+            at += 1;
+        }
+        bytes[..at].iter().filter(|b| **b == b'\n').count() + 1
+    })
+}
+
 /// A CSV row the reader refused (`e`), as the file's other faults are said: at its line, a row
 /// of another length than the header's `header_len` fields by its count, anything else in the
 /// reader's words.
-fn csv_row_error(path: &Path, e: &csv::Error, header_len: usize) -> ImportError {
-    let line = e.position().map_or(0, |p| p.line() as usize);
+fn csv_row_error(path: &Path, bytes: &[u8], e: &csv::Error, header_len: usize) -> ImportError {
+    let line = line_at(bytes, e.position());
     match e.kind() {
         csv::ErrorKind::UnequalLengths { len, .. } => {
             row(path, line, format!("{len} fields; expected {header_len}, as in the header"))
