@@ -869,7 +869,7 @@ fn a_member_the_budget_cannot_reserve_one_query_of_is_named() {
         )
     });
     let warned = "judge frontier: the cheapest worst case of its open queries, $";
-    let trusted = "is asked nothing in this run (as the trusted judge, it anchors no other judge's bias c); raise budget.max_usd (--max-usd) by at least $";
+    let trusted = "is asked nothing in this run (as the trusted judge, it anchors no other judge's bias c); raising budget.max_usd (--max-usd) by $";
     let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));
     let said = stdout(&dry);
@@ -884,7 +884,13 @@ fn a_member_the_budget_cannot_reserve_one_query_of_is_named() {
         .parse()
         .unwrap();
     assert!(said.contains(&format!("open queries, ${cheapest:.6}, is above the $0.060000")), "{said}");
-    assert!(said.contains(&format!("by at least ${:.6} to ask it", cheapest - 0.06)), "{said}");
+    assert!(
+        said.contains(&format!(
+            "by ${:.6} is the least that could ask it, and the other judges' queries",
+            cheapest - 0.06
+        )),
+        "{said}"
+    );
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(text(&out).matches(warned).count(), 1, "{}", text(&out));
@@ -1922,6 +1928,67 @@ fn a_member_taking_over_a_single_judge_runs_verdicts_is_fingerprinted_on_them() 
     assert!(stdout(&out).contains(line), "{}", text(&out));
     let r = json(&d.join("runs/fp/result.json"));
     assert!(r["fingerprint"][0].as_str().is_some_and(|l| l.starts_with(line)), "{r}");
+}
+
+/// Two members of the same settings (one endpoint and model, other prices): a single-judge run's
+/// verdict is taken over by one of them, once and for good. The second run gave the ones the
+/// first member had taken to the other member as well (hunt 42: one paid reply fitted as two
+/// judges' evidence, and counted twice in the panel's spend).
+#[test]
+fn a_single_judge_verdict_is_taken_over_by_one_member_for_good() {
+    let fake = server(longer_wins);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "prompts/test.j2", TEMPLATE);
+    let pool = pool8(d);
+    let member = |name: &str, price: (f64, f64)| {
+        openai_member(name, &fake, price, "")
+            .replace(&format!("model: fake-{name}"), "model: fake-same")
+            .replace("        queries: 0\n", "        queries: 8\n")
+    };
+    let yaml = |members: String| {
+        format!(
+            "name: same\nout_dir: runs\npool:\n  file: {}\nk: 2\njudges:\n{members}acquisition:\n  seed: 5\n  mc_draws: 200\nbudget:\n  max_usd: 1\n",
+            pool.display()
+        )
+    };
+    let one = write(d, "one.yaml", &yaml(member("a", CHEAP)));
+    let two = write(d, "two.yaml", &yaml(member("a", CHEAP) + &member("b", (0.5, 1.0))));
+    let run =
+        |cfg: &Path, extra: &[&str]| run_bin(d, &[&["run", cfg.to_str().unwrap(), "--quiet"][..], extra].concat());
+    assert!(run(&one, &["--max-comparisons", "12"]).status.success());
+    let out = run(&two, &["--max-comparisons", "40"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("judge \"a\" takes over 12 verdicts"), "{}", text(&out));
+    // The dry run plans the two members' fingerprint checks one after the other, as the run
+    // makes them: with room for the first one's worst case only, the second is not run (both
+    // were planned against the whole budget: hunt 42).
+    let reserve = |said: &str, m: &str| -> f64 {
+        let at = format!(
+            "judge fingerprint of {m}: a real run first asks 8 stored verdicts again, reserved at their worst case $"
+        );
+        said.split(&at).nth(1).unwrap_or_else(|| panic!("{m}: {said}"))[..8].parse().unwrap()
+    };
+    let dry = |max: f64| {
+        let out = run(&two, &["--dry-run", "--max-comparisons", "1000", "--max-usd", &format!("{max:.6}")]);
+        assert!(out.status.success(), "{}", text(&out));
+        stdout(&out)
+    };
+    let books = json(&d.join("runs/same/result.json"))["folder_spend"]["spend_usd"].as_f64().unwrap();
+    let roomy = dry(1000.0);
+    let (first, second) = (reserve(&roomy, "a"), reserve(&roomy, "b"));
+    let tight = dry(books + first + second / 4.0);
+    assert!((reserve(&tight, "a") - first).abs() < 1e-6, "{tight}");
+    assert!(tight.contains("a real run first says: judge fingerprint of b: not run"), "{tight}");
+    for _ in 0..2 {
+        let again = run(&two, &[]);
+        assert!(again.status.success(), "{}", text(&again));
+        assert!(!text(&again).contains("takes over"), "{}", text(&again));
+    }
+    let records = lines(&d.join("runs/same/verdicts.jsonl"));
+    let copies: Vec<&str> = records.iter().filter_map(|r| r["reused_from"].as_str()).collect();
+    let distinct: HashSet<&str> = copies.iter().copied().collect();
+    assert_eq!((copies.len(), distinct.len()), (12, 12), "each original copied once");
 }
 
 /// max_comparisons counts a panel's verdicts, all judges': a member whose own verdicts are

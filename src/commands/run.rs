@@ -109,8 +109,12 @@ pub fn dry_run_text(
         None
     };
     let with_abandoned = |t: String| t + abandoned.as_deref().unwrap_or_default();
-    // The dry run opens no books: each set's damage is said here, as a real run would say it.
+    // The dry run opens no books: each set's damage is said here, as a real run would say it
+    // (a malformed line of batches.jsonl was refused above).
     warn_damaged_books(&cfg, |w| [w.run, w.trusted, w.fingerprint].concat())?;
+    if let Ok(Some(w)) = crate::store::batches::BatchLog::peek_torn(&cfg.run_dir) {
+        super::warn_line(&w);
+    }
     if cfg.is_panel() {
         refuse_for_panel(config, single_judge_flags)?;
         return panel_dry_run_text(&cfg, key_problem, rt).map(with_abandoned);
@@ -313,7 +317,8 @@ fn panel_dry_run_text(
         ));
     }
     // Each live member resuming its verdicts is fingerprinted first, member by member, as the
-    // run plans it (each plan from the folder as it is now); the counts below leave their
+    // run plans it: each plan from the folder as it is now, with the checks planned before it
+    // held at their worst case (what they may spend first); the counts below leave their
     // reserves out.
     let answered = crate::run::fingerprint::answered_replies(&cfg.run_dir)?;
     let counted: Vec<&dyn JudgeInfo> = rows.iter().map(|r| &r.1 as &dyn JudgeInfo).collect();
@@ -325,9 +330,10 @@ fn panel_dry_run_text(
         if oc.fingerprint.queries == 0 {
             continue;
         }
-        let plan = crate::run::fingerprint::plan(cfg, named, &counted, &members, oc.fingerprint.queries, 0.0, &|k| {
-            answered.get(k).copied()
-        })?;
+        let plan =
+            crate::run::fingerprint::plan(cfg, named, &counted, &members, oc.fingerprint.queries, check_usd, &|k| {
+                answered.get(k).copied()
+            })?;
         if let crate::run::fingerprint::Plan::Ask(a) = &plan {
             check_usd += a.reserve_usd;
         }
@@ -430,10 +436,17 @@ fn panel_dry_run_text(
             t.push_str(&format!("warning: {w}\n"));
         }
         if cheapest.iter().flatten().all(|&c| c > l + 1e-12) && cheapest.iter().any(Option::is_some) {
-            t.push_str(&format!(
-                "warning: the budget allows no query of any judge (the cheapest worst case is ${:.6}): a real run would send nothing; raise budget.max_usd (--max-usd) to go on\n",
-                cheapest.iter().flatten().copied().fold(f64::INFINITY, f64::min)
-            ));
+            let least = cheapest.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+            t.push_str(&if check_usd > 0.0 {
+                // The checks settle at what they bill, usually far below their worst case.
+                format!(
+                    "warning: with the fingerprint checks above held at their worst case (${check_usd:.6}), the budget allows no query of any judge (the cheapest worst case is ${least:.6}); what they bill (usually far less) decides whether a real run asks any\n"
+                )
+            } else {
+                format!(
+                    "warning: the budget allows no query of any judge (the cheapest worst case is ${least:.6}): a real run would send nothing; raise budget.max_usd (--max-usd) to go on\n"
+                )
+            });
         }
     }
     if let Some(m) = key_problem {

@@ -161,7 +161,9 @@ pub fn takeovers<'r>(
     members: &[(&dyn JudgeInfo, &dyn JudgeInfo)],
     records: &'r [VerdictRecord],
 ) -> Vec<Vec<(usize, usize, &'r VerdictRecord)>> {
-    let mut taken: HashSet<&str> = HashSet::new();
+    // A record a member took over in an earlier run (its copy names it in `reused_from`) is that
+    // member's for good: another member with the same settings does not take it too.
+    let mut taken: HashSet<&str> = records.iter().filter_map(|r| r.reused_from.as_deref()).collect();
     members
         .iter()
         .map(|&(named, judge)| {
@@ -199,7 +201,7 @@ pub fn unaffordable_notes(
             // it lets the query fit.
             let raise = ((c - left_usd.max(0.0)) * 1e6 - 1e-6).ceil() / 1e6;
             format!(
-                "judge {}: the cheapest worst case of its open queries, ${c:.6}, is above the ${:.6} that budget.max_usd leaves, and a query is reserved at its worst case before it is sent: it is asked nothing in this run{}; raise budget.max_usd (--max-usd) by at least ${raise:.6} to ask it",
+                "judge {}: the cheapest worst case of its open queries, ${c:.6}, is above the ${:.6} that budget.max_usd leaves, and a query is reserved at its worst case before it is sent: it is asked nothing in this run{}; raising budget.max_usd (--max-usd) by ${raise:.6} is the least that could ask it, and the other judges' queries, where they buy more top-k certainty per dollar, may take that first",
                 m.name,
                 left_usd.max(0.0),
                 if m.trusted { " (as the trusted judge, it anchors no other judge's bias c)" } else { "" }
