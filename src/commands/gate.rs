@@ -267,6 +267,11 @@ pub async fn gate_command(
     super::run_folder::made_by(&run.cfg, &run.dir)
         .and_then(|()| super::run_folder::gate_made_by(&run.cfg, &run.dir))
         .map_err(|msg| RunFolderError::Invalid(format!("{}: {msg}", run.dir.display())))?;
+    // The fingerprint books count against max_usd too, and the gate does not open them: their
+    // damage is said here, as a run of the folder says it (the gate opens its trusted judge's).
+    for w in crate::store::books::folder_books_warned(&run.dir)?.1.fingerprint {
+        super::warn_line(&w);
+    }
     if let Some(w) = &run.torn_line {
         tracing::warn!("{w}");
     }

@@ -219,6 +219,20 @@ impl BatchLog {
         Ok(rounds.into_iter().filter(|r| r.ended.is_none()).flat_map(|r| r.keys).collect())
     }
 
+    /// The warning naming a torn last line of `dir/batches.jsonl`, read without writing (for the
+    /// dry run, which says what [`BatchLog::open`] of a real run would cut); `None` without one.
+    ///
+    /// # Errors
+    /// [`BatchLogError`] naming the file (and line).
+    pub fn peek_torn(dir: &Path) -> Result<Option<String>, BatchLogError> {
+        let path = dir.join(BATCHES_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(read(&path, &bytes)?.2),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(BatchLogError::Io { path, source }),
+        }
+    }
+
     /// The rounds not ended, oldest first.
     pub fn open_rounds(&self) -> Vec<Round> {
         self.rounds.iter().filter(|r| r.ended.is_none()).cloned().collect()
@@ -360,8 +374,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(BATCHES_FILE);
         std::fs::write(&path, "{\"round\": 1, \"keys\": [\"k1\"]}\n{\"round\": 1, \"batch_").unwrap();
+        let peeked = BatchLog::peek_torn(dir.path()).unwrap().unwrap();
         let mut log = BatchLog::open(dir.path()).unwrap();
         let w = log.take_warning().unwrap();
+        assert_eq!(peeked, w, "the dry run says what the run cuts");
         assert!(w.contains("batches.jsonl:2: dropped a torn last line"), "{w}");
         assert_eq!(log.take_warning(), None);
     }
