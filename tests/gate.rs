@@ -191,8 +191,17 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
     assert_eq!((count(&|p| p > 0.5), count(&|p| p < 0.5)), (n10, n01));
     let trusted = run.join("trusted_verdicts.jsonl");
     assert_eq!(std::fs::read_to_string(&trusted).unwrap().lines().count(), 80);
+    // A fingerprint book's damaged line (the gate counts those books, and opens none): said once.
+    std::fs::write(run.join("fingerprint_failed.jsonl"), b"{\"key\": \"k\xff\"}\n").unwrap();
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        text(&out).matches("fingerprint_failed.jsonl:1: not a failed-query record").count(),
+        1,
+        "{}",
+        text(&out)
+    );
+    std::fs::remove_file(run.join("fingerprint_failed.jsonl")).unwrap();
     assert_eq!(std::fs::read_to_string(&trusted).unwrap().lines().count(), 80, "re-running re-uses the cache");
     // Spurious pool (seed 3): the anchors support correction.
     assert_eq!(d["enable"], true, "{}", text(&out));
