@@ -152,14 +152,19 @@ fn the_prior_file_is_the_summeval_file_with_its_prior() {
         let (dir, cfg) = shrunk(file, &small);
         let out = run_bin(dir.path(), &["simulate", cfg.to_str().unwrap(), "--quiet"]);
         assert!(out.status.success(), "{}", text(&out));
-        std::fs::read_to_string(dir.path().join("out").join(name).join("judges.csv")).unwrap()
+        let o = dir.path().join("out").join(name);
+        (std::fs::read_to_string(o.join("judges.csv")).unwrap(), std::fs::read_to_string(o.join("summary.md")).unwrap())
     };
     let (a, b) = (
         judges("sweep-panel-summeval.yaml", "sweep-panel-summeval"),
         judges("sweep-panel-summeval-prior.yaml", "sweep-panel-summeval-prior"),
     );
+    let ((a, a_md), (b, b_md)) = (a, b);
     assert_eq!((a.lines().count(), b.lines().count()), (1 + 2 * 2, 1 + 2 * 2), "{a}\n{b}");
     assert_ne!(a, b, "the prior is the panel's");
+    // Each summary says its prior (hunt 42: outputs of the two could not be told apart).
+    assert!(a_md.contains("prior λ_θ = 1, λ_b = 0.1, λ_κ = 0.01 (docs/model.md §2)"), "{a_md}");
+    assert!(b_md.contains("prior λ_θ = 0.1, λ_b = 0.1, λ_κ = 0.01 (docs/model.md §2)"), "{b_md}");
 }
 
 /// The θ prior of docs/experiments.md, "A judge panel" (λ_θ = 0.1 for every arm; about 4

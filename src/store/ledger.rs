@@ -520,7 +520,7 @@ pub fn read_failed(path: &Path) -> Result<(Vec<FailedLine>, Vec<String>), Ledger
         }) {
             Ok(f) => lines.push(f),
             Err(e) => warnings.push(format!(
-                "{}:{}: not a failed-query record ({e}); expected {{\"key\", \"cost_usd\", \"intent\"}}: the line is left out, and its query's intent, still open, is booked at its worst case",
+                "{}:{}: not a failed-query record ({e}); expected {{\"key\", \"cost_usd\", \"intent\"}}: the line is left out, and the intent it would close, if any, stays open and is booked at its worst case",
                 path.display(),
                 i + 1
             )),

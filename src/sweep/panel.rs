@@ -918,12 +918,15 @@ pub fn write_outputs(s: &PanelSweep, result: &PanelResult, pools: usize, dir: &P
 pub fn markdown(s: &PanelSweep, result: &PanelResult, cells: &[ArmCell], pools: usize) -> String {
     let names: Vec<&str> = s.panel.judges.iter().map(|j| j.name.as_str()).collect();
     let mut md = format!(
-        "# Judge panel: {} ({} pools × {} seeds, k = {})\n\nrecall@{} (mean ± se over pools × seeds) at each spend checkpoint (USD per pool); spend is the mean actually spent; queries per judge are means per pool.\n\n| budget (USD) | arm | recall@{} | spend (USD) | {} |\n| --- | --- | --- | --- | {} |\n",
+        "# Judge panel: {} ({} pools × {} seeds, k = {})\n\nrecall@{} (mean ± se over pools × seeds) at each spend checkpoint (USD per pool); spend is the mean actually spent; queries per judge are means per pool; prior λ_θ = {}, λ_b = {}, λ_κ = {} (docs/model.md §2).\n\n| budget (USD) | arm | recall@{} | spend (USD) | {} |\n| --- | --- | --- | --- | {} |\n",
         s.name,
         pools,
         s.seeds.len(),
         s.k,
         s.k,
+        s.prior.lambda_theta,
+        s.prior.lambda_b,
+        s.prior.lambda_kappa,
         s.k,
         names.iter().map(|n| format!("queries {n}")).collect::<Vec<_>>().join(" | "),
         names.iter().map(|_| "---").collect::<Vec<_>>().join(" | ")
