@@ -269,7 +269,7 @@ pub async fn gate_command(
         .map_err(|msg| RunFolderError::Invalid(format!("{}: {msg}", run.dir.display())))?;
     // The fingerprint books count against max_usd too, and the gate does not open them: their
     // damage is said here, as a run of the folder says it (the gate opens its trusted judge's).
-    for w in crate::store::books::folder_books_warned(&run.dir)?.1.fingerprint {
+    for w in crate::store::books::books_warnings(&run.dir, &[crate::store::books::FINGERPRINT_BOOKS])? {
         super::warn_line(&w);
     }
     if let Some(w) = &run.torn_line {

@@ -14,6 +14,7 @@ use crate::judge::JudgeInfo;
 use crate::report::schema::StopReason;
 use crate::run::live;
 use crate::run::{RunError, RunOptions};
+use crate::store::books::{BookFiles, FINGERPRINT_BOOKS, TRUSTED_BOOKS};
 use crate::store::ledger::LedgerError;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -111,7 +112,7 @@ pub fn dry_run_text(
     let with_abandoned = |t: String| t + abandoned.as_deref().unwrap_or_default();
     // The dry run opens no books: each set's damage is said here, as a real run would say it
     // (a malformed line of batches.jsonl was refused above).
-    warn_damaged_books(&cfg, |w| [w.run, w.trusted, w.fingerprint].concat())?;
+    warn_damaged_books(&cfg, &crate::store::books::ALL_BOOKS)?;
     if let Ok(Some(w)) = crate::store::batches::BatchLog::peek_torn(&cfg.run_dir) {
         super::warn_line(&w);
     }
@@ -174,24 +175,20 @@ pub fn dry_run_text(
     Ok(with_abandoned(text))
 }
 
-/// Say (stderr) the damaged lines of the books of `cfg`'s run folder in the sets `which` picks
-/// ([`crate::store::books::FolderWarnings`]): those this invocation does not open itself. Their
+/// Say (stderr) the damaged lines of the books of `cfg`'s run folder in the sets `sets`: those
+/// this invocation does not open itself ([`crate::store::books::books_warnings`]). Their
 /// spend counts against `budget.max_usd` all the same, a damaged line's intent as possibly
 /// billed, so their damage is said whether or not anything opens them (a fingerprint check that
 /// asks nothing, a dry run).
 ///
 /// # Errors
 /// [`RunCommandError`]: a book that cannot be read.
-fn warn_damaged_books(
-    cfg: &Config,
-    which: impl FnOnce(crate::store::books::FolderWarnings) -> Vec<String>,
-) -> Result<(), RunCommandError> {
+fn warn_damaged_books(cfg: &Config, sets: &[BookFiles]) -> Result<(), RunCommandError> {
     // No folder yet (or a file in its place, which the run refuses in its own words): no books.
     if !cfg.run_dir.is_dir() {
         return Ok(());
     }
-    let (_, warnings) = crate::store::books::folder_books_warned(&cfg.run_dir)?;
-    for w in which(warnings) {
+    for w in crate::store::books::books_warnings(&cfg.run_dir, sets)? {
         super::warn_line(&w);
     }
     Ok(())
@@ -545,7 +542,8 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     let hold = if args.gate.is_none() { super::gate::gate_hold(&cfg)? } else { super::gate::GateHold::default() };
     // The run opens its own books; the gate run after it opens its trusted judge's.
     let gate_runs = args.gate.is_none() && cfg.raw.gate.is_some();
-    warn_damaged_books(&cfg, |w| if gate_runs { w.fingerprint } else { [w.trusted, w.fingerprint].concat() })?;
+    let unopened: &[BookFiles] = if gate_runs { &[FINGERPRINT_BOOKS] } else { &[TRUSTED_BOOKS, FINGERPRINT_BOOKS] };
+    warn_damaged_books(&cfg, unopened)?;
     let fingerprint =
         match fingerprint_check(&cfg, judge.clone(), rt, args.judge_changed, &args.config, &overrides, hold.usd) {
             Ok((rebuilt, line)) => {
@@ -661,7 +659,7 @@ fn refuse_for_panel(config: &Path, flags: &[&'static str]) -> Result<(), RunComm
 fn run_panel(args: &RunArgs, cfg: &Config, rt: &tokio::runtime::Runtime) -> Result<ExitCode, RunCommandError> {
     refuse_for_panel(&args.config, &single_judge_flags(args))?;
     // The run opens its own books (a panel has no gate).
-    warn_damaged_books(cfg, |w| [w.trusted, w.fingerprint].concat())?;
+    warn_damaged_books(cfg, &[TRUSTED_BOOKS, FINGERPRINT_BOOKS])?;
     let mut members = Vec::with_capacity(cfg.raw.judges.len());
     for m in &cfg.raw.judges {
         members.push((m.name.clone(), make_judge(&m.judge).map_err(RunCommandError::Judge)?));

@@ -520,35 +520,23 @@ impl FolderBooks {
 /// # Errors
 /// [`BooksError`] naming a file that cannot be read.
 pub fn folder_books(dir: &Path) -> Result<FolderBooks, BooksError> {
-    Ok(folder_books_warned(dir)?.0)
+    let all = |files: &BookFiles| peek_spend_files(dir, files, &|_| true);
+    Ok(FolderBooks { run: all(&RUN_BOOKS)?, trusted: all(&TRUSTED_BOOKS)?, fingerprint: all(&FINGERPRINT_BOOKS)? })
 }
 
-/// The warnings of a read of each set of books of a run folder ([`FolderBooks`]'s sets): one
-/// per damaged line, naming file:line and what it is counted as.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FolderWarnings {
-    /// The run's judge ([`RUN_BOOKS`]).
-    pub run: Vec<String>,
-    /// A gate's trusted judge ([`TRUSTED_BOOKS`]).
-    pub trusted: Vec<String>,
-    /// The judge's fingerprint checks ([`FINGERPRINT_BOOKS`]).
-    pub fingerprint: Vec<String>,
-}
-
-/// [`folder_books`], with the warnings each set's damaged lines give. A command that does not
-/// open a set of books itself (a run whose fingerprint check asks nothing, a dry run) says these,
-/// since the set's spend counts against `budget.max_usd` all the same.
+/// The warnings a read of the sets of books `sets` of the run folder `dir` gives, one per
+/// damaged line, naming file:line and what it is counted as. A command that does not open a set
+/// itself (a run whose fingerprint check asks nothing, a dry run, the gate) says these, since the
+/// set's spend counts against `budget.max_usd` all the same.
 ///
 /// # Errors
 /// [`BooksError`] naming a file that cannot be read.
-pub fn folder_books_warned(dir: &Path) -> Result<(FolderBooks, FolderWarnings), BooksError> {
-    let all = |files: &BookFiles| peek_files(dir, files, &|_| true);
-    let ((run, run_w), (trusted, trusted_w)) = (all(&RUN_BOOKS)?, all(&TRUSTED_BOOKS)?);
-    let (fingerprint, fingerprint_w) = all(&FINGERPRINT_BOOKS)?;
-    Ok((
-        FolderBooks { run, trusted, fingerprint },
-        FolderWarnings { run: run_w, trusted: trusted_w, fingerprint: fingerprint_w },
-    ))
+pub fn books_warnings(dir: &Path, sets: &[BookFiles]) -> Result<Vec<String>, BooksError> {
+    let mut warnings = Vec::new();
+    for files in sets {
+        warnings.extend(peek_files(dir, files, &|_| true)?.1);
+    }
+    Ok(warnings)
 }
 
 /// Add up the books for the keys `mine` accepts; `open` intents count as possibly billed, or as
