@@ -426,8 +426,8 @@ pub async fn check(
             Plan::Decided(c) => return Ok(Some(c)),
             Plan::Ask(a) => a,
         };
-    // Their damaged lines were said before the check (commands::run, from a read of every set
-    // of books of the folder), in the words of a read that writes nothing.
+    // Their damaged lines were said before the check (commands::run, from a read of the sets of
+    // books the run does not open itself), in the words of a read that writes nothing.
     let (books, _) = Books::open_files(dir, &FINGERPRINT_BOOKS)?;
     let max_usd = cfg.raw.budget.max_usd.filter(|_| judge.has_price());
     let (mut budget, _) = Budget::for_folder(dir, None, max_usd, 0)?;
