@@ -1902,6 +1902,27 @@ fn a_member_taking_over_a_single_judge_runs_verdicts_is_fingerprinted_on_them() 
     let out = run_bin(d, &["run", one.to_str().unwrap(), "--quiet", "--max-comparisons", "8"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(cheap.n_requests(), 8);
+    // A list of one runs as the single judge, and names its settings as the file has them (hunt
+    // 42: `judge.openai.model`, a key that file does not have), in the run and its dry run.
+    let said = "judges[0].openai.model \"fake-cheap\" is not among the 1 model(s)";
+    assert!(text(&out).contains(said) && !text(&out).contains("judge.openai."), "{}", text(&out));
+    let dead = ["run", one.to_str().unwrap(), "--dry-run", "--base-url", "http://127.0.0.1:1/v1"];
+    let dry = run_bin(d, &dead);
+    assert!(
+        stdout(&dry).contains("point judges[0].openai.base_url at the server you run")
+            && !text(&dry).contains("judge.openai."),
+        "{}",
+        text(&dry)
+    );
+    let out = run_bin(d, &["run", one.to_str().unwrap(), "--name", "dead", "--base-url", "http://127.0.0.1:1/v1"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("point judges[0].openai.base_url at the server you run")
+            && !text(&out).contains("judge.openai."),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(cheap.n_requests(), 8, "the dry run and the dead endpoint ask nothing of it");
     // The dry run plans the check as the run makes it, and sends nothing.
     let dry = run_bin(d, &["run", cfg.to_str().unwrap(), "--dry-run"]);
     assert!(dry.status.success(), "{}", text(&dry));

@@ -166,6 +166,7 @@ pub fn dry_run_text(
             Ok(j) => rt.block_on(super::dry_run::probe(j.as_ref(), oc)),
             Err(e) => format!("endpoint not probed: {e}"),
         };
+        let line = crate::judge::keyed::rekey(&line, cfg.raw.judge_key());
         text.push_str(&line);
         text.push('\n');
     }
@@ -423,7 +424,7 @@ fn panel_dry_run_text(
                 Err(e) => format!("endpoint not probed: {e}"),
             };
             // The member's settings as the panel's config names them.
-            let line = line.replace("judge.openai.", &format!("judges[{i}].openai."));
+            let line = crate::judge::keyed::rekey(&line, &format!("judges[{i}]"));
             t.push_str(&format!("judge {}: {line}\n", m.name));
         }
     }
@@ -874,6 +875,7 @@ pub fn prepare(config: &Path, overrides: &[crate::config::overrides::Override]) 
     apply_namespace(&mut cfg);
     print_warnings(&cfg);
     let judge = make_judge(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
+    let judge = crate::judge::keyed::Keyed::wrap(judge, cfg.raw.judge_key());
     super::gate::check_labels_file(&cfg).map_err(|e| RunCommandError::GateLabels(Box::new(e)))?;
     Ok((cfg, judge))
 }

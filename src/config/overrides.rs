@@ -161,6 +161,8 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     }
     // The file must at least be YAML; its own faults are reported with their lines.
     let mut doc: serde_json::Value = super::read_document(path)?;
+    let listed: Vec<Override> = overrides.iter().map(|o| in_list_of_one(&doc, o)).collect();
+    let overrides = &listed[..];
     for o in overrides {
         check_judge_kind(&doc, o)?;
     }
@@ -262,6 +264,18 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
             }
         }
     }
+}
+
+/// A `judge.…` override (and so `--base-url`) on a list of one judge, which runs as the single
+/// judge: it sets that judge's field, `judges.0.…`. Any other override as it is.
+fn in_list_of_one(doc: &serde_json::Value, o: &Override) -> Override {
+    let one = doc.get("judge").is_none()
+        && doc.get("judges").and_then(serde_json::Value::as_array).is_some_and(|l| l.len() == 1);
+    let mut o = o.clone();
+    if one && o.key.len() > 1 && o.key[0] == "judge" {
+        o.key.splice(0..1, ["judges".to_owned(), "0".to_owned()]);
+    }
+    o
 }
 
 /// A `judge.<kind>.…` override on a config whose judge is another kind: say so (the parser would
@@ -817,6 +831,16 @@ mod tests {
         );
         assert!(check_judge_kind(&panel, &Override::parse("judges.1.openai.model=x").unwrap()).is_ok());
         assert!(check_judge_kind(&single, &Override::parse("judge.openai.model=x").unwrap()).is_ok());
+        // A list of one runs as the single judge: `judge.…` (and `--base-url`) sets its block.
+        let one = serde_json::json!({"judges": [{"name": "a", "openai": {}}]});
+        let listed = in_list_of_one(&one, &base_url);
+        assert_eq!(
+            (listed.key.join("."), listed.given.as_str()),
+            ("judges.0.openai.base_url".into(), base_url.given.as_str())
+        );
+        assert!(check_judge_kind(&one, &listed).is_ok());
+        assert_eq!(in_list_of_one(&panel, &base_url), base_url);
+        assert_eq!(in_list_of_one(&single, &base_url), base_url);
         // Another kind, a panel member's field, or no field of a judge at all.
         assert_eq!(
             msg(&single, "judge.mock.seed=1"),

@@ -491,6 +491,10 @@ pub struct RawConfig {
     /// budget. A list of one is the single-judge run (its entry becomes `judge`).
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "non_empty_judges")]
     pub judges: Vec<PanelMemberConfig>,
+    /// Where the single judge's block sits in the file when it is not `judge`: `judges[0]`, for
+    /// a list of one. Read it with [`RawConfig::judge_key`].
+    #[serde(skip)]
+    pub judge_key_in_file: Option<String>,
     /// The `model` block: kind, covariates, prior precisions λ_θ, λ_b, λ_κ and the
     /// strong-preference weight (docs/model.md §2).
     #[serde(default)]
@@ -628,6 +632,13 @@ impl RawConfig {
         }
     }
 
+    /// The key of the single judge's block as the file writes it: `judge`, or `judges[0]` for a
+    /// list of one judge (which runs as the single judge). Its messages name its settings so:
+    /// `judges[0].openai.base_url`, not `judge.openai.base_url`.
+    pub fn judge_key(&self) -> &str {
+        self.judge_key_in_file.as_deref().unwrap_or("judge")
+    }
+
     /// Whether this is a judge panel of two or more judges (`judges:`; docs/model.md §8).
     pub fn is_panel(&self) -> bool {
         self.judge.is_none() && self.judges.len() >= 2
@@ -713,6 +724,7 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
                 ));
             }
             raw.judge = Some(raw.judges.remove(0).judge);
+            raw.judge_key_in_file = Some("judges[0]".into());
             return Ok(());
         }
         (false, _) => {}
@@ -947,7 +959,10 @@ impl Config {
         sections::check_k_in_pool(raw.k, &pool).map_err(inv)?;
         let synth = raw.pool.synthetic;
         match &mut raw.judge {
-            Some(j) => super::judge::check_judge(j, &dir, &pool, synth.as_ref(), "judge").map_err(inv)?,
+            Some(j) => {
+                let key = raw.judge_key_in_file.as_deref().unwrap_or("judge");
+                super::judge::check_judge(j, &dir, &pool, synth.as_ref(), key).map_err(inv)?;
+            }
             None => {
                 for (i, m) in raw.judges.iter_mut().enumerate() {
                     super::judge::check_judge(&mut m.judge, &dir, &pool, synth.as_ref(), &format!("judges[{i}]"))

@@ -4,6 +4,7 @@
 //! outcome y ∈ [0, 1] (1 first-shown wins, 0 second-shown wins, ½ tie, or soft P(A)) or `None`
 //! when the reply was invalid, plus token usage and cost in USD.
 
+pub mod keyed;
 pub mod mock;
 pub mod openai;
 pub mod panel;

@@ -150,9 +150,10 @@ impl Judge for PanelJudge {
             for (j, m) in self.members.iter().enumerate() {
                 match m.judge.preflight().await {
                     // The member's settings as the panel's config names them.
-                    Ok(w) => warnings.extend(w.into_iter().map(|w| {
-                        format!("judge {}: {}", m.name, w.replace("judge.openai.", &format!("judges[{j}].openai.")))
-                    })),
+                    Ok(w) => warnings
+                        .extend(w.into_iter().map(|w| {
+                            format!("judge {}: {}", m.name, super::keyed::rekey(&w, &format!("judges[{j}]")))
+                        })),
                     Err(e @ JudgeError::Endpoint { .. }) => {
                         return Err(match in_panel(e, j) {
                             JudgeError::Endpoint { setting, message, cost_usd } => JudgeError::Endpoint {
@@ -213,20 +214,10 @@ impl Judge for PanelJudge {
     }
 }
 
-/// An endpoint error of member `j` names its setting as the panel's config has it:
+/// An error of member `j` names its settings as the panel's config has them:
 /// `judge.openai.base_url` is `judges[j].openai.base_url`.
 fn in_panel(e: JudgeError, j: usize) -> JudgeError {
-    match e {
-        JudgeError::Endpoint { setting, message, cost_usd } => {
-            let key = format!("judges[{j}].");
-            JudgeError::Endpoint {
-                setting: setting.strip_prefix("judge.").map_or(setting.clone(), |rest| format!("{key}{rest}")),
-                message: message.replace("judge.openai.", &format!("{key}openai.")),
-                cost_usd,
-            }
-        }
-        other => other,
-    }
+    super::keyed::rekey_error(e, &format!("judges[{j}]"))
 }
 
 impl PanelJudge {

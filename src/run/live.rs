@@ -106,7 +106,12 @@ async fn batch_judge(
     let bj = super::batch::BatchJudge::new(judge.clone(), &cfg.run_dir, factors, poll, opts.detach)
         .map_err(|e| RunError::Io { path: path.clone(), source: std::io::Error::other(e.detail()) })?;
     let bj = Arc::new(bj);
-    let judge = if batched { bj.clone() as Arc<dyn Judge> } else { judge };
+    let judge = if batched {
+        // Its round's errors name the judge's settings as the file does, as the judge's own do.
+        crate::judge::keyed::Keyed::wrap(bj.clone(), cfg.raw.judge_key())
+    } else {
+        judge
+    };
     // A Ctrl-C while an open round is resumed cancels its job (what it ran is still booked).
     let Folder { books, interrupt, .. } = folder;
     let resumed = {
