@@ -380,6 +380,42 @@ fn compare_counts_the_flips_of_the_current_judge_only() {
     assert_eq!(flips(2).1, Some(15));
 }
 
+/// A run folder whose fits.jsonl is missing or empty has no refits to draw: `compare` and
+/// `report` say so, naming the file (hunt 43: an empty recall curve, a left-out boundary plot,
+/// and no word about either).
+#[test]
+fn a_run_without_its_refits_is_said_by_compare_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fair = mock_run(d, "fair", 0.0);
+    let slot = mock_run(d, "slot", 100.0);
+    let curve_points = |out: &str| {
+        let svg = std::fs::read_to_string(d.join(out).join("recall_vs_spend.svg")).unwrap();
+        svg.matches("<circle").count()
+    };
+    let out = run_bin(d, &["compare", "runs/fair", "runs/slot", "--out", "whole"]);
+    assert!(out.status.success() && !stderr(&out).contains("warning"), "{}", text(&out));
+    std::fs::remove_file(slot.join("fits.jsonl")).unwrap();
+    std::fs::write(fair.join("fits.jsonl"), "").unwrap();
+    let out = run_bin(d, &["compare", "runs/fair", "runs/slot", "--out", "cut"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = |name: &str, state: &str| {
+        format!(
+            "warning: runs/{name}/fits.jsonl {state} while result.json counts 30 comparisons (one line is written at each refit): no curve over the refits is drawn for this run"
+        )
+    };
+    assert!(stderr(&out).contains(&said("fair", "holds no refit")), "{}", text(&out));
+    assert!(stderr(&out).contains(&said("slot", "is missing")), "{}", text(&out));
+    assert!(curve_points("whole") > 0);
+    assert_eq!(curve_points("cut"), 0);
+    let out = run_bin(d, &["report", "runs/slot", "--out", "rep"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stderr(&out).contains(&said("slot", "is missing")), "{}", text(&out));
+    let md = std::fs::read_to_string(d.join("rep/report.md")).unwrap();
+    assert!(md.contains("runs/slot/fits.jsonl is missing while result.json counts 30 comparisons"), "{md}");
+    assert!(!d.join("rep/boundary_pi.svg").exists() && d.join("rep/theta.svg").exists());
+}
+
 #[test]
 fn compare_real_mock_runs_fair_and_slot_biased() {
     // Deterministic mocks over all 30 ordered pairs: the fair judge (no position bonus) never

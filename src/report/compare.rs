@@ -60,6 +60,21 @@ pub struct RunDir {
     pub priced: bool,
 }
 
+/// What a run folder whose `fits` file (fits.jsonl, panel_fits.jsonl) holds no refit of its
+/// configuration while result.json counts `comparisons` cannot show: its curves over the refits
+/// (recall against spend in `compare`, π of the boundary items in `report`). `None` when it has
+/// refits, or no comparison to refit on.
+pub fn no_refits_note(fits: &Path, have: usize, comparisons: usize) -> Option<String> {
+    (have == 0 && comparisons > 0).then(|| {
+        let state = if fits.exists() { "holds no refit" } else { "is missing" };
+        format!(
+            "{} {state} while result.json counts {} (one line is written at each refit): no curve over the refits is drawn for this run",
+            fits.display(),
+            crate::domain::fmt::count(comparisons, "comparison")
+        )
+    })
+}
+
 /// A run folder's verdicts.jsonl must hold at least the `comparisons` its result.json counts
 /// (`found` records of the run's judge and pool): a missing, emptied, cut or foreign file would
 /// make the flips and spend read from it wrong (`no pair in both orders` for a run that has
@@ -232,6 +247,9 @@ impl RunDir {
                 fits.retain(|f| f.config_hash == last);
             }
         }
+        if let Some(note) = no_refits_note(&fp, fits.len(), result.comparisons) {
+            tracing::warn!("{note}");
+        }
         Ok(Self { dir: dir.to_owned(), result, verdicts, fits, priced: false })
     }
 
@@ -402,11 +420,14 @@ impl PanelRunDir {
         // The refits of the configuration that made the last line (a folder reused by another
         // panel keeps the older ones).
         let last = lines.last().map(|l| l.config.clone());
-        let fits = lines
+        let fits: Vec<_> = lines
             .into_iter()
             .filter(|l| Some(&l.config) == last.as_ref())
             .map(|l| (l.spend_usd, l.comparisons, l.topk))
             .collect();
+        if let Some(note) = no_refits_note(&fp, fits.len(), comparisons) {
+            tracing::warn!("{note}");
+        }
         // The panel's own verdicts: each judge's records carry its name and key prefix (a
         // single-judge run in the same folder has neither).
         let verdicts: Vec<VerdictRecord> = verdicts

@@ -463,7 +463,10 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     if let Some(sys) = &r.fit.reporting.systems {
         tables.push(systems_table(sys));
     }
-    Content { title: format!("Run `{}` — top-{} report", r.name, r.k), facts, tables, notes: r.fit.notes.clone() }
+    let mut notes = r.fit.notes.clone();
+    // The boundary plot is drawn from the refits: said when there are none to draw.
+    notes.extend(crate::report::compare::no_refits_note(&run.dir.join("fits.jsonl"), run.fits.len(), r.comparisons));
+    Content { title: format!("Run `{}` — top-{} report", r.name, r.k), facts, tables, notes }
 }
 
 /// report.md text; the plots are linked as files next to it.
