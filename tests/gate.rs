@@ -313,10 +313,31 @@ fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
     let dir = tempfile::tempdir().unwrap();
     // A labels file that is not there is found before the run pays for any query.
     let cfg = synthetic_config(dir.path(), "nolab", "gate:\n  anchors: 10\n  labels: nope.jsonl\n");
-    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
-    assert!(!out.status.success());
-    assert!(text(&out).contains("gate.labels: ") && text(&out).contains("nope.jsonl"), "{}", text(&out));
+    // The run and its dry run refuse it alike, naming the config's line of `gate.labels` (hunt
+    // 43: the dry run passed it, and the run named neither the config nor its line).
+    for dry in [false, true] {
+        let args = [&["run", cfg.to_str().unwrap(), "--quiet"][..], if dry { &["--dry-run"] } else { &[] }].concat();
+        let out = run_bin(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            stderr(&out).contains("nolab.yaml:17: gate.labels: cannot read labels file ")
+                && stderr(&out).contains("nope.jsonl: No such file"),
+            "{}",
+            text(&out)
+        );
+    }
     assert!(!dir.path().join("runs/nolab/verdicts.jsonl").exists(), "nothing was sent");
+    // A label naming no base of the pool: the labels file's line, under the config's.
+    write(dir.path(), "bad.jsonl", "\n{\"a\": \"i000\", \"b\": \"zz\", \"better\": \"i000\"}\n");
+    let bad = synthetic_config(dir.path(), "badlab", "gate:\n  anchors: 10\n  labels: bad.jsonl\n");
+    let out = run_bin(dir.path(), &["run", bad.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("badlab.yaml:17: gate.labels: ")
+            && stderr(&out).contains("bad.jsonl:2: \"zz\" is not a base of pool"),
+        "{}",
+        text(&out)
+    );
     write(dir.path(), "labels.jsonl", "");
     let cfg = synthetic_config(dir.path(), "lab", "gate:\n  anchors: 10\n  labels: labels.jsonl\n");
     // The run runs its gate at the end: it reports the apparent ranking, then stops on the

@@ -33,12 +33,22 @@ struct LabelLine {
 /// gate: nothing to check).
 ///
 /// # Errors
-/// [`RunFolderError`] naming the labels file (and line).
-pub fn check_labels_file(cfg: &Config) -> Result<(), RunFolderError> {
+/// [`crate::config::ConfigError::Invalid`] naming the config file, the line of `gate.labels` and
+/// the labels file (and its line).
+pub fn check_labels_file(cfg: &Config) -> Result<(), crate::config::ConfigError> {
     if let Some(g) = &cfg.raw.gate
         && let Ok(LabelSource::Labels(path)) = g.source()
     {
-        read_labels(path, &cfg.pool).map_err(|e| RunFolderError::Invalid(format!("gate.labels: {e}")))?;
+        read_labels(path, &cfg.pool).map_err(|e| {
+            let msg = match e {
+                RunFolderError::Io { path, source } => format!("cannot read labels file {}: {source}", path.display()),
+                e => e.to_string(),
+            };
+            crate::config::ConfigError::invalid(
+                &cfg.path,
+                crate::domain::invalid::InvalidSetting::new("gate.labels", msg),
+            )
+        })?;
     }
     Ok(())
 }

@@ -34,9 +34,6 @@ pub enum RunCommandError {
     /// Reading the run folder's books (verdicts, paid failures, intents) for the dry run.
     #[error(transparent)]
     Books(#[from] crate::store::books::BooksError),
-    /// The gate's labels file (`gate.labels`) is missing or malformed: found before the run.
-    #[error(transparent)]
-    GateLabels(Box<RunFolderError>),
     /// The run failed, after its summary was printed when result.json was written.
     #[error("run {}", config.display())]
     During {
@@ -88,6 +85,8 @@ pub fn dry_run_text(
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
+    // What the run refuses before it sends anything, the dry run refuses too.
+    super::gate::check_labels_file(&cfg)?;
     // A run folder that could not be made (out_dir under a file) is refused as the run refuses it.
     if let Some(m) = crate::store::files::folder_cannot_be_made(&cfg.run_dir)
         .or_else(|| crate::run::folder::audit_folder(&cfg.run_dir))
@@ -876,7 +875,8 @@ pub fn prepare(config: &Path, overrides: &[crate::config::overrides::Override]) 
     print_warnings(&cfg);
     let judge = make_judge(cfg.raw.judge()).map_err(RunCommandError::Judge)?;
     let judge = crate::judge::keyed::Keyed::wrap(judge, cfg.raw.judge_key());
-    super::gate::check_labels_file(&cfg).map_err(|e| RunCommandError::GateLabels(Box::new(e)))?;
+    // The gate's labels file, missing or malformed, is found before the run.
+    super::gate::check_labels_file(&cfg)?;
     Ok((cfg, judge))
 }
 
