@@ -1244,7 +1244,7 @@ fn families_and_self_preferences_that_cannot_apply_are_refused_by_key() {
     let out = set(&["--set", "judges.0.mock.temperature=-1"]);
     assert!(
         text(&out).contains(
-            "error: --set judges.0.mock.temperature=-1: judges[0].mock: temperature = -1 must be a finite number > 0"
+            "error: --set judges.0.mock.temperature=-1: judges[0].mock.temperature: -1 must be a finite number > 0"
         ),
         "{}",
         text(&out)

@@ -146,6 +146,23 @@ fn bad_inputs_fail_clearly_without_touching_earlier_verdicts() {
         ("dup.yaml", cfg("dup.jsonl", 2, ""), "duplicate item id \"a\""),
         ("bigk.yaml", cfg("three.jsonl", 3, ""), "k: 3 must satisfy 1 ≤ k < number of bases (3)"),
         ("unknown.yaml", cfg("three.jsonl", 1, "acquisition: {refit_evry: 8}\n"), "refit_evry"),
+        // A judge block's rule, and a setting written under its older name, at their own lines
+        // (hunt 43: the line of `mock:` and of `acquisition:`).
+        (
+            "temp.yaml",
+            cfg("three.jsonl", 1, "").replace("judge: {mock: {}}", "judge:\n  mock:\n    seed: 3\n    temperature: 0"),
+            "temp.yaml:8: judge.mock.temperature: 0 must be a finite number > 0",
+        ),
+        (
+            "older.yaml",
+            cfg("three.jsonl", 1, "acquisition:\n  seed: 1\n  batch_size: 0\n"),
+            "older.yaml:9: acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1",
+        ),
+        (
+            "newer.yaml",
+            cfg("three.jsonl", 1, "acquisition:\n  concurrency: 0\n"),
+            "newer.yaml:8: acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1",
+        ),
     ];
     for (name, yaml, expect) in cases {
         let path = write(dir.path(), name, &yaml);

@@ -238,7 +238,7 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         // A simulated latency that would hold the run for hours.
         (
             vec!["--set", "judge.mock.latency_ms=99999999999"],
-            "judge.mock: latency_ms = 99999999999 must be at most 60000",
+            "judge.mock.latency_ms: 99999999999 must be at most 60000",
         ),
         // One so large that the prior alone decides (the run ranked by the prior: 0 places decided).
         (
@@ -260,7 +260,10 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         (vec!["--set", "k=40"], "--set k=40: k: "),
         (vec!["--set", "budget.max_comparisons"], "--set budget.max_comparisons: expected KEY=VALUE"),
         // A price whose worst case would overflow to infinity.
-        (vec!["--set", "judge.mock.input_usd_per_mtok=1e308"], "input_usd_per_mtok = 1e308 must be at most 1e6"),
+        (
+            vec!["--set", "judge.mock.input_usd_per_mtok=1e308"],
+            "judge.mock.input_usd_per_mtok: 1e308 must be at most 1e6",
+        ),
         (
             vec!["--budget", "10"],
             "--budget 10: there is no --budget option: give --max-usd USD (dollars) or --max-comparisons N",

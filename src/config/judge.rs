@@ -37,8 +37,7 @@ pub fn check_judge(
     match j {
         JudgeConfig::Mock(mc) => {
             let k = format!("{key}.mock");
-            crate::judge::mock::MockJudge::new(mc.clone())
-                .map_err(|msg| InvalidSetting::new(k.clone(), msg.to_string()))?;
+            crate::judge::mock::MockJudge::new(mc.clone()).map_err(|e| InvalidSetting::within_block(&k, e))?;
             if let Some(sp) = &mc.self_preference {
                 let key = format!("{k}.self_preference.systems");
                 if !pool.is_systems() {
@@ -79,7 +78,7 @@ pub fn check_judge(
         }
         JudgeConfig::Synthetic(s) => {
             s.resolve(synth);
-            s.check(pool).map_err(|m| InvalidSetting::new(format!("{key}.synthetic"), m.to_string()))?;
+            s.check(pool).map_err(|e| InvalidSetting::within_block(&format!("{key}.synthetic"), e))?;
         }
         JudgeConfig::Replay(r) => {
             r.file = super::sections::resolve(dir, &r.file, &format!("{key}.replay.file"))?;

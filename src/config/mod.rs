@@ -104,9 +104,26 @@ pub enum ConfigError {
 impl ConfigError {
     /// A broken rule of the document at `path`: its dotted key and what was expected.
     pub fn invalid(path: &Path, e: InvalidSetting) -> Self {
-        let line = std::fs::read_to_string(path).ok().and_then(|t| crate::store::yaml::line_of_key(&t, &e.key));
+        let line = std::fs::read_to_string(path).ok().and_then(|t| line_of_setting(&t, &e.key));
         ConfigError::Invalid { path: path.to_owned(), line, key: e.key, msg: e.message }
     }
+}
+
+/// The line of the setting `key` names in `text`: the dotted key, or a name it is also written
+/// under (`acquisition.concurrency (or batch_size, its older name)` is found as either), else
+/// the nearest block that holds it ([`crate::store::yaml::line_of_key`]).
+fn line_of_setting(text: &str, key: &str) -> Option<usize> {
+    use crate::store::yaml::{exact_line_of_key, line_of_key};
+    let head = key.split_whitespace().next().unwrap_or(key);
+    let alias = key.split_once("(or ").and_then(|(_, rest)| rest.split([',', ')', ' ']).next()).map(|name| match head
+        .rsplit_once('.')
+    {
+        Some((parent, _)) => format!("{parent}.{name}"),
+        None => name.to_owned(),
+    });
+    exact_line_of_key(text, head)
+        .or_else(|| alias.and_then(|a| exact_line_of_key(text, &a)))
+        .or_else(|| line_of_key(text, head))
 }
 
 /// The text of the config file `path`.

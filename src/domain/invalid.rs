@@ -42,4 +42,42 @@ impl InvalidSetting {
     pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
         Self { key: key.into(), message: message.into() }
     }
+
+    /// A block's rule broken (`judge.mock`), named by the setting its message leads with: `block`
+    /// and `temperature = 0 must be > 0` are `judge.mock.temperature: 0 must be > 0`, so the
+    /// setting's own line is found. A message that does not lead with `field = ` stays under
+    /// `block`.
+    pub fn within_block(block: &str, e: InvalidInput) -> Self {
+        let field = e.0.split_once(" = ").map(|(f, _)| f).filter(|f| {
+            !f.is_empty()
+                && f.split('.').all(|p| {
+                    !p.is_empty() && p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                })
+        });
+        match field {
+            Some(f) => Self::new(format!("{block}.{f}"), e.0[f.len() + 3..].to_owned()),
+            None => Self::new(block, e.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blocks_rule_is_named_by_the_setting_it_leads_with() {
+        let e = InvalidSetting::within_block("judge.mock", "temperature = 0 must be a finite number > 0".into());
+        assert_eq!(e.to_string(), "judge.mock.temperature: 0 must be a finite number > 0");
+        let e = InvalidSetting::within_block("judges[1].mock", "self_preference.bonus = NaN must be finite".into());
+        assert_eq!(
+            (e.key.as_str(), e.message.as_str()),
+            ("judges[1].mock.self_preference.bonus", "NaN must be finite")
+        );
+        // No leading setting: the block.
+        for m in ["pos_bias and verb_per_word must be finite", "item \"a = b\" has none", " = 3"] {
+            let e = InvalidSetting::within_block("judge.mock", m.into());
+            assert_eq!((e.key.as_str(), e.message.as_str()), ("judge.mock", m));
+        }
+    }
 }

@@ -8,7 +8,7 @@ use crate::domain::invalid::InvalidInput;
 pub enum JudgeSetupError {
     /// A setting of the mock, synthetic or live judge out of range, or a pool without what the
     /// judge reads; the message names the setting (`temperature = 0 must be > 0`), the config's
-    /// check puts the judge's key in front (`judges[1].mock: temperature = 0 must be > 0`).
+    /// check names it under the judge's key (`judges[1].mock.temperature: 0 must be > 0`).
     #[error(transparent)]
     Invalid(#[from] InvalidInput),
     /// The API key: its environment variable is not a name, is unset, or holds characters not

@@ -71,6 +71,21 @@ pub fn model_of(label: &str) -> Option<&str> {
     label.strip_prefix("openai ")?.split(" @ ").next().map(str::trim).filter(|m| !m.is_empty())
 }
 
+/// The 1-based line of `field` of the top-level entry `judge` in a price table's `text` (the
+/// entry's own line when the field is in a flow mapping or not found). Judge names may hold dots
+/// or spaces, so the entry is found by its written name, bare or quoted.
+fn entry_line(text: &str, judge: &str, field: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let names = [judge.to_owned(), format!("{judge:?}"), format!("'{judge}'")];
+    let keyed = |l: &str, name: &str| l.strip_prefix(name).is_some_and(|r| r.trim_start().starts_with(':'));
+    let top = lines.iter().position(|l| !l.starts_with([' ', '\t']) && names.iter().any(|n| keyed(l, n)))?;
+    let inner = lines[top + 1..]
+        .iter()
+        .take_while(|l| l.trim().is_empty() || l.starts_with([' ', '\t']) || l.trim_start().starts_with('#'))
+        .position(|l| keyed(l.trim_start(), field));
+    Some(top + 1 + inner.map_or(0, |i| i + 1))
+}
+
 impl PriceTable {
     /// Read and check a price table (YAML).
     ///
@@ -103,7 +118,8 @@ impl PriceTable {
                 if let Some(v) = v
                     && !(v >= 0.0 && v.is_finite())
                 {
-                    return Err(bad(format!("{k:?}.{f} = {v} must be ≥ 0")));
+                    let at = entry_line(text, k, f).map(|l| format!("line {l}: ")).unwrap_or_default();
+                    return Err(bad(format!("{at}{k:?}.{f} = {v} must be ≥ 0")));
                 }
             }
         }
@@ -455,5 +471,28 @@ mod tests {
             Some("Qwen/Qwen2.5-7B")
         );
         assert_eq!(model_of("mock (stochastic, pos_bias 0.3)"), None);
+    }
+
+    /// A price that breaks its rule is named at its line, as a type error is (hunt 43: no line).
+    #[test]
+    fn a_bad_price_is_named_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("x: {usd_per_verdict: -1}\n", "line 1: \"x\".usd_per_verdict = -1 must be ≥ 0"),
+            (
+                "# prices\nGPT-4.1 mini:\n  usd_per_verdict: 0.01\n\n  input_usd_per_mtok: -2\n",
+                "line 5: \"GPT-4.1 mini\".input_usd_per_mtok = -2 must be ≥ 0",
+            ),
+            (
+                "a: {usd_per_verdict: 1}\n\"b:c\":\n  output_usd_per_mtok: .nan\n",
+                "line 3: \"b:c\".output_usd_per_mtok = NaN must be ≥ 0",
+            ),
+        ];
+        for (text, said) in cases {
+            let p = dir.path().join("prices.yaml");
+            std::fs::write(&p, text).unwrap();
+            let e = PriceTable::load(&p).unwrap_err().to_string();
+            assert_eq!(e, format!("{}: {said}", p.display()), "{text}");
+        }
     }
 }

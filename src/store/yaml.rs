@@ -804,6 +804,11 @@ pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
     best.map(|(_, line)| line)
 }
 
+/// The first line where dotted key path `key` itself is written in `text` (no enclosing block).
+pub fn exact_line_of_key(text: &str, key: &str) -> Option<usize> {
+    (1..=text.lines().count()).find(|&line| key_path_at(text, line).is_some_and(|p| p == key))
+}
+
 /// Serialise to YAML.
 ///
 /// # Errors
