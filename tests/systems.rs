@@ -424,3 +424,46 @@ fn k_of_a_systems_run_is_checked_against_its_systems() {
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("k: 16 must satisfy 1 ≤ k < number of systems (16) over 2 prompts"), "{}", text(&out));
 }
+
+/// A recording with a second verdict for one judge, prompt and ordered pair: `check` refuses
+/// it (naming both lines), and `fit`, which fits every line of a verdicts file, says so with the
+/// same lines (hunt 43: it fitted it with no word).
+#[test]
+fn fit_names_the_ordered_pair_a_recording_gives_two_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "pool.csv",
+        "prompt_id,prompt,system,text\np1,Q1,a,hello world\np1,Q1,b,hi there friend\np2,Q2,a,yes\np2,Q2,b,no no\n",
+    );
+    let out = run_bin(d, &["import", "--format", "csv", "pool.csv", "--out", "pool.jsonl"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let lines = [
+        r#"{"pool_id":"p1","a":"a","b":"b","y":1}"#,
+        r#"{"pool_id":"p2","a":"a","b":"b","y":1}"#,
+        r#"{"pool_id":"p1","a":"a","b":"b","y":0}"#,
+        r#"{"pool_id":"p2","a":"b","b":"a","y":0}"#,
+        r#"{"pool_id":"p2","a":"b","b":"a","y":1}"#,
+    ];
+    write(d, "conf.jsonl", &(lines.join("\n") + "\n"));
+    let check = run_bin(d, &["check", "pool.jsonl", "conf.jsonl", "--k", "1"]);
+    assert_eq!(check.status.code(), Some(1), "{}", text(&check));
+    assert!(
+        stderr(&check).contains("conf.jsonl:3: ") && stderr(&check).contains("(first on line 1)"),
+        "{}",
+        text(&check)
+    );
+    let fit = run_bin(d, &["fit", "pool.jsonl", "conf.jsonl", "--k", "1"]);
+    assert!(fit.status.success(), "{}", text(&fit));
+    assert!(
+        stderr(&fit).contains("conf.jsonl: 2 lines give another verdict for the judge, prompt and ordered pair of an earlier line (line 3, first on line 1); each is fitted as a verdict of its own here, while `check` and the replay judge refuse such a recording"),
+        "{}",
+        text(&fit)
+    );
+    assert!(stdout(&fit).contains("5 valid verdicts"), "{}", text(&fit));
+    // The same verdicts once each: no word.
+    write(d, "once.jsonl", &(lines[..2].join("\n") + "\n"));
+    let fit = run_bin(d, &["fit", "pool.jsonl", "once.jsonl", "--k", "1"]);
+    assert!(fit.status.success() && !stderr(&fit).contains("another verdict"), "{}", text(&fit));
+}

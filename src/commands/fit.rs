@@ -167,6 +167,9 @@ fn read_verdict_lines_but(
     // Each cache key → its first line and verdict; later records of the key with another verdict.
     let mut keyed: std::collections::HashMap<String, (usize, Option<u64>)> = std::collections::HashMap::new();
     let mut conflicts: Vec<(usize, usize, Option<String>)> = Vec::new();
+    // The same for a recording's lines, by the query they answer.
+    let mut recorded: std::collections::HashMap<[String; 6], (usize, Option<u64>)> = std::collections::HashMap::new();
+    let mut recorded_conflicts: Vec<(usize, usize)> = Vec::new();
     let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     for (ln, part) in parts.iter().enumerate() {
         let line_no = ln + 1;
@@ -251,6 +254,16 @@ fn read_verdict_lines_but(
                 let judge = obj.get("judge").and_then(|j| j.as_str()).map(str::to_owned);
                 conflicts.push((line_no, first, judge));
             }
+        } else if let Some(prompt) = obj.get("pool_id").and_then(|p| p.as_str()) {
+            // A recording's line (keyed per prompt, no cache key): its query is the judge, its
+            // settings and prompting, the prompt and the ordered pair, as `check` reads it.
+            let field = |k: &str| obj.get(k).map(|v| v.to_string()).unwrap_or_default();
+            let query =
+                [field("judge"), field("judge_settings"), field("prompting"), prompt.to_owned(), a.clone(), b.clone()];
+            let (first, y0) = *recorded.entry(query).or_insert((line_no, y.map(f64::to_bits)));
+            if first != line_no && y0 != y.map(f64::to_bits) {
+                recorded_conflicts.push((line_no, first));
+            }
         }
         out.push(VerdictLine {
             line: line_no,
@@ -289,6 +302,14 @@ fn read_verdict_lines_but(
             path.display(),
             crate::domain::fmt::count(conflicts.len(), "record"),
             if conflicts.len() == 1 { "repeats" } else { "repeat" }
+        ));
+    }
+    if let Some((line, first)) = recorded_conflicts.first().filter(|_| repeats_fitted) {
+        warnings.push(format!(
+            "{}: {} {} another verdict for the judge, prompt and ordered pair of an earlier line (line {line}, first on line {first}); each is fitted as a verdict of its own here, while `check` and the replay judge refuse such a recording (one verdict per ordered pair, docs/replay.md)",
+            path.display(),
+            crate::domain::fmt::count(recorded_conflicts.len(), "line"),
+            if recorded_conflicts.len() == 1 { "gives" } else { "give" }
         ));
     }
     Ok((out, warnings))
