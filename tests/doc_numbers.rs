@@ -184,6 +184,16 @@ fn audit_doc_shows_the_summeval_probe_numbers() {
     let d = doc("audit.md").split_whitespace().collect::<Vec<_>>().join(" ");
     let missing: Vec<&String> = want.iter().filter(|w| !d.contains(w.as_str())).collect();
     assert!(missing.is_empty(), "docs/audit.md lacks what the audit prints: {missing:#?}");
+    // The summary tells the naive errors averaging left from the right verdicts it made ties
+    // (hunt 43: all five were listed as "not fixed").
+    let out = run_bin(dir.path(), &["audit", cfg.to_str().unwrap(), "--name", "again"]);
+    let s = stdout(&out);
+    assert_eq!((ids(true).as_str(), ids(false).as_str()), ("M8:M11, M9:M17", "M9:M23, M14:M15, M14:M23"));
+    assert!(
+        s.contains("  not fixed by order averaging: M8:M11, M9:M17\n")
+            && s.contains("  right in the naive verdict, a tie after order averaging: M9:M23, M14:M15, M14:M23\n"),
+        "{s}"
+    );
 }
 
 /// docs/replay.md, "Which judge to pay for": its recipe, run as written (two mock judges record

@@ -153,8 +153,23 @@ pub fn report_text(r: &AuditReport) -> String {
         if a.survivors.is_empty() {
             let _ = writeln!(s, "  not fixed by order averaging: none");
         } else {
-            let names: Vec<&str> = a.survivors.iter().map(|v| v.id.as_str()).collect();
-            let _ = writeln!(s, "  not fixed by order averaging: {}", names.join(", "));
+            // A naive error averaging left, apart from a right naive verdict it turned into a tie
+            // (or, with soft verdicts, the wrong way): the two say different things.
+            let names = |naive_wrong: bool| -> Vec<&str> {
+                a.survivors.iter().filter(|v| v.naive_wrong == naive_wrong).map(|v| v.id.as_str()).collect()
+            };
+            let (left, made) = (names(true), names(false));
+            if !left.is_empty() {
+                let _ = writeln!(s, "  not fixed by order averaging: {}", left.join(", "));
+            }
+            if !made.is_empty() {
+                let what = if a.survivors.iter().filter(|v| !v.naive_wrong).all(|v| v.averaged == Winner::Tie) {
+                    "a tie"
+                } else {
+                    "a tie or wrong"
+                };
+                let _ = writeln!(s, "  right in the naive verdict, {what} after order averaging: {}", made.join(", "));
+            }
             for v in &a.survivors {
                 let row = r.rows.iter().find(|x| x.id == v.id).expect("survivor row");
                 let why = if v.averaged == Winner::Tie
