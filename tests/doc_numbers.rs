@@ -265,3 +265,40 @@ fn replay_doc_shows_what_its_price_table_recipe_prints() {
     let missing: Vec<&String> = rows.iter().filter(|r| !doc_text.lines().any(|l| l == r.as_str())).collect();
     assert!(missing.is_empty(), "docs/replay.md lacks what compare prints:\n{}", rows.join("\n"));
 }
+
+/// data/README.md, "Gold system ranking": each system's mean gold quality over the 100 articles
+/// of data/summeval_systems.jsonl, to the digits written, in the order written (hunt 43: M22
+/// read 4.568 for a mean of 4.5675, which the tool prints 4.567).
+#[test]
+fn the_data_readme_gold_ranking_is_the_files_means() {
+    let text = std::fs::read_to_string(root().join("data/summeval_systems.jsonl")).unwrap();
+    let mut sums: std::collections::BTreeMap<String, (f64, usize)> = Default::default();
+    for line in text.lines() {
+        let p: Value = serde_json::from_str(line).unwrap();
+        for it in p["items"].as_array().unwrap() {
+            let e = sums.entry(it["system"].as_str().unwrap().to_owned()).or_default();
+            e.0 += it["quality"].as_f64().unwrap();
+            e.1 += 1;
+        }
+    }
+    let readme = std::fs::read_to_string(root().join("data/README.md")).unwrap();
+    let start = readme.find("**Gold system ranking**").unwrap();
+    let seg = &readme[start..start + readme[start..].find("The gold top-3").unwrap()];
+    let seg = &seg[seg.find("):").unwrap() + 2..];
+    let written: Vec<(&str, &str)> =
+        seg.split(',').map(|s| s.trim().trim_end_matches('.')).map(|s| s.split_once(' ').unwrap()).collect();
+    assert_eq!(written.len(), sums.len(), "{seg}");
+    let mut last = f64::INFINITY;
+    for (sys, val) in written {
+        let (sum, n) = sums[sys];
+        assert_eq!(n, 100, "{sys}");
+        let mean = sum / n as f64;
+        let digits = val.split_once('.').unwrap().1.len() as i32;
+        assert!(
+            (mean - val.parse::<f64>().unwrap()).abs() <= 0.5 * 10f64.powi(-digits) + 1e-9,
+            "{sys}: {val} for {mean}"
+        );
+        assert!(mean <= last + 1e-9, "{sys} is out of order");
+        last = mean;
+    }
+}

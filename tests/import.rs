@@ -469,6 +469,23 @@ fn arena_hard_mt_bench_and_csv_judgments() {
     );
     assert_eq!(rec[2]["strong_preference"], true);
     topk_judge::judge::replay::Recording::read(&out).unwrap();
+    // Checked against the 2024 answers: 5 valid verdicts inform c (profile range above 1e-3
+    // nats) but not its sign, which the line says (hunt 43: "identified" alone read as known).
+    let answers = d.join("ah24.jsonl");
+    let q = bench("arena_hard/2024/question.jsonl");
+    import(
+        d,
+        &["--format", "arena_hard", "--questions", q.to_str().unwrap()],
+        &files("arena_hard/2024/model_answer", "jsonl"),
+        &answers,
+    )
+    .unwrap();
+    let o = run_bin(d, &["check", answers.to_str().unwrap(), out.to_str().unwrap(), "--k", "1"]);
+    assert!(
+        stdout(&o).contains("style words: c = -0.108 ± 1.359 logits per sd of words; profile range 0.2209 nats → identified by the design, if a system's quality does not change with it from prompt to prompt; its sign is not known (|c| is within its sd)\n"),
+        "{}",
+        text(&o)
+    );
     // A --baseline given with a surrounding space names the same system (as names in the lines
     // are trimmed): the same recording.
     let spaced = d.join("ah_spaced.jsonl");

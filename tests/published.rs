@@ -234,7 +234,7 @@ fn fit_and_check_rank_the_systems_of_a_recording() {
     let o = run_bin(d, &["check", "pool.jsonl", "apart.jsonl", "--k", "3"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(
-        stdout(&o).contains("the judgments do not connect the systems (a comparison graph of 6 components), so the top-3 across them rests on the prior, not on the judgments, nor does whether the correction changes it\n")
+        stdout(&o).contains("the judgments do not connect the systems (a comparison graph of 6 components), so the top-3 across them rests on the prior, not on the judgments, and so does whether the correction changes it\n")
             && !stdout(&o).contains("the correction changes the top")
             && !stdout(&o).contains("which systems tie"),
         "{}",

@@ -326,7 +326,7 @@ fn check_names_a_tied_boundary_and_the_systems_never_compared() {
         "corrected top-2 (θ̂): s1 + 1 of the tied s3 (never compared), s4 (never compared)\n",
         "  s3, s4 never compared: their places rest on the prior alone (θ̂ = 0), not on the judgments\n",
         // s1's place above s3 and s4 rests on their prior θ̂ = 0: not a change the judgments make.
-        "the judgments do not connect the systems (a comparison graph of 3 components), so the top-2 across them rests on the prior, not on the judgments, nor does whether the correction changes it\n",
+        "the judgments do not connect the systems (a comparison graph of 3 components), so the top-2 across them rests on the prior, not on the judgments, and so does whether the correction changes it\n",
         // Neither top-2 is a claim: the verdicts decide nothing while two systems are uncompared.
         "  raw: certified top-2 (ε = 0.05): nothing certified: 2 of 4 systems have no valid verdict (s3, s4): their places rest on the prior alone, so nothing is certified until every system has been compared\n",
         "style words: c = -1.772 ± 1.890 logits per sd of words; profile range 1.2e-6 nats → prior-selected",

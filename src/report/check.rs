@@ -143,10 +143,16 @@ impl CheckReport {
             let range = c
                 .profile_range_nats
                 .map_or("not profiled".to_string(), |r| format!("profile range {}", crate::report::table::fmt_nats(r)));
-            let verdict = if c.identified {
-                "identified by the design, if a system's quality does not change with it from prompt to prompt"
-            } else {
-                "prior-selected: the correction would rest on the prior"
+            // Identified says the judgments inform c, not how well: a coefficient within its sd
+            // of 0 (a few verdicts) is said to have no known sign.
+            let verdict = match (c.identified, c.c_sd >= c.c.abs()) {
+                (true, false) => {
+                    "identified by the design, if a system's quality does not change with it from prompt to prompt"
+                }
+                (true, true) => {
+                    "identified by the design, if a system's quality does not change with it from prompt to prompt; its sign is not known (|c| is within its sd)"
+                }
+                (false, _) => "prior-selected: the correction would rest on the prior",
             };
             s.push_str(&format!(
                 "style {}: c = {} ± {} {}; {range} → {verdict}\n",
@@ -205,7 +211,7 @@ impl CheckReport {
             // Groups compared apart: their order against each other rests on the prior, and so
             // does any difference between the two point top-k sets.
             s.push_str(&format!(
-                "the judgments do not connect the systems (a comparison graph of {} components), so the top-{} across them rests on the prior, not on the judgments, nor does whether the correction changes it\n",
+                "the judgments do not connect the systems (a comparison graph of {} components), so the top-{} across them rests on the prior, not on the judgments, and so does whether the correction changes it\n",
                 self.graph.components,
                 self.k
             ));
