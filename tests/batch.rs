@@ -999,3 +999,33 @@ fn batch_errors_never_show_the_key_and_capital_statuses_are_read() {
     assert_eq!(booked(&runs).verdicts, 16);
     check_books(&fake, &runs, None);
 }
+
+/// A line of batches.jsonl that is not a batch line is named alike by the run, its dry run and
+/// `--abandon-batch`: `batches.jsonl:2: …; fix or remove that line` (hunt 41: the dry run said
+/// `batches.jsonl: line 2:` and the real run had no advice). Nothing is sent or booked.
+#[test]
+fn a_damaged_batch_log_is_named_alike_by_every_command() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 60_000, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "dmg", &fake.base_url, "  max_comparisons: 8\n  max_usd: 0.01\n");
+    assert!(run(dir.path(), &cfg, &["--detach"]).status.success());
+    let runs = dir.path().join("runs/dmg");
+    let log = runs.join("batches.jsonl");
+    let text0 = std::fs::read_to_string(&log).unwrap();
+    let (first, rest) = text0.split_once('\n').unwrap();
+    std::fs::write(&log, format!("{first}\nnot json at all\n{rest}")).unwrap();
+    let (jobs, requests) = (fake.batch_jobs().len(), fake.n_requests());
+    for extra in [&[][..], &["--dry-run"], &["--abandon-batch"], &["--dry-run", "--abandon-batch"]] {
+        let out = run(dir.path(), &cfg, extra);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", text(&out));
+        let said = stderr(&out);
+        assert!(
+            said.contains(&format!("{}:2: not a batch line", log.display()))
+                && said.contains("; fix or remove that line (the queries of a round no longer recorded are booked as possibly billed)"),
+            "{extra:?}: {said}"
+        );
+    }
+    assert_eq!((fake.batch_jobs().len(), fake.n_requests()), (jobs, requests), "nothing was sent");
+    assert_eq!(booked(&runs).open_intents, 8, "nothing was booked");
+}

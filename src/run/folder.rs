@@ -156,7 +156,7 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 /// # Errors
 /// [`RunError::BatchOpen`] when a job is open and the config's judge cannot read batch jobs (a
 /// mock, a panel): refused by the run and its dry run before anything is written;
-/// [`RunError::Io`] when batches.jsonl cannot be read.
+/// [`RunError::BatchLog`] when batches.jsonl cannot be read.
 pub fn open_batch_keys(cfg: &Config) -> Result<std::collections::HashSet<String>, RunError> {
     let keep = open_keys(cfg)?;
     if !keep.is_empty() && !cfg.raw.reads_batch_jobs() {
@@ -169,16 +169,9 @@ pub fn open_batch_keys(cfg: &Config) -> Result<std::collections::HashSet<String>
 /// The queries of the open batch rounds of `cfg`'s run folder, whatever its judge.
 ///
 /// # Errors
-/// [`RunError::Io`] when batches.jsonl cannot be read.
+/// [`RunError::BatchLog`] when batches.jsonl cannot be read.
 pub fn open_keys(cfg: &Config) -> Result<std::collections::HashSet<String>, RunError> {
-    crate::store::batches::BatchLog::open_keys(&cfg.run_dir).map_err(batch_log_error(&cfg.run_dir))
-}
-
-fn batch_log_error(dir: &Path) -> impl Fn(crate::store::batches::BatchLogError) -> RunError + '_ {
-    move |e| RunError::Io {
-        path: dir.join(crate::store::batches::BATCHES_FILE),
-        source: std::io::Error::other(e.detail()),
-    }
+    crate::store::batches::BatchLog::open_keys(&cfg.run_dir).map_err(RunError::from)
 }
 
 /// `run --abandon-batch`: close every open round of the folder's batches.jsonl without reading
@@ -191,7 +184,7 @@ fn batch_log_error(dir: &Path) -> impl Fn(crate::store::batches::BatchLogError) 
 /// # Errors
 /// [`RunError`]: the books or batches.jsonl cannot be read or written.
 fn abandon_open_rounds(dir: &Path, books: &mut Books) -> Result<String, RunError> {
-    let mut log = crate::store::batches::BatchLog::open(dir).map_err(batch_log_error(dir))?;
+    let mut log = crate::store::batches::BatchLog::open(dir).map_err(RunError::from)?;
     if let Some(w) = log.take_warning() {
         tracing::warn!("{w}");
     }
@@ -219,7 +212,7 @@ fn abandon_open_rounds(dir: &Path, books: &mut Books) -> Result<String, RunError
             ended: Some(crate::store::batches::ABANDONED.into()),
             ..Default::default()
         })
-        .map_err(batch_log_error(dir))?;
+        .map_err(RunError::from)?;
         said.push(format!(
             "round {}{}: {n} quer{} booked as possibly billed at their reservations (${usd:.6})",
             r.round,

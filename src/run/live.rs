@@ -102,9 +102,7 @@ async fn batch_judge(
         _ => (1.0, 1.0),
     };
     let poll = std::time::Duration::from_secs_f64(acq.poll_s.unwrap_or(crate::config::run::DEFAULT_POLL_S));
-    let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
-    let bj = super::batch::BatchJudge::new(judge.clone(), &cfg.run_dir, factors, poll, opts.detach)
-        .map_err(|e| RunError::Io { path: path.clone(), source: std::io::Error::other(e.detail()) })?;
+    let bj = super::batch::BatchJudge::new(judge.clone(), &cfg.run_dir, factors, poll, opts.detach)?;
     let bj = Arc::new(bj);
     let judge = if batched {
         // Its round's errors name the judge's settings as the file does, as the judge's own do.

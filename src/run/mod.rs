@@ -60,6 +60,10 @@ pub enum RunError {
     /// Another process runs in this folder, or its lock cannot be taken.
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// The batch rounds' log (batches.jsonl) cannot be read or written, or a line of it is not a
+    /// batch line: `path:line: …` with what to do.
+    #[error(transparent)]
+    BatchLog(#[from] crate::store::batches::BatchLogError),
     /// The Ctrl-C / SIGTERM handlers could not be installed.
     #[error("installing the Ctrl-C and SIGTERM handlers: {0}")]
     Signals(std::io::Error),

@@ -96,17 +96,6 @@ pub enum BatchLogError {
     },
 }
 
-impl BatchLogError {
-    /// What is wrong without the file's path (for a message that names the file already):
-    /// `line N: …` and what to do about it.
-    pub fn detail(&self) -> String {
-        match self {
-            Self::Io { source, .. } => source.to_string(),
-            Self::Malformed { line, msg, .. } => format!("line {line}: {msg}; {FIX_HINT}"),
-        }
-    }
-}
-
 /// What to do about a malformed line of batches.jsonl.
 const FIX_HINT: &str =
     "fix or remove that line (the queries of a round no longer recorded are booked as possibly billed)";
