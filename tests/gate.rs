@@ -340,6 +340,16 @@ fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
     );
     write(dir.path(), "labels.jsonl", "");
     let cfg = synthetic_config(dir.path(), "lab", "gate:\n  anchors: 10\n  labels: labels.jsonl\n");
+    // The dry run says what the file holds and what a run needs of it (hunt 44: it said nothing
+    // of an empty file, which the run's gate stops on).
+    let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        stdout(&dry).contains("gate: 10 anchors at the end of the run, labelled from ")
+            && stdout(&dry).contains("labels.jsonl (0 labelled pairs there now); an anchor without a label stops the gate, which lists them in "),
+        "{}",
+        text(&dry)
+    );
     // The run runs its gate at the end: it reports the apparent ranking, then stops on the
     // missing labels (result.json is written).
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);

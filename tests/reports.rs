@@ -380,37 +380,59 @@ fn compare_counts_the_flips_of_the_current_judge_only() {
     assert_eq!(flips(2).1, Some(15));
 }
 
-/// A run folder whose fits.jsonl is missing or empty has no refits to draw: `compare` and
-/// `report` say so, naming the file (hunt 43: an empty recall curve, a left-out boundary plot,
-/// and no word about either).
+/// A run folder whose fits.jsonl is missing, empty, or holds refits of another configuration
+/// only has no refits to draw: `compare` and `report` say so, naming the file (hunt 43: an empty
+/// curve and a left-out boundary plot, and no word about either). Lines of another
+/// configuration (another config_hash than run.json's `fit`) are skipped wherever they stand
+/// (hunt 44: the last line's hash was taken for the run's).
 #[test]
 fn a_run_without_its_refits_is_said_by_compare_and_report() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let fair = mock_run(d, "fair", 0.0);
     let slot = mock_run(d, "slot", 100.0);
-    let curve_points = |out: &str| {
+    let compare = |out: &str| {
+        let o = run_bin(d, &["compare", "runs/fair", "runs/slot", "--out", out]);
+        assert!(o.status.success(), "{}", text(&o));
         let svg = std::fs::read_to_string(d.join(out).join("recall_vs_spend.svg")).unwrap();
-        svg.matches("<circle").count()
+        (svg.matches("<circle").count(), stderr(&o))
     };
-    let out = run_bin(d, &["compare", "runs/fair", "runs/slot", "--out", "whole"]);
-    assert!(out.status.success() && !stderr(&out).contains("warning"), "{}", text(&out));
-    std::fs::remove_file(slot.join("fits.jsonl")).unwrap();
-    std::fs::write(fair.join("fits.jsonl"), "").unwrap();
-    let out = run_bin(d, &["compare", "runs/fair", "runs/slot", "--out", "cut"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let said = |name: &str, state: &str| {
+    let (whole, said) = compare("whole");
+    assert!(whole > 0 && !said.contains("warning"), "{said}");
+    let said_of = |name: &str, state: &str| {
         format!(
             "warning: runs/{name}/fits.jsonl {state} while result.json counts 30 comparisons (one line is written at each refit): no curve over the refits is drawn for this run"
         )
     };
-    assert!(stderr(&out).contains(&said("fair", "holds no refit")), "{}", text(&out));
-    assert!(stderr(&out).contains(&said("slot", "is missing")), "{}", text(&out));
-    assert!(curve_points("whole") > 0);
-    assert_eq!(curve_points("cut"), 0);
+    std::fs::remove_file(slot.join("fits.jsonl")).unwrap();
+    let (fair_alone, said) = compare("fair-alone");
+    assert!(said.contains(&said_of("slot", "is missing")), "{said}");
+    assert!(fair_alone > 0 && fair_alone < whole, "{fair_alone} of {whole}");
+    // Lines of another configuration around the run's own: the run's own are drawn.
+    let own = std::fs::read_to_string(fair.join("fits.jsonl")).unwrap();
+    let hash = json(&fair.join("run.json"))["fit"].as_str().unwrap().to_owned();
+    assert!(own.contains(&format!("\"config_hash\":\"{hash}\"")));
+    let other = own.replace(&hash, "deadbeef");
+    for (name, text) in [("before", format!("{other}{own}")), ("after", format!("{own}{other}"))] {
+        std::fs::write(fair.join("fits.jsonl"), text).unwrap();
+        let (points, said) = compare(name);
+        assert_eq!(points, fair_alone, "{name}");
+        assert!(!said.contains("runs/fair/"), "{said}");
+    }
+    // Only lines of another configuration, or none: nothing drawn, and said.
+    let lines = own.lines().count();
+    let foreign = format!(
+        "holds no refit of this run's configuration ({lines} lines of another config_hash than run.json's `fit`)"
+    );
+    for (text, state) in [(other.clone(), foreign.as_str()), (String::new(), "holds no refit")] {
+        std::fs::write(fair.join("fits.jsonl"), text).unwrap();
+        let (points, said) = compare("cut");
+        assert!(said.contains(&said_of("fair", state)), "{said}");
+        assert_eq!(points, 0);
+    }
     let out = run_bin(d, &["report", "runs/slot", "--out", "rep"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(stderr(&out).contains(&said("slot", "is missing")), "{}", text(&out));
+    assert!(stderr(&out).contains(&said_of("slot", "is missing")), "{}", text(&out));
     let md = std::fs::read_to_string(d.join("rep/report.md")).unwrap();
     assert!(md.contains("runs/slot/fits.jsonl is missing while result.json counts 30 comparisons"), "{md}");
     assert!(!d.join("rep/boundary_pi.svg").exists() && d.join("rep/theta.svg").exists());

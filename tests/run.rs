@@ -163,6 +163,25 @@ fn bad_inputs_fail_clearly_without_touching_earlier_verdicts() {
             cfg("three.jsonl", 1, "acquisition:\n  concurrency: 0\n"),
             "newer.yaml:8: acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1",
         ),
+        // Each setting by its own key and line (hunt 44: `c_star: 0 and kappa_star = inf`, the
+        // `mock:` line for two settings at once, the `replay:` line for its file).
+        (
+            "synth.yaml",
+            cfg("three.jsonl", 1, "")
+                .replace("judge: {mock: {}}", "judge:\n  synthetic:\n    seed: 1\n    kappa_star: .inf"),
+            "synth.yaml:8: judge.synthetic.kappa_star: inf must be finite",
+        ),
+        (
+            "nan.yaml",
+            cfg("three.jsonl", 1, "").replace("judge: {mock: {}}", "judge:\n  mock:\n    pos_bias: .nan"),
+            "nan.yaml:7: judge.mock.pos_bias: NaN must be finite",
+        ),
+        (
+            "rec.yaml",
+            cfg("three.jsonl", 1, "")
+                .replace("judge: {mock: {}}", "judge:\n  replay:\n    missing: fail\n    file: norec.jsonl"),
+            "rec.yaml:8: judge.replay.file: cannot read recording ",
+        ),
     ];
     for (name, yaml, expect) in cases {
         let path = write(dir.path(), name, &yaml);
@@ -174,6 +193,10 @@ fn bad_inputs_fail_clearly_without_touching_earlier_verdicts() {
         assert!(!t.contains("os error"), "{t}");
         assert_eq!(std::fs::read(&verdicts).unwrap(), before, "{name} touched the earlier verdicts");
     }
+    // A run folder's name changes no file the config names: not said as the cause.
+    let out = run_bin(dir.path(), &["run", dir.path().join("rec.yaml").to_str().unwrap(), "--name", "r1"]);
+    assert!(text(&out).contains("rec.yaml:8: judge.replay.file: cannot read recording "), "{}", text(&out));
+    assert!(!text(&out).contains("as changed by"), "{}", text(&out));
     // The unknown key error names the line.
     let out = run_bin(dir.path(), &["run", dir.path().join("unknown.yaml").to_str().unwrap()]);
     assert!(text(&out).contains("line 7") || text(&out).contains("7:"), "{}", text(&out));

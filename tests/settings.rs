@@ -422,6 +422,11 @@ fn completions_and_the_man_page_match_the_command_line() {
 fn live_judge_limits_that_cannot_work_are_named() {
     let cases = [
         ("judge.openai.backoff_min_s=5", "judge.openai.backoff_min_s: 5 must be ≤ backoff_max_s"),
+        // The largest delay written below the first's default: named by the key written.
+        (
+            "judge.openai.backoff_max_s=0.1",
+            "judge.openai.backoff_max_s: 0.1 must be ≥ backoff_min_s (0.5, its default)",
+        ),
         (
             "judge.openai.requests_per_minute=0",
             "judge.openai.requests_per_minute: 0 must be ≥ 1 (leave it out for no limit)",

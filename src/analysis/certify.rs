@@ -241,7 +241,7 @@ impl NoSignal {
             if self.soft > 0 {
                 "its verdicts are soft already (logprobs), and still lean one way: "
             } else {
-                "with a live judge, turn on logprobs for soft verdicts (judge.openai.logprobs), "
+                "with a live judge, turn on logprobs for soft verdicts (`logprobs: true` in its openai block), "
             }
         )
     }

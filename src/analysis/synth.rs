@@ -68,7 +68,9 @@ impl SynthSpec {
             return Err(format!("temperature = {} must be > 0", self.temperature).into());
         }
         if !self.c_star.is_finite() || !self.kappa_star.is_finite() {
-            return Err(format!("c_star = {} and kappa_star = {} must be finite", self.c_star, self.kappa_star).into());
+            let (k, v) =
+                if self.c_star.is_finite() { ("kappa_star", self.kappa_star) } else { ("c_star", self.c_star) };
+            return Err(format!("{k} = {v} must be finite").into());
         }
         Ok(())
     }

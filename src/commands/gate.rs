@@ -32,14 +32,16 @@ struct LabelLine {
 /// malformed file is reported before any query is paid for (a gate with a trusted judge, or no
 /// gate: nothing to check).
 ///
+/// `Some(n)`: the gate reads its labels from the file, which holds `n` labelled pairs.
+///
 /// # Errors
 /// [`crate::config::ConfigError::Invalid`] naming the config file, the line of `gate.labels` and
 /// the labels file (and its line).
-pub fn check_labels_file(cfg: &Config) -> Result<(), crate::config::ConfigError> {
+pub fn check_labels_file(cfg: &Config) -> Result<Option<usize>, crate::config::ConfigError> {
     if let Some(g) = &cfg.raw.gate
         && let Ok(LabelSource::Labels(path)) = g.source()
     {
-        read_labels(path, &cfg.pool).map_err(|e| {
+        let labels = read_labels(path, &cfg.pool).map_err(|e| {
             let msg = match e {
                 RunFolderError::Io { path, source } => format!("cannot read labels file {}: {source}", path.display()),
                 e => e.to_string(),
@@ -49,8 +51,9 @@ pub fn check_labels_file(cfg: &Config) -> Result<(), crate::config::ConfigError>
                 crate::domain::invalid::InvalidSetting::new("gate.labels", msg),
             )
         })?;
+        return Ok(Some(labels.len()));
     }
-    Ok(())
+    Ok(None)
 }
 
 fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Option<String>>, RunFolderError> {

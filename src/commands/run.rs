@@ -86,7 +86,7 @@ pub fn dry_run_text(
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
     // What the run refuses before it sends anything, the dry run refuses too.
-    super::gate::check_labels_file(&cfg)?;
+    let labels = super::gate::check_labels_file(&cfg)?;
     // A run folder that could not be made (out_dir under a file) is refused as the run refuses it.
     if let Some(m) = crate::store::files::folder_cannot_be_made(&cfg.run_dir)
         .or_else(|| crate::run::folder::audit_folder(&cfg.run_dir))
@@ -168,6 +168,18 @@ pub fn dry_run_text(
         let line = crate::judge::keyed::rekey(&line, cfg.raw.judge_key());
         text.push_str(&line);
         text.push('\n');
+    }
+    // A gate that reads its labels from a file: what it holds now, and what a run needs of it.
+    if let (Some(n), Some(g)) = (labels, &cfg.raw.gate)
+        && let Ok(crate::config::run::LabelSource::Labels(path)) = g.source()
+    {
+        text.push_str(&format!(
+            "gate: {} anchors at the end of the run, labelled from {} ({} there now); an anchor without a label stops the gate, which lists them in {}\n",
+            g.anchors,
+            path.display(),
+            crate::domain::fmt::count(n, "labelled pair"),
+            cfg.run_dir.join("anchors_to_label.jsonl").display()
+        ));
     }
     if let Some(m) = key_problem {
         text.push_str(&format!("warning: a real run would stop here: {m}\n"));

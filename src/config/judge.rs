@@ -83,8 +83,17 @@ pub fn check_judge(
         JudgeConfig::Replay(r) => {
             r.file = super::sections::resolve(dir, &r.file, &format!("{key}.replay.file"))?;
             let k = format!("{key}.replay");
-            let j = crate::judge::replay::ReplayJudge::new(r.clone())
-                .map_err(|m| InvalidSetting::new(k.clone(), m.to_string()))?;
+            // The recording's faults are the file's; a selection that matches no single judge,
+            // the selection's (`judge`, and `prompting` when given).
+            let j = crate::judge::replay::ReplayJudge::new(r.clone()).map_err(|m| {
+                use crate::judge::replay::ReplayError as E;
+                let field = match &m {
+                    E::Io { .. } | E::Line { .. } | E::Duplicate { .. } => "file",
+                    E::NoJudge { .. } | E::SeveralJudges { .. } if r.judge.is_some() => "judge",
+                    _ => return InvalidSetting::new(k.clone(), m.to_string()),
+                };
+                InvalidSetting::new(format!("{k}.{field}"), m.to_string())
+            })?;
             j.check_pool(pool).map_err(|m| InvalidSetting::new(k, m.to_string()))?;
         }
     }

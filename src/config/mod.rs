@@ -192,7 +192,9 @@ pub fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError>
             };
         }
         let doc = crate::store::yaml::from_str::<serde_json::Value>(text).ok();
-        let msg = doc.and_then(|d| judge_blocks_message(&d, text)).unwrap_or_else(|| one_setting_hint(msg.to_string()));
+        let msg = doc
+            .and_then(|d| judge_blocks_message(&d, text))
+            .unwrap_or_else(|| one_setting_hint(at_the_second_name(msg.to_string(), text)));
         ConfigError::Yaml { path: path.to_owned(), msg }
     })
 }
@@ -247,6 +249,21 @@ fn pool_message(file: &Path, e: &PoolError) -> String {
     match e {
         PoolError::Invalid { .. } => format!("{}: {e}", file.display()),
         _ => e.to_string(),
+    }
+}
+
+/// A setting written under both its names (`concurrency` and `batch_size`) is a duplicate field
+/// the parser places at the mapping's first key: placed at the line of the second name instead.
+fn at_the_second_name(msg: String, text: &str) -> String {
+    let both = msg.contains("duplicate field `batch_size`") || msg.contains("duplicate field `concurrency`");
+    let lines =
+        ["acquisition.concurrency", "acquisition.batch_size"].map(|k| crate::store::yaml::exact_line_of_key(text, k));
+    match (both, lines, msg.find("): ")) {
+        (true, [Some(a), Some(b)], Some(end)) if msg.starts_with("line ") => {
+            let (line, key) = if a > b { (a, "concurrency") } else { (b, "batch_size") };
+            format!("line {line} (key `acquisition.{key}`): {}", &msg[end + 3..])
+        }
+        _ => msg,
     }
 }
 

@@ -585,6 +585,11 @@ fn named_override(e: ConfigError, overrides: &[Override]) -> ConfigError {
             // Every override inside the key's block may be the cause (`judge.replay.file` and
             // `judge.replay.missing` for a fault of `judge.replay`): all are named.
             let named: Vec<&str> = overrides.iter().filter(|o| names(o)).map(|o| o.given.as_str()).collect();
+            // The run folder's name and place (`--name`, `out_dir`) break no other key's rule.
+            let overrides: Vec<&Override> = overrides
+                .iter()
+                .filter(|o| !matches!(o.key.as_slice(), [k] if k == "name" || k == "out_dir"))
+                .collect();
             match (named.is_empty(), overrides.is_empty()) {
                 (false, _) => ConfigError::Set { given: named.join(", "), msg: format!("{key}: {msg}") },
                 // Another key's rule may fail because of an override (a judge's family that no

@@ -1179,7 +1179,7 @@ fn load_pool(p: &PoolRef, path: &Path, _dir: &Path) -> Result<Pool, ConfigError>
     Ok(match p.source() {
         PoolSource::Synthetic(spec) => {
             spec.validate()
-                .map_err(|m| ConfigError::invalid(path, InvalidSetting::new("pool.synthetic", m.to_string())))?;
+                .map_err(|m| ConfigError::invalid(path, InvalidSetting::within_block("pool.synthetic", m)))?;
             crate::analysis::synth::generate(spec).pool
         }
         PoolSource::File { file, id } => sections::read_pool(path, file, id)?,
@@ -1707,6 +1707,9 @@ mod tests {
         let y = "name: x\npool: {file: p.jsonl}\nk: 2\njudge: {mock: {}}\nacquisition:\n  batch_size: 8\n  concurrency: 32\n";
         let e = super::super::one_setting_hint(crate::store::yaml::from_str::<RawConfig>(y).unwrap_err().0);
         assert!(e.contains("duplicate field `concurrency`"), "{e}");
+        // Placed at the second of the two names (the parser placed it at the mapping's start).
+        let at = super::super::at_the_second_name(crate::store::yaml::from_str::<RawConfig>(y).unwrap_err().0, y);
+        assert!(at.starts_with("line 7 (key `acquisition.concurrency`): duplicate field `concurrency`"), "{at}");
         assert!(e.ends_with("`acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"), "{e}");
     }
 

@@ -147,8 +147,10 @@ impl MockJudge {
         if !(cfg.temperature > 0.0 && cfg.temperature.is_finite()) {
             return Err(format!("temperature = {} must be a finite number > 0", cfg.temperature).into());
         }
-        if !cfg.pos_bias.is_finite() || !cfg.verb_per_word.is_finite() {
-            return Err("pos_bias and verb_per_word must be finite".into());
+        for (k, v) in [("pos_bias", cfg.pos_bias), ("verb_per_word", cfg.verb_per_word)] {
+            if !v.is_finite() {
+                return Err(format!("{k} = {v} must be finite").into());
+            }
         }
         // Quality units: SummEval's scale is 1–5; a value past a million is a typo, and would
         // be shown digit by digit in every run's judge description.
@@ -183,7 +185,7 @@ impl MockJudge {
             if let Some(v) = v
                 && !(v >= 0.0 && v.is_finite())
             {
-                return Err(format!("{k} = {v} must be ≥ 0").into());
+                return Err(format!("{k} = {v} must be a finite number ≥ 0").into());
             }
             if let Some(v) = v
                 && v > crate::judge::MAX_USD_PER_MTOK

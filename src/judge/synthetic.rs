@@ -98,8 +98,10 @@ impl SyntheticJudge {
         if !(temperature > 0.0 && temperature.is_finite()) {
             return Err(format!("temperature = {temperature} must be > 0").into());
         }
-        if !c_star.is_finite() || !kappa_star.is_finite() {
-            return Err(format!("c_star = {c_star} and kappa_star = {kappa_star} must be finite").into());
+        for (k, v) in [("c_star", c_star), ("kappa_star", kappa_star)] {
+            if !v.is_finite() {
+                return Err(format!("{k} = {v} must be finite").into());
+            }
         }
         Ok(Self {
             c_star,

@@ -55,6 +55,9 @@ pub struct RunDir {
     pub verdicts: Vec<VerdictRecord>,
     /// fits.jsonl lines of the run's final configuration (in order).
     pub fits: Vec<FitLine>,
+    /// Why no curve over the refits can be drawn (fits.jsonl missing, or without a refit of the
+    /// run's configuration), when the run has comparisons; warned at load.
+    pub refits_note: Option<String>,
     /// Whether spend and verdict costs were re-priced from a price table
     /// ([`crate::report::judges::PriceTable::apply`]).
     pub priced: bool,
@@ -65,8 +68,21 @@ pub struct RunDir {
 /// (recall against spend in `compare`, π of the boundary items in `report`). `None` when it has
 /// refits, or no comparison to refit on.
 pub fn no_refits_note(fits: &Path, have: usize, comparisons: usize) -> Option<String> {
+    other_refits_note(fits, have, 0, comparisons)
+}
+
+/// [`no_refits_note`], where `other` lines of the file are refits of another configuration
+/// (another `config_hash` than the run's).
+fn other_refits_note(fits: &Path, have: usize, other: usize, comparisons: usize) -> Option<String> {
     (have == 0 && comparisons > 0).then(|| {
-        let state = if fits.exists() { "holds no refit" } else { "is missing" };
+        let state = match other {
+            _ if !fits.exists() => "is missing".to_owned(),
+            0 => "holds no refit".to_owned(),
+            n => format!(
+                "holds no refit of this run's configuration ({} of another config_hash than run.json's `fit`)",
+                crate::domain::fmt::count(n, "line")
+            ),
+        };
         format!(
             "{} {state} while result.json counts {} (one line is written at each refit): no curve over the refits is drawn for this run",
             fits.display(),
@@ -243,14 +259,23 @@ impl RunDir {
                     }
                 }
             }
-            if let Some(last) = fits.last().map(|f| f.config_hash.clone()) {
-                fits.retain(|f| f.config_hash == last);
-            }
         }
-        if let Some(note) = no_refits_note(&fp, fits.len(), result.comparisons) {
+        // The refits of the configuration that made the run (run.json's `fit` hash; without
+        // it, the last line's): a folder reused by another configuration keeps older ones.
+        let own: Option<String> = std::fs::read_to_string(dir.join("run.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["fit"].as_str().map(str::to_owned))
+            .or_else(|| fits.last().map(|f| f.config_hash.clone()));
+        let all = fits.len();
+        if let Some(own) = own {
+            fits.retain(|f| f.config_hash == own);
+        }
+        let refits_note = other_refits_note(&fp, fits.len(), all - fits.len(), result.comparisons);
+        if let Some(note) = &refits_note {
             tracing::warn!("{note}");
         }
-        Ok(Self { dir: dir.to_owned(), result, verdicts, fits, priced: false })
+        Ok(Self { dir: dir.to_owned(), result, verdicts, fits, priced: false, refits_note })
     }
 
     /// Whether `dir` holds a judge panel's run (its result.json names `judges` and a panel fit).
@@ -410,7 +435,9 @@ impl PanelRunDir {
             for (i, line) in t.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
                 match serde_json::from_str::<crate::report::PanelFitLine>(line) {
                     Ok(f) => lines.push(f),
-                    Err(_) if i + 1 == t.lines().count() && !t.ends_with('\n') => {}
+                    Err(_) if i + 1 == t.lines().count() && !t.ends_with('\n') => {
+                        tracing::warn!("{}:{}: ignored a torn last line", fp.display(), i + 1)
+                    }
                     Err(e) => {
                         return Err(CompareError::Read { path: fp.clone(), msg: format!("line {}: {e}", i + 1) });
                     }

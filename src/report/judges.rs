@@ -106,8 +106,9 @@ impl PriceTable {
         }
         for (k, p) in &prices {
             if p.usd_per_verdict.is_none() && !p.per_token() {
+                let at = entry_line(text, k, "usd_per_verdict").map(|l| format!("line {l}: ")).unwrap_or_default();
                 return Err(bad(format!(
-                    "{k:?}: no price; give usd_per_verdict, or input_usd_per_mtok / output_usd_per_mtok"
+                    "{at}{k:?}: no price; give usd_per_verdict, or input_usd_per_mtok / output_usd_per_mtok"
                 )));
             }
             for (f, v) in [
@@ -119,7 +120,7 @@ impl PriceTable {
                     && !(v >= 0.0 && v.is_finite())
                 {
                     let at = entry_line(text, k, f).map(|l| format!("line {l}: ")).unwrap_or_default();
-                    return Err(bad(format!("{at}{k:?}.{f} = {v} must be ≥ 0")));
+                    return Err(bad(format!("{at}{k:?}.{f} = {v} must be a finite number ≥ 0")));
                 }
             }
         }
@@ -478,21 +479,23 @@ mod tests {
     fn a_bad_price_is_named_at_its_line() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
-            ("x: {usd_per_verdict: -1}\n", "line 1: \"x\".usd_per_verdict = -1 must be ≥ 0"),
+            ("x: {usd_per_verdict: -1}\n", "line 1: \"x\".usd_per_verdict = -1 must be a finite number ≥ 0"),
             (
                 "# prices\nGPT-4.1 mini:\n  usd_per_verdict: 0.01\n\n  input_usd_per_mtok: -2\n",
-                "line 5: \"GPT-4.1 mini\".input_usd_per_mtok = -2 must be ≥ 0",
+                "line 5: \"GPT-4.1 mini\".input_usd_per_mtok = -2 must be a finite number ≥ 0",
             ),
             (
                 "a: {usd_per_verdict: 1}\n\"b:c\":\n  output_usd_per_mtok: .nan\n",
-                "line 3: \"b:c\".output_usd_per_mtok = NaN must be ≥ 0",
+                "line 3: \"b:c\".output_usd_per_mtok = NaN must be a finite number ≥ 0",
             ),
+            ("a: {usd_per_verdict: 1}\nfoo: {}\n", "line 2: \"foo\": no price; give usd_per_verdict"),
+            ("a: {input_usd_per_mtok: .inf}\n", "line 1: \"a\".input_usd_per_mtok = inf must be a finite number ≥ 0"),
         ];
         for (text, said) in cases {
             let p = dir.path().join("prices.yaml");
             std::fs::write(&p, text).unwrap();
             let e = PriceTable::load(&p).unwrap_err().to_string();
-            assert_eq!(e, format!("{}: {said}", p.display()), "{text}");
+            assert!(e.starts_with(&format!("{}: {said}", p.display())), "{text}: {e}");
         }
     }
 }

@@ -465,7 +465,7 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
     }
     let mut notes = r.fit.notes.clone();
     // The boundary plot is drawn from the refits: said when there are none to draw.
-    notes.extend(crate::report::compare::no_refits_note(&run.dir.join("fits.jsonl"), run.fits.len(), r.comparisons));
+    notes.extend(run.refits_note.clone());
     Content { title: format!("Run `{}` — top-{} report", r.name, r.k), facts, tables, notes }
 }
 

@@ -455,13 +455,24 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
         return Err(e("context_tokens", format!("{c} must be larger than max_tokens ({})", cfg.max_tokens)));
     }
     if cfg.backoff_min_s > cfg.backoff_max_s {
-        return Err(e(
-            "backoff_min_s",
-            format!(
-                "{} must be ≤ backoff_max_s ({}): the first delay cannot exceed the largest",
-                cfg.backoff_min_s, cfg.backoff_max_s
-            ),
-        ));
+        // Named by the one written: the largest delay, when the first is at its default.
+        return Err(if cfg.backoff_min_s == d_backoff_min() {
+            e(
+                "backoff_max_s",
+                format!(
+                    "{} must be ≥ backoff_min_s ({}, its default): the largest delay cannot be below the first",
+                    cfg.backoff_max_s, cfg.backoff_min_s
+                ),
+            )
+        } else {
+            e(
+                "backoff_min_s",
+                format!(
+                    "{} must be ≤ backoff_max_s ({}): the first delay cannot exceed the largest",
+                    cfg.backoff_min_s, cfg.backoff_max_s
+                ),
+            )
+        });
     }
     for (k, v) in [("requests_per_minute", cfg.requests_per_minute), ("tokens_per_minute", cfg.tokens_per_minute)] {
         if v == Some(0) {
