@@ -940,3 +940,22 @@ fn a_gold_tie_counts_alike_for_a_judge_and_a_panel_in_every_output() {
     let md = std::fs::read_to_string(d.join("cmp/compare.md")).unwrap();
     assert!(md.contains("Recall@3 is measured against the gold top-3: i0, then i3 = i2 = i1 sharing 2 places (a tie in gold quality: any of them counts).\n"), "{md}");
 }
+
+/// A panel run's torn panel_fits.jsonl is said as torn, as a single judge's fits.jsonl is, before
+/// the report says it has no refit to draw (hunt 44: "holds no refit" alone).
+#[test]
+fn a_torn_panel_fits_file_is_said_as_torn() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = shipped(d, "panel.yaml", |y| y);
+    let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let fits = d.join("runs/summeval-panel/panel_fits.jsonl");
+    let text0 = std::fs::read_to_string(&fits).unwrap();
+    std::fs::write(&fits, &text0[..30]).unwrap();
+    let out = run_bin(d, &["report", "runs/summeval-panel", "--out", "rep"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = stderr(&out);
+    assert!(said.contains("runs/summeval-panel/panel_fits.jsonl:1: ignored a torn last line"), "{said}");
+    assert!(said.contains("runs/summeval-panel/panel_fits.jsonl holds no refit while result.json counts "), "{said}");
+}
