@@ -1029,3 +1029,69 @@ fn a_damaged_batch_log_is_named_alike_by_every_command() {
     assert_eq!((fake.batch_jobs().len(), fake.n_requests()), (jobs, requests), "nothing was sent");
     assert_eq!(booked(&runs).open_intents, 8, "nothing was booked");
 }
+
+/// The last line of intents.jsonl torn by hand while a round is open: the job's line for that
+/// request is the round's own (batches.jsonl records its key), said as such and booked at what
+/// it cost, not as a line "no request of the round has" (hunt 41 #5b). The rest is booked as
+/// usual: 7 verdicts, and the books hold the bill.
+#[test]
+fn a_lost_intent_of_an_open_round_is_said_as_the_rounds_own() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 1_500, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "torn", &fake.base_url, "  max_comparisons: 8\n  max_usd: 0.01\n");
+    assert!(run(dir.path(), &cfg, &["--detach"]).status.success());
+    let runs = dir.path().join("runs/torn");
+    let path = runs.join("intents.jsonl");
+    let text0 = std::fs::read_to_string(&path).unwrap();
+    let cut = text0.trim_end().rfind('\n').unwrap() + 1;
+    std::fs::write(&path, &text0[..cut + 10]).unwrap();
+    wait_until("the job to end", 30, || fake.batch_jobs()[0].1 == "completed");
+    let out = run(dir.path(), &cfg, &["--max-comparisons", "7"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("1 line of a request the round recorded in batches.jsonl whose intent intents.jsonl no longer holds open (a damaged line?): booked at what it cost, its verdict matched to no pair"),
+        "{said}"
+    );
+    assert!(!said.contains("no request of the round has") && !said.contains("request counts of"), "{said}");
+    assert_eq!(booked(&runs).verdicts, 7);
+    assert_eq!(fake.batch_jobs().len(), 1, "nothing asked again");
+    assert!(bill(&fake) <= booked(&runs).usd + 1e-12);
+}
+
+/// A stop while a round's results were being booked (here: the round's `ended` line and its
+/// last verdict are not written): the resumed round books the one left, and the job's lines of
+/// the requests already booked are not booked again as lines beyond the round; the books equal
+/// the bill.
+#[test]
+fn a_round_stopped_while_booking_books_each_result_once() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "half", &fake.base_url, "  max_comparisons: 8\n");
+    assert!(run(dir.path(), &cfg, &[]).status.success());
+    let runs = dir.path().join("runs/half");
+    assert_eq!(booked(&runs).verdicts, 8);
+    let drop_last = |file: &str, keep: &dyn Fn(&str) -> bool| {
+        let p = runs.join(file);
+        let t = std::fs::read_to_string(&p).unwrap();
+        let mut kept: Vec<&str> = t.lines().collect();
+        let at = kept.iter().rposition(|l| !keep(l)).unwrap();
+        kept.remove(at);
+        std::fs::write(&p, kept.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    };
+    drop_last("batches.jsonl", &|l| !l.contains("\"ended\""));
+    drop_last("verdicts.jsonl", &|_| false);
+    assert_eq!(booked(&runs).open_intents, 1);
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!stderr(&out).contains("do not match the round"), "{}", text(&out));
+    assert_eq!(booked(&runs).verdicts, 8);
+    assert_eq!(fake.batch_jobs().len(), 1, "nothing asked again");
+    assert!(
+        (bill(&fake) - booked(&runs).usd).abs() < 1e-12,
+        "books ${} for a bill of ${}",
+        booked(&runs).usd,
+        bill(&fake)
+    );
+}

@@ -69,6 +69,15 @@ fn not_found(e: &JudgeError) -> bool {
 }
 
 /// The lines of an ended job's files ([`BatchJudge::read_lines`]).
+/// A resumed round's keys (batches.jsonl) that are no query of it now: `settled`, booked with a
+/// verdict before the run stopped; `unopened`, without an open intent or a verdict (a damaged
+/// intents.jsonl).
+#[derive(Default)]
+struct Recorded<'a> {
+    settled: std::collections::HashSet<&'a str>,
+    unopened: std::collections::HashSet<&'a str>,
+}
+
 struct JobLines {
     /// Each query's own line, by custom id.
     results: HashMap<String, BatchResult>,
@@ -358,14 +367,16 @@ impl BatchJudge {
     /// repeat one, or cannot be read. What the lines beyond the round's queries cost (at the
     /// usage they report, an unreadable line at the worst case) is booked too, as far as the
     /// queries without a line do not already hold it, so the books hold what such a provider
-    /// bills.
+    /// bills. `recorded`: the round's keys (batches.jsonl) that are no query of it now (a
+    /// resumed round): a line of one is the round's own, not a foreign one.
     async fn collect(
         &self,
         job: &BatchJob,
         queries: &[(&Pool, usize, usize, &str)],
+        recorded: &Recorded<'_>,
     ) -> Result<Vec<Result<JudgeReply, JudgeError>>, String> {
         let keys: std::collections::HashSet<&str> = queries.iter().map(|q| q.3).collect();
-        let JobLines { mut results, beyond_lines, unreadable, odd } = self.read_lines(job, &keys).await?;
+        let JobLines { mut results, beyond_lines, unreadable, odd } = self.read_lines(job, &keys, recorded).await?;
         let missing = queries.iter().filter(|q| !results.contains_key(q.3)).count();
         let in_doubt = job.status == BatchJobStatus::Completed || !odd.is_empty();
         if !odd.is_empty() {
@@ -465,9 +476,17 @@ impl BatchJudge {
     /// The lines of the ended `job`'s output and error files, each matched to a query of the
     /// round by its custom id (`keys`), and what in them disagrees with the round. `Err`: a file
     /// could not be read.
-    async fn read_lines(&self, job: &BatchJob, keys: &std::collections::HashSet<&str>) -> Result<JobLines, String> {
+    async fn read_lines(
+        &self,
+        job: &BatchJob,
+        keys: &std::collections::HashSet<&str>,
+        recorded: &Recorded<'_>,
+    ) -> Result<JobLines, String> {
         let mut results: HashMap<String, BatchResult> = HashMap::new();
         let (mut unmatched, mut repeated, mut unreadable) = (0usize, 0usize, Vec::new());
+        // Lines of keys the round recorded whose intents are no longer open (a damaged
+        // intents.jsonl): the round's own requests, not foreign ones.
+        let (mut unbooked, mut settled) = (0usize, 0usize);
         let mut beyond_lines: Vec<(u16, serde_json::Value)> = Vec::new();
         let mut keep_beyond = |r: BatchResult| {
             if let BatchResult::Response { status, body, .. } = r {
@@ -491,8 +510,14 @@ impl BatchJudge {
             for line in self.api().parse_results(&bytes) {
                 match line {
                     Err(e) => unreadable.push(format!("file {file}: {e}")),
+                    // Booked with its verdict before the run stopped: in the books already.
+                    Ok(r) if recorded.settled.contains(r.custom_id()) => settled += 1,
                     Ok(r) if !keys.contains(r.custom_id()) => {
-                        unmatched += 1;
+                        if recorded.unopened.contains(r.custom_id()) {
+                            unbooked += 1;
+                        } else {
+                            unmatched += 1;
+                        }
                         keep_beyond(r);
                     }
                     Ok(r) if results.contains_key(r.custom_id()) => {
@@ -510,6 +535,12 @@ impl BatchJudge {
         if unmatched > 0 {
             odd.push(format!("{} with a custom_id no request of the round has", count(unmatched, "line")));
         }
+        if unbooked > 0 {
+            odd.push(format!(
+                "{} of a request the round recorded in batches.jsonl whose intent intents.jsonl no longer holds open (a damaged line?): booked at what it cost, its verdict matched to no pair",
+                count(unbooked, "line")
+            ));
+        }
         if repeated > 0 {
             odd.push(format!("{} repeating a request's custom_id", count(repeated, "line")));
         }
@@ -521,8 +552,9 @@ impl BatchJudge {
             ));
         }
         let ran = job.counts.map_or(0, |(c, f, _)| c as usize + f as usize);
-        if ran > results.len() {
-            odd.push(format!("request counts of {ran} that ran against {} lines of the round", results.len()));
+        let lines = results.len() + unbooked + settled;
+        if ran > lines {
+            odd.push(format!("request counts of {ran} that ran against {lines} lines of the round"));
         }
         Ok(JobLines { results, beyond_lines, unreadable: unreadable.len(), odd })
     }
@@ -617,7 +649,7 @@ impl BatchJudge {
                             .iter()
                             .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
                             .collect();
-                        match self.collect(&job, &qs).await {
+                        match self.collect(&job, &qs, &Recorded::default()).await {
                             Ok(r) => r,
                             Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
                         }
@@ -741,7 +773,16 @@ impl BatchJudge {
             };
             let qs: Vec<(&Pool, usize, usize, &str)> =
                 intents.iter().map(|i| (pool, index[i.a.as_str()], index[i.b.as_str()], i.key.as_str())).collect();
-            let outs = match self.collect(&job, &qs).await {
+            // The round's keys without an open intent: booked before a stop (their lines are
+            // in the books already), or lost from intents.jsonl.
+            let open: std::collections::HashSet<&str> = intents.iter().map(|i| i.key.as_str()).collect();
+            let (settled, unopened): (Vec<&String>, Vec<&String>) =
+                r.keys.iter().filter(|k| !open.contains(k.as_str())).partition(|k| books.log().get(k).is_some());
+            let recorded = Recorded {
+                settled: settled.into_iter().map(String::as_str).collect(),
+                unopened: unopened.into_iter().map(String::as_str).collect(),
+            };
+            let outs = match self.collect(&job, &qs, &recorded).await {
                 Ok(o) => o,
                 Err(why) => {
                     done.pending = Some(why);
