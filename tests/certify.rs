@@ -276,3 +276,23 @@ fn a_judge_answering_at_random_gets_nothing_certified() {
     }
     assert_eq!(withheld, 8);
 }
+
+/// 80 soft verdicts (logprobs) of a judge that gives the longer summary P = 0.8 every time, on
+/// the shipped SummEval pool: the equal-quality test tells them from chance, as it does the same
+/// verdicts made hard (hunt 45: against coin draws, which spread more than soft verdicts, they
+/// read "do not tell the answers apart", p = 0.055, and nothing was certified).
+#[test]
+fn soft_verdicts_of_a_consistent_judge_are_not_taken_for_chance() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let soft = root().join("tests/fixtures/soft_longer_wins.jsonl");
+    let text0 = std::fs::read_to_string(&soft).unwrap();
+    assert_eq!(text0.lines().count(), 80);
+    let hard = write(d, "hard.jsonl", &text0.replace("\"y\": 0.8", "\"y\": 1").replace("\"y\": 0.2", "\"y\": 0"));
+    for file in [soft.as_path(), hard.as_path()] {
+        let out = run_bin(d, &["fit", summeval().to_str().unwrap(), file.to_str().unwrap(), "--k", "3"]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(!text(&out).contains("do not tell the answers apart"), "{}: {}", file.display(), text(&out));
+        assert!(stdout(&out).contains("top-3 not certified (ε = 0.05): "), "{}", text(&out));
+    }
+}

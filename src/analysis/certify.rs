@@ -294,9 +294,10 @@ pub fn signal_check(verdicts: &[ItemVerdict], item_base: &[usize], bases: usize)
 /// mean y). The statistic is T = Σ_m U_m² / n_m, with U_m the sum of a base's residuals
 /// (y − p₀ as the first shown, p₀ − y as the second) over its n_m verdicts (pairs of one base's
 /// items left out); its p-value is the share of [`EQUAL_QUALITY_DRAWS`] verdict sets drawn
-/// under equal quality (p₀ estimated again in each) with T as large, counting the observed one
-/// (a parametric bootstrap: exact in level for hard verdicts, conservative for soft ones and
-/// ties). Returns the no-signal record (lean `indistinct`) when p > [`EQUAL_QUALITY_ALPHA`], with
+/// under equal quality with T as large, counting the observed one: for hard verdicts coins with
+/// P(first wins) = p₀ (p₀ estimated again in each; a parametric bootstrap), for soft ones or ties
+/// the observed y shuffled over the pairs (a permutation test; coins would spread more than soft
+/// verdicts do, and hide their signal). Returns the no-signal record (lean `indistinct`) when p > [`EQUAL_QUALITY_ALPHA`], with
 /// at least [`NO_SIGNAL_MIN_VERDICTS`] verdicts; deterministic (a fixed random stream).
 pub fn indistinct(verdicts: &[ItemVerdict], item_base: &[usize], bases: usize) -> Option<NoSignal> {
     let mut pairs: Vec<(usize, usize, f64)> =
@@ -333,10 +334,22 @@ fn equal_quality_p(pairs: &[(usize, usize, f64)], bases: usize) -> f64 {
     let observed = statistic(&mut pairs.iter().map(|p| p.2));
     let p0 = pairs.iter().map(|p| p.2).sum::<f64>() / pairs.len() as f64;
     let mut rng = crate::domain::rng::stream(0, "equal-quality", pairs.len() as u64);
+    // Hard verdicts: each draw a coin with P(first wins) = p₀. Soft ones or ties spread less
+    // than coins do, so coins would make any soft signal look like chance: each draw is then the
+    // observed y shuffled over the pairs, which equal quality leaves exchangeable (a
+    // permutation test, exact in level whatever the scale of y).
+    let hard = pairs.iter().all(|p| p.2 == 0.0 || p.2 == 1.0);
+    let mut ys: Vec<f64> = pairs.iter().map(|p| p.2).collect();
     let mut as_large = 0;
     for _ in 0..EQUAL_QUALITY_DRAWS {
         use rand::RngExt;
-        let t = statistic(&mut (0..pairs.len()).map(|_| if rng.random::<f64>() < p0 { 1.0 } else { 0.0 }));
+        use rand::seq::SliceRandom;
+        let t = if hard {
+            statistic(&mut (0..pairs.len()).map(|_| if rng.random::<f64>() < p0 { 1.0 } else { 0.0 }))
+        } else {
+            ys.shuffle(&mut rng);
+            statistic(&mut ys.iter().copied())
+        };
         // A relative margin: equal statistics computed in another order are counted as equal.
         as_large += usize::from(t >= observed * (1.0 - 1e-12));
     }
@@ -362,6 +375,34 @@ mod tests {
             }
         }
         v
+    }
+
+    /// Soft verdicts (logprobs): a judge that always leans to the better answer, at P = 0.8 or
+    /// 0.6, is told from chance; it was not when the draws were coins, which spread more than
+    /// soft verdicts (hunt 45: p = 0.585 for P = 0.8). Soft verdicts of no signal (P drawn at
+    /// random, whatever the pair) hold the level.
+    #[test]
+    fn the_equal_quality_test_reads_soft_verdicts() {
+        let ident: Vec<usize> = (0..8).collect();
+        for lean in [0.8, 0.6] {
+            let soft: Vec<ItemVerdict> = drawn(&[0.0; 8], 0.0, 1, 0)
+                .into_iter()
+                .map(|v| ItemVerdict { y: if v.a < v.b { lean } else { 1.0 - lean }, ..v })
+                .collect();
+            let pairs: Vec<(usize, usize, f64)> = soft.iter().map(|v| (v.a, v.b, v.y)).collect();
+            assert_eq!(equal_quality_p(&pairs, 8), 1.0 / 200.0, "P = {lean}");
+        }
+        // P(first wins) drawn uniformly for each verdict: rejected in about 5 % of 200 sets.
+        let rejected = (0..200)
+            .filter(|&s| {
+                use rand::RngExt;
+                let mut r = crate::domain::rng::stream(s, "soft", 0);
+                let v: Vec<ItemVerdict> =
+                    drawn(&[0.0; 8], 0.0, 2, s).into_iter().map(|v| ItemVerdict { y: r.random::<f64>(), ..v }).collect();
+                indistinct(&v, &ident, 8).is_none()
+            })
+            .count();
+        assert!((2..=20).contains(&rejected), "{rejected} of 200 rejected at level 0.05");
     }
 
     #[test]
