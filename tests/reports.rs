@@ -422,7 +422,7 @@ fn a_run_without_its_refits_is_said_by_compare_and_report() {
     // Only lines of another configuration, or none: nothing drawn, and said.
     let lines = own.lines().count();
     let foreign = format!(
-        "holds no refit of this run's configuration ({lines} lines of another config_hash than run.json's `fit`)"
+        "holds no refit of this run's configuration ({lines} lines of another configuration than run.json names)"
     );
     for (text, state) in [(other.clone(), foreign.as_str()), (String::new(), "holds no refit")] {
         std::fs::write(fair.join("fits.jsonl"), text).unwrap();
@@ -958,4 +958,31 @@ fn a_torn_panel_fits_file_is_said_as_torn() {
     let said = stderr(&out);
     assert!(said.contains("runs/summeval-panel/panel_fits.jsonl:1: ignored a torn last line"), "{said}");
     assert!(said.contains("runs/summeval-panel/panel_fits.jsonl holds no refit while result.json counts "), "{said}");
+    // Lines of another panel configuration are skipped wherever they stand; with none of the
+    // run's own left, said (hunt 45: the last line's configuration was taken for the run's).
+    let own = json(&d.join("runs/summeval-panel/run.json"));
+    let id = topk_judge::report::panel_fits_id(own["fit"].as_str().unwrap(), own["judge"].as_str().unwrap());
+    assert!(text0.lines().all(|l| l.contains(&format!("\"config\":\"{id}\""))), "{text0}");
+    let other = text0.replace(&id, "0000000000000000");
+    let report = || {
+        let out = run_bin(d, &["report", "runs/summeval-panel", "--out", "rep"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let svg = std::fs::read_to_string(d.join("rep/recall_vs_spend.svg")).unwrap_or_default();
+        (stderr(&out), svg.matches("<circle").count())
+    };
+    std::fs::write(&fits, &text0).unwrap();
+    let (_, whole) = report();
+    assert_eq!(whole, text0.lines().count());
+    std::fs::write(&fits, format!("{text0}{}\n", other.lines().last().unwrap())).unwrap();
+    let (said, points) = report();
+    assert!(!said.contains("panel_fits.jsonl"), "{said}");
+    assert_eq!(points, whole);
+    std::fs::write(&fits, &other).unwrap();
+    let (said, points) = report();
+    assert_eq!(points, 0);
+    let n = text0.lines().count();
+    assert!(
+        said.contains(&format!("runs/summeval-panel/panel_fits.jsonl holds no refit of this run's configuration ({n} lines of another configuration than run.json names)")),
+        "{said}"
+    );
 }

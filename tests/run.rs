@@ -193,10 +193,18 @@ fn bad_inputs_fail_clearly_without_touching_earlier_verdicts() {
         assert!(!t.contains("os error"), "{t}");
         assert_eq!(std::fs::read(&verdicts).unwrap(), before, "{name} touched the earlier verdicts");
     }
-    // A run folder's name changes no file the config names: not said as the cause.
-    let out = run_bin(dir.path(), &["run", dir.path().join("rec.yaml").to_str().unwrap(), "--name", "r1"]);
-    assert!(text(&out).contains("rec.yaml:8: judge.replay.file: cannot read recording "), "{}", text(&out));
-    assert!(!text(&out).contains("as changed by"), "{}", text(&out));
+    // An override that does not make the file's own fault is not said as its cause (hunt 44,
+    // 45: "in the file as changed by --name r1", by --max-usd, by --set k=…), whether the run
+    // or its dry run reads it.
+    let rec = dir.path().join("rec.yaml");
+    for extra in [&["--name", "r1"][..], &["--max-usd", "1"], &["--set", "k=1"], &["--max-usd", "1", "--dry-run"]] {
+        let out = run_bin(dir.path(), &[&["run", rec.to_str().unwrap()][..], extra].concat());
+        assert!(text(&out).contains("rec.yaml:8: judge.replay.file: cannot read recording "), "{}", text(&out));
+        assert!(!text(&out).contains("as changed by"), "{extra:?}: {}", text(&out));
+    }
+    // One that does is named: k = 3 of three items.
+    let out = run_bin(dir.path(), &["run", rec.to_str().unwrap(), "--set", "k=3"]);
+    assert!(text(&out).contains("--set k=3: k: 3 must satisfy"), "{}", text(&out));
     // The unknown key error names the line.
     let out = run_bin(dir.path(), &["run", dir.path().join("unknown.yaml").to_str().unwrap()]);
     assert!(text(&out).contains("line 7") || text(&out).contains("7:"), "{}", text(&out));

@@ -397,8 +397,10 @@ mod tests {
             .filter(|&s| {
                 use rand::RngExt;
                 let mut r = crate::domain::rng::stream(s, "soft", 0);
-                let v: Vec<ItemVerdict> =
-                    drawn(&[0.0; 8], 0.0, 2, s).into_iter().map(|v| ItemVerdict { y: r.random::<f64>(), ..v }).collect();
+                let v: Vec<ItemVerdict> = drawn(&[0.0; 8], 0.0, 2, s)
+                    .into_iter()
+                    .map(|v| ItemVerdict { y: r.random::<f64>(), ..v })
+                    .collect();
                 indistinct(&v, &ident, 8).is_none()
             })
             .count();

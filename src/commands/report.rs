@@ -73,6 +73,17 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
         files.push(p);
         Ok(())
     };
+    // A plot an earlier report drew into this folder and this one cannot (no refit to draw) is
+    // removed, so no picture stands beside a report that says it has none.
+    for stale in REPORT_PLOTS.iter().filter(|f| !plots.iter().any(|(p, _, _)| p == *f)) {
+        let p = out.join(stale);
+        if p.is_file() {
+            std::fs::remove_file(&p).map_err(|e| CompareError::Read {
+                path: p.clone(),
+                msg: format!("cannot remove the earlier plot: {e}"),
+            })?;
+        }
+    }
     w("report.md", &markdown(&c, &plots))?;
     w("report.html", &html(&c, &plots))?;
     for (file, _, svg) in &plots {
@@ -80,6 +91,9 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
     }
     Ok(files)
 }
+
+/// Every plot a report may draw (a single judge's run or a panel's).
+const REPORT_PLOTS: [&str; 4] = ["theta.svg", "membership.svg", "boundary_pi.svg", "recall_vs_spend.svg"];
 
 /// `topk-judge report RUN_OR_CONFIG`.
 #[derive(Debug, clap::Args)]

@@ -691,6 +691,40 @@ fn non_empty_judges<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<PanelM
     Ok(v)
 }
 
+/// A config read back (`run --dry-run`, or a run folder's copy), which sends nothing: what only a
+/// request needs (its credentials, the key) is taken out of the checks and returned as what a
+/// real run would stop with; the client refuses it when it is built (`gate` asks its trusted
+/// judge).
+fn read_back(raw: &mut RawConfig) -> Option<String> {
+    let mut problem = None;
+    let mut blocks: Vec<(String, &mut JudgeConfig)> = match &mut raw.judge {
+        Some(j) => vec![("judge".into(), j)],
+        None => raw.judges.iter_mut().enumerate().map(|(i, m)| (format!("judges[{i}]"), &mut m.judge)).collect(),
+    };
+    let n_run_judges = blocks.len();
+    if let Some(t) = raw.gate.as_mut().and_then(|g| g.trusted.as_mut()) {
+        blocks.push(("gate.trusted".into(), t));
+    }
+    for (i, (key, j)) in blocks.into_iter().enumerate() {
+        let JudgeConfig::Openai(oc) = j else { continue };
+        oc.read_back = true;
+        if let Some(m) = crate::judge::openai::secret::base_url_problem(&oc.base_url)
+            && oc.base_url.contains("***")
+        {
+            problem.get_or_insert(format!("{key}.openai.base_url: {m}"));
+        }
+        if let Some(m) = crate::judge::openai::key_problem(oc).filter(|_| oc.api_key_required) {
+            problem.get_or_insert(format!("{key}.openai.api_key_env: {m}"));
+            // The run's judges are probed without a key by a dry run (a free request); the
+            // gate's trusted judge is asked by `gate`, which needs its key.
+            if i < n_run_judges {
+                oc.api_key_required = false;
+            }
+        }
+    }
+    problem
+}
+
 /// `judge:` or `judges:`: exactly one. A panel of one becomes `judge` (so it runs as the
 /// single-judge run it is, bit for bit); a panel of two or more needs distinct non-empty names
 /// and at most one trusted judge, and runs `wait_for_batch` or `pipelined` over one pool, design
@@ -852,7 +886,9 @@ impl Config {
     /// As [`Config::load`]; a fault an override brings names the override.
     pub fn load_with(path: &Path, overrides: &[super::overrides::Override]) -> Result<Self, ConfigError> {
         let raw = super::overrides::read_document_with(path, overrides)?;
-        let cfg = Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))?;
+        let cfg = Self::from_raw(raw, path).map_err(|e| {
+            Self::fault_of_the_file(path, overrides, e, |p| Self::from_raw(super::read_document(p)?, p))
+        })?;
         Ok(Self { overrides: overrides.to_vec(), ..cfg })
     }
 
@@ -877,37 +913,33 @@ impl Config {
         overrides: &[super::overrides::Override],
     ) -> Result<(Self, Option<String>), ConfigError> {
         let mut raw: RawConfig = super::overrides::read_document_with(path, overrides)?;
-        let mut problem = None;
-        let mut blocks: Vec<(String, &mut JudgeConfig)> = match &mut raw.judge {
-            Some(j) => vec![("judge".into(), j)],
-            None => raw.judges.iter_mut().enumerate().map(|(i, m)| (format!("judges[{i}]"), &mut m.judge)).collect(),
-        };
-        let n_run_judges = blocks.len();
-        if let Some(t) = raw.gate.as_mut().and_then(|g| g.trusted.as_mut()) {
-            blocks.push(("gate.trusted".into(), t));
-        }
-        for (i, (key, j)) in blocks.into_iter().enumerate() {
-            let JudgeConfig::Openai(oc) = j else { continue };
-            // Nothing is sent from here: what only a request needs (its credentials, the key) is
-            // said as what a real run would stop with, and the client refuses it when it is built
-            // (`gate` asks its trusted judge).
-            oc.read_back = true;
-            if let Some(m) = crate::judge::openai::secret::base_url_problem(&oc.base_url)
-                && oc.base_url.contains("***")
-            {
-                problem.get_or_insert(format!("{key}.openai.base_url: {m}"));
-            }
-            if let Some(m) = crate::judge::openai::key_problem(oc).filter(|_| oc.api_key_required) {
-                problem.get_or_insert(format!("{key}.openai.api_key_env: {m}"));
-                // The run's judges are probed without a key by a dry run (a free request); the
-                // gate's trusted judge is asked by `gate`, which needs its key.
-                if i < n_run_judges {
-                    oc.api_key_required = false;
-                }
-            }
-        }
-        let cfg = Self::from_raw(raw, path).map_err(|e| super::overrides::name_the_override(e, overrides))?;
+        let problem = read_back(&mut raw);
+        let cfg = Self::from_raw(raw, path).map_err(|e| {
+            Self::fault_of_the_file(path, overrides, e, |p| {
+                let mut raw: RawConfig = super::read_document(p)?;
+                read_back(&mut raw);
+                Self::from_raw(raw, p)
+            })
+        })?;
         Ok((Self { overrides: overrides.to_vec(), ..cfg }, problem))
+    }
+
+    /// `e`, the fault of the config at `path` as `overrides` change it: the file's own when the
+    /// file alone (`load`) fails alike, said without the overrides; else named by the override
+    /// that makes it ([`super::overrides::name_the_override`]).
+    fn fault_of_the_file(
+        path: &Path,
+        overrides: &[super::overrides::Override],
+        e: ConfigError,
+        load: impl Fn(&Path) -> Result<Self, ConfigError>,
+    ) -> ConfigError {
+        if !overrides.is_empty()
+            && let Err(plain) = load(path)
+            && plain.to_string() == e.to_string()
+        {
+            return plain;
+        }
+        super::overrides::name_the_override(e, overrides)
     }
 
     /// Validate a parsed config; relative paths resolve against `path`'s folder. The sections

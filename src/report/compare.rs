@@ -79,7 +79,7 @@ fn other_refits_note(fits: &Path, have: usize, other: usize, comparisons: usize)
             _ if !fits.exists() => "is missing".to_owned(),
             0 => "holds no refit".to_owned(),
             n => format!(
-                "holds no refit of this run's configuration ({} of another config_hash than run.json's `fit`)",
+                "holds no refit of this run's configuration ({} of another configuration than run.json names)",
                 crate::domain::fmt::count(n, "line")
             ),
         };
@@ -444,15 +444,20 @@ impl PanelRunDir {
                 }
             }
         }
-        // The refits of the configuration that made the last line (a folder reused by another
-        // panel keeps the older ones).
-        let last = lines.last().map(|l| l.config.clone());
+        // The refits of the run's own configuration (run.json; without it, the last line's): a
+        // folder reused by another panel keeps the older ones.
+        let own = std::fs::read_to_string(dir.join("run.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| Some(crate::report::panel_fits_id(v["fit"].as_str()?, v["judge"].as_str()?)))
+            .or_else(|| lines.last().map(|l| l.config.clone()));
+        let all = lines.len();
         let fits: Vec<_> = lines
             .into_iter()
-            .filter(|l| Some(&l.config) == last.as_ref())
+            .filter(|l| Some(&l.config) == own.as_ref())
             .map(|l| (l.spend_usd, l.comparisons, l.topk))
             .collect();
-        if let Some(note) = no_refits_note(&fp, fits.len(), comparisons) {
+        if let Some(note) = other_refits_note(&fp, fits.len(), all - fits.len(), comparisons) {
             tracing::warn!("{note}");
         }
         // The panel's own verdicts: each judge's records carry its name and key prefix (a

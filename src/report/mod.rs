@@ -65,8 +65,8 @@ pub struct FitLine {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PanelFitLine {
     /// The panel configuration that made the line (judges, fit and acquisition settings,
-    /// hashed): a folder reused by another configuration keeps its older lines, which readers
-    /// skip (only the last line's configuration is read).
+    /// hashed, [`panel_fits_id`]): a folder reused by another configuration keeps its older
+    /// lines, which readers skip (only the run's own configuration is read).
     #[serde(default)]
     pub config: String,
     /// Valid verdicts fitted (all judges).
@@ -76,6 +76,12 @@ pub struct PanelFitLine {
     pub spend_usd: f64,
     /// Point top-k by θ̂ (base names).
     pub topk: Vec<String>,
+}
+
+/// The `config` of a panel's [`PanelFitLine`]s: 16 hex digits of the SHA-256 of the run's fit
+/// settings hash and its judges' identity (run.json's `fit` and `judge`), `fit|judge`.
+pub fn panel_fits_id(fit: &str, judge: &str) -> String {
+    crate::domain::rng::sha256_hex(&format!("{fit}|{judge}"))[..16].to_string()
 }
 
 /// The file of [`PanelFitLine`]s in a panel's run folder.

@@ -346,9 +346,7 @@ pub async fn run(cfg: &Config, panel: Arc<PanelJudge>, opts: &RunOptions) -> Res
     let own_at_start: f64 = queries.iter().map(|q| books.spend(&|k: &str| q.contains_key(k)).total_usd()).sum();
     let others_usd = (budget.spent_usd() - own_at_start).max(0.0);
     // The panel's refits are told apart from another configuration's in the same folder.
-    let fits_id =
-        rng::sha256_hex(&format!("{}|{}", super::folder::config_hash(cfg), identity.cache_key(&cfg.pool, 0, 1)))[..16]
-            .to_string();
+    let fits_id = crate::report::panel_fits_id(&super::folder::config_hash(cfg), &identity.cache_key(&cfg.pool, 0, 1));
     let acq = &cfg.raw.acquisition;
     debug_assert_ne!(acq.dispatch, Dispatch::Batch, "the config refuses provider batch jobs for a panel");
     let settings = ScheduleSettings::new(
