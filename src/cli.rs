@@ -51,7 +51,8 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Build a pool file for ranking systems across many prompts (docs/systems.md) from model
     /// outputs: AlpacaEval JSON, Arena-Hard or MT-Bench answer JSON Lines, or CSV/TSV
-    /// (prompt_id,prompt,system,text).
+    /// (prompt_id,prompt,system,text); or, with --judgments, a recording of published judge
+    /// verdicts (docs/replay.md) to replay, check or fit.
     Import(import::ImportArgs),
     /// Compare runs of the same pool (e.g. a cheap and a frontier judge): spend, comparisons,
     /// recall@k, top-k agreement, position-flip rates, and recall against spend; or runs of

@@ -611,7 +611,7 @@ fn reusing_a_run_name_for_another_config_warns() {
     std::fs::write(&c, yaml).unwrap();
     let dry = run_bin(dir.path(), &["run", c.to_str().unwrap(), "--dry-run"]);
     assert!(
-        stderr(&dry).contains("runs/shared holds a run with a different model, k, acquisition or pool: its result.json and config.yaml are replaced"),
+        stderr(&dry).contains("runs/shared holds a run with a different model, k, acquisition or pool: running this config replaces its result.json and config.yaml"),
         "{}",
         text(&dry)
     );

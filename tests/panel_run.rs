@@ -1507,7 +1507,7 @@ fn a_carried_prior_holds_a_judges_bias_and_fit_reproduces_the_run() {
     let again = run_bin(dir.path(), &["run", changed.to_str().unwrap()]);
     let said = text(&again);
     assert!(
-        said.contains("holds a run with a different model, k, acquisition or pool: its result.json and config.yaml are replaced and panel_fits.jsonl gets a second history"),
+        said.contains("holds a run with a different model, k, acquisition or pool: running this config replaces its result.json and config.yaml, and panel_fits.jsonl gets a second history"),
         "{said}"
     );
     // A prior 3 logits per sd of words off what these verdicts say (0.52 ± 0.21 without it) is

@@ -436,6 +436,12 @@ fn a_run_without_its_refits_is_said_by_compare_and_report() {
     let md = std::fs::read_to_string(d.join("rep/report.md")).unwrap();
     assert!(md.contains("runs/slot/fits.jsonl is missing while result.json counts 30 comparisons"), "{md}");
     assert!(!d.join("rep/boundary_pi.svg").exists() && d.join("rep/theta.svg").exists());
+    // A fits.jsonl that is there but cannot be read is an error, not a file without refits.
+    std::fs::remove_file(fair.join("fits.jsonl")).unwrap();
+    std::fs::create_dir(fair.join("fits.jsonl")).unwrap();
+    let out = run_bin(d, &["compare", "runs/fair", "runs/slot", "--out", "dir"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(stderr(&out).contains("runs/fair/fits.jsonl: cannot read: "), "{}", text(&out));
 }
 
 #[test]

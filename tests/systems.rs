@@ -467,10 +467,11 @@ fn fit_names_the_ordered_pair_a_recording_gives_two_verdicts() {
         r#"{"pool_id":"p1","a":"a","b":"b","y":1,"judge":null}"#,
         r#"{"pool_id":"p1","a":"a","b":"b","y":0}"#,
         r#"{"pool_id":"p1","a":"a","b":"b","y":0.5,"judge":""}"#,
+        r#"{"pool_id":"p1","a":"a","b":"b","y":0.25,"judge":" "}"#,
     ];
     write(d, "unnamed.jsonl", &(unnamed.join("\n") + "\n"));
     let fit = run_bin(d, &["fit", "pool.jsonl", "unnamed.jsonl", "--k", "1"]);
-    assert!(stderr(&fit).contains("unnamed.jsonl: 2 lines give another verdict for the judge, prompt and ordered pair of an earlier line (line 2, first on line 1)"), "{}", text(&fit));
+    assert!(stderr(&fit).contains("unnamed.jsonl: 3 lines give another verdict for the judge, prompt and ordered pair of an earlier line (line 2, first on line 1)"), "{}", text(&fit));
     // The same verdicts once each: no word.
     write(d, "once.jsonl", &(lines[..2].join("\n") + "\n"));
     let fit = run_bin(d, &["fit", "pool.jsonl", "once.jsonl", "--k", "1"]);

@@ -257,9 +257,10 @@ fn read_verdict_lines_but(
         } else if let Some(prompt) = obj.get("pool_id").and_then(|p| p.as_str()) {
             // A recording's line (keyed per prompt, no cache key): its query is the judge, its
             // settings and prompting, the prompt and the ordered pair, as `check` reads it.
-            // A field written null or empty is the field not written, as `check` reads it.
+            // A field written null, empty or blank is the field not written, as `check` reads it.
             let field = |k: &str| match obj.get(k) {
                 None | Some(serde_json::Value::Null) => String::new(),
+                Some(serde_json::Value::String(s)) if s.trim().is_empty() => String::new(),
                 Some(serde_json::Value::String(s)) => s.clone(),
                 Some(v) => v.to_string(),
             };

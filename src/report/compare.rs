@@ -238,7 +238,14 @@ impl RunDir {
         short_verdicts(&vp, (verdicts.len(), named), torn.as_deref(), result.comparisons)?;
         let fp = dir.join("fits.jsonl");
         let mut fits = Vec::new();
-        if let Ok(text) = std::fs::read_to_string(&fp) {
+        // Missing: no refit to draw (said below); there but unreadable (a folder): an error.
+        let read = match std::fs::read_to_string(&fp) {
+            Err(e) if fp.exists() => {
+                return Err(CompareError::Read { path: fp.clone(), msg: format!("cannot read: {e}") });
+            }
+            r => r,
+        };
+        if let Ok(text) = read {
             let lines: Vec<&str> = text.lines().collect();
             for (i, line) in lines.iter().enumerate() {
                 if line.trim().is_empty() {

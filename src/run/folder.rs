@@ -60,7 +60,7 @@ fn old_identity(dir: &Path) -> Option<RunIdentity> {
 }
 
 /// A warning when `dir` already holds a run made by another configuration (its `run.json`
-/// differs): that run's result.json and config.yaml are about to be replaced.
+/// differs): running this config replaces that run's result.json and config.yaml.
 fn other_run_warning(dir: &Path, old: Option<&RunIdentity>, id: &RunIdentity, fits: &str) -> Option<String> {
     let old = old?;
     let what = match (old.fit != id.fit, old.judge != id.judge) {
@@ -72,7 +72,7 @@ fn other_run_warning(dir: &Path, old: Option<&RunIdentity>, id: &RunIdentity, fi
         (true, true) => "judge (or the items it reads) and model, k, acquisition or pool",
     };
     Some(format!(
-        "{} holds a run with a different {what}: its result.json and config.yaml are replaced and {fits} gets a second history (stored verdicts are kept, and reused by a judge of the same settings and name: a single judge and a panel's member alike; a member given another name asks again); give this run its own `name` to keep both",
+        "{} holds a run with a different {what}: running this config replaces its result.json and config.yaml, and {fits} gets a second history (stored verdicts are kept, and reused by a judge of the same settings and name: a single judge and a panel's member alike; a member given another name asks again); give this run its own `name` to keep both",
         dir.display()
     ))
 }
