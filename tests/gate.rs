@@ -327,6 +327,18 @@ fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
         );
     }
     assert!(!dir.path().join("runs/nolab/verdicts.jsonl").exists(), "nothing was sent");
+    // Given by --set from another folder than the config's: the override is named, with the
+    // hint that the file exists from the shell's folder (hunt 45: neither was said).
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let sub = write(&dir.path().join("sub"), "nolab.yaml", &std::fs::read_to_string(&cfg).unwrap());
+    write(dir.path(), "here.jsonl", "");
+    let out = run_bin(dir.path(), &["run", sub.to_str().unwrap(), "--dry-run", "--set", "gate.labels=here.jsonl"]);
+    assert!(
+        stderr(&out).contains("--set gate.labels=here.jsonl: gate.labels: cannot read labels file ")
+            && stderr(&out).contains("here.jsonl exists from here: give it as an absolute path"),
+        "{}",
+        text(&out)
+    );
     // A label naming no base of the pool: the labels file's line, under the config's.
     write(dir.path(), "bad.jsonl", "\n{\"a\": \"i000\", \"b\": \"zz\", \"better\": \"i000\"}\n");
     let bad = synthetic_config(dir.path(), "badlab", "gate:\n  anchors: 10\n  labels: bad.jsonl\n");

@@ -46,10 +46,16 @@ pub fn check_labels_file(cfg: &Config) -> Result<Option<usize>, crate::config::C
                 RunFolderError::Io { path, source } => format!("cannot read labels file {}: {source}", path.display()),
                 e => e.to_string(),
             };
-            crate::config::ConfigError::invalid(
+            let e = crate::config::ConfigError::invalid(
                 &cfg.path,
                 crate::domain::invalid::InvalidSetting::new("gate.labels", msg),
-            )
+            );
+            // Set by `--set gate.labels=…`: that override is named, as for any key it sets.
+            if cfg.overrides.iter().any(|o| o.key.first().is_some_and(|k| k == "gate")) {
+                crate::config::overrides::name_the_override(e, &cfg.overrides)
+            } else {
+                e
+            }
         })?;
         return Ok(Some(labels.len()));
     }
