@@ -413,7 +413,14 @@ fn a_run_without_its_refits_is_said_by_compare_and_report() {
     let hash = json(&fair.join("run.json"))["fit"].as_str().unwrap().to_owned();
     assert!(own.contains(&format!("\"config_hash\":\"{hash}\"")));
     let other = own.replace(&hash, "deadbeef");
-    for (name, text) in [("before", format!("{other}{own}")), ("after", format!("{own}{other}"))] {
+    // (Also a line of another configuration and another shape, and a byte-order mark.)
+    let odd = "{\"config_hash\":\"0000000000000000\",\"comparisons\":0}\n";
+    for (name, text) in [
+        ("before", format!("{other}{own}")),
+        ("after", format!("{own}{other}")),
+        ("shape", format!("{odd}{own}")),
+        ("bom", format!("\u{feff}{own}")),
+    ] {
         std::fs::write(fair.join("fits.jsonl"), text).unwrap();
         let (points, said) = compare(name);
         assert_eq!(points, fair_alone, "{name}");
@@ -436,6 +443,20 @@ fn a_run_without_its_refits_is_said_by_compare_and_report() {
     let md = std::fs::read_to_string(d.join("rep/report.md")).unwrap();
     assert!(md.contains("runs/slot/fits.jsonl is missing while result.json counts 30 comparisons"), "{md}");
     assert!(!d.join("rep/boundary_pi.svg").exists() && d.join("rep/theta.svg").exists());
+    // A line cut short before the end of the file: an error that says what to do.
+    let mut cut: Vec<String> = own.lines().map(|l| format!("{l}\n")).collect();
+    cut[1] = format!("{}\n", &cut[1][..40]);
+    std::fs::write(fair.join("fits.jsonl"), cut.concat()).unwrap();
+    let out = run_bin(d, &["compare", "runs/fair", "runs/slot", "--out", "cutmid"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("runs/fair/fits.jsonl: line 2: not a fit line (")
+            && stderr(&out).contains(
+                "a line cut short before the end of the file (a hand edit or a copy?): remove it to read the rest"
+            ),
+        "{}",
+        text(&out)
+    );
     // A fits.jsonl that is there but cannot be read is an error, not a file without refits.
     std::fs::remove_file(fair.join("fits.jsonl")).unwrap();
     std::fs::create_dir(fair.join("fits.jsonl")).unwrap();

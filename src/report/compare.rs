@@ -237,7 +237,15 @@ impl RunDir {
         };
         short_verdicts(&vp, (verdicts.len(), named), torn.as_deref(), result.comparisons)?;
         let fp = dir.join("fits.jsonl");
+        // The refits of the configuration that made the run (run.json's `fit` hash; without
+        // it, the last line's): a folder reused by another configuration keeps older ones, of
+        // whatever shape they had then, and they are set aside unread.
+        let own: Option<String> = std::fs::read_to_string(dir.join("run.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["fit"].as_str().map(str::to_owned));
         let mut fits = Vec::new();
+        let mut foreign = 0;
         // Missing: no refit to draw (said below); there but unreadable (a folder): an error.
         let read = match std::fs::read_to_string(&fp) {
             Err(e) if fp.exists() => {
@@ -246,9 +254,19 @@ impl RunDir {
             r => r,
         };
         if let Ok(text) = read {
+            let text = crate::domain::text::strip_bom_str(&text);
             let lines: Vec<&str> = text.lines().collect();
             for (i, line) in lines.iter().enumerate() {
                 if line.trim().is_empty() {
+                    continue;
+                }
+                let hash = serde_json::from_str::<serde_json::Value>(line)
+                    .ok()
+                    .and_then(|v| v["config_hash"].as_str().map(str::to_owned));
+                if let (Some(own), Some(hash)) = (&own, &hash)
+                    && own != hash
+                {
+                    foreign += 1;
                     continue;
                 }
                 match serde_json::from_str::<FitLine>(line) {
@@ -259,26 +277,24 @@ impl RunDir {
                         tracing::warn!("{}:{}: ignored a torn last line", fp.display(), i + 1)
                     }
                     Err(e) => {
+                        let cut = if e.is_eof() {
+                            "; a line cut short before the end of the file (a hand edit or a copy?): remove it to read the rest"
+                        } else {
+                            ""
+                        };
                         return Err(CompareError::Read {
                             path: fp.clone(),
-                            msg: format!("line {}: not a fit line ({e})", i + 1),
+                            msg: format!("line {}: not a fit line ({e}){cut}", i + 1),
                         });
                     }
                 }
             }
         }
-        // The refits of the configuration that made the run (run.json's `fit` hash; without
-        // it, the last line's): a folder reused by another configuration keeps older ones.
-        let own: Option<String> = std::fs::read_to_string(dir.join("run.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| v["fit"].as_str().map(str::to_owned))
-            .or_else(|| fits.last().map(|f| f.config_hash.clone()));
         let all = fits.len();
-        if let Some(own) = own {
+        if let Some(own) = own.or_else(|| fits.last().map(|f| f.config_hash.clone())) {
             fits.retain(|f| f.config_hash == own);
         }
-        let refits_note = other_refits_note(&fp, fits.len(), all - fits.len(), result.comparisons);
+        let refits_note = other_refits_note(&fp, fits.len(), foreign + all - fits.len(), result.comparisons);
         if let Some(note) = &refits_note {
             tracing::warn!("{note}");
         }
