@@ -64,16 +64,11 @@ pub struct RunDir {
 }
 
 /// What a run folder whose `fits` file (fits.jsonl, panel_fits.jsonl) holds no refit of its
-/// configuration while result.json counts `comparisons` cannot show: its curves over the refits
-/// (recall against spend in `compare`, π of the boundary items in `report`). `None` when it has
-/// refits, or no comparison to refit on.
-pub fn no_refits_note(fits: &Path, have: usize, comparisons: usize) -> Option<String> {
-    other_refits_note(fits, have, 0, comparisons)
-}
-
-/// [`no_refits_note`], where `other` lines of the file are refits of another configuration
-/// (another `config_hash` than the run's).
-fn other_refits_note(fits: &Path, have: usize, other: usize, comparisons: usize) -> Option<String> {
+/// configuration (`have` = 0; `other` lines are refits of another configuration) while
+/// result.json counts `comparisons` cannot show: its curves over the refits (recall against
+/// spend in `compare`, π of the boundary items in `report`). `None` when it has refits, or no
+/// comparison to refit on.
+fn no_refits_note(fits: &Path, have: usize, other: usize, comparisons: usize) -> Option<String> {
     (have == 0 && comparisons > 0).then(|| {
         let state = match other {
             _ if !fits.exists() => "is missing".to_owned(),
@@ -294,7 +289,7 @@ impl RunDir {
         if let Some(own) = own.or_else(|| fits.last().map(|f| f.config_hash.clone())) {
             fits.retain(|f| f.config_hash == own);
         }
-        let refits_note = other_refits_note(&fp, fits.len(), foreign + all - fits.len(), result.comparisons);
+        let refits_note = no_refits_note(&fp, fits.len(), foreign + all - fits.len(), result.comparisons);
         if let Some(note) = &refits_note {
             tracing::warn!("{note}");
         }
@@ -480,7 +475,7 @@ impl PanelRunDir {
             .filter(|l| Some(&l.config) == own.as_ref())
             .map(|l| (l.spend_usd, l.comparisons, l.topk))
             .collect();
-        if let Some(note) = other_refits_note(&fp, fits.len(), all - fits.len(), comparisons) {
+        if let Some(note) = no_refits_note(&fp, fits.len(), all - fits.len(), comparisons) {
             tracing::warn!("{note}");
         }
         // The panel's own verdicts: each judge's records carry its name and key prefix (a

@@ -376,13 +376,7 @@ impl Faults {
 fn in_member(e: &JudgeError, member: Option<(usize, &str)>) -> String {
     let said = e.to_string();
     match member {
-        Some((j, name)) => {
-            let said = match said.strip_prefix("judge.") {
-                Some(rest) => format!("judges[{j}].{rest}"),
-                None => said,
-            };
-            format!("the judge {name}: {said}")
-        }
+        Some((j, name)) => format!("the judge {name}: {}", crate::judge::keyed::rekey(&said, &format!("judges[{j}]"))),
         None => said,
     }
 }
