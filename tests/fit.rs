@@ -127,6 +127,7 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
     let out = run_bin(dir.path(), &args);
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
+    assert!(stdout(&out).ends_with(&format!("\nwrote {}\n", out_json.display())), "{t}");
     assert!(t.contains("warning: ") && t.contains("holds verdicts of 2 judges for pool"), "{t}");
     assert!(
         t.contains("(\"judge A\": 4, \"judge B\": 4); they are fitted together as one judge — pass --judge to fit one"),

@@ -173,6 +173,9 @@ fn fit_and_check_rank_the_systems_of_a_recording() {
     assert!(o.status.success(), "{}", text(&o));
     let t = stdout(&o);
     assert!(t.starts_with("leaderboard check: 45 prompts × 10 systems, 405 verdicts\n"), "{t}");
+    // The file written is said last, as `compare` and `report` say theirs.
+    assert!(t.ends_with("\nwrote check.json\n"), "{t}");
+    assert_eq!(json(&d.join("check.json"))["verdicts"], 405);
     assert!(
         t.contains(
             "raw top-3 (apparent φ̂): FuseChat-Gemma-2-9B-Instruct, FuseChat-Llama-3.1-8B-Instruct, gpt4_1106_preview\n"

@@ -354,8 +354,7 @@ pub fn run(args: &CheckArgs) -> Result<std::process::ExitCode, FitCommandError> 
     }
     super::print_out(&r.text());
     if let Some(out) = &args.out {
-        let text = serde_json::to_string_pretty(&r).expect("serialisable");
-        std::fs::write(out, text + "\n").map_err(|source| FitCommandError::WriteOut { path: out.clone(), source })?;
+        super::write_json_out(out, &r).map_err(|source| FitCommandError::WriteOut { path: out.clone(), source })?;
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -1582,8 +1582,7 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
         }
         super::print_out(&panel_text(&out));
         if let Some(path) = &args.out {
-            let text = serde_json::to_string_pretty(&out).expect("serialisable");
-            std::fs::write(path, text + "\n")
+            super::write_json_out(path, &out)
                 .map_err(|source| FitCommandError::WriteOut { path: path.clone(), source })?;
         }
         return Ok(std::process::ExitCode::SUCCESS);
@@ -1595,8 +1594,7 @@ pub fn run(args: &FitArgs) -> Result<std::process::ExitCode, FitCommandError> {
     }
     super::print_out(&fit_text(&fit));
     if let Some(out) = &args.out {
-        let text = serde_json::to_string_pretty(&fit).expect("serialisable");
-        std::fs::write(out, text + "\n").map_err(|source| FitCommandError::WriteOut { path: out.clone(), source })?;
+        super::write_json_out(out, &fit).map_err(|source| FitCommandError::WriteOut { path: out.clone(), source })?;
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -23,6 +23,17 @@ pub fn print_out(text: &str) {
     let _ = std::io::stdout().write_all(crate::domain::fmt::printable(text).as_bytes());
 }
 
+/// Write `value` as pretty JSON to `path` (an `--out FILE`), then say `wrote PATH` on stdout.
+///
+/// # Errors
+/// The write's I/O error (nothing is said then).
+pub fn write_json_out<T: serde::Serialize>(path: &std::path::Path, value: &T) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).expect("serialisable");
+    std::fs::write(path, text + "\n")?;
+    print_out(&format!("wrote {}\n", path.display()));
+    Ok(())
+}
+
 /// A warning line on stderr, ignoring a closed stderr (a dropped ssh session), where
 /// `eprintln!` would panic.
 pub fn warn_line(w: &str) {

@@ -253,7 +253,8 @@ fn pool_message(file: &Path, e: &PoolError) -> String {
 }
 
 /// A setting written under both its names (`concurrency` and `batch_size`) is a duplicate field
-/// the parser places at the mapping's first key: placed at the line of the second name instead.
+/// the parser places at the mapping's first key: placed at the line of the second name instead,
+/// without the parser's excerpt (its caret points at that first key).
 fn at_the_second_name(msg: String, text: &str) -> String {
     let both = msg.contains("duplicate field `batch_size`") || msg.contains("duplicate field `concurrency`");
     let lines =
@@ -261,7 +262,8 @@ fn at_the_second_name(msg: String, text: &str) -> String {
     match (both, lines, msg.find("): ")) {
         (true, [Some(a), Some(b)], Some(end)) if msg.starts_with("line ") => {
             let (line, key) = if a > b { (a, "concurrency") } else { (b, "batch_size") };
-            format!("line {line} (key `acquisition.{key}`): {}", &msg[end + 3..])
+            let cause = msg[end + 3..].lines().next().unwrap_or_default();
+            format!("line {line} (key `acquisition.{key}`): {cause}")
         }
         _ => msg,
     }
@@ -271,9 +273,10 @@ fn at_the_second_name(msg: String, text: &str) -> String {
 /// one setting, so say so instead of naming only the older spelling.
 pub(crate) fn one_setting_hint(msg: String) -> String {
     let first = msg.lines().next().unwrap_or("");
-    if msg.contains("duplicate field `batch_size`") || msg.contains("duplicate field `concurrency`") {
-        format!(
-            "{msg}; `acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"
+    if first.contains("duplicate field `batch_size`") || first.contains("duplicate field `concurrency`") {
+        with_hint(
+            &msg,
+            "`acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them",
         )
     } else if first.contains("unknown field `pairs`") {
         // An audit config given to `run` (or `simulate`).

@@ -1741,8 +1741,15 @@ mod tests {
         assert!(e.contains("duplicate field `concurrency`"), "{e}");
         // Placed at the second of the two names (the parser placed it at the mapping's start).
         let at = super::super::at_the_second_name(crate::store::yaml::from_str::<RawConfig>(y).unwrap_err().0, y);
-        assert!(at.starts_with("line 7 (key `acquisition.concurrency`): duplicate field `concurrency`"), "{at}");
-        assert!(e.ends_with("`acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"), "{e}");
+        assert_eq!(at, "line 7 (key `acquisition.concurrency`): duplicate field `concurrency`");
+        let both = super::super::one_setting_hint(at);
+        assert_eq!(
+            both,
+            "line 7 (key `acquisition.concurrency`): duplicate field `concurrency`; `acquisition.concurrency` and \
+             `acquisition.batch_size` are one setting (queries in flight): give one of them"
+        );
+        // Where the parser's excerpt stays, the hint goes after its first line, not below the excerpt.
+        assert!(e.lines().next().unwrap().ends_with("`acquisition.concurrency` and `acquisition.batch_size` are one setting (queries in flight): give one of them"), "{e}");
     }
 
     #[test]
