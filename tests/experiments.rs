@@ -197,13 +197,24 @@ fn simulate_writes_rows_summary_and_plots() {
         "one.yaml",
         "name: one\nout_dir: out\nk: 3\npools: {n: 10, count: 2, seed: 5}\nbudgets: [16, all]\nacquisition: {mc_draws: 100}\n",
     );
+    // Its folder first holds an earlier sweep's outputs (the tiny sweep's plots) and a file of
+    // the user's: the earlier plots go (hunt 46: a recall_vs_budget.svg of another grid stayed
+    // beside the new tables), the user's file stays.
+    let out = run_bin(dir.path(), &["simulate", cfg.to_str().unwrap(), "--quiet", "--out", "out/one"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(dir.path().join("out/one/recall_vs_budget_cell0_bias_aware.svg").exists());
+    write(&dir.path().join("out/one"), "notes.svg", "<svg/>");
     let out = run_bin(dir.path(), &["simulate", one.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     let says = "No recall_vs_budget plot: it needs two or more numbered budgets, and `budgets` lists 1 (`all` is not a number of comparisons).";
     assert!(text(&out).contains(says), "{}", text(&out));
     assert!(std::fs::read_to_string(dir.path().join("out/one/summary.md")).unwrap().contains(says));
     let drawn = std::fs::read_dir(dir.path().join("out/one")).unwrap().filter_map(|e| e.ok());
-    assert!(!drawn.into_iter().any(|e| e.file_name().to_string_lossy().starts_with("recall_vs_budget")));
+    let names: Vec<String> = drawn.map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    assert!(!names.iter().any(|n| n.starts_with("recall_vs_budget") || n.starts_with("benefit_vs_rho")), "{names:?}");
+    assert!(names.contains(&"notes.svg".to_string()) && names.contains(&"by_rank.csv".to_string()), "{names:?}");
+    let rows = csv::Reader::from_path(dir.path().join("out/one/rows.csv")).unwrap().into_records().count();
+    assert_eq!(rows, 4, "2 pools × 2 budgets, the tiny sweep's 72 rows replaced");
     // An output folder that is a file is named so (it said "File exists"), for `man --dir` too.
     for args in
         [&["simulate", one.to_str().unwrap(), "--quiet", "--out", "tiny.yaml"][..], &["man", "--dir", "tiny.yaml"]]

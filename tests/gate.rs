@@ -398,6 +398,15 @@ fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
     write(dir.path(), "labels.jsonl", "{\"a\": \"i000\", \"b\": \"i001\", \"better\": \"i002\"}\n");
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
     assert!(text(&out).contains("labels.jsonl:1: better = \"i002\""), "{}", text(&out));
+    // The labels written as one JSON array are said to be that (hunt 46: "at [0]: expected a
+    // string, found an object").
+    write(dir.path(), "labels.jsonl", "[{\"a\": \"i000\", \"b\": \"i001\", \"better\": \"tie\"}]\n");
+    let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
+    assert!(
+        text(&out).contains("labels.jsonl:1: the file looks like one JSON array; expected JSON Lines: one JSON object per line, no enclosing [ ], each {\"a\": BASE, \"b\": BASE, \"better\": BASE or \"tie\"}"),
+        "{}",
+        text(&out)
+    );
     // One pair labelled twice, differently: refused (the last label silently won before); the
     // same label twice, or a BOM before the first line, is read.
     let first = labels.lines().next().unwrap().to_owned();

@@ -568,6 +568,51 @@ fn the_dry_run_shows_the_first_query_the_run_sends() {
     }
 }
 
+/// A paired run stopped while it still asks within-base queries has valid verdicts but no
+/// comparison between two bases (hunt 46): the certification says that, not "no valid
+/// comparison" under "10 valid", and the ranking beside it (φ̂ = ĉ·x alone) carries no recall
+/// as if it were a result.
+#[test]
+fn a_paired_run_with_only_within_base_verdicts_says_what_they_inform() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(root().join("configs/paired.yaml"))
+        .unwrap()
+        .replace("out_dir: ../runs", "out_dir: runs")
+        .replace("../data/", &format!("{}/", root().join("data").display()));
+    let cfg = write(dir.path(), "paired.yaml", &yaml);
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--max-comparisons", "10"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = stdout(&out);
+    assert!(t.contains("10 comparisons (10 valid, 0 invalid, 0 failed)"), "{t}");
+    assert!(
+        t.contains(
+            "nothing certified: no valid comparison between two bases (a comparison of one base's renderings informs only c and κ)\n"
+        ),
+        "{t}"
+    );
+    let beside = t.lines().find(|l| l.starts_with("apparent top-3 (beside): ")).unwrap_or_else(|| panic!("{t}"));
+    assert!(beside.ends_with(" (none of the top-3 was compared: the prior's guess, not a result)"), "{beside}");
+    let r = result(dir.path(), "summeval-paired");
+    assert_eq!(r["certified"]["claimed"], false);
+}
+
+/// A covariate the same for every item (no SummEval summary has markdown) changes nothing: it
+/// gets its own note, not the prior-selected advice (a gate, paired renderings) of a covariate
+/// that varies (hunt 46).
+#[test]
+fn a_covariate_without_variation_is_not_advised_on_as_prior_selected() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = main_job(dir.path(), "flat", "");
+    let set = "model.covariates=[{name: words, transform: zscore}, {name: markdown, transform: zscore}]";
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--set", set]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = result(dir.path(), "flat");
+    let notes: Vec<&str> = r["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(notes.contains(&"covariate \"markdown\" has no variation in this pool: its column is zero and ĉ is the prior mean 0, so its term changes no ranking (and no gate or paired design is needed for it)"), "{notes:?}");
+    assert!(!notes.iter().any(|n| n.starts_with("c[markdown]")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.starts_with("c[words] is prior-selected")), "{notes:?}");
+}
+
 #[test]
 fn run_folders_are_self_contained_and_portable() {
     let dir = tempfile::tempdir().unwrap();

@@ -98,7 +98,7 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
         if let Some(svg) = judges::plot(&c)? {
             w(out.join("cost_vs_recall.svg"), &svg)?;
         }
-        return Ok(Compared { markdown: md, written: written.take() });
+        return Ok(Compared { markdown: md, written: without_stale_plots(out, written.take())? });
     }
     let reference = match (opts.reference, opts.reference_judge) {
         (Some(_), Some(_)) => {
@@ -149,7 +149,28 @@ pub fn compare_command(runs: &[PathBuf], opts: CompareOptions<'_>, out: &Path) -
     if let Some(svg) = plot_with_panels(&loaded, &panels, &c)? {
         w(out.join("recall_vs_spend.svg"), &svg)?;
     }
-    Ok(Compared { markdown: md, written: written.take() })
+    Ok(Compared { markdown: md, written: without_stale_plots(out, written.take())? })
+}
+
+/// The plots `compare` draws (one pool; several pools).
+const COMPARE_PLOTS: [&str; 2] = ["recall_vs_spend.svg", "cost_vs_recall.svg"];
+
+/// Remove from `out` the plots of [`COMPARE_PLOTS`] this comparison did not write (an earlier
+/// comparison's, which would read as this one's), and pass `written` on.
+///
+/// # Errors
+/// [`CompareError::Read`] naming a plot that cannot be removed.
+fn without_stale_plots(out: &Path, written: Vec<PathBuf>) -> Result<Vec<PathBuf>, CompareError> {
+    for name in COMPARE_PLOTS {
+        let p = out.join(name);
+        if !written.contains(&p) && p.is_file() {
+            std::fs::remove_file(&p).map_err(|e| CompareError::Read {
+                path: p.clone(),
+                msg: format!("cannot remove an earlier comparison's plot: {e}"),
+            })?;
+        }
+    }
+    Ok(written)
 }
 
 /// What `compare` made: the comparison in markdown, and the files it wrote (in order).
@@ -272,4 +293,25 @@ fn same_pool_behind_each_name(runs: &[(&Path, &str)]) -> Result<(), CompareError
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A comparison that draws no plot (no gold and no reference) or the other plot does not
+    /// leave an earlier comparison's plot in its folder as if it were its own.
+    #[test]
+    fn an_earlier_comparisons_plot_is_removed_and_this_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in COMPARE_PLOTS.iter().chain(&["mine.svg"]) {
+            std::fs::write(dir.path().join(name), "<svg/>").unwrap();
+        }
+        let ours = vec![dir.path().join("compare.md"), dir.path().join("cost_vs_recall.svg")];
+        assert_eq!(without_stale_plots(dir.path(), ours.clone()).unwrap(), ours);
+        assert!(!dir.path().join("recall_vs_spend.svg").exists());
+        assert!(dir.path().join("cost_vs_recall.svg").exists() && dir.path().join("mine.svg").exists());
+        assert!(without_stale_plots(dir.path(), vec![]).unwrap().is_empty());
+        assert!(!dir.path().join("cost_vs_recall.svg").exists() && dir.path().join("mine.svg").exists());
+    }
 }

@@ -71,8 +71,12 @@ fn read_labels(path: &Path, pool: &Pool) -> Result<HashMap<(String, String), Opt
             continue;
         }
         let bad = |msg: String| RunFolderError::Parse { path: path.to_owned(), line: ln + 1, msg };
-        let l: LabelLine = crate::domain::json::from_str(line)
-            .map_err(|e| bad(format!("{e}; expected {{\"a\": BASE, \"b\": BASE, \"better\": BASE or \"tie\"}}")))?;
+        let expected = "expected {\"a\": BASE, \"b\": BASE, \"better\": BASE or \"tie\"}";
+        let l: LabelLine = crate::domain::json::from_str(line).map_err(|e| {
+            // A JSON array, pretty-printed JSON or a CSV file is said so, as a pool file's is.
+            bad(crate::domain::text::not_json_lines(line)
+                .map_or_else(|| format!("{e}; {expected}"), |what| format!("{what}, each {}", &expected[9..])))
+        })?;
         for id in [&l.a, &l.b] {
             if !pool.bases.contains(id) {
                 return Err(bad(format!("{id:?} is not a base of pool {:?}", pool.pool_id)));

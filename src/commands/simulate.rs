@@ -34,6 +34,7 @@ pub fn simulate_command(
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "pools");
     let result = sweep::run(&sweep, threads.unwrap_or(sweep.raw.threads), &|done| bar.set(done as u64))?;
     bar.finish();
+    clear_sweep_outputs(&dir)?;
     let s = sweep::write_outputs(&sweep, &result, &dir)?;
     let runs: usize = s.cells.iter().map(|c| c.recall.n).sum();
     Ok((dir, summary::markdown(&sweep, &s), runs))
@@ -54,6 +55,33 @@ fn not_a_run_folder(dir: &Path) -> Result<(), SweepError> {
     Ok(())
 }
 
+/// The tables every kind of sweep writes; with the plots of [`SWEEP_PLOT_PREFIXES`], what
+/// [`clear_sweep_outputs`] removes.
+const SWEEP_TABLES: [&str; 6] = ["rows.csv", "by_rank.csv", "summary.json", "summary.md", "judges.csv", "carried.csv"];
+/// The beginnings of the names of the SVG plots sweeps write (`recall_vs_budget_cell1.svg`, …).
+const SWEEP_PLOT_PREFIXES: [&str; 4] = ["recall_vs_", "benefit_vs_rho", "profile_vs_comparisons", "queries_by_rank"];
+
+/// Remove what an earlier sweep wrote into `dir` (its tables and plots, of any kind of sweep),
+/// once this sweep has run and before it writes: a plot this sweep does not draw (one budget, say)
+/// is not left beside its tables as if it were theirs. Other files are left alone.
+///
+/// # Errors
+/// [`SweepError::Write`] naming a file that cannot be removed.
+fn clear_sweep_outputs(dir: &Path) -> Result<(), SweepError> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let plot = name.ends_with(".svg") && SWEEP_PLOT_PREFIXES.iter().any(|p| name.starts_with(p));
+        if (plot || SWEEP_TABLES.contains(&name.as_str())) && e.file_type().is_ok_and(|t| t.is_file()) {
+            std::fs::remove_file(e.path()).map_err(|err| SweepError::Write {
+                path: e.path(),
+                msg: format!("cannot remove the earlier sweep's file: {err}"),
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// The frozen protocol on a recording ([`crate::sweep::frozen`]).
 fn frozen_command(
     f: &crate::config::frozen::Frozen,
@@ -67,6 +95,7 @@ fn frozen_command(
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "pool × seed runs");
     let rows = frozen::run(f, threads.unwrap_or(f.raw.threads), &|done| bar.set(done as u64))?;
     bar.finish();
+    clear_sweep_outputs(&dir)?;
     let s = frozen::write_outputs(f, &rows, &dir)?;
     Ok((dir, crate::report::frozen::markdown(&s), rows.len()))
 }
@@ -85,6 +114,7 @@ fn pipeline_command(
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "simulated runs");
     let rows = sweep::pipeline::run(s, threads.unwrap_or(s.threads), &|done| bar.set(done as u64))?;
     bar.finish();
+    clear_sweep_outputs(&dir)?;
     let md = sweep::pipeline::write_outputs(s, &rows, &dir)?;
     Ok((dir, md, rows.len()))
 }
@@ -104,6 +134,7 @@ fn panel_command(
     let bar = crate::report::progress::Progress::counter(total as u64, progress, "pool × seed runs");
     let result = sweep::panel::run(s, &pools, threads.unwrap_or(s.threads), &|done| bar.set(done as u64))?;
     bar.finish();
+    clear_sweep_outputs(&dir)?;
     let md = sweep::panel::write_outputs(s, &result, pools.len(), &dir)?;
     Ok((dir, md, total))
 }

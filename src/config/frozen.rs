@@ -205,7 +205,7 @@ impl Frozen {
         let mut out = Vec::with_capacity(pools.len());
         if src.systems {
             let pool = Pool::systems(crate::domain::fmt::count(pools.len(), "prompt"), pools)
-                .map_err(|source| sections::pool_error(path, &raw.recorded.pools, source))?;
+                .map_err(|source| sections::pool_error_at(path, "recorded.pools", &raw.recorded.pools, source))?;
             out.push(recorded_systems(&raw, &rec, j, pool, path)?);
         } else {
             for pool in pools {
@@ -222,7 +222,7 @@ impl Frozen {
 fn selected_pools(src: &RecordedSource, path: &Path) -> Result<Vec<Pool>, ConfigError> {
     let inv = |m: String| ConfigError::invalid(path, InvalidSetting::new("recorded.ids", m));
     let pools = crate::store::pool_file::read_pools(&src.pools)
-        .map_err(|source| sections::pool_error(path, &src.pools, source))?;
+        .map_err(|source| sections::pool_error_at(path, "recorded.pools", &src.pools, source))?;
     let Some(ids) = &src.ids else { return Ok(pools) };
     if ids.is_empty() {
         return Err(inv("the list is empty; expected pool ids".into()));
@@ -243,7 +243,8 @@ fn selected_pools(src: &RecordedSource, path: &Path) -> Result<Vec<Pool>, Config
 fn checked_covariates(raw: &RawFrozen, pool: &Pool, path: &Path) -> Result<Covariates, ConfigError> {
     sections::check_k_in_pool(raw.k, pool).map_err(|e| ConfigError::invalid(path, e))?;
     let specs = raw.covariates.clone().unwrap_or_else(|| pool::default_covariates(pool));
-    pool::build_covariates(pool, &specs).map_err(|source| sections::pool_error(path, &raw.recorded.pools, source))
+    pool::build_covariates(pool, &specs)
+        .map_err(|source| sections::pool_error_at(path, "recorded.pools", &raw.recorded.pools, source))
 }
 
 /// One pool checked against the document (k, covariates, design) with its recorded answers.

@@ -87,6 +87,19 @@ pub struct PipelineSection {
 }
 
 impl Variant {
+    /// The setting as a flow mapping of its given fields (`{dispatch: batch, round_size: 16}`).
+    pub fn as_written(&self) -> String {
+        let v = serde_json::to_value(self).expect("serialisable");
+        let fields: Vec<String> = v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, x)| !(x.is_null() || (k.as_str() == "concurrency" && x.as_u64() == Some(0))))
+            .map(|(k, x)| format!("{k}: {}", x.as_str().map_or_else(|| x.to_string(), str::to_string)))
+            .collect();
+        format!("{{{}}}", fields.join(", "))
+    }
+
     /// R and C of the simulated dispatch: a batch round is a wait-for-batch round of
     /// `round_size` all sent at once; the others use the sweep's `refit_every`.
     pub fn cadence(&self, refit_every: usize) -> (usize, usize, Dispatch) {
@@ -124,6 +137,7 @@ pub struct PipelineSweep {
     #[serde(default = "d_model")]
     pub model: ModelKind,
     /// Budgets B (comparisons), each a separate run.
+    #[serde(deserialize_with = "crate::domain::serde_words::each_at_least_one")]
     pub budgets: Vec<usize>,
     /// R: refit after this many stored verdicts.
     #[serde(deserialize_with = "crate::domain::serde_words::at_least_one")]
@@ -191,6 +205,17 @@ impl PipelineSweep {
         }
         if s.pipeline.runs.is_empty() {
             return Err(bad("pipeline.runs", "must list at least one run"));
+        }
+        let runs = &s.pipeline.runs;
+        if let Some(i) = (0..runs.len()).find(|&i| runs[..i].contains(&runs[i])) {
+            let first = runs.iter().position(|v| *v == runs[i]).expect("found before i");
+            return Err(bad(
+                &format!("pipeline.runs[{i}]"),
+                &format!(
+                    "{} is the setting of pipeline.runs[{first}] again: each setting is run once (a repeat would run it again and print its row twice)",
+                    runs[i].as_written()
+                ),
+            ));
         }
         if let Some(d) = s.pipeline.batch_discount
             && !(0.0..1.0).contains(&d)

@@ -236,6 +236,19 @@ pub fn pool_error(path: &Path, file: &Path, source: crate::domain::pool::PoolErr
     }
 }
 
+/// [`pool_error`] for a document whose pool file is set by `key` (a sweep's `pools.file`, a
+/// frozen protocol's `recorded.pools`), at that key's line.
+pub fn pool_error_at(path: &Path, key: &str, file: &Path, source: crate::domain::pool::PoolError) -> ConfigError {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    ConfigError::Pool {
+        path: path.to_owned(),
+        key: key.to_string(),
+        line: crate::store::yaml::line_of_key(&text, key),
+        pool_file: file.to_owned(),
+        source: Box::new(source),
+    }
+}
+
 /// The warning for items whose text is empty or only whitespace: the judge is shown nothing as
 /// their answer (`import` refuses such answers; a pool file written otherwise may hold them).
 pub fn blank_text_warnings(pool: &Pool) -> Vec<String> {

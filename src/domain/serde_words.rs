@@ -110,6 +110,16 @@ pub fn opt_at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Res
     Ok(<Option<One<T, 1>> as serde::Deserialize>::deserialize(d)?.map(|o| o.0))
 }
 
+/// [`at_least_one`] for each value of a list (a pipeline sweep's `budgets`): an entry that is not
+/// a whole number is refused in the list's own rule ("expected a whole number ≥ 1, found
+/// \"all\""); 0 passes here and is refused by the setting's check.
+///
+/// # Errors
+/// As [`at_least_one`], for the first entry that fails.
+pub fn each_at_least_one<'de, D: serde::Deserializer<'de>, T: Count>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(<Vec<One<T, 1>> as serde::Deserialize>::deserialize(d)?.into_iter().map(|o| o.0).collect())
+}
+
 /// A float that is a whole number ≥ 0 read exactly (at most 2^53): `200.0`, `1e6`; `None` for a
 /// fraction, a negative, a non-finite value or one past 2^53.
 pub fn whole_float(v: f64) -> Option<u64> {

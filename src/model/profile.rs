@@ -48,6 +48,11 @@ pub enum IdentVerdict {
     Identified,
     /// Range < 1e-3 nats: ĉ_j is chosen by the prior, not estimated.
     PriorSelected,
+    /// Range ≥ 1e-3 nats, but each base has one value of the covariate (the differences of
+    /// every comparison are those of one value per base, [`one_value_per_base`]): the profile is
+    /// flat in exact arithmetic (docs/model.md §2), and the range is the inner fits' ridge on
+    /// bases that won or lost every comparison. ĉ_j is chosen by the prior.
+    OneValuePerBase,
 }
 
 impl IdentVerdict {
@@ -56,11 +61,23 @@ impl IdentVerdict {
         if range_nats < PRIOR_SELECTED_NATS { Self::PriorSelected } else { Self::Identified }
     }
 
+    /// The verdict for a range in nats of a covariate that has one value per base
+    /// (`one_value_per_base`, docs/model.md §2) or not: such a covariate is never identified.
+    pub fn of(range_nats: f64, one_value_per_base: bool) -> Self {
+        match Self::from_range(range_nats) {
+            Self::Identified if one_value_per_base => Self::OneValuePerBase,
+            v => v,
+        }
+    }
+
     /// The sentence printed and saved with every run (docs/model.md §5).
     pub fn text(self) -> &'static str {
         match self {
             Self::Identified => "identified by the design",
             Self::PriorSelected => "prior-selected: the comparisons do not inform this coefficient (range < 1e-3 nats)",
+            Self::OneValuePerBase => {
+                "prior-selected: each base has one value of this covariate, so the comparisons cannot inform this coefficient (the range is the inner fits' ridge)"
+            }
         }
     }
 }
@@ -91,7 +108,8 @@ pub struct Profile {
     pub range_nats: f64,
     /// The grid value with the largest ℓ_p.
     pub argmax_c: f64,
-    /// Identified when `range_nats` ≥ 1e-3 nats, else prior-selected (docs/model.md §5).
+    /// Identified when `range_nats` ≥ 1e-3 nats and the covariate does not have one value per
+    /// base, else prior-selected (docs/model.md §5).
     pub verdict: IdentVerdict,
 }
 
@@ -184,7 +202,56 @@ fn profile_of(d: &Design, j: usize, center: f64, warm: Option<&[f64]>) -> Result
     let min = points.iter().map(|p| p.log_lik).fold(f64::INFINITY, f64::min);
     let argmax_c = points.iter().find(|p| p.log_lik == max).map_or(center, |p| p.c);
     let range_nats = max - min;
-    Ok(Profile { covariate: j, center, points, range_nats, argmax_c, verdict: IdentVerdict::from_range(range_nats) })
+    let verdict = IdentVerdict::of(range_nats, one_value_per_base(d, j));
+    Ok(Profile { covariate: j, center, points, range_nats, argmax_c, verdict })
+}
+
+/// Whether covariate `j`'s difference on every comparison of `d` is that of one value per base:
+/// x_a − x_b = v_i − v_j for some v over the bases (and 0 within a base). Then θ_m → θ_m + δv_m,
+/// c_j → c_j − δ leaves every comparison's logit unchanged (docs/model.md §2, the paper's
+/// Prop. 2), so the profile of c_j is flat in exact arithmetic, whatever its computed range.
+///
+/// Walks each connected component of the comparison graph from one base, setting v along the
+/// way, and checks every comparison against it to 1e-9 of the largest |x_a − x_b| (at least 1e-9).
+pub fn one_value_per_base(d: &Design, j: usize) -> bool {
+    let p = d.p;
+    let dx = |q: usize| d.dx[q * p + j];
+    let scale = (0..d.obs.len()).map(|q| dx(q).abs()).fold(1.0, f64::max);
+    let tol = 1e-9 * scale;
+    let mut edges: Vec<Vec<(usize, f64)>> = vec![Vec::new(); d.m];
+    for (q, o) in d.obs.iter().enumerate() {
+        if o.i == o.j {
+            if dx(q).abs() > tol {
+                return false;
+            }
+            continue;
+        }
+        // v_i − v_j = dx: from i, v_j = v_i − dx; from j, v_i = v_j + dx.
+        edges[o.i].push((o.j, -dx(q)));
+        edges[o.j].push((o.i, dx(q)));
+    }
+    let mut v: Vec<Option<f64>> = vec![None; d.m];
+    for root in 0..d.m {
+        if v[root].is_some() {
+            continue;
+        }
+        v[root] = Some(0.0);
+        let mut stack = vec![root];
+        while let Some(u) = stack.pop() {
+            let vu = v[u].expect("set before it is pushed");
+            for &(w, step) in &edges[u] {
+                match v[w] {
+                    None => {
+                        v[w] = Some(vu + step);
+                        stack.push(w);
+                    }
+                    Some(vw) if (vw - (vu + step)).abs() > tol => return false,
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    true
 }
 
 /// The per-covariate identifiability entry carried by every run's result.json (docs/model.md §5).
@@ -259,7 +326,9 @@ impl TryFrom<IdentifiabilityRecord> for Identifiability {
     /// Reads the sentence back; a range without a known sentence is judged by the range, and an
     /// entry with neither is an error naming the sentence.
     fn try_from(r: IdentifiabilityRecord) -> Result<Self, UnknownVerdict> {
-        let known = [IdentVerdict::Identified, IdentVerdict::PriorSelected].into_iter().find(|v| v.text() == r.verdict);
+        let known = [IdentVerdict::Identified, IdentVerdict::PriorSelected, IdentVerdict::OneValuePerBase]
+            .into_iter()
+            .find(|v| v.text() == r.verdict);
         let status = match (known, r.verdict.strip_prefix(NOT_COMPUTED), r.range_nats) {
             (Some(v), _, _) => IdentStatus::Profiled(v),
             (None, Some(reason), _) => IdentStatus::NotComputed(reason.to_string()),
@@ -416,6 +485,55 @@ mod tests {
         let p = profile(&d, 0, 0.0, None).unwrap();
         assert!(p.points.iter().all(|q| q.grad_inf < 1e-9));
         assert_eq!(p.verdict, IdentVerdict::PriorSelected, "range {}", p.range_nats);
+    }
+
+    /// A sparse unpaired design in which every base won or lost all its comparisons (the
+    /// longer answer always wins): each such θ is held by the 1e-6 ridge alone, and moving c
+    /// moves that balance, so the computed profile is not flat to 1e-3 nats. The covariate still
+    /// has one value per base, so c stays prior-selected (hunt 46: a 10,000-item run read
+    /// "identified by the design" at 0.0019 nats).
+    #[test]
+    fn a_ridge_residue_above_the_threshold_is_not_read_as_identification() {
+        let m = 200;
+        // x in covariate units up to ±60 (the scale of a raw word count).
+        let x: Vec<f64> = (0..m).map(|b| 60.0 * (((b * 37) % m) as f64 / m as f64 - 0.5)).collect();
+        let mut d = Design::new(m, 1);
+        for b in (0..m).step_by(2) {
+            let (i, j) = (b, b + 1);
+            let first_wins = |a: usize, o: usize| if x[a] > x[o] { 1.0 } else { 0.0 };
+            d.push(i, j, &[x[i] - x[j]], first_wins(i, j), 1.0);
+            d.push(j, i, &[x[j] - x[i]], first_wins(j, i), 1.0);
+        }
+        assert!(one_value_per_base(&d, 0));
+        let p = profile(&d, 0, 0.0, None).unwrap();
+        assert!(p.points.iter().all(|q| q.grad_inf < 1e-9));
+        assert!(p.range_nats >= PRIOR_SELECTED_NATS, "the residue this test is about: {}", p.range_nats);
+        assert_eq!(p.verdict, IdentVerdict::OneValuePerBase);
+        let e = Identifiability { range_nats: Some(p.range_nats), status: IdentStatus::Profiled(p.verdict) };
+        assert!(!e.identified());
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["identified"], false);
+        assert_eq!(serde_json::from_value::<Identifiability>(v).unwrap(), e);
+    }
+
+    #[test]
+    fn one_value_per_base_tells_unpaired_from_paired_designs() {
+        assert!(one_value_per_base(&unpaired(), 0));
+        // Values with rounding in their differences (0.1 + 0.2 ≠ 0.3) over a cycle still agree.
+        let x = [0.1, 0.2, 0.3, 0.1 + 0.2];
+        let mut d = Design::new(4, 2);
+        for (i, j) in [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (1, 3)] {
+            d.push(i, j, &[x[i] - x[j], 1.0], 1.0, 1.0);
+        }
+        assert!(one_value_per_base(&d, 0));
+        // Covariate 1 differs by 1 on every comparison: around the cycle 0→1→2→3→0 that sums
+        // to 4, not 0, so no per-base value gives it.
+        assert!(!one_value_per_base(&d, 1));
+        // A comparison within a base (two renderings) with a difference in x.
+        let mut d = Design::new(2, 1);
+        d.push(0, 1, &[0.5], 1.0, 1.0);
+        d.push(0, 0, &[-1.0], 0.0, 1.0);
+        assert!(!one_value_per_base(&d, 0));
     }
 
     #[test]

@@ -243,12 +243,12 @@ pub fn outcome(i: &Inputs<'_>) -> Reported {
     let mut notes = Vec::new();
     for n in &i.cov.no_variation {
         notes.push(format!(
-            "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0"
+            "covariate {n:?} has no variation in this pool: its column is zero and ĉ is the prior mean 0, so its term changes no ranking (and no gate or paired design is needed for it)"
         ));
     }
     // With no valid comparison the note on it says all (every coefficient is the prior's).
     if !i.verdicts.is_empty() {
-        notes.extend(identifiability_notes(i.identifiability, pool));
+        notes.extend(identifiability_notes(i.identifiability, pool, &i.cov.no_variation));
     }
     let view = ranked.view(choice.reported).clone();
     notes.extend(undecided_notes(i.k, i.verdicts.is_empty(), &graph, &view, choice.reported, i.one_query.as_deref()));
@@ -325,7 +325,14 @@ pub fn certified(
     let order = ranking::order(values);
     let ids = |b: &[usize]| b.iter().map(|&i| pool.bases[i].clone()).collect::<Vec<_>>();
     let withheld = if graph.never_compared.len() == pool.n_bases() {
-        Some("no valid comparison".to_string())
+        // A pool with renderings may hold comparisons of a base's own renderings: they inform c
+        // and κ, never an order of the bases.
+        Some(if pool.n_items() > pool.n_bases() {
+            "no valid comparison between two bases (a comparison of one base's renderings informs only c and κ)"
+                .to_string()
+        } else {
+            "no valid comparison".to_string()
+        })
     } else if let Some(n) = no_signal {
         // Before the uncompared bases: more comparisons will not help a judge without signal.
         Some(n.text())
@@ -368,15 +375,27 @@ pub fn certified(
 }
 
 /// Notes for the reader: what a prior-selected coefficient means, and the shared-quality caveat
-/// of an identified coefficient when the pool has several renderings per base.
-pub fn identifiability_notes(ident: &BTreeMap<String, Identifiability>, pool: &Pool) -> Vec<String> {
+/// of an identified coefficient when the pool has several renderings per base. A covariate of
+/// `no_variation` (the same for every item) has its own note, not these: its term changes nothing.
+pub fn identifiability_notes(
+    ident: &BTreeMap<String, Identifiability>,
+    pool: &Pool,
+    no_variation: &[String],
+) -> Vec<String> {
     let renderings = pool.n_items() > pool.n_bases();
     let mut v = Vec::new();
-    for (name, e) in ident {
+    for (name, e) in ident.iter().filter(|(n, _)| !no_variation.contains(n)) {
         match e.range_nats {
             Some(r) if !e.identified() => v.push(format!(
-                "c[{name}] is prior-selected (profile range {} nats < 0.001): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2){GATE_ADVICE} (a `gate:` section in the config, run at the end of `run` or by `topk-judge gate`), or use paired renderings (design: paired)",
-                crate::domain::fmt::num(r)
+                "c[{name}] is prior-selected ({}): the comparisons do not inform it, so ĉ and the bias-corrected ranking rest on the prior's assumption that quality is uncorrelated with {name} (docs/model.md §2){GATE_ADVICE} (a `gate:` section in the config, run at the end of `run` or by `topk-judge gate`), or use paired renderings (design: paired)",
+                if r < crate::model::profile::PRIOR_SELECTED_NATS {
+                    format!("profile range {} nats < 0.001", crate::domain::fmt::num(r))
+                } else {
+                    format!(
+                        "each base has one value of {name}; its profile range of {} nats is the inner fits' ridge",
+                        crate::domain::fmt::num(r)
+                    )
+                }
             )),
             Some(r) if pool.is_systems() => v.push(format!(
                 "c[{name}] is identified by each system's answers to several prompts (profile range {} nats); this holds only if a system's quality does not change with {name} from prompt to prompt",

@@ -528,14 +528,14 @@ pub fn ranking_block(
             if unplaced.len() == 1 { "it" } else { "them" }
         );
     }
+    // A top-k holding bases never compared measures the prior's guess as much as the data.
+    let of_prior = |unplaced: usize, members: usize| match unplaced {
+        0 => String::new(),
+        n if n == members => format!(" (none of the top-{k} was compared: the prior's guess, not a result)"),
+        n => format!(" ({n} of the top-{k} never compared: partly the prior's guess)"),
+    };
     if let Some(rec) = recall {
-        // A top-k holding bases never compared measures the prior's guess as much as the data.
-        let of_prior = match unplaced.len() {
-            0 => String::new(),
-            n if n == topk.len() => format!(" (none of the top-{k} was compared: the prior's guess, not a result)"),
-            n => format!(" ({n} of the top-{k} never compared: partly the prior's guess)"),
-        };
-        let _ = writeln!(s, "recall@{k} against gold: {rec:.2}{of_prior}");
+        let _ = writeln!(s, "recall@{k} against gold: {rec:.2}{}", of_prior(unplaced.len(), topk.len()));
     }
     if both && valid > 0 {
         let (other, v) = match reported {
@@ -544,7 +544,8 @@ pub fn ranking_block(
         };
         let mut line = format!("{other} top-{k} (beside): {}", topk_members(k, &v.topk, &v.tied));
         if let Some(rc) = v.recall_at_k {
-            let _ = write!(line, "; recall@{k} against gold {rc:.2}");
+            let unplaced = v.topk.iter().filter(|b| never.contains(b)).count();
+            let _ = write!(line, "; recall@{k} against gold {rc:.2}{}", of_prior(unplaced, v.topk.len()));
         }
         let _ = writeln!(s, "{line}");
     }

@@ -103,7 +103,12 @@ pub fn pools(s: &PanelSweep, path: &std::path::Path) -> Result<Vec<Pool>, SweepE
     }
     let file = s.pool_file(path).expect("load checked file or synthetic");
     let mut v = crate::store::pool_file::read_pools(&file).map_err(|e| {
-        SweepError::Config(crate::config::sections::pool_error(path, s.pools.file.as_deref().unwrap_or(&file), e))
+        SweepError::Config(crate::config::sections::pool_error_at(
+            path,
+            "pools.file",
+            s.pools.file.as_deref().unwrap_or(&file),
+            e,
+        ))
     })?;
     if let Some(l) = s.pools.limit {
         v.truncate(l);
@@ -1057,6 +1062,22 @@ mod tests {
     }
 
     const TWO: &str = "    - {name: cheap, mock: {mode: stochastic, pos_bias: 0.3, verb_per_word: 0.01, temperature: 0.25, input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6}}\n    - {name: frontier, trusted: true, mock: {mode: stochastic, pos_bias: 0.05, verb_per_word: 0.0, temperature: 0.15, input_usd_per_mtok: 2.5, output_usd_per_mtok: 10.0}}\n";
+
+    /// A pool file that cannot be read is named by the key that sets it, at its line (hunt 46:
+    /// `pool.file`, a run config's key, without a line).
+    #[test]
+    fn a_missing_pool_file_is_named_by_its_key_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.yaml");
+        let yaml = format!(
+            "name: t\nout_dir: runs\nk: 2\npools:\n  file: nope.jsonl\nseeds: [1]\nspend_usd: [0.001]\nrefit_every: 4\nmc_draws: 200\npanel:\n  judges:\n{TWO}threads: 1\n"
+        );
+        std::fs::write(&path, yaml).unwrap();
+        let s = PanelSweep::load(&path).unwrap();
+        let e = pools(&s, &path).unwrap_err().to_string();
+        assert!(e.contains("p.yaml:5: pools.file: cannot read pool file"), "{e}");
+        assert!(e.contains("nope.jsonl"), "{e}");
+    }
 
     #[test]
     fn every_arm_stays_within_its_checkpoint_and_runs_are_reproducible() {

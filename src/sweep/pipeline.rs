@@ -152,6 +152,32 @@ mod tests {
         assert!(e.contains("pipeline.runs[0].write_ahead: 9 must be at most `concurrency` (8)"), "{e}");
     }
 
+    /// A run listed twice is refused, as a repeated budget is (hunt 46: it ran twice and its
+    /// row was printed twice); the budgets' rule is said the same way for a word and for 0.
+    #[test]
+    fn a_repeated_run_and_a_budget_that_is_not_a_count_are_refused_in_one_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = "name: t\nout_dir: runs\nk: 2\npools: {n: 6, count: 1, seed: 1, rho: 0.0, c_star: 1.0, kappa_star: 0.5}\nbudgets: [10]\nrefit_every: 4\nmc_draws: 100\npipeline:\n  latency: {mean_s: 0.5, sd_s: 0.1}\n  runs:\n    - {dispatch: batch, round_size: 16}\n    - {concurrency: 8, dispatch: pipelined}\n    - {round_size: 16, dispatch: batch}\n";
+        let path = dir.path().join("s.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        let e = PipelineSweep::load(&path).expect_err("the batch run twice").to_string();
+        assert!(
+            e.contains("pipeline.runs[2]: {dispatch: batch, round_size: 16} is the setting of pipeline.runs[0] again"),
+            "{e}"
+        );
+        std::fs::write(&path, yaml.replace("    - {round_size: 16, dispatch: batch}\n", "")).unwrap();
+        assert!(PipelineSweep::load(&path).is_ok());
+        for (budgets, says) in [
+            ("[10, all]", "expected a whole number ≥ 1, found \"all\""),
+            ("[0, 10]", "budgets: must list at least one budget, each ≥ 1"),
+        ] {
+            let y = yaml.replace("    - {round_size: 16, dispatch: batch}\n", "").replace("[10]", budgets);
+            std::fs::write(&path, y).unwrap();
+            let e = PipelineSweep::load(&path).expect_err(budgets).to_string();
+            assert!(e.contains(says), "{budgets}: {e}");
+        }
+    }
+
     #[test]
     fn paired_differences_and_the_table() {
         let s = PipelineSweep {
