@@ -397,6 +397,78 @@ fn the_dry_run_says_whether_the_endpoint_answers() {
     );
 }
 
+/// README, "Rank with the judge you choose": the stand-in judge (`cargo run --example
+/// fake_judge -- PORT`, built by `cargo test` with the examples) serves configs/local.yaml as
+/// the README runs it: its dry run finds the endpoint and the model, and the run finds no
+/// position effect and a length coefficient it cannot identify, as the README says.
+#[test]
+fn the_readme_fake_judge_serves_the_local_config() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.contains("cargo run --example fake_judge -- 8088 &"), "README shows the command");
+    let exe = std::env::current_exe().unwrap();
+    let example = exe.parent().unwrap().parent().unwrap().join("examples/fake_judge");
+    assert!(example.exists(), "cargo test builds the examples: {}", example.display());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    /// Kills the server however the test ends.
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut server = Server(
+        std::process::Command::new(&example)
+            .arg(port.to_string())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(server.0.stdout.take().unwrap()), &mut first).unwrap();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    assert_eq!(
+        first,
+        format!("fake judge at {url} (model \"qwen2.5-coder-1.5b\"): the longer answer wins; Ctrl-C stops it\n")
+    );
+    // Port taken: said so.
+    let taken = std::process::Command::new(&example).arg(port.to_string()).output().unwrap();
+    assert_eq!(
+        (
+            taken.status.code(),
+            String::from_utf8_lossy(&taken.stderr).starts_with(&format!("error: cannot listen on 127.0.0.1:{port}: "))
+        ),
+        (Some(1), true),
+        "{}",
+        text(&taken)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(root().join("configs/local.yaml"))
+        .unwrap()
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("../prompts/", &format!("{}/prompts/", root().display()))
+        .replace("out_dir: ../runs", "out_dir: runs");
+    let cfg = write(dir.path(), "local.yaml", &yaml);
+    let c = cfg.to_str().unwrap();
+    let out = run_bin(dir.path(), &["run", c, "--base-url", &url, "--dry-run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains(&format!("endpoint {url} (http, port {port}): answers (GET /models in ")),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("is not among"), "the model it lists is the config's: {}", text(&out));
+    let out = run_bin(dir.path(), &["run", c, "--base-url", &url, "--max-comparisons", "80", "--name", "local-80"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = result(dir.path(), "local-80");
+    assert_eq!((r["valid"].as_u64(), r["spend_usd"].as_f64()), (Some(80), Some(0.0)), "{r}");
+    assert_eq!(r["usage"]["prompt_tokens"], 8000, "100 prompt tokens billed per reply");
+    let (kappa, sd) = (r["kappa"].as_f64().unwrap(), r["kappa_sd"].as_f64().unwrap());
+    assert!(kappa.abs() < sd, "the longer answer wins in both orders: κ̂ = {kappa} ± {sd}");
+    assert!(r["c"]["words"].as_f64().unwrap() > 1.0, "{}", r["c"]);
+    assert_eq!(r["identifiability"]["words"]["identified"], false);
+}
+
 /// A `--base-url` (or `--set …base_url=`) holding credentials that the config refuses is named
 /// in the error with its credentials redacted, however the URL is spelled.
 #[test]

@@ -174,7 +174,8 @@ pub struct FakeOpenAi {
 /// The test template's answer markers.
 pub const TEMPLATE: &str = "{% block system %}You are a strict judge. Reply with [[A]] or [[B]].{% endblock %}\n{% block user %}Task:\n{{ task }}\n<<A>>{{ answer_a }}<</A>>\n<<B>>{{ answer_b }}<</B>>\nWhich answer is better?{% endblock %}\n";
 
-/// Answer texts between the markers of [`TEMPLATE`] in the last user message.
+/// Answer texts between the markers of [`TEMPLATE`] in the last user message, or else between
+/// those of the shipped templates (`Answer A:` then the text between `<<<` and `>>>` lines).
 pub fn answers_of(body: &Value) -> Option<(String, String)> {
     let msgs = body.get("messages")?.as_array()?;
     let user = msgs.iter().rev().find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
@@ -184,7 +185,9 @@ pub fn answers_of(body: &Value) -> Option<(String, String)> {
         let e = c[s..].find(r)? + s;
         Some(c[s..e].to_owned())
     };
-    Some((between("<<A>>", "<</A>>")?, between("<<B>>", "<</B>>")?))
+    let test_template = || Some((between("<<A>>", "<</A>>")?, between("<<B>>", "<</B>>")?));
+    let shipped = || Some((between("Answer A:\n<<<\n", "\n>>>")?, between("Answer B:\n<<<\n", "\n>>>")?));
+    test_template().or_else(shipped)
 }
 
 /// Default verdict: the longer answer (in characters) wins; a tie in length goes to A.
@@ -205,6 +208,17 @@ impl FakeOpenAi {
 
     /// Start with custom verdict and usage rules.
     pub fn start_with(verdict: Box<VerdictFn>, usage: Box<UsageFn>) -> Self {
+        Self::start_on("127.0.0.1:0", verdict, usage).expect("a free port on 127.0.0.1")
+    }
+
+    /// Start on `addr` (`127.0.0.1:8088`; port 0 picks a free one) with these verdict and usage
+    /// rules.
+    ///
+    /// # Errors
+    /// The address cannot be bound (in use, or not an address).
+    pub fn start_on(addr: &str, verdict: Box<VerdictFn>, usage: Box<UsageFn>) -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
         let shared = Arc::new(Shared {
             script: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
@@ -233,7 +247,7 @@ impl FakeOpenAi {
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
             rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
                 addr_tx.send(listener.local_addr().unwrap()).unwrap();
                 let app = Router::new()
                     .route("/v1/chat/completions", post(handle_counted))
@@ -255,7 +269,7 @@ impl FakeOpenAi {
             rt.shutdown_timeout(Duration::from_millis(100));
         });
         let addr = addr_rx.recv().unwrap();
-        Self { base_url: format!("http://{addr}/v1"), shared, stop: Some(stop_tx), thread: Some(thread) }
+        Ok(Self { base_url: format!("http://{addr}/v1"), shared, stop: Some(stop_tx), thread: Some(thread) })
     }
 
     /// Append faults to the script.
