@@ -316,18 +316,24 @@ fn endpoint_wide_errors_stop_early_and_name_the_setting() {
     }
 }
 
+/// configs/local.yaml as shipped, in `dir` (its pool and prompt read from the repository, its
+/// runs under `dir/runs`).
+fn shipped_local(dir: &Path) -> PathBuf {
+    let yaml = std::fs::read_to_string(root().join("configs/local.yaml"))
+        .unwrap()
+        .replace("../data/", &format!("{}/data/", root().display()))
+        .replace("../prompts/", &format!("{}/prompts/", root().display()))
+        .replace("out_dir: ../runs", "out_dir: runs");
+    write(dir, "local.yaml", &yaml)
+}
+
 #[test]
 fn a_judge_that_is_not_there_ends_the_run_within_seconds() {
     // configs/local.yaml as shipped (whatever its base_url), pointed with --base-url at a port
     // where nothing listens, as the README tells a user to point it at a server.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
-    let src = std::fs::read_to_string(root().join("configs/local.yaml")).unwrap();
-    let yaml = src
-        .replace("../data/", &format!("{}/data/", root().display()))
-        .replace("../prompts/", &format!("{}/prompts/", root().display()))
-        .replace("out_dir: ../runs", "out_dir: runs");
-    let cfg = write(dir.path(), "local.yaml", &yaml);
+    let cfg = shipped_local(dir.path());
     let t0 = Instant::now();
     let url = format!("http://127.0.0.1:{port}/v1");
     let mut c = std::process::Command::new(bin());
@@ -363,12 +369,7 @@ fn a_judge_that_is_not_there_ends_the_run_within_seconds() {
 fn the_dry_run_says_whether_the_endpoint_answers() {
     let server = FakeOpenAi::start();
     let dir = tempfile::tempdir().unwrap();
-    let yaml = std::fs::read_to_string(root().join("configs/local.yaml"))
-        .unwrap()
-        .replace("../data/", &format!("{}/data/", root().display()))
-        .replace("../prompts/", &format!("{}/prompts/", root().display()))
-        .replace("out_dir: ../runs", "out_dir: runs");
-    let cfg = write(dir.path(), "local.yaml", &yaml);
+    let cfg = shipped_local(dir.path());
     let dry = |url: &str| {
         let t0 = Instant::now();
         let mut c = std::process::Command::new(bin());
@@ -443,12 +444,7 @@ fn the_readme_fake_judge_serves_the_local_config() {
         text(&taken)
     );
     let dir = tempfile::tempdir().unwrap();
-    let yaml = std::fs::read_to_string(root().join("configs/local.yaml"))
-        .unwrap()
-        .replace("../data/", &format!("{}/data/", root().display()))
-        .replace("../prompts/", &format!("{}/prompts/", root().display()))
-        .replace("out_dir: ../runs", "out_dir: runs");
-    let cfg = write(dir.path(), "local.yaml", &yaml);
+    let cfg = shipped_local(dir.path());
     let c = cfg.to_str().unwrap();
     let out = run_bin(dir.path(), &["run", c, "--base-url", &url, "--dry-run"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -474,12 +470,7 @@ fn the_readme_fake_judge_serves_the_local_config() {
 #[test]
 fn a_refused_base_url_override_does_not_show_its_credentials() {
     let dir = tempfile::tempdir().unwrap();
-    let yaml = std::fs::read_to_string(root().join("configs/local.yaml"))
-        .unwrap()
-        .replace("../data/", &format!("{}/data/", root().display()))
-        .replace("../prompts/", &format!("{}/prompts/", root().display()))
-        .replace("out_dir: ../runs", "out_dir: runs");
-    let cfg = write(dir.path(), "local.yaml", &yaml);
+    let cfg = shipped_local(dir.path());
     for args in [
         vec!["--base-url", "http://user:s3cretpw@127.0.0.1:9/v1?api_key=QQSECRETQQ"],
         vec!["--base-url", "htp://user:s3cretpw@127.0.0.1:9/v1"],
