@@ -794,6 +794,14 @@ fn a_failed_job_bills_nothing_and_quotes_the_provider() {
     assert!(!out.status.success());
     let last = r["last_error"].as_str().unwrap();
     assert!(last.contains("failed before running it") && last.contains("input line 1"), "{last}");
+    // Nothing ran: only the pair of the input line the errors name failed (hunt 47: every pair
+    // of the round was counted failed, and each set aside after its two orders).
+    let q = r["quarantined"].as_array().unwrap();
+    assert_eq!(q.len(), 1, "{q:?}");
+    assert_eq!(
+        (q[0]["a"].as_str(), q[0]["b"].as_str(), q[0]["failed_queries"].as_u64()),
+        (Some("a2"), Some("a6"), Some(2))
+    );
     let b = booked(&runs);
     assert_eq!((b.verdicts, b.usd, b.open_intents), (0, 0.0, 0));
     assert!(fake.batch_billed_lines().is_empty());

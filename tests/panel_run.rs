@@ -3,7 +3,7 @@
 //! money guarantees of a single judge (one `max_usd` for the panel, a kill with requests in
 //! flight on both servers, Ctrl-C, two processes), with each server's own log as its bill.
 
-use crate::common::fake_openai::{FakeOpenAi, TEMPLATE, longer_wins};
+use crate::common::fake_openai::{FakeOpenAi, Fault, TEMPLATE, longer_wins};
 use crate::common::*;
 use crate::crash_safety::{lines, pool8, run_to_end, signal, start, usage_of, wait_until};
 use serde_json::Value;
@@ -1742,6 +1742,35 @@ fn a_panel_member_with_too_many_invalid_replies_stops_the_panel() {
             && t.contains("8 of these replies are behind verdicts stored by earlier invocations"),
         "{t}"
     );
+}
+
+/// A panel member whose server fails every query (HTTP 500) while the other answers: each
+/// warning names the member, a pair is set aside for that member, and the run stops
+/// `judge_failing` naming it and what to do, in the summary and in result.json's `last_error`
+/// (hunt 47: the warnings named no judge, and the panel's result.json had no `last_error`).
+#[test]
+fn a_panel_member_whose_server_fails_is_named_where_the_run_stops() {
+    let (cheap, frontier) = (server(shorter_wins), server(shorter_wins));
+    frontier.set_always(Some(Fault::ServerError));
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = panel_config(dir.path(), "down", &cheap, &frontier, "", "  max_usd: 1\n");
+    let out = run_to_end(dir.path(), &cfg);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(cheap.n_requests() > 0 && frontier.n_requests() > 0, "{t}");
+    let failed: Vec<&str> = t.lines().filter(|l| l.contains(" failed: ") && l.contains("query ")).collect();
+    assert!(!failed.is_empty() && failed.iter().all(|l| l.contains(" failed: the judge frontier: ")), "{t}");
+    assert!(t.contains(" set aside for judge frontier for the rest of this run after "), "{t}");
+    let r = json(&dir.path().join("runs/down/result.json"));
+    assert_eq!(r["stop_reason"], "judge_failing");
+    let last = r["last_error"].as_str().unwrap_or_else(|| panic!("{r}"));
+    assert!(last.contains("without any verdict; last error: the judge frontier: "), "{last}");
+    assert!(
+        last.ends_with("; all of them judge frontier's: fix its endpoint, or take it out of `judges:` to go on without it (its stored verdicts stay in the folder)"),
+        "{last}"
+    );
+    assert!(t.contains(last), "the stop says it too: {t}");
+    assert!(r["judges"][0]["queries"].as_u64().unwrap() > 0 && r["judges"][1]["queries"] == 0, "{r}");
 }
 
 /// A panel member none of whose answered queries gave a verdict is not asked again (the

@@ -368,12 +368,16 @@ impl BatchJudge {
     /// usage they report, an unreadable line at the worst case) is booked too, as far as the
     /// queries without a line do not already hold it, so the books hold what such a provider
     /// bills. `recorded`: the round's keys (batches.jsonl) that are no query of it now (a
-    /// resumed round): a line of one is the round's own, not a foreign one.
+    /// resumed round): a line of one is the round's own, not a foreign one. `input_keys`: the
+    /// keys of the job's input file in line order (batches.jsonl's record of the round): a job
+    /// that `failed` (nothing ran) is a failure of the pairs whose input lines its errors name,
+    /// and no failure of the others (as for an expired job).
     async fn collect(
         &self,
         job: &BatchJob,
         queries: &[(&Pool, usize, usize, &str)],
         recorded: &Recorded<'_>,
+        input_keys: &[String],
     ) -> Result<Vec<Result<JudgeReply, JudgeError>>, String> {
         let keys: std::collections::HashSet<&str> = queries.iter().map(|q| q.3).collect();
         let JobLines { mut results, beyond_lines, unreadable, odd } = self.read_lines(job, &keys, recorded).await?;
@@ -401,6 +405,13 @@ impl BatchJudge {
         // The run cancelled the job (Ctrl-C): what did not run was never asked, as for a live
         // query whose request did not leave.
         let cancelled_by_us = job.status == BatchJobStatus::Cancelled && self.stopped();
+        // The input lines a failed job's errors name ("code (input line N): message").
+        let named_lines: std::collections::HashSet<&str> = job
+            .errors
+            .iter()
+            .filter_map(|e| e.split_once("(input line ")?.1.split_once(')')?.0.parse::<usize>().ok())
+            .filter_map(|n| input_keys.get(n.checked_sub(1)?).map(String::as_str))
+            .collect();
         let why_missing = match job.status {
             BatchJobStatus::Failed if !job.errors.is_empty() => {
                 format!("batch job {} failed before running it: {}", job.id, job.errors.join("; "))
@@ -435,8 +446,11 @@ impl BatchJudge {
                     cost_usd: self.worst_case_usd(pool, a, b),
                 }),
                 None if cancelled_by_us => Err(JudgeError::NotSent { cost_usd: 0.0 }),
-                // The provider's window ran out (or it cancelled): the request never ran.
-                None if matches!(job.status, BatchJobStatus::Expired | BatchJobStatus::Cancelled) => {
+                // The provider's window ran out (or it cancelled), or it refused the job for
+                // another request's line: this request never ran.
+                None if matches!(job.status, BatchJobStatus::Expired | BatchJobStatus::Cancelled)
+                    || (job.status == BatchJobStatus::Failed && !named_lines.contains(key)) =>
+                {
                     Err(JudgeError::NotRun { message: why_missing.clone() })
                 }
                 None => Err(not_run(why_missing.clone())),
@@ -577,6 +591,7 @@ impl BatchJudge {
             }
         }
         let keys: Vec<String> = sent.iter().map(|&i| queries[i].key.clone()).collect();
+        let input_keys = keys.clone();
         let outcome = if sent.is_empty() || self.stopped() {
             Submission::NotSubmitted("not sent: the run stopped sending".into())
         } else if let Err(e) = self.record(BatchLine {
@@ -649,7 +664,7 @@ impl BatchJudge {
                             .iter()
                             .map(|&i| (queries[i].pool.as_ref(), queries[i].a, queries[i].b, queries[i].key.as_str()))
                             .collect();
-                        match self.collect(&job, &qs, &Recorded::default()).await {
+                        match self.collect(&job, &qs, &Recorded::default(), &input_keys).await {
                             Ok(r) => r,
                             Err(why) => sent.iter().map(|_| Err(pending(&id, why.clone()))).collect(),
                         }
@@ -782,7 +797,7 @@ impl BatchJudge {
                 settled: settled.into_iter().map(String::as_str).collect(),
                 unopened: unopened.into_iter().map(String::as_str).collect(),
             };
-            let outs = match self.collect(&job, &qs, &recorded).await {
+            let outs = match self.collect(&job, &qs, &recorded, &r.keys).await {
                 Ok(o) => o,
                 Err(why) => {
                     done.pending = Some(why);

@@ -172,6 +172,9 @@ pub struct Faults {
     pub unavailable: HashSet<(usize, usize)>,
     /// A batch job left open (its first query's words): the run stops and a later run resumes it.
     pub batch_pending: Option<String>,
+    /// In a panel, the members whose queries failed since the last verdict of any judge: when
+    /// the run stops for failing rounds and it is one member, the stop names it.
+    failing_members: std::collections::BTreeSet<String>,
 }
 
 impl Faults {
@@ -188,6 +191,7 @@ impl Faults {
             earlier: Vec::new(),
             unavailable: HashSet::new(),
             batch_pending: None,
+            failing_members: std::collections::BTreeSet::new(),
         }
     }
 
@@ -276,20 +280,30 @@ impl Faults {
             return;
         }
         let s = sched.settings();
-        self.failing = Some(match s.dispatch {
-            Dispatch::WaitForBatch | Dispatch::Batch => format!(
-                "{} queries failed in {} consecutive rounds without any verdict; last error: {}",
-                sched.failed_rounds_queries(),
-                sched.failed_rounds(),
-                self.last_error
+        // A panel whose failures since the last verdict are all one member's: that member is
+        // named, with what to do (the others answered before it failed them all).
+        let member = match (self.failing_members.len(), self.failing_members.first()) {
+            (1, Some(name)) => format!(
+                "; all of them judge {name}'s: fix its endpoint, or take it out of `judges:` to go on without it (its stored verdicts stay in the folder)"
             ),
-            Dispatch::Pipelined => format!(
-                "{} queries failed ({} in a row without any verdict); last error: {}",
-                self.failed,
-                sched.failed_rounds() * s.refit_every,
-                self.last_error
-            ),
-        });
+            _ => String::new(),
+        };
+        self.failing = Some(
+            match s.dispatch {
+                Dispatch::WaitForBatch | Dispatch::Batch => format!(
+                    "{} queries failed in {} consecutive rounds without any verdict; last error: {}",
+                    sched.failed_rounds_queries(),
+                    sched.failed_rounds(),
+                    self.last_error
+                ),
+                Dispatch::Pipelined => format!(
+                    "{} queries failed ({} in a row without any verdict); last error: {}",
+                    self.failed,
+                    sched.failed_rounds() * s.refit_every,
+                    self.last_error
+                ),
+            } + &member,
+        );
     }
 
     /// Tell the scheduler how a query ended, and count, set aside or note a stop as its outcome
@@ -310,6 +324,7 @@ impl Faults {
             DispatchOutcome::Verdict { cost_usd, stored } => {
                 sched.stored_verdict(a, b, res, cost_usd, stored);
                 self.guard.succeeded();
+                self.failing_members.clear();
                 if let Some(limit) = judge.invalid_rate_limit()
                     && let Some(now) = judge.stats()
                 {
@@ -347,13 +362,17 @@ impl Faults {
                 self.failed += 1;
                 self.not_run += usize::from(matches!(e, JudgeError::NotRun { .. }));
                 self.last_error = in_member(&e, member);
-                tracing::warn!("query {ida} vs {idb} failed: {e}");
+                tracing::warn!("query {ida} vs {idb} failed: {}", self.last_error);
                 let unjudgeable = matches!(e, JudgeError::Unjudgeable { .. });
                 // A request the provider never ran (an expired batch job) is no fault of its pair.
                 let pairs_fault = e.setting().is_none() && !matches!(e, JudgeError::NotRun { .. });
+                if let Some((_, name)) = member {
+                    self.failing_members.insert(name.to_string());
+                }
                 if pairs_fault && self.quarantine.failed(a, b, &self.last_error, unjudgeable) {
                     tracing::warn!(
-                        "{ida} vs {idb} set aside for the rest of this run after {} failed queries",
+                        "{ida} vs {idb} set aside{} for the rest of this run after {} failed queries",
+                        member.map(|(_, name)| format!(" for judge {name}")).unwrap_or_default(),
                         self.quarantine.failures(a, b)
                     );
                 }

@@ -75,6 +75,10 @@ pub struct PanelRunResult {
     /// invalid replies and their reasons.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_message: Option<String>,
+    /// What stopped it, when `stop_reason` is `judge_failing`: the failed queries and the last
+    /// error, naming the member (as a single-judge run's `last_error`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
     /// The judges, in the order of `judges:`.
     pub judges: Vec<PanelJudgeSpend>,
     /// Stored verdicts of all judges (valid or not).
@@ -927,6 +931,7 @@ fn finish(
         certified,
         stop_reason: stop,
         stop_message: faults.invalid_stop.clone().filter(|_| stop == StopReason::MaxInvalidRate),
+        last_error: faults.failing.clone().filter(|_| stop == StopReason::JudgeFailing),
         judges,
         comparisons: stored.iter().map(Vec::len).sum(),
         spend_usd: pico(spends.iter().map(crate::store::books::Spend::total_usd).sum()),
