@@ -367,7 +367,16 @@ fn gate_with_a_labels_file_asks_for_missing_labels_then_decides() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("10 of 10 anchors have no label"), "{}", text(&out));
-    assert_eq!(json(&dir.path().join("runs/lab/result.json"))["reported"], "apparent");
+    let r = json(&dir.path().join("runs/lab/result.json"));
+    assert_eq!(r["reported"], "apparent");
+    // The prior-selected note speaks of the config's gate, not of adding one (hunt 47).
+    let notes = strs(&r["notes"]);
+    assert!(
+        notes.iter().any(|n| n.starts_with("c[x] is prior-selected")
+            && n.contains("; this config's `gate:` section tests that once the run ends")),
+        "{notes:?}"
+    );
+    assert!(notes.iter().all(|n| !n.contains("a `gate:` section in the config")), "{notes:?}");
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(text(&out).contains("10 of 10 anchors have no label"), "{}", text(&out));

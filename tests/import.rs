@@ -436,6 +436,23 @@ fn arena_bench_grades_give_both_orders_of_every_graded_pair() {
     for ((p, a, b), v) in &y {
         assert_eq!(v + y[&(p.clone(), b.clone(), a.clone())], 1.0);
     }
+    // A grade line given twice is counted once, as the other formats' repeated verdicts are
+    // (hunt 47: it was an error here only); the same model graded otherwise is a conflict.
+    let first = std::fs::read_to_string(&inputs[0]).unwrap();
+    let line1 = first.lines().next().unwrap();
+    let twice = write(d, "twice.jsonl", &format!("{first}{line1}\n"));
+    let again = [&[twice.clone()][..], &inputs[1..]].concat();
+    let shown = import(d, &["--judgments", "arena_bench"], &again, &d.join("g2.jsonl")).unwrap();
+    assert!(shown.contains(&format!("{expected} ordered verdicts")) && shown.contains("1 repeated grade"), "{shown}");
+    assert_eq!(std::fs::read_to_string(d.join("g2.jsonl")).unwrap(), std::fs::read_to_string(&out).unwrap());
+    let mut v: Value = serde_json::from_str(line1).unwrap();
+    let other = if v["score"].as_f64() == Some(1.0) { 2.0 } else { 1.0 };
+    v["score"] = other.into();
+    let n = first.lines().count() + 1;
+    let conflict = write(d, "conflict.jsonl", &format!("{first}{v}\n"));
+    let e = import(d, &["--judgments", "arena_bench"], &[conflict], &d.join("g3.jsonl")).unwrap_err();
+    assert!(e.contains(&format!("conflict.jsonl:{n}: model \"claude-2.1\" is graded {other} here but ")), "{e}");
+    assert!(e.contains("conflict.jsonl:1 on question "), "{e}");
 }
 
 #[test]

@@ -799,10 +799,14 @@ fn check_judges(raw: &mut RawConfig) -> Result<(), InvalidSetting> {
             ));
         }
     }
-    if raw.judges.iter().filter(|m| m.trusted).count() > 1 {
+    let trusted: Vec<usize> = (0..raw.judges.len()).filter(|&j| raw.judges[j].trusted).collect();
+    if let [first, second, ..] = trusted[..] {
         return Err(InvalidSetting::new(
-            "judges",
-            "more than one judge is `trusted: true`; mark the one judge whose verdicts are taken as free of item-level bias",
+            format!("judges[{second}].trusted"),
+            format!(
+                "judges[{first}] ({:?}) is `trusted: true` too; mark the one judge whose verdicts are taken as free of item-level bias",
+                raw.judges[first].name
+            ),
         ));
     }
     let refuse = |key: &str, why: &str| {
@@ -1598,7 +1602,7 @@ mod tests {
             (
                 "judges:\n  - {name: a, trusted: true, mock: {}}\n  - {name: b, trusted: true, mock: {}}\n",
                 "",
-                "judges: more than one judge is `trusted: true`",
+                "judges[1].trusted: judges[0] (\"a\") is `trusted: true` too; mark the one judge",
             ),
             (
                 two,

@@ -454,6 +454,21 @@ pub fn tie_note(k: usize, view: &TopkView, reported: RankingKind) -> Option<Stri
 /// The advice that ends a prior-selected coefficient's note
 /// ([`identifiability_notes`]); replaced once a gate has run.
 const GATE_ADVICE: &str = "; test that with a trusted-anchor gate";
+/// [`GATE_ADVICE`] where the config has a `gate:` section ([`gate_configured`]).
+const GATE_CONFIGURED: &str = "; this config's `gate:` section tests that";
+
+/// The advice of [`identifiability_notes`] to run a gate, said of the `gate:` section a run's
+/// config already has (it runs after the summary; hunt 47: the note told the user to add it).
+pub fn gate_configured(notes: &mut [String]) {
+    for n in notes {
+        if let Some(cut) = n.find(GATE_ADVICE) {
+            n.replace_range(
+                cut..,
+                &format!("{GATE_CONFIGURED} once the run ends (its decision, or why it has none yet, is said after this summary), or use paired renderings (design: paired)"),
+            );
+        }
+    }
+}
 
 /// Re-choose the reported ranking of a finished result (after a gate decided), from the
 /// values it holds; rewrites `topk`, `recall_at_k`, `ranking` and the reporting block, and
@@ -484,7 +499,7 @@ pub fn rechoose(r: &mut RunResult, pool: &Pool, gate: Option<&GateDecision>) {
     // A gate ran: the advice to run one gives way to its decision (the gate line).
     if gate.is_some() {
         for n in &mut r.fit.notes {
-            if let Some(cut) = n.find(GATE_ADVICE) {
+            if let Some(cut) = n.find(GATE_ADVICE).or_else(|| n.find(GATE_CONFIGURED)) {
                 n.replace_range(
                     cut..,
                     "; the trusted-anchor gate of this run tested it (its decision is shown with the ranking)",

@@ -161,6 +161,9 @@ fn ranking_result(cfg: &Config, judge: &dyn Judge, end: &RunEnd<'_>) -> RunResul
         epsilon: cfg.raw.certify.epsilon,
         mc_draws: cfg.raw.acquisition.mc_draws,
     });
+    if cfg.raw.gate.is_some() {
+        super::outcome::gate_configured(&mut out.notes);
+    }
     out.reporting.systems = systems_of_run(cfg, s, &verdicts, end.fit_failed.is_none());
     if let Some(sys) = &mut out.reporting.systems {
         super::systems::follow_reported(sys, &out.ranking, out.reporting.reported);

@@ -143,6 +143,9 @@ fn first_signal_line(grace: Duration, n: usize, batch: bool) -> String {
         format!(
             "interrupted: no new requests; cancelling the open batch job ({n} queries) and waiting for it to stop, so what it ran is booked (press Ctrl-C again to quit at once: the next run then books what the job ran)"
         )
+    } else if batch {
+        // The job's queries are not counted in flight while the run waits for it to end.
+        "interrupted: no new requests; a batch job still open is cancelled and waited for, so what it ran is booked (press Ctrl-C again to quit at once: the next run then books what the job ran)".to_string()
     } else {
         format!(
             "interrupted: no new requests; waiting up to {} s for the {n} in flight so their verdicts are stored (press Ctrl-C again to quit at once: they are then booked as possibly billed when the run resumes)",
@@ -157,6 +160,8 @@ fn second_signal_line(n: usize, batch: bool) -> String {
         format!(
             "interrupted again: quitting now; the batch job's round ({n} queries) stays open and the next run of this config books what the job ran"
         )
+    } else if batch {
+        "interrupted again: quitting now; a batch job still open stays open and the next run of this config books what it ran".to_string()
     } else {
         format!(
             "interrupted again: quitting now; the {n} request(s) in flight are booked as possibly billed when the run resumes"
@@ -216,6 +221,20 @@ impl Signals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under batch dispatch a signal while the run waits for a job (its queries not counted in
+    /// flight then) speaks of the job, not of "the 0 in flight" (hunt 47).
+    #[test]
+    fn a_signal_under_batch_dispatch_speaks_of_the_job() {
+        let g = Duration::from_secs(30);
+        assert!(first_signal_line(g, 0, false).contains("waiting up to 30 s for the 0 in flight"));
+        let job = first_signal_line(g, 0, true);
+        assert!(job.starts_with("interrupted: no new requests; a batch job still open is cancelled"), "{job}");
+        assert!(!job.contains("in flight"), "{job}");
+        assert!(first_signal_line(g, 8, true).contains("cancelling the open batch job (8 queries)"));
+        assert!(second_signal_line(0, true).contains("a batch job still open stays open"));
+        assert!(second_signal_line(3, false).contains("the 3 request(s) in flight are booked as possibly billed"));
+    }
 
     #[tokio::test]
     async fn manual_interrupt_wakes_a_waiting_loop() {

@@ -786,12 +786,16 @@ pub fn line_of_key(text: &str, key: &str) -> Option<usize> {
     // The key itself is best, then the first key of the entry it names (`judges[1]` is where
     // `judges[1].name` starts), then the longest key that holds it.
     let mut best: Option<(usize, usize)> = None; // (score, line); the first line of a score wins
+    // A list entry has no line of its own: a key missing from it is placed at its first key.
+    let entry = key.rsplit_once('.').map(|(parent, _)| parent).filter(|parent| parent.ends_with(']'));
     for line in 1..=n {
         let Some(path) = key_path_at(text, line) else { continue };
         let score = if key == path {
             2 * key.len() + 2
         } else if path.strip_prefix(key).is_some_and(|rest| rest.starts_with('.')) {
             2 * key.len() + 1
+        } else if let Some(e) = entry.filter(|e| path.strip_prefix(e).is_some_and(|rest| rest.starts_with('.'))) {
+            2 * e.len()
         } else if key.strip_prefix(path.as_str()).is_some_and(|rest| rest.starts_with(['.', '['])) {
             2 * path.len()
         } else {
@@ -1154,6 +1158,14 @@ mod tests {
         assert_eq!(line_of_key(t, "judges[1]"), Some(6));
         assert_eq!(line_of_key(t, "judge"), None);
         assert_eq!(line_of_key(t, "model.lambda_b"), None);
+        // A key an entry lacks is placed at the entry's first key, not at its list's key
+        // (hunt 47: `judges[1].name: missing` named the `judges:` line); a mapping's missing
+        // key stays at the mapping's own line.
+        assert_eq!(line_of_key(t, "judges[1].mock"), Some(6));
+        assert_eq!(line_of_key(t, "judges[0].weight"), Some(3));
+        assert_eq!(line_of_key(t, "budget.max_comparisons"), Some(8));
+        let flow = "judges:\n  - {name: a, mock: {}}\n  - {trusted: true, mock: {}}\n";
+        assert_eq!(line_of_key(flow, "judges[1].name"), Some(3));
     }
 
     #[test]

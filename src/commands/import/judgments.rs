@@ -359,12 +359,18 @@ fn read_arena_bench(inputs: &[PathBuf], c: &mut Collected) -> Result<(), ImportE
                 order.push(qid.clone());
                 Vec::new()
             });
-            if let Some((_, _, p, l)) = g.iter().find(|x| x.0 == model) {
+            if let Some((_, first, p, l)) = g.iter().find(|x| x.0 == model) {
+                // The same grade again is a repeated line, counted once as the other formats'
+                // repeated verdicts are; another grade is a conflict.
+                if *first == score {
+                    c.skip("repeated grade");
+                    continue;
+                }
                 return Err(row(
                     path,
                     line,
                     format!(
-                        "model {model:?} is graded twice on question {qid:?} (also at {}:{l}); expected one grade per model and question",
+                        "model {model:?} is graded {score} here but {first} at {}:{l} on question {qid:?}; expected one grade per model and question",
                         p.display()
                     ),
                 ));
