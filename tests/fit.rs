@@ -106,6 +106,20 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
         "{}",
         text(&out)
     );
+    // A line that is not JSON: the file's line and the column, not serde's "line 1" of the
+    // line as well (hunt 48).
+    let bad = write(
+        dir.path(),
+        "broken.jsonl",
+        "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n\n{\"a\": \"M0\" \"b\": \"M1\", \"y\": 1}\n",
+    );
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("broken.jsonl:3: not JSON (expected `,` or `}` at column 12); expected"),
+        "{}",
+        text(&out)
+    );
 
     // Two judges and another pool in one file (with a BOM and CRLF line ends).
     let mut v = String::from("\u{feff}");

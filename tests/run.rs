@@ -305,11 +305,35 @@ fn zero_valid_comparisons_claim_no_top_k_and_say_what_a_query_needs() {
     std::fs::write(&cfg, yaml).unwrap();
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        stdout(&out).contains("one query needs budget.max_usd ≥ $") && stdout(&out).contains(" (its worst-case cost)"),
-        "{}",
-        stdout(&out)
-    );
+    let s = stdout(&out);
+    let needs = s.split("one query needs budget.max_usd ≥ $").nth(1).unwrap_or_else(|| panic!("{s}"));
+    let (amount, rest) = needs.split_once(' ').unwrap();
+    assert!(rest.starts_with("(its worst-case cost)"), "{s}");
+    // The amount is the cheapest query's worst case, rounded up (hunt 48: it was the dearest
+    // neighbouring pair's, and "$0.0001" for $0.000134): that budget buys one query, a millionth
+    // of a dollar less buys none.
+    let c = topk_judge::config::run::Config::load(&cfg).unwrap();
+    let judge = topk_judge::config::judge::make_judge(c.raw.judge()).unwrap();
+    let n = c.pool.n_items();
+    let cheapest = (0..n)
+        .flat_map(|a| (0..n).map(move |b| (a, b)))
+        .filter(|&(a, b)| c.pool.item_base[a] != c.pool.item_base[b])
+        .map(|(a, b)| judge.worst_case_usd(&c.pool, a, b))
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(amount, format!("{:.6}", (cheapest * 1e6).ceil() / 1e6), "{s}");
+    for (usd, asked) in [(amount.to_string(), 1), (format!("{:.6}", amount.parse::<f64>().unwrap() - 1e-6), 0)] {
+        let out = run_bin(
+            dir.path(),
+            &["run", cfg.to_str().unwrap(), "--quiet", "--max-usd", &usd, "--name", &format!("z{asked}")],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        let r = json(&dir.path().join(format!("runs/z{asked}/result.json")));
+        assert_eq!(
+            (r["comparisons"].as_u64(), r["stop_reason"].as_str()),
+            (Some(asked), Some("max_usd")),
+            "{usd}: {r}"
+        );
+    }
 }
 
 /// Two comparisons of the main job: the point top-3 is three answers never compared (ranked on

@@ -423,6 +423,11 @@ fn k_of_a_systems_run_is_checked_against_its_systems() {
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--set", "k=16"]);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("k: 16 must satisfy 1 ≤ k < number of systems (16) over 2 prompts"), "{}", text(&out));
+    // No comparison at all: said so, without the renderings of a paired pool (hunt 48: a system's
+    // answers to several prompts read as renderings there).
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet", "--max-comparisons", "0"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("nothing certified: no valid comparison\n"), "{}", stdout(&out));
 }
 
 /// A recording with a second verdict for one judge, prompt and ordered pair: `check` refuses

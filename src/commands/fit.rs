@@ -193,7 +193,9 @@ fn read_verdict_lines_but(
                 ));
                 break;
             }
-            Err(e) => return Err(bad(line_no, format!("not JSON ({e}); {EXPECTED}"))),
+            Err(e) => {
+                return Err(bad(line_no, format!("not JSON ({}); {EXPECTED}", crate::domain::json::on_one_line(&e))));
+            }
         };
         crate::domain::json::unique_keys(text).map_err(|e| bad(line_no, e.to_string()))?;
         let first = *seen.entry(text.trim()).or_insert(line_no);

@@ -29,6 +29,17 @@ impl std::fmt::Display for JsonError {
 
 impl std::error::Error for JsonError {}
 
+/// serde_json's error on one line of a JSON Lines file, with its column and without its own
+/// line number (always 1 there: the file's line is said beside it): "expected `,` or `}` at
+/// column 11".
+pub fn on_one_line(e: &serde_json::Error) -> String {
+    let raw = e.to_string();
+    match raw.rfind(" at line ") {
+        Some(i) => format!("{} at column {}", &raw[..i], e.column()),
+        None => raw,
+    }
+}
+
 /// Parse one JSON text into `T`.
 ///
 /// # Errors

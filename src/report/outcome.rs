@@ -327,7 +327,7 @@ pub fn certified(
     let withheld = if graph.never_compared.len() == pool.n_bases() {
         // A pool with renderings may hold comparisons of a base's own renderings: they inform c
         // and κ, never an order of the bases.
-        Some(if pool.n_items() > pool.n_bases() {
+        Some(if pool.n_items() > pool.n_bases() && !pool.is_systems() {
             "no valid comparison between two bases (a comparison of one base's renderings informs only c and κ)"
                 .to_string()
         } else {
@@ -560,28 +560,33 @@ pub fn identify_and_apparent(
 
 /// What one query needs from the budget (said when nothing was compared), for the limit that
 /// stopped the run (`stop`): `max_comparisons ≥ 1`, or `max_usd` at least what the run folder's
-/// books already hold (`held_usd`, USD) plus, for a priced judge, the worst case of a query (the
-/// largest over the pool's neighbouring pairs in both orders).
+/// books already hold (`held_usd`, USD) plus, for a priced judge, the worst case of its cheapest
+/// query (the smallest over the ordered pairs of two bases of one prompt: the run sends any query
+/// that fits, so a budget short of that one buys none).
 pub fn one_query_text(pool: &Pool, judge: &dyn crate::judge::JudgeInfo, stop: StopReason, held_usd: f64) -> String {
     if stop == StopReason::MaxComparisons {
         return "one query needs budget.max_comparisons ≥ 1".into();
     }
     let usd = super::table::usd;
     let worst = if judge.has_price() {
-        let n = pool.n_items();
-        (0..n)
-            .flat_map(|i| [(i, (i + 1) % n), ((i + 1) % n, i)])
-            .filter(|(a, b)| a != b)
+        let cheapest = pool
+            .prompt_items()
+            .iter()
+            .flat_map(|g| g.iter().flat_map(move |&a| g.iter().map(move |&b| (a, b))))
+            .filter(|&(a, b)| pool.item_base[a] != pool.item_base[b])
             .map(|(a, b)| judge.worst_case_usd(pool, a, b))
-            .fold(0.0f64, f64::max)
+            .fold(f64::INFINITY, f64::min);
+        if cheapest.is_finite() { cheapest } else { 0.0 }
     } else {
         0.0
     };
     match (held_usd > 0.0, worst > 0.0) {
-        (false, _) => format!("one query needs budget.max_usd ≥ {} (its worst-case cost)", usd(worst)),
+        (false, _) => {
+            format!("one query needs budget.max_usd ≥ {} (its worst-case cost)", super::table::usd_at_least(worst))
+        }
         (true, true) => format!(
             "one query needs budget.max_usd ≥ {}: the run folder's books already hold {}, and one query's worst-case cost is {}",
-            usd(held_usd + worst),
+            super::table::usd_at_least(held_usd + worst),
             usd(held_usd),
             usd(worst)
         ),

@@ -301,6 +301,8 @@ pub fn coefficient_lines(
     rep: &Reporting,
 ) -> String {
     let mut s = String::new();
+    // A κ̂ that rounds to 0 is said as 0.000, not -0.000.
+    let kappa = if kappa.abs() < 5e-4 { 0.0 } else { kappa };
     let _ = writeln!(s, "position effect κ = {kappa:.3} ± {kappa_sd:.3} logits (> 0 favours the answer shown first)");
     for (n, v) in c {
         let sd = c_sd.get(n).copied().unwrap_or(f64::NAN);
@@ -760,6 +762,15 @@ pub fn overrun_line(o: &crate::report::schema::OverrunReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A κ̂ that rounds to zero reads 0.000, never -0.000 (hunt 48); one that does not keeps its sign.
+    #[test]
+    fn a_position_effect_that_rounds_to_zero_has_no_sign() {
+        let none = BTreeMap::new();
+        let line = |k: f64| coefficient_lines(k, 0.413, &none, &none, &BTreeMap::new(), &Reporting::default());
+        assert!(line(-0.0002).starts_with("position effect κ = 0.000 ± 0.413 logits"), "{}", line(-0.0002));
+        assert!(line(-0.0006).starts_with("position effect κ = -0.001 ± 0.413 logits"), "{}", line(-0.0006));
+    }
 
     /// Every item in or undecided: the "out" line says none, not a bare 0.
     #[test]

@@ -174,6 +174,18 @@ pub fn usd(x: f64) -> String {
     }
 }
 
+/// A lower bound a budget must reach, `$` and rounded up (6 decimals below $0.01, else 4), so
+/// the amount said is enough: $0.000134 is not said as "$0.0001".
+pub fn usd_at_least(x: f64) -> String {
+    if x <= 0.0 {
+        "$0".into()
+    } else if x < 0.01 {
+        format!("${:.6}", (x * 1e6).ceil() / 1e6)
+    } else {
+        format!("${:.4}", (x * 1e4).ceil() / 1e4)
+    }
+}
+
 /// Two amounts in USD as [`usd`] writes them, with 6 decimals (up to 9) when they differ but
 /// [`usd`] writes them alike ($0.059975 and $0.06 both read "$0.0600").
 pub fn usd_distinct(a: f64, b: f64) -> (String, String) {

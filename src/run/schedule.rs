@@ -44,12 +44,17 @@ pub struct ScheduleSettings {
     /// ε of the `confidence` stop (`acquisition.confidence`): stop once the fit certifies the
     /// top-k at ε ([`Fitted::certified`]); `None`: off.
     pub confidence: Option<f64>,
+    /// When the rule's pick does not fit in what `max_usd` leaves, send the best query that
+    /// does before stopping for `max_usd` (a run; docs/model.md §3). Off in the simulated
+    /// experiments of docs/experiments.md, whose single-judge arms were measured stopping at
+    /// the rule's first pick that did not fit.
+    pub fill_to_max_usd: bool,
 }
 
 impl ScheduleSettings {
-    /// Settings with the `confidence` stop off.
+    /// Settings with the `confidence` stop off, filling to `max_usd`.
     pub fn new(refit_every: usize, concurrency: usize, dispatch: Dispatch, write_ahead: usize) -> Self {
-        Self { refit_every, concurrency, dispatch, write_ahead, confidence: None }
+        Self { refit_every, concurrency, dispatch, write_ahead, confidence: None, fill_to_max_usd: true }
     }
 }
 
@@ -613,10 +618,58 @@ impl Scheduler {
             self.sent(a, b);
             sent.push(Pick { a, b, reservation });
         }
+        if sent.is_empty() && self.pending.is_empty() {
+            // The rule's pick does not fit in what is left: the best query that does, as a
+            // panel sends one (docs/model.md §3), so the run stops for `max_usd` only when no
+            // open query fits and `run --dry-run`'s count of what the budget buys holds.
+            if let Some(f) = fit
+                && let Some((a, b)) = self.pick_affordable(rule, f)
+                && let Some(reservation) = self.budget.try_reserve((rule.worst_usd)(a, b))
+            {
+                self.usd_blocked = false;
+                self.sent(a, b);
+                sent.push(Pick { a, b, reservation });
+            }
+        }
         if sent.is_empty() {
             return if self.pending.is_empty() { Action::Stop(StopReason::MaxUsd) } else { self.wait(false) };
         }
         Action::Send(sent)
+    }
+
+    /// The rule's best single query among those whose worst case fits in what `max_usd` leaves
+    /// (none without `max_usd`, for a panel, whose own picker does this, or when no comparison
+    /// is left): the open ordered pairs of one prompt whose worst case is more are set aside
+    /// for this pick.
+    fn pick_affordable(&self, rule: &PickRule<'_>, fit: &Fitted<'_>) -> Option<(usize, usize)> {
+        let max = self.budget.max_usd()?;
+        if !self.s.fill_to_max_usd || rule.panel.is_some() || self.budget.comparisons_left() == 0 {
+            return None;
+        }
+        let left = max - self.budget.spent_usd() - self.budget.reserved_usd();
+        let mut queried = self.unavailable_for_picking();
+        let mut any = false;
+        for group in rule.pool.prompt_items() {
+            for &a in &group {
+                for &b in &group {
+                    if a == b || queried.contains(&(a, b)) {
+                        continue;
+                    }
+                    if (rule.worst_usd)(a, b) > left {
+                        queried.insert((a, b));
+                    } else {
+                        any = true;
+                    }
+                }
+            }
+        }
+        if !any {
+            return None;
+        }
+        let ctx = context(rule, fit, &queried);
+        let mut acq_rng = rng::stream(rule.seed, "acquire-affordable", queried.len() as u64);
+        let picks = acquire::select_with_pending(rule.strategy, &ctx, &self.unfitted(), 1, &mut acq_rng);
+        picks.into_iter().find(|&(a, b)| (rule.worst_usd)(a, b) <= left)
     }
 
     /// [`Action::Wait`], or a stop when nothing is in flight and no refit runs (nothing could

@@ -336,7 +336,12 @@ fn follow_to(
         None => within.len() + between_count(pool),
     };
     let limit = |b: usize| (b < total).then_some(b as u64);
-    let sched_settings = ScheduleSettings::new(settings.refit_every, settings.refit_every, Dispatch::WaitForBatch, 0);
+    // The experiments' single-judge arms stop at the rule's first pick past `max_usd`, as they
+    // were measured (docs/experiments.md); a run fills to it (`fill_to_max_usd`).
+    let sched_settings = ScheduleSettings {
+        fill_to_max_usd: false,
+        ..ScheduleSettings::new(settings.refit_every, settings.refit_every, Dispatch::WaitForBatch, 0)
+    };
     let budget = match &checkpoints {
         Checkpoints::Comparisons(b) => Budget::new(limit(b[0]), None, 0, 0.0),
         Checkpoints::Usd { limits, .. } => Budget::new(None, Some(limits[0]), 0, 0.0),

@@ -413,7 +413,7 @@ pub fn what_to_start(port: Option<u16>) -> String {
         Some(11434) => "Ollama listens here (`ollama serve`)".into(),
         Some(1234) => "LM Studio's local server listens here (start it in LM Studio)".into(),
         Some(p) => format!(
-            "an OpenAI-compatible server on port {p}, e.g. llama.cpp `llama-server -m MODEL.gguf --port {p}` or vLLM `vllm serve MODEL --port {p}` (configs/local.yaml says how)"
+            "an OpenAI-compatible server on port {p}, e.g. llama.cpp `llama-server -m MODEL.gguf --port {p}` or vLLM `vllm serve MODEL --port {p}` (the shipped configs/local.yaml shows one), or to try the run offline the stand-in `cargo run --example fake_judge -- {p}` (docs/live.md)"
         ),
         None => "an OpenAI-compatible server (see configs/local.yaml)".into(),
     }
