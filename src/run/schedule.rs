@@ -638,12 +638,16 @@ impl Scheduler {
     }
 
     /// The rule's best single query among those whose worst case fits in what `max_usd` leaves
-    /// (none without `max_usd`, for a panel, whose own picker does this, or when no comparison
-    /// is left): the open ordered pairs of one prompt whose worst case is more are set aside
-    /// for this pick.
+    /// (none without `max_usd`, for a panel, whose own picker does this, under batch dispatch,
+    /// where each would be a provider job of its own, or when no comparison is left): the open
+    /// ordered pairs of one prompt whose worst case is more are set aside for this pick.
     fn pick_affordable(&self, rule: &PickRule<'_>, fit: &Fitted<'_>) -> Option<(usize, usize)> {
         let max = self.budget.max_usd()?;
-        if !self.s.fill_to_max_usd || rule.panel.is_some() || self.budget.comparisons_left() == 0 {
+        if !self.s.fill_to_max_usd
+            || rule.panel.is_some()
+            || self.s.dispatch == Dispatch::Batch
+            || self.budget.comparisons_left() == 0
+        {
             return None;
         }
         let left = max - self.budget.spent_usd() - self.budget.reserved_usd();
