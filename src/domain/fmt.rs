@@ -28,24 +28,25 @@ impl std::fmt::Display for Col<'_> {
 
 /// `s` safe to print on a terminal: control characters other than newline and tab (an escape
 /// sequence, a NUL, a carriage return from a judge's reply or an error body) are written as
-/// `\u{1b}`, so text from a server cannot move the cursor or recolour the terminal.
+/// `\u{1b}`, so text from a server cannot move the cursor or recolour the terminal; so are
+/// the invisible characters [`invisible`] names (a zero-width space in an item id would
+/// otherwise print as nothing, and a direction override reorders the line).
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    let escaped = |c: char| (c.is_control() && c != '\n' && c != '\t') || invisible(c);
+    if !s.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(s);
     }
     std::borrow::Cow::Owned(
-        s.chars()
-            .map(
-                |c| {
-                    if c.is_control() && c != '\n' && c != '\t' {
-                        c.escape_unicode().to_string()
-                    } else {
-                        c.to_string()
-                    }
-                },
-            )
-            .collect(),
+        s.chars().map(|c| if escaped(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect(),
     )
+}
+
+/// Characters that print as nothing or reorder what follows: zero-width space, left-to-right and
+/// right-to-left marks, the bidirectional embeddings, overrides and isolates, word joiner and
+/// invisible operators, and a byte-order mark inside a text. The zero-width (non-)joiners stay:
+/// emoji sequences and some scripts need them.
+pub fn invisible(c: char) -> bool {
+    matches!(c, '\u{200b}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
 /// `s` without the operating system's error numbers that follow its words (`No such file or
@@ -115,6 +116,10 @@ mod tests {
         assert_eq!(printable("plain\ttext\nline"), "plain\ttext\nline");
         assert_eq!(printable("\u{1b}[31mred\u{0}\r"), "\\u{1b}[31mred\\u{0}\\u{d}");
         assert!(matches!(printable("ok"), std::borrow::Cow::Borrowed(_)));
+        // Invisible characters are shown (hunt 48: an id "z\u{200b}" printed as "z"); a
+        // combining accent and an emoji sequence's joiner print as they are.
+        assert_eq!(printable("z\u{200b} and \u{202e}abc"), "z\\u{200b} and \\u{202e}abc");
+        assert_eq!(printable("e\u{301} 👩\u{200d}🔬"), "e\u{301} 👩\u{200d}🔬");
     }
 
     /// Values echoed as written: exact, and in exponent form at the extremes.
