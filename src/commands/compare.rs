@@ -161,15 +161,11 @@ const COMPARE_PLOTS: [&str; 2] = ["recall_vs_spend.svg", "cost_vs_recall.svg"];
 /// # Errors
 /// [`CompareError::Read`] naming a plot that cannot be removed.
 fn without_stale_plots(out: &Path, written: Vec<PathBuf>) -> Result<Vec<PathBuf>, CompareError> {
-    for name in COMPARE_PLOTS {
-        let p = out.join(name);
-        if !written.contains(&p) && p.is_file() {
-            std::fs::remove_file(&p).map_err(|e| CompareError::Read {
-                path: p.clone(),
-                msg: format!("cannot remove an earlier comparison's plot: {e}"),
-            })?;
-        }
-    }
+    crate::store::files::remove_earlier(out, |f| COMPARE_PLOTS.contains(&f) && !written.contains(&out.join(f)))
+        .map_err(|(path, e)| CompareError::Read {
+            path,
+            msg: format!("cannot remove an earlier comparison's plot: {e}"),
+        })?;
     Ok(written)
 }
 

@@ -75,15 +75,8 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
     };
     // A plot an earlier report drew into this folder and this one cannot (no refit to draw) is
     // removed, so no picture stands beside a report that says it has none.
-    for stale in REPORT_PLOTS.iter().filter(|f| !plots.iter().any(|(p, _, _)| p == *f)) {
-        let p = out.join(stale);
-        if p.is_file() {
-            std::fs::remove_file(&p).map_err(|e| CompareError::Read {
-                path: p.clone(),
-                msg: format!("cannot remove the earlier plot: {e}"),
-            })?;
-        }
-    }
+    crate::store::files::remove_earlier(out, |f| REPORT_PLOTS.contains(&f) && !plots.iter().any(|(p, _, _)| p == f))
+        .map_err(|(path, e)| CompareError::Read { path, msg: format!("cannot remove the earlier plot: {e}") })?;
     w("report.md", &markdown(&c, &plots))?;
     w("report.html", &html(&c, &plots))?;
     for (file, _, svg) in &plots {

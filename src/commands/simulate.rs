@@ -68,18 +68,11 @@ const SWEEP_PLOT_PREFIXES: [&str; 4] = ["recall_vs_", "benefit_vs_rho", "profile
 /// # Errors
 /// [`SweepError::Write`] naming a file that cannot be removed.
 fn clear_sweep_outputs(dir: &Path) -> Result<(), SweepError> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let plot = name.ends_with(".svg") && SWEEP_PLOT_PREFIXES.iter().any(|p| name.starts_with(p));
-        if (plot || SWEEP_TABLES.contains(&name.as_str())) && e.file_type().is_ok_and(|t| t.is_file()) {
-            std::fs::remove_file(e.path()).map_err(|err| SweepError::Write {
-                path: e.path(),
-                msg: format!("cannot remove the earlier sweep's file: {err}"),
-            })?;
-        }
-    }
-    Ok(())
+    crate::store::files::remove_earlier(dir, |name| {
+        SWEEP_TABLES.contains(&name)
+            || (name.ends_with(".svg") && SWEEP_PLOT_PREFIXES.iter().any(|p| name.starts_with(p)))
+    })
+    .map_err(|(path, e)| SweepError::Write { path, msg: format!("cannot remove the earlier sweep's file: {e}") })
 }
 
 /// The frozen protocol on a recording ([`crate::sweep::frozen`]).

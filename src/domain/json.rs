@@ -33,11 +33,13 @@ impl std::error::Error for JsonError {}
 /// line number (always 1 there: the file's line is said beside it): "expected `,` or `}` at
 /// column 11".
 pub fn on_one_line(e: &serde_json::Error) -> String {
+    format!("{} at column {}", without_position(e), e.column())
+}
+
+/// serde_json's words for `e` without its " at line L column C".
+fn without_position(e: &serde_json::Error) -> String {
     let raw = e.to_string();
-    match raw.rfind(" at line ") {
-        Some(i) => format!("{} at column {}", &raw[..i], e.column()),
-        None => raw,
-    }
+    raw.rfind(" at line ").map_or(raw.as_str(), |i| &raw[..i]).to_string()
 }
 
 /// Parse one JSON text into `T`.
@@ -48,8 +50,7 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, JsonError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let error = |path: String, inner: serde_json::Error| {
         let column = inner.column();
-        let raw = inner.to_string();
-        let raw = raw.rfind(" at line ").map_or(raw.as_str(), |i| &raw[..i]).to_string();
+        let raw = without_position(&inner);
         if matches!(inner.classify(), serde_json::error::Category::Syntax | serde_json::error::Category::Eof) {
             return JsonError { path: String::new(), msg: format!("not valid JSON: {raw}"), column };
         }

@@ -65,6 +65,21 @@ pub fn is_run_folder_file(name: &str) -> bool {
         || name.ends_with(".svg")
 }
 
+/// Remove the files of `dir` whose names `earlier` picks (what an earlier report, comparison or
+/// sweep wrote there and this one does not), leaving every other file; a missing `dir` has none.
+///
+/// # Errors
+/// The file that cannot be removed, with the error.
+pub fn remove_earlier(dir: &Path, earlier: impl Fn(&str) -> bool) -> Result<(), (std::path::PathBuf, std::io::Error)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+    for e in entries.flatten() {
+        if earlier(&e.file_name().to_string_lossy()) && e.file_type().is_ok_and(|t| t.is_file()) {
+            std::fs::remove_file(e.path()).map_err(|err| (e.path(), err))?;
+        }
+    }
+    Ok(())
+}
+
 /// Whether `dir` holds a run (its verdicts, intents or result).
 pub fn is_run_folder(dir: &Path) -> bool {
     ["verdicts.jsonl", "intents.jsonl", "result.json"].iter().any(|f| dir.join(f).is_file())
