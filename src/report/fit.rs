@@ -333,7 +333,7 @@ pub fn panel_text(out: &PanelFitOutput) -> String {
             "{:>4}  {:<bw$}  {:<16}  {:>6.3}  {set}",
             r + 1,
             out.bases[b],
-            format!("{:.3} ± {:.3}", p.theta[b], p.sd[b]),
+            format!("{:>6.3} ± {:.3}", p.theta[b], p.sd[b]),
             pi
         );
     }
