@@ -45,18 +45,20 @@ pub fn budget_reached(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) ->
 /// gate (asked after the run, its spend in `spend_usd` once it ran).
 pub fn budget_left(stop: StopReason, spend_usd: f64, max_usd: Option<f64>, held_usd: f64) -> Option<String> {
     let m = max_usd.filter(|&m| stop == StopReason::MaxUsd && spend_usd < 0.99 * m)?;
-    let (spent, max) = super::table::usd_distinct(spend_usd, m);
+    // Below a cent, 4 decimals would say $0.000137 left as "$0.0001": 6 are written.
+    let fine = |x: f64| if m < 0.01 { format!("${x:.6}") } else { usd(x) };
+    let (spent, max) = if m < 0.01 { (fine(spend_usd), fine(m)) } else { super::table::usd_distinct(spend_usd, m) };
     if held_usd > 0.0 {
         // The books may hold the gate's spend by now: what was left at the stop is not said.
         return Some(format!(
             "{} of max_usd {max} left ({spent} booked, a gate's trusted judge included): the run's judge held {} of max_usd back for the gate's trusted judge (its queries at their worst case, asked after the run), and no query still to ask fit in the rest at its worst-case cost, which is reserved before sending; `run --dry-run` shows the cost per query",
-            usd(m - spend_usd),
-            usd(held_usd)
+            fine(m - spend_usd),
+            fine(held_usd)
         ));
     }
     Some(format!(
         "{} of max_usd {max} left ({spent} booked): less than the worst-case cost of any query still to ask, which is reserved before sending; `run --dry-run` shows the cost per query",
-        usd(m - spend_usd)
+        fine(m - spend_usd)
     ))
 }
 
@@ -830,6 +832,12 @@ mod tests {
         assert_eq!(
             budget_left(StopReason::MaxUsd, 0.040739, Some(0.06), 0.0).unwrap(),
             "$0.0193 of max_usd $0.0600 left ($0.0407 booked): less than the worst-case cost of any query still to ask, which is reserved before sending; `run --dry-run` shows the cost per query"
+        );
+        // Below a cent, the amounts keep 6 decimals: $0.000137 left is not "$0.0001" (hunt 48).
+        assert!(
+            budget_left(StopReason::MaxUsd, 0.000143, Some(0.00028), 0.0)
+                .unwrap()
+                .starts_with("$0.000137 of max_usd $0.000280 left ($0.000143 booked): less than")
         );
         assert_eq!(budget_left(StopReason::MaxUsd, 0.06, Some(0.06), 0.0), None, "nothing left");
         assert_eq!(budget_left(StopReason::MaxUsd, 0.059975, Some(0.06), 0.0), None, "a query's worth left");
