@@ -926,7 +926,7 @@ fn a_runs_gate_is_held_back_from_its_budget() {
     let trusted = f["gate_trusted_usd"].as_f64().unwrap_or(0.0);
     assert!(max - (f["spend_usd"].as_f64().unwrap() - trusted) >= held - 1e-9, "{f}");
     assert!(
-        text(&out).contains("the run's judge held $0.0033 of max_usd back for the gate's trusted judge"),
+        text(&out).contains(&format!("the run's judge held ${held:.6} of max_usd back for the gate's trusted judge")),
         "{}",
         text(&out)
     );
