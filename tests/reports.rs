@@ -883,6 +883,63 @@ fn a_run_folder_or_its_result_json_in_the_wrong_place_is_named() {
 }
 
 /// A gold tie at the top-k boundary: report.md names the gold top-k as the members it is sure
+/// A result.json whose k is more than its ranking holds, or whose ranking is empty (a hand edit
+/// or damage) is an error naming the file and the field: `report` panicked on a slice out of
+/// range (hunt 49), also for a judge panel's run.
+#[test]
+fn a_result_whose_k_or_ranking_cannot_be_a_runs_is_an_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = mock_run(d, "edited", 0.0);
+    let original = std::fs::read_to_string(run.join("result.json")).unwrap();
+    let mut said = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut r: serde_json::Value = serde_json::from_str(&original).unwrap();
+        edit(&mut r);
+        std::fs::write(run.join("result.json"), r.to_string()).unwrap();
+        let mut out = Vec::new();
+        for cmd in ["report", "compare"] {
+            let o = run_bin(d, &[cmd, "runs/edited"]);
+            assert_eq!(o.status.code(), Some(1), "{cmd}: {}", text(&o));
+            out.push(stderr(&o));
+        }
+        out
+    };
+    for e in said(&|r| r["k"] = 20.into()) {
+        assert!(
+            e.contains("runs/edited/result.json: `k` is 20 but `ranking` holds 6 bases: k must satisfy 1 ≤ k ≤ 6"),
+            "{e}"
+        );
+    }
+    for e in said(&|r| r["k"] = 0.into()) {
+        assert!(e.contains("`k` is 0 but `ranking` holds 6 bases"), "{e}");
+    }
+    for e in said(&|r| r["ranking"] = serde_json::json!([])) {
+        assert!(e.contains("runs/edited/result.json: `ranking` is empty"), "{e}");
+    }
+    for e in said(&|r| r["ranking"][2]["rank"] = 7.into()) {
+        assert!(e.contains("`ranking[2]` (\"s0\") has a rank outside 1 … 6 (rank 7"), "{e}");
+    }
+    // k = n, the largest a result may hold, reads.
+    std::fs::write(run.join("result.json"), &original).unwrap();
+    let o = run_bin(d, &["report", "runs/edited"]);
+    assert!(o.status.success(), "{}", text(&o));
+    // A panel's result.
+    let cfg = shipped(d, "panel.yaml", |y| y);
+    let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rp = d.join("runs/summeval-panel/result.json");
+    let mut r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rp).unwrap()).unwrap();
+    r["fit"]["k"] = 17.into();
+    std::fs::write(&rp, r.to_string()).unwrap();
+    let o = run_bin(d, &["report", "runs/summeval-panel"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("runs/summeval-panel/result.json: fit: `k` is 17 but `bases` holds 16: k must satisfy 1 ≤ k ≤ the bases ranked"),
+        "{}",
+        text(&o)
+    );
+}
+
 /// of, then the tie sharing its places (it named one arbitrary set, i0, i1, i2).
 #[test]
 fn a_reports_gold_top_k_names_a_tie_at_its_boundary() {

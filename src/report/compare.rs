@@ -208,6 +208,9 @@ impl RunDir {
         }
         let result: RunResult = serde_json::from_str(&text)
             .map_err(|e| CompareError::Read { path: rp.clone(), msg: format!("not a topk-judge result ({e})") })?;
+        if let Some(msg) = result.inconsistency() {
+            return Err(CompareError::Read { path: rp.clone(), msg });
+        }
         let vp = dir.join("verdicts.jsonl");
         let mut named = 0;
         let mut torn = None;

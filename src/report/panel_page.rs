@@ -122,6 +122,15 @@ pub fn panel_report(dir: &Path) -> Result<(Content, Vec<Plot>), CompareError> {
             msg: format!("fit: bases, theta, sd and membership should have one entry per base ({n})"),
         });
     }
+    if n == 0 || r.fit.k == 0 || r.fit.k > n {
+        return Err(CompareError::Read {
+            path: rp,
+            msg: format!(
+                "fit: `k` is {} but `bases` holds {n}: k must satisfy 1 ≤ k ≤ the bases ranked (the result was edited or damaged; run the config again to write it anew)",
+                r.fit.k
+            ),
+        });
+    }
     let fits = PanelRunDir::load(dir)?.fits;
     let mut c = content(&r);
     if r.gold_topk.is_some() && fits.is_empty() {

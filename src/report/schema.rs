@@ -248,6 +248,38 @@ pub struct CertifiedTopk {
     pub withheld: Option<String>,
 }
 
+impl RunResult {
+    /// Why this result cannot be a run's (a hand-edited or damaged result.json), if it cannot:
+    /// no ranking, k outside 1 ≤ k ≤ the bases ranked, or a rank outside 1 … bases. `report` and
+    /// `compare` index the ranking by k and by rank.
+    pub fn inconsistency(&self) -> Option<String> {
+        let n = self.fit.ranking.len();
+        if n == 0 {
+            return Some("`ranking` is empty: a run ranks every base of its pool (the result was edited or damaged; run the config again to write it anew)".into());
+        }
+        if self.k == 0 || self.k > n {
+            return Some(format!(
+                "`k` is {} but `ranking` holds {n} bases: k must satisfy 1 ≤ k ≤ {n} (the result was edited or damaged; run the config again to write it anew)",
+                self.k
+            ));
+        }
+        // (rank_corrected and rank_apparent are 0 when absent.)
+        if let Some((i, row)) = self
+            .fit
+            .ranking
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.rank == 0 || r.rank > n || r.rank_corrected > n || r.rank_apparent > n)
+        {
+            return Some(format!(
+                "`ranking[{i}]` ({:?}) has a rank outside 1 … {n} (rank {}, rank_corrected {}, rank_apparent {}; the result was edited or damaged; run the config again to write it anew)",
+                row.id, row.rank, row.rank_corrected, row.rank_apparent
+            ));
+        }
+        None
+    }
+}
+
 impl Default for CertifiedTopk {
     fn default() -> Self {
         Self {
