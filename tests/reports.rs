@@ -892,7 +892,7 @@ fn a_result_whose_k_or_ranking_cannot_be_a_runs_is_an_error_not_a_panic() {
     let d = dir.path();
     let run = mock_run(d, "edited", 0.0);
     let original = std::fs::read_to_string(run.join("result.json")).unwrap();
-    let mut said = |edit: &dyn Fn(&mut serde_json::Value)| {
+    let said = |edit: &dyn Fn(&mut serde_json::Value)| {
         let mut r: serde_json::Value = serde_json::from_str(&original).unwrap();
         edit(&mut r);
         std::fs::write(run.join("result.json"), r.to_string()).unwrap();
