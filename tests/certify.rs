@@ -277,6 +277,32 @@ fn a_judge_answering_at_random_gets_nothing_certified() {
     assert_eq!(withheld, 8);
 }
 
+/// 66 hard verdicts of a live judge that always picks the longer summary, the pairs picked by
+/// the top-k rule (hunt 50: a panel whose trusted member failed): 32 of the 33 pairs asked in
+/// both orders got one winner in both. Adaptive picks pair summaries of like rank, so the wins
+/// per summary even out, and the test over them alone read p = 0.055, "do not tell the answers
+/// apart"; its pair term sees the agreement across orders, p = 1/200.
+#[test]
+fn a_judge_that_agrees_with_itself_across_orders_is_not_taken_for_chance() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = root().join("tests/fixtures/adaptive_longer_wins.jsonl");
+    let vs: Vec<serde_json::Value> =
+        std::fs::read_to_string(&file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(vs.len(), 66);
+    let y = |a: &serde_json::Value, b: &serde_json::Value| {
+        vs.iter().find(|v| v["a"] == *a && v["b"] == *b).map(|v| v["y"].as_f64().unwrap())
+    };
+    let alike = vs.iter().filter(|v| y(&v["b"], &v["a"]).is_some_and(|back| back != v["y"].as_f64().unwrap())).count();
+    assert_eq!(alike, 2 * 32, "32 pairs with one winner in both orders");
+    let out =
+        run_bin(d, &["fit", summeval().to_str().unwrap(), file.to_str().unwrap(), "--k", "3", "--out", "fit.json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("do not tell the answers apart"), "{}", text(&out));
+    let r = json(&d.join("fit.json"));
+    assert!(r["no_signal"].is_null(), "{r}");
+}
+
 /// 80 soft verdicts (logprobs) of a judge that gives the longer summary P = 0.8 every time, on
 /// the shipped SummEval pool: the equal-quality test tells them from chance, as it does the same
 /// verdicts made hard (hunt 45: against coin draws, which spread more than soft verdicts, they

@@ -1865,7 +1865,7 @@ fn a_panel_of_judges_answering_at_random_certifies_nothing() {
     assert!(stdout(&out).contains(says), "{}", stdout(&out));
     assert!(
         stdout(&out).contains(
-            "verdicts do not tell the answers apart: they spread their wins as judges answering at random would (equal-quality test: p = "
+            "verdicts do not tell the answers apart: they spread their wins and agree across a pair's two orders as judges answering at random would (equal-quality test: p = "
         ),
         "{}",
         stdout(&out)

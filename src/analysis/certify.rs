@@ -223,7 +223,7 @@ impl NoSignal {
     pub fn text(&self) -> String {
         if let Some(p) = self.equal_quality_p.filter(|_| self.lean == Lean::Indistinct) {
             return format!(
-                "the judge's {} verdicts do not tell the answers apart: a judge answering at random, with the same position effect, would spread its wins as unevenly (equal-quality test over {EQUAL_QUALITY_DRAWS} simulated verdict sets: p = {p:.3} > {EQUAL_QUALITY_ALPHA}), so nothing is certified; more comparisons may show a difference, or use a stronger judge",
+                "the judge's {} verdicts do not tell the answers apart: a judge answering at random, with the same position effect, would spread its wins as unevenly and agree with itself across a pair's two orders as often (equal-quality test over {EQUAL_QUALITY_DRAWS} simulated verdict sets: p = {p:.3} > {EQUAL_QUALITY_ALPHA}), so nothing is certified; more comparisons may show a difference, or use a stronger judge",
                 self.verdicts
             );
         }
@@ -291,9 +291,11 @@ pub fn signal_check(verdicts: &[ItemVerdict], item_base: &[usize], bases: usize)
 
 /// The equal-quality test: do the verdicts tell the bases apart at all? Under equal quality a
 /// verdict's y is a coin with P(first wins) = p₀ (the position effect alone, estimated as the
-/// mean y). The statistic is T = Σ_m U_m² / n_m, with U_m the sum of a base's residuals
-/// (y − p₀ as the first shown, p₀ − y as the second) over its n_m verdicts (pairs of one base's
-/// items left out); its p-value is the share of [`EQUAL_QUALITY_DRAWS`] verdict sets drawn
+/// mean y). The statistic is T = Σ_m U_m² / n_m + Σ_q W_q² / n_q, with U_m the sum of a base's
+/// residuals (y − p₀ as the first shown, p₀ − y as the second) over its n_m verdicts (pairs of
+/// one base's items left out) and W_q the same sum for the first base of the unordered pair q
+/// over the pair's n_q verdicts (a judge that agrees with itself across a pair's two orders);
+/// its p-value is the share of [`EQUAL_QUALITY_DRAWS`] verdict sets drawn
 /// under equal quality with T as large, counting the observed one: for hard verdicts coins with
 /// P(first wins) = p₀ (p₀ estimated again in each; a parametric bootstrap), for soft ones or ties
 /// the observed y shuffled over the pairs (a permutation test; coins would spread more than soft
@@ -320,16 +322,39 @@ fn equal_quality_p(pairs: &[(usize, usize, f64)], bases: usize) -> f64 {
         n_m[a] += 1.0;
         n_m[b] += 1.0;
     }
+    // Each verdict's unordered pair of bases, and the sign of its residual for the pair's first
+    // base: the pair term sees a judge that agrees with itself across the two orders of a pair,
+    // which the base term misses when adaptive picks pair bases of like rank (their wins even
+    // out; hunt 50: 32 of 33 pairs alike in both orders read p = 0.055).
+    let mut index: std::collections::HashMap<(usize, usize), usize> = std::collections::HashMap::new();
+    let mut n_q: Vec<f64> = Vec::new();
+    let of_pair: Vec<(usize, f64)> = pairs
+        .iter()
+        .map(|&(a, b, _)| {
+            let next = index.len();
+            let q = *index.entry((a.min(b), a.max(b))).or_insert(next);
+            if q == n_q.len() {
+                n_q.push(0.0);
+            }
+            n_q[q] += 1.0;
+            (q, if a < b { 1.0 } else { -1.0 })
+        })
+        .collect();
     let mut u = vec![0.0; bases];
+    let mut w = vec![0.0; n_q.len()];
     let mut statistic = |ys: &mut dyn Iterator<Item = f64>| -> f64 {
         u.iter_mut().for_each(|x| *x = 0.0);
+        w.iter_mut().for_each(|x| *x = 0.0);
         let ys: Vec<f64> = ys.collect();
         let p0 = ys.iter().sum::<f64>() / ys.len() as f64;
-        for (&(a, b, _), y) in pairs.iter().zip(&ys) {
+        for ((&(a, b, _), y), &(q, sign)) in pairs.iter().zip(&ys).zip(&of_pair) {
             u[a] += y - p0;
             u[b] -= y - p0;
+            w[q] += sign * (y - p0);
         }
-        u.iter().zip(&n_m).filter(|(_, n)| **n > 0.0).map(|(x, n)| x * x / n).sum()
+        let by_base: f64 = u.iter().zip(&n_m).filter(|(_, n)| **n > 0.0).map(|(x, n)| x * x / n).sum();
+        let by_pair: f64 = w.iter().zip(&n_q).map(|(x, n)| x * x / n).sum();
+        by_base + by_pair
     };
     let observed = statistic(&mut pairs.iter().map(|p| p.2));
     let p0 = pairs.iter().map(|p| p.2).sum::<f64>() / pairs.len() as f64;
@@ -405,6 +430,31 @@ mod tests {
             })
             .count();
         assert!((2..=20).contains(&rejected), "{rejected} of 200 rejected at level 0.05");
+    }
+
+    /// A judge that always picks the longer summary, its pairs picked by the top-k rule (hunt 50,
+    /// tests/fixtures/adaptive_longer_wins.jsonl): no drawn set is as large as its own once the
+    /// pair term counts its agreement across orders (p = 0.055 on the base term alone).
+    #[test]
+    fn a_judge_alike_across_orders_is_told_from_chance() {
+        let text = include_str!("../../tests/fixtures/adaptive_longer_wins.jsonl");
+        let mut ids: Vec<String> = Vec::new();
+        let mut at = |id: &str| match ids.iter().position(|x| x == id) {
+            Some(i) => i,
+            None => {
+                ids.push(id.to_owned());
+                ids.len() - 1
+            }
+        };
+        let pairs: Vec<(usize, usize, f64)> = text
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (at(v["a"].as_str().unwrap()), at(v["b"].as_str().unwrap()), v["y"].as_f64().unwrap())
+            })
+            .collect();
+        assert_eq!(pairs.len(), 66);
+        assert_eq!(equal_quality_p(&pairs, ids.len()), 1.0 / 200.0);
     }
 
     #[test]

@@ -501,12 +501,12 @@ pub fn prior_split_note(pool: &Pool, cov: &Covariates, p: &PanelSummary, k: usiz
 }
 
 /// What a judge without signal did, in words: "picked the first-shown answer in 97 % of its 40
-/// verdicts", or "spread its wins as a judge answering at random would (equal-quality test over
-/// its 238 verdicts: p = 0.830)".
+/// verdicts", or "spread its wins and agreed across a pair's two orders as a judge answering at
+/// random would (equal-quality test over its 238 verdicts: p = 0.830)".
 pub fn no_signal_phrase(ns: &NoSignal) -> String {
     match (ns.lean, ns.equal_quality_p) {
         (Lean::Indistinct, Some(p)) => format!(
-            "spread its wins as a judge answering at random would (equal-quality test over its {} verdicts: p = {p:.3})",
+            "spread its wins and agreed across a pair's two orders as a judge answering at random would (equal-quality test over its {} verdicts: p = {p:.3})",
             ns.verdicts
         ),
         _ => format!("{} in {:.0} % of its {} verdicts", ns.what(), 100.0 * ns.share(), ns.verdicts),
@@ -525,8 +525,9 @@ fn panel_without_signal(pool: &Pool, judges: &[JudgeVerdicts]) -> Option<String>
         "the panel's {} verdicts do not tell the answers apart: they {}; more comparisons may show a difference, or use a stronger judge",
         all.len(),
         match (pooled.lean, pooled.equal_quality_p) {
-            (Lean::Indistinct, Some(p)) =>
-                format!("spread their wins as judges answering at random would (equal-quality test: p = {p:.3})"),
+            (Lean::Indistinct, Some(p)) => format!(
+                "spread their wins and agree across a pair's two orders as judges answering at random would (equal-quality test: p = {p:.3})"
+            ),
             _ => format!("{} in {:.0} % of them", pooled.what(), 100.0 * pooled.share()),
         }
     ))
