@@ -51,6 +51,29 @@ fn identifiability_doc_shows_what_the_commands_print() {
         "identified by the design",
     ));
     assert_eq!(paired["reported"], "corrected", "the paired design identifies the correction");
+    // docs/outputs.md: a paired base's φ̂ is θ̂ + ĉ·x̄, the mean of its renderings' z-scored
+    // words (population sd over all items), between what each rendering appears to have.
+    let pool: Value = serde_json::from_str(
+        std::fs::read_to_string(dir.path().join("runs/summeval-paired/pool.jsonl")).unwrap().lines().next().unwrap(),
+    )
+    .unwrap();
+    let words: Vec<(String, f64)> = pool["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["id"].as_str().unwrap().to_owned(), i["text"].as_str().unwrap().split_whitespace().count() as f64))
+        .collect();
+    let n = words.len() as f64;
+    let mean = words.iter().map(|w| w.1).sum::<f64>() / n;
+    let sd = (words.iter().map(|w| (w.1 - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let z = |id: &str| (words.iter().find(|w| w.0 == id).unwrap().1 - mean) / sd;
+    let (theta, c) = (paired["theta"]["M0"].as_f64().unwrap(), paired["c"]["words"].as_f64().unwrap());
+    let (terse, elaborated) = (theta + c * z("M0.terse"), theta + c * z("M0.elaborated"));
+    let phi = paired["phi"]["M0"].as_f64().unwrap();
+    assert!((phi - (terse + elaborated) / 2.0).abs() < 1e-9, "{phi} {terse} {elaborated}");
+    let said = format!("M0 of `configs/paired.yaml`: φ̂ {phi:.3}, between {terse:.3} and {elaborated:.3}");
+    let outputs = doc("outputs.md").replace("\n", " ");
+    assert!(outputs.contains(&said), "docs/outputs.md should say {said}");
 
     // The gate example: `run configs/synthetic.yaml` runs its gate at the end.
     let syn = run_ok(dir.path(), &shipped(dir.path(), "synthetic.yaml", |y| y));

@@ -100,6 +100,19 @@ fn a_systems_run_compares_within_prompts_both_orders_and_reports_systems() {
     for (id, t) in r["theta"].as_object().unwrap() {
         assert!((f["theta"][id].as_f64().unwrap() - t.as_f64().unwrap()).abs() < 1e-6, "{id}");
     }
+    // So does `fit POOL_FILE verdicts.jsonl`: the run's log names the merged pool ("100
+    // prompts") and its answers `<prompt>/<system>`, ranked as systems without --systems (hunt
+    // 51: "choose one with --pool-id", and --pool-id "100 prompts" then named no pool).
+    let pool_file = root().join("data/summeval_systems.jsonl");
+    let log = run.join("verdicts.jsonl");
+    let args = ["fit", pool_file.to_str().unwrap(), log.to_str().unwrap(), "--k", "3", "--out", "log.json"];
+    let refit = run_bin(dir.path(), &args);
+    assert!(refit.status.success(), "{}", text(&refit));
+    assert!(stdout(&refit).starts_with("pool 100 prompts: bias_aware model, 64 valid verdicts"), "{}", text(&refit));
+    let f = json(dir.path().join("log.json"));
+    for (id, t) in r["theta"].as_object().unwrap() {
+        assert!((f["theta"][id].as_f64().unwrap() - t.as_f64().unwrap()).abs() < 1e-6, "{id}");
+    }
     // Resuming with a larger budget reuses the 64 verdicts and asks 16 more.
     let cfg = systems_config(dir.path(), "sys", "all", 80, "");
     let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap()]);
@@ -410,6 +423,23 @@ fn check_names_a_tied_boundary_and_the_systems_never_compared() {
 
 /// k against a run over many prompts counts systems, and names the prompts (not a "pool
 /// \"3 prompts\"" of bases).
+/// A systems run over 3 of the 100 prompts: its log ("3 prompts", answers `<prompt>/<system>`)
+/// fits against the whole pool file as systems over the 100 prompts, every verdict kept.
+#[test]
+fn the_log_of_a_systems_run_over_some_prompts_fits_against_the_whole_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = "[cnn-test-404f859482d47c127868964a9a39d1a7645dd2e9, cnn-test-4761dc6d8bdf56b9ada97104113dd1bcf4aed3f1, cnn-test-5139ccfabee55ddb83e7937f5802c0a67aee8975]";
+    let cfg = systems_config(dir.path(), "three", ids, 24, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = dir.path().join("runs/three/verdicts.jsonl");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("\"pool_id\":\"3 prompts\""));
+    let pool_file = root().join("data/summeval_systems.jsonl");
+    let o = run_bin(dir.path(), &["fit", pool_file.to_str().unwrap(), log.to_str().unwrap(), "--k", "3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(stdout(&o).starts_with("pool 100 prompts: bias_aware model, 24 valid verdicts"), "{}", text(&o));
+}
+
 #[test]
 fn k_of_a_systems_run_is_checked_against_its_systems() {
     let dir = tempfile::tempdir().unwrap();
@@ -477,6 +507,13 @@ fn fit_names_the_ordered_pair_a_recording_gives_two_verdicts() {
     write(d, "unnamed.jsonl", &(unnamed.join("\n") + "\n"));
     let fit = run_bin(d, &["fit", "pool.jsonl", "unnamed.jsonl", "--k", "1"]);
     assert!(stderr(&fit).contains("unnamed.jsonl: 3 lines give another verdict for the judge, prompt and ordered pair of an earlier line (line 2, first on line 1)"), "{}", text(&fit));
+    // Lines without pool_id (of the fitted pool) are said alike (hunt 51: only an exact repeat
+    // was).
+    let bare = [r#"{"a":"M0","b":"M1","y":1}"#, r#"{"a":"M1","b":"M2","y":0}"#, r#"{"a":"M0","b":"M1","y":0}"#];
+    write(d, "bare.jsonl", &(bare.join("\n") + "\n"));
+    let fit = run_bin(d, &["fit", summeval().to_str().unwrap(), "bare.jsonl", "--k", "1"]);
+    assert!(fit.status.success(), "{}", text(&fit));
+    assert!(stderr(&fit).contains("bare.jsonl: 1 line gives another verdict for the judge, prompt and ordered pair of an earlier line (line 3, first on line 1)"), "{}", text(&fit));
     // The same verdicts once each: no word.
     write(d, "once.jsonl", &(lines[..2].join("\n") + "\n"));
     let fit = run_bin(d, &["fit", "pool.jsonl", "once.jsonl", "--k", "1"]);

@@ -256,9 +256,12 @@ fn read_verdict_lines_but(
                 let judge = obj.get("judge").and_then(|j| j.as_str()).map(str::to_owned);
                 conflicts.push((line_no, first, judge));
             }
-        } else if let Some(prompt) = obj.get("pool_id").and_then(|p| p.as_str()) {
+        } else {
             // A recording's line (keyed per prompt, no cache key): its query is the judge, its
-            // settings and prompting, the prompt and the ordered pair, as `check` reads it.
+            // settings and prompting, the prompt and the ordered pair, as `check` reads it; a
+            // line without pool_id is of the fitted pool, its prompt "" (hunt 51: a second
+            // verdict for one ordered pair was said only when the lines named their pool).
+            let prompt = obj.get("pool_id").and_then(|p| p.as_str()).unwrap_or("");
             // A field written null, empty or blank is the field not written, as `check` reads it.
             let field = |k: &str| match obj.get(k) {
                 None | Some(serde_json::Value::Null) => String::new(),
@@ -850,14 +853,35 @@ pub fn split_by_settings(lines: &mut [VerdictLine], vpath: &str) -> Vec<String> 
 }
 
 /// Whether the records name two or more pools of the pool file (then they rank systems over
-/// those prompts, docs/systems.md).
+/// those prompts, docs/systems.md): by their `pool_id` (a recording keyed per prompt), or by
+/// their answers' ids `<prompt>/<system>` (a systems run's own verdicts.jsonl, whose `pool_id`
+/// is the merged pool's, e.g. "45 prompts").
 fn names_several_pools(lines: &[VerdictLine], args: &FitRequest<'_>) -> bool {
-    let named: std::collections::BTreeSet<&str> = lines.iter().filter_map(|l| l.pool_id.as_deref()).collect();
-    if named.len() < 2 {
-        return false;
-    }
     let Ok(ids) = crate::store::pool_file::pool_ids(args.pool_file) else { return false };
-    named.iter().filter(|p| ids.contains(**p)).take(2).count() == 2
+    let mut named: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+    for l in lines {
+        match l.pool_id.as_deref() {
+            Some(p) if ids.contains(p) => {
+                named.insert(p);
+            }
+            _ => {
+                // `<prompt>/<system>`: a prefix up to a `/` that is a pool of the file.
+                let prompt = |id: &'_ str| -> Option<String> {
+                    id.match_indices('/').map(|(i, _)| &id[..i]).find(|p| ids.contains(*p)).map(str::to_owned)
+                };
+                if let (Some(pa), Some(pb)) = (prompt(&l.a), prompt(&l.b))
+                    && pa == pb
+                    && let Some(p) = ids.get(pa.as_str())
+                {
+                    named.insert(p.as_str());
+                }
+            }
+        }
+        if named.len() >= 2 {
+            return true;
+        }
+    }
+    false
 }
 
 /// The pool to fit: the run folder's, or read from the pool file (`--pool-id` must agree with
@@ -1004,6 +1028,10 @@ impl Selection {
         // A run over many prompts: records keyed per prompt (pool_id = the prompt, a and b its
         // item ids) name the merged pool's items `<prompt>/<id>`.
         let prompts: std::collections::HashSet<&str> = pool.prompts.iter().map(|p| p.pool_id.as_str()).collect();
+        // A systems run's own verdicts.jsonl names the merged pool ("45 prompts", perhaps of
+        // fewer prompts than the file's) and its items `<prompt>/<system>`: kept as they are.
+        let merged: std::collections::HashSet<&str> =
+            if pool.is_systems() { pool.items.iter().map(|i| i.id.as_str()).collect() } else { Default::default() };
         let unnamed = lines.iter().filter(|l| l.pool_id.is_none()).count();
         let named = lines.len() - unnamed;
         for mut l in lines {
@@ -1011,6 +1039,10 @@ impl Selection {
                 Some(p) if *p != pool.pool_id && prompts.contains(p.as_str()) => {
                     l.a = format!("{p}/{}", l.a);
                     l.b = format!("{p}/{}", l.b);
+                    *judges.entry(l.judge.clone().unwrap_or_default()).or_default() += 1;
+                    mine.push(l);
+                }
+                Some(p) if *p != pool.pool_id && merged.contains(l.a.as_str()) && merged.contains(l.b.as_str()) => {
                     *judges.entry(l.judge.clone().unwrap_or_default()).or_default() += 1;
                     mine.push(l);
                 }
