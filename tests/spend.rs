@@ -847,6 +847,43 @@ fn credentials_in_base_url_and_the_key_are_never_written_or_shown() {
     }
 }
 
+/// Ctrl-C while the gate after a run asks its trusted judge: nothing more is sent, the replies in
+/// flight are booked, the gate decides nothing and the binary exits 130; `gate RUN` then finishes
+/// it from the booked verdicts. It went on sending all 12 and exited 0 (hunt 52).
+#[test]
+fn ctrl_c_during_the_gate_after_a_run_stops_its_sending() {
+    let run_judge = billing(3);
+    let trusted = billing(3);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let gate = format!(
+        "gate:\n  anchors: 6\n  trusted:\n    openai:\n      base_url: {}\n      model: fake-trusted\n      fingerprint:\n        queries: 0\n      api_key_env: TOPK_SPEND_TEST_UNSET_KEY\n      api_key_required: false\n      prompt: prompts/test.j2\n      max_tokens: 64\n      price: {{input_usd_per_mtok: {PRICE_IN}, output_usd_per_mtok: {PRICE_OUT}}}\n",
+        trusted.base_url
+    );
+    let cfg = live(d, "g", &run_judge.base_url, "", "", "  max_comparisons: 16\n  max_usd: 1\n");
+    std::fs::write(&cfg, std::fs::read_to_string(&cfg).unwrap() + &gate).unwrap();
+    // The gate's first 8 requests go out at once and are held 1.5 s each.
+    trusted.set_delay_ms(1500);
+    let child = crate::crash_safety::start(d, &cfg);
+    wait_until("the gate's requests", 60, || trusted.requests().len() >= 8);
+    signal(&child, "-INT");
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(130), "{t}");
+    assert!(t.contains("interrupted during the gate's trusted queries (8 of 12 answered)"), "{t}");
+    assert_eq!(trusted.requests().len(), 8, "nothing left after the signal: {t}");
+    let folder = d.join("runs/g");
+    assert_eq!(lines(&folder.join("trusted_verdicts.jsonl")).len(), 8, "the replies in flight are booked");
+    assert!(!folder.join("gate.json").exists(), "no decision");
+    assert_eq!(json(&folder.join("result.json"))["stop_reason"], "max_comparisons", "the run itself ended");
+    // `gate RUN` finishes it: the 4 queries left, the 8 booked reused.
+    trusted.set_delay_ms(0);
+    let out = run_bin(d, &["gate", "runs/g"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(trusted.requests().len(), 12);
+    assert!(folder.join("gate.json").exists());
+}
+
 /// A run folder whose gate's trusted judge has credentials in its base_url (stored `***`): `gate
 /// RUN` decides again from the cached trusted verdicts, sending nothing (it was refused, as if a
 /// query were needed); once one of them is missing it is refused, naming the redacted URL, and

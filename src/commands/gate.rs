@@ -124,6 +124,9 @@ fn first_items(pool: &Pool) -> Vec<usize> {
     first
 }
 
+/// Requests of the gate's trusted judge in flight at once.
+const TRUSTED_CONCURRENCY: usize = 8;
+
 /// Query the trusted judge on both orders of every anchor, 8 in flight, through the run's
 /// judge dispatcher ([`crate::run::dispatch`]): its books are `trusted_verdicts.jsonl`
 /// (at most one verdict per ordered pair, reused on the next gate), `trusted_failed.jsonl` and
@@ -144,6 +147,7 @@ async fn trusted_verdicts(
     anchors: &[Anchor],
     dir: &Path,
     max_usd: Option<f64>,
+    signals: Option<std::time::Duration>,
 ) -> Result<(Vec<(Option<f64>, Option<f64>)>, f64), RunFolderError> {
     let first = first_items(pool);
     // A trusted judge that answers only some pairs (a replay of a recording, e.g. published
@@ -206,15 +210,40 @@ async fn trusted_verdicts(
     let (books, bought) = if pending.is_empty() {
         (books, 0)
     } else {
+        // Ctrl-C (SIGTERM, SIGHUP): nothing more is sent, the replies in flight are booked (a
+        // second signal quits at once, as in a run), and the gate decides nothing (hunt 52: the
+        // gate after a run went on sending, and the run exited 0).
+        let listening = match signals {
+            Some(grace) => {
+                Some(crate::run::interrupt::Interrupt::install_scoped(grace).map_err(RunFolderError::Signals)?)
+            }
+            None => None,
+        };
+        let total = pending.len();
+        if let Some((i, _)) = &listening {
+            i.set_in_flight(total.min(TRUSTED_CONCURRENCY));
+        }
+        let interrupted = || listening.as_ref().is_some_and(|(i, _)| i.requested());
         let mut disp: Dispatcher<()> = Dispatcher::new(make()?, books);
         let todo = pending.into_iter().map(|(a, b)| (pool.clone(), a, b, ()));
         let report = disp
-            .dispatch_all(todo, &mut budget, 8, |s| match s.outcome {
+            .dispatch_all(todo, &mut budget, TRUSTED_CONCURRENCY, |s| match s.outcome {
+                _ if interrupted() => Flow::Stop,
                 DispatchOutcome::Failed(_) => Flow::Stop,
                 DispatchOutcome::Verdict { .. } => Flow::Continue,
             })
             .await?;
+        let cut = interrupted();
+        if let Some((_, task)) = &listening {
+            task.abort();
+        }
         let bought = report.settled.len();
+        if cut {
+            disp.close().await?;
+            return Err(RunFolderError::Interrupted {
+                during: format!("the gate's trusted queries ({bought} of {total} answered)"),
+            });
+        }
         if let Some(s) = report.settled.into_iter().find(|s| matches!(s.outcome, DispatchOutcome::Failed(_))) {
             let DispatchOutcome::Failed(source) = s.outcome else { unreachable!("matched above") };
             return Err(RunFolderError::Judge { a: pool.items[s.a].id.clone(), b: pool.items[s.b].id.clone(), source });
@@ -262,6 +291,7 @@ async fn trusted_verdicts(
 pub async fn gate_command(
     arg: &Path,
     overrides: &[crate::config::overrides::Override],
+    handle_signals: bool,
 ) -> Result<(GateReport, String), RunFolderError> {
     // A panel, or a config without a `gate:` section, is said so before looking for its run.
     if arg.is_file() {
@@ -300,7 +330,7 @@ pub async fn gate_command(
     }
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
     let _lock = crate::store::lock::RunLock::acquire(&run.dir)?;
-    let report = gate_for(&run.cfg, &run.dir, &run.verdicts).await?;
+    let report = gate_for(&run.cfg, &run.dir, &run.verdicts, handle_signals).await?;
     let path = write_gate(&run.dir, &report)?;
     // The trusted judge may just have paid into the folder's books: the run's result.json says
     // what they hold (its folder_spend, read by `report` and `compare`).
@@ -341,6 +371,7 @@ pub async fn gate_for(
     cfg: &Config,
     dir: &Path,
     verdicts: &[crate::domain::verdict::ItemVerdict],
+    handle_signals: bool,
 ) -> Result<GateReport, RunFolderError> {
     let g: GateConfig = cfg.raw.gate.clone().ok_or_else(|| no_gate(&cfg.path))?;
     let dir = dir.to_path_buf();
@@ -363,7 +394,8 @@ pub async fn gate_for(
             let info = judge_info(t).map_err(setup)?;
             let desc = info.describe();
             let make = || make_judge(t).map_err(setup);
-            let (ys, spend) = trusted_verdicts(info, make, pool, &anchors, &dir, cfg.raw.budget.max_usd).await?;
+            let grace = handle_signals.then(|| std::time::Duration::from_secs_f64(cfg.raw.interrupt_grace_s));
+            let (ys, spend) = trusted_verdicts(info, make, pool, &anchors, &dir, cfg.raw.budget.max_usd, grace).await?;
             let probs = ys.iter().map(|&(u, v)| gate::order_averaged(u, v)).collect();
             (probs, format!("trusted judge {desc}, both orders"), spend)
         }
@@ -715,14 +747,18 @@ fn gate_worst_case(cfg: &Config) -> (f64, usize) {
 ///
 /// # Errors
 /// [`RunFolderError`] from the gate (missing labels, a failing trusted judge, no budget left).
-pub async fn gate_after_run(cfg: &Config, result: &mut RunResult) -> Result<String, RunFolderError> {
+pub async fn gate_after_run(
+    cfg: &Config,
+    result: &mut RunResult,
+    handle_signals: bool,
+) -> Result<String, RunFolderError> {
     let verdicts = run_verdicts(cfg, &cfg.run_dir)?;
     if verdicts.is_empty() {
         return Ok("gate: not run: the run has no valid verdict\n".into());
     }
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
     let _lock = crate::store::lock::RunLock::acquire(&cfg.run_dir)?;
-    let report = gate_for(cfg, &cfg.run_dir, &verdicts).await?;
+    let report = gate_for(cfg, &cfg.run_dir, &verdicts, handle_signals).await?;
     let path = write_gate(&cfg.run_dir, &report)?;
     // What the trusted judge just paid is in the folder's books: result.json's folder_spend
     // (written by apply_report) holds it.
@@ -769,7 +805,15 @@ pub fn run(args: &GateArgs, rt: &tokio::runtime::Runtime) -> Result<std::process
             o.given
         )));
     }
-    let (_, text) = rt.block_on(gate_command(&args.run_or_config, &overrides))?;
+    let (_, text) = match rt.block_on(gate_command(&args.run_or_config, &overrides, true)) {
+        Err(e @ RunFolderError::Interrupted { .. }) => {
+            use std::io::Write;
+            let said = format!("gate {}: {e}", args.run_or_config.display());
+            let _ = writeln!(std::io::stderr(), "{}", crate::domain::fmt::printable(&said));
+            return Ok(std::process::ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8));
+        }
+        r => r?,
+    };
     super::print_out(&text);
     Ok(std::process::ExitCode::SUCCESS)
 }

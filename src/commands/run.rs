@@ -583,6 +583,14 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
     };
     let outcome = run_with_gate(&cfg, judge, rt, &opts, args.gate.as_deref()).map_err(during)?;
     if let Some(source) = outcome.gate_error {
+        // Interrupted while the gate asked its trusted judge: the run's result stands, the gate
+        // decided nothing, and the exit code is an interrupted run's.
+        if let RunFolderError::Interrupted { .. } = source {
+            use std::io::Write;
+            let said = format!("run {}: the gate: section: {source}", args.config.display());
+            let _ = writeln!(std::io::stderr(), "{}", crate::domain::fmt::printable(&said));
+            return Ok(ExitCode::from(crate::run::interrupt::EXIT_INTERRUPTED as u8));
+        }
         let what = match &args.gate {
             Some(g) => format!("--gate {}", g.display()),
             None => format!("the gate: section of {}", args.config.display()),
@@ -969,7 +977,7 @@ pub fn run_with_gate(
     let gated = match gate {
         Some(g) => super::gate::apply_gate(cfg, &mut result, g),
         None if cfg.raw.gate.is_some() && result.stop_reason != StopReason::Interrupted => {
-            rt.block_on(super::gate::gate_after_run(cfg, &mut result))
+            rt.block_on(super::gate::gate_after_run(cfg, &mut result, opts.handle_signals))
         }
         None => Ok(String::new()),
     };

@@ -67,6 +67,18 @@ pub enum RunFolderError {
         /// The trusted judge's failure (HTTP status, timeout, unparseable reply, …).
         source: JudgeError,
     },
+    /// Ctrl-C, SIGTERM or SIGHUP while the gate asked its trusted judge: nothing more was sent,
+    /// the replies in flight were booked, and no decision was made (re-running resumes).
+    #[error(
+        "interrupted during {during}: nothing more was sent and the verdicts paid for are kept in the run folder; the gate made no decision (run it again to finish it: its trusted verdicts so far are reused)"
+    )]
+    Interrupted {
+        /// What was interrupted, with how far it got.
+        during: String,
+    },
+    /// The signal handler (Ctrl-C, SIGTERM, SIGHUP) could not be installed.
+    #[error("cannot listen for Ctrl-C: {0}")]
+    Signals(std::io::Error),
 }
 
 pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunFolderError + '_ {
