@@ -1,25 +1,33 @@
 //! Paths as users write them in a config: `~` (the home folder) at the start and `${VAR}` (or
-//! `$VAR`) anywhere are expanded from the environment, as a shell would, so `out_dir: ~/runs`
-//! never creates a folder named `~`. What cannot be expanded (an unset variable, `~user`) is an
-//! error naming the setting, never a literal folder.
+//! `$VAR`, or `${VAR:-default}`) anywhere are expanded from the environment, as a shell would, so
+//! `out_dir: ~/runs` never creates a folder named `~`. What cannot be expanded (an unset or empty
+//! variable without a default, `~user`, another shell form such as `${VAR:?}`) is an error naming
+//! the setting, never a literal folder.
 
 use std::path::{Path, PathBuf};
 
-/// `p` with a leading `~` and every `${VAR}` / `$VAR` expanded; `env` reads a variable (`HOME`
-/// for `~`). `field` names the setting in the error.
+/// `p` with a leading `~` and every `${VAR}` / `$VAR` expanded, and `${VAR:-default}` as the
+/// shell does (`default`, taken as written, when VAR is unset or empty); `env` reads a variable
+/// (`HOME` for `~`). `field` names the setting in the error.
 ///
 /// # Errors
-/// A message naming `field` and the variable: unset or empty variable, `~user`, an unclosed `${`.
+/// A message naming `field` and the variable: unset or empty variable, `~user`, an unclosed `${`,
+/// a `${…}` that is neither a name nor `NAME:-default`.
 pub fn expand(p: &Path, field: &str, env: impl Fn(&str) -> Option<String>) -> Result<PathBuf, String> {
     let Some(s) = p.to_str() else { return Ok(p.to_owned()) };
     if !s.contains(['~', '$']) {
         return Ok(p.to_owned());
     }
-    let var = |name: &str| {
-        env(name).filter(|v| !v.is_empty()).ok_or_else(|| {
-            format!("{field}: {s:?} uses ${name}, which is not set in the environment; set it, or write the path out")
-        })
+    let var = |name: &str| match env(name) {
+        Some(v) if !v.is_empty() => Ok(v),
+        Some(_) => Err(format!(
+            "{field}: {s:?} uses ${name}, which is set but empty; give it a value, write the path out, or give a default as `${{{name}:-default}}`"
+        )),
+        None => Err(format!(
+            "{field}: {s:?} uses ${name}, which is not set in the environment; set it, write the path out, or give a default as `${{{name}:-default}}`"
+        )),
     };
+    let is_name = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     let mut out = String::new();
     let mut rest = s;
     if let Some(after) = s.strip_prefix('~') {
@@ -42,7 +50,20 @@ pub fn expand(p: &Path, field: &str, env: impl Fn(&str) -> Option<String>) -> Re
                     "{field}: {s:?} has an empty `${{}}`; write a variable name inside, e.g. `${{HOME}}`"
                 ));
             }
-            (&b[..end], &b[end + 1..])
+            let inner = &b[..end];
+            if let Some((name, default)) = inner.split_once(":-")
+                && is_name(name)
+            {
+                out.push_str(&env(name).filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_owned()));
+                rest = &b[end + 1..];
+                continue;
+            }
+            if !is_name(inner) {
+                return Err(format!(
+                    "{field}: {s:?} has `${{{inner}}}`: only `${{NAME}}`, `$NAME` and `${{NAME:-default}}` are expanded (NAME of letters, digits and `_`)"
+                ));
+            }
+            (inner, &b[end + 1..])
         } else {
             let end = tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(tail.len());
             (&tail[..end], &tail[end..])
@@ -82,9 +103,20 @@ mod tests {
         assert_eq!(x("a~b/$").unwrap(), PathBuf::from("a~b/$"), "a ~ inside a name and a lone $ stay");
         assert_eq!(
             x("${NOPE}/r").unwrap_err(),
-            "out_dir: \"${NOPE}/r\" uses $NOPE, which is not set in the environment; set it, or write the path out"
+            "out_dir: \"${NOPE}/r\" uses $NOPE, which is not set in the environment; set it, write the path out, or give a default as `${NOPE:-default}`"
         );
-        assert!(x("$EMPTY/r").unwrap_err().contains("$EMPTY, which is not set"));
+        assert!(x("$EMPTY/r").unwrap_err().contains("$EMPTY, which is set but empty"));
+        // `${VAR:-default}`: the variable when set and not empty, else the default (hunt 52: read
+        // as a variable named "RUNS:-/tmp", said unset while RUNS was set).
+        assert_eq!(x("${RUNS:-/tmp}/a").unwrap(), PathBuf::from("/data/runs/a"));
+        assert_eq!(x("${NOPE:-/tmp/r}/a").unwrap(), PathBuf::from("/tmp/r/a"));
+        assert_eq!(x("${EMPTY:-x}").unwrap(), PathBuf::from("x"));
+        assert_eq!(x("http://h:${NOPE:-8088}/v1").unwrap(), PathBuf::from("http://h:8088/v1"));
+        // Other shell forms are refused, naming what is expanded.
+        for odd in ["${RUNS:?}", "${RUNS:+y}", "${RUNS-y}", "${#RUNS}"] {
+            let e = x(odd).unwrap_err();
+            assert!(e.contains("only `${NAME}`, `$NAME` and `${NAME:-default}` are expanded"), "{odd}: {e}");
+        }
         assert!(x("~bob/r").unwrap_err().contains("not `~user`"));
         assert!(x("${RUNS/r").unwrap_err().contains("without its closing"));
     }
