@@ -143,6 +143,36 @@ impl RenderedPrompt {
     }
 }
 
+/// The 1-based line of the first use of the name `name` inside a tag (`{{ … }}` or `{% … %}`) of
+/// the template `source`, as a whole word; `None` when no tag holds it.
+fn line_in_tags(source: &str, name: &str) -> Option<usize> {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut at = 0;
+    while let Some(open) = source[at..].find(['{']).map(|i| at + i) {
+        let close = match source[open..].get(..2) {
+            Some("{{") => "}}",
+            Some("{%") => "%}",
+            _ => {
+                at = open + 1;
+                continue;
+            }
+        };
+        let end = source[open..].find(close).map_or(source.len(), |i| open + i);
+        let tag = &source[open..end];
+        let mut from = 0;
+        while let Some(i) = tag[from..].find(name).map(|i| from + i) {
+            let before = tag[..i].chars().next_back();
+            let after = tag[i + name.len()..].chars().next();
+            if !before.is_some_and(word) && !after.is_some_and(word) {
+                return Some(source[..open + i].matches('\n').count() + 1);
+            }
+            from = i + name.len();
+        }
+        at = end.max(open + 1);
+    }
+    None
+}
+
 impl PromptTemplate {
     /// The template's source text.
     pub fn source(&self) -> &str {
@@ -161,7 +191,9 @@ impl PromptTemplate {
             path: path.to_owned(),
             msg: format!("line {line}: {msg}"),
         })?;
-        Self::from_source(path, source.to_owned())
+        // Windows line endings are line endings: the judge is sent `\n`, so a template saved
+        // with CRLF asks (and caches) as the same text saved with LF (hunt 52: `\r` was sent).
+        Self::from_source(path, source.replace("\r\n", "\n"))
     }
 
     /// A template from its source text; `path` names it in messages.
@@ -182,6 +214,25 @@ impl PromptTemplate {
         );
         env.add_template_owned("prompt", source.clone()).map_err(|e| err(describe(&e)))?;
         let vars = env.get_template("prompt").map_err(|e| err(describe(&e)))?.undeclared_variables(false);
+        // An unknown name first: a misspelt `answr_b` is the fault, not the `answer_b` it lacks
+        // (hunt 52). minijinja's global functions (`range`, `dict`, …) are not variables to fill.
+        let globals: std::collections::HashSet<&str> = env.globals().map(|(k, _)| k).collect();
+        let mut unknown: Vec<(usize, &String)> = vars
+            .iter()
+            .filter(|v| !VARIABLES.contains(&v.as_str()) && !globals.contains(v.as_str()))
+            .map(|v| (line_in_tags(&source, v).unwrap_or(0), v))
+            .collect();
+        unknown.sort();
+        if !unknown.is_empty() {
+            let named: Vec<String> = unknown
+                .iter()
+                .map(|(line, v)| if *line > 0 { format!("{v:?} (line {line})") } else { format!("{v:?}") })
+                .collect();
+            return Err(err(format!(
+                "unknown variable or function {}; the variables are task, answer_a and answer_b (and the lists task_turns, turns_a, turns_b), the functions minijinja's (range, dict, …)",
+                named.join(", ")
+            )));
+        }
         // The name alone: the template language does not list a variable used only through a
         // slice (`answer_a[:500]`) among its variables; what is sent is checked below anyway.
         for needed in ["answer_a", "answer_b"] {
@@ -190,16 +241,6 @@ impl PromptTemplate {
                     "the template never uses {{{{ {needed} }}}}; the judge would not see that answer"
                 )));
             }
-        }
-        // minijinja's global functions (`range`, `dict`, …) are not variables to fill.
-        let globals: std::collections::HashSet<&str> = env.globals().map(|(k, _)| k).collect();
-        let mut unknown: Vec<&String> =
-            vars.iter().filter(|v| !VARIABLES.contains(&v.as_str()) && !globals.contains(v.as_str())).collect();
-        unknown.sort();
-        if !unknown.is_empty() {
-            return Err(err(format!(
-                "unknown variable(s) {unknown:?}; the variables are task, answer_a and answer_b (and the lists task_turns, turns_a, turns_b)"
-            )));
         }
         let (has_user_block, has_system_block) = {
             let t = env.get_template("prompt").map_err(|e| err(describe(&e)))?;
@@ -490,6 +531,20 @@ mod tests {
 
     /// A template file saved with a byte-order mark sends no mark; one in another encoding is
     /// refused with its line and byte.
+    /// A template saved with Windows line endings renders, and hashes, as the same text with
+    /// `\n`: no `\r` is sent to the judge.
+    #[test]
+    fn a_template_with_crlf_line_endings_is_the_same_template() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "Task: {{ task }}\nA: {{ answer_a }}\nB: {{ answer_b }}\n";
+        std::fs::write(dir.path().join("lf.j2"), text).unwrap();
+        std::fs::write(dir.path().join("crlf.j2"), text.replace('\n', "\r\n")).unwrap();
+        let lf = PromptTemplate::load(&dir.path().join("lf.j2")).unwrap();
+        let crlf = PromptTemplate::load(&dir.path().join("crlf.j2")).unwrap();
+        assert_eq!(crlf.source(), lf.source());
+        assert_eq!(crlf.render("t", "a", "b").unwrap().user, "Task: t\nA: a\nB: b");
+    }
+
     #[test]
     fn a_template_file_is_utf8_text_without_its_byte_order_mark() {
         let dir = tempfile::tempdir().unwrap();
@@ -540,6 +595,19 @@ mod tests {
         assert!(e.contains("answer_b") && e.contains("t.j2"), "{e}");
         let e = tmpl("{{ answer_a }} {{ answer_b }} {{ question }}").unwrap_err().to_string();
         assert!(e.contains("question"), "{e}");
+        // Unknown names with their lines, a misspelt answer named before the answer it lacks,
+        // a function alike (hunt 52: no line, and `answr_b` was never named).
+        let e = tmpl("Task: {{ task }}\nA: {{ answer_a }}\noops in text\nB: {{ answr_b }}\n{{ frobnicate(1) }}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "unknown variable or function \"answr_b\" (line 4), \"frobnicate\" (line 5); the variables are task"
+            ),
+            "{e}"
+        );
+        assert_eq!(line_in_tags("x\n{{ a }}\n{% if oops %}{% endif %}", "oops"), Some(3));
+        assert_eq!(line_in_tags("oops\n{{ oopsy }}", "oops"), None, "text and a longer name are not uses");
         let e = tmpl("{{ answer_a }} {{ answer_b }} {% if %}").unwrap_err().to_string();
         assert!(e.contains("t.j2") && e.contains("line 1"), "{e}");
         // Named in the source but not in what is sent: after the `user` block, in an empty
