@@ -400,8 +400,8 @@ impl<'a> Driver<'a> {
     fn fit_done(&mut self, done: Result<FitOk, FitError>) -> Result<(), RunError> {
         match done {
             Ok(ok) => {
-                if let Some((n, light)) = ok.written.map_err(io_err(self.fits.path()))? {
-                    self.fits.written(n, light);
+                if let Some((n, _)) = ok.written.map_err(io_err(self.fits.path()))? {
+                    self.fits.written(n);
                 }
                 self.warm = Some(ok.beta);
                 self.sched.fit_finished();
