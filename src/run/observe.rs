@@ -51,7 +51,7 @@ pub const FULL_LINE_EVERY: usize = 10;
 
 /// Whether line `i` (from 0) of a run is a checkpoint: 0, or [`FULL_LINE_EVERY`] × 2^m.
 pub fn is_checkpoint(i: usize) -> bool {
-    i == 0 || (i % FULL_LINE_EVERY == 0 && (i / FULL_LINE_EVERY).is_power_of_two())
+    i == 0 || (i.is_multiple_of(FULL_LINE_EVERY) && (i / FULL_LINE_EVERY).is_power_of_two())
 }
 
 impl FitsLog {
