@@ -220,6 +220,9 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
             "error: --set acquisition={batch_size: 0}: acquisition.concurrency (or batch_size, its older name): 0 must be ≥ 1",
         ),
         (vec!["--max-usd", "abc"], "--max-usd abc: expected a number, found \"abc\""),
+        // A comma is part of a block value (hunt 52: said as found "0"); in a flow one it ends it.
+        (vec!["--max-usd", "0,5"], "--max-usd 0,5: expected a number, found \"0,5\""),
+        (vec!["--set", "budget={max_usd: 0x, max_comparisons: 3}"], "expected a number, found \"0x\""),
         // A negative value reaches the check of its key (not clap's "unexpected argument").
         (vec!["--max-usd", "-1"], "--max-usd -1: budget.max_usd: -1 must be a finite number ≥ 0 (USD)"),
         (vec!["--max-comparisons", "-5"], "--max-comparisons -5: expected a whole number ≥ 0, found \"-5\""),

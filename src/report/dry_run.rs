@@ -189,7 +189,31 @@ pub fn budget_line(b: &crate::config::budget::BudgetConfig, what: &str) -> Strin
         format!(
             "budget: max_comparisons {}, max_usd {}{what}\n",
             b.max_comparisons.map_or("none".into(), |m| m.to_string()),
-            b.max_usd.map_or("none".into(), |m| format!("${m}"))
+            // As given ($0.00028), but -0 is $0 and 1e308 is not 309 digits (hunt 52).
+            b.max_usd.map_or("none".into(), |m| if m == 0.0 || m.abs() >= 1e6 || m.abs() < 1e-4 {
+                super::table::usd(m)
+            } else {
+                format!("${m}")
+            })
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The budget line gives max_usd as written, but -0 as $0 and 1e308 not as 309 digits
+    /// (hunt 52).
+    #[test]
+    fn the_budget_line_writes_odd_amounts_readably() {
+        let line = |usd: f64| {
+            let b = crate::config::budget::BudgetConfig { max_usd: Some(usd), ..Default::default() };
+            budget_line(&b, "")
+        };
+        assert_eq!(line(0.00028), "budget: max_comparisons none, max_usd $0.00028\n");
+        assert_eq!(line(-0.0), "budget: max_comparisons none, max_usd $0\n");
+        assert_eq!(line(1e308), "budget: max_comparisons none, max_usd $1.000e308\n");
+        assert_eq!(line(1e-300), "budget: max_comparisons none, max_usd $1.0e-300\n");
     }
 }

@@ -309,7 +309,14 @@ fn value_at(text: &str, msg: &str) -> Option<String> {
         let v = rest[1..=end].to_string();
         return (!v.is_empty()).then_some(v);
     }
-    let v = rest.split(['#', ',', '}', ']']).next()?.trim();
+    // In a flow collection (`{a: 1, b: x}`) a `,`, `}` or `]` ends the value; in block style a
+    // plain value runs to a ` #` comment (hunt 52: `max_usd: 0,5` was said as found "0").
+    let before: String = l.chars().take(col - 1).collect();
+    let v = if before.contains(['{', '[']) {
+        rest.split(['#', ',', '}', ']']).next()?.trim()
+    } else {
+        rest.split(" #").next()?.trim()
+    };
     let v = v.strip_prefix('"').and_then(|x| x.strip_suffix('"')).unwrap_or(v);
     let mut v = v.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')).unwrap_or(v).to_string();
     // A plain value goes on over the lines indented further than its own (YAML folds them into

@@ -428,8 +428,16 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
         ("retry_after_max_s", cfg.retry_after_max_s, 0.0),
         ("bytes_per_token", cfg.bytes_per_token, f64::MIN_POSITIVE),
     ] {
+        // The upper bound keeps a duration a tokio timer can hold (1e7 s is 116 days).
         if !(v >= lo && v.is_finite() && v < 1e7) {
-            return Err(e(k, format!("{v} must be a finite number {}", if lo > 0.0 { "> 0" } else { "≥ 0" })));
+            return Err(e(
+                k,
+                format!(
+                    "{} must be a number {} and below 10000000 (1e7)",
+                    crate::domain::fmt::value(v),
+                    if lo > 0.0 { "> 0" } else { "≥ 0" }
+                ),
+            ));
         }
     }
     if !(0.0..=1.0).contains(&cfg.max_invalid_rate) {
