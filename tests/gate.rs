@@ -168,6 +168,21 @@ fn synthetic_run_then_profile_gate_and_run_with_the_gate() {
     assert!((c["c_hat"].as_f64().unwrap() - result["c"]["x"].as_f64().unwrap()).abs() < 1e-6);
     let svg = std::fs::read_to_string(run.join("profile.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("profile log-likelihood"));
+    // `--out DIR`: the same profile written elsewhere (a run folder that cannot be written lost
+    // the computed profile; hunt 52); never into another run's folder.
+    let out = run_bin(dir.path(), &["profile", "runs/spur", "--out", "elsewhere"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(json(&dir.path().join("elsewhere/profile.json")), prof);
+    assert!(dir.path().join("elsewhere/profile.svg").is_file());
+    let other = dir.path().join("runs/other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("result.json"), "{}").unwrap();
+    let out = run_bin(dir.path(), &["profile", "runs/spur", "--out", "runs/other"]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("--out runs/other: the folder of another run"),
+        "{}",
+        text(&out)
+    );
 
     // Gate with the trusted synthetic judge, both orders, cached.
     let out = run_bin(dir.path(), &["gate", cfg.to_str().unwrap()]);

@@ -2,7 +2,7 @@
 //! a run (docs/identifiability.md), written as `profile.json` and `profile.svg` into the run
 //! folder, with a printable table. The statistics live in [`crate::model::profile`].
 
-use super::run_folder::{RunFolderError, bias_covariates, io_err, load_run};
+use super::run_folder::{RunFolderError, bias_covariates, load_run};
 use crate::model::bt::{self, FitOptions};
 use crate::model::profile::{self, PROFILE_RIDGE};
 use crate::model::summary::{build_design, solver_scales, to_solver};
@@ -15,8 +15,16 @@ use std::path::Path;
 ///
 /// # Errors
 /// [`RunFolderError`].
-pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), RunFolderError> {
+pub fn profile_command(arg: &Path, out: Option<&Path>) -> Result<(ProfileReport, String), RunFolderError> {
     let run = load_run(arg)?;
+    // `--out`: another folder than the run's (a read-only copy of a run); never another run's.
+    let out = out.unwrap_or(&run.dir);
+    if !crate::store::files::same_file(out, &run.dir) && crate::store::files::is_run_folder(out) {
+        return Err(RunFolderError::Invalid(format!(
+            "--out {}: the folder of another run, whose profile.json this would overwrite; give a folder of its own",
+            out.display()
+        )));
+    }
     run.cfg.single_judge("profile").map_err(RunFolderError::Panel)?;
     // profile.json in the run's folder describes that run: a config of other settings (another
     // prior, other covariates) naming the folder does not write over it.
@@ -75,13 +83,25 @@ pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), RunFolderE
         ridge: PROFILE_RIDGE,
         covariates,
     };
-    let json_path = run.dir.join("profile.json");
+    crate::store::files::create_folder(out)
+        .map_err(|m| RunFolderError::Invalid(format!("--out {}: {m}", out.display())))?;
+    // A run folder that cannot be written (read-only, a copy on a read-only disk): said with
+    // the way out (hunt 52: the profile was computed, then lost).
+    fn cannot(path: &Path) -> impl Fn(std::io::Error) -> RunFolderError + '_ {
+        move |source| {
+            RunFolderError::Invalid(format!(
+                "{}: cannot write: {source}; give --out DIR to write profile.json and profile.svg elsewhere",
+                path.display()
+            ))
+        }
+    }
+    let json_path = out.join("profile.json");
     let text = serde_json::to_string_pretty(&report).expect("serialisable");
-    std::fs::write(&json_path, text + "\n").map_err(io_err(&json_path))?;
-    let svg_path = run.dir.join("profile.svg");
+    std::fs::write(&json_path, text + "\n").map_err(cannot(&json_path))?;
+    let svg_path = out.join("profile.svg");
     let svg = crate::report::profile::profile_plot(&report)
         .map_err(|e| RunFolderError::Invalid(format!("drawing {}: {e}", svg_path.display())))?;
-    std::fs::write(&svg_path, svg).map_err(io_err(&svg_path))?;
+    std::fs::write(&svg_path, svg).map_err(cannot(&svg_path))?;
     let text = profile_text(&report, &json_path, &svg_path);
     Ok((report, text))
 }
@@ -91,6 +111,10 @@ pub fn profile_command(arg: &Path) -> Result<(ProfileReport, String), RunFolderE
 pub struct ProfileArgs {
     /// A run folder (with config.yaml and verdicts.jsonl) or a config whose run exists.
     pub run_or_config: std::path::PathBuf,
+    /// Folder to write profile.json and profile.svg into (default: the run folder), e.g. for a
+    /// run folder that cannot be written.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 /// `topk-judge profile`: write profile.json and profile.svg and print the table.
@@ -98,7 +122,7 @@ pub struct ProfileArgs {
 /// # Errors
 /// [`RunFolderError`].
 pub fn run(args: &ProfileArgs) -> Result<std::process::ExitCode, RunFolderError> {
-    let (_, text) = profile_command(&args.run_or_config)?;
+    let (_, text) = profile_command(&args.run_or_config, args.out.as_deref())?;
     super::print_out(&text);
     Ok(std::process::ExitCode::SUCCESS)
 }
