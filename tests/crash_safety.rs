@@ -469,6 +469,19 @@ fn a_second_process_on_the_same_run_folder_fails_at_once() {
     let msg = text(&second);
     assert!(msg.contains(&run.display().to_string()) && msg.contains("in use"), "{msg}");
     assert!(msg.contains(&format!("pid {}", first.id())), "names the holder: {msg}");
+    // Its dry run says so too (hunt 52: it counted the holder's request in flight as possibly
+    // billed without a word).
+    let dry = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        stderr(&dry).contains(&format!(
+            "run folder {} is in use by another topk-judge process (pid {}): the spend booked below counts its requests in flight as possibly billed",
+            run.display(),
+            first.id()
+        )),
+        "{}",
+        text(&dry)
+    );
     fake.release_all();
     let out = first.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out));

@@ -85,6 +85,15 @@ pub fn dry_run_text(
 ) -> Result<String, RunCommandError> {
     let (cfg, key_problem) = Config::load_for_dry_run_with(config, overrides)?;
     print_warnings(&cfg);
+    // A folder another process runs in: its requests in flight are booked below as possibly
+    // billed until it books them (hunt 52: the dry run did not say the folder was in use).
+    if let Some(holder) = crate::store::lock::held_by(&cfg.run_dir) {
+        super::warn_line(&format!(
+            "run folder {} is in use by another topk-judge process ({}): the spend booked below counts its requests in flight as possibly billed until it books them, and a run of this config now would be refused",
+            cfg.run_dir.display(),
+            holder.map_or_else(|| "process id unknown".to_string(), |p| format!("pid {p}"))
+        ));
+    }
     // What the run refuses before it sends anything, the dry run refuses too.
     let labels = super::gate::check_labels_file(&cfg)?;
     // A run folder that could not be made (out_dir under a file) is refused as the run refuses it.

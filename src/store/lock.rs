@@ -83,6 +83,20 @@ impl RunLock {
     }
 }
 
+/// Whether another process holds the lock of run folder `dir` now (`Some(holder's pid, when it
+/// wrote it)`), without taking it for longer than the test and without writing the file;
+/// `None` when no process holds it, or there is no lock file.
+pub fn held_by(dir: &Path) -> Option<Option<u32>> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new().read(true).open(&path).ok()?;
+    match file.try_lock() {
+        // Taken for the test: released when `file` is dropped.
+        Ok(()) => None,
+        Err(TryLockError::WouldBlock) => Some(holder(&path)),
+        Err(TryLockError::Error(_)) => None,
+    }
+}
+
 impl Drop for RunLock {
     /// A clean release empties the file (no dead process id is left in it); the file itself
     /// stays, since removing it would race with a process opening it (module docs).
@@ -125,5 +139,19 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "", "a clean release leaves no process id");
         let again = RunLock::acquire(dir.path()).unwrap();
         assert!(again.path().exists());
+    }
+
+    /// `held_by` tells a held folder (with the holder's pid) from a free one, and leaves the
+    /// lock and its file as they were.
+    #[test]
+    fn held_by_sees_the_holder_without_taking_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(held_by(dir.path()), None, "no lock file");
+        let lock = RunLock::acquire(dir.path()).unwrap();
+        assert_eq!(held_by(dir.path()), Some(Some(std::process::id())));
+        assert_eq!(std::fs::read_to_string(lock.path()).unwrap(), format!("{}\n", std::process::id()));
+        drop(lock);
+        assert_eq!(held_by(dir.path()), None, "released");
+        RunLock::acquire(dir.path()).unwrap();
     }
 }
