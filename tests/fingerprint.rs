@@ -358,6 +358,7 @@ fn ctrl_c_during_the_check_books_its_replies_and_the_next_run_repeats_it() {
     let (fake, dir, a) = first_run("24");
     let d = dir.path();
     let stored = fake.requests().len();
+    let before = json(&d.join("a/fp/result.json"))["folder_spend"]["spend_usd"].as_f64().unwrap();
     // The check's 8 requests go out at once (concurrency 8) and are held 1.5 s each.
     fake.set_delay_ms(1500);
     let child = crate::crash_safety::start(d, &a);
@@ -370,6 +371,9 @@ fn ctrl_c_during_the_check_books_its_replies_and_the_next_run_repeats_it() {
     assert_eq!(fake.requests().len(), stored + 8, "nothing but the check was sent: {t}");
     assert_eq!(lines(&d.join("a/fp/fingerprint_verdicts.jsonl")).len(), 8, "its replies are booked");
     assert!(!d.join("a/fp/fingerprint.jsonl").exists(), "the check is not recorded");
+    // The earlier result.json counts what the check paid (hunt 52: it understated the spend).
+    let after = json(&d.join("a/fp/result.json"))["folder_spend"]["spend_usd"].as_f64().unwrap();
+    assert!((after - before - 8.0 * (100.0 + 2.0 * 3.0) / 1e6).abs() < 1e-12, "{before} → {after}");
     // The next run repeats the check from the booked replies, then goes on.
     fake.set_delay_ms(0);
     let out = run(d, &a, &[]);

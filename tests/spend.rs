@@ -875,7 +875,11 @@ fn ctrl_c_during_the_gate_after_a_run_stops_its_sending() {
     let folder = d.join("runs/g");
     assert_eq!(lines(&folder.join("trusted_verdicts.jsonl")).len(), 8, "the replies in flight are booked");
     assert!(!folder.join("gate.json").exists(), "no decision");
-    assert_eq!(json(&folder.join("result.json"))["stop_reason"], "max_comparisons", "the run itself ended");
+    let r = json(&folder.join("result.json"));
+    assert_eq!(r["stop_reason"], "max_comparisons", "the run itself ended");
+    // Its folder_spend counts the 8 trusted verdicts paid before the signal.
+    let paid: f64 = lines(&folder.join("trusted_verdicts.jsonl")).iter().map(|v| v["cost_usd"].as_f64().unwrap()).sum();
+    assert!(paid > 0.0 && (r["folder_spend"]["gate_trusted_usd"].as_f64().unwrap() - paid).abs() < 1e-12, "{r}");
     // `gate RUN` finishes it: the 4 queries left, the 8 booked reused.
     trusted.set_delay_ms(0);
     let out = run_bin(d, &["gate", "runs/g"]);

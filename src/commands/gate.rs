@@ -330,18 +330,35 @@ pub async fn gate_command(
     }
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
     let _lock = crate::store::lock::RunLock::acquire(&run.dir)?;
-    let report = gate_for(&run.cfg, &run.dir, &run.verdicts, handle_signals).await?;
+    let report = match gate_for(&run.cfg, &run.dir, &run.verdicts, handle_signals).await {
+        Err(e @ RunFolderError::Interrupted { .. }) => {
+            rebook_result(&run.dir)?;
+            return Err(e);
+        }
+        r => r?,
+    };
     let path = write_gate(&run.dir, &report)?;
     // The trusted judge may just have paid into the folder's books: the run's result.json says
     // what they hold (its folder_spend, read by `report` and `compare`).
-    if let Some(mut made) = super::run_folder::read_result(&run.dir) {
-        refresh_folder_spend(&run.dir, &mut made)?;
-        let file = run.dir.join("result.json");
+    rebook_result(&run.dir)?;
+    let text = gate_text(&report, &path);
+    Ok((report, text))
+}
+
+/// Rewrite the `folder_spend` of run folder `dir`'s result.json (when there is one) from the
+/// books as they are now: a gate's trusted judge or a fingerprint check paid into them after the
+/// run wrote it (also when it was interrupted: the result must not understate the spend).
+///
+/// # Errors
+/// [`RunFolderError`] naming the books or result.json that cannot be read or written.
+pub fn rebook_result(dir: &Path) -> Result<(), RunFolderError> {
+    if let Some(mut made) = super::run_folder::read_result(dir) {
+        refresh_folder_spend(dir, &mut made)?;
+        let file = dir.join("result.json");
         let text = serde_json::to_string_pretty(&made).expect("serialisable") + "\n";
         std::fs::write(&file, text).map_err(io_err(&file))?;
     }
-    let text = gate_text(&report, &path);
-    Ok((report, text))
+    Ok(())
 }
 
 fn no_gate(config: &Path) -> RunFolderError {
@@ -758,7 +775,17 @@ pub async fn gate_after_run(
     }
     // The trusted judge's paid verdicts go into the run folder: one process at a time.
     let _lock = crate::store::lock::RunLock::acquire(&cfg.run_dir)?;
-    let report = gate_for(cfg, &cfg.run_dir, &verdicts, handle_signals).await?;
+    let report = match gate_for(cfg, &cfg.run_dir, &verdicts, handle_signals).await {
+        // The trusted verdicts paid before the signal are in the books: the result says so.
+        Err(e @ RunFolderError::Interrupted { .. }) => {
+            refresh_folder_spend(&cfg.run_dir, result)?;
+            let file = cfg.run_dir.join("result.json");
+            let text = serde_json::to_string_pretty(&*result).expect("serialisable") + "\n";
+            std::fs::write(&file, text).map_err(io_err(&file))?;
+            return Err(e);
+        }
+        r => r?,
+    };
     let path = write_gate(&cfg.run_dir, &report)?;
     // What the trusted judge just paid is in the folder's books: result.json's folder_spend
     // (written by apply_report) holds it.

@@ -573,7 +573,13 @@ pub fn run(args: &RunArgs, rt: &tokio::runtime::Runtime) -> Result<ExitCode, Run
                 }
                 line.into_iter().collect()
             }
-            Err(RunCommandError::Run(e @ RunError::Interrupted { .. })) => return Ok(interrupted_before_the_run(&e)),
+            Err(RunCommandError::Run(e @ RunError::Interrupted { .. })) => {
+                // The check's replies are in the folder's books: an earlier result.json says so.
+                if let Err(w) = super::gate::rebook_result(&cfg.run_dir) {
+                    super::warn_line(&w.to_string());
+                }
+                return Ok(interrupted_before_the_run(&e));
+            }
             Err(e) => return Err(e),
         };
     let during = |source| RunCommandError::During { config: args.config.clone(), source: Box::new(source) };
