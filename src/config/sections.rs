@@ -40,6 +40,19 @@ pub fn is_plain_folder_name(name: &str) -> bool {
 /// # Errors
 /// [`InvalidSetting`] at `name`.
 pub fn check_name(name: &str, kind: &str) -> Result<(), InvalidSetting> {
+    // `${RUN_NAME}` or `$RUN_NAME`: a variable meant, and a folder named after it made (hunt 52).
+    let variable = name
+        .match_indices('$')
+        .any(|(i, _)| name[i + 1..].chars().next().is_some_and(|c| c == '{' || c == '_' || c.is_ascii_alphabetic()));
+    if variable {
+        return Err(InvalidSetting::new(
+            "name",
+            format!(
+                "{} looks like an environment variable: a name is not expanded (paths and URLs are); write the name out, or give it on the command line (`--name \"$RUN_NAME\"`, which the shell expands)",
+                shown_name(name)
+            ),
+        ));
+    }
     if !is_plain_folder_name(name) {
         let kind = if kind.is_empty() { String::new() } else { format!("{kind} ") };
         return Err(InvalidSetting::new(
@@ -409,6 +422,11 @@ mod tests {
             assert!(check_name(bad, "run").is_err(), "{bad:?}");
         }
         assert!(check_name("ok-name", "run").is_ok());
+        for meant in ["${RUN_NAME}", "run-$SEED", "$_x"] {
+            let e = check_name(meant, "run").unwrap_err().to_string();
+            assert!(e.contains("looks like an environment variable: a name is not expanded"), "{meant}: {e}");
+        }
+        assert!(check_name("cost-$5", "run").is_ok(), "a dollar before a digit is text");
         assert_eq!(
             check_usd(Some(-1.0), "budget.max_usd").unwrap_err().to_string(),
             "budget.max_usd: -1 must be a finite number ≥ 0 (USD)"
