@@ -10,7 +10,7 @@
 //! failures + possibly billed), no verdict key is counted twice, spend never passes `max_usd`,
 //! and the resumed run's numbers equal the server's.
 
-use crate::common::fake_openai::{FakeOpenAi, TEMPLATE, longer_wins};
+use crate::common::fake_openai::{FakeOpenAi, Fault, TEMPLATE, longer_wins};
 use crate::common::*;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -451,6 +451,37 @@ fn grace_period_runs_out_and_the_requests_in_flight_are_booked() {
     let r = result_json(&run);
     assert_eq!(r["stop_reason"], "interrupted");
     assert!(text(&out).contains("4 possibly billed"), "{}", text(&out));
+}
+
+/// A run whose stderr is a closed pipe (`2>&1 >out | head -1` once the head is done) loses its
+/// warnings, not the run: it panicked on its second warning (exit 101, no result.json; hunt 53).
+#[test]
+fn a_closed_stderr_does_not_end_the_run() {
+    let fake = fake();
+    // Every query fails twice (two warnings each), then the judge answers.
+    fake.script(vec![Fault::ServerError; 8]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "deaf", &fake, "  concurrency: 1\n", "  max_comparisons: 6\n", "");
+    let cfg = {
+        let y = std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("    timeout_s: 60\n", "    timeout_s: 60\n    max_retries: 0\n");
+        write(dir.path(), "deaf.yaml", &y)
+    };
+    let mut child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", cfg.to_str().unwrap(), "--quiet"])
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(101), "a panic");
+    let r = result_json(&dir.path().join("runs/deaf"));
+    assert_eq!(r["stop_reason"], "max_comparisons", "{r}");
+    assert!(r["failed"].as_u64().unwrap() >= 2, "the warnings were due: {r}");
 }
 
 #[test]
