@@ -438,6 +438,14 @@ fn the_log_of_a_systems_run_over_some_prompts_fits_against_the_whole_file() {
     let o = run_bin(dir.path(), &["fit", pool_file.to_str().unwrap(), log.to_str().unwrap(), "--k", "3"]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(stdout(&o).starts_with("pool 100 prompts: bias_aware model, 24 valid verdicts"), "{}", text(&o));
+    // Over one prompt ("1 prompt"): systems too (hunt 53: "choose --pool-id \"1 prompt\"").
+    let cfg = systems_config(dir.path(), "one", "[cnn-test-404f859482d47c127868964a9a39d1a7645dd2e9]", 12, "");
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = dir.path().join("runs/one/verdicts.jsonl");
+    let o = run_bin(dir.path(), &["fit", pool_file.to_str().unwrap(), log.to_str().unwrap(), "--k", "3"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(stdout(&o).starts_with("pool 100 prompts: bias_aware model, 12 valid verdicts"), "{}", text(&o));
 }
 
 #[test]

@@ -864,6 +864,11 @@ fn names_several_pools(lines: &[VerdictLine], args: &FitRequest<'_>) -> bool {
             Some(p) if ids.contains(p) => {
                 named.insert(p);
             }
+            // A systems run's own record (its merged pool's name, e.g. "1 prompt", is no pool of
+            // the file): systems, also over one prompt (hunt 53).
+            Some(_) if ids.iter().any(|p| l.a.starts_with(&format!("{p}/")) && l.b.starts_with(&format!("{p}/"))) => {
+                return true;
+            }
             _ => {
                 // `<prompt>/<system>`: a prefix up to a `/` that is a pool of the file.
                 let prompt = |id: &'_ str| -> Option<String> {

@@ -54,6 +54,13 @@ pub fn expand(p: &Path, field: &str, env: impl Fn(&str) -> Option<String>) -> Re
             if let Some((name, default)) = inner.split_once(":-")
                 && is_name(name)
             {
+                // Taken as written: a variable inside (`${A:-${B:-x}}`) would be cut at its
+                // first `}` and leave the rest in the path (hunt 53).
+                if default.contains(['$', '{']) {
+                    return Err(format!(
+                        "{field}: {s:?} has `${{{inner}…`: a default is taken as written, without `$` or braces inside; write it out"
+                    ));
+                }
                 out.push_str(&env(name).filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_owned()));
                 rest = &b[end + 1..];
                 continue;
@@ -112,6 +119,7 @@ mod tests {
         assert_eq!(x("${NOPE:-/tmp/r}/a").unwrap(), PathBuf::from("/tmp/r/a"));
         assert_eq!(x("${EMPTY:-x}").unwrap(), PathBuf::from("x"));
         assert_eq!(x("http://h:${NOPE:-8088}/v1").unwrap(), PathBuf::from("http://h:8088/v1"));
+        assert!(x("${NOPE:-${RUNS:-x}}/a").unwrap_err().contains("a default is taken as written"));
         // Other shell forms are refused, naming what is expanded.
         for odd in ["${RUNS:?}", "${RUNS:+y}", "${RUNS-y}", "${#RUNS}"] {
             let e = x(odd).unwrap_err();
