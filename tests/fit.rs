@@ -87,39 +87,31 @@ fn fit_rejects_records_without_y_and_reports_pools_and_judges() {
             text(&out)
         );
     }
-    // Lookup errors name the line.
-    let bad = write(
-        dir.path(),
-        "bad.jsonl",
-        "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n\n{\"a\": \"M0\", \"b\": \"ZZ\", \"y\": 0}\n",
-    );
-    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(text(&out).contains("bad.jsonl:3: item \"ZZ\" is not in pool"), "{}", text(&out));
-    // An item spelled alike (a trailing space) is named.
-    let bad = write(dir.path(), "spaced.jsonl", "{\"a\": \"M0\", \"b\": \"M1 \", \"y\": 1}\n");
-    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(
-        text(&out).contains("spaced.jsonl:1: item \"M1 \" is not in pool")
-            && text(&out).contains("; the pool has \"M1\", spelled alike"),
-        "{}",
+    // A verdicts file `fit` refuses: what it says.
+    let refused = |name: &str, lines: &str| {
+        let bad = write(dir.path(), name, lines);
+        let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
+        assert!(!out.status.success(), "{}", text(&out));
         text(&out)
+    };
+    // Lookup errors name the line.
+    let said =
+        refused("bad.jsonl", "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n\n{\"a\": \"M0\", \"b\": \"ZZ\", \"y\": 0}\n");
+    assert!(said.contains("bad.jsonl:3: item \"ZZ\" is not in pool"), "{said}");
+    // An item spelled alike (a trailing space) is named.
+    let said = refused("spaced.jsonl", "{\"a\": \"M0\", \"b\": \"M1 \", \"y\": 1}\n");
+    assert!(
+        said.contains("spaced.jsonl:1: item \"M1 \" is not in pool")
+            && said.contains("; the pool has \"M1\", spelled alike"),
+        "{said}"
     );
     // A line that is not JSON: the file's line and the column, not serde's "line 1" of the
     // line as well (hunt 48).
-    let bad = write(
-        dir.path(),
+    let said = refused(
         "broken.jsonl",
         "{\"a\": \"M0\", \"b\": \"M1\", \"y\": 1}\n\n{\"a\": \"M0\" \"b\": \"M1\", \"y\": 1}\n",
     );
-    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), bad.to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(
-        text(&out).contains("broken.jsonl:3: not JSON (expected `,` or `}` at column 12); expected"),
-        "{}",
-        text(&out)
-    );
+    assert!(said.contains("broken.jsonl:3: not JSON (expected `,` or `}` at column 12); expected"), "{said}");
 
     // Two judges and another pool in one file (with a BOM and CRLF line ends).
     let mut v = String::from("\u{feff}");

@@ -400,7 +400,7 @@ impl<'a> Driver<'a> {
     fn fit_done(&mut self, done: Result<FitOk, FitError>) -> Result<(), RunError> {
         match done {
             Ok(ok) => {
-                if let Some((n, _)) = ok.written.map_err(io_err(self.fits.path()))? {
+                if let Some(n) = ok.written.map_err(io_err(self.fits.path()))? {
                     self.fits.written(n);
                 }
                 self.warm = Some(ok.beta);

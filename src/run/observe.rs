@@ -231,8 +231,8 @@ pub struct FitOk {
     pub post: Posterior,
     /// β̂ = (θ, c, κ), the next warm start.
     pub beta: Vec<f64>,
-    /// The line written (its valid verdicts, and whether it is light), none, or the write error.
-    pub written: std::io::Result<Option<(usize, bool)>>,
+    /// The line written (its valid verdicts), none, or the write error.
+    pub written: std::io::Result<Option<usize>>,
     /// π by the apparent quality φ, when asked for ([`FitInput::apparent`]).
     pub membership_apparent: Option<Vec<f64>>,
 }
@@ -281,7 +281,7 @@ pub fn refit(input: FitInput, design: &Design, n_valid: usize) -> Result<FitOk, 
             let s = fit_line(&pool, &covs, k, &summary, &hash, n_valid, light);
             let mut f = file.lock().expect("fits lock");
             let start = f.metadata().map(|m| m.len());
-            let w = f.write_all(s.as_bytes()).and_then(|()| f.flush()).map(|()| Some((n_valid, light)));
+            let w = f.write_all(s.as_bytes()).and_then(|()| f.flush()).map(|()| Some(n_valid));
             *light_tail.lock().expect("fits lock") = match (light, start) {
                 (true, Ok(at)) => Some(at),
                 _ => None,
