@@ -1144,30 +1144,42 @@ fn a_dry_run_names_the_comparison_limit_the_stored_verdicts_reach() {
     assert!(!s.contains("the budget allows no query"), "{s}");
 }
 
-/// Item ids that print alike (`café` precomposed and with a combining accent) are two items, as
-/// written, and the run says so (they showed as one id twice in every table, unexplained); a
-/// CJK id keeps the ranking table's columns (it took two columns a character).
+/// Item ids that print alike (`café` precomposed and with a combining accent) are refused: they
+/// showed as one id twice in every table and report (hunt 55, which also found ` x` beside
+/// `x`, and `a,b`, refused with their own words); ids one letter case apart print apart and are
+/// warned of. A CJK id keeps the ranking table's columns (it took two columns a character).
 #[test]
-fn ids_that_print_alike_are_warned_of_and_wide_ids_keep_the_table_aligned() {
+fn ids_that_print_alike_are_refused_or_warned_of_and_wide_ids_keep_the_table_aligned() {
     let dir = tempfile::tempdir().unwrap();
-    let items = serde_json::json!([
-        {"id": "caf\u{e9}", "text": "a b c", "quality": 1},
-        {"id": "cafe\u{301}", "text": "a b c d", "quality": 2},
-        {"id": "x", "text": "a", "quality": 3},
-        {"id": "\u{6a21}\u{578b}", "text": "a b", "quality": 4}
-    ]);
-    let pool = serde_json::json!({"pool_id": "u", "task": "t", "items": items});
-    write(dir.path(), "p.jsonl", &(pool.to_string() + "\n"));
     let cfg = write(
         dir.path(),
         "u.yaml",
         "name: u\nout_dir: runs\npool:\n  file: p.jsonl\nk: 1\njudge:\n  mock: {mode: stochastic, seed: 1}\nbudget:\n  max_comparisons: 12\n",
     );
-    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]);
+    let pool = |second: &str| {
+        let items = serde_json::json!([
+            {"id": "caf\u{e9}", "text": "a b c", "quality": 1},
+            {"id": second, "text": "a b c d", "quality": 2},
+            {"id": "x", "text": "a", "quality": 3},
+            {"id": "\u{6a21}\u{578b}", "text": "a b", "quality": 4}
+        ]);
+        write(dir.path(), "p.jsonl", &(serde_json::json!({"pool_id": "u", "task": "t", "items": items}).to_string() + "\n"));
+        run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"])
+    };
+    for (second, said) in [
+        ("cafe\u{301}", "items \"caf\u{e9}\" and \"cafe\\u{301}\" are one name in two Unicode forms"),
+        (" x", "\" x\" begins or ends with white space"),
+        ("a,b", "\"a,b\" holds a comma"),
+    ] {
+        let out = pool(second);
+        assert_eq!(out.status.code(), Some(1), "{second:?}: {}", text(&out));
+        assert!(text(&out).contains(said) && text(&out).contains("p.jsonl"), "{second:?}: {}", text(&out));
+    }
+    let out = pool("X");
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains(
-            "warning: pool \"u\": items \"caf\u{e9}\" and \"cafe\\u{301}\" differ only in Unicode form: they are kept as 2 items; if they are one, give them one name"
+            "warning: pool \"u\": items \"X\" and \"x\" differ only in letter case: they are kept as 2 items; if they are one, give them one name"
         ),
         "{}",
         text(&out)

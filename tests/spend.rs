@@ -1203,7 +1203,8 @@ fn gpt2_byte_level_logprob_tokens_are_pooled() {
 #[test]
 fn rankings_csv_never_holds_a_formula() {
     let dir = tempfile::tempdir().unwrap();
-    let names = ["=HYPERLINK(\"http://e.vil\",\"x\")", "+SUM(1,1)", "@cmd", "-2+3"];
+    // (Ids hold no comma: `+SUM(1;1)`.)
+    let names = ["=HYPERLINK(\"http://e.vil\";\"x\")", "+SUM(1;1)", "@cmd", "-2+3"];
     let mut csv = String::from("prompt_id,prompt,system,text\n");
     for p in 0..3 {
         for (i, n) in names.iter().enumerate() {

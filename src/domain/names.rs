@@ -29,6 +29,25 @@ pub fn fold_text(text: &str) -> String {
     ComposingNormalizerBorrowed::new_nfkc().normalize(visible(text).trim()).trim().to_owned()
 }
 
+/// The first two of `names` that are one text in two Unicode forms (canonically equivalent:
+/// `café` as U+00E9 and as `e` + U+0301), which print alike in every table and report; `None`
+/// when no two are. Letter case and compatibility forms (full-width letters) print apart and are
+/// [`near_duplicates`]' warning instead.
+pub fn same_text_in_two_forms<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<(&'a str, &'a str)> {
+    let nfc = ComposingNormalizerBorrowed::new_nfc();
+    let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for n in names {
+        match seen.entry(nfc.normalize(n).into_owned()) {
+            std::collections::hash_map::Entry::Occupied(e) if *e.get() != n => return Some((e.get(), n)),
+            std::collections::hash_map::Entry::Occupied(_) => {}
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(n);
+            }
+        }
+    }
+    None
+}
+
 /// The names a user's selection `wanted` picks: the one spelled exactly so, else every name that
 /// starts with it (a unique prefix picks one; several are the caller's error to say). The rule of
 /// `fit --judge` and of a replay config's `judge:` (docs/replay.md).
@@ -70,18 +89,20 @@ pub fn near_duplicates<'a>(names: impl IntoIterator<Item = &'a str>, what: &str)
         .filter(|g| g.len() > 1)
         .map(|g| {
             let pairs = || g.iter().enumerate().flat_map(|(i, a)| g[i + 1..].iter().map(move |b| (*a, *b)));
+            // Each difference on its own: names of one group that still differ once the others
+            // are set aside (`"x "` and `"X"` differ in letter case and surrounding spaces).
+            let bare = |s: &str| visible(s).trim().to_owned();
             let mut kinds = Vec::new();
             if g.iter().any(|n| visible(n) != *n) {
                 kinds.push("invisible characters");
             }
-            let nf = |s: &str| nf(&visible(s));
-            if pairs().any(|(a, b)| nf(a) != nf(b)) {
+            if pairs().any(|(a, b)| nf(&bare(a)) != nf(&bare(b))) {
                 kinds.push("letter case");
             }
-            if pairs().any(|(a, b)| visible(a).trim() != visible(b).trim() && nf(a) == nf(b)) {
+            if pairs().any(|(a, b)| bare(a).to_lowercase() != bare(b).to_lowercase()) {
                 kinds.push("Unicode form");
             }
-            if pairs().any(|(a, b)| visible(a) != visible(b) && visible(a).trim() == visible(b).trim()) {
+            if g.iter().any(|n| bare(n) != visible(n)) {
                 kinds.push("surrounding spaces");
             }
             format!(
@@ -123,6 +144,14 @@ mod tests {
                 "warning: systems \"llama\" and \"lla\\u{200b}ma\" and \"lla\\u{2060}ma\" and \"lla\\u{ad}ma\" differ only in invisible characters: they are kept as 4 systems; if they are one, give them one name"
             ]
         );
+        // Each difference is named, also where two differ in more than one (it said "letter
+        // case" alone for these).
+        assert_eq!(
+            near_duplicates(["x ", "X"], "items"),
+            ["warning: items \"x \" and \"X\" differ only in letter case and surrounding spaces: they are kept as 2 items; if they are one, give them one name"]
+        );
+        assert_eq!(same_text_in_two_forms(["gpt", nfc, "x", nfd]), Some((nfc, nfd)));
+        assert_eq!(same_text_in_two_forms(["gpt", "GPT", "\u{ff27}PT", "gpt"]), None);
         // Full-width letters are a compatibility form of the plain ones.
         assert_eq!(fold("\u{ff27}\u{ff30}\u{ff34}"), "gpt");
         assert!(near_duplicates(["gpt", "gpt", "claude"], "systems").is_empty());

@@ -156,13 +156,13 @@ pub struct Prompt {
 
 impl Pool {
     /// Build and validate a pool: at least 2 items, unique non-empty ids without control
-    /// characters ([`id_problem`]), finite numbers.
+    /// characters ([`listed_id_problem`]), finite numbers.
     ///
     /// # Errors
     /// [`PoolError::Invalid`] naming the offending item.
     pub fn new(pool_id: String, task: String, items: Vec<Item>) -> Result<Self, PoolError> {
         let bad = |msg: String| PoolError::Invalid { pool_id: pool_id.clone(), msg };
-        if let Some(p) = id_problem(&pool_id) {
+        if let Some(p) = listed_id_problem(&pool_id) {
             return Err(bad(format!("the pool id {}", p)));
         }
         if items.is_empty() {
@@ -180,7 +180,7 @@ impl Pool {
                 return Err(bad(format!("item #{} has an empty id", i + 1)));
             }
             for (what, id) in [("id", Some(&it.id)), ("base", it.base.as_ref()), ("system", it.system.as_ref())] {
-                if let Some(p) = id.and_then(|id| id_problem(id)) {
+                if let Some(p) = id.and_then(|id| listed_id_problem(id)) {
                     return Err(bad(format!("item #{}: its {what} {p}", i + 1)));
                 }
             }
@@ -218,6 +218,14 @@ impl Pool {
         }
         if bases.len() < 2 {
             return Err(bad("all items share one base; expected at least 2 bases to rank".into()));
+        }
+        // Two ids that are one text in two Unicode forms print alike everywhere.
+        for (what, ids) in [("items", items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>()), ("bases", bases.iter().map(String::as_str).collect())] {
+            if let Some((a, b)) = crate::domain::names::same_text_in_two_forms(ids) {
+                return Err(bad(format!(
+                    "{what} {a:?} and {b:?} are one name in two Unicode forms (composed and decomposed accents); they would print alike in every table and report: give them one form, or two names"
+                )));
+            }
         }
         Ok(Pool {
             pool_id,
@@ -612,11 +620,46 @@ impl Covariates {
     }
 }
 
-/// What is wrong with an id (pool, item, base, system) that would reach a terminal, an SVG or a
-/// report: control characters (ESC, BEL, CR, …, which a terminal runs) or bidirectional
-/// overrides (U+202A–U+202E, U+2066–U+2069, which reorder what is shown), or a backtick (which
-/// ends the code spans ids are written in, in the Markdown reports), or more than
-/// [`MAX_ID_CHARS`] characters. `None` for a fine id.
+/// What is wrong with an id of the pool (pool, item, base, system, prompt) beyond
+/// [`id_problem`]: such an id prints as itself in lists and tables, so it may not be empty, begin
+/// or end with white space (Markdown and HTML drop it: `" x"` showed as `x`), hold a comma
+/// (summaries list ids with `, `: `a,b, M1` read as three), or hold a character that prints as
+/// nothing ([`crate::domain::fmt::invisible`]). `None` for a fine id.
+pub fn listed_id_problem(id: &str) -> Option<String> {
+    if id.is_empty() {
+        return Some("is empty; expected a name (ids are the columns of the tables and the names in the reports)".into());
+    }
+    if let Some(p) = id_problem(id) {
+        return Some(p);
+    }
+    if id.trim() != id {
+        return Some(format!(
+            "{} begins or ends with white space; ids are shown in tables, lists and reports, where it is lost (\" x\" shows as \"x\"): write it without",
+            shown_id(id)
+        ));
+    }
+    if id.contains(',') {
+        return Some(format!(
+            "{} holds a comma; ids are listed with commas in summaries and messages (\"a,b, M1\" would read as three): write it without (e.g. \"{}\")",
+            shown_id(id),
+            id.replace(", ", "; ").replace(',', ";")
+        ));
+    }
+    id.chars().find(|&c| crate::domain::fmt::invisible(c)).map(|c| {
+        format!(
+            "{:?} holds the character U+{:04X}, which prints as nothing; ids are shown in tables and reports, where two ids would look alike: write it without",
+            id,
+            u32::from(c)
+        )
+    })
+}
+
+/// What is wrong with an id (pool, item, base, system, judge) that would reach a terminal, an
+/// SVG or a report: control characters (ESC, BEL, CR, …, which a terminal runs) or
+/// bidirectional overrides (U+202A–U+202E, U+2066–U+2069, which reorder what is shown), or a
+/// backtick (which ends the code spans ids are written in, in the Markdown reports), or more
+/// than [`MAX_ID_CHARS`] characters. `None` for a fine id. The pool's own ids also pass
+/// [`listed_id_problem`].
 pub fn id_problem(id: &str) -> Option<String> {
     let n = id.chars().count();
     if n > MAX_ID_CHARS {
@@ -763,6 +806,20 @@ mod tests {
         assert!(id_problem("M\u{1b}[31m").unwrap().contains("U+001B"));
         assert!(id_problem("a\u{202e}b").unwrap().contains("U+202E"));
         assert!(id_problem("M`1").unwrap().contains("holds a backtick"));
+        // Ids that print like another or like two (hunt 55): ` x` showed as `x` in the reports,
+        // `a,b` read as two ids in `point top-3: a,b, M1, x`, `a\u{200b}` as `a`.
+        assert!(listed_id_problem("").unwrap().starts_with("is empty"));
+        for id in [" x", "x ", "x\u{a0}"] {
+            assert!(listed_id_problem(id).unwrap().contains("begins or ends with white space"), "{id:?}");
+        }
+        let comma = listed_id_problem("a,b").unwrap();
+        assert!(comma.contains("holds a comma") && comma.contains("(e.g. \"a;b\")"), "{comma}");
+        assert!(listed_id_problem("a\u{200b}").unwrap().contains("U+200B, which prints as nothing"));
+        assert!(listed_id_problem("a\u{2066}b").unwrap().contains("U+2066 (a control or text-direction"));
+        assert!(listed_id_problem("\tx").unwrap().contains("U+0009"));
+        assert_eq!(listed_id_problem("M 1 (v2)"), None, "white space inside is fine");
+        // A judge's name is not listed with the pool's ids: `mock (stochastic, seed 7)` is fine.
+        assert_eq!(id_problem("mock (stochastic, seed 7)"), None);
         assert_eq!(id_problem(&"é".repeat(MAX_ID_CHARS)), None, "characters, not bytes");
         assert!(id_problem(&"x".repeat(MAX_ID_CHARS + 1)).unwrap().contains("is 1001 characters long"));
     }

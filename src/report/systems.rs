@@ -89,9 +89,10 @@ pub fn rankings_csv(r: &SystemsReport) -> String {
 
 /// A text cell a spreadsheet will not run: one that begins with `=`, `+`, `-`, `@`, a tab or a
 /// carriage return gets a leading `'` (OWASP, "CSV Injection"), so `=HYPERLINK(…)` or `-2+3`
-/// shows as text.
+/// shows as text. So does one that begins with `'`, so the cell reads back one way: drop one
+/// leading `'` from a cell that has one (systems `-3` and `'-3` were both written `'-3`).
 pub fn text_cell(v: &str) -> String {
-    if v.starts_with(['=', '+', '-', '@', '\t', '\r']) { format!("'{v}") } else { v.to_owned() }
+    if v.starts_with(['=', '+', '-', '@', '\t', '\r', '\'']) { format!("'{v}") } else { v.to_owned() }
 }
 
 /// Write `rankings.csv` into the run folder `dir` (next to result.json).
@@ -278,7 +279,7 @@ mod tests {
         // Names a spreadsheet would run as formulas are text.
         let r = SystemsReport {
             reference: "=cmd".into(),
-            rows: ["=HYPERLINK(\"http://x\",\"y\")", "+SUM(1,1)", "@cmd", "-2+3", "\tx", "ok-1"]
+            rows: ["=HYPERLINK(\"http://x\",\"y\")", "+SUM(1,1)", "@cmd", "-2+3", "\tx", "ok-1", "'-2+3", "it's"]
                 .iter()
                 .enumerate()
                 .map(|(i, s)| row(i + 1, s, None))
@@ -288,7 +289,13 @@ mod tests {
         let csv = rankings_csv(&r);
         let names: Vec<String> =
             csv::Reader::from_reader(csv.as_bytes()).records().map(|x| x.unwrap()[1].to_owned()).collect();
-        assert_eq!(names, ["'=HYPERLINK(\"http://x\",\"y\")", "'+SUM(1,1)", "'@cmd", "'-2+3", "'\tx", "ok-1"]);
+        assert_eq!(
+            names,
+            ["'=HYPERLINK(\"http://x\",\"y\")", "'+SUM(1,1)", "'@cmd", "'-2+3", "'\tx", "ok-1", "''-2+3", "it's"]
+        );
+        // One leading `'` dropped reads every name back (hunt 55: `-3` and `'-3` were one cell).
+        let back: Vec<&str> = names.iter().map(|n| n.strip_prefix('\'').unwrap_or(n)).collect();
+        assert_eq!(back, r.rows.iter().map(|r| r.system.as_str()).collect::<Vec<_>>());
         assert!(csv.starts_with("rank,system,theta,sd,pi,win_rate_vs_=cmd,"), "{csv}");
     }
 

@@ -15,11 +15,11 @@ pub struct YamlError(pub String);
 /// # Errors
 /// The parser's message.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
-    serde_saphyr::from_str(text).map_err(|e| {
+    parse(text).map_err(|e| {
         // A type error at a `[` or `{` comes before the parser reaches the end of that flow
         // value: `k: [3` with no `]` reads as "found a list". The text is read once more for
         // syntax alone, and a syntax fault there is the one reported.
-        let syntax = serde_saphyr::from_str::<serde::de::IgnoredAny>(text).err();
+        let syntax = parse::<serde::de::IgnoredAny>(text).err();
         let e = match syntax {
             Some(syntax) if opens_flow(text, &e.to_string()) && !syntax.to_string().contains("non-finite") => syntax,
             _ => e,
@@ -53,6 +53,12 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
             // serde's word for one of a setting's named values; `~` is YAML's own spelling of
             // the empty value.
             .replace("unknown variant `~`", "an empty value")
+            // A tag such as `!env` is how other tools read the environment; this file's way is
+            // `${VAR}` in paths and URLs and `api_key_env` for a key.
+            .replace(
+                "unsupported tag `",
+                "this file takes no YAML tags (paths and URLs read the environment as `${VAR}`, a judge's key as `api_key_env: VAR`); found the tag `",
+            )
             .replace("unknown variant `", "unknown value `");
         if let Some(tab) = tab_indent_message(text, &m) {
             return YamlError(tab);
@@ -62,6 +68,14 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
         // lacks it): name that mapping instead of pointing at an unrelated line.
         YamlError(if m.contains("missing field") { all_missing::<T>(text, &m) } else { name_the_key(text, m) })
     })
+}
+
+/// The parser as every file is read: a tag it does not know (`!env FOO`, `!secret`) is refused,
+/// not dropped (a dropped `!env` tag would leave the text `FOO` where a value was meant), and a
+/// tag on a key is refused (it would be ignored).
+fn parse<T: DeserializeOwned>(text: &str) -> Result<T, serde_saphyr::Error> {
+    let options = serde_saphyr::options! { reject_unsupported_tags: true, reject_tagged_field_names: true };
+    serde_saphyr::from_str_with_options(text, options)
 }
 
 /// [`missing_field`] naming every field the mapping lacks: the parser names the first only, so
@@ -84,7 +98,7 @@ fn all_missing<T: DeserializeOwned>(text: &str, msg: &str) -> String {
         let last = fields.last().cloned().unwrap_or_default();
         for value in ["0", "{}", "[]"] {
             let Some(next) = with_field(&patched, line, at, &last, value) else { break 'fields };
-            let again = match serde_saphyr::from_str::<T>(&next) {
+            let again = match parse::<T>(&next) {
                 Ok(_) => {
                     break 'fields;
                 }
@@ -831,6 +845,28 @@ pub fn to_string<T: Serialize>(v: &T) -> Result<String, YamlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A tag the parser does not know was dropped: `api_key: !env KEY` read as the text `KEY`,
+    /// `name: !env RUN` named the run `RUN`. Now refused where it stands, with this file's way
+    /// to read the environment; the standard tags (`!!str`) still read as before.
+    #[test]
+    fn an_unknown_tag_is_refused_not_dropped() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            name: String,
+            k: Option<u32>,
+        }
+        for (text, at) in [("name: !env RUN\n", "line 1 column 12 (key `name`)"), ("name: a\nk: !secret 3\n", "line 2 column 12 (key `k`)")] {
+            let e = from_str::<T>(text).unwrap_err().0;
+            assert!(e.starts_with(at), "{e}");
+            assert!(e.contains("this file takes no YAML tags") && e.contains("`${VAR}`") && e.contains("api_key_env"), "{e}");
+        }
+        let e = from_str::<T>("!x name: a\n").unwrap_err().0;
+        assert!(e.contains("line 1"), "{e}");
+        let t = from_str::<T>("name: !!str 5\nk: !!int 3\n").unwrap();
+        assert_eq!((t.name.as_str(), t.k), ("5", Some(3)));
+    }
 
     /// A key written twice or unknown inside a flow mapping is named by its own path, list
     /// entries by their index (it named the block key only: `judges[0].mock`).

@@ -165,7 +165,12 @@ pub fn import_judgments(
     // override) are refused here, at their record, rather than written into the recording.
     for v in &c.verdicts {
         for (what, id) in [("prompt id", &v.pool_id), ("system", &v.a), ("system", &v.b), ("judge", &v.judge)] {
-            if let Some(problem) = crate::domain::pool::id_problem(id).filter(|_| !(what == "judge" && id.is_empty())) {
+            let problem = if what == "judge" {
+                crate::domain::pool::id_problem(id)
+            } else {
+                crate::domain::pool::listed_id_problem(id)
+            };
+            if let Some(problem) = problem {
                 return Err(row(&v.at.0, v.at.1, format!("its {what} {problem}")));
             }
         }

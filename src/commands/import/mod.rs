@@ -345,7 +345,7 @@ pub fn import_with(
     let mut full_ids: HashMap<String, usize> = HashMap::new();
     for (i, a) in answers.iter().enumerate() {
         for (what, id) in [("prompt id", &a.prompt_id), ("system", &a.system)] {
-            if let Some(problem) = crate::domain::pool::id_problem(id) {
+            if let Some(problem) = crate::domain::pool::listed_id_problem(id) {
                 return Err(row(&a.at.0, a.at.1, format!("its {what} {problem}")));
             }
         }
