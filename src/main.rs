@@ -39,7 +39,21 @@ fn main() -> ExitCode {
         fmt.event_format(PlainLines).init()
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
+    // clap quotes a refused argument whole (`invalid value 'judge.openai.model=sk-…'`): its
+    // message is scrubbed of keys like every other.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let said = e.render().to_string();
+            let scrubbed = topk_judge::judge::openai::secret::scrub(&said);
+            if scrubbed == said {
+                e.exit()
+            }
+            use std::io::Write;
+            let _ = write!(std::io::stderr(), "{scrubbed}");
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     match tokio::runtime::Runtime::new().context("starting the tokio runtime").and_then(|rt| dispatch(cli.command, &rt))
     {
         Ok(code) => code,
@@ -62,6 +76,7 @@ fn main() -> ExitCode {
                 said.push_str(&c);
             }
             let text = topk_judge::domain::fmt::without_os_error_numbers(&lines.join("\n"));
+            let text = topk_judge::judge::openai::secret::scrub(&text);
             let _ = writeln!(std::io::stderr(), "{}", topk_judge::domain::fmt::printable(&text));
             ExitCode::FAILURE
         }
@@ -118,6 +133,7 @@ where
         // Control characters (from a server's reply quoted in the message) escaped.
         let mut fields = String::new();
         ctx.field_format().format_fields(tracing_subscriber::fmt::format::Writer::new(&mut fields), event)?;
+        let fields = topk_judge::judge::openai::secret::scrub(&fields);
         writeln!(writer, "{level}: {}", topk_judge::domain::fmt::printable(&fields))
     }
 }

@@ -1163,7 +1163,11 @@ fn ids_that_print_alike_are_refused_or_warned_of_and_wide_ids_keep_the_table_ali
             {"id": "x", "text": "a", "quality": 3},
             {"id": "\u{6a21}\u{578b}", "text": "a b", "quality": 4}
         ]);
-        write(dir.path(), "p.jsonl", &(serde_json::json!({"pool_id": "u", "task": "t", "items": items}).to_string() + "\n"));
+        write(
+            dir.path(),
+            "p.jsonl",
+            &(serde_json::json!({"pool_id": "u", "task": "t", "items": items}).to_string() + "\n"),
+        );
         run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"])
     };
     for (second, said) in [

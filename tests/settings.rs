@@ -274,7 +274,7 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
         // A run name that a terminal would run, or not a plain folder name.
         (
             vec!["--name", "x\u{1b}[31mred"],
-            "name: \"x\\u{1b}[31mred\" is not a valid run name (expected a plain folder name",
+            "--name x\\u{1b}[31mred: the argument holds a control character (U+001B); an override sets one value on one line",
         ),
         (vec!["--name", "a:b"], "name: \"a:b\" is not a valid run name"),
         // An out_dir that is a file.
@@ -519,4 +519,158 @@ fn a_file_given_to_the_wrong_command_is_named_for_what_it_is() {
         let out = run_bin(&root(), &[cmd, file]);
         assert!(!out.status.success() && text(&out).contains(want), "{cmd} {file}: {}", text(&out));
     }
+}
+
+/// A key reaches no message and no setting (hunt 54): given to a numeric flag, to `--set` of a
+/// name, or written into a file's setting, it is refused and never printed (the parser's
+/// "found "sk-…"" and clap's "invalid value '…'" quoted it whole after a `[redacted]` echo).
+#[test]
+fn a_key_given_as_a_setting_is_refused_and_never_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "sk-test-SECRETVALUE123456789abcdef";
+    let cfg = mock_config(dir.path(), "k", 8, "");
+    let c = cfg.to_str().unwrap();
+    let in_model = write(
+        dir.path(),
+        "m.yaml",
+        &std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("    seed: 7\n", &format!("    seed: 7\n    temperature: {key}\n")),
+    );
+    let arg = format!("judge.mock.seed={key}");
+    for args in [
+        vec!["run", c, "--dry-run", "--max-usd", key],
+        vec!["run", c, "--dry-run", "--max-comparisons", "$LOCAL_LLM_API_KEY"],
+        vec!["run", c, "--dry-run", "--set", &arg],
+        vec!["run", c, "--dry-run", "--set", key],
+        vec!["run", in_model.to_str().unwrap(), "--dry-run"],
+    ] {
+        let args: Vec<String> = args.iter().map(|a| a.replace("$LOCAL_LLM_API_KEY", "a1b2c3d4e5f6a7b8c9d0")).collect();
+        let out = std::process::Command::new(bin())
+            .current_dir(dir.path())
+            .args(&args)
+            .env("LOCAL_LLM_API_KEY", "a1b2c3d4e5f6a7b8c9d0")
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}: {}", text(&out));
+        let said = text(&out);
+        assert!(!said.contains("SECRETVALUE") && !said.contains("a1b2c3d4e5f6a7b8c9d0"), "{args:?}: {said}");
+        assert!(said.contains("[redacted]") || said.contains("not shown"), "{args:?}: {said}");
+    }
+    let out = run_bin(dir.path(), &["run", in_model.to_str().unwrap(), "--dry-run"]);
+    assert!(
+        text(&out).contains("line 11 (key `judge.mock.temperature`): holds what looks like an API key (not shown)"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// An override sets one value and never lifts a limit (hunt 54): a line break in a value wrote
+/// other keys (`--max-comparisons "20\n  max_usd:\n    100"` set a $100 cap), and `--max-usd
+/// null`, `--set budget.max_usd=null` or a whole `--set budget={…}` without it removed the
+/// file's cap without a word.
+#[test]
+fn an_override_sets_one_value_and_never_lifts_a_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "lim", 8, "").to_str().unwrap().to_owned();
+    let capped = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("  max_comparisons: 8\n", "  max_comparisons: 8\n  max_usd: 0.05\n");
+    let cfg = write(dir.path(), "lim.yaml", &capped);
+    let c = cfg.to_str().unwrap();
+    for (args, said) in [
+        (
+            vec!["--max-comparisons", "20\n  max_usd:\n    100"],
+            "--max-comparisons 20\n  max_usd:\n    100: the argument holds a line break (U+000A); an override sets one value on one line",
+        ),
+        (vec!["--set", "judge.mock.seed=7\nreport_ranking: corrected"], "the argument holds a line break (U+000A)"),
+        (
+            vec!["--max-usd", "null"],
+            "--max-usd null: expected a number, found \"null\"; --max-usd sets a limit and cannot remove one",
+        ),
+        (
+            vec!["--set", "budget.max_usd=null"],
+            "--set budget.max_usd=null: this would remove budget.max_usd (0.05) that the file sets",
+        ),
+        (
+            vec!["--set", "budget={max_comparisons: 50}"],
+            "--set budget={max_comparisons: 50}: this would remove budget.max_usd (0.05) that the file sets",
+        ),
+        (vec!["--set", "budget=unlimited"], "this would remove budget.max_usd (0.05)"),
+    ] {
+        let out = run_bin(dir.path(), &[&["run", c, "--dry-run"][..], &args].concat());
+        assert!(!out.status.success(), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(said), "{args:?}: {}", text(&out));
+    }
+    // Raising a limit is an override like any other.
+    let out = run_bin(dir.path(), &["run", c, "--dry-run", "--set", "budget={max_comparisons: 50, max_usd: 0.1}"]);
+    assert!(
+        out.status.success() && stdout(&out).contains("budget: max_comparisons 50, max_usd $0.1"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// An override works on every layout the file reader takes (hunt 54): a JSON config, a quoted
+/// key, a key with an anchor, a flow value over two lines (src/config/overrides.rs tests the
+/// `# …` line of a `|` text).
+#[test]
+fn an_override_works_on_every_layout_the_reader_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(mock_config(dir.path(), "lay", 8, "")).unwrap();
+    let doc: serde_json::Value = topk_judge::store::yaml::from_str(&base).unwrap();
+    let files = [
+        ("json.yaml", serde_json::to_string_pretty(&doc).unwrap(), vec!["--set", "judge.mock.seed=9"], "seed 9"),
+        ("quoted.yaml", base.replace("k: 3", "\"k\": 3"), vec!["--set", "k=2", "--set", "judge.mock.seed=9"], "seed 9"),
+        (
+            "anchor.yaml",
+            base.replace("    seed: 7\n", "    seed: &s 7\n").replace("  seed: 42\n", "  seed: *s\n"),
+            vec!["--set", "judge.mock.seed=9"],
+            "seed 9",
+        ),
+        (
+            "flow.yaml",
+            base.replace(
+                "judge:\n  mock:\n    mode: stochastic\n    seed: 7\n",
+                "judge: {mock: {mode: stochastic,\n  seed: 7}}\n",
+            ),
+            vec!["--set", "judge={mock: {mode: deterministic}}"],
+            "judge: mock (deterministic",
+        ),
+    ];
+    for (name, text_, args, said) in files {
+        let cfg = write(dir.path(), name, &text_);
+        let alone = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+        assert!(alone.status.success(), "{name} alone: {}", text(&alone));
+        let out =
+            run_bin(dir.path(), &[&["run", cfg.to_str().unwrap(), "--dry-run", "--name", "other"][..], &args].concat());
+        assert!(out.status.success() && stdout(&out).contains(said), "{name}: {}", text(&out));
+    }
+}
+
+/// A setting that is used as written holds no environment reference (hunt 54: `model:
+/// ${MODEL}` was sent as the text `${MODEL}`); paths and URLs are expanded as before.
+#[test]
+fn an_environment_reference_where_nothing_is_expanded_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(mock_config(dir.path(), "env", 8, "")).unwrap();
+    let cfg = write(dir.path(), "e.yaml", &base.replace("    mode: stochastic\n", "    mode: ${MODEL}\n"));
+    let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("e.yaml: line 9 (key `judge.mock.mode`): \"${MODEL}\" looks like an environment variable, and this setting is used as written (only paths and URLs are expanded)"),
+        "{}",
+        text(&out)
+    );
+    let c = mock_config(dir.path(), "env2", 8, "");
+    let out = run_bin(dir.path(), &["run", c.to_str().unwrap(), "--dry-run", "--set", "judge.mock.mode=${MODE}"]);
+    assert!(text(&out).contains("\"${MODE}\" looks like an environment variable"), "{}", text(&out));
+    // A path still expands.
+    let out = std::process::Command::new(bin())
+        .current_dir(dir.path())
+        .args(["run", c.to_str().unwrap(), "--dry-run", "--set", "out_dir=${TJ_OUT}"])
+        .env("TJ_OUT", "elsewhere")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
 }

@@ -177,6 +177,30 @@ pub fn read_text(path: &Path) -> Result<String, ConfigError> {
 pub fn read_document<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
     let text = read_text(path)?;
     let text = crate::domain::text::strip_bom_str(&text);
+    // A key pasted into a setting (`model: sk-proj-…`) would be copied into the run folder and
+    // printed by the dry run: refused, not shown.
+    if let Ok(doc) = crate::store::yaml::from_str::<serde_json::Value>(text)
+        && let Some(key) = crate::judge::openai::secret::key_in_a_setting(&doc)
+    {
+        let at = crate::store::yaml::line_of_key(text, &key).map(|l| format!("line {l} ")).unwrap_or_default();
+        return Err(ConfigError::Yaml {
+            path: path.to_owned(),
+            msg: format!(
+                "{at}(key `{key}`): holds what looks like an API key (not shown); a judge reads its key from the environment variable its `api_key_env` names, and a key is never written into a setting"
+            ),
+        });
+    }
+    if let Ok(doc) = crate::store::yaml::from_str::<serde_json::Value>(text)
+        && let Some((key, said)) = sections::env_reference_in_a_setting(&doc)
+    {
+        let at = crate::store::yaml::line_of_key(text, &key).map(|l| format!("line {l} ")).unwrap_or_default();
+        return Err(ConfigError::Yaml {
+            path: path.to_owned(),
+            msg: format!(
+                "{at}(key `{key}`): {said:?} looks like an environment variable, and this setting is used as written (only paths and URLs are expanded); write the value out, or give it on the command line (`--set {key}=\"$VAR\"`, which the shell expands)"
+            ),
+        });
+    }
     crate::store::yaml::from_file_text(text, path).map_err(|msg| {
         // A judge with two blocks fails on whichever block the parser reads first (a missing
         // `base_url` of its `openai:`): name the cause instead.

@@ -35,20 +35,32 @@ impl Override {
     /// A message naming the argument when it has no `=`, an empty key part or a value that is
     /// not YAML.
     pub fn parse(arg: &str) -> Result<Self, String> {
-        Self::new(&format!("--set {arg}"), arg)
+        Self::new(&format!("--set {arg}"), arg).map_err(|(given, msg)| format!("{given}: {msg}"))
     }
 
     /// An override from a shorthand (`--max-usd 0.5` is `budget.max_usd=0.5`).
     ///
     /// # Errors
     /// As [`Override::parse`].
-    pub fn shorthand(flag: &str, key: &str, value: &str) -> Result<Self, String> {
+    /// The error is the shorthand as shown (credentials redacted) and what is wrong.
+    pub fn shorthand(flag: &str, key: &str, value: &str) -> Result<Self, (String, String)> {
         // An empty value is shown as the shell takes it (`--base-url ''`), not as `--base-url `.
         let shown = if value.is_empty() { "''" } else { value };
-        Self::new(&format!("{flag} {shown}"), &format!("{key}={value}"))
+        let o = Self::new(&format!("{flag} {shown}"), &format!("{key}={value}"))?;
+        // A shorthand for a limit takes a number: `null` (what `$(jq .max_usd …)` prints for a
+        // missing field) would remove the file's limit (hunt 54).
+        if key.starts_with("budget.") && o.value.is_null() {
+            return Err((
+                o.given,
+                format!(
+                    "expected a number, found {value:?}; {flag} sets a limit and cannot remove one (to run without it, delete it from the file)"
+                ),
+            ));
+        }
+        Ok(o)
     }
 
-    fn new(given: &str, arg: &str) -> Result<Self, String> {
+    fn new(given: &str, arg: &str) -> Result<Self, (String, String)> {
         use crate::judge::openai::secret;
         // A token that starts like a provider's key is not echoed, even in a malformed argument.
         let original = given;
@@ -59,25 +71,46 @@ impl Override {
             &secret::redact_urls_in(given),
             &[secret::keys_in(given), secret::env_secrets()].concat(),
         );
-        let (key, value) =
-            arg.split_once('=').ok_or_else(|| format!("{given}: expected KEY=VALUE, e.g. budget.max_usd=0.5"))?;
+        let (key, value) = arg
+            .split_once('=')
+            .ok_or_else(|| (given.clone(), "expected KEY=VALUE, e.g. budget.max_usd=0.5".to_string()))?;
         if let Some(open) = key.find('[') {
             // `judges[0].mock.seed`, as an error message writes a list entry: the key's form
             // is `judges.0.mock.seed`.
             let dotted = key.trim().replace(['[', ']'], ".").replace("..", ".");
-            return Err(format!(
-                "{given}: a list entry is named by its index as a dotted part: write `{}` (`[` at {} of the key)",
-                dotted.trim_end_matches('.'),
-                open + 1
+            return Err((
+                given.clone(),
+                format!(
+                    "a list entry is named by its index as a dotted part: write `{}` (`[` at {} of the key)",
+                    dotted.trim_end_matches('.'),
+                    open + 1
+                ),
             ));
         }
         let key: Vec<String> = key.trim().split('.').map(|k| k.trim().to_string()).collect();
         if key.iter().any(String::is_empty) {
-            return Err(format!("{given}: the key has an empty part; expected a dotted key such as budget.max_usd"));
+            return Err((
+                given.clone(),
+                "the key has an empty part; expected a dotted key such as budget.max_usd".into(),
+            ));
         }
         if key.iter().any(|k| k.contains(['"', '\''])) {
-            return Err(format!(
-                "{given}: a key is written without quotes (`k=3`, `budget.max_usd=0.5`); quote the value instead when it needs quotes"
+            return Err((
+                given.clone(),
+                "a key is written without quotes (`k=3`, `budget.max_usd=0.5`); quote the value instead when it needs quotes".into(),
+            ));
+        }
+        // One value on one line: the value is written into the YAML text, where a line break
+        // would start other keys (`--max-comparisons "$(printf '20\n  max_usd:\n    100')"` set
+        // a $100 cap; hunt 54).
+        if let Some(c) = arg.chars().find(|c| c.is_control() && *c != '\t') {
+            return Err((
+                given.clone(),
+                format!(
+                    "the argument holds {} (U+{:04X}); an override sets one value on one line (a text of several lines goes in the file)",
+                    if c == '\n' || c == '\r' { "a line break" } else { "a control character" },
+                    u32::from(c)
+                ),
             ));
         }
         let raw = value.to_string();
@@ -92,6 +125,26 @@ impl Override {
         // override, nor in the resume line.
         let shown = secret::redact_each(&secret::redact_urls_in(given), &secret::override_secrets(&key, &value));
         let redacted = shown != original;
+        // A key is never a setting (it would be copied into the run folder's config.yaml and
+        // shown by the dry run): outside a base_url, whose credentials are redacted, refused.
+        let mut doc = serde_json::Map::new();
+        doc.insert(key.last().cloned().unwrap_or_default(), value.clone());
+        let doc = serde_json::Value::Object(doc);
+        if let Some((_, said)) = super::sections::env_reference_in_a_setting(&doc) {
+            return Err((
+                shown.clone(),
+                format!(
+                    "{said:?} looks like an environment variable, and this setting is used as written (only paths and URLs are expanded); let the shell expand it (`--set {}=\"$VAR\"`)",
+                    key.join(".")
+                ),
+            ));
+        }
+        if !key.iter().any(|k| k == "extra_body" || k == "base_url") && secret::key_in_a_setting(&doc).is_some() {
+            return Err((
+                shown.clone(),
+                "the value holds what looks like an API key (not shown); a judge reads its key from the environment variable its `api_key_env` names, and a key is never written into a setting".into(),
+            ));
+        }
         Ok(Self { given: shown, key, value, raw, redacted, fault })
     }
 
@@ -170,7 +223,22 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
     // a key under a value) is named before the text is patched.
     let mut probe = doc.clone();
     for o in overrides {
+        let before = probe.clone();
         o.apply(&mut probe).map_err(|msg| ConfigError::Set { given: o.given.clone(), msg })?;
+        // A limit the file sets is not lifted from the command line (`--set budget.max_usd=null`,
+        // `--set 'budget={max_comparisons: 50}'` dropped the file's $0.05 cap; hunt 54).
+        for limit in ["max_usd", "max_comparisons"] {
+            let had = before.get("budget").and_then(|b| b.get(limit)).filter(|v| !v.is_null());
+            let has = probe.get("budget").and_then(|b| b.get(limit)).filter(|v| !v.is_null());
+            if let (Some(had), None) = (had, has) {
+                return Err(ConfigError::Set {
+                    given: o.given.clone(),
+                    msg: format!(
+                        "this would remove budget.{limit} ({had}) that the file sets; an override sets a limit and cannot lift one (set budget.{limit} to another value, or delete it from the file)"
+                    ),
+                });
+            }
+        }
     }
     let written = std::fs::read_to_string(path).unwrap_or_default();
     if let Some(msg) = super::judge_blocks_message(&probe, &written) {
@@ -419,10 +487,35 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let indent_of = |l: &str| l.len() - l.trim_start().len();
     let meaningful = |l: &str| !l.trim().is_empty() && !l.trim_start().starts_with('#');
+    // Only plain block keys are patched in the text. A document in flow style (a JSON config),
+    // a quoted key (`"k": 3`) or one with a space before its colon where the key is looked for,
+    // an anchor or alias on the lines replaced, or a flow value continued on later lines is set
+    // in the parsed document instead (hunt 54: the patch wrote a second `k`, or dropped `&s`,
+    // and the error blamed a valid file).
+    if lines.iter().find(|l| meaningful(l)).is_some_and(|l| l.trim_start().starts_with(['{', '['])) {
+        return None;
+    }
+    let odd_key = |l: &str| {
+        let b = l.trim_start();
+        b.starts_with(['"', '\'', '?']) || b.split_once(':').is_some_and(|(k, _)| k.ends_with(' '))
+    };
+    let anchored = |l: &str| {
+        let rest = l.trim_start().split_once(':').map_or("", |(_, r)| r).trim_start();
+        rest.starts_with(['&', '*', '!']) || l.contains(" &") || l.trim_start().starts_with("- &")
+    };
+    let unbalanced = |l: &str| {
+        let rest = l.split_once(':').map_or("", |(_, r)| r);
+        rest.matches(['{', '[']).count() != rest.matches(['}', ']']).count()
+    };
     // The block of the current mapping: lines [start, end), its parent's indent.
     let (mut start, mut end, mut parent_indent): (usize, usize, Option<usize>) = (0, lines.len(), None);
     for (depth, k) in key.iter().enumerate() {
         let child_indent = lines[start..end].iter().find(|l| meaningful(l)).map(|l| indent_of(l));
+        if let Some(ci) = child_indent
+            && (start..end).any(|i| meaningful(&lines[i]) && indent_of(&lines[i]) == ci && odd_key(&lines[i]))
+        {
+            return None;
+        }
         let found = child_indent.and_then(|ci| {
             (start..end).find(|&i| {
                 let l = &lines[i];
@@ -447,14 +540,21 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
                     add.push(format!("{pad}{kk}:"));
                 }
             }
-            // After the mapping's last meaningful line.
-            let at = (start..end).rev().find(|&i| meaningful(&lines[i])).map_or(start, |i| i + 1);
+            // After the mapping's last line: its last meaningful line, or a deeper line below it
+            // (a `# …` line of a `|` text is the text's, not a comment).
+            let at = (start..end)
+                .rev()
+                .find(|&i| meaningful(&lines[i]) || (!lines[i].trim().is_empty() && indent_of(&lines[i]) > ind))
+                .map_or(start, |i| i + 1);
             lines.splice(at..at, add);
             return Some(lines.join("\n") + "\n");
         };
         let ind = indent_of(&lines[i]);
         // The end of this key's block: the next meaningful line at or above its indent.
         let block_end = (i + 1..end).find(|&j| meaningful(&lines[j]) && indent_of(&lines[j]) <= ind).unwrap_or(end);
+        if unbalanced(&lines[i]) || (depth + 1 == key.len() && lines[i..block_end].iter().any(|l| anchored(l))) {
+            return None;
+        }
         if depth + 1 == key.len() {
             lines[i] = format!("{}{}: {value}", " ".repeat(ind), key[depth]);
             lines.drain(i + 1..block_end);
@@ -677,8 +777,8 @@ impl OverrideArgs {
         ];
         for (flag, key, value) in shorthands {
             if let Some(value) = value {
-                let mut o = Override::shorthand(flag, key, value)
-                    .map_err(|msg| ConfigError::Set { given: format!("{flag} {value}"), msg })?;
+                let mut o =
+                    Override::shorthand(flag, key, value).map_err(|(given, msg)| ConfigError::Set { given, msg })?;
                 // URLs and names are text whatever they look like.
                 if matches!(flag, "--base-url" | "--name") {
                     o.value = serde_json::Value::String(value.clone());
@@ -711,6 +811,23 @@ impl OverrideArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `# …` line inside a `|` text that ends its mapping is the text's: a key added to that
+    /// mapping goes after it (hunt 54: it went above, and the text lost its last line).
+    #[test]
+    fn a_key_added_after_a_block_text_keeps_its_hash_lines() {
+        let text = "judge:\n  openai:\n    model: m\n    extra_body:\n      note: |\n        line one\n        # heading kept\nk: 1\n";
+        let key: Vec<String> = ["judge", "openai", "max_tokens"].iter().map(|s| s.to_string()).collect();
+        let written = patch_text(text, &key, "8").unwrap();
+        assert_eq!(
+            written,
+            "judge:\n  openai:\n    model: m\n    extra_body:\n      note: |\n        line one\n        # heading kept\n    max_tokens: 8\nk: 1\n"
+        );
+        // A quoted key, a key spaced from its colon, or a JSON document is left to the parsed path.
+        for odd in ["\"k\": 1\n", "k : 1\n", "{\"k\": 1}\n"] {
+            assert_eq!(patch_text(odd, &["k".to_string()], "2"), None, "{odd:?}");
+        }
+    }
 
     /// A shorthand and a `--set` of its key (or of a key holding it) are refused whatever their
     /// order: `--set budget.max_usd=5 --max-usd 0.001` once ran with a $5 cap.
@@ -776,15 +893,18 @@ mod tests {
             format!("judge.openai.api_key_env={key}"),
             format!("judges.1.openai.api_key_env=gsk_{}", &key[8..]),
             format!("judge.openai={{model: m, base_url: 'http://h/v1', api_key_env: {key}}}"),
-            format!("judge.openai.api_key={key}"),
-            // A key of no known shape under a credential's name, and a key anywhere else.
+            // A key of no known shape under a credential's name.
             "judge.openai.api_key_env=0123456789abcdef0123456789abcdef".to_string(),
-            format!("judge.openai.model={key}"),
         ] {
             let o = Override::parse(&arg).unwrap();
             assert!(o.redacted, "{arg}");
             assert!(!o.given.contains("PASTEDSECRET") && !o.given.contains("0123456789abcdef"), "{}", o.given);
             assert!(o.given.contains("[redacted]"), "{}", o.given);
+        }
+        // A key anywhere else is refused, unshown (it would be copied into config.yaml).
+        for arg in [format!("judge.openai.api_key={key}"), format!("judge.openai.model={key}"), format!("k={key}")] {
+            let e = Override::parse(&arg).unwrap_err();
+            assert!(!e.contains("PASTEDSECRET") && e.contains("looks like an API key (not shown)"), "{e}");
         }
         // Malformed: no `=`.
         let e = Override::parse(key).unwrap_err();

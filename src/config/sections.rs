@@ -34,6 +34,36 @@ pub fn is_plain_folder_name(name: &str) -> bool {
         || name.chars().any(char::is_control))
 }
 
+/// The settings whose text is expanded from the environment (`${VAR}`, `~`): paths and URLs
+/// (docs/config.md).
+const EXPANDED: [&str; 9] = ["file", "prompt", "out_dir", "base_url", "pools", "verdicts", "labels", "pairs", "dir"];
+
+/// The first setting of `doc` (a config read as YAML) outside [`EXPANDED`] and `name` (which
+/// [`check_name`] words) whose text holds an environment reference (`${MODEL}`, `$MODEL`), as
+/// its dotted key and text: such a setting is sent or used as written (a model called
+/// `${MODEL}`; hunt 54), so a reference there is an error, not a literal.
+pub fn env_reference_in_a_setting(doc: &serde_json::Value) -> Option<(String, String)> {
+    fn walk(path: &str, leaf: &str, v: &serde_json::Value) -> Option<(String, String)> {
+        match v {
+            serde_json::Value::String(s) if !EXPANDED.contains(&leaf) && leaf != "name" && refers(s) => {
+                Some((path.to_owned(), s.clone()))
+            }
+            serde_json::Value::Array(a) => {
+                a.iter().enumerate().find_map(|(i, x)| walk(&format!("{path}[{i}]"), leaf, x))
+            }
+            serde_json::Value::Object(m) => {
+                m.iter().find_map(|(k, x)| walk(&if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, k, x))
+            }
+            _ => None,
+        }
+    }
+    fn refers(s: &str) -> bool {
+        s.match_indices('$')
+            .any(|(i, _)| s[i + 1..].chars().next().is_some_and(|c| c == '{' || c == '_' || c.is_ascii_uppercase()))
+    }
+    walk("", "", doc)
+}
+
 /// A document's `name`: a plain folder name ([`PLAIN_FOLDER_NAME`]). `kind` names the document
 /// in the message (`run`, `audit`, `sweep`; empty for none).
 ///

@@ -148,7 +148,9 @@ mod tests {
         // case" alone for these).
         assert_eq!(
             near_duplicates(["x ", "X"], "items"),
-            ["warning: items \"x \" and \"X\" differ only in letter case and surrounding spaces: they are kept as 2 items; if they are one, give them one name"]
+            [
+                "warning: items \"x \" and \"X\" differ only in letter case and surrounding spaces: they are kept as 2 items; if they are one, give them one name"
+            ]
         );
         assert_eq!(same_text_in_two_forms(["gpt", nfc, "x", nfd]), Some((nfc, nfd)));
         assert_eq!(same_text_in_two_forms(["gpt", "GPT", "\u{ff27}PT", "gpt"]), None);

@@ -220,7 +220,10 @@ impl Pool {
             return Err(bad("all items share one base; expected at least 2 bases to rank".into()));
         }
         // Two ids that are one text in two Unicode forms print alike everywhere.
-        for (what, ids) in [("items", items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>()), ("bases", bases.iter().map(String::as_str).collect())] {
+        for (what, ids) in [
+            ("items", items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>()),
+            ("bases", bases.iter().map(String::as_str).collect()),
+        ] {
             if let Some((a, b)) = crate::domain::names::same_text_in_two_forms(ids) {
                 return Err(bad(format!(
                     "{what} {a:?} and {b:?} are one name in two Unicode forms (composed and decomposed accents); they would print alike in every table and report: give them one form, or two names"
@@ -627,7 +630,9 @@ impl Covariates {
 /// nothing ([`crate::domain::fmt::invisible`]). `None` for a fine id.
 pub fn listed_id_problem(id: &str) -> Option<String> {
     if id.is_empty() {
-        return Some("is empty; expected a name (ids are the columns of the tables and the names in the reports)".into());
+        return Some(
+            "is empty; expected a name (ids are the columns of the tables and the names in the reports)".into(),
+        );
     }
     if let Some(p) = id_problem(id) {
         return Some(p);

@@ -857,10 +857,16 @@ mod tests {
             name: String,
             k: Option<u32>,
         }
-        for (text, at) in [("name: !env RUN\n", "line 1 column 12 (key `name`)"), ("name: a\nk: !secret 3\n", "line 2 column 12 (key `k`)")] {
+        for (text, at) in [
+            ("name: !env RUN\n", "line 1 column 12 (key `name`)"),
+            ("name: a\nk: !secret 3\n", "line 2 column 12 (key `k`)"),
+        ] {
             let e = from_str::<T>(text).unwrap_err().0;
             assert!(e.starts_with(at), "{e}");
-            assert!(e.contains("this file takes no YAML tags") && e.contains("`${VAR}`") && e.contains("api_key_env"), "{e}");
+            assert!(
+                e.contains("this file takes no YAML tags") && e.contains("`${VAR}`") && e.contains("api_key_env"),
+                "{e}"
+            );
         }
         let e = from_str::<T>("!x name: a\n").unwrap_err().0;
         assert!(e.contains("line 1"), "{e}");

@@ -518,6 +518,42 @@ pub fn env_secrets() -> Vec<String> {
         .collect()
 }
 
+/// `text` as it may be printed: tokens that start like a provider's key ([`keys_in`]) and the
+/// values of credential variables ([`env_secrets`]) replaced by [`REDACTED`]. Every error and
+/// warning line passes through it on its way to stderr, so a key that reached a message by any
+/// path (a parser quoting a value, a server echoing a request) is not shown. (A URL's
+/// credentials are redacted where the URL is shown, [`redact_url`].)
+pub fn scrub(text: &str) -> String {
+    let secrets = [keys_in(text), env_secrets()].concat();
+    if secrets.is_empty() { text.to_owned() } else { redact_each(text, &secrets) }
+}
+
+/// The first string in `doc` (a config read as YAML) that holds a token starting like a
+/// provider's key or a credential variable's value, as its dotted key (`judge.openai.model`),
+/// outside `base_url` and `extra_body` (a gateway's token sent in the request: both are
+/// redacted wherever they are shown or stored) and `api_key_env` (where a pasted key is refused
+/// with its own words, not shown). A key is
+/// read from the variable `api_key_env` names; one written into another setting would be copied
+/// into the run folder's config.yaml and printed by the dry run.
+pub fn key_in_a_setting(doc: &serde_json::Value) -> Option<String> {
+    fn walk(path: &str, v: &serde_json::Value, secrets: &[String]) -> Option<String> {
+        match v {
+            serde_json::Value::String(s) => {
+                (!keys_in(s).is_empty() || secrets.iter().any(|k| s.contains(k.as_str()))).then(|| path.to_owned())
+            }
+            serde_json::Value::Array(a) => {
+                a.iter().enumerate().find_map(|(i, x)| walk(&format!("{path}[{i}]"), x, secrets))
+            }
+            serde_json::Value::Object(m) => m
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "base_url" | "api_key_env" | "extra_body"))
+                .find_map(|(k, x)| walk(&if path.is_empty() { k.clone() } else { format!("{path}.{k}") }, x, secrets)),
+            _ => None,
+        }
+    }
+    walk("", doc, &env_secrets())
+}
+
 /// `text` with each of `secrets` replaced by [`REDACTED`].
 pub fn redact_each(text: &str, secrets: &[String]) -> String {
     replace_each(text, secrets, 1, REDACTED)
