@@ -894,3 +894,30 @@ fn a_gold_tie_at_the_boundary_is_marked_on_each_member() {
         .collect();
     assert_eq!(tied, ["i3", "i2"]);
 }
+
+/// Records naming a pool the pool file does not have are said on the terminal, with the pool
+/// spelled alike (hunt 55: half a file's records said `"p4 "` and were dropped without a word;
+/// only `fit --out`'s other_pools showed them).
+#[test]
+fn records_of_a_pool_the_file_lacks_are_said_with_its_spelling_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = numbered_pool(dir.path(), "p4", 4);
+    let mut lines = String::new();
+    for (i, p) in ["p4", "p4 ", "P4", "p4"].iter().enumerate() {
+        for (a, b) in [("i00", "i01"), ("i02", "i03")] {
+            lines.push_str(&format!("{{\"pool_id\": \"{p}\", \"a\": \"{a}\", \"b\": \"{b}\", \"y\": {}}}\n", i % 2));
+        }
+    }
+    let v = write(dir.path(), "v.jsonl", &lines);
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), v.to_str().unwrap(), "--k", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("v.jsonl: 4 records of pools that ")
+            && said
+                .contains("pool.jsonl does not have are left out: \"P4\" (2); the pool file has \"p4\", spelled alike")
+            && said.contains("; \"p4 \" (2); the pool file has \"p4\", spelled alike"),
+        "{said}"
+    );
+    assert!(stdout(&out).contains("pool p4: bias_aware model, 4 valid verdicts"), "{}", text(&out));
+}

@@ -740,6 +740,23 @@ fn arena_hard_mt_bench_and_csv_judgments() {
         shown.contains("warning: systems \"caf\u{e9}\" and \"cafe\\u{301}\" differ only in Unicode form: they are kept as 2 systems; if they are one, give them one name\n"),
         "{shown}"
     );
+    // alpaca_eval's older draw, preference 0, is its 1.5 (its win-rate code maps 0 to 1.5 "for
+    // backward compatibility"; hunt 55 found it refused as outside [1, 2]): y = ½ either way.
+    let a = write(
+        d,
+        "pref0.json",
+        r#"[{"instruction": "Q", "generator_1": "x", "generator_2": "y", "preference": 0}, {"instruction": "Q2", "generator_1": "x", "generator_2": "y", "preference": 0.5}]"#,
+    );
+    let e = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&a), &out).unwrap_err();
+    assert!(e.contains(":1: record 2 of the array: preference = 0.5 is outside [1, 2]"), "only 0 is the old draw: {e}");
+    let a =
+        write(d, "pref0.json", r#"[{"instruction": "Q", "generator_1": "x", "generator_2": "y", "preference": 0}]"#);
+    let shown = import(d, &["--judgments", "alpaca_eval"], std::slice::from_ref(&a), &d.join("pref0.jsonl")).unwrap();
+    assert!(
+        shown.contains("preference 0 (in ") && shown.contains("is alpaca_eval's older spelling of a draw: read as 1.5"),
+        "{shown}"
+    );
+    assert_eq!(lines(&d.join("pref0.jsonl"))[0]["y"].as_f64(), Some(0.5));
 }
 
 /// A quote opened and never closed would take every following row into one field; valid RFC

@@ -1113,6 +1113,32 @@ impl Selection {
                 if n == 1 { "" } else { "s" },
                 listed.join(", ")
             ));
+            // Records naming a pool the pool file does not have are a misspelling more often than
+            // not (`"p4 "`, `P2` for `p2`; hunt 55): said on the terminal, with the spelling alike.
+            let in_file = crate::store::pool_file::pool_ids(args.pool_file).unwrap_or_default();
+            let known: Vec<&str> =
+                in_file.iter().map(String::as_str).chain(pool.prompts.iter().map(|p| p.pool_id.as_str())).collect();
+            let unknown: Vec<(&String, &usize)> =
+                other_pools.iter().filter(|(p, _)| !known.contains(&p.as_str())).collect();
+            if !unknown.is_empty() {
+                let n: usize = unknown.iter().map(|(_, c)| **c).sum();
+                let each: Vec<String> = unknown
+                    .iter()
+                    .take(5)
+                    .map(|(p, c)| {
+                        let hint = crate::domain::names::spelled_alike_hint(p, known.iter().copied(), "the pool file");
+                        format!("{p:?} ({c}){hint}")
+                    })
+                    .collect();
+                warnings.push(format!(
+                    "{vpath}: {} of pools that {} does not have {} left out: {}{}",
+                    crate::domain::fmt::count(n, "record"),
+                    args.pool_file.display(),
+                    if n == 1 { "is" } else { "are" },
+                    each.join("; "),
+                    if unknown.len() > 5 { format!("; … {} pools in all", unknown.len()) } else { String::new() }
+                ));
+            }
         }
         // A single judge's run folder: its records are picked by the judge's cache keys as the
         // run picks them (fit_file), whatever judge name they carry (a panel member's record of

@@ -232,7 +232,16 @@ fn alpaca_record(path: &Path, line: usize, v: &Value, c: &mut Collected) -> Resu
         c.skip("self-comparison");
         return Ok(None);
     }
-    let pref = number_or_null(v, "preference", (1.0, 2.0), path, line, EXPECTED)?;
+    // alpaca_eval's older files wrote a draw as 0, which its own win-rate code still reads as
+    // 1.5 ("for backward compatibility"): read so, and said once.
+    let old_draw = v.get("preference").and_then(Value::as_f64) == Some(0.0);
+    if old_draw && !c.notes.iter().any(|n| n.starts_with("preference 0")) {
+        c.notes.push(format!(
+            "preference 0 (in {}) is alpaca_eval's older spelling of a draw: read as 1.5, as alpaca_eval reads it",
+            path.display()
+        ));
+    }
+    let pref = if old_draw { Some(1.5) } else { number_or_null(v, "preference", (1.0, 2.0), path, line, EXPECTED)? };
     let judge = match v.get("annotator") {
         Some(Value::String(s)) => s.clone(),
         _ => ALPACA_EVAL_JUDGE.to_owned(),
