@@ -1212,3 +1212,30 @@ fn ids_that_print_alike_are_refused_or_warned_of_and_wide_ids_keep_the_table_ali
     };
     assert!(rows.iter().all(|l| phi_end(l) == phi_end(rows[0])), "{rows:?}");
 }
+
+/// A live judge is shown the task with every pair: a pool line without `task` (or with a blank
+/// one) is warned of before anything is paid (hunt 55: accepted without a word); the mock judge,
+/// which sends no prompt, is not warned.
+#[test]
+fn a_blank_task_is_warned_of_for_a_live_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let items = r#"[{"id": "a", "text": "x y", "quality": 1}, {"id": "b", "text": "x", "quality": 2}]"#;
+    for (name, line) in [
+        ("notask", format!("{{\"pool_id\": \"p1\", \"items\": {items}}}\n")),
+        ("blanktask", format!("{{\"pool_id\": \"p1\", \"task\": \"  \\n\", \"items\": {items}}}\n")),
+    ] {
+        let pool = write(dir.path(), &format!("{name}.jsonl"), &line);
+        let prompts = format!("{}/prompts/", root().display());
+        let cfg = shipped(dir.path(), "local.yaml", |y| y.replace("../prompts/", &prompts));
+        let set = format!("pool={{file: {}, id: p1}}", pool.display());
+        let out = run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--dry-run", "--set", &set, "--set", "k=1"]);
+        assert!(
+            stderr(&out).contains("warning: pool \"p1\": the task (\"task\" or \"source\" of the pool line) is empty: the judge is shown an empty task with every pair"),
+            "{name}: {}",
+            text(&out)
+        );
+        let mock = mock_config(dir.path(), name, 2, "");
+        let out = run_bin(dir.path(), &["run", mock.to_str().unwrap(), "--dry-run", "--set", &set, "--set", "k=1"]);
+        assert!(out.status.success() && !text(&out).contains("the task"), "{name}: {}", text(&out));
+    }
+}

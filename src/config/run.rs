@@ -1041,6 +1041,12 @@ impl Config {
         crate::analysis::design::validate(raw.design, &pool, &covariates)
             .map_err(|m| inv(InvalidSetting::new("design", m.to_string())))?;
         let mut warnings = sections::blank_text_warnings(&pool);
+        // A live judge is shown the task with each pair: a blank one is paid for as it is.
+        let live =
+            raw.judge.iter().chain(raw.judges.iter().map(|m| &m.judge)).any(|j| matches!(j, JudgeConfig::Openai(_)));
+        if live {
+            warnings.extend(sections::blank_task_warnings(&pool));
+        }
         warnings
             .extend(sections::identical_text_warnings(&pool, raw.acquisition.identical_texts == IdenticalTexts::Send));
         warnings.extend(sections::scale_warnings(&covariates, raw.model.lambda_b, "model.covariates"));

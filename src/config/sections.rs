@@ -310,6 +310,30 @@ pub fn blank_text_warnings(pool: &Pool) -> Vec<String> {
     )]
 }
 
+/// A warning for each pool (or prompt, of a run over many) whose task is empty or only
+/// whitespace: a live judge is shown an empty task with every pair (hunt 55: a pool line
+/// without `task` or `source` was accepted without a word).
+pub fn blank_task_warnings(pool: &Pool) -> Vec<String> {
+    let blank: Vec<&str> = if pool.prompts.is_empty() {
+        if pool.task.trim().is_empty() && pool.task_turns.is_empty() { vec![pool.pool_id.as_str()] } else { vec![] }
+    } else {
+        pool.prompts
+            .iter()
+            .filter(|p| p.task.trim().is_empty() && p.task_turns.is_empty())
+            .map(|p| p.pool_id.as_str())
+            .collect()
+    };
+    if blank.is_empty() {
+        return Vec::new();
+    }
+    let ids: Vec<String> = blank.iter().take(8).map(|p| format!("{p:?}")).collect();
+    let more = if blank.len() > 8 { format!(", … ({} in all)", blank.len()) } else { String::new() };
+    vec![format!(
+        "pool {}{more}: the task (\"task\" or \"source\" of the pool line) is empty: the judge is shown an empty task with every pair",
+        ids.join(", ")
+    )]
+}
+
 /// Warnings for items with identical text (by default their pairs are not sent; `send` when
 /// `acquisition.identical_texts: send`).
 pub fn identical_text_warnings(pool: &Pool, send: bool) -> Vec<String> {
