@@ -921,3 +921,37 @@ fn records_of_a_pool_the_file_lacks_are_said_with_its_spelling_alike() {
     );
     assert!(stdout(&out).contains("pool p4: bias_aware model, 4 valid verdicts"), "{}", text(&out));
 }
+
+/// Two pools of one file whose ids are one name in two Unicode forms are refused (they printed
+/// as one `pool café`), and `fit` warns of item ids one letter case apart as `run` does (hunt 56).
+#[test]
+fn pool_ids_in_two_forms_are_refused_and_fit_warns_of_ids_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let items = r#"[{"id": "M1", "text": "a"}, {"id": "m1", "text": "b"}]"#;
+    let two = format!(
+        "{{\"pool_id\": \"caf\u{e9}\", \"task\": \"t\", \"items\": {items}}}\n{{\"pool_id\": \"cafe\u{301}\", \"task\": \"t\", \"items\": {items}}}\n"
+    );
+    let pool = write(dir.path(), "two.jsonl", &two);
+    let v = write(
+        dir.path(),
+        "v.jsonl",
+        "{\"a\": \"M1\", \"b\": \"m1\", \"y\": 1}\n{\"a\": \"m1\", \"b\": \"M1\", \"y\": 1}\n",
+    );
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), v.to_str().unwrap(), "--k", "1"]);
+    assert!(
+        text(&out).contains(
+            "two.jsonl:2: not a valid pool (pool_id \"cafe\\u{301}\" is pool_id \"caf\u{e9}\" of line 1 in another Unicode form"
+        ),
+        "{}",
+        text(&out)
+    );
+    let one = write(dir.path(), "one.jsonl", &format!("{{\"pool_id\": \"p\", \"task\": \"t\", \"items\": {items}}}\n"));
+    let out = run_bin(dir.path(), &["fit", one.to_str().unwrap(), v.to_str().unwrap(), "--k", "1"]);
+    assert!(
+        stderr(&out).contains(
+            "warning: pool \"p\": items \"M1\" and \"m1\" differ only in letter case: they are kept as 2 items"
+        ),
+        "{}",
+        text(&out)
+    );
+}

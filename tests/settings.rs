@@ -581,7 +581,7 @@ fn an_override_sets_one_value_and_never_lifts_a_limit() {
     for (args, said) in [
         (
             vec!["--max-comparisons", "20\n  max_usd:\n    100"],
-            "--max-comparisons 20\n  max_usd:\n    100: the argument holds a line break (U+000A); an override sets one value on one line",
+            "--max-comparisons 20\\n  max_usd:\\n    100: the argument holds a line break (U+000A); an override sets one value on one line",
         ),
         (vec!["--set", "judge.mock.seed=7\nreport_ranking: corrected"], "the argument holds a line break (U+000A)"),
         (
@@ -673,4 +673,79 @@ fn an_environment_reference_where_nothing_is_expanded_is_refused() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
+}
+
+/// Variants of the faults above (hunt 56): a `!!null` tag that empties a limit, a credential in
+/// a variable of any name, an override on a file that ends with `...`, a line separator U+2028,
+/// a key right after a flag's dashes, a panel judge's `name: ${JN}`, and an audit's older
+/// top-level `max_usd` lifted by `--set max_usd=null`.
+#[test]
+fn variants_of_limits_lifted_and_keys_shown_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(mock_config(dir.path(), "v", 8, "")).unwrap();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = std::process::Command::new(bin());
+        c.current_dir(dir.path()).args(args).env_remove("RUST_LOG");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let tagged = write(dir.path(), "t.yaml", &base.replace("  max_comparisons: 8\n", "  max_comparisons: !!null 8\n"));
+    let out = run(&["run", tagged.to_str().unwrap(), "--dry-run"], &[]);
+    assert!(
+        text(&out).contains("(key `budget.max_comparisons`): a `!!null` tag makes the value after it (8) empty"),
+        "{}",
+        text(&out)
+    );
+    // A credential in a variable of any name is not printed, nor taken as a setting.
+    let c = dir.path().join("v.yaml");
+    let c = c.to_str().unwrap();
+    let cred = [("MYCORP_LLM", "Zq7hunter2Zq7hunter2Zq7x")];
+    for args in [
+        vec!["run", c, "--dry-run", "--max-usd", "Zq7hunter2Zq7hunter2Zq7x"],
+        vec!["run", c, "--dry-run", "--set", "judge.mock.mode=Zq7hunter2Zq7hunter2Zq7x"],
+    ] {
+        let out = run(&args, &cred);
+        assert!(!out.status.success() && !text(&out).contains("hunter2"), "{args:?}: {}", text(&out));
+    }
+    let out = run(&["run", c, "--dry-run", "--sk-proj-AbCdEf0123456789AbCdEf0123456789"], &[]);
+    assert!(!text(&out).contains("AbCdEf0123"), "{}", text(&out));
+    // A file ending with `...` takes an override that adds a key.
+    let dots = write(dir.path(), "dots.yaml", &format!("{base}...\n"));
+    let out = run(&["run", dots.to_str().unwrap(), "--dry-run", "--set", "acquisition.refit_every=4"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    // A line separator is a line break.
+    let out = run(&["run", c, "--dry-run", "--set", "judge.mock.mode=a\u{2028}b"], &[]);
+    assert!(text(&out).contains("the argument holds a line break (U+2028)"), "{}", text(&out));
+    // A panel judge's name is used as written.
+    let panel = write(
+        dir.path(),
+        "panel.yaml",
+        &base.replace(
+            "judge:\n  mock:\n    mode: stochastic\n    seed: 7\n",
+            "judges:\n  - name: ${JN}\n    mock: {seed: 7}\n  - name: b\n    mock: {seed: 8}\n",
+        ),
+    );
+    let out = run(&["run", panel.to_str().unwrap(), "--dry-run"], &[("JN", "x")]);
+    assert!(
+        text(&out).contains("(key `judges[0].name`): \"${JN}\" looks like an environment variable"),
+        "{}",
+        text(&out)
+    );
+    // An audit's top-level max_usd is a limit like budget.max_usd.
+    let audit = write(
+        dir.path(),
+        "aud.yaml",
+        &format!(
+            "name: aud\nout_dir: runs\npool:\n  file: {}\n  max_items: 3\njudge:\n  mock: {{}}\nmax_usd: 0.001\nbudget:\n  max_comparisons: 100\n",
+            summeval().display()
+        ),
+    );
+    let out = run(&["audit", audit.to_str().unwrap(), "--set", "max_usd=null"], &[]);
+    assert!(
+        text(&out).contains("--set max_usd=null: this would remove max_usd (0.001) that the file sets"),
+        "{}",
+        text(&out)
+    );
 }

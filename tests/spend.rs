@@ -1361,3 +1361,34 @@ fn an_audit_stops_a_judge_as_a_run_does() {
         assert!((bill(&fake) - b.usd).abs() < 1e-12, "{name}: books ${} = bill ${}", b.usd, bill(&fake));
     }
 }
+
+/// A token shaped like a provider's key in `extra_body` is sent as given and stored as
+/// `redacted-api-key` in the run folder's config.yaml, from the file and from a `--set` (hunt
+/// 56: only the judge's own key and credential-named variables were); the run resumes from its
+/// folder without asking again.
+#[test]
+fn a_key_shaped_token_in_extra_body_is_sent_but_never_stored() {
+    let key = "sk-proj-AbCdEf0123456789AbCdEf0123456789";
+    for (name, body, set) in [
+        ("ekey", format!("    extra_body: {{user: \"{key}\"}}\n"), None),
+        ("ekey2", String::new(), Some(format!("judge.openai.extra_body={{user: {key}}}"))),
+    ] {
+        let fake = billing(3);
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = live(dir.path(), name, &fake.base_url, &body, "", "  max_comparisons: 4\n");
+        let mut args = vec!["run".to_string(), cfg.to_str().unwrap().to_string(), "--quiet".into()];
+        if let Some(s) = &set {
+            args.extend(["--set".to_string(), s.clone()]);
+        }
+        let out = run_bin(dir.path(), &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(out.status.success(), "{name}: {}", text(&out));
+        assert!(!text(&out).contains("AbCdEf0123"), "{name}: {}", text(&out));
+        assert!(fake.requests().iter().all(|q| q.body["user"] == key), "{name}: sent as given");
+        let saved = std::fs::read_to_string(dir.path().join("runs").join(name).join("config.yaml")).unwrap();
+        assert!(!saved.contains("AbCdEf0123") && saved.contains("redacted-api-key"), "{name}: {saved}");
+        let asked = fake.requests().len();
+        let again = run_bin(dir.path(), &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(again.status.success(), "{name}: {}", text(&again));
+        assert_eq!(fake.requests().len(), asked, "{name}: the stored verdicts are found again");
+    }
+}

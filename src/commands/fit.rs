@@ -1026,6 +1026,12 @@ impl Selection {
         vpath: &str,
     ) -> Result<Self, FitCommandError> {
         let (mut warnings, mut notes) = (Vec::new(), Vec::new());
+        // Ids that print alike are warned of as `run` warns of them (hunt 56).
+        warnings.extend(
+            crate::domain::names::near_duplicates(pool.items.iter().map(|i| i.id.as_str()), "items")
+                .into_iter()
+                .map(|w| format!("pool {:?}: {}", pool.pool_id, w.trim_start_matches("warning: "))),
+        );
         // Records of other pools: counted and reported.
         let mut other_pools: BTreeMap<String, usize> = BTreeMap::new();
         let mut judges: BTreeMap<String, usize> = BTreeMap::new();

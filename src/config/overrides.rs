@@ -69,7 +69,7 @@ impl Override {
         // for its query's secrets.
         let given = &secret::redact_each(
             &secret::redact_urls_in(given),
-            &[secret::keys_in(given), secret::env_secrets()].concat(),
+            &[secret::keys_in(given), secret::env_secrets(), secret::env_tokens()].concat(),
         );
         let (key, value) = arg
             .split_once('=')
@@ -103,12 +103,16 @@ impl Override {
         // One value on one line: the value is written into the YAML text, where a line break
         // would start other keys (`--max-comparisons "$(printf '20\n  max_usd:\n    100')"` set
         // a $100 cap; hunt 54).
-        if let Some(c) = arg.chars().find(|c| c.is_control() && *c != '\t') {
+        if let Some(c) = arg.chars().find(|c| (c.is_control() && *c != '\t') || matches!(c, '\u{2028}' | '\u{2029}')) {
             return Err((
-                given.clone(),
+                given.escape_debug().to_string().replace("\\\"", "\"").replace("\\'", "'"),
                 format!(
                     "the argument holds {} (U+{:04X}); an override sets one value on one line (a text of several lines goes in the file)",
-                    if c == '\n' || c == '\r' { "a line break" } else { "a control character" },
+                    if matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}') {
+                        "a line break"
+                    } else {
+                        "a control character"
+                    },
                     u32::from(c)
                 ),
             ));
@@ -227,14 +231,21 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
         o.apply(&mut probe).map_err(|msg| ConfigError::Set { given: o.given.clone(), msg })?;
         // A limit the file sets is not lifted from the command line (`--set budget.max_usd=null`,
         // `--set 'budget={max_comparisons: 50}'` dropped the file's $0.05 cap; hunt 54).
-        for limit in ["max_usd", "max_comparisons"] {
-            let had = before.get("budget").and_then(|b| b.get(limit)).filter(|v| !v.is_null());
-            let has = probe.get("budget").and_then(|b| b.get(limit)).filter(|v| !v.is_null());
-            if let (Some(had), None) = (had, has) {
+        // (An audit's older top-level `max_usd` is one of them.)
+        let limits = [
+            ("budget.max_usd", &["budget", "max_usd"][..]),
+            ("budget.max_comparisons", &["budget", "max_comparisons"]),
+            ("max_usd", &["max_usd"]),
+        ];
+        for (limit, path) in limits {
+            let at = |d: &serde_json::Value| {
+                path.iter().try_fold(d.clone(), |v, k| v.get(*k).cloned()).filter(|v| !v.is_null())
+            };
+            if let (Some(had), None) = (at(&before), at(&probe)) {
                 return Err(ConfigError::Set {
                     given: o.given.clone(),
                     msg: format!(
-                        "this would remove budget.{limit} ({had}) that the file sets; an override sets a limit and cannot lift one (set budget.{limit} to another value, or delete it from the file)"
+                        "this would remove {limit} ({had}) that the file sets; an override sets a limit and cannot lift one (set {limit} to another value, or delete it from the file)"
                     ),
                 });
             }
@@ -492,7 +503,9 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
     // an anchor or alias on the lines replaced, or a flow value continued on later lines is set
     // in the parsed document instead (hunt 54: the patch wrote a second `k`, or dropped `&s`,
     // and the error blamed a valid file).
-    if lines.iter().find(|l| meaningful(l)).is_some_and(|l| l.trim_start().starts_with(['{', '['])) {
+    if lines.iter().find(|l| meaningful(l)).is_some_and(|l| l.trim_start().starts_with(['{', '[']))
+        || lines.iter().any(|l| l.trim_end() == "..." || l.trim_end() == "---")
+    {
         return None;
     }
     let odd_key = |l: &str| {

@@ -38,14 +38,14 @@ pub fn is_plain_folder_name(name: &str) -> bool {
 /// (docs/config.md).
 const EXPANDED: [&str; 9] = ["file", "prompt", "out_dir", "base_url", "pools", "verdicts", "labels", "pairs", "dir"];
 
-/// The first setting of `doc` (a config read as YAML) outside [`EXPANDED`] and `name` (which
-/// [`check_name`] words) whose text holds an environment reference (`${MODEL}`, `$MODEL`), as
+/// The first setting of `doc` (a config read as YAML) outside [`EXPANDED`] and the top-level
+/// `name` (which [`check_name`] words) whose text holds an environment reference (`${MODEL}`, `$MODEL`), as
 /// its dotted key and text: such a setting is sent or used as written (a model called
 /// `${MODEL}`; hunt 54), so a reference there is an error, not a literal.
 pub fn env_reference_in_a_setting(doc: &serde_json::Value) -> Option<(String, String)> {
     fn walk(path: &str, leaf: &str, v: &serde_json::Value) -> Option<(String, String)> {
         match v {
-            serde_json::Value::String(s) if !EXPANDED.contains(&leaf) && leaf != "name" && refers(s) => {
+            serde_json::Value::String(s) if !EXPANDED.contains(&leaf) && path != "name" && refers(s) => {
                 Some((path.to_owned(), s.clone()))
             }
             serde_json::Value::Array(a) => {

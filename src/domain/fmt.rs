@@ -49,6 +49,35 @@ pub fn invisible(c: char) -> bool {
     matches!(c, '\u{200b}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
+/// Characters that print as nothing or break a line in a name: Unicode's default-ignorable code
+/// points (the soft hyphen, combining grapheme joiner, Arabic letter mark, zero-width space and
+/// (non-)joiners, direction marks and controls, word joiner and invisible operators, variation
+/// selectors, byte-order mark, Hangul fillers, tag characters) and the line and paragraph
+/// separators U+2028, U+2029. An id holding one prints like another id (`ab` and `a` + ZWJ +
+/// `b`), so ids may not ([`crate::domain::pool::listed_id_problem`]).
+pub fn ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{34f}'
+            | '\u{61c}'
+            | '\u{115f}'..='\u{1160}'
+            | '\u{17b4}'..='\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{2028}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fff8}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}'
+    )
+}
+
 /// `s` without the operating system's error numbers that follow its words (`No such file or
 /// directory (os error 2)` reads `No such file or directory`): the words say it to a user.
 pub fn without_os_error_numbers(s: &str) -> String {

@@ -627,7 +627,7 @@ impl Covariates {
 /// [`id_problem`]: such an id prints as itself in lists and tables, so it may not be empty, begin
 /// or end with white space (Markdown and HTML drop it: `" x"` showed as `x`), hold a comma
 /// (summaries list ids with `, `: `a,b, M1` read as three), or hold a character that prints as
-/// nothing ([`crate::domain::fmt::invisible`]). `None` for a fine id.
+/// nothing or breaks a line ([`crate::domain::fmt::ignorable`]). `None` for a fine id.
 pub fn listed_id_problem(id: &str) -> Option<String> {
     if id.is_empty() {
         return Some(
@@ -650,7 +650,7 @@ pub fn listed_id_problem(id: &str) -> Option<String> {
             id.replace(", ", "; ").replace(',', ";")
         ));
     }
-    id.chars().find(|&c| crate::domain::fmt::invisible(c)).map(|c| {
+    id.chars().find(|&c| crate::domain::fmt::ignorable(c)).map(|c| {
         format!(
             "{:?} holds the character U+{:04X}, which prints as nothing; ids are shown in tables and reports, where two ids would look alike: write it without",
             id,
@@ -822,6 +822,12 @@ mod tests {
         assert!(listed_id_problem("a\u{200b}").unwrap().contains("U+200B, which prints as nothing"));
         assert!(listed_id_problem("a\u{2066}b").unwrap().contains("U+2066 (a control or text-direction"));
         assert!(listed_id_problem("\tx").unwrap().contains("U+0009"));
+        // Every default-ignorable character, not only the zero-width space (hunt 56: `a` + ZWJ
+        // + `b` printed as `ab` beside `ab`).
+        for c in ['\u{200d}', '\u{200c}', '\u{ad}', '\u{61c}', '\u{34f}', '\u{fe0f}', '\u{2028}', '\u{e0041}'] {
+            let e = listed_id_problem(&format!("a{c}b")).unwrap();
+            assert!(e.contains(&format!("U+{:04X}", u32::from(c))), "{e}");
+        }
         assert_eq!(listed_id_problem("M 1 (v2)"), None, "white space inside is fine");
         // A judge's name is not listed with the pool's ids: `mock (stochastic, seed 7)` is fine.
         assert_eq!(id_problem("mock (stochastic, seed 7)"), None);

@@ -138,6 +138,18 @@ pub fn parse_pool_lines(path: &Path, bytes: &[u8]) -> Result<Vec<(Pool, usize, S
                 ),
             ));
         }
+        // One pool id in two Unicode forms prints as one (hunt 56: two pools `café`).
+        if let Some((p, first, _)) = pools.iter().find(|(p, _, _)| {
+            crate::domain::names::same_text_in_two_forms([p.pool_id.as_str(), raw.pool_id.as_str()]).is_some()
+        }) {
+            return Err(parse_err(
+                line_no,
+                format!(
+                    "pool_id {:?} is pool_id {:?} of line {first} in another Unicode form (composed and decomposed accents); they would print alike: give them one form, or two names",
+                    raw.pool_id, p.pool_id
+                ),
+            ));
+        }
         let task = raw.task.unwrap_or_default();
         let pool = Pool::new(raw.pool_id, task, raw.items)
             .and_then(|p| p.with_turns(raw.task_turns, item_turns))

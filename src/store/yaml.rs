@@ -15,6 +15,22 @@ pub struct YamlError(pub String);
 /// # Errors
 /// The parser's message.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
+    // `max_usd: !!null 0.05` reads as no value: the cap the line shows would be gone (hunt 56).
+    for (i, line) in text.lines().enumerate() {
+        if let Some(at) = line.find("!!null") {
+            let rest = line[at + 6..].split(" #").next().unwrap_or("").trim();
+            if !rest.is_empty() && !rest.starts_with([',', '}', ']']) {
+                return Err(YamlError(name_the_key(
+                    text,
+                    format!(
+                        "line {} column {}: a `!!null` tag makes the value after it ({rest}) empty; write the value without the tag, or `~` alone for none",
+                        i + 1,
+                        at + 1
+                    ),
+                )));
+            }
+        }
+    }
     parse(text).map_err(|e| {
         // A type error at a `[` or `{` comes before the parser reaches the end of that flow
         // value: `k: [3` with no `]` reads as "found a list". The text is read once more for
@@ -870,6 +886,10 @@ mod tests {
         }
         let e = from_str::<T>("!x name: a\n").unwrap_err().0;
         assert!(e.contains("line 1"), "{e}");
+        // A `!!null` tag on a value empties it (`max_usd: !!null 0.05` ran without a cap).
+        let e = from_str::<T>("name: a\nk: !!null 3\n").unwrap_err().0;
+        assert!(e.starts_with("line 2 column 4 (key `k`): a `!!null` tag makes the value after it (3) empty"), "{e}");
+        assert_eq!(from_str::<T>("name: a\nk: !!null\n").unwrap().k, None);
         let t = from_str::<T>("name: !!str 5\nk: !!int 3\n").unwrap();
         assert_eq!((t.name.as_str(), t.k), ("5", Some(3)));
     }

@@ -73,7 +73,8 @@ pub fn credentials(key: Option<&Secret>) -> Vec<String> {
 
 /// `text` with the [`credentials`] of `key` replaced by `replacement` ([`redact_secrets`]).
 pub fn redact_credentials(text: &str, key: Option<&Secret>, replacement: &str) -> String {
-    let all = credentials(key);
+    // And any token that starts like a provider's key (`sk-…` in an extra_body; hunt 56).
+    let all = [credentials(key), keys_in(text)].concat();
     redact_secrets(text, &all.iter().map(String::as_str).collect::<Vec<_>>(), replacement)
 }
 
@@ -498,7 +499,9 @@ pub fn looks_like_var_name(var: &str) -> bool {
 /// white space, quotes, brackets and the separators of a URL (`@`, `/`, `?`, `&`, `#`), which
 /// no provider's key holds: a key in `http://u:KEY@host` is the key, not `KEY@host`.
 pub fn keys_in(text: &str) -> Vec<String> {
+    // A key right after a flag's dashes or a separator (`--sk-proj-…`, `_sk-…`) is the key.
     text.split(|c: char| c.is_whitespace() || "\"'{}[],=:@/?&#;".contains(c))
+        .map(|t| t.trim_start_matches(['-', '_', '.']))
         .filter(|t| t.chars().count() >= 20 && KEY_PREFIXES.iter().any(|p| t.starts_with(p)))
         .map(str::to_string)
         .collect()
@@ -524,7 +527,7 @@ pub fn env_secrets() -> Vec<String> {
 /// path (a parser quoting a value, a server echoing a request) is not shown. (A URL's
 /// credentials are redacted where the URL is shown, [`redact_url`].)
 pub fn scrub(text: &str) -> String {
-    let secrets = [keys_in(text), env_secrets()].concat();
+    let secrets = [keys_in(text), env_secrets(), env_tokens()].concat();
     if secrets.is_empty() { text.to_owned() } else { redact_each(text, &secrets) }
 }
 
@@ -551,7 +554,26 @@ pub fn key_in_a_setting(doc: &serde_json::Value) -> Option<String> {
             _ => None,
         }
     }
-    walk("", doc, &env_secrets())
+    walk("", doc, &[env_secrets(), env_tokens()].concat())
+}
+
+/// The values of environment variables, whatever they are called, that read as a credential
+/// (a key in `MYCORP_LLM`, which a judge's `api_key_env` may name; hunt 56): 24 characters or
+/// more, one word of letters and digits with `-`, `_`, `.`, `+` or `~` (no path, list or URL).
+/// Kept out of messages ([`scrub`]) and settings ([`key_in_a_setting`]); not searched for by the
+/// piece as [`env_secrets`] are on disk (a host name is such a word).
+pub fn env_tokens() -> Vec<String> {
+    let token_like = |v: &str| {
+        v.len() >= 24
+            && v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.+~".contains(c))
+            && v.chars().any(|c| c.is_ascii_digit())
+            && v.chars().any(|c| c.is_ascii_alphabetic())
+    };
+    std::env::vars_os()
+        .filter_map(|(_, v)| v.into_string().ok())
+        .map(|v| v.trim().to_owned())
+        .filter(|v| token_like(v))
+        .collect()
 }
 
 /// `text` with each of `secrets` replaced by [`REDACTED`].
