@@ -955,3 +955,26 @@ fn pool_ids_in_two_forms_are_refused_and_fit_warns_of_ids_alike() {
         text(&out)
     );
 }
+
+/// A record key spelled like a field the reader uses is said with the field (hunt 55:
+/// `poolid`, `jugde`, `strong_preferense` were read as absent without a word); the keys of a run
+/// folder's own records are not.
+#[test]
+fn a_misspelled_record_field_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = numbered_pool(dir.path(), "p4", 4);
+    let v = write(
+        dir.path(),
+        "v.jsonl",
+        "{\"a\": \"i00\", \"b\": \"i01\", \"y\": 1, \"latency_ms\": 3, \"poolid\": \"x\", \"jugde\": \"gpt-4\"}\n{\"a\": \"i02\", \"b\": \"i03\", \"y\": 0, \"Strong_Preferense\": true}\n",
+    );
+    let out = run_bin(dir.path(), &["fit", pool.to_str().unwrap(), v.to_str().unwrap(), "--k", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = stderr(&out);
+    for (line, k, meant) in
+        [(1, "jugde", "judge"), (1, "poolid", "pool_id"), (2, "Strong_Preferense", "strong_preference")]
+    {
+        assert!(said.contains(&format!("v.jsonl:{line}: the key \"{k}\" is not read (a record's optional fields are pool_id, judge, strong_preference, prompting, cost_usd); \"{meant}\" is spelled alike")), "{said}");
+    }
+    assert!(!said.contains("latency_ms"), "{said}");
+}

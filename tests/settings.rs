@@ -749,3 +749,27 @@ fn variants_of_limits_lifted_and_keys_shown_are_refused() {
         text(&out)
     );
 }
+
+/// A base_url holding white space or a line break once its variables are expanded is refused
+/// (hunt 54: `${U}` holding "…/v1 --x" was accepted, requested as `/v1%20--x`, and the dry run
+/// said both "answers" and "HTTP 404").
+#[test]
+fn a_base_url_with_white_space_from_a_variable_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = format!("{}/prompts/", root().display());
+    let cfg = shipped(dir.path(), "local.yaml", |y| y.replace("../prompts/", &prompts));
+    for (u, c) in [("http://127.0.0.1:9/v1 --x", "U+0020"), ("http://127.0.0.1:9/v1\nX-Evil: 1", "U+000A")] {
+        let out = std::process::Command::new(bin())
+            .current_dir(dir.path())
+            .args(["run", cfg.to_str().unwrap(), "--dry-run", "--base-url", "${TJ_U}"])
+            .env("TJ_U", u)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!("judge.openai.base_url: {u:?} holds white space ({c}); a URL has none")),
+            "{}",
+            text(&out)
+        );
+    }
+}

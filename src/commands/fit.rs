@@ -170,6 +170,8 @@ fn read_verdict_lines_but(
     // The same for a recording's lines, by the query they answer.
     let mut recorded: std::collections::HashMap<[String; 6], (usize, Option<u64>)> = std::collections::HashMap::new();
     let mut recorded_conflicts: Vec<(usize, usize)> = Vec::new();
+    // Keys spelled like a field the reader uses (`poolid`, `jugde`): key, the field, first line.
+    let mut misspelled: Vec<(String, &'static str, usize)> = Vec::new();
     let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     for (ln, part) in parts.iter().enumerate() {
         let line_no = ln + 1;
@@ -198,6 +200,15 @@ fn read_verdict_lines_but(
             }
         };
         crate::domain::json::unique_keys(text).map_err(|e| bad(line_no, e.to_string()))?;
+        if let Some(obj) = v.as_object() {
+            for k in obj.keys() {
+                if let Some(meant) = misspelled_field(k)
+                    && !misspelled.iter().any(|(kk, _, _)| kk == k)
+                {
+                    misspelled.push((k.clone(), meant, line_no));
+                }
+            }
+        }
         let first = *seen.entry(text.trim()).or_insert(line_no);
         if first != line_no {
             repeats.push((line_no, first));
@@ -296,6 +307,12 @@ fn read_verdict_lines_but(
             cost_usd: obj.get("cost_usd").and_then(serde_json::Value::as_f64),
         });
     }
+    for (k, meant, line) in &misspelled {
+        warnings.push(format!(
+            "{}:{line}: the key {k:?} is not read (a record's optional fields are pool_id, judge, strong_preference, prompting, cost_usd); {meant:?} is spelled alike: write it so, or its lines are fitted without it",
+            path.display()
+        ));
+    }
     if let Some((line, first)) = repeats.first().filter(|_| repeats_fitted) {
         warnings.push(format!(
             "{}: {} an earlier line exactly (line {line} repeats line {first}); each is fitted as a verdict of its own: if the file holds some verdicts twice (written or concatenated twice), remove the repeats; repeated samples of one query are fine",
@@ -324,6 +341,52 @@ fn read_verdict_lines_but(
         ));
     }
     Ok((out, warnings))
+}
+
+/// The field a verdict record's key `k` is a misspelling of (hunt 55: `poolid`, `jugde`,
+/// `strong_preferense` were read as absent without a word): one of the optional fields that
+/// change a record's meaning, spelled alike once case, `_`, `-` and spaces are set aside, or
+/// within two edits; `None` for a field the reader knows and any other key (a run folder's
+/// records carry more).
+fn misspelled_field(k: &str) -> Option<&'static str> {
+    const MEANT: [&str; 6] = ["pool_id", "judge", "strong_preference", "prompting", "cost_usd", "judge_settings"];
+    const KNOWN: [&str; 16] = [
+        "a",
+        "b",
+        "y",
+        "pool_id",
+        "judge",
+        "judge_settings",
+        "key",
+        "strong_preference",
+        "prompting",
+        "cost_usd",
+        "attempts",
+        "intent",
+        "latency_ms",
+        "raw",
+        "ts",
+        "usage",
+    ];
+    if KNOWN.contains(&k) {
+        return None;
+    }
+    let bare = |s: &str| s.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect::<String>();
+    let edits = |a: &str, b: &str| {
+        let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.iter().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let cur = row[j + 1];
+                row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+                prev = cur;
+            }
+        }
+        row[b.len()]
+    };
+    MEANT.into_iter().find(|m| bare(k) == bare(m) || (k.chars().count() >= 4 && edits(&bare(k), &bare(m)) <= 2))
 }
 
 /// Fit a pool to a verdicts file (or a run folder).

@@ -368,6 +368,19 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     let full = expanded.to_string_lossy();
     let trimmed = full.trim_end_matches('/');
     cfg.base_url = if trimmed.ends_with(':') { full.trim().to_owned() } else { trimmed.to_owned() };
+    // White space or a control character inside (from a variable: `${U}` holding "…/v1 --x")
+    // would be sent percent-encoded or dropped, not as read (hunt 54).
+    if let Some(c) = cfg.base_url.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(e(
+            "base_url",
+            format!(
+                "{:?} holds {} (U+{:04X}); a URL has none (check the variables it reads)",
+                cfg.shown_base_url(),
+                if c.is_whitespace() { "white space" } else { "a control character" },
+                u32::from(c)
+            ),
+        ));
+    }
     let redacted = cfg.base_url.contains("***");
     if let Some(m) = super::secret::base_url_problem(&cfg.base_url)
         && !(cfg.read_back && redacted)
