@@ -978,3 +978,28 @@ fn a_misspelled_record_field_is_said() {
     }
     assert!(!said.contains("latency_ms"), "{said}");
 }
+
+/// A run folder whose log ends with a torn line followed by a newline is fitted without that
+/// line, with a warning, as `profile` reads it (hunt 55: `fit RUN` refused it as not JSON).
+#[test]
+fn fit_drops_a_torn_last_line_with_or_without_its_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mock_config(dir.path(), "torn", 12, "");
+    assert!(run_bin(dir.path(), &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let log = dir.path().join("runs/torn/verdicts.jsonl");
+    let whole = std::fs::read_to_string(&log).unwrap();
+    for tail in ["{\"a\":\"M1\",\"b\":\"M3\",\"y\":1\n", "{\"a\":\"M1\",\"b\":\"M3\",\"y\":1\n\n"] {
+        std::fs::write(&log, format!("{whole}{tail}")).unwrap();
+        let out = run_bin(dir.path(), &["fit", dir.path().join("runs/torn").to_str().unwrap()]);
+        assert!(out.status.success(), "{tail:?}: {}", text(&out));
+        assert!(
+            stderr(&out).contains("verdicts.jsonl:13: dropped a torn last line (24 bytes, cut short"),
+            "{tail:?}: {}",
+            text(&out)
+        );
+    }
+    // In the middle of the file it is an error naming its line.
+    std::fs::write(&log, format!("{{\"a\":\"M1\"\n{whole}")).unwrap();
+    let out = run_bin(dir.path(), &["fit", dir.path().join("runs/torn").to_str().unwrap()]);
+    assert!(!out.status.success() && text(&out).contains("verdicts.jsonl:1: not a verdict record"), "{}", text(&out));
+}

@@ -173,9 +173,12 @@ fn read_verdict_lines_but(
     // Keys spelled like a field the reader uses (`poolid`, `jugde`): key, the field, first line.
     let mut misspelled: Vec<(String, &'static str, usize)> = Vec::new();
     let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+    // The last line that holds anything: torn there (a crash while writing), with or without its
+    // newline, it is dropped with a warning, as `profile` and the run read the log (hunt 55).
+    let last = parts.iter().rposition(|p| !p.iter().all(u8::is_ascii_whitespace)).unwrap_or(0);
     for (ln, part) in parts.iter().enumerate() {
         let line_no = ln + 1;
-        let complete = ln + 1 < parts.len();
+        let complete = ln < last;
         let text = std::str::from_utf8(part)
             .map_err(|e| bad(line_no, crate::domain::text::not_utf8(part, e.valid_up_to())))?;
         let text = text.strip_suffix('\r').unwrap_or(text);
@@ -189,9 +192,10 @@ fn read_verdict_lines_but(
             Ok(v) => v,
             Err(e) if !complete && e.is_eof() => {
                 warnings.push(format!(
-                    "{}:{line_no}: dropped a torn last line ({} bytes, no newline; a crash while writing?)",
+                    "{}:{line_no}: dropped a torn last line ({} bytes, {}; a crash while writing?)",
                     path.display(),
-                    part.len()
+                    part.len(),
+                    if ln + 1 == parts.len() { "no newline" } else { "cut short" }
                 ));
                 break;
             }
