@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let said = e.render().to_string();
-            let scrubbed = topk_judge::judge::openai::secret::scrub(&said);
+            let scrubbed = scrubbed(&said);
             if scrubbed == said {
                 e.exit()
             }
@@ -76,11 +76,32 @@ fn main() -> ExitCode {
                 said.push_str(&c);
             }
             let text = topk_judge::domain::fmt::without_os_error_numbers(&lines.join("\n"));
-            let text = topk_judge::judge::openai::secret::scrub(&text);
+            let text = scrubbed(&text);
             let _ = writeln!(std::io::stderr(), "{}", topk_judge::domain::fmt::printable(&text));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `text` as it may be printed ([`topk_judge::judge::openai::secret::scrub`]), and without the
+/// keys of the judges of any config this invocation names (the variables their `api_key_env`
+/// name, whatever they are called and however short: hunt 57), read once.
+fn scrubbed(text: &str) -> String {
+    static KEYS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(|| {
+        std::env::args_os()
+            .skip(1)
+            .map(std::path::PathBuf::from)
+            .map(|p| if p.is_dir() { p.join("config.yaml") } else { p })
+            .filter(|p| p.is_file() && p.metadata().is_ok_and(|m| m.len() < 4 << 20))
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml" || e == "json"))
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .filter_map(|t| topk_judge::store::yaml::from_str::<serde_json::Value>(&t).ok())
+            .flat_map(|doc| topk_judge::judge::openai::secret::keys_named_in(&doc))
+            .collect()
+    });
+    let text = topk_judge::judge::openai::secret::scrub(text);
+    if keys.is_empty() { text } else { topk_judge::judge::openai::secret::redact_each(&text, keys) }
 }
 
 /// Run the command; the context names the command and its input where its own error does not.
@@ -133,7 +154,7 @@ where
         // Control characters (from a server's reply quoted in the message) escaped.
         let mut fields = String::new();
         ctx.field_format().format_fields(tracing_subscriber::fmt::format::Writer::new(&mut fields), event)?;
-        let fields = topk_judge::judge::openai::secret::scrub(&fields);
+        let fields = scrubbed(&fields);
         writeln!(writer, "{level}: {}", topk_judge::domain::fmt::printable(&fields))
     }
 }

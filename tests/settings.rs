@@ -277,6 +277,8 @@ fn overrides_from_the_command_line_are_applied_checked_and_named() {
             "--name x\\u{1b}[31mred: the argument holds a control character (U+001B); an override sets one value on one line",
         ),
         (vec!["--name", "a:b"], "name: \"a:b\" is not a valid run name"),
+        // Digits too large for the setting are named as typed (hunt 55: as 1.8446744073709552e19).
+        (vec!["--set", "k=18446744073709551616"], "--set k=18446744073709551616: 18446744073709551616 is too large"),
         // An out_dir that is a file.
         (vec!["--set", "out_dir=base.yaml"], "cannot create the run folder (out_dir/name): "),
         (vec!["--set", "out_dir=base.yaml"], "base.yaml is a file, not a folder"),
@@ -771,5 +773,54 @@ fn a_base_url_with_white_space_from_a_variable_is_refused() {
             "{}",
             text(&out)
         );
+    }
+}
+
+/// The key in the variable a judge's `api_key_env` names, whatever its name and shape, is a
+/// credential (hunt 57: `MYCORP_LLM=token-abc123def456` was printed by `--max-usd` and written
+/// into result.json when given as the model), and a `%TAG` directive or a `!!null` tag with its
+/// value on the next line is refused like `!!null 0.05`.
+#[test]
+fn the_key_a_config_names_is_never_shown_nor_a_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = format!("{}/prompts/", root().display());
+    let cfg = shipped(dir.path(), "local.yaml", |y| {
+        y.replace("../prompts/", &prompts).replace("LOCAL_LLM_API_KEY", "MYCORP_LLM")
+    });
+    let c = cfg.to_str().unwrap();
+    for args in [
+        vec!["--max-usd", "token-abc123def456"],
+        vec!["--set", "judge.openai.model=token-abc123def456"],
+        vec!["--set", "k=token-abc123def456"],
+    ] {
+        let out = std::process::Command::new(bin())
+            .current_dir(dir.path())
+            .args([&["run", c, "--dry-run"][..], &args].concat())
+            .env("MYCORP_LLM", "token-abc123def456")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(!text(&out).contains("abc123def"), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("looks like an API key (not shown)"), "{args:?}: {}", text(&out));
+    }
+    let base = std::fs::read_to_string(mock_config(dir.path(), "tag", 8, "")).unwrap();
+    for (name, yaml, said) in [
+        (
+            "next.yaml",
+            base.replace("  max_comparisons: 8\n", "  max_comparisons: !!null\n    8\n"),
+            "a `!!null` tag makes the value after it empty",
+        ),
+        (
+            "dir.yaml",
+            format!(
+                "%TAG !x! tag:yaml.org,2002:\n---\n{}",
+                base.replace("  max_comparisons: 8\n", "  max_comparisons: !x!null 8\n")
+            ),
+            "line 1: a `%TAG` directive renames YAML's tags",
+        ),
+    ] {
+        let f = write(dir.path(), name, &yaml);
+        let out = run_bin(dir.path(), &["run", f.to_str().unwrap(), "--dry-run"]);
+        assert!(!out.status.success() && text(&out).contains(said), "{name}: {}", text(&out));
     }
 }

@@ -1369,9 +1369,12 @@ fn an_audit_stops_a_judge_as_a_run_does() {
 #[test]
 fn a_key_shaped_token_in_extra_body_is_sent_but_never_stored() {
     let key = "sk-proj-AbCdEf0123456789AbCdEf0123456789";
-    for (name, body, set) in [
-        ("ekey", format!("    extra_body: {{user: \"{key}\"}}\n"), None),
-        ("ekey2", String::new(), Some(format!("judge.openai.extra_body={{user: {key}}}"))),
+    // A value of any shape under a credential's name too (hunt 57: `api_key: token-…`).
+    let token = "token-abc123def456";
+    for (name, field, value, body, set) in [
+        ("ekey", "user", key, format!("    extra_body: {{user: \"{key}\"}}\n"), None),
+        ("ekey2", "user", key, String::new(), Some(format!("judge.openai.extra_body={{user: {key}}}"))),
+        ("ekey3", "api_key", token, format!("    extra_body: {{api_key: \"{token}\"}}\n"), None),
     ] {
         let fake = billing(3);
         let dir = tempfile::tempdir().unwrap();
@@ -1382,10 +1385,10 @@ fn a_key_shaped_token_in_extra_body_is_sent_but_never_stored() {
         }
         let out = run_bin(dir.path(), &args.iter().map(String::as_str).collect::<Vec<_>>());
         assert!(out.status.success(), "{name}: {}", text(&out));
-        assert!(!text(&out).contains("AbCdEf0123"), "{name}: {}", text(&out));
-        assert!(fake.requests().iter().all(|q| q.body["user"] == key), "{name}: sent as given");
+        assert!(!text(&out).contains(&value[..12]), "{name}: {}", text(&out));
+        assert!(fake.requests().iter().all(|q| q.body[field] == value), "{name}: sent as given");
         let saved = std::fs::read_to_string(dir.path().join("runs").join(name).join("config.yaml")).unwrap();
-        assert!(!saved.contains("AbCdEf0123") && saved.contains("redacted-api-key"), "{name}: {saved}");
+        assert!(!saved.contains(&value[..12]) && saved.contains("redacted-api-key"), "{name}: {saved}");
         let asked = fake.requests().len();
         let again = run_bin(dir.path(), &args.iter().map(String::as_str).collect::<Vec<_>>());
         assert!(again.status.success(), "{name}: {}", text(&again));

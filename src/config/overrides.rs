@@ -251,6 +251,22 @@ pub fn read_document_with<T: DeserializeOwned>(path: &Path, overrides: &[Overrid
             }
         }
     }
+    // A key of this config's judges (the variables their api_key_env name) given as a setting
+    // (`--set judge.openai.model="$MYCORP_LLM"`; hunt 57) is refused unshown.
+    if let Some(key) = crate::judge::openai::secret::key_in_a_setting(&probe) {
+        let o = overrides.iter().rev().find(|o| key.starts_with(&o.key.join("."))).or(overrides.last());
+        if let Some(o) = o {
+            return Err(ConfigError::Set {
+                given: crate::judge::openai::secret::redact_each(
+                    &o.given,
+                    &crate::judge::openai::secret::keys_named_in(&probe),
+                ),
+                msg: format!(
+                    "{key}: the value holds what looks like an API key (not shown); a judge reads its key from the environment variable its `api_key_env` names, and a key is never written into a setting"
+                ),
+            });
+        }
+    }
     let written = std::fs::read_to_string(path).unwrap_or_default();
     if let Some(msg) = super::judge_blocks_message(&probe, &written) {
         // The file's own fault, or the block an override added.
@@ -504,7 +520,10 @@ fn patch_text(text: &str, key: &[String], value: &str) -> Option<String> {
     // in the parsed document instead (hunt 54: the patch wrote a second `k`, or dropped `&s`,
     // and the error blamed a valid file).
     if lines.iter().find(|l| meaningful(l)).is_some_and(|l| l.trim_start().starts_with(['{', '[']))
-        || lines.iter().any(|l| l.trim_end() == "..." || l.trim_end() == "---")
+        || lines.iter().any(|l| {
+            let bare = l.split(" #").next().unwrap_or(l).trim_end();
+            bare == "..." || bare == "---" || bare.starts_with("--- ") || bare.starts_with("... ")
+        })
     {
         return None;
     }
@@ -623,6 +642,23 @@ fn repeated_key(key: &[String], value: &str) -> Option<String> {
 /// set, below the override's key (`--set judges.1={…, openai: {concurrency: -3}}`: `judges[1].openai.concurrency: expected
 /// …`); the override's own key is already said by the `--set` it quotes.
 fn strip_location(msg: &str, o: &Override) -> String {
+    // A number of digits too large for its setting reaches the check as a float
+    // (`1.8446744073709552e19`): named as typed (hunt 55).
+    let typed = o.raw.trim();
+    let msg = &match msg.split_once(" is too large") {
+        Some((head, _)) if !typed.is_empty() && typed.chars().all(|c| c.is_ascii_digit()) => {
+            let number = head.rsplit([' ', '(', '`']).next().unwrap_or("");
+            if number
+                .parse::<f64>()
+                .is_ok_and(|x| x.to_string() == typed.parse::<f64>().map(|t| t.to_string()).unwrap_or_default())
+            {
+                msg.replacen(&format!("{number} is too large"), &format!("{typed} is too large"), 1)
+            } else {
+                msg.to_string()
+            }
+        }
+        _ => msg.to_string(),
+    };
     let first = msg.lines().next().unwrap_or(msg);
     let Some(rest) = first.strip_prefix("line ") else { return first.to_string() };
     let Some((_, body)) = rest.split_once(": ") else { return rest.to_string() };

@@ -314,14 +314,12 @@ pub fn blank_text_warnings(pool: &Pool) -> Vec<String> {
 /// whitespace: a live judge is shown an empty task with every pair (hunt 55: a pool line
 /// without `task` or `source` was accepted without a word).
 pub fn blank_task_warnings(pool: &Pool) -> Vec<String> {
+    // White space and characters that print as nothing (a task of one zero-width space).
+    let blank = |t: &str| t.chars().all(|c| c.is_whitespace() || crate::domain::fmt::ignorable(c) || c == '\u{3164}');
     let blank: Vec<&str> = if pool.prompts.is_empty() {
-        if pool.task.trim().is_empty() && pool.task_turns.is_empty() { vec![pool.pool_id.as_str()] } else { vec![] }
+        if blank(&pool.task) && pool.task_turns.is_empty() { vec![pool.pool_id.as_str()] } else { vec![] }
     } else {
-        pool.prompts
-            .iter()
-            .filter(|p| p.task.trim().is_empty() && p.task_turns.is_empty())
-            .map(|p| p.pool_id.as_str())
-            .collect()
+        pool.prompts.iter().filter(|p| blank(&p.task) && p.task_turns.is_empty()).map(|p| p.pool_id.as_str()).collect()
     };
     if blank.is_empty() {
         return Vec::new();

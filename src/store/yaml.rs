@@ -15,20 +15,28 @@ pub struct YamlError(pub String);
 /// # Errors
 /// The parser's message.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, YamlError> {
-    // `max_usd: !!null 0.05` reads as no value: the cap the line shows would be gone (hunt 56).
+    // `max_usd: !!null 0.05` reads as no value: the cap the line shows would be gone (hunt 56),
+    // also with the value on the next line, or the tag spelled through a `%TAG` directive
+    // (hunt 57). A null tag and a directive are refused wherever they stand.
     for (i, line) in text.lines().enumerate() {
-        if let Some(at) = line.find("!!null") {
-            let rest = line[at + 6..].split(" #").next().unwrap_or("").trim();
-            if !rest.is_empty() && !rest.starts_with([',', '}', ']']) {
-                return Err(YamlError(name_the_key(
-                    text,
-                    format!(
-                        "line {} column {}: a `!!null` tag makes the value after it ({rest}) empty; write the value without the tag, or `~` alone for none",
-                        i + 1,
-                        at + 1
-                    ),
-                )));
-            }
+        let bare = line.split(" #").next().unwrap_or(line);
+        if bare.starts_with("%TAG") {
+            return Err(YamlError(format!(
+                "line {}: a `%TAG` directive renames YAML's tags; this file takes no tags: remove it",
+                i + 1
+            )));
+        }
+        if let Some(at) = bare.find("!!null").or_else(|| bare.find("!<tag:yaml.org,2002:null>")) {
+            let rest = bare[at..].split_once(|c: char| c.is_whitespace()).map_or("", |(_, r)| r).trim();
+            let said = if rest.is_empty() { String::new() } else { format!(" ({rest})") };
+            return Err(YamlError(name_the_key(
+                text,
+                format!(
+                    "line {} column {}: a `!!null` tag makes the value after it{said} empty; write the value without the tag, or `~` alone for none",
+                    i + 1,
+                    at + 1
+                ),
+            )));
         }
     }
     parse(text).map_err(|e| {
@@ -889,7 +897,14 @@ mod tests {
         // A `!!null` tag on a value empties it (`max_usd: !!null 0.05` ran without a cap).
         let e = from_str::<T>("name: a\nk: !!null 3\n").unwrap_err().0;
         assert!(e.starts_with("line 2 column 4 (key `k`): a `!!null` tag makes the value after it (3) empty"), "{e}");
-        assert_eq!(from_str::<T>("name: a\nk: !!null\n").unwrap().k, None);
+        for text in
+            ["name: a\nk: !!null\n  3\n", "name: a\nk: !<tag:yaml.org,2002:null>\n  3\n", "name: a\nk: !!null\n"]
+        {
+            let e = from_str::<T>(text).unwrap_err().0;
+            assert!(e.starts_with("line 2 column 4 (key `k`): a `!!null` tag makes the value after it"), "{e}");
+        }
+        let e = from_str::<T>("%TAG !x! tag:yaml.org,2002:\n---\nname: a\nk: !x!null 3\n").unwrap_err().0;
+        assert!(e.starts_with("line 1: a `%TAG` directive renames YAML's tags"), "{e}");
         let t = from_str::<T>("name: !!str 5\nk: !!int 3\n").unwrap();
         assert_eq!((t.name.as_str(), t.k), ("5", Some(3)));
     }

@@ -250,7 +250,15 @@ impl OpenAiConfig {
     pub fn stored_extra_body(&self) -> Option<Map<String, Value>> {
         let m = self.extra_body.as_ref()?;
         let text = Value::Object(m.clone()).to_string();
-        let stored = super::secret::for_disk(&text, Secret::from_env(self.api_key_env.trim()).as_ref());
+        // A value under a credential's name (`api_key`, `token`, …), as the echo of a --set
+        // hides it, is not stored either (hunt 57).
+        let named = super::secret::override_secrets(&["extra_body".to_owned()], &Value::Object(m.clone()));
+        let text_named = super::secret::redact_secrets(
+            &text,
+            &named.iter().map(String::as_str).collect::<Vec<_>>(),
+            "redacted-api-key",
+        );
+        let stored = super::secret::for_disk(&text_named, Secret::from_env(self.api_key_env.trim()).as_ref());
         if stored == text {
             return Some(m.clone());
         }

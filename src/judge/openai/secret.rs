@@ -554,7 +554,35 @@ pub fn key_in_a_setting(doc: &serde_json::Value) -> Option<String> {
             _ => None,
         }
     }
-    walk("", doc, &[env_secrets(), env_tokens()].concat())
+    walk("", doc, &[env_secrets(), env_tokens(), keys_named_in(doc)].concat())
+}
+
+/// The values of the environment variables that the `api_key_env` settings anywhere in `doc` (a
+/// config read as YAML: a judge, a panel's judges, a gate's trusted judge) name, 8 bytes or
+/// longer, whatever they are called and however they look (`token-abc123def456` in
+/// `MYCORP_LLM`; hunt 57): the keys this config sends, kept out of settings and messages.
+pub fn keys_named_in(doc: &serde_json::Value) -> Vec<String> {
+    fn walk(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    if k == "api_key_env"
+                        && let Some(var) = x.as_str()
+                        && let Ok(value) = std::env::var(var.trim())
+                        && value.trim().len() >= 8
+                    {
+                        out.push(value.trim().to_owned());
+                    }
+                    walk(x, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(doc, &mut out);
+    out
 }
 
 /// The values of environment variables, whatever they are called, that read as a credential
