@@ -974,7 +974,7 @@ fn a_misspelled_record_field_is_said() {
     for (line, k, meant) in
         [(1, "jugde", "judge"), (1, "poolid", "pool_id"), (2, "Strong_Preferense", "strong_preference")]
     {
-        assert!(said.contains(&format!("v.jsonl:{line}: the key \"{k}\" is not read (a record's optional fields are pool_id, judge, strong_preference, prompting, cost_usd); \"{meant}\" is spelled alike")), "{said}");
+        assert!(said.contains(&format!("v.jsonl:{line}: the key \"{k}\" is not read (a record's optional fields are pool_id, judge, strong_preference, prompting, cost_usd); \"{meant}\" is spelled alike or means the same")), "{said}");
     }
     assert!(!said.contains("latency_ms"), "{said}");
 }
@@ -1002,4 +1002,43 @@ fn fit_drops_a_torn_last_line_with_or_without_its_newline() {
     std::fs::write(&log, format!("{{\"a\":\"M1\"\n{whole}")).unwrap();
     let out = run_bin(dir.path(), &["fit", dir.path().join("runs/torn").to_str().unwrap()]);
     assert!(!out.status.success() && text(&out).contains("verdicts.jsonl:1: not a verdict record"), "{}", text(&out));
+}
+
+/// Judges that would print as one are refused or said (hunt 57: `gpt-4` and `gpt-4 ` were two
+/// identical rows of `fit --panel`), and other tools' words for a field are named with it
+/// (`model` for the judge merged two judges silently; `strong` was dropped).
+#[test]
+fn judges_named_alike_and_other_tools_words_are_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = numbered_pool(dir.path(), "p4", 4);
+    let fit = |name: &str, lines: &str| {
+        let v = write(dir.path(), name, lines);
+        run_bin(dir.path(), &["fit", pool.to_str().unwrap(), v.to_str().unwrap(), "--k", "1"])
+    };
+    let out = fit(
+        "sp.jsonl",
+        "{\"a\": \"i00\", \"b\": \"i01\", \"y\": 1, \"judge\": \"gpt-4\"}\n{\"a\": \"i02\", \"b\": \"i03\", \"y\": 1, \"judge\": \"gpt-4 \"}\n",
+    );
+    assert!(
+        !out.status.success()
+            && text(&out).contains("sp.jsonl:2: \"judge\": the name \"gpt-4 \" begins or ends with white space"),
+        "{}",
+        text(&out)
+    );
+    let out = fit(
+        "case.jsonl",
+        "{\"a\": \"i00\", \"b\": \"i01\", \"y\": 1, \"judge\": \"gpt-4\"}\n{\"a\": \"i02\", \"b\": \"i03\", \"y\": 1, \"judge\": \"GPT-4\"}\n",
+    );
+    assert!(
+        stderr(&out).contains("case.jsonl: judges \"GPT-4\" and \"gpt-4\" differ only in letter case"),
+        "{}",
+        text(&out)
+    );
+    let out = fit(
+        "words.jsonl",
+        "{\"a\": \"i00\", \"b\": \"i01\", \"y\": 1, \"model\": \"gpt-4\", \"strong\": true, \"prompt_id\": \"p4\"}\n",
+    );
+    for (k, meant) in [("model", "judge"), ("strong", "strong_preference"), ("prompt_id", "pool_id")] {
+        assert!(stderr(&out).contains(&format!("the key \"{k}\" is not read (a record's optional fields are pool_id, judge, strong_preference, prompting, cost_usd); \"{meant}\" is spelled alike or means the same")), "{}", text(&out));
+    }
 }

@@ -170,7 +170,8 @@ fn read_verdict_lines_but(
     // The same for a recording's lines, by the query they answer.
     let mut recorded: std::collections::HashMap<[String; 6], (usize, Option<u64>)> = std::collections::HashMap::new();
     let mut recorded_conflicts: Vec<(usize, usize)> = Vec::new();
-    // Keys spelled like a field the reader uses (`poolid`, `jugde`): key, the field, first line.
+    // Keys spelled like a field the reader uses (`poolid`, `jugde`), or another tool's word for
+    // it (`model`, `annotator`): key, the field, first line.
     let mut misspelled: Vec<(String, &'static str, usize)> = Vec::new();
     let parts: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
     // The last line that holds anything: torn there (a crash while writing), with or without its
@@ -302,6 +303,15 @@ fn read_verdict_lines_but(
                 Some(j) if let Some(p) = crate::domain::pool::id_problem(&j) => {
                     return Err(bad(line_no, format!("\"judge\": the name {p}")));
                 }
+                // Two judges that would print as one (`gpt-4` and `gpt-4 `; hunt 57).
+                Some(j) if j.trim() != j || j.chars().any(crate::domain::fmt::ignorable) => {
+                    return Err(bad(
+                        line_no,
+                        format!(
+                            "\"judge\": the name {j:?} begins or ends with white space, or holds a character that prints as nothing; judges are rows of the tables: write it without"
+                        ),
+                    ));
+                }
                 j => j,
             },
             judge_settings: opt("judge_settings")?,
@@ -313,7 +323,7 @@ fn read_verdict_lines_but(
     }
     for (k, meant, line) in &misspelled {
         warnings.push(format!(
-            "{}:{line}: the key {k:?} is not read (a record's optional fields are pool_id, judge, strong_preference, prompting, cost_usd); {meant:?} is spelled alike: write it so, or its lines are fitted without it",
+            "{}:{line}: the key {k:?} is not read (a record's optional fields are pool_id, judge, strong_preference, prompting, cost_usd); {meant:?} is spelled alike or means the same: write it so, or its lines are fitted without it",
             path.display()
         ));
     }
@@ -376,6 +386,30 @@ fn misspelled_field(k: &str) -> Option<&'static str> {
         return None;
     }
     let bare = |s: &str| s.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect::<String>();
+    // Other tools' words for the same fields (hunt 57: `model` or `annotator` for the judge
+    // merged two judges silently; `prompt_id` was taken for `prompting`).
+    const OTHER_WORDS: [(&str, &str); 11] = [
+        ("model", "judge"),
+        ("annotator", "judge"),
+        ("grader", "judge"),
+        ("evaluator", "judge"),
+        ("judgemodel", "judge"),
+        ("promptid", "pool_id"),
+        ("prompt", "pool_id"),
+        ("questionid", "pool_id"),
+        ("pool", "pool_id"),
+        ("cost", "cost_usd"),
+        ("price", "cost_usd"),
+    ];
+    if let Some((_, meant)) = OTHER_WORDS.iter().find(|(w, _)| bare(k) == *w) {
+        return Some(meant);
+    }
+    // A field cut short (`strong`, `strong_pref`).
+    if k.chars().count() >= 5
+        && let Some(m) = MEANT.iter().find(|m| bare(m).starts_with(&bare(k)))
+    {
+        return Some(m);
+    }
     let edits = |a: &str, b: &str| {
         let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
         let mut row: Vec<usize> = (0..=b.len()).collect();
@@ -1213,6 +1247,15 @@ impl Selection {
                 ));
             }
         }
+        // Judges named alike (letter case, Unicode form) are two judges, said.
+        warnings.extend(
+            crate::domain::names::near_duplicates(
+                judges.keys().map(String::as_str).filter(|j| !j.is_empty()),
+                "judges",
+            )
+            .into_iter()
+            .map(|w| format!("{vpath}: {}", w.trim_start_matches("warning: "))),
+        );
         // A single judge's run folder: its records are picked by the judge's cache keys as the
         // run picks them (fit_file), whatever judge name they carry (a panel member's record of
         // the same judge carries the member's name).
