@@ -38,10 +38,11 @@ pub fn is_plain_folder_name(name: &str) -> bool {
 /// (docs/config.md).
 const EXPANDED: [&str; 9] = ["file", "prompt", "out_dir", "base_url", "pools", "verdicts", "labels", "pairs", "dir"];
 
-/// The first setting of `doc` (a config read as YAML) outside the expanded ones (paths and URLs: `file`, `prompt`, `out_dir`, `base_url`, …) and the top-level
-/// `name` (which [`check_name`] words) whose text holds an environment reference (`${MODEL}`, `$MODEL`), as
-/// its dotted key and text: such a setting is sent or used as written (a model called
-/// `${MODEL}`; hunt 54), so a reference there is an error, not a literal.
+/// The first setting of `doc` (a config read as YAML) whose text holds an environment reference
+/// (`${MODEL}`, `$MODEL`), as its dotted key and text, outside the settings that are expanded
+/// (paths and URLs: `file`, `prompt`, `out_dir`, `base_url`, …) and the top-level `name` (which
+/// [`check_name`] words): such a setting is sent or used as written (a model called `${MODEL}`;
+/// hunt 54), so a reference there is an error, not a literal.
 pub fn env_reference_in_a_setting(doc: &serde_json::Value) -> Option<(String, String)> {
     fn walk(path: &str, leaf: &str, v: &serde_json::Value) -> Option<(String, String)> {
         match v {
