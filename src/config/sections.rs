@@ -316,7 +316,7 @@ pub fn blank_text_warnings(pool: &Pool) -> Vec<String> {
 /// without `task` or `source` was accepted without a word).
 pub fn blank_task_warnings(pool: &Pool) -> Vec<String> {
     // White space and characters that print as nothing (a task of one zero-width space).
-    let blank = |t: &str| t.chars().all(|c| c.is_whitespace() || crate::domain::fmt::ignorable(c) || c == '\u{3164}');
+    let blank = |t: &str| t.chars().all(|c| c.is_whitespace() || crate::domain::fmt::ignorable(c));
     let blank: Vec<&str> = if pool.prompts.is_empty() {
         if blank(&pool.task) && pool.task_turns.is_empty() { vec![pool.pool_id.as_str()] } else { vec![] }
     } else {

@@ -5,14 +5,10 @@
 use icu_normalizer::ComposingNormalizerBorrowed;
 use std::collections::BTreeMap;
 
-/// Characters that print as nothing: the soft hyphen, zero-width spaces and joiners, word
-/// joiners and invisible operators, direction marks, byte-order marks.
-fn invisible(c: char) -> bool {
-    matches!(c, '\u{ad}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
-}
-
+/// `s` without the characters that print as nothing ([`crate::domain::fmt::ignorable`]: the
+/// soft hyphen, zero-width spaces and joiners, word joiners, direction marks, byte-order marks, …).
 fn visible(s: &str) -> String {
-    s.chars().filter(|&c| !invisible(c)).collect()
+    s.chars().filter(|&c| !crate::domain::fmt::ignorable(c)).collect()
 }
 
 /// The key under which spellings of one name meet: without characters that print as nothing,
