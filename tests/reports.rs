@@ -906,7 +906,51 @@ fn a_result_whose_k_or_ranking_cannot_be_a_runs_is_an_error_not_a_panic() {
     };
     for e in said(&|r| r["k"] = 20.into()) {
         assert!(
-            e.contains("runs/edited/result.json: `k` is 20 but `ranking` holds 6 bases: k must satisfy 1 ≤ k ≤ 6"),
+            e.contains("runs/edited/result.json: `k` is 20 but `ranking` holds 6 bases: k must satisfy 1 ≤ k < 6"),
+            "{e}"
+        );
+    }
+    // k = N: a run needs k < N (hunt 59 F4: a "top-6" of six was reported).
+    for e in said(&|r| r["k"] = 6.into()) {
+        assert!(e.contains("`k` is 6 but `ranking` holds 6 bases: k must satisfy 1 ≤ k < 6"), "{e}");
+    }
+    // Values no fit gives, printed as they were (hunt 59 F4): a recall of 5, π of 1.7, sd −0.5,
+    // a top-k naming a base the pool lacks, a certified top-2 of the two worst bases.
+    let again = "(the result was edited or damaged; run the config again to write it anew)";
+    for e in said(&|r| r["recall_at_k"] = 5.into()) {
+        assert!(e.contains(&format!("`recall_at_k` is 5: a probability or recall lies in [0, 1] {again}")), "{e}");
+    }
+    for e in said(&|r| r["ranking"][1]["membership_apparent"] = 1.7.into()) {
+        assert!(e.contains("`ranking[1].membership_apparent` is 1.7: a probability or recall lies in [0, 1]"), "{e}");
+    }
+    for e in said(&|r| r["ranking"][0]["sd"] = (-0.5).into()) {
+        assert!(e.contains(&format!("`ranking[0].sd` is -0.5: a posterior sd is finite and ≥ 0 {again}")), "{e}");
+    }
+    for e in said(&|r| r["topk"][0] = "ZZ".into()) {
+        assert!(e.contains(&format!("`topk` names \"ZZ\", which `ranking` does not hold {again}")), "{e}");
+    }
+    let worst: Vec<serde_json::Value> = {
+        let r: serde_json::Value = serde_json::from_str(&original).unwrap();
+        r["ranking"].as_array().unwrap()[4..].iter().map(|x| x["id"].clone()).collect()
+    };
+    let last = worst[0].as_str().unwrap().to_owned();
+    for e in said(&|r| {
+        r["certified"]["in"] = serde_json::Value::Array(worst.clone());
+        r["certified"]["claimed"] = true.into();
+    }) {
+        assert!(
+            e.contains(&format!(
+                "`certified.in` names \"{last}\", whose top-2 membership π is below 1 − ε = 0.95 in both rankings {again}"
+            )),
+            "{e}"
+        );
+    }
+    for e in said(&|r| {
+        r["certified"]["in"] = serde_json::json!([]);
+        r["certified"]["claimed"] = true.into();
+    }) {
+        assert!(
+            e.contains("`certified.claimed` is true with 0 bases in `certified.in`: a certified top-2 has 2"),
             "{e}"
         );
     }
@@ -919,7 +963,7 @@ fn a_result_whose_k_or_ranking_cannot_be_a_runs_is_an_error_not_a_panic() {
     for e in said(&|r| r["ranking"][2]["rank"] = 7.into()) {
         assert!(e.contains("`ranking[2]` (\"s0\") has a rank outside 1 … 6 (rank 7"), "{e}");
     }
-    // k = n, the largest a result may hold, reads.
+    // The run's own result reads.
     std::fs::write(run.join("result.json"), &original).unwrap();
     let o = run_bin(d, &["report", "runs/edited"]);
     assert!(o.status.success(), "{}", text(&o));

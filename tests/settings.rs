@@ -455,6 +455,17 @@ fn live_judge_limits_that_cannot_work_are_named() {
             "judge.openai.base_url=",
             "judge.openai.base_url: \"\" is not a URL (relative URL without a base); expected e.g. http://127.0.0.1:8088/v1",
         ),
+        // A YAML escape puts a line break in the model's name, past the override's own check of
+        // what was typed (hunt 57 N7: it was sent, and printed on two lines, as `qwen` / `x`).
+        (
+            "judge.openai.model=\"gpt\\nx\"",
+            "judge.openai.model: \"gpt\\nx\" holds the character U+000A (a control character or one that prints as nothing); a model's name has none",
+        ),
+        ("judge.openai.model=\"gpt\\u200B\"", "judge.openai.model: \"gpt\\u{200b}\" holds the character U+200B"),
+        (
+            "judge.openai.model=\" gpt\"",
+            "judge.openai.model: \" gpt\" begins or ends with white space; write the model's name without",
+        ),
     ];
     for (set, want) in cases {
         let extra: &[&str] = if set.contains("backoff") { &["--set", "judge.openai.backoff_max_s=0.1"] } else { &[] };

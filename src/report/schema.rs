@@ -250,17 +250,112 @@ pub struct CertifiedTopk {
 
 impl RunResult {
     /// Why this result cannot be a run's (a hand-edited or damaged result.json), if it cannot:
-    /// no ranking, k outside 1 ≤ k ≤ the bases ranked, or a rank outside 1 … bases. `report` and
-    /// `compare` index the ranking by k and by rank.
+    /// no ranking, k outside 1 ≤ k < the bases ranked, a rank outside 1 … bases, a probability
+    /// or recall outside [0, 1], a negative or non-finite sd, a top-k or certified set naming a
+    /// base the ranking lacks, or a certified set its own π contradicts (an *in* base below
+    /// 1 − ε, an *out* base above ε, a claimed top-k without k bases in). `report` and `compare`
+    /// print these fields as they are, so they refuse such a file (hunt 59: a certified top-3 of
+    /// bases with π ≤ 0.002, recall 5.00).
     pub fn inconsistency(&self) -> Option<String> {
+        const AGAIN: &str = "the result was edited or damaged; run the config again to write it anew";
         let n = self.fit.ranking.len();
         if n == 0 {
-            return Some("`ranking` is empty: a run ranks every base of its pool (the result was edited or damaged; run the config again to write it anew)".into());
+            return Some(format!("`ranking` is empty: a run ranks every base of its pool ({AGAIN})"));
         }
-        if self.k == 0 || self.k > n {
+        if self.k == 0 || self.k >= n {
             return Some(format!(
-                "`k` is {} but `ranking` holds {n} bases: k must satisfy 1 ≤ k ≤ {n} (the result was edited or damaged; run the config again to write it anew)",
+                "`k` is {} but `ranking` holds {n} bases: k must satisfy 1 ≤ k < {n} ({AGAIN})",
                 self.k
+            ));
+        }
+        let f = &self.fit;
+        let r = &f.reporting;
+        let row = |id: &str| f.ranking.iter().find(|x| x.id == id);
+        let show = crate::domain::fmt::value;
+        // Probabilities and recalls in [0, 1]; sds ≥ 0 (NaN fails both).
+        let mut probabilities: Vec<(String, f64)> = Vec::new();
+        let mut sds: Vec<(String, f64)> = vec![("kappa_sd".into(), f.kappa_sd)];
+        for (name, m) in [("membership", &f.membership), ("membership_apparent", &r.membership_apparent)] {
+            probabilities.extend(m.iter().map(|(id, p)| (format!("{name}.{id:?}"), *p)));
+        }
+        for (name, m) in [("sd", &f.sd), ("phi_sd", &r.phi_sd), ("c_sd", &f.c_sd)] {
+            sds.extend(m.iter().map(|(id, s)| (format!("{name}.{id:?}"), *s)));
+        }
+        for (i, x) in f.ranking.iter().enumerate() {
+            probabilities.push((format!("ranking[{i}].membership"), x.membership));
+            probabilities.push((format!("ranking[{i}].membership_apparent"), x.membership_apparent));
+            sds.push((format!("ranking[{i}].sd"), x.sd));
+            sds.push((format!("ranking[{i}].phi_sd"), x.phi_sd));
+        }
+        for (name, v) in [
+            ("recall_at_k", f.recall_at_k),
+            ("corrected.recall_at_k", r.corrected.recall_at_k),
+            ("apparent.recall_at_k", r.apparent.recall_at_k),
+        ] {
+            probabilities.extend(v.map(|v| (name.to_owned(), v)));
+        }
+        if let Some((name, p)) = probabilities.iter().find(|(_, p)| !(0.0..=1.0).contains(p)) {
+            return Some(format!("`{name}` is {}: a probability or recall lies in [0, 1] ({AGAIN})", show(*p)));
+        }
+        if let Some((name, s)) = sds.iter().find(|(_, s)| !(*s >= 0.0 && s.is_finite())) {
+            return Some(format!("`{name}` is {}: a posterior sd is finite and ≥ 0 ({AGAIN})", show(*s)));
+        }
+        // Every base a set names is one the ranking ranks.
+        let c = &r.certified;
+        for (name, ids) in [
+            ("topk", &f.topk),
+            ("topk_tied", &r.topk_tied),
+            ("corrected.topk", &r.corrected.topk),
+            ("corrected.tied", &r.corrected.tied),
+            ("apparent.topk", &r.apparent.topk),
+            ("apparent.tied", &r.apparent.tied),
+            ("certified.in", &c.inside),
+            ("certified.undecided", &c.undecided),
+            ("certified.out", &c.outside),
+        ] {
+            if ids.len() > n {
+                return Some(format!("`{name}` names {} bases, more than the {n} ranked ({AGAIN})", ids.len()));
+            }
+            if let Some(id) = ids.iter().find(|id| row(id).is_none()) {
+                return Some(format!("`{name}` names {id:?}, which `ranking` does not hold ({AGAIN})"));
+            }
+        }
+        if let Some(id) = f.gold_topk.iter().flatten().find(|id| row(id).is_none()) {
+            return Some(format!("`gold_topk` names {id:?}, which `ranking` does not hold ({AGAIN})"));
+        }
+        // The certified sets as their own π make them (docs/model.md, "Certified top-k"); either
+        // ranking's π may be the reported one, so a base contradicts both before it is refused.
+        if !(c.epsilon > 0.0 && c.epsilon < 0.5) {
+            return Some(format!("`certified.epsilon` is {}: ε lies in (0, 0.5) ({AGAIN})", show(c.epsilon)));
+        }
+        if c.claimed && c.inside.len() != self.k {
+            return Some(format!(
+                "`certified.claimed` is true with {} bases in `certified.in`: a certified top-{} has {} ({AGAIN})",
+                c.inside.len(),
+                self.k,
+                self.k
+            ));
+        }
+        let tol = 1e-9;
+        let pis = |id: &str| row(id).map_or((0.0, 0.0), |x| (x.membership, x.membership_apparent));
+        if let Some(id) = c.inside.iter().find(|id| {
+            let (a, b) = pis(id);
+            a.max(b) < 1.0 - c.epsilon - tol
+        }) {
+            return Some(format!(
+                "`certified.in` names {id:?}, whose top-{} membership π is below 1 − ε = {} in both rankings ({AGAIN})",
+                self.k,
+                show(1.0 - c.epsilon)
+            ));
+        }
+        if let Some(id) = c.outside.iter().find(|id| {
+            let (a, b) = pis(id);
+            a.min(b) > c.epsilon + tol
+        }) {
+            return Some(format!(
+                "`certified.out` names {id:?}, whose top-{} membership π is above ε = {} in both rankings ({AGAIN})",
+                self.k,
+                show(c.epsilon)
             ));
         }
         // (rank_corrected and rank_apparent are 0 when absent.)

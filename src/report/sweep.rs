@@ -439,7 +439,7 @@ pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
     }
     let paired_diff = |a: &BTreeMap<usize, f64>, b: &BTreeMap<usize, f64>| -> Option<MeanSe> {
         let d: Vec<f64> = a.iter().filter_map(|(p, x)| b.get(p).map(|y| x - y)).collect();
-        (!d.is_empty()).then(|| MeanSe::of(&d))
+        (!d.is_empty()).then(|| paired_mean(&d))
     };
     let mut benefits = Vec::new();
     if let (Some(n_i), Some(b_i)) =
@@ -519,6 +519,20 @@ pub fn summarise(sweep: &Sweep, result: &SweepResult) -> Summary {
         by_rank,
         coverage,
     }
+}
+
+/// Mean and se of paired differences `d`, with a mean within rounding of 0 read as 0: recalls are
+/// multiples of 1/k, and the differences of two arms with equal means sum to ±1e-17, not 0, in
+/// floating point (hunt 59: a "crossing at ρ ≈ 0.000" between two arms of equal recall). The
+/// tolerance, 1e-9 of the largest difference, is far below any difference of recalls (1/k over
+/// at most millions of pools).
+fn paired_mean(d: &[f64]) -> MeanSe {
+    let mut m = MeanSe::of(d);
+    let scale = d.iter().fold(0.0_f64, |a, x| a.max(x.abs()));
+    if m.mean.abs() <= 1e-9 * scale {
+        m.mean = 0.0;
+    }
+    m
 }
 
 /// Group benefits by everything but ρ; keep the groups with at least two ρ values.
@@ -1044,6 +1058,16 @@ mod tests {
         assert!((c - (0.4 + 0.1 * 2.0 / 3.0)).abs() < 1e-12);
         assert_eq!(crossing_point(&[0.0, 0.5], &[0.1, 0.05]), None);
         assert_eq!(crossing_point(&[0.0, 0.5], &[0.1, 0.0]), Some(0.5));
+        // Two arms with equal mean recall, paired per pool: the differences sum to 1.85e-17 in
+        // floating point; the benefit is 0, and there is no crossing from it.
+        let (ba, nv) = ([0.0, 1.0, 1.0 / 3.0], [1.0, 1.0 / 3.0, 0.0]);
+        let d: Vec<f64> = ba.iter().zip(&nv).map(|(x, y)| x - y).collect();
+        assert_eq!(MeanSe::of(&d).mean, 1.850371707708594e-17);
+        let m = paired_mean(&d);
+        assert_eq!((m.mean, m.se), (0.0, MeanSe::of(&d).se));
+        assert_eq!(crossing_point(&[0.0, 0.5], &[m.mean, -0.133]), None);
+        // A real difference is kept.
+        assert_eq!(paired_mean(&[1.0 / 3.0, 0.0]).mean, 1.0 / 6.0);
     }
 
     /// configs/sweep-profile.yaml's grid: at n = 30 a single-rendering pool has 30·29 = 870

@@ -423,6 +423,24 @@ pub fn prepare(cfg: &mut OpenAiConfig, config_dir: &Path, pool: &Pool) -> Result
     if cfg.model.trim().is_empty() {
         return Err(e("model", "must not be empty".into()));
     }
+    // The model is sent as written and names the judge in every table and report: a YAML escape
+    // (`"gpt\nx"`) or a pasted invisible character would be sent, and printed, as something else.
+    if cfg.model.trim() != cfg.model {
+        return Err(e(
+            "model",
+            format!("{:?} begins or ends with white space; write the model's name without", cfg.model),
+        ));
+    }
+    if let Some(c) = cfg.model.chars().find(|&c| c.is_control() || crate::domain::fmt::ignorable(c)) {
+        return Err(e(
+            "model",
+            format!(
+                "{:?} holds the character U+{:04X} (a control character or one that prints as nothing); a model's name has none",
+                cfg.model,
+                u32::from(c)
+            ),
+        ));
+    }
     // Read back, a key not set now is no error (a pasted key still is: it is never stored).
     let keyless = OpenAiConfig { api_key_required: false, ..cfg.clone() };
     check_key_env(if cfg.read_back { &keyless } else { cfg }).map_err(|m| e("api_key_env", m))?;

@@ -451,8 +451,24 @@ pub fn redact_urls_in(text: &str) -> String {
 /// Prefixes of provider API keys (OpenAI, Anthropic, Groq, Hugging Face, xAI, Google, Replicate,
 /// Perplexity, GitHub): a token that starts with one and is 20 characters or longer is taken for
 /// a key wherever it appears.
-pub const KEY_PREFIXES: [&str; 10] =
-    ["sk-", "sk_", "gsk_", "hf_", "xai-", "AIza", "r8_", "pplx-", "ghp_", "github_pat_"];
+pub const KEY_PREFIXES: [&str; 15] = [
+    "sk-",
+    "sk_",
+    "gsk_",
+    "hf_",
+    "xai-",
+    "AIza",
+    "r8_",
+    "pplx-",
+    "ghp_",
+    "github_pat_",
+    "nvapi-",
+    "glpat-",
+    "xoxb-",
+    "xoxp-",
+    // A JSON Web Token (a gateway's bearer token): base64url of `{"`, then `.`-separated parts.
+    "eyJ",
+];
 
 /// The values of a command-line override (`--set key=value`, `value` read as YAML) that may be
 /// secrets, to be kept out of every message that echoes the override: a text under a key named
@@ -641,10 +657,25 @@ mod tests {
         let k = "sk-proj-SECRETKEY1234567890abcdefghijXYZ";
         assert_eq!(keys_in(&format!("--base-url http://u:{k}@127.0.0.1:18199/ok/v1")), [k]);
         assert_eq!(keys_in(&format!("http://h/v1/{k}/x?key={k}&a=1")), [k, k]);
+        // Other providers' and gateways' shapes (hunt 57 N9: NVIDIA's and a JWT were printed).
+        let (nv, jwt) = ("nvapi-AbCdEfGhIjKlMnOpQrStUvWx", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl");
+        assert_eq!(keys_in(&format!("found \"{nv}\" and Bearer {jwt}")), [nv, jwt]);
+        // Short or ordinary words are not keys.
+        assert!(keys_in("eyJ nvapi-short xoxb- task-abcdefghijklmnopqrstuvwxyz").is_empty());
         assert_eq!(
             redact_each(&format!("http://u:{k}@127.0.0.1:18199/v1"), &keys_in(&format!("u:{k}@127.0.0.1"))),
             "http://u:[redacted]@127.0.0.1:18199/v1"
         );
+    }
+
+    /// docs/config.md lists every key shape the scrubber knows, and no other.
+    #[test]
+    fn the_documented_key_shapes_are_the_ones_recognized() {
+        let doc = include_str!("../../../docs/config.md").replace('\n', " ");
+        let list = doc.split("like a provider's key (20 characters or more starting ").nth(1).unwrap();
+        let list = &list[..list.find("), the value").unwrap()];
+        let named: Vec<&str> = list.split('`').skip(1).step_by(2).collect();
+        assert_eq!(named, KEY_PREFIXES);
     }
 
     #[test]
