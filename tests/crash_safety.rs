@@ -345,6 +345,18 @@ fn sigkill_with_1_in_flight_before_its_reply_and_max_usd_binding() {
 
 #[test]
 fn ctrl_c_waits_for_requests_in_flight_stores_them_and_resumes() {
+    ctrl_c_waits_for_requests_in_flight(false);
+}
+
+/// One Ctrl-C delivered twice in quick succession, as GNU `timeout -s INT` does (to the process,
+/// then to its group), is one Ctrl-C: it waits for the requests in flight (hunt 58: it quit at
+/// once, and their paid replies were asked again on resume).
+#[test]
+fn one_ctrl_c_delivered_twice_at_once_still_waits_for_requests_in_flight() {
+    ctrl_c_waits_for_requests_in_flight(true);
+}
+
+fn ctrl_c_waits_for_requests_in_flight(twice: bool) {
     let fake = fake();
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "intr", &fake, "  batch_size: 4\n  refit_every: 4\n", "  max_comparisons: 12\n", "");
@@ -352,7 +364,15 @@ fn ctrl_c_waits_for_requests_in_flight_stores_them_and_resumes() {
     fake.hold(5..=8);
     let mut child = start(dir.path(), &cfg);
     wait_until("4 requests in flight", 60, || fake.n_held() == 4);
-    signal(&child, "-INT");
+    if twice {
+        // The second 50 ms after the first: late enough that the first has been taken (two at
+        // once are one to the signal handler), well within the window.
+        signal(&child, "-INT");
+        std::thread::sleep(Duration::from_millis(50));
+        signal(&child, "-INT");
+    } else {
+        signal(&child, "-INT");
+    }
     std::thread::sleep(Duration::from_millis(400));
     assert!(child.try_wait().unwrap().is_none(), "the first Ctrl-C waits for the requests in flight");
     fake.release_all();

@@ -6,7 +6,9 @@
 //! `stop_reason: interrupted`, the summary, the command that resumes) and the binary exits with
 //! code 130. Requests still in flight when the grace period ends are booked as possibly billed.
 //! A **second** signal exits at once (code 130); the intents of the requests then in flight stay
-//! open and are booked as possibly billed on the next start (see [`crate::store::intents`]).
+//! open and are booked as possibly billed on the next start (see [`crate::store::intents`]). A
+//! signal within [`SAME_SIGNAL_WINDOW`] of the first is the first delivered twice (`timeout -s
+//! INT` signals the process and its group), not a second.
 //!
 //! [`Interrupt::install`] is called by the binary only: the library's callers (tests, other
 //! commands) get [`Interrupt::never`] unless they ask, so a test harness keeps its own signal
@@ -16,6 +18,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::watch;
+
+/// A signal that follows the first within this time is the same one delivered twice (to the
+/// process and to its group), not a second Ctrl-C.
+pub const SAME_SIGNAL_WINDOW: Duration = Duration::from_millis(200);
 
 /// Exit code of an interrupted run (128 + SIGINT, the shell convention).
 pub const EXIT_INTERRUPTED: i32 = 130;
@@ -89,7 +95,16 @@ impl Interrupt {
             signals.recv().await;
             say(&first_signal_line(grace, n.load(Ordering::SeqCst), in_batch.load(Ordering::SeqCst)));
             let _ = tx.send(true);
-            signals.recv().await;
+            // One Ctrl-C can arrive twice: GNU `timeout -s INT` signals the process and then its
+            // group, microseconds apart (hunt 58: it quit at once, and the paid replies in
+            // flight were asked again). A person pressing twice is never that fast.
+            let first = std::time::Instant::now();
+            loop {
+                signals.recv().await;
+                if first.elapsed() >= SAME_SIGNAL_WINDOW {
+                    break;
+                }
+            }
             say(&second_signal_line(n.load(Ordering::SeqCst), in_batch.load(Ordering::SeqCst)));
             let hint = hint.lock().map(|h| h.clone()).unwrap_or_default();
             if !hint.is_empty() {
