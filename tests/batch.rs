@@ -345,6 +345,43 @@ fn detach_submits_one_round_and_a_later_run_books_it() {
     check_books(&fake, &runs, Some(0.01));
 }
 
+/// A `--detach` loop with the judge fingerprint on: the first call that finds verdicts stored
+/// checks the judge (8 live queries); the calls that find a job still open and a check passed
+/// only poll or book it (hunt 58: each poll paid 8 live queries, more than the batch verdicts).
+#[test]
+fn a_detach_loop_pays_one_fingerprint_check_not_one_per_poll() {
+    let fake = FakeOpenAi::start();
+    fake.batch_script(BatchScript { delay_ms: 1_500, ..Default::default() });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "loop", &fake.base_url, "  max_comparisons: 40\n");
+    let text_of = std::fs::read_to_string(&cfg).unwrap().replace("queries: 0", "queries: 8");
+    std::fs::write(&cfg, text_of).unwrap();
+    let live = || fake.n_requests() - fake.batch_billed_lines().len();
+    let detach = || {
+        let out = run(dir.path(), &cfg, &["--detach"]);
+        assert!(out.status.success(), "{}", text(&out));
+        out
+    };
+    detach();
+    wait_until("round 1 to end", 30, || fake.batch_jobs()[0].1 == "completed");
+    // Books round 1 (nothing stored when it started: no check) and submits round 2.
+    detach();
+    assert_eq!((live(), fake.batch_jobs().len()), (0, 2));
+    // Round 2 open, 8 verdicts stored: the judge is checked once.
+    let out = detach();
+    assert!(stdout(&out).contains("judge fingerprint: 0 of 8 re-asked stored verdicts changed"), "{}", text(&out));
+    assert_eq!(live(), 8);
+    // A job open again, the judge checked: polls only.
+    for _ in 0..2 {
+        let out = detach();
+        assert!(!text(&out).contains("judge fingerprint"), "{}", text(&out));
+        assert_eq!(live(), 8);
+    }
+    let runs = dir.path().join("runs/loop");
+    let checks = std::fs::read_to_string(runs.join("fingerprint.jsonl")).unwrap();
+    assert_eq!(checks.lines().count(), 1, "{checks}");
+}
+
 /// A round left open by `--detach` is booked by the next run of the folder whatever its
 /// dispatch: a pipelined run polls the job to its end, books its 8 results, then asks only
 /// queries the job did not hold. A judge that cannot read batch jobs is refused before anything

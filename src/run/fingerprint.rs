@@ -166,6 +166,13 @@ fn last_check(dir: &std::path::Path) -> Option<Check> {
     serde_json::from_str(text.lines().rev().find(|l| !l.trim().is_empty())?).ok()
 }
 
+/// Every check `fingerprint.jsonl` holds, oldest first (lines that do not read are left out).
+fn checks(dir: &std::path::Path) -> Vec<Check> {
+    std::fs::read_to_string(dir.join("fingerprint.jsonl"))
+        .map(|t| t.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+        .unwrap_or_default()
+}
+
 /// The number of the next check of the folder (1 + the checks `fingerprint.jsonl` holds).
 fn next_session(dir: &std::path::Path) -> usize {
     std::fs::read_to_string(dir.join("fingerprint.jsonl"))
@@ -268,6 +275,18 @@ pub fn plan(
     // stands until a decision is given, and is not paid for again.
     if let Some(last) = last_check(dir).filter(|c| c.decision == Decision::Stopped && c.judge == judge.describe()) {
         return Ok(Plan::Decided(Check { session, cost_usd: 0.0, repeats: Some(last.session), ..last }));
+    }
+    // A provider batch job of the folder is still open, and this judge has passed a check here
+    // (or its change was decided): the run first polls or books the job, whose queries were
+    // asked as submitted, and a `--detach` loop does not pay a check at the live price on
+    // every poll (hunt 58: 8 live queries per poll cost more than the batch verdicts).
+    let open_job = crate::store::batches::BatchLog::open_keys(dir).is_ok_and(|keys| !keys.is_empty());
+    if open_job
+        && checks(dir).iter().any(|c| {
+            c.judge == judge.describe() && matches!(c.decision, Decision::Passed | Decision::Accept | Decision::New)
+        })
+    {
+        return Ok(Plan::Skip);
     }
     // Both orders of a pair first, in a seeded order; then single orders.
     let mut both: Vec<(usize, usize)> =
