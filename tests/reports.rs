@@ -1114,3 +1114,38 @@ fn a_torn_panel_fits_file_is_said_as_torn() {
         "{said}"
     );
 }
+
+/// A run stopped after 2 comparisons ranks 14 bases by the prior alone: `report` and `compare`
+/// mark its top-3's bases never compared and say its recall is the prior's guess, as the run's
+/// summary does (hunt 59 F2: both printed the top-3 and its recall 0.00 as measured).
+#[test]
+fn report_and_compare_say_a_top_k_never_compared_is_the_priors_guess() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = main_job(d, "two", "");
+    let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet", "--max-comparisons", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = "recall@3 against gold: 0.00 (none of the top-3 was compared: the prior's guess, not a result)";
+    assert!(stdout(&out).contains(said), "{}", stdout(&out));
+    assert!(run_bin(d, &["report", "runs/two"]).status.success());
+    let md = std::fs::read_to_string(d.join("runs/two/report.md")).unwrap();
+    assert!(
+        md.contains("- reported (apparent) top-3: M1 (never compared), M2 (never compared), M5 (never compared); recall@3 against the gold top-3 (M13, M12, M0): 0.00 (none of the top-3 was compared: the prior's guess, not a result)"),
+        "{md}"
+    );
+    let out = run_bin(d, &["compare", "runs/two", "--out", "cmp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(d.join("cmp/compare.md")).unwrap();
+    assert!(
+        md.contains("| 2 | 2 | 0.00 † | 0/1 = 0.00 | M1 (never compared), M2 (never compared), M5 (never compared) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "† two: 3 of its top-3 never compared (M1, M2, M5): its recall is the prior's guess, not a result."
+        ),
+        "{md}"
+    );
+    let json = json(&d.join("cmp/compare.json"));
+    assert_eq!(strs(&json["rows"][0]["never_compared"]), ["M1", "M2", "M5"]);
+}

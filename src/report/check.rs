@@ -167,9 +167,7 @@ impl CheckReport {
         }
         // A system never compared holds its place by the prior alone: marked, as in `fit`.
         let never = &self.graph.never_compared;
-        let mark = |ids: &[String]| -> Vec<String> {
-            ids.iter().map(|b| if never.contains(b) { format!("{b} (never compared)") } else { b.clone() }).collect()
-        };
+        let mark = |ids: &[String]| crate::report::summary::never_compared_marked(ids, never);
         let members =
             |topk: &[String], tied: &[String]| crate::report::summary::topk_members(self.k, &mark(topk), &mark(tied));
         s.push_str(&format!("raw top-{} (apparent φ̂): {}\n", self.k, members(&self.raw_topk, &self.raw_tied)));

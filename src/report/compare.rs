@@ -609,6 +609,9 @@ pub struct CompareRow {
     pub recall: Option<f64>,
     /// Point top-k (base ids).
     pub topk: Vec<String>,
+    /// Of `topk`, the bases never compared: their places are the prior's, not the verdicts'.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub never_compared: Vec<String>,
     /// The certified top-k of the run's result (its ε, in / undecided / out sets).
     pub certified: crate::report::schema::CertifiedTopk,
     /// Position flips: pairs with both orders valid whose two verdicts favour the same slot, so the
@@ -716,6 +719,10 @@ pub fn compare_with_panels(
                 valid: r.result.valid,
                 recall: target_topk.as_ref().and_then(|t| t.recall(&r.result.fit.topk, first_k)),
                 topk: r.result.fit.topk.clone(),
+                never_compared: (r.result.fit.topk.iter())
+                    .filter(|b| r.result.fit.reporting.graph.never_compared.contains(b))
+                    .cloned()
+                    .collect(),
                 certified: r.result.fit.reporting.certified.clone(),
                 flips: f,
                 both_order_pairs: n,
@@ -745,6 +752,7 @@ pub fn compare_with_panels(
             valid: p.valid,
             recall: target_topk.as_ref().and_then(|t| t.recall(&p.topk, first_k)),
             topk: p.topk.clone(),
+            never_compared: Vec::new(),
             certified: p.certified.clone(),
             flips: f,
             both_order_pairs: n,
@@ -800,11 +808,25 @@ pub fn markdown(c: &Comparison) -> String {
             r.spend_usd,
             r.comparisons,
             r.valid,
-            r.recall.map(|v| format!("{v:.2}")).unwrap_or_else(|| "–".into()),
+            r.recall
+                .map(|v| format!("{v:.2}{}", if r.never_compared.is_empty() { "" } else { " †" }))
+                .unwrap_or_else(|| "–".into()),
             r.flip_rate
                 .map(|v| format!("{}/{} = {v:.2}", r.flips, r.both_order_pairs))
                 .unwrap_or_else(|| "no pair in both orders".into()),
-            topk_cell(&r.topk, c.k)
+            topk_cell(&crate::report::summary::never_compared_marked(&r.topk, &r.never_compared), c.k)
+        );
+    }
+    // A recall of bases never compared measures the prior's guess (the run's summary says so).
+    for r in c.rows.iter().filter(|r| r.recall.is_some() && !r.never_compared.is_empty()) {
+        let _ = writeln!(
+            s,
+            "\n† {}: {} of its top-{} never compared ({}): its recall is {}the prior's guess, not a result.",
+            md::text(&r.run),
+            r.never_compared.len(),
+            c.k,
+            r.never_compared.iter().map(|x| md::text(x)).collect::<Vec<_>>().join(", "),
+            if r.never_compared.len() < r.topk.len() { "partly " } else { "" }
         );
     }
     if c.rows.iter().any(|r| r.topk.len() < c.k) {

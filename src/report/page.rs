@@ -296,12 +296,22 @@ pub fn content(run: &RunDir, ident: &[IdentRow]) -> Content {
             l.push_str("none claimed (no valid comparison: the ranking is the prior)");
             return l;
         }
-        l.push_str(&super::summary::topk_members(r.k, &v.topk, &v.tied));
+        // A base never compared holds its place by the prior alone, as the run's summary says.
+        let never = &rep.graph.never_compared;
+        let mark = |ids: &[String]| super::summary::never_compared_marked(ids, never);
+        l.push_str(&super::summary::topk_members(r.k, &mark(&v.topk), &v.tied));
         if let Some(rec) = v.recall_at_k {
             // A gold tie at the boundary shares its places: its members are named as such, not
             // the ones the point gold top-k happens to take.
             let gold = crate::report::RecallTarget::gold(&r.fit).map(|t| t.describe()).unwrap_or_default();
-            let _ = write!(l, "; recall@{} against the gold top-{} ({gold}): {rec:.2}", r.k, r.k);
+            let unplaced = v.topk.iter().filter(|b| never.contains(b)).count();
+            let _ = write!(
+                l,
+                "; recall@{} against the gold top-{} ({gold}): {rec:.2}{}",
+                r.k,
+                r.k,
+                super::summary::prior_share_note(r.k, unplaced, v.topk.len())
+            );
         }
         l
     };

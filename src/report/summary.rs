@@ -435,6 +435,23 @@ pub fn tied_line(k: usize, topk: &[String], tied: &[String]) -> String {
     )
 }
 
+/// `ids` with each base never compared marked `M1 (never compared)`: its place is the prior's,
+/// not the verdicts' (the run summary, `report`, `check` and `compare` mark it alike).
+pub fn never_compared_marked(ids: &[String], never: &[String]) -> Vec<String> {
+    ids.iter().map(|b| if never.contains(b) { format!("{b} (never compared)") } else { b.clone() }).collect()
+}
+
+/// What a recall of a top-k with `unplaced` of its `members` never compared measures: nothing
+/// to add when all were compared, else ` (none of the top-3 was compared: the prior's guess, not
+/// a result)` or ` (2 of the top-3 never compared: partly the prior's guess)`.
+pub fn prior_share_note(k: usize, unplaced: usize, members: usize) -> String {
+    match unplaced {
+        0 => String::new(),
+        n if n == members => format!(" (none of the top-{k} was compared: the prior's guess, not a result)"),
+        n => format!(" ({n} of the top-{k} never compared: partly the prior's guess)"),
+    }
+}
+
 /// A point top-k with a tie at its boundary: "s1, s2 + 1 of the tied s3, s4" (the bases
 /// certainly in, then how many of the tied bases share the remaining places); "s1, s2, s3"
 /// without a tie.
@@ -513,8 +530,7 @@ pub fn ranking_block(
     }
     let label = if both { format!(" ({}, reported)", reported.name()) } else { String::new() };
     // The top-k's never-compared bases are marked.
-    let marked: Vec<String> =
-        topk.iter().map(|b| if never.contains(b) { format!("{b} (never compared)") } else { b.clone() }).collect();
+    let marked = never_compared_marked(topk, never);
     let topk = &marked;
     if valid == 0 {
         let _ = writeln!(s, "point top-{k}{label}: none: no valid comparison, the ranking is the prior");
@@ -533,11 +549,7 @@ pub fn ranking_block(
         );
     }
     // A top-k holding bases never compared measures the prior's guess as much as the data.
-    let of_prior = |unplaced: usize, members: usize| match unplaced {
-        0 => String::new(),
-        n if n == members => format!(" (none of the top-{k} was compared: the prior's guess, not a result)"),
-        n => format!(" ({n} of the top-{k} never compared: partly the prior's guess)"),
-    };
+    let of_prior = |unplaced: usize, members: usize| prior_share_note(k, unplaced, members);
     if let Some(rec) = recall {
         let _ = writeln!(s, "recall@{k} against gold: {rec:.2}{}", of_prior(unplaced.len(), topk.len()));
     }
