@@ -825,3 +825,50 @@ fn a_gate_file_that_cannot_apply_is_refused_before_the_run() {
         assert!(!out.status.success() && text(&out).contains(says), "{file}: {}", text(&out));
     }
 }
+
+/// Six bases of equal quality and length, a judge without bias: every fit ties them, 1e-19
+/// apart. The run and the gate both say the top-2 is 2 of the tied six, in pool order (hunt 59
+/// F3: the gate named "d, e", ordered by the signs of values 1e-19 around 0, and the run listed
+/// the tie as b, c, d, f, a, e); with no anchor the gate says there is nothing to test.
+#[test]
+fn the_gate_names_a_tie_at_the_boundary_as_the_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let items: Vec<serde_json::Value> = ["a", "b", "c", "d", "e", "f"]
+        .iter()
+        .map(|i| serde_json::json!({"id": i, "text": vec![format!("word{i}"); 10].join(" "), "quality": 5}))
+        .collect();
+    write(d, "peq.jsonl", &(serde_json::json!({"pool_id": "peq", "task": "t", "items": items}).to_string() + "\n"));
+    let cfg = write(
+        d,
+        "peq.yaml",
+        "name: peq\nout_dir: runs\npool: {file: peq.jsonl}\nk: 2\njudge: {mock: {mode: deterministic, pos_bias: 0.0, verb_per_word: 0.0}}\nacquisition: {identical_texts: send}\nbudget: {max_comparisons: 60}\n",
+    );
+    let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("point top-2 (apparent, reported): 2 of the tied a, b, c, d, e, f"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run_bin(
+        d,
+        &[
+            "gate",
+            "runs/peq",
+            "--set",
+            "gate={anchors: 10, trusted: {mock: {mode: deterministic, pos_bias: 0, verb_per_word: 0}}}",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    for line in [
+        "note: no pair on which the rankings disagree",
+        "decision: no anchors: the naive and corrected rankings order every pair near the boundary alike, so there is nothing to test; keep the apparent ranking",
+        "naive top-2: 2 of the tied a, b, c, d, e, f",
+        "corrected top-2: 2 of the tied a, b, c, d, e, f",
+    ] {
+        assert!(stdout(&out).contains(line), "{line}: {}", stdout(&out));
+    }
+    let g = json(&d.join("runs/peq/gate.json"));
+    assert_eq!((strs(&g["naive_topk"]).len(), strs(&g["naive_tied"]).len()), (0, 6), "{g}");
+}

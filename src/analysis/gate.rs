@@ -139,6 +139,15 @@ impl GateDecision {
     /// "enable correction" or "keep the naive ranking", with the reason.
     pub fn text(&self) -> String {
         let test = format!("P(Bin({}, 1/2) ≥ {}) = {:.4}", self.n10 + self.n01, self.n10, self.p_value);
+        if self.n10 + self.n01 == 0 {
+            // Nothing was tested: no anchor, or the trusted source tied every one.
+            let why = if self.n_anchors == 0 {
+                "no anchors: the naive and corrected rankings order every pair near the boundary alike"
+            } else {
+                "no anchor decided: the trusted source ties every one"
+            };
+            return format!("{why}, so there is nothing to test; keep the apparent ranking");
+        }
         if self.enable {
             format!("{test} ≤ α = {}: enable correction (report the bias-corrected ranking)", self.alpha)
         } else {

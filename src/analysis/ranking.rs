@@ -25,11 +25,7 @@ use crate::model::profile::Identifiability;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::model::membership::{TIE_LOGITS, point_topk};
-
-fn grid(v: f64) -> f64 {
-    (v / TIE_LOGITS).round()
-}
+use crate::model::membership::{point_topk, tie_grid as grid};
 
 /// The `report_ranking` setting of a run config (and `fit --report-ranking`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -395,6 +391,7 @@ pub fn recall_with_ties(est: &[usize], gold_quality: &[f64], k: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::membership::TIE_LOGITS;
 
     #[test]
     fn recall_shares_tied_places() {

@@ -5,11 +5,11 @@
 
 use super::run_folder::{RunFolderError, bias_covariates, io_err, run_verdicts};
 use crate::analysis::gate::{self, Anchor, fit_naive_and_corrected};
+use crate::analysis::ranking::topk_with_ties;
 use crate::config::judge::{judge_info, make_judge};
 use crate::config::run::{Config, GateConfig, LabelSource};
 use crate::domain::pool::Pool;
 use crate::judge::Judge;
-use crate::model::membership::point_topk;
 use crate::report::gate::{AnchorLabel, AnchorRow, GateReport, gate_text};
 use crate::report::schema::{GateChoice, RunResult};
 use crate::run::dispatch::{DispatchOutcome, Dispatcher, Flow};
@@ -487,6 +487,9 @@ pub async fn gate_for(
     // gate.json records the run's judge, and `run --gate` checks it: a judge that cannot be built
     // here is an error, not an empty name.
     let settings = GateSettings::of(cfg)?;
+    // Bases tied at the boundary share its places, as the run says (hunt 59: the gate named a
+    // top-k that values 1e-19 apart decided).
+    let (naive_top, corrected_top) = (topk_with_ties(&naive, k), topk_with_ties(&corr, k));
     let report = GateReport {
         run: cfg.raw.name.clone(),
         pool_id: pool.pool_id.clone(),
@@ -501,8 +504,10 @@ pub async fn gate_for(
         anchors: rows,
         decision,
         decision_text: decision.text(),
-        naive_topk: point_topk(&naive, k).into_iter().map(id).collect(),
-        corrected_topk: point_topk(&corr, k).into_iter().map(id).collect(),
+        naive_topk: naive_top.topk.into_iter().map(id).collect(),
+        naive_tied: naive_top.tied.into_iter().map(id).collect(),
+        corrected_topk: corrected_top.topk.into_iter().map(id).collect(),
+        corrected_tied: corrected_top.tied.into_iter().map(id).collect(),
     };
     Ok(report)
 }

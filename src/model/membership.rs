@@ -555,14 +555,20 @@ fn pool_isolated(fit: &Fit, pi: &mut [f64]) {
 /// rounding left by the MAP fit (‖∇L‖∞ < 1e-9), which differs with the warm-start path.
 pub const TIE_LOGITS: f64 = 1e-7;
 
+/// The [`TIE_LOGITS`] grid point of `v`: values on one point are tied. A value within half a
+/// step below 0 is on the point 0, not −0 (`total_cmp` puts −0 below 0, which ordered two
+/// values 1e-19 apart by their sign, not by index: hunt 59).
+pub fn tie_grid(v: f64) -> f64 {
+    (v / TIE_LOGITS).round() + 0.0
+}
+
 /// Indices of the k largest values, sorted by value descending; values on the same
 /// [`TIE_LOGITS`] grid point are tied and ordered by lower index. (In a complete design every
 /// base with the same number of wins gets the same θ̂ up to rounding; without the grid, which of
 /// them makes the top k would depend on rounding noise.)
 pub fn point_topk(values: &[f64], k: usize) -> Vec<usize> {
-    let grid = |v: f64| (v / TIE_LOGITS).round();
     let mut idx: Vec<usize> = (0..values.len()).collect();
-    idx.sort_by(|a, b| grid(values[*b]).total_cmp(&grid(values[*a])).then(a.cmp(b)));
+    idx.sort_by(|a, b| tie_grid(values[*b]).total_cmp(&tie_grid(values[*a])).then(a.cmp(b)));
     idx.truncate(k);
     idx
 }
@@ -589,6 +595,9 @@ mod tests {
         assert_eq!(point_topk(&[0.5, 1.0, 0.2, 1.0 - 1e-12, 1.001], 3), vec![4, 1, 3]);
         assert_eq!(point_topk(&[0.5, 1.0, 0.2, 1.0 - 1e-3, 1.001], 3), vec![4, 1, 3]);
         assert_eq!(point_topk(&[0.5, 1.0 - 1e-3, 0.2, 1.0, 1.001], 3), vec![4, 3, 1]);
+        // Values 1e-19 around 0 are tied, whatever their signs: by index.
+        assert_eq!(point_topk(&[-4.9e-19, 2.7e-19, -1e-20, 4.7e-19], 4), vec![0, 1, 2, 3]);
+        assert_eq!(tie_grid(-4.9e-19).to_bits(), 0.0f64.to_bits());
     }
 
     #[test]

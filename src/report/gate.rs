@@ -82,10 +82,17 @@ pub struct GateReport {
     pub decision: GateDecision,
     /// The decision in words.
     pub decision_text: String,
-    /// Naive point top-k (base ids).
+    /// Naive point top-k (base ids): the bases the naive fit places there (fewer than k when a
+    /// tie straddles the boundary: `naive_tied`).
     pub naive_topk: Vec<String>,
-    /// Corrected point top-k (base ids).
+    /// Bases tied at the naive top-k's boundary, sharing its remaining places.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub naive_tied: Vec<String>,
+    /// Corrected point top-k (base ids), as `naive_topk`.
     pub corrected_topk: Vec<String>,
+    /// Bases tied at the corrected top-k's boundary, sharing its remaining places.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub corrected_tied: Vec<String>,
 }
 
 /// The printable gate report.
@@ -101,7 +108,9 @@ pub fn gate_text(r: &GateReport, path: &Path) -> String {
         r.comparisons
     );
     s.push_str(&format!("labels: {}\n", r.label_source));
-    if d.n_anchors < r.anchors_requested {
+    if d.n_anchors == 0 {
+        s.push_str("note: no pair on which the rankings disagree\n");
+    } else if d.n_anchors < r.anchors_requested {
         s.push_str(&format!(
             "note: only {} pairs on which the rankings disagree (K = {} requested)\n",
             d.n_anchors, r.anchors_requested
@@ -133,8 +142,9 @@ pub fn gate_text(r: &GateReport, path: &Path) -> String {
         d.n_anchors, d.n10, d.n01, d.n_ties
     ));
     s.push_str(&format!("decision: {}\n", d.text()));
-    s.push_str(&format!("naive top-{}: {}\n", r.k, r.naive_topk.join(", ")));
-    s.push_str(&format!("corrected top-{}: {}\n", r.k, r.corrected_topk.join(", ")));
+    let members = |topk: &[String], tied: &[String]| crate::report::summary::topk_members(r.k, topk, tied);
+    s.push_str(&format!("naive top-{}: {}\n", r.k, members(&r.naive_topk, &r.naive_tied)));
+    s.push_str(&format!("corrected top-{}: {}\n", r.k, members(&r.corrected_topk, &r.corrected_tied)));
     if r.trusted_spend_usd > 0.0 {
         s.push_str(&format!("trusted judge spend: ${:.4}\n", r.trusted_spend_usd));
     }
