@@ -82,10 +82,18 @@ pub fn parse_list(text: &str) -> Result<Thresholds, String> {
 ///
 /// # Errors
 /// A message naming the part that is not `METRIC OP NUMBER` with a known metric, an operator
-/// among `>`, `>=`, `<`, `<=` and a number in [0, 1].
+/// among `>`, `>=`, `<`, `<=` and a number in [0, 1]; an empty part between commas; a threshold
+/// that no rate can pass (`>1`, `<0`) or every rate passes (`>=0`, `<=1`), which would make the
+/// check a no-op or a certain failure.
 pub fn parse(text: &str) -> Result<Vec<Threshold>, String> {
     let mut out = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    if parts.len() > 1 && parts.iter().any(|p| p.is_empty()) && parts.iter().any(|p| !p.is_empty()) {
+        return Err(format!(
+            "{text:?}: an empty threshold between commas; expected e.g. \"flip_rate>0.2,first_shown>0.6\""
+        ));
+    }
+    for part in parts.into_iter().filter(|p| !p.is_empty()) {
         let at = part
             .find(['>', '<'])
             .ok_or_else(|| format!("{part:?}: expected METRIC>VALUE (or >=, <, <=), e.g. flip_rate>0.2"))?;
@@ -108,7 +116,17 @@ pub fn parse(text: &str) -> Result<Vec<Threshold>, String> {
             .parse()
             .ok()
             .filter(|v: &f64| (0.0..=1.0).contains(v))
-            .ok_or_else(|| format!("{part:?}: expected a rate between 0 and 1 after {}", op.text()))?;
+            .ok_or_else(|| format!("{part:?}: expected a rate between 0 and 1 after {}", op.text()))?
+            + 0.0; // -0 is 0
+        let never = matches!((op, limit), (Op::Gt, 1.0) | (Op::Lt, 0.0));
+        let always = matches!((op, limit), (Op::Ge, 0.0) | (Op::Le, 1.0));
+        if never || always {
+            return Err(format!(
+                "{part:?}: {} rate passes this threshold (rates lie in [0, 1]), so the check would {}; give a limit inside (0, 1)",
+                if never { "no" } else { "every" },
+                if never { "never fail" } else { "always fail" }
+            ));
+        }
         out.push(Threshold { metric: metric.to_string(), op, limit });
     }
     if out.is_empty() {
@@ -136,7 +154,12 @@ pub fn failures(report: &AuditReport, thresholds: &[Threshold]) -> Vec<String> {
     thresholds
         .iter()
         .filter_map(|t| match value(report, &t.metric) {
-            Some(v) if t.op.holds(v, t.limit) => Some(format!("{} = {v:.4} passes the threshold {t}", t.metric)),
+            Some(v) if t.op.holds(v, t.limit) => {
+                // Enough digits to tell the value from the limit (0.58333 passes >0.5833).
+                let shown = format!("{v:.4}");
+                let shown = if shown.parse::<f64>().ok() == Some(t.limit) { format!("{v}") } else { shown };
+                Some(format!("{} = {shown} passes the threshold {t}", t.metric))
+            }
             Some(_) => None,
             None => Some(format!("{} was not measured by this audit (threshold {t})", t.metric)),
         })
@@ -157,5 +180,18 @@ mod tests {
         assert!(parse("flip_rate=0.2").unwrap_err().contains("expected METRIC>VALUE"));
         assert!(parse("flip_rate>1.5").unwrap_err().contains("between 0 and 1"));
         assert!(parse(" , ").unwrap_err().contains("no threshold"));
+        // Hunt 59 F7: empty parts, limits no rate or every rate passes, -0.
+        for bad in [",flip_rate>0.3", "flip_rate>0.3,,first_shown>0.9", "flip_rate>0.3,"] {
+            assert!(parse(bad).unwrap_err().contains("an empty threshold between commas"), "{bad}");
+        }
+        assert_eq!(
+            parse("flip_rate>1").unwrap_err(),
+            "\"flip_rate>1\": no rate passes this threshold (rates lie in [0, 1]), so the check would never fail; give a limit inside (0, 1)"
+        );
+        assert!(parse("flip_rate<0").unwrap_err().contains("no rate passes"));
+        assert!(parse("flip_rate>=0").unwrap_err().contains("every rate passes this threshold"));
+        assert!(parse("first_shown<=1").unwrap_err().contains("so the check would always fail"));
+        assert_eq!(parse("flip_rate>-0").unwrap()[0].to_string(), "flip_rate>0");
+        assert_eq!(parse("longer_wins>=1").unwrap()[0].to_string(), "longer_wins>=1");
     }
 }

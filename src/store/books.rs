@@ -167,7 +167,8 @@ impl Books {
         keep: &HashSet<String>,
     ) -> Result<(Self, Vec<String>), BooksError> {
         let verdicts = dir.join(files.verdicts);
-        let had_verdicts = verdicts.exists();
+        // None: no file; Some(true): a file that holds nothing.
+        let emptied = std::fs::metadata(&verdicts).ok().map(|m| m.len() == 0);
         let (log, warning) = VerdictLog::open(&verdicts)?;
         let failed_path = dir.join(files.failed);
         let repaired = ledger::repair_failed(&failed_path)?;
@@ -182,13 +183,18 @@ impl Books {
         if !recovery.booked.is_empty() && usd > 0.0 {
             // No verdict file at all beside intents that were sent: more likely moved or
             // deleted than a run that never recorded a reply.
-            let missing = if had_verdicts {
-                String::new()
-            } else {
-                format!(
+            let missing = match emptied {
+                Some(false) => String::new(),
+                None => format!(
                     "; {} is missing: if it was moved or deleted, put it back, and its verdicts are booked in place of these (once, at what they cost)",
                     verdicts.display()
-                )
+                ),
+                // A run that crashed before its first reply leaves it empty too (hunt 58: an
+                // emptied file read only as a crash).
+                Some(true) => format!(
+                    "; {} is empty: if its lines were removed, put them back, and its verdicts are booked in place of these (once, at what they cost)",
+                    verdicts.display()
+                ),
             };
             warnings.push(format!(
                 "{}: {} request(s) were sent (or about to be) by a run that ended before their replies were recorded; booked as possibly billed at their worst case, ${usd:.6} in all, counted as spend and against max_usd{missing}",
@@ -705,6 +711,31 @@ mod tests {
         let s = books.spend(&all);
         assert_eq!((s.possibly_billed, s.verdicts_usd, s.total_usd()), (0, 0.1875, 0.1875));
         assert_eq!(peek_spend(dir.path(), &all).unwrap().total_usd(), 0.1875);
+    }
+
+    /// verdicts.jsonl emptied, not moved (hunt 58 F7: it read only as a crash): said so; its
+    /// lines put back, each request is booked once, as its verdict.
+    #[test]
+    fn emptied_verdicts_are_named_and_their_lines_put_back_replace_what_was_booked() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = |_: &str| true;
+        {
+            let (mut books, _) = Books::open(dir.path()).unwrap();
+            let i1 = books.begin("k1", "a", "b", 0.5).unwrap();
+            assert!(books.record_reply(i1, rec("k1", 0.125)).unwrap());
+            let i2 = books.begin("k2", "b", "a", 0.5).unwrap();
+            assert!(books.record_reply(i2, rec("k2", 0.0625)).unwrap());
+        }
+        let v = dir.path().join("verdicts.jsonl");
+        let lines = std::fs::read(&v).unwrap();
+        std::fs::write(&v, "").unwrap();
+        let (books, w) = Books::open(dir.path()).unwrap();
+        assert!(w[0].contains("2 request(s)") && w[0].ends_with("verdicts.jsonl is empty: if its lines were removed, put them back, and its verdicts are booked in place of these (once, at what they cost)"), "{}", w[0]);
+        drop(books);
+        std::fs::write(&v, lines).unwrap();
+        let (books, w) = Books::open(dir.path()).unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(books.spend(&all).total_usd(), 0.1875);
     }
 
     #[test]

@@ -142,8 +142,11 @@ fn result_from(line: &str) -> Result<BatchResult, String> {
 }
 
 /// Read a batch output or error file (JSON lines of async-openai's `BatchRequestOutput`): each
-/// non-blank line, or the line (1-based) that is not such an object and what is wrong with it.
+/// non-blank line, or the line (1-based) that is not such an object and what is wrong with it. A
+/// UTF-8 byte order mark before the first line is no part of it (hunt 58: the first paid
+/// verdict was dropped as "not JSON").
 pub fn parse_results(bytes: &[u8]) -> Vec<Result<BatchResult, String>> {
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
     String::from_utf8_lossy(bytes)
         .lines()
         .enumerate()
@@ -507,7 +510,7 @@ impl BatchApi for OpenAiJudge {
     /// anywhere in a line (an `error` object's code or message, a response body), and no field
     /// of it reaches a message, a record or a log unredacted.
     fn parse_results(&self, bytes: &[u8]) -> Vec<Result<BatchResult, String>> {
-        let text = self.redact_json_text(bytes);
+        let text = self.redact_json_text(bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes));
         parse_results(text.as_bytes()).into_iter().map(|r| r.map_err(|e| self.redact(&e))).collect()
     }
 }
@@ -538,6 +541,10 @@ mod tests {
             matches!(&got[1], Ok(BatchResult::Error { custom_id, code, .. }) if custom_id == "k" && code == "no_response")
         );
         assert!(got[2].as_ref().unwrap_err().starts_with("line 3: not JSON"), "{got:?}");
+        // A byte order mark before the first line is not part of it.
+        let got = parse_results(format!("\u{feff}{bare}\n{err}\n").as_bytes());
+        assert!(matches!(&got[0], Ok(BatchResult::Response { custom_id, .. }) if custom_id == "k2"), "{got:?}");
+        assert_eq!(got.len(), 2);
     }
 
     #[test]
