@@ -224,8 +224,16 @@ fn fail_on_thresholds_give_the_exit_code() {
     assert_eq!(out.status.code(), Some(1));
     let e = stderr(&out);
     assert!(e.contains("first_shown = 0.7917 passes the threshold first_shown>0.75"), "{e}");
-    assert!(e.contains("longer_wins = 1.0000 passes the threshold longer_wins>=1"), "{e}");
+    assert!(e.contains("longer_wins = 1 passes the threshold longer_wins>=1"), "{e}");
     assert!(!e.contains("flip_rate ="), "{e}");
+    // A value that rounds onto its limit is shown in full (hunt 59 F7: "0.5833 passes >0.5833").
+    let out = run_bin(dir.path(), &["audit", c, "--quiet", "--fail-on", "flip_rate>0.5833"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("flip_rate = 0.5833333333333334 passes the threshold flip_rate>0.5833"),
+        "{}",
+        text(&out)
+    );
     // A threshold that cannot be read is a usage error naming the part.
     let out = run_bin(dir.path(), &["audit", c, "--fail-on", "flips>0.2"]);
     assert_eq!(out.status.code(), Some(2));
