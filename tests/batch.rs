@@ -382,6 +382,38 @@ fn a_detach_loop_pays_one_fingerprint_check_not_one_per_poll() {
     assert_eq!(checks.lines().count(), 1, "{checks}");
 }
 
+/// batches.jsonl moved away while a job is open: the run refuses to start, naming the file and
+/// the job result.json counts (hunt 58 F3: its queries were booked as possibly billed, their
+/// paid results never read, and the file could not be put back); put back, the job is booked.
+#[test]
+fn a_missing_batches_file_with_a_job_open_is_named_before_anything_is_booked() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), "gone", &fake.base_url, "  max_comparisons: 8\n  max_usd: 0.01\n");
+    assert!(run(dir.path(), &cfg, &["--detach"]).status.success());
+    let runs = dir.path().join("runs/gone");
+    let (file, away) = (runs.join("batches.jsonl"), dir.path().join("batches.saved"));
+    std::fs::rename(&file, &away).unwrap();
+    let intents = std::fs::read(runs.join("intents.jsonl")).unwrap();
+    for args in [&[][..], &["--dry-run"]] {
+        let out = run(dir.path(), &cfg, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(
+            stderr(&out).contains("runs/gone/batches.jsonl is missing, and the last run of this folder left a provider batch job open (8 queries, reserved at $")
+                && stderr(&out).contains("if it was moved or deleted, put it back, and this run books the job's results; if it is lost for good, run with --abandon-batch"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    assert_eq!(std::fs::read(runs.join("intents.jsonl")).unwrap(), intents, "nothing booked");
+    std::fs::rename(&away, &file).unwrap();
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!((booked(&runs).verdicts, booked(&runs).possibly_billed), (8, 0));
+    assert_eq!(fake.batch_jobs().len(), 1);
+    check_books(&fake, &runs, Some(0.01));
+}
+
 /// A round left open by `--detach` is booked by the next run of the folder whatever its
 /// dispatch: a pipelined run polls the job to its end, books its 8 results, then asks only
 /// queries the job did not hold. A judge that cannot read batch jobs is refused before anything

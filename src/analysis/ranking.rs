@@ -10,7 +10,7 @@
 //! trusted-anchor gate enabled the correction. Otherwise it reports the apparent ranking, with
 //! the corrected one beside it and the reason.
 //!
-//! **Ties.** θ̂ (or φ̂) values on the same [`TIE_LOGITS`] grid point are ties (as in
+//! **Ties.** θ̂ (or φ̂) values on the same [`TIE_LOGITS`](crate::model::membership::TIE_LOGITS) grid point are ties (as in
 //! [`point_topk`]). When a tie straddles the
 //! top-k boundary the data do not decide membership: the top-k holds only the members above the
 //! tie, and the tied bases share the remaining places (with zero valid comparisons every base

@@ -156,8 +156,21 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 /// # Errors
 /// [`RunError::BatchOpen`] when a job is open and the config's judge cannot read batch jobs (a
 /// mock, a panel): refused by the run and its dry run before anything is written;
-/// [`RunError::BatchLog`] when batches.jsonl cannot be read.
+/// [`RunError::BatchLogMissing`] when batches.jsonl is gone while the folder's result.json says a
+/// job was open; [`RunError::BatchLog`] when batches.jsonl cannot be read.
 pub fn open_batch_keys(cfg: &Config) -> Result<std::collections::HashSet<String>, RunError> {
+    let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
+    // batches.jsonl gone while the last result says a job was open (hunt 58: its queries were
+    // booked as possibly billed, the paid results never read, and the file could not be put
+    // back after the rounds started again at 1).
+    if !path.exists()
+        && let Ok(text) = std::fs::read_to_string(cfg.run_dir.join("result.json"))
+        && let Ok(r) = serde_json::from_str::<serde_json::Value>(&text)
+        && let Some(queries) = r["in_open_batch_job"]["queries"].as_u64().filter(|&q| q > 0)
+    {
+        let reserved_usd = r["in_open_batch_job"]["reserved_usd"].as_f64().unwrap_or(0.0);
+        return Err(RunError::BatchLogMissing { path, queries, reserved_usd });
+    }
     let keep = open_keys(cfg)?;
     if !keep.is_empty() && !cfg.raw.reads_batch_jobs() {
         let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
