@@ -1149,3 +1149,24 @@ fn report_and_compare_say_a_top_k_never_compared_is_the_priors_guess() {
     let json = json(&d.join("cmp/compare.json"));
     assert_eq!(strs(&json["rows"][0]["never_compared"]), ["M1", "M2", "M5"]);
 }
+
+/// `report --out DIR` into a folder that holds another run's report refuses to replace it;
+/// the same run's report there is written anew (hunt 59 F5: run A's report was replaced unsaid).
+#[test]
+fn report_out_does_not_replace_another_runs_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    mock_run(d, "A", 0.0);
+    mock_run(d, "B", 0.5);
+    assert!(run_bin(d, &["report", "runs/A", "--out", "shared"]).status.success());
+    let before = std::fs::read_to_string(d.join("shared/report.md")).unwrap();
+    let o = run_bin(d, &["report", "runs/B", "--out", "shared"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("shared: --out: holds the report of run `A` (report.md, report.html and its plots), which the report of run `B` would replace; give each run's report a folder of its own, or remove that one first"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read_to_string(d.join("shared/report.md")).unwrap(), before);
+    assert!(run_bin(d, &["report", "runs/A", "--out", "shared"]).status.success());
+}

@@ -55,6 +55,25 @@ pub fn report_command(arg: &Path, out: Option<&Path>) -> Result<Vec<PathBuf>, Co
             ),
         });
     }
+    // Another run's report in a folder of reports is not replaced unsaid (hunt 59 F5): its
+    // report.md names its run in its title (`# Run `A` — top-3 report`).
+    if !crate::store::files::same_file(out, &run_dir)
+        && let Some(other) = std::fs::read_to_string(out.join("report.md"))
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.split('`').nth(1)).map(str::to_owned))
+        && let Some(this) = std::fs::read_to_string(run_dir.join("result.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v["name"].as_str().map(str::to_owned))
+        && other != this
+    {
+        return Err(CompareError::Read {
+            path: out.to_owned(),
+            msg: format!(
+                "--out: holds the report of run `{other}` (report.md, report.html and its plots), which the report of run `{this}` would replace; give each run's report a folder of its own, or remove that one first"
+            ),
+        });
+    }
     // A judge panel's run (`judges:`) has its own result document and content.
     let (c, plots) = if RunDir::is_panel(&run_dir) {
         crate::report::panel_page::panel_report(&run_dir)?
