@@ -20,6 +20,13 @@ const TABLE_ROWS: usize = 50;
 /// on; `None` for another stop reason. Shared by the single-judge and the panel summaries.
 pub fn budget_reached(stop: StopReason, spend_usd: f64, max_usd: Option<f64>) -> Option<String> {
     match (stop, max_usd) {
+        // Both limits reached: raising one alone does not let the run go on (hunt 58 F9).
+        (StopReason::MaxComparisons, Some(m)) if spend_usd >= m => {
+            let (spent, max) = super::table::usd_distinct(spend_usd, m);
+            Some(format!(
+                "the stored verdicts already reach max_comparisons, and the run folder's books ({spent}) already reach max_usd {max}; raise both (budget.max_comparisons, --max-comparisons; budget.max_usd, --max-usd) to go on"
+            ))
+        }
         (StopReason::MaxComparisons, _) => Some(
             "the stored verdicts already reach max_comparisons; raise it (budget.max_comparisons, --max-comparisons) to go on"
                 .into(),
@@ -835,6 +842,17 @@ mod tests {
             "the run folder's books ($0.0125) already reach max_usd $0.0100; raise it (budget.max_usd, --max-usd) to go on"
         );
         assert_eq!(budget_reached(StopReason::MaxUsd, 0.01, None), None);
+        // Both limits reached, max_usd lowered far below the books (hunt 58 F9: only
+        // max_comparisons was named, so raising it alone changed nothing).
+        assert_eq!(
+            budget_reached(StopReason::MaxComparisons, 0.0287, Some(0.001)).unwrap(),
+            "the stored verdicts already reach max_comparisons, and the run folder's books ($0.0287) already reach max_usd $0.0010; raise both (budget.max_comparisons, --max-comparisons; budget.max_usd, --max-usd) to go on"
+        );
+        assert!(
+            budget_reached(StopReason::MaxComparisons, 0.0005, Some(0.001))
+                .unwrap()
+                .ends_with("raise it (budget.max_comparisons, --max-comparisons) to go on")
+        );
     }
 
     /// A panel whose API member's worst case ($0.021) is more than the $0.019261 left stopped

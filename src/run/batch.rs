@@ -568,7 +568,10 @@ impl BatchJudge {
         let ran = job.counts.map_or(0, |(c, f, _)| c as usize + f as usize);
         let lines = results.len() + unbooked + settled;
         if ran > lines {
-            odd.push(format!("request counts of {ran} that ran against {lines} lines of the round"));
+            odd.push(format!(
+                "request counts of {ran} that ran against {} of the round",
+                crate::domain::fmt::count(lines, "line")
+            ));
         }
         Ok(JobLines { results, beyond_lines, unreadable: unreadable.len(), odd })
     }

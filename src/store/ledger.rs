@@ -187,10 +187,12 @@ impl ReadLog {
         let more = if d.len() > 5 { ", …" } else { "" };
         let usd: f64 = d.iter().map(|x| x.record.reply.cost_usd).sum();
         Some(format!(
-            "{}: {} duplicate records (lines {}{more}) repeat a key stored on an earlier line (a log written by two processes at once, or merged by hand): the first record of each key is used, the duplicates are not fitted or counted, and their cost (${usd:.6}) still counts as spend",
+            "{}: {} (line{} {}{more}) repeat{} a key stored on an earlier line (a log written by two processes at once, or merged by hand): the first record of each key is used, the duplicates are not fitted or counted, and their cost (${usd:.6}) still counts as spend",
             path.display(),
-            d.len(),
-            shown.join(", ")
+            crate::domain::fmt::count(d.len(), "duplicate record"),
+            if d.len() == 1 { "" } else { "s" },
+            shown.join(", "),
+            if d.len() == 1 { "s" } else { "" }
         ))
     }
 
@@ -682,7 +684,7 @@ mod tests {
         assert_eq!(records.len(), 4, "k1 once, k2, and both records without a key");
         assert_eq!(records[0].reply.y, Some(1.0), "the first record of k1 is used");
         let w = warning.unwrap();
-        assert!(w.contains("1 duplicate records (lines 3)") && w.contains("$0.250000"), "{w}");
+        assert!(w.contains("1 duplicate record (line 3) repeats a key") && w.contains("$0.250000"), "{w}");
         let (mut log, _) = VerdictLog::open(&path).unwrap();
         assert_eq!((log.records().len(), log.duplicates().len(), log.duplicates()[0].line), (4, 1, 3));
         assert_eq!(log.get("k1").unwrap().reply.y, Some(1.0));
