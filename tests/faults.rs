@@ -1084,3 +1084,35 @@ fn a_query_out_of_paid_attempts_says_so_not_that_it_overran() {
     let failed = std::fs::read_to_string(dir.path().join("runs/spent/failed.jsonl")).unwrap();
     assert_eq!(fake.n_requests(), 2 * failed.lines().count(), "{failed}");
 }
+
+/// A gateway that quotes its upstream key in its error body (a token shaped like a provider's
+/// key, not this judge's key): the token is written nowhere, neither in the run folder
+/// (intents.jsonl, result.json's last_error) nor on stdout or stderr (hunt 60 F3: it was
+/// redacted in the warnings only).
+#[test]
+fn a_provider_shaped_token_in_an_error_reply_is_stored_and_printed_redacted() {
+    let fake = FakeOpenAi::start();
+    let dir = tempfile::tempdir().unwrap();
+    let token = "sk-proj-AbCdEf0123456789QwErTy0123456789";
+    write(dir.path(), "prompts/test.j2", TEMPLATE);
+    let yaml = format!(
+        "name: leak\nout_dir: runs\npool:\n  file: {}\nk: 3\njudge:\n  openai:\n    base_url: {}\n    model: fake-judge\n    prompt: prompts/test.j2\n    max_tokens: 8\n    api_key_env: TOPK_FAULTS_NO_KEY\n    api_key_required: false\n    max_retries: 0\n    price: {{input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}}\nacquisition:\n  mc_draws: 200\nbudget:\n  max_comparisons: 8\n",
+        summeval().display(),
+        fake.base_url
+    );
+    let cfg = write(dir.path(), "leak.yaml", &yaml);
+    fake.set_always(Some(Fault::Status { code: 500, body: format!("upstream failed: token={token} ; retry later") }));
+    let out = run(dir.path(), &cfg, &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("upstream failed: token=[redacted]"), "{}", text(&out));
+    assert!(!text(&out).contains("AbCdEf0123456789"), "{}", text(&out));
+    let r = result(dir.path(), "leak");
+    assert!(r["last_error"].as_str().unwrap().contains("upstream failed"), "{r}");
+    for f in std::fs::read_dir(dir.path().join("runs/leak")).unwrap() {
+        let p = f.unwrap().path();
+        if p.is_file() {
+            let t = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+            assert!(!t.contains("AbCdEf0123456789"), "{}: {t}", p.display());
+        }
+    }
+}

@@ -312,14 +312,19 @@ pub async fn gate_command(
         let this = GateSettings::of(&run.cfg)?;
         if let Some((was, now)) = GateSettings::of_result(&made).differs_from(&this) {
             return Err(RunFolderError::Invalid(format!(
-                "{}: the run there was made with {was}, and this gate would use {now}; its gate.json would not describe the run: drop the override, or run the config with it first",
-                run.dir.display()
+                "{}: the run there was made with {was}, and this gate would use {now}; its gate.json would not describe the run: {}",
+                run.dir.display(),
+                super::run_folder::settings_hint(overrides, &run.cfg.path)
             )));
         }
     }
     super::run_folder::made_by(&run.cfg, &run.dir)
         .and_then(|()| super::run_folder::gate_made_by(&run.cfg, &run.dir))
-        .map_err(|msg| RunFolderError::Invalid(format!("{}: {msg}", run.dir.display())))?;
+        .map_err(|msg| {
+        let msg =
+            msg.replace(super::run_folder::OVERRIDE_HINT, &super::run_folder::settings_hint(overrides, &run.cfg.path));
+        RunFolderError::Invalid(format!("{}: {msg}", run.dir.display()))
+    })?;
     // The fingerprint books count against max_usd too, and the gate does not open them: their
     // damage is said here, as a run of the folder says it (the gate opens its trusted judge's).
     for w in crate::store::books::books_warnings(&run.dir, &[crate::store::books::FINGERPRINT_BOOKS])? {

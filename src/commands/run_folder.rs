@@ -231,9 +231,26 @@ pub fn gate_made_by(cfg: &Config, dir: &Path) -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "the run there was made with other gate settings: {}; its gate.json would not describe the run: drop the override, or run the config with it first",
+        "the run there was made with other gate settings: {}; its gate.json would not describe the run: {OVERRIDE_HINT}",
         keys.join(", ")
     ))
+}
+
+/// How to go on when a gate's settings differ from its run's, when an override made them differ.
+pub const OVERRIDE_HINT: &str = "drop the override, or run the config with it first";
+
+/// [`OVERRIDE_HINT`], or with no override given, what else made the settings differ: the
+/// config read (`config`, the run folder's config.yaml when a folder was given) was changed
+/// after the run (hunt 59 F9: "drop the override" was said with none given).
+pub fn settings_hint(overrides: &[crate::config::overrides::Override], config: &Path) -> String {
+    if overrides.is_empty() {
+        format!(
+            "{} was changed after the run; run it again first, or restore the settings the run was made with",
+            config.display()
+        )
+    } else {
+        OVERRIDE_HINT.to_owned()
+    }
 }
 
 /// The keys (dotted) whose values differ between `there` (the folder's run) and `here`, each

@@ -205,11 +205,15 @@ impl OpenAiJudge {
         &self.info.cfg
     }
 
-    /// `s` without the API key, the values of credential-named environment variables and the
-    /// credentials of `base_url` ([`secret::url_secrets`]), for any text from outside or about a
-    /// request.
+    /// `s` without the API key, the values of credential-named environment variables, the
+    /// credentials of `base_url` ([`secret::url_secrets`]) and any token shaped like a provider's
+    /// key ([`secret::keys_in`]: a gateway quoting its upstream key, a request's `extra_body`
+    /// echoed back), for any text from outside or about a request: what it returns is stored in
+    /// the run folder (intents, result.json) and printed (hunt 60: such tokens were redacted on
+    /// stderr only).
     pub(super) fn redact(&self, s: &str) -> String {
-        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        let shaped = secret::keys_in(s);
+        let secrets: Vec<&str> = self.secrets.iter().chain(&shaped).map(String::as_str).collect();
         secret::redact_all(&secret::redact_secrets(s, &secrets, secret::REDACTED), &self.url_secrets)
     }
 

@@ -101,6 +101,13 @@ impl Endpoint {
         self.models_url.clone()
     }
 
+    /// [`Endpoint::models_url`] as messages show it: the credentials of `base_url` (in its
+    /// user-info, path or query) redacted (hunt 60: the "not among the models" warning printed
+    /// `…/models?key=gsk_…` while the judge line masked it).
+    fn shown_models_url(&self) -> String {
+        super::secret::RequestTarget::of(&self.base_url).url("/models")
+    }
+
     /// Classify a failed chat request (after its retries) from its kind, status and message
     /// (which holds the server's text); `None` when the failure may be the pair's own.
     pub fn classify(&self, kind: CallErrorKind, status: Option<u16>, message: &str) -> Option<EndpointFault> {
@@ -223,18 +230,18 @@ impl Endpoint {
             401 => Err(self.key_fault(401, body, "the endpoint refused the key")),
             403 => Ok(vec![format!(
                 "{} answered HTTP 403 ({}); the key may lack the permission to list models, and the first queries will tell whether it may query {:?}",
-                self.models_url(),
+                self.shown_models_url(),
                 clip(body),
                 self.model
             )]),
             300..=399 => Ok(vec![format!(
                 "{} answered HTTP {status} ({}); redirects are not followed: if the queries are redirected too, set judge.openai.base_url to the address it redirects to",
-                self.models_url(),
+                self.shown_models_url(),
                 clip(body)
             )]),
             404 => Ok(vec![format!(
                 "{} answered HTTP 404; some servers have no model list, but if the queries fail with 404 too, judge.openai.base_url must be the API base including /v1",
-                self.models_url()
+                self.shown_models_url()
             )]),
             200..=299 => {
                 let Ok(reply) = serde_json::from_str::<Value>(body) else {
@@ -247,7 +254,7 @@ impl Endpoint {
                     };
                     return Ok(vec![format!(
                         "{} answered HTTP {status} but not with JSON ({first:?}): that is not an OpenAI-compatible API; if the queries fail too, judge.openai.base_url must be the API base (often ending in /v1)",
-                        self.models_url()
+                        self.shown_models_url()
                     )]);
                 };
                 let ids: Vec<String> = Some(reply)
@@ -264,7 +271,7 @@ impl Endpoint {
                     "judge.openai.model {:?} is not among the {} model(s) {} lists ({}{}); some servers (llama.cpp) answer any name, others will refuse the queries",
                     self.model,
                     ids.len(),
-                    self.models_url(),
+                    self.shown_models_url(),
                     shown.join(", "),
                     if ids.len() > 5 { ", …" } else { "" }
                 )])
@@ -307,7 +314,7 @@ impl Endpoint {
                 self.model,
                 clip(message),
                 self.base_url,
-                self.models_url()
+                self.shown_models_url()
             ),
         )
     }
@@ -588,5 +595,15 @@ mod tests {
         assert_eq!(e.models_reply(404, "").unwrap().len(), 1);
         assert_eq!(e.models_reply(403, "").unwrap().len(), 1, "a key may lack the list permission");
         assert_eq!(e.models_reply(503, "").unwrap(), Vec::<String>::new());
+        // A key in base_url's query or path is not printed (hunt 60 F4).
+        for url in [
+            "http://127.0.0.1:8080/v1?key=gsk_AbCdEf0123456789QwErTy0123456789",
+            "http://127.0.0.1:8080/hf_AbCdEf0123456789QwErTy0123456789/v1",
+        ] {
+            let e = ep(url);
+            let w = e.models_reply(200, r#"{"data":[{"id":"a"}]}"#).unwrap();
+            assert!(w[0].contains("is not among the 1 model(s)") && !w[0].contains("AbCdEf0123456789"), "{w:?}");
+            assert!(e.models_url().contains("AbCdEf0123456789"), "the request keeps it");
+        }
     }
 }
