@@ -395,15 +395,28 @@ fn a_missing_batches_file_with_a_job_open_is_named_before_anything_is_booked() {
     let (file, away) = (runs.join("batches.jsonl"), dir.path().join("batches.saved"));
     std::fs::rename(&file, &away).unwrap();
     let intents = std::fs::read(runs.join("intents.jsonl")).unwrap();
-    for args in [&[][..], &["--dry-run"]] {
-        let out = run(dir.path(), &cfg, args);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
-        assert!(
-            stderr(&out).contains("runs/gone/batches.jsonl is missing, and the last run of this folder left a provider batch job open (8 queries, reserved at $")
-                && stderr(&out).contains("if it was moved or deleted, put it back, and this run books the job's results; if it is lost for good, run with --abandon-batch"),
-            "{args:?}: {}",
-            text(&out)
-        );
+    let saved = std::fs::read_to_string(&away).unwrap();
+    let first_line = saved.lines().next().unwrap().to_owned() + "\n";
+    // Missing, emptied, or cut back to its first line (the round's keys, no input file: it
+    // would read as never sent, and be asked again in a new job; hunt 60 F1, F2).
+    for (content, what) in
+        [(None, "is missing"), (Some(String::new()), "does not record it"), (Some(first_line), "does not record it")]
+    {
+        if let Some(c) = &content {
+            std::fs::write(&file, c).unwrap();
+        }
+        for args in [&[][..], &["--dry-run"]] {
+            let out = run(dir.path(), &cfg, args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+            assert!(
+                stderr(&out).contains("the last run of this folder left a provider batch job open (8 queries, reserved at $")
+                    && stderr(&out).contains(&format!("runs/gone/batches.jsonl {what}"))
+                    && stderr(&out).contains(": put the whole file back, and this run books the job's results; if it is lost for good, run with --abandon-batch"),
+                "{args:?}: {}",
+                text(&out)
+            );
+        }
+        let _ = std::fs::remove_file(&file);
     }
     assert_eq!(std::fs::read(runs.join("intents.jsonl")).unwrap(), intents, "nothing booked");
     std::fs::rename(&away, &file).unwrap();

@@ -160,16 +160,17 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 /// job was open; [`RunError::BatchLog`] when batches.jsonl cannot be read.
 pub fn open_batch_keys(cfg: &Config) -> Result<std::collections::HashSet<String>, RunError> {
     let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
-    // batches.jsonl gone while the last result says a job was open (hunt 58: its queries were
-    // booked as possibly billed, the paid results never read, and the file could not be put
-    // back after the rounds started again at 1).
-    if !path.exists()
-        && let Ok(text) = std::fs::read_to_string(cfg.run_dir.join("result.json"))
+    // batches.jsonl gone, emptied or cut short while the last result says a job was open
+    // (hunts 58, 60: its queries were booked as possibly billed, or closed as never sent and
+    // asked again in a new job, the paid results never read).
+    if let Ok(text) = std::fs::read_to_string(cfg.run_dir.join("result.json"))
         && let Ok(r) = serde_json::from_str::<serde_json::Value>(&text)
         && let Some(queries) = r["in_open_batch_job"]["queries"].as_u64().filter(|&q| q > 0)
+        && (crate::store::batches::BatchLog::submitted_open_queries(&cfg.run_dir)? as u64) < queries
     {
         let reserved_usd = r["in_open_batch_job"]["reserved_usd"].as_f64().unwrap_or(0.0);
-        return Err(RunError::BatchLogMissing { path, queries, reserved_usd });
+        let what = if path.exists() { "does not record it (emptied or cut short?)" } else { "is missing" };
+        return Err(RunError::BatchLogMissing { path, what, queries, reserved_usd });
     }
     let keep = open_keys(cfg)?;
     if !keep.is_empty() && !cfg.raw.reads_batch_jobs() {

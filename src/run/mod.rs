@@ -104,14 +104,17 @@ pub enum RunError {
         /// The queries of the open rounds.
         queries: usize,
     },
-    /// batches.jsonl is gone while the folder's last result says a batch job was open: its
-    /// queries would be booked as possibly billed and their paid results never read.
+    /// batches.jsonl is gone, or records fewer submitted queries than the open batch job the
+    /// folder's last result counts: its queries would be booked as possibly billed (or asked
+    /// again) and their paid results never read.
     #[error(
-        "{path} is missing, and the last run of this folder left a provider batch job open ({queries} queries, reserved at ${reserved_usd:.6}; result.json, in_open_batch_job): if it was moved or deleted, put it back, and this run books the job's results; if it is lost for good, run with --abandon-batch (the open queries are then booked as possibly billed at their worst case, and the job's results are never read)"
+        "the last run of this folder left a provider batch job open ({queries} queries, reserved at ${reserved_usd:.6}; result.json, in_open_batch_job), and {path} {what}: put the whole file back, and this run books the job's results; if it is lost for good, run with --abandon-batch (the open queries are then booked as possibly billed at their worst case, and the job's results are never read)"
     )]
     BatchLogMissing {
         /// The folder's batches.jsonl.
         path: std::path::PathBuf,
+        /// What is wrong with it: missing, or not recording the job.
+        what: &'static str,
         /// The queries of the open job, as result.json counts them.
         queries: u64,
         /// Their reservations, USD.

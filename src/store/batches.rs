@@ -208,6 +208,22 @@ impl BatchLog {
         Ok(rounds.into_iter().filter(|r| r.ended.is_none()).flat_map(|r| r.keys).collect())
     }
 
+    /// The queries of the open rounds of `dir/batches.jsonl` whose input file is recorded (those
+    /// a provider job may hold), read without writing; 0 without the file.
+    ///
+    /// # Errors
+    /// [`BatchLogError`] naming the file (and line).
+    pub fn submitted_open_queries(dir: &Path) -> Result<usize, BatchLogError> {
+        let path = dir.join(BATCHES_FILE);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(source) => return Err(BatchLogError::Io { path, source }),
+        };
+        let (rounds, _, _) = read(&path, &bytes)?;
+        Ok(rounds.iter().filter(|r| r.ended.is_none() && r.input_file_id.is_some()).map(|r| r.keys.len()).sum())
+    }
+
     /// The warning naming a torn last line of `dir/batches.jsonl`, read without writing (for the
     /// dry run, which says what [`BatchLog::open`] of a real run would cut); `None` without one.
     ///
