@@ -649,7 +649,7 @@ fn abandon_batch_closes_a_round_whose_endpoint_is_gone() {
     let out = run(dir.path(), &mock, &["--abandon-batch"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        text(&out).contains("--abandon-batch: this run folder has no open batch round; nothing was abandoned"),
+        text(&out).contains("--abandon-batch: batches.jsonl records no open batch round, so the option closed none"),
         "{}",
         text(&out)
     );

@@ -972,7 +972,37 @@ fn a_result_whose_k_or_ranking_cannot_be_a_runs_is_an_error_not_a_panic() {
     let out = run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]);
     assert!(out.status.success(), "{}", text(&out));
     let rp = d.join("runs/summeval-panel/result.json");
-    let mut r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rp).unwrap()).unwrap();
+    let panel = std::fs::read_to_string(&rp).unwrap();
+    // Its own result reads, by both commands.
+    for cmd in ["report", "compare"] {
+        let o = run_bin(d, &[cmd, "runs/summeval-panel"]);
+        assert!(o.status.success(), "{cmd}: {}", text(&o));
+    }
+    // Values no panel run writes (hunt 60 F5: π 1.5, a negative spend, an unknown base).
+    type Edit<'a> = (&'a dyn Fn(&mut serde_json::Value), &'a str);
+    let edits: [Edit; 4] = [
+        (
+            &|r| r["fit"]["membership"][0] = 1.5.into(),
+            "`fit.membership[0]` is 1.5: a probability, recall or rate lies in [0, 1]",
+        ),
+        (
+            &|r| r["judges"][0]["spend_usd"] = (-4.97).into(),
+            "`judges[0].spend_usd` is -4.97: an sd or a spend is finite and ≥ 0",
+        ),
+        (&|r| r["topk"][1] = "ZZZ".into(), "`topk` names \"ZZZ\", which `fit.bases` does not hold"),
+        (&|r| r["fit"]["sd"][2] = (-1.0).into(), "`fit.sd[2]` is -1: an sd or a spend is finite and ≥ 0"),
+    ];
+    for (edit, want) in edits {
+        let mut r: serde_json::Value = serde_json::from_str(&panel).unwrap();
+        edit(&mut r);
+        std::fs::write(&rp, r.to_string()).unwrap();
+        for cmd in ["report", "compare"] {
+            let o = run_bin(d, &[cmd, "runs/summeval-panel"]);
+            assert_eq!(o.status.code(), Some(1), "{cmd} {want}: {}", text(&o));
+            assert!(stderr(&o).contains(want), "{cmd}: {}", text(&o));
+        }
+    }
+    let mut r: serde_json::Value = serde_json::from_str(&panel).unwrap();
     r["fit"]["k"] = 17.into();
     std::fs::write(&rp, r.to_string()).unwrap();
     let o = run_bin(d, &["report", "runs/summeval-panel"]);

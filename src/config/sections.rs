@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 /// What a plain folder name may not be or hold (a run's or a panel judge's name: a folder of
 /// the output, shown in terminals).
-pub const PLAIN_FOLDER_NAME: &str = "a plain folder name: not empty, at most 200 bytes, not starting with '.', without surrounding spaces, '/', '\\', ':' or control characters";
+pub const PLAIN_FOLDER_NAME: &str = "a plain folder name: not empty, at most 200 bytes, not starting with '.', without surrounding spaces, '/', '\\', ':', control characters or characters that print as nothing or reorder text (zero-width, soft hyphen, right-to-left marks)";
 
 /// A name as a message quotes it: whole, or its first 24 characters and `…` past 200 bytes.
 pub fn shown_name(name: &str) -> String {
@@ -31,7 +31,7 @@ pub fn is_plain_folder_name(name: &str) -> bool {
         || name != name.trim()
         || name.starts_with('.')
         || name.contains(['/', '\\', ':'])
-        || name.chars().any(char::is_control))
+        || name.chars().any(|c| c.is_control() || crate::domain::fmt::ignorable(c)))
 }
 
 /// The settings whose text is expanded from the environment (`${VAR}`, `~`): paths and URLs
@@ -471,7 +471,9 @@ mod tests {
             check_name("x\u{1b}[31mred", "run").unwrap_err().message,
             format!("\"x\\u{{1b}}[31mred\" is not a valid run name (expected {PLAIN_FOLDER_NAME})")
         );
-        for bad in [" x", "x ", "a:b", "", "a\tb"] {
+        // Characters that print as nothing or reorder what follows (hunt 60 F8: a right-to-left
+        // override in a run's name reached folder names and reports).
+        for bad in [" x", "x ", "a:b", "", "a\tb", "run\u{202e}fdp", "a\u{200b}b", "a\u{ad}b"] {
             assert!(check_name(bad, "run").is_err(), "{bad:?}");
         }
         assert!(check_name("ok-name", "run").is_ok());

@@ -407,6 +407,92 @@ pub struct PanelRunDir {
     pub budget_passed: Option<crate::report::summary::BudgetPassed>,
 }
 
+/// Why a judge panel run's result.json (its text) cannot be a run's, if it cannot: lengths that
+/// disagree, k outside 1 ≤ k ≤ the bases, a probability, recall or rate outside [0, 1], a
+/// negative or non-finite sd or spend, a top-k or certified set naming a base the fit lacks, or
+/// a certified set its own π contradicts (as [`crate::report::schema::RunResult::inconsistency`]
+/// for a single judge; hunt 60: π 1.5, a negative spend and an unknown base were printed). A text
+/// that is not JSON is left to the reader that parses it.
+pub fn panel_result_problem(text: &str) -> Option<String> {
+    use serde_json::Value;
+    const AGAIN: &str = "the result was edited or damaged; run the config again to write it anew";
+    let r: Value = serde_json::from_str(crate::domain::text::strip_bom_str(text)).ok()?;
+    let f = &r["fit"];
+    let nums = |v: &Value| -> Vec<f64> {
+        v.as_array().map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect()).unwrap_or_default()
+    };
+    let ids = |v: &Value| -> Vec<String> {
+        v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+    };
+    let bases = ids(&f["bases"]);
+    let (theta, sd, membership) = (nums(&f["theta"]), nums(&f["sd"]), nums(&f["membership"]));
+    let n = bases.len();
+    if theta.len() != n || sd.len() != n || membership.len() != n {
+        return Some(format!("fit: bases, theta, sd and membership should have one entry per base ({n})"));
+    }
+    let k = f["k"].as_u64().unwrap_or(0) as usize;
+    if n == 0 || k == 0 || k > n {
+        return Some(format!(
+            "fit: `k` is {k} but `bases` holds {n}: k must satisfy 1 ≤ k ≤ the bases ranked ({AGAIN})"
+        ));
+    }
+    let show = crate::domain::fmt::value;
+    let mut rates: Vec<(String, f64)> =
+        membership.iter().enumerate().map(|(i, p)| (format!("fit.membership[{i}]"), *p)).collect();
+    rates.extend(r["recall_at_k"].as_f64().map(|x| ("recall_at_k".to_owned(), x)));
+    let mut nonneg: Vec<(String, f64)> = sd.iter().enumerate().map(|(i, s)| (format!("fit.sd[{i}]"), *s)).collect();
+    nonneg.extend(r["spend_usd"].as_f64().map(|x| ("spend_usd".to_owned(), x)));
+    for (i, j) in r["judges"].as_array().into_iter().flatten().enumerate() {
+        nonneg.extend(j["spend_usd"].as_f64().map(|x| (format!("judges[{i}].spend_usd"), x)));
+    }
+    for (i, j) in f["judges"].as_array().into_iter().flatten().enumerate() {
+        rates.extend(j["flip_rate"].as_f64().map(|x| (format!("fit.judges[{i}].flip_rate"), x)));
+        rates.extend(
+            j["agreement_with_trusted"].as_f64().map(|x| (format!("fit.judges[{i}].agreement_with_trusted"), x)),
+        );
+        nonneg.extend(j["kappa"]["sd"].as_f64().map(|x| (format!("fit.judges[{i}].kappa.sd"), x)));
+        nonneg.extend(j["scale"]["sd"].as_f64().map(|x| (format!("fit.judges[{i}].scale.sd"), x)));
+        for (m, c) in j["c"].as_array().into_iter().flatten().enumerate() {
+            nonneg.extend(c["sd"].as_f64().map(|x| (format!("fit.judges[{i}].c[{m}].sd"), x)));
+        }
+    }
+    if let Some((name, x)) = rates.iter().find(|(_, x)| !(0.0..=1.0).contains(x)) {
+        return Some(format!("`{name}` is {}: a probability, recall or rate lies in [0, 1] ({AGAIN})", show(*x)));
+    }
+    if let Some((name, x)) = nonneg.iter().find(|(_, x)| !(*x >= 0.0 && x.is_finite())) {
+        return Some(format!("`{name}` is {}: an sd or a spend is finite and ≥ 0 ({AGAIN})", show(*x)));
+    }
+    let c = &r["certified"];
+    for name in ["topk", "topk_tied", "gold_topk", "certified.in", "certified.undecided", "certified.out"] {
+        let v = match name.split_once('.') {
+            Some((a, b)) => &r[a][b],
+            None => &r[name],
+        };
+        if let Some(id) = ids(v).iter().find(|id| !bases.contains(id)) {
+            return Some(format!("`{name}` names {id:?}, which `fit.bases` does not hold ({AGAIN})"));
+        }
+    }
+    let eps = c["epsilon"].as_f64().unwrap_or(f64::NAN);
+    if !(eps > 0.0 && eps < 0.5) {
+        return Some(format!("`certified.epsilon` is {}: ε lies in (0, 0.5) ({AGAIN})", show(eps)));
+    }
+    let (inside, outside) = (ids(&c["in"]), ids(&c["out"]));
+    if c["claimed"].as_bool() == Some(true) && inside.len() != k {
+        return Some(format!(
+            "`certified.claimed` is true with {} bases in `certified.in`: a certified top-{k} has {k} ({AGAIN})",
+            inside.len()
+        ));
+    }
+    let pi = |id: &str| bases.iter().position(|b| b == id).map_or(0.0, |i| membership[i]);
+    if let Some(id) = inside.iter().find(|id| pi(id) < 1.0 - eps - 1e-9) {
+        return Some(format!("`certified.in` names {id:?}, whose top-{k} membership π is below 1 − ε ({AGAIN})"));
+    }
+    if let Some(id) = outside.iter().find(|id| pi(id) > eps + 1e-9) {
+        return Some(format!("`certified.out` names {id:?}, whose top-{k} membership π is above ε ({AGAIN})"));
+    }
+    None
+}
+
 impl PanelRunDir {
     /// Read result.json, verdicts.jsonl and panel_fits.jsonl of a panel run.
     ///
@@ -431,6 +517,9 @@ impl PanelRunDir {
         let bad = |msg: String| CompareError::Read { path: rp.clone(), msg };
         let text = std::fs::read_to_string(&rp).map_err(|e| bad(e.to_string()))?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(format!("not JSON ({e})")))?;
+        if let Some(msg) = panel_result_problem(&text) {
+            return Err(bad(msg));
+        }
         let field = |ptr: &str| v.pointer(ptr).ok_or_else(|| bad(format!("no {ptr} in a panel result")));
         let strs = |x: &serde_json::Value| -> Vec<String> {
             x.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()

@@ -115,21 +115,8 @@ pub fn panel_report(dir: &Path) -> Result<(Content, Vec<Plot>), CompareError> {
     let r: PanelResultDoc = serde_json::from_str(crate::domain::text::strip_bom_str(&text)).map_err(|e| {
         CompareError::Read { path: rp.clone(), msg: format!("not the result of a judge panel run ({e})") }
     })?;
-    let n = r.fit.bases.len();
-    if r.fit.theta.len() != n || r.fit.sd.len() != n || r.fit.membership.len() != n {
-        return Err(CompareError::Read {
-            path: rp,
-            msg: format!("fit: bases, theta, sd and membership should have one entry per base ({n})"),
-        });
-    }
-    if n == 0 || r.fit.k == 0 || r.fit.k > n {
-        return Err(CompareError::Read {
-            path: rp,
-            msg: format!(
-                "fit: `k` is {} but `bases` holds {n}: k must satisfy 1 ≤ k ≤ the bases ranked (the result was edited or damaged; run the config again to write it anew)",
-                r.fit.k
-            ),
-        });
+    if let Some(msg) = crate::report::compare::panel_result_problem(&text) {
+        return Err(CompareError::Read { path: rp, msg });
     }
     let fits = PanelRunDir::load(dir)?.fits;
     let mut c = content(&r);

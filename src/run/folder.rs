@@ -204,7 +204,9 @@ fn abandon_open_rounds(dir: &Path, books: &mut Books) -> Result<String, RunError
     }
     let rounds = log.open_rounds();
     if rounds.is_empty() {
-        return Ok("--abandon-batch: this run folder has no open batch round; nothing was abandoned".into());
+        // Queries an earlier run left open (batches.jsonl lost, say) were booked by the books'
+        // own warning before this one (hunt 60 F11: "nothing was abandoned" read as if not).
+        return Ok("--abandon-batch: batches.jsonl records no open batch round, so the option closed none (requests an earlier run left open are booked as possibly billed as any warning above says)".into());
     }
     let open = books.open_intents();
     let mut said = Vec::new();
