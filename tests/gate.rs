@@ -872,3 +872,27 @@ fn the_gate_names_a_tie_at_the_boundary_as_the_run_does() {
     let g = json(&d.join("runs/peq/gate.json"));
     assert_eq!((strs(&g["naive_topk"]).len(), strs(&g["naive_tied"]).len()), (0, 6), "{g}");
 }
+
+/// `gate FOLDER` on a folder whose config.yaml was edited after the run (no override given)
+/// says the file changed, not "drop the override" (hunt 59 F9).
+#[test]
+fn a_gate_on_an_edited_folder_names_the_edited_config_not_an_override() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cfg = shipped(d, "synthetic.yaml", |y| y.replace("max_comparisons: 870", "max_comparisons: 120"));
+    assert!(run_bin(d, &["run", cfg.to_str().unwrap(), "--quiet"]).status.success());
+    let folder = d.join("runs/synthetic-spurious");
+    let c = folder.join("config.yaml");
+    let text_of = std::fs::read_to_string(&c).unwrap();
+    assert!(text_of.contains("\nk: 5"), "{text_of}");
+    std::fs::write(&c, text_of.replace("\nk: 5", "\nk: 3")).unwrap();
+    let o = run_bin(d, &["gate", folder.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("the run there was made with k = 5, and this gate would use k = 3; its gate.json would not describe the run: ")
+            && stderr(&o).contains("config.yaml was changed after the run; run it again first, or restore the settings the run was made with"),
+        "{}",
+        text(&o)
+    );
+    assert!(!stderr(&o).contains("drop the override"), "{}", text(&o));
+}
