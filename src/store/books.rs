@@ -684,6 +684,15 @@ mod tests {
         }
     }
 
+    /// Books in `dir` holding two verdicts, $0.125 and $0.0625, each reserved at $0.5.
+    fn two_verdicts(dir: &Path) {
+        let (mut books, _) = Books::open(dir).unwrap();
+        let i1 = books.begin("k1", "a", "b", 0.5).unwrap();
+        assert!(books.record_reply(i1, rec("k1", 0.125)).unwrap());
+        let i2 = books.begin("k2", "b", "a", 0.5).unwrap();
+        assert!(books.record_reply(i2, rec("k2", 0.0625)).unwrap());
+    }
+
     /// verdicts.jsonl moved away: its intents are booked as possibly billed, and the warning
     /// says the file is missing; put back, each request is booked once, as its verdict. Before,
     /// the restored verdicts were booked on top of the possibly billed ones.
@@ -691,13 +700,7 @@ mod tests {
     fn restored_verdicts_replace_what_was_booked_while_they_were_missing() {
         let dir = tempfile::tempdir().unwrap();
         let all = |_: &str| true;
-        {
-            let (mut books, _) = Books::open(dir.path()).unwrap();
-            let i1 = books.begin("k1", "a", "b", 0.5).unwrap();
-            assert!(books.record_reply(i1, rec("k1", 0.125)).unwrap());
-            let i2 = books.begin("k2", "b", "a", 0.5).unwrap();
-            assert!(books.record_reply(i2, rec("k2", 0.0625)).unwrap());
-        }
+        two_verdicts(dir.path());
         let (v, away) = (dir.path().join("verdicts.jsonl"), dir.path().join("away.jsonl"));
         std::fs::rename(&v, &away).unwrap();
         let (books, w) = Books::open(dir.path()).unwrap();
@@ -719,13 +722,7 @@ mod tests {
     fn emptied_verdicts_are_named_and_their_lines_put_back_replace_what_was_booked() {
         let dir = tempfile::tempdir().unwrap();
         let all = |_: &str| true;
-        {
-            let (mut books, _) = Books::open(dir.path()).unwrap();
-            let i1 = books.begin("k1", "a", "b", 0.5).unwrap();
-            assert!(books.record_reply(i1, rec("k1", 0.125)).unwrap());
-            let i2 = books.begin("k2", "b", "a", 0.5).unwrap();
-            assert!(books.record_reply(i2, rec("k2", 0.0625)).unwrap());
-        }
+        two_verdicts(dir.path());
         let v = dir.path().join("verdicts.jsonl");
         let lines = std::fs::read(&v).unwrap();
         std::fs::write(&v, "").unwrap();
