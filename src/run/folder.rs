@@ -156,8 +156,9 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> RunError + '_ {
 /// # Errors
 /// [`RunError::BatchOpen`] when a job is open and the config's judge cannot read batch jobs (a
 /// mock, a panel): refused by the run and its dry run before anything is written;
-/// [`RunError::BatchLogMissing`] when batches.jsonl is gone while the folder's result.json says a
-/// job was open; [`RunError::BatchLog`] when batches.jsonl cannot be read.
+/// [`RunError::BatchLogMissing`] when batches.jsonl is gone, or records fewer submitted queries
+/// than the open job the folder's result.json counts; [`RunError::BatchLog`] when batches.jsonl
+/// cannot be read.
 pub fn open_batch_keys(cfg: &Config) -> Result<std::collections::HashSet<String>, RunError> {
     let path = cfg.run_dir.join(crate::store::batches::BATCHES_FILE);
     // batches.jsonl gone, emptied or cut short while the last result says a job was open
